@@ -1,0 +1,7 @@
+/** Bindings and variables the Worker reads. Settings are parsed from these in src/settings. */
+export interface Env {
+  DB: D1Database;
+  THREADS: DurableObjectNamespace;
+  ADDRESS_BUCKETS: DurableObjectNamespace;
+  [name: string]: unknown;
+}

@@ -1,0 +1,4 @@
+import { applyD1Migrations, env } from "cloudflare:test";
+
+// Every test file starts from the real schema; applyD1Migrations skips what is applied.
+await applyD1Migrations(env.DB, env.TEST_MIGRATIONS);
