@@ -1,0 +1,47 @@
+/** Composes the Worker's Hono app: settings gate, one router per area, the error contract. */
+import { Hono } from "hono";
+import type { AppEnv } from "./http/app-env";
+import { HttpError } from "./http/errors";
+import { methodsForPath } from "./http/route";
+import { settingsFor } from "./settings/settings";
+import { authRouter } from "./routers/auth";
+import { healthRouter } from "./routers/health";
+import { openapiRouter } from "./routers/openapi";
+import { resourcesRouter } from "./routers/resources";
+
+export function createApp(): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+
+  // An invalid settings combination makes every request answer 500 naming the env vars.
+  app.use("*", async (c, next) => {
+    const result = settingsFor(c.env);
+    if (!result.ok) {
+      return c.json({ error: `invalid configuration: ${result.errors.join("; ")}`, code: "invalid-configuration" }, 500);
+    }
+    c.set("settings", result.settings);
+    await next();
+  });
+
+  for (const router of [healthRouter, openapiRouter, authRouter, resourcesRouter]) app.route("/", router);
+
+  app.notFound((c) => {
+    const allowed = methodsForPath(c.req.path);
+    if (allowed.length) {
+      return c.json({ error: "method not allowed" }, 405, { Allow: allowed.join(", ") });
+    }
+    return c.json({ error: "not found" }, 404);
+  });
+
+  app.onError((err, c) => {
+    if (err instanceof HttpError) {
+      const body: Record<string, unknown> = { error: err.message, ...(err.extra ?? {}) };
+      if (err.code) body.code = err.code;
+      return c.json(body, err.status as 400, err.headers);
+    }
+    const errorId = crypto.randomUUID().replace(/-/g, "");
+    console.error(`[${errorId}] unhandled error on ${c.req.method} ${c.req.path}:`, err);
+    return c.json({ error: "Internal Server Error", error_id: errorId }, 500);
+  });
+
+  return app;
+}

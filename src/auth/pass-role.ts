@@ -1,0 +1,60 @@
+import { HttpError, badRequest, forbidden } from "../http/errors";
+import { conditionAllows, conditionInput, conditionNeedsRequest } from "./condition";
+import { type KeyRecord, findByUserId } from "./key-store";
+import type { Principal } from "./principal";
+import { grantsRun } from "./scopes";
+
+/**
+ * Pass-role bind (spec §5.4, decisions §2): the caller may bind its own user_id or a key it
+ * owns; an admin may bind any existing key (absent → 404). A non-admin gets one uniform 403
+ * whether the key is absent or foreign. A condition that needs a request is refused (400).
+ * Returns the key's current fingerprint, which the binding stores.
+ */
+export async function bindExecutionKey(db: D1Database, caller: Principal, executionKey: string): Promise<string> {
+  const key = await findByUserId(db, executionKey);
+  if (!caller.admin) {
+    const mine = key && (key.user_id === caller.key.user_id || key.owner_user_id === caller.key.user_id);
+    if (!mine) throw forbidden();
+  } else if (!key) {
+    throw new HttpError(404, "execution key not found");
+  }
+  if (key!.condition && conditionNeedsRequest(key!.condition)) {
+    throw badRequest("execution_key: its condition reads .request, which a turn does not have");
+  }
+  return key!.key_fingerprint;
+}
+
+export type TurnGrant = { kind: "tool" | "agent"; name: string };
+export type TurnAuthority = { ok: true; key: KeyRecord } | { ok: false; reason: string };
+
+/**
+ * The live turn authorizer: re-reads the bound key at fire time. Missing, disabled, re-minted
+ * (fingerprint changed), owner gone or disabled, grant missing (own or owner's), or condition
+ * not `true` each deny. The reason is for the admin-only `error` field, never for callers.
+ */
+export async function authorizeTurn(
+  db: D1Database,
+  userId: string,
+  fingerprint: string,
+  grant: TurnGrant,
+  now: Date = new Date(),
+): Promise<TurnAuthority> {
+  const key = await findByUserId(db, userId);
+  if (!key) return { ok: false, reason: "execution key no longer exists" };
+  if (key.disabled) return { ok: false, reason: "execution key is disabled" };
+  if (key.key_fingerprint !== fingerprint) return { ok: false, reason: "execution key was re-minted; re-bind the route" };
+  if (key.owner_user_id) {
+    const owner = await findByUserId(db, key.owner_user_id);
+    if (!owner || owner.disabled) return { ok: false, reason: "execution key's owner is missing or disabled" };
+    if (!grantsRun(owner.scopes, grant.kind, grant.name)) {
+      return { ok: false, reason: `execution key's owner may not run ${grant.kind} ${grant.name}` };
+    }
+  }
+  if (!grantsRun(key.scopes, grant.kind, grant.name)) {
+    return { ok: false, reason: `execution key may not run ${grant.kind} ${grant.name}` };
+  }
+  if (key.condition && !(await conditionAllows(key.condition, conditionInput(key, now)))) {
+    return { ok: false, reason: "execution key's condition denied the turn" };
+  }
+  return { ok: true, key };
+}

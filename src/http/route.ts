@@ -1,0 +1,129 @@
+/**
+ * Declarative routes: one spec drives authentication, authorization, validation, the
+ * not-configured gate and the OpenAPI document, so the document cannot drift from what the
+ * Worker enforces. Handlers return the `data` payload (wrapped as `{data}`) or a Response.
+ */
+import type { Context, Hono } from "hono";
+import type { z } from "zod";
+import { authenticate, authorize, readCredential } from "../auth/principal";
+import type { Action } from "../auth/scopes";
+import type { AppEnv } from "./app-env";
+import { parseJsonBody, readRawBody } from "./body";
+import { notConfigured } from "./errors";
+import { parseOr400 } from "./validation";
+
+export type Method = "get" | "post" | "put" | "delete" | "patch";
+
+export type AuthSpec =
+  | { public: true }
+  /** Any valid key; no scope or condition check (e.g. `GET /api/auth/me`). */
+  | { authenticated: true }
+  | {
+      /** Scope tag of the area; the action defaults from the method (GET read, else write). */
+      tag: string;
+      action?: Action;
+      /** Admin-only doors refuse every non-admin with 403 before anything else. */
+      admin?: boolean;
+    };
+
+export interface RouteSpec<
+  P extends z.ZodType | undefined = z.ZodType | undefined,
+  Q extends z.ZodType | undefined = z.ZodType | undefined,
+  B extends z.ZodType | undefined = z.ZodType | undefined,
+> {
+  method: Method;
+  /** OpenAPI-style path, e.g. `/api/conversations/{route_name}`. */
+  path: string;
+  summary: string;
+  description?: string;
+  /** OpenAPI tag (the area). */
+  area: string;
+  auth: AuthSpec;
+  /** Conversation routing ops answer 501 `conversations-not-configured` without a store. */
+  store?: boolean;
+  params?: P;
+  query?: Q;
+  body?: B;
+  /** Body is optional (an empty body validates as `{}` when absent). */
+  bodyOptional?: boolean;
+  /** The `data` payload's schema, for the document. */
+  response?: z.ZodType;
+  /** Other success responses the door can give (e.g. 202 beside 200). */
+  alsoResponds?: Array<{ status: number; description: string; schema?: z.ZodType }>;
+  status?: number;
+  /** Error statuses the door documents besides the common ones. */
+  errors?: number[];
+  /** Non-JSON answers (e.g. `text/event-stream`). */
+  produces?: string;
+  /** Raw, unparsed body (provider webhooks verify signatures on the exact bytes). */
+  rawBody?: boolean;
+}
+
+type Out<T> = T extends z.ZodType ? z.output<T> : undefined;
+
+export interface RouteInput<P, Q, B> {
+  params: Out<P>;
+  query: Out<Q>;
+  body: Out<B>;
+  raw: Uint8Array | null;
+}
+
+export type Handler<P, Q, B> = (c: Context<AppEnv>, input: RouteInput<P, Q, B>) => Promise<unknown> | unknown;
+
+/** Every route registered in this isolate, in registration order (feeds OpenAPI and 405s). */
+export const registry: RouteSpec[] = [];
+
+export function honoPath(path: string): string {
+  return path.replace(/\{([A-Za-z0-9_]+)\}/g, ":$1");
+}
+
+export function pathRegex(path: string): RegExp {
+  const escaped = path.replace(/[.*+?^$()|[\]\\]/g, "\\$&");
+  return new RegExp(`^${escaped.replace(/\{[A-Za-z0-9_]+\}/g, "[^/]+")}/?$`);
+}
+
+/** Registers `spec` on `router` with the standard pipeline in front of `handler`. */
+export function addRoute<
+  P extends z.ZodType | undefined = undefined,
+  Q extends z.ZodType | undefined = undefined,
+  B extends z.ZodType | undefined = undefined,
+>(router: Hono<AppEnv>, spec: RouteSpec<P, Q, B>, handler: Handler<P, Q, B>): void {
+  if (!registry.some((r) => r.method === spec.method && r.path === spec.path)) registry.push(spec as RouteSpec);
+  router.on(spec.method.toUpperCase(), honoPath(spec.path), async (c) => {
+    const settings = c.get("settings");
+    if ("authenticated" in spec.auth) {
+      c.set("principal", await authenticate(c.env.DB, readCredential(c.req.raw.headers)));
+    } else if (!("public" in spec.auth)) {
+      const principal = await authenticate(c.env.DB, readCredential(c.req.raw.headers));
+      const action: Action = spec.auth.action ?? (spec.method === "get" ? "read" : "write");
+      await authorize(principal, { tag: spec.auth.tag, action, admin: spec.auth.admin }, { method: c.req.method, path: c.req.path }, new Date());
+      c.set("principal", principal);
+    } else {
+      c.set("principal", null);
+    }
+    const params = spec.params ? parseOr400(spec.params, c.req.param(), "path") : undefined;
+    const query = spec.query ? parseOr400(spec.query, c.req.query(), "query") : undefined;
+    let raw: Uint8Array | null = null;
+    let body: unknown = undefined;
+    if (spec.body || spec.rawBody) {
+      raw = await readRawBody(c.req.raw);
+      if (spec.body) {
+        const parsed = parseJsonBody(raw);
+        body = parseOr400(spec.body, parsed === undefined && spec.bodyOptional ? {} : parsed, "body");
+      }
+    }
+    if (spec.store && !settings.conversations.storeUrl) {
+      throw notConfigured("conversations", "conversations backend not configured (set CONVERSATIONS_STORE_URL)");
+    }
+    const result = await handler(c, { params, query, body, raw } as RouteInput<P, Q, B>);
+    if (result instanceof Response) return result;
+    return c.json({ data: result === undefined ? null : result }, (spec.status ?? 200) as 200);
+  });
+}
+
+/** Methods registered for a concrete request path (for 405 and the Allow header). */
+export function methodsForPath(path: string): string[] {
+  const found = new Set<string>();
+  for (const r of registry) if (pathRegex(r.path).test(path)) found.add(r.method.toUpperCase());
+  return [...found];
+}

@@ -1,0 +1,190 @@
+/**
+ * The `CONVERSATIONS_*` settings of spec §8 and the checkpoint settings, read from the
+ * Worker's env (wrangler [vars], secrets, .dev.vars, `--var`). Pure: shared by the Worker
+ * and `npm run check-config`, so both give the same verdict.
+ */
+
+export interface ConversationSettings {
+  storeUrl: string | null;
+  storeSocketConnectTimeout: number;
+  storeSocketTimeout: number;
+  prefix: string;
+  maxConcurrentTurns: number;
+  threadQueueDepth: number;
+  perAddressTurnsPerHour: number;
+  addressBucketMaxEntries: number;
+  syncWaitMaxSeconds: number;
+  intakeClaimLeaseSeconds: number;
+  intakeClaimRefreshSeconds: number;
+  deliveryMaxAttempts: number;
+  deliveryBackoffBaseSeconds: number;
+  deliveryBackoffMaxSeconds: number;
+  deliveryClaimLeaseSeconds: number;
+  deliverySendTimeoutSeconds: number;
+  deliveryCallbackTimeoutSeconds: number;
+  deliverySweepIntervalSeconds: number;
+  deliveryGraceSeconds: number;
+  maxMessageChars: Record<string, number>;
+  maxOutboundChunks: number;
+  inboundDedupeTtlSeconds: number;
+  answerRetentionTtlSeconds: number;
+}
+
+export type CheckpointProvider = "kv" | "d1" | "postgres" | "memory";
+
+export interface Settings {
+  conversations: ConversationSettings;
+  checkpoint: { provider: CheckpointProvider; ttlMinutes: number | null };
+}
+
+export const DEFAULT_MAX_MESSAGE_CHARS: Readonly<Record<string, number>> = Object.freeze({
+  twilio: 1600,
+  whatsapp: 4096,
+  slack: 40000,
+  telegram: 4096,
+});
+
+type NumericKey = Exclude<keyof ConversationSettings, "storeUrl" | "prefix" | "maxMessageChars">;
+
+/** Env name, default and kind of each numeric setting. `int` settings must be whole numbers;
+ * durations may be fractional (handy for fast end-to-end runs). */
+export const NUMERIC_SETTINGS: ReadonlyArray<{ key: NumericKey; env: string; def: number; int: boolean }> = [
+  { key: "storeSocketConnectTimeout", env: "CONVERSATIONS_STORE_SOCKET_CONNECT_TIMEOUT", def: 5, int: false },
+  { key: "storeSocketTimeout", env: "CONVERSATIONS_STORE_SOCKET_TIMEOUT", def: 5, int: false },
+  { key: "maxConcurrentTurns", env: "CONVERSATIONS_MAX_CONCURRENT_TURNS", def: 10, int: true },
+  { key: "threadQueueDepth", env: "CONVERSATIONS_THREAD_QUEUE_DEPTH", def: 20, int: true },
+  { key: "perAddressTurnsPerHour", env: "CONVERSATIONS_PER_ADDRESS_TURNS_PER_HOUR", def: 20, int: true },
+  { key: "addressBucketMaxEntries", env: "CONVERSATIONS_ADDRESS_BUCKET_MAX_ENTRIES", def: 50000, int: true },
+  { key: "syncWaitMaxSeconds", env: "CONVERSATIONS_SYNC_WAIT_MAX_SECONDS", def: 120, int: false },
+  { key: "intakeClaimLeaseSeconds", env: "CONVERSATIONS_INTAKE_CLAIM_LEASE_SECONDS", def: 120, int: false },
+  { key: "intakeClaimRefreshSeconds", env: "CONVERSATIONS_INTAKE_CLAIM_REFRESH_SECONDS", def: 30, int: false },
+  { key: "deliveryMaxAttempts", env: "CONVERSATIONS_DELIVERY_MAX_ATTEMPTS", def: 8, int: true },
+  { key: "deliveryBackoffBaseSeconds", env: "CONVERSATIONS_DELIVERY_BACKOFF_BASE_SECONDS", def: 60, int: false },
+  { key: "deliveryBackoffMaxSeconds", env: "CONVERSATIONS_DELIVERY_BACKOFF_MAX_SECONDS", def: 900, int: false },
+  { key: "deliveryClaimLeaseSeconds", env: "CONVERSATIONS_DELIVERY_CLAIM_LEASE_SECONDS", def: 120, int: false },
+  { key: "deliverySendTimeoutSeconds", env: "CONVERSATIONS_DELIVERY_SEND_TIMEOUT_SECONDS", def: 60, int: false },
+  { key: "deliveryCallbackTimeoutSeconds", env: "CONVERSATIONS_DELIVERY_CALLBACK_TIMEOUT_SECONDS", def: 15, int: false },
+  { key: "deliverySweepIntervalSeconds", env: "CONVERSATIONS_DELIVERY_SWEEP_INTERVAL_SECONDS", def: 60, int: false },
+  { key: "deliveryGraceSeconds", env: "CONVERSATIONS_DELIVERY_GRACE_SECONDS", def: 3600, int: false },
+  { key: "maxOutboundChunks", env: "CONVERSATIONS_MAX_OUTBOUND_CHUNKS", def: 10, int: true },
+  { key: "inboundDedupeTtlSeconds", env: "CONVERSATIONS_INBOUND_DEDUPE_TTL_SECONDS", def: 172800, int: false },
+  { key: "answerRetentionTtlSeconds", env: "CONVERSATIONS_ANSWER_RETENTION_TTL_SECONDS", def: 2592000, int: false },
+];
+
+export type SettingsResult = { ok: true; settings: Settings } | { ok: false; errors: string[] };
+
+function str(env: Record<string, unknown>, name: string): string | undefined {
+  const v = env[name];
+  if (v === undefined || v === null) return undefined;
+  return typeof v === "string" ? v : JSON.stringify(v);
+}
+
+/**
+ * Parses and validates the settings. Errors name env vars and the rule broken, never values
+ * (a misplaced secret in the wrong variable must not be echoed).
+ */
+export function parseSettings(env: Record<string, unknown>): SettingsResult {
+  const errors: string[] = [];
+  const c = {} as ConversationSettings;
+
+  const storeUrl = str(env, "CONVERSATIONS_STORE_URL")?.trim();
+  c.storeUrl = storeUrl ? storeUrl : null;
+  if (c.storeUrl && !/^d1:\/\/[A-Za-z_][A-Za-z0-9_]*$/.test(c.storeUrl)) {
+    errors.push("CONVERSATIONS_STORE_URL must name a D1 binding as d1://BINDING");
+  } else if (c.storeUrl && !(c.storeUrl.slice(5) in env)) {
+    errors.push("CONVERSATIONS_STORE_URL names a D1 binding that is not bound");
+  }
+  c.prefix = str(env, "CONVERSATIONS_PREFIX")?.trim() || "conversations";
+
+  for (const s of NUMERIC_SETTINGS) {
+    const raw = str(env, s.env);
+    if (raw === undefined || raw.trim() === "") {
+      c[s.key] = s.def;
+      continue;
+    }
+    const n = Number(raw.trim());
+    if (!Number.isFinite(n) || n <= 0) {
+      errors.push(`${s.env} must be a number greater than 0`);
+      c[s.key] = s.def;
+    } else if (s.int && !Number.isInteger(n)) {
+      errors.push(`${s.env} must be a whole number`);
+      c[s.key] = s.def;
+    } else {
+      c[s.key] = n;
+    }
+  }
+
+  c.maxMessageChars = { ...DEFAULT_MAX_MESSAGE_CHARS };
+  const mmc = env["CONVERSATIONS_MAX_MESSAGE_CHARS"];
+  if (mmc !== undefined && mmc !== null && mmc !== "") {
+    let parsed: unknown = mmc;
+    if (typeof mmc === "string") {
+      try {
+        parsed = JSON.parse(mmc);
+      } catch {
+        parsed = undefined;
+        errors.push("CONVERSATIONS_MAX_MESSAGE_CHARS must be a JSON object of channel name to characters");
+      }
+    }
+    if (parsed !== undefined) {
+      if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+        errors.push("CONVERSATIONS_MAX_MESSAGE_CHARS must be a JSON object of channel name to characters");
+      } else {
+        const map: Record<string, number> = {};
+        for (const [name, v] of Object.entries(parsed)) {
+          if (typeof v !== "number" || !Number.isInteger(v) || v <= 0) {
+            errors.push(`CONVERSATIONS_MAX_MESSAGE_CHARS entry for a channel must be a whole number greater than 0`);
+          } else {
+            map[name] = v;
+          }
+        }
+        c.maxMessageChars = map;
+      }
+    }
+  }
+
+  if (!(c.intakeClaimRefreshSeconds < c.intakeClaimLeaseSeconds)) {
+    errors.push("CONVERSATIONS_INTAKE_CLAIM_REFRESH_SECONDS must be below CONVERSATIONS_INTAKE_CLAIM_LEASE_SECONDS");
+  }
+  if (!(c.deliverySendTimeoutSeconds < c.deliveryClaimLeaseSeconds)) {
+    errors.push("CONVERSATIONS_DELIVERY_SEND_TIMEOUT_SECONDS must be below CONVERSATIONS_DELIVERY_CLAIM_LEASE_SECONDS");
+  }
+  if (!(c.deliveryCallbackTimeoutSeconds < c.deliveryClaimLeaseSeconds)) {
+    errors.push("CONVERSATIONS_DELIVERY_CALLBACK_TIMEOUT_SECONDS must be below CONVERSATIONS_DELIVERY_CLAIM_LEASE_SECONDS");
+  }
+  if (!(c.deliveryBackoffBaseSeconds <= c.deliveryBackoffMaxSeconds)) {
+    errors.push("CONVERSATIONS_DELIVERY_BACKOFF_BASE_SECONDS must not exceed CONVERSATIONS_DELIVERY_BACKOFF_MAX_SECONDS");
+  }
+
+  const providerRaw = (str(env, "LLM_PROVIDER_CHECKPOINT")?.trim() || "kv").toLowerCase();
+  let provider: CheckpointProvider = "kv";
+  if (providerRaw === "kv" || providerRaw === "d1" || providerRaw === "memory") {
+    provider = providerRaw;
+  } else if (providerRaw === "postgres") {
+    errors.push("LLM_PROVIDER_CHECKPOINT=postgres is not available in this build; use kv, d1 or memory");
+  } else {
+    errors.push("LLM_PROVIDER_CHECKPOINT must be one of kv, d1, memory");
+  }
+  let ttlMinutes: number | null = null;
+  const ttlRaw = str(env, "LLM_PROVIDER_CHECKPOINT_TTL_MINUTES")?.trim();
+  if (ttlRaw) {
+    const n = Number(ttlRaw);
+    if (!Number.isFinite(n) || n <= 0) errors.push("LLM_PROVIDER_CHECKPOINT_TTL_MINUTES must be a number greater than 0");
+    else ttlMinutes = n;
+  }
+
+  if (errors.length) return { ok: false, errors };
+  return { ok: true, settings: { conversations: c, checkpoint: { provider, ttlMinutes } } };
+}
+
+const cache = new WeakMap<object, SettingsResult>();
+
+/** parseSettings memoised per env object (stable for an isolate's lifetime). */
+export function settingsFor(env: object): SettingsResult {
+  let r = cache.get(env);
+  if (!r) {
+    r = parseSettings(env as Record<string, unknown>);
+    cache.set(env, r);
+  }
+  return r;
+}

@@ -1,0 +1,43 @@
+/**
+ * TemplatedText (spec §2.6): `{content | id, kwargs}`, exactly one of content/id, rendered
+ * with mustache. Rendering never HTML-escapes: the outputs are jq programs and plain text.
+ */
+import Mustache from "mustache";
+import { z } from "zod";
+import { HttpError } from "../http/errors";
+import { readTextResource } from "../store/text-resources";
+
+export const templatedTextSchema = z
+  .object({
+    content: z.string().nullable().optional(),
+    id: z.string().min(1).max(256).nullable().optional(),
+    kwargs: z.record(z.string(), z.unknown()).default({}),
+  })
+  .strict()
+  .superRefine((t, ctx) => {
+    const hasContent = t.content !== undefined && t.content !== null;
+    const hasId = t.id !== undefined && t.id !== null;
+    if (hasContent === hasId) ctx.addIssue({ code: "custom", message: "exactly one of content or id must be set" });
+  });
+export type TemplatedText = z.infer<typeof templatedTextSchema>;
+
+/** Renders a template string with kwargs (pure). Unknown tags render empty, as mustache does. */
+export function renderTemplate(template: string, kwargs: Record<string, unknown>): string {
+  try {
+    return Mustache.render(template, kwargs, {}, { escape: (v: unknown) => String(v) });
+  } catch {
+    throw new HttpError(400, "template does not parse as mustache");
+  }
+}
+
+/** Resolves `id` against stored text resources (404 when absent) and renders. */
+export async function renderTemplatedText(db: D1Database, t: TemplatedText): Promise<string> {
+  let source: string;
+  if (t.content !== undefined && t.content !== null) source = t.content;
+  else {
+    const res = await readTextResource(db, t.id!);
+    if (!res) throw new HttpError(404, "templated text resource not found");
+    source = res.content;
+  }
+  return renderTemplate(source, t.kwargs ?? {});
+}

@@ -1,0 +1,77 @@
+import { SELF, env } from "cloudflare:test";
+
+export const BASE = "https://bridge.test";
+
+export interface CallOptions {
+  key?: string | null;
+  bearer?: boolean;
+  body?: unknown;
+  rawBody?: string;
+  headers?: Record<string, string>;
+}
+
+export interface CallResult<T = any> {
+  status: number;
+  body: T;
+  headers: Headers;
+}
+
+/** Calls the Worker in-process through its fetch handler (real D1 and Durable Objects). */
+export async function call<T = any>(method: string, path: string, opts: CallOptions = {}): Promise<CallResult<T>> {
+  const headers: Record<string, string> = { ...(opts.headers ?? {}) };
+  if (opts.key) {
+    if (opts.bearer) headers.authorization = `Bearer ${opts.key}`;
+    else headers["x-api-key"] = opts.key;
+  }
+  let body: string | undefined;
+  if (opts.rawBody !== undefined) body = opts.rawBody;
+  else if (opts.body !== undefined) {
+    body = JSON.stringify(opts.body);
+    headers["content-type"] ??= "application/json";
+  }
+  const res = await SELF.fetch(`${BASE}${path}`, { method, headers, body });
+  const text = await res.text();
+  let parsed: unknown = text;
+  try {
+    parsed = text ? JSON.parse(text) : null;
+  } catch {
+    /* keep text */
+  }
+  return { status: res.status, body: parsed as T, headers: res.headers };
+}
+
+export const BOOTSTRAP_TOKEN = String(env.ACCESS_CONTROL_BOOTSTRAP_TOKEN);
+
+let adminKey: string | null = null;
+
+/** The admin key of this test file's database (bootstraps once, or reuses). */
+export async function admin(): Promise<string> {
+  if (adminKey) return adminKey;
+  const r = await call("POST", "/api/keys/bootstrap", {
+    body: { user_id: "root", description: "tests", bootstrap_token: BOOTSTRAP_TOKEN },
+  });
+  if (r.status !== 200) throw new Error(`bootstrap failed: ${r.status} ${JSON.stringify(r.body)}`);
+  adminKey = r.body.data.token as string;
+  return adminKey;
+}
+
+let counter = 0;
+/** A unique name for this test run, so tests never share state by accident. */
+export function uniq(prefix: string): string {
+  counter += 1;
+  return `${prefix}-${Date.now().toString(36)}-${counter}`;
+}
+
+/** Mints a key as admin (or as `as`) and returns the raw key. */
+export async function mintKey(
+  spec: { user_id?: string; scopes: string[]; condition?: string | null; owner_user_id?: string | null },
+  as?: string,
+): Promise<{ key: string; user_id: string; fingerprint: string }> {
+  const user_id = spec.user_id ?? uniq("user");
+  const r = await call("POST", "/api/auth/api-keys", {
+    key: as ?? (await admin()),
+    body: { user_id, description: "test", scopes: spec.scopes, condition: spec.condition, owner_user_id: spec.owner_user_id },
+  });
+  if (r.status !== 200) throw new Error(`mint failed: ${r.status} ${JSON.stringify(r.body)}`);
+  return { key: r.body.data.api_key, user_id, fingerprint: r.body.data.key_fingerprint };
+}

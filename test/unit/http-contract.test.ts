@@ -1,0 +1,50 @@
+import { describe, expect, it } from "vitest";
+import { admin, call } from "../helpers/http";
+
+describe("HTTP contract (decisions §1)", () => {
+  it("serves a public health check", async () => {
+    const r = await call("GET", "/api/health");
+    expect(r.status).toBe(200);
+    expect(r.body).toEqual({ data: { status: "ok" } });
+  });
+
+  it("answers 404 {error} for an unknown /api path", async () => {
+    const r = await call("GET", "/api/no-such-thing");
+    expect(r.status).toBe(404);
+    expect(r.body).toEqual({ error: "not found" });
+  });
+
+  it("answers 405 with Allow for a known path and wrong method", async () => {
+    const r = await call("DELETE", "/api/health");
+    expect(r.status).toBe(405);
+    expect(r.headers.get("allow")).toContain("GET");
+    expect(r.body).toEqual({ error: "method not allowed" });
+  });
+
+  it("answers 400 for malformed JSON without echoing it", async () => {
+    const key = await admin();
+    const r = await call("POST", "/api/auth/api-keys", { key, rawBody: '{"user_id": "secret-value', headers: { "content-type": "application/json" } });
+    expect(r.status).toBe(400);
+    expect(r.body.error).toBe("malformed JSON body");
+    expect(JSON.stringify(r.body)).not.toContain("secret-value");
+  });
+
+  it("names the invalid field and never echoes the value", async () => {
+    const key = await admin();
+    const r = await call("POST", "/api/auth/api-keys", { key, body: { user_id: "bad id with spaces SECRET", scopes: ["nope:nope"] } });
+    expect(r.status).toBe(400);
+    expect(r.body.error).toMatch(/user_id/);
+    expect(r.body.error).toMatch(/scopes\.0/);
+    expect(r.body.error).not.toContain("SECRET");
+    expect(r.body.error).not.toContain("nope:nope");
+    expect(Object.keys(r.body)).toEqual(["error"]);
+  });
+
+  it("answers 413 past 1 MiB", async () => {
+    const key = await admin();
+    const big = JSON.stringify({ content: "x".repeat(1024 * 1024 + 10) });
+    const r = await call("POST", "/api/storage/resources", { key, rawBody: big, headers: { "content-type": "application/json" } });
+    expect(r.status).toBe(413);
+    expect(typeof r.body.error).toBe("string");
+  });
+});
