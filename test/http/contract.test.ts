@@ -48,3 +48,38 @@ describe("HTTP contract (decisions §1)", () => {
     expect(typeof r.body.error).toBe("string");
   });
 });
+
+describe("error rendering and settings gate", () => {
+  it("renders an unexpected fault as 500 with an error_id and no detail", async () => {
+    const { env } = await import("cloudflare:test");
+    const { createApp } = await import("../../src/app");
+    const brokenDb = {
+      prepare() {
+        throw new Error("SECRET internal detail");
+      },
+    };
+    const res = await createApp().fetch(
+      new Request("https://bridge.test/api/auth/me", { headers: { "x-api-key": "sk-whatever" } }),
+      { ...env, DB: brokenDb },
+      { waitUntil() {}, passThroughOnException() {}, props: {} } as unknown as ExecutionContext,
+    );
+    expect(res.status).toBe(500);
+    const body = (await res.json()) as Record<string, string>;
+    expect(body.error).toBe("Internal Server Error");
+    expect(body.error_id).toMatch(/^[0-9a-f]{32}$/);
+    expect(JSON.stringify(body)).not.toContain("SECRET");
+  });
+
+  it("answers 500 naming the env vars on every request when settings are invalid", async () => {
+    const { env } = await import("cloudflare:test");
+    const { createApp } = await import("../../src/app");
+    const res = await createApp().fetch(new Request("https://bridge.test/api/health"), {
+      ...env,
+      CONVERSATIONS_INTAKE_CLAIM_REFRESH_SECONDS: "500",
+    });
+    expect(res.status).toBe(500);
+    const body = (await res.json()) as Record<string, string>;
+    expect(body.error).toContain("CONVERSATIONS_INTAKE_CLAIM_REFRESH_SECONDS");
+    expect(body.error).not.toContain("500");
+  });
+});

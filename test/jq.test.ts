@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { JqError, jqCompile, jqOne, jqRun } from "../../src/jq/engine";
+import { JqError, jqCompile, jqOne, jqRun } from "../src/jq/engine";
 
 describe("jq engine (jq-wasm inside workerd)", () => {
   it("returns a single output", async () => {
