@@ -1,0 +1,131 @@
+/**
+ * End-to-end harness: runs the real `npm start` path (scripts/start.mjs → D1 migrations →
+ * `wrangler dev`) on free ports with its own persistence directory, and talks HTTP to it.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+export const ROOT = join(import.meta.dirname, "..", "..");
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const addr = srv.address();
+      srv.close(() => resolve(typeof addr === "object" && addr ? addr.port : 0));
+    });
+  });
+}
+
+export interface DevServer {
+  baseUrl: string;
+  persistDir: string;
+  logs: () => string;
+  stop: () => Promise<void>;
+  /** Stops and starts again on the same port and persistence directory. */
+  restart: () => Promise<void>;
+}
+
+export interface DevOptions {
+  vars?: Record<string, string>;
+  env?: Record<string, string>;
+  persistDir?: string;
+}
+
+export async function startDev(opts: DevOptions = {}): Promise<DevServer> {
+  const port = await freePort();
+  const persistDir = opts.persistDir ?? mkdtempSync(join(tmpdir(), "bridge-e2e-"));
+  let child: ChildProcess | null = null;
+  let log = "";
+
+  async function launch(): Promise<void> {
+    const inspector = await freePort();
+    const args = ["scripts/start.mjs", "--port", String(port), "--inspector-port", String(inspector), "--persist-to", persistDir, "--show-interactive-dev-session=false", "--log-level", "warn"];
+    for (const [k, v] of Object.entries(opts.vars ?? {})) args.push("--var", `${k}:${v}`);
+    child = spawn(process.execPath, args, {
+      cwd: ROOT,
+      env: { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false", ...(opts.env ?? {}) },
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true,
+    });
+    child.stdout?.on("data", (d) => (log += d.toString()));
+    child.stderr?.on("data", (d) => (log += d.toString()));
+    const deadline = Date.now() + 90_000;
+    while (Date.now() < deadline) {
+      if (child.exitCode !== null) throw new Error(`wrangler dev exited early:\n${log}`);
+      try {
+        const r = await fetch(`http://127.0.0.1:${port}/api/health`);
+        if (r.status === 200) return;
+      } catch {
+        /* not up yet */
+      }
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    throw new Error(`wrangler dev did not become healthy in time:\n${log}`);
+  }
+
+  async function stop(): Promise<void> {
+    const c = child;
+    if (!c || c.exitCode !== null) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        try {
+          process.kill(-c.pid!, "SIGKILL");
+        } catch {
+          /* gone */
+        }
+      }, 5_000);
+      c.once("exit", () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      try {
+        process.kill(-c.pid!, "SIGTERM"); // the whole group: node, wrangler and workerd
+      } catch {
+        resolve();
+      }
+    });
+    child = null;
+  }
+
+  await launch();
+  return {
+    baseUrl: `http://127.0.0.1:${port}`,
+    persistDir,
+    logs: () => log,
+    stop,
+    restart: async () => {
+      await stop();
+      await launch();
+    },
+  };
+}
+
+export interface Reply<T = any> {
+  status: number;
+  body: T;
+  headers: Headers;
+}
+
+/** JSON over HTTP with an optional api key. */
+export async function http<T = any>(base: string, method: string, path: string, opts: { key?: string; body?: unknown; headers?: Record<string, string> } = {}): Promise<Reply<T>> {
+  const headers: Record<string, string> = { ...(opts.headers ?? {}) };
+  if (opts.key) headers["x-api-key"] = opts.key;
+  if (opts.body !== undefined) headers["content-type"] = "application/json";
+  const res = await fetch(`${base}${path}`, { method, headers, body: opts.body === undefined ? undefined : JSON.stringify(opts.body) });
+  const text = await res.text();
+  let body: unknown = text;
+  try {
+    body = text ? JSON.parse(text) : null;
+  } catch {
+    /* not JSON */
+  }
+  return { status: res.status, body: body as T, headers: res.headers };
+}
+
+export const BOOTSTRAP_TOKEN = "local-dev-bootstrap-token";
