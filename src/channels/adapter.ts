@@ -1,0 +1,160 @@
+/**
+ * The one channel adapter interface (design.md "Channel adapters share one interface").
+ *
+ * An adapter is a plain object with no state: it verifies a provider's webhook on the raw bytes,
+ * normalizes it into channel events, and sends one text chunk. Everything it needs comes in as
+ * arguments (the Worker env for its `CHANNEL_*` vars, an injected `fetch`, the clock), so tests
+ * construct an env object and a fake fetch instead of patching globals. A fifth channel is one new
+ * file exporting a `ChannelAdapter` plus one line in `registry.ts`; see docs/channels.md.
+ */
+
+/**
+ * The Worker env as an adapter sees it: the `CHANNEL_*` vars of decisions §11 (wrangler [vars],
+ * secrets, .dev.vars). Values are `unknown` because the Worker's `Env` carries bindings too; an
+ * adapter reads only strings through `envString`.
+ */
+export type ChannelEnv = Readonly<Record<string, unknown>>;
+
+/** The four built-in channel registry names (also the keys of `max_message_chars`). */
+export type ChannelName = "twilio" | "whatsapp" | "telegram" | "slack";
+
+/** What a channel can carry besides plain text (decisions §11 "Capabilities"). */
+export interface ChannelCapabilities {
+  media: boolean;
+  location: boolean;
+  template: boolean;
+  interactive: boolean;
+  form: boolean;
+}
+
+/** One inbound media item (decisions §6 transport shape; `kind` always set here). */
+export interface Attachment {
+  kind: "image" | "document" | "video" | "audio";
+  /**
+   * Where the media lives. A fetchable URL where the provider gives one (Twilio `MediaUrl{i}`,
+   * Slack `url_private`, which needs the bot token to download), else a provider reference:
+   * `whatsapp-media:<media id>` (resolve with Graph `GET /{media id}`) or
+   * `telegram-file:<file_id>` (resolve with Bot API `getFile`). Adapters never download media.
+   */
+  url: string;
+  caption?: string;
+  filename?: string;
+  /** The provider's MIME type when it names one. */
+  mime_type?: string;
+}
+
+/** A shared location (spec §4.3 `location`). */
+export interface Location {
+  latitude: number;
+  longitude: number;
+  name?: string;
+  address?: string;
+}
+
+/** An inbound message from a participant, normalized. */
+export interface InboundMessage {
+  kind: "message";
+  /** The dedupe key together with the channel name (decisions §11 field table). */
+  provider_message_id: string;
+  /** The participant's address: the thread's `client_address`. */
+  sender: string;
+  /** Our side of the conversation: routes are looked up by (channel, our_identity). */
+  our_identity: string;
+  /** The rendered text; `""` for a media-, location- or form-only message. */
+  text: string;
+  attachments?: Attachment[];
+  location?: Location;
+  /** Tap enrichment (`reply_id`, `button_payload`, `referral_*`), already within spec §4.2 bounds. */
+  params?: Record<string, string>;
+  /** An ask-less form submission (WhatsApp Flows `nfm_reply`), a JSON object. */
+  form?: Record<string, unknown>;
+}
+
+/** A delivery receipt for an OUTBOUND message we sent (its provider id is what `send` returned). */
+export interface ReceiptUpdate {
+  kind: "receipt";
+  provider_message_id: string;
+  status: "delivered" | "failed";
+  /** Our identity the message was sent from, when the provider names it. */
+  our_identity?: string;
+  /** The provider's error code on a failed receipt (never user text), for the admin `error`. */
+  error?: string;
+}
+
+export type ChannelEvent = InboundMessage | ReceiptUpdate;
+
+/** The webhook doors: `/api/channels/{name}/inbound` and `/api/channels/{name}/status`. */
+export type WebhookDoor = "inbound" | "status";
+export type WebhookMethod = "GET" | "POST";
+
+/**
+ * One webhook request as the door read it: the raw body is already read (≤ 1 MiB) because the
+ * signature covers the exact bytes, so adapters get the bytes rather than a consumable Request.
+ */
+export interface Webhook {
+  door: WebhookDoor;
+  method: WebhookMethod;
+  /** The URL the Worker received (path and query matter to Twilio's signature). */
+  url: URL;
+  headers: Headers;
+  raw: Uint8Array;
+}
+
+/**
+ * The verdict on a webhook's authenticity. 404: the channel is not configured (its doors do not
+ * exist); 401: missing or bad signature; 403: a failed WhatsApp GET handshake (what Meta expects).
+ * `reason` is a fixed phrase for logs and the error body; it never carries request values.
+ */
+export type VerifyResult = { ok: true } | { ok: false; status: 401 | 403 | 404; reason: string };
+
+/** What a verified webhook carried. */
+export interface ParsedWebhook {
+  events: ChannelEvent[];
+  /** Updates acknowledged without a turn: bot messages, edits, reactions, unknown shapes. */
+  ignored: number;
+  /** A protocol answer that replaces the plain ack (WhatsApp GET handshake, Slack url_verification). */
+  reply?: Response;
+}
+
+/** One outbound chunk: from our identity to the participant's address. */
+export interface SendArgs {
+  to: string;
+  from: string;
+  text: string;
+}
+
+export interface SendDeps {
+  /** globalThis.fetch in production; a recording fake in tests. */
+  fetch: typeof fetch;
+  env: ChannelEnv;
+  /** `delivery_send_timeout_seconds` × 1000; bounds the request and reading its answer. */
+  timeoutMs: number;
+}
+
+/**
+ * The outcome of one send. `permanent: true` is a provider refusal (the record goes `failed`
+ * without retry); `false` is transient (timeout, network, 5xx, rate limit: retry with backoff).
+ * `provider_message_id` is null only when the provider accepted but named no id (no receipt can
+ * match it; the grace period completes the record). `reason` never carries secrets or user text.
+ */
+export type SendResult =
+  | { ok: true; provider_message_id: string | null }
+  | { ok: false; permanent: boolean; status?: number; reason: string; retry_after_seconds?: number };
+
+export interface ChannelAdapter {
+  /** Registry name, door path segment and `max_message_chars` key. */
+  readonly name: string;
+  readonly capabilities: Readonly<ChannelCapabilities>;
+  /** Which doors exist and with which methods; anything else is 404/405 at the door. */
+  readonly doors: Readonly<Partial<Record<WebhookDoor, readonly WebhookMethod[]>>>;
+  /** Status of the plain acknowledgement of a verified webhook (Twilio 204, the others 200). */
+  readonly ackStatus: 200 | 204;
+  /** True when every required secret is set (non-blank). Unconfigured channels have no doors. */
+  isConfigured(env: ChannelEnv): boolean;
+  /** Authenticates the raw request before anything parses it: constant time, fail closed. */
+  verify(hook: Webhook, env: ChannelEnv, now: Date): Promise<VerifyResult>;
+  /** Normalizes a verified webhook. Never throws: unexpected shapes count as `ignored`. */
+  parse(hook: Webhook, env: ChannelEnv): ParsedWebhook;
+  /** Sends one chunk. Never throws: every failure is a classified SendResult. */
+  send(args: SendArgs, deps: SendDeps): Promise<SendResult>;
+}
