@@ -2,13 +2,15 @@
 import { createApp } from "./app";
 import type { Env } from "./env";
 import { pruneThrottle } from "./auth/throttle";
+import { pruneIndexes } from "./bridge/indexes";
 
 const app = createApp();
 
 export default {
   fetch: app.fetch,
   async scheduled(_controller: ScheduledController, env: Env, ctx: ExecutionContext): Promise<void> {
-    ctx.waitUntil(pruneThrottle(env.DB, Date.now()));
+    const now = Date.now();
+    ctx.waitUntil(Promise.all([pruneThrottle(env.DB, now), pruneIndexes(env.DB, now)]));
   },
 } satisfies ExportedHandler<Env>;
 

@@ -1,0 +1,229 @@
+/**
+ * The ThreadObject's SQLite: answer records with their turn and delivery bookkeeping, and a
+ * small meta table. Plain synchronous functions over DurableObjectStorage (DO SQLite is
+ * synchronous), so the object's methods read as the state machine they implement.
+ */
+import type { AnswerRecord, DeliveryStatus } from "../src/bridge/record";
+import type { TurnInbound } from "../src/bridge/payload";
+
+/** Bumped when the schema changes; migrations below run in order inside blockConcurrencyWhile. */
+const SCHEMA_VERSION = 1;
+
+export type TurnState = "queued" | "running" | "done";
+
+export interface StoredRecord {
+  seq: number;
+  record: AnswerRecord;
+  inbound: TurnInbound;
+  turn_state: TurnState;
+  turn_lease_until: number | null;
+  delivery_due_at: number | null;
+  delivery_lease_until: number | null;
+  grace_until: number | null;
+  expires_at: number | null;
+  /** Channel delivery progress: chunks already accepted by the provider. */
+  chunks_sent: number;
+}
+
+/** Runs a statement, naming it in the error so a failing query is identifiable in logs. */
+export function sql<T extends Record<string, SqlStorageValue>>(storage: DurableObjectStorage, name: string, query: string, ...args: unknown[]): T[] {
+  try {
+    return storage.sql.exec<T>(query, ...(args as SqlStorageValue[])).toArray();
+  } catch (err) {
+    throw new Error(`thread sql "${name}" failed: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+export function migrate(storage: DurableObjectStorage): void {
+  storage.sql.exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
+  const row = sql<{ value: string }>(storage, "schema version", "SELECT value FROM meta WHERE key = 'schema_version'")[0];
+  const version = row ? Number(row.value) : 0;
+  if (version < 1) {
+    storage.sql.exec(`CREATE TABLE IF NOT EXISTS records (
+      seq                  INTEGER PRIMARY KEY AUTOINCREMENT,
+      message_id           TEXT NOT NULL UNIQUE,
+      record               TEXT NOT NULL,
+      inbound              TEXT NOT NULL,
+      status               TEXT NOT NULL,
+      turn_state           TEXT NOT NULL,
+      turn_lease_until     INTEGER,
+      delivery_due_at      INTEGER,
+      delivery_lease_until INTEGER,
+      grace_until          INTEGER,
+      expires_at           INTEGER,
+      chunks_sent          INTEGER NOT NULL DEFAULT 0
+    )`);
+    storage.sql.exec("CREATE INDEX IF NOT EXISTS records_turns ON records(turn_state, seq)");
+    storage.sql.exec("CREATE INDEX IF NOT EXISTS records_status ON records(status, delivery_due_at)");
+    storage.sql.exec("CREATE INDEX IF NOT EXISTS records_expiry ON records(expires_at)");
+  }
+  if (version !== SCHEMA_VERSION) {
+    sql(storage, "set schema version", "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", String(SCHEMA_VERSION));
+  }
+}
+
+export function getMeta(storage: DurableObjectStorage, key: string): string | null {
+  return sql<{ value: string }>(storage, "get meta", "SELECT value FROM meta WHERE key = ?", key)[0]?.value ?? null;
+}
+
+export function setMeta(storage: DurableObjectStorage, key: string, value: string): void {
+  sql(storage, "set meta", "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", key, value);
+}
+
+type Row = {
+  seq: number;
+  record: string;
+  inbound: string;
+  turn_state: string;
+  turn_lease_until: number | null;
+  delivery_due_at: number | null;
+  delivery_lease_until: number | null;
+  grace_until: number | null;
+  expires_at: number | null;
+  chunks_sent: number;
+};
+
+function fromRow(r: Row): StoredRecord {
+  return {
+    seq: r.seq,
+    record: JSON.parse(r.record) as AnswerRecord,
+    inbound: JSON.parse(r.inbound) as TurnInbound,
+    turn_state: r.turn_state as TurnState,
+    turn_lease_until: r.turn_lease_until,
+    delivery_due_at: r.delivery_due_at,
+    delivery_lease_until: r.delivery_lease_until,
+    grace_until: r.grace_until,
+    expires_at: r.expires_at,
+    chunks_sent: r.chunks_sent,
+  };
+}
+
+const COLS = "seq, record, inbound, turn_state, turn_lease_until, delivery_due_at, delivery_lease_until, grace_until, expires_at, chunks_sent";
+
+export function insertRecord(storage: DurableObjectStorage, rec: AnswerRecord, inbound: TurnInbound, turnState: TurnState, expiresAt: number | null): void {
+  sql(
+    storage,
+    "insert record",
+    "INSERT INTO records (message_id, record, inbound, status, turn_state, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
+    rec.message_id,
+    JSON.stringify(rec),
+    JSON.stringify(inbound),
+    rec.status,
+    turnState,
+    expiresAt,
+  );
+}
+
+export function getStored(storage: DurableObjectStorage, messageId: string): StoredRecord | null {
+  const r = sql<Row>(storage, "get record", `SELECT ${COLS} FROM records WHERE message_id = ?`, messageId)[0];
+  return r ? fromRow(r) : null;
+}
+
+/** Persists the record body and any bookkeeping fields given. */
+export function saveStored(
+  storage: DurableObjectStorage,
+  s: Pick<StoredRecord, "record"> & Partial<Omit<StoredRecord, "record" | "seq" | "inbound">>,
+): void {
+  const sets = ["record = ?", "status = ?"];
+  const args: unknown[] = [JSON.stringify(s.record), s.record.status];
+  for (const key of ["turn_state", "turn_lease_until", "delivery_due_at", "delivery_lease_until", "grace_until", "expires_at", "chunks_sent"] as const) {
+    if (key in s) {
+      sets.push(`${key} = ?`);
+      args.push(s[key] ?? null);
+    }
+  }
+  args.push(s.record.message_id);
+  sql(storage, "save record", `UPDATE records SET ${sets.join(", ")} WHERE message_id = ?`, ...args);
+}
+
+export function countWaiting(storage: DurableObjectStorage): number {
+  return sql<{ n: number }>(storage, "count waiting", "SELECT COUNT(*) AS n FROM records WHERE turn_state = 'queued'")[0].n;
+}
+
+export function nextQueued(storage: DurableObjectStorage): StoredRecord | null {
+  const r = sql<Row>(storage, "next queued", `SELECT ${COLS} FROM records WHERE turn_state = 'queued' ORDER BY seq LIMIT 1`)[0];
+  return r ? fromRow(r) : null;
+}
+
+export function runningTurns(storage: DurableObjectStorage): StoredRecord[] {
+  return sql<Row>(storage, "running turns", `SELECT ${COLS} FROM records WHERE turn_state = 'running' ORDER BY seq`).map(fromRow);
+}
+
+export function hasTurnInFlight(storage: DurableObjectStorage): boolean {
+  return sql(storage, "turn in flight", "SELECT 1 AS one FROM records WHERE turn_state IN ('queued', 'running') LIMIT 1").length > 0;
+}
+
+/** pending_delivery records whose next attempt is due and whose claim is free. */
+export function dueDeliveries(storage: DurableObjectStorage, nowMs: number): StoredRecord[] {
+  return sql<Row>(
+    storage,
+    "due deliveries",
+    `SELECT ${COLS} FROM records WHERE status = 'pending_delivery' AND delivery_due_at <= ?
+       AND (delivery_lease_until IS NULL OR delivery_lease_until <= ?) ORDER BY seq`,
+    nowMs,
+    nowMs,
+  ).map(fromRow);
+}
+
+export function graceElapsed(storage: DurableObjectStorage, nowMs: number): StoredRecord[] {
+  return sql<Row>(storage, "grace elapsed", `SELECT ${COLS} FROM records WHERE status = 'provisional' AND grace_until <= ? ORDER BY seq`, nowMs).map(fromRow);
+}
+
+/** Earliest instant at which the alarm has work: a due delivery, a lease, a grace end, an expiry. */
+export function nextWake(storage: DurableObjectStorage, intakeLeaseMs: number, nowMs: number): number | null {
+  const r = sql<{ t: number | null }>(
+    storage,
+    "next wake",
+    `SELECT MIN(t) AS t FROM (
+       SELECT MAX(delivery_due_at, COALESCE(delivery_lease_until, 0)) AS t FROM records WHERE status = 'pending_delivery'
+       UNION ALL SELECT turn_lease_until FROM records WHERE turn_state = 'running'
+       UNION ALL SELECT ? FROM records WHERE turn_state = 'queued'
+       UNION ALL SELECT grace_until FROM records WHERE status = 'provisional'
+       UNION ALL SELECT expires_at FROM records WHERE expires_at IS NOT NULL
+     )`,
+    nowMs + intakeLeaseMs,
+  )[0];
+  return r?.t ?? null;
+}
+
+/** Deletes records whose retention ended; returns their ids. */
+export function pruneExpired(storage: DurableObjectStorage, nowMs: number): string[] {
+  const gone = sql<{ message_id: string }>(storage, "expired ids", "SELECT message_id FROM records WHERE expires_at IS NOT NULL AND expires_at <= ?", nowMs).map(
+    (r) => r.message_id,
+  );
+  if (gone.length) sql(storage, "prune expired", "DELETE FROM records WHERE expires_at IS NOT NULL AND expires_at <= ?", nowMs);
+  return gone;
+}
+
+/** Live (unexpired) records, oldest first or newest first, for transcripts and search. */
+export function liveRecords(storage: DurableObjectStorage, nowMs: number, order: "asc" | "desc", offset: number, limit: number): AnswerRecord[] {
+  return sql<{ record: string }>(
+    storage,
+    "live records",
+    `SELECT record FROM records WHERE expires_at IS NULL OR expires_at > ? ORDER BY seq ${order === "asc" ? "ASC" : "DESC"} LIMIT ? OFFSET ?`,
+    nowMs,
+    limit,
+    offset,
+  ).map((r) => JSON.parse(r.record) as AnswerRecord);
+}
+
+export function countLive(storage: DurableObjectStorage, nowMs: number): number {
+  return sql<{ n: number }>(storage, "count live", "SELECT COUNT(*) AS n FROM records WHERE expires_at IS NULL OR expires_at > ?", nowMs)[0].n;
+}
+
+export function countAll(storage: DurableObjectStorage): number {
+  return sql<{ n: number }>(storage, "count all", "SELECT COUNT(*) AS n FROM records")[0].n;
+}
+
+export function newestRecord(storage: DurableObjectStorage): AnswerRecord | null {
+  const r = sql<{ record: string }>(storage, "newest record", "SELECT record FROM records ORDER BY seq DESC LIMIT 1")[0];
+  return r ? (JSON.parse(r.record) as AnswerRecord) : null;
+}
+
+export function deleteAllRecords(storage: DurableObjectStorage): number {
+  const n = countAll(storage);
+  sql(storage, "delete all records", "DELETE FROM records");
+  return n;
+}
+
+export type { DeliveryStatus };

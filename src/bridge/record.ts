@@ -1,0 +1,87 @@
+/**
+ * Answer records (spec §2.2, decisions §7) and their projections (pure).
+ */
+export type DeliveryStatus = "accepted" | "pending_delivery" | "provisional" | "delivered" | "failed" | "shed" | "silent";
+export const DELIVERY_STATUSES: readonly DeliveryStatus[] = ["accepted", "pending_delivery", "provisional", "delivered", "failed", "shed", "silent"];
+export const TERMINAL_STATUSES: ReadonlySet<DeliveryStatus> = new Set(["delivered", "failed", "shed", "silent"]);
+export type AnswerStatus = "answered" | "error" | "silent";
+
+export interface Attachment {
+  kind: "image" | "document" | "video" | "audio";
+  url: string;
+  caption?: string;
+  filename?: string;
+}
+export interface Location {
+  latitude: number;
+  longitude: number;
+  name?: string;
+  address?: string;
+}
+export interface InboundEvent {
+  id: string;
+  kind: string;
+  payload: Record<string, unknown>;
+}
+
+/** The full (admin) record. */
+export interface AnswerRecord {
+  message_id: string;
+  route_name: string;
+  door: "api" | "channel";
+  thread_id: string;
+  client_address: string | null;
+  channel: string | null;
+  our_identity: string | null;
+  provider_message_id: string | null;
+  callback_url: string | null;
+  caller_principal: string | null;
+  origin: "client" | "operator";
+  inbound_kind: "message" | "event";
+  inbound_text: string;
+  inbound_form: Record<string, unknown> | null;
+  inbound_attachments: Attachment[] | null;
+  inbound_location: Location | null;
+  inbound_event: InboundEvent | null;
+  submitted_by: string | null;
+  status: DeliveryStatus;
+  answer_status: AnswerStatus | null;
+  answer: string | null;
+  error: string | null;
+  attempts: number;
+  outbound_message_ids: string[];
+  created_at: string;
+  updated_at: string;
+  expires_at: string | null;
+}
+
+/** Keys withheld from non-admin readers (decisions §7). */
+const ADMIN_ONLY = ["error", "attempts", "outbound_message_ids", "callback_url", "provider_message_id", "expires_at"] as const;
+
+/** Keys omitted when null, so absent inbound parts stay absent in both projections. */
+const OMIT_WHEN_NULL = ["inbound_form", "inbound_attachments", "inbound_location", "inbound_event", "submitted_by"] as const;
+
+export function adminProjection(r: AnswerRecord): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...r };
+  for (const k of OMIT_WHEN_NULL) if (out[k] === null) delete out[k];
+  return out;
+}
+
+export function callerSafeProjection(r: AnswerRecord): Record<string, unknown> {
+  const out = adminProjection(r);
+  for (const k of ADMIN_ONLY) delete out[k];
+  return out;
+}
+
+export function project(r: AnswerRecord, admin: boolean): Record<string, unknown> {
+  return admin ? adminProjection(r) : callerSafeProjection(r);
+}
+
+/** Fixed client-facing texts (spec §7); not configurable. */
+export const TURN_ERROR_TEXT = "Sorry, something went wrong handling your message. Please try again.";
+export const SLOW_DOWN_TEXT = "You are sending messages faster than I can answer. Please wait a moment and try again.";
+
+/** A reply that is null or only whitespace is deliberate silence. */
+export function isSilence(reply: string | null | undefined): boolean {
+  return reply === null || reply === undefined || reply.trim() === "";
+}

@@ -1,0 +1,77 @@
+/**
+ * Runs one turn's target (spec §4.2, §3.1; decisions §13) and maps every failure to the fixed
+ * client-safe error outcome, keeping the detail for admins. Never throws for a turn failure.
+ */
+import { JqError, jqRun } from "../jq/engine";
+import { runAgent } from "../targets/agents/run";
+import { dispatchTool } from "../targets/dispatch";
+import type { TargetContext } from "../targets/context";
+import { buildPayload, defaultKwargs, type TurnInbound } from "./payload";
+import { type AnswerStatus, TURN_ERROR_TEXT, isSilence } from "./record";
+import type { RouteRow } from "./routes-store";
+
+export interface TurnOutcome {
+  answer_status: AnswerStatus;
+  answer: string | null;
+  error: string | null;
+}
+
+export const silentOutcome = (): TurnOutcome => ({ answer_status: "silent", answer: null, error: null });
+
+export function errorOutcome(detail: string): TurnOutcome {
+  return { answer_status: "error", answer: TURN_ERROR_TEXT, error: detail };
+}
+
+export function replyOutcome(reply: string | null): TurnOutcome {
+  return isSilence(reply) ? silentOutcome() : { answer_status: "answered", answer: reply, error: null };
+}
+
+function typeName(v: unknown): string {
+  return v === null ? "null" : Array.isArray(v) ? "array" : typeof v;
+}
+
+/** Runs a mapping program requiring exactly one output; the failure text never carries values. */
+async function mapOne(name: "payload_expr" | "reply_expr", program: string, input: unknown): Promise<{ ok: true; value: unknown } | { ok: false; detail: string }> {
+  try {
+    const outs = await jqRun(program, input);
+    if (outs.length !== 1) return { ok: false, detail: `${name} must emit exactly one value; it emitted ${outs.length}` };
+    return { ok: true, value: outs[0] };
+  } catch (err) {
+    if (err instanceof JqError) return { ok: false, detail: `${name} failed with a jq ${err.kind} error` };
+    return { ok: false, detail: `${name} could not run` };
+  }
+}
+
+/** Runs the route's target for `inbound` under the route's bound execution key. */
+export async function runTarget(ctx: TargetContext, route: RouteRow, inbound: TurnInbound): Promise<TurnOutcome> {
+  const asKey = { user_id: route.execution_key, fingerprint: route.execution_key_fingerprint };
+  if (route.target_kind === "agent") {
+    const r = await runAgent(ctx, route.target_name, { thread_id: inbound.thread_id, user_message: inbound.text ?? "" }, { asKey });
+    if (!r.ok) return errorOutcome(`agent ${r.kind}: ${r.message}`);
+    return replyOutcome(r.text);
+  }
+
+  let kwargs: unknown;
+  if (route.payload_program) {
+    const m = await mapOne("payload_expr", route.payload_program, buildPayload(inbound));
+    if (!m.ok) return errorOutcome(m.detail);
+    if (typeName(m.value) !== "object") return errorOutcome(`payload_expr must emit an object; it emitted ${typeName(m.value)}`);
+    kwargs = m.value;
+  } else {
+    kwargs = defaultKwargs(inbound);
+  }
+
+  const d = await dispatchTool(ctx, route.target_name, kwargs, { asKey });
+  if (!d.ok) return errorOutcome(`tool dispatch ${d.kind}: ${d.message}`);
+
+  let reply: unknown = d.value;
+  if (route.reply_program) {
+    const m = await mapOne("reply_expr", route.reply_program, d.value);
+    if (!m.ok) return errorOutcome(m.detail);
+    reply = m.value;
+  }
+  if (reply !== null && typeof reply !== "string") {
+    return errorOutcome(`${route.reply_program ? "reply_expr" : "tool result"} must be a string or null; it was ${typeName(reply)}`);
+  }
+  return replyOutcome(reply);
+}

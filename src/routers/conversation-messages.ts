@@ -1,0 +1,157 @@
+/**
+ * The API message door and the record read doors (spec §4.3, §4.5; decisions §6, §7).
+ */
+import { Hono } from "hono";
+import { z } from "zod";
+import type { TurnInbound } from "../bridge/payload";
+import { type AnswerRecord, project } from "../bridge/record";
+import { getRoute } from "../bridge/routes-store";
+import { messageAccepted, messageAnswered, messageBody, recordSchema, routeParams } from "../bridge/schemas";
+import { bucketStub, threadStub } from "../bridge/stubs";
+import { apiThreadId } from "../bridge/thread-id";
+import { locateMessage } from "../bridge/indexes";
+import type { AppEnv } from "../http/app-env";
+import { HttpError, badRequest, tooManyRequests, unavailable } from "../http/errors";
+import { pageSchema, pagingQuery, toPage, toWindow } from "../http/paging";
+import { addRoute } from "../http/route";
+
+export const conversationMessagesRouter = new Hono<AppEnv>();
+
+addRoute(
+  conversationMessagesRouter,
+  {
+    method: "post",
+    path: "/api/conversations/{route_name}/messages",
+    summary: "Send one api-door message; the turn runs as the route's execution key",
+    description:
+      "202 {message_id, thread_id} once durably accepted; with wait_seconds (clamped to sync_wait_max_seconds) a turn that finishes in time answers 200 inline and is never also called back. 429 over the (route, caller) rate cap, 503 when the thread's queue is full; neither writes anything.",
+    area: "conversations",
+    auth: { tag: "conversations" },
+    store: true,
+    params: routeParams,
+    body: messageBody,
+    response: messageAnswered,
+    alsoResponds: [{ status: 202, description: "Accepted; the answer follows by callback or poll", schema: messageAccepted }],
+    errors: [404, 429, 503],
+  },
+  async (c, { params, body }) => {
+    const settings = c.get("settings").conversations;
+    const principal = c.get("principal")!;
+    const route = await getRoute(c.env.DB, params.route_name);
+    if (!route) throw new HttpError(404, "route not found");
+    if (route.door !== "api") throw badRequest("route is a channel route; its messages arrive through the channel webhook");
+
+    const threadId = apiThreadId(route.route_name, principal.key.user_id, body.external_user_id);
+    // Keyed on (route, caller) so varying external_user_id buys nothing.
+    const capacity = route.turns_per_hour_override ?? settings.perAddressTurnsPerHour;
+    const verdict = await bucketStub(c.env, `api:${route.route_name}:${principal.key.user_id}`).take(capacity);
+    if (!verdict.allowed) throw tooManyRequests("rate limit exceeded for this caller on this route", verdict.retryAfterSeconds);
+
+    const messageId = crypto.randomUUID();
+    const now = new Date().toISOString();
+    const record: AnswerRecord = {
+      message_id: messageId,
+      route_name: route.route_name,
+      door: "api",
+      thread_id: threadId,
+      client_address: body.external_user_id.trim(),
+      channel: null,
+      our_identity: null,
+      provider_message_id: null,
+      callback_url: route.callback_url,
+      caller_principal: principal.key.user_id,
+      origin: "client",
+      inbound_kind: "message",
+      inbound_text: body.text,
+      inbound_form: body.form ?? null,
+      inbound_attachments: body.attachments ?? null,
+      inbound_location: body.location ?? null,
+      inbound_event: null,
+      submitted_by: null,
+      status: "accepted",
+      answer_status: null,
+      answer: null,
+      error: null,
+      attempts: 0,
+      outbound_message_ids: [],
+      created_at: now,
+      updated_at: now,
+      expires_at: null,
+    };
+    const inbound: TurnInbound = {
+      message_id: messageId,
+      thread_id: threadId,
+      kind: "message",
+      inbound_id: messageId,
+      source: "api",
+      text: body.text,
+      sender: body.external_user_id.trim(),
+      our_identity: null,
+      channel: null,
+      form: body.form ?? null,
+      params: body.params ?? null,
+      attachments: body.attachments ?? null,
+      location: body.location ?? null,
+    };
+    const waitSeconds = Math.min(body.wait_seconds ?? 0, settings.syncWaitMaxSeconds);
+    const result = await threadStub(c.env, threadId).accept({ record, inbound, waitMs: Math.round(waitSeconds * 1000) });
+    if (result.kind === "queue_full") throw unavailable("thread queue is full; retry later");
+    if (result.kind === "answered") {
+      const r = result.record;
+      const data: Record<string, unknown> = { message_id: r.message_id, thread_id: r.thread_id, status: r.answer_status ?? "silent" };
+      if (r.answer_status !== "silent" && r.answer !== null) data.answer = r.answer;
+      return c.json({ data }, 200);
+    }
+    return c.json({ data: { message_id: result.message_id, thread_id: result.thread_id } }, 202);
+  },
+);
+
+addRoute(
+  conversationMessagesRouter,
+  {
+    method: "get",
+    path: "/api/conversations/messages/failed",
+    summary: "Failed deliveries across every route (admin only)",
+    area: "conversations",
+    auth: { tag: "conversations", admin: true },
+    store: true,
+    query: pagingQuery,
+    response: pageSchema(recordSchema),
+  },
+  async (c, { query }) => {
+    const w = toWindow(query);
+    const now = Date.now();
+    const db = c.env.DB;
+    const [rows, count] = await db.batch<{ message_id: string; thread_id: string; n?: number }>([
+      db.prepare("SELECT message_id, thread_id FROM failed_records WHERE expires_at > ? ORDER BY failed_at DESC, message_id LIMIT ? OFFSET ?").bind(now, w.pageSize, w.offset),
+      db.prepare("SELECT COUNT(*) AS n FROM failed_records WHERE expires_at > ?").bind(now),
+    ]);
+    const records = await Promise.all(rows.results.map((r) => threadStub(c.env, r.thread_id).getRecord(r.message_id)));
+    const items = records.filter((r): r is AnswerRecord => r !== null && r.status === "failed").map((r) => project(r, true));
+    return toPage(items, Number(count.results[0]?.n ?? 0), w);
+  },
+);
+
+addRoute(
+  conversationMessagesRouter,
+  {
+    method: "get",
+    path: "/api/conversations/{route_name}/messages/{message_id}",
+    summary: "Read one answer record (admin: full record; others: caller-safe projection)",
+    area: "conversations",
+    auth: { tag: "conversations" },
+    store: true,
+    params: routeParams.extend({ message_id: z.string().min(1).max(64) }),
+    response: recordSchema,
+    errors: [404],
+  },
+  async (c, { params }) => {
+    const route = await getRoute(c.env.DB, params.route_name);
+    if (!route) throw new HttpError(404, "route not found");
+    const where = await locateMessage(c.env.DB, params.message_id, Date.now());
+    if (!where || where.route_name !== params.route_name) throw new HttpError(404, "record not found");
+    const record = await threadStub(c.env, where.thread_id).getRecord(params.message_id);
+    if (!record || record.route_name !== params.route_name) throw new HttpError(404, "record not found");
+    return project(record, c.get("principal")!.admin);
+  },
+);
