@@ -5,6 +5,7 @@ import { HttpError } from "./http/errors";
 import { methodsForPath } from "./http/route";
 import { settingsFor } from "./settings/settings";
 import { authRouter } from "./routers/auth";
+import { channelsRouter } from "./routers/channels";
 import { healthRouter } from "./routers/health";
 import { openapiRouter } from "./routers/openapi";
 import { resourcesRouter } from "./routers/resources";
@@ -22,7 +23,7 @@ export function createApp(): Hono<AppEnv> {
     await next();
   });
 
-  for (const router of [healthRouter, openapiRouter, authRouter, resourcesRouter]) app.route("/", router);
+  for (const router of [healthRouter, openapiRouter, authRouter, resourcesRouter, channelsRouter]) app.route("/", router);
 
   app.notFound((c) => {
     const allowed = methodsForPath(c.req.path);
