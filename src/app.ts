@@ -9,6 +9,7 @@ import { channelsRouter } from "./routers/channels";
 import { healthRouter } from "./routers/health";
 import { openapiRouter } from "./routers/openapi";
 import { resourcesRouter } from "./routers/resources";
+import { toolsRouter } from "./routers/tools";
 
 export function createApp(): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
@@ -23,7 +24,7 @@ export function createApp(): Hono<AppEnv> {
     await next();
   });
 
-  for (const router of [healthRouter, openapiRouter, authRouter, resourcesRouter, channelsRouter]) app.route("/", router);
+  for (const router of [healthRouter, openapiRouter, authRouter, resourcesRouter, channelsRouter, toolsRouter]) app.route("/", router);
 
   app.notFound((c) => {
     const allowed = methodsForPath(c.req.path);

@@ -1,0 +1,133 @@
+/** Tool doors (decisions §4): registry reads, HTTP tool declarations and admin run-tool. */
+import { Hono } from "hono";
+import { z } from "zod";
+import type { AppEnv } from "../http/app-env";
+import { HttpError, badRequest, notFound } from "../http/errors";
+import { addRoute } from "../http/route";
+import { type DispatchResult, createTargetContext, dispatchTool } from "../targets/dispatch";
+import { targetNameSchema } from "../targets/names";
+import { deleteHttpTool, httpToolDeclarationSchema, httpToolViewSchema, httpToolView, upsertHttpTool } from "../targets/tools/http-tools";
+import { allToolSchemas, listToolNames, toolSchema } from "../targets/tools/registry";
+
+export const toolsRouter = new Hono<AppEnv>();
+
+const schemaView = z.object({
+  input: z.record(z.string(), z.unknown()),
+  output: z.record(z.string(), z.unknown()),
+  description: z.string(),
+});
+
+/** Maps a failed dispatch to the run-tool answer: 404 unknown, 400 bad kwargs, else 500 with a
+ * `tool-<kind>` code; the message is the dispatcher's, which never carries values or secrets. */
+export function dispatchFailureStatus(r: Extract<DispatchResult, { ok: false }>): HttpError {
+  if (r.kind === "unknown_tool") return notFound("tool not found");
+  if (r.kind === "invalid_kwargs") return badRequest(r.message);
+  const code = r.kind === "tool_error" ? "tool-error" : `tool-${r.kind.replace(/_/g, "-")}`;
+  return new HttpError(500, r.message, code);
+}
+
+addRoute(
+  toolsRouter,
+  {
+    method: "get",
+    path: "/api/tools",
+    summary: "List every registered tool name (built-ins, declared HTTP tools, presets), sorted",
+    area: "tools",
+    auth: { tag: "tools" },
+    response: z.array(z.string()),
+  },
+  (c) => listToolNames(c.env.DB),
+);
+
+addRoute(
+  toolsRouter,
+  {
+    method: "get",
+    path: "/api/tools/{tool_name}/schema",
+    summary: "A tool's input and output JSON Schemas and description",
+    area: "tools",
+    auth: { tag: "tools" },
+    params: z.object({ tool_name: targetNameSchema }),
+    response: schemaView,
+    errors: [404],
+  },
+  async (c, { params }) => {
+    const view = await toolSchema(c.env.DB, params.tool_name);
+    if (!view) throw notFound("tool not found");
+    return view;
+  },
+);
+
+addRoute(
+  toolsRouter,
+  {
+    method: "get",
+    path: "/api/tools-schema",
+    summary: "Every registered tool's schemas, keyed by tool name",
+    area: "tools",
+    auth: { tag: "tools" },
+    response: z.record(z.string(), schemaView),
+  },
+  (c) => allToolSchemas(c.env.DB),
+);
+
+addRoute(
+  toolsRouter,
+  {
+    method: "post",
+    path: "/api/run-tool",
+    summary: "Run a tool synchronously (admin)",
+    description:
+      "Answers the tool's result as `data`. Unknown tool 404; kwargs failing the input schema 400 (the message names locations, never values); any other failure 500 with the dispatcher's message and code `tool-<kind>` (tool-timeout, tool-transport, tool-http-status, tool-non-json, tool-error).",
+    area: "tools",
+    auth: { tag: "tools", admin: true },
+    body: z.object({ tool_name: targetNameSchema, arguments: z.record(z.string(), z.unknown()).default({}) }).strict(),
+    response: z.unknown(),
+    errors: [404],
+  },
+  async (c, { body }) => {
+    const ctx = createTargetContext(c.env, c.get("settings"));
+    const r = await dispatchTool(ctx, body.tool_name, body.arguments);
+    if (!r.ok) throw dispatchFailureStatus(r);
+    return r.value;
+  },
+);
+
+addRoute(
+  toolsRouter,
+  {
+    method: "post",
+    path: "/api/tools-config/entries",
+    summary: "Declare (create or replace) an HTTP tool (admin)",
+    description:
+      "Header values are literal strings or {\"env\": \"VAR\"} references resolved at each dispatch. Reads never show a literal header value (\"<redacted>\") nor a resolved secret. A title that names a built-in tool or a preset is 409. Admin only, because a declaration can send any env var to any URL.",
+    area: "tools",
+    auth: { tag: "tools", admin: true },
+    body: httpToolDeclarationSchema,
+    response: z.object({ created: z.boolean(), tool: httpToolViewSchema }),
+    errors: [409],
+  },
+  async (c, { body }) => {
+    const { created, tool } = await upsertHttpTool(c.env.DB, body, new Date().toISOString());
+    return { created, tool: httpToolView(tool) };
+  },
+);
+
+addRoute(
+  toolsRouter,
+  {
+    method: "delete",
+    path: "/api/tools-config/entries/{title}",
+    summary: "Remove a declared HTTP tool (admin)",
+    description: "Unknown title 404; a built-in tool 409. Presets standing on the tool stay and fail at dispatch until re-pointed.",
+    area: "tools",
+    auth: { tag: "tools", admin: true },
+    params: z.object({ title: targetNameSchema }),
+    response: z.object({ removed: z.literal(true), title: z.string() }),
+    errors: [404, 409],
+  },
+  async (c, { params }) => {
+    await deleteHttpTool(c.env.DB, params.title);
+    return { removed: true as const, title: params.title };
+  },
+);

@@ -1,0 +1,44 @@
+/** What every target runs with. Built from env + settings, never from a Hono context, so the
+ * bridge can dispatch from inside a Durable Object. */
+import type { Env } from "../env";
+import type { Settings } from "../settings/settings";
+import { type LocalThreadStorage, checkpointStoreFor } from "./checkpoints";
+import type { CheckpointStore } from "./checkpoints/types";
+
+export interface TargetContext {
+  env: Env;
+  db: D1Database;
+  settings: Settings;
+  /** Injected; production passes a wrapper around globalThis.fetch. */
+  fetch: typeof fetch;
+  now: () => Date;
+  /** Present only inside a bridge turn; lets built-ins act on the calling turn's thread. */
+  turn?: { thread_id: string; route_name: string; setMode: (mode: "agent" | "manual") => Promise<void> };
+  /** Checkpoint store selected by settings. */
+  checkpoints: CheckpointStore;
+}
+
+/** The execution key a dispatch or run acts as: re-read live at every call. */
+export type ExecutionKeyRef = { user_id: string; fingerprint: string };
+
+/**
+ * Builds a production context. `fetch` defaults to a wrapper (not the bare global) so it can be
+ * called as a property without an illegal-invocation error and so test interceptors installed
+ * later still apply. `local` is the calling ThreadObject's storage (kv checkpoints without RPC).
+ */
+export function createTargetContext(
+  env: Env,
+  settings: Settings,
+  opts: { fetch?: typeof fetch; now?: () => Date; turn?: TargetContext["turn"]; local?: LocalThreadStorage } = {},
+): TargetContext {
+  const now = opts.now ?? (() => new Date());
+  return {
+    env,
+    db: env.DB,
+    settings,
+    fetch: opts.fetch ?? ((input, init) => globalThis.fetch(input, init)),
+    now,
+    turn: opts.turn,
+    checkpoints: checkpointStoreFor(env, settings, { local: opts.local, now }),
+  };
+}

@@ -1,0 +1,128 @@
+/**
+ * The one tool dispatcher, shared by `POST /api/run-tool`, presets, agents and the bridge.
+ * It never depends on a Hono context: everything arrives in the TargetContext.
+ *
+ * Order: authorize the execution key live (when given) → resolve the name → validate kwargs
+ * against the input schema → run under a deadline → classify the outcome. Failure messages
+ * name schema locations, statuses and env var names, never kwargs values or resolved secrets.
+ */
+import { authorizeTurn } from "../auth/pass-role";
+import type { ExecutionKeyRef, TargetContext } from "./context";
+import { EnvRefError, resolveHeaders } from "./env-refs";
+import { checkAgainstSchema } from "./json-schema";
+import { callJsonEndpoint } from "./outbound";
+import { mergeKwargs } from "./presets/model";
+import { ToolError } from "./tools/builtins";
+import { type BaseTool, resolveBaseTool, resolveTool } from "./tools/registry";
+import { withTimeout } from "./timeout";
+
+export type { ExecutionKeyRef, TargetContext } from "./context";
+export { createTargetContext } from "./context";
+
+export type DispatchFailureKind =
+  | "unknown_tool"
+  | "invalid_kwargs"
+  | "denied"
+  | "timeout"
+  | "transport"
+  | "http_status"
+  | "non_json"
+  | "tool_error";
+export type DispatchResult = { ok: true; value: unknown } | { ok: false; kind: DispatchFailureKind; message: string };
+
+export interface DispatchOptions {
+  /** Run as this key: re-read live, it must exist, be enabled, match and grant `tool:<name>`. */
+  asKey?: ExecutionKeyRef;
+  /** Overrides the tool's own `timeout_seconds`. */
+  timeoutMs?: number;
+}
+
+const fail = (kind: DispatchFailureKind, message: string): DispatchResult => ({ ok: false, kind, message });
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+function invalid(problems: string[]): DispatchResult {
+  return fail("invalid_kwargs", `invalid kwargs: ${problems.join("; ")}`);
+}
+
+async function runHttpTool(ctx: TargetContext, tool: BaseTool & { kind: "http" }, kwargs: Record<string, unknown>, timeoutMs: number): Promise<DispatchResult> {
+  let headers: Record<string, string>;
+  try {
+    headers = resolveHeaders(ctx.env, tool.tool.headers);
+  } catch (err) {
+    if (err instanceof EnvRefError) return fail("tool_error", err.message);
+    throw err;
+  }
+  const r = await callJsonEndpoint(ctx.fetch, {
+    label: "tool endpoint",
+    url: tool.tool.url,
+    method: tool.tool.method,
+    headers,
+    body: kwargs,
+    timeoutMs,
+  });
+  if (r.ok) return r;
+  return fail(r.kind === "too_large" ? "tool_error" : r.kind, r.message);
+}
+
+async function runBuiltin(ctx: TargetContext, tool: BaseTool & { kind: "builtin" }, kwargs: Record<string, unknown>, timeoutMs: number): Promise<DispatchResult> {
+  let timed;
+  try {
+    timed = await withTimeout(timeoutMs, () => tool.tool.run(ctx, kwargs));
+  } catch (err) {
+    if (err instanceof ToolError) return fail("tool_error", err.message);
+    console.error(`built-in tool ${tool.name} failed:`, err);
+    return fail("tool_error", `tool ${tool.name} failed`);
+  }
+  if (!timed.ok) return fail("timeout", `tool ${tool.name} did not finish within ${+(timeoutMs / 1000).toFixed(3)}s`);
+  return { ok: true, value: timed.value };
+}
+
+/** Validates and runs a non-preset tool. */
+async function runBase(ctx: TargetContext, tool: BaseTool, kwargs: Record<string, unknown>, timeoutMs: number | undefined): Promise<DispatchResult> {
+  const schema = tool.tool.input_schema;
+  if (schema) {
+    const check = checkAgainstSchema(schema, kwargs);
+    if (!check.ok) return invalid(check.problems);
+  }
+  const ms = timeoutMs ?? tool.tool.timeout_seconds * 1000;
+  return tool.kind === "builtin" ? runBuiltin(ctx, tool, kwargs, ms) : runHttpTool(ctx, tool, kwargs, ms);
+}
+
+/**
+ * Dispatches `name` with `kwargs`. A preset merges its fixed kwargs over the caller's (the
+ * caller never overrides them), validates the merge against its own input_schema, runs its base
+ * tool (whose schema applies too) and checks the result against its output_schema. The key
+ * authorizes the name dispatched — a preset's grant does not require its base tool's.
+ */
+export async function dispatchTool(ctx: TargetContext, name: string, kwargs: unknown, opts: DispatchOptions = {}): Promise<DispatchResult> {
+  if (opts.asKey) {
+    const auth = await authorizeTurn(ctx.db, opts.asKey.user_id, opts.asKey.fingerprint, { kind: "tool", name }, ctx.now());
+    if (!auth.ok) return fail("denied", auth.reason);
+  }
+  const tool = await resolveTool(ctx.db, name);
+  if (!tool) return fail("unknown_tool", "tool is not registered");
+  if (!isPlainObject(kwargs)) return fail("invalid_kwargs", "invalid kwargs: must be a JSON object");
+  if (tool.kind !== "preset") return runBase(ctx, tool, kwargs, opts.timeoutMs);
+
+  const merged = mergeKwargs(kwargs, tool.body.fixed_kwargs);
+  if (tool.body.input_schema) {
+    const check = checkAgainstSchema(tool.body.input_schema, merged);
+    if (!check.ok) return invalid(check.problems);
+  }
+  const base = await resolveBaseTool(ctx.db, tool.body.base_tool);
+  if (!base) return fail("tool_error", "the preset's base tool is not registered");
+  const result = await runBase(ctx, base, merged, opts.timeoutMs);
+  if (result.ok && tool.body.output_schema) {
+    const check = checkAgainstSchema(tool.body.output_schema, result.value);
+    if (!check.ok) return fail("tool_error", `result does not match the preset's output_schema: ${check.problems.join("; ")}`);
+  }
+  return result;
+}
+
+/** Is `name` a registered tool (built-in, declared or preset)? */
+export async function toolExists(ctx: TargetContext, name: string): Promise<boolean> {
+  return (await resolveTool(ctx.db, name)) !== null;
+}

@@ -1,0 +1,67 @@
+/**
+ * Secrets by reference: a declaration stores `{"env": "VAR"}`, never the secret, and the value
+ * is read from the Worker's env at call time. Resolved values must never reach a read, an error
+ * message or a log line; views show the reference (or a redaction for literal values).
+ */
+import { z } from "zod";
+import type { Env } from "../env";
+
+export const envRefSchema = z
+  .object({
+    env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, { message: "must name an env var (letters, digits, _)" }),
+  })
+  .strict();
+export type EnvRef = z.infer<typeof envRefSchema>;
+
+const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$/;
+
+export const headerValueSchema = z.union([
+  z
+    .string()
+    .max(8192)
+    .refine((v) => !/[\r\n\0]/.test(v), { message: "must not contain CR, LF or NUL" }),
+  envRefSchema,
+]);
+
+export const headersSchema = z
+  .record(z.string(), headerValueSchema)
+  .superRefine((h, ctx) => {
+    const names = Object.keys(h);
+    if (names.length > 32) ctx.addIssue({ code: "custom", message: "at most 32 headers" });
+    for (const name of names) {
+      if (!HEADER_NAME.test(name)) ctx.addIssue({ code: "custom", path: [name], message: "not a valid header name" });
+    }
+  });
+export type HeaderSpec = z.infer<typeof headersSchema>;
+
+/** What a read shows for a literal header value: the value itself is write-only. */
+export const REDACTED = "<redacted>";
+
+/** The declaration's headers as any read shows them: env references as-is, literals redacted. */
+export function redactHeaders(headers: HeaderSpec): Record<string, string | EnvRef> {
+  const out: Record<string, string | EnvRef> = {};
+  for (const [name, v] of Object.entries(headers)) out[name] = typeof v === "string" ? REDACTED : { env: v.env };
+  return out;
+}
+
+/** A reference that cannot be resolved; its message names the variable, never a value. */
+export class EnvRefError extends Error {
+  constructor(readonly variable: string) {
+    super(`env var ${variable} referenced by the declaration is not set`);
+    this.name = "EnvRefError";
+  }
+}
+
+/** Reads a referenced secret; unset or non-string (e.g. a binding) is an EnvRefError. */
+export function resolveEnvRef(env: Env, ref: EnvRef): string {
+  const v = env[ref.env];
+  if (typeof v !== "string" || v === "") throw new EnvRefError(ref.env);
+  return v;
+}
+
+/** Resolves every header at call time. */
+export function resolveHeaders(env: Env, headers: HeaderSpec): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, v] of Object.entries(headers)) out[name] = typeof v === "string" ? v : resolveEnvRef(env, v);
+  return out;
+}

@@ -1,0 +1,84 @@
+/**
+ * One JSON call to an external endpoint (HTTP tools, LLM endpoints, http agents) through an
+ * injected `fetch`, with a deadline and a classified failure. Failure messages carry the
+ * endpoint's label and HTTP status only: never the URL (it may hold tokens), request headers,
+ * the response body or the platform's error text.
+ */
+import { withTimeout } from "./timeout";
+
+/** Largest response body read from an endpoint. */
+export const MAX_RESPONSE_BYTES = 1024 * 1024;
+
+export type OutboundFailureKind = "timeout" | "transport" | "http_status" | "non_json" | "too_large";
+export type OutboundResult = { ok: true; value: unknown } | { ok: false; kind: OutboundFailureKind; message: string };
+
+export interface OutboundCall {
+  /** Names the endpoint in messages, e.g. "tool endpoint". */
+  label: string;
+  url: string;
+  method: string;
+  headers: Record<string, string>;
+  body: unknown;
+  timeoutMs: number;
+}
+
+async function readCapped(res: Response): Promise<string | null> {
+  if (!res.body) return "";
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > MAX_RESPONSE_BYTES) {
+      await reader.cancel();
+      return null;
+    }
+    chunks.push(value);
+  }
+  const all = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    all.set(c, at);
+    at += c.byteLength;
+  }
+  return new TextDecoder().decode(all);
+}
+
+type Exchange = { status: number; text: string | null } | { transport: true };
+
+/** POSTs (or PUTs/PATCHes) `body` as JSON and parses the JSON answer. Redirects are not followed. */
+export async function callJsonEndpoint(fetchFn: typeof fetch, call: OutboundCall): Promise<OutboundResult> {
+  const headers = new Headers(call.headers);
+  if (!headers.has("content-type")) headers.set("content-type", "application/json");
+  if (!headers.has("accept")) headers.set("accept", "application/json");
+  const timed = await withTimeout<Exchange>(call.timeoutMs, async (signal) => {
+    let res: Response;
+    try {
+      res = await fetchFn(call.url, { method: call.method, headers, body: JSON.stringify(call.body), redirect: "manual", signal });
+    } catch {
+      return { transport: true };
+    }
+    if (res.status < 200 || res.status > 299) {
+      await res.body?.cancel();
+      return { status: res.status, text: "" };
+    }
+    return { status: res.status, text: await readCapped(res) };
+  });
+  const seconds = `${+(call.timeoutMs / 1000).toFixed(3)}s`;
+  if (!timed.ok) return { ok: false, kind: "timeout", message: `${call.label} did not answer within ${seconds}` };
+  const ex = timed.value;
+  if ("transport" in ex) return { ok: false, kind: "transport", message: `${call.label} could not be reached` };
+  if (ex.status < 200 || ex.status > 299) {
+    return { ok: false, kind: "http_status", message: `${call.label} answered HTTP ${ex.status}` };
+  }
+  if (ex.text === null) {
+    return { ok: false, kind: "too_large", message: `${call.label} answered more than ${MAX_RESPONSE_BYTES} bytes` };
+  }
+  try {
+    return { ok: true, value: JSON.parse(ex.text) };
+  } catch {
+    return { ok: false, kind: "non_json", message: `${call.label} answered a body that is not JSON` };
+  }
+}

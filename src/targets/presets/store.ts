@@ -1,0 +1,156 @@
+/** Presets in D1: one row per preset (active and latest version), one per immutable version. */
+import { z } from "zod";
+import { HttpError, conflict } from "../../http/errors";
+import { isBuiltinTool } from "../tools/builtins";
+import { type PresetBody, type PresetView, presetBodySchema } from "./model";
+
+type PresetRow = { name: string; current_version: number; latest_version: number; created_at: string; updated_at: string; body: string };
+type VersionRow = { version: number; body: string; tags: string; created_at: string };
+
+export interface StoredVersion {
+  version: number;
+  body: PresetBody;
+  tags: string[];
+  created_at: string;
+}
+
+function parseBody(json: string): PresetBody {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(json);
+  } catch {
+    throw new Error("preset_versions row holds invalid JSON");
+  }
+  const b = presetBodySchema.safeParse(raw);
+  if (!b.success) throw new Error("preset_versions row failed validation");
+  return b.data;
+}
+
+const tagsRow = z.array(z.string());
+function parseTags(json: string): string[] {
+  const t = tagsRow.safeParse(JSON.parse(json));
+  if (!t.success) throw new Error("preset_versions tags failed validation");
+  return t.data;
+}
+
+function toView(r: PresetRow): PresetView {
+  const body = parseBody(r.body);
+  return { name: r.name, ...body, current_version: r.current_version, latest_version: r.latest_version, created_at: r.created_at, updated_at: r.updated_at };
+}
+
+function toVersion(r: VersionRow): StoredVersion {
+  return { version: r.version, body: parseBody(r.body), tags: parseTags(r.tags), created_at: r.created_at };
+}
+
+const PRESET_SELECT = `SELECT p.name, p.current_version, p.latest_version, p.created_at, p.updated_at, v.body
+  FROM presets p JOIN preset_versions v ON v.name = p.name AND v.version = p.current_version`;
+
+export const presetNotFound = () => new HttpError(404, "preset not found");
+export const versionNotFound = () => new HttpError(404, "preset version not found");
+
+export async function getPreset(db: D1Database, name: string): Promise<PresetView | null> {
+  const r = await db.prepare(`${PRESET_SELECT} WHERE p.name = ?`).bind(name).first<PresetRow>();
+  return r ? toView(r) : null;
+}
+
+export async function listPresets(db: D1Database): Promise<PresetView[]> {
+  const { results } = await db.prepare(`${PRESET_SELECT} ORDER BY p.name`).all<PresetRow>();
+  return results.map(toView);
+}
+
+/**
+ * Creates a preset at version 1. A preset name may not shadow a tool: a built-in or declared
+ * tool's name is 409, checked in the insert itself so a concurrent tool declaration cannot
+ * slip in between; an existing preset is 409 too (new versions go through /versions).
+ */
+export async function createPreset(db: D1Database, name: string, body: PresetBody, nowIso: string): Promise<PresetView> {
+  if (isBuiltinTool(name)) throw conflict("name is the name of a built-in tool");
+  let results: D1Result[];
+  try {
+    results = await db.batch([
+      db
+        .prepare(
+          `INSERT INTO presets (name, current_version, latest_version, created_at, updated_at)
+           SELECT ?1, 1, 1, ?2, ?2 WHERE NOT EXISTS (SELECT 1 FROM tool_declarations WHERE title = ?1)`,
+        )
+        .bind(name, nowIso),
+      // changes() is the row count of the statement above, in this same transaction.
+      db
+        .prepare("INSERT INTO preset_versions (name, version, body, tags, created_at) SELECT ?1, 1, ?2, '[]', ?3 WHERE changes() = 1")
+        .bind(name, JSON.stringify(body), nowIso),
+    ]);
+  } catch (err) {
+    if (String(err).includes("UNIQUE")) throw conflict("a preset with this name already exists");
+    throw err;
+  }
+  if ((results[0].meta.changes ?? 0) === 0) throw conflict("name is the name of a declared tool");
+  return (await getPreset(db, name))!;
+}
+
+export async function deletePreset(db: D1Database, name: string): Promise<boolean> {
+  const [, res] = await db.batch([
+    db.prepare("DELETE FROM preset_versions WHERE name = ?").bind(name),
+    db.prepare("DELETE FROM presets WHERE name = ?").bind(name),
+  ]);
+  return (res.meta.changes ?? 0) > 0;
+}
+
+export async function listVersions(db: D1Database, name: string): Promise<StoredVersion[]> {
+  const { results } = await db
+    .prepare("SELECT version, body, tags, created_at FROM preset_versions WHERE name = ? ORDER BY version")
+    .bind(name)
+    .all<VersionRow>();
+  return results.map(toVersion);
+}
+
+export async function getVersion(db: D1Database, name: string, version: number): Promise<StoredVersion | null> {
+  const r = await db
+    .prepare("SELECT version, body, tags, created_at FROM preset_versions WHERE name = ? AND version = ?")
+    .bind(name, version)
+    .first<VersionRow>();
+  return r ? toVersion(r) : null;
+}
+
+/**
+ * Appends `body` as version latest+1 and makes it active. The number is taken inside the
+ * write, so two concurrent appends get distinct versions rather than colliding.
+ */
+export async function appendVersion(db: D1Database, name: string, body: PresetBody, nowIso: string): Promise<StoredVersion> {
+  const [inserted] = await db.batch<{ version: number }>([
+    db
+      .prepare(
+        `INSERT INTO preset_versions (name, version, body, tags, created_at)
+         SELECT name, latest_version + 1, ?2, '[]', ?3 FROM presets WHERE name = ?1 RETURNING version`,
+      )
+      .bind(name, JSON.stringify(body), nowIso),
+    db
+      .prepare("UPDATE presets SET latest_version = latest_version + 1, current_version = latest_version + 1, updated_at = ?2 WHERE name = ?1")
+      .bind(name, nowIso),
+  ]);
+  const version = inserted.results[0]?.version;
+  if (version === undefined) throw presetNotFound();
+  return (await getVersion(db, name, version))!;
+}
+
+/** Makes an existing version active without writing a version (404 for either unknown). */
+export async function setCurrentVersion(db: D1Database, name: string, version: number, nowIso: string): Promise<void> {
+  const res = await db
+    .prepare(
+      `UPDATE presets SET current_version = ?2, updated_at = ?3
+       WHERE name = ?1 AND EXISTS (SELECT 1 FROM preset_versions WHERE name = ?1 AND version = ?2)`,
+    )
+    .bind(name, version, nowIso)
+    .run();
+  if ((res.meta.changes ?? 0) > 0) return;
+  throw (await getPreset(db, name)) ? versionNotFound() : presetNotFound();
+}
+
+/** Replaces one version's tags (the only mutable part of a version). */
+export async function setVersionTags(db: D1Database, name: string, version: number, tags: string[]): Promise<void> {
+  const res = await db
+    .prepare("UPDATE preset_versions SET tags = ? WHERE name = ? AND version = ?")
+    .bind(JSON.stringify(tags), name, version)
+    .run();
+  if ((res.meta.changes ?? 0) > 0) return;
+  throw (await getPreset(db, name)) ? versionNotFound() : presetNotFound();
+}

@@ -1,0 +1,140 @@
+/** HTTP tools declared in D1 (decisions §4): `POST /api/tools-config/entries`. */
+import { z } from "zod";
+import { HttpError, conflict } from "../../http/errors";
+import { type EnvRef, headersSchema, redactHeaders } from "../env-refs";
+import { type JsonSchema, inputSchemaSchema } from "../json-schema";
+import { targetNameSchema } from "../names";
+import { endpointUrlSchema } from "../urls";
+import { isBuiltinTool } from "./builtins";
+
+/** Upper bound on a tool's own deadline (seconds). */
+export const MAX_TOOL_TIMEOUT_SECONDS = 300;
+export const DEFAULT_TOOL_TIMEOUT_SECONDS = 30;
+
+/** The declaration body. */
+export const httpToolDeclarationSchema = z
+  .object({
+    title: targetNameSchema,
+    kind: z.literal("http"),
+    description: z.string().max(4096).default(""),
+    url: endpointUrlSchema,
+    method: z.enum(["POST", "PUT", "PATCH"]).default("POST"),
+    headers: headersSchema.default({}),
+    input_schema: inputSchemaSchema.optional(),
+    timeout_seconds: z.number().positive().max(MAX_TOOL_TIMEOUT_SECONDS).default(DEFAULT_TOOL_TIMEOUT_SECONDS),
+  })
+  .strict();
+export type HttpToolDeclaration = z.infer<typeof httpToolDeclarationSchema>;
+
+/** What a row's `spec` column holds. */
+const storedSpecSchema = z.object({
+  url: z.string(),
+  method: z.enum(["POST", "PUT", "PATCH"]),
+  headers: headersSchema,
+  input_schema: z.record(z.string(), z.unknown()).nullable(),
+  timeout_seconds: z.number(),
+});
+
+/** A declared HTTP tool as the dispatcher uses it (headers still unresolved references). */
+export interface HttpTool {
+  title: string;
+  description: string;
+  url: string;
+  method: "POST" | "PUT" | "PATCH";
+  headers: z.infer<typeof headersSchema>;
+  input_schema: JsonSchema | null;
+  timeout_seconds: number;
+  created_at: string;
+  updated_at: string;
+}
+
+/** A declaration as reads show it: literal header values redacted, env references as-is. */
+export const httpToolViewSchema = z.object({
+  title: z.string(),
+  kind: z.literal("http"),
+  description: z.string(),
+  url: z.string(),
+  method: z.string(),
+  headers: z.record(z.string(), z.union([z.string(), z.object({ env: z.string() })])),
+  input_schema: z.record(z.string(), z.unknown()).nullable(),
+  timeout_seconds: z.number(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+
+export function httpToolView(t: HttpTool): z.infer<typeof httpToolViewSchema> {
+  return {
+    title: t.title,
+    kind: "http",
+    description: t.description,
+    url: t.url,
+    method: t.method,
+    headers: redactHeaders(t.headers) as Record<string, string | EnvRef>,
+    input_schema: t.input_schema,
+    timeout_seconds: t.timeout_seconds,
+    created_at: t.created_at,
+    updated_at: t.updated_at,
+  };
+}
+
+type Row = { title: string; description: string; spec: string; created_at: string; updated_at: string };
+
+/** Parses a stored row; an unreadable row is corrupt storage, a 500. */
+export function toHttpTool(r: Row): HttpTool {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(r.spec);
+  } catch {
+    throw new Error("tool_declarations row holds invalid JSON");
+  }
+  const spec = storedSpecSchema.safeParse(raw);
+  if (!spec.success) throw new Error("tool_declarations row failed validation");
+  return { title: r.title, description: r.description, ...spec.data, created_at: r.created_at, updated_at: r.updated_at };
+}
+
+const COLUMNS = "title, description, spec, created_at, updated_at";
+
+export async function getHttpTool(db: D1Database, title: string): Promise<HttpTool | null> {
+  const r = await db.prepare(`SELECT ${COLUMNS} FROM tool_declarations WHERE title = ?`).bind(title).first<Row>();
+  return r ? toHttpTool(r) : null;
+}
+
+export async function listHttpTools(db: D1Database): Promise<HttpTool[]> {
+  const { results } = await db.prepare(`SELECT ${COLUMNS} FROM tool_declarations ORDER BY title`).all<Row>();
+  return results.map(toHttpTool);
+}
+
+/**
+ * Creates or replaces a declaration. A built-in's name is refused (409); so is a preset's, and
+ * that check sits in the same statement as the write so a concurrent preset create cannot slip
+ * between them.
+ */
+export async function upsertHttpTool(db: D1Database, d: HttpToolDeclaration, nowIso: string): Promise<{ created: boolean; tool: HttpTool }> {
+  if (isBuiltinTool(d.title)) throw conflict("title is the name of a built-in tool");
+  const existed = (await db.prepare("SELECT 1 AS one FROM tool_declarations WHERE title = ?").bind(d.title).first()) !== null;
+  const spec = JSON.stringify({
+    url: d.url,
+    method: d.method,
+    headers: d.headers,
+    input_schema: d.input_schema ?? null,
+    timeout_seconds: d.timeout_seconds,
+  });
+  const row = await db
+    .prepare(
+      `INSERT INTO tool_declarations (title, kind, description, spec, created_at, updated_at)
+       SELECT ?1, 'http', ?2, ?3, ?4, ?4 WHERE NOT EXISTS (SELECT 1 FROM presets WHERE name = ?1)
+       ON CONFLICT(title) DO UPDATE SET kind = excluded.kind, description = excluded.description, spec = excluded.spec, updated_at = excluded.updated_at
+       RETURNING ${COLUMNS}`,
+    )
+    .bind(d.title, d.description, spec, nowIso)
+    .first<Row>();
+  if (!row) throw conflict("title is the name of a preset");
+  return { created: !existed, tool: toHttpTool(row) };
+}
+
+/** Removes a declaration; a built-in is 409, an unknown title 404. */
+export async function deleteHttpTool(db: D1Database, title: string): Promise<void> {
+  if (isBuiltinTool(title)) throw conflict("built-in tools cannot be removed");
+  const res = await db.prepare("DELETE FROM tool_declarations WHERE title = ?").bind(title).run();
+  if ((res.meta.changes ?? 0) === 0) throw new HttpError(404, "tool declaration not found");
+}
