@@ -1,13 +1,518 @@
+/**
+ * ThreadObject: one Durable Object per thread id, the single writer of that thread.
+ *
+ * It accepts an inbound durably (the door answers 202 only after `accept` returned), queues it
+ * behind earlier turns (FIFO, bounded by `thread_queue_depth`), runs each turn under the route's
+ * bound execution key, stores the answer record and delivers it. One alarm drives every timer:
+ * intake leases of running turns, delivery backoff and claim leases, receipt grace, retention
+ * expiry and agent-memory expiry. `alarm()` is idempotent: it re-reads state, acts only on what
+ * is due, and re-arms to the earliest remaining instant.
+ */
 import { DurableObject } from "cloudflare:workers";
+import { backoffDelaySeconds } from "../src/bridge/backoff";
+import { callbackBody, postCallback } from "../src/bridge/callback";
+import { ChannelConfigError, TOO_LONG_TEXT, maxCharsFor, planChunks } from "../src/bridge/chunking";
+import { turnSlots } from "../src/bridge/concurrency";
+import { type IndexWrite, writeIndexes } from "../src/bridge/indexes";
+import { type Mode, readOverride, setOverride } from "../src/bridge/mode-store";
+import type { TurnInbound } from "../src/bridge/payload";
+import { type AnswerRecord, type DeliveryStatus, TERMINAL_STATUSES } from "../src/bridge/record";
+import { type RouteRow, getRoute } from "../src/bridge/routes-store";
+import { type TurnOutcome, errorOutcome, runTarget, silentOutcome } from "../src/bridge/turn-runner";
+import { adapterFor } from "../src/channels/registry";
 import type { Env } from "../src/env";
+import { type Settings, settingsFor } from "../src/settings/settings";
+import { agentKeepsMemory, appendAgentMemory } from "../src/targets/agents/run";
 import type { CheckpointMessage } from "../src/targets/checkpoints/types";
-import { appendCheckpoint, deleteCheckpoint, readCheckpoint } from "./thread-checkpoint";
+import { createTargetContext } from "../src/targets/context";
+import { appendCheckpoint, checkpointAlarmDue, deleteCheckpoint, purgeExpiredCheckpoint, readCheckpoint } from "./thread-checkpoint";
+import {
+  type StoredRecord,
+  countAll,
+  countLive,
+  countWaiting,
+  deleteAllRecords,
+  dueDeliveries,
+  getMeta,
+  getStored,
+  graceElapsed,
+  hasTurnInFlight,
+  insertRecord,
+  liveRecords,
+  migrate,
+  newestRecord,
+  nextQueued,
+  nextWake,
+  pruneExpired,
+  runningTurns,
+  saveStored,
+  setMeta,
+} from "./thread-store";
 
-/** One object per thread id: the single writer of that thread (filled in by the bridge). */
+/** What a door hands over. `preset` records (slow-down, shed, operator send) run no turn. */
+export interface AcceptRequest {
+  record: AnswerRecord;
+  inbound: TurnInbound;
+  /** Milliseconds the caller will wait for the answer inline (0: answer 202 at once). */
+  waitMs: number;
+  preset?: { status: DeliveryStatus; outcome: TurnOutcome };
+}
+
+export type AcceptResult =
+  | { kind: "queue_full" }
+  | { kind: "accepted"; message_id: string; thread_id: string; duplicate: boolean }
+  | { kind: "answered"; record: AnswerRecord };
+
+export interface TranscriptPage {
+  items: AnswerRecord[];
+  total: number;
+  truncated: boolean;
+}
+
+type Waiter = { resolve: (r: AnswerRecord | null) => void };
+
 export class ThreadObject extends DurableObject<Env> {
-  // ALARM CONTRACT (kv checkpoints): the object's single `alarm()` must call
-  // `purgeExpiredCheckpoint(this.ctx.storage, Date.now())` and include
-  // `checkpointAlarmDue(this.ctx.storage)` when it re-arms (both from ./thread-checkpoint).
+  private readonly waiters = new Map<string, Waiter>();
+  private pumping = false;
+  private driving = false;
+  private redrive = false;
+  /** The message whose turn this instance is running now (a `running` row without it is orphaned). */
+  private activeTurn: string | null = null;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    ctx.blockConcurrencyWhile(async () => migrate(ctx.storage));
+  }
+
+  private settings(): Settings {
+    const r = settingsFor(this.env);
+    if (!r.ok) throw new Error(`invalid configuration: ${r.errors.join("; ")}`);
+    return r.settings;
+  }
+
+  private get threadId(): string | null {
+    return getMeta(this.ctx.storage, "thread_id");
+  }
+
+  // ───────────────────────────── accept ─────────────────────────────
+
+  /**
+   * Durably accepts one inbound. Answers `queue_full` (nothing written) past the queue depth; a
+   * repeated message_id returns the original. With `waitMs`, waits for the answer and reports it
+   * inline when it settles in time; the record is then delivered inline and never called back.
+   */
+  async accept(req: AcceptRequest): Promise<AcceptResult> {
+    const s = this.settings();
+    const storage = this.ctx.storage;
+    const existing = getStored(storage, req.record.message_id);
+    if (existing) return { kind: "accepted", message_id: existing.record.message_id, thread_id: existing.record.thread_id, duplicate: true };
+    if (!req.preset && countWaiting(storage) >= s.conversations.threadQueueDepth) return { kind: "queue_full" };
+    if (!this.threadId) setMeta(storage, "thread_id", req.record.thread_id);
+
+    const now = Date.now();
+    if (req.preset) {
+      const rec: AnswerRecord = { ...req.record, ...req.preset.outcome, status: req.preset.status };
+      const terminal = TERMINAL_STATUSES.has(rec.status);
+      const expires = terminal ? now + s.conversations.answerRetentionTtlSeconds * 1000 : null;
+      insertRecord(storage, { ...rec, expires_at: expires ? new Date(expires).toISOString() : null }, req.inbound, "done", expires);
+      if (rec.status === "pending_delivery") saveStored(storage, { record: rec, delivery_due_at: now });
+      await this.index([{ record: rec, expires_at: expires }], { refreshMode: rec.origin === "operator" });
+      await this.armAlarm();
+      if (rec.status === "pending_delivery") void this.drive();
+      return { kind: "accepted", message_id: rec.message_id, thread_id: rec.thread_id, duplicate: false };
+    }
+
+    insertRecord(storage, req.record, req.inbound, "queued", null);
+    let waiting: Promise<AnswerRecord | null> | null = null;
+    if (req.waitMs > 0) {
+      waiting = new Promise<AnswerRecord | null>((resolve) => {
+        const entry: Waiter = { resolve };
+        this.waiters.set(req.record.message_id, entry);
+        setTimeout(() => {
+          if (this.waiters.get(req.record.message_id) === entry) {
+            this.waiters.delete(req.record.message_id);
+            resolve(null);
+          }
+        }, req.waitMs);
+      });
+    } else {
+      // The record must be findable by the read door before the 202 goes out.
+      await this.index([{ record: req.record, expires_at: null }], { refreshMode: true });
+    }
+    await this.armAlarm();
+    void this.pump();
+    if (!waiting) return { kind: "accepted", message_id: req.record.message_id, thread_id: req.record.thread_id, duplicate: false };
+    const answered = await waiting;
+    if (answered) return { kind: "answered", record: answered };
+    // Timed out: the turn goes on and will be delivered by callback or poll; index it now.
+    const current = getStored(storage, req.record.message_id);
+    if (current) await this.index([{ record: current.record, expires_at: current.expires_at }], { refreshMode: true });
+    return { kind: "accepted", message_id: req.record.message_id, thread_id: req.record.thread_id, duplicate: false };
+  }
+
+  // ───────────────────────────── turns ─────────────────────────────
+
+  /** Runs queued turns one at a time, oldest first. Re-entrant calls return at once. */
+  private async pump(): Promise<void> {
+    if (this.pumping) return;
+    this.pumping = true;
+    try {
+      for (;;) {
+        const next = nextQueued(this.ctx.storage);
+        if (!next) break;
+        await this.runOne(next);
+      }
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  private async runOne(stored: StoredRecord): Promise<void> {
+    const s = this.settings();
+    const c = s.conversations;
+    const storage = this.ctx.storage;
+    const leaseMs = c.intakeClaimLeaseSeconds * 1000;
+    saveStored(storage, { record: stored.record, turn_state: "running", turn_lease_until: Date.now() + leaseMs });
+    this.activeTurn = stored.record.message_id;
+    await this.armAlarm();
+    // Refresh the intake lease while the turn runs, so only a dead instance's turn is re-run.
+    const refresher = setInterval(() => {
+      const cur = getStored(storage, stored.record.message_id);
+      if (cur?.turn_state === "running") saveStored(storage, { record: cur.record, turn_lease_until: Date.now() + leaseMs });
+    }, c.intakeClaimRefreshSeconds * 1000);
+    const release = await turnSlots(c.maxConcurrentTurns).acquire();
+    let outcome: TurnOutcome;
+    try {
+      outcome = await this.execute(stored, s);
+    } catch (err) {
+      console.error("turn failed unexpectedly", err);
+      outcome = errorOutcome("the turn failed unexpectedly");
+    } finally {
+      release();
+      clearInterval(refresher);
+      this.activeTurn = null;
+    }
+    await this.settleTurn(stored.record.message_id, outcome, s);
+  }
+
+  /** Decides the outcome: route gone, manual mode (suppressed), or the target's run. */
+  private async execute(stored: StoredRecord, s: Settings): Promise<TurnOutcome> {
+    const route = await getRoute(this.env.DB, stored.record.route_name);
+    if (!route) return errorOutcome("the route was deleted before the turn ran");
+    const ctx = this.targetContext(s, route);
+    // Re-checked right before the turn runs, so an answer never goes out after a takeover.
+    const mode = await this.modeInForce(route);
+    if (mode === "manual") {
+      if (route.target_kind === "agent" && stored.inbound.kind === "message" && (await agentKeepsMemory(ctx, route.target_name))) {
+        try {
+          await appendAgentMemory(ctx, route.target_name, stored.record.thread_id, { role: "user", content: stored.inbound.text ?? "" });
+        } catch (err) {
+          return errorOutcome(`manual mode: appending the inbound to agent memory failed: ${err instanceof Error ? err.message : "unknown error"}`);
+        }
+      }
+      return silentOutcome();
+    }
+    return runTarget(ctx, route, stored.inbound);
+  }
+
+  private async modeInForce(route: RouteRow): Promise<Mode> {
+    const threadId = this.threadId!;
+    return (await readOverride(this.env.DB, threadId, Date.now())) ?? route.initial_mode;
+  }
+
+  private targetContext(s: Settings, route: RouteRow) {
+    const threadId = this.threadId!;
+    return createTargetContext(this.env, s, {
+      // Tagging our own storage with the thread id lets the kv checkpoint provider skip the RPC hop.
+      local: Object.assign(this.ctx.storage, { threadId }),
+      turn: {
+        thread_id: threadId,
+        route_name: route.route_name,
+        setMode: async (mode: Mode) => {
+          await setOverride(this.env.DB, route.route_name, threadId, mode, Date.now() + s.conversations.answerRetentionTtlSeconds * 1000);
+        },
+      },
+    });
+  }
+
+  /**
+   * Stores the turn's answer and moves the record on. The inline-or-callback decision is made in
+   * one synchronous step: if the caller is still waiting, the record is delivered inline and the
+   * waiter resolved; otherwise it is scheduled for its door's delivery. Exactly one of the two.
+   */
+  private async settleTurn(messageId: string, outcome: TurnOutcome, s: Settings): Promise<void> {
+    const storage = this.ctx.storage;
+    const cur = getStored(storage, messageId);
+    if (!cur) return; // forgotten meanwhile
+    const now = Date.now();
+    const iso = new Date(now).toISOString();
+    const retentionMs = s.conversations.answerRetentionTtlSeconds * 1000;
+    const rec: AnswerRecord = { ...cur.record, ...outcome, updated_at: iso };
+    const waiter = this.waiters.get(messageId);
+    let status: DeliveryStatus;
+    if (rec.door === "api") {
+      if (waiter) status = "delivered";
+      else if (rec.callback_url) status = "pending_delivery";
+      else status = "delivered";
+    } else {
+      status = outcome.answer_status === "silent" ? "silent" : "pending_delivery";
+    }
+    rec.status = status;
+    const terminal = TERMINAL_STATUSES.has(status);
+    const expires = terminal ? now + retentionMs : null;
+    rec.expires_at = expires ? new Date(expires).toISOString() : null;
+    saveStored(storage, {
+      record: rec,
+      turn_state: "done",
+      turn_lease_until: null,
+      delivery_due_at: status === "pending_delivery" ? now : null,
+      expires_at: expires,
+    });
+    if (waiter) {
+      this.waiters.delete(messageId);
+      waiter.resolve(rec);
+    }
+    await this.index([{ record: rec, expires_at: expires }], {});
+    await this.armAlarm();
+    if (status === "pending_delivery") void this.drive();
+  }
+
+  // ───────────────────────────── delivery ─────────────────────────────
+
+  /** Delivers every due record. Runs one drive at a time; a request during a drive loops again. */
+  private async drive(): Promise<void> {
+    if (this.driving) {
+      this.redrive = true;
+      return;
+    }
+    this.driving = true;
+    try {
+      do {
+        this.redrive = false;
+        for (const due of dueDeliveries(this.ctx.storage, Date.now())) await this.deliverOne(due);
+      } while (this.redrive);
+    } finally {
+      this.driving = false;
+      await this.armAlarm();
+    }
+  }
+
+  private async deliverOne(due: StoredRecord): Promise<void> {
+    const s = this.settings();
+    const c = s.conversations;
+    const storage = this.ctx.storage;
+    // Claim with a lease before sending: a restart re-drives only after the lease lapses.
+    saveStored(storage, { record: due.record, delivery_lease_until: Date.now() + c.deliveryClaimLeaseSeconds * 1000 });
+    const route = await getRoute(this.env.DB, due.record.route_name);
+    const rec: AnswerRecord = { ...due.record };
+    if (!route) return this.finishDelivery(rec, "failed", "the route was deleted before delivery", s);
+    if (rec.door === "api") return this.deliverCallback(rec, route, s);
+    return this.deliverChannel(rec, due.chunks_sent, route, s);
+  }
+
+  private async deliverCallback(rec: AnswerRecord, route: RouteRow, s: Settings): Promise<void> {
+    const c = s.conversations;
+    if (!route.callback_url || !route.callback_secret) {
+      // The route no longer calls back: the record is readable by poll, which is its delivery.
+      return this.finishDelivery(rec, "delivered", null, s);
+    }
+    rec.callback_url = route.callback_url;
+    rec.attempts += 1;
+    const result = await postCallback(
+      (input, init) => globalThis.fetch(input, init),
+      route.callback_url,
+      route.callback_secret,
+      callbackBody(rec),
+      c.deliveryCallbackTimeoutSeconds * 1000,
+    );
+    if (result.ok) return this.finishDelivery(rec, "delivered", null, s);
+    return this.retryLater(rec, result.reason, s);
+  }
+
+  private async deliverChannel(rec: AnswerRecord, chunksSent: number, route: RouteRow, s: Settings): Promise<void> {
+    const c = s.conversations;
+    const storage = this.ctx.storage;
+    const adapter = rec.channel ? adapterFor(rec.channel) : undefined;
+    if (!adapter || !adapter.isConfigured(this.env)) {
+      return this.finishDelivery(rec, "failed", `channel ${rec.channel ?? "(none)"} is not configured`, s);
+    }
+    let max: number;
+    try {
+      max = maxCharsFor(adapter.name, c);
+    } catch (err) {
+      if (err instanceof ChannelConfigError) {
+        console.error(`configuration error: ${err.message}`);
+        return this.finishDelivery(rec, "failed", err.message, s);
+      }
+      throw err;
+    }
+    const text = rec.answer ?? "";
+    const plan = planChunks(text, max, c.maxOutboundChunks);
+    const tooLong = !plan.ok;
+    const chunks = plan.ok ? plan.chunks : [TOO_LONG_TEXT];
+    const to = rec.client_address ?? "";
+    const from = route.our_identity ?? rec.our_identity ?? "";
+    rec.attempts += 1;
+    const sentIds: string[] = [];
+    for (let i = chunksSent; i < chunks.length; i++) {
+      const r = await adapter.send({ to, from, text: chunks[i] }, { fetch: (input, init) => globalThis.fetch(input, init), env: this.env, timeoutMs: c.deliverySendTimeoutSeconds * 1000 });
+      if (!r.ok) {
+        await this.indexOutbound(rec, adapter.name, sentIds, s);
+        if (r.permanent) return this.finishDelivery(rec, "failed", `channel send refused: ${r.reason}`, s);
+        return this.retryLater(rec, `channel send failed: ${r.reason}`, s);
+      }
+      if (r.provider_message_id) {
+        rec.outbound_message_ids = [...rec.outbound_message_ids, r.provider_message_id];
+        sentIds.push(r.provider_message_id);
+      }
+      // Progress is durable per chunk, so a re-drive resumes after the last accepted one.
+      saveStored(storage, { record: rec, chunks_sent: i + 1 });
+    }
+    await this.indexOutbound(rec, adapter.name, sentIds, s);
+    if (tooLong) return this.finishDelivery(rec, "failed", "answer needed more than max_outbound_chunks messages", s);
+    const now = Date.now();
+    rec.status = "provisional";
+    rec.updated_at = new Date(now).toISOString();
+    saveStored(storage, { record: rec, delivery_due_at: null, delivery_lease_until: null, grace_until: now + c.deliveryGraceSeconds * 1000 });
+    await this.index([{ record: rec, expires_at: null }], {});
+  }
+
+  private async indexOutbound(rec: AnswerRecord, channel: string, ids: string[], s: Settings): Promise<void> {
+    if (!ids.length) return;
+    const expires = Date.now() + (s.conversations.deliveryGraceSeconds + s.conversations.answerRetentionTtlSeconds) * 1000;
+    await this.index([], { outbound: ids.map((id) => ({ channel, provider_message_id: id, record: rec, expires_at: expires })) });
+  }
+
+  private async retryLater(rec: AnswerRecord, reason: string, s: Settings): Promise<void> {
+    const c = s.conversations;
+    if (rec.attempts >= c.deliveryMaxAttempts) return this.finishDelivery(rec, "failed", `undelivered after ${rec.attempts} attempts: ${reason}`, s);
+    const delay = backoffDelaySeconds(rec.attempts, c.deliveryBackoffBaseSeconds, c.deliveryBackoffMaxSeconds);
+    rec.updated_at = new Date().toISOString();
+    rec.error = reason;
+    saveStored(this.ctx.storage, { record: rec, delivery_due_at: Date.now() + delay * 1000, delivery_lease_until: null });
+  }
+
+  /** Terminal transition of a delivery: retention starts now; failures are listed. */
+  private async finishDelivery(rec: AnswerRecord, status: "delivered" | "failed", error: string | null, s: Settings): Promise<void> {
+    const now = Date.now();
+    const expires = now + s.conversations.answerRetentionTtlSeconds * 1000;
+    rec.status = status;
+    rec.updated_at = new Date(now).toISOString();
+    rec.expires_at = new Date(expires).toISOString();
+    if (status === "failed") rec.error = error;
+    else if (rec.answer_status !== "error") rec.error = null;
+    saveStored(this.ctx.storage, { record: rec, delivery_due_at: null, delivery_lease_until: null, grace_until: null, expires_at: expires });
+    await this.index([{ record: rec, expires_at: expires }], status === "failed" ? { failed: [{ record: rec, expires_at: expires }] } : {});
+  }
+
+  /** A provider receipt for one of this thread's outbound chunks. */
+  async applyReceipt(messageId: string, status: "delivered" | "failed", detail?: string): Promise<boolean> {
+    const cur = getStored(this.ctx.storage, messageId);
+    if (!cur || cur.record.status !== "provisional") return false;
+    await this.finishDelivery({ ...cur.record }, status, status === "failed" ? `provider reported the message failed${detail ? ` (${detail})` : ""}` : null, this.settings());
+    await this.armAlarm();
+    return true;
+  }
+
+  // ───────────────────────────── indexes, alarm ─────────────────────────────
+
+  private async index(
+    messages: IndexWrite["messages"],
+    extra: { failed?: IndexWrite["failed"]; outbound?: IndexWrite["outbound"]; refreshMode?: boolean },
+  ): Promise<void> {
+    const storage = this.ctx.storage;
+    const newest = newestRecord(storage);
+    if (!newest) return;
+    const s = this.settings();
+    const now = Date.now();
+    await writeIndexes(this.env.DB, {
+      thread: {
+        route_name: newest.route_name,
+        thread_id: newest.thread_id,
+        client_address: newest.client_address,
+        last_activity_at: newest.created_at,
+        message_count: countAll(storage),
+        last_status: newest.status,
+      },
+      messages,
+      failed: extra.failed,
+      outbound: extra.outbound,
+      refreshModeUntil: extra.refreshMode ? { nowMs: now, untilMs: now + s.conversations.answerRetentionTtlSeconds * 1000 } : undefined,
+    });
+  }
+
+  private async armAlarm(): Promise<void> {
+    const s = this.settings();
+    const now = Date.now();
+    const candidates = [nextWake(this.ctx.storage, s.conversations.intakeClaimLeaseSeconds * 1000, now), checkpointAlarmDue(this.ctx.storage)].filter(
+      (t): t is number => typeof t === "number",
+    );
+    if (!candidates.length) {
+      await this.ctx.storage.deleteAlarm();
+      return;
+    }
+    await this.ctx.storage.setAlarm(Math.max(Math.min(...candidates), now + 1));
+  }
+
+  /** The one alarm: orphaned turns, queued turns, grace ends, due deliveries, expiry. */
+  override async alarm(): Promise<void> {
+    const storage = this.ctx.storage;
+    const now = Date.now();
+    const s = this.settings();
+    for (const r of runningTurns(storage)) {
+      // A running row this instance is not running belongs to a dead instance once its lease lapses.
+      if (r.record.message_id !== this.activeTurn && (r.turn_lease_until ?? 0) <= now) {
+        saveStored(storage, { record: r.record, turn_state: "queued", turn_lease_until: null });
+      }
+    }
+    for (const g of graceElapsed(storage, now)) await this.finishDelivery({ ...g.record }, "delivered", null, s);
+    if (pruneExpired(storage, now).length) await this.index([], {});
+    purgeExpiredCheckpoint(storage, now);
+    const turns = this.pump();
+    await this.drive();
+    await turns;
+    await this.armAlarm();
+  }
+
+  // ───────────────────────────── reads and forget ─────────────────────────────
+
+  /** One live record (expired reads as absent). */
+  async getRecord(messageId: string): Promise<AnswerRecord | null> {
+    const cur = getStored(this.ctx.storage, messageId);
+    if (!cur || (cur.expires_at !== null && cur.expires_at <= Date.now())) return null;
+    return cur.record;
+  }
+
+  /**
+   * A page of live records. With `q`, a case-insensitive substring over inbound text and answer,
+   * scanning at most `scanBudget` records; `truncated` says the budget ran out first.
+   */
+  async transcript(opts: { order: "asc" | "desc"; offset: number; limit: number; q?: string; scanBudget?: number }): Promise<TranscriptPage> {
+    const storage = this.ctx.storage;
+    const now = Date.now();
+    if (!opts.q) {
+      return { items: liveRecords(storage, now, opts.order, opts.offset, opts.limit), total: countLive(storage, now), truncated: false };
+    }
+    const needle = opts.q.toLowerCase();
+    const budget = opts.scanBudget ?? 1000;
+    const scanned = liveRecords(storage, now, opts.order, 0, budget + 1);
+    const truncated = scanned.length > budget;
+    const matches = scanned.slice(0, budget).filter((r) => matchesText(r, needle));
+    return { items: matches.slice(opts.offset, opts.offset + opts.limit), total: matches.length, truncated };
+  }
+
+  /** Forgets the thread: records and checkpoint. Refused while a turn is queued or running. */
+  async forget(): Promise<{ ok: true; removed: number } | { ok: false; reason: "turn_in_flight" }> {
+    const storage = this.ctx.storage;
+    if (hasTurnInFlight(storage)) return { ok: false, reason: "turn_in_flight" };
+    const threadId = this.threadId;
+    const removed = deleteAllRecords(storage);
+    if (threadId) deleteCheckpoint(storage, threadId);
+    await this.armAlarm();
+    return { ok: true, removed };
+  }
+
+  // ───────────────────────────── kv checkpoint provider ─────────────────────────────
 
   /** kv checkpoint provider: this thread's agent memory, oldest first (expired reads as []). */
   async checkpointRead(threadId: string): Promise<CheckpointMessage[]> {
@@ -23,4 +528,8 @@ export class ThreadObject extends DurableObject<Env> {
   async checkpointDelete(threadId: string): Promise<void> {
     deleteCheckpoint(this.ctx.storage, threadId);
   }
+}
+
+function matchesText(r: AnswerRecord, needle: string): boolean {
+  return r.inbound_text.toLowerCase().includes(needle) || (r.answer ?? "").toLowerCase().includes(needle);
 }
