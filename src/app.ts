@@ -10,6 +10,7 @@ import { healthRouter } from "./routers/health";
 import { openapiRouter } from "./routers/openapi";
 import { resourcesRouter } from "./routers/resources";
 import { toolsRouter } from "./routers/tools";
+import { agentsRouter } from "./routers/agents";
 
 export function createApp(): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
@@ -24,7 +25,7 @@ export function createApp(): Hono<AppEnv> {
     await next();
   });
 
-  for (const router of [healthRouter, openapiRouter, authRouter, resourcesRouter, channelsRouter, toolsRouter]) app.route("/", router);
+  for (const router of [healthRouter, openapiRouter, authRouter, resourcesRouter, channelsRouter, toolsRouter, agentsRouter]) app.route("/", router);
 
   app.notFound((c) => {
     const allowed = methodsForPath(c.req.path);

@@ -1,0 +1,111 @@
+/** Agents declared in D1 (decisions §4): `POST /api/agents-config/entries`. */
+import { z } from "zod";
+import { HttpError, conflict } from "../../http/errors";
+import { envRefSchema, headersSchema, redactHeaders } from "../env-refs";
+import { targetNameSchema } from "../names";
+import { endpointUrlSchema } from "../urls";
+
+/** Names of built-in agents: never declared, never removed. */
+export const BUILTIN_AGENT_NAMES: ReadonlySet<string> = new Set(["echo"]);
+
+export const llmConfigSchema = z
+  .object({
+    /** OpenAI-compatible base, e.g. https://api.openai.com/v1 (we POST {base_url}/chat/completions). */
+    base_url: endpointUrlSchema,
+    model: z.string().min(1).max(256),
+    /** Sent as `Authorization: Bearer …`; only an env reference, so no key is ever stored. */
+    api_key: envRefSchema.optional(),
+    system_prompt: z.string().max(100_000).optional(),
+    tool_names: z.array(targetNameSchema).max(128).default([]),
+    max_steps: z.number().int().min(1).max(64).default(8),
+    /** Deadline of one chat-completions call. */
+    timeout_seconds: z.number().positive().max(300).default(60),
+    /** Most stored messages replayed to the model per call. */
+    memory_window: z.number().int().min(1).max(1000).default(100),
+    temperature: z.number().min(0).max(2).optional(),
+  })
+  .strict();
+export type LlmConfig = z.infer<typeof llmConfigSchema>;
+
+export const httpAgentConfigSchema = z
+  .object({
+    url: endpointUrlSchema,
+    headers: headersSchema.default({}),
+    timeout_seconds: z.number().positive().max(300).default(30),
+  })
+  .strict();
+export type HttpAgentConfig = z.infer<typeof httpAgentConfigSchema>;
+
+const common = { title: targetNameSchema, description: z.string().max(4096).default("") };
+
+/** The declaration body, discriminated by `kind`. */
+export const agentDeclarationSchema = z.discriminatedUnion("kind", [
+  z.object({ ...common, kind: z.literal("llm"), config: llmConfigSchema }).strict(),
+  z.object({ ...common, kind: z.literal("http"), config: httpAgentConfigSchema }).strict(),
+]);
+export type AgentDeclaration = z.infer<typeof agentDeclarationSchema>;
+
+export type DeclaredAgent = AgentDeclaration & { created_at: string; updated_at: string };
+
+/** A declaration as reads show it: env references as-is, literal header values redacted. */
+export const agentViewSchema = z.object({
+  title: z.string(),
+  kind: z.enum(["llm", "http"]),
+  description: z.string(),
+  config: z.record(z.string(), z.unknown()),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+
+export function agentView(a: DeclaredAgent): z.infer<typeof agentViewSchema> {
+  const config: Record<string, unknown> = a.kind === "http" ? { ...a.config, headers: redactHeaders(a.config.headers) } : { ...a.config };
+  return { title: a.title, kind: a.kind, description: a.description, config, created_at: a.created_at, updated_at: a.updated_at };
+}
+
+type Row = { title: string; kind: string; description: string; config: string; created_at: string; updated_at: string };
+
+function toAgent(r: Row): DeclaredAgent {
+  let config: unknown;
+  try {
+    config = JSON.parse(r.config);
+  } catch {
+    throw new Error("agent_declarations row holds invalid JSON");
+  }
+  const parsed = agentDeclarationSchema.safeParse({ title: r.title, kind: r.kind, description: r.description, config });
+  if (!parsed.success) throw new Error("agent_declarations row failed validation");
+  return { ...parsed.data, created_at: r.created_at, updated_at: r.updated_at };
+}
+
+const COLUMNS = "title, kind, description, config, created_at, updated_at";
+
+export async function getDeclaredAgent(db: D1Database, title: string): Promise<DeclaredAgent | null> {
+  const r = await db.prepare(`SELECT ${COLUMNS} FROM agent_declarations WHERE title = ?`).bind(title).first<Row>();
+  return r ? toAgent(r) : null;
+}
+
+export async function listDeclaredAgents(db: D1Database): Promise<DeclaredAgent[]> {
+  const { results } = await db.prepare(`SELECT ${COLUMNS} FROM agent_declarations ORDER BY title`).all<Row>();
+  return results.map(toAgent);
+}
+
+/** Creates or replaces a declaration; a built-in agent's name is 409. */
+export async function upsertDeclaredAgent(db: D1Database, d: AgentDeclaration, nowIso: string): Promise<{ created: boolean; agent: DeclaredAgent }> {
+  if (BUILTIN_AGENT_NAMES.has(d.title)) throw conflict("title is the name of a built-in agent");
+  const existed = (await db.prepare("SELECT 1 AS one FROM agent_declarations WHERE title = ?").bind(d.title).first()) !== null;
+  const row = await db
+    .prepare(
+      `INSERT INTO agent_declarations (title, kind, description, config, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?5)
+       ON CONFLICT(title) DO UPDATE SET kind = excluded.kind, description = excluded.description, config = excluded.config, updated_at = excluded.updated_at
+       RETURNING ${COLUMNS}`,
+    )
+    .bind(d.title, d.kind, d.description, JSON.stringify(d.config), nowIso)
+    .first<Row>();
+  return { created: !existed, agent: toAgent(row!) };
+}
+
+/** Removes a declaration; a built-in agent is 409, an unknown title 404. */
+export async function deleteDeclaredAgent(db: D1Database, title: string): Promise<void> {
+  if (BUILTIN_AGENT_NAMES.has(title)) throw conflict("built-in agents cannot be removed");
+  const res = await db.prepare("DELETE FROM agent_declarations WHERE title = ?").bind(title).run();
+  if ((res.meta.changes ?? 0) === 0) throw new HttpError(404, "agent declaration not found");
+}

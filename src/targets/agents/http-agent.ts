@@ -1,0 +1,46 @@
+/**
+ * A declared `http` agent: one POST `{thread_id, messages, input}` per run, answered with
+ * `{text}` (`{text: null}` is silence). It keeps no memory here; the endpoint owns its own.
+ */
+import { z } from "zod";
+import type { TargetContext } from "../context";
+import { EnvRefError, resolveHeaders } from "../env-refs";
+import { callJsonEndpoint } from "../outbound";
+import type { HttpAgentConfig } from "./declarations";
+import { AgentError, type Emit, toAnswer } from "./events";
+
+const answerSchema = z.object({ text: z.string().nullable() });
+
+export async function runHttpAgent(
+  ctx: TargetContext,
+  config: HttpAgentConfig,
+  input: { thread_id: string; user_message: string },
+  emit: Emit,
+): Promise<string | null> {
+  let headers: Record<string, string>;
+  try {
+    headers = resolveHeaders(ctx.env, config.headers);
+  } catch (err) {
+    if (err instanceof EnvRefError) throw new AgentError(err.message);
+    throw err;
+  }
+  const r = await callJsonEndpoint(ctx.fetch, {
+    label: "agent endpoint",
+    url: config.url,
+    method: "POST",
+    headers,
+    body: {
+      thread_id: input.thread_id,
+      messages: [{ role: "user", content: input.user_message }],
+      input: { user_message: input.user_message },
+    },
+    timeoutMs: config.timeout_seconds * 1000,
+  });
+  if (!r.ok) throw new AgentError(r.message);
+  const parsed = answerSchema.safeParse(r.value);
+  if (!parsed.success) throw new AgentError("agent endpoint answered without a text field (string or null)");
+  const text = toAnswer(parsed.data.text);
+  if (text !== null) await emit({ type: "message_delta", text });
+  await emit({ type: "message_final", text });
+  return text;
+}

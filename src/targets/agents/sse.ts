@@ -1,0 +1,73 @@
+/**
+ * The streamed run of `POST /api/agents/{name}/runs` (decisions §4): data-only SSE frames with
+ * a `type`, ending in `stream.end` or `stream.error`, and a `: keepalive` comment while the run
+ * is quiet so proxies keep the connection open.
+ */
+import type { ExecutionKeyRef, TargetContext } from "../context";
+import type { AgentEvent } from "./events";
+import { type AgentRunResult, runAgent } from "./run";
+
+export const KEEPALIVE_MS = 15_000;
+
+export type StreamFrame = AgentEvent | { type: "stream.end" } | { type: "stream.error"; message: string };
+
+const encoder = new TextEncoder();
+
+/** One data frame (pure). JSON never contains a raw newline, so one `data:` line suffices. */
+export function sseFrame(frame: StreamFrame): string {
+  return `data: ${JSON.stringify(frame)}\n\n`;
+}
+
+/** One comment line (pure); clients ignore it. */
+export function sseComment(text: string): string {
+  return `: ${text}\n\n`;
+}
+
+/** The message a caller sees when a run fails: no key state, no endpoint detail beyond ours. */
+export function clientSafeFailure(r: Extract<AgentRunResult, { ok: false }>): string {
+  if (r.kind === "denied") return "run denied: the key may not run this agent";
+  if (r.kind === "unknown_agent") return "agent not found";
+  return r.message;
+}
+
+/**
+ * Starts the run and answers at once with its stream. The run finishes (and stores its memory)
+ * even when the client goes away; `waitUntil` keeps the isolate alive for it.
+ */
+export function streamAgentRun(
+  ctx: TargetContext,
+  name: string,
+  input: { thread_id: string; user_message: string },
+  opts: { asKey?: ExecutionKeyRef; keepaliveMs?: number; waitUntil?: (p: Promise<unknown>) => void; headers?: Record<string, string> },
+): Response {
+  const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
+  const writer = writable.getWriter();
+  let open = true;
+  const send = async (chunk: string) => {
+    if (!open) return;
+    try {
+      await writer.write(encoder.encode(chunk));
+    } catch {
+      open = false; // the client left; the run carries on without an audience
+    }
+  };
+  const keepalive = setInterval(() => void send(sseComment("keepalive")), opts.keepaliveMs ?? KEEPALIVE_MS);
+  const done = (async () => {
+    try {
+      const r = await runAgent(ctx, name, input, { asKey: opts.asKey, onEvent: (e) => send(sseFrame(e)) });
+      await send(sseFrame(r.ok ? { type: "stream.end" } : { type: "stream.error", message: clientSafeFailure(r) }));
+    } catch (err) {
+      // runAgent reports run failures itself; this is storage failing under it (e.g. D1).
+      console.error(`agent ${name} stream failed:`, err);
+      await send(sseFrame({ type: "stream.error", message: "agent run failed" }));
+    } finally {
+      clearInterval(keepalive);
+      if (open) await writer.close().catch(() => undefined);
+    }
+  })();
+  opts.waitUntil?.(done);
+  return new Response(readable, {
+    status: 200,
+    headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", ...(opts.headers ?? {}) },
+  });
+}
