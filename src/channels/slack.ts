@@ -8,7 +8,7 @@
  * conversation (`event.channel`), so a channel or DM is one thread; our identity is the bot user.
  */
 import { constantTimeEqual, hmacSha256, toHex } from "../auth/crypto";
-import type { Attachment, ChannelAdapter, ChannelEnv, ChannelEvent, InboundMessage, ParsedWebhook, SendResult, VerifyResult, Webhook } from "./adapter";
+import type { Attachment, ChannelAdapter, ChannelEnv, ChannelEvent, InboundMessage, ParsedWebhook, SendArgs, SendDeps, SendResult, VerifyResult, Webhook } from "./adapter";
 import {
   allSet,
   apiBase,
@@ -156,7 +156,7 @@ function parse(hook: Webhook, env: ChannelEnv): ParsedWebhook {
   return msg ? { events: [msg], ignored: 0 } : { events: [], ignored: 1 };
 }
 
-async function send(args: { to: string; from: string; text: string }, deps: { fetch: typeof fetch; env: ChannelEnv; timeoutMs: number }): Promise<SendResult> {
+async function send(args: SendArgs, deps: SendDeps): Promise<SendResult> {
   const token = envString(deps.env, SLACK_ENV.botToken);
   if (!token) return { ok: false, permanent: true, reason: "channel not configured" };
   // The bot token is the sending identity; `from` (the bot user id) is implied by it.

@@ -8,7 +8,7 @@
  * the bot id: the numeric prefix of `CHANNEL_TELEGRAM_BOT_TOKEN` before `:`.
  */
 import { constantTimeEqual } from "../auth/crypto";
-import type { Attachment, ChannelAdapter, ChannelEnv, InboundMessage, ParsedWebhook, SendResult, VerifyResult, Webhook } from "./adapter";
+import type { Attachment, ChannelAdapter, ChannelEnv, InboundMessage, ParsedWebhook, SendArgs, SendDeps, SendResult, VerifyResult, Webhook } from "./adapter";
 import {
   apiBase,
   arr,
@@ -118,7 +118,7 @@ function parse(hook: Webhook, env: ChannelEnv): ParsedWebhook {
   return msg ? { events: [msg], ignored: 0 } : { events: [], ignored: 1 };
 }
 
-async function send(args: { to: string; from: string; text: string }, deps: { fetch: typeof fetch; env: ChannelEnv; timeoutMs: number }): Promise<SendResult> {
+async function send(args: SendArgs, deps: SendDeps): Promise<SendResult> {
   const token = envString(deps.env, TELEGRAM_ENV.botToken);
   if (!token) return { ok: false, permanent: true, reason: "channel not configured" };
   // The token is the sending identity; `from` (the bot id) is implied by it.

@@ -8,7 +8,7 @@
  * Twilio signs the URL it called, which a proxy or `wrangler dev` tunnel would otherwise hide.
  */
 import { constantTimeEqual, hmacSha1 } from "../auth/crypto";
-import type { ChannelAdapter, ChannelEnv, ChannelEvent, ParsedWebhook, SendResult, VerifyResult, Webhook } from "./adapter";
+import type { ChannelAdapter, ChannelEnv, ChannelEvent, ParsedWebhook, SendArgs, SendDeps, SendResult, VerifyResult, Webhook } from "./adapter";
 import {
   allSet,
   apiBase,
@@ -138,7 +138,7 @@ function parse(hook: Webhook): ParsedWebhook {
   return { events: [message], ignored: 0 };
 }
 
-async function send(args: { to: string; from: string; text: string }, deps: { fetch: typeof fetch; env: ChannelEnv; timeoutMs: number }): Promise<SendResult> {
+async function send(args: SendArgs, deps: SendDeps): Promise<SendResult> {
   const sid = envString(deps.env, TWILIO_ENV.accountSid);
   const token = envString(deps.env, TWILIO_ENV.authToken);
   if (!sid || !token) return { ok: false, permanent: true, reason: "channel not configured" };

@@ -15,6 +15,8 @@ import type {
   ChannelEvent,
   InboundMessage,
   ParsedWebhook,
+  SendArgs,
+  SendDeps,
   SendResult,
   VerifyResult,
   Webhook,
@@ -206,7 +208,7 @@ function parse(hook: Webhook): ParsedWebhook {
   return { events, ignored };
 }
 
-async function send(args: { to: string; from: string; text: string }, deps: { fetch: typeof fetch; env: ChannelEnv; timeoutMs: number }): Promise<SendResult> {
+async function send(args: SendArgs, deps: SendDeps): Promise<SendResult> {
   const token = envString(deps.env, WHATSAPP_ENV.accessToken);
   if (!token) return { ok: false, permanent: true, reason: "channel not configured" };
   const url = `${apiBase(deps.env, WHATSAPP_ENV.apiBase, WHATSAPP_DEFAULT_API_BASE)}/${encodeURIComponent(args.from)}/messages`;
