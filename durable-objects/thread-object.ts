@@ -21,6 +21,7 @@ import { type RouteRow, getRoute } from "../src/bridge/routes-store";
 import { type TurnOutcome, errorOutcome, runTarget, silentOutcome } from "../src/bridge/turn-runner";
 import { adapterFor } from "../src/channels/registry";
 import type { Env } from "../src/env";
+import { edgeFetch } from "../src/net/edge-fetch";
 import { type Settings, settingsFor } from "../src/settings/settings";
 import { agentKeepsMemory, appendAgentMemory } from "../src/targets/agents/run";
 import type { CheckpointMessage } from "../src/targets/checkpoints/types";
@@ -223,6 +224,7 @@ export class ThreadObject extends DurableObject<Env> {
   private targetContext(s: Settings, route: RouteRow) {
     const threadId = this.threadId!;
     return createTargetContext(this.env, s, {
+      fetch: edgeFetch,
       // Tagging our own storage with the thread id lets the kv checkpoint provider skip the RPC hop.
       local: Object.assign(this.ctx.storage, { threadId }),
       turn: {
@@ -319,7 +321,7 @@ export class ThreadObject extends DurableObject<Env> {
     rec.callback_url = route.callback_url;
     rec.attempts += 1;
     const result = await postCallback(
-      (input, init) => globalThis.fetch(input, init),
+      edgeFetch,
       route.callback_url,
       route.callback_secret,
       callbackBody(rec),
@@ -355,7 +357,7 @@ export class ThreadObject extends DurableObject<Env> {
     rec.attempts += 1;
     const sentIds: string[] = [];
     for (let i = chunksSent; i < chunks.length; i++) {
-      const r = await adapter.send({ to, from, text: chunks[i] }, { fetch: (input, init) => globalThis.fetch(input, init), env: this.env, timeoutMs: c.deliverySendTimeoutSeconds * 1000 });
+      const r = await adapter.send({ to, from, text: chunks[i] }, { fetch: edgeFetch, env: this.env, timeoutMs: c.deliverySendTimeoutSeconds * 1000 });
       if (!r.ok) {
         await this.indexOutbound(rec, adapter.name, sentIds, s);
         if (r.permanent) return this.finishDelivery(rec, "failed", `channel send refused: ${r.reason}`, s);

@@ -1,0 +1,27 @@
+import { afterEach } from "vitest";
+import { setEdgeFetch } from "../../src/net/edge-fetch";
+
+export interface EdgeCall {
+  url: string;
+  method: string;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/**
+ * Puts a fake network at the edge for this test: every outbound request is recorded and
+ * answered by `handler`; anything it does not answer fails loudly. Restored after each test.
+ */
+export function fakeNetwork(handler: (req: Request, body: string, calls: EdgeCall[]) => Response | Promise<Response>) {
+  const calls: EdgeCall[] = [];
+  setEdgeFetch(async (input, init) => {
+    const req = new Request(input, init);
+    const body = req.body ? await req.clone().text() : "";
+    const call = { url: req.url, method: req.method, headers: Object.fromEntries(req.headers), body };
+    calls.push(call);
+    return handler(req, body, calls);
+  });
+  return calls;
+}
+
+afterEach(() => setEdgeFetch(null));
