@@ -5,12 +5,16 @@ import { HttpError } from "./http/errors";
 import { methodsForPath } from "./http/route";
 import { settingsFor } from "./settings/settings";
 import { authRouter } from "./routers/auth";
+import { conversationMessagesRouter } from "./routers/conversation-messages";
+import { conversationRoutesRouter } from "./routers/conversation-routes";
 import { channelsRouter } from "./routers/channels";
 import { healthRouter } from "./routers/health";
 import { openapiRouter } from "./routers/openapi";
 import { resourcesRouter } from "./routers/resources";
 import { toolsRouter } from "./routers/tools";
 import { agentsRouter } from "./routers/agents";
+import { presetsRouter } from "./routers/presets";
+import { checkpointsRouter } from "./routers/checkpoints";
 
 export function createApp(): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
@@ -25,7 +29,7 @@ export function createApp(): Hono<AppEnv> {
     await next();
   });
 
-  for (const router of [healthRouter, openapiRouter, authRouter, resourcesRouter, channelsRouter, toolsRouter, agentsRouter]) app.route("/", router);
+  for (const router of [healthRouter, openapiRouter, authRouter, resourcesRouter, channelsRouter, toolsRouter, conversationMessagesRouter, conversationRoutesRouter, agentsRouter, presetsRouter, checkpointsRouter]) app.route("/", router);
 
   app.notFound((c) => {
     const allowed = methodsForPath(c.req.path);
