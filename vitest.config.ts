@@ -2,6 +2,26 @@ import path from "node:path";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
 
+/** Test-only channel secrets: every channel is configured, and sends go to fake hosts that the
+ * workerd tests answer through the network edge (test/helpers/edge.ts). */
+export const TEST_CHANNELS = {
+  CHANNEL_TWILIO_ACCOUNT_SID: "ACtest",
+  CHANNEL_TWILIO_AUTH_TOKEN: "twilio-test-token",
+  CHANNEL_TWILIO_PUBLIC_URL: "https://bridge.test",
+  CHANNEL_TWILIO_API_BASE: "https://twilio.fake",
+  CHANNEL_WHATSAPP_APP_SECRET: "whatsapp-test-secret",
+  CHANNEL_WHATSAPP_ACCESS_TOKEN: "whatsapp-test-access",
+  CHANNEL_WHATSAPP_VERIFY_TOKEN: "whatsapp-test-verify",
+  CHANNEL_WHATSAPP_API_BASE: "https://whatsapp.fake/v21.0",
+  CHANNEL_TELEGRAM_BOT_TOKEN: "123456:telegram-test-token",
+  CHANNEL_TELEGRAM_WEBHOOK_SECRET: "telegram-test-secret",
+  CHANNEL_TELEGRAM_API_BASE: "https://telegram.fake",
+  CHANNEL_SLACK_SIGNING_SECRET: "slack-test-signing",
+  CHANNEL_SLACK_BOT_TOKEN: "xoxb-slack-test",
+  CHANNEL_SLACK_BOT_USER_ID: "UBOTTEST",
+  CHANNEL_SLACK_API_BASE: "https://slack.fake/api",
+};
+
 // Two projects: `workers` runs inside workerd against real D1 and Durable Objects;
 // `e2e` runs in Node and drives a real `wrangler dev` over HTTP.
 export default defineConfig({
@@ -16,7 +36,7 @@ export default defineConfig({
               remoteBindings: false,
               wrangler: { configPath: "./wrangler.toml" },
               miniflare: {
-                bindings: { TEST_MIGRATIONS: migrations },
+                bindings: { TEST_MIGRATIONS: migrations, ...TEST_CHANNELS },
               },
             };
           }),
