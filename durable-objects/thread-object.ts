@@ -56,7 +56,7 @@ export interface AcceptRequest {
   inbound: TurnInbound;
   /** Milliseconds the caller will wait for the answer inline (0: answer 202 at once). */
   waitMs: number;
-  preset?: { status: DeliveryStatus; outcome: TurnOutcome };
+  preset?: { status: DeliveryStatus; outcome: Pick<AnswerRecord, "answer_status" | "answer" | "error"> };
 }
 
 export type AcceptResult =
@@ -351,7 +351,9 @@ export class ThreadObject extends DurableObject<Env> {
     const text = rec.answer ?? "";
     const plan = planChunks(text, max, c.maxOutboundChunks);
     const tooLong = !plan.ok;
-    const chunks = plan.ok ? plan.chunks : [TOO_LONG_TEXT];
+    // Whitespace-only chunks are dropped (some providers refuse blank messages); the plan is
+    // deterministic for a given text, so chunk indexes stay stable across re-drives.
+    const chunks = plan.ok ? plan.chunks.filter((chunk) => chunk.trim() !== "") : [TOO_LONG_TEXT];
     const to = rec.client_address ?? "";
     const from = route.our_identity ?? rec.our_identity ?? "";
     rec.attempts += 1;

@@ -8,6 +8,7 @@ import { authRouter } from "./routers/auth";
 import { conversationMessagesRouter } from "./routers/conversation-messages";
 import { conversationRoutesRouter } from "./routers/conversation-routes";
 import { channelsRouter } from "./routers/channels";
+import { channelWebhooksRouter } from "./routers/channel-webhooks";
 import { healthRouter } from "./routers/health";
 import { openapiRouter } from "./routers/openapi";
 import { resourcesRouter } from "./routers/resources";
@@ -29,7 +30,7 @@ export function createApp(): Hono<AppEnv> {
     await next();
   });
 
-  for (const router of [healthRouter, openapiRouter, authRouter, resourcesRouter, channelsRouter, toolsRouter, conversationMessagesRouter, conversationRoutesRouter, agentsRouter, presetsRouter, checkpointsRouter]) app.route("/", router);
+  for (const router of [healthRouter, openapiRouter, authRouter, resourcesRouter, channelsRouter, channelWebhooksRouter, toolsRouter, conversationMessagesRouter, conversationRoutesRouter, agentsRouter, presetsRouter, checkpointsRouter]) app.route("/", router);
 
   app.notFound((c) => {
     const allowed = methodsForPath(c.req.path);

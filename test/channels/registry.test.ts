@@ -126,11 +126,24 @@ describe("receiveWebhook (door → verify → parse)", () => {
 });
 
 describe("GET /api/channels", () => {
-  it("lists nothing when no CHANNEL_* vars are set (the test env is wrangler.toml [vars])", async () => {
-    expect(configuredChannels(env)).toEqual([]);
+  it("lists the configured channels (the test env configures all four) with capabilities and caps", async () => {
+    expect(configuredChannels(env).map((a) => a.name).sort()).toEqual(["slack", "telegram", "twilio", "whatsapp"]);
     const r = await call("GET", "/api/channels", { key: await admin() });
     expect(r.status).toBe(200);
-    expect(r.body).toEqual({ data: { channels: [] } });
+    const twilio = r.body.data.channels.find((ch: { name: string }) => ch.name === "twilio");
+    expect(twilio).toMatchObject({ max_message_chars: 1600, capabilities: { media: true } });
+  });
+
+  it("lists nothing when no CHANNEL_* vars are set", async () => {
+    const bare = Object.fromEntries(Object.entries(env).filter(([k]) => !k.startsWith("CHANNEL_")));
+    expect(configuredChannels(bare)).toEqual([]);
+    const { createApp } = await import("../../src/app");
+    const res = await createApp().fetch(new Request("https://bridge.test/api/channels", { headers: { "x-api-key": await admin() } }), bare, {
+      waitUntil() {},
+      passThroughOnException() {},
+      props: {},
+    } as unknown as ExecutionContext);
+    expect(await res.json()).toEqual({ data: { channels: [] } });
   });
 
   it("needs an api key and the channels read grant", async () => {
