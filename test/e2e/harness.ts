@@ -35,10 +35,12 @@ export interface DevOptions {
   vars?: Record<string, string>;
   env?: Record<string, string>;
   persistDir?: string;
+  /** Listen on this port (default: a free one); lets callers build URLs, e.g. a public webhook origin, up front. */
+  port?: number;
 }
 
 export async function startDev(opts: DevOptions = {}): Promise<DevServer> {
-  const port = await freePort();
+  const port = opts.port ?? (await freePort());
   const persistDir = opts.persistDir ?? mkdtempSync(join(tmpdir(), "bridge-e2e-"));
   let child: ChildProcess | null = null;
   let log = "";
