@@ -20,6 +20,7 @@ export async function sweepCheckpoints(env: Env, settings: Settings, now: Date):
   const base = { provider, ttl_minutes: ttlMinutes, swept_count: 0, swept_threads: [] as string[] };
   if (provider === "kv") return { ...base, skipped: "the kv provider expires idle threads natively (Durable Object alarm)" };
   if (provider === "memory") return { ...base, skipped: "the memory provider lives for the isolate and expires idle threads on access" };
+  if (provider !== "d1") return { ...base, skipped: "this checkpoint provider is not available in this build" };
   if (ttlMinutes === null) return { ...base, skipped: "LLM_PROVIDER_CHECKPOINT_TTL_MINUTES is unset, so checkpoints are kept forever" };
   const { count, threads } = await sweepD1Checkpoints(env.DB, now.getTime() - Math.round(ttlMinutes * 60_000));
   return { ...base, swept_count: count, swept_threads: threads };
