@@ -11,7 +11,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { backoffDelaySeconds } from "../src/bridge/backoff";
 import { callbackBody, postCallback } from "../src/bridge/callback";
-import { ChannelConfigError, TOO_LONG_TEXT, maxCharsFor, planChunks } from "../src/bridge/chunking";
+import { ChannelConfigError, maxCharsFor } from "../src/bridge/chunking";
 import { turnSlots } from "../src/bridge/concurrency";
 import { type IndexWrite, writeIndexes } from "../src/bridge/indexes";
 import { type Mode, readOverride, setOverride } from "../src/bridge/mode-store";
@@ -20,6 +20,7 @@ import { type AnswerRecord, type DeliveryStatus, TERMINAL_STATUSES } from "../sr
 import { type RouteRow, getRoute } from "../src/bridge/routes-store";
 import { type TurnOutcome, errorOutcome, runTarget, silentOutcome } from "../src/bridge/turn-runner";
 import { adapterFor } from "../src/channels/registry";
+import { planOutbound, sendOutboundStep } from "../src/channels/rich/outbound";
 import type { Env } from "../src/env";
 import { edgeFetch } from "../src/net/edge-fetch";
 import { type Settings, settingsFor } from "../src/settings/settings";
@@ -68,6 +69,13 @@ export interface TranscriptPage {
   items: AnswerRecord[];
   total: number;
   truncated: boolean;
+}
+
+export interface SearchScan {
+  matches: Array<{ pos: number; record: AnswerRecord }>;
+  scanned: number;
+  /** More live records remain past the budget. */
+  more: boolean;
 }
 
 type Waiter = { resolve: (r: AnswerRecord | null) => void };
@@ -274,7 +282,8 @@ export class ThreadObject extends DurableObject<Env> {
       this.waiters.delete(messageId);
       waiter.resolve(rec);
     }
-    await this.index([{ record: rec, expires_at: expires }], {});
+    // An inline-answered inbound is first indexed here, so its mode-override refresh rides here too.
+    await this.index([{ record: rec, expires_at: expires }], { refreshMode: rec.origin === "client" });
     await this.armAlarm();
     if (status === "pending_delivery") void this.drive();
   }
@@ -348,18 +357,17 @@ export class ThreadObject extends DurableObject<Env> {
       }
       throw err;
     }
-    const text = rec.answer ?? "";
-    const plan = planChunks(text, max, c.maxOutboundChunks);
-    const tooLong = !plan.ok;
-    // Whitespace-only chunks are dropped (some providers refuse blank messages); the plan is
-    // deterministic for a given text, so chunk indexes stay stable across re-drives.
-    const chunks = plan.ok ? plan.chunks.filter((chunk) => chunk.trim() !== "") : [TOO_LONG_TEXT];
+    // Text chunks, then an operator message's rich part; a channel lacking a capability the part
+    // needs fails the record loudly instead of dropping the field (spec §4.7).
+    const plan = planOutbound(adapter, rec.answer ?? "", rec.answer_part, max, c.maxOutboundChunks);
+    if (!plan.ok) return this.finishDelivery(rec, "failed", plan.error, s);
+    const { tooLong, steps } = plan;
     const to = rec.client_address ?? "";
     const from = route.our_identity ?? rec.our_identity ?? "";
     rec.attempts += 1;
     const sentIds: string[] = [];
-    for (let i = chunksSent; i < chunks.length; i++) {
-      const r = await adapter.send({ to, from, text: chunks[i] }, { fetch: edgeFetch, env: this.env, timeoutMs: c.deliverySendTimeoutSeconds * 1000 });
+    for (let i = chunksSent; i < steps.length; i++) {
+      const r = await sendOutboundStep(adapter, steps[i], { to, from }, { fetch: edgeFetch, env: this.env, timeoutMs: c.deliverySendTimeoutSeconds * 1000 });
       if (!r.ok) {
         await this.indexOutbound(rec, adapter.name, sentIds, s);
         if (r.permanent) return this.finishDelivery(rec, "failed", `channel send refused: ${r.reason}`, s);
@@ -503,6 +511,18 @@ export class ThreadObject extends DurableObject<Env> {
     const truncated = scanned.length > budget;
     const matches = scanned.slice(0, budget).filter((r) => matchesText(r, needle));
     return { items: matches.slice(opts.offset, opts.offset + opts.limit), total: matches.length, truncated };
+  }
+
+  /**
+   * One thread's share of a route-wide search: scans at most `budget` live records newest first
+   * and reports each match with its scan position, so the caller can cut at a smaller budget.
+   */
+  async search(opts: { q: string; budget: number }): Promise<SearchScan> {
+    const rows = liveRecords(this.ctx.storage, Date.now(), "desc", 0, opts.budget + 1);
+    const needle = opts.q.toLowerCase();
+    const scanned = Math.min(rows.length, opts.budget);
+    const matches = rows.slice(0, scanned).flatMap((record, pos) => (matchesText(record, needle) ? [{ pos, record }] : []));
+    return { matches, scanned, more: rows.length > opts.budget };
   }
 
   /** Forgets the thread: records and checkpoint. Refused while a turn is queued or running. */

@@ -1,6 +1,7 @@
 /**
  * Answer records (spec §2.2, decisions §7) and their projections (pure).
  */
+import type { RichPart } from "../channels/rich/types";
 export type DeliveryStatus = "accepted" | "pending_delivery" | "provisional" | "delivered" | "failed" | "shed" | "silent";
 export const DELIVERY_STATUSES: readonly DeliveryStatus[] = ["accepted", "pending_delivery", "provisional", "delivered", "failed", "shed", "silent"];
 export const TERMINAL_STATUSES: ReadonlySet<DeliveryStatus> = new Set(["delivered", "failed", "shed", "silent"]);
@@ -47,6 +48,8 @@ export interface AnswerRecord {
   status: DeliveryStatus;
   answer_status: AnswerStatus | null;
   answer: string | null;
+  /** An operator message's rich part (spec §4.7), delivered after the text; absent otherwise. */
+  answer_part?: RichPart | null;
   error: string | null;
   attempts: number;
   outbound_message_ids: string[];
@@ -59,11 +62,11 @@ export interface AnswerRecord {
 const ADMIN_ONLY = ["error", "attempts", "outbound_message_ids", "callback_url", "provider_message_id", "expires_at"] as const;
 
 /** Keys omitted when null, so absent inbound parts stay absent in both projections. */
-const OMIT_WHEN_NULL = ["inbound_form", "inbound_attachments", "inbound_location", "inbound_event", "submitted_by"] as const;
+const OMIT_WHEN_NULL = ["inbound_form", "inbound_attachments", "inbound_location", "inbound_event", "submitted_by", "answer_part"] as const;
 
 export function adminProjection(r: AnswerRecord): Record<string, unknown> {
   const out: Record<string, unknown> = { ...r };
-  for (const k of OMIT_WHEN_NULL) if (out[k] === null) delete out[k];
+  for (const k of OMIT_WHEN_NULL) if (out[k] === null || out[k] === undefined) delete out[k];
   return out;
 }
 

@@ -183,6 +183,7 @@ export const recordSchema = z
     status: z.enum(["accepted", "pending_delivery", "provisional", "delivered", "failed", "shed", "silent"]),
     answer_status: z.enum(["answered", "error", "silent"]).nullable(),
     answer: z.string().nullable(),
+    answer_part: z.record(z.string(), z.unknown()).optional().describe("An operator message's rich part (media, location, template, options, sections, header, footer, schema)"),
     error: z.string().nullable().optional(),
     attempts: z.number().optional(),
     outbound_message_ids: z.array(z.string()).optional(),

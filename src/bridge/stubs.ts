@@ -2,7 +2,7 @@
  * Durable Object stubs with plain method types. The RPC type mapping turns records holding
  * `unknown` (forms, event payloads) into `never`, so the verbs are declared here once instead.
  */
-import type { AcceptRequest, AcceptResult, TranscriptPage } from "../../durable-objects/thread-object";
+import type { AcceptRequest, AcceptResult, SearchScan, TranscriptPage } from "../../durable-objects/thread-object";
 import type { BucketVerdict } from "../../durable-objects/address-bucket";
 import type { Env } from "../env";
 import type { AnswerRecord } from "./record";
@@ -11,6 +11,7 @@ export interface ThreadRpc {
   accept(req: AcceptRequest): Promise<AcceptResult>;
   getRecord(messageId: string): Promise<AnswerRecord | null>;
   transcript(opts: { order: "asc" | "desc"; offset: number; limit: number; q?: string; scanBudget?: number }): Promise<TranscriptPage>;
+  search(opts: { q: string; budget: number }): Promise<SearchScan>;
   forget(): Promise<{ ok: true; removed: number } | { ok: false; reason: "turn_in_flight" }>;
   applyReceipt(messageId: string, status: "delivered" | "failed", detail?: string): Promise<boolean>;
 }

@@ -8,6 +8,8 @@
  * file exporting a `ChannelAdapter` plus one line in `registry.ts`; see docs/channels.md.
  */
 
+import type { RichSender } from "./rich/types";
+
 /**
  * The Worker env as an adapter sees it: the `CHANNEL_*` vars of decisions §11 (wrangler [vars],
  * secrets, .dev.vars). Values are `unknown` because the Worker's `Env` carries bindings too; an
@@ -157,4 +159,9 @@ export interface ChannelAdapter {
   parse(hook: Webhook, env: ChannelEnv): ParsedWebhook;
   /** Sends one chunk. Never throws: every failure is a classified SendResult. */
   send(args: SendArgs, deps: SendDeps): Promise<SendResult>;
+  /**
+   * Carries an operator message's rich part (spec §4.7) for the capabilities the channel
+   * advertises; absent on a channel that sends text only. See src/channels/rich/.
+   */
+  readonly rich?: RichSender;
 }

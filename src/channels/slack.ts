@@ -25,6 +25,7 @@ import {
   postOnce,
   str,
 } from "./common";
+import { makeSlackRich } from "./rich/slack";
 
 export const SLACK_ENV = {
   signingSecret: "CHANNEL_SLACK_SIGNING_SECRET",
@@ -157,6 +158,11 @@ function parse(hook: Webhook, env: ChannelEnv): ParsedWebhook {
 }
 
 async function send(args: SendArgs, deps: SendDeps): Promise<SendResult> {
+  return postSlackMessage({ channel: args.to, text: args.text }, deps);
+}
+
+/** POSTs one `chat.postMessage` (text, or blocks with a text fallback) and classifies the answer. */
+export async function postSlackMessage(message: Record<string, unknown>, deps: SendDeps): Promise<SendResult> {
   const token = envString(deps.env, SLACK_ENV.botToken);
   if (!token) return { ok: false, permanent: true, reason: "channel not configured" };
   // The bot token is the sending identity; `from` (the bot user id) is implied by it.
@@ -165,7 +171,7 @@ async function send(args: SendArgs, deps: SendDeps): Promise<SendResult> {
     `${apiBase(deps.env, SLACK_ENV.apiBase, SLACK_DEFAULT_API_BASE)}/chat.postMessage`,
     {
       headers: { authorization: `Bearer ${token.trim()}`, "content-type": "application/json; charset=utf-8" },
-      body: JSON.stringify({ channel: args.to, text: args.text }),
+      body: JSON.stringify(message),
     },
     deps.timeoutMs,
   );
@@ -191,4 +197,5 @@ export const slackAdapter: ChannelAdapter = {
   verify,
   parse,
   send,
+  rich: makeSlackRich(postSlackMessage),
 };

@@ -24,6 +24,7 @@ import {
   str,
   toLocation,
 } from "./common";
+import { makeTelegramRich } from "./rich/telegram";
 
 export const TELEGRAM_ENV = {
   botToken: "CHANNEL_TELEGRAM_BOT_TOKEN",
@@ -119,16 +120,16 @@ function parse(hook: Webhook, env: ChannelEnv): ParsedWebhook {
 }
 
 async function send(args: SendArgs, deps: SendDeps): Promise<SendResult> {
+  return callTelegram("sendMessage", { chat_id: args.to, text: args.text }, deps);
+}
+
+/** Calls one Bot API send method (`sendMessage`, `sendPhoto`, …) and classifies the answer. */
+export async function callTelegram(method: string, payload: Record<string, unknown>, deps: SendDeps): Promise<SendResult> {
   const token = envString(deps.env, TELEGRAM_ENV.botToken);
   if (!token) return { ok: false, permanent: true, reason: "channel not configured" };
   // The token is the sending identity; `from` (the bot id) is implied by it.
-  const url = `${apiBase(deps.env, TELEGRAM_ENV.apiBase, TELEGRAM_DEFAULT_API_BASE)}/bot${token.trim()}/sendMessage`;
-  const sent = await postOnce(
-    deps.fetch,
-    url,
-    { headers: { "content-type": "application/json" }, body: JSON.stringify({ chat_id: args.to, text: args.text }) },
-    deps.timeoutMs,
-  );
+  const url = `${apiBase(deps.env, TELEGRAM_ENV.apiBase, TELEGRAM_DEFAULT_API_BASE)}/bot${token.trim()}/${method}`;
+  const sent = await postOnce(deps.fetch, url, { headers: { "content-type": "application/json" }, body: JSON.stringify(payload) }, deps.timeoutMs);
   if (!sent.ok) return sent.result;
   const { status, headers, json } = sent.answer;
   const body = isRecord(json) ? json : {};
@@ -154,4 +155,5 @@ export const telegramAdapter: ChannelAdapter = {
   verify: (hook, env) => verify(hook, env),
   parse,
   send,
+  rich: makeTelegramRich(callTelegram, TELEGRAM_FILE_PREFIX),
 };

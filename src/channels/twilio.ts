@@ -26,6 +26,7 @@ import {
   str,
   toLocation,
 } from "./common";
+import { makeTwilioRich } from "./rich/twilio";
 
 export const TWILIO_ENV = {
   accountSid: "CHANNEL_TWILIO_ACCOUNT_SID",
@@ -139,12 +140,17 @@ function parse(hook: Webhook): ParsedWebhook {
 }
 
 async function send(args: SendArgs, deps: SendDeps): Promise<SendResult> {
+  return postTwilioMessage(new URLSearchParams({ To: args.to, From: args.from, Body: args.text }), deps);
+}
+
+/** POSTs one Messages.json create (text chunk or media message) and classifies the answer. */
+export async function postTwilioMessage(form: URLSearchParams, deps: SendDeps): Promise<SendResult> {
   const sid = envString(deps.env, TWILIO_ENV.accountSid);
   const token = envString(deps.env, TWILIO_ENV.authToken);
   if (!sid || !token) return { ok: false, permanent: true, reason: "channel not configured" };
   const base = apiBase(deps.env, TWILIO_ENV.apiBase, TWILIO_DEFAULT_API_BASE);
   const url = `${base}/2010-04-01/Accounts/${encodeURIComponent(sid)}/Messages.json`;
-  const body = new URLSearchParams({ To: args.to, From: args.from, Body: args.text }).toString();
+  const body = form.toString();
   const sent = await postOnce(
     deps.fetch,
     url,
@@ -172,4 +178,5 @@ export const twilioAdapter: ChannelAdapter = {
   verify: (hook, env) => verify(hook, env),
   parse: (hook) => parse(hook),
   send,
+  rich: makeTwilioRich(postTwilioMessage),
 };

@@ -37,6 +37,7 @@ import {
   str,
   toLocation,
 } from "./common";
+import { makeWhatsAppRich } from "./rich/whatsapp";
 
 export const WHATSAPP_ENV = {
   appSecret: "CHANNEL_WHATSAPP_APP_SECRET",
@@ -209,10 +210,15 @@ function parse(hook: Webhook): ParsedWebhook {
 }
 
 async function send(args: SendArgs, deps: SendDeps): Promise<SendResult> {
+  return postWhatsAppMessage(args.from, { to: args.to, type: "text", text: { body: args.text } }, deps);
+}
+
+/** POSTs one Graph `/{phone_number_id}/messages` (any message type) and classifies the answer. */
+export async function postWhatsAppMessage(from: string, message: Record<string, unknown>, deps: SendDeps): Promise<SendResult> {
   const token = envString(deps.env, WHATSAPP_ENV.accessToken);
   if (!token) return { ok: false, permanent: true, reason: "channel not configured" };
-  const url = `${apiBase(deps.env, WHATSAPP_ENV.apiBase, WHATSAPP_DEFAULT_API_BASE)}/${encodeURIComponent(args.from)}/messages`;
-  const body = JSON.stringify({ messaging_product: "whatsapp", to: args.to, type: "text", text: { body: args.text } });
+  const url = `${apiBase(deps.env, WHATSAPP_ENV.apiBase, WHATSAPP_DEFAULT_API_BASE)}/${encodeURIComponent(from)}/messages`;
+  const body = JSON.stringify({ messaging_product: "whatsapp", ...message });
   const sent = await postOnce(
     deps.fetch,
     url,
@@ -242,4 +248,5 @@ export const whatsappAdapter: ChannelAdapter = {
   verify: (hook, env) => verify(hook, env),
   parse: (hook) => parse(hook),
   send,
+  rich: makeWhatsAppRich(postWhatsAppMessage, WHATSAPP_MEDIA_PREFIX),
 };

@@ -1,0 +1,52 @@
+/**
+ * What one channel delivery sends, in order (pure): the answer's text chunks, then the rich part's
+ * provider requests. The delivery machine counts accepted steps (`chunks_sent`), so a re-drive
+ * resumes after the last accepted one whether it was a text chunk or a rich request.
+ */
+import { TOO_LONG_TEXT, planChunks } from "../../bridge/chunking";
+import type { ChannelAdapter, SendDeps, SendResult } from "../adapter";
+import { type RichPart, type RichStep, isEmptyPart, requiredCapabilities } from "./types";
+
+export type OutboundStep = { kind: "text"; text: string } | { kind: "rich"; step: RichStep };
+
+export type OutboundPlan =
+  /** `tooLong`: the answer needed more than `max_outbound_chunks` messages; `steps` is then the fixed notice. */
+  | { ok: true; steps: OutboundStep[]; tooLong: boolean }
+  /** `capability`: the channel lacks a flag the part needs; `shape`: the channel cannot express the part. */
+  | { ok: false; kind: "capability" | "shape"; error: string };
+
+/** Plans the provider messages for `text` plus an optional rich `part` on `adapter`'s channel. */
+export function planOutbound(adapter: ChannelAdapter, text: string, part: RichPart | null | undefined, maxChars: number, maxChunks: number): OutboundPlan {
+  const rich = isEmptyPart(part) ? null : part!;
+  if (rich) {
+    const missing = requiredCapabilities(rich).filter((cap) => !adapter.capabilities[cap]);
+    if (missing.length || !adapter.rich) {
+      const named = missing.length ? missing : requiredCapabilities(rich);
+      return { ok: false, kind: "capability", error: `channel ${adapter.name} lacks the ${named.join(", ")} capability this message needs` };
+    }
+  }
+  const plan = planChunks(text, maxChars, maxChunks);
+  if (!plan.ok) return { ok: true, steps: [{ kind: "text", text: TOO_LONG_TEXT }], tooLong: true };
+  // Whitespace-only chunks are dropped (some providers refuse blank messages); the plan is
+  // deterministic for a given text, so step indexes stay stable across re-drives.
+  const chunks = plan.chunks.filter((chunk) => chunk.trim() !== "");
+  if (!rich) return { ok: true, steps: chunks.map((t) => ({ kind: "text", text: t })), tooLong: false };
+
+  const sender = adapter.rich!;
+  // A template is the whole outbound message (out-of-window sends admit nothing else): the text
+  // stays the record's answer, for transcripts and search, and is not sent.
+  if (rich.template) chunks.length = 0;
+  const body = sender.takesBody(rich) ? (chunks.pop() ?? "") : "";
+  const richPlan = sender.plan(rich, body);
+  if (!richPlan.ok) return { ok: false, kind: "shape", error: `channel ${adapter.name} cannot send this message: ${richPlan.reason}` };
+  const steps: OutboundStep[] = [...chunks.map((t): OutboundStep => ({ kind: "text", text: t })), ...richPlan.steps.map((s): OutboundStep => ({ kind: "rich", step: s }))];
+  if (steps.length > maxChunks) return { ok: true, steps: [{ kind: "text", text: TOO_LONG_TEXT }], tooLong: true };
+  return { ok: true, steps, tooLong: false };
+}
+
+/** Sends one planned step. Never throws. */
+export function sendOutboundStep(adapter: ChannelAdapter, step: OutboundStep, args: { to: string; from: string }, deps: SendDeps): Promise<SendResult> {
+  if (step.kind === "text") return adapter.send({ to: args.to, from: args.from, text: step.text }, deps);
+  if (!adapter.rich) return Promise.resolve({ ok: false, permanent: true, reason: "channel sends no rich parts" });
+  return adapter.rich.send(step.step, args, deps);
+}
