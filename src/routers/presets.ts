@@ -2,14 +2,14 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import type { AppEnv } from "../http/app-env";
-import { HttpError, badRequest, notFound } from "../http/errors";
+import { HttpError, badRequest } from "../http/errors";
 import { addRoute } from "../http/route";
 import { targetNameSchema } from "../targets/names";
 import {
-  type PresetBody,
   carryForward,
   initialBody,
   parseVersionSegment,
+  presetBodyOf,
   presetCreateSchema,
   presetPatchSchema,
   presetVersionViewSchema,
@@ -162,14 +162,7 @@ addRoute(
   async (c, { params, body }) => {
     const p = await presetOr404(c.env.DB, params.name);
     if (body.base_tool !== undefined) await assertBaseTool(c.env.DB, body.base_tool);
-    const current: PresetBody = {
-      base_tool: p.base_tool,
-      description: p.description,
-      fixed_kwargs: p.fixed_kwargs,
-      input_schema: p.input_schema,
-      output_schema: p.output_schema,
-    };
-    const v = await appendVersion(c.env.DB, params.name, carryForward(current, body), new Date().toISOString());
+    const v = await appendVersion(c.env.DB, params.name, carryForward(presetBodyOf(p), body), new Date().toISOString());
     return versionView(v, v.version);
   },
 );
@@ -234,7 +227,7 @@ addRoute(
     await setVersionTags(c.env.DB, params.name, version, [...new Set(body.tags)]);
     const p = await presetOr404(c.env.DB, params.name);
     const v = await getVersion(c.env.DB, params.name, version);
-    if (!v) throw notFound("preset version not found");
+    if (!v) throw versionNotFound();
     return versionView(v, p.current_version);
   },
 );

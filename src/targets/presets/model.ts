@@ -116,6 +116,17 @@ export const presetViewSchema = z.object({
 });
 export type PresetView = z.infer<typeof presetViewSchema>;
 
+/** The body of the version a view shows (the active one). */
+export function presetBodyOf(p: PresetView): PresetBody {
+  return {
+    base_tool: p.base_tool,
+    description: p.description,
+    fixed_kwargs: p.fixed_kwargs,
+    input_schema: p.input_schema,
+    output_schema: p.output_schema,
+  };
+}
+
 /** `is_current` is a read-time projection of the active version, never stored. */
 export function versionView(
   v: { version: number; body: PresetBody; created_at: string; tags: string[] },

@@ -1,7 +1,7 @@
 /** HTTP tools declared in D1 (decisions §4): `POST /api/tools-config/entries`. */
 import { z } from "zod";
 import { HttpError, conflict } from "../../http/errors";
-import { type EnvRef, headersSchema, redactHeaders } from "../env-refs";
+import { headersSchema, redactHeaders } from "../env-refs";
 import { type JsonSchema, inputSchemaSchema } from "../json-schema";
 import { targetNameSchema } from "../names";
 import { endpointUrlSchema } from "../urls";
@@ -69,7 +69,7 @@ export function httpToolView(t: HttpTool): z.infer<typeof httpToolViewSchema> {
     description: t.description,
     url: t.url,
     method: t.method,
-    headers: redactHeaders(t.headers) as Record<string, string | EnvRef>,
+    headers: redactHeaders(t.headers),
     input_schema: t.input_schema,
     timeout_seconds: t.timeout_seconds,
     created_at: t.created_at,

@@ -3,7 +3,7 @@
  * Every lookup reads D1, so a declaration is visible to every isolate at once.
  */
 import { ANY_OBJECT_SCHEMA, ANY_SCHEMA, type JsonSchema } from "../json-schema";
-import { type PresetBody, schemaWithoutFixed } from "../presets/model";
+import { type PresetBody, presetBodyOf, schemaWithoutFixed } from "../presets/model";
 import { getPreset, listPresets } from "../presets/store";
 import { BUILTIN_TOOLS, type BuiltinTool } from "./builtins";
 import { type HttpTool, getHttpTool, listHttpTools } from "./http-tools";
@@ -34,8 +34,7 @@ export async function resolveTool(db: D1Database, name: string): Promise<Resolve
   if (base) return base;
   const preset = await getPreset(db, name);
   if (!preset) return null;
-  const { name: _n, current_version, latest_version: _l, created_at: _c, updated_at: _u, ...body } = preset;
-  return { kind: "preset", name, version: current_version, body };
+  return { kind: "preset", name, version: preset.current_version, body: presetBodyOf(preset) };
 }
 
 function baseSchema(t: BaseTool): ToolSchemaView {
