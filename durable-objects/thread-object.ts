@@ -14,10 +14,10 @@ import { callbackBody, postCallback } from "../src/bridge/callback";
 import { ChannelConfigError, maxCharsFor } from "../src/bridge/chunking";
 import { turnSlots } from "../src/bridge/concurrency";
 import { type IndexWrite, writeIndexes } from "../src/bridge/indexes";
-import { type Mode, readOverride, setOverride } from "../src/bridge/mode-store";
+import { type Mode, routeAndOverride, setOverride } from "../src/bridge/mode-store";
 import type { TurnInbound } from "../src/bridge/payload";
 import { type AnswerRecord, type DeliveryStatus, TERMINAL_STATUSES } from "../src/bridge/record";
-import { type RouteRow, getRoute } from "../src/bridge/routes-store";
+import { type RouteRow, getRoute, toRouteRow } from "../src/bridge/routes-store";
 import { type TurnOutcome, errorOutcome, runTarget, silentOutcome } from "../src/bridge/turn-runner";
 import { adapterFor } from "../src/channels/registry";
 import { planOutbound, sendOutboundStep } from "../src/channels/rich/outbound";
@@ -206,11 +206,12 @@ export class ThreadObject extends DurableObject<Env> {
 
   /** Decides the outcome: route gone, manual mode (suppressed), or the target's run. */
   private async execute(stored: StoredRecord, s: Settings): Promise<TurnOutcome> {
-    const route = await getRoute(this.env.DB, stored.record.route_name);
-    if (!route) return errorOutcome("the route was deleted before the turn ran");
+    const loaded = await routeAndOverride(this.env.DB, stored.record.route_name, stored.record.thread_id, Date.now());
+    if (!loaded.route) return errorOutcome("the route was deleted before the turn ran");
+    const route = toRouteRow(loaded.route);
     const ctx = this.targetContext(s, route);
     // Re-checked right before the turn runs, so an answer never goes out after a takeover.
-    const mode = await this.modeInForce(route);
+    const mode: Mode = loaded.override ?? route.initial_mode;
     if (mode === "manual") {
       if (route.target_kind === "agent" && stored.inbound.kind === "message" && (await agentKeepsMemory(ctx, route.target_name))) {
         try {
@@ -222,11 +223,6 @@ export class ThreadObject extends DurableObject<Env> {
       return silentOutcome();
     }
     return runTarget(ctx, route, stored.inbound);
-  }
-
-  private async modeInForce(route: RouteRow): Promise<Mode> {
-    const threadId = this.threadId!;
-    return (await readOverride(this.env.DB, threadId, Date.now())) ?? route.initial_mode;
   }
 
   private targetContext(s: Settings, route: RouteRow) {
@@ -434,7 +430,12 @@ export class ThreadObject extends DurableObject<Env> {
   ): Promise<void> {
     const storage = this.ctx.storage;
     const newest = newestRecord(storage);
-    if (!newest) return;
+    if (!newest) {
+      // Every record is gone (pruned after retention): the listing stops holding the thread.
+      const threadId = this.threadId;
+      if (threadId && messages.length === 0) await this.env.DB.prepare("DELETE FROM threads WHERE thread_id = ?").bind(threadId).run();
+      return;
+    }
     const s = this.settings();
     const now = Date.now();
     await writeIndexes(this.env.DB, {

@@ -22,3 +22,15 @@ export async function setOverride(db: D1Database, routeName: string, threadId: s
 export async function refreshOverride(db: D1Database, threadId: string, nowMs: number, expiresAtMs: number): Promise<void> {
   await db.prepare("UPDATE mode_overrides SET expires_at = ? WHERE thread_id = ? AND expires_at > ?").bind(expiresAtMs, threadId, nowMs).run();
 }
+
+/**
+ * The route and the thread's live override in one D1 round trip: what a turn needs right before
+ * it runs (the mode is re-checked there so an answer never goes out after a takeover).
+ */
+export async function routeAndOverride(db: D1Database, routeName: string, threadId: string, nowMs: number): Promise<{ route: unknown | null; override: Mode | null }> {
+  const [route, override] = await db.batch([
+    db.prepare("SELECT * FROM routes WHERE route_name = ?").bind(routeName),
+    db.prepare("SELECT mode FROM mode_overrides WHERE thread_id = ? AND expires_at > ?").bind(threadId, nowMs),
+  ]);
+  return { route: route.results[0] ?? null, override: ((override.results[0] as { mode?: Mode } | undefined)?.mode ?? null) };
+}

@@ -48,6 +48,11 @@ const rowSchema = z.object({
   updated_at: z.string(),
 });
 
+/** Validates a raw `routes` row read elsewhere (e.g. in a batch). */
+export function toRouteRow(r: unknown): RouteRow {
+  return toRow(r);
+}
+
 function toRow(r: unknown): RouteRow {
   const parsed = rowSchema.safeParse(r);
   if (!parsed.success) throw new Error("routes row failed validation");
