@@ -1,6 +1,10 @@
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BOOTSTRAP_TOKEN, type DevServer, http, startDev } from "./harness";
+import { BOOTSTRAP_TOKEN, type DevServer, ROOT, http, startDev } from "./harness";
 
 let dev: DevServer;
 let base: string;
@@ -77,5 +81,21 @@ describe("foundation against a real wrangler dev", () => {
   it("answers the error contract for unknown paths and methods", async () => {
     expect(await http(base, "GET", "/api/nope")).toMatchObject({ status: 404, body: { error: "not found" } });
     expect((await http(base, "PATCH", "/api/health")).status).toBe(405);
+  });
+});
+
+describe("deploy bundle", () => {
+  it("wrangler deploy --dry-run bundles the Worker with jq's wasm as a module", () => {
+    const out = mkdtempSync(join(tmpdir(), "bridge-dry-run-"));
+    const r = spawnSync(process.execPath, [join(ROOT, "node_modules/wrangler/bin/wrangler.js"), "deploy", "--dry-run", "--outdir", out], {
+      cwd: ROOT,
+      env: { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false" },
+      encoding: "utf8",
+      timeout: 120_000,
+    });
+    expect(r.status, r.stderr).toBe(0);
+    const files = readdirSync(out);
+    expect(files).toContain("index.js");
+    expect(files.some((f) => f.endsWith(".wasm"))).toBe(true);
   });
 });
