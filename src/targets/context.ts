@@ -1,6 +1,7 @@
 /** What every target runs with. Built from env + settings, never from a Hono context, so the
  * bridge can dispatch from inside a Durable Object. */
 import type { Env } from "../env";
+import { edgeFetch } from "../net/edge-fetch";
 import type { Settings } from "../settings/settings";
 import { type LocalThreadStorage, checkpointStoreFor } from "./checkpoints";
 import type { CheckpointStore } from "./checkpoints/types";
@@ -9,7 +10,7 @@ export interface TargetContext {
   env: Env;
   db: D1Database;
   settings: Settings;
-  /** Injected; production passes a wrapper around globalThis.fetch. */
+  /** Injected; production passes the network edge (src/net/edge-fetch.ts). */
   fetch: typeof fetch;
   now: () => Date;
   /** Present only inside a bridge turn; lets built-ins act on the calling turn's thread. */
@@ -22,9 +23,9 @@ export interface TargetContext {
 export type ExecutionKeyRef = { user_id: string; fingerprint: string };
 
 /**
- * Builds a production context. `fetch` defaults to a wrapper (not the bare global) so it can be
- * called as a property without an illegal-invocation error and so test interceptors installed
- * later still apply. `local` is the calling ThreadObject's storage (kv checkpoints without RPC).
+ * Builds a production context. `fetch` defaults to the network edge, which calls the global
+ * fetch unbound-safely and lets workerd tests swap in a fake network. `local` is the calling
+ * ThreadObject's storage (kv checkpoints without RPC).
  */
 export function createTargetContext(
   env: Env,
@@ -36,7 +37,7 @@ export function createTargetContext(
     env,
     db: env.DB,
     settings,
-    fetch: opts.fetch ?? ((input, init) => globalThis.fetch(input, init)),
+    fetch: opts.fetch ?? edgeFetch,
     now,
     turn: opts.turn,
     checkpoints: checkpointStoreFor(env, settings, { local: opts.local, now }),
