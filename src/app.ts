@@ -6,6 +6,9 @@ import { methodsForPath } from "./http/route";
 import { settingsFor } from "./settings/settings";
 import { authRouter } from "./routers/auth";
 import { conversationMessagesRouter } from "./routers/conversation-messages";
+import { conversationEventsRouter } from "./routers/conversation-events";
+import { conversationModeRouter } from "./routers/conversation-mode";
+import { conversationThreadsRouter } from "./routers/conversation-threads";
 import { conversationRoutesRouter } from "./routers/conversation-routes";
 import { channelsRouter } from "./routers/channels";
 import { channelWebhooksRouter } from "./routers/channel-webhooks";
@@ -30,7 +33,9 @@ export function createApp(): Hono<AppEnv> {
     await next();
   });
 
-  for (const router of [healthRouter, openapiRouter, authRouter, resourcesRouter, channelsRouter, channelWebhooksRouter, toolsRouter, conversationMessagesRouter, conversationRoutesRouter, agentsRouter, presetsRouter, checkpointsRouter]) app.route("/", router);
+  // The operator routers come before the message routes: `/messages/search` must not be taken
+  // for a message id by `/messages/{message_id}` (Hono answers with the first registered match).
+  for (const router of [healthRouter, openapiRouter, authRouter, resourcesRouter, channelsRouter, channelWebhooksRouter, toolsRouter, conversationThreadsRouter, conversationModeRouter, conversationEventsRouter, conversationMessagesRouter, conversationRoutesRouter, agentsRouter, presetsRouter, checkpointsRouter]) app.route("/", router);
 
   app.notFound((c) => {
     const allowed = methodsForPath(c.req.path);

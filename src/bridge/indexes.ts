@@ -82,10 +82,11 @@ export async function locateMessage(db: D1Database, messageId: string, nowMs: nu
     .first<{ route_name: string; thread_id: string }>();
 }
 
-/** Drops a thread's index rows (forget). */
+/** Drops a thread's index rows (forget), dedupe keys included: they name its inbounds. */
 export async function dropThreadIndexes(db: D1Database, threadId: string): Promise<void> {
   await db.batch([
     db.prepare("DELETE FROM threads WHERE thread_id = ?").bind(threadId),
+    db.prepare("DELETE FROM inbound_dedupe WHERE thread_id = ?").bind(threadId),
     db.prepare("DELETE FROM message_index WHERE thread_id = ?").bind(threadId),
     db.prepare("DELETE FROM failed_records WHERE thread_id = ?").bind(threadId),
     db.prepare("DELETE FROM mode_overrides WHERE thread_id = ?").bind(threadId),

@@ -1,0 +1,134 @@
+/**
+ * Operator send (spec §3.1 "operator send", §4.7; decisions §10): a message an operator writes by
+ * hand, minted as a record already answered (`origin: "operator"`) and handed to the thread's
+ * delivery machine like any answer: chunking, capability-gated rich part, receipts, callback.
+ * No turn runs; the mode is neither required nor changed, and the override's TTL is refreshed by
+ * the thread object when it indexes the record.
+ */
+import { maxCharsFor } from "../bridge/chunking";
+import type { TurnInbound } from "../bridge/payload";
+import type { AnswerRecord } from "../bridge/record";
+import type { RouteRow } from "../bridge/routes-store";
+import { threadStub } from "../bridge/stubs";
+import { adapterFor } from "../channels/registry";
+import { planOutbound } from "../channels/rich/outbound";
+import { type RichPart, isEmptyPart } from "../channels/rich/types";
+import type { Env } from "../env";
+import { HttpError, badRequest } from "../http/errors";
+import type { Settings } from "../settings/settings";
+import { agentKeepsMemory, appendAgentMemory } from "../targets/agents/run";
+import { createTargetContext } from "../targets/context";
+import type { OperatorSendBody } from "./schemas";
+import { guardThread, threadAddress } from "./thread-guard";
+
+/** The rich fields of the body as one part (absent fields stay absent). */
+export function richPartOf(b: OperatorSendBody): RichPart | null {
+  const part: RichPart = {};
+  if (b.media) part.media = b.media;
+  if (b.location) part.location = b.location;
+  if (b.template) part.template = b.template;
+  if (b.options) part.options = b.options;
+  if (b.sections) part.sections = b.sections;
+  if (b.header) part.header = b.header;
+  if (b.footer) part.footer = b.footer;
+  if (b.schema) part.schema = b.schema;
+  return isEmptyPart(part) ? null : part;
+}
+
+/**
+ * Refusals that need the route's channel, decided before anything is written: a text needing more
+ * than `max_outbound_chunks` messages, or a part whose shape the channel cannot express (its form
+ * subset, say). A missing capability is not refused here: per spec the record fails loudly at
+ * delivery, where the channel's capabilities are read.
+ */
+function precheckChannel(settings: Settings, route: RouteRow, text: string, part: RichPart | null): void {
+  const adapter = route.channel ? adapterFor(route.channel) : undefined;
+  if (!adapter) return;
+  let max: number;
+  try {
+    max = maxCharsFor(adapter.name, settings.conversations);
+  } catch {
+    return; // a loud config error at send (spec §7), recorded on the record
+  }
+  const plan = planOutbound(adapter, text, part, max, settings.conversations.maxOutboundChunks);
+  if (plan.ok && plan.tooLong) throw badRequest(`invalid body: text: needs more than max_outbound_chunks (${settings.conversations.maxOutboundChunks}) messages on channel ${adapter.name}`);
+  if (!plan.ok && plan.kind === "shape") throw badRequest(`invalid body: ${plan.error}`);
+}
+
+export async function sendOperatorMessage(env: Env, settings: Settings, route: RouteRow, operator: string, body: OperatorSendBody): Promise<{ message_id: string; thread_id: string }> {
+  const { thread_id: threadId, rest } = guardThread(route.route_name, body.thread_id);
+  const address = threadAddress(route.door, rest);
+  // `address` only chooses among a linked person's addresses; a route thread has exactly one.
+  if (body.address !== undefined && body.address !== address) throw badRequest("invalid body: address: is not this thread's address");
+  const part = richPartOf(body);
+  if (route.door === "api" && part) {
+    throw badRequest("invalid body: rich fields (media, location, template, options, sections, header, footer, schema) need a channel route; an api route's callback carries text only");
+  }
+  if (route.door === "channel") precheckChannel(settings, route, body.text, part);
+
+  // The agent remembers what the operator said before the record exists, so a later turn sees it.
+  if (route.target_kind === "agent" && body.text.trim() !== "") {
+    const ctx = createTargetContext(env, settings);
+    if (await agentKeepsMemory(ctx, route.target_name)) {
+      try {
+        await appendAgentMemory(ctx, route.target_name, threadId, { role: "assistant", content: body.text });
+      } catch (err) {
+        console.error("operator send: agent memory append failed", err);
+        throw new HttpError(503, "appending the message to the agent's memory failed; nothing was sent, retry later");
+      }
+    }
+  }
+
+  const messageId = crypto.randomUUID();
+  const now = new Date().toISOString();
+  const record: AnswerRecord = {
+    message_id: messageId,
+    route_name: route.route_name,
+    door: route.door,
+    thread_id: threadId,
+    client_address: address,
+    channel: route.channel,
+    our_identity: route.our_identity,
+    provider_message_id: null,
+    callback_url: route.callback_url,
+    caller_principal: operator,
+    origin: "operator",
+    inbound_kind: "message",
+    inbound_text: "",
+    inbound_form: null,
+    inbound_attachments: null,
+    inbound_location: null,
+    inbound_event: null,
+    submitted_by: operator,
+    status: "accepted",
+    answer_status: "answered",
+    answer: body.text,
+    answer_part: part,
+    error: null,
+    attempts: 0,
+    outbound_message_ids: [],
+    created_at: now,
+    updated_at: now,
+    expires_at: null,
+  };
+  const inbound: TurnInbound = {
+    message_id: messageId,
+    thread_id: threadId,
+    kind: "message",
+    inbound_id: messageId,
+    source: "operator",
+    text: null,
+    sender: null,
+    our_identity: route.our_identity,
+    channel: route.channel,
+  };
+  // A poll-only api route has nothing to deliver to: the stored answer is its delivery.
+  const status = route.door === "api" && !route.callback_url ? "delivered" : "pending_delivery";
+  await threadStub(env, threadId).accept({
+    record,
+    inbound,
+    waitMs: 0,
+    preset: { status, outcome: { answer_status: "answered", answer: body.text, error: null } },
+  });
+  return { message_id: messageId, thread_id: threadId };
+}

@@ -1,0 +1,41 @@
+/** Thread forget and control mode (spec §3.2, §4.6, §4.7; decisions §10). */
+import { dropThreadIndexes } from "../bridge/indexes";
+import { type Mode, readOverride, setOverride } from "../bridge/mode-store";
+import type { RouteRow } from "../bridge/routes-store";
+import { threadStub } from "../bridge/stubs";
+import type { Env } from "../env";
+import { conflict } from "../http/errors";
+import type { Settings } from "../settings/settings";
+import { createTargetContext } from "../targets/context";
+
+/**
+ * Forgets a thread outright: its records and agent checkpoint in the thread object, then its D1
+ * index rows (listing row, message and failed indexes, outbound ids, mode override, dedupe keys).
+ * A turn queued or running refuses with 409 and removes nothing.
+ */
+export async function forgetThread(env: Env, settings: Settings, routeName: string, threadId: string) {
+  const r = await threadStub(env, threadId).forget();
+  if (!r.ok) throw conflict("a turn is in flight on this thread; retry once it drains");
+  // The thread object already dropped a kv checkpoint (it lives in its storage); other providers
+  // keep memory elsewhere and are told here, regardless of whether any record was left.
+  if (settings.checkpoint.provider !== "kv") await createTargetContext(env, settings).checkpoints.delete(threadId);
+  await dropThreadIndexes(env.DB, threadId);
+  return { removed: r.removed, route_name: routeName, thread_id: threadId };
+}
+
+export interface ModeAnswer {
+  mode: Mode;
+  source: "thread" | "route";
+}
+
+/** The mode in force: the thread's live override, else the route's `initial_mode`. */
+export async function modeInForce(db: D1Database, route: RouteRow, threadId: string, nowMs: number): Promise<ModeAnswer> {
+  const override = await readOverride(db, threadId, nowMs);
+  return override ? { mode: override, source: "thread" } : { mode: route.initial_mode, source: "route" };
+}
+
+/** Sets the thread's override for `answer_retention_ttl_seconds` (refreshed by later activity). */
+export async function setThreadMode(db: D1Database, settings: Settings, route: RouteRow, threadId: string, mode: Mode, nowMs: number) {
+  await setOverride(db, route.route_name, threadId, mode, nowMs + settings.conversations.answerRetentionTtlSeconds * 1000);
+  return { route_name: route.route_name, thread_id: threadId, mode, source: "thread" as const };
+}

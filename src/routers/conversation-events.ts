@@ -1,0 +1,43 @@
+/** The event door (spec §4.4, §6; decisions §6): structured events into existing threads. */
+import { Hono } from "hono";
+import { getRoute } from "../bridge/routes-store";
+import { messageAccepted, messageAnswered, routeParams } from "../bridge/schemas";
+import type { AppEnv } from "../http/app-env";
+import { HttpError } from "../http/errors";
+import { addRoute } from "../http/route";
+import { admitEvent } from "../operator/events";
+import { eventBody } from "../operator/schemas";
+
+export const conversationEventsRouter = new Hono<AppEnv>();
+
+addRoute(
+  conversationEventsRouter,
+  {
+    method: "post",
+    path: "/api/conversations/{route_name}/events",
+    summary: "Deliver a structured event into an existing thread as a tool turn",
+    description:
+      "Exactly one of `address` (composed into the thread id as the route's door does; an api route qualifies it by the caller) or `thread_id` (verified to belong to the route). The turn is queued behind turns already on the thread; its tool sees `event`, with `message` and `sender` null and `turn.inbound.source` = `event:<kind>`. Idempotent per route on `event.event_id` for inbound_dedupe_ttl_seconds: a redelivery answers 202 with the original message_id and starts no turn; a refused admission (429, 503) does not burn the key. 404 when the thread does not exist on the route (the door never creates one), 409 when the route's target is an agent.",
+    area: "conversations",
+    auth: { tag: "conversations" },
+    store: true,
+    params: routeParams,
+    body: eventBody,
+    response: messageAnswered,
+    alsoResponds: [{ status: 202, description: "Accepted; the answer follows by the route's door (callback, poll or channel send)", schema: messageAccepted }],
+    errors: [404, 409, 429, 503],
+  },
+  async (c, { params, body }) => {
+    const route = await getRoute(c.env.DB, params.route_name);
+    if (!route) throw new HttpError(404, "route not found");
+    const principal = c.get("principal")!;
+    const verdict = await admitEvent(c.env, c.get("settings").conversations, route, principal.key.user_id, body);
+    if (verdict.kind === "answered") {
+      const r = verdict.record;
+      const data: Record<string, unknown> = { message_id: r.message_id, thread_id: r.thread_id, status: r.answer_status ?? "silent" };
+      if (r.answer_status !== "silent" && r.answer !== null) data.answer = r.answer;
+      return c.json({ data }, 200);
+    }
+    return c.json({ data: { message_id: verdict.message_id, thread_id: verdict.thread_id } }, 202);
+  },
+);

@@ -1,0 +1,90 @@
+/**
+ * Control mode and operator send (spec §3.2, §4.7; decisions §10). Every door applies the
+ * thread-belongs-to-route guard; the mode doors take no address.
+ */
+import { Hono } from "hono";
+import { getRoute } from "../bridge/routes-store";
+import { routeParams } from "../bridge/schemas";
+import type { AppEnv } from "../http/app-env";
+import { HttpError } from "../http/errors";
+import { addRoute } from "../http/route";
+import { sendOperatorMessage } from "../operator/operator-send";
+import { modeAnswer, modeBody, modeSetAnswer, operatorSendBody, sentAnswer, threadIdQuery } from "../operator/schemas";
+import { guardThread } from "../operator/thread-guard";
+import { modeInForce, setThreadMode } from "../operator/threads";
+
+export const conversationModeRouter = new Hono<AppEnv>();
+
+async function routeOr404(db: D1Database, name: string) {
+  const route = await getRoute(db, name);
+  if (!route) throw new HttpError(404, "route not found");
+  return route;
+}
+
+addRoute(
+  conversationModeRouter,
+  {
+    method: "get",
+    path: "/api/conversations/{route_name}/thread/mode",
+    summary: "The control mode in force for a thread",
+    description: "`source` is `thread` while a per-thread override is set, `route` when the answer is the route's initial_mode.",
+    area: "conversations",
+    auth: { tag: "conversations" },
+    store: true,
+    params: routeParams,
+    query: threadIdQuery,
+    response: modeAnswer,
+    errors: [404],
+  },
+  async (c, { params, query }) => {
+    const route = await routeOr404(c.env.DB, params.route_name);
+    const { thread_id } = guardThread(route.route_name, query.thread_id);
+    return modeInForce(c.env.DB, route, thread_id, Date.now());
+  },
+);
+
+addRoute(
+  conversationModeRouter,
+  {
+    method: "put",
+    path: "/api/conversations/{route_name}/thread/mode",
+    summary: "Set a thread's control mode (agent or manual)",
+    description:
+      "Sets a per-thread override that lasts answer_retention_ttl_seconds after the last accepted inbound or operator send, then reverts to the route default; thread forget and route delete remove it at once. In manual mode no target turn runs: the inbound is appended to the agent's memory when the agent keeps memory, and the answer is silence.",
+    area: "conversations",
+    auth: { tag: "conversations" },
+    store: true,
+    params: routeParams,
+    body: modeBody,
+    response: modeSetAnswer,
+    errors: [404],
+  },
+  async (c, { params, body }) => {
+    const route = await routeOr404(c.env.DB, params.route_name);
+    const { thread_id } = guardThread(route.route_name, body.thread_id);
+    return setThreadMode(c.env.DB, c.get("settings"), route, thread_id, body.mode, Date.now());
+  },
+);
+
+addRoute(
+  conversationModeRouter,
+  {
+    method: "post",
+    path: "/api/conversations/{route_name}/thread/messages",
+    summary: "Send an operator message by hand into a thread",
+    description:
+      "No turn runs. The record is minted already answered (origin `operator`) and delivered by the thread's delivery machine: chunking, receipts, or the signed callback on an api route. Allowed in either mode; never changes it, and refreshes a mode override's TTL. The agent's memory (when the route's agent keeps memory) gets the text as an assistant message first. Rich fields (media, location, template, options, sections, header, footer, schema) follow spec §4.7/§4.9 composition rules (400 when contract-invalid), are delivered after the text as one rich part, and need a channel route; a channel lacking the capability a field needs fails the record (status failed) instead of dropping the field.",
+    area: "conversations",
+    auth: { tag: "conversations" },
+    store: true,
+    params: routeParams,
+    body: operatorSendBody,
+    response: sentAnswer,
+    status: 202,
+    errors: [404, 503],
+  },
+  async (c, { params, body }) => {
+    const route = await routeOr404(c.env.DB, params.route_name);
+    return sendOperatorMessage(c.env, c.get("settings"), route, c.get("principal")!.key.user_id, body);
+  },
+);
