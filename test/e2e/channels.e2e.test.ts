@@ -4,6 +4,7 @@
  * completing a record, and a forged signature running no turn.
  */
 import { createHmac } from "node:crypto";
+import { type Server, createServer } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BOOTSTRAP_TOKEN, type DevServer, freePort, http, startDev } from "./harness";
 import { type FakeProviders, startFakeProviders } from "./support/fake-providers";
@@ -26,9 +27,33 @@ let dev: DevServer;
 let fake: FakeProviders;
 let base: string;
 let adminKey: string;
+let llm: { server: Server; url: string; calls: any[] };
+
+/**
+ * A fake OpenAI-compatible endpoint whose answer lists every message it was given, so a test can
+ * see exactly what the agent's memory held.
+ */
+async function startMirrorLlm() {
+  const calls: any[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c) => chunks.push(c));
+    req.on("end", () => {
+      const body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+      calls.push(body);
+      const seen = body.messages.filter((m: any) => m.role !== "system").map((m: any) => `${m.role}:${m.content}`).join(" | ");
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ id: "x", object: "chat.completion", choices: [{ index: 0, finish_reason: "stop", message: { role: "assistant", content: `I saw ${seen}` } }] }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const a = server.address();
+  return { server, url: `http://127.0.0.1:${typeof a === "object" && a ? a.port : 0}/v1`, calls };
+}
 
 beforeAll(async () => {
   fake = await startFakeProviders();
+  llm = await startMirrorLlm();
   const port = await freePort();
   base = `http://127.0.0.1:${port}`;
   dev = await startDev({
@@ -50,6 +75,7 @@ beforeAll(async () => {
       CHANNEL_SLACK_BOT_USER_ID: SECRETS.slackBot,
       CHANNEL_SLACK_API_BASE: fake.base("slack"),
       CONVERSATIONS_MAX_MESSAGE_CHARS: JSON.stringify({ twilio: 40, whatsapp: 4096, telegram: 4096, slack: 40000 }),
+      FAKE_LLM_KEY: "llm-e2e-key",
     },
   });
   const boot = await http(base, "POST", "/api/keys/bootstrap", { body: { user_id: "root", bootstrap_token: BOOTSTRAP_TOKEN } });
@@ -61,6 +87,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await dev?.stop();
   await fake?.close();
+  await new Promise<void>((resolve) => (llm ? llm.server.close(() => resolve()) : resolve()));
 });
 
 async function route(name: string, channel: string, identity: string) {
@@ -161,5 +188,61 @@ describe("channels against a real wrangler dev", () => {
     const r = await http(base, "GET", "/api/channels", { key: adminKey });
     expect(r.body.data.channels.map((c: { name: string }) => c.name).sort()).toEqual(["slack", "telegram", "twilio", "whatsapp"]);
     expect(r.body.data.channels.find((c: { name: string }) => c.name === "twilio").max_message_chars).toBe(40);
+  });
+});
+
+describe("operator takeover of a channel thread (issue 6)", () => {
+  it("manual mode runs no turn, the operator's reply reaches the provider, and the agent later saw both", async () => {
+    const agent = await http(base, "POST", "/api/agents-config/entries", {
+      key: adminKey,
+      body: { title: "mirror", kind: "llm", description: "shows its memory", config: { base_url: llm.url, model: "fake", api_key: { env: "FAKE_LLM_KEY" } } },
+    });
+    expect(agent.status).toBe(200);
+    expect((await http(base, "POST", "/api/auth/api-keys", { key: adminKey, body: { user_id: "mirror-runner", scopes: ["agent:mirror"] } })).status).toBe(200);
+    const created = await http(base, "POST", "/api/conversations/desk", {
+      key: adminKey,
+      body: { door: "channel", channel: "twilio", our_identity: "+15550000009", target_kind: "agent", target_name: "mirror", execution_key: "mirror-runner" },
+    });
+    expect(created.status).toBe(200);
+    const client = "+15558880001";
+    const threadId = `bridge:desk:${client}`;
+    const toClient = () => fake.sends.filter((s) => s.channel === "twilio" && s.body.To === client);
+    // The small twilio cap splits answers; a whole answer is its chunks joined.
+    const answers = () => toClient().map((s) => s.body.Body).join("");
+
+    expect((await twilioPost("inbound", { MessageSid: "SMdesk1", From: client, To: "+15550000009", Body: "hello" })).status).toBe(204);
+    await pollUntil("first answer", answers, (a) => a === "I saw user:hello");
+    const llmCallsBefore = llm.calls.length;
+
+    const manual = await http(base, "PUT", "/api/conversations/desk/thread/mode", { key: adminKey, body: { thread_id: threadId, mode: "manual" } });
+    expect(manual.body).toEqual({ data: { route_name: "desk", thread_id: threadId, mode: "manual", source: "thread" } });
+    const sendsBefore = toClient().length;
+    expect((await twilioPost("inbound", { MessageSid: "SMdesk2", From: client, To: "+15550000009", Body: "I need a human" })).status).toBe(204);
+    const silent = await pollUntil("silent record", () => transcript("desk", threadId), (t) => t.body?.data?.items?.[1]?.status === "silent");
+    expect(silent.body.data.items[1]).toMatchObject({ inbound_text: "I need a human", answer: null });
+    expect(llm.calls.length).toBe(llmCallsBefore);
+
+    const op = await http(base, "POST", "/api/conversations/desk/thread/messages", { key: adminKey, body: { thread_id: threadId, text: "Hi, Sam here" } });
+    expect(op.status).toBe(202);
+    expect(op.body.data).toMatchObject({ thread_id: threadId, message_id: expect.any(String) });
+    await pollUntil("operator reply at the provider", () => toClient().slice(sendsBefore).map((s) => s.body.Body).join(""), (t) => t === "Hi, Sam here");
+    expect(toClient().slice(sendsBefore).every((s) => s.body.From === "+15550000009")).toBe(true);
+    const mode = await http(base, "GET", `/api/conversations/desk/thread/mode?thread_id=${encodeURIComponent(threadId)}`, { key: adminKey });
+    expect(mode.body.data).toEqual({ mode: "manual", source: "thread" });
+
+    const back = await http(base, "PUT", "/api/conversations/desk/thread/mode", { key: adminKey, body: { thread_id: threadId, mode: "agent" } });
+    expect(back.status).toBe(200);
+    const handedBack = toClient().length;
+    expect((await twilioPost("inbound", { MessageSid: "SMdesk3", From: client, To: "+15550000009", Body: "thanks" })).status).toBe(204);
+    const last = await pollUntil(
+      "agent answer after hand-back",
+      () => toClient().slice(handedBack).map((s) => s.body.Body).join(""),
+      (t) => t.includes("user:thanks"),
+    );
+    expect(last).toContain("user:I need a human");
+    expect(last).toContain("assistant:Hi, Sam here");
+    expect(last).toBe("I saw user:hello | assistant:I saw user:hello | user:I need a human | assistant:Hi, Sam here | user:thanks");
+    const t = await transcript("desk", threadId);
+    expect(t.body.data.items.map((r: any) => r.origin)).toEqual(["client", "client", "operator", "client"]);
   });
 });
