@@ -9,15 +9,49 @@
  * traffic. It stops everything it started and exits by itself.
  *
  * Options (all optional): --callers N (8) --turns N per caller (60) --health N per caller (400)
- * --max-seconds S per phase (60) --json (also print one JSON line).
+ * --max-seconds S per phase (60) --json (also print one JSON line) --no-inspector (see below).
+ *
+ * `wrangler dev` always runs its DevTools inspector proxy, which enables the runtime's Network
+ * domain and forwards every inspector event (one per subrequest: each D1 query, each Durable
+ * Object call) to the wrangler Node process, which formats it and appends it to its debug log
+ * file. That is a development-tool cost, not the Worker's. `--no-inspector` prepares the same
+ * persistence directory through the harness (D1 migrations), then serves the same Worker through
+ * wrangler's programmatic API with the inspector off, to show the figures without that cost.
  */
 import { readFileSync } from "node:fs";
 import { cpus, loadavg, totalmem } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { BOOTSTRAP_TOKEN, type DevServer, ROOT, http, startDev } from "../test/e2e/harness";
+import { BOOTSTRAP_TOKEN, ROOT, freePort, http, startDev } from "../test/e2e/harness";
+
+interface Server {
+  baseUrl: string;
+  stop: () => Promise<void>;
+}
+
+/** `wrangler dev` exactly as `npm start` runs it (the e2e harness). */
+async function startWranglerDev(vars: Record<string, string>): Promise<Server> {
+  return startDev({ vars });
+}
+
+/** The same Worker and state layout, served by wrangler's programmatic API with the inspector off. */
+async function startWithoutInspector(vars: Record<string, string>): Promise<Server> {
+  // The npm start path applies the D1 migrations into a fresh persistence directory; reuse it.
+  const prepared = await startDev({ vars });
+  await prepared.stop();
+  const { unstable_startWorker } = await import("wrangler");
+  const port = await freePort();
+  const worker = await unstable_startWorker({
+    config: join(ROOT, "wrangler.toml"),
+    dev: { server: { hostname: "127.0.0.1", port }, inspector: false, persist: prepared.persistDir, logLevel: "warn" },
+    bindings: Object.fromEntries(Object.entries(vars).map(([k, v]) => [k, { type: "plain_text" as const, value: v }])),
+  });
+  await worker.ready;
+  return { baseUrl: `http://127.0.0.1:${port}`, stop: () => worker.dispose() };
+}
 
 interface Options {
+  inspector: boolean;
   callers: number;
   turns: number;
   health: number;
@@ -26,7 +60,7 @@ interface Options {
 }
 
 function parseArgs(argv: string[]): Options {
-  const o: Options = { callers: 8, turns: 60, health: 400, maxSeconds: 60, json: false };
+  const o: Options = { inspector: true, callers: 8, turns: 60, health: 400, maxSeconds: 60, json: false };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const num = (): number => {
@@ -39,6 +73,7 @@ function parseArgs(argv: string[]): Options {
     else if (a === "--health") o.health = Math.floor(num());
     else if (a === "--max-seconds") o.maxSeconds = num();
     else if (a === "--json") o.json = true;
+    else if (a === "--no-inspector") o.inspector = false;
     else throw new Error(`unknown option ${a}`);
   }
   return o;
@@ -156,7 +191,7 @@ function describePhase(p: Phase): string {
 async function main(): Promise<number> {
   const opts = parseArgs(process.argv.slice(2));
   const route = "bench-echo";
-  let dev: DevServer | null = null;
+  let dev: Server | null = null;
   const stopAll = async () => {
     const d = dev;
     dev = null;
@@ -175,13 +210,15 @@ async function main(): Promise<number> {
 
   const loadAtStart = loadavg().map((l) => l.toFixed(2)).join(" ");
   try {
-    console.log("bench: starting wrangler dev (npm start path) …");
-    dev = await startDev({
-      vars: {
-        // The rate cap must not interfere: the default 20 turns/hour per (route, caller).
-        CONVERSATIONS_PER_ADDRESS_TURNS_PER_HOUR: "100000000",
-      },
-    });
+    // The rate cap must not interfere: the default is 20 turns/hour per (route, caller).
+    const vars = { CONVERSATIONS_PER_ADDRESS_TURNS_PER_HOUR: "100000000" };
+    if (opts.inspector) {
+      console.log("bench: starting wrangler dev (npm start path) …");
+      dev = await startWranglerDev(vars);
+    } else {
+      console.log("bench: preparing state through npm start, then serving with wrangler's programmatic API, inspector off …");
+      dev = await startWithoutInspector(vars);
+    }
     const base = dev.baseUrl;
     const boot = await http(base, "POST", "/api/keys/bootstrap", { body: { user_id: "bench-admin", description: "bench", bootstrap_token: BOOTSTRAP_TOKEN } });
     if (boot.status !== 200) throw new Error(`bootstrap failed: HTTP ${boot.status} ${JSON.stringify(boot.body)}`);
@@ -217,6 +254,7 @@ async function main(): Promise<number> {
     const m = machine();
     console.log("");
     console.log(`machine: ${m.cpus} CPUs (${m.cpu_model}), ${m.memory_gib} GiB, Node ${m.node}, wrangler ${m.wrangler}, workerd ${m.workerd}`);
+    console.log(`server: ${opts.inspector ? "wrangler dev (npm start path, inspector proxy on)" : "wrangler unstable_startWorker, inspector off"}`);
     console.log(`callers: ${opts.callers} concurrent, each on its own thread; loopback only`);
     console.log(`load average at start: ${loadAtStart}, at end: ${loadavg().map((l) => l.toFixed(2)).join(" ")}`);
     console.log(describePhase(health1));
@@ -226,7 +264,7 @@ async function main(): Promise<number> {
     console.log(`ratio (b)/(a): ${fmt(ratio, 3)} (target ≥ 0.25: ${ratio >= 0.25 ? "met" : "NOT met"})`);
     if (opts.json) {
       const summary = (p: Phase) => ({ ok: p.ok, failed: p.failed, seconds: p.seconds, per_second: p.perSecond, p50_ms: percentile(p.latencies, 50), p99_ms: percentile(p.latencies, 99) });
-      console.log(JSON.stringify({ machine: m, callers: opts.callers, health_before: summary(health1), turns: summary(turns), health_after: summary(health2), ratio }));
+      console.log(JSON.stringify({ machine: m, inspector: opts.inspector, callers: opts.callers, health_before: summary(health1), turns: summary(turns), health_after: summary(health2), ratio }));
     }
     return turns.failed || health1.failed || health2.failed ? 1 : 0;
   } finally {
