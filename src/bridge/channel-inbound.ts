@@ -10,6 +10,7 @@
 import type { InboundMessage, ReceiptUpdate } from "../channels/adapter";
 import type { Env } from "../env";
 import type { ConversationSettings } from "../settings/settings";
+import { claimKey, releaseKey } from "./dedupe";
 import { locateOutbound } from "./indexes";
 import type { TurnInbound } from "./payload";
 import { type AnswerRecord, SLOW_DOWN_TEXT } from "./record";
@@ -76,24 +77,6 @@ function buildRecord(route: RouteRow, channel: string, m: InboundMessage, messag
   return { record, inbound };
 }
 
-async function claim(db: D1Database, namespace: string, key: string, messageId: string, threadId: string, expiresAt: number, now: number): Promise<string> {
-  // An expired claim is replaced; a live one wins and its message_id is reused.
-  await db
-    .prepare(
-      `INSERT INTO inbound_dedupe (namespace, dedupe_key, message_id, thread_id, expires_at) VALUES (?, ?, ?, ?, ?)
-       ON CONFLICT(namespace, dedupe_key) DO UPDATE SET message_id = excluded.message_id, thread_id = excluded.thread_id, expires_at = excluded.expires_at
-       WHERE inbound_dedupe.expires_at <= ?`,
-    )
-    .bind(namespace, key, messageId, threadId, expiresAt, now)
-    .run();
-  const row = await db.prepare("SELECT message_id FROM inbound_dedupe WHERE namespace = ? AND dedupe_key = ?").bind(namespace, key).first<{ message_id: string }>();
-  return row?.message_id ?? messageId;
-}
-
-async function release(db: D1Database, namespace: string, key: string, messageId: string): Promise<void> {
-  await db.prepare("DELETE FROM inbound_dedupe WHERE namespace = ? AND dedupe_key = ? AND message_id = ?").bind(namespace, key, messageId).run();
-}
-
 /** Admits one verified inbound message. Throws RetryLaterError on a full queue (→ 503). */
 export async function admitChannelMessage(env: Env, s: ConversationSettings, channel: string, m: InboundMessage): Promise<InboundVerdict> {
   const db = env.DB;
@@ -105,7 +88,7 @@ export async function admitChannelMessage(env: Env, s: ConversationSettings, cha
   const namespace = `channel:${channel}`;
   const now = Date.now();
   const fresh = crypto.randomUUID();
-  const messageId = await claim(db, namespace, m.provider_message_id, fresh, threadId, now + s.inboundDedupeTtlSeconds * 1000, now);
+  const messageId = (await claimKey(db, namespace, m.provider_message_id, { message_id: fresh, thread_id: threadId }, now + s.inboundDedupeTtlSeconds * 1000, now)).message_id;
   const { record, inbound } = buildRecord(route, channel, m, messageId, threadId);
   const thread = threadStub(env, threadId);
 
@@ -130,7 +113,7 @@ export async function admitChannelMessage(env: Env, s: ConversationSettings, cha
 
   const result = await thread.accept({ record, inbound, waitMs: 0 });
   if (result.kind === "queue_full") {
-    await release(db, namespace, m.provider_message_id, messageId);
+    await releaseKey(db, namespace, m.provider_message_id, messageId);
     throw new RetryLaterError("thread queue is full");
   }
   return "admitted";

@@ -80,6 +80,13 @@ export function project(r: AnswerRecord, admin: boolean): Record<string, unknown
   return admin ? adminProjection(r) : callerSafeProjection(r);
 }
 
+/** The inline 200 answer of the message and event doors (decisions §6): no `answer` when silent. */
+export function inlineAnswer(r: AnswerRecord): { message_id: string; thread_id: string; status: AnswerStatus; answer?: string } {
+  const data: { message_id: string; thread_id: string; status: AnswerStatus; answer?: string } = { message_id: r.message_id, thread_id: r.thread_id, status: r.answer_status ?? "silent" };
+  if (r.answer_status !== "silent" && r.answer !== null) data.answer = r.answer;
+  return data;
+}
+
 /** Fixed client-facing texts (spec §7); not configurable. */
 export const TURN_ERROR_TEXT = "Sorry, something went wrong handling your message. Please try again.";
 export const SLOW_DOWN_TEXT = "You are sending messages faster than I can answer. Please wait a moment and try again.";

@@ -9,6 +9,7 @@
  * after the rate cap passed, and released when the queue is full, so a refused admission never
  * burns the key.
  */
+import { type DedupeClaim, claimKey, liveClaim, releaseKey } from "../bridge/dedupe";
 import type { TurnInbound } from "../bridge/payload";
 import type { AnswerRecord } from "../bridge/record";
 import type { RouteRow } from "../bridge/routes-store";
@@ -23,32 +24,6 @@ import { guardThread, threadAddress } from "./thread-guard";
 export type EventVerdict =
   | { kind: "accepted"; message_id: string; thread_id: string }
   | { kind: "answered"; record: AnswerRecord };
-
-type Claim = { message_id: string; thread_id: string };
-
-async function liveClaim(db: D1Database, namespace: string, key: string, nowMs: number): Promise<Claim | null> {
-  return db
-    .prepare("SELECT message_id, thread_id FROM inbound_dedupe WHERE namespace = ? AND dedupe_key = ? AND expires_at > ?")
-    .bind(namespace, key, nowMs)
-    .first<Claim>();
-}
-
-/** Claims the key for `mine` unless a live claim exists; answers the claim that holds. */
-async function claim(db: D1Database, namespace: string, key: string, mine: Claim, expiresAt: number, nowMs: number): Promise<Claim> {
-  await db
-    .prepare(
-      `INSERT INTO inbound_dedupe (namespace, dedupe_key, message_id, thread_id, expires_at) VALUES (?, ?, ?, ?, ?)
-       ON CONFLICT(namespace, dedupe_key) DO UPDATE SET message_id = excluded.message_id, thread_id = excluded.thread_id, expires_at = excluded.expires_at
-       WHERE inbound_dedupe.expires_at <= ?`,
-    )
-    .bind(namespace, key, mine.message_id, mine.thread_id, expiresAt, nowMs)
-    .run();
-  return (await liveClaim(db, namespace, key, nowMs)) ?? mine;
-}
-
-async function release(db: D1Database, namespace: string, key: string, messageId: string): Promise<void> {
-  await db.prepare("DELETE FROM inbound_dedupe WHERE namespace = ? AND dedupe_key = ? AND message_id = ?").bind(namespace, key, messageId).run();
-}
 
 function buildRecord(route: RouteRow, caller: string, threadId: string, messageId: string, event: EventBody["event"]): { record: AnswerRecord; inbound: TurnInbound } {
   const parsed = parseThreadId(threadId);
@@ -125,7 +100,7 @@ export async function admitEvent(env: Env, s: ConversationSettings, route: Route
   if (!verdict.allowed) throw tooManyRequests("rate limit exceeded for this caller on this route", verdict.retryAfterSeconds);
 
   const mine = { message_id: crypto.randomUUID(), thread_id: threadId };
-  const held = await claim(db, namespace, key, mine, nowMs + s.inboundDedupeTtlSeconds * 1000, nowMs);
+  const held = await claimKey(db, namespace, key, mine, nowMs + s.inboundDedupeTtlSeconds * 1000, nowMs);
   if (held.message_id !== mine.message_id) return redelivered(env, route, caller, held, body.event);
 
   const { record, inbound } = buildRecord(route, caller, threadId, mine.message_id, body.event);
@@ -133,7 +108,7 @@ export async function admitEvent(env: Env, s: ConversationSettings, route: Route
   const waitSeconds = route.door === "api" ? Math.min(body.wait_seconds ?? 0, s.syncWaitMaxSeconds) : 0;
   const result = await threadStub(env, threadId).accept({ record, inbound, waitMs: Math.round(waitSeconds * 1000) });
   if (result.kind === "queue_full") {
-    await release(db, namespace, key, mine.message_id);
+    await releaseKey(db, namespace, key, mine.message_id);
     throw unavailable("thread queue is full; retry later");
   }
   if (result.kind === "answered") return { kind: "answered", record: result.record };
@@ -141,7 +116,7 @@ export async function admitEvent(env: Env, s: ConversationSettings, route: Route
 }
 
 /** A redelivered event_id: the original message, re-offered so a crash after the claim loses nothing. */
-async function redelivered(env: Env, route: RouteRow, caller: string, held: Claim, event: EventBody["event"]): Promise<EventVerdict> {
+async function redelivered(env: Env, route: RouteRow, caller: string, held: DedupeClaim, event: EventBody["event"]): Promise<EventVerdict> {
   const { record, inbound } = buildRecord(route, caller, held.thread_id, held.message_id, event);
   const again = await threadStub(env, held.thread_id).accept({ record, inbound, waitMs: 0 });
   if (again.kind === "queue_full") throw unavailable("thread queue is full; retry later");

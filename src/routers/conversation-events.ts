@@ -1,5 +1,6 @@
 /** The event door (spec §4.4, §6; decisions §6): structured events into existing threads. */
 import { Hono } from "hono";
+import { inlineAnswer } from "../bridge/record";
 import { getRoute } from "../bridge/routes-store";
 import { messageAccepted, messageAnswered, routeParams } from "../bridge/schemas";
 import type { AppEnv } from "../http/app-env";
@@ -32,12 +33,7 @@ addRoute(
     if (!route) throw new HttpError(404, "route not found");
     const principal = c.get("principal")!;
     const verdict = await admitEvent(c.env, c.get("settings").conversations, route, principal.key.user_id, body);
-    if (verdict.kind === "answered") {
-      const r = verdict.record;
-      const data: Record<string, unknown> = { message_id: r.message_id, thread_id: r.thread_id, status: r.answer_status ?? "silent" };
-      if (r.answer_status !== "silent" && r.answer !== null) data.answer = r.answer;
-      return c.json({ data }, 200);
-    }
+    if (verdict.kind === "answered") return c.json({ data: inlineAnswer(verdict.record) }, 200);
     return c.json({ data: { message_id: verdict.message_id, thread_id: verdict.thread_id } }, 202);
   },
 );

@@ -4,7 +4,7 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import type { TurnInbound } from "../bridge/payload";
-import { type AnswerRecord, project } from "../bridge/record";
+import { type AnswerRecord, inlineAnswer, project } from "../bridge/record";
 import { getRoute } from "../bridge/routes-store";
 import { messageAccepted, messageAnswered, messageBody, recordSchema, routeParams } from "../bridge/schemas";
 import { bucketStub, threadStub } from "../bridge/stubs";
@@ -96,12 +96,7 @@ addRoute(
     const waitSeconds = Math.min(body.wait_seconds ?? 0, settings.syncWaitMaxSeconds);
     const result = await threadStub(c.env, threadId).accept({ record, inbound, waitMs: Math.round(waitSeconds * 1000) });
     if (result.kind === "queue_full") throw unavailable("thread queue is full; retry later");
-    if (result.kind === "answered") {
-      const r = result.record;
-      const data: Record<string, unknown> = { message_id: r.message_id, thread_id: r.thread_id, status: r.answer_status ?? "silent" };
-      if (r.answer_status !== "silent" && r.answer !== null) data.answer = r.answer;
-      return c.json({ data }, 200);
-    }
+    if (result.kind === "answered") return c.json({ data: inlineAnswer(result.record) }, 200);
     return c.json({ data: { message_id: result.message_id, thread_id: result.thread_id } }, 202);
   },
 );
