@@ -51,8 +51,15 @@ async function record(route: string, id: string, key = admin): Promise<any> {
   return r.body.data;
 }
 
+/** Polls the admin read door; a 404 counts as "not yet" (the D1 message index is written after the turn settles). */
 async function recordUntil(route: string, id: string, what: string, done: (rec: any) => boolean): Promise<any> {
-  return pollUntil(`record ${id} ${what}`, () => record(route, id), done, { timeoutMs: 90_000 });
+  const probe = async () => {
+    const r = await http(base, "GET", `/api/conversations/${route}/messages/${id}`, { key: admin });
+    if (r.status === 404) return null;
+    expect(r.status).toBe(200);
+    return r.body.data;
+  };
+  return pollUntil(`record ${id} ${what}`, probe, (rec) => rec !== null && done(rec), { timeoutMs: 90_000 });
 }
 
 async function createRoute(name: string, body: Record<string, unknown>) {
@@ -175,7 +182,7 @@ describe("bridge end to end: HTTP tool, signed HTTPS callbacks, retries and rest
     expect(inline.body.data).toMatchObject({ thread_id: "bridge:cb:caller/dave", status: "answered", answer: "tool:RIGHT NOW" });
     const id = inline.body.data.message_id;
     calledBack.add(id);
-    const rec = await record("cb", id);
+    const rec = await recordUntil("cb", id, "readable", () => true);
     expect(rec).toMatchObject({ status: "delivered", answer_status: "answered", attempts: 0 });
 
     // A later async message on the same thread is called back; the thread is FIFO, so by the time
