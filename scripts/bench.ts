@@ -244,7 +244,7 @@ async function main(): Promise<number> {
     // (a) is measured before and after (b) and averaged, so a load change on a shared machine
     // during the run shows up as two different (a) figures instead of silently skewing the ratio.
     const health1 = await phase("(a) GET /api/health, before (b)", opts.callers, opts.health, opts.maxSeconds, () => healthOnce(base));
-    const turns = await phase(`(b) message door turns (wait_seconds, echo, ${opts.callers} threads)`, opts.callers, opts.turns, opts.maxSeconds, (c, i) =>
+    const turns = await phase(`(b) message door turns (wait_seconds, echo, ${opts.callers} thread${opts.callers === 1 ? "" : "s"})`, opts.callers, opts.turns, opts.maxSeconds, (c, i) =>
       turnOnce(base, key, route, c, i, "run"),
     );
     const health2 = await phase("(a) GET /api/health, after (b)", opts.callers, opts.health, opts.maxSeconds, () => healthOnce(base));
