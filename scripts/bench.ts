@@ -18,7 +18,7 @@
  * persistence directory through the harness (D1 migrations), then serves the same Worker through
  * wrangler's programmatic API with the inspector off, to show the figures without that cost.
  */
-import { readFileSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import { cpus, loadavg, totalmem } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -26,6 +26,8 @@ import { BOOTSTRAP_TOKEN, ROOT, freePort, http, startDev } from "../test/e2e/har
 
 interface Server {
   baseUrl: string;
+  /** The throwaway state directory, removed after the run. */
+  persistDir: string;
   stop: () => Promise<void>;
 }
 
@@ -47,7 +49,7 @@ async function startWithoutInspector(vars: Record<string, string>): Promise<Serv
     bindings: Object.fromEntries(Object.entries(vars).map(([k, v]) => [k, { type: "plain_text" as const, value: v }])),
   });
   await worker.ready;
-  return { baseUrl: `http://127.0.0.1:${port}`, stop: () => worker.dispose() };
+  return { baseUrl: `http://127.0.0.1:${port}`, persistDir: prepared.persistDir, stop: () => worker.dispose() };
 }
 
 interface Options {
@@ -196,6 +198,7 @@ async function main(): Promise<number> {
     const d = dev;
     dev = null;
     await d?.stop();
+    if (d) rmSync(d.persistDir, { recursive: true, force: true });
   };
   for (const sig of ["SIGINT", "SIGTERM"] as const) {
     process.once(sig, () => {
