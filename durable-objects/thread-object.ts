@@ -14,13 +14,14 @@ import { callbackBody, postCallback } from "../src/bridge/callback";
 import { ChannelConfigError, maxCharsFor } from "../src/bridge/chunking";
 import { turnSlots } from "../src/bridge/concurrency";
 import { type IndexWrite, writeIndexes } from "../src/bridge/indexes";
-import { type Mode, routeAndOverride, setOverride } from "../src/bridge/mode-store";
+import { type Mode, setOverride, turnReads } from "../src/bridge/mode-store";
 import type { TurnInbound } from "../src/bridge/payload";
 import { type AnswerRecord, type DeliveryStatus, TERMINAL_STATUSES } from "../src/bridge/record";
-import { type RouteRow, getRoute, toRouteRow } from "../src/bridge/routes-store";
+import { type RouteRow, getRoute } from "../src/bridge/routes-store";
 import { type TurnOutcome, errorOutcome, runTarget, silentOutcome } from "../src/bridge/turn-runner";
 import { adapterFor } from "../src/channels/registry";
 import { planOutbound, sendOutboundStep } from "../src/channels/rich/outbound";
+import type { KeyWithOwner } from "../src/auth/key-store";
 import type { Env } from "../src/env";
 import { edgeFetch } from "../src/net/edge-fetch";
 import { type Settings, settingsFor } from "../src/settings/settings";
@@ -58,7 +59,15 @@ export interface AcceptRequest {
   /** Milliseconds the caller will wait for the answer inline (0: answer 202 at once). */
   waitMs: number;
   preset?: { status: DeliveryStatus; outcome: Pick<AnswerRecord, "answer_status" | "answer" | "error"> };
+  /** The route as the door read it at `routeReadAtMs`; a turn that runs at once uses it instead of reading it again. */
+  route?: RouteRow | null;
+  /** The route's execution key and owner, read with the route (undefined: not read). */
+  executionKey?: KeyWithOwner | null;
+  routeReadAtMs?: number;
 }
+
+/** How old a door's route snapshot may be and still stand in for the turn's own read. */
+const ROUTE_SNAPSHOT_MS = 2000;
 
 export type AcceptResult =
   | { kind: "queue_full" }
@@ -87,6 +96,10 @@ export class ThreadObject extends DurableObject<Env> {
   private redrive = false;
   /** The message whose turn this instance is running now (a `running` row without it is orphaned). */
   private activeTurn: string | null = null;
+  /** Door-read route snapshots by message id (memory only: a restarted turn reads afresh). */
+  private readonly routeSnapshots = new Map<string, { route: RouteRow; key: KeyWithOwner | null | undefined; at: number }>();
+  /** Turns that saw a live mode override: only their index write carries the override refresh. */
+  private readonly overrideSeen = new Set<string>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -99,8 +112,11 @@ export class ThreadObject extends DurableObject<Env> {
     return r.settings;
   }
 
+  private cachedThreadId: string | null = null;
+
   private get threadId(): string | null {
-    return getMeta(this.ctx.storage, "thread_id");
+    this.cachedThreadId ??= getMeta(this.ctx.storage, "thread_id");
+    return this.cachedThreadId;
   }
 
   // ───────────────────────────── accept ─────────────────────────────
@@ -132,6 +148,7 @@ export class ThreadObject extends DurableObject<Env> {
     }
 
     insertRecord(storage, req.record, req.inbound, "queued", null);
+    if (req.route && req.routeReadAtMs) this.routeSnapshots.set(req.record.message_id, { route: req.route, key: req.executionKey, at: req.routeReadAtMs });
     let waiting: Promise<AnswerRecord | null> | null = null;
     if (req.waitMs > 0) {
       waiting = new Promise<AnswerRecord | null>((resolve) => {
@@ -206,9 +223,14 @@ export class ThreadObject extends DurableObject<Env> {
 
   /** Decides the outcome: route gone, manual mode (suppressed), or the target's run. */
   private async execute(stored: StoredRecord, s: Settings): Promise<TurnOutcome> {
-    const loaded = await routeAndOverride(this.env.DB, stored.record.route_name, stored.record.thread_id, Date.now());
-    if (!loaded.route) return errorOutcome("the route was deleted before the turn ran");
-    const route = toRouteRow(loaded.route);
+    const now = Date.now();
+    const snap = this.routeSnapshots.get(stored.record.message_id);
+    this.routeSnapshots.delete(stored.record.message_id);
+    const fresh = snap && now - snap.at < ROUTE_SNAPSHOT_MS ? snap : undefined;
+    const loaded = await turnReads(this.env.DB, { routeName: stored.record.route_name, threadId: stored.record.thread_id, nowMs: now, route: fresh?.route, key: fresh?.key });
+    if (loaded.override) this.overrideSeen.add(stored.record.message_id);
+    const route = loaded.route;
+    if (!route) return errorOutcome("the route was deleted before the turn ran");
     const ctx = this.targetContext(s, route);
     // Re-checked right before the turn runs, so an answer never goes out after a takeover.
     const mode: Mode = loaded.override ?? route.initial_mode;
@@ -222,7 +244,7 @@ export class ThreadObject extends DurableObject<Env> {
       }
       return silentOutcome();
     }
-    return runTarget(ctx, route, stored.inbound);
+    return runTarget(ctx, route, stored.inbound, loaded.key);
   }
 
   private targetContext(s: Settings, route: RouteRow) {
@@ -279,7 +301,7 @@ export class ThreadObject extends DurableObject<Env> {
       waiter.resolve(rec);
     }
     // An inline-answered inbound is first indexed here, so its mode-override refresh rides here too.
-    await this.index([{ record: rec, expires_at: expires }], { refreshMode: rec.origin === "client" });
+    await this.index([{ record: rec, expires_at: expires }], { refreshMode: this.overrideSeen.delete(messageId) && rec.origin === "client" });
     await this.armAlarm();
     if (status === "pending_delivery") void this.drive();
   }
@@ -454,6 +476,14 @@ export class ThreadObject extends DurableObject<Env> {
     });
   }
 
+  /** When this instance last armed the alarm (null: unknown or none). */
+  private armedAt: number | null = null;
+
+  /**
+   * Arms the one alarm at the earliest instant with work. An alarm that is already set earlier
+   * is left alone: firing early is harmless (the alarm only acts on what is due, then re-arms),
+   * and skipping the write saves a storage operation on every step of every turn.
+   */
   private async armAlarm(): Promise<void> {
     const s = this.settings();
     const now = Date.now();
@@ -461,14 +491,19 @@ export class ThreadObject extends DurableObject<Env> {
       (t): t is number => typeof t === "number",
     );
     if (!candidates.length) {
-      await this.ctx.storage.deleteAlarm();
+      if (this.armedAt !== null) await this.ctx.storage.deleteAlarm();
+      this.armedAt = null;
       return;
     }
-    await this.ctx.storage.setAlarm(Math.max(Math.min(...candidates), now + 1));
+    const target = Math.max(Math.min(...candidates), now + 1);
+    if (this.armedAt !== null && this.armedAt > now && this.armedAt <= target) return;
+    await this.ctx.storage.setAlarm(target);
+    this.armedAt = target;
   }
 
   /** The one alarm: orphaned turns, queued turns, grace ends, due deliveries, expiry. */
   override async alarm(): Promise<void> {
+    this.armedAt = null; // this alarm is spent
     const storage = this.ctx.storage;
     const now = Date.now();
     const s = this.settings();

@@ -49,6 +49,46 @@ export async function findByHash(db: D1Database, keyHash: string): Promise<(KeyR
   return r ? { ...toRecord(r), key_hash: String((r as { key_hash: string }).key_hash) } : null;
 }
 
+/** A key with its owner's live record (null for an unowned key or a missing owner). */
+export interface KeyWithOwner {
+  key: KeyRecord;
+  owner: KeyRecord | null;
+}
+
+/** Select-list naming table `alias`'s key columns with `prefix` (for joins that read a key). */
+export function keyColumns(alias: string, prefix: string): string {
+  return COLUMNS.split(", ")
+    .map((c) => `${alias}.${c} AS ${prefix}${c}`)
+    .join(", ");
+}
+const WITH_OWNER = `SELECT ${keyColumns("k", "")}, k.key_hash AS key_hash, ${keyColumns("o", "o_")} FROM api_keys k LEFT JOIN api_keys o ON o.user_id = k.owner_user_id`;
+
+/** One statement reading a key and its owner by raw-key hash (so a request costs one D1 query). */
+export function keyWithOwnerByHash(db: D1Database, keyHash: string): D1PreparedStatement {
+  return db.prepare(`${WITH_OWNER} WHERE k.key_hash = ?`).bind(keyHash);
+}
+
+/** One statement reading a key and its owner by user_id (batched into a turn's single read). */
+export function keyWithOwnerByUserId(db: D1Database, userId: string): D1PreparedStatement {
+  return db.prepare(`${WITH_OWNER} WHERE k.user_id = ?`).bind(userId);
+}
+
+/** Parses a row of the two statements above. */
+export function parseKeyWithOwner(row: Record<string, unknown> | undefined | null): (KeyWithOwner & { key_hash: string }) | null {
+  if (!row) return null;
+  const found = parsePrefixedKey(row, "", "o_");
+  return found ? { ...found, key_hash: String(row.key_hash) } : null;
+}
+
+/** Reads a key (columns prefixed `keyPrefix`) and its owner (`ownerPrefix`) out of a joined row. */
+export function parsePrefixedKey(row: Record<string, unknown>, keyPrefix: string, ownerPrefix: string): KeyWithOwner | null {
+  const pick = (prefix: string) => Object.fromEntries(COLUMNS.split(", ").map((c) => [c, row[`${prefix}${c}`]]));
+  const key = pick(keyPrefix);
+  if (key.user_id === null || key.user_id === undefined) return null;
+  const owner = pick(ownerPrefix);
+  return { key: toRecord(key), owner: owner.user_id === null || owner.user_id === undefined ? null : toRecord(owner) };
+}
+
 export async function findByUserId(db: D1Database, userId: string): Promise<KeyRecord | null> {
   const r = await db.prepare(`SELECT ${COLUMNS} FROM api_keys WHERE user_id = ?`).bind(userId).first();
   return r ? toRecord(r) : null;

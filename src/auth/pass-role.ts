@@ -1,6 +1,6 @@
 import { HttpError, badRequest, forbidden } from "../http/errors";
 import { conditionAllows, conditionInput, conditionNeedsRequest } from "./condition";
-import { type KeyRecord, findByUserId } from "./key-store";
+import { type KeyRecord, type KeyWithOwner, findByUserId } from "./key-store";
 import type { Principal } from "./principal";
 import { grantsRun } from "./scopes";
 
@@ -38,13 +38,15 @@ export async function authorizeTurn(
   fingerprint: string,
   grant: TurnGrant,
   now: Date = new Date(),
+  /** The key and owner as read moments ago in the turn's own batched read (still a fire-time read). */
+  prefetched?: KeyWithOwner | null,
 ): Promise<TurnAuthority> {
-  const key = await findByUserId(db, userId);
+  const key = prefetched !== undefined ? (prefetched?.key ?? null) : await findByUserId(db, userId);
   if (!key) return { ok: false, reason: "execution key no longer exists" };
   if (key.disabled) return { ok: false, reason: "execution key is disabled" };
   if (key.key_fingerprint !== fingerprint) return { ok: false, reason: "execution key was re-minted; re-bind the route" };
   if (key.owner_user_id) {
-    const owner = await findByUserId(db, key.owner_user_id);
+    const owner = prefetched !== undefined ? (prefetched?.owner ?? null) : await findByUserId(db, key.owner_user_id);
     if (!owner || owner.disabled) return { ok: false, reason: "execution key's owner is missing or disabled" };
     if (!grantsRun(owner.scopes, grant.kind, grant.name)) {
       return { ok: false, reason: `execution key's owner may not run ${grant.kind} ${grant.name}` };

@@ -1,7 +1,7 @@
 import { HttpError, forbidden, unauthorized } from "../http/errors";
 import { conditionAllows, conditionInput } from "./condition";
 import { constantTimeEqual, sha256Hex } from "./crypto";
-import { type KeyRecord, findByHash, findByUserId } from "./key-store";
+import { type KeyRecord, keyWithOwnerByHash, parseKeyWithOwner } from "./key-store";
 import { type Action, grantsRun, grantsTag, isAdminKey } from "./scopes";
 
 /** The authenticated caller of a request. */
@@ -25,20 +25,19 @@ export function readCredential(headers: Headers): string | null {
 /**
  * Authenticates a raw key: 401 "Authentication required" when absent, 401 "Unauthorized" when
  * unknown, disabled, or owned by a missing/disabled owner. The stored hash is compared again in
- * constant time after the indexed lookup.
+ * constant time after the indexed lookup. The key and its owner come from one statement;
+ * `prefetch` statements (a door's own first read) ride in the same D1 batch, so an
+ * authenticated request costs one round trip before its handler runs.
  */
-export async function authenticate(db: D1Database, credential: string | null): Promise<Principal> {
+export async function authenticate(db: D1Database, credential: string | null, prefetch: D1PreparedStatement[] = []): Promise<Principal & { prefetched: D1Result[] }> {
   if (!credential) throw new HttpError(401, "Authentication required");
   const hash = await sha256Hex(credential);
-  const key = await findByHash(db, hash);
-  if (!key || !constantTimeEqual(key.key_hash, hash) || key.disabled) throw unauthorized();
-  let owner: KeyRecord | null = null;
-  if (key.owner_user_id) {
-    owner = await findByUserId(db, key.owner_user_id);
-    if (!owner || owner.disabled) throw unauthorized();
-  }
-  const { key_hash: _ignored, ...record } = key;
-  return { key: record, owner, admin: isAdminKey(record), restricted: owner !== null };
+  const [auth, ...prefetched] = await db.batch([keyWithOwnerByHash(db, hash), ...prefetch]);
+  const found = parseKeyWithOwner(auth.results[0] as Record<string, unknown> | undefined);
+  if (!found || !constantTimeEqual(found.key_hash, hash) || found.key.disabled) throw unauthorized();
+  const { key, owner } = found;
+  if (key.owner_user_id && (!owner || owner.disabled)) throw unauthorized();
+  return { key, owner, admin: isAdminKey(key), restricted: owner !== null || key.owner_user_id !== null, prefetched };
 }
 
 /** What a route demands of its caller. */

@@ -1,5 +1,6 @@
 /** Conversation routes in D1 (spec §2.1, decisions §5). */
 import { z } from "zod";
+import { type KeyWithOwner, keyColumns, parsePrefixedKey } from "../auth/key-store";
 
 export interface RouteRow {
   route_name: string;
@@ -59,8 +60,41 @@ function toRow(r: unknown): RouteRow {
   return parsed.data as RouteRow;
 }
 
+export function routeStatement(db: D1Database, routeName: string): D1PreparedStatement {
+  return db.prepare("SELECT * FROM routes WHERE route_name = ?").bind(routeName);
+}
+
 export async function getRoute(db: D1Database, routeName: string): Promise<RouteRow | null> {
-  const r = await db.prepare("SELECT * FROM routes WHERE route_name = ?").bind(routeName).first();
+  const r = await routeStatement(db, routeName).first();
+  return r ? toRow(r) : null;
+}
+
+/**
+ * The route joined with its execution key and that key's owner, in one statement: what the
+ * message door reads (batched with the caller's key) so the turn that runs at once needs no
+ * second read of either.
+ */
+export function routeWithKeyStatement(db: D1Database, routeName: string): D1PreparedStatement {
+  return db
+    .prepare(
+      `SELECT r.*, ${keyColumns("k", "k_")}, ${keyColumns("o", "o_")} FROM routes r
+       LEFT JOIN api_keys k ON k.user_id = r.execution_key LEFT JOIN api_keys o ON o.user_id = k.owner_user_id
+       WHERE r.route_name = ?`,
+    )
+    .bind(routeName);
+}
+
+/** Parses `routeWithKeyStatement`'s result: the route (null when absent) and its key (null when gone). */
+export function routeWithKeyFromResult(result: D1Result | undefined): { route: RouteRow | null; key: KeyWithOwner | null } {
+  const r = result?.results?.[0] as Record<string, unknown> | undefined;
+  if (!r) return { route: null, key: null };
+  const routeCols = Object.fromEntries(Object.entries(r).filter(([k]) => !k.startsWith("k_") && !k.startsWith("o_")));
+  return { route: toRow(routeCols), key: parsePrefixedKey(r, "k_", "o_") };
+}
+
+/** The route from a batched `routeStatement` result; null when absent (or not batched). */
+export function routeFromResult(result: D1Result | undefined): RouteRow | null {
+  const r = result?.results?.[0];
   return r ? toRow(r) : null;
 }
 

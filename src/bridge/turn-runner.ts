@@ -2,6 +2,7 @@
  * Runs one turn's target (spec §4.2, §3.1; decisions §13) and maps every failure to the fixed
  * client-safe error outcome, keeping the detail for admins. Never throws for a turn failure.
  */
+import type { KeyWithOwner } from "../auth/key-store";
 import { JqError, jqRun } from "../jq/engine";
 import { runAgent } from "../targets/agents/run";
 import { dispatchTool } from "../targets/dispatch";
@@ -43,8 +44,8 @@ async function mapOne(name: "payload_expr" | "reply_expr", program: string, inpu
 }
 
 /** Runs the route's target for `inbound` under the route's bound execution key. */
-export async function runTarget(ctx: TargetContext, route: RouteRow, inbound: TurnInbound): Promise<TurnOutcome> {
-  const asKey = { user_id: route.execution_key, fingerprint: route.execution_key_fingerprint };
+export async function runTarget(ctx: TargetContext, route: RouteRow, inbound: TurnInbound, prefetchedKey?: KeyWithOwner | null): Promise<TurnOutcome> {
+  const asKey = { user_id: route.execution_key, fingerprint: route.execution_key_fingerprint, prefetched: prefetchedKey };
   if (route.target_kind === "agent") {
     const r = await runAgent(ctx, route.target_name, { thread_id: inbound.thread_id, user_message: inbound.text ?? "" }, { asKey });
     if (!r.ok) return errorOutcome(`agent ${r.kind}: ${r.message}`);

@@ -8,5 +8,7 @@ export type AppEnv = {
   Variables: {
     settings: Settings;
     principal: Principal | null;
+    /** Results of a route spec's `prefetch` statements (see src/http/route.ts). */
+    prefetched: D1Result[];
   };
 };

@@ -57,6 +57,12 @@ export interface RouteSpec<
   produces?: string;
   /** Raw, unparsed body (provider webhooks verify signatures on the exact bytes). */
   rawBody?: boolean;
+  /**
+   * The door's first D1 reads, batched with the caller's key lookup so an authenticated request
+   * costs one round trip. Gets the raw (not yet validated) path params, used only as bound
+   * parameters. Results arrive in `c.get("prefetched")`, in order; a refused request ignores them.
+   */
+  prefetch?: (db: D1Database, rawParams: Record<string, string>) => D1PreparedStatement[];
 }
 
 type Out<T> = T extends z.ZodType ? z.output<T> : undefined;
@@ -91,10 +97,13 @@ export function addRoute<
   if (!registry.some((r) => r.method === spec.method && r.path === spec.path)) registry.push(spec as RouteSpec);
   router.on(spec.method.toUpperCase(), honoPath(spec.path), async (c) => {
     const settings = c.get("settings");
+    c.set("prefetched", []);
     if ("authenticated" in spec.auth) {
       c.set("principal", await authenticate(c.env.DB, readCredential(c.req.raw.headers)));
     } else if (!("public" in spec.auth)) {
-      const principal = await authenticate(c.env.DB, readCredential(c.req.raw.headers));
+      const prefetch = spec.prefetch && settings.conversations.storeUrl ? spec.prefetch(c.env.DB, c.req.param()) : [];
+      const principal = await authenticate(c.env.DB, readCredential(c.req.raw.headers), prefetch);
+      c.set("prefetched", principal.prefetched);
       const action: Action = spec.auth.action ?? (spec.method === "get" ? "read" : "write");
       await authorize(principal, { tag: spec.auth.tag, action, admin: spec.auth.admin }, { method: c.req.method, path: c.req.path }, new Date());
       c.set("principal", principal);

@@ -5,7 +5,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import type { TurnInbound } from "../bridge/payload";
 import { type AnswerRecord, inlineAnswer, project } from "../bridge/record";
-import { getRoute } from "../bridge/routes-store";
+import { getRoute, routeWithKeyFromResult, routeWithKeyStatement } from "../bridge/routes-store";
 import { messageAccepted, messageAnswered, messageBody, recordSchema, routeParams } from "../bridge/schemas";
 import { bucketStub, threadStub } from "../bridge/stubs";
 import { apiThreadId } from "../bridge/thread-id";
@@ -33,11 +33,14 @@ addRoute(
     response: messageAnswered,
     alsoResponds: [{ status: 202, description: "Accepted; the answer follows by callback or poll", schema: messageAccepted }],
     errors: [404, 429, 503],
+    prefetch: (db, raw) => [routeWithKeyStatement(db, raw.route_name ?? "")],
   },
   async (c, { params, body }) => {
     const settings = c.get("settings").conversations;
     const principal = c.get("principal")!;
-    const route = await getRoute(c.env.DB, params.route_name);
+    const routeReadAtMs = Date.now();
+    const pre = c.get("prefetched")[0];
+    const { route, key: executionKey } = pre ? routeWithKeyFromResult(pre) : { route: await getRoute(c.env.DB, params.route_name), key: undefined };
     if (!route) throw new HttpError(404, "route not found");
     if (route.door !== "api") throw badRequest("route is a channel route; its messages arrive through the channel webhook");
 
@@ -94,7 +97,7 @@ addRoute(
       location: body.location ?? null,
     };
     const waitSeconds = Math.min(body.wait_seconds ?? 0, settings.syncWaitMaxSeconds);
-    const result = await threadStub(c.env, threadId).accept({ record, inbound, waitMs: Math.round(waitSeconds * 1000) });
+    const result = await threadStub(c.env, threadId).accept({ record, inbound, waitMs: Math.round(waitSeconds * 1000), route, executionKey, routeReadAtMs });
     if (result.kind === "queue_full") throw unavailable("thread queue is full; retry later");
     if (result.kind === "answered") return c.json({ data: inlineAnswer(result.record) }, 200);
     return c.json({ data: { message_id: result.message_id, thread_id: result.thread_id } }, 202);

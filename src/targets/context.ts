@@ -1,5 +1,6 @@
 /** What every target runs with. Built from env + settings, never from a Hono context, so the
  * bridge can dispatch from inside a Durable Object. */
+import type { KeyWithOwner } from "../auth/key-store";
 import type { Env } from "../env";
 import { edgeFetch } from "../net/edge-fetch";
 import type { Settings } from "../settings/settings";
@@ -19,8 +20,12 @@ export interface TargetContext {
   checkpoints: CheckpointStore;
 }
 
-/** The execution key a dispatch or run acts as: re-read live at every call. */
-export type ExecutionKeyRef = { user_id: string; fingerprint: string };
+/**
+ * The execution key a dispatch or run acts as: re-read live at every call. `prefetched` is the
+ * key as the turn read it moments before firing (batched with its route); it serves only the
+ * first authorization of the turn, and later calls (an agent's tool calls) read again.
+ */
+export type ExecutionKeyRef = { user_id: string; fingerprint: string; prefetched?: KeyWithOwner | null };
 
 /**
  * Builds a production context. `fetch` defaults to the network edge, which calls the global

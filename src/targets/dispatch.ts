@@ -99,7 +99,7 @@ async function runBase(ctx: TargetContext, tool: BaseTool, kwargs: Record<string
  */
 export async function dispatchTool(ctx: TargetContext, name: string, kwargs: unknown, opts: DispatchOptions = {}): Promise<DispatchResult> {
   if (opts.asKey) {
-    const auth = await authorizeTurn(ctx.db, opts.asKey.user_id, opts.asKey.fingerprint, { kind: "tool", name }, ctx.now());
+    const auth = await authorizeTurn(ctx.db, opts.asKey.user_id, opts.asKey.fingerprint, { kind: "tool", name }, ctx.now(), opts.asKey.prefetched);
     if (!auth.ok) return fail("denied", auth.reason);
   }
   const tool = await resolveTool(ctx.db, name);

@@ -67,8 +67,10 @@ export async function runAgent(
   opts: { asKey?: ExecutionKeyRef; onEvent?: (e: AgentEvent) => void | Promise<void> } = {},
 ): Promise<AgentRunResult> {
   if (opts.asKey) {
-    const auth = await authorizeTurn(ctx.db, opts.asKey.user_id, opts.asKey.fingerprint, { kind: "agent", name }, ctx.now());
+    const auth = await authorizeTurn(ctx.db, opts.asKey.user_id, opts.asKey.fingerprint, { kind: "agent", name }, ctx.now(), opts.asKey.prefetched);
     if (!auth.ok) return { ok: false, kind: "denied", message: auth.reason };
+    // The prefetched read served the run's own authorization; each tool call reads the key again.
+    opts = { ...opts, asKey: { user_id: opts.asKey.user_id, fingerprint: opts.asKey.fingerprint } };
   }
   const agent = await resolveAgent(ctx.db, name);
   if (!agent) return { ok: false, kind: "unknown_agent", message: "agent is not registered" };
