@@ -14,7 +14,7 @@ import { callbackBody, postCallback } from "../src/bridge/callback";
 import { ChannelConfigError, maxCharsFor } from "../src/bridge/chunking";
 import { turnSlots } from "../src/bridge/concurrency";
 import { type IndexWrite, writeIndexes } from "../src/bridge/indexes";
-import { type Mode, setOverride, turnReads } from "../src/bridge/mode-store";
+import { type Mode, type StoredOverride, liveOverride, turnReads } from "../src/bridge/mode-store";
 import type { TurnInbound } from "../src/bridge/payload";
 import { type AnswerRecord, type DeliveryStatus, TERMINAL_STATUSES } from "../src/bridge/record";
 import { type RouteRow, getRoute } from "../src/bridge/routes-store";
@@ -35,6 +35,7 @@ import {
   countLive,
   countWaiting,
   deleteAllRecords,
+  deleteMeta,
   dueDeliveries,
   getMeta,
   getStored,
@@ -98,8 +99,6 @@ export class ThreadObject extends DurableObject<Env> {
   private activeTurn: string | null = null;
   /** Door-read route snapshots by message id (memory only: a restarted turn reads afresh). */
   private readonly routeSnapshots = new Map<string, { route: RouteRow; key: KeyWithOwner | null | undefined; at: number }>();
-  /** Turns that saw a live mode override: only their index write carries the override refresh. */
-  private readonly overrideSeen = new Set<string>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -141,13 +140,16 @@ export class ThreadObject extends DurableObject<Env> {
       const expires = terminal ? now + s.conversations.answerRetentionTtlSeconds * 1000 : null;
       insertRecord(storage, { ...rec, expires_at: expires ? new Date(expires).toISOString() : null }, req.inbound, "done", expires);
       if (rec.status === "pending_delivery") saveStored(storage, { record: rec, delivery_due_at: now });
-      await this.index([{ record: rec, expires_at: expires }], { refreshMode: rec.origin === "operator" });
+      if (rec.origin === "operator") this.refreshOverride(s);
+      await this.index([{ record: rec, expires_at: expires }], {});
       await this.armAlarm();
       if (rec.status === "pending_delivery") void this.drive();
       return { kind: "accepted", message_id: rec.message_id, thread_id: rec.thread_id, duplicate: false };
     }
 
     insertRecord(storage, req.record, req.inbound, "queued", null);
+    // An accepted inbound keeps a takeover alive for another retention window (spec §3.2).
+    this.refreshOverride(s);
     if (req.route && req.routeReadAtMs) this.routeSnapshots.set(req.record.message_id, { route: req.route, key: req.executionKey, at: req.routeReadAtMs });
     let waiting: Promise<AnswerRecord | null> | null = null;
     if (req.waitMs > 0) {
@@ -163,7 +165,7 @@ export class ThreadObject extends DurableObject<Env> {
       });
     } else {
       // The record must be findable by the read door before the 202 goes out.
-      await this.index([{ record: req.record, expires_at: null }], { refreshMode: true });
+      await this.index([{ record: req.record, expires_at: null }], {});
     }
     await this.armAlarm();
     void this.pump();
@@ -172,7 +174,7 @@ export class ThreadObject extends DurableObject<Env> {
     if (answered) return { kind: "answered", record: answered };
     // Timed out: the turn goes on and will be delivered by callback or poll; index it now.
     const current = getStored(storage, req.record.message_id);
-    if (current) await this.index([{ record: current.record, expires_at: current.expires_at }], { refreshMode: true });
+    if (current) await this.index([{ record: current.record, expires_at: current.expires_at }], {});
     return { kind: "accepted", message_id: req.record.message_id, thread_id: req.record.thread_id, duplicate: false };
   }
 
@@ -227,13 +229,12 @@ export class ThreadObject extends DurableObject<Env> {
     const snap = this.routeSnapshots.get(stored.record.message_id);
     this.routeSnapshots.delete(stored.record.message_id);
     const fresh = snap && now - snap.at < ROUTE_SNAPSHOT_MS ? snap : undefined;
-    const loaded = await turnReads(this.env.DB, { routeName: stored.record.route_name, threadId: stored.record.thread_id, nowMs: now, route: fresh?.route, key: fresh?.key });
-    if (loaded.override) this.overrideSeen.add(stored.record.message_id);
+    const loaded = await turnReads(this.env.DB, { routeName: stored.record.route_name, route: fresh?.route, key: fresh?.key });
     const route = loaded.route;
     if (!route) return errorOutcome("the route was deleted before the turn ran");
     const ctx = this.targetContext(s, route);
     // Re-checked right before the turn runs, so an answer never goes out after a takeover.
-    const mode: Mode = loaded.override ?? route.initial_mode;
+    const mode: Mode = this.overrideFor(route, Date.now()) ?? route.initial_mode;
     if (mode === "manual") {
       if (route.target_kind === "agent" && stored.inbound.kind === "message" && (await agentKeepsMemory(ctx, route.target_name))) {
         try {
@@ -257,7 +258,7 @@ export class ThreadObject extends DurableObject<Env> {
         thread_id: threadId,
         route_name: route.route_name,
         setMode: async (mode: Mode) => {
-          await setOverride(this.env.DB, route.route_name, threadId, mode, Date.now() + s.conversations.answerRetentionTtlSeconds * 1000);
+          this.writeOverride(route, mode, s);
         },
       },
     });
@@ -301,7 +302,7 @@ export class ThreadObject extends DurableObject<Env> {
       waiter.resolve(rec);
     }
     // An inline-answered inbound is first indexed here, so its mode-override refresh rides here too.
-    await this.index([{ record: rec, expires_at: expires }], { refreshMode: this.overrideSeen.delete(messageId) && rec.origin === "client" });
+    await this.index([{ record: rec, expires_at: expires }], {});
     await this.armAlarm();
     if (status === "pending_delivery") void this.drive();
   }
@@ -448,7 +449,7 @@ export class ThreadObject extends DurableObject<Env> {
 
   private async index(
     messages: IndexWrite["messages"],
-    extra: { failed?: IndexWrite["failed"]; outbound?: IndexWrite["outbound"]; refreshMode?: boolean },
+    extra: { failed?: IndexWrite["failed"]; outbound?: IndexWrite["outbound"] },
   ): Promise<void> {
     const storage = this.ctx.storage;
     const newest = newestRecord(storage);
@@ -472,7 +473,6 @@ export class ThreadObject extends DurableObject<Env> {
       messages,
       failed: extra.failed,
       outbound: extra.outbound,
-      refreshModeUntil: extra.refreshMode ? { nowMs: now, untilMs: now + s.conversations.answerRetentionTtlSeconds * 1000 } : undefined,
     });
   }
 
@@ -567,9 +567,51 @@ export class ThreadObject extends DurableObject<Env> {
     if (hasTurnInFlight(storage)) return { ok: false, reason: "turn_in_flight" };
     const threadId = this.threadId;
     const removed = deleteAllRecords(storage);
+    deleteMeta(storage, "mode_override");
     if (threadId) deleteCheckpoint(storage, threadId);
     await this.armAlarm();
     return { ok: true, removed };
+  }
+
+  // ───────────────────────────── control mode ─────────────────────────────
+
+  /**
+   * The thread's live override for `route`, or null. An override belongs to the route
+   * incarnation it was set under (its `created_at`): deleting the route voids it at once, even
+   * if a route of the same name is created later. A void or expired override is reclaimed here.
+   */
+  private overrideFor(route: Pick<RouteRow, "created_at">, nowMs: number): Mode | null {
+    const raw = getMeta(this.ctx.storage, "mode_override");
+    if (!raw) return null;
+    const live = liveOverride(JSON.parse(raw) as StoredOverride, route.created_at, nowMs);
+    if (!live) deleteMeta(this.ctx.storage, "mode_override");
+    return live;
+  }
+
+  private writeOverride(route: Pick<RouteRow, "created_at">, mode: Mode, s: Settings): void {
+    const value: StoredOverride = { mode, route_created_at: route.created_at, expires_at: Date.now() + s.conversations.answerRetentionTtlSeconds * 1000 };
+    setMeta(this.ctx.storage, "mode_override", JSON.stringify(value));
+  }
+
+  /** Pushes a live override's expiry a full retention window ahead (accepted inbound, operator send). */
+  private refreshOverride(s: Settings): void {
+    const raw = getMeta(this.ctx.storage, "mode_override");
+    if (!raw) return;
+    const o = JSON.parse(raw) as StoredOverride;
+    if (o.expires_at <= Date.now()) return;
+    setMeta(this.ctx.storage, "mode_override", JSON.stringify({ ...o, expires_at: Date.now() + s.conversations.answerRetentionTtlSeconds * 1000 }));
+  }
+
+  /** `GET …/thread/mode`: the mode in force and where it comes from. */
+  async getMode(route: Pick<RouteRow, "created_at" | "initial_mode">): Promise<{ mode: Mode; source: "thread" | "route" }> {
+    const o = this.overrideFor(route, Date.now());
+    return o ? { mode: o, source: "thread" } : { mode: route.initial_mode, source: "route" };
+  }
+
+  /** `PUT …/thread/mode` and operator tooling: sets the override for a retention window. */
+  async setMode(threadId: string, route: Pick<RouteRow, "created_at">, mode: Mode): Promise<void> {
+    if (!this.threadId) setMeta(this.ctx.storage, "thread_id", threadId);
+    this.writeOverride(route, mode, this.settings());
   }
 
   // ───────────────────────────── kv checkpoint provider ─────────────────────────────

@@ -66,6 +66,10 @@ export function getMeta(storage: DurableObjectStorage, key: string): string | nu
   return sql<{ value: string }>(storage, "get meta", "SELECT value FROM meta WHERE key = ?", key)[0]?.value ?? null;
 }
 
+export function deleteMeta(storage: DurableObjectStorage, key: string): void {
+  sql(storage, "delete meta", "DELETE FROM meta WHERE key = ?", key);
+}
+
 export function setMeta(storage: DurableObjectStorage, key: string, value: string): void {
   sql(storage, "set meta", "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", key, value);
 }

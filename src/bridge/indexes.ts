@@ -20,8 +20,6 @@ export interface IndexWrite {
   failed?: Array<{ record: AnswerRecord; expires_at: number }>;
   /** Provider ids of chunks just sent, so receipts find the record. */
   outbound?: Array<{ channel: string; provider_message_id: string; record: AnswerRecord; expires_at: number }>;
-  /** Pushes an existing mode override's expiry to this instant (accepted inbound, operator send). */
-  refreshModeUntil?: { nowMs: number; untilMs: number };
 }
 
 export async function writeIndexes(db: D1Database, w: IndexWrite): Promise<void> {
@@ -56,13 +54,6 @@ export async function writeIndexes(db: D1Database, w: IndexWrite): Promise<void>
         .bind(o.channel, o.provider_message_id, o.record.thread_id, o.record.message_id, o.expires_at),
     );
   }
-  if (w.refreshModeUntil) {
-    stmts.push(
-      db
-        .prepare("UPDATE mode_overrides SET expires_at = ? WHERE thread_id = ? AND expires_at > ?")
-        .bind(w.refreshModeUntil.untilMs, w.thread.thread_id, w.refreshModeUntil.nowMs),
-    );
-  }
   await db.batch(stmts);
 }
 
@@ -89,7 +80,6 @@ export async function dropThreadIndexes(db: D1Database, threadId: string): Promi
     db.prepare("DELETE FROM inbound_dedupe WHERE thread_id = ?").bind(threadId),
     db.prepare("DELETE FROM message_index WHERE thread_id = ?").bind(threadId),
     db.prepare("DELETE FROM failed_records WHERE thread_id = ?").bind(threadId),
-    db.prepare("DELETE FROM mode_overrides WHERE thread_id = ?").bind(threadId),
     db.prepare("DELETE FROM outbound_messages WHERE thread_id = ?").bind(threadId),
   ]);
 }
@@ -99,7 +89,6 @@ export async function pruneIndexes(db: D1Database, nowMs: number): Promise<void>
   await db.batch([
     db.prepare("DELETE FROM message_index WHERE expires_at IS NOT NULL AND expires_at <= ?").bind(nowMs),
     db.prepare("DELETE FROM failed_records WHERE expires_at <= ?").bind(nowMs),
-    db.prepare("DELETE FROM mode_overrides WHERE expires_at <= ?").bind(nowMs),
     db.prepare("DELETE FROM inbound_dedupe WHERE expires_at <= ?").bind(nowMs),
     db.prepare("DELETE FROM outbound_messages WHERE expires_at <= ?").bind(nowMs),
   ]);

@@ -152,12 +152,15 @@ export async function upsertRoute(db: D1Database, row: RouteRow): Promise<void> 
     .run();
 }
 
-/** Deletes the route with its thread index entries and mode overrides (records keep their TTL). */
+/**
+ * Deletes the route with its thread index entries (records keep their TTL). Per-thread mode
+ * overrides live in thread objects, stamped with the route's `created_at`: deleting the route
+ * voids them at once, and each object reclaims its stale override on its next read.
+ */
 export async function deleteRoute(db: D1Database, routeName: string): Promise<boolean> {
   const [res] = await db.batch([
     db.prepare("DELETE FROM routes WHERE route_name = ?").bind(routeName),
     db.prepare("DELETE FROM threads WHERE route_name = ?").bind(routeName),
-    db.prepare("DELETE FROM mode_overrides WHERE route_name = ?").bind(routeName),
   ]);
   return (res.meta.changes ?? 0) > 0;
 }

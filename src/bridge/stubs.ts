@@ -14,6 +14,8 @@ export interface ThreadRpc {
   search(opts: { q: string; budget: number }): Promise<SearchScan>;
   forget(): Promise<{ ok: true; removed: number } | { ok: false; reason: "turn_in_flight" }>;
   applyReceipt(messageId: string, status: "delivered" | "failed", detail?: string): Promise<boolean>;
+  getMode(route: { created_at: string; initial_mode: "agent" | "manual" }): Promise<{ mode: "agent" | "manual"; source: "thread" | "route" }>;
+  setMode(threadId: string, route: { created_at: string }, mode: "agent" | "manual"): Promise<void>;
 }
 
 export interface BucketRpc {

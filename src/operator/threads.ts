@@ -1,6 +1,6 @@
 /** Thread forget and control mode (spec §3.2, §4.6, §4.7; decisions §10). */
 import { dropThreadIndexes } from "../bridge/indexes";
-import { type Mode, readOverride, setOverride } from "../bridge/mode-store";
+import type { Mode } from "../bridge/mode-store";
 import type { RouteRow } from "../bridge/routes-store";
 import { threadStub } from "../bridge/stubs";
 import type { Env } from "../env";
@@ -28,14 +28,13 @@ export interface ModeAnswer {
   source: "thread" | "route";
 }
 
-/** The mode in force: the thread's live override, else the route's `initial_mode`. */
-export async function modeInForce(db: D1Database, route: RouteRow, threadId: string, nowMs: number): Promise<ModeAnswer> {
-  const override = await readOverride(db, threadId, nowMs);
-  return override ? { mode: override, source: "thread" } : { mode: route.initial_mode, source: "route" };
+/** The mode in force: the thread's live override (held by its object), else the route's `initial_mode`. */
+export async function modeInForce(env: Env, route: RouteRow, threadId: string): Promise<ModeAnswer> {
+  return threadStub(env, threadId).getMode({ created_at: route.created_at, initial_mode: route.initial_mode });
 }
 
 /** Sets the thread's override for `answer_retention_ttl_seconds` (refreshed by later activity). */
-export async function setThreadMode(db: D1Database, settings: Settings, route: RouteRow, threadId: string, mode: Mode, nowMs: number) {
-  await setOverride(db, route.route_name, threadId, mode, nowMs + settings.conversations.answerRetentionTtlSeconds * 1000);
+export async function setThreadMode(env: Env, route: RouteRow, threadId: string, mode: Mode) {
+  await threadStub(env, threadId).setMode(threadId, { created_at: route.created_at }, mode);
   return { route_name: route.route_name, thread_id: threadId, mode, source: "thread" as const };
 }

@@ -39,7 +39,7 @@ addRoute(
   async (c, { params, query }) => {
     const route = await routeOr404(c.env.DB, params.route_name);
     const { thread_id } = guardThread(route.route_name, query.thread_id);
-    return modeInForce(c.env.DB, route, thread_id, Date.now());
+    return modeInForce(c.env, route, thread_id);
   },
 );
 
@@ -62,7 +62,7 @@ addRoute(
   async (c, { params, body }) => {
     const route = await routeOr404(c.env.DB, params.route_name);
     const { thread_id } = guardThread(route.route_name, body.thread_id);
-    return setThreadMode(c.env.DB, c.get("settings"), route, thread_id, body.mode, Date.now());
+    return setThreadMode(c.env, route, thread_id, body.mode);
   },
 );
 

@@ -167,19 +167,24 @@ describe("route create rules (spec §4.1, decisions §5)", () => {
     expect(change.body.error).toContain("door");
   });
 
-  it("GET/DELETE unknown route → 404; DELETE removes index rows and mode overrides", async () => {
+  it("GET/DELETE unknown route → 404; DELETE removes index rows and voids mode overrides", async () => {
     const key = await admin();
     expect((await call("GET", `/api/conversations/${name()}`, { key })).status).toBe(404);
     expect((await call("DELETE", `/api/conversations/${name()}`, { key })).status).toBe(404);
     const r = await echoRoute();
     const sent = await send(r.name, { external_user_id: "u", text: "x", wait_seconds: 5 });
     const threadId = sent.body.data.thread_id;
-    await env.DB.prepare("INSERT INTO mode_overrides (thread_id, route_name, mode, expires_at) VALUES (?, ?, 'manual', ?)").bind(threadId, r.name, Date.now() + 60_000).run();
+    const put = await call("PUT", `/api/conversations/${r.name}/thread/mode`, { key, body: { thread_id: threadId, mode: "manual" } });
+    expect(put.status).toBe(200);
     expect(await env.DB.prepare("SELECT COUNT(*) AS n FROM threads WHERE route_name = ?").bind(r.name).first("n")).toBe(1);
     const del = await call("DELETE", `/api/conversations/${r.name}`, { key });
     expect(del.body).toEqual({ data: { removed: true, route_name: r.name } });
     expect(await env.DB.prepare("SELECT COUNT(*) AS n FROM threads WHERE route_name = ?").bind(r.name).first("n")).toBe(0);
-    expect(await env.DB.prepare("SELECT COUNT(*) AS n FROM mode_overrides WHERE route_name = ?").bind(r.name).first("n")).toBe(0);
+    // A route re-created under the same name starts from its own default: the old override is void.
+    await createRoute({ door: "api", target_kind: "tool", target_name: "echo", execution_key: r.key.user_id }, r.name);
+    const mode = await call("GET", `/api/conversations/${r.name}/thread/mode?thread_id=${encodeURIComponent(threadId)}`, { key });
+    expect(mode.body.data).toEqual({ mode: "agent", source: "route" });
+    expect((await send(r.name, { external_user_id: "u", text: "back", wait_seconds: 5 })).body.data).toMatchObject({ status: "answered", answer: "back" });
     // The record keeps its own TTL: still readable through the index until it expires.
     expect(await env.DB.prepare("SELECT COUNT(*) AS n FROM message_index WHERE message_id = ?").bind(sent.body.data.message_id).first("n")).toBe(1);
   });

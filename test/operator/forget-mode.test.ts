@@ -15,6 +15,7 @@ import {
   gate,
   getMode,
   modeRow,
+  setOverrideExpiry,
   network,
   operatorSend,
   setMode,
@@ -144,7 +145,7 @@ describe("control mode doors (spec §4.7)", () => {
     expect(set!.expires_at).toBeLessThanOrEqual(Date.now() + TTL_MS);
 
     // An accepted inbound (async and inline) pushes the expiry to a full TTL again.
-    const soon = () => env.DB.prepare("UPDATE mode_overrides SET expires_at = ? WHERE thread_id = ?").bind(Date.now() + 60_000, threadId).run();
+    const soon = () => setOverrideExpiry(threadId, Date.now() + 60_000);
     await soon();
     await send(r.name, { external_user_id: "t", text: "still there?" });
     expect((await modeRow(threadId))!.expires_at).toBeGreaterThan(Date.now() + TTL_MS - 60_000);
@@ -159,7 +160,7 @@ describe("control mode doors (spec §4.7)", () => {
     expect((await getMode(r.name, threadId)).body.data).toEqual({ mode: "manual", source: "thread" });
 
     // Quiet past the window: the override no longer counts, and a late inbound does not revive it.
-    await env.DB.prepare("UPDATE mode_overrides SET expires_at = ? WHERE thread_id = ?").bind(Date.now() - 1, threadId).run();
+    await setOverrideExpiry(threadId, Date.now() - 1);
     expect((await getMode(r.name, threadId)).body.data).toEqual({ mode: "agent", source: "route" });
     const back = await send(r.name, { external_user_id: "t", text: "answered again", wait_seconds: 10 });
     expect(back.body.data).toMatchObject({ status: "answered", answer: "answered again" });

@@ -1,5 +1,5 @@
 /** Shared set-up for the operator door tests: routes, a fake network with providers and tools. */
-import { env } from "cloudflare:test";
+import { env, runInDurableObject } from "cloudflare:test";
 import { createRoute } from "../helpers/bridge";
 import { type EdgeCall, fakeNetwork } from "../helpers/edge";
 import { admin, call, mintKey, uniq } from "../helpers/http";
@@ -70,8 +70,30 @@ export function gate() {
   return { wait: () => p, open: () => open() };
 }
 
-export async function modeRow(threadId: string) {
-  return env.DB.prepare("SELECT route_name, mode, expires_at FROM mode_overrides WHERE thread_id = ?").bind(threadId).first<{ route_name: string; mode: string; expires_at: number }>();
+/**
+ * The thread's stored mode override as its object holds it, when it is live for the route that
+ * currently carries `route_name` in its thread id (null once forgotten, expired or voided by a
+ * route delete).
+ */
+export async function modeRow(threadId: string): Promise<{ route_name: string; mode: string; expires_at: number } | null> {
+  const routeName = threadId.split(":")[1];
+  const route = await env.DB.prepare("SELECT created_at FROM routes WHERE route_name = ?").bind(routeName).first<{ created_at: string }>();
+  const stored = await runInDurableObject(env.THREADS.get(env.THREADS.idFromName(threadId)), (_o, state) =>
+    state.storage.sql.exec("SELECT value FROM meta WHERE key = 'mode_override'").toArray(),
+  );
+  if (!route || !stored.length) return null;
+  const o = JSON.parse(String(stored[0].value)) as { mode: string; expires_at: number; route_created_at: string };
+  return o.route_created_at === route.created_at ? { route_name: routeName, mode: o.mode, expires_at: o.expires_at } : null;
+}
+
+/** Rewrites the stored override's expiry (the thread object's clock moving on). */
+export async function setOverrideExpiry(threadId: string, expiresAt: number): Promise<void> {
+  await runInDurableObject(env.THREADS.get(env.THREADS.idFromName(threadId)), (_o, state) => {
+    const row = state.storage.sql.exec("SELECT value FROM meta WHERE key = 'mode_override'").toArray()[0];
+    if (!row) return;
+    const o = JSON.parse(String(row.value));
+    state.storage.sql.exec("UPDATE meta SET value = ? WHERE key = 'mode_override'", JSON.stringify({ ...o, expires_at: expiresAt }));
+  });
 }
 
 export async function threadRow(threadId: string) {
