@@ -7,7 +7,7 @@ import { createRoute, echoKey, readRecord } from "../helpers/bridge";
 import { TEST_ENV, postSlack, postTelegram, postTwilio, postWhatsApp, whatsappStatus, whatsappText } from "../helpers/channels";
 import { type EdgeCall, fakeNetwork } from "../helpers/edge";
 import { admin, call, uniq } from "../helpers/http";
-import { eventually, makeDue, rawRows, runAlarm } from "../helpers/threads";
+import { eventually, makeDue, rawRows, runAlarm, stubFor } from "../helpers/threads";
 
 let n = 0;
 const phone = () => `+1555${String(Date.now()).slice(-6)}${String(++n).padStart(2, "0")}`;
@@ -302,5 +302,23 @@ describe("door failures", () => {
     );
     expect(res.status).toBe(503);
     expect(calls).toBeGreaterThan(0);
+  });
+});
+
+describe("a routed channel absent from max_message_chars", () => {
+  it("is a loud configuration error at send: the record fails naming it, nothing is sent", async () => {
+    const calls = fakeProviders();
+    const r = await channelRoute("slack", TEST_ENV.slackBot);
+    const threadId = `bridge:${r.name}:CCFG`;
+    // This thread's object runs with a map that lacks slack (the deployment's misconfiguration).
+    await runInDurableObject(stubFor(threadId), (obj) => {
+      (obj as unknown as { env: Record<string, unknown> }).env = { ...env, CONVERSATIONS_MAX_MESSAGE_CHARS: '{"twilio":1600}' };
+    });
+    const event = { type: "event_callback", event_id: `Ev${uniq("cfg")}`, event: { type: "message", channel: "CCFG", user: "U1", text: "hi", ts: "1.1" } };
+    expect((await postSlack(event)).status).toBe(200);
+    const rows = await eventually(() => rawRows(threadId), (x) => x[0]?.status === "failed");
+    expect(JSON.parse(rows[0].record).error).toContain("slack");
+    expect(calls.filter((c) => c.url.includes("slack.fake"))).toHaveLength(0);
+    await call("DELETE", `/api/conversations/${r.name}`, { key: await admin() });
   });
 });
