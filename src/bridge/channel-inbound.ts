@@ -13,7 +13,7 @@ import type { ConversationSettings } from "../settings/settings";
 import { claimKey, releaseKey } from "./dedupe";
 import { locateOutbound } from "./indexes";
 import type { TurnInbound } from "./payload";
-import { type AnswerRecord, SLOW_DOWN_TEXT } from "./record";
+import { type AnswerRecord, SLOW_DOWN_TEXT, mintRecord } from "./record";
 import { type RouteRow, routeByChannelIdentity } from "./routes-store";
 import { bucketStub, threadStub } from "./stubs";
 import { channelThreadId } from "./thread-id";
@@ -28,37 +28,25 @@ function isBlank(m: InboundMessage): boolean {
 }
 
 function buildRecord(route: RouteRow, channel: string, m: InboundMessage, messageId: string, threadId: string): { record: AnswerRecord; inbound: TurnInbound } {
-  const now = new Date().toISOString();
   const sender = m.sender.trim();
-  const record: AnswerRecord = {
-    message_id: messageId,
-    route_name: route.route_name,
-    door: "channel",
-    thread_id: threadId,
-    client_address: sender,
-    channel,
-    our_identity: route.our_identity,
-    provider_message_id: m.provider_message_id,
-    callback_url: null,
-    caller_principal: null,
-    origin: "client",
-    inbound_kind: "message",
-    inbound_text: m.text,
-    inbound_form: m.form ?? null,
-    inbound_attachments: m.attachments?.map(({ kind, url, caption, filename }) => ({ kind, url, ...(caption ? { caption } : {}), ...(filename ? { filename } : {}) })) ?? null,
-    inbound_location: m.location ?? null,
-    inbound_event: null,
-    submitted_by: null,
-    status: "accepted",
-    answer_status: null,
-    answer: null,
-    error: null,
-    attempts: 0,
-    outbound_message_ids: [],
-    created_at: now,
-    updated_at: now,
-    expires_at: null,
-  };
+  const attachments = m.attachments?.map(({ kind, url, caption, filename }) => ({ kind, url, ...(caption ? { caption } : {}), ...(filename ? { filename } : {}) })) ?? null;
+  const record = mintRecord(
+    { ...route, callback_url: null },
+    {
+      message_id: messageId,
+      thread_id: threadId,
+      client_address: sender,
+      channel,
+      provider_message_id: m.provider_message_id,
+      caller_principal: null,
+      origin: "client",
+      inbound_kind: "message",
+      inbound_text: m.text,
+      inbound_form: m.form ?? null,
+      inbound_attachments: attachments,
+      inbound_location: m.location ?? null,
+    },
+  );
   const inbound: TurnInbound = {
     message_id: messageId,
     thread_id: threadId,

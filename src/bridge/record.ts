@@ -95,3 +95,41 @@ export const SLOW_DOWN_TEXT = "You are sending messages faster than I can answer
 export function isSilence(reply: string | null | undefined): boolean {
   return reply === null || reply === undefined || reply.trim() === "";
 }
+
+/** What every door knows about a new record; the rest starts at its initial value. */
+export type RecordStart = Pick<AnswerRecord, "message_id" | "thread_id" | "client_address" | "caller_principal" | "origin" | "inbound_kind" | "inbound_text"> &
+  Partial<AnswerRecord>;
+
+/**
+ * A fresh record on `route`'s thread: status `accepted`, no answer, no attempts, created now,
+ * no expiry; channel, identity and callback come from the route unless `start` says otherwise.
+ */
+export function mintRecord(
+  route: { route_name: string; door: "api" | "channel"; channel: string | null; our_identity: string | null; callback_url: string | null },
+  start: RecordStart,
+): AnswerRecord {
+  const now = new Date().toISOString();
+  return {
+    route_name: route.route_name,
+    door: route.door,
+    channel: route.channel,
+    our_identity: route.our_identity,
+    callback_url: route.callback_url,
+    provider_message_id: null,
+    inbound_form: null,
+    inbound_attachments: null,
+    inbound_location: null,
+    inbound_event: null,
+    submitted_by: null,
+    status: "accepted",
+    answer_status: null,
+    answer: null,
+    error: null,
+    attempts: 0,
+    outbound_message_ids: [],
+    created_at: now,
+    updated_at: now,
+    expires_at: null,
+    ...start,
+  };
+}

@@ -11,7 +11,7 @@
  */
 import { type DedupeClaim, claimKey, liveClaim, releaseKey } from "../bridge/dedupe";
 import type { TurnInbound } from "../bridge/payload";
-import type { AnswerRecord } from "../bridge/record";
+import { type AnswerRecord, mintRecord } from "../bridge/record";
 import type { RouteRow } from "../bridge/routes-store";
 import { bucketStub, threadStub } from "../bridge/stubs";
 import { apiThreadId, channelThreadId, parseThreadId } from "../bridge/thread-id";
@@ -28,37 +28,18 @@ export type EventVerdict =
 function buildRecord(route: RouteRow, caller: string, threadId: string, messageId: string, event: EventBody["event"]): { record: AnswerRecord; inbound: TurnInbound } {
   const parsed = parseThreadId(threadId);
   const address = parsed.kind === "route" ? threadAddress(route.door, parsed.rest) : null;
-  const now = new Date().toISOString();
   const inboundEvent = { id: event.event_id, kind: event.kind, payload: event.payload };
-  const record: AnswerRecord = {
+  const record = mintRecord(route, {
     message_id: messageId,
-    route_name: route.route_name,
-    door: route.door,
     thread_id: threadId,
     client_address: address,
-    channel: route.channel,
-    our_identity: route.our_identity,
-    provider_message_id: null,
-    callback_url: route.callback_url,
     caller_principal: caller,
     origin: "client",
     inbound_kind: "event",
     inbound_text: "",
-    inbound_form: null,
-    inbound_attachments: null,
-    inbound_location: null,
     inbound_event: inboundEvent,
     submitted_by: caller,
-    status: "accepted",
-    answer_status: null,
-    answer: null,
-    error: null,
-    attempts: 0,
-    outbound_message_ids: [],
-    created_at: now,
-    updated_at: now,
-    expires_at: null,
-  };
+  });
   const inbound: TurnInbound = {
     message_id: messageId,
     thread_id: threadId,

@@ -7,7 +7,7 @@
  */
 import { maxCharsFor } from "../bridge/chunking";
 import type { TurnInbound } from "../bridge/payload";
-import type { AnswerRecord } from "../bridge/record";
+import { type AnswerRecord, mintRecord } from "../bridge/record";
 import type { RouteRow } from "../bridge/routes-store";
 import { threadStub } from "../bridge/stubs";
 import { adapterFor } from "../channels/registry";
@@ -80,37 +80,19 @@ export async function sendOperatorMessage(env: Env, settings: Settings, route: R
   }
 
   const messageId = crypto.randomUUID();
-  const now = new Date().toISOString();
-  const record: AnswerRecord = {
+  const record = mintRecord(route, {
     message_id: messageId,
-    route_name: route.route_name,
-    door: route.door,
     thread_id: threadId,
     client_address: address,
-    channel: route.channel,
-    our_identity: route.our_identity,
-    provider_message_id: null,
-    callback_url: route.callback_url,
     caller_principal: operator,
     origin: "operator",
     inbound_kind: "message",
     inbound_text: "",
-    inbound_form: null,
-    inbound_attachments: null,
-    inbound_location: null,
-    inbound_event: null,
     submitted_by: operator,
-    status: "accepted",
     answer_status: "answered",
     answer: body.text,
     answer_part: part,
-    error: null,
-    attempts: 0,
-    outbound_message_ids: [],
-    created_at: now,
-    updated_at: now,
-    expires_at: null,
-  };
+  });
   const inbound: TurnInbound = {
     message_id: messageId,
     thread_id: threadId,

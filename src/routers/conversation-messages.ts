@@ -4,7 +4,7 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import type { TurnInbound } from "../bridge/payload";
-import { type AnswerRecord, inlineAnswer, project } from "../bridge/record";
+import { type AnswerRecord, inlineAnswer, mintRecord, project } from "../bridge/record";
 import { getRoute, routeWithKeyFromResult, routeWithKeyStatement } from "../bridge/routes-store";
 import { messageAccepted, messageAnswered, messageBody, recordSchema, routeParams } from "../bridge/schemas";
 import { bucketStub, threadStub } from "../bridge/stubs";
@@ -51,17 +51,10 @@ addRoute(
     if (!verdict.allowed) throw tooManyRequests("rate limit exceeded for this caller on this route", verdict.retryAfterSeconds);
 
     const messageId = crypto.randomUUID();
-    const now = new Date().toISOString();
-    const record: AnswerRecord = {
+    const record = mintRecord(route, {
       message_id: messageId,
-      route_name: route.route_name,
-      door: "api",
       thread_id: threadId,
       client_address: body.external_user_id.trim(),
-      channel: null,
-      our_identity: null,
-      provider_message_id: null,
-      callback_url: route.callback_url,
       caller_principal: principal.key.user_id,
       origin: "client",
       inbound_kind: "message",
@@ -69,18 +62,7 @@ addRoute(
       inbound_form: body.form ?? null,
       inbound_attachments: body.attachments ?? null,
       inbound_location: body.location ?? null,
-      inbound_event: null,
-      submitted_by: null,
-      status: "accepted",
-      answer_status: null,
-      answer: null,
-      error: null,
-      attempts: 0,
-      outbound_message_ids: [],
-      created_at: now,
-      updated_at: now,
-      expires_at: null,
-    };
+    });
     const inbound: TurnInbound = {
       message_id: messageId,
       thread_id: threadId,

@@ -16,7 +16,8 @@ export function fakeNetwork(handler: (req: Request, body: string, calls: EdgeCal
   const calls: EdgeCall[] = [];
   setEdgeFetch(async (input, init) => {
     const req = new Request(input, init);
-    const body = req.body ? await req.clone().text() : "";
+    // Decoded by hand: workerd warns when .text() reads a non-text content type such as a form.
+    const body = req.body ? new TextDecoder().decode(await req.clone().arrayBuffer()) : "";
     const call = { url: req.url, method: req.method, headers: Object.fromEntries(req.headers), body };
     calls.push(call);
     return handler(req, body, calls);
