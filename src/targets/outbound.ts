@@ -4,6 +4,7 @@
  * endpoint's label and HTTP status only: never the URL (it may hold tokens), request headers,
  * the response body or the platform's error text.
  */
+import { readStreamCapped } from "../http/body";
 import { withTimeout } from "./timeout";
 
 /** Largest response body read from an endpoint. */
@@ -23,27 +24,8 @@ export interface OutboundCall {
 }
 
 async function readCapped(res: Response): Promise<string | null> {
-  if (!res.body) return "";
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > MAX_RESPONSE_BYTES) {
-      await reader.cancel();
-      return null;
-    }
-    chunks.push(value);
-  }
-  const all = new Uint8Array(size);
-  let at = 0;
-  for (const c of chunks) {
-    all.set(c, at);
-    at += c.byteLength;
-  }
-  return new TextDecoder().decode(all);
+  const bytes = await readStreamCapped(res.body, MAX_RESPONSE_BYTES);
+  return bytes ? new TextDecoder().decode(bytes) : null;
 }
 
 type Exchange = { status: number; text: string | null } | { transport: true };
