@@ -2,7 +2,8 @@
  * AddressBucket: one Durable Object per rate-bucket key (decisions §6). Holds one token bucket;
  * strongly consistent, so concurrent admissions of the same address never overspend. A bucket
  * that has refilled completely is indistinguishable from a new one, so its state is deleted by
- * an alarm at that moment: idle addresses cost no storage.
+ * an alarm at that moment: idle addresses cost no storage. Live buckets are counted by the
+ * BucketDirectory, which evicts the oldest past `address_bucket_max_entries`.
  */
 import { DurableObject } from "cloudflare:workers";
 import { type BucketState, msUntilFull, refill, take } from "../src/bridge/token-bucket";
@@ -13,19 +14,40 @@ export type BucketVerdict = { allowed: true } | { allowed: false; retryAfterSeco
 interface Stored {
   state: BucketState;
   capacity: number;
+  key: string;
+}
+
+function directory(env: Env) {
+  const ns = env.BUCKET_DIRECTORY;
+  return ns.get(ns.idFromName("all")) as unknown as { register(key: string, max: number): Promise<string[]>; unregister(key: string): Promise<void> };
+}
+
+function bucket(env: Env, key: string) {
+  const ns = env.ADDRESS_BUCKETS;
+  return ns.get(ns.idFromName(key)) as unknown as { forget(): Promise<void> };
 }
 
 export class AddressBucket extends DurableObject<Env> {
-  /** Takes one token from a bucket of `capacity` turns per hour. */
-  async take(capacity: number): Promise<BucketVerdict> {
+  /** Takes one token from the bucket `key` of `capacity` turns per hour. */
+  async take(capacity: number, key: string, maxEntries: number): Promise<BucketVerdict> {
     const now = Date.now();
     const prev = (await this.ctx.storage.get<Stored>("bucket")) ?? null;
     const r = take(prev?.state ?? null, capacity, now);
-    await this.ctx.storage.put("bucket", { state: r.state, capacity } satisfies Stored);
-    // One alarm per bucket lifetime (it re-arms itself until the bucket is full), so a take
-    // costs one storage write rather than two.
-    if (!prev) await this.ctx.storage.setAlarm(now + Math.max(1000, msUntilFull(r.state, capacity)));
+    await this.ctx.storage.put("bucket", { state: r.state, capacity, key } satisfies Stored);
+    if (!prev) {
+      // A new bucket: one alarm for its lifetime (it re-arms itself until full), and a place in
+      // the directory, which may evict the oldest buckets to stay within the bound.
+      await this.ctx.storage.setAlarm(now + Math.max(1000, msUntilFull(r.state, capacity)));
+      const evicted = await directory(this.env).register(key, maxEntries);
+      await Promise.all(evicted.map((k) => bucket(this.env, k).forget()));
+    }
     return r.allowed ? { allowed: true } : { allowed: false, retryAfterSeconds: r.retryAfterSeconds, notify: r.notify };
+  }
+
+  /** Evicted by the directory: start again from a full bucket. */
+  async forget(): Promise<void> {
+    await this.ctx.storage.deleteAlarm();
+    await this.ctx.storage.deleteAll();
   }
 
   /** Forgets the bucket once it is full again; otherwise waits until it will be. */
@@ -34,7 +56,8 @@ export class AddressBucket extends DurableObject<Env> {
     if (!stored) return;
     const now = Date.now();
     const wait = msUntilFull(refill(stored.state, stored.capacity, now), stored.capacity);
-    if (wait <= 0) await this.ctx.storage.deleteAll();
-    else await this.ctx.storage.setAlarm(now + Math.max(1000, wait));
+    if (wait > 0) return void (await this.ctx.storage.setAlarm(now + Math.max(1000, wait)));
+    await this.ctx.storage.deleteAll();
+    await directory(this.env).unregister(stored.key);
   }
 }

@@ -3,5 +3,6 @@ export interface Env {
   DB: D1Database;
   THREADS: DurableObjectNamespace;
   ADDRESS_BUCKETS: DurableObjectNamespace;
+  BUCKET_DIRECTORY: DurableObjectNamespace;
   [name: string]: unknown;
 }

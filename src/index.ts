@@ -16,3 +16,4 @@ export default {
 
 export { ThreadObject } from "../durable-objects/thread-object";
 export { AddressBucket } from "../durable-objects/address-bucket";
+export { BucketDirectory } from "../durable-objects/bucket-directory";

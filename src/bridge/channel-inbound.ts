@@ -15,7 +15,7 @@ import { locateOutbound } from "./indexes";
 import type { TurnInbound } from "./payload";
 import { type AnswerRecord, SLOW_DOWN_TEXT, mintRecord } from "./record";
 import { type RouteRow, routeByChannelIdentity } from "./routes-store";
-import { bucketStub, threadStub } from "./stubs";
+import { takeToken, threadStub } from "./stubs";
 import { channelThreadId } from "./thread-id";
 
 export type InboundVerdict = "admitted" | "duplicate" | "unrouted" | "blank" | "slow_down" | "shed" | "queue_full";
@@ -88,7 +88,7 @@ export async function admitChannelMessage(env: Env, s: ConversationSettings, cha
   }
 
   const capacity = route.turns_per_hour_override ?? s.perAddressTurnsPerHour;
-  const verdict = await bucketStub(env, `channel:${route.route_name}:${record.client_address}`).take(capacity);
+  const verdict = await takeToken(env, s, `channel:${route.route_name}:${record.client_address}`, capacity);
   if (!verdict.allowed) {
     // Over the cap: no turn. The first refusal of a cooldown window answers with the slow-down
     // text (delivered like any answer); later ones are terminal `shed` with nothing sent.

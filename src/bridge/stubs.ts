@@ -19,13 +19,18 @@ export interface ThreadRpc {
 }
 
 export interface BucketRpc {
-  take(capacity: number): Promise<BucketVerdict>;
+  take(capacity: number, key: string, maxEntries: number): Promise<BucketVerdict>;
 }
 
 export function threadStub(env: Env, threadId: string): ThreadRpc {
   return env.THREADS.get(env.THREADS.idFromName(threadId)) as unknown as ThreadRpc;
 }
 
-export function bucketStub(env: Env, key: string): BucketRpc {
+function bucketStub(env: Env, key: string): BucketRpc {
   return env.ADDRESS_BUCKETS.get(env.ADDRESS_BUCKETS.idFromName(key)) as unknown as BucketRpc;
+}
+
+/** Takes one token from the rate bucket `key` (one AddressBucket object per key). */
+export function takeToken(env: Env, settings: { addressBucketMaxEntries: number }, key: string, capacity: number): Promise<BucketVerdict> {
+  return bucketStub(env, key).take(capacity, key, settings.addressBucketMaxEntries);
 }

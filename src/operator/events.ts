@@ -13,7 +13,7 @@ import { type DedupeClaim, claimKey, liveClaim, releaseKey } from "../bridge/ded
 import type { TurnInbound } from "../bridge/payload";
 import { type AnswerRecord, mintRecord } from "../bridge/record";
 import type { RouteRow } from "../bridge/routes-store";
-import { bucketStub, threadStub } from "../bridge/stubs";
+import { takeToken, threadStub } from "../bridge/stubs";
 import { apiThreadId, channelThreadId, parseThreadId } from "../bridge/thread-id";
 import type { Env } from "../env";
 import { HttpError, conflict, tooManyRequests, unavailable } from "../http/errors";
@@ -77,7 +77,7 @@ export async function admitEvent(env: Env, s: ConversationSettings, route: Route
   if (original) return redelivered(env, route, caller, original, body.event);
 
   const capacity = route.turns_per_hour_override ?? s.perAddressTurnsPerHour;
-  const verdict = await bucketStub(env, `api:${route.route_name}:${caller}`).take(capacity);
+  const verdict = await takeToken(env, s, `api:${route.route_name}:${caller}`, capacity);
   if (!verdict.allowed) throw tooManyRequests("rate limit exceeded for this caller on this route", verdict.retryAfterSeconds);
 
   const mine = { message_id: crypto.randomUUID(), thread_id: threadId };

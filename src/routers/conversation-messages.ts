@@ -7,7 +7,7 @@ import type { TurnInbound } from "../bridge/payload";
 import { type AnswerRecord, inlineAnswer, mintRecord, project } from "../bridge/record";
 import { getRoute, routeWithKeyFromResult, routeWithKeyStatement } from "../bridge/routes-store";
 import { messageAccepted, messageAnswered, messageBody, recordSchema, routeParams } from "../bridge/schemas";
-import { bucketStub, threadStub } from "../bridge/stubs";
+import { takeToken, threadStub } from "../bridge/stubs";
 import { apiThreadId } from "../bridge/thread-id";
 import { locateMessage } from "../bridge/indexes";
 import type { AppEnv } from "../http/app-env";
@@ -47,7 +47,7 @@ addRoute(
     const threadId = apiThreadId(route.route_name, principal.key.user_id, body.external_user_id);
     // Keyed on (route, caller) so varying external_user_id buys nothing.
     const capacity = route.turns_per_hour_override ?? settings.perAddressTurnsPerHour;
-    const verdict = await bucketStub(c.env, `api:${route.route_name}:${principal.key.user_id}`).take(capacity);
+    const verdict = await takeToken(c.env, settings, `api:${route.route_name}:${principal.key.user_id}`, capacity);
     if (!verdict.allowed) throw tooManyRequests("rate limit exceeded for this caller on this route", verdict.retryAfterSeconds);
 
     const messageId = crypto.randomUUID();

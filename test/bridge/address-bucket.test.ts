@@ -2,37 +2,72 @@ import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test"
 import { describe, expect, it } from "vitest";
 import { uniq } from "../helpers/http";
 
-function bucket(name: string) {
-  return env.ADDRESS_BUCKETS.get(env.ADDRESS_BUCKETS.idFromName(name)) as unknown as DurableObjectStub & {
-    take(capacity: number): Promise<{ allowed: boolean; notify?: boolean }>;
-  };
+type Bucket = DurableObjectStub & { take(capacity: number, key: string, max: number): Promise<{ allowed: boolean; notify?: boolean }> };
+
+function bucket(key: string): Bucket {
+  return env.ADDRESS_BUCKETS.get(env.ADDRESS_BUCKETS.idFromName(key)) as unknown as Bucket;
 }
+
+const directory = () =>
+  env.BUCKET_DIRECTORY.get(env.BUCKET_DIRECTORY.idFromName("all")) as unknown as DurableObjectStub & {
+    register(key: string, max: number): Promise<string[]>;
+    size(): Promise<number>;
+  };
 
 describe("AddressBucket object", () => {
   it("refuses past capacity and reports the notice once per window", async () => {
-    const b = bucket(uniq("bucket"));
-    expect(await b.take(2)).toEqual({ allowed: true });
-    expect(await b.take(2)).toEqual({ allowed: true });
-    expect(await b.take(2)).toMatchObject({ allowed: false, notify: true });
-    expect(await b.take(2)).toMatchObject({ allowed: false, notify: false });
+    const key = uniq("bucket");
+    const b = bucket(key);
+    expect(await b.take(2, key, 50_000)).toEqual({ allowed: true });
+    expect(await b.take(2, key, 50_000)).toEqual({ allowed: true });
+    expect(await b.take(2, key, 50_000)).toMatchObject({ allowed: false, notify: true });
+    expect(await b.take(2, key, 50_000)).toMatchObject({ allowed: false, notify: false });
   });
 
-  it("arms one alarm per lifetime that re-arms until full, then forgets the bucket", async () => {
-    const b = bucket(uniq("bucket"));
-    await b.take(3);
-    const armed = await runInDurableObject(b, (_o, state) => state.storage.getAlarm());
-    expect(armed).not.toBeNull();
-    await b.take(3);
+  it("arms one alarm per lifetime that re-arms until full, then forgets the bucket and leaves the directory", async () => {
+    const key = uniq("bucket");
+    const b = bucket(key);
+    await b.take(3, key, 50_000);
+    const sizeWith = await directory().size();
+    expect(await runInDurableObject(b, (_o, state) => state.storage.getAlarm())).not.toBeNull();
+    await b.take(3, key, 50_000);
     // Not full yet when the alarm fires: it stays and re-arms.
     expect(await runDurableObjectAlarm(b)).toBe(true);
     expect(await runInDurableObject(b, (_o, state) => state.storage.get("bucket"))).toBeDefined();
     expect(await runInDurableObject(b, (_o, state) => state.storage.getAlarm())).not.toBeNull();
     // An hour later (rewritten state) the bucket is full: the alarm forgets it.
     await runInDurableObject(b, async (_o, state) => {
-      const stored = (await state.storage.get<{ state: { tokens: number; updatedAtMs: number }; capacity: number }>("bucket"))!;
+      const stored = (await state.storage.get<{ state: { tokens: number; updatedAtMs: number }; capacity: number; key: string }>("bucket"))!;
       await state.storage.put("bucket", { ...stored, state: { ...stored.state, updatedAtMs: Date.now() - 3_600_000 } });
     });
     expect(await runDurableObjectAlarm(b)).toBe(true);
     expect(await runInDurableObject(b, (_o, state) => state.storage.get("bucket"))).toBeUndefined();
+    expect(await directory().size()).toBe(sizeWith - 1);
+  });
+});
+
+describe("address_bucket_max_entries: a flood evicts the oldest buckets", () => {
+  it("keeps at most max live buckets; an evicted address starts again from a full bucket", async () => {
+    const [a, b, c] = [uniq("flood-a"), uniq("flood-b"), uniq("flood-c")];
+    // With a bound of 1, `a` is the only live bucket once it registers (older ones are evicted).
+    expect(await bucket(a).take(1, a, 1)).toEqual({ allowed: true });
+    expect(await directory().size()).toBe(1);
+    expect(await bucket(a).take(1, a, 2)).toMatchObject({ allowed: false });
+    await bucket(b).take(1, b, 2);
+    expect(await directory().size()).toBe(2);
+    await bucket(c).take(1, c, 2);
+    expect(await directory().size()).toBe(2);
+    // The oldest live bucket, `a`, was evicted to make room: it forgot its spent token.
+    expect(await runInDurableObject(bucket(a), (_o, state) => state.storage.get("bucket"))).toBeUndefined();
+    expect(await runInDurableObject(bucket(b), (_o, state) => state.storage.get("bucket"))).toBeDefined();
+    expect(await bucket(a).take(1, a, 3)).toEqual({ allowed: true });
+  });
+
+  it("the directory answers the oldest keys past the bound", async () => {
+    const dir = env.BUCKET_DIRECTORY.get(env.BUCKET_DIRECTORY.idFromName(uniq("dir"))) as unknown as { register(key: string, max: number): Promise<string[]> };
+    expect(await dir.register("k1", 2)).toEqual([]);
+    expect(await dir.register("k2", 2)).toEqual([]);
+    expect(await dir.register("k3", 2)).toEqual(["k1"]);
+    expect(await dir.register("k4", 1)).toEqual(["k2", "k3"]);
   });
 });
