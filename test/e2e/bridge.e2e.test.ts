@@ -79,7 +79,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await dev?.stop();
+  await dev?.close();
   await rx?.stop();
   await stranger?.stop();
   await tool?.stop();

@@ -85,7 +85,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await dev?.stop();
+  await dev?.close();
   await fake?.close();
   await new Promise<void>((resolve) => (llm ? llm.server.close(() => resolve()) : resolve()));
 });

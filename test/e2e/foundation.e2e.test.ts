@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readdirSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Validator } from "@seriousme/openapi-schema-validator";
@@ -14,7 +14,7 @@ beforeAll(async () => {
   base = dev.baseUrl;
 });
 afterAll(async () => {
-  await dev?.stop();
+  await dev?.close();
 });
 
 describe("foundation against a real wrangler dev", () => {
@@ -95,6 +95,7 @@ describe("deploy bundle", () => {
     });
     expect(r.status, r.stderr).toBe(0);
     const files = readdirSync(out);
+    rmSync(out, { recursive: true, force: true });
     expect(files).toContain("index.js");
     expect(files.some((f) => f.endsWith(".wasm"))).toBe(true);
   });

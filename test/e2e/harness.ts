@@ -3,7 +3,7 @@
  * `wrangler dev`) on free ports with its own persistence directory, and talks HTTP to it.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -29,6 +29,8 @@ export interface DevServer {
   stop: () => Promise<void>;
   /** Stops and starts again on the same port and persistence directory. */
   restart: () => Promise<void>;
+  /** Stops for good and removes the persistence directory the harness created (not one passed in). */
+  close: () => Promise<void>;
 }
 
 export interface DevOptions {
@@ -104,6 +106,10 @@ export async function startDev(opts: DevOptions = {}): Promise<DevServer> {
     restart: async () => {
       await stop();
       await launch();
+    },
+    close: async () => {
+      await stop();
+      if (!opts.persistDir) rmSync(persistDir, { recursive: true, force: true });
     },
   };
 }

@@ -45,7 +45,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await dev?.stop();
+  await dev?.close();
   await rx?.stop();
   await tool?.stop();
   pki?.cleanup();

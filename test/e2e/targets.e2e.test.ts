@@ -19,7 +19,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await dev?.stop();
+  await dev?.close();
   await tool?.stop();
 });
 
