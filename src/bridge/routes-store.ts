@@ -1,5 +1,6 @@
 /** Conversation routes in D1 (spec §2.1, decisions §5). */
 import { z } from "zod";
+import { HttpError } from "../http/errors";
 import { type KeyWithOwner, keyColumns, parsePrefixedKey } from "../auth/key-store";
 
 export interface RouteRow {
@@ -48,6 +49,13 @@ const rowSchema = z.object({
   created_at: z.string(),
   updated_at: z.string(),
 });
+
+/** The route, or the door's 404 "route not found". */
+export async function requireRoute(db: D1Database, routeName: string): Promise<RouteRow> {
+  const route = await getRoute(db, routeName);
+  if (!route) throw new HttpError(404, "route not found");
+  return route;
+}
 
 /** Validates a raw `routes` row read elsewhere (e.g. in a batch). */
 export function toRouteRow(r: unknown): RouteRow {

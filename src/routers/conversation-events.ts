@@ -1,10 +1,9 @@
 /** The event door (spec §4.4, §6; decisions §6): structured events into existing threads. */
 import { Hono } from "hono";
 import { inlineAnswer } from "../bridge/record";
-import { getRoute } from "../bridge/routes-store";
+import { requireRoute } from "../bridge/routes-store";
 import { messageAccepted, messageAnswered, routeParams } from "../bridge/schemas";
 import type { AppEnv } from "../http/app-env";
-import { HttpError } from "../http/errors";
 import { addRoute } from "../http/route";
 import { admitEvent } from "../operator/events";
 import { eventBody } from "../operator/schemas";
@@ -29,8 +28,7 @@ addRoute(
     errors: [404, 409, 429, 503],
   },
   async (c, { params, body }) => {
-    const route = await getRoute(c.env.DB, params.route_name);
-    if (!route) throw new HttpError(404, "route not found");
+    const route = await requireRoute(c.env.DB, params.route_name);
     const principal = c.get("principal")!;
     const verdict = await admitEvent(c.env, c.get("settings").conversations, route, principal.key.user_id, body);
     if (verdict.kind === "answered") return c.json({ data: inlineAnswer(verdict.record) }, 200);

@@ -5,7 +5,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import type { TurnInbound } from "../bridge/payload";
 import { type AnswerRecord, inlineAnswer, mintRecord, project } from "../bridge/record";
-import { getRoute, routeWithKeyFromResult, routeWithKeyStatement } from "../bridge/routes-store";
+import { getRoute, requireRoute, routeWithKeyFromResult, routeWithKeyStatement } from "../bridge/routes-store";
 import { messageAccepted, messageAnswered, messageBody, recordSchema, routeParams } from "../bridge/schemas";
 import { takeToken, threadStub } from "../bridge/stubs";
 import { apiThreadId } from "../bridge/thread-id";
@@ -126,8 +126,7 @@ addRoute(
     errors: [404],
   },
   async (c, { params }) => {
-    const route = await getRoute(c.env.DB, params.route_name);
-    if (!route) throw new HttpError(404, "route not found");
+    await requireRoute(c.env.DB, params.route_name);
     const where = await locateMessage(c.env.DB, params.message_id, Date.now());
     if (!where || where.route_name !== params.route_name) throw new HttpError(404, "record not found");
     const record = await threadStub(c.env, where.thread_id).getRecord(params.message_id);

@@ -3,10 +3,9 @@
  * thread-belongs-to-route guard; the mode doors take no address.
  */
 import { Hono } from "hono";
-import { getRoute } from "../bridge/routes-store";
+import { requireRoute } from "../bridge/routes-store";
 import { routeParams } from "../bridge/schemas";
 import type { AppEnv } from "../http/app-env";
-import { HttpError } from "../http/errors";
 import { addRoute } from "../http/route";
 import { sendOperatorMessage } from "../operator/operator-send";
 import { modeAnswer, modeBody, modeSetAnswer, operatorSendBody, sentAnswer, threadIdQuery } from "../operator/schemas";
@@ -14,12 +13,6 @@ import { guardThread } from "../operator/thread-guard";
 import { modeInForce, setThreadMode } from "../operator/threads";
 
 export const conversationModeRouter = new Hono<AppEnv>();
-
-async function routeOr404(db: D1Database, name: string) {
-  const route = await getRoute(db, name);
-  if (!route) throw new HttpError(404, "route not found");
-  return route;
-}
 
 addRoute(
   conversationModeRouter,
@@ -37,7 +30,7 @@ addRoute(
     errors: [404],
   },
   async (c, { params, query }) => {
-    const route = await routeOr404(c.env.DB, params.route_name);
+    const route = await requireRoute(c.env.DB, params.route_name);
     const { thread_id } = guardThread(route.route_name, query.thread_id);
     return modeInForce(c.env, route, thread_id);
   },
@@ -60,7 +53,7 @@ addRoute(
     errors: [404],
   },
   async (c, { params, body }) => {
-    const route = await routeOr404(c.env.DB, params.route_name);
+    const route = await requireRoute(c.env.DB, params.route_name);
     const { thread_id } = guardThread(route.route_name, body.thread_id);
     return setThreadMode(c.env, route, thread_id, body.mode);
   },
@@ -84,7 +77,7 @@ addRoute(
     errors: [404, 503],
   },
   async (c, { params, body }) => {
-    const route = await routeOr404(c.env.DB, params.route_name);
+    const route = await requireRoute(c.env.DB, params.route_name);
     return sendOperatorMessage(c.env, c.get("settings"), route, c.get("principal")!.key.user_id, body);
   },
 );

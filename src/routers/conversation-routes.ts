@@ -4,7 +4,7 @@ import { z } from "zod";
 import { base64url } from "../auth/crypto";
 import { bindExecutionKey } from "../auth/pass-role";
 import { routeCreateBody, routeParams, routeView as routeViewSchema } from "../bridge/schemas";
-import { type RouteRow, deleteRoute, getRoute, listRoutes, routeByChannelIdentity, routeHasThreads, routeView, upsertRoute } from "../bridge/routes-store";
+import { type RouteRow, deleteRoute, getRoute, requireRoute, listRoutes, routeByChannelIdentity, routeHasThreads, routeView, upsertRoute } from "../bridge/routes-store";
 import type { AppEnv } from "../http/app-env";
 import { HttpError, badRequest } from "../http/errors";
 import { addRoute } from "../http/route";
@@ -66,9 +66,7 @@ addRoute(
     errors: [404],
   },
   async (c, { params }) => {
-    const row = await getRoute(c.env.DB, params.route_name);
-    if (!row) throw new HttpError(404, "route not found");
-    return routeView(row);
+    return routeView(await requireRoute(c.env.DB, params.route_name));
   },
 );
 

@@ -4,10 +4,9 @@
  * grant) and thread forget (write grant). Thread ids travel percent-encoded in query strings.
  */
 import { Hono } from "hono";
-import { getRoute } from "../bridge/routes-store";
+import { requireRoute } from "../bridge/routes-store";
 import { routeParams } from "../bridge/schemas";
 import type { AppEnv } from "../http/app-env";
-import { HttpError } from "../http/errors";
 import { toWindow } from "../http/paging";
 import { addRoute } from "../http/route";
 import { listThreads, readTranscript, searchRoute } from "../operator/reads";
@@ -17,12 +16,6 @@ import { forgetThread } from "../operator/threads";
 
 
 export const conversationThreadsRouter = new Hono<AppEnv>();
-
-async function routeOr404(db: D1Database, name: string) {
-  const route = await getRoute(db, name);
-  if (!route) throw new HttpError(404, "route not found");
-  return route;
-}
 
 addRoute(
   conversationThreadsRouter,
@@ -41,7 +34,7 @@ addRoute(
     errors: [404],
   },
   async (c, { params, query }) => {
-    await routeOr404(c.env.DB, params.route_name);
+    await requireRoute(c.env.DB, params.route_name);
     return listThreads(c.env.DB, params.route_name, { status: query.status, address: query.address }, toWindow(query));
   },
 );
@@ -63,7 +56,7 @@ addRoute(
     errors: [404],
   },
   async (c, { params, query }) => {
-    await routeOr404(c.env.DB, params.route_name);
+    await requireRoute(c.env.DB, params.route_name);
     return searchRoute(c.env, params.route_name, query.q, toWindow(query));
   },
 );
@@ -85,7 +78,7 @@ addRoute(
     errors: [404],
   },
   async (c, { params, query }) => {
-    await routeOr404(c.env.DB, params.route_name);
+    await requireRoute(c.env.DB, params.route_name);
     const { thread_id } = guardThread(params.route_name, query.thread_id);
     const q = query.q !== undefined && query.q.trim() !== "" ? query.q : undefined;
     return readTranscript(c.env, params.route_name, thread_id, { order: query.order, q, admin: c.get("principal")!.admin }, toWindow(query));

@@ -1,12 +1,11 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { createApp } from "../../src/app";
 import { SLOW_DOWN_TEXT } from "../../src/bridge/record";
 import { TOO_LONG_TEXT } from "../../src/bridge/chunking";
 import { createRoute, echoKey, readRecord } from "../helpers/bridge";
 import { TEST_ENV, postSlack, postTelegram, postTwilio, postWhatsApp, whatsappStatus, whatsappText } from "../helpers/channels";
 import { type EdgeCall, fakeNetwork } from "../helpers/edge";
-import { admin, call, uniq } from "../helpers/http";
+import { admin, call, fetchWithEnv, uniq } from "../helpers/http";
 import { eventually, makeDue, rawRows, runAlarm, stubFor } from "../helpers/threads";
 
 let n = 0;
@@ -266,11 +265,9 @@ describe("WhatsApp, Telegram and Slack through the channel door", () => {
 });
 
 describe("door failures", () => {
-  const ctx = { waitUntil() {}, passThroughOnException() {}, props: {} } as unknown as ExecutionContext;
-
   it("a channel whose secrets are unset has no doors (404)", async () => {
     const bare = Object.fromEntries(Object.entries(env).filter(([k]) => !k.startsWith("CHANNEL_TWILIO")));
-    const res = await createApp().fetch(new Request("https://bridge.test/api/channels/twilio/inbound", { method: "POST", body: "x=1" }), bare, ctx);
+    const res = await fetchWithEnv(bare, new Request("https://bridge.test/api/channels/twilio/inbound", { method: "POST", body: "x=1" }));
     expect(res.status).toBe(404);
   });
 
@@ -295,10 +292,9 @@ describe("door failures", () => {
     const url = "https://bridge.test/api/channels/twilio/inbound";
     const { createHmac } = await import("node:crypto");
     const sig = createHmac("sha1", TEST_ENV.twilioToken).update(url + Object.keys(params).sort().map((k) => k + params[k as keyof typeof params]).join(""), "utf8").digest("base64");
-    const res = await createApp().fetch(
-      new Request(url, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded", "x-twilio-signature": sig }, body: new URLSearchParams(params).toString() }),
+    const res = await fetchWithEnv(
       { ...env, DB: flaky },
-      ctx,
+      new Request(url, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded", "x-twilio-signature": sig }, body: new URLSearchParams(params).toString() }),
     );
     expect(res.status).toBe(503);
     expect(calls).toBeGreaterThan(0);

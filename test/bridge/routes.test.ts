@@ -1,8 +1,7 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { createApp } from "../../src/app";
 import { createRoute, echoKey, echoRoute, send } from "../helpers/bridge";
-import { admin, call, mintKey, uniq } from "../helpers/http";
+import { admin, call, expectNotConfigured, mintKey, uniq } from "../helpers/http";
 
 const name = () => uniq("route").toLowerCase();
 
@@ -190,10 +189,7 @@ describe("route create rules (spec §4.1, decisions §5)", () => {
   });
 
   it("every routing op answers 501 conversations-not-configured without a store", async () => {
-    const app = createApp();
     const key = await admin();
-    const noStore = { ...env, CONVERSATIONS_STORE_URL: "" };
-    const ctx = { waitUntil() {}, passThroughOnException() {}, props: {} } as unknown as ExecutionContext;
     const paths: Array<[string, string, unknown?]> = [
       ["GET", "/api/conversations"],
       ["GET", "/api/conversations/some-route"],
@@ -203,15 +199,7 @@ describe("route create rules (spec §4.1, decisions §5)", () => {
       ["GET", "/api/conversations/some-route/messages/abc"],
       ["GET", "/api/conversations/messages/failed"],
     ];
-    for (const [method, path, body] of paths) {
-      const res = await app.fetch(
-        new Request(`https://bridge.test${path}`, { method, headers: { "x-api-key": key, "content-type": "application/json" }, body: body ? JSON.stringify(body) : undefined }),
-        noStore,
-        ctx,
-      );
-      expect(res.status, `${method} ${path}`).toBe(501);
-      expect(await res.json()).toMatchObject({ code: "conversations-not-configured" });
-    }
+    await expectNotConfigured(paths, key, expect);
   });
 });
 

@@ -4,7 +4,7 @@ import type { ChannelEnv } from "../../src/channels/adapter";
 import { adapterFor, channelAdapters, channelListing, configuredChannels } from "../../src/channels/registry";
 import { receiveWebhook, webhookAck, webhookOf } from "../../src/channels/webhook";
 import { DEFAULT_MAX_MESSAGE_CHARS } from "../../src/settings/settings";
-import { admin, call, mintKey } from "../helpers/http";
+import { admin, call, fetchWithEnv, mintKey } from "../helpers/http";
 import { nodeHmacHex, nodeTwilioSignature, webhook } from "./helpers";
 
 const ALL: ChannelEnv = {
@@ -137,12 +137,7 @@ describe("GET /api/channels", () => {
   it("lists nothing when no CHANNEL_* vars are set", async () => {
     const bare = Object.fromEntries(Object.entries(env).filter(([k]) => !k.startsWith("CHANNEL_")));
     expect(configuredChannels(bare)).toEqual([]);
-    const { createApp } = await import("../../src/app");
-    const res = await createApp().fetch(new Request("https://bridge.test/api/channels", { headers: { "x-api-key": await admin() } }), bare, {
-      waitUntil() {},
-      passThroughOnException() {},
-      props: {},
-    } as unknown as ExecutionContext);
+    const res = await fetchWithEnv(bare, new Request("https://bridge.test/api/channels", { headers: { "x-api-key": await admin() } }));
     expect(await res.json()).toEqual({ data: { channels: [] } });
   });
 

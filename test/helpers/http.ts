@@ -75,3 +75,24 @@ export async function mintKey(
   if (r.status !== 200) throw new Error(`mint failed: ${r.status} ${JSON.stringify(r.body)}`);
   return { key: r.body.data.api_key, user_id, fingerprint: r.body.data.key_fingerprint };
 }
+
+const NO_CONTEXT = { waitUntil() {}, passThroughOnException() {}, props: {} } as unknown as ExecutionContext;
+
+/** Calls a fresh app with an altered env (no store, a broken binding, unset channel secrets). */
+export async function fetchWithEnv(altered: Record<string, unknown>, request: Request): Promise<Response> {
+  const { createApp } = await import("../../src/app");
+  return createApp().fetch(request, altered, NO_CONTEXT);
+}
+
+/** Every listed door answers 501 `conversations-not-configured` when no store is configured. */
+export async function expectNotConfigured(doors: Array<[string, string, unknown?]>, key: string, expectFn: (v: unknown, msg?: string) => any): Promise<void> {
+  const noStore = { ...env, CONVERSATIONS_STORE_URL: "" };
+  for (const [method, path, body] of doors) {
+    const res = await fetchWithEnv(
+      noStore,
+      new Request(`${BASE}${path}`, { method, headers: { "x-api-key": key, "content-type": "application/json" }, body: body ? JSON.stringify(body) : undefined }),
+    );
+    expectFn(res.status, `${method} ${path}`).toBe(501);
+    expectFn(await res.json()).toMatchObject({ code: "conversations-not-configured" });
+  }
+}

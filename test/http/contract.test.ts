@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { admin, call } from "../helpers/http";
+import { admin, call, fetchWithEnv } from "../helpers/http";
 
 describe("HTTP contract (decisions §1)", () => {
   it("serves a public health check", async () => {
@@ -52,17 +52,12 @@ describe("HTTP contract (decisions §1)", () => {
 describe("error rendering and settings gate", () => {
   it("renders an unexpected fault as 500 with an error_id and no detail", async () => {
     const { env } = await import("cloudflare:test");
-    const { createApp } = await import("../../src/app");
     const brokenDb = {
       prepare() {
         throw new Error("SECRET internal detail");
       },
     };
-    const res = await createApp().fetch(
-      new Request("https://bridge.test/api/auth/me", { headers: { "x-api-key": "sk-whatever" } }),
-      { ...env, DB: brokenDb },
-      { waitUntil() {}, passThroughOnException() {}, props: {} } as unknown as ExecutionContext,
-    );
+    const res = await fetchWithEnv({ ...env, DB: brokenDb }, new Request("https://bridge.test/api/auth/me", { headers: { "x-api-key": "sk-whatever" } }));
     expect(res.status).toBe(500);
     const body = (await res.json()) as Record<string, string>;
     expect(body.error).toBe("Internal Server Error");
@@ -72,11 +67,7 @@ describe("error rendering and settings gate", () => {
 
   it("answers 500 naming the env vars on every request when settings are invalid", async () => {
     const { env } = await import("cloudflare:test");
-    const { createApp } = await import("../../src/app");
-    const res = await createApp().fetch(new Request("https://bridge.test/api/health"), {
-      ...env,
-      CONVERSATIONS_INTAKE_CLAIM_REFRESH_SECONDS: "500",
-    });
+    const res = await fetchWithEnv({ ...env, CONVERSATIONS_INTAKE_CLAIM_REFRESH_SECONDS: "500" }, new Request("https://bridge.test/api/health"));
     expect(res.status).toBe(500);
     const body = (await res.json()) as Record<string, string>;
     expect(body.error).toContain("CONVERSATIONS_INTAKE_CLAIM_REFRESH_SECONDS");
