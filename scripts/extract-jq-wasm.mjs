@@ -10,11 +10,13 @@
 //   - stdout/stderr grow by doubling instead of one reallocation per byte;
 //   - the Node-only require() calls are removed so bundlers do not try to resolve them.
 // Each edit must match exactly once; a jq-wasm upgrade that moves an anchor fails the build
-// loudly here instead of failing at run time.
+// loudly here instead of failing at run time. The wasm is then metered (scripts/jq-metering.mjs)
+// so every jq run is bounded in steps, stack and memory.
 import { readFileSync, writeFileSync, mkdirSync, existsSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { meterJqWasm } from "./jq-metering.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const require = createRequire(import.meta.url);
@@ -23,7 +25,13 @@ const outDir = join(root, "src/jq/generated");
 const outGlue = join(outDir, "jq-glue.js");
 const outWasm = join(outDir, "jq.wasm");
 
-if (existsSync(outGlue) && existsSync(outWasm) && statSync(outGlue).mtimeMs >= statSync(gluePath).mtimeMs) {
+// Current when both outputs are newer than jq-wasm's bundle and than this build step's own code.
+const inputsMtime = Math.max(
+  statSync(gluePath).mtimeMs,
+  statSync(fileURLToPath(import.meta.url)).mtimeMs,
+  statSync(join(root, "scripts/jq-metering.mjs")).mtimeMs,
+);
+if (existsSync(outGlue) && existsSync(outWasm) && Math.min(statSync(outGlue).mtimeMs, statSync(outWasm).mtimeMs) >= inputsMtime) {
   process.exit(0); // already current
 }
 
@@ -58,6 +66,24 @@ for (const name of ["stdoutBuffer", "stderrBuffer"]) {
 for (const mod of ["fs", "path", "crypto"]) {
   replaceOnce(new RegExp(`require\\("${mod}"\\)`), "undefined", `require("${mod}")`);
 }
+// The heap may grow only to the engine's memory budget (jq-wasm's own cap is 256 MiB, more than
+// a Worker isolate's whole memory); jq then reports "cannot allocate memory" and aborts.
+replaceOnce(/var getHeapMax = \(\) => (\d+);/, 'var getHeapMax = () => Module["heapMax"] || $1;', "heap maximum");
+replaceOnce(
+  /(var maxHeapSize = getHeapMax\(\); if \(requestedSize > maxHeapSize\) \{)/,
+  '$1 Module["onHeapExhausted"]();',
+  "heap exhaustion hook",
+);
+// Emscripten's runtime messages (e.g. "Aborted()") would go to console.error; the engine
+// classifies every abort itself, so they are dropped. jq's own diagnostics use stderr, not this.
+replaceOnce(/\} console\.error\(message\); \}, preRun\(\)/, "} }, preRun()", "runtime message printer");
+// Every run goes through the engine's guard, which arms the fuel right before jq's main starts
+// (synchronously, so two queued runs can never share one run's fuel) and classifies a trap.
+replaceOnce(
+  /Module\.callMain\(\[\.\.\.flags, query, "\/dev\/stdin"\]\);/,
+  'Module["guardRun"](() => Module.callMain([...flags, query, "/dev/stdin"]));',
+  "callMain guard",
+);
 replaceOnce(
   /if \(typeof exports === 'object' && typeof module === 'object'\) \{[\s\S]*$/,
   "export default jq;\n",
@@ -81,6 +107,6 @@ function __appendByte(buf, byte) {
 src = helper + src.replace(/^"use strict";\n/, "");
 
 mkdirSync(outDir, { recursive: true });
-writeFileSync(outWasm, wasm);
+writeFileSync(outWasm, meterJqWasm(wasm));
 writeFileSync(outGlue, src);
-console.log(`extract-jq-wasm: wrote ${outWasm} (${wasm.length} bytes) and ${outGlue}`);
+console.log(`extract-jq-wasm: wrote ${outWasm} (metered) and ${outGlue}`);

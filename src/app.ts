@@ -4,6 +4,7 @@ import type { AppEnv } from "./http/app-env";
 import { HttpError } from "./http/errors";
 import { methodsForPath } from "./http/route";
 import { settingsFor } from "./settings/settings";
+import { setJqBudget } from "./jq/engine";
 import { authRouter } from "./routers/auth";
 import { conversationMessagesRouter } from "./routers/conversation-messages";
 import { conversationEventsRouter } from "./routers/conversation-events";
@@ -30,6 +31,7 @@ export function createApp(): Hono<AppEnv> {
       return c.json({ error: `invalid configuration: ${result.errors.join("; ")}`, code: "invalid-configuration" }, 500);
     }
     c.set("settings", result.settings);
+    setJqBudget(result.settings.jq);
     await next();
   });
 

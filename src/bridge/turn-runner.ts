@@ -38,7 +38,9 @@ async function mapOne(name: "payload_expr" | "reply_expr", program: string, inpu
     if (outs.length !== 1) return { ok: false, detail: `${name} must emit exactly one value; it emitted ${outs.length}` };
     return { ok: true, value: outs[0] };
   } catch (err) {
-    if (err instanceof JqError) return { ok: false, detail: `${name} failed with a jq ${err.kind} error` };
+    // A budget failure says so ("jq budget exceeded: …"): the operator must see why, and the
+    // message names only the bound, never a value.
+    if (err instanceof JqError) return { ok: false, detail: err.kind === "budget" ? `${name}: ${err.message}` : `${name} failed with a jq ${err.kind} error` };
     return { ok: false, detail: `${name} could not run` };
   }
 }

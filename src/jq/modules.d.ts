@@ -13,6 +13,12 @@ declare module "*/jq-glue.js" {
       receive: (instance: WebAssembly.Instance) => void,
     ) => object;
     printErr?: (message: string) => void;
+    /** Heap cap in bytes (patched into the glue's getHeapMax). */
+    heapMax?: number;
+    /** Called when the heap would have to grow past heapMax. */
+    onHeapExhausted?: () => void;
+    /** Wraps every run of jq's main (patched into the glue's raw()). */
+    guardRun?: (run: () => void) => void;
   }) => Promise<JqEmscriptenModule>;
   export default factory;
 }
