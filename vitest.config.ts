@@ -22,6 +22,12 @@ export const TEST_CHANNELS = {
   CHANNEL_SLACK_API_BASE: "https://slack.fake/api",
 };
 
+/** The env references the workers tests declare predate the `SECRET_*` scope (decisions §14);
+ * listing them keeps those tests as they were. Tests of the scope itself override this. */
+export const TEST_SECRET_REFERENCES = {
+  SECRET_REFERENCE_ALLOWLIST: "LLM_KEY,TOOL_SECRET,AGENT_KEY,TOOL_SECRET_UNSET_IN_TESTS",
+};
+
 // Two projects: `workers` runs inside workerd against real D1 and Durable Objects;
 // `e2e` runs in Node and drives a real `wrangler dev` over HTTP.
 export default defineConfig({
@@ -36,7 +42,8 @@ export default defineConfig({
               remoteBindings: false,
               wrangler: { configPath: "./wrangler.toml" },
               miniflare: {
-                bindings: { TEST_MIGRATIONS: migrations, ...TEST_CHANNELS },
+                // FUZZ_SEED / FUZZ_RUNS replay or deepen test/hardening/fuzz.test.ts from the shell.
+                bindings: { TEST_MIGRATIONS: migrations, ...TEST_CHANNELS, ...TEST_SECRET_REFERENCES, FUZZ_SEED: process.env.FUZZ_SEED ?? "", FUZZ_RUNS: process.env.FUZZ_RUNS ?? "" },
               },
             };
           }),

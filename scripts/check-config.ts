@@ -22,7 +22,7 @@ if (existsSync(devVars)) {
   }
 }
 for (const [k, v] of Object.entries(process.env)) {
-  if (k.startsWith("CONVERSATIONS_") || k.startsWith("LLM_PROVIDER_CHECKPOINT")) env[k] = v;
+  if (k.startsWith("CONVERSATIONS_") || k.startsWith("LLM_PROVIDER_CHECKPOINT") || k === "OUTBOUND_ALLOW_PRIVATE_HOSTS" || k === "SECRET_REFERENCE_ALLOWLIST") env[k] = v;
 }
 const argv = process.argv.slice(2);
 for (let i = 0; i < argv.length; i++) {
@@ -38,6 +38,8 @@ if (result.ok) {
   console.log("configuration OK");
   console.log(`  store: ${c.storeUrl ?? "(none: conversation routing answers 501)"}`);
   console.log(`  checkpoint provider: ${result.settings.checkpoint.provider}, ttl: ${result.settings.checkpoint.ttlMinutes ?? "keep forever"}`);
+  console.log(`  outbound to private hosts: ${result.settings.outbound.allowPrivateHosts ? "allowed (OUTBOUND_ALLOW_PRIVATE_HOSTS=true; local development only)" : "refused"}`);
+  console.log(`  secret references: SECRET_* and ${result.settings.secretReferences.allowlist.length} allowlisted name(s)`);
   process.exit(0);
 } else {
   console.error("configuration INVALID:");

@@ -8,4 +8,7 @@ declare global {
 }
 interface ProvidedEnv extends Env {
   TEST_MIGRATIONS: D1Migration[];
+  /** Fuzz replay seed and runs per door (vitest.config.ts passes them from the shell; "" = default). */
+  FUZZ_SEED: string;
+  FUZZ_RUNS: string;
 }

@@ -17,6 +17,7 @@ describe("settings (spec §8, decisions §3)", () => {
     expect(c.syncWaitMaxSeconds).toBe(120);
     expect(c.intakeClaimLeaseSeconds).toBe(120);
     expect(c.intakeClaimRefreshSeconds).toBe(30);
+    expect(c.turnMaxAttempts).toBe(2);
     expect(c.deliveryMaxAttempts).toBe(8);
     expect(c.deliveryBackoffBaseSeconds).toBe(60);
     expect(c.deliveryBackoffMaxSeconds).toBe(900);
@@ -49,6 +50,16 @@ describe("settings (spec §8, decisions §3)", () => {
     if (!r.ok) {
       expect(r.errors.join()).toContain("CONVERSATIONS_THREAD_QUEUE_DEPTH");
       expect(r.errors.join()).toContain("CONVERSATIONS_MAX_CONCURRENT_TURNS must be a whole number");
+    }
+  });
+
+  it("reads CONVERSATIONS_TURN_MAX_ATTEMPTS as a whole number of runs above 0", () => {
+    const ok = parseSettings({ ...base, CONVERSATIONS_TURN_MAX_ATTEMPTS: "3" });
+    expect(ok.ok && ok.settings.conversations.turnMaxAttempts).toBe(3);
+    for (const bad of ["0", "-1", "1.5", "two"]) {
+      const r = parseSettings({ ...base, CONVERSATIONS_TURN_MAX_ATTEMPTS: bad });
+      expect(r.ok).toBe(false);
+      if (!r.ok) expect(r.errors.join("\n")).toContain("CONVERSATIONS_TURN_MAX_ATTEMPTS");
     }
   });
 
@@ -86,5 +97,50 @@ describe("settings (spec §8, decisions §3)", () => {
     expect(r.ok && r.settings.checkpoint).toEqual({ provider: "d1", ttlMinutes: 30 });
     expect(parseSettings({ ...base, LLM_PROVIDER_CHECKPOINT: "redis" }).ok).toBe(false);
     expect(parseSettings({ ...base, LLM_PROVIDER_CHECKPOINT_TTL_MINUTES: "-1" }).ok).toBe(false);
+  });
+
+  it("reads OUTBOUND_ALLOW_PRIVATE_HOSTS as true or false only, default false", () => {
+    const def = parseSettings(base);
+    expect(def.ok && def.settings.outbound).toEqual({ allowPrivateHosts: false });
+    for (const [raw, want] of [["true", true], ["TRUE", true], [" true ", true], ["false", false], ["", false]] as const) {
+      const r = parseSettings({ ...base, OUTBOUND_ALLOW_PRIVATE_HOSTS: raw });
+      expect(r.ok && r.settings.outbound.allowPrivateHosts).toBe(want);
+    }
+    for (const raw of ["yes", "1", "on", "maybe"]) {
+      const r = parseSettings({ ...base, OUTBOUND_ALLOW_PRIVATE_HOSTS: raw });
+      expect(r.ok).toBe(false);
+      if (!r.ok) expect(r.errors).toContain("OUTBOUND_ALLOW_PRIVATE_HOSTS must be true or false");
+    }
+  });
+
+  it("reads SECRET_REFERENCE_ALLOWLIST as a comma-separated list of names, default empty", () => {
+    const def = parseSettings(base);
+    expect(def.ok && def.settings.secretReferences).toEqual({ allowlist: [] });
+    const r = parseSettings({ ...base, SECRET_REFERENCE_ALLOWLIST: " WEATHER_TOKEN , crm_token,,OPENAI_API_KEY " });
+    expect(r.ok && r.settings.secretReferences.allowlist).toEqual(["WEATHER_TOKEN", "crm_token", "OPENAI_API_KEY"]);
+    const bad = parseSettings({ ...base, SECRET_REFERENCE_ALLOWLIST: "GOOD,not-a-name" });
+    expect(bad.ok).toBe(false);
+    if (!bad.ok) expect(bad.errors).toContain("SECRET_REFERENCE_ALLOWLIST must be a comma-separated list of env var names");
+  });
+
+  it.each([
+    "ACCESS_CONTROL_BOOTSTRAP_TOKEN",
+    "CONVERSATIONS_STORE_URL",
+    "LLM_PROVIDER_CHECKPOINT",
+    "OUTBOUND_ALLOW_PRIVATE_HOSTS",
+    "SECRET_REFERENCE_ALLOWLIST",
+    "CHANNEL_TELEGRAM_BOT_TOKEN",
+    "channel_slack_bot_token",
+    "DB",
+    "SOME_BINDING",
+  ])("makes the settings invalid when SECRET_REFERENCE_ALLOWLIST names a service setting, binding or channel secret (%s)", (name) => {
+    const r = parseSettings({ ...base, SOME_BINDING: {}, SECRET_REFERENCE_ALLOWLIST: `WEATHER_TOKEN,${name}` });
+    expect(r.ok).toBe(false);
+    if (!r.ok) {
+      const text = r.errors.join("\n");
+      expect(text).toContain("SECRET_REFERENCE_ALLOWLIST names a variable that is never referenceable");
+      // The entry itself is not echoed (settings errors carry no values).
+      expect(text.replace(/SECRET_REFERENCE_ALLOWLIST/g, "")).not.toContain(name);
+    }
   });
 });

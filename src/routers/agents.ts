@@ -5,7 +5,7 @@ import { principalGrantsRun } from "../auth/principal";
 import type { AppEnv } from "../http/app-env";
 import { forbidden, notFound } from "../http/errors";
 import { addRoute } from "../http/route";
-import { agentDeclarationSchema, agentView, agentViewSchema, deleteDeclaredAgent, upsertDeclaredAgent } from "../targets/agents/declarations";
+import { agentDeclarationSchema, agentView, agentViewSchema, checkAgentDeclaration, deleteDeclaredAgent, upsertDeclaredAgent } from "../targets/agents/declarations";
 import { agentExists, listAgents } from "../targets/agents/run";
 import { streamAgentRun } from "../targets/agents/sse";
 import { createTargetContext } from "../targets/dispatch";
@@ -49,7 +49,7 @@ addRoute(
     path: "/api/agents-config/entries",
     summary: "Declare (create or replace) an llm or http agent (admin)",
     description:
-      "kind llm: {base_url, model, api_key?: {env}, system_prompt?, tool_names?, max_steps?, timeout_seconds?, memory_window?, temperature?}. kind http: {url, headers?, timeout_seconds?}. A built-in agent's name is 409. Admin only, because a declaration can send env secrets to any URL.",
+      "kind llm: {base_url, model, api_key?: {env}, system_prompt?, tool_names?, max_steps?, timeout_seconds?, memory_window?, temperature?}. kind http: {url, headers?, timeout_seconds?}. A built-in agent's name is 409. Admin only, because a declaration can send env secrets to any URL. `base_url`/`url` pass the outbound address guard (private and local hosts are 400 unless OUTBOUND_ALLOW_PRIVATE_HOSTS=true); env references must name SECRET_* or a SECRET_REFERENCE_ALLOWLIST entry (else 400).",
     area: "agents",
     auth: { tag: "agents", admin: true },
     body: agentDeclarationSchema,
@@ -57,6 +57,7 @@ addRoute(
     errors: [409],
   },
   async (c, { body }) => {
+    checkAgentDeclaration(body, c.get("settings"), c.env);
     const { created, agent } = await upsertDeclaredAgent(c.env.DB, body, new Date().toISOString());
     return { created, agent: agentView(agent) };
   },

@@ -11,6 +11,7 @@ import { addRoute } from "../http/route";
 import { JqError, jqCompile } from "../jq/engine";
 import { agentExists } from "../targets/agents/run";
 import { createTargetContext } from "../targets/context";
+import { assertDeclaredUrl } from "../targets/urls";
 import { toolExists } from "../targets/dispatch";
 import { type TemplatedText, renderTemplatedText } from "../templating/templated-text";
 
@@ -29,7 +30,7 @@ async function compileExpr(db: D1Database, name: string, expr: string | Template
   try {
     await jqCompile(program);
   } catch (err) {
-    if (err instanceof JqError) throw badRequest(`invalid ${name}: jq program does not compile`);
+    if (err instanceof JqError) throw badRequest(err.kind === "budget" ? `invalid ${name}: ${err.message}` : `invalid ${name}: jq program does not compile`);
     throw err;
   }
   return program;
@@ -77,7 +78,7 @@ addRoute(
     path: "/api/conversations/{route_name}",
     summary: "Create or replace a conversation route (upsert)",
     description:
-      "Rules in order: body 400 → store 501 → target exists 404 → payload_expr/reply_expr compile 400 → (channel, our_identity) unclaimed 400 → pass-role bind of execution_key (403/404/400) → callback secret minted → write. The callback_secret is returned once, here only.",
+      "Rules in order: body 400 → store 501 → callback_url outbound address guard 400 (private and local hosts unless OUTBOUND_ALLOW_PRIVATE_HOSTS=true) → target exists 404 → payload_expr/reply_expr compile 400 → (channel, our_identity) unclaimed 400 → pass-role bind of execution_key (403/404/400) → callback secret minted → write. The callback_secret is returned once, here only.",
     area: "conversations",
     auth: { tag: "conversations" },
     store: true,
@@ -91,6 +92,8 @@ addRoute(
     const db = c.env.DB;
     const principal = c.get("principal")!;
     const settings = c.get("settings");
+    // Still a body check, but it needs the settings, so it runs here rather than in the schema.
+    if (body.door === "api" && body.callback_url) assertDeclaredUrl("callback_url", body.callback_url, settings);
     const targets = createTargetContext(c.env, settings);
     const exists = body.target_kind === "tool" ? await toolExists(targets, body.target_name) : await agentExists(targets, body.target_name);
     if (!exists) throw new HttpError(404, `target ${body.target_kind} not found`);

@@ -2,11 +2,13 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import type { AppEnv } from "../http/app-env";
+import { MAX_BODY_BYTES } from "../http/body";
+import { boundedJsonObject } from "../http/bounded-json";
 import { HttpError, badRequest, notFound } from "../http/errors";
 import { addRoute } from "../http/route";
 import { type DispatchResult, createTargetContext, dispatchTool } from "../targets/dispatch";
 import { targetNameSchema } from "../targets/names";
-import { deleteHttpTool, httpToolDeclarationSchema, httpToolViewSchema, httpToolView, upsertHttpTool } from "../targets/tools/http-tools";
+import { checkHttpToolDeclaration, deleteHttpTool, httpToolDeclarationSchema, httpToolViewSchema, httpToolView, upsertHttpTool } from "../targets/tools/http-tools";
 import { allToolSchemas, listToolNames, toolSchema } from "../targets/tools/registry";
 
 export const toolsRouter = new Hono<AppEnv>();
@@ -81,7 +83,7 @@ addRoute(
       "Answers the tool's result as `data`. Unknown tool 404; kwargs failing the input schema 400 (the message names locations, never values); any other failure 500 with the dispatcher's message and code `tool-<kind>` (tool-timeout, tool-transport, tool-http-status, tool-non-json, tool-error).",
     area: "tools",
     auth: { tag: "tools", admin: true },
-    body: z.object({ tool_name: targetNameSchema, arguments: z.record(z.string(), z.unknown()).default({}) }).strict(),
+    body: z.object({ tool_name: targetNameSchema, arguments: boundedJsonObject(MAX_BODY_BYTES).default({}) }).strict(),
     response: z.unknown(),
     errors: [404],
   },
@@ -100,7 +102,7 @@ addRoute(
     path: "/api/tools-config/entries",
     summary: "Declare (create or replace) an HTTP tool (admin)",
     description:
-      "Header values are literal strings or {\"env\": \"VAR\"} references resolved at each dispatch. Reads never show a literal header value (\"<redacted>\") nor a resolved secret. A title that names a built-in tool or a preset is 409. Admin only, because a declaration can send any env var to any URL.",
+      "Header values are literal strings or {\"env\": \"VAR\"} references resolved at each dispatch. Reads never show a literal header value (\"<redacted>\") nor a resolved secret. A title that names a built-in tool or a preset is 409. Admin only, because a declaration can send env secrets to any URL. `url` passes the outbound address guard (private and local hosts are 400 unless OUTBOUND_ALLOW_PRIVATE_HOSTS=true); env references must name SECRET_* or a SECRET_REFERENCE_ALLOWLIST entry (else 400).",
     area: "tools",
     auth: { tag: "tools", admin: true },
     body: httpToolDeclarationSchema,
@@ -108,6 +110,7 @@ addRoute(
     errors: [409],
   },
   async (c, { body }) => {
+    checkHttpToolDeclaration(body, c.get("settings"), c.env);
     const { created, tool } = await upsertHttpTool(c.env.DB, body, new Date().toISOString());
     return { created, tool: httpToolView(tool) };
   },

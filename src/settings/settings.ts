@@ -3,6 +3,9 @@
  * Worker's env (wrangler [vars], secrets, .dev.vars, `--var`). Pure: shared by the Worker
  * and `npm run check-config`, so both give the same verdict.
  */
+import { DEFAULT_JQ_BUDGET, JQ_MAX_MEMORY_MB, JQ_MAX_STEPS, JQ_MIN_MEMORY_MB, JQ_MIN_STEPS, type JqBudget } from "../jq/budget";
+import { ALLOW_PRIVATE_HOSTS_SETTING } from "../net/address-guard";
+import { ENV_NAME, SECRET_REFERENCE_ALLOWLIST_SETTING, isForbiddenReference, splitAllowlist } from "./secret-references";
 
 export interface ConversationSettings {
   storeUrl: string | null;
@@ -16,6 +19,8 @@ export interface ConversationSettings {
   syncWaitMaxSeconds: number;
   intakeClaimLeaseSeconds: number;
   intakeClaimRefreshSeconds: number;
+  /** Runs a turn gets before it settles with the error outcome (a run that kills its object counts). */
+  turnMaxAttempts: number;
   deliveryMaxAttempts: number;
   deliveryBackoffBaseSeconds: number;
   deliveryBackoffMaxSeconds: number;
@@ -35,6 +40,12 @@ export type CheckpointProvider = "kv" | "d1" | "postgres" | "memory";
 export interface Settings {
   conversations: ConversationSettings;
   checkpoint: { provider: CheckpointProvider; ttlMinutes: number | null };
+  /** `JQ_BUDGET_STEPS`, `JQ_BUDGET_MEMORY_MB`: what one jq run may use (src/jq/engine.ts). */
+  jq: JqBudget;
+  /** `OUTBOUND_ALLOW_PRIVATE_HOSTS`: the outbound address guard lets private hosts through (src/net/address-guard.ts). */
+  outbound: { allowPrivateHosts: boolean };
+  /** `SECRET_REFERENCE_ALLOWLIST`: names `{"env"}` references may resolve besides `SECRET_*` (src/settings/secret-references.ts). */
+  secretReferences: { allowlist: string[] };
 }
 
 export const DEFAULT_MAX_MESSAGE_CHARS: Readonly<Record<string, number>> = Object.freeze({
@@ -58,6 +69,7 @@ export const NUMERIC_SETTINGS: ReadonlyArray<{ key: NumericKey; env: string; def
   { key: "syncWaitMaxSeconds", env: "CONVERSATIONS_SYNC_WAIT_MAX_SECONDS", def: 120, int: false },
   { key: "intakeClaimLeaseSeconds", env: "CONVERSATIONS_INTAKE_CLAIM_LEASE_SECONDS", def: 120, int: false },
   { key: "intakeClaimRefreshSeconds", env: "CONVERSATIONS_INTAKE_CLAIM_REFRESH_SECONDS", def: 30, int: false },
+  { key: "turnMaxAttempts", env: "CONVERSATIONS_TURN_MAX_ATTEMPTS", def: 2, int: true },
   { key: "deliveryMaxAttempts", env: "CONVERSATIONS_DELIVERY_MAX_ATTEMPTS", def: 8, int: true },
   { key: "deliveryBackoffBaseSeconds", env: "CONVERSATIONS_DELIVERY_BACKOFF_BASE_SECONDS", def: 60, int: false },
   { key: "deliveryBackoffMaxSeconds", env: "CONVERSATIONS_DELIVERY_BACKOFF_MAX_SECONDS", def: 900, int: false },
@@ -173,8 +185,40 @@ export function parseSettings(env: Record<string, unknown>): SettingsResult {
     else ttlMinutes = n;
   }
 
+  const outbound = { allowPrivateHosts: false };
+  const allowRaw = str(env, ALLOW_PRIVATE_HOSTS_SETTING)?.trim().toLowerCase();
+  if (allowRaw === "true") outbound.allowPrivateHosts = true;
+  else if (allowRaw !== undefined && allowRaw !== "" && allowRaw !== "false") errors.push(`${ALLOW_PRIVATE_HOSTS_SETTING} must be true or false`);
+
+  const allowlist = splitAllowlist(str(env, SECRET_REFERENCE_ALLOWLIST_SETTING));
+  if (allowlist.some((name) => !ENV_NAME.test(name))) {
+    errors.push(`${SECRET_REFERENCE_ALLOWLIST_SETTING} must be a comma-separated list of env var names`);
+  } else if (allowlist.some((name) => isForbiddenReference(name, env))) {
+    // Never names the entry: the rule is enough to find it, and settings errors echo no values.
+    errors.push(`${SECRET_REFERENCE_ALLOWLIST_SETTING} names a variable that is never referenceable (the service's own settings, its bindings, CHANNEL_* secrets)`);
+  }
+
+  const jq = parseJqBudget(env, errors);
+
   if (errors.length) return { ok: false, errors };
-  return { ok: true, settings: { conversations: c, checkpoint: { provider, ttlMinutes } } };
+  return { ok: true, settings: { jq, conversations: c, checkpoint: { provider, ttlMinutes }, outbound, secretReferences: { allowlist } } };
+}
+
+/** The jq budget settings: whole numbers within the bounds the engine can honour. */
+function parseJqBudget(env: Record<string, unknown>, errors: string[]): JqBudget {
+  const out: JqBudget = { ...DEFAULT_JQ_BUDGET };
+  const fields = [
+    { key: "steps", env: "JQ_BUDGET_STEPS", min: JQ_MIN_STEPS, max: JQ_MAX_STEPS },
+    { key: "memoryMb", env: "JQ_BUDGET_MEMORY_MB", min: JQ_MIN_MEMORY_MB, max: JQ_MAX_MEMORY_MB },
+  ] as const;
+  for (const f of fields) {
+    const raw = str(env, f.env)?.trim();
+    if (!raw) continue;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < f.min || n > f.max) errors.push(`${f.env} must be a whole number from ${f.min} to ${f.max}`);
+    else out[f.key] = n;
+  }
+  return out;
 }
 
 const cache = new WeakMap<object, SettingsResult>();

@@ -7,6 +7,8 @@
  * name schema locations, statuses and env var names, never kwargs values or resolved secrets.
  */
 import { authorizeTurn } from "../auth/pass-role";
+import { MAX_BODY_BYTES } from "../http/body";
+import { checkJsonBounds } from "../http/bounded-json";
 import type { ExecutionKeyRef, TargetContext } from "./context";
 import { EnvRefError, resolveHeaders } from "./env-refs";
 import { checkAgainstSchema } from "./json-schema";
@@ -62,9 +64,10 @@ async function runHttpTool(ctx: TargetContext, tool: BaseTool & { kind: "http" }
     headers,
     body: kwargs,
     timeoutMs,
+    guard: ctx.settings.outbound,
   });
   if (r.ok) return r;
-  return fail(r.kind === "too_large" ? "tool_error" : r.kind, r.message);
+  return fail(r.kind === "too_large" || r.kind === "out_of_bounds" ? "tool_error" : r.kind, r.message);
 }
 
 async function runBuiltin(ctx: TargetContext, tool: BaseTool & { kind: "builtin" }, kwargs: Record<string, unknown>, timeoutMs: number): Promise<DispatchResult> {
@@ -105,6 +108,9 @@ export async function dispatchTool(ctx: TargetContext, name: string, kwargs: unk
   const tool = await resolveTool(ctx.db, name);
   if (!tool) return fail("unknown_tool", "tool is not registered");
   if (!isPlainObject(kwargs)) return fail("invalid_kwargs", "invalid kwargs: must be a JSON object");
+  // Doors bound their kwargs already; this covers the rest (payload_expr output, model tool calls).
+  const unbounded = checkJsonBounds(kwargs, MAX_BODY_BYTES);
+  if (unbounded) return fail("invalid_kwargs", `invalid kwargs: ${unbounded}`);
   if (tool.kind !== "preset") return runBase(ctx, tool, kwargs, opts.timeoutMs);
 
   const merged = mergeKwargs(kwargs, tool.body.fixed_kwargs);

@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import type { Env } from "../env";
+import { REFERENCE_RULE, SECRET_REFERENCE_ALLOWLIST_SETTING, isReferenceable, splitAllowlist } from "../settings/secret-references";
 
 export const envRefSchema = z
   .object({
@@ -46,14 +47,43 @@ export function redactHeaders(headers: HeaderSpec): Record<string, string | EnvR
 
 /** A reference that cannot be resolved; its message names the variable, never a value. */
 export class EnvRefError extends Error {
-  constructor(readonly variable: string) {
-    super(`env var ${variable} referenced by the declaration is not set`);
+  constructor(
+    readonly variable: string,
+    message = `env var ${variable} referenced by the declaration is not set`,
+  ) {
+    super(message);
     this.name = "EnvRefError";
   }
 }
 
-/** Reads a referenced secret; unset or non-string (e.g. a binding) is an EnvRefError. */
+/**
+ * The declaration's references that fall outside the secret-reference scope, as the fields that
+ * hold them (e.g. `headers.authorization`, `config.api_key`), for a 400 that names the field and
+ * never the variable. Empty when every reference may be resolved.
+ */
+export function refusedReferences(refs: Array<{ field: string; ref: EnvRef }>, allowlist: readonly string[], env?: Record<string, unknown>): string[] {
+  return refs.filter(({ ref }) => !isReferenceable(ref.env, allowlist, env)).map(({ field }) => field);
+}
+
+/** The env references among `headers`, each with the field that holds it under `prefix`. */
+export function headerReferences(headers: HeaderSpec, prefix: string): Array<{ field: string; ref: EnvRef }> {
+  return Object.entries(headers).flatMap(([name, v]) => (typeof v === "string" ? [] : [{ field: `${prefix}.${name}`, ref: v }]));
+}
+
+/** The 400 message for refused references (body fields named, values never). */
+export function refusedReferencesMessage(fields: string[]): string {
+  return `invalid body: ${fields.join(", ")}: ${fields.length > 1 ? "reference env vars" : "references an env var"} outside the secret-reference scope; ${REFERENCE_RULE}`;
+}
+
+/**
+ * Reads a referenced secret; unset or non-string (e.g. a binding) is an EnvRefError, and so is
+ * a name outside the secret-reference scope. The scope was checked at declaration; checking it
+ * again here means a stored reference never resolves after the allowlist narrowed.
+ */
 export function resolveEnvRef(env: Env, ref: EnvRef): string {
+  if (!isReferenceable(ref.env, splitAllowlist(env[SECRET_REFERENCE_ALLOWLIST_SETTING]), env)) {
+    throw new EnvRefError(ref.env, `env var ${ref.env} referenced by the declaration may not be referenced (${REFERENCE_RULE})`);
+  }
   const v = env[ref.env];
   if (typeof v !== "string" || v === "") throw new EnvRefError(ref.env);
   return v;

@@ -5,12 +5,14 @@
  * the response body or the platform's error text.
  */
 import { readStreamCapped } from "../http/body";
+import { type OutboundPolicy, checkOutboundUrl } from "../net/address-guard";
+import { checkJsonBounds } from "../http/bounded-json";
 import { withTimeout } from "./timeout";
 
 /** Largest response body read from an endpoint. */
 export const MAX_RESPONSE_BYTES = 1024 * 1024;
 
-export type OutboundFailureKind = "timeout" | "transport" | "http_status" | "non_json" | "too_large";
+export type OutboundFailureKind = "timeout" | "transport" | "http_status" | "non_json" | "too_large" | "out_of_bounds";
 export type OutboundResult = { ok: true; value: unknown } | { ok: false; kind: OutboundFailureKind; message: string };
 
 export interface OutboundCall {
@@ -21,6 +23,8 @@ export interface OutboundCall {
   headers: Record<string, string>;
   body: unknown;
   timeoutMs: number;
+  /** The outbound address guard's policy (settings.outbound); absent means private hosts are refused. */
+  guard?: OutboundPolicy;
 }
 
 async function readCapped(res: Response): Promise<string | null> {
@@ -32,6 +36,10 @@ type Exchange = { status: number; text: string | null } | { transport: true };
 
 /** POSTs (or PUTs/PATCHes) `body` as JSON and parses the JSON answer. Redirects are not followed. */
 export async function callJsonEndpoint(fetchFn: typeof fetch, call: OutboundCall): Promise<OutboundResult> {
+  // Checked again before every send: the URL was checked at declaration, but the setting may
+  // have changed since, and a stored row is not re-validated on read.
+  const verdict = checkOutboundUrl(call.url, call.guard ?? { allowPrivateHosts: false });
+  if (!verdict.ok) return { ok: false, kind: "transport", message: `${call.label} refused by the outbound address guard: ${verdict.reason}` };
   const headers = new Headers(call.headers);
   if (!headers.has("content-type")) headers.set("content-type", "application/json");
   if (!headers.has("accept")) headers.set("accept", "application/json");
@@ -58,9 +66,14 @@ export async function callJsonEndpoint(fetchFn: typeof fetch, call: OutboundCall
   if (ex.text === null) {
     return { ok: false, kind: "too_large", message: `${call.label} answered more than ${MAX_RESPONSE_BYTES} bytes` };
   }
+  let value: unknown;
   try {
-    return { ok: true, value: JSON.parse(ex.text) };
+    value = JSON.parse(ex.text);
   } catch {
     return { ok: false, kind: "non_json", message: `${call.label} answered a body that is not JSON` };
   }
+  // The answer feeds jq, memory and records: it passes the same bound as every free-form input.
+  const broken = checkJsonBounds(value, MAX_RESPONSE_BYTES);
+  if (broken) return { ok: false, kind: "out_of_bounds", message: `${call.label} answered JSON out of bounds: ${broken}` };
+  return { ok: true, value };
 }

@@ -1,4 +1,7 @@
 import { z } from "zod";
+import { badRequest } from "../http/errors";
+import { checkOutboundUrl } from "../net/address-guard";
+import type { Settings } from "../settings/settings";
 
 /**
  * An outbound endpoint: absolute http(s) URL with a host and no userinfo (credentials belong in
@@ -19,3 +22,12 @@ export const endpointUrlSchema = z
     },
     { message: "must be an absolute http(s) URL with a host and no user:password" },
   );
+
+/**
+ * The outbound address guard at declaration: a 400 naming the body field and the reason (the
+ * kind of host and the setting), never the URL. The same check runs again before each send.
+ */
+export function assertDeclaredUrl(field: string, url: string, settings: Settings): void {
+  const verdict = checkOutboundUrl(url, settings.outbound);
+  if (!verdict.ok) throw badRequest(`invalid body: ${field}: ${verdict.reason}`);
+}

@@ -39,7 +39,19 @@ export interface DevOptions {
   persistDir?: string;
   /** Listen on this port (default: a free one); lets callers build URLs, e.g. a public webhook origin, up front. */
   port?: number;
+  /** Leave out E2E_DEFAULT_VARS: the server runs with `npm start`'s own defaults. */
+  noDefaultVars?: boolean;
 }
+
+/**
+ * Vars every e2e server gets (a test's own `vars` win): the receivers, tool servers and fake LLMs
+ * listen on 127.0.0.1, which the outbound address guard refuses by default, and the suites'
+ * env references predate the `SECRET_*` scope (decisions §14).
+ */
+export const E2E_DEFAULT_VARS: Record<string, string> = {
+  OUTBOUND_ALLOW_PRIVATE_HOSTS: "true",
+  SECRET_REFERENCE_ALLOWLIST: "TOOL_E2E_TOKEN,FAKE_LLM_KEY",
+};
 
 export async function startDev(opts: DevOptions = {}): Promise<DevServer> {
   const port = opts.port ?? (await freePort());
@@ -50,7 +62,7 @@ export async function startDev(opts: DevOptions = {}): Promise<DevServer> {
   async function launch(): Promise<void> {
     const inspector = await freePort();
     const args = ["scripts/start.mjs", "--port", String(port), "--inspector-port", String(inspector), "--persist-to", persistDir, "--show-interactive-dev-session=false", "--log-level", "warn"];
-    for (const [k, v] of Object.entries(opts.vars ?? {})) args.push("--var", `${k}:${v}`);
+    for (const [k, v] of Object.entries({ ...(opts.noDefaultVars ? {} : E2E_DEFAULT_VARS), ...(opts.vars ?? {}) })) args.push("--var", `${k}:${v}`);
     child = spawn(process.execPath, args, {
       cwd: ROOT,
       env: { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false", ...(opts.env ?? {}) },

@@ -77,7 +77,7 @@ describe("env references", () => {
   });
 
   it("resolves references at call time and names an unset variable, not a value", () => {
-    const env = { VAR: "v", EMPTY: "", BINDING: {} } as unknown as Env;
+    const env = { VAR: "v", EMPTY: "", BINDING: {}, SECRET_REFERENCE_ALLOWLIST: "VAR,NOPE,EMPTY" } as unknown as Env;
     expect(resolveHeaders(env, { a: "x", b: { env: "VAR" } })).toEqual({ a: "x", b: "v" });
     for (const missing of ["NOPE", "EMPTY", "BINDING"]) {
       expect(() => resolveHeaders(env, { b: { env: missing } })).toThrow(EnvRefError);

@@ -1,9 +1,10 @@
 /** Agents declared in D1 (decisions §4): `POST /api/agents-config/entries`. */
 import { z } from "zod";
-import { HttpError, conflict } from "../../http/errors";
-import { envRefSchema, headersSchema, redactHeaders } from "../env-refs";
+import { HttpError, badRequest, conflict } from "../../http/errors";
+import type { Settings } from "../../settings/settings";
+import { type EnvRef, envRefSchema, headerReferences, headersSchema, redactHeaders, refusedReferences, refusedReferencesMessage } from "../env-refs";
 import { targetNameSchema } from "../names";
-import { endpointUrlSchema } from "../urls";
+import { assertDeclaredUrl, endpointUrlSchema } from "../urls";
 
 /** Names of built-in agents: never declared, never removed. */
 export const BUILTIN_AGENT_NAMES: ReadonlySet<string> = new Set(["echo"]);
@@ -46,6 +47,25 @@ export const agentDeclarationSchema = z.discriminatedUnion("kind", [
 export type AgentDeclaration = z.infer<typeof agentDeclarationSchema>;
 
 export type DeclaredAgent = AgentDeclaration & { created_at: string; updated_at: string };
+
+/**
+ * The checks a declaration needs the settings for (so not in the schema, which also reads
+ * stored rows): the outbound address guard on `config.base_url` / `config.url` and the
+ * secret-reference scope of `config.api_key` and every `{"env"}` header. Each refusal is a 400
+ * naming the field, never the URL or variable.
+ */
+export function checkAgentDeclaration(d: AgentDeclaration, settings: Settings, env: Record<string, unknown>): void {
+  let refs: Array<{ field: string; ref: EnvRef }>;
+  if (d.kind === "llm") {
+    assertDeclaredUrl("config.base_url", d.config.base_url, settings);
+    refs = d.config.api_key ? [{ field: "config.api_key", ref: d.config.api_key }] : [];
+  } else {
+    assertDeclaredUrl("config.url", d.config.url, settings);
+    refs = headerReferences(d.config.headers, "config.headers");
+  }
+  const refused = refusedReferences(refs, settings.secretReferences.allowlist, env);
+  if (refused.length) throw badRequest(refusedReferencesMessage(refused));
+}
 
 /** A declaration as reads show it: env references as-is, literal header values redacted. */
 export const agentViewSchema = z.object({

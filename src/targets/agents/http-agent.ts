@@ -35,6 +35,7 @@ export async function runHttpAgent(
       input: { user_message: input.user_message },
     },
     timeoutMs: config.timeout_seconds * 1000,
+    guard: ctx.settings.outbound,
   });
   if (!r.ok) throw new AgentError(r.message);
   const parsed = answerSchema.safeParse(r.value);

@@ -6,6 +6,8 @@
  * memory: read at the start, the run's new messages appended once it succeeds.
  */
 import { z } from "zod";
+import { MAX_BODY_BYTES } from "../../http/body";
+import { checkJsonBounds } from "../../http/bounded-json";
 import type { CheckpointMessage } from "../checkpoints/types";
 import type { ExecutionKeyRef, TargetContext } from "../context";
 import { dispatchTool } from "../dispatch";
@@ -44,11 +46,18 @@ export function memoryWindow(messages: CheckpointMessage[], max: number): Checkp
   return firstUser < 0 ? [] : tail.slice(firstUser);
 }
 
-/** Parses a model's tool-call arguments: a JSON object, or a reason it is not one. Pure. */
-export function parseToolArguments(raw: string): { ok: true; value: Record<string, unknown> } | { ok: false } {
+/**
+ * Parses a model's tool-call arguments: a bounded JSON object, or not (with the broken bound when
+ * that is the reason). The arguments are a string inside the model's answer, so the answer's own
+ * bound never saw them. Pure.
+ */
+export function parseToolArguments(raw: string): { ok: true; value: Record<string, unknown> } | { ok: false; problem?: string } {
   try {
     const v = JSON.parse(raw === "" ? "{}" : raw);
-    if (typeof v === "object" && v !== null && !Array.isArray(v)) return { ok: true, value: v as Record<string, unknown> };
+    if (typeof v === "object" && v !== null && !Array.isArray(v)) {
+      const broken = checkJsonBounds(v, MAX_BODY_BYTES);
+      return broken ? { ok: false, problem: `tool arguments ${broken}` } : { ok: true, value: v as Record<string, unknown> };
+    }
   } catch {
     /* fall through */
   }
@@ -77,7 +86,7 @@ async function runToolCall(
   args: ReturnType<typeof parseToolArguments>,
   asKey: ExecutionKeyRef | undefined,
 ): Promise<{ result: unknown; is_error: boolean }> {
-  if (!args.ok) return { result: "tool arguments are not a JSON object", is_error: true };
+  if (!args.ok) return { result: args.problem ?? "tool arguments are not a JSON object", is_error: true };
   if (!config.tool_names.includes(name)) return { result: "this tool is not available to this agent", is_error: true };
   const r = await dispatchTool(ctx, name, args.value, { asKey });
   if (r.ok) return { result: r.value, is_error: false };
@@ -111,7 +120,15 @@ export async function runLlmAgent(
     const body: Record<string, unknown> = { model: config.model, messages: [...system, ...memory, ...fresh] };
     if (tools.length) body.tools = tools;
     if (config.temperature !== undefined) body.temperature = config.temperature;
-    const r = await callJsonEndpoint(ctx.fetch, { label: "LLM endpoint", url, method: "POST", headers, body, timeoutMs: config.timeout_seconds * 1000 });
+    const r = await callJsonEndpoint(ctx.fetch, {
+      label: "LLM endpoint",
+      url,
+      method: "POST",
+      headers,
+      body,
+      timeoutMs: config.timeout_seconds * 1000,
+      guard: ctx.settings.outbound,
+    });
     if (!r.ok) throw new AgentError(r.message);
     const parsed = chatResponseSchema.safeParse(r.value);
     if (!parsed.success) throw new AgentError("LLM endpoint answered an unexpected body");

@@ -1,10 +1,11 @@
 /** HTTP tools declared in D1 (decisions §4): `POST /api/tools-config/entries`. */
 import { z } from "zod";
-import { HttpError, conflict } from "../../http/errors";
-import { headersSchema, redactHeaders } from "../env-refs";
+import { HttpError, badRequest, conflict } from "../../http/errors";
+import type { Settings } from "../../settings/settings";
+import { headerReferences, headersSchema, redactHeaders, refusedReferences, refusedReferencesMessage } from "../env-refs";
 import { type JsonSchema, inputSchemaSchema } from "../json-schema";
 import { targetNameSchema } from "../names";
-import { endpointUrlSchema } from "../urls";
+import { assertDeclaredUrl, endpointUrlSchema } from "../urls";
 import { isBuiltinTool } from "./builtins";
 
 /** Upper bound on a tool's own deadline (seconds). */
@@ -25,6 +26,17 @@ export const httpToolDeclarationSchema = z
   })
   .strict();
 export type HttpToolDeclaration = z.infer<typeof httpToolDeclarationSchema>;
+
+/**
+ * The checks a declaration needs the settings for (so not in the schema, which also reads
+ * stored rows): the outbound address guard on `url` and the secret-reference scope of every
+ * `{"env"}` header. Each refusal is a 400 naming the field, never the URL or variable.
+ */
+export function checkHttpToolDeclaration(d: HttpToolDeclaration, settings: Settings, env: Record<string, unknown>): void {
+  assertDeclaredUrl("url", d.url, settings);
+  const refused = refusedReferences(headerReferences(d.headers, "headers"), settings.secretReferences.allowlist, env);
+  if (refused.length) throw badRequest(refusedReferencesMessage(refused));
+}
 
 /** What a row's `spec` column holds. */
 const storedSpecSchema = z.object({
