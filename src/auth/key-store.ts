@@ -105,6 +105,8 @@ export interface NewKey {
   scopes: string[];
   condition: string | null;
   owner_user_id: string | null;
+  /** Minted disabled (bootstrap never is). */
+  disabled?: boolean;
   key_fingerprint: string;
   now: string;
 }
@@ -113,13 +115,13 @@ export interface NewKey {
 export async function insertKey(db: D1Database, k: NewKey, onlyIfEmpty = false): Promise<boolean> {
   const sql = onlyIfEmpty
     ? `INSERT INTO api_keys (user_id, key_hash, description, scopes, condition, owner_user_id, disabled, key_fingerprint, created_at, updated_at)
-       SELECT ?, ?, ?, ?, ?, ?, 0, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM api_keys)`
+       SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM api_keys)`
     : `INSERT INTO api_keys (user_id, key_hash, description, scopes, condition, owner_user_id, disabled, key_fingerprint, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?)`;
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
   try {
     const res = await db
       .prepare(sql)
-      .bind(k.user_id, k.key_hash, k.description, JSON.stringify(k.scopes), k.condition, k.owner_user_id, k.key_fingerprint, k.now, k.now)
+      .bind(k.user_id, k.key_hash, k.description, JSON.stringify(k.scopes), k.condition, k.owner_user_id, k.disabled ? 1 : 0, k.key_fingerprint, k.now, k.now)
       .run();
     return (res.meta.changes ?? 0) > 0;
   } catch (err) {

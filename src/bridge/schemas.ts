@@ -1,8 +1,10 @@
 /** Zod schemas of the bridge's doors (spec §4.1–§4.5, decisions §5–§7). */
 import { z } from "zod";
+import { boundedJsonObject } from "../http/bounded-json";
+import { identifierSchema, intactIdentifier } from "../http/identifiers";
 import { userIdSchema } from "../routers/auth";
 import { templatedTextSchema } from "../templating/templated-text";
-import { MAX_ATTACHMENTS, MAX_URL, checkJsonObject, checkParams } from "./transport-bounds";
+import { MAX_ATTACHMENTS, MAX_JSON_BYTES, MAX_URL, checkParams } from "./transport-bounds";
 
 export const RESERVED_ROUTE_NAMES = new Set(["messages", "persons"]);
 
@@ -15,12 +17,15 @@ export const routeParams = z.object({ route_name: routeNameSchema });
 
 const exprSchema = z.union([z.string().min(1).max(16_384), templatedTextSchema]);
 
-const channelName = z
-  .string()
-  .trim()
-  .min(1)
-  .max(64)
-  .regex(/^[^:]+$/, { message: "must not contain ':'" });
+const channelName = intactIdentifier(
+  z
+    .string()
+    .trim()
+    .min(1)
+    .max(64)
+    .regex(/^[^:]+$/, { message: "must not contain ':'" }),
+);
+const ourIdentity = intactIdentifier(z.string().trim().min(1).max(256));
 
 /** Create-or-replace body. Cross-field rules are checked here so they answer 400 before the 501 gate. */
 export const routeCreateBody = z
@@ -28,14 +33,14 @@ export const routeCreateBody = z
     route_name: z.string().optional(),
     door: z.enum(["api", "channel"]),
     target_kind: z.enum(["agent", "tool"]).default("agent"),
-    target_name: z.string().trim().min(1, { message: "must not be blank" }).max(128),
+    target_name: identifierSchema(128),
     execution_key: userIdSchema,
     payload_expr: exprSchema.nullable().optional(),
     reply_expr: exprSchema.nullable().optional(),
     initial_mode: z.enum(["agent", "manual"]).default("agent"),
     channel: channelName.nullable().optional(),
-    our_identity: z.string().trim().min(1).max(256).nullable().optional(),
-    identity: z.string().trim().min(1).max(256).nullable().optional(),
+    our_identity: ourIdentity.nullable().optional(),
+    identity: ourIdentity.nullable().optional(),
     callback_url: z.string().max(2048).nullable().optional(),
     turns_per_hour_override: z.number().int().positive().nullable().optional(),
   })
@@ -132,16 +137,14 @@ export const paramsSchema = z.record(z.string(), z.string()).superRefine((p, ctx
   if (broken) ctx.addIssue({ code: "custom", message: broken });
 });
 
-export const jsonObjectSchema = z.record(z.string(), z.unknown()).superRefine((v, ctx) => {
-  const broken = checkJsonObject(v);
-  if (broken) ctx.addIssue({ code: "custom", message: broken });
-});
+/** `form`, `event.payload` and an operator form `schema`: free-form, transport-bounded (decisions §6). */
+export const jsonObjectSchema = boundedJsonObject(MAX_JSON_BYTES);
 
 export const waitSecondsSchema = z.number().min(0).finite();
 
 export const messageBody = z
   .object({
-    external_user_id: z.string().trim().min(1, { message: "must not be blank" }).max(256),
+    external_user_id: identifierSchema(256),
     text: z.string().max(100_000),
     wait_seconds: waitSecondsSchema.optional(),
     params: paramsSchema.optional(),

@@ -1,4 +1,5 @@
 import { HttpError, badRequest } from "./errors";
+import { findLoneSurrogate } from "./identifiers";
 
 /** Largest request body any door accepts (decisions §1). */
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -45,12 +46,28 @@ function tooLarge(): HttpError {
   return new HttpError(413, `request body exceeds ${MAX_BODY_BYTES} bytes`);
 }
 
-/** Parses a JSON body; an empty body reads as `undefined`. */
+/**
+ * Parses a JSON body; an empty body reads as `undefined`. A string or key holding a lone UTF-16
+ * surrogate is refused (400 naming where): it cannot be stored or sent on as UTF-8 unchanged, so
+ * accepting it would store something other than what was sent. Invalid UTF-8 is already refused by
+ * the fatal decoder, so lone surrogates can only arrive as `\uD800`-style escapes, and the walk
+ * runs only for bodies that contain such an escape. Channel webhooks never come through here.
+ */
 export function parseJsonBody(raw: Uint8Array): unknown {
   if (raw.byteLength === 0) return undefined;
+  let text: string;
+  let value: unknown;
   try {
-    return JSON.parse(new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(raw));
+    text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(raw);
+    value = JSON.parse(text);
   } catch {
     throw badRequest("malformed JSON body");
   }
+  if (SURROGATE_ESCAPE.test(text)) {
+    const at = findLoneSurrogate(value);
+    if (at !== null) throw badRequest(`invalid body: ${at || "body"}: must not contain lone UTF-16 surrogates`);
+  }
+  return value;
 }
+
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;

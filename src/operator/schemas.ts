@@ -7,6 +7,7 @@ import { z } from "zod";
 import { DELIVERY_STATUSES } from "../bridge/record";
 import { attachmentSchema, jsonObjectSchema, locationSchema, recordSchema, waitSecondsSchema } from "../bridge/schemas";
 import { MAX_ATTACHMENTS, MAX_URL } from "../bridge/transport-bounds";
+import { identifierSchema, intactIdentifier } from "../http/identifiers";
 import { pageSchema, pagingQuery } from "../http/paging";
 
 /** Rows of options across all sections (the spec leaves the cap open; WhatsApp lists hold 10). */
@@ -22,6 +23,9 @@ export const MAX_OPERATOR_TEXT = 100_000;
 
 const nonBlank = (max: number) => z.string().trim().min(1, { message: "must not be blank" }).max(max);
 
+/** A thread id as a door receives it (blank and off-route ids are the thread guard's 400s). */
+const threadIdField = intactIdentifier(z.string().max(2048));
+
 function isWebUrl(s: string): boolean {
   try {
     const u = new URL(s);
@@ -36,7 +40,7 @@ export const optionSchema = z
   .object({
     text: nonBlank(MAX_OPTION_TEXT),
     description: nonBlank(MAX_OPTION_DESCRIPTION).optional(),
-    id: nonBlank(MAX_OPTION_ID).optional(),
+    id: identifierSchema(MAX_OPTION_ID).optional(),
     kind: z.enum(["reply", "link"]),
     url: z.string().max(MAX_URL).optional(),
   })
@@ -55,8 +59,8 @@ export const sectionSchema = z
 
 export const templateSchema = z
   .object({
-    name: nonBlank(512),
-    language: nonBlank(32),
+    name: identifierSchema(512),
+    language: identifierSchema(32),
     body_parameters: z.array(z.string().max(MAX_TEMPLATE_PARAMETER)).min(1, { message: "must not be empty" }).max(MAX_TEMPLATE_PARAMETERS).optional(),
     buttons: z
       .array(z.object({ payload: nonBlank(256), kind: z.literal("quick_reply") }).strict())
@@ -73,9 +77,9 @@ const formSchema = jsonObjectSchema.refine((o) => Object.keys(o).length > 0, { m
 /** Operator send body (spec §4.7 plus location, sections, header, footer; decisions §10). */
 export const operatorSendBody = z
   .object({
-    thread_id: z.string().max(2048),
+    thread_id: threadIdField,
     text: z.string().max(MAX_OPERATOR_TEXT),
-    address: nonBlank(512).optional(),
+    address: identifierSchema(512).optional(),
     media: z.array(attachmentSchema).min(1, { message: "must not be empty" }).max(MAX_ATTACHMENTS).optional(),
     location: locationSchema.optional(),
     template: templateSchema.optional(),
@@ -108,34 +112,36 @@ export const operatorSendBody = z
   });
 export type OperatorSendBody = z.infer<typeof operatorSendBody>;
 
-export const threadIdQuery = z.object({ thread_id: z.string().max(2048) });
+export const threadIdQuery = z.object({ thread_id: threadIdField });
 
 export const threadsQuery = pagingQuery.extend({
   status: z.enum(DELIVERY_STATUSES as unknown as [string, ...string[]]).optional(),
-  address: nonBlank(512).optional(),
+  address: identifierSchema(512).optional(),
 });
 
 export const searchQuery = pagingQuery.extend({ q: nonBlank(1000) });
 
 export const transcriptQuery = pagingQuery.extend({
-  thread_id: z.string().max(2048),
+  thread_id: threadIdField,
   order: z.enum(["asc", "desc"]).default("asc"),
   q: z.string().max(1000).optional(),
 });
 
-export const modeBody = z.object({ thread_id: z.string().max(2048), mode: z.enum(["agent", "manual"]) }).strict();
+export const modeBody = z.object({ thread_id: threadIdField, mode: z.enum(["agent", "manual"]) }).strict();
 
 export const eventBody = z
   .object({
-    address: z.string().max(512).optional(),
-    thread_id: z.string().max(2048).optional(),
+    address: intactIdentifier(z.string().max(512)).optional(),
+    thread_id: threadIdField.optional(),
     event: z
       .object({
-        event_id: z
-          .string()
-          .trim()
-          .min(1, { message: "must not be blank" })
-          .max(256, { message: "must be at most 256 characters" }),
+        event_id: intactIdentifier(
+          z
+            .string()
+            .trim()
+            .min(1, { message: "must not be blank" })
+            .max(256, { message: "must be at most 256 characters" }),
+        ),
         kind: z.string().regex(/^[A-Za-z0-9_.:-]{1,128}$/, { message: "must match ^[A-Za-z0-9_.:-]{1,128}$" }),
         payload: jsonObjectSchema,
       })

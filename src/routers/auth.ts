@@ -86,11 +86,13 @@ addRoute(
       "Public. 501 when ACCESS_CONTROL_BOOTSTRAP_TOKEN is unset; 403 for a wrong token (then 429 with Retry-After while the client IP backs off exponentially); 409 once any key exists.",
     area: "auth",
     auth: { public: true },
-    body: z.object({
-      user_id: userIdSchema,
-      description: z.string().max(512).default(""),
-      bootstrap_token: z.string().min(1).max(1024),
-    }),
+    body: z
+      .object({
+        user_id: userIdSchema,
+        description: z.string().max(512).default(""),
+        bootstrap_token: z.string().min(1).max(1024),
+      })
+      .strict(),
     response: z.object({ token: z.string(), user_id: z.string() }),
     errors: [403, 409, 429, 501],
   },
@@ -135,16 +137,21 @@ addRoute(
     path: "/api/auth/api-keys",
     summary: "Mint an api key (the raw key is shown once)",
     description:
-      "A non-admin may only mint keys it owns (owner_user_id defaults to the caller) with scopes within its own; an owned key cannot mint. Duplicate user_id is 409.",
+      "A non-admin may only mint keys it owns (owner_user_id defaults to the caller) with scopes within its own; an owned key cannot mint. Duplicate user_id is 409. `disabled: true` mints the key disabled (enable it later with PUT). Unknown fields are 400.",
     area: "auth",
     auth: { tag: "auth" },
-    body: z.object({
-      user_id: userIdSchema,
-      description: z.string().max(512).default(""),
-      scopes: scopesSchema,
-      condition: conditionSchema.optional(),
-      owner_user_id: userIdSchema.nullable().optional(),
-    }),
+    // Strict: a dropped field would mint something other than what was asked (`disabled: true`
+    // silently giving an enabled key was issue 9, finding 6).
+    body: z
+      .object({
+        user_id: userIdSchema,
+        description: z.string().max(512).default(""),
+        scopes: scopesSchema,
+        condition: conditionSchema.optional(),
+        owner_user_id: userIdSchema.nullable().optional(),
+        disabled: z.boolean().default(false),
+      })
+      .strict(),
     response: z.object({ api_key: z.string(), key_fingerprint: z.string() }),
     errors: [409],
   },
@@ -172,6 +179,7 @@ addRoute(
       scopes: body.scopes,
       condition: body.condition ?? null,
       owner_user_id: owner,
+      disabled: body.disabled,
       key_fingerprint: fingerprint,
       now: new Date().toISOString(),
     });

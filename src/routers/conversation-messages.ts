@@ -12,6 +12,7 @@ import { apiThreadId } from "../bridge/thread-id";
 import { locateMessage } from "../bridge/indexes";
 import type { AppEnv } from "../http/app-env";
 import { HttpError, badRequest, tooManyRequests, unavailable } from "../http/errors";
+import { intactIdentifier } from "../http/identifiers";
 import { pageSchema, pagingQuery, toPage, toWindow } from "../http/paging";
 import { addRoute } from "../http/route";
 
@@ -121,7 +122,7 @@ addRoute(
     area: "conversations",
     auth: { tag: "conversations" },
     store: true,
-    params: routeParams.extend({ message_id: z.string().min(1).max(64) }),
+    params: routeParams.extend({ message_id: intactIdentifier(z.string().min(1).max(64)) }),
     response: recordSchema,
     errors: [404],
   },

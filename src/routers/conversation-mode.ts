@@ -72,8 +72,8 @@ addRoute(
     store: true,
     params: routeParams,
     body: operatorSendBody,
+    // 200, not 202 (spec §4.7, decisions §10): the record exists when this answers; delivery follows.
     response: sentAnswer,
-    status: 202,
     errors: [404, 503],
   },
   async (c, { params, body }) => {

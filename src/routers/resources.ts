@@ -40,7 +40,7 @@ addRoute(
     summary: "Read a stored text resource by id (body form)",
     area: "resources",
     auth: { tag: "resources", action: "read" },
-    body: z.object({ id: resourceId }),
+    body: z.object({ id: resourceId }).strict(),
     response: resourceView,
     errors: [404],
   },

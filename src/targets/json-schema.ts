@@ -4,7 +4,8 @@
  * values, and kwargs may carry user text or secrets.
  */
 import { type Schema, Validator } from "@cfworker/json-schema";
-import { z } from "zod";
+import { RE2JS } from "re2js";
+import { MAX_SCHEMA_BYTES, boundedJsonObject } from "../http/bounded-json";
 
 export type JsonSchema = Record<string, unknown>;
 
@@ -24,6 +25,70 @@ function validatorFor(schema: JsonSchema): Validator {
   return v;
 }
 
+/**
+ * Declared schemas come from `tools:write` and `presets:write` holders, and JavaScript's RegExp
+ * backtracks: `"pattern": "^(a+)+$"` against 40 characters would block the isolate for hours, and
+ * no timer can interrupt it. So the validator's regular expressions run on RE2 (re2js), which
+ * matches in time linear in the input. @cfworker/json-schema builds them with `new RegExp(p, "u")`
+ * (for `pattern`, `patternProperties` and `format: "regex"`) and only calls `.test()`, so during
+ * a validation, which is synchronous and cannot interleave with other code, the global RegExp is
+ * swapped for this stand-in. Regex literals elsewhere are unaffected (they never go through the
+ * global constructor).
+ */
+class LinearRegExp {
+  private readonly re: RE2JS;
+  constructor(pattern: string) {
+    this.re = compileLinear(pattern);
+  }
+  test(input: string): boolean {
+    return this.re.test(input);
+  }
+}
+
+const linearCache = new Map<string, RE2JS>();
+
+function compileLinear(pattern: string): RE2JS {
+  let re = linearCache.get(pattern);
+  if (!re) {
+    re = RE2JS.compile(pattern); // throws for syntax RE2 lacks (backreferences, lookaround)
+    if (linearCache.size >= 256) linearCache.delete(linearCache.keys().next().value as string);
+    linearCache.set(pattern, re);
+  }
+  return re;
+}
+
+function withLinearRegExp<T>(run: () => T): T {
+  const original = globalThis.RegExp;
+  globalThis.RegExp = LinearRegExp as unknown as RegExpConstructor;
+  try {
+    return run();
+  } finally {
+    globalThis.RegExp = original;
+  }
+}
+
+/** Keywords whose values are data, not schemas: a `pattern` key inside them is not a regex. */
+const DATA_KEYWORDS = new Set(["const", "enum", "default", "examples"]);
+
+/** Every `pattern` and `patternProperties` regex in the schema compiles under RE2. */
+function regexesAreLinear(node: unknown, depth = 0): boolean {
+  if (depth > 64 || node === null || typeof node !== "object") return true;
+  if (Array.isArray(node)) return node.every((n) => regexesAreLinear(n, depth + 1));
+  for (const [key, value] of Object.entries(node as Record<string, unknown>)) {
+    if (DATA_KEYWORDS.has(key)) continue;
+    try {
+      if (key === "pattern" && typeof value === "string") compileLinear(value);
+      if (key === "patternProperties" && value && typeof value === "object" && !Array.isArray(value)) {
+        for (const p of Object.keys(value)) compileLinear(p);
+      }
+    } catch {
+      return false;
+    }
+    if (!regexesAreLinear(value, depth + 1)) return false;
+  }
+  return true;
+}
+
 export type SchemaCheck = { ok: true } | { ok: false; problems: string[] };
 
 /**
@@ -34,7 +99,7 @@ export type SchemaCheck = { ok: true } | { ok: false; problems: string[] };
 export function checkAgainstSchema(schema: JsonSchema, value: unknown): SchemaCheck {
   let result;
   try {
-    result = validatorFor(schema).validate(value);
+    result = withLinearRegExp(() => validatorFor(schema).validate(value));
   } catch {
     return { ok: false, problems: ["the schema could not be evaluated"] };
   }
@@ -70,14 +135,17 @@ function typesAreKnown(node: unknown, depth = 0): boolean {
  * A declared JSON Schema (object form). Refused when it names an unknown type or cannot be
  * evaluated at all (probed against a few instances so a dangling $ref surfaces at declare time).
  */
-export const jsonSchemaSchema = z
-  .record(z.string(), z.unknown())
+export const jsonSchemaSchema = boundedJsonObject(MAX_SCHEMA_BYTES)
+  // The bound runs first and aborts, so the checks below never walk an unbounded value.
   .refine((s) => typesAreKnown(s), { message: "names an unknown JSON Schema type" })
+  .refine((s) => regexesAreLinear(s), { message: "has a pattern outside RE2 syntax (patterns run on a linear-time engine: no backreferences or lookaround)" })
   .refine(
     (s) => {
       try {
         const v = new Validator(s as Schema, "2020-12", false);
-        for (const probe of [{}, null, "", 0, []]) v.validate(probe);
+        withLinearRegExp(() => {
+          for (const probe of [{}, null, "", 0, []]) v.validate(probe);
+        });
         return true;
       } catch {
         return false;

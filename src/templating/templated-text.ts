@@ -4,14 +4,18 @@
  */
 import Mustache from "mustache";
 import { z } from "zod";
+import { MAX_KWARGS_BYTES, boundedJsonObject } from "../http/bounded-json";
 import { HttpError } from "../http/errors";
+import { intactIdentifier } from "../http/identifiers";
 import { readTextResource } from "../store/text-resources";
 
 export const templatedTextSchema = z
   .object({
     content: z.string().nullable().optional(),
-    id: z.string().min(1).max(256).nullable().optional(),
-    kwargs: z.record(z.string(), z.unknown()).default({}),
+    id: intactIdentifier(z.string().min(1).max(256)).nullable().optional(),
+    // Bounded: kwargs are stored with the route and rendered on every turn, so an unbounded
+    // value would break the route for good (issue 9, finding 2).
+    kwargs: boundedJsonObject(MAX_KWARGS_BYTES).default({}),
   })
   .strict()
   .superRefine((t, ctx) => {

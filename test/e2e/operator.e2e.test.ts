@@ -2,7 +2,8 @@
  * The operator doors end to end on the api door (issue 6, "Done when"): a real `wrangler dev`,
  * an HTTP tool served by this test, and the HTTPS callback receiver of test/e2e/support trusted
  * through a CA made at test time. An event posted twice yields one turn and one signed callback;
- * the transcript lists the thread's records in order; a forgotten thread reads 404.
+ * the transcript lists the thread's records in order; a forgotten thread reads 404; an operator
+ * send answers 200 and is called back afterwards.
  *
  * No assertion is about timing: every wait is a bounded poll for an outcome.
  */
@@ -139,5 +140,17 @@ describe("operator doors end to end (api door)", () => {
     // The thread is gone, so the event door no longer reaches it.
     const late = await http(base, "POST", `/api/conversations/${ROUTE}/events`, { key: caller, body: { address: "ada", event: { event_id: "invoice-8", kind: "invoice.paid", payload: { n: 8 } } } });
     expect(late.status).toBe(404);
+  });
+
+  it("an operator send answers 200, then its signed callback follows", async () => {
+    const opThread = `bridge:${ROUTE}:svc/grace`;
+    const sent = await http(base, "POST", `/api/conversations/${ROUTE}/thread/messages`, { key: caller, body: { thread_id: opThread, text: "An operator writes." } });
+    expect(sent.status).toBe(200);
+    expect(sent.body.data).toEqual({ message_id: expect.any(String), thread_id: opThread });
+    const id = sent.body.data.message_id;
+    await pollUntil("the operator message's callback", () => callbacksFor(id).length, (n) => n === 1);
+    const got = callbacksFor(id)[0];
+    expect(signatureValid(secret, got.rawBody, got.headers["x-service-signature"])).toBe(true);
+    expect(JSON.parse(got.rawBody)).toEqual({ message_id: id, thread_id: opThread, status: "answered", answer: "An operator writes." });
   });
 });

@@ -8,7 +8,7 @@ const DOORS: Array<[string, string, string, string[]]> = [
   ["delete", "/api/conversations/{route_name}/thread", "200", ["removed", "route_name", "thread_id"]],
   ["get", "/api/conversations/{route_name}/thread/mode", "200", ["mode", "source"]],
   ["put", "/api/conversations/{route_name}/thread/mode", "200", ["route_name", "thread_id", "mode", "source"]],
-  ["post", "/api/conversations/{route_name}/thread/messages", "202", ["message_id", "thread_id"]],
+  ["post", "/api/conversations/{route_name}/thread/messages", "200", ["message_id", "thread_id"]],
   ["post", "/api/conversations/{route_name}/events", "202", ["message_id", "thread_id"]],
 ];
 

@@ -3,7 +3,8 @@ import { hmacSha256, toHex } from "../../src/auth/crypto";
 import { readRecord, send } from "../helpers/bridge";
 import { mintKey } from "../helpers/http";
 import { eventually, rawRows } from "../helpers/threads";
-import { HOOK, address, apiToolRoute, channelRoute, getMode, network, operatorSend, transcript, type ChannelName } from "./helpers";
+import { fakeNetwork } from "../helpers/edge";
+import { HOOK, address, apiToolRoute, channelRoute, gate, getMode, network, operatorSend, transcript, type ChannelName } from "./helpers";
 
 const IMG = { url: "https://cdn.example/cat.png" };
 const reply = (text: string, extra: Record<string, unknown> = {}) => ({ text, kind: "reply", ...extra });
@@ -62,7 +63,7 @@ describe("operator send: the rich-field contract (spec §4.7, §4.9)", () => {
     expect((await operatorSend(r.name, { thread_id: threadId, text: "x" }, reader.key)).status).toBe(403);
     network();
     const ok = await operatorSend(r.name, { thread_id: threadId, text: "x", address: them });
-    expect(ok.status).toBe(202);
+    expect(ok.status).toBe(200);
     expect((await settled(threadId, ok.body.data.message_id)).status).toBe("provisional");
   });
 
@@ -86,6 +87,26 @@ describe("operator send: the rich-field contract (spec §4.7, §4.9)", () => {
 });
 
 describe("operator send: delivery (spec §3.1 operator send)", () => {
+  it("answers 200 to operator send, then delivers", async () => {
+    // The provider is held until the answer is in hand: the door must not wait for the delivery.
+    const held = gate();
+    const calls = fakeNetwork(async (req) => {
+      if (new URL(req.url).host !== "twilio.fake") return new Response("unexpected host", { status: 599 });
+      await held.wait();
+      return Response.json({ sid: `SM${crypto.randomUUID().replace(/-/g, "")}` }, { status: 201 });
+    });
+    const r = await channelRoute("twilio");
+    const threadId = `bridge:${r.name}:${address()}`;
+    const res = await operatorSend(r.name, { thread_id: threadId, text: "Delivered after the answer." });
+    expect(res).toMatchObject({ status: 200, body: { data: { message_id: expect.any(String), thread_id: threadId } } });
+    expect(Object.keys(res.body.data).sort()).toEqual(["message_id", "thread_id"]);
+    const minted = (await rawRows(threadId)).find((row) => row.message_id === res.body.data.message_id);
+    expect(minted?.status).toBe("pending_delivery");
+    held.open();
+    expect((await settled(threadId, res.body.data.message_id)).status).toBe("provisional");
+    expect(calls.filter((c) => new URL(c.url).host === "twilio.fake")).toHaveLength(1);
+  });
+
   it("an api route: minted answered, origin operator, one signed callback; the transcript lists it", async () => {
     const net = network();
     const r = await apiToolRoute({ callback_url: HOOK });
@@ -93,7 +114,7 @@ describe("operator send: delivery (spec §3.1 operator send)", () => {
     const first = await send(r.name, { external_user_id: "client", text: "hi", wait_seconds: 10 });
     const threadId = first.body.data.thread_id;
     const res = await operatorSend(r.name, { thread_id: threadId, text: "An operator writes." }, operator.key);
-    expect(res).toMatchObject({ status: 202, body: { data: { message_id: expect.any(String), thread_id: threadId } } });
+    expect(res).toMatchObject({ status: 200, body: { data: { message_id: expect.any(String), thread_id: threadId } } });
     const rec = await eventually(() => readRecord(r.name, res.body.data.message_id), (x) => x.body.data?.status === "delivered");
     expect(rec.body.data).toMatchObject({ origin: "operator", answer_status: "answered", answer: "An operator writes.", inbound_text: "", submitted_by: operator.user_id, client_address: "client", attempts: 1 });
     const hooks = net.to("hooks.example.com");
@@ -161,7 +182,7 @@ describe("operator send: capability gating per channel (spec §4.7)", () => {
     const r = await channelRoute(channel);
     const threadId = `bridge:${r.name}:${channel === "slack" ? "C0TEST" : channel === "telegram" ? "777" : address()}`;
     const res = await operatorSend(r.name, { thread_id: threadId, text: "See this.", ...fields });
-    expect(res.status).toBe(202);
+    expect(res.status).toBe(200);
     const rec = await settled(threadId, res.body.data.message_id);
     const host = `${channel}.fake`;
     if (missing) {

@@ -1,13 +1,11 @@
 /** Presets (decisions §4, spec §2.11): pure shapes and rules, no storage. */
 import { z } from "zod";
+import { MAX_KWARGS_BYTES, boundedJsonObject } from "../../http/bounded-json";
+import { intactIdentifier } from "../../http/identifiers";
 import { type JsonSchema, inputSchemaSchema, jsonSchemaSchema } from "../json-schema";
 import { targetNameSchema } from "../names";
 
-const MAX_FIXED_KWARGS_BYTES = 64 * 1024;
-
-const fixedKwargsSchema = z
-  .record(z.string(), z.unknown())
-  .refine((o) => JSON.stringify(o).length <= MAX_FIXED_KWARGS_BYTES, { message: `must be at most ${MAX_FIXED_KWARGS_BYTES} bytes as JSON` });
+const fixedKwargsSchema = boundedJsonObject(MAX_KWARGS_BYTES);
 
 /** One version's body as stored: every field present. */
 export const presetBodySchema = z.object({
@@ -44,7 +42,7 @@ export const presetPatchSchema = z
 export type PresetPatch = z.infer<typeof presetPatchSchema>;
 
 export const tagsSchema = z
-  .array(z.string().min(1).max(64).regex(/^[^\s]+$/, { message: "must not contain whitespace" }))
+  .array(intactIdentifier(z.string().min(1).max(64).regex(/^[^\s]+$/, { message: "must not contain whitespace" })))
   .max(32);
 
 /** The first version's body from a create request. */
