@@ -13,6 +13,7 @@ import { backoffDelaySeconds } from "../src/bridge/backoff";
 import { callbackBody, postCallback } from "../src/bridge/callback";
 import { ChannelConfigError, maxCharsFor } from "../src/bridge/chunking";
 import { turnSlots } from "../src/bridge/concurrency";
+import { channelFailureClass, logDeliveryAttemptFailed, logTurnAbandoned } from "../src/bridge/ops-log";
 import { type IndexWrite, writeIndexes } from "../src/bridge/indexes";
 import { type Mode, type StoredOverride, liveOverride, turnReads } from "../src/bridge/mode-store";
 import type { TurnInbound } from "../src/bridge/payload";
@@ -25,6 +26,7 @@ import type { KeyWithOwner } from "../src/auth/key-store";
 import type { Env } from "../src/env";
 import { edgeFetch } from "../src/net/edge-fetch";
 import { type Settings, settingsFor } from "../src/settings/settings";
+import { setJqBudget } from "../src/jq/engine";
 import { agentKeepsMemory, appendAgentMemory } from "../src/targets/agents/run";
 import type { CheckpointMessage } from "../src/targets/checkpoints/types";
 import { createTargetContext } from "../src/targets/context";
@@ -108,6 +110,7 @@ export class ThreadObject extends DurableObject<Env> {
   private settings(): Settings {
     const r = settingsFor(this.env);
     if (!r.ok) throw new Error(`invalid configuration: ${r.errors.join("; ")}`);
+    setJqBudget(r.settings.jq);
     return r.settings;
   }
 
@@ -200,8 +203,19 @@ export class ThreadObject extends DurableObject<Env> {
     const c = s.conversations;
     const storage = this.ctx.storage;
     const leaseMs = c.intakeClaimLeaseSeconds * 1000;
-    saveStored(storage, { record: stored.record, turn_state: "running", turn_lease_until: Date.now() + leaseMs });
+    // Every run that started and never settled ended its object (crash, CPU limit, eviction): the
+    // alarm re-queued it when its lease lapsed. Past the bound the turn is poison; settle it with
+    // the error outcome instead of killing the object again, so the thread moves on.
+    if (stored.turn_attempts >= c.turnMaxAttempts) {
+      const detail = `the turn was abandoned after ${stored.turn_attempts} attempts: each run ended its thread object before settling (crash, CPU limit or eviction)`;
+      logTurnAbandoned({ message_id: stored.record.message_id, attempts: stored.turn_attempts });
+      return this.settleTurn(stored.record.message_id, errorOutcome(detail), s);
+    }
+    saveStored(storage, { record: stored.record, turn_state: "running", turn_lease_until: Date.now() + leaseMs, turn_attempts: stored.turn_attempts + 1 });
     this.activeTurn = stored.record.message_id;
+    // The attempt must be durable before the run starts: a run that never yields (a runaway jq
+    // program) would otherwise die with the implicit transaction holding its count uncommitted.
+    await storage.sync();
     await this.armAlarm();
     // Refresh the intake lease while the turn runs, so only a dead instance's turn is re-run.
     const refresher = setInterval(() => {
@@ -354,8 +368,10 @@ export class ThreadObject extends DurableObject<Env> {
       route.callback_secret,
       callbackBody(rec),
       c.deliveryCallbackTimeoutSeconds * 1000,
+      s.outbound,
     );
     if (result.ok) return this.finishDelivery(rec, "delivered", null, s);
+    logDeliveryAttemptFailed({ message_id: rec.message_id, via: "callback", attempt: rec.attempts, reason: result.cls ?? "refused", final: rec.attempts >= c.deliveryMaxAttempts });
     return this.retryLater(rec, result.reason, s);
   }
 
@@ -388,6 +404,8 @@ export class ThreadObject extends DurableObject<Env> {
     for (let i = chunksSent; i < steps.length; i++) {
       const r = await sendOutboundStep(adapter, steps[i], { to, from }, { fetch: edgeFetch, env: this.env, timeoutMs: c.deliverySendTimeoutSeconds * 1000 });
       if (!r.ok) {
+        const final = r.permanent || rec.attempts >= c.deliveryMaxAttempts;
+        logDeliveryAttemptFailed({ message_id: rec.message_id, via: adapter.name, attempt: rec.attempts, reason: channelFailureClass(r), final });
         await this.indexOutbound(rec, adapter.name, sentIds, s);
         if (r.permanent) return this.finishDelivery(rec, "failed", `channel send refused: ${r.reason}`, s);
         return this.retryLater(rec, `channel send failed: ${r.reason}`, s);

@@ -7,7 +7,7 @@ import type { AnswerRecord, DeliveryStatus } from "../src/bridge/record";
 import type { TurnInbound } from "../src/bridge/payload";
 
 /** Bumped when the schema changes; migrations below run in order inside blockConcurrencyWhile. */
-const SCHEMA_VERSION = 1;
+const SCHEMA_VERSION = 2;
 
 export type TurnState = "queued" | "running" | "done";
 
@@ -23,6 +23,8 @@ export interface StoredRecord {
   expires_at: number | null;
   /** Channel delivery progress: chunks already accepted by the provider. */
   chunks_sent: number;
+  /** Runs of this turn started so far, counted before each run so a run that kills the object counts. */
+  turn_attempts: number;
 }
 
 /** Runs a statement, naming it in the error so a failing query is identifiable in logs. */
@@ -57,6 +59,10 @@ export function migrate(storage: DurableObjectStorage): void {
     storage.sql.exec("CREATE INDEX IF NOT EXISTS records_status ON records(status, delivery_due_at)");
     storage.sql.exec("CREATE INDEX IF NOT EXISTS records_expiry ON records(expires_at)");
   }
+  if (version < 2) {
+    // v2: turn runs started, so a turn that keeps killing its object is abandoned (poison turns).
+    storage.sql.exec("ALTER TABLE records ADD COLUMN turn_attempts INTEGER NOT NULL DEFAULT 0");
+  }
   if (version !== SCHEMA_VERSION) {
     sql(storage, "set schema version", "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", String(SCHEMA_VERSION));
   }
@@ -85,6 +91,7 @@ type Row = {
   grace_until: number | null;
   expires_at: number | null;
   chunks_sent: number;
+  turn_attempts: number;
 };
 
 function fromRow(r: Row): StoredRecord {
@@ -99,10 +106,11 @@ function fromRow(r: Row): StoredRecord {
     grace_until: r.grace_until,
     expires_at: r.expires_at,
     chunks_sent: r.chunks_sent,
+    turn_attempts: r.turn_attempts,
   };
 }
 
-const COLS = "seq, record, inbound, turn_state, turn_lease_until, delivery_due_at, delivery_lease_until, grace_until, expires_at, chunks_sent";
+const COLS = "seq, record, inbound, turn_state, turn_lease_until, delivery_due_at, delivery_lease_until, grace_until, expires_at, chunks_sent, turn_attempts";
 
 export function insertRecord(storage: DurableObjectStorage, rec: AnswerRecord, inbound: TurnInbound, turnState: TurnState, expiresAt: number | null): void {
   sql(
@@ -130,7 +138,7 @@ export function saveStored(
 ): void {
   const sets = ["record = ?", "status = ?"];
   const args: unknown[] = [JSON.stringify(s.record), s.record.status];
-  for (const key of ["turn_state", "turn_lease_until", "delivery_due_at", "delivery_lease_until", "grace_until", "expires_at", "chunks_sent"] as const) {
+  for (const key of ["turn_state", "turn_lease_until", "delivery_due_at", "delivery_lease_until", "grace_until", "expires_at", "chunks_sent", "turn_attempts"] as const) {
     if (key in s) {
       sets.push(`${key} = ?`);
       args.push(s[key] ?? null);

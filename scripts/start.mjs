@@ -1,10 +1,11 @@
 #!/usr/bin/env node
-// `npm start`: apply D1 migrations to the local database, then run `wrangler dev` on
+// `npm start`: run the jq build step, apply D1 migrations to the local database, then run `wrangler dev` on
 // 127.0.0.1:8787 with local persistence. Extra arguments pass through to wrangler dev
 // (`npm start -- --port 9000 --var NAME:VALUE`); `--persist-to DIR` is honoured by both steps.
 import { spawn, spawnSync } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { createDevOutputFilter } from "./dev-output-filter.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const wrangler = join(root, "node_modules", "wrangler", "bin", "wrangler.js");
@@ -23,10 +24,36 @@ const persistTo = optionValue("--persist-to");
 const configPath = optionValue("--config") ?? optionValue("-c");
 const extra = [...(persistTo ? ["--persist-to", persistTo] : []), ...(configPath ? ["--config", configPath] : [])];
 
+// Wrangler's own network chatter, off for this command (a value set by the caller wins). Each
+// reaches the network on every start; offline, the first printed a `getaddrinfo ENOTFOUND` stack
+// trace, and the others add a notice or an "update available" line:
+//   - CLOUDFLARE_CF_FETCH_ENABLED: miniflare downloads a `Request.cf` sample from
+//     workers.cloudflare.com (local requests get a built-in placeholder instead);
+//   - WRANGLER_HIDE_BANNER: the banner is what runs the npm update check (wrangler 4 has no
+//     separate switch for it);
+//   - WRANGLER_SEND_METRICS / WRANGLER_SEND_ERROR_REPORTS: usage telemetry and crash reports.
+const env = {
+  CLOUDFLARE_CF_FETCH_ENABLED: "false",
+  WRANGLER_HIDE_BANNER: "true",
+  WRANGLER_SEND_METRICS: "false",
+  WRANGLER_SEND_ERROR_REPORTS: "false",
+  ...process.env,
+};
+
+// The jq build step runs here, before wrangler starts, rather than as wrangler's [build] command:
+// wrangler dev runs a custom build once at start and again when its watcher on src/ is ready, and
+// once more whenever the step writes its outputs into src/jq/generated under that watcher. Here it
+// runs once (and writes nothing when its outputs are current); wrangler then bundles once.
+const extract = spawnSync(process.execPath, [join(root, "scripts", "extract-jq-wasm.mjs")], { cwd: root, stdio: ["ignore", "inherit", "inherit"], env });
+if (extract.status !== 0) {
+  console.error("npm start: the jq build step (scripts/extract-jq-wasm.mjs) failed");
+  process.exit(extract.status ?? 1);
+}
+
 const migrate = spawnSync(process.execPath, [wrangler, "d1", "migrations", "apply", "DB", "--local", ...extra], {
   cwd: root,
   stdio: ["ignore", "inherit", "inherit"],
-  env: { ...process.env, CI: process.env.CI ?? "true" },
+  env: { ...env, CI: env.CI ?? "true" },
 });
 if (migrate.status !== 0) {
   console.error("npm start: applying D1 migrations failed");
@@ -34,6 +61,23 @@ if (migrate.status !== 0) {
 }
 
 const defaults = [...(has("--ip") ? [] : ["--ip", "127.0.0.1"]), ...(has("--port") ? [] : ["--port", "8787"])];
-const dev = spawn(process.execPath, [wrangler, "dev", ...defaults, ...args], { cwd: root, stdio: "inherit" });
+// workerd's internal reports for outbound DNS/TLS failures are filtered out (see
+// scripts/dev-output-filter.mjs); START_RAW_OUTPUT=1 shows wrangler's output as it is.
+const raw = env.START_RAW_OUTPUT === "1";
+const devEnv = raw || !process.stdout.isTTY ? env : { FORCE_COLOR: "1", ...env }; // piped output keeps its colours
+const dev = spawn(process.execPath, [wrangler, "dev", ...defaults, ...args], { cwd: root, stdio: raw ? "inherit" : ["inherit", "pipe", "pipe"], env: devEnv });
+const filters = raw
+  ? []
+  : [
+      [dev.stdout, createDevOutputFilter((l) => process.stdout.write(l))],
+      [dev.stderr, createDevOutputFilter((l) => process.stderr.write(l))],
+    ];
+for (const [stream, filter] of filters) {
+  stream.setEncoding("utf8");
+  stream.on("data", (d) => filter.push(d));
+}
 for (const sig of ["SIGINT", "SIGTERM"]) process.on(sig, () => dev.kill(sig));
-dev.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
+dev.on("exit", (code, signal) => {
+  for (const [, filter] of filters) filter.end();
+  process.exit(code ?? (signal ? 1 : 0));
+});
