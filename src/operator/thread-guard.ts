@@ -16,7 +16,8 @@ export function guardThread(routeName: string, threadId: string): GuardedThread 
   const parsed = parseThreadId(threadId);
   if (parsed.kind === "person") throw new HttpError(404, "person not found on this route");
   if (parsed.kind === "invalid" || parsed.route_name !== routeName) {
-    throw badRequest(`thread_id must be a thread of this route (starting bridge:${routeName}:)`);
+    // The pattern, not the caller's route name: error messages never carry request text.
+    throw badRequest("thread_id must be a thread of this route (starting bridge:{route_name}:)");
   }
   return { thread_id: threadId, rest: parsed.rest };
 }

@@ -1,0 +1,102 @@
+/**
+ * The doors as the route table declares them, for the hardening suites. Nothing here lists doors
+ * by hand: every suite iterates `registry`, so a door declared later joins them by being declared.
+ */
+import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
+import { z } from "zod";
+// Loading the app loads every router, and routers register their doors at module load. The Worker
+// under test (SELF) runs in this same isolate and module graph, so this is the registry it serves.
+import "../../src/app";
+import { type RouteSpec, registry } from "../../src/http/route";
+import worker from "../../src/index";
+
+export type { RouteSpec };
+export type JsonSchema = { [key: string]: unknown };
+
+/** Every registered door, in registration order; fails loudly if the table did not load. */
+export function doors(): RouteSpec[] {
+  if (registry.length === 0) throw new Error("the route registry is empty: src/app did not load its routers");
+  return [...registry];
+}
+
+export const label = (spec: RouteSpec): string => `${spec.method.toUpperCase()} ${spec.path}`;
+
+/** `{name}` placeholders of an OpenAPI-style path, in order. */
+export function pathParamNames(path: string): string[] {
+  return [...path.matchAll(/\{([A-Za-z0-9_]+)\}/g)].map((m) => m[1]);
+}
+
+/** Fills `{name}` placeholders with already-encoded segments. */
+export function fillPath(path: string, segments: Record<string, string>): string {
+  return path.replace(/\{([A-Za-z0-9_]+)\}/g, (_, name: string) => segments[name] ?? "x");
+}
+
+/** The input JSON Schema of a door's zod schema, the same conversion the OpenAPI document uses. */
+export function jsonSchemaOf(schema: z.ZodType | undefined): JsonSchema | null {
+  if (!schema) return null;
+  return z.toJSONSchema(schema, { target: "draft-2020-12", io: "input", unrepresentable: "any" }) as JsonSchema;
+}
+
+/** What a door demands of its caller, normalised from its `auth` declaration. */
+export type Requirement =
+  | { kind: "public" }
+  | { kind: "authenticated" }
+  | { kind: "tag"; tag: string; action: "read" | "write"; admin: boolean };
+
+export function requirementOf(spec: RouteSpec): Requirement {
+  const auth = spec.auth;
+  if ("public" in auth) return { kind: "public" };
+  if ("authenticated" in auth) return { kind: "authenticated" };
+  return { kind: "tag", tag: auth.tag, action: auth.action ?? (spec.method === "get" ? "read" : "write"), admin: auth.admin === true };
+}
+
+export const BASE = "https://bridge.test";
+
+export interface Answer {
+  status: number;
+  text: string;
+  headers: Headers;
+  /** The parsed JSON answer, or null when the answer is not JSON. */
+  json: any;
+}
+
+/**
+ * Calls the Worker's own fetch handler (src/index.ts, the deployed entry) in this isolate. Not
+ * SELF.fetch: under vitest-pool-workers every SELF.fetch gets slower as a file's request count
+ * grows (cloudflare/workers-sdk#15446), and these suites send hundreds of requests. The execution
+ * context is awaited after the body is read, so work a door hands to waitUntil finishes (and
+ * fails loudly) inside the case that caused it.
+ */
+export async function dispatch(method: string, pathAndQuery: string, init: { headers?: Record<string, string>; body?: string } = {}): Promise<Answer> {
+  const ctx = createExecutionContext();
+  const upper = method.toUpperCase();
+  const request = new Request(`${BASE}${pathAndQuery}`, { method: upper, headers: init.headers, body: upper === "GET" || upper === "HEAD" ? undefined : init.body });
+  const res = await worker.fetch(request, env, ctx);
+  const text = await res.text();
+  await waitOnExecutionContext(ctx);
+  let json: unknown = null;
+  try {
+    json = text ? JSON.parse(text) : null;
+  } catch {
+    /* not JSON */
+  }
+  return { status: res.status, text, headers: res.headers, json };
+}
+
+/** A JSON call with an optional key (fixtures and principals). */
+export function callJson(method: string, path: string, key: string | null, body?: unknown): Promise<Answer> {
+  const headers: Record<string, string> = { "content-type": "application/json" };
+  if (key) headers["x-api-key"] = key;
+  return dispatch(method, path, { headers, body: body === undefined ? undefined : JSON.stringify(body) });
+}
+
+let adminKey: string | null = null;
+
+/** This file's admin key: bootstrapped once per file (each test file has its own D1). */
+export async function bootstrapAdmin(): Promise<string> {
+  if (adminKey) return adminKey;
+  const r = await callJson("POST", "/api/keys/bootstrap", null, { user_id: "root", description: "hardening suites", bootstrap_token: String(env.ACCESS_CONTROL_BOOTSTRAP_TOKEN) });
+  if (r.status !== 200) throw new Error(`bootstrap failed: ${r.status} ${r.text}`);
+  adminKey = r.json.data.token as string;
+  return adminKey;
+}
