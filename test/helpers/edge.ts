@@ -25,4 +25,18 @@ export function fakeNetwork(handler: (req: Request, body: string, calls: EdgeCal
   return calls;
 }
 
+type EdgeHandler = (req: Request, body: string) => Response | Promise<Response>;
+
+/**
+ * A `fakeNetwork` handler that answers only the listed `"METHOD url"` pairs. Any other request
+ * rejects its fetch, so a test that scripts nothing still never reaches the real network.
+ */
+export function answerOnly(routes: Record<string, EdgeHandler>) {
+  return (req: Request, body: string): Response | Promise<Response> => {
+    const answer = routes[`${req.method} ${req.url}`];
+    if (!answer) throw new Error(`unexpected outbound request: ${req.method} ${req.url}`);
+    return answer(req, body);
+  };
+}
+
 afterEach(() => setEdgeFetch(null));

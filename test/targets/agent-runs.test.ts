@@ -1,16 +1,15 @@
 import { env } from "cloudflare:test";
-import { http, HttpResponse } from "msw";
-import { setupServer } from "msw/node";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { checkpointStoreFor } from "../../src/targets/checkpoints";
+import { answerOnly, fakeNetwork } from "../helpers/edge";
 import { admin, call, mintKey, uniq } from "../helpers/http";
-import { callWith, parseSse, settingsOf } from "./helpers";
+import { callWith, json, parseSse, settingsOf } from "./helpers";
 
 const LLM_KEY = "sk-door-llm-key";
-const server = setupServer();
-beforeAll(() => server.listen({ onUnhandledRequest: "error" }));
-afterEach(() => server.resetHandlers());
-afterAll(() => server.close());
+// Every test starts on a network that answers nothing; a test scripts the endpoints it needs.
+beforeEach(() => {
+  fakeNetwork(answerOnly({}));
+});
 
 async function run(key: string, name: string, body: Record<string, unknown>) {
   return call("POST", `/api/agents/${name}/runs`, { key, body });
@@ -58,27 +57,29 @@ describe("POST /api/agents/{name}/runs", () => {
     const agent = uniq("llm");
     await declareAgent({ title: agent, kind: "llm", config: { base_url: "https://llm.example/v1", model: "m", api_key: { env: "LLM_KEY" }, tool_names: ["echo", tool] } });
     let calls = 0;
-    server.use(
-      http.post("https://llm.example/v1/chat/completions", ({ request }) => {
-        expect(request.headers.get("authorization")).toBe(`Bearer ${LLM_KEY}`);
-        calls += 1;
-        if (calls === 1) {
-          return HttpResponse.json({
-            choices: [
-              {
-                message: {
-                  role: "assistant",
-                  content: null,
-                  tool_calls: [
-                    { id: "c1", type: "function", function: { name: "echo", arguments: '{"message":"pong"}' } },
-                    { id: "c2", type: "function", function: { name: tool, arguments: "{}" } },
-                  ],
+    fakeNetwork(
+      answerOnly({
+        "POST https://llm.example/v1/chat/completions": (request) => {
+          expect(request.headers.get("authorization")).toBe(`Bearer ${LLM_KEY}`);
+          calls += 1;
+          if (calls === 1) {
+            return json({
+              choices: [
+                {
+                  message: {
+                    role: "assistant",
+                    content: null,
+                    tool_calls: [
+                      { id: "c1", type: "function", function: { name: "echo", arguments: '{"message":"pong"}' } },
+                      { id: "c2", type: "function", function: { name: tool, arguments: "{}" } },
+                    ],
+                  },
                 },
-              },
-            ],
-          });
-        }
-        return HttpResponse.json({ choices: [{ message: { role: "assistant", content: "all done" } }] });
+              ],
+            });
+          }
+          return json({ choices: [{ message: { role: "assistant", content: "all done" } }] });
+        },
       }),
     );
     const k = await mintKey({ scopes: ["agents:read", `agent:${agent}`, "tool:echo"] });
@@ -99,7 +100,7 @@ describe("POST /api/agents/{name}/runs", () => {
   it("ends a failed run with stream.error and a client-safe message", async () => {
     const agent = uniq("flaky");
     await declareAgent({ title: agent, kind: "http", config: { url: "https://agent.example/down" } });
-    server.use(http.post("https://agent.example/down", () => HttpResponse.json({ trace: "internal detail" }, { status: 500 })));
+    fakeNetwork(answerOnly({ "POST https://agent.example/down": () => json({ trace: "internal detail" }, 500) }));
     const r = await callWith({}, "POST", `/api/agents/${agent}/runs`, { key: await admin(), body: { user_message: "x" } });
     expect(r.status).toBe(200);
     expect(parseSse(r.text)).toEqual([{ data: { type: "stream.error", message: "agent endpoint answered HTTP 500" } }]);

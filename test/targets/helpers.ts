@@ -70,8 +70,8 @@ export function testContext(opts: {
 
 /**
  * Calls the app in-process with env overrides (settings and secrets that differ from
- * wrangler.toml). Outbound fetches from handlers go through the global fetch, so tests using
- * this mock the network edge with msw.
+ * wrangler.toml). Outbound fetches from handlers go through the network edge, so tests using
+ * this fake the network with `fakeNetwork` (test/helpers/edge.ts).
  */
 export async function callWith<T = any>(
   vars: Record<string, unknown>,

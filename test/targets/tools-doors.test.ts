@@ -1,24 +1,25 @@
-import { http, HttpResponse } from "msw";
-import { setupServer } from "msw/node";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
+import { answerOnly, fakeNetwork } from "../helpers/edge";
 import { admin, call, mintKey, uniq } from "../helpers/http";
-import { callWith } from "./helpers";
+import { callWith, json } from "./helpers";
 
 const SECRET = "door-secret-9f2c";
 const LITERAL = "literal-header-value-77";
 const seen: Array<{ headers: Record<string, string>; body: unknown }> = [];
 
-const server = setupServer(
-  http.post("https://tools.example/doors/ok", async ({ request }) => {
-    const body = await request.json();
-    seen.push({ headers: Object.fromEntries(request.headers), body });
-    return HttpResponse.json({ received: body });
-  }),
-  http.post("https://tools.example/doors/fail", () => HttpResponse.json({ leaked: SECRET }, { status: 502 })),
-);
-beforeAll(() => server.listen({ onUnhandledRequest: "error" }));
-afterEach(() => server.resetHandlers());
-afterAll(() => server.close());
+// The two tool endpoints these doors call; any other outbound request fails the fetch.
+beforeEach(() => {
+  fakeNetwork(
+    answerOnly({
+      "POST https://tools.example/doors/ok": (request, text) => {
+        const body = JSON.parse(text);
+        seen.push({ headers: Object.fromEntries(request.headers), body });
+        return json({ received: body });
+      },
+      "POST https://tools.example/doors/fail": () => json({ leaked: SECRET }, 502),
+    }),
+  );
+});
 
 async function declare(body: Record<string, unknown>) {
   return call("POST", "/api/tools-config/entries", { key: await admin(), body: { kind: "http", ...body } });
