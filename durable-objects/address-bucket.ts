@@ -6,10 +6,9 @@
  * BucketDirectory, which evicts the oldest past `address_bucket_max_entries`.
  */
 import { DurableObject } from "cloudflare:workers";
-import { type BucketState, msUntilFull, refill, take } from "../src/bridge/token-bucket";
+import { type BucketState, type BucketVerdict, msUntilFull, refill, take } from "../src/bridge/token-bucket";
+import { type AddressBucketRpc, addressBucketStub, bucketDirectoryStub } from "../src/contracts/bucket-rpc";
 import type { Env } from "../src/env";
-
-export type BucketVerdict = { allowed: true } | { allowed: false; retryAfterSeconds: number; notify: boolean };
 
 interface Stored {
   state: BucketState;
@@ -17,17 +16,8 @@ interface Stored {
   key: string;
 }
 
-function directory(env: Env) {
-  const ns = env.BUCKET_DIRECTORY;
-  return ns.get(ns.idFromName("all")) as unknown as { register(key: string, max: number): Promise<string[]>; unregister(key: string): Promise<void> };
-}
-
-function bucket(env: Env, key: string) {
-  const ns = env.ADDRESS_BUCKETS;
-  return ns.get(ns.idFromName(key)) as unknown as { forget(): Promise<void> };
-}
-
-export class AddressBucket extends DurableObject<Env> {
+/** One rate bucket per key; see the module comment. */
+export class AddressBucket extends DurableObject<Env> implements AddressBucketRpc {
   /** Takes one token from the bucket `key` of `capacity` turns per hour. */
   async take(capacity: number, key: string, maxEntries: number): Promise<BucketVerdict> {
     const now = Date.now();
@@ -38,8 +28,8 @@ export class AddressBucket extends DurableObject<Env> {
       // A new bucket: one alarm for its lifetime (it re-arms itself until full), and a place in
       // the directory, which may evict the oldest buckets to stay within the bound.
       await this.ctx.storage.setAlarm(now + Math.max(1000, msUntilFull(r.state, capacity)));
-      const evicted = await directory(this.env).register(key, maxEntries);
-      await Promise.all(evicted.map((k) => bucket(this.env, k).forget()));
+      const evicted = await bucketDirectoryStub(this.env).register(key, maxEntries);
+      await Promise.all(evicted.map((k) => addressBucketStub(this.env, k).forget()));
     }
     return r.allowed ? { allowed: true } : { allowed: false, retryAfterSeconds: r.retryAfterSeconds, notify: r.notify };
   }
@@ -58,6 +48,6 @@ export class AddressBucket extends DurableObject<Env> {
     const wait = msUntilFull(refill(stored.state, stored.capacity, now), stored.capacity);
     if (wait > 0) return void (await this.ctx.storage.setAlarm(now + Math.max(1000, wait)));
     await this.ctx.storage.deleteAll();
-    await directory(this.env).unregister(stored.key);
+    await bucketDirectoryStub(this.env).unregister(stored.key);
   }
 }

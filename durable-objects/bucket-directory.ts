@@ -9,9 +9,11 @@
  * reach this object; a take on an existing bucket never does.
  */
 import { DurableObject } from "cloudflare:workers";
+import type { BucketDirectoryRpc } from "../src/contracts/bucket-rpc";
 import type { Env } from "../src/env";
 
-export class BucketDirectory extends DurableObject<Env> {
+/** The one directory of live buckets; see the module comment. */
+export class BucketDirectory extends DurableObject<Env> implements BucketDirectoryRpc {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     ctx.blockConcurrencyWhile(async () => {

@@ -9,6 +9,9 @@ export interface BucketState {
   noticeAtMs: number | null;
 }
 
+/** What a door hears from its rate bucket: allowed, or the wait and whether to send the slow-down notice. */
+export type BucketVerdict = { allowed: true } | { allowed: false; retryAfterSeconds: number; notify: boolean };
+
 export type TakeResult =
   | { allowed: true; state: BucketState }
   | { allowed: false; state: BucketState; retryAfterSeconds: number; notify: boolean };

@@ -8,14 +8,15 @@
  * file exporting a `ChannelAdapter` plus one line in `registry.ts`; see docs/channels.md.
  */
 
+import type { EnvVars } from "../env";
 import type { RichSender } from "./rich/types";
 
 /**
  * The Worker env as an adapter sees it: the `CHANNEL_*` vars of decisions §11 (wrangler [vars],
- * secrets, .dev.vars). Values are `unknown` because the Worker's `Env` carries bindings too; an
- * adapter reads only strings through `envString`.
+ * secrets, .dev.vars), read by name. The env carries bindings too, so an adapter reads only
+ * strings, through `envString`.
  */
-export type ChannelEnv = Readonly<Record<string, unknown>>;
+export type ChannelEnv = EnvVars;
 
 /** The four built-in channel registry names (also the keys of `max_message_chars`). */
 export type ChannelName = "twilio" | "whatsapp" | "telegram" | "slack";

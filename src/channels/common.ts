@@ -2,11 +2,12 @@
  * Helpers shared by the adapters: env reads, bounded normalization (spec §4.2 params, decisions §6
  * media caps) and one guarded outbound POST with timeout and failure classification.
  */
+import { envVar } from "../env";
 import type { Attachment, ChannelEnv, Location, SendResult } from "./adapter";
 
 /** A non-blank string env value, or undefined. Whitespace-only counts as unset. */
 export function envString(env: ChannelEnv, name: string): string | undefined {
-  const v = env[name];
+  const v = envVar(env, name);
   return typeof v === "string" && v.trim() !== "" ? v : undefined;
 }
 

@@ -8,6 +8,7 @@
  * declare. Only names meant to be referenced resolve: `SECRET_*`, or those the operator lists in
  * `SECRET_REFERENCE_ALLOWLIST`.
  */
+import { type EnvVars, envVar } from "../env";
 
 /** The setting listing extra referenceable names (comma-separated). */
 export const SECRET_REFERENCE_ALLOWLIST_SETTING = "SECRET_REFERENCE_ALLOWLIST";
@@ -35,12 +36,12 @@ export const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
  * case-insensitively: refusing a look-alike costs nothing. `env`, when given, also marks any
  * name bound to a non-string (a binding under another name).
  */
-export function isForbiddenReference(name: string, env?: Record<string, unknown>): boolean {
+export function isForbiddenReference(name: string, env?: EnvVars): boolean {
   const upper = name.toUpperCase();
   if (FORBIDDEN_NAMES.has(upper)) return true;
   if (FORBIDDEN_PREFIXES.some((p) => upper.startsWith(p))) return true;
   if (env && name in env) {
-    const v = env[name];
+    const v = envVar(env, name);
     if (v !== undefined && v !== null && typeof v !== "string") return true;
   }
   return false;
@@ -59,7 +60,7 @@ export function splitAllowlist(raw: unknown): string[] {
  * May a reference name `name`, given the allowlist? Forbidden names never may, even when
  * listed or prefixed `SECRET_` (the allowlist setting itself starts with `SECRET_`).
  */
-export function isReferenceable(name: string, allowlist: readonly string[], env?: Record<string, unknown>): boolean {
+export function isReferenceable(name: string, allowlist: readonly string[], env?: EnvVars): boolean {
   if (!ENV_NAME.test(name) || isForbiddenReference(name, env)) return false;
   return name.startsWith(SECRET_PREFIX) || allowlist.includes(name);
 }

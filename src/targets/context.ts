@@ -4,7 +4,7 @@ import type { KeyWithOwner } from "../auth/key-store";
 import type { Env } from "../env";
 import { edgeFetch } from "../net/edge-fetch";
 import type { Settings } from "../settings/settings";
-import { type LocalThreadStorage, checkpointStoreFor } from "./checkpoints";
+import { type LocalThreadMemory, checkpointStoreFor } from "./checkpoints";
 import type { CheckpointStore } from "./checkpoints/types";
 
 export interface TargetContext {
@@ -30,12 +30,12 @@ export type ExecutionKeyRef = { user_id: string; fingerprint: string; prefetched
 /**
  * Builds a production context. `fetch` defaults to the network edge, which calls the global
  * fetch unbound-safely and lets workerd tests swap in a fake network. `local` is the calling
- * ThreadObject's storage (kv checkpoints without RPC).
+ * ThreadObject's own memory (kv checkpoints without RPC).
  */
 export function createTargetContext(
   env: Env,
   settings: Settings,
-  opts: { fetch?: typeof fetch; now?: () => Date; turn?: TargetContext["turn"]; local?: LocalThreadStorage } = {},
+  opts: { fetch?: typeof fetch; now?: () => Date; turn?: TargetContext["turn"]; local?: LocalThreadMemory } = {},
 ): TargetContext {
   const now = opts.now ?? (() => new Date());
   return {

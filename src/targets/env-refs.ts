@@ -4,7 +4,7 @@
  * message or a log line; views show the reference (or a redaction for literal values).
  */
 import { z } from "zod";
-import type { Env } from "../env";
+import { type EnvVars, envVar } from "../env";
 import { REFERENCE_RULE, SECRET_REFERENCE_ALLOWLIST_SETTING, isReferenceable, splitAllowlist } from "../settings/secret-references";
 
 export const envRefSchema = z
@@ -61,7 +61,7 @@ export class EnvRefError extends Error {
  * hold them (e.g. `headers.authorization`, `config.api_key`), for a 400 that names the field and
  * never the variable. Empty when every reference may be resolved.
  */
-export function refusedReferences(refs: Array<{ field: string; ref: EnvRef }>, allowlist: readonly string[], env?: Record<string, unknown>): string[] {
+export function refusedReferences(refs: Array<{ field: string; ref: EnvRef }>, allowlist: readonly string[], env?: EnvVars): string[] {
   return refs.filter(({ ref }) => !isReferenceable(ref.env, allowlist, env)).map(({ field }) => field);
 }
 
@@ -80,17 +80,17 @@ export function refusedReferencesMessage(fields: string[]): string {
  * a name outside the secret-reference scope. The scope was checked at declaration; checking it
  * again here means a stored reference never resolves after the allowlist narrowed.
  */
-export function resolveEnvRef(env: Env, ref: EnvRef): string {
-  if (!isReferenceable(ref.env, splitAllowlist(env[SECRET_REFERENCE_ALLOWLIST_SETTING]), env)) {
+export function resolveEnvRef(env: EnvVars, ref: EnvRef): string {
+  if (!isReferenceable(ref.env, splitAllowlist(envVar(env, SECRET_REFERENCE_ALLOWLIST_SETTING)), env)) {
     throw new EnvRefError(ref.env, `env var ${ref.env} referenced by the declaration may not be referenced (${REFERENCE_RULE})`);
   }
-  const v = env[ref.env];
+  const v = envVar(env, ref.env);
   if (typeof v !== "string" || v === "") throw new EnvRefError(ref.env);
   return v;
 }
 
 /** Resolves every header at call time. */
-export function resolveHeaders(env: Env, headers: HeaderSpec): Record<string, string> {
+export function resolveHeaders(env: EnvVars, headers: HeaderSpec): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [name, v] of Object.entries(headers)) out[name] = typeof v === "string" ? v : resolveEnvRef(env, v);
   return out;

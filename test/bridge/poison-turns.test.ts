@@ -1,7 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { TURN_ERROR_TEXT } from "../../src/bridge/record";
-import { migrate } from "../../durable-objects/thread-store";
+import { migrate } from "../../src/thread/store";
 import { createRoute, echoKey, readRecord, send } from "../helpers/bridge";
 import { fakeNetwork } from "../helpers/edge";
 import { admin, call, mintKey, uniq } from "../helpers/http";

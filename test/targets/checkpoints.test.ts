@@ -1,13 +1,8 @@
 import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import {
-  appendCheckpoint,
-  checkpointAlarmDue,
-  purgeExpiredCheckpoint,
-  readCheckpoint,
-} from "../../durable-objects/thread-checkpoint";
 import type { Env } from "../../src/env";
 import { checkpointStoreFor } from "../../src/targets/checkpoints";
+import { appendCheckpoint, checkpointAlarmDue, purgeExpiredCheckpoint, readCheckpoint } from "../../src/targets/checkpoints/thread-memory";
 import { sweepCheckpoints } from "../../src/targets/checkpoints/sweep";
 import type { CheckpointMessage } from "../../src/targets/checkpoints/types";
 import { admin, call, mintKey, uniq } from "../helpers/http";
@@ -76,11 +71,12 @@ describe("kv provider: Durable Object storage with a native idle TTL", () => {
     const t = uniq("kv-refresh");
     await runInDurableObject(stub(t), async (_o, state) => {
       const s = state.storage;
-      await appendCheckpoint(s, t, [user("a")], { nowMs: 1_000, ttlMinutes: 1 });
-      await appendCheckpoint(s, t, [assistant("b")], { nowMs: 50_000, ttlMinutes: 1 });
-      expect(readCheckpoint(s, t, 100_000)).toEqual([user("a"), assistant("b")]);
+      const mem = { storage: s, threadId: t };
+      appendCheckpoint(mem, [user("a")], { nowMs: 1_000, ttlMinutes: 1 });
+      appendCheckpoint(mem, [assistant("b")], { nowMs: 50_000, ttlMinutes: 1 });
+      expect(readCheckpoint(mem, 100_000)).toEqual([user("a"), assistant("b")]);
       expect(checkpointAlarmDue(s)).toBe(110_000);
-      expect(readCheckpoint(s, t, 110_000)).toEqual([]);
+      expect(readCheckpoint(mem, 110_000)).toEqual([]);
       expect(checkpointAlarmDue(s)).toBeNull();
     });
   });
@@ -88,9 +84,10 @@ describe("kv provider: Durable Object storage with a native idle TTL", () => {
   it("keeps memory forever when no TTL is set", async () => {
     const t = uniq("kv-forever");
     await runInDurableObject(stub(t), async (_o, state) => {
-      await appendCheckpoint(state.storage, t, [user("a")], { nowMs: 0, ttlMinutes: null });
+      const mem = { storage: state.storage, threadId: t };
+      appendCheckpoint(mem, [user("a")], { nowMs: 0, ttlMinutes: null });
       expect(checkpointAlarmDue(state.storage)).toBeNull();
-      expect(readCheckpoint(state.storage, t, Number.MAX_SAFE_INTEGER)).toEqual([user("a")]);
+      expect(readCheckpoint(mem, Number.MAX_SAFE_INTEGER)).toEqual([user("a")]);
       expect(purgeExpiredCheckpoint(state.storage, Number.MAX_SAFE_INTEGER)).toBe(0);
     });
   });
@@ -113,7 +110,7 @@ describe("kv provider: Durable Object storage with a native idle TTL", () => {
   it("uses the calling object's own storage without RPC when it is that thread's object", async () => {
     const t = uniq("kv-local");
     await runInDurableObject(stub(t), async (_o, state) => {
-      const local = Object.assign(state.storage, { threadId: t });
+      const local = { storage: state.storage, threadId: t, armAlarm: async () => undefined };
       const store = checkpointStoreFor(env as Env, settingsOf(), { local });
       await store.append(t, [user("local write")]);
       expect(await store.read(t)).toEqual([user("local write")]);

@@ -1,5 +1,6 @@
 /** Agents declared in D1 (decisions §4): `POST /api/agents-config/entries`. */
 import { z } from "zod";
+import type { EnvVars } from "../../env";
 import { HttpError, badRequest, conflict } from "../../http/errors";
 import type { Settings } from "../../settings/settings";
 import { type EnvRef, envRefSchema, headerReferences, headersSchema, redactHeaders, refusedReferences, refusedReferencesMessage } from "../env-refs";
@@ -54,7 +55,7 @@ export type DeclaredAgent = AgentDeclaration & { created_at: string; updated_at:
  * secret-reference scope of `config.api_key` and every `{"env"}` header. Each refusal is a 400
  * naming the field, never the URL or variable.
  */
-export function checkAgentDeclaration(d: AgentDeclaration, settings: Settings, env: Record<string, unknown>): void {
+export function checkAgentDeclaration(d: AgentDeclaration, settings: Settings, env: EnvVars): void {
   let refs: Array<{ field: string; ref: EnvRef }>;
   if (d.kind === "llm") {
     assertDeclaredUrl("config.base_url", d.config.base_url, settings);

@@ -2,21 +2,21 @@
 import type { Env } from "../../env";
 import type { Settings } from "../../settings/settings";
 import { d1CheckpointStore } from "./d1";
-import { type LocalThreadStorage, kvCheckpointStore } from "./kv";
+import { type LocalThreadMemory, kvCheckpointStore } from "./kv";
 import { memoryCheckpointStore } from "./memory";
 import type { CheckpointStore } from "./types";
 
 export type { CheckpointMessage, CheckpointStore } from "./types";
-export type { LocalThreadStorage } from "./kv";
+export type { LocalThreadMemory } from "./kv";
 
 /**
- * The store for the configured provider. `local` is the calling thread object's own storage
+ * The store for the configured provider. `local` is the calling thread object's own memory
  * (kv provider: no RPC for its own thread); `now` is the clock used for TTLs and `updated_at`.
  */
 export function checkpointStoreFor(
   env: Env,
   settings: Settings,
-  opts: { local?: LocalThreadStorage; now?: () => Date } = {},
+  opts: { local?: LocalThreadMemory; now?: () => Date } = {},
 ): CheckpointStore {
   const now = opts.now ?? (() => new Date());
   const { provider, ttlMinutes } = settings.checkpoint;

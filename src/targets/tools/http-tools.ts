@@ -1,5 +1,6 @@
 /** HTTP tools declared in D1 (decisions §4): `POST /api/tools-config/entries`. */
 import { z } from "zod";
+import type { EnvVars } from "../../env";
 import { HttpError, badRequest, conflict } from "../../http/errors";
 import type { Settings } from "../../settings/settings";
 import { headerReferences, headersSchema, redactHeaders, refusedReferences, refusedReferencesMessage } from "../env-refs";
@@ -32,7 +33,7 @@ export type HttpToolDeclaration = z.infer<typeof httpToolDeclarationSchema>;
  * stored rows): the outbound address guard on `url` and the secret-reference scope of every
  * `{"env"}` header. Each refusal is a 400 naming the field, never the URL or variable.
  */
-export function checkHttpToolDeclaration(d: HttpToolDeclaration, settings: Settings, env: Record<string, unknown>): void {
+export function checkHttpToolDeclaration(d: HttpToolDeclaration, settings: Settings, env: EnvVars): void {
   assertDeclaredUrl("url", d.url, settings);
   const refused = refusedReferences(headerReferences(d.headers, "headers"), settings.secretReferences.allowlist, env);
   if (refused.length) throw badRequest(refusedReferencesMessage(refused));

@@ -1,16 +1,27 @@
 /**
- * The ThreadObject's SQLite: answer records with their turn and delivery bookkeeping, and a
- * small meta table. Plain synchronous functions over DurableObjectStorage (DO SQLite is
- * synchronous), so the object's methods read as the state machine they implement.
+ * The ThreadObject's SQLite: answer records with their turn and delivery bookkeeping, a small meta
+ * table, and the versioned migration that also owns the kv provider's agent-memory tables. Plain
+ * synchronous functions over DurableObjectStorage (DO SQLite is synchronous), so the thread's parts
+ * read as the state machine they implement.
  */
-import type { AnswerRecord, DeliveryStatus } from "../src/bridge/record";
-import type { TurnInbound } from "../src/bridge/payload";
+import type { AnswerRecord } from "../bridge/record";
+import type { TurnInbound } from "../bridge/payload";
+import { createMemoryTables } from "../targets/checkpoints/thread-memory";
 
-/** Bumped when the schema changes; migrations below run in order inside blockConcurrencyWhile. */
+/** Bumped when the records schema changes; its steps below run in order inside blockConcurrencyWhile. */
 const SCHEMA_VERSION = 2;
 
+/**
+ * The agent-memory tables' line of the same migration (meta `memory_schema_version`). They are the
+ * checkpoint provider's tables, versioned beside the records' so either can change without
+ * renumbering the other's steps.
+ */
+const MEMORY_SCHEMA_VERSION = 1;
+
+/** Where a record's turn stands: waiting, running under an intake lease, or settled. */
 export type TurnState = "queued" | "running" | "done";
 
+/** A record row: the answer record with its turn and delivery bookkeeping (epoch ms instants). */
 export interface StoredRecord {
   seq: number;
   record: AnswerRecord;
@@ -36,10 +47,10 @@ export function sql<T extends Record<string, SqlStorageValue>>(storage: DurableO
   }
 }
 
+/** Brings the object's schema up to date; idempotent, run once per instance before any request. */
 export function migrate(storage: DurableObjectStorage): void {
   storage.sql.exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
-  const row = sql<{ value: string }>(storage, "schema version", "SELECT value FROM meta WHERE key = 'schema_version'")[0];
-  const version = row ? Number(row.value) : 0;
+  const version = schemaVersion(storage, "schema_version");
   if (version < 1) {
     storage.sql.exec(`CREATE TABLE IF NOT EXISTS records (
       seq                  INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -66,16 +77,33 @@ export function migrate(storage: DurableObjectStorage): void {
   if (version !== SCHEMA_VERSION) {
     sql(storage, "set schema version", "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", String(SCHEMA_VERSION));
   }
+  const memory = schemaVersion(storage, "memory_schema_version");
+  if (memory < 1) {
+    // v1: the tables an object used to create on its first memory access. One that already has
+    // them keeps them and their rows (`IF NOT EXISTS`, same definitions); the rest get them now.
+    createMemoryTables(storage);
+  }
+  if (memory !== MEMORY_SCHEMA_VERSION) {
+    sql(storage, "set memory schema version", "INSERT OR REPLACE INTO meta (key, value) VALUES ('memory_schema_version', ?)", String(MEMORY_SCHEMA_VERSION));
+  }
 }
 
+function schemaVersion(storage: DurableObjectStorage, key: "schema_version" | "memory_schema_version"): number {
+  const row = sql<{ value: string }>(storage, "schema version", "SELECT value FROM meta WHERE key = ?", key)[0];
+  return row ? Number(row.value) : 0;
+}
+
+/** One meta value, or null. */
 export function getMeta(storage: DurableObjectStorage, key: string): string | null {
   return sql<{ value: string }>(storage, "get meta", "SELECT value FROM meta WHERE key = ?", key)[0]?.value ?? null;
 }
 
+/** Drops one meta value. */
 export function deleteMeta(storage: DurableObjectStorage, key: string): void {
   sql(storage, "delete meta", "DELETE FROM meta WHERE key = ?", key);
 }
 
+/** Writes one meta value. */
 export function setMeta(storage: DurableObjectStorage, key: string, value: string): void {
   sql(storage, "set meta", "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", key, value);
 }
@@ -112,6 +140,7 @@ function fromRow(r: Row): StoredRecord {
 
 const COLS = "seq, record, inbound, turn_state, turn_lease_until, delivery_due_at, delivery_lease_until, grace_until, expires_at, chunks_sent, turn_attempts";
 
+/** Inserts a new record with its turn input, in turn state `turnState`. */
 export function insertRecord(storage: DurableObjectStorage, rec: AnswerRecord, inbound: TurnInbound, turnState: TurnState, expiresAt: number | null): void {
   sql(
     storage,
@@ -126,6 +155,7 @@ export function insertRecord(storage: DurableObjectStorage, rec: AnswerRecord, i
   );
 }
 
+/** One record row by message id, expired or not. */
 export function getStored(storage: DurableObjectStorage, messageId: string): StoredRecord | null {
   const r = sql<Row>(storage, "get record", `SELECT ${COLS} FROM records WHERE message_id = ?`, messageId)[0];
   return r ? fromRow(r) : null;
@@ -148,19 +178,23 @@ export function saveStored(
   sql(storage, "save record", `UPDATE records SET ${sets.join(", ")} WHERE message_id = ?`, ...args);
 }
 
+/** Turns queued and not yet running (the queue depth). */
 export function countWaiting(storage: DurableObjectStorage): number {
   return sql<{ n: number }>(storage, "count waiting", "SELECT COUNT(*) AS n FROM records WHERE turn_state = 'queued'")[0].n;
 }
 
+/** The oldest queued turn. */
 export function nextQueued(storage: DurableObjectStorage): StoredRecord | null {
   const r = sql<Row>(storage, "next queued", `SELECT ${COLS} FROM records WHERE turn_state = 'queued' ORDER BY seq LIMIT 1`)[0];
   return r ? fromRow(r) : null;
 }
 
+/** Rows whose turn is running (here or in a dead instance). */
 export function runningTurns(storage: DurableObjectStorage): StoredRecord[] {
   return sql<Row>(storage, "running turns", `SELECT ${COLS} FROM records WHERE turn_state = 'running' ORDER BY seq`).map(fromRow);
 }
 
+/** True while any turn is queued or running. */
 export function hasTurnInFlight(storage: DurableObjectStorage): boolean {
   return sql(storage, "turn in flight", "SELECT 1 AS one FROM records WHERE turn_state IN ('queued', 'running') LIMIT 1").length > 0;
 }
@@ -177,6 +211,7 @@ export function dueDeliveries(storage: DurableObjectStorage, nowMs: number): Sto
   ).map(fromRow);
 }
 
+/** provisional records whose receipt grace ended by `nowMs`. */
 export function graceElapsed(storage: DurableObjectStorage, nowMs: number): StoredRecord[] {
   return sql<Row>(storage, "grace elapsed", `SELECT ${COLS} FROM records WHERE status = 'provisional' AND grace_until <= ? ORDER BY seq`, nowMs).map(fromRow);
 }
@@ -219,23 +254,26 @@ export function liveRecords(storage: DurableObjectStorage, nowMs: number, order:
   ).map((r) => JSON.parse(r.record) as AnswerRecord);
 }
 
+/** Records not expired at `nowMs`. */
 export function countLive(storage: DurableObjectStorage, nowMs: number): number {
   return sql<{ n: number }>(storage, "count live", "SELECT COUNT(*) AS n FROM records WHERE expires_at IS NULL OR expires_at > ?", nowMs)[0].n;
 }
 
+/** Every record row, expired or not (the listing's message count). */
 export function countAll(storage: DurableObjectStorage): number {
   return sql<{ n: number }>(storage, "count all", "SELECT COUNT(*) AS n FROM records")[0].n;
 }
 
+/** The newest record, expired or not (the listing row's source). */
 export function newestRecord(storage: DurableObjectStorage): AnswerRecord | null {
   const r = sql<{ record: string }>(storage, "newest record", "SELECT record FROM records ORDER BY seq DESC LIMIT 1")[0];
   return r ? (JSON.parse(r.record) as AnswerRecord) : null;
 }
 
+/** Deletes every record (thread forget); returns how many there were. */
 export function deleteAllRecords(storage: DurableObjectStorage): number {
   const n = countAll(storage);
   sql(storage, "delete all records", "DELETE FROM records");
   return n;
 }
 
-export type { DeliveryStatus };

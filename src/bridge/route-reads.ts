@@ -1,0 +1,75 @@
+/**
+ * When a thread reads its route (spec §2.1, decisions §5). One rule, stated here once:
+ *
+ * 1. A turn reads its route once, right before it runs. The door's read stands in for it while
+ *    that read is younger than ROUTE_SNAPSHOT_MS (the message door reads the route with its
+ *    execution key, batched with the caller's key lookup); otherwise the turn makes one D1 read
+ *    (`turnReads`). Everything the turn decides comes from that read: the target and its
+ *    expressions, the route incarnation a mode override belongs to, the execution key it runs as.
+ *    (The key itself is re-read live at each later authorization: src/auth, not a route read.)
+ * 2. Delivery sends what the record carries: door, channel, address, answer, rich part, chunk
+ *    progress, attempts.
+ * 3. One live re-read per delivery attempt (`deliveryRoute`), because that is where revocation
+ *    takes effect: a deleted route fails the record ("the route was deleted before delivery"); a
+ *    re-posted route mints a new callback secret and the old one is gone, so the callback goes to
+ *    the route's current `callback_url` signed with its current secret (which is never copied into
+ *    thread storage); a route that dropped its callback completes the record as poll-delivered;
+ *    and a channel sends from the route's current identity, which a re-post may have released.
+ *
+ * A turn therefore costs at most one route read, and a delivery attempt exactly one.
+ */
+import { type KeyWithOwner, keyWithOwnerByUserId, parseKeyWithOwner } from "../auth/key-store";
+import { type RouteRow, getRoute, routeFromResult, routeStatement } from "./routes-store";
+
+/** How old a door's route read may be and still stand in for the turn's own read. */
+export const ROUTE_SNAPSHOT_MS = 2000;
+
+/** A route as a door read it, with its execution key (undefined: the key was not read) and when. */
+export interface RouteSnapshot {
+  route: RouteRow;
+  key: KeyWithOwner | null | undefined;
+  at: number;
+}
+
+/**
+ * The doors' route reads a thread holds for its queued turns, by message id. Memory only: a turn
+ * that runs after a restart reads afresh, as does one that waited past ROUTE_SNAPSHOT_MS.
+ */
+export class RouteSnapshots {
+  private readonly byMessage = new Map<string, RouteSnapshot>();
+
+  /** Keeps the door's read for the turn of `messageId`. */
+  remember(messageId: string, snapshot: RouteSnapshot): void {
+    this.byMessage.set(messageId, snapshot);
+  }
+
+  /** Hands the turn its door's read once, and only while it is fresh at `nowMs`. */
+  take(messageId: string, nowMs: number): RouteSnapshot | undefined {
+    const snap = this.byMessage.get(messageId);
+    this.byMessage.delete(messageId);
+    return snap && nowMs - snap.at < ROUTE_SNAPSHOT_MS ? snap : undefined;
+  }
+}
+
+/**
+ * Rule 1: what a turn reads from D1 right before it runs. Nothing when the door read the route and
+ * its key moments ago; the key alone when only the route was handed over; otherwise the route, in
+ * one round trip (the key is then left to the authorizer: `undefined`, not prefetched).
+ */
+export async function turnReads(
+  db: D1Database,
+  args: { routeName: string; route?: RouteRow; key?: KeyWithOwner | null },
+): Promise<{ route: RouteRow | null; key: KeyWithOwner | null | undefined }> {
+  if (args.route && args.key !== undefined) return { route: args.route, key: args.key };
+  if (args.route) {
+    const row = await keyWithOwnerByUserId(db, args.route.execution_key).first<Record<string, unknown>>();
+    return { route: args.route, key: parseKeyWithOwner(row) };
+  }
+  const route = routeFromResult(await routeStatement(db, args.routeName).all());
+  return { route, key: undefined };
+}
+
+/** Rule 3: the one live re-read of a delivery attempt (null: the route was deleted). */
+export function deliveryRoute(db: D1Database, routeName: string): Promise<RouteRow | null> {
+  return getRoute(db, routeName);
+}

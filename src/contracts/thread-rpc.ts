@@ -1,0 +1,111 @@
+/**
+ * The ThreadObject's RPC contract, declared once: the class implements `ThreadRpc`, and every
+ * caller in src/ reaches the object through `threadStub`, typed by this interface. Nothing here
+ * imports the class, so src/ never depends on durable-objects/.
+ *
+ * Why the stub is typed by the contract rather than by the generated namespace: the platform's RPC
+ * type mapping only passes values it can prove structured-cloneable, and the answer record's
+ * free-form JSON fields (`inbound_form`, `inbound_event.payload`, `answer_part.schema`) are typed
+ * `Record<string, unknown>`, which it maps to `never`. The values are JSON at run time; the
+ * contract states the shapes both ends use, and the class is checked against it by `implements`.
+ */
+import type { KeyWithOwner } from "../auth/key-store";
+import type { Mode } from "../bridge/mode-store";
+import type { TurnInbound } from "../bridge/payload";
+import type { AnswerRecord, DeliveryStatus } from "../bridge/record";
+import type { RouteRow } from "../bridge/routes-store";
+import type { Env } from "../env";
+import type { CheckpointMessage } from "../targets/checkpoints/types";
+
+/** What a door hands over. `preset` records (slow-down, shed, operator send) run no turn. */
+export interface AcceptRequest {
+  record: AnswerRecord;
+  inbound: TurnInbound;
+  /** Milliseconds the caller will wait for the answer inline (0: answer 202 at once). */
+  waitMs: number;
+  preset?: { status: DeliveryStatus; outcome: Pick<AnswerRecord, "answer_status" | "answer" | "error"> };
+  /** The route as the door read it at `routeReadAtMs`; a turn that runs at once uses it instead of reading it again (src/bridge/route-reads.ts). */
+  route?: RouteRow | null;
+  /** The route's execution key and owner, read with the route (undefined: not read). */
+  executionKey?: KeyWithOwner | null;
+  routeReadAtMs?: number;
+}
+
+/** `accept`'s answer: refused (queue full), accepted (answer later), or answered inline. */
+export type AcceptResult =
+  | { kind: "queue_full" }
+  | { kind: "accepted"; message_id: string; thread_id: string; duplicate: boolean }
+  | { kind: "answered"; record: AnswerRecord };
+
+/** A transcript request: a page of live records, optionally filtered by a substring `q`. */
+export interface TranscriptQuery {
+  order: "asc" | "desc";
+  offset: number;
+  limit: number;
+  q?: string;
+  /** Most records a `q` search scans (default 1000). */
+  scanBudget?: number;
+}
+
+/** A page of one thread's live records. */
+export interface TranscriptPage {
+  items: AnswerRecord[];
+  total: number;
+  /** A `q` search ran out of scan budget before the end of the thread. */
+  truncated: boolean;
+}
+
+/** One thread's share of a route-wide search. */
+export interface SearchScan {
+  matches: Array<{ pos: number; record: AnswerRecord }>;
+  scanned: number;
+  /** More live records remain past the budget. */
+  more: boolean;
+}
+
+/** `forget`'s answer: what was removed, or why nothing was. */
+export type ForgetResult = { ok: true; removed: number } | { ok: false; reason: "turn_in_flight" };
+
+/** The control mode in force on a thread and where it comes from. */
+export interface ModeInForce {
+  mode: Mode;
+  source: "thread" | "route";
+}
+
+/** The verbs of one thread's object. Always await them: each is one RPC. */
+export interface ThreadRpc {
+  /**
+   * Durably accepts one inbound. Answers `queue_full` (nothing written) past the queue depth; a
+   * repeated message_id returns the original. With `waitMs`, waits for the answer and reports it
+   * inline when it settles in time; the record is then delivered inline and never called back.
+   */
+  accept(req: AcceptRequest): Promise<AcceptResult>;
+  /** One live record (expired reads as absent). */
+  getRecord(messageId: string): Promise<AnswerRecord | null>;
+  /**
+   * A page of live records. With `q`, a case-insensitive substring over inbound text and answer,
+   * scanning at most `scanBudget` records; `truncated` says the budget ran out first.
+   */
+  transcript(opts: TranscriptQuery): Promise<TranscriptPage>;
+  /** Scans at most `budget` live records newest first; each match carries its scan position. */
+  search(opts: { q: string; budget: number }): Promise<SearchScan>;
+  /** Forgets the thread: records, mode override and kv agent memory. Refused while a turn is queued or running. */
+  forget(): Promise<ForgetResult>;
+  /** A provider receipt for one of this thread's outbound chunks; false when the record is not awaiting one. */
+  applyReceipt(messageId: string, status: "delivered" | "failed", detail?: string): Promise<boolean>;
+  /** `GET …/thread/mode`: the mode in force for this route incarnation. */
+  getMode(route: Pick<RouteRow, "created_at" | "initial_mode">): Promise<ModeInForce>;
+  /** `PUT …/thread/mode` and operator tooling: sets the override for a retention window. */
+  setMode(threadId: string, route: Pick<RouteRow, "created_at">, mode: Mode): Promise<void>;
+  /** kv checkpoint provider: this thread's agent memory, oldest first (expired reads as []). */
+  checkpointRead(threadId: string): Promise<CheckpointMessage[]>;
+  /** kv checkpoint provider: append and refresh the idle TTL (the caller's setting, minutes). */
+  checkpointAppend(threadId: string, messages: CheckpointMessage[], ttlMinutes: number | null): Promise<void>;
+  /** kv checkpoint provider: forget this thread's agent memory. */
+  checkpointDelete(threadId: string): Promise<void>;
+}
+
+/** The object of thread `threadId` (one per thread id), called through its contract. */
+export function threadStub(env: Env, threadId: string): ThreadRpc {
+  return env.THREADS.get(env.THREADS.idFromName(threadId));
+}

@@ -1,0 +1,178 @@
+import { backoffDelaySeconds } from "../bridge/backoff";
+import { callbackBody, postCallback } from "../bridge/callback";
+import { ChannelConfigError, maxCharsFor } from "../bridge/chunking";
+import { channelFailureClass, logDeliveryAttemptFailed } from "../bridge/ops-log";
+import type { AnswerRecord } from "../bridge/record";
+import { deliveryRoute } from "../bridge/route-reads";
+import type { RouteRow } from "../bridge/routes-store";
+import { adapterFor } from "../channels/registry";
+import { planOutbound, sendOutboundStep } from "../channels/rich/outbound";
+import type { Settings } from "../settings/settings";
+import type { AlarmArm, IndexWriter, ThreadDeps } from "./deps";
+import { type StoredRecord, dueDeliveries, getStored, graceElapsed, saveStored } from "./store";
+
+/**
+ * The delivery machine (decisions §8, §11): drives every `pending_delivery` record whose attempt is
+ * due. Each attempt claims the record with a lease first, so a restart re-drives only after the
+ * lease lapses and a recorded success is never sent again. An api record gets one signed callback
+ * POST; a channel record is sent chunk by chunk from the last accepted one, then waits in
+ * `provisional` for the provider's receipt or the grace period. A failed attempt logs one
+ * `delivery_attempt_failed` line and backs off, until `delivery_max_attempts` fails the record.
+ */
+export class DeliveryMachine {
+  private driving = false;
+  private redrive = false;
+
+  constructor(
+    private readonly deps: ThreadDeps,
+    private readonly parts: { index: IndexWriter; alarm: AlarmArm },
+  ) {}
+
+  /** Delivers every due record. Runs one drive at a time; a request during a drive loops again. */
+  async drive(): Promise<void> {
+    if (this.driving) {
+      this.redrive = true;
+      return;
+    }
+    this.driving = true;
+    try {
+      do {
+        this.redrive = false;
+        for (const due of dueDeliveries(this.deps.storage, this.deps.now())) await this.deliverOne(due);
+      } while (this.redrive);
+    } finally {
+      this.driving = false;
+      await this.parts.alarm.arm();
+    }
+  }
+
+  /** A provider receipt for one of this thread's outbound chunks (false: the record awaits none). */
+  async applyReceipt(messageId: string, status: "delivered" | "failed", detail?: string): Promise<boolean> {
+    const cur = getStored(this.deps.storage, messageId);
+    if (!cur || cur.record.status !== "provisional") return false;
+    await this.finish({ ...cur.record }, status, status === "failed" ? `provider reported the message failed${detail ? ` (${detail})` : ""}` : null, this.deps.settings());
+    await this.parts.alarm.arm();
+    return true;
+  }
+
+  /** Alarm: a provisional record whose grace ended without a receipt counts as delivered. */
+  async completeGrace(nowMs: number, s: Settings): Promise<void> {
+    for (const g of graceElapsed(this.deps.storage, nowMs)) await this.finish({ ...g.record }, "delivered", null, s);
+  }
+
+  private async deliverOne(due: StoredRecord): Promise<void> {
+    const s = this.deps.settings();
+    const c = s.conversations;
+    // Claim with a lease before sending: a restart re-drives only after the lease lapses.
+    saveStored(this.deps.storage, { record: due.record, delivery_lease_until: this.deps.now() + c.deliveryClaimLeaseSeconds * 1000 });
+    // The attempt's one live route read, where revocation takes effect (src/bridge/route-reads.ts).
+    const route = await deliveryRoute(this.deps.env().DB, due.record.route_name);
+    const rec: AnswerRecord = { ...due.record };
+    if (!route) return this.finish(rec, "failed", "the route was deleted before delivery", s);
+    if (rec.door === "api") return this.deliverCallback(rec, route, s);
+    return this.deliverChannel(rec, due.chunks_sent, route, s);
+  }
+
+  private async deliverCallback(rec: AnswerRecord, route: RouteRow, s: Settings): Promise<void> {
+    const c = s.conversations;
+    if (!route.callback_url || !route.callback_secret) {
+      // The route no longer calls back: the record is readable by poll, which is its delivery.
+      return this.finish(rec, "delivered", null, s);
+    }
+    // The record names where its answer went: the route's current callback (a re-post may move it).
+    rec.callback_url = route.callback_url;
+    rec.attempts += 1;
+    const result = await postCallback(
+      this.deps.fetch,
+      route.callback_url,
+      route.callback_secret,
+      callbackBody(rec),
+      c.deliveryCallbackTimeoutSeconds * 1000,
+      s.outbound,
+    );
+    if (result.ok) return this.finish(rec, "delivered", null, s);
+    logDeliveryAttemptFailed({ message_id: rec.message_id, via: "callback", attempt: rec.attempts, reason: result.cls ?? "refused", final: rec.attempts >= c.deliveryMaxAttempts });
+    return this.retryLater(rec, result.reason, s);
+  }
+
+  private async deliverChannel(rec: AnswerRecord, chunksSent: number, route: RouteRow, s: Settings): Promise<void> {
+    const c = s.conversations;
+    const { storage } = this.deps;
+    const env = this.deps.env();
+    const adapter = rec.channel ? adapterFor(rec.channel) : undefined;
+    if (!adapter || !adapter.isConfigured(env)) {
+      return this.finish(rec, "failed", `channel ${rec.channel ?? "(none)"} is not configured`, s);
+    }
+    let max: number;
+    try {
+      max = maxCharsFor(adapter.name, c);
+    } catch (err) {
+      if (err instanceof ChannelConfigError) {
+        console.error(`configuration error: ${err.message}`);
+        return this.finish(rec, "failed", err.message, s);
+      }
+      throw err;
+    }
+    // Text chunks, then an operator message's rich part; a channel lacking a capability the part
+    // needs fails the record loudly instead of dropping the field (spec §4.7).
+    const plan = planOutbound(adapter, rec.answer ?? "", rec.answer_part, max, c.maxOutboundChunks);
+    if (!plan.ok) return this.finish(rec, "failed", plan.error, s);
+    const { tooLong, steps } = plan;
+    const to = rec.client_address ?? "";
+    const from = route.our_identity ?? rec.our_identity ?? "";
+    rec.attempts += 1;
+    const sentIds: string[] = [];
+    for (let i = chunksSent; i < steps.length; i++) {
+      const r = await sendOutboundStep(adapter, steps[i], { to, from }, { fetch: this.deps.fetch, env, timeoutMs: c.deliverySendTimeoutSeconds * 1000 });
+      if (!r.ok) {
+        const final = r.permanent || rec.attempts >= c.deliveryMaxAttempts;
+        logDeliveryAttemptFailed({ message_id: rec.message_id, via: adapter.name, attempt: rec.attempts, reason: channelFailureClass(r), final });
+        await this.indexOutbound(rec, adapter.name, sentIds, s);
+        if (r.permanent) return this.finish(rec, "failed", `channel send refused: ${r.reason}`, s);
+        return this.retryLater(rec, `channel send failed: ${r.reason}`, s);
+      }
+      if (r.provider_message_id) {
+        rec.outbound_message_ids = [...rec.outbound_message_ids, r.provider_message_id];
+        sentIds.push(r.provider_message_id);
+      }
+      // Progress is durable per chunk, so a re-drive resumes after the last accepted one.
+      saveStored(storage, { record: rec, chunks_sent: i + 1 });
+    }
+    await this.indexOutbound(rec, adapter.name, sentIds, s);
+    if (tooLong) return this.finish(rec, "failed", "answer needed more than max_outbound_chunks messages", s);
+    const now = this.deps.now();
+    rec.status = "provisional";
+    rec.updated_at = new Date(now).toISOString();
+    saveStored(storage, { record: rec, delivery_due_at: null, delivery_lease_until: null, grace_until: now + c.deliveryGraceSeconds * 1000 });
+    await this.parts.index.write([{ record: rec, expires_at: null }]);
+  }
+
+  /** Indexes the provider ids of chunks just sent, so receipts find the record. */
+  private async indexOutbound(rec: AnswerRecord, channel: string, ids: string[], s: Settings): Promise<void> {
+    if (!ids.length) return;
+    const expires = this.deps.now() + (s.conversations.deliveryGraceSeconds + s.conversations.answerRetentionTtlSeconds) * 1000;
+    await this.parts.index.write([], { outbound: ids.map((id) => ({ channel, provider_message_id: id, record: rec, expires_at: expires })) });
+  }
+
+  private async retryLater(rec: AnswerRecord, reason: string, s: Settings): Promise<void> {
+    const c = s.conversations;
+    if (rec.attempts >= c.deliveryMaxAttempts) return this.finish(rec, "failed", `undelivered after ${rec.attempts} attempts: ${reason}`, s);
+    const delay = backoffDelaySeconds(rec.attempts, c.deliveryBackoffBaseSeconds, c.deliveryBackoffMaxSeconds);
+    rec.updated_at = new Date(this.deps.now()).toISOString();
+    rec.error = reason;
+    saveStored(this.deps.storage, { record: rec, delivery_due_at: this.deps.now() + delay * 1000, delivery_lease_until: null });
+  }
+
+  /** Terminal transition of a delivery: retention starts now; failures are listed. */
+  private async finish(rec: AnswerRecord, status: "delivered" | "failed", error: string | null, s: Settings): Promise<void> {
+    const now = this.deps.now();
+    const expires = now + s.conversations.answerRetentionTtlSeconds * 1000;
+    rec.status = status;
+    rec.updated_at = new Date(now).toISOString();
+    rec.expires_at = new Date(expires).toISOString();
+    if (status === "failed") rec.error = error;
+    else if (rec.answer_status !== "error") rec.error = null;
+    saveStored(this.deps.storage, { record: rec, delivery_due_at: null, delivery_lease_until: null, grace_until: null, expires_at: expires });
+    await this.parts.index.write([{ record: rec, expires_at: expires }], status === "failed" ? { failed: [{ record: rec, expires_at: expires }] } : {});
+  }
+}

@@ -1,0 +1,80 @@
+import type { RouteSnapshots } from "../bridge/route-reads";
+import { type AnswerRecord, TERMINAL_STATUSES } from "../bridge/record";
+import type { AcceptRequest, AcceptResult } from "../contracts/thread-rpc";
+import type { AlarmArm, IndexWriter, ThreadDeps } from "./deps";
+import type { ThreadIdentity } from "./identity";
+import type { InlineWaiters } from "./inline-waiters";
+import { countWaiting, getStored, insertRecord, saveStored } from "./store";
+import type { ThreadMode } from "./thread-mode";
+
+/** The parts intake hands work to, and how it starts the turn loop and the delivery machine. */
+export interface IntakeParts {
+  identity: ThreadIdentity;
+  mode: ThreadMode;
+  index: IndexWriter;
+  alarm: AlarmArm;
+  waiters: InlineWaiters;
+  snapshots: RouteSnapshots;
+  /** Starts the turn loop (never awaited: the loop outlives the request). */
+  startTurns: () => void;
+  /** Starts the delivery machine (never awaited). */
+  startDelivery: () => void;
+}
+
+/**
+ * Intake: durably accepts one inbound (the door answers 202 only after `accept` returned), queues
+ * it behind earlier turns (FIFO, bounded by `thread_queue_depth`), and parks an inline caller until
+ * its answer settles or its wait runs out.
+ */
+export class Intake {
+  constructor(
+    private readonly deps: Pick<ThreadDeps, "storage" | "settings" | "now">,
+    private readonly parts: IntakeParts,
+  ) {}
+
+  /** See ThreadRpc.accept. */
+  async accept(req: AcceptRequest): Promise<AcceptResult> {
+    const { storage } = this.deps;
+    const { identity, mode, index, alarm, waiters } = this.parts;
+    const s = this.deps.settings();
+    const existing = getStored(storage, req.record.message_id);
+    if (existing) return { kind: "accepted", message_id: existing.record.message_id, thread_id: existing.record.thread_id, duplicate: true };
+    if (!req.preset && countWaiting(storage) >= s.conversations.threadQueueDepth) return { kind: "queue_full" };
+    identity.adopt(req.record.thread_id);
+
+    const now = this.deps.now();
+    if (req.preset) {
+      const rec: AnswerRecord = { ...req.record, ...req.preset.outcome, status: req.preset.status };
+      const terminal = TERMINAL_STATUSES.has(rec.status);
+      const expires = terminal ? now + s.conversations.answerRetentionTtlSeconds * 1000 : null;
+      insertRecord(storage, { ...rec, expires_at: expires ? new Date(expires).toISOString() : null }, req.inbound, "done", expires);
+      if (rec.status === "pending_delivery") saveStored(storage, { record: rec, delivery_due_at: now });
+      if (rec.origin === "operator") mode.refresh();
+      await index.write([{ record: rec, expires_at: expires }]);
+      await alarm.arm();
+      if (rec.status === "pending_delivery") this.parts.startDelivery();
+      return { kind: "accepted", message_id: rec.message_id, thread_id: rec.thread_id, duplicate: false };
+    }
+
+    insertRecord(storage, req.record, req.inbound, "queued", null);
+    // An accepted inbound keeps a takeover alive for another retention window (spec §3.2).
+    mode.refresh();
+    if (req.route && req.routeReadAtMs) this.parts.snapshots.remember(req.record.message_id, { route: req.route, key: req.executionKey, at: req.routeReadAtMs });
+    let waiting: Promise<AnswerRecord | null> | null = null;
+    if (req.waitMs > 0) {
+      waiting = waiters.wait(req.record.message_id, req.waitMs);
+    } else {
+      // The record must be findable by the read door before the 202 goes out.
+      await index.write([{ record: req.record, expires_at: null }]);
+    }
+    await alarm.arm();
+    this.parts.startTurns();
+    if (!waiting) return { kind: "accepted", message_id: req.record.message_id, thread_id: req.record.thread_id, duplicate: false };
+    const answered = await waiting;
+    if (answered) return { kind: "answered", record: answered };
+    // Timed out: the turn goes on and will be delivered by callback or poll; index it now.
+    const current = getStored(storage, req.record.message_id);
+    if (current) await index.write([{ record: current.record, expires_at: current.expires_at }]);
+    return { kind: "accepted", message_id: req.record.message_id, thread_id: req.record.thread_id, duplicate: false };
+  }
+}

@@ -1,0 +1,56 @@
+import { type Mode, type StoredOverride, liveOverride } from "../bridge/mode-store";
+import type { RouteRow } from "../bridge/routes-store";
+import type { ModeInForce } from "../contracts/thread-rpc";
+import type { ThreadDeps } from "./deps";
+import { deleteMeta, getMeta, setMeta } from "./store";
+
+/**
+ * The thread's control-mode override (spec §3.2), kept in the object's meta `mode_override`. An
+ * override belongs to the route incarnation it was set under (its `created_at`): deleting the route
+ * voids it at once, even if a route of the same name is created later. It lapses after a retention
+ * window, which each accepted inbound and operator send pushes ahead.
+ */
+export class ThreadMode {
+  constructor(private readonly deps: Pick<ThreadDeps, "storage" | "settings" | "now">) {}
+
+  /** The live override for `route`, or null. A void or expired override is reclaimed here. */
+  overrideFor(route: Pick<RouteRow, "created_at">): Mode | null {
+    const { storage } = this.deps;
+    const raw = getMeta(storage, "mode_override");
+    if (!raw) return null;
+    const live = liveOverride(JSON.parse(raw) as StoredOverride, route.created_at, this.deps.now());
+    if (!live) deleteMeta(storage, "mode_override");
+    return live;
+  }
+
+  /** The mode in force for `route`: the live override, else the route's initial mode. */
+  inForce(route: Pick<RouteRow, "created_at" | "initial_mode">): ModeInForce {
+    const o = this.overrideFor(route);
+    return o ? { mode: o, source: "thread" } : { mode: route.initial_mode, source: "route" };
+  }
+
+  /** Sets the override under `route`'s incarnation for one retention window. */
+  set(route: Pick<RouteRow, "created_at">, mode: Mode): void {
+    const value: StoredOverride = { mode, route_created_at: route.created_at, expires_at: this.deps.now() + this.retentionMs() };
+    setMeta(this.deps.storage, "mode_override", JSON.stringify(value));
+  }
+
+  /** Pushes a live override's expiry a full retention window ahead (accepted inbound, operator send). */
+  refresh(): void {
+    const { storage } = this.deps;
+    const raw = getMeta(storage, "mode_override");
+    if (!raw) return;
+    const o = JSON.parse(raw) as StoredOverride;
+    if (o.expires_at <= this.deps.now()) return;
+    setMeta(storage, "mode_override", JSON.stringify({ ...o, expires_at: this.deps.now() + this.retentionMs() }));
+  }
+
+  /** Drops the override (thread forget). */
+  clear(): void {
+    deleteMeta(this.deps.storage, "mode_override");
+  }
+
+  private retentionMs(): number {
+    return this.deps.settings().conversations.answerRetentionTtlSeconds * 1000;
+  }
+}

@@ -1,0 +1,191 @@
+import { turnSlots } from "../bridge/concurrency";
+import type { Mode } from "../bridge/mode-store";
+import { logTurnAbandoned } from "../bridge/ops-log";
+import { type AnswerRecord, type DeliveryStatus, TERMINAL_STATUSES } from "../bridge/record";
+import { type RouteSnapshots, turnReads } from "../bridge/route-reads";
+import type { RouteRow } from "../bridge/routes-store";
+import { type TurnOutcome, errorOutcome, runTarget, silentOutcome } from "../bridge/turn-runner";
+import type { Settings } from "../settings/settings";
+import { agentKeepsMemory, appendAgentMemory } from "../targets/agents/run";
+import { type TargetContext, createTargetContext } from "../targets/context";
+import type { AlarmArm, IndexWriter, ThreadDeps } from "./deps";
+import type { ThreadIdentity } from "./identity";
+import type { InlineWaiters } from "./inline-waiters";
+import { type StoredRecord, getStored, nextQueued, runningTurns, saveStored } from "./store";
+import type { ThreadMode } from "./thread-mode";
+
+/** The parts the turn loop works with, and how it starts the delivery machine. */
+export interface TurnLoopParts {
+  identity: ThreadIdentity;
+  mode: ThreadMode;
+  index: IndexWriter;
+  alarm: AlarmArm;
+  waiters: InlineWaiters;
+  snapshots: RouteSnapshots;
+  /** Starts the delivery machine (never awaited). */
+  startDelivery: () => void;
+}
+
+/** The detail a poison turn is settled with (admins read it on the record). */
+export function abandonedDetail(attempts: number): string {
+  return `the turn was abandoned after ${attempts} attempts: each run ended its thread object before settling (crash, CPU limit or eviction)`;
+}
+
+/**
+ * The turn loop: runs queued turns one at a time, oldest first, each under the route's bound
+ * execution key, and settles each answer into the record. A run holds an intake lease, refreshed
+ * while it runs, so only a dead instance's turn is re-queued (by the alarm, `requeueOrphans`); a
+ * turn whose runs keep ending the object is abandoned after `turn_max_attempts`.
+ */
+export class TurnLoop {
+  private pumping = false;
+  /** The message whose turn this instance is running now (a `running` row without it is orphaned). */
+  private activeTurn: string | null = null;
+
+  constructor(
+    private readonly deps: ThreadDeps,
+    private readonly parts: TurnLoopParts,
+  ) {}
+
+  /** Runs queued turns until none is left. Re-entrant calls return at once. */
+  async pump(): Promise<void> {
+    if (this.pumping) return;
+    this.pumping = true;
+    try {
+      for (;;) {
+        const next = nextQueued(this.deps.storage);
+        if (!next) break;
+        await this.runOne(next);
+      }
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  /** Alarm: a running row this instance is not running belongs to a dead instance once its lease lapses. */
+  requeueOrphans(nowMs: number): void {
+    const { storage } = this.deps;
+    for (const r of runningTurns(storage)) {
+      if (r.record.message_id !== this.activeTurn && (r.turn_lease_until ?? 0) <= nowMs) {
+        saveStored(storage, { record: r.record, turn_state: "queued", turn_lease_until: null });
+      }
+    }
+  }
+
+  private async runOne(stored: StoredRecord): Promise<void> {
+    const { storage, now } = this.deps;
+    const s = this.deps.settings();
+    const c = s.conversations;
+    const leaseMs = c.intakeClaimLeaseSeconds * 1000;
+    // Every run that started and never settled ended its object (crash, CPU limit, eviction): the
+    // alarm re-queued it when its lease lapsed. Past the bound the turn is poison; settle it with
+    // the error outcome instead of killing the object again, so the thread moves on.
+    if (stored.turn_attempts >= c.turnMaxAttempts) {
+      logTurnAbandoned({ message_id: stored.record.message_id, attempts: stored.turn_attempts });
+      return this.settle(stored.record.message_id, errorOutcome(abandonedDetail(stored.turn_attempts)), s);
+    }
+    saveStored(storage, { record: stored.record, turn_state: "running", turn_lease_until: now() + leaseMs, turn_attempts: stored.turn_attempts + 1 });
+    this.activeTurn = stored.record.message_id;
+    // The attempt must be durable before the run starts: a run that never yields (a runaway jq
+    // program) would otherwise die with the implicit transaction holding its count uncommitted.
+    await storage.sync();
+    await this.parts.alarm.arm();
+    // Refresh the intake lease while the turn runs, so only a dead instance's turn is re-run.
+    const refresher = setInterval(() => {
+      const cur = getStored(storage, stored.record.message_id);
+      if (cur?.turn_state === "running") saveStored(storage, { record: cur.record, turn_lease_until: now() + leaseMs });
+    }, c.intakeClaimRefreshSeconds * 1000);
+    const release = await turnSlots(c.maxConcurrentTurns).acquire();
+    let outcome: TurnOutcome;
+    try {
+      outcome = await this.execute(stored, s);
+    } catch (err) {
+      console.error("turn failed unexpectedly", err);
+      outcome = errorOutcome("the turn failed unexpectedly");
+    } finally {
+      release();
+      clearInterval(refresher);
+      this.activeTurn = null;
+    }
+    await this.settle(stored.record.message_id, outcome, s);
+  }
+
+  /** Decides the outcome: route gone, manual mode (suppressed), or the target's run. */
+  private async execute(stored: StoredRecord, s: Settings): Promise<TurnOutcome> {
+    // The turn's one route read (src/bridge/route-reads.ts): the door's if still fresh, else D1.
+    const fresh = this.parts.snapshots.take(stored.record.message_id, this.deps.now());
+    const loaded = await turnReads(this.deps.env().DB, { routeName: stored.record.route_name, route: fresh?.route, key: fresh?.key });
+    const route = loaded.route;
+    if (!route) return errorOutcome("the route was deleted before the turn ran");
+    const ctx = this.targetContext(s, route);
+    // Re-checked right before the turn runs, so an answer never goes out after a takeover.
+    const mode: Mode = this.parts.mode.overrideFor(route) ?? route.initial_mode;
+    if (mode === "manual") {
+      if (route.target_kind === "agent" && stored.inbound.kind === "message" && (await agentKeepsMemory(ctx, route.target_name))) {
+        try {
+          await appendAgentMemory(ctx, route.target_name, stored.record.thread_id, { role: "user", content: stored.inbound.text ?? "" });
+        } catch (err) {
+          return errorOutcome(`manual mode: appending the inbound to agent memory failed: ${err instanceof Error ? err.message : "unknown error"}`);
+        }
+      }
+      return silentOutcome();
+    }
+    return runTarget(ctx, route, stored.inbound, loaded.key);
+  }
+
+  private targetContext(s: Settings, route: RouteRow): TargetContext {
+    const threadId = this.parts.identity.get()!;
+    const { alarm, mode } = this.parts;
+    return createTargetContext(this.deps.env(), s, {
+      fetch: this.deps.fetch,
+      // The kv checkpoint provider uses this thread's own memory without an RPC hop.
+      local: { storage: this.deps.storage, threadId, armAlarm: () => alarm.arm() },
+      turn: {
+        thread_id: threadId,
+        route_name: route.route_name,
+        setMode: async (m: Mode) => mode.set(route, m),
+      },
+    });
+  }
+
+  /**
+   * Stores the turn's answer and moves the record on. The inline-or-callback decision is made in
+   * one synchronous step: if the caller is still waiting, the record is delivered inline and the
+   * waiter resolved; otherwise it is scheduled for its door's delivery. Exactly one of the two.
+   */
+  private async settle(messageId: string, outcome: TurnOutcome, s: Settings): Promise<void> {
+    const { storage } = this.deps;
+    const { waiters } = this.parts;
+    const cur = getStored(storage, messageId);
+    if (!cur) return; // forgotten meanwhile
+    const now = this.deps.now();
+    const iso = new Date(now).toISOString();
+    const retentionMs = s.conversations.answerRetentionTtlSeconds * 1000;
+    const rec: AnswerRecord = { ...cur.record, ...outcome, updated_at: iso };
+    const inline = waiters.isWaiting(messageId);
+    let status: DeliveryStatus;
+    if (rec.door === "api") {
+      if (inline) status = "delivered";
+      else if (rec.callback_url) status = "pending_delivery";
+      else status = "delivered";
+    } else {
+      status = outcome.answer_status === "silent" ? "silent" : "pending_delivery";
+    }
+    rec.status = status;
+    const terminal = TERMINAL_STATUSES.has(status);
+    const expires = terminal ? now + retentionMs : null;
+    rec.expires_at = expires ? new Date(expires).toISOString() : null;
+    saveStored(storage, {
+      record: rec,
+      turn_state: "done",
+      turn_lease_until: null,
+      delivery_due_at: status === "pending_delivery" ? now : null,
+      expires_at: expires,
+    });
+    if (inline) waiters.answer(messageId, rec);
+    // An inline-answered inbound is first indexed here, so its mode-override refresh rides here too.
+    await this.parts.index.write([{ record: rec, expires_at: expires }]);
+    await this.parts.alarm.arm();
+    if (status === "pending_delivery") this.parts.startDelivery();
+  }
+}
