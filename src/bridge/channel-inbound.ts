@@ -2,22 +2,23 @@
  * Routing of verified channel events (spec §3.1, §4.2; decisions §6, §11): an inbound message
  * becomes a turn on its channel route's thread; a receipt moves the record it is about.
  *
- * Dedupe claims `(channel, provider_message_id)` in D1 before admission with a fresh message_id.
- * A redelivery finds the claim and re-offers the same message_id to the thread object, whose
- * accept is idempotent: a crash between claim and accept therefore loses nothing, and a turn
- * never runs twice. A refused admission (full queue) releases the claim so the retry can pass.
+ * Dedupe claims `(channel, provider_message_id)` in D1 with a fresh message_id before the
+ * thread's accept. A redelivery finds the claim and re-offers the same message_id to the thread
+ * object, whose accept is idempotent: a crash between claim and accept therefore loses nothing,
+ * and a turn never runs twice. A refused admission (full queue) releases the claim so the retry can pass.
  */
-import type { InboundMessage, ReceiptUpdate } from "../channels/adapter";
+import type { ChannelEvent, InboundMessage, ReceiptUpdate } from "../channels/adapter";
 import type { Env } from "../env";
 import type { ConversationSettings } from "../settings/settings";
+import { composeThreadId, handOver, takeRateToken } from "./admission";
+import { mintArrival } from "./arrival";
 import { claimKey, releaseKey } from "./dedupe";
 import { locateOutbound } from "./indexes";
-import type { TurnInbound } from "./payload";
-import { type AnswerRecord, SLOW_DOWN_TEXT, mintRecord } from "./record";
-import { type RouteRow, routeByChannelIdentity } from "./routes-store";
-import { takeToken, threadStub } from "./stubs";
-import { channelThreadId } from "./thread-id";
+import { SLOW_DOWN_TEXT } from "./record";
+import { routeByChannelIdentity } from "./routes-store";
+import { threadStub } from "./stubs";
 
+/** What became of one verified channel message (a full queue is thrown as RetryLaterError instead). */
 export type InboundVerdict = "admitted" | "duplicate" | "unrouted" | "blank" | "slow_down" | "shed" | "queue_full";
 
 /** Thrown when the thread queue is full: the door answers 503 so the provider redelivers later. */
@@ -27,79 +28,52 @@ function isBlank(m: InboundMessage): boolean {
   return m.text.trim() === "" && !m.attachments?.length && !m.location && !m.form;
 }
 
-function buildRecord(route: RouteRow, channel: string, m: InboundMessage, messageId: string, threadId: string): { record: AnswerRecord; inbound: TurnInbound } {
-  const sender = m.sender.trim();
-  const attachments = m.attachments?.map(({ kind, url, caption, filename }) => ({ kind, url, ...(caption ? { caption } : {}), ...(filename ? { filename } : {}) })) ?? null;
-  const record = mintRecord(
-    { ...route, callback_url: null },
-    {
-      message_id: messageId,
-      thread_id: threadId,
-      client_address: sender,
-      channel,
-      provider_message_id: m.provider_message_id,
-      caller_principal: null,
-      origin: "client",
-      inbound_kind: "message",
-      inbound_text: m.text,
-      inbound_form: m.form ?? null,
-      inbound_attachments: attachments,
-      inbound_location: m.location ?? null,
-    },
-  );
-  const inbound: TurnInbound = {
-    message_id: messageId,
-    thread_id: threadId,
-    kind: "message",
-    inbound_id: m.provider_message_id,
-    source: channel,
-    text: m.text,
-    sender,
-    our_identity: route.our_identity,
-    channel,
-    form: m.form ?? null,
-    params: m.params ?? null,
-    attachments: record.inbound_attachments,
-    location: m.location ?? null,
-  };
-  return { record, inbound };
+/** Routes a verified webhook's events in order: messages are admitted, receipts applied. */
+export async function routeChannelEvents(env: Env, s: ConversationSettings, channel: string, events: ChannelEvent[]): Promise<void> {
+  for (const event of events) {
+    if (event.kind === "message") await admitChannelMessage(env, s, channel, event);
+    else await applyChannelReceipt(env, channel, event);
+  }
 }
 
-/** Admits one verified inbound message. Throws RetryLaterError on a full queue (→ 503). */
+/**
+ * Admits one verified inbound message through admission's steps. The claim comes before the rate
+ * token, unlike the event door's: a message over the cap still gets a record (slow-down or shed),
+ * so its redelivery must find that record rather than be admitted anew. Throws RetryLaterError on
+ * a full queue (→ 503).
+ */
 export async function admitChannelMessage(env: Env, s: ConversationSettings, channel: string, m: InboundMessage): Promise<InboundVerdict> {
   const db = env.DB;
   const route = await routeByChannelIdentity(db, channel, m.our_identity.trim());
   if (!route || route.door !== "channel") return "unrouted";
   if (isBlank(m) || !m.sender.trim()) return "blank";
 
-  const threadId = channelThreadId(route.route_name, m.sender);
+  const threadId = composeThreadId(route, m.sender, null);
   const namespace = `channel:${channel}`;
   const now = Date.now();
   const fresh = crypto.randomUUID();
   const messageId = (await claimKey(db, namespace, m.provider_message_id, { message_id: fresh, thread_id: threadId }, now + s.inboundDedupeTtlSeconds * 1000, now)).message_id;
-  const { record, inbound } = buildRecord(route, channel, m, messageId, threadId);
-  const thread = threadStub(env, threadId);
+  const arrival = mintArrival(route, { message_id: messageId, thread_id: threadId }, { way: "channel", channel, message: m });
 
   if (messageId !== fresh) {
     // A redelivery: make sure the original was accepted (idempotent), never a second turn.
-    const again = await thread.accept({ record, inbound, waitMs: 0 });
+    const again = await handOver(env, arrival, { waitMs: 0 });
     if (again.kind === "queue_full") throw new RetryLaterError("thread queue is full");
     return "duplicate";
   }
 
-  const capacity = route.turns_per_hour_override ?? s.perAddressTurnsPerHour;
-  const verdict = await takeToken(env, s, `channel:${route.route_name}:${record.client_address}`, capacity);
+  const verdict = await takeRateToken(env, s, route, { sender: m.sender.trim() });
   if (!verdict.allowed) {
     // Over the cap: no turn. The first refusal of a cooldown window answers with the slow-down
     // text (delivered like any answer); later ones are terminal `shed` with nothing sent.
     const preset = verdict.notify
       ? { status: "pending_delivery" as const, outcome: { answer_status: "answered" as const, answer: SLOW_DOWN_TEXT, error: null } }
       : { status: "shed" as const, outcome: { answer_status: null, answer: null, error: null } };
-    await thread.accept({ record, inbound, waitMs: 0, preset });
+    await handOver(env, arrival, { waitMs: 0, preset });
     return verdict.notify ? "slow_down" : "shed";
   }
 
-  const result = await thread.accept({ record, inbound, waitMs: 0 });
+  const result = await handOver(env, arrival, { waitMs: 0 });
   if (result.kind === "queue_full") {
     await releaseKey(db, namespace, m.provider_message_id, messageId);
     throw new RetryLaterError("thread queue is full");

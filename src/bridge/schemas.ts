@@ -1,8 +1,8 @@
 /** Zod schemas of the bridge's doors (spec §4.1–§4.5, decisions §5–§7). */
 import { z } from "zod";
+import { userIdSchema } from "../auth/schemas";
 import { boundedJsonObject } from "../http/bounded-json";
 import { identifierSchema, intactIdentifier } from "../http/identifiers";
-import { userIdSchema } from "../routers/auth";
 import { templatedTextSchema } from "../templating/templated-text";
 import { MAX_ATTACHMENTS, MAX_JSON_BYTES, MAX_URL, checkParams } from "./transport-bounds";
 
@@ -153,6 +153,7 @@ export const messageBody = z
     location: locationSchema.optional(),
   })
   .strict();
+export type MessageBody = z.infer<typeof messageBody>;
 
 export const messageAccepted = z.object({ message_id: z.string(), thread_id: z.string() });
 export const messageAnswered = z.object({

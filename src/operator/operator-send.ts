@@ -5,11 +5,10 @@
  * No turn runs; the mode is neither required nor changed, and the override's TTL is refreshed by
  * the thread object when it indexes the record.
  */
+import { handOver } from "../bridge/admission";
+import { mintArrival } from "../bridge/arrival";
 import { maxCharsFor } from "../bridge/chunking";
-import type { TurnInbound } from "../bridge/payload";
-import { type AnswerRecord, mintRecord } from "../bridge/record";
 import type { RouteRow } from "../bridge/routes-store";
-import { threadStub } from "../bridge/stubs";
 import { adapterFor } from "../channels/registry";
 import { planOutbound } from "../channels/rich/outbound";
 import { type RichPart, isEmptyPart } from "../channels/rich/types";
@@ -55,6 +54,11 @@ function precheckChannel(settings: Settings, route: RouteRow, text: string, part
   if (!plan.ok && plan.kind === "shape") throw badRequest(`invalid body: ${plan.error}`);
 }
 
+/**
+ * Sends one operator message into a thread of `route` as `operator`. Every refusal (the thread
+ * guard's, a foreign address, rich fields the route cannot carry, a failed memory append) comes
+ * before the record is written; answers where the record lives.
+ */
 export async function sendOperatorMessage(env: Env, settings: Settings, route: RouteRow, operator: string, body: OperatorSendBody): Promise<{ message_id: string; thread_id: string }> {
   const { thread_id: threadId, rest } = guardThread(route.route_name, body.thread_id);
   const address = threadAddress(route.door, rest);
@@ -80,37 +84,10 @@ export async function sendOperatorMessage(env: Env, settings: Settings, route: R
   }
 
   const messageId = crypto.randomUUID();
-  const record = mintRecord(route, {
-    message_id: messageId,
-    thread_id: threadId,
-    client_address: address,
-    caller_principal: operator,
-    origin: "operator",
-    inbound_kind: "message",
-    inbound_text: "",
-    submitted_by: operator,
-    answer_status: "answered",
-    answer: body.text,
-    answer_part: part,
-  });
-  const inbound: TurnInbound = {
-    message_id: messageId,
-    thread_id: threadId,
-    kind: "message",
-    inbound_id: messageId,
-    source: "operator",
-    text: null,
-    sender: null,
-    our_identity: route.our_identity,
-    channel: route.channel,
-  };
+  const arrival = mintArrival(route, { message_id: messageId, thread_id: threadId }, { way: "operator", operator, address, text: body.text, part });
   // A poll-only api route has nothing to deliver to: the stored answer is its delivery.
   const status = route.door === "api" && !route.callback_url ? "delivered" : "pending_delivery";
-  await threadStub(env, threadId).accept({
-    record,
-    inbound,
-    waitMs: 0,
-    preset: { status, outcome: { answer_status: "answered", answer: body.text, error: null } },
-  });
+  // No rate token and no queue check: an operator answers, it does not start a turn (the preset skips the queue).
+  await handOver(env, arrival, { waitMs: 0, preset: { status, outcome: { answer_status: "answered", answer: body.text, error: null } } });
   return { message_id: messageId, thread_id: threadId };
 }

@@ -5,6 +5,7 @@ import { assertConditionCompiles } from "../auth/condition";
 import { constantTimeEqual, randomFingerprint, randomToken, sha256Hex } from "../auth/crypto";
 import { type KeyRecord, anyKeyExists, findByUserId, insertKey, updateKey } from "../auth/key-store";
 import type { Principal } from "../auth/principal";
+import { userIdSchema } from "../auth/schemas";
 import { isValidScope, scopeCovered } from "../auth/scopes";
 import { clearFailures, recordFailure, throttleWait } from "../auth/throttle";
 import type { AppEnv } from "../http/app-env";
@@ -12,10 +13,6 @@ import { HttpError, badRequest, forbidden, notConfigured, tooManyRequests } from
 import { addRoute } from "../http/route";
 
 export const authRouter = new Hono<AppEnv>();
-
-export const userIdSchema = z
-  .string()
-  .regex(/^[A-Za-z0-9_.@+:-]{1,128}$/, { message: "must be 1-128 characters of letters, digits and _ . @ + : -" });
 
 const scopesSchema = z
   .array(z.string())

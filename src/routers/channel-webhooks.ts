@@ -7,7 +7,7 @@
  */
 import { Hono } from "hono";
 import { z } from "zod";
-import { RetryLaterError, admitChannelMessage, applyChannelReceipt } from "../bridge/channel-inbound";
+import { RetryLaterError, routeChannelEvents } from "../bridge/channel-inbound";
 import type { WebhookDoor } from "../channels/adapter";
 import { receiveWebhook, webhookAck, webhookOf } from "../channels/webhook";
 import type { AppEnv } from "../http/app-env";
@@ -29,10 +29,7 @@ async function handle(c: Context<AppEnv>, door: WebhookDoor, channel: string, ra
     return webhookAck(out.adapter);
   }
   try {
-    for (const event of out.events) {
-      if (event.kind === "message") await admitChannelMessage(c.env, settings, out.adapter.name, event);
-      else await applyChannelReceipt(c.env, out.adapter.name, event);
-    }
+    await routeChannelEvents(c.env, settings, out.adapter.name, out.events);
   } catch (err) {
     if (err instanceof RetryLaterError) throw unavailable("busy; redeliver later");
     console.error(`channel ${out.adapter.name}: routing a verified webhook failed`, err);

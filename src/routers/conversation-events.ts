@@ -1,11 +1,10 @@
 /** The event door (spec §4.4, §6; decisions §6): structured events into existing threads. */
 import { Hono } from "hono";
 import { inlineAnswer } from "../bridge/record";
-import { requireRoute } from "../bridge/routes-store";
 import { messageAccepted, messageAnswered, routeParams } from "../bridge/schemas";
+import { admitEvent } from "../events/event-door";
 import type { AppEnv } from "../http/app-env";
 import { addRoute } from "../http/route";
-import { admitEvent } from "../operator/events";
 import { eventBody } from "../operator/schemas";
 
 export const conversationEventsRouter = new Hono<AppEnv>();
@@ -28,10 +27,8 @@ addRoute(
     errors: [404, 409, 429, 503],
   },
   async (c, { params, body }) => {
-    const route = await requireRoute(c.env.DB, params.route_name);
-    const principal = c.get("principal")!;
-    const verdict = await admitEvent(c.env, c.get("settings").conversations, route, principal.key.user_id, body);
-    if (verdict.kind === "answered") return c.json({ data: inlineAnswer(verdict.record) }, 200);
-    return c.json({ data: { message_id: verdict.message_id, thread_id: verdict.thread_id } }, 202);
+    const admission = await admitEvent(c.env, c.get("settings").conversations, params.route_name, c.get("principal")!.key.user_id, body);
+    if (admission.kind === "answered") return c.json({ data: inlineAnswer(admission.record) }, 200);
+    return c.json({ data: { message_id: admission.message_id, thread_id: admission.thread_id } }, 202);
   },
 );

@@ -3,15 +3,14 @@
  */
 import { Hono } from "hono";
 import { z } from "zod";
-import type { TurnInbound } from "../bridge/payload";
-import { type AnswerRecord, inlineAnswer, mintRecord, project } from "../bridge/record";
-import { getRoute, requireRoute, routeWithKeyFromResult, routeWithKeyStatement } from "../bridge/routes-store";
-import { messageAccepted, messageAnswered, messageBody, recordSchema, routeParams } from "../bridge/schemas";
-import { takeToken, threadStub } from "../bridge/stubs";
-import { apiThreadId } from "../bridge/thread-id";
+import { admitMessage, prefetchMessageRoute } from "../bridge/admission";
 import { locateMessage } from "../bridge/indexes";
+import { type AnswerRecord, inlineAnswer, project } from "../bridge/record";
+import { requireRoute } from "../bridge/routes-store";
+import { messageAccepted, messageAnswered, messageBody, recordSchema, routeParams } from "../bridge/schemas";
+import { threadStub } from "../bridge/stubs";
 import type { AppEnv } from "../http/app-env";
-import { HttpError, badRequest, tooManyRequests, unavailable } from "../http/errors";
+import { HttpError } from "../http/errors";
 import { intactIdentifier } from "../http/identifiers";
 import { pageSchema, pagingQuery, toPage, toWindow } from "../http/paging";
 import { addRoute } from "../http/route";
@@ -34,56 +33,17 @@ addRoute(
     response: messageAnswered,
     alsoResponds: [{ status: 202, description: "Accepted; the answer follows by callback or poll", schema: messageAccepted }],
     errors: [404, 429, 503],
-    prefetch: (db, raw) => [routeWithKeyStatement(db, raw.route_name ?? "")],
+    prefetch: prefetchMessageRoute,
   },
   async (c, { params, body }) => {
-    const settings = c.get("settings").conversations;
-    const principal = c.get("principal")!;
-    const routeReadAtMs = Date.now();
-    const pre = c.get("prefetched")[0];
-    const { route, key: executionKey } = pre ? routeWithKeyFromResult(pre) : { route: await getRoute(c.env.DB, params.route_name), key: undefined };
-    if (!route) throw new HttpError(404, "route not found");
-    if (route.door !== "api") throw badRequest("route is a channel route; its messages arrive through the channel webhook");
-
-    const threadId = apiThreadId(route.route_name, principal.key.user_id, body.external_user_id);
-    // Keyed on (route, caller) so varying external_user_id buys nothing.
-    const capacity = route.turns_per_hour_override ?? settings.perAddressTurnsPerHour;
-    const verdict = await takeToken(c.env, settings, `api:${route.route_name}:${principal.key.user_id}`, capacity);
-    if (!verdict.allowed) throw tooManyRequests("rate limit exceeded for this caller on this route", verdict.retryAfterSeconds);
-
-    const messageId = crypto.randomUUID();
-    const record = mintRecord(route, {
-      message_id: messageId,
-      thread_id: threadId,
-      client_address: body.external_user_id.trim(),
-      caller_principal: principal.key.user_id,
-      origin: "client",
-      inbound_kind: "message",
-      inbound_text: body.text,
-      inbound_form: body.form ?? null,
-      inbound_attachments: body.attachments ?? null,
-      inbound_location: body.location ?? null,
+    const admission = await admitMessage(c.env, c.get("settings").conversations, {
+      routeName: params.route_name,
+      caller: c.get("principal")!.key.user_id,
+      body,
+      prefetched: c.get("prefetched")[0],
     });
-    const inbound: TurnInbound = {
-      message_id: messageId,
-      thread_id: threadId,
-      kind: "message",
-      inbound_id: messageId,
-      source: "api",
-      text: body.text,
-      sender: body.external_user_id.trim(),
-      our_identity: null,
-      channel: null,
-      form: body.form ?? null,
-      params: body.params ?? null,
-      attachments: body.attachments ?? null,
-      location: body.location ?? null,
-    };
-    const waitSeconds = Math.min(body.wait_seconds ?? 0, settings.syncWaitMaxSeconds);
-    const result = await threadStub(c.env, threadId).accept({ record, inbound, waitMs: Math.round(waitSeconds * 1000), route, executionKey, routeReadAtMs });
-    if (result.kind === "queue_full") throw unavailable("thread queue is full; retry later");
-    if (result.kind === "answered") return c.json({ data: inlineAnswer(result.record) }, 200);
-    return c.json({ data: { message_id: result.message_id, thread_id: result.thread_id } }, 202);
+    if (admission.kind === "answered") return c.json({ data: inlineAnswer(admission.record) }, 200);
+    return c.json({ data: { message_id: admission.message_id, thread_id: admission.thread_id } }, 202);
   },
 );
 

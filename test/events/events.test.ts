@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { createRoute, readRecord, send } from "../helpers/bridge";
 import { call, mintKey } from "../helpers/http";
 import { eventually, rawRows, stubFor } from "../helpers/threads";
-import { HOOK, address, apiAgentRoute, channelRoute, declareTool, gate, network, operatorSend, postEvent, setMode } from "./helpers";
+import { HOOK, address, apiAgentRoute, channelRoute, declareTool, gate, network, operatorSend, postEvent, setMode } from "../operator/helpers";
 
 /** An api route to an HTTP tool that answers with its kwargs as JSON text (optionally held). */
 async function mirrorRoute(extra: Record<string, unknown> = {}, opts: { hold?: boolean } = {}) {

@@ -1,0 +1,69 @@
+/**
+ * The event door (spec §4.4, §6; decisions §6): a client's structured event delivered into an
+ * existing thread as a turn of the route's tool target, through the thread's FIFO. Its router is
+ * routers/conversation-events.ts; the steps are admission's (bridge/admission.ts).
+ *
+ * Idempotency: per route on `event_id` (D1 `inbound_dedupe`, namespace `event:<route>`), held for
+ * `inbound_dedupe_ttl_seconds`. A live claim answers with its original message_id and only
+ * re-offers that record to the thread object, whose accept is idempotent on message_id: a crash
+ * between claim and accept loses nothing, and a turn never runs twice. The claim is taken only
+ * after the rate cap passed, and released when the queue is full, so a refused admission never
+ * burns the key.
+ */
+import { type Admission, composeThreadId, handOverOr503, requireRateToken } from "../bridge/admission";
+import { type ArrivalRoute, mintArrival } from "../bridge/arrival";
+import { type DedupeClaim, claimKey, liveClaim, releaseKey } from "../bridge/dedupe";
+import type { InboundEvent } from "../bridge/record";
+import { requireRoute } from "../bridge/routes-store";
+import { parseThreadId } from "../bridge/thread-id";
+import type { Env } from "../env";
+import { HttpError, conflict } from "../http/errors";
+import type { EventBody } from "../operator/schemas";
+import { guardThread, threadAddress } from "../operator/thread-guard";
+import type { ConversationSettings } from "../settings/settings";
+
+/**
+ * Admits one event on route `routeName` from the key `caller`. Throws the door's refusals in this
+ * order: 404 route, 409 agent target, the thread guard's 400/404, 404 unknown thread, 429 over the
+ * (route, caller) cap, 503 full queue.
+ */
+export async function admitEvent(env: Env, s: ConversationSettings, routeName: string, caller: string, body: EventBody): Promise<Admission> {
+  const db = env.DB;
+  const route = await requireRoute(db, routeName);
+  if (route.target_kind === "agent") throw conflict("the route's target is an agent; events are delivered to tool targets only");
+  // By address the platform composes the thread id as the route's own door does.
+  const threadId = body.thread_id !== undefined ? guardThread(route.route_name, body.thread_id).thread_id : composeThreadId(route, body.address!, caller);
+  // The door never creates a thread: an event is about a conversation that already exists.
+  const known = await db.prepare("SELECT 1 AS one FROM threads WHERE route_name = ? AND thread_id = ?").bind(route.route_name, threadId).first();
+  if (!known) throw new HttpError(404, "thread not found on this route");
+
+  const event: InboundEvent = { id: body.event.event_id, kind: body.event.kind, payload: body.event.payload };
+  const namespace = `event:${route.route_name}`;
+  const nowMs = Date.now();
+  const original = await liveClaim(db, namespace, event.id, nowMs);
+  if (original) return redelivered(env, route, caller, original, event);
+
+  await requireRateToken(env, s, route, caller);
+
+  const mine = { message_id: crypto.randomUUID(), thread_id: threadId };
+  const held = await claimKey(db, namespace, event.id, mine, nowMs + s.inboundDedupeTtlSeconds * 1000, nowMs);
+  if (held.message_id !== mine.message_id) return redelivered(env, route, caller, held, event);
+
+  const arrival = mintArrival(route, mine, { way: "event", caller, address: addressOf(route, threadId), event });
+  // Inline answers exist only on the api door; a channel route's answer is a channel send.
+  const waitSeconds = route.door === "api" ? Math.min(body.wait_seconds ?? 0, s.syncWaitMaxSeconds) : 0;
+  return handOverOr503(env, arrival, { waitMs: Math.round(waitSeconds * 1000) }, () => releaseKey(db, namespace, event.id, mine.message_id));
+}
+
+/** A redelivered event_id: the original message, re-offered so a crash after the claim loses nothing. */
+async function redelivered(env: Env, route: ArrivalRoute, caller: string, held: DedupeClaim, event: InboundEvent): Promise<Admission> {
+  const arrival = mintArrival(route, held, { way: "event", caller, address: addressOf(route, held.thread_id), event });
+  await handOverOr503(env, arrival, { waitMs: 0 });
+  return { kind: "accepted", message_id: held.message_id, thread_id: held.thread_id };
+}
+
+/** The client address a thread id names on the route's door (null for a thread that is not route-keyed). */
+function addressOf(route: ArrivalRoute, threadId: string): string | null {
+  const parsed = parseThreadId(threadId);
+  return parsed.kind === "route" ? threadAddress(route.door, parsed.rest) : null;
+}
