@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { HttpError } from "../http/errors";
+import { jsonColumn, validStored } from "../store/parse-stored";
 
 /** A stored key as the rest of the code sees it (never the raw key, never the hash). */
 export interface KeyRecord {
@@ -17,16 +18,7 @@ export interface KeyRecord {
 const row = z.object({
   user_id: z.string(),
   description: z.string(),
-  scopes: z.string().transform((s, ctx) => {
-    try {
-      const v = JSON.parse(s);
-      if (Array.isArray(v) && v.every((x) => typeof x === "string")) return v as string[];
-    } catch {
-      /* fall through */
-    }
-    ctx.addIssue({ code: "custom", message: "stored scopes unreadable" });
-    return z.NEVER;
-  }),
+  scopes: jsonColumn(z.array(z.string())),
   condition: z.string().nullable(),
   owner_user_id: z.string().nullable(),
   disabled: z.number().transform((n) => n !== 0),
@@ -38,10 +30,8 @@ const row = z.object({
 const COLUMNS = "user_id, description, scopes, condition, owner_user_id, disabled, key_fingerprint, created_at, updated_at";
 
 function toRecord(r: unknown): KeyRecord {
-  const parsed = row.safeParse(r);
   // A row we cannot read is corrupt storage, not bad input: fail loudly as a 500.
-  if (!parsed.success) throw new Error("api_keys row failed validation");
-  return parsed.data;
+  return validStored(row, r, "api_keys row");
 }
 
 export async function findByHash(db: D1Database, keyHash: string): Promise<(KeyRecord & { key_hash: string }) | null> {

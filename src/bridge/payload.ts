@@ -1,27 +1,32 @@
 /**
  * The tool-turn payload of spec §4.2 and the default kwargs (pure).
  */
-import type { Attachment, InboundEvent, Location } from "./record";
+import { z } from "zod";
+import { Attachment, Location } from "../channels/media";
+import { JsonObject, JsonValue } from "../http/bounded-json";
+import { InboundEvent } from "./record";
 
-export interface TurnInbound {
-  message_id: string;
-  thread_id: string;
-  kind: "message" | "event";
+/** What a turn runs on: the inbound as the tool payload and the agent see it, stored beside its record. */
+export const TurnInbound = z.object({
+  message_id: z.string(),
+  thread_id: z.string(),
+  kind: z.enum(["message", "event"]),
   /** provider message id, event_id, or (api door) the record's message_id */
-  inbound_id: string;
+  inbound_id: z.string(),
   /** channel registry name, `event:<kind>`, or `api` */
-  source: string;
-  text: string | null;
-  sender: string | null;
-  our_identity: string | null;
-  channel: string | null;
-  form?: Record<string, unknown> | null;
-  params?: Record<string, string> | null;
-  attachments?: Attachment[] | null;
-  location?: Location | null;
-  event?: InboundEvent | null;
-  person?: { person_id: string; person_addresses: unknown[] } | null;
-}
+  source: z.string(),
+  text: z.string().nullable(),
+  sender: z.string().nullable(),
+  our_identity: z.string().nullable(),
+  channel: z.string().nullable(),
+  form: JsonObject.nullable().optional(),
+  params: z.record(z.string(), z.string()).nullable().optional(),
+  attachments: z.array(Attachment).nullable().optional(),
+  location: Location.nullable().optional(),
+  event: InboundEvent.nullable().optional(),
+  person: z.object({ person_id: z.string(), person_addresses: z.array(JsonValue) }).nullable().optional(),
+});
+export type TurnInbound = z.infer<typeof TurnInbound>;
 
 export interface TurnRef {
   id: string;

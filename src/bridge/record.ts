@@ -1,68 +1,85 @@
 /**
  * Answer records (spec §2.2, decisions §7) and their projections (pure).
  */
-import type { RichPart } from "../channels/rich/types";
-export type DeliveryStatus = "accepted" | "pending_delivery" | "provisional" | "delivered" | "failed" | "shed" | "silent";
-export const DELIVERY_STATUSES: readonly DeliveryStatus[] = ["accepted", "pending_delivery", "provisional", "delivered", "failed", "shed", "silent"];
+import { z } from "zod";
+import { Attachment, Location } from "../channels/media";
+import { RichPart } from "../channels/rich/types";
+import { JsonObject } from "../http/bounded-json";
+
+export const DELIVERY_STATUSES = ["accepted", "pending_delivery", "provisional", "delivered", "failed", "shed", "silent"] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 export const TERMINAL_STATUSES: ReadonlySet<DeliveryStatus> = new Set(["delivered", "failed", "shed", "silent"]);
-export type AnswerStatus = "answered" | "error" | "silent";
+export const ANSWER_STATUSES = ["answered", "error", "silent"] as const;
+export type AnswerStatus = (typeof ANSWER_STATUSES)[number];
 
-export interface Attachment {
-  kind: "image" | "document" | "video" | "audio";
-  url: string;
-  caption?: string;
-  filename?: string;
-}
-export interface Location {
-  latitude: number;
-  longitude: number;
-  name?: string;
-  address?: string;
-}
-export interface InboundEvent {
-  id: string;
-  kind: string;
-  payload: Record<string, unknown>;
-}
+/** A client event (the event door's `event`), as the record and the turn carry it. */
+export const InboundEvent = z.object({ id: z.string(), kind: z.string(), payload: JsonObject });
+export type InboundEvent = z.infer<typeof InboundEvent>;
 
-/** The full (admin) record. */
-export interface AnswerRecord {
-  message_id: string;
-  route_name: string;
-  door: "api" | "channel";
-  thread_id: string;
-  client_address: string | null;
-  channel: string | null;
-  our_identity: string | null;
-  provider_message_id: string | null;
-  callback_url: string | null;
-  caller_principal: string | null;
-  origin: "client" | "operator";
-  inbound_kind: "message" | "event";
-  inbound_text: string;
-  inbound_form: Record<string, unknown> | null;
-  inbound_attachments: Attachment[] | null;
-  inbound_location: Location | null;
-  inbound_event: InboundEvent | null;
-  submitted_by: string | null;
-  status: DeliveryStatus;
-  answer_status: AnswerStatus | null;
-  answer: string | null;
+/**
+ * The full (admin) record, as the thread stores it and reads it back. Free-form JSON fields are
+ * `JsonValue`s, never `unknown`, so the Durable Object stub keeps the methods that return records
+ * (see src/contracts/thread-rpc.ts).
+ */
+export const AnswerRecord = z.object({
+  message_id: z.string(),
+  route_name: z.string(),
+  door: z.enum(["api", "channel"]),
+  thread_id: z.string(),
+  client_address: z.string().nullable(),
+  channel: z.string().nullable(),
+  our_identity: z.string().nullable(),
+  provider_message_id: z.string().nullable(),
+  callback_url: z.string().nullable(),
+  caller_principal: z.string().nullable(),
+  origin: z.enum(["client", "operator"]),
+  inbound_kind: z.enum(["message", "event"]),
+  inbound_text: z.string(),
+  inbound_form: JsonObject.nullable(),
+  inbound_attachments: z.array(Attachment).nullable(),
+  inbound_location: Location.nullable(),
+  inbound_event: InboundEvent.nullable(),
+  submitted_by: z.string().nullable(),
+  status: z.enum(DELIVERY_STATUSES),
+  answer_status: z.enum(ANSWER_STATUSES).nullable(),
+  answer: z.string().nullable(),
   /** An operator message's rich part (spec §4.7), delivered after the text; absent otherwise. */
-  answer_part?: RichPart | null;
-  error: string | null;
-  attempts: number;
-  outbound_message_ids: string[];
-  created_at: string;
-  updated_at: string;
-  expires_at: string | null;
-}
+  answer_part: RichPart.nullable().optional(),
+  error: z.string().nullable(),
+  attempts: z.number(),
+  outbound_message_ids: z.array(z.string()),
+  created_at: z.string(),
+  updated_at: z.string(),
+  expires_at: z.string().nullable(),
+});
+export type AnswerRecord = z.infer<typeof AnswerRecord>;
 
 /** Keys withheld from non-admin readers (decisions §7). */
-const ADMIN_ONLY = ["error", "attempts", "outbound_message_ids", "callback_url", "provider_message_id", "expires_at"] as const;
+const ADMIN_ONLY_KEYS = { error: true, attempts: true, outbound_message_ids: true, callback_url: true, provider_message_id: true, expires_at: true } as const;
+const ADMIN_ONLY = Object.keys(ADMIN_ONLY_KEYS) as Array<keyof typeof ADMIN_ONLY_KEYS>;
 
-/** Keys omitted when null, so absent inbound parts stay absent in both projections. */
-const OMIT_WHEN_NULL = ["inbound_form", "inbound_attachments", "inbound_location", "inbound_event", "submitted_by", "answer_part"] as const;
+/** Fields omitted when null, so absent inbound parts stay absent in both projections: their values when present. */
+const OMITTED_WHEN_NULL = {
+  inbound_form: AnswerRecord.shape.inbound_form.unwrap().optional(),
+  inbound_attachments: AnswerRecord.shape.inbound_attachments.unwrap().optional(),
+  inbound_location: AnswerRecord.shape.inbound_location.unwrap().optional(),
+  inbound_event: AnswerRecord.shape.inbound_event.unwrap().optional(),
+  submitted_by: AnswerRecord.shape.submitted_by.unwrap().optional(),
+  answer_part: AnswerRecord.shape.answer_part
+    .unwrap()
+    .unwrap()
+    .optional()
+    .describe("An operator message's rich part (media, location, template, options, sections, header, footer, schema)"),
+};
+const OMIT_WHEN_NULL = Object.keys(OMITTED_WHEN_NULL) as Array<keyof typeof OMITTED_WHEN_NULL>;
+
+/**
+ * The record as the read doors answer it (decisions §7), derived from `AnswerRecord`: the fields
+ * omitted when null are absent instead, and the admin-only ones are absent for non-admins.
+ * Documents the answers in the OpenAPI document; the projections below produce it.
+ */
+export const AnswerRecordView = AnswerRecord.extend(OMITTED_WHEN_NULL).partial(ADMIN_ONLY_KEYS).describe("AnswerRecord");
+export type AnswerRecordView = z.infer<typeof AnswerRecordView>;
 
 export function adminProjection(r: AnswerRecord): Record<string, unknown> {
   const out: Record<string, unknown> = { ...r };

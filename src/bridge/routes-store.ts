@@ -1,54 +1,57 @@
 /** Conversation routes in D1 (spec §2.1, decisions §5). */
 import { z } from "zod";
-import { HttpError } from "../http/errors";
 import { type KeyWithOwner, keyColumns, parsePrefixedKey } from "../auth/key-store";
+import { JsonValue } from "../http/bounded-json";
+import { HttpError } from "../http/errors";
+import { jsonColumn, validStored } from "../store/parse-stored";
 
-export interface RouteRow {
-  route_name: string;
-  door: "api" | "channel";
-  target_kind: "agent" | "tool";
-  target_name: string;
-  execution_key: string;
-  execution_key_fingerprint: string;
-  payload_expr: unknown;
-  payload_program: string | null;
-  reply_expr: unknown;
-  reply_program: string | null;
-  initial_mode: "agent" | "manual";
-  channel: string | null;
-  our_identity: string | null;
-  callback_url: string | null;
-  callback_secret: string | null;
-  turns_per_hour_override: number | null;
-  created_at: string;
-  updated_at: string;
-}
-
-const jsonText = z
-  .string()
-  .nullable()
-  .transform((s) => (s === null ? null : (JSON.parse(s) as unknown)));
-
-const rowSchema = z.object({
+/**
+ * A `routes` row: the one schema of a stored route, with its type under the same name. Reading a
+ * row validates it (`RouteRow.parse` decodes the JSON columns); writing one encodes it
+ * (`z.encode`), and the statement's column list is this schema's keys, so the table, the type and
+ * the view below cannot drift apart.
+ */
+export const RouteRow = z.object({
   route_name: z.string(),
   door: z.enum(["api", "channel"]),
   target_kind: z.enum(["agent", "tool"]),
   target_name: z.string(),
   execution_key: z.string(),
   execution_key_fingerprint: z.string(),
-  payload_expr: jsonText,
+  /**
+   * The expression as posted (a jq string or a TemplatedText), kept to show it back. Only the view
+   * reads it (turns run the compiled `payload_program`), so it is stored and read as plain JSON,
+   * not re-validated against today's door rules.
+   */
+  payload_expr: jsonColumn(JsonValue).nullable(),
   payload_program: z.string().nullable(),
-  reply_expr: jsonText,
+  reply_expr: jsonColumn(JsonValue).nullable(),
   reply_program: z.string().nullable(),
   initial_mode: z.enum(["agent", "manual"]),
   channel: z.string().nullable(),
   our_identity: z.string().nullable(),
   callback_url: z.string().nullable(),
+  /** Kept recoverable to sign callbacks (docs/architecture.md); never in the view. */
   callback_secret: z.string().nullable(),
   turns_per_hour_override: z.number().nullable(),
   created_at: z.string(),
   updated_at: z.string(),
 });
+export type RouteRow = z.infer<typeof RouteRow>;
+
+/** The columns of `routes`, in the schema's order. */
+const ROUTE_COLUMNS = Object.keys(RouteRow.shape) as Array<keyof RouteRow>;
+
+/**
+ * The public view of a route: the row without the callback secret (not even null) and the
+ * compiled programs; the expressions as their values (the view is never read from storage).
+ */
+export const RouteView = RouteRow.omit({ payload_program: true, reply_program: true, callback_secret: true }).extend({
+  // The column's value side; a JsonValue already includes null.
+  payload_expr: RouteRow.shape.payload_expr.unwrap().out,
+  reply_expr: RouteRow.shape.reply_expr.unwrap().out,
+});
+export type RouteView = z.infer<typeof RouteView>;
 
 /** The route, or the door's 404 "route not found". */
 export async function requireRoute(db: D1Database, routeName: string): Promise<RouteRow> {
@@ -63,9 +66,7 @@ export function toRouteRow(r: unknown): RouteRow {
 }
 
 function toRow(r: unknown): RouteRow {
-  const parsed = rowSchema.safeParse(r);
-  if (!parsed.success) throw new Error("routes row failed validation");
-  return parsed.data as RouteRow;
+  return validStored(RouteRow, r, "routes row");
 }
 
 export function routeStatement(db: D1Database, routeName: string): D1PreparedStatement {
@@ -120,43 +121,19 @@ export async function routeHasThreads(db: D1Database, routeName: string): Promis
   return (await db.prepare("SELECT 1 AS one FROM threads WHERE route_name = ? LIMIT 1").bind(routeName).first()) !== null;
 }
 
+/** The upsert statement: every column on insert; all but the key and `created_at` on conflict. */
+const UPSERT_ROUTE = `INSERT INTO routes (${ROUTE_COLUMNS.join(", ")})
+  VALUES (${ROUTE_COLUMNS.map(() => "?").join(", ")})
+  ON CONFLICT(route_name) DO UPDATE SET ${ROUTE_COLUMNS.filter((c) => c !== "route_name" && c !== "created_at")
+    .map((c) => `${c} = excluded.${c}`)
+    .join(", ")}`;
+
 /** Writes the whole row (create or replace). */
 export async function upsertRoute(db: D1Database, row: RouteRow): Promise<void> {
+  const stored = z.encode(RouteRow, row);
   await db
-    .prepare(
-      `INSERT INTO routes (route_name, door, target_kind, target_name, execution_key, execution_key_fingerprint,
-         payload_expr, payload_program, reply_expr, reply_program, initial_mode, channel, our_identity,
-         callback_url, callback_secret, turns_per_hour_override, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT(route_name) DO UPDATE SET
-         door = excluded.door, target_kind = excluded.target_kind, target_name = excluded.target_name,
-         execution_key = excluded.execution_key, execution_key_fingerprint = excluded.execution_key_fingerprint,
-         payload_expr = excluded.payload_expr, payload_program = excluded.payload_program,
-         reply_expr = excluded.reply_expr, reply_program = excluded.reply_program,
-         initial_mode = excluded.initial_mode, channel = excluded.channel, our_identity = excluded.our_identity,
-         callback_url = excluded.callback_url, callback_secret = excluded.callback_secret,
-         turns_per_hour_override = excluded.turns_per_hour_override, updated_at = excluded.updated_at`,
-    )
-    .bind(
-      row.route_name,
-      row.door,
-      row.target_kind,
-      row.target_name,
-      row.execution_key,
-      row.execution_key_fingerprint,
-      row.payload_expr === null ? null : JSON.stringify(row.payload_expr),
-      row.payload_program,
-      row.reply_expr === null ? null : JSON.stringify(row.reply_expr),
-      row.reply_program,
-      row.initial_mode,
-      row.channel,
-      row.our_identity,
-      row.callback_url,
-      row.callback_secret,
-      row.turns_per_hour_override,
-      row.created_at,
-      row.updated_at,
-    )
+    .prepare(UPSERT_ROUTE)
+    .bind(...ROUTE_COLUMNS.map((c) => stored[c]))
     .run();
 }
 
@@ -173,23 +150,7 @@ export async function deleteRoute(db: D1Database, routeName: string): Promise<bo
   return (res.meta.changes ?? 0) > 0;
 }
 
-/** The public view: never the secret (not even null), always the fingerprint. */
-export function routeView(r: RouteRow): Record<string, unknown> {
-  return {
-    route_name: r.route_name,
-    door: r.door,
-    target_kind: r.target_kind,
-    target_name: r.target_name,
-    execution_key: r.execution_key,
-    execution_key_fingerprint: r.execution_key_fingerprint,
-    payload_expr: r.payload_expr,
-    reply_expr: r.reply_expr,
-    initial_mode: r.initial_mode,
-    channel: r.channel,
-    our_identity: r.our_identity,
-    callback_url: r.callback_url,
-    turns_per_hour_override: r.turns_per_hour_override,
-    created_at: r.created_at,
-    updated_at: r.updated_at,
-  };
+/** The public view of `r`: a projection through `RouteView` (zod drops every key it does not name, the secret first). */
+export function routeView(r: RouteRow): RouteView {
+  return RouteView.parse(r);
 }

@@ -1,10 +1,11 @@
 /** Zod schemas of the bridge's doors (spec §4.1–§4.5, decisions §5–§7). */
 import { z } from "zod";
 import { userIdSchema } from "../auth/schemas";
-import { boundedJsonObject } from "../http/bounded-json";
+import { AttachmentInput, LocationInput, MAX_ATTACHMENTS } from "../channels/media";
+import { jsonObjectSchema } from "../http/bounded-json";
 import { identifierSchema, intactIdentifier } from "../http/identifiers";
 import { templatedTextSchema } from "../templating/templated-text";
-import { MAX_ATTACHMENTS, MAX_JSON_BYTES, MAX_URL, checkParams } from "./transport-bounds";
+import { checkParams } from "./transport-bounds";
 
 export const RESERVED_ROUTE_NAMES = new Set(["messages", "persons"]);
 
@@ -77,68 +78,10 @@ export function isHttpsUrl(s: string): boolean {
   }
 }
 
-export const routeView = z.object({
-  route_name: z.string(),
-  door: z.enum(["api", "channel"]),
-  target_kind: z.enum(["agent", "tool"]),
-  target_name: z.string(),
-  execution_key: z.string(),
-  execution_key_fingerprint: z.string(),
-  payload_expr: z.unknown(),
-  reply_expr: z.unknown(),
-  initial_mode: z.enum(["agent", "manual"]),
-  channel: z.string().nullable(),
-  our_identity: z.string().nullable(),
-  callback_url: z.string().nullable(),
-  turns_per_hour_override: z.number().nullable(),
-  created_at: z.string(),
-  updated_at: z.string(),
-});
-
-const EXT_KIND: Array<[RegExp, "image" | "video" | "audio"]> = [
-  [/\.(png|jpe?g|gif|webp|heic|bmp|svg)$/i, "image"],
-  [/\.(mp4|mov|webm|3gp|mkv|avi)$/i, "video"],
-  [/\.(mp3|ogg|oga|opus|wav|m4a|aac|amr|flac)$/i, "audio"],
-];
-
-/** Infers an attachment kind when absent: `document` with a filename, else by URL extension, else document. */
-export function inferKind(a: { url: string; filename?: string }): "image" | "document" | "video" | "audio" {
-  if (a.filename) return "document";
-  let path = a.url;
-  try {
-    path = new URL(a.url).pathname;
-  } catch {
-    /* not absolute: use as is */
-  }
-  return EXT_KIND.find(([re]) => re.test(path))?.[1] ?? "document";
-}
-
-export const attachmentSchema = z
-  .object({
-    kind: z.enum(["image", "document", "video", "audio"]).optional(),
-    url: z.string().min(1).max(MAX_URL),
-    caption: z.string().max(4096).optional(),
-    filename: z.string().max(512).optional(),
-  })
-  .strict()
-  .transform((a) => ({ ...a, kind: a.kind ?? inferKind(a) }));
-
-export const locationSchema = z
-  .object({
-    latitude: z.number().min(-90).max(90),
-    longitude: z.number().min(-180).max(180),
-    name: z.string().max(1024).optional(),
-    address: z.string().max(1024).optional(),
-  })
-  .strict();
-
 export const paramsSchema = z.record(z.string(), z.string()).superRefine((p, ctx) => {
   const broken = checkParams(p);
   if (broken) ctx.addIssue({ code: "custom", message: broken });
 });
-
-/** `form`, `event.payload` and an operator form `schema`: free-form, transport-bounded (decisions §6). */
-export const jsonObjectSchema = boundedJsonObject(MAX_JSON_BYTES);
 
 export const waitSecondsSchema = z.number().min(0).finite();
 
@@ -149,8 +92,8 @@ export const messageBody = z
     wait_seconds: waitSecondsSchema.optional(),
     params: paramsSchema.optional(),
     form: jsonObjectSchema.optional(),
-    attachments: z.array(attachmentSchema).max(MAX_ATTACHMENTS).optional(),
-    location: locationSchema.optional(),
+    attachments: z.array(AttachmentInput).max(MAX_ATTACHMENTS).optional(),
+    location: LocationInput.optional(),
   })
   .strict();
 export type MessageBody = z.infer<typeof messageBody>;
@@ -162,37 +105,3 @@ export const messageAnswered = z.object({
   status: z.enum(["answered", "error", "silent"]),
   answer: z.string().optional(),
 });
-
-/** The record as documented (decisions §7); non-admins get the caller-safe subset. */
-export const recordSchema = z
-  .object({
-    message_id: z.string(),
-    route_name: z.string(),
-    door: z.enum(["api", "channel"]),
-    thread_id: z.string(),
-    client_address: z.string().nullable(),
-    channel: z.string().nullable(),
-    our_identity: z.string().nullable(),
-    provider_message_id: z.string().nullable().optional(),
-    callback_url: z.string().nullable().optional(),
-    caller_principal: z.string().nullable(),
-    origin: z.enum(["client", "operator"]),
-    inbound_kind: z.enum(["message", "event"]),
-    inbound_text: z.string(),
-    inbound_form: z.record(z.string(), z.unknown()).optional(),
-    inbound_attachments: z.array(z.unknown()).optional(),
-    inbound_location: z.unknown().optional(),
-    inbound_event: z.unknown().optional(),
-    submitted_by: z.string().optional(),
-    status: z.enum(["accepted", "pending_delivery", "provisional", "delivered", "failed", "shed", "silent"]),
-    answer_status: z.enum(["answered", "error", "silent"]).nullable(),
-    answer: z.string().nullable(),
-    answer_part: z.record(z.string(), z.unknown()).optional().describe("An operator message's rich part (media, location, template, options, sections, header, footer, schema)"),
-    error: z.string().nullable().optional(),
-    attempts: z.number().optional(),
-    outbound_message_ids: z.array(z.string()).optional(),
-    created_at: z.string(),
-    updated_at: z.string(),
-    expires_at: z.string().nullable().optional(),
-  })
-  .describe("AnswerRecord");

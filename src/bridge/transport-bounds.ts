@@ -1,15 +1,14 @@
 /**
  * Transport bounds of spec §4.2 / decisions §6 (pure). Violations name the bound, never the value.
+ * The media caps sit with the media shapes (channels/media.ts), the JSON cap with the free-form
+ * JSON bounds (http/bounded-json.ts): the channels' rich parts need them and never import bridge/.
  */
-import { checkJsonBounds } from "../http/bounded-json";
+import { MAX_JSON_BYTES, checkJsonBounds } from "../http/bounded-json";
 
-export const MAX_JSON_BYTES = 32_768;
 export const MAX_PARAMS = 16;
 export const PARAM_KEY = /^[A-Za-z0-9_-]{1,64}$/;
 export const MAX_PARAM_VALUE = 512;
 export const MAX_PARAMS_BYTES = 2048;
-export const MAX_ATTACHMENTS = 50;
-export const MAX_URL = 8192;
 
 /** Checks a JSON object (form, event payload) against the shared free-form bounds; returns the broken rule or null. */
 export function checkJsonObject(value: unknown): string | null {

@@ -8,51 +8,17 @@
  * file exporting a `ChannelAdapter` plus one line in `registry.ts`; see docs/channels.md.
  */
 
-import type { EnvVars } from "../env";
+import type { JsonObject } from "../http/bounded-json";
+import type { ChannelCapabilities, ChannelEnv, SendDeps, SendResult } from "./channel-types";
+import type { InboundAttachment, Location } from "./media";
 import type { RichSender } from "./rich/types";
 
-/**
- * The Worker env as an adapter sees it: the `CHANNEL_*` vars of decisions §11 (wrangler [vars],
- * secrets, .dev.vars), read by name. The env carries bindings too, so an adapter reads only
- * strings, through `envString`.
- */
-export type ChannelEnv = EnvVars;
+// Declared in the leaf channel-types.ts (rich/ needs them too); re-exported so the adapters keep
+// importing their whole interface from here.
+export type { ChannelCapabilities, ChannelEnv, SendDeps, SendResult };
 
 /** The four built-in channel registry names (also the keys of `max_message_chars`). */
 export type ChannelName = "twilio" | "whatsapp" | "telegram" | "slack";
-
-/** What a channel can carry besides plain text (decisions §11 "Capabilities"). */
-export interface ChannelCapabilities {
-  media: boolean;
-  location: boolean;
-  template: boolean;
-  interactive: boolean;
-  form: boolean;
-}
-
-/** One inbound media item (decisions §6 transport shape; `kind` always set here). */
-export interface Attachment {
-  kind: "image" | "document" | "video" | "audio";
-  /**
-   * Where the media lives. A fetchable URL where the provider gives one (Twilio `MediaUrl{i}`,
-   * Slack `url_private`, which needs the bot token to download), else a provider reference:
-   * `whatsapp-media:<media id>` (resolve with Graph `GET /{media id}`) or
-   * `telegram-file:<file_id>` (resolve with Bot API `getFile`). Adapters never download media.
-   */
-  url: string;
-  caption?: string;
-  filename?: string;
-  /** The provider's MIME type when it names one. */
-  mime_type?: string;
-}
-
-/** A shared location (spec §4.3 `location`). */
-export interface Location {
-  latitude: number;
-  longitude: number;
-  name?: string;
-  address?: string;
-}
 
 /** An inbound message from a participant, normalized. */
 export interface InboundMessage {
@@ -65,12 +31,12 @@ export interface InboundMessage {
   our_identity: string;
   /** The rendered text; `""` for a media-, location- or form-only message. */
   text: string;
-  attachments?: Attachment[];
+  attachments?: InboundAttachment[];
   location?: Location;
   /** Tap enrichment (`reply_id`, `button_payload`, `referral_*`), already within spec §4.2 bounds. */
   params?: Record<string, string>;
   /** An ask-less form submission (WhatsApp Flows `nfm_reply`), a JSON object. */
-  form?: Record<string, unknown>;
+  form?: JsonObject;
 }
 
 /** A delivery receipt for an OUTBOUND message we sent (its provider id is what `send` returned). */
@@ -125,24 +91,6 @@ export interface SendArgs {
   from: string;
   text: string;
 }
-
-export interface SendDeps {
-  /** globalThis.fetch in production; a recording fake in tests. */
-  fetch: typeof fetch;
-  env: ChannelEnv;
-  /** `delivery_send_timeout_seconds` × 1000; bounds the request and reading its answer. */
-  timeoutMs: number;
-}
-
-/**
- * The outcome of one send. `permanent: true` is a provider refusal (the record goes `failed`
- * without retry); `false` is transient (timeout, network, 5xx, rate limit: retry with backoff).
- * `provider_message_id` is null only when the provider accepted but named no id (no receipt can
- * match it; the grace period completes the record). `reason` never carries secrets or user text.
- */
-export type SendResult =
-  | { ok: true; provider_message_id: string | null }
-  | { ok: false; permanent: boolean; status?: number; reason: string; retry_after_seconds?: number };
 
 export interface ChannelAdapter {
   /** Registry name, door path segment and `max_message_chars` key. */

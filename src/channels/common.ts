@@ -3,7 +3,8 @@
  * media caps) and one guarded outbound POST with timeout and failure classification.
  */
 import { envVar } from "../env";
-import type { Attachment, ChannelEnv, Location, SendResult } from "./adapter";
+import type { ChannelEnv, SendResult } from "./adapter";
+import { type InboundAttachment, type Location, MAX_ATTACHMENTS, MAX_URL, type MediaKind } from "./media";
 
 /** A non-blank string env value, or undefined. Whitespace-only counts as unset. */
 export function envString(env: ChannelEnv, name: string): string | undefined {
@@ -65,7 +66,7 @@ export function arr(v: unknown): unknown[] {
 }
 
 /** Media kind from a MIME type; anything not image/video/audio is a document. */
-export function kindFromMime(mime: string | undefined): Attachment["kind"] {
+export function kindFromMime(mime: string | undefined): MediaKind {
   const top = (mime ?? "").split("/")[0].trim().toLowerCase();
   if (top === "image" || top === "video" || top === "audio") return top;
   return "document";
@@ -99,15 +100,15 @@ export function boundParams(candidates: ReadonlyArray<readonly [string, string |
 }
 
 /** Decisions §6 media caps. */
-export const MEDIA_BOUNDS = { maxItems: 50, maxUrlChars: 8192 } as const;
+export const MEDIA_BOUNDS = { maxItems: MAX_ATTACHMENTS, maxUrlChars: MAX_URL } as const;
 
 /** Keeps at most 50 attachments with a non-empty url of at most 8192 characters; drops empty fields. */
-export function boundAttachments(items: ReadonlyArray<Attachment | undefined>): Attachment[] | undefined {
-  const out: Attachment[] = [];
+export function boundAttachments(items: ReadonlyArray<InboundAttachment | undefined>): InboundAttachment[] | undefined {
+  const out: InboundAttachment[] = [];
   for (const a of items) {
     if (!a || !a.url || codePoints(a.url) > MEDIA_BOUNDS.maxUrlChars) continue;
     if (out.length >= MEDIA_BOUNDS.maxItems) break;
-    const item: Attachment = { kind: a.kind, url: a.url };
+    const item: InboundAttachment = { kind: a.kind, url: a.url };
     if (a.caption) item.caption = a.caption;
     if (a.filename) item.filename = a.filename;
     if (a.mime_type) item.mime_type = a.mime_type;

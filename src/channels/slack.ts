@@ -8,7 +8,8 @@
  * conversation (`event.channel`), so a channel or DM is one thread; our identity is the bot user.
  */
 import { constantTimeEqual, hmacSha256, toHex } from "../auth/crypto";
-import type { Attachment, ChannelAdapter, ChannelEnv, ChannelEvent, InboundMessage, ParsedWebhook, SendArgs, SendDeps, SendResult, VerifyResult, Webhook } from "./adapter";
+import type { ChannelAdapter, ChannelEnv, ChannelEvent, InboundMessage, ParsedWebhook, SendArgs, SendDeps, SendResult, VerifyResult, Webhook } from "./adapter";
+import type { InboundAttachment } from "./media";
 import {
   allSet,
   apiBase,
@@ -77,7 +78,7 @@ function unescapeSlack(text: string): string {
   return text.replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
 }
 
-function filesOf(files: unknown): Attachment[] | undefined {
+function filesOf(files: unknown): InboundAttachment[] | undefined {
   return boundAttachments(
     arr(files).map((f) => {
       if (!isRecord(f)) return undefined;

@@ -8,7 +8,8 @@
  * the bot id: the numeric prefix of `CHANNEL_TELEGRAM_BOT_TOKEN` before `:`.
  */
 import { constantTimeEqual } from "../auth/crypto";
-import type { Attachment, ChannelAdapter, ChannelEnv, InboundMessage, ParsedWebhook, SendArgs, SendDeps, SendResult, VerifyResult, Webhook } from "./adapter";
+import type { ChannelAdapter, ChannelEnv, InboundMessage, ParsedWebhook, SendArgs, SendDeps, SendResult, VerifyResult, Webhook } from "./adapter";
+import type { InboundAttachment, MediaKind } from "./media";
 import {
   apiBase,
   arr,
@@ -54,7 +55,7 @@ async function verify(hook: Webhook, env: ChannelEnv): Promise<VerifyResult> {
   return constantTimeEqual(given, envString(env, TELEGRAM_ENV.webhookSecret)!) ? { ok: true } : { ok: false, status: 401, reason: "bad secret token" };
 }
 
-function file(kind: Attachment["kind"], f: unknown): Attachment | undefined {
+function file(kind: MediaKind, f: unknown): InboundAttachment | undefined {
   if (!isRecord(f)) return undefined;
   const id = nonEmpty(f.file_id);
   if (!id) return undefined;
@@ -62,9 +63,9 @@ function file(kind: Attachment["kind"], f: unknown): Attachment | undefined {
 }
 
 /** The media of a message: the largest photo size, or the one document/animation/video/audio. */
-function attachmentsOf(m: Record<string, unknown>): Attachment[] | undefined {
+function attachmentsOf(m: Record<string, unknown>): InboundAttachment[] | undefined {
   const caption = nonEmpty(m.caption);
-  const items: Array<Attachment | undefined> = [];
+  const items: Array<InboundAttachment | undefined> = [];
   const photos = arr(m.photo);
   if (photos.length) items.push(file("image", photos[photos.length - 1]));
   // An animation also arrives as `document` for old clients; take it once, as the video it is.

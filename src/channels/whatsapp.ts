@@ -8,8 +8,8 @@
  * raw body)>`.
  */
 import { constantTimeEqual, hmacSha256, toHex } from "../auth/crypto";
+import type { JsonObject } from "../http/bounded-json";
 import type {
-  Attachment,
   ChannelAdapter,
   ChannelEnv,
   ChannelEvent,
@@ -21,6 +21,7 @@ import type {
   VerifyResult,
   Webhook,
 } from "./adapter";
+import type { InboundAttachment, MediaKind } from "./media";
 import {
   allSet,
   apiBase,
@@ -83,7 +84,7 @@ async function verify(hook: Webhook, env: ChannelEnv): Promise<VerifyResult> {
 }
 
 /** A media object of a message (`image`, `video`, `audio`, `document`, `sticker`) as an attachment. */
-function media(kind: Attachment["kind"], m: unknown): Attachment | undefined {
+function media(kind: MediaKind, m: unknown): InboundAttachment | undefined {
   if (!isRecord(m)) return undefined;
   const id = nonEmpty(m.id);
   if (!id) return undefined;
@@ -96,7 +97,7 @@ function media(kind: Attachment["kind"], m: unknown): Attachment | undefined {
   };
 }
 
-const MEDIA_TYPES: Readonly<Record<string, Attachment["kind"]>> = {
+const MEDIA_TYPES: Readonly<Record<string, MediaKind>> = {
   image: "image",
   sticker: "image",
   video: "video",
@@ -118,9 +119,9 @@ function message(m: unknown, ourIdentity: string): InboundMessage | null {
   const type = str(m.type) ?? "";
   if (!id || !from) return null;
   let text = "";
-  let attachments: Attachment[] | undefined;
+  let attachments: InboundAttachment[] | undefined;
   let location;
-  let form: Record<string, unknown> | undefined;
+  let form: JsonObject | undefined;
   const tap: Array<[string, string | undefined]> = [];
   if (type === "text") {
     text = isRecord(m.text) ? (str(m.text.body) ?? "") : "";
@@ -141,7 +142,8 @@ function message(m: unknown, ourIdentity: string): InboundMessage | null {
       // A WhatsApp Flow submission: the ask-less form answer of spec §4.7 `schema`.
       try {
         const parsed: unknown = JSON.parse(str(i.nfm_reply.response_json) ?? "");
-        if (isRecord(parsed)) form = parsed;
+        // JSON.parse yields JSON only: an object from it is a JSON object.
+        if (isRecord(parsed)) form = parsed as JsonObject;
       } catch {
         form = undefined;
       }

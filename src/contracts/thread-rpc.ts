@@ -3,11 +3,12 @@
  * caller in src/ reaches the object through `threadStub`, typed by this interface. Nothing here
  * imports the class, so src/ never depends on durable-objects/.
  *
- * Why the stub is typed by the contract rather than by the generated namespace: the platform's RPC
- * type mapping only passes values it can prove structured-cloneable, and the answer record's
- * free-form JSON fields (`inbound_form`, `inbound_event.payload`, `answer_part.schema`) are typed
- * `Record<string, unknown>`, which it maps to `never`. The values are JSON at run time; the
- * contract states the shapes both ends use, and the class is checked against it by `implements`.
+ * The stub is typed by the contract, so callers see the verbs as declared here. The generated stub
+ * type (`DurableObjectStub<ThreadObject>`) agrees: the platform's RPC type mapping only passes
+ * values it can prove structured-cloneable and maps an `unknown` to `never`, so the answer record's
+ * free-form JSON fields (`inbound_form`, `inbound_event.payload`, `answer_part.schema`) and agent
+ * memory's `tool_calls` are typed `JsonValue` (src/http/bounded-json.ts), which keeps the methods
+ * that answer them; test/contracts/thread-rpc.test.ts pins that under `npm run typecheck`.
  */
 import type { KeyWithOwner } from "../auth/key-store";
 import type { Mode } from "../bridge/mode-store";

@@ -11,12 +11,38 @@
  */
 import { z } from "zod";
 
+/**
+ * A JSON value, as JSON.parse yields it. Declared through interfaces on purpose: the Durable
+ * Object RPC type mapping (`Rpc.Serializable`) recurses into a self-referencing type alias until
+ * TypeScript gives up ("excessively deep"), and it maps `unknown` to `never`, which hides every
+ * stub method returning a value that holds one. Through interfaces it resolves.
+ */
+export type JsonValue = string | number | boolean | null | JsonArray | JsonObject;
+export interface JsonObject {
+  [key: string]: JsonValue;
+}
+export interface JsonArray extends Array<JsonValue> {}
+
+/**
+ * The schema of a JSON value. It checks nothing by itself: every value it meets came out of
+ * JSON.parse (a request body, stored JSON, a provider's or tool's answer), so it is JSON by
+ * construction, and the checks that matter (depth, size, finite numbers) are the bounds below.
+ * A recursive zod schema (`z.json()`) would also put `$defs` references into the OpenAPI document
+ * that do not resolve there; this one renders as `{}`, as `z.unknown()` did.
+ */
+export const JsonValue = z.custom<JsonValue>();
+
+/** The schema of a JSON object (its values unchecked, as for `JsonValue`). */
+export const JsonObject = z.record(z.string(), JsonValue);
+
 /** Most levels of nesting: `{}` and `[]` are one level, `{"a": []}` two. */
 export const MAX_JSON_DEPTH = 64;
 
 /** Byte caps of the free-form fields (compact JSON, UTF-8); documented in docs/security.md. */
 export const MAX_KWARGS_BYTES = 64 * 1024;
 export const MAX_SCHEMA_BYTES = 64 * 1024;
+/** A form, an event payload or an operator form schema (the transport bound of decisions §6). */
+export const MAX_JSON_BYTES = 32_768;
 
 /** Returns the broken bound (a message naming it, never the value) or null. */
 export function checkJsonBounds(value: unknown, maxBytes: number): string | null {
@@ -55,10 +81,13 @@ function bounded<T extends z.ZodType>(schema: T, maxBytes: number): T {
 
 /** A free-form JSON object field, bounded. */
 export function boundedJsonObject(maxBytes: number) {
-  return bounded(z.record(z.string(), z.unknown()), maxBytes);
+  return bounded(JsonObject, maxBytes);
 }
 
 /** A free-form JSON value field (any JSON type), bounded. */
 export function boundedJsonValue(maxBytes: number) {
-  return bounded(z.unknown(), maxBytes);
+  return bounded(JsonValue, maxBytes);
 }
+
+/** `form`, `event.payload` and an operator form `schema`: free-form, transport-bounded (decisions §6). */
+export const jsonObjectSchema = boundedJsonObject(MAX_JSON_BYTES);

@@ -31,6 +31,11 @@ export function intactIdentifier<T extends z.ZodString>(schema: T): T {
   return schema.refine(isIntactIdentifier, { message: IDENTIFIER_RULE }) as T;
 }
 
+/** A trimmed, non-blank text of at most `max` characters (option texts, footers, search terms). */
+export function nonBlankText(max: number) {
+  return z.string().trim().min(1, { message: "must not be blank" }).max(max);
+}
+
 /** A trimmed, non-blank identifier of at most `max` characters. */
 export function identifierSchema(max: number) {
   return intactIdentifier(z.string().trim().min(1, { message: "must not be blank" }).max(max));

@@ -7,7 +7,7 @@
  */
 import { handOver } from "../bridge/admission";
 import { mintArrival } from "../bridge/arrival";
-import { maxCharsFor } from "../bridge/chunking";
+import { maxCharsFor } from "../channels/chunking";
 import type { RouteRow } from "../bridge/routes-store";
 import { adapterFor } from "../channels/registry";
 import { planOutbound } from "../channels/rich/outbound";

@@ -4,90 +4,26 @@
  * is written; whether a channel can carry the part is decided at delivery (see channels/rich).
  */
 import { z } from "zod";
-import { DELIVERY_STATUSES } from "../bridge/record";
-import { attachmentSchema, jsonObjectSchema, locationSchema, recordSchema, waitSecondsSchema } from "../bridge/schemas";
-import { MAX_ATTACHMENTS, MAX_URL } from "../bridge/transport-bounds";
-import { identifierSchema, intactIdentifier } from "../http/identifiers";
+import { AnswerRecordView, DELIVERY_STATUSES } from "../bridge/record";
+import { waitSecondsSchema } from "../bridge/schemas";
+import { MAX_OPTION_ROWS, RichPart } from "../channels/rich/types";
+import { jsonObjectSchema } from "../http/bounded-json";
+import { identifierSchema, intactIdentifier, nonBlankText } from "../http/identifiers";
 import { pageSchema, pagingQuery } from "../http/paging";
 
-/** Rows of options across all sections (the spec leaves the cap open; WhatsApp lists hold 10). */
-export const MAX_OPTION_ROWS = 10;
-export const MAX_OPTION_TEXT = 256;
-export const MAX_OPTION_DESCRIPTION = 512;
-export const MAX_OPTION_ID = 256;
-export const MAX_FOOTER = 256;
-export const MAX_TEMPLATE_PARAMETERS = 32;
-export const MAX_TEMPLATE_PARAMETER = 1024;
-export const MAX_TEMPLATE_BUTTONS = 10;
 export const MAX_OPERATOR_TEXT = 100_000;
-
-const nonBlank = (max: number) => z.string().trim().min(1, { message: "must not be blank" }).max(max);
 
 /** A thread id as a door receives it (blank and off-route ids are the thread guard's 400s). */
 const threadIdField = intactIdentifier(z.string().max(2048));
 
-function isWebUrl(s: string): boolean {
-  try {
-    const u = new URL(s);
-    return (u.protocol === "https:" || u.protocol === "http:") && u.hostname.length > 0;
-  } catch {
-    return false;
-  }
-}
-
-/** A typed option: `reply` (submits its text) or `link` (opens its url). A bare string is refused. */
-export const optionSchema = z
-  .object({
-    text: nonBlank(MAX_OPTION_TEXT),
-    description: nonBlank(MAX_OPTION_DESCRIPTION).optional(),
-    id: identifierSchema(MAX_OPTION_ID).optional(),
-    kind: z.enum(["reply", "link"]),
-    url: z.string().max(MAX_URL).optional(),
-  })
-  .strict()
-  .superRefine((o, ctx) => {
-    if (o.kind === "link" && (!o.url || !isWebUrl(o.url))) ctx.addIssue({ code: "custom", path: ["url"], message: "a link option needs an absolute http(s) url" });
-    if (o.kind === "reply" && o.url !== undefined) ctx.addIssue({ code: "custom", path: ["url"], message: "is only for link options" });
-  });
-
-export const sectionSchema = z
-  .object({
-    title: nonBlank(MAX_OPTION_TEXT),
-    rows: z.array(optionSchema).min(1, { message: "must not be empty" }),
-  })
-  .strict();
-
-export const templateSchema = z
-  .object({
-    name: identifierSchema(512),
-    language: identifierSchema(32),
-    body_parameters: z.array(z.string().max(MAX_TEMPLATE_PARAMETER)).min(1, { message: "must not be empty" }).max(MAX_TEMPLATE_PARAMETERS).optional(),
-    buttons: z
-      .array(z.object({ payload: nonBlank(256), kind: z.literal("quick_reply") }).strict())
-      .min(1, { message: "must not be empty" })
-      .max(MAX_TEMPLATE_BUTTONS)
-      .optional(),
-    header_media: attachmentSchema.optional(),
-  })
-  .strict();
-
-/** `{}` is contract-invalid ("empty dict"), the rest is transport-bounded like a form. */
-const formSchema = jsonObjectSchema.refine((o) => Object.keys(o).length > 0, { message: "must not be empty" });
-
-/** Operator send body (spec §4.7 plus location, sections, header, footer; decisions §10). */
+/** Operator send body (spec §4.7 plus location, sections, header, footer; decisions §10): the text and a rich part, with the rules across the part's fields. */
 export const operatorSendBody = z
   .object({
     thread_id: threadIdField,
     text: z.string().max(MAX_OPERATOR_TEXT),
     address: identifierSchema(512).optional(),
-    media: z.array(attachmentSchema).min(1, { message: "must not be empty" }).max(MAX_ATTACHMENTS).optional(),
-    location: locationSchema.optional(),
-    template: templateSchema.optional(),
-    options: z.array(optionSchema).min(1, { message: "must not be empty" }).max(MAX_OPTION_ROWS).optional(),
-    sections: z.array(sectionSchema).min(1, { message: "must not be empty" }).optional(),
-    header: attachmentSchema.optional(),
-    footer: nonBlank(MAX_FOOTER).optional(),
-    schema: formSchema.optional(),
+    // The rich fields: each field's rules are the part's own (channels/rich/types.ts).
+    ...RichPart.shape,
   })
   .strict()
   .superRefine((b, ctx) => {
@@ -115,11 +51,11 @@ export type OperatorSendBody = z.infer<typeof operatorSendBody>;
 export const threadIdQuery = z.object({ thread_id: threadIdField });
 
 export const threadsQuery = pagingQuery.extend({
-  status: z.enum(DELIVERY_STATUSES as unknown as [string, ...string[]]).optional(),
+  status: z.enum(DELIVERY_STATUSES).optional(),
   address: identifierSchema(512).optional(),
 });
 
-export const searchQuery = pagingQuery.extend({ q: nonBlank(1000) });
+export const searchQuery = pagingQuery.extend({ q: nonBlankText(1000) });
 
 export const transcriptQuery = pagingQuery.extend({
   thread_id: threadIdField,
@@ -169,8 +105,8 @@ export const threadItem = z.object({
   last_status: z.string(),
 });
 export const threadsPage = pageSchema(threadItem);
-export const recordsPage = pageSchema(recordSchema);
-export const transcriptPage = pageSchema(recordSchema).extend({ order: z.enum(["asc", "desc"]) });
+export const recordsPage = pageSchema(AnswerRecordView);
+export const transcriptPage = pageSchema(AnswerRecordView).extend({ order: z.enum(["asc", "desc"]) });
 export const forgetAnswer = z.object({ removed: z.number().int(), route_name: z.string(), thread_id: z.string() });
 export const modeAnswer = z.object({ mode: z.enum(["agent", "manual"]), source: z.enum(["thread", "route"]) });
 export const modeSetAnswer = z.object({ route_name: z.string(), thread_id: z.string(), mode: z.enum(["agent", "manual"]), source: z.literal("thread") });

@@ -5,9 +5,9 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { admitMessage, prefetchMessageRoute } from "../bridge/admission";
 import { locateMessage } from "../bridge/indexes";
-import { type AnswerRecord, inlineAnswer, project } from "../bridge/record";
+import { type AnswerRecord, AnswerRecordView, inlineAnswer, project } from "../bridge/record";
 import { requireRoute } from "../bridge/routes-store";
-import { messageAccepted, messageAnswered, messageBody, recordSchema, routeParams } from "../bridge/schemas";
+import { messageAccepted, messageAnswered, messageBody, routeParams } from "../bridge/schemas";
 import { threadStub } from "../bridge/stubs";
 import type { AppEnv } from "../http/app-env";
 import { HttpError } from "../http/errors";
@@ -57,7 +57,7 @@ addRoute(
     auth: { tag: "conversations", admin: true },
     store: true,
     query: pagingQuery,
-    response: pageSchema(recordSchema),
+    response: pageSchema(AnswerRecordView),
   },
   async (c, { query }) => {
     const w = toWindow(query);
@@ -83,7 +83,7 @@ addRoute(
     auth: { tag: "conversations" },
     store: true,
     params: routeParams.extend({ message_id: intactIdentifier(z.string().min(1).max(64)) }),
-    response: recordSchema,
+    response: AnswerRecordView,
     errors: [404],
   },
   async (c, { params }) => {

@@ -3,8 +3,8 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { base64url } from "../auth/crypto";
 import { bindExecutionKey } from "../auth/pass-role";
-import { routeCreateBody, routeParams, routeView as routeViewSchema } from "../bridge/schemas";
-import { type RouteRow, deleteRoute, getRoute, requireRoute, listRoutes, routeByChannelIdentity, routeHasThreads, routeView, upsertRoute } from "../bridge/routes-store";
+import { routeCreateBody, routeParams } from "../bridge/schemas";
+import { type RouteRow, RouteView, deleteRoute, getRoute, requireRoute, listRoutes, routeByChannelIdentity, routeHasThreads, routeView, upsertRoute } from "../bridge/routes-store";
 import type { AppEnv } from "../http/app-env";
 import { HttpError, badRequest } from "../http/errors";
 import { addRoute } from "../http/route";
@@ -45,7 +45,7 @@ addRoute(
     area: "conversations",
     auth: { tag: "conversations" },
     store: true,
-    response: z.object({ items: z.array(routeViewSchema), total: z.number().int() }),
+    response: z.object({ items: z.array(RouteView), total: z.number().int() }),
   },
   async (c) => {
     const rows = await listRoutes(c.env.DB);
@@ -63,7 +63,7 @@ addRoute(
     auth: { tag: "conversations" },
     store: true,
     params: routeParams,
-    response: routeViewSchema,
+    response: RouteView,
     errors: [404],
   },
   async (c, { params }) => {
@@ -84,7 +84,7 @@ addRoute(
     store: true,
     params: routeParams,
     body: routeCreateBody,
-    response: z.object({ created: z.boolean(), route_name: z.string(), route: routeViewSchema, callback_secret: z.string().nullable() }),
+    response: z.object({ created: z.boolean(), route_name: z.string(), route: RouteView, callback_secret: z.string().nullable() }),
     errors: [404],
   },
   async (c, { params, body }) => {

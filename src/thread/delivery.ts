@@ -1,6 +1,6 @@
 import { backoffDelaySeconds } from "../bridge/backoff";
 import { callbackBody, postCallback } from "../bridge/callback";
-import { ChannelConfigError, maxCharsFor } from "../bridge/chunking";
+import { ChannelConfigError, maxCharsFor } from "../channels/chunking";
 import { channelFailureClass, logDeliveryAttemptFailed } from "../bridge/ops-log";
 import type { AnswerRecord } from "../bridge/record";
 import { deliveryRoute } from "../bridge/route-reads";

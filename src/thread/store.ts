@@ -4,8 +4,9 @@
  * synchronous functions over DurableObjectStorage (DO SQLite is synchronous), so the thread's parts
  * read as the state machine they implement.
  */
-import type { AnswerRecord } from "../bridge/record";
-import type { TurnInbound } from "../bridge/payload";
+import { TurnInbound } from "../bridge/payload";
+import { AnswerRecord } from "../bridge/record";
+import { parseStored } from "../store/parse-stored";
 import { createMemoryTables } from "../targets/checkpoints/thread-memory";
 
 /** Bumped when the records schema changes; its steps below run in order inside blockConcurrencyWhile. */
@@ -125,8 +126,8 @@ type Row = {
 function fromRow(r: Row): StoredRecord {
   return {
     seq: r.seq,
-    record: JSON.parse(r.record) as AnswerRecord,
-    inbound: JSON.parse(r.inbound) as TurnInbound,
+    record: parseStored(AnswerRecord, r.record, "thread record"),
+    inbound: parseStored(TurnInbound, r.inbound, "thread record inbound"),
     turn_state: r.turn_state as TurnState,
     turn_lease_until: r.turn_lease_until,
     delivery_due_at: r.delivery_due_at,
@@ -251,7 +252,7 @@ export function liveRecords(storage: DurableObjectStorage, nowMs: number, order:
     nowMs,
     limit,
     offset,
-  ).map((r) => JSON.parse(r.record) as AnswerRecord);
+  ).map((r) => parseStored(AnswerRecord, r.record, "thread record"));
 }
 
 /** Records not expired at `nowMs`. */
@@ -267,7 +268,7 @@ export function countAll(storage: DurableObjectStorage): number {
 /** The newest record, expired or not (the listing row's source). */
 export function newestRecord(storage: DurableObjectStorage): AnswerRecord | null {
   const r = sql<{ record: string }>(storage, "newest record", "SELECT record FROM records ORDER BY seq DESC LIMIT 1")[0];
-  return r ? (JSON.parse(r.record) as AnswerRecord) : null;
+  return r ? parseStored(AnswerRecord, r.record, "thread record") : null;
 }
 
 /** Deletes every record (thread forget); returns how many there were. */

@@ -1,6 +1,7 @@
-import { type Mode, type StoredOverride, liveOverride } from "../bridge/mode-store";
+import { type Mode, StoredOverride, liveOverride } from "../bridge/mode-store";
 import type { RouteRow } from "../bridge/routes-store";
 import type { ModeInForce } from "../contracts/thread-rpc";
+import { parseStored } from "../store/parse-stored";
 import type { ThreadDeps } from "./deps";
 import { deleteMeta, getMeta, setMeta } from "./store";
 
@@ -18,7 +19,7 @@ export class ThreadMode {
     const { storage } = this.deps;
     const raw = getMeta(storage, "mode_override");
     if (!raw) return null;
-    const live = liveOverride(JSON.parse(raw) as StoredOverride, route.created_at, this.deps.now());
+    const live = liveOverride(parseStored(StoredOverride, raw, "thread meta mode_override"), route.created_at, this.deps.now());
     if (!live) deleteMeta(storage, "mode_override");
     return live;
   }
@@ -40,7 +41,7 @@ export class ThreadMode {
     const { storage } = this.deps;
     const raw = getMeta(storage, "mode_override");
     if (!raw) return;
-    const o = JSON.parse(raw) as StoredOverride;
+    const o = parseStored(StoredOverride, raw, "thread meta mode_override");
     if (o.expires_at <= this.deps.now()) return;
     setMeta(storage, "mode_override", JSON.stringify({ ...o, expires_at: this.deps.now() + this.retentionMs() }));
   }

@@ -1,7 +1,7 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { SLOW_DOWN_TEXT } from "../../src/bridge/record";
-import { TOO_LONG_TEXT } from "../../src/bridge/chunking";
+import { TOO_LONG_TEXT } from "../../src/channels/chunking";
 import { createRoute, echoKey, readRecord } from "../helpers/bridge";
 import { TEST_ENV, postSlack, postTelegram, postTwilio, postWhatsApp, whatsappStatus, whatsappText } from "../helpers/channels";
 import { type EdgeCall, fakeNetwork } from "../helpers/edge";

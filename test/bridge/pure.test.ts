@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { buildPayload, defaultKwargs, type TurnInbound } from "../../src/bridge/payload";
 import { adminProjection, callerSafeProjection, isSilence, type AnswerRecord } from "../../src/bridge/record";
-import { inferKind, isHttpsUrl } from "../../src/bridge/schemas";
+import { isHttpsUrl } from "../../src/bridge/schemas";
+import { inferKind } from "../../src/channels/media";
 import { apiThreadId, belongsToRoute, channelThreadId, encodePrincipal, parseThreadId, personThreadId } from "../../src/bridge/thread-id";
 import { cooldownSeconds, take } from "../../src/bridge/token-bucket";
 import { checkJsonObject, checkParams } from "../../src/bridge/transport-bounds";

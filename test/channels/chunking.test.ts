@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ChannelConfigError, TOO_LONG_TEXT, maxCharsFor, planChunks, splitMessage } from "../../src/bridge/chunking";
+import { ChannelConfigError, TOO_LONG_TEXT, maxCharsFor, planChunks, splitMessage } from "../../src/channels/chunking";
 import { HttpError } from "../../src/http/errors";
 import { DEFAULT_MAX_MESSAGE_CHARS } from "../../src/settings/settings";
 import { prng } from "./helpers";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { TOO_LONG_TEXT } from "../../src/bridge/chunking";
+import { TOO_LONG_TEXT } from "../../src/channels/chunking";
 import { adapterFor } from "../../src/channels/registry";
 import { planOutbound, sendOutboundStep } from "../../src/channels/rich/outbound";
 import { type RichPart, requiredCapabilities } from "../../src/channels/rich/types";

@@ -3,7 +3,7 @@
  * provider requests. The delivery machine counts accepted steps (`chunks_sent`), so a re-drive
  * resumes after the last accepted one whether it was a text chunk or a rich request.
  */
-import { TOO_LONG_TEXT, planChunks } from "../../bridge/chunking";
+import { TOO_LONG_TEXT, planChunks } from "../chunking";
 import type { ChannelAdapter, SendDeps, SendResult } from "../adapter";
 import { type RichPart, type RichStep, isEmptyPart, requiredCapabilities } from "./types";
 

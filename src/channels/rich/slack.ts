@@ -9,14 +9,15 @@
  * Every message also carries a plain `text` fallback for notifications.
  */
 import type { SendDeps, SendResult } from "../adapter";
-import type { MediaItem, RichOption, RichPlan, RichSender, RichStep } from "./types";
+import type { Attachment } from "../media";
+import type { RichOption, RichPlan, RichSender, RichStep } from "./types";
 
 /** Escapes the three characters Slack's mrkdwn treats as control characters. */
 function esc(s: string): string {
   return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 }
 
-function mediaBlock(m: MediaItem): Record<string, unknown> {
+function mediaBlock(m: Attachment): Record<string, unknown> {
   if (m.kind === "image") return { type: "image", image_url: m.url, alt_text: m.caption ?? m.filename ?? "image" };
   const label = m.filename ?? m.caption ?? m.kind;
   return { type: "section", text: { type: "mrkdwn", text: `<${m.url}|${esc(label)}>` } };

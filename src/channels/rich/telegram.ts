@@ -12,9 +12,10 @@
  *   its caption and the keyboard attached.
  */
 import type { SendDeps, SendResult } from "../adapter";
-import type { MediaItem, RichOption, RichPlan, RichSender, RichStep } from "./types";
+import type { Attachment } from "../media";
+import type { RichOption, RichPlan, RichSender, RichStep } from "./types";
 
-const METHODS: Record<MediaItem["kind"], [method: string, field: string]> = {
+const METHODS: Record<Attachment["kind"], [method: string, field: string]> = {
   image: ["sendPhoto", "photo"],
   video: ["sendVideo", "video"],
   audio: ["sendAudio", "audio"],
@@ -27,8 +28,8 @@ export const TELEGRAM_CALLBACK_DATA_BYTES = 64;
 type Call = (method: string, payload: Record<string, unknown>, deps: SendDeps) => Promise<SendResult>;
 
 export function makeTelegramRich(call: Call, filePrefix: string): RichSender {
-  const ref = (m: MediaItem) => (m.url.startsWith(filePrefix) ? m.url.slice(filePrefix.length) : m.url);
-  const mediaStep = (m: MediaItem, caption: string | undefined, extra: Record<string, unknown> = {}): RichStep => {
+  const ref = (m: Attachment) => (m.url.startsWith(filePrefix) ? m.url.slice(filePrefix.length) : m.url);
+  const mediaStep = (m: Attachment, caption: string | undefined, extra: Record<string, unknown> = {}): RichStep => {
     const [method, field] = METHODS[m.kind];
     return { method, payload: { [field]: ref(m), ...(caption ? { caption } : {}), ...extra } };
   };

@@ -3,54 +3,97 @@
  * template, options or sections (with header and footer) and an ask-less form schema. It is
  * stored on the answer record (`answer_part`) and delivered as one rich part after the text, but
  * only through a channel whose capability flags cover every field it carries; otherwise the record
- * fails loudly. Nothing here is validated: the operator door's schema did that already.
+ * fails loudly.
+ *
+ * Each shape is one zod schema with its type under the same name, carrying the contract's rules
+ * for one field (bounds, non-blank texts, typed options). The operator door composes its body from
+ * `RichPart` and adds the rules across fields; the answer record validates its stored part with it.
  */
-import type { ChannelCapabilities, Location, SendDeps, SendResult } from "../adapter";
+import { z } from "zod";
+import { jsonObjectSchema } from "../../http/bounded-json";
+import { identifierSchema, nonBlankText } from "../../http/identifiers";
+import type { ChannelCapabilities, SendDeps, SendResult } from "../channel-types";
+import { AttachmentInput, LocationInput, MAX_ATTACHMENTS, MAX_URL } from "../media";
 
-export interface MediaItem {
-  kind: "image" | "document" | "video" | "audio";
-  url: string;
-  caption?: string;
-  filename?: string;
+/** Rows of options across all sections (the spec leaves the cap open; WhatsApp lists hold 10). */
+export const MAX_OPTION_ROWS = 10;
+export const MAX_OPTION_TEXT = 256;
+export const MAX_OPTION_DESCRIPTION = 512;
+export const MAX_OPTION_ID = 256;
+export const MAX_FOOTER = 256;
+export const MAX_TEMPLATE_PARAMETERS = 32;
+export const MAX_TEMPLATE_PARAMETER = 1024;
+export const MAX_TEMPLATE_BUTTONS = 10;
+
+function isWebUrl(s: string): boolean {
+  try {
+    const u = new URL(s);
+    return (u.protocol === "https:" || u.protocol === "http:") && u.hostname.length > 0;
+  } catch {
+    return false;
+  }
 }
 
-/** A tappable option: a reply submits its text as the next message; a link opens its url. */
-export interface RichOption {
-  text: string;
-  description?: string;
-  /** Author-set stable id (comes back as `params.reply_id` where the channel carries it). */
-  id?: string;
-  kind: "reply" | "link";
-  url?: string;
-}
+/** A tappable option: a reply submits its text as the next message; a link opens its url. A bare string is refused. */
+export const RichOption = z
+  .object({
+    text: nonBlankText(MAX_OPTION_TEXT),
+    description: nonBlankText(MAX_OPTION_DESCRIPTION).optional(),
+    /** Author-set stable id (comes back as `params.reply_id` where the channel carries it). */
+    id: identifierSchema(MAX_OPTION_ID).optional(),
+    kind: z.enum(["reply", "link"]),
+    url: z.string().max(MAX_URL).optional(),
+  })
+  .strict()
+  .superRefine((o, ctx) => {
+    if (o.kind === "link" && (!o.url || !isWebUrl(o.url))) ctx.addIssue({ code: "custom", path: ["url"], message: "a link option needs an absolute http(s) url" });
+    if (o.kind === "reply" && o.url !== undefined) ctx.addIssue({ code: "custom", path: ["url"], message: "is only for link options" });
+  });
+export type RichOption = z.infer<typeof RichOption>;
 
-export interface RichSection {
-  title: string;
-  rows: RichOption[];
-}
+export const RichSection = z
+  .object({
+    title: nonBlankText(MAX_OPTION_TEXT),
+    rows: z.array(RichOption).min(1, { message: "must not be empty" }),
+  })
+  .strict();
+export type RichSection = z.infer<typeof RichSection>;
 
 /** A pre-approved message template (out-of-window send) with its named components. */
-export interface RichTemplate {
-  name: string;
-  language: string;
-  body_parameters?: string[];
-  buttons?: Array<{ payload: string; kind: "quick_reply" }>;
-  header_media?: MediaItem;
-}
+export const RichTemplate = z
+  .object({
+    name: identifierSchema(512),
+    language: identifierSchema(32),
+    body_parameters: z.array(z.string().max(MAX_TEMPLATE_PARAMETER)).min(1, { message: "must not be empty" }).max(MAX_TEMPLATE_PARAMETERS).optional(),
+    buttons: z
+      .array(z.object({ payload: nonBlankText(256), kind: z.literal("quick_reply") }).strict())
+      .min(1, { message: "must not be empty" })
+      .max(MAX_TEMPLATE_BUTTONS)
+      .optional(),
+    header_media: AttachmentInput.optional(),
+  })
+  .strict();
+export type RichTemplate = z.infer<typeof RichTemplate>;
 
-export interface RichPart {
-  media?: MediaItem[];
-  location?: Location;
-  template?: RichTemplate;
-  options?: RichOption[];
-  sections?: RichSection[];
-  /** Media header above an interactive message. */
-  header?: MediaItem;
-  /** Trailing line under an interactive message. */
-  footer?: string;
-  /** An ask-less form's answer schema; the submission comes back as an ordinary inbound. */
-  schema?: Record<string, unknown>;
-}
+/** `{}` is contract-invalid ("empty dict"), the rest is transport-bounded like a form. */
+const formSchema = jsonObjectSchema.refine((o) => Object.keys(o).length > 0, { message: "must not be empty" });
+
+export const RichPart = z
+  .object({
+    media: z.array(AttachmentInput).min(1, { message: "must not be empty" }).max(MAX_ATTACHMENTS).optional(),
+    location: LocationInput.optional(),
+    template: RichTemplate.optional(),
+    options: z.array(RichOption).min(1, { message: "must not be empty" }).max(MAX_OPTION_ROWS).optional(),
+    sections: z.array(RichSection).min(1, { message: "must not be empty" }).optional(),
+    /** Media header above an interactive message. */
+    header: AttachmentInput.optional(),
+    /** Trailing line under an interactive message. */
+    footer: nonBlankText(MAX_FOOTER).optional(),
+    /** An ask-less form's answer schema; the submission comes back as an ordinary inbound. */
+    schema: formSchema.optional(),
+  })
+  .strict();
+export type RichPart = z.infer<typeof RichPart>;
 
 export type Capability = keyof ChannelCapabilities;
 

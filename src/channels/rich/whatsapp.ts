@@ -13,7 +13,8 @@
  * Interactive and Flow messages carry the text as their body; the others follow the text.
  */
 import type { SendDeps, SendResult } from "../adapter";
-import type { MediaItem, RichOption, RichPart, RichPlan, RichSender, RichStep, RichTemplate } from "./types";
+import type { Attachment } from "../media";
+import type { RichOption, RichPart, RichPlan, RichSender, RichStep, RichTemplate } from "./types";
 
 const MAX_REPLY_BUTTONS = 3;
 /** The list message's button label (WhatsApp requires one). */
@@ -23,8 +24,8 @@ export const WHATSAPP_FLOW_CTA = "Open form";
 type Post = (from: string, message: Record<string, unknown>, deps: SendDeps) => Promise<SendResult>;
 
 export function makeWhatsAppRich(post: Post, mediaPrefix: string): RichSender {
-  const ref = (m: MediaItem): Record<string, unknown> => (m.url.startsWith(mediaPrefix) ? { id: m.url.slice(mediaPrefix.length) } : { link: m.url });
-  const mediaObject = (m: MediaItem, withCaption: boolean): Record<string, unknown> => {
+  const ref = (m: Attachment): Record<string, unknown> => (m.url.startsWith(mediaPrefix) ? { id: m.url.slice(mediaPrefix.length) } : { link: m.url });
+  const mediaObject = (m: Attachment, withCaption: boolean): Record<string, unknown> => {
     const o = ref(m);
     if (withCaption && m.caption && m.kind !== "audio") o.caption = m.caption;
     if (m.filename && m.kind === "document") o.filename = m.filename;

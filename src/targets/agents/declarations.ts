@@ -3,6 +3,7 @@ import { z } from "zod";
 import type { EnvVars } from "../../env";
 import { HttpError, badRequest, conflict } from "../../http/errors";
 import type { Settings } from "../../settings/settings";
+import { parseStored, validStored } from "../../store/parse-stored";
 import { type EnvRef, envRefSchema, headerReferences, headersSchema, redactHeaders, refusedReferences, refusedReferencesMessage } from "../env-refs";
 import { targetNameSchema } from "../names";
 import { assertDeclaredUrl, endpointUrlSchema } from "../urls";
@@ -86,15 +87,10 @@ export function agentView(a: DeclaredAgent): z.infer<typeof agentViewSchema> {
 type Row = { title: string; kind: string; description: string; config: string; created_at: string; updated_at: string };
 
 function toAgent(r: Row): DeclaredAgent {
-  let config: unknown;
-  try {
-    config = JSON.parse(r.config);
-  } catch {
-    throw new Error("agent_declarations row holds invalid JSON");
-  }
-  const parsed = agentDeclarationSchema.safeParse({ title: r.title, kind: r.kind, description: r.description, config });
-  if (!parsed.success) throw new Error("agent_declarations row failed validation");
-  return { ...parsed.data, created_at: r.created_at, updated_at: r.updated_at };
+  // The config is JSON text; the declaration it belongs to is validated whole, kind included.
+  const config = parseStored(z.unknown(), r.config, "agent_declarations row");
+  const declared = validStored(agentDeclarationSchema, { title: r.title, kind: r.kind, description: r.description, config }, "agent_declarations row");
+  return { ...declared, created_at: r.created_at, updated_at: r.updated_at };
 }
 
 const COLUMNS = "title, kind, description, config, created_at, updated_at";

@@ -1,14 +1,21 @@
 /** Agent memory (checkpoints): one ordered list of chat messages per thread id. */
 import { z } from "zod";
+import { JsonValue } from "../../http/bounded-json";
+import { parseStored } from "../../store/parse-stored";
 
-/** One stored chat message, in the OpenAI chat-completions shape the llm agent replays. */
-export interface CheckpointMessage {
-  role: "system" | "user" | "assistant" | "tool";
-  content: string | null;
-  tool_calls?: unknown;
-  tool_call_id?: string;
-  name?: string;
-}
+/**
+ * One stored chat message, in the OpenAI chat-completions shape the llm agent replays; read back
+ * from storage through this schema (corrupt rows fail loudly, never half-parse). `tool_calls` is
+ * a `JsonValue`, not `unknown`, so the thread object's `checkpointRead` keeps its stub type.
+ */
+export const CheckpointMessage = z.object({
+  role: z.enum(["system", "user", "assistant", "tool"]),
+  content: z.string().nullable(),
+  tool_calls: JsonValue.optional(),
+  tool_call_id: z.string().optional(),
+  name: z.string().optional(),
+});
+export type CheckpointMessage = z.infer<typeof CheckpointMessage>;
 
 /** Read, append and delete a thread's memory. Every provider implements the same contract. */
 export interface CheckpointStore {
@@ -20,26 +27,9 @@ export interface CheckpointStore {
   delete(thread_id: string): Promise<void>;
 }
 
-/** Validates messages read back from storage (corrupt rows fail loudly, never half-parse). */
-export const checkpointMessageSchema = z.object({
-  role: z.enum(["system", "user", "assistant", "tool"]),
-  content: z.string().nullable(),
-  tool_calls: z.unknown().optional(),
-  tool_call_id: z.string().optional(),
-  name: z.string().optional(),
-});
-
 /** Parses one stored message; a row that does not parse is corrupt storage (a 500, not a 400). */
 export function parseStoredMessage(json: string): CheckpointMessage {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(json);
-  } catch {
-    throw new Error("checkpoint message is not valid JSON");
-  }
-  const parsed = checkpointMessageSchema.safeParse(raw);
-  if (!parsed.success) throw new Error("checkpoint message failed validation");
-  const m = parsed.data;
+  const m = parseStored(CheckpointMessage, json, "checkpoint message");
   // Drop absent optionals so a read round-trips to exactly what was appended.
   const out: CheckpointMessage = { role: m.role, content: m.content };
   if (m.tool_calls !== undefined) out.tool_calls = m.tool_calls;

@@ -1,6 +1,7 @@
 /** Presets in D1: one row per preset (active and latest version), one per immutable version. */
 import { z } from "zod";
 import { HttpError, conflict } from "../../http/errors";
+import { parseStored } from "../../store/parse-stored";
 import { isBuiltinTool } from "../tools/builtins";
 import { type PresetBody, type PresetView, presetBodySchema } from "./model";
 
@@ -15,22 +16,12 @@ export interface StoredVersion {
 }
 
 function parseBody(json: string): PresetBody {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(json);
-  } catch {
-    throw new Error("preset_versions row holds invalid JSON");
-  }
-  const b = presetBodySchema.safeParse(raw);
-  if (!b.success) throw new Error("preset_versions row failed validation");
-  return b.data;
+  return parseStored(presetBodySchema, json, "preset_versions row");
 }
 
 const tagsRow = z.array(z.string());
 function parseTags(json: string): string[] {
-  const t = tagsRow.safeParse(JSON.parse(json));
-  if (!t.success) throw new Error("preset_versions tags failed validation");
-  return t.data;
+  return parseStored(tagsRow, json, "preset_versions tags");
 }
 
 function toView(r: PresetRow): PresetView {

@@ -2,6 +2,7 @@
 import { z } from "zod";
 import type { EnvVars } from "../../env";
 import { HttpError, badRequest, conflict } from "../../http/errors";
+import { parseStored } from "../../store/parse-stored";
 import type { Settings } from "../../settings/settings";
 import { headerReferences, headersSchema, redactHeaders, refusedReferences, refusedReferencesMessage } from "../env-refs";
 import { type JsonSchema, inputSchemaSchema } from "../json-schema";
@@ -94,15 +95,8 @@ type Row = { title: string; description: string; spec: string; created_at: strin
 
 /** Parses a stored row; an unreadable row is corrupt storage, a 500. */
 export function toHttpTool(r: Row): HttpTool {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(r.spec);
-  } catch {
-    throw new Error("tool_declarations row holds invalid JSON");
-  }
-  const spec = storedSpecSchema.safeParse(raw);
-  if (!spec.success) throw new Error("tool_declarations row failed validation");
-  return { title: r.title, description: r.description, ...spec.data, created_at: r.created_at, updated_at: r.updated_at };
+  const spec = parseStored(storedSpecSchema, r.spec, "tool_declarations row");
+  return { title: r.title, description: r.description, ...spec, created_at: r.created_at, updated_at: r.updated_at };
 }
 
 const COLUMNS = "title, description, spec, created_at, updated_at";
