@@ -1,68 +1,82 @@
 /**
  * `npm run bench`: one run against a real `wrangler dev` (started through the e2e harness, i.e.
  * the same `npm start` path: D1 migrations, then `wrangler dev` on free loopback ports with a
- * throwaway persistence directory) that measures
- *   (a) requests/s of `GET /api/health`, the floor cost of one request through the Worker, and
- *   (b) message-door turns/s with `wait_seconds` on an api route to the built-in `echo` tool,
- *       N concurrent callers, each on its own thread,
- * and prints both, the ratio (b)/(a) (target ≥ 0.25) and p50/p99 latencies. Only loopback
- * traffic. It stops everything it started and exits by itself.
+ * throwaway persistence directory). Phases (issue 11, "Benchmarks to add"; each in its own module
+ * under scripts/bench/, shared helpers in scripts/bench/lib.ts):
  *
- * Options (all optional): --callers N (8) --turns N per caller (60) --health N per caller (400)
- * --max-seconds S per phase (60) --json (also print one JSON line) --no-inspector (see below).
+ *   ingest    async (202) messages/s, 16 callers over 64 threads, ÷ health (scripts/bench/ingest.ts)
+ *   sync      inline (`wait_seconds`) echo turns/s, 16 callers on 16 threads, ÷ health (sync.ts)
+ *   webhook   ack time of signed Telegram webhooks, steady rate then a 5× burst, vs 3 s (webhook.ts)
+ *   overhead  inbound → signed HTTPS callback for a 50 ms HTTP tool, bridge vs a direct relay
+ *             Worker the bench starts (overhead.ts)
+ *
+ * `GET /api/health` is measured before ingest and after sync; the ratios use the mean of the two,
+ * so a load change on a shared machine shows as two different health figures. Only loopback
+ * traffic. It prints a table (and with --json one JSON line), stops everything it started, and
+ * exits non-zero when any request failed.
+ *
+ * Options (all optional): --phases ingest,sync,webhook,overhead (all) --callers N (16)
+ * --threads N ingest threads (64) --ingest N per caller (40) --turns N sync turns per caller (30)
+ * --health N per caller (200) --max-seconds S per closed-loop phase (10) --webhook-rate R steady
+ * webhooks/s (10; the burst is 5R) --webhook-seconds S per webhook stage (3) --overhead-callers N
+ * (4) --overhead N per caller (25) --json --no-inspector (see below).
  *
  * `wrangler dev` always runs its DevTools inspector proxy, which enables the runtime's Network
  * domain and forwards every inspector event (one per subrequest: each D1 query, each Durable
  * Object call) to the wrangler Node process, which formats it and appends it to its debug log
  * file. That is a development-tool cost, not the Worker's. `--no-inspector` prepares the same
  * persistence directory through the harness (D1 migrations), then serves the same Worker through
- * wrangler's programmatic API with the inspector off, to show the figures without that cost.
+ * wrangler's programmatic API with the inspector off, to show the figures without that cost. The
+ * relay Worker of the overhead phase is always served the same way as the bridge.
  */
-import { readFileSync, rmSync } from "node:fs";
-import { cpus, loadavg, totalmem } from "node:os";
-import { join } from "node:path";
-import { performance } from "node:perf_hooks";
-import { BOOTSTRAP_TOKEN, ROOT, freePort, http, startDev } from "../test/e2e/harness";
+import { randomBytes } from "node:crypto";
+import { BOOTSTRAP_TOKEN, http } from "../test/e2e/harness";
+import { type FakeProviders, startFakeProviders } from "../test/e2e/support/fake-providers";
+import { type CallbackReceiver, startReceiver } from "../test/e2e/support/receiver";
+import { type TestPki, makeTestPki, trustEnv } from "../test/e2e/support/tls";
+import { healthPhase } from "./bench/health";
+import { ingestPhase, setupIngest } from "./bench/ingest";
+import { type Ctx, type Phase, type Row, type Server, fmt, load, machine, percentile, printTable, summary } from "./bench/lib";
+import { CallbackWaiter, OVERHEAD_ROUTE, TOOL_DELAY_MS, overheadPhase, setupOverhead, startDelayTool } from "./bench/overhead";
+import { startBridge, startRelay } from "./bench/server";
+import { setupSync, syncPhase } from "./bench/sync";
+import { SLACK_DEADLINE_MS, setupWebhook, telegramVars, webhookPhase } from "./bench/webhook";
 
-interface Server {
-  baseUrl: string;
-  /** The throwaway state directory, removed after the run. */
-  persistDir: string;
-  stop: () => Promise<void>;
-}
-
-/** `wrangler dev` exactly as `npm start` runs it (the e2e harness). */
-async function startWranglerDev(vars: Record<string, string>): Promise<Server> {
-  return startDev({ vars });
-}
-
-/** The same Worker and state layout, served by wrangler's programmatic API with the inspector off. */
-async function startWithoutInspector(vars: Record<string, string>): Promise<Server> {
-  // The npm start path applies the D1 migrations into a fresh persistence directory; reuse it.
-  const prepared = await startDev({ vars });
-  await prepared.stop();
-  const { unstable_startWorker } = await import("wrangler");
-  const port = await freePort();
-  const worker = await unstable_startWorker({
-    config: join(ROOT, "wrangler.toml"),
-    dev: { server: { hostname: "127.0.0.1", port }, inspector: false, persist: prepared.persistDir, logLevel: "warn" },
-    bindings: Object.fromEntries(Object.entries(vars).map(([k, v]) => [k, { type: "plain_text" as const, value: v }])),
-  });
-  await worker.ready;
-  return { baseUrl: `http://127.0.0.1:${port}`, persistDir: prepared.persistDir, stop: () => worker.dispose() };
-}
+const ALL_PHASES = ["ingest", "sync", "webhook", "overhead"] as const;
+type PhaseName = (typeof ALL_PHASES)[number];
 
 interface Options {
+  phases: Set<PhaseName>;
   inspector: boolean;
   callers: number;
+  threads: number;
+  ingest: number;
   turns: number;
   health: number;
   maxSeconds: number;
+  webhookRate: number;
+  webhookSeconds: number;
+  overheadCallers: number;
+  overhead: number;
   json: boolean;
 }
 
 function parseArgs(argv: string[]): Options {
-  const o: Options = { inspector: true, callers: 8, turns: 60, health: 400, maxSeconds: 60, json: false };
+  const o: Options = {
+    phases: new Set(ALL_PHASES),
+    inspector: true,
+    callers: 16,
+    threads: 64,
+    ingest: 40,
+    turns: 30,
+    health: 200,
+    maxSeconds: 10,
+    webhookRate: 10,
+    webhookSeconds: 3,
+    overheadCallers: 4,
+    overhead: 25,
+    json: false,
+  };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const num = (): number => {
@@ -70,10 +84,21 @@ function parseArgs(argv: string[]): Options {
       if (!Number.isFinite(v) || v <= 0) throw new Error(`${a} needs a positive number`);
       return v;
     };
-    if (a === "--callers") o.callers = Math.floor(num());
+    if (a === "--phases") {
+      const names = (argv[++i] ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+      for (const n of names) if (!(ALL_PHASES as readonly string[]).includes(n)) throw new Error(`unknown phase ${n} (known: ${ALL_PHASES.join(", ")})`);
+      if (!names.length) throw new Error("--phases needs a list");
+      o.phases = new Set(names as PhaseName[]);
+    } else if (a === "--callers") o.callers = Math.floor(num());
+    else if (a === "--threads") o.threads = Math.floor(num());
+    else if (a === "--ingest") o.ingest = Math.floor(num());
     else if (a === "--turns") o.turns = Math.floor(num());
     else if (a === "--health") o.health = Math.floor(num());
     else if (a === "--max-seconds") o.maxSeconds = num();
+    else if (a === "--webhook-rate") o.webhookRate = num();
+    else if (a === "--webhook-seconds") o.webhookSeconds = num();
+    else if (a === "--overhead-callers") o.overheadCallers = Math.floor(num());
+    else if (a === "--overhead") o.overhead = Math.floor(num());
     else if (a === "--json") o.json = true;
     else if (a === "--no-inspector") o.inspector = false;
     else throw new Error(`unknown option ${a}`);
@@ -81,204 +106,194 @@ function parseArgs(argv: string[]): Options {
   return o;
 }
 
-interface Phase {
-  name: string;
-  ok: number;
-  failed: number;
-  seconds: number;
-  perSecond: number;
-  /** Latencies of successful requests, milliseconds, sorted. */
-  latencies: number[];
-  failures: Record<string, number>;
-}
-
-function percentile(sorted: number[], p: number): number {
-  if (!sorted.length) return NaN;
-  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
-  return sorted[i];
-}
-
-/**
- * Runs `callers` concurrent loops; loop c performs `perCaller` calls of `once(c, i)` or stops when
- * the phase's time bound runs out. `once` answers a failure reason, or null on success.
- */
-async function phase(name: string, callers: number, perCaller: number, maxSeconds: number, once: (caller: number, i: number) => Promise<string | null>): Promise<Phase> {
-  const latencies: number[] = [];
-  const failures: Record<string, number> = {};
-  let ok = 0;
-  let failed = 0;
-  const start = performance.now();
-  const deadline = start + maxSeconds * 1000;
-  await Promise.all(
-    Array.from({ length: callers }, async (_, c) => {
-      for (let i = 0; i < perCaller && performance.now() < deadline; i++) {
-        const t0 = performance.now();
-        let reason: string | null;
-        try {
-          reason = await once(c, i);
-        } catch (err) {
-          reason = err instanceof Error ? err.message : String(err);
-        }
-        const dt = performance.now() - t0;
-        if (reason === null) {
-          ok++;
-          latencies.push(dt);
-        } else {
-          failed++;
-          failures[reason] = (failures[reason] ?? 0) + 1;
-        }
-      }
-    }),
-  );
-  const seconds = (performance.now() - start) / 1000;
-  latencies.sort((a, b) => a - b);
-  return { name, ok, failed, seconds, perSecond: ok / seconds, latencies, failures };
-}
-
-async function healthOnce(base: string): Promise<string | null> {
-  const res = await fetch(`${base}/api/health`);
-  await res.arrayBuffer();
-  return res.status === 200 ? null : `HTTP ${res.status}`;
-}
-
-async function turnOnce(base: string, key: string, route: string, caller: number, i: number, runId: string): Promise<string | null> {
-  const text = `bench ${caller}/${i}`;
-  const res = await fetch(`${base}/api/conversations/${route}/messages`, {
-    method: "POST",
-    headers: { "content-type": "application/json", "x-api-key": key },
-    // One thread per caller: distinct external_user_id values; the run id keeps warm-up threads apart.
-    body: JSON.stringify({ external_user_id: `${runId}-caller-${caller}`, text, wait_seconds: 30 }),
-  });
-  const body = (await res.json().catch(() => null)) as { data?: { status?: string; answer?: string } } | null;
-  if (res.status !== 200) return `HTTP ${res.status}`;
-  if (body?.data?.status !== "answered") return `status ${body?.data?.status ?? "?"}`;
-  if (body.data.answer !== text) return "wrong answer";
-  return null;
-}
-
-function versionOf(pkg: string): string {
-  try {
-    return (JSON.parse(readFileSync(join(ROOT, "node_modules", pkg, "package.json"), "utf8")) as { version: string }).version;
-  } catch {
-    return "unknown";
+/** Everything the run started, stopped in reverse order whatever happens. */
+const cleanups: Array<() => Promise<void> | void> = [];
+async function stopAll(): Promise<void> {
+  while (cleanups.length) {
+    try {
+      await cleanups.pop()!();
+    } catch {
+      /* keep stopping the rest */
+    }
   }
-}
-
-function machine(): Record<string, string | number> {
-  const cpu = cpus();
-  let model = cpu[0]?.model ?? "unknown";
-  try {
-    const m = /^model name\s*:\s*(.+)$/m.exec(readFileSync("/proc/cpuinfo", "utf8"));
-    if (m) model = m[1].trim();
-  } catch {
-    /* not Linux */
-  }
-  return {
-    cpus: cpu.length,
-    cpu_model: model,
-    memory_gib: Math.round((totalmem() / 2 ** 30) * 10) / 10,
-    node: process.version,
-    wrangler: versionOf("wrangler"),
-    workerd: versionOf("workerd"),
-  };
-}
-
-const fmt = (n: number, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : "n/a");
-
-function describePhase(p: Phase): string {
-  const fails = p.failed ? `, ${p.failed} failed ${JSON.stringify(p.failures)}` : "";
-  return `${p.name}: ${p.ok} ok in ${fmt(p.seconds, 2)} s = ${fmt(p.perSecond)} /s; latency p50 ${fmt(percentile(p.latencies, 50))} ms, p99 ${fmt(percentile(p.latencies, 99))} ms${fails}`;
 }
 
 async function main(): Promise<number> {
   const opts = parseArgs(process.argv.slice(2));
-  const route = "bench-echo";
-  let dev: Server | null = null;
-  const stopAll = async () => {
-    const d = dev;
-    dev = null;
-    await d?.stop();
-    if (d) rmSync(d.persistDir, { recursive: true, force: true });
-  };
-  for (const sig of ["SIGINT", "SIGTERM"] as const) {
-    process.once(sig, () => {
-      void stopAll().finally(() => process.exit(130));
-    });
-  }
+  const has = (p: PhaseName) => opts.phases.has(p);
+  for (const sig of ["SIGINT", "SIGTERM"] as const) process.once(sig, () => void stopAll().finally(() => process.exit(130)));
   // Never leave a wrangler dev process group behind, whatever goes wrong.
   process.once("uncaughtException", (err) => {
     console.error(`bench failed: ${err instanceof Error ? err.stack : String(err)}`);
     void stopAll().finally(() => process.exit(1));
   });
 
-  const loadAtStart = loadavg().map((l) => l.toFixed(2)).join(" ");
+  const loadAtStart = load();
   try {
     // The rate cap must not interfere: the default is 20 turns/hour per (route, caller).
-    const vars = { CONVERSATIONS_PER_ADDRESS_TURNS_PER_HOUR: "100000000" };
-    if (opts.inspector) {
-      console.log("bench: starting wrangler dev (npm start path) …");
-      dev = await startWranglerDev(vars);
-    } else {
-      console.log("bench: preparing state through npm start, then serving with wrangler's programmatic API, inspector off …");
-      dev = await startWithoutInspector(vars);
+    const vars: Record<string, string> = { CONVERSATIONS_PER_ADDRESS_TURNS_PER_HOUR: "100000000" };
+    let env: Record<string, string> = {};
+    let fake: FakeProviders | null = null;
+    let pki: TestPki | null = null;
+    let rx: CallbackReceiver | null = null;
+    let tool: Server | null = null;
+    if (has("webhook")) {
+      const f = await startFakeProviders();
+      fake = f;
+      cleanups.push(() => f.close());
+      Object.assign(vars, telegramVars(f));
     }
-    const base = dev.baseUrl;
+    if (has("overhead")) {
+      const p = makeTestPki();
+      pki = p;
+      cleanups.push(() => p.cleanup());
+      const r = await startReceiver(p);
+      rx = r;
+      cleanups.push(() => r.stop());
+      const t = await startDelayTool();
+      tool = t;
+      cleanups.push(() => t.stop());
+      env = trustEnv(p);
+    }
+
+    console.log(opts.inspector ? "bench: starting wrangler dev (npm start path) …" : "bench: preparing state through npm start, then serving with wrangler's programmatic API, inspector off …");
+    const bridge = await startBridge(opts.inspector, vars, env);
+    cleanups.push(() => bridge.stop());
+    const base = bridge.baseUrl;
+
     const boot = await http(base, "POST", "/api/keys/bootstrap", { body: { user_id: "bench-admin", description: "bench", bootstrap_token: BOOTSTRAP_TOKEN } });
     if (boot.status !== 200) throw new Error(`bootstrap failed: HTTP ${boot.status} ${JSON.stringify(boot.body)}`);
     const admin: string = boot.body.data.token;
-    // Least privilege: the route runs as a key that may run echo and nothing else.
+    // Least privilege: the echo routes run as a key that may run echo and nothing else.
     const exec = await http(base, "POST", "/api/auth/api-keys", { key: admin, body: { user_id: "bench-exec", description: "bench execution key", scopes: ["tool:echo"] } });
     if (exec.status !== 200) throw new Error(`minting the execution key failed: HTTP ${exec.status}`);
     const callerKey = await http(base, "POST", "/api/auth/api-keys", { key: admin, body: { user_id: "bench-caller", description: "bench caller", scopes: ["conversations"] } });
     if (callerKey.status !== 200) throw new Error(`minting the caller key failed: HTTP ${callerKey.status}`);
-    const key: string = callerKey.body.data.api_key;
-    const created = await http(base, "POST", `/api/conversations/${route}`, {
-      key: admin,
-      body: { door: "api", target_kind: "tool", target_name: "echo", execution_key: "bench-exec", turns_per_hour_override: 100_000_000 },
-    });
-    if (created.status !== 200) throw new Error(`creating the route failed: HTTP ${created.status} ${JSON.stringify(created.body)}`);
+    const ctx: Ctx = { base, admin, caller: callerKey.body.data.api_key, execUser: "bench-exec" };
 
-    // Warm-up: JIT, jq/wasm, D1 and Durable Object start-up, connection pools.
-    console.log("bench: warming up …");
-    await phase("warm-up health", opts.callers, 50, 20, () => healthOnce(base));
-    const warm = await phase("warm-up turns", opts.callers, 10, 30, (c, i) => turnOnce(base, key, route, c, i, "warm"));
-    if (warm.failed) console.log(`bench: warm-up turn failures ${JSON.stringify(warm.failures)}`);
+    const rows: Row[] = [];
+    const json: Record<string, unknown> = { machine: machine(), inspector: opts.inspector, callers: opts.callers, phases: [...opts.phases] };
+    let failures = 0;
+    const count = (...ps: Phase[]) => ps.forEach((p) => (failures += p.failed));
 
-    // (a) is measured before and after (b) and averaged, so a load change on a shared machine
-    // during the run shows up as two different (a) figures instead of silently skewing the ratio.
-    const health1 = await phase("(a) GET /api/health, before (b)", opts.callers, opts.health, opts.maxSeconds, () => healthOnce(base));
-    const turns = await phase(`(b) message door turns (wait_seconds, echo, ${opts.callers} thread${opts.callers === 1 ? "" : "s"})`, opts.callers, opts.turns, opts.maxSeconds, (c, i) =>
-      turnOnce(base, key, route, c, i, "run"),
-    );
-    const health2 = await phase("(a) GET /api/health, after (b)", opts.callers, opts.health, opts.maxSeconds, () => healthOnce(base));
-    const healthRate = (health1.perSecond + health2.perSecond) / 2;
-    const ratio = turns.perSecond / healthRate;
+    // ---- ingest and sync, with health before and after ------------------------------------
+    if (has("ingest") || has("sync")) {
+      if (has("ingest")) await setupIngest(ctx);
+      await setupSync(ctx); // the warm-up uses it either way
+      console.log("bench: warming up …");
+      await healthPhase(base, "warm-up", opts.callers, 30, 20);
+      const warm = await syncPhase(ctx, "warm", opts.callers, 5, 30, "warm-up turns");
+      if (warm.failed) console.log(`bench: warm-up turn failures ${JSON.stringify(warm.failures)}`);
 
-    const m = machine();
+      const h1 = await healthPhase(base, "(before)", opts.callers, opts.health, opts.maxSeconds);
+      let ingest: Awaited<ReturnType<typeof ingestPhase>> | null = null;
+      if (has("ingest")) {
+        console.log("bench: ingest …");
+        ingest = await ingestPhase(ctx, "run", opts.callers, opts.threads, opts.ingest, opts.maxSeconds);
+        console.log(`bench: ingest backlog ${ingest.drainSeconds === null ? "NOT drained within 60 s" : `drained ${fmt(ingest.drainSeconds, 1)} s after the phase`}`);
+      }
+      let sync: Phase | null = null;
+      if (has("sync")) {
+        console.log("bench: sync turns …");
+        sync = await syncPhase(ctx, "run", opts.callers, opts.turns, opts.maxSeconds);
+      }
+      const h2 = await healthPhase(base, "(after)", opts.callers, opts.health, opts.maxSeconds);
+      const healthRate = (h1.perSecond + h2.perSecond) / 2;
+      count(h1, h2);
+      rows.push({ phase: h1 });
+      json.health_before = summary(h1);
+      if (ingest) {
+        const ratio = ingest.phase.perSecond / healthRate;
+        count(ingest.phase);
+        rows.push({ phase: ingest.phase, note: `÷ health ${fmt(ratio, 3)} (target ≥ ${opts.inspector ? "0.4" : "0.6"})${ingest.drainSeconds === null ? "; backlog not drained in 60 s" : ""}` });
+        json.ingest = { ...summary(ingest.phase), threads: opts.threads, ratio, drain_seconds: ingest.drainSeconds };
+      }
+      if (sync) {
+        const ratio = sync.perSecond / healthRate;
+        count(sync);
+        rows.push({ phase: sync, note: `÷ health ${fmt(ratio, 3)} (target ≥ ${opts.inspector ? "0.3" : "0.45"})` });
+        json.sync = { ...summary(sync), ratio };
+      }
+      rows.push({ phase: h2, note: `mean health ${fmt(healthRate)} /s` });
+      json.health_after = summary(h2);
+      json.health_mean_per_second = healthRate;
+    }
+
+    // ---- webhook ack -------------------------------------------------------------------------
+    if (has("webhook") && fake) {
+      await setupWebhook(ctx);
+      console.log("bench: telegram webhooks …");
+      await webhookPhase(ctx, fake, Math.max(1, Math.round(opts.webhookRate / 2)), 1, 16, 500_000); // warm-up
+      const w = await webhookPhase(ctx, fake, opts.webhookRate, opts.webhookSeconds, opts.threads, 700_000);
+      count(w.steady, w.burst);
+      const p99 = percentile(w.burst.latencies, 99);
+      rows.push({ phase: w.steady, note: "open loop; latency = ack time from the scheduled send" });
+      rows.push({ phase: w.burst, note: `p99 ${p99 <= SLACK_DEADLINE_MS ? "within" : "OVER"} Slack's 3 s${w.drainSeconds === null ? "; answers NOT all sent within 20 s" : `; all answers sent ${fmt(w.drainSeconds, 1)} s after the burst`}` });
+      json.webhook = { steady_rate: opts.webhookRate, burst_rate: opts.webhookRate * 5, steady: summary(w.steady), burst: summary(w.burst), deadline_ms: SLACK_DEADLINE_MS, drain_seconds: w.drainSeconds };
+    }
+
+    // ---- turn overhead vs a direct relay ----------------------------------------------------
+    if (has("overhead") && rx && tool && pki) {
+      const waiter = new CallbackWaiter(rx);
+      const secret = await setupOverhead(ctx, tool.baseUrl, `${rx.origin}/bench/bridge`);
+      const relaySecret = randomBytes(32).toString("base64url");
+      console.log("bench: starting the relay worker …");
+      const relay = await startRelay(opts.inspector, { TOOL_URL: tool.baseUrl, CALLBACK_URL: `${rx.origin}/bench/relay`, CALLBACK_SECRET: relaySecret }, env);
+      cleanups.push(() => relay.stop());
+      const door = `${base}/api/conversations/${OVERHEAD_ROUTE}/messages`;
+      console.log("bench: turn overhead …");
+      const c = opts.overheadCallers;
+      // Warm-up of both paths, then relay / bridge / relay / bridge halves, pooled per side, so a load change hits both.
+      await overheadPhase("warm-up relay", relay.baseUrl, null, relaySecret, waiter, "warm-relay", c, 3, 20);
+      await overheadPhase("warm-up bridge", door, ctx.caller, secret, waiter, "warm-bridge", c, 3, 20);
+      const half = Math.max(1, Math.ceil(opts.overhead / 2));
+      const parts: Record<"relay" | "bridge", Phase[]> = { relay: [], bridge: [] };
+      for (let round = 0; round < 2; round++) {
+        parts.relay.push(await overheadPhase("relay", relay.baseUrl, null, relaySecret, waiter, `relay-${round}`, c, half, opts.maxSeconds / 2));
+        parts.bridge.push(await overheadPhase("bridge", door, ctx.caller, secret, waiter, `bridge-${round}`, c, half, opts.maxSeconds / 2));
+      }
+      const pool = (name: string, ps: Phase[]): Phase => {
+        const latencies = ps.flatMap((p) => p.latencies).sort((a, b) => a - b);
+        const failuresOf: Record<string, number> = {};
+        for (const p of ps) for (const [k, v] of Object.entries(p.failures)) failuresOf[k] = (failuresOf[k] ?? 0) + v;
+        const seconds = ps.reduce((s, p) => s + p.seconds, 0);
+        const ok = ps.reduce((s, p) => s + p.ok, 0);
+        return { name, ok, failed: ps.reduce((s, p) => s + p.failed, 0), seconds, perSecond: ok / seconds, latencies, failures: failuresOf };
+      };
+      const relayP = pool(`overhead: relay worker → callback (${TOOL_DELAY_MS} ms tool, ${c} callers)`, parts.relay);
+      const bridgeP = pool(`overhead: bridge 202 → callback (${TOOL_DELAY_MS} ms tool, ${c} callers)`, parts.bridge);
+      count(relayP, bridgeP);
+      const r50 = percentile(bridgeP.latencies, 50) / percentile(relayP.latencies, 50);
+      const r99 = percentile(bridgeP.latencies, 99) / percentile(relayP.latencies, 99);
+      rows.push({ phase: relayP, note: "no object, no storage" });
+      rows.push({ phase: bridgeP, note: `p50 ${fmt(r50, 2)}× relay (target ≤ 1.5: ${r50 <= 1.5 ? "met" : "NOT met"}), p99 ${fmt(r99, 2)}× (target ≤ 2: ${r99 <= 2 ? "met" : "NOT met"})` });
+      json.overhead = { tool_delay_ms: TOOL_DELAY_MS, callers: c, relay: summary(relayP), bridge: summary(bridgeP), p50_ratio: r50, p99_ratio: r99 };
+    }
+
+    const m = json.machine as Record<string, string | number>;
     console.log("");
     console.log(`machine: ${m.cpus} CPUs (${m.cpu_model}), ${m.memory_gib} GiB, Node ${m.node}, wrangler ${m.wrangler}, workerd ${m.workerd}`);
-    console.log(`server: ${opts.inspector ? "wrangler dev (npm start path, inspector proxy on)" : "wrangler unstable_startWorker, inspector off"}`);
-    console.log(`callers: ${opts.callers} concurrent, each on its own thread; loopback only`);
-    console.log(`load average at start: ${loadAtStart}, at end: ${loadavg().map((l) => l.toFixed(2)).join(" ")}`);
-    console.log(describePhase(health1));
-    console.log(describePhase(turns));
-    console.log(describePhase(health2));
-    console.log(`(a) mean: ${fmt(healthRate)} /s; (b): ${fmt(turns.perSecond)} turns/s`);
-    console.log(`ratio (b)/(a): ${fmt(ratio, 3)} (target ≥ 0.25: ${ratio >= 0.25 ? "met" : "NOT met"})`);
-    if (opts.json) {
-      const summary = (p: Phase) => ({ ok: p.ok, failed: p.failed, seconds: p.seconds, per_second: p.perSecond, p50_ms: percentile(p.latencies, 50), p99_ms: percentile(p.latencies, 99) });
-      console.log(JSON.stringify({ machine: m, inspector: opts.inspector, callers: opts.callers, health_before: summary(health1), turns: summary(turns), health_after: summary(health2), ratio }));
+    console.log(`server: ${opts.inspector ? "wrangler dev (npm start path, inspector proxy on)" : "wrangler unstable_startWorker, inspector off"}; loopback only`);
+    const loadAtEnd = load();
+    console.log(`load average at start: ${loadAtStart}, at end: ${loadAtEnd}`);
+    printTable(rows);
+    if (opts.json) console.log(JSON.stringify({ ...json, load_start: loadAtStart, load_end: loadAtEnd }));
+    if (failures && bridge.logs) {
+      // Enough of wrangler's own output to tell a Worker error from a runtime restart.
+      const lines = bridge.logs().split("\n").filter((l) => /error|restart|exception|warn/i.test(l));
+      if (lines.length) console.log(`bench: wrangler dev output about the failures (last ${Math.min(20, lines.length)} of ${lines.length} lines):\n${lines.slice(-20).join("\n")}`);
     }
-    return turns.failed || health1.failed || health2.failed ? 1 : 0;
+    return failures ? 1 : 0;
   } finally {
     await stopAll();
   }
 }
 
+
 main().then(
   (code) => process.exit(code),
   (err) => {
     console.error(`bench failed: ${err instanceof Error ? err.stack : String(err)}`);
-    process.exit(1);
+    void stopAll().finally(() => process.exit(1));
   },
 );
