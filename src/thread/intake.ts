@@ -1,24 +1,13 @@
-import type { RouteSnapshots } from "../bridge/route-reads";
 import { type AnswerRecord, TERMINAL_STATUSES } from "../bridge/record";
 import type { AcceptRequest, AcceptResult } from "../contracts/thread-rpc";
-import type { AlarmArm, IndexWriter, ThreadDeps } from "./deps";
-import type { ThreadIdentity } from "./identity";
-import type { InlineWaiters } from "./inline-waiters";
+import type { ThreadDeps } from "./deps";
 import { countWaiting, getStored, insertRecord, saveStored } from "./store";
-import type { ThreadMode } from "./thread-mode";
+import type { TurnLoopParts } from "./turn-loop";
 
-/** The parts intake hands work to, and how it starts the turn loop and the delivery machine. */
-export interface IntakeParts {
-  identity: ThreadIdentity;
-  mode: ThreadMode;
-  index: IndexWriter;
-  alarm: AlarmArm;
-  waiters: InlineWaiters;
-  snapshots: RouteSnapshots;
+/** The parts intake hands work to (the turn loop's, plus how it starts the turn loop). */
+export interface IntakeParts extends TurnLoopParts {
   /** Starts the turn loop (never awaited: the loop outlives the request). */
   startTurns: () => void;
-  /** Starts the delivery machine (never awaited). */
-  startDelivery: () => void;
 }
 
 /**

@@ -109,19 +109,8 @@ export function setMeta(storage: DurableObjectStorage, key: string, value: strin
   sql(storage, "set meta", "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", key, value);
 }
 
-type Row = {
-  seq: number;
-  record: string;
-  inbound: string;
-  turn_state: string;
-  turn_lease_until: number | null;
-  delivery_due_at: number | null;
-  delivery_lease_until: number | null;
-  grace_until: number | null;
-  expires_at: number | null;
-  chunks_sent: number;
-  turn_attempts: number;
-};
+/** A `records` row as SQLite returns it: the stored record with its JSON columns still text. */
+type Row = Omit<StoredRecord, "record" | "inbound" | "turn_state"> & { seq: number; record: string; inbound: string; turn_state: string };
 
 function fromRow(r: Row): StoredRecord {
   return {

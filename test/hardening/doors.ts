@@ -2,13 +2,13 @@
  * The doors as the route table declares them, for the hardening suites. Nothing here lists doors
  * by hand: every suite iterates `registry`, so a door declared later joins them by being declared.
  */
-import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:test";
 import { z } from "zod";
 // Loading the app loads every router, and routers register their doors at module load. The Worker
 // under test (SELF) runs in this same isolate and module graph, so this is the registry it serves.
 import "../../src/app";
 import { type RouteSpec, registry } from "../../src/http/route";
-import worker from "../../src/index";
+import { fetchWorkerDirect } from "../helpers/direct-fetch";
 
 export type { RouteSpec };
 export type JsonSchema = { [key: string]: unknown };
@@ -68,19 +68,9 @@ export interface Answer {
  * fails loudly) inside the case that caused it.
  */
 export async function dispatch(method: string, pathAndQuery: string, init: { headers?: Record<string, string>; body?: string } = {}): Promise<Answer> {
-  const ctx = createExecutionContext();
   const upper = method.toUpperCase();
   const request = new Request(`${BASE}${pathAndQuery}`, { method: upper, headers: init.headers, body: upper === "GET" || upper === "HEAD" ? undefined : init.body });
-  const res = await worker.fetch(request, env, ctx);
-  const text = await res.text();
-  await waitOnExecutionContext(ctx);
-  let json: unknown = null;
-  try {
-    json = text ? JSON.parse(text) : null;
-  } catch {
-    /* not JSON */
-  }
-  return { status: res.status, text, headers: res.headers, json };
+  return fetchWorkerDirect(request, env);
 }
 
 /** A JSON call with an optional key (fixtures and principals). */

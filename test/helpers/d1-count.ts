@@ -7,9 +7,9 @@
  * whose `DB` is wrapped; a thread object's side is its instance `env` swapped through
  * `runInDurableObject` (the object reads its env through `() => this.env`, so bindings follow it).
  */
-import { createExecutionContext, env, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
+import { env, runInDurableObject } from "cloudflare:test";
 import type { Env } from "../../src/env";
-import worker from "../../src/index";
+import { fetchWorkerDirect } from "./direct-fetch";
 import { BASE } from "./http";
 import { stubFor } from "./threads";
 
@@ -145,18 +145,9 @@ export interface CountedAnswer {
  * for the work it handed to waitUntil. Same isolate and module graph as the Worker under test.
  */
 export async function countedFetch(counter: D1Counter, method: string, path: string, init: { headers?: Record<string, string>; body?: string } = {}): Promise<CountedAnswer> {
-  const ctx = createExecutionContext();
   const request = new Request(`${BASE}${path}`, { method, headers: init.headers, body: init.body });
-  const res = await worker.fetch(request, { ...env, DB: counter.wrap(env.DB, "worker") }, ctx);
-  const text = await res.text();
-  await waitOnExecutionContext(ctx);
-  let json: unknown = null;
-  try {
-    json = text ? JSON.parse(text) : null;
-  } catch {
-    /* not JSON */
-  }
-  return { status: res.status, text, json };
+  const { status, text, json } = await fetchWorkerDirect(request, { ...env, DB: counter.wrap(env.DB, "worker") });
+  return { status, text, json };
 }
 
 /**
