@@ -9,13 +9,18 @@
  *   webhook   ack time of signed Telegram webhooks, steady rate then a 5× burst, vs 3 s (webhook.ts)
  *   overhead  inbound → signed HTTPS callback for a 50 ms HTTP tool, bridge vs a direct relay
  *             Worker the bench starts (overhead.ts)
+ *   hol       head-of-line isolation: 200 ms HTTP tool, 1 thread back to back vs 64 threads × 3
+ *             queued, ratio and FIFO violations at the receiver; sets
+ *             CONVERSATIONS_MAX_CONCURRENT_TURNS=64 for the run (hol.ts)
+ *   faults    fault recovery: the receiver fails 30 % of callbacks, goes down 10 s, recovers; backoff
+ *             scaled to seconds for the run; delivered, double 2xx, drain vs 1.2 × next step (faults.ts)
  *
  * `GET /api/health` is measured before ingest and after sync; the ratios use the mean of the two,
  * so a load change on a shared machine shows as two different health figures. Only loopback
  * traffic. It prints a table (and with --json one JSON line), stops everything it started, and
  * exits non-zero when any request failed.
  *
- * Options (all optional): --phases ingest,sync,webhook,overhead (all) --callers N (16)
+ * Options (all optional): --phases ingest,sync,webhook,overhead,hol,faults (all) --callers N (16)
  * --threads N ingest threads (64) --ingest N per caller (40) --turns N sync turns per caller (30)
  * --health N per caller (200) --max-seconds S per closed-loop phase (10) --webhook-rate R steady
  * webhooks/s (10; the burst is 5R) --webhook-seconds S per webhook stage (3) --overhead-callers N
@@ -38,11 +43,14 @@ import { healthPhase } from "./bench/health";
 import { ingestPhase, setupIngest } from "./bench/ingest";
 import { type Ctx, type Phase, type Row, type Server, fmt, load, machine, percentile, printTable, summary } from "./bench/lib";
 import { CallbackWaiter, OVERHEAD_ROUTE, TOOL_DELAY_MS, overheadPhase, setupOverhead, startDelayTool } from "./bench/overhead";
+import { DOWN_SECONDS, FAULTY_SECONDS, FAULT_HANG_MS, FAULT_VARS, faultsPhase } from "./bench/faults";
+import { HOL_MAX_CONCURRENT_TURNS, HOL_THREADS, HOL_TOOL_DELAY_MS, holPhase, setupToolRoute } from "./bench/hol";
+import { type ScriptedReceiver, startScriptedReceiver } from "./bench/scripted-receiver";
 import { startBridge, startRelay } from "./bench/server";
 import { setupSync, syncPhase } from "./bench/sync";
 import { SLACK_DEADLINE_MS, setupWebhook, telegramVars, webhookPhase } from "./bench/webhook";
 
-const ALL_PHASES = ["ingest", "sync", "webhook", "overhead"] as const;
+const ALL_PHASES = ["ingest", "sync", "webhook", "overhead", "hol", "faults"] as const;
 type PhaseName = (typeof ALL_PHASES)[number];
 
 interface Options {
@@ -118,6 +126,19 @@ async function stopAll(): Promise<void> {
   }
 }
 
+/** Bootstraps a fresh bridge: an admin key, the echo execution key and a caller key. */
+async function prepare(base: string): Promise<Ctx> {
+  const boot = await http(base, "POST", "/api/keys/bootstrap", { body: { user_id: "bench-admin", description: "bench", bootstrap_token: BOOTSTRAP_TOKEN } });
+  if (boot.status !== 200) throw new Error(`bootstrap failed: HTTP ${boot.status} ${JSON.stringify(boot.body)}`);
+  const admin: string = boot.body.data.token;
+  // Least privilege: the echo routes run as a key that may run echo and nothing else.
+  const exec = await http(base, "POST", "/api/auth/api-keys", { key: admin, body: { user_id: "bench-exec", description: "bench execution key", scopes: ["tool:echo"] } });
+  if (exec.status !== 200) throw new Error(`minting the execution key failed: HTTP ${exec.status}`);
+  const callerKey = await http(base, "POST", "/api/auth/api-keys", { key: admin, body: { user_id: "bench-caller", description: "bench caller", scopes: ["conversations"] } });
+  if (callerKey.status !== 200) throw new Error(`minting the caller key failed: HTTP ${callerKey.status}`);
+  return { base, admin, caller: callerKey.body.data.api_key, execUser: "bench-exec" };
+}
+
 async function main(): Promise<number> {
   const opts = parseArgs(process.argv.slice(2));
   const has = (p: PhaseName) => opts.phases.has(p);
@@ -143,17 +164,43 @@ async function main(): Promise<number> {
       cleanups.push(() => f.close());
       Object.assign(vars, telegramVars(f));
     }
-    if (has("overhead")) {
+    if (has("overhead") || has("hol") || has("faults")) {
       const p = makeTestPki();
       pki = p;
       cleanups.push(() => p.cleanup());
+      env = trustEnv(p);
+    }
+    let holTool: Server | null = null;
+    let holRx: ScriptedReceiver | null = null;
+    let faultRx: ScriptedReceiver | null = null;
+    if ((has("hol") || has("faults")) && pki) {
+      const t = await startDelayTool(HOL_TOOL_DELAY_MS);
+      holTool = t;
+      cleanups.push(() => t.stop());
+      // One receiver per phase, so the fault script never touches the hol run.
+      if (has("hol")) {
+        const r = await startScriptedReceiver(pki);
+        holRx = r;
+        cleanups.push(() => r.stop());
+        // Turns in flight are capped per isolate (default 10): let 64 threads run at once.
+        vars.CONVERSATIONS_MAX_CONCURRENT_TURNS = String(HOL_MAX_CONCURRENT_TURNS);
+        console.log(`bench: hol sets CONVERSATIONS_MAX_CONCURRENT_TURNS=${HOL_MAX_CONCURRENT_TURNS} (default 10 per isolate) for the whole run, so ${HOL_THREADS} threads can run turns at once`);
+      }
+      if (has("faults")) {
+        const r = await startScriptedReceiver(pki, FAULT_HANG_MS);
+        faultRx = r;
+        cleanups.push(() => r.stop());
+        console.log(`bench: faults runs on a second bridge of its own with ${Object.entries(FAULT_VARS).map(([k, v]) => `${k}=${v}`).join(" ")}`);
+      }
+    }
+    if (has("overhead") && pki) {
+      const p = pki;
       const r = await startReceiver(p);
       rx = r;
       cleanups.push(() => r.stop());
       const t = await startDelayTool();
       tool = t;
       cleanups.push(() => t.stop());
-      env = trustEnv(p);
     }
 
     console.log(opts.inspector ? "bench: starting wrangler dev (npm start path) …" : "bench: preparing state through npm start, then serving with wrangler's programmatic API, inspector off …");
@@ -161,15 +208,7 @@ async function main(): Promise<number> {
     cleanups.push(() => bridge.stop());
     const base = bridge.baseUrl;
 
-    const boot = await http(base, "POST", "/api/keys/bootstrap", { body: { user_id: "bench-admin", description: "bench", bootstrap_token: BOOTSTRAP_TOKEN } });
-    if (boot.status !== 200) throw new Error(`bootstrap failed: HTTP ${boot.status} ${JSON.stringify(boot.body)}`);
-    const admin: string = boot.body.data.token;
-    // Least privilege: the echo routes run as a key that may run echo and nothing else.
-    const exec = await http(base, "POST", "/api/auth/api-keys", { key: admin, body: { user_id: "bench-exec", description: "bench execution key", scopes: ["tool:echo"] } });
-    if (exec.status !== 200) throw new Error(`minting the execution key failed: HTTP ${exec.status}`);
-    const callerKey = await http(base, "POST", "/api/auth/api-keys", { key: admin, body: { user_id: "bench-caller", description: "bench caller", scopes: ["conversations"] } });
-    if (callerKey.status !== 200) throw new Error(`minting the caller key failed: HTTP ${callerKey.status}`);
-    const ctx: Ctx = { base, admin, caller: callerKey.body.data.api_key, execUser: "bench-exec" };
+    const ctx = await prepare(base);
 
     const rows: Row[] = [];
     const json: Record<string, unknown> = { machine: machine(), inspector: opts.inspector, callers: opts.callers, phases: [...opts.phases] };
@@ -268,6 +307,39 @@ async function main(): Promise<number> {
       rows.push({ phase: relayP, note: "no object, no storage" });
       rows.push({ phase: bridgeP, note: `p50 ${fmt(r50, 2)}× relay (target ≤ 1.5: ${r50 <= 1.5 ? "met" : "NOT met"}), p99 ${fmt(r99, 2)}× (target ≤ 2: ${r99 <= 2 ? "met" : "NOT met"})` });
       json.overhead = { tool_delay_ms: TOOL_DELAY_MS, callers: c, relay: summary(relayP), bridge: summary(bridgeP), p50_ratio: r50, p99_ratio: r99 };
+    }
+
+    // ---- head-of-line isolation -------------------------------------------------------------
+    if (has("hol") && holRx && holTool) {
+      await setupToolRoute(ctx, "bench-hol", "bench-hol-delay", holTool.baseUrl, HOL_TOOL_DELAY_MS, `${holRx.origin}/bench/hol`);
+      console.log("bench: head-of-line isolation …");
+      const h = await holPhase(ctx, holRx, "bench-hol");
+      count(h.single.phase, h.many.phase);
+      const fifo = h.single.fifoViolations + h.many.fifoViolations;
+      if (fifo) failures += fifo;
+      for (const r of [h.single, h.many]) if (r.violationSample) console.log(`bench: hol FIFO violation, ${r.violationSample}`);
+      rows.push({ phase: h.single.phase, note: `send → last callback; FIFO violations ${h.single.fifoViolations}` });
+      rows.push({ phase: h.many.phase, note: `ratio ${fmt(h.ratio, 3)} (target ≥ 0.8: ${h.ratio >= 0.8 ? "met" : "NOT met"}); FIFO violations ${h.many.fifoViolations} (target 0); queueing took ${fmt(h.many.sendSeconds, 2)} s; MAX_CONCURRENT_TURNS=${HOL_MAX_CONCURRENT_TURNS}` });
+      json.hol = { tool_delay_ms: HOL_TOOL_DELAY_MS, max_concurrent_turns: HOL_MAX_CONCURRENT_TURNS, single: summary(h.single.phase), many: { ...summary(h.many.phase), send_seconds: h.many.sendSeconds }, ratio: h.ratio, fifo_violations: fifo };
+    }
+
+    // ---- fault recovery ----------------------------------------------------------------------
+    if (has("faults") && faultRx && holTool) {
+      // Its own bridge: the scaled-down delivery settings (1 s callback timeout) must not reach the other phases.
+      console.log("bench: starting a second bridge for the fault phase …");
+      const faultBridge = await startBridge(opts.inspector, { ...vars, ...FAULT_VARS }, env);
+      cleanups.push(() => faultBridge.stop());
+      const fctx = await prepare(faultBridge.baseUrl);
+      await setupToolRoute(fctx, "bench-faults", "bench-faults-delay", holTool.baseUrl, HOL_TOOL_DELAY_MS, `${faultRx.origin}/bench/faults`);
+      console.log(`bench: fault recovery (${FAULTY_SECONDS} s at 30 % failures, ${DOWN_SECONDS} s down, then up) …`);
+      const f = await faultsPhase(fctx, faultRx, "bench-faults");
+      count(f.phase);
+      if (f.duplicates2xx) failures += f.duplicates2xx;
+      if (!f.pass) failures += 1;
+      const drain = f.drainSeconds === null ? "NOT drained" : `${fmt(f.drainSeconds, 2)} s`;
+      console.log(`bench: faults: sent ${f.sent}, delivered ${f.delivered}, ids with two 2xx ${f.duplicates2xx}, callbacks seen ${JSON.stringify(f.injected)}, undelivered at recovery ${f.pendingAtRecovery}, drain after recovery ${drain}, next backoff step ${f.nextStepSeconds} s (limit ${fmt(1.2 * f.nextStepSeconds, 1)} s): ${f.pass ? "PASS" : "FAIL"}`);
+      rows.push({ phase: f.phase, note: `delivered ${f.delivered}/${f.sent}, double 2xx ${f.duplicates2xx}, drain ${drain} vs 1.2 × ${f.nextStepSeconds} s: ${f.pass ? "PASS" : "FAIL"}` });
+      json.faults = { sent: f.sent, delivered: f.delivered, duplicates_2xx: f.duplicates2xx, injected: f.injected, pending_at_recovery: f.pendingAtRecovery, drain_seconds: f.drainSeconds, next_step_seconds: f.nextStepSeconds, pass: f.pass, vars: FAULT_VARS, latency: summary(f.phase) };
     }
 
     const m = json.machine as Record<string, string | number>;
