@@ -6,9 +6,8 @@
  * back on the same port. It records, per callback, its arrival time, message_id, thread_id and
  * what it did, so FIFO order and 2xx counts are judged here, at the receiver.
  */
-import { createServer, type Server } from "node:https";
-import type { Socket } from "node:net";
 import { performance } from "node:perf_hooks";
+import { restartableHttps } from "../../test/e2e/support/restartable-https";
 import type { TestPki } from "../../test/e2e/support/tls";
 
 export type Action = "ok" | "503" | "reset" | "hang";
@@ -32,83 +31,54 @@ export interface ScriptedReceiver {
 }
 
 export async function startScriptedReceiver(pki: TestPki, hangMs = 2_500): Promise<ScriptedReceiver> {
-  let server: Server | null = null;
-  const sockets = new Set<Socket>();
   const timers = new Set<NodeJS.Timeout>();
-  let port = 0;
+  const https = restartableHttps(pki, (req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const at = performance.now();
+      const body = Buffer.concat(chunks).toString("utf8");
+      let messageId = "";
+      let threadId = "";
+      try {
+        const j = JSON.parse(body);
+        messageId = String(j?.message_id ?? "");
+        threadId = String(j?.thread_id ?? "");
+      } catch {
+        /* recorded with empty ids */
+      }
+      const action = rx.decide(messageId);
+      rx.arrivals.push({ at, messageId, threadId, action, body });
+      if (action === "ok") {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end('{"ok":true}');
+      } else if (action === "503") {
+        res.writeHead(503, { "content-type": "application/json" });
+        res.end('{"error":"scripted 503"}');
+      } else if (action === "reset") {
+        req.socket.destroy();
+      } else {
+        // Hang past the bridge's callback timeout, then drop the connection: never a late 2xx.
+        const t = setTimeout(() => {
+          timers.delete(t);
+          req.socket.destroy();
+        }, hangMs);
+        timers.add(t);
+      }
+    });
+  });
   const rx: ScriptedReceiver = {
     origin: "",
     arrivals: [],
     decide: () => "ok",
-    down,
-    up: listen,
+    down: https.stop,
+    up: https.start,
     stop: async () => {
       for (const t of timers) clearTimeout(t);
-      await down();
+      await https.stop();
     },
   };
-
-  function listen(): Promise<void> {
-    const srv = createServer({ cert: pki.cert, key: pki.key }, (req, res) => {
-      const chunks: Buffer[] = [];
-      req.on("data", (c: Buffer) => chunks.push(c));
-      req.on("end", () => {
-        const at = performance.now();
-        const body = Buffer.concat(chunks).toString("utf8");
-        let messageId = "";
-        let threadId = "";
-        try {
-          const j = JSON.parse(body);
-          messageId = String(j?.message_id ?? "");
-          threadId = String(j?.thread_id ?? "");
-        } catch {
-          /* recorded with empty ids */
-        }
-        const action = rx.decide(messageId);
-        rx.arrivals.push({ at, messageId, threadId, action, body });
-        if (action === "ok") {
-          res.writeHead(200, { "content-type": "application/json" });
-          res.end('{"ok":true}');
-        } else if (action === "503") {
-          res.writeHead(503, { "content-type": "application/json" });
-          res.end('{"error":"scripted 503"}');
-        } else if (action === "reset") {
-          req.socket.destroy();
-        } else {
-          // Hang past the bridge's callback timeout, then drop the connection: never a late 2xx.
-          const t = setTimeout(() => {
-            timers.delete(t);
-            req.socket.destroy();
-          }, hangMs);
-          timers.add(t);
-        }
-      });
-    });
-    srv.on("secureConnection", (s: Socket) => {
-      sockets.add(s);
-      s.on("close", () => sockets.delete(s));
-    });
-    return new Promise((resolve, reject) => {
-      srv.once("error", reject);
-      srv.listen(port, "127.0.0.1", () => {
-        const a = srv.address();
-        if (a && typeof a === "object") port = a.port;
-        rx.origin = `https://127.0.0.1:${port}`;
-        server = srv;
-        resolve();
-      });
-    });
-  }
-
-  async function down(): Promise<void> {
-    const srv = server;
-    if (!srv) return;
-    server = null;
-    for (const s of sockets) s.destroy();
-    sockets.clear();
-    await new Promise<void>((resolve) => srv.close(() => resolve()));
-  }
-
-  await listen();
+  await https.start();
+  rx.origin = `https://127.0.0.1:${https.port}`;
   return rx;
 }

@@ -3,8 +3,7 @@
  * (method, path, headers, raw body, the status it answered), can be told to fail the next N
  * requests with 500, and can be stopped and started again on the same port.
  */
-import { createServer, type Server } from "node:https";
-import type { Socket } from "node:net";
+import { restartableHttps } from "./restartable-https";
 import type { TestPki } from "./tls";
 
 export interface ReceivedRequest {
@@ -39,12 +38,9 @@ export interface CallbackReceiver {
 export async function startReceiver(pki: TestPki, port = 0): Promise<CallbackReceiver> {
   const requests: ReceivedRequest[] = [];
   let failuresLeft = 0;
-  let server: Server | null = null;
-  const sockets = new Set<Socket>();
-  let boundPort = port;
-
-  function listen(): Promise<void> {
-    const srv = createServer({ cert: pki.cert, key: pki.key }, (req, res) => {
+  const https = restartableHttps(
+    pki,
+    (req, res) => {
       const chunks: Buffer[] = [];
       req.on("data", (c: Buffer) => chunks.push(c));
       req.on("end", () => {
@@ -62,38 +58,17 @@ export async function startReceiver(pki: TestPki, port = 0): Promise<CallbackRec
         res.writeHead(answered, { "content-type": "application/json" });
         res.end(fail ? '{"error":"scripted failure"}' : '{"ok":true}');
       });
-    });
-    srv.on("secureConnection", (s: Socket) => {
-      sockets.add(s);
-      s.on("close", () => sockets.delete(s));
-    });
-    return new Promise((resolve, reject) => {
-      srv.once("error", reject);
-      srv.listen(boundPort, "127.0.0.1", () => {
-        const a = srv.address();
-        if (a && typeof a === "object") boundPort = a.port;
-        server = srv;
-        resolve();
-      });
-    });
-  }
+    },
+    port,
+  );
 
-  async function stop(): Promise<void> {
-    const srv = server;
-    if (!srv) return;
-    server = null;
-    for (const s of sockets) s.destroy();
-    sockets.clear();
-    await new Promise<void>((resolve) => srv.close(() => resolve()));
-  }
-
-  await listen();
+  await https.start();
   return {
     get origin() {
-      return `https://127.0.0.1:${boundPort}`;
+      return `https://127.0.0.1:${https.port}`;
     },
     get port() {
-      return boundPort;
+      return https.port;
     },
     requests,
     failNext: (n) => {
@@ -102,7 +77,7 @@ export async function startReceiver(pki: TestPki, port = 0): Promise<CallbackRec
     succeed: () => {
       failuresLeft = 0;
     },
-    stop,
-    start: listen,
+    stop: https.stop,
+    start: https.start,
   };
 }
