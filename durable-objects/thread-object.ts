@@ -2,7 +2,7 @@
  * ThreadObject: one Durable Object per thread id, the single writer of that thread.
  *
  * A shell over the thread's parts (src/thread/): intake with the inline waiters, the turn loop,
- * the delivery machine, the D1 index projection, the thread's control mode, and its reads and
+ * the delivery machine, the outbox towards the admin listings, the thread's control mode, and its reads and
  * forget, plus the kv provider's agent memory (src/targets/checkpoints/thread-memory.ts). It runs
  * the schema migration before any request, exposes the RPC verbs of its contract
  * (src/contracts/thread-rpc.ts), and drives every timer from one alarm.
@@ -35,6 +35,10 @@ export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
 
   async accept(req: AcceptRequest): Promise<AcceptResult> {
     return this.parts.intake.accept(req);
+  }
+
+  async exists(): Promise<boolean> {
+    return this.parts.reads.exists();
   }
 
   async getRecord(messageId: string): Promise<AnswerRecord | null> {

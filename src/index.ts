@@ -17,3 +17,4 @@ export default {
 export { ThreadObject } from "../durable-objects/thread-object";
 export { AddressBucket } from "../durable-objects/address-bucket";
 export { BucketDirectory } from "../durable-objects/bucket-directory";
+export { IndexShard } from "../durable-objects/index-shard";

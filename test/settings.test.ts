@@ -29,8 +29,21 @@ describe("settings (spec §8, decisions §3)", () => {
     expect(c.maxOutboundChunks).toBe(10);
     expect(c.inboundDedupeTtlSeconds).toBe(172800);
     expect(c.answerRetentionTtlSeconds).toBe(2592000);
+    expect(c.indexFlushBatch).toBe(20);
+    expect(c.indexFlushLagSeconds).toBe(1);
     expect(c.maxMessageChars).toEqual(DEFAULT_MAX_MESSAGE_CHARS);
     expect(r.settings.checkpoint).toEqual({ provider: "kv", ttlMinutes: null });
+  });
+
+  it("bounds the listing flush: a batch of at least 10 settled turns, a lag of at most 60 s (issue 11)", () => {
+    const ok = parseSettings({ ...base, CONVERSATIONS_INDEX_FLUSH_BATCH: "10", CONVERSATIONS_INDEX_FLUSH_LAG_SECONDS: "0.05" });
+    expect(ok.ok && [ok.settings.conversations.indexFlushBatch, ok.settings.conversations.indexFlushLagSeconds]).toEqual([10, 0.05]);
+    const small = parseSettings({ ...base, CONVERSATIONS_INDEX_FLUSH_BATCH: "9" });
+    expect(!small.ok && small.errors).toEqual(["CONVERSATIONS_INDEX_FLUSH_BATCH must be at least 10"]);
+    const long = parseSettings({ ...base, CONVERSATIONS_INDEX_FLUSH_LAG_SECONDS: "61" });
+    expect(!long.ok && long.errors).toEqual(["CONVERSATIONS_INDEX_FLUSH_LAG_SECONDS must be at most 60"]);
+    const frac = parseSettings({ ...base, CONVERSATIONS_INDEX_FLUSH_BATCH: "12.5" });
+    expect(!frac.ok && frac.errors).toEqual(["CONVERSATIONS_INDEX_FLUSH_BATCH must be a whole number"]);
   });
 
   it("treats an unset or blank store url as no store", () => {

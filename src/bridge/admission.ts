@@ -3,20 +3,24 @@
  * request and the thread object's durable accept. The steps, in this order:
  *
  *   1. the route: read it and refuse what the door refuses (404, the wrong door, …); the message
- *      door's read arrives prefetched in the caller's key lookup (`prefetchMessageRoute`)
+ *      door's read arrives prefetched in the caller's key lookup (`prefetchDoorRoute`)
  *   2. the thread id: composed from the route and an address (`composeThreadId`), or a named
  *      thread id checked against the route
  *   3. dedupe, on the doors that carry a provider message id or an event id (dedupe.ts)
  *   4. a rate token from the bucket of (route, caller) or (route, sender) (`takeRateToken`)
  *   5. the record and the turn input, minted together (`mintArrival`)
  *   6. `ThreadObject.accept` (`handOver`): queue depth (503 when full), the durable insert, and
- *      the inline wait when the caller asked for one
+ *      the inline wait when the caller asked for one; beside it, the message directory entry
+ *
+ * No step writes D1: the one D1 round trip of a door is its read of the caller's key and the route
+ * (issue 11; docs/performance.md counts every path).
  *
  * The api message door runs them here (`admitMessage`). The channel door (channel-inbound.ts), the
  * event door (events/event-door.ts) and operator send (operator/operator-send.ts) run the same
  * steps from their own modules; where their order differs (dedupe before or after the rate token,
  * a slow-down answer instead of 429, no token for an operator), the module says why.
  */
+import { ledgerShard, messageKey } from "../contracts/shard-rpc";
 import type { Env } from "../env";
 import { HttpError, badRequest, tooManyRequests, unavailable } from "../http/errors";
 import type { ConversationSettings } from "../settings/settings";
@@ -43,17 +47,17 @@ export interface MessageRequest {
   /** The calling key's user_id. */
   caller: string;
   body: MessageBody;
-  /** The result of `prefetchMessageRoute`'s statement; undefined when nothing was prefetched. */
+  /** The result of `prefetchDoorRoute`'s statement; undefined when nothing was prefetched. */
   prefetched: D1Result | undefined;
 }
 
 /**
- * Step 1 of the message door, declared as its route's `prefetch`: the route joined with its
- * execution key and owner, batched with the caller's key lookup so the request costs one D1 round
- * trip and the turn that runs at once needs no second read of either. Gets raw path params, used
- * only as bound parameters.
+ * Step 1 of the message and event doors, declared as their routes' `prefetch`: the route joined
+ * with its execution key and owner, batched with the caller's key lookup so the request costs one
+ * D1 round trip and the turn that runs at once needs no second read of either. Gets raw path
+ * params, used only as bound parameters.
  */
-export function prefetchMessageRoute(db: D1Database, rawParams: Record<string, string>): D1PreparedStatement[] {
+export function prefetchDoorRoute(db: D1Database, rawParams: Record<string, string>): D1PreparedStatement[] {
   return [routeWithKeyStatement(db, rawParams.route_name ?? "")];
 }
 
@@ -106,9 +110,26 @@ export async function requireRateToken(env: Env, s: ConversationSettings, route:
   if (!verdict.allowed) throw tooManyRequests("rate limit exceeded for this caller on this route", verdict.retryAfterSeconds);
 }
 
-/** Step 6: hands the minted arrival to its thread's object (accept is idempotent on message_id). */
-export function handOver(env: Env, arrival: MintedArrival, how: HandOverOptions): Promise<AcceptResult> {
-  return threadStub(env, arrival.record.thread_id).accept({ ...arrival, ...how });
+/**
+ * Step 6: hands the minted arrival to its thread's object (accept is idempotent on message_id)
+ * and, at the same time, writes the message's directory entry (message_id → thread) in its
+ * ledger shard, so the single-record read door finds the record the moment the door answers,
+ * with no D1 write (issue 11). A refused accept (a full queue) releases the entry again.
+ */
+export async function handOver(env: Env, arrival: MintedArrival, how: HandOverOptions): Promise<AcceptResult> {
+  const { message_id, thread_id, route_name } = arrival.record;
+  const k = messageKey(message_id);
+  const shard = ledgerShard(env, k);
+  const [result] = await Promise.all([threadStub(env, thread_id).accept({ ...arrival, ...how }), shard.put(k, { message_id, thread_id, route_name }, null)]);
+  // A refused accept stores nothing, so neither does its directory.
+  if (result.kind === "queue_full") await shard.release(k, message_id);
+  return result;
+}
+
+/** Where message `messageId` lives, from its directory entry (null: unknown). */
+export async function locateMessage(env: Env, messageId: string): Promise<{ route_name: string | null; thread_id: string } | null> {
+  const k = messageKey(messageId);
+  return ledgerShard(env, k).find(k, Date.now());
 }
 
 /**

@@ -2,7 +2,7 @@
  * Routing of verified channel events (spec §3.1, §4.2; decisions §6, §11): an inbound message
  * becomes a turn on its channel route's thread; a receipt moves the record it is about.
  *
- * Dedupe claims `(channel, provider_message_id)` in D1 with a fresh message_id before the
+ * Dedupe claims `(channel, provider_message_id)` in its ledger shard with a fresh message_id before the
  * thread's accept. A redelivery finds the claim and re-offers the same message_id to the thread
  * object, whose accept is idempotent: a crash between claim and accept therefore loses nothing,
  * and a turn never runs twice. A refused admission (full queue) releases the claim so the retry can pass.
@@ -12,10 +12,10 @@ import type { Env } from "../env";
 import type { ConversationSettings } from "../settings/settings";
 import { composeThreadId, handOver, takeRateToken } from "./admission";
 import { mintArrival } from "./arrival";
+import { ledgerShard, outboundKey } from "../contracts/shard-rpc";
 import { claimKey, releaseKey } from "./dedupe";
-import { locateOutbound } from "./indexes";
 import { SLOW_DOWN_TEXT } from "./record";
-import { routeByChannelIdentity } from "./routes-store";
+import { routeWithKeyByChannelIdentity } from "./routes-store";
 import { threadStub } from "./stubs";
 
 /** What became of one verified channel message (a full queue is thrown as RetryLaterError instead). */
@@ -43,8 +43,8 @@ export async function routeChannelEvents(env: Env, s: ConversationSettings, chan
  * a full queue (→ 503).
  */
 export async function admitChannelMessage(env: Env, s: ConversationSettings, channel: string, m: InboundMessage): Promise<InboundVerdict> {
-  const db = env.DB;
-  const route = await routeByChannelIdentity(db, channel, m.our_identity.trim());
+  const routeReadAtMs = Date.now();
+  const { route, key: executionKey } = await routeWithKeyByChannelIdentity(env.DB, channel, m.our_identity.trim());
   if (!route || route.door !== "channel") return "unrouted";
   if (isBlank(m) || !m.sender.trim()) return "blank";
 
@@ -52,7 +52,7 @@ export async function admitChannelMessage(env: Env, s: ConversationSettings, cha
   const namespace = `channel:${channel}`;
   const now = Date.now();
   const fresh = crypto.randomUUID();
-  const messageId = (await claimKey(db, namespace, m.provider_message_id, { message_id: fresh, thread_id: threadId }, now + s.inboundDedupeTtlSeconds * 1000, now)).message_id;
+  const messageId = (await claimKey(env, namespace, m.provider_message_id, { message_id: fresh, thread_id: threadId }, now + s.inboundDedupeTtlSeconds * 1000, now)).message_id;
   const arrival = mintArrival(route, { message_id: messageId, thread_id: threadId }, { way: "channel", channel, message: m });
 
   if (messageId !== fresh) {
@@ -69,13 +69,14 @@ export async function admitChannelMessage(env: Env, s: ConversationSettings, cha
     const preset = verdict.notify
       ? { status: "pending_delivery" as const, outcome: { answer_status: "answered" as const, answer: SLOW_DOWN_TEXT, error: null } }
       : { status: "shed" as const, outcome: { answer_status: null, answer: null, error: null } };
-    await handOver(env, arrival, { waitMs: 0, preset });
+    await handOver(env, arrival, { waitMs: 0, preset, route, executionKey, routeReadAtMs });
     return verdict.notify ? "slow_down" : "shed";
   }
 
-  const result = await handOver(env, arrival, { waitMs: 0 });
+  // The route snapshot lets the turn skip its own read of the route and key (src/bridge/route-reads.ts).
+  const result = await handOver(env, arrival, { waitMs: 0, route, executionKey, routeReadAtMs });
   if (result.kind === "queue_full") {
-    await releaseKey(db, namespace, m.provider_message_id, messageId);
+    await releaseKey(env, namespace, m.provider_message_id, messageId);
     throw new RetryLaterError("thread queue is full");
   }
   return "admitted";
@@ -83,7 +84,8 @@ export async function admitChannelMessage(env: Env, s: ConversationSettings, cha
 
 /** Applies a delivery receipt to the record whose chunk it names; unknown ids are ignored. */
 export async function applyChannelReceipt(env: Env, channel: string, r: ReceiptUpdate): Promise<boolean> {
-  const where = await locateOutbound(env.DB, channel, r.provider_message_id);
+  const k = outboundKey(channel, r.provider_message_id);
+  const where = await ledgerShard(env, k).find(k, Date.now());
   if (!where) return false;
   return threadStub(env, where.thread_id).applyReceipt(where.message_id, r.status, r.error);
 }

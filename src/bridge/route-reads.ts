@@ -9,14 +9,18 @@
  *    (The key itself is re-read live at each later authorization: src/auth, not a route read.)
  * 2. Delivery sends what the record carries: door, channel, address, answer, rich part, chunk
  *    progress, attempts.
- * 3. One live re-read per delivery attempt (`deliveryRoute`), because that is where revocation
+ * 3. Each delivery attempt reads the route (`deliveryRoute`), because that is where revocation
  *    takes effect: a deleted route fails the record ("the route was deleted before delivery"); a
  *    re-posted route mints a new callback secret and the old one is gone, so the callback goes to
  *    the route's current `callback_url` signed with its current secret (which is never copied into
  *    thread storage); a route that dropped its callback completes the record as poll-delivered;
  *    and a channel sends from the route's current identity, which a re-post may have released.
+ *    The thread's latest route read (its door's or its turn's, memory only) stands in for that
+ *    read while it is younger than ROUTE_SNAPSHOT_MS, so the first attempt right after a turn
+ *    costs no D1 round trip (issue 11); a retry after backoff always reads D1. A route deleted or
+ *    re-posted therefore reaches deliveries within ROUTE_SNAPSHOT_MS, as it reaches turns.
  *
- * A turn therefore costs at most one route read, and a delivery attempt exactly one.
+ * A turn therefore costs at most one route read, and a delivery attempt at most one.
  */
 import { type KeyWithOwner, keyWithOwnerByUserId, parseKeyWithOwner } from "../auth/key-store";
 import { type RouteRow, getRoute, routeFromResult, routeStatement } from "./routes-store";
@@ -37,10 +41,24 @@ export interface RouteSnapshot {
  */
 export class RouteSnapshots {
   private readonly byMessage = new Map<string, RouteSnapshot>();
+  /** The newest route read this thread saw (rule 3). */
+  private latest: { route: RouteRow; at: number } | null = null;
 
   /** Keeps the door's read for the turn of `messageId`. */
   remember(messageId: string, snapshot: RouteSnapshot): void {
     this.byMessage.set(messageId, snapshot);
+    this.noteRead(snapshot.route, snapshot.at);
+  }
+
+  /** A route read made at `at` (a door's or a turn's own), for the deliveries that follow (rule 3). */
+  noteRead(route: RouteRow, at: number): void {
+    if (!this.latest || at >= this.latest.at) this.latest = { route, at };
+  }
+
+  /** Rule 3: the latest read of `routeName` while it is fresh at `nowMs`. */
+  freshRoute(routeName: string, nowMs: number): RouteRow | undefined {
+    const l = this.latest;
+    return l && l.route.route_name === routeName && nowMs - l.at < ROUTE_SNAPSHOT_MS ? l.route : undefined;
   }
 
   /** Hands the turn its door's read once, and only while it is fresh at `nowMs`. */
@@ -69,7 +87,7 @@ export async function turnReads(
   return { route, key: undefined };
 }
 
-/** Rule 3: the one live re-read of a delivery attempt (null: the route was deleted). */
-export function deliveryRoute(db: D1Database, routeName: string): Promise<RouteRow | null> {
-  return getRoute(db, routeName);
+/** Rule 3: a delivery attempt's route: the thread's fresh read if it has one, else D1 (null: the route was deleted). */
+export async function deliveryRoute(db: D1Database, routeName: string, fresh: RouteRow | undefined): Promise<RouteRow | null> {
+  return fresh ?? getRoute(db, routeName);
 }

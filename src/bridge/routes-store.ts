@@ -78,19 +78,25 @@ export async function getRoute(db: D1Database, routeName: string): Promise<Route
   return r ? toRow(r) : null;
 }
 
+/** The route joined with its execution key and owner, selected by where the clause points. */
+const ROUTE_WITH_KEY = `SELECT r.*, ${keyColumns("k", "k_")}, ${keyColumns("o", "o_")} FROM routes r
+       LEFT JOIN api_keys k ON k.user_id = r.execution_key LEFT JOIN api_keys o ON o.user_id = k.owner_user_id`;
+
 /**
  * The route joined with its execution key and that key's owner, in one statement: what the
  * message door reads (batched with the caller's key) so the turn that runs at once needs no
  * second read of either.
  */
 export function routeWithKeyStatement(db: D1Database, routeName: string): D1PreparedStatement {
-  return db
-    .prepare(
-      `SELECT r.*, ${keyColumns("k", "k_")}, ${keyColumns("o", "o_")} FROM routes r
-       LEFT JOIN api_keys k ON k.user_id = r.execution_key LEFT JOIN api_keys o ON o.user_id = k.owner_user_id
-       WHERE r.route_name = ?`,
-    )
-    .bind(routeName);
+  return db.prepare(`${ROUTE_WITH_KEY} WHERE r.route_name = ?`).bind(routeName);
+}
+
+/**
+ * The channel route that owns `(channel, ourIdentity)` with its execution key and owner, in one
+ * statement: the channel door's one D1 read, so the turn needs no second read (issue 11).
+ */
+export async function routeWithKeyByChannelIdentity(db: D1Database, channel: string, ourIdentity: string): Promise<{ route: RouteRow | null; key: KeyWithOwner | null }> {
+  return routeWithKeyFromResult(await db.prepare(`${ROUTE_WITH_KEY} WHERE r.channel = ? AND r.our_identity = ?`).bind(channel, ourIdentity).all());
 }
 
 /** Parses `routeWithKeyStatement`'s result: the route (null when absent) and its key (null when gone). */

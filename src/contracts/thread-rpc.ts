@@ -81,6 +81,8 @@ export interface ThreadRpc {
    * inline when it settles in time; the record is then delivered inline and never called back.
    */
   accept(req: AcceptRequest): Promise<AcceptResult>;
+  /** Does the thread hold any record, expired or not? (The event door never creates a thread.) */
+  exists(): Promise<boolean>;
   /** One live record (expired reads as absent). */
   getRecord(messageId: string): Promise<AnswerRecord | null>;
   /**

@@ -3,7 +3,7 @@
  * existing thread as a turn of the route's tool target, through the thread's FIFO. Its router is
  * routers/conversation-events.ts; the steps are admission's (bridge/admission.ts).
  *
- * Idempotency: per route on `event_id` (D1 `inbound_dedupe`, namespace `event:<route>`), held for
+ * Idempotency: per route on `event_id` (a ledger claim, namespace `event:<route>`), held for
  * `inbound_dedupe_ttl_seconds`. A live claim answers with its original message_id and only
  * re-offers that record to the thread object, whose accept is idempotent on message_id: a crash
  * between claim and accept loses nothing, and a turn never runs twice. The claim is taken only
@@ -14,7 +14,8 @@ import { type Admission, composeThreadId, handOverOr503, requireRateToken } from
 import { type ArrivalRoute, mintArrival } from "../bridge/arrival";
 import { type DedupeClaim, claimKey, liveClaim, releaseKey } from "../bridge/dedupe";
 import type { InboundEvent } from "../bridge/record";
-import { requireRoute } from "../bridge/routes-store";
+import { getRoute, routeWithKeyFromResult } from "../bridge/routes-store";
+import { threadStub } from "../bridge/stubs";
 import { parseThreadId } from "../bridge/thread-id";
 import type { Env } from "../env";
 import { HttpError, conflict } from "../http/errors";
@@ -27,32 +28,34 @@ import type { ConversationSettings } from "../settings/settings";
  * order: 404 route, 409 agent target, the thread guard's 400/404, 404 unknown thread, 429 over the
  * (route, caller) cap, 503 full queue.
  */
-export async function admitEvent(env: Env, s: ConversationSettings, routeName: string, caller: string, body: EventBody): Promise<Admission> {
-  const db = env.DB;
-  const route = await requireRoute(db, routeName);
+export async function admitEvent(env: Env, s: ConversationSettings, routeName: string, caller: string, body: EventBody, prefetched: D1Result | undefined): Promise<Admission> {
+  // The route and its execution key came with the caller's key lookup (`prefetchDoorRoute`).
+  const routeReadAtMs = Date.now();
+  const { route, key: executionKey } = prefetched ? routeWithKeyFromResult(prefetched) : { route: await getRoute(env.DB, routeName), key: undefined };
+  if (!route) throw new HttpError(404, "route not found");
   if (route.target_kind === "agent") throw conflict("the route's target is an agent; events are delivered to tool targets only");
   // By address the platform composes the thread id as the route's own door does.
   const threadId = body.thread_id !== undefined ? guardThread(route.route_name, body.thread_id).thread_id : composeThreadId(route, body.address!, caller);
-  // The door never creates a thread: an event is about a conversation that already exists.
-  const known = await db.prepare("SELECT 1 AS one FROM threads WHERE route_name = ? AND thread_id = ?").bind(route.route_name, threadId).first();
-  if (!known) throw new HttpError(404, "thread not found on this route");
 
   const event: InboundEvent = { id: body.event.event_id, kind: body.event.kind, payload: body.event.payload };
   const namespace = `event:${route.route_name}`;
   const nowMs = Date.now();
-  const original = await liveClaim(db, namespace, event.id, nowMs);
+  // The door never creates a thread: an event is about a conversation that already exists. The
+  // thread object says so itself (no listing lag), in parallel with the dedupe look-up.
+  const [known, original] = await Promise.all([threadStub(env, threadId).exists(), liveClaim(env, namespace, event.id, nowMs)]);
+  if (!known) throw new HttpError(404, "thread not found on this route");
   if (original) return redelivered(env, route, caller, original, event);
 
   await requireRateToken(env, s, route, caller);
 
   const mine = { message_id: crypto.randomUUID(), thread_id: threadId };
-  const held = await claimKey(db, namespace, event.id, mine, nowMs + s.inboundDedupeTtlSeconds * 1000, nowMs);
+  const held = await claimKey(env, namespace, event.id, mine, nowMs + s.inboundDedupeTtlSeconds * 1000, nowMs);
   if (held.message_id !== mine.message_id) return redelivered(env, route, caller, held, event);
 
   const arrival = mintArrival(route, mine, { way: "event", caller, address: addressOf(route, threadId), event });
   // Inline answers exist only on the api door; a channel route's answer is a channel send.
   const waitSeconds = route.door === "api" ? Math.min(body.wait_seconds ?? 0, s.syncWaitMaxSeconds) : 0;
-  return handOverOr503(env, arrival, { waitMs: Math.round(waitSeconds * 1000) }, () => releaseKey(db, namespace, event.id, mine.message_id));
+  return handOverOr503(env, arrival, { waitMs: Math.round(waitSeconds * 1000), route, executionKey, routeReadAtMs }, () => releaseKey(env, namespace, event.id, mine.message_id));
 }
 
 /** A redelivered event_id: the original message, re-offered so a crash after the claim loses nothing. */

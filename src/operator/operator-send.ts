@@ -55,11 +55,18 @@ function precheckChannel(settings: Settings, route: RouteRow, text: string, part
 }
 
 /**
- * Sends one operator message into a thread of `route` as `operator`. Every refusal (the thread
+ * Sends one operator message into a thread of `read.route` (read by the door at `read.readAtMs`) as `operator`. Every refusal (the thread
  * guard's, a foreign address, rich fields the route cannot carry, a failed memory append) comes
  * before the record is written; answers where the record lives.
  */
-export async function sendOperatorMessage(env: Env, settings: Settings, route: RouteRow, operator: string, body: OperatorSendBody): Promise<{ message_id: string; thread_id: string }> {
+export async function sendOperatorMessage(
+  env: Env,
+  settings: Settings,
+  read: { route: RouteRow; readAtMs: number },
+  operator: string,
+  body: OperatorSendBody,
+): Promise<{ message_id: string; thread_id: string }> {
+  const { route } = read;
   const { thread_id: threadId, rest } = guardThread(route.route_name, body.thread_id);
   const address = threadAddress(route.door, rest);
   // `address` only chooses among a linked person's addresses; a route thread has exactly one.
@@ -88,6 +95,7 @@ export async function sendOperatorMessage(env: Env, settings: Settings, route: R
   // A poll-only api route has nothing to deliver to: the stored answer is its delivery.
   const status = route.door === "api" && !route.callback_url ? "delivered" : "pending_delivery";
   // No rate token and no queue check: an operator answers, it does not start a turn (the preset skips the queue).
-  await handOver(env, arrival, { waitMs: 0, preset: { status, outcome: { answer_status: "answered", answer: body.text, error: null } } });
+  // The door's route read serves the first delivery attempt (src/bridge/route-reads.ts, rule 3).
+  await handOver(env, arrival, { waitMs: 0, preset: { status, outcome: { answer_status: "answered", answer: body.text, error: null } }, route, routeReadAtMs: read.readAtMs });
   return { message_id: messageId, thread_id: threadId };
 }

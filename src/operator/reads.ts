@@ -67,13 +67,13 @@ function item(r: ThreadItem): ThreadItem {
  * active thread first, newest record first within a thread, within budgets of 500 threads and
  * 1000 records. Thread objects are read a few at a time; each is asked to scan at most what is
  * left of the record budget and reports match positions, so a batch cuts exactly at the budget.
- * The message index stands in for a thread's object where it says no live record is left.
+ * The listing row's `live_until` stands in for a thread's object where it says no live record is left.
  */
 export async function searchRoute(env: Env, routeName: string, q: string, w: Window): Promise<Page<Record<string, unknown>>> {
-  // Each thread comes with whether the message index still holds a live record of it: a thread
+  // Each thread comes with whether its listing row says a record still lives: a thread
   // whose records all expired counts against the thread budget but costs no object read.
   const { results } = await env.DB.prepare(
-    `SELECT thread_id, EXISTS (SELECT 1 FROM message_index m WHERE m.thread_id = threads.thread_id AND (m.expires_at IS NULL OR m.expires_at > ?)) AS live
+    `SELECT thread_id, (live_until IS NULL OR live_until > ?) AS live
      FROM threads WHERE route_name = ? ${NEWEST_FIRST} LIMIT ?`,
   )
     .bind(Date.now(), routeName, THREAD_SCAN_BUDGET + 1)
@@ -105,10 +105,12 @@ export async function searchRoute(env: Env, routeName: string, q: string, w: Win
 export type TranscriptAnswer = Page<Record<string, unknown>> & { order: "asc" | "desc" };
 
 /**
- * One thread's records a page at a time (spec §4.5). Without `q`, a thread the index does not hold
- * is 404; one it holds whose records all expired reads as an empty page carrying the indexed total
- * (next_page null: there is nothing to page to) until the prune pass reclaims the index row. With
- * `q`, total is the matches found and an unknown or unmatched thread reads as an empty page.
+ * One thread's records a page at a time (spec §4.5), read from the thread's object, so a thread
+ * shows at once, before the listing's batched write reaches D1 (issue 11). Without `q`, a thread
+ * with no live record is 404 unless the listing holds it: one whose records all expired reads as
+ * an empty page carrying the listed total (next_page null: there is nothing to page to) until the
+ * thread's alarm drops its listing row. With `q`, total is the matches found and an unknown or
+ * unmatched thread reads as an empty page.
  */
 export async function readTranscript(
   env: Env,
@@ -117,9 +119,6 @@ export async function readTranscript(
   opts: { order: "asc" | "desc"; q?: string; admin: boolean },
   w: Window,
 ): Promise<TranscriptAnswer> {
-  const indexed = await env.DB.prepare("SELECT message_count FROM threads WHERE route_name = ? AND thread_id = ?")
-    .bind(routeName, threadId)
-    .first<{ message_count: number }>();
   const shape = (p: Page<Record<string, unknown>>): TranscriptAnswer => ({
     items: p.items,
     total: p.total,
@@ -129,13 +128,14 @@ export async function readTranscript(
     order: opts.order,
     truncated: p.truncated,
   });
+  const thread = threadStub(env, threadId);
   if (opts.q) {
-    if (!indexed) return shape(toPage([], 0, w));
-    const page = await threadStub(env, threadId).transcript({ order: opts.order, offset: w.offset, limit: w.pageSize, q: opts.q, scanBudget: RECORD_SCAN_BUDGET });
+    const page = await thread.transcript({ order: opts.order, offset: w.offset, limit: w.pageSize, q: opts.q, scanBudget: RECORD_SCAN_BUDGET });
     return shape(toPage(page.items.map((r) => project(r, opts.admin)), page.total, w, page.truncated));
   }
-  if (!indexed) throw new HttpError(404, "thread not found");
-  const page = await threadStub(env, threadId).transcript({ order: opts.order, offset: w.offset, limit: w.pageSize });
-  if (page.total === 0) return shape({ ...toPage([], Number(indexed.message_count), w), next_page: null });
-  return shape(toPage(page.items.map((r) => project(r, opts.admin)), page.total, w));
+  const page = await thread.transcript({ order: opts.order, offset: w.offset, limit: w.pageSize });
+  if (page.total > 0) return shape(toPage(page.items.map((r) => project(r, opts.admin)), page.total, w));
+  const listed = await env.DB.prepare("SELECT message_count FROM threads WHERE route_name = ? AND thread_id = ?").bind(routeName, threadId).first<{ message_count: number }>();
+  if (!listed) throw new HttpError(404, "thread not found");
+  return shape({ ...toPage([], Number(listed.message_count), w), next_page: null });
 }

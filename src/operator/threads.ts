@@ -1,5 +1,6 @@
 /** Thread forget and control mode (spec §3.2, §4.6, §4.7; decisions §10). */
-import { dropThreadIndexes } from "../bridge/indexes";
+import { dropThreadListing } from "../bridge/indexes";
+import { allShards } from "../contracts/shard-rpc";
 import type { Mode } from "../bridge/mode-store";
 import type { RouteRow } from "../bridge/routes-store";
 import { threadStub } from "../bridge/stubs";
@@ -9,8 +10,9 @@ import type { Settings } from "../settings/settings";
 import { createTargetContext } from "../targets/context";
 
 /**
- * Forgets a thread outright: its records and agent checkpoint in the thread object, then its D1
- * index rows (listing row, message and failed indexes, outbound ids, mode override, dedupe keys).
+ * Forgets a thread outright: its records, unpushed index notes, mode override and agent checkpoint
+ * in the thread object, then its ledger entries in every IndexShard (message directory, dedupe
+ * keys, outbound ids) and its listing rows in D1.
  * A turn queued or running refuses with 409 and removes nothing.
  */
 export async function forgetThread(env: Env, settings: Settings, routeName: string, threadId: string) {
@@ -19,7 +21,10 @@ export async function forgetThread(env: Env, settings: Settings, routeName: stri
   // The thread object already dropped a kv checkpoint (it lives in its storage); other providers
   // keep memory elsewhere and are told here, regardless of whether any record was left.
   if (settings.checkpoint.provider !== "kv") await createTargetContext(env, settings).checkpoints.delete(threadId);
-  await dropThreadIndexes(env.DB, threadId);
+  // Every shard drops the thread's ledger entries (directory, dedupe claims, outbound ids) and what
+  // it buffered for the listing; only then do the listing rows go, so no flush brings them back.
+  await Promise.all(allShards(env).map((shard) => shard.forgetThread(threadId)));
+  await dropThreadListing(env.DB, threadId);
   return { removed: r.removed, route_name: routeName, thread_id: threadId };
 }
 

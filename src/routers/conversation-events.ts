@@ -1,5 +1,6 @@
 /** The event door (spec §4.4, §6; decisions §6): structured events into existing threads. */
 import { Hono } from "hono";
+import { prefetchDoorRoute } from "../bridge/admission";
 import { inlineAnswer } from "../bridge/record";
 import { messageAccepted, messageAnswered, routeParams } from "../bridge/schemas";
 import { admitEvent } from "../events/event-door";
@@ -25,9 +26,10 @@ addRoute(
     response: messageAnswered,
     alsoResponds: [{ status: 202, description: "Accepted; the answer follows by the route's door (callback, poll or channel send)", schema: messageAccepted }],
     errors: [404, 409, 429, 503],
+    prefetch: prefetchDoorRoute,
   },
   async (c, { params, body }) => {
-    const admission = await admitEvent(c.env, c.get("settings").conversations, params.route_name, c.get("principal")!.key.user_id, body);
+    const admission = await admitEvent(c.env, c.get("settings").conversations, params.route_name, c.get("principal")!.key.user_id, body, c.get("prefetched")[0]);
     if (admission.kind === "answered") return c.json({ data: inlineAnswer(admission.record) }, 200);
     return c.json({ data: { message_id: admission.message_id, thread_id: admission.thread_id } }, 202);
   },

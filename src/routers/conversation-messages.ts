@@ -3,8 +3,7 @@
  */
 import { Hono } from "hono";
 import { z } from "zod";
-import { admitMessage, prefetchMessageRoute } from "../bridge/admission";
-import { locateMessage } from "../bridge/indexes";
+import { admitMessage, locateMessage, prefetchDoorRoute } from "../bridge/admission";
 import { type AnswerRecord, AnswerRecordView, inlineAnswer, project } from "../bridge/record";
 import { requireRoute } from "../bridge/routes-store";
 import { messageAccepted, messageAnswered, messageBody, routeParams } from "../bridge/schemas";
@@ -33,7 +32,7 @@ addRoute(
     response: messageAnswered,
     alsoResponds: [{ status: 202, description: "Accepted; the answer follows by callback or poll", schema: messageAccepted }],
     errors: [404, 429, 503],
-    prefetch: prefetchMessageRoute,
+    prefetch: prefetchDoorRoute,
   },
   async (c, { params, body }) => {
     const admission = await admitMessage(c.env, c.get("settings").conversations, {
@@ -88,7 +87,7 @@ addRoute(
   },
   async (c, { params }) => {
     await requireRoute(c.env.DB, params.route_name);
-    const where = await locateMessage(c.env.DB, params.message_id, Date.now());
+    const where = await locateMessage(c.env, params.message_id);
     if (!where || where.route_name !== params.route_name) throw new HttpError(404, "record not found");
     const record = await threadStub(c.env, where.thread_id).getRecord(params.message_id);
     if (!record || record.route_name !== params.route_name) throw new HttpError(404, "record not found");

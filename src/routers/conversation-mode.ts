@@ -77,7 +77,8 @@ addRoute(
     errors: [404, 503],
   },
   async (c, { params, body }) => {
+    const routeReadAtMs = Date.now();
     const route = await requireRoute(c.env.DB, params.route_name);
-    return sendOperatorMessage(c.env, c.get("settings"), route, c.get("principal")!.key.user_id, body);
+    return sendOperatorMessage(c.env, c.get("settings"), { route, readAtMs: routeReadAtMs }, c.get("principal")!.key.user_id, body);
   },
 );

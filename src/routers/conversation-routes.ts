@@ -6,6 +6,7 @@ import { bindExecutionKey } from "../auth/pass-role";
 import { routeCreateBody, routeParams } from "../bridge/schemas";
 import { type RouteRow, RouteView, deleteRoute, getRoute, requireRoute, listRoutes, routeByChannelIdentity, routeHasThreads, routeView, upsertRoute } from "../bridge/routes-store";
 import type { AppEnv } from "../http/app-env";
+import { flushListings } from "../bridge/indexes";
 import { HttpError, badRequest } from "../http/errors";
 import { addRoute } from "../http/route";
 import { JqError, jqCompile } from "../jq/engine";
@@ -107,8 +108,10 @@ addRoute(
       if (holder && holder.route_name !== params.route_name) throw badRequest("invalid body: (channel, our_identity) is already claimed by another route");
     }
     const existing = await getRoute(db, params.route_name);
-    if (existing && existing.door !== body.door && (await routeHasThreads(db, params.route_name))) {
-      throw badRequest("invalid body: door cannot change on a route that already has threads");
+    if (existing && existing.door !== body.door) {
+      // A thread's first record is in its listing shard before its door answered; flushed, D1 knows it.
+      await flushListings(c.env);
+      if (await routeHasThreads(db, params.route_name)) throw badRequest("invalid body: door cannot change on a route that already has threads");
     }
     // Pass-role: bound before any write; a refusal leaves an existing row untouched.
     const fingerprint = await bindExecutionKey(db, principal, body.execution_key);

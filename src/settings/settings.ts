@@ -33,6 +33,10 @@ export interface ConversationSettings {
   maxOutboundChunks: number;
   inboundDedupeTtlSeconds: number;
   answerRetentionTtlSeconds: number;
+  /** Pushed listing updates an IndexShard collects before it writes them to D1 in one batch (at least 10). */
+  indexFlushBatch: number;
+  /** The longest a pushed listing update waits in an IndexShard before it is written to D1. */
+  indexFlushLagSeconds: number;
 }
 
 export type CheckpointProvider = "kv" | "d1" | "postgres" | "memory";
@@ -81,6 +85,8 @@ export const NUMERIC_SETTINGS: ReadonlyArray<{ key: NumericKey; env: string; def
   { key: "maxOutboundChunks", env: "CONVERSATIONS_MAX_OUTBOUND_CHUNKS", def: 10, int: true },
   { key: "inboundDedupeTtlSeconds", env: "CONVERSATIONS_INBOUND_DEDUPE_TTL_SECONDS", def: 172800, int: false },
   { key: "answerRetentionTtlSeconds", env: "CONVERSATIONS_ANSWER_RETENTION_TTL_SECONDS", def: 2592000, int: false },
+  { key: "indexFlushBatch", env: "CONVERSATIONS_INDEX_FLUSH_BATCH", def: 20, int: true },
+  { key: "indexFlushLagSeconds", env: "CONVERSATIONS_INDEX_FLUSH_LAG_SECONDS", def: 1, int: false },
 ];
 
 export type SettingsResult = { ok: true; settings: Settings } | { ok: false; errors: string[] };
@@ -124,6 +130,15 @@ export function parseSettings(env: Record<string, unknown>): SettingsResult {
     } else {
       c[s.key] = n;
     }
+  }
+  // Issue 11: under load a shard writes D1 at most once per this many settled turns.
+  if (c.indexFlushBatch < 10) {
+    errors.push("CONVERSATIONS_INDEX_FLUSH_BATCH must be at least 10");
+    c.indexFlushBatch = 20;
+  }
+  if (c.indexFlushLagSeconds > 60) {
+    errors.push("CONVERSATIONS_INDEX_FLUSH_LAG_SECONDS must be at most 60");
+    c.indexFlushLagSeconds = 1;
   }
 
   c.maxMessageChars = { ...DEFAULT_MAX_MESSAGE_CHARS };

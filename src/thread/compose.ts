@@ -8,7 +8,7 @@ import { ThreadAlarm } from "./alarm";
 import { DeliveryMachine } from "./delivery";
 import type { ThreadDeps } from "./deps";
 import { ThreadIdentity } from "./identity";
-import { IndexProjection } from "./index-projection";
+import { IndexOutbox, outboxRetryAt } from "./index-outbox";
 import { InlineWaiters } from "./inline-waiters";
 import { Intake } from "./intake";
 import { ThreadReads } from "./reads";
@@ -20,7 +20,7 @@ import { TurnLoop } from "./turn-loop";
 export interface ThreadParts {
   identity: ThreadIdentity;
   alarm: ThreadAlarm;
-  index: IndexProjection;
+  index: IndexOutbox;
   mode: ThreadMode;
   intake: Intake;
   turns: TurnLoop;
@@ -32,21 +32,23 @@ export interface ThreadParts {
 export function composeThread(deps: ThreadDeps): ThreadParts {
   const identity = new ThreadIdentity(deps.storage);
   const alarm = new ThreadAlarm(deps);
-  const index = new IndexProjection(deps, identity);
+  const index = new IndexOutbox(deps, identity, () => alarm.arm());
   const mode = new ThreadMode(deps);
   const waiters = new InlineWaiters();
   const snapshots = new RouteSnapshots();
-  const delivery = new DeliveryMachine(deps, { index, alarm });
+  const delivery = new DeliveryMachine(deps, { index, alarm, snapshots });
   const startDelivery = () => void delivery.drive();
-  const turns = new TurnLoop(deps, { identity, mode, index, alarm, waiters, snapshots, startDelivery });
-  const intake = new Intake(deps, { identity, mode, index, alarm, waiters, snapshots, startTurns: () => void turns.pump(), startDelivery });
-  const reads = new ThreadReads(deps, { identity, mode, alarm });
+  const firstRuns = new Set<string>();
+  const turns = new TurnLoop(deps, { identity, mode, index, alarm, waiters, snapshots, firstRuns, startDelivery });
+  const intake = new Intake(deps, { identity, mode, index, alarm, waiters, snapshots, firstRuns, startTurns: () => void turns.pump(), startDelivery });
+  const reads = new ThreadReads(deps, { identity, mode, alarm, index });
   return { identity, alarm, index, mode, intake, turns, delivery, reads };
 }
 
 /**
  * One firing of the object's alarm. Idempotent: it re-reads state, acts only on what is due
- * (orphaned turns, ended graces, expired records and memory, queued turns, due deliveries) and
+ * (orphaned turns, ended graces, expired records and memory, queued turns, due deliveries,
+ * a failed index push) and
  * re-arms to the earliest remaining instant.
  */
 export async function alarmPass(deps: ThreadDeps, parts: ThreadParts): Promise<void> {
@@ -56,7 +58,10 @@ export async function alarmPass(deps: ThreadDeps, parts: ThreadParts): Promise<v
   const s = deps.settings();
   parts.turns.requeueOrphans(now);
   await parts.delivery.completeGrace(now, s);
-  if (pruneExpired(storage, now).length) await parts.index.write([]);
+  const pruned = pruneExpired(storage, now);
+  if (pruned.length) parts.index.note({ dropped: pruned });
+  const retry = outboxRetryAt(storage);
+  if (retry !== null && retry <= now) await parts.index.flush();
   purgeExpiredCheckpoint(storage, now);
   const turns = parts.turns.pump();
   await parts.delivery.drive();

@@ -3,11 +3,12 @@ import { callbackBody, postCallback } from "../bridge/callback";
 import { ChannelConfigError, maxCharsFor } from "../channels/chunking";
 import { channelFailureClass, logDeliveryAttemptFailed } from "../bridge/ops-log";
 import type { AnswerRecord } from "../bridge/record";
-import { deliveryRoute } from "../bridge/route-reads";
+import { type RouteSnapshots, deliveryRoute } from "../bridge/route-reads";
 import type { RouteRow } from "../bridge/routes-store";
 import { adapterFor } from "../channels/registry";
 import { planOutbound, sendOutboundStep } from "../channels/rich/outbound";
 import type { Settings } from "../settings/settings";
+import { ledgerShard, outboundKey } from "../contracts/shard-rpc";
 import type { AlarmArm, IndexWriter, ThreadDeps } from "./deps";
 import { type StoredRecord, dueDeliveries, getStored, graceElapsed, saveStored } from "./store";
 
@@ -25,7 +26,7 @@ export class DeliveryMachine {
 
   constructor(
     private readonly deps: ThreadDeps,
-    private readonly parts: { index: IndexWriter; alarm: AlarmArm },
+    private readonly parts: { index: IndexWriter; alarm: AlarmArm; snapshots: RouteSnapshots },
   ) {}
 
   /** Delivers every due record. Runs one drive at a time; a request during a drive loops again. */
@@ -65,8 +66,10 @@ export class DeliveryMachine {
     const c = s.conversations;
     // Claim with a lease before sending: a restart re-drives only after the lease lapses.
     saveStored(this.deps.storage, { record: due.record, delivery_lease_until: this.deps.now() + c.deliveryClaimLeaseSeconds * 1000 });
-    // The attempt's one live route read, where revocation takes effect (src/bridge/route-reads.ts).
-    const route = await deliveryRoute(this.deps.env().DB, due.record.route_name);
+    // The attempt's route read, where revocation takes effect (src/bridge/route-reads.ts, rule 3).
+    // Only a first attempt may use the thread's fresh read; a retry after backoff reads D1.
+    const fresh = due.record.attempts === 0 ? this.parts.snapshots.freshRoute(due.record.route_name, this.deps.now()) : undefined;
+    const route = await deliveryRoute(this.deps.env().DB, due.record.route_name, fresh);
     const rec: AnswerRecord = { ...due.record };
     if (!route) return this.finish(rec, "failed", "the route was deleted before delivery", s);
     if (rec.door === "api") return this.deliverCallback(rec, route, s);
@@ -144,14 +147,19 @@ export class DeliveryMachine {
     rec.status = "provisional";
     rec.updated_at = new Date(now).toISOString();
     saveStored(storage, { record: rec, delivery_due_at: null, delivery_lease_until: null, grace_until: now + c.deliveryGraceSeconds * 1000 });
-    await this.parts.index.write([{ record: rec, expires_at: null }]);
+    this.parts.index.note();
   }
 
-  /** Indexes the provider ids of chunks just sent, so receipts find the record. */
+  /**
+   * Puts the provider ids of chunks just sent in the ledger, so receipts find the record. Awaited
+   * (an object call, no D1): a receipt can follow a send within milliseconds.
+   */
   private async indexOutbound(rec: AnswerRecord, channel: string, ids: string[], s: Settings): Promise<void> {
     if (!ids.length) return;
     const expires = this.deps.now() + (s.conversations.deliveryGraceSeconds + s.conversations.answerRetentionTtlSeconds) * 1000;
-    await this.parts.index.write([], { outbound: ids.map((id) => ({ channel, provider_message_id: id, record: rec, expires_at: expires })) });
+    const env = this.deps.env();
+    const entry = { message_id: rec.message_id, thread_id: rec.thread_id, route_name: rec.route_name };
+    await Promise.all(ids.map((id) => ledgerShard(env, outboundKey(channel, id)).put(outboundKey(channel, id), entry, expires)));
   }
 
   private async retryLater(rec: AnswerRecord, reason: string, s: Settings): Promise<void> {
@@ -173,6 +181,8 @@ export class DeliveryMachine {
     if (status === "failed") rec.error = error;
     else if (rec.answer_status !== "error") rec.error = null;
     saveStored(this.deps.storage, { record: rec, delivery_due_at: null, delivery_lease_until: null, grace_until: null, expires_at: expires });
-    await this.parts.index.write([{ record: rec, expires_at: expires }], status === "failed" ? { failed: [{ record: rec, expires_at: expires }] } : {});
+    this.parts.index.note(
+      status === "failed" ? { failed: { message_id: rec.message_id, route_name: rec.route_name, thread_id: rec.thread_id, failed_at: rec.updated_at, expires_at: expires } } : {},
+    );
   }
 }

@@ -2,7 +2,7 @@
  * What the thread's parts run with. The object hands each part only the members it needs; a test
  * can hand a part its own storage, settings, clock and network.
  */
-import type { IndexWrite } from "../bridge/indexes";
+import type { FailedRow } from "../contracts/shard-rpc";
 import type { Env } from "../env";
 import { setJqBudget } from "../jq/engine";
 import { type Settings, settingsFor } from "../settings/settings";
@@ -26,13 +26,25 @@ export interface AlarmArm {
   arm(): Promise<void>;
 }
 
-/** Writes the thread's D1 projection (IndexProjection.write). */
+/**
+ * Notes a record transition for the admin listings (IndexOutbox.note): synchronous, in the
+ * transition's own transaction; the push to the listing shard follows in the background.
+ */
 export interface IndexWriter {
-  write(messages: IndexWrite["messages"], extra?: IndexExtras): Promise<void>;
+  note(change?: IndexNote): void;
+  /** Resolves once no push is in flight (and nothing noted is left unpushed, barring a failed push). */
+  drained(): Promise<void>;
 }
 
-/** Index rows to write beside the thread's listing row. */
-export type IndexExtras = { failed?: IndexWrite["failed"]; outbound?: IndexWrite["outbound"] };
+/** What a transition adds besides refreshing the thread's listing row. */
+export interface IndexNote {
+  /** A turn settled (or a preset record was accepted): the unit the shards' flush batch counts. */
+  settled?: boolean;
+  /** A record that just failed, for the admin failed listing. */
+  failed?: FailedRow;
+  /** Records just pruned: their message directory entries go. */
+  dropped?: string[];
+}
 
 /**
  * The settings for `env`, or a thrown "invalid configuration". Also applies the jq budget, since a

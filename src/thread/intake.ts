@@ -1,7 +1,7 @@
 import { type AnswerRecord, TERMINAL_STATUSES } from "../bridge/record";
 import type { AcceptRequest, AcceptResult } from "../contracts/thread-rpc";
 import type { ThreadDeps } from "./deps";
-import { countWaiting, getStored, insertRecord, saveStored } from "./store";
+import { countAll, countWaiting, getStored, insertRecord, saveStored } from "./store";
 import type { TurnLoopParts } from "./turn-loop";
 
 /** The parts intake hands work to (the turn loop's, plus how it starts the turn loop). */
@@ -33,37 +33,39 @@ export class Intake {
 
     const now = this.deps.now();
     if (req.preset) {
+      // The door's route read serves the first delivery attempt (src/bridge/route-reads.ts, rule 3).
+      if (req.route && req.routeReadAtMs) this.parts.snapshots.noteRead(req.route, req.routeReadAtMs);
       const rec: AnswerRecord = { ...req.record, ...req.preset.outcome, status: req.preset.status };
       const terminal = TERMINAL_STATUSES.has(rec.status);
       const expires = terminal ? now + s.conversations.answerRetentionTtlSeconds * 1000 : null;
       insertRecord(storage, { ...rec, expires_at: expires ? new Date(expires).toISOString() : null }, req.inbound, "done", expires);
       if (rec.status === "pending_delivery") saveStored(storage, { record: rec, delivery_due_at: now });
       if (rec.origin === "operator") mode.refresh();
-      await index.write([{ record: rec, expires_at: expires }]);
+      index.note({ settled: true });
       await alarm.arm();
       if (rec.status === "pending_delivery") this.parts.startDelivery();
       return { kind: "accepted", message_id: rec.message_id, thread_id: rec.thread_id, duplicate: false };
     }
 
+    const newThread = countAll(storage) === 0;
     insertRecord(storage, req.record, req.inbound, "queued", null);
+    this.parts.firstRuns.add(req.record.message_id);
     // An accepted inbound keeps a takeover alive for another retention window (spec §3.2).
     mode.refresh();
     if (req.route && req.routeReadAtMs) this.parts.snapshots.remember(req.record.message_id, { route: req.route, key: req.executionKey, at: req.routeReadAtMs });
-    let waiting: Promise<AnswerRecord | null> | null = null;
-    if (req.waitMs > 0) {
-      waiting = waiters.wait(req.record.message_id, req.waitMs);
-    } else {
-      // The record must be findable by the read door before the 202 goes out.
-      await index.write([{ record: req.record, expires_at: null }]);
-    }
+    // The listing learns of the new record in the background; the read door finds it through the
+    // message directory, which the door writes beside this accept (src/bridge/admission.ts).
+    index.note();
+    // A thread's first record waits for its push, so the listing shard knows every thread a door
+    // has answered for (a route's door cannot change once it has threads). Later records don't.
+    if (newThread) await index.drained();
+    const waiting = req.waitMs > 0 ? waiters.wait(req.record.message_id, req.waitMs) : null;
     await alarm.arm();
     this.parts.startTurns();
     if (!waiting) return { kind: "accepted", message_id: req.record.message_id, thread_id: req.record.thread_id, duplicate: false };
     const answered = await waiting;
     if (answered) return { kind: "answered", record: answered };
-    // Timed out: the turn goes on and will be delivered by callback or poll; index it now.
-    const current = getStored(storage, req.record.message_id);
-    if (current) await index.write([{ record: current.record, expires_at: current.expires_at }]);
+    // Timed out: the turn goes on and will be delivered by callback or poll.
     return { kind: "accepted", message_id: req.record.message_id, thread_id: req.record.thread_id, duplicate: false };
   }
 }

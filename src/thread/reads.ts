@@ -3,7 +3,8 @@ import type { ForgetResult, SearchScan, TranscriptPage, TranscriptQuery } from "
 import { deleteCheckpoint } from "../targets/checkpoints/thread-memory";
 import type { AlarmArm, ThreadDeps } from "./deps";
 import type { ThreadIdentity } from "./identity";
-import { countLive, deleteAllRecords, getStored, hasTurnInFlight, liveRecords } from "./store";
+import type { IndexOutbox } from "./index-outbox";
+import { countAll, countLive, deleteAllRecords, getStored, hasTurnInFlight, liveRecords } from "./store";
 import type { ThreadMode } from "./thread-mode";
 
 function matchesText(r: AnswerRecord, needle: string): boolean {
@@ -14,8 +15,13 @@ function matchesText(r: AnswerRecord, needle: string): boolean {
 export class ThreadReads {
   constructor(
     private readonly deps: Pick<ThreadDeps, "storage" | "now">,
-    private readonly parts: { identity: ThreadIdentity; mode: ThreadMode; alarm: AlarmArm },
+    private readonly parts: { identity: ThreadIdentity; mode: ThreadMode; alarm: AlarmArm; index: Pick<IndexOutbox, "drained" | "clear"> },
   ) {}
+
+  /** Does the thread hold any record, expired or not (the event door never creates a thread)? */
+  exists(): boolean {
+    return countAll(this.deps.storage) > 0;
+  }
 
   /** One live record (expired reads as absent). */
   getRecord(messageId: string): AnswerRecord | null {
@@ -48,12 +54,16 @@ export class ThreadReads {
     return { matches, scanned, more: rows.length > opts.budget };
   }
 
-  /** Forgets the thread: records, mode override and kv agent memory. Refused while a turn is queued or running. */
+  /** Forgets the thread: records, its unpushed index notes, mode override and kv agent memory. Refused while a turn is queued or running. */
   async forget(): Promise<ForgetResult> {
     const { storage } = this.deps;
     if (hasTurnInFlight(storage)) return { ok: false, reason: "turn_in_flight" };
+    // A push in flight must land before the caller clears the shards, or it would list the thread again.
+    await this.parts.index.drained();
+    if (hasTurnInFlight(storage)) return { ok: false, reason: "turn_in_flight" };
     const threadId = this.parts.identity.get();
     const removed = deleteAllRecords(storage);
+    this.parts.index.clear();
     this.parts.mode.clear();
     if (threadId) deleteCheckpoint({ storage, threadId });
     await this.parts.alarm.arm();

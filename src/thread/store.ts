@@ -10,7 +10,7 @@ import { parseStored } from "../store/parse-stored";
 import { createMemoryTables } from "../targets/checkpoints/thread-memory";
 
 /** Bumped when the records schema changes; its steps below run in order inside blockConcurrencyWhile. */
-const SCHEMA_VERSION = 2;
+const SCHEMA_VERSION = 3;
 
 /**
  * The agent-memory tables' line of the same migration (meta `memory_schema_version`). They are the
@@ -74,6 +74,11 @@ export function migrate(storage: DurableObjectStorage): void {
   if (version < 2) {
     // v2: turn runs started, so a turn that keeps killing its object is abandoned (poison turns).
     storage.sql.exec("ALTER TABLE records ADD COLUMN turn_attempts INTEGER NOT NULL DEFAULT 0");
+  }
+  if (version < 3) {
+    // v3: the outbox towards the admin listings (issue 11: no D1 write on the per-message path).
+    // One row per noted transition; src/thread/index-outbox.ts pushes and drops them.
+    storage.sql.exec("CREATE TABLE IF NOT EXISTS index_outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, settled INTEGER NOT NULL DEFAULT 0, failed TEXT, dropped TEXT)");
   }
   if (version !== SCHEMA_VERSION) {
     sql(storage, "set schema version", "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", String(SCHEMA_VERSION));
@@ -252,12 +257,6 @@ export function countLive(storage: DurableObjectStorage, nowMs: number): number 
 /** Every record row, expired or not (the listing's message count). */
 export function countAll(storage: DurableObjectStorage): number {
   return sql<{ n: number }>(storage, "count all", "SELECT COUNT(*) AS n FROM records")[0].n;
-}
-
-/** The newest record, expired or not (the listing row's source). */
-export function newestRecord(storage: DurableObjectStorage): AnswerRecord | null {
-  const r = sql<{ record: string }>(storage, "newest record", "SELECT record FROM records ORDER BY seq DESC LIMIT 1")[0];
-  return r ? parseStored(AnswerRecord, r.record, "thread record") : null;
 }
 
 /** Deletes every record (thread forget); returns how many there were. */

@@ -22,6 +22,11 @@ export interface TurnLoopParts {
   alarm: AlarmArm;
   waiters: InlineWaiters;
   snapshots: RouteSnapshots;
+  /**
+   * Turns this instance accepted and has not run yet: their first run needs no durability wait
+   * (see `runOne`). Memory only; a restarted instance has none.
+   */
+  firstRuns: Set<string>;
   /** Starts the delivery machine (never awaited). */
   startDelivery: () => void;
 }
@@ -86,9 +91,15 @@ export class TurnLoop {
     }
     saveStored(storage, { record: stored.record, turn_state: "running", turn_lease_until: now() + leaseMs, turn_attempts: stored.turn_attempts + 1 });
     this.activeTurn = stored.record.message_id;
-    // The attempt must be durable before the run starts: a run that never yields (a runaway jq
-    // program) would otherwise die with the implicit transaction holding its count uncommitted.
-    await storage.sync();
+    // The attempt must be durable before a run that might end the object: one that never yields
+    // would die with the implicit transaction holding its count uncommitted, and run again
+    // uncounted. A turn this instance accepted skips the wait: its count commits with the accept
+    // (the door's answer and the run's first outbound request both wait for that commit), and if
+    // the object dies before it does, the restarted instance counts and waits here, so a poison
+    // turn gets at most one run beyond `turn_max_attempts`. Everything else (a re-queued orphan, a
+    // turn a previous instance accepted) waits for the commit first.
+    const firstRun = this.parts.firstRuns.delete(stored.record.message_id);
+    if (!firstRun) await storage.sync();
     await this.parts.alarm.arm();
     // Refresh the intake lease while the turn runs, so only a dead instance's turn is re-run.
     const refresher = setInterval(() => {
@@ -113,10 +124,12 @@ export class TurnLoop {
   /** Decides the outcome: route gone, manual mode (suppressed), or the target's run. */
   private async execute(stored: StoredRecord, s: Settings): Promise<TurnOutcome> {
     // The turn's one route read (src/bridge/route-reads.ts): the door's if still fresh, else D1.
-    const fresh = this.parts.snapshots.take(stored.record.message_id, this.deps.now());
+    const readAt = this.deps.now();
+    const fresh = this.parts.snapshots.take(stored.record.message_id, readAt);
     const loaded = await turnReads(this.deps.env().DB, { routeName: stored.record.route_name, route: fresh?.route, key: fresh?.key });
     const route = loaded.route;
     if (!route) return errorOutcome("the route was deleted before the turn ran");
+    if (!fresh) this.parts.snapshots.noteRead(route, readAt);
     const ctx = this.targetContext(s, route);
     // Re-checked right before the turn runs, so an answer never goes out after a takeover.
     const mode: Mode = this.parts.mode.overrideFor(route) ?? route.initial_mode;
@@ -183,8 +196,7 @@ export class TurnLoop {
       expires_at: expires,
     });
     if (inline) waiters.answer(messageId, rec);
-    // An inline-answered inbound is first indexed here, so its mode-override refresh rides here too.
-    await this.parts.index.write([{ record: rec, expires_at: expires }]);
+    this.parts.index.note({ settled: true });
     await this.parts.alarm.arm();
     if (status === "pending_delivery") this.parts.startDelivery();
   }

@@ -280,7 +280,7 @@ describe("door failures", () => {
         if (prop === "prepare") {
           return (q: string) => {
             calls += 1;
-            if (/inbound_dedupe/.test(q)) throw new Error("D1 is down");
+            if (/FROM routes/.test(q)) throw new Error("D1 is down");
             return target.prepare(q);
           };
         }

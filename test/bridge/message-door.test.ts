@@ -5,6 +5,7 @@ import { createRoute, echoKey, echoRoute, readRecord, send } from "../helpers/br
 import { fakeNetwork } from "../helpers/edge";
 import { admin, call, mintKey } from "../helpers/http";
 import { eventually, rawRows, stubFor } from "../helpers/threads";
+import { ledgerRows, listingCaughtUp } from "../helpers/listing";
 
 async function toolRoute(extra: Record<string, unknown>) {
   const k = await echoKey();
@@ -201,9 +202,14 @@ describe("admission bounds", () => {
       }
     });
     const before = (await rawRows(threadId)).length;
+    const directory = async () => (await ledgerRows("message")).filter((e) => e.thread_id === threadId).length;
+    const entriesBefore = await directory();
     const refused = await send(r.name, { external_user_id: "q", text: "one too many" });
     expect(refused.status).toBe(503);
     expect((await rawRows(threadId)).length).toBe(before);
+    // Its message directory entry, written beside the accept, was released again.
+    expect(await directory()).toBe(entriesBefore);
+    await listingCaughtUp(threadId);
     const count = await env.DB.prepare("SELECT message_count FROM threads WHERE thread_id = ?").bind(threadId).first("message_count");
     expect(count).toBe(1);
   });

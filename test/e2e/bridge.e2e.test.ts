@@ -245,7 +245,12 @@ describe("bridge end to end: HTTP tool, signed HTTPS callbacks, retries and rest
     // The TLS handshake failed every time, so no HTTP request ever reached the stranger.
     expect(stranger.requests).toHaveLength(0);
 
-    const failed = await http(base, "GET", "/api/conversations/messages/failed", { key: admin });
+    // The failed listing trails the record by at most the shards' flush lag (docs/performance.md).
+    const failed = await pollUntil(
+      "the failed listing to show the record",
+      () => http(base, "GET", "/api/conversations/messages/failed", { key: admin }),
+      (r) => r.status !== 200 || r.body.data.items.some((x: any) => x.message_id === id),
+    );
     expect(failed.status).toBe(200);
     expect(failed.body.data.items.map((x: any) => x.message_id)).toContain(id);
     expect((await http(base, "GET", "/api/conversations/messages/failed", { key: caller })).status).toBe(403);

@@ -127,7 +127,12 @@ describe("operator doors end to end (api door)", () => {
     const desc = await http(base, "GET", `/api/conversations/${ROUTE}/transcript?thread_id=${q(threadId)}&order=desc`, { key: caller });
     expect(desc.body.data.items.map((r: any) => r.message_id)).toEqual([eventMessageId, messageId]);
     expect(desc.body.data.items[0]).not.toHaveProperty("attempts"); // caller-safe for a non-admin
-    const listed = await http(base, "GET", `/api/conversations/${ROUTE}/threads`, { key: admin });
+    // The listing trails the thread by at most the shards' flush lag (docs/performance.md).
+    const listed = await pollUntil(
+      "the listing to show the thread's two records",
+      () => http(base, "GET", `/api/conversations/${ROUTE}/threads`, { key: admin }),
+      (r) => r.status !== 200 || r.body.data.items.some((t: any) => t.message_count === 2),
+    );
     expect(listed.body.data.items).toEqual([expect.objectContaining({ thread_id: threadId, client_address: "ada", message_count: 2, last_status: "delivered" })]);
   });
 

@@ -2,6 +2,7 @@ import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { createRoute, readRecord, send } from "../helpers/bridge";
 import { call, mintKey } from "../helpers/http";
+import { ledgerRows } from "../helpers/listing";
 import { eventually, rawRows, stubFor } from "../helpers/threads";
 import { HOOK, address, apiAgentRoute, channelRoute, declareTool, gate, network, operatorSend, postEvent, setMode } from "../operator/helpers";
 
@@ -20,8 +21,9 @@ async function mirrorRoute(extra: Record<string, unknown> = {}, opts: { hold?: b
 
 const ev = (event_id: string, extra: Record<string, unknown> = {}) => ({ event_id, kind: "order.paid", payload: { order: 42 }, ...extra });
 
+/** The route's live event dedupe claims (IndexShard ledgers). */
 async function dedupeRows(route: string) {
-  return (await env.DB.prepare("SELECT dedupe_key, message_id FROM inbound_dedupe WHERE namespace = ?").bind(`event:${route}`).all()).results;
+  return (await ledgerRows(`event:${route}`)).map((r) => ({ dedupe_key: r.key, message_id: r.message_id }));
 }
 
 describe("event door body and refusals (spec §4.4, §7)", () => {

@@ -11,9 +11,10 @@ import { env, runInDurableObject } from "cloudflare:test";
 import type { Env } from "../../src/env";
 import { fetchWorkerDirect } from "./direct-fetch";
 import { BASE } from "./http";
+import { SHARD_COUNT, shardStub } from "../../src/contracts/shard-rpc";
 import { stubFor } from "./threads";
 
-export type Side = "worker" | "thread";
+export type Side = "worker" | "thread" | "shard";
 
 export interface D1Call {
   side: Side;
@@ -107,7 +108,7 @@ export class D1Counter {
     return { roundTrips: mine.length, statements: mine.reduce((n, c) => n + c.statements, 0) };
   }
 
-  /** Both sides and the totals, the shape the path tests assert. */
+  /** The per-message path's sides (doors and thread) and their totals, the shape the path tests assert. */
   summary(): { worker: SideCount; thread: SideCount; roundTrips: number; statements: number } {
     const worker = this.count("worker");
     const thread = this.count("thread");
@@ -155,12 +156,26 @@ export async function countedFetch(counter: D1Counter, method: string, path: str
  * returned function restores its own env.
  */
 export async function countThread(counter: D1Counter, threadId: string): Promise<() => Promise<void>> {
-  const stub = stubFor(threadId);
+  return countObject(counter, stubFor(threadId), "thread");
+}
+
+/**
+ * Makes every IndexShard use a `DB` wrapped by `counter` (side "shard"), with `vars` over its
+ * env (a flush policy, say), until the returned function restores their own envs.
+ */
+export async function countShards(counter: D1Counter, vars: Record<string, string> = {}): Promise<() => Promise<void>> {
+  const restores = await Promise.all(Array.from({ length: SHARD_COUNT }, (_, i) => countObject(counter, shardStub(env, i) as unknown as DurableObjectStub, "shard", vars)));
+  return async () => {
+    for (const r of restores) await r();
+  };
+}
+
+async function countObject(counter: D1Counter, stub: DurableObjectStub, side: Side, vars: Record<string, string> = {}): Promise<() => Promise<void>> {
   let original: Env | null = null;
   await runInDurableObject(stub, (obj) => {
     const o = obj as unknown as { env: Env };
     original = o.env;
-    o.env = { ...o.env, DB: counter.wrap(o.env.DB, "thread") };
+    o.env = { ...o.env, ...vars, DB: counter.wrap(o.env.DB, side) };
   });
   return async () => {
     await runInDurableObject(stub, (obj) => {

@@ -11,6 +11,7 @@ import { parseToolArguments } from "../../src/targets/agents/llm";
 import { createRoute, echoKey, readRecord, send } from "../helpers/bridge";
 import { fakeNetwork } from "../helpers/edge";
 import { BOOTSTRAP_TOKEN, admin, call, mintKey, uniq } from "../helpers/http";
+import { listingCaughtUp } from "../helpers/listing";
 
 /** `levels` nested objects around `inner`, as JSON text (JSON.stringify would need a deep value). */
 function deepJson(levels: number, inner = "1"): string {
@@ -189,6 +190,7 @@ describe("identifiers arrive intact (issue 9, finding 5)", () => {
     expect(accepted.status).toBe(202);
     const threadId = accepted.body.data.thread_id as string;
     expect(threadId).toBe(`bridge:${r.name}:root/zoë 😀`);
+    await listingCaughtUp(threadId);
     const stored = await env.DB.prepare("SELECT thread_id FROM threads WHERE route_name = ?").bind(r.name).all<{ thread_id: string }>();
     expect(stored.results.map((row) => row.thread_id)).toEqual([threadId]);
     const rec = await readRecord(r.name, accepted.body.data.message_id);
@@ -209,6 +211,7 @@ describe("identifiers arrive intact (issue 9, finding 5)", () => {
     }
     // bob and " bob " are one thread; NFD and NFC spellings are distinct ids; refused ids made none.
     expect(answered.size).toBe(4);
+    await listingCaughtUp(...answered);
     const listed = await call("GET", `/api/conversations/${r.name}/threads`, { key: await admin() });
     expect(listed.status).toBe(200);
     const ids = listed.body.data.items.map((t: { thread_id: string }) => t.thread_id) as string[];

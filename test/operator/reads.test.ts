@@ -2,6 +2,7 @@ import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { readRecord, send } from "../helpers/bridge";
 import { admin, call, mintKey, uniq } from "../helpers/http";
+import { listingCaughtUp } from "../helpers/listing";
 import { makeDue, runAlarm, stubFor } from "../helpers/threads";
 import { apiToolRoute, threadRow, transcript } from "./helpers";
 
@@ -12,7 +13,8 @@ async function seedThreads(route: string, n: number, row: (i: number) => { statu
     const r = row(i);
     const at = new Date(Date.UTC(2020, 0, 1) + i * 1000).toISOString();
     stmts.push(
-      env.DB.prepare("INSERT INTO threads (route_name, thread_id, client_address, last_activity_at, message_count, last_status) VALUES (?, ?, ?, ?, ?, ?)").bind(
+      // live_until in the past: seeded threads hold no live record, so search never visits them.
+      env.DB.prepare("INSERT INTO threads (route_name, thread_id, client_address, last_activity_at, message_count, last_status, live_until) VALUES (?, ?, ?, ?, ?, ?, 1)").bind(
         route,
         r.id ?? `bridge:${route}:seed-${String(i).padStart(4, "0")}`,
         `seed-${i}`,
@@ -48,6 +50,7 @@ describe("thread listing (spec §4.5, decisions §9)", () => {
     const a = await answered(r.name, "alice", "one");
     const b = await answered(r.name, "bob", "two");
     await answered(r.name, "alice", "three");
+    await listingCaughtUp(a.thread_id, b.thread_id);
     const res = await call("GET", `/api/conversations/${r.name}/threads`, { key: await admin() });
     expect(res.status).toBe(200);
     expect(res.body.data).toMatchObject({ total: 2, page: 1, page_size: 50, next_page: null, truncated: false });
@@ -114,8 +117,9 @@ describe("message search (spec §4.5, decisions §9)", () => {
   it("finds whole records by inbound text or answer, case-insensitive, newest-active thread first", async () => {
     const r = await apiToolRoute({ reply_expr: '"Reply about " + .' });
     const a = await answered(r.name, "ann", "Blue Whale");
-    await answered(r.name, "ben", "nothing here");
+    const b = await answered(r.name, "ben", "nothing here");
     const c = await answered(r.name, "cat", "a blue sky");
+    await listingCaughtUp(a.thread_id, b.thread_id, c.thread_id);
     const res = await call("GET", `/api/conversations/${r.name}/messages/search?q=BLUE`, { key: await admin() });
     expect(res.status).toBe(200);
     expect(res.body.data).toMatchObject({ total: 2, truncated: false, next_page: null });
@@ -140,6 +144,7 @@ describe("message search (spec §4.5, decisions §9)", () => {
         state.storage.sql.exec("INSERT INTO records (message_id, record, inbound, status, turn_state) VALUES (?, ?, ?, 'delivered', 'done')", id, JSON.stringify(rec), row.inbound);
       }
     });
+    await listingCaughtUp(first.thread_id);
     const res = await call("GET", `/api/conversations/${r.name}/messages/search?q=needle&pageSize=200&page=5`, { key: await admin() });
     expect(res.body.data).toMatchObject({ total: 1000, truncated: true, next_page: null });
     expect(res.body.data.items[res.body.data.items.length - 1].inbound_text).toBe("needle 101");
@@ -219,11 +224,13 @@ describe("transcript (spec §4.5)", () => {
     const r = await apiToolRoute();
     const m = await answered(r.name, "u", "short-lived");
     await answered(r.name, "u", "also short-lived");
+    await listingCaughtUp(m.thread_id);
     await makeDue(m.thread_id, "expires_at"); // expired, not yet pruned
     const page = await transcript(r.name, m.thread_id);
     expect(page.body.data).toMatchObject({ items: [], total: 2, next_page: null, truncated: false });
     expect((await threadRow(m.thread_id)).message_count).toBe(2);
     await runAlarm(m.thread_id); // the thread object's prune pass
+    await listingCaughtUp(m.thread_id);
     expect(await threadRow(m.thread_id)).toBeNull();
     expect((await transcript(r.name, m.thread_id)).status).toBe(404);
   });

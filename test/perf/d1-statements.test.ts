@@ -2,26 +2,28 @@
  * D1 round trips and statements per path, pinned (issue 11: "a regression is caught by npm test,
  * not by a benchmark"). docs/performance.md, "Round trips per path", gives the same figures.
  *
- * Every path runs for real (Worker, address bucket, thread object, D1) with a wrapper on the `DB`
- * binding that records each `prepare(...).run/all/first/raw`, `batch([...])` and `exec`: a batch is
- * one round trip carrying N statements, and both are asserted. The Worker's side is counted by
- * calling the Worker's own fetch (src/index.ts) with a wrapped env; a thread object's side by
- * swapping that object's `env` (test/helpers/d1-count.ts). No production code is hooked.
+ * Every path runs for real (Worker, address bucket, thread object, IndexShards, D1) with a wrapper
+ * on the `DB` binding that records each `prepare(...).run/all/first/raw`, `batch([...])` and
+ * `exec`: a batch is one round trip carrying N statements, and both are asserted. The Worker's side
+ * is counted by calling the Worker's own fetch (src/index.ts) with a wrapped env; a thread object's
+ * side by swapping that object's `env` (test/helpers/d1-count.ts). No production code is hooked.
  * Callbacks and provider sends are answered at the network edge (test/helpers/edge.ts).
  *
- * The numbers are exact on purpose: a change that adds a statement to a path fails here.
- * Issue 11 sets out to LOWER them (no synchronous D1 on the per-message path). When a change
- * removes round trips, update the expected figures below to the new, lower ones, and the table
- * in docs/performance.md with them. Never raise a figure without saying why in that table.
+ * The per-message path makes no D1 write: what is left is each door's one read of the caller's key
+ * and the route (with its execution key), which the turn and the first delivery attempt reuse. The
+ * admin listings reach D1 from the IndexShards, in batches; the last test pins that batching.
+ * The numbers are exact on purpose: a change that adds a statement to a path fails here. Never
+ * raise a figure without saying why in docs/performance.md.
  */
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { apiThreadId, channelThreadId } from "../../src/bridge/thread-id";
 import { createRoute, echoKey, echoRoute } from "../helpers/bridge";
 import { TEST_ENV } from "../helpers/channels";
-import { D1Counter, type SideCount, countThread, countedFetch } from "../helpers/d1-count";
+import { D1Counter, type SideCount, countShards, countThread, countedFetch } from "../helpers/d1-count";
 import { fakeNetwork } from "../helpers/edge";
 import { admin, uniq } from "../helpers/http";
+import { listingCaughtUp, outboxRows } from "../helpers/listing";
 import { eventually, makeDue, rawRows, runAlarm } from "../helpers/threads";
 
 const HOOK = "https://hooks.example.com/perf";
@@ -52,17 +54,20 @@ function expectCounts(path: string, counter: D1Counter, want: Expected): void {
 
 const json = async (body: unknown) => ({ headers: { "content-type": "application/json", "x-api-key": await admin() }, body: JSON.stringify(body) });
 
-/** Uncounted: the record's message_index row carries its expiry, so its terminal index write is done. */
-async function terminalIndexed(messageId: string): Promise<void> {
-  const read = () => env.DB.prepare("SELECT expires_at FROM message_index WHERE message_id = ?").bind(messageId).first<{ expires_at: number | null }>();
-  const row = await eventually(read, (r) => r !== null && r.expires_at !== null, 250);
-  expect(row?.expires_at, `message ${messageId} never reached its terminal index write`).not.toBeNull();
+/** Uncounted: the record reached a terminal status and the thread pushed its listing. */
+async function terminalIndexed(threadId: string, messageId: string): Promise<void> {
+  const rows = await eventually(() => rawRows(threadId), (rs) => rs.some((r) => r.message_id === messageId && r.expires_at !== null), 250);
+  expect(rows.find((r) => r.message_id === messageId)?.expires_at, `message ${messageId} never became terminal`).not.toBeNull();
+  await listingCaughtUp(threadId);
 }
 
 /** Uncounted: the thread's listing row says `status`. */
 async function listedAs(threadId: string, status: string): Promise<void> {
-  const read = () => env.DB.prepare("SELECT last_status FROM threads WHERE thread_id = ?").bind(threadId).first<{ last_status: string }>();
-  const row = await eventually(read, (r) => r?.last_status === status, 250);
+  const read = async () => {
+    await listingCaughtUp(threadId);
+    return env.DB.prepare("SELECT last_status FROM threads WHERE thread_id = ?").bind(threadId).first<{ last_status: string }>();
+  };
+  const row = await eventually(read, (r) => r?.last_status === status, 100);
   expect(row?.last_status, `thread ${threadId} never listed as ${status}`).toBe(status);
 }
 
@@ -101,8 +106,8 @@ async function telegram(): Promise<string> {
 let chats = 0;
 const newChat = () => Number(String(Date.now()).slice(-7)) * 10 + (++chats % 10);
 
-describe("D1 round trips per path (docs/performance.md, pinned; issue 11 lowers them)", () => {
-  it("api door, answered inline: 2 round trips (the door's batch; the index at settle)", async () => {
+describe("D1 round trips per path (docs/performance.md, pinned: no D1 write on the per-message path)", () => {
+  it("api door, answered inline: 1 round trip (the door's batch)", async () => {
     fakeEdge();
     const r = await echoRoute();
     const threadId = apiThreadId(r.name, CALLER, "inline");
@@ -110,17 +115,17 @@ describe("D1 round trips per path (docs/performance.md, pinned; issue 11 lowers 
     const res = await counting(counter, threadId, async () => {
       const a = await countedFetch(counter, "POST", `/api/conversations/${r.name}/messages`, await json({ external_user_id: "inline", text: "hi", wait_seconds: 10 }));
       expect(a.status, a.text).toBe(200);
-      await terminalIndexed(a.json.data.message_id);
+      await terminalIndexed(threadId, a.json.data.message_id);
       return a;
     });
     expect(res.json.data.thread_id).toBe(threadId);
     expectCounts("api door, answered inline", counter, {
       worker: { roundTrips: 1, statements: 2 }, // caller key ⋈ owner + route ⋈ execution key ⋈ owner
-      thread: { roundTrips: 1, statements: 2 }, // index at settle: threads + message_index
+      thread: { roundTrips: 0, statements: 0 }, // the turn runs on the door's read; the listing is pushed to a shard
     });
   });
 
-  it("api door, 202, answer read by poll: 3 round trips (+ the index before the 202)", async () => {
+  it("api door, 202, answer read by poll: 1 round trip", async () => {
     fakeEdge();
     const r = await echoRoute();
     const threadId = apiThreadId(r.name, CALLER, "poll");
@@ -128,15 +133,15 @@ describe("D1 round trips per path (docs/performance.md, pinned; issue 11 lowers 
     await counting(counter, threadId, async () => {
       const a = await countedFetch(counter, "POST", `/api/conversations/${r.name}/messages`, await json({ external_user_id: "poll", text: "hi" }));
       expect(a.status, a.text).toBe(202);
-      await terminalIndexed(a.json.data.message_id);
+      await terminalIndexed(threadId, a.json.data.message_id);
     });
     expectCounts("api door, 202, answer read by poll", counter, {
       worker: { roundTrips: 1, statements: 2 },
-      thread: { roundTrips: 2, statements: 4 }, // index before the 202; index at settle
+      thread: { roundTrips: 0, statements: 0 }, // the read door finds the record in the message directory (a shard)
     });
   });
 
-  it("api door, 202, callback 2xx at the first attempt: 5 round trips", async () => {
+  it("api door, 202, callback 2xx at the first attempt: 1 round trip", async () => {
     const calls = fakeEdge();
     const r = await echoRoute({ callback_url: HOOK });
     const threadId = apiThreadId(r.name, CALLER, "cb");
@@ -144,18 +149,17 @@ describe("D1 round trips per path (docs/performance.md, pinned; issue 11 lowers 
     await counting(counter, threadId, async () => {
       const a = await countedFetch(counter, "POST", `/api/conversations/${r.name}/messages`, await json({ external_user_id: "cb", text: "hi" }));
       expect(a.status, a.text).toBe(202);
-      await terminalIndexed(a.json.data.message_id);
+      await terminalIndexed(threadId, a.json.data.message_id);
     });
     expect(calls.filter((c) => c.url === HOOK)).toHaveLength(1);
     expectCounts("api door, 202, callback answered 2xx at the first attempt", counter, {
       worker: { roundTrips: 1, statements: 2 },
-      // index before the 202 (2); index at settle, pending_delivery (2); the delivery's route
-      // re-read (1); the index when the delivery finishes (2)
-      thread: { roundTrips: 4, statements: 7 },
+      // the first delivery attempt signs with the route the door read moments ago (route-reads rule 3)
+      thread: { roundTrips: 0, statements: 0 },
     });
   });
 
-  it("channel message, one-chunk text answer with a provider id, ended by the grace period: 11 round trips", async () => {
+  it("channel message, one-chunk text answer with a provider id, ended by the grace period: 1 round trip", async () => {
     const calls = fakeEdge();
     const route = await telegram();
     const chat = newChat();
@@ -175,46 +179,42 @@ describe("D1 round trips per path (docs/performance.md, pinned; issue 11 lowers 
       await runAlarm(threadId);
       const [row] = await rawRows(threadId);
       expect(row.status).toBe("delivered");
-      await terminalIndexed(row.message_id);
+      await terminalIndexed(threadId, row.message_id);
     });
     expect(calls.filter((c) => c.url.includes("telegram.fake"))).toHaveLength(1);
     expectCounts("channel message, one chunk, ended by grace", counter, {
-      // the route by our identity (1); the dedupe claim: insert, then read back (2)
-      worker: { roundTrips: 3, statements: 3 },
-      // the index in accept (2); the turn's route read (1) and execution-key read (1: the key has
-      // no owner); the index at settle (2); the delivery's route re-read (1); the
-      // outbound_messages index (2); the index at provisional (2); the index when grace ends (2)
-      thread: { roundTrips: 8, statements: 13 },
+      // the route ⋈ execution key ⋈ owner by our identity (1); the dedupe claim is a shard's
+      worker: { roundTrips: 1, statements: 1 },
+      // the turn and the first send run on the door's read; outbound ids go to a shard's ledger
+      thread: { roundTrips: 0, statements: 0 },
     });
   });
 
-  it("event door, into an existing api thread, 202 read by poll: 10 round trips", async () => {
+  it("event door, into an existing api thread, 202 read by poll: 1 round trip", async () => {
     fakeEdge();
     const r = await echoRoute();
     const threadId = apiThreadId(r.name, CALLER, "ev");
     // The door never creates a thread: make it exist first (not counted).
     const first = await countedFetch(new D1Counter(), "POST", `/api/conversations/${r.name}/messages`, await json({ external_user_id: "ev", text: "hi", wait_seconds: 10 }));
     expect(first.status, first.text).toBe(200);
-    await terminalIndexed(first.json.data.message_id);
+    await terminalIndexed(threadId, first.json.data.message_id);
 
     const counter = new D1Counter();
     await counting(counter, threadId, async () => {
       const a = await countedFetch(counter, "POST", `/api/conversations/${r.name}/events`, await json({ address: "ev", event: { event_id: uniq("ev"), kind: "ping", payload: { n: 1 } } }));
       expect(a.status, a.text).toBe(202);
       expect(a.json.data.thread_id).toBe(threadId);
-      await terminalIndexed(a.json.data.message_id);
+      await terminalIndexed(threadId, a.json.data.message_id);
     });
     expectCounts("event door, 202, read by poll", counter, {
-      // caller key ⋈ owner (1); the route (1); the thread exists (1); the live claim (1); the
-      // claim: insert, then read back (2)
-      worker: { roundTrips: 6, statements: 6 },
-      // the index before the 202 (2); the turn's route read (1) and execution-key read (1; no
-      // snapshot is handed over); the index at settle (2)
-      thread: { roundTrips: 4, statements: 6 },
+      // caller key ⋈ owner + route ⋈ execution key ⋈ owner (1); the thread's existence is its
+      // object's answer and the dedupe claim a shard's
+      worker: { roundTrips: 1, statements: 2 },
+      thread: { roundTrips: 0, statements: 0 },
     });
   });
 
-  it("operator send, api route without a callback: 3 round trips", async () => {
+  it("operator send, api route without a callback: 2 round trips", async () => {
     fakeEdge();
     const r = await echoRoute();
     const threadId = apiThreadId(r.name, CALLER, "op");
@@ -222,15 +222,15 @@ describe("D1 round trips per path (docs/performance.md, pinned; issue 11 lowers 
     await counting(counter, threadId, async () => {
       const a = await countedFetch(counter, "POST", `/api/conversations/${r.name}/thread/messages`, await json({ thread_id: threadId, text: "from a person" }));
       expect(a.status, a.text).toBe(200);
-      await terminalIndexed(a.json.data.message_id);
+      await terminalIndexed(threadId, a.json.data.message_id);
     });
     expectCounts("operator send, api route, poll", counter, {
       worker: { roundTrips: 2, statements: 2 }, // caller key ⋈ owner; the route
-      thread: { roundTrips: 1, statements: 2 }, // the index of the delivered record
+      thread: { roundTrips: 0, statements: 0 },
     });
   });
 
-  it("operator send into a channel thread, one chunk, ended by the grace period: 7 round trips", async () => {
+  it("operator send into a channel thread, one chunk, ended by the grace period: 2 round trips", async () => {
     const calls = fakeEdge();
     const route = await telegram();
     const threadId = channelThreadId(route, String(newChat()));
@@ -242,14 +242,45 @@ describe("D1 round trips per path (docs/performance.md, pinned; issue 11 lowers 
       await counter.quiet();
       await makeDue(threadId, "grace_until");
       await runAlarm(threadId);
-      await terminalIndexed(a.json.data.message_id);
+      await terminalIndexed(threadId, a.json.data.message_id);
     });
     expect(calls.filter((c) => c.url.includes("telegram.fake"))).toHaveLength(1);
     expectCounts("operator send, channel thread, ended by grace", counter, {
       worker: { roundTrips: 2, statements: 2 }, // caller key ⋈ owner; the route
-      // the index in accept (2); the delivery's route re-read (1); the outbound_messages index
-      // (2); the index at provisional (2); the index when grace ends (2)
-      thread: { roundTrips: 5, statements: 9 },
+      // the send runs on the door's route read
+      thread: { roundTrips: 0, statements: 0 },
     });
+  });
+  it("the listing reaches D1 in batches: under load one batch per index_flush_batch settled turns", async () => {
+    fakeEdge();
+    const r = await echoRoute({ turns_per_hour_override: 1000 });
+    // Warm: the route's threads exist and are flushed, so only the turns below are counted.
+    const users = Array.from({ length: 4 }, (_, i) => `load-${i}`);
+    const threads = users.map((u) => apiThreadId(r.name, CALLER, u));
+    for (const u of users) expect((await countedFetch(new D1Counter(), "POST", `/api/conversations/${r.name}/messages`, await json({ external_user_id: u, text: "warm", wait_seconds: 10 }))).status).toBe(200);
+    await listingCaughtUp(...threads);
+
+    // The lag is long, so only a full batch flushes: 4 threads × 10 turns = 40 settled turns.
+    const counter = new D1Counter();
+    const restore = await countShards(counter, { CONVERSATIONS_INDEX_FLUSH_BATCH: "10", CONVERSATIONS_INDEX_FLUSH_LAG_SECONDS: "60" });
+    try {
+      for (let round = 0; round < 10; round++) {
+        const answers = await Promise.all(users.map(async (u) => countedFetch(new D1Counter(), "POST", `/api/conversations/${r.name}/messages`, await json({ external_user_id: u, text: `turn ${round}`, wait_seconds: 10 }))));
+        for (const a of answers) expect(a.status, a.text).toBe(200);
+      }
+      for (const t of threads) await eventually(() => outboxRows(t), (n) => n === 0);
+      await counter.quiet();
+      // Each thread's shard saw 10 settled turns: at most one batch each (fewer where threads
+      // share a shard, whose batches then carry several rows), never one per turn.
+      const flushes = counter.calls.filter((c) => c.side === "shard");
+      expect(flushes.every((c) => c.kind === "batch"), counter.describe()).toBe(true);
+      expect(flushes.length, counter.describe()).toBeGreaterThan(0);
+      expect(flushes.length, counter.describe()).toBeLessThanOrEqual(40 / 10);
+    } finally {
+      await restore();
+    }
+    await listingCaughtUp(...threads);
+    const rows = await env.DB.prepare("SELECT message_count FROM threads WHERE route_name = ?").bind(r.name).all<{ message_count: number }>();
+    expect(rows.results.map((x) => x.message_count)).toEqual(Array(4).fill(11));
   });
 });

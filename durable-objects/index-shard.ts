@@ -1,0 +1,121 @@
+/**
+ * IndexShard: one of SHARD_COUNT objects that keep D1 off the per-message path (issue 11). A thin
+ * shell over its two parts: the ledger (src/shards/ledger.ts: the message directory, inbound
+ * dedupe claims, outbound chunk ids) and the listing buffer (src/shards/listing-buffer.ts: thread
+ * listing rows and failed records, written to D1 in batches). One alarm serves both: the buffer's
+ * flush deadline and the ledger's next expiry. The contract is src/contracts/shard-rpc.ts.
+ */
+import { DurableObject } from "cloudflare:workers";
+import type { IndexShardRpc, LedgerEntry, LedgerKey, ListingPush } from "../src/contracts/shard-rpc";
+import type { Env } from "../src/env";
+import { settingsFor } from "../src/settings/settings";
+import { claimEntry, createLedger, dropEntries, dropThreadEntries, findEntry, pruneLedger, putEntry, releaseEntry } from "../src/shards/ledger";
+import { ListingBuffer, createListingBuffer } from "../src/shards/listing-buffer";
+
+/** A failed flush is retried after this long (D1 unavailable, say). */
+const RETRY_MS = 5000;
+
+export class IndexShard extends DurableObject<Env> implements IndexShardRpc {
+  private readonly buffer: ListingBuffer;
+  private armedAt: number | null = null;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    ctx.blockConcurrencyWhile(async () => {
+      createLedger(ctx.storage.sql);
+      createListingBuffer(ctx.storage.sql);
+    });
+    this.buffer = new ListingBuffer({
+      sql: ctx.storage.sql,
+      db: () => this.env.DB,
+      now: () => Date.now(),
+      policy: () => {
+        const r = settingsFor(this.env);
+        // An invalid configuration refuses every door; the buffer keeps flushing at the defaults.
+        const c = r.ok ? r.settings.conversations : { indexFlushBatch: 20, indexFlushLagSeconds: 1 };
+        return { batch: c.indexFlushBatch, lagMs: c.indexFlushLagSeconds * 1000 };
+      },
+    });
+  }
+
+  async put(k: LedgerKey, entry: LedgerEntry, expiresAtMs: number | null): Promise<void> {
+    putEntry(this.ctx.storage.sql, k, entry, expiresAtMs);
+    if (expiresAtMs !== null) await this.arm();
+  }
+
+  async find(k: LedgerKey, nowMs: number): Promise<LedgerEntry | null> {
+    return findEntry(this.ctx.storage.sql, k, nowMs);
+  }
+
+  async claim(k: LedgerKey, mine: LedgerEntry, expiresAtMs: number, nowMs: number): Promise<LedgerEntry> {
+    const held = claimEntry(this.ctx.storage.sql, k, mine, expiresAtMs, nowMs);
+    if (held === mine) await this.arm();
+    return held;
+  }
+
+  async release(k: LedgerKey, messageId: string): Promise<void> {
+    releaseEntry(this.ctx.storage.sql, k, messageId);
+  }
+
+  async drop(keys: LedgerKey[]): Promise<void> {
+    dropEntries(this.ctx.storage.sql, keys);
+  }
+
+  async push(p: ListingPush): Promise<void> {
+    // Flushing is never awaited here: the push is durable once this returns, the flush follows.
+    if (this.buffer.push(p)) void this.flushOrRetry();
+    else await this.arm();
+  }
+
+  async flush(): Promise<number> {
+    return this.buffer.flush();
+  }
+
+  async pending(): Promise<number> {
+    return this.buffer.pending();
+  }
+
+  async forgetThread(threadId: string): Promise<void> {
+    // A flush in progress may be writing this thread's row; let it land before the caller deletes D1's.
+    await this.buffer.settled();
+    this.buffer.forgetThread(threadId);
+    dropThreadEntries(this.ctx.storage.sql, threadId);
+  }
+
+  override async alarm(): Promise<void> {
+    this.armedAt = null;
+    pruneLedger(this.ctx.storage.sql, Date.now());
+    if (this.buffer.dueAt() !== null && (this.buffer.dueAt() ?? 0) <= Date.now()) await this.flushOrRetry();
+    await this.arm();
+  }
+
+  /** Flushes; on failure logs once and leaves the rows for the alarm, RETRY_MS from now. */
+  private async flushOrRetry(): Promise<void> {
+    try {
+      await this.buffer.startFlush();
+    } catch (err) {
+      console.error(`index shard: flushing the listing to D1 failed; retrying in ${RETRY_MS} ms`, err instanceof Error ? err.message : err);
+      await this.setAlarmAt(Date.now() + RETRY_MS, true);
+      return;
+    }
+    await this.arm();
+  }
+
+  /** Arms the one alarm at the earlier of the flush deadline and the ledger's next expiry. */
+  private async arm(): Promise<void> {
+    const sql = this.ctx.storage.sql;
+    const ledgerNext = sql.exec<{ t: number | null }>("SELECT MIN(expires_at) AS t FROM ledger WHERE expires_at IS NOT NULL").one().t;
+    const candidates = [this.buffer.dueAt(), ledgerNext].filter((t): t is number => typeof t === "number");
+    if (!candidates.length) return;
+    await this.setAlarmAt(Math.min(...candidates), false);
+  }
+
+  private async setAlarmAt(at: number, force: boolean): Promise<void> {
+    const now = Date.now();
+    const target = Math.max(at, now + 1);
+    // An alarm already set no later than the target covers it (firing early only re-arms).
+    if (!force && this.armedAt !== null && this.armedAt > now && this.armedAt <= target) return;
+    await this.ctx.storage.setAlarm(target);
+    this.armedAt = target;
+  }
+}

@@ -1,0 +1,138 @@
+/**
+ * The IndexShard objects' RPC contract (issue 11: D1 off the per-message path). A fixed set of
+ * SHARD_COUNT shards, each one Durable Object, does two jobs:
+ *
+ * - **Ledger**: small keyed entries with an optional expiry, read and written by the doors and the
+ *   thread objects instead of D1. Namespaces: `message` (message_id → its thread, so the
+ *   single-record read door finds a record the moment its 202 goes out), `channel:<name>` and
+ *   `event:<route>` (inbound dedupe claims), `outbound:<channel>` (a sent chunk's provider id →
+ *   its record, for receipts). An entry lives on the shard its (namespace, key) hashes to.
+ * - **Listing buffer**: thread objects push their listing rows and failed records here; the shard
+ *   keeps them durably and writes them to D1 (`threads`, `failed_records`) in one batch per
+ *   `index_flush_batch` settled turns pushed, or after `index_flush_lag_seconds`, whichever comes
+ *   first.
+ *   A thread's pushes go to the shard its thread id hashes to, so they stay in order.
+ *
+ * The shard count is a constant, not a setting: the ledger's placement depends on it, and
+ * changing it would strand every entry.
+ */
+import type { Env } from "../env";
+
+/** How many IndexShard objects the deployment has. */
+export const SHARD_COUNT = 16;
+
+/** What a ledger entry says: a message and its thread (route_name set for `message` entries). */
+export interface LedgerEntry {
+  message_id: string;
+  thread_id: string;
+  route_name: string | null;
+}
+
+/** A ledger key. */
+export interface LedgerKey {
+  namespace: string;
+  key: string;
+}
+
+/** One thread's listing row as the admin listing reads it (D1 `threads`). */
+export interface ListingRow {
+  route_name: string;
+  thread_id: string;
+  client_address: string | null;
+  last_activity_at: string;
+  message_count: number;
+  last_status: string;
+  /** When the thread's last record expires, if every record is terminal (null: some record is still live without end). */
+  live_until: number | null;
+}
+
+/** A failed record as the admin failed listing reads it (D1 `failed_records`). */
+export interface FailedRow {
+  message_id: string;
+  route_name: string;
+  thread_id: string;
+  failed_at: string;
+  expires_at: number;
+}
+
+/** One thread's push: its current listing row (or its removal), its new failed records, and how many settled changes it carries. */
+export interface ListingPush {
+  thread_id: string;
+  /** The row to list, or null when every record of the thread is gone. */
+  row: ListingRow | null;
+  failed: FailedRow[];
+  /** Turns settled since the thread's last push (the flush counts these against `index_flush_batch`). */
+  updates: number;
+}
+
+/** The verbs of one shard. */
+export interface IndexShardRpc {
+  /** Writes `entry` under `k` (replacing what was there), expiring at `expiresAtMs` (null: kept until dropped). */
+  put(k: LedgerKey, entry: LedgerEntry, expiresAtMs: number | null): Promise<void>;
+  /** The live entry under `k`, if any. */
+  find(k: LedgerKey, nowMs: number): Promise<LedgerEntry | null>;
+  /** Claims `k` for `mine` unless a live entry holds it; answers the entry that holds (dedupe). */
+  claim(k: LedgerKey, mine: LedgerEntry, expiresAtMs: number, nowMs: number): Promise<LedgerEntry>;
+  /** Releases `k` if `messageId` still holds it (a refused admission must not burn the key). */
+  release(k: LedgerKey, messageId: string): Promise<void>;
+  /** Drops the entries under `keys` (a thread pruned those records). */
+  drop(keys: LedgerKey[]): Promise<void>;
+  /** Takes a thread's listing push; durable in the shard when this returns. */
+  push(p: ListingPush): Promise<void>;
+  /** Writes every buffered row to D1 now; answers how many rows it wrote. */
+  flush(): Promise<number>;
+  /** Rows buffered and not yet in D1. */
+  pending(): Promise<number>;
+  /** Thread forget: drops the thread's ledger entries and buffered rows here, after any flush in progress. */
+  forgetThread(threadId: string): Promise<void>;
+}
+
+/** FNV-1a, 32 bits: a stable, well-spread placement hash (not a security boundary). */
+export function placementHash(s: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
+}
+
+/** The shard number for a placement string. */
+export function shardIndex(placement: string): number {
+  return placementHash(placement) % SHARD_COUNT;
+}
+
+/** The shard object with number `index`. */
+export function shardStub(env: Env, index: number): IndexShardRpc {
+  return env.INDEX_SHARDS.get(env.INDEX_SHARDS.idFromName(`shard-${index}`));
+}
+
+/** The number of the shard that holds ledger key `k`. */
+export function ledgerIndex(k: LedgerKey): number {
+  return shardIndex(`${k.namespace}\u0000${k.key}`);
+}
+
+/** The shard that holds ledger key `k`. */
+export function ledgerShard(env: Env, k: LedgerKey): IndexShardRpc {
+  return shardStub(env, ledgerIndex(k));
+}
+
+/** The shard that buffers thread `threadId`'s listing pushes. */
+export function listingShard(env: Env, threadId: string): IndexShardRpc {
+  return shardStub(env, shardIndex(`listing\u0000${threadId}`));
+}
+
+/** Every shard (thread forget visits them all). */
+export function allShards(env: Env): IndexShardRpc[] {
+  return Array.from({ length: SHARD_COUNT }, (_, i) => shardStub(env, i));
+}
+
+/** The ledger key of message `messageId`'s directory entry. */
+export function messageKey(messageId: string): LedgerKey {
+  return { namespace: "message", key: messageId };
+}
+
+/** The ledger key of a sent chunk's provider id on `channel`. */
+export function outboundKey(channel: string, providerMessageId: string): LedgerKey {
+  return { namespace: `outbound:${channel}`, key: providerMessageId };
+}

@@ -1,0 +1,73 @@
+/**
+ * An IndexShard's ledger (src/contracts/shard-rpc.ts): keyed entries with an optional expiry, in
+ * the shard's own SQLite. An expired entry reads as absent and is replaced by the next claim; the
+ * shard's alarm reclaims expired rows. Plain synchronous functions over the shard's storage.
+ */
+import type { LedgerEntry, LedgerKey } from "../contracts/shard-rpc";
+
+/** Creates the ledger table (idempotent). */
+export function createLedger(sql: SqlStorage): void {
+  sql.exec(`CREATE TABLE IF NOT EXISTS ledger (
+    namespace  TEXT NOT NULL,
+    key        TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    thread_id  TEXT NOT NULL,
+    route_name TEXT,
+    expires_at INTEGER,
+    PRIMARY KEY (namespace, key)
+  )`);
+  sql.exec("CREATE INDEX IF NOT EXISTS ledger_thread ON ledger(thread_id)");
+  sql.exec("CREATE INDEX IF NOT EXISTS ledger_expiry ON ledger(expires_at) WHERE expires_at IS NOT NULL");
+}
+
+type Row = { message_id: string; thread_id: string; route_name: string | null };
+
+/** Writes `entry` under `k`, replacing whatever was there. */
+export function putEntry(sql: SqlStorage, k: LedgerKey, entry: LedgerEntry, expiresAtMs: number | null): void {
+  sql.exec(
+    "INSERT OR REPLACE INTO ledger (namespace, key, message_id, thread_id, route_name, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
+    k.namespace,
+    k.key,
+    entry.message_id,
+    entry.thread_id,
+    entry.route_name,
+    expiresAtMs,
+  );
+}
+
+/** The live entry under `k`, if any. */
+export function findEntry(sql: SqlStorage, k: LedgerKey, nowMs: number): LedgerEntry | null {
+  const r = sql
+    .exec<Row>("SELECT message_id, thread_id, route_name FROM ledger WHERE namespace = ? AND key = ? AND (expires_at IS NULL OR expires_at > ?)", k.namespace, k.key, nowMs)
+    .toArray()[0];
+  return r ? { message_id: r.message_id, thread_id: r.thread_id, route_name: r.route_name } : null;
+}
+
+/** Claims `k` for `mine` unless a live entry holds it (an expired one is replaced); answers the holder. */
+export function claimEntry(sql: SqlStorage, k: LedgerKey, mine: LedgerEntry, expiresAtMs: number, nowMs: number): LedgerEntry {
+  const held = findEntry(sql, k, nowMs);
+  if (held) return held;
+  putEntry(sql, k, mine, expiresAtMs);
+  return mine;
+}
+
+/** Releases `k` if `messageId` still holds it. */
+export function releaseEntry(sql: SqlStorage, k: LedgerKey, messageId: string): void {
+  sql.exec("DELETE FROM ledger WHERE namespace = ? AND key = ? AND message_id = ?", k.namespace, k.key, messageId);
+}
+
+/** Drops the entries under `keys`. */
+export function dropEntries(sql: SqlStorage, keys: LedgerKey[]): void {
+  for (const k of keys) sql.exec("DELETE FROM ledger WHERE namespace = ? AND key = ?", k.namespace, k.key);
+}
+
+/** Drops every entry about thread `threadId` (thread forget). */
+export function dropThreadEntries(sql: SqlStorage, threadId: string): void {
+  sql.exec("DELETE FROM ledger WHERE thread_id = ?", threadId);
+}
+
+/** Reclaims expired entries; the earliest remaining expiry, if any. */
+export function pruneLedger(sql: SqlStorage, nowMs: number): number | null {
+  sql.exec("DELETE FROM ledger WHERE expires_at IS NOT NULL AND expires_at <= ?", nowMs);
+  return sql.exec<{ t: number | null }>("SELECT MIN(expires_at) AS t FROM ledger WHERE expires_at IS NOT NULL").one().t;
+}
