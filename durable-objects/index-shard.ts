@@ -9,7 +9,7 @@ import { DurableObject } from "cloudflare:workers";
 import type { IndexShardRpc, LedgerEntry, LedgerKey, ListingPush } from "../src/contracts/shard-rpc";
 import type { Env } from "../src/env";
 import { settingsFor } from "../src/settings/settings";
-import { claimEntry, createLedger, dropEntries, dropThreadEntries, findEntry, pruneLedger, putEntry, releaseEntry } from "../src/shards/ledger";
+import { claimEntry, createLedger, dropEntries, dropThreadEntries, findEntry, nextLedgerExpiry, pruneLedger, putEntry, releaseEntry } from "../src/shards/ledger";
 import { ListingBuffer, createListingBuffer } from "../src/shards/listing-buffer";
 
 /** A failed flush is retried after this long (D1 unavailable, say). */
@@ -18,13 +18,15 @@ const RETRY_MS = 5000;
 export class IndexShard extends DurableObject<Env> implements IndexShardRpc {
   private readonly buffer: ListingBuffer;
   private armedAt: number | null = null;
+  /** The ledger's earliest expiry (memory; read from the table when the object starts). */
+  private ledgerNext: number | null = null;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    ctx.blockConcurrencyWhile(async () => {
-      createLedger(ctx.storage.sql);
-      createListingBuffer(ctx.storage.sql);
-    });
+    // Synchronous on purpose: the tables must exist before the buffer reads its counters back.
+    createLedger(ctx.storage.sql);
+    createListingBuffer(ctx.storage.sql);
+    this.ledgerNext = nextLedgerExpiry(ctx.storage.sql);
     this.buffer = new ListingBuffer({
       sql: ctx.storage.sql,
       db: () => this.env.DB,
@@ -40,7 +42,7 @@ export class IndexShard extends DurableObject<Env> implements IndexShardRpc {
 
   async put(k: LedgerKey, entry: LedgerEntry, expiresAtMs: number | null): Promise<void> {
     putEntry(this.ctx.storage.sql, k, entry, expiresAtMs);
-    if (expiresAtMs !== null) await this.arm();
+    if (expiresAtMs !== null) await this.noteExpiry(expiresAtMs);
   }
 
   async find(k: LedgerKey, nowMs: number): Promise<LedgerEntry | null> {
@@ -49,7 +51,7 @@ export class IndexShard extends DurableObject<Env> implements IndexShardRpc {
 
   async claim(k: LedgerKey, mine: LedgerEntry, expiresAtMs: number, nowMs: number): Promise<LedgerEntry> {
     const held = claimEntry(this.ctx.storage.sql, k, mine, expiresAtMs, nowMs);
-    if (held === mine) await this.arm();
+    if (held === mine) await this.noteExpiry(expiresAtMs);
     return held;
   }
 
@@ -84,7 +86,7 @@ export class IndexShard extends DurableObject<Env> implements IndexShardRpc {
 
   override async alarm(): Promise<void> {
     this.armedAt = null;
-    pruneLedger(this.ctx.storage.sql, Date.now());
+    this.ledgerNext = pruneLedger(this.ctx.storage.sql, Date.now());
     if (this.buffer.dueAt() !== null && (this.buffer.dueAt() ?? 0) <= Date.now()) await this.flushOrRetry();
     await this.arm();
   }
@@ -101,11 +103,14 @@ export class IndexShard extends DurableObject<Env> implements IndexShardRpc {
     await this.arm();
   }
 
+  private async noteExpiry(at: number): Promise<void> {
+    this.ledgerNext = this.ledgerNext === null ? at : Math.min(this.ledgerNext, at);
+    await this.arm();
+  }
+
   /** Arms the one alarm at the earlier of the flush deadline and the ledger's next expiry. */
   private async arm(): Promise<void> {
-    const sql = this.ctx.storage.sql;
-    const ledgerNext = sql.exec<{ t: number | null }>("SELECT MIN(expires_at) AS t FROM ledger WHERE expires_at IS NOT NULL").one().t;
-    const candidates = [this.buffer.dueAt(), ledgerNext].filter((t): t is number => typeof t === "number");
+    const candidates = [this.buffer.dueAt(), this.ledgerNext].filter((t): t is number => typeof t === "number");
     if (!candidates.length) return;
     await this.setAlarmAt(Math.min(...candidates), false);
   }

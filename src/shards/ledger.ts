@@ -66,8 +66,13 @@ export function dropThreadEntries(sql: SqlStorage, threadId: string): void {
   sql.exec("DELETE FROM ledger WHERE thread_id = ?", threadId);
 }
 
+/** The earliest expiry in the ledger, if any. */
+export function nextLedgerExpiry(sql: SqlStorage): number | null {
+  return sql.exec<{ t: number | null }>("SELECT MIN(expires_at) AS t FROM ledger WHERE expires_at IS NOT NULL").one().t;
+}
+
 /** Reclaims expired entries; the earliest remaining expiry, if any. */
 export function pruneLedger(sql: SqlStorage, nowMs: number): number | null {
   sql.exec("DELETE FROM ledger WHERE expires_at IS NOT NULL AND expires_at <= ?", nowMs);
-  return sql.exec<{ t: number | null }>("SELECT MIN(expires_at) AS t FROM ledger WHERE expires_at IS NOT NULL").one().t;
+  return nextLedgerExpiry(sql);
 }

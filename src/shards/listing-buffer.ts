@@ -39,39 +39,51 @@ export function createListingBuffer(sql: SqlStorage): void {
     version     INTEGER NOT NULL,
     received_at INTEGER NOT NULL
   )`);
-  sql.exec("CREATE TABLE IF NOT EXISTS buffer_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)");
 }
 
-/** The buffer; see the module comment. */
+/**
+ * The buffer; see the module comment. Its counters live in memory, read back from the tables when
+ * the object starts: `version` orders pushes (the highest buffered one, so a restart never reuses
+ * a number), `updates` counts settled turns since the last flush (a restart forgets them, and the
+ * lag flushes what they would have), `oldestAt` is the oldest unflushed push.
+ */
 export class ListingBuffer {
   private flushing: Promise<number> | null = null;
+  private version: number;
+  private updates = 0;
+  private oldest: number | null;
 
-  constructor(private readonly deps: ListingBufferDeps) {}
+  constructor(private readonly deps: ListingBufferDeps) {
+    const { sql } = deps;
+    this.version = sql.exec<{ v: number | null }>("SELECT MAX(v) AS v FROM (SELECT MAX(version) AS v FROM pending_threads UNION ALL SELECT MAX(version) FROM pending_failed)").one().v ?? 0;
+    this.oldest = sql.exec<{ t: number | null }>("SELECT MIN(t) AS t FROM (SELECT MIN(received_at) AS t FROM pending_threads UNION ALL SELECT MIN(received_at) FROM pending_failed)").one().t;
+  }
 
   /** Buffers one push. True when the buffer should flush now (the batch is full). */
   push(p: ListingPush): boolean {
     const { sql } = this.deps;
     const now = this.deps.now();
-    const version = this.bump("version", 1);
+    const version = ++this.version;
+    // A row already waiting keeps its arrival time: the lag counts from the first unflushed push.
     sql.exec(
-      "INSERT OR REPLACE INTO pending_threads (thread_id, row, version, received_at) VALUES (?, ?, ?, COALESCE((SELECT received_at FROM pending_threads WHERE thread_id = ?), ?))",
+      `INSERT INTO pending_threads (thread_id, row, version, received_at) VALUES (?, ?, ?, ?)
+       ON CONFLICT(thread_id) DO UPDATE SET row = excluded.row, version = excluded.version`,
       p.thread_id,
       p.row ? JSON.stringify(p.row) : null,
       version,
-      p.thread_id,
       now,
     );
     for (const f of p.failed) {
       sql.exec("INSERT OR REPLACE INTO pending_failed (message_id, thread_id, row, version, received_at) VALUES (?, ?, ?, ?, ?)", f.message_id, f.thread_id, JSON.stringify(f), version, now);
     }
-    const updates = this.bump("updates", p.updates);
-    return updates >= this.deps.policy().batch;
+    this.oldest ??= now;
+    this.updates += p.updates;
+    return this.updates >= this.deps.policy().batch;
   }
 
   /** When the buffer must flush by (null: it holds nothing). */
   dueAt(): number | null {
-    const oldest = this.oldestAt();
-    return oldest === null ? null : oldest + this.deps.policy().lagMs;
+    return this.oldest === null ? null : this.oldest + this.deps.policy().lagMs;
   }
 
   /** Rows buffered and not yet in D1. */
@@ -116,10 +128,11 @@ export class ListingBuffer {
   private async flushRounds(): Promise<number> {
     let written = 0;
     for (;;) {
-      const upTo = this.get("version");
-      this.set("updates", 0);
+      const upTo = this.version;
+      this.updates = 0;
       written += await this.writeUpTo(upTo);
-      if (this.get("updates") < this.deps.policy().batch) return written;
+      this.oldest = this.deps.sql.exec<{ t: number | null }>("SELECT MIN(t) AS t FROM (SELECT MIN(received_at) AS t FROM pending_threads UNION ALL SELECT MIN(received_at) FROM pending_failed)").one().t;
+      if (this.updates < this.deps.policy().batch) return written;
     }
   }
 
@@ -151,23 +164,5 @@ export class ListingBuffer {
       for (const f of failed) sql.exec("DELETE FROM pending_failed WHERE message_id = ? AND version = ?", f.message_id, f.version);
       written += stmts.length;
     }
-  }
-
-  private oldestAt(): number | null {
-    return this.deps.sql.exec<{ t: number | null }>("SELECT MIN(t) AS t FROM (SELECT MIN(received_at) AS t FROM pending_threads UNION ALL SELECT MIN(received_at) FROM pending_failed)").one().t;
-  }
-
-  private bump(key: string, by: number): number {
-    const { sql } = this.deps;
-    sql.exec("INSERT INTO buffer_meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = value + excluded.value", key, by);
-    return sql.exec<{ value: number }>("SELECT value FROM buffer_meta WHERE key = ?", key).one().value;
-  }
-
-  private get(key: string): number {
-    return this.deps.sql.exec<{ value: number }>("SELECT value FROM buffer_meta WHERE key = ?", key).toArray()[0]?.value ?? 0;
-  }
-
-  private set(key: string, value: number): void {
-    this.deps.sql.exec("INSERT OR REPLACE INTO buffer_meta (key, value) VALUES (?, ?)", key, value);
   }
 }

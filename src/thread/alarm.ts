@@ -1,12 +1,12 @@
 import { checkpointAlarmDue } from "../targets/checkpoints/thread-memory";
 import type { AlarmArm, ThreadDeps } from "./deps";
-import { outboxRetryAt } from "./index-outbox";
+import { outboxDueAt } from "./index-outbox";
 import { nextWake } from "./store";
 
 /**
  * The object's one alarm. Every timer is a stored instant (a turn lease, a queued turn, a due
- * delivery or its claim lease, a receipt grace, a record or agent-memory expiry, a failed index
- * push's retry); the alarm is
+ * delivery or its claim lease, a receipt grace, a record or agent-memory expiry, outbox rows
+ * left unpushed); the alarm is
  * armed at the earliest of them. `arm` is the only code that sets or deletes it.
  */
 export class ThreadAlarm implements AlarmArm {
@@ -24,7 +24,7 @@ export class ThreadAlarm implements AlarmArm {
     const { storage } = this.deps;
     const s = this.deps.settings();
     const now = this.deps.now();
-    const candidates = [nextWake(storage, s.conversations.intakeClaimLeaseSeconds * 1000, now), checkpointAlarmDue(storage), outboxRetryAt(storage)].filter(
+    const candidates = [nextWake(storage, s.conversations.intakeClaimLeaseSeconds * 1000, now), checkpointAlarmDue(storage), outboxDueAt(storage)].filter(
       (t): t is number => typeof t === "number",
     );
     if (!candidates.length) {

@@ -8,7 +8,7 @@ import { ThreadAlarm } from "./alarm";
 import { DeliveryMachine } from "./delivery";
 import type { ThreadDeps } from "./deps";
 import { ThreadIdentity } from "./identity";
-import { IndexOutbox, outboxRetryAt } from "./index-outbox";
+import { IndexOutbox, outboxDueAt } from "./index-outbox";
 import { InlineWaiters } from "./inline-waiters";
 import { Intake } from "./intake";
 import { ThreadReads } from "./reads";
@@ -48,7 +48,7 @@ export function composeThread(deps: ThreadDeps): ThreadParts {
 /**
  * One firing of the object's alarm. Idempotent: it re-reads state, acts only on what is due
  * (orphaned turns, ended graces, expired records and memory, queued turns, due deliveries,
- * a failed index push) and
+ * outbox rows left unpushed) and
  * re-arms to the earliest remaining instant.
  */
 export async function alarmPass(deps: ThreadDeps, parts: ThreadParts): Promise<void> {
@@ -60,8 +60,8 @@ export async function alarmPass(deps: ThreadDeps, parts: ThreadParts): Promise<v
   await parts.delivery.completeGrace(now, s);
   const pruned = pruneExpired(storage, now);
   if (pruned.length) parts.index.note({ dropped: pruned });
-  const retry = outboxRetryAt(storage);
-  if (retry !== null && retry <= now) await parts.index.flush();
+  const outboxDue = outboxDueAt(storage);
+  if (outboxDue !== null && outboxDue <= now) await parts.index.flush();
   purgeExpiredCheckpoint(storage, now);
   const turns = parts.turns.pump();
   await parts.delivery.drive();

@@ -1,13 +1,17 @@
 /**
  * The thread's outbox towards the admin listings (issue 11; decisions §9). A record transition
  * notes one outbox row in the same SQLite transaction as the transition itself, so it costs no
- * extra commit and no D1 statement. A push loop, never awaited by a turn or a delivery, then sends
- * the thread's current listing row (with the new failed records) to its listing shard, and the ids
- * of pruned records to the shards whose directory holds them, and drops the rows it sent. One push
- * is in flight at a time and carries everything noted meanwhile, so a busy thread coalesces.
+ * extra commit and no D1 statement. A push, never awaited by a turn or a delivery, then sends the
+ * thread's current listing row (with the new failed records) to its listing shard, and the ids of
+ * pruned records to the shards whose directory holds them, and drops the rows it sent.
  *
- * A push that fails (the shard unreachable) keeps its rows and sets `outbox_retry_at`, which the
- * thread's alarm honours: nothing noted is lost to an eviction or an error.
+ * Pushes are debounced by PUSH_DELAY_MS: a note starts a short timer and the push carries
+ * everything noted until it fires, so a turn's accept and settle (and a busy thread's many turns)
+ * cost one push, not one each. One push is in flight at a time.
+ *
+ * Nothing noted is lost to an eviction or an error: the thread's alarm is armed at `outboxDueAt`
+ * (the oldest row's note time plus the delay and a grace, or a failed push's retry time), and the
+ * alarm pass pushes whatever is still there.
  */
 import { type FailedRow, type LedgerKey, type ListingRow, ledgerIndex, listingShard, messageKey, shardStub } from "../contracts/shard-rpc";
 import { AnswerRecord } from "../bridge/record";
@@ -16,27 +20,42 @@ import type { IndexNote, IndexWriter, ThreadDeps } from "./deps";
 import type { ThreadIdentity } from "./identity";
 import { deleteMeta, getMeta, setMeta, sql } from "./store";
 
+/** How long a note waits for more before its push goes (the listing's share of the lag). */
+export const PUSH_DELAY_MS = 250;
+
+/**
+ * How long past the push delay the alarm waits before it pushes rows the timer did not (an
+ * instance that ended before its timer fired). Long on purpose: the alarm that covers a push which
+ * did happen fires for nothing, and a long grace makes that at most once a minute per busy thread.
+ */
+const OUTBOX_GRACE_MS = 60_000;
+
 /** A failed push is retried by the alarm after this long. */
 export const OUTBOX_RETRY_MS = 5000;
 
 /** Rows one push carries at most. */
 const PUSH_ROWS = 200;
 
-/** When the alarm should retry a failed push (null: nothing waits). */
-export function outboxRetryAt(storage: DurableObjectStorage): number | null {
-  const v = getMeta(storage, "outbox_retry_at");
-  return v === null ? null : Number(v);
+/** When the alarm should push what the outbox still holds (null: it holds nothing). */
+export function outboxDueAt(storage: DurableObjectStorage): number | null {
+  const oldest = sql<{ t: number | null }>(storage, "outbox oldest", "SELECT MIN(noted_at) AS t FROM index_outbox")[0].t;
+  if (oldest === null) return null;
+  const retry = getMeta(storage, "outbox_retry_at");
+  return Math.max(oldest + PUSH_DELAY_MS + OUTBOX_GRACE_MS, retry === null ? 0 : Number(retry));
 }
 
-/** The thread's listing row as its records say now (null: no record is left). */
+/** The thread's listing row as its records say now (null: no record is left). Index reads only. */
 export function listingRowOf(storage: DurableObjectStorage): ListingRow | null {
   const newest = sql<{ record: string }>(storage, "newest record", "SELECT record FROM records ORDER BY seq DESC LIMIT 1")[0];
   if (!newest) return null;
   const rec = parseStored(AnswerRecord, newest.record, "thread record");
+  // Each on the expiry index: how many, whether any record is still without an end, the last end.
   const agg = sql<{ n: number; open: number; last: number | null }>(
     storage,
     "listing aggregate",
-    "SELECT COUNT(*) AS n, SUM(CASE WHEN expires_at IS NULL THEN 1 ELSE 0 END) AS open, MAX(expires_at) AS last FROM records",
+    `SELECT (SELECT COUNT(*) FROM records) AS n,
+            EXISTS (SELECT 1 FROM records WHERE expires_at IS NULL) AS open,
+            (SELECT MAX(expires_at) FROM records) AS last`,
   )[0];
   return {
     route_name: rec.route_name,
@@ -45,12 +64,13 @@ export function listingRowOf(storage: DurableObjectStorage): ListingRow | null {
     last_activity_at: rec.created_at,
     message_count: agg.n,
     last_status: rec.status,
-    live_until: agg.open > 0 ? null : agg.last,
+    live_until: agg.open ? null : agg.last,
   };
 }
 
 export class IndexOutbox implements IndexWriter {
   private pushing: Promise<void> | null = null;
+  private timer: ReturnType<typeof setTimeout> | null = null;
 
   constructor(
     private readonly deps: Pick<ThreadDeps, "storage" | "env" | "now">,
@@ -58,42 +78,50 @@ export class IndexOutbox implements IndexWriter {
     private readonly armAlarm: () => Promise<void>,
   ) {}
 
-  /** Notes one transition (see IndexWriter) and starts a push unless one is running. */
+  /** Notes one transition (see IndexWriter); its push follows within PUSH_DELAY_MS. */
   note(change: IndexNote = {}): void {
     sql(
       this.deps.storage,
       "note outbox",
-      "INSERT INTO index_outbox (settled, failed, dropped) VALUES (?, ?, ?)",
+      "INSERT INTO index_outbox (noted_at, settled, failed, dropped) VALUES (?, ?, ?, ?)",
+      this.deps.now(),
       change.settled ? 1 : 0,
       change.failed ? JSON.stringify(change.failed) : null,
       change.dropped?.length ? JSON.stringify(change.dropped) : null,
     );
-    this.kick();
+    this.timer ??= setTimeout(() => {
+      this.timer = null;
+      this.kick();
+    }, PUSH_DELAY_MS);
   }
 
-  /** Starts the push loop if it is not running (never awaited by the caller). */
-  kick(): void {
-    if (this.pushing) return;
-    this.pushing = this.pushAll().finally(() => {
-      this.pushing = null;
-    });
-  }
-
-  /** Runs a push now and waits for it (the alarm's retry). */
-  async flush(): Promise<void> {
-    this.kick();
-    await this.drained();
-  }
-
-  /** Resolves once no push is in flight. */
+  /** Pushes now, without waiting out the delay, and resolves once no push is in flight. */
   async drained(): Promise<void> {
+    if (this.timer) {
+      clearTimeout(this.timer);
+      this.timer = null;
+    }
+    this.kick();
     while (this.pushing) await this.pushing;
+  }
+
+  /** The alarm's push of what is left (an evicted instance's rows, a failed push's retry). */
+  async flush(): Promise<void> {
+    await this.drained();
   }
 
   /** Thread forget: nothing noted before it is pushed (the caller removes the listing itself). */
   clear(): void {
     sql(this.deps.storage, "clear outbox", "DELETE FROM index_outbox");
     deleteMeta(this.deps.storage, "outbox_retry_at");
+  }
+
+  /** Starts the push loop unless it is running. */
+  private kick(): void {
+    if (this.pushing) return;
+    this.pushing = this.pushAll().finally(() => {
+      this.pushing = null;
+    });
   }
 
   private async pushAll(): Promise<void> {

@@ -78,7 +78,7 @@ export function migrate(storage: DurableObjectStorage): void {
   if (version < 3) {
     // v3: the outbox towards the admin listings (issue 11: no D1 write on the per-message path).
     // One row per noted transition; src/thread/index-outbox.ts pushes and drops them.
-    storage.sql.exec("CREATE TABLE IF NOT EXISTS index_outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, settled INTEGER NOT NULL DEFAULT 0, failed TEXT, dropped TEXT)");
+    storage.sql.exec("CREATE TABLE IF NOT EXISTS index_outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, noted_at INTEGER NOT NULL, settled INTEGER NOT NULL DEFAULT 0, failed TEXT, dropped TEXT)");
   }
   if (version !== SCHEMA_VERSION) {
     sql(storage, "set schema version", "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", String(SCHEMA_VERSION));

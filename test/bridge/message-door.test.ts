@@ -185,6 +185,7 @@ describe("admission bounds", () => {
     const r = await toolRoute({});
     const first = await send(r.name, { external_user_id: "q", text: "seed", wait_seconds: 10 });
     const threadId = first.body.data.thread_id;
+    await listingCaughtUp(threadId); // the seed's listing row, before the raw fillers below
     // Fill the queue to its depth (20 waiting) behind a running turn whose lease is still live.
     await runInDurableObject(stubFor(threadId), (_obj, state) => {
       const rec = state.storage.sql.exec("SELECT record, inbound FROM records LIMIT 1").one() as { record: string; inbound: string };
@@ -209,7 +210,7 @@ describe("admission bounds", () => {
     expect((await rawRows(threadId)).length).toBe(before);
     // Its message directory entry, written beside the accept, was released again.
     expect(await directory()).toBe(entriesBefore);
-    await listingCaughtUp(threadId);
+    await listingCaughtUp(threadId); // the refusal noted nothing, so the row still says one record
     const count = await env.DB.prepare("SELECT message_count FROM threads WHERE thread_id = ?").bind(threadId).first("message_count");
     expect(count).toBe(1);
   });

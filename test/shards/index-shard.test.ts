@@ -178,10 +178,12 @@ describe("the thread outbox", () => {
     expect(await outboxRows(threadId)).toBeGreaterThan(0);
     const retryAt = await runInDurableObject(stubFor(threadId), (_o, state) => Number(state.storage.sql.exec("SELECT value FROM meta WHERE key = 'outbox_retry_at'").one().value));
     expect(retryAt).toBeGreaterThan(Date.now());
-    // The shard is reachable again and the retry is due: the alarm pushes and clears the marker.
+    // The shard is reachable again, and both the retry and the rows' grace are due: the alarm
+    // pushes and clears the marker.
     await runInDurableObject(stubFor(threadId), (obj, state) => {
       (obj as unknown as { env: Env }).env = original!;
       state.storage.sql.exec("UPDATE meta SET value = '1' WHERE key = 'outbox_retry_at'");
+      state.storage.sql.exec("UPDATE index_outbox SET noted_at = 1");
     });
     await runAlarm(threadId);
     expect(await outboxRows(threadId)).toBe(0);
