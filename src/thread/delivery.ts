@@ -10,15 +10,17 @@ import { planOutbound, sendOutboundStep } from "../channels/rich/outbound";
 import type { Settings } from "../settings/settings";
 import { ledgerShard, outboundKey } from "../contracts/shard-rpc";
 import type { AlarmArm, IndexWriter, ThreadDeps } from "./deps";
-import { type StoredRecord, dueDeliveries, getStored, graceElapsed, saveStored } from "./store";
+import { type StoredRecord, dueDeliveryHead, getStored, graceElapsed, saveStored } from "./store";
 
 /**
- * The delivery machine (decisions §8, §11): drives every `pending_delivery` record whose attempt is
- * due. Each attempt claims the record with a lease first, so a restart re-drives only after the
- * lease lapses and a recorded success is never sent again. An api record gets one signed callback
- * POST; a channel record is sent chunk by chunk from the last accepted one, then waits in
- * `provisional` for the provider's receipt or the grace period. A failed attempt logs one
- * `delivery_attempt_failed` line and backs off, until `delivery_max_attempts` fails the record.
+ * The delivery machine (decisions §8, §11): drives the thread's `pending_delivery` records in the
+ * thread's order, oldest first; while the oldest waits out a backoff, later ones wait behind it, so
+ * a receiver never sees a later answer of a thread before an earlier one. Each attempt claims the
+ * record with a lease first, so a restart re-drives only after the lease lapses and a recorded
+ * success is never sent again. An api record gets one signed callback POST; a channel record is sent
+ * chunk by chunk from the last accepted one, then waits in `provisional` for the provider's receipt
+ * or the grace period. A failed attempt logs one `delivery_attempt_failed` line and backs off, until
+ * `delivery_max_attempts` fails the record.
  */
 export class DeliveryMachine {
   private driving = false;
@@ -39,7 +41,10 @@ export class DeliveryMachine {
     try {
       do {
         this.redrive = false;
-        for (const due of dueDeliveries(this.deps.storage, this.deps.now())) await this.deliverOne(due);
+        // In the thread's order: the head goes first; a head that must retry later holds the rest.
+        for (let head = dueDeliveryHead(this.deps.storage, this.deps.now()); head; head = dueDeliveryHead(this.deps.storage, this.deps.now())) {
+          await this.deliverOne(head);
+        }
       } while (this.redrive);
     } finally {
       this.driving = false;

@@ -194,16 +194,17 @@ export function hasTurnInFlight(storage: DurableObjectStorage): boolean {
   return sql(storage, "turn in flight", "SELECT 1 AS one FROM records WHERE turn_state IN ('queued', 'running') LIMIT 1").length > 0;
 }
 
-/** pending_delivery records whose next attempt is due and whose claim is free. */
-export function dueDeliveries(storage: DurableObjectStorage, nowMs: number): StoredRecord[] {
-  return sql<Row>(
-    storage,
-    "due deliveries",
-    `SELECT ${COLS} FROM records WHERE status = 'pending_delivery' AND delivery_due_at <= ?
-       AND (delivery_lease_until IS NULL OR delivery_lease_until <= ?) ORDER BY seq`,
-    nowMs,
-    nowMs,
-  ).map(fromRow);
+/**
+ * The thread's delivery head: its oldest `pending_delivery` record, if that one's next attempt is
+ * due and its claim is free. Deliveries go out in the thread's order (docs/architecture.md,
+ * "Delivery order"): while the oldest pending record waits out a backoff, later ones wait too.
+ */
+export function dueDeliveryHead(storage: DurableObjectStorage, nowMs: number): StoredRecord | null {
+  const r = sql<Row>(storage, "delivery head", `SELECT ${COLS} FROM records WHERE status = 'pending_delivery' ORDER BY seq LIMIT 1`)[0];
+  if (!r) return null;
+  const head = fromRow(r);
+  if ((head.delivery_due_at ?? 0) > nowMs || (head.delivery_lease_until ?? 0) > nowMs) return null;
+  return head;
 }
 
 /** provisional records whose receipt grace ended by `nowMs`. */
@@ -211,13 +212,13 @@ export function graceElapsed(storage: DurableObjectStorage, nowMs: number): Stor
   return sql<Row>(storage, "grace elapsed", `SELECT ${COLS} FROM records WHERE status = 'provisional' AND grace_until <= ? ORDER BY seq`, nowMs).map(fromRow);
 }
 
-/** Earliest instant at which the alarm has work: a due delivery, a lease, a grace end, an expiry. */
+/** Earliest instant at which the alarm has work: the delivery head's attempt, a lease, a grace end, an expiry. */
 export function nextWake(storage: DurableObjectStorage, intakeLeaseMs: number, nowMs: number): number | null {
   const r = sql<{ t: number | null }>(
     storage,
     "next wake",
     `SELECT MIN(t) AS t FROM (
-       SELECT MAX(delivery_due_at, COALESCE(delivery_lease_until, 0)) AS t FROM records WHERE status = 'pending_delivery'
+       SELECT * FROM (SELECT MAX(delivery_due_at, COALESCE(delivery_lease_until, 0)) AS t FROM records WHERE status = 'pending_delivery' ORDER BY seq LIMIT 1)
        UNION ALL SELECT turn_lease_until FROM records WHERE turn_state = 'running'
        UNION ALL SELECT ? FROM records WHERE turn_state = 'queued'
        UNION ALL SELECT grace_until FROM records WHERE status = 'provisional'

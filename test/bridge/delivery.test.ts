@@ -106,6 +106,36 @@ describe("signed callbacks (decisions §8)", () => {
     expect(calls).toHaveLength(3);
   });
 
+  it("delivers a thread's answers in its order: a later answer waits while an earlier one backs off", async () => {
+    let firstUp = false;
+    const calls = fakeNetwork((_req, body) => {
+      const answer = JSON.parse(body).answer as string;
+      return new Response(null, { status: answer === "first" && !firstUp ? 503 : 204 });
+    });
+    const r = await callbackRoute();
+    const a = await send(r.name, { external_user_id: "ordered", text: "first" });
+    const { thread_id } = a.body.data;
+    await eventually(() => rowOf(thread_id, a.body.data.message_id), (x) => JSON.parse(x.record).attempts === 1 && x.delivery_lease_until === null);
+    const b = await send(r.name, { external_user_id: "ordered", text: "second" });
+    // The second answer settles, but waits behind the first, which backs off.
+    const second = await eventually(() => rowOf(thread_id, b.body.data.message_id), (x) => x.turn_state === "done");
+    expect(second.status).toBe("pending_delivery");
+    expect(JSON.parse(second.record).attempts).toBe(0);
+    await runAlarm(thread_id); // nothing is due: the head's backoff has not run out
+    expect(calls.map((c) => JSON.parse(c.body).answer)).toEqual(["first"]);
+    // The receiver recovers and the head's retry is due: both go, in order.
+    firstUp = true;
+    await makeDue(thread_id, "delivery_due_at");
+    await runAlarm(thread_id);
+    await eventually(() => rowOf(thread_id, b.body.data.message_id), (x) => x.status === "delivered");
+    expect(calls.map((c) => [JSON.parse(c.body).answer, c.url])).toEqual([
+      ["first", HOOK],
+      ["first", HOOK],
+      ["second", HOOK],
+    ]);
+    expect((await rowOf(thread_id, a.body.data.message_id)).status).toBe("delivered");
+  });
+
   it("a route deleted meanwhile fails the delivery at once", async () => {
     fakeNetwork(() => new Response("down", { status: 500 }));
     const r = await callbackRoute();
