@@ -1,0 +1,82 @@
+/**
+ * Target conversation configs (spec §2.5, §4.8; decisions §12): the frozen shape, its rules, and
+ * its D1 store. A config is inert operator data (no key is bound by writing one): it opts a target
+ * into persons (`multichannel`), names its first-contact greeting and carries its state binding.
+ */
+import { z } from "zod";
+import { intactIdentifier } from "../http/identifiers";
+import { parseStored } from "../store/parse-stored";
+import { StateBinding } from "../states/state-binding";
+import { parseGreetingTemplate } from "./greeting-template";
+
+export const TargetKind = z.enum(["agent", "tool"], { message: "must be agent or tool" });
+export type TargetKind = z.infer<typeof TargetKind>;
+
+/** A target name as a config names it: non-blank (spec: minLength 1), no control characters. */
+export const ConfigTargetName = intactIdentifier(
+  z
+    .string()
+    .max(128)
+    .refine((s) => s.trim() !== "", { message: "must not be blank" }),
+);
+
+/** Longest greeting template, in UTF-16 units (a channel splits what it sends anyway). */
+export const MAX_GREETING_CHARS = 4000;
+
+export const TargetConversationConfig = z
+  .object({
+    target_kind: TargetKind,
+    target_name: ConfigTargetName,
+    multichannel: z.boolean().default(false),
+    greeting_template: z
+      .string()
+      .max(MAX_GREETING_CHARS)
+      .nullable()
+      .default(null)
+      .superRefine((t, ctx) => {
+        if (t === null) return;
+        const parsed = parseGreetingTemplate(t);
+        if (!parsed.ok) ctx.addIssue({ code: "custom", message: parsed.error });
+      }),
+    state_binding: StateBinding.nullable().default(null),
+  })
+  .strict()
+  .superRefine((c, ctx) => {
+    // Decisions §12 via the reference: a binding deposits state around a tool's run; agents take none.
+    if (c.state_binding !== null && c.target_kind !== "tool") {
+      ctx.addIssue({ code: "custom", path: ["state_binding"], message: "is accepted only on tool targets" });
+    }
+  });
+export type TargetConversationConfig = z.infer<typeof TargetConversationConfig>;
+
+/** The config of (kind, name), or null. */
+export async function getConfig(db: D1Database, kind: TargetKind, name: string): Promise<TargetConversationConfig | null> {
+  const row = await db.prepare("SELECT config FROM conversation_configs WHERE target_kind = ? AND target_name = ?").bind(kind, name).first<{ config: string }>();
+  return row ? parseStored(TargetConversationConfig, row.config, "conversation config") : null;
+}
+
+/** Every config, by kind then name. */
+export async function listConfigs(db: D1Database): Promise<TargetConversationConfig[]> {
+  const { results } = await db.prepare("SELECT config FROM conversation_configs ORDER BY target_kind, target_name").all<{ config: string }>();
+  return results.map((r) => parseStored(TargetConversationConfig, r.config, "conversation config"));
+}
+
+/** Creates or replaces `config`; true when it did not exist before. One statement, so no partial write. */
+export async function putConfig(db: D1Database, config: TargetConversationConfig, nowIso: string): Promise<boolean> {
+  const [existed] = await db.batch<{ n: number }>([
+    db.prepare("SELECT COUNT(*) AS n FROM conversation_configs WHERE target_kind = ? AND target_name = ?").bind(config.target_kind, config.target_name),
+    db
+      .prepare(
+        `INSERT INTO conversation_configs (target_kind, target_name, config, updated_at) VALUES (?, ?, ?, ?)
+         ON CONFLICT(target_kind, target_name) DO UPDATE SET config = excluded.config, updated_at = excluded.updated_at`,
+      )
+      .bind(config.target_kind, config.target_name, JSON.stringify(config), nowIso),
+  ]);
+  return Number(existed.results[0]?.n ?? 0) === 0;
+}
+
+/** Deletes the config of (kind, name); false when there was none. */
+export async function deleteConfig(db: D1Database, kind: TargetKind, name: string): Promise<boolean> {
+  const r = await db.prepare("DELETE FROM conversation_configs WHERE target_kind = ? AND target_name = ?").bind(kind, name).run();
+  return (r.meta.changes ?? 0) > 0;
+}
