@@ -18,3 +18,4 @@ export { ThreadObject } from "../durable-objects/thread-object";
 export { AddressBucket } from "../durable-objects/address-bucket";
 export { BucketDirectory } from "../durable-objects/bucket-directory";
 export { IndexShard } from "../durable-objects/index-shard";
+export { PersonDirectory } from "../durable-objects/person-directory";
