@@ -6,7 +6,10 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import type { Arrival, PersonDirectoryRpc, PersonView, RedeemResult, UnlinkResult } from "../src/contracts/person-rpc";
+import { ledgerShard, personKey } from "../src/contracts/shard-rpc";
 import type { Env } from "../src/env";
+import { personThreadId } from "../src/bridge/thread-id";
+import { personDirectoryName } from "../src/contracts/person-rpc";
 import { CODE_TTL_SECONDS, type DoorAddress, REDEEM_BACKOFF_CAP_SECONDS, doorAddressKey, hashPairingCode, mergeSurvivor, mintPairingCode, redeemLockSeconds } from "../src/persons/pairing";
 import {
   absorb,
@@ -35,6 +38,7 @@ export class PersonDirectory extends DurableObject<Env> implements PersonDirecto
 
   async ensure(arrival: Arrival, localeHint: string | null, nowMs: number): Promise<{ person: PersonView; created: boolean }> {
     const { personId, created } = this.ensureSync(arrival, localeHint, nowMs);
+    if (created) await this.indexPerson(personId, arrival.target);
     return { person: personView(this.sql, personId)!, created };
   }
 
@@ -48,7 +52,8 @@ export class PersonDirectory extends DurableObject<Env> implements PersonDirecto
     const expiresAt = nowMs + CODE_TTL_SECONDS * 1000;
     // The hash is computed before any write, so the verb's writes stay in one synchronous block.
     const hash = await hashPairingCode(code);
-    this.ensureSync(arrival, null, nowMs);
+    const ensured = this.ensureSync(arrival, null, nowMs);
+    if (ensured.created) await this.indexPerson(ensured.personId, arrival.target);
     putCode(this.sql, hash, doorAddressKey(arrival.address), arrival.route_name, arrival.address, expiresAt);
     await this.arm(expiresAt);
     return { code, expires_at: expiresAt };
@@ -71,16 +76,15 @@ export class PersonDirectory extends DurableObject<Env> implements PersonDirecto
       return { ok: false };
     }
     clearThrottle(sql, party);
-    const theirs = this.ensureSync({ target: arrival.target, address: minted.address, route_name: minted.route_name }, null, nowMs).personId;
-    const ours = this.ensureSync(arrival, null, nowMs).personId;
-    if (theirs !== ours) {
-      const a = personView(sql, theirs)!;
-      const b = personView(sql, ours)!;
-      const { survivor, absorbed } = mergeSurvivor(a, b);
-      absorb(sql, survivor.person_id, absorbed.person_id);
-      return { ok: true, person: personView(sql, survivor.person_id)! };
-    }
-    return { ok: true, person: personView(sql, ours)! };
+    const theirs = this.ensureSync({ target: arrival.target, address: minted.address, route_name: minted.route_name }, null, nowMs);
+    const ours = this.ensureSync(arrival, null, nowMs);
+    if (theirs.personId === ours.personId) return { ok: true, person: personView(sql, ours.personId)! };
+    const { survivor, absorbed } = mergeSurvivor(personView(sql, theirs.personId)!, personView(sql, ours.personId)!);
+    absorb(sql, survivor.person_id, absorbed.person_id);
+    // The index follows the rows: the survivor is (or stays) listed, the absorbed id is gone.
+    if (theirs.created || ours.created) await this.indexPerson(survivor.person_id, arrival.target);
+    await this.unindexPerson(absorbed.person_id);
+    return { ok: true, person: personView(sql, survivor.person_id)! };
   }
 
   async unlink(arrival: Arrival, nowMs: number): Promise<UnlinkResult> {
@@ -92,6 +96,7 @@ export class PersonDirectory extends DurableObject<Env> implements PersonDirecto
     // The detached address starts a fresh person of its own, which is never greeted (not a first contact).
     const fresh = createPerson(sql, nowMs, null);
     attachAddress(sql, fresh, arrival.address, routes, nowMs);
+    await this.indexPerson(fresh, arrival.target);
     return { ok: true, person: personView(sql, fresh)! };
   }
 
@@ -107,6 +112,8 @@ export class PersonDirectory extends DurableObject<Env> implements PersonDirecto
   async erase(personId: string): Promise<PersonView | null> {
     const before = personView(this.sql, personId);
     if (before) erasePerson(this.sql, personId);
+    // Dropped regardless: an index entry left by an earlier, interrupted erase goes too.
+    await this.unindexPerson(personId);
     return before;
   }
 
@@ -132,6 +139,17 @@ export class PersonDirectory extends DurableObject<Env> implements PersonDirecto
     const personId = createPerson(sql, nowMs, localeHint);
     attachAddress(sql, personId, arrival.address, [arrival.route_name], nowMs);
     return { personId, created: true };
+  }
+
+  /** Lists person `personId` in the ledger, so the person doors find this directory by id alone. */
+  private async indexPerson(personId: string, target: Arrival["target"]): Promise<void> {
+    const k = personKey(personId);
+    await ledgerShard(this.env, k).put(k, { message_id: personId, thread_id: personThreadId(personId), route_name: personDirectoryName(target.kind, target.name) }, null);
+  }
+
+  private async unindexPerson(personId: string): Promise<void> {
+    const k = personKey(personId);
+    await ledgerShard(this.env, k).drop([k]);
   }
 
   /** Arms the sweep no later than `at`. */

@@ -6,7 +6,9 @@
  *   thread objects instead of D1. Namespaces: `message` (message_id → its thread, so the
  *   single-record read door finds a record the moment its 202 goes out), `channel:<name>` and
  *   `event:<route>` (inbound dedupe claims), `outbound:<channel>` (a sent chunk's provider id →
- *   its record, for receipts). An entry lives on the shard its (namespace, key) hashes to.
+ *   its record, for receipts), `person` (person_id → the PersonDirectory that holds the person:
+ *   `message_id` is the person id, `thread_id` its person thread, `route_name` the directory's
+ *   name). An entry lives on the shard its (namespace, key) hashes to.
  * - **Listing buffer**: thread objects push their listing rows and failed records here; the shard
  *   keeps them durably and writes them to D1 (`threads`, `failed_records`) in one batch per
  *   `index_flush_batch` settled turns pushed, or after `index_flush_lag_seconds`, whichever comes
@@ -135,4 +137,9 @@ export function messageKey(messageId: string): LedgerKey {
 /** The ledger key of a sent chunk's provider id on `channel`. */
 export function outboundKey(channel: string, providerMessageId: string): LedgerKey {
   return { namespace: `outbound:${channel}`, key: providerMessageId };
+}
+
+/** The ledger key of person `personId`'s directory entry. */
+export function personKey(personId: string): LedgerKey {
+  return { namespace: "person", key: personId };
 }

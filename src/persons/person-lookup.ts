@@ -1,0 +1,19 @@
+/**
+ * Finds a person by id alone (the person doors carry no target): the `person` ledger entry names
+ * the PersonDirectory that holds it (src/contracts/shard-rpc.ts).
+ */
+import { type PersonDirectoryRpc, personDirectoryStub } from "../contracts/person-rpc";
+import { ledgerShard, personKey } from "../contracts/shard-rpc";
+import type { Env } from "../env";
+import { TargetKind } from "./target-configs";
+
+/** The directory holding person `personId`, or null when no directory lists it. */
+export async function directoryOfPerson(env: Env, personId: string): Promise<PersonDirectoryRpc | null> {
+  const k = personKey(personId);
+  const entry = await ledgerShard(env, k).find(k, Date.now());
+  if (!entry?.route_name) return null;
+  const cut = entry.route_name.indexOf(":");
+  const kind = TargetKind.safeParse(entry.route_name.slice(0, cut));
+  if (cut < 0 || !kind.success) return null;
+  return personDirectoryStub(env, kind.data, entry.route_name.slice(cut + 1));
+}
