@@ -29,7 +29,8 @@ import type { AnswerRecord } from "./record";
 import { type RouteRow, getRoute, routeWithKeyFromResult, routeWithKeyStatement } from "./routes-store";
 import type { MessageBody } from "./schemas";
 import { type ThreadRpc, takeToken, threadStub } from "./stubs";
-import { apiThreadId, channelThreadId } from "./thread-id";
+import { apiThreadId, channelThreadId, routePrefix } from "./thread-id";
+import { ensureInboundPerson, threadFor, turnPerson, undoFirstContact } from "../persons/inbound-person";
 
 /** `ThreadObject.accept`'s request and answer, as the thread's RPC contract declares them. */
 type AcceptRequest = Parameters<ThreadRpc["accept"]>[0];
@@ -68,16 +69,21 @@ export function prefetchDoorRoute(db: D1Database, rawParams: Record<string, stri
 export async function admitMessage(env: Env, s: ConversationSettings, req: MessageRequest): Promise<Admission> {
   // The snapshot's date, which the thread trusts only briefly: the read came with the key lookup (or comes next).
   const routeReadAtMs = Date.now();
-  const { route, key: executionKey } = req.prefetched ? routeWithKeyFromResult(req.prefetched) : { route: await getRoute(env.DB, req.routeName), key: undefined };
+  const { route, key: executionKey, config } = req.prefetched
+    ? routeWithKeyFromResult(req.prefetched)
+    : { route: await getRoute(env.DB, req.routeName), key: undefined, config: null };
   if (!route) throw new HttpError(404, "route not found");
   if (route.door !== "api") throw badRequest("route is a channel route; its messages arrive through the channel webhook");
 
-  const threadId = composeThreadId(route, req.body.external_user_id, req.caller);
+  const routeThread = composeThreadId(route, req.body.external_user_id, req.caller);
   await requireRateToken(env, s, route, req.caller);
-  const arrival = mintArrival(route, { message_id: crypto.randomUUID(), thread_id: threadId }, { way: "message", caller: req.caller, body: req.body });
+  // A multichannel target's person, after the rate token: an inbound refused before never creates one.
+  const person = await ensureInboundPerson(env, route, config, { door: "api", address: routeThread.slice(routePrefix(route.route_name).length) }, routeReadAtMs);
+  const threadId = threadFor(routeThread, person);
+  const arrival = mintArrival(route, { message_id: crypto.randomUUID(), thread_id: threadId }, { way: "message", caller: req.caller, body: req.body }, turnPerson(person));
   const waitSeconds = Math.min(req.body.wait_seconds ?? 0, s.syncWaitMaxSeconds);
   // The route snapshot lets a turn that runs at once skip its own read of the route and key.
-  return handOverOr503(env, arrival, { waitMs: Math.round(waitSeconds * 1000), route, executionKey, routeReadAtMs });
+  return handOverOr503(env, arrival, { waitMs: Math.round(waitSeconds * 1000), route, executionKey, routeReadAtMs }, () => undoFirstContact(person));
 }
 
 /**

@@ -40,8 +40,16 @@ export interface ArrivalIds {
 /**
  * Mints the record and the turn input of `arrival` on `route`. The record starts `accepted`, with
  * no outcome, no attempts and no expiry, created now; an operator send starts answered instead.
+ * `person` is the resolved person of a multichannel target (its id and address rows).
  */
-export function mintArrival(route: ArrivalRoute, ids: ArrivalIds, arrival: Arrival): MintedArrival {
+export function mintArrival(route: ArrivalRoute, ids: ArrivalIds, arrival: Arrival, person: TurnInbound["person"] = null): MintedArrival {
+  const minted = mintFor(route, ids, arrival);
+  // A multichannel target's turns carry the resolved person (spec §4.2); others carry none.
+  if (person) minted.inbound.person = person;
+  return minted;
+}
+
+function mintFor(route: ArrivalRoute, ids: ArrivalIds, arrival: Arrival): MintedArrival {
   const { message_id, thread_id } = ids;
   switch (arrival.way) {
     case "message": {

@@ -13,9 +13,10 @@ import type { ConversationSettings } from "../settings/settings";
 import { composeThreadId, handOver, takeRateToken } from "./admission";
 import { mintArrival } from "./arrival";
 import { ledgerShard, outboundKey } from "../contracts/shard-rpc";
-import { claimKey, releaseKey } from "./dedupe";
+import { claimKey, releaseKey, repointClaim } from "./dedupe";
 import { SLOW_DOWN_TEXT } from "./record";
 import { routeWithKeyByChannelIdentity } from "./routes-store";
+import { ensureInboundPerson, threadFor, turnPerson, undoFirstContact } from "../persons/inbound-person";
 import { threadStub } from "./stubs";
 
 /** What became of one verified channel message (a full queue is thrown as RetryLaterError instead). */
@@ -44,20 +45,21 @@ export async function routeChannelEvents(env: Env, s: ConversationSettings, chan
  */
 export async function admitChannelMessage(env: Env, s: ConversationSettings, channel: string, m: InboundMessage): Promise<InboundVerdict> {
   const routeReadAtMs = Date.now();
-  const { route, key: executionKey } = await routeWithKeyByChannelIdentity(env.DB, channel, m.our_identity.trim());
+  const { route, key: executionKey, config } = await routeWithKeyByChannelIdentity(env.DB, channel, m.our_identity.trim());
   if (!route || route.door !== "channel") return "unrouted";
   if (isBlank(m) || !m.sender.trim()) return "blank";
 
-  const threadId = composeThreadId(route, m.sender, null);
+  const routeThread = composeThreadId(route, m.sender, null);
   const namespace = `channel:${channel}`;
   const now = Date.now();
   const fresh = crypto.randomUUID();
-  const messageId = (await claimKey(env, namespace, m.provider_message_id, { message_id: fresh, thread_id: threadId }, now + s.inboundDedupeTtlSeconds * 1000, now)).message_id;
-  const arrival = mintArrival(route, { message_id: messageId, thread_id: threadId }, { way: "channel", channel, message: m });
+  const claim = await claimKey(env, namespace, m.provider_message_id, { message_id: fresh, thread_id: routeThread }, now + s.inboundDedupeTtlSeconds * 1000, now);
+  const messageId = claim.message_id;
 
   if (messageId !== fresh) {
-    // A redelivery: make sure the original was accepted (idempotent), never a second turn.
-    const again = await handOver(env, arrival, { waitMs: 0 });
+    // A redelivery: make sure the original was accepted (idempotent), never a second turn. The
+    // claim names the thread the original was keyed to.
+    const again = await handOver(env, mintArrival(route, { message_id: messageId, thread_id: claim.thread_id }, { way: "channel", channel, message: m }), { waitMs: 0 });
     if (again.kind === "queue_full") throw new RetryLaterError("thread queue is full");
     return "duplicate";
   }
@@ -69,13 +71,22 @@ export async function admitChannelMessage(env: Env, s: ConversationSettings, cha
     const preset = verdict.notify
       ? { status: "pending_delivery" as const, outcome: { answer_status: "answered" as const, answer: SLOW_DOWN_TEXT, error: null } }
       : { status: "shed" as const, outcome: { answer_status: null, answer: null, error: null } };
-    await handOver(env, arrival, { waitMs: 0, preset, route, executionKey, routeReadAtMs });
+    await handOver(env, mintArrival(route, { message_id: messageId, thread_id: routeThread }, { way: "channel", channel, message: m }), { waitMs: 0, preset, route, executionKey, routeReadAtMs });
     return verdict.notify ? "slow_down" : "shed";
   }
+
+  // A multichannel target's person, after the rate token: a shed inbound never creates one.
+  const sender = m.sender.trim();
+  const person = await ensureInboundPerson(env, route, config, { door: "channel", channel, our_identity: route.our_identity ?? m.our_identity.trim(), address: sender }, now);
+  const threadId = threadFor(routeThread, person);
+  // A redelivery must find the thread the message went to: the claim follows it to the person thread.
+  if (threadId !== routeThread) await repointClaim(env, namespace, m.provider_message_id, { message_id: messageId, thread_id: threadId }, now + s.inboundDedupeTtlSeconds * 1000);
+  const arrival = mintArrival(route, { message_id: messageId, thread_id: threadId }, { way: "channel", channel, message: m }, turnPerson(person));
 
   // The route snapshot lets the turn skip its own read of the route and key (src/bridge/route-reads.ts).
   const result = await handOver(env, arrival, { waitMs: 0, route, executionKey, routeReadAtMs });
   if (result.kind === "queue_full") {
+    await undoFirstContact(person);
     await releaseKey(env, namespace, m.provider_message_id, messageId);
     throw new RetryLaterError("thread queue is full");
   }

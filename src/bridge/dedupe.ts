@@ -35,3 +35,9 @@ export async function releaseKey(env: Env, namespace: string, key: string, messa
   const k = { namespace, key };
   await ledgerShard(env, k).release(k, messageId);
 }
+
+/** Points the claim on `key` (held by `claim.message_id`) at another thread, keeping its expiry window. */
+export async function repointClaim(env: Env, namespace: string, key: string, claim: DedupeClaim, expiresAtMs: number): Promise<void> {
+  const k = { namespace, key };
+  await ledgerShard(env, k).put(k, entry(claim), expiresAtMs);
+}

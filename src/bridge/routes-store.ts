@@ -1,9 +1,10 @@
 /** Conversation routes in D1 (spec §2.1, decisions §5). */
 import { z } from "zod";
 import { type KeyWithOwner, keyColumns, parsePrefixedKey } from "../auth/key-store";
+import { TargetConversationConfig } from "../persons/target-configs";
 import { JsonValue } from "../http/bounded-json";
 import { HttpError } from "../http/errors";
-import { jsonColumn, validStored } from "../store/parse-stored";
+import { jsonColumn, parseStored, validStored } from "../store/parse-stored";
 
 /**
  * A `routes` row: the one schema of a stored route, with its type under the same name. Reading a
@@ -79,8 +80,9 @@ export async function getRoute(db: D1Database, routeName: string): Promise<Route
 }
 
 /** The route joined with its execution key and owner, selected by where the clause points. */
-const ROUTE_WITH_KEY = `SELECT r.*, ${keyColumns("k", "k_")}, ${keyColumns("o", "o_")} FROM routes r
-       LEFT JOIN api_keys k ON k.user_id = r.execution_key LEFT JOIN api_keys o ON o.user_id = k.owner_user_id`;
+const ROUTE_WITH_KEY = `SELECT r.*, ${keyColumns("k", "k_")}, ${keyColumns("o", "o_")}, c.config AS cfg_config FROM routes r
+       LEFT JOIN api_keys k ON k.user_id = r.execution_key LEFT JOIN api_keys o ON o.user_id = k.owner_user_id
+       LEFT JOIN conversation_configs c ON c.target_kind = r.target_kind AND c.target_name = r.target_name`;
 
 /**
  * The route joined with its execution key and that key's owner, in one statement: what the
@@ -95,16 +97,26 @@ export function routeWithKeyStatement(db: D1Database, routeName: string): D1Prep
  * The channel route that owns `(channel, ourIdentity)` with its execution key and owner, in one
  * statement: the channel door's one D1 read, so the turn needs no second read (issue 11).
  */
-export async function routeWithKeyByChannelIdentity(db: D1Database, channel: string, ourIdentity: string): Promise<{ route: RouteRow | null; key: KeyWithOwner | null }> {
+export async function routeWithKeyByChannelIdentity(db: D1Database, channel: string, ourIdentity: string): Promise<RouteWithKey> {
   return routeWithKeyFromResult(await db.prepare(`${ROUTE_WITH_KEY} WHERE r.channel = ? AND r.our_identity = ?`).bind(channel, ourIdentity).all());
 }
 
-/** Parses `routeWithKeyStatement`'s result: the route (null when absent) and its key (null when gone). */
-export function routeWithKeyFromResult(result: D1Result | undefined): { route: RouteRow | null; key: KeyWithOwner | null } {
+/** What a door reads in its one round trip: the route, its execution key and owner, and its target's conversation config. */
+export interface RouteWithKey {
+  route: RouteRow | null;
+  /** null when the key is gone. */
+  key: KeyWithOwner | null;
+  /** The route target's conversation config (issue 12), null when it has none. */
+  config: TargetConversationConfig | null;
+}
+
+/** Parses `routeWithKeyStatement`'s result (and the channel door's equivalent). */
+export function routeWithKeyFromResult(result: D1Result | undefined): RouteWithKey {
   const r = result?.results?.[0] as Record<string, unknown> | undefined;
-  if (!r) return { route: null, key: null };
-  const routeCols = Object.fromEntries(Object.entries(r).filter(([k]) => !k.startsWith("k_") && !k.startsWith("o_")));
-  return { route: toRow(routeCols), key: parsePrefixedKey(r, "k_", "o_") };
+  if (!r) return { route: null, key: null, config: null };
+  const routeCols = Object.fromEntries(Object.entries(r).filter(([k]) => !k.startsWith("k_") && !k.startsWith("o_") && !k.startsWith("cfg_")));
+  const config = typeof r.cfg_config === "string" ? parseStored(TargetConversationConfig, r.cfg_config, "conversation config") : null;
+  return { route: toRow(routeCols), key: parsePrefixedKey(r, "k_", "o_"), config };
 }
 
 /** The route from a batched `routeStatement` result; null when absent (or not batched). */

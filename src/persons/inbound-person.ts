@@ -1,0 +1,52 @@
+/**
+ * Resolving the person of an inbound on a multichannel target (issue 12; decisions §12), at the
+ * door, after admission's rate token (so a shed or refused inbound never creates one): one call to
+ * the target's PersonDirectory, which creates a single-address person at first contact. A person
+ * with two or more addresses keys the message to its person thread; a turn already queued under
+ * the old key finishes there. A non-multichannel route never gets here: its door read found no
+ * config, or one with `multichannel: false`.
+ */
+import type { TurnInbound } from "../bridge/payload";
+import type { RouteRow } from "../bridge/routes-store";
+import { personThreadId } from "../bridge/thread-id";
+import { type PersonDirectoryRpc, type PersonView, personDirectoryStub } from "../contracts/person-rpc";
+import type { Env } from "../env";
+import type { DoorAddress } from "./pairing";
+import type { TargetConversationConfig } from "./target-configs";
+
+/** An inbound's person, as its door resolved it. */
+export interface InboundPerson {
+  person: PersonView;
+  /** First contact: the person was created for this inbound (the greeting trigger). */
+  created: boolean;
+  directory: PersonDirectoryRpc;
+}
+
+/** Ensures the person of `address` when `config` makes the route's target multichannel; null otherwise. */
+export async function ensureInboundPerson(
+  env: Env,
+  route: Pick<RouteRow, "route_name" | "target_kind" | "target_name">,
+  config: TargetConversationConfig | null,
+  address: DoorAddress,
+  nowMs: number,
+): Promise<InboundPerson | null> {
+  if (!config?.multichannel) return null;
+  const directory = personDirectoryStub(env, route.target_kind, route.target_name);
+  const { person, created } = await directory.ensure({ target: { kind: route.target_kind, name: route.target_name }, address, route_name: route.route_name }, null, nowMs);
+  return { person, created, directory };
+}
+
+/** The thread an inbound keys to: its person's thread once the person has two or more addresses. */
+export function threadFor(routeThreadId: string, p: InboundPerson | null): string {
+  return p && p.person.addresses.length >= 2 ? personThreadId(p.person.person_id) : routeThreadId;
+}
+
+/** What the turn's payload carries of the person (spec §4.2: `person_id`, `person_addresses`). */
+export function turnPerson(p: InboundPerson | null): TurnInbound["person"] {
+  return p ? { person_id: p.person.person_id, person_addresses: p.person.addresses.map((a) => ({ ...a })) } : null;
+}
+
+/** An admission refused after the person was created (a full queue): the first contact did not happen. */
+export async function undoFirstContact(p: InboundPerson | null): Promise<void> {
+  if (p?.created) await p.directory.erase(p.person.person_id);
+}
