@@ -80,7 +80,7 @@ export async function admitMessage(env: Env, s: ConversationSettings, req: Messa
   // A multichannel target's person, after the rate token: an inbound refused before never creates one.
   const person = await ensureInboundPerson(env, route, config, { door: "api", address: routeThread.slice(routePrefix(route.route_name).length) }, routeReadAtMs);
   const threadId = threadFor(routeThread, person);
-  const arrival = mintArrival(route, { message_id: crypto.randomUUID(), thread_id: threadId }, { way: "message", caller: req.caller, body: req.body }, turnPerson(person));
+  const arrival = mintArrival(route, { message_id: crypto.randomUUID(), thread_id: threadId }, { way: "message", caller: req.caller, body: req.body }, turnPerson(person, config));
   const waitSeconds = Math.min(req.body.wait_seconds ?? 0, s.syncWaitMaxSeconds);
   // The route snapshot lets a turn that runs at once skip its own read of the route and key.
   return handOverOr503(env, arrival, { waitMs: Math.round(waitSeconds * 1000), route, executionKey, routeReadAtMs }, () => undoFirstContact(person));

@@ -40,12 +40,15 @@ export interface ArrivalIds {
 /**
  * Mints the record and the turn input of `arrival` on `route`. The record starts `accepted`, with
  * no outcome, no attempts and no expiry, created now; an operator send starts answered instead.
- * `person` is the resolved person of a multichannel target (its id and address rows).
+ * `person` is what a multichannel target's door resolved: the person (id, address rows) and, on a
+ * first contact, the greeting template.
  */
-export function mintArrival(route: ArrivalRoute, ids: ArrivalIds, arrival: Arrival, person: TurnInbound["person"] = null): MintedArrival {
+export function mintArrival(route: ArrivalRoute, ids: ArrivalIds, arrival: Arrival, person: Pick<TurnInbound, "person" | "greeting"> = {}): MintedArrival {
   const minted = mintFor(route, ids, arrival);
-  // A multichannel target's turns carry the resolved person (spec §4.2); others carry none.
-  if (person) minted.inbound.person = person;
+  // A multichannel target's turns carry the resolved person (spec §4.2), and a first contact the
+  // greeting to send; others carry neither.
+  if (person.person) minted.inbound.person = person.person;
+  if (person.greeting) minted.inbound.greeting = person.greeting;
   return minted;
 }
 

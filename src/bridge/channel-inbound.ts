@@ -81,7 +81,7 @@ export async function admitChannelMessage(env: Env, s: ConversationSettings, cha
   const threadId = threadFor(routeThread, person);
   // A redelivery must find the thread the message went to: the claim follows it to the person thread.
   if (threadId !== routeThread) await repointClaim(env, namespace, m.provider_message_id, { message_id: messageId, thread_id: threadId }, now + s.inboundDedupeTtlSeconds * 1000);
-  const arrival = mintArrival(route, { message_id: messageId, thread_id: threadId }, { way: "channel", channel, message: m }, turnPerson(person));
+  const arrival = mintArrival(route, { message_id: messageId, thread_id: threadId }, { way: "channel", channel, message: m }, turnPerson(person, config));
 
   // The route snapshot lets the turn skip its own read of the route and key (src/bridge/route-reads.ts).
   const result = await handOver(env, arrival, { waitMs: 0, route, executionKey, routeReadAtMs });

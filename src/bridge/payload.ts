@@ -25,6 +25,8 @@ export const TurnInbound = z.object({
   location: Location.nullable().optional(),
   event: InboundEvent.nullable().optional(),
   person: z.object({ person_id: z.string(), person_addresses: z.array(JsonValue) }).nullable().optional(),
+  /** A multichannel target's greeting template, set only on the inbound that created its person (first contact). */
+  greeting: z.string().nullable().optional(),
 });
 export type TurnInbound = z.infer<typeof TurnInbound>;
 

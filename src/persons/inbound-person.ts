@@ -41,9 +41,17 @@ export function threadFor(routeThreadId: string, p: InboundPerson | null): strin
   return p && p.person.addresses.length >= 2 ? personThreadId(p.person.person_id) : routeThreadId;
 }
 
-/** What the turn's payload carries of the person (spec §4.2: `person_id`, `person_addresses`). */
-export function turnPerson(p: InboundPerson | null): TurnInbound["person"] {
-  return p ? { person_id: p.person.person_id, person_addresses: p.person.addresses.map((a) => ({ ...a })) } : null;
+/**
+ * What the turn carries of the person: `person_id` and `person_addresses` for the payload (spec
+ * §4.2), and on a first contact the target's greeting template (decisions §12: sent once, when the
+ * person is created).
+ */
+export function turnPerson(p: InboundPerson | null, config: TargetConversationConfig | null): Pick<TurnInbound, "person" | "greeting"> {
+  if (!p) return {};
+  return {
+    person: { person_id: p.person.person_id, person_addresses: p.person.addresses.map((a) => ({ ...a })) },
+    greeting: p.created ? (config?.greeting_template ?? null) : null,
+  };
 }
 
 /** An admission refused after the person was created (a full queue): the first contact did not happen. */

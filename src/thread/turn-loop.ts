@@ -13,6 +13,8 @@ import type { ThreadIdentity } from "./identity";
 import type { InlineWaiters } from "./inline-waiters";
 import { type StoredRecord, getStored, nextQueued, runningTurns, saveStored } from "./store";
 import type { ThreadMode } from "./thread-mode";
+import { PersonTurn, pairingIntentOf, withGreeting } from "./pairing-turn";
+import type { KeyWithOwner } from "../auth/key-store";
 
 /** The parts the turn loop works with, and how it starts the delivery machine. */
 export interface TurnLoopParts {
@@ -131,6 +133,19 @@ export class TurnLoop {
     if (!route) return errorOutcome("the route was deleted before the turn ran");
     if (!fresh) this.parts.snapshots.noteRead(route, readAt);
     const ctx = this.targetContext(s, route);
+    // A multichannel target's person work (src/thread/pairing-turn.ts): the first contact's
+    // greeting goes before whatever this turn answers, and a pairing message is answered here, in
+    // either mode, without running the target.
+    if (!stored.inbound.person) return this.decide(stored, route, ctx, loaded.key);
+    const person = new PersonTurn(this.deps.env(), route, stored.record, this.deps.now());
+    const greeting = await person.greeting(stored.inbound.greeting);
+    const intent = pairingIntentOf(stored.inbound);
+    const outcome = intent.kind === "text" ? await this.decide(stored, route, ctx, loaded.key) : await person.pairing(intent);
+    return withGreeting(outcome, greeting);
+  }
+
+  /** The turn's own outcome: silence in manual mode, else the target's run. */
+  private async decide(stored: StoredRecord, route: RouteRow, ctx: TargetContext, key: KeyWithOwner | null | undefined): Promise<TurnOutcome> {
     // Re-checked right before the turn runs, so an answer never goes out after a takeover.
     const mode: Mode = this.parts.mode.overrideFor(route) ?? route.initial_mode;
     if (mode === "manual") {
@@ -143,7 +158,7 @@ export class TurnLoop {
       }
       return silentOutcome();
     }
-    return runTarget(ctx, route, stored.inbound, loaded.key);
+    return runTarget(ctx, route, stored.inbound, key);
   }
 
   private targetContext(s: Settings, route: RouteRow): TargetContext {

@@ -1,0 +1,83 @@
+/**
+ * Pairing turns and the first-contact greeting (issue 12; decisions §12), through the api door
+ * with inline answers: what a participant sees, and that pairing never runs the target.
+ */
+import { describe, expect, it } from "vitest";
+import { PAIRING_REPLIES } from "../../src/persons/pairing";
+import { createRoute, send } from "../helpers/bridge";
+import { admin, call, mintKey } from "../helpers/http";
+import { declareTool, network } from "../operator/helpers";
+
+async function setup(config: Record<string, unknown>, route: Record<string, unknown> = {}) {
+  const host = `pairing-${crypto.randomUUID().slice(0, 8)}.example`;
+  const title = host.split(".")[0];
+  await declareTool(title, `https://${host}/run`);
+  const runs: any[] = [];
+  network({ [host]: (kwargs) => (runs.push(kwargs), `tool saw ${kwargs.message}`) });
+  const k = await mintKey({ scopes: [`tool:${title}`] });
+  const r = await createRoute({ door: "api", target_kind: "tool", target_name: title, execution_key: k.user_id, turns_per_hour_override: 1000, ...route });
+  const put = await call("PUT", `/api/conversation-configs/tool/${title}`, { key: await admin(), body: { target_kind: "tool", target_name: title, multichannel: true, ...config } });
+  expect(put.status, JSON.stringify(put.body)).toBe(200);
+  const say = async (who: string, text: string) => {
+    const res = await send(r.name, { external_user_id: who, text, wait_seconds: 10 });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    return res.body.data as { answer: string | null; status: string; thread_id: string };
+  };
+  return { route: r, runs, say };
+}
+
+describe("the first-contact greeting", () => {
+  it("is prepended once, with a freshly minted code; a later message is not greeted", async () => {
+    const { say } = await setup({ greeting_template: "Welcome! Your code: {pairing_code}" });
+    const first = await say("ann", "hello");
+    expect(first.answer).toMatch(/^Welcome! Your code: LINK-[A-Z0-9]{8}\n\ntool saw hello$/);
+    expect((await say("ann", "again")).answer).toBe("tool saw again");
+  });
+
+  it("stands alone when the turn is silent (manual mode), and a same-turn /link repeats its code", async () => {
+    const manual = await setup({ greeting_template: "Hi {{there}}, code {pairing_code}" }, { initial_mode: "manual" });
+    const silent = await manual.say("bo", "anyone?");
+    expect(silent.answer).toMatch(/^Hi \{there\}, code LINK-[A-Z0-9]{8}$/);
+    expect(manual.runs).toHaveLength(0);
+    const both = await manual.say("cy", "/link");
+    const codes = both.answer!.match(/LINK-[A-Z0-9]{8}/g)!;
+    expect(codes).toHaveLength(2);
+    expect(codes[0]).toBe(codes[1]);
+  });
+});
+
+describe("pairing turns", () => {
+  it("/link, a code from another conversation, /unlink: the replies a participant sees; the target never runs", async () => {
+    const { say, runs } = await setup({});
+    await say("dee", "first");
+    const link = await say("dee", " /link ");
+    const code = link.answer!.match(/LINK-[A-Z0-9]{8}/)![0];
+    expect(link.answer).toMatch(/^Your pairing code is LINK-[A-Z0-9]{8}\. Send it from your other conversation to link the two\. It expires at .+\+00:00\.$/);
+    const linked = await say("eve", `here it is: ${code} thanks`);
+    expect(linked.answer).toBe(PAIRING_REPLIES.linked);
+    const next = await say("eve", "after linking");
+    expect(next.thread_id).toMatch(/^bridge:@person:/);
+    expect((await say("dee", "me too")).thread_id).toBe(next.thread_id);
+    // Used codes, made-up codes: one uniform reply.
+    expect((await say("fay", code)).answer).toBe(PAIRING_REPLIES.invalid);
+    expect((await say("fay", "LINK-NOTREAL0")).answer).toBe(PAIRING_REPLIES.invalid);
+    expect((await say("eve", "/unlink")).answer).toBe(PAIRING_REPLIES.unlinked);
+    expect((await say("eve", "/unlink")).answer).toBe(PAIRING_REPLIES.notLinked);
+    expect((await say("eve", "alone again")).thread_id).not.toMatch(/^bridge:@person:/);
+    // Only the plain messages reached the tool.
+    expect(runs.map((k) => k.message)).toEqual(["first", "after linking", "me too", "alone again"]);
+  });
+
+  it("pairs in manual mode too", async () => {
+    const { say, runs } = await setup({}, { initial_mode: "manual" });
+    expect((await say("gus", "/link")).answer).toMatch(/^Your pairing code is LINK-/);
+    expect((await say("gus", "/unlink")).answer).toBe(PAIRING_REPLIES.notLinked);
+    expect(runs).toHaveLength(0);
+  });
+
+  it("a target without multichannel passes pairing texts to the target as plain text", async () => {
+    const { say, runs } = await setup({ multichannel: false });
+    expect((await say("hal", "/link")).answer).toBe("tool saw /link");
+    expect(runs).toHaveLength(1);
+  });
+});
