@@ -8,7 +8,6 @@ import { DurableObject } from "cloudflare:workers";
 import type { Arrival, PersonDirectoryRpc, PersonView, RedeemResult, UnlinkResult } from "../src/contracts/person-rpc";
 import { ledgerShard, personKey } from "../src/contracts/shard-rpc";
 import type { Env } from "../src/env";
-import { personThreadId } from "../src/bridge/thread-id";
 import { personDirectoryName } from "../src/contracts/person-rpc";
 import { CODE_TTL_SECONDS, type DoorAddress, REDEEM_BACKOFF_CAP_SECONDS, doorAddressKey, hashPairingCode, mergeSurvivor, mintPairingCode, redeemLockSeconds } from "../src/persons/pairing";
 import {
@@ -144,7 +143,8 @@ export class PersonDirectory extends DurableObject<Env> implements PersonDirecto
   /** Lists person `personId` in the ledger, so the person doors find this directory by id alone. */
   private async indexPerson(personId: string, target: Arrival["target"]): Promise<void> {
     const k = personKey(personId);
-    await ledgerShard(this.env, k).put(k, { message_id: personId, thread_id: personThreadId(personId), route_name: personDirectoryName(target.kind, target.name) }, null);
+    // No thread_id: forgetting the person thread drops a thread's ledger entries, and must not drop this one.
+    await ledgerShard(this.env, k).put(k, { message_id: personId, thread_id: "", route_name: personDirectoryName(target.kind, target.name) }, null);
   }
 
   private async unindexPerson(personId: string): Promise<void> {

@@ -4,6 +4,8 @@ import { allShards } from "../contracts/shard-rpc";
 import type { Mode } from "../bridge/mode-store";
 import type { RouteRow } from "../bridge/routes-store";
 import { threadStub } from "../bridge/stubs";
+import { personThreadId } from "../bridge/thread-id";
+import { directoryOfPerson } from "../persons/person-lookup";
 import type { Env } from "../env";
 import { conflict } from "../http/errors";
 import type { Settings } from "../settings/settings";
@@ -16,6 +18,12 @@ import { createTargetContext } from "../targets/context";
  * A turn queued or running refuses with 409 and removes nothing.
  */
 export async function forgetThread(env: Env, settings: Settings, routeName: string, threadId: string) {
+  const removed = await forgetEverywhere(env, settings, threadId);
+  return { removed, route_name: routeName, thread_id: threadId };
+}
+
+/** Forgets `threadId` wherever it is held (object, checkpoint, ledgers, listing); answers the records removed. 409 while a turn is in flight. */
+async function forgetEverywhere(env: Env, settings: Settings, threadId: string): Promise<number> {
   const r = await threadStub(env, threadId).forget();
   if (!r.ok) throw conflict("a turn is in flight on this thread; retry once it drains");
   // The thread object already dropped a kv checkpoint (it lives in its storage); other providers
@@ -25,7 +33,21 @@ export async function forgetThread(env: Env, settings: Settings, routeName: stri
   // it buffered for the listing; only then do the listing rows go, so no flush brings them back.
   await Promise.all(allShards(env).map((shard) => shard.forgetThread(threadId)));
   await dropThreadListing(env.DB, threadId);
-  return { removed: r.removed, route_name: routeName, thread_id: threadId };
+  return r.removed;
+}
+
+/**
+ * Erases a linked person (spec §4.6): its aggregated thread everywhere (records, checkpoint,
+ * ledger entries, listing rows on every route), then, last, the person row with its address rows
+ * and open codes in one transaction of its directory. Idempotent: an unknown or already erased
+ * person answers `erased: false`, its aggregated thread forgotten regardless. 409 while a turn is
+ * in flight on the person thread.
+ */
+export async function erasePerson(env: Env, settings: Settings, personId: string) {
+  const directory = await directoryOfPerson(env, personId);
+  const removed = await forgetEverywhere(env, settings, personThreadId(personId));
+  const erased = directory ? (await directory.erase(personId)) !== null : false;
+  return { person_id: personId, removed, erased };
 }
 
 export interface ModeAnswer {

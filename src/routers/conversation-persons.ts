@@ -12,6 +12,7 @@ import { addRoute } from "../http/route";
 import { canonicalLocale } from "../persons/pairing";
 import { directoryOfPerson } from "../persons/person-lookup";
 import { TargetKind } from "../persons/target-configs";
+import { erasePerson } from "../operator/threads";
 
 export const conversationPersonsRouter = new Hono<AppEnv>();
 
@@ -88,4 +89,22 @@ addRoute(
     if (!person) throw notFound();
     return person;
   },
+);
+
+addRoute(
+  conversationPersonsRouter,
+  {
+    method: "delete",
+    path: "/api/conversations/persons/{person_id}",
+    summary: "Erase a linked person: its aggregated thread on every route, then the person and its address mappings",
+    description:
+      "Forgets bridge:@person:{person_id} wherever it is held (records, agent memory, listing rows, directory and dedupe entries), then deletes the person row with its address rows and open pairing codes, atomically and last. Idempotent: an unknown or already erased person answers erased: false (its aggregated thread is still forgotten). `removed` counts the records deleted. The person's route-keyed threads from before it was linked are not part of it; forget them with the thread door. 409 while a turn is in flight on the person thread.",
+    area: "conversations",
+    auth: { tag: "conversations" },
+    store: true,
+    params: personParams,
+    response: z.object({ person_id: z.string(), removed: z.number().int(), erased: z.boolean() }),
+    errors: [409],
+  },
+  async (c, { params }) => erasePerson(c.env, c.get("settings"), params.person_id),
 );

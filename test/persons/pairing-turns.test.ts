@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import { PAIRING_REPLIES } from "../../src/persons/pairing";
 import { createRoute, send } from "../helpers/bridge";
 import { admin, call, mintKey } from "../helpers/http";
+import { rawRows } from "../helpers/threads";
 import { declareTool, network } from "../operator/helpers";
 
 async function setup(config: Record<string, unknown>, route: Record<string, unknown> = {}) {
@@ -79,5 +80,35 @@ describe("pairing turns", () => {
     const { say, runs } = await setup({ multichannel: false });
     expect((await say("hal", "/link")).answer).toBe("tool saw /link");
     expect(runs).toHaveLength(1);
+  });
+});
+
+describe("person erase (spec §4.6)", () => {
+  it("removes the person thread's records and the person; a second erase answers erased: false", async () => {
+    const { say } = await setup({});
+    await say("ida", "one");
+    const code = (await say("ida", "/link")).answer!.match(/LINK-[A-Z0-9]{8}/)![0];
+    await say("jon", code);
+    const onPerson = await say("jon", "on the person thread");
+    await say("ida", "me too");
+    const personId = onPerson.thread_id.slice("bridge:@person:".length);
+    const key = await admin();
+    const first = await call("DELETE", `/api/conversations/persons/${personId}`, { key });
+    expect(first.status, JSON.stringify(first.body)).toBe(200);
+    expect(first.body.data).toEqual({ person_id: personId, removed: 2, erased: true });
+    expect((await call("GET", `/api/conversations/persons/${personId}`, { key })).status).toBe(404);
+    expect(await rawRows(onPerson.thread_id)).toEqual([]);
+    expect((await call("DELETE", `/api/conversations/persons/${personId}`, { key })).body.data).toEqual({ person_id: personId, removed: 0, erased: false });
+    // Its addresses are strangers again: the next message is a first contact on a route thread.
+    expect((await say("jon", "who am I")).thread_id).not.toMatch(/^bridge:@person:/);
+  });
+
+  it("refuses: 400 a blank id, 403 without the write grant; an unknown id is not 404", async () => {
+    const key = await admin();
+    expect((await call("DELETE", "/api/conversations/persons/%20", { key })).status).toBe(400);
+    const reader = await mintKey({ scopes: ["conversations:read"] });
+    expect((await call("DELETE", `/api/conversations/persons/${crypto.randomUUID()}`, { key: reader.key })).status).toBe(403);
+    const unknown = crypto.randomUUID();
+    expect((await call("DELETE", `/api/conversations/persons/${unknown}`, { key })).body.data).toEqual({ person_id: unknown, removed: 0, erased: false });
   });
 });
