@@ -112,3 +112,27 @@ describe("person erase (spec §4.6)", () => {
     expect((await call("DELETE", `/api/conversations/persons/${unknown}`, { key })).body.data).toEqual({ person_id: unknown, removed: 0, erased: false });
   });
 });
+
+describe("the get_pairing_code built-in tool", () => {
+  it("mints a code for a channel conversation of a multichannel target, which that conversation's partner can redeem", async () => {
+    const key = await admin();
+    const { route } = await setup({});
+    const title = route.route.target_name;
+    const k = await mintKey({ scopes: [`tool:${title}`] });
+    const ours = `+1888${String(Date.now()).slice(-7)}`;
+    await createRoute({ door: "channel", channel: "twilio", our_identity: ours, target_kind: "tool", target_name: title, execution_key: k.user_id });
+    const run = await call("POST", "/api/run-tool", { key, body: { tool_name: "get_pairing_code", arguments: { channel: "twilio", our_identity: ours, sender: "+15550001" } } });
+    expect(run.status, JSON.stringify(run.body)).toBe(200);
+    expect(run.body.data).toMatchObject({ code: expect.stringMatching(/^LINK-[A-Z0-9]{8}$/), expires_at: expect.stringMatching(/\+00:00$/) });
+    const redeemed = await send(route.name, { external_user_id: "kim", text: run.body.data.code, wait_seconds: 10 });
+    expect(redeemed.body.data.answer).toBe(PAIRING_REPLIES.linked);
+
+    // Refused for an unknown conversation, and on a target that is not multichannel.
+    const none = await call("POST", "/api/run-tool", { key, body: { tool_name: "get_pairing_code", arguments: { channel: "twilio", our_identity: "+10000000000", sender: "x" } } });
+    expect(none.status).toBe(500);
+    expect(none.body.code).toBe("tool-error");
+    await call("PUT", `/api/conversation-configs/tool/${title}`, { key, body: { target_kind: "tool", target_name: title, multichannel: false } });
+    const off = await call("POST", "/api/run-tool", { key, body: { tool_name: "get_pairing_code", arguments: { channel: "twilio", our_identity: ours, sender: "+15550001" } } });
+    expect(off.body.code).toBe("tool-error");
+  });
+});

@@ -1,4 +1,6 @@
 /** Built-in tools (decisions §4): always registered, never declared or removed. */
+import { routeWithKeyByChannelIdentity } from "../../bridge/routes-store";
+import { personDirectoryStub } from "../../contracts/person-rpc";
 import type { TargetContext } from "../context";
 import type { JsonSchema } from "../json-schema";
 
@@ -53,8 +55,38 @@ const setConversationMode: BuiltinTool = {
   },
 };
 
+const getPairingCode: BuiltinTool = {
+  name: "get_pairing_code",
+  description:
+    "Mints a pairing code (LINK-XXXXXXXX, 900 s, single use) for one channel conversation of a multichannel target, as its participant's /link would: the conversation is (channel, our_identity, sender). Refused when no channel route holds (channel, our_identity) or its target is not multichannel.",
+  input_schema: {
+    type: "object",
+    properties: { channel: { type: "string", minLength: 1 }, our_identity: { type: "string", minLength: 1 }, sender: { type: "string", minLength: 1 } },
+    required: ["channel", "our_identity", "sender"],
+  },
+  output_schema: {
+    type: "object",
+    properties: { code: { type: "string" }, expires_at: { type: "string" } },
+    required: ["code", "expires_at"],
+  },
+  timeout_seconds: 30,
+  async run(ctx, kwargs) {
+    const channel = String(kwargs.channel).trim();
+    const ourIdentity = String(kwargs.our_identity).trim();
+    const sender = String(kwargs.sender).trim();
+    const { route, config } = await routeWithKeyByChannelIdentity(ctx.db, channel, ourIdentity);
+    if (!route || route.door !== "channel") throw new ToolError("no channel route holds this channel and identity");
+    if (!config?.multichannel) throw new ToolError("the route's target is not multichannel, so it has no pairing codes");
+    const minted = await personDirectoryStub(ctx.env, route.target_kind, route.target_name).mint(
+      { target: { kind: route.target_kind, name: route.target_name }, address: { door: "channel", channel, our_identity: ourIdentity, address: sender }, route_name: route.route_name },
+      ctx.now().getTime(),
+    );
+    return { code: minted.code, expires_at: new Date(minted.expires_at).toISOString().replace("Z", "+00:00") };
+  },
+};
+
 /** Built-in tools by name. */
-export const BUILTIN_TOOLS: ReadonlyMap<string, BuiltinTool> = new Map([echo, setConversationMode].map((t) => [t.name, t]));
+export const BUILTIN_TOOLS: ReadonlyMap<string, BuiltinTool> = new Map([echo, setConversationMode, getPairingCode].map((t) => [t.name, t]));
 
 export function isBuiltinTool(name: string): boolean {
   return BUILTIN_TOOLS.has(name);
