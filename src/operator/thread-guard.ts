@@ -1,12 +1,16 @@
 /**
  * The thread-belongs-to-route guard of spec §4.6–§4.7, shared by every door that names a thread.
  *
- * Persons (`bridge:@person:{id}`) are not built in this project yet, so no person is on any route:
- * a person thread id answers 404 "person not found on this route", which is the spec's verdict for
- * a person thread off the named route.
+ * A person thread (`bridge:@person:{id}`) is on a route when its person has an address that came in
+ * on it (`guardThreadOnRoute`, the transcript and forget doors). The doors that do not take person
+ * threads yet (mode, operator send, events; issue 12) use `guardThread`, which answers 404 "person
+ * not found on this route" for every person thread.
  */
+import type { PersonView } from "../contracts/person-rpc";
+import type { Env } from "../env";
 import { HttpError, badRequest } from "../http/errors";
 import { parseThreadId } from "../bridge/thread-id";
+import { directoryOfPerson } from "../persons/person-lookup";
 
 export type GuardedThread = { thread_id: string; rest: string };
 
@@ -30,4 +34,17 @@ export function threadAddress(door: "api" | "channel", rest: string): string {
   if (door === "channel") return rest;
   const slash = rest.indexOf("/");
   return slash >= 0 ? rest.slice(slash + 1) : rest;
+}
+
+/**
+ * `guardThread`, with person threads: a person thread passes when its person is on `routeName`
+ * (one of its addresses came in on that route), else 404 "person not found on this route".
+ */
+export async function guardThreadOnRoute(env: Env, routeName: string, threadId: string): Promise<GuardedThread & { person: PersonView | null }> {
+  const parsed = parseThreadId(threadId);
+  if (parsed.kind !== "person") return { ...guardThread(routeName, threadId), person: null };
+  const directory = await directoryOfPerson(env, parsed.person_id);
+  const person = directory ? await directory.get(parsed.person_id) : null;
+  if (!person || !person.addresses.some((a) => a.routes.includes(routeName))) throw new HttpError(404, "person not found on this route");
+  return { thread_id: threadId, rest: "", person };
 }

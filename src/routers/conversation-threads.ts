@@ -11,7 +11,7 @@ import { toWindow } from "../http/paging";
 import { addRoute } from "../http/route";
 import { listThreads, readTranscript, searchRoute } from "../operator/reads";
 import { forgetAnswer, recordsPage, searchQuery, threadIdQuery, threadsPage, threadsQuery, transcriptPage, transcriptQuery } from "../operator/schemas";
-import { guardThread } from "../operator/thread-guard";
+import { guardThreadOnRoute } from "../operator/thread-guard";
 import { forgetThread } from "../operator/threads";
 
 
@@ -79,7 +79,8 @@ addRoute(
   },
   async (c, { params, query }) => {
     await requireRoute(c.env.DB, params.route_name);
-    const { thread_id } = guardThread(params.route_name, query.thread_id);
+    // A person thread's transcript holds its records from every route the person spans.
+    const { thread_id } = await guardThreadOnRoute(c.env, params.route_name, query.thread_id);
     const q = query.q !== undefined && query.q.trim() !== "" ? query.q : undefined;
     return readTranscript(c.env, params.route_name, thread_id, { order: query.order, q, admin: c.get("principal")!.admin }, toWindow(query));
   },
@@ -92,7 +93,7 @@ addRoute(
     path: "/api/conversations/{route_name}/thread",
     summary: "Forget a thread: agent checkpoint, answer records and thread indexes",
     description:
-      "A valid id on its own route always succeeds (`removed` is 0 when nothing was left), also after the route itself was deleted. 400 for a blank id or one off the route; 404 for a person thread (persons are not on any route in this build); 409 while a turn is queued or running.",
+      "A valid id on its own route always succeeds (`removed` is 0 when nothing was left), also after the route itself was deleted. A person thread (bridge:@person:{id}) is forgotten across every route it spans, named from any of them. 400 for a blank id or one off the route; 404 for a person thread whose person is unknown or not on this route; 409 while a turn is queued or running.",
     area: "conversations",
     auth: { tag: "conversations" },
     store: true,
@@ -102,7 +103,8 @@ addRoute(
     errors: [409],
   },
   async (c, { params, query }) => {
-    const { thread_id } = guardThread(params.route_name, query.thread_id);
+    // A person thread is forgotten across every route it spans (its listing rows go by thread id).
+    const { thread_id } = await guardThreadOnRoute(c.env, params.route_name, query.thread_id);
     return forgetThread(c.env, c.get("settings"), params.route_name, thread_id);
   },
 );

@@ -136,3 +136,39 @@ describe("the get_pairing_code built-in tool", () => {
     expect(off.body.code).toBe("tool-error");
   });
 });
+
+describe("the person thread on the transcript and forget doors", () => {
+  it("reads the person thread's records from any route it spans, and forgets it from any of them", async () => {
+    const key = await admin();
+    const web = await setup({});
+    const title = web.route.route.target_name;
+    const k = await mintKey({ scopes: [`tool:${title}`] });
+    // A second api route to the same multichannel target.
+    const app = await createRoute({ door: "api", target_kind: "tool", target_name: title, execution_key: k.user_id, turns_per_hour_override: 1000 });
+    const sayApp = async (who: string, text: string) => (await send(app.name, { external_user_id: who, text, wait_seconds: 10 })).body.data;
+    await web.say("lou", "on the web");
+    const code = (await web.say("lou", "/link")).answer!.match(/LINK-[A-Z0-9]{8}/)![0];
+    expect((await sayApp("lou-app", code)).answer).toBe(PAIRING_REPLIES.linked);
+    const fromWeb = await web.say("lou", "web again");
+    const fromApp = await sayApp("lou-app", "app again");
+    expect(fromApp.thread_id).toBe(fromWeb.thread_id);
+    const enc = encodeURIComponent(fromWeb.thread_id);
+    for (const routeName of [web.route.name, app.name]) {
+      const t = await call("GET", `/api/conversations/${routeName}/transcript?thread_id=${enc}`, { key });
+      expect(t.status, JSON.stringify(t.body)).toBe(200);
+      expect(t.body.data.items.map((r: any) => [r.route_name, r.inbound_text])).toEqual([
+        [web.route.name, "web again"],
+        [app.name, "app again"],
+      ]);
+    }
+    // A route the person never wrote on does not hold its thread.
+    const other = await setup({});
+    expect((await call("GET", `/api/conversations/${other.route.name}/transcript?thread_id=${enc}`, { key })).status).toBe(404);
+    expect((await call("DELETE", `/api/conversations/${other.route.name}/thread?thread_id=${enc}`, { key })).status).toBe(404);
+    const forgot = await call("DELETE", `/api/conversations/${app.name}/thread?thread_id=${enc}`, { key });
+    expect(forgot.body.data).toEqual({ removed: 2, route_name: app.name, thread_id: fromWeb.thread_id });
+    expect((await call("GET", `/api/conversations/${web.route.name}/transcript?thread_id=${enc}`, { key })).status).toBe(404);
+    // The person itself stays: forgetting a thread is not erasing a person.
+    expect((await call("GET", `/api/conversations/persons/${fromWeb.thread_id.slice("bridge:@person:".length)}`, { key })).status).toBe(200);
+  });
+});
