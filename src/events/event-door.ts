@@ -14,13 +14,16 @@ import { type Admission, composeThreadId, handOverOr503, requireRateToken } from
 import { type ArrivalRoute, mintArrival } from "../bridge/arrival";
 import { type DedupeClaim, claimKey, liveClaim, releaseKey } from "../bridge/dedupe";
 import type { InboundEvent } from "../bridge/record";
-import { getRoute, routeWithKeyFromResult } from "../bridge/routes-store";
+import { type RouteRow, getRoute, routeWithKeyFromResult } from "../bridge/routes-store";
+import { parseThreadId, personThreadId, routePrefix } from "../bridge/thread-id";
+import { type PersonView, personDirectoryStub } from "../contracts/person-rpc";
+import type { DoorAddress } from "../persons/pairing";
+import type { TargetConversationConfig } from "../persons/target-configs";
 import { threadStub } from "../bridge/stubs";
-import { parseThreadId } from "../bridge/thread-id";
 import type { Env } from "../env";
 import { HttpError, conflict } from "../http/errors";
 import type { EventBody } from "../operator/schemas";
-import { guardThread, threadAddress } from "../operator/thread-guard";
+import { guardThreadOnRoute, threadAddress } from "../operator/thread-guard";
 import type { ConversationSettings } from "../settings/settings";
 
 /**
@@ -31,11 +34,13 @@ import type { ConversationSettings } from "../settings/settings";
 export async function admitEvent(env: Env, s: ConversationSettings, routeName: string, caller: string, body: EventBody, prefetched: D1Result | undefined): Promise<Admission> {
   // The route and its execution key came with the caller's key lookup (`prefetchDoorRoute`).
   const routeReadAtMs = Date.now();
-  const { route, key: executionKey } = prefetched ? routeWithKeyFromResult(prefetched) : { route: await getRoute(env.DB, routeName), key: undefined };
+  const { route, key: executionKey, config } = prefetched ? routeWithKeyFromResult(prefetched) : { route: await getRoute(env.DB, routeName), key: undefined, config: null };
   if (!route) throw new HttpError(404, "route not found");
   if (route.target_kind === "agent") throw conflict("the route's target is an agent; events are delivered to tool targets only");
-  // By address the platform composes the thread id as the route's own door does.
-  const threadId = body.thread_id !== undefined ? guardThread(route.route_name, body.thread_id).thread_id : composeThreadId(route, body.address!, caller);
+  // By address the platform composes the thread id as the route's own door does; a multichannel
+  // target's person is resolved read-only (an event never creates one) and keys a linked person's
+  // event to its person thread, as its messages are.
+  const { threadId, person } = await eventThread(env, route, config, body, caller);
 
   const event: InboundEvent = { id: body.event.event_id, kind: body.event.kind, payload: body.event.payload };
   const namespace = `event:${route.route_name}`;
@@ -52,7 +57,7 @@ export async function admitEvent(env: Env, s: ConversationSettings, routeName: s
   const held = await claimKey(env, namespace, event.id, mine, nowMs + s.inboundDedupeTtlSeconds * 1000, nowMs);
   if (held.message_id !== mine.message_id) return redelivered(env, route, caller, held, event);
 
-  const arrival = mintArrival(route, mine, { way: "event", caller, address: addressOf(route, threadId), event });
+  const arrival = mintArrival(route, mine, { way: "event", caller, address: addressOf(route, threadId), event }, person ? { person: { person_id: person.person_id, person_addresses: person.addresses.map((a) => ({ ...a })) } } : {});
   // Inline answers exist only on the api door; a channel route's answer is a channel send.
   const waitSeconds = route.door === "api" ? Math.min(body.wait_seconds ?? 0, s.syncWaitMaxSeconds) : 0;
   return handOverOr503(env, arrival, { waitMs: Math.round(waitSeconds * 1000), route, executionKey, routeReadAtMs }, () => releaseKey(env, namespace, event.id, mine.message_id));
@@ -69,4 +74,30 @@ async function redelivered(env: Env, route: ArrivalRoute, caller: string, held: 
 function addressOf(route: ArrivalRoute, threadId: string): string | null {
   const parsed = parseThreadId(threadId);
   return parsed.kind === "route" ? threadAddress(route.door, parsed.rest) : null;
+}
+
+/** The thread an event goes to, and its person on a multichannel target (read-only). */
+async function eventThread(
+  env: Env,
+  route: RouteRow,
+  config: TargetConversationConfig | null,
+  body: EventBody,
+  caller: string,
+): Promise<{ threadId: string; person: PersonView | null }> {
+  if (body.thread_id !== undefined) {
+    const guarded = await guardThreadOnRoute(env, route.route_name, body.thread_id);
+    if (guarded.person || !config?.multichannel) return { threadId: guarded.thread_id, person: guarded.person };
+    const address = doorAddressOfThread(route, guarded.rest);
+    const person = await personDirectoryStub(env, route.target_kind, route.target_name).resolve(address);
+    return { threadId: guarded.thread_id, person };
+  }
+  const routeThread = composeThreadId(route, body.address!, caller);
+  if (!config?.multichannel) return { threadId: routeThread, person: null };
+  const person = await personDirectoryStub(env, route.target_kind, route.target_name).resolve(doorAddressOfThread(route, routeThread.slice(routePrefix(route.route_name).length)));
+  return { threadId: person && person.addresses.length >= 2 ? personThreadId(person.person_id) : routeThread, person };
+}
+
+/** The door address a route thread's rest names (its person directory key). */
+function doorAddressOfThread(route: RouteRow, rest: string): DoorAddress {
+  return route.door === "channel" ? { door: "channel", channel: route.channel ?? "", our_identity: route.our_identity ?? "", address: rest } : { door: "api", address: rest };
 }

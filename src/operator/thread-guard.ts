@@ -2,8 +2,8 @@
  * The thread-belongs-to-route guard of spec §4.6–§4.7, shared by every door that names a thread.
  *
  * A person thread (`bridge:@person:{id}`) is on a route when its person has an address that came in
- * on it (`guardThreadOnRoute`, the transcript and forget doors). The doors that do not take person
- * threads yet (mode, operator send, events; issue 12) use `guardThread`, which answers 404 "person
+ * on it (`guardThreadOnRoute`: the transcript, forget and event doors). The doors that do not take
+ * person threads yet (mode, operator send; issue 12) use `guardThread`, which answers 404 "person
  * not found on this route" for every person thread.
  */
 import type { PersonView } from "../contracts/person-rpc";

@@ -172,3 +172,27 @@ describe("the person thread on the transcript and forget doors", () => {
     expect((await call("GET", `/api/conversations/persons/${fromWeb.thread_id.slice("bridge:@person:".length)}`, { key })).status).toBe(200);
   });
 });
+
+describe("events on a multichannel target", () => {
+  it("carry the person read-only and key a linked person's event to its person thread, by address or by thread id", async () => {
+    const key = await admin();
+    const { say, runs, route } = await setup({}, { payload_expr: "{message, person_id, person_addresses}" });
+    await say("max", "hello");
+    const code = (await say("max", "/link")).answer!.match(/LINK-[A-Z0-9]{8}/)![0];
+    await say("mia", code);
+    const personThread = (await say("max", "linked")).thread_id;
+    const personId = personThread.slice("bridge:@person:".length);
+    const before = runs.length;
+    const byAddress = await call("POST", `/api/conversations/${route.name}/events`, { key, body: { address: "mia", event: { event_id: crypto.randomUUID(), kind: "ping", payload: {} }, wait_seconds: 10 } });
+    expect(byAddress.status, JSON.stringify(byAddress.body)).toBe(200);
+    expect(byAddress.body.data.thread_id).toBe(personThread);
+    const byThread = await call("POST", `/api/conversations/${route.name}/events`, { key, body: { thread_id: personThread, event: { event_id: crypto.randomUUID(), kind: "ping", payload: {} }, wait_seconds: 10 } });
+    expect(byThread.body.data.thread_id).toBe(personThread);
+    expect(runs.slice(before).map((k) => [k.person_id, k.person_addresses.length])).toEqual([
+      [personId, 2],
+      [personId, 2],
+    ]);
+    // A stranger on this target has no thread, and an event never creates a person.
+    expect((await call("POST", `/api/conversations/${route.name}/events`, { key, body: { address: "nobody", event: { event_id: crypto.randomUUID(), kind: "ping", payload: {} } } })).status).toBe(404);
+  });
+});
