@@ -77,7 +77,7 @@ export async function admitChannelMessage(env: Env, s: ConversationSettings, cha
 
   // A multichannel target's person, after the rate token: a shed inbound never creates one.
   const sender = m.sender.trim();
-  const person = await ensureInboundPerson(env, route, config, { door: "channel", channel, our_identity: route.our_identity ?? m.our_identity.trim(), address: sender }, now);
+  const person = await ensureInboundPerson(env, route, config, { door: "channel", channel, our_identity: route.our_identity ?? m.our_identity.trim(), address: sender }, now, m.locale_hint ?? null);
   const threadId = threadFor(routeThread, person);
   // A redelivery must find the thread the message went to: the claim follows it to the person thread.
   if (threadId !== routeThread) await repointClaim(env, namespace, m.provider_message_id, { message_id: messageId, thread_id: threadId }, now + s.inboundDedupeTtlSeconds * 1000);

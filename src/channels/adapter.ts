@@ -37,6 +37,11 @@ export interface InboundMessage {
   params?: Record<string, string>;
   /** An ask-less form submission (WhatsApp Flows `nfm_reply`), a JSON object. */
   form?: JsonObject;
+  /**
+   * The sender's language as the provider reports it (Telegram's `from.language_code`), unchecked;
+   * it seeds a new person's locale at first contact (issue 12) once canonicalized as BCP 47.
+   */
+  locale_hint?: string;
 }
 
 /** A delivery receipt for an OUTBOUND message we sent (its provider id is what `send` returned). */

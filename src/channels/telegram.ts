@@ -93,6 +93,8 @@ function fromMessage(updateId: string, m: unknown, botId: string): InboundMessag
   const location = loc ? toLocation(loc.latitude, loc.longitude, venue?.title, venue?.address) : undefined;
   if (!text && !attachments && !location) return null; // stickers, contacts, service messages
   const out: InboundMessage = { kind: "message", provider_message_id: updateId, sender: chat, our_identity: botId, text };
+  const language = isRecord(m.from) ? nonEmpty(m.from.language_code) : undefined;
+  if (language) out.locale_hint = language;
   if (attachments) out.attachments = attachments;
   if (location) out.location = location;
   return out;

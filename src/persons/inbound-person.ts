@@ -11,7 +11,7 @@ import type { RouteRow } from "../bridge/routes-store";
 import { personThreadId } from "../bridge/thread-id";
 import { type PersonDirectoryRpc, type PersonView, personDirectoryStub } from "../contracts/person-rpc";
 import type { Env } from "../env";
-import type { DoorAddress } from "./pairing";
+import { type DoorAddress, canonicalLocale } from "./pairing";
 import type { TargetConversationConfig } from "./target-configs";
 
 /** An inbound's person, as its door resolved it. */
@@ -29,10 +29,13 @@ export async function ensureInboundPerson(
   config: TargetConversationConfig | null,
   address: DoorAddress,
   nowMs: number,
+  localeHint: string | null = null,
 ): Promise<InboundPerson | null> {
   if (!config?.multichannel) return null;
   const directory = personDirectoryStub(env, route.target_kind, route.target_name);
-  const { person, created } = await directory.ensure({ target: { kind: route.target_kind, name: route.target_name }, address, route_name: route.route_name }, null, nowMs);
+  // A provider's language hint seeds a new person's locale, if it is a BCP 47 tag; never a later turn's.
+  const locale = localeHint === null ? null : canonicalLocale(localeHint);
+  const { person, created } = await directory.ensure({ target: { kind: route.target_kind, name: route.target_name }, address, route_name: route.route_name }, locale, nowMs);
   return { person, created, directory };
 }
 

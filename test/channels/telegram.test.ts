@@ -49,6 +49,8 @@ describe("telegram: secret token", () => {
 describe("telegram: normalization", () => {
   it("maps update_id / chat id / bot id and the text", () => {
     expect(parsed(message({ text: "Hello ✨" }))).toEqual({ events: [{ ...base, text: "Hello ✨" }], ignored: 0 });
+    // The sender's language, when Telegram reports it, travels as a hint for a new person's locale.
+    expect(parsed(message({ text: "Olá", from: { ...user, language_code: "pt-br" } }))).toEqual({ events: [{ ...base, text: "Olá", locale_hint: "pt-br" }], ignored: 0 });
   });
 
   it("uses the chat id (not the user id) as the sender in a group", () => {

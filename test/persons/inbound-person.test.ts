@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { personDirectoryStub } from "../../src/contracts/person-rpc";
 import { createRoute, send } from "../helpers/bridge";
 import { admin, call, mintKey, uniq } from "../helpers/http";
-import { postTwilio } from "../helpers/channels";
+import { TEST_ENV, postTelegram, postTwilio } from "../helpers/channels";
 import { eventually, rawRows } from "../helpers/threads";
 import { declareTool, network } from "../operator/helpers";
 
@@ -112,5 +112,22 @@ describe("persons at the message door", () => {
     expect((await postTwilio({ MessageSid: sid, From: from, To: ours, Body: "linked now" })).status).toBe(204);
     expect(await rawRows(personThread)).toHaveLength(1);
     expect((await rawRows(smsThread)).length).toBe(1);
+  });
+
+  it("a Telegram sender's language seeds a new person's locale, canonicalized; a malformed one seeds none", async () => {
+    const { title } = await multichannelRoute();
+    const k = await mintKey({ scopes: [`tool:${title}`] });
+    await createRoute({ door: "channel", channel: "telegram", our_identity: TEST_ENV.telegramBotId, target_kind: "tool", target_name: title, execution_key: k.user_id });
+    const update = (chatId: number, language: string) => ({
+      update_id: chatId,
+      message: { message_id: 1, date: 1, chat: { id: chatId, type: "private" }, from: { id: chatId, is_bot: false, first_name: "A", language_code: language }, text: "hi" },
+    });
+    const chatA = Number(String(Date.now()).slice(-8));
+    expect((await postTelegram(update(chatA, "pt-br"))).status).toBe(200);
+    expect((await postTelegram(update(chatA + 1, "not a tag"))).status).toBe(200);
+    const directory = personDirectoryStub(env, "tool", title);
+    const addr = (chatId: number) => ({ door: "channel" as const, channel: "telegram", our_identity: TEST_ENV.telegramBotId, address: String(chatId) });
+    expect((await eventually(() => directory.resolve(addr(chatA)), (p) => p !== null))?.locale).toBe("pt-BR");
+    expect((await eventually(() => directory.resolve(addr(chatA + 1)), (p) => p !== null))?.locale).toBeNull();
   });
 });
