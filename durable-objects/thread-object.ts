@@ -8,7 +8,7 @@
  * (src/contracts/thread-rpc.ts), and drives every timer from one alarm.
  */
 import { DurableObject } from "cloudflare:workers";
-import type { Mode } from "../src/bridge/mode-store";
+import type { Mode, ModeStamp } from "../src/bridge/mode-store";
 import type { AnswerRecord } from "../src/bridge/record";
 import type { RouteRow } from "../src/bridge/routes-store";
 import type { AcceptRequest, AcceptResult, ForgetResult, ModeInForce, SearchScan, ThreadRpc, TranscriptPage, TranscriptQuery } from "../src/contracts/thread-rpc";
@@ -61,13 +61,13 @@ export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
     return this.parts.delivery.applyReceipt(messageId, status, detail);
   }
 
-  async getMode(route: Pick<RouteRow, "created_at" | "initial_mode">): Promise<ModeInForce> {
-    return this.parts.mode.inForce(route);
+  async getMode(stamp: ModeStamp, initialMode: Mode): Promise<ModeInForce> {
+    return this.parts.mode.inForce(stamp, initialMode);
   }
 
-  async setMode(threadId: string, route: Pick<RouteRow, "created_at">, mode: Mode): Promise<void> {
+  async setMode(threadId: string, stamp: ModeStamp, mode: Mode): Promise<void> {
     this.parts.identity.adopt(threadId);
-    this.parts.mode.set(route, mode);
+    this.parts.mode.set(stamp, mode);
   }
 
   async checkpointRead(threadId: string): Promise<CheckpointMessage[]> {

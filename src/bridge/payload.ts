@@ -30,6 +30,14 @@ export const TurnInbound = z.object({
 });
 export type TurnInbound = z.infer<typeof TurnInbound>;
 
+/** The routes a turn's person spans: every `routes` entry of its address rows (as the door resolved them). */
+export function routesOfPerson(person: NonNullable<TurnInbound["person"]>): string[] {
+  return person.person_addresses.flatMap((a) => {
+    const routes = a !== null && typeof a === "object" && !Array.isArray(a) ? a.routes : undefined;
+    return Array.isArray(routes) ? routes.filter((r): r is string => typeof r === "string") : [];
+  });
+}
+
 export interface TurnRef {
   id: string;
   inbound: { kind: "message" | "event"; id: string; source: string };

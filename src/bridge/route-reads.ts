@@ -33,6 +33,8 @@ export interface RouteSnapshot {
   route: RouteRow;
   key: KeyWithOwner | null | undefined;
   at: number;
+  /** A multichannel target's manual routes, read with the route (undefined: not read). */
+  manualRoutes?: string[] | null;
 }
 
 /**

@@ -80,7 +80,16 @@ export async function getRoute(db: D1Database, routeName: string): Promise<Route
 }
 
 /** The route joined with its execution key and owner, selected by where the clause points. */
-const ROUTE_WITH_KEY = `SELECT r.*, ${keyColumns("k", "k_")}, ${keyColumns("o", "o_")}, c.config AS cfg_config FROM routes r
+/**
+ * A multichannel target's routes whose initial_mode is manual, as JSON, in the door's read: a linked
+ * person's thread defaults to manual when any of its routes is (spec §3.2), and the turn decides
+ * that from this read. SQLite evaluates CASE lazily, so other targets never run the subquery.
+ */
+const MANUAL_ROUTES_OF_TARGET = `CASE WHEN json_extract(c.config, '$.multichannel') = 1 THEN
+         (SELECT json_group_array(m.route_name) FROM routes m WHERE m.target_kind = r.target_kind AND m.target_name = r.target_name AND m.initial_mode = 'manual')
+       END AS cfg_manual_routes`;
+
+const ROUTE_WITH_KEY = `SELECT r.*, ${keyColumns("k", "k_")}, ${keyColumns("o", "o_")}, c.config AS cfg_config, ${MANUAL_ROUTES_OF_TARGET} FROM routes r
        LEFT JOIN api_keys k ON k.user_id = r.execution_key LEFT JOIN api_keys o ON o.user_id = k.owner_user_id
        LEFT JOIN conversation_configs c ON c.target_kind = r.target_kind AND c.target_name = r.target_name`;
 
@@ -108,15 +117,26 @@ export interface RouteWithKey {
   key: KeyWithOwner | null;
   /** The route target's conversation config (issue 12), null when it has none. */
   config: TargetConversationConfig | null;
+  /** A multichannel target's manual routes (the person-thread default mode); null for other targets. */
+  manualRoutes: string[] | null;
 }
 
 /** Parses `routeWithKeyStatement`'s result (and the channel door's equivalent). */
 export function routeWithKeyFromResult(result: D1Result | undefined): RouteWithKey {
   const r = result?.results?.[0] as Record<string, unknown> | undefined;
-  if (!r) return { route: null, key: null, config: null };
+  if (!r) return { route: null, key: null, config: null, manualRoutes: null };
   const routeCols = Object.fromEntries(Object.entries(r).filter(([k]) => !k.startsWith("k_") && !k.startsWith("o_") && !k.startsWith("cfg_")));
   const config = typeof r.cfg_config === "string" ? parseStored(TargetConversationConfig, r.cfg_config, "conversation config") : null;
-  return { route: toRow(routeCols), key: parsePrefixedKey(r, "k_", "o_"), config };
+  const manualRoutes = typeof r.cfg_manual_routes === "string" ? parseStored(RouteNames, r.cfg_manual_routes, "manual routes of target") : null;
+  return { route: toRow(routeCols), key: parsePrefixedKey(r, "k_", "o_"), config, manualRoutes };
+}
+
+const RouteNames = z.array(z.string());
+
+/** The names of target (kind, name)'s routes whose initial_mode is manual (a person thread's default mode). */
+export async function manualRoutesOfTarget(db: D1Database, kind: string, name: string): Promise<string[]> {
+  const { results } = await db.prepare("SELECT route_name FROM routes WHERE target_kind = ? AND target_name = ? AND initial_mode = 'manual'").bind(kind, name).all<{ route_name: string }>();
+  return results.map((r) => r.route_name);
 }
 
 /** The route from a batched `routeStatement` result; null when absent (or not batched). */

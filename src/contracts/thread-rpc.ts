@@ -11,7 +11,7 @@
  * that answer them; test/contracts/thread-rpc.test.ts pins that under `npm run typecheck`.
  */
 import type { KeyWithOwner } from "../auth/key-store";
-import type { Mode } from "../bridge/mode-store";
+import type { Mode, ModeStamp } from "../bridge/mode-store";
 import type { TurnInbound } from "../bridge/payload";
 import type { AnswerRecord, DeliveryStatus } from "../bridge/record";
 import type { RouteRow } from "../bridge/routes-store";
@@ -30,6 +30,8 @@ export interface AcceptRequest {
   /** The route's execution key and owner, read with the route (undefined: not read). */
   executionKey?: KeyWithOwner | null;
   routeReadAtMs?: number;
+  /** With `route`: a multichannel target's manual routes, read with it (a person thread's default mode). */
+  manualRoutes?: string[] | null;
 }
 
 /** `accept`'s answer: refused (queue full), accepted (answer later), or answered inline. */
@@ -96,10 +98,13 @@ export interface ThreadRpc {
   forget(): Promise<ForgetResult>;
   /** A provider receipt for one of this thread's outbound chunks; false when the record is not awaiting one. */
   applyReceipt(messageId: string, status: "delivered" | "failed", detail?: string): Promise<boolean>;
-  /** `GET …/thread/mode`: the mode in force for this route incarnation. */
-  getMode(route: Pick<RouteRow, "created_at" | "initial_mode">): Promise<ModeInForce>;
-  /** `PUT …/thread/mode` and operator tooling: sets the override for a retention window. */
-  setMode(threadId: string, route: Pick<RouteRow, "created_at">, mode: Mode): Promise<void>;
+  /**
+   * `GET …/thread/mode`: the mode in force: the override live under `stamp` (a route incarnation,
+   * or null on a person thread), else `initialMode` (the route's, or the person thread's default).
+   */
+  getMode(stamp: ModeStamp, initialMode: Mode): Promise<ModeInForce>;
+  /** `PUT …/thread/mode` and operator tooling: sets the override under `stamp` for a retention window. */
+  setMode(threadId: string, stamp: ModeStamp, mode: Mode): Promise<void>;
   /** kv checkpoint provider: this thread's agent memory, oldest first (expired reads as []). */
   checkpointRead(threadId: string): Promise<CheckpointMessage[]>;
   /** kv checkpoint provider: append and refresh the idle TTL (the caller's setting, minutes). */

@@ -8,7 +8,10 @@
 import { handOver } from "../bridge/admission";
 import { mintArrival } from "../bridge/arrival";
 import { maxCharsFor } from "../channels/chunking";
-import type { RouteRow } from "../bridge/routes-store";
+import type { AnswerRecord } from "../bridge/record";
+import { type RouteRow, getRoute } from "../bridge/routes-store";
+import { threadStub } from "../bridge/stubs";
+import type { PersonView } from "../contracts/person-rpc";
 import { adapterFor } from "../channels/registry";
 import { planOutbound } from "../channels/rich/outbound";
 import { type RichPart, isEmptyPart } from "../channels/rich/types";
@@ -18,7 +21,7 @@ import type { Settings } from "../settings/settings";
 import { agentKeepsMemory, appendAgentMemory } from "../targets/agents/run";
 import { createTargetContext } from "../targets/context";
 import type { OperatorSendBody } from "./schemas";
-import { guardThread, threadAddress } from "./thread-guard";
+import { guardThreadOnRoute, threadAddress } from "./thread-guard";
 
 /** The rich fields of the body as one part (absent fields stay absent). */
 export function richPartOf(b: OperatorSendBody): RichPart | null {
@@ -54,10 +57,63 @@ function precheckChannel(settings: Settings, route: RouteRow, text: string, part
   if (!plan.ok && plan.kind === "shape") throw badRequest(`invalid body: ${plan.error}`);
 }
 
+/** Where an operator message goes: the route it is sent from (as read, and when) and the participant's address on it. */
+interface SendTarget {
+  route: RouteRow;
+  readAtMs: number;
+  address: string;
+}
+
 /**
- * Sends one operator message into a thread of `read.route` (read by the door at `read.readAtMs`) as `operator`. Every refusal (the thread
- * guard's, a foreign address, rich fields the route cannot carry, a failed memory append) comes
- * before the record is written; answers where the record lives.
+ * A route thread's target: the path route and the address its id names; an explicit `address`
+ * must be that one (a route thread has exactly one).
+ */
+function routeThreadTarget(read: { route: RouteRow; readAtMs: number }, rest: string, explicit: string | undefined): SendTarget {
+  const address = threadAddress(read.route.door, rest);
+  if (explicit !== undefined && explicit !== address) throw badRequest("invalid body: address: is not this thread's address");
+  return { ...read, address };
+}
+
+/**
+ * A linked person's thread (spec §4.7; bridge-facts §5.4): an explicit `address` must be one of the
+ * person's and is sent through the path route when it came in there, else through its first
+ * route that still exists (lexically smallest); without one, the route and address of the
+ * newest record (a participant's message or an operator's answer). A thread with no message yet needs an address.
+ */
+async function personThreadTarget(env: Env, read: { route: RouteRow; readAtMs: number }, threadId: string, person: PersonView, explicit: string | undefined): Promise<SendTarget> {
+  if (explicit !== undefined) {
+    const rows = person.addresses.filter((a) => a.address === explicit);
+    if (rows.length === 0) throw badRequest("invalid body: address: is not one of this person's addresses");
+    const here = rows.find((a) => a.routes.includes(read.route.route_name));
+    if (here) return { ...read, address: threadAddress(here.door, here.address) };
+    for (const name of [...new Set(rows.flatMap((a) => a.routes))].sort()) {
+      const readAtMs = Date.now();
+      const route = await getRoute(env.DB, name);
+      const row = rows.find((a) => a.routes.includes(name))!;
+      if (route && route.door === row.door) return { route, readAtMs, address: threadAddress(row.door, row.address) };
+    }
+    throw new HttpError(404, "no route this address came in on still exists");
+  }
+  const newest = await newestMessage(env, threadId);
+  if (!newest?.client_address) throw badRequest("invalid body: address: is required on a person thread with no message yet");
+  if (newest.route_name === read.route.route_name) return { ...read, address: newest.client_address };
+  const readAtMs = Date.now();
+  const route = await getRoute(env.DB, newest.route_name);
+  if (!route) throw new HttpError(404, "the route of the thread's newest message no longer exists; name an address");
+  return { route, readAtMs, address: newest.client_address };
+}
+
+/** The thread's newest record with an address (a participant's message or an operator's answer): where the conversation is. */
+async function newestMessage(env: Env, threadId: string): Promise<AnswerRecord | null> {
+  const page = await threadStub(env, threadId).transcript({ order: "desc", offset: 0, limit: 50 });
+  return page.items.find((r) => r.client_address !== null) ?? null;
+}
+
+/**
+ * Sends one operator message into a thread of `read.route` (read by the door at `read.readAtMs`) as
+ * `operator`. Every refusal (the thread guard's, a foreign address, rich fields the route cannot
+ * carry, a failed memory append) comes before the record is written; answers where the record
+ * lives. On a person thread the record is written through the route the message goes out on.
  */
 export async function sendOperatorMessage(
   env: Env,
@@ -66,11 +122,10 @@ export async function sendOperatorMessage(
   operator: string,
   body: OperatorSendBody,
 ): Promise<{ message_id: string; thread_id: string }> {
-  const { route } = read;
-  const { thread_id: threadId, rest } = guardThread(route.route_name, body.thread_id);
-  const address = threadAddress(route.door, rest);
-  // `address` only chooses among a linked person's addresses; a route thread has exactly one.
-  if (body.address !== undefined && body.address !== address) throw badRequest("invalid body: address: is not this thread's address");
+  const guarded = await guardThreadOnRoute(env, read.route.route_name, body.thread_id, read.route);
+  const threadId = guarded.thread_id;
+  const target = guarded.person ? await personThreadTarget(env, read, threadId, guarded.person, body.address) : routeThreadTarget(read, guarded.rest, body.address);
+  const { route, address } = target;
   const part = richPartOf(body);
   if (route.door === "api" && part) {
     throw badRequest("invalid body: rich fields (media, location, template, options, sections, header, footer, schema) need a channel route; an api route's callback carries text only");
@@ -96,6 +151,6 @@ export async function sendOperatorMessage(
   const status = route.door === "api" && !route.callback_url ? "delivered" : "pending_delivery";
   // No rate token and no queue check: an operator answers, it does not start a turn (the preset skips the queue).
   // The door's route read serves the first delivery attempt (src/bridge/route-reads.ts, rule 3).
-  await handOver(env, arrival, { waitMs: 0, preset: { status, outcome: { answer_status: "answered", answer: body.text, error: null } }, route, routeReadAtMs: read.readAtMs });
+  await handOver(env, arrival, { waitMs: 0, preset: { status, outcome: { answer_status: "answered", answer: body.text, error: null } }, route, routeReadAtMs: target.readAtMs });
   return { message_id: messageId, thread_id: threadId };
 }

@@ -2,10 +2,11 @@
  * The thread-belongs-to-route guard of spec §4.6–§4.7, shared by every door that names a thread.
  *
  * A person thread (`bridge:@person:{id}`) is on a route when its person has an address that came in
- * on it (`guardThreadOnRoute`: the transcript, forget and event doors). The doors that do not take
- * person threads yet (mode, operator send; issue 12) use `guardThread`, which answers 404 "person
- * not found on this route" for every person thread.
+ * on it (`guardThreadOnRoute`, which every door naming a thread uses). `guardThread` is its
+ * synchronous part for route-keyed ids and answers 404 "person not found on this route" for every
+ * person thread.
  */
+import type { RouteRow } from "../bridge/routes-store";
 import type { PersonView } from "../contracts/person-rpc";
 import type { Env } from "../env";
 import { HttpError, badRequest } from "../http/errors";
@@ -38,13 +39,22 @@ export function threadAddress(door: "api" | "channel", rest: string): string {
 
 /**
  * `guardThread`, with person threads: a person thread passes when its person is on `routeName`
- * (one of its addresses came in on that route), else 404 "person not found on this route".
+ * (one of its addresses came in on that route) and, when the door read the route, belongs to that
+ * route's target; else 404 "person not found on this route". The forget door passes no route: it
+ * works after the route itself was deleted.
  */
-export async function guardThreadOnRoute(env: Env, routeName: string, threadId: string): Promise<GuardedThread & { person: PersonView | null }> {
+export async function guardThreadOnRoute(
+  env: Env,
+  routeName: string,
+  threadId: string,
+  route?: Pick<RouteRow, "target_kind" | "target_name">,
+): Promise<GuardedThread & { person: PersonView | null }> {
   const parsed = parseThreadId(threadId);
   if (parsed.kind !== "person") return { ...guardThread(routeName, threadId), person: null };
   const directory = await directoryOfPerson(env, parsed.person_id);
   const person = directory ? await directory.get(parsed.person_id) : null;
-  if (!person || !person.addresses.some((a) => a.routes.includes(routeName))) throw new HttpError(404, "person not found on this route");
+  const onRoute = person !== null && person.addresses.some((a) => a.routes.includes(routeName));
+  const sameTarget = !route || (person !== null && person.target_kind === route.target_kind && person.target_name === route.target_name);
+  if (!person || !onRoute || !sameTarget) throw new HttpError(404, "person not found on this route");
   return { thread_id: threadId, rest: "", person };
 }

@@ -1,8 +1,9 @@
 /** Thread forget and control mode (spec §3.2, §4.6, §4.7; decisions §10). */
 import { dropThreadListing } from "../bridge/indexes";
 import { allShards } from "../contracts/shard-rpc";
-import type { Mode } from "../bridge/mode-store";
-import type { RouteRow } from "../bridge/routes-store";
+import { type Mode, personDefaultMode } from "../bridge/mode-store";
+import { type RouteRow, manualRoutesOfTarget } from "../bridge/routes-store";
+import type { PersonView } from "../contracts/person-rpc";
 import { threadStub } from "../bridge/stubs";
 import { personThreadId } from "../bridge/thread-id";
 import { directoryOfPerson } from "../persons/person-lookup";
@@ -55,13 +56,28 @@ export interface ModeAnswer {
   source: "thread" | "route";
 }
 
-/** The mode in force: the thread's live override (held by its object), else the route's `initial_mode`. */
-export async function modeInForce(env: Env, route: RouteRow, threadId: string): Promise<ModeAnswer> {
-  return threadStub(env, threadId).getMode({ created_at: route.created_at, initial_mode: route.initial_mode });
+/** A thread a mode door names, as the thread guard passed it: its person when it is a person thread. */
+export interface ModeThread {
+  thread_id: string;
+  person: PersonView | null;
 }
 
-/** Sets the thread's override for `answer_retention_ttl_seconds` (refreshed by later activity). */
-export async function setThreadMode(env: Env, route: RouteRow, threadId: string, mode: Mode) {
-  await threadStub(env, threadId).setMode(threadId, { created_at: route.created_at }, mode);
-  return { route_name: route.route_name, thread_id: threadId, mode, source: "thread" as const };
+/**
+ * The mode in force: the thread's live override (held by its object), else the default: the route's
+ * `initial_mode`, or on a person thread manual when any route the person spans is manual (spec
+ * §3.2; a deleted route imposes nothing). A person thread's override is person-wide, so it reads
+ * the same from every route the person spans.
+ */
+export async function modeInForce(env: Env, route: RouteRow, thread: ModeThread): Promise<ModeAnswer> {
+  const stub = threadStub(env, thread.thread_id);
+  if (!thread.person) return stub.getMode({ created_at: route.created_at }, route.initial_mode);
+  const { person } = thread;
+  const manual = await manualRoutesOfTarget(env.DB, person.target_kind, person.target_name);
+  return stub.getMode({ created_at: null }, personDefaultMode(person.addresses.flatMap((a) => a.routes), manual));
+}
+
+/** Sets the thread's override for `answer_retention_ttl_seconds` (refreshed by later activity); person-wide on a person thread. */
+export async function setThreadMode(env: Env, route: RouteRow, thread: ModeThread, mode: Mode) {
+  await threadStub(env, thread.thread_id).setMode(thread.thread_id, { created_at: thread.person ? null : route.created_at }, mode);
+  return { route_name: route.route_name, thread_id: thread.thread_id, mode, source: "thread" as const };
 }

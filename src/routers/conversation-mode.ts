@@ -9,7 +9,7 @@ import type { AppEnv } from "../http/app-env";
 import { addRoute } from "../http/route";
 import { sendOperatorMessage } from "../operator/operator-send";
 import { modeAnswer, modeBody, modeSetAnswer, operatorSendBody, sentAnswer, threadIdQuery } from "../operator/schemas";
-import { guardThread } from "../operator/thread-guard";
+import { guardThreadOnRoute } from "../operator/thread-guard";
 import { modeInForce, setThreadMode } from "../operator/threads";
 
 export const conversationModeRouter = new Hono<AppEnv>();
@@ -20,7 +20,8 @@ addRoute(
     method: "get",
     path: "/api/conversations/{route_name}/thread/mode",
     summary: "The control mode in force for a thread",
-    description: "`source` is `thread` while a per-thread override is set, `route` when the answer is the route's initial_mode.",
+    description:
+      "`source` is `thread` while a per-thread override is set, `route` when the answer is the default: the route's initial_mode, or on a linked person's thread (bridge:@person:{id}, named from any route the person spans) manual when any route the person spans is manual, else agent.",
     area: "conversations",
     auth: { tag: "conversations" },
     store: true,
@@ -31,8 +32,7 @@ addRoute(
   },
   async (c, { params, query }) => {
     const route = await requireRoute(c.env.DB, params.route_name);
-    const { thread_id } = guardThread(route.route_name, query.thread_id);
-    return modeInForce(c.env, route, thread_id);
+    return modeInForce(c.env, route, await guardThreadOnRoute(c.env, route.route_name, query.thread_id, route));
   },
 );
 
@@ -43,7 +43,7 @@ addRoute(
     path: "/api/conversations/{route_name}/thread/mode",
     summary: "Set a thread's control mode (agent or manual)",
     description:
-      "Sets a per-thread override that lasts answer_retention_ttl_seconds after the last accepted inbound or operator send, then reverts to the route default; thread forget and route delete remove it at once. In manual mode no target turn runs: the inbound is appended to the agent's memory when the agent keeps memory, and the answer is silence.",
+      "Sets a per-thread override that lasts answer_retention_ttl_seconds after the last accepted inbound or operator send, then reverts to the route default; thread forget and route delete remove it at once. On a linked person's thread the override is person-wide: set from any route the person spans, it rules the person's messages on all of them and lapses only by time, forget or erase. In manual mode no target turn runs: the inbound is appended to the agent's memory when the agent keeps memory, and the answer is silence.",
     area: "conversations",
     auth: { tag: "conversations" },
     store: true,
@@ -54,8 +54,7 @@ addRoute(
   },
   async (c, { params, body }) => {
     const route = await requireRoute(c.env.DB, params.route_name);
-    const { thread_id } = guardThread(route.route_name, body.thread_id);
-    return setThreadMode(c.env, route, thread_id, body.mode);
+    return setThreadMode(c.env, route, await guardThreadOnRoute(c.env, route.route_name, body.thread_id, route), body.mode);
   },
 );
 
@@ -66,7 +65,7 @@ addRoute(
     path: "/api/conversations/{route_name}/thread/messages",
     summary: "Send an operator message by hand into a thread",
     description:
-      "No turn runs. The record is minted already answered (origin `operator`) and delivered by the thread's delivery machine: chunking, receipts, or the signed callback on an api route. Allowed in either mode; never changes it, and refreshes a mode override's TTL. The agent's memory (when the route's agent keeps memory) gets the text as an assistant message first. Rich fields (media, location, template, options, sections, header, footer, schema) follow spec §4.7/§4.9 composition rules (400 when contract-invalid), are delivered after the text as one rich part, and need a channel route; a channel lacking the capability a field needs fails the record (status failed) instead of dropping the field.",
+      "No turn runs. The record is minted already answered (origin `operator`) and delivered by the thread's delivery machine: chunking, receipts, or the signed callback on an api route. On a linked person's thread, `address` (one of the person's addresses) picks the recipient, sent through the route it came in on here, else its first remaining route; without it the message goes to the route and address of the thread's newest record, and an empty person thread needs one. Allowed in either mode; never changes it, and refreshes a mode override's TTL. The agent's memory (when the route's agent keeps memory) gets the text as an assistant message first. Rich fields (media, location, template, options, sections, header, footer, schema) follow spec §4.7/§4.9 composition rules (400 when contract-invalid), are delivered after the text as one rich part, and need a channel route; a channel lacking the capability a field needs fails the record (status failed) instead of dropping the field.",
     area: "conversations",
     auth: { tag: "conversations" },
     store: true,

@@ -1,5 +1,4 @@
-import { type Mode, StoredOverride, liveOverride } from "../bridge/mode-store";
-import type { RouteRow } from "../bridge/routes-store";
+import { type Mode, type ModeStamp, StoredOverride, liveOverride } from "../bridge/mode-store";
 import type { ModeInForce } from "../contracts/thread-rpc";
 import { parseStored } from "../store/parse-stored";
 import type { ThreadDeps } from "./deps";
@@ -14,25 +13,25 @@ import { deleteMeta, getMeta, setMeta } from "./store";
 export class ThreadMode {
   constructor(private readonly deps: Pick<ThreadDeps, "storage" | "settings" | "now">) {}
 
-  /** The live override for `route`, or null. A void or expired override is reclaimed here. */
-  overrideFor(route: Pick<RouteRow, "created_at">): Mode | null {
+  /** The live override for `stamp`, or null. A void or expired override is reclaimed here. */
+  overrideFor(stamp: ModeStamp): Mode | null {
     const { storage } = this.deps;
     const raw = getMeta(storage, "mode_override");
     if (!raw) return null;
-    const live = liveOverride(parseStored(StoredOverride, raw, "thread meta mode_override"), route.created_at, this.deps.now());
+    const live = liveOverride(parseStored(StoredOverride, raw, "thread meta mode_override"), stamp, this.deps.now());
     if (!live) deleteMeta(storage, "mode_override");
     return live;
   }
 
-  /** The mode in force for `route`: the live override, else the route's initial mode. */
-  inForce(route: Pick<RouteRow, "created_at" | "initial_mode">): ModeInForce {
-    const o = this.overrideFor(route);
-    return o ? { mode: o, source: "thread" } : { mode: route.initial_mode, source: "route" };
+  /** The mode in force: the live override, else the default (the route's initial mode, or a person thread's default). */
+  inForce(stamp: ModeStamp, initialMode: Mode): ModeInForce {
+    const o = this.overrideFor(stamp);
+    return o ? { mode: o, source: "thread" } : { mode: initialMode, source: "route" };
   }
 
-  /** Sets the override under `route`'s incarnation for one retention window. */
-  set(route: Pick<RouteRow, "created_at">, mode: Mode): void {
-    const value: StoredOverride = { mode, route_created_at: route.created_at, expires_at: this.deps.now() + this.retentionMs() };
+  /** Sets the override under `stamp` (a route incarnation, or null: person-wide) for one retention window. */
+  set(stamp: ModeStamp, mode: Mode): void {
+    const value: StoredOverride = { mode, route_created_at: stamp.created_at, expires_at: this.deps.now() + this.retentionMs() };
     setMeta(this.deps.storage, "mode_override", JSON.stringify(value));
   }
 

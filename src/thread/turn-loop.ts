@@ -1,9 +1,11 @@
 import { turnSlots } from "../bridge/concurrency";
-import type { Mode } from "../bridge/mode-store";
+import { type Mode, personDefaultMode } from "../bridge/mode-store";
 import { logTurnAbandoned } from "../bridge/ops-log";
 import { type AnswerRecord, type DeliveryStatus, TERMINAL_STATUSES } from "../bridge/record";
 import { type RouteSnapshots, turnReads } from "../bridge/route-reads";
-import type { RouteRow } from "../bridge/routes-store";
+import { routesOfPerson } from "../bridge/payload";
+import { type RouteRow, manualRoutesOfTarget } from "../bridge/routes-store";
+import { parseThreadId } from "../bridge/thread-id";
 import { type TurnOutcome, errorOutcome, runTarget, silentOutcome } from "../bridge/turn-runner";
 import type { Settings } from "../settings/settings";
 import { agentKeepsMemory, appendAgentMemory } from "../targets/agents/run";
@@ -15,6 +17,14 @@ import { type StoredRecord, getStored, nextQueued, runningTurns, saveStored } fr
 import type { ThreadMode } from "./thread-mode";
 import { PersonTurn, pairingIntentOf, withGreeting } from "./pairing-turn";
 import type { KeyWithOwner } from "../auth/key-store";
+
+/** The turn's one route read: the route, its execution key, and (multichannel targets) the target's manual routes. */
+interface TurnRead {
+  route: RouteRow;
+  key: KeyWithOwner | null | undefined;
+  /** undefined or null: not read with the route. */
+  manualRoutes?: string[] | null;
+}
 
 /** The parts the turn loop works with, and how it starts the delivery machine. */
 export interface TurnLoopParts {
@@ -136,18 +146,35 @@ export class TurnLoop {
     // A multichannel target's person work (src/thread/pairing-turn.ts): the first contact's
     // greeting goes before whatever this turn answers, and a pairing message is answered here, in
     // either mode, without running the target.
-    if (!stored.inbound.person) return this.decide(stored, route, ctx, loaded.key);
+    const read = { route, key: loaded.key, manualRoutes: fresh?.manualRoutes };
+    if (!stored.inbound.person) return this.decide(stored, read, ctx);
     const person = new PersonTurn(this.deps.env(), route, stored.record, this.deps.now());
     const greeting = await person.greeting(stored.inbound.greeting);
     const intent = pairingIntentOf(stored.inbound);
-    const outcome = intent.kind === "text" ? await this.decide(stored, route, ctx, loaded.key) : await person.pairing(intent);
+    const outcome = intent.kind === "text" ? await this.decide(stored, read, ctx) : await person.pairing(intent);
     return withGreeting(outcome, greeting);
   }
 
+  /**
+   * The mode this turn runs in, re-checked right before it runs so an answer never goes out after
+   * a takeover: the live override, else the route's initial mode, or on a linked person's thread
+   * its default (manual when any route the person spans is manual, spec §3.2), decided from the
+   * door's read of the target's manual routes, or one read of them when that is stale.
+   */
+  private async modeFor(stored: StoredRecord, read: TurnRead): Promise<Mode> {
+    const personThread = parseThreadId(stored.record.thread_id).kind === "person";
+    const override = this.parts.mode.overrideFor(personThread ? { created_at: null } : read.route);
+    if (override) return override;
+    const person = stored.inbound.person;
+    if (!personThread || !person || read.route.initial_mode === "manual") return read.route.initial_mode;
+    const manual = read.manualRoutes ?? (await manualRoutesOfTarget(this.deps.env().DB, read.route.target_kind, read.route.target_name));
+    return personDefaultMode(routesOfPerson(person), manual);
+  }
+
   /** The turn's own outcome: silence in manual mode, else the target's run. */
-  private async decide(stored: StoredRecord, route: RouteRow, ctx: TargetContext, key: KeyWithOwner | null | undefined): Promise<TurnOutcome> {
-    // Re-checked right before the turn runs, so an answer never goes out after a takeover.
-    const mode: Mode = this.parts.mode.overrideFor(route) ?? route.initial_mode;
+  private async decide(stored: StoredRecord, read: TurnRead, ctx: TargetContext): Promise<TurnOutcome> {
+    const { route, key } = read;
+    const mode = await this.modeFor(stored, read);
     if (mode === "manual") {
       if (route.target_kind === "agent" && stored.inbound.kind === "message" && (await agentKeepsMemory(ctx, route.target_name))) {
         try {
@@ -171,7 +198,7 @@ export class TurnLoop {
       turn: {
         thread_id: threadId,
         route_name: route.route_name,
-        setMode: async (m: Mode) => mode.set(route, m),
+        setMode: async (m: Mode) => mode.set(parseThreadId(threadId).kind === "person" ? { created_at: null } : route, m),
       },
     });
   }

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { liveOverride, personDefaultMode } from "../../src/bridge/mode-store";
 import { buildPayload, defaultKwargs, type TurnInbound } from "../../src/bridge/payload";
 import { adminProjection, callerSafeProjection, isSilence, type AnswerRecord } from "../../src/bridge/record";
 import { isHttpsUrl } from "../../src/bridge/schemas";
@@ -158,5 +159,24 @@ describe("records and small rules", () => {
     expect(inferKind({ url: "https://x/v.mp4?sig=1" })).toBe("video");
     expect(inferKind({ url: "https://x/a.ogg" })).toBe("audio");
     expect(inferKind({ url: "https://x/blob" })).toBe("document");
+  });
+});
+
+describe("control mode rules (spec §3.2)", () => {
+  const o = { mode: "manual" as const, expires_at: 2000, route_created_at: "2026-01-01T00:00:00.000Z" };
+  it("an override is live for its own route incarnation until it expires", () => {
+    expect(liveOverride(o, { created_at: o.route_created_at }, 1999)).toBe("manual");
+    expect(liveOverride(o, { created_at: o.route_created_at }, 2000)).toBeNull();
+    expect(liveOverride(o, { created_at: "2026-01-02T00:00:00.000Z" }, 0)).toBeNull();
+    // A person thread's override belongs to no route: only a person-wide stamp reads it.
+    expect(liveOverride(o, { created_at: null }, 0)).toBeNull();
+    expect(liveOverride({ ...o, route_created_at: null }, { created_at: null }, 0)).toBe("manual");
+    expect(liveOverride({ ...o, route_created_at: null }, { created_at: o.route_created_at }, 0)).toBeNull();
+  });
+  it("a person thread defaults to manual when any route it spans is manual", () => {
+    expect(personDefaultMode(["a", "b"], [])).toBe("agent");
+    expect(personDefaultMode(["a", "b"], ["b"])).toBe("manual");
+    expect(personDefaultMode(["a"], ["b", "c"])).toBe("agent");
+    expect(personDefaultMode([], ["a"])).toBe("agent");
   });
 });
