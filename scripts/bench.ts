@@ -6,6 +6,8 @@
  *
  *   ingest    async (202) messages/s, 16 callers over 64 threads, ÷ health (scripts/bench/ingest.ts)
  *   sync      inline (`wait_seconds`) echo turns/s, 16 callers on 16 threads, ÷ health (sync.ts)
+ *   persons   the person path (issue 12): inline echo-agent turns on one route without persons,
+ *             then with `multichannel: true` on linked callers and on first contacts (persons.ts)
  *   webhook   ack time of signed Telegram webhooks, steady rate then a 5× burst, vs 3 s (webhook.ts)
  *   overhead  inbound → signed HTTPS callback for a 50 ms HTTP tool, bridge vs a direct relay
  *             Worker the bench starts (overhead.ts)
@@ -20,7 +22,7 @@
  * traffic. It prints a table (and with --json one JSON line), stops everything it started, and
  * exits non-zero when any request failed.
  *
- * Options (all optional): --phases ingest,sync,webhook,overhead,hol,faults (all) --callers N (16)
+ * Options (all optional): --phases ingest,sync,persons,webhook,overhead,hol,faults (all) --callers N (16)
  * --threads N ingest threads (64) --ingest N per caller (40) --turns N sync turns per caller (30)
  * --health N per caller (200) --max-seconds S per closed-loop phase (10) --webhook-rate R steady
  * webhooks/s (10; the burst is 5R) --webhook-seconds S per webhook stage (3) --overhead-callers N
@@ -47,10 +49,11 @@ import { DOWN_SECONDS, FAULTY_SECONDS, FAULT_HANG_MS, FAULT_VARS, faultsPhase } 
 import { HOL_MAX_CONCURRENT_TURNS, HOL_THREADS, HOL_TOOL_DELAY_MS, holPhase, setupToolRoute } from "./bench/hol";
 import { type ScriptedReceiver, startScriptedReceiver } from "./bench/scripted-receiver";
 import { startBridge, startRelay } from "./bench/server";
+import { enablePersons, linkCallers, personsPhase, setupPersons } from "./bench/persons";
 import { setupSync, syncPhase } from "./bench/sync";
 import { SLACK_DEADLINE_MS, setupWebhook, telegramVars, webhookPhase } from "./bench/webhook";
 
-const ALL_PHASES = ["ingest", "sync", "webhook", "overhead", "hol", "faults"] as const;
+const ALL_PHASES = ["ingest", "sync", "persons", "webhook", "overhead", "hol", "faults"] as const;
 type PhaseName = (typeof ALL_PHASES)[number];
 
 interface Options {
@@ -131,8 +134,8 @@ async function prepare(base: string): Promise<Ctx> {
   const boot = await http(base, "POST", "/api/keys/bootstrap", { body: { user_id: "bench-admin", description: "bench", bootstrap_token: BOOTSTRAP_TOKEN } });
   if (boot.status !== 200) throw new Error(`bootstrap failed: HTTP ${boot.status} ${JSON.stringify(boot.body)}`);
   const admin: string = boot.body.data.token;
-  // Least privilege: the echo routes run as a key that may run echo and nothing else.
-  const exec = await http(base, "POST", "/api/auth/api-keys", { key: admin, body: { user_id: "bench-exec", description: "bench execution key", scopes: ["tool:echo"] } });
+  // Least privilege: the echo routes run as a key that may run the echo tool and agent and nothing else.
+  const exec = await http(base, "POST", "/api/auth/api-keys", { key: admin, body: { user_id: "bench-exec", description: "bench execution key", scopes: ["tool:echo", "agent:echo"] } });
   if (exec.status !== 200) throw new Error(`minting the execution key failed: HTTP ${exec.status}`);
   const callerKey = await http(base, "POST", "/api/auth/api-keys", { key: admin, body: { user_id: "bench-caller", description: "bench caller", scopes: ["conversations"] } });
   if (callerKey.status !== 200) throw new Error(`minting the caller key failed: HTTP ${callerKey.status}`);
@@ -256,6 +259,25 @@ async function main(): Promise<number> {
       rows.push({ phase: h2, note: `mean health ${fmt(healthRate)} /s` });
       json.health_after = summary(h2);
       json.health_mean_per_second = healthRate;
+    }
+
+    // ---- the person path ---------------------------------------------------------------------
+    if (has("persons")) {
+      await setupPersons(ctx);
+      console.log("bench: the person path …");
+      await personsPhase(ctx, "warm-up", "warm", opts.callers, 5, 30, "one", false);
+      const plain = await personsPhase(ctx, "plain, no config", "plain", opts.callers, opts.turns, opts.maxSeconds, "one", false);
+      await enablePersons(ctx);
+      await linkCallers(ctx, "linked", opts.callers);
+      const linked = await personsPhase(ctx, "multichannel, linked persons", "linked", opts.callers, opts.turns, opts.maxSeconds, "pair", true);
+      const first = await personsPhase(ctx, "multichannel, first contacts", "first", opts.callers, opts.turns, opts.maxSeconds, "fresh", false);
+      count(plain, linked, first);
+      const rLinked = linked.perSecond / plain.perSecond;
+      const rFirst = first.perSecond / plain.perSecond;
+      rows.push({ phase: plain, note: "echo agent, route threads, no person work" });
+      rows.push({ phase: linked, note: `÷ plain ${fmt(rLinked, 3)}; one PersonDirectory call per message, person threads` });
+      rows.push({ phase: first, note: `÷ plain ${fmt(rFirst, 3)}; every message creates its person` });
+      json.persons = { plain: summary(plain), linked: { ...summary(linked), ratio: rLinked }, first: { ...summary(first), ratio: rFirst } };
     }
 
     // ---- webhook ack -------------------------------------------------------------------------
