@@ -39,8 +39,8 @@ export interface RouteSpec<
   /** OpenAPI tag (the area). */
   area: string;
   auth: AuthSpec;
-  /** Conversation routing ops answer 501 `conversations-not-configured` without a store. */
-  store?: boolean;
+  /** The store the door needs: without it the door answers 501 `<store>-not-configured`. */
+  store?: "conversations" | "states";
   params?: P;
   query?: Q;
   body?: B;
@@ -121,8 +121,11 @@ export function addRoute<
         body = parseOr400(spec.body, parsed === undefined && spec.bodyOptional ? {} : parsed, "body");
       }
     }
-    if (spec.store && !settings.conversations.storeUrl) {
+    if (spec.store === "conversations" && !settings.conversations.storeUrl) {
       throw notConfigured("conversations", "conversations backend not configured (set CONVERSATIONS_STORE_URL)");
+    }
+    if (spec.store === "states" && !settings.states.storeUrl) {
+      throw notConfigured("states", "states store not configured (set STATES_STORE_URL)");
     }
     const result = await handler(c, { params, query, body, raw } as RouteInput<P, Q, B>);
     if (result instanceof Response) return result;

@@ -20,7 +20,7 @@ addRoute(
       "Exactly one of `address` (composed into the thread id as the route's door does; an api route qualifies it by the caller) or `thread_id` (verified to belong to the route). The turn is queued behind turns already on the thread; its tool sees `event`, with `message` and `sender` null and `turn.inbound.source` = `event:<kind>`. Idempotent per route on `event.event_id` for inbound_dedupe_ttl_seconds: a redelivery answers 202 with the original message_id and starts no turn; a refused admission (429, 503) does not burn the key. 404 when the thread does not exist on the route (the door never creates one), 409 when the route's target is an agent.",
     area: "conversations",
     auth: { tag: "conversations" },
-    store: true,
+    store: "conversations",
     params: routeParams,
     body: eventBody,
     response: messageAnswered,

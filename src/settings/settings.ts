@@ -43,6 +43,8 @@ export type CheckpointProvider = "kv" | "d1" | "postgres" | "memory";
 
 export interface Settings {
   conversations: ConversationSettings;
+  /** `STATES_STORE_URL` (d1://BINDING): the states area's store; unset, its doors answer 501 `states-not-configured`. */
+  states: { storeUrl: string | null };
   checkpoint: { provider: CheckpointProvider; ttlMinutes: number | null };
   /** `JQ_BUDGET_STEPS`, `JQ_BUDGET_MEMORY_MB`: what one jq run may use (src/jq/engine.ts). */
   jq: JqBudget;
@@ -113,6 +115,7 @@ export function parseSettings(env: Record<string, unknown>): SettingsResult {
     errors.push("CONVERSATIONS_STORE_URL names a D1 binding that is not bound");
   }
   c.prefix = str(env, "CONVERSATIONS_PREFIX")?.trim() || "conversations";
+  const states = { storeUrl: d1StoreUrl(env, "STATES_STORE_URL", errors) };
 
   for (const s of NUMERIC_SETTINGS) {
     const raw = str(env, s.env);
@@ -216,7 +219,16 @@ export function parseSettings(env: Record<string, unknown>): SettingsResult {
   const jq = parseJqBudget(env, errors);
 
   if (errors.length) return { ok: false, errors };
-  return { ok: true, settings: { jq, conversations: c, checkpoint: { provider, ttlMinutes }, outbound, secretReferences: { allowlist } } };
+  return { ok: true, settings: { jq, conversations: c, states, checkpoint: { provider, ttlMinutes }, outbound, secretReferences: { allowlist } } };
+}
+
+/** A `d1://BINDING` store setting: null when unset; an error when malformed or naming an unbound binding. */
+function d1StoreUrl(env: Record<string, unknown>, name: string, errors: string[]): string | null {
+  const url = str(env, name)?.trim();
+  if (!url) return null;
+  if (!/^d1:\/\/[A-Za-z_][A-Za-z0-9_]*$/.test(url)) errors.push(`${name} must name a D1 binding as d1://BINDING`);
+  else if (!(url.slice(5) in env)) errors.push(`${name} names a D1 binding that is not bound`);
+  return url;
 }
 
 /** The jq budget settings: whole numbers within the bounds the engine can honour. */
