@@ -83,7 +83,7 @@ export async function admitMessage(env: Env, s: ConversationSettings, req: Messa
   const arrival = mintArrival(route, { message_id: crypto.randomUUID(), thread_id: threadId }, { way: "message", caller: req.caller, body: req.body }, turnPerson(person, config));
   const waitSeconds = Math.min(req.body.wait_seconds ?? 0, s.syncWaitMaxSeconds);
   // The route snapshot lets a turn that runs at once skip its own read of the route and key.
-  return handOverOr503(env, arrival, { waitMs: Math.round(waitSeconds * 1000), route, executionKey, routeReadAtMs, manualRoutes }, () => undoFirstContact(person));
+  return handOverOr503(env, arrival, { waitMs: Math.round(waitSeconds * 1000), route, executionKey, routeReadAtMs, config, manualRoutes }, () => undoFirstContact(person));
 }
 
 /**

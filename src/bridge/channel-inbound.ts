@@ -84,7 +84,7 @@ export async function admitChannelMessage(env: Env, s: ConversationSettings, cha
   const arrival = mintArrival(route, { message_id: messageId, thread_id: threadId }, { way: "channel", channel, message: m }, turnPerson(person, config));
 
   // The route snapshot lets the turn skip its own read of the route and key (src/bridge/route-reads.ts).
-  const result = await handOver(env, arrival, { waitMs: 0, route, executionKey, routeReadAtMs, manualRoutes });
+  const result = await handOver(env, arrival, { waitMs: 0, route, executionKey, routeReadAtMs, config, manualRoutes });
   if (result.kind === "queue_full") {
     await undoFirstContact(person);
     await releaseKey(env, namespace, m.provider_message_id, messageId);

@@ -24,7 +24,7 @@ export const TurnInbound = z.object({
   attachments: z.array(Attachment).nullable().optional(),
   location: Location.nullable().optional(),
   event: InboundEvent.nullable().optional(),
-  person: z.object({ person_id: z.string(), person_addresses: z.array(JsonValue) }).nullable().optional(),
+  person: z.object({ person_id: z.string(), person_addresses: z.array(JsonValue), locale: z.string().nullable().optional() }).nullable().optional(),
   /** A multichannel target's greeting template, set only on the inbound that created its person (first contact). */
   greeting: z.string().nullable().optional(),
 });
@@ -38,24 +38,45 @@ export function routesOfPerson(person: NonNullable<TurnInbound["person"]>): stri
   });
 }
 
+/** The route's target, which the turn's ambient subjects belong to. */
+export interface TurnTarget {
+  target_kind: "agent" | "tool";
+  target_name: string;
+}
+
+/**
+ * The turn's ambient subjects (issue 13; bridge-facts §7): the thread always, the person on a
+ * multichannel target, and the person's locale. A state binding's `subject_expr` reads them here.
+ */
+export interface TurnSubject extends TurnTarget {
+  person: string | null;
+  thread: string;
+  locale: string | null;
+}
+
 export interface TurnRef {
   id: string;
   inbound: { kind: "message" | "event"; id: string; source: string };
+  subject: TurnSubject;
 }
 
-export function turnRef(t: TurnInbound): TurnRef {
-  return { id: t.message_id, inbound: { kind: t.kind, id: t.inbound_id, source: t.source } };
+export function turnRef(t: TurnInbound, target: TurnTarget): TurnRef {
+  return {
+    id: t.message_id,
+    inbound: { kind: t.kind, id: t.inbound_id, source: t.source },
+    subject: { target_kind: target.target_kind, target_name: target.target_name, person: t.person?.person_id ?? null, thread: t.thread_id, locale: t.person?.locale ?? null },
+  };
 }
 
 /** What `payload_expr` sees. Presence rules follow spec §4.2 exactly; `thread_id` per decisions §13. */
-export function buildPayload(t: TurnInbound): Record<string, unknown> {
+export function buildPayload(t: TurnInbound, target: TurnTarget): Record<string, unknown> {
   const isEvent = t.kind === "event";
   const p: Record<string, unknown> = {
     message: isEvent ? null : t.text,
     sender: isEvent ? null : t.sender,
     our_identity: t.our_identity,
     channel: t.channel,
-    turn: turnRef(t),
+    turn: turnRef(t, target),
     thread_id: t.thread_id,
   };
   if (t.person) {
@@ -71,9 +92,9 @@ export function buildPayload(t: TurnInbound): Record<string, unknown> {
 }
 
 /** Default kwargs without payload_expr: `{message, sender, turn}` plus `event` on an event turn. Never form. */
-export function defaultKwargs(t: TurnInbound): Record<string, unknown> {
+export function defaultKwargs(t: TurnInbound, target: TurnTarget): Record<string, unknown> {
   const isEvent = t.kind === "event";
-  const k: Record<string, unknown> = { message: isEvent ? null : t.text, sender: isEvent ? null : t.sender, turn: turnRef(t) };
+  const k: Record<string, unknown> = { message: isEvent ? null : t.text, sender: isEvent ? null : t.sender, turn: turnRef(t, target) };
   if (isEvent && t.event) k.event = { id: t.event.id, kind: t.event.kind, payload: t.event.payload };
   return k;
 }

@@ -22,8 +22,9 @@
  *
  * A turn therefore costs at most one route read, and a delivery attempt at most one.
  */
-import { type KeyWithOwner, keyWithOwnerByUserId, parseKeyWithOwner } from "../auth/key-store";
-import { type RouteRow, getRoute, routeFromResult, routeStatement } from "./routes-store";
+import type { KeyWithOwner } from "../auth/key-store";
+import type { TargetConversationConfig } from "../persons/target-configs";
+import { type RouteRow, getRoute, routeWithKeyFromResult, routeWithKeyStatement } from "./routes-store";
 
 /** How old a door's route read may be and still stand in for the turn's own read. */
 export const ROUTE_SNAPSHOT_MS = 2000;
@@ -33,8 +34,19 @@ export interface RouteSnapshot {
   route: RouteRow;
   key: KeyWithOwner | null | undefined;
   at: number;
+  /** The target's conversation config, read with the route (null: none; undefined: not read). */
+  config?: TargetConversationConfig | null;
   /** A multichannel target's manual routes, read with the route (undefined: not read). */
   manualRoutes?: string[] | null;
+}
+
+/** Everything a turn decides from: the route, its key, the target's config and (multichannel) manual routes. */
+export interface TurnRead {
+  route: RouteRow;
+  /** undefined: not read (the authorizer reads it live). */
+  key: KeyWithOwner | null | undefined;
+  config: TargetConversationConfig | null;
+  manualRoutes: string[] | null;
 }
 
 /**
@@ -72,21 +84,16 @@ export class RouteSnapshots {
 }
 
 /**
- * Rule 1: what a turn reads from D1 right before it runs. Nothing when the door read the route and
- * its key moments ago; the key alone when only the route was handed over; otherwise the route, in
- * one round trip (the key is then left to the authorizer: `undefined`, not prefetched).
+ * Rule 1: what a turn reads from D1 right before it runs: nothing when its door read the route
+ * with its key and the target's config moments ago, else the route joined with its key, owner,
+ * config and (multichannel targets) manual routes, in one round trip. null: the route is gone.
  */
-export async function turnReads(
-  db: D1Database,
-  args: { routeName: string; route?: RouteRow; key?: KeyWithOwner | null },
-): Promise<{ route: RouteRow | null; key: KeyWithOwner | null | undefined }> {
-  if (args.route && args.key !== undefined) return { route: args.route, key: args.key };
-  if (args.route) {
-    const row = await keyWithOwnerByUserId(db, args.route.execution_key).first<Record<string, unknown>>();
-    return { route: args.route, key: parseKeyWithOwner(row) };
+export async function turnReads(db: D1Database, routeName: string, fresh: RouteSnapshot | undefined): Promise<TurnRead | null> {
+  if (fresh && fresh.key !== undefined && fresh.config !== undefined) {
+    return { route: fresh.route, key: fresh.key, config: fresh.config, manualRoutes: fresh.manualRoutes ?? null };
   }
-  const route = routeFromResult(await routeStatement(db, args.routeName).all());
-  return { route, key: undefined };
+  const r = routeWithKeyFromResult(await routeWithKeyStatement(db, routeName).all());
+  return r.route ? { route: r.route, key: r.key, config: r.config, manualRoutes: r.manualRoutes } : null;
 }
 
 /** Rule 3: a delivery attempt's route: the thread's fresh read if it has one, else D1 (null: the route was deleted). */

@@ -139,12 +139,6 @@ export async function manualRoutesOfTarget(db: D1Database, kind: string, name: s
   return results.map((r) => r.route_name);
 }
 
-/** The route from a batched `routeStatement` result; null when absent (or not batched). */
-export function routeFromResult(result: D1Result | undefined): RouteRow | null {
-  const r = result?.results?.[0];
-  return r ? toRow(r) : null;
-}
-
 export async function listRoutes(db: D1Database): Promise<RouteRow[]> {
   const { results } = await db.prepare("SELECT * FROM routes ORDER BY route_name").all();
   return results.map(toRow);

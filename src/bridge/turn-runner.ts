@@ -56,12 +56,12 @@ export async function runTarget(ctx: TargetContext, route: RouteRow, inbound: Tu
 
   let kwargs: unknown;
   if (route.payload_program) {
-    const m = await mapOne("payload_expr", route.payload_program, buildPayload(inbound));
+    const m = await mapOne("payload_expr", route.payload_program, buildPayload(inbound, route));
     if (!m.ok) return errorOutcome(m.detail);
     if (typeName(m.value) !== "object") return errorOutcome(`payload_expr must emit an object; it emitted ${typeName(m.value)}`);
     kwargs = m.value;
   } else {
-    kwargs = defaultKwargs(inbound);
+    kwargs = defaultKwargs(inbound, route);
   }
 
   const d = await dispatchTool(ctx, route.target_name, kwargs, { asKey });

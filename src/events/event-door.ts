@@ -59,10 +59,10 @@ export async function admitEvent(env: Env, s: ConversationSettings, routeName: s
   const held = await claimKey(env, namespace, event.id, mine, nowMs + s.inboundDedupeTtlSeconds * 1000, nowMs);
   if (held.message_id !== mine.message_id) return redelivered(env, route, caller, held, event);
 
-  const arrival = mintArrival(route, mine, { way: "event", caller, address: addressOf(route, threadId), event }, person ? { person: { person_id: person.person_id, person_addresses: person.addresses.map((a) => ({ ...a })) } } : {});
+  const arrival = mintArrival(route, mine, { way: "event", caller, address: addressOf(route, threadId), event }, person ? { person: { person_id: person.person_id, person_addresses: person.addresses.map((a) => ({ ...a })), locale: person.locale } } : {});
   // Inline answers exist only on the api door; a channel route's answer is a channel send.
   const waitSeconds = route.door === "api" ? Math.min(body.wait_seconds ?? 0, s.syncWaitMaxSeconds) : 0;
-  return handOverOr503(env, arrival, { waitMs: Math.round(waitSeconds * 1000), route, executionKey, routeReadAtMs, manualRoutes }, () => releaseKey(env, namespace, event.id, mine.message_id));
+  return handOverOr503(env, arrival, { waitMs: Math.round(waitSeconds * 1000), route, executionKey, routeReadAtMs, config, manualRoutes }, () => releaseKey(env, namespace, event.id, mine.message_id));
 }
 
 /** A redelivered event_id: the original message, re-offered so a crash after the claim loses nothing. */

@@ -52,7 +52,7 @@ export function threadFor(routeThreadId: string, p: InboundPerson | null): strin
 export function turnPerson(p: InboundPerson | null, config: TargetConversationConfig | null): Pick<TurnInbound, "person" | "greeting"> {
   if (!p) return {};
   return {
-    person: { person_id: p.person.person_id, person_addresses: p.person.addresses.map((a) => ({ ...a })) },
+    person: { person_id: p.person.person_id, person_addresses: p.person.addresses.map((a) => ({ ...a })), locale: p.person.locale },
     greeting: p.created ? (config?.greeting_template ?? null) : null,
   };
 }

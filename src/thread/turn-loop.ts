@@ -2,7 +2,7 @@ import { turnSlots } from "../bridge/concurrency";
 import { type Mode, personDefaultMode } from "../bridge/mode-store";
 import { logTurnAbandoned } from "../bridge/ops-log";
 import { type AnswerRecord, type DeliveryStatus, TERMINAL_STATUSES } from "../bridge/record";
-import { type RouteSnapshots, turnReads } from "../bridge/route-reads";
+import { type RouteSnapshots, type TurnRead, turnReads } from "../bridge/route-reads";
 import { routesOfPerson } from "../bridge/payload";
 import { type RouteRow, manualRoutesOfTarget } from "../bridge/routes-store";
 import { parseThreadId } from "../bridge/thread-id";
@@ -17,14 +17,6 @@ import { type StoredRecord, getStored, nextQueued, runningTurns, saveStored } fr
 import type { ThreadMode } from "./thread-mode";
 import { PersonTurn, pairingIntentOf, withGreeting } from "./pairing-turn";
 import type { KeyWithOwner } from "../auth/key-store";
-
-/** The turn's one route read: the route, its execution key, and (multichannel targets) the target's manual routes. */
-interface TurnRead {
-  route: RouteRow;
-  key: KeyWithOwner | null | undefined;
-  /** undefined or null: not read with the route. */
-  manualRoutes?: string[] | null;
-}
 
 /** The parts the turn loop works with, and how it starts the delivery machine. */
 export interface TurnLoopParts {
@@ -138,15 +130,14 @@ export class TurnLoop {
     // The turn's one route read (src/bridge/route-reads.ts): the door's if still fresh, else D1.
     const readAt = this.deps.now();
     const fresh = this.parts.snapshots.take(stored.record.message_id, readAt);
-    const loaded = await turnReads(this.deps.env().DB, { routeName: stored.record.route_name, route: fresh?.route, key: fresh?.key });
-    const route = loaded.route;
-    if (!route) return errorOutcome("the route was deleted before the turn ran");
+    const read = await turnReads(this.deps.env().DB, stored.record.route_name, fresh);
+    if (!read) return errorOutcome("the route was deleted before the turn ran");
+    const route = read.route;
     if (!fresh) this.parts.snapshots.noteRead(route, readAt);
     const ctx = this.targetContext(s, route);
     // A multichannel target's person work (src/thread/pairing-turn.ts): the first contact's
     // greeting goes before whatever this turn answers, and a pairing message is answered here, in
     // either mode, without running the target.
-    const read = { route, key: loaded.key, manualRoutes: fresh?.manualRoutes };
     if (!stored.inbound.person) return this.decide(stored, read, ctx);
     const person = new PersonTurn(this.deps.env(), route, stored.record, this.deps.now());
     const greeting = await person.greeting(stored.inbound.greeting);

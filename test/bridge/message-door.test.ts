@@ -91,7 +91,11 @@ describe("turns and answers", () => {
       our_identity: null,
       channel: null,
       thread_id: res.body.data.thread_id,
-      turn: { id: res.body.data.message_id, inbound: { kind: "message", id: res.body.data.message_id, source: "api" } },
+      turn: {
+        id: res.body.data.message_id,
+        inbound: { kind: "message", id: res.body.data.message_id, source: "api" },
+        subject: { target_kind: "tool", target_name: "echo", person: null, thread: res.body.data.thread_id, locale: null },
+      },
       params: { reply_id: "r1" },
       form: { rating: 5 },
       attachments: [{ kind: "image", url: "https://cdn.example/p.png" }],

@@ -95,20 +95,22 @@ describe("payload of spec §4.2", () => {
     our_identity: null,
     channel: null,
   };
+  const T = { target_kind: "tool" as const, target_name: "echo" };
+  const subject = { target_kind: "tool", target_name: "echo", person: null, thread: "bridge:r:x", locale: null };
   it("always has message, sender, our_identity, channel, turn (and thread_id)", () => {
-    expect(buildPayload(base)).toEqual({
+    expect(buildPayload(base, T)).toEqual({
       message: "hi",
       sender: "u1",
       our_identity: null,
       channel: null,
-      turn: { id: "m1", inbound: { kind: "message", id: "m1", source: "api" } },
+      turn: { id: "m1", inbound: { kind: "message", id: "m1", source: "api" }, subject },
       thread_id: "bridge:r:x",
     });
   });
   it("adds form, params, attachments, location only when supplied and non-empty", () => {
-    const p = buildPayload({ ...base, form: { a: 1 }, params: { k: "v" }, attachments: [{ kind: "image", url: "https://x/y.png" }], location: { latitude: 1, longitude: 2 } });
+    const p = buildPayload({ ...base, form: { a: 1 }, params: { k: "v" }, attachments: [{ kind: "image", url: "https://x/y.png" }], location: { latitude: 1, longitude: 2 } }, T);
     expect(p).toMatchObject({ form: { a: 1 }, params: { k: "v" }, attachments: [{ kind: "image" }], location: { latitude: 1 } });
-    const q = buildPayload({ ...base, params: {}, attachments: [], form: null, location: null });
+    const q = buildPayload({ ...base, params: {}, attachments: [], form: null, location: null }, T);
     expect(q).not.toHaveProperty("params");
     expect(q).not.toHaveProperty("attachments");
     expect(q).not.toHaveProperty("form");
@@ -117,14 +119,15 @@ describe("payload of spec §4.2", () => {
   });
   it("event turns null message and sender and carry the event", () => {
     const ev = { ...base, kind: "event" as const, inbound_id: "e1", source: "event:order.paid", event: { id: "e1", kind: "order.paid", payload: { n: 1 } } };
-    expect(buildPayload(ev)).toMatchObject({ message: null, sender: null, event: { id: "e1", kind: "order.paid", payload: { n: 1 } }, turn: { inbound: { kind: "event", id: "e1", source: "event:order.paid" } } });
-    expect(defaultKwargs(ev)).toEqual({ message: null, sender: null, turn: { id: "m1", inbound: { kind: "event", id: "e1", source: "event:order.paid" } }, event: { id: "e1", kind: "order.paid", payload: { n: 1 } } });
+    expect(buildPayload(ev, T)).toMatchObject({ message: null, sender: null, event: { id: "e1", kind: "order.paid", payload: { n: 1 } }, turn: { inbound: { kind: "event", id: "e1", source: "event:order.paid" } } });
+    expect(defaultKwargs(ev, T)).toEqual({ message: null, sender: null, turn: { id: "m1", inbound: { kind: "event", id: "e1", source: "event:order.paid" }, subject }, event: { id: "e1", kind: "order.paid", payload: { n: 1 } } });
   });
   it("default kwargs never gain form", () => {
-    expect(defaultKwargs({ ...base, form: { a: 1 } })).toEqual({ message: "hi", sender: "u1", turn: { id: "m1", inbound: { kind: "message", id: "m1", source: "api" } } });
+    expect(defaultKwargs({ ...base, form: { a: 1 } }, T)).toEqual({ message: "hi", sender: "u1", turn: { id: "m1", inbound: { kind: "message", id: "m1", source: "api" }, subject } });
   });
-  it("adds person fields when a person is resolved", () => {
-    expect(buildPayload({ ...base, person: { person_id: "p", person_addresses: [] } })).toMatchObject({ person_id: "p", person_addresses: [] });
+  it("adds person fields when a person is resolved; turn.subject names the person and its locale", () => {
+    const p = buildPayload({ ...base, person: { person_id: "p", person_addresses: [], locale: "de" } }, T);
+    expect(p).toMatchObject({ person_id: "p", person_addresses: [], turn: { subject: { ...subject, person: "p", locale: "de" } } });
   });
 });
 

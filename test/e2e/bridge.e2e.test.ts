@@ -170,7 +170,11 @@ describe("bridge end to end: HTTP tool, signed HTTPS callbacks, retries and rest
 
     // The tool got the default kwargs {message, sender, turn} of each turn.
     const call = tool.calls.find((c) => c.kwargs?.turn?.id === ids[0]);
-    expect(call?.kwargs).toEqual({ message: "hello", sender: "alice", turn: { id: ids[0], inbound: { kind: "message", id: ids[0], source: "api" } } });
+    expect(call?.kwargs).toEqual({
+      message: "hello",
+      sender: "alice",
+      turn: { id: ids[0], inbound: { kind: "message", id: ids[0], source: "api" }, subject: expect.objectContaining({ target_kind: "tool", person: null, locale: null }) },
+    });
     // Per-thread FIFO: alice's two turns reached the tool in the order they were sent.
     const aliceOrder = tool.calls.filter((c) => c.kwargs?.sender === "alice").map((c) => c.kwargs.turn.id);
     expect(aliceOrder.indexOf(ids[0])).toBeLessThan(aliceOrder.indexOf(ids[2]));

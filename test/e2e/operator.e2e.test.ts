@@ -107,7 +107,7 @@ describe("operator doors end to end (api door)", () => {
     expect(eventCalls[0].kwargs).toEqual({
       message: null,
       sender: null,
-      turn: { id: eventMessageId, inbound: { kind: "event", id: "invoice-7", source: "event:invoice.paid" } },
+      turn: { id: eventMessageId, inbound: { kind: "event", id: "invoice-7", source: "event:invoice.paid" }, subject: expect.objectContaining({ thread: threadId, person: null }) },
       event: { id: "invoice-7", kind: "invoice.paid", payload: { n: 7 } },
     });
     // A third delivery of the same event, even later, is still the same message.

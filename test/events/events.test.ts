@@ -99,7 +99,7 @@ describe("event turns (spec §4.2, §4.4, §6)", () => {
     expect(kwargs).toEqual({
       message: null,
       sender: null,
-      turn: { id: res.body.data.message_id, inbound: { kind: "event", id: "evt-1", source: "event:order.paid" } },
+      turn: { id: res.body.data.message_id, inbound: { kind: "event", id: "evt-1", source: "event:order.paid" }, subject: expect.objectContaining({ target_kind: "tool", person: null, locale: null }) },
       event: { id: "evt-1", kind: "order.paid", payload: { order: 42 } },
     });
     const rec = await readRecord(route.name, res.body.data.message_id);
@@ -125,7 +125,7 @@ describe("event turns (spec §4.2, §4.4, §6)", () => {
       our_identity: null,
       channel: null,
       thread_id: seed.body.data.thread_id,
-      turn: { id: res.body.data.message_id, inbound: { kind: "event", id: "p-1", source: "event:ticket:closed" } },
+      turn: { id: res.body.data.message_id, inbound: { kind: "event", id: "p-1", source: "event:ticket:closed" }, subject: expect.objectContaining({ thread: seed.body.data.thread_id }) },
       event: { id: "p-1", kind: "ticket:closed", payload: { order: 42 } },
     });
   });
