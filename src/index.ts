@@ -19,3 +19,4 @@ export { AddressBucket } from "../durable-objects/address-bucket";
 export { BucketDirectory } from "../durable-objects/bucket-directory";
 export { IndexShard } from "../durable-objects/index-shard";
 export { PersonDirectory } from "../durable-objects/person-directory";
+export { StateStore } from "../durable-objects/state-store";

@@ -1,0 +1,125 @@
+/**
+ * State declarations (issue 13; spec §2.10, §4.10, §4.11 "States"; platform-facts A3): declare or
+ * re-declare, read, list, delete, stats and consumers. Tagged `states`; 501
+ * `states-not-configured` without a store. Invalid input is 400, not the reference's 422
+ * (decisions §1: "422 only where this file says so"; docs/states.md).
+ */
+import { Hono } from "hono";
+import { z } from "zod";
+import type { AppEnv } from "../http/app-env";
+import { pageSchema, pagingQuery, toPage, toWindow } from "../http/paging";
+import { addRoute } from "../http/route";
+import { StateConsumer, consumersOf } from "../states/consumers";
+import { StateDeclarationBody, StateName } from "../states/declaration";
+import { declareState, deleteState, listStates, readState, stateStats } from "../states/declarations";
+import { StateStats, StateView } from "../states/views";
+
+export const statesRouter = new Hono<AppEnv>();
+
+export const stateParams = z.object({ name: StateName });
+
+addRoute(
+  statesRouter,
+  {
+    method: "get",
+    path: "/api/states",
+    summary: "List declared states",
+    area: "states",
+    auth: { tag: "states" },
+    store: "states",
+    query: pagingQuery,
+    response: pageSchema(StateView),
+  },
+  async (c, { query }) => {
+    const w = toWindow(query);
+    const { items, total } = await listStates(c.env, w.offset, w.pageSize);
+    return toPage(items, total, w);
+  },
+);
+
+addRoute(
+  statesRouter,
+  {
+    method: "put",
+    path: "/api/states/{name}",
+    summary: "Declare or re-declare a state",
+    description:
+      "The name comes from the path. `schema` is a JSON schema object (draft 2020-12, root type object with at least one property, local $ref only) or a TemplatedText rendering to one. Once the state has records a re-declare may only add top-level properties (409 otherwise), and a subject kind that still has records cannot be removed (409). effective_schema, regimes and updated_at are computed: a non-null value is 400.",
+    area: "states",
+    auth: { tag: "states" },
+    store: "states",
+    params: stateParams,
+    body: StateDeclarationBody,
+    response: StateView,
+    errors: [404, 409],
+  },
+  async (c, { params, body }) => declareState(c.env, params.name, body, Date.now()),
+);
+
+addRoute(
+  statesRouter,
+  {
+    method: "get",
+    path: "/api/states/{name}",
+    summary: "Read a state with its effective schema, regimes and attachments",
+    area: "states",
+    auth: { tag: "states" },
+    store: "states",
+    params: stateParams,
+    response: StateView,
+    errors: [404],
+  },
+  async (c, { params }) => readState(c.env, params.name),
+);
+
+addRoute(
+  statesRouter,
+  {
+    method: "delete",
+    path: "/api/states/{name}",
+    summary: "Delete a state with every record of it",
+    area: "states",
+    auth: { tag: "states" },
+    store: "states",
+    params: stateParams,
+    response: z.object({ name: z.string(), deleted: z.literal(true), records: z.number().int() }),
+    errors: [404],
+  },
+  async (c, { params }) => deleteState(c.env, params.name),
+);
+
+addRoute(
+  statesRouter,
+  {
+    method: "get",
+    path: "/api/states/{name}/stats",
+    summary: "Counts of a state's records, by subject kind",
+    area: "states",
+    auth: { tag: "states" },
+    store: "states",
+    params: stateParams,
+    response: StateStats,
+    errors: [404],
+  },
+  async (c, { params }) => stateStats(c.env, params.name),
+);
+
+addRoute(
+  statesRouter,
+  {
+    method: "get",
+    path: "/api/states/{name}/consumers",
+    summary: "What binds the state (target conversation configs)",
+    area: "states",
+    auth: { tag: "states" },
+    store: "states",
+    params: stateParams,
+    response: z.object({ items: z.array(StateConsumer), total: z.number().int() }),
+    errors: [404],
+  },
+  async (c, { params }) => {
+    await readState(c.env, params.name);
+    const items = await consumersOf(c.env.DB, params.name);
+    return { items, total: items.length };
+  },
+);

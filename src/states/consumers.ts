@@ -1,0 +1,20 @@
+/**
+ * `GET /api/states/{name}/consumers`: what binds the state (issue 13). Today the bindings live on
+ * target conversation configs; presets, hooks and schedules join when their areas carry bindings.
+ */
+import { z } from "zod";
+import { TargetConversationConfig } from "../persons/target-configs";
+import { parseStored } from "../store/parse-stored";
+
+export const StateConsumer = z.object({ kind: z.literal("conversation_config"), target_kind: z.enum(["agent", "tool"]), target_name: z.string() });
+export type StateConsumer = z.infer<typeof StateConsumer>;
+
+export async function consumersOf(db: D1Database, state: string): Promise<StateConsumer[]> {
+  const { results } = await db.prepare("SELECT config FROM conversation_configs ORDER BY target_kind, target_name").all<{ config: string }>();
+  const out: StateConsumer[] = [];
+  for (const r of results) {
+    const c = parseStored(TargetConversationConfig, r.config, "conversation config");
+    if (c.state_binding?.states.some((a) => a.state === state)) out.push({ kind: "conversation_config", target_kind: c.target_kind, target_name: c.target_name });
+  }
+  return out;
+}

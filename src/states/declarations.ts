@@ -1,0 +1,99 @@
+/**
+ * The declaration doors' logic (issue 13; spec §2.10, §4.10; platform-facts A3): resolve the
+ * schema, check it, hand the declaration to the state's object (the truth, which also applies the
+ * additive-only rule against its records), then mirror the view into the D1 listing.
+ */
+import { type StateRefusal, type StateStats, type StateView, stateStoreStub } from "../contracts/state-rpc";
+import type { Env } from "../env";
+import { HttpError, badRequest } from "../http/errors";
+import type { JsonObject } from "../http/bounded-json";
+import { renderTemplatedText, type TemplatedText } from "../templating/templated-text";
+import { type StateDeclarationBody, checkBaseSchema, looksLikeTemplatedText } from "./declaration";
+
+export const stateNotFound = () => new HttpError(404, "state not found");
+
+/** A refusal from the object, as the door's error. */
+export function refusal(r: StateRefusal): HttpError {
+  return new HttpError(r.status, r.error);
+}
+
+// The body's own reading (src/states/declaration.ts), so the two can never disagree.
+const isTemplatedText = (v: unknown): v is TemplatedText => looksLikeTemplatedText(v);
+
+/** The schema as an object: a raw one as is; a TemplatedText rendered (mustache) and parsed. */
+export async function resolveSchema(db: D1Database, schema: unknown): Promise<JsonObject> {
+  if (!isTemplatedText(schema)) return schema as JsonObject;
+  let text: string;
+  try {
+    text = await renderTemplatedText(db, schema);
+  } catch (err) {
+    if (err instanceof HttpError) throw err;
+    throw badRequest("invalid body: schema: its TemplatedText could not be rendered");
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw badRequest("invalid body: schema: its TemplatedText does not render to JSON");
+  }
+  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) throw badRequest("invalid body: schema: must be a JSON object");
+  return parsed as JsonObject;
+}
+
+export async function declareState(env: Env, name: string, body: StateDeclarationBody, nowMs: number): Promise<StateView> {
+  const resolved = await resolveSchema(env.DB, body.schema);
+  const problem = checkBaseSchema(resolved);
+  if (problem) throw badRequest(`invalid body: schema: ${problem}`);
+  const r = await stateStoreStub(env, name).declare(
+    name,
+    {
+      description: body.description,
+      schema: body.schema as JsonObject,
+      resolved_schema: resolved,
+      subject_kinds: body.subject_kinds,
+      default_subject_kind: body.default_subject_kind,
+      retention_days: body.retention_days ?? null,
+    },
+    nowMs,
+  );
+  if (!r.ok) throw refusal(r);
+  await env.DB.prepare("INSERT INTO states (name, view, updated_at) VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE SET view = excluded.view, updated_at = excluded.updated_at")
+    .bind(name, JSON.stringify(r.view), r.view.updated_at)
+    .run();
+  return r.view;
+}
+
+export async function readState(env: Env, name: string): Promise<StateView> {
+  const view = await stateStoreStub(env, name).view();
+  if (!view) throw stateNotFound();
+  return view;
+}
+
+/** The listing, from D1, in name order. */
+export async function listStates(env: Env, offset: number, limit: number): Promise<{ items: StateView[]; total: number }> {
+  const [rows, count] = await env.DB.batch<{ view?: string; n?: number }>([
+    env.DB.prepare("SELECT view FROM states ORDER BY name LIMIT ? OFFSET ?").bind(limit, offset),
+    env.DB.prepare("SELECT COUNT(*) AS n FROM states"),
+  ]);
+  return { items: rows.results.map((r) => JSON.parse(r.view!) as StateView), total: Number(count.results[0]?.n ?? 0) };
+}
+
+/** Every declared state's name (erasure and retention walk them). */
+export async function stateNames(db: D1Database): Promise<string[]> {
+  const { results } = await db.prepare("SELECT name FROM states ORDER BY name").all<{ name: string }>();
+  return results.map((r) => r.name);
+}
+
+export async function deleteState(env: Env, name: string): Promise<{ name: string; deleted: true; records: number }> {
+  const stub = stateStoreStub(env, name);
+  if (!(await stub.view())) throw stateNotFound();
+  const { records } = await stub.drop();
+  await env.DB.prepare("DELETE FROM states WHERE name = ?").bind(name).run();
+  return { name, deleted: true, records };
+}
+
+export async function stateStats(env: Env, name: string): Promise<StateStats> {
+  const stats = await stateStoreStub(env, name).stats(Date.now());
+  if (!stats) throw stateNotFound();
+  return stats;
+}

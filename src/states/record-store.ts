@@ -1,0 +1,155 @@
+/**
+ * The StateStore object's SQLite (issue 13): the state's declaration and attachments (meta), its
+ * records, the aliases folds leave behind, the write audit trail and the op ids already applied.
+ * Plain functions over `SqlStorage`, each synchronous, so a caller composes them into one
+ * transaction (a Durable Object's synchronous block commits as one).
+ *
+ * A subject is stored under its subject key, `JSON.stringify([target_kind, target_name, kind,
+ * key])`: unambiguous whatever the key holds (thread ids carry `:` and `/`), and ordered, which is
+ * what cursors page by.
+ */
+import type { Subject, WriteEntry, WriteOrigin } from "../contracts/state-rpc";
+import type { JsonObject } from "../http/bounded-json";
+
+/** Audit rows kept per record; older ones are dropped as new ones land (docs/states.md). */
+export const MAX_WRITES_PER_RECORD = 1000;
+
+export function createStateTables(sql: SqlStorage): void {
+  sql.exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
+  sql.exec(`CREATE TABLE IF NOT EXISTS records (
+    skey TEXT PRIMARY KEY, target_kind TEXT NOT NULL, target_name TEXT NOT NULL, kind TEXT NOT NULL, key TEXT NOT NULL,
+    data TEXT NOT NULL, seq INTEGER NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, expires_at INTEGER)`);
+  sql.exec("CREATE INDEX IF NOT EXISTS records_kind_key ON records(kind, key)");
+  sql.exec("CREATE INDEX IF NOT EXISTS records_expiry ON records(expires_at) WHERE expires_at IS NOT NULL");
+  // A folded subject reads and writes its canonical subject's record.
+  sql.exec("CREATE TABLE IF NOT EXISTS aliases (skey TEXT PRIMARY KEY, canonical TEXT NOT NULL, kind TEXT NOT NULL, key TEXT NOT NULL)");
+  sql.exec("CREATE INDEX IF NOT EXISTS aliases_canonical ON aliases(canonical)");
+  sql.exec("CREATE TABLE IF NOT EXISTS writes (skey TEXT NOT NULL, seq INTEGER NOT NULL, at INTEGER NOT NULL, origin TEXT NOT NULL, paths TEXT NOT NULL, PRIMARY KEY (skey, seq))");
+  sql.exec("CREATE TABLE IF NOT EXISTS op_ids (skey TEXT NOT NULL, op_id TEXT NOT NULL, at INTEGER NOT NULL, PRIMARY KEY (skey, op_id))");
+}
+
+export function subjectKey(s: Subject): string {
+  return JSON.stringify([s.target_kind, s.target_name, s.kind, s.key]);
+}
+
+export function subjectOfKey(skey: string): Subject {
+  const [target_kind, target_name, kind, key] = JSON.parse(skey) as [Subject["target_kind"], string, string, string];
+  return { target_kind, target_name, kind, key };
+}
+
+export function getMeta(sql: SqlStorage, key: string): string | null {
+  return sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = ?", key).toArray()[0]?.value ?? null;
+}
+
+export function setMeta(sql: SqlStorage, key: string, value: string): void {
+  sql.exec("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", key, value);
+}
+
+/** The subject whose record `skey` reads and writes: its fold target, or itself. */
+export function canonicalOf(sql: SqlStorage, skey: string): string {
+  return sql.exec<{ canonical: string }>("SELECT canonical FROM aliases WHERE skey = ?", skey).toArray()[0]?.canonical ?? skey;
+}
+
+export function foldedInto(sql: SqlStorage, canonical: string): string[] {
+  return sql.exec<{ skey: string }>("SELECT skey FROM aliases WHERE canonical = ? ORDER BY skey", canonical).toArray().map((r) => r.skey);
+}
+
+export interface RecordRow {
+  skey: string;
+  data: JsonObject;
+  seq: number;
+  updated_at: number;
+}
+
+/** The live record stored under `skey`; an expired one is reclaimed here and reads as absent. */
+export function liveRecord(sql: SqlStorage, skey: string, nowMs: number): RecordRow | null {
+  const row = sql.exec<{ data: string; seq: number; updated_at: number; expires_at: number | null }>("SELECT data, seq, updated_at, expires_at FROM records WHERE skey = ?", skey).toArray()[0];
+  if (!row) return null;
+  if (row.expires_at !== null && row.expires_at <= nowMs) {
+    deleteRecord(sql, skey);
+    return null;
+  }
+  return { skey, data: JSON.parse(row.data) as JsonObject, seq: row.seq, updated_at: row.updated_at };
+}
+
+/** Stores `data` as the record of `skey` with sequence `seq`, expiring `retentionMs` after now (null: never). */
+export function putRecord(sql: SqlStorage, skey: string, data: JsonObject, seq: number, nowMs: number, retentionMs: number | null): void {
+  const s = subjectOfKey(skey);
+  sql.exec(
+    `INSERT INTO records (skey, target_kind, target_name, kind, key, data, seq, created_at, updated_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (skey) DO UPDATE SET data = excluded.data, seq = excluded.seq, updated_at = excluded.updated_at, expires_at = excluded.expires_at`,
+    skey,
+    s.target_kind,
+    s.target_name,
+    s.kind,
+    s.key,
+    JSON.stringify(data),
+    seq,
+    nowMs,
+    nowMs,
+    retentionMs === null ? null : nowMs + retentionMs,
+  );
+}
+
+/** Deletes the record of `skey` with its audit rows and op ids (its aliases stay: see `dropAliasesOf`). */
+export function deleteRecord(sql: SqlStorage, skey: string): boolean {
+  const removed = sql.exec("DELETE FROM records WHERE skey = ?", skey).rowsWritten > 0;
+  sql.exec("DELETE FROM writes WHERE skey = ?", skey);
+  sql.exec("DELETE FROM op_ids WHERE skey = ?", skey);
+  return removed;
+}
+
+export function dropAliasesOf(sql: SqlStorage, canonical: string): number {
+  return sql.exec("DELETE FROM aliases WHERE canonical = ? OR skey = ?", canonical, canonical).rowsWritten;
+}
+
+/** Points `skey` (and everything folded into it) at `canonical`; answers how many older aliases were re-pointed. */
+export function addAlias(sql: SqlStorage, skey: string, canonical: string): number {
+  // Counted first: `rowsWritten` also counts the index entries an update rewrites.
+  const flattened = Number(sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM aliases WHERE canonical = ?", skey).one().n);
+  sql.exec("UPDATE aliases SET canonical = ? WHERE canonical = ?", canonical, skey);
+  const s = subjectOfKey(skey);
+  sql.exec("INSERT INTO aliases (skey, canonical, kind, key) VALUES (?, ?, ?, ?) ON CONFLICT (skey) DO UPDATE SET canonical = excluded.canonical", skey, canonical, s.kind, s.key);
+  return flattened;
+}
+
+export function opIdSeen(sql: SqlStorage, skey: string, opId: string): boolean {
+  return sql.exec("SELECT 1 FROM op_ids WHERE skey = ? AND op_id = ?", skey, opId).toArray().length > 0;
+}
+
+export function rememberOpId(sql: SqlStorage, skey: string, opId: string, nowMs: number): void {
+  sql.exec("INSERT OR IGNORE INTO op_ids (skey, op_id, at) VALUES (?, ?, ?)", skey, opId, nowMs);
+}
+
+/** Appends an audit row for the write that gave `skey` sequence `seq`, keeping the newest MAX_WRITES_PER_RECORD. */
+export function appendWrite(sql: SqlStorage, skey: string, seq: number, nowMs: number, origin: WriteOrigin, paths: Array<Array<string | number>>): void {
+  sql.exec("INSERT OR REPLACE INTO writes (skey, seq, at, origin, paths) VALUES (?, ?, ?, ?, ?)", skey, seq, nowMs, JSON.stringify(origin), JSON.stringify(paths));
+  sql.exec("DELETE FROM writes WHERE skey = ? AND seq <= ?", skey, seq - MAX_WRITES_PER_RECORD);
+}
+
+/** Audit rows of `skey`, newest first, after `beforeSeq` when paging. */
+export function writesOf(sql: SqlStorage, skey: string, limit: number, beforeSeq: number | null): WriteEntry[] {
+  const rows = sql
+    .exec<{ seq: number; at: number; origin: string; paths: string }>(
+      "SELECT seq, at, origin, paths FROM writes WHERE skey = ? AND seq < ? ORDER BY seq DESC LIMIT ?",
+      skey,
+      beforeSeq ?? Number.MAX_SAFE_INTEGER,
+      limit,
+    )
+    .toArray();
+  return rows.map((r) => ({ seq: r.seq, at: new Date(r.at).toISOString(), origin: JSON.parse(r.origin) as WriteOrigin, paths: JSON.parse(r.paths) as Array<Array<string | number>> }));
+}
+
+/** Deletes every expired record; answers how many. */
+export function pruneExpired(sql: SqlStorage, nowMs: number): number {
+  const expired = sql.exec<{ skey: string }>("SELECT skey FROM records WHERE expires_at IS NOT NULL AND expires_at <= ?", nowMs).toArray();
+  for (const { skey } of expired) deleteRecord(sql, skey);
+  return expired.length;
+}
+
+/** Wipes every table's rows (the state was deleted); answers the records there were. */
+export function wipeState(sql: SqlStorage): number {
+  const records = Number(sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM records").one().n);
+  for (const t of ["meta", "records", "aliases", "writes", "op_ids"]) sql.exec(`DELETE FROM ${t}`);
+  return records;
+}
