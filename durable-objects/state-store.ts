@@ -153,6 +153,15 @@ export class StateStore extends DurableObject<Env> implements StateStoreRpc {
     return this.saveAttachments(decl, list.filter((a) => a.template !== template), nowMs);
   }
 
+  async bindingRead(spec: Subject | { key: string; target_kind: Subject["target_kind"]; target_name: string }, nowMs: number) {
+    const decl = this.declaration();
+    if (!decl) return refuse(404, "state not found");
+    const subject: Subject = "kind" in spec ? spec : { target_kind: spec.target_kind, target_name: spec.target_name, kind: decl.default_subject_kind, key: spec.key };
+    const record = await this.read(subject, nowMs);
+    if (record !== null && "ok" in record) return record;
+    return { ok: true as const, subject, record, attachments: this.attachments() };
+  }
+
   async storedAttachments(): Promise<StoredAttachment[] | null> {
     return this.declaration() ? this.attachments() : null;
   }

@@ -7,6 +7,10 @@ import { JqError, jqRun } from "../jq/engine";
 import { runAgent } from "../targets/agents/run";
 import { dispatchTool } from "../targets/dispatch";
 import type { TargetContext } from "../targets/context";
+import type { WriteOrigin } from "../contracts/state-rpc";
+import type { JsonObject } from "../http/bounded-json";
+import type { StateBinding } from "../states/state-binding";
+import { BindingError, applyStateUpdates, prepareStates } from "../states/turn-binding";
 import { buildPayload, defaultKwargs, type TurnInbound } from "./payload";
 import { type AnswerStatus, TURN_ERROR_TEXT, isSilence } from "./record";
 import type { RouteRow } from "./routes-store";
@@ -45,8 +49,8 @@ async function mapOne(name: "payload_expr" | "reply_expr", program: string, inpu
   }
 }
 
-/** Runs the route's target for `inbound` under the route's bound execution key. */
-export async function runTarget(ctx: TargetContext, route: RouteRow, inbound: TurnInbound, prefetchedKey?: KeyWithOwner | null): Promise<TurnOutcome> {
+/** Runs the route's target for `inbound` under the route's bound execution key; a tool target's state binding reads before and writes after dispatch. */
+export async function runTarget(ctx: TargetContext, route: RouteRow, inbound: TurnInbound, prefetchedKey?: KeyWithOwner | null, binding: StateBinding | null = null): Promise<TurnOutcome> {
   const asKey = { user_id: route.execution_key, fingerprint: route.execution_key_fingerprint, prefetched: prefetchedKey };
   if (route.target_kind === "agent") {
     const r = await runAgent(ctx, route.target_name, { thread_id: inbound.thread_id, user_message: inbound.text ?? "" }, { asKey });
@@ -64,8 +68,38 @@ export async function runTarget(ctx: TargetContext, route: RouteRow, inbound: Tu
     kwargs = defaultKwargs(inbound, route);
   }
 
+  let states: Awaited<ReturnType<typeof prepareStates>> | null = null;
+  if (binding) {
+    try {
+      states = await prepareStates(ctx.env, binding, route, kwargs as JsonObject, ctx.now().getTime());
+      kwargs = states.input;
+    } catch (err) {
+      if (err instanceof BindingError) return errorOutcome(err.message);
+      throw err;
+    }
+  }
+
   const d = await dispatchTool(ctx, route.target_name, kwargs, { asKey });
   if (!d.ok) return errorOutcome(`tool dispatch ${d.kind}: ${d.message}`);
+
+  if (states) {
+    const origin: WriteOrigin = {
+      door: "turn",
+      actor: route.execution_key,
+      consumer: `conversation_config:${route.target_kind}/${route.target_name}`,
+      meta: { route: route.route_name },
+      run_id: null,
+      op_id: null,
+      turn_id: inbound.message_id,
+      inbound_id: inbound.inbound_id,
+    };
+    try {
+      await applyStateUpdates(ctx.env, states, d.value, origin, ctx.now().getTime());
+    } catch (err) {
+      if (err instanceof BindingError) return errorOutcome(err.message);
+      throw err;
+    }
+  }
 
   let reply: unknown = d.value;
   if (route.reply_program) {

@@ -69,6 +69,11 @@ export interface StateStoreRpc {
   detach(template: string, nowMs: number): Promise<{ ok: true; view: StateView } | StateRefusal>;
   /** The attachments as stored, with their programs; null when the state is not declared. */
   storedAttachments(): Promise<StoredAttachment[] | null>;
+  /**
+   * A turn's read for a state binding, in one call: the subject (a full one, or a key that takes
+   * the binding target and the state's default subject kind), its record and the attachments.
+   */
+  bindingRead(subject: Subject | { key: string; target_kind: Subject["target_kind"]; target_name: string }, nowMs: number): Promise<{ ok: true; subject: Subject; record: StateRecord | null; attachments: StoredAttachment[] } | StateRefusal>;
   /** Erasure: removes every record (of any target) whose subject is (`kind`, `key`). */
   eraseSubjectKey(kind: string, key: string): Promise<{ removed: number }>;
 }

@@ -7,6 +7,8 @@ import type { PersonView } from "../contracts/person-rpc";
 import { threadStub } from "../bridge/stubs";
 import { personThreadId } from "../bridge/thread-id";
 import { directoryOfPerson } from "../persons/person-lookup";
+import { stateStoreStub } from "../contracts/state-rpc";
+import { stateNames } from "../states/declarations";
 import type { Env } from "../env";
 import { conflict } from "../http/errors";
 import type { Settings } from "../settings/settings";
@@ -34,7 +36,21 @@ async function forgetEverywhere(env: Env, settings: Settings, threadId: string):
   // it buffered for the listing; only then do the listing rows go, so no flush brings them back.
   await Promise.all(allShards(env).map((shard) => shard.forgetThread(threadId)));
   await dropThreadListing(env.DB, threadId);
+  // Erasure reaches states: every record whose subject is this thread, in every state.
+  await eraseStateSubjects(env, settings, "thread", threadId);
   return r.removed;
+}
+
+/**
+ * Removes, from every declared state, the records whose subject is (`kind`, `key`) (issue 13:
+ * thread forget and person erase). The states listing names the states; each one's object drops
+ * the records, their audit trail and any fold aliases of that subject.
+ */
+async function eraseStateSubjects(env: Env, settings: Settings, kind: "thread" | "person", key: string): Promise<number> {
+  if (!settings.states.storeUrl) return 0;
+  const names = await stateNames(env.DB);
+  const removed = await Promise.all(names.map((n) => stateStoreStub(env, n).eraseSubjectKey(kind, key)));
+  return removed.reduce((sum, r) => sum + r.removed, 0);
 }
 
 /**
@@ -47,6 +63,7 @@ async function forgetEverywhere(env: Env, settings: Settings, threadId: string):
 export async function erasePerson(env: Env, settings: Settings, personId: string) {
   const directory = await directoryOfPerson(env, personId);
   const removed = await forgetEverywhere(env, settings, personThreadId(personId));
+  await eraseStateSubjects(env, settings, "person", personId);
   const erased = directory ? (await directory.erase(personId)) !== null : false;
   return { person_id: personId, removed, erased };
 }

@@ -28,6 +28,7 @@ export function apiOrigin(actor: string, opId: string | null = null, meta: JsonO
 }
 
 export async function readRecord(env: Env, state: string, s: Subject): Promise<StateRecord | null> {
+  await checkPersonSubject(env, s);
   const r = await stateStoreStub(env, state).read(s, Date.now());
   if (r !== null && "ok" in r) throw refusal(r);
   return r;

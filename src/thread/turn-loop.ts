@@ -176,7 +176,7 @@ export class TurnLoop {
       }
       return silentOutcome();
     }
-    return runTarget(ctx, route, stored.inbound, key);
+    return runTarget(ctx, route, stored.inbound, key, read.config?.state_binding ?? null);
   }
 
   private targetContext(s: Settings, route: RouteRow): TargetContext {

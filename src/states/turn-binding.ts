@@ -1,0 +1,157 @@
+/**
+ * State binding at turn time (issue 13; spec §2.6; bridge-facts §7), for tool turns whose target
+ * config carries a `state_binding`. Before dispatch, for each attach in order:
+ *
+ *   1. `scope_expr` (TemplatedText rendered with its kwargs, then jq over the run input): absent
+ *      means engaged, `false` skips the state for this turn, anything but a boolean is an error;
+ *   2. `subject_expr` (same): a full subject object, or a key string that takes the route's target
+ *      and the state's default subject kind (`.turn.subject.thread`, `.turn.subject.person`);
+ *   3. the subject's record is read (one StateStore call, which also brings the attachments);
+ *   4. `input_injections` in order: a named input program over the record, or a custom jq over
+ *      `{record, input}`; the value lands at `input[into]`.
+ *
+ * After dispatch, for each engaged attach (scope re-evaluated over the final input), `updates` in
+ * order: `op_id` over `{output, input}` (a string or null); a named update program over `{record,
+ * input}` whose input is the `adapter` over `{output, input}` (else the run input), or a custom jq
+ * over `{record, output, input}` answering the op batch. Each batch is written through the record
+ * write path, computed from the version it read (retried from a newer one when another write got
+ * there first). Every failure throws BindingError, which the turn reports as its error outcome.
+ */
+import { z } from "zod";
+import { type StateRecord, type Subject, type WriteOrigin, stateStoreStub } from "../contracts/state-rpc";
+import type { Env } from "../env";
+import type { JsonObject, JsonValue } from "../http/bounded-json";
+import { renderTemplatedText, type TemplatedText } from "../templating/templated-text";
+import type { StoredAttachment } from "./effective";
+import { checkPersonSubject } from "./records";
+import type { StateAttach, StateBinding } from "./state-binding";
+import { TemplateJqError, opsFrom, resolveProgram, runInputProgram, runProgram, runUpdateProgram } from "./template-jq";
+import { Subject as SubjectSchema } from "./views";
+
+/** A binding failure: the turn's error outcome carries this detail (admins only). */
+export class BindingError extends Error {}
+
+/** The binding's target: the route's. */
+export interface BindingTarget {
+  target_kind: Subject["target_kind"];
+  target_name: string;
+}
+
+/** An attach that is engaged for this turn, with what its updates need. */
+export interface EngagedAttach {
+  attach: StateAttach;
+  subject: Subject;
+  record: StateRecord | null;
+  attachments: StoredAttachment[];
+}
+
+function fail(where: string, err: unknown): never {
+  if (err instanceof BindingError) throw err;
+  if (err instanceof TemplateJqError) throw new BindingError(`${where}: ${err.message}`);
+  if (err instanceof Error && "status" in err) throw new BindingError(`${where}: ${err.message}`);
+  throw err;
+}
+
+async function render(env: Env, t: TemplatedText, where: string): Promise<string> {
+  try {
+    return await renderTemplatedText(env.DB, t);
+  } catch (err) {
+    return fail(`${where} could not be rendered`, err);
+  }
+}
+
+/** Renders `t` and runs it over `input`, wanting exactly one output. */
+async function evalOne(env: Env, t: TemplatedText, input: unknown, where: string): Promise<unknown> {
+  const program = await render(env, t, where);
+  const out = await runProgram(program, input, where).catch((err) => fail(where, err));
+  if (out.length !== 1) throw new BindingError(`${where} must emit exactly one value; it emitted ${out.length}`);
+  return out[0];
+}
+
+const SubjectSpec = z.union([SubjectSchema.strict(), z.string().trim().min(1).max(512)]);
+
+function stateWhere(attach: StateAttach, what: string): string {
+  return `state binding (${attach.state}) ${what}`;
+}
+
+async function engaged(env: Env, attach: StateAttach, input: unknown): Promise<boolean> {
+  if (!attach.scope_expr) return true;
+  const v = await evalOne(env, attach.scope_expr, input, stateWhere(attach, "scope_expr"));
+  if (typeof v !== "boolean") throw new BindingError(`${stateWhere(attach, "scope_expr")} must answer true or false`);
+  return v;
+}
+
+/** Steps 1–4: the engaged attaches and the run input with every injection applied. */
+export async function prepareStates(env: Env, binding: StateBinding, target: BindingTarget, kwargs: JsonObject, nowMs: number): Promise<{ input: JsonObject; engaged: EngagedAttach[] }> {
+  const input: JsonObject = structuredClone(kwargs);
+  const out: EngagedAttach[] = [];
+  for (const attach of binding.states) {
+    if (!(await engaged(env, attach, input))) continue;
+    const spec = SubjectSpec.safeParse(await evalOne(env, attach.subject_expr, input, stateWhere(attach, "subject_expr")));
+    if (!spec.success) throw new BindingError(`${stateWhere(attach, "subject_expr")} must answer a subject {target_kind, target_name, kind, key} or a non-blank key`);
+    const read = await stateStoreStub(env, attach.state).bindingRead(typeof spec.data === "string" ? { key: spec.data, ...target } : spec.data, nowMs);
+    if (!read.ok) throw new BindingError(`${stateWhere(attach, "read")}: ${read.error}`);
+    await checkPersonSubject(env, read.subject).catch((err) => fail(stateWhere(attach, "subject"), err));
+    for (const inj of attach.input_injections) {
+      const where = stateWhere(attach, `input injection into ${inj.into}`);
+      const record = read.record?.data ?? {};
+      let value: JsonValue;
+      try {
+        value = inj.template_jq !== null ? await runInputProgram(env, resolveProgram(read.attachments, inj.template_jq), record, {}) : ((await evalOne(env, inj.jq!, { record, input }, where)) as JsonValue);
+      } catch (err) {
+        return fail(where, err);
+      }
+      Object.defineProperty(input, inj.into, { value, enumerable: true, writable: true, configurable: true });
+    }
+    out.push({ attach, subject: read.subject, record: read.record, attachments: read.attachments });
+  }
+  return { input, engaged: out };
+}
+
+/** The op batch and op id one update answers, computed from `record`. */
+async function updateOps(env: Env, e: EngagedAttach, u: StateAttach["updates"][number], record: JsonObject, input: JsonObject, output: unknown) {
+  const where = stateWhere(e.attach, "update");
+  let opId: string | null = null;
+  if (u.op_id) {
+    const v = await evalOne(env, u.op_id, { output, input }, `${where} op_id`);
+    if (v !== null && typeof v !== "string") throw new BindingError(`${where} op_id must answer a string or null`);
+    opId = v === "" ? null : v;
+  }
+  try {
+    if (u.template_jq !== null) {
+      const programInput = u.adapter ? ((await evalOne(env, u.adapter, { output, input }, `${where} adapter`)) as JsonValue) : input;
+      return { opId, ops: await runUpdateProgram(env, resolveProgram(e.attachments, u.template_jq), record, programInput) };
+    }
+    return { opId, ops: opsFrom(await evalOne(env, u.jq!, { record, output, input }, where), [], where) };
+  } catch (err) {
+    return fail(where, err);
+  }
+}
+
+/** Steps after dispatch: every engaged attach's updates, written in order. */
+export async function applyStateUpdates(env: Env, prepared: { input: JsonObject; engaged: EngagedAttach[] }, output: unknown, origin: WriteOrigin, nowMs: number): Promise<void> {
+  const { input } = prepared;
+  for (const e of prepared.engaged) {
+    if (!(await engaged(env, e.attach, input))) continue;
+    const stub = stateStoreStub(env, e.attach.state);
+    let record = e.record;
+    for (const u of e.attach.updates) {
+      for (let attempt = 0; ; attempt++) {
+        const { opId, ops } = await updateOps(env, e, u, record?.data ?? {}, input, output);
+        const r = await stub.write(e.subject, { kind: "ops", ops, op_id: opId, if_seq: record?.seq ?? 0 }, { ...origin, op_id: opId }, nowMs);
+        if (r.ok) {
+          record = r.record;
+          break;
+        }
+        // Another write landed between the read and this one: recompute from the newer version.
+        if (r.status === 409 && attempt < 2) {
+          const again = await stub.read(e.subject, nowMs);
+          if (again !== null && "ok" in again) throw new BindingError(`${stateWhere(e.attach, "update")}: ${again.error}`);
+          record = again;
+          continue;
+        }
+        throw new BindingError(`${stateWhere(e.attach, "update")}: ${r.error}`);
+      }
+    }
+  }
+}
