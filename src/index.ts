@@ -3,6 +3,8 @@ import { createApp } from "./app";
 import type { Env } from "./env";
 import { pruneThrottle } from "./auth/throttle";
 import { pruneIndexes } from "./bridge/indexes";
+import { settingsFor } from "./settings/settings";
+import { pruneStates } from "./states/declarations";
 
 const app = createApp();
 
@@ -10,7 +12,10 @@ export default {
   fetch: app.fetch,
   async scheduled(_controller: ScheduledController, env: Env, ctx: ExecutionContext): Promise<void> {
     const now = Date.now();
-    ctx.waitUntil(Promise.all([pruneThrottle(env.DB, now), pruneIndexes(env.DB, now)]));
+    const settings = settingsFor(env);
+    // States are swept only where the states store is on (its doors answer 501 otherwise).
+    const states = settings.ok && settings.settings.states.storeUrl ? pruneStates(env, now) : Promise.resolve();
+    ctx.waitUntil(Promise.all([pruneThrottle(env.DB, now), pruneIndexes(env.DB, now), states]));
   },
 } satisfies ExportedHandler<Env>;
 

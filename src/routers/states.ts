@@ -11,7 +11,7 @@ import { pageSchema, pagingQuery, toPage, toWindow } from "../http/paging";
 import { addRoute } from "../http/route";
 import { StateConsumer, consumersOf } from "../states/consumers";
 import { StateDeclarationBody, StateName } from "../states/declaration";
-import { declareState, deleteState, listStates, readState, stateStats } from "../states/declarations";
+import { declareState, deleteState, listStates, pruneStates, readState, stateStats } from "../states/declarations";
 import { StateStats, StateView } from "../states/views";
 
 export const statesRouter = new Hono<AppEnv>();
@@ -122,4 +122,19 @@ addRoute(
     const items = await consumersOf(c.env.DB, params.name);
     return { items, total: items.length };
   },
+);
+
+addRoute(
+  statesRouter,
+  {
+    method: "post",
+    path: "/api/state-retention/prune",
+    summary: "Sweep records past their state's retention_days (admin only)",
+    description: "Every declared state drops the records whose last write is older than its retention_days; a state without retention keeps everything. The cron pass runs the same sweep every 15 minutes. Expired records already read as absent before they are swept.",
+    area: "states",
+    auth: { tag: "states", admin: true },
+    store: "states",
+    response: z.object({ states: z.number().int(), expired: z.number().int(), by_state: z.record(z.string(), z.number().int()) }),
+  },
+  async (c) => pruneStates(c.env, Date.now()),
 );

@@ -97,3 +97,20 @@ export async function stateStats(env: Env, name: string): Promise<StateStats> {
   if (!stats) throw stateNotFound();
   return stats;
 }
+
+/**
+ * The retention sweep (issue 13): every declared state's object drops its records older than the
+ * state's `retention_days` (by last write). Expired records already read as absent; this reclaims
+ * them. Run by `POST /api/state-retention/prune` and by the cron pass (src/index.ts).
+ */
+export async function pruneStates(env: Env, nowMs: number): Promise<{ states: number; expired: number; by_state: Record<string, number> }> {
+  const names = await stateNames(env.DB);
+  const byState: Record<string, number> = {};
+  let expired = 0;
+  for (const name of names) {
+    const r = await stateStoreStub(env, name).prune(nowMs);
+    if (r.expired > 0) byState[name] = r.expired;
+    expired += r.expired;
+  }
+  return { states: names.length, expired, by_state: byState };
+}
