@@ -22,6 +22,7 @@ import { presetsRouter } from "./routers/presets";
 import { checkpointsRouter } from "./routers/checkpoints";
 import { conversationConfigsRouter } from "./routers/conversation-configs";
 import { stateAttachmentsRouter } from "./routers/state-attachments";
+import { statePendingSavesRouter } from "./routers/state-pending-saves";
 import { stateRecordsRouter } from "./routers/state-records";
 import { statesRouter } from "./routers/states";
 import { stateTemplatesRouter } from "./routers/state-templates";
@@ -43,7 +44,7 @@ export function createApp(): Hono<AppEnv> {
 
   // The operator routers come before the message routes: `/messages/search` must not be taken
   // for a message id by `/messages/{message_id}` (Hono answers with the first registered match).
-  for (const router of [healthRouter, openapiRouter, authRouter, resourcesRouter, channelsRouter, channelWebhooksRouter, toolsRouter, conversationThreadsRouter, conversationModeRouter, conversationEventsRouter, conversationMessagesRouter, conversationRoutesRouter, agentsRouter, presetsRouter, checkpointsRouter, conversationConfigsRouter, conversationPersonsRouter, statesRouter, stateRecordsRouter, stateAttachmentsRouter, stateTemplatesRouter]) app.route("/", router);
+  for (const router of [healthRouter, openapiRouter, authRouter, resourcesRouter, channelsRouter, channelWebhooksRouter, toolsRouter, conversationThreadsRouter, conversationModeRouter, conversationEventsRouter, conversationMessagesRouter, conversationRoutesRouter, agentsRouter, presetsRouter, checkpointsRouter, conversationConfigsRouter, conversationPersonsRouter, statesRouter, stateRecordsRouter, stateAttachmentsRouter, stateTemplatesRouter, statePendingSavesRouter]) app.route("/", router);
 
   app.notFound((c) => {
     const allowed = methodsForPath(c.req.path);

@@ -5,6 +5,7 @@ import { pruneThrottle } from "./auth/throttle";
 import { pruneIndexes } from "./bridge/indexes";
 import { settingsFor } from "./settings/settings";
 import { pruneStates } from "./states/declarations";
+import { applyDueSaves } from "./states/pending-saves";
 
 const app = createApp();
 
@@ -14,7 +15,7 @@ export default {
     const now = Date.now();
     const settings = settingsFor(env);
     // States are swept only where the states store is on (its doors answer 501 otherwise).
-    const states = settings.ok && settings.settings.states.storeUrl ? pruneStates(env, now) : Promise.resolve();
+    const states = settings.ok && settings.settings.states.storeUrl ? Promise.all([pruneStates(env, now), applyDueSaves(env, now)]) : Promise.resolve();
     ctx.waitUntil(Promise.all([pruneThrottle(env.DB, now), pruneIndexes(env.DB, now), states]));
   },
 } satisfies ExportedHandler<Env>;

@@ -69,9 +69,9 @@ export function prefetchDoorRoute(db: D1Database, rawParams: Record<string, stri
 export async function admitMessage(env: Env, s: ConversationSettings, req: MessageRequest): Promise<Admission> {
   // The snapshot's date, which the thread trusts only briefly: the read came with the key lookup (or comes next).
   const routeReadAtMs = Date.now();
-  const { route, key: executionKey, config, manualRoutes } = req.prefetched
+  const { route, key: executionKey, config, manualRoutes, pendingSaves } = req.prefetched
     ? routeWithKeyFromResult(req.prefetched)
-    : { route: await getRoute(env.DB, req.routeName), key: undefined, config: null, manualRoutes: null };
+    : { route: await getRoute(env.DB, req.routeName), key: undefined, config: null, manualRoutes: null, pendingSaves: null };
   if (!route) throw new HttpError(404, "route not found");
   if (route.door !== "api") throw badRequest("route is a channel route; its messages arrive through the channel webhook");
 
@@ -83,7 +83,7 @@ export async function admitMessage(env: Env, s: ConversationSettings, req: Messa
   const arrival = mintArrival(route, { message_id: crypto.randomUUID(), thread_id: threadId }, { way: "message", caller: req.caller, body: req.body }, turnPerson(person, config));
   const waitSeconds = Math.min(req.body.wait_seconds ?? 0, s.syncWaitMaxSeconds);
   // The route snapshot lets a turn that runs at once skip its own read of the route and key.
-  return handOverOr503(env, arrival, { waitMs: Math.round(waitSeconds * 1000), route, executionKey, routeReadAtMs, config, manualRoutes }, () => undoFirstContact(person));
+  return handOverOr503(env, arrival, { waitMs: Math.round(waitSeconds * 1000), route, executionKey, routeReadAtMs, config, manualRoutes, pendingSaves }, () => undoFirstContact(person));
 }
 
 /**

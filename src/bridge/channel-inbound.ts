@@ -45,7 +45,7 @@ export async function routeChannelEvents(env: Env, s: ConversationSettings, chan
  */
 export async function admitChannelMessage(env: Env, s: ConversationSettings, channel: string, m: InboundMessage): Promise<InboundVerdict> {
   const routeReadAtMs = Date.now();
-  const { route, key: executionKey, config, manualRoutes } = await routeWithKeyByChannelIdentity(env.DB, channel, m.our_identity.trim());
+  const { route, key: executionKey, config, manualRoutes, pendingSaves } = await routeWithKeyByChannelIdentity(env.DB, channel, m.our_identity.trim());
   if (!route || route.door !== "channel") return "unrouted";
   if (isBlank(m) || !m.sender.trim()) return "blank";
 
@@ -84,7 +84,7 @@ export async function admitChannelMessage(env: Env, s: ConversationSettings, cha
   const arrival = mintArrival(route, { message_id: messageId, thread_id: threadId }, { way: "channel", channel, message: m }, turnPerson(person, config));
 
   // The route snapshot lets the turn skip its own read of the route and key (src/bridge/route-reads.ts).
-  const result = await handOver(env, arrival, { waitMs: 0, route, executionKey, routeReadAtMs, config, manualRoutes });
+  const result = await handOver(env, arrival, { waitMs: 0, route, executionKey, routeReadAtMs, config, manualRoutes, pendingSaves });
   if (result.kind === "queue_full") {
     await undoFirstContact(person);
     await releaseKey(env, namespace, m.provider_message_id, messageId);

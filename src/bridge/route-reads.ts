@@ -38,6 +38,8 @@ export interface RouteSnapshot {
   config?: TargetConversationConfig | null;
   /** A multichannel target's manual routes, read with the route (undefined: not read). */
   manualRoutes?: string[] | null;
+  /** A state-bound target's outstanding pending saves, read with the route. */
+  pendingSaves?: number | null;
 }
 
 /** Everything a turn decides from: the route, its key, the target's config and (multichannel) manual routes. */
@@ -47,6 +49,7 @@ export interface TurnRead {
   key: KeyWithOwner | null | undefined;
   config: TargetConversationConfig | null;
   manualRoutes: string[] | null;
+  pendingSaves: number | null;
 }
 
 /**
@@ -90,10 +93,10 @@ export class RouteSnapshots {
  */
 export async function turnReads(db: D1Database, routeName: string, fresh: RouteSnapshot | undefined): Promise<TurnRead | null> {
   if (fresh && fresh.key !== undefined && fresh.config !== undefined) {
-    return { route: fresh.route, key: fresh.key, config: fresh.config, manualRoutes: fresh.manualRoutes ?? null };
+    return { route: fresh.route, key: fresh.key, config: fresh.config, manualRoutes: fresh.manualRoutes ?? null, pendingSaves: fresh.pendingSaves ?? null };
   }
   const r = routeWithKeyFromResult(await routeWithKeyStatement(db, routeName).all());
-  return r.route ? { route: r.route, key: r.key, config: r.config, manualRoutes: r.manualRoutes } : null;
+  return r.route ? { route: r.route, key: r.key, config: r.config, manualRoutes: r.manualRoutes, pendingSaves: r.pendingSaves } : null;
 }
 
 /** Rule 3: a delivery attempt's route: the thread's fresh read if it has one, else D1 (null: the route was deleted). */

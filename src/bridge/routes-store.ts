@@ -87,7 +87,10 @@ export async function getRoute(db: D1Database, routeName: string): Promise<Route
  */
 const MANUAL_ROUTES_OF_TARGET = `CASE WHEN json_extract(c.config, '$.multichannel') = 1 THEN
          (SELECT json_group_array(m.route_name) FROM routes m WHERE m.target_kind = r.target_kind AND m.target_name = r.target_name AND m.initial_mode = 'manual')
-       END AS cfg_manual_routes`;
+       END AS cfg_manual_routes,
+       CASE WHEN json_extract(c.config, '$.state_binding') IS NOT NULL THEN
+         (SELECT COUNT(*) FROM state_pending_saves p WHERE p.target_kind = r.target_kind AND p.target_name = r.target_name)
+       END AS cfg_pending_saves`;
 
 const ROUTE_WITH_KEY = `SELECT r.*, ${keyColumns("k", "k_")}, ${keyColumns("o", "o_")}, c.config AS cfg_config, ${MANUAL_ROUTES_OF_TARGET} FROM routes r
        LEFT JOIN api_keys k ON k.user_id = r.execution_key LEFT JOIN api_keys o ON o.user_id = k.owner_user_id
@@ -119,16 +122,19 @@ export interface RouteWithKey {
   config: TargetConversationConfig | null;
   /** A multichannel target's manual routes (the person-thread default mode); null for other targets. */
   manualRoutes: string[] | null;
+  /** A state-bound target's pending saves outstanding (its turns queue behind them); null for other targets. */
+  pendingSaves: number | null;
 }
 
 /** Parses `routeWithKeyStatement`'s result (and the channel door's equivalent). */
 export function routeWithKeyFromResult(result: D1Result | undefined): RouteWithKey {
   const r = result?.results?.[0] as Record<string, unknown> | undefined;
-  if (!r) return { route: null, key: null, config: null, manualRoutes: null };
+  if (!r) return { route: null, key: null, config: null, manualRoutes: null, pendingSaves: null };
   const routeCols = Object.fromEntries(Object.entries(r).filter(([k]) => !k.startsWith("k_") && !k.startsWith("o_") && !k.startsWith("cfg_")));
   const config = typeof r.cfg_config === "string" ? parseStored(TargetConversationConfig, r.cfg_config, "conversation config") : null;
   const manualRoutes = typeof r.cfg_manual_routes === "string" ? parseStored(RouteNames, r.cfg_manual_routes, "manual routes of target") : null;
-  return { route: toRow(routeCols), key: parsePrefixedKey(r, "k_", "o_"), config, manualRoutes };
+  const pendingSaves = typeof r.cfg_pending_saves === "number" ? r.cfg_pending_saves : null;
+  return { route: toRow(routeCols), key: parsePrefixedKey(r, "k_", "o_"), config, manualRoutes, pendingSaves };
 }
 
 const RouteNames = z.array(z.string());

@@ -8,7 +8,8 @@ import { runAgent } from "../targets/agents/run";
 import { dispatchTool } from "../targets/dispatch";
 import type { TargetContext } from "../targets/context";
 import type { WriteOrigin } from "../contracts/state-rpc";
-import type { JsonObject } from "../http/bounded-json";
+import type { JsonObject, JsonValue } from "../http/bounded-json";
+import { heldSubjects, queueSave } from "../states/pending-saves";
 import type { StateBinding } from "../states/state-binding";
 import { BindingError, applyStateUpdates, prepareStates } from "../states/turn-binding";
 import { buildPayload, defaultKwargs, type TurnInbound } from "./payload";
@@ -50,7 +51,13 @@ async function mapOne(name: "payload_expr" | "reply_expr", program: string, inpu
 }
 
 /** Runs the route's target for `inbound` under the route's bound execution key; a tool target's state binding reads before and writes after dispatch. */
-export async function runTarget(ctx: TargetContext, route: RouteRow, inbound: TurnInbound, prefetchedKey?: KeyWithOwner | null, binding: StateBinding | null = null): Promise<TurnOutcome> {
+export async function runTarget(
+  ctx: TargetContext,
+  route: RouteRow,
+  inbound: TurnInbound,
+  prefetchedKey?: KeyWithOwner | null,
+  bound: { binding: StateBinding; pendingSaves: number | null } | null = null,
+): Promise<TurnOutcome> {
   const asKey = { user_id: route.execution_key, fingerprint: route.execution_key_fingerprint, prefetched: prefetchedKey };
   if (route.target_kind === "agent") {
     const r = await runAgent(ctx, route.target_name, { thread_id: inbound.thread_id, user_message: inbound.text ?? "" }, { asKey });
@@ -69,9 +76,9 @@ export async function runTarget(ctx: TargetContext, route: RouteRow, inbound: Tu
   }
 
   let states: Awaited<ReturnType<typeof prepareStates>> | null = null;
-  if (binding) {
+  if (bound) {
     try {
-      states = await prepareStates(ctx.env, binding, route, kwargs as JsonObject, ctx.now().getTime());
+      states = await prepareStates(ctx.env, bound.binding, route, kwargs as JsonObject, ctx.now().getTime());
       kwargs = states.input;
     } catch (err) {
       if (err instanceof BindingError) return errorOutcome(err.message);
@@ -94,7 +101,11 @@ export async function runTarget(ctx: TargetContext, route: RouteRow, inbound: Tu
       inbound_id: inbound.inbound_id,
     };
     try {
-      await applyStateUpdates(ctx.env, states, d.value, origin, ctx.now().getTime());
+      const now = ctx.now().getTime();
+      // The route read said whether this target has saves outstanding; only then are the held subjects read.
+      const held = bound?.pendingSaves ? await heldSubjects(ctx.env.DB, route) : new Set<string>();
+      const leftover = await applyStateUpdates(ctx.env, states, d.value, origin, now, held);
+      if (leftover.length > 0) await queueSave(ctx.env.DB, route, inbound.message_id, { input: states.input, output: (d.value ?? null) as JsonValue, origin, items: leftover }, now);
     } catch (err) {
       if (err instanceof BindingError) return errorOutcome(err.message);
       throw err;

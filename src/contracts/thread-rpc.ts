@@ -35,6 +35,8 @@ export interface AcceptRequest {
   config?: TargetConversationConfig | null;
   /** With `route`: a multichannel target's manual routes, read with it (a person thread's default mode). */
   manualRoutes?: string[] | null;
+  /** With `route`: a state-bound target's outstanding pending saves, read with it. */
+  pendingSaves?: number | null;
 }
 
 /** `accept`'s answer: refused (queue full), accepted (answer later), or answered inline. */

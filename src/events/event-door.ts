@@ -34,9 +34,9 @@ import type { ConversationSettings } from "../settings/settings";
 export async function admitEvent(env: Env, s: ConversationSettings, routeName: string, caller: string, body: EventBody, prefetched: D1Result | undefined): Promise<Admission> {
   // The route and its execution key came with the caller's key lookup (`prefetchDoorRoute`).
   const routeReadAtMs = Date.now();
-  const { route, key: executionKey, config, manualRoutes } = prefetched
+  const { route, key: executionKey, config, manualRoutes, pendingSaves } = prefetched
     ? routeWithKeyFromResult(prefetched)
-    : { route: await getRoute(env.DB, routeName), key: undefined, config: null, manualRoutes: null };
+    : { route: await getRoute(env.DB, routeName), key: undefined, config: null, manualRoutes: null, pendingSaves: null };
   if (!route) throw new HttpError(404, "route not found");
   if (route.target_kind === "agent") throw conflict("the route's target is an agent; events are delivered to tool targets only");
   // By address the platform composes the thread id as the route's own door does; a multichannel
@@ -62,7 +62,7 @@ export async function admitEvent(env: Env, s: ConversationSettings, routeName: s
   const arrival = mintArrival(route, mine, { way: "event", caller, address: addressOf(route, threadId), event }, person ? { person: { person_id: person.person_id, person_addresses: person.addresses.map((a) => ({ ...a })), locale: person.locale } } : {});
   // Inline answers exist only on the api door; a channel route's answer is a channel send.
   const waitSeconds = route.door === "api" ? Math.min(body.wait_seconds ?? 0, s.syncWaitMaxSeconds) : 0;
-  return handOverOr503(env, arrival, { waitMs: Math.round(waitSeconds * 1000), route, executionKey, routeReadAtMs, config, manualRoutes }, () => releaseKey(env, namespace, event.id, mine.message_id));
+  return handOverOr503(env, arrival, { waitMs: Math.round(waitSeconds * 1000), route, executionKey, routeReadAtMs, config, manualRoutes, pendingSaves }, () => releaseKey(env, namespace, event.id, mine.message_id));
 }
 
 /** A redelivered event_id: the original message, re-offered so a crash after the claim loses nothing. */

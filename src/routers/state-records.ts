@@ -18,6 +18,7 @@ import { addRoute } from "../http/route";
 import { StateName, SubjectKind } from "../states/declaration";
 import { refusal } from "../states/declarations";
 import { DeltaBatch } from "../states/ops";
+import { heldInState } from "../states/pending-saves";
 import { apiOrigin, checkPersonSubject, readRecord, writeRecord } from "../states/records";
 import { FoldResult, StateRecord, Subject, TargetKind, WriteEntry, cursorPage } from "../states/views";
 
@@ -219,7 +220,7 @@ addRoute(
     const stub = stateStoreStub(c.env, params.name);
     if (!(await stub.view())) throw refusal({ ok: false, status: 404, error: "state not found" });
     const page = await stub.search(body.filters, body.limit, body.cursor ?? null, Date.now());
-    return { matches: page.items, next_cursor: page.next_cursor, held: [] };
+    return { matches: page.items, next_cursor: page.next_cursor, held: await heldInState(c.env.DB, params.name) };
   },
 );
 
@@ -241,6 +242,6 @@ addRoute(
     const stub = stateStoreStub(c.env, params.name);
     if (!(await stub.view())) throw refusal({ ok: false, status: 404, error: "state not found" });
     const page = await stub.subjects(query.kind ?? null, query.limit, query.cursor ?? null, Date.now());
-    return { subjects: page.items, next_cursor: page.next_cursor, held: [] };
+    return { subjects: page.items, next_cursor: page.next_cursor, held: await heldInState(c.env.DB, params.name) };
   },
 );

@@ -12,6 +12,7 @@ import { addRoute } from "../http/route";
 import { StateConsumer, consumersOf } from "../states/consumers";
 import { StateDeclarationBody, StateName } from "../states/declaration";
 import { declareState, deleteState, listStates, pruneStates, readState, stateStats } from "../states/declarations";
+import { savesOnState } from "../states/pending-saves";
 import { StateStats, StateView } from "../states/views";
 
 export const statesRouter = new Hono<AppEnv>();
@@ -50,10 +51,11 @@ addRoute(
     store: "states",
     params: stateParams,
     body: StateDeclarationBody,
-    response: StateView,
+    // `held`: the outstanding pending saves on this state; each is checked against the new declaration when it applies.
+    response: StateView.extend({ held: z.array(z.string()) }),
     errors: [404, 409],
   },
-  async (c, { params, body }) => declareState(c.env, params.name, body, Date.now()),
+  async (c, { params, body }) => ({ ...(await declareState(c.env, params.name, body, Date.now())), held: await savesOnState(c.env.DB, params.name) }),
 );
 
 addRoute(

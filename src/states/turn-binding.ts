@@ -128,30 +128,72 @@ async function updateOps(env: Env, e: EngagedAttach, u: StateAttach["updates"][n
   }
 }
 
-/** Steps after dispatch: every engaged attach's updates, written in order. */
-export async function applyStateUpdates(env: Env, prepared: { input: JsonObject; engaged: EngagedAttach[] }, output: unknown, origin: WriteOrigin, nowMs: number): Promise<void> {
-  const { input } = prepared;
-  for (const e of prepared.engaged) {
-    if (!(await engaged(env, e.attach, input))) continue;
-    const stub = stateStoreStub(env, e.attach.state);
-    let record = e.record;
-    for (const u of e.attach.updates) {
-      for (let attempt = 0; ; attempt++) {
-        const { opId, ops } = await updateOps(env, e, u, record?.data ?? {}, input, output);
-        const r = await stub.write(e.subject, { kind: "ops", ops, op_id: opId, if_seq: record?.seq ?? 0 }, { ...origin, op_id: opId }, nowMs);
-        if (r.ok) {
-          record = r.record;
-          break;
-        }
-        // Another write landed between the read and this one: recompute from the newer version.
-        if (r.status === 409 && attempt < 2) {
-          const again = await stub.read(e.subject, nowMs);
-          if (again !== null && "ok" in again) throw new BindingError(`${stateWhere(e.attach, "update")}: ${again.error}`);
-          record = again;
-          continue;
-        }
-        throw new BindingError(`${stateWhere(e.attach, "update")}: ${r.error}`);
+/** A bound state's updates still to apply (from update `from` on): what a pending save keeps. */
+export interface PendingItem {
+  state: string;
+  subject: Subject;
+  attach: StateAttach;
+  from: number;
+}
+
+/** The held-subject key of (state, subject): a pending save holds it until it has applied. */
+export function heldKey(state: string, subject: Subject): string {
+  return JSON.stringify([state, subject.target_kind, subject.target_name, subject.kind, subject.key]);
+}
+
+/**
+ * One engaged attach's updates from `from` on, written in order. A refusal (or a failing program)
+ * throws BindingError. When the state's object cannot be reached the answer is the index of the
+ * first update not applied, for a pending save; -1 when every update applied.
+ */
+export async function applyAttachUpdates(env: Env, e: EngagedAttach, from: number, input: JsonObject, output: unknown, origin: WriteOrigin, nowMs: number): Promise<number> {
+  const stub = stateStoreStub(env, e.attach.state);
+  let record = e.record;
+  for (let j = from; j < e.attach.updates.length; j++) {
+    const u = e.attach.updates[j];
+    for (let attempt = 0; ; attempt++) {
+      const { opId, ops } = await updateOps(env, e, u, record?.data ?? {}, input, output);
+      let r: Awaited<ReturnType<typeof stub.write>>;
+      try {
+        r = await stub.write(e.subject, { kind: "ops", ops, op_id: opId, if_seq: record?.seq ?? 0 }, { ...origin, op_id: opId }, nowMs);
+      } catch (err) {
+        console.error("state binding: the state's object could not be reached; the save waits", err);
+        return j;
       }
+      if (r.ok) {
+        record = r.record;
+        break;
+      }
+      // Another write landed between the read and this one: recompute from the newer version.
+      if (r.status === 409 && attempt < 2) {
+        const again = await stub.read(e.subject, nowMs);
+        if (again !== null && "ok" in again) throw new BindingError(`${stateWhere(e.attach, "update")}: ${again.error}`);
+        record = again;
+        continue;
+      }
+      throw new BindingError(`${stateWhere(e.attach, "update")}: ${r.error}`);
     }
   }
+  return -1;
+}
+
+/**
+ * Steps after dispatch: every engaged attach's updates, written in order. What cannot apply now
+ * comes back for a pending save: an attach whose subject an older pending save still holds, one
+ * whose object could not be reached, and every attach after it (the turn's own order is kept).
+ */
+export async function applyStateUpdates(env: Env, prepared: { input: JsonObject; engaged: EngagedAttach[] }, output: unknown, origin: WriteOrigin, nowMs: number, held: ReadonlySet<string> = new Set()): Promise<PendingItem[]> {
+  const { input } = prepared;
+  const leftover: PendingItem[] = [];
+  for (const e of prepared.engaged) {
+    if (!(await engaged(env, e.attach, input))) continue;
+    const item = { state: e.attach.state, subject: e.subject, attach: e.attach };
+    if (leftover.length > 0 || held.has(heldKey(e.attach.state, e.subject))) {
+      leftover.push({ ...item, from: 0 });
+      continue;
+    }
+    const from = await applyAttachUpdates(env, e, 0, input, output, origin, nowMs);
+    if (from >= 0) leftover.push({ ...item, from });
+  }
+  return leftover;
 }

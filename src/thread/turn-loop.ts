@@ -176,7 +176,8 @@ export class TurnLoop {
       }
       return silentOutcome();
     }
-    return runTarget(ctx, route, stored.inbound, key, read.config?.state_binding ?? null);
+    const binding = read.config?.state_binding ?? null;
+    return runTarget(ctx, route, stored.inbound, key, binding ? { binding, pendingSaves: read.pendingSaves } : null);
   }
 
   private targetContext(s: Settings, route: RouteRow): TargetContext {
