@@ -3,6 +3,7 @@
  * client-safe error outcome, keeping the detail for admins. Never throws for a turn failure.
  */
 import type { KeyWithOwner } from "../auth/key-store";
+import { authorizeTurn } from "../auth/pass-role";
 import { JqError, jqRun } from "../jq/engine";
 import { runAgent } from "../targets/agents/run";
 import { dispatchTool } from "../targets/dispatch";
@@ -11,7 +12,9 @@ import type { WriteOrigin } from "../contracts/state-rpc";
 import type { JsonObject, JsonValue } from "../http/bounded-json";
 import { heldSubjects, queueSave } from "../states/pending-saves";
 import type { StateBinding } from "../states/state-binding";
+import { mergeBindings } from "../states/binding-merge";
 import { BindingError, applyStateUpdates, prepareStates } from "../states/turn-binding";
+import { resolveTool } from "../targets/tools/registry";
 import { buildPayload, defaultKwargs, type TurnInbound } from "./payload";
 import { type AnswerStatus, TURN_ERROR_TEXT, isSilence } from "./record";
 import type { RouteRow } from "./routes-store";
@@ -75,10 +78,16 @@ export async function runTarget(
     kwargs = defaultKwargs(inbound, route);
   }
 
+  // The tool is resolved once: a preset may carry its own state binding, merged after the route's.
+  const tool = await resolveTool(ctx.db, route.target_name);
+  const binding = mergeBindings(bound?.binding ?? null, tool?.kind === "preset" ? tool.body.state_binding : null);
   let states: Awaited<ReturnType<typeof prepareStates>> | null = null;
-  if (bound) {
+  if (binding) {
+    // A key that may not run the tool reads no state: authorized first, as the dispatch would.
+    const auth = await authorizeTurn(ctx.db, asKey.user_id, asKey.fingerprint, { kind: "tool", name: route.target_name }, ctx.now(), asKey.prefetched);
+    if (!auth.ok) return errorOutcome(`tool dispatch denied: ${auth.reason}`);
     try {
-      states = await prepareStates(ctx.env, bound.binding, route, kwargs as JsonObject, ctx.now().getTime());
+      states = await prepareStates(ctx.env, binding, route, kwargs as JsonObject, ctx.now().getTime());
       kwargs = states.input;
     } catch (err) {
       if (err instanceof BindingError) return errorOutcome(err.message);
@@ -86,7 +95,7 @@ export async function runTarget(
     }
   }
 
-  const d = await dispatchTool(ctx, route.target_name, kwargs, { asKey });
+  const d = await dispatchTool(ctx, route.target_name, kwargs, { asKey, resolved: tool });
   if (!d.ok) return errorOutcome(`tool dispatch ${d.kind}: ${d.message}`);
 
   if (states) {

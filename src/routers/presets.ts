@@ -1,8 +1,10 @@
 /** Preset doors (decisions §4, spec §2.11 and §4.10): named, versioned tools over a base tool. */
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import { z } from "zod";
 import type { AppEnv } from "../http/app-env";
-import { HttpError, badRequest } from "../http/errors";
+import { HttpError, badRequest, notConfigured } from "../http/errors";
+import { checkBindingForSave } from "../states/binding-save";
+import type { StateBinding } from "../states/state-binding";
 import { addRoute } from "../http/route";
 import { targetNameSchema } from "../targets/names";
 import {
@@ -33,6 +35,16 @@ import {
 import { resolveBaseTool, resolveTool } from "../targets/tools/registry";
 
 export const presetsRouter = new Hono<AppEnv>();
+
+/**
+ * A preset's state binding is checked as a target config's is (src/states/binding-save.ts): the
+ * states exist, programs resolve, templates are attached on use; it needs the states store.
+ */
+async function checkPresetBinding(c: Context<AppEnv>, binding: StateBinding | null): Promise<void> {
+  if (!binding) return;
+  if (!c.get("settings").states.storeUrl) throw notConfigured("states", "a state_binding needs the states store (set STATES_STORE_URL)");
+  await checkBindingForSave(c.env, binding, Date.now());
+}
 
 const nameParams = z.object({ name: targetNameSchema });
 // The version stays a string here so a non-integer gets the spec's own 400 message.
@@ -73,6 +85,7 @@ addRoute(
   },
   async (c, { body }) => {
     await assertBaseTool(c.env.DB, body.base_tool);
+    await checkPresetBinding(c, body.state_binding ?? null);
     return createPreset(c.env.DB, body.name, initialBody(body), new Date().toISOString());
   },
 );
@@ -162,6 +175,7 @@ addRoute(
   async (c, { params, body }) => {
     const p = await presetOr404(c.env.DB, params.name);
     if (body.base_tool !== undefined) await assertBaseTool(c.env.DB, body.base_tool);
+    if (body.state_binding) await checkPresetBinding(c, body.state_binding);
     const v = await appendVersion(c.env.DB, params.name, carryForward(presetBodyOf(p), body), new Date().toISOString());
     return versionView(v, v.version);
   },

@@ -1,12 +1,16 @@
 /**
- * `GET /api/states/{name}/consumers`: what binds the state (issue 13). Today the bindings live on
- * target conversation configs; presets, hooks and schedules join when their areas carry bindings.
+ * `GET /api/states/{name}/consumers`: what binds the state (issue 13): target conversation configs
+ * and presets (their active version). Hooks and schedules join when their areas exist.
  */
 import { z } from "zod";
 import { TargetConversationConfig } from "../persons/target-configs";
 import { parseStored } from "../store/parse-stored";
+import { listPresets } from "../targets/presets/store";
 
-export const StateConsumer = z.object({ kind: z.literal("conversation_config"), target_kind: z.enum(["agent", "tool"]), target_name: z.string() });
+export const StateConsumer = z.union([
+  z.object({ kind: z.literal("conversation_config"), target_kind: z.enum(["agent", "tool"]), target_name: z.string() }),
+  z.object({ kind: z.literal("preset"), name: z.string(), version: z.number().int() }),
+]);
 export type StateConsumer = z.infer<typeof StateConsumer>;
 
 export async function consumersOf(db: D1Database, state: string): Promise<StateConsumer[]> {
@@ -15,6 +19,9 @@ export async function consumersOf(db: D1Database, state: string): Promise<StateC
   for (const r of results) {
     const c = parseStored(TargetConversationConfig, r.config, "conversation config");
     if (c.state_binding?.states.some((a) => a.state === state)) out.push({ kind: "conversation_config", target_kind: c.target_kind, target_name: c.target_name });
+  }
+  for (const p of await listPresets(db)) {
+    if (p.state_binding?.states.some((a) => a.state === state)) out.push({ kind: "preset", name: p.name, version: p.current_version });
   }
   return out;
 }

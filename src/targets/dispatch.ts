@@ -15,7 +15,7 @@ import { checkAgainstSchema } from "./json-schema";
 import { callJsonEndpoint } from "./outbound";
 import { mergeKwargs } from "./presets/model";
 import { ToolError } from "./tools/builtins";
-import { type BaseTool, resolveBaseTool, resolveTool } from "./tools/registry";
+import { type BaseTool, type ResolvedTool, resolveBaseTool, resolveTool } from "./tools/registry";
 import { withTimeout } from "./timeout";
 
 export type { ExecutionKeyRef, TargetContext } from "./context";
@@ -37,6 +37,8 @@ export interface DispatchOptions {
   asKey?: ExecutionKeyRef;
   /** Overrides the tool's own `timeout_seconds`. */
   timeoutMs?: number;
+  /** The tool as the caller already resolved it (a bound turn reads its preset's binding first); saves a second read. */
+  resolved?: ResolvedTool | null;
 }
 
 const fail = (kind: DispatchFailureKind, message: string): DispatchResult => ({ ok: false, kind, message });
@@ -105,7 +107,7 @@ export async function dispatchTool(ctx: TargetContext, name: string, kwargs: unk
     const auth = await authorizeTurn(ctx.db, opts.asKey.user_id, opts.asKey.fingerprint, { kind: "tool", name }, ctx.now(), opts.asKey.prefetched);
     if (!auth.ok) return fail("denied", auth.reason);
   }
-  const tool = await resolveTool(ctx.db, name);
+  const tool = opts.resolved !== undefined ? opts.resolved : await resolveTool(ctx.db, name);
   if (!tool) return fail("unknown_tool", "tool is not registered");
   if (!isPlainObject(kwargs)) return fail("invalid_kwargs", "invalid kwargs: must be a JSON object");
   // Doors bound their kwargs already; this covers the rest (payload_expr output, model tool calls).

@@ -154,4 +154,28 @@ describe("state binding in turns", () => {
     expect((await call("GET", url, { key })).status).toBe(404);
     expect((await call("GET", `/api/states/${state}/stats`, { key })).body.data.records).toBe(0);
   });
+
+  it("a preset's own binding applies to routes that target it, after the route's", async () => {
+    const key = await admin();
+    const state = uniq("pre").toLowerCase();
+    await call("PUT", `/api/states/${state}`, { key, body: { schema: PROFILE, subject_kinds: ["thread"] } });
+    const host = `preset-${crypto.randomUUID().slice(0, 8)}.example`;
+    const base = host.split(".")[0];
+    await declareTool(base, `https://${host}/run`);
+    const seen: any[] = [];
+    network({ [host]: (k) => (seen.push(k), { text: `hi ${k.profile?.name ?? "you"}`, name: "Pat" }) });
+    const presetName = `${base}-p`;
+    const binding = { states: [{ state, subject_expr: tt(".turn.subject.thread"), input_injections: [{ into: "profile", jq: tt(".record") }], updates: [{ jq: tt('[{op: "set", path: ["name"], value: .output.name}]') }] }] };
+    const created = await call("POST", "/api/presets", { key, body: { name: presetName, base_tool: base, state_binding: binding } });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    expect(created.body.data.state_binding.states[0].state).toBe(state);
+    // Checked at save like a config's: an undeclared state is 404.
+    expect((await call("POST", `/api/presets/${presetName}/versions`, { key, body: { state_binding: { states: [{ state: `no-${state}`, subject_expr: tt(".x") }] } } })).status).toBe(404);
+    const k = await mintKey({ scopes: [`tool:${presetName}`] });
+    const route = await createRoute({ door: "api", target_kind: "tool", target_name: presetName, execution_key: k.user_id, reply_expr: ".text" });
+    expect((await send(route.name, { external_user_id: "q", text: "one", wait_seconds: 10 })).body.data.answer).toBe("hi you");
+    expect((await send(route.name, { external_user_id: "q", text: "two", wait_seconds: 10 })).body.data.answer).toBe("hi Pat");
+    expect(seen[1].profile).toEqual({ name: "Pat" });
+    expect((await call("GET", `/api/states/${state}/consumers`, { key })).body.data.items).toEqual([{ kind: "preset", name: presetName, version: 1 }]);
+  });
 });

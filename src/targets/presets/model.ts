@@ -3,6 +3,7 @@ import { z } from "zod";
 import { MAX_KWARGS_BYTES, boundedJsonObject } from "../../http/bounded-json";
 import { intactIdentifier } from "../../http/identifiers";
 import { type JsonSchema, inputSchemaSchema, jsonSchemaSchema } from "../json-schema";
+import { StateBinding } from "../../states/state-binding";
 import { targetNameSchema } from "../names";
 
 const fixedKwargsSchema = boundedJsonObject(MAX_KWARGS_BYTES);
@@ -14,6 +15,8 @@ export const presetBodySchema = z.object({
   fixed_kwargs: z.record(z.string(), z.unknown()),
   input_schema: z.record(z.string(), z.unknown()).nullable(),
   output_schema: z.record(z.string(), z.unknown()).nullable(),
+  /** The preset's own state binding (issue 13; spec §2.6): merged after a route's, door entries first. Bodies stored before it read as null. */
+  state_binding: StateBinding.nullable().default(null),
 });
 export type PresetBody = z.infer<typeof presetBodySchema>;
 
@@ -26,6 +29,7 @@ export const presetCreateSchema = z
     fixed_kwargs: fixedKwargsSchema.default({}),
     input_schema: inputSchemaSchema.nullable().optional(),
     output_schema: jsonSchemaSchema.nullable().optional(),
+    state_binding: StateBinding.nullable().optional(),
   })
   .strict();
 
@@ -37,6 +41,7 @@ export const presetPatchSchema = z
     fixed_kwargs: fixedKwargsSchema.optional(),
     input_schema: inputSchemaSchema.nullable().optional(),
     output_schema: jsonSchemaSchema.nullable().optional(),
+    state_binding: StateBinding.nullable().optional(),
   })
   .strict();
 export type PresetPatch = z.infer<typeof presetPatchSchema>;
@@ -53,6 +58,7 @@ export function initialBody(req: z.infer<typeof presetCreateSchema>): PresetBody
     fixed_kwargs: req.fixed_kwargs,
     input_schema: (req.input_schema ?? null) as JsonSchema | null,
     output_schema: (req.output_schema ?? null) as JsonSchema | null,
+    state_binding: req.state_binding ?? null,
   };
 }
 
@@ -64,6 +70,7 @@ export function carryForward(current: PresetBody, patch: PresetPatch): PresetBod
     fixed_kwargs: patch.fixed_kwargs ?? current.fixed_kwargs,
     input_schema: patch.input_schema === undefined ? current.input_schema : (patch.input_schema as JsonSchema | null),
     output_schema: patch.output_schema === undefined ? current.output_schema : (patch.output_schema as JsonSchema | null),
+    state_binding: patch.state_binding === undefined ? current.state_binding : patch.state_binding,
   };
 }
 
@@ -107,6 +114,7 @@ export const presetViewSchema = z.object({
   fixed_kwargs: z.record(z.string(), z.unknown()),
   input_schema: z.record(z.string(), z.unknown()).nullable(),
   output_schema: z.record(z.string(), z.unknown()).nullable(),
+  state_binding: StateBinding.nullable(),
   current_version: z.number().int(),
   latest_version: z.number().int(),
   created_at: z.string(),
@@ -122,6 +130,7 @@ export function presetBodyOf(p: PresetView): PresetBody {
     fixed_kwargs: p.fixed_kwargs,
     input_schema: p.input_schema,
     output_schema: p.output_schema,
+    state_binding: p.state_binding,
   };
 }
 
