@@ -245,9 +245,12 @@ export class StateStore extends DurableObject<Env> implements StateStoreRpc {
     if (invalid) return refuse(400, invalid);
 
     const seq = (current?.seq ?? 0) + 1;
-    putRecord(sql, canonical, next, seq, nowMs, decl.retention_days === null ? null : decl.retention_days * DAY_MS);
-    appendWrite(sql, canonical, seq, nowMs, origin, paths);
-    if (change.kind === "ops" && change.op_id !== null) rememberOpId(sql, canonical, change.op_id, nowMs);
+    // The record, its audit row and its op id land together or not at all.
+    this.ctx.storage.transactionSync(() => {
+      putRecord(sql, canonical, next, seq, nowMs, decl.retention_days === null ? null : decl.retention_days * DAY_MS);
+      appendWrite(sql, canonical, seq, nowMs, origin, paths);
+      if (change.kind === "ops" && change.op_id !== null) rememberOpId(sql, canonical, change.op_id, nowMs);
+    });
     return { ok: true, applied: true, record: this.recordOf(decl, subject, canonical, { data: next, seq }), skipped };
   }
 
@@ -255,9 +258,11 @@ export class StateStore extends DurableObject<Env> implements StateStoreRpc {
     const d = this.declaredFor(subject);
     if ("ok" in d) return d;
     const canonical = canonicalOf(this.sql, subjectKey(subject));
-    const removed = deleteRecord(this.sql, canonical);
-    const aliases = dropAliasesOf(this.sql, canonical);
-    return { erased: removed || aliases > 0 };
+    return this.ctx.storage.transactionSync(() => {
+      const removed = deleteRecord(this.sql, canonical);
+      const aliases = dropAliasesOf(this.sql, canonical);
+      return { erased: removed || aliases > 0 };
+    });
   }
 
   async writes(subject: Subject, limit: number, cursor: string | null): Promise<Page<WriteEntry> | StateRefusal> {
@@ -284,6 +289,19 @@ export class StateStore extends DurableObject<Env> implements StateStoreRpc {
     if (cFrom === cInto) return { ok: true, mode, from, into, already: true, flattened: 0, merged_members: 0 };
     const fromRow = liveRecord(sql, cFrom, nowMs);
     const intoRow = liveRecord(sql, cInto, nowMs);
+    // Everything a fold changes lands in one transaction.
+    return this.ctx.storage.transactionSync(() => this.foldSync(decl, { from, into, fromKey, cFrom, cInto, fromRow, intoRow }, mode, origin, nowMs));
+  }
+
+  private foldSync(
+    decl: StoredDeclaration,
+    f: { from: Subject; into: Subject; fromKey: string; cFrom: string; cInto: string; fromRow: ReturnType<typeof liveRecord>; intoRow: ReturnType<typeof liveRecord> },
+    mode: "switch" | "merge",
+    origin: WriteOrigin,
+    nowMs: number,
+  ): ({ ok: true } & FoldResult) | StateRefusal {
+    const sql = this.sql;
+    const { from, into, fromKey, cFrom, cInto, fromRow, intoRow } = f;
     if (mode === "merge" && fromRow) {
       // The subject folded into keeps what it has; it gains the other's fields it lacks.
       const merged: JsonObject = { ...fromRow.data, ...(intoRow?.data ?? {}) };
@@ -344,6 +362,10 @@ export class StateStore extends DurableObject<Env> implements StateStoreRpc {
   }
 
   async eraseSubjectKey(kind: string, key: string): Promise<{ removed: number }> {
+    return this.ctx.storage.transactionSync(() => this.eraseSubjectKeySync(kind, key));
+  }
+
+  private eraseSubjectKeySync(kind: string, key: string): { removed: number } {
     const sql = this.sql;
     const rows = sql.exec<{ skey: string }>("SELECT skey FROM records WHERE kind = ? AND key = ?", kind, key).toArray();
     let removed = 0;

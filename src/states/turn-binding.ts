@@ -89,7 +89,14 @@ export async function prepareStates(env: Env, binding: StateBinding, target: Bin
     if (!(await engaged(env, attach, input))) continue;
     const spec = SubjectSpec.safeParse(await evalOne(env, attach.subject_expr, input, stateWhere(attach, "subject_expr")));
     if (!spec.success) throw new BindingError(`${stateWhere(attach, "subject_expr")} must answer a subject {target_kind, target_name, kind, key} or a non-blank key`);
-    const read = await stateStoreStub(env, attach.state).bindingRead(typeof spec.data === "string" ? { key: spec.data, ...target } : spec.data, nowMs);
+    let read: Awaited<ReturnType<ReturnType<typeof stateStoreStub>["bindingRead"]>>;
+    try {
+      read = await stateStoreStub(env, attach.state).bindingRead(typeof spec.data === "string" ? { key: spec.data, ...target } : spec.data, nowMs);
+    } catch (err) {
+      // Before dispatch nothing has happened yet: a record that cannot be read fails the turn loudly.
+      console.error("state binding: the state's object could not be read", err);
+      throw new BindingError(`${stateWhere(attach, "read")}: the state's object could not be reached`);
+    }
     if (!read.ok) throw new BindingError(`${stateWhere(attach, "read")}: ${read.error}`);
     await checkPersonSubject(env, read.subject).catch((err) => fail(stateWhere(attach, "subject"), err));
     for (const inj of attach.input_injections) {

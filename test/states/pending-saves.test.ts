@@ -3,7 +3,7 @@
  * when its turn ended (its state's object unreachable) is set up here as the row the turn would
  * have written; the turns, the cron pass and the doors are the real ones.
  */
-import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
+import { createExecutionContext, env, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import worker from "../../src/index";
 import { createRoute, send } from "../helpers/bridge";
@@ -105,5 +105,38 @@ describe("pending state saves", () => {
     expect((await call("POST", `/api/state-pending-saves/${other}/retry`, { key: b.key })).status).toBe(404);
     expect((await call("POST", "/api/state-pending-saves/abc/retry", { key: b.key })).status).toBe(400);
     expect((await call("POST", "/api/state-pending-saves/0/retry", { key: b.key })).status).toBe(400);
+  });
+
+  it("an update whose state's object fails mid-write waits as a pending save; the turn still answers; the cron pass lands it later", async () => {
+    const b = await bound();
+    const first = await send(b.route.name, { external_user_id: "eve", text: "name Eve", wait_seconds: 10 });
+    const threadId = first.body.data.thread_id;
+    const store = env.STATE_STORES.get(env.STATE_STORES.idFromName(b.state));
+    // A storage fault inside the object (its audit table gone): the binding's read still works, the
+    // write after dispatch fails outright (and, being one transaction, leaves nothing behind).
+    await runInDurableObject(store, (_o, s) => void s.storage.sql.exec("ALTER TABLE writes RENAME TO writes_away"));
+    const second = await send(b.route.name, { external_user_id: "eve", text: "name Evelyn", wait_seconds: 10 });
+    expect(second.body.data).toMatchObject({ status: "answered", answer: "ok" });
+    const listed = await call("GET", "/api/state-pending-saves", { key: b.key });
+    const mine = listed.body.data.items.filter((x: any) => x.states.includes(b.state));
+    expect(mine).toHaveLength(1);
+    expect(mine[0]).toMatchObject({ status: "pending", run_id: second.body.data.message_id });
+    expect((await b.record(threadId)).data).toEqual({ name: "Eve" });
+    // The object recovers; the next cron pass applies the save.
+    await runInDurableObject(store, (_o, s) => void s.storage.sql.exec("ALTER TABLE writes_away RENAME TO writes"));
+    await cron();
+    expect((await b.record(threadId)).data).toEqual({ name: "Evelyn" });
+    expect((await call("GET", "/api/state-pending-saves", { key: b.key })).body.data.items.filter((x: any) => x.states.includes(b.state))).toEqual([]);
+  });
+
+  it("a record that cannot be read before dispatch fails the turn loudly (nothing ran)", async () => {
+    const b = await bound();
+    const store = env.STATE_STORES.get(env.STATE_STORES.idFromName(b.state));
+    await runInDurableObject(store, (_o, s) => void s.storage.sql.exec("ALTER TABLE records RENAME TO records_away"));
+    const res = await send(b.route.name, { external_user_id: "fay", text: "name Fay", wait_seconds: 10 });
+    expect(res.body.data.status).toBe("error");
+    const rec = await call("GET", `/api/conversations/${b.route.name}/messages/${res.body.data.message_id}`, { key: b.key });
+    expect(rec.body.data.error).toMatch(/read: the state's object could not be reached/);
+    await runInDurableObject(store, (_o, s) => void s.storage.sql.exec("ALTER TABLE records_away RENAME TO records"));
   });
 });
