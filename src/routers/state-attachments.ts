@@ -13,7 +13,7 @@ import { HttpError, badRequest } from "../http/errors";
 import { addRoute } from "../http/route";
 import { AttachBody, PatchAttachmentBody, attachTemplate, detachTemplate, patchAttachment } from "../states/attachments";
 import { StateName } from "../states/declaration";
-import { refusal, stateNotFound } from "../states/declarations";
+import { refusal, stateNotFound } from "../states/refusals";
 import { apiOrigin, readRecord, writeRecord } from "../states/records";
 import { TemplateJqError, resolveProgram, runInputProgram, runUpdateProgram } from "../states/template-jq";
 import { TemplateName } from "../states/templates";

@@ -16,7 +16,7 @@ import { badRequest } from "../http/errors";
 import { intactIdentifier } from "../http/identifiers";
 import { addRoute } from "../http/route";
 import { StateName, SubjectKind } from "../states/declaration";
-import { refusal } from "../states/declarations";
+import { refusal } from "../states/refusals";
 import { DeltaBatch } from "../states/ops";
 import { heldInState } from "../states/pending-saves";
 import { apiOrigin, checkPersonSubject, readRecord, writeRecord } from "../states/records";

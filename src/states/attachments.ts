@@ -14,7 +14,7 @@ import { intactIdentifier } from "../http/identifiers";
 import { JqError, jqRun } from "../jq/engine";
 import { checkAgainstSchema } from "../targets/json-schema";
 import { substituteParameters } from "./compose";
-import { refusal } from "./declarations";
+import { refusal } from "./refusals";
 import { type StateTemplateDocument, getTemplate } from "./templates";
 
 const PathKey = intactIdentifier(z.string().min(1, { message: "must not be empty" }).max(128));

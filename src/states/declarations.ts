@@ -3,19 +3,15 @@
  * schema, check it, hand the declaration to the state's object (the truth, which also applies the
  * additive-only rule against its records), then mirror the view into the D1 listing.
  */
-import { type StateRefusal, type StateStats, type StateView, stateStoreStub } from "../contracts/state-rpc";
+import { type StateStats, type StateView, stateStoreStub } from "../contracts/state-rpc";
 import type { Env } from "../env";
 import { HttpError, badRequest } from "../http/errors";
 import type { JsonObject } from "../http/bounded-json";
 import { renderTemplatedText, type TemplatedText } from "../templating/templated-text";
-import { type StateDeclarationBody, checkBaseSchema, looksLikeTemplatedText } from "./declaration";
+import { type StateDeclarationBody, canonicalJson, checkBaseSchema, looksLikeTemplatedText } from "./declaration";
+import { savesOnState } from "./pending-saves";
+import { refusal, stateNotFound } from "./refusals";
 
-export const stateNotFound = () => new HttpError(404, "state not found");
-
-/** A refusal from the object, as the door's error. */
-export function refusal(r: StateRefusal): HttpError {
-  return new HttpError(r.status, r.error);
-}
 
 // The body's own reading (src/states/declaration.ts), so the two can never disagree.
 const isTemplatedText = (v: unknown): v is TemplatedText => looksLikeTemplatedText(v);
@@ -44,6 +40,7 @@ export async function declareState(env: Env, name: string, body: StateDeclaratio
   const resolved = await resolveSchema(env.DB, body.schema);
   const problem = checkBaseSchema(resolved);
   if (problem) throw badRequest(`invalid body: schema: ${problem}`);
+  await refuseIfHeld(env, name, body);
   const r = await stateStoreStub(env, name).declare(
     name,
     {
@@ -61,6 +58,22 @@ export async function declareState(env: Env, name: string, body: StateDeclaratio
     .bind(name, JSON.stringify(r.view), r.view.updated_at)
     .run();
   return r.view;
+}
+
+/**
+ * Pending saves waiting on the state hold its shape (platform-facts A3, "held"): while any waits,
+ * a re-declare may change the description and retention but not the schema or the subject kinds,
+ * so no waiting save can become invalid under it (409 naming the held save ids). This is
+ * stricter than checking each save against the new schema, and never wrong. A failed save does
+ * not hold it: changing the declaration is how an operator makes a failed save fit again.
+ */
+async function refuseIfHeld(env: Env, name: string, body: StateDeclarationBody): Promise<void> {
+  const held = await savesOnState(env.DB, name, true);
+  if (held.length === 0) return;
+  const current = await stateStoreStub(env, name).view();
+  if (!current) return;
+  const same = canonicalJson(current.schema) === canonicalJson(body.schema) && canonicalJson(current.subject_kinds) === canonicalJson(body.subject_kinds) && current.default_subject_kind === body.default_subject_kind;
+  if (!same) throw new HttpError(409, "pending saves on this state are outstanding; its schema and subject kinds cannot change until they apply or are discarded", undefined, { held });
 }
 
 export async function readState(env: Env, name: string): Promise<StateView> {

@@ -137,9 +137,12 @@ export async function heldInState(db: D1Database, state: string): Promise<Subjec
   return [...out.values()];
 }
 
-/** Ids of outstanding saves touching `state` (a re-declare reports them as `held`). */
-export async function savesOnState(db: D1Database, state: string): Promise<string[]> {
-  const { results } = await db.prepare("SELECT id FROM state_pending_saves WHERE EXISTS (SELECT 1 FROM json_each(states) WHERE value = ?) ORDER BY id").bind(state).all<{ id: number }>();
+/** Ids of the saves touching `state` (a re-declare reports them as `held`); `waitingOnly` leaves out failed ones. */
+export async function savesOnState(db: D1Database, state: string, waitingOnly = false): Promise<string[]> {
+  const { results } = await db
+    .prepare(`SELECT id FROM state_pending_saves WHERE EXISTS (SELECT 1 FROM json_each(states) WHERE value = ?) ${waitingOnly ? "AND status != 'failed'" : ""} ORDER BY id`)
+    .bind(state)
+    .all<{ id: number }>();
   return results.map((r) => String(r.id));
 }
 

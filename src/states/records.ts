@@ -9,7 +9,7 @@ import type { Env } from "../env";
 import { HttpError } from "../http/errors";
 import type { JsonObject } from "../http/bounded-json";
 import { directoryOfPerson } from "../persons/person-lookup";
-import { refusal } from "./declarations";
+import { refusal } from "./refusals";
 
 /**
  * A `person` subject names a person of the same target (platform-facts B5): its key is the

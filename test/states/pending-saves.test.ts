@@ -56,6 +56,9 @@ describe("pending state saves", () => {
     expect((await b.record(threadId)).data).toEqual({ name: "Ann" });
     // An older save on this subject is stuck (not due yet).
     const older = await b.stuckSave(threadId, "Zed", Date.now() + 3_600_000);
+    // A waiting save holds the state's shape: a re-declare changing the schema is 409 naming it.
+    const changed = await call("PUT", `/api/states/${b.state}`, { key: b.key, body: { schema: { type: "object", properties: { ...PROFILE.properties, age: { type: "integer" } } }, subject_kinds: ["thread"] } });
+    expect(changed).toMatchObject({ status: 409, body: { held: [older] } });
     const second = await send(b.route.name, { external_user_id: "ann", text: "name Bob", wait_seconds: 10 });
     expect(second.body.data.status).toBe("answered");
     // The turn answered, but its update waits behind the older save.

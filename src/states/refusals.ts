@@ -1,0 +1,10 @@
+/** How a StateStore refusal becomes a door's error (one place, shared by every states door). */
+import type { StateRefusal } from "../contracts/state-rpc";
+import { HttpError } from "../http/errors";
+
+export const stateNotFound = () => new HttpError(404, "state not found");
+
+/** A refusal from the object, as the door's error. */
+export function refusal(r: StateRefusal): HttpError {
+  return new HttpError(r.status, r.error);
+}
