@@ -13,7 +13,7 @@ import { HttpError, badRequest } from "../http/errors";
 import { addRoute } from "../http/route";
 import { AttachBody, PatchAttachmentBody, attachTemplate, detachTemplate, patchAttachment } from "../states/attachments";
 import { StateName } from "../states/declaration";
-import { refusal, stateNotFound } from "../states/refusals";
+import { STATES_DOOR, refusal, stateNotFound } from "../states/refusals";
 import { apiOrigin, readRecord, writeRecord } from "../states/records";
 import { TemplateJqError, resolveProgram, runInputProgram, runUpdateProgram } from "../states/template-jq";
 import { TemplateName } from "../states/templates";
@@ -39,9 +39,7 @@ addRoute(
     method: "get",
     path: "/api/states/{name}/attachments",
     summary: "Templates attached on a state",
-    area: "states",
-    auth: { tag: "states" },
-    store: "states",
+    ...STATES_DOOR,
     params: stateParams,
     response: z.object({ items: z.array(AttachmentView), total: z.number().int() }),
     errors: [404],
@@ -58,9 +56,7 @@ addRoute(
     method: "get",
     path: "/api/states/{name}/attachments/{template}",
     summary: "One attachment of a state",
-    area: "states",
-    auth: { tag: "states" },
-    store: "states",
+    ...STATES_DOOR,
     params: attachmentParams,
     response: AttachmentView,
     errors: [404],
@@ -80,9 +76,7 @@ addRoute(
     summary: "Attach a template: its schema fragment composes into the effective schema at `path`",
     description:
       "Parameters are checked against the template's parameter schemas (defaults fill the rest) and substituted into its fragment; the attachment's declarations are checked against the template's declarations schema and its check jq (a string answer refuses with that text, 400). A path overlapping another attachment or an existing property is 409. Re-attaching the same template replaces its attachment.",
-    area: "states",
-    auth: { tag: "states" },
-    store: "states",
+    ...STATES_DOOR,
     params: attachmentParams,
     body: AttachBody,
     response: StateView,
@@ -97,9 +91,7 @@ addRoute(
     method: "patch",
     path: "/api/states/{name}/attachments/{template}",
     summary: "Replace an attachment's declarations (checked again)",
-    area: "states",
-    auth: { tag: "states" },
-    store: "states",
+    ...STATES_DOOR,
     params: attachmentParams,
     body: PatchAttachmentBody,
     response: StateView,
@@ -114,9 +106,7 @@ addRoute(
     method: "delete",
     path: "/api/states/{name}/attachments/{template}",
     summary: "Detach a template (409 while records hold values at its path)",
-    area: "states",
-    auth: { tag: "states" },
-    store: "states",
+    ...STATES_DOOR,
     params: attachmentParams,
     response: StateView,
     errors: [404, 409],
@@ -141,9 +131,7 @@ addRoute(
     path: `${RECORD}/template-jq/{program}`,
     summary: "Evaluate an input-purpose template jq program over a subject's record (writes nothing)",
     description: "Each query parameter is one of the program's params, JSON-encoded (`?limit=3`, `?tag=%22vip%22`); they are bound as `$params`.",
-    area: "states",
-    auth: { tag: "states" },
-    store: "states",
+    ...STATES_DOOR,
     params: programParams,
     query: z.record(z.string(), z.string().max(MAX_JSON_BYTES)),
     response: z.object({ name: z.string(), purpose: z.literal("input"), value: JsonValue }),
@@ -172,9 +160,7 @@ addRoute(
     path: `${RECORD}/template-jq/{program}`,
     summary: "Apply an update-purpose template jq program to a subject's record",
     description: "The program maps {record, input} (record: the part at its attachment's path) to an op batch relative to that path, applied like POST …/deltas (schema and regimes enforced). The audit trail records origin.meta = {template_jq: <name>}.",
-    area: "states",
-    auth: { tag: "states" },
-    store: "states",
+    ...STATES_DOOR,
     params: programParams,
     body: z.object({ input: boundedJsonValue(MAX_JSON_BYTES) }).strict(),
     response: z.object({ name: z.string(), applied: z.boolean(), data: jsonObjectSchema, seq: z.number().int(), skipped: z.array(z.number().int()) }),

@@ -7,6 +7,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import type { AppEnv } from "../http/app-env";
 import { addRoute } from "../http/route";
+import { STATES_DOOR } from "../states/refusals";
 import { PendingSaveView, RetryResult, discardSave, listSaves, retrySave } from "../states/pending-saves";
 
 export const statePendingSavesRouter = new Hono<AppEnv>();
@@ -19,9 +20,7 @@ addRoute(
     method: "get",
     path: "/api/state-pending-saves",
     summary: "Pending state saves: outstanding (default) or failed, oldest first",
-    area: "states",
-    auth: { tag: "states" },
-    store: "states",
+    ...STATES_DOOR,
     query: z.object({
       status: z.enum(["outstanding", "failed"]).default("outstanding"),
       limit: z.coerce.number().int().min(1).max(200).default(50),
@@ -39,9 +38,7 @@ addRoute(
     path: "/api/state-pending-saves/{id}/retry",
     summary: "Requeue a failed pending save and apply it now",
     description: "Answers the resulting status: applied (landed whole; the save is gone), pending (it waits behind an older save on the same subject, or the state's object could not be reached), or failed again with last_error. 404 for a missing save, 409 for one that is not failed.",
-    area: "states",
-    auth: { tag: "states" },
-    store: "states",
+    ...STATES_DOOR,
     params: idParams,
     response: RetryResult,
     errors: [404, 409],
@@ -55,9 +52,7 @@ addRoute(
     method: "delete",
     path: "/api/state-pending-saves/{id}",
     summary: "Discard a pending save (its updates are dropped)",
-    area: "states",
-    auth: { tag: "states" },
-    store: "states",
+    ...STATES_DOOR,
     params: idParams,
     response: z.object({ discarded: z.string() }),
     errors: [404],

@@ -16,7 +16,7 @@ import { badRequest } from "../http/errors";
 import { intactIdentifier } from "../http/identifiers";
 import { addRoute } from "../http/route";
 import { StateName, SubjectKind } from "../states/declaration";
-import { refusal } from "../states/refusals";
+import { STATES_DOOR, refusal } from "../states/refusals";
 import { DeltaBatch } from "../states/ops";
 import { heldInState } from "../states/pending-saves";
 import { apiOrigin, checkPersonSubject, readRecord, writeRecord } from "../states/records";
@@ -49,9 +49,7 @@ addRoute(
     method: "get",
     path: RECORD,
     summary: "Read a subject's record (null when it has none)",
-    area: "states",
-    auth: { tag: "states" },
-    store: "states",
+    ...STATES_DOOR,
     params: recordParams,
     response: StateRecord.nullable(),
     errors: [404],
@@ -59,39 +57,17 @@ addRoute(
   async (c, { params }) => readRecord(c.env, params.name, subjectOf(params)),
 );
 
-addRoute(
-  stateRecordsRouter,
-  {
-    method: "put",
-    path: RECORD,
-    summary: "Replace a subject's record (validated against the effective schema)",
-    area: "states",
-    auth: { tag: "states" },
-    store: "states",
-    params: recordParams,
-    body: recordBody,
-    response: StateRecord,
-    errors: [404, 409],
-  },
-  async (c, { params, body }) => (await writeRecord(c.env, params.name, subjectOf(params), { kind: "replace", data: body }, apiOrigin(c.get("principal")!.key.user_id))).record,
-);
-
-addRoute(
-  stateRecordsRouter,
-  {
-    method: "patch",
-    path: RECORD,
-    summary: "Merge top-level fields into a subject's record",
-    area: "states",
-    auth: { tag: "states" },
-    store: "states",
-    params: recordParams,
-    body: recordBody,
-    response: StateRecord,
-    errors: [404, 409],
-  },
-  async (c, { params, body }) => (await writeRecord(c.env, params.name, subjectOf(params), { kind: "merge", data: body }, apiOrigin(c.get("principal")!.key.user_id))).record,
-);
+// PUT replaces the document, PATCH merges top-level fields into it: one door shape, two changes.
+for (const door of [
+  { method: "put", kind: "replace", summary: "Replace a subject's record (validated against the effective schema)" },
+  { method: "patch", kind: "merge", summary: "Merge top-level fields into a subject's record" },
+] as const) {
+  addRoute(
+    stateRecordsRouter,
+    { method: door.method, path: RECORD, summary: door.summary, ...STATES_DOOR, params: recordParams, body: recordBody, response: StateRecord, errors: [404, 409] },
+    async (c, { params, body }) => (await writeRecord(c.env, params.name, subjectOf(params), { kind: door.kind, data: body }, apiOrigin(c.get("principal")!.key.user_id))).record,
+  );
+}
 
 addRoute(
   stateRecordsRouter,
@@ -99,9 +75,7 @@ addRoute(
     method: "delete",
     path: RECORD,
     summary: "Erase a subject's record, its audit trail and what was folded into it",
-    area: "states",
-    auth: { tag: "states" },
-    store: "states",
+    ...STATES_DOOR,
     params: recordParams,
     response: z.object({ erased: z.boolean() }),
     errors: [404],
@@ -121,9 +95,7 @@ addRoute(
     summary: "Apply an op batch to a subject's record",
     description:
       "Ops: set, remove, set_by_key, merge_by_key, remove_by_key, unset_by_key, set_by_key_each (docs/states.md). At most 1000 ops, 128 path segments, 200 keyed items. A replayed op_id or an empty batch answers applied: false and changes nothing. A whole-path set or remove over a composing path is 400.",
-    area: "states",
-    auth: { tag: "states" },
-    store: "states",
+    ...STATES_DOOR,
     params: recordParams,
     body: DeltaBatch,
     response: z.object({ applied: z.boolean(), data: jsonObjectSchema, seq: z.number().int(), skipped: z.array(z.number().int()) }),
@@ -151,9 +123,7 @@ addRoute(
     summary: "Fold this subject into another: it reads and writes the other's record from now on",
     description:
       "mode switch: this subject's own record is dropped and it follows `into`. mode merge: `into` gains the top-level fields it lacks from this subject's record, then this subject follows it. Subjects already folded into this one follow too (flattened). Folding a subject into itself (or where it already leads) answers already: true.",
-    area: "states",
-    auth: { tag: "states" },
-    store: "states",
+    ...STATES_DOOR,
     params: recordParams,
     body: foldBody,
     response: FoldResult,
@@ -178,9 +148,7 @@ addRoute(
     method: "get",
     path: `${RECORD}/writes`,
     summary: "A subject's write audit trail, newest first",
-    area: "states",
-    auth: { tag: "states" },
-    store: "states",
+    ...STATES_DOOR,
     params: recordParams,
     query: cursorQuery,
     response: cursorPage(WriteEntry),
@@ -208,9 +176,7 @@ addRoute(
     path: "/api/states/{name}/records/search",
     summary: "Find subjects whose record contains `filters` (JSON containment)",
     description: "An object contains another when every key of the other is present with a contained value; an array, when each element of the other is contained in one of its elements; scalars, when equal. Paged with a cursor; at most 5000 records are read per request (a page may come back short with a cursor).",
-    area: "states",
-    auth: { tag: "states" },
-    store: "states",
+    ...STATES_DOOR,
     params: z.object({ name: StateName }),
     body: searchBody,
     response: z.object({ matches: z.array(z.object({ subject: Subject, updated_at: z.number().int() })), next_cursor: z.string().nullable(), held: z.array(Subject) }),
@@ -230,9 +196,7 @@ addRoute(
     method: "get",
     path: "/api/states/{name}/subjects",
     summary: "Subjects that have a record, in key order",
-    area: "states",
-    auth: { tag: "states" },
-    store: "states",
+    ...STATES_DOOR,
     params: z.object({ name: StateName }),
     query: cursorQuery.extend({ kind: SubjectKind.optional() }),
     response: z.object({ subjects: z.array(Subject), next_cursor: z.string().nullable(), held: z.array(Subject) }),

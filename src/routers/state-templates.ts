@@ -9,6 +9,7 @@ import type { AppEnv } from "../http/app-env";
 import { badRequest } from "../http/errors";
 import { pageSchema, pagingQuery, toPage, toWindow } from "../http/paging";
 import { addRoute } from "../http/route";
+import { STATES_DOOR } from "../states/refusals";
 import {
   StateTemplateDocument,
   TemplateName,
@@ -31,9 +32,7 @@ addRoute(
     method: "get",
     path: "/api/state-templates",
     summary: "List state templates",
-    area: "states",
-    auth: { tag: "states" },
-    store: "states",
+    ...STATES_DOOR,
     query: pagingQuery,
     response: pageSchema(StateTemplateDocument),
   },
@@ -52,9 +51,7 @@ addRoute(
     summary: "Create or replace a state template",
     description:
       "The name comes from the path; a `name` in the body must equal it. An existing template is replaced only with `?replace=true` (409 otherwise). Every `{\"$parameter\": p}` node of `schema` must name a declared parameter; each `template_jq` program given as `content` must compile as jq once rendered with its kwargs, and so must `declarations.check`.",
-    area: "states",
-    auth: { tag: "states" },
-    store: "states",
+    ...STATES_DOOR,
     params: templateParams,
     query: z.object({ replace: z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional() }),
     body: StateTemplateDocument,
@@ -77,9 +74,7 @@ addRoute(
     method: "get",
     path: "/api/state-templates/{name}",
     summary: "Read a state template",
-    area: "states",
-    auth: { tag: "states" },
-    store: "states",
+    ...STATES_DOOR,
     params: templateParams,
     response: StateTemplateDocument,
     errors: [404],
@@ -97,9 +92,7 @@ addRoute(
     method: "delete",
     path: "/api/state-templates/{name}",
     summary: "Delete a state template",
-    area: "states",
-    auth: { tag: "states" },
-    store: "states",
+    ...STATES_DOOR,
     params: templateParams,
     response: z.object({ name: z.string(), deleted: z.literal(true) }),
     errors: [404],

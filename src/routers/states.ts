@@ -9,6 +9,7 @@ import { z } from "zod";
 import type { AppEnv } from "../http/app-env";
 import { pageSchema, pagingQuery, toPage, toWindow } from "../http/paging";
 import { addRoute } from "../http/route";
+import { STATES_DOOR } from "../states/refusals";
 import { StateConsumer, consumersOf } from "../states/consumers";
 import { StateDeclarationBody, StateName } from "../states/declaration";
 import { declareState, deleteState, listStates, pruneStates, readState, stateStats } from "../states/declarations";
@@ -25,9 +26,7 @@ addRoute(
     method: "get",
     path: "/api/states",
     summary: "List declared states",
-    area: "states",
-    auth: { tag: "states" },
-    store: "states",
+    ...STATES_DOOR,
     query: pagingQuery,
     response: pageSchema(StateView),
   },
@@ -46,9 +45,7 @@ addRoute(
     summary: "Declare or re-declare a state",
     description:
       "The name comes from the path. `schema` is a JSON schema object (draft 2020-12, root type object with at least one property, local $ref only) or a TemplatedText rendering to one. Once the state has records a re-declare may only add top-level properties (409 otherwise), and a subject kind that still has records cannot be removed (409). effective_schema, regimes and updated_at are computed: a non-null value is 400.",
-    area: "states",
-    auth: { tag: "states" },
-    store: "states",
+    ...STATES_DOOR,
     params: stateParams,
     body: StateDeclarationBody,
     // `held`: the outstanding pending saves on this state; each is checked against the new declaration when it applies.
@@ -64,9 +61,7 @@ addRoute(
     method: "get",
     path: "/api/states/{name}",
     summary: "Read a state with its effective schema, regimes and attachments",
-    area: "states",
-    auth: { tag: "states" },
-    store: "states",
+    ...STATES_DOOR,
     params: stateParams,
     response: StateView,
     errors: [404],
@@ -80,9 +75,7 @@ addRoute(
     method: "delete",
     path: "/api/states/{name}",
     summary: "Delete a state with every record of it",
-    area: "states",
-    auth: { tag: "states" },
-    store: "states",
+    ...STATES_DOOR,
     params: stateParams,
     response: z.object({ name: z.string(), deleted: z.literal(true), records: z.number().int() }),
     errors: [404],
@@ -96,9 +89,7 @@ addRoute(
     method: "get",
     path: "/api/states/{name}/stats",
     summary: "Counts of a state's records, by subject kind",
-    area: "states",
-    auth: { tag: "states" },
-    store: "states",
+    ...STATES_DOOR,
     params: stateParams,
     response: StateStats,
     errors: [404],
@@ -112,9 +103,7 @@ addRoute(
     method: "get",
     path: "/api/states/{name}/consumers",
     summary: "What binds the state (target conversation configs)",
-    area: "states",
-    auth: { tag: "states" },
-    store: "states",
+    ...STATES_DOOR,
     params: stateParams,
     response: z.object({ items: z.array(StateConsumer), total: z.number().int() }),
     errors: [404],

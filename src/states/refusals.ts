@@ -8,3 +8,6 @@ export const stateNotFound = () => new HttpError(404, "state not found");
 export function refusal(r: StateRefusal): HttpError {
   return new HttpError(r.status, r.error);
 }
+
+/** What every states door declares alike (issue 13): its OpenAPI area, its scope tag and its store. */
+export const STATES_DOOR = { area: "states", auth: { tag: "states" }, store: "states" } as const;
