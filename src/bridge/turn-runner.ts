@@ -87,7 +87,8 @@ export async function runTarget(
     const auth = await authorizeTurn(ctx.db, asKey.user_id, asKey.fingerprint, { kind: "tool", name: route.target_name }, ctx.now(), asKey.prefetched);
     if (!auth.ok) return errorOutcome(`tool dispatch denied: ${auth.reason}`);
     try {
-      states = await prepareStates(ctx.env, binding, route, kwargs as JsonObject, ctx.now().getTime());
+      const target = { target_kind: route.target_kind, target_name: route.target_name, person: inbound.person?.person_id ?? null };
+      states = await prepareStates(ctx.env, binding, target, kwargs as JsonObject, ctx.now().getTime());
       kwargs = states.input;
     } catch (err) {
       if (err instanceof BindingError) return errorOutcome(err.message);

@@ -16,7 +16,7 @@ import { badRequest } from "../http/errors";
 import { intactIdentifier } from "../http/identifiers";
 import { addRoute } from "../http/route";
 import { StateName, SubjectKind } from "../states/declaration";
-import { STATES_DOOR, refusal } from "../states/refusals";
+import { STATES_DOOR, refusal, stateNotFound } from "../states/refusals";
 import { DeltaBatch } from "../states/ops";
 import { heldInState } from "../states/pending-saves";
 import { apiOrigin, checkPersonSubject, readRecord, writeRecord } from "../states/records";
@@ -184,7 +184,7 @@ addRoute(
   },
   async (c, { params, body }) => {
     const stub = stateStoreStub(c.env, params.name);
-    if (!(await stub.view())) throw refusal({ ok: false, status: 404, error: "state not found" });
+    if (!(await stub.view())) throw stateNotFound();
     const page = await stub.search(body.filters, body.limit, body.cursor ?? null, Date.now());
     return { matches: page.items, next_cursor: page.next_cursor, held: await heldInState(c.env.DB, params.name) };
   },
@@ -204,7 +204,7 @@ addRoute(
   },
   async (c, { params, query }) => {
     const stub = stateStoreStub(c.env, params.name);
-    if (!(await stub.view())) throw refusal({ ok: false, status: 404, error: "state not found" });
+    if (!(await stub.view())) throw stateNotFound();
     const page = await stub.subjects(query.kind ?? null, query.limit, query.cursor ?? null, Date.now());
     return { subjects: page.items, next_cursor: page.next_cursor, held: await heldInState(c.env.DB, params.name) };
   },

@@ -31,10 +31,11 @@ import { Subject as SubjectSchema } from "./views";
 /** A binding failure: the turn's error outcome carries this detail (admins only). */
 export class BindingError extends Error {}
 
-/** The binding's target: the route's. */
+/** The binding's target (the route's), and the person its door already resolved for that target, if any. */
 export interface BindingTarget {
   target_kind: Subject["target_kind"];
   target_name: string;
+  person?: string | null;
 }
 
 /** An attach that is engaged for this turn, with what its updates need. */
@@ -91,14 +92,16 @@ export async function prepareStates(env: Env, binding: StateBinding, target: Bin
     if (!spec.success) throw new BindingError(`${stateWhere(attach, "subject_expr")} must answer a subject {target_kind, target_name, kind, key} or a non-blank key`);
     let read: Awaited<ReturnType<ReturnType<typeof stateStoreStub>["bindingRead"]>>;
     try {
-      read = await stateStoreStub(env, attach.state).bindingRead(typeof spec.data === "string" ? { key: spec.data, ...target } : spec.data, nowMs);
+      read = await stateStoreStub(env, attach.state).bindingRead(typeof spec.data === "string" ? { key: spec.data, target_kind: target.target_kind, target_name: target.target_name } : spec.data, nowMs);
     } catch (err) {
       // Before dispatch nothing has happened yet: a record that cannot be read fails the turn loudly.
       console.error("state binding: the state's object could not be read", err);
       throw new BindingError(`${stateWhere(attach, "read")}: the state's object could not be reached`);
     }
     if (!read.ok) throw new BindingError(`${stateWhere(attach, "read")}: ${read.error}`);
-    await checkPersonSubject(env, read.subject).catch((err) => fail(stateWhere(attach, "subject"), err));
+    // The turn's own person was resolved by its door for this target: only another key needs the check.
+    const ownPerson = read.subject.kind === "person" && read.subject.key === target.person && read.subject.target_kind === target.target_kind && read.subject.target_name === target.target_name;
+    if (!ownPerson) await checkPersonSubject(env, read.subject).catch((err) => fail(stateWhere(attach, "subject"), err));
     for (const inj of attach.input_injections) {
       const where = stateWhere(attach, `input injection into ${inj.into}`);
       const record = read.record?.data ?? {};
