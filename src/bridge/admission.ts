@@ -26,7 +26,7 @@ import { HttpError, badRequest, tooManyRequests, unavailable } from "../http/err
 import type { ConversationSettings } from "../settings/settings";
 import { type MintedArrival, mintArrival } from "./arrival";
 import type { AnswerRecord } from "./record";
-import { type RouteRow, getRoute, routeWithKeyFromResult, routeWithKeyStatement } from "./routes-store";
+import { NO_TARGET_FACTS, type RouteRow, getRoute, routeWithKeyFromResult, routeWithKeyStatement } from "./routes-store";
 import type { MessageBody } from "./schemas";
 import { type ThreadRpc, takeToken, threadStub } from "./stubs";
 import { apiThreadId, channelThreadId, routePrefix } from "./thread-id";
@@ -69,21 +69,21 @@ export function prefetchDoorRoute(db: D1Database, rawParams: Record<string, stri
 export async function admitMessage(env: Env, s: ConversationSettings, req: MessageRequest): Promise<Admission> {
   // The snapshot's date, which the thread trusts only briefly: the read came with the key lookup (or comes next).
   const routeReadAtMs = Date.now();
-  const { route, key: executionKey, config, manualRoutes, pendingSaves } = req.prefetched
+  const { route, key: executionKey, target } = req.prefetched
     ? routeWithKeyFromResult(req.prefetched)
-    : { route: await getRoute(env.DB, req.routeName), key: undefined, config: null, manualRoutes: null, pendingSaves: null };
+    : { route: await getRoute(env.DB, req.routeName), key: undefined, target: NO_TARGET_FACTS };
   if (!route) throw new HttpError(404, "route not found");
   if (route.door !== "api") throw badRequest("route is a channel route; its messages arrive through the channel webhook");
 
   const routeThread = composeThreadId(route, req.body.external_user_id, req.caller);
   await requireRateToken(env, s, route, req.caller);
   // A multichannel target's person, after the rate token: an inbound refused before never creates one.
-  const person = await ensureInboundPerson(env, route, config, { door: "api", address: routeThread.slice(routePrefix(route.route_name).length) }, routeReadAtMs);
+  const person = await ensureInboundPerson(env, route, target.config, { door: "api", address: routeThread.slice(routePrefix(route.route_name).length) }, routeReadAtMs);
   const threadId = threadFor(routeThread, person);
-  const arrival = mintArrival(route, { message_id: crypto.randomUUID(), thread_id: threadId }, { way: "message", caller: req.caller, body: req.body }, turnPerson(person, config));
+  const arrival = mintArrival(route, { message_id: crypto.randomUUID(), thread_id: threadId }, { way: "message", caller: req.caller, body: req.body }, turnPerson(person, target.config));
   const waitSeconds = Math.min(req.body.wait_seconds ?? 0, s.syncWaitMaxSeconds);
   // The route snapshot lets a turn that runs at once skip its own read of the route and key.
-  return handOverOr503(env, arrival, { waitMs: Math.round(waitSeconds * 1000), route, executionKey, routeReadAtMs, config, manualRoutes, pendingSaves }, () => undoFirstContact(person));
+  return handOverOr503(env, arrival, { waitMs: Math.round(waitSeconds * 1000), route, executionKey, routeReadAtMs, target }, () => undoFirstContact(person));
 }
 
 /**

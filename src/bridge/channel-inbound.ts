@@ -45,7 +45,7 @@ export async function routeChannelEvents(env: Env, s: ConversationSettings, chan
  */
 export async function admitChannelMessage(env: Env, s: ConversationSettings, channel: string, m: InboundMessage): Promise<InboundVerdict> {
   const routeReadAtMs = Date.now();
-  const { route, key: executionKey, config, manualRoutes, pendingSaves } = await routeWithKeyByChannelIdentity(env.DB, channel, m.our_identity.trim());
+  const { route, key: executionKey, target } = await routeWithKeyByChannelIdentity(env.DB, channel, m.our_identity.trim());
   if (!route || route.door !== "channel") return "unrouted";
   if (isBlank(m) || !m.sender.trim()) return "blank";
 
@@ -77,14 +77,14 @@ export async function admitChannelMessage(env: Env, s: ConversationSettings, cha
 
   // A multichannel target's person, after the rate token: a shed inbound never creates one.
   const sender = m.sender.trim();
-  const person = await ensureInboundPerson(env, route, config, { door: "channel", channel, our_identity: route.our_identity ?? m.our_identity.trim(), address: sender }, now, m.locale_hint ?? null);
+  const person = await ensureInboundPerson(env, route, target.config, { door: "channel", channel, our_identity: route.our_identity ?? m.our_identity.trim(), address: sender }, now, m.locale_hint ?? null);
   const threadId = threadFor(routeThread, person);
   // A redelivery must find the thread the message went to: the claim follows it to the person thread.
   if (threadId !== routeThread) await repointClaim(env, namespace, m.provider_message_id, { message_id: messageId, thread_id: threadId }, now + s.inboundDedupeTtlSeconds * 1000);
-  const arrival = mintArrival(route, { message_id: messageId, thread_id: threadId }, { way: "channel", channel, message: m }, turnPerson(person, config));
+  const arrival = mintArrival(route, { message_id: messageId, thread_id: threadId }, { way: "channel", channel, message: m }, turnPerson(person, target.config));
 
   // The route snapshot lets the turn skip its own read of the route and key (src/bridge/route-reads.ts).
-  const result = await handOver(env, arrival, { waitMs: 0, route, executionKey, routeReadAtMs, config, manualRoutes, pendingSaves });
+  const result = await handOver(env, arrival, { waitMs: 0, route, executionKey, routeReadAtMs, target });
   if (result.kind === "queue_full") {
     await undoFirstContact(person);
     await releaseKey(env, namespace, m.provider_message_id, messageId);

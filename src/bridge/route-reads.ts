@@ -23,8 +23,7 @@
  * A turn therefore costs at most one route read, and a delivery attempt at most one.
  */
 import type { KeyWithOwner } from "../auth/key-store";
-import type { TargetConversationConfig } from "../persons/target-configs";
-import { type RouteRow, getRoute, routeWithKeyFromResult, routeWithKeyStatement } from "./routes-store";
+import { type RouteRow, type TargetFacts, getRoute, routeWithKeyFromResult, routeWithKeyStatement } from "./routes-store";
 
 /** How old a door's route read may be and still stand in for the turn's own read. */
 export const ROUTE_SNAPSHOT_MS = 2000;
@@ -34,22 +33,16 @@ export interface RouteSnapshot {
   route: RouteRow;
   key: KeyWithOwner | null | undefined;
   at: number;
-  /** The target's conversation config, read with the route (null: none; undefined: not read). */
-  config?: TargetConversationConfig | null;
-  /** A multichannel target's manual routes, read with the route (undefined: not read). */
-  manualRoutes?: string[] | null;
-  /** A state-bound target's outstanding pending saves, read with the route. */
-  pendingSaves?: number | null;
+  /** What the read learned about the route's target (undefined: not read). */
+  target?: TargetFacts;
 }
 
-/** Everything a turn decides from: the route, its key, the target's config and (multichannel) manual routes. */
+/** Everything a turn decides from: the route, its key and its target's facts. */
 export interface TurnRead {
   route: RouteRow;
   /** undefined: not read (the authorizer reads it live). */
   key: KeyWithOwner | null | undefined;
-  config: TargetConversationConfig | null;
-  manualRoutes: string[] | null;
-  pendingSaves: number | null;
+  target: TargetFacts;
 }
 
 /**
@@ -92,11 +85,9 @@ export class RouteSnapshots {
  * config and (multichannel targets) manual routes, in one round trip. null: the route is gone.
  */
 export async function turnReads(db: D1Database, routeName: string, fresh: RouteSnapshot | undefined): Promise<TurnRead | null> {
-  if (fresh && fresh.key !== undefined && fresh.config !== undefined) {
-    return { route: fresh.route, key: fresh.key, config: fresh.config, manualRoutes: fresh.manualRoutes ?? null, pendingSaves: fresh.pendingSaves ?? null };
-  }
+  if (fresh && fresh.key !== undefined && fresh.target !== undefined) return { route: fresh.route, key: fresh.key, target: fresh.target };
   const r = routeWithKeyFromResult(await routeWithKeyStatement(db, routeName).all());
-  return r.route ? { route: r.route, key: r.key, config: r.config, manualRoutes: r.manualRoutes, pendingSaves: r.pendingSaves } : null;
+  return r.route ? { route: r.route, key: r.key, target: r.target } : null;
 }
 
 /** Rule 3: a delivery attempt's route: the thread's fresh read if it has one, else D1 (null: the route was deleted). */

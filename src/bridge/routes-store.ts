@@ -113,12 +113,12 @@ export async function routeWithKeyByChannelIdentity(db: D1Database, channel: str
   return routeWithKeyFromResult(await db.prepare(`${ROUTE_WITH_KEY} WHERE r.channel = ? AND r.our_identity = ?`).bind(channel, ourIdentity).all());
 }
 
-/** What a door reads in its one round trip: the route, its execution key and owner, and its target's conversation config. */
-export interface RouteWithKey {
-  route: RouteRow | null;
-  /** null when the key is gone. */
-  key: KeyWithOwner | null;
-  /** The route target's conversation config (issue 12), null when it has none. */
+/**
+ * What the door's read learns about the route's target, handed to the turn as one piece (a new
+ * fact joins here, not as another parameter through every door, the accept request and the turn).
+ */
+export interface TargetFacts {
+  /** The target's conversation config (issue 12), null when it has none. */
   config: TargetConversationConfig | null;
   /** A multichannel target's manual routes (the person-thread default mode); null for other targets. */
   manualRoutes: string[] | null;
@@ -126,15 +126,25 @@ export interface RouteWithKey {
   pendingSaves: number | null;
 }
 
+export const NO_TARGET_FACTS: TargetFacts = Object.freeze({ config: null, manualRoutes: null, pendingSaves: null });
+
+/** What a door reads in its one round trip: the route, its execution key and owner, and its target's facts. */
+export interface RouteWithKey {
+  route: RouteRow | null;
+  /** null when the key is gone. */
+  key: KeyWithOwner | null;
+  target: TargetFacts;
+}
+
 /** Parses `routeWithKeyStatement`'s result (and the channel door's equivalent). */
 export function routeWithKeyFromResult(result: D1Result | undefined): RouteWithKey {
   const r = result?.results?.[0] as Record<string, unknown> | undefined;
-  if (!r) return { route: null, key: null, config: null, manualRoutes: null, pendingSaves: null };
+  if (!r) return { route: null, key: null, target: NO_TARGET_FACTS };
   const routeCols = Object.fromEntries(Object.entries(r).filter(([k]) => !k.startsWith("k_") && !k.startsWith("o_") && !k.startsWith("cfg_")));
   const config = typeof r.cfg_config === "string" ? parseStored(TargetConversationConfig, r.cfg_config, "conversation config") : null;
   const manualRoutes = typeof r.cfg_manual_routes === "string" ? parseStored(RouteNames, r.cfg_manual_routes, "manual routes of target") : null;
   const pendingSaves = typeof r.cfg_pending_saves === "number" ? r.cfg_pending_saves : null;
-  return { route: toRow(routeCols), key: parsePrefixedKey(r, "k_", "o_"), config, manualRoutes, pendingSaves };
+  return { route: toRow(routeCols), key: parsePrefixedKey(r, "k_", "o_"), target: { config, manualRoutes, pendingSaves } };
 }
 
 const RouteNames = z.array(z.string());

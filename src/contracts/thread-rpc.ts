@@ -14,9 +14,8 @@ import type { KeyWithOwner } from "../auth/key-store";
 import type { Mode, ModeStamp } from "../bridge/mode-store";
 import type { TurnInbound } from "../bridge/payload";
 import type { AnswerRecord, DeliveryStatus } from "../bridge/record";
-import type { RouteRow } from "../bridge/routes-store";
+import type { RouteRow, TargetFacts } from "../bridge/routes-store";
 import type { Env } from "../env";
-import type { TargetConversationConfig } from "../persons/target-configs";
 import type { CheckpointMessage } from "../targets/checkpoints/types";
 
 /** What a door hands over. `preset` records (slow-down, shed, operator send) run no turn. */
@@ -31,12 +30,8 @@ export interface AcceptRequest {
   /** The route's execution key and owner, read with the route (undefined: not read). */
   executionKey?: KeyWithOwner | null;
   routeReadAtMs?: number;
-  /** With `route`: the target's conversation config read with it (null: none; undefined: not read). */
-  config?: TargetConversationConfig | null;
-  /** With `route`: a multichannel target's manual routes, read with it (a person thread's default mode). */
-  manualRoutes?: string[] | null;
-  /** With `route`: a state-bound target's outstanding pending saves, read with it. */
-  pendingSaves?: number | null;
+  /** With `route`: what the read learned about its target (undefined: not read). */
+  target?: TargetFacts;
 }
 
 /** `accept`'s answer: refused (queue full), accepted (answer later), or answered inline. */

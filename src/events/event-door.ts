@@ -14,7 +14,7 @@ import { type Admission, composeThreadId, handOverOr503, requireRateToken } from
 import { type ArrivalRoute, mintArrival } from "../bridge/arrival";
 import { type DedupeClaim, claimKey, liveClaim, releaseKey } from "../bridge/dedupe";
 import type { InboundEvent } from "../bridge/record";
-import { type RouteRow, getRoute, routeWithKeyFromResult } from "../bridge/routes-store";
+import { NO_TARGET_FACTS, type RouteRow, getRoute, routeWithKeyFromResult } from "../bridge/routes-store";
 import { parseThreadId, personThreadId, routePrefix } from "../bridge/thread-id";
 import { type PersonView, personDirectoryStub } from "../contracts/person-rpc";
 import type { DoorAddress } from "../persons/pairing";
@@ -34,15 +34,15 @@ import type { ConversationSettings } from "../settings/settings";
 export async function admitEvent(env: Env, s: ConversationSettings, routeName: string, caller: string, body: EventBody, prefetched: D1Result | undefined): Promise<Admission> {
   // The route and its execution key came with the caller's key lookup (`prefetchDoorRoute`).
   const routeReadAtMs = Date.now();
-  const { route, key: executionKey, config, manualRoutes, pendingSaves } = prefetched
+  const { route, key: executionKey, target } = prefetched
     ? routeWithKeyFromResult(prefetched)
-    : { route: await getRoute(env.DB, routeName), key: undefined, config: null, manualRoutes: null, pendingSaves: null };
+    : { route: await getRoute(env.DB, routeName), key: undefined, target: NO_TARGET_FACTS };
   if (!route) throw new HttpError(404, "route not found");
   if (route.target_kind === "agent") throw conflict("the route's target is an agent; events are delivered to tool targets only");
   // By address the platform composes the thread id as the route's own door does; a multichannel
   // target's person is resolved read-only (an event never creates one) and keys a linked person's
   // event to its person thread, as its messages are.
-  const { threadId, person } = await eventThread(env, route, config, body, caller);
+  const { threadId, person } = await eventThread(env, route, target.config, body, caller);
 
   const event: InboundEvent = { id: body.event.event_id, kind: body.event.kind, payload: body.event.payload };
   const namespace = `event:${route.route_name}`;
@@ -62,7 +62,7 @@ export async function admitEvent(env: Env, s: ConversationSettings, routeName: s
   const arrival = mintArrival(route, mine, { way: "event", caller, address: addressOf(route, threadId), event }, person ? { person: { person_id: person.person_id, person_addresses: person.addresses.map((a) => ({ ...a })), locale: person.locale } } : {});
   // Inline answers exist only on the api door; a channel route's answer is a channel send.
   const waitSeconds = route.door === "api" ? Math.min(body.wait_seconds ?? 0, s.syncWaitMaxSeconds) : 0;
-  return handOverOr503(env, arrival, { waitMs: Math.round(waitSeconds * 1000), route, executionKey, routeReadAtMs, config, manualRoutes, pendingSaves }, () => releaseKey(env, namespace, event.id, mine.message_id));
+  return handOverOr503(env, arrival, { waitMs: Math.round(waitSeconds * 1000), route, executionKey, routeReadAtMs, target }, () => releaseKey(env, namespace, event.id, mine.message_id));
 }
 
 /** A redelivered event_id: the original message, re-offered so a crash after the claim loses nothing. */

@@ -158,7 +158,7 @@ export class TurnLoop {
     if (override) return override;
     const person = stored.inbound.person;
     if (!personThread || !person || read.route.initial_mode === "manual") return read.route.initial_mode;
-    const manual = read.manualRoutes ?? (await manualRoutesOfTarget(this.deps.env().DB, read.route.target_kind, read.route.target_name));
+    const manual = read.target.manualRoutes ?? (await manualRoutesOfTarget(this.deps.env().DB, read.route.target_kind, read.route.target_name));
     return personDefaultMode(routesOfPerson(person), manual);
   }
 
@@ -176,8 +176,8 @@ export class TurnLoop {
       }
       return silentOutcome();
     }
-    const binding = read.config?.state_binding ?? null;
-    return runTarget(ctx, route, stored.inbound, key, binding ? { binding, pendingSaves: read.pendingSaves } : null);
+    const binding = read.target.config?.state_binding ?? null;
+    return runTarget(ctx, route, stored.inbound, key, binding ? { binding, pendingSaves: read.target.pendingSaves } : null);
   }
 
   private targetContext(s: Settings, route: RouteRow): TargetContext {

@@ -74,9 +74,9 @@ const getPairingCode: BuiltinTool = {
     const channel = String(kwargs.channel).trim();
     const ourIdentity = String(kwargs.our_identity).trim();
     const sender = String(kwargs.sender).trim();
-    const { route, config } = await routeWithKeyByChannelIdentity(ctx.db, channel, ourIdentity);
+    const { route, target } = await routeWithKeyByChannelIdentity(ctx.db, channel, ourIdentity);
     if (!route || route.door !== "channel") throw new ToolError("no channel route holds this channel and identity");
-    if (!config?.multichannel) throw new ToolError("the route's target is not multichannel, so it has no pairing codes");
+    if (!target.config?.multichannel) throw new ToolError("the route's target is not multichannel, so it has no pairing codes");
     const minted = await personDirectoryStub(ctx.env, route.target_kind, route.target_name).mint(
       { target: { kind: route.target_kind, name: route.target_name }, address: { door: "channel", channel, our_identity: ourIdentity, address: sender }, route_name: route.route_name },
       ctx.now().getTime(),
