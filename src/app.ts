@@ -27,6 +27,9 @@ import { stateRecordsRouter } from "./routers/state-records";
 import { statesRouter } from "./routers/states";
 import { stateTemplatesRouter } from "./routers/state-templates";
 import { conversationPersonsRouter } from "./routers/conversation-persons";
+import { notificationsRouter } from "./routers/notifications";
+import { connectorsRouter } from "./routers/connectors";
+import { marketplaceRouter } from "./routers/marketplace";
 
 export function createApp(): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
@@ -44,7 +47,7 @@ export function createApp(): Hono<AppEnv> {
 
   // The operator routers come before the message routes: `/messages/search` must not be taken
   // for a message id by `/messages/{message_id}` (Hono answers with the first registered match).
-  for (const router of [healthRouter, openapiRouter, authRouter, resourcesRouter, channelsRouter, channelWebhooksRouter, toolsRouter, conversationThreadsRouter, conversationModeRouter, conversationEventsRouter, conversationMessagesRouter, conversationRoutesRouter, agentsRouter, presetsRouter, checkpointsRouter, conversationConfigsRouter, conversationPersonsRouter, statesRouter, stateRecordsRouter, stateAttachmentsRouter, stateTemplatesRouter, statePendingSavesRouter]) app.route("/", router);
+  for (const router of [healthRouter, openapiRouter, authRouter, resourcesRouter, channelsRouter, channelWebhooksRouter, toolsRouter, conversationThreadsRouter, conversationModeRouter, conversationEventsRouter, conversationMessagesRouter, conversationRoutesRouter, agentsRouter, presetsRouter, checkpointsRouter, conversationConfigsRouter, conversationPersonsRouter, statesRouter, stateRecordsRouter, stateAttachmentsRouter, stateTemplatesRouter, statePendingSavesRouter, notificationsRouter, connectorsRouter, marketplaceRouter]) app.route("/", router);
 
   app.notFound((c) => {
     const allowed = methodsForPath(c.req.path);

@@ -26,3 +26,6 @@ export { BucketDirectory } from "../durable-objects/bucket-directory";
 export { IndexShard } from "../durable-objects/index-shard";
 export { PersonDirectory } from "../durable-objects/person-directory";
 export { StateStore } from "../durable-objects/state-store";
+export { NotificationFeed } from "../durable-objects/notification-feed";
+export { ConnectorConnection } from "../durable-objects/connector-connection";
+export { MarketplaceLock } from "../durable-objects/marketplace-lock";

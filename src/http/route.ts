@@ -9,10 +9,31 @@ import { authenticate, authorize, readCredential } from "../auth/principal";
 import type { Action } from "../auth/scopes";
 import type { AppEnv } from "./app-env";
 import { parseJsonBody, readRawBody } from "./body";
-import { notConfigured } from "./errors";
+import type { Settings } from "../settings/settings";
+import { type HttpError, notConfigured } from "./errors";
 import { parseOr400 } from "./validation";
 
 export type Method = "get" | "post" | "put" | "delete" | "patch";
+
+/**
+ * The stores a door can need, each with the setting that configures it. Without it the door
+ * answers 501 `<code>-not-configured` naming the variable to set (platform facts D).
+ */
+const STORES = {
+  conversations: { code: "conversations", message: "conversations backend not configured (set CONVERSATIONS_STORE_URL)", url: (s: Settings) => s.conversations.storeUrl },
+  states: { code: "states", message: "states store not configured (set STATES_STORE_URL)", url: (s: Settings) => s.states.storeUrl },
+  interactions: { code: "interactions", message: "interactions store not configured (set INTERACTIONS_STORE_URL)", url: (s: Settings) => s.notifications.storeUrl },
+  connectors: { code: "connectors", message: "connector store not configured (set CONNECTORS_STORE_URL)", url: (s: Settings) => s.connectors.storeUrl },
+  marketplace: { code: "marketplace", message: "marketplace store not configured (set MARKETPLACE_STORE_URL)", url: (s: Settings) => s.marketplace.storeUrl },
+} as const;
+
+export type StoreName = keyof typeof STORES;
+
+/** The 501 a door needing `store` answers when it is not configured; null when it is. */
+export function storeRefusal(store: StoreName, settings: Settings): HttpError | null {
+  const s = STORES[store];
+  return s.url(settings) ? null : notConfigured(s.code, s.message);
+}
 
 export type AuthSpec =
   | { public: true }
@@ -40,7 +61,7 @@ export interface RouteSpec<
   area: string;
   auth: AuthSpec;
   /** The store the door needs: without it the door answers 501 `<store>-not-configured`. */
-  store?: "conversations" | "states";
+  store?: StoreName;
   params?: P;
   query?: Q;
   body?: B;
@@ -121,12 +142,8 @@ export function addRoute<
         body = parseOr400(spec.body, parsed === undefined && spec.bodyOptional ? {} : parsed, "body");
       }
     }
-    if (spec.store === "conversations" && !settings.conversations.storeUrl) {
-      throw notConfigured("conversations", "conversations backend not configured (set CONVERSATIONS_STORE_URL)");
-    }
-    if (spec.store === "states" && !settings.states.storeUrl) {
-      throw notConfigured("states", "states store not configured (set STATES_STORE_URL)");
-    }
+    const refusal = spec.store ? storeRefusal(spec.store, settings) : null;
+    if (refusal) throw refusal;
     const result = await handler(c, { params, query, body, raw } as RouteInput<P, Q, B>);
     if (result instanceof Response) return result;
     return c.json({ data: result === undefined ? null : result }, (spec.status ?? 200) as 200);

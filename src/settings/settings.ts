@@ -5,7 +5,11 @@
  */
 import { DEFAULT_JQ_BUDGET, JQ_MAX_MEMORY_MB, JQ_MAX_STEPS, JQ_MIN_MEMORY_MB, JQ_MIN_STEPS, type JqBudget } from "../jq/budget";
 import { ALLOW_PRIVATE_HOSTS_SETTING } from "../net/address-guard";
+import { type ConnectorSettings, parseConnectorSettings } from "./connector-settings";
+import { type MarketplaceSettings, parseMarketplaceSettings } from "./marketplace-settings";
+import { type NotificationSettings, parseNotificationSettings } from "./notification-settings";
 import { ENV_NAME, SECRET_REFERENCE_ALLOWLIST_SETTING, isForbiddenReference, splitAllowlist } from "./secret-references";
+import { d1StoreUrl } from "./store-url";
 
 export interface ConversationSettings {
   storeUrl: string | null;
@@ -45,6 +49,12 @@ export interface Settings {
   conversations: ConversationSettings;
   /** `STATES_STORE_URL` (d1://BINDING): the states area's store; unset, its doors answer 501 `states-not-configured`. */
   states: { storeUrl: string | null };
+  /** The notifications sink (`INTERACTIONS_STORE_URL`, feed caps): src/settings/notification-settings.ts. */
+  notifications: NotificationSettings;
+  /** `CONNECTORS_*`: src/settings/connector-settings.ts. */
+  connectors: ConnectorSettings;
+  /** `MARKETPLACE_*`: src/settings/marketplace-settings.ts. */
+  marketplace: MarketplaceSettings;
   checkpoint: { provider: CheckpointProvider; ttlMinutes: number | null };
   /** `JQ_BUDGET_STEPS`, `JQ_BUDGET_MEMORY_MB`: what one jq run may use (src/jq/engine.ts). */
   jq: JqBudget;
@@ -217,18 +227,12 @@ export function parseSettings(env: Record<string, unknown>): SettingsResult {
   }
 
   const jq = parseJqBudget(env, errors);
+  const notifications = parseNotificationSettings(env, errors);
+  const connectors = parseConnectorSettings(env, errors);
+  const marketplace = parseMarketplaceSettings(env, errors);
 
   if (errors.length) return { ok: false, errors };
-  return { ok: true, settings: { jq, conversations: c, states, checkpoint: { provider, ttlMinutes }, outbound, secretReferences: { allowlist } } };
-}
-
-/** A `d1://BINDING` store setting: null when unset; an error when malformed or naming an unbound binding. */
-function d1StoreUrl(env: Record<string, unknown>, name: string, errors: string[]): string | null {
-  const url = str(env, name)?.trim();
-  if (!url) return null;
-  if (!/^d1:\/\/[A-Za-z_][A-Za-z0-9_]*$/.test(url)) errors.push(`${name} must name a D1 binding as d1://BINDING`);
-  else if (!(url.slice(5) in env)) errors.push(`${name} names a D1 binding that is not bound`);
-  return url;
+  return { ok: true, settings: { jq, conversations: c, states, notifications, connectors, marketplace, checkpoint: { provider, ttlMinutes }, outbound, secretReferences: { allowlist } } };
 }
 
 /** The jq budget settings: whole numbers within the bounds the engine can honour. */
