@@ -30,6 +30,11 @@ import { conversationPersonsRouter } from "./routers/conversation-persons";
 import { notificationsRouter } from "./routers/notifications";
 import { connectorsRouter } from "./routers/connectors";
 import { marketplaceRouter } from "./routers/marketplace";
+import { accessControlRouter } from "./routers/access-control";
+import { loginRouter } from "./routers/login";
+import { configRouter } from "./routers/config";
+import { systemRouter } from "./routers/system";
+import { backupRouter } from "./routers/backup";
 
 export function createApp(): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
@@ -47,7 +52,7 @@ export function createApp(): Hono<AppEnv> {
 
   // The operator routers come before the message routes: `/messages/search` must not be taken
   // for a message id by `/messages/{message_id}` (Hono answers with the first registered match).
-  for (const router of [healthRouter, openapiRouter, authRouter, resourcesRouter, channelsRouter, channelWebhooksRouter, toolsRouter, conversationThreadsRouter, conversationModeRouter, conversationEventsRouter, conversationMessagesRouter, conversationRoutesRouter, agentsRouter, presetsRouter, checkpointsRouter, conversationConfigsRouter, conversationPersonsRouter, statesRouter, stateRecordsRouter, stateAttachmentsRouter, stateTemplatesRouter, statePendingSavesRouter, notificationsRouter, connectorsRouter, marketplaceRouter]) app.route("/", router);
+  for (const router of [healthRouter, openapiRouter, authRouter, resourcesRouter, channelsRouter, channelWebhooksRouter, toolsRouter, conversationThreadsRouter, conversationModeRouter, conversationEventsRouter, conversationMessagesRouter, conversationRoutesRouter, agentsRouter, presetsRouter, checkpointsRouter, conversationConfigsRouter, conversationPersonsRouter, statesRouter, stateRecordsRouter, stateAttachmentsRouter, stateTemplatesRouter, statePendingSavesRouter, notificationsRouter, connectorsRouter, marketplaceRouter, accessControlRouter, loginRouter, configRouter, systemRouter, backupRouter]) app.route("/", router);
 
   app.notFound((c) => {
     const allowed = methodsForPath(c.req.path);
