@@ -1,5 +1,60 @@
-/** Placeholder for the notification feed object (issue 14); replaced by its implementation. */
+/**
+ * NotificationFeed: one object per notification feed (issue 14; platform-facts A1 "Internal
+ * sink"): `shared` and `identity:<user_id>`. A thin shell over the SQLite ring of
+ * src/notifications/feed-ring.ts; the contract is src/contracts/notification-rpc.ts.
+ *
+ * An identity feed has an idle TTL: each push moves its expiry (and the object's one alarm) to
+ * now + TTL, and the alarm deletes the object's whole storage once the feed has been idle that
+ * long, so an identity nobody writes to any more costs nothing. The shared feed never expires.
+ */
 import { DurableObject } from "cloudflare:workers";
+import type { FeedPush, NotificationFeedRpc } from "../src/contracts/notification-rpc";
 import type { Env } from "../src/env";
+import { clearEntries, createRing, expiresAt, insertTrimmed, newestAsJsonArray, ringExists, setExpiresAt } from "../src/notifications/feed-ring";
 
-export class NotificationFeed extends DurableObject<Env> {}
+export class NotificationFeed extends DurableObject<Env> implements NotificationFeedRpc {
+  /** The ring's tables exist (created by the first push; gone after an idle delete). */
+  private ready = false;
+
+  private get sql(): SqlStorage {
+    return this.ctx.storage.sql;
+  }
+
+  private expired(now: number): boolean {
+    const at = expiresAt(this.sql);
+    return at !== null && now >= at;
+  }
+
+  async push(notification: string, opts: FeedPush): Promise<void> {
+    if (!this.ready) {
+      createRing(this.sql);
+      this.ready = true;
+    }
+    const now = Date.now();
+    // Idle past its TTL but not yet deleted (the alarm is late): the old entries are gone already.
+    if (this.expired(now)) clearEntries(this.sql);
+    insertTrimmed(this.sql, notification, opts.cap);
+    if (opts.idleTtlMs !== null) {
+      const at = now + opts.idleTtlMs;
+      setExpiresAt(this.sql, at);
+      await this.ctx.storage.setAlarm(at);
+    }
+  }
+
+  async list(limit: number): Promise<string> {
+    if (!this.ready && !ringExists(this.sql)) return "[]";
+    this.ready = true;
+    if (this.expired(Date.now())) return "[]";
+    return newestAsJsonArray(this.sql, limit);
+  }
+
+  /** Deletes an identity feed idle past its TTL; a push since the alarm was set moved it later. */
+  override async alarm(): Promise<void> {
+    if (!this.ready && !ringExists(this.sql)) return;
+    const at = expiresAt(this.sql);
+    if (at === null) return;
+    if (Date.now() < at) return void (await this.ctx.storage.setAlarm(at));
+    await this.ctx.storage.deleteAll();
+    this.ready = false;
+  }
+}

@@ -1,0 +1,49 @@
+/**
+ * One notification feed as a SQLite ring (the storage part of the NotificationFeed object).
+ *
+ * Entries are JSON texts keyed by an increasing `seq`; an insert deletes every entry older than
+ * the newest `cap` by one range delete on the primary key, so a feed never holds more than its
+ * cap and a write costs the same at any volume. A read is one `ORDER BY seq DESC LIMIT` on the
+ * primary key. The optional `expires_at` (meta) is an identity feed's idle expiry: reads treat an
+ * expired feed as empty even before its alarm has deleted it.
+ *
+ * The tables are created on the first push, never by a read, so reading a feed that was never
+ * written (or was deleted when idle) leaves the object empty.
+ */
+
+export function ringExists(sql: SqlStorage): boolean {
+  return sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'entries'").toArray().length > 0;
+}
+
+export function createRing(sql: SqlStorage): void {
+  sql.exec("CREATE TABLE IF NOT EXISTS entries (seq INTEGER PRIMARY KEY, body TEXT NOT NULL)");
+  sql.exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
+}
+
+/** Inserts `body` as the newest entry and drops everything older than the newest `cap`. */
+export function insertTrimmed(sql: SqlStorage, body: string, cap: number): void {
+  // An INTEGER PRIMARY KEY takes max(seq) + 1, and the newest entry is never deleted, so seq only grows.
+  const { seq } = sql.exec<{ seq: number }>("INSERT INTO entries (body) VALUES (?) RETURNING seq", body).one();
+  sql.exec("DELETE FROM entries WHERE seq <= ?", seq - cap);
+}
+
+/** The newest `limit` entries, newest first, as one JSON array text. */
+export function newestAsJsonArray(sql: SqlStorage, limit: number): string {
+  const rows = sql.exec<{ body: string }>("SELECT body FROM entries ORDER BY seq DESC LIMIT ?", limit).toArray();
+  return `[${rows.map((r) => r.body).join(",")}]`;
+}
+
+/** Empties the feed (an expired feed pushed to again before its alarm ran starts afresh). */
+export function clearEntries(sql: SqlStorage): void {
+  sql.exec("DELETE FROM entries");
+}
+
+/** The idle expiry (epoch ms), or null when the feed does not expire. */
+export function expiresAt(sql: SqlStorage): number | null {
+  const row = sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'expires_at'").toArray()[0];
+  return row ? Number(row.value) : null;
+}
+
+export function setExpiresAt(sql: SqlStorage, atMs: number): void {
+  sql.exec("INSERT INTO meta (key, value) VALUES ('expires_at', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", String(atMs));
+}

@@ -1,0 +1,31 @@
+/**
+ * The internal notifications sink (platform-facts A1 "Internal sink"): every recorded notification
+ * goes to the shared feed, and one with an `audience` also to that identity's own feed. Each feed
+ * is its own NotificationFeed object (src/contracts/notification-rpc.ts), so a busy identity never
+ * waits behind another, and the shared feed's writes are one small SQLite insert each.
+ */
+import { type FeedPush, SHARED_FEED, identityFeed, notificationFeedStub } from "../contracts/notification-rpc";
+import type { Env } from "../env";
+import type { NotificationSettings } from "../settings/notification-settings";
+import type { Notification } from "./schemas";
+
+/**
+ * Records `n` to the shared feed and, when it has an audience, to that identity's feed. The two
+ * objects are written side by side: they are separate objects, so the pair is not one
+ * transaction; a failure of either rejects (the door then answers 500 and logs it).
+ */
+export async function recordNotification(env: Env, s: NotificationSettings, n: Notification): Promise<void> {
+  const text = JSON.stringify(n);
+  const shared: FeedPush = { cap: s.feedMax, idleTtlMs: null };
+  const writes = [notificationFeedStub(env, SHARED_FEED).push(text, shared)];
+  if (n.audience !== undefined) {
+    writes.push(notificationFeedStub(env, identityFeed(n.audience)).push(text, { cap: s.feedMax, idleTtlMs: s.identityFeedTtlSeconds * 1000 }));
+  }
+  await Promise.all(writes);
+}
+
+/** The feed a reader sees, newest first, as one JSON array text. */
+export function readFeed(env: Env, s: NotificationSettings, feed: { kind: "shared" } | { kind: "identity"; user_id: string }): Promise<string> {
+  const name = feed.kind === "shared" ? SHARED_FEED : identityFeed(feed.user_id);
+  return notificationFeedStub(env, name).list(s.feedMax);
+}
