@@ -1,5 +1,60 @@
-/** Placeholder for the fleet marketplace lock object (issue 14); replaced by its implementation. */
+/**
+ * MarketplaceLock: the deployment's one fleet lock for marketplace writes (issue 14). A thin shell
+ * over the pure lease policy of src/marketplace/lease.ts: one SQLite row holds the lease, and each
+ * verb reads and writes it in one synchronous block, so two callers can never both win. The clock
+ * is the object's own, one clock for every lease. The contract is src/contracts/marketplace-rpc.ts.
+ */
 import { DurableObject } from "cloudflare:workers";
+import type { AcquireDecision, LockLease, MarketplaceLockRpc } from "../src/contracts/marketplace-rpc";
 import type { Env } from "../src/env";
+import { decideAcquire, decideRenew, isLive, mayRelease } from "../src/marketplace/lease";
 
-export class MarketplaceLock extends DurableObject<Env> {}
+type Row = { holder: string; operation: string; acquired_at: number; expires_at: number };
+
+export class MarketplaceLock extends DurableObject<Env> implements MarketplaceLockRpc {
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    ctx.storage.sql.exec(
+      "CREATE TABLE IF NOT EXISTS lease (id INTEGER PRIMARY KEY CHECK (id = 1), holder TEXT NOT NULL, operation TEXT NOT NULL, acquired_at INTEGER NOT NULL, expires_at INTEGER NOT NULL)",
+    );
+  }
+
+  private read(): LockLease | null {
+    const row = this.ctx.storage.sql.exec<Row>("SELECT holder, operation, acquired_at, expires_at FROM lease WHERE id = 1").toArray()[0];
+    return row ? { holder: row.holder, operation: row.operation, acquired_at: Number(row.acquired_at), expires_at: Number(row.expires_at) } : null;
+  }
+
+  private write(lease: LockLease): void {
+    this.ctx.storage.sql.exec(
+      `INSERT INTO lease (id, holder, operation, acquired_at, expires_at) VALUES (1, ?, ?, ?, ?)
+       ON CONFLICT(id) DO UPDATE SET holder = excluded.holder, operation = excluded.operation, acquired_at = excluded.acquired_at, expires_at = excluded.expires_at`,
+      lease.holder,
+      lease.operation,
+      lease.acquired_at,
+      lease.expires_at,
+    );
+  }
+
+  async acquire(holder: string, operation: string, leaseMs: number): Promise<AcquireDecision> {
+    const decision = decideAcquire(this.read(), holder, operation, leaseMs, Date.now());
+    if (decision.ok) this.write(decision.lease);
+    return decision;
+  }
+
+  async renew(holder: string, leaseMs: number): Promise<LockLease | null> {
+    const lease = decideRenew(this.read(), holder, leaseMs, Date.now());
+    if (lease) this.write(lease);
+    return lease;
+  }
+
+  async release(holder: string): Promise<boolean> {
+    if (!mayRelease(this.read(), holder)) return false;
+    this.ctx.storage.sql.exec("DELETE FROM lease WHERE id = 1");
+    return true;
+  }
+
+  async current(): Promise<LockLease | null> {
+    const lease = this.read();
+    return isLive(lease, Date.now()) ? lease : null;
+  }
+}

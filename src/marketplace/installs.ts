@@ -1,0 +1,76 @@
+/** The install store's reads (D1 `marketplace_installs`, `marketplace_owned`; migrations/0011). */
+import { z } from "zod";
+import { validStored } from "../store/parse-stored";
+import { DECLARATION_KINDS, type DeclarationKind, DeclarationNames } from "./contract";
+
+export const InstalledPlugin = z.object({
+  ref: z.string(),
+  namespace: z.string(),
+  name: z.string(),
+  version: z.string(),
+  installed_at: z.string(),
+  updated_at: z.string(),
+  /** What the plugin owns, by kind (sorted names). */
+  declarations: DeclarationNames,
+});
+export type InstalledPlugin = z.infer<typeof InstalledPlugin>;
+
+export interface OwnedDeclaration {
+  kind: DeclarationKind;
+  name: string;
+}
+
+type InstallRow = { ref: string; namespace: string; name: string; version: string; installed_at: string; updated_at: string };
+type OwnedRow = { kind: string; name: string; ref: string };
+
+const OwnedKind = z.enum(DECLARATION_KINDS.map((k) => k.kind) as [DeclarationKind, ...DeclarationKind[]]);
+
+function owned(rows: OwnedRow[]): Array<OwnedDeclaration & { ref: string }> {
+  return rows.map((r) => ({ kind: validStored(OwnedKind, r.kind, "marketplace_owned row"), name: r.name, ref: r.ref }));
+}
+
+function namesOf(items: OwnedDeclaration[]): DeclarationNames {
+  const pick = (kind: DeclarationKind) => items.filter((o) => o.kind === kind).map((o) => o.name).sort();
+  return { http_tools: pick("http_tool"), agents: pick("agent"), presets: pick("preset") };
+}
+
+function toInstalled(r: InstallRow, items: OwnedDeclaration[]): InstalledPlugin {
+  return { ref: r.ref, namespace: r.namespace, name: r.name, version: r.version, installed_at: r.installed_at, updated_at: r.updated_at, declarations: namesOf(items) };
+}
+
+const INSTALL_COLUMNS = "ref, namespace, name, version, installed_at, updated_at";
+
+/** Every installed plugin with what it owns, by ref (two statements, one round trip). */
+export async function listInstalled(db: D1Database): Promise<InstalledPlugin[]> {
+  const [installs, ownedRows] = await db.batch<InstallRow | OwnedRow>([
+    db.prepare(`SELECT ${INSTALL_COLUMNS} FROM marketplace_installs ORDER BY ref`),
+    db.prepare("SELECT kind, name, ref FROM marketplace_owned"),
+  ]);
+  const all = owned(ownedRows.results as OwnedRow[]);
+  return (installs.results as InstallRow[]).map((r) => toInstalled(r, all.filter((o) => o.ref === r.ref)));
+}
+
+/** One installed plugin, or null. */
+export async function getInstalled(db: D1Database, ref: string): Promise<InstalledPlugin | null> {
+  const [installs, ownedRows] = await db.batch<InstallRow | OwnedRow>([
+    db.prepare(`SELECT ${INSTALL_COLUMNS} FROM marketplace_installs WHERE ref = ?`).bind(ref),
+    db.prepare("SELECT kind, name, ref FROM marketplace_owned WHERE ref = ?").bind(ref),
+  ]);
+  const row = (installs.results as InstallRow[])[0];
+  return row ? toInstalled(row, owned(ownedRows.results as OwnedRow[])) : null;
+}
+
+/** Installed versions by ref (for the registry reads' `installed_version`). */
+export async function installedVersions(db: D1Database): Promise<Map<string, string>> {
+  const { results } = await db.prepare("SELECT ref, version FROM marketplace_installs").all<{ ref: string; version: string }>();
+  return new Map(results.map((r) => [r.ref, r.version]));
+}
+
+/** The flat owned list of one installed plugin. */
+export function ownedList(p: InstalledPlugin): OwnedDeclaration[] {
+  return [
+    ...p.declarations.http_tools.map((name) => ({ kind: "http_tool" as const, name })),
+    ...p.declarations.agents.map((name) => ({ kind: "agent" as const, name })),
+    ...p.declarations.presets.map((name) => ({ kind: "preset" as const, name })),
+  ];
+}
