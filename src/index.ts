@@ -3,6 +3,7 @@ import { createApp } from "./app";
 import type { Env } from "./env";
 import { pruneThrottle } from "./auth/throttle";
 import { pruneIndexes } from "./bridge/indexes";
+import { pruneStarts } from "./connectors/starts";
 import { settingsFor } from "./settings/settings";
 import { pruneStates } from "./states/declarations";
 import { applyDueSaves } from "./states/pending-saves";
@@ -16,7 +17,9 @@ export default {
     const settings = settingsFor(env);
     // States are swept only where the states store is on (its doors answer 501 otherwise).
     const states = settings.ok && settings.settings.states.storeUrl ? Promise.all([pruneStates(env, now), applyDueSaves(env, now)]) : Promise.resolve();
-    ctx.waitUntil(Promise.all([pruneThrottle(env.DB, now), pruneIndexes(env.DB, now), states]));
+    // Expired OAuth starts of the connectors area (each start also prunes them; this covers quiet periods).
+    const connectors = settings.ok && settings.settings.connectors.storeUrl ? pruneStarts(env.DB, now) : Promise.resolve();
+    ctx.waitUntil(Promise.all([pruneThrottle(env.DB, now), pruneIndexes(env.DB, now), states, connectors]));
   },
 } satisfies ExportedHandler<Env>;
 

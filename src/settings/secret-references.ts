@@ -16,8 +16,11 @@ export const SECRET_REFERENCE_ALLOWLIST_SETTING = "SECRET_REFERENCE_ALLOWLIST";
 /** Names starting with this are referenceable without being listed. */
 export const SECRET_PREFIX = "SECRET_";
 
-/** Prefixes of the service's own settings and of channel secrets: never referenceable. */
-const FORBIDDEN_PREFIXES = ["CONVERSATIONS_", "ACCESS_CONTROL_", "LLM_PROVIDER_", "OUTBOUND_", "JQ_", "CHANNEL_"];
+/**
+ * Prefixes of the service's own settings and of channel secrets: never referenceable. `SETTINGS_`
+ * and `CONNECTORS_` hold the keys sealing the settings overlay and connector tokens at rest.
+ */
+const FORBIDDEN_PREFIXES = ["CONVERSATIONS_", "ACCESS_CONTROL_", "LLM_PROVIDER_", "OUTBOUND_", "JQ_", "CHANNEL_", "SETTINGS_", "CONNECTORS_"];
 
 /** Exact names never referenceable: the allowlist itself and the Worker's bindings. */
 const FORBIDDEN_NAMES: ReadonlySet<string> = new Set([

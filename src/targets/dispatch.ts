@@ -7,10 +7,11 @@
  * name schema locations, statuses and env var names, never kwargs values or resolved secrets.
  */
 import { authorizeTurn } from "../auth/pass-role";
+import { ConnectionRefError, connectionHeaderValue } from "../connectors/token-resolution";
 import { MAX_BODY_BYTES } from "../http/body";
 import { checkJsonBounds } from "../http/bounded-json";
 import type { ExecutionKeyRef, TargetContext } from "./context";
-import { EnvRefError, resolveHeaders } from "./env-refs";
+import { EnvRefError, resolveCallHeaders } from "./env-refs";
 import { checkAgainstSchema } from "./json-schema";
 import { callJsonEndpoint } from "./outbound";
 import { mergeKwargs } from "./presets/model";
@@ -54,9 +55,10 @@ function invalid(problems: string[]): DispatchResult {
 async function runHttpTool(ctx: TargetContext, tool: BaseTool & { kind: "http" }, kwargs: Record<string, unknown>, timeoutMs: number): Promise<DispatchResult> {
   let headers: Record<string, string>;
   try {
-    headers = resolveHeaders(ctx.env, tool.tool.headers);
+    // A connection header costs one call to its object (two when the token must be refreshed).
+    headers = await resolveCallHeaders(ctx.env, tool.tool.headers, (ref) => connectionHeaderValue(ctx, ref));
   } catch (err) {
-    if (err instanceof EnvRefError) return fail("tool_error", err.message);
+    if (err instanceof EnvRefError || err instanceof ConnectionRefError) return fail("tool_error", err.message);
     throw err;
   }
   const r = await callJsonEndpoint(ctx.fetch, {

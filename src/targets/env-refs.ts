@@ -2,8 +2,13 @@
  * Secrets by reference: a declaration stores `{"env": "VAR"}`, never the secret, and the value
  * is read from the Worker's env at call time. Resolved values must never reach a read, an error
  * message or a log line; views show the reference (or a redaction for literal values).
+ *
+ * A header value may also name a connector connection, `{"connection": "<id>", "format"?}`
+ * (src/connectors/header-ref.ts): its access token is resolved at call time from the connection's
+ * object (resolveCallHeaders), never stored with the declaration.
  */
 import { z } from "zod";
+import { type ConnectionRef, connectionRefSchema, connectionRefView } from "../connectors/header-ref";
 import { type EnvVars, envVar } from "../env";
 import { REFERENCE_RULE, SECRET_REFERENCE_ALLOWLIST_SETTING, isReferenceable, splitAllowlist } from "../settings/secret-references";
 
@@ -22,6 +27,7 @@ export const headerValueSchema = z.union([
     .max(8192)
     .refine((v) => !/[\r\n\0]/.test(v), { message: "must not contain CR, LF or NUL" }),
   envRefSchema,
+  connectionRefSchema,
 ]);
 
 export const headersSchema = z
@@ -38,10 +44,10 @@ export type HeaderSpec = z.infer<typeof headersSchema>;
 /** What a read shows for a literal header value: the value itself is write-only. */
 export const REDACTED = "<redacted>";
 
-/** The declaration's headers as any read shows them: env references as-is, literals redacted. */
-export function redactHeaders(headers: HeaderSpec): Record<string, string | EnvRef> {
-  const out: Record<string, string | EnvRef> = {};
-  for (const [name, v] of Object.entries(headers)) out[name] = typeof v === "string" ? REDACTED : { env: v.env };
+/** The declaration's headers as any read shows them: env and connection references as-is, literals redacted. */
+export function redactHeaders(headers: HeaderSpec): Record<string, string | EnvRef | ConnectionRef> {
+  const out: Record<string, string | EnvRef | ConnectionRef> = {};
+  for (const [name, v] of Object.entries(headers)) out[name] = typeof v === "string" ? REDACTED : "env" in v ? { env: v.env } : connectionRefView(v);
   return out;
 }
 
@@ -67,7 +73,12 @@ export function refusedReferences(refs: Array<{ field: string; ref: EnvRef }>, a
 
 /** The env references among `headers`, each with the field that holds it under `prefix`. */
 export function headerReferences(headers: HeaderSpec, prefix: string): Array<{ field: string; ref: EnvRef }> {
-  return Object.entries(headers).flatMap(([name, v]) => (typeof v === "string" ? [] : [{ field: `${prefix}.${name}`, ref: v }]));
+  return Object.entries(headers).flatMap(([name, v]) => (typeof v === "string" || !("env" in v) ? [] : [{ field: `${prefix}.${name}`, ref: v }]));
+}
+
+/** The connection references among `headers`, each with the field that holds it under `prefix`. */
+export function headerConnections(headers: HeaderSpec, prefix: string): Array<{ field: string; connection: string }> {
+  return Object.entries(headers).flatMap(([name, v]) => (typeof v !== "string" && "connection" in v ? [{ field: `${prefix}.${name}`, connection: v.connection }] : []));
 }
 
 /** The 400 message for refused references (body fields named, values never). */
@@ -89,9 +100,26 @@ export function resolveEnvRef(env: EnvVars, ref: EnvRef): string {
   return v;
 }
 
-/** Resolves every header at call time. */
+/**
+ * Resolves literal and env-referenced headers (synchronous). A connection reference needs its
+ * object, so only resolveCallHeaders resolves it; meeting one here is a caller's bug.
+ */
 export function resolveHeaders(env: EnvVars, headers: HeaderSpec): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [name, v] of Object.entries(headers)) out[name] = typeof v === "string" ? v : resolveEnvRef(env, v);
+  for (const [name, v] of Object.entries(headers)) {
+    if (typeof v === "string") out[name] = v;
+    else if ("env" in v) out[name] = resolveEnvRef(env, v);
+    else throw new Error("a connection header needs resolveCallHeaders");
+  }
+  return out;
+}
+
+/**
+ * Resolves every header at call time: literals, env references, and connection references
+ * through `connection` (src/connectors/token-resolution.ts), which may refresh the token.
+ */
+export async function resolveCallHeaders(env: EnvVars, headers: HeaderSpec, connection: (ref: ConnectionRef) => Promise<string>): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const [name, v] of Object.entries(headers)) out[name] = typeof v === "string" ? v : "env" in v ? resolveEnvRef(env, v) : await connection(v);
   return out;
 }

@@ -1,10 +1,11 @@
 /** Agents declared in D1 (decisions §4): `POST /api/agents-config/entries`. */
 import { z } from "zod";
+import { assertConnectionsExist, assertConnectorStoreFor } from "../../connectors/references";
 import type { EnvVars } from "../../env";
 import { HttpError, badRequest, conflict } from "../../http/errors";
 import type { Settings } from "../../settings/settings";
 import { parseStored, validStored } from "../../store/parse-stored";
-import { type EnvRef, envRefSchema, headerReferences, headersSchema, redactHeaders, refusedReferences, refusedReferencesMessage } from "../env-refs";
+import { type EnvRef, envRefSchema, headerConnections, headerReferences, headersSchema, redactHeaders, refusedReferences, refusedReferencesMessage } from "../env-refs";
 import { targetNameSchema } from "../names";
 import { assertDeclaredUrl, endpointUrlSchema } from "../urls";
 
@@ -53,8 +54,9 @@ export type DeclaredAgent = AgentDeclaration & { created_at: string; updated_at:
 /**
  * The checks a declaration needs the settings for (so not in the schema, which also reads
  * stored rows): the outbound address guard on `config.base_url` / `config.url` and the
- * secret-reference scope of `config.api_key` and every `{"env"}` header. Each refusal is a 400
- * naming the field, never the URL or variable.
+ * secret-reference scope of `config.api_key` and every `{"env"}` header, and the connector store a
+ * `{"connection"}` header needs (the connection's existence is checked by upsertDeclaredAgent).
+ * Each refusal is a 400 naming the field, never the URL or variable.
  */
 export function checkAgentDeclaration(d: AgentDeclaration, settings: Settings, env: EnvVars): void {
   let refs: Array<{ field: string; ref: EnvRef }>;
@@ -67,6 +69,7 @@ export function checkAgentDeclaration(d: AgentDeclaration, settings: Settings, e
   }
   const refused = refusedReferences(refs, settings.secretReferences.allowlist, env);
   if (refused.length) throw badRequest(refusedReferencesMessage(refused));
+  if (d.kind === "http") assertConnectorStoreFor(headerConnections(d.config.headers, "config.headers"), settings);
 }
 
 /** A declaration as reads show it: env references as-is, literal header values redacted. */
@@ -105,9 +108,10 @@ export async function listDeclaredAgents(db: D1Database): Promise<DeclaredAgent[
   return results.map(toAgent);
 }
 
-/** Creates or replaces a declaration; a built-in agent's name is 409. */
+/** Creates or replaces a declaration; a built-in agent's name is 409, a `{"connection"}` header naming no connection 400. */
 export async function upsertDeclaredAgent(db: D1Database, d: AgentDeclaration, nowIso: string): Promise<{ created: boolean; agent: DeclaredAgent }> {
   if (BUILTIN_AGENT_NAMES.has(d.title)) throw conflict("title is the name of a built-in agent");
+  if (d.kind === "http") await assertConnectionsExist(db, headerConnections(d.config.headers, "config.headers"));
   const existed = (await db.prepare("SELECT 1 AS one FROM agent_declarations WHERE title = ?").bind(d.title).first()) !== null;
   const row = await db
     .prepare(

@@ -3,8 +3,9 @@
  * `{text}` (`{text: null}` is silence). It keeps no memory here; the endpoint owns its own.
  */
 import { z } from "zod";
+import { ConnectionRefError, connectionHeaderValue } from "../../connectors/token-resolution";
 import type { TargetContext } from "../context";
-import { EnvRefError, resolveHeaders } from "../env-refs";
+import { EnvRefError, resolveCallHeaders } from "../env-refs";
 import { callJsonEndpoint } from "../outbound";
 import type { HttpAgentConfig } from "./declarations";
 import { AgentError, type Emit, toAnswer } from "./events";
@@ -19,9 +20,9 @@ export async function runHttpAgent(
 ): Promise<string | null> {
   let headers: Record<string, string>;
   try {
-    headers = resolveHeaders(ctx.env, config.headers);
+    headers = await resolveCallHeaders(ctx.env, config.headers, (ref) => connectionHeaderValue(ctx, ref));
   } catch (err) {
-    if (err instanceof EnvRefError) throw new AgentError(err.message);
+    if (err instanceof EnvRefError || err instanceof ConnectionRefError) throw new AgentError(err.message);
     throw err;
   }
   const r = await callJsonEndpoint(ctx.fetch, {

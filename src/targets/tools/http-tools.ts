@@ -1,10 +1,11 @@
 /** HTTP tools declared in D1 (decisions §4): `POST /api/tools-config/entries`. */
 import { z } from "zod";
+import { assertConnectionsExist, assertConnectorStoreFor } from "../../connectors/references";
 import type { EnvVars } from "../../env";
 import { HttpError, badRequest, conflict } from "../../http/errors";
 import { parseStored } from "../../store/parse-stored";
 import type { Settings } from "../../settings/settings";
-import { headerReferences, headersSchema, redactHeaders, refusedReferences, refusedReferencesMessage } from "../env-refs";
+import { headerConnections, headerReferences, headersSchema, redactHeaders, refusedReferences, refusedReferencesMessage } from "../env-refs";
 import { type JsonSchema, inputSchemaSchema } from "../json-schema";
 import { targetNameSchema } from "../names";
 import { assertDeclaredUrl, endpointUrlSchema } from "../urls";
@@ -31,13 +32,16 @@ export type HttpToolDeclaration = z.infer<typeof httpToolDeclarationSchema>;
 
 /**
  * The checks a declaration needs the settings for (so not in the schema, which also reads
- * stored rows): the outbound address guard on `url` and the secret-reference scope of every
- * `{"env"}` header. Each refusal is a 400 naming the field, never the URL or variable.
+ * stored rows): the outbound address guard on `url`, the secret-reference scope of every
+ * `{"env"}` header, and the connector store a `{"connection"}` header needs (that the connection
+ * exists is checked by upsertHttpTool, which reads D1). Each refusal is a 400 naming the field,
+ * never the URL or variable.
  */
 export function checkHttpToolDeclaration(d: HttpToolDeclaration, settings: Settings, env: EnvVars): void {
   assertDeclaredUrl("url", d.url, settings);
   const refused = refusedReferences(headerReferences(d.headers, "headers"), settings.secretReferences.allowlist, env);
   if (refused.length) throw badRequest(refusedReferencesMessage(refused));
+  assertConnectorStoreFor(headerConnections(d.headers, "headers"), settings);
 }
 
 /** What a row's `spec` column holds. */
@@ -69,7 +73,7 @@ export const httpToolViewSchema = z.object({
   description: z.string(),
   url: z.string(),
   method: z.string(),
-  headers: z.record(z.string(), z.union([z.string(), z.object({ env: z.string() })])),
+  headers: z.record(z.string(), z.union([z.string(), z.object({ env: z.string() }), z.object({ connection: z.string(), format: z.string().optional() })])),
   input_schema: z.record(z.string(), z.unknown()).nullable(),
   timeout_seconds: z.number(),
   created_at: z.string(),
@@ -114,10 +118,11 @@ export async function listHttpTools(db: D1Database): Promise<HttpTool[]> {
 /**
  * Creates or replaces a declaration. A built-in's name is refused (409); so is a preset's, and
  * that check sits in the same statement as the write so a concurrent preset create cannot slip
- * between them.
+ * between them. A `{"connection"}` header must name an existing connection (400).
  */
 export async function upsertHttpTool(db: D1Database, d: HttpToolDeclaration, nowIso: string): Promise<{ created: boolean; tool: HttpTool }> {
   if (isBuiltinTool(d.title)) throw conflict("title is the name of a built-in tool");
+  await assertConnectionsExist(db, headerConnections(d.headers, "headers"));
   const existed = (await db.prepare("SELECT 1 AS one FROM tool_declarations WHERE title = ?").bind(d.title).first()) !== null;
   const spec = JSON.stringify({
     url: d.url,

@@ -1,0 +1,160 @@
+/**
+ * The connections listing (D1 `connector_connections`) and the connection view (docs/connectors.md
+ * "Connections"). The listing holds who owns a connection, its provider, its sub-services and the
+ * scopes asked for; the tokens and their health live in the connection's own object, which the
+ * view asks for its health. No view ever carries a token.
+ *
+ * Who sees what: an admin sees and manages every connection; any other caller only the
+ * connections it started itself (its key's `user_id` owns them). Another's connection reads as
+ * absent (404), so its existence is not revealed.
+ */
+import { z } from "zod";
+import type { ConnectionHealth } from "../contracts/connection-rpc";
+
+export interface ConnectionRow {
+  connection_id: string;
+  owner_user_id: string;
+  provider_id: string;
+  sub_services: string[];
+  scopes: string[];
+  created_at: string;
+  updated_at: string;
+}
+
+export interface Caller {
+  user_id: string;
+  admin: boolean;
+}
+
+export const HealthView = z.object({
+  status: z.enum(["connected", "expired", "reconnect_required", "missing"]),
+  access_token_expires_at: z.string().nullable(),
+  refreshable: z.boolean(),
+  last_refreshed_at: z.string().nullable(),
+  last_error: z.string().nullable(),
+  granted_scope: z.string().nullable(),
+});
+
+export const ConnectionView = z.object({
+  connection_id: z.string(),
+  provider_id: z.string(),
+  owner_user_id: z.string(),
+  sub_services: z.array(z.string()),
+  scopes: z.array(z.string()),
+  health: HealthView,
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+export type ConnectionView = z.infer<typeof ConnectionView>;
+
+/** The view of a row with its object's health: picked field by field. */
+export function connectionView(row: ConnectionRow, health: ConnectionHealth): ConnectionView {
+  return {
+    connection_id: row.connection_id,
+    provider_id: row.provider_id,
+    owner_user_id: row.owner_user_id,
+    sub_services: [...row.sub_services],
+    scopes: [...row.scopes],
+    health: {
+      status: health.status,
+      access_token_expires_at: health.access_token_expires_at,
+      refreshable: health.refreshable,
+      last_refreshed_at: health.last_refreshed_at,
+      last_error: health.last_error,
+      granted_scope: health.granted_scope,
+    },
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+export function visibleTo(row: ConnectionRow, caller: Caller): boolean {
+  return caller.admin || row.owner_user_id === caller.user_id;
+}
+
+type Raw = Omit<ConnectionRow, "sub_services" | "scopes"> & { sub_services: string; scopes: string };
+
+const COLUMNS = "connection_id, owner_user_id, provider_id, sub_services, scopes, created_at, updated_at";
+
+function stringList(text: string): string[] {
+  try {
+    const v: unknown = JSON.parse(text);
+    return Array.isArray(v) ? v.filter((s): s is string => typeof s === "string") : [];
+  } catch {
+    return [];
+  }
+}
+
+function toRow(r: Raw): ConnectionRow {
+  return { ...r, sub_services: stringList(r.sub_services), scopes: stringList(r.scopes) };
+}
+
+export async function getConnection(db: D1Database, connectionId: string): Promise<ConnectionRow | null> {
+  const r = await db.prepare(`SELECT ${COLUMNS} FROM connector_connections WHERE connection_id = ?`).bind(connectionId).first<Raw>();
+  return r ? toRow(r) : null;
+}
+
+/** A page of the connections `caller` may see (oldest first), with the full count. */
+export async function listConnections(db: D1Database, caller: Caller, filter: { provider_id?: string; owner_user_id?: string }, limit: number): Promise<{ rows: ConnectionRow[]; total: number }> {
+  const where: string[] = [];
+  const binds: unknown[] = [];
+  if (!caller.admin) {
+    where.push("owner_user_id = ?");
+    binds.push(caller.user_id);
+  }
+  if (filter.owner_user_id !== undefined) {
+    where.push("owner_user_id = ?");
+    binds.push(filter.owner_user_id);
+  }
+  if (filter.provider_id !== undefined) {
+    where.push("provider_id = ?");
+    binds.push(filter.provider_id);
+  }
+  const clause = where.length ? ` WHERE ${where.join(" AND ")}` : "";
+  const [page, count] = await db.batch([
+    db.prepare(`SELECT ${COLUMNS} FROM connector_connections${clause} ORDER BY created_at, rowid LIMIT ?`).bind(...binds, limit),
+    db.prepare(`SELECT COUNT(*) AS n FROM connector_connections${clause}`).bind(...binds),
+  ]);
+  return { rows: (page.results as Raw[]).map(toRow), total: Number((count.results[0] as { n: number }).n) };
+}
+
+export async function insertConnection(db: D1Database, row: ConnectionRow): Promise<void> {
+  await db
+    .prepare(`INSERT INTO connector_connections (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)`)
+    .bind(row.connection_id, row.owner_user_id, row.provider_id, JSON.stringify(row.sub_services), JSON.stringify(row.scopes), row.created_at, row.updated_at)
+    .run();
+}
+
+/** Sets a connection's sub-services and scopes; null when it no longer exists. */
+export async function updateConnection(db: D1Database, connectionId: string, subServices: string[], scopes: string[], nowIso: string): Promise<ConnectionRow | null> {
+  const r = await db
+    .prepare(`UPDATE connector_connections SET sub_services = ?, scopes = ?, updated_at = ? WHERE connection_id = ? RETURNING ${COLUMNS}`)
+    .bind(JSON.stringify(subServices), JSON.stringify(scopes), nowIso, connectionId)
+    .first<Raw>();
+  return r ? toRow(r) : null;
+}
+
+/** Removes a connection's listing row and its open authorizations; false when it was not listed. */
+export async function deleteConnection(db: D1Database, connectionId: string): Promise<boolean> {
+  const [res] = await db.batch([
+    db.prepare("DELETE FROM connector_connections WHERE connection_id = ?").bind(connectionId),
+    db.prepare("DELETE FROM connector_oauth_starts WHERE connection_id = ?").bind(connectionId),
+  ]);
+  return (res.meta.changes ?? 0) > 0;
+}
+
+/** Connection ids after `cursor` (ordered), for walks over every connection (re-sealing). */
+export async function connectionIdsAfter(db: D1Database, cursor: string, limit: number): Promise<string[]> {
+  const { results } = await db.prepare("SELECT connection_id FROM connector_connections WHERE connection_id > ? ORDER BY connection_id LIMIT ?").bind(cursor, limit).all<{ connection_id: string }>();
+  return results.map((r) => r.connection_id);
+}
+
+/** Which of `ids` are listed connections. */
+export async function existingConnectionIds(db: D1Database, ids: readonly string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const { results } = await db
+    .prepare(`SELECT connection_id FROM connector_connections WHERE connection_id IN (${ids.map(() => "?").join(", ")})`)
+    .bind(...ids)
+    .all<{ connection_id: string }>();
+  return new Set(results.map((r) => r.connection_id));
+}
