@@ -8,18 +8,10 @@
  */
 import { readStreamCapped } from "../http/body";
 import { checkOutboundUrl } from "../net/address-guard";
-import type { TokenGrant } from "../contracts/connection-rpc";
+import type { TokenClient, TokenGrant } from "../contracts/connection-rpc";
 import { withTimeout } from "../targets/timeout";
 
-/** The client side of a token request. */
-export interface TokenClient {
-  token_endpoint: string;
-  client_id: string;
-  client_secret: string;
-  client_auth: "client_secret_basic" | "client_secret_post";
-  allow_private_hosts: boolean;
-  timeout_ms: number;
-}
+export type { TokenClient };
 
 export type TokenRequest =
   | { grant_type: "authorization_code"; code: string; redirect_uri: string; code_verifier: string }

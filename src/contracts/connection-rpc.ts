@@ -34,9 +34,8 @@ export interface TokenGrant {
   scope: string | null;
 }
 
-/** What a refresh needs: the provider's token endpoint and the client's credentials. */
-export interface RefreshContext {
-  provider_id: string;
+/** The client side of a token request: the provider's token endpoint and the client's credentials. */
+export interface TokenClient {
   token_endpoint: string;
   client_id: string;
   client_secret: string;
@@ -44,6 +43,11 @@ export interface RefreshContext {
   /** settings.outbound.allowPrivateHosts: the address guard's policy for the token endpoint. */
   allow_private_hosts: boolean;
   timeout_ms: number;
+}
+
+/** What a refresh needs: the token client of the connection's provider. */
+export interface RefreshContext extends TokenClient {
+  provider_id: string;
 }
 
 /**

@@ -1,26 +1,11 @@
 /**
- * What a notification is made of, from a validated send body (pure): the rich part a channel
- * carries, and the record the sink stores (spec §2.8).
+ * What a notification stores, from a validated send body (pure): the record the sink keeps (spec
+ * §2.8). The part a channel carries is `richPartOf` (src/channels/rich/types.ts), shared with the
+ * operator send.
  */
-import type { RichPart } from "../channels/rich/types";
-import { isEmptyPart } from "../channels/rich/types";
 import type { Notification, NotificationSendBody } from "./schemas";
 
 const RICH_FIELDS = ["media", "location", "template", "options", "sections", "header", "footer", "schema"] as const;
-
-/** The body's rich fields as one part for the channel's rich sender; null when it has none. */
-export function richPartOf(b: NotificationSendBody): RichPart | null {
-  const part: RichPart = {};
-  if (b.media) part.media = b.media;
-  if (b.location) part.location = b.location;
-  if (b.template) part.template = b.template;
-  if (b.options) part.options = b.options;
-  if (b.sections) part.sections = b.sections;
-  if (b.header) part.header = b.header;
-  if (b.footer) part.footer = b.footer;
-  if (b.schema) part.schema = b.schema;
-  return isEmptyPart(part) ? null : part;
-}
 
 /**
  * The stored record: minted `id` and `created_at`, the message, the audience after the clamp, the

@@ -14,7 +14,7 @@ import { threadStub } from "../bridge/stubs";
 import type { PersonView } from "../contracts/person-rpc";
 import { adapterFor } from "../channels/registry";
 import { planOutbound } from "../channels/rich/outbound";
-import { type RichPart, isEmptyPart } from "../channels/rich/types";
+import { type RichPart, richPartOf } from "../channels/rich/types";
 import type { Env } from "../env";
 import { HttpError, badRequest } from "../http/errors";
 import type { Settings } from "../settings/settings";
@@ -22,20 +22,6 @@ import { agentKeepsMemory, appendAgentMemory } from "../targets/agents/run";
 import { createTargetContext } from "../targets/context";
 import type { OperatorSendBody } from "./schemas";
 import { guardThreadOnRoute, threadAddress } from "./thread-guard";
-
-/** The rich fields of the body as one part (absent fields stay absent). */
-export function richPartOf(b: OperatorSendBody): RichPart | null {
-  const part: RichPart = {};
-  if (b.media) part.media = b.media;
-  if (b.location) part.location = b.location;
-  if (b.template) part.template = b.template;
-  if (b.options) part.options = b.options;
-  if (b.sections) part.sections = b.sections;
-  if (b.header) part.header = b.header;
-  if (b.footer) part.footer = b.footer;
-  if (b.schema) part.schema = b.schema;
-  return isEmptyPart(part) ? null : part;
-}
 
 /**
  * Refusals that need the route's channel, decided before anything is written: a text needing more

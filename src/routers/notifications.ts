@@ -14,7 +14,8 @@ import { badRequest, forbidden } from "../http/errors";
 import { addRoute, storeRefusal } from "../http/route";
 import { clampAudience, feedOfReader } from "../notifications/audience";
 import { deliverChannelSend, prepareChannelSend } from "../notifications/channel-send";
-import { mintNotification, richPartOf } from "../notifications/record";
+import { richPartOf } from "../channels/rich/types";
+import { mintNotification } from "../notifications/record";
 import { NotificationFeedAnswer, NotificationSendBody } from "../notifications/schemas";
 import { readFeed, recordNotification } from "../notifications/sink";
 

@@ -29,7 +29,11 @@ export async function call<T = any>(method: string, path: string, opts: CallOpti
     body = JSON.stringify(opts.body);
     headers["content-type"] ??= "application/json";
   }
-  const res = await SELF.fetch(`${BASE}${path}`, { method, headers, body });
+  return readResult<T>(await SELF.fetch(`${BASE}${path}`, { method, headers, body }));
+}
+
+/** A response as a CallResult: the body parsed as JSON, or kept as text when it is not JSON. */
+export async function readResult<T = any>(res: Response): Promise<CallResult<T>> {
   const text = await res.text();
   let parsed: unknown = text;
   try {

@@ -5,7 +5,7 @@
  */
 import { env } from "cloudflare:test";
 import { answerOnly, fakeNetwork } from "../helpers/edge";
-import { BASE, type CallResult, fetchWithEnv, uniq } from "../helpers/http";
+import { BASE, type CallResult, fetchWithEnv, readResult, uniq } from "../helpers/http";
 
 export const REGISTRY_URL = "https://registry.fake/index.json";
 
@@ -47,12 +47,5 @@ export async function mcall<T = any>(method: string, path: string, opts: { key: 
     { ...env, MARKETPLACE_REGISTRY_URL: REGISTRY_URL, ...(opts.vars ?? {}) },
     new Request(`${BASE}${path}`, { method, headers, body: opts.body === undefined ? undefined : JSON.stringify(opts.body) }),
   );
-  const text = await res.text();
-  let body: unknown = text;
-  try {
-    body = text ? JSON.parse(text) : null;
-  } catch {
-    /* keep text */
-  }
-  return { status: res.status, body: body as T, headers: res.headers };
+  return readResult<T>(res);
 }

@@ -6,7 +6,8 @@
 import { describe, expect, it } from "vitest";
 import { clampAudience, feedOfReader } from "../../src/notifications/audience";
 import { compositionIssues } from "../../src/notifications/composition";
-import { mintNotification, richPartOf } from "../../src/notifications/record";
+import { richPartOf } from "../../src/channels/rich/types";
+import { mintNotification } from "../../src/notifications/record";
 import { NotificationSendBody } from "../../src/notifications/schemas";
 import { parseNotificationSettings } from "../../src/settings/notification-settings";
 

@@ -113,6 +113,23 @@ export function isEmptyPart(part: RichPart | null | undefined): boolean {
   return !part || requiredCapabilities(part).length === 0;
 }
 
+/**
+ * The rich fields of a send body (an operator send, a notification) as one part; absent fields stay
+ * absent and a body with none gives null. Bodies carry other fields too, which are left out.
+ */
+export function richPartOf(b: RichPart): RichPart | null {
+  const part: RichPart = {};
+  if (b.media) part.media = b.media;
+  if (b.location) part.location = b.location;
+  if (b.template) part.template = b.template;
+  if (b.options) part.options = b.options;
+  if (b.sections) part.sections = b.sections;
+  if (b.header) part.header = b.header;
+  if (b.footer) part.footer = b.footer;
+  if (b.schema) part.schema = b.schema;
+  return isEmptyPart(part) ? null : part;
+}
+
 /** One provider request of a rich part, as plain JSON (stable across re-drives). */
 export type RichStep = Record<string, unknown>;
 
