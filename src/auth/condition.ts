@@ -7,7 +7,7 @@ export interface ConditionInput {
   sub: string;
   scopes: string[];
   identity: { owner_user_id: string | null };
-  policy: { description: string; disabled: boolean; key_fingerprint: string };
+  policy: { description: string; disabled: boolean; key_fingerprint: string; role: string | null };
   request?: { method: string; path: string };
   system: { time: string };
 }
@@ -17,7 +17,7 @@ export function conditionInput(key: KeyRecord, now: Date, request?: { method: st
     sub: key.user_id,
     scopes: key.scopes,
     identity: { owner_user_id: key.owner_user_id },
-    policy: { description: key.description, disabled: key.disabled, key_fingerprint: key.key_fingerprint },
+    policy: { description: key.description, disabled: key.disabled, key_fingerprint: key.key_fingerprint, role: key.role },
     ...(request ? { request } : {}),
     system: { time: now.toISOString() },
   };

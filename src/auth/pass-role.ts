@@ -1,8 +1,8 @@
 import { HttpError, badRequest, forbidden } from "../http/errors";
 import { conditionAllows, conditionInput, conditionNeedsRequest } from "./condition";
+import { keyRunRefusal } from "./key-grants";
 import { type KeyRecord, type KeyWithOwner, findByUserId } from "./key-store";
 import type { Principal } from "./principal";
-import { grantsRun } from "./scopes";
 
 /**
  * Pass-role bind (spec §5.4, decisions §2): the caller may bind its own user_id or a key it
@@ -21,6 +21,14 @@ export async function bindExecutionKey(db: D1Database, caller: Principal, execut
   if (key!.condition && conditionNeedsRequest(key!.condition)) {
     throw badRequest("execution_key: its condition reads .request, which a turn does not have");
   }
+  // A role's condition bounds the turn as well (docs/access-control.md), and so does the owner's role's.
+  const owner = key!.owner_user_id ? await findByUserId(db, key!.owner_user_id) : null;
+  for (const holder of [key!, owner]) {
+    const roleCondition = holder?.role_def?.condition;
+    if (roleCondition && conditionNeedsRequest(roleCondition)) {
+      throw badRequest("execution_key: a role's condition reads .request, which a turn does not have");
+    }
+  }
   return key!.key_fingerprint;
 }
 
@@ -29,8 +37,10 @@ export type TurnAuthority = { ok: true; key: KeyRecord } | { ok: false; reason: 
 
 /**
  * The live turn authorizer: re-reads the bound key at fire time. Missing, disabled, re-minted
- * (fingerprint changed), owner gone or disabled, grant missing (own or owner's), or condition
- * not `true` each deny. The reason is for the admin-only `error` field, never for callers.
+ * (fingerprint changed), owner gone or disabled, grant missing (own or owner's), a role (own or
+ * owner's) that is gone or lacks the run's area, or a condition (the key's, its role's, the
+ * owner's role's) not `true` each deny. The roles come with the key in the same read
+ * (src/auth/key-store.ts). The reason is for the admin-only `error` field, never for callers.
  */
 export async function authorizeTurn(
   db: D1Database,
@@ -45,18 +55,38 @@ export async function authorizeTurn(
   if (!key) return { ok: false, reason: "execution key no longer exists" };
   if (key.disabled) return { ok: false, reason: "execution key is disabled" };
   if (key.key_fingerprint !== fingerprint) return { ok: false, reason: "execution key was re-minted; re-bind the route" };
+  let owner: KeyRecord | null = null;
   if (key.owner_user_id) {
-    const owner = prefetched !== undefined ? (prefetched?.owner ?? null) : await findByUserId(db, key.owner_user_id);
+    owner = prefetched !== undefined ? (prefetched?.owner ?? null) : await findByUserId(db, key.owner_user_id);
     if (!owner || owner.disabled) return { ok: false, reason: "execution key's owner is missing or disabled" };
-    if (!grantsRun(owner.scopes, grant.kind, grant.name)) {
-      return { ok: false, reason: `execution key's owner may not run ${grant.kind} ${grant.name}` };
-    }
+    const refusal = runRefusalReason(keyRunRefusal(owner, grant.kind, grant.name), "execution key's owner", grant);
+    if (refusal) return { ok: false, reason: refusal };
   }
-  if (!grantsRun(key.scopes, grant.kind, grant.name)) {
-    return { ok: false, reason: `execution key may not run ${grant.kind} ${grant.name}` };
-  }
-  if (key.condition && !(await conditionAllows(key.condition, conditionInput(key, now)))) {
+  const refusal = runRefusalReason(keyRunRefusal(key, grant.kind, grant.name), "execution key", grant);
+  if (refusal) return { ok: false, reason: refusal };
+  const input = conditionInput(key, now);
+  if (key.condition && !(await conditionAllows(key.condition, input))) {
     return { ok: false, reason: "execution key's condition denied the turn" };
   }
+  // Role conditions see the key's own input, as at a door (docs/access-control.md).
+  if (key.role_def?.condition && !(await conditionAllows(key.role_def.condition, input))) {
+    return { ok: false, reason: "execution key's role condition denied the turn" };
+  }
+  if (owner?.role_def?.condition && !(await conditionAllows(owner.role_def.condition, input))) {
+    return { ok: false, reason: "execution key's owner's role condition denied the turn" };
+  }
   return { ok: true, key };
+}
+
+function runRefusalReason(r: ReturnType<typeof keyRunRefusal>, who: string, grant: TurnGrant): string | null {
+  switch (r) {
+    case null:
+      return null;
+    case "grant":
+      return `${who} may not run ${grant.kind} ${grant.name}`;
+    case "role-missing":
+      return `${who}'s role no longer exists`;
+    case "role":
+      return `${who}'s role does not grant ${grant.kind === "tool" ? "tools" : "agents"}`;
+  }
 }

@@ -1,17 +1,49 @@
 import { HttpError, forbidden, unauthorized } from "../http/errors";
-import { conditionAllows, conditionInput } from "./condition";
+import { type ConditionInput, conditionAllows, conditionInput, conditionNeedsRequest } from "./condition";
 import { constantTimeEqual, sha256Hex } from "./crypto";
+import { keyAllowsRoute, keyAllowsTag, keyConditions, keyRunRefusal } from "./key-grants";
 import { type KeyRecord, keyWithOwnerByHash, parseKeyWithOwner } from "./key-store";
-import { type Action, grantsRun, grantsTag, isAdminKey } from "./scopes";
+import { type DoorDeclaration, isPinned, pinRefusal, pinnedStatement } from "./public-routes";
+import { type Action, isAdminKey } from "./scopes";
+
+export type { DoorDeclaration } from "./public-routes";
 
 /** The authenticated caller of a request. */
 export interface Principal {
   key: KeyRecord;
-  /** Owner's live record for an owned key; its scopes bound the key's (decisions §2). */
+  /** Owner's live record for an owned key; its scopes and role bound the key's (decisions §2). */
   owner: KeyRecord | null;
   admin: boolean;
   restricted: boolean;
+  /** No credential: a door pinned public let the request in (docs/access-control.md). */
+  anonymous?: true;
 }
+
+/**
+ * The caller of a pinned door reached without a credential: no scopes, no owner, restricted (so a
+ * handler that narrows to "own" data narrows to nothing), and a user_id no key can have (the
+ * user_id grammar has no parentheses), so nothing it touches can be mistaken for a key's.
+ */
+export const ANONYMOUS: Principal = Object.freeze({
+  key: Object.freeze({
+    user_id: "(public)",
+    description: "",
+    scopes: [],
+    condition: null,
+    owner_user_id: null,
+    disabled: false,
+    key_fingerprint: "",
+    created_at: "",
+    updated_at: "",
+    role: null,
+    role_def: null,
+    scope_urls: [],
+  }) as KeyRecord,
+  owner: null,
+  admin: false,
+  restricted: true,
+  anonymous: true,
+}) as Principal;
 
 /** Reads the credential from `x-api-key` or `Authorization: Bearer`. */
 export function readCredential(headers: Headers): string | null {
@@ -25,9 +57,9 @@ export function readCredential(headers: Headers): string | null {
 /**
  * Authenticates a raw key: 401 "Authentication required" when absent, 401 "Unauthorized" when
  * unknown, disabled, or owned by a missing/disabled owner. The stored hash is compared again in
- * constant time after the indexed lookup. The key and its owner come from one statement;
- * `prefetch` statements (a door's own first read) ride in the same D1 batch, so an
- * authenticated request costs one round trip before its handler runs.
+ * constant time after the indexed lookup. The key, its owner, both roles and the URLs of their
+ * custom scopes come from one statement; `prefetch` statements (a door's own first read) ride in
+ * the same D1 batch, so an authenticated request costs one round trip before its handler runs.
  */
 export async function authenticate(db: D1Database, credential: string | null, prefetch: D1PreparedStatement[] = []): Promise<Principal & { prefetched: D1Result[] }> {
   if (!credential) throw new HttpError(401, "Authentication required");
@@ -47,20 +79,84 @@ export interface Requirement {
   admin?: boolean;
 }
 
-/** The effective grant check: own scopes, bounded by the owner's current scopes. */
+/** The effective tag grant: own scopes and role, bounded by the owner's current scopes and role. */
 export function principalGrantsTag(p: Principal, tag: string, action: Action): boolean {
-  return grantsTag(p.key.scopes, tag, action) && (!p.owner || grantsTag(p.owner.scopes, tag, action));
+  return keyAllowsTag(p.key, tag, action) && (!p.owner || keyAllowsTag(p.owner, tag, action));
+}
+
+/** The effective grant for a door at `path`: as principalGrantsTag, custom URL scopes included. */
+export function principalGrantsRoute(p: Principal, tag: string, action: Action, path: string): boolean {
+  return keyAllowsRoute(p.key, tag, action, path) && (!p.owner || keyAllowsRoute(p.owner, tag, action, path));
 }
 
 export function principalGrantsRun(p: Principal, kind: "tool" | "agent", name: string): boolean {
-  return grantsRun(p.key.scopes, kind, name) && (!p.owner || grantsRun(p.owner.scopes, kind, name));
+  return keyRunRefusal(p.key, kind, name) === null && (!p.owner || keyRunRefusal(p.owner, kind, name) === null);
+}
+
+/**
+ * Verdicts of conditions already evaluated during one answer (`me` authorizes every door). A
+ * program that does not read `.request` gives the same verdict for every door, so it runs once.
+ */
+export type ConditionMemo = Map<string, boolean>;
+
+/**
+ * The conditions that bound the principal (its own, its role's, its owner's role's), each over
+ * the key's own input; every one must output exactly `true`. The owner's own key condition is
+ * about the owner's requests and is not applied to its keys (decisions §2 as built before).
+ */
+export async function principalConditionsAllow(p: Principal, input: ConditionInput, memo?: ConditionMemo): Promise<boolean> {
+  const programs = [...keyConditions(p.key), ...(p.owner?.role_def?.condition ? [p.owner.role_def.condition] : [])];
+  for (const program of programs) {
+    const memoKey = memo ? (conditionNeedsRequest(program) ? `${program}\u0000${input.request?.method} ${input.request?.path}` : program) : "";
+    let ok = memo?.get(memoKey);
+    if (ok === undefined) {
+      ok = await conditionAllows(program, input);
+      memo?.set(memoKey, ok);
+    }
+    if (!ok) return false;
+  }
+  return true;
 }
 
 /** Authorizes a request; any refusal is the generic 403. */
-export async function authorize(p: Principal, need: Requirement, request: { method: string; path: string }, now: Date): Promise<void> {
+export async function authorize(p: Principal, need: Requirement, request: { method: string; path: string }, now: Date, memo?: ConditionMemo): Promise<void> {
+  // The anonymous caller of a pinned door holds nothing: the pin itself is its authorization.
+  if (p.anonymous) throw forbidden();
   if (need.admin && !p.admin) throw forbidden();
-  if (!principalGrantsTag(p, need.tag, need.action)) throw forbidden();
-  if (p.key.condition && !(await conditionAllows(p.key.condition, conditionInput(p.key, now, request)))) {
-    throw forbidden();
+  if (!principalGrantsRoute(p, need.tag, need.action, request.path)) throw forbidden();
+  if (!(await principalConditionsAllow(p, conditionInput(p.key, now, request), memo))) throw forbidden();
+}
+
+/**
+ * The route pipeline's admission for a tagged door (src/http/route.ts): authenticate, authorize,
+ * and honour public pins. A request without a credential reads the pin (batched with the door's
+ * prefetch, so still one round trip) only when the door may be pinned at all, and enters as
+ * ANONYMOUS when pinned; otherwise 401. A request with a key is authenticated as usual; when its
+ * grants refuse a pinned door, the pin lets it in as itself (one extra read, on refusals only), so
+ * a key never gets less than no key.
+ */
+export async function admit(
+  db: D1Database,
+  credential: string | null,
+  door: DoorDeclaration,
+  need: Requirement,
+  request: { method: string; path: string },
+  now: Date,
+  prefetch: D1PreparedStatement[] = [],
+): Promise<Principal & { prefetched: D1Result[] }> {
+  const pinnable = pinRefusal(door) === null;
+  if (!credential) {
+    if (!pinnable) throw new HttpError(401, "Authentication required");
+    const [pin, ...prefetched] = await db.batch([pinnedStatement(db, door.method, door.path), ...prefetch]);
+    if (pin.results.length === 0) throw new HttpError(401, "Authentication required");
+    return { ...ANONYMOUS, prefetched };
   }
+  const principal = await authenticate(db, credential, prefetch);
+  try {
+    await authorize(principal, need, request, now);
+  } catch (err) {
+    if (pinnable && err instanceof HttpError && err.status === 403 && (await isPinned(db, door.method, door.path))) return principal;
+    throw err;
+  }
+  return principal;
 }

@@ -3,6 +3,8 @@
  *   `*`                       everything
  *   `<tag>:read`, `<tag>:write` (write implies read); bare `<tag>` means `<tag>:write`
  *   `tool:<name>`, `agent:<name>` may run that tool / agent (also granted by tools:write / agents:write)
+ * extended (issue 15, docs/access-control.md) by custom URL scope ids, which grant exactly their
+ * URLs (src/auth/custom-scopes.ts) and must exist when a key is given one.
  */
 
 export const SCOPE_TAGS = [
@@ -16,6 +18,23 @@ export type Action = "read" | "write";
 
 const TAGS = new Set<string>(SCOPE_TAGS);
 const RUN_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+
+/**
+ * A custom URL scope's id (docs/access-control.md): lower-case letters, digits and `_ . -`,
+ * starting with a letter, so it can never be read as the tag grammar (no `:`, no `*`); a tag name
+ * itself and the literal `urls` (a path segment of the scope doors) are reserved.
+ */
+export const CUSTOM_SCOPE_ID = /^[a-z][a-z0-9_.-]{0,63}$/;
+const RESERVED_SCOPE_IDS = new Set(["urls"]);
+
+export function isCustomScopeId(s: string): boolean {
+  return CUSTOM_SCOPE_ID.test(s) && !TAGS.has(s) && !RESERVED_SCOPE_IDS.has(s);
+}
+
+/** A scope a key may list: the tag grammar or a custom scope id (whose existence is checked apart). */
+export function isKeyScope(s: string): boolean {
+  return isValidScope(s) || isCustomScopeId(s);
+}
 
 /** True when `scope` is a well-formed scope string. */
 export function isValidScope(scope: string): boolean {
@@ -46,12 +65,14 @@ export function grantsRun(scopes: readonly string[], kind: "tool" | "agent", nam
 export function scopeCovered(held: readonly string[], requested: string): boolean {
   if (held.includes("*")) return true;
   if (requested === "*") return false;
+  // A custom scope is handed out only by a holder of that very scope (its URLs are not a tag).
+  if (isCustomScopeId(requested)) return held.includes(requested);
   const [head, tail] = requested.split(":");
   if (head === "tool" || head === "agent") return grantsRun(held, head, tail);
   return grantsTag(held, head, tail === "read" ? "read" : "write");
 }
 
-/** An admin holds `*` with no condition and no owner. */
-export function isAdminKey(k: { scopes: readonly string[]; condition: string | null; owner_user_id: string | null }): boolean {
-  return k.scopes.includes("*") && !k.condition && !k.owner_user_id;
+/** An admin holds `*` with no condition, no owner and no role (a role only ever narrows). */
+export function isAdminKey(k: { scopes: readonly string[]; condition: string | null; owner_user_id: string | null; role?: string | null }): boolean {
+  return k.scopes.includes("*") && !k.condition && !k.owner_user_id && !k.role;
 }

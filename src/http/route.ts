@@ -5,7 +5,7 @@
  */
 import type { Context, Hono } from "hono";
 import type { z } from "zod";
-import { authenticate, authorize, readCredential } from "../auth/principal";
+import { admit, authenticate, readCredential } from "../auth/principal";
 import type { Action } from "../auth/scopes";
 import type { AppEnv } from "./app-env";
 import { parseJsonBody, readRawBody } from "./body";
@@ -84,6 +84,12 @@ export interface RouteSpec<
    * parameters. Results arrive in `c.get("prefetched")`, in order; a refused request ignores them.
    */
   prefetch?: (db: D1Database, rawParams: Record<string, string>) => D1PreparedStatement[];
+  /**
+   * Public pins (docs/access-control.md): by default only GET doors may be pinned public. `true`
+   * lets a non-GET door be pinned; `false` keeps a GET door that needs its caller's identity from
+   * being pinned. The never-public doors (access control, bridge writes, admin-only) ignore it.
+   */
+  pinnable?: boolean;
 }
 
 type Out<T> = T extends z.ZodType ? z.output<T> : undefined;
@@ -123,10 +129,11 @@ export function addRoute<
       c.set("principal", await authenticate(c.env.DB, readCredential(c.req.raw.headers)));
     } else if (!("public" in spec.auth)) {
       const prefetch = spec.prefetch && settings.conversations.storeUrl ? spec.prefetch(c.env.DB, c.req.param()) : [];
-      const principal = await authenticate(c.env.DB, readCredential(c.req.raw.headers), prefetch);
-      c.set("prefetched", principal.prefetched);
       const action: Action = spec.auth.action ?? (spec.method === "get" ? "read" : "write");
-      await authorize(principal, { tag: spec.auth.tag, action, admin: spec.auth.admin }, { method: c.req.method, path: c.req.path }, new Date());
+      const need = { tag: spec.auth.tag, action, admin: spec.auth.admin };
+      // Authenticate, authorize, and honour a public pin (src/auth/principal.ts `admit`).
+      const principal = await admit(c.env.DB, readCredential(c.req.raw.headers), spec, need, { method: c.req.method, path: c.req.path }, new Date(), prefetch);
+      c.set("prefetched", principal.prefetched);
       c.set("principal", principal);
     } else {
       c.set("principal", null);

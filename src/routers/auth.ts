@@ -1,76 +1,31 @@
-/** Access control doors (decisions §2): bootstrap, key minting and editing, `me`. */
+/** Access control doors (decisions §2, issue 15): bootstrap, key minting and editing, `me`. */
 import { Hono } from "hono";
 import { z } from "zod";
-import { assertConditionCompiles } from "../auth/condition";
+import { Capabilities, capabilities } from "../auth/capabilities";
+import { assertConditionCompiles, conditionInput } from "../auth/condition";
 import { constantTimeEqual, randomFingerprint, randomToken, sha256Hex } from "../auth/crypto";
-import { type KeyRecord, anyKeyExists, findByUserId, insertKey, updateKey } from "../auth/key-store";
-import type { Principal } from "../auth/principal";
+import { scopeIds } from "../auth/custom-scopes";
+import { RouteAccess, routesFor } from "../auth/door-access";
+import { anyKeyExists, findByUserId, insertKey, updateKey } from "../auth/key-store";
+import { KeyScopes, KeyView, assertRoleExists, assertScopesExist, assertWithinCaller, keyView, manageable } from "../auth/key-policy";
+import { snapshotKey, snapshotOwnedKeys } from "../auth/key-versions";
+import { type Principal, authorize, principalConditionsAllow, principalGrantsRun } from "../auth/principal";
+import { pinnedSet } from "../auth/public-routes";
+import { RoleName, roleNames } from "../auth/roles";
 import { userIdSchema } from "../auth/schemas";
-import { isValidScope, scopeCovered } from "../auth/scopes";
 import { clearFailures, recordFailure, throttleWait } from "../auth/throttle";
 import type { AppEnv } from "../http/app-env";
 import { HttpError, badRequest, forbidden, notConfigured, tooManyRequests } from "../http/errors";
-import { addRoute } from "../http/route";
+import { addRoute, registry } from "../http/route";
+import { listAgents } from "../targets/agents/run";
+import { listToolNames } from "../targets/tools/registry";
 
 export const authRouter = new Hono<AppEnv>();
 
-const scopesSchema = z
-  .array(z.string())
-  .max(64)
-  .superRefine((scopes, ctx) => {
-    scopes.forEach((s, i) => {
-      if (!isValidScope(s)) ctx.addIssue({ code: "custom", path: [i], message: "not a valid scope (see the scope grammar)" });
-    });
-  });
 const conditionSchema = z.string().min(1).max(4096).nullable();
-
-export const keyView = z.object({
-  user_id: z.string(),
-  description: z.string(),
-  scopes: z.array(z.string()),
-  condition: z.string().nullable(),
-  owner_user_id: z.string().nullable(),
-  disabled: z.boolean(),
-  key_fingerprint: z.string(),
-  created_at: z.string(),
-});
-
-function view(k: KeyRecord): z.infer<typeof keyView> {
-  return {
-    user_id: k.user_id,
-    description: k.description,
-    scopes: k.scopes,
-    condition: k.condition,
-    owner_user_id: k.owner_user_id,
-    disabled: k.disabled,
-    key_fingerprint: k.key_fingerprint,
-    created_at: k.created_at,
-  };
-}
 
 function clientIp(headers: Headers): string {
   return headers.get("cf-connecting-ip") ?? headers.get("x-real-ip") ?? "unknown";
-}
-
-/** Requested scopes must each be covered by the caller's effective scopes (own ∩ owner's). */
-function assertWithinCaller(p: Principal, scopes: readonly string[]): void {
-  if (p.admin) return;
-  for (const s of scopes) {
-    if (!scopeCovered(p.key.scopes, s) || (p.owner && !scopeCovered(p.owner.scopes, s))) throw forbidden();
-  }
-}
-
-/** Loads a key the caller may manage: admin any (404 when absent), others only keys they own
- * (uniform 403 whether absent or foreign). Owned keys manage nothing. */
-async function manageable(db: D1Database, p: Principal, userId: string): Promise<KeyRecord> {
-  if (p.restricted) throw forbidden();
-  const k = await findByUserId(db, userId);
-  if (p.admin) {
-    if (!k) throw new HttpError(404, "api key not found");
-    return k;
-  }
-  if (!k || k.owner_user_id !== p.key.user_id) throw forbidden();
-  return k;
 }
 
 addRoute(
@@ -127,6 +82,8 @@ addRoute(
   },
 );
 
+const roleField = RoleName.nullable();
+
 addRoute(
   authRouter,
   {
@@ -134,7 +91,7 @@ addRoute(
     path: "/api/auth/api-keys",
     summary: "Mint an api key (the raw key is shown once)",
     description:
-      "A non-admin may only mint keys it owns (owner_user_id defaults to the caller) with scopes within its own; an owned key cannot mint. Duplicate user_id is 409. `disabled: true` mints the key disabled (enable it later with PUT). Unknown fields are 400.",
+      "A non-admin may only mint keys it owns (owner_user_id defaults to the caller) with scopes within its own; an owned key cannot mint. `scopes` may list custom scope ids (they must exist: 400 otherwise). `role` names an existing role (400 otherwise) that bounds the key in addition to its scopes; any caller that may mint may give any role, because a role only narrows. Duplicate user_id is 409. `disabled: true` mints the key disabled (enable it later with PUT). Every mint is version 1 of the key's policy history. Unknown fields are 400.",
     area: "auth",
     auth: { tag: "auth" },
     // Strict: a dropped field would mint something other than what was asked (`disabled: true`
@@ -143,9 +100,10 @@ addRoute(
       .object({
         user_id: userIdSchema,
         description: z.string().max(512).default(""),
-        scopes: scopesSchema,
+        scopes: KeyScopes,
         condition: conditionSchema.optional(),
         owner_user_id: userIdSchema.nullable().optional(),
+        role: roleField.optional(),
         disabled: z.boolean().default(false),
       })
       .strict(),
@@ -167,19 +125,27 @@ addRoute(
     }
     if (owner === body.user_id) throw badRequest("owner_user_id: a key cannot own itself");
     if (body.condition) await assertConditionCompiles(body.condition);
+    await assertScopesExist(c.env.DB, body.scopes);
+    await assertRoleExists(c.env.DB, body.role);
     const apiKey = `sk-${randomToken()}`;
     const fingerprint = randomFingerprint();
-    await insertKey(c.env.DB, {
-      user_id: body.user_id,
-      key_hash: await sha256Hex(apiKey),
-      description: body.description,
-      scopes: body.scopes,
-      condition: body.condition ?? null,
-      owner_user_id: owner,
-      disabled: body.disabled,
-      key_fingerprint: fingerprint,
-      now: new Date().toISOString(),
-    });
+    await insertKey(
+      c.env.DB,
+      {
+        user_id: body.user_id,
+        key_hash: await sha256Hex(apiKey),
+        description: body.description,
+        scopes: body.scopes,
+        condition: body.condition ?? null,
+        owner_user_id: owner,
+        role: body.role ?? null,
+        disabled: body.disabled,
+        key_fingerprint: fingerprint,
+        now: new Date().toISOString(),
+      },
+      false,
+      p.key.user_id,
+    );
     return { api_key: apiKey, key_fingerprint: fingerprint };
   },
 );
@@ -191,20 +157,22 @@ addRoute(
   {
     method: "put",
     path: "/api/auth/api-keys/{user_id}",
-    summary: "Edit an api key (partial): description, scopes, condition, disabled, owner (admin)",
+    summary: "Edit an api key (partial): description, scopes, condition, role, disabled, owner (admin)",
+    description: "Each edit appends a version to the key's policy history (`GET /api/auth/api-keys/{user_id}/policy/versions`). Custom scope ids and the role must exist (400).",
     area: "auth",
     auth: { tag: "auth" },
     params: userIdParams,
     body: z
       .object({
         description: z.string().max(512).optional(),
-        scopes: scopesSchema.optional(),
+        scopes: KeyScopes.optional(),
         condition: conditionSchema.optional(),
+        role: roleField.optional(),
         disabled: z.boolean().optional(),
         owner_user_id: userIdSchema.nullable().optional(),
       })
       .strict(),
-    response: keyView,
+    response: KeyView,
     errors: [404],
   },
   async (c, { params, body }) => {
@@ -219,8 +187,10 @@ addRoute(
     }
     if (body.scopes) assertWithinCaller(p, body.scopes);
     if (body.condition) await assertConditionCompiles(body.condition);
-    await updateKey(c.env.DB, target.user_id, body, new Date().toISOString());
-    return view((await findByUserId(c.env.DB, target.user_id))!);
+    if (body.scopes) await assertScopesExist(c.env.DB, body.scopes);
+    await assertRoleExists(c.env.DB, body.role);
+    await updateKey(c.env.DB, target.user_id, body, { actor: p.key.user_id, action: "edit", now: new Date().toISOString() });
+    return keyView((await findByUserId(c.env.DB, target.user_id))!);
   },
 );
 
@@ -230,6 +200,7 @@ addRoute(
     method: "delete",
     path: "/api/auth/api-keys/{user_id}",
     summary: "Revoke an api key (and every key it owns)",
+    description: "The revoke is recorded as a last version of each revoked key's policy history (kept after the key is gone).",
     area: "auth",
     auth: { tag: "auth" },
     params: userIdParams,
@@ -239,10 +210,14 @@ addRoute(
   async (c, { params }) => {
     const p = c.get("principal")!;
     const target = await manageable(c.env.DB, p, params.user_id);
+    const now = new Date().toISOString();
+    const db = c.env.DB;
     // Owned keys die with their owner: a later re-mint of the same user_id must not revive them.
-    await c.env.DB.batch([
-      c.env.DB.prepare("DELETE FROM api_keys WHERE owner_user_id = ?").bind(target.user_id),
-      c.env.DB.prepare("DELETE FROM api_keys WHERE user_id = ?").bind(target.user_id),
+    await db.batch([
+      snapshotOwnedKeys(db, target.user_id, "revoke", p.key.user_id, now),
+      snapshotKey(db, target.user_id, "revoke", p.key.user_id, now),
+      db.prepare("DELETE FROM api_keys WHERE owner_user_id = ?").bind(target.user_id),
+      db.prepare("DELETE FROM api_keys WHERE user_id = ?").bind(target.user_id),
     ]);
     return { user_id: target.user_id, revoked: true as const };
   },
@@ -254,23 +229,54 @@ addRoute(
     method: "post",
     path: "/api/auth/api-keys/{user_id}/scopes",
     summary: "Add and remove scopes on an api key",
+    description: "Added custom scope ids must exist (400). The change appends a version to the key's policy history.",
     area: "auth",
     auth: { tag: "auth" },
     params: userIdParams,
-    body: z.object({ add: scopesSchema.default([]), remove: scopesSchema.default([]) }).strict(),
-    response: keyView,
+    body: z.object({ add: KeyScopes.default([]), remove: KeyScopes.default([]) }).strict(),
+    response: KeyView,
     errors: [404],
   },
   async (c, { params, body }) => {
     const p = c.get("principal")!;
     const target = await manageable(c.env.DB, p, params.user_id);
     assertWithinCaller(p, body.add);
+    await assertScopesExist(c.env.DB, body.add);
     const next = target.scopes.filter((s) => !body.remove.includes(s));
     for (const s of body.add) if (!next.includes(s)) next.push(s);
-    await updateKey(c.env.DB, target.user_id, { scopes: next }, new Date().toISOString());
-    return view((await findByUserId(c.env.DB, target.user_id))!);
+    await updateKey(c.env.DB, target.user_id, { scopes: next }, { actor: p.key.user_id, action: "scopes", now: new Date().toISOString() });
+    return keyView((await findByUserId(c.env.DB, target.user_id))!);
   },
 );
+
+/**
+ * What the caller may mint: the mint door's rules, with `can_mint` decided by the real authorizer
+ * on the mint door itself (so a condition or role that refuses it shows here).
+ */
+export async function mintableFor(db: D1Database, p: Principal, now: Date): Promise<Capabilities> {
+  let canMint = !p.restricted;
+  if (canMint) {
+    try {
+      await authorize(p, { tag: "auth", action: "write" }, { method: "POST", path: "/api/auth/api-keys" }, now);
+    } catch {
+      canMint = false;
+    }
+  }
+  if (!canMint) return capabilities(p, false, { roles: [], scopeIds: [], tools: [], agents: [] });
+  const [roles, ids, tools, agents] = await Promise.all([roleNames(db), scopeIds(db), listToolNames(db), listAgents(db)]);
+  return capabilities(p, true, { roles, scopeIds: ids, tools, agents: agents.map((a) => a.name) });
+}
+
+/**
+ * The tools and agents the caller's key may run as an execution key: the live turn authorizer's
+ * checks (src/auth/pass-role.ts: run grants and role, own and owner's, then the conditions over
+ * the request-less turn input).
+ */
+async function runnable(p: Principal, kind: "tool" | "agent", names: readonly string[], now: Date): Promise<string[]> {
+  const granted = names.filter((n) => principalGrantsRun(p, kind, n));
+  if (granted.length === 0) return [];
+  return (await principalConditionsAllow(p, conditionInput(p.key, now))) ? granted : [];
+}
 
 addRoute(
   authRouter,
@@ -278,6 +284,8 @@ addRoute(
     method: "get",
     path: "/api/auth/me",
     summary: "The calling key's identity and grants",
+    description:
+      "Any valid key. `routes`: every door the key passes, computed by running the real authorizer on each door of the route table with its path template as the request path (public and pinned doors included), so it never lists a door that refuses the key. `tools`/`agents`: the names the key may run as an execution key (run grants, role, conditions without a request). `mintable`: as `GET /api/auth/capabilities`.",
     area: "auth",
     auth: { authenticated: true },
     response: z.object({
@@ -286,17 +294,29 @@ addRoute(
       admin: z.boolean(),
       scopes: z.array(z.string()),
       key_fingerprint: z.string(),
+      role: z.string().nullable(),
+      routes: z.array(RouteAccess),
+      tools: z.array(z.string()),
+      agents: z.array(z.string()),
+      mintable: Capabilities,
     }),
   },
-  (c) => {
+  async (c) => {
     const p = c.get("principal")!;
+    const db = c.env.DB;
+    const now = new Date();
+    const [pins, toolNames, agents] = await Promise.all([pinnedSet(db), listToolNames(db), listAgents(db)]);
     return {
       user_id: p.key.user_id,
       owner_user_id: p.key.owner_user_id,
       admin: p.admin,
       scopes: p.key.scopes,
       key_fingerprint: p.key.key_fingerprint,
+      role: p.key.role,
+      routes: await routesFor(p, registry, pins, now),
+      tools: await runnable(p, "tool", toolNames, now),
+      agents: await runnable(p, "agent", agents.map((a) => a.name), now),
+      mintable: await mintableFor(db, p, now),
     };
   },
 );
-

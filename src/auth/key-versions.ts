@@ -1,0 +1,79 @@
+/**
+ * Key policy history (issue 15; docs/access-control.md, "Key policy history"): every change of a
+ * key's policy appends a version, a snapshot of the key row as it is after the change (before it,
+ * for a revoke). The snapshot statements run in the same D1 batch as the change itself, so the
+ * history can neither miss a change nor record one that did not happen.
+ */
+import { z } from "zod";
+import { jsonColumn, validStored } from "../store/parse-stored";
+
+export const KEY_VERSION_ACTIONS = ["migrated", "mint", "edit", "scopes", "revoke", "rollback"] as const;
+export type KeyVersionAction = (typeof KEY_VERSION_ACTIONS)[number];
+
+/** One entry of a key's history. */
+export const KeyVersion = z.object({
+  user_id: z.string(),
+  version: z.number().int(),
+  description: z.string(),
+  scopes: z.array(z.string()),
+  condition: z.string().nullable(),
+  role: z.string().nullable(),
+  disabled: z.boolean(),
+  owner_user_id: z.string().nullable(),
+  key_fingerprint: z.string(),
+  action: z.enum(KEY_VERSION_ACTIONS),
+  actor: z.string().nullable(),
+  created_at: z.string(),
+});
+export type KeyVersion = z.infer<typeof KeyVersion>;
+
+/** The raw D1 row (for backup and restore). */
+export const ApiKeyVersionRow = z
+  .object({
+    user_id: z.string(),
+    version: z.number().int(),
+    description: z.string(),
+    scopes: z.string(),
+    condition: z.string().nullable(),
+    role: z.string().nullable(),
+    disabled: z.number().int(),
+    owner_user_id: z.string().nullable(),
+    key_fingerprint: z.string(),
+    action: z.string(),
+    actor: z.string().nullable(),
+    created_at: z.string(),
+  })
+  .strict();
+export type ApiKeyVersionRow = z.infer<typeof ApiKeyVersionRow>;
+
+const stored = KeyVersion.extend({ scopes: jsonColumn(z.array(z.string())), disabled: z.number().transform((n) => n !== 0) });
+const COLUMNS = "user_id, version, description, scopes, condition, role, disabled, owner_user_id, key_fingerprint, action, actor, created_at";
+
+const SNAPSHOT = `INSERT INTO api_key_versions (${COLUMNS})
+  SELECT k.user_id, (SELECT COALESCE(MAX(v.version), 0) + 1 FROM api_key_versions v WHERE v.user_id = k.user_id),
+         k.description, k.scopes, k.condition, k.role, k.disabled, k.owner_user_id, k.key_fingerprint, ?, ?, ?
+  FROM api_keys k`;
+
+/** Appends key `userId`'s current row as its next version (batch it with the change). */
+export function snapshotKey(db: D1Database, userId: string, action: KeyVersionAction, actor: string | null, now: string): D1PreparedStatement {
+  return db.prepare(`${SNAPSHOT} WHERE k.user_id = ?`).bind(action, actor, now, userId);
+}
+
+/** Appends a version for every key `ownerId` owns (a revoke takes them along). */
+export function snapshotOwnedKeys(db: D1Database, ownerId: string, action: KeyVersionAction, actor: string | null, now: string): D1PreparedStatement {
+  return db.prepare(`${SNAPSHOT} WHERE k.owner_user_id = ?`).bind(action, actor, now, ownerId);
+}
+
+/** A page of `userId`'s history, newest first. */
+export async function listKeyVersions(db: D1Database, userId: string, offset: number, limit: number): Promise<{ items: KeyVersion[]; total: number }> {
+  const [rows, count] = await db.batch([
+    db.prepare(`SELECT ${COLUMNS} FROM api_key_versions WHERE user_id = ? ORDER BY version DESC LIMIT ? OFFSET ?`).bind(userId, limit, offset),
+    db.prepare("SELECT COUNT(*) AS n FROM api_key_versions WHERE user_id = ?").bind(userId),
+  ]);
+  return { items: rows.results.map((r) => validStored(stored, r, "api_key_versions row")), total: Number((count.results[0] as { n: number }).n) };
+}
+
+export async function getKeyVersion(db: D1Database, userId: string, version: number): Promise<KeyVersion | null> {
+  const r = await db.prepare(`SELECT ${COLUMNS} FROM api_key_versions WHERE user_id = ? AND version = ?`).bind(userId, version).first();
+  return r ? validStored(stored, r, "api_key_versions row") : null;
+}

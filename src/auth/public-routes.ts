@@ -1,0 +1,83 @@
+/**
+ * Public pins (issue 15; docs/access-control.md, "Public routes"): an admin may pin a door of the
+ * route table as public, so it is served without a credential. Which doors may be pinned is pure
+ * policy (`pinRefusal`); the pins live in D1 `public_routes` and are read only for requests that
+ * carry no credential (which would be 401 otherwise) or that a key's grants refused.
+ */
+import { z } from "zod";
+
+/** The parts of a route declaration the pin policy reads (structurally a `RouteSpec`). */
+export interface DoorDeclaration {
+  method: string;
+  path: string;
+  auth: { public: true } | { authenticated: true } | { tag: string; action?: "read" | "write"; admin?: boolean };
+  /** true: a non-GET door that opts in to pinning; false: a GET door that needs its caller's identity. */
+  pinnable?: boolean;
+}
+
+/**
+ * Why `door` can never be pinned public (a reason for the 400, naming the rule), or null when it
+ * can. Never public: the access-control doors (`/api/auth/*`, `/api/keys/*`), the bridge's write
+ * doors under `/api/conversations`, `POST /api/run-tool`, every admin-only door and every door
+ * that needs a key by declaration (`authenticated`, e.g. `me`). Only read (GET) doors are
+ * pinnable unless a door declares `pinnable: true`; a GET door declaring `pinnable: false` needs
+ * its caller's identity and is refused too.
+ */
+export function pinRefusal(door: DoorDeclaration): string | null {
+  const method = door.method.toLowerCase();
+  const path = door.path;
+  if ("public" in door.auth) return "the door is public already";
+  if ("authenticated" in door.auth) return "the door answers about the calling key, so it needs one";
+  if (door.auth.admin) return "admin-only doors are never public";
+  if (path === "/api/auth" || path.startsWith("/api/auth/") || path === "/api/keys" || path.startsWith("/api/keys/")) return "access-control doors are never public";
+  if ((path === "/api/conversations" || path.startsWith("/api/conversations/")) && method !== "get") return "the bridge's write doors are never public";
+  if (path === "/api/run-tool") return "run-tool is never public";
+  if (door.pinnable === false) return "the door needs its caller's identity";
+  if (method !== "get" && door.pinnable !== true) return "only read (GET) doors can be pinned";
+  return null;
+}
+
+/** A pin as the doors show it. */
+export const PublicRoute = z.object({ method: z.string(), path: z.string(), pinned_by: z.string().nullable(), created_at: z.string() });
+export type PublicRoute = z.infer<typeof PublicRoute>;
+
+/** The raw D1 row (for backup and restore). */
+export const PublicRouteRow = PublicRoute.strict();
+export type PublicRouteRow = z.infer<typeof PublicRouteRow>;
+
+/** One statement: is (method, path template) pinned? A row when it is. */
+export function pinnedStatement(db: D1Database, method: string, path: string): D1PreparedStatement {
+  return db.prepare("SELECT 1 AS pinned FROM public_routes WHERE method = ? AND path = ?").bind(method.toUpperCase(), path);
+}
+
+export async function isPinned(db: D1Database, method: string, path: string): Promise<boolean> {
+  return (await pinnedStatement(db, method, path).first()) !== null;
+}
+
+/** Pins (idempotent); `created` is false when the door was pinned already. */
+export async function pin(db: D1Database, method: string, path: string, by: string | null, now: string): Promise<{ created: boolean }> {
+  const res = await db
+    .prepare("INSERT INTO public_routes (method, path, pinned_by, created_at) VALUES (?, ?, ?, ?) ON CONFLICT(method, path) DO NOTHING")
+    .bind(method.toUpperCase(), path, by, now)
+    .run();
+  return { created: (res.meta.changes ?? 0) > 0 };
+}
+
+export async function unpin(db: D1Database, method: string, path: string): Promise<boolean> {
+  const res = await db.prepare("DELETE FROM public_routes WHERE method = ? AND path = ?").bind(method.toUpperCase(), path).run();
+  return (res.meta.changes ?? 0) > 0;
+}
+
+export async function listPins(db: D1Database, offset: number, limit: number): Promise<{ items: PublicRoute[]; total: number }> {
+  const [rows, count] = await db.batch([
+    db.prepare("SELECT method, path, pinned_by, created_at FROM public_routes ORDER BY path, method LIMIT ? OFFSET ?").bind(limit, offset),
+    db.prepare("SELECT COUNT(*) AS n FROM public_routes"),
+  ]);
+  return { items: rows.results.map((r) => PublicRoute.parse(r)), total: Number((count.results[0] as { n: number }).n) };
+}
+
+/** Every pin as `METHOD path` (the route listing and `me`: a small table). */
+export async function pinnedSet(db: D1Database): Promise<Set<string>> {
+  const { results } = await db.prepare("SELECT method, path FROM public_routes").all<{ method: string; path: string }>();
+  return new Set(results.map((r) => `${r.method} ${r.path}`));
+}

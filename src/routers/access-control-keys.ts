@@ -1,0 +1,93 @@
+/**
+ * Key policy history doors (issue 15; docs/access-control.md, "Key policy history"): the versions
+ * of a key's policy and the rollback to one of them. An admin reaches every key; another key only
+ * the keys it owns (as for the key doors); an owned key none.
+ */
+import { Hono } from "hono";
+import { z } from "zod";
+import { randomFingerprint, randomToken, sha256Hex } from "../auth/crypto";
+import { findByUserId, updateKey } from "../auth/key-store";
+import { KeyView, assertRoleExists, assertScopesExist, assertWithinCaller, keyView, manageable } from "../auth/key-policy";
+import { KeyVersion, getKeyVersion, listKeyVersions } from "../auth/key-versions";
+import { userIdSchema } from "../auth/schemas";
+import type { AppEnv } from "../http/app-env";
+import { HttpError } from "../http/errors";
+import { pageSchema, pagingQuery, toPage, toWindow } from "../http/paging";
+import { addRoute } from "../http/route";
+
+export const accessControlKeysRouter = new Hono<AppEnv>();
+
+const AREA = "auth";
+const userIdParams = z.object({ user_id: userIdSchema });
+const keyNotFound = () => new HttpError(404, "api key not found");
+
+addRoute(
+  accessControlKeysRouter,
+  {
+    method: "get",
+    path: "/api/auth/api-keys/{user_id}/policy/versions",
+    summary: "A key's policy history, newest first",
+    description:
+      "One version per mint, edit, scopes change, revoke and rollback: the key's description, scopes, condition, role, disabled flag, owner and fingerprint after the change (before it, for a revoke). An admin reads any key's history, also after a revoke; another key reads the history of keys it owns while they exist. Any other case is 404, as if absent, so a read cannot probe for keys.",
+    area: AREA,
+    auth: { tag: "auth" },
+    params: userIdParams,
+    query: pagingQuery,
+    response: pageSchema(KeyVersion),
+    errors: [404],
+  },
+  async (c, { params, query }) => {
+    const p = c.get("principal")!;
+    if (!p.admin) {
+      const k = p.restricted ? null : await findByUserId(c.env.DB, params.user_id);
+      if (!k || k.owner_user_id !== p.key.user_id) throw keyNotFound();
+    }
+    const w = toWindow(query);
+    const { items, total } = await listKeyVersions(c.env.DB, params.user_id, w.offset, w.pageSize);
+    if (total === 0) throw keyNotFound();
+    return toPage(items, total, w);
+  },
+);
+
+addRoute(
+  accessControlKeysRouter,
+  {
+    method: "post",
+    path: "/api/auth/api-keys/{user_id}/policy/rollback",
+    summary: "Restore an earlier version of a key's policy as a new version",
+    description:
+      "Restores `version`'s description, scopes, condition, role and disabled flag (not the owner), checked like an edit: a non-admin only within its own scopes, custom scope ids and the role must still exist (400). The key keeps its raw key and `key_fingerprint`, so routes bound to it keep working. With `remint: true` the key is re-minted instead: a new raw key (shown once as `api_key`; the old one stops working) and a new fingerprint, so every route bound to the key must be bound again. Who may: as for PUT on the key (admin any, 404 when absent; others keys they own, uniform 403).",
+    area: AREA,
+    auth: { tag: "auth" },
+    params: userIdParams,
+    body: z.object({ version: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER), remint: z.boolean().default(false) }).strict(),
+    response: z.object({ key: KeyView, version: z.number().int(), api_key: z.string().optional() }),
+    errors: [404],
+  },
+  async (c, { params, body }) => {
+    const p = c.get("principal")!;
+    const target = await manageable(c.env.DB, p, params.user_id);
+    const old = await getKeyVersion(c.env.DB, target.user_id, body.version);
+    if (!old) throw new HttpError(404, "key version not found");
+    assertWithinCaller(p, old.scopes);
+    await assertScopesExist(c.env.DB, old.scopes, "the version's scopes");
+    await assertRoleExists(c.env.DB, old.role, "the version's role");
+    const apiKey = body.remint ? `sk-${randomToken()}` : undefined;
+    await updateKey(
+      c.env.DB,
+      target.user_id,
+      {
+        description: old.description,
+        scopes: old.scopes,
+        condition: old.condition,
+        role: old.role,
+        disabled: old.disabled,
+        ...(apiKey ? { key_hash: await sha256Hex(apiKey), key_fingerprint: randomFingerprint() } : {}),
+      },
+      { actor: p.key.user_id, action: "rollback", now: new Date().toISOString() },
+    );
+    const key = (await findByUserId(c.env.DB, target.user_id))!;
+    const latest = await listKeyVersions(c.env.DB, target.user_id, 0, 1);
+    return { key: keyView(key), version: latest.items[0]?.version ?? 0, ...(apiKey ? { api_key: apiKey } : {}) };
+  },
+);
