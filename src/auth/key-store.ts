@@ -182,7 +182,7 @@ export async function insertKey(db: D1Database, k: NewKey, onlyIfEmpty = false, 
 }
 
 /** The mint's version row: only for the row carrying this mint's fingerprint. */
-function mintSnapshot(db: D1Database, k: NewKey, actor: string | null): D1PreparedStatement {
+export function mintSnapshot(db: D1Database, k: NewKey, actor: string | null): D1PreparedStatement {
   return db
     .prepare(
       `INSERT INTO api_key_versions (user_id, version, description, scopes, condition, role, disabled, owner_user_id, key_fingerprint, action, actor, created_at)

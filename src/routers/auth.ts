@@ -8,7 +8,7 @@ import { scopeIds } from "../auth/custom-scopes";
 import { RouteAccess, routesFor } from "../auth/door-access";
 import { anyKeyExists, findByUserId, insertKey, updateKey } from "../auth/key-store";
 import { KeyScopes, KeyView, assertRoleExists, assertScopesExist, assertWithinCaller, keyView, manageable } from "../auth/key-policy";
-import { snapshotKey, snapshotOwnedKeys } from "../auth/key-versions";
+import { revokeKey } from "../auth/key-revocation";
 import { type Principal, authorize, principalConditionsAllow, principalGrantsRun } from "../auth/principal";
 import { pinnedSet } from "../auth/public-routes";
 import { RoleName, roleNames } from "../auth/roles";
@@ -22,9 +22,9 @@ import { listToolNames } from "../targets/tools/registry";
 
 export const authRouter = new Hono<AppEnv>();
 
-const conditionSchema = z.string().min(1).max(4096).nullable();
+export const conditionSchema = z.string().min(1).max(4096).nullable();
 
-function clientIp(headers: Headers): string {
+export function clientIp(headers: Headers): string {
   return headers.get("cf-connecting-ip") ?? headers.get("x-real-ip") ?? "unknown";
 }
 
@@ -210,15 +210,7 @@ addRoute(
   async (c, { params }) => {
     const p = c.get("principal")!;
     const target = await manageable(c.env.DB, p, params.user_id);
-    const now = new Date().toISOString();
-    const db = c.env.DB;
-    // Owned keys die with their owner: a later re-mint of the same user_id must not revive them.
-    await db.batch([
-      snapshotOwnedKeys(db, target.user_id, "revoke", p.key.user_id, now),
-      snapshotKey(db, target.user_id, "revoke", p.key.user_id, now),
-      db.prepare("DELETE FROM api_keys WHERE owner_user_id = ?").bind(target.user_id),
-      db.prepare("DELETE FROM api_keys WHERE user_id = ?").bind(target.user_id),
-    ]);
+    await revokeKey(c.env.DB, target.user_id, p.key.user_id, new Date().toISOString());
     return { user_id: target.user_id, revoked: true as const };
   },
 );

@@ -1,0 +1,155 @@
+/**
+ * Claim links (issue 15; docs/login.md): a one-time `clm-` token that carries a key to another
+ * device. Creating a link stores the key's policy and the SHA-256 of the token, nothing else; the
+ * key is minted only when the token is claimed, and the raw key is shown once there.
+ *
+ * The claim is one D1 batch (one transaction): consume the link (a conditional UPDATE only one
+ * claim can win), mint the key from the consumed row, write the key's first version, delete the
+ * row. Two concurrent claims of one token cannot both mint, and a used link leaves nothing behind.
+ */
+import { z } from "zod";
+import { jsonColumn, validStored } from "../store/parse-stored";
+import { constantTimeEqual, randomFingerprint, randomToken, sha256Hex } from "./crypto";
+import { mintSnapshot } from "./key-store";
+
+export const CLAIM_TOKEN_PREFIX = "clm-";
+export const DEFAULT_CLAIM_TTL_SECONDS = 600;
+export const MAX_CLAIM_TTL_SECONDS = 3600;
+
+/** A fresh claim token: `clm-` + 32 CSPRNG bytes as unpadded base64url (43 characters). */
+export function newClaimToken(): string {
+  return `${CLAIM_TOKEN_PREFIX}${randomToken()}`;
+}
+
+/**
+ * The throttle row of a client's claim attempts (src/auth/throttle.ts, keyed per client like
+ * bootstrap). Prefixed so bad claim tokens and bad bootstrap tokens back off independently: a
+ * client guessing claim tokens does not lock a deployment's bootstrap, nor the reverse.
+ */
+export function claimThrottleKey(clientIp: string): string {
+  return `claim:${clientIp}`;
+}
+
+/** The key a link carries: minted at claim time, owned by the link's creator. */
+export interface ClaimLinkPolicy {
+  user_id: string;
+  description: string;
+  scopes: string[];
+  condition: string | null;
+  role: string | null;
+  owner_user_id: string;
+}
+
+/**
+ * Stores a link whose token hashes to `tokenHash`, open until `nowMs + ttlSeconds`. In one
+ * statement, so the check and the write cannot interleave with another creation: refused (null)
+ * when `policy.user_id` names an existing key or is reserved by another open link.
+ */
+export async function createClaimLink(db: D1Database, policy: ClaimLinkPolicy, tokenHash: string, nowMs: number, ttlSeconds: number): Promise<{ expires_at: string } | null> {
+  const expiresAt = nowMs + ttlSeconds * 1000;
+  const res = await db
+    .prepare(
+      `INSERT INTO claim_links (token_hash, user_id, description, scopes, condition, role, owner_user_id, created_at, expires_at)
+       SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?
+       WHERE NOT EXISTS (SELECT 1 FROM api_keys WHERE user_id = ?)
+         AND NOT EXISTS (SELECT 1 FROM claim_links WHERE user_id = ? AND expires_at > ?)`,
+    )
+    .bind(
+      tokenHash,
+      policy.user_id,
+      policy.description,
+      JSON.stringify(policy.scopes),
+      policy.condition,
+      policy.role,
+      policy.owner_user_id,
+      new Date(nowMs).toISOString(),
+      expiresAt,
+      policy.user_id,
+      policy.user_id,
+      nowMs,
+    )
+    .run();
+  return (res.meta.changes ?? 0) > 0 ? { expires_at: new Date(expiresAt).toISOString() } : null;
+}
+
+const LinkRow = z.object({
+  token_hash: z.string(),
+  user_id: z.string(),
+  description: z.string(),
+  scopes: jsonColumn(z.array(z.string())),
+  condition: z.string().nullable(),
+  role: z.string().nullable(),
+  owner_user_id: z.string(),
+  expires_at: z.number(),
+});
+
+/** What a claim gave: the key (shown once), or a refusal that does not say why. */
+export type ClaimOutcome = { ok: true; api_key: string; user_id: string; key_fingerprint: string } | { ok: false };
+
+/**
+ * Exchanges `token` for the key its link carries, at most once. Refused alike (`{ok: false}`) when
+ * the token is unknown, malformed, expired or used, when another claim of it won, when the
+ * creator was revoked, disabled or made an owned key since, or when its `user_id` was minted by
+ * other means meanwhile. The last two burn the link (it can never succeed).
+ */
+export async function claimLink(db: D1Database, token: string, nowMs: number): Promise<ClaimOutcome> {
+  const refused = { ok: false } as const;
+  const hash = await sha256Hex(token);
+  const raw = await db.prepare("SELECT token_hash, user_id, description, scopes, condition, role, owner_user_id, expires_at FROM claim_links WHERE token_hash = ?").bind(hash).first();
+  // The indexed lookup finds the row; the hash is compared again in constant time (as for keys).
+  if (!raw || !token.startsWith(CLAIM_TOKEN_PREFIX)) return refused;
+  const link = validStored(LinkRow, raw, "claim_links row");
+  if (!constantTimeEqual(link.token_hash, hash) || link.expires_at <= nowMs) return refused;
+
+  const apiKey = `sk-${randomToken()}`;
+  const fingerprint = randomFingerprint();
+  const now = new Date(nowMs).toISOString();
+  const keyHash = await sha256Hex(apiKey);
+  try {
+    const [consumed, minted] = await db.batch([
+      // Only one claim can set the fingerprint; the statements below act only for the winner.
+      db.prepare("UPDATE claim_links SET claim_fingerprint = ? WHERE token_hash = ? AND claim_fingerprint IS NULL AND expires_at > ?").bind(fingerprint, hash, nowMs),
+      // The key is minted from the consumed row itself, and only while its creator is a live,
+      // enabled, unowned key (an owned key cannot own keys).
+      db
+        .prepare(
+          `INSERT INTO api_keys (user_id, key_hash, description, scopes, condition, owner_user_id, role, disabled, key_fingerprint, created_at, updated_at)
+           SELECT l.user_id, ?, l.description, l.scopes, l.condition, l.owner_user_id, l.role, 0, l.claim_fingerprint, ?, ?
+           FROM claim_links l JOIN api_keys o ON o.user_id = l.owner_user_id AND o.disabled = 0 AND o.owner_user_id IS NULL
+           WHERE l.token_hash = ? AND l.claim_fingerprint = ?`,
+        )
+        .bind(keyHash, now, now, hash, fingerprint),
+      // Version 1 of the key's policy history, for the row this claim inserted only.
+      mintSnapshot(
+        db,
+        {
+          user_id: link.user_id,
+          key_hash: keyHash,
+          description: link.description,
+          scopes: link.scopes,
+          condition: link.condition,
+          owner_user_id: link.owner_user_id,
+          role: link.role,
+          key_fingerprint: fingerprint,
+          now,
+        },
+        link.owner_user_id,
+      ),
+      db.prepare("DELETE FROM claim_links WHERE token_hash = ? AND claim_fingerprint = ?").bind(hash, fingerprint),
+    ]);
+    if ((consumed.meta.changes ?? 0) === 0 || (minted.meta.changes ?? 0) === 0) return refused;
+  } catch (err) {
+    // The user_id was minted by other means after the link was made: the batch rolled back, and
+    // the link can never succeed, so it is burnt.
+    if (!String(err).includes("UNIQUE")) throw err;
+    await db.prepare("DELETE FROM claim_links WHERE token_hash = ?").bind(hash).run();
+    return refused;
+  }
+  return { ok: true, api_key: apiKey, user_id: link.user_id, key_fingerprint: fingerprint };
+}
+
+/** Deletes the links that expired (run by the Worker's cron; reads treat them as gone already). */
+export async function pruneClaimLinks(db: D1Database, nowMs: number): Promise<number> {
+  const res = await db.prepare("DELETE FROM claim_links WHERE expires_at <= ?").bind(nowMs).run();
+  return res.meta.changes ?? 0;
+}
