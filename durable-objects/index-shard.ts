@@ -8,7 +8,7 @@
 import { DurableObject } from "cloudflare:workers";
 import type { IndexShardRpc, LedgerEntry, LedgerKey, ListingPush } from "../src/contracts/shard-rpc";
 import type { Env } from "../src/env";
-import { settingsFor } from "../src/settings/settings";
+import { isolateSettings } from "../src/config/isolate-settings";
 import { claimEntry, createLedger, dropEntries, dropThreadEntries, findEntry, nextLedgerExpiry, pruneLedger, putEntry, releaseEntry } from "../src/shards/ledger";
 import { ListingBuffer, createListingBuffer } from "../src/shards/listing-buffer";
 
@@ -32,7 +32,8 @@ export class IndexShard extends DurableObject<Env> implements IndexShardRpc {
       db: () => this.env.DB,
       now: () => Date.now(),
       policy: () => {
-        const r = settingsFor(this.env);
+        // The env with the runtime overlay on top (this isolate's cache; no D1 statement per push).
+        const r = isolateSettings.peek(this.env).result;
         // An invalid configuration refuses every door; the buffer keeps flushing at the defaults.
         const c = r.ok ? r.settings.conversations : { indexFlushBatch: 20, indexFlushLagSeconds: 1 };
         return { batch: c.indexFlushBatch, lagMs: c.indexFlushLagSeconds * 1000 };

@@ -17,7 +17,7 @@ import { edgeFetch } from "../src/net/edge-fetch";
 import { appendCheckpoint, deleteCheckpoint, readCheckpoint } from "../src/targets/checkpoints/thread-memory";
 import type { CheckpointMessage } from "../src/targets/checkpoints/types";
 import { type ThreadParts, alarmPass, composeThread } from "../src/thread/compose";
-import { type ThreadDeps, threadSettings } from "../src/thread/deps";
+import { type ThreadDeps, threadEnv, threadSettings, warmThreadSettings } from "../src/thread/deps";
 import { migrate } from "../src/thread/store";
 
 /** One thread's object: wires the parts over its storage and answers its contract's verbs. */
@@ -27,9 +27,15 @@ export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    ctx.blockConcurrencyWhile(async () => migrate(ctx.storage));
-    // The env is read through a function: settings and bindings follow the object's env.
-    this.deps = { storage: ctx.storage, env: () => this.env, settings: () => threadSettings(this.env), now: () => Date.now(), fetch: edgeFetch };
+    // The isolate's settings overlay is loaded before the first request (a no-op once this isolate
+    // holds it), so even the first object of a fresh isolate runs with the runtime settings.
+    ctx.blockConcurrencyWhile(async () => {
+      await migrate(ctx.storage);
+      await warmThreadSettings(env);
+    });
+    // The env is read through a function: settings and bindings (with the runtime overlay's
+    // CHANNEL_* values on top, docs/runtime-settings.md) follow the object's env.
+    this.deps = { storage: ctx.storage, env: () => threadEnv(this.env), settings: () => threadSettings(this.env), now: () => Date.now(), fetch: edgeFetch };
     this.parts = composeThread(this.deps);
   }
 

@@ -1,9 +1,9 @@
 /** Composes the Worker's Hono app: settings gate, one router per area, the error contract. */
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import type { AppEnv } from "./http/app-env";
 import { HttpError } from "./http/errors";
 import { methodsForPath } from "./http/route";
-import { settingsFor } from "./settings/settings";
+import { requestSettings } from "./config/isolate-settings";
 import { setJqBudget } from "./jq/engine";
 import { authRouter } from "./routers/auth";
 import { conversationMessagesRouter } from "./routers/conversation-messages";
@@ -36,17 +36,31 @@ import { configRouter } from "./routers/config";
 import { systemRouter } from "./routers/system";
 import { backupRouter } from "./routers/backup";
 
+/** The request's `waitUntil`, when it has an execution context (a test may call the app without one). */
+function waitUntilOf(c: Context<AppEnv>): ((p: Promise<unknown>) => void) | undefined {
+  try {
+    const ctx = c.executionCtx;
+    return (p) => ctx.waitUntil(p);
+  } catch {
+    return undefined;
+  }
+}
+
 export function createApp(): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
 
-  // An invalid settings combination makes every request answer 500 naming the env vars.
+  // The settings: the env with the D1 overlay on top, cached per isolate (src/config/isolate-settings.ts;
+  // docs/runtime-settings.md). Handlers see the merged env as `c.env`. An invalid combination makes
+  // every request answer 500 naming the env vars (the /api/config/* doors then run on the env alone,
+  // so the overlay can be repaired).
   app.use("*", async (c, next) => {
-    const result = settingsFor(c.env);
-    if (!result.ok) {
-      return c.json({ error: `invalid configuration: ${result.errors.join("; ")}`, code: "invalid-configuration" }, 500);
+    const r = await requestSettings(c.env, c.req.path, waitUntilOf(c));
+    if (!r.ok) {
+      return c.json({ error: `invalid configuration: ${r.errors.join("; ")}`, code: "invalid-configuration" }, 500);
     }
-    c.set("settings", result.settings);
-    setJqBudget(result.settings.jq);
+    c.env = r.env as unknown as typeof c.env;
+    c.set("settings", r.result.settings);
+    setJqBudget(r.result.settings.jq);
     await next();
   });
 

@@ -1,10 +1,11 @@
 /** Worker entry: the Hono app, the prune cron and the Durable Object classes. */
 import { createApp } from "./app";
 import type { Env } from "./env";
+import { pruneClaimLinks } from "./auth/claim-links";
 import { pruneThrottle } from "./auth/throttle";
 import { pruneIndexes } from "./bridge/indexes";
 import { pruneStarts } from "./connectors/starts";
-import { settingsFor } from "./settings/settings";
+import { isolateSettings } from "./config/isolate-settings";
 import { pruneStates } from "./states/declarations";
 import { applyDueSaves } from "./states/pending-saves";
 
@@ -14,12 +15,13 @@ export default {
   fetch: app.fetch,
   async scheduled(_controller: ScheduledController, env: Env, ctx: ExecutionContext): Promise<void> {
     const now = Date.now();
-    const settings = settingsFor(env);
+    // The env with the runtime overlay on top, as the doors see it (docs/runtime-settings.md).
+    const settings = (await isolateSettings.ensure(env, (p) => ctx.waitUntil(p))).result;
     // States are swept only where the states store is on (its doors answer 501 otherwise).
     const states = settings.ok && settings.settings.states.storeUrl ? Promise.all([pruneStates(env, now), applyDueSaves(env, now)]) : Promise.resolve();
     // Expired OAuth starts of the connectors area (each start also prunes them; this covers quiet periods).
     const connectors = settings.ok && settings.settings.connectors.storeUrl ? pruneStarts(env.DB, now) : Promise.resolve();
-    ctx.waitUntil(Promise.all([pruneThrottle(env.DB, now), pruneIndexes(env.DB, now), states, connectors]));
+    ctx.waitUntil(Promise.all([pruneThrottle(env.DB, now), pruneClaimLinks(env.DB, now), pruneIndexes(env.DB, now), states, connectors]));
   },
 } satisfies ExportedHandler<Env>;
 

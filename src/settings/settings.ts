@@ -5,6 +5,7 @@
  */
 import { DEFAULT_JQ_BUDGET, JQ_MAX_MEMORY_MB, JQ_MAX_STEPS, JQ_MIN_MEMORY_MB, JQ_MIN_STEPS, type JqBudget } from "../jq/budget";
 import { ALLOW_PRIVATE_HOSTS_SETTING } from "../net/address-guard";
+import { type ConfigSettings, parseConfigSettings } from "./config-settings";
 import { type ConnectorSettings, parseConnectorSettings } from "./connector-settings";
 import { type MarketplaceSettings, parseMarketplaceSettings } from "./marketplace-settings";
 import { type NotificationSettings, parseNotificationSettings } from "./notification-settings";
@@ -62,6 +63,8 @@ export interface Settings {
   outbound: { allowPrivateHosts: boolean };
   /** `SECRET_REFERENCE_ALLOWLIST`: names `{"env"}` references may resolve besides `SECRET_*` (src/settings/secret-references.ts). */
   secretReferences: { allowlist: string[] };
+  /** `SETTINGS_*`: how the runtime overlay is sealed and re-checked (src/settings/config-settings.ts). */
+  config: ConfigSettings;
 }
 
 export const DEFAULT_MAX_MESSAGE_CHARS: Readonly<Record<string, number>> = Object.freeze({
@@ -230,9 +233,10 @@ export function parseSettings(env: Record<string, unknown>): SettingsResult {
   const notifications = parseNotificationSettings(env, errors);
   const connectors = parseConnectorSettings(env, errors);
   const marketplace = parseMarketplaceSettings(env, errors);
+  const config = parseConfigSettings(env, errors);
 
   if (errors.length) return { ok: false, errors };
-  return { ok: true, settings: { jq, conversations: c, states, notifications, connectors, marketplace, checkpoint: { provider, ttlMinutes }, outbound, secretReferences: { allowlist } } };
+  return { ok: true, settings: { jq, conversations: c, states, notifications, connectors, marketplace, checkpoint: { provider, ttlMinutes }, outbound, secretReferences: { allowlist }, config } };
 }
 
 /** The jq budget settings: whole numbers within the bounds the engine can honour. */

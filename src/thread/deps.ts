@@ -5,7 +5,8 @@
 import type { FailedRow } from "../contracts/shard-rpc";
 import type { Env } from "../env";
 import { setJqBudget } from "../jq/engine";
-import { type Settings, settingsFor } from "../settings/settings";
+import { isolateSettings } from "../config/isolate-settings";
+import type { Settings } from "../settings/settings";
 
 /** The dependencies of a thread's parts. */
 export interface ThreadDeps {
@@ -47,12 +48,33 @@ export interface IndexNote {
 }
 
 /**
- * The settings for `env`, or a thrown "invalid configuration". Also applies the jq budget, since a
- * thread object's isolate runs jq programs (payload and reply expressions) of its own.
+ * The settings for `env` with the runtime overlay on top (this isolate's cache, re-checked in the
+ * background at most every SETTINGS_REFRESH_SECONDS; docs/runtime-settings.md), or a thrown
+ * "invalid configuration". Synchronous: no D1 statement per turn. Also applies the jq budget, since
+ * a thread object's isolate runs jq programs (payload and reply expressions) of its own.
  */
 export function threadSettings(env: object): Settings {
-  const r = settingsFor(env);
+  const r = isolateSettings.peek(env).result;
   if (!r.ok) throw new Error(`invalid configuration: ${r.errors.join("; ")}`);
   setJqBudget(r.settings.jq);
   return r.settings;
+}
+
+/**
+ * Waits until this isolate holds the overlay (a no-op when it already does). For an object's
+ * constructor, inside blockConcurrencyWhile: without it, an object that is the first user of a
+ * fresh isolate runs the few milliseconds until the background load lands on the env alone.
+ */
+export async function warmThreadSettings(env: object): Promise<void> {
+  try {
+    await isolateSettings.ensure(env);
+  } catch (err) {
+    // D1 unreachable: never fail the object's start over it; `threadSettings` retries in the background.
+    console.error("thread settings: loading the settings overlay failed; running on the env until it loads", err instanceof Error ? err.message : "unknown error");
+  }
+}
+
+/** `env` with the runtime overlay on top: what a thread's channel sends read (`CHANNEL_*`). */
+export function threadEnv(env: Env): Env {
+  return isolateSettings.peek(env).env as unknown as Env;
 }
