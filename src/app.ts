@@ -1,8 +1,9 @@
 /** Composes the Worker's Hono app: settings gate, one router per area, the error contract. */
-import { type Context, Hono } from "hono";
+import { Hono } from "hono";
 import type { AppEnv } from "./http/app-env";
 import { HttpError } from "./http/errors";
 import { methodsForPath } from "./http/route";
+import { waitUntilOf } from "./http/wait-until";
 import { requestSettings } from "./config/isolate-settings";
 import { setJqBudget } from "./jq/engine";
 import { authRouter } from "./routers/auth";
@@ -35,16 +36,6 @@ import { loginRouter } from "./routers/login";
 import { configRouter } from "./routers/config";
 import { systemRouter } from "./routers/system";
 import { backupRouter } from "./routers/backup";
-
-/** The request's `waitUntil`, when it has an execution context (a test may call the app without one). */
-function waitUntilOf(c: Context<AppEnv>): ((p: Promise<unknown>) => void) | undefined {
-  try {
-    const ctx = c.executionCtx;
-    return (p) => ctx.waitUntil(p);
-  } catch {
-    return undefined;
-  }
-}
 
 export function createApp(): Hono<AppEnv> {
   const app = new Hono<AppEnv>();

@@ -11,6 +11,8 @@ import { z } from "zod";
 import type { AppEnv } from "../http/app-env";
 import { pageSchema, pagingQuery, toPage, toWindow } from "../http/paging";
 import { addRoute } from "../http/route";
+import { waitUntilOf } from "../http/wait-until";
+import { refuseWhileReloading } from "../config/reload-gate";
 import { withFleetLock } from "../marketplace/fleet-lock";
 import { Category, KindName, PluginNamePart, PluginRef, Semver, findPlugin, refOf } from "../marketplace/index-format";
 import { InstalledPlugin, installedVersions, listInstalled } from "../marketplace/installs";
@@ -236,7 +238,7 @@ addRoute(
     path: "/api/marketplace/upgrade-all",
     summary: "Move every installed plugin onto its latest compatible version (admin)",
     description:
-      "No body (an empty object is accepted). One batch under one hold of the fleet lock; each installed ref gets one result `{ref, outcome, detail}`: `upgraded` (\"<old> -> <new>\"), `up-to-date` (\"<v> is the latest compatible version\", plus \" (<newer> exists but does not support bridge-declarations 1)\" when a newer release exists for another contract), `no-compatible-version` (\"no published version supports bridge-declarations 1\", same optional suffix) or `failed` (the reason). A ref's failure never aborts the batch; the one operation-level refusal is the lock held elsewhere (503 + Retry-After). There is no config reload in this build, so the `{error, reloading: true}` 503 never occurs.",
+      "No body (an empty object is accepted). One batch under one hold of the fleet lock; each installed ref gets one result `{ref, outcome, detail}`: `upgraded` (\"<old> -> <new>\"), `up-to-date` (\"<v> is the latest compatible version\", plus \" (<newer> exists but does not support bridge-declarations 1)\" when a newer release exists for another contract), `no-compatible-version` (\"no published version supports bridge-declarations 1\", same optional suffix) or `failed` (the reason). A ref's failure never aborts the batch. The operation-level refusals: the lock held elsewhere (503 + Retry-After, plain `{error}`), and a settings reload in progress, i.e. the stored settings generation moved past the one in force in the answering isolate (503 `{error, reloading: true}` + Retry-After; the reload is started, so the retry runs on the new settings).",
     ...ADMIN,
     body: z.object({}).strict(),
     bodyOptional: true,
@@ -245,6 +247,7 @@ addRoute(
   },
   async (c) => {
     const settings = c.get("settings");
+    await refuseWhileReloading(c.env, settings.config.refreshSeconds, waitUntilOf(c));
     return withFleetLock(c.env, settings, "upgrade-all", async (keepAlive) => ({ results: await upgradeAll(deps(c), () => loadIndex(settings), keepAlive) }));
   },
 );

@@ -5,6 +5,7 @@
  */
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { isolateSettings } from "../../src/config/isolate-settings";
 import { fakeNetwork } from "../helpers/edge";
 import { admin, call } from "../helpers/http";
 import { type Json, V2, dn, indexOf, mcall, ns, pluginEntry, serveIndex, tool, version } from "./registry-fixtures";
@@ -19,6 +20,25 @@ describe("upgrade-all", () => {
     expect(none.status).toBe(200);
     expect(none.body).toEqual({ data: { results: [] } });
     expect((await mcall("POST", `${M}/upgrade-all`, { key, body: {} })).body).toEqual({ data: { results: [] } });
+  });
+
+  it("answers 503 {error, reloading: true} while the stored settings generation is ahead of this isolate's, and starts the reload", async () => {
+    const key = await admin();
+    serveIndex(() => indexOf());
+    // A long refresh interval, so no background check installs the new generation before the door looks.
+    const vars = { SETTINGS_REFRESH_SECONDS: "60" };
+    await isolateSettings.reload(env);
+    const before = isolateSettings.generation();
+    // Another isolate's reload: the stored generation moves, this isolate has not installed it.
+    await env.DB.prepare("UPDATE settings_generation SET generation = generation + 1 WHERE id = 1").run();
+    const refused = await mcall("POST", `${M}/upgrade-all`, { key, vars });
+    expect(refused.status).toBe(503);
+    expect(refused.body).toEqual({ error: "a settings reload is in progress; retry shortly", reloading: true });
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    // The refusal started the reload; once it lands, the retry runs.
+    for (let i = 0; i < 50 && isolateSettings.generation() === before; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(isolateSettings.generation()).toBe(before! + 1);
+    expect((await mcall("POST", `${M}/upgrade-all`, { key, vars })).status).toBe(200);
   });
 
   it("answers every outcome, one entry per ref, and a failure never aborts the batch", async () => {
