@@ -1,0 +1,255 @@
+/**
+ * The conversation sections (docs/backup.md): `target-configs`, `routes` and `route-secrets`
+ * (secret: the api routes' callback signing secrets).
+ *
+ * A route is checked with the route door's rules (its body schema, the address guard on
+ * `callback_url`, the target exists, the (channel, our_identity) pair is unclaimed, the door does
+ * not change under threads, the pass-role rules of its execution key) and its compiled programs
+ * must compile. Its execution key is bound as the route door binds it, by the importing admin,
+ * which stores the key's fingerprint as the target deployment knows it: the route then runs as
+ * the same key (the same raw key, when the `keys` section came along).
+ *
+ * The callback secret: from this import's `route-secrets`, else the one the deployment's route of
+ * that name already has, else a fresh one, shown once in the import's answer (`callback_secrets`).
+ */
+import { z } from "zod";
+import { base64url } from "../../auth/crypto";
+import { conditionNeedsRequest } from "../../auth/condition";
+import { bindExecutionKey } from "../../auth/pass-role";
+import { getRole } from "../../auth/roles";
+import { flushListings } from "../../bridge/indexes";
+import { RouteRow, listRoutes, routeByChannelIdentity, routeHasThreads } from "../../bridge/routes-store";
+import { routeCreateBody, routeNameSchema } from "../../bridge/schemas";
+import { conflict } from "../../http/errors";
+import { JqError, jqCompile } from "../../jq/engine";
+import { listConfigs } from "../../persons/target-configs";
+import { BUILTIN_AGENT_NAMES } from "../../targets/agents/declarations";
+import { isBuiltinTool } from "../../targets/tools/builtins";
+import { assertDeclaredUrl } from "../../targets/urls";
+import { deployedAgents, deployedKeys, deployedPresets, deployedTools } from "../deployment";
+import type { RouteBackupRow, SectionName } from "../rows";
+import { type ImportContext, atRow, defineSection, inRow, parseAtRow, refuseDuplicates, rowFault, runBatch } from "../section";
+import { keyWillExist } from "./access-control";
+import { checkBindingNames, checkBindingsAtApply } from "./bindings";
+
+/** Is (kind, name) a target after this import: a built-in, in the deployment, or in this import? */
+async function targetWillExist(ctx: ImportContext, kind: "agent" | "tool", name: string): Promise<boolean> {
+  if (kind === "tool") {
+    if (isBuiltinTool(name) || (await deployedTools(ctx)).has(name) || (await deployedPresets(ctx)).has(name)) return true;
+    return (ctx.rows.tools ?? []).some((t) => t.declaration.title === name) || (ctx.rows.presets ?? []).some((p) => p.name === name);
+  }
+  if (BUILTIN_AGENT_NAMES.has(name) || (await deployedAgents(ctx)).has(name)) return true;
+  return (ctx.rows.agents ?? []).some((a) => a.declaration.title === name);
+}
+
+export const targetConfigsSection = defineSection({
+  name: "target-configs",
+  secret: false,
+  description: "Target conversation configs (multichannel, greeting, state binding), as the config door takes them.",
+  store: "conversations",
+  exportRows: (ctx) => listConfigs(ctx.db),
+  async validate(rows, ctx) {
+    refuseDuplicates("target-configs", rows, (r) => `${r.target_kind}:${r.target_name}`, "(target_kind, target_name)");
+    for (const [i, row] of rows.entries()) {
+      if (!(await targetWillExist(ctx, row.target_kind, row.target_name))) throw rowFault("target-configs", i, "target_name", `names no ${row.target_kind} of the deployment or this import`);
+      await checkBindingNames(ctx, "target-configs", i, "state_binding", row.state_binding);
+    }
+    return rows;
+  },
+  async apply(rows, ctx) {
+    await checkBindingsAtApply(ctx, "target-configs", rows.map((row, index) => ({ index, binding: row.state_binding })));
+    await runBatch(
+      ctx.db,
+      rows.map((c) =>
+        ctx.db
+          .prepare(
+            `INSERT INTO conversation_configs (target_kind, target_name, config, updated_at) VALUES (?, ?, ?, ?)
+             ON CONFLICT(target_kind, target_name) DO UPDATE SET config = excluded.config, updated_at = excluded.updated_at`,
+          )
+          .bind(c.target_kind, c.target_name, JSON.stringify(c), ctx.nowIso),
+      ),
+    );
+    return { applied: rows.length };
+  },
+});
+
+/** The condition of role `name` after this import (null: none, or no such role). */
+async function roleConditionAfter(ctx: ImportContext, name: string | null): Promise<string | null> {
+  if (name === null) return null;
+  const imported = (ctx.rows.roles ?? []).find((r) => r.name === name);
+  if (imported) return imported.condition;
+  return (await getRole(ctx.db, name))?.condition ?? null;
+}
+
+/**
+ * The pass-role rules (src/auth/pass-role.ts) for a key this import writes: its condition, its
+ * role's and its owner's role's must be evaluable without a request. A key the import does not
+ * write is checked by `bindExecutionKey` itself, which reads it.
+ */
+async function checkImportedExecutionKey(ctx: ImportContext, i: number, userId: string): Promise<boolean> {
+  const key = (ctx.rows.keys ?? []).find((k) => k.user_id === userId && k.user_id !== ctx.principal.key.user_id);
+  if (!key) return false;
+  const owner = key.owner_user_id ? ((ctx.rows.keys ?? []).find((k) => k.user_id === key.owner_user_id) ?? null) : null;
+  const ownerRole = owner ? owner.role : key.owner_user_id ? ((await ctx.db.prepare("SELECT role FROM api_keys WHERE user_id = ?").bind(key.owner_user_id).first<{ role: string | null }>())?.role ?? null) : null;
+  if (key.condition && conditionNeedsRequest(key.condition)) throw rowFault("routes", i, "execution_key", "its condition reads .request, which a turn does not have");
+  for (const role of [key.role, ownerRole]) {
+    const condition = await roleConditionAfter(ctx, role);
+    if (condition && conditionNeedsRequest(condition)) throw rowFault("routes", i, "execution_key", "a role's condition reads .request, which a turn does not have");
+  }
+  return true;
+}
+
+async function compiles(section: SectionName, i: number, field: string, program: string): Promise<void> {
+  try {
+    await jqCompile(program);
+  } catch (err) {
+    if (err instanceof JqError) throw rowFault(section, i, field, err.kind === "budget" ? err.message : "jq program does not compile");
+    throw err;
+  }
+}
+
+const CallbackSecret = z.string().regex(/^[\x21-\x7e]{16,512}$/, { message: "must be 16-512 printable characters" });
+
+interface RoutePlanRow {
+  index: number;
+  row: Omit<RouteRow, "execution_key_fingerprint">;
+  minted: boolean;
+}
+
+export const routesSection = defineSection({
+  name: "routes",
+  secret: false,
+  description: "Conversation routes with their compiled programs; callback secrets are not here (route-secrets).",
+  store: "conversations",
+  async exportRows(ctx) {
+    return (await listRoutes(ctx.db)).map(({ callback_secret: _secret, ...route }): RouteBackupRow => route);
+  },
+  async validate(rows, ctx) {
+    refuseDuplicates("routes", rows, (r) => r.route_name, "route_name");
+    refuseDuplicates(
+      "routes",
+      rows.filter((r) => r.channel !== null),
+      (r) => JSON.stringify([r.channel, r.our_identity]),
+      "(channel, our_identity)",
+    );
+    const existing = new Map((await listRoutes(ctx.db)).map((r) => [r.route_name, r]));
+    const secrets = new Map((ctx.rows["route-secrets"] ?? []).map((s) => [s.route_name, s.callback_secret]));
+    const deployed = await deployedKeys(ctx);
+    let flushed = false;
+    const plan: RoutePlanRow[] = [];
+    for (const [i, row] of rows.entries()) {
+      parseAtRow("routes", i, "route_name", routeNameSchema, row.route_name);
+      const body = parseAtRow("routes", i, null, routeCreateBody, {
+        door: row.door,
+        target_kind: row.target_kind,
+        target_name: row.target_name,
+        execution_key: row.execution_key,
+        payload_expr: row.payload_expr,
+        reply_expr: row.reply_expr,
+        initial_mode: row.initial_mode,
+        channel: row.channel,
+        our_identity: row.our_identity,
+        callback_url: row.callback_url,
+        turns_per_hour_override: row.turns_per_hour_override,
+      });
+      for (const [expr, program, field] of [
+        [row.payload_expr, row.payload_program, "payload_program"],
+        [row.reply_expr, row.reply_program, "reply_program"],
+      ] as const) {
+        if ((expr === null) !== (program === null)) throw rowFault("routes", i, field, "must be set exactly when its expression is");
+        if (program !== null) await compiles("routes", i, field, program);
+      }
+      if (body.callback_url) await atRow("routes", i, () => assertDeclaredUrl("callback_url", body.callback_url!, ctx.settings));
+      if (!(await targetWillExist(ctx, body.target_kind, body.target_name))) throw rowFault("routes", i, "target_name", `names no ${body.target_kind} of the deployment or this import`);
+      if (!(await keyWillExist(ctx, body.execution_key))) throw rowFault("routes", i, "execution_key", "names no key of the deployment or this import");
+      if (!(await checkImportedExecutionKey(ctx, i, body.execution_key)) && deployed.has(body.execution_key)) {
+        await atRow("routes", i, () => bindExecutionKey(ctx.db, ctx.principal, body.execution_key));
+      }
+      if (row.channel !== null && row.our_identity !== null) {
+        const holder = await routeByChannelIdentity(ctx.db, row.channel, row.our_identity);
+        if (holder && holder.route_name !== row.route_name) throw rowFault("routes", i, "our_identity", "(channel, our_identity) is already claimed by another route of the deployment");
+      }
+      const before = existing.get(row.route_name);
+      if (before && before.door !== row.door) {
+        // As the route door: a thread's first record is in its listing shard before its door answered.
+        if (!flushed) await flushListings(ctx.env);
+        flushed = true;
+        if (await routeHasThreads(ctx.db, row.route_name)) throw rowFault("routes", i, "door", "cannot change on a route that already has threads");
+      }
+      let secret: string | null = null;
+      let minted = false;
+      if (row.callback_url !== null) {
+        secret = secrets.get(row.route_name) ?? (before?.callback_url && before.callback_secret ? before.callback_secret : null);
+        if (secret === null) {
+          secret = base64url(crypto.getRandomValues(new Uint8Array(32)));
+          minted = true;
+        }
+      }
+      const { execution_key_fingerprint: _fingerprint, ...stored } = row;
+      plan.push({ index: i, row: { ...stored, callback_secret: secret, created_at: before?.created_at ?? row.created_at }, minted });
+    }
+    return plan;
+  },
+  async apply(plan, ctx) {
+    const statements: D1PreparedStatement[] = [];
+    for (const p of plan) {
+      // Bound as the route door binds (the admin may bind any key); the fingerprint is the target's.
+      const fingerprint = await inRow("routes", p.index, () => bindExecutionKey(ctx.db, ctx.principal, p.row.execution_key));
+      statements.push(upsertRouteStatement(ctx.db, { ...p.row, execution_key_fingerprint: fingerprint }));
+    }
+    try {
+      await runBatch(ctx.db, statements);
+    } catch (err) {
+      if (String(err).includes("UNIQUE")) throw conflict("a (channel, our_identity) of this import was claimed by another route meanwhile; nothing of the routes section was written");
+      throw err;
+    }
+    const minted = plan.filter((p) => p.minted).map((p) => ({ route_name: p.row.route_name, callback_secret: p.row.callback_secret! }));
+    return minted.length ? { applied: plan.length, callback_secrets: minted } : { applied: plan.length };
+  },
+});
+
+const ROUTE_COLUMNS = Object.keys(RouteRow.shape) as Array<keyof RouteRow>;
+
+/** The route door's upsert (src/bridge/routes-store.ts `upsertRoute`) as a statement, for the section's batch. */
+function upsertRouteStatement(db: D1Database, row: RouteRow): D1PreparedStatement {
+  const stored = z.encode(RouteRow, row);
+  const updates = ROUTE_COLUMNS.filter((c) => c !== "route_name" && c !== "created_at").map((c) => `${c} = excluded.${c}`);
+  return db
+    .prepare(`INSERT INTO routes (${ROUTE_COLUMNS.join(", ")}) VALUES (${ROUTE_COLUMNS.map(() => "?").join(", ")}) ON CONFLICT(route_name) DO UPDATE SET ${updates.join(", ")}`)
+    .bind(...ROUTE_COLUMNS.map((c) => stored[c]));
+}
+
+export const routeSecretsSection = defineSection({
+  name: "route-secrets",
+  secret: true,
+  description: "The callback signing secrets of api routes (in plain text), by route.",
+  store: "conversations",
+  async exportRows(ctx) {
+    return (await listRoutes(ctx.db)).flatMap((r) => (r.callback_secret ? [{ route_name: r.route_name, callback_secret: r.callback_secret }] : []));
+  },
+  async validate(rows, ctx) {
+    refuseDuplicates("route-secrets", rows, (r) => r.route_name, "route_name");
+    const standalone: Array<{ route_name: string; callback_secret: string }> = [];
+    const deployed = new Map((await listRoutes(ctx.db)).map((r) => [r.route_name, r]));
+    for (const [i, row] of rows.entries()) {
+      parseAtRow("route-secrets", i, "callback_secret", CallbackSecret, row.callback_secret);
+      const partner = (ctx.rows.routes ?? []).find((r) => r.route_name === row.route_name);
+      if (partner) {
+        if (partner.callback_url === null) throw rowFault("route-secrets", i, "route_name", "this import's route has no callback_url");
+        continue;
+      }
+      const route = deployed.get(row.route_name);
+      if (!route?.callback_url) throw rowFault("route-secrets", i, "route_name", "names no api route with a callback_url in the deployment or this import");
+      standalone.push(row);
+    }
+    return { count: rows.length, standalone };
+  },
+  async apply(plan, ctx) {
+    await runBatch(
+      ctx.db,
+      plan.standalone.map((s) => ctx.db.prepare("UPDATE routes SET callback_secret = ? WHERE route_name = ? AND callback_url IS NOT NULL").bind(s.callback_secret, s.route_name)),
+    );
+    return { applied: plan.count };
+  },
+});
+

@@ -1,0 +1,99 @@
+/**
+ * The `presets` section (docs/backup.md): each preset with every version (body, tags), its
+ * current and latest version pointers. An import replaces a preset's versions with the
+ * document's, so its history is the one the pointers refer to. Every version's body meets the
+ * create door's schema; the current version's base tool must exist (a built-in, or a declared
+ * HTTP tool in the deployment or this import, never a preset), as at the door.
+ */
+import { z } from "zod";
+import type { StateBinding } from "../../states/state-binding";
+import { type PresetBody, initialBody, presetBodySchema, presetCreateSchema, tagsSchema } from "../../targets/presets/model";
+import { targetNameSchema } from "../../targets/names";
+import { isBuiltinTool } from "../../targets/tools/builtins";
+import { parseStored } from "../../store/parse-stored";
+import { deployedPresets, deployedTools } from "../deployment";
+import type { PresetBackupRow } from "../rows";
+import { defineSection, parseAtRow, refuseDuplicates, rowFault, runBatch } from "../section";
+import { checkBindingNames, checkBindingsAtApply } from "./bindings";
+
+type PresetRowDb = { name: string; current_version: number; latest_version: number; created_at: string; updated_at: string };
+type VersionRowDb = { name: string; version: number; body: string; tags: string; created_at: string };
+
+interface PresetPlanRow {
+  index: number;
+  row: PresetBackupRow;
+  bodies: PresetBody[];
+  current: StateBinding | null;
+}
+
+const Tags = z.array(z.string());
+
+export const presetsSection = defineSection({
+  name: "presets",
+  secret: false,
+  description: "Presets with every version (body and tags) and their current and latest version pointers.",
+  async exportRows(ctx) {
+    const [presets, versions] = await ctx.db.batch([
+      ctx.db.prepare("SELECT name, current_version, latest_version, created_at, updated_at FROM presets ORDER BY name"),
+      ctx.db.prepare("SELECT name, version, body, tags, created_at FROM preset_versions ORDER BY name, version"),
+    ]);
+    const byName = new Map<string, PresetBackupRow["versions"]>();
+    for (const v of versions.results as VersionRowDb[]) {
+      const body = parseStored(presetBodySchema, v.body, "preset_versions row");
+      byName.set(v.name, [...(byName.get(v.name) ?? []), { version: v.version, body: body as PresetBackupRow["versions"][number]["body"], tags: parseStored(Tags, v.tags, "preset_versions tags"), created_at: v.created_at }]);
+    }
+    return (presets.results as PresetRowDb[]).map((p) => ({ ...p, versions: byName.get(p.name) ?? [] }));
+  },
+  async validate(rows, ctx) {
+    refuseDuplicates("presets", rows, (r) => r.name, "name");
+    const tools = new Set([...(await deployedTools(ctx)), ...(ctx.rows.tools ?? []).map((t) => t.declaration.title)]);
+    const presets = new Set([...(await deployedPresets(ctx)), ...rows.map((r) => r.name)]);
+    const plan: PresetPlanRow[] = [];
+    for (const [i, row] of rows.entries()) {
+      parseAtRow("presets", i, "name", targetNameSchema, row.name);
+      if (isBuiltinTool(row.name)) throw rowFault("presets", i, "name", "is the name of a built-in tool");
+      if (tools.has(row.name)) throw rowFault("presets", i, "name", "is the name of a declared tool (in the deployment or this import)");
+      if (row.versions.length === 0) throw rowFault("presets", i, "versions", "must hold at least one version");
+      const numbers = new Set<number>();
+      const bodies: PresetBody[] = [];
+      for (const [j, v] of row.versions.entries()) {
+        if (v.version < 1) throw rowFault("presets", i, `versions.${j}.version`, "must be at least 1");
+        if (numbers.has(v.version)) throw rowFault("presets", i, `versions.${j}.version`, "repeats an earlier version");
+        numbers.add(v.version);
+        if (Object.hasOwn(v.body, "name")) throw rowFault("presets", i, `versions.${j}.body.name`, "is not a field of a version's body");
+        // The create door's schema over the body (its name aside): bounded kwargs, JSON Schemas, binding shape.
+        bodies.push(initialBody(parseAtRow("presets", i, `versions.${j}.body`, presetCreateSchema, { name: row.name, ...v.body })));
+        parseAtRow("presets", i, `versions.${j}.tags`, tagsSchema, v.tags);
+      }
+      if (!numbers.has(row.current_version)) throw rowFault("presets", i, "current_version", "must be one of the versions");
+      if (row.latest_version !== Math.max(...numbers)) throw rowFault("presets", i, "latest_version", "must be the highest version");
+      const current = bodies[row.versions.findIndex((v) => v.version === row.current_version)];
+      const base = current.base_tool;
+      if (presets.has(base)) throw rowFault("presets", i, "base_tool", "must name a built-in or declared HTTP tool, not a preset");
+      if (!isBuiltinTool(base) && !tools.has(base)) throw rowFault("presets", i, "base_tool", "names no tool of the deployment or this import");
+      await checkBindingNames(ctx, "presets", i, "state_binding", current.state_binding);
+      plan.push({ index: i, row, bodies, current: current.state_binding });
+    }
+    return plan;
+  },
+  async apply(plan, ctx) {
+    await checkBindingsAtApply(ctx, "presets", plan.map((p) => ({ index: p.index, binding: p.current })));
+    const db = ctx.db;
+    await runBatch(
+      db,
+      plan.flatMap(({ row, bodies }) => [
+        db
+          .prepare(
+            `INSERT INTO presets (name, current_version, latest_version, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
+             ON CONFLICT(name) DO UPDATE SET current_version = excluded.current_version, latest_version = excluded.latest_version, updated_at = excluded.updated_at`,
+          )
+          .bind(row.name, row.current_version, row.latest_version, row.created_at, row.updated_at),
+        db.prepare("DELETE FROM preset_versions WHERE name = ?").bind(row.name),
+        ...row.versions.map((v, j) =>
+          db.prepare("INSERT INTO preset_versions (name, version, body, tags, created_at) VALUES (?, ?, ?, ?, ?)").bind(row.name, v.version, JSON.stringify(bodies[j]), JSON.stringify(v.tags), v.created_at),
+        ),
+      ]),
+    );
+    return { applied: plan.length };
+  },
+});

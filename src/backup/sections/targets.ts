@@ -1,0 +1,252 @@
+/**
+ * The target declaration sections (docs/backup.md): `tools` (declared HTTP tools), `agents`
+ * (declared llm and http agents) and `target-secrets` (secret: their literal header values).
+ *
+ * A literal header value is write-only in this service (reads show "<redacted>"), so it is a
+ * secret: the `tools` and `agents` rows carry each declaration as its door takes it without those
+ * values, naming the headers in `withheld_headers`. An import finds each withheld value in this
+ * import's `target-secrets` rows, else keeps the value the deployment's declaration already has,
+ * else refuses the row: a tool silently losing its credential header would fail at every call.
+ * `{"env"}` and `{"connection"}` references are not secrets and stay in the rows.
+ */
+import { assertConnectionsExist } from "../../connectors/references";
+import { type AgentDeclaration, BUILTIN_AGENT_NAMES, agentDeclarationSchema, checkAgentDeclaration, getDeclaredAgent, listDeclaredAgents } from "../../targets/agents/declarations";
+import { type HeaderSpec, headerConnections, headerValueSchema } from "../../targets/env-refs";
+import { targetNameSchema } from "../../targets/names";
+import { isBuiltinTool } from "../../targets/tools/builtins";
+import { type HttpToolDeclaration, checkHttpToolDeclaration, getHttpTool, httpToolDeclarationSchema, listHttpTools } from "../../targets/tools/http-tools";
+import { deployedPresets } from "../deployment";
+import type { AgentBackupRow, TargetSecretBackupRow, ToolBackupRow } from "../rows";
+import { type ImportContext, atRow, defineSection, parseAtRow, refuseDuplicates, rowFault, runBatch } from "../section";
+
+/** Splits headers into what a non-secret row may carry (references) and the literal values. */
+export function splitHeaders(headers: HeaderSpec): { references: HeaderSpec; literals: Record<string, string> } {
+  const references: HeaderSpec = {};
+  const literals: Record<string, string> = {};
+  for (const [name, v] of Object.entries(headers)) {
+    if (typeof v === "string") literals[name] = v;
+    else references[name] = v;
+  }
+  return { references, literals };
+}
+
+/** The literal values of the headers the deployment's declaration of (kind, title) has now. */
+async function deployedLiterals(ctx: ImportContext, kind: "tool" | "agent", title: string): Promise<Record<string, string> | null> {
+  if (kind === "tool") {
+    const tool = await getHttpTool(ctx.db, title);
+    return tool ? splitHeaders(tool.headers).literals : null;
+  }
+  const agent = await getDeclaredAgent(ctx.db, title);
+  if (!agent) return null;
+  return agent.kind === "http" ? splitHeaders(agent.config.headers).literals : {};
+}
+
+/**
+ * The row's headers with each withheld one filled in: from this import's `target-secrets`, else
+ * the deployment's current literal. Refuses a withheld header that has neither.
+ */
+async function restoreHeaders(
+  section: "tools" | "agents",
+  i: number,
+  ctx: ImportContext,
+  title: string,
+  headers: HeaderSpec,
+  withheld: readonly string[],
+  field: string,
+): Promise<HeaderSpec> {
+  if (!withheld.length) return headers;
+  const kind = section === "tools" ? "tool" : "agent";
+  const secrets = (ctx.rows["target-secrets"] ?? []).find((s) => s.kind === kind && s.title === title);
+  const current = secrets ? null : await deployedLiterals(ctx, kind, title);
+  const out: HeaderSpec = { ...headers };
+  for (const [j, name] of withheld.entries()) {
+    if (Object.hasOwn(headers, name)) throw rowFault(section, i, `withheld_headers.${j}`, `is also a header of ${field}`);
+    const value = secrets ? secrets.headers[name] : current?.[name];
+    if (value === undefined) {
+      throw rowFault(section, i, `withheld_headers.${j}`, "its literal value is neither in this import (import the target-secrets section with it) nor in the deployment's declaration");
+    }
+    out[name] = value;
+  }
+  return out;
+}
+
+/** The `spec` column of `tool_declarations`, as the declaration door writes it (src/targets/tools/http-tools.ts). */
+function toolSpec(d: HttpToolDeclaration): string {
+  return JSON.stringify({ url: d.url, method: d.method, headers: d.headers, input_schema: d.input_schema ?? null, timeout_seconds: d.timeout_seconds });
+}
+
+interface ToolPlanRow {
+  declaration: HttpToolDeclaration;
+  created_at: string;
+  updated_at: string;
+}
+
+export const toolsSection = defineSection({
+  name: "tools",
+  secret: false,
+  description: "Declared HTTP tools as the declaration door takes them; literal header values are withheld (named in withheld_headers; their values are in target-secrets).",
+  async exportRows(ctx) {
+    return (await listHttpTools(ctx.db)).map((t): ToolBackupRow => {
+      const { references, literals } = splitHeaders(t.headers);
+      const declaration: HttpToolDeclaration = { title: t.title, kind: "http", description: t.description, url: t.url, method: t.method, headers: references, timeout_seconds: t.timeout_seconds };
+      if (t.input_schema) declaration.input_schema = t.input_schema as HttpToolDeclaration["input_schema"];
+      return { declaration, withheld_headers: Object.keys(literals), created_at: t.created_at, updated_at: t.updated_at };
+    });
+  },
+  async validate(rows, ctx) {
+    refuseDuplicates("tools", rows, (r) => r.declaration.title, "title");
+    const presets = new Set([...(await deployedPresets(ctx)), ...(ctx.rows.presets ?? []).map((p) => p.name)]);
+    const plan: ToolPlanRow[] = [];
+    for (const [i, row] of rows.entries()) {
+      const title = row.declaration.title;
+      if (isBuiltinTool(title)) throw rowFault("tools", i, "declaration.title", "is the name of a built-in tool");
+      if (presets.has(title)) throw rowFault("tools", i, "declaration.title", "is the name of a preset (in the deployment or this import)");
+      const headers = await restoreHeaders("tools", i, ctx, title, row.declaration.headers, row.withheld_headers, "declaration.headers");
+      const declaration = parseAtRow("tools", i, "declaration", httpToolDeclarationSchema, { ...row.declaration, headers });
+      await atRow("tools", i, () => checkHttpToolDeclaration(declaration, ctx.settings, ctx.env));
+      await atRow("tools", i, () => assertConnectionsExist(ctx.db, headerConnections(declaration.headers, "declaration.headers")));
+      plan.push({ declaration, created_at: row.created_at, updated_at: row.updated_at });
+    }
+    return plan;
+  },
+  async apply(plan, ctx) {
+    await runBatch(
+      ctx.db,
+      plan.map(({ declaration: d, created_at, updated_at }) =>
+        ctx.db
+          .prepare(
+            `INSERT INTO tool_declarations (title, kind, description, spec, created_at, updated_at) VALUES (?, 'http', ?, ?, ?, ?)
+             ON CONFLICT(title) DO UPDATE SET kind = excluded.kind, description = excluded.description, spec = excluded.spec, updated_at = excluded.updated_at`,
+          )
+          .bind(d.title, d.description, toolSpec(d), created_at, updated_at),
+      ),
+    );
+    return { applied: plan.length };
+  },
+});
+
+interface AgentPlanRow {
+  declaration: AgentDeclaration;
+  created_at: string;
+  updated_at: string;
+}
+
+export const agentsSection = defineSection({
+  name: "agents",
+  secret: false,
+  description: "Declared llm and http agents as the declaration door takes them; an http agent's literal header values are withheld (in target-secrets).",
+  async exportRows(ctx) {
+    return (await listDeclaredAgents(ctx.db)).map((a): AgentBackupRow => {
+      const { created_at, updated_at, ...declared } = a;
+      if (declared.kind !== "http") return { declaration: declared, withheld_headers: [], created_at, updated_at };
+      const { references, literals } = splitHeaders(declared.config.headers);
+      return { declaration: { ...declared, config: { ...declared.config, headers: references } }, withheld_headers: Object.keys(literals), created_at, updated_at };
+    });
+  },
+  async validate(rows, ctx) {
+    refuseDuplicates("agents", rows, (r) => r.declaration.title, "title");
+    const plan: AgentPlanRow[] = [];
+    for (const [i, row] of rows.entries()) {
+      const d = row.declaration;
+      if (BUILTIN_AGENT_NAMES.has(d.title)) throw rowFault("agents", i, "declaration.title", "is the name of a built-in agent");
+      let declaration: AgentDeclaration;
+      if (d.kind === "http") {
+        const headers = await restoreHeaders("agents", i, ctx, d.title, d.config.headers, row.withheld_headers, "declaration.config.headers");
+        declaration = parseAtRow("agents", i, "declaration", agentDeclarationSchema, { ...d, config: { ...d.config, headers } });
+      } else {
+        if (row.withheld_headers.length) throw rowFault("agents", i, "withheld_headers", "an llm agent has no headers");
+        declaration = d;
+      }
+      await atRow("agents", i, () => checkAgentDeclaration(declaration, ctx.settings, ctx.env));
+      if (declaration.kind === "http") await atRow("agents", i, () => assertConnectionsExist(ctx.db, headerConnections(declaration.config.headers, "declaration.config.headers")));
+      plan.push({ declaration, created_at: row.created_at, updated_at: row.updated_at });
+    }
+    return plan;
+  },
+  async apply(plan, ctx) {
+    await runBatch(
+      ctx.db,
+      plan.map(({ declaration: d, created_at, updated_at }) =>
+        ctx.db
+          .prepare(
+            `INSERT INTO agent_declarations (title, kind, description, config, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+             ON CONFLICT(title) DO UPDATE SET kind = excluded.kind, description = excluded.description, config = excluded.config, updated_at = excluded.updated_at`,
+          )
+          .bind(d.title, d.kind, d.description, JSON.stringify(d.config), created_at, updated_at),
+      ),
+    );
+    return { applied: plan.length };
+  },
+});
+
+const LiteralHeaderValue = headerValueSchema.options[0];
+
+/** A standalone secrets row (its declaration is not in this import): the declaration's new stored JSON. */
+type SecretUpdate = { kind: "tool"; title: string; spec: string } | { kind: "agent"; title: string; config: string };
+
+export const targetSecretsSection = defineSection({
+  name: "target-secrets",
+  secret: true,
+  description: "The literal header values of declared HTTP tools and http agents (in plain text), by tool or agent.",
+  async exportRows(ctx) {
+    const rows: TargetSecretBackupRow[] = [];
+    for (const t of await listHttpTools(ctx.db)) {
+      const { literals } = splitHeaders(t.headers);
+      if (Object.keys(literals).length) rows.push({ kind: "tool", title: t.title, headers: literals });
+    }
+    for (const a of await listDeclaredAgents(ctx.db)) {
+      if (a.kind !== "http") continue;
+      const { literals } = splitHeaders(a.config.headers);
+      if (Object.keys(literals).length) rows.push({ kind: "agent", title: a.title, headers: literals });
+    }
+    return rows;
+  },
+  async validate(rows, ctx) {
+    refuseDuplicates("target-secrets", rows, (r) => `${r.kind}:${r.title}`, "(kind, title)");
+    const standalone: SecretUpdate[] = [];
+    for (const [i, row] of rows.entries()) {
+      parseAtRow("target-secrets", i, "title", targetNameSchema, row.title);
+      const names = Object.keys(row.headers);
+      if (names.length === 0 || names.length > 32) throw rowFault("target-secrets", i, "headers", "must hold 1 to 32 headers");
+      for (const [j, name] of names.entries()) parseAtRow("target-secrets", i, `headers.${j}`, LiteralHeaderValue, row.headers[name]);
+      const partner = row.kind === "tool" ? ctx.rows.tools?.find((t) => t.declaration.title === row.title) : ctx.rows.agents?.find((a) => a.declaration.title === row.title);
+      if (partner) {
+        const j = names.findIndex((n) => !partner.withheld_headers.includes(n));
+        if (j >= 0) throw rowFault("target-secrets", i, `headers.${j}`, `is not among the withheld_headers of this import's ${row.kind === "tool" ? "tools" : "agents"} row`);
+        continue;
+      }
+      standalone.push(await standaloneUpdate(ctx, i, row, names));
+    }
+    return { count: rows.length, standalone };
+  },
+  async apply(plan, ctx) {
+    const now = ctx.nowIso;
+    await runBatch(
+      ctx.db,
+      plan.standalone.map((u) =>
+        u.kind === "tool"
+          ? ctx.db.prepare("UPDATE tool_declarations SET spec = ?, updated_at = ? WHERE title = ?").bind(u.spec, now, u.title)
+          : ctx.db.prepare("UPDATE agent_declarations SET config = ?, updated_at = ? WHERE title = ?").bind(u.config, now, u.title),
+      ),
+    );
+    return { applied: plan.count };
+  },
+});
+
+/** Secrets for a declaration already in the deployment: each must replace one of its literal headers. */
+async function standaloneUpdate(ctx: ImportContext, i: number, row: TargetSecretBackupRow, names: string[]): Promise<SecretUpdate> {
+  const literalOnly = (headers: HeaderSpec) => {
+    const j = names.findIndex((n) => typeof headers[n] !== "string");
+    if (j >= 0) throw rowFault("target-secrets", i, `headers.${j}`, "is not a literal header of the deployment's declaration");
+    return { ...headers, ...row.headers };
+  };
+  if (row.kind === "tool") {
+    const tool = await getHttpTool(ctx.db, row.title);
+    if (!tool) throw rowFault("target-secrets", i, "title", "no such tool in the deployment or this import's tools section");
+    const headers = literalOnly(tool.headers);
+    return { kind: "tool", title: row.title, spec: toolSpec({ title: tool.title, kind: "http", description: tool.description, url: tool.url, method: tool.method, headers, input_schema: (tool.input_schema ?? undefined) as HttpToolDeclaration["input_schema"], timeout_seconds: tool.timeout_seconds }) };
+  }
+  const agent = await getDeclaredAgent(ctx.db, row.title);
+  if (!agent || agent.kind !== "http") throw rowFault("target-secrets", i, "title", "no such http agent in the deployment or this import's agents section");
+  return { kind: "agent", title: row.title, config: JSON.stringify({ ...agent.config, headers: literalOnly(agent.config.headers) }) };
+}
