@@ -10,7 +10,7 @@
  * - `SETTINGS_REFRESH_SECONDS`: how often an isolate re-checks the overlay's generation (the bound
  *   on how long a change made elsewhere takes to apply); default 2.
  */
-import { normalizeKey } from "./connector-settings";
+import { type KeyRing, parseKeyRing } from "./sealing-keys";
 import { envString } from "./store-url";
 
 export const SETTINGS_KEY_SETTING = "SETTINGS_ENCRYPTION_KEY";
@@ -23,30 +23,13 @@ export const MAX_REFRESH_SECONDS = 60;
 
 export interface ConfigSettings {
   /** The sealing keys as standard base64 of 32 bytes: `current` seals, every key opens. */
-  keys: { current: string | null; previous: string[] };
+  keys: KeyRing;
   /** Seconds between two generation checks of one isolate. */
   refreshSeconds: number;
 }
 
-const KEY_RULE = "must be 32 random bytes in base64 (e.g. `openssl rand -base64 32`)";
-
 export function parseConfigSettings(env: Record<string, unknown>, errors: string[]): ConfigSettings {
-  let current: string | null = null;
-  const raw = envString(env, SETTINGS_KEY_SETTING)?.trim();
-  if (raw) {
-    current = normalizeKey(raw);
-    if (!current) errors.push(`${SETTINGS_KEY_SETTING} ${KEY_RULE}`);
-  }
-  const previous: string[] = [];
-  for (const entry of (envString(env, SETTINGS_PREVIOUS_KEYS_SETTING) ?? "").split(",").map((s) => s.trim()).filter(Boolean)) {
-    const key = normalizeKey(entry);
-    if (!key) {
-      errors.push(`${SETTINGS_PREVIOUS_KEYS_SETTING} must be a comma-separated list of keys that each ${KEY_RULE.replace(/^must be/, "are")}`);
-      break;
-    }
-    if (key !== current && !previous.includes(key)) previous.push(key);
-  }
-  if (previous.length > 8) errors.push(`${SETTINGS_PREVIOUS_KEYS_SETTING} may list at most 8 keys`);
+  const keys = parseKeyRing(env, SETTINGS_KEY_SETTING, SETTINGS_PREVIOUS_KEYS_SETTING, errors);
 
   let refreshSeconds = DEFAULT_REFRESH_SECONDS;
   const r = envString(env, SETTINGS_REFRESH_SETTING)?.trim();
@@ -56,5 +39,5 @@ export function parseConfigSettings(env: Record<string, unknown>, errors: string
       errors.push(`${SETTINGS_REFRESH_SETTING} must be a number of seconds from ${MIN_REFRESH_SECONDS} to ${MAX_REFRESH_SECONDS}`);
     } else refreshSeconds = n;
   }
-  return { keys: { current, previous }, refreshSeconds };
+  return { keys, refreshSeconds };
 }

@@ -16,6 +16,7 @@
  */
 import { z } from "zod";
 import { ENV_NAME, isForbiddenReference } from "./secret-references";
+import { KEY_RULE, type KeyRing, parseKeyRing } from "./sealing-keys";
 import { d1StoreUrl, envString, intSetting } from "./store-url";
 
 /** The pattern of provider ids, sub-service ids and config keys (platform-facts A2). */
@@ -159,7 +160,7 @@ export interface ConnectorSettings {
    * `CONNECTORS_ENCRYPTION_KEY` and `CONNECTORS_ENCRYPTION_KEY_PREVIOUS` as standard base64 of
    * 32 bytes each: `current` seals, every key opens (docs/connectors.md "Tokens at rest").
    */
-  keys: { current: string | null; previous: string[] };
+  keys: KeyRing;
   /** `CONNECTORS_OAUTH_REDIRECT_URI`: where the provider sends the browser back with `code` and `state`. */
   redirectUri: string | null;
   /** `CONNECTORS_OAUTH_START_TTL_SECONDS`: how long a started authorization may be completed (default 600). */
@@ -202,42 +203,12 @@ export function parseProvidersDocument(raw: unknown, errors: string[]): Provider
   return [];
 }
 
-/** A base64 (standard or url-safe, padding optional) 256-bit key, normalized to standard base64; null when it is not one. */
-export function normalizeKey(text: string): string | null {
-  const t = text.trim().replace(/-/g, "+").replace(/_/g, "/").replace(/=+$/, "");
-  if (!/^[A-Za-z0-9+/]+$/.test(t)) return null;
-  let bin: string;
-  try {
-    bin = atob(t + "=".repeat((4 - (t.length % 4)) % 4));
-  } catch {
-    return null;
-  }
-  return bin.length === 32 ? btoa(bin) : null;
-}
-
-const KEY_RULE = "must be 32 random bytes in base64 (e.g. `openssl rand -base64 32`)";
-
 function parseKeys(env: Record<string, unknown>, storeUrl: string | null, errors: string[]): ConnectorSettings["keys"] {
-  const raw = envString(env, ENCRYPTION_KEY_SETTING)?.trim();
-  let current: string | null = null;
-  if (raw) {
-    current = normalizeKey(raw);
-    if (!current) errors.push(`${ENCRYPTION_KEY_SETTING} ${KEY_RULE}`);
-  } else if (storeUrl) {
+  const ring = parseKeyRing(env, ENCRYPTION_KEY_SETTING, PREVIOUS_KEYS_SETTING, errors);
+  if (!envString(env, ENCRYPTION_KEY_SETTING)?.trim() && storeUrl) {
     errors.push(`${ENCRYPTION_KEY_SETTING} must be set while CONNECTORS_STORE_URL is set: it ${KEY_RULE.replace(/^must be/, "is")}`);
   }
-  const previous: string[] = [];
-  const prevRaw = envString(env, PREVIOUS_KEYS_SETTING) ?? "";
-  for (const entry of prevRaw.split(",").map((s) => s.trim()).filter(Boolean)) {
-    const key = normalizeKey(entry);
-    if (!key) {
-      errors.push(`${PREVIOUS_KEYS_SETTING} must be a comma-separated list of keys that each ${KEY_RULE.replace(/^must be/, "are")}`);
-      break;
-    }
-    if (key !== current && !previous.includes(key)) previous.push(key);
-  }
-  if (previous.length > 8) errors.push(`${PREVIOUS_KEYS_SETTING} may list at most 8 keys`);
-  return { current, previous };
+  return ring;
 }
 
 const LOOPBACK_HOSTS: ReadonlySet<string> = new Set(["127.0.0.1", "localhost", "[::1]"]);
