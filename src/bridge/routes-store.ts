@@ -176,13 +176,19 @@ const UPSERT_ROUTE = `INSERT INTO routes (${ROUTE_COLUMNS.join(", ")})
     .map((c) => `${c} = excluded.${c}`)
     .join(", ")}`;
 
+/**
+ * The whole-row write (create or replace) as a statement: the route door runs it alone, a backup
+ * import batches it with the rest of its routes section. A replaced route keeps its `created_at`
+ * for both (thread objects stamp their mode overrides with it, see `deleteRoute`).
+ */
+export function upsertRouteStatement(db: D1Database, row: RouteRow): D1PreparedStatement {
+  const stored = z.encode(RouteRow, row);
+  return db.prepare(UPSERT_ROUTE).bind(...ROUTE_COLUMNS.map((c) => stored[c]));
+}
+
 /** Writes the whole row (create or replace). */
 export async function upsertRoute(db: D1Database, row: RouteRow): Promise<void> {
-  const stored = z.encode(RouteRow, row);
-  await db
-    .prepare(UPSERT_ROUTE)
-    .bind(...ROUTE_COLUMNS.map((c) => stored[c]))
-    .run();
+  await upsertRouteStatement(db, row).run();
 }
 
 /**

@@ -4,11 +4,10 @@ import { z } from "zod";
 import type { AppEnv } from "../http/app-env";
 import { HttpError } from "../http/errors";
 import { addRoute } from "../http/route";
-import { deleteTextResource, readTextResource, writeTextResource } from "../store/text-resources";
+import { deleteTextResource, readTextResource, resourceContent, resourceId, writeTextResource } from "../store/text-resources";
 
 export const resourcesRouter = new Hono<AppEnv>();
 
-const resourceId = z.string().regex(/^[A-Za-z0-9_./-]{1,256}$/, { message: "must be 1-256 characters of letters, digits and _ . / -" });
 const resourceView = z.object({ id: z.string(), content: z.string(), created_at: z.string(), updated_at: z.string() });
 
 async function read(db: D1Database, id: string) {
@@ -55,7 +54,7 @@ addRoute(
     summary: "Create or replace a text resource (TemplatedText `id` source)",
     area: "storage",
     auth: { tag: "storage" },
-    body: z.object({ id: resourceId.optional(), content: z.string().max(256 * 1024) }).strict(),
+    body: z.object({ id: resourceId.optional(), content: resourceContent }).strict(),
     response: z.object({ created: z.boolean(), resource: resourceView }),
   },
   async (c, { body }) => {

@@ -253,6 +253,28 @@ export function namedDocument(doc: StateTemplateDocument, name: string): StateTe
 export const templateNotFound = () => new HttpError(404, "state template not found");
 
 /**
+ * The insert of `doc` under `name` (the stored document's `name` set to it) as a statement. What
+ * it does to an existing row differs on purpose between its callers: "keep" leaves the row as it
+ * is, for the template door, which must tell a create from a replace and refuses a replace it was
+ * not asked for (it updates in a second step); "replace" replaces the document and `updated_at`
+ * and keeps `created_at`, for a backup import, which writes every row of its section in one batch
+ * with the times its document carries.
+ */
+export function insertTemplateStatement(
+  db: D1Database,
+  name: string,
+  doc: StateTemplateDocument,
+  createdAt: string,
+  updatedAt: string,
+  onConflict: "keep" | "replace",
+): D1PreparedStatement {
+  const conflictAction = onConflict === "keep" ? "NOTHING" : "UPDATE SET document = excluded.document, updated_at = excluded.updated_at";
+  return db
+    .prepare(`INSERT INTO state_templates (name, document, created_at, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (name) DO ${conflictAction}`)
+    .bind(name, JSON.stringify(namedDocument(doc, name)), createdAt, updatedAt);
+}
+
+/**
  * Stores `doc` under `name` (the document's `name` set to it). A new name is created; an existing
  * one is replaced only with `replace`, else 409.
  */
@@ -260,10 +282,7 @@ export async function putTemplate(db: D1Database, name: string, doc: StateTempla
   const document = JSON.stringify(namedDocument(doc, name));
   // Insert-or-nothing, then update: a row deleted between the two is inserted on the next round.
   for (let round = 0; round < 3; round++) {
-    const inserted = await db
-      .prepare("INSERT INTO state_templates (name, document, created_at, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (name) DO NOTHING")
-      .bind(name, document, nowIso, nowIso)
-      .run();
+    const inserted = await insertTemplateStatement(db, name, doc, nowIso, nowIso, "keep").run();
     if (inserted.meta.changes > 0) return { created: true };
     if (!replace) throw conflict("state template already exists; PUT with ?replace=true to replace it");
     const updated = await db.prepare("UPDATE state_templates SET document = ?, updated_at = ? WHERE name = ?").bind(document, nowIso, name).run();

@@ -18,11 +18,11 @@ import { conditionNeedsRequest } from "../../auth/condition";
 import { bindExecutionKey } from "../../auth/pass-role";
 import { getRole } from "../../auth/roles";
 import { flushListings } from "../../bridge/indexes";
-import { RouteRow, listRoutes, routeByChannelIdentity, routeHasThreads } from "../../bridge/routes-store";
+import { type RouteRow, listRoutes, routeByChannelIdentity, routeHasThreads, upsertRouteStatement } from "../../bridge/routes-store";
 import { routeCreateBody, routeNameSchema } from "../../bridge/schemas";
 import { conflict } from "../../http/errors";
 import { JqError, jqCompile } from "../../jq/engine";
-import { listConfigs } from "../../persons/target-configs";
+import { listConfigs, putConfigStatement } from "../../persons/target-configs";
 import { BUILTIN_AGENT_NAMES } from "../../targets/agents/declarations";
 import { isBuiltinTool } from "../../targets/tools/builtins";
 import { assertDeclaredUrl } from "../../targets/urls";
@@ -60,14 +60,7 @@ export const targetConfigsSection = defineSection({
     await checkBindingsAtApply(ctx, "target-configs", rows.map((row, index) => ({ index, binding: row.state_binding })));
     await runBatch(
       ctx.db,
-      rows.map((c) =>
-        ctx.db
-          .prepare(
-            `INSERT INTO conversation_configs (target_kind, target_name, config, updated_at) VALUES (?, ?, ?, ?)
-             ON CONFLICT(target_kind, target_name) DO UPDATE SET config = excluded.config, updated_at = excluded.updated_at`,
-          )
-          .bind(c.target_kind, c.target_name, JSON.stringify(c), ctx.nowIso),
-      ),
+      rows.map((c) => putConfigStatement(ctx.db, c, ctx.nowIso)),
     );
     return { applied: rows.length };
   },
@@ -207,17 +200,6 @@ export const routesSection = defineSection({
     return minted.length ? { applied: plan.length, callback_secrets: minted } : { applied: plan.length };
   },
 });
-
-const ROUTE_COLUMNS = Object.keys(RouteRow.shape) as Array<keyof RouteRow>;
-
-/** The route door's upsert (src/bridge/routes-store.ts `upsertRoute`) as a statement, for the section's batch. */
-function upsertRouteStatement(db: D1Database, row: RouteRow): D1PreparedStatement {
-  const stored = z.encode(RouteRow, row);
-  const updates = ROUTE_COLUMNS.filter((c) => c !== "route_name" && c !== "created_at").map((c) => `${c} = excluded.${c}`);
-  return db
-    .prepare(`INSERT INTO routes (${ROUTE_COLUMNS.join(", ")}) VALUES (${ROUTE_COLUMNS.map(() => "?").join(", ")}) ON CONFLICT(route_name) DO UPDATE SET ${updates.join(", ")}`)
-    .bind(...ROUTE_COLUMNS.map((c) => stored[c]));
-}
 
 export const routeSecretsSection = defineSection({
   name: "route-secrets",

@@ -8,6 +8,7 @@
 import { z } from "zod";
 import type { StateBinding } from "../../states/state-binding";
 import { type PresetBody, initialBody, presetBodySchema, presetCreateSchema, tagsSchema } from "../../targets/presets/model";
+import { insertVersionStatement, presetRowStatement } from "../../targets/presets/store";
 import { targetNameSchema } from "../../targets/names";
 import { isBuiltinTool } from "../../targets/tools/builtins";
 import { parseStored } from "../../store/parse-stored";
@@ -82,16 +83,9 @@ export const presetsSection = defineSection({
     await runBatch(
       db,
       plan.flatMap(({ row, bodies }) => [
-        db
-          .prepare(
-            `INSERT INTO presets (name, current_version, latest_version, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
-             ON CONFLICT(name) DO UPDATE SET current_version = excluded.current_version, latest_version = excluded.latest_version, updated_at = excluded.updated_at`,
-          )
-          .bind(row.name, row.current_version, row.latest_version, row.created_at, row.updated_at),
+        presetRowStatement(db, row, "restore"),
         db.prepare("DELETE FROM preset_versions WHERE name = ?").bind(row.name),
-        ...row.versions.map((v, j) =>
-          db.prepare("INSERT INTO preset_versions (name, version, body, tags, created_at) VALUES (?, ?, ?, ?, ?)").bind(row.name, v.version, JSON.stringify(bodies[j]), JSON.stringify(v.tags), v.created_at),
-        ),
+        ...row.versions.map((v, j) => insertVersionStatement(db, row.name, { ...v, body: bodies[j] }, { onlyAfterInsert: false })),
       ]),
     );
     return { applied: plan.length };

@@ -19,7 +19,7 @@ import { parseStored } from "../../store/parse-stored";
 import { AttachBody, attachTemplate } from "../../states/attachments";
 import { StateDeclarationBody, StateName, checkBaseSchema, looksLikeTemplatedText } from "../../states/declaration";
 import { declareState, stateNames } from "../../states/declarations";
-import { StateTemplateDocument, TemplateName, checkTemplatePrograms, namedDocument } from "../../states/templates";
+import { StateTemplateDocument, TemplateName, checkTemplatePrograms, insertTemplateStatement } from "../../states/templates";
 import { deployedTemplates, deployedTextResources } from "../deployment";
 import type { StateBackupRow, StateTemplateBackupRow } from "../rows";
 import { defineSection, firstDuplicate, inRow, parseAtRow, refuseDuplicates, rowFault, runBatch } from "../section";
@@ -42,21 +42,15 @@ export const stateTemplatesSection = defineSection({
       if (doc.name !== undefined && doc.name !== row.name) throw rowFault("state-templates", i, "document.name", "must equal the row's name");
       const problem = await checkTemplatePrograms(doc);
       if (problem) throw rowFault("state-templates", i, `document.${problem.split(":")[0]}`, problem.slice(problem.indexOf(":") + 1).trim());
-      plan.push({ row, document: namedDocument(doc, row.name) });
+      // Stored with its name set to the row's, by insertTemplateStatement.
+      plan.push({ row, document: doc });
     }
     return plan;
   },
   async apply(plan, ctx) {
     await runBatch(
       ctx.db,
-      plan.map(({ row, document }) =>
-        ctx.db
-          .prepare(
-            `INSERT INTO state_templates (name, document, created_at, updated_at) VALUES (?, ?, ?, ?)
-             ON CONFLICT (name) DO UPDATE SET document = excluded.document, updated_at = excluded.updated_at`,
-          )
-          .bind(row.name, JSON.stringify(document), row.created_at, row.updated_at),
-      ),
+      plan.map(({ row, document }) => insertTemplateStatement(ctx.db, row.name, document, row.created_at, row.updated_at, "replace")),
     );
     return { applied: plan.length };
   },

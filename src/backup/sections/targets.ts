@@ -10,11 +10,11 @@
  * `{"env"}` and `{"connection"}` references are not secrets and stay in the rows.
  */
 import { assertConnectionsExist } from "../../connectors/references";
-import { type AgentDeclaration, BUILTIN_AGENT_NAMES, agentDeclarationSchema, checkAgentDeclaration, getDeclaredAgent, listDeclaredAgents } from "../../targets/agents/declarations";
+import { type AgentDeclaration, BUILTIN_AGENT_NAMES, agentDeclarationSchema, checkAgentDeclaration, getDeclaredAgent, listDeclaredAgents, upsertAgentStatement } from "../../targets/agents/declarations";
 import { type HeaderSpec, headerConnections, headerValueSchema } from "../../targets/env-refs";
 import { targetNameSchema } from "../../targets/names";
 import { isBuiltinTool } from "../../targets/tools/builtins";
-import { type HttpToolDeclaration, checkHttpToolDeclaration, getHttpTool, httpToolDeclarationSchema, listHttpTools } from "../../targets/tools/http-tools";
+import { type HttpToolDeclaration, checkHttpToolDeclaration, getHttpTool, httpToolDeclarationSchema, httpToolSpec, listHttpTools, upsertHttpToolStatement } from "../../targets/tools/http-tools";
 import { deployedPresets } from "../deployment";
 import type { AgentBackupRow, TargetSecretBackupRow, ToolBackupRow } from "../rows";
 import { type ImportContext, atRow, defineSection, parseAtRow, refuseDuplicates, rowFault, runBatch } from "../section";
@@ -70,11 +70,6 @@ async function restoreHeaders(
   return out;
 }
 
-/** The `spec` column of `tool_declarations`, as the declaration door writes it (src/targets/tools/http-tools.ts). */
-function toolSpec(d: HttpToolDeclaration): string {
-  return JSON.stringify({ url: d.url, method: d.method, headers: d.headers, input_schema: d.input_schema ?? null, timeout_seconds: d.timeout_seconds });
-}
-
 interface ToolPlanRow {
   declaration: HttpToolDeclaration;
   created_at: string;
@@ -112,14 +107,8 @@ export const toolsSection = defineSection({
   async apply(plan, ctx) {
     await runBatch(
       ctx.db,
-      plan.map(({ declaration: d, created_at, updated_at }) =>
-        ctx.db
-          .prepare(
-            `INSERT INTO tool_declarations (title, kind, description, spec, created_at, updated_at) VALUES (?, 'http', ?, ?, ?, ?)
-             ON CONFLICT(title) DO UPDATE SET kind = excluded.kind, description = excluded.description, spec = excluded.spec, updated_at = excluded.updated_at`,
-          )
-          .bind(d.title, d.description, toolSpec(d), created_at, updated_at),
-      ),
+      // Titles were checked against presets in validate; see upsertHttpToolStatement.
+      plan.map(({ declaration, created_at, updated_at }) => upsertHttpToolStatement(ctx.db, declaration, created_at, updated_at, { refusePresetName: false })),
     );
     return { applied: plan.length };
   },
@@ -166,14 +155,7 @@ export const agentsSection = defineSection({
   async apply(plan, ctx) {
     await runBatch(
       ctx.db,
-      plan.map(({ declaration: d, created_at, updated_at }) =>
-        ctx.db
-          .prepare(
-            `INSERT INTO agent_declarations (title, kind, description, config, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
-             ON CONFLICT(title) DO UPDATE SET kind = excluded.kind, description = excluded.description, config = excluded.config, updated_at = excluded.updated_at`,
-          )
-          .bind(d.title, d.kind, d.description, JSON.stringify(d.config), created_at, updated_at),
-      ),
+      plan.map(({ declaration, created_at, updated_at }) => upsertAgentStatement(ctx.db, declaration, created_at, updated_at)),
     );
     return { applied: plan.length };
   },
@@ -244,7 +226,7 @@ async function standaloneUpdate(ctx: ImportContext, i: number, row: TargetSecret
     const tool = await getHttpTool(ctx.db, row.title);
     if (!tool) throw rowFault("target-secrets", i, "title", "no such tool in the deployment or this import's tools section");
     const headers = literalOnly(tool.headers);
-    return { kind: "tool", title: row.title, spec: toolSpec({ title: tool.title, kind: "http", description: tool.description, url: tool.url, method: tool.method, headers, input_schema: (tool.input_schema ?? undefined) as HttpToolDeclaration["input_schema"], timeout_seconds: tool.timeout_seconds }) };
+    return { kind: "tool", title: row.title, spec: httpToolSpec({ title: tool.title, kind: "http", description: tool.description, url: tool.url, method: tool.method, headers, input_schema: (tool.input_schema ?? undefined) as HttpToolDeclaration["input_schema"], timeout_seconds: tool.timeout_seconds }) };
   }
   const agent = await getDeclaredAgent(ctx.db, row.title);
   if (!agent || agent.kind !== "http") throw rowFault("target-secrets", i, "title", "no such http agent in the deployment or this import's agents section");

@@ -108,19 +108,27 @@ export async function listDeclaredAgents(db: D1Database): Promise<DeclaredAgent[
   return results.map(toAgent);
 }
 
+/**
+ * The create-or-replace of a declaration's row as a statement, answering the row (`RETURNING`); a
+ * replaced row keeps its `created_at`. The declaration door stamps both times now; a backup import
+ * batches it with the times its document carries.
+ */
+export function upsertAgentStatement(db: D1Database, d: AgentDeclaration, createdAt: string, updatedAt: string): D1PreparedStatement {
+  return db
+    .prepare(
+      `INSERT INTO agent_declarations (title, kind, description, config, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+       ON CONFLICT(title) DO UPDATE SET kind = excluded.kind, description = excluded.description, config = excluded.config, updated_at = excluded.updated_at
+       RETURNING ${COLUMNS}`,
+    )
+    .bind(d.title, d.kind, d.description, JSON.stringify(d.config), createdAt, updatedAt);
+}
+
 /** Creates or replaces a declaration; a built-in agent's name is 409, a `{"connection"}` header naming no connection 400. */
 export async function upsertDeclaredAgent(db: D1Database, d: AgentDeclaration, nowIso: string): Promise<{ created: boolean; agent: DeclaredAgent }> {
   if (BUILTIN_AGENT_NAMES.has(d.title)) throw conflict("title is the name of a built-in agent");
   if (d.kind === "http") await assertConnectionsExist(db, headerConnections(d.config.headers, "config.headers"));
   const existed = (await db.prepare("SELECT 1 AS one FROM agent_declarations WHERE title = ?").bind(d.title).first()) !== null;
-  const row = await db
-    .prepare(
-      `INSERT INTO agent_declarations (title, kind, description, config, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?5)
-       ON CONFLICT(title) DO UPDATE SET kind = excluded.kind, description = excluded.description, config = excluded.config, updated_at = excluded.updated_at
-       RETURNING ${COLUMNS}`,
-    )
-    .bind(d.title, d.kind, d.description, JSON.stringify(d.config), nowIso)
-    .first<Row>();
+  const row = await upsertAgentStatement(db, d, nowIso, nowIso).first<Row>();
   return { created: !existed, agent: toAgent(row!) };
 }
 

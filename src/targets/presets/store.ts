@@ -49,6 +49,54 @@ export async function listPresets(db: D1Database): Promise<PresetView[]> {
   return results.map(toView);
 }
 
+/** A `presets` row: the version pointers and times (its bodies are `preset_versions` rows). */
+export interface PresetPointers {
+  name: string;
+  current_version: number;
+  latest_version: number;
+  created_at: string;
+  updated_at: string;
+}
+
+/**
+ * The write of a `presets` row as a statement. Its two callers want different writes on purpose:
+ * - "create" (the create door) inserts only, and only while no declared tool has the name: that
+ *   check is in the write so a concurrent tool declaration cannot slip in (the statement then
+ *   writes nothing). An existing preset fails the insert on its key, which the door answers 409.
+ * - "restore" (a backup import) creates the row or replaces an existing row's pointers, keeping
+ *   its `created_at`. It checked the name against tools when it validated, and it writes the
+ *   preset's versions beside this row unconditionally, so a guard that skipped the row would
+ *   leave versions without their preset.
+ */
+export function presetRowStatement(db: D1Database, p: PresetPointers, mode: "create" | "restore"): D1PreparedStatement {
+  // `WHERE true` keeps the SELECT's WHERE clause present, which SQLite needs before ON CONFLICT.
+  const write =
+    mode === "create"
+      ? "WHERE NOT EXISTS (SELECT 1 FROM tool_declarations WHERE title = ?1)"
+      : "WHERE true ON CONFLICT(name) DO UPDATE SET current_version = excluded.current_version, latest_version = excluded.latest_version, updated_at = excluded.updated_at";
+  return db
+    .prepare(`INSERT INTO presets (name, current_version, latest_version, created_at, updated_at) SELECT ?1, ?2, ?3, ?4, ?5 ${write}`)
+    .bind(p.name, p.current_version, p.latest_version, p.created_at, p.updated_at);
+}
+
+/**
+ * The insert of one `preset_versions` row as a statement. With `onlyAfterInsert` it writes only
+ * when the statement just before it in the same batch wrote a row (`changes()` is that statement's
+ * row count, in the same transaction): the create door's first version, whose preset row the
+ * tool-name guard may have skipped. A backup import, which writes its preset row unconditionally,
+ * passes false. (Appending a version is not this insert: it takes the number inside the write.)
+ */
+export function insertVersionStatement(
+  db: D1Database,
+  name: string,
+  v: { version: number; body: PresetBody; tags: string[]; created_at: string },
+  { onlyAfterInsert }: { onlyAfterInsert: boolean },
+): D1PreparedStatement {
+  return db
+    .prepare(`INSERT INTO preset_versions (name, version, body, tags, created_at) SELECT ?1, ?2, ?3, ?4, ?5 WHERE ${onlyAfterInsert ? "changes() = 1" : "true"}`)
+    .bind(name, v.version, JSON.stringify(v.body), JSON.stringify(v.tags), v.created_at);
+}
+
 /**
  * Creates a preset at version 1. A preset name may not shadow a tool: a built-in or declared
  * tool's name is 409, checked in the insert itself so a concurrent tool declaration cannot
@@ -59,16 +107,8 @@ export async function createPreset(db: D1Database, name: string, body: PresetBod
   let results: D1Result[];
   try {
     results = await db.batch([
-      db
-        .prepare(
-          `INSERT INTO presets (name, current_version, latest_version, created_at, updated_at)
-           SELECT ?1, 1, 1, ?2, ?2 WHERE NOT EXISTS (SELECT 1 FROM tool_declarations WHERE title = ?1)`,
-        )
-        .bind(name, nowIso),
-      // changes() is the row count of the statement above, in this same transaction.
-      db
-        .prepare("INSERT INTO preset_versions (name, version, body, tags, created_at) SELECT ?1, 1, ?2, '[]', ?3 WHERE changes() = 1")
-        .bind(name, JSON.stringify(body), nowIso),
+      presetRowStatement(db, { name, current_version: 1, latest_version: 1, created_at: nowIso, updated_at: nowIso }, "create"),
+      insertVersionStatement(db, name, { version: 1, body, tags: [], created_at: nowIso }, { onlyAfterInsert: true }),
     ]);
   } catch (err) {
     if (String(err).includes("UNIQUE")) throw conflict("a preset with this name already exists");

@@ -115,6 +115,45 @@ export async function listHttpTools(db: D1Database): Promise<HttpTool[]> {
   return results.map(toHttpTool);
 }
 
+/** The `spec` column of a declaration's row: all of it but the title, kind and description. */
+export function httpToolSpec(d: HttpToolDeclaration): string {
+  return JSON.stringify({
+    url: d.url,
+    method: d.method,
+    headers: d.headers,
+    input_schema: d.input_schema ?? null,
+    timeout_seconds: d.timeout_seconds,
+  });
+}
+
+/**
+ * The create-or-replace of a declaration's row as a statement, answering the row (`RETURNING`). A
+ * replaced row keeps its `created_at`. With `refusePresetName` the statement writes nothing (and
+ * answers no row) while a preset has the title: the declaration door's check, in the write so a
+ * concurrent preset create cannot slip in between. A backup import passes false on purpose: it
+ * checked the title against the deployment's and the import's presets when it validated, and it
+ * writes its rows in one batch without reading each answer, so a row the guard skipped would be
+ * lost without a word.
+ */
+export function upsertHttpToolStatement(
+  db: D1Database,
+  d: HttpToolDeclaration,
+  createdAt: string,
+  updatedAt: string,
+  { refusePresetName }: { refusePresetName: boolean },
+): D1PreparedStatement {
+  // `WHERE true` keeps the SELECT's WHERE clause present, which SQLite needs before ON CONFLICT.
+  const guard = refusePresetName ? "NOT EXISTS (SELECT 1 FROM presets WHERE name = ?1)" : "true";
+  return db
+    .prepare(
+      `INSERT INTO tool_declarations (title, kind, description, spec, created_at, updated_at)
+       SELECT ?1, 'http', ?2, ?3, ?4, ?5 WHERE ${guard}
+       ON CONFLICT(title) DO UPDATE SET kind = excluded.kind, description = excluded.description, spec = excluded.spec, updated_at = excluded.updated_at
+       RETURNING ${COLUMNS}`,
+    )
+    .bind(d.title, d.description, httpToolSpec(d), createdAt, updatedAt);
+}
+
 /**
  * Creates or replaces a declaration. A built-in's name is refused (409); so is a preset's, and
  * that check sits in the same statement as the write so a concurrent preset create cannot slip
@@ -124,22 +163,7 @@ export async function upsertHttpTool(db: D1Database, d: HttpToolDeclaration, now
   if (isBuiltinTool(d.title)) throw conflict("title is the name of a built-in tool");
   await assertConnectionsExist(db, headerConnections(d.headers, "headers"));
   const existed = (await db.prepare("SELECT 1 AS one FROM tool_declarations WHERE title = ?").bind(d.title).first()) !== null;
-  const spec = JSON.stringify({
-    url: d.url,
-    method: d.method,
-    headers: d.headers,
-    input_schema: d.input_schema ?? null,
-    timeout_seconds: d.timeout_seconds,
-  });
-  const row = await db
-    .prepare(
-      `INSERT INTO tool_declarations (title, kind, description, spec, created_at, updated_at)
-       SELECT ?1, 'http', ?2, ?3, ?4, ?4 WHERE NOT EXISTS (SELECT 1 FROM presets WHERE name = ?1)
-       ON CONFLICT(title) DO UPDATE SET kind = excluded.kind, description = excluded.description, spec = excluded.spec, updated_at = excluded.updated_at
-       RETURNING ${COLUMNS}`,
-    )
-    .bind(d.title, d.description, spec, nowIso)
-    .first<Row>();
+  const row = await upsertHttpToolStatement(db, d, nowIso, nowIso, { refusePresetName: true }).first<Row>();
   if (!row) throw conflict("title is the name of a preset");
   return { created: !existed, tool: toHttpTool(row) };
 }
