@@ -2,15 +2,22 @@
  * IndexShard: one of SHARD_COUNT objects that keep D1 off the per-message path (issue 11). A thin
  * shell over its two parts: the ledger (src/shards/ledger.ts: the message directory, inbound
  * dedupe claims, outbound chunk ids) and the listing buffer (src/shards/listing-buffer.ts: thread
- * listing rows and failed records, written to D1 in batches). One alarm serves both: the buffer's
- * flush deadline and the ledger's next expiry. The contract is src/contracts/shard-rpc.ts.
+ * listing rows and failed records, written to D1 in batches) — and, since issue 16, the run log
+ * (src/shards/run-log.ts: the traces of runs outside any thread) whose summary rows, metrics
+ * counters and thread loads ride the listing buffer's batches. One alarm serves them all: the
+ * buffer's flush deadline, the ledger's next expiry and the run log's. The contract is
+ * src/contracts/shard-rpc.ts.
  */
 import { DurableObject } from "cloudflare:workers";
-import type { IndexShardRpc, LedgerEntry, LedgerKey, ListingPush } from "../src/contracts/shard-rpc";
+import type { RunTrace } from "../src/contracts/run-trace";
+import type { CounterDelta, IndexShardRpc, LedgerEntry, LedgerKey, ListingPush } from "../src/contracts/shard-rpc";
 import type { Env } from "../src/env";
 import { isolateSettings } from "../src/config/isolate-settings";
 import { claimEntry, createLedger, dropEntries, dropThreadEntries, findEntry, nextLedgerExpiry, pruneLedger, putEntry, releaseEntry } from "../src/shards/ledger";
 import { ListingBuffer, createListingBuffer } from "../src/shards/listing-buffer";
+import { createRunLog, dropThreadTraces, eraseUserTraces, findTrace, keepTrace, nextTraceExpiry, pruneTraces, pruneTracesBefore } from "../src/shards/run-log";
+import { summaryOf } from "../src/runs/summary";
+import { RUNS_DEFAULTS } from "../src/settings/runs-settings";
 
 /** A failed flush is retried after this long (D1 unavailable, say). */
 const RETRY_MS = 5000;
@@ -20,13 +27,17 @@ export class IndexShard extends DurableObject<Env> implements IndexShardRpc {
   private armedAt: number | null = null;
   /** The ledger's earliest expiry (memory; read from the table when the object starts). */
   private ledgerNext: number | null = null;
+  /** The run log's earliest expiry (memory; read from the table when the object starts). */
+  private tracesNext: number | null = null;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     // Synchronous on purpose: the tables must exist before the buffer reads its counters back.
     createLedger(ctx.storage.sql);
     createListingBuffer(ctx.storage.sql);
+    createRunLog(ctx.storage.sql);
     this.ledgerNext = nextLedgerExpiry(ctx.storage.sql);
+    this.tracesNext = nextTraceExpiry(ctx.storage.sql);
     this.buffer = new ListingBuffer({
       sql: ctx.storage.sql,
       db: () => this.env.DB,
@@ -83,11 +94,48 @@ export class IndexShard extends DurableObject<Env> implements IndexShardRpc {
     await this.buffer.settled();
     this.buffer.forgetThread(threadId);
     dropThreadEntries(this.ctx.storage.sql, threadId);
+    // The caller deletes D1's rows of the thread next, so nothing needs buffering for them.
+    dropThreadTraces(this.ctx.storage.sql, threadId);
+  }
+
+  async recordRun(trace: RunTrace): Promise<void> {
+    const r = isolateSettings.peek(this.env).result;
+    const retentionMs = (r.ok ? r.settings.runs.traceRetentionSeconds : RUNS_DEFAULTS.traceRetentionSeconds) * 1000;
+    const expiresAt = Date.parse(trace.started_at) + trace.duration_ms + retentionMs;
+    keepTrace(this.ctx.storage.sql, trace, expiresAt);
+    this.tracesNext = this.tracesNext === null ? expiresAt : Math.min(this.tracesNext, expiresAt);
+    if (this.buffer.bufferRun(summaryOf(trace, "shard"))) void this.flushOrRetry();
+    else await this.arm();
+  }
+
+  async readTrace(traceId: string, nowMs: number): Promise<RunTrace | null> {
+    return findTrace(this.ctx.storage.sql, traceId, nowMs);
+  }
+
+  async count(deltas: CounterDelta[]): Promise<void> {
+    this.buffer.bufferCounters(deltas);
+    await this.arm();
+  }
+
+  async eraseUserRuns(userId: string): Promise<number> {
+    // A flush in progress may be writing this user's rows; let it land before the caller deletes D1's.
+    await this.buffer.settled();
+    this.buffer.forgetUserRuns(userId);
+    return eraseUserTraces(this.ctx.storage.sql, userId).length;
+  }
+
+  async pruneRuns(beforeMs: number): Promise<number> {
+    await this.buffer.settled();
+    this.buffer.pruneRunsBefore(beforeMs);
+    return pruneTracesBefore(this.ctx.storage.sql, beforeMs).length;
   }
 
   override async alarm(): Promise<void> {
     this.armedAt = null;
     this.ledgerNext = pruneLedger(this.ctx.storage.sql, Date.now());
+    // Expired traces go, and their summary rows with the next flush.
+    this.buffer.bufferRunDrops(pruneTraces(this.ctx.storage.sql, Date.now()));
+    this.tracesNext = nextTraceExpiry(this.ctx.storage.sql);
     if (this.buffer.dueAt() !== null && (this.buffer.dueAt() ?? 0) <= Date.now()) await this.flushOrRetry();
     await this.arm();
   }
@@ -109,9 +157,9 @@ export class IndexShard extends DurableObject<Env> implements IndexShardRpc {
     await this.arm();
   }
 
-  /** Arms the one alarm at the earlier of the flush deadline and the ledger's next expiry. */
+  /** Arms the one alarm at the earliest of the flush deadline, the ledger's next expiry and the run log's. */
   private async arm(): Promise<void> {
-    const candidates = [this.buffer.dueAt(), this.ledgerNext].filter((t): t is number => typeof t === "number");
+    const candidates = [this.buffer.dueAt(), this.ledgerNext, this.tracesNext].filter((t): t is number => typeof t === "number");
     if (!candidates.length) return;
     await this.setAlarmAt(Math.min(...candidates), false);
   }

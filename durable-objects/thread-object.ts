@@ -19,6 +19,8 @@ import type { CheckpointMessage } from "../src/targets/checkpoints/types";
 import { type ThreadParts, alarmPass, composeThread } from "../src/thread/compose";
 import { type ThreadDeps, threadEnv, threadSettings, warmThreadSettings } from "../src/thread/deps";
 import { migrate } from "../src/thread/store";
+import type { RunTrace } from "../src/contracts/run-trace";
+import { dropTurnTraces, readTurnTrace } from "../src/thread/turn-trace";
 
 /** One thread's object: wires the parts over its storage and answers its contract's verbs. */
 export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
@@ -88,6 +90,14 @@ export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
 
   async checkpointDelete(threadId: string): Promise<void> {
     deleteCheckpoint({ storage: this.ctx.storage, threadId });
+  }
+
+  async runTrace(traceId: string): Promise<RunTrace | null> {
+    return readTurnTrace(this.ctx.storage, traceId, this.deps.now());
+  }
+
+  async dropRunTraces(traceIds: string[]): Promise<number> {
+    return dropTurnTraces(this.ctx.storage, traceIds);
   }
 
   /** The one alarm: orphaned turns, queued turns, grace ends, due deliveries, expiry. */

@@ -21,6 +21,7 @@
  * a slow-down answer instead of 429, no token for an operator), the module says why.
  */
 import { ledgerShard, messageKey } from "../contracts/shard-rpc";
+import { noteShed } from "../observability/shed-counter";
 import type { Env } from "../env";
 import { HttpError, badRequest, tooManyRequests, unavailable } from "../http/errors";
 import type { ConversationSettings } from "../settings/settings";
@@ -105,9 +106,12 @@ export type RateSubject =
   | { sender: string };
 
 /** Step 4: one token from the route's bucket for `subject`; the route's override, else the per-address cap. */
-export function takeRateToken(env: Env, s: ConversationSettings, route: Pick<RouteRow, "route_name" | "turns_per_hour_override">, subject: RateSubject) {
+export async function takeRateToken(env: Env, s: ConversationSettings, route: Pick<RouteRow, "route_name" | "turns_per_hour_override">, subject: RateSubject) {
   const key = "caller" in subject ? `api:${route.route_name}:${subject.caller}` : `channel:${route.route_name}:${subject.sender}`;
-  return takeToken(env, s, key, route.turns_per_hour_override ?? s.perAddressTurnsPerHour);
+  const verdict = await takeToken(env, s, key, route.turns_per_hour_override ?? s.perAddressTurnsPerHour);
+  // Every refused token is a rate-cap shed for the metrics (issue 16): counted in memory, handed on in the background.
+  if (!verdict.allowed) noteShed(env, route.route_name);
+  return verdict;
 }
 
 /** Step 4 on a door that answers its caller: over the (route, caller) cap is 429 with Retry-After. */

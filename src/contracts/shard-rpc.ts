@@ -19,6 +19,7 @@
  * changing it would strand every entry.
  */
 import type { Env } from "../env";
+import type { RunKind, RunOutcome, RunTrace, RunTrigger } from "./run-trace";
 
 /** How many IndexShard objects the deployment has. */
 export const SHARD_COUNT = 16;
@@ -46,6 +47,45 @@ export interface ListingRow {
   last_status: string;
   /** When the thread's last record expires, if every record is terminal (null: some record is still live without end). */
   live_until: number | null;
+  /** Turns queued or running (the thread's FIFO depth; issue 16 metrics, D1 `thread_loads`). */
+  queue_depth?: number;
+  /** Records waiting for delivery (`pending_delivery`): the thread's share of the delivery backlog. */
+  pending_deliveries?: number;
+}
+
+/**
+ * A run's summary row as D1 `runs` holds it (issue 16): no input, output or error text. `home`
+ * says where the full trace lives: `thread` (its thread object, for a turn) or `shard` (the
+ * IndexShard its trace id hashes to, `runShard`).
+ */
+export interface RunRow {
+  trace_id: string;
+  kind: RunKind;
+  trigger: RunTrigger;
+  target_kind: "tool" | "agent";
+  target_name: string;
+  target_version: string | null;
+  route_name: string | null;
+  thread_id: string | null;
+  interaction_id: string | null;
+  user_id: string | null;
+  principal: string | null;
+  /** Epoch ms. */
+  started_at: number;
+  duration_ms: number;
+  outcome: RunOutcome;
+  step_count: number;
+  /** The run carries admin-only error detail (in its trace). */
+  has_error: boolean;
+  home: "thread" | "shard";
+}
+
+/** An additive metrics counter for one minute (`minute` = epoch ms / 60 000, floored), e.g. `delivery_attempts` per route. */
+export interface CounterDelta {
+  minute: number;
+  name: string;
+  label: string;
+  value: number;
 }
 
 /** A failed record as the admin failed listing reads it (D1 `failed_records`). */
@@ -65,6 +105,12 @@ export interface ListingPush {
   failed: FailedRow[];
   /** Turns settled since the thread's last push (the flush counts these against `index_flush_batch`). */
   updates: number;
+  /** Summary rows of runs (turns) settled since the last push, for D1 `runs` (issue 16). */
+  runs?: RunRow[];
+  /** Trace ids whose traces the thread pruned with their records: their `runs` rows go. */
+  runs_dropped?: string[];
+  /** Metrics counters noted since the last push (delivery attempts and failed attempts). */
+  counters?: CounterDelta[];
 }
 
 /** The verbs of one shard. */
@@ -85,8 +131,21 @@ export interface IndexShardRpc {
   flush(): Promise<number>;
   /** Rows buffered and not yet in D1. */
   pending(): Promise<number>;
-  /** Thread forget: drops the thread's ledger entries and buffered rows here, after any flush in progress. */
+  /** Thread forget: drops the thread's ledger entries and buffered rows (listing and runs) here, after any flush in progress. */
   forgetThread(threadId: string): Promise<void>;
+  /**
+   * Keeps the trace of a run outside any thread (src/runs/recorder.ts; on the shard `runShard`
+   * names) until `RUNS_TRACE_RETENTION_SECONDS` after it started, and buffers its summary row for D1.
+   */
+  recordRun(trace: RunTrace): Promise<void>;
+  /** A trace this shard keeps (null: unknown or expired). */
+  readTrace(traceId: string, nowMs: number): Promise<RunTrace | null>;
+  /** Buffers metrics counters for D1 (`run_counters`), written with the next flush. */
+  count(deltas: CounterDelta[]): Promise<void>;
+  /** Person erase: drops the traces and buffered run rows attributed to `userId`; answers the traces dropped. */
+  eraseUserRuns(userId: string): Promise<number>;
+  /** `POST /api/runs/prune`: drops traces and buffered run rows of runs started before `beforeMs`; answers the traces dropped. */
+  pruneRuns(beforeMs: number): Promise<number>;
 }
 
 /** FNV-1a, 32 bits: a stable, well-spread placement hash (not a security boundary). */
@@ -122,6 +181,16 @@ export function ledgerShard(env: Env, k: LedgerKey): IndexShardRpc {
 /** The shard that buffers thread `threadId`'s listing pushes. */
 export function listingShard(env: Env, threadId: string): IndexShardRpc {
   return shardStub(env, shardIndex(`listing\u0000${threadId}`));
+}
+
+/** The shard that keeps the trace of run `traceId` (a run outside any thread). */
+export function runShard(env: Env, traceId: string): IndexShardRpc {
+  return shardStub(env, shardIndex(`run\u0000${traceId}`));
+}
+
+/** The shard that buffers metrics counters noted under `label` (a route name: one route's counts stay on one shard). */
+export function counterShard(env: Env, label: string): IndexShardRpc {
+  return shardStub(env, shardIndex(`counter\u0000${label}`));
 }
 
 /** Every shard (thread forget visits them all). */

@@ -17,6 +17,7 @@ import type { AnswerRecord, DeliveryStatus } from "../bridge/record";
 import type { RouteRow, TargetFacts } from "../bridge/routes-store";
 import type { Env } from "../env";
 import type { CheckpointMessage } from "../targets/checkpoints/types";
+import type { RunTrace } from "./run-trace";
 
 /** What a door hands over. `preset` records (slow-down, shed, operator send) run no turn. */
 export interface AcceptRequest {
@@ -111,6 +112,10 @@ export interface ThreadRpc {
   checkpointAppend(threadId: string, messages: CheckpointMessage[], ttlMinutes: number | null): Promise<void>;
   /** kv checkpoint provider: forget this thread's agent memory. */
   checkpointDelete(threadId: string): Promise<void>;
+  /** A turn's run trace (issue 16) with its record's input and output; null once the record is gone or expired. */
+  runTrace(traceId: string): Promise<RunTrace | null>;
+  /** Person erase: drops these turns' run traces (their records stay); answers how many were held. */
+  dropRunTraces(traceIds: string[]): Promise<number>;
 }
 
 /** The object of thread `threadId` (one per thread id), called through its contract. */

@@ -13,11 +13,13 @@ import type { Env } from "../env";
 import { conflict } from "../http/errors";
 import type { Settings } from "../settings/settings";
 import { createTargetContext } from "../targets/context";
+import { dropThreadRuns, dropUserRuns } from "../runs/runs-table";
 
 /**
- * Forgets a thread outright: its records, unpushed index notes, mode override and agent checkpoint
- * in the thread object, then its ledger entries in every IndexShard (message directory, dedupe
- * keys, outbound ids) and its listing rows in D1.
+ * Forgets a thread outright: its records with their run traces, unpushed index notes, mode override
+ * and agent checkpoint in the thread object, then its ledger entries and buffered rows in every
+ * IndexShard (message directory, dedupe keys, outbound ids, listing and run rows) and its listing
+ * and run rows in D1.
  * A turn queued or running refuses with 409 and removes nothing.
  */
 export async function forgetThread(env: Env, settings: Settings, routeName: string, threadId: string) {
@@ -36,6 +38,8 @@ async function forgetEverywhere(env: Env, settings: Settings, threadId: string):
   // it buffered for the listing; only then do the listing rows go, so no flush brings them back.
   await Promise.all(allShards(env).map((shard) => shard.forgetThread(threadId)));
   await dropThreadListing(env.DB, threadId);
+  // The thread's run summaries and load row (issue 16): the traces went with the records.
+  await dropThreadRuns(env.DB, threadId);
   // Erasure reaches states: every record whose subject is this thread, in every state.
   await eraseStateSubjects(env, settings, "thread", threadId);
   return r.removed;
@@ -55,8 +59,10 @@ async function eraseStateSubjects(env: Env, settings: Settings, kind: "thread" |
 
 /**
  * Erases a linked person (spec §4.6): its aggregated thread everywhere (records, checkpoint,
- * ledger entries, listing rows on every route), then, last, the person row with its address rows
- * and open codes in one transaction of its directory. Idempotent: an unknown or already erased
+ * ledger entries, listing rows on every route), every run trace attributed to the person (issue
+ * 16: the person's turns on other threads and runs outside the bridge, wherever their traces are
+ * kept), then, last, the person row with its address rows and open codes in one transaction of
+ * its directory. Idempotent: an unknown or already erased
  * person answers `erased: false`, its aggregated thread forgotten regardless. 409 while a turn is
  * in flight on the person thread.
  */
@@ -64,8 +70,23 @@ export async function erasePerson(env: Env, settings: Settings, personId: string
   const directory = await directoryOfPerson(env, personId);
   const removed = await forgetEverywhere(env, settings, personThreadId(personId));
   await eraseStateSubjects(env, settings, "person", personId);
+  await eraseUserRuns(env, personId);
   const erased = directory ? (await directory.erase(personId)) !== null : false;
   return { person_id: personId, removed, erased };
+}
+
+/**
+ * Removes the run traces attributed to `userId` (person erase): a turn's trace lives in its
+ * thread object, found through the summary rows; other runs' in the shards, which also drop the
+ * rows they buffered. The summary rows go last, so a retry finds what a failed call left.
+ */
+async function eraseUserRuns(env: Env, userId: string): Promise<void> {
+  const turns = await env.DB.prepare("SELECT trace_id, thread_id FROM runs WHERE user_id = ? AND home = 'thread'").bind(userId).all<{ trace_id: string; thread_id: string | null }>();
+  const byThread = new Map<string, string[]>();
+  for (const t of turns.results) if (t.thread_id) byThread.set(t.thread_id, [...(byThread.get(t.thread_id) ?? []), t.trace_id]);
+  for (const [threadId, ids] of byThread) await threadStub(env, threadId).dropRunTraces(ids);
+  await Promise.all(allShards(env).map((shard) => shard.eraseUserRuns(userId)));
+  await dropUserRuns(env.DB, userId);
 }
 
 export interface ModeAnswer {

@@ -3,9 +3,11 @@ import { Hono } from "hono";
 import { z } from "zod";
 import type { AppEnv } from "../http/app-env";
 import { MAX_BODY_BYTES } from "../http/body";
-import { boundedJsonObject } from "../http/bounded-json";
+import { type JsonValue, boundedJsonObject } from "../http/bounded-json";
 import { HttpError, badRequest, notFound } from "../http/errors";
 import { addRoute } from "../http/route";
+import { waitUntilOf } from "../http/wait-until";
+import { tracedDirectRun } from "../runs/direct";
 import { type DispatchResult, createTargetContext, dispatchTool } from "../targets/dispatch";
 import { targetNameSchema } from "../targets/names";
 import { checkHttpToolDeclaration, deleteHttpTool, httpToolDeclarationSchema, httpToolViewSchema, httpToolView, upsertHttpTool } from "../targets/tools/http-tools";
@@ -89,7 +91,15 @@ addRoute(
   },
   async (c, { body }) => {
     const ctx = createTargetContext(c.env, c.get("settings"));
-    const r = await dispatchTool(ctx, body.tool_name, body.arguments);
+    // The run's trace (issue 16): a direct tool run of the calling key, recorded in the background.
+    const r = await tracedDirectRun(
+      c.env,
+      ctx,
+      { kind: "tool_run", target: { kind: "tool", name: body.tool_name }, caller: c.get("principal")!.key.user_id, input: body.arguments as JsonValue },
+      () => dispatchTool(ctx, body.tool_name, body.arguments),
+      (done) => done.value as JsonValue,
+      waitUntilOf(c),
+    );
     if (!r.ok) throw dispatchFailureStatus(r);
     return r.value;
   },

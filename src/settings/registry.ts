@@ -44,7 +44,7 @@ export interface SettingDefinition {
   /** A family of names (`NOTIFICATIONS_FROM_<CHANNEL>`): matches each concrete name. */
   family?: RegExp;
   /** The area the setting belongs to (groups the schema and the docs). */
-  area: "conversations" | "states" | "notifications" | "connectors" | "marketplace" | "checkpoints" | "outbound" | "jq" | "access-control" | "channels" | "config";
+  area: "conversations" | "states" | "notifications" | "connectors" | "marketplace" | "runs" | "checkpoints" | "outbound" | "jq" | "access-control" | "channels" | "config";
   type: SettingType;
   enum?: readonly string[];
   minimum?: number;
@@ -216,6 +216,8 @@ export const SETTINGS: readonly SettingDefinition[] = Object.freeze([
   int("MARKETPLACE_REGISTRY_TIMEOUT_SECONDS", "marketplace", 10, 1, 120, "Deadline of one registry index fetch."),
   int("MARKETPLACE_REGISTRY_MAX_BYTES", "marketplace", 4 * 1024 * 1024, 1024, 32 * 1024 * 1024, "Largest registry index document read."),
   int("MARKETPLACE_LOCK_LEASE_SECONDS", "marketplace", 60, 5, 3600, "How long the fleet marketplace lock stays taken if its holder dies."),
+  // Run traces (issue 16; docs/observability.md).
+  int("RUNS_TRACE_RETENTION_SECONDS", "runs", 604_800, 60, 31_536_000, "How long the trace of a run outside the bridge (tool runs, agent runs) and its summary row live; a turn's trace lives as long as its record."),
   // Checkpoints.
   { name: "LLM_PROVIDER_CHECKPOINT", area: "checkpoints", type: "enum", enum: ["kv", "d1", "memory"], default: "kv", secret: false, overlay: true, description: "Agent memory provider: kv (thread object storage), d1 or memory." },
   { name: "LLM_PROVIDER_CHECKPOINT_TTL_MINUTES", area: "checkpoints", type: "number", exclusiveMinimum: 0, default: null, secret: false, overlay: true, description: "Idle TTL of agent memory in minutes; unset keeps it forever." },

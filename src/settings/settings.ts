@@ -9,6 +9,7 @@ import { type ConfigSettings, parseConfigSettings } from "./config-settings";
 import { type ConnectorSettings, parseConnectorSettings } from "./connector-settings";
 import { type MarketplaceSettings, parseMarketplaceSettings } from "./marketplace-settings";
 import { type NotificationSettings, parseNotificationSettings } from "./notification-settings";
+import { type RunsSettings, parseRunsSettings } from "./runs-settings";
 import { ENV_NAME, SECRET_REFERENCE_ALLOWLIST_SETTING, isForbiddenReference, splitAllowlist } from "./secret-references";
 import { d1StoreUrl } from "./store-url";
 
@@ -57,6 +58,8 @@ export interface Settings {
   /** `MARKETPLACE_*`: src/settings/marketplace-settings.ts. */
   marketplace: MarketplaceSettings;
   checkpoint: { provider: CheckpointProvider; ttlMinutes: number | null };
+  /** `RUNS_*`: run traces (src/settings/runs-settings.ts). */
+  runs: RunsSettings;
   /** `JQ_BUDGET_STEPS`, `JQ_BUDGET_MEMORY_MB`: what one jq run may use (src/jq/engine.ts). */
   jq: JqBudget;
   /** `OUTBOUND_ALLOW_PRIVATE_HOSTS`: the outbound address guard lets private hosts through (src/net/address-guard.ts). */
@@ -234,9 +237,10 @@ export function parseSettings(env: Record<string, unknown>): SettingsResult {
   const connectors = parseConnectorSettings(env, errors);
   const marketplace = parseMarketplaceSettings(env, errors);
   const config = parseConfigSettings(env, errors);
+  const runs = parseRunsSettings(env, errors);
 
   if (errors.length) return { ok: false, errors };
-  return { ok: true, settings: { jq, conversations: c, states, notifications, connectors, marketplace, checkpoint: { provider, ttlMinutes }, outbound, secretReferences: { allowlist }, config } };
+  return { ok: true, settings: { jq, conversations: c, states, notifications, connectors, marketplace, checkpoint: { provider, ttlMinutes }, outbound, secretReferences: { allowlist }, config, runs } };
 }
 
 /** The jq budget settings: whole numbers within the bounds the engine can honour. */

@@ -8,9 +8,25 @@
  *
  * A row is deleted from the buffer only if no newer push replaced it while the D1 batch was in
  * flight (`version`), and a failed flush keeps everything for the alarm to retry.
+ *
+ * Run traces (issue 16) ride the same buffer and the same batches: the summary rows of settled
+ * turns (carried by the threads' pushes) and of runs recorded on this shard (`bufferRun`), the
+ * removal of rows whose traces were pruned, the metrics counters (added up per minute, name and
+ * label while buffered) and each listed thread's load (queue depth, delivery backlog: written
+ * from the listing row to `thread_loads`). A summary row counts as one update against the batch,
+ * like a settled turn; each kind is one statement per chunk (src/runs/runs-table.ts), so a turn
+ * adds a row to a statement of a batch, never a statement or a batch of its own.
  */
-import type { ListingPush, ListingRow, FailedRow } from "../contracts/shard-rpc";
+import type { CounterDelta, ListingPush, ListingRow, FailedRow, RunRow } from "../contracts/shard-rpc";
 import { listingStatements } from "../bridge/indexes";
+import { addCountersStatement, deleteRunsStatement, pruneCountersStatement, threadLoadsStatements, upsertRunsStatement } from "../runs/runs-table";
+
+/** How often a shard's flush also reclaims old counters (at most, per shard instance). */
+const COUNTER_PRUNE_EVERY_MS = 3600_000;
+
+/** The oldest arrival over every buffered table. */
+const OLDEST_SQL = `SELECT MIN(t) AS t FROM (SELECT MIN(received_at) AS t FROM pending_threads UNION ALL SELECT MIN(received_at) FROM pending_failed
+  UNION ALL SELECT MIN(received_at) FROM pending_runs UNION ALL SELECT MIN(received_at) FROM pending_run_drops UNION ALL SELECT MIN(received_at) FROM pending_counters)`;
 
 /** Rows per D1 batch: a flush with more buffered writes several batches. */
 export const FLUSH_CHUNK = 50;
@@ -39,6 +55,28 @@ export function createListingBuffer(sql: SqlStorage): void {
     version     INTEGER NOT NULL,
     received_at INTEGER NOT NULL
   )`);
+  sql.exec(`CREATE TABLE IF NOT EXISTS pending_runs (
+    trace_id    TEXT PRIMARY KEY,
+    thread_id   TEXT,
+    user_id     TEXT,
+    started_at  INTEGER NOT NULL,
+    row         TEXT NOT NULL,
+    version     INTEGER NOT NULL,
+    received_at INTEGER NOT NULL
+  )`);
+  sql.exec(`CREATE TABLE IF NOT EXISTS pending_run_drops (
+    trace_id    TEXT PRIMARY KEY,
+    version     INTEGER NOT NULL,
+    received_at INTEGER NOT NULL
+  )`);
+  sql.exec(`CREATE TABLE IF NOT EXISTS pending_counters (
+    minute      INTEGER NOT NULL,
+    name        TEXT NOT NULL,
+    label       TEXT NOT NULL,
+    value       INTEGER NOT NULL,
+    received_at INTEGER NOT NULL,
+    PRIMARY KEY (minute, name, label)
+  )`);
 }
 
 /**
@@ -52,11 +90,17 @@ export class ListingBuffer {
   private version: number;
   private updates = 0;
   private oldest: number | null;
+  private countersPrunedAt = 0;
 
   constructor(private readonly deps: ListingBufferDeps) {
     const { sql } = deps;
-    this.version = sql.exec<{ v: number | null }>("SELECT MAX(v) AS v FROM (SELECT MAX(version) AS v FROM pending_threads UNION ALL SELECT MAX(version) FROM pending_failed)").one().v ?? 0;
-    this.oldest = sql.exec<{ t: number | null }>("SELECT MIN(t) AS t FROM (SELECT MIN(received_at) AS t FROM pending_threads UNION ALL SELECT MIN(received_at) FROM pending_failed)").one().t;
+    this.version =
+      sql
+        .exec<{ v: number | null }>(
+          "SELECT MAX(v) AS v FROM (SELECT MAX(version) AS v FROM pending_threads UNION ALL SELECT MAX(version) FROM pending_failed UNION ALL SELECT MAX(version) FROM pending_runs UNION ALL SELECT MAX(version) FROM pending_run_drops)",
+        )
+        .one().v ?? 0;
+    this.oldest = sql.exec<{ t: number | null }>(OLDEST_SQL).one().t;
   }
 
   /** Buffers one push. True when the buffer should flush now (the batch is full). */
@@ -76,9 +120,83 @@ export class ListingBuffer {
     for (const f of p.failed) {
       sql.exec("INSERT OR REPLACE INTO pending_failed (message_id, thread_id, row, version, received_at) VALUES (?, ?, ?, ?, ?)", f.message_id, f.thread_id, JSON.stringify(f), version, now);
     }
+    for (const r of p.runs ?? []) this.insertRun(r, version, now);
+    for (const id of p.runs_dropped ?? []) {
+      // A row not flushed yet just goes; one already in D1 is deleted by the next flush.
+      sql.exec("DELETE FROM pending_runs WHERE trace_id = ?", id);
+      sql.exec("INSERT OR REPLACE INTO pending_run_drops (trace_id, version, received_at) VALUES (?, ?, ?)", id, version, now);
+    }
+    this.insertCounters(p.counters ?? [], now);
     this.oldest ??= now;
     this.updates += p.updates;
     return this.updates >= this.deps.policy().batch;
+  }
+
+  /** Buffers the summary row of a run recorded on this shard; counts as one update. True when the buffer should flush now. */
+  bufferRun(row: RunRow): boolean {
+    const now = this.deps.now();
+    this.insertRun(row, ++this.version, now);
+    this.oldest ??= now;
+    this.updates += 1;
+    return this.updates >= this.deps.policy().batch;
+  }
+
+  /** Buffers the removal of summary rows whose traces this shard dropped (retention). */
+  bufferRunDrops(traceIds: string[]): void {
+    if (!traceIds.length) return;
+    const now = this.deps.now();
+    const version = ++this.version;
+    for (const id of traceIds) {
+      this.deps.sql.exec("DELETE FROM pending_runs WHERE trace_id = ?", id);
+      this.deps.sql.exec("INSERT OR REPLACE INTO pending_run_drops (trace_id, version, received_at) VALUES (?, ?, ?)", id, version, now);
+    }
+    this.oldest ??= now;
+  }
+
+  /** Buffers metrics counters (they never trigger a flush of their own: the lag writes them). */
+  bufferCounters(deltas: CounterDelta[]): void {
+    if (!deltas.length) return;
+    const now = this.deps.now();
+    this.insertCounters(deltas, now);
+    this.oldest ??= now;
+  }
+
+  /** Drops buffered summary rows attributed to `userId` (person erase). */
+  forgetUserRuns(userId: string): void {
+    this.deps.sql.exec("DELETE FROM pending_runs WHERE user_id = ?", userId);
+  }
+
+  /** Drops buffered summary rows of runs started before `beforeMs` (prune); answers how many. */
+  pruneRunsBefore(beforeMs: number): number {
+    return this.deps.sql.exec("DELETE FROM pending_runs WHERE started_at < ?", beforeMs).rowsWritten;
+  }
+
+  private insertRun(r: RunRow, version: number, now: number): void {
+    this.deps.sql.exec(
+      "INSERT OR REPLACE INTO pending_runs (trace_id, thread_id, user_id, started_at, row, version, received_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+      r.trace_id,
+      r.thread_id,
+      r.user_id,
+      r.started_at,
+      JSON.stringify(r),
+      version,
+      now,
+    );
+  }
+
+  private insertCounters(deltas: CounterDelta[], now: number): void {
+    for (const d of deltas) {
+      if (!d.value) continue;
+      this.deps.sql.exec(
+        `INSERT INTO pending_counters (minute, name, label, value, received_at) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT(minute, name, label) DO UPDATE SET value = value + excluded.value`,
+        d.minute,
+        d.name,
+        d.label,
+        d.value,
+        now,
+      );
+    }
   }
 
   /** When the buffer must flush by (null: it holds nothing). */
@@ -89,7 +207,11 @@ export class ListingBuffer {
   /** Rows buffered and not yet in D1. */
   pending(): number {
     const { sql } = this.deps;
-    return sql.exec<{ n: number }>("SELECT (SELECT COUNT(*) FROM pending_threads) + (SELECT COUNT(*) FROM pending_failed) AS n").one().n;
+    return sql
+      .exec<{ n: number }>(
+        "SELECT (SELECT COUNT(*) FROM pending_threads) + (SELECT COUNT(*) FROM pending_failed) + (SELECT COUNT(*) FROM pending_runs) + (SELECT COUNT(*) FROM pending_run_drops) + (SELECT COUNT(*) FROM pending_counters) AS n",
+      )
+      .one().n;
   }
 
   /**
@@ -123,6 +245,7 @@ export class ListingBuffer {
   forgetThread(threadId: string): void {
     this.deps.sql.exec("DELETE FROM pending_threads WHERE thread_id = ?", threadId);
     this.deps.sql.exec("DELETE FROM pending_failed WHERE thread_id = ?", threadId);
+    this.deps.sql.exec("DELETE FROM pending_runs WHERE thread_id = ?", threadId);
   }
 
   private async flushRounds(): Promise<number> {
@@ -131,15 +254,17 @@ export class ListingBuffer {
       const upTo = this.version;
       this.updates = 0;
       written += await this.writeUpTo(upTo);
-      this.oldest = this.deps.sql.exec<{ t: number | null }>("SELECT MIN(t) AS t FROM (SELECT MIN(received_at) AS t FROM pending_threads UNION ALL SELECT MIN(received_at) FROM pending_failed)").one().t;
+      this.oldest = this.deps.sql.exec<{ t: number | null }>(OLDEST_SQL).one().t;
       if (this.updates < this.deps.policy().batch) return written;
     }
   }
 
-  /** Writes the buffered rows of version `upTo` or older, FLUSH_CHUNK rows per D1 batch. */
+  /** Writes the buffered rows of version `upTo` or older (and the counters), FLUSH_CHUNK rows of each kind per D1 batch. */
   private async writeUpTo(upTo: number): Promise<number> {
     const { sql } = this.deps;
     let written = 0;
+    // Counters carry no version (they add up in place): each flush takes what it finds, once over.
+    let countersDone = false;
     for (;;) {
       const threads = sql
         .exec<{ thread_id: string; row: string | null; version: number }>(
@@ -151,17 +276,51 @@ export class ListingBuffer {
       const failed = sql
         .exec<{ message_id: string; row: string; version: number }>("SELECT message_id, row, version FROM pending_failed WHERE version <= ? ORDER BY received_at LIMIT ?", upTo, FLUSH_CHUNK)
         .toArray();
-      if (!threads.length && !failed.length) return written;
+      const runs = sql
+        .exec<{ trace_id: string; row: string; version: number }>("SELECT trace_id, row, version FROM pending_runs WHERE version <= ? ORDER BY received_at LIMIT ?", upTo, FLUSH_CHUNK)
+        .toArray();
+      const drops = sql
+        .exec<{ trace_id: string; version: number }>("SELECT trace_id, version FROM pending_run_drops WHERE version <= ? ORDER BY received_at LIMIT ?", upTo, FLUSH_CHUNK)
+        .toArray();
+      const counters = countersDone
+        ? []
+        : sql.exec<{ minute: number; name: string; label: string; value: number }>("SELECT minute, name, label, value FROM pending_counters ORDER BY received_at LIMIT ?", FLUSH_CHUNK).toArray();
+      if (counters.length < FLUSH_CHUNK) countersDone = true;
+      if (!threads.length && !failed.length && !runs.length && !drops.length && !counters.length) return written;
       const db = this.deps.db();
-      const stmts = listingStatements(
-        db,
-        threads.map((t) => ({ thread_id: t.thread_id, row: t.row === null ? null : (JSON.parse(t.row) as ListingRow) })),
-        failed.map((f) => JSON.parse(f.row) as FailedRow),
-      );
+      const now = this.deps.now();
+      const listed = threads.map((t) => ({ thread_id: t.thread_id, row: t.row === null ? null : (JSON.parse(t.row) as ListingRow) }));
+      const stmts = [
+        ...listingStatements(
+          db,
+          listed,
+          failed.map((f) => JSON.parse(f.row) as FailedRow),
+        ),
+        ...threadLoadsStatements(db, listed, now),
+        ...upsertRunsStatement(
+          db,
+          runs.map((r) => JSON.parse(r.row) as RunRow),
+        ),
+        ...deleteRunsStatement(
+          db,
+          drops.map((d) => d.trace_id),
+        ),
+        ...addCountersStatement(db, counters),
+      ];
+      const pruneCounters = counters.length > 0 && now - this.countersPrunedAt >= COUNTER_PRUNE_EVERY_MS;
+      if (pruneCounters) stmts.push(pruneCountersStatement(db, now));
       await db.batch(stmts);
+      if (pruneCounters) this.countersPrunedAt = now;
       // A row a newer push replaced while the batch was in flight stays for the next flush.
       for (const t of threads) sql.exec("DELETE FROM pending_threads WHERE thread_id = ? AND version = ?", t.thread_id, t.version);
       for (const f of failed) sql.exec("DELETE FROM pending_failed WHERE message_id = ? AND version = ?", f.message_id, f.version);
+      for (const r of runs) sql.exec("DELETE FROM pending_runs WHERE trace_id = ? AND version = ?", r.trace_id, r.version);
+      for (const d of drops) sql.exec("DELETE FROM pending_run_drops WHERE trace_id = ? AND version = ?", d.trace_id, d.version);
+      // Counters added to while the batch was in flight keep what came meanwhile.
+      for (const c of counters) {
+        sql.exec("UPDATE pending_counters SET value = value - ? WHERE minute = ? AND name = ? AND label = ?", c.value, c.minute, c.name, c.label);
+      }
+      sql.exec("DELETE FROM pending_counters WHERE value = 0");
       written += stmts.length;
     }
   }

@@ -18,6 +18,7 @@ import { mergeKwargs } from "./presets/model";
 import { ToolError } from "./tools/builtins";
 import { type BaseTool, type ResolvedTool, resolveBaseTool, resolveTool } from "./tools/registry";
 import { withTimeout } from "./timeout";
+import { type StepVerdict, noteTargetVersion, timedStep } from "../runs/steps";
 
 export type { ExecutionKeyRef, TargetContext } from "./context";
 export { createTargetContext } from "./context";
@@ -98,19 +99,34 @@ async function runBase(ctx: TargetContext, tool: BaseTool, kwargs: Record<string
   return tool.kind === "builtin" ? runBuiltin(ctx, tool, kwargs, ms) : runHttpTool(ctx, tool, kwargs, ms);
 }
 
+/** How a dispatch reads as a run's step (issue 16): its failure kind and message are the admin-only detail. Pure. */
+export function dispatchStepVerdict(r: DispatchResult): StepVerdict {
+  if (r.ok) return { outcome: "ok", error: null };
+  return { outcome: r.kind === "denied" ? "denied" : r.kind === "timeout" ? "timeout" : "error", error: `${r.kind}: ${r.message}` };
+}
+
+/**
+ * Dispatches `name` with `kwargs`; see `dispatchUntimed`. When the context is traced (a run's
+ * trace, src/runs/steps.ts), the dispatch is recorded as one `tool` step with its timing.
+ */
+export async function dispatchTool(ctx: TargetContext, name: string, kwargs: unknown, opts: DispatchOptions = {}): Promise<DispatchResult> {
+  return timedStep(ctx, "tool", name, () => dispatchUntimed(ctx, name, kwargs, opts), dispatchStepVerdict);
+}
+
 /**
  * Dispatches `name` with `kwargs`. A preset merges its fixed kwargs over the caller's (the
  * caller never overrides them), validates the merge against its own input_schema, runs its base
  * tool (whose schema applies too) and checks the result against its output_schema. The key
  * authorizes the name dispatched — a preset's grant does not require its base tool's.
  */
-export async function dispatchTool(ctx: TargetContext, name: string, kwargs: unknown, opts: DispatchOptions = {}): Promise<DispatchResult> {
+async function dispatchUntimed(ctx: TargetContext, name: string, kwargs: unknown, opts: DispatchOptions): Promise<DispatchResult> {
   if (opts.asKey) {
     const auth = await authorizeTurn(ctx.db, opts.asKey.user_id, opts.asKey.fingerprint, { kind: "tool", name }, ctx.now(), opts.asKey.prefetched);
     if (!auth.ok) return fail("denied", auth.reason);
   }
   const tool = opts.resolved !== undefined ? opts.resolved : await resolveTool(ctx.db, name);
   if (!tool) return fail("unknown_tool", "tool is not registered");
+  if (tool.kind === "preset") noteTargetVersion(ctx, name, String(tool.version));
   if (!isPlainObject(kwargs)) return fail("invalid_kwargs", "invalid kwargs: must be a JSON object");
   // Doors bound their kwargs already; this covers the rest (payload_expr output, model tool calls).
   const unbounded = checkJsonBounds(kwargs, MAX_BODY_BYTES);

@@ -59,7 +59,7 @@ export async function alarmPass(deps: ThreadDeps, parts: ThreadParts): Promise<v
   parts.turns.requeueOrphans(now);
   await parts.delivery.completeGrace(now, s);
   const pruned = pruneExpired(storage, now);
-  if (pruned.length) parts.index.note({ dropped: pruned });
+  if (pruned.ids.length) parts.index.note({ dropped: pruned.ids, runsDropped: pruned.traced });
   const outboxDue = outboxDueAt(storage);
   if (outboxDue !== null && outboxDue <= now) await parts.index.flush();
   purgeExpiredCheckpoint(storage, now);

@@ -8,7 +8,7 @@ import type { RouteRow } from "../bridge/routes-store";
 import { adapterFor } from "../channels/registry";
 import { planOutbound, sendOutboundStep } from "../channels/rich/outbound";
 import type { Settings } from "../settings/settings";
-import { ledgerShard, outboundKey } from "../contracts/shard-rpc";
+import { type CounterDelta, ledgerShard, outboundKey } from "../contracts/shard-rpc";
 import type { AlarmArm, IndexWriter, ThreadDeps } from "./deps";
 import { type StoredRecord, dueDeliveryHead, getStored, graceElapsed, saveStored } from "./store";
 
@@ -98,9 +98,10 @@ export class DeliveryMachine {
       c.deliveryCallbackTimeoutSeconds * 1000,
       s.outbound,
     );
-    if (result.ok) return this.finish(rec, "delivered", null, s);
+    const counted = this.attemptCounters(rec, !result.ok);
+    if (result.ok) return this.finish(rec, "delivered", null, s, counted);
     logDeliveryAttemptFailed({ message_id: rec.message_id, via: "callback", attempt: rec.attempts, reason: result.cls ?? "refused", final: rec.attempts >= c.deliveryMaxAttempts });
-    return this.retryLater(rec, result.reason, s);
+    return this.retryLater(rec, result.reason, s, counted);
   }
 
   private async deliverChannel(rec: AnswerRecord, chunksSent: number, route: RouteRow, s: Settings): Promise<void> {
@@ -133,11 +134,12 @@ export class DeliveryMachine {
     for (let i = chunksSent; i < steps.length; i++) {
       const r = await sendOutboundStep(adapter, steps[i], { to, from }, { fetch: this.deps.fetch, env, timeoutMs: c.deliverySendTimeoutSeconds * 1000 });
       if (!r.ok) {
+        const counted = this.attemptCounters(rec, true);
         const final = r.permanent || rec.attempts >= c.deliveryMaxAttempts;
         logDeliveryAttemptFailed({ message_id: rec.message_id, via: adapter.name, attempt: rec.attempts, reason: channelFailureClass(r), final });
         await this.indexOutbound(rec, adapter.name, sentIds, s);
-        if (r.permanent) return this.finish(rec, "failed", `channel send refused: ${r.reason}`, s);
-        return this.retryLater(rec, `channel send failed: ${r.reason}`, s);
+        if (r.permanent) return this.finish(rec, "failed", `channel send refused: ${r.reason}`, s, counted);
+        return this.retryLater(rec, `channel send failed: ${r.reason}`, s, counted);
       }
       if (r.provider_message_id) {
         rec.outbound_message_ids = [...rec.outbound_message_ids, r.provider_message_id];
@@ -146,13 +148,26 @@ export class DeliveryMachine {
       // Progress is durable per chunk, so a re-drive resumes after the last accepted one.
       saveStored(storage, { record: rec, chunks_sent: i + 1 });
     }
+    const counted = this.attemptCounters(rec, false);
     await this.indexOutbound(rec, adapter.name, sentIds, s);
-    if (tooLong) return this.finish(rec, "failed", "answer needed more than max_outbound_chunks messages", s);
+    if (tooLong) return this.finish(rec, "failed", "answer needed more than max_outbound_chunks messages", s, counted);
     const now = this.deps.now();
     rec.status = "provisional";
     rec.updated_at = new Date(now).toISOString();
     saveStored(storage, { record: rec, delivery_due_at: null, delivery_lease_until: null, grace_until: now + c.deliveryGraceSeconds * 1000 });
-    this.parts.index.note();
+    this.parts.index.note({ counters: counted });
+  }
+
+  /**
+   * One delivery attempt (and a failed one) for the metrics (issue 16): carried by the outbox note
+   * of the attempt's transition, so the counts reach D1 `run_counters` with the thread's next push,
+   * in the shards' batches.
+   */
+  private attemptCounters(rec: AnswerRecord, failed: boolean): CounterDelta[] {
+    const minute = Math.floor(this.deps.now() / 60_000);
+    const counters = [{ minute, name: "delivery_attempts", label: rec.route_name, value: 1 }];
+    if (failed) counters.push({ minute, name: "delivery_attempt_failures", label: rec.route_name, value: 1 });
+    return counters;
   }
 
   /**
@@ -167,17 +182,19 @@ export class DeliveryMachine {
     await Promise.all(ids.map((id) => ledgerShard(env, outboundKey(channel, id)).put(outboundKey(channel, id), entry, expires)));
   }
 
-  private async retryLater(rec: AnswerRecord, reason: string, s: Settings): Promise<void> {
+  private async retryLater(rec: AnswerRecord, reason: string, s: Settings, counted: CounterDelta[]): Promise<void> {
     const c = s.conversations;
-    if (rec.attempts >= c.deliveryMaxAttempts) return this.finish(rec, "failed", `undelivered after ${rec.attempts} attempts: ${reason}`, s);
+    if (rec.attempts >= c.deliveryMaxAttempts) return this.finish(rec, "failed", `undelivered after ${rec.attempts} attempts: ${reason}`, s, counted);
     const delay = backoffDelaySeconds(rec.attempts, c.deliveryBackoffBaseSeconds, c.deliveryBackoffMaxSeconds);
     rec.updated_at = new Date(this.deps.now()).toISOString();
     rec.error = reason;
     saveStored(this.deps.storage, { record: rec, delivery_due_at: this.deps.now() + delay * 1000, delivery_lease_until: null });
+    // The listing row is unchanged; the note carries the attempt's counts (and the thread's backlog).
+    this.parts.index.note({ counters: counted });
   }
 
   /** Terminal transition of a delivery: retention starts now; failures are listed. */
-  private async finish(rec: AnswerRecord, status: "delivered" | "failed", error: string | null, s: Settings): Promise<void> {
+  private async finish(rec: AnswerRecord, status: "delivered" | "failed", error: string | null, s: Settings, counted: CounterDelta[] = []): Promise<void> {
     const now = this.deps.now();
     const expires = now + s.conversations.answerRetentionTtlSeconds * 1000;
     rec.status = status;
@@ -186,8 +203,9 @@ export class DeliveryMachine {
     if (status === "failed") rec.error = error;
     else if (rec.answer_status !== "error") rec.error = null;
     saveStored(this.deps.storage, { record: rec, delivery_due_at: null, delivery_lease_until: null, grace_until: null, expires_at: expires });
-    this.parts.index.note(
-      status === "failed" ? { failed: { message_id: rec.message_id, route_name: rec.route_name, thread_id: rec.thread_id, failed_at: rec.updated_at, expires_at: expires } } : {},
-    );
+    this.parts.index.note({
+      ...(status === "failed" ? { failed: { message_id: rec.message_id, route_name: rec.route_name, thread_id: rec.thread_id, failed_at: rec.updated_at, expires_at: expires } } : {}),
+      ...(counted.length ? { counters: counted } : {}),
+    });
   }
 }

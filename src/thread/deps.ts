@@ -2,7 +2,7 @@
  * What the thread's parts run with. The object hands each part only the members it needs; a test
  * can hand a part its own storage, settings, clock and network.
  */
-import type { FailedRow } from "../contracts/shard-rpc";
+import type { CounterDelta, FailedRow, RunRow } from "../contracts/shard-rpc";
 import type { Env } from "../env";
 import { setJqBudget } from "../jq/engine";
 import { isolateSettings } from "../config/isolate-settings";
@@ -45,6 +45,12 @@ export interface IndexNote {
   failed?: FailedRow;
   /** Records just pruned: their message directory entries go. */
   dropped?: string[];
+  /** A turn's run trace just kept: its summary row, for D1 `runs` (issue 16). */
+  run?: RunRow;
+  /** Run traces just pruned with their records: their summary rows go. */
+  runsDropped?: string[];
+  /** Metrics counters (delivery attempts and failed attempts). */
+  counters?: CounterDelta[];
 }
 
 /**

@@ -13,12 +13,12 @@
  * (the oldest row's note time plus the delay and a grace, or a failed push's retry time), and the
  * alarm pass pushes whatever is still there.
  */
-import { type FailedRow, type LedgerKey, type ListingRow, ledgerIndex, listingShard, messageKey, shardStub } from "../contracts/shard-rpc";
+import { type CounterDelta, type FailedRow, type LedgerKey, type ListingRow, type RunRow, ledgerIndex, listingShard, messageKey, shardStub } from "../contracts/shard-rpc";
 import { AnswerRecord } from "../bridge/record";
 import { parseStored } from "../store/parse-stored";
 import type { IndexNote, IndexWriter, ThreadDeps } from "./deps";
 import type { ThreadIdentity } from "./identity";
-import { deleteMeta, getMeta, setMeta, sql } from "./store";
+import { deleteMeta, getMeta, setMeta, sql, threadLoad } from "./store";
 
 /** How long a note waits for more before its push goes (the listing's share of the lag). */
 export const PUSH_DELAY_MS = 250;
@@ -65,7 +65,37 @@ export function listingRowOf(storage: DurableObjectStorage): ListingRow | null {
     message_count: agg.n,
     last_status: rec.status,
     live_until: agg.open ? null : agg.last,
+    // The metrics' queue depths and delivery backlog (issue 16), as of this push.
+    ...threadLoad(storage),
   };
+}
+
+/** What an outbox row carries besides the listing (issue 16): a run's summary row, pruned traces, counters. */
+interface OutboxExtra {
+  run?: RunRow;
+  runs_dropped?: string[];
+  counters?: CounterDelta[];
+}
+
+/** The `extra` column of a note (null: nothing beyond the listing). */
+function extraOf(change: IndexNote): string | null {
+  const extra: OutboxExtra = {};
+  if (change.run) extra.run = change.run;
+  if (change.runsDropped?.length) extra.runs_dropped = change.runsDropped;
+  if (change.counters?.length) extra.counters = change.counters;
+  return Object.keys(extra).length ? JSON.stringify(extra) : null;
+}
+
+/** Adds counters up by (minute, name, label). Pure. */
+export function sumCounters(deltas: CounterDelta[]): CounterDelta[] {
+  const sums = new Map<string, CounterDelta>();
+  for (const d of deltas) {
+    const k = `${d.minute}\u0000${d.name}\u0000${d.label}`;
+    const cur = sums.get(k);
+    if (cur) cur.value += d.value;
+    else sums.set(k, { ...d });
+  }
+  return [...sums.values()];
 }
 
 export class IndexOutbox implements IndexWriter {
@@ -83,11 +113,12 @@ export class IndexOutbox implements IndexWriter {
     sql(
       this.deps.storage,
       "note outbox",
-      "INSERT INTO index_outbox (noted_at, settled, failed, dropped) VALUES (?, ?, ?, ?)",
+      "INSERT INTO index_outbox (noted_at, settled, failed, dropped, extra) VALUES (?, ?, ?, ?, ?)",
       this.deps.now(),
       change.settled ? 1 : 0,
       change.failed ? JSON.stringify(change.failed) : null,
       change.dropped?.length ? JSON.stringify(change.dropped) : null,
+      extraOf(change),
     );
     this.timer ??= setTimeout(() => {
       this.timer = null;
@@ -127,10 +158,10 @@ export class IndexOutbox implements IndexWriter {
   private async pushAll(): Promise<void> {
     const { storage } = this.deps;
     for (;;) {
-      const rows = sql<{ seq: number; settled: number; failed: string | null; dropped: string | null }>(
+      const rows = sql<{ seq: number; settled: number; failed: string | null; dropped: string | null; extra: string | null }>(
         storage,
         "outbox rows",
-        "SELECT seq, settled, failed, dropped FROM index_outbox ORDER BY seq LIMIT ?",
+        "SELECT seq, settled, failed, dropped, extra FROM index_outbox ORDER BY seq LIMIT ?",
         PUSH_ROWS,
       );
       if (!rows.length) break;
@@ -152,12 +183,24 @@ export class IndexOutbox implements IndexWriter {
     if (getMeta(storage, "outbox_retry_at") !== null) deleteMeta(storage, "outbox_retry_at");
   }
 
-  private async pushRows(threadId: string, rows: Array<{ settled: number; failed: string | null; dropped: string | null }>): Promise<void> {
+  private async pushRows(threadId: string, rows: Array<{ settled: number; failed: string | null; dropped: string | null; extra: string | null }>): Promise<void> {
     const env = this.deps.env();
     const failed = rows.flatMap((r) => (r.failed ? [JSON.parse(r.failed) as FailedRow] : []));
     const dropped = rows.flatMap((r) => (r.dropped ? (JSON.parse(r.dropped) as string[]) : []));
+    const extras = rows.flatMap((r) => (r.extra ? [JSON.parse(r.extra) as OutboxExtra] : []));
+    const runs = extras.flatMap((e) => (e.run ? [e.run] : []));
+    const runsDropped = extras.flatMap((e) => e.runs_dropped ?? []);
+    const counters = sumCounters(extras.flatMap((e) => e.counters ?? []));
     // The row is read at push time: it is the thread's state now, whatever the rows noted.
-    await listingShard(env, threadId).push({ thread_id: threadId, row: listingRowOf(this.deps.storage), failed, updates: rows.filter((r) => r.settled).length });
+    await listingShard(env, threadId).push({
+      thread_id: threadId,
+      row: listingRowOf(this.deps.storage),
+      failed,
+      updates: rows.filter((r) => r.settled).length,
+      ...(runs.length ? { runs } : {}),
+      ...(runsDropped.length ? { runs_dropped: runsDropped } : {}),
+      ...(counters.length ? { counters } : {}),
+    });
     if (dropped.length) {
       const byShard = new Map<number, LedgerKey[]>();
       for (const id of dropped) {

@@ -10,7 +10,7 @@ import { parseStored } from "../store/parse-stored";
 import { createMemoryTables } from "../targets/checkpoints/thread-memory";
 
 /** Bumped when the records schema changes; its steps below run in order inside blockConcurrencyWhile. */
-const SCHEMA_VERSION = 3;
+const SCHEMA_VERSION = 4;
 
 /**
  * The agent-memory tables' line of the same migration (meta `memory_schema_version`). They are the
@@ -79,6 +79,14 @@ export function migrate(storage: DurableObjectStorage): void {
     // v3: the outbox towards the admin listings (issue 11: no D1 write on the per-message path).
     // One row per noted transition; src/thread/index-outbox.ts pushes and drops them.
     storage.sql.exec("CREATE TABLE IF NOT EXISTS index_outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, noted_at INTEGER NOT NULL, settled INTEGER NOT NULL DEFAULT 0, failed TEXT, dropped TEXT)");
+  }
+  if (version < 4) {
+    // v4 (issue 16): each settled turn's run trace (src/thread/turn-trace.ts), keyed by its message
+    // id and deleted with its record; the outbox carries the trace's summary row and metrics
+    // counters towards the shards in `extra`.
+    storage.sql.exec("CREATE TABLE IF NOT EXISTS run_traces (message_id TEXT PRIMARY KEY, trace TEXT NOT NULL)");
+    // Idempotent like the steps above: an object whose version was rolled back keeps its column.
+    if (!storage.sql.exec("SELECT * FROM index_outbox LIMIT 0").columnNames.includes("extra")) storage.sql.exec("ALTER TABLE index_outbox ADD COLUMN extra TEXT");
   }
   if (version !== SCHEMA_VERSION) {
     sql(storage, "set schema version", "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", String(SCHEMA_VERSION));
@@ -229,13 +237,19 @@ export function nextWake(storage: DurableObjectStorage, intakeLeaseMs: number, n
   return r?.t ?? null;
 }
 
-/** Deletes records whose retention ended; returns their ids. */
-export function pruneExpired(storage: DurableObjectStorage, nowMs: number): string[] {
-  const gone = sql<{ message_id: string }>(storage, "expired ids", "SELECT message_id FROM records WHERE expires_at IS NOT NULL AND expires_at <= ?", nowMs).map(
-    (r) => r.message_id,
+/** Deletes records whose retention ended, with their run traces; returns their ids and those of the traces. */
+export function pruneExpired(storage: DurableObjectStorage, nowMs: number): { ids: string[]; traced: string[] } {
+  const gone = sql<{ message_id: string; traced: number }>(
+    storage,
+    "expired ids",
+    "SELECT r.message_id, t.message_id IS NOT NULL AS traced FROM records r LEFT JOIN run_traces t ON t.message_id = r.message_id WHERE r.expires_at IS NOT NULL AND r.expires_at <= ?",
+    nowMs,
   );
-  if (gone.length) sql(storage, "prune expired", "DELETE FROM records WHERE expires_at IS NOT NULL AND expires_at <= ?", nowMs);
-  return gone;
+  if (gone.length) {
+    sql(storage, "prune expired traces", "DELETE FROM run_traces WHERE message_id IN (SELECT message_id FROM records WHERE expires_at IS NOT NULL AND expires_at <= ?)", nowMs);
+    sql(storage, "prune expired", "DELETE FROM records WHERE expires_at IS NOT NULL AND expires_at <= ?", nowMs);
+  }
+  return { ids: gone.map((r) => r.message_id), traced: gone.filter((r) => r.traced).map((r) => r.message_id) };
 }
 
 /** Live (unexpired) records, oldest first or newest first, for transcripts and search. */
@@ -260,10 +274,21 @@ export function countAll(storage: DurableObjectStorage): number {
   return sql<{ n: number }>(storage, "count all", "SELECT COUNT(*) AS n FROM records")[0].n;
 }
 
-/** Deletes every record (thread forget); returns how many there were. */
+/** Deletes every record and run trace (thread forget); returns how many records there were. */
 export function deleteAllRecords(storage: DurableObjectStorage): number {
   const n = countAll(storage);
   sql(storage, "delete all records", "DELETE FROM records");
+  sql(storage, "delete all run traces", "DELETE FROM run_traces");
   return n;
+}
+
+/** The thread's FIFO depth (turns queued or running) and delivery backlog (records pending delivery). Index reads only. */
+export function threadLoad(storage: DurableObjectStorage): { queue_depth: number; pending_deliveries: number } {
+  return sql<{ queue_depth: number; pending_deliveries: number }>(
+    storage,
+    "thread load",
+    `SELECT (SELECT COUNT(*) FROM records WHERE turn_state IN ('queued', 'running')) AS queue_depth,
+            (SELECT COUNT(*) FROM records WHERE status = 'pending_delivery') AS pending_deliveries`,
+  )[0];
 }
 

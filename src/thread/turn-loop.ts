@@ -16,6 +16,9 @@ import type { InlineWaiters } from "./inline-waiters";
 import { type StoredRecord, getStored, nextQueued, runningTurns, saveStored } from "./store";
 import type { ThreadMode } from "./thread-mode";
 import { PersonTurn, pairingIntentOf, withGreeting } from "./pairing-turn";
+import { type TurnRun, keepTurnTrace, startTurnRun, turnTrace } from "./turn-trace";
+import { summaryOf } from "../runs/summary";
+import { traceSteps } from "../runs/steps";
 import type { KeyWithOwner } from "../auth/key-store";
 
 /** The parts the turn loop works with, and how it starts the delivery machine. */
@@ -91,7 +94,7 @@ export class TurnLoop {
     // the error outcome instead of killing the object again, so the thread moves on.
     if (stored.turn_attempts >= c.turnMaxAttempts) {
       logTurnAbandoned({ message_id: stored.record.message_id, attempts: stored.turn_attempts });
-      return this.settle(stored.record.message_id, errorOutcome(abandonedDetail(stored.turn_attempts)), s);
+      return this.settle(stored.record.message_id, errorOutcome(abandonedDetail(stored.turn_attempts)), s, startTurnRun(now()));
     }
     saveStored(storage, { record: stored.record, turn_state: "running", turn_lease_until: now() + leaseMs, turn_attempts: stored.turn_attempts + 1 });
     this.activeTurn = stored.record.message_id;
@@ -111,9 +114,11 @@ export class TurnLoop {
       if (cur?.turn_state === "running") saveStored(storage, { record: cur.record, turn_lease_until: now() + leaseMs });
     }, c.intakeClaimRefreshSeconds * 1000);
     const release = await turnSlots(c.maxConcurrentTurns).acquire();
+    // The run's trace (issue 16): timed from here to its settle, steps collected on its context.
+    const run = startTurnRun(now());
     let outcome: TurnOutcome;
     try {
-      outcome = await this.execute(stored, s);
+      outcome = await this.execute(stored, s, run);
     } catch (err) {
       console.error("turn failed unexpectedly", err);
       outcome = errorOutcome("the turn failed unexpectedly");
@@ -122,11 +127,11 @@ export class TurnLoop {
       clearInterval(refresher);
       this.activeTurn = null;
     }
-    await this.settle(stored.record.message_id, outcome, s);
+    await this.settle(stored.record.message_id, outcome, s, run);
   }
 
   /** Decides the outcome: route gone, manual mode (suppressed), or the target's run. */
-  private async execute(stored: StoredRecord, s: Settings): Promise<TurnOutcome> {
+  private async execute(stored: StoredRecord, s: Settings, run: TurnRun): Promise<TurnOutcome> {
     // The turn's one route read (src/bridge/route-reads.ts): the door's if still fresh, else D1.
     const readAt = this.deps.now();
     const fresh = this.parts.snapshots.take(stored.record.message_id, readAt);
@@ -135,6 +140,8 @@ export class TurnLoop {
     const route = read.route;
     if (!fresh) this.parts.snapshots.noteRead(route, readAt);
     const ctx = this.targetContext(s, route);
+    run.target = { kind: route.target_kind, name: route.target_name, version: null };
+    traceSteps(ctx, run.log);
     // A multichannel target's person work (src/thread/pairing-turn.ts): the first contact's
     // greeting goes before whatever this turn answers, and a pairing message is answered here, in
     // either mode, without running the target.
@@ -200,7 +207,7 @@ export class TurnLoop {
    * one synchronous step: if the caller is still waiting, the record is delivered inline and the
    * waiter resolved; otherwise it is scheduled for its door's delivery. Exactly one of the two.
    */
-  private async settle(messageId: string, outcome: TurnOutcome, s: Settings): Promise<void> {
+  private async settle(messageId: string, outcome: TurnOutcome, s: Settings, run: TurnRun): Promise<void> {
     const { storage } = this.deps;
     const { waiters } = this.parts;
     const cur = getStored(storage, messageId);
@@ -229,8 +236,11 @@ export class TurnLoop {
       delivery_due_at: status === "pending_delivery" ? now : null,
       expires_at: expires,
     });
+    // The run's trace, in the settle's own transaction; its summary row rides the outbox (issue 16).
+    const trace = turnTrace(rec, cur.inbound, run, outcome, now);
+    keepTurnTrace(storage, trace);
     if (inline) waiters.answer(messageId, rec);
-    this.parts.index.note({ settled: true });
+    this.parts.index.note({ settled: true, run: summaryOf(trace, "thread") });
     await this.parts.alarm.arm();
     if (status === "pending_delivery") this.parts.startDelivery();
   }

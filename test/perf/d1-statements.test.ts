@@ -12,6 +12,8 @@
  * The per-message path makes no D1 write: what is left is each door's one read of the caller's key
  * and the route (with its execution key), which the turn and the first delivery attempt reuse. The
  * admin listings reach D1 from the IndexShards, in batches; the last test pins that batching.
+ * Every turn here is traced (issue 16: its trace kept in its thread object, its summary row pushed
+ * with the listing), so these figures also pin that tracing adds no D1 statement to a turn.
  * The numbers are exact on purpose: a change that adds a statement to a path fails here. Never
  * raise a figure without saying why in docs/performance.md.
  */
@@ -276,11 +278,19 @@ describe("D1 round trips per path (docs/performance.md, pinned: no D1 write on t
       expect(flushes.every((c) => c.kind === "batch"), counter.describe()).toBe(true);
       expect(flushes.length, counter.describe()).toBeGreaterThan(0);
       expect(flushes.length, counter.describe()).toBeLessThanOrEqual(40 / 10);
+      // Issue 16: the turns' run summaries ride those same batches, all of a batch's in one
+      // statement (never a statement or a round trip per turn; the paths above pin that a traced
+      // turn makes no D1 statement on the thread's side).
+      const runUpserts = flushes.map((c) => c.sql.filter((q) => q.startsWith("INSERT OR REPLACE INTO runs")).length);
+      expect(runUpserts.reduce((a, b) => a + b, 0), counter.describe()).toBeGreaterThan(0);
+      expect(Math.max(...runUpserts), counter.describe()).toBe(1);
     } finally {
       await restore();
     }
     await listingCaughtUp(...threads);
     const rows = await env.DB.prepare("SELECT message_count FROM threads WHERE route_name = ?").bind(r.name).all<{ message_count: number }>();
     expect(rows.results.map((x) => x.message_count)).toEqual(Array(4).fill(11));
+    // Every turn was traced: 4 warm-up turns and 40 counted ones, each with its summary row.
+    expect(await env.DB.prepare("SELECT COUNT(*) AS n FROM runs WHERE route_name = ? AND kind = 'turn' AND outcome = 'ok'").bind(r.name).first("n")).toBe(44);
   });
 });

@@ -203,8 +203,18 @@ describe("the delivery machine", () => {
       expect(after2.record).toMatchObject({ status: "delivered", attempts: 2, error: null });
       expect(after2.expires_at).toBe(clock.ms + settingsOf().conversations.answerRetentionTtlSeconds * 1000);
       expect(posts).toEqual(["https://hooks.example.com/parts", "https://hooks.example.com/parts"]);
-      // The terminal transition was noted once for the listing (a delivery is not a failure).
-      expect(rec.notes).toEqual([{}]);
+      // The failed attempt noted its counts (issue 16 metrics); the terminal transition was noted
+      // once for the listing with the second attempt's count (a delivery is not a failure).
+      const minuteOf = (ms: number) => Math.floor(ms / 60_000);
+      expect(rec.notes).toEqual([
+        {
+          counters: [
+            { minute: minuteOf(clock.ms - 60_000), name: "delivery_attempts", label: route.name, value: 1 },
+            { minute: minuteOf(clock.ms - 60_000), name: "delivery_attempt_failures", label: route.name, value: 1 },
+          ],
+        },
+        { counters: [{ minute: minuteOf(clock.ms), name: "delivery_attempts", label: route.name, value: 1 }] },
+      ]);
       expect(rec.arms()).toBe(3);
     });
   });
@@ -253,7 +263,7 @@ describe("the schema migration's agent-memory line", () => {
       sql.exec("DELETE FROM meta WHERE key = 'memory_schema_version'");
       migrate(storage);
       expect(sql.exec("SELECT value FROM meta WHERE key = 'memory_schema_version'").one()).toEqual({ value: "1" });
-      expect(sql.exec("SELECT value FROM meta WHERE key = 'schema_version'").one()).toEqual({ value: "3" });
+      expect(sql.exec("SELECT value FROM meta WHERE key = 'schema_version'").one()).toEqual({ value: "4" });
       expect(sql.exec("SELECT message FROM checkpoint_messages WHERE thread_id = ?", threadId).toArray()).toEqual([{ message: JSON.stringify({ role: "user", content: "kept" }) }]);
     });
   });

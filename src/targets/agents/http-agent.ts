@@ -7,6 +7,7 @@ import { ConnectionRefError, connectionHeaderValue } from "../../connectors/toke
 import type { TargetContext } from "../context";
 import { EnvRefError, resolveCallHeaders } from "../env-refs";
 import { callJsonEndpoint } from "../outbound";
+import { outboundStepVerdict, timedStep } from "../../runs/steps";
 import type { HttpAgentConfig } from "./declarations";
 import { AgentError, type Emit, toAnswer } from "./events";
 
@@ -25,19 +26,27 @@ export async function runHttpAgent(
     if (err instanceof EnvRefError || err instanceof ConnectionRefError) throw new AgentError(err.message);
     throw err;
   }
-  const r = await callJsonEndpoint(ctx.fetch, {
-    label: "agent endpoint",
-    url: config.url,
-    method: "POST",
-    headers,
-    body: {
-      thread_id: input.thread_id,
-      messages: [{ role: "user", content: input.user_message }],
-      input: { user_message: input.user_message },
-    },
-    timeoutMs: config.timeout_seconds * 1000,
-    guard: ctx.settings.outbound,
-  });
+  // One `agent_endpoint` step of the run's trace when the context is traced (src/runs/steps.ts).
+  const r = await timedStep(
+    ctx,
+    "agent_endpoint",
+    "agent endpoint",
+    () =>
+      callJsonEndpoint(ctx.fetch, {
+        label: "agent endpoint",
+        url: config.url,
+        method: "POST",
+        headers,
+        body: {
+          thread_id: input.thread_id,
+          messages: [{ role: "user", content: input.user_message }],
+          input: { user_message: input.user_message },
+        },
+        timeoutMs: config.timeout_seconds * 1000,
+        guard: ctx.settings.outbound,
+      }),
+    outboundStepVerdict,
+  );
   if (!r.ok) throw new AgentError(r.message);
   const parsed = answerSchema.safeParse(r.value);
   if (!parsed.success) throw new AgentError("agent endpoint answered without a text field (string or null)");

@@ -13,6 +13,7 @@ import type { ExecutionKeyRef, TargetContext } from "../context";
 import { dispatchTool } from "../dispatch";
 import { EnvRefError, resolveEnvRef } from "../env-refs";
 import { callJsonEndpoint } from "../outbound";
+import { outboundStepVerdict, timedStep } from "../../runs/steps";
 import { allToolSchemas } from "../tools/registry";
 import type { LlmConfig } from "./declarations";
 import { AgentError, type Emit, toAnswer } from "./events";
@@ -120,15 +121,23 @@ export async function runLlmAgent(
     const body: Record<string, unknown> = { model: config.model, messages: [...system, ...memory, ...fresh] };
     if (tools.length) body.tools = tools;
     if (config.temperature !== undefined) body.temperature = config.temperature;
-    const r = await callJsonEndpoint(ctx.fetch, {
-      label: "LLM endpoint",
-      url,
-      method: "POST",
-      headers,
-      body,
-      timeoutMs: config.timeout_seconds * 1000,
-      guard: ctx.settings.outbound,
-    });
+    // One `llm` step of the run's trace when the context is traced (src/runs/steps.ts).
+    const r = await timedStep(
+      ctx,
+      "llm",
+      config.model,
+      () =>
+        callJsonEndpoint(ctx.fetch, {
+          label: "LLM endpoint",
+          url,
+          method: "POST",
+          headers,
+          body,
+          timeoutMs: config.timeout_seconds * 1000,
+          guard: ctx.settings.outbound,
+        }),
+      outboundStepVerdict,
+    );
     if (!r.ok) throw new AgentError(r.message);
     const parsed = chatResponseSchema.safeParse(r.value);
     if (!parsed.success) throw new AgentError("LLM endpoint answered an unexpected body");

@@ -5,6 +5,7 @@
  */
 import type { ExecutionKeyRef, TargetContext } from "../context";
 import type { AgentEvent } from "./events";
+import { tracedDirectRun } from "../../runs/direct";
 import { type AgentRunResult, runAgent } from "./run";
 
 export const KEEPALIVE_MS = 15_000;
@@ -54,7 +55,18 @@ export function streamAgentRun(
   const keepalive = setInterval(() => void send(sseComment("keepalive")), opts.keepaliveMs ?? KEEPALIVE_MS);
   const done = (async () => {
     try {
-      const r = await runAgent(ctx, name, input, { asKey: opts.asKey, onEvent: (e) => send(sseFrame(e)) });
+      const go = () => runAgent(ctx, name, input, { asKey: opts.asKey, onEvent: (e) => send(sseFrame(e)) });
+      // The run's trace (issue 16): a direct agent run of the calling key, recorded in the background.
+      const r = opts.asKey
+        ? await tracedDirectRun(
+            ctx.env,
+            ctx,
+            { kind: "agent_run", target: { kind: "agent", name }, caller: opts.asKey.user_id, threadId: input.thread_id, input: { user_message: input.user_message } },
+            go,
+            (done) => done.text,
+            opts.waitUntil,
+          )
+        : await go();
       await send(sseFrame(r.ok ? { type: "stream.end" } : { type: "stream.error", message: clientSafeFailure(r) }));
     } catch (err) {
       // runAgent reports run failures itself; this is storage failing under it (e.g. D1).

@@ -1,0 +1,77 @@
+/**
+ * An IndexShard's run log (issue 16): the full traces of runs outside any thread (tool runs,
+ * agent runs, hook fires; src/runs/recorder.ts), kept in the shard's SQLite until their expiry
+ * (`RUNS_TRACE_RETENTION_SECONDS` after the run started). A turn's trace lives in its thread object
+ * instead. Plain synchronous functions over the shard's storage; the shard's alarm prunes.
+ */
+import { RunTrace } from "../contracts/run-trace";
+import { parseStored } from "../store/parse-stored";
+
+/** Creates the run log's table (idempotent). */
+export function createRunLog(sql: SqlStorage): void {
+  sql.exec(`CREATE TABLE IF NOT EXISTS run_traces (
+    trace_id   TEXT PRIMARY KEY,
+    user_id    TEXT,
+    thread_id  TEXT,
+    started_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    trace      TEXT NOT NULL
+  )`);
+  sql.exec("CREATE INDEX IF NOT EXISTS run_traces_expiry ON run_traces(expires_at)");
+  sql.exec("CREATE INDEX IF NOT EXISTS run_traces_user ON run_traces(user_id)");
+  sql.exec("CREATE INDEX IF NOT EXISTS run_traces_thread ON run_traces(thread_id)");
+}
+
+/** Keeps `trace` until `expiresAtMs` (a trace recorded twice keeps the later). */
+export function keepTrace(sql: SqlStorage, trace: RunTrace, expiresAtMs: number): void {
+  sql.exec(
+    "INSERT OR REPLACE INTO run_traces (trace_id, user_id, thread_id, started_at, expires_at, trace) VALUES (?, ?, ?, ?, ?, ?)",
+    trace.trace_id,
+    trace.user_id,
+    trace.thread_id,
+    Date.parse(trace.started_at),
+    expiresAtMs,
+    JSON.stringify(trace),
+  );
+}
+
+/** The live trace `traceId`, if this shard keeps it. */
+export function findTrace(sql: SqlStorage, traceId: string, nowMs: number): RunTrace | null {
+  const r = sql.exec<{ trace: string }>("SELECT trace FROM run_traces WHERE trace_id = ? AND expires_at > ?", traceId, nowMs).toArray()[0];
+  return r ? parseStored(RunTrace, r.trace, "run trace") : null;
+}
+
+/** The earliest expiry held (null: none). */
+export function nextTraceExpiry(sql: SqlStorage): number | null {
+  return sql.exec<{ t: number | null }>("SELECT MIN(expires_at) AS t FROM run_traces").one().t;
+}
+
+/** Deletes the traces matching `where` and answers their ids. */
+function deleteWhere(sql: SqlStorage, where: string, arg: SqlStorageValue): string[] {
+  const ids = sql
+    .exec<{ trace_id: string }>(`SELECT trace_id FROM run_traces WHERE ${where}`, arg)
+    .toArray()
+    .map((r) => r.trace_id);
+  if (ids.length) sql.exec(`DELETE FROM run_traces WHERE ${where}`, arg);
+  return ids;
+}
+
+/** Deletes the traces expired by `nowMs`; answers their ids (their summary rows go next). */
+export function pruneTraces(sql: SqlStorage, nowMs: number): string[] {
+  return deleteWhere(sql, "expires_at <= ?", nowMs);
+}
+
+/** Person erase: deletes the traces attributed to `userId`; answers their ids. */
+export function eraseUserTraces(sql: SqlStorage, userId: string): string[] {
+  return deleteWhere(sql, "user_id = ?", userId);
+}
+
+/** Thread forget: deletes the traces of runs on `threadId` (none today outside turns; kept exact for hooks later). */
+export function dropThreadTraces(sql: SqlStorage, threadId: string): string[] {
+  return deleteWhere(sql, "thread_id = ?", threadId);
+}
+
+/** Prune: deletes the traces of runs started before `beforeMs`; answers their ids. */
+export function pruneTracesBefore(sql: SqlStorage, beforeMs: number): string[] {
+  return deleteWhere(sql, "started_at < ?", beforeMs);
+}
