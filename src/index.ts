@@ -8,6 +8,7 @@ import { pruneStarts } from "./connectors/starts";
 import { isolateSettings } from "./config/isolate-settings";
 import { pruneStates } from "./states/declarations";
 import { applyDueSaves } from "./states/pending-saves";
+import { pruneToolRuns } from "./tool-runs/index-store";
 
 const app = createApp();
 
@@ -21,7 +22,9 @@ export default {
     const states = settings.ok && settings.settings.states.storeUrl ? Promise.all([pruneStates(env, now), applyDueSaves(env, now)]) : Promise.resolve();
     // Expired OAuth starts of the connectors area (each start also prunes them; this covers quiet periods).
     const connectors = settings.ok && settings.settings.connectors.storeUrl ? pruneStarts(env.DB, now) : Promise.resolve();
-    ctx.waitUntil(Promise.all([pruneThrottle(env.DB, now), pruneClaimLinks(env.DB, now), pruneIndexes(env.DB, now), states, connectors]));
+    // Expired background tool-run rows (each run's object deletes its own; this covers the rest).
+    const toolRuns = settings.ok && settings.settings.toolRuns.storeUrl ? pruneToolRuns(env.DB, now) : Promise.resolve();
+    ctx.waitUntil(Promise.all([pruneThrottle(env.DB, now), pruneClaimLinks(env.DB, now), pruneIndexes(env.DB, now), states, connectors, toolRuns]));
   },
 } satisfies ExportedHandler<Env>;
 
@@ -34,3 +37,5 @@ export { StateStore } from "../durable-objects/state-store";
 export { NotificationFeed } from "../durable-objects/notification-feed";
 export { ConnectorConnection } from "../durable-objects/connector-connection";
 export { MarketplaceLock } from "../durable-objects/marketplace-lock";
+export { ToolRun } from "../durable-objects/tool-run";
+export { Schedule } from "../durable-objects/schedule";

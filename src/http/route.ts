@@ -25,6 +25,7 @@ const STORES = {
   interactions: { code: "interactions", message: "interactions store not configured (set INTERACTIONS_STORE_URL)", url: (s: Settings) => s.notifications.storeUrl },
   connectors: { code: "connectors", message: "connector store not configured (set CONNECTORS_STORE_URL)", url: (s: Settings) => s.connectors.storeUrl },
   marketplace: { code: "marketplace", message: "marketplace store not configured (set MARKETPLACE_STORE_URL)", url: (s: Settings) => s.marketplace.storeUrl },
+  "tool-runs": { code: "tool-runs", message: "tool runs store not configured (set TOOL_RUNS_STORE_URL)", url: (s: Settings) => s.toolRuns.storeUrl },
 } as const;
 
 export type StoreName = keyof typeof STORES;

@@ -44,7 +44,7 @@ export interface SettingDefinition {
   /** A family of names (`NOTIFICATIONS_FROM_<CHANNEL>`): matches each concrete name. */
   family?: RegExp;
   /** The area the setting belongs to (groups the schema and the docs). */
-  area: "conversations" | "states" | "notifications" | "connectors" | "marketplace" | "runs" | "checkpoints" | "outbound" | "jq" | "access-control" | "channels" | "config";
+  area: "conversations" | "states" | "notifications" | "connectors" | "marketplace" | "tool-runs" | "schedules" | "runs" | "checkpoints" | "outbound" | "jq" | "access-control" | "channels" | "config";
   type: SettingType;
   enum?: readonly string[];
   minimum?: number;
@@ -216,6 +216,11 @@ export const SETTINGS: readonly SettingDefinition[] = Object.freeze([
   int("MARKETPLACE_REGISTRY_TIMEOUT_SECONDS", "marketplace", 10, 1, 120, "Deadline of one registry index fetch."),
   int("MARKETPLACE_REGISTRY_MAX_BYTES", "marketplace", 4 * 1024 * 1024, 1024, 32 * 1024 * 1024, "Largest registry index document read."),
   int("MARKETPLACE_LOCK_LEASE_SECONDS", "marketplace", 60, 5, 3600, "How long the fleet marketplace lock stays taken if its holder dies."),
+  // Background tool runs and schedules (issue 16; docs/tool-runs.md, docs/schedules.md).
+  storeUrl("TOOL_RUNS_STORE_URL", "tool-runs", "The background tool runs' store (the runs listing; runs in ToolRun objects, schedules in Schedule objects)", "every tool-runs and schedules door answers 501 tool-runs-not-configured"),
+  int("TOOL_RUNS_RETENTION_SECONDS", "tool-runs", 604_800, 60, 31_536_000, "How long a finished background tool run stays readable."),
+  int("TOOL_RUNS_MAX_ATTEMPTS", "tool-runs", 3, 1, 10, "Starts a background tool run gets; one interrupted (its object restarted mid-run) that many times fails."),
+  int("SCHEDULES_CATCH_UP_WINDOW_SECONDS", "schedules", 86_400, 0, 2_592_000, "After downtime, missed slots of a schedule are caught up with one fire when the latest is at most this old; 0 never catches up."),
   // Run traces (issue 16; docs/observability.md).
   int("RUNS_TRACE_RETENTION_SECONDS", "runs", 604_800, 60, 31_536_000, "How long the trace of a run outside the bridge (tool runs, agent runs) and its summary row live; a turn's trace lives as long as its record."),
   // Checkpoints.

@@ -10,8 +10,10 @@ import { type ConnectorSettings, parseConnectorSettings } from "./connector-sett
 import { type MarketplaceSettings, parseMarketplaceSettings } from "./marketplace-settings";
 import { type NotificationSettings, parseNotificationSettings } from "./notification-settings";
 import { type RunsSettings, parseRunsSettings } from "./runs-settings";
+import { type ScheduleSettings, parseScheduleSettings } from "./schedule-settings";
 import { ENV_NAME, SECRET_REFERENCE_ALLOWLIST_SETTING, isForbiddenReference, splitAllowlist } from "./secret-references";
 import { d1StoreUrl } from "./store-url";
+import { type ToolRunSettings, parseToolRunSettings } from "./tool-run-settings";
 
 export interface ConversationSettings {
   storeUrl: string | null;
@@ -58,6 +60,10 @@ export interface Settings {
   /** `MARKETPLACE_*`: src/settings/marketplace-settings.ts. */
   marketplace: MarketplaceSettings;
   checkpoint: { provider: CheckpointProvider; ttlMinutes: number | null };
+  /** `TOOL_RUNS_*`: background tool runs (src/settings/tool-run-settings.ts). */
+  toolRuns: ToolRunSettings;
+  /** `SCHEDULES_*`: the schedules' catch-up rule (src/settings/schedule-settings.ts). */
+  schedules: ScheduleSettings;
   /** `RUNS_*`: run traces (src/settings/runs-settings.ts). */
   runs: RunsSettings;
   /** `JQ_BUDGET_STEPS`, `JQ_BUDGET_MEMORY_MB`: what one jq run may use (src/jq/engine.ts). */
@@ -237,10 +243,12 @@ export function parseSettings(env: Record<string, unknown>): SettingsResult {
   const connectors = parseConnectorSettings(env, errors);
   const marketplace = parseMarketplaceSettings(env, errors);
   const config = parseConfigSettings(env, errors);
+  const toolRuns = parseToolRunSettings(env, errors);
+  const schedules = parseScheduleSettings(env, errors);
   const runs = parseRunsSettings(env, errors);
 
   if (errors.length) return { ok: false, errors };
-  return { ok: true, settings: { jq, conversations: c, states, notifications, connectors, marketplace, checkpoint: { provider, ttlMinutes }, outbound, secretReferences: { allowlist }, config, runs } };
+  return { ok: true, settings: { jq, conversations: c, states, notifications, connectors, marketplace, checkpoint: { provider, ttlMinutes }, outbound, secretReferences: { allowlist }, config, toolRuns, schedules, runs } };
 }
 
 /** The jq budget settings: whole numbers within the bounds the engine can honour. */

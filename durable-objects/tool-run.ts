@@ -1,0 +1,160 @@
+/**
+ * ToolRun: one per background tool run (issue 16; docs/tool-runs.md). A thin shell over the run's
+ * SQLite row (src/tool-runs/run-store.ts), the alarm policy (src/tool-runs/alarm-policy.ts, pure)
+ * and one attempt's execution (src/tool-runs/execute.ts). The contract is
+ * src/contracts/tool-run-rpc.ts.
+ *
+ * The one alarm does everything after the submit: starts the run (armed for "now" by the submit),
+ * re-drives a run whose object restarted mid-attempt (each start re-arms it a lease ahead, so a
+ * dead attempt is noticed), publishes the end (the D1 listing row and the trace; retried until it
+ * lands) and finally deletes the run when its retention ends. A restart therefore loses nothing:
+ * whatever the row says is left to do, the next alarm does.
+ */
+import { DurableObject } from "cloudflare:workers";
+import { type ToolRunRequest, type ToolRunRow, type ToolRunRpc } from "../src/contracts/tool-run-rpc";
+import { isolateSettings } from "../src/config/isolate-settings";
+import type { Env } from "../src/env";
+import type { Settings } from "../src/settings/settings";
+import { traceSteps, untraceSteps } from "../src/runs/steps";
+import { recordRun } from "../src/runs/recorder";
+import { createTargetContext } from "../src/targets/dispatch";
+import { ATTEMPT_LEASE_MS, RETRY_MS, alarmStep, interruptedEnd } from "../src/tool-runs/alarm-policy";
+import { executeToolRun } from "../src/tool-runs/execute";
+import { deleteRunRow, upsertRunRow } from "../src/tool-runs/index-store";
+import { insertQueued, markFinished, markPublished, markStarted, readRun, readSteps, type RunEnd, type RunSteps } from "../src/tool-runs/run-store";
+import { toolRunTrace } from "../src/tool-runs/trace";
+
+/** What a run executes with: the env with the runtime overlay on top, and its parsed settings. */
+interface RunSettings {
+  env: Env;
+  settings: Settings;
+}
+
+export class ToolRun extends DurableObject<Env> implements ToolRunRpc {
+  /** An attempt of this instance is running (a restart clears it: that is how an interruption shows). */
+  private inFlight = false;
+
+  private get sql(): SqlStorage {
+    return this.ctx.storage.sql;
+  }
+
+  async submit(request: ToolRunRequest): Promise<ToolRunRow> {
+    const existing = readRun(this.sql);
+    if (existing) return existing;
+    insertQueued(this.sql, request, Date.now());
+    await this.ctx.storage.setAlarm(Date.now());
+    return readRun(this.sql)!;
+  }
+
+  async read(): Promise<ToolRunRow | null> {
+    return readRun(this.sql);
+  }
+
+  override async alarm(): Promise<void> {
+    await this.step(Date.now());
+  }
+
+  /**
+   * The alarm's work as of `nowMs`: public so tests drive the retention with a fake clock
+   * (runInDurableObject); the alarm passes the real one.
+   */
+  async step(nowMs: number): Promise<void> {
+    const cfg = await this.settings();
+    if (!cfg) return void (await this.ctx.storage.setAlarm(Date.now() + 60_000));
+    const row = readRun(this.sql);
+    const next = alarmStep(row, nowMs, cfg.settings.toolRuns.maxAttempts, this.inFlight);
+    switch (next.kind) {
+      case "none":
+        return;
+      case "sleep":
+        return void (await this.ctx.storage.setAlarm(next.until));
+      case "start":
+        return this.attempt(row!, cfg);
+      case "give_up":
+        this.finish(interruptedEnd(row!.attempts), { steps: [], dropped: 0, version: null }, cfg.settings.toolRuns.retentionSeconds);
+        return this.publish();
+      case "publish":
+        return this.publish();
+      case "expire":
+        return this.expire(row!);
+    }
+  }
+
+  /** The settings with the runtime overlay (null while the configuration is invalid: try again later). */
+  private async settings(): Promise<RunSettings | null> {
+    let eff;
+    try {
+      eff = await isolateSettings.ensure(this.env);
+    } catch (err) {
+      // D1 unreachable for the overlay: run on what this isolate holds (the env alone when cold).
+      console.error("tool run: loading the settings overlay failed; using the cached settings", err instanceof Error ? err.message : "unknown error");
+      eff = isolateSettings.peek(this.env);
+    }
+    if (!eff.result.ok) {
+      console.error("tool run: the configuration is invalid; the run waits a minute");
+      return null;
+    }
+    return { env: eff.env as unknown as Env, settings: eff.result.settings };
+  }
+
+  private async attempt(row: ToolRunRow, s: RunSettings): Promise<void> {
+    markStarted(this.sql, Date.now());
+    // The lease: if this object dies mid-attempt, this alarm finds the run still running.
+    await this.ctx.storage.setAlarm(Date.now() + ATTEMPT_LEASE_MS);
+    this.inFlight = true;
+    let end: RunEnd;
+    let steps: RunSteps;
+    try {
+      const ctx = createTargetContext(s.env, s.settings);
+      // The attempt's steps (the dispatch, with its timing) and the preset version it ran, for the trace.
+      const log = traceSteps(ctx);
+      try {
+        end = await executeToolRun(ctx, row.tool_name, row.arguments, { user_id: row.caller_user_id, fingerprint: row.caller_fingerprint });
+      } finally {
+        untraceSteps(ctx);
+      }
+      steps = { steps: log.steps, dropped: log.dropped, version: log.versions.get(row.tool_name) ?? null };
+    } catch (err) {
+      // Only a fault of ours lands here (a tool's failure is an end, not a throw).
+      console.error("tool run: the attempt failed unexpectedly", err instanceof Error ? err.message : "unknown error");
+      end = { status: "failed", result: null, error: "the run failed unexpectedly", error_kind: "tool_error" };
+      steps = { steps: [], dropped: 0, version: null };
+    } finally {
+      this.inFlight = false;
+    }
+    this.finish(end, steps, s.settings.toolRuns.retentionSeconds);
+    await this.publish();
+  }
+
+  private finish(end: RunEnd, steps: RunSteps, retentionSeconds: number): void {
+    const now = Date.now();
+    markFinished(this.sql, end, steps, now, now + retentionSeconds * 1000);
+  }
+
+  /** Lists the end in D1 and records the trace; on failure the alarm tries again shortly. */
+  private async publish(): Promise<void> {
+    const row = readRun(this.sql);
+    if (!row) return;
+    try {
+      await upsertRunRow(this.env.DB, row).run();
+      await recordRun(this.env, toolRunTrace(row, readSteps(this.sql)));
+    } catch (err) {
+      console.error(`tool run: publishing the end failed; retrying in ${RETRY_MS} ms`, err instanceof Error ? err.message : "unknown error");
+      return void (await this.ctx.storage.setAlarm(Date.now() + RETRY_MS));
+    }
+    markPublished(this.sql);
+    await this.ctx.storage.setAlarm(row.expires_at ?? Date.now());
+  }
+
+  /** Retention is over: the listing row goes, then the run. */
+  private async expire(row: ToolRunRow): Promise<void> {
+    try {
+      await deleteRunRow(this.env.DB, row.run_id).run();
+    } catch (err) {
+      console.error(`tool run: deleting the listing row failed; retrying in ${RETRY_MS} ms`, err instanceof Error ? err.message : "unknown error");
+      return void (await this.ctx.storage.setAlarm(Date.now() + RETRY_MS));
+    }
+    await this.ctx.storage.deleteAlarm();
+    await this.ctx.storage.deleteAll();
+  }
+}

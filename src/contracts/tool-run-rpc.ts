@@ -1,0 +1,26 @@
+/**
+ * The ToolRun objects' RPC contract (issue 16; docs/tool-runs.md). One object per background tool
+ * run (`idFromName(run_id)`) holds the run's request, status, attempts and result or error; its one
+ * alarm starts the run, re-drives one interrupted by a restart (up to TOOL_RUNS_MAX_ATTEMPTS
+ * starts), publishes the end (the D1 listing row and the run's trace) and, after
+ * TOOL_RUNS_RETENTION_SECONDS, deletes the run. D1 holds only the listing index.
+ */
+import type { Env } from "../env";
+import type { ToolRunRequest, ToolRunRow } from "../tool-runs/record";
+
+export type { ToolRunRequest, ToolRunRow };
+
+export interface ToolRunRpc {
+  /**
+   * Stores the run as `queued` and arms the alarm for now; answers the stored row. Idempotent by
+   * run id: a second submit of the same run answers the row as it stands and changes nothing.
+   */
+  submit(request: ToolRunRequest): Promise<ToolRunRow>;
+  /** The run, or null when this object holds none (never submitted, or deleted by retention). */
+  read(): Promise<ToolRunRow | null>;
+}
+
+/** The object of run `runId`. */
+export function toolRunStub(env: Env, runId: string): ToolRunRpc {
+  return env.TOOL_RUNS.get(env.TOOL_RUNS.idFromName(runId)) as unknown as ToolRunRpc;
+}

@@ -1,0 +1,135 @@
+/**
+ * One schedule in its Schedule object's SQLite (the storage part of durable-objects/schedule.ts):
+ * the spec row with its armed slot and counters, and the recent fires (at most RECENT_FIRES). A
+ * fire is written with its run id BEFORE the run is submitted, and marked submitted after, so a
+ * restart between the two submits the same run again (submitting is idempotent by run id) rather
+ * than losing or doubling the fire. Created on the first put, never by a read. Times epoch ms.
+ */
+import { z } from "zod";
+import { JsonObject } from "../http/bounded-json";
+import { jsonColumn, validStored } from "../store/parse-stored";
+import type { ScheduleFire, ScheduleSpec, ScheduleState } from "./record";
+
+/** Fires each schedule remembers (newest kept). */
+export const RECENT_FIRES = 20;
+
+export function scheduleTablesExist(sql: SqlStorage): boolean {
+  return sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'spec'").toArray().length > 0;
+}
+
+export function createScheduleTables(sql: SqlStorage): void {
+  sql.exec(
+    `CREATE TABLE IF NOT EXISTS spec (
+      id INTEGER PRIMARY KEY CHECK (id = 1),
+      name TEXT NOT NULL, tool_name TEXT NOT NULL, tool_kwargs TEXT NOT NULL, schedule_kwargs TEXT NOT NULL,
+      cron TEXT NOT NULL, timezone TEXT NOT NULL,
+      execution_key TEXT NOT NULL, execution_key_fingerprint TEXT NOT NULL, created_by TEXT NOT NULL,
+      created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, next_fire_at INTEGER,
+      fires INTEGER NOT NULL DEFAULT 0, last_fire_at INTEGER, last_run_id TEXT
+    )`,
+  );
+  sql.exec(
+    `CREATE TABLE IF NOT EXISTS fires (
+      seq INTEGER PRIMARY KEY,
+      run_id TEXT, slot_at INTEGER, fired_at INTEGER NOT NULL,
+      catch_up INTEGER NOT NULL, skipped INTEGER NOT NULL, submitted INTEGER NOT NULL
+    )`,
+  );
+}
+
+const int = z.coerce.number().int();
+const StoredSpec = z.object({
+  name: z.string(),
+  tool_name: z.string(),
+  tool_kwargs: jsonColumn(JsonObject),
+  schedule_kwargs: jsonColumn(JsonObject),
+  cron: z.string(),
+  timezone: z.string(),
+  execution_key: z.string(),
+  execution_key_fingerprint: z.string(),
+  created_by: z.string(),
+  created_at: int,
+  updated_at: int,
+  next_fire_at: int.nullable(),
+  fires: int,
+  last_fire_at: int.nullable(),
+  last_run_id: z.string().nullable(),
+});
+const StoredFire = z.object({ seq: int, run_id: z.string().nullable(), slot_at: int.nullable(), fired_at: int, catch_up: int, skipped: int, submitted: int });
+
+function fireOf(f: z.infer<typeof StoredFire>): ScheduleFire {
+  return { run_id: f.run_id, slot_at: f.slot_at, fired_at: f.fired_at, catch_up: f.catch_up === 1, skipped: f.skipped };
+}
+
+/** The schedule, or null when this object holds none. */
+export function readSchedule(sql: SqlStorage): ScheduleState | null {
+  if (!scheduleTablesExist(sql)) return null;
+  const raw = sql.exec("SELECT * FROM spec WHERE id = 1").toArray()[0];
+  if (!raw) return null;
+  const spec = validStored(StoredSpec, raw, "schedule spec");
+  const fires = sql
+    .exec("SELECT * FROM fires ORDER BY seq DESC")
+    .toArray()
+    .map((f) => fireOf(validStored(StoredFire, f, "schedule fire")));
+  return { ...spec, recent_fires: fires };
+}
+
+/** Creates or replaces the spec (counters and fires kept on a replace); answers whether it was new. */
+export function writeSpec(sql: SqlStorage, spec: ScheduleSpec, nextFireAt: number | null, nowMs: number): boolean {
+  createScheduleTables(sql);
+  const existed = sql.exec("SELECT 1 FROM spec WHERE id = 1").toArray().length > 0;
+  sql.exec(
+    `INSERT INTO spec (id, name, tool_name, tool_kwargs, schedule_kwargs, cron, timezone, execution_key, execution_key_fingerprint, created_by, created_at, updated_at, next_fire_at)
+     VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (id) DO UPDATE SET name = excluded.name, tool_name = excluded.tool_name, tool_kwargs = excluded.tool_kwargs,
+       schedule_kwargs = excluded.schedule_kwargs, cron = excluded.cron, timezone = excluded.timezone,
+       execution_key = excluded.execution_key, execution_key_fingerprint = excluded.execution_key_fingerprint,
+       created_by = excluded.created_by, updated_at = excluded.updated_at, next_fire_at = excluded.next_fire_at`,
+    spec.name,
+    spec.tool_name,
+    JSON.stringify(spec.tool_kwargs),
+    JSON.stringify(spec.schedule_kwargs),
+    spec.cron,
+    spec.timezone,
+    spec.execution_key,
+    spec.execution_key_fingerprint,
+    spec.created_by,
+    nowMs,
+    nowMs,
+    nextFireAt,
+  );
+  return !existed;
+}
+
+/**
+ * Records what one alarm decided, in one synchronous block: the fire (or the skipped slots), the
+ * counters and the next armed slot. A fire is stored unsubmitted.
+ */
+export function recordAlarm(sql: SqlStorage, fire: ScheduleFire | null, nextFireAt: number | null): void {
+  if (fire) {
+    sql.exec(
+      "INSERT INTO fires (run_id, slot_at, fired_at, catch_up, skipped, submitted) VALUES (?, ?, ?, ?, ?, 0)",
+      fire.run_id,
+      fire.slot_at,
+      fire.fired_at,
+      fire.catch_up ? 1 : 0,
+      fire.skipped,
+    );
+    sql.exec("DELETE FROM fires WHERE seq <= (SELECT MAX(seq) FROM fires) - ?", RECENT_FIRES);
+    if (fire.run_id) sql.exec("UPDATE spec SET fires = fires + 1, last_fire_at = ?, last_run_id = ? WHERE id = 1", fire.fired_at, fire.run_id);
+  }
+  sql.exec("UPDATE spec SET next_fire_at = ? WHERE id = 1", nextFireAt);
+}
+
+/** Fires whose run was not yet submitted (a restart came between recording and submitting). */
+export function unsubmittedFires(sql: SqlStorage): Array<{ seq: number; run_id: string; slot_at: number | null }> {
+  if (!scheduleTablesExist(sql)) return [];
+  return sql
+    .exec("SELECT seq, run_id, slot_at FROM fires WHERE submitted = 0 AND run_id IS NOT NULL ORDER BY seq")
+    .toArray()
+    .map((r) => ({ seq: Number(r.seq), run_id: String(r.run_id), slot_at: r.slot_at === null ? null : Number(r.slot_at) }));
+}
+
+export function markSubmitted(sql: SqlStorage, seq: number): void {
+  sql.exec("UPDATE fires SET submitted = 1 WHERE seq = ?", seq);
+}

@@ -1,0 +1,73 @@
+/**
+ * Running one attempt of a background tool run (issue 16; docs/tool-runs.md "Who a run runs as").
+ * A run executes as its execution key (the submitting caller's own key, or a schedule's bound
+ * key), re-read live at the start of every attempt through the same authorizer a bridge turn uses
+ * (src/auth/pass-role.ts `authorizeTurn`): the key must still exist, be enabled, carry the
+ * fingerprint it had when the run was submitted or the schedule bound, and grant the tool; its
+ * conditions (own, role, owner's role) must allow it without a request. A refusal is the run's
+ * `denied` failure. Registry tools go through the one dispatcher; maintenance tools need an admin key.
+ */
+import { authorizeTurn } from "../auth/pass-role";
+import type { KeyWithOwner } from "../auth/key-store";
+import { isAdminKey } from "../auth/scopes";
+import type { JsonObject, JsonValue } from "../http/bounded-json";
+import { timedStep } from "../runs/steps";
+import { type TargetContext, dispatchTool } from "../targets/dispatch";
+import { checkAgainstSchema } from "../targets/json-schema";
+import { MAX_TOOL_TIMEOUT_SECONDS } from "../targets/tools/http-tools";
+import { withTimeout } from "../targets/timeout";
+import { MAINTENANCE_INPUT_SCHEMA, isMaintenanceTool, runMaintenanceTool } from "./maintenance";
+import type { RunEnd } from "./run-store";
+
+export type RunAuthority = { ok: true } | { ok: false; reason: string };
+
+/**
+ * May `caller` run tool `name` now? The live authorizer, plus the admin rule of maintenance tools.
+ * `prefetched` is the key and owner a door authenticated moments ago (no second read).
+ */
+export async function authorizeToolRun(db: D1Database, caller: { user_id: string; fingerprint: string }, name: string, now: Date, prefetched?: KeyWithOwner): Promise<RunAuthority> {
+  const auth = await authorizeTurn(db, caller.user_id, caller.fingerprint, { kind: "tool", name }, now, prefetched);
+  if (!auth.ok) return auth;
+  if (isMaintenanceTool(name) && !isAdminKey(auth.key)) return { ok: false, reason: "maintenance tools run only as an admin key" };
+  return { ok: true };
+}
+
+function failed(kind: string, error: string): RunEnd {
+  return { status: "failed", result: null, error, error_kind: kind };
+}
+
+/**
+ * Runs one attempt of tool `name` with `args` as `caller`. Never throws for a tool's failure. The
+ * attempt is one `tool` step of a traced context (the dispatcher records it for a registry tool).
+ */
+export async function executeToolRun(ctx: TargetContext, name: string, args: JsonObject, caller: { user_id: string; fingerprint: string }): Promise<RunEnd> {
+  if (isMaintenanceTool(name)) return timedStep(ctx, "tool", name, () => runMaintenance(ctx, name, args, caller), stepVerdict);
+  const r = await dispatchTool(ctx, name, args, { asKey: caller });
+  return r.ok ? { status: "succeeded", result: toJson(r.value), error: null, error_kind: null } : failed(r.kind, r.message);
+}
+
+async function runMaintenance(ctx: TargetContext, name: string, args: JsonObject, caller: { user_id: string; fingerprint: string }): Promise<RunEnd> {
+  const auth = await authorizeToolRun(ctx.db, caller, name, ctx.now());
+  if (!auth.ok) return failed("denied", auth.reason);
+  const check = checkAgainstSchema(MAINTENANCE_INPUT_SCHEMA, args);
+  if (!check.ok) return failed("invalid_kwargs", `invalid kwargs: ${check.problems.join("; ")}`);
+  try {
+    const timed = await withTimeout(MAX_TOOL_TIMEOUT_SECONDS * 1000, () => runMaintenanceTool(ctx.env, ctx.settings, name, ctx.now()));
+    if (!timed.ok) return failed("timeout", `tool ${name} did not finish within ${MAX_TOOL_TIMEOUT_SECONDS}s`);
+    return { status: "succeeded", result: timed.value, error: null, error_kind: null };
+  } catch (err) {
+    console.error(`maintenance tool ${name} failed:`, err instanceof Error ? err.message : "unknown error");
+    return failed("tool_error", `tool ${name} failed`);
+  }
+}
+
+function stepVerdict(end: RunEnd): { outcome: "ok" | "error" | "denied" | "timeout"; error: string | null } {
+  if (end.status === "succeeded") return { outcome: "ok", error: null };
+  const outcome = end.error_kind === "denied" ? "denied" : end.error_kind === "timeout" ? "timeout" : "error";
+  return { outcome, error: `${end.error_kind}: ${end.error}` };
+}
+
+/** A dispatch result as stored JSON (`undefined` is null; everything else came from JSON or a built-in). */
+function toJson(v: unknown): JsonValue {
+  return v === undefined ? null : (v as JsonValue);
+}

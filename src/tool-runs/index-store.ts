@@ -1,0 +1,101 @@
+/**
+ * The D1 listing index of background tool runs (`tool_runs`, migration 0016; docs/tool-runs.md).
+ * One row per run: inserted once when the run is submitted (by the door or a schedule's fire) and
+ * replaced by the run's object when the run ends; deleted by the object when the run expires, and
+ * by the prune pass for any row whose object could not (`pruneToolRuns`). No arguments, no result:
+ * those stay in the object.
+ */
+import { z } from "zod";
+import { validStored } from "../store/parse-stored";
+import { type ToolRunListItem, ToolRunOrigin, type ToolRunRow, ToolRunStatus } from "./record";
+
+/** The run's listing row as the statements bind it. */
+function bindRow(stmt: D1PreparedStatement, r: ToolRunRow): D1PreparedStatement {
+  return stmt.bind(r.run_id, r.tool_name, r.caller_user_id, r.origin, r.schedule_name, r.status, r.error_kind, r.created_at, r.finished_at, r.expires_at);
+}
+
+const INSERT = "INSERT INTO tool_runs (run_id, tool_name, caller_user_id, origin, schedule_name, status, error_kind, created_at, finished_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+
+/** The submit's one write. A row already there (the object ended the run first) is left as is. */
+export function insertRunRow(db: D1Database, r: ToolRunRow): D1PreparedStatement {
+  return bindRow(db.prepare(`${INSERT} ON CONFLICT (run_id) DO NOTHING`), r);
+}
+
+/** The end's write: the whole row, so a submit whose insert was lost is listed all the same. */
+export function upsertRunRow(db: D1Database, r: ToolRunRow): D1PreparedStatement {
+  return bindRow(
+    db.prepare(
+      `${INSERT} ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, error_kind = excluded.error_kind,
+         finished_at = excluded.finished_at, expires_at = excluded.expires_at`,
+    ),
+    r,
+  );
+}
+
+export function deleteRunRow(db: D1Database, runId: string): D1PreparedStatement {
+  return db.prepare("DELETE FROM tool_runs WHERE run_id = ?").bind(runId);
+}
+
+/** Reclaims rows of expired runs (their objects delete their own; this covers any they missed). */
+export async function pruneToolRuns(db: D1Database, nowMs: number): Promise<number> {
+  const r = await db.prepare("DELETE FROM tool_runs WHERE expires_at IS NOT NULL AND expires_at <= ?").bind(nowMs).run();
+  return r.meta.changes ?? 0;
+}
+
+const int = z.coerce.number().int();
+const ListedRow = z.object({
+  run_id: z.string(),
+  tool_name: z.string(),
+  caller_user_id: z.string(),
+  origin: ToolRunOrigin,
+  schedule_name: z.string().nullable(),
+  status: ToolRunStatus,
+  error_kind: z.string().nullable(),
+  created_at: int,
+  finished_at: int.nullable(),
+});
+
+export interface RunFilter {
+  tool_name?: string;
+  /** Only this identity's runs (a restricted caller's listing). */
+  caller?: string;
+}
+
+/**
+ * Recent runs first (submit time, then run id), paged; runs past their expiry are left out even
+ * before their rows are deleted. One D1 batch: the page and the count.
+ */
+export async function listToolRuns(db: D1Database, filter: RunFilter, nowMs: number, offset: number, limit: number): Promise<{ items: ToolRunListItem[]; total: number }> {
+  const where = ["(expires_at IS NULL OR expires_at > ?)"];
+  const args: unknown[] = [nowMs];
+  if (filter.tool_name !== undefined) {
+    where.push("tool_name = ?");
+    args.push(filter.tool_name);
+  }
+  if (filter.caller !== undefined) {
+    where.push("caller_user_id = ?");
+    args.push(filter.caller);
+  }
+  const cond = where.join(" AND ");
+  const [page, count] = await db.batch([
+    db
+      .prepare(`SELECT run_id, tool_name, caller_user_id, origin, schedule_name, status, error_kind, created_at, finished_at FROM tool_runs WHERE ${cond} ORDER BY created_at DESC, run_id LIMIT ? OFFSET ?`)
+      .bind(...args, limit, offset),
+    db.prepare(`SELECT COUNT(*) AS n FROM tool_runs WHERE ${cond}`).bind(...args),
+  ]);
+  const items = (page.results as Record<string, unknown>[]).map((raw) => {
+    const r = validStored(ListedRow, raw, "tool_runs row");
+    return {
+      run_id: r.run_id,
+      tool_name: r.tool_name,
+      status: r.status,
+      error_kind: r.error_kind,
+      caller: r.caller_user_id,
+      origin: r.origin,
+      schedule_name: r.schedule_name,
+      created_at: new Date(r.created_at).toISOString(),
+      finished_at: r.finished_at === null ? null : new Date(r.finished_at).toISOString(),
+    };
+  });
+  return { items, total: Number((count.results[0] as { n: number } | undefined)?.n ?? 0) };
+}

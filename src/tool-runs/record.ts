@@ -1,0 +1,133 @@
+/**
+ * A background tool run's shapes (issue 16; docs/tool-runs.md), one definition each: the request a
+ * ToolRun object is handed, the record it keeps and answers, and the listing row D1 keeps.
+ */
+import { z } from "zod";
+import { JsonObject, JsonValue } from "../http/bounded-json";
+
+export const ToolRunStatus = z.enum(["queued", "running", "succeeded", "failed"]);
+export type ToolRunStatus = z.infer<typeof ToolRunStatus>;
+
+/** Who started the run: the door (`api`) or a schedule's fire (`schedule`). */
+export const ToolRunOrigin = z.enum(["api", "schedule"]);
+export type ToolRunOrigin = z.infer<typeof ToolRunOrigin>;
+
+/**
+ * What a run is asked to do, and as whom. `caller` is the run's execution key: the submitting
+ * caller's own key (the door) or a schedule's bound key; its live grants are re-checked when the
+ * run starts, and the fingerprint must still match (src/auth/pass-role.ts `authorizeTurn`).
+ */
+export interface ToolRunRequest {
+  run_id: string;
+  tool_name: string;
+  arguments: JsonObject;
+  caller: { user_id: string; fingerprint: string };
+  origin: ToolRunOrigin;
+  /** The schedule that fired it (origin `schedule`). */
+  schedule_name: string | null;
+  /** The schedule slot the fire stands for (epoch ms). */
+  slot_at: number | null;
+}
+
+/** The run as the object keeps it (times in epoch ms; `published`: listing row and trace written). */
+export interface ToolRunRow {
+  run_id: string;
+  tool_name: string;
+  arguments: JsonObject;
+  caller_user_id: string;
+  caller_fingerprint: string;
+  origin: ToolRunOrigin;
+  schedule_name: string | null;
+  slot_at: number | null;
+  status: ToolRunStatus;
+  attempts: number;
+  result: JsonValue;
+  error: string | null;
+  error_kind: string | null;
+  created_at: number;
+  started_at: number | null;
+  finished_at: number | null;
+  expires_at: number | null;
+  published: boolean;
+}
+
+const iso = z.string().describe("ISO-8601 UTC");
+
+/** The record `GET /api/tool-runs/{run_id}` answers. */
+export const ToolRunView = z
+  .object({
+    run_id: z.string(),
+    tool_name: z.string(),
+    arguments: JsonObject,
+    status: ToolRunStatus,
+    /** The tool's result once succeeded (null otherwise). */
+    result: JsonValue,
+    /** Why it failed (null otherwise). A denied run's reason is for admins: others read a fixed text. */
+    error: z.string().nullable(),
+    /** The failure's class: the dispatcher's (`denied`, `unknown_tool`, `invalid_kwargs`, `timeout`, `transport`, `http_status`, `non_json`, `tool_error`) or `interrupted`. */
+    error_kind: z.string().nullable(),
+    attempts: z.number().int(),
+    /** The user_id the run executes as (its execution key). */
+    caller: z.string(),
+    origin: ToolRunOrigin,
+    schedule_name: z.string().nullable(),
+    slot_at: iso.nullable(),
+    created_at: iso,
+    started_at: iso.nullable(),
+    finished_at: iso.nullable(),
+    expires_at: iso.nullable(),
+    /** The run's trace in the runs index (`GET /api/runs`): the run id. */
+    trace_id: z.string(),
+  })
+  .strict();
+export type ToolRunView = z.infer<typeof ToolRunView>;
+
+/** One row of `GET /api/tool-runs` (the D1 index: no arguments, no result). */
+export const ToolRunListItem = z
+  .object({
+    run_id: z.string(),
+    tool_name: z.string(),
+    status: ToolRunStatus,
+    error_kind: z.string().nullable(),
+    caller: z.string(),
+    origin: ToolRunOrigin,
+    schedule_name: z.string().nullable(),
+    created_at: iso,
+    finished_at: iso.nullable(),
+  })
+  .strict();
+export type ToolRunListItem = z.infer<typeof ToolRunListItem>;
+
+/** What a non-admin reads in place of a denied run's reason (spec §5.4: client-safe, detail for admins). */
+export const DENIED_TEXT = "the run was denied: its execution key may not run this tool now";
+
+const isoOf = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+
+/** The row as its view; `admin` false replaces a denied run's reason with the fixed text. */
+export function toolRunView(row: ToolRunRow, admin: boolean): ToolRunView {
+  const error = row.error_kind === "denied" && !admin ? DENIED_TEXT : row.error;
+  return {
+    run_id: row.run_id,
+    tool_name: row.tool_name,
+    arguments: row.arguments,
+    status: row.status,
+    result: row.status === "succeeded" ? row.result : null,
+    error,
+    error_kind: row.error_kind,
+    attempts: row.attempts,
+    caller: row.caller_user_id,
+    origin: row.origin,
+    schedule_name: row.schedule_name,
+    slot_at: isoOf(row.slot_at),
+    created_at: new Date(row.created_at).toISOString(),
+    started_at: isoOf(row.started_at),
+    finished_at: isoOf(row.finished_at),
+    expires_at: isoOf(row.expires_at),
+    trace_id: row.run_id,
+  };
+}
+
+/** A run id: a UUID (v4 as minted, any version accepted; lower-case). */
+export const RunId = z
+  .string()
+  .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, { message: "must be a lower-case UUID" });

@@ -1,0 +1,132 @@
+/**
+ * One background tool run in its ToolRun object's SQLite (the storage part of durable-objects/
+ * tool-run.ts). One row: the request, the status machine (queued → running → succeeded | failed),
+ * attempts, the result or error, and whether the end was published (the D1 listing row and the
+ * trace). The table is created on submit, never by a read, so reading an unknown run id leaves
+ * that object empty. Times are epoch ms.
+ */
+import { z } from "zod";
+import { RunStep } from "../contracts/run-trace";
+import { JsonObject, JsonValue } from "../http/bounded-json";
+import { jsonColumn, validStored } from "../store/parse-stored";
+import { type ToolRunRequest, type ToolRunRow, ToolRunOrigin, ToolRunStatus } from "./record";
+
+const COLUMNS =
+  "run_id, tool_name, arguments, caller_user_id, caller_fingerprint, origin, schedule_name, slot_at, status, attempts, result, error, error_kind, created_at, started_at, finished_at, expires_at, published";
+
+const int = z.coerce.number().int();
+const StoredRun = z.object({
+  run_id: z.string(),
+  tool_name: z.string(),
+  arguments: jsonColumn(JsonObject),
+  caller_user_id: z.string(),
+  caller_fingerprint: z.string(),
+  origin: ToolRunOrigin,
+  schedule_name: z.string().nullable(),
+  slot_at: int.nullable(),
+  status: ToolRunStatus,
+  attempts: int,
+  result: z.string().nullable(),
+  error: z.string().nullable(),
+  error_kind: z.string().nullable(),
+  created_at: int,
+  started_at: int.nullable(),
+  finished_at: int.nullable(),
+  expires_at: int.nullable(),
+  published: int,
+});
+
+export function runTableExists(sql: SqlStorage): boolean {
+  return sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'run'").toArray().length > 0;
+}
+
+export function createRunTable(sql: SqlStorage): void {
+  sql.exec(
+    `CREATE TABLE IF NOT EXISTS run (
+      id INTEGER PRIMARY KEY CHECK (id = 1),
+      run_id TEXT NOT NULL, tool_name TEXT NOT NULL, arguments TEXT NOT NULL,
+      caller_user_id TEXT NOT NULL, caller_fingerprint TEXT NOT NULL,
+      origin TEXT NOT NULL, schedule_name TEXT, slot_at INTEGER,
+      status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
+      result TEXT, error TEXT, error_kind TEXT,
+      created_at INTEGER NOT NULL, started_at INTEGER, finished_at INTEGER, expires_at INTEGER,
+      published INTEGER NOT NULL DEFAULT 0,
+      steps TEXT
+    )`,
+  );
+}
+
+/** The run, or null when the object holds none. */
+export function readRun(sql: SqlStorage): ToolRunRow | null {
+  if (!runTableExists(sql)) return null;
+  const raw = sql.exec(`SELECT ${COLUMNS} FROM run WHERE id = 1`).toArray()[0];
+  if (!raw) return null;
+  const r = validStored(StoredRun, raw, "tool run");
+  let result: JsonValue = null;
+  if (r.result !== null) result = validStored(jsonColumn(JsonValue), r.result, "tool run result");
+  return { ...r, result, published: r.published === 1 };
+}
+
+/** Inserts the run as queued (the caller checked there is none). */
+export function insertQueued(sql: SqlStorage, req: ToolRunRequest, nowMs: number): void {
+  createRunTable(sql);
+  sql.exec(
+    `INSERT INTO run (id, run_id, tool_name, arguments, caller_user_id, caller_fingerprint, origin, schedule_name, slot_at, status, attempts, created_at)
+     VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?)`,
+    req.run_id,
+    req.tool_name,
+    JSON.stringify(req.arguments),
+    req.caller.user_id,
+    req.caller.fingerprint,
+    req.origin,
+    req.schedule_name,
+    req.slot_at,
+    nowMs,
+  );
+}
+
+/** Marks an attempt started: running, attempts + 1 (counted before the tool runs, so a crash counts). */
+export function markStarted(sql: SqlStorage, nowMs: number): void {
+  sql.exec("UPDATE run SET status = 'running', attempts = attempts + 1, started_at = ? WHERE id = 1", nowMs);
+}
+
+export interface RunEnd {
+  status: "succeeded" | "failed";
+  result: JsonValue;
+  error: string | null;
+  error_kind: string | null;
+}
+
+/** The steps of the attempt that ended the run (and the preset version it ran), kept for its trace until it is published. */
+export interface RunSteps {
+  steps: RunStep[];
+  dropped: number;
+  version: string | null;
+}
+
+const StoredSteps = z.object({ steps: z.array(RunStep), dropped: z.number().int(), version: z.string().nullable() });
+
+/** Records the end, its steps and the expiry; the end is not yet published. */
+export function markFinished(sql: SqlStorage, end: RunEnd, steps: RunSteps, nowMs: number, expiresAtMs: number): void {
+  sql.exec(
+    "UPDATE run SET status = ?, result = ?, error = ?, error_kind = ?, finished_at = ?, expires_at = ?, published = 0, steps = ? WHERE id = 1",
+    end.status,
+    end.status === "succeeded" ? JSON.stringify(end.result ?? null) : null,
+    end.error,
+    end.error_kind,
+    nowMs,
+    expiresAtMs,
+    JSON.stringify(steps),
+  );
+}
+
+/** The ended run's steps (none when it ended without an attempt finishing). */
+export function readSteps(sql: SqlStorage): RunSteps {
+  const raw = sql.exec<{ steps: string | null }>("SELECT steps FROM run WHERE id = 1").toArray()[0]?.steps;
+  return raw ? validStored(jsonColumn(StoredSteps), raw, "tool run steps") : { steps: [], dropped: 0, version: null };
+}
+
+/** The end is listed and traced: the steps are no longer needed. */
+export function markPublished(sql: SqlStorage): void {
+  sql.exec("UPDATE run SET published = 1, steps = NULL WHERE id = 1");
+}

@@ -1,0 +1,43 @@
+/**
+ * Submitting a background tool run (issue 16; docs/tool-runs.md): what the door and a schedule's
+ * fire share. The run is stored in its ToolRun object first (queued, its alarm armed for now), then
+ * listed in D1 with the one write a submit makes; the object replaces that row when the run ends,
+ * so a listing insert lost to a fault is restored then.
+ */
+import { z } from "zod";
+import { toolRunStub } from "../contracts/tool-run-rpc";
+import type { Env } from "../env";
+import type { JsonObject } from "../http/bounded-json";
+import { type JsonSchema, checkAgainstSchema } from "../targets/json-schema";
+import { TARGET_NAME } from "../targets/names";
+import { toolSchema } from "../targets/tools/registry";
+import { insertRunRow } from "./index-store";
+import { MAINTENANCE_INPUT_SCHEMA, isMaintenanceTool } from "./maintenance";
+import type { ToolRunRequest, ToolRunRow } from "./record";
+
+export async function submitToolRun(env: Env, req: ToolRunRequest): Promise<ToolRunRow> {
+  const row = await toolRunStub(env, req.run_id).submit(req);
+  await insertRunRow(env.DB, row).run();
+  return row;
+}
+
+/** The input schema of tool `name` (a registry tool or a maintenance tool), or null when there is no such tool. */
+export async function runInputSchema(db: D1Database, name: string): Promise<JsonSchema | null> {
+  if (isMaintenanceTool(name)) return MAINTENANCE_INPUT_SCHEMA;
+  return (await toolSchema(db, name))?.input ?? null;
+}
+
+/**
+ * Checks arguments against the tool's input schema before a run is accepted, so a mistake is a 400
+ * now rather than a failed run later (the run checks again: a declaration may change meanwhile).
+ * Problems name schema locations, never values.
+ */
+export function argumentProblems(schema: JsonSchema, args: JsonObject): string | null {
+  const check = checkAgainstSchema(schema, args);
+  return check.ok ? null : check.problems.join("; ");
+}
+
+/** A tool a run may name: a registry tool name (decisions §4) or a maintenance tool. */
+export const RunToolName = z
+  .string()
+  .refine((n) => TARGET_NAME.test(n) || isMaintenanceTool(n), { message: "must be 1-64 characters of letters, digits, _ and -, or a maintenance tool's name" });
