@@ -15,7 +15,7 @@ import { planAlarm } from "../src/schedules/catch-up";
 import { compileCron } from "../src/schedules/cron";
 import { mirrorStatement } from "../src/schedules/listing";
 import type { ScheduleFire } from "../src/schedules/record";
-import { markSubmitted, readSchedule, recordAlarm, unsubmittedFires, writeSpec } from "../src/schedules/schedule-store";
+import { markSubmitted, readSchedule, recordAlarm, unsubmittedFires, upgradeScheduleTables, writeSpec } from "../src/schedules/schedule-store";
 import { SCHEDULES_DEFAULTS } from "../src/settings/schedule-settings";
 import type { Settings } from "../src/settings/settings";
 import { submitToolRun } from "../src/tool-runs/submit";
@@ -24,6 +24,12 @@ import { submitToolRun } from "../src/tool-runs/submit";
 const RETRY_MS = 5_000;
 
 export class Schedule extends DurableObject<Env> implements ScheduleRpc {
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    // A schedule stored before issue 17 lacks the state binding column: added before any read.
+    void ctx.blockConcurrencyWhile(async () => upgradeScheduleTables(ctx.storage.sql));
+  }
+
   private get sql(): SqlStorage {
     return this.ctx.storage.sql;
   }
@@ -120,6 +126,7 @@ export class Schedule extends DurableObject<Env> implements ScheduleRpc {
           origin: "schedule",
           schedule_name: s.name,
           slot_at: f.slot_at,
+          state_binding: s.state_binding,
         });
       } catch (err) {
         console.error(`schedule: submitting a fire's run failed; retrying in ${RETRY_MS} ms`, err instanceof Error ? err.message : "unknown error");

@@ -15,13 +15,14 @@ import { type ToolRunRequest, type ToolRunRow, type ToolRunRpc } from "../src/co
 import { isolateSettings } from "../src/config/isolate-settings";
 import type { Env } from "../src/env";
 import type { Settings } from "../src/settings/settings";
+import { setJqBudget } from "../src/jq/engine";
 import { traceSteps, untraceSteps } from "../src/runs/steps";
 import { recordRun } from "../src/runs/recorder";
 import { createTargetContext } from "../src/targets/dispatch";
 import { ATTEMPT_LEASE_MS, RETRY_MS, alarmStep, interruptedEnd } from "../src/tool-runs/alarm-policy";
 import { executeToolRun } from "../src/tool-runs/execute";
 import { deleteRunRow, upsertRunRow } from "../src/tool-runs/index-store";
-import { insertQueued, markFinished, markPublished, markStarted, readRun, readSteps, type RunEnd, type RunSteps } from "../src/tool-runs/run-store";
+import { insertQueued, markFinished, markPublished, markStarted, readRun, readSteps, type RunEnd, type RunSteps, upgradeRunTable } from "../src/tool-runs/run-store";
 import { toolRunTrace } from "../src/tool-runs/trace";
 
 /** What a run executes with: the env with the runtime overlay on top, and its parsed settings. */
@@ -33,6 +34,12 @@ interface RunSettings {
 export class ToolRun extends DurableObject<Env> implements ToolRunRpc {
   /** An attempt of this instance is running (a restart clears it: that is how an interruption shows). */
   private inFlight = false;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    // A run stored before issue 17 lacks the hook and binding columns: added before any read.
+    void ctx.blockConcurrencyWhile(async () => upgradeRunTable(ctx.storage.sql));
+  }
 
   private get sql(): SqlStorage {
     return this.ctx.storage.sql;
@@ -106,10 +113,12 @@ export class ToolRun extends DurableObject<Env> implements ToolRunRpc {
     let steps: RunSteps;
     try {
       const ctx = createTargetContext(s.env, s.settings);
+      // A bound run's state expressions are jq: under the deployment's budget, as at the doors.
+      setJqBudget(s.settings.jq);
       // The attempt's steps (the dispatch, with its timing) and the preset version it ran, for the trace.
       const log = traceSteps(ctx);
       try {
-        end = await executeToolRun(ctx, row.tool_name, row.arguments, { user_id: row.caller_user_id, fingerprint: row.caller_fingerprint });
+        end = await executeToolRun(ctx, row, { user_id: row.caller_user_id, fingerprint: row.caller_fingerprint });
       } finally {
         untraceSteps(ctx);
       }

@@ -9,6 +9,7 @@ import { isolateSettings } from "./config/isolate-settings";
 import { pruneStates } from "./states/declarations";
 import { applyDueSaves } from "./states/pending-saves";
 import { pruneToolRuns } from "./tool-runs/index-store";
+import { pruneTriggerLinks } from "./hooks/trigger-links";
 
 const app = createApp();
 
@@ -22,8 +23,8 @@ export default {
     const states = settings.ok && settings.settings.states.storeUrl ? Promise.all([pruneStates(env, now), applyDueSaves(env, now)]) : Promise.resolve();
     // Expired OAuth starts of the connectors area (each start also prunes them; this covers quiet periods).
     const connectors = settings.ok && settings.settings.connectors.storeUrl ? pruneStarts(env.DB, now) : Promise.resolve();
-    // Expired background tool-run rows (each run's object deletes its own; this covers the rest).
-    const toolRuns = settings.ok && settings.settings.toolRuns.storeUrl ? pruneToolRuns(env.DB, now) : Promise.resolve();
+    // Expired background tool-run rows (each run's object deletes its own; this covers the rest) and expired hook trigger links.
+    const toolRuns = settings.ok && settings.settings.toolRuns.storeUrl ? Promise.all([pruneToolRuns(env.DB, now), pruneTriggerLinks(env.DB, now)]) : Promise.resolve();
     ctx.waitUntil(Promise.all([pruneThrottle(env.DB, now), pruneClaimLinks(env.DB, now), pruneIndexes(env.DB, now), states, connectors, toolRuns]));
   },
 } satisfies ExportedHandler<Env>;

@@ -46,7 +46,8 @@ addRoute(
     description:
       "`schedule_kwargs`: `cron` (five fields) XOR the crontab fields `minute`, `hour`, `day_of_month`, `month_of_year`, `day_of_week` (each `*` when absent), with an optional IANA `timezone` (default UTC); `{}` runs the tool once now (nothing is kept; the answer carries the run id). " +
       "`execution_key` is bound by the pass-role rule (your own key or one you own; an admin any key: absent 404; non-admin refusals are a uniform 403) and must be allowed to run the tool now (else 403); every fire re-checks it live. Without `name` the name is `<tool_name>_<12 hex>` derived from the spec, so adding the same spec again updates that schedule in place (created false); a given `name` is replaced the same way. " +
-      "Order: body 400 → store 501 → unknown tool 404 → tool_kwargs against the tool's input schema 400 → cadence 400 → pass-role 403/404/400 → the key's run grant 403 → a restricted caller replacing another identity's schedule 403. Missed fires after downtime: at most one catch-up fire (SCHEDULES_CATCH_UP_WINDOW_SECONDS), then the next regular slot.",
+      "`state_binding` (optional, spec §2.6): states each fire's run reads before and writes after its dispatch, checked as a target config's binding is (every state declared 404, programs compile 400, templates attached on use; 501 states-not-configured without STATES_STORE_URL); not for maintenance tools. " +
+      "Order: body 400 → store 501 → unknown tool 404 → tool_kwargs against the tool's input schema 400 → cadence 400 → pass-role 403/404/400 → the key's run grant 403 → a restricted caller replacing another identity's schedule 403 → state_binding 501/404/400. Missed fires after downtime: at most one catch-up fire (SCHEDULES_CATCH_UP_WINDOW_SECONDS), then the next regular slot.",
     ...DOOR,
     body: ScheduleCreateBody,
     response: z
@@ -54,7 +55,7 @@ addRoute(
       .strict(),
     errors: [403, 404],
   },
-  async (c, { body }) => createSchedule(c.env, c.get("principal")!, body, new Date()),
+  async (c, { body }) => createSchedule(c.env, c.get("settings"), c.get("principal")!, body, new Date()),
 );
 
 addRoute(

@@ -5,7 +5,9 @@
  * the execution key (decisions §2: a non-admin gets a uniform 403 for a key absent or not its own;
  * an admin 404 for an absent key; a condition reading `.request` 400) → the bound key may run the
  * tool now (the live authorizer a fire uses; 403) → a restricted caller may not replace another
- * identity's schedule (403) → write.
+ * identity's schedule (403) → a `state_binding` is checked as a target config's is (501
+ * `states-not-configured` without the states store; undeclared state 404; a program that does not
+ * compile 400; its templates attached on use) → write.
  *
  * Empty `schedule_kwargs` runs the tool once, now, as a background run of the bound key, and keeps
  * no schedule (nothing recurs, so nothing is listed; the answer carries the run id).
@@ -16,6 +18,8 @@ import { scheduleStub } from "../contracts/schedule-rpc";
 import type { Env } from "../env";
 import type { JsonObject } from "../http/bounded-json";
 import { HttpError, badRequest, forbidden, notFound } from "../http/errors";
+import type { Settings } from "../settings/settings";
+import { checkRunBinding } from "../tool-runs/binding-check";
 import { authorizeToolRun } from "../tool-runs/execute";
 import { argumentProblems, runInputSchema, submitToolRun } from "../tool-runs/submit";
 import { type ScheduleView, scheduleView } from "./record";
@@ -31,7 +35,7 @@ export interface CreateAnswer {
   run_id: string | null;
 }
 
-export async function createSchedule(env: Env, caller: Principal, body: ScheduleCreateBody, now: Date): Promise<CreateAnswer> {
+export async function createSchedule(env: Env, settings: Settings, caller: Principal, body: ScheduleCreateBody, now: Date): Promise<CreateAnswer> {
   const db = env.DB;
   const schema = await runInputSchema(db, body.tool_name);
   if (!schema) throw notFound("tool not found");
@@ -49,9 +53,11 @@ export async function createSchedule(env: Env, caller: Principal, body: Schedule
   // The caller may bind the key (its own, one it owns, or as an admin), so it may learn this much.
   if (!auth.ok) throw new HttpError(403, "execution_key may not run this tool");
 
+  const state_binding = body.state_binding ?? null;
   if (cadence.kind === "once") {
+    await checkRunBinding(env, settings, state_binding, now);
     const run_id = crypto.randomUUID();
-    await submitToolRun(env, { run_id, tool_name: body.tool_name, arguments: body.tool_kwargs, caller: key, origin: "schedule", schedule_name: body.name ?? null, slot_at: now.getTime() });
+    await submitToolRun(env, { run_id, tool_name: body.tool_name, arguments: body.tool_kwargs, caller: key, origin: "schedule", schedule_name: body.name ?? null, slot_at: now.getTime(), state_binding });
     return { name: body.name ?? null, created: true, once: true, schedule: null, run_id };
   }
 
@@ -61,6 +67,7 @@ export async function createSchedule(env: Env, caller: Principal, body: Schedule
     const existing = await stub.read();
     if (existing && existing.created_by !== caller.key.user_id) throw forbidden();
   }
+  await checkRunBinding(env, settings, state_binding, now);
   const { created, state } = await stub.put({
     name,
     tool_name: body.tool_name,
@@ -71,6 +78,7 @@ export async function createSchedule(env: Env, caller: Principal, body: Schedule
     execution_key: body.execution_key,
     execution_key_fingerprint: fingerprint,
     created_by: caller.key.user_id,
+    state_binding,
   });
   return { name, created, once: false, schedule: scheduleView(state), run_id: null };
 }

@@ -6,19 +6,18 @@
  * delete door removes it.
  */
 import { z } from "zod";
-import { JsonObject } from "../http/bounded-json";
-import { jsonColumn, validStored } from "../store/parse-stored";
-import type { ScheduleState, ScheduleView } from "./record";
+import { validStored } from "../store/parse-stored";
+import { type ScheduleState, type ScheduleView, storedScheduleRow } from "./record";
 
 export function mirrorStatement(db: D1Database, s: ScheduleState): D1PreparedStatement {
   const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
   return db
     .prepare(
-      `INSERT INTO schedules (name, tool_name, tool_kwargs, schedule_kwargs, cron, timezone, execution_key, execution_key_fingerprint, created_by, created_at, updated_at, next_fire_at, last_fire_at, last_run_id, fires)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+      `INSERT INTO schedules (name, tool_name, tool_kwargs, schedule_kwargs, cron, timezone, execution_key, execution_key_fingerprint, created_by, state_binding, created_at, updated_at, next_fire_at, last_fire_at, last_run_id, fires)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (name) DO UPDATE SET tool_name = excluded.tool_name, tool_kwargs = excluded.tool_kwargs, schedule_kwargs = excluded.schedule_kwargs,
          cron = excluded.cron, timezone = excluded.timezone, execution_key = excluded.execution_key,
-         execution_key_fingerprint = excluded.execution_key_fingerprint, created_by = excluded.created_by, created_at = excluded.created_at,
+         execution_key_fingerprint = excluded.execution_key_fingerprint, created_by = excluded.created_by, state_binding = excluded.state_binding, created_at = excluded.created_at,
          updated_at = excluded.updated_at, next_fire_at = excluded.next_fire_at, last_fire_at = excluded.last_fire_at,
          last_run_id = excluded.last_run_id, fires = excluded.fires`,
     )
@@ -32,6 +31,7 @@ export function mirrorStatement(db: D1Database, s: ScheduleState): D1PreparedSta
       s.execution_key,
       s.execution_key_fingerprint,
       s.created_by,
+      s.state_binding === null ? null : JSON.stringify(s.state_binding),
       iso(s.created_at),
       iso(s.updated_at),
       iso(s.next_fire_at),
@@ -46,23 +46,8 @@ export async function deleteListing(db: D1Database, name: string): Promise<boole
   return (r.meta.changes ?? 0) > 0;
 }
 
-const Listed = z.object({
-  name: z.string(),
-  tool_name: z.string(),
-  tool_kwargs: jsonColumn(JsonObject),
-  schedule_kwargs: jsonColumn(JsonObject),
-  cron: z.string(),
-  timezone: z.string(),
-  execution_key: z.string(),
-  execution_key_fingerprint: z.string(),
-  created_by: z.string(),
-  created_at: z.string(),
-  updated_at: z.string(),
-  next_fire_at: z.string().nullable(),
-  last_fire_at: z.string().nullable(),
-  last_run_id: z.string().nullable(),
-  fires: z.coerce.number().int(),
-});
+/** A D1 listing row: the object's spec and counters, times as ISO text (the view without recent fires). */
+const Listed = storedScheduleRow(z.string());
 
 /** Schedules by name, paged; `createdBy` narrows to one creator (a restricted caller's listing). */
 export async function listSchedules(db: D1Database, createdBy: string | null, offset: number, limit: number): Promise<{ items: ScheduleView[]; total: number }> {

@@ -6,9 +6,8 @@
  * than losing or doubling the fire. Created on the first put, never by a read. Times epoch ms.
  */
 import { z } from "zod";
-import { JsonObject } from "../http/bounded-json";
-import { jsonColumn, validStored } from "../store/parse-stored";
-import type { ScheduleFire, ScheduleSpec, ScheduleState } from "./record";
+import { validStored } from "../store/parse-stored";
+import { type ScheduleFire, type ScheduleSpec, type ScheduleState, storedScheduleRow } from "./record";
 
 /** Fires each schedule remembers (newest kept). */
 export const RECENT_FIRES = 20;
@@ -24,6 +23,7 @@ export function createScheduleTables(sql: SqlStorage): void {
       name TEXT NOT NULL, tool_name TEXT NOT NULL, tool_kwargs TEXT NOT NULL, schedule_kwargs TEXT NOT NULL,
       cron TEXT NOT NULL, timezone TEXT NOT NULL,
       execution_key TEXT NOT NULL, execution_key_fingerprint TEXT NOT NULL, created_by TEXT NOT NULL,
+      state_binding TEXT,
       created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, next_fire_at INTEGER,
       fires INTEGER NOT NULL DEFAULT 0, last_fire_at INTEGER, last_run_id TEXT
     )`,
@@ -37,24 +37,17 @@ export function createScheduleTables(sql: SqlStorage): void {
   );
 }
 
+/**
+ * Brings a spec table written before issue 17 up to date (the state binding came later); such a
+ * schedule reads as unbound. Idempotent; run when the object starts, before any read.
+ */
+export function upgradeScheduleTables(sql: SqlStorage): void {
+  if (!scheduleTablesExist(sql)) return;
+  if (!sql.exec("SELECT * FROM spec LIMIT 0").columnNames.includes("state_binding")) sql.exec("ALTER TABLE spec ADD COLUMN state_binding TEXT");
+}
+
 const int = z.coerce.number().int();
-const StoredSpec = z.object({
-  name: z.string(),
-  tool_name: z.string(),
-  tool_kwargs: jsonColumn(JsonObject),
-  schedule_kwargs: jsonColumn(JsonObject),
-  cron: z.string(),
-  timezone: z.string(),
-  execution_key: z.string(),
-  execution_key_fingerprint: z.string(),
-  created_by: z.string(),
-  created_at: int,
-  updated_at: int,
-  next_fire_at: int.nullable(),
-  fires: int,
-  last_fire_at: int.nullable(),
-  last_run_id: z.string().nullable(),
-});
+const StoredSpec = storedScheduleRow(int);
 const StoredFire = z.object({ seq: int, run_id: z.string().nullable(), slot_at: int.nullable(), fired_at: int, catch_up: int, skipped: int, submitted: int });
 
 function fireOf(f: z.infer<typeof StoredFire>): ScheduleFire {
@@ -79,12 +72,12 @@ export function writeSpec(sql: SqlStorage, spec: ScheduleSpec, nextFireAt: numbe
   createScheduleTables(sql);
   const existed = sql.exec("SELECT 1 FROM spec WHERE id = 1").toArray().length > 0;
   sql.exec(
-    `INSERT INTO spec (id, name, tool_name, tool_kwargs, schedule_kwargs, cron, timezone, execution_key, execution_key_fingerprint, created_by, created_at, updated_at, next_fire_at)
-     VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    `INSERT INTO spec (id, name, tool_name, tool_kwargs, schedule_kwargs, cron, timezone, execution_key, execution_key_fingerprint, created_by, state_binding, created_at, updated_at, next_fire_at)
+     VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (id) DO UPDATE SET name = excluded.name, tool_name = excluded.tool_name, tool_kwargs = excluded.tool_kwargs,
        schedule_kwargs = excluded.schedule_kwargs, cron = excluded.cron, timezone = excluded.timezone,
        execution_key = excluded.execution_key, execution_key_fingerprint = excluded.execution_key_fingerprint,
-       created_by = excluded.created_by, updated_at = excluded.updated_at, next_fire_at = excluded.next_fire_at`,
+       created_by = excluded.created_by, state_binding = excluded.state_binding, updated_at = excluded.updated_at, next_fire_at = excluded.next_fire_at`,
     spec.name,
     spec.tool_name,
     JSON.stringify(spec.tool_kwargs),
@@ -94,6 +87,7 @@ export function writeSpec(sql: SqlStorage, spec: ScheduleSpec, nextFireAt: numbe
     spec.execution_key,
     spec.execution_key_fingerprint,
     spec.created_by,
+    spec.state_binding === null ? null : JSON.stringify(spec.state_binding),
     nowMs,
     nowMs,
     nextFireAt,

@@ -8,6 +8,8 @@
 import { z } from "zod";
 import { userIdSchema } from "../auth/schemas";
 import { type JsonObject, MAX_KWARGS_BYTES, boundedJsonObject } from "../http/bounded-json";
+import { StateBinding } from "../states/state-binding";
+import { isMaintenanceTool } from "../tool-runs/maintenance";
 import { RunToolName } from "../tool-runs/submit";
 import { type SlotSource, canonicalTimezone, compileCron } from "./cron";
 
@@ -54,8 +56,11 @@ export const ScheduleCreateBody = z
     execution_key: userIdSchema,
     /** Default: derived from the spec (`<tool>_<12 hex>`), so re-adding the same spec updates it in place. */
     name: ScheduleName.optional(),
+    /** States each fire's run reads before and writes after its dispatch (spec §2.6). */
+    state_binding: StateBinding.nullable().optional(),
   })
-  .strict();
+  .strict()
+  .refine((b) => !b.state_binding || !isMaintenanceTool(b.tool_name), { path: ["state_binding"], message: "a maintenance tool takes no state binding" });
 export type ScheduleCreateBody = z.infer<typeof ScheduleCreateBody>;
 
 /** What a schedule's kwargs mean: once, now; or a five-field expression in a timezone. */

@@ -44,7 +44,7 @@ export interface SettingDefinition {
   /** A family of names (`NOTIFICATIONS_FROM_<CHANNEL>`): matches each concrete name. */
   family?: RegExp;
   /** The area the setting belongs to (groups the schema and the docs). */
-  area: "conversations" | "states" | "notifications" | "connectors" | "marketplace" | "tool-runs" | "schedules" | "runs" | "checkpoints" | "outbound" | "jq" | "access-control" | "channels" | "config";
+  area: "conversations" | "states" | "notifications" | "connectors" | "marketplace" | "tool-runs" | "schedules" | "hooks" | "runs" | "checkpoints" | "outbound" | "jq" | "access-control" | "channels" | "config";
   type: SettingType;
   enum?: readonly string[];
   minimum?: number;
@@ -221,6 +221,9 @@ export const SETTINGS: readonly SettingDefinition[] = Object.freeze([
   int("TOOL_RUNS_RETENTION_SECONDS", "tool-runs", 604_800, 60, 31_536_000, "How long a finished background tool run stays readable."),
   int("TOOL_RUNS_MAX_ATTEMPTS", "tool-runs", 3, 1, 10, "Starts a background tool run gets; one interrupted (its object restarted mid-run) that many times fails."),
   int("SCHEDULES_CATCH_UP_WINDOW_SECONDS", "schedules", 86_400, 0, 2_592_000, "After downtime, missed slots of a schedule are caught up with one fire when the latest is at most this old; 0 never catches up."),
+  // Hooks (issue 17; docs/hooks.md).
+  int("HOOKS_VERIFIER_TOLERANCE_SECONDS", "hooks", 300, 1, 86_400, "How far a signed hook delivery's timestamp (Stripe, Standard Webhooks) may be from the server clock, either way, before it is refused."),
+  int("HOOKS_REPLAY_WINDOW_SECONDS", "hooks", 172_800, 60, 2_592_000, "How long a hook delivery id is remembered: a replayed delivery answers already_seen and fires nothing."),
   // Run traces (issue 16; docs/observability.md).
   int("RUNS_TRACE_RETENTION_SECONDS", "runs", 604_800, 60, 31_536_000, "How long the trace of a run outside the bridge (tool runs, agent runs) and its summary row live; a turn's trace lives as long as its record."),
   // Checkpoints.

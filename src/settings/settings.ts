@@ -7,6 +7,7 @@ import { DEFAULT_JQ_BUDGET, JQ_MAX_MEMORY_MB, JQ_MAX_STEPS, JQ_MIN_MEMORY_MB, JQ
 import { ALLOW_PRIVATE_HOSTS_SETTING } from "../net/address-guard";
 import { type ConfigSettings, parseConfigSettings } from "./config-settings";
 import { type ConnectorSettings, parseConnectorSettings } from "./connector-settings";
+import { type HookSettings, parseHookSettings } from "./hook-settings";
 import { type MarketplaceSettings, parseMarketplaceSettings } from "./marketplace-settings";
 import { type NotificationSettings, parseNotificationSettings } from "./notification-settings";
 import { type RunsSettings, parseRunsSettings } from "./runs-settings";
@@ -64,6 +65,8 @@ export interface Settings {
   toolRuns: ToolRunSettings;
   /** `SCHEDULES_*`: the schedules' catch-up rule (src/settings/schedule-settings.ts). */
   schedules: ScheduleSettings;
+  /** `HOOKS_*`: the public trigger doors' verifier tolerance and replay window (src/settings/hook-settings.ts). */
+  hooks: HookSettings;
   /** `RUNS_*`: run traces (src/settings/runs-settings.ts). */
   runs: RunsSettings;
   /** `JQ_BUDGET_STEPS`, `JQ_BUDGET_MEMORY_MB`: what one jq run may use (src/jq/engine.ts). */
@@ -245,10 +248,11 @@ export function parseSettings(env: Record<string, unknown>): SettingsResult {
   const config = parseConfigSettings(env, errors);
   const toolRuns = parseToolRunSettings(env, errors);
   const schedules = parseScheduleSettings(env, errors);
+  const hooks = parseHookSettings(env, errors);
   const runs = parseRunsSettings(env, errors);
 
   if (errors.length) return { ok: false, errors };
-  return { ok: true, settings: { jq, conversations: c, states, notifications, connectors, marketplace, checkpoint: { provider, ttlMinutes }, outbound, secretReferences: { allowlist }, config, toolRuns, schedules, runs } };
+  return { ok: true, settings: { jq, conversations: c, states, notifications, connectors, marketplace, checkpoint: { provider, ttlMinutes }, outbound, secretReferences: { allowlist }, config, toolRuns, schedules, hooks, runs } };
 }
 
 /** The jq budget settings: whole numbers within the bounds the engine can honour. */

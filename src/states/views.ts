@@ -48,7 +48,8 @@ export const StateRecord = z
 export type StateRecord = z.infer<typeof StateRecord>;
 
 export const WriteOrigin = z.object({
-  door: z.enum(["api", "turn"]),
+  /** Who wrote: an operator door (`api`), a bound turn (`turn`), or a hook's or schedule's bound run (`hook`, `schedule`). */
+  door: z.enum(["api", "turn", "hook", "schedule"]),
   actor: z.string().nullable(),
   consumer: z.string().nullable(),
   meta: JsonObject.nullable(),

@@ -99,7 +99,10 @@ export type SchemaCheck = { ok: true } | { ok: false; problems: string[] };
 export function checkAgainstSchema(schema: JsonSchema, value: unknown): SchemaCheck {
   let result;
   try {
-    result = withLinearRegExp(() => validatorFor(schema).validate(value));
+    // The validator writes its bookkeeping into the schema it compiles, so a shared frozen schema
+    // (ANY_SCHEMA, ANY_OBJECT_SCHEMA) is checked as a copy rather than failing to evaluate.
+    const compiled = Object.isFrozen(schema) ? structuredClone(schema) : schema;
+    result = withLinearRegExp(() => validatorFor(compiled).validate(value));
   } catch {
     return { ok: false, problems: ["the schema could not be evaluated"] };
   }

@@ -16,7 +16,9 @@ import { type TargetContext, dispatchTool } from "../targets/dispatch";
 import { checkAgainstSchema } from "../targets/json-schema";
 import { MAX_TOOL_TIMEOUT_SECONDS } from "../targets/tools/http-tools";
 import { withTimeout } from "../targets/timeout";
+import { executeBoundRun } from "./bound-run";
 import { MAINTENANCE_INPUT_SCHEMA, isMaintenanceTool, runMaintenanceTool } from "./maintenance";
+import type { ToolRunRow } from "./record";
 import type { RunEnd } from "./run-store";
 
 export type RunAuthority = { ok: true } | { ok: false; reason: string };
@@ -36,12 +38,23 @@ function failed(kind: string, error: string): RunEnd {
   return { status: "failed", result: null, error, error_kind: kind };
 }
 
+/** What one attempt needs of its run. */
+export type RunToExecute = Pick<ToolRunRow, "run_id" | "tool_name" | "arguments" | "origin" | "hook_name" | "schedule_name" | "state_binding">;
+
 /**
- * Runs one attempt of tool `name` with `args` as `caller`. Never throws for a tool's failure. The
- * attempt is one `tool` step of a traced context (the dispatcher records it for a registry tool).
+ * Runs one attempt of `run`'s tool with its arguments as `caller`. Never throws for a tool's
+ * failure. The attempt is one `tool` step of a traced context (the dispatcher records it for a
+ * registry tool). A run with a state binding (a hook's or schedule's fire) reads its states before
+ * and writes them after the dispatch (src/tool-runs/bound-run.ts).
  */
-export async function executeToolRun(ctx: TargetContext, name: string, args: JsonObject, caller: { user_id: string; fingerprint: string }): Promise<RunEnd> {
+export async function executeToolRun(ctx: TargetContext, run: RunToExecute, caller: { user_id: string; fingerprint: string }): Promise<RunEnd> {
+  const name = run.tool_name;
+  const args = run.arguments;
   if (isMaintenanceTool(name)) return timedStep(ctx, "tool", name, () => runMaintenance(ctx, name, args, caller), stepVerdict);
+  if (run.state_binding) {
+    const binding = run.state_binding;
+    return executeBoundRun(ctx, { ...run, state_binding: binding }, caller, () => authorizeToolRun(ctx.db, caller, name, ctx.now()));
+  }
   const r = await dispatchTool(ctx, name, args, { asKey: caller });
   return r.ok ? { status: "succeeded", result: toJson(r.value), error: null, error_kind: null } : failed(r.kind, r.message);
 }

@@ -11,10 +11,10 @@ import { type ToolRunListItem, ToolRunOrigin, type ToolRunRow, ToolRunStatus } f
 
 /** The run's listing row as the statements bind it. */
 function bindRow(stmt: D1PreparedStatement, r: ToolRunRow): D1PreparedStatement {
-  return stmt.bind(r.run_id, r.tool_name, r.caller_user_id, r.origin, r.schedule_name, r.status, r.error_kind, r.created_at, r.finished_at, r.expires_at);
+  return stmt.bind(r.run_id, r.tool_name, r.caller_user_id, r.origin, r.schedule_name, r.hook_name, r.status, r.error_kind, r.created_at, r.finished_at, r.expires_at);
 }
 
-const INSERT = "INSERT INTO tool_runs (run_id, tool_name, caller_user_id, origin, schedule_name, status, error_kind, created_at, finished_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+const INSERT = "INSERT INTO tool_runs (run_id, tool_name, caller_user_id, origin, schedule_name, hook_name, status, error_kind, created_at, finished_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
 
 /** The submit's one write. A row already there (the object ended the run first) is left as is. */
 export function insertRunRow(db: D1Database, r: ToolRunRow): D1PreparedStatement {
@@ -49,6 +49,7 @@ const ListedRow = z.object({
   caller_user_id: z.string(),
   origin: ToolRunOrigin,
   schedule_name: z.string().nullable(),
+  hook_name: z.string().nullable(),
   status: ToolRunStatus,
   error_kind: z.string().nullable(),
   created_at: int,
@@ -79,7 +80,7 @@ export async function listToolRuns(db: D1Database, filter: RunFilter, nowMs: num
   const cond = where.join(" AND ");
   const [page, count] = await db.batch([
     db
-      .prepare(`SELECT run_id, tool_name, caller_user_id, origin, schedule_name, status, error_kind, created_at, finished_at FROM tool_runs WHERE ${cond} ORDER BY created_at DESC, run_id LIMIT ? OFFSET ?`)
+      .prepare(`SELECT run_id, tool_name, caller_user_id, origin, schedule_name, hook_name, status, error_kind, created_at, finished_at FROM tool_runs WHERE ${cond} ORDER BY created_at DESC, run_id LIMIT ? OFFSET ?`)
       .bind(...args, limit, offset),
     db.prepare(`SELECT COUNT(*) AS n FROM tool_runs WHERE ${cond}`).bind(...args),
   ]);
@@ -93,6 +94,7 @@ export async function listToolRuns(db: D1Database, filter: RunFilter, nowMs: num
       caller: r.caller_user_id,
       origin: r.origin,
       schedule_name: r.schedule_name,
+      hook_name: r.hook_name,
       created_at: new Date(r.created_at).toISOString(),
       finished_at: r.finished_at === null ? null : new Date(r.finished_at).toISOString(),
     };

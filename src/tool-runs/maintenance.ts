@@ -22,6 +22,7 @@ import { pruneStates } from "../states/declarations";
 import { applyDueSaves } from "../states/pending-saves";
 import { sweepCheckpoints } from "../targets/checkpoints/sweep";
 import type { JsonSchema } from "../targets/json-schema";
+import { pruneTriggerLinks } from "../hooks/trigger-links";
 import { pruneToolRuns } from "./index-store";
 
 export const CHECKPOINTS_SWEEP_TOOL = "maintenance.checkpoints_sweep";
@@ -50,15 +51,16 @@ const TOOLS: ReadonlyMap<string, MaintenanceTool> = new Map([
     PRUNE_EXPIRED_TOOL,
     {
       description:
-        "The Worker cron's prune passes, now: expired failed-listing rows, bootstrap throttle rows, claim links, OAuth starts (connectors store on), state records past retention and due pending saves (states store on), and expired tool-run listing rows.",
+        "The Worker cron's prune passes, now: expired failed-listing rows, bootstrap throttle rows, claim links, OAuth starts (connectors store on), state records past retention and due pending saves (states store on), expired tool-run listing rows and expired hook trigger links.",
       async run(env: Env, settings: Settings, now: Date): Promise<JsonValue> {
         const ms = now.getTime();
         await pruneIndexes(env.DB, ms);
         await pruneThrottle(env.DB, ms);
         const out: JsonObject = {
-          passes: ["failed_records", "auth_throttle", "claim_links", "tool_runs"],
+          passes: ["failed_records", "auth_throttle", "claim_links", "tool_runs", "hook_trigger_links"],
           claim_links_removed: await pruneClaimLinks(env.DB, ms),
           tool_runs_removed: await pruneToolRuns(env.DB, ms),
+          trigger_links_removed: await pruneTriggerLinks(env.DB, ms),
         };
         if (settings.connectors.storeUrl) {
           (out.passes as string[]).push("connector_oauth_starts");

@@ -4,18 +4,20 @@
  */
 import { z } from "zod";
 import { JsonObject, JsonValue } from "../http/bounded-json";
+import type { StateBinding } from "../states/state-binding";
 
 export const ToolRunStatus = z.enum(["queued", "running", "succeeded", "failed"]);
 export type ToolRunStatus = z.infer<typeof ToolRunStatus>;
 
-/** Who started the run: the door (`api`) or a schedule's fire (`schedule`). */
-export const ToolRunOrigin = z.enum(["api", "schedule"]);
+/** Who started the run: the door (`api`), a schedule's fire (`schedule`) or a hook's fire (`hook`). */
+export const ToolRunOrigin = z.enum(["api", "schedule", "hook"]);
 export type ToolRunOrigin = z.infer<typeof ToolRunOrigin>;
 
 /**
  * What a run is asked to do, and as whom. `caller` is the run's execution key: the submitting
- * caller's own key (the door) or a schedule's bound key; its live grants are re-checked when the
- * run starts, and the fingerprint must still match (src/auth/pass-role.ts `authorizeTurn`).
+ * caller's own key (the door), a schedule's or a hook's bound key, or a trigger link's; its live
+ * grants are re-checked when the run starts, and the fingerprint must still match
+ * (src/auth/pass-role.ts `authorizeTurn`).
  */
 export interface ToolRunRequest {
   run_id: string;
@@ -27,6 +29,13 @@ export interface ToolRunRequest {
   schedule_name: string | null;
   /** The schedule slot the fire stands for (epoch ms). */
   slot_at: number | null;
+  /** The hook that fired it (origin `hook`; absent: none). */
+  hook_name?: string | null;
+  /**
+   * A state binding the run reads before and writes after its dispatch (a hook's or a schedule's;
+   * spec §2.6), as a bound tool turn does (src/tool-runs/bound-run.ts). Absent: none.
+   */
+  state_binding?: StateBinding | null;
 }
 
 /** The run as the object keeps it (times in epoch ms; `published`: listing row and trace written). */
@@ -39,6 +48,8 @@ export interface ToolRunRow {
   origin: ToolRunOrigin;
   schedule_name: string | null;
   slot_at: number | null;
+  hook_name: string | null;
+  state_binding: StateBinding | null;
   status: ToolRunStatus;
   attempts: number;
   result: JsonValue;
@@ -64,7 +75,7 @@ export const ToolRunView = z
     result: JsonValue,
     /** Why it failed (null otherwise). A denied run's reason is for admins: others read a fixed text. */
     error: z.string().nullable(),
-    /** The failure's class: the dispatcher's (`denied`, `unknown_tool`, `invalid_kwargs`, `timeout`, `transport`, `http_status`, `non_json`, `tool_error`) or `interrupted`. */
+    /** The failure's class: the dispatcher's (`denied`, `unknown_tool`, `invalid_kwargs`, `timeout`, `transport`, `http_status`, `non_json`, `tool_error`), `state_binding` or `interrupted`. */
     error_kind: z.string().nullable(),
     attempts: z.number().int(),
     /** The user_id the run executes as (its execution key). */
@@ -72,6 +83,10 @@ export const ToolRunView = z
     origin: ToolRunOrigin,
     schedule_name: z.string().nullable(),
     slot_at: iso.nullable(),
+    /** The hook whose fire started it (origin `hook`). */
+    hook_name: z.string().nullable(),
+    /** Whether the run reads and writes bound states (a hook's or schedule's state_binding). */
+    state_bound: z.boolean(),
     created_at: iso,
     started_at: iso.nullable(),
     finished_at: iso.nullable(),
@@ -92,6 +107,7 @@ export const ToolRunListItem = z
     caller: z.string(),
     origin: ToolRunOrigin,
     schedule_name: z.string().nullable(),
+    hook_name: z.string().nullable(),
     created_at: iso,
     finished_at: iso.nullable(),
   })
@@ -119,6 +135,8 @@ export function toolRunView(row: ToolRunRow, admin: boolean): ToolRunView {
     origin: row.origin,
     schedule_name: row.schedule_name,
     slot_at: isoOf(row.slot_at),
+    hook_name: row.hook_name,
+    state_bound: row.state_binding !== null,
     created_at: new Date(row.created_at).toISOString(),
     started_at: isoOf(row.started_at),
     finished_at: isoOf(row.finished_at),

@@ -8,11 +8,12 @@
 import { z } from "zod";
 import { RunStep } from "../contracts/run-trace";
 import { JsonObject, JsonValue } from "../http/bounded-json";
+import { StateBinding } from "../states/state-binding";
 import { jsonColumn, validStored } from "../store/parse-stored";
 import { type ToolRunRequest, type ToolRunRow, ToolRunOrigin, ToolRunStatus } from "./record";
 
 const COLUMNS =
-  "run_id, tool_name, arguments, caller_user_id, caller_fingerprint, origin, schedule_name, slot_at, status, attempts, result, error, error_kind, created_at, started_at, finished_at, expires_at, published";
+  "run_id, tool_name, arguments, caller_user_id, caller_fingerprint, origin, schedule_name, slot_at, hook_name, state_binding, status, attempts, result, error, error_kind, created_at, started_at, finished_at, expires_at, published";
 
 const int = z.coerce.number().int();
 const StoredRun = z.object({
@@ -24,6 +25,8 @@ const StoredRun = z.object({
   origin: ToolRunOrigin,
   schedule_name: z.string().nullable(),
   slot_at: int.nullable(),
+  hook_name: z.string().nullable(),
+  state_binding: jsonColumn(StateBinding).nullable(),
   status: ToolRunStatus,
   attempts: int,
   result: z.string().nullable(),
@@ -47,6 +50,7 @@ export function createRunTable(sql: SqlStorage): void {
       run_id TEXT NOT NULL, tool_name TEXT NOT NULL, arguments TEXT NOT NULL,
       caller_user_id TEXT NOT NULL, caller_fingerprint TEXT NOT NULL,
       origin TEXT NOT NULL, schedule_name TEXT, slot_at INTEGER,
+      hook_name TEXT, state_binding TEXT,
       status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
       result TEXT, error TEXT, error_kind TEXT,
       created_at INTEGER NOT NULL, started_at INTEGER, finished_at INTEGER, expires_at INTEGER,
@@ -54,6 +58,18 @@ export function createRunTable(sql: SqlStorage): void {
       steps TEXT
     )`,
   );
+}
+
+/**
+ * Brings a run table written before issue 17 up to date (the hook's name and the state binding
+ * came later); a run from then reads as neither hooked nor bound. Idempotent; run when the object
+ * starts, before any read.
+ */
+export function upgradeRunTable(sql: SqlStorage): void {
+  if (!runTableExists(sql)) return;
+  const columns = sql.exec("SELECT * FROM run LIMIT 0").columnNames;
+  if (!columns.includes("hook_name")) sql.exec("ALTER TABLE run ADD COLUMN hook_name TEXT");
+  if (!columns.includes("state_binding")) sql.exec("ALTER TABLE run ADD COLUMN state_binding TEXT");
 }
 
 /** The run, or null when the object holds none. */
@@ -71,8 +87,8 @@ export function readRun(sql: SqlStorage): ToolRunRow | null {
 export function insertQueued(sql: SqlStorage, req: ToolRunRequest, nowMs: number): void {
   createRunTable(sql);
   sql.exec(
-    `INSERT INTO run (id, run_id, tool_name, arguments, caller_user_id, caller_fingerprint, origin, schedule_name, slot_at, status, attempts, created_at)
-     VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?)`,
+    `INSERT INTO run (id, run_id, tool_name, arguments, caller_user_id, caller_fingerprint, origin, schedule_name, slot_at, hook_name, state_binding, status, attempts, created_at)
+     VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?)`,
     req.run_id,
     req.tool_name,
     JSON.stringify(req.arguments),
@@ -81,6 +97,8 @@ export function insertQueued(sql: SqlStorage, req: ToolRunRequest, nowMs: number
     req.origin,
     req.schedule_name,
     req.slot_at,
+    req.hook_name ?? null,
+    req.state_binding ? JSON.stringify(req.state_binding) : null,
     nowMs,
   );
 }

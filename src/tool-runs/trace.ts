@@ -3,7 +3,7 @@
  * through the runs recorder (src/runs/recorder.ts) when the run ends, whatever the end: a result,
  * a failure, a denial at start, or a run given up after interruptions. The trace id is the run id,
  * so `GET /api/runs?interaction=<run_id>` finds it; a schedule's fire is a run with trigger
- * `schedule`.
+ * `schedule`, and a hook's fire a run of kind `hook_fire` with trigger `hook`.
  */
 import type { RunOutcome, RunTraceInput } from "../contracts/run-trace";
 import type { ToolRunRow } from "./record";
@@ -26,8 +26,8 @@ export function toolRunTrace(row: ToolRunRow, steps: RunSteps): RunTraceInput {
   const finished = row.finished_at ?? started;
   return {
     trace_id: row.run_id,
-    kind: "tool_run",
-    trigger: row.origin === "schedule" ? "schedule" : "background",
+    kind: row.origin === "hook" ? "hook_fire" : "tool_run",
+    trigger: row.origin === "hook" ? "hook" : row.origin === "schedule" ? "schedule" : "background",
     target: { kind: "tool", name: row.tool_name, version: steps.version },
     route_name: null,
     thread_id: null,

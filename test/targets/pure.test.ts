@@ -5,7 +5,7 @@ import { toAnswer } from "../../src/targets/agents/events";
 import { clientSafeFailure, sseComment, sseFrame } from "../../src/targets/agents/sse";
 import { idleExpiry, parseStoredMessage } from "../../src/targets/checkpoints/types";
 import { EnvRefError, REDACTED, redactHeaders, resolveHeaders } from "../../src/targets/env-refs";
-import { checkAgainstSchema, inputSchemaSchema, jsonSchemaSchema } from "../../src/targets/json-schema";
+import { ANY_OBJECT_SCHEMA, ANY_SCHEMA, checkAgainstSchema, inputSchemaSchema, jsonSchemaSchema } from "../../src/targets/json-schema";
 import { MAX_RESPONSE_BYTES, callJsonEndpoint } from "../../src/targets/outbound";
 import { carryForward, mergeKwargs, parseVersionSegment, schemaWithoutFixed, versionView } from "../../src/targets/presets/model";
 import { withTimeout } from "../../src/targets/timeout";
@@ -56,6 +56,15 @@ describe("JSON Schema checks", () => {
     expect(text).not.toMatch(/SECRET/);
     expect(checkAgainstSchema(schema, {})).toEqual({ ok: false, problems: ['/: required property "n"'] });
     expect(checkAgainstSchema(schema, { n: 1 })).toEqual({ ok: true });
+  });
+
+  it("evaluates the shared frozen defaults (a tool declared without schemas), repeatedly", () => {
+    for (let i = 0; i < 2; i++) {
+      expect(checkAgainstSchema(ANY_OBJECT_SCHEMA, { any: "thing" })).toEqual({ ok: true });
+      expect(checkAgainstSchema(ANY_OBJECT_SCHEMA, [1]).ok).toBe(false);
+      expect(checkAgainstSchema(ANY_SCHEMA, "x")).toEqual({ ok: true });
+    }
+    expect(Object.isFrozen(ANY_OBJECT_SCHEMA)).toBe(true);
   });
 
   it("reports an unevaluable schema as a problem instead of throwing", () => {

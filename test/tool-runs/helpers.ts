@@ -1,5 +1,7 @@
-/** Shared by the tool-runs and schedules tests: reach a run's object, wait for a run to end. */
-import { env } from "cloudflare:test";
+/** Shared by the tool-runs, schedules and hooks tests: reach a run's object, wait for a run to end, read its trace. */
+import { env, runInDurableObject } from "cloudflare:test";
+import { expect } from "vitest";
+import { allShards } from "../../src/contracts/shard-rpc";
 import type { ToolRun } from "../../durable-objects/tool-run";
 import type { Schedule } from "../../durable-objects/schedule";
 import { admin, call } from "../helpers/http";
@@ -30,4 +32,26 @@ export async function endedRun(runId: string, key?: string): Promise<any> {
 /** The D1 listing row of `runId` as stored. */
 export async function indexRow(runId: string): Promise<Record<string, unknown> | null> {
   return (await env.DB.prepare("SELECT * FROM tool_runs WHERE run_id = ?").bind(runId).first()) ?? null;
+}
+
+/** Waits until run `runId` has published its end, flushes the shards, and answers its runs-index row and trace. */
+export async function traceOf(runId: string): Promise<{ listed: any; trace: any }> {
+  const published = await eventually(
+    () => runInDurableObject(runObject(runId), (_o, state) => Number(state.storage.sql.exec<{ published: number }>("SELECT published FROM run").one().published)),
+    (p) => p === 1,
+    250,
+  );
+  expect(published).toBe(1);
+  const key = await admin();
+  const listed = await eventually(
+    async () => {
+      await Promise.all(allShards(env).map((s) => s.flush()));
+      return call("GET", `/api/runs?interaction=${runId}`, { key });
+    },
+    (r) => r.status === 200 && r.body.data.total === 1,
+  );
+  expect(listed.body.data.total, JSON.stringify(listed.body)).toBe(1);
+  const trace = await call("GET", `/api/observability/runs/${runId}/trace`, { key });
+  expect(trace.status, JSON.stringify(trace.body)).toBe(200);
+  return { listed: listed.body.data.items[0], trace: trace.body.data };
 }

@@ -57,6 +57,16 @@ describe("POST /api/tool-runs", () => {
     expect(bad.error).toMatch(/500/);
   });
 
+  it("accepts any object for an HTTP tool declared without an input schema (regression: the frozen default schema could not be evaluated)", async () => {
+    const tool = uniq("schemaless");
+    const r = await call("POST", "/api/tools-config/entries", { key: await admin(), body: { title: tool, kind: "http", description: "no schema", url: "https://tools.example/any" } });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    fakeNetwork(answerOnly({ "POST https://tools.example/any": (_req, body) => Response.json({ got: JSON.parse(body) }) }));
+    const ok = await submit(await admin(), { tool_name: tool, arguments: { anything: [1, 2] } });
+    expect(ok.status, JSON.stringify(ok.body)).toBe(202);
+    expect((await endedRun(ok.body.data.run_id)).result).toEqual({ got: { anything: [1, 2] } });
+  });
+
   it("refuses before storing anything: body 400, run grant 403, unknown tool 404, arguments 400, a key that could not run it 403", async () => {
     const before = await env.DB.prepare("SELECT COUNT(*) AS n FROM tool_runs").first<{ n: number }>();
     const reader = await mintKey({ scopes: ["tools:read"] });
@@ -100,19 +110,28 @@ describe("POST /api/tool-runs", () => {
     const stale = crypto.randomUUID();
     await env.DB.prepare("INSERT INTO tool_runs (run_id, tool_name, caller_user_id, origin, status, created_at, finished_at, expires_at) VALUES (?, 'echo', 'root', 'api', 'succeeded', 1, 2, 3)").bind(stale).run();
     const link = await env.DB.prepare("SELECT COUNT(*) AS n FROM claim_links").first<{ n: number }>();
+    // An expired hook trigger link goes too (a live one stays).
+    await env.DB.prepare("INSERT INTO hook_trigger_links (name, token_hash, topic, execution_key, execution_key_fingerprint, tool_kwargs, require_api_key, created_by, created_at, expires_at) VALUES (?, ?, 't', 'root', 'f', '{}', 0, 'root', '', ?)")
+      .bind("old-link", crypto.randomUUID(), 5)
+      .run();
+    await env.DB.prepare("INSERT INTO hook_trigger_links (name, token_hash, topic, execution_key, execution_key_fingerprint, tool_kwargs, require_api_key, created_by, created_at, expires_at) VALUES (?, ?, 't', 'root', 'f', '{}', 0, 'root', '', NULL)")
+      .bind("kept-link", crypto.randomUUID())
+      .run();
     const r = await submit(await admin(), { tool_name: "maintenance.prune_expired" });
     expect(r.status, JSON.stringify(r.body)).toBe(202);
     const run = await endedRun(r.body.data.run_id);
     expect(run.status, JSON.stringify(run)).toBe("succeeded");
     expect(run.result).toMatchObject({
-      passes: ["failed_records", "auth_throttle", "claim_links", "tool_runs", "connector_oauth_starts", "state_retention", "state_pending_saves"],
+      passes: ["failed_records", "auth_throttle", "claim_links", "tool_runs", "hook_trigger_links", "connector_oauth_starts", "state_retention", "state_pending_saves"],
       tool_runs_removed: 1,
+      trigger_links_removed: 1,
       claim_links_removed: 0,
       connector_starts_removed: 0,
       state_records_expired: 0,
       pending_saves_applied: 0,
     });
     expect(await indexRow(stale)).toBeNull();
+    expect((await env.DB.prepare("SELECT name FROM hook_trigger_links").all()).results).toEqual([{ name: "kept-link" }]);
     expect((await env.DB.prepare("SELECT COUNT(*) AS n FROM claim_links").first<{ n: number }>())!.n).toBe(link!.n);
   });
 
@@ -198,12 +217,13 @@ describe("GET /api/tool-runs", () => {
       caller: "root",
       origin: "api",
       schedule_name: null,
+      hook_name: null,
       created_at: expect.stringMatching(/Z$/),
       finished_at: expect.stringMatching(/Z$/),
     });
     const row = await indexRow(ids[0]);
     expect(row).not.toHaveProperty("arguments");
-    expect(Object.keys(row!).sort()).toEqual(["caller_user_id", "created_at", "error_kind", "expires_at", "finished_at", "origin", "run_id", "schedule_name", "status", "tool_name"]);
+    expect(Object.keys(row!).sort()).toEqual(["caller_user_id", "created_at", "error_kind", "expires_at", "finished_at", "hook_name", "origin", "run_id", "schedule_name", "status", "tool_name"]);
     const all = await call("GET", "/api/tool-runs?pageSize=200", { key });
     expect(all.body.data.items.some((i: any) => i.tool_name === "echo")).toBe(true);
     expect((await call("GET", "/api/tool-runs?tool_name=bad/name", { key })).status).toBe(400);

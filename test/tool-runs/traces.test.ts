@@ -5,33 +5,9 @@
  */
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { allShards } from "../../src/contracts/shard-rpc";
 import { submitToolRun } from "../../src/tool-runs/submit";
 import { admin, call, mintKey, uniq } from "../helpers/http";
-import { eventually } from "../helpers/threads";
-import { endedRun, runObject, scheduleObject } from "./helpers";
-
-/** Waits until run `runId` has published its end, flushes the shards, and answers its runs-index row and trace. */
-async function traceOf(runId: string): Promise<{ listed: any; trace: any }> {
-  const published = await eventually(
-    () => runInDurableObject(runObject(runId), (_o, state) => Number(state.storage.sql.exec<{ published: number }>("SELECT published FROM run").one().published)),
-    (p) => p === 1,
-    250,
-  );
-  expect(published).toBe(1);
-  const key = await admin();
-  const listed = await eventually(
-    async () => {
-      await Promise.all(allShards(env).map((s) => s.flush()));
-      return call("GET", `/api/runs?interaction=${runId}`, { key });
-    },
-    (r) => r.status === 200 && r.body.data.total === 1,
-  );
-  expect(listed.body.data.total, JSON.stringify(listed.body)).toBe(1);
-  const trace = await call("GET", `/api/observability/runs/${runId}/trace`, { key });
-  expect(trace.status, JSON.stringify(trace.body)).toBe(200);
-  return { listed: listed.body.data.items[0], trace: trace.body.data };
-}
+import { endedRun, scheduleObject, traceOf } from "./helpers";
 
 describe("tool run traces", () => {
   it("a background run: kind tool_run, trigger background, outcome ok, the dispatch as a step, input and output", async () => {

@@ -1,0 +1,93 @@
+/**
+ * The hooks in D1 (`hooks`, migration 0017; docs/hooks.md). One row per hook name, written whole
+ * by a registration (a re-post of a name replaces it, keeping `created_at`); a public fire reads the
+ * rows of its topic in the same round trip as the topic's verifier binding.
+ */
+import { validStored } from "../store/parse-stored";
+import { type HookRow, StoredHookRow } from "./record";
+
+/** Most hooks one topic may carry: a fire evaluates each one's jq in the request. */
+export const MAX_HOOKS_PER_TOPIC = 32;
+
+const COLUMNS =
+  "name, topic, tool, execution_key, execution_key_fingerprint, tool_kwargs, condition, condition_id, condition_kwargs, condition_program, expr, expr_id, expr_kwargs, expr_program, state_binding, created_by, created_at, updated_at";
+
+const json = (v: unknown) => (v === null || v === undefined ? null : JSON.stringify(v));
+
+/** Creates or replaces hook `row.name` (a replace keeps the stored `created_at`). */
+export function upsertHookStatement(db: D1Database, row: HookRow): D1PreparedStatement {
+  return db
+    .prepare(
+      `INSERT INTO hooks (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (name) DO UPDATE SET topic = excluded.topic, tool = excluded.tool, execution_key = excluded.execution_key,
+         execution_key_fingerprint = excluded.execution_key_fingerprint, tool_kwargs = excluded.tool_kwargs,
+         condition = excluded.condition, condition_id = excluded.condition_id, condition_kwargs = excluded.condition_kwargs,
+         condition_program = excluded.condition_program, expr = excluded.expr, expr_id = excluded.expr_id,
+         expr_kwargs = excluded.expr_kwargs, expr_program = excluded.expr_program, state_binding = excluded.state_binding,
+         created_by = excluded.created_by, updated_at = excluded.updated_at`,
+    )
+    .bind(
+      row.name,
+      row.topic,
+      row.tool,
+      row.execution_key,
+      row.execution_key_fingerprint,
+      JSON.stringify(row.tool_kwargs),
+      row.condition,
+      row.condition_id,
+      json(row.condition_kwargs),
+      row.condition_program,
+      row.expr,
+      row.expr_id,
+      json(row.expr_kwargs),
+      row.expr_program,
+      json(row.state_binding),
+      row.created_by,
+      row.created_at,
+      row.updated_at,
+    );
+}
+
+export function parseHookRow(raw: Record<string, unknown>): HookRow {
+  return validStored(StoredHookRow, raw, "hooks row");
+}
+
+export async function getHook(db: D1Database, name: string): Promise<HookRow | null> {
+  const raw = await db.prepare(`SELECT ${COLUMNS} FROM hooks WHERE name = ?`).bind(name).first<Record<string, unknown>>();
+  return raw ? parseHookRow(raw) : null;
+}
+
+/** The statement reading a topic's hooks by name (a fire batches it with the verifier read). */
+export function topicHooksStatement(db: D1Database, topic: string): D1PreparedStatement {
+  return db.prepare(`SELECT ${COLUMNS} FROM hooks WHERE topic = ? ORDER BY name LIMIT ?`).bind(topic, MAX_HOOKS_PER_TOPIC);
+}
+
+/** Hooks by name; `topic` narrows to one topic, `createdBy` to one creator (a restricted caller's listing). */
+export async function listHooks(db: D1Database, filter: { topic?: string; createdBy?: string }): Promise<HookRow[]> {
+  const where: string[] = [];
+  const args: unknown[] = [];
+  if (filter.topic !== undefined) {
+    where.push("topic = ?");
+    args.push(filter.topic);
+  }
+  if (filter.createdBy !== undefined) {
+    where.push("created_by = ?");
+    args.push(filter.createdBy);
+  }
+  const { results } = await db
+    .prepare(`SELECT ${COLUMNS} FROM hooks ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY name`)
+    .bind(...args)
+    .all<Record<string, unknown>>();
+  return results.map(parseHookRow);
+}
+
+/** How many hooks topic `topic` carries besides hook `except` (the one a registration replaces). */
+export async function countTopicHooks(db: D1Database, topic: string, except: string): Promise<number> {
+  const r = await db.prepare("SELECT COUNT(*) AS n FROM hooks WHERE topic = ? AND name != ?").bind(topic, except).first<{ n: number }>();
+  return Number(r?.n ?? 0);
+}
+
+export async function deleteHook(db: D1Database, name: string): Promise<boolean> {
+  const r = await db.prepare("DELETE FROM hooks WHERE name = ?").bind(name).run();
+  return (r.meta.changes ?? 0) > 0;
+}
