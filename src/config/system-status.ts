@@ -7,6 +7,7 @@
  */
 import { z } from "zod";
 import { configuredChannels } from "../channels/registry";
+import { VERIFIER_KINDS } from "../hooks/verifiers";
 import type { Settings } from "../settings/settings";
 import type { LastOp } from "./isolate-settings";
 
@@ -87,6 +88,12 @@ export function systemKinds(settings: Settings, env: Record<string, unknown>, ov
     channels.length
       ? { kind: "channels", state: "active", plugin: channels.join(","), detail: `configured: ${channels.join(", ")} (a channel is on when all its CHANNEL_* secrets are set)` }
       : { kind: "channels", state: "off", plugin: null, detail: "no channel configured (a channel is on when all its CHANNEL_* secrets are set)" },
+    {
+      kind: "webhook_verifiers",
+      state: "active",
+      plugin: VERIFIER_KINDS.join(","),
+      detail: `hook topic verifiers (GET /api/hooks/verifiers); secrets sealed (${said(env, "SETTINGS_ENCRYPTION_KEY")}) or given as env references`,
+    },
     {
       kind: "checkpoints",
       state: has(env, "LLM_PROVIDER_CHECKPOINT") ? "active" : "default",

@@ -8,7 +8,9 @@
  *   `event:<route>` (inbound dedupe claims), `outbound:<channel>` (a sent chunk's provider id →
  *   its record, for receipts), `person` (person_id → the PersonDirectory that holds the person:
  *   `message_id` is the person id, `thread_id` empty so that forgetting the person thread leaves
- *   it, `route_name` the directory's name). An entry lives on the shard its (namespace, key) hashes to.
+ *   it, `route_name` the directory's name), `hook:<topic>` and `hook-link:<token hash prefix>` (hook
+ *   delivery-id claims: a replayed delivery fires nothing). An entry lives on the shard its
+ *   (namespace, key) hashes to.
  * - **Listing buffer**: thread objects push their listing rows and failed records here; the shard
  *   keeps them durably and writes them to D1 (`threads`, `failed_records`) in one batch per
  *   `index_flush_batch` settled turns pushed, or after `index_flush_lag_seconds`, whichever comes

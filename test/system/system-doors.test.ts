@@ -8,7 +8,7 @@ import { systemKinds } from "../../src/config/system-status";
 import { parseSettings } from "../../src/settings/settings";
 import { BASE, admin, call, fetchWithEnv, mintKey } from "../helpers/http";
 
-const KINDS = ["backend", "identity", "conversations", "states", "tool_runs", "interactions", "connectors", "marketplace", "storage", "channels", "checkpoints", "config"];
+const KINDS = ["backend", "identity", "conversations", "states", "tool_runs", "interactions", "connectors", "marketplace", "storage", "channels", "webhook_verifiers", "checkpoints", "config"];
 
 async function kindsWith(vars: Record<string, unknown>) {
   const res = await fetchWithEnv(vars, new Request(`${BASE}/api/system/kinds`, { headers: { "x-api-key": await admin() } }));
