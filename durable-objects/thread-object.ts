@@ -11,7 +11,7 @@ import { DurableObject } from "cloudflare:workers";
 import type { Mode, ModeStamp } from "../src/bridge/mode-store";
 import type { AnswerRecord } from "../src/bridge/record";
 import type { RouteRow } from "../src/bridge/routes-store";
-import type { AcceptRequest, AcceptResult, ForgetResult, ModeInForce, SearchScan, ThreadRpc, TranscriptPage, TranscriptQuery } from "../src/contracts/thread-rpc";
+import type { AcceptRequest, AcceptResult, ForgetResult, ModeInForce, ResumeInteractionRequest, SearchScan, ThreadRpc, TranscriptPage, TranscriptQuery } from "../src/contracts/thread-rpc";
 import type { Env } from "../src/env";
 import { edgeFetch } from "../src/net/edge-fetch";
 import { appendCheckpoint, deleteCheckpoint, readCheckpoint } from "../src/targets/checkpoints/thread-memory";
@@ -21,6 +21,8 @@ import { type ThreadDeps, threadEnv, threadSettings, warmThreadSettings } from "
 import { migrate } from "../src/thread/store";
 import type { RunTrace } from "../src/contracts/run-trace";
 import { dropTurnTraces, readTurnTrace } from "../src/thread/turn-trace";
+import { eraseThreadInteractions } from "../src/interactions/erasure";
+import { parkedIds } from "../src/thread/parked";
 
 /** One thread's object: wires the parts over its storage and answers its contract's verbs. */
 export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
@@ -62,7 +64,12 @@ export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
   }
 
   async forget(): Promise<ForgetResult> {
-    return this.parts.reads.forget();
+    // The thread's interactions go with it (issue 17): the ones it waits on, and every one listed for it.
+    const threadId = this.parts.identity.get();
+    const parked = parkedIds(this.ctx.storage);
+    const r = await this.parts.reads.forget();
+    if (r.ok && threadId) await eraseThreadInteractions(this.deps.env(), threadId, parked);
+    return r;
   }
 
   async applyReceipt(messageId: string, status: "delivered" | "failed", detail?: string): Promise<boolean> {
@@ -98,6 +105,10 @@ export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
 
   async dropRunTraces(traceIds: string[]): Promise<number> {
     return dropTurnTraces(this.ctx.storage, traceIds);
+  }
+
+  async resumeInteraction(req: ResumeInteractionRequest): Promise<{ accepted: boolean; retry?: boolean }> {
+    return this.parts.interactions.resume(req);
   }
 
   /** The one alarm: orphaned turns, queued turns, grace ends, due deliveries, expiry. */

@@ -40,3 +40,5 @@ export { ConnectorConnection } from "../durable-objects/connector-connection";
 export { MarketplaceLock } from "../durable-objects/marketplace-lock";
 export { ToolRun } from "../durable-objects/tool-run";
 export { Schedule } from "../durable-objects/schedule";
+export { Interaction } from "../durable-objects/interaction";
+export { InteractionHub } from "../durable-objects/interaction-hub";

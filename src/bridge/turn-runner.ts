@@ -5,7 +5,14 @@
 import type { KeyWithOwner } from "../auth/key-store";
 import { authorizeTurn } from "../auth/pass-role";
 import { JqError, jqRun } from "../jq/engine";
-import { runAgent } from "../targets/agents/run";
+import { resumeAgent, runAgent } from "../targets/agents/run";
+import type { ParkedRun } from "../targets/agents/parked";
+import type { AskUserInput } from "../interactions/ask";
+import { createInteraction } from "../interactions/create";
+import { questionAnswer } from "../interactions/question";
+import type { InteractionOrigin, InteractionState } from "../interactions/record";
+import { adapterFor } from "../channels/registry";
+import type { RichPart } from "../channels/rich/types";
 import { dispatchTool } from "../targets/dispatch";
 import type { TargetContext } from "../targets/context";
 import type { WriteOrigin } from "../contracts/state-rpc";
@@ -23,7 +30,16 @@ export interface TurnOutcome {
   answer_status: AnswerStatus;
   answer: string | null;
   error: string | null;
+  /** A parked turn's question: its reply options or form, where the channel shows them (issue 17). */
+  answer_part?: RichPart | null;
+  /** The turn parked on ask_user: the thread notes the interaction where the turn settles. Not stored on the record. */
+  parked?: { interaction_id: string; expires_at: string };
+  /** The turn answered this parked interaction (its participant's inbound): the thread drops its note. Not stored on the record. */
+  resolved?: string;
 }
+
+/** Where a turn's run parks on ask_user: its thread and record (null: it may not park, no interactions store). */
+export type ParkOrigin = Omit<Extract<InteractionOrigin, { kind: "thread" }>, "kind">;
 
 export const silentOutcome = (): TurnOutcome => ({ answer_status: "silent", answer: null, error: null });
 
@@ -60,11 +76,13 @@ export async function runTarget(
   inbound: TurnInbound,
   prefetchedKey?: KeyWithOwner | null,
   bound: { binding: StateBinding; pendingSaves: number | null } | null = null,
+  park: ParkOrigin | null = null,
 ): Promise<TurnOutcome> {
   const asKey = { user_id: route.execution_key, fingerprint: route.execution_key_fingerprint, prefetched: prefetchedKey };
   if (route.target_kind === "agent") {
-    const r = await runAgent(ctx, route.target_name, { thread_id: inbound.thread_id, user_message: inbound.text ?? "" }, { asKey });
+    const r = await runAgent(ctx, route.target_name, { thread_id: inbound.thread_id, user_message: inbound.text ?? "" }, { asKey, park: park !== null });
     if (!r.ok) return errorOutcome(`agent ${r.kind}: ${r.message}`);
+    if (r.suspended) return parkTurn(ctx, route, park!, r.suspended.ask, r.suspended.parked, { kind: "agent", name: route.target_name });
     return replyOutcome(r.text);
   }
 
@@ -96,8 +114,18 @@ export async function runTarget(
     }
   }
 
-  const d = await dispatchTool(ctx, route.target_name, kwargs, { asKey, resolved: tool });
+  // A tool target that is ask_user (or a preset over it) parks the turn (issue 17): the slot is
+  // there only for this dispatch, and only where the turn can park.
+  const held: { ask: AskUserInput | null } = { ask: null };
+  if (park) ctx.ask = { park: (q) => void (held.ask = q) };
+  let d: Awaited<ReturnType<typeof dispatchTool>>;
+  try {
+    d = await dispatchTool(ctx, route.target_name, kwargs, { asKey, resolved: tool });
+  } finally {
+    delete ctx.ask;
+  }
   if (!d.ok) return errorOutcome(`tool dispatch ${d.kind}: ${d.message}`);
+  if (held.ask) return parkTurn(ctx, route, park!, held.ask, { kind: "tool_turn", tool: route.target_name }, { kind: "tool", name: route.target_name });
 
   if (states) {
     const origin: WriteOrigin = {
@@ -122,9 +150,14 @@ export async function runTarget(
     }
   }
 
-  let reply: unknown = d.value;
+  return mapReply(route, d.value);
+}
+
+/** A tool result through the route's reply_expr (or as it is): a string or null is the reply. */
+async function mapReply(route: RouteRow, value: unknown): Promise<TurnOutcome> {
+  let reply: unknown = value;
   if (route.reply_program) {
-    const m = await mapOne("reply_expr", route.reply_program, d.value);
+    const m = await mapOne("reply_expr", route.reply_program, value);
     if (!m.ok) return errorOutcome(m.detail);
     reply = m.value;
   }
@@ -132,4 +165,47 @@ export async function runTarget(
     return errorOutcome(`${route.reply_program ? "reply_expr" : "tool result"} must be a string or null; it was ${typeName(reply)}`);
   }
   return replyOutcome(reply);
+}
+
+/**
+ * Parks the turn on `ask` (issue 17): stores the interaction (one object call), and answers the
+ * question as the turn's answer, delivered through the thread's door like any answer.
+ */
+async function parkTurn(ctx: TargetContext, route: RouteRow, park: ParkOrigin, ask: AskUserInput, parked: ParkedRun, target: InteractionState["target"]): Promise<TurnOutcome> {
+  let created: InteractionState;
+  try {
+    created = await createInteraction(ctx.env, ctx.settings, { ask, origin: { kind: "thread", ...park }, target, parked }, ctx.now().getTime());
+  } catch (err) {
+    console.error("parking a turn on ask_user failed", err instanceof Error ? err.message : "unknown error");
+    return errorOutcome("the run asked the user (ask_user), but its interaction could not be stored");
+  }
+  const q = questionAnswer(created, route.door === "channel" && route.channel ? adapterFor(route.channel) : undefined);
+  return { answer_status: "answered", answer: q.answer, error: null, answer_part: q.answer_part, parked: { interaction_id: created.interaction_id, expires_at: created.expires_at } };
+}
+
+/**
+ * Resumes a run parked on ask_user in a turn of its thread (issue 17): `result` is what the ask
+ * answers (the interaction's outcome). An llm run goes on as the route's execution key as it is
+ * now (grants are enforced when the run resumes) and may park again; a tool turn maps `result`
+ * through the route's reply_expr.
+ */
+export async function resumeParked(
+  ctx: TargetContext,
+  route: RouteRow,
+  parked: ParkedRun,
+  result: JsonObject,
+  park: ParkOrigin | null,
+  prefetchedKey?: KeyWithOwner | null,
+): Promise<TurnOutcome> {
+  if (parked.kind === "tool_turn") {
+    // No tool runs again, but the key must still be allowed the tool now: a revoked key answers nothing.
+    const auth = await authorizeTurn(ctx.db, route.execution_key, route.execution_key_fingerprint, { kind: "tool", name: parked.tool }, ctx.now(), prefetchedKey);
+    if (!auth.ok) return errorOutcome(`tool dispatch denied: ${auth.reason}`);
+    return mapReply(route, result);
+  }
+  const run = { ...parked, as_key: { user_id: route.execution_key, fingerprint: route.execution_key_fingerprint } };
+  const r = await resumeAgent(ctx, run, JSON.stringify(result), { park: park !== null, prefetched: prefetchedKey });
+  if (!r.ok) return errorOutcome(`agent ${r.kind}: ${r.message}`);
+  if (r.suspended) return parkTurn(ctx, route, park!, r.suspended.ask, r.suspended.parked, { kind: "agent", name: parked.agent });
+  return replyOutcome(r.text);
 }

@@ -68,7 +68,7 @@ export function systemKinds(settings: Settings, env: Record<string, unknown>, ov
     store("conversations", "CONVERSATIONS_STORE_URL", settings.conversations.storeUrl, "routes, configs, persons and indexes in D1; threads in Durable Objects", "every conversation routing op answers 501 conversations-not-configured"),
     store("states", "STATES_STORE_URL", settings.states.storeUrl, "declarations and templates in D1; records in StateStore objects", "every states door answers 501 states-not-configured"),
     store("tool_runs", "TOOL_RUNS_STORE_URL", settings.toolRuns.storeUrl, "background tool runs in ToolRun objects, schedules in Schedule objects, hooks in D1 (each fire a tool run)", "the tool-runs, schedules and hooks doors answer 501 tool-runs-not-configured"),
-    store("interactions", "INTERACTIONS_STORE_URL", settings.notifications.storeUrl, "the notifications sink; feeds in NotificationFeed objects", "a sink write answers 501 interactions-not-configured"),
+    store("interactions", "INTERACTIONS_STORE_URL", settings.notifications.storeUrl, "ask_user interactions in Interaction objects (listing in D1) and the notifications sink; feeds in NotificationFeed objects", "the interactions doors and a sink write answer 501 interactions-not-configured; ask_user refuses"),
     store(
       "connectors",
       "CONNECTORS_STORE_URL",

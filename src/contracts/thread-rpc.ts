@@ -70,6 +70,19 @@ export interface SearchScan {
 /** `forget`'s answer: what was removed, or why nothing was. */
 export type ForgetResult = { ok: true; removed: number } | { ok: false; reason: "turn_in_flight" };
 
+/**
+ * An interaction a turn of this thread parked on ended by other means than the participant's next
+ * inbound (an answer at the door or by ticket, a cancel, its expiry; issue 17): the thread queues a
+ * resume turn whose record (`message_id`, minted by the interaction) carries the resumed reply.
+ */
+export interface ResumeInteractionRequest {
+  interaction_id: string;
+  message_id: string;
+  outcome: "answered" | "cancelled" | "expired";
+  /** The user_id that answered or cancelled it (null: its expiry, or a ticket). */
+  by: string | null;
+}
+
 /** The control mode in force on a thread and where it comes from. */
 export interface ModeInForce {
   mode: Mode;
@@ -116,6 +129,13 @@ export interface ThreadRpc {
   runTrace(traceId: string): Promise<RunTrace | null>;
   /** Person erase: drops these turns' run traces (their records stay); answers how many were held. */
   dropRunTraces(traceIds: string[]): Promise<number>;
+  /**
+   * Queues the resume turn of an interaction a turn of this thread parked on (issue 17). Idempotent
+   * by `message_id`. `accepted: false`: the thread holds no such parked run (forgotten, never
+   * settled, or already answered by its participant), and nothing was queued; `retry: true`: the
+   * queue is full, ask again later.
+   */
+  resumeInteraction(req: ResumeInteractionRequest): Promise<{ accepted: boolean; retry?: boolean }>;
 }
 
 /** The object of thread `threadId` (one per thread id), called through its contract. */

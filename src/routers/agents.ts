@@ -88,7 +88,7 @@ addRoute(
     path: "/api/agents/{name}/runs",
     summary: "Run an agent as the caller's own key, streamed as server-sent events",
     description:
-      "Needs agents:read plus a run grant for the agent (agent:<name>, agents:write or *). Frames are `data: <json>` with `type` message_delta, tool_call_step, tool_result_step, message_final, then stream.end; a failed run ends with stream.error {message}. `: keepalive` comments every 15 s. Without thread_id the run gets a fresh thread, returned in the X-Thread-Id header.",
+      "Needs agents:read plus a run grant for the agent (agent:<name>, agents:write or *). Frames are `data: <json>` with `type` message_delta, tool_call_step, tool_result_step, message_final, then stream.end; a run that calls ask_user ends with suspended_final {interaction_ids, thread_id, expiry_at} before stream.end (docs/interactions.md); a failed run ends with stream.error {message}. `: keepalive` comments every 15 s. Without thread_id the run gets a fresh thread, returned in the X-Thread-Id header.",
     area: "agents",
     auth: { tag: "agents", action: "read" },
     params: z.object({ name: targetNameSchema }),

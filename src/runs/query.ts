@@ -69,7 +69,7 @@ export const runFilterQuery = z.object({
   user: text(1000).optional(),
   /** The thread (a bridge session). */
   session: text(1000).optional(),
-  /** The interaction: a turn's message id, a tool run's run id. */
+  /** The interaction: a turn's message id, a tool run's run id, a resumed agent run's interaction id. */
   interaction: text(200).optional(),
   outcome: z.enum(RUN_OUTCOMES).optional(),
   kind: z.enum(RUN_KINDS).optional(),

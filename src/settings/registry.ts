@@ -44,7 +44,7 @@ export interface SettingDefinition {
   /** A family of names (`NOTIFICATIONS_FROM_<CHANNEL>`): matches each concrete name. */
   family?: RegExp;
   /** The area the setting belongs to (groups the schema and the docs). */
-  area: "conversations" | "states" | "notifications" | "connectors" | "marketplace" | "tool-runs" | "schedules" | "hooks" | "runs" | "checkpoints" | "outbound" | "jq" | "access-control" | "channels" | "config";
+  area: "conversations" | "states" | "notifications" | "connectors" | "marketplace" | "tool-runs" | "schedules" | "hooks" | "interactions" | "runs" | "checkpoints" | "outbound" | "jq" | "access-control" | "channels" | "config";
   type: SettingType;
   enum?: readonly string[];
   minimum?: number;
@@ -224,6 +224,13 @@ export const SETTINGS: readonly SettingDefinition[] = Object.freeze([
   // Hooks (issue 17; docs/hooks.md).
   int("HOOKS_VERIFIER_TOLERANCE_SECONDS", "hooks", 300, 1, 86_400, "How far a signed hook delivery's timestamp (Stripe, Standard Webhooks) may be from the server clock, either way, before it is refused."),
   int("HOOKS_REPLAY_WINDOW_SECONDS", "hooks", 172_800, 60, 2_592_000, "How long a hook delivery id is remembered: a replayed delivery answers already_seen and fires nothing."),
+  // Interactions (issue 17; docs/interactions.md). The store switch is INTERACTIONS_STORE_URL above.
+  int("INTERACTIONS_TTL_SECONDS", "interactions", 86_400, 60, 31_536_000, "How long an ask_user interaction waits for its answer; then it expires and the parked run resumes with a timeout."),
+  int("INTERACTIONS_TICKET_TTL_SECONDS", "interactions", 86_400, 60, 31_536_000, "Lifetime of a public callback ticket (/api/interactions/callback/{ticket}); never beyond its interaction's expiry."),
+  int("INTERACTIONS_RETENTION_SECONDS", "interactions", 604_800, 60, 31_536_000, "How long an ended interaction (answered, cancelled, expired) stays readable before it and its listing row are deleted."),
+  int("INTERACTIONS_EVENTS_MAX", "interactions", 1000, 10, 100_000, "Events the interaction stream keeps for Last-Event-ID replays (oldest dropped first)."),
+  int("INTERACTIONS_STREAM_MAX_SECONDS", "interactions", 300, 1, 3600, "The longest one GET /api/interactions/stream stays open; the client reconnects with Last-Event-ID."),
+  int("INTERACTIONS_MEDIA_MAX_BYTES", "interactions", 10 * 1024 * 1024, 1024, 100 * 1024 * 1024, "Largest media item an answer stores (GET /api/interactions/media/{media_id}); a larger one is kept as a reference only."),
   // Run traces (issue 16; docs/observability.md).
   int("RUNS_TRACE_RETENTION_SECONDS", "runs", 604_800, 60, 31_536_000, "How long the trace of a run outside the bridge (tool runs, agent runs) and its summary row live; a turn's trace lives as long as its record."),
   // Checkpoints.

@@ -8,6 +8,7 @@ import { ALLOW_PRIVATE_HOSTS_SETTING } from "../net/address-guard";
 import { type ConfigSettings, parseConfigSettings } from "./config-settings";
 import { type ConnectorSettings, parseConnectorSettings } from "./connector-settings";
 import { type HookSettings, parseHookSettings } from "./hook-settings";
+import { type InteractionSettings, parseInteractionSettings } from "./interaction-settings";
 import { type MarketplaceSettings, parseMarketplaceSettings } from "./marketplace-settings";
 import { type NotificationSettings, parseNotificationSettings } from "./notification-settings";
 import { type RunsSettings, parseRunsSettings } from "./runs-settings";
@@ -67,6 +68,8 @@ export interface Settings {
   schedules: ScheduleSettings;
   /** `HOOKS_*`: the public trigger doors' verifier tolerance and replay window (src/settings/hook-settings.ts). */
   hooks: HookSettings;
+  /** `INTERACTIONS_*`: ask_user interactions (src/settings/interaction-settings.ts); the store switch is `notifications.storeUrl`. */
+  interactions: InteractionSettings;
   /** `RUNS_*`: run traces (src/settings/runs-settings.ts). */
   runs: RunsSettings;
   /** `JQ_BUDGET_STEPS`, `JQ_BUDGET_MEMORY_MB`: what one jq run may use (src/jq/engine.ts). */
@@ -249,10 +252,11 @@ export function parseSettings(env: Record<string, unknown>): SettingsResult {
   const toolRuns = parseToolRunSettings(env, errors);
   const schedules = parseScheduleSettings(env, errors);
   const hooks = parseHookSettings(env, errors);
+  const interactions = parseInteractionSettings(env, errors);
   const runs = parseRunsSettings(env, errors);
 
   if (errors.length) return { ok: false, errors };
-  return { ok: true, settings: { jq, conversations: c, states, notifications, connectors, marketplace, checkpoint: { provider, ttlMinutes }, outbound, secretReferences: { allowlist }, config, toolRuns, schedules, hooks, runs } };
+  return { ok: true, settings: { jq, conversations: c, states, notifications, connectors, marketplace, checkpoint: { provider, ttlMinutes }, outbound, secretReferences: { allowlist }, config, toolRuns, schedules, hooks, interactions, runs } };
 }
 
 /** The jq budget settings: whole numbers within the bounds the engine can honour. */

@@ -2,6 +2,7 @@
  * bridge can dispatch from inside a Durable Object. */
 import type { KeyWithOwner } from "../auth/key-store";
 import type { Env } from "../env";
+import type { AskUserInput } from "../interactions/ask";
 import { edgeFetch } from "../net/edge-fetch";
 import type { Settings } from "../settings/settings";
 import { type LocalThreadMemory, checkpointStoreFor } from "./checkpoints";
@@ -18,6 +19,17 @@ export interface TargetContext {
   turn?: { thread_id: string; route_name: string; setMode: (mode: "agent" | "manual") => Promise<void> };
   /** Checkpoint store selected by settings. */
   checkpoints: CheckpointStore;
+  /**
+   * Set only while a run that can park is running (an llm agent's loop or a bridge tool turn that
+   * may suspend, issue 17): `ask_user` hands its validated question here instead of answering, and
+   * the run stops to wait for the answer. Absent (run-tool, background runs), `ask_user` refuses.
+   */
+  ask?: AskSlot;
+}
+
+/** Where `ask_user` hands its question (see `TargetContext.ask`). */
+export interface AskSlot {
+  park(request: AskUserInput): void;
 }
 
 /**

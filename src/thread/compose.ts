@@ -11,6 +11,7 @@ import { ThreadIdentity } from "./identity";
 import { IndexOutbox, outboxDueAt } from "./index-outbox";
 import { InlineWaiters } from "./inline-waiters";
 import { Intake } from "./intake";
+import { ThreadInteractions } from "./interaction-turns";
 import { ThreadReads } from "./reads";
 import { pruneExpired } from "./store";
 import { ThreadMode } from "./thread-mode";
@@ -26,6 +27,7 @@ export interface ThreadParts {
   turns: TurnLoop;
   delivery: DeliveryMachine;
   reads: ThreadReads;
+  interactions: ThreadInteractions;
 }
 
 /** Builds the parts of one thread object over `deps`. */
@@ -42,7 +44,8 @@ export function composeThread(deps: ThreadDeps): ThreadParts {
   const turns = new TurnLoop(deps, { identity, mode, index, alarm, waiters, snapshots, firstRuns, startDelivery });
   const intake = new Intake(deps, { identity, mode, index, alarm, waiters, snapshots, firstRuns, startTurns: () => void turns.pump(), startDelivery });
   const reads = new ThreadReads(deps, { identity, mode, alarm, index });
-  return { identity, alarm, index, mode, intake, turns, delivery, reads };
+  const interactions = new ThreadInteractions(deps, { identity, intake });
+  return { identity, alarm, index, mode, intake, turns, delivery, reads, interactions };
 }
 
 /**

@@ -10,7 +10,7 @@ import { parseStored } from "../store/parse-stored";
 import { createMemoryTables } from "../targets/checkpoints/thread-memory";
 
 /** Bumped when the records schema changes; its steps below run in order inside blockConcurrencyWhile. */
-const SCHEMA_VERSION = 4;
+const SCHEMA_VERSION = 5;
 
 /**
  * The agent-memory tables' line of the same migration (meta `memory_schema_version`). They are the
@@ -87,6 +87,12 @@ export function migrate(storage: DurableObjectStorage): void {
     storage.sql.exec("CREATE TABLE IF NOT EXISTS run_traces (message_id TEXT PRIMARY KEY, trace TEXT NOT NULL)");
     // Idempotent like the steps above: an object whose version was rolled back keeps its column.
     if (!storage.sql.exec("SELECT * FROM index_outbox LIMIT 0").columnNames.includes("extra")) storage.sql.exec("ALTER TABLE index_outbox ADD COLUMN extra TEXT");
+  }
+  if (version < 5) {
+    // v5 (issue 17): the interactions a turn of this thread parked on and that still wait for the
+    // thread's next inbound (src/thread/parked.ts); a row goes when the interaction is answered here
+    // or handed back as a resume turn.
+    storage.sql.exec("CREATE TABLE IF NOT EXISTS parked_interactions (interaction_id TEXT PRIMARY KEY, asked_by TEXT NOT NULL, route TEXT NOT NULL, noted_at INTEGER NOT NULL)");
   }
   if (version !== SCHEMA_VERSION) {
     sql(storage, "set schema version", "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", String(SCHEMA_VERSION));
@@ -274,11 +280,12 @@ export function countAll(storage: DurableObjectStorage): number {
   return sql<{ n: number }>(storage, "count all", "SELECT COUNT(*) AS n FROM records")[0].n;
 }
 
-/** Deletes every record and run trace (thread forget); returns how many records there were. */
+/** Deletes every record, run trace and parked interaction (thread forget); returns how many records there were. */
 export function deleteAllRecords(storage: DurableObjectStorage): number {
   const n = countAll(storage);
   sql(storage, "delete all records", "DELETE FROM records");
   sql(storage, "delete all run traces", "DELETE FROM run_traces");
+  sql(storage, "delete all parked interactions", "DELETE FROM parked_interactions");
   return n;
 }
 

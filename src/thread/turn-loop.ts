@@ -6,7 +6,10 @@ import { type RouteSnapshots, type TurnRead, turnReads } from "../bridge/route-r
 import { routesOfPerson } from "../bridge/payload";
 import { type RouteRow, manualRoutesOfTarget } from "../bridge/routes-store";
 import { parseThreadId } from "../bridge/thread-id";
-import { type TurnOutcome, errorOutcome, runTarget, silentOutcome } from "../bridge/turn-runner";
+import { type ParkOrigin, type TurnOutcome, errorOutcome, resumeParked, runTarget, silentOutcome } from "../bridge/turn-runner";
+import { interactionStub } from "../contracts/interaction-rpc";
+import { canPark } from "../interactions/create";
+import { type ParkedNote, dropParked, isResumeInbound, noteParked, resumedInteractionId, waitingParked } from "./parked";
 import type { Settings } from "../settings/settings";
 import { agentKeepsMemory, appendAgentMemory } from "../targets/agents/run";
 import { type TargetContext, createTargetContext } from "../targets/context";
@@ -183,8 +186,57 @@ export class TurnLoop {
       }
       return silentOutcome();
     }
+    // Issue 17: a run parked on ask_user resumes here, handed back (a door answer, a cancel, an
+    // expiry) or answered by this inbound; any turn's run may park (docs/interactions.md).
+    const park = this.parkOrigin(stored, route);
+    if (isResumeInbound(stored.inbound)) return this.resumeHandedBack(stored, read, ctx, park);
+    const waiting = stored.inbound.kind === "message" ? waitingParked(this.deps.storage) : null;
+    if (waiting) {
+      const answered = await this.answerParked(waiting, stored, read, ctx, park);
+      if (answered) return answered;
+    }
     const binding = read.target.config?.state_binding ?? null;
-    return runTarget(ctx, route, stored.inbound, key, binding ? { binding, pendingSaves: read.target.pendingSaves } : null);
+    return runTarget(ctx, route, stored.inbound, key, binding ? { binding, pendingSaves: read.target.pendingSaves } : null, park);
+  }
+
+  /** Where this turn's run may park: its thread and record, when the interactions store is configured. */
+  private parkOrigin(stored: StoredRecord, route: RouteRow): ParkOrigin | null {
+    if (!canPark(this.deps.settings())) return null;
+    const r = stored.record;
+    return { route_name: route.route_name, thread_id: r.thread_id, message_id: r.message_id, door: r.door, channel: r.channel };
+  }
+
+  /**
+   * This inbound answers the interaction the thread waits on: the interaction is claimed with it
+   * and the parked run resumes in this turn, its reply this record's answer. Null: the interaction
+   * ended otherwise meanwhile (its resume turn is on its way) or is gone, and the inbound runs as
+   * an ordinary turn.
+   */
+  private async answerParked(waiting: ParkedNote, stored: StoredRecord, read: TurnRead, ctx: TargetContext, park: ParkOrigin | null): Promise<TurnOutcome | null> {
+    const { inbound } = stored;
+    const input = { text: inbound.text, form: inbound.form ?? null, params: inbound.params ?? null, attachments: inbound.attachments ?? null, location: inbound.location ?? null };
+    let claim;
+    try {
+      claim = await interactionStub(this.deps.env(), waiting.interaction_id).claim(stored.record.message_id, input);
+    } catch (err) {
+      console.error("answering a parked interaction failed", err instanceof Error ? err.message : "unknown error");
+      return errorOutcome("this message answers a pending ask_user interaction, which could not be reached");
+    }
+    if (!claim.ok) {
+      // Gone (erased, or its retention ended): nothing will come back for it.
+      if (claim.status === null) dropParked(this.deps.storage, waiting.interaction_id);
+      return null;
+    }
+    const outcome = await resumeParked(ctx, read.route, claim.parked, claim.result, park, read.key);
+    return { ...outcome, resolved: waiting.interaction_id };
+  }
+
+  /** A resume turn: the interaction ended by a door answer, a cancel or its expiry; its run goes on here. */
+  private async resumeHandedBack(stored: StoredRecord, read: TurnRead, ctx: TargetContext, park: ParkOrigin | null): Promise<TurnOutcome> {
+    const id = resumedInteractionId(stored.inbound);
+    const input = id ? await interactionStub(this.deps.env(), id).resumeInput() : null;
+    if (!input) return errorOutcome("the parked run is gone: its interaction was erased or its retention ended");
+    return resumeParked(ctx, read.route, input.parked, input.result, park, read.key);
   }
 
   private targetContext(s: Settings, route: RouteRow): TargetContext {
@@ -215,7 +267,9 @@ export class TurnLoop {
     const now = this.deps.now();
     const iso = new Date(now).toISOString();
     const retentionMs = s.conversations.answerRetentionTtlSeconds * 1000;
-    const rec: AnswerRecord = { ...cur.record, ...outcome, updated_at: iso };
+    // `parked` and `resolved` are the thread's bookkeeping (issue 17), not record fields.
+    const { parked, resolved, ...fields } = outcome;
+    const rec: AnswerRecord = { ...cur.record, ...fields, updated_at: iso };
     const inline = waiters.isWaiting(messageId);
     let status: DeliveryStatus;
     if (rec.door === "api") {
@@ -239,6 +293,13 @@ export class TurnLoop {
     // The run's trace, in the settle's own transaction; its summary row rides the outbox (issue 16).
     const trace = turnTrace(rec, cur.inbound, run, outcome, now);
     keepTurnTrace(storage, trace);
+    // In the same transaction: the interaction this inbound answered is no longer waited on, and
+    // the one this turn parked on is (the thread's next inbound answers it).
+    if (resolved) dropParked(storage, resolved);
+    if (parked) {
+      const route = { route_name: rec.route_name, door: rec.door, channel: rec.channel, our_identity: rec.our_identity, callback_url: rec.callback_url, client_address: rec.client_address, caller_principal: rec.caller_principal };
+      noteParked(storage, { interaction_id: parked.interaction_id, asked_by: messageId, route }, now);
+    }
     if (inline) waiters.answer(messageId, rec);
     this.parts.index.note({ settled: true, run: summaryOf(trace, "thread") });
     await this.parts.alarm.arm();

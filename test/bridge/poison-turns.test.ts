@@ -189,6 +189,6 @@ describe("poison turns (issue 9: a turn that keeps killing its object ends)", ()
         attempts: (sql.exec("SELECT turn_attempts FROM records").one() as { turn_attempts: number }).turn_attempts,
       };
     });
-    expect(after).toEqual({ version: "4", attempts: 0 });
+    expect(after).toEqual({ version: "5", attempts: 0 });
   });
 });

@@ -2,13 +2,14 @@
  * The doors as the route table declares them, for the hardening suites. Nothing here lists doors
  * by hand: every suite iterates `registry`, so a door declared later joins them by being declared.
  */
-import { env } from "cloudflare:test";
+import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { z } from "zod";
 // Loading the app loads every router, and routers register their doors at module load. The Worker
 // under test (SELF) runs in this same isolate and module graph, so this is the registry it serves.
 import "../../src/app";
 import { type RouteSpec, registry } from "../../src/http/route";
 import { fetchWorkerDirect } from "../helpers/direct-fetch";
+import worker from "../../src/index";
 
 export type { RouteSpec };
 export type JsonSchema = { [key: string]: unknown };
@@ -70,7 +71,48 @@ export interface Answer {
 export async function dispatch(method: string, pathAndQuery: string, init: { headers?: Record<string, string>; body?: string } = {}): Promise<Answer> {
   const upper = method.toUpperCase();
   const request = new Request(`${BASE}${pathAndQuery}`, { method: upper, headers: init.headers, body: upper === "GET" || upper === "HEAD" ? undefined : init.body });
+  if (upper === "GET") return fetchLiveTail(request);
   return fetchWorkerDirect(request, env);
+}
+
+/** How long the suites read a GET event stream: a live tail (e.g. the interactions stream) never ends by itself. */
+export const LIVE_TAIL_READ_MS = 200;
+
+/**
+ * `fetchWorkerDirect` for GET doors, except that a `text/event-stream` answer is read for
+ * LIVE_TAIL_READ_MS and then cancelled (a finite stream that ends sooner is read whole). The
+ * stream's first frames (or its error frames) are what the suites judge.
+ */
+async function fetchLiveTail(request: Request): Promise<Answer> {
+  const ctx = createExecutionContext();
+  const res = await worker.fetch(request, env, ctx);
+  let text: string;
+  if ((res.headers.get("content-type") ?? "").startsWith("text/event-stream") && res.body) {
+    const reader = res.body.getReader();
+    const decoder = new TextDecoder();
+    const deadline = Date.now() + LIVE_TAIL_READ_MS;
+    text = "";
+    for (;;) {
+      const left = deadline - Date.now();
+      const next = left > 0 ? await Promise.race([reader.read(), new Promise<null>((r) => setTimeout(() => r(null), left))]) : null;
+      if (next === null) {
+        await reader.cancel().catch(() => undefined);
+        break;
+      }
+      if (next.done) break;
+      text += decoder.decode(next.value, { stream: true });
+    }
+  } else {
+    text = await res.text();
+  }
+  await waitOnExecutionContext(ctx);
+  let json: unknown = null;
+  try {
+    json = text ? JSON.parse(text) : null;
+  } catch {
+    /* not JSON */
+  }
+  return { status: res.status, text, headers: res.headers, json };
 }
 
 /** A JSON call with an optional key (fixtures and principals). */

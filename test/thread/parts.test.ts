@@ -263,7 +263,7 @@ describe("the schema migration's agent-memory line", () => {
       sql.exec("DELETE FROM meta WHERE key = 'memory_schema_version'");
       migrate(storage);
       expect(sql.exec("SELECT value FROM meta WHERE key = 'memory_schema_version'").one()).toEqual({ value: "1" });
-      expect(sql.exec("SELECT value FROM meta WHERE key = 'schema_version'").one()).toEqual({ value: "4" });
+      expect(sql.exec("SELECT value FROM meta WHERE key = 'schema_version'").one()).toEqual({ value: "5" });
       expect(sql.exec("SELECT message FROM checkpoint_messages WHERE thread_id = ?", threadId).toArray()).toEqual([{ message: JSON.stringify({ role: "user", content: "kept" }) }]);
     });
   });

@@ -8,8 +8,9 @@
 import { z } from "zod";
 import { MAX_BODY_BYTES } from "../../http/body";
 import { checkJsonBounds } from "../../http/bounded-json";
+import type { AskUserInput } from "../../interactions/ask";
 import type { CheckpointMessage } from "../checkpoints/types";
-import type { ExecutionKeyRef, TargetContext } from "../context";
+import type { AskSlot, ExecutionKeyRef, TargetContext } from "../context";
 import { dispatchTool } from "../dispatch";
 import { EnvRefError, resolveEnvRef } from "../env-refs";
 import { callJsonEndpoint } from "../outbound";
@@ -17,6 +18,7 @@ import { outboundStepVerdict, timedStep } from "../../runs/steps";
 import { allToolSchemas } from "../tools/registry";
 import type { LlmConfig } from "./declarations";
 import { AgentError, type Emit, toAnswer } from "./events";
+import { type ParkedLlmRun, SKIPPED_CALL_RESULT } from "./parked";
 
 const toolCallSchema = z.object({
   id: z.string(),
@@ -86,22 +88,59 @@ async function runToolCall(
   name: string,
   args: ReturnType<typeof parseToolArguments>,
   asKey: ExecutionKeyRef | undefined,
+  ask: AskSlot | undefined,
 ): Promise<{ result: unknown; is_error: boolean }> {
   if (!args.ok) return { result: args.problem ?? "tool arguments are not a JSON object", is_error: true };
   if (!config.tool_names.includes(name)) return { result: "this tool is not available to this agent", is_error: true };
-  const r = await dispatchTool(ctx, name, args.value, { asKey });
+  // The slot is there only for this call: `ask_user` (or a preset over it) parks through it.
+  if (ask) ctx.ask = ask;
+  let r: Awaited<ReturnType<typeof dispatchTool>>;
+  try {
+    r = await dispatchTool(ctx, name, args.value, { asKey });
+  } finally {
+    if (ask) delete ctx.ask;
+  }
   if (r.ok) return { result: r.value, is_error: false };
   // The model sees a fixed refusal, not the key's internal state (disabled, re-minted, ...).
   return { result: r.kind === "denied" ? "permission denied: the execution key may not call this tool" : r.message, is_error: true };
+}
+
+/** Largest parked run (JSON) an interaction stores; a larger run's `ask_user` fails as a tool error. */
+export const MAX_PARKED_RUN_BYTES = 1024 * 1024;
+
+/** How an llm run is started or resumed. */
+export interface LlmRunOptions {
+  asKey?: ExecutionKeyRef;
+  /** The caller can store a parked run: `ask_user` may suspend this run (issue 17). */
+  park?: boolean;
+  /** Resume a parked run: its messages so far (the ask's result included) and the model calls already spent. */
+  resume?: { fresh: CheckpointMessage[]; stepsUsed: number };
+}
+
+/** How an llm run ended: an answer, or parked on `ask_user` (the caller stores `parked` as an interaction). */
+export type LlmRunEnd =
+  | { kind: "final"; text: string | null }
+  | { kind: "suspended"; ask: AskUserInput; parked: Omit<ParkedLlmRun, "kind" | "agent" | "as_key"> };
+
+/**
+ * The messages a parked run resumes with: its own, then the ask's result (`content`, the
+ * interaction's outcome as JSON) and a fixed "not run" result for each call of that step after the ask. Pure.
+ */
+export function resumedMessages(parked: Pick<ParkedLlmRun, "fresh" | "call_id" | "skipped">, content: string): CheckpointMessage[] {
+  return [
+    ...parked.fresh,
+    { role: "tool", tool_call_id: parked.call_id, name: "ask_user", content },
+    ...parked.skipped.map((c): CheckpointMessage => ({ role: "tool", tool_call_id: c.call_id, name: c.tool, content: toolMessageContent(SKIPPED_CALL_RESULT, true) })),
+  ];
 }
 
 export async function runLlmAgent(
   ctx: TargetContext,
   config: LlmConfig,
   input: { thread_id: string; user_message: string },
-  opts: { asKey?: ExecutionKeyRef },
+  opts: LlmRunOptions,
   emit: Emit,
-): Promise<string | null> {
+): Promise<LlmRunEnd> {
   const headers: Record<string, string> = {};
   if (config.api_key) {
     try {
@@ -114,10 +153,12 @@ export async function runLlmAgent(
   const memory = memoryWindow(await ctx.checkpoints.read(input.thread_id), config.memory_window);
   const tools = await offeredTools(ctx, config.tool_names);
   const system: CheckpointMessage[] = config.system_prompt ? [{ role: "system", content: config.system_prompt }] : [];
-  const fresh: CheckpointMessage[] = [{ role: "user", content: input.user_message }];
+  const fresh: CheckpointMessage[] = opts.resume ? [...opts.resume.fresh] : [{ role: "user", content: input.user_message }];
   const url = `${config.base_url.replace(/\/+$/, "")}/chat/completions`;
+  // A resumed run keeps counting its model calls, but always gets at least one to use the answer.
+  const first = opts.resume ? Math.min(opts.resume.stepsUsed, config.max_steps - 1) : 0;
 
-  for (let step = 0; step < config.max_steps; step++) {
+  for (let step = first; step < config.max_steps; step++) {
     const body: Record<string, unknown> = { model: config.model, messages: [...system, ...memory, ...fresh] };
     if (tools.length) body.tools = tools;
     if (config.temperature !== undefined) body.temperature = config.temperature;
@@ -146,11 +187,28 @@ export async function runLlmAgent(
 
     if (calls.length) {
       fresh.push({ role: "assistant", content: message.content ?? null, tool_calls: calls });
-      for (const call of calls) {
+      for (let i = 0; i < calls.length; i++) {
+        const call = calls[i];
         const tool = call.function.name;
         const args = parseToolArguments(call.function.arguments);
         await emit({ type: "tool_call_step", tool, args: args.ok ? args.value : call.function.arguments, call_id: call.id });
-        const out = await runToolCall(ctx, config, tool, args, opts.asKey);
+        // Closures do not narrow, so the slot writes into a holder.
+        const held: { ask: AskUserInput | null } = { ask: null };
+        const slot: AskSlot | undefined = opts.park ? { park: (q) => void (held.ask = q) } : undefined;
+        let out = await runToolCall(ctx, config, tool, args, opts.asKey, slot);
+        const asked = held.ask;
+        if (asked && !out.is_error) {
+          const parked = {
+            thread_id: input.thread_id,
+            user_message: input.user_message,
+            fresh: [...fresh],
+            call_id: call.id,
+            skipped: calls.slice(i + 1).map((c) => ({ call_id: c.id, tool: c.function.name })),
+            steps_used: step + 1,
+          };
+          if (new TextEncoder().encode(JSON.stringify(parked)).byteLength <= MAX_PARKED_RUN_BYTES) return { kind: "suspended", ask: asked, parked };
+          out = { result: "ask_user could not wait: the run is too large to park; answer without asking", is_error: true };
+        }
         await emit({ type: "tool_result_step", tool, call_id: call.id, result: out.result, is_error: out.is_error });
         fresh.push({ role: "tool", tool_call_id: call.id, name: tool, content: toolMessageContent(out.result, out.is_error) });
       }
@@ -163,7 +221,7 @@ export async function runLlmAgent(
     await ctx.checkpoints.append(input.thread_id, fresh);
     if (text !== null) await emit({ type: "message_delta", text });
     await emit({ type: "message_final", text });
-    return text;
+    return { kind: "final", text };
   }
   throw new AgentError(`LLM agent used its ${config.max_steps} steps without a final answer`);
 }

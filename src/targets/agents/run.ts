@@ -5,16 +5,29 @@
 import { authorizeTurn } from "../../auth/pass-role";
 import type { CheckpointMessage } from "../checkpoints/types";
 import type { ExecutionKeyRef, TargetContext } from "../context";
+import type { AskUserInput } from "../../interactions/ask";
 import { type DeclaredAgent, getDeclaredAgent, listDeclaredAgents } from "./declarations";
 import { runEchoAgent } from "./echo";
 import { AgentError, type AgentEvent, type Emit } from "./events";
 import { runHttpAgent } from "./http-agent";
-import { runLlmAgent } from "./llm";
+import { type LlmRunEnd, resumedMessages, runLlmAgent } from "./llm";
+import type { ParkedLlmRun } from "./parked";
 
 export type { AgentEvent } from "./events";
 
+/** A run parked on ask_user: the question and what the run needs to go on (issue 17). */
+export interface AgentSuspension {
+  ask: AskUserInput;
+  parked: ParkedLlmRun;
+}
+
+/**
+ * How a run ended. `suspended` appears only for a run started with `park: true`: the run waits for
+ * the answer, which the caller stores as an interaction (src/interactions/create.ts).
+ */
 export type AgentRunResult =
-  | { ok: true; text: string | null }
+  | { ok: true; text: string | null; suspended?: undefined }
+  | { ok: true; text: null; suspended: AgentSuspension }
   | { ok: false; kind: "unknown_agent" | "denied" | "agent_error"; message: string };
 
 type ResolvedAgent = { kind: "builtin"; name: "echo" } | { kind: "declared"; agent: DeclaredAgent };
@@ -55,6 +68,14 @@ export async function listAgents(db: D1Database): Promise<AgentSummary[]> {
   return [...builtins, ...declared].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
 
+/** How a run is started: as which key, with which event sink, and whether it may park on ask_user. */
+export interface AgentRunOptions {
+  asKey?: ExecutionKeyRef;
+  onEvent?: (e: AgentEvent) => void | Promise<void>;
+  /** The caller stores parked runs (a bridge turn, the agent run door, a resumed run): `ask_user` may suspend an llm run. */
+  park?: boolean;
+}
+
 /**
  * Runs agent `name` on `input.thread_id`. With `asKey`, the key is re-read live and must grant
  * `agent:<name>` (and every tool call of the run is authorized as `tool:<tool>` the same way).
@@ -64,13 +85,55 @@ export async function runAgent(
   ctx: TargetContext,
   name: string,
   input: { thread_id: string; user_message: string },
-  opts: { asKey?: ExecutionKeyRef; onEvent?: (e: AgentEvent) => void | Promise<void> } = {},
+  opts: AgentRunOptions = {},
 ): Promise<AgentRunResult> {
-  if (opts.asKey) {
-    const auth = await authorizeTurn(ctx.db, opts.asKey.user_id, opts.asKey.fingerprint, { kind: "agent", name }, ctx.now(), opts.asKey.prefetched);
+  return guardedRun(ctx, name, opts, async (agent, asKey, emit) => {
+    if (agent.kind === "builtin") return { kind: "final", text: await runEchoAgent(ctx, input, emit) };
+    if (agent.agent.kind === "llm") return runLlmAgent(ctx, agent.agent.config, input, { asKey, park: opts.park }, emit);
+    return { kind: "final", text: await runHttpAgent(ctx, agent.agent.config, input, emit) };
+  });
+}
+
+/**
+ * Resumes a run parked on ask_user (issue 17): `content` is the ask's result (the interaction's
+ * outcome as JSON text) the model reads as the tool result. The key is authorized again, live,
+ * and the agent must still be an llm agent. May park again when `opts.park` is set.
+ */
+export async function resumeAgent(
+  ctx: TargetContext,
+  parked: ParkedLlmRun,
+  content: string,
+  opts: Omit<AgentRunOptions, "asKey"> & { prefetched?: ExecutionKeyRef["prefetched"] } = {},
+): Promise<AgentRunResult> {
+  // The key as the turn read it moments ago (batched with its route) serves the first authorization only.
+  const asKey = parked.as_key ? { ...parked.as_key, prefetched: opts.prefetched } : undefined;
+  return guardedRun(ctx, parked.agent, { ...opts, asKey }, async (agent, key, emit) => {
+    if (agent.kind !== "declared" || agent.agent.kind !== "llm") throw new AgentError("the parked run's agent is no longer an llm agent");
+    let result: unknown = content;
+    try {
+      result = JSON.parse(content);
+    } catch {
+      /* shown as text */
+    }
+    await emit({ type: "tool_result_step", tool: "ask_user", call_id: parked.call_id, result, is_error: false });
+    const input = { thread_id: parked.thread_id, user_message: parked.user_message };
+    return runLlmAgent(ctx, agent.agent.config, input, { asKey: key, park: opts.park, resume: { fresh: resumedMessages(parked, content), stepsUsed: parked.steps_used } }, emit);
+  });
+}
+
+/** Authorizes, resolves and runs; maps every failure to a result (never throws for a run failure). */
+async function guardedRun(
+  ctx: TargetContext,
+  name: string,
+  opts: AgentRunOptions,
+  run: (agent: ResolvedAgent, asKey: ExecutionKeyRef | undefined, emit: Emit) => Promise<LlmRunEnd>,
+): Promise<AgentRunResult> {
+  let asKey = opts.asKey;
+  if (asKey) {
+    const auth = await authorizeTurn(ctx.db, asKey.user_id, asKey.fingerprint, { kind: "agent", name }, ctx.now(), asKey.prefetched);
     if (!auth.ok) return { ok: false, kind: "denied", message: auth.reason };
     // The prefetched read served the run's own authorization; each tool call reads the key again.
-    opts = { ...opts, asKey: { user_id: opts.asKey.user_id, fingerprint: opts.asKey.fingerprint } };
+    asKey = { user_id: asKey.user_id, fingerprint: asKey.fingerprint };
   }
   const agent = await resolveAgent(ctx.db, name);
   if (!agent) return { ok: false, kind: "unknown_agent", message: "agent is not registered" };
@@ -78,11 +141,10 @@ export async function runAgent(
     await opts.onEvent?.(e);
   };
   try {
-    let text: string | null;
-    if (agent.kind === "builtin") text = await runEchoAgent(ctx, input, emit);
-    else if (agent.agent.kind === "llm") text = await runLlmAgent(ctx, agent.agent.config, input, { asKey: opts.asKey }, emit);
-    else text = await runHttpAgent(ctx, agent.agent.config, input, emit);
-    return { ok: true, text };
+    const end = await run(agent, asKey, emit);
+    if (end.kind === "final") return { ok: true, text: end.text };
+    const as_key = asKey ? { user_id: asKey.user_id, fingerprint: asKey.fingerprint } : null;
+    return { ok: true, text: null, suspended: { ask: end.ask, parked: { kind: "llm", agent: name, as_key, ...end.parked } } };
   } catch (err) {
     if (err instanceof AgentError) return { ok: false, kind: "agent_error", message: err.message };
     const errorId = crypto.randomUUID().replace(/-/g, "");

@@ -6,6 +6,7 @@
 import type { ExecutionKeyRef, TargetContext } from "../context";
 import type { AgentEvent } from "./events";
 import { tracedDirectRun } from "../../runs/direct";
+import { canPark, createInteraction } from "../../interactions/create";
 import { type AgentRunResult, runAgent } from "./run";
 
 export const KEEPALIVE_MS = 15_000;
@@ -55,7 +56,21 @@ export function streamAgentRun(
   const keepalive = setInterval(() => void send(sseComment("keepalive")), opts.keepaliveMs ?? KEEPALIVE_MS);
   const done = (async () => {
     try {
-      const go = () => runAgent(ctx, name, input, { asKey: opts.asKey, onEvent: (e) => send(sseFrame(e)) });
+      // A run of a key may park on ask_user when the interactions store is on (issue 17): the
+      // interaction is stored, the stream ends with suspended_final, and an operator's answer resumes it.
+      const park = Boolean(opts.asKey) && canPark(ctx.settings);
+      const go = async (): Promise<AgentRunResult & { interaction_id?: string }> => {
+        const r = await runAgent(ctx, name, input, { asKey: opts.asKey, park, onEvent: (e) => send(sseFrame(e)) });
+        if (!r.ok || !r.suspended) return r;
+        const created = await createInteraction(ctx.env, ctx.settings, {
+          ask: r.suspended.ask,
+          origin: { kind: "agent_run", thread_id: input.thread_id, caller: opts.asKey!.user_id },
+          target: { kind: "agent", name },
+          parked: r.suspended.parked,
+        });
+        await send(sseFrame({ type: "suspended_final", interaction_ids: [created.interaction_id], thread_id: input.thread_id, expiry_at: created.expires_at }));
+        return { ...r, interaction_id: created.interaction_id };
+      };
       // The run's trace (issue 16): a direct agent run of the calling key, recorded in the background.
       const r = opts.asKey
         ? await tracedDirectRun(
@@ -63,7 +78,7 @@ export function streamAgentRun(
             ctx,
             { kind: "agent_run", target: { kind: "agent", name }, caller: opts.asKey.user_id, threadId: input.thread_id, input: { user_message: input.user_message } },
             go,
-            (done) => done.text,
+            (done) => (done.interaction_id ? { suspended: { interaction_id: done.interaction_id } } : done.text),
             opts.waitUntil,
           )
         : await go();

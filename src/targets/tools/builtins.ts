@@ -1,6 +1,7 @@
 /** Built-in tools (decisions §4): always registered, never declared or removed. */
 import { routeWithKeyByChannelIdentity } from "../../bridge/routes-store";
 import { personDirectoryStub } from "../../contracts/person-rpc";
+import { ASK_USER_JSON_SCHEMA, AskUserInput } from "../../interactions/ask";
 import type { TargetContext } from "../context";
 import type { JsonSchema } from "../json-schema";
 
@@ -85,8 +86,32 @@ const getPairingCode: BuiltinTool = {
   },
 };
 
+/** Why `ask_user` refuses where no run can park (the message a model or run-tool caller reads). */
+export const ASK_USER_CANNOT_PARK =
+  "ask_user needs a run that can wait for the answer: an llm agent's run (a conversation turn or the agent run door) or a conversation route's tool turn, with the interactions store configured (INTERACTIONS_STORE_URL); run-tool, background and scheduled tool runs cannot wait";
+
+const askUser: BuiltinTool = {
+  name: "ask_user",
+  description:
+    "Asks the user a question and waits for the answer (issue 17): inside a conversation the question goes to the participant and their next message answers it; elsewhere an operator answers it. Optional reply options (tappable where the channel shows them) or an ask-less form schema, and an optional audience (a user_id). The answer comes back as this call's result: {interaction_id, outcome: \"answered\", answer: {text, option, form, media, ...}}, or {outcome: \"cancelled\", cancelled: true} / {outcome: \"expired\", timeout: true}.",
+  input_schema: ASK_USER_JSON_SCHEMA as unknown as JsonSchema,
+  output_schema: { type: "object" },
+  timeout_seconds: 30,
+  async run(ctx, kwargs) {
+    const parsed = AskUserInput.safeParse(kwargs);
+    if (!parsed.success) {
+      // Field paths and rules only, never the values (a question may carry user text).
+      const problems = parsed.error.issues.map((i) => `${i.path.join(".") || "(input)"}: ${i.message}`);
+      throw new ToolError(`invalid ask_user input: ${problems.join("; ")}`);
+    }
+    if (!ctx.ask) throw new ToolError(ASK_USER_CANNOT_PARK);
+    ctx.ask.park(parsed.data);
+    return { parked: true };
+  },
+};
+
 /** Built-in tools by name. */
-export const BUILTIN_TOOLS: ReadonlyMap<string, BuiltinTool> = new Map([echo, setConversationMode, getPairingCode].map((t) => [t.name, t]));
+export const BUILTIN_TOOLS: ReadonlyMap<string, BuiltinTool> = new Map([echo, setConversationMode, getPairingCode, askUser].map((t) => [t.name, t]));
 
 export function isBuiltinTool(name: string): boolean {
   return BUILTIN_TOOLS.has(name);

@@ -1,0 +1,37 @@
+/**
+ * Parking and answering add no D1 statement to the per-message path (issue 17, like issue 11's
+ * rule for every turn): a message whose turn parks on ask_user, and the next message that answers
+ * it, cost the door its one read and the thread nothing. The interaction's object writes the
+ * listing row in its own alarm, off the turn's path (not counted here: it is another object).
+ */
+import { describe, expect, it } from "vitest";
+import { apiThreadId } from "../../src/bridge/thread-id";
+import { D1Counter, countThread, countedFetch } from "../helpers/d1-count";
+import { admin } from "../helpers/http";
+import { askRoute, pendingOf } from "./helpers";
+
+const json = async (body: unknown) => ({ headers: { "content-type": "application/json", "x-api-key": await admin() }, body: JSON.stringify(body) });
+
+describe("D1 on the per-message path of an interaction", () => {
+  it("the parking message and the answering message: the door's one read each, nothing in the thread", async () => {
+    const route = await askRoute();
+    const threadId = apiThreadId(route.name, "root", "d1");
+    for (const [text, answer] of [
+      ["Count me?", "Count me?\n\n1. Yes\n2. No"],
+      ["yes", "You chose: Yes"],
+    ]) {
+      const counter = new D1Counter();
+      const restore = await countThread(counter, threadId);
+      try {
+        const r = await countedFetch(counter, "POST", `/api/conversations/${route.name}/messages`, await json({ external_user_id: "d1", text, wait_seconds: 10 }));
+        expect(r.status, r.text).toBe(200);
+        expect(r.json.data.answer).toBe(answer);
+        await counter.quiet();
+      } finally {
+        await restore();
+      }
+      expect(counter.summary(), `${text}:\n${counter.describe()}`).toEqual({ worker: { roundTrips: 1, statements: 2 }, thread: { roundTrips: 0, statements: 0 }, roundTrips: 1, statements: 2 });
+      if (text === "Count me?") await pendingOf(threadId);
+    }
+  });
+});
