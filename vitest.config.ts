@@ -28,8 +28,9 @@ export const TEST_SECRET_REFERENCES = {
   SECRET_REFERENCE_ALLOWLIST: "LLM_KEY,TOOL_SECRET,AGENT_KEY,TOOL_SECRET_UNSET_IN_TESTS",
 };
 
-// Two projects: `workers` runs inside workerd against real D1 and Durable Objects;
-// `e2e` runs in Node and drives a real `wrangler dev` over HTTP.
+// Three projects: `workers` runs inside workerd against real D1 and Durable Objects;
+// `e2e` runs in Node and drives a real `wrangler dev` over HTTP; `browser` drives the operator
+// console in Chromium against a real `wrangler dev`.
 export default defineConfig({
   test: {
     projects: [
@@ -53,7 +54,7 @@ export default defineConfig({
         test: {
           name: "workers",
           include: ["test/**/*.test.ts"],
-          exclude: ["test/e2e/**"],
+          exclude: ["test/e2e/**", "test/browser/**"],
           setupFiles: ["./test/setup/apply-migrations.ts"],
         },
       },
@@ -65,6 +66,20 @@ export default defineConfig({
           testTimeout: 120_000,
           hookTimeout: 180_000,
           fileParallelism: false,
+        },
+      },
+      {
+        // The operator console in a real Chromium (Debian's, driven by playwright-core) against a
+        // real `wrangler dev` (issue 18; docs/console.md "Browser tests"). It runs after the other
+        // two projects (a later group) so its wrangler dev and browser do not compete with them.
+        test: {
+          name: "browser",
+          include: ["test/browser/**/*.test.ts"],
+          environment: "node",
+          testTimeout: 120_000,
+          hookTimeout: 240_000,
+          fileParallelism: false,
+          sequence: { groupOrder: 1 },
         },
       },
     ],

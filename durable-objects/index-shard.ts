@@ -15,6 +15,7 @@ import type { Env } from "../src/env";
 import { isolateSettings } from "../src/config/isolate-settings";
 import { claimEntry, createLedger, dropEntries, dropThreadEntries, findEntry, nextLedgerExpiry, pruneLedger, putEntry, releaseEntry } from "../src/shards/ledger";
 import { ListingBuffer, createListingBuffer } from "../src/shards/listing-buffer";
+import { announceToConsoles } from "../src/shards/console-announce";
 import { createRunLog, dropThreadTraces, eraseUserTraces, findTrace, keepTrace, nextTraceExpiry, pruneTraces, pruneTracesBefore } from "../src/shards/run-log";
 import { summaryOf } from "../src/runs/summary";
 import { RUNS_DEFAULTS } from "../src/settings/runs-settings";
@@ -77,7 +78,10 @@ export class IndexShard extends DurableObject<Env> implements IndexShardRpc {
 
   async push(p: ListingPush): Promise<void> {
     // Flushing is never awaited here: the push is durable once this returns, the flush follows.
-    if (this.buffer.push(p)) void this.flushOrRetry();
+    const flushNow = this.buffer.push(p);
+    // Consoles watching the route hear of it now, not after the D1 batch (issue 18); never awaited.
+    announceToConsoles(this.env, p, (work) => this.ctx.waitUntil(work));
+    if (flushNow) void this.flushOrRetry();
     else await this.arm();
   }
 

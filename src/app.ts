@@ -42,6 +42,8 @@ import { hooksRouter } from "./routers/hooks";
 import { hookTriggersRouter } from "./routers/hook-triggers";
 import { runsRouter } from "./routers/runs";
 import { observabilityRouter } from "./routers/observability";
+import { apiDocsRouter } from "./routers/api-docs";
+import { consoleRouter } from "./routers/console";
 import { interactionsRouter } from "./routers/interactions";
 
 export function createApp(): Hono<AppEnv> {
@@ -64,7 +66,7 @@ export function createApp(): Hono<AppEnv> {
 
   // The operator routers come before the message routes: `/messages/search` must not be taken
   // for a message id by `/messages/{message_id}` (Hono answers with the first registered match).
-  for (const router of [healthRouter, openapiRouter, authRouter, resourcesRouter, channelsRouter, channelWebhooksRouter, toolsRouter, conversationThreadsRouter, conversationModeRouter, conversationEventsRouter, conversationMessagesRouter, conversationRoutesRouter, agentsRouter, presetsRouter, checkpointsRouter, conversationConfigsRouter, conversationPersonsRouter, statesRouter, stateRecordsRouter, stateAttachmentsRouter, stateTemplatesRouter, statePendingSavesRouter, notificationsRouter, connectorsRouter, marketplaceRouter, accessControlRouter, loginRouter, configRouter, systemRouter, backupRouter, toolRunsRouter, schedulesRouter, hooksRouter, hookTriggersRouter, runsRouter, observabilityRouter, interactionsRouter]) app.route("/", router);
+  for (const router of [healthRouter, openapiRouter, authRouter, resourcesRouter, channelsRouter, channelWebhooksRouter, toolsRouter, conversationThreadsRouter, conversationModeRouter, conversationEventsRouter, conversationMessagesRouter, conversationRoutesRouter, agentsRouter, presetsRouter, checkpointsRouter, conversationConfigsRouter, conversationPersonsRouter, statesRouter, stateRecordsRouter, stateAttachmentsRouter, stateTemplatesRouter, statePendingSavesRouter, notificationsRouter, connectorsRouter, marketplaceRouter, accessControlRouter, loginRouter, configRouter, systemRouter, backupRouter, toolRunsRouter, schedulesRouter, hooksRouter, hookTriggersRouter, runsRouter, observabilityRouter, interactionsRouter, apiDocsRouter, consoleRouter]) app.route("/", router);
 
   app.notFound((c) => {
     const allowed = methodsForPath(c.req.path);

@@ -42,3 +42,4 @@ export { ToolRun } from "../durable-objects/tool-run";
 export { Schedule } from "../durable-objects/schedule";
 export { Interaction } from "../durable-objects/interaction";
 export { InteractionHub } from "../durable-objects/interaction-hub";
+export { ConsoleHub } from "../durable-objects/console-hub";

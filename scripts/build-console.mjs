@@ -1,0 +1,56 @@
+#!/usr/bin/env node
+// Build step of the operator console and the API reference (issue 18; docs/console.md): writes the
+// Worker's static assets into public/ (wrangler.toml [assets]), from npm packages only, offline:
+//   - console/src/main.ts, bundled and minified by esbuild → public/console/console.js;
+//   - console/console.css, minified by esbuild → public/console/console.css;
+//   - console/index.html → public/console/index.html;
+//   - Scalar's standalone browser bundle (@scalar/api-reference) → public/vendor/scalar-api-reference.js,
+//     which GET /api/docs loads from this origin instead of a CDN.
+// A file is written only when its content changed, so a run with current outputs writes nothing.
+// Runs on npm install (postinstall), at the start of `npm start` and before `npm run deploy`.
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+import { gzipSync } from "node:zlib";
+import { build, transform } from "esbuild";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const require = createRequire(import.meta.url);
+const out = join(root, "public");
+const written = [];
+
+function put(path, content) {
+  const target = join(out, path);
+  const bytes = typeof content === "string" ? Buffer.from(content, "utf8") : content;
+  if (existsSync(target) && readFileSync(target).equals(bytes)) return bytes;
+  mkdirSync(dirname(target), { recursive: true });
+  writeFileSync(target, bytes);
+  written.push(relative(root, target));
+  return bytes;
+}
+
+const js = await build({
+  entryPoints: [join(root, "console/src/main.ts")],
+  bundle: true,
+  minify: true,
+  format: "esm",
+  target: "es2022",
+  platform: "browser",
+  write: false,
+  legalComments: "none",
+  logLevel: "warning",
+});
+const jsBytes = put("console/console.js", js.outputFiles[0].contents);
+
+const css = await transform(readFileSync(join(root, "console/console.css"), "utf8"), { loader: "css", minify: true, target: "chrome100" });
+const cssBytes = put("console/console.css", css.code);
+const htmlBytes = put("console/index.html", readFileSync(join(root, "console/index.html")));
+
+const scalar = require.resolve("@scalar/api-reference/browser/standalone.js");
+const scalarBytes = put("vendor/scalar-api-reference.js", readFileSync(scalar));
+
+const kb = (b) => `${(b.length / 1024).toFixed(1)} KiB (${(gzipSync(b).length / 1024).toFixed(1)} KiB gzip)`;
+if (written.length || process.argv.includes("--sizes")) {
+  console.log(`build-console: console.js ${kb(jsBytes)}, console.css ${kb(cssBytes)}, index.html ${kb(htmlBytes)}; API reference bundle ${kb(scalarBytes)}`);
+}

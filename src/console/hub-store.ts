@@ -1,0 +1,33 @@
+/**
+ * A ConsoleHub's SQLite (issue 18): the tickets waiting for their socket. A ticket row is deleted
+ * by the socket that spends it, or by the next mint once expired, so the table holds at most the
+ * tickets of the last TICKET_TTL_MS.
+ */
+import { constantTimeEqual } from "../auth/crypto";
+
+/** Creates the table (idempotent). */
+export function createHubStore(sql: SqlStorage): void {
+  sql.exec(`CREATE TABLE IF NOT EXISTS tickets (
+    hash       TEXT PRIMARY KEY,
+    user_id    TEXT NOT NULL,
+    expires_at INTEGER NOT NULL
+  )`);
+}
+
+/** Keeps a ticket's hash until `expiresAtMs`, dropping the expired ones first. */
+export function keepTicketRow(sql: SqlStorage, hash: string, userId: string, expiresAtMs: number, nowMs: number): void {
+  sql.exec("DELETE FROM tickets WHERE expires_at <= ?", nowMs);
+  sql.exec("INSERT OR REPLACE INTO tickets (hash, user_id, expires_at) VALUES (?, ?, ?)", hash, userId, expiresAtMs);
+}
+
+/**
+ * Spends the ticket whose hash is `hash`: answers its user id, or null when it is unknown, expired
+ * or already spent. The row goes either way, so a ticket never works twice.
+ */
+export function spendTicketRow(sql: SqlStorage, hash: string, nowMs: number): string | null {
+  const rows = sql.exec<{ hash: string; user_id: string; expires_at: number }>("DELETE FROM tickets WHERE hash = ? RETURNING hash, user_id, expires_at", hash).toArray();
+  const row = rows[0];
+  // The lookup is by index; the stored hash is compared again in constant time, as keys are.
+  if (!row || !constantTimeEqual(row.hash, hash) || row.expires_at <= nowMs) return null;
+  return row.user_id;
+}

@@ -1,0 +1,43 @@
+/**
+ * Console live tickets (issue 18; docs/console.md "Live updates"). A browser cannot set a header on
+ * a WebSocket, and the api key must never travel in a URL, so the console first asks for a ticket
+ * with its key (`POST /api/conversations/{route_name}/live-tickets`) and opens the socket with the
+ * ticket in the query. A ticket is `ctk-` + 43 url-safe characters (32 random bytes), works once,
+ * for one route, within TICKET_TTL_MS; only its SHA-256 is stored (in the route's ConsoleHub).
+ */
+import { randomToken, sha256Hex } from "../auth/crypto";
+
+export const TICKET_PREFIX = "ctk-";
+const TICKET_SHAPE = /^ctk-[A-Za-z0-9_-]{43}$/;
+
+/** How long a minted ticket may wait for its socket. */
+export const TICKET_TTL_MS = 30_000;
+
+/**
+ * How long one socket lives before the hub closes it (code SESSION_OVER_CODE); the console then
+ * asks for a new ticket, so the key's grants are checked again at least this often.
+ */
+export const SOCKET_MAX_AGE_MS = 10 * 60_000;
+
+/** The close code a socket gets when its session is over (the console reconnects with a new ticket). */
+export const SESSION_OVER_CODE = 4001;
+
+/** A fresh ticket. */
+export function mintTicket(): string {
+  return TICKET_PREFIX + randomToken();
+}
+
+/** Is `s` shaped like a ticket? A misshapen one is refused like an unknown one. */
+export function isTicketShaped(s: string): boolean {
+  return TICKET_SHAPE.test(s);
+}
+
+/** The stored form of a ticket. */
+export function ticketHash(ticket: string): Promise<string> {
+  return sha256Hex(ticket);
+}
+
+/** The socket path of a route (the ticket rides in its query). */
+export function livePath(routeName: string): string {
+  return `/api/conversations/${routeName}/live`;
+}

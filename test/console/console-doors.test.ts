@@ -1,0 +1,202 @@
+/**
+ * The operator console's server side (issue 18; docs/console.md): the pages and files with their
+ * security headers, the API reference, the live tickets (who may have one, one use, 30 s) and the
+ * live WebSocket, which hears a route's listing pushes as ids and a status only.
+ */
+import { SELF, env } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { CONSOLE_CSP, cspHash, inlineScripts } from "../../src/console/security-headers";
+import { consoleHubStub } from "../../src/contracts/console-hub-rpc";
+import { ticketHash } from "../../src/console/tickets";
+import { echoRoute, send } from "../helpers/bridge";
+import { BASE, admin, call, mintKey, uniq } from "../helpers/http";
+
+async function get(path: string, headers: Record<string, string> = {}) {
+  return SELF.fetch(`${BASE}${path}`, { headers, redirect: "manual" });
+}
+
+/** Opens the live socket of `route` with `ticket`; answers the socket and the frames it got so far. */
+async function openLive(route: string, ticket: string) {
+  const res = await get(`/api/conversations/${route}/live?ticket=${encodeURIComponent(ticket)}`, { upgrade: "websocket" });
+  expect(res.status).toBe(101);
+  const ws = res.webSocket!;
+  const frames: any[] = [];
+  const waiters: Array<() => void> = [];
+  ws.addEventListener("message", (e) => {
+    frames.push(typeof e.data === "string" && e.data.startsWith("{") ? JSON.parse(e.data) : e.data);
+    for (const w of waiters.splice(0)) w();
+  });
+  ws.accept();
+  const next = async (pred: (f: any) => boolean, ms = 8000) => {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      const hit = frames.find(pred);
+      if (hit) return hit;
+      if (Date.now() > deadline) throw new Error(`no such frame; got ${JSON.stringify(frames)}`);
+      await new Promise<void>((r) => {
+        waiters.push(r);
+        setTimeout(r, 100);
+      });
+    }
+  };
+  return { ws, frames, next };
+}
+
+async function ticketFor(route: string, key: string) {
+  return call("POST", `/api/conversations/${route}/live-tickets`, { key });
+}
+
+describe("pages, files and the API reference", () => {
+  it("/ leads to the console and /docs to the API reference", async () => {
+    const root = await get("/");
+    expect(root.status).toBe(302);
+    expect(root.headers.get("location")).toBe("/console/");
+    const docs = await get("/docs");
+    expect(docs.status).toBe(302);
+    expect(docs.headers.get("location")).toBe("/api/docs");
+    const bare = await get("/console");
+    expect(bare.status).toBe(301);
+    expect(bare.headers.get("location")).toBe("/console/");
+  });
+
+  it("serves the console with the strict CSP and no inline script or style", async () => {
+    const page = await get("/console/");
+    expect(page.status).toBe(200);
+    expect(page.headers.get("content-type")).toMatch(/^text\/html/);
+    expect(page.headers.get("content-security-policy")).toBe(CONSOLE_CSP);
+    expect(CONSOLE_CSP).not.toMatch(/unsafe|https?:/);
+    expect(page.headers.get("x-content-type-options")).toBe("nosniff");
+    expect(page.headers.get("x-frame-options")).toBe("DENY");
+    expect(page.headers.get("referrer-policy")).toBe("no-referrer");
+    const html = await page.text();
+    expect(inlineScripts(html)).toEqual([]);
+    expect(html).not.toMatch(/<style|style=|https?:\/\//);
+    expect(html).toContain('src="/console/console.js"');
+    for (const file of ["/console/console.js", "/console/console.css", "/vendor/scalar-api-reference.js"]) {
+      const r = await get(file);
+      expect(r.status, file).toBe(200);
+      expect(r.headers.get("content-security-policy"), file).toBe(CONSOLE_CSP);
+      await r.arrayBuffer();
+    }
+    const missing = await get("/console/nope.js");
+    expect(missing.status).toBe(404);
+    expect(await missing.json()).toEqual({ error: "not found" });
+  });
+
+  it("/api/docs renders the live OpenAPI document with Scalar from this origin, its inline script allowed by hash", async () => {
+    const r = await get("/api/docs");
+    expect(r.status).toBe(200);
+    expect(r.headers.get("content-type")).toMatch(/^text\/html/);
+    const html = await r.text();
+    expect(html).toContain('"url": "/api/openapi.json"');
+    expect(html).toContain('<script src="/vendor/scalar-api-reference.js">');
+    expect(html).not.toMatch(/cdn\.jsdelivr|fonts\.scalar|src="https?:/);
+    const csp = r.headers.get("content-security-policy")!;
+    const scripts = inlineScripts(html);
+    expect(scripts).toHaveLength(1);
+    expect(csp).toContain(`script-src 'self' ${await cspHash(scripts[0])}`);
+    expect(csp).not.toMatch(/script-src[^;]*unsafe/);
+    expect(csp).toContain("connect-src 'self'");
+    expect(csp).toContain("frame-ancestors 'none'");
+    // Listed in the OpenAPI document as a public HTML page.
+    const doc = (await call("GET", "/api/openapi.json")).body;
+    expect(doc.paths["/api/docs"].get.security).toEqual([]);
+    expect(Object.keys(doc.paths["/api/docs"].get.responses["200"].content)).toEqual(["text/html"]);
+  });
+
+  it("computes CSP hashes as browsers do", async () => {
+    expect(await cspHash("")).toBe("'sha256-47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU='");
+    expect(inlineScripts('<script src="/a.js"></script><script type="text/javascript">x()</script>')).toEqual(["x()"]);
+  });
+});
+
+describe("live tickets", () => {
+  it("need a key that may read the route's transcripts, and a route that exists", async () => {
+    const route = (await echoRoute()).name;
+    expect((await call("POST", `/api/conversations/${route}/live-tickets`)).status).toBe(401);
+    const tools = await mintKey({ scopes: ["tools:read"] });
+    expect((await ticketFor(route, tools.key)).status).toBe(403);
+    const reader = await mintKey({ scopes: ["conversations:read"] });
+    const ok = await ticketFor(route, reader.key);
+    expect(ok.status).toBe(201);
+    expect(ok.body.data.ticket).toMatch(/^ctk-[A-Za-z0-9_-]{43}$/);
+    expect(ok.body.data.socket_path).toBe(`/api/conversations/${route}/live`);
+    expect(Date.parse(ok.body.data.expires_at) - Date.now()).toBeLessThanOrEqual(30_000);
+    const missing = await ticketFor("no-such-route", reader.key);
+    expect(missing.status).toBe(404);
+  });
+
+  it("a custom URL scope on one route opens that route's socket and no other's", async () => {
+    const a = (await echoRoute()).name;
+    const b = (await echoRoute()).name;
+    const scope = uniq("only").toLowerCase();
+    const made = await call("POST", "/api/auth/scopes", { key: await admin(), body: { scope_id: scope, url: `/api/conversations/${b}/**`, pattern: true } });
+    expect(made.status).toBe(200);
+    const narrow = await mintKey({ scopes: [scope] });
+    expect((await ticketFor(b, narrow.key)).status).toBe(201);
+    const refused = await ticketFor(a, narrow.key);
+    expect(refused.status).toBe(403);
+  });
+});
+
+describe("the live socket", () => {
+  it("is a WebSocket upgrade only, with a ticket that works once", async () => {
+    const route = (await echoRoute()).name;
+    const plain = await get(`/api/conversations/${route}/live?ticket=x`);
+    expect(plain.status).toBe(426);
+    expect(((await plain.json()) as { error: string }).error).toBe("expected a WebSocket upgrade");
+    const bogus = await get(`/api/conversations/${route}/live?ticket=ctk-${"a".repeat(43)}`, { upgrade: "websocket" });
+    expect(bogus.status).toBe(401);
+    expect(await bogus.json()).toEqual({ error: "live ticket is invalid, expired or already used" });
+    const t = (await ticketFor(route, await admin())).body.data.ticket;
+    const live = await openLive(route, t);
+    await live.next((f) => f.type === "ready");
+    live.ws.close(1000, "done");
+    const again = await get(`/api/conversations/${route}/live?ticket=${t}`, { upgrade: "websocket" });
+    expect(again.status).toBe(401);
+    // A ticket is for its own route's hub only.
+    const other = (await echoRoute()).name;
+    const t2 = (await ticketFor(route, await admin())).body.data.ticket;
+    expect((await get(`/api/conversations/${other}/live?ticket=${t2}`, { upgrade: "websocket" })).status).toBe(401);
+  });
+
+  it("refuses an expired ticket", async () => {
+    const route = (await echoRoute()).name;
+    const ticket = `ctk-${"b".repeat(43)}`;
+    await consoleHubStub(env, route).keepTicket(await ticketHash(ticket), "root", Date.now() - 1);
+    expect((await get(`/api/conversations/${route}/live?ticket=${ticket}`, { upgrade: "websocket" })).status).toBe(401);
+  });
+
+  it("hears a new message on its route as ids and a status, never its text", async () => {
+    const route = (await echoRoute()).name;
+    const t = (await ticketFor(route, await admin())).body.data.ticket;
+    const live = await openLive(route, t);
+    await live.next((f) => f.type === "ready");
+    const secret = `words-${uniq("t")}`;
+    const sent = await send(route, { external_user_id: "alice", text: secret });
+    expect(sent.status).toBe(202);
+    const frame = await live.next((f) => f.type === "notices" && f.notices.some((n: any) => n.thread_id === sent.body.data.thread_id));
+    const notice = frame.notices.find((n: any) => n.thread_id === sent.body.data.thread_id);
+    expect(notice).toMatchObject({ type: "thread", route_name: route, thread_id: sent.body.data.thread_id });
+    expect(typeof notice.status).toBe("string");
+    expect(Object.keys(notice).sort()).toEqual(["at", "route_name", "status", "thread_id", "type"]);
+    expect(JSON.stringify(live.frames)).not.toContain(secret);
+    // ping is answered without waking anyone; any other frame closes the socket.
+    live.ws.send("ping");
+    await live.next((f) => f === "pong");
+    live.ws.close(1000, "done");
+  }, 30_000);
+
+  it("a route's socket hears nothing of another route", async () => {
+    const watched = (await echoRoute()).name;
+    const other = (await echoRoute()).name;
+    const live = await openLive(watched, (await ticketFor(watched, await admin())).body.data.ticket);
+    await live.next((f) => f.type === "ready");
+    await send(other, { external_user_id: "bob", text: "elsewhere" });
+    const mine = await send(watched, { external_user_id: "carol", text: "here" });
+    await live.next((f) => f.type === "notices" && f.notices.some((n: any) => n.thread_id === mine.body.data.thread_id));
+    const routes = live.frames.filter((f) => f.type === "notices").flatMap((f) => f.notices.map((n: any) => n.route_name));
+    expect(new Set(routes)).toEqual(new Set([watched]));
+    live.ws.close(1000, "done");
+  }, 30_000);
+});
