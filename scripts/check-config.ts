@@ -13,6 +13,7 @@ const root = join(import.meta.dirname, "..");
 const config = unstable_readConfig({ config: join(root, "wrangler.toml") });
 const env: Record<string, unknown> = { ...(config.vars ?? {}) };
 for (const db of config.d1_databases ?? []) env[db.binding] = {};
+for (const b of config.r2_buckets ?? []) env[b.binding] = {};
 
 const devVars = join(root, ".dev.vars");
 if (existsSync(devVars)) {

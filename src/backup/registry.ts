@@ -7,11 +7,13 @@ import { type SectionName, SECTION_NAMES } from "./rows";
 import type { AnySection } from "./section";
 import { keysSection, publicRoutesSection, rolesSection, scopesSection } from "./sections/access-control";
 import { routeSecretsSection, routesSection, targetConfigsSection } from "./sections/conversations";
+import { hookSecretsSection, hooksSection } from "./sections/hooks";
 import { presetsSection } from "./sections/presets";
 import { profilesSection, settingsOverlaySection, settingsSecretsSection } from "./sections/settings";
 import { stateTemplatesSection, statesSection } from "./sections/states";
 import { agentsSection, targetSecretsSection, toolsSection } from "./sections/targets";
 import { textResourcesSection } from "./sections/text-resources";
+import { toolMetaSection } from "./sections/tool-meta";
 
 const BY_NAME: { [N in SectionName]: AnySection & { name: N } } = {
   keys: keysSection,
@@ -28,9 +30,12 @@ const BY_NAME: { [N in SectionName]: AnySection & { name: N } } = {
   "target-configs": targetConfigsSection,
   routes: routesSection,
   "route-secrets": routeSecretsSection,
+  hooks: hooksSection,
+  "hook-secrets": hookSecretsSection,
   "settings-overlay": settingsOverlaySection,
   "settings-secrets": settingsSecretsSection,
   profiles: profilesSection,
+  "tool-meta": toolMetaSection,
 };
 
 /** The sections in apply order. */

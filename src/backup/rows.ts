@@ -13,6 +13,8 @@
 import { z } from "zod";
 import { ApiKeyRow, ApiKeyVersionRow, AuthScopeRow, PublicRouteRow, RoleRow, RoleVersionRow } from "../auth/tables";
 import { RouteView } from "../bridge/routes-store";
+import { HookRow } from "../hooks/record";
+import { VerifierView } from "../hooks/verifier-store";
 import { JsonObject, JsonValue } from "../http/bounded-json";
 import { TargetConversationConfig } from "../persons/target-configs";
 import { agentDeclarationSchema } from "../targets/agents/declarations";
@@ -119,6 +121,20 @@ export type RouteBackupRow = z.infer<typeof RouteBackupRow>;
 export const RouteSecretBackupRow = z.object({ route_name: z.string(), callback_secret: z.string() }).strict();
 export type RouteSecretBackupRow = z.infer<typeof RouteSecretBackupRow>;
 
+/**
+ * `hooks`: a hook as D1 keeps it (the registration as given, the bound key's fingerprint, and the
+ * rendered programs its fires run), or a topic verifier binding as its door shows it, never with
+ * a literal secret (`"<redacted>"`: the value is in `hook-secrets`; an `{"env"}` reference as
+ * given). `type` tells the two apart, since a binding's `kind` is its verifier kind. Trigger
+ * links are capabilities and never in a backup.
+ */
+export const HookBackupRow = z.discriminatedUnion("type", [HookRow.extend({ type: z.literal("hook") }).strict(), VerifierView.extend({ type: z.literal("verifier") }).strict()]);
+export type HookBackupRow = z.infer<typeof HookBackupRow>;
+
+/** `hook-secrets` (secret): a topic verifier's literal secret, in plain text (sealed again on import). */
+export const HookSecretBackupRow = z.object({ topic: z.string(), secret: z.string() }).strict();
+export type HookSecretBackupRow = z.infer<typeof HookSecretBackupRow>;
+
 /** `settings-overlay`: one non-secret setting of the runtime overlay, as the env text. */
 export const SettingBackupRow = z.object({ name: z.string(), value: z.string() }).strict();
 export type SettingBackupRow = z.infer<typeof SettingBackupRow>;
@@ -141,10 +157,32 @@ export const ProfileBackupRow = z.object({ name: z.string(), versions: z.array(P
 export type ProfileBackupRow = z.infer<typeof ProfileBackupRow>;
 
 /**
+ * `tool-meta`: the tool metadata overlay (docs/tool-metadata.md), one row per folder and per tool
+ * row, as its tables keep them.
+ */
+export const ToolMetaBackupRow = z.discriminatedUnion("kind", [
+  z.object({ kind: z.literal("folder"), folder_id: z.string(), name: z.string(), parent_id: z.string().nullable(), created_at: Stamp, updated_at: Stamp }).strict(),
+  z
+    .object({
+      kind: z.literal("tool"),
+      name: z.string(),
+      tags: z.array(z.string()),
+      badges: z.array(z.string()),
+      hidden: z.boolean().nullable(),
+      folder_id: z.string().nullable(),
+      updated_at: Stamp,
+    })
+    .strict(),
+]);
+export type ToolMetaBackupRow = z.infer<typeof ToolMetaBackupRow>;
+
+/**
  * Every section's row schema, in the order an import applies them, so references resolve:
  * keys before what binds them, roles and scopes before keys are used, declarations before the
  * presets, configs and routes that name them, templates before the states that attach them,
- * the overlay before the profiles.
+ * hooks after the keys, tools, presets and states they name (beside the routes: both bind
+ * execution keys), the overlay before the profiles. Tool metadata names tools only by name (a row
+ * may outlive its tool), so it needs nothing before it.
  */
 export const SECTION_ROWS = {
   keys: KeyBackupRow,
@@ -161,9 +199,12 @@ export const SECTION_ROWS = {
   "target-configs": TargetConfigBackupRow,
   routes: RouteBackupRow,
   "route-secrets": RouteSecretBackupRow,
+  hooks: HookBackupRow,
+  "hook-secrets": HookSecretBackupRow,
   "settings-overlay": SettingBackupRow,
   "settings-secrets": SettingSecretBackupRow,
   profiles: ProfileBackupRow,
+  "tool-meta": ToolMetaBackupRow,
 } as const;
 
 export type SectionName = keyof typeof SECTION_ROWS;

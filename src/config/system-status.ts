@@ -79,12 +79,14 @@ export function systemKinds(settings: Settings, env: Record<string, unknown>, ov
     mp.storeUrl
       ? { kind: "marketplace", state: "active", plugin: mp.registry ? (mp.registry.kind === "builtin" ? "builtin-registry" : "https-registry") : null, detail: `MARKETPLACE_STORE_URL configured; MARKETPLACE_REGISTRY_URL ${mp.registry ? "configured" : "not configured"}` }
       : { kind: "marketplace", state: "off", plugin: null, detail: "MARKETPLACE_STORE_URL not configured: every marketplace door answers 501 marketplace-not-configured" },
-    {
-      kind: "storage",
-      state: "default",
-      plugin: "d1-text-resources",
-      detail: "text resources (TemplatedText ids; POST and DELETE /api/storage/resources) live in D1 (binding DB); no content-store provider can be configured in this build",
-    },
+    settings.storage.bucketBinding
+      ? { kind: "storage", state: "active", plugin: "r2", detail: "STORAGE_BUCKET configured: objects, templates and plugin console assets in R2; TemplatedText ids resolve there first, then in the D1 text resources" }
+      : {
+          kind: "storage",
+          state: "default",
+          plugin: "d1-text-resources",
+          detail: "STORAGE_BUCKET not configured: the storage and template doors answer 501 storage-not-configured; TemplatedText ids resolve in the D1 text resources (binding DB) only",
+        },
     channels.length
       ? { kind: "channels", state: "active", plugin: channels.join(","), detail: `configured: ${channels.join(", ")} (a channel is on when all its CHANNEL_* secrets are set)` }
       : { kind: "channels", state: "off", plugin: null, detail: "no channel configured (a channel is on when all its CHANNEL_* secrets are set)" },

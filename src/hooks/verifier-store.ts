@@ -21,11 +21,11 @@ import { standardWebhooksKey } from "./verifiers/standard-webhooks";
 const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$/;
 const headerName = z.string().regex(HEADER_NAME, { message: "must be a header name (1-128 token characters)" });
 
+/** A literal secret as given (sealed at rest); also the `hook-secrets` backup row's value. */
+export const VerifierSecretLiteral = intactIdentifier(z.string().min(8, { message: "must be at least 8 characters" }).max(4096));
+
 /** A secret as given: the value itself (sealed at rest) or an env reference. */
-const SecretInput = z.union([
-  intactIdentifier(z.string().min(8, { message: "must be at least 8 characters" }).max(4096)),
-  envRefSchema,
-]);
+const SecretInput = z.union([VerifierSecretLiteral, envRefSchema]);
 
 const secretField = { secret: SecretInput };
 
@@ -118,12 +118,19 @@ export async function listVerifiers(db: D1Database, topics: string[] | null): Pr
   return results.map(parseVerifierRow);
 }
 
+/** Who wrote a binding and when (a door: the caller and now; a backup import: the document's). */
+export interface BindingStamps {
+  created_by: string;
+  created_at: string;
+  updated_at: string;
+}
+
 /**
- * Binds (or re-binds) topic `topic`: checks the secret (a Standard Webhooks secret must be base64,
- * an env reference must be within the secret-reference scope), seals a literal one (501 without
- * SETTINGS_ENCRYPTION_KEY), and writes the row.
+ * The row binding `body` to topic `topic`, checked and sealed, written nowhere: a Standard Webhooks
+ * secret must be base64, an env reference within the secret-reference scope (400 naming the field),
+ * a literal one is sealed under SETTINGS_ENCRYPTION_KEY (501 without it).
  */
-export async function putVerifier(db: D1Database, env: EnvVars, settings: Settings, topic: string, body: VerifierBody, createdBy: string, nowIso: string): Promise<StoredVerifier> {
+export async function verifierRecord(env: EnvVars, settings: Settings, topic: string, body: VerifierBody, stamps: BindingStamps): Promise<StoredVerifier> {
   let sealed: string | null = null;
   let envName: string | null = null;
   if (typeof body.secret === "string") {
@@ -135,26 +142,33 @@ export async function putVerifier(db: D1Database, env: EnvVars, settings: Settin
     envName = body.secret.env;
   }
   const generic = body.kind === "hmac_sha256";
-  const row: StoredVerifier = {
+  return {
     topic,
     kind: body.kind,
     secret_sealed: sealed,
     secret_env: envName,
     signature_header: generic ? (body.signature_header ?? GENERIC_SIGNATURE_HEADER) : null,
     delivery_header: generic ? (body.delivery_header === undefined ? GENERIC_DELIVERY_HEADER : body.delivery_header) : null,
-    created_by: createdBy,
-    created_at: nowIso,
-    updated_at: nowIso,
+    ...stamps,
   };
-  await db
+}
+
+/** Creates or replaces topic `row.topic`'s binding (a replace keeps the stored `created_at`). */
+export function upsertVerifierStatement(db: D1Database, row: StoredVerifier): D1PreparedStatement {
+  return db
     .prepare(
       `INSERT INTO hook_verifiers (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (topic) DO UPDATE SET kind = excluded.kind, secret_sealed = excluded.secret_sealed, secret_env = excluded.secret_env,
          signature_header = excluded.signature_header, delivery_header = excluded.delivery_header,
          created_by = excluded.created_by, updated_at = excluded.updated_at`,
     )
-    .bind(row.topic, row.kind, row.secret_sealed, row.secret_env, row.signature_header, row.delivery_header, row.created_by, row.created_at, row.updated_at)
-    .run();
+    .bind(row.topic, row.kind, row.secret_sealed, row.secret_env, row.signature_header, row.delivery_header, row.created_by, row.created_at, row.updated_at);
+}
+
+/** Binds (or re-binds) topic `topic` (`PUT /api/hooks/topics/{topic}/verifier`). */
+export async function putVerifier(db: D1Database, env: EnvVars, settings: Settings, topic: string, body: VerifierBody, createdBy: string, nowIso: string): Promise<StoredVerifier> {
+  const row = await verifierRecord(env, settings, topic, body, { created_by: createdBy, created_at: nowIso, updated_at: nowIso });
+  await upsertVerifierStatement(db, row).run();
   return (await getVerifier(db, topic))!;
 }
 
@@ -180,9 +194,17 @@ export async function openVerifierSecret(v: StoredVerifier, env: EnvVars, settin
       throw err;
     }
   }
-  const opened = v.secret_sealed === null ? null : await openText(await settingsKeyRing(settings.config), v.secret_sealed, aad(v.topic));
+  const opened = await openSealedVerifierSecret(v, settings);
   if (opened === null) console.error("hooks: a topic verifier's sealed secret does not open (SETTINGS_ENCRYPTION_KEY unset, rotated out, or the value was altered)");
   return opened;
+}
+
+/**
+ * A literal (sealed) secret opened under SETTINGS_ENCRYPTION_KEY (the current key or a previous
+ * one); null for an env reference, or when it does not open (no key, rotated out, altered).
+ */
+export async function openSealedVerifierSecret(v: StoredVerifier, settings: Settings): Promise<string | null> {
+  return v.secret_sealed === null ? null : openText(await settingsKeyRing(settings.config), v.secret_sealed, aad(v.topic));
 }
 
 export type { VerifierKind };

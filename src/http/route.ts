@@ -26,6 +26,8 @@ const STORES = {
   connectors: { code: "connectors", message: "connector store not configured (set CONNECTORS_STORE_URL)", url: (s: Settings) => s.connectors.storeUrl },
   marketplace: { code: "marketplace", message: "marketplace store not configured (set MARKETPLACE_STORE_URL)", url: (s: Settings) => s.marketplace.storeUrl },
   "tool-runs": { code: "tool-runs", message: "tool runs store not configured (set TOOL_RUNS_STORE_URL)", url: (s: Settings) => s.toolRuns.storeUrl },
+  storage: { code: "storage", message: "storage not configured (set STORAGE_BUCKET to an R2 binding)", url: (s: Settings) => s.storage.bucketBinding },
+  "tool-meta": { code: "tool-meta", message: "tool metadata store not configured (set TOOL_META_STORE_URL)", url: (s: Settings) => s.toolMeta.storeUrl },
 } as const;
 
 export type StoreName = keyof typeof STORES;

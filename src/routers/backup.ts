@@ -21,7 +21,7 @@ addRoute(
     method: "get",
     path: "/api/backup/sections",
     summary: "List the backup sections, in the order an import applies them (admin)",
-    description: "`secret: true` sections (keys, target-secrets, route-secrets, settings-secrets) hold credentials or secret values; an export writes them only when named.",
+    description: "`secret: true` sections (keys, target-secrets, route-secrets, hook-secrets, settings-secrets) hold credentials or secret values; an export writes them only when named.",
     area: AREA,
     auth: ADMIN,
     response: z.array(SectionInfo),

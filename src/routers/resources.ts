@@ -1,34 +1,51 @@
-/** Text resources: what TemplatedText `id` points at. Read via /api/resources, written via /api/storage. */
-import { Hono } from "hono";
+/**
+ * Text resources: what a TemplatedText `id` points at (docs/storage.md "Text resources"). Read
+ * here; written through the storage doors (src/routers/storage.ts). An id resolves in the content
+ * store first, then in the D1 text resources (src/storage/text-resources.ts).
+ */
+import { type Context, Hono } from "hono";
 import { z } from "zod";
 import type { AppEnv } from "../http/app-env";
 import { HttpError } from "../http/errors";
+import { intactIdentifier } from "../http/identifiers";
 import { addRoute } from "../http/route";
-import { deleteTextResource, readTextResource, resourceContent, resourceId, writeTextResource } from "../store/text-resources";
+import { bucketIn } from "../storage/bucket";
+import { STORAGE_PATH_MAX_BYTES } from "../storage/paths";
+import { resolveText } from "../storage/text-resources";
 
 export const resourcesRouter = new Hono<AppEnv>();
 
-const resourceView = z.object({ id: z.string(), content: z.string(), created_at: z.string(), updated_at: z.string() });
+/** A resource id: a storage path or a D1 text resource id (the same spelling for both). */
+const ResourceIdParam = intactIdentifier(z.string().min(1).max(STORAGE_PATH_MAX_BYTES));
 
-async function read(db: D1Database, id: string) {
-  const r = await readTextResource(db, id);
+const ResourceView = z
+  .object({ id: z.string(), content: z.string(), created_at: z.string(), updated_at: z.string(), source: z.enum(["storage", "d1"]) })
+  .strict();
+
+async function read(c: Context<AppEnv>, id: string) {
+  const bucket = bucketIn(c.env, c.get("settings").storage.bucketBinding);
+  const r = await resolveText({ bucket, db: c.env.DB }, id);
   if (!r) throw new HttpError(404, "resource not found");
   return r;
 }
+
+const DESCRIPTION =
+  "Resolves the id as a TemplatedText `id` does: the content store's object of that path first (UTF-8 text of at most 256 KiB, else 400), then the D1 text resource. `source` says which. 404 when neither holds it.";
 
 addRoute(
   resourcesRouter,
   {
     method: "get",
     path: "/api/resources/get",
-    summary: "Read a stored text resource by id",
+    summary: "Read a text resource by id",
+    description: DESCRIPTION,
     area: "resources",
     auth: { tag: "resources" },
-    query: z.object({ id: resourceId }),
-    response: resourceView,
+    query: z.object({ id: ResourceIdParam }),
+    response: ResourceView,
     errors: [404],
   },
-  (c, { query }) => read(c.env.DB, query.id),
+  (c, { query }) => read(c, query.id),
 );
 
 addRoute(
@@ -36,47 +53,13 @@ addRoute(
   {
     method: "post",
     path: "/api/resources/get",
-    summary: "Read a stored text resource by id (body form)",
+    summary: "Read a text resource by id (body form)",
+    description: DESCRIPTION,
     area: "resources",
     auth: { tag: "resources", action: "read" },
-    body: z.object({ id: resourceId }).strict(),
-    response: resourceView,
+    body: z.object({ id: ResourceIdParam }).strict(),
+    response: ResourceView,
     errors: [404],
   },
-  (c, { body }) => read(c.env.DB, body.id),
-);
-
-addRoute(
-  resourcesRouter,
-  {
-    method: "post",
-    path: "/api/storage/resources",
-    summary: "Create or replace a text resource (TemplatedText `id` source)",
-    area: "storage",
-    auth: { tag: "storage" },
-    body: z.object({ id: resourceId.optional(), content: resourceContent }).strict(),
-    response: z.object({ created: z.boolean(), resource: resourceView }),
-  },
-  async (c, { body }) => {
-    const id = body.id ?? crypto.randomUUID();
-    return writeTextResource(c.env.DB, id, body.content, new Date().toISOString());
-  },
-);
-
-addRoute(
-  resourcesRouter,
-  {
-    method: "delete",
-    path: "/api/storage/resources/{resource_id}",
-    summary: "Delete a text resource",
-    area: "storage",
-    auth: { tag: "storage" },
-    params: z.object({ resource_id: resourceId }),
-    response: z.object({ removed: z.literal(true), id: z.string() }),
-    errors: [404],
-  },
-  async (c, { params }) => {
-    if (!(await deleteTextResource(c.env.DB, params.resource_id))) throw new HttpError(404, "resource not found");
-    return { removed: true as const, id: params.resource_id };
-  },
+  (c, { body }) => read(c, body.id),
 );

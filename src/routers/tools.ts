@@ -12,6 +12,8 @@ import { type DispatchResult, createTargetContext, dispatchTool } from "../targe
 import { targetNameSchema } from "../targets/names";
 import { checkHttpToolDeclaration, deleteHttpTool, httpToolDeclarationSchema, httpToolViewSchema, httpToolView, upsertHttpTool } from "../targets/tools/http-tools";
 import { allToolSchemas, listToolNames, toolSchema } from "../targets/tools/registry";
+import { ToolTags } from "../tool-meta/model";
+import { toolTags } from "../tool-meta/views";
 
 export const toolsRouter = new Hono<AppEnv>();
 
@@ -41,6 +43,21 @@ addRoute(
     response: z.array(z.string()),
   },
   (c) => listToolNames(c.env.DB),
+);
+
+addRoute(
+  toolsRouter,
+  {
+    method: "get",
+    path: "/api/tools/tags",
+    summary: "Every registered tool with its tags, badges and hidden flag",
+    description:
+      "`[{name, tags, hidden, badges}]`, sorted by name, from the tool metadata overlay (docs/tool-metadata.md): a tool without a row, or every tool while TOOL_META_STORE_URL is unset, shows `tags: []`, `badges: []`, `hidden: null` (the default: shown).",
+    area: "tools",
+    auth: { tag: "tools" },
+    response: z.array(ToolTags),
+  },
+  (c) => toolTags(c.env.DB, c.get("settings").toolMeta.storeUrl !== null),
 );
 
 addRoute(

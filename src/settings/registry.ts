@@ -12,6 +12,7 @@ import { DEFAULT_JQ_BUDGET, JQ_MAX_MEMORY_MB, JQ_MAX_STEPS, JQ_MIN_MEMORY_MB, JQ
 import { ALLOW_PRIVATE_HOSTS_SETTING } from "../net/address-guard";
 import { DEFAULT_REFRESH_SECONDS, MAX_REFRESH_SECONDS, MIN_REFRESH_SECONDS, SETTINGS_KEY_SETTING, SETTINGS_PREVIOUS_KEYS_SETTING, SETTINGS_REFRESH_SETTING } from "./config-settings";
 import { SECRET_REFERENCE_ALLOWLIST_SETTING } from "./secret-references";
+import { STORAGE_BUCKET_SETTING, STORAGE_DEFAULTS, STORAGE_UPLOAD_CEILING_BYTES } from "./storage-settings";
 import { DEFAULT_MAX_MESSAGE_CHARS, NUMERIC_SETTINGS } from "./settings";
 
 /** How a value is written in the env (always as text) and what it must parse to. */
@@ -44,7 +45,7 @@ export interface SettingDefinition {
   /** A family of names (`NOTIFICATIONS_FROM_<CHANNEL>`): matches each concrete name. */
   family?: RegExp;
   /** The area the setting belongs to (groups the schema and the docs). */
-  area: "conversations" | "states" | "notifications" | "connectors" | "marketplace" | "tool-runs" | "schedules" | "hooks" | "interactions" | "runs" | "checkpoints" | "outbound" | "jq" | "access-control" | "channels" | "config";
+  area: "conversations" | "states" | "notifications" | "connectors" | "marketplace" | "tool-runs" | "schedules" | "hooks" | "interactions" | "storage" | "tool-meta" | "runs" | "checkpoints" | "outbound" | "jq" | "access-control" | "channels" | "config";
   type: SettingType;
   enum?: readonly string[];
   minimum?: number;
@@ -231,6 +232,18 @@ export const SETTINGS: readonly SettingDefinition[] = Object.freeze([
   int("INTERACTIONS_EVENTS_MAX", "interactions", 1000, 10, 100_000, "Events the interaction stream keeps for Last-Event-ID replays (oldest dropped first)."),
   int("INTERACTIONS_STREAM_MAX_SECONDS", "interactions", 300, 1, 3600, "The longest one GET /api/interactions/stream stays open; the client reconnects with Last-Event-ID."),
   int("INTERACTIONS_MEDIA_MAX_BYTES", "interactions", 10 * 1024 * 1024, 1024, 100 * 1024 * 1024, "Largest media item an answer stores (GET /api/interactions/media/{media_id}); a larger one is kept as a reference only."),
+  // Content (issue 19; docs/storage.md, docs/templates.md, docs/tool-metadata.md).
+  {
+    name: STORAGE_BUCKET_SETTING,
+    area: "storage",
+    type: "string",
+    default: null,
+    secret: false,
+    overlay: false,
+    description: "The R2 binding of the content store (storage and template doors, TemplatedText ids, plugin console assets); unset → 501 storage-not-configured. Env only: it names a binding.",
+  },
+  int("STORAGE_MAX_UPLOAD_BYTES", "storage", STORAGE_DEFAULTS.maxUploadBytes, 1, STORAGE_UPLOAD_CEILING_BYTES, "Largest object one upload (POST /api/storage/resources) stores, decoded; at most what a 1 MiB JSON body carries in base64."),
+  storeUrl("TOOL_META_STORE_URL", "tool-meta", "The tool metadata overlay's store (folders, tags, badges, hidden)", "every /api/tool-meta door answers 501 tool-meta-not-configured"),
   // Run traces (issue 16; docs/observability.md).
   int("RUNS_TRACE_RETENTION_SECONDS", "runs", 604_800, 60, 31_536_000, "How long the trace of a run outside the bridge (tool runs, agent runs) and its summary row live; a turn's trace lives as long as its record."),
   // Checkpoints.

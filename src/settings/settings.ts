@@ -13,6 +13,7 @@ import { type MarketplaceSettings, parseMarketplaceSettings } from "./marketplac
 import { type NotificationSettings, parseNotificationSettings } from "./notification-settings";
 import { type RunsSettings, parseRunsSettings } from "./runs-settings";
 import { type ScheduleSettings, parseScheduleSettings } from "./schedule-settings";
+import { type StorageSettings, type ToolMetaSettings, parseStorageSettings, parseToolMetaSettings } from "./storage-settings";
 import { ENV_NAME, SECRET_REFERENCE_ALLOWLIST_SETTING, isForbiddenReference, splitAllowlist } from "./secret-references";
 import { d1StoreUrl } from "./store-url";
 import { type ToolRunSettings, parseToolRunSettings } from "./tool-run-settings";
@@ -72,6 +73,10 @@ export interface Settings {
   interactions: InteractionSettings;
   /** `RUNS_*`: run traces (src/settings/runs-settings.ts). */
   runs: RunsSettings;
+  /** `STORAGE_*`: the R2 content store (src/settings/storage-settings.ts). */
+  storage: StorageSettings;
+  /** `TOOL_META_STORE_URL`: the tool metadata overlay (src/settings/storage-settings.ts). */
+  toolMeta: ToolMetaSettings;
   /** `JQ_BUDGET_STEPS`, `JQ_BUDGET_MEMORY_MB`: what one jq run may use (src/jq/engine.ts). */
   jq: JqBudget;
   /** `OUTBOUND_ALLOW_PRIVATE_HOSTS`: the outbound address guard lets private hosts through (src/net/address-guard.ts). */
@@ -254,9 +259,11 @@ export function parseSettings(env: Record<string, unknown>): SettingsResult {
   const hooks = parseHookSettings(env, errors);
   const interactions = parseInteractionSettings(env, errors);
   const runs = parseRunsSettings(env, errors);
+  const storage = parseStorageSettings(env, errors);
+  const toolMeta = parseToolMetaSettings(env, errors);
 
   if (errors.length) return { ok: false, errors };
-  return { ok: true, settings: { jq, conversations: c, states, notifications, connectors, marketplace, checkpoint: { provider, ttlMinutes }, outbound, secretReferences: { allowlist }, config, toolRuns, schedules, hooks, interactions, runs } };
+  return { ok: true, settings: { jq, conversations: c, states, notifications, connectors, marketplace, checkpoint: { provider, ttlMinutes }, outbound, secretReferences: { allowlist }, config, toolRuns, schedules, hooks, interactions, runs, storage, toolMeta } };
 }
 
 /** The jq budget settings: whole numbers within the bounds the engine can honour. */

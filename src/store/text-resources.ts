@@ -1,10 +1,13 @@
-/** Stored text resources (D1 `text_resources`), the `id` source of TemplatedText. */
+/**
+ * The D1 text resources (`text_resources`): a TemplatedText `id` source, read after the content
+ * store (src/storage/text-resources.ts has the order). A backup import restores them here.
+ */
 import { z } from "zod";
 
-/** A resource id, as the storage door and a backup import take it. */
+/** A D1 text resource id, as a backup import takes it. */
 export const resourceId = z.string().regex(/^[A-Za-z0-9_./-]{1,256}$/, { message: "must be 1-256 characters of letters, digits and _ . / -" });
 
-/** A resource's content, as the storage door and a backup import take it. */
+/** A D1 text resource's content, as a backup import takes it. */
 export const resourceContent = z.string().max(256 * 1024);
 
 export interface TextResource {
@@ -19,8 +22,8 @@ export async function readTextResource(db: D1Database, id: string): Promise<Text
 }
 
 /**
- * The create-or-replace of a resource as a statement; a replaced one keeps its `created_at`. The
- * storage door stamps both times now, a backup import batches it with its document's times.
+ * The create-or-replace of a resource as a statement; a replaced one keeps its `created_at`. A
+ * backup import batches it with its document's times.
  */
 export function upsertTextResourceStatement(db: D1Database, r: TextResource): D1PreparedStatement {
   return db
@@ -30,13 +33,14 @@ export function upsertTextResourceStatement(db: D1Database, r: TextResource): D1
     .bind(r.id, r.content, r.created_at, r.updated_at);
 }
 
-export async function writeTextResource(db: D1Database, id: string, content: string, now: string): Promise<{ created: boolean; resource: TextResource }> {
-  const existing = await readTextResource(db, id);
-  await upsertTextResourceStatement(db, { id, content, created_at: now, updated_at: now }).run();
-  return { created: !existing, resource: (await readTextResource(db, id))! };
-}
-
 export async function deleteTextResource(db: D1Database, id: string): Promise<boolean> {
   const res = await db.prepare("DELETE FROM text_resources WHERE id = ?").bind(id).run();
   return (res.meta.changes ?? 0) > 0;
+}
+
+/** Deletes every text resource whose id is under `dir/`; how many went. */
+export async function deleteTextResourcesUnder(db: D1Database, dir: string): Promise<number> {
+  const prefix = `${dir}/`;
+  const res = await db.prepare("DELETE FROM text_resources WHERE substr(id, 1, ?) = ?").bind(prefix.length, prefix).run();
+  return res.meta.changes ?? 0;
 }

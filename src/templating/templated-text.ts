@@ -7,7 +7,7 @@ import { z } from "zod";
 import { MAX_KWARGS_BYTES, boundedJsonObject } from "../http/bounded-json";
 import { HttpError } from "../http/errors";
 import { intactIdentifier } from "../http/identifiers";
-import { readTextResource } from "../store/text-resources";
+import { resolveTextAnywhere } from "../storage/text-resources";
 
 export const templatedTextSchema = z
   .object({
@@ -34,12 +34,15 @@ export function renderTemplate(template: string, kwargs: Record<string, unknown>
   }
 }
 
-/** Resolves `id` against stored text resources (404 when absent) and renders. */
+/**
+ * Resolves `id` (404 when absent) and renders. An id resolves in the content store first (the R2
+ * object of that key), then in the D1 text resources (src/storage/text-resources.ts).
+ */
 export async function renderTemplatedText(db: D1Database, t: TemplatedText): Promise<string> {
   let source: string;
   if (t.content !== undefined && t.content !== null) source = t.content;
   else {
-    const res = await readTextResource(db, t.id!);
+    const res = await resolveTextAnywhere(db, t.id!);
     if (!res) throw new HttpError(404, "templated text resource not found");
     source = res.content;
   }

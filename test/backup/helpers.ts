@@ -48,6 +48,11 @@ export async function wipeDeployment(): Promise<void> {
     "states",
     "settings_overlay",
     "config_profiles",
+    "tool_meta_folders",
+    "tool_meta_tools",
+    "hooks",
+    "hook_verifiers",
+    "hook_trigger_links",
   ];
   await env.DB.batch([
     ...tables.map((t) => env.DB.prepare(`DELETE FROM ${t}`)),

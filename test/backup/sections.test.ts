@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BASE, admin, call, fetchWithEnv, mintKey } from "../helpers/http";
 import { count, exportDoc, exported, importDoc, wipeDeployment } from "./helpers";
 
-const SECRET_SECTIONS = ["keys", "target-secrets", "route-secrets", "settings-secrets"];
+const SECRET_SECTIONS = ["keys", "target-secrets", "route-secrets", "hook-secrets", "settings-secrets"];
 const APPLY_ORDER = [
   "keys",
   "roles",
@@ -24,17 +24,21 @@ const APPLY_ORDER = [
   "target-configs",
   "routes",
   "route-secrets",
+  "hooks",
+  "hook-secrets",
   "settings-overlay",
   "settings-secrets",
   "profiles",
+  "tool-meta",
 ];
 
 const TOOL_LITERAL = "Bearer TOOLLITERALVALUE";
 const AGENT_LITERAL = "AGENTLITERALVALUE";
 const SECRET_SETTING_VALUE = "VERIFYTOKENSECRETVALUE";
 const PROFILE_SECRET_VALUE = "PROFILESECRETVALUE";
+const HOOK_VERIFIER_SECRET = "HOOKVERIFIERSECRETVALUE";
 
-const fx = { callerKey: "", callerHash: "", callbackSecret: "" };
+const fx = { callerKey: "", callerHash: "", callbackSecret: "", folderIds: [] as string[] };
 
 async function ok(r: { status: number; body: any }, what: string) {
   if (r.status !== 200) throw new Error(`${what}: ${r.status} ${JSON.stringify(r.body)}`);
@@ -78,6 +82,13 @@ beforeAll(async () => {
     "profile",
   );
   await ok(await call("PUT", "/api/config/profiles/calm", { key, body: { description: "calm v2", env: { CONVERSATIONS_PER_ADDRESS_TURNS_PER_HOUR: "12" } } }), "profile v2");
+  const sales = await ok(await call("POST", "/api/tool-meta/folders", { key, body: { name: "Sales" } }), "folder");
+  const crmFolder = await ok(await call("POST", "/api/tool-meta/folders", { key, body: { name: "CRM", parent_id: sales.folder_id } }), "subfolder");
+  fx.folderIds = [sales.folder_id, crmFolder.folder_id];
+  await ok(await call("PATCH", "/api/tool-meta/tools/crm", { key, body: { tags: ["crm"], badges: ["beta"], hidden: false, folder_id: crmFolder.folder_id } }), "tool meta");
+  await ok(await call("PUT", "/api/hooks/topics/crm-events/verifier", { key, body: { kind: "github", secret: HOOK_VERIFIER_SECRET } }), "verifier");
+  await ok(await call("POST", "/api/hooks", { key, body: { name: "crm-sync", topic: "crm-events", tool: "crm-lookup", execution_key: runner.user_id, expr: "{q: .id}" } }), "hook");
+  await ok(await call("POST", "/api/hooks/trigger-links", { key, body: { topic: "crm-events", execution_key: runner.user_id, name: "crm-manual", ttl_seconds: null } }), "trigger link");
 });
 
 afterAll(async () => {
@@ -169,13 +180,26 @@ describe("export", () => {
         ],
       },
     ]);
+    expect(s.hooks).toEqual([
+      { type: "verifier", topic: "crm-events", kind: "github", secret: "<redacted>", signature_header: null, delivery_header: null, created_by: "root", created_at: expect.any(String), updated_at: expect.any(String) },
+      expect.objectContaining({ type: "hook", name: "crm-sync", topic: "crm-events", tool: "crm-lookup", execution_key: "svc-runner", expr: "{q: .id}", expr_program: "{q: .id}", condition_program: null }),
+    ]);
+    expect(s["hook-secrets"]).toEqual([{ topic: "crm-events", secret: HOOK_VERIFIER_SECRET }]);
+    // Trigger links are capabilities: never in a backup.
+    expect(JSON.stringify(doc)).not.toContain("crm-manual");
+    const [sales, crm] = fx.folderIds;
+    expect(s["tool-meta"]).toEqual([
+      { kind: "folder", folder_id: sales, name: "Sales", parent_id: null, created_at: expect.any(String), updated_at: expect.any(String) },
+      { kind: "folder", folder_id: crm, name: "CRM", parent_id: sales, created_at: expect.any(String), updated_at: expect.any(String) },
+      { kind: "tool", name: "crm", tags: ["crm"], badges: ["beta"], hidden: false, folder_id: crm, updated_at: expect.any(String) },
+    ]);
   });
 
   it("without sections: every non-secret section, and no secret value anywhere in it", async () => {
     const r = await exportDoc();
     expect(Object.keys(r.body.sections)).toEqual(APPLY_ORDER.filter((n) => !SECRET_SECTIONS.includes(n)));
     const text = JSON.stringify(r.body);
-    for (const secret of [fx.callerHash, fx.callbackSecret, TOOL_LITERAL, AGENT_LITERAL, SECRET_SETTING_VALUE, PROFILE_SECRET_VALUE, '"ct"', "key_hash"]) expect(text).not.toContain(secret);
+    for (const secret of [fx.callerHash, fx.callbackSecret, TOOL_LITERAL, AGENT_LITERAL, SECRET_SETTING_VALUE, PROFILE_SECRET_VALUE, HOOK_VERIFIER_SECRET, '"ct"', "key_hash"]) expect(text).not.toContain(secret);
   });
 
   it("a secret section only when named, alone if named alone", async () => {

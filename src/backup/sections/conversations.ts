@@ -14,33 +14,19 @@
  */
 import { z } from "zod";
 import { base64url } from "../../auth/crypto";
-import { conditionNeedsRequest } from "../../auth/condition";
 import { bindExecutionKey } from "../../auth/pass-role";
-import { getRole } from "../../auth/roles";
 import { flushListings } from "../../bridge/indexes";
 import { type RouteRow, listRoutes, routeByChannelIdentity, routeHasThreads, upsertRouteStatement } from "../../bridge/routes-store";
 import { routeCreateBody, routeNameSchema } from "../../bridge/schemas";
 import { conflict } from "../../http/errors";
-import { JqError, jqCompile } from "../../jq/engine";
 import { listConfigs, putConfigStatement } from "../../persons/target-configs";
-import { BUILTIN_AGENT_NAMES } from "../../targets/agents/declarations";
-import { isBuiltinTool } from "../../targets/tools/builtins";
 import { assertDeclaredUrl } from "../../targets/urls";
-import { deployedAgents, deployedKeys, deployedPresets, deployedTools } from "../deployment";
-import type { RouteBackupRow, SectionName } from "../rows";
-import { type ImportContext, atRow, defineSection, inRow, parseAtRow, refuseDuplicates, rowFault, runBatch } from "../section";
+import { deployedKeys } from "../deployment";
+import type { RouteBackupRow } from "../rows";
+import { atRow, defineSection, inRow, parseAtRow, refuseDuplicates, rowFault, runBatch } from "../section";
 import { keyWillExist } from "./access-control";
 import { checkBindingNames, checkBindingsAtApply } from "./bindings";
-
-/** Is (kind, name) a target after this import: a built-in, in the deployment, or in this import? */
-async function targetWillExist(ctx: ImportContext, kind: "agent" | "tool", name: string): Promise<boolean> {
-  if (kind === "tool") {
-    if (isBuiltinTool(name) || (await deployedTools(ctx)).has(name) || (await deployedPresets(ctx)).has(name)) return true;
-    return (ctx.rows.tools ?? []).some((t) => t.declaration.title === name) || (ctx.rows.presets ?? []).some((p) => p.name === name);
-  }
-  if (BUILTIN_AGENT_NAMES.has(name) || (await deployedAgents(ctx)).has(name)) return true;
-  return (ctx.rows.agents ?? []).some((a) => a.declaration.title === name);
-}
+import { checkImportedExecutionKey, compiles, targetWillExist } from "./references";
 
 export const targetConfigsSection = defineSection({
   name: "target-configs",
@@ -65,41 +51,6 @@ export const targetConfigsSection = defineSection({
     return { applied: rows.length };
   },
 });
-
-/** The condition of role `name` after this import (null: none, or no such role). */
-async function roleConditionAfter(ctx: ImportContext, name: string | null): Promise<string | null> {
-  if (name === null) return null;
-  const imported = (ctx.rows.roles ?? []).find((r) => r.name === name);
-  if (imported) return imported.condition;
-  return (await getRole(ctx.db, name))?.condition ?? null;
-}
-
-/**
- * The pass-role rules (src/auth/pass-role.ts) for a key this import writes: its condition, its
- * role's and its owner's role's must be evaluable without a request. A key the import does not
- * write is checked by `bindExecutionKey` itself, which reads it.
- */
-async function checkImportedExecutionKey(ctx: ImportContext, i: number, userId: string): Promise<boolean> {
-  const key = (ctx.rows.keys ?? []).find((k) => k.user_id === userId && k.user_id !== ctx.principal.key.user_id);
-  if (!key) return false;
-  const owner = key.owner_user_id ? ((ctx.rows.keys ?? []).find((k) => k.user_id === key.owner_user_id) ?? null) : null;
-  const ownerRole = owner ? owner.role : key.owner_user_id ? ((await ctx.db.prepare("SELECT role FROM api_keys WHERE user_id = ?").bind(key.owner_user_id).first<{ role: string | null }>())?.role ?? null) : null;
-  if (key.condition && conditionNeedsRequest(key.condition)) throw rowFault("routes", i, "execution_key", "its condition reads .request, which a turn does not have");
-  for (const role of [key.role, ownerRole]) {
-    const condition = await roleConditionAfter(ctx, role);
-    if (condition && conditionNeedsRequest(condition)) throw rowFault("routes", i, "execution_key", "a role's condition reads .request, which a turn does not have");
-  }
-  return true;
-}
-
-async function compiles(section: SectionName, i: number, field: string, program: string): Promise<void> {
-  try {
-    await jqCompile(program);
-  } catch (err) {
-    if (err instanceof JqError) throw rowFault(section, i, field, err.kind === "budget" ? err.message : "jq program does not compile");
-    throw err;
-  }
-}
 
 const CallbackSecret = z.string().regex(/^[\x21-\x7e]{16,512}$/, { message: "must be 16-512 printable characters" });
 
@@ -155,7 +106,7 @@ export const routesSection = defineSection({
       if (body.callback_url) await atRow("routes", i, () => assertDeclaredUrl("callback_url", body.callback_url!, ctx.settings));
       if (!(await targetWillExist(ctx, body.target_kind, body.target_name))) throw rowFault("routes", i, "target_name", `names no ${body.target_kind} of the deployment or this import`);
       if (!(await keyWillExist(ctx, body.execution_key))) throw rowFault("routes", i, "execution_key", "names no key of the deployment or this import");
-      if (!(await checkImportedExecutionKey(ctx, i, body.execution_key)) && deployed.has(body.execution_key)) {
+      if (!(await checkImportedExecutionKey(ctx, "routes", i, body.execution_key, "a turn")) && deployed.has(body.execution_key)) {
         await atRow("routes", i, () => bindExecutionKey(ctx.db, ctx.principal, body.execution_key));
       }
       if (row.channel !== null && row.our_identity !== null) {

@@ -16,6 +16,7 @@
 import { stateStoreStub } from "../../contracts/state-rpc";
 import { JsonObject } from "../../http/bounded-json";
 import { parseStored } from "../../store/parse-stored";
+import { resolveTextAnywhere } from "../../storage/text-resources";
 import { AttachBody, attachTemplate } from "../../states/attachments";
 import { StateDeclarationBody, StateName, checkBaseSchema, looksLikeTemplatedText } from "../../states/declaration";
 import { declareState, stateNames } from "../../states/declarations";
@@ -101,7 +102,8 @@ export const statesSection = defineSection({
         if (problem) throw rowFault("states", i, "schema", problem);
       } else {
         const id = (body.schema as { id?: string | null }).id;
-        if (id && !resources.has(id)) throw rowFault("states", i, "schema.id", "names a text resource that is neither in the deployment nor in this import");
+        // A text resource may also live in the content store (R2), where the declaration door resolves it too.
+        if (id && !resources.has(id) && !(await resolveTextAnywhere(ctx.env.DB, id))) throw rowFault("states", i, "schema.id", "names a text resource that is neither in the deployment nor in this import");
       }
       const again = firstDuplicate(attachments, (a) => a.template);
       if (again >= 0) throw rowFault("states", i, `attachments.${again}.template`, "repeats the template of an earlier attachment");
