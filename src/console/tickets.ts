@@ -5,10 +5,9 @@
  * ticket in the query. A ticket is `ctk-` + 43 url-safe characters (32 random bytes), works once,
  * for one route, within TICKET_TTL_MS; only its SHA-256 is stored (in the route's ConsoleHub).
  */
-import { randomToken, sha256Hex } from "../auth/crypto";
+import { capabilityTokenKind } from "../auth/capability-tokens";
 
-export const TICKET_PREFIX = "ctk-";
-const TICKET_SHAPE = /^ctk-[A-Za-z0-9_-]{43}$/;
+const TICKET = capabilityTokenKind("ctk-");
 
 /** How long a minted ticket may wait for its socket. */
 export const TICKET_TTL_MS = 30_000;
@@ -22,20 +21,10 @@ export const SOCKET_MAX_AGE_MS = 10 * 60_000;
 /** The close code a socket gets when its session is over (the console reconnects with a new ticket). */
 export const SESSION_OVER_CODE = 4001;
 
-/** A fresh ticket. */
-export function mintTicket(): string {
-  return TICKET_PREFIX + randomToken();
-}
-
-/** Is `s` shaped like a ticket? A misshapen one is refused like an unknown one. */
-export function isTicketShaped(s: string): boolean {
-  return TICKET_SHAPE.test(s);
-}
-
-/** The stored form of a ticket. */
-export function ticketHash(ticket: string): Promise<string> {
-  return sha256Hex(ticket);
-}
+/** A fresh ticket; whether a string is shaped like one; its stored form (src/auth/capability-tokens.ts). */
+export const mintTicket = TICKET.mint;
+export const isTicketShaped = TICKET.isShaped;
+export const ticketHash = TICKET.hash;
 
 /** The socket path of a route (the ticket rides in its query). */
 export function livePath(routeName: string): string {

@@ -6,15 +6,15 @@
  * (null: until deleted); reads treat an expired link as gone, and the prune pass removes it.
  */
 import { z } from "zod";
-import { constantTimeEqual, randomToken, sha256Hex } from "../auth/crypto";
+import { capabilityTokenKind } from "../auth/capability-tokens";
+import { constantTimeEqual } from "../auth/crypto";
 import { userIdSchema } from "../auth/schemas";
 import { JsonObject, MAX_KWARGS_BYTES, boundedJsonObject } from "../http/bounded-json";
 import { jsonColumn, validStored } from "../store/parse-stored";
 import { HookTopic, TriggerLinkName } from "./names";
 
-export const TOKEN_PREFIX = "trg-";
-/** The shape of a token this service mints; anything else is a miss without a lookup. */
-export const TOKEN_PATTERN = /^trg-[A-Za-z0-9_-]{43}$/;
+/** A link's token (src/auth/capability-tokens.ts); a misshapen one is a miss without a lookup. */
+const TOKEN = capabilityTokenKind("trg-");
 /** The longest finite lifetime a link may be given (ten years); null is "until deleted". */
 export const MAX_LINK_TTL_SECONDS = 315_360_000;
 
@@ -108,8 +108,8 @@ export interface NewLink {
 
 /** Mints the token and stores the link; false (nothing written) when the name is taken by a live link. */
 export async function insertLink(db: D1Database, link: NewLink, nowMs: number): Promise<{ token: string } | null> {
-  const token = `${TOKEN_PREFIX}${randomToken()}`;
-  const hash = await sha256Hex(token);
+  const token = TOKEN.mint();
+  const hash = await TOKEN.hash(token);
   // An expired link's name is free again: its row is replaced in the same statement.
   const r = await db
     .prepare(
@@ -126,8 +126,8 @@ export async function insertLink(db: D1Database, link: NewLink, nowMs: number): 
 
 /** The live link a token opens, or null (malformed, unknown, expired): every miss is the same. */
 export async function linkByToken(db: D1Database, token: string, nowMs: number): Promise<StoredLink | null> {
-  if (!TOKEN_PATTERN.test(token)) return null;
-  const hash = await sha256Hex(token);
+  if (!TOKEN.isShaped(token)) return null;
+  const hash = await TOKEN.hash(token);
   const raw = await db.prepare(`SELECT ${COLUMNS} FROM hook_trigger_links WHERE token_hash = ?`).bind(hash).first<Record<string, unknown>>();
   if (!raw) return null;
   const link = validStored(StoredLink, raw, "hook_trigger_links row");

@@ -5,27 +5,19 @@
  * public door looks it up by). It lives `INTERACTIONS_TICKET_TTL_SECONDS`, never past its
  * interaction's expiry, and is spent by the answer it gives.
  */
-import { randomToken, sha256Hex } from "../auth/crypto";
+import { capabilityTokenKind } from "../auth/capability-tokens";
 import { numberedQuestion } from "./ask";
 import type { InteractionState } from "./record";
 
-export const TICKET_PREFIX = "itk-";
-const TICKET_SHAPE = /^itk-[A-Za-z0-9_-]{43}$/;
+const TICKET = capabilityTokenKind("itk-");
 
-/** A fresh ticket. */
-export function mintTicket(): string {
-  return TICKET_PREFIX + randomToken();
-}
-
-/** Is `s` shaped like a ticket? (A misshapen one is just another miss: the door answers the same 404.) */
-export function isTicketShaped(s: string): boolean {
-  return TICKET_SHAPE.test(s);
-}
-
-/** The stored form of a ticket. */
-export function ticketHash(ticket: string): Promise<string> {
-  return sha256Hex(ticket);
-}
+/**
+ * A fresh ticket; whether a string is shaped like one (a misshapen one is just another miss: the
+ * door answers the same 404); its stored form (src/auth/capability-tokens.ts).
+ */
+export const mintTicket = TICKET.mint;
+export const isTicketShaped = TICKET.isShaped;
+export const ticketHash = TICKET.hash;
 
 /** The public path of a ticket. */
 export function ticketPath(ticket: string): string {

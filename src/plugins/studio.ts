@@ -13,28 +13,19 @@
  */
 import { notFound } from "../http/errors";
 import { type ListOptions, viewOf } from "../storage/objects";
-import { extensionOf } from "../storage/content-types";
+import { extensionOf, typeForExtension } from "../storage/content-types";
 import { storagePathProblem } from "../storage/paths";
 
-/** The only files the studio door serves, by extension, with the type each is served as. */
-export const STUDIO_TYPES: Readonly<Record<string, string>> = {
-  html: "text/html; charset=utf-8",
-  js: "text/javascript; charset=utf-8",
-  mjs: "text/javascript; charset=utf-8",
-  css: "text/css; charset=utf-8",
-  json: "application/json",
-  map: "application/json",
-  txt: "text/plain; charset=utf-8",
-  svg: "image/svg+xml",
-  png: "image/png",
-  jpg: "image/jpeg",
-  jpeg: "image/jpeg",
-  gif: "image/gif",
-  webp: "image/webp",
-  ico: "image/x-icon",
-  woff: "font/woff",
-  woff2: "font/woff2",
-};
+/**
+ * The only files the studio door serves, by extension (the files of a static web page); each is
+ * served as the type the content store gives its extension (src/storage/content-types.ts).
+ */
+export const STUDIO_EXTENSIONS: ReadonlySet<string> = new Set(["html", "js", "mjs", "css", "json", "map", "txt", "svg", "png", "jpg", "jpeg", "gif", "webp", "ico", "woff", "woff2"]);
+
+/** The type a studio file is served as, or null when the door does not serve its kind. */
+export function studioType(path: string): string | null {
+  return STUDIO_EXTENSIONS.has(extensionOf(path)) ? typeForExtension(path) : null;
+}
 
 export const STUDIO_CSP = [
   "default-src 'none'",
@@ -85,7 +76,7 @@ export async function studioPanels(bucket: R2Bucket, ref: string): Promise<Studi
 
 /** The studio file `path` of plugin `ref` as a response, or 404 (unknown, or not a servable type). */
 export async function serveStudioAsset(bucket: R2Bucket, ref: string, path: string, request: Request): Promise<Response> {
-  const type = STUDIO_TYPES[extensionOf(path)];
+  const type = studioType(path);
   const key = `${studioDir(ref)}/${path}`;
   if (!type || storagePathProblem(key)) throw assetNotFound();
   const head = await bucket.head(key);
