@@ -8,6 +8,7 @@
  */
 import { Hono } from "hono";
 import { z } from "zod";
+import type { Principal } from "../auth/principal";
 import type { AppEnv } from "../http/app-env";
 import { forbidden, notFound } from "../http/errors";
 import { addRoute } from "../http/route";
@@ -20,6 +21,11 @@ import { VERIFIERS, VERIFIER_KINDS } from "../hooks/verifiers";
 import { VerifierBody, VerifierView, deleteVerifier, listVerifiers, putVerifier, verifierView } from "../hooks/verifier-store";
 
 export const hooksRouter = new Hono<AppEnv>();
+
+/** A restricted caller may delete only what it created (403); an absent row is left to the door's 404. */
+function refuseOthers(p: Principal, row: { created_by: string } | null): void {
+  if (row && row.created_by !== p.key.user_id) throw forbidden();
+}
 
 const DOOR = { area: "hooks", auth: { tag: "hooks" }, store: "tool-runs" } as const;
 const ADMIN_DOOR = { area: "hooks", auth: { tag: "hooks", admin: true }, store: "tool-runs" } as const;
@@ -137,10 +143,7 @@ addRoute(
   async (c, { params }) => {
     const p = c.get("principal")!;
     const now = Date.now();
-    if (p.restricted) {
-      const existing = await getLink(c.env.DB, params.name, now);
-      if (existing && existing.created_by !== p.key.user_id) throw forbidden();
-    }
+    if (p.restricted) refuseOthers(p, await getLink(c.env.DB, params.name, now));
     if (!(await deleteLink(c.env.DB, params.name, now))) throw notFound("trigger link not found");
     return { removed: true as const, name: params.name };
   },
@@ -211,10 +214,7 @@ addRoute(
   },
   async (c, { params }) => {
     const p = c.get("principal")!;
-    if (p.restricted) {
-      const existing = await getHook(c.env.DB, params.name);
-      if (existing && existing.created_by !== p.key.user_id) throw forbidden();
-    }
+    if (p.restricted) refuseOthers(p, await getHook(c.env.DB, params.name));
     if (!(await deleteHook(c.env.DB, params.name))) throw notFound("hook not found");
     return { removed: true as const, name: params.name };
   },
