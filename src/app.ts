@@ -50,6 +50,12 @@ import { templatesRouter } from "./routers/templates";
 import { toolMetaRouter } from "./routers/tool-meta";
 import { pluginsRouter } from "./routers/plugins";
 import { sandboxRouter } from "./routers/sandbox";
+import { mcpConfigRouter } from "./routers/mcp-config";
+import { mcpStatusRouter } from "./routers/mcp-status";
+import { manifestRouter } from "./routers/manifest";
+import { apiToolsRouter } from "./routers/api-tools";
+import { subMcpRouter } from "./routers/sub-mcp";
+import { extensionsRouter } from "./routers/extensions";
 
 export function createApp(): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
@@ -71,7 +77,7 @@ export function createApp(): Hono<AppEnv> {
 
   // The operator routers come before the message routes: `/messages/search` must not be taken
   // for a message id by `/messages/{message_id}` (Hono answers with the first registered match).
-  for (const router of [healthRouter, openapiRouter, authRouter, resourcesRouter, channelsRouter, channelWebhooksRouter, toolsRouter, conversationThreadsRouter, conversationModeRouter, conversationEventsRouter, conversationMessagesRouter, conversationRoutesRouter, agentsRouter, presetsRouter, checkpointsRouter, conversationConfigsRouter, conversationPersonsRouter, statesRouter, stateRecordsRouter, stateAttachmentsRouter, stateTemplatesRouter, statePendingSavesRouter, notificationsRouter, connectorsRouter, marketplaceRouter, accessControlRouter, loginRouter, configRouter, systemRouter, backupRouter, toolRunsRouter, schedulesRouter, hooksRouter, hookTriggersRouter, runsRouter, observabilityRouter, interactionsRouter, storageRouter, templatesRouter, toolMetaRouter, pluginsRouter, sandboxRouter, apiDocsRouter, consoleRouter]) app.route("/", router);
+  for (const router of [healthRouter, openapiRouter, authRouter, resourcesRouter, channelsRouter, channelWebhooksRouter, toolsRouter, conversationThreadsRouter, conversationModeRouter, conversationEventsRouter, conversationMessagesRouter, conversationRoutesRouter, agentsRouter, presetsRouter, checkpointsRouter, conversationConfigsRouter, conversationPersonsRouter, statesRouter, stateRecordsRouter, stateAttachmentsRouter, stateTemplatesRouter, statePendingSavesRouter, notificationsRouter, connectorsRouter, marketplaceRouter, accessControlRouter, loginRouter, configRouter, systemRouter, backupRouter, toolRunsRouter, schedulesRouter, hooksRouter, hookTriggersRouter, runsRouter, observabilityRouter, interactionsRouter, storageRouter, templatesRouter, toolMetaRouter, pluginsRouter, sandboxRouter, mcpConfigRouter, mcpStatusRouter, manifestRouter, apiToolsRouter, subMcpRouter, extensionsRouter, apiDocsRouter, consoleRouter]) app.route("/", router);
 
   app.notFound((c) => {
     const allowed = methodsForPath(c.req.path);

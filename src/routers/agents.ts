@@ -3,13 +3,16 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { principalGrantsRun } from "../auth/principal";
 import type { AppEnv } from "../http/app-env";
-import { forbidden, notFound } from "../http/errors";
+import { badRequest, forbidden, notFound } from "../http/errors";
 import { addRoute } from "../http/route";
 import { agentDeclarationSchema, agentView, agentViewSchema, checkAgentDeclaration, deleteDeclaredAgent, upsertDeclaredAgent } from "../targets/agents/declarations";
 import { agentExists, listAgents } from "../targets/agents/run";
 import { streamAgentRun } from "../targets/agents/sse";
 import { createTargetContext } from "../targets/dispatch";
 import { targetNameSchema } from "../targets/names";
+import { AgentRunFields, authoredRunInput, runThreadId, userMessage } from "../targets/presets/authored";
+import { getPreset } from "../targets/presets/store";
+import { resolveBaseTool } from "../targets/tools/registry";
 
 export const agentsRouter = new Hono<AppEnv>();
 
@@ -18,13 +21,27 @@ const agentSummary = z.object({
   description: z.string(),
   kind: z.enum(["builtin", "llm", "http"]),
   input_schema: z.record(z.string(), z.unknown()),
+  /** The agent's run tool as a preset's base_tool names it (the agent's name); null when a tool has that name. */
+  tool_name: z.string().nullable(),
+  /** Whether an authored agent may stand on it (platform facts B2): declared agents whose name no tool has. */
+  spec_runnable: z.boolean(),
 });
+type AgentListItem = z.infer<typeof agentSummary>;
 
-/** A caller-chosen thread id: printable, no spaces; `bridge:` ids belong to the bridge. */
-const runThreadId = z
-  .string()
-  .regex(/^[\x21-\x7e]{1,256}$/, { message: "must be 1-256 printable characters without spaces" })
-  .refine((id) => !id.startsWith("bridge:"), { message: "ids starting bridge: belong to the conversation bridge" });
+/**
+ * Every agent with its run tool and spec-runnable flag. A declared agent is spec-runnable (a preset
+ * may bake its run fields) unless a tool has its name: a preset's base_tool names the tool then. The
+ * built-in echo is code, and its name is the echo tool's, so it is not.
+ */
+async function agentItems(db: D1Database): Promise<AgentListItem[]> {
+  const agents = await listAgents(db);
+  return Promise.all(
+    agents.map(async (a) => {
+      const authorable = a.kind !== "builtin" && !(await resolveBaseTool(db, a.name));
+      return { ...a, tool_name: authorable ? a.name : null, spec_runnable: authorable };
+    }),
+  );
+}
 
 addRoute(
   agentsRouter,
@@ -37,7 +54,25 @@ addRoute(
     response: z.object({ items: z.array(agentSummary), total: z.number().int() }),
   },
   async (c) => {
-    const items = await listAgents(c.env.DB);
+    const items = await agentItems(c.env.DB);
+    return { items, total: items.length };
+  },
+);
+
+addRoute(
+  agentsRouter,
+  {
+    method: "get",
+    path: "/api/agents/spec-runnable",
+    summary: "List the spec-runnable agents (what an authored agent may stand on)",
+    description:
+      "The items of GET /api/agents whose spec_runnable is true: declared llm and http agents whose name no tool has. A preset whose base_tool names one is an authored agent (POST /api/agents/authored/{name}/runs). An empty list means no agent can be authored.",
+    area: "agents",
+    auth: { tag: "agents" },
+    response: z.object({ items: z.array(agentSummary), total: z.number().int() }),
+  },
+  async (c) => {
+    const items = (await agentItems(c.env.DB)).filter((a) => a.spec_runnable);
     return { items, total: items.length };
   },
 );
@@ -92,7 +127,7 @@ addRoute(
     area: "agents",
     auth: { tag: "agents", action: "read" },
     params: z.object({ name: targetNameSchema }),
-    body: z.object({ user_message: z.string().min(1).max(100_000), thread_id: runThreadId.optional() }).strict(),
+    body: z.object({ user_message: userMessage, thread_id: runThreadId.optional() }).strict(),
     produces: "text/event-stream",
     errors: [404],
   },
@@ -107,6 +142,43 @@ addRoute(
       asKey: { user_id: p.key.user_id, fingerprint: p.key.key_fingerprint },
       waitUntil: (promise) => c.executionCtx.waitUntil(promise),
       headers: { "x-thread-id": threadId },
+    });
+  },
+);
+
+addRoute(
+  agentsRouter,
+  {
+    method: "post",
+    path: "/api/agents/authored/{name}/runs",
+    summary: "Run an authored agent (a preset over an agent) as the caller's own key, streamed",
+    description:
+      "`name` is a preset whose base_tool names a declared agent (GET /api/agents/spec-runnable). The body gives the agent run fields the preset does not bake (`user_message`, `thread_id`); naming a baked field is 400, an unknown field 400, and user_message must come from one of the two. Needs agents:read and a run grant for the authored name (agent:<name>, agents:write or *), checked before any lookup; the run itself authorizes the base agent live as the key (agent:<base>), as the runs door does. Streamed exactly like POST /api/agents/{name}/runs; X-Thread-Id names the thread, X-Authored-Version the preset version run. Unknown preset 404; a preset over a tool 400; a base agent removed since 404.",
+    area: "agents",
+    auth: { tag: "agents", action: "read" },
+    params: z.object({ name: targetNameSchema }),
+    body: AgentRunFields,
+    produces: "text/event-stream",
+    errors: [404],
+  },
+  async (c, { params, body }) => {
+    const p = c.get("principal")!;
+    // Authorization comes before the lookup, so a caller without the grant learns nothing.
+    if (!principalGrantsRun(p, "agent", params.name)) throw forbidden();
+    const preset = await getPreset(c.env.DB, params.name);
+    if (!preset) throw notFound("authored agent not found");
+    const ctx = createTargetContext(c.env, c.get("settings"));
+    if (await resolveBaseTool(c.env.DB, preset.base_tool)) throw badRequest("the preset stands on a tool, not an agent: run it with POST /api/run-tool");
+    if (!(await agentExists(ctx, preset.base_tool))) throw notFound("the authored agent's base agent is not registered");
+    const baked = AgentRunFields.safeParse(preset.fixed_kwargs);
+    // The preset door checks the baked fields when it writes; a body that no longer reads so is stale.
+    if (!baked.success) throw badRequest("the preset's fixed_kwargs are not agent run fields");
+    const input = authoredRunInput(baked.data, body);
+    const threadId = input.thread_id ?? crypto.randomUUID();
+    return streamAgentRun(ctx, preset.base_tool, { thread_id: threadId, user_message: input.user_message }, {
+      asKey: { user_id: p.key.user_id, fingerprint: p.key.key_fingerprint },
+      waitUntil: (promise) => c.executionCtx.waitUntil(promise),
+      headers: { "x-thread-id": threadId, "x-authored-version": String(preset.current_version) },
     });
   },
 );

@@ -2,16 +2,23 @@
 import { type Context, Hono } from "hono";
 import { z } from "zod";
 import type { AppEnv } from "../http/app-env";
-import { HttpError, badRequest, notConfigured } from "../http/errors";
+import { HttpError, badRequest, conflict, notConfigured } from "../http/errors";
 import { checkBindingForSave } from "../states/binding-save";
 import type { StateBinding } from "../states/state-binding";
 import { addRoute } from "../http/route";
+import { principalGrantsTag } from "../auth/principal";
+import { getDeclaredAgent } from "../targets/agents/declarations";
 import { targetNameSchema } from "../targets/names";
+import { checkAuthoredBody } from "../targets/presets/authored";
+import { PresetReferee, type RefereeKind, presetReferees } from "../targets/presets/referees";
+import { renamePreset } from "../targets/presets/rename";
 import {
+  type PresetBody,
   carryForward,
   initialBody,
   parseVersionSegment,
   presetBodyOf,
+  presetBodySchema,
   presetCreateSchema,
   presetPatchSchema,
   presetVersionViewSchema,
@@ -32,6 +39,7 @@ import {
   setVersionTags,
   versionNotFound,
 } from "../targets/presets/store";
+import { isBuiltinTool } from "../targets/tools/builtins";
 import { resolveBaseTool, resolveTool } from "../targets/tools/registry";
 
 export const presetsRouter = new Hono<AppEnv>();
@@ -56,11 +64,35 @@ function versionOr400(segment: string): number {
   return v;
 }
 
-/** A preset stands on a built-in or declared tool: not on nothing (404), not on a preset (400). */
-async function assertBaseTool(db: D1Database, name: string): Promise<void> {
-  if (await resolveBaseTool(db, name)) return;
-  if (await resolveTool(db, name)) throw badRequest("base_tool must name a built-in or declared HTTP tool, not a preset");
+/** What a preset stands on: a tool (a tool preset) or an agent (an authored agent, issue 19). */
+type BaseKind = "tool" | "agent";
+
+/**
+ * A preset stands on a built-in or declared tool, or on a declared agent (an authored agent): not
+ * on nothing (404), not on a preset (400). A tool wins over an agent of the same name.
+ */
+async function baseKindOf(db: D1Database, name: string): Promise<BaseKind> {
+  if (await resolveBaseTool(db, name)) return "tool";
+  if (await resolveTool(db, name)) throw badRequest("base_tool must name a built-in or declared tool or a declared agent, not a preset");
+  if (await getDeclaredAgent(db, name)) return "agent";
   throw new HttpError(404, "base_tool not found");
+}
+
+/** The body's own checks by what it stands on: an authored agent's fields, or a tool preset's state binding. */
+async function checkBody(c: Context<AppEnv>, body: PresetBody, kind: BaseKind | null, bindingGiven: boolean): Promise<void> {
+  if (kind === "agent") return checkAuthoredBody(body);
+  if (bindingGiven) await checkPresetBinding(c, body.state_binding);
+}
+
+/**
+ * A new preset's name: not a built-in (409), nor a declared tool or preset (409; the create
+ * re-checks declared tools inside its write), nor an agent's (400: an agent's run tool has its name).
+ */
+async function checkNewName(db: D1Database, name: string): Promise<void> {
+  if (isBuiltinTool(name)) throw conflict("name is the name of a built-in tool");
+  const taken = await resolveTool(db, name);
+  if (taken) throw conflict(taken.kind === "preset" ? "a preset with this name already exists" : "name is the name of a declared tool");
+  if (await getDeclaredAgent(db, name)) throw badRequest("invalid body: name: is the name of an agent (an agent's run tool is named by it)");
 }
 
 async function presetOr404(db: D1Database, name: string) {
@@ -76,7 +108,7 @@ addRoute(
     path: "/api/presets",
     summary: "Create a preset (version 1)",
     description:
-      "A preset is a live tool name: dispatching it merges fixed_kwargs over the caller's arguments (fixed wins), validates the merge against input_schema, runs base_tool and checks the result against output_schema. The name may not be a tool's (409), nor an existing preset's (409: append versions instead). base_tool must exist (404) and not be a preset (400).",
+      "A preset is a live tool name: dispatching it merges fixed_kwargs over the caller's arguments (fixed wins), validates the merge against input_schema, runs base_tool inside its `extensions` combos (docs/extensions.md) and checks the result against output_schema. The name may not be a tool's (409), nor an existing preset's (409: append versions instead), nor an agent's (400). base_tool must exist (404) and not be a preset (400). A base_tool naming a declared agent (and no tool) makes an authored agent: fixed_kwargs bake agent run fields (user_message, thread_id), run with POST /api/agents/authored/{name}/runs; it takes no schemas, state_binding or extensions (400).",
     area: "presets",
     auth: { tag: "presets" },
     body: presetCreateSchema,
@@ -84,9 +116,10 @@ addRoute(
     errors: [404, 409],
   },
   async (c, { body }) => {
-    await assertBaseTool(c.env.DB, body.base_tool);
-    await checkPresetBinding(c, body.state_binding ?? null);
-    return createPreset(c.env.DB, body.name, initialBody(body), new Date().toISOString());
+    const preset = initialBody(body);
+    await checkNewName(c.env.DB, body.name);
+    await checkBody(c, preset, await baseKindOf(c.env.DB, body.base_tool), true);
+    return createPreset(c.env.DB, body.name, preset, new Date().toISOString());
   },
 );
 
@@ -164,7 +197,7 @@ addRoute(
     method: "post",
     path: "/api/presets/{name}/versions",
     summary: "Append a version and make it active",
-    description: "Omitted fields carry forward from the active version; null clears input_schema or output_schema.",
+    description: "Omitted fields carry forward from the active version; null clears input_schema, output_schema or state_binding; `extensions` replaces the combos ([] clears).",
     area: "presets",
     auth: { tag: "presets" },
     params: nameParams,
@@ -174,9 +207,11 @@ addRoute(
   },
   async (c, { params, body }) => {
     const p = await presetOr404(c.env.DB, params.name);
-    if (body.base_tool !== undefined) await assertBaseTool(c.env.DB, body.base_tool);
-    if (body.state_binding) await checkPresetBinding(c, body.state_binding);
-    const v = await appendVersion(c.env.DB, params.name, carryForward(presetBodyOf(p), body), new Date().toISOString());
+    const next = carryForward(presetBodyOf(p), body);
+    // A carried-forward base that has gone since is not checked (as before); a given one must exist.
+    const kind = body.base_tool !== undefined ? await baseKindOf(c.env.DB, next.base_tool) : await baseKindOf(c.env.DB, next.base_tool).catch(() => null);
+    await checkBody(c, next, kind, Boolean(body.state_binding));
+    const v = await appendVersion(c.env.DB, params.name, next, new Date().toISOString());
     return versionView(v, v.version);
   },
 );
@@ -243,5 +278,84 @@ addRoute(
     const v = await getVersion(c.env.DB, params.name, version);
     if (!v) throw versionNotFound();
     return versionView(v, p.current_version);
+  },
+);
+
+addRoute(
+  presetsRouter,
+  {
+    method: "get",
+    path: "/api/presets/{name}/referees",
+    summary: "What uses a preset by name",
+    description:
+      "`{name, referees: [{kind, name, movable}], total}`: conversation routes targeting it, its target conversation config, hooks and schedules firing it, presets whose active version stands on it, llm agents offering it in tool_names, sub-MCP endpoints exposing it. `movable` says whether a rename with move_references rewrites it (schedules and presets are not). Unknown preset 404.",
+    area: "presets",
+    auth: { tag: "presets" },
+    params: nameParams,
+    response: z.object({ name: z.string(), referees: z.array(PresetReferee), total: z.number().int() }),
+    errors: [404],
+  },
+  async (c, { params }) => {
+    await presetOr404(c.env.DB, params.name);
+    const referees = await presetReferees(c.env.DB, params.name);
+    return { name: params.name, referees, total: referees.length };
+  },
+);
+
+addRoute(
+  presetsRouter,
+  {
+    method: "post",
+    path: "/api/presets/validate",
+    summary: "Dry-run a preset create body (nothing is stored)",
+    description:
+      "The body of POST /api/presets, run through the same checks (schema 400, name taken 409 or an agent's 400, base_tool 404/400, an authored agent's fields 400, the state binding), storing nothing. Answers `{valid: true, name, kind: tool_preset|authored_agent, body}` with the version body a create would store.",
+    area: "presets",
+    auth: { tag: "presets" },
+    body: presetCreateSchema,
+    response: z.object({ valid: z.literal(true), name: z.string(), kind: z.enum(["tool_preset", "authored_agent"]), body: presetBodySchema }),
+    errors: [404, 409],
+  },
+  async (c, { body }) => {
+    const preset = initialBody(body);
+    await checkNewName(c.env.DB, body.name);
+    const kind = await baseKindOf(c.env.DB, body.base_tool);
+    await checkBody(c, preset, kind, true);
+    return { valid: true as const, name: body.name, kind: kind === "agent" ? ("authored_agent" as const) : ("tool_preset" as const), body: preset };
+  },
+);
+
+/** The referee kinds the caller may rewrite: its write grants on their areas (admin for declarations). */
+function movableBy(c: Context<AppEnv>): Set<RefereeKind> {
+  const p = c.get("principal")!;
+  const kinds = new Set<RefereeKind>();
+  if (principalGrantsTag(p, "conversations", "write")) kinds.add("route").add("conversation_config");
+  if (principalGrantsTag(p, "hooks", "write")) kinds.add("hook");
+  if (p.admin) kinds.add("agent").add("sub_mcp");
+  return kinds;
+}
+
+addRoute(
+  presetsRouter,
+  {
+    method: "post",
+    path: "/api/presets/{name}/rename",
+    summary: "Rename a preset (refused while referenced, unless the references move with it)",
+    description:
+      "`{new_name, move_references?: false}`. One D1 batch moves the preset, every version and its tool metadata row. Referenced (GET .../referees) without move_references: 409 naming the references. With it, routes, the conversation config, hooks, llm agents' tool_names and sub-MCP tool lists are rewritten in the same batch; schedules and presets standing on it cannot move (409 naming them), and moving needs write access to each area touched (conversations:write for routes and configs, hooks:write for hooks, admin for agents and sub-MCP; else 403). new_name taken by a tool or preset 409, by an agent 400; a plugin's preset 409. Grants naming the old name (tool:<name>) are not rewritten.",
+    area: "presets",
+    auth: { tag: "presets" },
+    params: nameParams,
+    body: z.object({ new_name: targetNameSchema, move_references: z.boolean().default(false) }).strict(),
+    response: z.object({ preset: presetViewSchema, renamed_from: z.string(), moved: z.array(PresetReferee) }),
+    errors: [404, 409],
+  },
+  async (c, { params, body }) => {
+    const moved = await renamePreset(
+      c.env.DB,
+      { from: params.name, to: body.new_name, move: body.move_references, mayMove: movableBy(c) },
+      new Date().toISOString(),
+    );
+    return { preset: await presetOr404(c.env.DB, body.new_name), renamed_from: params.name, moved };
   },
 );

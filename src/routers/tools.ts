@@ -1,4 +1,7 @@
-/** Tool doors (decisions §4): registry reads, HTTP tool declarations and admin run-tool. */
+/**
+ * Tool doors (decisions §4): registry reads, HTTP tool declarations, admin run-tool, and the tool
+ * sources' reload and remove (issue 19; docs/mcp.md, docs/manifest.md).
+ */
 import { Hono } from "hono";
 import { z } from "zod";
 import type { AppEnv } from "../http/app-env";
@@ -7,6 +10,10 @@ import { type JsonValue, boundedJsonObject } from "../http/bounded-json";
 import { HttpError, badRequest, notFound } from "../http/errors";
 import { addRoute } from "../http/route";
 import { waitUntilOf } from "../http/wait-until";
+import { RemoveSourceBody, RemovedSource, removeToolSource } from "../manifest/sources";
+import { StatusList, reloadAll, reloadServer } from "../mcp/config";
+import { mcpTitleSchema } from "../mcp/declarations";
+import { toolNameSchema } from "../mcp/names";
 import { tracedDirectRun } from "../runs/direct";
 import { type DispatchResult, createTargetContext, dispatchTool } from "../targets/dispatch";
 import { targetNameSchema } from "../targets/names";
@@ -68,7 +75,7 @@ addRoute(
     summary: "A tool's input and output JSON Schemas and description",
     area: "tools",
     auth: { tag: "tools" },
-    params: z.object({ tool_name: targetNameSchema }),
+    params: z.object({ tool_name: toolNameSchema }),
     response: schemaView,
     errors: [404],
   },
@@ -102,7 +109,7 @@ addRoute(
       "Answers the tool's result as `data`. Unknown tool 404; kwargs failing the input schema 400 (the message names locations, never values); any other failure 500 with the dispatcher's message and code `tool-<kind>` (tool-timeout, tool-transport, tool-http-status, tool-non-json, tool-error).",
     area: "tools",
     auth: { tag: "tools", admin: true },
-    body: z.object({ tool_name: targetNameSchema, arguments: boundedJsonObject(MAX_BODY_BYTES).default({}) }).strict(),
+    body: z.object({ tool_name: toolNameSchema, arguments: boundedJsonObject(MAX_BODY_BYTES).default({}) }).strict(),
     response: z.unknown(),
     errors: [404],
   },
@@ -160,4 +167,43 @@ addRoute(
     await deleteHttpTool(c.env.DB, params.title);
     return { removed: true as const, title: params.title };
   },
+);
+
+addRoute(
+  toolsRouter,
+  {
+    method: "post",
+    path: "/api/tools/reload",
+    summary: "Re-list the MCP servers' tools (every server, or one)",
+    description:
+      "Body optional: `{server?: title}`. Lists each declared MCP server again (a deregistered one registers again) and answers their statuses `{items, total}` as GET /api/mcp-status does; an unknown server is 404. Built-ins, HTTP tools, API tools and presets are read from D1 at every lookup, so they need no reload.",
+    area: "tools",
+    auth: { tag: "tools" },
+    body: z.object({ server: mcpTitleSchema.optional() }).strict(),
+    bodyOptional: true,
+    response: StatusList,
+    errors: [404],
+  },
+  async (c, { body }) => {
+    const ctx = createTargetContext(c.env, c.get("settings"));
+    if (body.server === undefined) return reloadAll(ctx);
+    return { items: [await reloadServer(ctx, body.server)], total: 1 };
+  },
+);
+
+addRoute(
+  toolsRouter,
+  {
+    method: "post",
+    path: "/api/tools/remove",
+    summary: "Remove a tool source (admin)",
+    description:
+      "`{name, kind?}` removes what the tool comes from: an HTTP tool (`http_tool`), an API tool (`api_tool`), an MCP server with all its tools (`mcp_server`, by title), or one MCP tool (`mcp_tool`, `<server>.<tool>`: added to the server's `exclude` so reloads keep it away). `kind` is needed only when a name is both an HTTP or API tool and an MCP server (409 without it). A built-in or a preset is 409; an unknown name 404.",
+    area: "tools",
+    auth: { tag: "tools", admin: true },
+    body: RemoveSourceBody,
+    response: RemovedSource,
+    errors: [404, 409],
+  },
+  (c, { body }) => removeToolSource(c.env.DB, body, new Date().toISOString()),
 );

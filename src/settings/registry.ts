@@ -45,7 +45,7 @@ export interface SettingDefinition {
   /** A family of names (`NOTIFICATIONS_FROM_<CHANNEL>`): matches each concrete name. */
   family?: RegExp;
   /** The area the setting belongs to (groups the schema and the docs). */
-  area: "conversations" | "states" | "notifications" | "connectors" | "marketplace" | "tool-runs" | "schedules" | "hooks" | "interactions" | "storage" | "tool-meta" | "runs" | "checkpoints" | "outbound" | "jq" | "access-control" | "channels" | "config";
+  area: "conversations" | "states" | "notifications" | "connectors" | "marketplace" | "tool-runs" | "schedules" | "hooks" | "interactions" | "storage" | "tool-meta" | "runs" | "mcp" | "checkpoints" | "outbound" | "jq" | "access-control" | "channels" | "config";
   type: SettingType;
   enum?: readonly string[];
   minimum?: number;
@@ -246,6 +246,9 @@ export const SETTINGS: readonly SettingDefinition[] = Object.freeze([
   storeUrl("TOOL_META_STORE_URL", "tool-meta", "The tool metadata overlay's store (folders, tags, badges, hidden)", "every /api/tool-meta door answers 501 tool-meta-not-configured"),
   // Run traces (issue 16; docs/observability.md).
   int("RUNS_TRACE_RETENTION_SECONDS", "runs", 604_800, 60, 31_536_000, "How long the trace of a run outside the bridge (tool runs, agent runs) and its summary row live; a turn's trace lives as long as its record."),
+  // MCP servers as tool sources (issue 19; docs/mcp.md).
+  int("MCP_LIST_TIMEOUT_SECONDS", "mcp", 15, 1, 120, "Deadline of one listing of an MCP server's tools (connect, initialize, every tools/list page), at declaration and at each reload."),
+  int("MCP_MAX_TOOLS_PER_SERVER", "mcp", 256, 1, 1000, "Most tools one MCP server registers; a listing past it keeps the first ones and reports the rest as skipped."),
   // Checkpoints.
   { name: "LLM_PROVIDER_CHECKPOINT", area: "checkpoints", type: "enum", enum: ["kv", "d1", "memory"], default: "kv", secret: false, overlay: true, description: "Agent memory provider: kv (thread object storage), d1 or memory." },
   { name: "LLM_PROVIDER_CHECKPOINT_TTL_MINUTES", area: "checkpoints", type: "number", exclusiveMinimum: 0, default: null, secret: false, overlay: true, description: "Idle TTL of agent memory in minutes; unset keeps it forever." },

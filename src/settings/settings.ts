@@ -10,6 +10,7 @@ import { type ConnectorSettings, parseConnectorSettings } from "./connector-sett
 import { type HookSettings, parseHookSettings } from "./hook-settings";
 import { type InteractionSettings, parseInteractionSettings } from "./interaction-settings";
 import { type MarketplaceSettings, parseMarketplaceSettings } from "./marketplace-settings";
+import { type McpSettings, parseMcpSettings } from "./mcp-settings";
 import { type NotificationSettings, parseNotificationSettings } from "./notification-settings";
 import { type RunsSettings, parseRunsSettings } from "./runs-settings";
 import { type ScheduleSettings, parseScheduleSettings } from "./schedule-settings";
@@ -77,6 +78,8 @@ export interface Settings {
   storage: StorageSettings;
   /** `TOOL_META_STORE_URL`: the tool metadata overlay (src/settings/storage-settings.ts). */
   toolMeta: ToolMetaSettings;
+  /** `MCP_*`: MCP servers as tool sources (src/settings/mcp-settings.ts). */
+  mcp: McpSettings;
   /** `JQ_BUDGET_STEPS`, `JQ_BUDGET_MEMORY_MB`: what one jq run may use (src/jq/engine.ts). */
   jq: JqBudget;
   /** `OUTBOUND_ALLOW_PRIVATE_HOSTS`: the outbound address guard lets private hosts through (src/net/address-guard.ts). */
@@ -261,9 +264,10 @@ export function parseSettings(env: Record<string, unknown>): SettingsResult {
   const runs = parseRunsSettings(env, errors);
   const storage = parseStorageSettings(env, errors);
   const toolMeta = parseToolMetaSettings(env, errors);
+  const mcp = parseMcpSettings(env, errors);
 
   if (errors.length) return { ok: false, errors };
-  return { ok: true, settings: { jq, conversations: c, states, notifications, connectors, marketplace, checkpoint: { provider, ttlMinutes }, outbound, secretReferences: { allowlist }, config, toolRuns, schedules, hooks, interactions, runs, storage, toolMeta } };
+  return { ok: true, settings: { jq, conversations: c, states, notifications, connectors, marketplace, checkpoint: { provider, ttlMinutes }, outbound, secretReferences: { allowlist }, config, toolRuns, schedules, hooks, interactions, runs, storage, toolMeta, mcp } };
 }
 
 /** The jq budget settings: whole numbers within the bounds the engine can honour. */

@@ -8,8 +8,11 @@
  */
 import { authorizeTurn } from "../auth/pass-role";
 import { ConnectionRefError, connectionHeaderValue } from "../connectors/token-resolution";
+import { buildApiRequest, sendApiRequest } from "../manifest/api-tool-call";
+import { callMcpTool } from "../mcp/call";
 import { MAX_BODY_BYTES } from "../http/body";
 import { checkJsonBounds } from "../http/bounded-json";
+import { applyExtensions } from "../extensions/apply";
 import type { ExecutionKeyRef, TargetContext } from "./context";
 import { EnvRefError, resolveCallHeaders } from "./env-refs";
 import { checkAgainstSchema } from "./json-schema";
@@ -88,6 +91,31 @@ async function runBuiltin(ctx: TargetContext, tool: BaseTool & { kind: "builtin"
   return { ok: true, value: timed.value };
 }
 
+/**
+ * An MCP server's tool (docs/mcp.md): `tools/call` in its own session under the deadline. A
+ * protocol or configuration failure (an unresolvable header, an answer that is not MCP) and an
+ * `isError` result are tool errors; the message names the server, a status or a JSON-RPC code.
+ */
+async function runMcpTool(ctx: TargetContext, tool: BaseTool & { kind: "mcp" }, kwargs: Record<string, unknown>, timeoutMs: number): Promise<DispatchResult> {
+  const r = await callMcpTool(ctx, tool.tool.server, tool.tool.remote.remote_name, tool.name, kwargs, timeoutMs);
+  if (r.ok) return r;
+  return fail(r.kind === "timeout" || r.kind === "transport" || r.kind === "http_status" ? r.kind : "tool_error", r.message);
+}
+
+/** An API tool (docs/manifest.md): the kwargs laid out as the operation's path, query, headers and body. */
+async function runApiTool(ctx: TargetContext, tool: BaseTool & { kind: "api" }, kwargs: Record<string, unknown>, timeoutMs: number): Promise<DispatchResult> {
+  let headers: Record<string, string>;
+  try {
+    headers = await resolveCallHeaders(ctx.env, tool.tool.headers, (ref) => connectionHeaderValue(ctx, ref));
+  } catch (err) {
+    if (err instanceof EnvRefError || err instanceof ConnectionRefError) return fail("tool_error", err.message);
+    throw err;
+  }
+  const req = buildApiRequest(tool.tool, kwargs, headers);
+  if ("error" in req) return fail("invalid_kwargs", `invalid kwargs: ${req.error}`);
+  return sendApiRequest(ctx.fetch, req, timeoutMs, ctx.settings.outbound);
+}
+
 /** Validates and runs a non-preset tool. */
 async function runBase(ctx: TargetContext, tool: BaseTool, kwargs: Record<string, unknown>, timeoutMs: number | undefined): Promise<DispatchResult> {
   const schema = tool.tool.input_schema;
@@ -96,7 +124,9 @@ async function runBase(ctx: TargetContext, tool: BaseTool, kwargs: Record<string
     if (!check.ok) return invalid(check.problems);
   }
   const ms = timeoutMs ?? tool.tool.timeout_seconds * 1000;
-  return tool.kind === "builtin" ? runBuiltin(ctx, tool, kwargs, ms) : runHttpTool(ctx, tool, kwargs, ms);
+  if (tool.kind === "builtin") return runBuiltin(ctx, tool, kwargs, ms);
+  if (tool.kind === "api") return runApiTool(ctx, tool, kwargs, ms);
+  return tool.kind === "mcp" ? runMcpTool(ctx, tool, kwargs, ms) : runHttpTool(ctx, tool, kwargs, ms);
 }
 
 /** How a dispatch reads as a run's step (issue 16): its failure kind and message are the admin-only detail. Pure. */
@@ -131,8 +161,12 @@ async function dispatchUntimed(ctx: TargetContext, name: string, kwargs: unknown
   // Doors bound their kwargs already; this covers the rest (payload_expr output, model tool calls).
   const unbounded = checkJsonBounds(kwargs, MAX_BODY_BYTES);
   if (unbounded) return fail("invalid_kwargs", `invalid kwargs: ${unbounded}`);
-  if (tool.kind !== "preset") return runBase(ctx, tool, kwargs, opts.timeoutMs);
+  // Extensions (docs/extensions.md) wrap the call itself: after authorization, resolution and the kwargs checks.
+  return applyExtensions(ctx, { tool, kwargs, asKey: opts.asKey }, () => (tool.kind === "preset" ? runPreset(ctx, tool, kwargs, opts) : runBase(ctx, tool, kwargs, opts.timeoutMs)));
+}
 
+/** A preset's call: its fixed kwargs over the caller's, its input_schema, its base tool, its output_schema. */
+async function runPreset(ctx: TargetContext, tool: Extract<ResolvedTool, { kind: "preset" }>, kwargs: Record<string, unknown>, opts: DispatchOptions): Promise<DispatchResult> {
   const merged = mergeKwargs(kwargs, tool.body.fixed_kwargs);
   if (tool.body.input_schema) {
     const check = checkAgainstSchema(tool.body.input_schema, merged);

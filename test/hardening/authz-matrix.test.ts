@@ -24,7 +24,9 @@
  * (src/http/route.ts), so the door may then answer 400 or 404 for the minimal request sent here.
  * One documented refinement beyond the declaration: decisions §2 — an owned key cannot mint keys,
  * and src/routers/auth.ts lets owned keys manage none — so an owned key may get 403 on `auth`
- * write doors once the handler runs.
+ * write doors once the handler runs. Another: the agent run doors need, besides `agents:read`, a
+ * run grant for the agent named in the path (docs/targets.md), so a narrow reader may get the
+ * generic 403 there once the handler runs.
  */
 import { beforeAll, describe, expect, it } from "vitest";
 import { type Answer, type Requirement, type RouteSpec, bootstrapAdmin, callJson, dispatch, doors, fillPath, label, pathParamNames, requirementOf } from "./doors";
@@ -49,8 +51,11 @@ const UNAUTHORIZED = { kind: "refused", status: 401, error: "Unauthorized" } as 
 const FORBIDDEN = { kind: "refused", status: 403, error: "Forbidden" } as const;
 const PASSES = { kind: "passes" } as const;
 
+/** Doors that also need a run grant for the agent their path names (`agent:<name>`, `agents:write`, `*`). */
+const RUN_GRANT_DOORS = new Set(["POST /api/agents/{name}/runs", "POST /api/agents/authored/{name}/runs"]);
+
 /** What the declaration says `caller` gets at a door with requirement `req`. */
-function expectation(req: Requirement, caller: Caller): Expectation {
+function expectation(req: Requirement, caller: Caller, door?: RouteSpec): Expectation {
   if (req.kind === "public") return { kind: "public" };
   if (caller === "no key") return AUTH_REQUIRED;
   if (caller === "invalid key" || caller === "disabled key") return UNAUTHORIZED;
@@ -58,6 +63,7 @@ function expectation(req: Requirement, caller: Caller): Expectation {
   if (req.admin) return FORBIDDEN;
   switch (caller) {
     case "narrow reader":
+      if (req.action === "read" && door && RUN_GRANT_DOORS.has(label(door))) return { kind: "passes-or-policy-403", policy: "an agent run also needs a run grant for the agent" };
       return req.action === "read" ? PASSES : FORBIDDEN;
     case "writer":
       return PASSES;
@@ -185,7 +191,7 @@ describe(`authorization matrix: ${DOORS.length} doors × ${CALLERS.length} calle
       for (const caller of CALLERS) {
         const answer = await requestFor(door, caller, tag);
         if (req.kind === "public" && caller === "no key") baseline = answer.status;
-        const problem = mismatch(expectation(req, caller), answer, baseline);
+        const problem = mismatch(expectation(req, caller, door), answer, baseline);
         if (problem) problems.push(`${caller}: ${problem}`);
       }
       expect(problems).toEqual([]);

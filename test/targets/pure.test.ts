@@ -18,7 +18,7 @@ describe("presets", () => {
   });
 
   it("carries omitted fields forward and lets null clear a schema", () => {
-    const current = { base_tool: "echo", description: "d", fixed_kwargs: { a: 1 }, input_schema: { type: "object" }, output_schema: { type: "string" }, state_binding: null };
+    const current = { base_tool: "echo", description: "d", fixed_kwargs: { a: 1 }, input_schema: { type: "object" }, output_schema: { type: "string" }, state_binding: null, extensions: [] };
     expect(carryForward(current, {})).toEqual(current);
     expect(carryForward(current, { description: "e", input_schema: null })).toEqual({ ...current, description: "e", input_schema: null });
     expect(carryForward(current, { fixed_kwargs: {} }).fixed_kwargs).toEqual({});
@@ -38,7 +38,7 @@ describe("presets", () => {
   });
 
   it("computes is_current at read", () => {
-    const v = { version: 2, body: { base_tool: "echo", description: "", fixed_kwargs: {}, input_schema: null, output_schema: null, state_binding: null }, created_at: "t", tags: [] };
+    const v = { version: 2, body: { base_tool: "echo", description: "", fixed_kwargs: {}, input_schema: null, output_schema: null, state_binding: null, extensions: [] }, created_at: "t", tags: [] };
     expect(versionView(v, 2).is_current).toBe(true);
     expect(versionView(v, 1).is_current).toBe(false);
   });

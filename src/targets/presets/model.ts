@@ -1,5 +1,6 @@
 /** Presets (decisions §4, spec §2.11): pure shapes and rules, no storage. */
 import { z } from "zod";
+import { Combos, ExtensionElement } from "../../extensions/combos";
 import { MAX_KWARGS_BYTES, boundedJsonObject } from "../../http/bounded-json";
 import { intactIdentifier } from "../../http/identifiers";
 import { type JsonSchema, inputSchemaSchema, jsonSchemaSchema } from "../json-schema";
@@ -17,6 +18,11 @@ export const presetBodySchema = z.object({
   output_schema: z.record(z.string(), z.unknown()).nullable(),
   /** The preset's own state binding (issue 13; spec §2.6): merged after a route's, door entries first. Bodies stored before it read as null. */
   state_binding: StateBinding.nullable().default(null),
+  /**
+   * Extension combos around every call of the preset (issue 19; docs/extensions.md). Checked
+   * against the catalog when written; read back by shape only. Bodies stored before it read as [].
+   */
+  extensions: z.array(z.array(ExtensionElement)).default([]),
 });
 export type PresetBody = z.infer<typeof presetBodySchema>;
 
@@ -30,8 +36,10 @@ export const presetCreateSchema = z
     input_schema: inputSchemaSchema.nullable().optional(),
     output_schema: jsonSchemaSchema.nullable().optional(),
     state_binding: StateBinding.nullable().optional(),
+    extensions: Combos.default([]),
   })
   .strict();
+export type PresetCreate = z.infer<typeof presetCreateSchema>;
 
 /** `POST /api/presets/{name}/versions`: omitted fields carry forward; `null` clears a schema. */
 export const presetPatchSchema = z
@@ -42,6 +50,7 @@ export const presetPatchSchema = z
     input_schema: inputSchemaSchema.nullable().optional(),
     output_schema: jsonSchemaSchema.nullable().optional(),
     state_binding: StateBinding.nullable().optional(),
+    extensions: Combos.optional(),
   })
   .strict();
 export type PresetPatch = z.infer<typeof presetPatchSchema>;
@@ -59,6 +68,7 @@ export function initialBody(req: z.infer<typeof presetCreateSchema>): PresetBody
     input_schema: (req.input_schema ?? null) as JsonSchema | null,
     output_schema: (req.output_schema ?? null) as JsonSchema | null,
     state_binding: req.state_binding ?? null,
+    extensions: req.extensions ?? [],
   };
 }
 
@@ -71,6 +81,7 @@ export function carryForward(current: PresetBody, patch: PresetPatch): PresetBod
     input_schema: patch.input_schema === undefined ? current.input_schema : (patch.input_schema as JsonSchema | null),
     output_schema: patch.output_schema === undefined ? current.output_schema : (patch.output_schema as JsonSchema | null),
     state_binding: patch.state_binding === undefined ? current.state_binding : patch.state_binding,
+    extensions: patch.extensions ?? current.extensions,
   };
 }
 
@@ -115,6 +126,7 @@ export const presetViewSchema = z.object({
   input_schema: z.record(z.string(), z.unknown()).nullable(),
   output_schema: z.record(z.string(), z.unknown()).nullable(),
   state_binding: StateBinding.nullable(),
+  extensions: z.array(z.array(ExtensionElement)),
   current_version: z.number().int(),
   latest_version: z.number().int(),
   created_at: z.string(),
@@ -131,6 +143,7 @@ export function presetBodyOf(p: PresetView): PresetBody {
     input_schema: p.input_schema,
     output_schema: p.output_schema,
     state_binding: p.state_binding,
+    extensions: p.extensions,
   };
 }
 

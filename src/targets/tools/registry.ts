@@ -1,15 +1,43 @@
 /**
- * The live tool registry: built-ins, HTTP tools declared in D1 and presets, one namespace.
- * Every lookup reads D1, so a declaration is visible to every isolate at once.
+ * The live tool registry: built-ins, HTTP tools declared in D1, presets, and the tools of declared
+ * MCP servers (`<server>.<tool>`, their last good listing cached in D1; docs/mcp.md), one
+ * namespace. Every lookup reads D1, so a declaration is visible to every isolate at once.
  */
+import type { McpServerRecord, McpToolRecord } from "../../mcp/store";
+import { listMcpTools, mcpToolOf, mcpToolStatements } from "../../mcp/store";
+import type { Combo } from "../../extensions/combos";
+import { combosOf, toolCombosStatement } from "../../extensions/store";
+import { splitMcpToolName } from "../../mcp/names";
 import { ANY_OBJECT_SCHEMA, ANY_SCHEMA, type JsonSchema } from "../json-schema";
 import { type PresetBody, presetBodyOf, schemaWithoutFixed } from "../presets/model";
 import { getPreset, listPresets } from "../presets/store";
 import { BUILTIN_TOOLS, type BuiltinTool } from "./builtins";
-import { type HttpTool, getHttpTool, listHttpTools } from "./http-tools";
+import { type ApiTool, listApiTools, toApiTool } from "../../manifest/api-tool-store";
+import { type HttpTool, listHttpTools, toHttpTool } from "./http-tools";
+
+/** An MCP server's registered tool as the dispatcher runs it: the server's call deadline applies. */
+export interface McpTool {
+  server: McpServerRecord;
+  remote: McpToolRecord;
+  description: string;
+  input_schema: JsonSchema;
+  output_schema: JsonSchema | null;
+  timeout_seconds: number;
+}
 
 /** A tool the dispatcher can run directly (a preset's base). */
-export type BaseTool = { kind: "builtin"; name: string; tool: BuiltinTool } | { kind: "http"; name: string; tool: HttpTool };
+export type BaseTool =
+  | { kind: "builtin"; name: string; tool: BuiltinTool }
+  | { kind: "http"; name: string; tool: HttpTool; extensions?: Combo[] }
+  /** An API tool (docs/manifest.md): an OpenAPI operation made a tool by POST /api/api-tools. */
+  | { kind: "api"; name: string; tool: ApiTool; extensions?: Combo[] }
+  | { kind: "mcp"; name: string; tool: McpTool; extensions?: Combo[] };
+// `extensions`: the tool's combos (docs/extensions.md), read in the batch that resolved the tool
+// so that its call needs no round trip of its own for them; absent where a view built the tool.
+
+function mcpTool(server: McpServerRecord, remote: McpToolRecord): McpTool {
+  return { server, remote, description: remote.description, input_schema: remote.input_schema, output_schema: remote.output_schema, timeout_seconds: server.spec.timeout_seconds };
+}
 
 export type ResolvedTool = BaseTool | { kind: "preset"; name: string; version: number; body: PresetBody };
 
@@ -22,10 +50,27 @@ export interface ToolSchemaView {
 
 /** Finds a non-preset tool: the only kind a preset may stand on. */
 export async function resolveBaseTool(db: D1Database, name: string): Promise<BaseTool | null> {
+  const mcp = splitMcpToolName(name);
+  if (mcp) {
+    const [tool, server, combos] = await db.batch([...mcpToolStatements(db, mcp.server, mcp.tool), toolCombosStatement(db, name)]);
+    const found = mcpToolOf(tool, server);
+    return found ? { kind: "mcp", name, tool: mcpTool(found.server, found.tool), extensions: combosOf(combos) } : null;
+  }
   const builtin = BUILTIN_TOOLS.get(name);
   if (builtin) return { kind: "builtin", name, tool: builtin };
-  const http = await getHttpTool(db, name);
-  return http ? { kind: "http", name, tool: http } : null;
+  // Both declared kinds and the name's extensions in one round trip; the two kinds' titles never
+  // collide (each door refuses the other's).
+  const columns = "title, description, spec, created_at, updated_at";
+  type Row = { title: string; description: string; spec: string; created_at: string; updated_at: string };
+  const [http, api, combos] = await db.batch([
+    db.prepare(`SELECT ${columns} FROM tool_declarations WHERE title = ?`).bind(name),
+    db.prepare(`SELECT ${columns} FROM api_tools WHERE title = ?`).bind(name),
+    toolCombosStatement(db, name),
+  ]);
+  const httpRow = http.results[0] as Row | undefined;
+  const apiRow = api.results[0] as Row | undefined;
+  if (httpRow) return { kind: "http", name, tool: toHttpTool(httpRow), extensions: combosOf(combos) };
+  return apiRow ? { kind: "api", name, tool: toApiTool(apiRow), extensions: combosOf(combos) } : null;
 }
 
 /** Finds any tool by name (null when none). */
@@ -39,12 +84,14 @@ export async function resolveTool(db: D1Database, name: string): Promise<Resolve
 
 function baseSchema(t: BaseTool): ToolSchemaView {
   if (t.kind === "builtin") return { input: t.tool.input_schema, output: t.tool.output_schema, description: t.tool.description };
+  if (t.kind === "mcp") return { input: t.tool.input_schema, output: t.tool.output_schema ?? ANY_SCHEMA, description: t.tool.description };
+  if (t.kind === "api") return { input: t.tool.input_schema, output: ANY_SCHEMA, description: t.tool.description };
   return { input: t.tool.input_schema ?? ANY_OBJECT_SCHEMA, output: ANY_SCHEMA, description: t.tool.description };
 }
 
 /** A preset's schemas: its own where declared, else its base tool's (minus the fixed kwargs). */
-function presetSchema(body: PresetBody, base: BaseTool | null): ToolSchemaView {
-  const b = base ? baseSchema(base) : { input: ANY_OBJECT_SCHEMA, output: ANY_SCHEMA, description: "" };
+function presetSchema(body: PresetBody, base: ToolSchemaView | null): ToolSchemaView {
+  const b = base ?? { input: ANY_OBJECT_SCHEMA, output: ANY_SCHEMA, description: "" };
   return {
     input: body.input_schema ?? schemaWithoutFixed(b.input, body.fixed_kwargs),
     output: body.output_schema ?? b.output,
@@ -57,17 +104,20 @@ export async function toolSchema(db: D1Database, name: string): Promise<ToolSche
   const t = await resolveTool(db, name);
   if (!t) return null;
   if (t.kind !== "preset") return baseSchema(t);
-  return presetSchema(t.body, await resolveBaseTool(db, t.body.base_tool));
+  const base = await resolveBaseTool(db, t.body.base_tool);
+  return presetSchema(t.body, base ? baseSchema(base) : null);
 }
 
 /** Every registered tool's schema view, keyed by name, names sorted. */
 export async function allToolSchemas(db: D1Database): Promise<Record<string, ToolSchemaView>> {
-  const [https, presets] = await Promise.all([listHttpTools(db), listPresets(db)]);
-  const bases = new Map<string, BaseTool>();
-  for (const [name, tool] of BUILTIN_TOOLS) bases.set(name, { kind: "builtin", name, tool });
-  for (const tool of https) bases.set(tool.title, { kind: "http", name: tool.title, tool });
-  const views = new Map<string, ToolSchemaView>();
-  for (const [name, base] of bases) views.set(name, baseSchema(base));
+  const [https, apis, presets, mcps] = await Promise.all([listHttpTools(db), listApiTools(db), listPresets(db), listMcpTools(db)]);
+  const bases = new Map<string, ToolSchemaView>();
+  for (const [name, tool] of BUILTIN_TOOLS) bases.set(name, baseSchema({ kind: "builtin", name, tool }));
+  for (const tool of apis) bases.set(tool.title, baseSchema({ kind: "api", name: tool.title, tool }));
+  // After API tools: should a title ever be both, the HTTP tool is the one resolveBaseTool finds.
+  for (const tool of https) bases.set(tool.title, baseSchema({ kind: "http", name: tool.title, tool }));
+  for (const t of mcps) bases.set(t.name, { input: t.input_schema, output: t.output_schema ?? ANY_SCHEMA, description: t.description });
+  const views = new Map(bases);
   for (const p of presets) views.set(p.name, presetSchema(p, bases.get(p.base_tool) ?? null));
   const out: Record<string, ToolSchemaView> = {};
   for (const name of [...views.keys()].sort()) out[name] = views.get(name)!;

@@ -1,0 +1,242 @@
+/**
+ * MCP servers, their listing state and their registered tools in D1 (migrations/0020_mcp.sql).
+ * A (re)declaration bumps the row's `revision`, resets it to `pending` and drops its tools in one
+ * batch; a listing writes its outcome only while the revision it listed is still the row's.
+ */
+import { z } from "zod";
+import { assertConnectionsExist } from "../connectors/references";
+import { notFound } from "../http/errors";
+import { parseStored } from "../store/parse-stored";
+import { headerConnections } from "../targets/env-refs";
+import type { JsonSchema } from "../targets/json-schema";
+import { type McpServerDeclaration, McpServerSpec, specOf } from "./declarations";
+import { mcpToolName } from "./names";
+
+export const MCP_STATUSES = ["pending", "ok", "failed", "deregistered"] as const;
+export type McpStatus = (typeof MCP_STATUSES)[number];
+
+export const SkippedTool = z.object({ name: z.string(), reason: z.string() });
+export type SkippedTool = z.infer<typeof SkippedTool>;
+
+const ServerInfo = z.object({ name: z.string(), version: z.string() });
+export type ServerInfo = z.infer<typeof ServerInfo>;
+
+export interface McpServerRecord {
+  title: string;
+  description: string;
+  spec: McpServerSpec;
+  revision: string;
+  status: McpStatus;
+  last_error: string | null;
+  skipped: SkippedTool[];
+  server_info: ServerInfo | null;
+  checked_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** A registered tool of a server, as the registry and the dispatcher use it. */
+export interface McpToolRecord {
+  server: string;
+  /** The server's own name for it. */
+  remote_name: string;
+  /** `<server>.<remote_name>`. */
+  name: string;
+  description: string;
+  input_schema: JsonSchema;
+  output_schema: JsonSchema | null;
+}
+
+type ServerRow = {
+  title: string;
+  description: string;
+  spec: string;
+  revision: string;
+  status: string;
+  last_error: string | null;
+  skipped: string;
+  server_info: string | null;
+  checked_at: string | null;
+  created_at: string;
+  updated_at: string;
+};
+
+const SERVER_COLUMNS = "title, description, spec, revision, status, last_error, skipped, server_info, checked_at, created_at, updated_at";
+
+function toServer(r: ServerRow): McpServerRecord {
+  return {
+    title: r.title,
+    description: r.description,
+    spec: parseStored(McpServerSpec, r.spec, "mcp_servers row"),
+    revision: r.revision,
+    status: (MCP_STATUSES as readonly string[]).includes(r.status) ? (r.status as McpStatus) : "failed",
+    last_error: r.last_error,
+    skipped: parseStored(z.array(SkippedTool), r.skipped, "mcp_servers row"),
+    server_info: r.server_info === null ? null : parseStored(ServerInfo, r.server_info, "mcp_servers row"),
+    checked_at: r.checked_at,
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+  };
+}
+
+type ToolRow = { server: string; name: string; description: string; input_schema: string; output_schema: string | null };
+
+const JsonSchemaObject = z.record(z.string(), z.unknown());
+
+function toTool(r: ToolRow): McpToolRecord {
+  return {
+    server: r.server,
+    remote_name: r.name,
+    name: mcpToolName(r.server, r.name),
+    description: r.description,
+    input_schema: parseStored(JsonSchemaObject, r.input_schema, "mcp_tools row"),
+    output_schema: r.output_schema === null ? null : parseStored(JsonSchemaObject, r.output_schema, "mcp_tools row"),
+  };
+}
+
+export async function getMcpServer(db: D1Database, title: string): Promise<McpServerRecord | null> {
+  const r = await db.prepare(`SELECT ${SERVER_COLUMNS} FROM mcp_servers WHERE title = ?`).bind(title).first<ServerRow>();
+  return r ? toServer(r) : null;
+}
+
+export async function listMcpServers(db: D1Database): Promise<McpServerRecord[]> {
+  const { results } = await db.prepare(`SELECT ${SERVER_COLUMNS} FROM mcp_servers ORDER BY title`).all<ServerRow>();
+  return results.map(toServer);
+}
+
+/** Registered tool names per server, names sorted. */
+export async function toolNamesByServer(db: D1Database): Promise<Map<string, string[]>> {
+  const { results } = await db.prepare("SELECT server, name FROM mcp_tools ORDER BY server, name").all<{ server: string; name: string }>();
+  const out = new Map<string, string[]>();
+  for (const r of results) out.set(r.server, [...(out.get(r.server) ?? []), mcpToolName(r.server, r.name)]);
+  return out;
+}
+
+/** One registered tool with its server, or null. */
+export async function getMcpTool(db: D1Database, server: string, remoteName: string): Promise<{ tool: McpToolRecord; server: McpServerRecord } | null> {
+  const [tool, srv] = await db.batch(mcpToolStatements(db, server, remoteName));
+  return mcpToolOf(tool, srv);
+}
+
+/** getMcpTool's two reads (the tool row, its server row), for a caller that batches more with them. */
+export function mcpToolStatements(db: D1Database, server: string, remoteName: string): [D1PreparedStatement, D1PreparedStatement] {
+  return [
+    db.prepare("SELECT server, name, description, input_schema, output_schema FROM mcp_tools WHERE server = ? AND name = ?").bind(server, remoteName),
+    db.prepare(`SELECT ${SERVER_COLUMNS} FROM mcp_servers WHERE title = ?`).bind(server),
+  ];
+}
+
+/** The tool and its server from mcpToolStatements' results; null when either is gone. */
+export function mcpToolOf(tool: D1Result, srv: D1Result): { tool: McpToolRecord; server: McpServerRecord } | null {
+  const t = tool.results[0] as ToolRow | undefined;
+  const s = srv.results[0] as ServerRow | undefined;
+  return t && s ? { tool: toTool(t), server: toServer(s) } : null;
+}
+
+/** Every registered MCP tool, by name. */
+export async function listMcpTools(db: D1Database): Promise<McpToolRecord[]> {
+  const { results } = await db.prepare("SELECT server, name, description, input_schema, output_schema FROM mcp_tools ORDER BY server, name").all<ToolRow>();
+  return results.map(toTool);
+}
+
+/**
+ * The statements of a (re)declaration: the row's create-or-replace (pending, a new revision; a
+ * replaced row keeps its created_at) and the drop of its tools. Used by the entry door, the
+ * whole-config door and the manifest's replace, which batch them with their other writes.
+ */
+export function declareStatements(db: D1Database, d: McpServerDeclaration, revision: string, createdAt: string, updatedAt: string): D1PreparedStatement[] {
+  return [
+    db
+      .prepare(
+        `INSERT INTO mcp_servers (title, description, spec, revision, status, last_error, skipped, server_info, checked_at, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, 'pending', NULL, '[]', NULL, NULL, ?5, ?6)
+         ON CONFLICT(title) DO UPDATE SET description = excluded.description, spec = excluded.spec, revision = excluded.revision,
+           status = 'pending', last_error = NULL, skipped = '[]', server_info = NULL, checked_at = NULL, updated_at = excluded.updated_at`,
+      )
+      .bind(d.title, d.description, JSON.stringify(specOf(d)), revision, createdAt, updatedAt),
+    db.prepare("DELETE FROM mcp_tools WHERE server = ?").bind(d.title),
+  ];
+}
+
+export function newRevision(): string {
+  return crypto.randomUUID();
+}
+
+/** Creates or replaces a declaration (pending until listed); a `{"connection"}` header naming no connection is 400. */
+export async function upsertMcpServer(db: D1Database, d: McpServerDeclaration, nowIso: string): Promise<{ created: boolean; server: McpServerRecord }> {
+  await assertConnectionsExist(db, headerConnections(d.config.headers, "config.headers"));
+  const existed = (await db.prepare("SELECT 1 AS one FROM mcp_servers WHERE title = ?").bind(d.title).first()) !== null;
+  await db.batch(declareStatements(db, d, newRevision(), nowIso, nowIso));
+  const server = await getMcpServer(db, d.title);
+  // Removed meanwhile by another request: the declaration is gone, as that request asked.
+  if (!server) throw notFound("mcp server not found");
+  return { created: !existed, server };
+}
+
+export function deleteServerStatement(db: D1Database, title: string): D1PreparedStatement {
+  return db.prepare("DELETE FROM mcp_servers WHERE title = ?").bind(title);
+}
+
+/** Removes a declaration and its tools; an unknown title is 404. */
+export async function deleteMcpServer(db: D1Database, title: string): Promise<void> {
+  const res = await deleteServerStatement(db, title).run();
+  if ((res.meta.changes ?? 0) === 0) throw notFound("mcp server not found");
+}
+
+/** A listing's outcome, written only while `revision` is still the row's. */
+export type ListingOutcome =
+  | { ok: true; tools: Array<Omit<McpToolRecord, "server" | "name">>; skipped: SkippedTool[]; server_info: ServerInfo | null }
+  | { ok: false; error: string };
+
+/** Largest JSON text of one listing's tools written in one statement (D1 caps a value at 2 MB). */
+export const MAX_LISTING_BYTES = 1_500_000;
+
+/** Writes a listing's outcome; false when the row moved on (re-declared or removed) meanwhile. */
+export async function writeListing(db: D1Database, title: string, revision: string, outcome: ListingOutcome, nowIso: string): Promise<boolean> {
+  const current = "EXISTS (SELECT 1 FROM mcp_servers WHERE title = ?1 AND revision = ?2)";
+  if (!outcome.ok) {
+    // A failed listing keeps the last good tools: a server that is down for a moment does not
+    // unregister tools that routes and agents name (calls fail meanwhile, as the server does).
+    const r = await db
+      .prepare("UPDATE mcp_servers SET status = 'failed', last_error = ?3, checked_at = ?4 WHERE title = ?1 AND revision = ?2")
+      .bind(title, revision, outcome.error, nowIso)
+      .run();
+    return (r.meta.changes ?? 0) > 0;
+  }
+  const rows = JSON.stringify(
+    outcome.tools.map((t) => ({ name: t.remote_name, description: t.description, input_schema: JSON.stringify(t.input_schema), output_schema: t.output_schema === null ? null : JSON.stringify(t.output_schema) })),
+  );
+  const [update] = await db.batch([
+    db
+      .prepare("UPDATE mcp_servers SET status = 'ok', last_error = NULL, skipped = ?3, server_info = ?4, checked_at = ?5 WHERE title = ?1 AND revision = ?2")
+      .bind(title, revision, JSON.stringify(outcome.skipped), outcome.server_info === null ? null : JSON.stringify(outcome.server_info), nowIso),
+    db.prepare(`DELETE FROM mcp_tools WHERE server = ?1 AND ${current}`).bind(title, revision),
+    db
+      .prepare(
+        `INSERT INTO mcp_tools (server, name, description, input_schema, output_schema)
+         SELECT ?1, j.value ->> 'name', j.value ->> 'description', j.value ->> 'input_schema', j.value ->> 'output_schema'
+         FROM json_each(?3) AS j WHERE ${current}`,
+      )
+      .bind(title, revision, rows),
+  ]);
+  return (update.meta.changes ?? 0) > 0;
+}
+
+/** Deregisters a server's tools until its next reload; false for an unknown title. */
+export async function deregisterMcpServer(db: D1Database, title: string, nowIso: string): Promise<boolean> {
+  const [update] = await db.batch([
+    db.prepare("UPDATE mcp_servers SET status = 'deregistered', last_error = NULL, checked_at = ?2 WHERE title = ?1").bind(title, nowIso),
+    db.prepare("DELETE FROM mcp_tools WHERE server = ?").bind(title),
+  ]);
+  return (update.meta.changes ?? 0) > 0;
+}
+
+/** Adds a remote tool name to a server's `exclude` list and unregisters that tool (tools/remove). */
+export async function excludeMcpTool(db: D1Database, server: McpServerRecord, remoteName: string, nowIso: string): Promise<void> {
+  const spec: McpServerSpec = { ...server.spec, exclude: [...new Set([...server.spec.exclude, remoteName])], include: server.spec.include.filter((n) => n !== remoteName) };
+  await db.batch([
+    // Only while the declaration is the one read, so a concurrent re-declaration is not overwritten.
+    db.prepare("UPDATE mcp_servers SET spec = ?3, updated_at = ?4 WHERE title = ?1 AND revision = ?2").bind(server.title, server.revision, JSON.stringify(spec), nowIso),
+    db.prepare("DELETE FROM mcp_tools WHERE server = ?1 AND name = ?2").bind(server.title, remoteName),
+  ]);
+}

@@ -1,0 +1,87 @@
+/**
+ * Sub-MCP apps (issue 19; docs/mcp.md "Sub-MCP endpoints"): a chosen subset of the registry served
+ * as an MCP server at `/api/sub-mcp/{slug}/mcp`. The reference's shape `{slug, tools[], transport}`;
+ * this build serves Streamable HTTP only (`transport: "http"`, the default).
+ */
+import { z } from "zod";
+import { badRequest, notFound } from "../http/errors";
+import { toolNameSchema } from "../mcp/names";
+import { parseStored } from "../store/parse-stored";
+
+export const SLUG = /^[a-z0-9][a-z0-9-]{0,62}$/;
+export const slugSchema = z.string().regex(SLUG, { message: "must be 1-63 characters of lower-case letters, digits and -, starting with a letter or digit" });
+
+/** Most tools one app serves. */
+export const MAX_APP_TOOLS = 128;
+/** Most apps one deployment keeps. */
+export const MAX_APPS = 100;
+
+export const SubMcpBody = z
+  .object({
+    slug: slugSchema,
+    tools: z
+      .array(toolNameSchema)
+      .min(1)
+      .max(MAX_APP_TOOLS)
+      .refine((l) => new Set(l).size === l.length, { message: "must not repeat a tool" }),
+    transport: z.literal("http").default("http"),
+  })
+  .strict();
+export type SubMcpBody = z.infer<typeof SubMcpBody>;
+
+export const SubMcpApp = z.object({
+  slug: z.string(),
+  tools: z.array(z.string()),
+  transport: z.literal("http"),
+  /** Where MCP clients connect (POST, Streamable HTTP). */
+  path: z.string(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+export type SubMcpApp = z.infer<typeof SubMcpApp>;
+
+export const appPath = (slug: string) => `/api/sub-mcp/${slug}/mcp`;
+
+type Row = { slug: string; tools: string; transport: string; created_at: string; updated_at: string };
+
+function toApp(r: Row): SubMcpApp {
+  return { slug: r.slug, tools: parseStored(z.array(z.string()), r.tools, "sub_mcp_apps row"), transport: "http", path: appPath(r.slug), created_at: r.created_at, updated_at: r.updated_at };
+}
+
+export async function getApp(db: D1Database, slug: string): Promise<SubMcpApp | null> {
+  const r = await db.prepare("SELECT slug, tools, transport, created_at, updated_at FROM sub_mcp_apps WHERE slug = ?").bind(slug).first<Row>();
+  return r ? toApp(r) : null;
+}
+
+export async function listApps(db: D1Database): Promise<SubMcpApp[]> {
+  const { results } = await db.prepare("SELECT slug, tools, transport, created_at, updated_at FROM sub_mcp_apps ORDER BY slug").all<Row>();
+  return results.map(toApp);
+}
+
+/**
+ * Creates or replaces an app. Every tool must be registered now (400 naming the first that is not,
+ * by position); a tool removed later is left out of the app's listing until it is back.
+ */
+export async function upsertApp(db: D1Database, body: SubMcpBody, isRegistered: (name: string) => Promise<boolean>, nowIso: string): Promise<{ created: boolean; app: SubMcpApp }> {
+  for (const [i, name] of body.tools.entries()) {
+    if (!(await isRegistered(name))) throw badRequest(`invalid body: tools[${i}]: no tool of the registry has this name`);
+  }
+  const existed = (await db.prepare("SELECT 1 AS one FROM sub_mcp_apps WHERE slug = ?").bind(body.slug).first()) !== null;
+  const r = await db
+    .prepare(
+      `INSERT INTO sub_mcp_apps (slug, tools, transport, created_at, updated_at)
+       SELECT ?1, ?2, ?3, ?4, ?4 WHERE EXISTS (SELECT 1 FROM sub_mcp_apps WHERE slug = ?1) OR (SELECT COUNT(*) FROM sub_mcp_apps) < ?5
+       ON CONFLICT(slug) DO UPDATE SET tools = excluded.tools, transport = excluded.transport, updated_at = excluded.updated_at`,
+    )
+    .bind(body.slug, JSON.stringify(body.tools), body.transport, nowIso, MAX_APPS)
+    .run();
+  if ((r.meta.changes ?? 0) === 0) throw badRequest(`at most ${MAX_APPS} sub-MCP apps may exist; remove one first`);
+  const app = await getApp(db, body.slug);
+  if (!app) throw notFound("sub-mcp app not found");
+  return { created: !existed, app };
+}
+
+export async function deleteApp(db: D1Database, slug: string): Promise<void> {
+  const r = await db.prepare("DELETE FROM sub_mcp_apps WHERE slug = ?").bind(slug).run();
+  if ((r.meta.changes ?? 0) === 0) throw notFound("sub-mcp app not found");
+}
