@@ -28,7 +28,7 @@ import type { Settings } from "../settings/settings";
 import { BUILTIN_AGENT_NAMES, type DeclaredAgent, agentDeclarationSchema, checkAgentDeclaration, listDeclaredAgents, upsertAgentStatement } from "../targets/agents/declarations";
 import { REDACTED, type HeaderSpec, headerConnections, redactHeaders } from "../targets/env-refs";
 import { BUILTIN_TOOLS, isBuiltinTool } from "../targets/tools/builtins";
-import { type HttpTool, checkHttpToolDeclaration, httpToolDeclarationSchema, listHttpTools, upsertHttpToolStatement } from "../targets/tools/http-tools";
+import { type HttpTool, checkHttpToolDeclaration, httpToolDeclarationSchema, httpToolView, listHttpTools, upsertHttpToolStatement } from "../targets/tools/http-tools";
 import { type ApiTool, ApiToolDeclaration, checkApiToolDeclaration, listApiTools, upsertApiToolStatement } from "./api-tool-store";
 
 /** Most entries of one section (a replace writes them all in one batch). */
@@ -82,17 +82,10 @@ async function marketplaceOwned(db: D1Database): Promise<{ tools: Set<string>; a
   };
 }
 
+/** The tool's view as its declaration door's body: no timestamps, and no input_schema when it has none. */
 function httpToolEntry(t: HttpTool): Record<string, unknown> {
-  return {
-    title: t.title,
-    kind: "http",
-    description: t.description,
-    url: t.url,
-    method: t.method,
-    headers: redactHeaders(t.headers),
-    ...(t.input_schema ? { input_schema: t.input_schema } : {}),
-    timeout_seconds: t.timeout_seconds,
-  };
+  const { created_at: _created, updated_at: _updated, input_schema, timeout_seconds, ...entry } = httpToolView(t);
+  return { ...entry, ...(input_schema ? { input_schema } : {}), timeout_seconds };
 }
 
 function agentEntry(a: DeclaredAgent): Record<string, unknown> {

@@ -7,7 +7,7 @@
  */
 import { z } from "zod";
 import { validStored } from "../store/parse-stored";
-import { type ScheduleState, type ScheduleView, storedScheduleRow } from "./record";
+import { type ScheduleState, type ScheduleView, specColumnValues, storedScheduleRow } from "./record";
 
 export function mirrorStatement(db: D1Database, s: ScheduleState): D1PreparedStatement {
   const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
@@ -22,16 +22,7 @@ export function mirrorStatement(db: D1Database, s: ScheduleState): D1PreparedSta
          last_run_id = excluded.last_run_id, fires = excluded.fires`,
     )
     .bind(
-      s.name,
-      s.tool_name,
-      JSON.stringify(s.tool_kwargs),
-      JSON.stringify(s.schedule_kwargs),
-      s.cron,
-      s.timezone,
-      s.execution_key,
-      s.execution_key_fingerprint,
-      s.created_by,
-      s.state_binding === null ? null : JSON.stringify(s.state_binding),
+      ...specColumnValues(s),
       iso(s.created_at),
       iso(s.updated_at),
       iso(s.next_fire_at),

@@ -29,6 +29,25 @@ export const ScheduleSpec = z.object({
 });
 export type ScheduleSpec = z.infer<typeof ScheduleSpec>;
 
+/**
+ * The spec's stored column values in table order (name … state_binding), shared by the object's
+ * own spec row and the D1 listing mirror, which store the spec alike.
+ */
+export function specColumnValues(s: ScheduleSpec): (string | null)[] {
+  return [
+    s.name,
+    s.tool_name,
+    JSON.stringify(s.tool_kwargs),
+    JSON.stringify(s.schedule_kwargs),
+    s.cron,
+    s.timezone,
+    s.execution_key,
+    s.execution_key_fingerprint,
+    s.created_by,
+    s.state_binding === null ? null : JSON.stringify(s.state_binding),
+  ];
+}
+
 /** The spec with its clock and counters, times written as `time`. */
 function withClock<T extends z.ZodType>(time: T) {
   return ScheduleSpec.extend({

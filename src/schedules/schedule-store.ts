@@ -7,7 +7,7 @@
  */
 import { z } from "zod";
 import { validStored } from "../store/parse-stored";
-import { type ScheduleFire, type ScheduleSpec, type ScheduleState, storedScheduleRow } from "./record";
+import { type ScheduleFire, type ScheduleSpec, type ScheduleState, specColumnValues, storedScheduleRow } from "./record";
 
 /** Fires each schedule remembers (newest kept). */
 export const RECENT_FIRES = 20;
@@ -78,16 +78,7 @@ export function writeSpec(sql: SqlStorage, spec: ScheduleSpec, nextFireAt: numbe
        schedule_kwargs = excluded.schedule_kwargs, cron = excluded.cron, timezone = excluded.timezone,
        execution_key = excluded.execution_key, execution_key_fingerprint = excluded.execution_key_fingerprint,
        created_by = excluded.created_by, state_binding = excluded.state_binding, updated_at = excluded.updated_at, next_fire_at = excluded.next_fire_at`,
-    spec.name,
-    spec.tool_name,
-    JSON.stringify(spec.tool_kwargs),
-    JSON.stringify(spec.schedule_kwargs),
-    spec.cron,
-    spec.timezone,
-    spec.execution_key,
-    spec.execution_key_fingerprint,
-    spec.created_by,
-    spec.state_binding === null ? null : JSON.stringify(spec.state_binding),
+    ...specColumnValues(spec),
     nowMs,
     nowMs,
     nextFireAt,

@@ -56,15 +56,24 @@ function invalid(problems: string[]): DispatchResult {
   return fail("invalid_kwargs", `invalid kwargs: ${problems.join("; ")}`);
 }
 
-async function runHttpTool(ctx: TargetContext, tool: BaseTool & { kind: "http" }, kwargs: Record<string, unknown>, timeoutMs: number): Promise<DispatchResult> {
-  let headers: Record<string, string>;
+/**
+ * A declared tool's headers with their env and connection references resolved, or the tool error
+ * an unresolvable one is. A connection header costs one call to its object (two when the token
+ * must be refreshed).
+ */
+async function callHeaders(ctx: TargetContext, spec: Parameters<typeof resolveCallHeaders>[1]): Promise<{ ok: true; headers: Record<string, string> } | DispatchResult> {
   try {
-    // A connection header costs one call to its object (two when the token must be refreshed).
-    headers = await resolveCallHeaders(ctx.env, tool.tool.headers, (ref) => connectionHeaderValue(ctx, ref));
+    return { ok: true, headers: await resolveCallHeaders(ctx.env, spec, (ref) => connectionHeaderValue(ctx, ref)) };
   } catch (err) {
     if (err instanceof EnvRefError || err instanceof ConnectionRefError) return fail("tool_error", err.message);
     throw err;
   }
+}
+
+async function runHttpTool(ctx: TargetContext, tool: BaseTool & { kind: "http" }, kwargs: Record<string, unknown>, timeoutMs: number): Promise<DispatchResult> {
+  const resolved = await callHeaders(ctx, tool.tool.headers);
+  if (!("headers" in resolved)) return resolved;
+  const headers = resolved.headers;
   const r = await callJsonEndpoint(ctx.fetch, {
     label: "tool endpoint",
     url: tool.tool.url,
@@ -104,14 +113,9 @@ async function runMcpTool(ctx: TargetContext, tool: BaseTool & { kind: "mcp" }, 
 
 /** An API tool (docs/manifest.md): the kwargs laid out as the operation's path, query, headers and body. */
 async function runApiTool(ctx: TargetContext, tool: BaseTool & { kind: "api" }, kwargs: Record<string, unknown>, timeoutMs: number): Promise<DispatchResult> {
-  let headers: Record<string, string>;
-  try {
-    headers = await resolveCallHeaders(ctx.env, tool.tool.headers, (ref) => connectionHeaderValue(ctx, ref));
-  } catch (err) {
-    if (err instanceof EnvRefError || err instanceof ConnectionRefError) return fail("tool_error", err.message);
-    throw err;
-  }
-  const req = buildApiRequest(tool.tool, kwargs, headers);
+  const resolved = await callHeaders(ctx, tool.tool.headers);
+  if (!("headers" in resolved)) return resolved;
+  const req = buildApiRequest(tool.tool, kwargs, resolved.headers);
   if ("error" in req) return fail("invalid_kwargs", `invalid kwargs: ${req.error}`);
   return sendApiRequest(ctx.fetch, req, timeoutMs, ctx.settings.outbound);
 }
