@@ -9,6 +9,8 @@ import { JsonObject, MAX_KWARGS_BYTES, boundedJsonObject } from "../http/bounded
 import { intactIdentifier } from "../http/identifiers";
 import { StateBinding } from "../states/state-binding";
 import { jsonColumn } from "../store/parse-stored";
+import { toolNameSchema } from "../mcp/names";
+import { isMaintenanceTool } from "../tool-runs/maintenance";
 import { targetNameSchema } from "../targets/names";
 import { HookName, HookTopic } from "./names";
 
@@ -21,8 +23,8 @@ export const HookCreateBody = z
   .object({
     name: HookName,
     topic: HookTopic,
-    /** A registry tool (decisions §4): what each fire runs. */
-    tool: targetNameSchema,
+    /** A registry tool (decisions §4), an MCP server's included: what each fire runs. Never a maintenance tool (admin-only passes). */
+    tool: toolNameSchema.refine((n) => !isMaintenanceTool(n), { message: "a hook cannot fire a maintenance tool (schedule it instead)" }),
     /** The key every fire runs as (pass-role bound; its fingerprint is stored). */
     execution_key: userIdSchema,
     /** The strongest layer of the tool input: shallow-merged over the expr output and a trigger link's kwargs. */

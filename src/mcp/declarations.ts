@@ -9,6 +9,7 @@ import { z } from "zod";
 import { assertConnectorStoreFor } from "../connectors/references";
 import type { EnvVars } from "../env";
 import { badRequest } from "../http/errors";
+import { RESERVED_SERVER_TITLES } from "./names";
 import type { Settings } from "../settings/settings";
 import { headerConnections, headerReferences, headersSchema, redactHeaders, refusedReferences, refusedReferencesMessage } from "../targets/env-refs";
 import { assertDeclaredUrl, endpointUrlSchema } from "../targets/urls";
@@ -16,8 +17,14 @@ import { assertDeclaredUrl, endpointUrlSchema } from "../targets/urls";
 export const MAX_MCP_TIMEOUT_SECONDS = 300;
 export const DEFAULT_MCP_TIMEOUT_SECONDS = 30;
 
-/** A server's title: the tool-name alphabet without a dot, short enough for `<title>.<tool>`. */
-export const mcpTitleSchema = z.string().regex(/^[A-Za-z0-9_-]{1,62}$/, { message: "must be 1-62 characters of letters, digits, _ and -" });
+/**
+ * A server's title: the tool-name alphabet without a dot, short enough for `<title>.<tool>`, and
+ * not a reserved one (the maintenance tools are named `maintenance.<pass>`).
+ */
+export const mcpTitleSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9_-]{1,62}$/, { message: "must be 1-62 characters of letters, digits, _ and -" })
+  .refine((t) => !RESERVED_SERVER_TITLES.has(t.toLowerCase()), { message: "is reserved (the maintenance tools are named maintenance.<pass>)" });
 
 const remoteToolList = z
   .array(z.string().min(1).max(128))

@@ -9,6 +9,12 @@
 import { z } from "zod";
 import { TARGET_NAME } from "../targets/names";
 
+/**
+ * Titles no MCP server may take, because names under them are taken: the maintenance tools
+ * (src/tool-runs/maintenance.ts) are `maintenance.<pass>`. Compared in lower case.
+ */
+export const RESERVED_SERVER_TITLES: ReadonlySet<string> = new Set(["maintenance"]);
+
 /** The most characters a registered name has (the `tool:<name>` scope's bound). */
 export const MAX_TOOL_NAME = 64;
 

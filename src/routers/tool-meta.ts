@@ -9,7 +9,7 @@ import { z } from "zod";
 import type { AppEnv } from "../http/app-env";
 import { notFound } from "../http/errors";
 import { addRoute } from "../http/route";
-import { targetNameSchema } from "../targets/names";
+import { toolNameSchema } from "../mcp/names";
 import { resolveTool } from "../targets/tools/registry";
 import { FolderId, FolderName, FolderView, ToolMetaPatch, ToolMetaView } from "../tool-meta/model";
 import { createFolder, deleteFolder, deleteToolMeta, moveFolder, patchToolMeta, renameFolder } from "../tool-meta/store";
@@ -107,7 +107,7 @@ addRoute(
     description:
       "Members: `tags` (≤ 32 unique labels of ≤ 64 characters), `badges` (≤ 16 of ≤ 32), `hidden` (true, false, or null = default), `folder_id` (a folder, or null = none). A member absent stays; null resets it to its default; an array replaces the stored one. Unknown tool 404; unknown folder 404. A row back at every default is deleted. Content type application/merge-patch+json or application/json.",
     ...DOOR,
-    params: z.object({ tool_name: targetNameSchema }),
+    params: z.object({ tool_name: toolNameSchema }),
     body: ToolMetaPatch,
     response: ToolMetaView,
     errors: [404],
@@ -126,7 +126,7 @@ addRoute(
     summary: "Delete a tool's metadata row (back to the defaults)",
     description: "Works also for a row whose tool is gone. 404 when the name has no row.",
     ...DOOR,
-    params: z.object({ tool_name: targetNameSchema }),
+    params: z.object({ tool_name: toolNameSchema }),
     response: z.object({ removed: z.literal(true), name: z.string() }).strict(),
     errors: [404],
   },

@@ -9,7 +9,7 @@ import { toolRunStub } from "../contracts/tool-run-rpc";
 import type { Env } from "../env";
 import type { JsonObject } from "../http/bounded-json";
 import { type JsonSchema, checkAgainstSchema } from "../targets/json-schema";
-import { TARGET_NAME } from "../targets/names";
+import { isToolName } from "../mcp/names";
 import { toolSchema } from "../targets/tools/registry";
 import { insertRunRow } from "./index-store";
 import { MAINTENANCE_INPUT_SCHEMA, isMaintenanceTool } from "./maintenance";
@@ -40,4 +40,4 @@ export function argumentProblems(schema: JsonSchema, args: JsonObject): string |
 /** A tool a run may name: a registry tool name (decisions §4) or a maintenance tool. */
 export const RunToolName = z
   .string()
-  .refine((n) => TARGET_NAME.test(n) || isMaintenanceTool(n), { message: "must be 1-64 characters of letters, digits, _ and -, or a maintenance tool's name" });
+  .refine((n) => isToolName(n) || isMaintenanceTool(n), { message: "must be a tool name (1-64 characters of letters, digits, _ and -, or <server>.<tool> for an MCP server's tool) or a maintenance tool's name" });

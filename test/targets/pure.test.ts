@@ -2,6 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { memoryWindow, parseToolArguments, toolMessageContent } from "../../src/targets/agents/llm";
 import { toAnswer } from "../../src/targets/agents/events";
+import { functionAliases } from "../../src/targets/agents/function-names";
 import { clientSafeFailure, sseComment, sseFrame } from "../../src/targets/agents/sse";
 import { idleExpiry, parseStoredMessage } from "../../src/targets/checkpoints/types";
 import { EnvRefError, REDACTED, redactHeaders, resolveHeaders } from "../../src/targets/env-refs";
@@ -175,5 +176,35 @@ describe("deadlines and outbound calls", () => {
       timeoutMs: 5000,
     });
     expect(r).toEqual({ ok: false, kind: "too_large", message: `tool endpoint answered more than ${MAX_RESPONSE_BYTES} bytes` });
+  });
+});
+
+describe("functionAliases (an llm agent's function names)", () => {
+  it("keeps dot-less names and gives an MCP tool a dot-free alias that meets none of them", () => {
+    expect([...functionAliases(["echo", "srv.add"])]).toEqual([
+      ["echo", "echo"],
+      ["srv__add", "srv.add"],
+    ]);
+    // A configured tool already named like the alias keeps its name; the MCP tool gets a suffix.
+    expect([...functionAliases(["srv.add", "srv__add"])]).toEqual([
+      ["srv__add", "srv__add"],
+      ["srv__add_2", "srv.add"],
+    ]);
+    expect(functionAliases(["a.b", "a__b_2", "a__b"]).get("a__b_3")).toBe("a.b");
+  });
+
+  it("stays within 64 characters of the function-name alphabet", () => {
+    const long = `${"s".repeat(31)}.${"t".repeat(32)}`;
+    const aliases = functionAliases([long, `${"s".repeat(31)}__${"t".repeat(31)}`]);
+    for (const alias of aliases.keys()) expect(alias).toMatch(/^[A-Za-z0-9_-]{1,64}$/);
+    expect([...aliases.values()]).toContain(long);
+    expect(aliases.size).toBe(2);
+  });
+
+  it("lists a repeated name once", () => {
+    expect([...functionAliases(["x.y", "x.y", "echo", "echo"])]).toEqual([
+      ["echo", "echo"],
+      ["x__y", "x.y"],
+    ]);
   });
 });

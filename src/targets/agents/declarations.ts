@@ -6,6 +6,7 @@ import { HttpError, badRequest, conflict } from "../../http/errors";
 import type { Settings } from "../../settings/settings";
 import { parseStored, validStored } from "../../store/parse-stored";
 import { type EnvRef, envRefSchema, headerConnections, headerReferences, headersSchema, redactHeaders, refusedReferences, refusedReferencesMessage } from "../env-refs";
+import { toolNameSchema } from "../../mcp/names";
 import { targetNameSchema } from "../names";
 import { assertDeclaredUrl, endpointUrlSchema } from "../urls";
 
@@ -20,7 +21,8 @@ export const llmConfigSchema = z
     /** Sent as `Authorization: Bearer …`; only an env reference, so no key is ever stored. */
     api_key: envRefSchema.optional(),
     system_prompt: z.string().max(100_000).optional(),
-    tool_names: z.array(targetNameSchema).max(128).default([]),
+    /** Registry names, MCP tools (`<server>.<tool>`) included: those are offered to the model under an alias (function-names.ts). */
+    tool_names: z.array(toolNameSchema).max(128).default([]),
     max_steps: z.number().int().min(1).max(64).default(8),
     /** Deadline of one chat-completions call. */
     timeout_seconds: z.number().positive().max(300).default(60),

@@ -17,6 +17,7 @@ import { callJsonEndpoint } from "../outbound";
 import { outboundStepVerdict, timedStep } from "../../runs/steps";
 import { allToolSchemas } from "../tools/registry";
 import type { LlmConfig } from "./declarations";
+import { functionAliases } from "./function-names";
 import { AgentError, type Emit, toAnswer } from "./events";
 import { type ParkedLlmRun, SKIPPED_CALL_RESULT } from "./parked";
 
@@ -73,25 +74,29 @@ export function toolMessageContent(result: unknown, isError: boolean): string {
   return typeof result === "string" ? result : JSON.stringify(result ?? null);
 }
 
-/** The function list offered to the model: configured names that are registered now. */
-async function offeredTools(ctx: TargetContext, names: string[]) {
-  if (!names.length) return [];
+/**
+ * The function list offered to the model: configured names that are registered now, each under its
+ * function name (`aliases`, alias → registry name: an MCP tool's dot is not allowed there).
+ */
+async function offeredTools(ctx: TargetContext, aliases: Map<string, string>) {
+  if (!aliases.size) return [];
   const schemas = await allToolSchemas(ctx.db);
-  return names
-    .filter((n) => schemas[n])
-    .map((n) => ({ type: "function" as const, function: { name: n, description: schemas[n].description, parameters: schemas[n].input } }));
+  return [...aliases]
+    .filter(([, n]) => schemas[n])
+    .map(([alias, n]) => ({ type: "function" as const, function: { name: alias, description: schemas[n].description, parameters: schemas[n].input } }));
 }
 
 async function runToolCall(
   ctx: TargetContext,
   config: LlmConfig,
-  name: string,
+  /** The registry name the model's function name stands for; null when it stands for none. */
+  name: string | null,
   args: ReturnType<typeof parseToolArguments>,
   asKey: ExecutionKeyRef | undefined,
   ask: AskSlot | undefined,
 ): Promise<{ result: unknown; is_error: boolean }> {
   if (!args.ok) return { result: args.problem ?? "tool arguments are not a JSON object", is_error: true };
-  if (!config.tool_names.includes(name)) return { result: "this tool is not available to this agent", is_error: true };
+  if (name === null || !config.tool_names.includes(name)) return { result: "this tool is not available to this agent", is_error: true };
   // The slot is there only for this call: `ask_user` (or a preset over it) parks through it.
   if (ask) ctx.ask = ask;
   let r: Awaited<ReturnType<typeof dispatchTool>>;
@@ -151,7 +156,8 @@ export async function runLlmAgent(
     }
   }
   const memory = memoryWindow(await ctx.checkpoints.read(input.thread_id), config.memory_window);
-  const tools = await offeredTools(ctx, config.tool_names);
+  const aliases = functionAliases(config.tool_names);
+  const tools = await offeredTools(ctx, aliases);
   const system: CheckpointMessage[] = config.system_prompt ? [{ role: "system", content: config.system_prompt }] : [];
   const fresh: CheckpointMessage[] = opts.resume ? [...opts.resume.fresh] : [{ role: "user", content: input.user_message }];
   const url = `${config.base_url.replace(/\/+$/, "")}/chat/completions`;
@@ -189,13 +195,16 @@ export async function runLlmAgent(
       fresh.push({ role: "assistant", content: message.content ?? null, tool_calls: calls });
       for (let i = 0; i < calls.length; i++) {
         const call = calls[i];
-        const tool = call.function.name;
+        // Events name the registry tool; the messages the model reads keep its function name.
+        const fn = call.function.name;
+        const registered = aliases.get(fn) ?? null;
+        const tool = registered ?? fn;
         const args = parseToolArguments(call.function.arguments);
         await emit({ type: "tool_call_step", tool, args: args.ok ? args.value : call.function.arguments, call_id: call.id });
         // Closures do not narrow, so the slot writes into a holder.
         const held: { ask: AskUserInput | null } = { ask: null };
         const slot: AskSlot | undefined = opts.park ? { park: (q) => void (held.ask = q) } : undefined;
-        let out = await runToolCall(ctx, config, tool, args, opts.asKey, slot);
+        let out = await runToolCall(ctx, config, registered, args, opts.asKey, slot);
         const asked = held.ask;
         if (asked && !out.is_error) {
           const parked = {
@@ -210,7 +219,7 @@ export async function runLlmAgent(
           out = { result: "ask_user could not wait: the run is too large to park; answer without asking", is_error: true };
         }
         await emit({ type: "tool_result_step", tool, call_id: call.id, result: out.result, is_error: out.is_error });
-        fresh.push({ role: "tool", tool_call_id: call.id, name: tool, content: toolMessageContent(out.result, out.is_error) });
+        fresh.push({ role: "tool", tool_call_id: call.id, name: fn, content: toolMessageContent(out.result, out.is_error) });
       }
       continue;
     }

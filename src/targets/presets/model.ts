@@ -5,6 +5,7 @@ import { MAX_KWARGS_BYTES, boundedJsonObject } from "../../http/bounded-json";
 import { intactIdentifier } from "../../http/identifiers";
 import { type JsonSchema, inputSchemaSchema, jsonSchemaSchema } from "../json-schema";
 import { StateBinding } from "../../states/state-binding";
+import { toolNameSchema } from "../../mcp/names";
 import { targetNameSchema } from "../names";
 
 const fixedKwargsSchema = boundedJsonObject(MAX_KWARGS_BYTES);
@@ -30,7 +31,8 @@ export type PresetBody = z.infer<typeof presetBodySchema>;
 export const presetCreateSchema = z
   .object({
     name: targetNameSchema,
-    base_tool: targetNameSchema,
+    /** Any registered tool or an agent, MCP tools (`<server>.<tool>`) included. */
+    base_tool: toolNameSchema,
     description: z.string().max(4096).default(""),
     fixed_kwargs: fixedKwargsSchema.default({}),
     input_schema: inputSchemaSchema.nullable().optional(),
@@ -44,7 +46,7 @@ export type PresetCreate = z.infer<typeof presetCreateSchema>;
 /** `POST /api/presets/{name}/versions`: omitted fields carry forward; `null` clears a schema. */
 export const presetPatchSchema = z
   .object({
-    base_tool: targetNameSchema.optional(),
+    base_tool: toolNameSchema.optional(),
     description: z.string().max(4096).optional(),
     fixed_kwargs: fixedKwargsSchema.optional(),
     input_schema: inputSchemaSchema.nullable().optional(),
