@@ -21,7 +21,8 @@ import { edgeFetch } from "../src/net/edge-fetch";
 import { identityFeed, notificationFeedStub } from "../src/contracts/notification-rpc";
 import type { Notification } from "../src/notifications/schemas";
 import type { Settings } from "../src/settings/settings";
-import type { ParkedRun } from "../src/targets/agents/parked";
+import type { ParkedRun, ParkedToolRun } from "../src/targets/agents/parked";
+import { toolRunStub } from "../src/contracts/tool-run-rpc";
 import { handOffToThread } from "../src/interactions/handoff";
 import { deleteInteractionRow, upsertInteractionRow } from "../src/interactions/index-store";
 import { RESUME_MAX_ATTEMPTS, RETRY_MS, answerOf, endedState, eventFor, nextAlarm, resumeOwed } from "../src/interactions/lifecycle";
@@ -158,7 +159,12 @@ export class Interaction extends DurableObject<Env> implements InteractionRpc {
     row = readRow(this.sql)!;
     if (row.resume === "handoff") await attempt("handing the outcome to the thread", () => this.handOff(cfg));
     row = readRow(this.sql)!;
-    if (row.resume === "run" && !this.resumeRunning) {
+    if (row.resume === "run" && row.parked?.kind === "tool_run") {
+      const parked = row.parked;
+      await attempt("handing the outcome to the tool run", () => this.handToToolRun(parked, cfg));
+      await attempt("writing the listing row", () => this.publishRow(cfg));
+      await attempt("publishing events", () => this.publishEvents(cfg));
+    } else if (row.resume === "run" && !this.resumeRunning) {
       await this.resumeHere(row, cfg);
       // The end it recorded is owed to the listing and the stream: publish it now.
       await attempt("writing the listing row", () => this.publishRow(cfg));
@@ -266,6 +272,29 @@ export class Interaction extends DurableObject<Env> implements InteractionRpc {
       return;
     }
     saveRow(this.sql, { resume: "done" });
+  }
+
+  /**
+   * A background tool run waits for this interaction (docs/interactions.md): hands it the outcome
+   * `ask_user` answers, and records what became of the run. A run not yet waiting (still storing
+   * its question) throws, so the alarm tries again shortly.
+   */
+  private async handToToolRun(parked: ParkedToolRun, cfg: Effective): Promise<void> {
+    const row = readRow(this.sql)!;
+    const status = row.state.status;
+    if (status === "pending") return;
+    const r = await toolRunStub(cfg.env, parked.run_id).resume(row.state.interaction_id, asJsonObject(askResult(row.state)), status);
+    if (r === "retry") throw new Error("the tool run is not waiting yet");
+    const finished_at = iso(Date.now());
+    const result: InteractionResult =
+      r === "resumed"
+        ? { outcome: status === "expired" ? "timeout" : "ok", text: null, error: null, next_interaction_id: null, trace_id: parked.run_id, finished_at }
+        : { outcome: "error", text: null, error: "the tool run no longer waits for this interaction", next_interaction_id: null, trace_id: null, finished_at };
+    const now = readRow(this.sql);
+    if (!now) return; // discarded meanwhile
+    const state: InteractionState = { ...now.state, result };
+    saveRow(this.sql, { state, resume: "done", index_dirty: true });
+    queueEvent(this.sql, eventFor(state, finished_at, true));
   }
 
   /** Resumes a run parked outside any thread, here; its end becomes the interaction's `result`. */

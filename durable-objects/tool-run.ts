@@ -9,9 +9,17 @@
  * dead attempt is noticed), publishes the end (the D1 listing row and the trace; retried until it
  * lands) and finally deletes the run when its retention ends. A restart therefore loses nothing:
  * whatever the row says is left to do, the next alarm does.
+ *
+ * A run whose tool asks a question (ask_user) waits: the attempt stores the interaction, the run
+ * is `waiting`, and the interaction's object hands the outcome over through `resume` once it ends.
+ * The alarm stays armed at the wait's deadline, so a hand-over that never comes ends the run too.
  */
 import { DurableObject } from "cloudflare:workers";
 import { type ToolRunRequest, type ToolRunRow, type ToolRunRpc } from "../src/contracts/tool-run-rpc";
+import type { JsonObject } from "../src/http/bounded-json";
+import type { AskUserInput } from "../src/interactions/ask";
+import { createInteraction } from "../src/interactions/create";
+import type { InteractionStatus } from "../src/interactions/record";
 import { isolateSettings } from "../src/config/isolate-settings";
 import type { Env } from "../src/env";
 import type { Settings } from "../src/settings/settings";
@@ -19,11 +27,17 @@ import { setJqBudget } from "../src/jq/engine";
 import { traceSteps, untraceSteps } from "../src/runs/steps";
 import { recordRun } from "../src/runs/recorder";
 import { createTargetContext } from "../src/targets/dispatch";
-import { ATTEMPT_LEASE_MS, RETRY_MS, alarmStep, interruptedEnd } from "../src/tool-runs/alarm-policy";
-import { executeToolRun } from "../src/tool-runs/execute";
+import { ATTEMPT_LEASE_MS, RETRY_MS, alarmStep, interruptedEnd, waitLostEnd } from "../src/tool-runs/alarm-policy";
+import { type AttemptEnd, askedRunEnd, executeToolRun } from "../src/tool-runs/execute";
 import { deleteRunRow, upsertRunRow } from "../src/tool-runs/index-store";
-import { insertQueued, markFinished, markPublished, markStarted, readRun, readSteps, type RunEnd, type RunSteps, upgradeRunTable } from "../src/tool-runs/run-store";
+import { insertQueued, markFinished, markPublished, markStarted, markWaiting, readRun, readSteps, type RunEnd, type RunSteps, upgradeRunTable } from "../src/tool-runs/run-store";
 import { toolRunTrace } from "../src/tool-runs/trace";
+
+/**
+ * How long past its question's expiry a waiting run gives the interaction's object to hand the
+ * outcome over before it ends the run itself (`timeout`): the object's own retries fit well within.
+ */
+const WAIT_MARGIN_MS = 10 * 60_000;
 
 /** What a run executes with: the env with the runtime overlay on top, and its parsed settings. */
 interface RunSettings {
@@ -57,6 +71,20 @@ export class ToolRun extends DurableObject<Env> implements ToolRunRpc {
     return readRun(this.sql);
   }
 
+  async resume(interactionId: string, outcome: JsonObject, status: Exclude<InteractionStatus, "pending">): Promise<"resumed" | "retry" | "not_waiting"> {
+    const row = readRun(this.sql);
+    if (!row) return "not_waiting";
+    // Answered while the attempt is still storing its question, or before a restarted attempt got
+    // there: not waiting yet. The run ends or waits (for this or a newer question) soon enough.
+    if (row.status === "queued" || row.status === "running") return "retry";
+    if (row.status !== "waiting" || row.interaction_id !== interactionId) return "not_waiting";
+    const cfg = await this.settings();
+    if (!cfg) return "retry";
+    this.finish(askedRunEnd(outcome, status), readSteps(this.sql), cfg.settings.toolRuns.retentionSeconds);
+    await this.publish();
+    return "resumed";
+  }
+
   override async alarm(): Promise<void> {
     await this.step(Date.now());
   }
@@ -79,6 +107,9 @@ export class ToolRun extends DurableObject<Env> implements ToolRunRpc {
         return this.attempt(row!, cfg);
       case "give_up":
         this.finish(interruptedEnd(row!.attempts), { steps: [], dropped: 0, version: null }, cfg.settings.toolRuns.retentionSeconds);
+        return this.publish();
+      case "stop_waiting":
+        this.finish(waitLostEnd(), readSteps(this.sql), cfg.settings.toolRuns.retentionSeconds);
         return this.publish();
       case "publish":
         return this.publish();
@@ -109,7 +140,7 @@ export class ToolRun extends DurableObject<Env> implements ToolRunRpc {
     // The lease: if this object dies mid-attempt, this alarm finds the run still running.
     await this.ctx.storage.setAlarm(Date.now() + ATTEMPT_LEASE_MS);
     this.inFlight = true;
-    let end: RunEnd;
+    let end: AttemptEnd;
     let steps: RunSteps;
     try {
       const ctx = createTargetContext(s.env, s.settings);
@@ -131,8 +162,39 @@ export class ToolRun extends DurableObject<Env> implements ToolRunRpc {
     } finally {
       this.inFlight = false;
     }
+    if (end.status === "asked") return this.wait(row, end.ask, steps, s);
     this.finish(end, steps, s.settings.toolRuns.retentionSeconds);
     await this.publish();
+  }
+
+  /**
+   * The attempt's tool asked: stores the interaction (origin this run; its object calls `resume`
+   * when it ends), then waits for it until its expiry plus a margin. The listing shows `waiting`.
+   */
+  private async wait(row: ToolRunRow, ask: AskUserInput, steps: RunSteps, s: RunSettings): Promise<void> {
+    let interaction;
+    try {
+      interaction = await createInteraction(s.env, s.settings, {
+        ask,
+        origin: { kind: "tool_run", run_id: row.run_id, caller: row.caller_user_id },
+        target: { kind: "tool", name: row.tool_name },
+        parked: { kind: "tool_run", run_id: row.run_id },
+      });
+    } catch (err) {
+      console.error("tool run: storing its question failed", err instanceof Error ? err.message : "unknown error");
+      this.finish({ status: "failed", result: null, error: "the run's question could not be stored", error_kind: "tool_error" }, steps, s.settings.toolRuns.retentionSeconds);
+      return this.publish();
+    }
+    const until = Date.parse(interaction.expires_at) + WAIT_MARGIN_MS;
+    markWaiting(this.sql, interaction.interaction_id, steps, until);
+    await this.ctx.storage.setAlarm(until);
+    try {
+      // The listing row says waiting; it expires with the run's end, not with the wait.
+      await upsertRunRow(this.env.DB, { ...readRun(this.sql)!, expires_at: null }).run();
+    } catch (err) {
+      // The end rewrites the row anyway; until then the listing may still say running.
+      console.error("tool run: listing the wait failed", err instanceof Error ? err.message : "unknown error");
+    }
   }
 
   private finish(end: RunEnd, steps: RunSteps, retentionSeconds: number): void {

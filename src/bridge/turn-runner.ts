@@ -197,6 +197,8 @@ export async function resumeParked(
   park: ParkOrigin | null,
   prefetchedKey?: KeyWithOwner | null,
 ): Promise<TurnOutcome> {
+  // A background tool run never parks in a thread: its interaction's origin is the run.
+  if (parked.kind === "tool_run") return errorOutcome("the parked run is not this thread's");
   if (parked.kind === "tool_turn") {
     // No tool runs again, but the key must still be allowed the tool now: a revoked key answers nothing.
     const auth = await authorizeTurn(ctx.db, route.execution_key, route.execution_key_fingerprint, { kind: "tool", name: parked.tool }, ctx.now(), prefetchedKey);

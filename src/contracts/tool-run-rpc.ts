@@ -6,6 +6,8 @@
  * TOOL_RUNS_RETENTION_SECONDS, deletes the run. D1 holds only the listing index.
  */
 import type { Env } from "../env";
+import type { JsonObject } from "../http/bounded-json";
+import type { InteractionStatus } from "../interactions/record";
 import type { ToolRunRequest, ToolRunRow } from "../tool-runs/record";
 
 export type { ToolRunRequest, ToolRunRow };
@@ -18,6 +20,13 @@ export interface ToolRunRpc {
   submit(request: ToolRunRequest): Promise<ToolRunRow>;
   /** The run, or null when this object holds none (never submitted, or deleted by retention). */
   read(): Promise<ToolRunRow | null>;
+  /**
+   * Hands a waiting run its question's outcome (the interaction's object calls this once the
+   * interaction ended): `outcome` is what `ask_user` answers. `resumed` when the run ended with
+   * it; `retry` while the run is still storing its question (call again shortly); `not_waiting`
+   * when the run waits for no such interaction (ended, expired, or never asked it).
+   */
+  resume(interactionId: string, outcome: JsonObject, status: Exclude<InteractionStatus, "pending">): Promise<"resumed" | "retry" | "not_waiting">;
 }
 
 /** The object of run `runId`. */

@@ -21,7 +21,7 @@ export function upsertInteractionRow(db: D1Database, s: InteractionState, ticket
       s.audience,
       origin.kind,
       origin.kind === "thread" ? origin.route_name : null,
-      origin.thread_id,
+      origin.kind === "tool_run" ? null : origin.thread_id,
       s.target.kind,
       s.target.name,
       Date.parse(s.created_at),

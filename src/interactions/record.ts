@@ -18,7 +18,10 @@ export const InteractionId = z
   .string()
   .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/, { message: "must be an interaction id (a UUID)" });
 
-/** Where the run that asked runs: a bridge thread (the participant answers) or outside any thread (an operator answers). */
+/**
+ * Where the run that asked runs: a bridge thread (the participant answers) or outside any thread
+ * (an operator or the audience answers): an agent run door's run, or a background tool run.
+ */
 export const InteractionOrigin = z.discriminatedUnion("kind", [
   z
     .object({
@@ -37,6 +40,15 @@ export const InteractionOrigin = z.discriminatedUnion("kind", [
       /** The agent run door's memory thread. */
       thread_id: z.string(),
       /** The key the run acts as (the door's caller). */
+      caller: z.string(),
+    })
+    .strict(),
+  z
+    .object({
+      kind: z.literal("tool_run"),
+      /** The background tool run that waits (`GET /api/tool-runs/{run_id}`). */
+      run_id: z.string(),
+      /** The key the run executes as. */
       caller: z.string(),
     })
     .strict(),

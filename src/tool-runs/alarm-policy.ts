@@ -7,6 +7,9 @@
  * - `running` while no attempt of this instance is in flight: the object restarted mid-run (an
  *   eviction, a deploy, a crash). Start again while attempts < max; at max the run fails
  *   `interrupted`, so a tool that kills its object cannot loop forever.
+ * - `waiting` (its tool asked a question): nothing until the interaction's object hands the
+ *   outcome over; past the wait's deadline (`expires_at` while waiting) the run fails `timeout`,
+ *   so a lost hand-over cannot leave it waiting forever.
  * - ended, not yet published: write the listing row and the trace (again after a failed try).
  * - ended and published: delete the run once it expired; before that, sleep until then.
  */
@@ -26,6 +29,7 @@ export type AlarmStep =
   | { kind: "none" }
   | { kind: "start" }
   | { kind: "give_up" }
+  | { kind: "stop_waiting" }
   | { kind: "publish" }
   | { kind: "expire" }
   | { kind: "sleep"; until: number };
@@ -39,12 +43,20 @@ export function alarmStep(row: Pick<ToolRunRow, "status" | "attempts" | "publish
       // An attempt of this very instance is still going (a long tool): look again a lease later.
       if (inFlight) return { kind: "sleep", until: nowMs + ATTEMPT_LEASE_MS };
       return row.attempts >= maxAttempts ? { kind: "give_up" } : { kind: "start" };
+    case "waiting":
+      if (row.expires_at === null || nowMs >= row.expires_at) return { kind: "stop_waiting" };
+      return { kind: "sleep", until: row.expires_at };
     case "succeeded":
     case "failed":
       if (!row.published) return { kind: "publish" };
       if (row.expires_at === null || nowMs >= row.expires_at) return { kind: "expire" };
       return { kind: "sleep", until: row.expires_at };
   }
+}
+
+/** The failure a run ends with when its question's outcome never arrived by the wait's deadline. */
+export function waitLostEnd(): { status: "failed"; result: null; error: string; error_kind: "timeout" } {
+  return { status: "failed", result: null, error: "the run's question got no outcome in time (the interaction did not hand it over)", error_kind: "timeout" };
 }
 
 /** The failure a run interrupted `attempts` times ends with. */

@@ -6,11 +6,20 @@
  * fingerprint it had when the run was submitted or the schedule bound, and grant the tool; its
  * conditions (own, role, owner's role) must allow it without a request. A refusal is the run's
  * `denied` failure. Registry tools go through the one dispatcher; maintenance tools need an admin key.
+ *
+ * A run whose tool is `ask_user` (or a preset over it) may ask (issue 17; docs/interactions.md):
+ * with the interactions store configured, the attempt hands the dispatcher an ask slot, and a
+ * question parked there ends the attempt as `asked`; the ToolRun object then stores the
+ * interaction and waits for its outcome. A state-bound run gets no slot (its writes after the
+ * dispatch would have nothing to write), so `ask_user` refuses there.
  */
 import { authorizeTurn } from "../auth/pass-role";
 import type { KeyWithOwner } from "../auth/key-store";
 import { isAdminKey } from "../auth/scopes";
 import type { JsonObject, JsonValue } from "../http/bounded-json";
+import type { AskUserInput } from "../interactions/ask";
+import { canPark } from "../interactions/create";
+import type { InteractionStatus } from "../interactions/record";
 import { timedStep } from "../runs/steps";
 import { type TargetContext, dispatchTool } from "../targets/dispatch";
 import { checkAgainstSchema } from "../targets/json-schema";
@@ -38,6 +47,19 @@ function failed(kind: string, error: string): RunEnd {
   return { status: "failed", result: null, error, error_kind: kind };
 }
 
+/** How an attempt ended: the run's end, or a question its tool asked (the run then waits). */
+export type AttemptEnd = RunEnd | { status: "asked"; ask: AskUserInput };
+
+/**
+ * The end of a run that waited on a question (pure): answered or cancelled, the run succeeds with
+ * what `ask_user` answers (`outcome` is `askResult` of src/interactions/record.ts: the answer, or
+ * the cancellation the tool sees); expired, it fails `timeout`.
+ */
+export function askedRunEnd(outcome: JsonObject, status: Exclude<InteractionStatus, "pending">): RunEnd {
+  if (status === "expired") return { status: "failed", result: null, error: "the question expired unanswered", error_kind: "timeout" };
+  return { status: "succeeded", result: outcome, error: null, error_kind: null };
+}
+
 /** What one attempt needs of its run. */
 export type RunToExecute = Pick<ToolRunRow, "run_id" | "tool_name" | "arguments" | "origin" | "hook_name" | "schedule_name" | "state_binding">;
 
@@ -47,7 +69,7 @@ export type RunToExecute = Pick<ToolRunRow, "run_id" | "tool_name" | "arguments"
  * registry tool). A run with a state binding (a hook's or schedule's fire) reads its states before
  * and writes them after the dispatch (src/tool-runs/bound-run.ts).
  */
-export async function executeToolRun(ctx: TargetContext, run: RunToExecute, caller: { user_id: string; fingerprint: string }): Promise<RunEnd> {
+export async function executeToolRun(ctx: TargetContext, run: RunToExecute, caller: { user_id: string; fingerprint: string }): Promise<AttemptEnd> {
   const name = run.tool_name;
   const args = run.arguments;
   if (isMaintenanceTool(name)) return timedStep(ctx, "tool", name, () => runMaintenance(ctx, name, args, caller), stepVerdict);
@@ -55,7 +77,16 @@ export async function executeToolRun(ctx: TargetContext, run: RunToExecute, call
     const binding = run.state_binding;
     return executeBoundRun(ctx, { ...run, state_binding: binding }, caller, () => authorizeToolRun(ctx.db, caller, name, ctx.now()));
   }
-  const r = await dispatchTool(ctx, name, args, { asKey: caller });
+  // Closures do not narrow, so the slot writes into a holder.
+  const held: { ask: AskUserInput | null } = { ask: null };
+  if (canPark(ctx.settings)) ctx.ask = { park: (q) => void (held.ask = q) };
+  let r: Awaited<ReturnType<typeof dispatchTool>>;
+  try {
+    r = await dispatchTool(ctx, name, args, { asKey: caller });
+  } finally {
+    delete ctx.ask;
+  }
+  if (r.ok && held.ask) return { status: "asked", ask: held.ask };
   return r.ok ? { status: "succeeded", result: toJson(r.value), error: null, error_kind: null } : failed(r.kind, r.message);
 }
 

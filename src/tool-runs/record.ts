@@ -6,7 +6,8 @@ import { z } from "zod";
 import { JsonObject, JsonValue } from "../http/bounded-json";
 import type { StateBinding } from "../states/state-binding";
 
-export const ToolRunStatus = z.enum(["queued", "running", "succeeded", "failed"]);
+/** `waiting`: the run's tool asked a question (ask_user) and the run waits for its interaction to end. */
+export const ToolRunStatus = z.enum(["queued", "running", "waiting", "succeeded", "failed"]);
 export type ToolRunStatus = z.infer<typeof ToolRunStatus>;
 
 /** Who started the run: the door (`api`), a schedule's fire (`schedule`) or a hook's fire (`hook`). */
@@ -52,6 +53,8 @@ export interface ToolRunRow {
   state_binding: StateBinding | null;
   status: ToolRunStatus;
   attempts: number;
+  /** The interaction the run waits (or waited) for, when its tool asked (ask_user). */
+  interaction_id: string | null;
   result: JsonValue;
   error: string | null;
   error_kind: string | null;
@@ -73,6 +76,8 @@ export const ToolRunView = z
     status: ToolRunStatus,
     /** The tool's result once succeeded (null otherwise). */
     result: JsonValue,
+    /** The interaction the run waits (`waiting`) or waited for, when its tool asked ask_user (docs/interactions.md). */
+    interaction_id: z.string().nullable(),
     /** Why it failed (null otherwise). A denied run's reason is for admins: others read a fixed text. */
     error: z.string().nullable(),
     /** The failure's class: the dispatcher's (`denied`, `unknown_tool`, `invalid_kwargs`, `timeout`, `transport`, `http_status`, `non_json`, `tool_error`), `state_binding` or `interrupted`. */
@@ -128,6 +133,7 @@ export function toolRunView(row: ToolRunRow, admin: boolean): ToolRunView {
     arguments: row.arguments,
     status: row.status,
     result: row.status === "succeeded" ? row.result : null,
+    interaction_id: row.interaction_id,
     error,
     error_kind: row.error_kind,
     attempts: row.attempts,

@@ -1,6 +1,7 @@
 /**
  * One background tool run in its ToolRun object's SQLite (the storage part of durable-objects/
- * tool-run.ts). One row: the request, the status machine (queued → running → succeeded | failed),
+ * tool-run.ts). One row: the request, the status machine (queued → running → succeeded | failed,
+ * or running → waiting → succeeded | failed when the tool asked a question),
  * attempts, the result or error, and whether the end was published (the D1 listing row and the
  * trace). The table is created on submit, never by a read, so reading an unknown run id leaves
  * that object empty. Times are epoch ms.
@@ -13,7 +14,7 @@ import { jsonColumn, validStored } from "../store/parse-stored";
 import { type ToolRunRequest, type ToolRunRow, ToolRunOrigin, ToolRunStatus } from "./record";
 
 const COLUMNS =
-  "run_id, tool_name, arguments, caller_user_id, caller_fingerprint, origin, schedule_name, slot_at, hook_name, state_binding, status, attempts, result, error, error_kind, created_at, started_at, finished_at, expires_at, published";
+  "run_id, tool_name, arguments, caller_user_id, caller_fingerprint, origin, schedule_name, slot_at, hook_name, state_binding, status, attempts, interaction_id, result, error, error_kind, created_at, started_at, finished_at, expires_at, published";
 
 const int = z.coerce.number().int();
 const StoredRun = z.object({
@@ -29,6 +30,7 @@ const StoredRun = z.object({
   state_binding: jsonColumn(StateBinding).nullable(),
   status: ToolRunStatus,
   attempts: int,
+  interaction_id: z.string().nullable(),
   result: z.string().nullable(),
   error: z.string().nullable(),
   error_kind: z.string().nullable(),
@@ -51,7 +53,7 @@ export function createRunTable(sql: SqlStorage): void {
       caller_user_id TEXT NOT NULL, caller_fingerprint TEXT NOT NULL,
       origin TEXT NOT NULL, schedule_name TEXT, slot_at INTEGER,
       hook_name TEXT, state_binding TEXT,
-      status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
+      status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, interaction_id TEXT,
       result TEXT, error TEXT, error_kind TEXT,
       created_at INTEGER NOT NULL, started_at INTEGER, finished_at INTEGER, expires_at INTEGER,
       published INTEGER NOT NULL DEFAULT 0,
@@ -61,15 +63,16 @@ export function createRunTable(sql: SqlStorage): void {
 }
 
 /**
- * Brings a run table written before issue 17 up to date (the hook's name and the state binding
- * came later); a run from then reads as neither hooked nor bound. Idempotent; run when the object
- * starts, before any read.
+ * Brings a run table written before issue 17 up to date (the hook's name, the state binding and
+ * the interaction came later); a run from then reads as neither hooked, bound nor asking.
+ * Idempotent; run when the object starts, before any read.
  */
 export function upgradeRunTable(sql: SqlStorage): void {
   if (!runTableExists(sql)) return;
   const columns = sql.exec("SELECT * FROM run LIMIT 0").columnNames;
   if (!columns.includes("hook_name")) sql.exec("ALTER TABLE run ADD COLUMN hook_name TEXT");
   if (!columns.includes("state_binding")) sql.exec("ALTER TABLE run ADD COLUMN state_binding TEXT");
+  if (!columns.includes("interaction_id")) sql.exec("ALTER TABLE run ADD COLUMN interaction_id TEXT");
 }
 
 /** The run, or null when the object holds none. */
@@ -106,6 +109,15 @@ export function insertQueued(sql: SqlStorage, req: ToolRunRequest, nowMs: number
 /** Marks an attempt started: running, attempts + 1 (counted before the tool runs, so a crash counts). */
 export function markStarted(sql: SqlStorage, nowMs: number): void {
   sql.exec("UPDATE run SET status = 'running', attempts = attempts + 1, started_at = ? WHERE id = 1", nowMs);
+}
+
+/**
+ * The attempt parked on a question: the run waits for interaction `interactionId` until
+ * `untilMs` (the interaction's expiry plus a margin; past it, the alarm ends the run), with the
+ * attempt's steps kept for the trace.
+ */
+export function markWaiting(sql: SqlStorage, interactionId: string, steps: RunSteps, untilMs: number): void {
+  sql.exec("UPDATE run SET status = 'waiting', interaction_id = ?, expires_at = ?, steps = ? WHERE id = 1", interactionId, untilMs, JSON.stringify(steps));
 }
 
 export interface RunEnd {

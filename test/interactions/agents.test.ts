@@ -202,15 +202,4 @@ describe("where no run can park", () => {
     const dup = await call("POST", "/api/run-tool", { key: await admin(), body: { tool_name: "ask_user", arguments: { question: "Q", options: [{ text: "a" }, { text: "A" }] } } });
     expect(dup.body.error).toBe("invalid ask_user input: options: option texts must be unique");
   });
-
-  it("a background tool run fails with the same error", async () => {
-    const k = await mintKey({ scopes: ["tools:read", "tool:ask_user"] });
-    const submit = await call("POST", "/api/tool-runs", { key: k.key, body: { tool_name: "ask_user", arguments: { question: "Later?" } } });
-    expect(submit.status).toBe(202);
-    const run = await eventually(
-      () => call("GET", `/api/tool-runs/${submit.body.data.run_id}`, { key: k.key }),
-      (r) => r.body?.data?.status === "failed",
-    );
-    expect(run.body.data).toMatchObject({ status: "failed", error: ASK_USER_CANNOT_PARK });
-  });
 });

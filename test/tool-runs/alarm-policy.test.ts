@@ -1,6 +1,7 @@
 /** The ToolRun alarm policy (pure; src/tool-runs/alarm-policy.ts): one step per state. */
 import { describe, expect, it } from "vitest";
 import { ATTEMPT_LEASE_MS, alarmStep, interruptedEnd } from "../../src/tool-runs/alarm-policy";
+import { askedRunEnd } from "../../src/tool-runs/execute";
 
 const NOW = 1_800_000_000_000;
 const row = (over: Partial<Parameters<typeof alarmStep>[0] & object>) => ({ status: "queued" as const, attempts: 0, published: false, expires_at: null, started_at: null, ...over });
@@ -24,6 +25,17 @@ describe("alarmStep", () => {
       expect(alarmStep(row({ status, published: true, expires_at: NOW + 10 }), NOW, 3, false)).toEqual({ kind: "sleep", until: NOW + 10 });
       expect(alarmStep(row({ status, published: true, expires_at: NOW }), NOW, 3, false)).toEqual({ kind: "expire" });
     }
+  });
+  it("waiting on a question: sleep until the wait's deadline, then stop waiting (whatever is in flight)", () => {
+    expect(alarmStep(row({ status: "waiting", attempts: 1, expires_at: NOW + 10 }), NOW, 3, false)).toEqual({ kind: "sleep", until: NOW + 10 });
+    expect(alarmStep(row({ status: "waiting", attempts: 1, expires_at: NOW }), NOW, 3, false)).toEqual({ kind: "stop_waiting" });
+    expect(alarmStep(row({ status: "waiting", attempts: 1, expires_at: null }), NOW, 3, true)).toEqual({ kind: "stop_waiting" });
+  });
+  it("askedRunEnd: answered and cancelled succeed with what ask_user answers; expired fails timeout", () => {
+    const outcome = { interaction_id: "i", outcome: "cancelled", cancelled: true };
+    expect(askedRunEnd(outcome, "cancelled")).toEqual({ status: "succeeded", result: outcome, error: null, error_kind: null });
+    expect(askedRunEnd({ outcome: "answered" }, "answered").status).toBe("succeeded");
+    expect(askedRunEnd({ outcome: "expired", timeout: true }, "expired")).toEqual({ status: "failed", result: null, error: "the question expired unanswered", error_kind: "timeout" });
   });
   it("the interrupted end names the count, never a value", () => {
     expect(interruptedEnd(1)).toEqual({ status: "failed", result: null, error_kind: "interrupted", error: "the run was interrupted 1 time (its object restarted mid-run); not started again" });

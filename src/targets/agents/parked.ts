@@ -10,6 +10,8 @@
  *   model calls spent (the resumed loop keeps counting against `max_steps`).
  * - `tool_turn`: a bridge tool turn whose target is `ask_user` (or a preset over it): the resumed
  *   turn maps the interaction's outcome through the route's `reply_expr`.
+ * - `tool_run`: a background tool run (the door, a schedule's or a hook's fire) whose tool is
+ *   `ask_user` or a preset over it: its ToolRun object waits, and the outcome becomes its result.
  */
 import { z } from "zod";
 import { CheckpointMessage } from "../checkpoints/types";
@@ -44,7 +46,15 @@ export const ParkedToolTurn = z
   .strict();
 export type ParkedToolTurn = z.infer<typeof ParkedToolTurn>;
 
-export const ParkedRun = z.discriminatedUnion("kind", [ParkedLlmRun, ParkedToolTurn]);
+export const ParkedToolRun = z
+  .object({
+    kind: z.literal("tool_run"),
+    run_id: z.string(),
+  })
+  .strict();
+export type ParkedToolRun = z.infer<typeof ParkedToolRun>;
+
+export const ParkedRun = z.discriminatedUnion("kind", [ParkedLlmRun, ParkedToolTurn, ParkedToolRun]);
 export type ParkedRun = z.infer<typeof ParkedRun>;
 
 /** The result a skipped call of the ask's step gets on resume (the model may call it again). */

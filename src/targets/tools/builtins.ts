@@ -88,7 +88,7 @@ const getPairingCode: BuiltinTool = {
 
 /** Why `ask_user` refuses where no run can park (the message a model or run-tool caller reads). */
 export const ASK_USER_CANNOT_PARK =
-  "ask_user needs a run that can wait for the answer: an llm agent's run (a conversation turn or the agent run door) or a conversation route's tool turn, with the interactions store configured (INTERACTIONS_STORE_URL); run-tool, background and scheduled tool runs cannot wait";
+  "ask_user needs a run that can wait for the answer: an llm agent's run (a conversation turn or the agent run door), a conversation route's tool turn, or a background tool run without a state binding (POST /api/tool-runs, a schedule's or a hook's fire), with the interactions store configured (INTERACTIONS_STORE_URL); run-tool cannot wait";
 
 const askUser: BuiltinTool = {
   name: "ask_user",
