@@ -166,12 +166,17 @@ describe("POST /api/runs/prune", () => {
 describe("trace retention on the shards", () => {
   it("the shard's alarm drops an expired trace and its index row", async () => {
     const user = uniq("expired");
-    // Started longer ago than RUNS_TRACE_RETENTION_SECONDS (7 days by default): already expired.
-    const t = toolRun({ user_id: user, started_at: new Date(Date.now() - 8 * 86_400_000).toISOString() });
+    // Ended RUNS_TRACE_RETENTION_SECONDS (7 days by default) minus 4 s ago: it expires 4 s from
+    // now. Not already expired: the shard's real alarm would then race the first read (CI saw it).
+    const expiresAt = Date.now() + 4_000;
+    const t = toolRun({ user_id: user, started_at: new Date(expiresAt - 7 * 86_400_000 - 5).toISOString() }); // duration_ms is 5
     await recordRun(env, t);
     await flushAll();
     expect((await read(`/api/runs?user=${enc(user)}`)).total).toBe(1);
-    expect(await runShard(env, t.trace_id).readTrace(t.trace_id, Date.now())).toBeNull();
+    expect(await runShard(env, t.trace_id).readTrace(t.trace_id, Date.now())).not.toBeNull();
+    expect(await runShard(env, t.trace_id).readTrace(t.trace_id, expiresAt)).toBeNull();
+    await new Promise((r) => setTimeout(r, Math.max(0, expiresAt - Date.now()) + 50));
+    // Its alarm (the real one may have fired already: running it again is harmless).
     await runDurableObjectAlarm(runShard(env, t.trace_id) as unknown as DurableObjectStub);
     await flushAll();
     expect((await read(`/api/runs?user=${enc(user)}`)).total).toBe(0);
