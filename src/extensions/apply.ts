@@ -27,11 +27,16 @@ export interface ExtendedTool {
   extensions?: Combo[];
 }
 
-/** The chain of `tool` (see the module comment). */
-export async function extensionChain(db: D1Database, tool: ExtendedTool): Promise<ResolvedElement[]> {
+/** The combos of `tool` (see the module comment): read only when the registry did not bring them. */
+export async function toolCombos(db: D1Database, tool: ExtendedTool): Promise<Combo[]> {
   if (tool.kind === "builtin") return [];
-  if (tool.kind === "preset") return chainOf(tool.body?.extensions ?? []);
-  return chainOf(tool.extensions ?? (await readToolCombos(db, tool.name)));
+  if (tool.kind === "preset") return tool.body?.extensions ?? [];
+  return tool.extensions ?? (await readToolCombos(db, tool.name));
+}
+
+/** The chain of `tool`. */
+export async function extensionChain(db: D1Database, tool: ExtendedTool): Promise<ResolvedElement[]> {
+  return chainOf(await toolCombos(db, tool));
 }
 
 /** How an attempt reads as a trace step (the dispatcher's own classification). Pure. */

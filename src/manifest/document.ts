@@ -24,9 +24,10 @@ import { mcpEntryChanged, replaceMcpStatements } from "../mcp/config";
 import { McpServerDeclaration, checkMcpDeclaration } from "../mcp/declarations";
 import { McpStatusView } from "../mcp/listing";
 import { type McpServerRecord, listMcpServers } from "../mcp/store";
+import { storedSecretEnvNames } from "../mcp/secret-env";
 import type { Settings } from "../settings/settings";
 import { BUILTIN_AGENT_NAMES, type DeclaredAgent, agentDeclarationSchema, checkAgentDeclaration, listDeclaredAgents, upsertAgentStatement } from "../targets/agents/declarations";
-import { REDACTED, type HeaderSpec, headerConnections, redactHeaders } from "../targets/env-refs";
+import { REDACTED, type HeaderSpec, headerConnections, headerReferences, redactHeaders } from "../targets/env-refs";
 import { BUILTIN_TOOLS, isBuiltinTool } from "../targets/tools/builtins";
 import { type HttpTool, checkHttpToolDeclaration, httpToolDeclarationSchema, httpToolView, listHttpTools, upsertHttpToolStatement } from "../targets/tools/http-tools";
 import { type ApiTool, ApiToolDeclaration, checkApiToolDeclaration, listApiTools, upsertApiToolStatement } from "./api-tool-store";
@@ -152,7 +153,7 @@ export async function readPreserved(db: D1Database, settings: Settings): Promise
   const [owned, presets, secrets] = await Promise.all([
     marketplaceOwned(db),
     db.prepare("SELECT name FROM presets ORDER BY name").all<{ name: string }>(),
-    db.prepare("SELECT name FROM mcp_secret_env ORDER BY name").all<{ name: string }>(),
+    storedSecretEnvNames(db),
   ]);
   return {
     tools: [...owned.tools].sort(),
@@ -161,7 +162,7 @@ export async function readPreserved(db: D1Database, settings: Settings): Promise
     builtin_tools: [...BUILTIN_TOOLS.keys()].sort(),
     builtin_agents: [...BUILTIN_AGENT_NAMES].sort(),
     connectors: settings.connectors.providers.map((p) => p.id),
-    secret_env: secrets.results.map((r) => r.name),
+    secret_env: [...secrets].sort(),
   };
 }
 
@@ -171,12 +172,6 @@ export const EnvRefsView = z.object({
 });
 export type EnvRefsView = z.infer<typeof EnvRefsView>;
 
-function envRefsOf(headers: HeaderSpec, field: string, into: Map<string, string[]>): void {
-  for (const [name, v] of Object.entries(headers)) {
-    if (typeof v !== "string" && "env" in v) into.set(v.env, [...(into.get(v.env) ?? []), `${field}.${name}`]);
-  }
-}
-
 /**
  * `GET /api/manifest/mcp-env-refs`: every `{"env"}` reference of the manifest (MCP servers'
  * headers first among them, also HTTP and API tools' headers and agents' keys and headers), with
@@ -185,16 +180,21 @@ function envRefsOf(headers: HeaderSpec, field: string, into: Map<string, string[
  * Never a value.
  */
 export async function readEnvRefs(db: D1Database, env: EnvVars): Promise<EnvRefsView> {
-  const cur = await readCurrent(db);
+  const [cur, stored] = await Promise.all([readCurrent(db), storedSecretEnvNames(db)]);
+  const found = [
+    ...cur.mcp.flatMap((s) => headerReferences(s.spec.config.headers, `mcp.${s.title}.config.headers`)),
+    ...cur.tools.flatMap((t) => headerReferences(t.headers, `tools.${t.title}.headers`)),
+    ...cur.apiTools.flatMap((t) => headerReferences(t.headers, `api_tools.${t.title}.headers`)),
+    ...cur.agents.flatMap((a) =>
+      a.kind === "http" ? headerReferences(a.config.headers, `agents.${a.title}.config.headers`) : a.config.api_key ? [{ field: `agents.${a.title}.config.api_key`, ref: a.config.api_key }] : [],
+    ),
+  ];
   const refs = new Map<string, string[]>();
-  for (const s of cur.mcp) envRefsOf(s.spec.config.headers, `mcp.${s.title}.config.headers`, refs);
-  for (const t of cur.tools) envRefsOf(t.headers, `tools.${t.title}.headers`, refs);
-  for (const t of cur.apiTools) envRefsOf(t.headers, `api_tools.${t.title}.headers`, refs);
-  for (const a of cur.agents) {
-    if (a.kind === "http") envRefsOf(a.config.headers, `agents.${a.title}.config.headers`, refs);
-    else if (a.config.api_key) refs.set(a.config.api_key.env, [...(refs.get(a.config.api_key.env) ?? []), `agents.${a.title}.config.api_key`]);
+  for (const { field, ref } of found) {
+    const fields = refs.get(ref.env);
+    if (fields) fields.push(field);
+    else refs.set(ref.env, [field]);
   }
-  const stored = new Set((await db.prepare("SELECT name FROM mcp_secret_env").all<{ name: string }>()).results.map((r) => r.name));
   const items = [...refs.keys()].sort().map((name) => {
     const v = Reflect.get(env, name);
     return { name, referenced_by: refs.get(name)!, env_set: typeof v === "string" && v !== "", secret_env_set: stored.has(name) };

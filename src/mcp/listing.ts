@@ -117,9 +117,9 @@ export function statusView(s: McpServerRecord, tools: string[]): McpStatusView {
 }
 
 export async function serverStatus(db: D1Database, title: string): Promise<McpStatusView | null> {
-  const s = await getMcpServer(db, title);
+  // This server's names only, read alongside its row (not every server's tools after it).
+  const [s, names] = await Promise.all([getMcpServer(db, title), toolNamesByServer(db, title)]);
   if (!s) return null;
-  const names = await toolNamesByServer(db);
   return statusView(s, names.get(title) ?? []);
 }
 

@@ -13,7 +13,7 @@ import { badRequest } from "../http/errors";
 import type { ConfigSettings } from "../settings/config-settings";
 import { REFERENCE_RULE, SECRET_REFERENCE_ALLOWLIST_SETTING, isReferenceable, splitAllowlist } from "../settings/secret-references";
 import type { Settings } from "../settings/settings";
-import { EnvRefError, type HeaderSpec } from "../targets/env-refs";
+import { EnvRefError, type HeaderSpec, headerReferences } from "../targets/env-refs";
 
 const aad = (name: string) => `mcp-secret-env\0${name}`;
 
@@ -56,7 +56,7 @@ export async function storedSecretEnvNames(db: D1Database): Promise<Set<string>>
  * out, so the reference falls back to the env (and fails naming the variable when that is unset).
  */
 export async function envWithSecretValues(db: D1Database, config: ConfigSettings, env: EnvVars, headers: HeaderSpec): Promise<EnvVars> {
-  const names = [...new Set(Object.values(headers).flatMap((v) => (typeof v !== "string" && "env" in v ? [v.env] : [])))];
+  const names = [...new Set(headerReferences(headers, "").map((r) => r.ref.env))];
   if (!names.length) return env;
   const { results } = await db
     .prepare(`SELECT name, sealed FROM mcp_secret_env WHERE name IN (${names.map(() => "?").join(", ")})`)

@@ -104,11 +104,19 @@ export async function listMcpServers(db: D1Database): Promise<McpServerRecord[]>
   return results.map(toServer);
 }
 
-/** Registered tool names per server, names sorted. */
-export async function toolNamesByServer(db: D1Database): Promise<Map<string, string[]>> {
-  const { results } = await db.prepare("SELECT server, name FROM mcp_tools ORDER BY server, name").all<{ server: string; name: string }>();
+/** Registered tool names per server, names sorted; only server `only`'s when given. */
+export async function toolNamesByServer(db: D1Database, only?: string): Promise<Map<string, string[]>> {
+  const stmt =
+    only === undefined
+      ? db.prepare("SELECT server, name FROM mcp_tools ORDER BY server, name")
+      : db.prepare("SELECT server, name FROM mcp_tools WHERE server = ? ORDER BY name").bind(only);
+  const { results } = await stmt.all<{ server: string; name: string }>();
   const out = new Map<string, string[]>();
-  for (const r of results) out.set(r.server, [...(out.get(r.server) ?? []), mcpToolName(r.server, r.name)]);
+  for (const r of results) {
+    const names = out.get(r.server);
+    if (names) names.push(mcpToolName(r.server, r.name));
+    else out.set(r.server, [mcpToolName(r.server, r.name)]);
+  }
   return out;
 }
 

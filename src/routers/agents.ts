@@ -5,6 +5,10 @@ import { principalGrantsRun } from "../auth/principal";
 import type { AppEnv } from "../http/app-env";
 import { badRequest, forbidden, notFound } from "../http/errors";
 import { addRoute } from "../http/route";
+import { waitUntilOf } from "../http/wait-until";
+import { listApiTools } from "../manifest/api-tool-store";
+import { BUILTIN_TOOLS } from "../targets/tools/builtins";
+import { listHttpTools } from "../targets/tools/http-tools";
 import { agentDeclarationSchema, agentView, agentViewSchema, checkAgentDeclaration, deleteDeclaredAgent, upsertDeclaredAgent } from "../targets/agents/declarations";
 import { agentExists, listAgents } from "../targets/agents/run";
 import { streamAgentRun } from "../targets/agents/sse";
@@ -34,13 +38,14 @@ type AgentListItem = z.infer<typeof agentSummary>;
  * built-in echo is code, and its name is the echo tool's, so it is not.
  */
 async function agentItems(db: D1Database): Promise<AgentListItem[]> {
-  const agents = await listAgents(db);
-  return Promise.all(
-    agents.map(async (a) => {
-      const authorable = a.kind !== "builtin" && !(await resolveBaseTool(db, a.name));
-      return { ...a, tool_name: authorable ? a.name : null, spec_runnable: authorable };
-    }),
-  );
+  // Three reads whatever the count (not one tool lookup per agent). Agent names hold no dot, so no
+  // MCP tool can take one.
+  const [agents, https, apis] = await Promise.all([listAgents(db), listHttpTools(db), listApiTools(db)]);
+  const tools = new Set([...BUILTIN_TOOLS.keys(), ...https.map((t) => t.title), ...apis.map((t) => t.title)]);
+  return agents.map((a) => {
+    const authorable = a.kind !== "builtin" && !tools.has(a.name);
+    return { ...a, tool_name: authorable ? a.name : null, spec_runnable: authorable };
+  });
 }
 
 addRoute(
@@ -140,7 +145,7 @@ addRoute(
     const threadId = body.thread_id ?? crypto.randomUUID();
     return streamAgentRun(ctx, params.name, { thread_id: threadId, user_message: body.user_message }, {
       asKey: { user_id: p.key.user_id, fingerprint: p.key.key_fingerprint },
-      waitUntil: (promise) => c.executionCtx.waitUntil(promise),
+      waitUntil: waitUntilOf(c),
       headers: { "x-thread-id": threadId },
     });
   },
@@ -177,7 +182,7 @@ addRoute(
     const threadId = input.thread_id ?? crypto.randomUUID();
     return streamAgentRun(ctx, preset.base_tool, { thread_id: threadId, user_message: input.user_message }, {
       asKey: { user_id: p.key.user_id, fingerprint: p.key.key_fingerprint },
-      waitUntil: (promise) => c.executionCtx.waitUntil(promise),
+      waitUntil: waitUntilOf(c),
       headers: { "x-thread-id": threadId, "x-authored-version": String(preset.current_version) },
     });
   },

@@ -7,7 +7,8 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { Combo, Combos, editCombos } from "../extensions/combos";
 import { ExtensionView, catalogView } from "../extensions/catalog";
-import { readToolCombos, updateToolCombos } from "../extensions/store";
+import { toolCombos } from "../extensions/apply";
+import { updateToolCombos } from "../extensions/store";
 import type { AppEnv } from "../http/app-env";
 import { HttpError, badRequest, conflict, notFound } from "../http/errors";
 import { addRoute } from "../http/route";
@@ -36,7 +37,7 @@ async function toolOr404(db: D1Database, name: string): Promise<ResolvedTool> {
 }
 
 async function view(db: D1Database, tool: ResolvedTool) {
-  const combos = tool.kind === "builtin" ? [] : tool.kind === "preset" ? tool.body.extensions : await readToolCombos(db, tool.name);
+  const combos = await toolCombos(db, tool);
   return { tool: tool.name, tool_kind: tool.kind, editable: tool.kind !== "builtin" && tool.kind !== "preset", combos };
 }
 

@@ -40,7 +40,7 @@ import {
   versionNotFound,
 } from "../targets/presets/store";
 import { isBuiltinTool } from "../targets/tools/builtins";
-import { resolveBaseTool, resolveTool } from "../targets/tools/registry";
+import { resolveTool } from "../targets/tools/registry";
 
 export const presetsRouter = new Hono<AppEnv>();
 
@@ -72,8 +72,10 @@ type BaseKind = "tool" | "agent";
  * on nothing (404), not on a preset (400). A tool wins over an agent of the same name.
  */
 async function baseKindOf(db: D1Database, name: string): Promise<BaseKind> {
-  if (await resolveBaseTool(db, name)) return "tool";
-  if (await resolveTool(db, name)) throw badRequest("base_tool must name a built-in or declared tool or a declared agent, not a preset");
+  // One resolution: a base tool, else a preset (refused), else maybe an agent.
+  const tool = await resolveTool(db, name);
+  if (tool && tool.kind !== "preset") return "tool";
+  if (tool) throw badRequest("base_tool must name a built-in or declared tool or a declared agent, not a preset");
   if (await getDeclaredAgent(db, name)) return "agent";
   throw new HttpError(404, "base_tool not found");
 }
