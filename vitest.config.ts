@@ -44,9 +44,9 @@ export const TEST_SECRETS = {
 for (const [name, value] of Object.entries(TEST_SECRETS)) process.env[name] ??= value;
 process.env.WRANGLER_DISABLE_EXPERIMENTAL_WARNING ??= "1";
 
-// Three projects: `workers` runs inside workerd against real D1 and Durable Objects;
-// `e2e` runs in Node and drives a real `wrangler dev` over HTTP; `browser` drives the operator
-// console in Chromium against a real `wrangler dev`.
+// Four projects: `workers` runs inside workerd against real D1 and Durable Objects;
+// `e2e` runs in Node and drives a real `wrangler dev` over HTTP; `deploy` checks the deploy path in
+// Node; `browser` drives the operator console in Chromium against a real `wrangler dev`.
 export default defineConfig({
   test: {
     projects: [
@@ -70,7 +70,7 @@ export default defineConfig({
         test: {
           name: "workers",
           include: ["test/**/*.test.ts"],
-          exclude: ["test/e2e/**", "test/browser/**"],
+          exclude: ["test/e2e/**", "test/browser/**", "test/deploy/**"],
           setupFiles: ["./test/setup/apply-migrations.ts"],
         },
       },
@@ -81,6 +81,18 @@ export default defineConfig({
           environment: "node",
           testTimeout: 120_000,
           hookTimeout: 180_000,
+          fileParallelism: false,
+        },
+      },
+      {
+        // The deploy path in Node (docs/deploy.md): the local secrets `npm start` writes, the
+        // deploy's preflight, and a `wrangler deploy --dry-run` checked against the platform's
+        // limits. No network: the dry run and the startup profile run locally.
+        test: {
+          name: "deploy",
+          include: ["test/deploy/**/*.test.ts"],
+          environment: "node",
+          testTimeout: 180_000,
           fileParallelism: false,
         },
       },
