@@ -87,13 +87,16 @@ export default defineConfig({
       {
         // The deploy path in Node (docs/deploy.md): the local secrets `npm start` writes, the
         // deploy's preflight, and a `wrangler deploy --dry-run` checked against the platform's
-        // limits. No network: the dry run and the startup profile run locally.
+        // limits. No network: the dry run and the startup profile run locally. Last and alone (a
+        // later group than the browser's), so the startup CPU it measures is not the other suites'.
         test: {
           name: "deploy",
           include: ["test/deploy/**/*.test.ts"],
           environment: "node",
           testTimeout: 180_000,
+          hookTimeout: 180_000,
           fileParallelism: false,
+          sequence: { groupOrder: 2 },
         },
       },
       {
