@@ -8,11 +8,12 @@
  */
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { PUBLISHED_BOOTSTRAP_TOKENS } from "../../src/auth/bootstrap-token";
+import { normalizeKey } from "../../src/settings/sealing-keys";
 import { PLACEHOLDER_DATABASE_ID, PUBLISHED_SEALING_KEYS, type PreflightInput, looksLikeSecretValue, preflight, secretLookingVars } from "../../scripts/deploy-preflight";
 import { REQUIRED_SECRETS } from "../../scripts/dev-vars.mjs";
 
@@ -156,6 +157,35 @@ describe("what looks like a secret in [vars]", () => {
     for (const v of [...PUBLISHED_SEALING_KEYS, randomBytes(16).toString("hex"), randomBytes(24).toString("base64url")]) expect(looksLikeSecretValue(v), v).toBe(true);
     for (const v of ["d1://DB", "builtin:", "STORAGE", "http://127.0.0.1:8787/oauth/callback", "https://github.githubassets.com/favicons/favicon.png", "client_secret_post", "local-dev-bootstrap-token"]) expect(looksLikeSecretValue(v), v).toBe(false);
     expect(secretLookingVars({ ACCESS_CONTROL_BOOTSTRAP_TOKEN: "local-dev-bootstrap-token", API_PASSWORD: "hunter2", EMPTY_TOKEN: "", URL: "d1://DB", SOME: PUBLISHED_SEALING_KEYS[0] })).toEqual(["ACCESS_CONTROL_BOOTSTRAP_TOKEN", "API_PASSWORD", "SOME"]);
+  });
+});
+
+describe("the docs", () => {
+  /** README.md and every page under docs/. */
+  function pages(): Array<{ path: string; text: string }> {
+    const out = [{ path: "README.md", text: readFileSync(join(ROOT, "README.md"), "utf8") }];
+    const walk = (rel: string) => {
+      for (const e of readdirSync(join(ROOT, rel), { withFileTypes: true })) {
+        if (e.isDirectory()) walk(join(rel, e.name));
+        else if (e.name.endsWith(".md")) out.push({ path: join(rel, e.name), text: readFileSync(join(ROOT, rel, e.name), "utf8") });
+      }
+    };
+    walk("docs");
+    return out;
+  }
+
+  it("print no bootstrap token or sealing key that the published lists lack (an example value would be public)", () => {
+    const published = new Set<string>([...PUBLISHED_BOOTSTRAP_TOKENS, ...PUBLISHED_SEALING_KEYS]);
+    const found: string[] = [];
+    for (const { path, text } of pages()) {
+      // A bootstrap body, plain or shell-escaped: "bootstrap_token":"…" (a $VARIABLE reads it from elsewhere).
+      for (const m of text.matchAll(/\\?"bootstrap_token\\?"\s*:\s*\\?"([^"\\$]+)\\?"/g)) found.push(`${path}: ${m[1]}`);
+      // NAME=value or NAME: value for the required secrets and their previous keys.
+      for (const m of text.matchAll(/(?:ACCESS_CONTROL_BOOTSTRAP_TOKEN|(?:SETTINGS|CONNECTORS)_ENCRYPTION_KEY(?:_PREVIOUS)?)\s*[=:]\s*["']?([A-Za-z0-9+/=_-]{8,})/g)) found.push(`${path}: ${m[1]}`);
+      // Anything shaped like a 32-byte key: a whole run of 43 base64 characters (and its padding) that looks random.
+      for (const m of text.matchAll(/(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{43}=?(?![A-Za-z0-9+/=_-])/g)) if (normalizeKey(m[0]) && looksLikeSecretValue(m[0])) found.push(`${path}: ${m[0]}`);
+    }
+    expect(found.filter((f) => !published.has(f.slice(f.indexOf(": ") + 2)))).toEqual([]);
   });
 });
 
