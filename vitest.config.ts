@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import path from "node:path";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
@@ -28,9 +29,24 @@ export const TEST_SECRET_REFERENCES = {
   SECRET_REFERENCE_ALLOWLIST: "LLM_KEY,TOOL_SECRET,AGENT_KEY,TOOL_SECRET_UNSET_IN_TESTS",
 };
 
-// Three projects: `workers` runs inside workerd against real D1 and Durable Objects;
-// `e2e` runs in Node and drives a real `wrangler dev` over HTTP; `browser` drives the operator
-// console in Chromium against a real `wrangler dev`.
+/** The secrets wrangler.toml declares (`[secrets] required`), fresh for every run: nothing secret is
+ * committed, and no test can depend on a value. Tests read them from `env`. */
+export const TEST_SECRETS = {
+  ACCESS_CONTROL_BOOTSTRAP_TOKEN: randomBytes(32).toString("base64url"),
+  SETTINGS_ENCRYPTION_KEY: randomBytes(32).toString("base64"),
+  CONNECTORS_ENCRYPTION_KEY: randomBytes(32).toString("base64"),
+};
+
+// The pool reads wrangler.toml through wrangler, which looks for the declared secrets in .dev.vars,
+// or (without that file) in the process env, and warns on every run when they are missing. The
+// bindings below win either way; these copies only keep a fresh clone's `npm test` quiet. The
+// `[secrets]` field's "experimental" notice is silenced for the same reason (docs/deploy.md).
+for (const [name, value] of Object.entries(TEST_SECRETS)) process.env[name] ??= value;
+process.env.WRANGLER_DISABLE_EXPERIMENTAL_WARNING ??= "1";
+
+// Four projects: `workers` runs inside workerd against real D1 and Durable Objects;
+// `e2e` runs in Node and drives a real `wrangler dev` over HTTP; `deploy` checks the deploy path in
+// Node; `browser` drives the operator console in Chromium against a real `wrangler dev`.
 export default defineConfig({
   test: {
     projects: [
@@ -46,7 +62,7 @@ export default defineConfig({
                 // FUZZ_SEED / FUZZ_RUNS replay or deepen test/hardening/fuzz.test.ts from the shell.
                 // The listing's batched D1 write lags by at most this (issue 11); tests that read
                 // the listing wait for it (test/helpers/listing.ts), and 50 ms keeps them quick.
-                bindings: { TEST_MIGRATIONS: migrations, ...TEST_CHANNELS, ...TEST_SECRET_REFERENCES, CONVERSATIONS_INDEX_FLUSH_LAG_SECONDS: "0.05", FUZZ_SEED: process.env.FUZZ_SEED ?? "", FUZZ_RUNS: process.env.FUZZ_RUNS ?? "" },
+                bindings: { TEST_MIGRATIONS: migrations, ...TEST_SECRETS, ...TEST_CHANNELS, ...TEST_SECRET_REFERENCES, CONVERSATIONS_INDEX_FLUSH_LAG_SECONDS: "0.05", FUZZ_SEED: process.env.FUZZ_SEED ?? "", FUZZ_RUNS: process.env.FUZZ_RUNS ?? "" },
               },
             };
           }),
@@ -54,7 +70,7 @@ export default defineConfig({
         test: {
           name: "workers",
           include: ["test/**/*.test.ts"],
-          exclude: ["test/e2e/**", "test/browser/**"],
+          exclude: ["test/e2e/**", "test/browser/**", "test/deploy/**"],
           setupFiles: ["./test/setup/apply-migrations.ts"],
         },
       },
@@ -66,6 +82,21 @@ export default defineConfig({
           testTimeout: 120_000,
           hookTimeout: 180_000,
           fileParallelism: false,
+        },
+      },
+      {
+        // The deploy path in Node (docs/deploy.md): the local secrets `npm start` writes, the
+        // deploy's preflight, and a `wrangler deploy --dry-run` checked against the platform's
+        // limits. No network: the dry run and the startup profile run locally. Last and alone (a
+        // later group than the browser's), so the startup CPU it measures is not the other suites'.
+        test: {
+          name: "deploy",
+          include: ["test/deploy/**/*.test.ts"],
+          environment: "node",
+          testTimeout: 180_000,
+          hookTimeout: 180_000,
+          fileParallelism: false,
+          sequence: { groupOrder: 2 },
         },
       },
       {

@@ -2,26 +2,23 @@
  * `npm run check-config`: validates the CONVERSATIONS_* and checkpoint settings exactly as the
  * Worker does (same parseSettings), from wrangler.toml [vars], then .dev.vars, then the
  * process environment, then `--var NAME:VALUE` arguments (later wins, as with wrangler dev).
- * Exit code 0 when valid, 1 when not.
+ * It also says whether the Worker would accept ACCESS_CONTROL_BOOTSTRAP_TOKEN (the same rule as
+ * POST /api/keys/bootstrap). Exit code 0 when the settings are valid, 1 when not.
  */
-import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { unstable_readConfig } from "wrangler";
+import { bootstrapTokenProblem } from "../src/auth/bootstrap-token";
 import { parseSettings } from "../src/settings/settings";
+import { readDevVars } from "./dev-vars.mjs";
 
 const root = join(import.meta.dirname, "..");
+process.env.WRANGLER_DISABLE_EXPERIMENTAL_WARNING ??= "true";
 const config = unstable_readConfig({ config: join(root, "wrangler.toml") });
 const env: Record<string, unknown> = { ...(config.vars ?? {}) };
 for (const db of config.d1_databases ?? []) env[db.binding] = {};
 for (const b of config.r2_buckets ?? []) env[b.binding] = {};
 
-const devVars = join(root, ".dev.vars");
-if (existsSync(devVars)) {
-  for (const line of readFileSync(devVars, "utf8").split("\n")) {
-    const m = line.match(/^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*)\s*$/);
-    if (m) env[m[1]] = m[2].replace(/^"(.*)"$/, "$1");
-  }
-}
+Object.assign(env, readDevVars(join(root, ".dev.vars")));
 for (const [k, v] of Object.entries(process.env)) {
   if (k.startsWith("CONVERSATIONS_") || k.startsWith("LLM_PROVIDER_CHECKPOINT") || k === "OUTBOUND_ALLOW_PRIVATE_HOSTS" || k === "SECRET_REFERENCE_ALLOWLIST") env[k] = v;
 }
@@ -34,6 +31,10 @@ for (let i = 0; i < argv.length; i++) {
 }
 
 const result = parseSettings(env);
+const bootstrapProblem = bootstrapTokenProblem(env.ACCESS_CONTROL_BOOTSTRAP_TOKEN);
+const bootstrapLine = bootstrapProblem
+  ? `  bootstrap: refused: ${bootstrapProblem}; POST /api/keys/bootstrap answers 501 until a fresh random token of at least 32 characters is set (npm start writes one into .dev.vars; docs/deploy.md)`
+  : "  bootstrap: the token is accepted (POST /api/keys/bootstrap mints the first admin key while no key exists)";
 if (result.ok) {
   const c = result.settings.conversations;
   console.log("configuration OK");
@@ -41,9 +42,11 @@ if (result.ok) {
   console.log(`  checkpoint provider: ${result.settings.checkpoint.provider}, ttl: ${result.settings.checkpoint.ttlMinutes ?? "keep forever"}`);
   console.log(`  outbound to private hosts: ${result.settings.outbound.allowPrivateHosts ? "allowed (OUTBOUND_ALLOW_PRIVATE_HOSTS=true; local development only)" : "refused"}`);
   console.log(`  secret references: SECRET_* and ${result.settings.secretReferences.allowlist.length} allowlisted name(s)`);
+  console.log(bootstrapLine);
   process.exit(0);
 } else {
   console.error("configuration INVALID:");
   for (const e of result.errors) console.error(`  - ${e}`);
+  console.error(bootstrapLine);
   process.exit(1);
 }

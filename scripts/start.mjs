@@ -1,11 +1,13 @@
 #!/usr/bin/env node
-// `npm start`: run the jq build step, apply D1 migrations to the local database, then run `wrangler dev` on
-// 127.0.0.1:8787 with local persistence. Extra arguments pass through to wrangler dev
-// (`npm start -- --port 9000 --var NAME:VALUE`); `--persist-to DIR` is honoured by both steps.
+// `npm start`: make sure the local secrets exist (.dev.vars), run the jq build step, apply D1
+// migrations to the local database, then run `wrangler dev` on 127.0.0.1:8787 with local
+// persistence. Extra arguments pass through to wrangler dev (`npm start -- --port 9000 --var
+// NAME:VALUE`); `--persist-to DIR` is honoured by both steps.
 import { spawn, spawnSync } from "node:child_process";
-import { dirname, join } from "node:path";
+import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createDevOutputFilter } from "./dev-output-filter.mjs";
+import { REQUIRED_SECRETS, ensureDevVars, readDevVars } from "./dev-vars.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const wrangler = join(root, "node_modules", "wrangler", "bin", "wrangler.js");
@@ -32,13 +34,32 @@ const extra = [...(persistTo ? ["--persist-to", persistTo] : []), ...(configPath
 //   - WRANGLER_HIDE_BANNER: the banner is what runs the npm update check (wrangler 4 has no
 //     separate switch for it);
 //   - WRANGLER_SEND_METRICS / WRANGLER_SEND_ERROR_REPORTS: usage telemetry and crash reports.
+//   - WRANGLER_DISABLE_EXPERIMENTAL_WARNING: wrangler.toml's `[secrets]` is marked experimental in
+//     the pinned wrangler, a notice on every command (docs/deploy.md says what is relied on).
 const env = {
   CLOUDFLARE_CF_FETCH_ENABLED: "false",
+  WRANGLER_DISABLE_EXPERIMENTAL_WARNING: "true",
   WRANGLER_HIDE_BANNER: "true",
   WRANGLER_SEND_METRICS: "false",
   WRANGLER_SEND_ERROR_REPORTS: "false",
   ...process.env,
 };
+
+// The local secrets: on first run, .dev.vars (git-ignored, next to the wrangler config) gets random
+// values for every secret wrangler.toml declares; a value already there is never changed.
+const configDir = configPath ? dirname(resolve(root, configPath)) : root;
+let devVars;
+try {
+  devVars = await ensureDevVars(configDir);
+} catch (err) {
+  console.error(`npm start: could not write the local secrets: ${err instanceof Error ? err.message : err}`);
+  process.exit(1);
+}
+// wrangler dev loads only the declared secrets from .dev.vars (wrangler.toml `[secrets]`), so the
+// file's other entries (channel secrets, OUTBOUND_ALLOW_PRIVATE_HOSTS, SECRET_* values, …) are
+// passed as --var, ahead of the caller's own arguments, which win.
+const declared = new Set(REQUIRED_SECRETS.map((s) => s.name));
+const optional = Object.entries(readDevVars(devVars.path)).flatMap(([name, value]) => (declared.has(name) ? [] : ["--var", `${name}:${value}`]));
 
 // The jq build step runs here, before wrangler starts, rather than as wrangler's [build] command:
 // wrangler dev runs a custom build once at start and again when its watcher on src/ is ready, and
@@ -60,12 +81,21 @@ if (migrate.status !== 0) {
   process.exit(migrate.status ?? 1);
 }
 
+// Said after the migrations' long first-run listing, so it is on screen when the server is ready.
+const shown = relative(process.cwd(), devVars.path) || devVars.path;
+if (devVars.created) {
+  console.log(`npm start: wrote ${shown} (git-ignored) with random local secrets.`);
+  console.log(`npm start: the bootstrap token for POST /api/keys/bootstrap is ACCESS_CONTROL_BOOTSTRAP_TOKEN in ${shown} (README, "First walk-through").`);
+} else if (devVars.added.length) {
+  console.log(`npm start: added ${devVars.added.join(", ")} to ${shown}.`);
+}
+
 const defaults = [...(has("--ip") ? [] : ["--ip", "127.0.0.1"]), ...(has("--port") ? [] : ["--port", "8787"])];
 // workerd's internal reports for outbound DNS/TLS failures are filtered out (see
 // scripts/dev-output-filter.mjs); START_RAW_OUTPUT=1 shows wrangler's output as it is.
 const raw = env.START_RAW_OUTPUT === "1";
 const devEnv = raw || !process.stdout.isTTY ? env : { FORCE_COLOR: "1", ...env }; // piped output keeps its colours
-const dev = spawn(process.execPath, [wrangler, "dev", ...defaults, ...args], { cwd: root, stdio: raw ? "inherit" : ["inherit", "pipe", "pipe"], env: devEnv });
+const dev = spawn(process.execPath, [wrangler, "dev", ...defaults, ...optional, ...args], { cwd: root, stdio: raw ? "inherit" : ["inherit", "pipe", "pipe"], env: devEnv });
 const filters = raw
   ? []
   : [

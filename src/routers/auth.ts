@@ -1,6 +1,7 @@
 /** Access control doors (decisions §2, issue 15): bootstrap, key minting and editing, `me`. */
 import { Hono } from "hono";
 import { z } from "zod";
+import { bootstrapTokenProblem } from "../auth/bootstrap-token";
 import { Capabilities, capabilities } from "../auth/capabilities";
 import { assertConditionCompiles, conditionInput } from "../auth/condition";
 import { constantTimeEqual, randomFingerprint, randomToken, sha256Hex } from "../auth/crypto";
@@ -35,7 +36,7 @@ addRoute(
     path: "/api/keys/bootstrap",
     summary: "Mint the first admin key with the deployment's bootstrap token",
     description:
-      "Public. 501 when ACCESS_CONTROL_BOOTSTRAP_TOKEN is unset; 403 for a wrong token (then 429 with Retry-After while the client IP backs off exponentially); 409 once any key exists.",
+      "Public. 501 `access-control-not-configured` when ACCESS_CONTROL_BOOTSTRAP_TOKEN is unset, shorter than 32 characters or a published value (the message says which); 403 for a wrong token (then 429 with Retry-After while the client IP backs off exponentially); 409 once any key exists.",
     area: "auth",
     auth: { public: true },
     body: z
@@ -49,8 +50,10 @@ addRoute(
     errors: [403, 409, 429, 501],
   },
   async (c, { body }) => {
-    const expected = typeof c.env.ACCESS_CONTROL_BOOTSTRAP_TOKEN === "string" ? c.env.ACCESS_CONTROL_BOOTSTRAP_TOKEN : "";
-    if (!expected) throw notConfigured("access-control", "bootstrap is not configured (set ACCESS_CONTROL_BOOTSTRAP_TOKEN)");
+    const expected = c.env.ACCESS_CONTROL_BOOTSTRAP_TOKEN;
+    // A weak token is no token: refused before the throttle and the comparison, so it never mints.
+    const problem = bootstrapTokenProblem(expected);
+    if (problem) throw notConfigured("access-control", `bootstrap is not configured: ${problem}; set a fresh random one (docs/deploy.md)`);
     const ip = clientIp(c.req.raw.headers);
     const now = Date.now();
     const wait = await throttleWait(c.env.DB, ip, now);

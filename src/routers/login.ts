@@ -5,6 +5,7 @@
  */
 import { Hono } from "hono";
 import { z } from "zod";
+import { bootstrapTokenProblem } from "../auth/bootstrap-token";
 import { DEFAULT_CLAIM_TTL_SECONDS, MAX_CLAIM_TTL_SECONDS, claimLink, claimThrottleKey, createClaimLink, newClaimToken } from "../auth/claim-links";
 import { assertConditionCompiles } from "../auth/condition";
 import { sha256Hex } from "../auth/crypto";
@@ -109,14 +110,13 @@ addRoute(
     path: "/api/login/methods",
     summary: "How a client can log in, and whether bootstrap is still open",
     description:
-      "Public. `methods`: `api-key` (send a key as `x-api-key` or `Authorization: Bearer`) and `claim-link` (`POST /api/login/claim`). `bootstrap`: true while `POST /api/keys/bootstrap` can mint the first admin key (ACCESS_CONTROL_BOOTSTRAP_TOKEN is set and no key exists).",
+      "Public. `methods`: `api-key` (send a key as `x-api-key` or `Authorization: Bearer`) and `claim-link` (`POST /api/login/claim`). `bootstrap`: true while `POST /api/keys/bootstrap` can mint the first admin key (ACCESS_CONTROL_BOOTSTRAP_TOKEN is set to a token the Worker accepts, at least 32 characters and not a published value, and no key exists).",
     area: "login",
     auth: { public: true },
     response: LoginMethods,
   },
   async (c) => {
-    const token = c.env.ACCESS_CONTROL_BOOTSTRAP_TOKEN;
-    const bootstrap = typeof token === "string" && token !== "" && !(await anyKeyExists(c.env.DB));
+    const bootstrap = bootstrapTokenProblem(c.env.ACCESS_CONTROL_BOOTSTRAP_TOKEN) === null && !(await anyKeyExists(c.env.DB));
     return { methods: [...LOGIN_METHODS], bootstrap };
   },
 );

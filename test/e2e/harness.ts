@@ -3,6 +3,7 @@
  * `wrangler dev`) on free ports with its own persistence directory, and talks HTTP to it.
  */
 import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -41,6 +42,10 @@ export interface DevOptions {
   port?: number;
   /** Leave out E2E_DEFAULT_VARS: the server runs with `npm start`'s own defaults. */
   noDefaultVars?: boolean;
+  /** Leave out E2E_SECRETS: the server runs with the secrets in the .dev.vars `npm start` writes. */
+  localSecrets?: boolean;
+  /** More arguments for scripts/start.mjs (e.g. `--config` of a copy of wrangler.toml). */
+  args?: string[];
 }
 
 /**
@@ -53,6 +58,21 @@ export const E2E_DEFAULT_VARS: Record<string, string> = {
   SECRET_REFERENCE_ALLOWLIST: "TOOL_E2E_TOKEN,FAKE_LLM_KEY",
 };
 
+/**
+ * The secrets wrangler.toml declares, fresh for each test process and the same for every server it
+ * starts (a restart or a second server on the same persistence directory opens what the first
+ * sealed). They go in as `--var`, which wins over the checkout's .dev.vars, so no suite depends on
+ * the local secrets `npm start` wrote. A test's own `vars` win over these.
+ */
+export const E2E_SECRETS: Record<string, string> = {
+  ACCESS_CONTROL_BOOTSTRAP_TOKEN: randomBytes(32).toString("base64url"),
+  SETTINGS_ENCRYPTION_KEY: randomBytes(32).toString("base64"),
+  CONNECTORS_ENCRYPTION_KEY: randomBytes(32).toString("base64"),
+};
+
+/** The bootstrap token every server this process starts accepts. */
+export const BOOTSTRAP_TOKEN = E2E_SECRETS.ACCESS_CONTROL_BOOTSTRAP_TOKEN;
+
 export async function startDev(opts: DevOptions = {}): Promise<DevServer> {
   const port = opts.port ?? (await freePort());
   const persistDir = opts.persistDir ?? mkdtempSync(join(tmpdir(), "bridge-e2e-"));
@@ -61,8 +81,8 @@ export async function startDev(opts: DevOptions = {}): Promise<DevServer> {
 
   async function launch(): Promise<void> {
     const inspector = await freePort();
-    const args = ["scripts/start.mjs", "--port", String(port), "--inspector-port", String(inspector), "--persist-to", persistDir, "--show-interactive-dev-session=false", "--log-level", "warn"];
-    for (const [k, v] of Object.entries({ ...(opts.noDefaultVars ? {} : E2E_DEFAULT_VARS), ...(opts.vars ?? {}) })) args.push("--var", `${k}:${v}`);
+    const args = ["scripts/start.mjs", "--port", String(port), "--inspector-port", String(inspector), "--persist-to", persistDir, "--show-interactive-dev-session=false", "--log-level", "warn", ...(opts.args ?? [])];
+    for (const [k, v] of Object.entries({ ...(opts.localSecrets ? {} : E2E_SECRETS), ...(opts.noDefaultVars ? {} : E2E_DEFAULT_VARS), ...(opts.vars ?? {}) })) args.push("--var", `${k}:${v}`);
     child = spawn(process.execPath, args, {
       cwd: ROOT,
       env: { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false", ...(opts.env ?? {}) },
@@ -147,5 +167,3 @@ export async function http<T = any>(base: string, method: string, path: string, 
   }
   return { status: res.status, body: body as T, headers: res.headers };
 }
-
-export const BOOTSTRAP_TOKEN = "local-dev-bootstrap-token";
