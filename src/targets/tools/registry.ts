@@ -10,7 +10,8 @@ import { combosOf, toolCombosStatement } from "../../extensions/store";
 import { splitMcpToolName } from "../../mcp/names";
 import { ANY_OBJECT_SCHEMA, ANY_SCHEMA, type JsonSchema } from "../json-schema";
 import { type PresetBody, presetBodyOf, schemaWithoutFixed } from "../presets/model";
-import { getPreset, listPresets } from "../presets/store";
+import { getRunnablePreset, listPresets } from "../presets/store";
+import type { KeyWithOwner } from "../../auth/key-store";
 import { BUILTIN_TOOLS, type BuiltinTool } from "./builtins";
 import { type ApiTool, listApiTools, toApiTool } from "../../manifest/api-tool-store";
 import { type HttpTool, listHttpTools, toHttpTool } from "./http-tools";
@@ -39,7 +40,11 @@ function mcpTool(server: McpServerRecord, remote: McpToolRecord): McpTool {
   return { server, remote, description: remote.description, input_schema: remote.input_schema, output_schema: remote.output_schema, timeout_seconds: server.spec.timeout_seconds };
 }
 
-export type ResolvedTool = BaseTool | { kind: "preset"; name: string; version: number; body: PresetBody };
+/**
+ * A preset as dispatched: its active version's body, who made it active (`stored_by`) and that
+ * key's live record and owner, read with the preset (src/auth/stored-by.ts checks them at run).
+ */
+export type ResolvedTool = BaseTool | { kind: "preset"; name: string; version: number; body: PresetBody; stored_by: string; holder: KeyWithOwner | null };
 
 /** What `GET /api/tools/{name}/schema` answers. */
 export interface ToolSchemaView {
@@ -77,9 +82,9 @@ export async function resolveBaseTool(db: D1Database, name: string): Promise<Bas
 export async function resolveTool(db: D1Database, name: string): Promise<ResolvedTool | null> {
   const base = await resolveBaseTool(db, name);
   if (base) return base;
-  const preset = await getPreset(db, name);
+  const preset = await getRunnablePreset(db, name);
   if (!preset) return null;
-  return { kind: "preset", name, version: preset.current_version, body: presetBodyOf(preset) };
+  return { kind: "preset", name, version: preset.view.current_version, body: presetBodyOf(preset.view), stored_by: preset.stored_by, holder: preset.holder };
 }
 
 function baseSchema(t: BaseTool): ToolSchemaView {
