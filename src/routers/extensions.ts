@@ -9,6 +9,8 @@ import { Combo, Combos, editCombos } from "../extensions/combos";
 import { ExtensionView, catalogView } from "../extensions/catalog";
 import { toolCombos } from "../extensions/apply";
 import { updateToolCombos } from "../extensions/store";
+import type { Principal } from "../auth/principal";
+import { assertMayStore, storedByOf } from "../auth/stored-by";
 import type { AppEnv } from "../http/app-env";
 import { HttpError, badRequest, conflict, notFound } from "../http/errors";
 import { addRoute } from "../http/route";
@@ -18,6 +20,15 @@ import { type ResolvedTool, resolveTool } from "../targets/tools/registry";
 export const extensionsRouter = new Hono<AppEnv>();
 
 const DOOR = { area: "extensions", auth: { tag: "extensions" } } as const;
+
+/**
+ * Combos wrap every call of the tool, whoever makes it: their writer must be allowed to run the
+ * tool itself (403 naming the path's `name`), and they wrap it only while it still is (the
+ * dispatcher re-checks, src/targets/dispatch.ts).
+ */
+function assertMayWrap(principal: Principal, tool: string): void {
+  assertMayStore(principal, "name", [{ kind: "tool", name: tool }]);
+}
 
 const ToolExtensions = z.object({
   tool: z.string(),
@@ -97,7 +108,8 @@ addRoute(
   async (c, { params, body }) => {
     const tool = await toolOr404(c.env.DB, params.name);
     assertEditable(tool);
-    const combos = await updateToolCombos(c.env.DB, tool.name, () => body.combos, new Date().toISOString());
+    assertMayWrap(c.get("principal")!, tool.name);
+    const combos = await updateToolCombos(c.env.DB, tool.name, () => body.combos, new Date().toISOString(), storedByOf(c.get("principal")!));
     return { tool: tool.name, tool_kind: tool.kind, editable: true, combos };
   },
 );
@@ -120,6 +132,7 @@ addRoute(
     if (!body.add.length && !body.remove.length) throw badRequest("invalid body: give at least one combo in add or remove");
     const tool = await toolOr404(c.env.DB, params.name);
     assertEditable(tool);
+    assertMayWrap(c.get("principal")!, tool.name);
     const combos = await updateToolCombos(
       c.env.DB,
       tool.name,
@@ -129,6 +142,7 @@ addRoute(
         return r.combos;
       },
       new Date().toISOString(),
+      storedByOf(c.get("principal")!),
     );
     return { tool: tool.name, tool_kind: tool.kind, editable: true, combos };
   },

@@ -171,6 +171,11 @@ async function dispatchUntimed(ctx: TargetContext, name: string, kwargs: unknown
   // Doors bound their kwargs already; this covers the rest (payload_expr output, model tool calls).
   const unbounded = checkJsonBounds(kwargs, MAX_BODY_BYTES);
   if (unbounded) return fail("invalid_kwargs", `invalid kwargs: ${unbounded}`);
+  // A declared tool's combos wrap every call only while the key that set them may still run it.
+  if (tool.kind !== "builtin" && tool.kind !== "preset" && tool.extensions?.length && tool.extensionsBy) {
+    const why = storedByRefusal(tool.extensionsBy.stored_by, tool.extensionsBy.holder, [{ kind: "tool", name: tool.name }]);
+    if (why) return fail("denied", `the tool's extensions may not run: ${why}`);
+  }
   // Extensions (docs/extensions.md) wrap the call itself: after authorization, resolution and the kwargs checks.
   return applyExtensions(ctx, { tool, kwargs, asKey: opts.asKey }, () => (tool.kind === "preset" ? runPreset(ctx, tool, kwargs, opts) : runBase(ctx, tool, kwargs, opts.timeoutMs)));
 }
