@@ -69,6 +69,7 @@ addRoute(
       "The body is the whole TargetConversationConfig (extra fields 400); its target_kind and target_name must equal the path's. The target must exist (404). greeting_template may reference only {pairing_code} ('{{' and '}}' are literal braces); an unknown placeholder, '{}', a conversion or format spec, unbalanced braces or a blank template is 400, and null means no greeting. state_binding is accepted only on tool targets; every state it names must be declared (404), its `templates` are attached on use at the root path, each template_jq must name a program of the right purpose among the state's attachments (404 when none), and every TemplatedText must compile as jq. Nothing is stored on a refusal.",
     area: "conversations",
     auth: { tag: "conversations" },
+    stores: [{ kind: "state", at: "state_binding.states[].state" }],
     store: "conversations",
     params: configParams,
     body: TargetConversationConfig,

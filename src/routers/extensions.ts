@@ -100,6 +100,7 @@ addRoute(
     description:
       "`{combos: [[element, ...], ...]}`, an element being an extension name or `{name, config}` (checked against the catalog and the extension's config schema; 400 naming the element). `[]` clears. A built-in or a preset is 409 (see GET). Unknown tool 404.",
     ...DOOR,
+    stores: [{ kind: "tool", at: "{name}" }],
     params: toolParams,
     body: z.object({ combos: Combos }).strict(),
     response: ToolExtensions,
@@ -123,6 +124,7 @@ addRoute(
     description:
       "`{add?: [combo], remove?: [combo]}` (at least one combo in all): removals first, then additions. Removing a combo the tool does not carry is 404, adding one it carries is 400, each naming the combo by its extension names; combos compare by names and parsed configs (`\"retry\"` equals `{name: \"retry\", config: {}}`). Answers the tool's combos after the edit.",
     ...DOOR,
+    stores: [{ kind: "tool", at: "{name}" }],
     params: toolParams,
     body: z.object({ add: z.array(Combo).max(16).default([]), remove: z.array(Combo).max(16).default([]) }).strict(),
     response: ToolExtensions,

@@ -28,6 +28,7 @@ addRoute(
       "`{slug, tools, transport?}`: `tools` are registry names (any kind, `<server>.<tool>` included), each registered now (400 naming the first that is not) and each one the caller may run itself (403 naming it by position; the app serves a tool only while its writer may still run it); `transport` is `http` (Streamable HTTP, the default and only one). The app is served at `/api/sub-mcp/{slug}/mcp`. Re-posting a slug replaces its tools.",
     area: "tools",
     auth: { tag: "tools" },
+    stores: [{ kind: "tool", at: "tools[]" }],
     body: SubMcpBody,
     response: z.object({ created: z.boolean(), app: SubMcpApp }),
   },
