@@ -127,6 +127,7 @@ export class Schedule extends DurableObject<Env> implements ScheduleRpc {
           schedule_name: s.name,
           slot_at: f.slot_at,
           state_binding: s.state_binding,
+          binding_by: s.created_by,
         });
       } catch (err) {
         console.error(`schedule: submitting a fire's run failed; retrying in ${RETRY_MS} ms`, err instanceof Error ? err.message : "unknown error");

@@ -92,9 +92,18 @@ const MANUAL_ROUTES_OF_TARGET = `CASE WHEN json_extract(c.config, '$.multichanne
          (SELECT COUNT(*) FROM state_pending_saves p WHERE p.target_kind = r.target_kind AND p.target_name = r.target_name)
        END AS cfg_pending_saves`;
 
-const ROUTE_WITH_KEY = `SELECT r.*, ${keyColumns("k", "k_")}, ${keyColumns("o", "o_")}, c.config AS cfg_config, ${MANUAL_ROUTES_OF_TARGET} FROM routes r
+/**
+ * The target config's writer (and owner) rides in the same statement: a config's state binding runs
+ * bounded by the key that stored it (src/auth/stored-by.ts), so the turn checks that key at no
+ * extra round trip. SQLite evaluates CASE lazily, so configs without a binding join no key.
+ */
+const CONFIG_WRITER = `c.stored_by AS cfg_stored_by, ${keyColumns("ck", "cfg_k_")}, ${keyColumns("co", "cfg_o_")}`;
+
+const ROUTE_WITH_KEY = `SELECT r.*, ${keyColumns("k", "k_")}, ${keyColumns("o", "o_")}, c.config AS cfg_config, ${CONFIG_WRITER}, ${MANUAL_ROUTES_OF_TARGET} FROM routes r
        LEFT JOIN api_keys k ON k.user_id = r.execution_key LEFT JOIN api_keys o ON o.user_id = k.owner_user_id
-       LEFT JOIN conversation_configs c ON c.target_kind = r.target_kind AND c.target_name = r.target_name`;
+       LEFT JOIN conversation_configs c ON c.target_kind = r.target_kind AND c.target_name = r.target_name
+       LEFT JOIN api_keys ck ON ck.user_id = (CASE WHEN json_extract(c.config, '$.state_binding') IS NOT NULL THEN c.stored_by END)
+       LEFT JOIN api_keys co ON co.user_id = ck.owner_user_id`;
 
 /**
  * The route joined with its execution key and that key's owner, in one statement: what the
@@ -124,6 +133,11 @@ export interface TargetFacts {
   manualRoutes: string[] | null;
   /** A state-bound target's pending saves outstanding (its turns queue behind them); null for other targets. */
   pendingSaves: number | null;
+  /**
+   * Who wrote the config and that key's live record and owner (read only when the config carries a
+   * state binding; absent for other targets): the binding runs bounded by that key.
+   */
+  configWriter?: { stored_by: string; holder: KeyWithOwner | null };
 }
 
 export const NO_TARGET_FACTS: TargetFacts = Object.freeze({ config: null, manualRoutes: null, pendingSaves: null });
@@ -144,7 +158,9 @@ export function routeWithKeyFromResult(result: D1Result | undefined): RouteWithK
   const config = typeof r.cfg_config === "string" ? parseStored(TargetConversationConfig, r.cfg_config, "conversation config") : null;
   const manualRoutes = typeof r.cfg_manual_routes === "string" ? parseStored(RouteNames, r.cfg_manual_routes, "manual routes of target") : null;
   const pendingSaves = typeof r.cfg_pending_saves === "number" ? r.cfg_pending_saves : null;
-  return { route: toRow(routeCols), key: parsePrefixedKey(r, "k_", "o_"), target: { config, manualRoutes, pendingSaves } };
+  const target: TargetFacts = { config, manualRoutes, pendingSaves };
+  if (config?.state_binding && typeof r.cfg_stored_by === "string") target.configWriter = { stored_by: r.cfg_stored_by, holder: parsePrefixedKey(r, "cfg_k_", "cfg_o_") };
+  return { route: toRow(routeCols), key: parsePrefixedKey(r, "k_", "o_"), target };
 }
 
 const RouteNames = z.array(z.string());

@@ -20,6 +20,8 @@ import type { JsonObject, JsonValue } from "../http/bounded-json";
 import { heldSubjects, queueSave } from "../states/pending-saves";
 import type { StateBinding } from "../states/state-binding";
 import { mergeBindings } from "../states/binding-merge";
+import { bindingRefs } from "../states/binding-refs";
+import { storedByRefusal } from "../auth/stored-by";
 import { BindingError, applyStateUpdates, prepareStates } from "../states/turn-binding";
 import { resolveTool } from "../targets/tools/registry";
 import { buildPayload, defaultKwargs, type TurnInbound } from "./payload";
@@ -75,7 +77,8 @@ export async function runTarget(
   route: RouteRow,
   inbound: TurnInbound,
   prefetchedKey?: KeyWithOwner | null,
-  bound: { binding: StateBinding; pendingSaves: number | null } | null = null,
+  /** The target config's binding, its pending saves and who wrote it (its live key and owner, read with the route). */
+  bound: { binding: StateBinding; pendingSaves: number | null; writer?: { stored_by: string; holder: KeyWithOwner | null } } | null = null,
   park: ParkOrigin | null = null,
 ): Promise<TurnOutcome> {
   const asKey = { user_id: route.execution_key, fingerprint: route.execution_key_fingerprint, prefetched: prefetchedKey };
@@ -104,6 +107,8 @@ export async function runTarget(
     // A key that may not run the tool reads no state: authorized first, as the dispatch would.
     const auth = await authorizeTurn(ctx.db, asKey.user_id, asKey.fingerprint, { kind: "tool", name: route.target_name }, ctx.now(), asKey.prefetched);
     if (!auth.ok) return errorOutcome(`tool dispatch denied: ${auth.reason}`);
+    const refused = bindingRefusal(bound, tool);
+    if (refused) return errorOutcome(refused);
     try {
       const target = { target_kind: route.target_kind, target_name: route.target_name, person: inbound.person?.person_id ?? null };
       states = await prepareStates(ctx.env, binding, target, kwargs as JsonObject, ctx.now().getTime());
@@ -151,6 +156,23 @@ export async function runTarget(
   }
 
   return mapReply(route, d.value);
+}
+
+/**
+ * Why the turn's state bindings may not run now, or null: each part is bounded by the key that
+ * stored it (docs/security.md, "Confused deputy"): the target config's by its writer, a preset's by
+ * whoever made its active version active. Both keys were read with what they stored.
+ */
+function bindingRefusal(bound: Parameters<typeof runTarget>[4], tool: Awaited<ReturnType<typeof resolveTool>>): string | null {
+  if (bound) {
+    const why = bound.writer ? storedByRefusal(bound.writer.stored_by, bound.writer.holder, bindingRefs(bound.binding)) : "its writer was not read";
+    if (why) return `the target config's state binding may not run: ${why}`;
+  }
+  if (tool?.kind === "preset" && tool.body.state_binding) {
+    const why = storedByRefusal(tool.stored_by, tool.holder, bindingRefs(tool.body.state_binding));
+    if (why) return `the preset's state binding may not run: ${why}`;
+  }
+  return null;
 }
 
 /** A tool result through the route's reply_expr (or as it is): a string or null is the reply. */

@@ -102,7 +102,7 @@ export async function fireHooks(env: Env, hooks: HookRow[], payload: JsonValue, 
       }
       const caller = source.link ? { user_id: source.link.execution_key, fingerprint: source.link.execution_key_fingerprint } : { user_id: hook.execution_key, fingerprint: hook.execution_key_fingerprint };
       const run_id = await runIdFor(source, hook.name);
-      await submitToolRun(env, { run_id, tool_name: hook.tool, arguments: input, caller, origin: "hook", schedule_name: null, slot_at: null, hook_name: hook.name, state_binding: hook.state_binding });
+      await submitToolRun(env, { run_id, tool_name: hook.tool, arguments: input, caller, origin: "hook", schedule_name: null, slot_at: null, hook_name: hook.name, state_binding: hook.state_binding, binding_by: hook.created_by });
       fired.push({ hook: hook.name, run_id });
     }
   } catch (err) {

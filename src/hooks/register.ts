@@ -5,7 +5,8 @@
  * pass-role binds the execution key (decisions §2: a non-admin gets a uniform 403 for a key absent
  * or not its own; an admin 404 for an absent key; a condition reading `.request` 400) → the bound
  * key may run the tool now (the live authorizer a fire's run uses; 403) → a restricted caller may
- * not replace another identity's hook (403) → the topic has room (409) → a `state_binding` is
+ * not replace another identity's hook (403) → the topic has room (409) → the caller holds the
+ * states grants its `state_binding` needs (403; src/states/binding-refs.ts) → the binding is
  * checked as a target config's is (501/404/400; its templates attached on use) → write.
  */
 import { type KeyRecord, findByUserId } from "../auth/key-store";
@@ -16,6 +17,7 @@ import type { Env } from "../env";
 import { HttpError, conflict, forbidden, notFound } from "../http/errors";
 import type { Settings } from "../settings/settings";
 import { checkRunBinding } from "../tool-runs/binding-check";
+import { assertMayBind } from "../states/binding-refs";
 import { runInputSchema } from "../tool-runs/submit";
 import { MAX_HOOKS_PER_TOPIC, countTopicHooks, getHook, upsertHookStatement } from "./hook-store";
 import { hookProgram } from "./programs";
@@ -55,6 +57,8 @@ export async function registerHook(env: Env, settings: Settings, caller: Princip
   const existing = await getHook(db, body.name);
   if (caller.restricted && existing && existing.created_by !== caller.key.user_id) throw forbidden();
   if ((await countTopicHooks(db, body.topic, body.name)) >= MAX_HOOKS_PER_TOPIC) throw conflict(`the topic already has ${MAX_HOOKS_PER_TOPIC} hooks, the most one topic may carry`);
+  // The binding runs later under the execution key (or a link's): bounded by the caller's own states grants.
+  assertMayBind(caller, body.state_binding);
   await checkRunBinding(env, settings, body.state_binding, now);
 
   const nowIso = now.toISOString();

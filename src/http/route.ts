@@ -50,6 +50,24 @@ export type AuthSpec =
       admin?: boolean;
     };
 
+/**
+ * A reference a door stores that later runs under another identity or another key's grants
+ * (docs/security.md, "Confused deputy"): the stored thing is bounded by the storing key's own
+ * grants, checked when stored and again when it runs. `kind` says what is referenced:
+ * - `tool`: a tool (or agent) run later (the writer must hold its run grant);
+ * - `state`: a state whose records a binding reads or writes (the writer's `states` read/write grant);
+ * - `key`: an execution key bound by pass-role (the writer's own key or one it owns; admins any);
+ * - `url`: an address the service sends to (the outbound address guard, at store and before each send).
+ * `at` is where the door takes it from: a body path, dotted, `[]` for every item of an array
+ * (`state_binding.states[].state`, `tools[]`), or a path parameter as `{name}`. The generated
+ * suite test/hardening/confused-deputy.test.ts lists every door declaring `stores`, fails when a
+ * body field that looks like such a reference is not declared, and tries each declaration.
+ */
+export interface StoredReference {
+  kind: "tool" | "state" | "key" | "url";
+  at: string;
+}
+
 export interface RouteSpec<
   P extends z.ZodType | undefined = z.ZodType | undefined,
   Q extends z.ZodType | undefined = z.ZodType | undefined,
@@ -93,6 +111,8 @@ export interface RouteSpec<
    * being pinned. The never-public doors (access control, bridge writes, admin-only) ignore it.
    */
   pinnable?: boolean;
+  /** The references this door stores (see StoredReference); absent: it stores none. */
+  stores?: StoredReference[];
 }
 
 type Out<T> = T extends z.ZodType ? z.output<T> : undefined;

@@ -6,6 +6,7 @@
  * (src/targets/tools/http-tools.ts, agents/declarations.ts, presets/store.ts), so an installed
  * declaration is indistinguishable from one declared by hand. A later kind joins here.
  */
+import { STORED_BY_PLUGIN } from "../auth/stored-by";
 import type { EnvVars } from "../env";
 import type { JsonObject } from "../http/bounded-json";
 import { HttpError } from "../http/errors";
@@ -135,7 +136,7 @@ export function writeStatements(db: D1Database, d: Declaration, existing: { exis
       const body = JSON.stringify(presetBody(d.body));
       if (!existing.exists) {
         return [
-          db.prepare("INSERT INTO presets (name, current_version, latest_version, created_at, updated_at) VALUES (?1, 1, 1, ?2, ?2)").bind(d.name, nowIso),
+          db.prepare("INSERT INTO presets (name, current_version, latest_version, created_at, updated_at, stored_by) VALUES (?1, 1, 1, ?2, ?2, ?3)").bind(d.name, nowIso, STORED_BY_PLUGIN),
           db.prepare("INSERT INTO preset_versions (name, version, body, tags, created_at) VALUES (?1, 1, ?2, '[]', ?3)").bind(d.name, body, nowIso),
         ];
       }
@@ -144,7 +145,7 @@ export function writeStatements(db: D1Database, d: Declaration, existing: { exis
         db
           .prepare("INSERT INTO preset_versions (name, version, body, tags, created_at) SELECT name, latest_version + 1, ?2, '[]', ?3 FROM presets WHERE name = ?1")
           .bind(d.name, body, nowIso),
-        db.prepare("UPDATE presets SET latest_version = latest_version + 1, current_version = latest_version + 1, updated_at = ?2 WHERE name = ?1").bind(d.name, nowIso),
+        db.prepare("UPDATE presets SET latest_version = latest_version + 1, current_version = latest_version + 1, updated_at = ?2, stored_by = ?3 WHERE name = ?1").bind(d.name, nowIso, STORED_BY_PLUGIN),
       ];
     }
   }

@@ -65,20 +65,23 @@ export async function listConfigs(db: D1Database): Promise<TargetConversationCon
  * The create-or-replace of `config` as a statement: the config door batches it behind its
  * existence count, a backup import with the rest of its target-configs section.
  */
-export function putConfigStatement(db: D1Database, config: TargetConversationConfig, updatedAt: string): D1PreparedStatement {
+export function putConfigStatement(db: D1Database, config: TargetConversationConfig, updatedAt: string, storedBy: string): D1PreparedStatement {
   return db
     .prepare(
-      `INSERT INTO conversation_configs (target_kind, target_name, config, updated_at) VALUES (?, ?, ?, ?)
-       ON CONFLICT(target_kind, target_name) DO UPDATE SET config = excluded.config, updated_at = excluded.updated_at`,
+      `INSERT INTO conversation_configs (target_kind, target_name, config, updated_at, stored_by) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT(target_kind, target_name) DO UPDATE SET config = excluded.config, updated_at = excluded.updated_at, stored_by = excluded.stored_by`,
     )
-    .bind(config.target_kind, config.target_name, JSON.stringify(config), updatedAt);
+    .bind(config.target_kind, config.target_name, JSON.stringify(config), updatedAt, storedBy);
 }
 
-/** Creates or replaces `config`; true when it did not exist before. One statement, so no partial write. */
-export async function putConfig(db: D1Database, config: TargetConversationConfig, nowIso: string): Promise<boolean> {
+/**
+ * Creates or replaces `config`, recording `storedBy` as its writer (its state binding runs bounded
+ * by that key: src/auth/stored-by.ts); true when it did not exist before. One statement, so no partial write.
+ */
+export async function putConfig(db: D1Database, config: TargetConversationConfig, nowIso: string, storedBy: string): Promise<boolean> {
   const [existed] = await db.batch<{ n: number }>([
     db.prepare("SELECT COUNT(*) AS n FROM conversation_configs WHERE target_kind = ? AND target_name = ?").bind(config.target_kind, config.target_name),
-    putConfigStatement(db, config, nowIso),
+    putConfigStatement(db, config, nowIso, storedBy),
   ]);
   return Number(existed.results[0]?.n ?? 0) === 0;
 }

@@ -92,6 +92,7 @@ addRoute(
       "kind llm: {base_url, model, api_key?: {env}, system_prompt?, tool_names?, max_steps?, timeout_seconds?, memory_window?, temperature?}. kind http: {url, headers?, timeout_seconds?}. A built-in agent's name is 409. Admin only, because a declaration can send env secrets to any URL. `base_url`/`url` pass the outbound address guard (private and local hosts are 400 unless OUTBOUND_ALLOW_PRIVATE_HOSTS=true); env references must name SECRET_* or a SECRET_REFERENCE_ALLOWLIST entry (else 400).",
     area: "agents",
     auth: { tag: "agents", admin: true },
+    stores: [{ kind: "url", at: "config.url" }, { kind: "url", at: "config.base_url" }],
     body: agentDeclarationSchema,
     response: z.object({ created: z.boolean(), agent: agentViewSchema }),
     errors: [409],

@@ -10,6 +10,8 @@ import { HttpError, badRequest, notConfigured } from "../http/errors";
 import { addRoute } from "../http/route";
 import { ConfigTargetName, TargetConversationConfig, TargetKind, deleteConfig, getConfig, listConfigs, putConfig } from "../persons/target-configs";
 import { checkBindingForSave } from "../states/binding-save";
+import { assertMayBind } from "../states/binding-refs";
+import { storedByOf } from "../auth/stored-by";
 import { agentExists } from "../targets/agents/run";
 import { createTargetContext } from "../targets/context";
 import { toolExists } from "../targets/dispatch";
@@ -67,6 +69,7 @@ addRoute(
       "The body is the whole TargetConversationConfig (extra fields 400); its target_kind and target_name must equal the path's. The target must exist (404). greeting_template may reference only {pairing_code} ('{{' and '}}' are literal braces); an unknown placeholder, '{}', a conversion or format spec, unbalanced braces or a blank template is 400, and null means no greeting. state_binding is accepted only on tool targets; every state it names must be declared (404), its `templates` are attached on use at the root path, each template_jq must name a program of the right purpose among the state's attachments (404 when none), and every TemplatedText must compile as jq. Nothing is stored on a refusal.",
     area: "conversations",
     auth: { tag: "conversations" },
+    stores: [{ kind: "state", at: "state_binding.states[].state" }],
     store: "conversations",
     params: configParams,
     body: TargetConversationConfig,
@@ -79,12 +82,14 @@ addRoute(
     const ctx = createTargetContext(c.env, c.get("settings"));
     const exists = body.target_kind === "tool" ? await toolExists(ctx, body.target_name) : await agentExists(ctx, body.target_name);
     if (!exists) throw new HttpError(404, `${body.target_kind} not found`);
+    // The binding runs later under the routes' execution keys: bounded by the writer's own states grants.
+    assertMayBind(c.get("principal")!, body.state_binding);
     // A binding is checked (and its templates attached on use) before the config is stored.
     if (body.state_binding) {
       if (!c.get("settings").states.storeUrl) throw notConfigured("states", "a state_binding needs the states store (set STATES_STORE_URL)");
       await checkBindingForSave(c.env, body.state_binding, Date.now());
     }
-    const created = await putConfig(c.env.DB, body, new Date().toISOString());
+    const created = await putConfig(c.env.DB, body, new Date().toISOString(), storedByOf(c.get("principal")!));
     return { created, target_kind: body.target_kind, target_name: body.target_name, config: body };
   },
 );

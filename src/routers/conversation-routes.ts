@@ -3,6 +3,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { base64url } from "../auth/crypto";
 import { bindExecutionKey } from "../auth/pass-role";
+import { assertMayStore } from "../auth/stored-by";
 import { routeCreateBody, routeParams } from "../bridge/schemas";
 import { type RouteRow, RouteView, deleteRoute, getRoute, requireRoute, listRoutes, routeByChannelIdentity, routeHasThreads, routeView, upsertRoute } from "../bridge/routes-store";
 import type { AppEnv } from "../http/app-env";
@@ -79,9 +80,10 @@ addRoute(
     path: "/api/conversations/{route_name}",
     summary: "Create or replace a conversation route (upsert)",
     description:
-      "Rules in order: body 400 → store 501 → callback_url outbound address guard 400 (private and local hosts unless OUTBOUND_ALLOW_PRIVATE_HOSTS=true) → target exists 404 → payload_expr/reply_expr compile 400 → (channel, our_identity) unclaimed 400 → pass-role bind of execution_key (403/404/400) → callback secret minted → write. The callback_secret is returned once, here only.",
+      "Rules in order: body 400 → store 501 → callback_url outbound address guard 400 (private and local hosts unless OUTBOUND_ALLOW_PRIVATE_HOSTS=true) → target exists 404 → the caller may run the target itself 403 → payload_expr/reply_expr compile 400 → (channel, our_identity) unclaimed 400 → pass-role bind of execution_key (403/404/400) → callback secret minted → write. The callback_secret is returned once, here only.",
     area: "conversations",
     auth: { tag: "conversations" },
+    stores: [{ kind: "tool", at: "target_name" }, { kind: "key", at: "execution_key" }, { kind: "url", at: "callback_url" }],
     store: "conversations",
     params: routeParams,
     body: routeCreateBody,
@@ -98,6 +100,9 @@ addRoute(
     const targets = createTargetContext(c.env, settings);
     const exists = body.target_kind === "tool" ? await toolExists(targets, body.target_name) : await agentExists(targets, body.target_name);
     if (!exists) throw new HttpError(404, `target ${body.target_kind} not found`);
+    // Turns run the target as the execution key (re-checked live at each turn); the writer must be
+    // allowed to run it too, as for every stored reference (docs/security.md, "Confused deputy").
+    assertMayStore(principal, "target_name", [{ kind: body.target_kind, name: body.target_name }]);
     const payloadProgram = await compileExpr(db, "payload_expr", body.payload_expr);
     const replyProgram = await compileExpr(db, "reply_expr", body.reply_expr);
 

@@ -9,6 +9,8 @@ import { Combo, Combos, editCombos } from "../extensions/combos";
 import { ExtensionView, catalogView } from "../extensions/catalog";
 import { toolCombos } from "../extensions/apply";
 import { updateToolCombos } from "../extensions/store";
+import type { Principal } from "../auth/principal";
+import { assertMayStore, storedByOf } from "../auth/stored-by";
 import type { AppEnv } from "../http/app-env";
 import { HttpError, badRequest, conflict, notFound } from "../http/errors";
 import { addRoute } from "../http/route";
@@ -18,6 +20,15 @@ import { type ResolvedTool, resolveTool } from "../targets/tools/registry";
 export const extensionsRouter = new Hono<AppEnv>();
 
 const DOOR = { area: "extensions", auth: { tag: "extensions" } } as const;
+
+/**
+ * Combos wrap every call of the tool, whoever makes it: their writer must be allowed to run the
+ * tool itself (403 naming the path's `name`), and they wrap it only while it still is (the
+ * dispatcher re-checks, src/targets/dispatch.ts).
+ */
+function assertMayWrap(principal: Principal, tool: string): void {
+  assertMayStore(principal, "name", [{ kind: "tool", name: tool }]);
+}
 
 const ToolExtensions = z.object({
   tool: z.string(),
@@ -89,6 +100,7 @@ addRoute(
     description:
       "`{combos: [[element, ...], ...]}`, an element being an extension name or `{name, config}` (checked against the catalog and the extension's config schema; 400 naming the element). `[]` clears. A built-in or a preset is 409 (see GET). Unknown tool 404.",
     ...DOOR,
+    stores: [{ kind: "tool", at: "{name}" }],
     params: toolParams,
     body: z.object({ combos: Combos }).strict(),
     response: ToolExtensions,
@@ -97,7 +109,8 @@ addRoute(
   async (c, { params, body }) => {
     const tool = await toolOr404(c.env.DB, params.name);
     assertEditable(tool);
-    const combos = await updateToolCombos(c.env.DB, tool.name, () => body.combos, new Date().toISOString());
+    assertMayWrap(c.get("principal")!, tool.name);
+    const combos = await updateToolCombos(c.env.DB, tool.name, () => body.combos, new Date().toISOString(), storedByOf(c.get("principal")!));
     return { tool: tool.name, tool_kind: tool.kind, editable: true, combos };
   },
 );
@@ -111,6 +124,7 @@ addRoute(
     description:
       "`{add?: [combo], remove?: [combo]}` (at least one combo in all): removals first, then additions. Removing a combo the tool does not carry is 404, adding one it carries is 400, each naming the combo by its extension names; combos compare by names and parsed configs (`\"retry\"` equals `{name: \"retry\", config: {}}`). Answers the tool's combos after the edit.",
     ...DOOR,
+    stores: [{ kind: "tool", at: "{name}" }],
     params: toolParams,
     body: z.object({ add: z.array(Combo).max(16).default([]), remove: z.array(Combo).max(16).default([]) }).strict(),
     response: ToolExtensions,
@@ -120,6 +134,7 @@ addRoute(
     if (!body.add.length && !body.remove.length) throw badRequest("invalid body: give at least one combo in add or remove");
     const tool = await toolOr404(c.env.DB, params.name);
     assertEditable(tool);
+    assertMayWrap(c.get("principal")!, tool.name);
     const combos = await updateToolCombos(
       c.env.DB,
       tool.name,
@@ -129,6 +144,7 @@ addRoute(
         return r.combos;
       },
       new Date().toISOString(),
+      storedByOf(c.get("principal")!),
     );
     return { tool: tool.name, tool_kind: tool.kind, editable: true, combos };
   },

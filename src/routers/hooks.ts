@@ -103,6 +103,7 @@ addRoute(
       "Body `{topic, execution_key, name?, ttl_seconds, tool_kwargs?, require_api_key?}`. `ttl_seconds` is required: a positive whole number of seconds, or null for a link kept until deleted. The execution key is bound by pass-role (as a hook's) and every fire through the link runs as it. " +
       "Answers `{name, trigger_path, token, topic, expires_at}`: the token is shown this once (only its SHA-256 is kept). A live link of the same name is 409. Calling `trigger_path` (GET or POST) fires the topic's hooks with the link's `tool_kwargs` merged over each expr output and under the hook's own; every miss is a uniform 404.",
     ...DOOR,
+    stores: [{ kind: "key", at: "execution_key" }],
     body: TriggerLinkBody,
     response: TriggerLinkCreated,
     errors: [404, 409],
@@ -161,6 +162,7 @@ addRoute(
       "Answers `{registered, name}`, plus `warning` when the topic has no verifier (anyone can fire it: the bound key is the only boundary) or the key is an admin or broad key. " +
       "Order: body 400 → store 501 → unknown tool 404 → condition/expr 400 → pass-role 403/404/400 → the key's run grant 403 → a restricted caller replacing another identity's hook 403 → a full topic (32 hooks) 409 → state_binding 501/404/400.",
     ...DOOR,
+    stores: [{ kind: "tool", at: "tool" }, { kind: "key", at: "execution_key" }, { kind: "state", at: "state_binding.states[].state" }],
     body: HookCreateBody,
     response: z.object({ registered: z.literal(true), name: z.string(), warning: z.string().optional() }).strict(),
     errors: [403, 404, 409],

@@ -69,6 +69,7 @@ addRoute(
       "The body is a manifest document (GET /api/manifest's shape; sections may be left out, meaning empty). Each entry is validated with its own door's schema and checks, \"<redacted>\" header values stand for the stored value of that header, and the whole document is written in one D1 batch: declarations not in it are removed (except what GET /api/manifest/preserved lists), the rest created or replaced. MCP servers declared anew or changed are listed after the write (an unchanged one keeps its tools). A refused document writes nothing.",
     area: "manifest",
     auth: { tag: "manifest", admin: true },
+    stores: [{ kind: "url", at: "tools[].url" }, { kind: "url", at: "agents[].config.url" }, { kind: "url", at: "agents[].config.base_url" }, { kind: "url", at: "mcp[].config.url" }, { kind: "url", at: "api_tools[].url" }],
     body: ManifestDocument,
     response: ReplaceResult,
     errors: [409],

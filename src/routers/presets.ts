@@ -6,7 +6,9 @@ import { HttpError, badRequest, conflict, notConfigured } from "../http/errors";
 import { checkBindingForSave } from "../states/binding-save";
 import type { StateBinding } from "../states/state-binding";
 import { addRoute } from "../http/route";
-import { principalGrantsTag } from "../auth/principal";
+import { type Principal, principalGrantsTag } from "../auth/principal";
+import { assertMayStore, storedByOf } from "../auth/stored-by";
+import { assertMayBind } from "../states/binding-refs";
 import { getDeclaredAgent } from "../targets/agents/declarations";
 import { targetNameSchema } from "../targets/names";
 import { checkAuthoredBody } from "../targets/presets/authored";
@@ -80,6 +82,18 @@ async function baseKindOf(db: D1Database, name: string): Promise<BaseKind> {
   throw new HttpError(404, "base_tool not found");
 }
 
+/**
+ * What making `body` a preset's active version needs of the caller (docs/security.md, "Confused
+ * deputy"): whoever holds the preset's run grant runs its base with its fixed kwargs and binding,
+ * so the caller must itself be allowed to run the base and to use the binding's states. Checked
+ * for every body that becomes active (create, new version, rollback, rename), carried-forward
+ * fields included: the caller becomes who the version runs bounded by. 403 naming the field.
+ */
+function assertMayActivate(caller: Principal, body: PresetBody, kind: BaseKind | null): void {
+  assertMayStore(caller, "base_tool", [{ kind: kind === "agent" ? "agent" : "tool", name: body.base_tool }]);
+  assertMayBind(caller, body.state_binding);
+}
+
 /** The body's own checks by what it stands on: an authored agent's fields, or a tool preset's state binding. */
 async function checkBody(c: Context<AppEnv>, body: PresetBody, kind: BaseKind | null, bindingGiven: boolean): Promise<void> {
   if (kind === "agent") return checkAuthoredBody(body);
@@ -113,6 +127,7 @@ addRoute(
       "A preset is a live tool name: dispatching it merges fixed_kwargs over the caller's arguments (fixed wins), validates the merge against input_schema, runs base_tool inside its `extensions` combos (docs/extensions.md) and checks the result against output_schema. The name may not be a tool's (409), nor an existing preset's (409: append versions instead), nor an agent's (400). base_tool must exist (404) and not be a preset (400). A base_tool naming a declared agent (and no tool) makes an authored agent: fixed_kwargs bake agent run fields (user_message, thread_id), run with POST /api/agents/authored/{name}/runs; it takes no schemas, state_binding or extensions (400).",
     area: "presets",
     auth: { tag: "presets" },
+    stores: [{ kind: "tool", at: "base_tool" }, { kind: "state", at: "state_binding.states[].state" }],
     body: presetCreateSchema,
     response: presetViewSchema,
     errors: [404, 409],
@@ -120,8 +135,10 @@ addRoute(
   async (c, { body }) => {
     const preset = initialBody(body);
     await checkNewName(c.env.DB, body.name);
-    await checkBody(c, preset, await baseKindOf(c.env.DB, body.base_tool), true);
-    return createPreset(c.env.DB, body.name, preset, new Date().toISOString());
+    const kind = await baseKindOf(c.env.DB, body.base_tool);
+    assertMayActivate(c.get("principal")!, preset, kind);
+    await checkBody(c, preset, kind, true);
+    return createPreset(c.env.DB, body.name, preset, new Date().toISOString(), storedByOf(c.get("principal")!));
   },
 );
 
@@ -202,6 +219,7 @@ addRoute(
     description: "Omitted fields carry forward from the active version; null clears input_schema, output_schema or state_binding; `extensions` replaces the combos ([] clears).",
     area: "presets",
     auth: { tag: "presets" },
+    stores: [{ kind: "tool", at: "base_tool" }, { kind: "state", at: "state_binding.states[].state" }],
     params: nameParams,
     body: presetPatchSchema,
     response: presetVersionViewSchema,
@@ -212,8 +230,9 @@ addRoute(
     const next = carryForward(presetBodyOf(p), body);
     // A carried-forward base that has gone since is not checked (as before); a given one must exist.
     const kind = body.base_tool !== undefined ? await baseKindOf(c.env.DB, next.base_tool) : await baseKindOf(c.env.DB, next.base_tool).catch(() => null);
+    assertMayActivate(c.get("principal")!, next, kind);
     await checkBody(c, next, kind, Boolean(body.state_binding));
-    const v = await appendVersion(c.env.DB, params.name, next, new Date().toISOString());
+    const v = await appendVersion(c.env.DB, params.name, next, new Date().toISOString(), storedByOf(c.get("principal")!));
     return versionView(v, v.version);
   },
 );
@@ -248,13 +267,21 @@ addRoute(
     summary: "Make an existing version active (no new version is written)",
     area: "presets",
     auth: { tag: "presets" },
+    stores: [{ kind: "tool", at: "version" }],
     params: nameParams,
     body: z.object({ version: z.number().int() }).strict(),
     response: presetViewSchema,
     errors: [404],
   },
   async (c, { params, body }) => {
-    await setCurrentVersion(c.env.DB, params.name, body.version, new Date().toISOString());
+    const target = await getVersion(c.env.DB, params.name, body.version);
+    if (!target) {
+      await presetOr404(c.env.DB, params.name);
+      throw versionNotFound();
+    }
+    // Rolling back makes an older body active under the caller: it must hold what that body references.
+    assertMayActivate(c.get("principal")!, target.body, await baseKindOf(c.env.DB, target.body.base_tool).catch(() => null));
+    await setCurrentVersion(c.env.DB, params.name, body.version, new Date().toISOString(), storedByOf(c.get("principal")!));
     return presetOr404(c.env.DB, params.name);
   },
 );
@@ -322,6 +349,7 @@ addRoute(
     const preset = initialBody(body);
     await checkNewName(c.env.DB, body.name);
     const kind = await baseKindOf(c.env.DB, body.base_tool);
+    assertMayActivate(c.get("principal")!, preset, kind);
     await checkBody(c, preset, kind, true);
     return { valid: true as const, name: body.name, kind: kind === "agent" ? ("authored_agent" as const) : ("tool_preset" as const), body: preset };
   },
@@ -347,15 +375,20 @@ addRoute(
       "`{new_name, move_references?: false}`. One D1 batch moves the preset, every version and its tool metadata row. Referenced (GET .../referees) without move_references: 409 naming the references. With it, routes, the conversation config, hooks, llm agents' tool_names and sub-MCP tool lists are rewritten in the same batch; schedules and presets standing on it cannot move (409 naming them), and moving needs write access to each area touched (conversations:write for routes and configs, hooks:write for hooks, admin for agents and sub-MCP; else 403). new_name taken by a tool or preset 409, by an agent 400; a plugin's preset 409. Grants naming the old name (tool:<name>) are not rewritten.",
     area: "presets",
     auth: { tag: "presets" },
+    stores: [{ kind: "tool", at: "{name}" }],
     params: nameParams,
     body: z.object({ new_name: targetNameSchema, move_references: z.boolean().default(false) }).strict(),
     response: z.object({ preset: presetViewSchema, renamed_from: z.string(), moved: z.array(PresetReferee) }),
     errors: [404, 409],
   },
   async (c, { params, body }) => {
+    // The new name runs the active version under the caller: it must hold what that version references.
+    const current = await presetOr404(c.env.DB, params.name);
+    const active = presetBodyOf(current);
+    assertMayActivate(c.get("principal")!, active, await baseKindOf(c.env.DB, active.base_tool).catch(() => null));
     const moved = await renamePreset(
       c.env.DB,
-      { from: params.name, to: body.new_name, move: body.move_references, mayMove: movableBy(c) },
+      { from: params.name, to: body.new_name, move: body.move_references, mayMove: movableBy(c), storedBy: storedByOf(c.get("principal")!) },
       new Date().toISOString(),
     );
     return { preset: await presetOr404(c.env.DB, body.new_name), renamed_from: params.name, moved };

@@ -49,6 +49,7 @@ addRoute(
       "`state_binding` (optional, spec §2.6): states each fire's run reads before and writes after its dispatch, checked as a target config's binding is (every state declared 404, programs compile 400, templates attached on use; 501 states-not-configured without STATES_STORE_URL); not for maintenance tools. " +
       "Order: body 400 → store 501 → unknown tool 404 → tool_kwargs against the tool's input schema 400 → cadence 400 → pass-role 403/404/400 → the key's run grant 403 → a restricted caller replacing another identity's schedule 403 → state_binding 501/404/400. Missed fires after downtime: at most one catch-up fire (SCHEDULES_CATCH_UP_WINDOW_SECONDS), then the next regular slot.",
     ...DOOR,
+    stores: [{ kind: "tool", at: "tool_name" }, { kind: "key", at: "execution_key" }, { kind: "state", at: "state_binding.states[].state" }],
     body: ScheduleCreateBody,
     response: z
       .object({ name: z.string().nullable(), created: z.boolean(), once: z.boolean(), schedule: ScheduleView.nullable(), run_id: z.string().nullable() })

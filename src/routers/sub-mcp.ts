@@ -12,7 +12,8 @@ import { notFound } from "../http/errors";
 import { addRoute } from "../http/route";
 import { waitUntilOf } from "../http/wait-until";
 import { serveSubMcp } from "../sub-mcp/server";
-import { SubMcpApp, SubMcpBody, deleteApp, getApp, listApps, slugSchema, upsertApp } from "../sub-mcp/store";
+import { SubMcpApp, SubMcpBody, deleteApp, getServedApp, listApps, slugSchema, upsertApp } from "../sub-mcp/store";
+import { assertMayStore, storedByOf } from "../auth/stored-by";
 import { createTargetContext, toolExists } from "../targets/dispatch";
 
 export const subMcpRouter = new Hono<AppEnv>();
@@ -24,15 +25,19 @@ addRoute(
     path: "/api/sub-mcp",
     summary: "Create or replace a sub-MCP app (a tool subset served as an MCP server)",
     description:
-      "`{slug, tools, transport?}`: `tools` are registry names (any kind, `<server>.<tool>` included), each registered now (400 naming the first that is not); `transport` is `http` (Streamable HTTP, the default and only one). The app is served at `/api/sub-mcp/{slug}/mcp`. Re-posting a slug replaces its tools.",
+      "`{slug, tools, transport?}`: `tools` are registry names (any kind, `<server>.<tool>` included), each registered now (400 naming the first that is not) and each one the caller may run itself (403 naming it by position; the app serves a tool only while its writer may still run it); `transport` is `http` (Streamable HTTP, the default and only one). The app is served at `/api/sub-mcp/{slug}/mcp`. Re-posting a slug replaces its tools.",
     area: "tools",
     auth: { tag: "tools" },
+    stores: [{ kind: "tool", at: "tools[]" }],
     body: SubMcpBody,
     response: z.object({ created: z.boolean(), app: SubMcpApp }),
   },
   async (c, { body }) => {
     const ctx = createTargetContext(c.env, c.get("settings"));
-    return upsertApp(c.env.DB, body, (name) => toolExists(ctx, name), new Date().toISOString());
+    // An app serves its tools to other keys: bounded by what the writer may run itself.
+    const principal = c.get("principal")!;
+    for (const [i, name] of body.tools.entries()) assertMayStore(principal, `tools[${i}]`, [{ kind: "tool", name }]);
+    return upsertApp(c.env.DB, body, (name) => toolExists(ctx, name), new Date().toISOString(), storedByOf(principal));
   },
 );
 
@@ -87,9 +92,9 @@ addRoute(
     errors: [404],
   },
   async (c, { params, raw }) => {
-    const app = await getApp(c.env.DB, params.slug);
-    if (!app) throw notFound("sub-mcp app not found");
+    const served = await getServedApp(c.env.DB, params.slug);
+    if (!served) throw notFound("sub-mcp app not found");
     const ctx = createTargetContext(c.env, c.get("settings"));
-    return serveSubMcp({ env: c.env, ctx, app, principal: c.get("principal")!, request: { method: c.req.method, path: c.req.path }, waitUntil: waitUntilOf(c) }, c.req.raw, raw ?? new Uint8Array());
+    return serveSubMcp({ env: c.env, ctx, app: served.app, writer: served, principal: c.get("principal")!, request: { method: c.req.method, path: c.req.path }, waitUntil: waitUntilOf(c) }, c.req.raw, raw ?? new Uint8Array());
   },
 );

@@ -139,6 +139,7 @@ addRoute(
       "Header values are literal strings or {\"env\": \"VAR\"} references resolved at each dispatch. Reads never show a literal header value (\"<redacted>\") nor a resolved secret. A title that names a built-in tool or a preset is 409. Admin only, because a declaration can send env secrets to any URL. `url` passes the outbound address guard (private and local hosts are 400 unless OUTBOUND_ALLOW_PRIVATE_HOSTS=true); env references must name SECRET_* or a SECRET_REFERENCE_ALLOWLIST entry (else 400).",
     area: "tools",
     auth: { tag: "tools", admin: true },
+    stores: [{ kind: "url", at: "url" }],
     body: httpToolDeclarationSchema,
     response: z.object({ created: z.boolean(), tool: httpToolViewSchema }),
     errors: [409],

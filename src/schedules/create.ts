@@ -20,6 +20,7 @@ import type { JsonObject } from "../http/bounded-json";
 import { HttpError, badRequest, forbidden, notFound } from "../http/errors";
 import type { Settings } from "../settings/settings";
 import { checkRunBinding } from "../tool-runs/binding-check";
+import { assertMayBind } from "../states/binding-refs";
 import { authorizeToolRun } from "../tool-runs/execute";
 import { argumentProblems, runInputSchema, submitToolRun } from "../tool-runs/submit";
 import { type ScheduleView, scheduleView } from "./record";
@@ -54,10 +55,12 @@ export async function createSchedule(env: Env, settings: Settings, caller: Princ
   if (!auth.ok) throw new HttpError(403, "execution_key may not run this tool");
 
   const state_binding = body.state_binding ?? null;
+  // The binding runs later under the execution key: bounded by the caller's own states grants.
+  assertMayBind(caller, state_binding);
   if (cadence.kind === "once") {
     await checkRunBinding(env, settings, state_binding, now);
     const run_id = crypto.randomUUID();
-    await submitToolRun(env, { run_id, tool_name: body.tool_name, arguments: body.tool_kwargs, caller: key, origin: "schedule", schedule_name: body.name ?? null, slot_at: now.getTime(), state_binding });
+    await submitToolRun(env, { run_id, tool_name: body.tool_name, arguments: body.tool_kwargs, caller: key, origin: "schedule", schedule_name: body.name ?? null, slot_at: now.getTime(), state_binding, binding_by: caller.key.user_id });
     return { name: body.name ?? null, created: true, once: true, schedule: null, run_id };
   }
 

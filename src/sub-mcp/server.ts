@@ -8,7 +8,8 @@
  * `tools:write` or `*` grants, bounded by its owner, and its conditions), so a client never sees a
  * tool it would be refused. `tools/call` checks the same again and then runs the tool through the
  * one dispatcher, traced as a direct tool run of the caller. A tool outside the app, unregistered
- * or not granted is the same "unknown tool" error, so the endpoint does not reveal which.
+ * or not granted is the same "unknown tool" error, so the endpoint does not reveal which. A tool
+ * the app's writer may no longer run is left out the same way (src/auth/stored-by.ts).
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
@@ -22,19 +23,23 @@ import { CLIENT_INFO } from "../mcp/client";
 import { tracedDirectRun } from "../runs/direct";
 import { type DispatchResult, type TargetContext, dispatchTool } from "../targets/dispatch";
 import { allToolSchemas } from "../targets/tools/registry";
-import type { SubMcpApp } from "./store";
+import { storedByRefusal } from "../auth/stored-by";
+import type { ServedApp, SubMcpApp } from "./store";
 
 export interface SubMcpRequest {
   env: Env;
   ctx: TargetContext;
   app: SubMcpApp;
+  /** Who declared the app, read with it: a tool is served only while that key may run it. */
+  writer: Pick<ServedApp, "stored_by" | "holder">;
   principal: Principal;
   request: { method: string; path: string };
   waitUntil?: (p: Promise<unknown>) => void;
 }
 
-/** Does the caller's key let it run `name` now (grants and conditions)? */
+/** Does the app's writer still let it serve `name`, and the caller's key let it run `name` now (grants and conditions)? */
 async function mayRun(r: SubMcpRequest, name: string): Promise<boolean> {
+  if (storedByRefusal(r.writer.stored_by, r.writer.holder, [{ kind: "tool", name }]) !== null) return false;
   if (!principalGrantsRun(r.principal, "tool", name)) return false;
   return principalConditionsAllow(r.principal, conditionInput(r.principal.key, r.ctx.now(), r.request));
 }

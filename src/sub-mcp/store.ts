@@ -4,6 +4,7 @@
  * this build serves Streamable HTTP only (`transport: "http"`, the default).
  */
 import { z } from "zod";
+import { type KeyWithOwner, keyColumns, parsePrefixedKey } from "../auth/key-store";
 import { badRequest, notFound } from "../http/errors";
 import { toolNameSchema } from "../mcp/names";
 import { parseStored } from "../store/parse-stored";
@@ -53,27 +54,51 @@ export async function getApp(db: D1Database, slug: string): Promise<SubMcpApp | 
   return r ? toApp(r) : null;
 }
 
+/** An app as its endpoint serves it: who declared it, and that key's live record and owner (read with the app). */
+export interface ServedApp {
+  app: SubMcpApp;
+  stored_by: string;
+  holder: KeyWithOwner | null;
+}
+
+/**
+ * The app with its writer's key and owner in one statement: each tool is served only while the
+ * writer may still run it (src/auth/stored-by.ts), at no round trip beyond the app's own read.
+ */
+export async function getServedApp(db: D1Database, slug: string): Promise<ServedApp | null> {
+  const r = await db
+    .prepare(
+      `SELECT a.slug, a.tools, a.transport, a.created_at, a.updated_at, a.stored_by, ${keyColumns("sk", "sk_")}, ${keyColumns("so", "so_")}
+       FROM sub_mcp_apps a LEFT JOIN api_keys sk ON sk.user_id = a.stored_by LEFT JOIN api_keys so ON so.user_id = sk.owner_user_id
+       WHERE a.slug = ?`,
+    )
+    .bind(slug)
+    .first<Row & { stored_by: string } & Record<string, unknown>>();
+  return r ? { app: toApp(r), stored_by: r.stored_by, holder: parsePrefixedKey(r, "sk_", "so_") } : null;
+}
+
 export async function listApps(db: D1Database): Promise<SubMcpApp[]> {
   const { results } = await db.prepare("SELECT slug, tools, transport, created_at, updated_at FROM sub_mcp_apps ORDER BY slug").all<Row>();
   return results.map(toApp);
 }
 
 /**
- * Creates or replaces an app. Every tool must be registered now (400 naming the first that is not,
- * by position); a tool removed later is left out of the app's listing until it is back.
+ * Creates or replaces an app, recording `storedBy` as its writer. Every tool must be registered now
+ * (400 naming the first that is not, by position); a tool removed later is left out of the app's
+ * listing until it is back.
  */
-export async function upsertApp(db: D1Database, body: SubMcpBody, isRegistered: (name: string) => Promise<boolean>, nowIso: string): Promise<{ created: boolean; app: SubMcpApp }> {
+export async function upsertApp(db: D1Database, body: SubMcpBody, isRegistered: (name: string) => Promise<boolean>, nowIso: string, storedBy: string): Promise<{ created: boolean; app: SubMcpApp }> {
   for (const [i, name] of body.tools.entries()) {
     if (!(await isRegistered(name))) throw badRequest(`invalid body: tools[${i}]: no tool of the registry has this name`);
   }
   const existed = (await db.prepare("SELECT 1 AS one FROM sub_mcp_apps WHERE slug = ?").bind(body.slug).first()) !== null;
   const r = await db
     .prepare(
-      `INSERT INTO sub_mcp_apps (slug, tools, transport, created_at, updated_at)
-       SELECT ?1, ?2, ?3, ?4, ?4 WHERE EXISTS (SELECT 1 FROM sub_mcp_apps WHERE slug = ?1) OR (SELECT COUNT(*) FROM sub_mcp_apps) < ?5
-       ON CONFLICT(slug) DO UPDATE SET tools = excluded.tools, transport = excluded.transport, updated_at = excluded.updated_at`,
+      `INSERT INTO sub_mcp_apps (slug, tools, transport, created_at, updated_at, stored_by)
+       SELECT ?1, ?2, ?3, ?4, ?4, ?6 WHERE EXISTS (SELECT 1 FROM sub_mcp_apps WHERE slug = ?1) OR (SELECT COUNT(*) FROM sub_mcp_apps) < ?5
+       ON CONFLICT(slug) DO UPDATE SET tools = excluded.tools, transport = excluded.transport, updated_at = excluded.updated_at, stored_by = excluded.stored_by`,
     )
-    .bind(body.slug, JSON.stringify(body.tools), body.transport, nowIso, MAX_APPS)
+    .bind(body.slug, JSON.stringify(body.tools), body.transport, nowIso, MAX_APPS, storedBy)
     .run();
   if ((r.meta.changes ?? 0) === 0) throw badRequest(`at most ${MAX_APPS} sub-MCP apps may exist; remove one first`);
   const app = await getApp(db, body.slug);

@@ -7,6 +7,7 @@
  * name schema locations, statuses and env var names, never kwargs values or resolved secrets.
  */
 import { authorizeTurn } from "../auth/pass-role";
+import { storedByRefusal } from "../auth/stored-by";
 import { ConnectionRefError, connectionHeaderValue } from "../connectors/token-resolution";
 import { buildApiRequest, sendApiRequest } from "../manifest/api-tool-call";
 import { callMcpTool } from "../mcp/call";
@@ -160,13 +161,33 @@ async function dispatchUntimed(ctx: TargetContext, name: string, kwargs: unknown
   }
   const tool = opts.resolved !== undefined ? opts.resolved : await resolveTool(ctx.db, name);
   if (!tool) return fail("unknown_tool", "tool is not registered");
-  if (tool.kind === "preset") noteTargetVersion(ctx, name, String(tool.version));
+  if (tool.kind === "preset") {
+    noteTargetVersion(ctx, name, String(tool.version));
+    // Before the extensions too: a cached result is the preset's output as much as a fresh one.
+    const refused = presetRunRefusal(tool);
+    if (refused) return fail("denied", refused);
+  }
   if (!isPlainObject(kwargs)) return fail("invalid_kwargs", "invalid kwargs: must be a JSON object");
   // Doors bound their kwargs already; this covers the rest (payload_expr output, model tool calls).
   const unbounded = checkJsonBounds(kwargs, MAX_BODY_BYTES);
   if (unbounded) return fail("invalid_kwargs", `invalid kwargs: ${unbounded}`);
+  // A declared tool's combos wrap every call only while the key that set them may still run it.
+  if (tool.kind !== "builtin" && tool.kind !== "preset" && tool.extensions?.length && tool.extensionsBy) {
+    const why = storedByRefusal(tool.extensionsBy.stored_by, tool.extensionsBy.holder, [{ kind: "tool", name: tool.name }]);
+    if (why) return fail("denied", `the tool's extensions may not run: ${why}`);
+  }
   // Extensions (docs/extensions.md) wrap the call itself: after authorization, resolution and the kwargs checks.
   return applyExtensions(ctx, { tool, kwargs, asKey: opts.asKey }, () => (tool.kind === "preset" ? runPreset(ctx, tool, kwargs, opts) : runBase(ctx, tool, kwargs, opts.timeoutMs)));
+}
+
+/**
+ * Why a preset's active version may not run now, or null: the key that made it active must still
+ * be allowed to run its base tool (docs/security.md, "Confused deputy"). The key was read with the
+ * preset, so this costs no round trip.
+ */
+export function presetRunRefusal(tool: Extract<ResolvedTool, { kind: "preset" }>): string | null {
+  const why = storedByRefusal(tool.stored_by, tool.holder, [{ kind: "tool", name: tool.body.base_tool }]);
+  return why ? `the preset's active version may not run: ${why}` : null;
 }
 
 /** A preset's call: its fixed kwargs over the caller's, its input_schema, its base tool, its output_schema. */

@@ -196,7 +196,7 @@ export class TurnLoop {
       if (answered) return answered;
     }
     const binding = read.target.config?.state_binding ?? null;
-    return runTarget(ctx, route, stored.inbound, key, binding ? { binding, pendingSaves: read.target.pendingSaves } : null, park);
+    return runTarget(ctx, route, stored.inbound, key, binding ? { binding, pendingSaves: read.target.pendingSaves, writer: read.target.configWriter } : null, park);
   }
 
   /** Where this turn's run may park: its thread and record, when the interactions store is configured. */

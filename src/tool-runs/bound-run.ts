@@ -3,7 +3,9 @@
  * a StateBinding; docs/hooks.md and docs/schedules.md "State bindings"). The run does what a bound
  * tool turn does (src/bridge/turn-runner.ts), with the run's own identity in place of the turn's:
  *
- * 1. the execution key is authorized for the tool first, so a key that may not run it reads no state;
+ * 1. the execution key is authorized for the tool first, so a key that may not run it reads no state,
+ *    and the key that stored the binding must still hold the states grants it needs
+ *    (src/auth/stored-by.ts);
  * 2. each bound state's subject is read and its injections land in the tool input
  *    (`prepareStates`, target `{tool, <name>}` with no person: a fire has no door that resolved one);
  * 3. the tool is dispatched with that input;
@@ -14,7 +16,9 @@
  * A BindingError at any step fails the run with `error_kind: "state_binding"` and its message
  * (which names the state and the step, never a value).
  */
+import { STORED_BEFORE_RECORDING, readStoredBy, storedByRefusal } from "../auth/stored-by";
 import type { WriteOrigin } from "../contracts/state-rpc";
+import { bindingRefs } from "../states/binding-refs";
 import type { JsonObject, JsonValue } from "../http/bounded-json";
 import { heldSubjects, queueSave } from "../states/pending-saves";
 import { BindingError, applyStateUpdates, prepareStates } from "../states/turn-binding";
@@ -22,7 +26,7 @@ import { type TargetContext, dispatchTool } from "../targets/dispatch";
 import type { RunEnd } from "./run-store";
 import type { ToolRunRow } from "./record";
 
-export type BoundRun = Pick<ToolRunRow, "run_id" | "tool_name" | "arguments" | "origin" | "hook_name" | "schedule_name"> & { state_binding: NonNullable<ToolRunRow["state_binding"]> };
+export type BoundRun = Pick<ToolRunRow, "run_id" | "tool_name" | "arguments" | "origin" | "hook_name" | "schedule_name" | "binding_by"> & { state_binding: NonNullable<ToolRunRow["state_binding"]> };
 
 /** Who wrote, as the state's audit trail records it. */
 export function boundRunOrigin(run: Pick<ToolRunRow, "run_id" | "origin" | "hook_name" | "schedule_name">, actor: string): WriteOrigin {
@@ -54,6 +58,11 @@ export async function executeBoundRun(
 ): Promise<RunEnd> {
   const auth = await authorize();
   if (!auth.ok) return failed("denied", auth.reason);
+  // The binding runs bounded by the key that stored it (the hook's or schedule's writer), read live:
+  // a background run, off the per-message path. A run queued before writers were recorded has none.
+  const writer = run.binding_by ?? STORED_BEFORE_RECORDING;
+  const refused = storedByRefusal(writer, await readStoredBy(ctx.db, writer), bindingRefs(run.state_binding));
+  if (refused) return failed("denied", `the state binding may not run: ${refused}`);
   const target = { target_kind: "tool" as const, target_name: run.tool_name, person: null };
   let states: Awaited<ReturnType<typeof prepareStates>>;
   try {

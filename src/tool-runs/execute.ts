@@ -61,7 +61,7 @@ export function askedRunEnd(outcome: JsonObject, status: Exclude<InteractionStat
 }
 
 /** What one attempt needs of its run. */
-export type RunToExecute = Pick<ToolRunRow, "run_id" | "tool_name" | "arguments" | "origin" | "hook_name" | "schedule_name" | "state_binding">;
+export type RunToExecute = Pick<ToolRunRow, "run_id" | "tool_name" | "arguments" | "origin" | "hook_name" | "schedule_name" | "state_binding"> & Partial<Pick<ToolRunRow, "binding_by">>;
 
 /**
  * Runs one attempt of `run`'s tool with its arguments as `caller`. Never throws for a tool's
@@ -75,7 +75,7 @@ export async function executeToolRun(ctx: TargetContext, run: RunToExecute, call
   if (isMaintenanceTool(name)) return timedStep(ctx, "tool", name, () => runMaintenance(ctx, name, args, caller), stepVerdict);
   if (run.state_binding) {
     const binding = run.state_binding;
-    return executeBoundRun(ctx, { ...run, state_binding: binding }, caller, () => authorizeToolRun(ctx.db, caller, name, ctx.now()));
+    return executeBoundRun(ctx, { ...run, state_binding: binding, binding_by: run.binding_by ?? null }, caller, () => authorizeToolRun(ctx.db, caller, name, ctx.now()));
   }
   // Closures do not narrow, so the slot writes into a holder.
   const held: { ask: AskUserInput | null } = { ask: null };

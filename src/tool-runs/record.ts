@@ -37,6 +37,11 @@ export interface ToolRunRequest {
    * spec §2.6), as a bound tool turn does (src/tool-runs/bound-run.ts). Absent: none.
    */
   state_binding?: StateBinding | null;
+  /**
+   * Who stored the state binding (the hook's or schedule's `created_by`): the binding runs bounded
+   * by that key's live grants (src/auth/stored-by.ts). Absent: no binding.
+   */
+  binding_by?: string | null;
 }
 
 /** The run as the object keeps it (times in epoch ms; `published`: listing row and trace written). */
@@ -51,6 +56,8 @@ export interface ToolRunRow {
   slot_at: number | null;
   hook_name: string | null;
   state_binding: StateBinding | null;
+  /** Who stored the state binding (null: none, or a run queued before it was recorded). */
+  binding_by: string | null;
   status: ToolRunStatus;
   attempts: number;
   /** The interaction the run waits (or waited) for, when its tool asked (ask_user). */

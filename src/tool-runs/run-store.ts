@@ -14,7 +14,7 @@ import { jsonColumn, validStored } from "../store/parse-stored";
 import { type ToolRunRequest, type ToolRunRow, ToolRunOrigin, ToolRunStatus } from "./record";
 
 const COLUMNS =
-  "run_id, tool_name, arguments, caller_user_id, caller_fingerprint, origin, schedule_name, slot_at, hook_name, state_binding, status, attempts, interaction_id, result, error, error_kind, created_at, started_at, finished_at, expires_at, published";
+  "run_id, tool_name, arguments, caller_user_id, caller_fingerprint, origin, schedule_name, slot_at, hook_name, state_binding, binding_by, status, attempts, interaction_id, result, error, error_kind, created_at, started_at, finished_at, expires_at, published";
 
 const int = z.coerce.number().int();
 const StoredRun = z.object({
@@ -28,6 +28,7 @@ const StoredRun = z.object({
   slot_at: int.nullable(),
   hook_name: z.string().nullable(),
   state_binding: jsonColumn(StateBinding).nullable(),
+  binding_by: z.string().nullable(),
   status: ToolRunStatus,
   attempts: int,
   interaction_id: z.string().nullable(),
@@ -52,7 +53,7 @@ export function createRunTable(sql: SqlStorage): void {
       run_id TEXT NOT NULL, tool_name TEXT NOT NULL, arguments TEXT NOT NULL,
       caller_user_id TEXT NOT NULL, caller_fingerprint TEXT NOT NULL,
       origin TEXT NOT NULL, schedule_name TEXT, slot_at INTEGER,
-      hook_name TEXT, state_binding TEXT,
+      hook_name TEXT, state_binding TEXT, binding_by TEXT,
       status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, interaction_id TEXT,
       result TEXT, error TEXT, error_kind TEXT,
       created_at INTEGER NOT NULL, started_at INTEGER, finished_at INTEGER, expires_at INTEGER,
@@ -64,7 +65,8 @@ export function createRunTable(sql: SqlStorage): void {
 
 /**
  * Brings a run table written before issue 17 up to date (the hook's name, the state binding and
- * the interaction came later); a run from then reads as neither hooked, bound nor asking.
+ * the interaction came later, then the binding's writer); a run from then reads as neither hooked,
+ * bound nor asking, and a bound run from before the writer was recorded as having none.
  * Idempotent; run when the object starts, before any read.
  */
 export function upgradeRunTable(sql: SqlStorage): void {
@@ -73,6 +75,7 @@ export function upgradeRunTable(sql: SqlStorage): void {
   if (!columns.includes("hook_name")) sql.exec("ALTER TABLE run ADD COLUMN hook_name TEXT");
   if (!columns.includes("state_binding")) sql.exec("ALTER TABLE run ADD COLUMN state_binding TEXT");
   if (!columns.includes("interaction_id")) sql.exec("ALTER TABLE run ADD COLUMN interaction_id TEXT");
+  if (!columns.includes("binding_by")) sql.exec("ALTER TABLE run ADD COLUMN binding_by TEXT");
 }
 
 /** The run, or null when the object holds none. */
@@ -90,8 +93,8 @@ export function readRun(sql: SqlStorage): ToolRunRow | null {
 export function insertQueued(sql: SqlStorage, req: ToolRunRequest, nowMs: number): void {
   createRunTable(sql);
   sql.exec(
-    `INSERT INTO run (id, run_id, tool_name, arguments, caller_user_id, caller_fingerprint, origin, schedule_name, slot_at, hook_name, state_binding, status, attempts, created_at)
-     VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?)`,
+    `INSERT INTO run (id, run_id, tool_name, arguments, caller_user_id, caller_fingerprint, origin, schedule_name, slot_at, hook_name, state_binding, binding_by, status, attempts, created_at)
+     VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?)`,
     req.run_id,
     req.tool_name,
     JSON.stringify(req.arguments),
@@ -102,6 +105,7 @@ export function insertQueued(sql: SqlStorage, req: ToolRunRequest, nowMs: number
     req.slot_at,
     req.hook_name ?? null,
     req.state_binding ? JSON.stringify(req.state_binding) : null,
+    req.state_binding ? (req.binding_by ?? null) : null,
     nowMs,
   );
 }

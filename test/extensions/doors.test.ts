@@ -108,7 +108,8 @@ describe("a declared tool's combos", () => {
   it("reading needs extensions:read, writing extensions:write", async () => {
     const tool = await declareTool();
     const reader = await mintKey({ scopes: ["extensions:read"] });
-    const writer = await mintKey({ scopes: ["extensions:write"] });
+    // Combos wrap every call of the tool, so their writer must be allowed to run it (docs/security.md).
+    const writer = await mintKey({ scopes: ["extensions:write", `tool:${tool}`] });
     expect((await combosOf(tool, reader.key)).status).toBe(200);
     expect((await replace(tool, [["cache"]], reader.key)).status).toBe(403);
     expect((await edit(tool, { add: [["retry"]] }, reader.key)).status).toBe(403);

@@ -199,14 +199,14 @@ describe("POST /api/presets/{name}/rename", () => {
     const from = await newPreset();
     const to = uniq("renamed");
     // The door checked "no references" (move: false); then a route appeared before the batch ran.
-    const statements = renameStatements(env.DB, { from, to, move: false, mayMove: new Set() }, "t");
+    const statements = renameStatements(env.DB, { from, to, move: false, mayMove: new Set(), storedBy: "root" }, "t");
     await routeTo(from);
     await expect(env.DB.batch(statements)).rejects.toThrow(/CHECK/);
     expect((await call("GET", `/api/presets/${from}`, { key: await admin() })).status).toBe(200);
     expect((await call("GET", `/api/presets/${to}`, { key: await admin() })).status).toBe(404);
     // With move_references, a kind the caller may not rewrite fails it the same way.
     const hooked = await newPreset();
-    const guarded = renameStatements(env.DB, { from: hooked, to, move: true, mayMove: new Set(["route"]) }, "t");
+    const guarded = renameStatements(env.DB, { from: hooked, to, move: true, mayMove: new Set(["route"]), storedBy: "root" }, "t");
     await hookOn(hooked);
     await expect(env.DB.batch(guarded)).rejects.toThrow(/CHECK/);
     expect((await call("GET", `/api/presets/${hooked}`, { key: await admin() })).status).toBe(200);
@@ -227,13 +227,14 @@ describe("POST /api/presets/{name}/rename", () => {
     const from = await newPreset();
     await routeTo(from);
     await hookOn(from);
-    const presetsOnly = await mintKey({ scopes: ["presets"] });
+    // Each may run the preset's base (echo): the renamed preset runs bounded by the renamer (docs/security.md).
+    const presetsOnly = await mintKey({ scopes: ["presets", "tool:echo"] });
     const r = await rename(from, { new_name: uniq("renamed"), move_references: true }, presetsOnly.key);
     expect(r.status).toBe(403);
     expect(r.body.error).toBe("moving the references needs conversations:write and hooks:write");
-    const withConv = await mintKey({ scopes: ["presets", "conversations", "hooks:read"] });
+    const withConv = await mintKey({ scopes: ["presets", "conversations", "hooks:read", "tool:echo"] });
     expect((await rename(from, { new_name: uniq("renamed"), move_references: true }, withConv.key)).body.error).toBe("moving the references needs hooks:write");
-    const both = await mintKey({ scopes: ["presets", "conversations", "hooks"] });
+    const both = await mintKey({ scopes: ["presets", "conversations", "hooks", "tool:echo"] });
     expect((await rename(from, { new_name: uniq("renamed"), move_references: true }, both.key)).status).toBe(200);
     const agentRef = await newPreset();
     await llmAgentOffering([agentRef]);

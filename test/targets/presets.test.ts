@@ -143,7 +143,8 @@ describe("preset doors", () => {
     const reader = await mintKey({ scopes: ["presets:read"] });
     expect((await call("GET", "/api/presets", { key: reader.key })).status).toBe(200);
     expect((await createPreset({ name: uniq("p"), base_tool: "echo" }, reader.key)).status).toBe(403);
-    const writer = await mintKey({ scopes: ["presets"] });
+    // A preset's base runs for whoever may run the preset, so its writer must be allowed to run the base (docs/security.md).
+    const writer = await mintKey({ scopes: ["presets", "tool:echo"] });
     expect((await createPreset({ name: uniq("p"), base_tool: "echo", fixed_kwargs: { message: "x" } }, writer.key)).status).toBe(200);
   });
 });

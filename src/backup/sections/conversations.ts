@@ -46,7 +46,8 @@ export const targetConfigsSection = defineSection({
     await checkBindingsAtApply(ctx, "target-configs", rows.map((row, index) => ({ index, binding: row.state_binding })));
     await runBatch(
       ctx.db,
-      rows.map((c) => putConfigStatement(ctx.db, c, ctx.nowIso)),
+      // An import is an admin's write: the importing admin is each config's writer.
+      rows.map((c) => putConfigStatement(ctx.db, c, ctx.nowIso, ctx.principal.key.user_id)),
     );
     return { applied: rows.length };
   },

@@ -83,7 +83,8 @@ export const presetsSection = defineSection({
     await runBatch(
       db,
       plan.flatMap(({ row, bodies }) => [
-        presetRowStatement(db, row, "restore"),
+        // An import is an admin's write: the importing admin is who made each active version active.
+        presetRowStatement(db, { ...row, stored_by: ctx.principal.key.user_id }, "restore"),
         db.prepare("DELETE FROM preset_versions WHERE name = ?").bind(row.name),
         ...row.versions.map((v, j) => insertVersionStatement(db, row.name, { ...v, body: bodies[j] }, { onlyAfterInsert: false })),
       ]),

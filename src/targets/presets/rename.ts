@@ -28,6 +28,8 @@ export interface RenameRequest {
   move: boolean;
   /** The referee kinds the caller may rewrite (its write grants on their areas). */
   mayMove: ReadonlySet<RefereeKind>;
+  /** Who renames: the preset runs under the new name bounded by this key (src/auth/stored-by.ts). */
+  storedBy: string;
 }
 
 /** Which grant moving a kind of reference needs, for the 403's message. */
@@ -97,11 +99,11 @@ function guardCondition(req: RenameRequest): string {
   return parts.join(" OR ");
 }
 
-/** The rename's statements, guard first; ?1 the old name, ?2 the new, ?3 now. Exported for its tests. */
+/** The rename's statements, guard first; ?1 the old name, ?2 the new, ?3 now, ?4 the renaming key. Exported for its tests. */
 export function renameStatements(db: D1Database, req: RenameRequest, nowIso: string): D1PreparedStatement[] {
   const sql = [
     `INSERT INTO preset_rename_guard (violation) SELECT 1 WHERE ${guardCondition(req)}`,
-    "INSERT INTO presets (name, current_version, latest_version, created_at, updated_at) SELECT ?2, current_version, latest_version, created_at, ?3 FROM presets WHERE name = ?1",
+    "INSERT INTO presets (name, current_version, latest_version, created_at, updated_at, stored_by) SELECT ?2, current_version, latest_version, created_at, ?3, ?4 FROM presets WHERE name = ?1",
     "INSERT INTO preset_versions (name, version, body, tags, created_at) SELECT ?2, version, body, tags, created_at FROM preset_versions WHERE name = ?1",
     "DELETE FROM preset_versions WHERE name = ?1",
     "DELETE FROM presets WHERE name = ?1",
@@ -123,7 +125,7 @@ export function renameStatements(db: D1Database, req: RenameRequest, nowIso: str
     );
   }
   // D1 wants exactly as many bindings as the statement's highest parameter number.
-  const params = [req.from, req.to, nowIso];
+  const params = [req.from, req.to, nowIso, req.storedBy];
   return sql.map((s) => db.prepare(s).bind(...params.slice(0, Math.max(...[...s.matchAll(/\?(\d)/g)].map((m) => Number(m[1]))))));
 }
 

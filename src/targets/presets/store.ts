@@ -1,5 +1,6 @@
 /** Presets in D1: one row per preset (active and latest version), one per immutable version. */
 import { z } from "zod";
+import { type KeyWithOwner, keyColumns, parsePrefixedKey } from "../../auth/key-store";
 import { HttpError, conflict } from "../../http/errors";
 import { parseStored } from "../../store/parse-stored";
 import { isBuiltinTool } from "../tools/builtins";
@@ -44,6 +45,32 @@ export async function getPreset(db: D1Database, name: string): Promise<PresetVie
   return r ? toView(r) : null;
 }
 
+/** A preset as a dispatch runs it: its active version, who made that version active, and that key's live record and owner. */
+export interface RunnablePreset {
+  view: PresetView;
+  stored_by: string;
+  /** The stored-by key and its owner as read with the preset (null: no such key). */
+  holder: KeyWithOwner | null;
+}
+
+/**
+ * The preset with its stored-by key and owner in one statement, so the dispatch that checks the
+ * stored-by key's grants (src/auth/stored-by.ts) costs no round trip beyond the preset's own read.
+ */
+export async function getRunnablePreset(db: D1Database, name: string): Promise<RunnablePreset | null> {
+  const r = await db
+    .prepare(
+      `SELECT p.name, p.current_version, p.latest_version, p.created_at, p.updated_at, v.body, p.stored_by, ${keyColumns("sk", "sk_")}, ${keyColumns("so", "so_")}
+       FROM presets p JOIN preset_versions v ON v.name = p.name AND v.version = p.current_version
+       LEFT JOIN api_keys sk ON sk.user_id = p.stored_by LEFT JOIN api_keys so ON so.user_id = sk.owner_user_id
+       WHERE p.name = ?`,
+    )
+    .bind(name)
+    .first<PresetRow & { stored_by: string } & Record<string, unknown>>();
+  if (!r) return null;
+  return { view: toView(r), stored_by: r.stored_by, holder: parsePrefixedKey(r, "sk_", "so_") };
+}
+
 export async function listPresets(db: D1Database): Promise<PresetView[]> {
   const { results } = await db.prepare(`${PRESET_SELECT} ORDER BY p.name`).all<PresetRow>();
   return results.map(toView);
@@ -56,6 +83,8 @@ export interface PresetPointers {
   latest_version: number;
   created_at: string;
   updated_at: string;
+  /** Who made the active version active (src/auth/stored-by.ts). */
+  stored_by: string;
 }
 
 /**
@@ -73,10 +102,10 @@ export function presetRowStatement(db: D1Database, p: PresetPointers, mode: "cre
   const write =
     mode === "create"
       ? "WHERE NOT EXISTS (SELECT 1 FROM tool_declarations WHERE title = ?1)"
-      : "WHERE true ON CONFLICT(name) DO UPDATE SET current_version = excluded.current_version, latest_version = excluded.latest_version, updated_at = excluded.updated_at";
+      : "WHERE true ON CONFLICT(name) DO UPDATE SET current_version = excluded.current_version, latest_version = excluded.latest_version, updated_at = excluded.updated_at, stored_by = excluded.stored_by";
   return db
-    .prepare(`INSERT INTO presets (name, current_version, latest_version, created_at, updated_at) SELECT ?1, ?2, ?3, ?4, ?5 ${write}`)
-    .bind(p.name, p.current_version, p.latest_version, p.created_at, p.updated_at);
+    .prepare(`INSERT INTO presets (name, current_version, latest_version, created_at, updated_at, stored_by) SELECT ?1, ?2, ?3, ?4, ?5, ?6 ${write}`)
+    .bind(p.name, p.current_version, p.latest_version, p.created_at, p.updated_at, p.stored_by);
 }
 
 /**
@@ -102,12 +131,12 @@ export function insertVersionStatement(
  * tool's name is 409, checked in the insert itself so a concurrent tool declaration cannot
  * slip in between; an existing preset is 409 too (new versions go through /versions).
  */
-export async function createPreset(db: D1Database, name: string, body: PresetBody, nowIso: string): Promise<PresetView> {
+export async function createPreset(db: D1Database, name: string, body: PresetBody, nowIso: string, storedBy: string): Promise<PresetView> {
   if (isBuiltinTool(name)) throw conflict("name is the name of a built-in tool");
   let results: D1Result[];
   try {
     results = await db.batch([
-      presetRowStatement(db, { name, current_version: 1, latest_version: 1, created_at: nowIso, updated_at: nowIso }, "create"),
+      presetRowStatement(db, { name, current_version: 1, latest_version: 1, created_at: nowIso, updated_at: nowIso, stored_by: storedBy }, "create"),
       insertVersionStatement(db, name, { version: 1, body, tags: [], created_at: nowIso }, { onlyAfterInsert: true }),
     ]);
   } catch (err) {
@@ -143,10 +172,10 @@ export async function getVersion(db: D1Database, name: string, version: number):
 }
 
 /**
- * Appends `body` as version latest+1 and makes it active. The number is taken inside the
- * write, so two concurrent appends get distinct versions rather than colliding.
+ * Appends `body` as version latest+1 and makes it active, recording `storedBy` as who did. The
+ * number is taken inside the write, so two concurrent appends get distinct versions rather than colliding.
  */
-export async function appendVersion(db: D1Database, name: string, body: PresetBody, nowIso: string): Promise<StoredVersion> {
+export async function appendVersion(db: D1Database, name: string, body: PresetBody, nowIso: string, storedBy: string): Promise<StoredVersion> {
   const [inserted] = await db.batch<{ version: number }>([
     db
       .prepare(
@@ -155,22 +184,22 @@ export async function appendVersion(db: D1Database, name: string, body: PresetBo
       )
       .bind(name, JSON.stringify(body), nowIso),
     db
-      .prepare("UPDATE presets SET latest_version = latest_version + 1, current_version = latest_version + 1, updated_at = ?2 WHERE name = ?1")
-      .bind(name, nowIso),
+      .prepare("UPDATE presets SET latest_version = latest_version + 1, current_version = latest_version + 1, updated_at = ?2, stored_by = ?3 WHERE name = ?1")
+      .bind(name, nowIso, storedBy),
   ]);
   const version = inserted.results[0]?.version;
   if (version === undefined) throw presetNotFound();
   return (await getVersion(db, name, version))!;
 }
 
-/** Makes an existing version active without writing a version (404 for either unknown). */
-export async function setCurrentVersion(db: D1Database, name: string, version: number, nowIso: string): Promise<void> {
+/** Makes an existing version active without writing a version, recording `storedBy` as who did (404 for either unknown). */
+export async function setCurrentVersion(db: D1Database, name: string, version: number, nowIso: string, storedBy: string): Promise<void> {
   const res = await db
     .prepare(
-      `UPDATE presets SET current_version = ?2, updated_at = ?3
+      `UPDATE presets SET current_version = ?2, updated_at = ?3, stored_by = ?4
        WHERE name = ?1 AND EXISTS (SELECT 1 FROM preset_versions WHERE name = ?1 AND version = ?2)`,
     )
-    .bind(name, version, nowIso)
+    .bind(name, version, nowIso, storedBy)
     .run();
   if ((res.meta.changes ?? 0) > 0) return;
   throw (await getPreset(db, name)) ? versionNotFound() : presetNotFound();

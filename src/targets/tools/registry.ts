@@ -6,11 +6,12 @@
 import type { McpServerRecord, McpToolRecord } from "../../mcp/store";
 import { listMcpTools, mcpToolOf, mcpToolStatements } from "../../mcp/store";
 import type { Combo } from "../../extensions/combos";
-import { combosOf, toolCombosStatement } from "../../extensions/store";
+import { type CombosWriter, combosOf, combosWriterOf, toolCombosStatement } from "../../extensions/store";
 import { splitMcpToolName } from "../../mcp/names";
 import { ANY_OBJECT_SCHEMA, ANY_SCHEMA, type JsonSchema } from "../json-schema";
 import { type PresetBody, presetBodyOf, schemaWithoutFixed } from "../presets/model";
-import { getPreset, listPresets } from "../presets/store";
+import { getRunnablePreset, listPresets } from "../presets/store";
+import type { KeyWithOwner } from "../../auth/key-store";
 import { BUILTIN_TOOLS, type BuiltinTool } from "./builtins";
 import { type ApiTool, listApiTools, toApiTool } from "../../manifest/api-tool-store";
 import { type HttpTool, listHttpTools, toHttpTool } from "./http-tools";
@@ -28,18 +29,23 @@ export interface McpTool {
 /** A tool the dispatcher can run directly (a preset's base). */
 export type BaseTool =
   | { kind: "builtin"; name: string; tool: BuiltinTool }
-  | { kind: "http"; name: string; tool: HttpTool; extensions?: Combo[] }
+  | { kind: "http"; name: string; tool: HttpTool; extensions?: Combo[]; extensionsBy?: CombosWriter | null }
   /** An API tool (docs/manifest.md): an OpenAPI operation made a tool by POST /api/api-tools. */
-  | { kind: "api"; name: string; tool: ApiTool; extensions?: Combo[] }
-  | { kind: "mcp"; name: string; tool: McpTool; extensions?: Combo[] };
+  | { kind: "api"; name: string; tool: ApiTool; extensions?: Combo[]; extensionsBy?: CombosWriter | null }
+  | { kind: "mcp"; name: string; tool: McpTool; extensions?: Combo[]; extensionsBy?: CombosWriter | null };
 // `extensions`: the tool's combos (docs/extensions.md), read in the batch that resolved the tool
 // so that its call needs no round trip of its own for them; absent where a view built the tool.
+// `extensionsBy`: who set them, with that key's live record (null: no combos row).
 
 function mcpTool(server: McpServerRecord, remote: McpToolRecord): McpTool {
   return { server, remote, description: remote.description, input_schema: remote.input_schema, output_schema: remote.output_schema, timeout_seconds: server.spec.timeout_seconds };
 }
 
-export type ResolvedTool = BaseTool | { kind: "preset"; name: string; version: number; body: PresetBody };
+/**
+ * A preset as dispatched: its active version's body, who made it active (`stored_by`) and that
+ * key's live record and owner, read with the preset (src/auth/stored-by.ts checks them at run).
+ */
+export type ResolvedTool = BaseTool | { kind: "preset"; name: string; version: number; body: PresetBody; stored_by: string; holder: KeyWithOwner | null };
 
 /** What `GET /api/tools/{name}/schema` answers. */
 export interface ToolSchemaView {
@@ -54,7 +60,7 @@ export async function resolveBaseTool(db: D1Database, name: string): Promise<Bas
   if (mcp) {
     const [tool, server, combos] = await db.batch([...mcpToolStatements(db, mcp.server, mcp.tool), toolCombosStatement(db, name)]);
     const found = mcpToolOf(tool, server);
-    return found ? { kind: "mcp", name, tool: mcpTool(found.server, found.tool), extensions: combosOf(combos) } : null;
+    return found ? { kind: "mcp", name, tool: mcpTool(found.server, found.tool), extensions: combosOf(combos), extensionsBy: combosWriterOf(combos) } : null;
   }
   const builtin = BUILTIN_TOOLS.get(name);
   if (builtin) return { kind: "builtin", name, tool: builtin };
@@ -69,17 +75,17 @@ export async function resolveBaseTool(db: D1Database, name: string): Promise<Bas
   ]);
   const httpRow = http.results[0] as Row | undefined;
   const apiRow = api.results[0] as Row | undefined;
-  if (httpRow) return { kind: "http", name, tool: toHttpTool(httpRow), extensions: combosOf(combos) };
-  return apiRow ? { kind: "api", name, tool: toApiTool(apiRow), extensions: combosOf(combos) } : null;
+  if (httpRow) return { kind: "http", name, tool: toHttpTool(httpRow), extensions: combosOf(combos), extensionsBy: combosWriterOf(combos) };
+  return apiRow ? { kind: "api", name, tool: toApiTool(apiRow), extensions: combosOf(combos), extensionsBy: combosWriterOf(combos) } : null;
 }
 
 /** Finds any tool by name (null when none). */
 export async function resolveTool(db: D1Database, name: string): Promise<ResolvedTool | null> {
   const base = await resolveBaseTool(db, name);
   if (base) return base;
-  const preset = await getPreset(db, name);
+  const preset = await getRunnablePreset(db, name);
   if (!preset) return null;
-  return { kind: "preset", name, version: preset.current_version, body: presetBodyOf(preset) };
+  return { kind: "preset", name, version: preset.view.current_version, body: presetBodyOf(preset.view), stored_by: preset.stored_by, holder: preset.holder };
 }
 
 function baseSchema(t: BaseTool): ToolSchemaView {
