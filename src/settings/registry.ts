@@ -114,7 +114,12 @@ const int = (name: string, area: SettingDefinition["area"], def: number, minimum
   description,
 });
 
-/** A channel's variables (decisions §11); the secrets are those a provider signs or authenticates with. */
+/**
+ * A channel's variables (decisions §11); the secrets are those a provider signs or authenticates with.
+ * `API_BASE` is env only: every send carries the channel's token to it (Telegram's in the URL path),
+ * so whoever could set it at runtime (an admin key, through the overlay) could collect the token.
+ * Deployment configuration is set by whoever already holds the deployment's secrets.
+ */
 function channel(prefix: string, vars: Array<[suffix: string, secret: boolean, description: string]>): SettingDefinition[] {
   return vars.map(([suffix, secret, description]) => ({
     name: `CHANNEL_${prefix}_${suffix}`,
@@ -122,7 +127,7 @@ function channel(prefix: string, vars: Array<[suffix: string, secret: boolean, d
     type: suffix.endsWith("_URL") || suffix === "API_BASE" ? ("url" as const) : ("string" as const),
     default: null,
     secret,
-    overlay: true,
+    overlay: suffix !== "API_BASE",
     description,
   }));
 }
@@ -182,7 +187,18 @@ export const SETTINGS: readonly SettingDefinition[] = Object.freeze([
     description: "Where a channel notification without a recipient goes, per channel; one line of at most 512 characters.",
   },
   // Connectors.
-  { name: "CONNECTORS_PROVIDERS", area: "connectors", type: "json-array", default: [], secret: false, overlay: true, description: "The connector providers document: a JSON array of provider descriptors (docs/connectors.md)." },
+  // Env only: a descriptor names the token endpoint that receives the client secret (and every
+  // refresh token) together with the env vars holding them, so setting it at runtime would let an
+  // admin key send those secrets to a host of its choosing.
+  {
+    name: "CONNECTORS_PROVIDERS",
+    area: "connectors",
+    type: "json-array",
+    default: [],
+    secret: false,
+    overlay: false,
+    description: "The connector providers document: a JSON array of provider descriptors (docs/connectors.md). Env only: its token endpoints receive the client secrets and refresh tokens.",
+  },
   {
     name: "CONNECTORS_ENCRYPTION_KEY",
     area: "connectors",
@@ -278,24 +294,24 @@ export const SETTINGS: readonly SettingDefinition[] = Object.freeze([
     ["ACCOUNT_SID", false, "Twilio account SID."],
     ["AUTH_TOKEN", true, "Twilio auth token: signs inbound webhooks and authenticates sends."],
     ["PUBLIC_URL", false, "The public origin Twilio signs webhook URLs against."],
-    ["API_BASE", false, "Twilio API origin (default the provider's public API; tests point it at a fake)."],
+    ["API_BASE", false, "Twilio API origin (default the provider's public API; tests point it at a fake). Env only: sends carry the auth token to it."],
   ]),
   ...channel("WHATSAPP", [
     ["APP_SECRET", true, "WhatsApp Cloud app secret: signs inbound webhooks."],
     ["ACCESS_TOKEN", true, "WhatsApp Cloud access token for sends."],
     ["VERIFY_TOKEN", true, "The hub.verify_token of the webhook handshake."],
-    ["API_BASE", false, "WhatsApp Graph API base (default the provider's public API)."],
+    ["API_BASE", false, "WhatsApp Graph API base (default the provider's public API). Env only: sends carry the access token to it."],
   ]),
   ...channel("TELEGRAM", [
     ["BOT_TOKEN", true, "Telegram bot token."],
     ["WEBHOOK_SECRET", true, "The secret_token Telegram sends with each webhook."],
-    ["API_BASE", false, "Telegram Bot API origin (default the provider's public API)."],
+    ["API_BASE", false, "Telegram Bot API origin (default the provider's public API). Env only: every call carries the bot token to it."],
   ]),
   ...channel("SLACK", [
     ["SIGNING_SECRET", true, "Slack signing secret: signs inbound events."],
     ["BOT_TOKEN", true, "Slack bot token for sends."],
     ["BOT_USER_ID", false, "The bot's user id (our_identity of Slack routes)."],
-    ["API_BASE", false, "Slack Web API base (default the provider's public API)."],
+    ["API_BASE", false, "Slack Web API base (default the provider's public API). Env only: sends carry the bot token to it."],
   ]),
   // Env only: bootstrapping and the overlay's own machinery.
   {
