@@ -240,7 +240,7 @@ export const SETTINGS: readonly SettingDefinition[] = Object.freeze([
   int("SCHEDULES_CATCH_UP_WINDOW_SECONDS", "schedules", 86_400, 0, 2_592_000, "After downtime, missed slots of a schedule are caught up with one fire when the latest is at most this old; 0 never catches up."),
   // Hooks (issue 17; docs/hooks.md).
   int("HOOKS_VERIFIER_TOLERANCE_SECONDS", "hooks", 300, 1, 86_400, "How far a signed hook delivery's timestamp (Stripe, Standard Webhooks) may be from the server clock, either way, before it is refused."),
-  int("HOOKS_REPLAY_WINDOW_SECONDS", "hooks", 172_800, 60, 2_592_000, "How long a hook delivery id is remembered: a replayed delivery answers already_seen and fires nothing."),
+  int("HOOKS_REPLAY_WINDOW_SECONDS", "hooks", 172_800, 60, 2_592_000, "How long a hook delivery's replay key (a signed delivery id, or a digest of the signed body) is remembered: a replayed delivery answers already_seen and fires nothing."),
   // Interactions (issue 17; docs/interactions.md). The store switch is INTERACTIONS_STORE_URL above.
   int("INTERACTIONS_TTL_SECONDS", "interactions", 86_400, 60, 31_536_000, "How long an ask_user interaction waits for its answer; then it expires and the parked run resumes with a timeout."),
   int("INTERACTIONS_TICKET_TTL_SECONDS", "interactions", 86_400, 60, 31_536_000, "Lifetime of a public callback ticket (/api/interactions/callback/{ticket}); never beyond its interaction's expiry."),

@@ -346,9 +346,9 @@ describe("import rules", () => {
     const name = uniq("h").toLowerCase();
     await bindVerifier(topic, { kind: "github", secret: "the-old-secret" });
     await hook({ name, topic, tool: "echo", execution_key: "root", tool_kwargs: { message: "hi" } });
-    /** Delivers a body signed with `secret`; a fired run is waited for until its trace is in. */
+    /** Delivers a fresh body (the signed body is the replay key) signed with `secret`; a fired run is waited for until its trace is in. */
     const signedWith = async (secret: string) => {
-      const body = '{"a":1}';
+      const body = JSON.stringify({ a: crypto.randomUUID() });
       const r = await deliver(topic, body, { "x-hub-signature-256": githubSignature(secret, body), "x-github-delivery": crypto.randomUUID() });
       for (const f of r.status === 202 ? r.body.data.fired : []) await traceOf(f.run_id);
       return r;
