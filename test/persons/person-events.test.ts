@@ -39,7 +39,7 @@ async function linkedAcrossChannels() {
   const first = await directory.ensure({ target, address: smsAddress, route_name: sms.name }, null, Date.now());
   await directory.ensure({ target, address: waAddress, route_name: wa.name }, null, Date.now());
   const { code } = await directory.mint({ target, address: smsAddress, route_name: sms.name }, Date.now());
-  expect((await directory.redeem({ target, address: waAddress, route_name: wa.name }, null, code, Date.now())).ok).toBe(true);
+  expect((await directory.redeem({ target, address: waAddress, route_name: wa.name }, `channel:whatsapp:${waFrom}`, code, Date.now())).ok).toBe(true);
   const personId = first.person.person_id;
   return { net, sms, wa, smsOurs, waOurs, smsFrom, waFrom, personId, personThread: `bridge:@person:${personId}` };
 }
