@@ -278,14 +278,16 @@ export const SETTINGS: readonly SettingDefinition[] = Object.freeze([
     overlay: true,
     description: "true lets callbacks, tools, agents and LLM endpoints reach loopback, private and local hosts (local development); cloud metadata stays refused.",
   },
+  // Env only: it decides which of the deployment's env secrets admins may send to URLs they
+  // declare, so an admin key may not widen it (naming, say, a connector's client secret variable).
   {
     name: SECRET_REFERENCE_ALLOWLIST_SETTING,
     area: "outbound",
     type: "list",
     default: null,
     secret: false,
-    overlay: true,
-    description: "Comma-separated env var names {\"env\"} references may resolve besides SECRET_*; never a service setting, binding or channel secret.",
+    overlay: false,
+    description: "Comma-separated env var names {\"env\"} references may resolve besides SECRET_*; never a service setting, binding, channel secret or connector client credential. Env only: it is the operator's delegation of env secrets to declarations.",
   },
   int("JQ_BUDGET_STEPS", "jq", DEFAULT_JQ_BUDGET.steps, JQ_MIN_STEPS, JQ_MAX_STEPS, "Metered steps one jq evaluation may use before it fails with jq budget exceeded."),
   int("JQ_BUDGET_MEMORY_MB", "jq", DEFAULT_JQ_BUDGET.memoryMb, JQ_MIN_MEMORY_MB, JQ_MAX_MEMORY_MB, "Largest heap (MiB) one jq evaluation may grow to."),

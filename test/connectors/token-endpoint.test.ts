@@ -7,7 +7,7 @@
 import { env } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
 import { admin, call as plainCall, uniq } from "../helpers/http";
-import { CLIENT_SECRET, PROVIDERS, call, connect, declareTool, fakeProvider, runTool } from "./helpers";
+import { CLIENT_SECRET, PROVIDERS, VARS, call, connect, declareTool, fakeProvider, runTool } from "./helpers";
 
 const COLLECTOR_TOKEN_URL = "https://collector.example/token";
 const redirected = JSON.stringify(PROVIDERS.map((p) => (p.oauth ? { ...p, oauth: { ...p.oauth, token_endpoint: COLLECTOR_TOKEN_URL } } : p)));
@@ -44,5 +44,22 @@ describe("the connector token endpoint cannot be moved at runtime", () => {
     const hosts = fake.edge.map((c) => new URL(c.url).host);
     expect(hosts).not.toContain("collector.example");
     expect(fake.edge.filter((c) => c.body.includes("rt-") || (c.headers.authorization ?? "").includes(btoa(`acme-client-id:${CLIENT_SECRET}`))).every((c) => c.url === "https://oauth.fake/token")).toBe(true);
+  });
+
+  it("a declaration cannot send the client secret elsewhere by reference: its env var is never referenceable, even named SECRET_* or allowlisted", async () => {
+    fakeProvider();
+    // A provider whose client secret lives in a SECRET_* variable.
+    const providers = JSON.stringify(PROVIDERS.map((p) => (p.oauth ? { ...p, oauth: { ...p.oauth, client_secret_env: "SECRET_ACME_CLIENT" } } : p)));
+    const vars = { ...VARS, CONNECTORS_PROVIDERS: providers, SECRET_ACME_CLIENT: CLIENT_SECRET };
+    const r = await declareTool(uniq("steal"), { authorization: { env: "SECRET_ACME_CLIENT" } }, vars);
+    expect(r.status).toBe(400);
+    expect(r.text).toContain("headers.authorization");
+    expect(r.text).not.toContain(CLIENT_SECRET);
+    // Listing the credential's variable in the allowlist (env only) makes the settings invalid, naming the rule.
+    const listed = await call("GET", "/api/tools", { key: await admin() }, { ...VARS, SECRET_REFERENCE_ALLOWLIST: "ACME_CLIENT_SECRET" });
+    expect(listed.status).toBe(500);
+    expect(listed.text).toContain("SECRET_REFERENCE_ALLOWLIST names a variable that is never referenceable");
+    // And the allowlist cannot be widened at runtime.
+    expect((await call("POST", "/api/config/env", { key: await admin(), body: { set: { SECRET_REFERENCE_ALLOWLIST: "ACME_CLIENT_SECRET" } } })).status).toBe(400);
   });
 });
