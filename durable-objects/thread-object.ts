@@ -51,6 +51,10 @@ export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
     return this.parts.reads.exists();
   }
 
+  async eventTarget(routeName: string): Promise<{ exists: boolean; address: string | null }> {
+    return this.parts.reads.eventTarget(routeName);
+  }
+
   async getRecord(messageId: string): Promise<AnswerRecord | null> {
     return this.parts.reads.getRecord(messageId);
   }

@@ -8,7 +8,7 @@
  * the access-control tables' raw rows (`src/auth/tables.ts`), the declaration bodies of the tools
  * and agents doors, the target config and route shapes. Nothing secret is in a non-secret
  * section's row: literal header values, callback secrets, key hashes and secret settings have
- * sections of their own.
+ * sections of their own, and those carry each value sealed (`SecretValue`), never in the clear.
  */
 import { z } from "zod";
 import { ApiKeyRow, ApiKeyVersionRow, AuthScopeRow, PublicRouteRow, RoleRow, RoleVersionRow } from "../auth/tables";
@@ -25,6 +25,21 @@ export const MAX_ROWS = 10_000;
 export const MAX_VERSIONS = 1_000;
 
 const Stamp = z.string().max(64);
+/**
+ * A secret value as an export writes it: sealed under the exporting deployment's
+ * SETTINGS_ENCRYPTION_KEY for one place (src/backup/secret-values.ts), never in the clear.
+ */
+export const SealedSecret = z
+  .object({
+    sealed: z.object({ kid: z.string().max(64), iv: z.string().max(64), ct: z.string().max(2 * 1024 * 1024) }).strict(),
+  })
+  .strict();
+export type SealedSecret = z.infer<typeof SealedSecret>;
+
+/** Where a secret may stand in a document: sealed by an export, or plain (typed in for an import). */
+export const SecretValue = z.union([z.string(), SealedSecret]);
+export type SecretValue = z.infer<typeof SecretValue>;
+
 /** Header names a declaration's row withheld because their values are literals (secrets). */
 const WithheldHeaders = z.array(z.string().max(128)).max(32).default([]);
 
@@ -59,9 +74,9 @@ export type ToolBackupRow = z.infer<typeof ToolBackupRow>;
 export const AgentBackupRow = z.object({ declaration: agentDeclarationSchema, withheld_headers: WithheldHeaders, created_at: Stamp, updated_at: Stamp }).strict();
 export type AgentBackupRow = z.infer<typeof AgentBackupRow>;
 
-/** `target-secrets` (secret): the literal header values of one tool or http agent. */
+/** `target-secrets` (secret): the literal header values of one tool or http agent, each sealed for its header and URL origin. */
 export const TargetSecretBackupRow = z
-  .object({ kind: z.enum(["tool", "agent"]), title: z.string(), headers: z.record(z.string(), z.string()) })
+  .object({ kind: z.enum(["tool", "agent"]), title: z.string(), headers: z.record(z.string(), SecretValue) })
   .strict();
 export type TargetSecretBackupRow = z.infer<typeof TargetSecretBackupRow>;
 
@@ -117,8 +132,8 @@ export type TargetConfigBackupRow = z.infer<typeof TargetConfigBackupRow>;
 export const RouteBackupRow = RouteView.extend({ payload_program: z.string().nullable(), reply_program: z.string().nullable() }).strict();
 export type RouteBackupRow = z.infer<typeof RouteBackupRow>;
 
-/** `route-secrets` (secret): an api route's callback signing secret. */
-export const RouteSecretBackupRow = z.object({ route_name: z.string(), callback_secret: z.string() }).strict();
+/** `route-secrets` (secret): an api route's callback signing secret, sealed for that route. */
+export const RouteSecretBackupRow = z.object({ route_name: z.string(), callback_secret: SecretValue }).strict();
 export type RouteSecretBackupRow = z.infer<typeof RouteSecretBackupRow>;
 
 /**
@@ -131,18 +146,18 @@ export type RouteSecretBackupRow = z.infer<typeof RouteSecretBackupRow>;
 export const HookBackupRow = z.discriminatedUnion("type", [HookRow.extend({ type: z.literal("hook") }).strict(), VerifierView.extend({ type: z.literal("verifier") }).strict()]);
 export type HookBackupRow = z.infer<typeof HookBackupRow>;
 
-/** `hook-secrets` (secret): a topic verifier's literal secret, in plain text (sealed again on import). */
-export const HookSecretBackupRow = z.object({ topic: z.string(), secret: z.string() }).strict();
+/** `hook-secrets` (secret): a topic verifier's literal secret, sealed for that topic (sealed again at rest on import). */
+export const HookSecretBackupRow = z.object({ topic: z.string(), secret: SecretValue }).strict();
 export type HookSecretBackupRow = z.infer<typeof HookSecretBackupRow>;
 
 /** `settings-overlay`: one non-secret setting of the runtime overlay, as the env text. */
 export const SettingBackupRow = z.object({ name: z.string(), value: z.string() }).strict();
 export type SettingBackupRow = z.infer<typeof SettingBackupRow>;
 
-/** `settings-secrets` (secret): a secret overlay value, or one secret entry of a profile version, in plain text. */
+/** `settings-secrets` (secret): a secret overlay value, or one secret entry of a profile version, sealed for that place. */
 export const SettingSecretBackupRow = z.discriminatedUnion("kind", [
-  z.object({ kind: z.literal("overlay"), name: z.string(), value: z.string() }).strict(),
-  z.object({ kind: z.literal("profile"), profile: z.string(), version: z.number().int(), name: z.string(), value: z.string() }).strict(),
+  z.object({ kind: z.literal("overlay"), name: z.string(), value: SecretValue }).strict(),
+  z.object({ kind: z.literal("profile"), profile: z.string(), version: z.number().int(), name: z.string(), value: SecretValue }).strict(),
 ]);
 export type SettingSecretBackupRow = z.infer<typeof SettingSecretBackupRow>;
 

@@ -34,7 +34,7 @@ export function checkNames(field: string, names: readonly string[]): void {
   names.forEach((name, i) => {
     if (!isOverlayable(name)) {
       throw badRequest(
-        `invalid body: ${field}: name ${ordinal(i)} is not a setting the overlay may set (GET /api/config/settings-schema lists them; bindings, ACCESS_CONTROL_BOOTSTRAP_TOKEN and SETTINGS_* stay env-only)`,
+        `invalid body: ${field}: name ${ordinal(i)} is not a setting the overlay may set (GET /api/config/settings-schema lists them; bindings, ACCESS_CONTROL_BOOTSTRAP_TOKEN, SETTINGS_*, CHANNEL_*_API_BASE and CONNECTORS_PROVIDERS stay env-only)`,
       );
     }
   });

@@ -99,6 +99,13 @@ export interface ThreadRpc {
   accept(req: AcceptRequest): Promise<AcceptResult>;
   /** Does the thread hold any record, expired or not? (The event door never creates a thread.) */
   exists(): Promise<boolean>;
+  /**
+   * The event door's look at a linked person's thread, in one call: whether it holds any record
+   * (as `exists`), and the client address of its newest live record on route `routeName` that has
+   * one (a participant's message or an operator's answer; null when none has): where an event's
+   * answer on that route goes.
+   */
+  eventTarget(routeName: string): Promise<{ exists: boolean; address: string | null }>;
   /** One live record (expired reads as absent). */
   getRecord(messageId: string): Promise<AnswerRecord | null>;
   /**

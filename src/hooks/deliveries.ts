@@ -13,6 +13,7 @@
  *   key when the link requires one) is the same 404 `{"error":"not found"}`.
  */
 import { authenticate, readCredential } from "../auth/principal";
+import { toHex } from "../auth/crypto";
 import type { Env } from "../env";
 import { type JsonObject, type JsonValue, checkJsonBounds } from "../http/bounded-json";
 import { MAX_BODY_BYTES } from "../http/body";
@@ -43,6 +44,18 @@ export function parsePayload(raw: Uint8Array): JsonValue {
   return value as JsonValue;
 }
 
+/**
+ * The replay key of a verified delivery: its delivery id when the signature covers it (Stripe's
+ * event id, Standard Webhooks' webhook-id), else a digest of the signed body. An id the signature
+ * does not cover could be changed or dropped on a captured delivery, which would then verify and
+ * fire again; the body cannot change without breaking the signature. So a sender that means two
+ * deliveries with the same body within the replay window must make the bodies differ.
+ */
+async function replayKey(idSigned: boolean, deliveryId: string | null, raw: Uint8Array): Promise<string> {
+  if (idSigned && deliveryId !== null) return deliveryId;
+  return `sha256:${toHex(await crypto.subtle.digest("SHA-256", raw))}`;
+}
+
 /** `POST /api/hooks/incoming/{topic}`: verify (when the topic has a verifier), then fire. */
 export async function receiveDelivery(env: Env, settings: Settings, topic: string, raw: Uint8Array, headers: Headers, now: Date): Promise<FireAnswer> {
   const db = env.DB;
@@ -55,7 +68,8 @@ export async function receiveDelivery(env: Env, settings: Settings, topic: strin
     const secret = await openVerifierSecret(verifier, env, settings);
     // Fail closed: a secret that cannot be had verifies nothing.
     if (secret === null) throw new HttpError(401, VERIFICATION_FAILED);
-    const verdict = await VERIFIERS[verifier.kind].verify({
+    const kind = VERIFIERS[verifier.kind];
+    const verdict = await kind.verify({
       raw,
       headers,
       secret,
@@ -65,7 +79,7 @@ export async function receiveDelivery(env: Env, settings: Settings, topic: strin
       deliveryHeader: verifier.delivery_header,
     });
     if (!verdict.ok) throw new HttpError(401, VERIFICATION_FAILED);
-    deliveryId = verdict.deliveryId;
+    deliveryId = await replayKey(kind.idSigned, verdict.deliveryId, raw);
   } else {
     deliveryId = deliveryIdOf(headers, GENERIC_DELIVERY_HEADER);
   }

@@ -12,9 +12,10 @@
  *    name and its state binding. The run re-checks the key's live grants when it starts, is
  *    retried by its object's alarm, and records a `hook_fire` trace.
  *
- * Replays: a delivery id is claimed in the IndexShard ledger (namespace `hook:<topic>`, or
+ * Replays: the delivery's replay key (a signed delivery id, or a digest of the signed body: see
+ * src/hooks/deliveries.ts) is claimed in the IndexShard ledger (namespace `hook:<topic>`, or
  * `hook-link:<first 32 hex of the link's token hash>` for a link) before anything fires; a claim
- * already held answers `already_seen` and fires nothing. Run ids are derived from (namespace, delivery id, hook), so when a submit fails
+ * already held answers `already_seen` and fires nothing. Run ids are derived from (namespace, replay key, hook), so when a submit fails
  * and the claim is released for the provider's redelivery, the hooks that were already submitted
  * are not run twice (submitting is idempotent by run id).
  */
@@ -33,7 +34,7 @@ export const MAX_FIRE_INPUT_BYTES = MAX_BODY_BYTES;
 export interface FireSource {
   /** The ledger namespace of the delivery ids (`hook:<topic>`, or `hook-link:<token hash prefix>` for a link). */
   namespace: string;
-  /** The replay key, or null (no dedupe for this delivery). */
+  /** The replay key (a signed delivery id or a digest of the signed body; an open topic's or a link's X-Delivery-Id), or null (no dedupe for this delivery). */
   deliveryId: string | null;
   /** A trigger link's kwargs and key, when the fire came through one. */
   link: { tool_kwargs: JsonObject; execution_key: string; execution_key_fingerprint: string } | null;

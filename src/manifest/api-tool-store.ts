@@ -17,6 +17,7 @@ import { parseStored, validStored } from "../store/parse-stored";
 import { headerConnections, headerReferences, headersSchema, redactHeaders, refusedReferences, refusedReferencesMessage } from "../targets/env-refs";
 import { type JsonSchema, inputSchemaSchema } from "../targets/json-schema";
 import { targetNameSchema } from "../targets/names";
+import { urlOrigin } from "../targets/origin-lock";
 import { assertDeclaredUrl, endpointUrlSchema } from "../targets/urls";
 import { isBuiltinTool } from "../targets/tools/builtins";
 
@@ -70,6 +71,12 @@ export const ApiToolDeclaration = z
       ctx.addIssue({ code: "custom", path: ["url"], message: "must be an absolute http(s) URL with a host and no user:password, {name} placeholders in its path" });
       return;
     }
+    // A placeholder that reaches the scheme, host or port would let whoever runs the tool choose
+    // where its headers (stored literals, env secrets, connection tokens) are sent.
+    if (urlOrigin(fillTemplate(d.url, () => "a")) !== urlOrigin(fillTemplate(d.url, () => "b"))) {
+      ctx.addIssue({ code: "custom", path: ["url"], message: "{name} placeholders may only stand in the path or query, never in the scheme, host or port" });
+      return;
+    }
     const holes = placeholdersOf(d.url);
     const names = new Set<string>();
     d.parameters.forEach((p, i) => {
@@ -86,6 +93,11 @@ export const ApiToolDeclaration = z
     if ((d.method === "GET" || d.method === "DELETE") && d.body === "json") ctx.addIssue({ code: "custom", path: ["body"], message: "GET and DELETE send no request body" });
   });
 export type ApiToolDeclaration = z.infer<typeof ApiToolDeclaration>;
+
+/** The origin an API tool sends to: its URL's, whatever the path parameters are (they never reach it). */
+export function apiToolOrigin(url: string): string | null {
+  return urlOrigin(fillTemplate(url, () => "x"));
+}
 
 /** A declaration as the dispatcher uses it. */
 export type ApiTool = ApiToolDeclaration & { input_schema: JsonSchema; created_at: string; updated_at: string };

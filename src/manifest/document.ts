@@ -10,7 +10,9 @@
  *   replace keeps them: the list may be left out, and when given it must be the current one.
  * - Secrets appear as references only: `{"env"}` and `{"connection"}` as declared, a literal header
  *   value as "<redacted>". In a replace, "<redacted>" stands for the value stored for that header
- *   of the entry with that title, so a read document can be edited and sent back as it is.
+ *   of the entry with that title, so a read document can be edited and sent back as it is; but only
+ *   while the entry's URL keeps its origin (src/targets/origin-lock.ts): a value is never carried
+ *   to a host it was not entered for.
  *
  * A replace keeps what the manifest does not own (GET /api/manifest/preserved): declarations an
  * installed marketplace plugin owns, presets, built-ins, connectors and stored secret env values.
@@ -27,10 +29,11 @@ import { type McpServerRecord, listMcpServers } from "../mcp/store";
 import { storedSecretEnvNames } from "../mcp/secret-env";
 import type { Settings } from "../settings/settings";
 import { BUILTIN_AGENT_NAMES, type DeclaredAgent, agentDeclarationSchema, checkAgentDeclaration, listDeclaredAgents, upsertAgentStatement } from "../targets/agents/declarations";
-import { REDACTED, type HeaderSpec, headerConnections, headerReferences, redactHeaders } from "../targets/env-refs";
+import { type HeaderSpec, headerConnections, headerReferences, redactHeaders } from "../targets/env-refs";
+import { keepStoredLiterals, urlOrigin } from "../targets/origin-lock";
 import { BUILTIN_TOOLS, isBuiltinTool } from "../targets/tools/builtins";
 import { type HttpTool, checkHttpToolDeclaration, httpToolDeclarationSchema, httpToolView, listHttpTools, upsertHttpToolStatement } from "../targets/tools/http-tools";
-import { type ApiTool, ApiToolDeclaration, checkApiToolDeclaration, listApiTools, upsertApiToolStatement } from "./api-tool-store";
+import { type ApiTool, ApiToolDeclaration, apiToolOrigin, checkApiToolDeclaration, listApiTools, upsertApiToolStatement } from "./api-tool-store";
 
 /** Most entries of one section (a replace writes them all in one batch). */
 export const MAX_SECTION_ENTRIES = 200;
@@ -202,21 +205,6 @@ export async function readEnvRefs(db: D1Database, env: EnvVars): Promise<EnvRefs
   return { items, total: items.length };
 }
 
-/** `headers` with each "<redacted>" replaced by the stored literal of the same header, or a 400 naming it. */
-function unredact(headers: HeaderSpec, stored: HeaderSpec | undefined, field: string): HeaderSpec {
-  const out: HeaderSpec = {};
-  for (const [name, v] of Object.entries(headers)) {
-    if (v !== REDACTED) {
-      out[name] = v;
-      continue;
-    }
-    const keep = stored?.[name];
-    if (typeof keep !== "string") throw badRequest(`invalid body: ${field}.${name}: "${REDACTED}" stands for the stored value of this header, and there is none`);
-    out[name] = keep;
-  }
-  return out;
-}
-
 /** Runs a door's own settings check, naming the entry in its 400. */
 function checkEntry(field: string, check: () => void): void {
   try {
@@ -265,14 +253,28 @@ export async function planReplace(db: D1Database, input: ManifestDocument, setti
   const storedMcp = new Map(cur.mcp.map((s) => [s.title, s]));
   const storedApi = new Map(cur.apiTools.map((t) => [t.title, t]));
 
+  // Each "<redacted>" keeps the stored literal of the entry with that title, at the URL origin it was entered for.
+  const storedAt = (headers: HeaderSpec | undefined, url: string | undefined) => (headers && url !== undefined ? { headers, origin: urlOrigin(url) } : undefined);
   const doc: ManifestDocument = {
     ...input,
-    tools: input.tools.map((t, i) => ({ ...t, headers: unredact(t.headers, storedTools.get(t.title)?.headers, `tools[${i}].headers`) })),
-    agents: input.agents.map((a, i) =>
-      a.kind === "http" ? { ...a, config: { ...a.config, headers: unredact(a.config.headers, (() => { const s = storedAgents.get(a.title); return s?.kind === "http" ? s.config.headers : undefined; })(), `agents[${i}].config.headers`) } } : a,
-    ),
-    mcp: input.mcp.map((m, i) => ({ ...m, config: { ...m.config, headers: unredact(m.config.headers, storedMcp.get(m.title)?.spec.config.headers, `mcp[${i}].config.headers`) } })),
-    api_tools: input.api_tools.map((t, i) => ({ ...t, headers: unredact(t.headers, storedApi.get(t.title)?.headers, `api_tools[${i}].headers`) })),
+    tools: input.tools.map((t, i) => {
+      const s = storedTools.get(t.title);
+      return { ...t, headers: keepStoredLiterals(t.headers, storedAt(s?.headers, s?.url), urlOrigin(t.url), `tools[${i}].headers`) };
+    }),
+    agents: input.agents.map((a, i) => {
+      if (a.kind !== "http") return a;
+      const s = storedAgents.get(a.title);
+      const stored = s?.kind === "http" ? storedAt(s.config.headers, s.config.url) : undefined;
+      return { ...a, config: { ...a.config, headers: keepStoredLiterals(a.config.headers, stored, urlOrigin(a.config.url), `agents[${i}].config.headers`) } };
+    }),
+    mcp: input.mcp.map((m, i) => {
+      const s = storedMcp.get(m.title);
+      return { ...m, config: { ...m.config, headers: keepStoredLiterals(m.config.headers, storedAt(s?.spec.config.headers, s?.spec.config.url), urlOrigin(m.config.url), `mcp[${i}].config.headers`) } };
+    }),
+    api_tools: input.api_tools.map((t, i) => {
+      const s = storedApi.get(t.title);
+      return { ...t, headers: keepStoredLiterals(t.headers, s ? { headers: s.headers, origin: apiToolOrigin(s.url) } : undefined, apiToolOrigin(t.url), `api_tools[${i}].headers`) };
+    }),
   };
 
   doc.tools.forEach((t, i) => checkEntry(`tools[${i}]`, () => checkHttpToolDeclaration(t, settings, env)));

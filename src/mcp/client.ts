@@ -21,6 +21,7 @@ import type { Env } from "../env";
 import { type OutboundPolicy, checkOutboundUrl } from "../net/address-guard";
 import type { Settings } from "../settings/settings";
 import { EnvRefError, resolveCallHeaders } from "../targets/env-refs";
+import { urlOrigin } from "../targets/origin-lock";
 import { MAX_RESPONSE_BYTES } from "../targets/outbound";
 import { withTimeout } from "../targets/timeout";
 import type { McpServerSpec } from "./declarations";
@@ -127,7 +128,7 @@ export async function withMcpSession<T>(
 
   let headers: Record<string, string>;
   try {
-    const env = await envWithSecretValues(ctx.db, ctx.settings.config, ctx.env, server.spec.config.headers);
+    const env = await envWithSecretValues(ctx.db, ctx.settings.config, ctx.env, server.spec.config.headers, urlOrigin(url));
     headers = await resolveCallHeaders(env, server.spec.config.headers, (ref) => connectionHeaderValue(ctx, ref));
   } catch (err) {
     if (err instanceof EnvRefError || err instanceof ConnectionRefError) return { ok: false, kind: "config", message: err.message };

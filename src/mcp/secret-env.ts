@@ -6,7 +6,14 @@
  * A server's reference resolves here first, then in the Worker's env, and only for names inside
  * the secret-reference scope (`SECRET_*` or SECRET_REFERENCE_ALLOWLIST), checked at write and at
  * every resolution.
+ *
+ * A stored value is bound to the origins it may be sent to, decided when it is written: the
+ * origins the writer names, and those of the MCP servers that reference the name at that moment.
+ * It resolves only for a server at one of them. Reads never show it, so without the binding any
+ * admin could declare a server at its own host referencing the name and receive a value it never
+ * knew; to send it to a new origin, whoever knows it writes it again.
  */
+import { z } from "zod";
 import { sealText, openText, sealingRing, settingsKeyRing } from "../config/secrets";
 import { type EnvVars, envVar } from "../env";
 import { badRequest } from "../http/errors";
@@ -14,14 +21,36 @@ import type { ConfigSettings } from "../settings/config-settings";
 import { REFERENCE_RULE, SECRET_REFERENCE_ALLOWLIST_SETTING, isReferenceable, splitAllowlist } from "../settings/secret-references";
 import type { Settings } from "../settings/settings";
 import { EnvRefError, type HeaderSpec, headerReferences } from "../targets/env-refs";
+import { urlOrigin } from "../targets/origin-lock";
+import { listMcpServers } from "./store";
 
-const aad = (name: string) => `mcp-secret-env\0${name}`;
+/** What values written before the binding were sealed under (the value alone): they no longer resolve. */
+const legacyAad = (name: string) => `mcp-secret-env\0${name}`;
+/** A bound value: `{value, origins}` as JSON. */
+const aad = (name: string) => `mcp-secret-env-bound\0${name}`;
+
+const BoundValue = z.object({ value: z.string(), origins: z.array(z.string()) }).strict();
+
+/** Most origins one value may be bound to. */
+export const MAX_SECRET_ENV_ORIGINS = 16;
 
 /** Most values one deployment stores (each is one small row). */
 export const MAX_SECRET_ENV_VALUES = 500;
 
-/** Stores (or, with `value: null`, removes) a sealed value; answers whether a value is now set. */
-export async function writeSecretEnv(db: D1Database, settings: Settings, env: EnvVars, name: string, value: string | null, nowIso: string): Promise<{ name: string; set: boolean; updated_at: string }> {
+/**
+ * Stores (or, with `value: null`, removes) a sealed value, bound to `origins` (URLs; their origins
+ * count) and to the origins of the MCP servers that reference `name` now; answers whether a value
+ * is now set. A value with no origin to go to is a 400 naming `origins`.
+ */
+export async function writeSecretEnv(
+  db: D1Database,
+  settings: Settings,
+  env: EnvVars,
+  name: string,
+  value: string | null,
+  nowIso: string,
+  origins: readonly string[] = [],
+): Promise<{ name: string; set: boolean; updated_at: string }> {
   if (!isReferenceable(name, settings.secretReferences.allowlist, env)) {
     throw badRequest(`invalid body: name: outside the secret-reference scope; ${REFERENCE_RULE}`);
   }
@@ -29,8 +58,14 @@ export async function writeSecretEnv(db: D1Database, settings: Settings, env: En
     await db.prepare("DELETE FROM mcp_secret_env WHERE name = ?").bind(name).run();
     return { name, set: false, updated_at: nowIso };
   }
+  const referencing = (await listMcpServers(db)).filter((s) => headerReferences(s.spec.config.headers, "").some((r) => r.ref.env === name)).map((s) => urlOrigin(s.spec.config.url));
+  const bound = [...new Set([...origins.map(urlOrigin), ...referencing].filter((o): o is string => o !== null))].sort();
+  if (bound.length === 0) {
+    throw badRequest("invalid body: origins: no MCP server references this name yet; name the origins (the URLs of the servers) the value may be sent to, or declare the server first");
+  }
+  if (bound.length > MAX_SECRET_ENV_ORIGINS) throw badRequest(`invalid body: origins: a value may go to at most ${MAX_SECRET_ENV_ORIGINS} origins`);
   const ring = await sealingRing(settings.config);
-  const sealed = await sealText(ring, value, aad(name));
+  const sealed = await sealText(ring, JSON.stringify({ value, origins: bound }), aad(name));
   // The cap rides in the write, so concurrent writers cannot overshoot it.
   const r = await db
     .prepare(
@@ -51,11 +86,13 @@ export async function storedSecretEnvNames(db: D1Database): Promise<Set<string>>
 }
 
 /**
- * The Worker env as an MCP server's references see it: the stored values of the names `headers`
+ * The Worker env as an MCP server at `origin` sees it: the stored values of the names `headers`
  * references laid over the env. A stored value that no longer opens (the key rotated away) is left
  * out, so the reference falls back to the env (and fails naming the variable when that is unset).
+ * A stored value bound to other origins, or written before values were bound, fails the reference
+ * (EnvRefError naming the variable and what to do), never reaching this server.
  */
-export async function envWithSecretValues(db: D1Database, config: ConfigSettings, env: EnvVars, headers: HeaderSpec): Promise<EnvVars> {
+export async function envWithSecretValues(db: D1Database, config: ConfigSettings, env: EnvVars, headers: HeaderSpec, origin: string | null): Promise<EnvVars> {
   const names = [...new Set(headerReferences(headers, "").map((r) => r.ref.env))];
   if (!names.length) return env;
   const { results } = await db
@@ -71,7 +108,18 @@ export async function envWithSecretValues(db: D1Database, config: ConfigSettings
       throw new EnvRefError(r.name, `env var ${r.name} referenced by the declaration may not be referenced (${REFERENCE_RULE})`);
     }
     const plain = await openText(ring, r.sealed, aad(r.name));
-    if (plain !== null) values[r.name] = plain;
+    if (plain === null) {
+      if ((await openText(ring, r.sealed, legacyAad(r.name))) !== null) {
+        throw new EnvRefError(r.name, `the stored value of env var ${r.name} predates origin binding; write it again (POST /api/mcp-config/secret-env) to send it to this server`);
+      }
+      continue;
+    }
+    const bound = BoundValue.safeParse(JSON.parse(plain));
+    if (!bound.success) continue;
+    if (origin === null || !bound.data.origins.includes(origin)) {
+      throw new EnvRefError(r.name, `the stored value of env var ${r.name} is bound to other origins than this server's; write it again (POST /api/mcp-config/secret-env) to send it here`);
+    }
+    values[r.name] = bound.data.value;
   }
   return { ...(env as Record<string, unknown>), ...values };
 }

@@ -11,10 +11,11 @@ import { addRoute } from "../http/route";
 import { DeclaredServer, McpConfigDocument, declareServer, replaceMcpConfig } from "../mcp/config";
 import { McpServerDeclaration, McpServerView, mcpTitleSchema } from "../mcp/declarations";
 import { McpStatusView } from "../mcp/listing";
-import { writeSecretEnv } from "../mcp/secret-env";
+import { MAX_SECRET_ENV_ORIGINS, writeSecretEnv } from "../mcp/secret-env";
 import { deleteMcpServer } from "../mcp/store";
 import { ENV_NAME } from "../settings/secret-references";
 import { createTargetContext } from "../targets/dispatch";
+import { endpointUrlSchema } from "../targets/urls";
 
 export const mcpConfigRouter = new Hono<AppEnv>();
 
@@ -103,16 +104,18 @@ addRoute(
     path: "/api/mcp-config/secret-env",
     summary: "Store (or remove) a secret value MCP servers' env references resolve to (admin)",
     description:
-      "`{name, value}`: `name` must be inside the secret-reference scope (SECRET_* or SECRET_REFERENCE_ALLOWLIST); `value` is sealed with SETTINGS_ENCRYPTION_KEY (501 settings-encryption-not-configured without it) and never shown again; `value: null` removes it. An MCP server's {\"env\": name} header resolves the stored value first, then the Worker env. Answers `{name, set, updated_at}`.",
+      "`{name, value, origins?}`: `name` must be inside the secret-reference scope (SECRET_* or SECRET_REFERENCE_ALLOWLIST); `value` is sealed with SETTINGS_ENCRYPTION_KEY (501 settings-encryption-not-configured without it) and never shown again; `value: null` removes it. The value is bound to the origins it may be sent to: those of `origins` (server URLs) and of the MCP servers referencing `name` now (400 naming `origins` when there are none); a server at another origin does not get it until the value is written again. An MCP server's {\"env\": name} header resolves the stored value first, then the Worker env. Answers `{name, set, updated_at}`.",
     area: "manifest",
     auth: ADMIN_WRITE,
     body: z
       .object({
         name: z.string().regex(ENV_NAME, { message: "must name an env var (letters, digits, _)" }),
         value: z.string().min(1).max(8192).refine((v) => !/[\r\n\0]/.test(v), { message: "must not contain CR, LF or NUL" }).nullable(),
+        /** Server URLs (or origins) the value may be sent to, besides the servers referencing it now. */
+        origins: z.array(endpointUrlSchema).max(MAX_SECRET_ENV_ORIGINS).default([]),
       })
       .strict(),
     response: z.object({ name: z.string(), set: z.boolean(), updated_at: z.string() }),
   },
-  (c, { body }) => writeSecretEnv(c.env.DB, c.get("settings"), c.env, body.name, body.value, new Date().toISOString()),
+  (c, { body }) => writeSecretEnv(c.env.DB, c.get("settings"), c.env, body.name, body.value, new Date().toISOString(), body.origins),
 );

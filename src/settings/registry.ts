@@ -114,7 +114,12 @@ const int = (name: string, area: SettingDefinition["area"], def: number, minimum
   description,
 });
 
-/** A channel's variables (decisions §11); the secrets are those a provider signs or authenticates with. */
+/**
+ * A channel's variables (decisions §11); the secrets are those a provider signs or authenticates with.
+ * `API_BASE` is env only: every send carries the channel's token to it (Telegram's in the URL path),
+ * so whoever could set it at runtime (an admin key, through the overlay) could collect the token.
+ * Deployment configuration is set by whoever already holds the deployment's secrets.
+ */
 function channel(prefix: string, vars: Array<[suffix: string, secret: boolean, description: string]>): SettingDefinition[] {
   return vars.map(([suffix, secret, description]) => ({
     name: `CHANNEL_${prefix}_${suffix}`,
@@ -122,7 +127,7 @@ function channel(prefix: string, vars: Array<[suffix: string, secret: boolean, d
     type: suffix.endsWith("_URL") || suffix === "API_BASE" ? ("url" as const) : ("string" as const),
     default: null,
     secret,
-    overlay: true,
+    overlay: suffix !== "API_BASE",
     description,
   }));
 }
@@ -182,7 +187,18 @@ export const SETTINGS: readonly SettingDefinition[] = Object.freeze([
     description: "Where a channel notification without a recipient goes, per channel; one line of at most 512 characters.",
   },
   // Connectors.
-  { name: "CONNECTORS_PROVIDERS", area: "connectors", type: "json-array", default: [], secret: false, overlay: true, description: "The connector providers document: a JSON array of provider descriptors (docs/connectors.md)." },
+  // Env only: a descriptor names the token endpoint that receives the client secret (and every
+  // refresh token) together with the env vars holding them, so setting it at runtime would let an
+  // admin key send those secrets to a host of its choosing.
+  {
+    name: "CONNECTORS_PROVIDERS",
+    area: "connectors",
+    type: "json-array",
+    default: [],
+    secret: false,
+    overlay: false,
+    description: "The connector providers document: a JSON array of provider descriptors (docs/connectors.md). Env only: its token endpoints receive the client secrets and refresh tokens.",
+  },
   {
     name: "CONNECTORS_ENCRYPTION_KEY",
     area: "connectors",
@@ -224,7 +240,7 @@ export const SETTINGS: readonly SettingDefinition[] = Object.freeze([
   int("SCHEDULES_CATCH_UP_WINDOW_SECONDS", "schedules", 86_400, 0, 2_592_000, "After downtime, missed slots of a schedule are caught up with one fire when the latest is at most this old; 0 never catches up."),
   // Hooks (issue 17; docs/hooks.md).
   int("HOOKS_VERIFIER_TOLERANCE_SECONDS", "hooks", 300, 1, 86_400, "How far a signed hook delivery's timestamp (Stripe, Standard Webhooks) may be from the server clock, either way, before it is refused."),
-  int("HOOKS_REPLAY_WINDOW_SECONDS", "hooks", 172_800, 60, 2_592_000, "How long a hook delivery id is remembered: a replayed delivery answers already_seen and fires nothing."),
+  int("HOOKS_REPLAY_WINDOW_SECONDS", "hooks", 172_800, 60, 2_592_000, "How long a hook delivery's replay key (a signed delivery id, or a digest of the signed body) is remembered: a replayed delivery answers already_seen and fires nothing."),
   // Interactions (issue 17; docs/interactions.md). The store switch is INTERACTIONS_STORE_URL above.
   int("INTERACTIONS_TTL_SECONDS", "interactions", 86_400, 60, 31_536_000, "How long an ask_user interaction waits for its answer; then it expires and the parked run resumes with a timeout."),
   int("INTERACTIONS_TICKET_TTL_SECONDS", "interactions", 86_400, 60, 31_536_000, "Lifetime of a public callback ticket (/api/interactions/callback/{ticket}); never beyond its interaction's expiry."),
@@ -262,14 +278,16 @@ export const SETTINGS: readonly SettingDefinition[] = Object.freeze([
     overlay: true,
     description: "true lets callbacks, tools, agents and LLM endpoints reach loopback, private and local hosts (local development); cloud metadata stays refused.",
   },
+  // Env only: it decides which of the deployment's env secrets admins may send to URLs they
+  // declare, so an admin key may not widen it (naming, say, a connector's client secret variable).
   {
     name: SECRET_REFERENCE_ALLOWLIST_SETTING,
     area: "outbound",
     type: "list",
     default: null,
     secret: false,
-    overlay: true,
-    description: "Comma-separated env var names {\"env\"} references may resolve besides SECRET_*; never a service setting, binding or channel secret.",
+    overlay: false,
+    description: "Comma-separated env var names {\"env\"} references may resolve besides SECRET_*; never a service setting, binding, channel secret or connector client credential. Env only: it is the operator's delegation of env secrets to declarations.",
   },
   int("JQ_BUDGET_STEPS", "jq", DEFAULT_JQ_BUDGET.steps, JQ_MIN_STEPS, JQ_MAX_STEPS, "Metered steps one jq evaluation may use before it fails with jq budget exceeded."),
   int("JQ_BUDGET_MEMORY_MB", "jq", DEFAULT_JQ_BUDGET.memoryMb, JQ_MIN_MEMORY_MB, JQ_MAX_MEMORY_MB, "Largest heap (MiB) one jq evaluation may grow to."),
@@ -278,24 +296,24 @@ export const SETTINGS: readonly SettingDefinition[] = Object.freeze([
     ["ACCOUNT_SID", false, "Twilio account SID."],
     ["AUTH_TOKEN", true, "Twilio auth token: signs inbound webhooks and authenticates sends."],
     ["PUBLIC_URL", false, "The public origin Twilio signs webhook URLs against."],
-    ["API_BASE", false, "Twilio API origin (default the provider's public API; tests point it at a fake)."],
+    ["API_BASE", false, "Twilio API origin (default the provider's public API; tests point it at a fake). Env only: sends carry the auth token to it."],
   ]),
   ...channel("WHATSAPP", [
     ["APP_SECRET", true, "WhatsApp Cloud app secret: signs inbound webhooks."],
     ["ACCESS_TOKEN", true, "WhatsApp Cloud access token for sends."],
     ["VERIFY_TOKEN", true, "The hub.verify_token of the webhook handshake."],
-    ["API_BASE", false, "WhatsApp Graph API base (default the provider's public API)."],
+    ["API_BASE", false, "WhatsApp Graph API base (default the provider's public API). Env only: sends carry the access token to it."],
   ]),
   ...channel("TELEGRAM", [
     ["BOT_TOKEN", true, "Telegram bot token."],
     ["WEBHOOK_SECRET", true, "The secret_token Telegram sends with each webhook."],
-    ["API_BASE", false, "Telegram Bot API origin (default the provider's public API)."],
+    ["API_BASE", false, "Telegram Bot API origin (default the provider's public API). Env only: every call carries the bot token to it."],
   ]),
   ...channel("SLACK", [
     ["SIGNING_SECRET", true, "Slack signing secret: signs inbound events."],
     ["BOT_TOKEN", true, "Slack bot token for sends."],
     ["BOT_USER_ID", false, "The bot's user id (our_identity of Slack routes)."],
-    ["API_BASE", false, "Slack Web API base (default the provider's public API)."],
+    ["API_BASE", false, "Slack Web API base (default the provider's public API). Env only: sends carry the bot token to it."],
   ]),
   // Env only: bootstrapping and the overlay's own machinery.
   {

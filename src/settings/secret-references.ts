@@ -34,10 +34,44 @@ const FORBIDDEN_NAMES: ReadonlySet<string> = new Set([
 /** The shape of an env var name a reference may carry (also what an allowlist entry must be). */
 export const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 
+/** The providers document's own setting (src/settings/connector-settings.ts); read here for its credential names only. */
+const PROVIDERS_SETTING = "CONNECTORS_PROVIDERS";
+
+let credentialNamesOf: { doc: string; names: ReadonlySet<string> } | null = null;
+
 /**
- * Is `name` one of the service's own settings, a binding or a channel secret? Compared
- * case-insensitively: refusing a look-alike costs nothing. `env`, when given, also marks any
- * name bound to a non-string (a binding under another name).
+ * The env vars the connector providers document names as OAuth client credentials
+ * (`oauth.client_id_env`, `oauth.client_secret_env`), upper-cased; read leniently (a broken
+ * document is the connector settings' error to report) and remembered for the last document seen.
+ */
+function connectorCredentialNames(env: EnvVars): ReadonlySet<string> {
+  const doc = envVar(env, PROVIDERS_SETTING);
+  if (typeof doc !== "string" || doc.trim() === "") return new Set();
+  if (credentialNamesOf?.doc === doc) return credentialNamesOf.names;
+  const names = new Set<string>();
+  try {
+    const parsed = JSON.parse(doc) as unknown;
+    for (const p of Array.isArray(parsed) ? parsed : []) {
+      const oauth = p && typeof p === "object" ? (p as Record<string, unknown>).oauth : undefined;
+      if (!oauth || typeof oauth !== "object") continue;
+      for (const key of ["client_id_env", "client_secret_env"]) {
+        const v = (oauth as Record<string, unknown>)[key];
+        if (typeof v === "string") names.add(v.toUpperCase());
+      }
+    }
+  } catch {
+    // Not JSON: the connector settings report it; it names nothing here.
+  }
+  credentialNamesOf = { doc, names };
+  return names;
+}
+
+/**
+ * Is `name` one of the service's own settings, a binding, a channel secret or a connector's client
+ * credential? Compared case-insensitively: refusing a look-alike costs nothing. `env`, when given,
+ * also marks any name bound to a non-string (a binding under another name) and the env vars its
+ * connector providers document names as client credentials: a reference would send the client
+ * secret to a URL of the declarer's choosing instead of the provider's token endpoint.
  */
 export function isForbiddenReference(name: string, env?: EnvVars): boolean {
   const upper = name.toUpperCase();
@@ -47,6 +81,7 @@ export function isForbiddenReference(name: string, env?: EnvVars): boolean {
     const v = envVar(env, name);
     if (v !== undefined && v !== null && typeof v !== "string") return true;
   }
+  if (env && connectorCredentialNames(env).has(upper)) return true;
   return false;
 }
 
@@ -71,4 +106,4 @@ export function isReferenceable(name: string, allowlist: readonly string[], env?
 /** Why a reference was refused, for a 400 or a failed call: names the rule, never the variable's value. */
 export const REFERENCE_RULE =
   `only env vars named ${SECRET_PREFIX}* or listed in ${SECRET_REFERENCE_ALLOWLIST_SETTING} may be referenced; ` +
-  "the service's own settings, its bindings and channel secrets never";
+  "the service's own settings, its bindings, channel secrets and connector client credentials never";

@@ -4,7 +4,7 @@ import { deleteCheckpoint } from "../targets/checkpoints/thread-memory";
 import type { AlarmArm, ThreadDeps } from "./deps";
 import type { ThreadIdentity } from "./identity";
 import type { IndexOutbox } from "./index-outbox";
-import { countAll, countLive, deleteAllRecords, getStored, hasTurnInFlight, liveRecords } from "./store";
+import { countAll, countLive, deleteAllRecords, getStored, hasTurnInFlight, liveRecords, newestAddressOn } from "./store";
 import type { ThreadMode } from "./thread-mode";
 
 function matchesText(r: AnswerRecord, needle: string): boolean {
@@ -21,6 +21,11 @@ export class ThreadReads {
   /** Does the thread hold any record, expired or not (the event door never creates a thread)? */
   exists(): boolean {
     return countAll(this.deps.storage) > 0;
+  }
+
+  /** See ThreadRpc.eventTarget. */
+  eventTarget(routeName: string): { exists: boolean; address: string | null } {
+    return { exists: this.exists(), address: newestAddressOn(this.deps.storage, routeName, this.deps.now()) };
   }
 
   /** One live record (expired reads as absent). */

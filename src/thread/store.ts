@@ -276,6 +276,20 @@ export function countLive(storage: DurableObjectStorage, nowMs: number): number 
 }
 
 /** Every record row, expired or not (the listing's message count). */
+/** The client address of the newest live record of route `routeName` that has one, or null. */
+export function newestAddressOn(storage: DurableObjectStorage, routeName: string, nowMs: number): string | null {
+  const rows = sql<{ address: string }>(
+    storage,
+    "newest address on a route",
+    `SELECT json_extract(record, '$.client_address') AS address FROM records
+     WHERE (expires_at IS NULL OR expires_at > ?) AND json_extract(record, '$.route_name') = ? AND json_extract(record, '$.client_address') IS NOT NULL
+     ORDER BY seq DESC LIMIT 1`,
+    nowMs,
+    routeName,
+  );
+  return rows[0]?.address ?? null;
+}
+
 export function countAll(storage: DurableObjectStorage): number {
   return sql<{ n: number }>(storage, "count all", "SELECT COUNT(*) AS n FROM records")[0].n;
 }

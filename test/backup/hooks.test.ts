@@ -1,11 +1,12 @@
 /**
  * The hooks sections (docs/backup.md, docs/hooks.md "Backup"): `hooks` carries the hooks (with the
  * programs their fires run) and the topic verifier bindings without their literal secrets;
- * `hook-secrets` carries those secrets in plain text, only when named, and an import seals them
- * again under the importing deployment's SETTINGS_ENCRYPTION_KEY. Trigger links never travel. A
- * hook fired after a restore into a wiped deployment (under another settings key) verifies with
- * the restored secret and runs as the restored key; a refused import names the section, the row
- * and the field, and writes nothing.
+ * `hook-secrets` carries those secrets sealed for their topic under the exporting deployment's
+ * SETTINGS_ENCRYPTION_KEY (never in the clear), only when named, and an import opens them with its
+ * own keys and seals them again under its current one. Trigger links never travel. A hook fired
+ * after a restore into a wiped deployment (under another settings key, holding the source's as a
+ * previous key) verifies with the restored secret and runs as the restored key; a refused import
+ * names the section, the row and the field, and writes nothing.
  */
 import { createHmac } from "node:crypto";
 import { env } from "cloudflare:test";
@@ -20,8 +21,14 @@ const BUILD_SECRET = "build-secret-from-the-env";
 /** The importing deployment's own settings key: another 32 random bytes than wrangler.toml's. */
 const TARGET_SETTINGS_KEY = btoa(String.fromCharCode(...Array.from({ length: 32 }, (_, i) => (i * 37 + 11) % 256)));
 const SECTIONS = ["keys", "text-resources", "hooks", "hook-secrets"];
+/** The exporting deployment's settings key (wrangler.toml's): the importing one holds it as a previous key. */
+const SOURCE_SETTINGS_KEY = String((env as unknown as Record<string, unknown>).SETTINGS_ENCRYPTION_KEY);
 
-/** A call to this Worker as the importing deployment: the same D1 and objects, its own SETTINGS_ENCRYPTION_KEY. */
+/**
+ * A call to this Worker as the importing deployment: the same D1 and objects, its own
+ * SETTINGS_ENCRYPTION_KEY, and the source's as SETTINGS_ENCRYPTION_KEY_PREVIOUS (what opens the
+ * document's sealed secrets).
+ */
 async function onTarget(method: string, path: string, opts: CallOptions = {}, vars: Record<string, string> = {}): Promise<CallResult> {
   const headers: Record<string, string> = { ...(opts.headers ?? {}) };
   if (opts.key) headers["x-api-key"] = opts.key;
@@ -30,7 +37,7 @@ async function onTarget(method: string, path: string, opts: CallOptions = {}, va
     body = JSON.stringify(opts.body);
     headers["content-type"] ??= "application/json";
   }
-  return readResult(await fetchWithEnv({ ...env, SETTINGS_ENCRYPTION_KEY: TARGET_SETTINGS_KEY, ...vars }, new Request(`${BASE}${path}`, { method, headers, body })));
+  return readResult(await fetchWithEnv({ ...env, SETTINGS_ENCRYPTION_KEY: TARGET_SETTINGS_KEY, SETTINGS_ENCRYPTION_KEY_PREVIOUS: SOURCE_SETTINGS_KEY, ...vars }, new Request(`${BASE}${path}`, { method, headers, body })));
 }
 
 const fx = { runner: "", document: null as any };
@@ -85,9 +92,9 @@ describe("export", () => {
       },
       expect.objectContaining({ name: "build-failed", condition: null, condition_id: "status-is", condition_kwargs: { status: "failed" }, condition_program: '.status == "failed"' }),
     ]);
-    // Only the literal secret travels, and only in hook-secrets; the env reference stays a reference.
-    expect(doc.sections["hook-secrets"]).toEqual([{ topic: "gh-push", secret: GITHUB_SECRET }]);
-    expect(JSON.stringify(doc.sections.hooks)).not.toContain(GITHUB_SECRET);
+    // Only the literal secret travels, only in hook-secrets, and sealed; the env reference stays a reference.
+    expect(doc.sections["hook-secrets"]).toEqual([{ topic: "gh-push", secret: { sealed: { kid: expect.any(String), iv: expect.any(String), ct: expect.any(String) } } }]);
+    expect(JSON.stringify(doc)).not.toContain(GITHUB_SECRET);
     const text = JSON.stringify(doc);
     expect(text).not.toContain("manual-deploy");
     expect(text).not.toContain("trg-");
@@ -142,6 +149,16 @@ describe("restore into a wiped deployment with its own settings key", () => {
     expect(await count("SELECT COUNT(*) AS n FROM hook_verifiers")).toBe(0);
 
     const key = await admin();
+    // A deployment that does not hold the exporting key cannot open the sealed secret: 400, nothing written.
+    const keyless = await readResult(
+      await fetchWithEnv(
+        { ...env, SETTINGS_ENCRYPTION_KEY: TARGET_SETTINGS_KEY },
+        new Request(`${BASE}/api/backup/import`, { method: "POST", headers: { "x-api-key": key, "content-type": "application/json" }, body: JSON.stringify({ document: before }) }),
+      ),
+    );
+    expect(keyless.status).toBe(400);
+    expect(keyless.body.error).toContain("sections.hook-secrets.0.secret");
+    expect(await count("SELECT COUNT(*) AS n FROM hook_verifiers")).toBe(0);
     const r = await onTarget("POST", "/api/backup/import", { key, body: { document: before } });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     const outcome = Object.fromEntries(r.body.data.sections.map((s: any) => [s.name, s]));
@@ -152,7 +169,9 @@ describe("restore into a wiped deployment with its own settings key", () => {
     const after = await onTarget("POST", "/api/backup/export", { key, body: { sections: SECTIONS } });
     expect(after.status, JSON.stringify(after.body)).toBe(200);
     expect(after.body.sections.hooks).toEqual(before.sections.hooks);
-    expect(after.body.sections["hook-secrets"]).toEqual(before.sections["hook-secrets"]);
+    // The secret travels sealed again, now under the importing deployment's own key.
+    expect(after.body.sections["hook-secrets"]).toEqual([{ topic: "gh-push", secret: { sealed: expect.objectContaining({ ct: expect.any(String) }) } }]);
+    expect(after.body.sections["hook-secrets"][0].secret.sealed.kid).not.toBe(before.sections["hook-secrets"][0].secret.sealed.kid);
     // Sealed, never in plain text, and under the importing deployment's key: the source's key no longer opens it.
     const sealed = await env.DB.prepare("SELECT secret_sealed FROM hook_verifiers WHERE topic = 'gh-push'").first<string>("secret_sealed");
     expect(sealed).toContain('"ct"');
@@ -327,9 +346,9 @@ describe("import rules", () => {
     const name = uniq("h").toLowerCase();
     await bindVerifier(topic, { kind: "github", secret: "the-old-secret" });
     await hook({ name, topic, tool: "echo", execution_key: "root", tool_kwargs: { message: "hi" } });
-    /** Delivers a body signed with `secret`; a fired run is waited for until its trace is in. */
+    /** Delivers a fresh body (the signed body is the replay key) signed with `secret`; a fired run is waited for until its trace is in. */
     const signedWith = async (secret: string) => {
-      const body = '{"a":1}';
+      const body = JSON.stringify({ a: crypto.randomUUID() });
       const r = await deliver(topic, body, { "x-hub-signature-256": githubSignature(secret, body), "x-github-delivery": crypto.randomUUID() });
       for (const f of r.status === 202 ? r.body.data.fired : []) await traceOf(f.run_id);
       return r;

@@ -40,6 +40,19 @@ const HOOK_VERIFIER_SECRET = "HOOKVERIFIERSECRETVALUE";
 
 const fx = { callerKey: "", callerHash: "", callbackSecret: "", folderIds: [] as string[] };
 
+/** A secret value as an export writes it: sealed, never the value. */
+const SEALED = { sealed: { kid: expect.any(String), iv: expect.any(String), ct: expect.any(String) } };
+
+/** The document with every sealed value blanked: each seal has a fresh IV, so two exports differ there only. */
+function withoutSeals(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(withoutSeals);
+  if (v && typeof v === "object") {
+    if ("sealed" in v) return "<sealed>";
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, withoutSeals(x)]));
+  }
+  return v;
+}
+
 async function ok(r: { status: number; body: any }, what: string) {
   if (r.status !== 200) throw new Error(`${what}: ${r.status} ${JSON.stringify(r.body)}`);
   return r.body.data;
@@ -149,9 +162,10 @@ describe("export", () => {
       ["thinker", []],
     ]);
     expect(s.agents[0].declaration.config.headers).toEqual({});
+    // Secret values travel sealed (docs/backup.md "Where the secrets are"), never in the clear.
     expect(s["target-secrets"]).toEqual([
-      { kind: "tool", title: "crm", headers: { authorization: TOOL_LITERAL } },
-      { kind: "agent", title: "helper", headers: { "x-token": AGENT_LITERAL } },
+      { kind: "tool", title: "crm", headers: { authorization: SEALED } },
+      { kind: "agent", title: "helper", headers: { "x-token": SEALED } },
     ]);
     const preset = s.presets[0];
     expect(preset).toMatchObject({ name: "crm-lookup", current_version: 2, latest_version: 2 });
@@ -165,11 +179,11 @@ describe("export", () => {
     expect(api).toMatchObject({ door: "api", execution_key: "svc-runner", payload_expr: "{q: .message}", payload_program: "{q: .message}", callback_url: "https://hooks.example.com/crm" });
     expect(api).not.toHaveProperty("callback_secret");
     expect(s.routes.find((r: any) => r.route_name === "crm-chat")).toMatchObject({ door: "channel", channel: "telegram", our_identity: "555" });
-    expect(s["route-secrets"]).toEqual([{ route_name: "crm-api", callback_secret: fx.callbackSecret }]);
+    expect(s["route-secrets"]).toEqual([{ route_name: "crm-api", callback_secret: SEALED }]);
     expect(s["settings-overlay"]).toEqual([{ name: "CONVERSATIONS_PER_ADDRESS_TURNS_PER_HOUR", value: "50" }]);
     expect(s["settings-secrets"]).toEqual([
-      { kind: "overlay", name: "CHANNEL_WHATSAPP_VERIFY_TOKEN", value: SECRET_SETTING_VALUE },
-      { kind: "profile", profile: "calm", version: 1, name: "CHANNEL_WHATSAPP_VERIFY_TOKEN", value: PROFILE_SECRET_VALUE },
+      { kind: "overlay", name: "CHANNEL_WHATSAPP_VERIFY_TOKEN", value: SEALED },
+      { kind: "profile", profile: "calm", version: 1, name: "CHANNEL_WHATSAPP_VERIFY_TOKEN", value: SEALED },
     ]);
     expect(s.profiles).toEqual([
       {
@@ -184,7 +198,9 @@ describe("export", () => {
       { type: "verifier", topic: "crm-events", kind: "github", secret: "<redacted>", signature_header: null, delivery_header: null, created_by: "root", created_at: expect.any(String), updated_at: expect.any(String) },
       expect.objectContaining({ type: "hook", name: "crm-sync", topic: "crm-events", tool: "crm-lookup", execution_key: "svc-runner", expr: "{q: .id}", expr_program: "{q: .id}", condition_program: null }),
     ]);
-    expect(s["hook-secrets"]).toEqual([{ topic: "crm-events", secret: HOOK_VERIFIER_SECRET }]);
+    expect(s["hook-secrets"]).toEqual([{ topic: "crm-events", secret: SEALED }]);
+    const text = JSON.stringify(doc);
+    for (const secret of [TOOL_LITERAL, AGENT_LITERAL, fx.callbackSecret, SECRET_SETTING_VALUE, PROFILE_SECRET_VALUE, HOOK_VERIFIER_SECRET]) expect(text).not.toContain(secret);
     // Trigger links are capabilities: never in a backup.
     expect(JSON.stringify(doc)).not.toContain("crm-manual");
     const [sales, crm] = fx.folderIds;
@@ -244,7 +260,7 @@ describe("round trip into a fresh deployment", () => {
     // Nothing was minted: every api route's secret came with the document.
     expect(r.body.data.sections.find((s: any) => s.name === "routes")).toEqual({ name: "routes", applied: 2 });
     const after = await exported(APPLY_ORDER);
-    expect(after.sections).toEqual(before.sections);
+    expect(withoutSeals(after.sections)).toEqual(withoutSeals(before.sections));
     // The caller's raw key and its custom URL scope work again.
     expect((await call("GET", "/api/tools/crm/schema", { key: fx.callerKey })).status).toBe(200);
     // The secret setting is sealed again under this deployment's key, never stored in plain text.
@@ -256,6 +272,6 @@ describe("round trip into a fresh deployment", () => {
 
     const again = await importDoc(before);
     expect(again.status, JSON.stringify(again.body)).toBe(200);
-    expect((await exported(APPLY_ORDER)).sections).toEqual(before.sections);
+    expect(withoutSeals((await exported(APPLY_ORDER)).sections)).toEqual(withoutSeals(before.sections));
   });
 });

@@ -2,7 +2,8 @@
  * The backup story (issue 15, "Backup"): export every section of one deployment, import the
  * document into a fresh one, and the route works again: the original caller's raw key reaches the
  * same tool (with its literal credential header) as the same execution key, and an asynchronous
- * answer is called back signed with the route's original callback secret.
+ * answer is called back signed with the route's original callback secret. The secrets travel
+ * sealed for a deployment holding the settings key, never in the clear.
  */
 import { describe, expect, it } from "vitest";
 import { hmacSha256, toHex } from "../../src/auth/crypto";
@@ -42,11 +43,13 @@ describe("export from one deployment, import into a fresh one", () => {
 
     const document = await exported(await sectionNames());
     expect(document.version).toBe(1);
-    // The secret parts travel only in the secret sections named for this export.
-    expect(JSON.stringify(document.sections.tools)).not.toContain(TOOL_CREDENTIAL);
-    expect(JSON.stringify(document.sections.routes)).not.toContain(secret);
-    expect(document.sections["target-secrets"]).toEqual([{ kind: "tool", title: "greeter", headers: { authorization: TOOL_CREDENTIAL } }]);
-    expect(document.sections["route-secrets"]).toContainEqual({ route_name: "greet", callback_secret: secret });
+    // The secret parts travel only in the secret sections named for this export, and sealed there
+    // (for this deployment's settings key): the document holds none of them in the clear.
+    expect(JSON.stringify(document)).not.toContain(TOOL_CREDENTIAL);
+    expect(JSON.stringify(document)).not.toContain(secret);
+    const sealed = { sealed: { kid: expect.any(String), iv: expect.any(String), ct: expect.any(String) } };
+    expect(document.sections["target-secrets"]).toEqual([{ kind: "tool", title: "greeter", headers: { authorization: sealed } }]);
+    expect(document.sections["route-secrets"]).toContainEqual({ route_name: "greet", callback_secret: sealed });
 
     await wipeDeployment();
     expect(await count("SELECT COUNT(*) AS n FROM routes")).toBe(0);

@@ -75,6 +75,11 @@ describe("hooks against a real wrangler dev", () => {
     // 2. The same delivery again: already seen, nothing fires.
     const replay = await post("/api/hooks/incoming/github-push", push, delivery);
     expect(replay).toEqual({ status: 200, body: { data: { status: "already_seen" } } });
+    // X-GitHub-Delivery is not signed: changed or dropped on the captured delivery, it is still already seen.
+    const renamed = await post("/api/hooks/incoming/github-push", push, { ...delivery, "x-github-delivery": "6f1e2d3c-0000-4000-8000-0000000000ff" });
+    expect(renamed).toEqual({ status: 200, body: { data: { status: "already_seen" } } });
+    const { "x-github-delivery": _id, ...noId } = delivery;
+    expect(await post("/api/hooks/incoming/github-push", push, noId)).toEqual({ status: 200, body: { data: { status: "already_seen" } } });
 
     // 3. A forged signature (and a tampered body) fire nothing.
     const forged = await post("/api/hooks/incoming/github-push", push, { ...delivery, "x-github-delivery": "6f1e2d3c-0000-4000-8000-000000000002", "x-hub-signature-256": sign("not-the-secret", push) });

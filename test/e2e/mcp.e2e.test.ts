@@ -31,7 +31,8 @@ afterAll(async () => {
 
 describe("MCP servers and sub-MCP endpoints against a real wrangler dev", () => {
   it("declares the example server with a stored secret header and registers its tools", async () => {
-    const secret = await http(base, "POST", "/api/mcp-config/secret-env", { key: admin, body: { name: "SECRET_EXAMPLE_MCP", value: `Bearer ${TOKEN}` } });
+    // Written before the server is declared, so it names the server it may be sent to.
+    const secret = await http(base, "POST", "/api/mcp-config/secret-env", { key: admin, body: { name: "SECRET_EXAMPLE_MCP", value: `Bearer ${TOKEN}`, origins: [mcp.url] } });
     expect(secret.body.data).toMatchObject({ name: "SECRET_EXAMPLE_MCP", set: true });
     const declared = await http(base, "POST", "/api/mcp-config/entries", {
       key: admin,

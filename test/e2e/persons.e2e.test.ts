@@ -152,4 +152,41 @@ describe("persons against a real wrangler dev", () => {
     expect((await http(base, "GET", `/api/conversations/persons/${personId}`, { key: adminKey })).status).toBe(404);
     expect((await http(base, "DELETE", `/api/conversations/persons/${personId}`, { key: adminKey })).body.data).toEqual({ person_id: personId, removed: 0, erased: false });
   });
+
+  it("an event into the linked person's thread is answered on the event's route, to the person's address there", async () => {
+    // The routes and the multichannel config of the first case stay; its person was erased. The
+    // Telegram route is re-posted with a payload that names an event (an event has no message).
+    const payload_expr = '{message: (.message // ("event " + .event.kind)), person_id, person_addresses}';
+    for (const [name, channel, identity] of [["tg-persons", "telegram", TG_BOT], ["wa-persons", "whatsapp", WA_NUMBER_ID]]) {
+      const r = await http(base, "POST", `/api/conversations/${name}`, { key: adminKey, body: { door: "channel", channel, our_identity: identity, target_kind: "tool", target_name: "persona", execution_key: "persona-runner", payload_expr } });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+    }
+    // A new person on Telegram (greeted again, with a code), linked from WhatsApp.
+    const tgSeen = sent("telegram");
+    expect((await telegram("back again")).status).toBe(200);
+    const greeted = await nextSend("telegram", tgSeen);
+    const [, code, personId] = greeted.match(/(LINK-[A-Z0-9]{8}).*\n\n([0-9a-f-]{36}) 1: back again$/s)!;
+    const personThread = `bridge:@person:${personId}`;
+    const waSeen = sent("whatsapp");
+    expect((await whatsapp(`code ${code}`)).status).toBe(200);
+    expect(await nextSend("whatsapp", waSeen)).toMatch(/now linked/);
+    // The person's newest message is on WhatsApp.
+    expect((await whatsapp("latest on whatsapp")).status).toBe(200);
+    expect(await nextSend("whatsapp", waSeen + 1)).toBe(`${personId} 2: latest on whatsapp`);
+
+    // An event by thread_id on the Telegram route: answered on Telegram, to the person's chat.
+    const tgBefore = sent("telegram");
+    const ev = await http(base, "POST", "/api/conversations/tg-persons/events", { key: adminKey, body: { thread_id: personThread, event: { event_id: "e2e-shipped", kind: "order.shipped", payload: {} } } });
+    expect(ev.status, JSON.stringify(ev.body)).toBe(202);
+    expect(ev.body.data.thread_id).toBe(personThread);
+    expect(await nextSend("telegram", tgBefore)).toBe(`${personId} 2: event order.shipped`);
+    expect(fake.sends.filter((s) => s.channel === "telegram").at(-1)!.body.chat_id).toBe(String(TG_CHAT));
+    // On the WhatsApp route: to the person's WhatsApp number.
+    const waBefore = sent("whatsapp");
+    const onWa = await http(base, "POST", "/api/conversations/wa-persons/events", { key: adminKey, body: { thread_id: personThread, event: { event_id: "e2e-delivered", kind: "order.delivered", payload: {} } } });
+    expect(onWa.status, JSON.stringify(onWa.body)).toBe(202);
+    expect(await nextSend("whatsapp", waBefore)).toBe(`${personId} 2: event order.delivered`);
+    expect(fake.sends.filter((s) => s.channel === "whatsapp").at(-1)!.body.to).toBe(WA_FROM);
+    expect((await http(base, "DELETE", `/api/conversations/persons/${personId}`, { key: adminKey })).body.data).toMatchObject({ person_id: personId, erased: true });
+  });
 });

@@ -218,16 +218,75 @@ describe("a verified topic", () => {
     expect(r.status).toBe(401);
   });
 
-  it("generic HMAC with delivery_header null: every verified delivery fires (no replay key)", async () => {
+  it("generic HMAC with delivery_header null: a replayed delivery still answers already_seen (the signed body is the replay key); another body fires", async () => {
     const topic = topicOf();
     await bindVerifier(topic, { kind: "hmac_sha256", secret: "generic-secret", signature_header: "X-Build-Signature", delivery_header: null });
     const name = nameOf();
     await hook({ name, topic, tool: "echo", execution_key: "root", tool_kwargs: { message: "built" } });
+    const sign = (body: string) => ({ "x-build-signature": `sha256=${createHmac("sha256", "generic-secret").update(body, "utf8").digest("hex")}` });
     const body = '{"build":7}';
-    const headers = { "x-build-signature": `sha256=${createHmac("sha256", "generic-secret").update(body, "utf8").digest("hex")}`, "x-delivery-id": "same" };
-    expect((await deliver(topic, body, headers)).status).toBe(202);
-    expect((await deliver(topic, body, headers)).status).toBe(202);
+    expect((await deliver(topic, body, sign(body))).status).toBe(202);
+    expect((await deliver(topic, body, sign(body))).body).toEqual({ data: { status: "already_seen" } });
+    expect((await deliver(topic, '{"build":8}', sign('{"build":8}'))).status).toBe(202);
     expect(await runsOfHook(name)).toHaveLength(2);
+  });
+
+  it("GitHub: a captured delivery re-sent with a changed X-GitHub-Delivery, or with none, answers already_seen and fires nothing", async () => {
+    const topic = topicOf();
+    await bindVerifier(topic, { kind: "github", secret });
+    const name = nameOf();
+    await hook({ name, topic, tool: "echo", execution_key: "root", expr: "{message: .head_commit.message}" });
+    const body = JSON.stringify({ ref: "refs/heads/main", head_commit: { message: `captured ${crypto.randomUUID()}` } });
+    const captured = { "x-hub-signature-256": githubSignature(secret, body), "x-github-delivery": crypto.randomUUID(), "x-github-event": "push" };
+    expect((await deliver(topic, body, captured)).status).toBe(202);
+    const { "x-github-delivery": _dropped, ...withoutId } = captured;
+    for (const replay of [{ ...captured, "x-github-delivery": crypto.randomUUID() }, withoutId, { ...captured, "x-github-delivery": "" }]) {
+      const r = await deliver(topic, body, replay);
+      expect([r.status, r.body]).toEqual([200, { data: { status: "already_seen" } }]);
+    }
+    expect(await runsOfHook(name)).toHaveLength(1);
+  });
+
+  it("generic HMAC: a captured delivery re-sent with a changed or dropped delivery header answers already_seen and fires nothing", async () => {
+    const topic = topicOf();
+    await bindVerifier(topic, { kind: "hmac_sha256", secret: "generic-secret" });
+    const name = nameOf();
+    await hook({ name, topic, tool: "echo", execution_key: "root", tool_kwargs: { message: "deploy" } });
+    const body = JSON.stringify({ deploy: crypto.randomUUID() });
+    const signature = { "x-signature-256": createHmac("sha256", "generic-secret").update(body, "utf8").digest("hex") };
+    expect((await deliver(topic, body, { ...signature, "x-delivery-id": "d-1" })).status).toBe(202);
+    for (const replay of [{ ...signature, "x-delivery-id": "d-2" }, signature]) {
+      const r = await deliver(topic, body, replay);
+      expect([r.status, r.body]).toEqual([200, { data: { status: "already_seen" } }]);
+    }
+    expect(await runsOfHook(name)).toHaveLength(1);
+  });
+
+  it("Standard Webhooks and Stripe sign their ids: a changed webhook-id no longer verifies (401), and a changed Stripe id is a changed body", async () => {
+    const topic = topicOf();
+    const key = btoa("standard-webhooks-test-key!");
+    await bindVerifier(topic, { kind: "standard_webhooks", secret: `whsec_${key}` });
+    const name = nameOf();
+    await hook({ name, topic, tool: "echo", execution_key: "root", tool_kwargs: { message: "sw" } });
+    const body = JSON.stringify({ type: "thing.happened" });
+    const id = `msg_${crypto.randomUUID().replace(/-/g, "")}`;
+    const ts = String(Math.floor(Date.now() / 1000));
+    const hmacKey = await crypto.subtle.importKey("raw", Uint8Array.from(atob(key), (c) => c.charCodeAt(0)), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+    const sig = btoa(String.fromCharCode(...new Uint8Array(await crypto.subtle.sign("HMAC", hmacKey, new TextEncoder().encode(`${id}.${ts}.${body}`)))));
+    const headers = { "webhook-id": id, "webhook-timestamp": ts, "webhook-signature": `v1,${sig}` };
+    expect((await deliver(topic, body, headers)).status).toBe(202);
+    expect((await deliver(topic, body, headers)).body).toEqual({ data: { status: "already_seen" } });
+    expect((await deliver(topic, body, { ...headers, "webhook-id": `${id}x` })).status).toBe(401);
+    expect(await runsOfHook(name)).toHaveLength(1);
+
+    const stripeTopic = topicOf();
+    await bindVerifier(stripeTopic, { kind: "stripe", secret: "whsec_stripe_test_secret" });
+    await hook({ name: nameOf(), topic: stripeTopic, tool: "echo", execution_key: "root", tool_kwargs: { message: "st" } });
+    const event = JSON.stringify({ id: `evt_${crypto.randomUUID()}`, type: "invoice.paid" });
+    const t = Math.floor(Date.now() / 1000);
+    const stripeSig = { "stripe-signature": `t=${t},v1=${createHmac("sha256", "whsec_stripe_test_secret").update(`${t}.${event}`, "utf8").digest("hex")}` };
+    expect((await deliver(stripeTopic, event, stripeSig)).status).toBe(202);
+    expect((await deliver(stripeTopic, event.replace("evt_", "evt_x"), stripeSig)).status).toBe(401);
   });
 });
 

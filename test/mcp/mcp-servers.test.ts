@@ -201,7 +201,8 @@ describe("calling an MCP server's tools", () => {
   it("sends literal, secret-env and env-referenced headers, and fails a call whose reference is unset, naming the variable", async () => {
     const calls = localMcpNetwork();
     const t = title();
-    const set = await call("POST", "/api/mcp-config/secret-env", { key: await admin(), body: { name: "SECRET_MCP_TOKEN", value: "tok-123" } });
+    // Written before any server references it, so it names where it may go (docs/mcp.md "Secret env values").
+    const set = await call("POST", "/api/mcp-config/secret-env", { key: await admin(), body: { name: "SECRET_MCP_TOKEN", value: "tok-123", origins: [MCP_URL] } });
     expect(set.body).toEqual({ data: { name: "SECRET_MCP_TOKEN", set: true, updated_at: expect.any(String) } });
     const r = await declare({ title: t, config: { type: "http", url: MCP_URL, headers: { authorization: { env: "SECRET_MCP_TOKEN" }, "x-static": "lit-value" } } });
     expect(r.body.data.status.status).toBe("ok");

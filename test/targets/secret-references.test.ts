@@ -80,7 +80,7 @@ describe("the secret-reference scope (pure)", () => {
       }
       expect(err).toBeInstanceOf(EnvRefError);
       expect((err as Error).message).toBe(
-        `env var ${name} referenced by the declaration may not be referenced (only env vars named SECRET_* or listed in SECRET_REFERENCE_ALLOWLIST may be referenced; the service's own settings, its bindings and channel secrets never)`,
+        `env var ${name} referenced by the declaration may not be referenced (only env vars named SECRET_* or listed in SECRET_REFERENCE_ALLOWLIST may be referenced; the service's own settings, its bindings, channel secrets and connector client credentials never)`,
       );
       expect((err as Error).message).not.toContain("boot-value");
     }

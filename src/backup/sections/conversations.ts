@@ -11,6 +11,7 @@
  *
  * The callback secret: from this import's `route-secrets`, else the one the deployment's route of
  * that name already has, else a fresh one, shown once in the import's answer (`callback_secrets`).
+ * An export seals each callback secret for its route (src/backup/secret-values.ts).
  */
 import { z } from "zod";
 import { base64url } from "../../auth/crypto";
@@ -22,8 +23,9 @@ import { conflict } from "../../http/errors";
 import { listConfigs, putConfigStatement } from "../../persons/target-configs";
 import { assertDeclaredUrl } from "../../targets/urls";
 import { deployedKeys } from "../deployment";
-import type { RouteBackupRow } from "../rows";
-import { atRow, defineSection, inRow, parseAtRow, refuseDuplicates, rowFault, runBatch } from "../section";
+import type { RouteBackupRow, RouteSecretBackupRow } from "../rows";
+import { BackupSealer, backupAad, openBackupSecret } from "../secret-values";
+import { type ImportContext, atRow, defineSection, inRow, parseAtRow, refuseDuplicates, rowFault, runBatch } from "../section";
 import { keyWillExist } from "./access-control";
 import { checkBindingNames, checkBindingsAtApply } from "./bindings";
 import { checkImportedExecutionKey, compiles, targetWillExist } from "./references";
@@ -55,6 +57,24 @@ export const targetConfigsSection = defineSection({
 
 const CallbackSecret = z.string().regex(/^[\x21-\x7e]{16,512}$/, { message: "must be 16-512 printable characters" });
 
+/** Where a sealed callback secret may be restored: its route. */
+const routeSecretAad = (routeName: string) => backupAad("route-secrets", routeName);
+
+const OPENED_ROUTE_SECRETS = "route-secrets-opened";
+
+/** This import's callback secrets by route, opened (sealed ones for their route only) and checked (memoized: both route sections ask). */
+async function openedRouteSecrets(ctx: ImportContext): Promise<Map<string, string>> {
+  const known = ctx.memo.get(OPENED_ROUTE_SECRETS) as Map<string, string> | undefined;
+  if (known) return known;
+  const out = new Map<string, string>();
+  for (const [i, row] of (ctx.rows["route-secrets"] ?? []).entries()) {
+    const plain = await openBackupSecret(ctx, "route-secrets", i, "callback_secret", row.callback_secret, routeSecretAad(row.route_name));
+    out.set(row.route_name, parseAtRow("route-secrets", i, "callback_secret", CallbackSecret, plain));
+  }
+  ctx.memo.set(OPENED_ROUTE_SECRETS, out);
+  return out;
+}
+
 interface RoutePlanRow {
   index: number;
   row: Omit<RouteRow, "execution_key_fingerprint">;
@@ -78,7 +98,7 @@ export const routesSection = defineSection({
       "(channel, our_identity)",
     );
     const existing = new Map((await listRoutes(ctx.db)).map((r) => [r.route_name, r]));
-    const secrets = new Map((ctx.rows["route-secrets"] ?? []).map((s) => [s.route_name, s.callback_secret]));
+    const secrets = await openedRouteSecrets(ctx);
     const deployed = await deployedKeys(ctx);
     let flushed = false;
     const plan: RoutePlanRow[] = [];
@@ -156,17 +176,20 @@ export const routesSection = defineSection({
 export const routeSecretsSection = defineSection({
   name: "route-secrets",
   secret: true,
-  description: "The callback signing secrets of api routes (in plain text), by route.",
+  description: "The callback signing secrets of api routes, by route, each sealed under SETTINGS_ENCRYPTION_KEY for its route: it opens only in a deployment holding that key.",
   store: "conversations",
   async exportRows(ctx) {
-    return (await listRoutes(ctx.db)).flatMap((r) => (r.callback_secret ? [{ route_name: r.route_name, callback_secret: r.callback_secret }] : []));
+    const sealer = new BackupSealer(ctx);
+    const rows: RouteSecretBackupRow[] = [];
+    for (const r of await listRoutes(ctx.db)) if (r.callback_secret) rows.push({ route_name: r.route_name, callback_secret: await sealer.seal(r.callback_secret, routeSecretAad(r.route_name)) });
+    return rows;
   },
   async validate(rows, ctx) {
     refuseDuplicates("route-secrets", rows, (r) => r.route_name, "route_name");
+    const opened = await openedRouteSecrets(ctx);
     const standalone: Array<{ route_name: string; callback_secret: string }> = [];
     const deployed = new Map((await listRoutes(ctx.db)).map((r) => [r.route_name, r]));
     for (const [i, row] of rows.entries()) {
-      parseAtRow("route-secrets", i, "callback_secret", CallbackSecret, row.callback_secret);
       const partner = (ctx.rows.routes ?? []).find((r) => r.route_name === row.route_name);
       if (partner) {
         if (partner.callback_url === null) throw rowFault("route-secrets", i, "route_name", "this import's route has no callback_url");
@@ -174,7 +197,7 @@ export const routeSecretsSection = defineSection({
       }
       const route = deployed.get(row.route_name);
       if (!route?.callback_url) throw rowFault("route-secrets", i, "route_name", "names no api route with a callback_url in the deployment or this import");
-      standalone.push(row);
+      standalone.push({ route_name: row.route_name, callback_secret: opened.get(row.route_name)! });
     }
     return { count: rows.length, standalone };
   },

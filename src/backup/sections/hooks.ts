@@ -1,7 +1,7 @@
 /**
  * The hooks sections (docs/backup.md, docs/hooks.md "Backup"): `hooks` (the hooks with their
  * rendered programs, and the topic verifier bindings without their literal secrets) and
- * `hook-secrets` (secret: those secrets, in plain text). Both need the tool runs' store, as the
+ * `hook-secrets` (secret: those secrets, sealed). Both need the tool runs' store, as the
  * hooks doors do (501 `tool-runs-not-configured`). Trigger links are capabilities: never exported,
  * never imported (a restored deployment mints new ones).
  *
@@ -17,8 +17,9 @@
  * A binding is checked with the verifier door's schema (`VerifierBody`) and its code
  * (`verifierRecord`: a Standard Webhooks secret is base64, an env reference is within the
  * secret-reference scope), and a literal secret is sealed under the importing deployment's
- * SETTINGS_ENCRYPTION_KEY. Secrets are sealed at rest under the source's key, which the target
- * may not have, so they travel opened, in `hook-secrets`. A binding whose secret is withheld takes
+ * SETTINGS_ENCRYPTION_KEY. In `hook-secrets` each secret travels sealed for its topic under the
+ * exporting deployment's key (src/backup/secret-values.ts): an admin's export never holds one in
+ * the clear, and it opens where that key is held (current or previous). A binding whose secret is withheld takes
  * it from this import's `hook-secrets`, else keeps the one the deployment's binding of the topic
  * has (opened and sealed again), else is refused: a verified topic that lost its secret would
  * refuse every delivery. `{"env"}` references are not secrets and stay in the `hooks` rows.
@@ -32,6 +33,7 @@ import { HookCreateBody, type HookRow } from "../../hooks/record";
 import { type StoredVerifier, VerifierBody, VerifierSecretLiteral, getVerifier, listVerifiers, openSealedVerifierSecret, upsertVerifierStatement, verifierRecord, verifierView } from "../../hooks/verifier-store";
 import { deployedKeys } from "../deployment";
 import type { HookBackupRow, HookSecretBackupRow } from "../rows";
+import { BackupSealer, backupAad, openBackupSecret } from "../secret-values";
 import { type ImportContext, atRow, defineSection, firstDuplicate, inRow, parseAtRow, rowFault, runBatch } from "../section";
 import { keyWillExist } from "./access-control";
 import { checkBindingNames, checkBindingsAtApply } from "./bindings";
@@ -53,6 +55,14 @@ function verifierBody(kind: StoredVerifier["kind"], secret: string | { env: stri
   return kind === "hmac_sha256" ? { kind, secret, signature_header: headers.signature_header, delivery_header: headers.delivery_header } : { kind, secret };
 }
 
+/** Where a sealed verifier secret may be restored: its topic. */
+const hookSecretAad = (topic: string) => backupAad(SECRETS, topic);
+
+/** A `hook-secrets` row's secret, opened (a sealed one for its topic only) and checked as the verifier door checks a literal. */
+async function openedHookSecret(ctx: ImportContext, j: number, row: HookSecretBackupRow): Promise<string> {
+  return parseAtRow(SECRETS, j, "secret", VerifierSecretLiteral, await openBackupSecret(ctx, SECRETS, j, "secret", row.secret, hookSecretAad(row.topic)));
+}
+
 /**
  * A withheld (literal) secret of topic `topic`'s binding: this import's `hook-secrets` row, else
  * the deployment's binding's own, opened. Refuses the row when neither is to be had.
@@ -60,7 +70,7 @@ function verifierBody(kind: StoredVerifier["kind"], secret: string | { env: stri
 async function withheldSecret(ctx: ImportContext, i: number, topic: string): Promise<string> {
   const secrets = ctx.rows[SECRETS] ?? [];
   const j = secrets.findIndex((s) => s.topic === topic);
-  if (j >= 0) return parseAtRow(SECRETS, j, "secret", VerifierSecretLiteral, secrets[j].secret);
+  if (j >= 0) return openedHookSecret(ctx, j, secrets[j]);
   const deployed = await getVerifier(ctx.db, topic);
   if (!deployed || deployed.secret_sealed === null) throw rowFault(S, i, "secret", "its value is neither in this import (import the hook-secrets section with it) nor in the deployment's binding of the topic");
   const opened = await openSealedVerifierSecret(deployed, ctx.settings);
@@ -182,15 +192,16 @@ export const hookSecretsSection = defineSection({
   name: SECRETS,
   secret: true,
   description:
-    "The literal secrets of topic verifiers in PLAIN TEXT, by topic. They are sealed under the source deployment's SETTINGS_ENCRYPTION_KEY, which the target may not have, so they travel opened; the import seals them under the target's key.",
+    "The literal secrets of topic verifiers, by topic, each sealed under SETTINGS_ENCRYPTION_KEY for its topic: it opens only in a deployment holding that key (current or previous), where the import seals it again at rest.",
   store: "tool-runs",
   async exportRows(ctx) {
+    const sealer = new BackupSealer(ctx);
     const rows: HookSecretBackupRow[] = [];
     for (const v of await listVerifiers(ctx.db, null)) {
       if (v.secret_sealed === null) continue;
       const secret = await openSealedVerifierSecret(v, ctx.settings);
       if (secret === null) throw unopenable();
-      rows.push({ topic: v.topic, secret });
+      rows.push({ topic: v.topic, secret: await sealer.seal(secret, hookSecretAad(v.topic)) });
     }
     return rows;
   },
@@ -201,7 +212,7 @@ export const hookSecretsSection = defineSection({
     const standalone: StoredVerifier[] = [];
     for (const [i, row] of rows.entries()) {
       parseAtRow(SECRETS, i, "topic", HookTopic, row.topic);
-      parseAtRow(SECRETS, i, "secret", VerifierSecretLiteral, row.secret);
+      const secret = await openedHookSecret(ctx, i, row);
       const partner = partners.find((p) => p.topic === row.topic);
       if (partner) {
         // Sealed into the hooks section's batch with its binding.
@@ -211,7 +222,7 @@ export const hookSecretsSection = defineSection({
       const deployed = await getVerifier(ctx.db, row.topic);
       if (!deployed) throw rowFault(SECRETS, i, "topic", "names no topic verifier of the deployment or this import's hooks section");
       if (deployed.secret_sealed === null) throw rowFault(SECRETS, i, "topic", "the deployment's binding of the topic takes its secret from an env reference");
-      const body = parseAtRow(SECRETS, i, null, VerifierBody, verifierBody(deployed.kind, row.secret, deployed));
+      const body = parseAtRow(SECRETS, i, null, VerifierBody, verifierBody(deployed.kind, secret, deployed));
       standalone.push(await atRow(SECRETS, i, () => verifierRecord(ctx.env, ctx.settings, row.topic, body, { created_by: deployed.created_by, created_at: deployed.created_at, updated_at: ctx.nowIso })));
     }
     return { count: rows.length, standalone };

@@ -1,12 +1,14 @@
 /**
  * The runtime-settings sections (docs/backup.md, docs/runtime-settings.md): `settings-overlay`
  * (the overlay's non-secret values), `settings-secrets` (secret: the overlay's secret values and
- * the profiles' secret entries, in plain text) and `profiles` (every version of every profile,
- * secret values left out).
+ * the profiles' secret entries, sealed) and `profiles` (every version of every profile, secret
+ * values left out).
  *
- * Secret settings are sealed at rest under the source deployment's `SETTINGS_ENCRYPTION_KEY`, which
- * the target deployment may not have, so the export opens them and the import seals them again
- * under the target's key: a document with `settings-secrets` holds them in plain text.
+ * Secret settings are sealed at rest under the deployment's `SETTINGS_ENCRYPTION_KEY`. An export
+ * opens each and seals it again for its place (the overlay's name, or a profile version's entry;
+ * src/backup/secret-values.ts) under the same key, so an admin's export never holds a secret in
+ * the clear; the import opens it with the target's keys (current or previous) and seals it at rest
+ * under the target's current key.
  *
  * The overlay is written by `changeEnv`, the code of `POST /api/config/env`: the Worker's env with
  * the resulting overlay must pass `parseSettings`, and the rows and the generation bump are one
@@ -24,9 +26,26 @@ import { encryptionNotConfigured, profileAad, sealText, sealingRing } from "../.
 import { isOverlayable, isSecretSetting } from "../../settings/registry";
 import { z } from "zod";
 import type { ProfileBackupRow, SectionName, SettingSecretBackupRow } from "../rows";
+import { BackupSealer, backupAad, openBackupSecret } from "../secret-values";
 import { type ImportContext, atRow, defineSection, parseAtRow, refuseDuplicates, rowFault, runBatch } from "../section";
 
 const OVERLAY_PLAN = "settings-overlay-plan";
+const OPENED_SECRETS = "settings-secrets-opened";
+
+/** Where a sealed secret setting may be restored: the overlay's name, or one profile version's entry. */
+function settingSecretAad(row: Pick<SettingSecretBackupRow, "kind" | "name"> & { profile?: string; version?: number }): string {
+  return row.kind === "overlay" ? backupAad("settings-secrets", "overlay", row.name) : backupAad("settings-secrets", "profile", row.profile!, String(row.version), row.name);
+}
+
+/** This import's `settings-secrets` values by row index, opened (each sealed one for its own place only; memoized). */
+async function openedSecretValues(ctx: ImportContext): Promise<string[]> {
+  const known = ctx.memo.get(OPENED_SECRETS) as string[] | undefined;
+  if (known) return known;
+  const out: string[] = [];
+  for (const [i, row] of (ctx.rows["settings-secrets"] ?? []).entries()) out.push(await openBackupSecret(ctx, "settings-secrets", i, "value", row.value, settingSecretAad(row)));
+  ctx.memo.set(OPENED_SECRETS, out);
+  return out;
+}
 const OVERLAY_WRITTEN = "settings-overlay-written";
 
 interface OverlayPlan {
@@ -41,7 +60,7 @@ function envText(section: SectionName, i: number, field: string, value: string):
 }
 
 function notOverlayable(): string {
-  return "is not a setting the overlay may set (GET /api/config/settings-schema lists them; bindings, ACCESS_CONTROL_BOOTSTRAP_TOKEN and SETTINGS_* stay env-only)";
+  return "is not a setting the overlay may set (GET /api/config/settings-schema lists them; bindings, ACCESS_CONTROL_BOOTSTRAP_TOKEN, SETTINGS_*, CHANNEL_*_API_BASE and CONNECTORS_PROVIDERS stay env-only)";
 }
 
 /** The overlay rows of both sections, checked as one candidate (memoized: both sections ask). */
@@ -58,10 +77,11 @@ async function overlayPlan(ctx: ImportContext): Promise<OverlayPlan> {
     set[row.name] = envText("settings-overlay", i, "value", row.value);
   }
   const secretKeys: string[] = [];
+  const opened = await openedSecretValues(ctx);
   for (const { index, row } of secrets) {
     if (!isOverlayable(row.name)) throw rowFault("settings-secrets", index, "name", notOverlayable());
     if (Object.hasOwn(set, row.name)) throw rowFault("settings-secrets", index, "name", "is set twice (here and in settings-overlay or an earlier row)");
-    set[row.name] = envText("settings-secrets", index, "value", row.value);
+    set[row.name] = envText("settings-secrets", index, "value", opened[index]);
     secretKeys.push(row.name);
   }
   const names = Object.keys(set);
@@ -131,18 +151,23 @@ export const settingsSecretsSection = defineSection({
   name: "settings-secrets",
   secret: true,
   description:
-    "Secret settings in PLAIN TEXT: the overlay's secret values and every profile version's secret entries. They are sealed under the source deployment's SETTINGS_ENCRYPTION_KEY, which the target may not have, so they travel opened; the import seals them under the target's key.",
+    "Secret settings: the overlay's secret values and every profile version's secret entries, each sealed under SETTINGS_ENCRYPTION_KEY for its place (a setting of the overlay, or a profile version's entry): it opens only in a deployment holding that key (current or previous), where the import seals it again at rest.",
   async exportRows(ctx) {
     const config = envConfig(baseEnvOf(ctx.env));
+    const sealer = new BackupSealer(ctx);
     const stored = await readOverlay(ctx.db);
     const out: SettingSecretBackupRow[] = [];
     if (stored.rows.some((r) => r.secret === 1 && isOverlayable(r.name))) {
       const opened = await openOverlay(stored, config);
-      for (const [name, e] of opened) if (e.secret) out.push({ kind: "overlay", name, value: e.value });
+      for (const [name, e] of opened) if (e.secret) out.push({ kind: "overlay", name, value: await sealer.seal(e.value, settingSecretAad({ kind: "overlay", name })) });
     }
     for (const row of await profileRows(ctx.db)) {
       if (row.sealed === "{}") continue;
-      for (const [name, e] of await openedProfileSecrets(row, config)) if (e.secret) out.push({ kind: "profile", profile: row.name, version: row.version, name, value: e.value });
+      for (const [name, e] of await openedProfileSecrets(row, config)) {
+        if (!e.secret) continue;
+        const place = { kind: "profile" as const, profile: row.name, version: row.version, name };
+        out.push({ ...place, value: await sealer.seal(e.value, settingSecretAad(place)) });
+      }
     }
     return out;
   },
@@ -150,9 +175,10 @@ export const settingsSecretsSection = defineSection({
     await overlayPlan(ctx);
     // Overlay names repeated are refused by the overlay candidate's check above.
     refuseDuplicates("settings-secrets", rows, (r) => (r.kind === "profile" ? JSON.stringify([r.profile, r.version, r.name]) : `overlay:${r.name}`), "setting");
+    const opened = await openedSecretValues(ctx);
     for (const [i, row] of rows.entries()) {
       if (row.kind !== "profile") continue;
-      envText("settings-secrets", i, "value", row.value);
+      envText("settings-secrets", i, "value", opened[i]);
       const version = (ctx.rows.profiles ?? []).find((p) => p.name === row.profile)?.versions.find((v) => v.version === row.version);
       if (!version) throw rowFault("settings-secrets", i, "profile", "names no profile version of this import's profiles section (a profile's secrets are imported with the profile)");
       if (!version.secret_keys.includes(row.name)) throw rowFault("settings-secrets", i, "name", "is not among that profile version's secret_keys");
@@ -191,7 +217,8 @@ export const profilesSection = defineSection({
   async validate(rows, ctx) {
     refuseDuplicates("profiles", rows, (r) => r.name, "name");
     const base = baseEnvOf(ctx.env);
-    const secretRows = (ctx.rows["settings-secrets"] ?? []).filter((r): r is Extract<SettingSecretBackupRow, { kind: "profile" }> => r.kind === "profile");
+    const opened = await openedSecretValues(ctx);
+    const secretRows = (ctx.rows["settings-secrets"] ?? []).flatMap((r, i) => (r.kind === "profile" ? [{ ...r, value: opened[i] }] : []));
     const plan: Array<{ name: string; versions: ProfileVersionPlan[] }> = [];
     let anySecret = false;
     for (const [i, row] of rows.entries()) {
