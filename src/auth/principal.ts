@@ -132,8 +132,10 @@ export async function authorize(p: Principal, need: Requirement, request: { meth
  * and honour public pins. A request without a credential reads the pin (batched with the door's
  * prefetch, so still one round trip) only when the door may be pinned at all, and enters as
  * ANONYMOUS when pinned; otherwise 401. A request with a key is authenticated as usual; when its
- * grants refuse a pinned door, the pin lets it in as itself (one extra read, on refusals only), so
- * a key never gets less than no key.
+ * grants refuse a pinned door, the pin lets it in (one extra read, on refusals only) as ANONYMOUS,
+ * not as itself: the pin is what admits it, so it gets exactly what no key gets. Entering as
+ * itself would hand an unowned key the unrestricted view of a door its grants refuse (every
+ * trace, the shared feed), which is more than the pin offers anyone.
  */
 export async function admit(
   db: D1Database,
@@ -155,7 +157,7 @@ export async function admit(
   try {
     await authorize(principal, need, request, now);
   } catch (err) {
-    if (pinnable && err instanceof HttpError && err.status === 403 && (await isPinned(db, door.method, door.path))) return principal;
+    if (pinnable && err instanceof HttpError && err.status === 403 && (await isPinned(db, door.method, door.path))) return { ...ANONYMOUS, prefetched: principal.prefetched };
     throw err;
   }
   return principal;
