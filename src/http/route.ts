@@ -93,6 +93,12 @@ export interface RouteSpec<
    * being pinned. The never-public doors (access control, bridge writes, admin-only) ignore it.
    */
   pinnable?: boolean;
+  /**
+   * The door ends the calling key itself (logout). Nothing in the pipeline reads it; it tells
+   * callers that send one key to every door (the generated suites of test/hardening) to send a
+   * key they can spare.
+   */
+  revokesCaller?: boolean;
 }
 
 type Out<T> = T extends z.ZodType ? z.output<T> : undefined;

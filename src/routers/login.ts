@@ -82,15 +82,17 @@ addRoute(
     path: "/api/auth/logout",
     summary: "Revoke the calling key (and every key it owns)",
     description:
-      "Any valid key. `user_id` must name the calling key (400 otherwise): a confirmation, since this cannot be undone. The same effect as `DELETE /api/auth/api-keys/{user_id}` on the caller: the keys it owns (claim links' keys included) are revoked with it, and the revoke is recorded in each key's policy history. An admin may log out; when it is the last admin, nobody can manage keys any more (see docs/login.md).",
+      "Any valid key. No body is needed: an empty body or `{}` revokes the calling key. An optional `user_id` is a confirmation and must then name the calling key (400 otherwise, nothing revoked); any other field is 400. The same effect as `DELETE /api/auth/api-keys/{user_id}` on the caller: the keys it owns (claim links' keys included) are revoked with it, and the revoke is recorded in each key's policy history. An admin may log out; when it is the last admin, nobody can manage keys any more (see docs/login.md).",
     area: "auth",
     auth: { authenticated: true },
-    body: z.object({ user_id: userIdSchema }).strict(),
+    body: z.object({ user_id: userIdSchema.optional() }).strict(),
+    bodyOptional: true,
+    revokesCaller: true,
     response: z.object({ user_id: z.string(), revoked: z.literal(true) }),
   },
   async (c, { body }) => {
     const p = c.get("principal")!;
-    if (body.user_id !== p.key.user_id) throw badRequest("user_id: must name the calling key");
+    if (body.user_id !== undefined && body.user_id !== p.key.user_id) throw badRequest("user_id: must name the calling key when given");
     await revokeKey(c.env.DB, p.key.user_id, p.key.user_id, new Date().toISOString());
     return { user_id: p.key.user_id, revoked: true as const };
   },
