@@ -2,7 +2,7 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { Capabilities, capabilities } from "../auth/capabilities";
-import { assertConditionCompiles, conditionInput } from "../auth/condition";
+import { assertConditionCompiles } from "../auth/condition";
 import { constantTimeEqual, randomFingerprint, randomToken, sha256Hex } from "../auth/crypto";
 import { scopeIds } from "../auth/custom-scopes";
 import { RouteAccess, routesFor } from "../auth/door-access";
@@ -267,7 +267,7 @@ export async function mintableFor(db: D1Database, p: Principal, now: Date): Prom
 async function runnable(p: Principal, kind: "tool" | "agent", names: readonly string[], now: Date): Promise<string[]> {
   const granted = names.filter((n) => principalGrantsRun(p, kind, n));
   if (granted.length === 0) return [];
-  return (await principalConditionsAllow(p, conditionInput(p.key, now))) ? granted : [];
+  return (await principalConditionsAllow(p, now)) ? granted : [];
 }
 
 addRoute(

@@ -14,7 +14,6 @@ import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { CallToolRequestSchema, type CallToolResult, ErrorCode, ListToolsRequestSchema, McpError, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/cfworker";
-import { conditionInput } from "../auth/condition";
 import { type Principal, principalConditionsAllow, principalGrantsRun } from "../auth/principal";
 import type { Env } from "../env";
 import type { JsonValue } from "../http/bounded-json";
@@ -36,7 +35,7 @@ export interface SubMcpRequest {
 /** Does the caller's key let it run `name` now (grants and conditions)? */
 async function mayRun(r: SubMcpRequest, name: string): Promise<boolean> {
   if (!principalGrantsRun(r.principal, "tool", name)) return false;
-  return principalConditionsAllow(r.principal, conditionInput(r.principal.key, r.ctx.now(), r.request));
+  return principalConditionsAllow(r.principal, r.ctx.now(), r.request);
 }
 
 /** The tools/list answer: the app's registered tools the caller may run, in the app's order. */
