@@ -70,7 +70,8 @@ async function callTool(r: SubMcpRequest, name: string, args: Record<string, unk
     r.env,
     r.ctx,
     { kind: "tool_run", target: { kind: "tool", name }, caller: r.principal.key.user_id, input: args as JsonValue },
-    () => dispatchTool(r.ctx, name, args),
+    // The calling key scopes what the call may share (the cache): never another caller's result.
+    () => dispatchTool(r.ctx, name, args, { caller: { user_id: r.principal.key.user_id, fingerprint: r.principal.key.key_fingerprint } }),
     (done) => done.value as JsonValue,
     r.waitUntil,
   );

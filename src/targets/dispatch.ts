@@ -13,7 +13,7 @@ import { callMcpTool } from "../mcp/call";
 import { MAX_BODY_BYTES } from "../http/body";
 import { checkJsonBounds } from "../http/bounded-json";
 import { applyExtensions } from "../extensions/apply";
-import type { ExecutionKeyRef, TargetContext } from "./context";
+import type { CallerRef, ExecutionKeyRef, TargetContext } from "./context";
 import { EnvRefError, resolveCallHeaders } from "./env-refs";
 import { checkAgainstSchema } from "./json-schema";
 import { callJsonEndpoint } from "./outbound";
@@ -23,7 +23,7 @@ import { type BaseTool, type ResolvedTool, resolveBaseTool, resolveTool } from "
 import { withTimeout } from "./timeout";
 import { type StepVerdict, noteTargetVersion, timedStep } from "../runs/steps";
 
-export type { ExecutionKeyRef, TargetContext } from "./context";
+export type { CallerRef, ExecutionKeyRef, TargetContext } from "./context";
 export { createTargetContext } from "./context";
 
 export type DispatchFailureKind =
@@ -40,6 +40,8 @@ export type DispatchResult = { ok: true; value: unknown } | { ok: false; kind: D
 export interface DispatchOptions {
   /** Run as this key: re-read live, it must exist, be enabled, match and grant `tool:<name>`. */
   asKey?: ExecutionKeyRef;
+  /** Without `asKey`: the key the door authorized, whose calls alone may share a cached result. */
+  caller?: CallerRef;
   /** Overrides the tool's own `timeout_seconds`. */
   timeoutMs?: number;
   /** The tool as the caller already resolved it (a bound turn reads its preset's binding first); saves a second read. */
@@ -166,7 +168,7 @@ async function dispatchUntimed(ctx: TargetContext, name: string, kwargs: unknown
   const unbounded = checkJsonBounds(kwargs, MAX_BODY_BYTES);
   if (unbounded) return fail("invalid_kwargs", `invalid kwargs: ${unbounded}`);
   // Extensions (docs/extensions.md) wrap the call itself: after authorization, resolution and the kwargs checks.
-  return applyExtensions(ctx, { tool, kwargs, asKey: opts.asKey }, () => (tool.kind === "preset" ? runPreset(ctx, tool, kwargs, opts) : runBase(ctx, tool, kwargs, opts.timeoutMs)));
+  return applyExtensions(ctx, { tool, kwargs, asKey: opts.asKey, caller: opts.caller }, () => (tool.kind === "preset" ? runPreset(ctx, tool, kwargs, opts) : runBase(ctx, tool, kwargs, opts.timeoutMs)));
 }
 
 /** A preset's call: its fixed kwargs over the caller's, its input_schema, its base tool, its output_schema. */
