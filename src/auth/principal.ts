@@ -38,6 +38,7 @@ export const ANONYMOUS: Principal = Object.freeze({
     role: null,
     role_def: null,
     scope_urls: [],
+    generation: 0,
   }) as KeyRecord,
   owner: null,
   admin: false,

@@ -8,6 +8,7 @@
  * not replace another identity's hook (403) → the topic has room (409) → a `state_binding` is
  * checked as a target config's is (501/404/400; its templates attached on use) → write.
  */
+import { heldBy, holderOf } from "../auth/identity";
 import { type KeyRecord, findByUserId } from "../auth/key-store";
 import { authorizeTurn, bindExecutionKey } from "../auth/pass-role";
 import type { Principal } from "../auth/principal";
@@ -53,7 +54,7 @@ export async function registerHook(env: Env, settings: Settings, caller: Princip
   if (!auth.ok) throw new HttpError(403, "execution_key may not run this tool");
 
   const existing = await getHook(db, body.name);
-  if (caller.restricted && existing && existing.created_by !== caller.key.user_id) throw forbidden();
+  if (caller.restricted && existing && !heldBy(holderOf(caller.key), existing.created_by, existing.updated_at)) throw forbidden();
   if ((await countTopicHooks(db, body.topic, body.name)) >= MAX_HOOKS_PER_TOPIC) throw conflict(`the topic already has ${MAX_HOOKS_PER_TOPIC} hooks, the most one topic may carry`);
   await checkRunBinding(env, settings, body.state_binding, now);
 

@@ -91,7 +91,7 @@ addRoute(
     path: "/api/auth/api-keys",
     summary: "Mint an api key (the raw key is shown once)",
     description:
-      "A non-admin may only mint keys it owns (owner_user_id defaults to the caller) with scopes within its own; an owned key cannot mint. `scopes` may list custom scope ids (they must exist: 400 otherwise). `role` names an existing role (400 otherwise) that bounds the key in addition to its scopes; any caller that may mint may give any role, because a role only narrows. Duplicate user_id is 409. `disabled: true` mints the key disabled (enable it later with PUT). Every mint is version 1 of the key's policy history. Unknown fields are 400.",
+      "A non-admin may only mint keys it owns (owner_user_id defaults to the caller) with scopes within its own; an owned key cannot mint. `scopes` may list custom scope ids (they must exist: 400 otherwise). `role` names an existing role (400 otherwise) that bounds the key in addition to its scopes; any caller that may mint may give any role, because a role only narrows. Duplicate user_id is 409. A user_id a revoked key held is retired: 409 (code `user-id-retired`) for anyone but an admin, and an admin's key under it starts a new lineage that inherits nothing keyed by the id (docs/access-control.md, \"Identities\"). `disabled: true` mints the key disabled (enable it later with PUT). Every mint is version 1 of the key's policy history. Unknown fields are 400.",
     area: "auth",
     auth: { tag: "auth" },
     // Strict: a dropped field would mint something other than what was asked (`disabled: true`
@@ -145,6 +145,8 @@ addRoute(
       },
       false,
       p.key.user_id,
+      // A revoked key's user_id stays retired for everyone but an admin (docs/access-control.md, "Identities").
+      p.admin,
     );
     return { api_key: apiKey, key_fingerprint: fingerprint };
   },
@@ -200,7 +202,8 @@ addRoute(
     method: "delete",
     path: "/api/auth/api-keys/{user_id}",
     summary: "Revoke an api key (and every key it owns)",
-    description: "The revoke is recorded as a last version of each revoked key's policy history (kept after the key is gone).",
+    description:
+      "The revoke is recorded as a last version of each revoked key's policy history (kept after the key is gone). Each revoked user_id is retired: only an admin may mint it again, as a new lineage that inherits nothing keyed by it (docs/access-control.md, \"Identities\"). The claim links the key made are dropped.",
     area: "auth",
     auth: { tag: "auth" },
     params: userIdParams,

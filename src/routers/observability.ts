@@ -6,6 +6,7 @@
  */
 import { type Context, Hono } from "hono";
 import { z } from "zod";
+import { holderOf } from "../auth/identity";
 import { RunTrace } from "../contracts/run-trace";
 import type { AppEnv } from "../http/app-env";
 import { notFound } from "../http/errors";
@@ -99,7 +100,7 @@ const traceParams = z.object({ trace_id: z.string().min(1, { message: "must not 
 async function readableTrace(c: Context<AppEnv>, traceId: string): Promise<RunTrace> {
   const principal = c.get("principal");
   const trace = await findTrace(c.env, traceId, Date.now());
-  const caller = principal ? { restricted: principal.restricted, user_id: principal.key.user_id } : { restricted: true, user_id: "(public)" };
+  const caller = principal ? { restricted: principal.restricted, ...holderOf(principal.key) } : { restricted: true, user_id: "(public)", since: "" };
   if (!trace || !mayRead(trace, caller)) throw notFound("trace not found");
   return traceFor(trace, principal?.admin ?? false);
 }
@@ -165,7 +166,7 @@ addRoute(
   async (c, { query }) => {
     const principal = c.get("principal");
     const window = query.window ?? DEFAULT_WINDOW;
-    const own = !principal ? "(public)" : principal.restricted ? principal.key.user_id : null;
+    const own = !principal ? { user_id: "(public)", since: "" } : principal.restricted ? holderOf(principal.key) : null;
     const metrics = await readMetrics(c.env.DB, window, windowSeconds(window)!, Date.now(), own);
     const format = metricsFormat(c.req.header("accept"));
     if (format === "json") return metrics;
