@@ -62,3 +62,17 @@ export const RETIRED_USER_ID = "user_id belonged to a revoked key: a revoked use
 export async function isRetired(db: D1Database, userId: string): Promise<boolean> {
   return (await db.prepare("SELECT 1 AS one FROM user_id_tombstones WHERE user_id = ?").bind(userId).first()) !== null;
 }
+
+/**
+ * Was `fingerprint` a fingerprint of `h`'s own key, in its lineage? Its policy history records
+ * every fingerprint the key had (its mint, and each re-mint). For data stamped with the key's
+ * fingerprint rather than a time of its own making: a run a hook or schedule of an earlier holder
+ * submits after the user_id was issued again is stamped now, but with that holder's fingerprint.
+ */
+export async function fingerprintInLineage(db: D1Database, h: Holder, fingerprint: string): Promise<boolean> {
+  const row = await db
+    .prepare("SELECT 1 AS one FROM api_key_versions WHERE user_id = ? AND key_fingerprint = ? AND created_at >= ? LIMIT 1")
+    .bind(h.user_id, fingerprint, h.since || "\uffff")
+    .first();
+  return row !== null;
+}

@@ -10,7 +10,7 @@
  */
 import { Hono } from "hono";
 import { z } from "zod";
-import { heldBy, holderOf } from "../auth/identity";
+import { fingerprintInLineage, heldBy, holderOf } from "../auth/identity";
 import { principalGrantsRun } from "../auth/principal";
 import type { AppEnv } from "../http/app-env";
 import { MAX_KWARGS_BYTES, boundedJsonObject } from "../http/bounded-json";
@@ -83,8 +83,13 @@ addRoute(
     const p = c.get("principal")!;
     const row = await toolRunStub(c.env, params.run_id).read();
     if (!row || (row.expires_at !== null && row.expires_at <= Date.now())) throw notFound("tool run not found");
-    // Its own: executing as its user_id, submitted in its key's lineage (src/auth/identity.ts).
-    if (p.restricted && !heldBy(holderOf(p.key), row.caller_user_id, row.created_at)) throw forbidden();
+    // Its own: executing as its user_id, submitted in its key's lineage, under one of its key's
+    // fingerprints (src/auth/identity.ts): a hook or schedule an earlier holder of the user_id
+    // left behind submits runs now, under that holder's fingerprint.
+    if (p.restricted) {
+      const holder = holderOf(p.key);
+      if (!heldBy(holder, row.caller_user_id, row.created_at) || !(await fingerprintInLineage(c.env.DB, holder, row.caller_fingerprint))) throw forbidden();
+    }
     return toolRunView(row, p.admin);
   },
 );

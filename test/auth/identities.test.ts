@@ -162,6 +162,18 @@ describe("a re-issued user_id inherits nothing keyed by it", () => {
     // Hooks, links and schedules the first holder made: not listed, not deletable.
     expect((await call("GET", `/api/hooks?topic=${topic}`, { key: second })).body.data.total).toBe(0);
     expect((await call("DELETE", `/api/hooks/${hookName}`, { key: second })).status).toBe(403);
+    // The first holder's hook still fires (denied: it is bound to that holder's fingerprint); the
+    // run it records now is not the new holder's to read.
+    const fired = await call("POST", `/api/hooks/incoming/${topic}`, { rawBody: JSON.stringify({ message: "left behind" }), headers: { "content-type": "application/json" } });
+    expect(fired.status).toBe(202);
+    const leftBehind = fired.body.data.fired[0].run_id;
+    expect((await call("GET", `/api/tool-runs/${leftBehind}`, { key })).body.data).toMatchObject({ caller: id, origin: "hook" });
+    expect((await call("GET", `/api/tool-runs/${leftBehind}`, { key: second })).status).toBe(403);
+    await eventually(
+      () => call("GET", `/api/observability/runs/${leftBehind}/trace`, { key }),
+      (r) => r.status === 200,
+    );
+    expect((await call("GET", `/api/observability/runs/${leftBehind}/trace`, { key: second })).status).toBe(404);
     expect((await call("GET", "/api/hooks/trigger-links", { key: second })).body.data.total).toBe(0);
     expect((await call("DELETE", `/api/hooks/trigger-links/${linkName}`, { key: second })).status).toBe(403);
     expect((await call("GET", "/api/schedules?pageSize=200", { key: second })).body.data.items).toEqual([]);
