@@ -30,7 +30,7 @@ export class InteractionHub extends DurableObject<Env> implements InteractionHub
     for (const wake of woken) wake();
   }
 
-  async since(q: { after: number | null; audience: string | null; waitMs: number; limit: number }): Promise<EventsSince> {
+  async since(q: { after: number | null; audience: string | null; audience_since?: string; waitMs: number; limit: number }): Promise<EventsSince> {
     const sql = this.ctx.storage.sql;
     const limit = Math.min(Math.max(1, q.limit), MAX_LIMIT);
     if (q.after === null) return { events: [], last_id: lastEventId(sql), gap: false };
@@ -40,7 +40,7 @@ export class InteractionHub extends DurableObject<Env> implements InteractionHub
     const after = q.after;
     const deadline = Date.now() + Math.max(0, q.waitMs);
     for (;;) {
-      const events = eventsAfter(sql, after, q.audience, limit);
+      const events = eventsAfter(sql, after, q.audience, limit, q.audience_since);
       const last = events.length === limit ? events[events.length - 1].id : Math.max(after, lastEventId(sql));
       if (events.length || Date.now() >= deadline) return { events, last_id: last, gap: trimmedThrough(sql) > after };
       // Nothing for this reader yet: wait for the next publish (it may still hold nothing for it) or the deadline.

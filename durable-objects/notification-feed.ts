@@ -41,11 +41,11 @@ export class NotificationFeed extends DurableObject<Env> implements Notification
     }
   }
 
-  async list(limit: number): Promise<string> {
+  async list(limit: number, since?: string): Promise<string> {
     if (!this.ready && !ringExists(this.sql)) return "[]";
     this.ready = true;
     if (this.expired(Date.now())) return "[]";
-    return newestAsJsonArray(this.sql, limit);
+    return newestAsJsonArray(this.sql, limit, since);
   }
 
   /** Deletes an identity feed idle past its TTL; a push since the alarm was set moved it later. */

@@ -43,7 +43,9 @@ export interface ClaimLinkPolicy {
 /**
  * Stores a link whose token hashes to `tokenHash`, open until `nowMs + ttlSeconds`. In one
  * statement, so the check and the write cannot interleave with another creation: refused (null)
- * when `policy.user_id` names an existing key or is reserved by another open link.
+ * when `policy.user_id` names an existing key, is reserved by another open link, or is retired (a
+ * revoked key held it: a link never issues such an id again, not even an admin's; an admin
+ * re-issues one with the mint door).
  */
 export async function createClaimLink(db: D1Database, policy: ClaimLinkPolicy, tokenHash: string, nowMs: number, ttlSeconds: number): Promise<{ expires_at: string } | null> {
   const expiresAt = nowMs + ttlSeconds * 1000;
@@ -52,7 +54,8 @@ export async function createClaimLink(db: D1Database, policy: ClaimLinkPolicy, t
       `INSERT INTO claim_links (token_hash, user_id, description, scopes, condition, role, owner_user_id, created_at, expires_at)
        SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?
        WHERE NOT EXISTS (SELECT 1 FROM api_keys WHERE user_id = ?)
-         AND NOT EXISTS (SELECT 1 FROM claim_links WHERE user_id = ? AND expires_at > ?)`,
+         AND NOT EXISTS (SELECT 1 FROM claim_links WHERE user_id = ? AND expires_at > ?)
+         AND NOT EXISTS (SELECT 1 FROM user_id_tombstones WHERE user_id = ?)`,
     )
     .bind(
       tokenHash,
@@ -67,6 +70,7 @@ export async function createClaimLink(db: D1Database, policy: ClaimLinkPolicy, t
       policy.user_id,
       policy.user_id,
       nowMs,
+      policy.user_id,
     )
     .run();
   return (res.meta.changes ?? 0) > 0 ? { expires_at: new Date(expiresAt).toISOString() } : null;
@@ -89,8 +93,10 @@ export type ClaimOutcome = { ok: true; api_key: string; user_id: string; key_fin
 /**
  * Exchanges `token` for the key its link carries, at most once. Refused alike (`{ok: false}`) when
  * the token is unknown, malformed, expired or used, when another claim of it won, when the
- * creator was revoked, disabled or made an owned key since, or when its `user_id` was minted by
- * other means meanwhile. The last two burn the link (it can never succeed).
+ * creator was revoked, disabled or made an owned key since (or the creator's user_id now names a
+ * later lineage than the one that made the link), when its `user_id` was minted by other means
+ * meanwhile, or was retired (a key minted under it was revoked since). Those last refusals burn
+ * the link: it could never succeed.
  */
 export async function claimLink(db: D1Database, token: string, nowMs: number): Promise<ClaimOutcome> {
   const refused = { ok: false } as const;
@@ -110,13 +116,15 @@ export async function claimLink(db: D1Database, token: string, nowMs: number): P
       // Only one claim can set the fingerprint; the statements below act only for the winner.
       db.prepare("UPDATE claim_links SET claim_fingerprint = ? WHERE token_hash = ? AND claim_fingerprint IS NULL AND expires_at > ?").bind(fingerprint, hash, nowMs),
       // The key is minted from the consumed row itself, and only while its creator is a live,
-      // enabled, unowned key (an owned key cannot own keys).
+      // enabled, unowned key (an owned key cannot own keys) of the lineage that made the link,
+      // and while the user_id is not retired (src/auth/identity.ts).
       db
         .prepare(
           `INSERT INTO api_keys (user_id, key_hash, description, scopes, condition, owner_user_id, role, disabled, key_fingerprint, created_at, updated_at)
            SELECT l.user_id, ?, l.description, l.scopes, l.condition, l.owner_user_id, l.role, 0, l.claim_fingerprint, ?, ?
-           FROM claim_links l JOIN api_keys o ON o.user_id = l.owner_user_id AND o.disabled = 0 AND o.owner_user_id IS NULL
-           WHERE l.token_hash = ? AND l.claim_fingerprint = ?`,
+           FROM claim_links l JOIN api_keys o ON o.user_id = l.owner_user_id AND o.disabled = 0 AND o.owner_user_id IS NULL AND o.created_at <= l.created_at
+           WHERE l.token_hash = ? AND l.claim_fingerprint = ?
+             AND NOT EXISTS (SELECT 1 FROM user_id_tombstones t WHERE t.user_id = l.user_id)`,
         )
         .bind(keyHash, now, now, hash, fingerprint),
       // Version 1 of the key's policy history, for the row this claim inserted only.

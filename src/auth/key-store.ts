@@ -3,6 +3,7 @@ import { HttpError } from "../http/errors";
 import { jsonColumn, validStored } from "../store/parse-stored";
 import { ScopeUrl } from "./custom-scopes";
 import { snapshotKey, type KeyVersionAction } from "./key-versions";
+import { RETIRED_USER_ID } from "./identity";
 import { RoleGrants } from "./roles";
 
 /** A key's role as read live with the key: its grants and condition. */
@@ -31,6 +32,11 @@ export interface KeyRecord {
   role_def: RoleBound | null;
   /** The URLs of the custom scopes among `scopes`, read in the key's own statement. */
   scope_urls: ScopeUrl[];
+  /**
+   * How many holders the user_id had before this key (0: the first). A key minted again over a
+   * revoked user_id starts a new lineage (src/auth/identity.ts); `created_at` is when it began.
+   */
+  generation: number;
 }
 
 const ScopeUrlTuples = z.array(z.tuple([z.string(), z.string(), z.number()]));
@@ -47,6 +53,7 @@ const row = z
     created_at: z.string(),
     updated_at: z.string(),
     role: z.string().nullable(),
+    generation: z.number().int(),
     role_grants: jsonColumn(RoleGrants).nullable(),
     role_condition: z.string().nullable(),
     scope_urls: jsonColumn(ScopeUrlTuples),
@@ -58,7 +65,7 @@ const row = z
   }));
 
 /** The stored columns of `api_keys` a KeyRecord is read from. */
-const STORED = ["user_id", "description", "scopes", "condition", "owner_user_id", "disabled", "key_fingerprint", "created_at", "updated_at", "role"];
+const STORED = ["user_id", "description", "scopes", "condition", "owner_user_id", "disabled", "key_fingerprint", "created_at", "updated_at", "role", "generation"];
 
 /**
  * What a key record carries beyond its row, as correlated subqueries over the row aliased `alias`:
@@ -161,24 +168,37 @@ export interface NewKey {
 /**
  * Inserts a key and its first version; a live duplicate user_id is 409. `onlyIfEmpty` makes
  * bootstrap race-safe (the version then follows only the row this call inserted: its fingerprint).
+ *
+ * A user_id a revoked key held (`user_id_tombstones`) is minted only when `mayReissue` (an admin,
+ * or bootstrap, which runs only on a database with no key); otherwise it is the 409 naming the
+ * rule. The check is part of the INSERT, so no revoke can slip between a check and the write. A
+ * re-issued key starts the next generation (src/auth/identity.ts).
  */
-export async function insertKey(db: D1Database, k: NewKey, onlyIfEmpty = false, actor: string | null = null): Promise<boolean> {
-  const cols = "user_id, key_hash, description, scopes, condition, owner_user_id, role, disabled, key_fingerprint, created_at, updated_at";
-  const sql = onlyIfEmpty
-    ? `INSERT INTO api_keys (${cols}) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM api_keys)`
-    : `INSERT INTO api_keys (${cols}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+export async function insertKey(db: D1Database, k: NewKey, onlyIfEmpty = false, actor: string | null = null, mayReissue = onlyIfEmpty): Promise<boolean> {
+  const cols = "user_id, key_hash, description, scopes, condition, owner_user_id, role, disabled, key_fingerprint, created_at, updated_at, generation";
+  const guards = [
+    ...(onlyIfEmpty ? ["NOT EXISTS (SELECT 1 FROM api_keys)"] : []),
+    ...(mayReissue ? [] : ["NOT EXISTS (SELECT 1 FROM user_id_tombstones t WHERE t.user_id = ?12)"]),
+  ];
+  const sql = `INSERT INTO api_keys (${cols})
+    SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, COALESCE((SELECT t.generation + 1 FROM user_id_tombstones t WHERE t.user_id = ?12), 0)
+    ${guards.length ? `WHERE ${guards.join(" AND ")}` : ""}`;
+  let inserted: boolean;
   try {
     const [res] = await db.batch([
       db
         .prepare(sql)
-        .bind(k.user_id, k.key_hash, k.description, JSON.stringify(k.scopes), k.condition, k.owner_user_id, k.role ?? null, k.disabled ? 1 : 0, k.key_fingerprint, k.now, k.now),
+        .bind(k.user_id, k.key_hash, k.description, JSON.stringify(k.scopes), k.condition, k.owner_user_id, k.role ?? null, k.disabled ? 1 : 0, k.key_fingerprint, k.now, k.now, k.user_id),
       mintSnapshot(db, k, actor),
     ]);
-    return (res.meta.changes ?? 0) > 0;
+    inserted = (res.meta.changes ?? 0) > 0;
   } catch (err) {
     if (String(err).includes("UNIQUE")) throw new HttpError(409, "an api key with this user_id already exists");
     throw err;
   }
+  // Not inserted and not bootstrap's empty-database guard: only the tombstone refuses.
+  if (!inserted && !onlyIfEmpty) throw new HttpError(409, RETIRED_USER_ID, "user-id-retired");
+  return inserted;
 }
 
 /** The mint's version row: only for the row carrying this mint's fingerprint. */
@@ -223,9 +243,4 @@ export async function updateKey(db: D1Database, userId: string, edit: KeyEdit, c
     db.prepare(`UPDATE api_keys SET ${sets.join(", ")} WHERE user_id = ?`).bind(...args),
     snapshotKey(db, userId, change.action, change.actor, change.now),
   ]);
-}
-
-export async function deleteKey(db: D1Database, userId: string): Promise<boolean> {
-  const res = await db.prepare("DELETE FROM api_keys WHERE user_id = ?").bind(userId).run();
-  return (res.meta.changes ?? 0) > 0;
 }

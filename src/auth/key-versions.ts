@@ -64,11 +64,16 @@ export function snapshotOwnedKeys(db: D1Database, ownerId: string, action: KeyVe
   return db.prepare(`${SNAPSHOT} WHERE k.owner_user_id = ?`).bind(action, actor, now, ownerId);
 }
 
-/** A page of `userId`'s history, newest first. */
-export async function listKeyVersions(db: D1Database, userId: string, offset: number, limit: number): Promise<{ items: KeyVersion[]; total: number }> {
+/**
+ * A page of `userId`'s history, newest first. With `since` (ISO-8601: a key's lineage start,
+ * src/auth/identity.ts), only the versions of that lineage: an earlier holder's history under the
+ * same user_id is not part of it.
+ */
+export async function listKeyVersions(db: D1Database, userId: string, offset: number, limit: number, since?: string): Promise<{ items: KeyVersion[]; total: number }> {
+  const from = since ?? "";
   const [rows, count] = await db.batch([
-    db.prepare(`SELECT ${COLUMNS} FROM api_key_versions WHERE user_id = ? ORDER BY version DESC LIMIT ? OFFSET ?`).bind(userId, limit, offset),
-    db.prepare("SELECT COUNT(*) AS n FROM api_key_versions WHERE user_id = ?").bind(userId),
+    db.prepare(`SELECT ${COLUMNS} FROM api_key_versions WHERE user_id = ? AND created_at >= ? ORDER BY version DESC LIMIT ? OFFSET ?`).bind(userId, from, limit, offset),
+    db.prepare("SELECT COUNT(*) AS n FROM api_key_versions WHERE user_id = ? AND created_at >= ?").bind(userId, from),
   ]);
   return { items: rows.results.map((r) => validStored(stored, r, "api_key_versions row")), total: Number((count.results[0] as { n: number }).n) };
 }

@@ -7,7 +7,8 @@ import type { Principal } from "./principal";
 /**
  * Pass-role bind (spec §5.4, decisions §2): the caller may bind its own user_id or a key it
  * owns; an admin may bind any existing key (absent → 404). A non-admin gets one uniform 403
- * whether the key is absent or foreign. A condition that needs a request is refused (400).
+ * whether the key is absent or foreign. A condition that needs a request (the key's, a role's, or
+ * an owned key's owner's) is refused (400).
  * Returns the key's current fingerprint, which the binding stores.
  */
 export async function bindExecutionKey(db: D1Database, caller: Principal, executionKey: string): Promise<string> {
@@ -29,6 +30,10 @@ export async function bindExecutionKey(db: D1Database, caller: Principal, execut
       throw badRequest("execution_key: a role's condition reads .request, which a turn does not have");
     }
   }
+  // So does the owner's own condition: an owned key is bounded by it at every turn.
+  if (owner?.condition && conditionNeedsRequest(owner.condition)) {
+    throw badRequest("execution_key: its owner's condition reads .request, which a turn does not have");
+  }
   return key!.key_fingerprint;
 }
 
@@ -39,7 +44,7 @@ export type TurnAuthority = { ok: true; key: KeyRecord } | { ok: false; reason: 
  * The live turn authorizer: re-reads the bound key at fire time. Missing, disabled, re-minted
  * (fingerprint changed), owner gone or disabled, grant missing (own or owner's), a role (own or
  * owner's) that is gone or lacks the run's area, or a condition (the key's, its role's, the
- * owner's role's) not `true` each deny. The roles come with the key in the same read
+ * owner's role's, the owner's own) not `true` each deny. The roles come with the key in the same read
  * (src/auth/key-store.ts). The reason is for the admin-only `error` field, never for callers.
  */
 export async function authorizeTurn(
@@ -74,6 +79,11 @@ export async function authorizeTurn(
   }
   if (owner?.role_def?.condition && !(await conditionAllows(owner.role_def.condition, input))) {
     return { ok: false, reason: "execution key's owner's role condition denied the turn" };
+  }
+  // The owner's own condition, over the owner's input (as at a door: src/auth/principal.ts), so
+  // an owned key never outlives its owner's time window.
+  if (owner?.condition && !(await conditionAllows(owner.condition, conditionInput(owner, now)))) {
+    return { ok: false, reason: "execution key's owner's condition denied the turn" };
   }
   return { ok: true, key };
 }

@@ -38,6 +38,7 @@ export const ANONYMOUS: Principal = Object.freeze({
     role: null,
     role_def: null,
     scope_urls: [],
+    generation: 0,
   }) as KeyRecord,
   owner: null,
   admin: false,
@@ -100,14 +101,27 @@ export function principalGrantsRun(p: Principal, kind: "tool" | "agent", name: s
 export type ConditionMemo = Map<string, boolean>;
 
 /**
- * The conditions that bound the principal (its own, its role's, its owner's role's), each over
- * the key's own input; every one must output exactly `true`. The owner's own key condition is
- * about the owner's requests and is not applied to its keys (decisions §2 as built before).
+ * The conditions that bound the principal, each of which must output exactly `true`:
+ * - the key's own and its role's, over the key's own input (`conditionInput(key, …)`);
+ * - the owner's role's, over the key's own input as well (the owner's role governs its keys);
+ * - the owner's own key condition, over the owner's input with this request and time: an owned
+ *   key acts for its owner, so a request the owner's condition would refuse the owner (a time
+ *   window that closed, a path outside the owner's) is refused to its keys too. It reads the
+ *   owner's `.sub`, `.scopes` and `.policy`, so a condition written about the owner means the
+ *   same when one of its keys is the caller.
+ * Without `request` (a turn, the introspection of runnable targets) the inputs have none.
  */
-export async function principalConditionsAllow(p: Principal, input: ConditionInput, memo?: ConditionMemo): Promise<boolean> {
-  const programs = [...keyConditions(p.key), ...(p.owner?.role_def?.condition ? [p.owner.role_def.condition] : [])];
-  for (const program of programs) {
-    const memoKey = memo ? (conditionNeedsRequest(program) ? `${program}\u0000${input.request?.method} ${input.request?.path}` : program) : "";
+export async function principalConditionsAllow(p: Principal, now: Date, request?: { method: string; path: string }, memo?: ConditionMemo): Promise<boolean> {
+  const own = conditionInput(p.key, now, request);
+  const checks: Array<{ holder: "key" | "owner"; program: string; input: ConditionInput }> = [
+    ...keyConditions(p.key).map((program) => ({ holder: "key" as const, program, input: own })),
+    ...(p.owner?.role_def?.condition ? [{ holder: "key" as const, program: p.owner.role_def.condition, input: own }] : []),
+    ...(p.owner?.condition ? [{ holder: "owner" as const, program: p.owner.condition, input: conditionInput(p.owner, now, request) }] : []),
+  ];
+  for (const { holder, program, input } of checks) {
+    // One memo serves both inputs: the holder is part of the entry, so the owner's verdict is
+    // never taken for the key's (the same program text can read `.sub` or `.scopes`).
+    const memoKey = memo ? `${holder}\u0000${program}${conditionNeedsRequest(program) ? `\u0000${input.request?.method} ${input.request?.path}` : ""}` : "";
     let ok = memo?.get(memoKey);
     if (ok === undefined) {
       ok = await conditionAllows(program, input);
@@ -124,7 +138,7 @@ export async function authorize(p: Principal, need: Requirement, request: { meth
   if (p.anonymous) throw forbidden();
   if (need.admin && !p.admin) throw forbidden();
   if (!principalGrantsRoute(p, need.tag, need.action, request.path)) throw forbidden();
-  if (!(await principalConditionsAllow(p, conditionInput(p.key, now, request), memo))) throw forbidden();
+  if (!(await principalConditionsAllow(p, now, request, memo))) throw forbidden();
 }
 
 /**
@@ -132,8 +146,10 @@ export async function authorize(p: Principal, need: Requirement, request: { meth
  * and honour public pins. A request without a credential reads the pin (batched with the door's
  * prefetch, so still one round trip) only when the door may be pinned at all, and enters as
  * ANONYMOUS when pinned; otherwise 401. A request with a key is authenticated as usual; when its
- * grants refuse a pinned door, the pin lets it in as itself (one extra read, on refusals only), so
- * a key never gets less than no key.
+ * grants refuse a pinned door, the pin lets it in (one extra read, on refusals only) as ANONYMOUS,
+ * not as itself: the pin is what admits it, so it gets exactly what no key gets. Entering as
+ * itself would hand an unowned key the unrestricted view of a door its grants refuse (every
+ * trace, the shared feed), which is more than the pin offers anyone.
  */
 export async function admit(
   db: D1Database,
@@ -155,7 +171,7 @@ export async function admit(
   try {
     await authorize(principal, need, request, now);
   } catch (err) {
-    if (pinnable && err instanceof HttpError && err.status === 403 && (await isPinned(db, door.method, door.path))) return principal;
+    if (pinnable && err instanceof HttpError && err.status === 403 && (await isPinned(db, door.method, door.path))) return { ...ANONYMOUS, prefetched: principal.prefetched };
     throw err;
   }
   return principal;

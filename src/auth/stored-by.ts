@@ -15,6 +15,7 @@ import { HttpError } from "../http/errors";
 import { keyAllowsTag, keyRunRefusal } from "./key-grants";
 import { type KeyRecord, type KeyWithOwner, keyWithOwnerByUserId, parseKeyWithOwner } from "./key-store";
 import type { Principal } from "./principal";
+import { threadPrincipal } from "./identity";
 import { isAdminKey } from "./scopes";
 
 /**
@@ -79,7 +80,8 @@ export function assertMayStore(caller: Principal, field: string, refs: readonly 
 export function storedByRefusal(storedBy: string, holder: KeyWithOwner | null | undefined, refs: readonly StoredRef[]): string | null {
   if (NOT_A_KEY.has(storedBy) || refs.length === 0) return null;
   const who = "the key that stored it";
-  if (!holder || holder.key.user_id !== storedBy) return `${who} no longer exists`;
+  // A user_id issued again after a revoke is another holder: it does not carry what the first stored.
+  if (!holder || threadPrincipal(holder.key) !== storedBy) return `${who} no longer exists`;
   if (holder.key.disabled) return `${who} is disabled`;
   if (holder.key.owner_user_id && (!holder.owner || holder.owner.disabled)) return `${who} has a missing or disabled owner`;
   if (isAdminKey(holder.key)) return null;
@@ -90,10 +92,25 @@ export function storedByRefusal(storedBy: string, holder: KeyWithOwner | null | 
 /** Reads `storedBy`'s key and owner (one statement; for paths with no statement of their own to ride in). */
 export async function readStoredBy(db: D1Database, storedBy: string): Promise<KeyWithOwner | null> {
   if (NOT_A_KEY.has(storedBy)) return null;
-  return parseKeyWithOwner((await keyWithOwnerByUserId(db, storedBy).first()) as Record<string, unknown> | null);
+  return parseKeyWithOwner((await keyWithOwnerByUserId(db, storedByUserId(storedBy)).first()) as Record<string, unknown> | null);
 }
 
-/** The user_id recorded as a row's writer: the caller's own (the anonymous caller of a pinned door has one no key can have). */
+/** The user_id part of a `stored_by` (`user_id`, or `user_id!generation` for a re-issued id). */
+export function storedByUserId(storedBy: string): string {
+  const bang = storedBy.indexOf("!");
+  return bang < 0 ? storedBy : storedBy.slice(0, bang);
+}
+
+/** SQL for the user_id part of the `stored_by` column `column`, to join the writer's key row on. */
+export function storedByUserIdSql(column: string): string {
+  return `(CASE WHEN instr(${column}, '!') > 0 THEN substr(${column}, 1, instr(${column}, '!') - 1) ELSE ${column} END)`;
+}
+
+/**
+ * What a row records as its writer: the caller's user_id, with its generation once the id was
+ * issued again (src/auth/identity.ts), so a later holder of the id is never taken for the writer.
+ * The anonymous caller of a pinned door has a user_id no key can have.
+ */
 export function storedByOf(caller: Principal): string {
-  return caller.key.user_id;
+  return caller.anonymous ? caller.key.user_id : threadPrincipal(caller.key);
 }

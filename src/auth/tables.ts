@@ -27,6 +27,8 @@ export const ApiKeyRow = z
     created_at: z.string(),
     updated_at: z.string(),
     role: z.string().nullable(),
+    /** The key's lineage generation (src/auth/identity.ts); a backup document from before it has none: 0. */
+    generation: z.number().int().min(0).default(0),
   })
   .strict();
 export type ApiKeyRow = z.infer<typeof ApiKeyRow>;

@@ -46,8 +46,14 @@ export type Admission = { kind: "accepted"; message_id: string; thread_id: strin
 /** The message door's request, parsed, with what the route pipeline prefetched for it. */
 export interface MessageRequest {
   routeName: string;
-  /** The calling key's user_id. */
+  /** The calling key's user_id (what records and traces attribute the message to). */
   caller: string;
+  /**
+   * The caller as its threads and rate bucket name it (`threadPrincipal`, src/auth/identity.ts):
+   * its user_id, qualified by its generation once the user_id was re-issued, so a new holder of
+   * a user_id never continues an earlier holder's threads.
+   */
+  threadCaller: string;
   body: MessageBody;
   /** The result of `prefetchDoorRoute`'s statement; undefined when nothing was prefetched. */
   prefetched: D1Result | undefined;
@@ -76,8 +82,8 @@ export async function admitMessage(env: Env, s: ConversationSettings, req: Messa
   if (!route) throw new HttpError(404, "route not found");
   if (route.door !== "api") throw badRequest("route is a channel route; its messages arrive through the channel webhook");
 
-  const routeThread = composeThreadId(route, req.body.external_user_id, req.caller);
-  await requireRateToken(env, s, route, req.caller);
+  const routeThread = composeThreadId(route, req.body.external_user_id, req.threadCaller);
+  await requireRateToken(env, s, route, req.threadCaller);
   // A multichannel target's person, after the rate token: an inbound refused before never creates one.
   const person = await ensureInboundPerson(env, route, target.config, { door: "api", address: routeThread.slice(routePrefix(route.route_name).length) }, routeReadAtMs);
   const threadId = threadFor(routeThread, person);
@@ -89,8 +95,8 @@ export async function admitMessage(env: Env, s: ConversationSettings, req: Messa
 
 /**
  * Step 2: the thread `address` names on `route`, composed as the route's door composes it. An api
- * route qualifies it by the calling key, so a caller reaches only its own threads; a channel
- * route's thread is the sender's alone (`caller` is not used).
+ * route qualifies it by the calling key (`caller`: its thread principal), so a caller reaches only
+ * its own threads; a channel route's thread is the sender's alone (`caller` is not used).
  */
 export function composeThreadId(route: Pick<RouteRow, "route_name" | "door">, address: string, caller: string | null): string {
   if (route.door === "channel") return channelThreadId(route.route_name, address);

@@ -1,6 +1,7 @@
 /** Conversation routes in D1 (spec §2.1, decisions §5). */
 import { z } from "zod";
 import { type KeyWithOwner, keyColumns, parsePrefixedKey } from "../auth/key-store";
+import { storedByUserIdSql } from "../auth/stored-by";
 import { TargetConversationConfig } from "../persons/target-configs";
 import { JsonValue } from "../http/bounded-json";
 import { HttpError } from "../http/errors";
@@ -102,7 +103,7 @@ const CONFIG_WRITER = `c.stored_by AS cfg_stored_by, ${keyColumns("ck", "cfg_k_"
 const ROUTE_WITH_KEY = `SELECT r.*, ${keyColumns("k", "k_")}, ${keyColumns("o", "o_")}, c.config AS cfg_config, ${CONFIG_WRITER}, ${MANUAL_ROUTES_OF_TARGET} FROM routes r
        LEFT JOIN api_keys k ON k.user_id = r.execution_key LEFT JOIN api_keys o ON o.user_id = k.owner_user_id
        LEFT JOIN conversation_configs c ON c.target_kind = r.target_kind AND c.target_name = r.target_name
-       LEFT JOIN api_keys ck ON ck.user_id = (CASE WHEN json_extract(c.config, '$.state_binding') IS NOT NULL THEN c.stored_by END)
+       LEFT JOIN api_keys ck ON ck.user_id = (CASE WHEN json_extract(c.config, '$.state_binding') IS NOT NULL THEN ${storedByUserIdSql("c.stored_by")} END)
        LEFT JOIN api_keys co ON co.user_id = ck.owner_user_id`;
 
 /**

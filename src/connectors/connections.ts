@@ -5,10 +5,12 @@
  * view asks for its health. No view ever carries a token.
  *
  * Who sees what: an admin sees and manages every connection; any other caller only the
- * connections it started itself (its key's `user_id` owns them). Another's connection reads as
- * absent (404), so its existence is not revealed.
+ * connections it started itself: its key's `user_id` owns them, and they were made in its key's
+ * lineage (src/auth/identity.ts), so a user_id issued again inherits none of them. Another's
+ * connection reads as absent (404), so its existence is not revealed.
  */
 import { z } from "zod";
+import { heldBy } from "../auth/identity";
 import type { ConnectionHealth } from "../contracts/connection-rpc";
 
 export interface ConnectionRow {
@@ -24,6 +26,8 @@ export interface ConnectionRow {
 export interface Caller {
   user_id: string;
   admin: boolean;
+  /** When the caller's lineage began (ISO-8601): what is older was another holder's. */
+  since: string;
 }
 
 export const HealthView = z.object({
@@ -69,7 +73,7 @@ export function connectionView(row: ConnectionRow, health: ConnectionHealth): Co
 }
 
 export function visibleTo(row: ConnectionRow, caller: Caller): boolean {
-  return caller.admin || row.owner_user_id === caller.user_id;
+  return caller.admin || heldBy(caller, row.owner_user_id, row.created_at);
 }
 
 type Raw = Omit<ConnectionRow, "sub_services" | "scopes"> & { sub_services: string; scopes: string };
@@ -99,8 +103,8 @@ export async function listConnections(db: D1Database, caller: Caller, filter: { 
   const where: string[] = [];
   const binds: unknown[] = [];
   if (!caller.admin) {
-    where.push("owner_user_id = ?");
-    binds.push(caller.user_id);
+    where.push("owner_user_id = ? AND created_at >= ?");
+    binds.push(caller.user_id, caller.since);
   }
   if (filter.owner_user_id !== undefined) {
     where.push("owner_user_id = ?");

@@ -9,6 +9,7 @@
  * start and by the cron pass. An initiator keeps at most MAX_OPEN_STARTS open (the oldest go first),
  * so repeated starts cannot grow the table without bound.
  */
+import { sinceMs } from "../auth/identity";
 import type { KeyRing } from "../contracts/connection-rpc";
 import { type Sealed, parseSealed, seal, unseal } from "./sealing";
 
@@ -83,13 +84,15 @@ function toRow(r: Raw): StartRow | null {
 }
 
 /**
- * Takes (deletes and answers) the start of `stateHash` if `caller` initiated it or is an admin and
- * it has not expired. Taken even when expired, so a replay of an expired state finds nothing too.
+ * Takes (deletes and answers) the start of `stateHash` if `caller` initiated it (in its own key's
+ * lineage: src/auth/identity.ts) or is an admin and it has not expired. Taken even when expired,
+ * so a replay of an expired state finds nothing too.
  */
-export async function takeStart(db: D1Database, stateHash: string, caller: { user_id: string; admin: boolean }, nowMs: number): Promise<StartRow | null> {
+export async function takeStart(db: D1Database, stateHash: string, caller: { user_id: string; admin: boolean; since: string }, nowMs: number): Promise<StartRow | null> {
+  const since = sinceMs(caller);
   const r = await db
-    .prepare(`DELETE FROM connector_oauth_starts WHERE state_hash = ?1 AND (initiator_user_id = ?2 OR ?3 = 1) RETURNING ${COLUMNS}`)
-    .bind(stateHash, caller.user_id, caller.admin ? 1 : 0)
+    .prepare(`DELETE FROM connector_oauth_starts WHERE state_hash = ?1 AND ((initiator_user_id = ?2 AND created_at >= ?4) OR ?3 = 1) RETURNING ${COLUMNS}`)
+    .bind(stateHash, caller.user_id, caller.admin ? 1 : 0, Number.isFinite(since) ? since : Number.MAX_SAFE_INTEGER)
     .first<Raw>();
   if (!r) return null;
   const row = toRow(r);

@@ -93,9 +93,10 @@ export interface InteractionHubRpc {
   publish(events: InteractionEventInput[], cap: number): Promise<void>;
   /**
    * Events after `after` (null: none, just the current newest id), filtered to `audience` when
-   * given; waits up to `waitMs` for one when there is none yet.
+   * given (and, with `audience_since`, to its interactions created at or after that ISO time: the
+   * reader's key lineage); waits up to `waitMs` for one when there is none yet.
    */
-  since(q: { after: number | null; audience: string | null; waitMs: number; limit: number }): Promise<EventsSince>;
+  since(q: { after: number | null; audience: string | null; audience_since?: string; waitMs: number; limit: number }): Promise<EventsSince>;
   /** Erasure: drops the events of these interactions; answers how many. */
   drop(interactionIds: string[]): Promise<number>;
 }

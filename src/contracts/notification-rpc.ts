@@ -29,8 +29,12 @@ export interface FeedPush {
 export interface NotificationFeedRpc {
   /** Inserts one notification (its JSON text) as the newest entry and trims the feed to `cap`. */
   push(notification: string, opts: FeedPush): Promise<void>;
-  /** The newest `limit` entries, newest first, as one JSON array text (`[]` for an empty or expired feed). */
-  list(limit: number): Promise<string>;
+  /**
+   * The newest `limit` entries, newest first, as one JSON array text (`[]` for an empty or expired
+   * feed). With `since` (ISO-8601), only notifications created at or after it: an identity feed's
+   * reader sees only its own lineage's (src/auth/identity.ts).
+   */
+  list(limit: number, since?: string): Promise<string>;
 }
 
 /** The object of feed `name` (`SHARED_FEED` or `identityFeed(user_id)`). */

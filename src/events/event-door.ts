@@ -36,11 +36,12 @@ import { guardThreadOnRoute, threadAddress } from "../operator/thread-guard";
 import type { ConversationSettings } from "../settings/settings";
 
 /**
- * Admits one event on route `routeName` from the key `caller`. Throws the door's refusals in this
- * order: 404 route, 409 agent target, the thread guard's 400/404, 404 unknown thread, 429 over the
- * (route, caller) cap, 503 full queue.
+ * Admits one event on route `routeName` from the key `caller` (its user_id; `threadCaller` is the
+ * same caller as its threads and rate bucket name it, src/auth/identity.ts). Throws the door's
+ * refusals in this order: 404 route, 409 agent target, the thread guard's 400/404, 404 unknown
+ * thread, 429 over the (route, caller) cap, 503 full queue.
  */
-export async function admitEvent(env: Env, s: ConversationSettings, routeName: string, caller: string, body: EventBody, prefetched: D1Result | undefined): Promise<Admission> {
+export async function admitEvent(env: Env, s: ConversationSettings, routeName: string, caller: string, body: EventBody, prefetched: D1Result | undefined, threadCaller: string): Promise<Admission> {
   // The route and its execution key came with the caller's key lookup (`prefetchDoorRoute`).
   const routeReadAtMs = Date.now();
   const { route, key: executionKey, target } = prefetched
@@ -51,7 +52,7 @@ export async function admitEvent(env: Env, s: ConversationSettings, routeName: s
   // By address the platform composes the thread id as the route's own door does; a multichannel
   // target's person is resolved read-only (an event never creates one) and keys a linked person's
   // event to its person thread, as its messages are.
-  const { threadId, person, address } = await eventThread(env, route, target.config, body, caller);
+  const { threadId, person, address } = await eventThread(env, route, target.config, body, threadCaller);
 
   const event: InboundEvent = { id: body.event.event_id, kind: body.event.kind, payload: body.event.payload };
   const namespace = `event:${route.route_name}`;
@@ -69,7 +70,7 @@ export async function admitEvent(env: Env, s: ConversationSettings, routeName: s
   const addressFor = (held: DedupeClaim) => (held.thread_id === threadId ? answerTo : addressOf(route, held.thread_id));
   if (original) return redelivered(env, route, caller, original, event, addressFor(original));
 
-  await requireRateToken(env, s, route, caller);
+  await requireRateToken(env, s, route, threadCaller);
 
   const mine = { message_id: crypto.randomUUID(), thread_id: threadId };
   const held = await claimKey(env, namespace, event.id, mine, nowMs + s.inboundDedupeTtlSeconds * 1000, nowMs);

@@ -9,7 +9,7 @@
  * row in the same batch as the declaration, so the chain adds no round trip. Built-ins read
  * nothing, so a built-in route's turn stays free of D1 statements.
  */
-import type { ExecutionKeyRef, TargetContext } from "../targets/context";
+import type { CallerRef, ExecutionKeyRef, TargetContext } from "../targets/context";
 import { type StepVerdict, timedStep } from "../runs/steps";
 import { type Combo, type ResolvedElement, chainOf } from "./combos";
 import type { CallResult, ExtensionCall, ExtensionOutcome } from "./model";
@@ -39,6 +39,11 @@ export async function extensionChain(db: D1Database, tool: ExtendedTool): Promis
   return chainOf(await toolCombos(db, tool));
 }
 
+/** The key a call is for, as `user_id/fingerprint` (null: none). Pure. */
+function callerOf(key: CallerRef | undefined): string | null {
+  return key ? `${key.user_id}/${key.fingerprint}` : null;
+}
+
 /** How an attempt reads as a trace step (the dispatcher's own classification). Pure. */
 function attemptVerdict(r: CallResult): StepVerdict {
   if (r.ok) return { outcome: "ok", error: null };
@@ -51,7 +56,7 @@ function attemptVerdict(r: CallResult): StepVerdict {
  */
 export async function applyExtensions<R extends CallResult>(
   ctx: TargetContext,
-  call: { tool: ExtendedTool; kwargs: Record<string, unknown>; asKey?: ExecutionKeyRef },
+  call: { tool: ExtendedTool; kwargs: Record<string, unknown>; asKey?: ExecutionKeyRef; caller?: CallerRef },
   run: () => Promise<R>,
 ): Promise<R | ExtensionOutcome> {
   const chain = await extensionChain(ctx.db, call.tool);
@@ -60,7 +65,7 @@ export async function applyExtensions<R extends CallResult>(
     tool: call.tool.name,
     version: call.tool.kind === "preset" && call.tool.version !== undefined ? String(call.tool.version) : null,
     kwargs: call.kwargs,
-    caller: call.asKey ? `${call.asKey.user_id}/${call.asKey.fingerprint}` : "-",
+    caller: callerOf(call.asKey ?? call.caller),
     now: () => ctx.now().getTime(),
     step: (name, fn) => timedStep(ctx, "tool", name, fn, attemptVerdict),
     sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),

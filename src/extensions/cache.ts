@@ -6,9 +6,11 @@
  * it is evicted), so it saves calls, it does not promise them away: another isolate may call the
  * tool again within the TTL. An entry is keyed by the tool name, the preset version, the
  * extensions inside the cache (what the kept result has been through), the caller's kwargs in
- * canonical form and the execution key (user id and fingerprint): a result is never served to
- * another key, nor to the same key after a re-mint. A hit still passes the live authorization the
- * dispatcher does first, so a revoked key gets nothing from it.
+ * canonical form and the key the call is for (user id and fingerprint: the execution key of a
+ * turn or run, or the calling key of run-tool and a sub-MCP app): a result is never served to
+ * another key, nor to the same key after a re-mint. A call for no key is not cached at all. A
+ * hit still passes the live authorization the dispatcher does first, so a revoked key gets
+ * nothing from it.
  *
  * Bounds: at most MAX_ENTRIES entries and MAX_TOTAL_BYTES of kept JSON per isolate (oldest used
  * dropped first); a result over MAX_ENTRY_BYTES is not kept. Values are kept as JSON text, so a
@@ -93,8 +95,13 @@ export function cacheKey(call: Pick<ExtensionCall, "tool" | "version" | "inner" 
   return sha256Hex(JSON.stringify([call.tool, call.version, call.inner, canonicalJson(call.kwargs), call.caller]));
 }
 
-/** Serves `call` from `cache` when a live entry exists, else runs `next` and keeps a success. */
+/**
+ * Serves `call` from `cache` when a live entry exists, else runs `next` and keeps a success. A
+ * call with no caller is never cached: an entry it kept would be shared by every other call
+ * without one, whoever made it.
+ */
 export async function withCache(cache: ResultCache, config: CacheConfig, call: ExtensionCall, next: () => Promise<CallResult>): Promise<CallResult> {
+  if (call.caller === null) return next();
   const key = await cacheKey(call);
   const hit = cache.get(key, call.now());
   if (hit !== null) return { ok: true, value: JSON.parse(hit) };
@@ -111,7 +118,7 @@ export const cache: ExtensionDef<CacheConfig> = {
   name: "cache",
   kind: "wrapper",
   description:
-    "Answers a repeated call (same tool, preset version, kwargs and execution key) from this isolate's memory for `ttl_seconds` (default 60, at most 3600). Only successes are kept; a result is never served to another key.",
+    "Answers a repeated call (same tool, preset version, kwargs and key: the execution key, or the calling key of run-tool and sub-MCP apps) from this isolate's memory for `ttl_seconds` (default 60, at most 3600). Only successes are kept; a result is never served to another key, and a call for no key is never cached.",
   config: CacheConfig,
   apply: (config, call, next) => withCache(isolateCache, config, call, next),
 };

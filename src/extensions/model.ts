@@ -28,8 +28,12 @@ export interface ExtensionCall {
   version: string | null;
   /** The caller's kwargs (for a preset, before its fixed kwargs are merged: the version fixes those). */
   kwargs: Record<string, unknown>;
-  /** Who the call runs as: `user_id/fingerprint` of the execution key, or `-` without one. */
-  caller: string;
+  /**
+   * Whose call it is: `user_id/fingerprint` of the key it runs as (a turn's or run's execution
+   * key) or that called it (a door that authorized its caller: run-tool, a sub-MCP app). Null
+   * when the call has no identity at all; then nothing per key (the cache) may serve it.
+   */
+  caller: string | null;
   /** A stable text naming the extensions inside this one (what the result has been through). */
   inner: string;
   now: () => number;

@@ -3,6 +3,7 @@
  * a preset keeps its own in its version body, so only other tools have a row.
  */
 import { type KeyWithOwner, keyColumns, parsePrefixedKey } from "../auth/key-store";
+import { storedByUserIdSql } from "../auth/stored-by";
 import { unavailable } from "../http/errors";
 import { parseStored } from "../store/parse-stored";
 import { type Combo, Combos } from "./combos";
@@ -37,7 +38,7 @@ export function toolCombosStatement(db: D1Database, tool: string): D1PreparedSta
   return db
     .prepare(
       `SELECT e.combos, e.updated_at, e.stored_by, ${keyColumns("sk", "sk_")}, ${keyColumns("so", "so_")}
-       FROM tool_extensions e LEFT JOIN api_keys sk ON sk.user_id = e.stored_by LEFT JOIN api_keys so ON so.user_id = sk.owner_user_id
+       FROM tool_extensions e LEFT JOIN api_keys sk ON sk.user_id = ${storedByUserIdSql("e.stored_by")} LEFT JOIN api_keys so ON so.user_id = sk.owner_user_id
        WHERE e.tool_name = ?`,
     )
     .bind(tool);

@@ -3,6 +3,7 @@
  * by a registration (a re-post of a name replaces it, keeping `created_at`); a public fire reads the
  * rows of its topic in the same round trip as the topic's verifier binding.
  */
+import type { Holder } from "../auth/identity";
 import { validStored } from "../store/parse-stored";
 import { type HookRow, StoredHookRow } from "./record";
 
@@ -62,8 +63,11 @@ export function topicHooksStatement(db: D1Database, topic: string): D1PreparedSt
   return db.prepare(`SELECT ${COLUMNS} FROM hooks WHERE topic = ? ORDER BY name LIMIT ?`).bind(topic, MAX_HOOKS_PER_TOPIC);
 }
 
-/** Hooks by name; `topic` narrows to one topic, `createdBy` to one creator (a restricted caller's listing). */
-export async function listHooks(db: D1Database, filter: { topic?: string; createdBy?: string }): Promise<HookRow[]> {
+/**
+ * Hooks by name; `topic` narrows to one topic, `createdBy` to one creator's lineage (a restricted
+ * caller's listing: registered by its user_id since its key lineage began, src/auth/identity.ts).
+ */
+export async function listHooks(db: D1Database, filter: { topic?: string; createdBy?: Holder }): Promise<HookRow[]> {
   const where: string[] = [];
   const args: unknown[] = [];
   if (filter.topic !== undefined) {
@@ -71,8 +75,9 @@ export async function listHooks(db: D1Database, filter: { topic?: string; create
     args.push(filter.topic);
   }
   if (filter.createdBy !== undefined) {
-    where.push("created_by = ?");
-    args.push(filter.createdBy);
+    // `updated_at` is set with `created_by` at every registration.
+    where.push("created_by = ? AND updated_at >= ?");
+    args.push(filter.createdBy.user_id, filter.createdBy.since);
   }
   const { results } = await db
     .prepare(`SELECT ${COLUMNS} FROM hooks ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY name`)

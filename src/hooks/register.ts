@@ -9,6 +9,7 @@
  * states grants its `state_binding` needs (403; src/states/binding-refs.ts) → the binding is
  * checked as a target config's is (501/404/400; its templates attached on use) → write.
  */
+import { heldBy, holderOf } from "../auth/identity";
 import { type KeyRecord, findByUserId } from "../auth/key-store";
 import { authorizeTurn, bindExecutionKey } from "../auth/pass-role";
 import type { Principal } from "../auth/principal";
@@ -55,7 +56,7 @@ export async function registerHook(env: Env, settings: Settings, caller: Princip
   if (!auth.ok) throw new HttpError(403, "execution_key may not run this tool");
 
   const existing = await getHook(db, body.name);
-  if (caller.restricted && existing && existing.created_by !== caller.key.user_id) throw forbidden();
+  if (caller.restricted && existing && !heldBy(holderOf(caller.key), existing.created_by, existing.updated_at)) throw forbidden();
   if ((await countTopicHooks(db, body.topic, body.name)) >= MAX_HOOKS_PER_TOPIC) throw conflict(`the topic already has ${MAX_HOOKS_PER_TOPIC} hooks, the most one topic may carry`);
   // The binding runs later under the execution key (or a link's): bounded by the caller's own states grants.
   assertMayBind(caller, body.state_binding);

@@ -6,6 +6,7 @@
  * (null: until deleted); reads treat an expired link as gone, and the prune pass removes it.
  */
 import { z } from "zod";
+import type { Holder } from "../auth/identity";
 import { capabilityTokenKind } from "../auth/capability-tokens";
 import { constantTimeEqual } from "../auth/crypto";
 import { userIdSchema } from "../auth/schemas";
@@ -141,11 +142,14 @@ export async function getLink(db: D1Database, name: string, nowMs: number): Prom
   return raw ? validStored(StoredLink, raw, "hook_trigger_links row") : null;
 }
 
-/** Live links by name; `createdBy` narrows to one creator (a restricted caller's listing). */
-export async function listLinks(db: D1Database, createdBy: string | null, nowMs: number): Promise<StoredLink[]> {
+/**
+ * Live links by name; `createdBy` narrows to one creator's lineage (a restricted caller's listing:
+ * made by its user_id since its key lineage began, src/auth/identity.ts).
+ */
+export async function listLinks(db: D1Database, createdBy: Holder | null, nowMs: number): Promise<StoredLink[]> {
   const { results } = await db
-    .prepare(`SELECT ${COLUMNS} FROM hook_trigger_links WHERE (expires_at IS NULL OR expires_at > ?) ${createdBy === null ? "" : "AND created_by = ?"} ORDER BY name`)
-    .bind(nowMs, ...(createdBy === null ? [] : [createdBy]))
+    .prepare(`SELECT ${COLUMNS} FROM hook_trigger_links WHERE (expires_at IS NULL OR expires_at > ?) ${createdBy === null ? "" : "AND created_by = ? AND created_at >= ?"} ORDER BY name`)
+    .bind(nowMs, ...(createdBy === null ? [] : [createdBy.user_id, createdBy.since]))
     .all<Record<string, unknown>>();
   return results.map((r) => validStored(StoredLink, r, "hook_trigger_links row"));
 }

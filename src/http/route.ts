@@ -113,6 +113,12 @@ export interface RouteSpec<
   pinnable?: boolean;
   /** The references this door stores (see StoredReference); absent: it stores none. */
   stores?: StoredReference[];
+  /**
+   * The door ends the calling key itself (logout). Nothing in the pipeline reads it; it tells
+   * callers that send one key to every door (the generated suites of test/hardening) to send a
+   * key they can spare.
+   */
+  revokesCaller?: boolean;
 }
 
 type Out<T> = T extends z.ZodType ? z.output<T> : undefined;

@@ -35,12 +35,26 @@ export function trimmedThrough(sql: SqlStorage): number {
   return sql.exec<{ value: number }>("SELECT value FROM ring_meta WHERE key = 'trimmed_through'").toArray()[0]?.value ?? 0;
 }
 
-/** Events after `after`, oldest first, at most `limit`, only `audience`'s when given. */
-export function eventsAfter(sql: SqlStorage, after: number, audience: string | null, limit: number): InteractionEvent[] {
+/**
+ * Events after `after`, oldest first, at most `limit`, only `audience`'s when given; with
+ * `audienceSince` (ISO-8601), only of interactions created at or after it (a reader's key lineage,
+ * src/auth/identity.ts).
+ */
+export function eventsAfter(sql: SqlStorage, after: number, audience: string | null, limit: number, audienceSince?: string): InteractionEvent[] {
   const rows =
     audience === null
       ? sql.exec<{ id: number; event: string }>("SELECT id, event FROM events WHERE id > ? ORDER BY id LIMIT ?", after, limit).toArray()
-      : sql.exec<{ id: number; event: string }>("SELECT id, event FROM events WHERE id > ? AND audience = ? ORDER BY id LIMIT ?", after, audience, limit).toArray();
+      : audienceSince === undefined
+        ? sql.exec<{ id: number; event: string }>("SELECT id, event FROM events WHERE id > ? AND audience = ? ORDER BY id LIMIT ?", after, audience, limit).toArray()
+        : sql
+            .exec<{ id: number; event: string }>(
+              "SELECT id, event FROM events WHERE id > ? AND audience = ? AND json_extract(event, '$.interaction.created_at') >= ? ORDER BY id LIMIT ?",
+              after,
+              audience,
+              audienceSince,
+              limit,
+            )
+            .toArray();
   return rows.map((r) => ({ id: r.id, ...(JSON.parse(r.event) as InteractionEventInput) }));
 }
 

@@ -41,8 +41,10 @@ export function deleteInteractionRow(db: D1Database, interactionId: string): D1P
 export interface InteractionFilter {
   status?: InteractionStatus;
   thread_id?: string;
-  /** A restricted caller's user_id: only interactions addressed to it. */
+  /** A restricted caller's user_id: only interactions addressed to it... */
   audience?: string;
+  /** ...and created at or after this epoch ms (the caller's key lineage, src/auth/identity.ts). */
+  audienceSinceMs?: number;
   /** Only pending interactions not yet expired at this instant (`GET /api/interactions/pending`). */
   pendingAt?: number;
 }
@@ -65,6 +67,11 @@ export async function listInteractions(db: D1Database, f: InteractionFilter, off
   if (f.audience !== undefined) {
     where.push("audience = ?");
     args.push(f.audience);
+    if (f.audienceSinceMs !== undefined) {
+      where.push("created_at >= ?");
+      // A holder with no lineage (no key) holds nothing.
+      args.push(Number.isFinite(f.audienceSinceMs) ? f.audienceSinceMs : Number.MAX_SAFE_INTEGER);
+    }
   }
   const clause = where.length ? `WHERE ${where.join(" AND ")}` : "";
   const [rows, count] = await db.batch<{ view: string } | { n: number }>([

@@ -6,6 +6,7 @@
  * answer, derived from it.
  */
 import { z } from "zod";
+import { heldBy } from "../auth/identity";
 import { Location, MediaKind } from "../channels/media";
 import { JsonObject } from "../http/bounded-json";
 import { InteractionOption } from "./ask";
@@ -162,7 +163,11 @@ export function askResult(s: Pick<InteractionState, "interaction_id" | "status" 
   return { interaction_id: s.interaction_id, outcome: "expired", timeout: true };
 }
 
-/** Can a caller see (and answer, cancel) it? Restricted callers only what is addressed to them. Pure. */
-export function visibleTo(s: Pick<InteractionState, "audience">, caller: { restricted: boolean; user_id: string }): boolean {
-  return !caller.restricted || s.audience === caller.user_id;
+/**
+ * Can a caller see (and answer, cancel) it? Restricted callers only what is addressed to them: to
+ * their user_id, since their key's lineage began (`since`, src/auth/identity.ts), so a user_id
+ * issued again never sees what was addressed to an earlier holder. Pure.
+ */
+export function visibleTo(s: Pick<InteractionState, "audience" | "created_at">, caller: { restricted: boolean; user_id: string; since: string }): boolean {
+  return !caller.restricted || heldBy(caller, s.audience, s.created_at);
 }

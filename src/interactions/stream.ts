@@ -21,7 +21,7 @@ export function eventFrame(e: InteractionEvent, admin: boolean): string {
 
 export function streamInteractionEvents(
   hub: InteractionHubRpc,
-  opts: { after: number | null; audience: string | null; admin: boolean; maxMs: number; keepaliveMs?: number },
+  opts: { after: number | null; audience: string | null; audienceSince?: string; admin: boolean; maxMs: number; keepaliveMs?: number },
 ): Response {
   const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
   const writer = writable.getWriter();
@@ -47,11 +47,11 @@ export function streamInteractionEvents(
       // A first line at once, so the client (and any proxy) sees the stream open.
       await send("retry: 3000\n: connected\n\n");
       let after = opts.after;
-      if (after === null) after = (await hub.since({ after: null, audience: opts.audience, waitMs: 0, limit: 1 })).last_id;
+      if (after === null) after = (await hub.since({ after: null, audience: opts.audience, audience_since: opts.audienceSince, waitMs: 0, limit: 1 })).last_id;
       let gapTold = false;
       while (open && Date.now() < deadline) {
         const wait = Math.max(0, Math.min(keepaliveMs, deadline - Date.now()));
-        const got: EventsSince | "gone" = await Promise.race([hub.since({ after, audience: opts.audience, waitMs: wait, limit: BATCH }), gone]);
+        const got: EventsSince | "gone" = await Promise.race([hub.since({ after, audience: opts.audience, audience_since: opts.audienceSince, waitMs: wait, limit: BATCH }), gone]);
         if (got === "gone") break;
         if (got.gap && !gapTold) {
           gapTold = true;

@@ -27,9 +27,15 @@ export function insertTrimmed(sql: SqlStorage, body: string, cap: number): void 
   sql.exec("DELETE FROM entries WHERE seq <= ?", seq - cap);
 }
 
-/** The newest `limit` entries, newest first, as one JSON array text. */
-export function newestAsJsonArray(sql: SqlStorage, limit: number): string {
-  const rows = sql.exec<{ body: string }>("SELECT body FROM entries ORDER BY seq DESC LIMIT ?", limit).toArray();
+/**
+ * The newest `limit` entries, newest first, as one JSON array text; with `since`, only entries
+ * whose notification was created at or after it (ISO-8601 strings compare as times).
+ */
+export function newestAsJsonArray(sql: SqlStorage, limit: number, since?: string): string {
+  const rows =
+    since === undefined
+      ? sql.exec<{ body: string }>("SELECT body FROM entries ORDER BY seq DESC LIMIT ?", limit).toArray()
+      : sql.exec<{ body: string }>("SELECT body FROM entries WHERE json_extract(body, '$.created_at') >= ? ORDER BY seq DESC LIMIT ?", since, limit).toArray();
   return `[${rows.map((r) => r.body).join(",")}]`;
 }
 

@@ -24,8 +24,12 @@ export async function recordNotification(env: Env, s: NotificationSettings, n: N
   await Promise.all(writes);
 }
 
-/** The feed a reader sees, newest first, as one JSON array text. */
-export function readFeed(env: Env, s: NotificationSettings, feed: { kind: "shared" } | { kind: "identity"; user_id: string }): Promise<string> {
-  const name = feed.kind === "shared" ? SHARED_FEED : identityFeed(feed.user_id);
-  return notificationFeedStub(env, name).list(s.feedMax);
+/**
+ * The feed a reader sees, newest first, as one JSON array text. An identity feed is read from
+ * `since` on, the start of the reader's key lineage (src/auth/identity.ts): what was addressed to
+ * the user_id before was another holder's, or nobody's.
+ */
+export function readFeed(env: Env, s: NotificationSettings, feed: { kind: "shared" } | { kind: "identity"; user_id: string }, since: string): Promise<string> {
+  if (feed.kind === "shared") return notificationFeedStub(env, SHARED_FEED).list(s.feedMax);
+  return notificationFeedStub(env, identityFeed(feed.user_id)).list(s.feedMax, since);
 }

@@ -7,6 +7,7 @@
  * restricted caller gets its own runs' figures only; the deployment-wide ones are null for it.
  */
 import { z } from "zod";
+import { type Holder, sinceMs } from "../auth/identity";
 import { RUN_KINDS, RUN_OUTCOMES, type RunKind, type RunOutcome } from "../contracts/run-trace";
 import { SHED_COUNTER } from "./shed-counter";
 
@@ -63,12 +64,18 @@ export function nearestRank(sorted: number[], p: number): number | null {
   return sorted[Math.max(1, Math.ceil((p / 100) * sorted.length)) - 1];
 }
 
-/** Reads the metrics for the window [nowMs - seconds, nowMs). `principal`: count only that caller's runs. */
-export async function readMetrics(db: D1Database, window: string, seconds: number, nowMs: number, principal: string | null): Promise<Metrics> {
+/**
+ * Reads the metrics for the window [nowMs - seconds, nowMs). `principal`: count only that caller's
+ * runs, from its key lineage's start on (src/auth/identity.ts).
+ */
+export async function readMetrics(db: D1Database, window: string, seconds: number, nowMs: number, principal: Holder | null): Promise<Metrics> {
   const from = nowMs - seconds * 1000;
   const own = principal !== null;
+  const lineage = principal ? sinceMs(principal) : Number.NaN;
+  // The caller's runs start no earlier than its lineage; a holder with no lineage (no key) counts nothing.
+  const runFrom = own ? Math.max(from, Number.isFinite(lineage) ? lineage : nowMs) : from;
   const runWhere = `started_at >= ? AND started_at < ?${own ? " AND principal = ?" : ""}`;
-  const runArgs = own ? [from, nowMs, principal] : [from, nowMs];
+  const runArgs = own ? [runFrom, nowMs, principal.user_id] : [from, nowMs];
   const stmts = [
     db.prepare(`SELECT route_name, outcome, COUNT(*) AS n FROM runs WHERE kind = 'turn' AND ${runWhere} GROUP BY route_name, outcome`).bind(...runArgs),
     db

@@ -9,6 +9,7 @@ import { randomFingerprint, randomToken, sha256Hex } from "../auth/crypto";
 import { findByUserId, updateKey } from "../auth/key-store";
 import { KeyView, assertRoleExists, assertScopesExist, assertWithinCaller, keyView, manageable } from "../auth/key-policy";
 import { KeyVersion, getKeyVersion, listKeyVersions } from "../auth/key-versions";
+import { holderOf } from "../auth/identity";
 import { userIdSchema } from "../auth/schemas";
 import type { AppEnv } from "../http/app-env";
 import { HttpError } from "../http/errors";
@@ -28,7 +29,7 @@ addRoute(
     path: "/api/auth/api-keys/{user_id}/policy/versions",
     summary: "A key's policy history, newest first",
     description:
-      "One version per mint, edit, scopes change, revoke and rollback: the key's description, scopes, condition, role, disabled flag, owner and fingerprint after the change (before it, for a revoke). An admin reads any key's history, also after a revoke; another key reads the history of keys it owns while they exist. Any other case is 404, as if absent, so a read cannot probe for keys.",
+      "One version per mint, edit, scopes change, revoke and rollback: the key's description, scopes, condition, role, disabled flag, owner and fingerprint after the change (before it, for a revoke). An admin reads any key's history, also after a revoke, across every holder of the user_id; another key reads the history of keys it owns while they exist, from the key's own mint on (an earlier holder's versions under a re-issued user_id are left out: docs/access-control.md, \"Identities\"). Any other case is 404, as if absent, so a read cannot probe for keys.",
     area: AREA,
     auth: { tag: "auth" },
     params: userIdParams,
@@ -38,12 +39,15 @@ addRoute(
   },
   async (c, { params, query }) => {
     const p = c.get("principal")!;
+    let since: string | undefined;
     if (!p.admin) {
       const k = p.restricted ? null : await findByUserId(c.env.DB, params.user_id);
       if (!k || k.owner_user_id !== p.key.user_id) throw keyNotFound();
+      // The key's own lineage only: an earlier holder's history under the user_id is not its owner's to read.
+      since = holderOf(k).since;
     }
     const w = toWindow(query);
-    const { items, total } = await listKeyVersions(c.env.DB, params.user_id, w.offset, w.pageSize);
+    const { items, total } = await listKeyVersions(c.env.DB, params.user_id, w.offset, w.pageSize, since);
     if (total === 0) throw keyNotFound();
     return toPage(items, total, w);
   },
@@ -68,7 +72,8 @@ addRoute(
     const p = c.get("principal")!;
     const target = await manageable(c.env.DB, p, params.user_id);
     const old = await getKeyVersion(c.env.DB, target.user_id, body.version);
-    if (!old) throw new HttpError(404, "key version not found");
+    // A non-admin rolls back within the key's own lineage (the versions it can read).
+    if (!old || (!p.admin && old.created_at < holderOf(target).since)) throw new HttpError(404, "key version not found");
     assertWithinCaller(p, old.scopes);
     await assertScopesExist(c.env.DB, old.scopes, "the version's scopes");
     await assertRoleExists(c.env.DB, old.role, "the version's role");

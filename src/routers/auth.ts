@@ -3,7 +3,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { bootstrapTokenProblem } from "../auth/bootstrap-token";
 import { Capabilities, capabilities } from "../auth/capabilities";
-import { assertConditionCompiles, conditionInput } from "../auth/condition";
+import { assertConditionCompiles } from "../auth/condition";
 import { constantTimeEqual, randomFingerprint, randomToken, sha256Hex } from "../auth/crypto";
 import { scopeIds } from "../auth/custom-scopes";
 import { RouteAccess, routesFor } from "../auth/door-access";
@@ -94,7 +94,7 @@ addRoute(
     path: "/api/auth/api-keys",
     summary: "Mint an api key (the raw key is shown once)",
     description:
-      "A non-admin may only mint keys it owns (owner_user_id defaults to the caller) with scopes within its own; an owned key cannot mint. `scopes` may list custom scope ids (they must exist: 400 otherwise). `role` names an existing role (400 otherwise) that bounds the key in addition to its scopes; any caller that may mint may give any role, because a role only narrows. Duplicate user_id is 409. `disabled: true` mints the key disabled (enable it later with PUT). Every mint is version 1 of the key's policy history. Unknown fields are 400.",
+      "A non-admin may only mint keys it owns (owner_user_id defaults to the caller) with scopes within its own; an owned key cannot mint. `scopes` may list custom scope ids (they must exist: 400 otherwise). `role` names an existing role (400 otherwise) that bounds the key in addition to its scopes; any caller that may mint may give any role, because a role only narrows. Duplicate user_id is 409. A user_id a revoked key held is retired: 409 (code `user-id-retired`) for anyone but an admin, and an admin's key under it starts a new lineage that inherits nothing keyed by the id (docs/access-control.md, \"Identities\"). `disabled: true` mints the key disabled (enable it later with PUT). Every mint is version 1 of the key's policy history. Unknown fields are 400.",
     area: "auth",
     auth: { tag: "auth" },
     // Strict: a dropped field would mint something other than what was asked (`disabled: true`
@@ -148,6 +148,8 @@ addRoute(
       },
       false,
       p.key.user_id,
+      // A revoked key's user_id stays retired for everyone but an admin (docs/access-control.md, "Identities").
+      p.admin,
     );
     return { api_key: apiKey, key_fingerprint: fingerprint };
   },
@@ -203,7 +205,8 @@ addRoute(
     method: "delete",
     path: "/api/auth/api-keys/{user_id}",
     summary: "Revoke an api key (and every key it owns)",
-    description: "The revoke is recorded as a last version of each revoked key's policy history (kept after the key is gone).",
+    description:
+      "The revoke is recorded as a last version of each revoked key's policy history (kept after the key is gone). Each revoked user_id is retired: only an admin may mint it again, as a new lineage that inherits nothing keyed by it (docs/access-control.md, \"Identities\"). The claim links the key made are dropped.",
     area: "auth",
     auth: { tag: "auth" },
     params: userIdParams,
@@ -270,7 +273,7 @@ export async function mintableFor(db: D1Database, p: Principal, now: Date): Prom
 async function runnable(p: Principal, kind: "tool" | "agent", names: readonly string[], now: Date): Promise<string[]> {
   const granted = names.filter((n) => principalGrantsRun(p, kind, n));
   if (granted.length === 0) return [];
-  return (await principalConditionsAllow(p, conditionInput(p.key, now))) ? granted : [];
+  return (await principalConditionsAllow(p, now)) ? granted : [];
 }
 
 addRoute(

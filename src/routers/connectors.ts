@@ -10,6 +10,7 @@
 import type { Context } from "hono";
 import { Hono } from "hono";
 import { z } from "zod";
+import { holderOf } from "../auth/identity";
 import { connectionStub } from "../contracts/connection-rpc";
 import { AuthorizationView, CompletionView, beginAuthorization, completeAuthorization, providerFor } from "../connectors/authorization";
 import { type Caller, ConnectionView, connectionIdsAfter, connectionView, deleteConnection, getConnection, listConnections, updateConnection, visibleTo } from "../connectors/connections";
@@ -36,7 +37,7 @@ const connectionParams = z.object({ connection_id: connectionIdSchema });
 
 function callerOf(c: Context<AppEnv>): Caller {
   const p = c.get("principal")!;
-  return { user_id: p.key.user_id, admin: p.admin };
+  return { ...holderOf(p.key), admin: p.admin };
 }
 
 const connectionNotFound = () => notFound("connection not found");

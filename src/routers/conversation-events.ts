@@ -1,5 +1,6 @@
 /** The event door (spec §4.4, §6; decisions §6): structured events into existing threads. */
 import { Hono } from "hono";
+import { threadPrincipal } from "../auth/identity";
 import { prefetchDoorRoute } from "../bridge/admission";
 import { inlineAnswer } from "../bridge/record";
 import { messageAccepted, messageAnswered, routeParams } from "../bridge/schemas";
@@ -29,7 +30,8 @@ addRoute(
     prefetch: prefetchDoorRoute,
   },
   async (c, { params, body }) => {
-    const admission = await admitEvent(c.env, c.get("settings").conversations, params.route_name, c.get("principal")!.key.user_id, body, c.get("prefetched")[0]);
+    const key = c.get("principal")!.key;
+    const admission = await admitEvent(c.env, c.get("settings").conversations, params.route_name, key.user_id, body, c.get("prefetched")[0], threadPrincipal(key));
     if (admission.kind === "answered") return c.json({ data: inlineAnswer(admission.record) }, 200);
     return c.json({ data: { message_id: admission.message_id, thread_id: admission.thread_id } }, 202);
   },

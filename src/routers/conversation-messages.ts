@@ -2,6 +2,7 @@
  * The API message door and the record read doors (spec §4.3, §4.5; decisions §6, §7).
  */
 import { Hono } from "hono";
+import { threadPrincipal } from "../auth/identity";
 import { z } from "zod";
 import { admitMessage, locateMessage, prefetchDoorRoute } from "../bridge/admission";
 import { type AnswerRecord, AnswerRecordView, inlineAnswer, project } from "../bridge/record";
@@ -35,9 +36,11 @@ addRoute(
     prefetch: prefetchDoorRoute,
   },
   async (c, { params, body }) => {
+    const key = c.get("principal")!.key;
     const admission = await admitMessage(c.env, c.get("settings").conversations, {
       routeName: params.route_name,
-      caller: c.get("principal")!.key.user_id,
+      caller: key.user_id,
+      threadCaller: threadPrincipal(key),
       body,
       prefetched: c.get("prefetched")[0],
     });

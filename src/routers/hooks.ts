@@ -8,6 +8,7 @@
  */
 import { Hono } from "hono";
 import { z } from "zod";
+import { heldBy, holderOf } from "../auth/identity";
 import type { Principal } from "../auth/principal";
 import type { AppEnv } from "../http/app-env";
 import { forbidden, notFound } from "../http/errors";
@@ -22,9 +23,13 @@ import { VerifierBody, VerifierView, deleteVerifier, listVerifiers, putVerifier,
 
 export const hooksRouter = new Hono<AppEnv>();
 
-/** A restricted caller may delete only what it created (403); an absent row is left to the door's 404. */
-function refuseOthers(p: Principal, row: { created_by: string } | null): void {
-  if (row && row.created_by !== p.key.user_id) throw forbidden();
+/**
+ * A restricted caller may delete only what it created (403): its user_id made it (`at`: when the
+ * creator was recorded), in its own key's lineage (src/auth/identity.ts), so an earlier holder's
+ * rows under the same user_id are not its own. An absent row is left to the door's 404.
+ */
+function refuseOthers(p: Principal, row: { created_by: string; at: string } | null): void {
+  if (row && !heldBy(holderOf(p.key), row.created_by, row.at)) throw forbidden();
 }
 
 const DOOR = { area: "hooks", auth: { tag: "hooks" }, store: "tool-runs" } as const;
@@ -124,7 +129,7 @@ addRoute(
   },
   async (c) => {
     const p = c.get("principal")!;
-    const items = (await listLinks(c.env.DB, p.restricted ? p.key.user_id : null, Date.now())).map(linkView);
+    const items = (await listLinks(c.env.DB, p.restricted ? holderOf(p.key) : null, Date.now())).map(linkView);
     return { items, total: items.length };
   },
 );
@@ -144,7 +149,10 @@ addRoute(
   async (c, { params }) => {
     const p = c.get("principal")!;
     const now = Date.now();
-    if (p.restricted) refuseOthers(p, await getLink(c.env.DB, params.name, now));
+    if (p.restricted) {
+      const link = await getLink(c.env.DB, params.name, now);
+      refuseOthers(p, link && { created_by: link.created_by, at: link.created_at });
+    }
     if (!(await deleteLink(c.env.DB, params.name, now))) throw notFound("trigger link not found");
     return { removed: true as const, name: params.name };
   },
@@ -190,7 +198,7 @@ addRoute(
   },
   async (c, { query }) => {
     const p = c.get("principal")!;
-    const rows = await listHooks(c.env.DB, { topic: query.topic, createdBy: p.restricted ? p.key.user_id : undefined });
+    const rows = await listHooks(c.env.DB, { topic: query.topic, createdBy: p.restricted ? holderOf(p.key) : undefined });
     const topics = [...new Set([...(query.topic ? [query.topic] : []), ...rows.map((r) => r.topic)])].sort();
     const verifiers = new Map((await listVerifiers(c.env.DB, topics)).map((v) => [v.topic, v.kind]));
     return {
@@ -216,7 +224,11 @@ addRoute(
   },
   async (c, { params }) => {
     const p = c.get("principal")!;
-    if (p.restricted) refuseOthers(p, await getHook(c.env.DB, params.name));
+    if (p.restricted) {
+      // A hook's creator is recorded again, with `updated_at`, whenever it is registered anew.
+      const hook = await getHook(c.env.DB, params.name);
+      refuseOthers(p, hook && { created_by: hook.created_by, at: hook.updated_at });
+    }
     if (!(await deleteHook(c.env.DB, params.name))) throw notFound("hook not found");
     return { removed: true as const, name: params.name };
   },

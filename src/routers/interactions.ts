@@ -10,6 +10,7 @@
  */
 import { Hono } from "hono";
 import { z } from "zod";
+import { holderOf, sinceMs } from "../auth/identity";
 import type { Principal } from "../auth/principal";
 import { type AnswerInput, interactionHub, interactionStub } from "../contracts/interaction-rpc";
 import type { AppEnv } from "../http/app-env";
@@ -43,8 +44,16 @@ export type AnswerBody = z.infer<typeof AnswerBody>;
 const ANSWER_RULES =
   "Body: at least one of `text`, `option_id` (an option's id as the interaction lists it: the author's, else its 1-based position) and `form` (a JSON object, transport-bounded, not validated against the schema). Without option_id, a text equal to an option's text, id or number picks that option.";
 
-function callerOf(p: Principal | null): { restricted: boolean; user_id: string; admin: boolean } {
-  return p ? { restricted: p.restricted, user_id: p.key.user_id, admin: p.admin } : { restricted: true, user_id: "(public)", admin: false };
+/** The caller as the audience rules see it: a restricted caller matches its user_id from its key lineage's start on (src/auth/identity.ts). */
+function callerOf(p: Principal | null): { restricted: boolean; user_id: string; since: string; admin: boolean } {
+  return p ? { restricted: p.restricted, ...holderOf(p.key), admin: p.admin } : { restricted: true, user_id: "(public)", since: "", admin: false };
+}
+
+/** Is interaction `id` there and visible to `caller`? */
+async function interactionVisible(env: Env, id: string | undefined, caller: ReturnType<typeof callerOf>): Promise<boolean> {
+  if (!id) return false;
+  const s = await interactionStub(env, id).read();
+  return s !== null && visibleTo(s, caller);
 }
 
 /** The interaction as this caller may see it, or 404. */
@@ -85,7 +94,7 @@ addRoute(
   async (c, { query }) => {
     const caller = callerOf(c.get("principal"));
     const w = toWindow(query);
-    const { items, total } = await listInteractions(c.env.DB, { status: query.status, thread_id: query.thread_id, audience: caller.restricted ? caller.user_id : undefined }, w.offset, w.pageSize);
+    const { items, total } = await listInteractions(c.env.DB, { status: query.status, thread_id: query.thread_id, audience: caller.restricted ? caller.user_id : undefined, audienceSinceMs: sinceMs(caller) }, w.offset, w.pageSize);
     return toPage(
       items.map((s) => viewFor(s, caller.admin)),
       total,
@@ -110,7 +119,7 @@ addRoute(
   async (c, { query }) => {
     const caller = callerOf(c.get("principal"));
     const w = toWindow(query);
-    const { items, total } = await listInteractions(c.env.DB, { pendingAt: Date.now(), thread_id: query.thread_id, audience: caller.restricted ? caller.user_id : undefined }, w.offset, w.pageSize);
+    const { items, total } = await listInteractions(c.env.DB, { pendingAt: Date.now(), thread_id: query.thread_id, audience: caller.restricted ? caller.user_id : undefined, audienceSinceMs: sinceMs(caller) }, w.offset, w.pageSize);
     return toPage(
       items.map((s) => viewFor(s, caller.admin)),
       total,
@@ -153,6 +162,7 @@ addRoute(
     return streamInteractionEvents(interactionHub(c.env), {
       after: raw !== undefined ? Number(raw) : null,
       audience: caller.restricted ? caller.user_id : null,
+      audienceSince: caller.restricted ? caller.since : undefined,
       admin: caller.admin,
       maxMs: Math.min(query.max_seconds ?? max, max) * 1000,
     });
@@ -301,7 +311,11 @@ addRoute(
     const caller = callerOf(c.get("principal"));
     const obj = await c.env.INTERACTION_MEDIA.get(mediaKey(params.media_id));
     const meta = obj?.customMetadata ?? {};
-    if (!obj || (caller.restricted && (meta.audience ?? "") !== caller.user_id)) {
+    // A restricted caller: the interaction it belongs to must be visible to it (addressed to it, in
+    // its key's lineage). Its state is read only for such a caller, and only once the audience matches.
+    const visible =
+      obj !== null && (!caller.restricted || ((meta.audience ?? "") === caller.user_id && (await interactionVisible(c.env, meta.interaction_id, caller))));
+    if (!obj || !visible) {
       await obj?.body.cancel();
       throw notFound("media not found");
     }

@@ -10,13 +10,14 @@ import { DEFAULT_CLAIM_TTL_SECONDS, MAX_CLAIM_TTL_SECONDS, claimLink, claimThrot
 import { assertConditionCompiles } from "../auth/condition";
 import { sha256Hex } from "../auth/crypto";
 import { KeyScopes, assertRoleExists, assertScopesExist, assertWithinCaller } from "../auth/key-policy";
+import { RETIRED_USER_ID, isRetired } from "../auth/identity";
 import { anyKeyExists } from "../auth/key-store";
 import { revokeKey } from "../auth/key-revocation";
 import { RoleName } from "../auth/roles";
 import { userIdSchema } from "../auth/schemas";
 import { clearFailures, recordFailure, throttleWait } from "../auth/throttle";
 import type { AppEnv } from "../http/app-env";
-import { badRequest, conflict, forbidden, tooManyRequests } from "../http/errors";
+import { HttpError, badRequest, conflict, forbidden, tooManyRequests } from "../http/errors";
 import { addRoute } from "../http/route";
 import { clientIp, conditionSchema } from "./auth";
 
@@ -45,7 +46,7 @@ addRoute(
     path: "/api/auth/claim-links",
     summary: "Make a one-time claim link carrying a new key owned by the caller (the token is shown once)",
     description:
-      "The key is minted when the link is claimed (`POST /api/login/claim`), owned by the caller, with the given scopes, condition and role. Who may make a link is who may mint keys: an owned key may not (403); a non-admin only with scopes within its own (403). Custom scope ids and the role must exist (400). `ttl_seconds` defaults to 600, at most 3600 (400 above). 409 when `user_id` names an existing key or one reserved by another open link. Only the SHA-256 of the `clm-` token is stored.",
+      "The key is minted when the link is claimed (`POST /api/login/claim`), owned by the caller, with the given scopes, condition and role. Who may make a link is who may mint keys: an owned key may not (403); a non-admin only with scopes within its own (403). Custom scope ids and the role must exist (400). `ttl_seconds` defaults to 600, at most 3600 (400 above). 409 when `user_id` names an existing key or one reserved by another open link; 409 (code `user-id-retired`) when a revoked key held it, whoever asks (an admin re-issues a retired user_id with the mint door). Only the SHA-256 of the `clm-` token is stored.",
     area: "auth",
     auth: { tag: "auth" },
     body: ClaimLinkBody,
@@ -71,7 +72,11 @@ addRoute(
       owner_user_id: p.key.user_id,
     };
     const created = await createClaimLink(db, policy, await sha256Hex(token), Date.now(), body.ttl_seconds);
-    if (!created) throw conflict("user_id names an existing api key or one reserved by an open claim link");
+    if (!created) {
+      // Read only to word the refusal: the INSERT itself decided it.
+      if (await isRetired(db, body.user_id)) throw new HttpError(409, RETIRED_USER_ID, "user-id-retired");
+      throw conflict("user_id names an existing api key or one reserved by an open claim link");
+    }
     return { token, expires_at: created.expires_at, user_id: body.user_id };
   },
 );
@@ -83,15 +88,17 @@ addRoute(
     path: "/api/auth/logout",
     summary: "Revoke the calling key (and every key it owns)",
     description:
-      "Any valid key. `user_id` must name the calling key (400 otherwise): a confirmation, since this cannot be undone. The same effect as `DELETE /api/auth/api-keys/{user_id}` on the caller: the keys it owns (claim links' keys included) are revoked with it, and the revoke is recorded in each key's policy history. An admin may log out; when it is the last admin, nobody can manage keys any more (see docs/login.md).",
+      "Any valid key. No body is needed: an empty body or `{}` revokes the calling key. An optional `user_id` is a confirmation and must then name the calling key (400 otherwise, nothing revoked); any other field is 400. The same effect as `DELETE /api/auth/api-keys/{user_id}` on the caller: the keys it owns (claim links' keys included) are revoked with it, its open claim links are dropped, each revoked user_id is retired (docs/access-control.md, \"Identities\"), and the revoke is recorded in each key's policy history. An admin may log out; when it is the last admin, nobody can manage keys any more (see docs/login.md).",
     area: "auth",
     auth: { authenticated: true },
-    body: z.object({ user_id: userIdSchema }).strict(),
+    body: z.object({ user_id: userIdSchema.optional() }).strict(),
+    bodyOptional: true,
+    revokesCaller: true,
     response: z.object({ user_id: z.string(), revoked: z.literal(true) }),
   },
   async (c, { body }) => {
     const p = c.get("principal")!;
-    if (body.user_id !== p.key.user_id) throw badRequest("user_id: must name the calling key");
+    if (body.user_id !== undefined && body.user_id !== p.key.user_id) throw badRequest("user_id: must name the calling key when given");
     await revokeKey(c.env.DB, p.key.user_id, p.key.user_id, new Date().toISOString());
     return { user_id: p.key.user_id, revoked: true as const };
   },

@@ -9,6 +9,7 @@
  */
 import { Hono } from "hono";
 import { z } from "zod";
+import { holderOf } from "../auth/identity";
 import type { AppEnv } from "../http/app-env";
 import { badRequest, forbidden } from "../http/errors";
 import { addRoute, storeRefusal } from "../http/route";
@@ -77,7 +78,7 @@ addRoute(
     path: "/api/notifications",
     summary: "List internal notifications, newest first",
     description:
-      "A restricted caller (an owned key) reads its own per-identity feed: every notification addressed to it, within the feed cap, and no broadcasts. Any other caller reads the shared feed, which holds every recorded notification. No paging: a feed holds at most `NOTIFICATIONS_FEED_MAX` entries. Without `INTERACTIONS_STORE_URL` the list is empty.",
+      "A restricted caller (an owned key) reads its own per-identity feed: every notification addressed to its user_id since its key was minted (what was addressed to the user_id before belongs to an earlier holder, or nobody: docs/access-control.md, \"Identities\"), within the feed cap, and no broadcasts. Any other caller reads the shared feed, which holds every recorded notification. No paging: a feed holds at most `NOTIFICATIONS_FEED_MAX` entries. Without `INTERACTIONS_STORE_URL` the list is empty.",
     area: "notifications",
     auth: { tag: "notifications" },
     response: NotificationFeedAnswer,
@@ -86,7 +87,7 @@ addRoute(
     const settings = c.get("settings");
     if (!settings.notifications.storeUrl) return { notifications: [] };
     const principal = c.get("principal")!;
-    const feed = await readFeed(c.env, settings.notifications, feedOfReader({ restricted: principal.restricted, user_id: principal.key.user_id }));
+    const feed = await readFeed(c.env, settings.notifications, feedOfReader({ restricted: principal.restricted, user_id: principal.key.user_id }), holderOf(principal.key).since);
     // The feed answers JSON text; it is embedded as is rather than parsed and serialized again.
     return new Response(`{"data":{"notifications":${feed}}}`, { status: 200, headers: { "content-type": "application/json" } });
   },

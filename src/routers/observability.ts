@@ -6,7 +6,10 @@
  */
 import { type Context, Hono } from "hono";
 import { z } from "zod";
+import { type Holder, fingerprintInLineage, holderOf } from "../auth/identity";
 import { RunTrace } from "../contracts/run-trace";
+import { toolRunStub } from "../contracts/tool-run-rpc";
+import type { Env } from "../env";
 import type { AppEnv } from "../http/app-env";
 import { notFound } from "../http/errors";
 import { MAX_PAGE, pageSchema } from "../http/paging";
@@ -95,12 +98,26 @@ addRoute(
 
 const traceParams = z.object({ trace_id: z.string().min(1, { message: "must not be blank" }).max(200, { message: "must be at most 200 characters" }) });
 
+/**
+ * A background tool run's trace (a hook fire, a schedule fire, the tool-runs door) is a restricted
+ * caller's only if the run ran under one of its own key's fingerprints: a hook or schedule an
+ * earlier holder of the user_id left behind still submits runs under that holder's fingerprint,
+ * stamped with the user_id and the time of now (src/auth/identity.ts). Read only for such a
+ * caller, and only for those traces; once the run's own record expired, the trace's time decides.
+ */
+async function backgroundRunOfLineage(env: Env, trace: RunTrace, holder: Holder): Promise<boolean> {
+  if ((trace.kind !== "tool_run" && trace.kind !== "hook_fire") || trace.trigger === "direct") return true;
+  const row = await toolRunStub(env, trace.trace_id).read();
+  return row === null || fingerprintInLineage(env.DB, holder, row.caller_fingerprint);
+}
+
 /** The trace as the caller may see it, or 404 (unknown, expired, or another identity's for a restricted caller). */
 async function readableTrace(c: Context<AppEnv>, traceId: string): Promise<RunTrace> {
   const principal = c.get("principal");
   const trace = await findTrace(c.env, traceId, Date.now());
-  const caller = principal ? { restricted: principal.restricted, user_id: principal.key.user_id } : { restricted: true, user_id: "(public)" };
+  const caller = principal ? { restricted: principal.restricted, ...holderOf(principal.key) } : { restricted: true, user_id: "(public)", since: "" };
   if (!trace || !mayRead(trace, caller)) throw notFound("trace not found");
+  if (caller.restricted && !(await backgroundRunOfLineage(c.env, trace, caller))) throw notFound("trace not found");
   return traceFor(trace, principal?.admin ?? false);
 }
 
@@ -165,7 +182,7 @@ addRoute(
   async (c, { query }) => {
     const principal = c.get("principal");
     const window = query.window ?? DEFAULT_WINDOW;
-    const own = !principal ? "(public)" : principal.restricted ? principal.key.user_id : null;
+    const own = !principal ? { user_id: "(public)", since: "" } : principal.restricted ? holderOf(principal.key) : null;
     const metrics = await readMetrics(c.env.DB, window, windowSeconds(window)!, Date.now(), own);
     const format = metricsFormat(c.req.header("accept"));
     if (format === "json") return metrics;

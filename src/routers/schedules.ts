@@ -6,6 +6,7 @@
  */
 import { Hono } from "hono";
 import { z } from "zod";
+import { heldBy, holderOf } from "../auth/identity";
 import type { AppEnv } from "../http/app-env";
 import { forbidden, notFound } from "../http/errors";
 import { pageSchema, pagingQuery, toPage, toWindow } from "../http/paging";
@@ -74,7 +75,7 @@ addRoute(
   async (c, { query }) => {
     const p = c.get("principal")!;
     const w = toWindow(query);
-    const { items, total } = await listSchedules(c.env.DB, p.restricted ? p.key.user_id : null, w.offset, w.pageSize);
+    const { items, total } = await listSchedules(c.env.DB, p.restricted ? holderOf(p.key) : null, w.offset, w.pageSize);
     return toPage(items, total, w);
   },
 );
@@ -96,7 +97,8 @@ addRoute(
     const stub = scheduleStub(c.env, params.schedule_name);
     if (p.restricted) {
       const existing = await stub.read();
-      if (existing && existing.created_by !== p.key.user_id) throw forbidden();
+      // Its own: made by its user_id in its key's lineage (src/auth/identity.ts).
+      if (existing && !heldBy(holderOf(p.key), existing.created_by, existing.updated_at)) throw forbidden();
     }
     const inObject = await stub.remove();
     const listed = await deleteListing(c.env.DB, params.schedule_name);

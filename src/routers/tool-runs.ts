@@ -10,6 +10,7 @@
  */
 import { Hono } from "hono";
 import { z } from "zod";
+import { fingerprintInLineage, heldBy, holderOf } from "../auth/identity";
 import { principalGrantsRun } from "../auth/principal";
 import type { AppEnv } from "../http/app-env";
 import { MAX_KWARGS_BYTES, boundedJsonObject } from "../http/bounded-json";
@@ -70,7 +71,7 @@ addRoute(
     path: "/api/tool-runs/{run_id}",
     summary: "Read a background tool run: status, result or error",
     description:
-      "Status is queued, running, succeeded or failed. A restricted caller (an owned key) reads only runs that execute as itself: another identity's run is 403. Unknown or expired run 404. A denied run's reason is shown to admins; others read a fixed text.",
+      "Status is queued, running, succeeded or failed. A restricted caller (an owned key) reads only runs that execute as itself, submitted since its key was minted: another identity's run (an earlier holder's of its user_id included) is 403. Unknown or expired run 404. A denied run's reason is shown to admins; others read a fixed text.",
     ...DOOR,
     auth: { tag: "tools" },
     pinnable: false,
@@ -82,7 +83,13 @@ addRoute(
     const p = c.get("principal")!;
     const row = await toolRunStub(c.env, params.run_id).read();
     if (!row || (row.expires_at !== null && row.expires_at <= Date.now())) throw notFound("tool run not found");
-    if (p.restricted && row.caller_user_id !== p.key.user_id) throw forbidden();
+    // Its own: executing as its user_id, submitted in its key's lineage, under one of its key's
+    // fingerprints (src/auth/identity.ts): a hook or schedule an earlier holder of the user_id
+    // left behind submits runs now, under that holder's fingerprint.
+    if (p.restricted) {
+      const holder = holderOf(p.key);
+      if (!heldBy(holder, row.caller_user_id, row.created_at) || !(await fingerprintInLineage(c.env.DB, holder, row.caller_fingerprint))) throw forbidden();
+    }
     return toolRunView(row, p.admin);
   },
 );
@@ -94,7 +101,7 @@ addRoute(
     path: "/api/tool-runs",
     summary: "List recent background tool runs, newest first",
     description:
-      "Filter `tool_name` (exact). Paged (`page`, `pageSize` ≤ 200). A restricted caller (an owned key) lists only runs that execute as itself. Items come from the D1 index: a run's status there is updated when it ends; read the run for its result.",
+      "Filter `tool_name` (exact). Paged (`page`, `pageSize` ≤ 200). A restricted caller (an owned key) lists only runs that execute as itself, submitted since its key was minted. Items come from the D1 index: a run's status there is updated when it ends; read the run for its result.",
     ...DOOR,
     auth: { tag: "tools" },
     pinnable: false,
@@ -104,7 +111,7 @@ addRoute(
   async (c, { query }) => {
     const p = c.get("principal")!;
     const w = toWindow(query);
-    const filter = { tool_name: query.tool_name, caller: p.restricted ? p.key.user_id : undefined };
+    const filter = { tool_name: query.tool_name, caller: p.restricted ? holderOf(p.key) : undefined };
     const { items, total } = await listToolRuns(c.env.DB, filter, Date.now(), w.offset, w.pageSize);
     return toPage(items, total, w);
   },

@@ -115,12 +115,14 @@ addRoute(
   },
   async (c, { body }) => {
     const ctx = createTargetContext(c.env, c.get("settings"));
+    const p = c.get("principal")!;
     // The run's trace (issue 16): a direct tool run of the calling key, recorded in the background.
     const r = await tracedDirectRun(
       c.env,
       ctx,
-      { kind: "tool_run", target: { kind: "tool", name: body.tool_name }, caller: c.get("principal")!.key.user_id, input: body.arguments as JsonValue },
-      () => dispatchTool(ctx, body.tool_name, body.arguments),
+      { kind: "tool_run", target: { kind: "tool", name: body.tool_name }, caller: p.key.user_id, input: body.arguments as JsonValue },
+      // The calling key scopes what the call may share (the cache): never another admin's result.
+      () => dispatchTool(ctx, body.tool_name, body.arguments, { caller: { user_id: p.key.user_id, fingerprint: p.key.key_fingerprint } }),
       (done) => done.value as JsonValue,
       waitUntilOf(c),
     );

@@ -83,6 +83,8 @@ export type RunFilterQuery = z.output<typeof runFilterQuery>;
 /** A filter as the query runs it: the caller's filters, and the restricted caller's own principal. */
 export interface RunFilter extends RunFilterQuery {
   principal?: string;
+  /** With `principal`: only its runs started at or after this epoch ms (its key lineage). */
+  principal_since?: number;
 }
 
 /** The WHERE clause and its bindings for `f`. Pure. */
@@ -102,6 +104,10 @@ export function whereOf(f: RunFilter): { sql: string; args: unknown[] } {
   eq("outcome", f.outcome);
   eq("kind", f.kind);
   eq("principal", f.principal);
+  if (f.principal_since !== undefined) {
+    conds.push("started_at >= ?");
+    args.push(f.principal_since);
+  }
   if (f.from !== undefined) {
     conds.push("started_at >= ?");
     args.push(f.from);

@@ -5,6 +5,7 @@
  * its home directly, for FRESH_LOOKUP_MS: a turn through the message directory, any other run on
  * its shard. Error text is admin-only: other callers get the trace with every `error` null.
  */
+import { heldBy } from "../auth/identity";
 import type { RunTrace } from "../contracts/run-trace";
 import { ledgerShard, messageKey, runShard } from "../contracts/shard-rpc";
 import { threadStub } from "../contracts/thread-rpc";
@@ -30,9 +31,12 @@ export async function findTrace(env: Env, traceId: string, nowMs: number): Promi
   return fresh(await threadStub(env, entry.thread_id).runTrace(traceId));
 }
 
-/** May this caller read `trace`? A restricted caller only its own (by calling principal). Pure. */
-export function mayRead(trace: Pick<RunTrace, "principal">, caller: { restricted: boolean; user_id: string }): boolean {
-  return !caller.restricted || trace.principal === caller.user_id;
+/**
+ * May this caller read `trace`? A restricted caller only its own: by calling principal, started
+ * since the caller's key lineage began (`since`, src/auth/identity.ts). Pure.
+ */
+export function mayRead(trace: Pick<RunTrace, "principal" | "started_at">, caller: { restricted: boolean; user_id: string; since: string }): boolean {
+  return !caller.restricted || heldBy(caller, trace.principal, trace.started_at);
 }
 
 /** The trace as `admin` or any other caller sees it: error detail is for admins only. Pure. */

@@ -12,6 +12,7 @@
  * Empty `schedule_kwargs` runs the tool once, now, as a background run of the bound key, and keeps
  * no schedule (nothing recurs, so nothing is listed; the answer carries the run id).
  */
+import { heldBy, holderOf } from "../auth/identity";
 import { bindExecutionKey } from "../auth/pass-role";
 import type { Principal } from "../auth/principal";
 import { scheduleStub } from "../contracts/schedule-rpc";
@@ -68,7 +69,8 @@ export async function createSchedule(env: Env, settings: Settings, caller: Princ
   const stub = scheduleStub(env, name);
   if (caller.restricted) {
     const existing = await stub.read();
-    if (existing && existing.created_by !== caller.key.user_id) throw forbidden();
+    // Its own: made by its user_id in its key's lineage (`updated_at` is set with `created_by`).
+    if (existing && !heldBy(holderOf(caller.key), existing.created_by, existing.updated_at)) throw forbidden();
   }
   await checkRunBinding(env, settings, state_binding, now);
   const { created, state } = await stub.put({

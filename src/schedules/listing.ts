@@ -6,6 +6,7 @@
  * delete door removes it.
  */
 import { z } from "zod";
+import type { Holder } from "../auth/identity";
 import { validStored } from "../store/parse-stored";
 import { type ScheduleState, type ScheduleView, specColumnValues, storedScheduleRow } from "./record";
 
@@ -40,10 +41,14 @@ export async function deleteListing(db: D1Database, name: string): Promise<boole
 /** A D1 listing row: the object's spec and counters, times as ISO text (the view without recent fires). */
 const Listed = storedScheduleRow(z.string());
 
-/** Schedules by name, paged; `createdBy` narrows to one creator (a restricted caller's listing). */
-export async function listSchedules(db: D1Database, createdBy: string | null, offset: number, limit: number): Promise<{ items: ScheduleView[]; total: number }> {
-  const where = createdBy === null ? "" : "WHERE created_by = ?";
-  const args = createdBy === null ? [] : [createdBy];
+/**
+ * Schedules by name, paged; `createdBy` narrows to one creator's lineage (a restricted caller's
+ * listing: made by its user_id since its key lineage began, src/auth/identity.ts; `updated_at`
+ * is set with `created_by`).
+ */
+export async function listSchedules(db: D1Database, createdBy: Holder | null, offset: number, limit: number): Promise<{ items: ScheduleView[]; total: number }> {
+  const where = createdBy === null ? "" : "WHERE created_by = ? AND updated_at >= ?";
+  const args = createdBy === null ? [] : [createdBy.user_id, createdBy.since];
   const [page, count] = await db.batch([
     db.prepare(`SELECT * FROM schedules ${where} ORDER BY name LIMIT ? OFFSET ?`).bind(...args, limit, offset),
     db.prepare(`SELECT COUNT(*) AS n FROM schedules ${where}`).bind(...args),

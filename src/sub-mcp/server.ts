@@ -15,7 +15,6 @@ import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { CallToolRequestSchema, type CallToolResult, ErrorCode, ListToolsRequestSchema, McpError, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/cfworker";
-import { conditionInput } from "../auth/condition";
 import { type Principal, principalConditionsAllow, principalGrantsRun } from "../auth/principal";
 import type { Env } from "../env";
 import type { JsonValue } from "../http/bounded-json";
@@ -41,7 +40,7 @@ export interface SubMcpRequest {
 async function mayRun(r: SubMcpRequest, name: string): Promise<boolean> {
   if (storedByRefusal(r.writer.stored_by, r.writer.holder, [{ kind: "tool", name }]) !== null) return false;
   if (!principalGrantsRun(r.principal, "tool", name)) return false;
-  return principalConditionsAllow(r.principal, conditionInput(r.principal.key, r.ctx.now(), r.request));
+  return principalConditionsAllow(r.principal, r.ctx.now(), r.request);
 }
 
 /** The tools/list answer: the app's registered tools the caller may run, in the app's order. */
@@ -76,7 +75,8 @@ async function callTool(r: SubMcpRequest, name: string, args: Record<string, unk
     r.env,
     r.ctx,
     { kind: "tool_run", target: { kind: "tool", name }, caller: r.principal.key.user_id, input: args as JsonValue },
-    () => dispatchTool(r.ctx, name, args),
+    // The calling key scopes what the call may share (the cache): never another caller's result.
+    () => dispatchTool(r.ctx, name, args, { caller: { user_id: r.principal.key.user_id, fingerprint: r.principal.key.key_fingerprint } }),
     (done) => done.value as JsonValue,
     r.waitUntil,
   );

@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { type KeyWithOwner, keyColumns, parsePrefixedKey } from "../auth/key-store";
+import { storedByUserIdSql } from "../auth/stored-by";
 import { badRequest, notFound } from "../http/errors";
 import { toolNameSchema } from "../mcp/names";
 import { parseStored } from "../store/parse-stored";
@@ -69,7 +70,7 @@ export async function getServedApp(db: D1Database, slug: string): Promise<Served
   const r = await db
     .prepare(
       `SELECT a.slug, a.tools, a.transport, a.created_at, a.updated_at, a.stored_by, ${keyColumns("sk", "sk_")}, ${keyColumns("so", "so_")}
-       FROM sub_mcp_apps a LEFT JOIN api_keys sk ON sk.user_id = a.stored_by LEFT JOIN api_keys so ON so.user_id = sk.owner_user_id
+       FROM sub_mcp_apps a LEFT JOIN api_keys sk ON sk.user_id = ${storedByUserIdSql("a.stored_by")} LEFT JOIN api_keys so ON so.user_id = sk.owner_user_id
        WHERE a.slug = ?`,
     )
     .bind(slug)

@@ -40,6 +40,13 @@ export interface AskSlot {
 export type ExecutionKeyRef = { user_id: string; fingerprint: string; prefetched?: KeyWithOwner | null };
 
 /**
+ * The key a dispatch is for when it does not run as an execution key: a door that authorized its
+ * caller itself (run-tool, a sub-MCP app's tools/call). Never authorizes anything; it scopes what
+ * the call may share with other calls of the same key (the `cache` extension).
+ */
+export type CallerRef = { user_id: string; fingerprint: string };
+
+/**
  * Builds a production context. `fetch` defaults to the network edge, which calls the global
  * fetch unbound-safely and lets workerd tests swap in a fake network. `local` is the calling
  * ThreadObject's own memory (kv checkpoints without RPC).

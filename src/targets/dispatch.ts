@@ -14,7 +14,7 @@ import { callMcpTool } from "../mcp/call";
 import { MAX_BODY_BYTES } from "../http/body";
 import { checkJsonBounds } from "../http/bounded-json";
 import { applyExtensions } from "../extensions/apply";
-import type { ExecutionKeyRef, TargetContext } from "./context";
+import type { CallerRef, ExecutionKeyRef, TargetContext } from "./context";
 import { EnvRefError, resolveCallHeaders } from "./env-refs";
 import { checkAgainstSchema } from "./json-schema";
 import { callJsonEndpoint } from "./outbound";
@@ -24,7 +24,7 @@ import { type BaseTool, type ResolvedTool, resolveBaseTool, resolveTool } from "
 import { withTimeout } from "./timeout";
 import { type StepVerdict, noteTargetVersion, timedStep } from "../runs/steps";
 
-export type { ExecutionKeyRef, TargetContext } from "./context";
+export type { CallerRef, ExecutionKeyRef, TargetContext } from "./context";
 export { createTargetContext } from "./context";
 
 export type DispatchFailureKind =
@@ -41,6 +41,8 @@ export type DispatchResult = { ok: true; value: unknown } | { ok: false; kind: D
 export interface DispatchOptions {
   /** Run as this key: re-read live, it must exist, be enabled, match and grant `tool:<name>`. */
   asKey?: ExecutionKeyRef;
+  /** Without `asKey`: the key the door authorized, whose calls alone may share a cached result. */
+  caller?: CallerRef;
   /** Overrides the tool's own `timeout_seconds`. */
   timeoutMs?: number;
   /** The tool as the caller already resolved it (a bound turn reads its preset's binding first); saves a second read. */
@@ -177,7 +179,7 @@ async function dispatchUntimed(ctx: TargetContext, name: string, kwargs: unknown
     if (why) return fail("denied", `the tool's extensions may not run: ${why}`);
   }
   // Extensions (docs/extensions.md) wrap the call itself: after authorization, resolution and the kwargs checks.
-  return applyExtensions(ctx, { tool, kwargs, asKey: opts.asKey }, () => (tool.kind === "preset" ? runPreset(ctx, tool, kwargs, opts) : runBase(ctx, tool, kwargs, opts.timeoutMs)));
+  return applyExtensions(ctx, { tool, kwargs, asKey: opts.asKey, caller: opts.caller }, () => (tool.kind === "preset" ? runPreset(ctx, tool, kwargs, opts) : runBase(ctx, tool, kwargs, opts.timeoutMs)));
 }
 
 /**

@@ -6,6 +6,7 @@
  * those stay in the object.
  */
 import { z } from "zod";
+import { type Holder, sinceMs } from "../auth/identity";
 import { validStored } from "../store/parse-stored";
 import { type ToolRunListItem, ToolRunOrigin, type ToolRunRow, ToolRunStatus } from "./record";
 
@@ -58,8 +59,8 @@ const ListedRow = z.object({
 
 export interface RunFilter {
   tool_name?: string;
-  /** Only this identity's runs (a restricted caller's listing). */
-  caller?: string;
+  /** Only this identity's runs, from its key lineage's start on (a restricted caller's listing). */
+  caller?: Holder;
 }
 
 /**
@@ -74,8 +75,9 @@ export async function listToolRuns(db: D1Database, filter: RunFilter, nowMs: num
     args.push(filter.tool_name);
   }
   if (filter.caller !== undefined) {
-    where.push("caller_user_id = ?");
-    args.push(filter.caller);
+    const since = sinceMs(filter.caller);
+    where.push("caller_user_id = ? AND created_at >= ?");
+    args.push(filter.caller.user_id, Number.isFinite(since) ? since : Number.MAX_SAFE_INTEGER);
   }
   const cond = where.join(" AND ");
   const [page, count] = await db.batch([

@@ -24,6 +24,7 @@ function key(over: Partial<KeyRecord> = {}): KeyRecord {
     role: null,
     role_def: null,
     scope_urls: [],
+    generation: 0,
     ...over,
   };
 }

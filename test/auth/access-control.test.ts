@@ -102,6 +102,32 @@ describe("401/403 matrix", () => {
     expect((await call("GET", "/api/resources/get?id=x", { key: owned.key })).status).toBe(403);
   });
 
+  it("an owner's own condition bounds its owned keys, over the owner's input with the owned key's request", async () => {
+    const key = await admin();
+    const owner = await mintKey({ scopes: ["auth", "tools", "presets"] });
+    const owned = await mintKey({ scopes: ["tools:read", "presets:read"] }, owner.key);
+    expect((await call("GET", "/api/presets", { key: owned.key })).status).toBe(200);
+    // A path limit on the owner: its keys get no door outside it either.
+    await call("PUT", `/api/auth/api-keys/${owner.user_id}`, { key, body: { condition: '.request.path | startswith("/api/tools")' } });
+    expect((await call("GET", "/api/tools", { key: owned.key })).status).toBe(200);
+    expect(await call("GET", "/api/presets", { key: owned.key })).toMatchObject({ status: 403, body: { error: "Forbidden" } });
+    // me runs the same authorizer on every door: it lists the tools doors, not the presets ones.
+    const me = await call("GET", "/api/auth/me", { key: owned.key });
+    const paths = me.body.data.routes.map((r: { path: string }) => r.path);
+    expect(paths).toContain("/api/tools");
+    expect(paths).not.toContain("/api/presets");
+    // A time window that has closed for the owner has closed for its keys.
+    await call("PUT", `/api/auth/api-keys/${owner.user_id}`, { key, body: { condition: '.system.time < "2000-01-01"' } });
+    expect((await call("GET", "/api/tools", { key: owned.key })).status).toBe(403);
+    expect((await call("GET", "/api/auth/me", { key: owned.key })).body.data.routes.filter((r: { path: string }) => r.path === "/api/tools")).toEqual([]);
+    // The condition reads the owner's own identity: written about the owner, it still lets its keys in.
+    await call("PUT", `/api/auth/api-keys/${owner.user_id}`, { key, body: { condition: `.sub == "${owner.user_id}" and (.scopes | index("presets") != null)` } });
+    expect((await call("GET", "/api/presets", { key: owned.key })).status).toBe(200);
+    // The owned key's own condition still applies alongside.
+    await call("PUT", `/api/auth/api-keys/${owned.user_id}`, { key, body: { condition: "false" } });
+    expect((await call("GET", "/api/presets", { key: owned.key })).status).toBe(403);
+  });
+
   it("admin-only door with a non-admin key → 403", async () => {
     const wide = await mintKey({ scopes: ["auth"] });
     // Minting for another owner is admin-only.
@@ -178,6 +204,20 @@ describe("pass-role bind and the live turn authorizer", () => {
     expect(await authorizeTurn(env.DB, k.user_id, k.fingerprint, grant)).toMatchObject({ ok: false, reason: expect.stringContaining("disabled") });
     await call("DELETE", `/api/auth/api-keys/${k.user_id}`, { key: adminKey });
     expect(await authorizeTurn(env.DB, k.user_id, k.fingerprint, grant)).toMatchObject({ ok: false, reason: expect.stringContaining("no longer exists") });
+  });
+
+  it("an owned key's turns are bounded by its owner's condition; binding refuses one whose owner's condition needs a request", async () => {
+    const adminKey = await admin();
+    const owner = await mintKey({ scopes: ["auth", "tools"] });
+    const owned = await mintKey({ scopes: ["tool:echo"] }, owner.key);
+    const grant = { kind: "tool" as const, name: "echo" };
+    await call("PUT", `/api/auth/api-keys/${owner.user_id}`, { key: adminKey, body: { condition: `.sub == "${owner.user_id}"` } });
+    expect((await authorizeTurn(env.DB, owned.user_id, owned.fingerprint, grant)).ok).toBe(true);
+    await call("PUT", `/api/auth/api-keys/${owner.user_id}`, { key: adminKey, body: { condition: '.system.time < "2000-01-01"' } });
+    expect(await authorizeTurn(env.DB, owned.user_id, owned.fingerprint, grant)).toMatchObject({ ok: false, reason: expect.stringContaining("owner's condition") });
+    await call("PUT", `/api/auth/api-keys/${owner.user_id}`, { key: adminKey, body: { condition: '.request.path | startswith("/api")' } });
+    const bind = bindExecutionKey(env.DB, await principal(adminKey), owned.user_id);
+    await expect(bind).rejects.toMatchObject({ status: 400, message: expect.stringContaining("owner's condition") });
   });
 
   it("authorizeTurn denies when the owner loses the grant or is disabled", async () => {

@@ -53,18 +53,33 @@ describe("POST /api/auth/logout", () => {
     expect((await call("GET", "/api/auth/me", { key: owner.key })).status).toBe(200);
   });
 
-  it("user_id must name the calling key (400, nothing revoked); no key is 401", async () => {
+  it("needs no body: an empty body or {} revokes the calling key", async () => {
+    const bare = await mintKey({ scopes: ["tools:read"] });
+    // No body and no content type, as a client sends a bodiless POST.
+    const out = await call("POST", "/api/auth/logout", { key: bare.key });
+    expect(out).toMatchObject({ status: 200, body: { data: { user_id: bare.user_id, revoked: true } } });
+    expect((await call("GET", "/api/auth/me", { key: bare.key })).status).toBe(401);
+    const empty = await mintKey({ scopes: ["tools:read"] });
+    expect(await call("POST", "/api/auth/logout", { key: empty.key, body: {} })).toMatchObject({ status: 200, body: { data: { user_id: empty.user_id, revoked: true } } });
+    expect((await call("GET", "/api/auth/me", { key: empty.key })).status).toBe(401);
+  });
+
+  it("a user_id, when given, must name the calling key; unknown fields are refused (400, nothing revoked); no key is 401", async () => {
     const k = await mintKey({ scopes: ["tools:read"] });
     const other = await mintKey({ scopes: ["tools:read"] });
     const wrong = await call("POST", "/api/auth/logout", { key: k.key, body: { user_id: other.user_id } });
     expect(wrong.status).toBe(400);
     expect(wrong.body.error).toContain("user_id");
     expect(wrong.body.error).not.toContain(other.user_id);
-    expect((await call("POST", "/api/auth/logout", { key: k.key, body: {} })).status).toBe(400);
-    expect((await call("POST", "/api/auth/logout", { key: k.key })).status).toBe(400);
+    const unknown = await call("POST", "/api/auth/logout", { key: k.key, body: { everything: true } });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.error).toContain("everything");
+    expect((await call("POST", "/api/auth/logout", { key: k.key, rawBody: "not json", headers: { "content-type": "application/json" } })).status).toBe(400);
     expect((await call("GET", "/api/auth/me", { key: k.key })).status).toBe(200);
     expect((await call("GET", "/api/auth/me", { key: other.key })).status).toBe(200);
-    expect(await call("POST", "/api/auth/logout", { body: { user_id: k.user_id } })).toMatchObject({ status: 401, body: { error: "Authentication required" } });
+    expect(await call("POST", "/api/auth/logout", {})).toMatchObject({ status: 401, body: { error: "Authentication required" } });
+    // Naming itself still works, for clients that send the confirmation.
+    expect((await call("POST", "/api/auth/logout", { key: k.key, body: { user_id: k.user_id } })).status).toBe(200);
   });
 
   it("an admin may log out (the keys it owns go with it)", async () => {

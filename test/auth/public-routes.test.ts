@@ -46,6 +46,44 @@ describe("public pins", () => {
     expect((await call("GET", "/api/tools-schema", { key: narrow.key })).status).toBe(403);
   });
 
+  it("a key its grants refuse on a pinned door gets exactly what no key gets, never the unrestricted view", async () => {
+    const key = await admin();
+    // Something only an unrestricted reader would see: a broadcast in the shared feed, and a trace.
+    expect((await call("POST", "/api/notifications", { key, body: { message: "broadcast for unrestricted readers" } })).status).toBe(200);
+    expect((await call("POST", "/api/run-tool", { key, body: { tool_name: "echo", arguments: { message: "traced" } } })).status).toBe(200);
+    // An unowned key (not restricted) whose grants refuse all three doors.
+    const refused = await mintKey({ scopes: ["presets:read"] });
+    const doors: Array<[string, string]> = [
+      ["GET", "/api/notifications"],
+      ["GET", "/api/runs"],
+      ["GET", "/api/observability/metrics"],
+    ];
+    for (const [method, path] of doors) {
+      expect((await call(method, path, { key: refused.key })).status, `${path} unpinned`).toBe(403);
+      await call("POST", "/api/auth/public-routes", { key, body: pinBody(method, path) });
+    }
+    // The unrestricted view exists: the admin sees the broadcast.
+    expect(JSON.stringify((await call("GET", "/api/notifications", { key })).body.data)).toContain("broadcast for unrestricted readers");
+
+    const anonFeed = await call("GET", "/api/notifications");
+    const keyFeed = await call("GET", "/api/notifications", { key: refused.key });
+    expect(anonFeed.status).toBe(200);
+    expect(keyFeed).toMatchObject({ status: 200, body: anonFeed.body });
+    expect(JSON.stringify(keyFeed.body)).not.toContain("broadcast for unrestricted readers");
+
+    const anonRuns = await call("GET", "/api/runs");
+    const keyRuns = await call("GET", "/api/runs", { key: refused.key });
+    expect(anonRuns.body.data.total).toBe(0);
+    expect(keyRuns).toMatchObject({ status: 200, body: anonRuns.body });
+
+    const anonMetrics = await call("GET", "/api/observability/metrics");
+    const keyMetrics = await call("GET", "/api/observability/metrics", { key: refused.key });
+    expect(anonMetrics.body.data).toMatchObject({ own_runs_only: true, deliveries: null, rate_cap_sheds: null, queues: null });
+    expect(keyMetrics.body.data).toMatchObject({ own_runs_only: true, deliveries: null, rate_cap_sheds: null, queues: null, turns: anonMetrics.body.data.turns });
+
+    for (const [method, path] of doors) await call("DELETE", `/api/auth/public-routes${unpinQuery(method, path)}`, { key });
+  });
+
   it("an anonymous request to a pinned door costs one round trip (the pin read, with the door's prefetch)", async () => {
     const key = await admin();
     await call("POST", "/api/auth/public-routes", { key, body: pinBody("GET", "/api/presets") });

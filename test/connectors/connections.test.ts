@@ -318,6 +318,34 @@ describe("reading connections", () => {
     expect((await call("GET", `/api/connectors/connections/${b.id}`, { key: bob.key })).status).toBe(200);
   });
 
+  it("a user_id issued again inherits none of the first holder's connections, nor its open authorizations", async () => {
+    const fake = fakeProvider();
+    const first = await connectorsUser();
+    const a = await connect(fake, { key: first.key });
+    // An authorization the first holder started and never completed.
+    const pending = await start(first.key);
+    expect(pending.status).toBe(200);
+    const { code, state } = fake.consent(pending.body.data.authorization_url);
+    expect((await call("GET", `/api/connectors/connections/${a.id}`, { key: first.key })).status).toBe(200);
+
+    const key = await admin();
+    expect((await call("DELETE", `/api/auth/api-keys/${first.user_id}`, { key })).status).toBe(200);
+    const reissued = await call("POST", "/api/auth/api-keys", { key, body: { user_id: first.user_id, scopes: ["connectors:write"] } });
+    expect(reissued.status).toBe(200);
+    const second = reissued.body.data.api_key as string;
+
+    expect(await call("GET", "/api/connectors/connections", { key: second })).toMatchObject({ status: 200, body: { data: { items: [], total: 0 } } });
+    expect((await call("GET", `/api/connectors/connections/${a.id}`, { key: second })).status).toBe(404);
+    expect((await call("POST", `/api/connectors/connections/${a.id}/reconnect`, { key: second })).status).toBe(404);
+    expect((await call("DELETE", `/api/connectors/connections/${a.id}`, { key: second })).status).toBe(404);
+    expect((await call("POST", COMPLETE, { key: second, body: { state, code } })).status).toBe(400);
+    // It is still there, the admin's to manage.
+    expect((await call("GET", `/api/connectors/connections/${a.id}`, { key })).body.data.owner_user_id).toBe(first.user_id);
+    // The new holder's own connection is its own.
+    const b = await connect(fake, { key: second });
+    expect((await call("GET", "/api/connectors/connections", { key: second })).body.data.items.map((i: any) => i.connection_id)).toEqual([b.id]);
+  });
+
   it("lists oldest first with a limit cap, a provider filter and the full total", async () => {
     const fake = fakeProvider();
     const carol = await connectorsUser();

@@ -127,21 +127,24 @@ describe("cache", () => {
       return json({ n, echo: body });
     });
     const ctx = testContext({ fetch: edge.fetch });
-    const first = await dispatchTool(ctx, tool, { q: "lisbon", unit: "c" });
-    expect(first).toEqual({ ok: true, value: { n: 1, echo: { q: "lisbon", unit: "c" } } });
-    expect(await dispatchTool(ctx, tool, { unit: "c", q: "lisbon" })).toEqual(first);
-    expect(edge.calls).toHaveLength(1);
-    expect(await dispatchTool(ctx, tool, { q: "porto", unit: "c" })).toMatchObject({ ok: true, value: { n: 2 } });
-
-    // Another execution key never sees the first one's entry; each key has its own.
     const a = await mintKey({ scopes: [`tool:${tool}`] });
     const b = await mintKey({ scopes: [`tool:${tool}`] });
     const asA = { asKey: { user_id: a.user_id, fingerprint: a.fingerprint } };
     const asB = { asKey: { user_id: b.user_id, fingerprint: b.fingerprint } };
-    expect(await dispatchTool(ctx, tool, { q: "lisbon", unit: "c" }, asA)).toMatchObject({ value: { n: 3 } });
-    expect(await dispatchTool(ctx, tool, { q: "lisbon", unit: "c" }, asB)).toMatchObject({ value: { n: 4 } });
-    expect(await dispatchTool(ctx, tool, { q: "lisbon", unit: "c" }, asA)).toMatchObject({ value: { n: 3 } });
-    expect(edge.calls).toHaveLength(4);
+    const first = await dispatchTool(ctx, tool, { q: "lisbon", unit: "c" }, asA);
+    expect(first).toEqual({ ok: true, value: { n: 1, echo: { q: "lisbon", unit: "c" } } });
+    expect(await dispatchTool(ctx, tool, { unit: "c", q: "lisbon" }, asA)).toEqual(first);
+    expect(edge.calls).toHaveLength(1);
+    expect(await dispatchTool(ctx, tool, { q: "porto", unit: "c" }, asA)).toMatchObject({ ok: true, value: { n: 2 } });
+
+    // Another execution key never sees the first one's entry; each key has its own.
+    expect(await dispatchTool(ctx, tool, { q: "lisbon", unit: "c" }, asB)).toMatchObject({ value: { n: 3 } });
+    expect(await dispatchTool(ctx, tool, { q: "lisbon", unit: "c" }, asA)).toMatchObject({ value: { n: 1 } });
+    expect(await dispatchTool(ctx, tool, { q: "lisbon", unit: "c" }, asB)).toMatchObject({ value: { n: 3 } });
+    expect(edge.calls).toHaveLength(3);
+    // A call for no key at all is never answered from memory, nor kept for the next one.
+    expect(await dispatchTool(ctx, tool, { q: "lisbon", unit: "c" })).toMatchObject({ value: { n: 4 } });
+    expect(await dispatchTool(ctx, tool, { q: "lisbon", unit: "c" })).toMatchObject({ value: { n: 5 } });
 
     // A revoked key gets nothing from the cache: authorization comes first.
     await call("DELETE", `/api/auth/api-keys/${a.user_id}`, { key: await admin() });
@@ -151,9 +154,25 @@ describe("cache", () => {
     await withCombos(flaky, [["cache"]]);
     const down = fakeFetch(() => json({}, 500));
     const dctx = testContext({ fetch: down.fetch });
-    await dispatchTool(dctx, flaky, {});
-    await dispatchTool(dctx, flaky, {});
+    const asRoot = { caller: { user_id: "root", fingerprint: "fp" } };
+    await dispatchTool(dctx, flaky, {}, asRoot);
+    await dispatchTool(dctx, flaky, {}, asRoot);
     expect(down.calls).toHaveLength(2);
+  });
+
+  it("scopes entries to the calling key at run-tool, so one admin never gets another's cached result", async () => {
+    const tool = await declareTool();
+    await withCombos(tool, [[{ name: "cache", config: { ttl_seconds: 60 } }]]);
+    let n = 0;
+    fakeNetwork(() => json({ n: ++n }));
+    const first = await admin();
+    const second = (await mintKey({ scopes: ["*"] })).key;
+    const run = (key: string) => call("POST", "/api/run-tool", { key, body: { tool_name: tool, arguments: { q: "same" } } });
+    expect((await run(first)).body).toEqual({ data: { n: 1 } });
+    expect((await run(first)).body).toEqual({ data: { n: 1 } });
+    expect((await run(second)).body).toEqual({ data: { n: 2 } });
+    expect((await run(second)).body).toEqual({ data: { n: 2 } });
+    expect(n).toBe(2);
   });
 
   it("keys a preset's entries by its version, so a new version is never answered from the old one", async () => {
@@ -163,11 +182,12 @@ describe("cache", () => {
     await call("POST", "/api/presets", { key, body: { name: preset, base_tool: tool, fixed_kwargs: { city: "Lisbon" }, extensions: [["cache"]] } });
     const edge = fakeFetch((_req, body) => json({ city: body.city }));
     const ctx = testContext({ fetch: edge.fetch });
-    expect(await dispatchTool(ctx, preset, {})).toEqual({ ok: true, value: { city: "Lisbon" } });
-    expect(await dispatchTool(ctx, preset, {})).toEqual({ ok: true, value: { city: "Lisbon" } });
+    const asRoot = { caller: { user_id: "root", fingerprint: "fp" } };
+    expect(await dispatchTool(ctx, preset, {}, asRoot)).toEqual({ ok: true, value: { city: "Lisbon" } });
+    expect(await dispatchTool(ctx, preset, {}, asRoot)).toEqual({ ok: true, value: { city: "Lisbon" } });
     expect(edge.calls).toHaveLength(1);
     await call("POST", `/api/presets/${preset}/versions`, { key, body: { fixed_kwargs: { city: "Porto" } } });
-    expect(await dispatchTool(ctx, preset, {})).toEqual({ ok: true, value: { city: "Porto" } });
+    expect(await dispatchTool(ctx, preset, {}, asRoot)).toEqual({ ok: true, value: { city: "Porto" } });
     expect(edge.calls).toHaveLength(2);
   });
 });

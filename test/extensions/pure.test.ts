@@ -152,6 +152,16 @@ describe("cache", () => {
     expect(s.calls()).toBe(8);
   });
 
+  it("never caches a call for no key: two such calls would otherwise share one entry", async () => {
+    const cache = new ResultCache();
+    const keyless = fakeCall({ caller: null });
+    const s = scripted({ ok: true, value: { n: 1 } });
+    await withCache(cache, { ttl_seconds: 60 }, keyless, s.next);
+    await withCache(cache, { ttl_seconds: 60 }, keyless, s.next);
+    expect(s.calls()).toBe(2);
+    expect(cache.size).toBe(0);
+  });
+
   it("keeps no failure, and a hit cannot be changed by its reader", async () => {
     const cache = new ResultCache();
     const call = fakeCall();

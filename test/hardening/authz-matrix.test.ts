@@ -9,6 +9,9 @@
  *   other tag (U:write for another tag U of the table) · condition false (T:write, condition `false`)
  *   admin
  *
+ * A door declared `revokesCaller` (logout) is called with a throwaway key of each kind instead of
+ * the shared one, so the suite's own keys outlive it.
+ *
  * Expected, from the declaration alone:
  *   public door         the credential changes nothing: every caller gets the no-key answer, and
  *                       it is never a key refusal (webhooks refuse bad provider signatures, alike
@@ -92,29 +95,58 @@ async function mint(spec: { scopes: string[]; condition?: string; owner_user_id?
   return { user_id, key: r.json.data.api_key };
 }
 
-async function callersFor(tag: string): Promise<Record<Exclude<Caller, "no key" | "invalid key" | "admin">, Key>> {
+type KeyedCaller = Exclude<Caller, "no key" | "invalid key">;
+
+/** A fresh key of caller kind `kind` for `tag` (an owned key is owned by `writer`). */
+async function mintCaller(kind: KeyedCaller, tag: string, writer: Key): Promise<Key> {
   const other = TAGS.find((t) => t !== tag) ?? (tag === "resources" ? "presets" : "resources");
-  const writer = await mint({ scopes: [`${tag}:write`] });
-  const disabled = await mint({ scopes: [`${tag}:write`] });
-  const off = await callJson("PUT", `/api/auth/api-keys/${disabled.user_id}`, ADMIN.key, { disabled: true });
-  if (off.status !== 200) throw new Error(`disable failed: ${off.status} ${off.text}`);
+  switch (kind) {
+    case "admin":
+      return mint({ scopes: ["*"] });
+    case "disabled key": {
+      const disabled = await mint({ scopes: [`${tag}:write`] });
+      const off = await callJson("PUT", `/api/auth/api-keys/${disabled.user_id}`, ADMIN.key, { disabled: true });
+      if (off.status !== 200) throw new Error(`disable failed: ${off.status} ${off.text}`);
+      return disabled;
+    }
+    case "narrow reader":
+      return mint({ scopes: [`${tag}:read`] });
+    case "writer":
+      return mint({ scopes: [`${tag}:write`] });
+    case "owned key":
+      // Scopes within the owner's, as decisions §2 requires of an owned key.
+      return mint({ scopes: [`${tag}:write`], owner_user_id: writer.user_id });
+    case "other tag":
+      return mint({ scopes: [`${other}:write`] });
+    case "condition false":
+      return mint({ scopes: [`${tag}:write`], condition: "false" });
+  }
+}
+
+async function callersFor(tag: string): Promise<Record<Exclude<Caller, "no key" | "invalid key" | "admin">, Key>> {
+  const writer = await mintCaller("writer", tag, ADMIN);
   return {
-    "disabled key": disabled,
-    "narrow reader": await mint({ scopes: [`${tag}:read`] }),
+    "disabled key": await mintCaller("disabled key", tag, writer),
+    "narrow reader": await mintCaller("narrow reader", tag, writer),
     writer,
-    // Scopes within the owner's, as decisions §2 requires of an owned key.
-    "owned key": await mint({ scopes: [`${tag}:write`], owner_user_id: writer.user_id }),
-    "other tag": await mint({ scopes: [`${other}:write`] }),
-    "condition false": await mint({ scopes: [`${tag}:write`], condition: "false" }),
+    "owned key": await mintCaller("owned key", tag, writer),
+    "other tag": await mintCaller("other tag", tag, writer),
+    "condition false": await mintCaller("condition false", tag, writer),
   };
 }
 
 /** A well-formed key (`sk-` + 43 url-safe characters) that was never minted. */
 const INVALID_KEY = `sk-${"A".repeat(43)}`;
 
-function keyOf(caller: Caller, tag: string): Key | null {
+/**
+ * The key `caller` sends to `door`. A door that ends its caller's key (`revokesCaller`, e.g.
+ * logout) gets a throwaway key of the same kind, minted for this one request, so the shared
+ * callers (the admin above all) survive it while the door is still called by every kind.
+ */
+async function keyOf(caller: Caller, tag: string, door: RouteSpec): Promise<Key | null> {
   if (caller === "no key") return null;
   if (caller === "invalid key") return { user_id: "nobody", key: INVALID_KEY };
+  if (door.revokesCaller) return mintCaller(caller, tag, callers.get(tag)!.writer);
   if (caller === "admin") return ADMIN;
   return callers.get(tag)![caller];
 }
@@ -126,7 +158,7 @@ function keyOf(caller: Caller, tag: string): Key | null {
  * would hide whether the grant itself was honoured).
  */
 async function requestFor(door: RouteSpec, caller: Caller, tag: string): Promise<Answer> {
-  const key = keyOf(caller, tag);
+  const key = await keyOf(caller, tag, door);
   const segments: Record<string, string> = {};
   for (const name of pathParamNames(door.path)) {
     if (name === "user_id" && key && caller !== "invalid key") {

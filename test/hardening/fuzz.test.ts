@@ -593,9 +593,24 @@ async function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<
   }
 }
 
-async function send(r: FuzzRequest): Promise<Answer> {
+let spares = 0;
+
+/**
+ * The admin key a request to `spec` carries: the suite's own, except for a door that ends its
+ * caller's key (`revokesCaller`, e.g. logout), which gets a fresh admin key minted for this one
+ * request, so the fuzzer keeps its key while the door is still fuzzed as an admin.
+ */
+async function adminKeyFor(spec: RouteSpec): Promise<string> {
+  if (!spec.revokesCaller) return ADMIN;
+  spares += 1;
+  const r = await callJson("POST", "/api/auth/api-keys", ADMIN, { user_id: `fx-spare-${spares}`, scopes: ["*"] });
+  if (r.status !== 200) throw new Error(`minting a spare admin key failed: ${r.status} ${r.text}`);
+  return r.json.data.api_key as string;
+}
+
+async function send(spec: RouteSpec, r: FuzzRequest): Promise<Answer> {
   const headers = { ...r.headers };
-  if (r.principal === "admin") headers["x-api-key"] = ADMIN;
+  if (r.principal === "admin") headers["x-api-key"] = await adminKeyFor(spec);
   const body = r.body === OVERSIZE ? `"${"x".repeat(OVERSIZE_BYTES - 2)}"` : r.body;
   // SSE doors stream until the run ends; a run that never ends is itself a finding.
   return withTimeout(dispatch(r.method, `${r.path}${r.query ? `?${r.query}` : ""}`, { headers, body }), 20_000, `${r.method.toUpperCase()} ${r.path}`);
@@ -711,7 +726,7 @@ describe(`fuzz: ${DOORS.length} doors × ${RUNS} runs (seed ${SEED})`, () => {
       try {
         await fc.assert(
           fc.asyncProperty(requestArb(spec), async (r) => {
-            const answer = await send(r);
+            const answer = await send(spec, r);
             requestsSent += 1;
             tally[`${Math.floor(answer.status / 100)}xx`] = (tally[`${Math.floor(answer.status / 100)}xx`] ?? 0) + 1;
             const problems = judge(answer);

@@ -59,6 +59,12 @@ describe("media in an answer", () => {
     expect(denied.body).toEqual({ error: "media not found" });
     expect((await call("GET", `/api/interactions/media/${"A".repeat(43)}`, { key: await admin() })).status).toBe(404);
     expect((await call("GET", "/api/interactions/media/short", { key: await admin() })).status).toBe(400);
+    // The audience's user_id issued again (docs/access-control.md, "Identities"): the new holder
+    // of the id never sees what was addressed to the first.
+    expect((await call("DELETE", `/api/auth/api-keys/${aud.user_id}`, { key: await admin() })).status).toBe(200);
+    const again = await call("POST", "/api/auth/api-keys", { key: await admin(), body: { user_id: aud.user_id, scopes: ["interactions"], owner_user_id: owner.user_id } });
+    expect(again.status).toBe(200);
+    expect(await call("GET", stored.url, { key: again.body.data.api_key })).toMatchObject({ status: 404, body: { error: "media not found" } });
   });
 
   it("resolves a Telegram file id through getFile; keeps other references and oversized items as references", async () => {

@@ -123,9 +123,14 @@ describe("answers and ends", () => {
   });
 
   it("who sees it, and a failed result's detail only for admins", () => {
-    expect(visibleTo(state(), { restricted: false, user_id: "any" })).toBe(true);
-    expect(visibleTo(state(), { restricted: true, user_id: "u" })).toBe(false);
-    expect(visibleTo(state({ audience: "u" }), { restricted: true, user_id: "u" })).toBe(true);
+    // `since`: when the caller's key lineage began; this state was created at 2026-01-01.
+    const before = "2025-12-31T00:00:00.000Z";
+    expect(visibleTo(state(), { restricted: false, user_id: "any", since: before })).toBe(true);
+    expect(visibleTo(state(), { restricted: true, user_id: "u", since: before })).toBe(false);
+    expect(visibleTo(state({ audience: "u" }), { restricted: true, user_id: "u", since: before })).toBe(true);
+    // Addressed to the user_id before the caller's key lineage began: another holder's, not its.
+    expect(visibleTo(state({ audience: "u" }), { restricted: true, user_id: "u", since: "2026-01-02T00:00:00.000Z" })).toBe(false);
+    expect(visibleTo(state({ audience: "u" }), { restricted: false, user_id: "u", since: "2026-01-02T00:00:00.000Z" })).toBe(true);
     const failed = state({ result: { outcome: "error", text: null, error: "agent_error: detail", next_interaction_id: null, trace_id: null, finished_at: "t" } });
     expect(viewFor(failed, true).result?.error).toBe("agent_error: detail");
     expect(viewFor(failed, false).result?.error).toBe("the resumed run failed");
@@ -212,6 +217,10 @@ describe("the event ring", () => {
         [3, "c"],
       ]);
       expect(eventsAfter(sql, 0, "u1", 10).map((e) => e.id)).toEqual([2]);
+      // A reader whose key lineage began after the interaction was created gets none of its events
+      // (its state() was created at 2026-01-01): they were addressed to an earlier holder of "u1".
+      expect(eventsAfter(sql, 0, "u1", 10, "2025-12-31T00:00:00.000Z").map((e) => e.id)).toEqual([2]);
+      expect(eventsAfter(sql, 0, "u1", 10, "2026-01-02T00:00:00.000Z")).toEqual([]);
       appendEvents(sql, [ev("d", null), ev("e", null)], 3);
       expect(eventsAfter(sql, 0, null, 10).map((e) => e.id)).toEqual([3, 4, 5]);
       expect(trimmedThrough(sql)).toBe(2);

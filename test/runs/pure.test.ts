@@ -144,8 +144,10 @@ describe("the summary row", () => {
 describe("who reads which runs", () => {
   it("narrows a restricted caller to its own principal, whatever it asks; others pass", () => {
     const q = runFilterQuery.parse({ user: "bob", outcome: "ok" });
-    expect(callerFilter(q, { restricted: true, admin: false, key: { user_id: "svc-a" } })).toEqual({ user: "bob", outcome: "ok", principal: "svc-a" });
-    expect(callerFilter(q, { restricted: false, admin: false, key: { user_id: "svc-b" } })).toEqual({ user: "bob", outcome: "ok" });
+    const minted = "2026-01-01T00:00:00.000Z";
+    // A restricted caller's own runs are those of its key's lineage: started since the key was minted.
+    expect(callerFilter(q, { restricted: true, admin: false, key: { user_id: "svc-a", created_at: minted } })).toEqual({ user: "bob", outcome: "ok", principal: "svc-a", principal_since: Date.parse(minted) });
+    expect(callerFilter(q, { restricted: false, admin: false, key: { user_id: "svc-b", created_at: minted } })).toEqual({ user: "bob", outcome: "ok" });
     expect(() => callerFilter(runFilterQuery.parse({ from: "2026-02-01T00:00:00Z", to: "2026-01-01T00:00:00Z" }), null)).toThrow(/from/);
   });
 
@@ -166,10 +168,14 @@ describe("who reads which runs", () => {
   });
 
   it("lets a restricted caller read only its own trace; error text only for admins", () => {
-    expect(mayRead({ principal: "a" }, { restricted: true, user_id: "a" })).toBe(true);
-    expect(mayRead({ principal: "b" }, { restricted: true, user_id: "a" })).toBe(false);
-    expect(mayRead({ principal: null }, { restricted: true, user_id: "a" })).toBe(false);
-    expect(mayRead({ principal: "b" }, { restricted: false, user_id: "a" })).toBe(true);
+    const at = "2026-01-02T00:00:00.000Z";
+    const since = "2026-01-01T00:00:00.000Z";
+    expect(mayRead({ principal: "a", started_at: at }, { restricted: true, user_id: "a", since })).toBe(true);
+    expect(mayRead({ principal: "b", started_at: at }, { restricted: true, user_id: "a", since })).toBe(false);
+    expect(mayRead({ principal: null, started_at: at }, { restricted: true, user_id: "a", since })).toBe(false);
+    expect(mayRead({ principal: "b", started_at: at }, { restricted: false, user_id: "a", since })).toBe(true);
+    // A run of the same user_id from before the caller's key lineage began was another holder's.
+    expect(mayRead({ principal: "a", started_at: "2025-12-31T00:00:00.000Z" }, { restricted: true, user_id: "a", since })).toBe(false);
     const t = RunTrace.parse(trace({ outcome: "error", error: "secret detail", steps: [step("error", "step detail")] }));
     expect(traceFor(t, true)).toBe(t);
     const shown = traceFor(t, false);

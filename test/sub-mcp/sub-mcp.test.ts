@@ -8,6 +8,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/cfworker";
 import { describe, expect, it } from "vitest";
+import { fakeNetwork } from "../helpers/edge";
 import { BASE, admin, call, mintKey, uniq } from "../helpers/http";
 import { MCP_URL, localMcpNetwork } from "../mcp/support/local-mcp";
 
@@ -93,6 +94,31 @@ describe("sub-MCP apps", () => {
     expect((await denied.listTools()).tools).toEqual([]);
     await expect(denied.callTool({ name: "echo", arguments: { message: "x" } })).rejects.toThrow(/unknown tool/);
     await denied.close();
+  });
+
+  it("scopes the cache extension to the calling key: a caller never gets another key's cached result", async () => {
+    const tool = uniq("tool");
+    const declared = await call("POST", "/api/tools-config/entries", { key: await admin(), body: { title: tool, kind: "http", url: "https://tools.example/secret-lookup" } });
+    expect(declared.status).toBe(200);
+    expect((await call("POST", `/api/tools/${tool}/extensions`, { key: await admin(), body: { combos: [[{ name: "cache", config: { ttl_seconds: 60 } }]] } })).status).toBe(200);
+    let n = 0;
+    fakeNetwork(() => new Response(JSON.stringify({ answer_for_call: ++n }), { headers: { "content-type": "application/json" } }));
+    const s = slug();
+    await createApp({ slug: s, tools: [tool] });
+    const first = await mintKey({ scopes: [`tool:${tool}`] });
+    const second = await mintKey({ scopes: [`tool:${tool}`] });
+
+    const a = await connect(s, first.key);
+    expect(await a.callTool({ name: tool, arguments: { q: "same" } })).toMatchObject({ structuredContent: { answer_for_call: 1 } });
+    // The same key, the same call: answered from the cache.
+    expect(await a.callTool({ name: tool, arguments: { q: "same" } })).toMatchObject({ structuredContent: { answer_for_call: 1 } });
+    await a.close();
+    // Another key, the same call: its own call, not the first key's result.
+    const b = await connect(s, second.key);
+    expect(await b.callTool({ name: tool, arguments: { q: "same" } })).toMatchObject({ structuredContent: { answer_for_call: 2 } });
+    expect(await b.callTool({ name: tool, arguments: { q: "same" } })).toMatchObject({ structuredContent: { answer_for_call: 2 } });
+    await b.close();
+    expect(n).toBe(2);
   });
 
   it("needs a valid key (401), an existing app (404) and answers GET with 405", async () => {

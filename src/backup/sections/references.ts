@@ -33,7 +33,7 @@ async function roleConditionAfter(ctx: ImportContext, name: string | null): Prom
 
 /**
  * The pass-role rules (src/auth/pass-role.ts) for a key this import writes: its condition, its
- * role's and its owner's role's must be evaluable without a request (`runs`: what runs as the key,
+ * role's, its owner's and its owner's role's must be evaluable without a request (`runs`: what runs as the key,
  * "a turn", "a fire"). A key the import does not write is checked by `bindExecutionKey` itself,
  * which reads it: false then.
  */
@@ -41,8 +41,12 @@ export async function checkImportedExecutionKey(ctx: ImportContext, section: Sec
   const key = (ctx.rows.keys ?? []).find((k) => k.user_id === userId && k.user_id !== ctx.principal.key.user_id);
   if (!key) return false;
   const owner = key.owner_user_id ? ((ctx.rows.keys ?? []).find((k) => k.user_id === key.owner_user_id) ?? null) : null;
-  const ownerRole = owner ? owner.role : key.owner_user_id ? ((await ctx.db.prepare("SELECT role FROM api_keys WHERE user_id = ?").bind(key.owner_user_id).first<{ role: string | null }>())?.role ?? null) : null;
+  const deployedOwner =
+    !owner && key.owner_user_id ? await ctx.db.prepare("SELECT role, condition FROM api_keys WHERE user_id = ?").bind(key.owner_user_id).first<{ role: string | null; condition: string | null }>() : null;
+  const ownerRole = owner ? owner.role : (deployedOwner?.role ?? null);
+  const ownerCondition = owner ? owner.condition : (deployedOwner?.condition ?? null);
   if (key.condition && conditionNeedsRequest(key.condition)) throw rowFault(section, i, "execution_key", `its condition reads .request, which ${runs} does not have`);
+  if (ownerCondition && conditionNeedsRequest(ownerCondition)) throw rowFault(section, i, "execution_key", `its owner's condition reads .request, which ${runs} does not have`);
   for (const role of [key.role, ownerRole]) {
     const condition = await roleConditionAfter(ctx, role);
     if (condition && conditionNeedsRequest(condition)) throw rowFault(section, i, "execution_key", `a role's condition reads .request, which ${runs} does not have`);

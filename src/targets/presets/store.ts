@@ -1,6 +1,7 @@
 /** Presets in D1: one row per preset (active and latest version), one per immutable version. */
 import { z } from "zod";
 import { type KeyWithOwner, keyColumns, parsePrefixedKey } from "../../auth/key-store";
+import { storedByUserIdSql } from "../../auth/stored-by";
 import { HttpError, conflict } from "../../http/errors";
 import { parseStored } from "../../store/parse-stored";
 import { isBuiltinTool } from "../tools/builtins";
@@ -62,7 +63,7 @@ export async function getRunnablePreset(db: D1Database, name: string): Promise<R
     .prepare(
       `SELECT p.name, p.current_version, p.latest_version, p.created_at, p.updated_at, v.body, p.stored_by, ${keyColumns("sk", "sk_")}, ${keyColumns("so", "so_")}
        FROM presets p JOIN preset_versions v ON v.name = p.name AND v.version = p.current_version
-       LEFT JOIN api_keys sk ON sk.user_id = p.stored_by LEFT JOIN api_keys so ON so.user_id = sk.owner_user_id
+       LEFT JOIN api_keys sk ON sk.user_id = ${storedByUserIdSql("p.stored_by")} LEFT JOIN api_keys so ON so.user_id = sk.owner_user_id
        WHERE p.name = ?`,
     )
     .bind(name)
