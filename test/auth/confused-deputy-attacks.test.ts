@@ -106,6 +106,27 @@ describe("finding 1: a preset's run grant does not buy its base tool", () => {
     expect((await call("DELETE", `/api/auth/api-keys/${writer.user_id}`, { key: await admin() })).status).toBe(200);
     expect(await runAs(runner.key, name)).toMatchObject({ status: "failed", error_kind: "denied" });
   });
+
+  it("a writer's user_id issued again to a new holder does not revive what the first holder stored, while the new holder's own writes run", async () => {
+    const secret = await secretTool();
+    const writer = await mintKey({ scopes: ["presets", `tool:${secret.title}`] });
+    const name = uniq("orphan").toLowerCase();
+    expect((await call("POST", "/api/presets", { key: writer.key, body: { name, base_tool: secret.title } })).status).toBe(200);
+    const runner = await mintKey({ scopes: ["tools:read", `tool:${name}`] });
+    expect((await call("DELETE", `/api/auth/api-keys/${writer.user_id}`, { key: await admin() })).status).toBe(200);
+
+    // An admin re-issues the id with the very same grants: the first holder's preset stays refused.
+    const again = await call("POST", "/api/auth/api-keys", { key: await admin(), body: { user_id: writer.user_id, scopes: ["presets", `tool:${secret.title}`] } });
+    expect(again.status, JSON.stringify(again.body)).toBe(200);
+    expect(await runAs(runner.key, name)).toMatchObject({ status: "failed", error_kind: "denied" });
+    expect(secret.seen).toEqual([]);
+
+    // What the new holder stores itself runs.
+    const own = await call("POST", `/api/presets/${name}/versions`, { key: again.body.data.api_key, body: { base_tool: secret.title, fixed_kwargs: {} } });
+    expect(own.status, JSON.stringify(own.body)).toBe(200);
+    expect(await runAs(runner.key, name)).toMatchObject({ status: "succeeded" });
+    expect(secret.seen).toHaveLength(1);
+  });
 });
 
 describe("finding 2: a state binding does not buy the states area", () => {
