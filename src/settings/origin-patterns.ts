@@ -53,6 +53,9 @@ export function parseOriginPattern(text: unknown): OriginPattern | null {
     return null;
   }
   if (u.hostname === "" || u.username || u.password || u.pathname !== "/" || u.search || u.hash) return null;
+  // A host name, an IPv4 address or a bracketed IPv6 one: no wildcard or other character the URL
+  // parser lets through (`*.example` would be a literal host that no request ever has).
+  if (!/^(?:[a-z0-9_-]+(?:\.[a-z0-9_-]+)*\.?|\[[0-9a-f:.]+\])$/.test(u.hostname)) return null;
   const protocol = u.protocol;
   if (protocol !== "https:" && protocol !== "http:") return null;
   if (protocol === "http:" && !LOOPBACK_HOSTS.has(u.hostname)) return null;
