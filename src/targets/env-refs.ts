@@ -133,9 +133,17 @@ export function assertReferencesMayGo(refs: Array<{ field: string; ref: EnvRef }
  * read with resolveEnvRefFor.
  */
 export function resolveEnvRef(env: EnvVars, ref: EnvRef): string {
+  assertInScope(env, ref);
+  return valueOf(env, ref);
+}
+
+function assertInScope(env: EnvVars, ref: EnvRef): void {
   if (!isReferenceable(ref.env, splitAllowlist(envVar(env, SECRET_REFERENCE_ALLOWLIST_SETTING)), env)) {
     throw new EnvRefError(ref.env, `env var ${ref.env} referenced by the declaration may not be referenced (${REFERENCE_RULE})`);
   }
+}
+
+function valueOf(env: EnvVars, ref: EnvRef): string {
   const v = envVar(env, ref.env);
   if (typeof v !== "string" || v === "") throw new EnvRefError(ref.env);
   return v;
@@ -147,15 +155,13 @@ export function resolveEnvRef(env: EnvVars, ref: EnvRef): string {
  * binding narrowed since then stops the value before anything is sent).
  */
 export function resolveEnvRefFor(env: EnvVars, ref: EnvRef, url: string): string {
-  if (!isReferenceable(ref.env, splitAllowlist(envVar(env, SECRET_REFERENCE_ALLOWLIST_SETTING)), env)) {
-    throw new EnvRefError(ref.env, `env var ${ref.env} referenced by the declaration may not be referenced (${REFERENCE_RULE})`);
-  }
+  assertInScope(env, ref);
   const origins = referenceOriginsOf(env);
   if (!referenceMayGoTo(ref.env, url, origins)) {
     const why = Object.hasOwn(origins, ref.env) ? "binds it to other origins" : "binds no origin to it";
     throw new EnvRefError(ref.env, `env var ${ref.env} referenced by the declaration may not be sent to this URL's origin (${SECRET_REFERENCE_ORIGINS_SETTING} ${why})`);
   }
-  return resolveEnvRef(env, ref);
+  return valueOf(env, ref);
 }
 
 /**
