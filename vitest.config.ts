@@ -23,10 +23,56 @@ export const TEST_CHANNELS = {
   CHANNEL_SLACK_API_BASE: "https://slack.fake/api",
 };
 
+/** The fake hosts the workers tests declare tools, agents and MCP servers at with env references. */
+const TEST_REFERENCE_HOSTS = [
+  "https://tools.example",
+  "https://tools.example.com",
+  "https://t.example",
+  "https://t.example.com",
+  "https://t2.example",
+  "https://x.example",
+  "https://a.example",
+  "https://api.example",
+  "https://agent.example",
+  "https://agent.example.com",
+  "https://agents.example",
+  "https://llm.example",
+  "https://llm.example.com",
+  "https://crm.example.com",
+  "https://new.example.com",
+  "https://old.example.com",
+  "https://mcp.example.com",
+  "https://tools.fake",
+  "https://agents.fake",
+];
+
+/** The names those references use. */
+const TEST_REFERENCE_NAMES = [
+  "LLM_KEY",
+  "TOOL_SECRET",
+  "AGENT_KEY",
+  "TOOL_SECRET_UNSET_IN_TESTS",
+  "SECRET_T",
+  "SECRET_MCP",
+  "SECRET_MCP_TOKEN",
+  "SECRET_FINE",
+  "SECRET_SCOPED_TOKEN",
+  "SECRET_LLM",
+];
+
 /** The env references the workers tests declare predate the `SECRET_*` scope (decisions §14);
- * listing them keeps those tests as they were. Tests of the scope itself override this. */
+ * listing them keeps those tests as they were. Each name is bound to the fake hosts the tests send
+ * it to (SECRET_REFERENCE_ORIGINS, docs/security.md); a host outside the list receives none. Tests
+ * of the scope and of the bindings themselves override these. */
 export const TEST_SECRET_REFERENCES = {
   SECRET_REFERENCE_ALLOWLIST: "LLM_KEY,TOOL_SECRET,AGENT_KEY,TOOL_SECRET_UNSET_IN_TESTS",
+  SECRET_REFERENCE_ORIGINS: JSON.stringify({
+    ...Object.fromEntries(TEST_REFERENCE_NAMES.map((name) => [name, TEST_REFERENCE_HOSTS])),
+    // The stored MCP values' own binding is what test/mcp/secret-env-origins.test.ts pins: the
+    // deployment lets both of its hosts receive these names, and the value's binding decides.
+    SECRET_MCP_BOUND: ["https://mcp.example.com", "https://collector.example"],
+    SECRET_MCP_FIRST: ["https://mcp.example.com", "https://collector.example"],
+  }),
 };
 
 /** The secrets wrangler.toml declares (`[secrets] required`), fresh for every run: nothing secret is

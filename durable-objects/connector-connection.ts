@@ -72,7 +72,7 @@ export class ConnectorConnection extends DurableObject<Env> implements Connector
     }
     const secrets = await this.open(row, keys);
     if (!secrets) return { ok: false, reason: "sealed_with_unknown_key", provider_id, message: "the connection's tokens are sealed with a key the service no longer has (see CONNECTORS_ENCRYPTION_KEY_PREVIOUS)" };
-    return { ok: true, access_token: secrets.access_token, token_type: secrets.token_type };
+    return { ok: true, access_token: secrets.access_token, token_type: secrets.token_type, provider_id };
   }
 
   async accessToken(keys: KeyRing, skewMs: number, nowMs: number): Promise<TokenAnswer> {
@@ -130,7 +130,7 @@ export class ConnectorConnection extends DurableObject<Env> implements Connector
       },
       nowMs,
     );
-    return { ok: true, access_token: next.access_token, token_type: next.token_type };
+    return { ok: true, access_token: next.access_token, token_type: next.token_type, provider_id: row.provider_id };
   }
 
   async health(nowMs: number): Promise<ConnectionHealth> {

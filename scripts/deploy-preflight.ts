@@ -158,13 +158,20 @@ export function looksLikeSecretValue(value: string): boolean {
   return false;
 }
 
+/**
+ * The service's own settings whose names sound secret but which hold none (the settings registry
+ * declares them `secret: false`): which env vars `{"env"}` references may name, and the origins each
+ * may be sent to. They are judged by their value only.
+ */
+export const PLAIN_SECRET_NAMED_SETTINGS: ReadonlySet<string> = new Set(["SECRET_REFERENCE_ALLOWLIST", "SECRET_REFERENCE_ORIGINS"]);
+
 /** The `[vars]` that look like secrets: a secret-sounding name with a value, or a key-like value. */
 export function secretLookingVars(vars: Record<string, unknown>): string[] {
   const out: string[] = [];
   for (const [name, raw] of Object.entries(vars)) {
     const value = typeof raw === "string" ? raw : JSON.stringify(raw);
     if (!value) continue;
-    if (SECRET_NAME.test(name) || looksLikeSecretValue(value)) out.push(name);
+    if ((!PLAIN_SECRET_NAMED_SETTINGS.has(name) && SECRET_NAME.test(name)) || looksLikeSecretValue(value)) out.push(name);
   }
   return out;
 }

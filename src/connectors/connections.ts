@@ -153,12 +153,12 @@ export async function connectionIdsAfter(db: D1Database, cursor: string, limit: 
   return results.map((r) => r.connection_id);
 }
 
-/** Which of `ids` are listed connections. */
-export async function existingConnectionIds(db: D1Database, ids: readonly string[]): Promise<Set<string>> {
-  if (ids.length === 0) return new Set();
+/** The provider of each of `ids` that is a listed connection (connection id → provider id). */
+export async function connectionProviders(db: D1Database, ids: readonly string[]): Promise<Map<string, string>> {
+  if (ids.length === 0) return new Map();
   const { results } = await db
-    .prepare(`SELECT connection_id FROM connector_connections WHERE connection_id IN (${ids.map(() => "?").join(", ")})`)
+    .prepare(`SELECT connection_id, provider_id FROM connector_connections WHERE connection_id IN (${ids.map(() => "?").join(", ")})`)
     .bind(...ids)
-    .all<{ connection_id: string }>();
-  return new Set(results.map((r) => r.connection_id));
+    .all<{ connection_id: string; provider_id: string }>();
+  return new Map(results.map((r) => [r.connection_id, r.provider_id]));
 }

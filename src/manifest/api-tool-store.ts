@@ -9,12 +9,13 @@
  * projected as MCP tools; the issue asks for this instead (docs/manifest.md says so).
  */
 import { z } from "zod";
-import { assertConnectionsExist, assertConnectorStoreFor } from "../connectors/references";
+import { assertConnectionsLendable, assertConnectorStoreFor, sentTo } from "../connectors/references";
+import type { ProviderDescriptor } from "../settings/connector-settings";
 import type { EnvVars } from "../env";
-import { HttpError, badRequest, conflict } from "../http/errors";
+import { HttpError, conflict } from "../http/errors";
 import type { Settings } from "../settings/settings";
 import { parseStored, validStored } from "../store/parse-stored";
-import { headerConnections, headerReferences, headersSchema, redactHeaders, refusedReferences, refusedReferencesMessage } from "../targets/env-refs";
+import { assertReferencesMayGo, headerConnections, headerReferences, headersSchema, redactHeaders } from "../targets/env-refs";
 import { type JsonSchema, inputSchemaSchema } from "../targets/json-schema";
 import { targetNameSchema } from "../targets/names";
 import { urlOrigin } from "../targets/origin-lock";
@@ -104,9 +105,9 @@ export type ApiTool = ApiToolDeclaration & { input_schema: JsonSchema; created_a
 
 /** The settings-bound checks: the address guard on the URL, the env-reference scope, the connector store. */
 export function checkApiToolDeclaration(d: ApiToolDeclaration, settings: Settings, env: EnvVars, field = ""): void {
-  assertDeclaredUrl(`${field}url`, fillTemplate(d.url, () => "x"), settings);
-  const refused = refusedReferences(headerReferences(d.headers, `${field}headers`), settings.secretReferences.allowlist, env);
-  if (refused.length) throw badRequest(refusedReferencesMessage(refused));
+  const url = fillTemplate(d.url, () => "x");
+  assertDeclaredUrl(`${field}url`, url, settings);
+  assertReferencesMayGo(headerReferences(d.headers, `${field}headers`), url, settings, env);
   assertConnectorStoreFor(headerConnections(d.headers, `${field}headers`), settings);
 }
 
@@ -171,9 +172,9 @@ export function upsertApiToolStatement(db: D1Database, d: ApiToolDeclaration, cr
 }
 
 /** Creates or replaces an API tool; a built-in's, an HTTP tool's or a preset's name is 409. */
-export async function upsertApiTool(db: D1Database, d: ApiToolDeclaration, nowIso: string): Promise<{ created: boolean; tool: ApiTool }> {
+export async function upsertApiTool(db: D1Database, d: ApiToolDeclaration, nowIso: string, providers: readonly ProviderDescriptor[]): Promise<{ created: boolean; tool: ApiTool }> {
   if (isBuiltinTool(d.title)) throw conflict("title is the name of a built-in tool");
-  await assertConnectionsExist(db, headerConnections(d.headers, "headers"));
+  await assertConnectionsLendable(db, providers, sentTo(headerConnections(d.headers, "headers"), fillTemplate(d.url, () => "x")));
   const existed = (await db.prepare("SELECT 1 AS one FROM api_tools WHERE title = ?").bind(d.title).first()) !== null;
   const row = await upsertApiToolStatement(db, d, nowIso, nowIso, true).first<Row>();
   if (!row) throw conflict("title is the name of an HTTP tool or a preset");

@@ -19,7 +19,7 @@
  * It validates the whole document first, then writes it in one D1 batch: all or nothing.
  */
 import { z } from "zod";
-import { assertConnectionsExist } from "../connectors/references";
+import { assertConnectionsLendable, sentTo } from "../connectors/references";
 import type { EnvVars } from "../env";
 import { HttpError, badRequest, conflict } from "../http/errors";
 import { mcpEntryChanged, replaceMcpStatements } from "../mcp/config";
@@ -304,11 +304,11 @@ export async function planReplace(db: D1Database, input: ManifestDocument, setti
     if (BUILTIN_AGENT_NAMES.has(a.title)) throw conflict(`agents[${i}].title is the name of a built-in agent`);
     if (cur.owned.agents.has(a.title)) throw conflict(`agents[${i}].title is owned by an installed marketplace plugin`);
   });
-  await assertConnectionsExist(db, [
-    ...doc.tools.flatMap((t, i) => headerConnections(t.headers, `tools[${i}].headers`)),
-    ...doc.agents.flatMap((a, i) => (a.kind === "http" ? headerConnections(a.config.headers, `agents[${i}].config.headers`) : [])),
-    ...doc.mcp.flatMap((m, i) => headerConnections(m.config.headers, `mcp[${i}].config.headers`)),
-    ...doc.api_tools.flatMap((t, i) => headerConnections(t.headers, `api_tools[${i}].headers`)),
+  await assertConnectionsLendable(db, settings.connectors.providers, [
+    ...doc.tools.flatMap((t, i) => sentTo(headerConnections(t.headers, `tools[${i}].headers`), t.url)),
+    ...doc.agents.flatMap((a, i) => (a.kind === "http" ? sentTo(headerConnections(a.config.headers, `agents[${i}].config.headers`), a.config.url) : [])),
+    ...doc.mcp.flatMap((m, i) => sentTo(headerConnections(m.config.headers, `mcp[${i}].config.headers`), m.config.url)),
+    ...doc.api_tools.flatMap((t, i) => sentTo(headerConnections(t.headers, `api_tools[${i}].headers`), apiToolOrigin(t.url) ?? "")),
   ]);
 
   const keep = {

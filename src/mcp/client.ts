@@ -129,7 +129,7 @@ export async function withMcpSession<T>(
   let headers: Record<string, string>;
   try {
     const env = await envWithSecretValues(ctx.db, ctx.settings.config, ctx.env, server.spec.config.headers, urlOrigin(url));
-    headers = await resolveCallHeaders(env, server.spec.config.headers, (ref) => connectionHeaderValue(ctx, ref));
+    headers = await resolveCallHeaders(env, server.spec.config.headers, url, (ref) => connectionHeaderValue(ctx, ref, url));
   } catch (err) {
     if (err instanceof EnvRefError || err instanceof ConnectionRefError) return { ok: false, kind: "config", message: err.message };
     throw err;

@@ -5,7 +5,7 @@
  * again later.
  */
 import { z } from "zod";
-import { assertConnectionsExist } from "../connectors/references";
+import { assertConnectionsLendable, sentTo } from "../connectors/references";
 import type { EnvVars } from "../env";
 import { badRequest, notFound } from "../http/errors";
 import type { Settings } from "../settings/settings";
@@ -79,7 +79,7 @@ async function assertRoomFor(db: D1Database, title: string): Promise<void> {
 export async function declareServer(ctx: McpContext, d: McpServerDeclaration): Promise<DeclaredServer> {
   checkMcpDeclaration(d, ctx.settings, ctx.env);
   await assertRoomFor(ctx.db, d.title);
-  const { created, server } = await upsertMcpServer(ctx.db, d, ctx.now().toISOString());
+  const { created, server } = await upsertMcpServer(ctx.db, d, ctx.now().toISOString(), ctx.settings.connectors.providers);
   const status = (await refreshServer(ctx, server)) ?? (await pendingStatus(ctx.db, server));
   return { created, server: mcpServerView(server), status };
 }
@@ -91,9 +91,10 @@ async function pendingStatus(db: D1Database, s: McpServerRecord): Promise<McpSta
 /** Checks every entry of a whole MCP config (the settings-bound checks and the connections). */
 export async function checkMcpEntries(db: D1Database, list: McpServerDeclaration[], settings: Settings, env: EnvVars, field: string): Promise<void> {
   list.forEach((d, i) => checkMcpDeclaration(d, settings, env, `${field}[${i}].`));
-  await assertConnectionsExist(
+  await assertConnectionsLendable(
     db,
-    list.flatMap((d, i) => headerConnections(d.config.headers, `${field}[${i}].config.headers`)),
+    settings.connectors.providers,
+    list.flatMap((d, i) => sentTo(headerConnections(d.config.headers, `${field}[${i}].config.headers`), d.config.url)),
   );
 }
 

@@ -8,10 +8,9 @@
 import { z } from "zod";
 import { assertConnectorStoreFor } from "../connectors/references";
 import type { EnvVars } from "../env";
-import { badRequest } from "../http/errors";
 import { RESERVED_SERVER_TITLES } from "./names";
 import type { Settings } from "../settings/settings";
-import { headerConnections, headerReferences, headersSchema, redactHeaders, refusedReferences, refusedReferencesMessage } from "../targets/env-refs";
+import { assertReferencesMayGo, headerConnections, headerReferences, headersSchema, redactHeaders } from "../targets/env-refs";
 import { assertDeclaredUrl, endpointUrlSchema } from "../targets/urls";
 
 export const MAX_MCP_TIMEOUT_SECONDS = 300;
@@ -63,13 +62,13 @@ export type McpServerDeclaration = z.infer<typeof McpServerDeclaration>;
 
 /**
  * The checks a declaration needs the settings for: the outbound address guard on `config.url`,
- * the secret-reference scope of every `{"env"}` header and the connector store a `{"connection"}`
+ * the secret-reference scope of every `{"env"}` header and its binding to the server's origin
+ * (`SECRET_REFERENCE_ORIGINS`, whether the value is then stored or in the env), the connector store a `{"connection"}`
  * header needs (its existence is checked by the store, which reads D1). 400s name the field only.
  */
 export function checkMcpDeclaration(d: McpServerDeclaration, settings: Settings, env: EnvVars, field = ""): void {
   assertDeclaredUrl(`${field}config.url`, d.config.url, settings);
-  const refused = refusedReferences(headerReferences(d.config.headers, `${field}config.headers`), settings.secretReferences.allowlist, env);
-  if (refused.length) throw badRequest(refusedReferencesMessage(refused));
+  assertReferencesMayGo(headerReferences(d.config.headers, `${field}config.headers`), d.config.url, settings, env);
   assertConnectorStoreFor(headerConnections(d.config.headers, `${field}config.headers`), settings);
 }
 

@@ -12,13 +12,17 @@
  * It resolves only for a server at one of them. Reads never show it, so without the binding any
  * admin could declare a server at its own host referencing the name and receive a value it never
  * knew; to send it to a new origin, whoever knows it writes it again.
+ *
+ * Whatever its source, a reference's value goes only to an origin `SECRET_REFERENCE_ORIGINS` (env
+ * only) binds its name to: a stored value is bound within those origins when written, and every
+ * resolution checks them again (resolveCallHeaders).
  */
 import { z } from "zod";
 import { sealText, openText, sealingRing, settingsKeyRing } from "../config/secrets";
 import { type EnvVars, envVar } from "../env";
 import { badRequest } from "../http/errors";
 import type { ConfigSettings } from "../settings/config-settings";
-import { REFERENCE_RULE, SECRET_REFERENCE_ALLOWLIST_SETTING, isReferenceable, splitAllowlist } from "../settings/secret-references";
+import { REFERENCE_RULE, SECRET_REFERENCE_ALLOWLIST_SETTING, SECRET_REFERENCE_ORIGINS_SETTING, isReferenceable, referenceMayGoTo, splitAllowlist } from "../settings/secret-references";
 import type { Settings } from "../settings/settings";
 import { EnvRefError, type HeaderSpec, headerReferences } from "../targets/env-refs";
 import { urlOrigin } from "../targets/origin-lock";
@@ -40,7 +44,9 @@ export const MAX_SECRET_ENV_VALUES = 500;
 /**
  * Stores (or, with `value: null`, removes) a sealed value, bound to `origins` (URLs; their origins
  * count) and to the origins of the MCP servers that reference `name` now; answers whether a value
- * is now set. A value with no origin to go to is a 400 naming `origins`.
+ * is now set. Only origins `SECRET_REFERENCE_ORIGINS` binds `name` to count: a name it does not bind
+ * is a 400 naming `name`, a named origin outside its binding a 400 naming `origins[i]`, and a
+ * referencing server outside it is left out. A value with no origin to go to is a 400 naming `origins`.
  */
 export async function writeSecretEnv(
   db: D1Database,
@@ -58,7 +64,15 @@ export async function writeSecretEnv(
     await db.prepare("DELETE FROM mcp_secret_env WHERE name = ?").bind(name).run();
     return { name, set: false, updated_at: nowIso };
   }
-  const referencing = (await listMcpServers(db)).filter((s) => headerReferences(s.spec.config.headers, "").some((r) => r.ref.env === name)).map((s) => urlOrigin(s.spec.config.url));
+  const bindings = settings.referenceOrigins;
+  if (!Object.hasOwn(bindings, name)) {
+    throw badRequest(`invalid body: name: ${SECRET_REFERENCE_ORIGINS_SETTING} binds no origin to this name, so its value could be sent nowhere; the operator binds it (env only)`);
+  }
+  const outside = origins.findIndex((url) => !referenceMayGoTo(name, url, bindings));
+  if (outside >= 0) throw badRequest(`invalid body: origins[${outside}]: not an origin ${SECRET_REFERENCE_ORIGINS_SETTING} binds this name to`);
+  const referencing = (await listMcpServers(db))
+    .filter((s) => headerReferences(s.spec.config.headers, "").some((r) => r.ref.env === name) && referenceMayGoTo(name, s.spec.config.url, bindings))
+    .map((s) => urlOrigin(s.spec.config.url));
   const bound = [...new Set([...origins.map(urlOrigin), ...referencing].filter((o): o is string => o !== null))].sort();
   if (bound.length === 0) {
     throw badRequest("invalid body: origins: no MCP server references this name yet; name the origins (the URLs of the servers) the value may be sent to, or declare the server first");

@@ -4,7 +4,8 @@
  * batch; a listing writes its outcome only while the revision it listed is still the row's.
  */
 import { z } from "zod";
-import { assertConnectionsExist } from "../connectors/references";
+import { assertConnectionsLendable, sentTo } from "../connectors/references";
+import type { ProviderDescriptor } from "../settings/connector-settings";
 import { notFound } from "../http/errors";
 import { parseStored } from "../store/parse-stored";
 import { headerConnections } from "../targets/env-refs";
@@ -170,9 +171,12 @@ export function newRevision(): string {
   return crypto.randomUUID();
 }
 
-/** Creates or replaces a declaration (pending until listed); a `{"connection"}` header naming no connection is 400. */
-export async function upsertMcpServer(db: D1Database, d: McpServerDeclaration, nowIso: string): Promise<{ created: boolean; server: McpServerRecord }> {
-  await assertConnectionsExist(db, headerConnections(d.config.headers, "config.headers"));
+/**
+ * Creates or replaces a declaration (pending until listed); a `{"connection"}` header naming no
+ * connection, or one whose provider does not lend its tokens to `config.url`'s origin, is 400.
+ */
+export async function upsertMcpServer(db: D1Database, d: McpServerDeclaration, nowIso: string, providers: readonly ProviderDescriptor[]): Promise<{ created: boolean; server: McpServerRecord }> {
+  await assertConnectionsLendable(db, providers, sentTo(headerConnections(d.config.headers, "config.headers"), d.config.url));
   const existed = (await db.prepare("SELECT 1 AS one FROM mcp_servers WHERE title = ?").bind(d.title).first()) !== null;
   await db.batch(declareStatements(db, d, newRevision(), nowIso, nowIso));
   const server = await getMcpServer(db, d.title);

@@ -98,8 +98,9 @@ addRoute(
     errors: [409],
   },
   async (c, { body }) => {
-    checkAgentDeclaration(body, c.get("settings"), c.env);
-    const { created, agent } = await upsertDeclaredAgent(c.env.DB, body, new Date().toISOString());
+    const settings = c.get("settings");
+    checkAgentDeclaration(body, settings, c.env);
+    const { created, agent } = await upsertDeclaredAgent(c.env.DB, body, new Date().toISOString(), settings.connectors.providers);
     return { created, agent: agentView(agent) };
   },
 );

@@ -34,7 +34,7 @@ addRoute(
     const doc = body.openapi ?? (await fetchOpenApiDocument(edgeFetch, body.openapi_url!, settings));
     const declaration = declarationFromOperation(doc as Record<string, unknown>, body, body.openapi_url);
     checkApiToolDeclaration(declaration, settings, c.env);
-    const { created, tool } = await upsertApiTool(c.env.DB, declaration, new Date().toISOString());
+    const { created, tool } = await upsertApiTool(c.env.DB, declaration, new Date().toISOString(), settings.connectors.providers);
     return { created, tool: apiToolView(tool) };
   },
 );

@@ -104,7 +104,7 @@ addRoute(
     path: "/api/mcp-config/secret-env",
     summary: "Store (or remove) a secret value MCP servers' env references resolve to (admin)",
     description:
-      "`{name, value, origins?}`: `name` must be inside the secret-reference scope (SECRET_* or SECRET_REFERENCE_ALLOWLIST); `value` is sealed with SETTINGS_ENCRYPTION_KEY (501 settings-encryption-not-configured without it) and never shown again; `value: null` removes it. The value is bound to the origins it may be sent to: those of `origins` (server URLs) and of the MCP servers referencing `name` now (400 naming `origins` when there are none); a server at another origin does not get it until the value is written again. An MCP server's {\"env\": name} header resolves the stored value first, then the Worker env. Answers `{name, set, updated_at}`.",
+      "`{name, value, origins?}`: `name` must be inside the secret-reference scope (SECRET_* or SECRET_REFERENCE_ALLOWLIST); `value` is sealed with SETTINGS_ENCRYPTION_KEY (501 settings-encryption-not-configured without it) and never shown again; `value: null` removes it. The value is bound to the origins it may be sent to: those of `origins` (server URLs) and of the MCP servers referencing `name` now (400 naming `origins` when there are none), all within the origins SECRET_REFERENCE_ORIGINS binds `name` to (400 naming `name` when it binds none, `origins[i]` for one outside); a server at another origin does not get it until the value is written again. An MCP server's {\"env\": name} header resolves the stored value first, then the Worker env. Answers `{name, set, updated_at}`.",
     area: "manifest",
     auth: ADMIN_WRITE,
     body: z

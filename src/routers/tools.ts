@@ -147,8 +147,9 @@ addRoute(
     errors: [409],
   },
   async (c, { body }) => {
-    checkHttpToolDeclaration(body, c.get("settings"), c.env);
-    const { created, tool } = await upsertHttpTool(c.env.DB, body, new Date().toISOString());
+    const settings = c.get("settings");
+    checkHttpToolDeclaration(body, settings, c.env);
+    const { created, tool } = await upsertHttpTool(c.env.DB, body, new Date().toISOString(), settings.connectors.providers);
     return { created, tool: httpToolView(tool) };
   },
 );

@@ -15,6 +15,7 @@
  * not be echoed.
  */
 import { z } from "zod";
+import { ORIGIN_PATTERN_RULE, parseOriginPattern } from "./origin-patterns";
 import { ENV_NAME, isForbiddenReference } from "./secret-references";
 import { KEY_RULE, type KeyRing, parseKeyRing } from "./sealing-keys";
 import { d1StoreUrl, envString, intSetting } from "./store-url";
@@ -86,6 +87,19 @@ const oauthSchema = z
   })
   .strict();
 
+/**
+ * An origin a provider's API answers at: where its connections' access tokens may be sent
+ * (src/settings/origin-patterns.ts). Parsed here, so a call only compares.
+ */
+const apiOriginSchema = z.string().transform((text, ctx) => {
+  const p = parseOriginPattern(text);
+  if (!p) {
+    ctx.addIssue({ code: "custom", message: ORIGIN_PATTERN_RULE });
+    return z.NEVER;
+  }
+  return p;
+});
+
 const subServiceSchema = z
   .object({
     id: idSchema,
@@ -118,6 +132,12 @@ export const ProviderDescriptor = z
     sub_services: z.array(subServiceSchema).min(1, { message: "must have at least one sub-service" }).max(64),
     config_fields: z.array(configFieldSchema).max(64).default([]),
     oauth: oauthSchema.optional(),
+    /**
+     * The origins of the provider's API: a tool, agent or MCP server header naming one of its
+     * connections may be declared only at a URL of one of them, and the token is sent nowhere else.
+     * Without it, its connections cannot be lent to declarations at all.
+     */
+    api_origins: z.array(apiOriginSchema).min(1, { message: "must list at least one origin (leave the field out to lend connections to no declaration)" }).max(16).optional(),
   })
   .strict()
   .superRefine((p, ctx) => {

@@ -11,7 +11,7 @@
 import { DEFAULT_JQ_BUDGET, JQ_MAX_MEMORY_MB, JQ_MAX_STEPS, JQ_MIN_MEMORY_MB, JQ_MIN_STEPS } from "../jq/budget";
 import { ALLOW_PRIVATE_HOSTS_SETTING } from "../net/address-guard";
 import { DEFAULT_REFRESH_SECONDS, MAX_REFRESH_SECONDS, MIN_REFRESH_SECONDS, SETTINGS_KEY_SETTING, SETTINGS_PREVIOUS_KEYS_SETTING, SETTINGS_REFRESH_SETTING } from "./config-settings";
-import { SECRET_REFERENCE_ALLOWLIST_SETTING } from "./secret-references";
+import { SECRET_REFERENCE_ALLOWLIST_SETTING, SECRET_REFERENCE_ORIGINS_SETTING } from "./secret-references";
 import { STORAGE_BUCKET_SETTING, STORAGE_DEFAULTS, STORAGE_UPLOAD_CEILING_BYTES } from "./storage-settings";
 import { DEFAULT_MAX_MESSAGE_CHARS, NUMERIC_SETTINGS } from "./settings";
 
@@ -288,6 +288,18 @@ export const SETTINGS: readonly SettingDefinition[] = Object.freeze([
     secret: false,
     overlay: false,
     description: "Comma-separated env var names {\"env\"} references may resolve besides SECRET_*; never a service setting, binding, channel secret or connector client credential. Env only: it is the operator's delegation of env secrets to declarations.",
+  },
+  // Env only: it decides where each delegated env secret may be sent, so an admin key that could
+  // set it could add its own host and receive the secret.
+  {
+    name: SECRET_REFERENCE_ORIGINS_SETTING,
+    area: "outbound",
+    type: "json-object",
+    default: null,
+    secret: false,
+    overlay: false,
+    description:
+      "JSON object binding each env var name {\"env\"} references may name to the origins its value may be sent to, e.g. {\"SECRET_WEATHER_TOKEN\": [\"https://api.weather.example\"]}; https, or http for 127.0.0.1/localhost/[::1]; :* for any port. A name it does not bind goes nowhere. Env only: it is the operator's choice of where delegated secrets may go.",
   },
   int("JQ_BUDGET_STEPS", "jq", DEFAULT_JQ_BUDGET.steps, JQ_MIN_STEPS, JQ_MAX_STEPS, "Metered steps one jq evaluation may use before it fails with jq budget exceeded."),
   int("JQ_BUDGET_MEMORY_MB", "jq", DEFAULT_JQ_BUDGET.memoryMb, JQ_MIN_MEMORY_MB, JQ_MAX_MEMORY_MB, "Largest heap (MiB) one jq evaluation may grow to."),

@@ -15,7 +15,7 @@ import { type NotificationSettings, parseNotificationSettings } from "./notifica
 import { type RunsSettings, parseRunsSettings } from "./runs-settings";
 import { type ScheduleSettings, parseScheduleSettings } from "./schedule-settings";
 import { type StorageSettings, type ToolMetaSettings, parseStorageSettings, parseToolMetaSettings } from "./storage-settings";
-import { ENV_NAME, SECRET_REFERENCE_ALLOWLIST_SETTING, isForbiddenReference, splitAllowlist } from "./secret-references";
+import { ENV_NAME, type ReferenceOrigins, SECRET_REFERENCE_ALLOWLIST_SETTING, SECRET_REFERENCE_ORIGINS_SETTING, isForbiddenReference, parseReferenceOrigins, splitAllowlist } from "./secret-references";
 import { d1StoreUrl } from "./store-url";
 import { type ToolRunSettings, parseToolRunSettings } from "./tool-run-settings";
 
@@ -86,6 +86,8 @@ export interface Settings {
   outbound: { allowPrivateHosts: boolean };
   /** `SECRET_REFERENCE_ALLOWLIST`: names `{"env"}` references may resolve besides `SECRET_*` (src/settings/secret-references.ts). */
   secretReferences: { allowlist: string[] };
+  /** `SECRET_REFERENCE_ORIGINS`: the origins each referenceable name's value may be sent to (src/settings/secret-references.ts). */
+  referenceOrigins: ReferenceOrigins;
   /** `SETTINGS_*`: how the runtime overlay is sealed and re-checked (src/settings/config-settings.ts). */
   config: ConfigSettings;
 }
@@ -252,6 +254,8 @@ export function parseSettings(env: Record<string, unknown>): SettingsResult {
     errors.push(`${SECRET_REFERENCE_ALLOWLIST_SETTING} names a variable that is never referenceable (the service's own settings, its bindings, CHANNEL_* secrets)`);
   }
 
+  const referenceOrigins = parseReferenceOrigins(env[SECRET_REFERENCE_ORIGINS_SETTING], env, errors);
+
   const jq = parseJqBudget(env, errors);
   const notifications = parseNotificationSettings(env, errors);
   const connectors = parseConnectorSettings(env, errors);
@@ -267,7 +271,7 @@ export function parseSettings(env: Record<string, unknown>): SettingsResult {
   const mcp = parseMcpSettings(env, errors);
 
   if (errors.length) return { ok: false, errors };
-  return { ok: true, settings: { jq, conversations: c, states, notifications, connectors, marketplace, checkpoint: { provider, ttlMinutes }, outbound, secretReferences: { allowlist }, config, toolRuns, schedules, hooks, interactions, runs, storage, toolMeta, mcp } };
+  return { ok: true, settings: { jq, conversations: c, states, notifications, connectors, marketplace, checkpoint: { provider, ttlMinutes }, outbound, secretReferences: { allowlist }, referenceOrigins, config, toolRuns, schedules, hooks, interactions, runs, storage, toolMeta, mcp } };
 }
 
 /** The jq budget settings: whole numbers within the bounds the engine can honour. */

@@ -10,6 +10,7 @@ import { authorizeTurn } from "../auth/pass-role";
 import { storedByRefusal } from "../auth/stored-by";
 import { ConnectionRefError, connectionHeaderValue } from "../connectors/token-resolution";
 import { buildApiRequest, sendApiRequest } from "../manifest/api-tool-call";
+import { apiToolOrigin } from "../manifest/api-tool-store";
 import { callMcpTool } from "../mcp/call";
 import { MAX_BODY_BYTES } from "../http/body";
 import { checkJsonBounds } from "../http/bounded-json";
@@ -60,13 +61,13 @@ function invalid(problems: string[]): DispatchResult {
 }
 
 /**
- * A declared tool's headers with their env and connection references resolved, or the tool error
- * an unresolvable one is. A connection header costs one call to its object (two when the token
- * must be refreshed).
+ * A declared tool's headers for a call to `url`, with their env and connection references resolved,
+ * or the tool error an unresolvable one is (a reference whose value may not go to `url`'s origin
+ * included). A connection header costs one call to its object (two when the token must be refreshed).
  */
-async function callHeaders(ctx: TargetContext, spec: Parameters<typeof resolveCallHeaders>[1]): Promise<{ ok: true; headers: Record<string, string> } | DispatchResult> {
+async function callHeaders(ctx: TargetContext, spec: Parameters<typeof resolveCallHeaders>[1], url: string): Promise<{ ok: true; headers: Record<string, string> } | DispatchResult> {
   try {
-    return { ok: true, headers: await resolveCallHeaders(ctx.env, spec, (ref) => connectionHeaderValue(ctx, ref)) };
+    return { ok: true, headers: await resolveCallHeaders(ctx.env, spec, url, (ref) => connectionHeaderValue(ctx, ref, url)) };
   } catch (err) {
     if (err instanceof EnvRefError || err instanceof ConnectionRefError) return fail("tool_error", err.message);
     throw err;
@@ -74,7 +75,7 @@ async function callHeaders(ctx: TargetContext, spec: Parameters<typeof resolveCa
 }
 
 async function runHttpTool(ctx: TargetContext, tool: BaseTool & { kind: "http" }, kwargs: Record<string, unknown>, timeoutMs: number): Promise<DispatchResult> {
-  const resolved = await callHeaders(ctx, tool.tool.headers);
+  const resolved = await callHeaders(ctx, tool.tool.headers, tool.tool.url);
   if (!("headers" in resolved)) return resolved;
   const headers = resolved.headers;
   const r = await callJsonEndpoint(ctx.fetch, {
@@ -116,7 +117,8 @@ async function runMcpTool(ctx: TargetContext, tool: BaseTool & { kind: "mcp" }, 
 
 /** An API tool (docs/manifest.md): the kwargs laid out as the operation's path, query, headers and body. */
 async function runApiTool(ctx: TargetContext, tool: BaseTool & { kind: "api" }, kwargs: Record<string, unknown>, timeoutMs: number): Promise<DispatchResult> {
-  const resolved = await callHeaders(ctx, tool.tool.headers);
+  // The template's origin is the request's whatever the kwargs are (placeholders stand in the path and query only).
+  const resolved = await callHeaders(ctx, tool.tool.headers, apiToolOrigin(tool.tool.url) ?? "");
   if (!("headers" in resolved)) return resolved;
   const req = buildApiRequest(tool.tool, kwargs, resolved.headers);
   if ("error" in req) return fail("invalid_kwargs", `invalid kwargs: ${req.error}`);

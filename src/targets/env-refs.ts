@@ -6,11 +6,28 @@
  * A header value may also name a connector connection, `{"connection": "<id>", "format"?}`
  * (src/connectors/header-ref.ts): its access token is resolved at call time from the connection's
  * object (resolveCallHeaders), never stored with the declaration.
+ *
+ * A referenced value leaves the service only for an origin the deployment bound its name to
+ * (`SECRET_REFERENCE_ORIGINS`): the declarer chooses the URL, so without the binding an admin could
+ * declare a tool at its own host and receive the deployment's secret. Checked at declaration (400
+ * naming the field) and again before each send.
  */
 import { z } from "zod";
 import { type ConnectionRef, connectionRefSchema, connectionRefView } from "../connectors/header-ref";
 import { type EnvVars, envVar } from "../env";
-import { REFERENCE_RULE, SECRET_REFERENCE_ALLOWLIST_SETTING, isReferenceable, splitAllowlist } from "../settings/secret-references";
+import { badRequest } from "../http/errors";
+import {
+  ORIGINS_RULE,
+  REFERENCE_RULE,
+  type ReferenceOrigins,
+  SECRET_REFERENCE_ALLOWLIST_SETTING,
+  SECRET_REFERENCE_ORIGINS_SETTING,
+  isReferenceable,
+  referenceMayGoTo,
+  referenceOriginsOf,
+  splitAllowlist,
+} from "../settings/secret-references";
+import type { Settings } from "../settings/settings";
 
 export const envRefSchema = z
   .object({
@@ -86,40 +103,88 @@ export function refusedReferencesMessage(fields: string[]): string {
   return `invalid body: ${fields.join(", ")}: ${fields.length > 1 ? "reference env vars" : "references an env var"} outside the secret-reference scope; ${REFERENCE_RULE}`;
 }
 
+/** The references among `refs` whose names `origins` does not bind to `url`'s origin, as their fields. */
+export function unboundReferences(refs: Array<{ field: string; ref: EnvRef }>, origins: ReferenceOrigins, url: string): string[] {
+  return refs.filter(({ ref }) => !referenceMayGoTo(ref.env, url, origins)).map(({ field }) => field);
+}
+
+/** The 400 message for references whose value may not go to the declaration's URL (fields named, never a variable or origin). */
+export function unboundReferencesMessage(fields: string[]): string {
+  return `invalid body: ${fields.join(", ")}: ${fields.length > 1 ? "reference env vars" : "references an env var"} that may not be sent to this URL's origin; ${ORIGINS_RULE}`;
+}
+
 /**
- * Reads a referenced secret; unset or non-string (e.g. a binding) is an EnvRefError, and so is
- * a name outside the secret-reference scope. The scope was checked at declaration; checking it
- * again here means a stored reference never resolves after the allowlist narrowed.
+ * The declaration-time checks of the env references a declaration sends to `url`: every name inside
+ * the secret-reference scope (400 naming the fields otherwise), then every name bound to `url`'s
+ * origin by `SECRET_REFERENCE_ORIGINS` (400 naming the fields otherwise).
+ */
+export function assertReferencesMayGo(refs: Array<{ field: string; ref: EnvRef }>, url: string, settings: Settings, env: EnvVars): void {
+  const refused = refusedReferences(refs, settings.secretReferences.allowlist, env);
+  if (refused.length) throw badRequest(refusedReferencesMessage(refused));
+  const unbound = unboundReferences(refs, settings.referenceOrigins, url);
+  if (unbound.length) throw badRequest(unboundReferencesMessage(unbound));
+}
+
+/**
+ * Reads a referenced secret for use inside the service (a verifier's secret, which never leaves):
+ * unset or non-string (e.g. a binding) is an EnvRefError, and so is a name outside the
+ * secret-reference scope. The scope was checked at declaration; checking it again here means a
+ * stored reference never resolves after the allowlist narrowed. A value that is sent somewhere is
+ * read with resolveEnvRefFor.
  */
 export function resolveEnvRef(env: EnvVars, ref: EnvRef): string {
+  assertInScope(env, ref);
+  return valueOf(env, ref);
+}
+
+function assertInScope(env: EnvVars, ref: EnvRef): void {
   if (!isReferenceable(ref.env, splitAllowlist(envVar(env, SECRET_REFERENCE_ALLOWLIST_SETTING)), env)) {
     throw new EnvRefError(ref.env, `env var ${ref.env} referenced by the declaration may not be referenced (${REFERENCE_RULE})`);
   }
+}
+
+function valueOf(env: EnvVars, ref: EnvRef): string {
   const v = envVar(env, ref.env);
   if (typeof v !== "string" || v === "") throw new EnvRefError(ref.env);
   return v;
 }
 
 /**
- * Resolves literal and env-referenced headers (synchronous). A connection reference needs its
- * object, so only resolveCallHeaders resolves it; meeting one here is a caller's bug.
+ * Reads a referenced secret that is about to be sent to `url`: as resolveEnvRef, and only when
+ * `SECRET_REFERENCE_ORIGINS` binds the name to `url`'s origin now (checked at declaration too; a
+ * binding narrowed since then stops the value before anything is sent).
  */
-export function resolveHeaders(env: EnvVars, headers: HeaderSpec): Record<string, string> {
+export function resolveEnvRefFor(env: EnvVars, ref: EnvRef, url: string): string {
+  assertInScope(env, ref);
+  const origins = referenceOriginsOf(env);
+  if (!referenceMayGoTo(ref.env, url, origins)) {
+    const why = Object.hasOwn(origins, ref.env) ? "binds it to other origins" : "binds no origin to it";
+    throw new EnvRefError(ref.env, `env var ${ref.env} referenced by the declaration may not be sent to this URL's origin (${SECRET_REFERENCE_ORIGINS_SETTING} ${why})`);
+  }
+  return valueOf(env, ref);
+}
+
+/**
+ * Resolves literal and env-referenced headers sent to `url` (synchronous). A connection reference
+ * needs its object, so only resolveCallHeaders resolves it; meeting one here is a caller's bug.
+ */
+export function resolveHeaders(env: EnvVars, headers: HeaderSpec, url: string): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [name, v] of Object.entries(headers)) {
     if (typeof v === "string") out[name] = v;
-    else if ("env" in v) out[name] = resolveEnvRef(env, v);
+    else if ("env" in v) out[name] = resolveEnvRefFor(env, v, url);
     else throw new Error("a connection header needs resolveCallHeaders");
   }
   return out;
 }
 
 /**
- * Resolves every header at call time: literals, env references, and connection references
- * through `connection` (src/connectors/token-resolution.ts), which may refresh the token.
+ * Resolves every header of a call to `url` at call time: literals, env references (bound to `url`'s
+ * origin), and connection references through `connection` (src/connectors/token-resolution.ts,
+ * which checks its provider's origins and may refresh the token).
  */
-export async function resolveCallHeaders(env: EnvVars, headers: HeaderSpec, connection: (ref: ConnectionRef) => Promise<string>): Promise<Record<string, string>> {
+export async function resolveCallHeaders(env: EnvVars, headers: HeaderSpec, url: string, connection: (ref: ConnectionRef) => Promise<string>): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
-  for (const [name, v] of Object.entries(headers)) out[name] = typeof v === "string" ? v : "env" in v ? resolveEnvRef(env, v) : await connection(v);
+  for (const [name, v] of Object.entries(headers)) out[name] = typeof v === "string" ? v : "env" in v ? resolveEnvRefFor(env, v, url) : await connection(v);
   return out;
 }

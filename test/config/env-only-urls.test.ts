@@ -2,8 +2,8 @@
  * URLs that receive a stored secret are deployment configuration (docs/security.md "Where a stored
  * secret may go"): the channel API bases (every send carries the channel's token there; Telegram's
  * in the URL path) and the connector providers document (its token endpoints receive client secrets
- * and refresh tokens). So is the secret-reference allowlist, which decides which env secrets
- * declarations may send to their URLs. No admin door sets them at runtime: not the overlay, not a
+ * and refresh tokens). So are the secret-reference allowlist, which decides which env secrets
+ * declarations may send to their URLs, and SECRET_REFERENCE_ORIGINS, which decides where each may go. No admin door sets them at runtime: not the overlay, not a
  * profile, not a backup import; and an overlay row an older build stored is ignored, so the token
  * never leaves for that host.
  */
@@ -26,12 +26,13 @@ afterEach(async () => {
   expect((await call("POST", "/api/config/reload", { key: await admin() })).status).toBe(200);
 });
 
-const ENV_ONLY = ["CHANNEL_TELEGRAM_API_BASE", "CHANNEL_TWILIO_API_BASE", "CHANNEL_WHATSAPP_API_BASE", "CHANNEL_SLACK_API_BASE", "CONNECTORS_PROVIDERS", "SECRET_REFERENCE_ALLOWLIST"];
+const ENV_ONLY = ["CHANNEL_TELEGRAM_API_BASE", "CHANNEL_TWILIO_API_BASE", "CHANNEL_WHATSAPP_API_BASE", "CHANNEL_SLACK_API_BASE", "CONNECTORS_PROVIDERS", "SECRET_REFERENCE_ALLOWLIST", "SECRET_REFERENCE_ORIGINS"];
 
 describe("URLs that receive a stored secret are env only", () => {
   it.each(ENV_ONLY)("%s: the overlay, a profile and a backup import refuse it, writing nothing", async (name) => {
     const key = await admin();
-    const value = name === "CONNECTORS_PROVIDERS" ? "[]" : name === "SECRET_REFERENCE_ALLOWLIST" ? "SOME_TOKEN" : COLLECTOR;
+    const value =
+      name === "CONNECTORS_PROVIDERS" ? "[]" : name === "SECRET_REFERENCE_ALLOWLIST" ? "SOME_TOKEN" : name === "SECRET_REFERENCE_ORIGINS" ? JSON.stringify({ SECRET_SOME_TOKEN: [COLLECTOR] }) : COLLECTOR;
     const set = await call("POST", "/api/config/env", { key, body: { set: { [name]: value } } });
     expect(set.status).toBe(400);
     expect(set.body.error).toContain("env-only");

@@ -35,6 +35,8 @@ export const PROVIDERS = [
       { id: "files", display_name: "Files", scopes: ["files", "mail.read"] },
     ],
     oauth: { authorization_endpoint: AUTHORIZE_URL, token_endpoint: TOKEN_URL, client_id_env: "ACME_CLIENT_ID", client_secret_env: "ACME_CLIENT_SECRET", authorize_params: { prompt: "consent" } },
+    // Where its connections' tokens may be sent: the fake tool and agent endpoints.
+    api_origins: [new URL(TOOL_URL).origin, new URL(AGENT_URL).origin],
   },
   {
     id: "plain",

@@ -13,7 +13,7 @@ import { edgeFetch } from "../../src/net/edge-fetch";
 import { dispatchTool } from "../../src/targets/dispatch";
 import { admin, uniq } from "../helpers/http";
 import { settingsOf, testContext } from "../targets/helpers";
-import { AGENT_URL, CLIENT_SECRET, VARS, call, connect, declareTool, expectNoSecrets, fakeProvider, runTool } from "./helpers";
+import { AGENT_URL, CLIENT_SECRET, TOOL_URL, VARS, call, connect, declareTool, expectNoSecrets, fakeProvider, runTool } from "./helpers";
 
 const HOUR_MS = 3_600_000;
 
@@ -208,10 +208,10 @@ describe("an HTTP tool with a connection header", () => {
       },
     );
     const ctx = { env: { ...env, ...VARS, DB: noD1 } as unknown as Env, settings: settingsOf(VARS), now: () => new Date() };
-    const token = await connectionAccessToken(ctx, id);
+    const token = await connectionAccessToken(ctx, id, TOOL_URL);
     expect(fake.tokenCalls.map((t) => t.grant_type)).toEqual(["authorization_code", "refresh_token"]);
     expect(token).toBe(fake.lastAccess());
-    expect(await connectionAccessToken(ctx, id)).toBe(token);
+    expect(await connectionAccessToken(ctx, id, TOOL_URL)).toBe(token);
   });
 });
 

@@ -188,6 +188,6 @@ describe("the object's verbs", () => {
     await s.erase();
     expect(await s.accessToken(r, 0, Date.now())).toMatchObject({ ok: false, reason: "missing" });
     await s.install(id, "acme", { access_token: "two", refresh_token: null, token_type: null, expires_in: null, scope: null }, r, Date.now());
-    expect(await s.accessToken(r, 0, Date.now())).toEqual({ ok: true, access_token: "two", token_type: null });
+    expect(await s.accessToken(r, 0, Date.now())).toEqual({ ok: true, access_token: "two", token_type: null, provider_id: "acme" });
   });
 });

@@ -158,6 +158,12 @@ describe("what looks like a secret in [vars]", () => {
     for (const v of ["d1://DB", "builtin:", "STORAGE", "http://127.0.0.1:8787/oauth/callback", "https://github.githubassets.com/favicons/favicon.png", "client_secret_post", "local-dev-bootstrap-token"]) expect(looksLikeSecretValue(v), v).toBe(false);
     expect(secretLookingVars({ ACCESS_CONTROL_BOOTSTRAP_TOKEN: "local-dev-bootstrap-token", API_PASSWORD: "hunter2", EMPTY_TOKEN: "", URL: "d1://DB", SOME: PUBLISHED_SEALING_KEYS[0] })).toEqual(["ACCESS_CONTROL_BOOTSTRAP_TOKEN", "API_PASSWORD", "SOME"]);
   });
+
+  it("judges the secret-reference settings by their value only: they name variables and origins, never hold a secret", () => {
+    const plain = { SECRET_REFERENCE_ALLOWLIST: "WEATHER_TOKEN,CRM_TOKEN", SECRET_REFERENCE_ORIGINS: JSON.stringify({ SECRET_WEATHER_TOKEN: ["https://weather.example.com"] }) };
+    expect(secretLookingVars(plain)).toEqual([]);
+    expect(secretLookingVars({ SECRET_REFERENCE_ORIGINS: PUBLISHED_SEALING_KEYS[0], SECRET_WEATHER_TOKEN: "https://weather.example.com" })).toEqual(["SECRET_REFERENCE_ORIGINS", "SECRET_WEATHER_TOKEN"]);
+  });
 });
 
 describe("the docs", () => {

@@ -3,7 +3,8 @@
  * completes against a local fake provider (test/e2e/support/fake-oauth.ts, HTTPS under a self-made
  * CA that workerd trusts); an HTTP tool declared with a `{"connection"}` header calls the
  * provider's protected resource with the access token, and once that token expires the next call
- * refreshes it first. No token, code, verifier or client secret shows in any answer or log line.
+ * refreshes it first. The token goes only to the provider's `api_origins`: a tool declared
+ * elsewhere is refused. No token, code, verifier or client secret shows in any answer or log line.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BOOTSTRAP_TOKEN, type DevServer, type Reply, http, startDev } from "./harness";
@@ -46,6 +47,8 @@ beforeAll(async () => {
         { id: "files", display_name: "Files", scopes: ["files.read", "files.write"] },
       ],
       oauth: { authorization_endpoint: oauth.authorizeUrl, token_endpoint: oauth.tokenUrl, client_id_env: "E2E_OAUTH_CLIENT_ID", client_secret_env: "E2E_OAUTH_CLIENT_SECRET" },
+      // The protected resource's origin: the only place the connection's token may be sent.
+      api_origins: [oauth.origin],
     },
   ];
   dev = await startDev({
@@ -100,6 +103,16 @@ describe("connectors against a real wrangler dev", () => {
     const replay = await call("POST", "/api/connectors/oauth/complete", { state, code });
     expect(replay.status).toBe(400);
     expect(replay.body.code).toBe("oauth-state-invalid");
+
+    // The same header on a tool at another origin (here another port of the same host) is refused.
+    const elsewhere = await call("POST", "/api/tools-config/entries", {
+      title: "fake_collector",
+      kind: "http",
+      url: `https://127.0.0.1:${Number(new URL(oauth.origin).port) === 1 ? 2 : 1}/collect`,
+      headers: { authorization: { connection: id } },
+    });
+    expect(elsewhere.status).toBe(400);
+    expect(elsewhere.body.error).toBe("invalid body: headers.authorization: this URL's origin is not among the api_origins of the connection's provider (CONNECTORS_PROVIDERS)");
 
     // An HTTP tool whose Authorization header is the connection.
     const declared = await call("POST", "/api/tools-config/entries", {

@@ -50,12 +50,14 @@ export interface DevOptions {
 
 /**
  * Vars every e2e server gets (a test's own `vars` win): the receivers, tool servers and fake LLMs
- * listen on 127.0.0.1, which the outbound address guard refuses by default, and the suites'
- * env references predate the `SECRET_*` scope (decisions §14).
+ * listen on 127.0.0.1, which the outbound address guard refuses by default; the suites' env
+ * references predate the `SECRET_*` scope (decisions §14); and each referenced name may be sent
+ * to those local servers, on whatever port each test's server got (`:*`, docs/security.md).
  */
 export const E2E_DEFAULT_VARS: Record<string, string> = {
   OUTBOUND_ALLOW_PRIVATE_HOSTS: "true",
   SECRET_REFERENCE_ALLOWLIST: "TOOL_E2E_TOKEN,FAKE_LLM_KEY",
+  SECRET_REFERENCE_ORIGINS: JSON.stringify(Object.fromEntries(["TOOL_E2E_TOKEN", "FAKE_LLM_KEY", "SECRET_EXAMPLE_MCP"].map((name) => [name, ["http://127.0.0.1:*"]]))),
 };
 
 /**

@@ -87,10 +87,16 @@ describe("env references", () => {
   });
 
   it("resolves references at call time and names an unset variable, not a value", () => {
-    const env = { VAR: "v", EMPTY: "", BINDING: {}, SECRET_REFERENCE_ALLOWLIST: "VAR,NOPE,EMPTY" } as unknown as Env;
-    expect(resolveHeaders(env, { a: "x", b: { env: "VAR" } })).toEqual({ a: "x", b: "v" });
+    const env = {
+      VAR: "v",
+      EMPTY: "",
+      BINDING: {},
+      SECRET_REFERENCE_ALLOWLIST: "VAR,NOPE,EMPTY",
+      SECRET_REFERENCE_ORIGINS: JSON.stringify({ VAR: ["https://t.example"], NOPE: ["https://t.example"], EMPTY: ["https://t.example"] }),
+    } as unknown as Env;
+    expect(resolveHeaders(env, { a: "x", b: { env: "VAR" } }, "https://t.example/run")).toEqual({ a: "x", b: "v" });
     for (const missing of ["NOPE", "EMPTY", "BINDING"]) {
-      expect(() => resolveHeaders(env, { b: { env: missing } })).toThrow(EnvRefError);
+      expect(() => resolveHeaders(env, { b: { env: missing } }, "https://t.example/run")).toThrow(EnvRefError);
     }
   });
 });

@@ -74,7 +74,7 @@ describe("the secret-reference scope (pure)", () => {
     for (const name of ["ACCESS_CONTROL_BOOTSTRAP_TOKEN", "UNLISTED"]) {
       let err: unknown;
       try {
-        resolveHeaders(e, { authorization: { env: name } });
+        resolveHeaders(e, { authorization: { env: name } }, "https://t.example/run");
       } catch (x) {
         err = x;
       }

@@ -15,7 +15,7 @@
  * origin; and the deployment's own value is kept only while the imported row keeps its origin.
  * Anything else needs the value in plain text, entered again.
  */
-import { assertConnectionsExist } from "../../connectors/references";
+import { assertConnectionsLendable, sentTo } from "../../connectors/references";
 import { type AgentDeclaration, BUILTIN_AGENT_NAMES, agentDeclarationSchema, checkAgentDeclaration, getDeclaredAgent, listDeclaredAgents, upsertAgentStatement } from "../../targets/agents/declarations";
 import { type HeaderSpec, headerConnections, headerValueSchema } from "../../targets/env-refs";
 import { movedSecretMessage, urlOrigin } from "../../targets/origin-lock";
@@ -126,7 +126,7 @@ export const toolsSection = defineSection({
       const headers = await restoreHeaders("tools", i, ctx, title, row.declaration.headers, row.withheld_headers, "declaration.headers", row.declaration.url);
       const declaration = parseAtRow("tools", i, "declaration", httpToolDeclarationSchema, { ...row.declaration, headers });
       await atRow("tools", i, () => checkHttpToolDeclaration(declaration, ctx.settings, ctx.env));
-      await atRow("tools", i, () => assertConnectionsExist(ctx.db, headerConnections(declaration.headers, "declaration.headers")));
+      await atRow("tools", i, () => assertConnectionsLendable(ctx.db, ctx.settings.connectors.providers, sentTo(headerConnections(declaration.headers, "declaration.headers"), declaration.url)));
       plan.push({ declaration, created_at: row.created_at, updated_at: row.updated_at });
     }
     return plan;
@@ -174,7 +174,10 @@ export const agentsSection = defineSection({
         declaration = d;
       }
       await atRow("agents", i, () => checkAgentDeclaration(declaration, ctx.settings, ctx.env));
-      if (declaration.kind === "http") await atRow("agents", i, () => assertConnectionsExist(ctx.db, headerConnections(declaration.config.headers, "declaration.config.headers")));
+      if (declaration.kind === "http") {
+        const config = declaration.config;
+        await atRow("agents", i, () => assertConnectionsLendable(ctx.db, ctx.settings.connectors.providers, sentTo(headerConnections(config.headers, "declaration.config.headers"), config.url)));
+      }
       plan.push({ declaration, created_at: row.created_at, updated_at: row.updated_at });
     }
     return plan;

@@ -1,11 +1,12 @@
 /** Agents declared in D1 (decisions §4): `POST /api/agents-config/entries`. */
 import { z } from "zod";
-import { assertConnectionsExist, assertConnectorStoreFor } from "../../connectors/references";
+import { assertConnectionsLendable, assertConnectorStoreFor, sentTo } from "../../connectors/references";
+import type { ProviderDescriptor } from "../../settings/connector-settings";
 import type { EnvVars } from "../../env";
-import { HttpError, badRequest, conflict } from "../../http/errors";
+import { HttpError, conflict } from "../../http/errors";
 import type { Settings } from "../../settings/settings";
 import { parseStored, validStored } from "../../store/parse-stored";
-import { type EnvRef, envRefSchema, headerConnections, headerReferences, headersSchema, redactHeaders, refusedReferences, refusedReferencesMessage } from "../env-refs";
+import { type EnvRef, assertReferencesMayGo, envRefSchema, headerConnections, headerReferences, headersSchema, redactHeaders } from "../env-refs";
 import { toolNameSchema } from "../../mcp/names";
 import { targetNameSchema } from "../names";
 import { assertDeclaredUrl, endpointUrlSchema } from "../urls";
@@ -62,15 +63,17 @@ export type DeclaredAgent = AgentDeclaration & { created_at: string; updated_at:
  */
 export function checkAgentDeclaration(d: AgentDeclaration, settings: Settings, env: EnvVars): void {
   let refs: Array<{ field: string; ref: EnvRef }>;
+  let url: string;
   if (d.kind === "llm") {
-    assertDeclaredUrl("config.base_url", d.config.base_url, settings);
+    url = d.config.base_url;
+    assertDeclaredUrl("config.base_url", url, settings);
     refs = d.config.api_key ? [{ field: "config.api_key", ref: d.config.api_key }] : [];
   } else {
-    assertDeclaredUrl("config.url", d.config.url, settings);
+    url = d.config.url;
+    assertDeclaredUrl("config.url", url, settings);
     refs = headerReferences(d.config.headers, "config.headers");
   }
-  const refused = refusedReferences(refs, settings.secretReferences.allowlist, env);
-  if (refused.length) throw badRequest(refusedReferencesMessage(refused));
+  assertReferencesMayGo(refs, url, settings, env);
   if (d.kind === "http") assertConnectorStoreFor(headerConnections(d.config.headers, "config.headers"), settings);
 }
 
@@ -125,10 +128,13 @@ export function upsertAgentStatement(db: D1Database, d: AgentDeclaration, create
     .bind(d.title, d.kind, d.description, JSON.stringify(d.config), createdAt, updatedAt);
 }
 
-/** Creates or replaces a declaration; a built-in agent's name is 409, a `{"connection"}` header naming no connection 400. */
-export async function upsertDeclaredAgent(db: D1Database, d: AgentDeclaration, nowIso: string): Promise<{ created: boolean; agent: DeclaredAgent }> {
+/**
+ * Creates or replaces a declaration; a built-in agent's name is 409, a `{"connection"}` header naming
+ * no connection, or one whose provider does not lend its tokens to `config.url`'s origin, 400.
+ */
+export async function upsertDeclaredAgent(db: D1Database, d: AgentDeclaration, nowIso: string, providers: readonly ProviderDescriptor[]): Promise<{ created: boolean; agent: DeclaredAgent }> {
   if (BUILTIN_AGENT_NAMES.has(d.title)) throw conflict("title is the name of a built-in agent");
-  if (d.kind === "http") await assertConnectionsExist(db, headerConnections(d.config.headers, "config.headers"));
+  if (d.kind === "http") await assertConnectionsLendable(db, providers, sentTo(headerConnections(d.config.headers, "config.headers"), d.config.url));
   const existed = (await db.prepare("SELECT 1 AS one FROM agent_declarations WHERE title = ?").bind(d.title).first()) !== null;
   const row = await upsertAgentStatement(db, d, nowIso, nowIso).first<Row>();
   return { created: !existed, agent: toAgent(row!) };

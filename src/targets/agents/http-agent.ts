@@ -21,7 +21,7 @@ export async function runHttpAgent(
 ): Promise<string | null> {
   let headers: Record<string, string>;
   try {
-    headers = await resolveCallHeaders(ctx.env, config.headers, (ref) => connectionHeaderValue(ctx, ref));
+    headers = await resolveCallHeaders(ctx.env, config.headers, config.url, (ref) => connectionHeaderValue(ctx, ref, config.url));
   } catch (err) {
     if (err instanceof EnvRefError || err instanceof ConnectionRefError) throw new AgentError(err.message);
     throw err;

@@ -12,7 +12,7 @@ import type { AskUserInput } from "../../interactions/ask";
 import type { CheckpointMessage } from "../checkpoints/types";
 import type { AskSlot, ExecutionKeyRef, TargetContext } from "../context";
 import { dispatchTool } from "../dispatch";
-import { EnvRefError, resolveEnvRef } from "../env-refs";
+import { EnvRefError, resolveEnvRefFor } from "../env-refs";
 import { callJsonEndpoint } from "../outbound";
 import { outboundStepVerdict, timedStep } from "../../runs/steps";
 import { allToolSchemas } from "../tools/registry";
@@ -149,7 +149,7 @@ export async function runLlmAgent(
   const headers: Record<string, string> = {};
   if (config.api_key) {
     try {
-      headers.authorization = `Bearer ${resolveEnvRef(ctx.env, config.api_key)}`;
+      headers.authorization = `Bearer ${resolveEnvRefFor(ctx.env, config.api_key, config.base_url)}`;
     } catch (err) {
       if (err instanceof EnvRefError) throw new AgentError(err.message);
       throw err;

@@ -1,11 +1,12 @@
 /** HTTP tools declared in D1 (decisions §4): `POST /api/tools-config/entries`. */
 import { z } from "zod";
-import { assertConnectionsExist, assertConnectorStoreFor } from "../../connectors/references";
+import { assertConnectionsLendable, assertConnectorStoreFor, sentTo } from "../../connectors/references";
+import type { ProviderDescriptor } from "../../settings/connector-settings";
 import type { EnvVars } from "../../env";
-import { HttpError, badRequest, conflict } from "../../http/errors";
+import { HttpError, conflict } from "../../http/errors";
 import { parseStored } from "../../store/parse-stored";
 import type { Settings } from "../../settings/settings";
-import { headerConnections, headerReferences, headersSchema, redactHeaders, refusedReferences, refusedReferencesMessage } from "../env-refs";
+import { assertReferencesMayGo, headerConnections, headerReferences, headersSchema, redactHeaders } from "../env-refs";
 import { type JsonSchema, inputSchemaSchema } from "../json-schema";
 import { targetNameSchema } from "../names";
 import { assertDeclaredUrl, endpointUrlSchema } from "../urls";
@@ -39,8 +40,7 @@ export type HttpToolDeclaration = z.infer<typeof httpToolDeclarationSchema>;
  */
 export function checkHttpToolDeclaration(d: HttpToolDeclaration, settings: Settings, env: EnvVars): void {
   assertDeclaredUrl("url", d.url, settings);
-  const refused = refusedReferences(headerReferences(d.headers, "headers"), settings.secretReferences.allowlist, env);
-  if (refused.length) throw badRequest(refusedReferencesMessage(refused));
+  assertReferencesMayGo(headerReferences(d.headers, "headers"), d.url, settings, env);
   assertConnectorStoreFor(headerConnections(d.headers, "headers"), settings);
 }
 
@@ -157,11 +157,12 @@ export function upsertHttpToolStatement(
 /**
  * Creates or replaces a declaration. A built-in's name is refused (409); so is a preset's, and
  * that check sits in the same statement as the write so a concurrent preset create cannot slip
- * between them. A `{"connection"}` header must name an existing connection (400).
+ * between them. A `{"connection"}` header must name an existing connection whose provider lends
+ * its tokens to `url`'s origin (400).
  */
-export async function upsertHttpTool(db: D1Database, d: HttpToolDeclaration, nowIso: string): Promise<{ created: boolean; tool: HttpTool }> {
+export async function upsertHttpTool(db: D1Database, d: HttpToolDeclaration, nowIso: string, providers: readonly ProviderDescriptor[]): Promise<{ created: boolean; tool: HttpTool }> {
   if (isBuiltinTool(d.title)) throw conflict("title is the name of a built-in tool");
-  await assertConnectionsExist(db, headerConnections(d.headers, "headers"));
+  await assertConnectionsLendable(db, providers, sentTo(headerConnections(d.headers, "headers"), d.url));
   const existed = (await db.prepare("SELECT 1 AS one FROM tool_declarations WHERE title = ?").bind(d.title).first()) !== null;
   const row = await upsertHttpToolStatement(db, d, nowIso, nowIso, { refusePresetName: true }).first<Row>();
   if (!row) throw conflict("title is the name of a preset");
