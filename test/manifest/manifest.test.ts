@@ -5,20 +5,10 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { fakeNetwork } from "../helpers/edge";
-import { admin, call, mintKey, uniq } from "../helpers/http";
+import { admin, call, mintKey } from "../helpers/http";
 import { MCP_URL, localMcpNetwork } from "../mcp/support/local-mcp";
+import { manifest, name, replace } from "./helpers";
 
-const name = (p: string) => uniq(p).replace(/-/g, "_").slice(0, 40);
-
-async function manifest() {
-  const r = await call("GET", "/api/manifest", { key: await admin() });
-  expect(r.status).toBe(200);
-  return r.body.data;
-}
-
-async function replace(doc: unknown) {
-  return call("POST", "/api/manifest/replace", { key: await admin(), body: doc });
-}
 
 const apiTool = (title: string) => ({
   title,

@@ -8,21 +8,11 @@
  */
 import { describe, expect, it } from "vitest";
 import { fakeNetwork } from "../helpers/edge";
-import { admin, call, uniq } from "../helpers/http";
+import { admin, call } from "../helpers/http";
 import { MCP_URL, localMcpNetwork } from "../mcp/support/local-mcp";
+import { manifest, name, replace } from "./helpers";
 
-const name = (p: string) => uniq(p).replace(/-/g, "_").slice(0, 40);
 const LITERAL = "LOCKED-LITERAL-VALUE";
-
-async function manifest() {
-  const r = await call("GET", "/api/manifest", { key: await admin() });
-  expect(r.status).toBe(200);
-  return r.body.data;
-}
-
-async function replace(doc: unknown) {
-  return call("POST", "/api/manifest/replace", { key: await admin(), body: doc });
-}
 
 describe("manifest replace: a kept literal header stays at its origin", () => {
   it("an HTTP tool moved to another host with \"<redacted>\" is refused naming the header; the literal never reaches that host", async () => {
