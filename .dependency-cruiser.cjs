@@ -23,8 +23,8 @@
  *   test/              may import anything; nothing in src/ or durable-objects/ imports test/.
  *
  * Cycles are refused everywhere, type-only imports included (`tsPreCompilationDeps: true`): a
- * type-only circle still couples the two modules, and it is how the thread-object → turn runner →
- * checkpoints → thread-object circle (issue 10) hid from a JavaScript-only check.
+ * type-only circle still couples the two modules, and a JavaScript-only check misses it (a
+ * thread-object → turn runner → checkpoints → thread-object circle can run through types alone).
  */
 
 const ENTRY = "^src/(routers/|app\\.ts$|index\\.ts$)";

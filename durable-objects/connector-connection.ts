@@ -1,5 +1,5 @@
 /**
- * ConnectorConnection: one per connection (issue 14; docs/connectors.md). A thin shell over
+ * ConnectorConnection: one per connection (docs/connectors.md). A thin shell over
  * src/connectors/token-store.ts (SQLite), sealing.ts (AES-256-GCM) and token-endpoint.ts (the
  * refresh request). It holds the connection's tokens sealed, answers a usable access token in one
  * call, and runs at most one refresh at a time: concurrent callers share the refresh in flight.

@@ -1,6 +1,6 @@
 /**
  * ConsoleHub: one object per conversation route, holding the operator consoles that watch the
- * route live (issue 18; docs/console.md "Live updates"). A thin shell: the tickets live in its
+ * route live (docs/console.md "Live updates"). A thin shell: the tickets live in its
  * SQLite (src/console/hub-store.ts), the sockets in the runtime's WebSocket hibernation, so a
  * hub with quiet consoles is evicted from memory and costs nothing until the next notice. The
  * contract is src/contracts/console-hub-rpc.ts.

@@ -1,8 +1,8 @@
 /**
- * IndexShard: one of SHARD_COUNT objects that keep D1 off the per-message path (issue 11). A thin
- * shell over its two parts: the ledger (src/shards/ledger.ts: the message directory, inbound
- * dedupe claims, outbound chunk ids) and the listing buffer (src/shards/listing-buffer.ts: thread
- * listing rows and failed records, written to D1 in batches) — and, since issue 16, the run log
+ * IndexShard: one of SHARD_COUNT objects that keep D1 off the per-message path. A thin
+ * shell over its three parts: the ledger (src/shards/ledger.ts: the message directory, inbound
+ * dedupe claims, outbound chunk ids), the listing buffer (src/shards/listing-buffer.ts: thread
+ * listing rows and failed records, written to D1 in batches) and the run log
  * (src/shards/run-log.ts: the traces of runs outside any thread) whose summary rows, metrics
  * counters and thread loads ride the listing buffer's batches. One alarm serves them all: the
  * buffer's flush deadline, the ledger's next expiry and the run log's. The contract is
@@ -79,7 +79,7 @@ export class IndexShard extends DurableObject<Env> implements IndexShardRpc {
   async push(p: ListingPush): Promise<void> {
     // Flushing is never awaited here: the push is durable once this returns, the flush follows.
     const flushNow = this.buffer.push(p);
-    // Consoles watching the route hear of it now, not after the D1 batch (issue 18); never awaited.
+    // Consoles watching the route hear of it now, not after the D1 batch; never awaited.
     announceToConsoles(this.env, p, (work) => this.ctx.waitUntil(work));
     if (flushNow) void this.flushOrRetry();
     else await this.arm();

@@ -1,5 +1,5 @@
 /**
- * InteractionHub: the deployment's one ring of interaction events (issue 17; docs/interactions.md
+ * InteractionHub: the deployment's one ring of interaction events (docs/interactions.md
  * "The stream"). Interaction objects publish their transitions here from their alarms; each
  * `GET /api/interactions/stream` long-polls `since`, which answers at once when events are waiting
  * and otherwise holds the call until one arrives or the wait ends (the stream's keepalive beat).

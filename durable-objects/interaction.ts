@@ -1,5 +1,5 @@
 /**
- * Interaction: one per `ask_user` question (issue 17; docs/interactions.md). A thin shell over the
+ * Interaction: one per `ask_user` question (docs/interactions.md). A thin shell over the
  * interaction's SQLite row (src/interactions/object-store.ts), its lifecycle rules
  * (src/interactions/lifecycle.ts, pure) and the work an end owes the run (a handoff to the thread,
  * src/interactions/handoff.ts, or a resume here, src/interactions/resume-outside.ts). The contract is

@@ -1,5 +1,5 @@
 /**
- * MarketplaceLock: the deployment's one fleet lock for marketplace writes (issue 14). A thin shell
+ * MarketplaceLock: the deployment's one fleet lock for marketplace writes. A thin shell
  * over the pure lease policy of src/marketplace/lease.ts: one SQLite row holds the lease, and each
  * verb reads and writes it in one synchronous block, so two callers can never both win. The clock
  * is the object's own, one clock for every lease. The contract is src/contracts/marketplace-rpc.ts.

@@ -1,5 +1,5 @@
 /**
- * NotificationFeed: one object per notification feed (issue 14; platform-facts A1 "Internal
+ * NotificationFeed: one object per notification feed (platform-facts A1 "Internal
  * sink"): `shared` and `identity:<user_id>`. A thin shell over the SQLite ring of
  * src/notifications/feed-ring.ts; the contract is src/contracts/notification-rpc.ts.
  *

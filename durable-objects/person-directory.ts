@@ -1,5 +1,5 @@
 /**
- * PersonDirectory: one per multichannel target (issue 12; spec §2.3; decisions §12). A thin shell
+ * PersonDirectory: one per multichannel target (spec §2.3; decisions §12). A thin shell
  * over src/persons/person-store.ts and the pairing policy of src/persons/pairing.ts; each verb runs
  * in one implicit transaction, so a merge, an unlink or an erase is atomic. One alarm sweeps
  * expired codes and throttle rows. The contract is src/contracts/person-rpc.ts.

@@ -1,5 +1,5 @@
 /**
- * Schedule: one per schedule name (issue 16; docs/schedules.md). A thin shell over the schedule's
+ * Schedule: one per schedule name (docs/schedules.md). A thin shell over the schedule's
  * SQLite (src/schedules/schedule-store.ts), the cron library wrapper (src/schedules/cron.ts) and
  * the catch-up rule (src/schedules/catch-up.ts, pure). The contract is src/contracts/schedule-rpc.ts.
  *
@@ -26,7 +26,7 @@ const RETRY_MS = 5_000;
 export class Schedule extends DurableObject<Env> implements ScheduleRpc {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    // A schedule stored before issue 17 lacks the state binding column: added before any read.
+    // A schedule stored in an older shape lacks the state binding column: added before any read.
     void ctx.blockConcurrencyWhile(async () => upgradeScheduleTables(ctx.storage.sql));
   }
 

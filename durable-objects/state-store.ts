@@ -1,5 +1,5 @@
 /**
- * StateStore: one per declared state (issue 13; platform-facts A3, B5). A thin shell over
+ * StateStore: one per declared state (platform-facts A3, B5). A thin shell over
  * src/states/record-store.ts (SQLite) and the pure rules of src/states/ (declaration, compose,
  * ops, containment). Each verb's writes run in one synchronous block, so a write, a fold or a
  * re-declare is atomic, and writes to a subject are serialized by the object itself. The contract

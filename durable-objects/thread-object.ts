@@ -68,7 +68,7 @@ export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
   }
 
   async forget(): Promise<ForgetResult> {
-    // The thread's interactions go with it (issue 17): the ones it waits on, and every one listed for it.
+    // The thread's interactions go with it: the ones it waits on, and every one listed for it.
     const threadId = this.parts.identity.get();
     const parked = parkedIds(this.ctx.storage);
     const r = await this.parts.reads.forget();

@@ -1,5 +1,5 @@
 /**
- * ToolRun: one per background tool run (issue 16; docs/tool-runs.md). A thin shell over the run's
+ * ToolRun: one per background tool run (docs/tool-runs.md). A thin shell over the run's
  * SQLite row (src/tool-runs/run-store.ts), the alarm policy (src/tool-runs/alarm-policy.ts, pure)
  * and one attempt's execution (src/tool-runs/execute.ts). The contract is
  * src/contracts/tool-run-rpc.ts.
@@ -51,7 +51,7 @@ export class ToolRun extends DurableObject<Env> implements ToolRunRpc {
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    // A run stored before issue 17 lacks the hook and binding columns: added before any read.
+    // A run stored in an older shape lacks the hook and binding columns: added before any read.
     void ctx.blockConcurrencyWhile(async () => upgradeRunTable(ctx.storage.sql));
   }
 

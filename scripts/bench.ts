@@ -1,12 +1,12 @@
 /**
  * `npm run bench`: one run against a real `wrangler dev` (started through the e2e harness, i.e.
  * the same `npm start` path: D1 migrations, then `wrangler dev` on free loopback ports with a
- * throwaway persistence directory). Phases (issue 11, "Benchmarks to add"; each in its own module
- * under scripts/bench/, shared helpers in scripts/bench/lib.ts):
+ * throwaway persistence directory). Phases (each in its own module under scripts/bench/, shared
+ * helpers in scripts/bench/lib.ts):
  *
  *   ingest    async (202) messages/s, 16 callers over 64 threads, ÷ health (scripts/bench/ingest.ts)
  *   sync      inline (`wait_seconds`) echo turns/s, 16 callers on 16 threads, ÷ health (sync.ts)
- *   persons   the person path (issue 12): inline echo-agent turns on one route without persons,
+ *   persons   the person path: inline echo-agent turns on one route without persons,
  *             then with `multichannel: true` on linked callers and on first contacts (persons.ts)
  *   webhook   ack time of signed Telegram webhooks, steady rate then a 5× burst, vs 3 s (webhook.ts)
  *   overhead  inbound → signed HTTPS callback for a 50 ms HTTP tool, bridge vs a direct relay

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Build step of the operator console and the API reference (issue 18; docs/console.md): writes the
+// Build step of the operator console and the API reference (docs/console.md): writes the
 // Worker's static assets into public/ (wrangler.toml [assets]), from npm packages only, offline:
 //   - console/src/main.ts, bundled and minified by esbuild → public/console/console.js;
 //   - console/console.css, minified by esbuild → public/console/console.css;

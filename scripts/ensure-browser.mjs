@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The browser the console's browser tests drive (issue 18; docs/console.md "Browser tests"): Debian's
+// The browser the console's browser tests drive (docs/console.md "Browser tests"): Debian's
 // Chromium, through the system's package manager, never a browser download of a test tool's own
 // (`npx playwright install` fetches from outside the package registries and fails here).
 //

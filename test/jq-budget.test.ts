@@ -1,5 +1,5 @@
 /**
- * Issue 9, finding 1: one jq program must never take the service down. Every evaluation runs
+ * One jq program must never take the service down. Every evaluation runs
  * under the metered budget (steps, stack, memory); compiling never evaluates.
  */
 import { afterEach, describe, expect, it } from "vitest";
@@ -8,7 +8,7 @@ import { JqError, currentJqBudget, jqCompile, jqRun, setJqBudget } from "../src/
 import { echoRoute, readRecord, send } from "./helpers/bridge";
 import { admin, call, mintKey } from "./helpers/http";
 
-/** The programs the issue names: endless recursion, huge and endless ranges, a memory bomb. */
+/** Programs that would exhaust an unmetered evaluator: endless recursion, huge and endless ranges, a memory bomb. */
 const BOMBS = ["def f: f; f", "[range(1e9)]", "last(range(1e12))", "repeat(.)", "[range(1e8)] | tostring"];
 
 async function failure(program: string, input: unknown = null): Promise<JqError> {

@@ -1,5 +1,5 @@
 /**
- * The operator console (issue 18; docs/console.md). Hash routes, so the page is one static file
+ * The operator console (docs/console.md). Hash routes, so the page is one static file
  * and a reload or a shared link lands on the same screen (the key is never part of it):
  *   #/conversations[/<route>[/<thread id>]]   routes, threads, one thread
  *   #/failures                                 failed deliveries

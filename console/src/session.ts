@@ -65,8 +65,8 @@ export function can(door: Door): boolean {
 }
 
 /**
- * For panels built against doors that may not exist yet (interactions): an admin passes every
- * door, so when `me` does not list it for an admin the door is missing, and the panel asks anyway
+ * For panels whose doors `me` may not list (interactions): an admin passes every door, so when
+ * `me` does not list one for an admin the door is missing, and the panel asks anyway
  * to show the API's own answer.
  */
 export function mayTry(door: Door): boolean {

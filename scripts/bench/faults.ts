@@ -1,5 +1,5 @@
 /**
- * Fault recovery (issue 11, benchmark 5), with the delivery backoff scaled down to seconds
+ * Fault recovery, with the delivery backoff scaled down to seconds
  * (FAULT_VARS, set by bench.ts for the run when this phase is selected). A fixed number of async
  * messages goes, open loop, to an api route whose callback is the scripted HTTPS receiver:
  *

@@ -1,5 +1,5 @@
 /**
- * Head-of-line isolation (issue 11, benchmark 4). An HTTP tool answers after a fixed 200 ms; an
+ * Head-of-line isolation. An HTTP tool answers after a fixed 200 ms; an
  * api route runs it and calls back to the scripted HTTPS receiver. (a) one thread, its messages
  * sent back to back (each 202 awaited, so all are queued on the thread): turns/s from the first
  * send to the last callback. (b) 64 threads, three messages queued per thread (sent in order per

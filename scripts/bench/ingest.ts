@@ -1,5 +1,5 @@
 /**
- * Ingest (issue 11, benchmark 1): async messages (no `wait_seconds`, answered 202) per second,
+ * Ingest: async messages (no `wait_seconds`, answered 202) per second,
  * `callers` concurrent callers spread over `threads` threads (distinct `external_user_id` values;
  * caller c sends its i-th message to thread c + callers × (i mod threads/callers)). Every answer
  * other than 202 with a message id is a failure. After the phase the bench waits (bounded) until

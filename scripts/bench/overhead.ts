@@ -1,5 +1,5 @@
 /**
- * Turn overhead vs a direct relay (issue 11, benchmark 3). Time from sending an async message
+ * Turn overhead vs a direct relay. Time from sending an async message
  * (the 202 path) to its signed callback arriving at a local HTTPS receiver
  * (test/e2e/support/receiver.ts, certificate from a throwaway CA that workerd is told to trust),
  * for an HTTP tool that answers after a fixed 50 ms. The same is measured through a minimal relay

@@ -1,5 +1,5 @@
 /**
- * The person path (issue 12, "Cost on the hot path"): inline turns on one api route to the
+ * The person path: inline turns on one api route to the
  * built-in echo agent, measured three ways on the same route and the same callers:
  *
  *   plain    the agent without a conversation config: no person work at all (the baseline), each

@@ -1,5 +1,5 @@
 /**
- * An HTTPS callback receiver for the hol and faults phases (issue 11, benchmarks 4 and 5), with
+ * An HTTPS callback receiver for the hol and faults phases, with
  * the test PKI's certificate (test/e2e/support/tls.ts) like the e2e receiver, but scriptable per
  * request: answer 2xx, answer 503, reset the connection, or hang (never answering 2xx) past the
  * bridge's callback timeout; and it can go fully down (listener and connections closed) and come

@@ -1,7 +1,6 @@
 /**
- * Sync turn (issue 11, benchmark 2; the original issue-4 phase): message-door turns with
- * `wait_seconds: 30` on an api route to the built-in echo tool, `callers` concurrent callers, each
- * on its own thread. Every turn must answer 200 `answered` with the echoed text.
+ * Sync turn: message-door turns with `wait_seconds: 30` on an api route to the built-in echo tool,
+ * `callers` concurrent callers, each on its own thread. Every turn must answer 200 `answered` with the echoed text.
  */
 import { echoRoute, postMessage } from "./doors";
 import { type Ctx, type Phase, closedLoop } from "./lib";

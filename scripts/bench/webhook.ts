@@ -1,5 +1,5 @@
 /**
- * Webhook ack (issue 11, benchmark 6): signed Telegram webhooks (the
+ * Webhook ack: signed Telegram webhooks (the
  * `X-Telegram-Bot-Api-Secret-Token` header, src/channels/telegram.ts) posted open-loop, first at a
  * steady rate, then in a burst at 5× that rate. The latency is the acknowledgement time (the
  * Worker's 200), measured from each webhook's scheduled send time, against Slack's 3 s deadline

@@ -1,5 +1,5 @@
 /**
- * Claim links (issue 15; docs/login.md): a one-time `clm-` token that carries a key to another
+ * Claim links (docs/login.md): a one-time `clm-` token that carries a key to another
  * device. Creating a link stores the key's policy and the SHA-256 of the token, nothing else; the
  * key is minted only when the token is claimed, and the raw key is shown once there.
  *

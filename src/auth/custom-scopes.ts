@@ -1,5 +1,5 @@
 /**
- * Custom URL scopes (issue 15; docs/access-control.md, "Custom URL scopes"): a named set of URL
+ * Custom URL scopes (docs/access-control.md, "Custom URL scopes"): a named set of URL
  * paths or patterns. A key listing a scope id may call exactly those URLs, with any method, on any
  * door that is not admin-only. The URLs of the scopes a key (and its owner) names are read in the
  * key's own statement (src/auth/key-store.ts), so a change reaches the key's next request.

@@ -23,7 +23,7 @@ export interface KeyRecord {
   key_fingerprint: string;
   created_at: string;
   updated_at: string;
-  /** The role the key names (issue 15), or null. */
+  /** The role the key names, or null. */
   role: string | null;
   /**
    * The named role's live grants and condition, read in the key's own statement; null when the

@@ -1,5 +1,5 @@
 /**
- * Key policy history (issue 15; docs/access-control.md, "Key policy history"): every change of a
+ * Key policy history (docs/access-control.md, "Key policy history"): every change of a
  * key's policy appends a version, a snapshot of the key row as it is after the change (before it,
  * for a revoke). The snapshot statements run in the same D1 batch as the change itself, so the
  * history can neither miss a change nor record one that did not happen.

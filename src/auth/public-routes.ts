@@ -1,5 +1,5 @@
 /**
- * Public pins (issue 15; docs/access-control.md, "Public routes"): an admin may pin a door of the
+ * Public pins (docs/access-control.md, "Public routes"): an admin may pin a door of the
  * route table as public, so it is served without a credential. Which doors may be pinned is pure
  * policy (`pinRefusal`); the pins live in D1 `public_routes` and are read only for requests that
  * carry no credential (which would be 401 otherwise) or that a key's grants refused.

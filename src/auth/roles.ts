@@ -1,5 +1,5 @@
 /**
- * Roles (issue 15; docs/access-control.md, "Roles"): `{name, description, grants: {tag: level},
+ * Roles (docs/access-control.md, "Roles"): `{name, description, grants: {tag: level},
  * condition?}`, versioned on every edit. A key (or its owner) that names a role is bounded by the
  * role's grants and condition in addition to its own scopes; the role is read live, in the key's
  * own statement (src/auth/key-store.ts), so an edit reaches the key's next request.

@@ -3,7 +3,7 @@
  *   `*`                       everything
  *   `<tag>:read`, `<tag>:write` (write implies read); bare `<tag>` means `<tag>:write`
  *   `tool:<name>`, `agent:<name>` may run that tool / agent (also granted by tools:write / agents:write)
- * extended (issue 15, docs/access-control.md) by custom URL scope ids, which grant exactly their
+ * extended (docs/access-control.md) by custom URL scope ids, which grant exactly their
  * URLs (src/auth/custom-scopes.ts) and must exist when a key is given one.
  */
 

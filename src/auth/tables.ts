@@ -1,5 +1,5 @@
 /**
- * The D1 tables of access control (migrations/0001_access_control.sql and, issue 15,
+ * The D1 tables of access control (migrations/0001_access_control.sql and
  * 0012_access_control_extended.sql), with the zod schema of each raw row, for backup/restore and
  * anything else that copies them. `api_keys` rows carry `key_hash` (SHA-256 of the raw key: a
  * restore needs it, so a backup holding it must be guarded like the database). `auth_throttle`

@@ -1,5 +1,5 @@
 /**
- * Export and import of a backup document (issue 15, "Backup"; docs/backup.md).
+ * Export and import of a backup document (docs/backup.md).
  *
  * Export reads each chosen section's rows. Import validates EVERY chosen section first (the
  * shapes already passed the body schema; here: the doors' rules and the cross-references, reading

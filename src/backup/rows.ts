@@ -1,6 +1,6 @@
 /**
- * The rows of a backup document, one zod schema per section (issue 15, "Backup";
- * docs/backup.md). These are the document's *shapes*: field names and types, unknown fields
+ * The rows of a backup document, one zod schema per section
+ * (docs/backup.md). These are the document's *shapes*: field names and types, unknown fields
  * refused. The rules a row must also meet (the doors' own schemas and checks, cross-references)
  * are each section's `validate` (src/backup/sections/*), which runs before anything is written.
  *

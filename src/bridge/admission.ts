@@ -13,7 +13,7 @@
  *      the inline wait when the caller asked for one; beside it, the message directory entry
  *
  * No step writes D1: the one D1 round trip of a door is its read of the caller's key and the route
- * (issue 11; docs/performance.md counts every path).
+ * (docs/performance.md counts every path).
  *
  * The api message door runs them here (`admitMessage`). The channel door (channel-inbound.ts), the
  * event door (events/event-door.ts) and operator send (operator/operator-send.ts) run the same
@@ -115,7 +115,7 @@ export type RateSubject =
 export async function takeRateToken(env: Env, s: ConversationSettings, route: Pick<RouteRow, "route_name" | "turns_per_hour_override">, subject: RateSubject) {
   const key = "caller" in subject ? `api:${route.route_name}:${subject.caller}` : `channel:${route.route_name}:${subject.sender}`;
   const verdict = await takeToken(env, s, key, route.turns_per_hour_override ?? s.perAddressTurnsPerHour);
-  // Every refused token is a rate-cap shed for the metrics (issue 16): counted in memory, handed on in the background.
+  // Every refused token is a rate-cap shed for the metrics: counted in memory, handed on in the background.
   if (!verdict.allowed) noteShed(env, route.route_name);
   return verdict;
 }
@@ -130,7 +130,7 @@ export async function requireRateToken(env: Env, s: ConversationSettings, route:
  * Step 6: hands the minted arrival to its thread's object (accept is idempotent on message_id)
  * and, at the same time, writes the message's directory entry (message_id → thread) in its
  * ledger shard, so the single-record read door finds the record the moment the door answers,
- * with no D1 write (issue 11). A refused accept (a full queue) releases the entry again.
+ * with no D1 write. A refused accept (a full queue) releases the entry again.
  */
 export async function handOver(env: Env, arrival: MintedArrival, how: HandOverOptions): Promise<AcceptResult> {
   const { message_id, thread_id, route_name } = arrival.record;

@@ -2,7 +2,7 @@
  * Inbound dedupe claims (decisions §6, §11): `(namespace, key)` → the message that key admitted,
  * for `inbound_dedupe_ttl_seconds`. Namespaces: `channel:<name>` for provider message ids,
  * `event:<route>` for event ids. The claims live in the IndexShard ledgers
- * (src/contracts/shard-rpc.ts), one object call each, so no door writes D1 (issue 11).
+ * (src/contracts/shard-rpc.ts), one object call each, so no door writes D1.
  *
  * A claim is written before the thread object's accept with a fresh message_id; a redelivery finds
  * it and re-offers the same message_id, and accept is idempotent on it, so a crash between claim

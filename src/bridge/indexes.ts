@@ -1,7 +1,7 @@
 /**
  * The D1 side of the admin listings (decisions §9): the thread listing (`threads`) and the failed
  * listing (`failed_records`). Only IndexShard objects write them, in batches
- * (src/shards/listing-buffer.ts); nothing on the per-message path touches D1 (issue 11).
+ * (src/shards/listing-buffer.ts); nothing on the per-message path touches D1.
  */
 import { type FailedRow, type ListingRow, allShards } from "../contracts/shard-rpc";
 import type { Env } from "../env";

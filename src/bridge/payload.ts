@@ -45,7 +45,7 @@ export interface TurnTarget {
 }
 
 /**
- * The turn's ambient subjects (issue 13; bridge-facts §7): the thread always, the person on a
+ * The turn's ambient subjects (bridge-facts §7): the thread always, the person on a
  * multichannel target, and the person's locale. A state binding's `subject_expr` reads them here.
  */
 export interface TurnSubject extends TurnTarget {

@@ -17,7 +17,7 @@
  *    and a channel sends from the route's current identity, which a re-post may have released.
  *    The thread's latest route read (its door's or its turn's, memory only) stands in for that
  *    read while it is younger than ROUTE_SNAPSHOT_MS, so the first attempt right after a turn
- *    costs no D1 round trip (issue 11); a retry after backoff always reads D1. A route deleted or
+ *    costs no D1 round trip; a retry after backoff always reads D1. A route deleted or
  *    re-posted therefore reaches deliveries within ROUTE_SNAPSHOT_MS, as it reaches turns.
  *
  * A turn therefore costs at most one route read, and a delivery attempt at most one.

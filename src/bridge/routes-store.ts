@@ -117,7 +117,7 @@ export function routeWithKeyStatement(db: D1Database, routeName: string): D1Prep
 
 /**
  * The channel route that owns `(channel, ourIdentity)` with its execution key and owner, in one
- * statement: the channel door's one D1 read, so the turn needs no second read (issue 11).
+ * statement: the channel door's one D1 read, so the turn needs no second read.
  */
 export async function routeWithKeyByChannelIdentity(db: D1Database, channel: string, ourIdentity: string): Promise<RouteWithKey> {
   return routeWithKeyFromResult(await db.prepare(`${ROUTE_WITH_KEY} WHERE r.channel = ? AND r.our_identity = ?`).bind(channel, ourIdentity).all());
@@ -128,7 +128,7 @@ export async function routeWithKeyByChannelIdentity(db: D1Database, channel: str
  * fact joins here, not as another parameter through every door, the accept request and the turn).
  */
 export interface TargetFacts {
-  /** The target's conversation config (issue 12), null when it has none. */
+  /** The target's conversation config, null when it has none. */
   config: TargetConversationConfig | null;
   /** A multichannel target's manual routes (the person-thread default mode); null for other targets. */
   manualRoutes: string[] | null;

@@ -32,7 +32,7 @@ export interface TurnOutcome {
   answer_status: AnswerStatus;
   answer: string | null;
   error: string | null;
-  /** A parked turn's question: its reply options or form, where the channel shows them (issue 17). */
+  /** A parked turn's question: its reply options or form, where the channel shows them. */
   answer_part?: RichPart | null;
   /** The turn parked on ask_user: the thread notes the interaction where the turn settles. Not stored on the record. */
   parked?: { interaction_id: string; expires_at: string };
@@ -119,7 +119,7 @@ export async function runTarget(
     }
   }
 
-  // A tool target that is ask_user (or a preset over it) parks the turn (issue 17): the slot is
+  // A tool target that is ask_user (or a preset over it) parks the turn: the slot is
   // there only for this dispatch, and only where the turn can park.
   const held: { ask: AskUserInput | null } = { ask: null };
   if (park) ctx.ask = { park: (q) => void (held.ask = q) };
@@ -190,7 +190,7 @@ async function mapReply(route: RouteRow, value: unknown): Promise<TurnOutcome> {
 }
 
 /**
- * Parks the turn on `ask` (issue 17): stores the interaction (one object call), and answers the
+ * Parks the turn on `ask`: stores the interaction (one object call), and answers the
  * question as the turn's answer, delivered through the thread's door like any answer.
  */
 async function parkTurn(ctx: TargetContext, route: RouteRow, park: ParkOrigin, ask: AskUserInput, parked: ParkedRun, target: InteractionState["target"]): Promise<TurnOutcome> {
@@ -206,7 +206,7 @@ async function parkTurn(ctx: TargetContext, route: RouteRow, park: ParkOrigin, a
 }
 
 /**
- * Resumes a run parked on ask_user in a turn of its thread (issue 17): `result` is what the ask
+ * Resumes a run parked on ask_user in a turn of its thread: `result` is what the ask
  * answers (the interaction's outcome). An llm run goes on as the route's execution key as it is
  * now (grants are enforced when the run resumes) and may park again; a tool turn maps `result`
  * through the route's reply_expr.

@@ -39,7 +39,7 @@ export interface InboundMessage {
   form?: JsonObject;
   /**
    * The sender's language as the provider reports it (Telegram's `from.language_code`), unchecked;
-   * it seeds a new person's locale at first contact (issue 12) once canonicalized as BCP 47.
+   * it seeds a new person's locale at first contact once canonicalized as BCP 47.
    */
   locale_hint?: string;
 }

@@ -1,5 +1,5 @@
 /**
- * Settings profiles (issue 15; docs/runtime-settings.md "Profiles"): named snapshots
+ * Settings profiles (docs/runtime-settings.md "Profiles"): named snapshots
  * `{description, env, secret_keys}` kept as append-only versions. The newest version is the
  * profile; a rollback appends a copy of an older one; apply makes the overlay exactly the
  * profile's env (validated first, one atomic write, generation bumped). Names starting with `@`

@@ -1,5 +1,5 @@
 /**
- * What the system doors say about the deployment (issue 15, part 5; platform-facts B8, B9): the
+ * What the system doors say about the deployment (platform-facts B8, B9): the
  * runtime's identity, this isolate and the bound objects, and the table of pluggable kinds. Only
  * what a Workers deployment can state truthfully: an isolate cannot enumerate the others, so the
  * census lists the one that answers. Details name env vars and "configured" / "not configured",

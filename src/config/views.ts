@@ -46,7 +46,7 @@ export function settingViews(base: Record<string, unknown>, rows: readonly Overl
   return knownNames(base, rows).map((name) => {
     const def = settingDefinition(name)!;
     const row = byName.get(name);
-    // A row the overlay may no longer set (env-only now) is not in force: the env is.
+    // A row for a setting the overlay may not set (env-only) is not in force: the env is.
     const overlayRow = row && def.overlay ? row : undefined;
     const env = envText(base[name]);
     const source = overlayRow ? "overlay" : env !== undefined ? "env" : "default";

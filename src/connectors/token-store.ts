@@ -1,5 +1,5 @@
 /**
- * The ConnectorConnection object's SQLite (issue 14): one row holding the connection's tokens,
+ * The ConnectorConnection object's SQLite: one row holding the connection's tokens,
  * sealed (src/connectors/sealing.ts), with what the object decides on without opening them: the
  * access token's expiry, whether a refresh token exists, and the health of the last refresh.
  * Plain synchronous functions over `SqlStorage`, so a caller's check-then-write is one block.

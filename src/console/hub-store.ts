@@ -1,5 +1,5 @@
 /**
- * A ConsoleHub's SQLite (issue 18): the tickets waiting for their socket. A ticket row is deleted
+ * A ConsoleHub's SQLite: the tickets waiting for their socket. A ticket row is deleted
  * by the socket that spends it, or by the next mint once expired, so the table holds at most the
  * tickets of the last TICKET_TTL_MS.
  */

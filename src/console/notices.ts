@@ -1,5 +1,5 @@
 /**
- * What the console is told about a listing push (issue 18). Pure. A push carries the thread's
+ * What the console is told about a listing push. Pure. A push carries the thread's
  * listing row and its newly failed records; the console gets the route, the thread id, the status
  * and the instant, or the failed record's id, so it knows what to re-read through the doors (which
  * check the reader's grants). No message text, address detail or error text is ever sent.

@@ -1,5 +1,5 @@
 /**
- * The headers of the console's pages and files and of the API reference (issue 18; docs/console.md
+ * The headers of the console's pages and files and of the API reference (docs/console.md
  * "Security"). Pure. The console loads only its own script and stylesheet: no inline script or
  * style, no third-party origin, and it talks to this origin alone (fetch and the live WebSocket,
  * which `'self'` covers). The API reference's page is Scalar's (src/routers/api-docs.ts): its one

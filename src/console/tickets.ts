@@ -1,5 +1,5 @@
 /**
- * Console live tickets (issue 18; docs/console.md "Live updates"). A browser cannot set a header on
+ * Console live tickets (docs/console.md "Live updates"). A browser cannot set a header on
  * a WebSocket, and the api key must never travel in a URL, so the console first asks for a ticket
  * with its key (`POST /api/conversations/{route_name}/live-tickets`) and opens the socket with the
  * ticket in the query. A ticket is `ctk-` + 43 url-safe characters (32 random bytes), works once,

@@ -1,5 +1,5 @@
 /**
- * The ConnectorConnection objects' RPC contract (issue 14; docs/connectors.md). One object per
+ * The ConnectorConnection objects' RPC contract (docs/connectors.md). One object per
  * connection (`idFromName(connection_id)`) holds that connection's tokens, sealed with AES-256-GCM,
  * and nothing else: the listing (owner, provider, sub-services) is in D1. Resolving a token at tool
  * dispatch is one call to this object (two when it must be refreshed) and no D1 statement, and

@@ -1,5 +1,5 @@
 /**
- * The ConsoleHub objects' RPC contract (issue 18; docs/console.md "Live updates"). One hub per
+ * The ConsoleHub objects' RPC contract (docs/console.md "Live updates"). One hub per
  * conversation route (`idFromName(route_name)`) holds the operator consoles watching that route,
  * as hibernatable WebSockets, and the one-time tickets that open them. The route's IndexShards
  * announce each listing push to it (fire-and-forget, off the push's answer), and the hub passes

@@ -1,5 +1,5 @@
 /**
- * The RPC contracts of the interactions area (issue 17; docs/interactions.md):
+ * The RPC contracts of the interactions area (docs/interactions.md):
  *
  * - `Interaction`: one object per interaction (`idFromName(interaction_id)`). It keeps the question,
  *   its options or form schema, the audience, where the run that asked runs, the parked run, the

@@ -1,5 +1,5 @@
 /**
- * The fleet marketplace lock's RPC contract (issue 14; spec §4.10, platform-facts A6). One
+ * The fleet marketplace lock's RPC contract (spec §4.10, platform-facts A6). One
  * `MarketplaceLock` object for the whole deployment (`idFromName("fleet")`) holds at most one
  * lease; every install, update, uninstall and upgrade-all runs while holding it, so two of them
  * never interleave. A lease lapses at its `expires_at`, so a holder that dies frees the lock.

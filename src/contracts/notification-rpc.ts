@@ -1,5 +1,5 @@
 /**
- * The NotificationFeed objects' RPC contract (issue 14; spec §2.8, §4.9; platform-facts A1
+ * The NotificationFeed objects' RPC contract (spec §2.8, §4.9; platform-facts A1
  * "Internal sink"). One object per feed: `shared` holds every notification recorded to the sink,
  * `identity:<user_id>` the ones addressed to that identity (`audience`). Each is a small SQLite
  * ring, newest first, trimmed to its cap on every insert; an identity feed also has an idle TTL,

@@ -1,5 +1,5 @@
 /**
- * The PersonDirectory objects' RPC contract (issue 12; spec §2.3; decisions §12). One object per
+ * The PersonDirectory objects' RPC contract (spec §2.3; decisions §12). One object per
  * multichannel target (`{target_kind}:{target_name}`) holds that target's persons, their address
  * rows, the open pairing codes (hashed) and the redeem throttle. A target's inbounds resolve their
  * person with one call to it, never a D1 round trip.

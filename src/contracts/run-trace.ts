@@ -1,5 +1,5 @@
 /**
- * Run traces (issue 16): THE one definition of a run's trace. Import `RunTrace` (schema and type)
+ * Run traces: THE one definition of a run's trace. Import `RunTrace` (schema and type)
  * from here and record through `recordRun(env, trace, waitUntil?)` from src/runs/recorder.ts;
  * nothing else is needed to record a run. docs/observability.md describes the whole design.
  *

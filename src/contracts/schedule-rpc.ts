@@ -1,5 +1,5 @@
 /**
- * The Schedule objects' RPC contract (issue 16; docs/schedules.md). One object per schedule name
+ * The Schedule objects' RPC contract (docs/schedules.md). One object per schedule name
  * (`idFromName(name)`) holds the spec, the bound execution key's fingerprint, the next slot as its
  * one alarm, and its recent fires. Each fire submits a background tool run (a ToolRun object) that
  * runs as the bound key, re-checked live when it starts. D1 holds only the listing mirror.

@@ -1,5 +1,5 @@
 /**
- * The IndexShard objects' RPC contract (issue 11: D1 off the per-message path). A fixed set of
+ * The IndexShard objects' RPC contract: they keep D1 off the per-message path. A fixed set of
  * SHARD_COUNT shards, each one Durable Object, does two jobs:
  *
  * - **Ledger**: small keyed entries with an optional expiry, read and written by the doors and the
@@ -49,14 +49,14 @@ export interface ListingRow {
   last_status: string;
   /** When the thread's last record expires, if every record is terminal (null: some record is still live without end). */
   live_until: number | null;
-  /** Turns queued or running (the thread's FIFO depth; issue 16 metrics, D1 `thread_loads`). */
+  /** Turns queued or running (the thread's FIFO depth, for the metrics; D1 `thread_loads`). */
   queue_depth?: number;
   /** Records waiting for delivery (`pending_delivery`): the thread's share of the delivery backlog. */
   pending_deliveries?: number;
 }
 
 /**
- * A run's summary row as D1 `runs` holds it (issue 16): no input, output or error text. `home`
+ * A run's summary row as D1 `runs` holds it: no input, output or error text. `home`
  * says where the full trace lives: `thread` (its thread object, for a turn) or `shard` (the
  * IndexShard its trace id hashes to, `runShard`).
  */
@@ -107,7 +107,7 @@ export interface ListingPush {
   failed: FailedRow[];
   /** Turns settled since the thread's last push (the flush counts these against `index_flush_batch`). */
   updates: number;
-  /** Summary rows of runs (turns) settled since the last push, for D1 `runs` (issue 16). */
+  /** Summary rows of runs (turns) settled since the last push, for D1 `runs`. */
   runs?: RunRow[];
   /** Trace ids whose traces the thread pruned with their records: their `runs` rows go. */
   runs_dropped?: string[];

@@ -1,5 +1,5 @@
 /**
- * The StateStore objects' RPC contract (issue 13; spec §2.10, §4.10–4.11; platform-facts A3, B5).
+ * The StateStore objects' RPC contract (spec §2.10, §4.10–4.11; platform-facts A3, B5).
  * One object per declared state (`idFromName(state name)`) holds the state's declaration, its
  * template attachments and every record of it, with the write audit trail and the op ids already
  * applied. Every write to any subject of a state runs in that object, one at a time, so writes to

@@ -72,7 +72,7 @@ export type ForgetResult = { ok: true; removed: number } | { ok: false; reason: 
 
 /**
  * An interaction a turn of this thread parked on ended by other means than the participant's next
- * inbound (an answer at the door or by ticket, a cancel, its expiry; issue 17): the thread queues a
+ * inbound (an answer at the door or by ticket, a cancel, its expiry): the thread queues a
  * resume turn whose record (`message_id`, minted by the interaction) carries the resumed reply.
  */
 export interface ResumeInteractionRequest {
@@ -132,12 +132,12 @@ export interface ThreadRpc {
   checkpointAppend(threadId: string, messages: CheckpointMessage[], ttlMinutes: number | null): Promise<void>;
   /** kv checkpoint provider: forget this thread's agent memory. */
   checkpointDelete(threadId: string): Promise<void>;
-  /** A turn's run trace (issue 16) with its record's input and output; null once the record is gone or expired. */
+  /** A turn's run trace with its record's input and output; null once the record is gone or expired. */
   runTrace(traceId: string): Promise<RunTrace | null>;
   /** Person erase: drops these turns' run traces (their records stay); answers how many were held. */
   dropRunTraces(traceIds: string[]): Promise<number>;
   /**
-   * Queues the resume turn of an interaction a turn of this thread parked on (issue 17). Idempotent
+   * Queues the resume turn of an interaction a turn of this thread parked on. Idempotent
    * by `message_id`. `accepted: false`: the thread holds no such parked run (forgotten, never
    * settled, or already answered by its participant), and nothing was queued; `retry: true`: the
    * queue is full, ask again later.

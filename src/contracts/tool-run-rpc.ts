@@ -1,5 +1,5 @@
 /**
- * The ToolRun objects' RPC contract (issue 16; docs/tool-runs.md). One object per background tool
+ * The ToolRun objects' RPC contract (docs/tool-runs.md). One object per background tool
  * run (`idFromName(run_id)`) holds the run's request, status, attempts and result or error; its one
  * alarm starts the run, re-drives one interrupted by a restart (up to TOOL_RUNS_MAX_ATTEMPTS
  * starts), publishes the end (the D1 listing row and the run's trace) and, after

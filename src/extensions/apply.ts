@@ -1,5 +1,5 @@
 /**
- * Runs one tool call through its extensions (issue 19; docs/extensions.md). The dispatcher calls
+ * Runs one tool call through its extensions (docs/extensions.md). The dispatcher calls
  * this after it authorized the key, resolved the tool and checked the kwargs, around the call
  * itself (a built-in, a declared tool, a preset's base with its output check).
  *

@@ -1,4 +1,4 @@
-/** The built-in extension catalog (issue 19; docs/extensions.md): fixed in code, one module each. */
+/** The built-in extension catalog (docs/extensions.md): fixed in code, one module each. */
 import { z } from "zod";
 import { cache } from "./cache";
 import { maxResultBytes } from "./max-result-bytes";

@@ -1,5 +1,5 @@
 /**
- * Combos (issue 19; platform facts B4): a tool's extensions are a list of combos, each an ordered
+ * Combos (platform facts B4): a tool's extensions are a list of combos, each an ordered
  * list of elements, an element being an extension name (its config defaults) or
  * `{name, config}`. Every element is checked against the catalog and its extension's own config
  * schema when it is written, so a stored combo always runs. Pure.

@@ -1,5 +1,5 @@
 /**
- * Extensions (issue 19; docs/extensions.md): wrappers and transformers around one call of a tool.
+ * Extensions (docs/extensions.md): wrappers and transformers around one call of a tool.
  * The shapes every extension shares; no storage, no context.
  */
 import type { z } from "zod";

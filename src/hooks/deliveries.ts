@@ -1,5 +1,5 @@
 /**
- * The public doors' work (issue 17; docs/hooks.md "Firing"): a delivery on a topic, and a call of a
+ * The public doors' work (docs/hooks.md "Firing"): a delivery on a topic, and a call of a
  * trigger link. Both read the raw body once (the route pipeline's 1 MiB cap) and never parse it
  * before it is authenticated: by the topic's verifier over those exact bytes, or by the link's
  * token (and an api key when the link asks for one).

@@ -1,5 +1,5 @@
 /**
- * One delivery's fire (issue 17; docs/hooks.md "What a fire does"): shared by the public topic door
+ * One delivery's fire (docs/hooks.md "What a fire does"): shared by the public topic door
  * and the trigger links. For each hook of the topic, in name order:
  *
  * 1. `condition` (jq over the payload, under the budget) must emit exactly `true`; otherwise the

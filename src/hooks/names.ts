@@ -1,5 +1,5 @@
 /**
- * Hook names and topics (issue 17; platform-facts B6): each is one lowercase URL segment,
+ * Hook names and topics (platform-facts B6): each is one lowercase URL segment,
  * `^[a-z0-9][a-z0-9_-]*$`, at most 128 characters. A topic names the public door
  * `/api/hooks/incoming/{topic}`; a hook's name is a path segment of `DELETE /api/hooks/{name}`,
  * so the literal segments under `/api/hooks/` are reserved for hook names.

@@ -1,5 +1,5 @@
 /**
- * A hook's two jq programs (issue 17; docs/hooks.md "Condition and expr"): each given as jq text
+ * A hook's two jq programs (docs/hooks.md "Condition and expr"): each given as jq text
  * (`condition`, `expr`) or as a stored text resource rendered with its kwargs (`condition_id` +
  * `condition_kwargs`, `expr_id` + `expr_kwargs`), the TemplatedText of spec §2.6 as elsewhere.
  * Rendered and compiled once, at registration; the fires run the rendered text under the jq budget.

@@ -1,5 +1,5 @@
 /**
- * A hook's shapes (issue 17; platform-facts B6; docs/hooks.md), one definition each: the
+ * A hook's shapes (platform-facts B6; docs/hooks.md), one definition each: the
  * registration body, the view the doors answer, and the row D1 keeps (the view plus the rendered
  * programs the fires run).
  */

@@ -1,5 +1,5 @@
 /**
- * Registering a hook and creating a trigger link (issue 17; docs/hooks.md). Order of a hook's
+ * Registering a hook and creating a trigger link (docs/hooks.md). Order of a hook's
  * registration, each step refusing before anything is written: the body (400, the route pipeline)
  * → the store (501) → the tool exists (404) → `condition` and `expr` render and compile (400) →
  * pass-role binds the execution key (decisions §2: a non-admin gets a uniform 403 for a key absent

@@ -1,5 +1,5 @@
 /**
- * Trigger links (issue 17; platform-facts B6; docs/hooks.md "Trigger links"): a capability URL
+ * Trigger links (platform-facts B6; docs/hooks.md "Trigger links"): a capability URL
  * `/api/hooks/trigger/{token}` that fires a topic's hooks as the link's own bound execution key.
  * The token (`trg-` + 32 random bytes, base64url) is shown once, in the create answer; D1
  * (`hook_trigger_links`, migration 0017) keeps only its SHA-256. A link lives until `expires_at`

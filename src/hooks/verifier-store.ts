@@ -1,5 +1,5 @@
 /**
- * Topic verifier bindings (issue 17; docs/hooks.md "Verifiers"): at most one per topic, in D1
+ * Topic verifier bindings (docs/hooks.md "Verifiers"): at most one per topic, in D1
  * (`hook_verifiers`, migration 0017). The secret must be recoverable (an HMAC is computed with it
  * at every delivery), so it is either sealed at rest with AES-256-GCM under
  * `SETTINGS_ENCRYPTION_KEY` (src/config/secrets.ts; the AAD names the topic, so a sealed secret

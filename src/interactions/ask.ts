@@ -1,5 +1,5 @@
 /**
- * What `ask_user` takes and how a question and its answer are shaped (issue 17; docs/interactions.md),
+ * What `ask_user` takes and how a question and its answer are shaped (docs/interactions.md),
  * pure. The options are the reply options of spec §4.9 (a tapped one submits its text as the next
  * message, its `id` rides as `params.reply_id` where the channel carries it); the schema is the
  * ask-less form shape of §4.7/§4.9. A leaf of the interactions area: the built-in tool imports it,

@@ -1,5 +1,5 @@
 /**
- * Parking a run (issue 17): the one way an interaction comes to be. The run that asked (an llm
+ * Parking a run: the one way an interaction comes to be. The run that asked (an llm
  * agent's loop, a bridge tool turn) hands its question and its parked run here; the interaction is
  * stored in its own object, which then publishes it in the background (listing row, stream event,
  * the audience's ticket). One object call: parking adds no D1 statement to the run that parks.

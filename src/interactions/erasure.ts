@@ -1,5 +1,5 @@
 /**
- * Erasing a thread's interactions (issue 17): a thread forget or a person erase removes what the
+ * Erasing a thread's interactions: a thread forget or a person erase removes what the
  * thread's runs asked and were answered, like the thread's records: each interaction's object
  * (question, answer, parked run, stored media), its listing row and its stream events. A pending
  * one never resumes. Best effort per interaction: a failure is logged (no values) and the others go on.

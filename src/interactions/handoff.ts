@@ -1,5 +1,5 @@
 /**
- * Handing an ended interaction to the thread whose turn parked on it (issue 17): the thread
+ * Handing an ended interaction to the thread whose turn parked on it: the thread
  * queues a resume turn whose record carries the resumed reply, delivered like any answer. The
  * record's id was minted once by the interaction, so a retried handoff is the same record; its
  * message directory entry is written first, so the single-record read door finds it at once.

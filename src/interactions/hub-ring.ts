@@ -1,5 +1,5 @@
 /**
- * The interaction event ring (issue 17): the InteractionHub object's SQLite. Ids increase and are
+ * The interaction event ring: the InteractionHub object's SQLite. Ids increase and are
  * never reused (the last one given is kept in `ring_meta`), so a stream resumes after the last id it saw (`Last-Event-ID`).
  * The ring keeps the newest `INTERACTIONS_EVENTS_MAX` events; the highest id trimmed away is kept,
  * so a reader asking from before it learns it missed events (`gap`). Erasure drops an

@@ -1,5 +1,5 @@
 /**
- * An interaction's life, pure (issue 17; docs/interactions.md "Lifecycle"): the answer an input
+ * An interaction's life, pure (docs/interactions.md "Lifecycle"): the answer an input
  * makes, the state an end makes, what the end owes the run, the events transitions publish and when
  * the object's one alarm must fire next.
  *

@@ -1,5 +1,5 @@
 /**
- * Media a participant sends in an answer (issue 17; docs/interactions.md "Media"): fetched once
+ * Media a participant sends in an answer (docs/interactions.md "Media"): fetched once
  * and stored in R2 (binding `INTERACTION_MEDIA`) under a 43-character random id, then served by
  * `GET /api/interactions/media/{media_id}` to callers who may see the interaction.
  *

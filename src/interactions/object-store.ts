@@ -1,5 +1,5 @@
 /**
- * The Interaction object's SQLite (issue 17): one row for the interaction and its bookkeeping, and
+ * The Interaction object's SQLite: one row for the interaction and its bookkeeping, and
  * the events not yet handed to the hub. Plain synchronous functions over `SqlStorage` (a Durable
  * Object's SQLite is synchronous), so each verb of the object is one read-decide-write step that
  * no other request can interleave with.

@@ -1,5 +1,5 @@
 /**
- * How a parked turn's question reaches the participant (issue 17; docs/interactions.md "Inside a
+ * How a parked turn's question reaches the participant (docs/interactions.md "Inside a
  * thread"): the turn's answer is the question, delivered through the thread's own door. Reply
  * options travel as the channel's reply options (spec §4.9) and a form schema as its form, when the
  * channel advertises the capability and can express them (its rich sender plans them); otherwise

@@ -1,5 +1,5 @@
 /**
- * An interaction (issue 17; docs/interactions.md): a question a run parked on with `ask_user`, its
+ * An interaction (docs/interactions.md): a question a run parked on with `ask_user`, its
  * answer and what became of the run. One schema per shape with its type under the same name:
  * `InteractionState` is what the Interaction object keeps (without the parked run, which never
  * leaves the object except towards the run that resumes it) and `InteractionView` what the doors

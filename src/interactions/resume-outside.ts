@@ -1,5 +1,5 @@
 /**
- * Resuming a run parked outside any thread (issue 17: an agent run door's run): once its
+ * Resuming a run parked outside any thread (an agent run door's run): once its
  * interaction is answered, cancelled or expired, its object resumes the run here, as the key the
  * run started with (re-read live), and records the end on the interaction (`result`) and as a run
  * trace (kind `agent_run`, trigger `background`, `interaction_id` the interaction's id, so

@@ -1,5 +1,5 @@
 /**
- * `GET /api/interactions/stream` (issue 17; docs/interactions.md "The stream"): server-sent events
+ * `GET /api/interactions/stream` (docs/interactions.md "The stream"): server-sent events
  * tailing the hub's ring. Each event is one `id: <n>` line and one `data: <json>` line; a quiet
  * stream gets a `: keepalive` comment every 15 s (each long-poll of the hub waits at most that
  * long). A reader that asks from an id the ring no longer holds gets one `events.dropped` frame

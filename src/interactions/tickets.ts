@@ -1,5 +1,5 @@
 /**
- * Callback tickets (issue 17; docs/interactions.md "Callback tickets"): a one-time answer link for
+ * Callback tickets (docs/interactions.md "Callback tickets"): a one-time answer link for
  * a person without an api key (an e-mail, a chat button). `itk-` + 43 url-safe characters (32
  * random bytes); only its SHA-256 is stored (the Interaction object and the listing row, which the
  * public door looks it up by). It lives `INTERACTIONS_TICKET_TTL_SECONDS`, never past its

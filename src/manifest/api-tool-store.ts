@@ -6,7 +6,7 @@
  * URL, query and header parameters, and a JSON request body taken from the `body` kwarg.
  *
  * Deliberate deviation: the reference's `api_tools` block chooses which *operator* operations are
- * projected as MCP tools; the issue asks for this instead (docs/manifest.md says so).
+ * projected as MCP tools; here the door makes an operation a tool instead (docs/manifest.md).
  */
 import { z } from "zod";
 import { assertConnectionsLendable, assertConnectorStoreFor, sentTo } from "../connectors/references";

@@ -1,5 +1,5 @@
 /**
- * The declaration contract this build speaks (issue 14, docs/marketplace.md "Compatibility").
+ * The declaration contract this build speaks (docs/marketplace.md "Compatibility").
  *
  * A plugin version lists the contract versions its bundle is written for; this build installs a
  * version only when it lists `bridge-declarations` 1. Version 1's bundle is the object below: one

@@ -1,5 +1,5 @@
 /**
- * MCP server declarations (issue 19; docs/mcp.md "Declaring a server"): the body of
+ * MCP server declarations (docs/mcp.md "Declaring a server"): the body of
  * `POST /api/mcp-config/entries`, one entry of `POST /api/mcp-config` and of the manifest's `mcp`
  * list. The shape follows the reference's manifest entries `{title, config: {type, url, headers},
  * include, exclude}`; this build speaks Streamable HTTP only (`type: "http"`), so the reference's

@@ -1,5 +1,5 @@
 /**
- * Tool names of MCP servers (issue 19; docs/mcp.md "Names"). A server's tools join the registry as
+ * Tool names of MCP servers (docs/mcp.md "Names"). A server's tools join the registry as
  * `<server>.<tool>`: the server's title (the tool-name alphabet, no dot) and the server's own tool
  * name joined by one dot. Names of built-ins, HTTP tools, API tools and presets never hold a dot,
  * so the two kinds can never collide, and the whole name stays within the run-scope grammar

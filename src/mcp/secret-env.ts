@@ -28,7 +28,7 @@ import { EnvRefError, type HeaderSpec, headerReferences } from "../targets/env-r
 import { urlOrigin } from "../targets/origin-lock";
 import { listMcpServers } from "./store";
 
-/** What values written before the binding were sealed under (the value alone): they no longer resolve. */
+/** What values sealed without an origin binding were sealed under (the value alone): they do not resolve. */
 const legacyAad = (name: string) => `mcp-secret-env\0${name}`;
 /** A bound value: `{value, origins}` as JSON. */
 const aad = (name: string) => `mcp-secret-env-bound\0${name}`;
@@ -103,7 +103,7 @@ export async function storedSecretEnvNames(db: D1Database): Promise<Set<string>>
  * The Worker env as an MCP server at `origin` sees it: the stored values of the names `headers`
  * references laid over the env. A stored value that no longer opens (the key rotated away) is left
  * out, so the reference falls back to the env (and fails naming the variable when that is unset).
- * A stored value bound to other origins, or written before values were bound, fails the reference
+ * A stored value bound to other origins, or sealed without a binding, fails the reference
  * (EnvRefError naming the variable and what to do), never reaching this server.
  */
 export async function envWithSecretValues(db: D1Database, config: ConfigSettings, env: EnvVars, headers: HeaderSpec, origin: string | null): Promise<EnvVars> {

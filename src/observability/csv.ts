@@ -1,5 +1,5 @@
 /**
- * CSV for the runs export (issue 16; RFC 4180). Pure. Every field is quoted when it holds a comma,
+ * CSV for the runs export (RFC 4180). Pure. Every field is quoted when it holds a comma,
  * a double quote, CR or LF (quotes doubled); records end with CRLF, the header included. A cell
  * that a spreadsheet would read as a formula (starting with `=`, `+`, `-`, `@`, a tab or CR) is
  * neutralised with a leading `'` (OWASP "CSV injection"), so an address or a name chosen by an

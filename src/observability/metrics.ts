@@ -1,5 +1,5 @@
 /**
- * The metrics over a window (issue 16; docs/observability.md "Metrics"): turns by outcome and
+ * The metrics over a window (docs/observability.md "Metrics"): turns by outcome and
  * route, turn duration percentiles, runs by kind, delivery attempts and failures, the delivery
  * backlog, rate-cap sheds and queue depths. All read from D1 in one batch: the `runs` index, the
  * per-minute `run_counters`, `failed_records` and `thread_loads`, which the IndexShards write in

@@ -1,5 +1,5 @@
 /**
- * The metrics as OpenMetrics text (issue 16), for Prometheus-style scrapers: `GET
+ * The metrics as OpenMetrics text, for Prometheus-style scrapers: `GET
  * /api/observability/metrics` with `Accept: application/openmetrics-text` (or `text/plain`). Pure.
  * Every family is a gauge over the window (`bridge_metrics_window_seconds` says which), except the
  * turn duration, a summary with its quantiles, `_count` and `_sum`. The exposition ends with

@@ -1,4 +1,4 @@
-/** The runs export's CSV (issue 16). Pure. */
+/** The runs export's CSV. Pure. */
 import type { RunView } from "../runs/query";
 import { RUN_SUMMARY_COLUMNS } from "../runs/runs-table";
 import { toCsv } from "./csv";

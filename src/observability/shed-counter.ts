@@ -1,5 +1,5 @@
 /**
- * Rate-cap sheds for the metrics (issue 16; docs/observability.md "Rate-cap sheds"). Every refused
+ * Rate-cap sheds for the metrics (docs/observability.md "Rate-cap sheds"). Every refused
  * rate token (the api and event doors' 429, a channel's slow-down answer or shed record) is counted
  * here, in this isolate's memory, by minute and route; at most once a second the isolate hands what
  * it counted to the route's counter shard in one background object call (`waitUntil`), and the

@@ -1,4 +1,4 @@
-/** The metrics window (`?window=`; issue 16). Pure. */
+/** The metrics window (`?window=`). Pure. */
 import { z } from "zod";
 
 export const MIN_WINDOW_SECONDS = 60;

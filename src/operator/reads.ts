@@ -106,7 +106,7 @@ export type TranscriptAnswer = Page<Record<string, unknown>> & { order: "asc" | 
 
 /**
  * One thread's records a page at a time (spec §4.5), read from the thread's object, so a thread
- * shows at once, before the listing's batched write reaches D1 (issue 11). Without `q`, a thread
+ * shows at once, before the listing's batched write reaches D1. Without `q`, a thread
  * with no live record is 404 unless the listing holds it: one whose records all expired reads as
  * an empty page carrying the listed total (next_page null: there is nothing to page to) until the
  * thread's alarm drops its listing row. With `q`, total is the matches found and an unknown or

@@ -38,7 +38,7 @@ async function forgetEverywhere(env: Env, settings: Settings, threadId: string):
   // it buffered for the listing; only then do the listing rows go, so no flush brings them back.
   await Promise.all(allShards(env).map((shard) => shard.forgetThread(threadId)));
   await dropThreadListing(env.DB, threadId);
-  // The thread's run summaries and load row (issue 16): the traces went with the records.
+  // The thread's run summaries and load row: the traces went with the records.
   await dropThreadRuns(env.DB, threadId);
   // Erasure reaches states: every record whose subject is this thread, in every state.
   await eraseStateSubjects(env, settings, "thread", threadId);
@@ -46,8 +46,8 @@ async function forgetEverywhere(env: Env, settings: Settings, threadId: string):
 }
 
 /**
- * Removes, from every declared state, the records whose subject is (`kind`, `key`) (issue 13:
- * thread forget and person erase). The states listing names the states; each one's object drops
+ * Removes, from every declared state, the records whose subject is (`kind`, `key`), for
+ * thread forget and person erase. The states listing names the states; each one's object drops
  * the records, their audit trail and any fold aliases of that subject.
  */
 async function eraseStateSubjects(env: Env, settings: Settings, kind: "thread" | "person", key: string): Promise<number> {

@@ -1,5 +1,5 @@
 /**
- * Resolving the person of an inbound on a multichannel target (issue 12; decisions §12), at the
+ * Resolving the person of an inbound on a multichannel target (decisions §12), at the
  * door, after admission's rate token (so a shed or refused inbound never creates one): one call to
  * the target's PersonDirectory, which creates a single-address person at first contact. A person
  * with two or more addresses keys the message to its person thread; a turn already queued under

@@ -1,5 +1,5 @@
 /**
- * A PersonDirectory's SQLite (issue 12): persons, their address rows, open pairing codes (SHA-256
+ * A PersonDirectory's SQLite: persons, their address rows, open pairing codes (SHA-256
  * only) and the redeem throttle, with the operations the directory's verbs are made of. Synchronous
  * functions over the object's storage; the object runs each verb in one implicit transaction, so a
  * merge or an erase is atomic.

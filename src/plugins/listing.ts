@@ -1,5 +1,5 @@
 /**
- * `GET /api/plugins` (issue 19; docs/plugins.md): the installed marketplace plugins (D1
+ * `GET /api/plugins` (docs/plugins.md): the installed marketplace plugins (D1
  * `marketplace_installs`, src/marketplace/installs.ts) with their console panels, the HTML pages
  * at the top of each one's studio directory in the content store.
  */

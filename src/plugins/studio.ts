@@ -1,5 +1,5 @@
 /**
- * Plugins' console assets (issue 19; docs/plugins.md): the static files of an installed plugin's
+ * Plugins' console assets (docs/plugins.md): the static files of an installed plugin's
  * console panels, kept in the content store under `plugins/<namespace>/<name>/studio/` (written by
  * an admin: storage writes under `plugins/` are admin-only) and served by
  * `GET /api/plugins/{name}/studio/{path}` as pages of this origin.

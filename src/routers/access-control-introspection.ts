@@ -1,5 +1,5 @@
 /**
- * Introspection doors (issue 15; docs/access-control.md, "Introspection"): what the caller may
+ * Introspection doors (docs/access-control.md, "Introspection"): what the caller may
  * mint, the route table with what maps each door, the caller's condition input, and a condition
  * tester. None of them changes anything.
  */

@@ -1,5 +1,5 @@
 /**
- * Key policy history doors (issue 15; docs/access-control.md, "Key policy history"): the versions
+ * Key policy history doors (docs/access-control.md, "Key policy history"): the versions
  * of a key's policy and the rollback to one of them. An admin reaches every key; another key only
  * the keys it owns (as for the key doors); an owned key none.
  */

@@ -1,5 +1,5 @@
 /**
- * Public pin doors (issue 15; docs/access-control.md, "Public routes"). Listing needs `auth:read`
+ * Public pin doors (docs/access-control.md, "Public routes"). Listing needs `auth:read`
  * (the pins are public by definition); pinning and unpinning are admin-only.
  */
 import { Hono } from "hono";

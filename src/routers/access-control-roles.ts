@@ -1,5 +1,5 @@
 /**
- * Role doors (issue 15; docs/access-control.md, "Roles"). Reads need `auth:read`; every write is
+ * Role doors (docs/access-control.md, "Roles"). Reads need `auth:read`; every write is
  * admin-only (a role bounds every key that names it). Each write appends a version.
  */
 import { type Context, Hono } from "hono";

@@ -1,5 +1,5 @@
 /**
- * Custom URL scope doors (issue 15; docs/access-control.md, "Custom URL scopes"). Listing needs
+ * Custom URL scope doors (docs/access-control.md, "Custom URL scopes"). Listing needs
  * `auth:read`; changes are admin-only (a scope widens every key that lists it).
  */
 import { Hono } from "hono";

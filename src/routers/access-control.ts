@@ -1,5 +1,5 @@
 /**
- * The doors of the rest of access control (issue 15; docs/access-control.md): roles, custom URL
+ * The doors of the rest of access control (docs/access-control.md): roles, custom URL
  * scopes, public routes, key policy history and introspection. Each group is its own router,
  * mounted here; the key doors and `me` stay in src/routers/auth.ts.
  */

@@ -1,5 +1,5 @@
 /**
- * `GET /api/docs`: the interactive API reference (issue 18; docs/console.md "API reference"),
+ * `GET /api/docs`: the interactive API reference (docs/console.md "API reference"),
  * Scalar's page (@scalar/hono-api-reference) over the live `GET /api/openapi.json`. Its browser
  * bundle is served from this origin (`/vendor/scalar-api-reference.js`, copied from
  * @scalar/api-reference by scripts/build-console.mjs), never from a CDN; its default fonts, telemetry

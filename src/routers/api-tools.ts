@@ -1,8 +1,8 @@
 /**
- * `POST /api/api-tools` (issue 19; docs/manifest.md "API tools"): one OpenAPI 3.x operation becomes
+ * `POST /api/api-tools` (docs/manifest.md "API tools"): one OpenAPI 3.x operation becomes
  * an API tool, a registry tool that calls the operation with its own method, path, query, header
  * and body parameters. Deliberately not the reference's meaning (which projects operator operations
- * as MCP tools): the issue asks for this. Admin-only, like every declaration that sends headers.
+ * as MCP tools; docs/manifest.md). Admin-only, like every declaration that sends headers.
  */
 import { Hono } from "hono";
 import { z } from "zod";

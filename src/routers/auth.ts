@@ -1,4 +1,4 @@
-/** Access control doors (decisions §2, issue 15): bootstrap, key minting and editing, `me`. */
+/** Access control doors (decisions §2): bootstrap, key minting and editing, `me`. */
 import { Hono } from "hono";
 import { z } from "zod";
 import { bootstrapTokenProblem } from "../auth/bootstrap-token";
@@ -97,8 +97,8 @@ addRoute(
       "A non-admin may only mint keys it owns (owner_user_id defaults to the caller) with scopes within its own; an owned key cannot mint. `scopes` may list custom scope ids (they must exist: 400 otherwise). `role` names an existing role (400 otherwise) that bounds the key in addition to its scopes; any caller that may mint may give any role, because a role only narrows. Duplicate user_id is 409. A user_id a revoked key held is retired: 409 (code `user-id-retired`) for anyone but an admin, and an admin's key under it starts a new lineage that inherits nothing keyed by the id (docs/access-control.md, \"Identities\"). `disabled: true` mints the key disabled (enable it later with PUT). Every mint is version 1 of the key's policy history. Unknown fields are 400.",
     area: "auth",
     auth: { tag: "auth" },
-    // Strict: a dropped field would mint something other than what was asked (`disabled: true`
-    // silently giving an enabled key was issue 9, finding 6).
+    // Strict: a dropped field would mint something other than what was asked (`disabled: true`,
+    // dropped silently, would give an enabled key).
     body: z
       .object({
         user_id: userIdSchema,

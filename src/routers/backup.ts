@@ -1,5 +1,5 @@
 /**
- * The doors of backup export and import (issue 15; spec §4.11 "Backend, backup, channels";
+ * The doors of backup export and import (spec §4.11 "Backend, backup, channels";
  * platform-facts C "Backup"; docs/backup.md). Every door is admin-only: a backup carries authority
  * (key hashes, secrets, the whole configuration), and an import rewrites it.
  */

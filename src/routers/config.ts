@@ -1,5 +1,5 @@
 /**
- * The doors of runtime settings and profiles (issue 15, part 3; docs/runtime-settings.md).
+ * The doors of runtime settings and profiles (docs/runtime-settings.md).
  * Tag `config`: reads (GET, and the profile diff) need `config:read`; every write is admin-only.
  * The overlay and the profiles live in the main D1 (`DB`), which access control already needs, so
  * these doors have no store switch and work under the default `npm start`.

@@ -1,5 +1,5 @@
 /**
- * The connectors doors (issue 14; spec §2.9, §4.10, §4.11; docs/connectors.md): the providers
+ * The connectors doors (spec §2.9, §4.10, §4.11; docs/connectors.md): the providers
  * catalog, and OAuth connections an HTTP tool or agent can use by reference. Tagged `connectors`;
  * every door but the catalog needs the connector store (501 `connectors-not-configured`).
  *

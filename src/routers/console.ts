@@ -1,5 +1,5 @@
 /**
- * The operator console (issue 18; docs/console.md): its files, the doors of its live updates, and
+ * The operator console (docs/console.md): its files, the doors of its live updates, and
  * the pages that lead to it.
  *
  * - `/console/…` and `/vendor/…`: the built files in public/ (Workers static assets, binding

@@ -1,5 +1,5 @@
 /**
- * Extension doors (issue 19; docs/extensions.md): the built-in catalog and each tool's combos.
+ * Extension doors (docs/extensions.md): the built-in catalog and each tool's combos.
  * Tagged `extensions` (GET read, POST write). A declared tool's combos live in D1; a preset's are
  * its version body's `extensions` (edited through the preset's versions); a built-in takes none.
  */

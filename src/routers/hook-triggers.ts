@@ -1,5 +1,5 @@
 /**
- * The hooks' public doors (issue 17; platform-facts B6; docs/hooks.md "Firing"):
+ * The hooks' public doors (platform-facts B6; docs/hooks.md "Firing"):
  *
  * - `POST /api/hooks/incoming/{topic}`: a provider's delivery. A topic with a verifier is checked
  *   over the raw body first and fails closed (401, one constant message); a topic without one is

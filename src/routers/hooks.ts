@@ -1,5 +1,5 @@
 /**
- * Hooks (issue 17; spec §4.11 "Hooks"; platform-facts B6; docs/hooks.md): register a hook on a
+ * Hooks (spec §4.11 "Hooks"; platform-facts B6; docs/hooks.md): register a hook on a
  * topic, list and delete hooks; bind and unbind a topic's verifier (admin); create, list and delete
  * trigger links. Tagged `hooks` (`hooks:read` for GETs, `hooks:write` for the rest; the verifier
  * doors are admin-only). Every fire is a background tool run, so these doors share the tool runs'

@@ -1,5 +1,5 @@
 /**
- * Interactions (issue 17; spec §4.11 "Interactions"; platform-facts C "Interactions (ask_user)";
+ * Interactions (spec §4.11 "Interactions"; platform-facts C "Interactions (ask_user)";
  * docs/interactions.md): the questions runs parked on with `ask_user`, listed, answered or
  * cancelled by operators, tailed as a stream, answered once through a public ticket, and the media
  * participants sent in their answers. Tagged `interactions`; 501 `interactions-not-configured`

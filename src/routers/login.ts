@@ -1,5 +1,5 @@
 /**
- * The doors of login and claim links (issue 15; docs/login.md): `POST /api/auth/claim-links`
+ * The doors of login and claim links (docs/login.md): `POST /api/auth/claim-links`
  * (make a one-time link carrying a new owned key), `POST /api/auth/logout` (the calling key
  * revokes itself), and the public login doors `GET /api/login/methods` and `POST /api/login/claim`.
  */

@@ -1,5 +1,5 @@
 /**
- * The manifest doors (issue 19; docs/manifest.md): every operator declaration (HTTP tools,
+ * The manifest doors (docs/manifest.md): every operator declaration (HTTP tools,
  * agents, MCP servers, API tools, connectors) as one document, read whole and replaced whole in
  * one D1 batch; the env references it holds; what a replace keeps. Tagged `manifest`; the replace
  * is admin-only, like each declaration door it stands for.

@@ -1,5 +1,5 @@
 /**
- * The marketplace doors (issue 14; spec §4.10 upgrade-all, §4.11; platform-facts A6; docs/marketplace.md).
+ * The marketplace doors (spec §4.10 upgrade-all, §4.11; platform-facts A6; docs/marketplace.md).
  * A plugin is a versioned bundle of declarations (HTTP tools, agents, presets) published in a
  * registry index. Every door is tagged `marketplace` and answers 501 `marketplace-not-configured`
  * without MARKETPLACE_STORE_URL. Reads are `marketplace:read`; every write changes what runs with

@@ -1,5 +1,5 @@
 /**
- * MCP config doors (issue 19; docs/mcp.md): declare remote MCP servers (Streamable HTTP) whose
+ * MCP config doors (docs/mcp.md): declare remote MCP servers (Streamable HTTP) whose
  * tools join the registry as `<server>.<tool>`, replace the whole MCP config, read its JSON
  * Schema, and store secret values their headers reference. Tagged `manifest`; the writes are
  * admin-only, because a declaration sends headers (env secrets, connection tokens) to its URL.

@@ -1,5 +1,5 @@
 /**
- * MCP status doors (issue 19; docs/mcp.md "Listing and status"): each declared server's listing
+ * MCP status doors (docs/mcp.md "Listing and status"): each declared server's listing
  * state (`pending`, `ok`, `failed`, `deregistered`), its registered tools, the tools it skipped
  * and its last error (a label, a status or a JSON-RPC code; never server text or a secret);
  * reload one server, every failed one, or deregister one until its next reload. Tagged `manifest`.

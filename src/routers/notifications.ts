@@ -1,5 +1,5 @@
 /**
- * The notifications doors (issue 14; spec §4.9, §2.8; platform-facts A1): a one-way send to a
+ * The notifications doors (spec §4.9, §2.8; platform-facts A1): a one-way send to a
  * human through a channel and/or the internal sink, and the feed read. Tagged `notifications`.
  *
  * The interactions store gate is applied by hand, where the spec needs the sink: a sink send (no

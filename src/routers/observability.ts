@@ -1,5 +1,5 @@
 /**
- * Observability (issue 16; docs/observability.md): the runs index paged for dashboards, its CSV
+ * Observability (docs/observability.md): the runs index paged for dashboards, its CSV
  * export, one run's trace (and its JSON download), and the metrics over a window, as JSON or as
  * OpenMetrics text. Tagged `observability`, all reads. A restricted caller (an owned key) sees only
  * the runs it called; error detail in a trace is for admins only.

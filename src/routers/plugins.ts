@@ -1,5 +1,5 @@
 /**
- * Plugins (issue 19; docs/plugins.md): the installed marketplace plugins with their console panels,
+ * Plugins (docs/plugins.md): the installed marketplace plugins with their console panels,
  * and the panels' static files from the content store. Tagged `plugins`; 501
  * `marketplace-not-configured` without the install store. The asset door also needs the content
  * store (501 `storage-not-configured`). `{name}` is the plugin's ref `namespace/name` and `{path}`

@@ -66,7 +66,7 @@ function versionOr400(segment: string): number {
   return v;
 }
 
-/** What a preset stands on: a tool (a tool preset) or an agent (an authored agent, issue 19). */
+/** What a preset stands on: a tool (a tool preset) or an agent (an authored agent). */
 type BaseKind = "tool" | "agent";
 
 /**

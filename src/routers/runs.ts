@@ -1,5 +1,5 @@
 /**
- * The runs index (issue 16; docs/observability.md): `GET /api/runs` lists every run (bridge turns,
+ * The runs index (docs/observability.md): `GET /api/runs` lists every run (bridge turns,
  * agent runs, tool runs, hook fires) newest first, filtered and paged like the other doors;
  * `POST /api/runs/prune` (admin) removes runs by age. Tagged `runs`. A restricted caller (an owned
  * key) sees only the runs it called (principal = its key).

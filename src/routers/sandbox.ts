@@ -1,5 +1,5 @@
 /**
- * The code sandbox's identity (issue 19; docs/plugins.md "Sandbox"). The reference can run
+ * The code sandbox's identity (docs/plugins.md "Sandbox"). The reference can run
  * operator code in a sandbox provider; this build has none, and a Worker cannot start one, so the
  * door says so honestly (decisions §15) and what one would take. There are no mutation doors.
  */

@@ -1,5 +1,5 @@
 /**
- * Schedules (issue 16; spec §4.11 "Schedules"; platform-facts B7; docs/schedules.md): cron-timed
+ * Schedules (spec §4.11 "Schedules"; platform-facts B7; docs/schedules.md): cron-timed
  * background tool runs. Tagged `schedules`; 501 `tool-runs-not-configured` without
  * TOOL_RUNS_STORE_URL, since every fire is a background tool run (decisions §15), except the
  * server clock, which needs no store.

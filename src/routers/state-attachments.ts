@@ -1,5 +1,5 @@
 /**
- * Template attachments on a state and the template jq doors (issue 13; platform-facts B5):
+ * Template attachments on a state and the template jq doors (platform-facts B5):
  * list, read, attach (PUT), patch declarations, detach; evaluate an input-purpose program over a
  * subject's record (GET, writes nothing) and apply an update-purpose program (POST, through the
  * record write path). Tagged `states`; 501 `states-not-configured` without a store.

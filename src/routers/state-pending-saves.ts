@@ -1,5 +1,5 @@
 /**
- * Pending state saves (issue 13; spec §2.12, §3.3, §4.10; platform-facts A4): list, retry a failed
+ * Pending state saves (spec §2.12, §3.3, §4.10; platform-facts A4): list, retry a failed
  * save, discard. Tagged `states`; 501 `states-not-configured` without a store. A non-integer id
  * is 400 (decisions §1; the reference answers 422).
  */

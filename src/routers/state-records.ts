@@ -1,5 +1,5 @@
 /**
- * State records (issue 13; spec §4.11 "States"; platform-facts B5): read, replace, merge and erase
+ * State records (spec §4.11 "States"; platform-facts B5): read, replace, merge and erase
  * one subject's record, apply an op batch, fold one subject into another, the write audit trail,
  * search by JSON containment and the subjects listing. Tagged `states` (search is a POST, so the
  * write grant); 501 `states-not-configured` without a store.

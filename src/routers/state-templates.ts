@@ -1,5 +1,5 @@
 /**
- * State templates (issue 13, "Templates"): create or replace, read, list and delete the operator
+ * State templates: create or replace, read, list and delete the operator
  * documents a state can attach. Tagged `states`; 501 `states-not-configured` without a store.
  * Invalid input is 400 and names the field, never the value (src/states/templates.ts).
  */

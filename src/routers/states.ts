@@ -1,5 +1,5 @@
 /**
- * State declarations (issue 13; spec §2.10, §4.10, §4.11 "States"; platform-facts A3): declare or
+ * State declarations (spec §2.10, §4.10, §4.11 "States"; platform-facts A3): declare or
  * re-declare, read, list, delete, stats and consumers. Tagged `states`; 501
  * `states-not-configured` without a store. Invalid input is 400, not the reference's 422
  * (decisions §1: "422 only where this file says so"; docs/states.md).

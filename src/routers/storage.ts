@@ -1,5 +1,5 @@
 /**
- * The content store (issue 19; docs/storage.md): objects in the R2 bucket `STORAGE_BUCKET` names,
+ * The content store (docs/storage.md): objects in the R2 bucket `STORAGE_BUCKET` names,
  * addressed by storage path. Tagged `storage` (reads `storage:read`, writes `storage:write`);
  * writing under `plugins/` is admin-only, because the plugins' console doors serve those files as
  * pages of this origin. Every door but the identity answers 501 `storage-not-configured` without a

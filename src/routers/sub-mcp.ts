@@ -1,5 +1,5 @@
 /**
- * Sub-MCP doors (issue 19; docs/mcp.md "Sub-MCP endpoints"): declare, list and remove apps, each
+ * Sub-MCP doors (docs/mcp.md "Sub-MCP endpoints"): declare, list and remove apps, each
  * a chosen subset of the registry served as an MCP server (Streamable HTTP) at
  * `/api/sub-mcp/{slug}/mcp`. The declaration doors are tagged `tools` (an app exposes tools; it
  * grants nothing: every call runs under its caller's own grants). The endpoint takes any valid api

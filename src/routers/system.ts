@@ -1,5 +1,5 @@
 /**
- * The doors of backend, fleet and system status (issue 15, part 5; platform-facts B8, B9). Tag
+ * The doors of backend, fleet and system status (platform-facts B8, B9). Tag
  * `system`: reads need `system:read`; `POST /api/fleet/reload-config` is admin-only. They say only
  * what a Workers deployment can state truthfully (src/config/system-status.ts).
  */

@@ -1,5 +1,5 @@
 /**
- * Templates (issue 19; docs/templates.md): mustache texts stored in the content store under
+ * Templates (docs/templates.md): mustache texts stored in the content store under
  * `templates/`, POST-style doors as the reference has them. Tagged `templates` (`POST /api/template`
  * and `/api/render-template` only read, so `templates:read` opens them). Every door that touches
  * the store answers 501 `storage-not-configured` without a bucket; rendering given `content`

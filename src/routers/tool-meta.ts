@@ -1,5 +1,5 @@
 /**
- * Tool metadata (issue 19; docs/tool-metadata.md): an overlay for people browsing tools, folders
+ * Tool metadata (docs/tool-metadata.md): an overlay for people browsing tools, folders
  * and per-tool rows (tags, badges, hidden, folder) edited with RFC 7396 merge patches. It changes
  * nothing about what a tool does or who may run it. Tagged `tools`; 501 `tool-meta-not-configured`
  * without `TOOL_META_STORE_URL`.

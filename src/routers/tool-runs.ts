@@ -1,5 +1,5 @@
 /**
- * Background tool runs (issue 16; spec §4.11 "Tool runs"; platform-facts B3, C "Tool runs";
+ * Background tool runs (spec §4.11 "Tool runs"; platform-facts B3, C "Tool runs";
  * docs/tool-runs.md): submit a run (202 `{run_id}`), read one, list the recent ones. Tagged
  * `tools`; 501 `tool-runs-not-configured` without TOOL_RUNS_STORE_URL (decisions §15).
  *

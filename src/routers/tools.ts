@@ -1,6 +1,6 @@
 /**
  * Tool doors (decisions §4): registry reads, HTTP tool declarations, admin run-tool, and the tool
- * sources' reload and remove (issue 19; docs/mcp.md, docs/manifest.md).
+ * sources' reload and remove (docs/mcp.md, docs/manifest.md).
  */
 import { Hono } from "hono";
 import { z } from "zod";
@@ -116,7 +116,7 @@ addRoute(
   async (c, { body }) => {
     const ctx = createTargetContext(c.env, c.get("settings"));
     const p = c.get("principal")!;
-    // The run's trace (issue 16): a direct tool run of the calling key, recorded in the background.
+    // The run's trace: a direct tool run of the calling key, recorded in the background.
     const r = await tracedDirectRun(
       c.env,
       ctx,

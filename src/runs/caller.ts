@@ -1,4 +1,4 @@
-/** How a caller narrows the runs it reads (issue 16), and the page both listing doors answer. */
+/** How a caller narrows the runs it reads, and the page both listing doors answer. */
 import { holderOf, sinceMs } from "../auth/identity";
 import { badRequest } from "../http/errors";
 import { type Page, toPage, toWindow } from "../http/paging";

@@ -1,5 +1,5 @@
 /**
- * Traces of the synchronous runs (issue 16): an agent run door's run and a `POST /api/run-tool`
+ * Traces of the synchronous runs: an agent run door's run and a `POST /api/run-tool`
  * dispatch, trigger `direct`. Each is attributed to its caller (user_id and principal are the
  * calling key) and recorded through `recordRun` in the background; recording never changes what
  * the run answers.

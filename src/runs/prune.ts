@@ -1,5 +1,5 @@
 /**
- * `POST /api/runs/prune` (issue 16): removes the runs started before a cutoff, with counts. Every
+ * `POST /api/runs/prune`: removes the runs started before a cutoff, with counts. Every
  * shard drops the traces it keeps and the summary rows it still buffers for such runs, then the
  * index rows go. A turn's trace stays in its thread until its record expires (it is reachable only
  * through its index row, which is gone, and holds nothing the record does not).

@@ -1,5 +1,5 @@
 /**
- * Reading the runs index (issue 16): the filters `GET /api/runs`, `GET /api/observability/runs`
+ * Reading the runs index: the filters `GET /api/runs`, `GET /api/observability/runs`
  * and the CSV export share, the page query over D1 `runs`, and the summary as the doors answer it.
  * A restricted caller's reads are narrowed to the runs whose principal is its own key
  * (`principal`), whatever filters it passes.

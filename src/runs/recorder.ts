@@ -1,5 +1,5 @@
 /**
- * Records a run's trace (issue 16): `recordRun(env, trace, waitUntil?)` is the one way any run
+ * Records a run's trace: `recordRun(env, trace, waitUntil?)` is the one way any run
  * other than a bridge turn records itself (tool runs: direct, background, scheduled; agent runs;
  * hook fires). A bridge turn's trace is written by its thread object where the turn settles
  * (src/thread/turn-trace.ts), so it is kept and forgotten with the thread's records.

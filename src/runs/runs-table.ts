@@ -1,5 +1,5 @@
 /**
- * The D1 side of run traces (issue 16; migrations/0015_runs.sql): the statements the IndexShards'
+ * The D1 side of run traces (migrations/0015_runs.sql): the statements the IndexShards'
  * batched flush writes (summary rows, their removal, counters, thread loads) and the direct writes
  * of forget, erase and prune. Nothing on the per-message path runs these: only shard flushes and
  * operator doors do.

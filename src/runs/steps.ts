@@ -1,5 +1,5 @@
 /**
- * A run's steps (issue 16): tool dispatches, model calls and http agent calls with their timings,
+ * A run's steps: tool dispatches, model calls and http agent calls with their timings,
  * collected while the run goes. The log hangs off the run's TargetContext (a WeakMap keyed by the
  * context object), because every layer that takes a step already receives that context: the
  * dispatcher, agents and built-in tools need no new parameter and behave exactly as before. A

@@ -1,4 +1,4 @@
-/** A trace's summary row (D1 `runs`; issue 16). Pure. */
+/** A trace's summary row (D1 `runs`). Pure. */
 import type { RunTrace } from "../contracts/run-trace";
 import type { RunRow } from "../contracts/shard-rpc";
 

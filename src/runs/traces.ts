@@ -1,5 +1,5 @@
 /**
- * Finding and showing one run's trace (issue 16): `GET /api/observability/runs/{trace_id}/trace`
+ * Finding and showing one run's trace: `GET /api/observability/runs/{trace_id}/trace`
  * and its export. The summary row says where the trace lives (its thread object or its shard). A
  * run too fresh for the index (the shards write it about a second after the run) is looked up at
  * its home directly, for FRESH_LOOKUP_MS: a turn through the message directory, any other run on

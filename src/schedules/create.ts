@@ -1,5 +1,5 @@
 /**
- * Creating a schedule (issue 16; docs/schedules.md "Creating"). Order, each step refusing before
+ * Creating a schedule (docs/schedules.md "Creating"). Order, each step refusing before
  * anything is written: the body (400, the route pipeline) → the store (501) → the tool exists (404)
  * → its kwargs match the tool's input schema (400) → the cadence compiles (400) → pass-role binds
  * the execution key (decisions §2: a non-admin gets a uniform 403 for a key absent or not its own;

@@ -1,5 +1,5 @@
 /**
- * A schedule's shapes (issue 16; docs/schedules.md), one definition each: the spec (the fields a
+ * A schedule's shapes (docs/schedules.md), one definition each: the spec (the fields a
  * creation chooses, with the bound key) and its clock and counters, from which the object's SQLite
  * row, the D1 listing row and the view the doors answer are all derived (they differ only in how
  * times are written: epoch ms in the object, ISO-8601 text in D1 and the view), and the fires the

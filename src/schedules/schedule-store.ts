@@ -38,8 +38,8 @@ export function createScheduleTables(sql: SqlStorage): void {
 }
 
 /**
- * Brings a spec table written before issue 17 up to date (the state binding came later); such a
- * schedule reads as unbound. Idempotent; run when the object starts, before any read.
+ * Brings a spec table of an older shape up to date: one without the state binding column reads
+ * as unbound. Idempotent; run when the object starts, before any read.
  */
 export function upgradeScheduleTables(sql: SqlStorage): void {
   if (!scheduleTablesExist(sql)) return;

@@ -1,5 +1,5 @@
 /**
- * The schedule create body and its normal form (issue 16; platform-facts B7; docs/schedules.md).
+ * The schedule create body and its normal form (platform-facts B7; docs/schedules.md).
  * `schedule_kwargs` is a crontab string (`cron`) XOR crontab fields (`minute`, `hour`,
  * `day_of_month`, `month_of_year`, `day_of_week`, each `*` when absent, as celery's crontab), with
  * an optional IANA `timezone` (UTC when absent); `{}` runs the tool once, now. The normal form is

@@ -1,5 +1,5 @@
 /**
- * The runtime settings' own settings (issue 15; docs/runtime-settings.md). All three are read from
+ * The runtime settings' own settings (docs/runtime-settings.md). All three are read from
  * the Worker's env only: they govern how the overlay is read and opened, so the overlay cannot
  * change them.
  * - `SETTINGS_ENCRYPTION_KEY`: the AES-256-GCM key (32 bytes, base64) sealing secret values of the

@@ -1,5 +1,5 @@
 /**
- * The connectors area's settings (issue 14; docs/connectors.md "Settings"):
+ * The connectors area's settings (docs/connectors.md "Settings"):
  * - `CONNECTORS_STORE_URL` switches connections and categories on (501 `connectors-not-configured`
  *   without it);
  * - `CONNECTORS_PROVIDERS`: the providers document (a JSON array of provider descriptors), checked

@@ -1,5 +1,5 @@
 /**
- * The hooks' settings (issue 17; docs/hooks.md "Settings"). Hooks fire as background tool runs,
+ * The hooks' settings (docs/hooks.md "Settings"). Hooks fire as background tool runs,
  * so they are switched on by `TOOL_RUNS_STORE_URL` (src/settings/tool-run-settings.ts), as
  * schedules are; here only what the public trigger doors need:
  * - `HOOKS_VERIFIER_TOLERANCE_SECONDS`: how far a signed delivery's timestamp (Stripe's `t=`,

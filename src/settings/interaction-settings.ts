@@ -1,5 +1,5 @@
 /**
- * The interactions area's settings (issue 17; docs/interactions.md "Settings"). The store switch
+ * The interactions area's settings (docs/interactions.md "Settings"). The store switch
  * is `INTERACTIONS_STORE_URL`, shared with the notifications sink (src/settings/notification-settings.ts):
  * without it the interactions doors answer 501 `interactions-not-configured` and `ask_user` refuses.
  * - `INTERACTIONS_TTL_SECONDS`: how long an interaction waits for its answer before it expires

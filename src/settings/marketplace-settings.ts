@@ -1,5 +1,5 @@
 /**
- * The marketplace's settings (issue 14; docs/marketplace.md "Settings"): `MARKETPLACE_STORE_URL`
+ * The marketplace's settings (docs/marketplace.md "Settings"): `MARKETPLACE_STORE_URL`
  * switches the install store on (501 `marketplace-not-configured` without it);
  * `MARKETPLACE_REGISTRY_URL` names where plugins come from: `builtin:` (the catalog embedded in
  * this build, so `npm start` works offline) or an https URL of an index document.

@@ -1,5 +1,5 @@
 /**
- * MCP servers as tool sources (issue 19; docs/mcp.md "Settings"):
+ * MCP servers as tool sources (docs/mcp.md "Settings"):
  * - `MCP_LIST_TIMEOUT_SECONDS`: the deadline of one listing of a server's tools (connect,
  *   initialize, every `tools/list` page), at declaration and at each reload;
  * - `MCP_MAX_TOOLS_PER_SERVER`: the most tools one server registers; a listing past it keeps the

@@ -1,5 +1,5 @@
 /**
- * The notifications area's settings (issue 14): `INTERACTIONS_STORE_URL` switches the internal sink
+ * The notifications area's settings: `INTERACTIONS_STORE_URL` switches the internal sink
  * on (the feeds themselves live in NotificationFeed objects); without it a sink write is 501
  * `interactions-not-configured` and the feed read is an honest empty list.
  *

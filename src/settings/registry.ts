@@ -233,22 +233,22 @@ export const SETTINGS: readonly SettingDefinition[] = Object.freeze([
   int("MARKETPLACE_REGISTRY_TIMEOUT_SECONDS", "marketplace", 10, 1, 120, "Deadline of one registry index fetch."),
   int("MARKETPLACE_REGISTRY_MAX_BYTES", "marketplace", 4 * 1024 * 1024, 1024, 32 * 1024 * 1024, "Largest registry index document read."),
   int("MARKETPLACE_LOCK_LEASE_SECONDS", "marketplace", 60, 5, 3600, "How long the fleet marketplace lock stays taken if its holder dies."),
-  // Background tool runs and schedules (issue 16; docs/tool-runs.md, docs/schedules.md).
+  // Background tool runs and schedules (docs/tool-runs.md, docs/schedules.md).
   storeUrl("TOOL_RUNS_STORE_URL", "tool-runs", "The background tool runs' store (the runs listing; runs in ToolRun objects, schedules in Schedule objects)", "every tool-runs and schedules door answers 501 tool-runs-not-configured"),
   int("TOOL_RUNS_RETENTION_SECONDS", "tool-runs", 604_800, 60, 31_536_000, "How long a finished background tool run stays readable."),
   int("TOOL_RUNS_MAX_ATTEMPTS", "tool-runs", 3, 1, 10, "Starts a background tool run gets; one interrupted (its object restarted mid-run) that many times fails."),
   int("SCHEDULES_CATCH_UP_WINDOW_SECONDS", "schedules", 86_400, 0, 2_592_000, "After downtime, missed slots of a schedule are caught up with one fire when the latest is at most this old; 0 never catches up."),
-  // Hooks (issue 17; docs/hooks.md).
+  // Hooks (docs/hooks.md).
   int("HOOKS_VERIFIER_TOLERANCE_SECONDS", "hooks", 300, 1, 86_400, "How far a signed hook delivery's timestamp (Stripe, Standard Webhooks) may be from the server clock, either way, before it is refused."),
   int("HOOKS_REPLAY_WINDOW_SECONDS", "hooks", 172_800, 60, 2_592_000, "How long a hook delivery's replay key (a signed delivery id, or a digest of the signed body) is remembered: a replayed delivery answers already_seen and fires nothing."),
-  // Interactions (issue 17; docs/interactions.md). The store switch is INTERACTIONS_STORE_URL above.
+  // Interactions (docs/interactions.md). The store switch is INTERACTIONS_STORE_URL above.
   int("INTERACTIONS_TTL_SECONDS", "interactions", 86_400, 60, 31_536_000, "How long an ask_user interaction waits for its answer; then it expires and the parked run resumes with a timeout."),
   int("INTERACTIONS_TICKET_TTL_SECONDS", "interactions", 86_400, 60, 31_536_000, "Lifetime of a public callback ticket (/api/interactions/callback/{ticket}); never beyond its interaction's expiry."),
   int("INTERACTIONS_RETENTION_SECONDS", "interactions", 604_800, 60, 31_536_000, "How long an ended interaction (answered, cancelled, expired) stays readable before it and its listing row are deleted."),
   int("INTERACTIONS_EVENTS_MAX", "interactions", 1000, 10, 100_000, "Events the interaction stream keeps for Last-Event-ID replays (oldest dropped first)."),
   int("INTERACTIONS_STREAM_MAX_SECONDS", "interactions", 300, 1, 3600, "The longest one GET /api/interactions/stream stays open; the client reconnects with Last-Event-ID."),
   int("INTERACTIONS_MEDIA_MAX_BYTES", "interactions", 10 * 1024 * 1024, 1024, 100 * 1024 * 1024, "Largest media item an answer stores (GET /api/interactions/media/{media_id}); a larger one is kept as a reference only."),
-  // Content (issue 19; docs/storage.md, docs/templates.md, docs/tool-metadata.md).
+  // Content (docs/storage.md, docs/templates.md, docs/tool-metadata.md).
   {
     name: STORAGE_BUCKET_SETTING,
     area: "storage",
@@ -260,9 +260,9 @@ export const SETTINGS: readonly SettingDefinition[] = Object.freeze([
   },
   int("STORAGE_MAX_UPLOAD_BYTES", "storage", STORAGE_DEFAULTS.maxUploadBytes, 1, STORAGE_UPLOAD_CEILING_BYTES, "Largest object one upload (POST /api/storage/resources) stores, decoded; at most what a 1 MiB JSON body carries in base64."),
   storeUrl("TOOL_META_STORE_URL", "tool-meta", "The tool metadata overlay's store (folders, tags, badges, hidden)", "every /api/tool-meta door answers 501 tool-meta-not-configured"),
-  // Run traces (issue 16; docs/observability.md).
+  // Run traces (docs/observability.md).
   int("RUNS_TRACE_RETENTION_SECONDS", "runs", 604_800, 60, 31_536_000, "How long the trace of a run outside the bridge (tool runs, agent runs) and its summary row live; a turn's trace lives as long as its record."),
-  // MCP servers as tool sources (issue 19; docs/mcp.md).
+  // MCP servers as tool sources (docs/mcp.md).
   int("MCP_LIST_TIMEOUT_SECONDS", "mcp", 15, 1, 120, "Deadline of one listing of an MCP server's tools (connect, initialize, every tools/list page), at declaration and at each reload."),
   int("MCP_MAX_TOOLS_PER_SERVER", "mcp", 256, 1, 1000, "Most tools one MCP server registers; a listing past it keeps the first ones and reports the rest as skipped."),
   // Checkpoints.

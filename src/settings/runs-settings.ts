@@ -1,5 +1,5 @@
 /**
- * Run traces' settings (issue 16; docs/observability.md "Settings"):
+ * Run traces' settings (docs/observability.md "Settings"):
  * - `RUNS_TRACE_RETENTION_SECONDS`: how long the trace of a run outside the bridge (tool runs,
  *   agent runs, hook fires: kept by the IndexShards) and its summary row live. A turn's trace
  *   lives as long as the record it belongs to (`CONVERSATIONS_ANSWER_RETENTION_TTL_SECONDS`).

@@ -1,5 +1,5 @@
 /**
- * The schedules' settings (issue 16; docs/schedules.md "Settings"). Schedules fire as background
+ * The schedules' settings (docs/schedules.md "Settings"). Schedules fire as background
  * tool runs, so they are switched on by `TOOL_RUNS_STORE_URL` (src/settings/tool-run-settings.ts);
  * here only the catch-up rule's window:
  * - `SCHEDULES_CATCH_UP_WINDOW_SECONDS`: after downtime, the missed slots of a schedule are caught up

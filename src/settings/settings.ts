@@ -172,7 +172,7 @@ export function parseSettings(env: Record<string, unknown>): SettingsResult {
       c[s.key] = n;
     }
   }
-  // Issue 11: under load a shard writes D1 at most once per this many settled turns.
+  // Under load a shard writes D1 at most once per this many settled turns.
   if (c.indexFlushBatch < 10) {
     errors.push("CONVERSATIONS_INDEX_FLUSH_BATCH must be at least 10");
     c.indexFlushBatch = 20;

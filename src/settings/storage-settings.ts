@@ -1,5 +1,5 @@
 /**
- * The content area's settings (issue 19; docs/storage.md, docs/tool-metadata.md "Settings"):
+ * The content area's settings (docs/storage.md, docs/tool-metadata.md "Settings"):
  * - `STORAGE_BUCKET` names the R2 binding of the content store (wrangler.toml binds `STORAGE` and
  *   sets it). Unset → the storage and template doors answer 501 `storage-not-configured`, and
  *   TemplatedText ids resolve in the D1 text resources only. It names a binding, a deployment

@@ -1,5 +1,5 @@
 /**
- * The background tool runs' settings (issue 16; docs/tool-runs.md "Settings"):
+ * The background tool runs' settings (docs/tool-runs.md "Settings"):
  * - `TOOL_RUNS_STORE_URL` switches background runs and schedules on (their doors answer 501
  *   `tool-runs-not-configured` without it; decisions §15). The runs themselves live in ToolRun
  *   objects; D1 holds the listing index;

@@ -1,5 +1,5 @@
 /**
- * The listing push's one side effect for the operator console (issue 18; docs/console.md "Live
+ * The listing push's one side effect for the operator console (docs/console.md "Live
  * updates"): each route the push touches gets its notices (src/console/notices.ts) at its
  * ConsoleHub, fire-and-forget. The call is handed to the shard's `waitUntil`, never awaited by the
  * push, and any failure is swallowed: a console missing a notice catches up at its next read,

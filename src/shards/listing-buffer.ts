@@ -1,5 +1,5 @@
 /**
- * An IndexShard's listing buffer (issue 11): thread objects push their listing rows and failed
+ * An IndexShard's listing buffer: thread objects push their listing rows and failed
  * records here instead of writing D1 on every settled turn. Pushes are kept in the shard's SQLite
  * (durable before `push` returns, so the thread can drop its outbox) and written to D1 together:
  * at once when pushes for `index_flush_batch` settled turns have come in since the last flush,
@@ -9,7 +9,7 @@
  * A row is deleted from the buffer only if no newer push replaced it while the D1 batch was in
  * flight (`version`), and a failed flush keeps everything for the alarm to retry.
  *
- * Run traces (issue 16) ride the same buffer and the same batches: the summary rows of settled
+ * Run traces ride the same buffer and the same batches: the summary rows of settled
  * turns (carried by the threads' pushes) and of runs recorded on this shard (`bufferRun`), the
  * removal of rows whose traces were pruned, the metrics counters (added up per minute, name and
  * label while buffered) and each listed thread's load (queue depth, delivery backlog: written

@@ -1,5 +1,5 @@
 /**
- * An IndexShard's run log (issue 16): the full traces of runs outside any thread (tool runs,
+ * An IndexShard's run log: the full traces of runs outside any thread (tool runs,
  * agent runs, hook fires; src/runs/recorder.ts), kept in the shard's SQLite until their expiry
  * (`RUNS_TRACE_RETENTION_SECONDS` after the run started). A turn's trace lives in its thread object
  * instead. Plain synchronous functions over the shard's storage; the shard's alarm prunes.

@@ -1,5 +1,5 @@
 /**
- * Attaching state templates (issue 13; platform-facts B5 "Attachments"): resolve the template's
+ * Attaching state templates (platform-facts B5 "Attachments"): resolve the template's
  * parameters, substitute them into its fragment, check the attachment's declarations (the
  * template's `declarations.schema`, then its `declarations.check` jq, which refuses by answering a
  * string), then hand the attachment to the state's object, which composes it into the effective

@@ -1,5 +1,5 @@
 /**
- * A state binding checked when it is saved (issue 13; bridge-facts §7 "validated and its templates
+ * A state binding checked when it is saved (bridge-facts §7 "validated and its templates
  * are attached (idempotently) at save"), so a turn never meets a binding that could not work:
  * every named state is declared; each attach's `templates` are attached on use (at the root path,
  * once; already attached is fine); every `template_jq` names a program of the right purpose among

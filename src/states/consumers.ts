@@ -1,6 +1,6 @@
 /**
- * `GET /api/states/{name}/consumers`: what binds the state (issue 13): target conversation configs
- * and presets (their active version). Hooks and schedules join when their areas exist.
+ * `GET /api/states/{name}/consumers`: what binds the state: target conversation configs
+ * and presets (their active version). Hooks and schedules, which bind states too, are not listed.
  */
 import { z } from "zod";
 import { TargetConversationConfig } from "../persons/target-configs";

@@ -1,5 +1,5 @@
 /**
- * The declaration doors' logic (issue 13; spec §2.10, §4.10; platform-facts A3): resolve the
+ * The declaration doors' logic (spec §2.10, §4.10; platform-facts A3): resolve the
  * schema, check it, hand the declaration to the state's object (the truth, which also applies the
  * additive-only rule against its records), then mirror the view into the D1 listing.
  */
@@ -112,7 +112,7 @@ export async function stateStats(env: Env, name: string): Promise<StateStats> {
 }
 
 /**
- * The retention sweep (issue 13): every declared state's object drops its records older than the
+ * The retention sweep: every declared state's object drops its records older than the
  * state's `retention_days` (by last write). Expired records already read as absent; this reclaims
  * them. Run by `POST /api/state-retention/prune` and by the cron pass (src/index.ts).
  */

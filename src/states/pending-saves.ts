@@ -1,5 +1,5 @@
 /**
- * Pending state saves (issue 13; spec §2.12, §3.3; platform-facts A4). A bound turn's updates that
+ * Pending state saves (spec §2.12, §3.3; platform-facts A4). A bound turn's updates that
  * cannot apply when the turn ends wait here, in D1, in id order:
  *
  * - `pending`: the state's object could not be reached, or an older save on the same subject still

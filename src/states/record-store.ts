@@ -1,5 +1,5 @@
 /**
- * The StateStore object's SQLite (issue 13): the state's declaration and attachments (meta), its
+ * The StateStore object's SQLite: the state's declaration and attachments (meta), its
  * records, the aliases folds leave behind, the write audit trail and the op ids already applied.
  * Plain functions over `SqlStorage`, each synchronous, so a caller composes them into one
  * transaction (a Durable Object's synchronous block commits as one).

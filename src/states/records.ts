@@ -1,5 +1,5 @@
 /**
- * The record doors' logic (issue 13; platform-facts B5): the subject from the path, the `person`
+ * The record doors' logic (platform-facts B5): the subject from the path, the `person`
  * kind checked against the persons of the same target, then one call to the state's object. The
  * object answers refusals (unknown state 404, kind not declared 400, schema or op violations 400,
  * an effective schema that no longer composes 409) that become the door's status.

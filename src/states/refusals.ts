@@ -9,5 +9,5 @@ export function refusal(r: StateRefusal): HttpError {
   return new HttpError(r.status, r.error);
 }
 
-/** What every states door declares alike (issue 13): its OpenAPI area, its scope tag and its store. */
+/** What every states door declares alike: its OpenAPI area, its scope tag and its store. */
 export const STATES_DOOR = { area: "states", auth: { tag: "states" }, store: "states" } as const;

@@ -1,7 +1,7 @@
 /**
  * StateBinding and its parts (spec §2.6): frozen shapes, extra fields refused. One definition,
- * shared by everything that carries a binding: target configs now; presets, hooks and schedules
- * when their areas exist. The shape is all this module checks: that a named state is declared,
+ * shared by everything that carries a binding: target configs, presets, hooks, schedules and the
+ * runs they submit. The shape is all this module checks: that a named state is declared,
  * that a `template_jq` names a template, and turn-time binding belong to the States area.
  */
 import { z } from "zod";

@@ -1,5 +1,5 @@
 /**
- * Template jq programs (issue 13; platform-facts B5): the programs an attached template carries,
+ * Template jq programs (platform-facts B5): the programs an attached template carries,
  * named `name` or `<template>.<name>`. An input-purpose program reads the record (the part at its
  * attachment's path) with `$params` bound and writes nothing; an update-purpose program maps
  * `{record, input}` to an op batch relative to its attachment's path, applied through the state's

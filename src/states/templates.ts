@@ -1,5 +1,5 @@
 /**
- * State templates (issue 13, "Templates"): operator documents a state can attach. A template
+ * State templates: operator documents a state can attach. A template
  * carries a schema fragment (with `{"$parameter": p}` nodes filled in at attachment), its write
  * regimes, declarations, trace and reconcile settings, and named jq programs. D1 is their truth
  * (`state_templates`, migrations/0008_states.sql); attaching one to a state is not done here.

@@ -1,5 +1,5 @@
 /**
- * State binding at turn time (issue 13; spec §2.6; bridge-facts §7), for tool turns whose target
+ * State binding at turn time (spec §2.6; bridge-facts §7), for tool turns whose target
  * config carries a `state_binding`. Before dispatch, for each attach in order:
  *
  *   1. `scope_expr` (TemplatedText rendered with its kwargs, then jq over the run input): absent

@@ -1,5 +1,5 @@
 /**
- * The shapes the states doors answer (issue 13; spec §2.10; platform-facts A3, B5), each a zod
+ * The shapes the states doors answer (spec §2.10; platform-facts A3, B5), each a zod
  * schema with its type under the same name: the StateStore contract (src/contracts/state-rpc.ts)
  * speaks these types, and the OpenAPI document is generated from the schemas.
  */

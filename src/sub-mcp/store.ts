@@ -1,5 +1,5 @@
 /**
- * Sub-MCP apps (issue 19; docs/mcp.md "Sub-MCP endpoints"): a chosen subset of the registry served
+ * Sub-MCP apps (docs/mcp.md "Sub-MCP endpoints"): a chosen subset of the registry served
  * as an MCP server at `/api/sub-mcp/{slug}/mcp`. The reference's shape `{slug, tools[], transport}`;
  * this build serves Streamable HTTP only (`transport: "http"`, the default).
  */

@@ -21,7 +21,7 @@ export interface TargetContext {
   checkpoints: CheckpointStore;
   /**
    * Set only while a run that can park is running (an llm agent's loop or a bridge tool turn that
-   * may suspend, issue 17): `ask_user` hands its validated question here instead of answering, and
+   * may suspend): `ask_user` hands its validated question here instead of answering, and
    * the run stops to wait for the answer. Absent (run-tool, background runs), `ask_user` refuses.
    */
   ask?: AskSlot;

@@ -138,7 +138,7 @@ async function runBase(ctx: TargetContext, tool: BaseTool, kwargs: Record<string
   return tool.kind === "mcp" ? runMcpTool(ctx, tool, kwargs, ms) : runHttpTool(ctx, tool, kwargs, ms);
 }
 
-/** How a dispatch reads as a run's step (issue 16): its failure kind and message are the admin-only detail. Pure. */
+/** How a dispatch reads as a run's step: its failure kind and message are the admin-only detail. Pure. */
 export function dispatchStepVerdict(r: DispatchResult): StepVerdict {
   if (r.ok) return { outcome: "ok", error: null };
   return { outcome: r.kind === "denied" ? "denied" : r.kind === "timeout" ? "timeout" : "error", error: `${r.kind}: ${r.message}` };

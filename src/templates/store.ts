@@ -1,5 +1,5 @@
 /**
- * Templates (issue 19; docs/templates.md): mustache texts in the content store under `templates/`.
+ * Templates (docs/templates.md): mustache texts in the content store under `templates/`.
  * A template's id is its path below that directory (`support/welcome.mustache`); its storage path,
  * which is also its TemplatedText `id`, is `templates/<id>`. They live in R2 rather than D1 so that
  * one store holds every text a TemplatedText id can name, and the storage doors see them too.

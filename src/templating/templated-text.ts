@@ -14,7 +14,7 @@ export const templatedTextSchema = z
     content: z.string().nullable().optional(),
     id: intactIdentifier(z.string().min(1).max(256)).nullable().optional(),
     // Bounded: kwargs are stored with the route and rendered on every turn, so an unbounded
-    // value would break the route for good (issue 9, finding 2).
+    // value would break the route for good.
     kwargs: boundedJsonObject(MAX_KWARGS_BYTES).default({}),
   })
   .strict()

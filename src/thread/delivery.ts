@@ -159,7 +159,7 @@ export class DeliveryMachine {
   }
 
   /**
-   * One delivery attempt (and a failed one) for the metrics (issue 16): carried by the outbox note
+   * One delivery attempt (and a failed one) for the metrics: carried by the outbox note
    * of the attempt's transition, so the counts reach D1 `run_counters` with the thread's next push,
    * in the shards' batches.
    */

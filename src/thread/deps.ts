@@ -45,7 +45,7 @@ export interface IndexNote {
   failed?: FailedRow;
   /** Records just pruned: their message directory entries go. */
   dropped?: string[];
-  /** A turn's run trace just kept: its summary row, for D1 `runs` (issue 16). */
+  /** A turn's run trace just kept: its summary row, for D1 `runs`. */
   run?: RunRow;
   /** Run traces just pruned with their records: their summary rows go. */
   runsDropped?: string[];

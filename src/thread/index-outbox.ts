@@ -1,5 +1,5 @@
 /**
- * The thread's outbox towards the admin listings (issue 11; decisions §9). A record transition
+ * The thread's outbox towards the admin listings (decisions §9). A record transition
  * notes one outbox row in the same SQLite transaction as the transition itself, so it costs no
  * extra commit and no D1 statement. A push, never awaited by a turn or a delivery, then sends the
  * thread's current listing row (with the new failed records) to its listing shard, and the ids of
@@ -65,12 +65,12 @@ export function listingRowOf(storage: DurableObjectStorage): ListingRow | null {
     message_count: agg.n,
     last_status: rec.status,
     live_until: agg.open ? null : agg.last,
-    // The metrics' queue depths and delivery backlog (issue 16), as of this push.
+    // The metrics' queue depths and delivery backlog, as of this push.
     ...threadLoad(storage),
   };
 }
 
-/** What an outbox row carries besides the listing (issue 16): a run's summary row, pruned traces, counters. */
+/** What an outbox row carries besides the listing: a run's summary row, pruned traces, counters. */
 interface OutboxExtra {
   run?: RunRow;
   runs_dropped?: string[];

@@ -1,5 +1,5 @@
 /**
- * Resume turns (issue 17; docs/interactions.md "Inside a thread"): an interaction a turn of this
+ * Resume turns (docs/interactions.md "Inside a thread"): an interaction a turn of this
  * thread parked on ended by a door answer, a ticket, a cancel or its expiry, and comes back here.
  * The thread queues it like any inbound, behind earlier turns, as a record of its own:
  *

@@ -1,5 +1,5 @@
 /**
- * The person half of a turn on a multichannel target (issue 12; decisions §12): pairing turns and
+ * The person half of a turn on a multichannel target (decisions §12): pairing turns and
  * the first-contact greeting. A message whose text asks to pair (`/link`, `/unlink`, a
  * `LINK-XXXXXXXX` token) is answered here and never runs the target, in either control mode; the
  * greeting is prepended to whatever the first contact's turn answered. Both talk to the target's

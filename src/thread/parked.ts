@@ -1,5 +1,5 @@
 /**
- * The interactions a turn of this thread parked on (issue 17; docs/interactions.md "Inside a
+ * The interactions a turn of this thread parked on (docs/interactions.md "Inside a
  * thread"), in the thread's SQLite (`parked_interactions`, thread schema v5). A row is noted in
  * the settle transaction of the turn that asked, and dropped in the settle transaction of the turn
  * its participant answered with, or when the interaction comes back as a resume turn (a door

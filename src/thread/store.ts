@@ -76,12 +76,12 @@ export function migrate(storage: DurableObjectStorage): void {
     storage.sql.exec("ALTER TABLE records ADD COLUMN turn_attempts INTEGER NOT NULL DEFAULT 0");
   }
   if (version < 3) {
-    // v3: the outbox towards the admin listings (issue 11: no D1 write on the per-message path).
+    // v3: the outbox towards the admin listings, so that no D1 write is on the per-message path.
     // One row per noted transition; src/thread/index-outbox.ts pushes and drops them.
     storage.sql.exec("CREATE TABLE IF NOT EXISTS index_outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, noted_at INTEGER NOT NULL, settled INTEGER NOT NULL DEFAULT 0, failed TEXT, dropped TEXT)");
   }
   if (version < 4) {
-    // v4 (issue 16): each settled turn's run trace (src/thread/turn-trace.ts), keyed by its message
+    // v4: each settled turn's run trace (src/thread/turn-trace.ts), keyed by its message
     // id and deleted with its record; the outbox carries the trace's summary row and metrics
     // counters towards the shards in `extra`.
     storage.sql.exec("CREATE TABLE IF NOT EXISTS run_traces (message_id TEXT PRIMARY KEY, trace TEXT NOT NULL)");
@@ -89,7 +89,7 @@ export function migrate(storage: DurableObjectStorage): void {
     if (!storage.sql.exec("SELECT * FROM index_outbox LIMIT 0").columnNames.includes("extra")) storage.sql.exec("ALTER TABLE index_outbox ADD COLUMN extra TEXT");
   }
   if (version < 5) {
-    // v5 (issue 17): the interactions a turn of this thread parked on and that still wait for the
+    // v5: the interactions a turn of this thread parked on and that still wait for the
     // thread's next inbound (src/thread/parked.ts); a row goes when the interaction is answered here
     // or handed back as a resume turn.
     storage.sql.exec("CREATE TABLE IF NOT EXISTS parked_interactions (interaction_id TEXT PRIMARY KEY, asked_by TEXT NOT NULL, route TEXT NOT NULL, noted_at INTEGER NOT NULL)");
@@ -99,8 +99,8 @@ export function migrate(storage: DurableObjectStorage): void {
   }
   const memory = schemaVersion(storage, "memory_schema_version");
   if (memory < 1) {
-    // v1: the tables an object used to create on its first memory access. One that already has
-    // them keeps them and their rows (`IF NOT EXISTS`, same definitions); the rest get them now.
+    // v1: the memory tables. An object whose first memory access made them unversioned keeps them
+    // and their rows (`IF NOT EXISTS`, same definitions); the rest get them now.
     createMemoryTables(storage);
   }
   if (memory !== MEMORY_SCHEMA_VERSION) {

@@ -117,7 +117,7 @@ export class TurnLoop {
       if (cur?.turn_state === "running") saveStored(storage, { record: cur.record, turn_lease_until: now() + leaseMs });
     }, c.intakeClaimRefreshSeconds * 1000);
     const release = await turnSlots(c.maxConcurrentTurns).acquire();
-    // The run's trace (issue 16): timed from here to its settle, steps collected on its context.
+    // The run's trace: timed from here to its settle, steps collected on its context.
     const run = startTurnRun(now());
     let outcome: TurnOutcome;
     try {
@@ -186,7 +186,7 @@ export class TurnLoop {
       }
       return silentOutcome();
     }
-    // Issue 17: a run parked on ask_user resumes here, handed back (a door answer, a cancel, an
+    // A run parked on ask_user resumes here, handed back (a door answer, a cancel, an
     // expiry) or answered by this inbound; any turn's run may park (docs/interactions.md).
     const park = this.parkOrigin(stored, route);
     if (isResumeInbound(stored.inbound)) return this.resumeHandedBack(stored, read, ctx, park);
@@ -267,7 +267,7 @@ export class TurnLoop {
     const now = this.deps.now();
     const iso = new Date(now).toISOString();
     const retentionMs = s.conversations.answerRetentionTtlSeconds * 1000;
-    // `parked` and `resolved` are the thread's bookkeeping (issue 17), not record fields.
+    // `parked` and `resolved` are the thread's bookkeeping, not record fields.
     const { parked, resolved, ...fields } = outcome;
     const rec: AnswerRecord = { ...cur.record, ...fields, updated_at: iso };
     const inline = waiters.isWaiting(messageId);
@@ -290,7 +290,7 @@ export class TurnLoop {
       delivery_due_at: status === "pending_delivery" ? now : null,
       expires_at: expires,
     });
-    // The run's trace, in the settle's own transaction; its summary row rides the outbox (issue 16).
+    // The run's trace, in the settle's own transaction; its summary row rides the outbox.
     const trace = turnTrace(rec, cur.inbound, run, outcome, now);
     keepTurnTrace(storage, trace);
     // In the same transaction: the interaction this inbound answered is no longer waited on, and

@@ -1,5 +1,5 @@
 /**
- * A bridge turn's run trace (issue 16; docs/observability.md). The turn loop collects the turn's
+ * A bridge turn's run trace (docs/observability.md). The turn loop collects the turn's
  * steps (tool dispatches, model and agent endpoint calls) on its TargetContext while it runs
  * (src/runs/steps.ts) and, where the turn settles, keeps the trace in the thread's own SQLite in
  * the same transaction as the settled record, with its summary row noted in the outbox: the row

@@ -59,7 +59,7 @@ export async function executeBoundRun(
   const auth = await authorize();
   if (!auth.ok) return failed("denied", auth.reason);
   // The binding runs bounded by the key that stored it (the hook's or schedule's writer), read live:
-  // a background run, off the per-message path. A run queued before writers were recorded has none.
+  // a background run, off the per-message path. A run stored without its writer has none.
   const writer = run.binding_by ?? STORED_BEFORE_RECORDING;
   const refused = storedByRefusal(writer, await readStoredBy(ctx.db, writer), bindingRefs(run.state_binding));
   if (refused) return failed("denied", `the state binding may not run: ${refused}`);

@@ -1,5 +1,5 @@
 /**
- * Running one attempt of a background tool run (issue 16; docs/tool-runs.md "Who a run runs as").
+ * Running one attempt of a background tool run (docs/tool-runs.md "Who a run runs as").
  * A run executes as its execution key (the submitting caller's own key, or a schedule's bound
  * key), re-read live at the start of every attempt through the same authorizer a bridge turn uses
  * (src/auth/pass-role.ts `authorizeTurn`): the key must still exist, be enabled, carry the
@@ -7,7 +7,7 @@
  * conditions (own, role, owner's role) must allow it without a request. A refusal is the run's
  * `denied` failure. Registry tools go through the one dispatcher; maintenance tools need an admin key.
  *
- * A run whose tool is `ask_user` (or a preset over it) may ask (issue 17; docs/interactions.md):
+ * A run whose tool is `ask_user` (or a preset over it) may ask (docs/interactions.md):
  * with the interactions store configured, the attempt hands the dispatcher an ask slot, and a
  * question parked there ends the attempt as `asked`; the ToolRun object then stores the
  * interaction and waits for its outcome. A state-bound run gets no slot (its writes after the

@@ -1,5 +1,5 @@
 /**
- * Maintenance tools (issue 16; docs/schedules.md "Scheduling the sweep and the prune passes"): the
+ * Maintenance tools (docs/schedules.md "Scheduling the sweep and the prune passes"): the
  * deployment's housekeeping as names a background run or a schedule can give, so the checkpoint
  * sweep (`POST /api/checkpoints/sweep`) and the cron's prune passes can run on a schedule of the
  * operator's choosing.

@@ -1,5 +1,5 @@
 /**
- * A background tool run's shapes (issue 16; docs/tool-runs.md), one definition each: the request a
+ * A background tool run's shapes (docs/tool-runs.md), one definition each: the request a
  * ToolRun object is handed, the record it keeps and answers, and the listing row D1 keeps.
  */
 import { z } from "zod";
@@ -56,7 +56,7 @@ export interface ToolRunRow {
   slot_at: number | null;
   hook_name: string | null;
   state_binding: StateBinding | null;
-  /** Who stored the state binding (null: none, or a run queued before it was recorded). */
+  /** Who stored the state binding (null: none, or a run stored without its writer). */
   binding_by: string | null;
   status: ToolRunStatus;
   attempts: number;

@@ -64,9 +64,9 @@ export function createRunTable(sql: SqlStorage): void {
 }
 
 /**
- * Brings a run table written before issue 17 up to date (the hook's name, the state binding and
- * the interaction came later, then the binding's writer); a run from then reads as neither hooked,
- * bound nor asking, and a bound run from before the writer was recorded as having none.
+ * Brings a run table of an older shape up to date: it may lack the columns of the hook's name, the
+ * state binding, the interaction and the binding's writer. A run without them reads as neither
+ * hooked, bound nor asking, and a bound run without a recorded writer as having none.
  * Idempotent; run when the object starts, before any read.
  */
 export function upgradeRunTable(sql: SqlStorage): void {

@@ -1,5 +1,5 @@
 /**
- * Submitting a background tool run (issue 16; docs/tool-runs.md): what the door and a schedule's
+ * Submitting a background tool run (docs/tool-runs.md): what the door and a schedule's
  * fire share. The run is stored in its ToolRun object first (queued, its alarm armed for now), then
  * listed in D1 with the one write a submit makes; the object replaces that row when the run ends,
  * so a listing insert lost to a fault is restored then.

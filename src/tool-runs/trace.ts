@@ -1,5 +1,5 @@
 /**
- * A background tool run's trace (issue 16; docs/tool-runs.md "Traces"): one per run, recorded
+ * A background tool run's trace (docs/tool-runs.md "Traces"): one per run, recorded
  * through the runs recorder (src/runs/recorder.ts) when the run ends, whatever the end: a result,
  * a failure, a denial at start, or a run given up after interruptions. The trace id is the run id,
  * so `GET /api/runs?interaction=<run_id>` finds it; a schedule's fire is a run with trigger

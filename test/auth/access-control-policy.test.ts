@@ -1,4 +1,4 @@
-/** The pure policy of issue 15's access control: URL matching, scope ids, pins, role grants, capabilities. */
+/** The pure policy of access control: URL matching, scope ids, pins, role grants, capabilities. */
 import { describe, expect, it } from "vitest";
 import { capabilities, grammarScopes } from "../../src/auth/capabilities";
 import { customScopesGrantPath, scopesMappingTemplate } from "../../src/auth/custom-scopes";

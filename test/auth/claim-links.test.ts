@@ -1,5 +1,5 @@
 /**
- * Claim links (issue 15; docs/login.md): `POST /api/auth/claim-links` makes a one-time `clm-`
+ * Claim links (docs/login.md): `POST /api/auth/claim-links` makes a one-time `clm-`
  * token carrying a new owned key; `POST /api/login/claim` exchanges it once, throttled per client.
  * Every claim here comes from its own client IP unless a test is about the throttle: a refused
  * claim backs its client off, which would leak into the next test otherwise.

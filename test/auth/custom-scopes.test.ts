@@ -1,4 +1,4 @@
-/** Custom URL scopes (issue 15): the doors, and a key listing a scope getting exactly its URLs (docs/access-control.md). */
+/** Custom URL scopes: the doors, and a key listing a scope getting exactly its URLs (docs/access-control.md). */
 import { describe, expect, it } from "vitest";
 import { D1Counter, countedFetch } from "../helpers/d1-count";
 import { admin, call, mintKey, uniq } from "../helpers/http";

@@ -1,4 +1,4 @@
-/** Introspection (issue 15): capabilities, the route listing, tokens-payload, validate-condition and `me`'s new fields. */
+/** Introspection: capabilities, the route listing, tokens-payload, validate-condition and `me`'s role, routes, tools, agents and mintable. */
 import { describe, expect, it } from "vitest";
 import { SCOPE_TAGS } from "../../src/auth/scopes";
 import { registry } from "../../src/http/route";

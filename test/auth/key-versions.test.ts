@@ -1,4 +1,4 @@
-/** Key policy history (issue 15): a version per change, and rollback with and without a re-mint (docs/access-control.md). */
+/** Key policy history: a version per change, and rollback with and without a re-mint (docs/access-control.md). */
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { authorizeTurn } from "../../src/auth/pass-role";

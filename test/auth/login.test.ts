@@ -1,5 +1,5 @@
 /**
- * Login (issue 15; docs/login.md): `GET /api/login/methods` (public, with the bootstrap flag) and
+ * Login (docs/login.md): `GET /api/login/methods` (public, with the bootstrap flag) and
  * `POST /api/auth/logout` (the calling key revokes itself).
  */
 import { env } from "cloudflare:test";

@@ -1,4 +1,4 @@
-/** Public pins (issue 15): pin and unpin, the never-public doors, and calls to a pinned door (docs/access-control.md). */
+/** Public pins: pin and unpin, the never-public doors, and calls to a pinned door (docs/access-control.md). */
 import { describe, expect, it } from "vitest";
 import { pinRefusal } from "../../src/auth/public-routes";
 import { registry } from "../../src/http/route";

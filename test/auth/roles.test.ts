@@ -1,4 +1,4 @@
-/** Roles (issue 15): the doors, versions and rollback, and a role bounding keys live (docs/access-control.md). */
+/** Roles: the doors, versions and rollback, and a role bounding keys live (docs/access-control.md). */
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { authenticate } from "../../src/auth/principal";

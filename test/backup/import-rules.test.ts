@@ -1,5 +1,5 @@
 /**
- * Import rules (issue 15, "Backup"): the document's version, every section validated before any
+ * Import rules: the document's version, every section validated before any
  * writes (a refusal names the section, the row and the field, never the value, and writes
  * nothing, not even the sections that were fine), each section applied atomically, and the
  * callback secret of a route imported without its own.

@@ -1,5 +1,5 @@
 /**
- * Backup sections (issue 15, "Backup"): the sections door, the export of every section, secret
+ * Backup sections: the sections door, the export of every section, secret
  * sections only when named (and no secret in a non-secret one), and a round trip: what an export
  * wrote comes back, row for row, after the deployment is wiped and the document imported.
  */

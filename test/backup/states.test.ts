@@ -1,5 +1,5 @@
 /**
- * The states sections of a backup (issue 15, "Backup"): templates and state declarations with
+ * The states sections of a backup: templates and state declarations with
  * their attachments survive export, a wipe (D1 rows deleted and the StateStore objects dropped)
  * and import; a target config binding them comes back and still validates; a state the object
  * refuses stops the import at that row with the rows before it applied, and the same import run

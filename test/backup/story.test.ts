@@ -1,5 +1,5 @@
 /**
- * The backup story (issue 15, "Backup"): export every section of one deployment, import the
+ * The backup story: export every section of one deployment, import the
  * document into a fresh one, and the route works again: the original caller's raw key reaches the
  * same tool (with its literal credential header) as the same execution key, and an asynchronous
  * answer is called back signed with the route's original callback secret. The secrets travel

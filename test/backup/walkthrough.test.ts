@@ -1,5 +1,5 @@
 /**
- * docs/backup.md's walk-through, request by request (issue 15, "Backup"): deployment A is this test
+ * docs/backup.md's walk-through, request by request: deployment A is this test
  * file's D1; deployment B is the same D1 wiped down to nothing (no key at all), bootstrapped under
  * another user_id, which then imports A's document. The same raw caller key gets the same answer,
  * and A's admin key works on B.

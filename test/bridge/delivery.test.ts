@@ -80,7 +80,7 @@ describe("signed callbacks (decisions §8)", () => {
     expect(final.body.data).toMatchObject({ status: "failed", attempts: 8 });
     expect(final.body.data.error).toContain("undelivered after 8 attempts");
     expect(final.body.data.expires_at).toBeTruthy();
-    await listingCaughtUp(thread_id); // the failed listing trails the thread (issue 11)
+    await listingCaughtUp(thread_id); // the failed listing trails the thread by design
     const failed = await call("GET", "/api/conversations/messages/failed?pageSize=200", { key: await admin() });
     expect(failed.status).toBe(200);
     expect(failed.body.data.items.some((x: any) => x.message_id === message_id && x.error)).toBe(true);

@@ -36,7 +36,7 @@ describe("route create rules (spec §4.1, decisions §5)", () => {
   it("defaults target_kind to agent and initial_mode to agent", async () => {
     const k = await echoKey();
     const n = name();
-    // The built-in echo agent may not exist yet in every build; a tool target proves the mode default.
+    // A tool target proves the mode default without depending on a built-in agent.
     const r = await post(n, { door: "api", target_kind: "tool", target_name: "echo", execution_key: k.user_id });
     expect(r.body.data.route.initial_mode).toBe("agent");
   });

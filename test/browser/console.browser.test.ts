@@ -1,5 +1,5 @@
 /**
- * The operator console in a real Chromium against a real `wrangler dev` (issue 18; docs/console.md).
+ * The operator console in a real Chromium against a real `wrangler dev` (docs/console.md).
  * One server and one browser for the whole story, told in order:
  *
  *   sign-in by keyboard (the key never in a URL or a cookie) → a new inbound appears live, before

@@ -1,5 +1,5 @@
 /**
- * `GET|POST /api/config/env`, mode, reload (issue 15, part 3): a setting changed at runtime takes
+ * `GET|POST /api/config/env`, mode, reload: a setting changed at runtime takes
  * effect on the next request without a restart, in the Worker and in the objects; an invalid
  * overlay is refused with nothing written; secrets are never shown and are sealed at rest.
  */
@@ -260,7 +260,7 @@ describe("generation, mode, reload", () => {
 
   it("keeps the config doors open when the overlay breaks the settings, so it can be repaired", async () => {
     const key = await admin();
-    // Written behind the doors' back (e.g. by an older build), then picked up by a reload.
+    // Written behind the doors' back, then picked up by a reload.
     await env.DB.prepare("INSERT INTO settings_overlay (name, value, secret, updated_at) VALUES ('CONVERSATIONS_INTAKE_CLAIM_REFRESH_SECONDS', '500', 0, 'x')").run();
     expect((await call("POST", "/api/config/reload", { key })).status).toBe(200);
     const door = await call("GET", "/api/conversations", { key });

@@ -4,7 +4,7 @@
  * in the URL path) and the connector providers document (its token endpoints receive client secrets
  * and refresh tokens). So are the secret-reference allowlist, which decides which env secrets
  * declarations may send to their URLs, and SECRET_REFERENCE_ORIGINS, which decides where each may go. No admin door sets them at runtime: not the overlay, not a
- * profile, not a backup import; and an overlay row an older build stored is ignored, so the token
+ * profile, not a backup import; and an overlay row written behind the doors is ignored, so the token
  * never leaves for that host.
  */
 import { env } from "cloudflare:test";
@@ -56,7 +56,7 @@ describe("URLs that receive a stored secret are env only", () => {
       if (url.host === "telegram.fake") return Response.json({ ok: true, result: { message_id: Math.floor(Math.random() * 1e6) } });
       return new Response("collected", { status: 200 });
     });
-    // As an older build let an admin write it (the doors refuse it now): straight into the table.
+    // Written straight into the table, behind the doors (which refuse it).
     await env.DB.prepare("INSERT INTO settings_overlay (name, value, secret, updated_at) VALUES ('CHANNEL_TELEGRAM_API_BASE', ?, 0, ?)").bind(COLLECTOR, new Date().toISOString()).run();
     expect((await call("POST", "/api/config/reload", { key: await admin() })).status).toBe(200);
     const mode = await call("GET", "/api/config/mode", { key: await admin() });

@@ -1,5 +1,5 @@
 /**
- * Settings profiles (issue 15, part 3): named, versioned snapshots `{description, env,
+ * Settings profiles: named, versioned snapshots `{description, env,
  * secret_keys}`; versions, diff against the live overlay, apply (replaces the overlay), rollback
  * (appends a copy), delete; `@` names reserved; secrets masked and sealed.
  */

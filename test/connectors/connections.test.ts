@@ -1,5 +1,5 @@
 /**
- * The connection doors (issue 14; docs/connectors.md "Connections"): start (authorization URL,
+ * The connection doors (docs/connectors.md "Connections"): start (authorization URL,
  * state, PKCE), OAuth completion against a fake token endpoint at the network edge, bad, expired,
  * replayed and foreign states, list/get/PATCH/reconnect/delete with ownership, the 501 without a
  * store and 400s naming the field.

@@ -1,8 +1,8 @@
 /**
  * The token endpoint receives the client secret (every code exchange and refresh) and the refresh
  * tokens, so it is deployment configuration: `CONNECTORS_PROVIDERS` is env only (docs/connectors.md
- * "Providers"). An admin cannot point it elsewhere through the runtime overlay, and a row an older
- * build stored there is ignored: the secrets still go to the env's endpoint only.
+ * "Providers"). An admin cannot point it elsewhere through the runtime overlay, and a row written there
+ * behind the doors is ignored: the secrets still go to the env's endpoint only.
  */
 import { env } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";

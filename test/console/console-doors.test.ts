@@ -1,5 +1,5 @@
 /**
- * The operator console's server side (issue 18; docs/console.md): the pages and files with their
+ * The operator console's server side (docs/console.md): the pages and files with their
  * security headers, the API reference, the live tickets (who may have one, one use, 30 s) and the
  * live WebSocket, which hears a route's listing pushes as ids and a status only.
  */

@@ -1,5 +1,5 @@
 /**
- * Administration end to end (issue 15, "Done when"), against real `wrangler dev` servers:
+ * Administration end to end, against real `wrangler dev` servers:
  *   1. an admin creates a `support-agent` role with conversations:write;
  *   2. makes a claim link for a key with that role, which is redeemed once (a second redeem fails);
  *   3. the claimed key sends an operator message;

@@ -1,5 +1,5 @@
 /**
- * The bridge end to end (issue 4, "Done when"): a real `wrangler dev` started through `npm start`,
+ * The bridge end to end: a real `wrangler dev` started through `npm start`,
  * an HTTP tool served by this test, and an HTTPS callback receiver on 127.0.0.1 whose certificate
  * comes from a CA made at test time and trusted by workerd through SSL_CERT_FILE.
  *

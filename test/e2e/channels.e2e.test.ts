@@ -1,5 +1,5 @@
 /**
- * Channels end to end (issue 5): signed webhooks posted to a real `wrangler dev`, answers arriving
+ * Channels end to end: signed webhooks posted to a real `wrangler dev`, answers arriving
  * at local fake provider APIs from the right identity and split correctly, a Twilio receipt
  * completing a record, and a forged signature running no turn.
  */

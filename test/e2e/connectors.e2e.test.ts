@@ -1,5 +1,5 @@
 /**
- * Connectors end to end (issue 14, "Done when"): against a real `wrangler dev`, an OAuth connection
+ * Connectors end to end: against a real `wrangler dev`, an OAuth connection
  * completes against a local fake provider (test/e2e/support/fake-oauth.ts, HTTPS under a self-made
  * CA that workerd trusts); an HTTP tool declared with a `{"connection"}` header calls the
  * provider's protected resource with the access token, and once that token expires the next call

@@ -1,5 +1,5 @@
 /**
- * Content end to end (issue 19, "Done when"): against a real `wrangler dev` with its local R2
+ * Content end to end: against a real `wrangler dev` with its local R2
  * bucket, a template uploaded through the template doors renders as a route's `payload_expr`
  * source (a TemplatedText `{id, kwargs}` naming the template's storage path, rendered with the
  * kwargs at route create, then run as jq on every turn), and the storage doors work over HTTP:

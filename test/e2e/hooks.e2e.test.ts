@@ -1,5 +1,5 @@
 /**
- * Hooks end to end (issue 17, "Done when"): against a real `wrangler dev`, a topic bound to a
+ * Hooks end to end: against a real `wrangler dev`, a topic bound to a
  * GitHub verifier and a hook that runs an HTTP tool as a least-privilege key. A GitHub-signed push
  * fires the tool once; the same delivery replayed fires nothing; a forged signature fires nothing;
  * a trigger link fires until it expires, then answers 404. Signatures are computed with Node's

@@ -1,5 +1,5 @@
 /**
- * Interactions end to end (issue 17) against a real `wrangler dev`:
+ * Interactions end to end against a real `wrangler dev`:
  * - an llm agent (a local fake LLM) on a Telegram route calls ask_user with two options; the
  *   question reaches the fake Telegram API with an inline keyboard; the participant taps one; the
  *   agent resumes and answers in the same chat;

@@ -1,5 +1,5 @@
 /**
- * Quiet, useful output (issue 9, finding 8), checked on what a person running the service sees:
+ * Quiet, useful output, checked on what a person running the service sees:
  * the output of `npm start` (scripts/start.mjs → wrangler dev) and of a failed callback attempt.
  *
  * The start check runs offline-safe on any machine: online, the update check and the

@@ -1,5 +1,5 @@
 /**
- * Marketplace end to end (issue 14, "Done when"): against a real `wrangler dev` whose
+ * Marketplace end to end: against a real `wrangler dev` whose
  * MARKETPLACE_REGISTRY_URL is a fake registry served over HTTPS under the test CA. Plugins install
  * from it (an HTTP tool that then runs, presets over echo); the registry publishes a newer
  * compatible version of one plugin and versions of two others that support no compatible contract;

@@ -1,5 +1,5 @@
 /**
- * MCP end to end (issue 19): the shipped example MCP server (a real SDK server on 127.0.0.1) is
+ * MCP end to end: the shipped example MCP server (a real SDK server on 127.0.0.1) is
  * declared as a tool source of a real `wrangler dev`; a route whose target is one of its tools
  * answers through it under the route's execution key; a sub-MCP endpoint is listed and called by
  * the SDK's own MCP client; the manifest shows the declaration with its secret as a reference.

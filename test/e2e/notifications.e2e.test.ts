@@ -1,5 +1,5 @@
 /**
- * Notifications end to end (issue 14, "Done when"): against a real `wrangler dev` with Telegram
+ * Notifications end to end: against a real `wrangler dev` with Telegram
  * pointed at a local fake provider, an owned key's notification to a Telegram chat reaches the
  * provider, and the owned key's own feed holds it (its audience is clamped to itself); the admin
  * reads it in the shared feed, and a sink-only broadcast stays out of the owned key's feed. A

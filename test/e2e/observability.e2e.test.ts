@@ -1,5 +1,5 @@
 /**
- * Observability end to end (issue 16, the traces part of the story): against a real `wrangler
+ * Observability end to end (the traces part of the story): against a real `wrangler
  * dev`, three bridge turns answer ok, error and silent; once the shards wrote their batch,
  * GET /api/runs and the metrics show exactly those three; the CSV export has the documented
  * columns; each trace is readable. Then a background tool run and an every-minute schedule run

@@ -1,5 +1,5 @@
 /**
- * The operator doors end to end on the api door (issue 6, "Done when"): a real `wrangler dev`,
+ * The operator doors end to end on the api door: a real `wrangler dev`,
  * an HTTP tool served by this test, and the HTTPS callback receiver of test/e2e/support trusted
  * through a CA made at test time. An event posted twice yields one turn and one signed callback;
  * the transcript lists the thread's records in order; a forgotten thread reads 404; an operator

@@ -1,6 +1,6 @@
 /**
- * The outbound address guard and secret-reference scope under `npm start`'s own defaults
- * (issue 9, findings 3 and 4): OUTBOUND_ALLOW_PRIVATE_HOSTS is false unless set, so loopback
+ * The outbound address guard and secret-reference scope under `npm start`'s own defaults:
+ * OUTBOUND_ALLOW_PRIVATE_HOSTS is false unless set, so loopback
  * callbacks and tools are refused at declaration; a callback stored while the setting was on is
  * refused at send time once the server runs without it.
  */

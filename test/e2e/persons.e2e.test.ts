@@ -1,5 +1,5 @@
 /**
- * Persons end to end (issue 12, "Done when"): against a real `wrangler dev`, a participant greets a
+ * Persons end to end: against a real `wrangler dev`, a participant greets a
  * Telegram route of a multichannel tool target, links WhatsApp with the code, is answered on one
  * person thread with one stable person_id, is taken over by an operator who answers by hand on the
  * channel the message came from, and is erased.

@@ -1,5 +1,5 @@
 /**
- * States end to end (issue 13, "Done when"): against a real `wrangler dev`, a tool route whose
+ * States end to end: against a real `wrangler dev`, a tool route whose
  * target config binds a `profile` state to the `thread` subject. The first turn's tool sees an
  * empty injected record and its update writes `{name}`; the second turn's tool sees it; a failing
  * update is the turn's error outcome with the detail in the record's `error`; a narrowing

@@ -1,5 +1,5 @@
 /**
- * Targets end to end (issue 3): an HTTP tool served by this test, called through run-tool, and
+ * Targets end to end: an HTTP tool served by this test, called through run-tool, and
  * a streamed echo agent run, against a real `wrangler dev`.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

@@ -1,5 +1,5 @@
 /**
- * The authorization matrix (issue 9, "Permanent suites"): every door in the route table × every
+ * The authorization matrix: every door in the route table × every
  * kind of caller, checked against the tag, action and admin flag the door declares (decisions §2).
  * Doors are read from `registry`, so a door declared later is covered by being declared.
  *

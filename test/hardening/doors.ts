@@ -64,9 +64,9 @@ export interface Answer {
 /**
  * Calls the Worker's own fetch handler (src/index.ts, the deployed entry) in this isolate. Not
  * SELF.fetch: under vitest-pool-workers every SELF.fetch gets slower as a file's request count
- * grows (cloudflare/workers-sdk#15446), and these suites send hundreds of requests. The execution
- * context is awaited after the body is read, so work a door hands to waitUntil finishes (and
- * fails loudly) inside the case that caused it.
+ * grows (https://github.com/cloudflare/workers-sdk/issues/15446), and these suites send hundreds
+ * of requests. The execution context is awaited after the body is read, so work a door hands to
+ * waitUntil finishes (and fails loudly) inside the case that caused it.
  */
 export async function dispatch(method: string, pathAndQuery: string, init: { headers?: Record<string, string>; body?: string } = {}): Promise<Answer> {
   const upper = method.toUpperCase();

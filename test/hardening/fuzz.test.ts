@@ -1,5 +1,5 @@
 /**
- * Property-based fuzzing of every door in the route table (issue 9, "Permanent suites"). For each
+ * Property-based fuzzing of every door in the route table. For each
  * registered door, fast-check generates path parameters, query values and bodies (random JSON,
  * hostile JSON text, and objects built from the door's own schema so validation gets past the
  * first field) and sends them as the admin (so authentication never short-circuits) and, for a

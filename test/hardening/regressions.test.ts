@@ -17,7 +17,7 @@ beforeAll(async () => {
 
 describe("fuzz finding: the thread guard echoed the route name from the path", () => {
   // Every door that names a thread shares one guard (src/operator/thread-guard.ts); its refusal
-  // of a thread off the route spelled the caller's route name back into the error.
+  // of a thread off the route must not spell the caller's route name back into the error.
   const offRoute = encodeURIComponent("bridge:some-other-route:root/someone");
   const doors: Array<[string, string, unknown?]> = [
     ["GET", `/api/conversations/${ROUTE}/transcript?thread_id=${offRoute}`],
@@ -40,7 +40,7 @@ describe("fuzz finding: the thread guard echoed the route name from the path", (
 
 describe("fuzz finding: a declared JSON Schema pattern could freeze the isolate (ReDoS)", () => {
   // `presets:write` is not admin; with JavaScript's backtracking RegExp, `^(a+)+$` against 40
-  // characters and a mismatch would run for hours. Patterns now run on RE2 (linear time).
+  // characters and a mismatch would run for hours. Patterns run on RE2 (linear time).
   it("checks a catastrophic pattern in linear time: a 5,000-character mismatch is refused, not hung", async () => {
     const name = `redos${Date.now()}`;
     const created = await callJson("POST", "/api/presets", ADMIN, {

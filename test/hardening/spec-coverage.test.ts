@@ -1,5 +1,5 @@
 /**
- * Spec coverage (issue 19, "Done when": every §4 operation implemented). The operations the
+ * Spec coverage: every §4 operation is implemented. The operations the
  * interface spec names in §4 are listed in spec-operations.json, generated from the spec by
  * `node scripts/spec-operations.mjs` (which also has a `--check` mode). For each one:
  *   - the route table declares a door with that method and path (parameter names may differ:

@@ -1,5 +1,5 @@
 /**
- * Counts D1 work per side of a path (issue 11): a wrapper on the `DB` binding records every round
+ * Counts D1 work per side of a path: a wrapper on the `DB` binding records every round
  * trip (`prepare(...).run/all/first/raw`, `batch([...])`, `exec`) and how many statements it
  * carried (a batch is one round trip of N statements).
  *

@@ -14,7 +14,7 @@ export interface DirectAnswer {
  * `bindings`, reads the body, then waits for the work the request handed to waitUntil, so that work
  * finishes (and fails loudly) inside the case that caused it. Not SELF.fetch: under
  * vitest-pool-workers every SELF.fetch gets slower as a file's request count grows
- * (cloudflare/workers-sdk#15446), and the suites using this send hundreds of requests.
+ * (https://github.com/cloudflare/workers-sdk/issues/15446), and the suites using this send hundreds of requests.
  */
 export async function fetchWorkerDirect(request: Request, bindings: Env): Promise<DirectAnswer> {
   const ctx = createExecutionContext();

@@ -1,5 +1,5 @@
 /**
- * The admin listings (D1 `threads`, `failed_records`) trail the threads by design (issue 11): a
+ * The admin listings (D1 `threads`, `failed_records`) trail the threads by design: a
  * thread pushes its row to its IndexShard in the background, and the shard writes D1 in batches.
  * Tests that read the listing wait for it here, deterministically: a thread's outbox rows are
  * deleted only after its shard took the push, so an empty outbox means the shard holds the row,

@@ -1,5 +1,5 @@
 /**
- * Firing hooks through the public doors (issue 17; docs/hooks.md "Firing"): an open topic fires
+ * Firing hooks through the public doors (docs/hooks.md "Firing"): an open topic fires
  * for anyone; a verified topic checks the raw body first and fails closed; a replayed delivery id
  * fires nothing; the condition, the expr and the input merge; each fire is a background tool run
  * as the bound key, re-checked live, with a `hook_fire` trace; trigger links fire as their own key

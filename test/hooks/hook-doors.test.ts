@@ -1,5 +1,5 @@
 /**
- * The hooks' operator doors (issue 17; docs/hooks.md): register, replace, list and delete hooks;
+ * The hooks' operator doors (docs/hooks.md): register, replace, list and delete hooks;
  * the registration's refusals in order (nothing stored on any); pass-role binding of the execution
  * key; restricted callers; the per-topic cap; topic verifiers (admin; secrets sealed, never shown);
  * trigger links (ttl rules, token shown once and stored hashed); the store gates.

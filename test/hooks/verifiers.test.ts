@@ -1,5 +1,5 @@
 /**
- * The hook verifiers (issue 17; docs/hooks.md "Verifiers"), each against its provider's published
+ * The hook verifiers (docs/hooks.md "Verifiers"), each against its provider's published
  * test vector where there is one, and against wrong secrets, tampered bodies, stale and future
  * timestamps, and missing or malformed headers. Pure functions: no Worker involved.
  */

@@ -1,5 +1,5 @@
 /**
- * Input bounds (issue 9, findings 2, 5 and 6): free-form JSON is bounded wherever it enters or
+ * Input bounds: free-form JSON is bounded wherever it enters or
  * comes back, identifiers arrive intact or not at all, and every body is strict.
  */
 import { env } from "cloudflare:test";

@@ -1,5 +1,5 @@
 /**
- * ask_user from an llm agent (issue 17): on a Telegram route the question goes out with an inline
+ * ask_user from an llm agent: on a Telegram route the question goes out with an inline
  * keyboard, a tap answers it and the run resumes in the same chat; on the agent run door the stream
  * ends with suspended_final and an operator's answer resumes the run in the background; where no
  * run can park (run-tool, background tool runs) the tool refuses with a clear error.

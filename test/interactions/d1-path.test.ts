@@ -1,8 +1,8 @@
 /**
- * Parking and answering add no D1 statement to the per-message path (issue 17, like issue 11's
- * rule for every turn): a message whose turn parks on ask_user, and the next message that answers
- * it, cost the door its one read and the thread nothing. The interaction's object writes the
- * listing row in its own alarm, off the turn's path (not counted here: it is another object).
+ * Parking and answering add no D1 statement to the per-message path (the rule every turn keeps):
+ * a message whose turn parks on ask_user, and the next message that answers it, cost the door its
+ * one read and the thread nothing. The interaction's object writes the listing row in its own
+ * alarm, off the turn's path (not counted here: it is another object).
  */
 import { describe, expect, it } from "vitest";
 import { apiThreadId } from "../../src/bridge/thread-id";

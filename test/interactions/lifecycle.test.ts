@@ -1,5 +1,5 @@
 /**
- * An interaction's lifetime and erasure (issue 17): an ended interaction is deleted with its
+ * An interaction's lifetime and erasure: an ended interaction is deleted with its
  * listing row and media after INTERACTIONS_RETENTION_SECONDS; a thread forget erases the thread's
  * interactions (pending or ended: object, listing row, stream events, media); the doors answer 501
  * `interactions-not-configured` without INTERACTIONS_STORE_URL.

@@ -1,5 +1,5 @@
 /**
- * Media in answers (issue 17): what a participant sends with the answering inbound is fetched
+ * Media in answers: what a participant sends with the answering inbound is fetched
  * through the network edge (http(s) URLs through the address guard; Telegram file ids through the
  * Bot API), stored in R2 under a 43-character id, and served by `GET /api/interactions/media/{id}`
  * with its content type, nosniff and an attachment disposition, to callers who may see the

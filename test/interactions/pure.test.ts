@@ -1,5 +1,5 @@
 /**
- * The interactions area's pure rules (issue 17): ask_user's input, options and their matching,
+ * The interactions area's pure rules: ask_user's input, options and their matching,
  * the question's shape per channel, answers, ends, the alarm's next instant, tickets, the ring,
  * visibility and the result a resumed run reads.
  */

@@ -1,5 +1,5 @@
 /**
- * `GET /api/interactions/stream` (issue 17): server-sent events of interaction transitions with
+ * `GET /api/interactions/stream`: server-sent events of interaction transitions with
  * `id:` lines, a replay after Last-Event-ID, keepalives, a bounded lifetime, and restricted
  * callers receiving only their own interactions' events.
  */

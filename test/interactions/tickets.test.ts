@@ -1,5 +1,5 @@
 /**
- * Callback tickets (issue 17): an interaction with an audience sends the audience a one-time
+ * Callback tickets: an interaction with an audience sends the audience a one-time
  * answer link in its notification feed; the public doors show the question and take one answer;
  * the ticket is stored hashed, lives at most until the interaction's expiry, and every miss is
  * the same 404.

@@ -1,5 +1,5 @@
 /**
- * Questions from background tool runs (issue 17; docs/interactions.md "Questions from tool runs"):
+ * Questions from background tool runs (docs/interactions.md "Questions from tool runs"):
  * a run whose tool is `ask_user` (or a preset over it) waits in its ToolRun object; the
  * interaction's end hands the outcome over, and the run ends with what `ask_user` answers: the
  * answer, or the cancellation; an expiry fails it `timeout`. The wait survives (it is a row and an

@@ -1,5 +1,5 @@
 /**
- * ask_user as a conversation route's tool target (issue 17): the turn parks, its answer is the
+ * ask_user as a conversation route's tool target: the turn parks, its answer is the
  * question, and the interaction comes back into the thread: answered by the thread's next inbound,
  * by an operator at the door, cancelled, or expired; the resumed reply goes through reply_expr.
  */

@@ -1,5 +1,5 @@
 /**
- * API tools (issue 19; docs/manifest.md "API tools"): an OpenAPI operation made a registry tool by
+ * API tools (docs/manifest.md "API tools"): an OpenAPI operation made a registry tool by
  * POST /api/api-tools, called with the operation's own method, path, query, header and body.
  */
 import { describe, expect, it } from "vitest";

@@ -1,5 +1,5 @@
 /**
- * The manifest (issue 19; docs/manifest.md): every declaration as one document, read whole and
+ * The manifest (docs/manifest.md): every declaration as one document, read whole and
  * replaced whole in one batch; its env references; what a replace keeps.
  */
 import { env } from "cloudflare:test";

@@ -1,4 +1,4 @@
-/** Pure parts of MCP servers, API tools and sub-MCP (issue 19): names, selection, mapping, requests. */
+/** Pure parts of MCP servers, API tools and sub-MCP: names, selection, mapping, requests. */
 import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, it } from "vitest";

@@ -1,5 +1,5 @@
 /**
- * The fleet lock (issue 14): the MarketplaceLock object's verbs, and the doors while another
+ * The fleet lock: the MarketplaceLock object's verbs, and the doors while another
  * holder has it: every marketplace write answers the retriable 503 (plain `{error}`, `Retry-After`),
  * reads and previews go on, the store gate's 501 comes first, a lapsed lease frees the lock, and a
  * door releases it however it ends.

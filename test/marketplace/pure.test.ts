@@ -1,5 +1,5 @@
 /**
- * The marketplace's pure policy (issue 14): semantic versions, compatibility selection and the
+ * The marketplace's pure policy: semantic versions, compatibility selection and the
  * upgrade-all decision (platform-facts A6 vocabulary and detail patterns), the bundle's own
  * consistency, the index format (including the built-in catalog), the lease policy of the fleet
  * lock and the settings.

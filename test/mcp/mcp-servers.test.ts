@@ -1,5 +1,5 @@
 /**
- * MCP servers as tool sources (issue 19; docs/mcp.md): declaring, listing, status, calls through
+ * MCP servers as tool sources (docs/mcp.md): declaring, listing, status, calls through
  * the dispatcher under the execution key, header references, the outbound guard, and the MCP
  * config doors. The server is a real MCP server built with the same SDK, answered at the network
  * edge (test/mcp/support/local-mcp.ts).

@@ -1,6 +1,6 @@
 /**
- * An MCP server's tool as every kind of target (issue 19: "Routes, agents and presets can target
- * them, and every call runs under the turn's execution key"; docs/mcp.md "Where an MCP tool can be
+ * An MCP server's tool as every kind of target: routes, agents and presets can target them, and
+ * every call runs under the turn's execution key (docs/mcp.md "Where an MCP tool can be
  * named"). Routes are covered in mcp-servers.test.ts; here: a preset standing on one, an llm agent
  * offering one to its model under a dot-free function name, a background tool run, a run-once
  * schedule and a hook fire. The server is the local SDK server at the network edge.

@@ -1,5 +1,5 @@
 /**
- * The outbound address guard at the doors and before each send (issue 9, finding 3): route
+ * The outbound address guard at the doors and before each send: route
  * `callback_url`, HTTP tool `url`, http agent `url` and llm `base_url` are refused at
  * declaration (400 naming the field, never the URL), and a URL stored while
  * OUTBOUND_ALLOW_PRIVATE_HOSTS=true is never sent to once the setting no longer allows it.
@@ -16,7 +16,7 @@ import { callWith, fakeFetch, json, testContext } from "../targets/helpers";
 
 const ALLOW = { OUTBOUND_ALLOW_PRIVATE_HOSTS: "true" };
 
-/** Loopback in the spellings of finding 3; none of these substrings may appear in an answer. */
+/** Loopback in the spellings a guard must see through; none of these substrings may appear in an answer. */
 const LOOPBACK_SPELLINGS: Array<[string, string[]]> = [
   ["127.0.0.1", ["127.0.0.1"]],
   ["2130706433", ["2130706433", "127.0.0.1"]],

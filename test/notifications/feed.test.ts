@@ -1,5 +1,5 @@
 /**
- * The NotificationFeed object (issue 14): a SQLite ring per feed, newest first and trimmed to its
+ * The NotificationFeed object: a SQLite ring per feed, newest first and trimmed to its
  * cap on insert; an identity feed's idle TTL, refreshed by each push and enforced by the object's
  * alarm (which deletes the whole storage) and by reads before the alarm has run.
  */

@@ -1,5 +1,5 @@
 /**
- * The notifications doors (issue 14; spec §4.9, §2.8; platform-facts A1) through the Worker,
+ * The notifications doors (spec §4.9, §2.8; platform-facts A1) through the Worker,
  * against real NotificationFeed objects, with the providers faked at the network edge: the sink
  * path, channel sends on each channel, the audience clamp and the feed reads, and every refusal
  * of spec §4.9 (400, 403, 501, 502, 503), each leaving no feed entry.

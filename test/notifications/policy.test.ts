@@ -1,5 +1,5 @@
 /**
- * The notifications area's pure policy (issue 14): composition rules, the audience clamp and the
+ * The notifications area's pure policy: composition rules, the audience clamp and the
  * feed a reader sees, the body schema's caps and media kind inference, the record minted from a
  * send, and the per-channel address settings.
  */

@@ -1,4 +1,4 @@
-/** CSV of the runs export (issue 16): RFC 4180 quoting, CRLF, formula injection neutralised. Pure. */
+/** CSV of the runs export: RFC 4180 quoting, CRLF, formula injection neutralised. Pure. */
 import { describe, expect, it } from "vitest";
 import { csvCell, csvRow, toCsv } from "../../src/observability/csv";
 import { RUN_CSV_COLUMNS, runsCsv } from "../../src/observability/runs-csv";

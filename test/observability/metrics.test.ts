@@ -1,5 +1,5 @@
 /**
- * GET /api/observability/metrics (issue 16): turns by outcome and route, exact nearest-rank
+ * GET /api/observability/metrics: turns by outcome and route, exact nearest-rank
  * percentiles, delivery attempts, failures and the backlog, rate-cap sheds, queue depths; JSON and
  * OpenMetrics; restricted callers see their own runs only. Tests run in order in this file's own
  * database, so the first one sees only the turns it records.

@@ -1,4 +1,4 @@
-/** The metrics as OpenMetrics text (issue 16). Pure. */
+/** The metrics as OpenMetrics text. Pure. */
 import { describe, expect, it } from "vitest";
 import type { Metrics } from "../../src/observability/metrics";
 import { nearestRank } from "../../src/observability/metrics";

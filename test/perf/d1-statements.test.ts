@@ -1,6 +1,6 @@
 /**
- * D1 round trips and statements per path, pinned (issue 11: "a regression is caught by npm test,
- * not by a benchmark"). docs/performance.md, "Round trips per path", gives the same figures.
+ * D1 round trips and statements per path, pinned so that a regression is caught by npm test, not
+ * by a benchmark. docs/performance.md, "Round trips per path", gives the same figures.
  *
  * Every path runs for real (Worker, address bucket, thread object, IndexShards, D1) with a wrapper
  * on the `DB` binding that records each `prepare(...).run/all/first/raw`, `batch([...])` and
@@ -12,8 +12,8 @@
  * The per-message path makes no D1 write: what is left is each door's one read of the caller's key
  * and the route (with its execution key), which the turn and the first delivery attempt reuse. The
  * admin listings reach D1 from the IndexShards, in batches; the last test pins that batching.
- * Every turn here is traced (issue 16: its trace kept in its thread object, its summary row pushed
- * with the listing), so these figures also pin that tracing adds no D1 statement to a turn.
+ * Every turn here is traced (its trace kept in its thread object, its summary row pushed with
+ * the listing), so these figures also pin that tracing adds no D1 statement to a turn.
  * The numbers are exact on purpose: a change that adds a statement to a path fails here. Never
  * raise a figure without saying why in docs/performance.md.
  */
@@ -278,7 +278,7 @@ describe("D1 round trips per path (docs/performance.md, pinned: no D1 write on t
       expect(flushes.every((c) => c.kind === "batch"), counter.describe()).toBe(true);
       expect(flushes.length, counter.describe()).toBeGreaterThan(0);
       expect(flushes.length, counter.describe()).toBeLessThanOrEqual(40 / 10);
-      // Issue 16: the turns' run summaries ride those same batches, all of a batch's in one
+      // The turns' run summaries ride those same batches, all of a batch's in one
       // statement (never a statement or a round trip per turn; the paths above pin that a traced
       // turn makes no D1 statement on the thread's side).
       const runUpserts = flushes.map((c) => c.sql.filter((q) => q.startsWith("INSERT OR REPLACE INTO runs")).length);

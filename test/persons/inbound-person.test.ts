@@ -1,5 +1,5 @@
 /**
- * Persons at the doors (issue 12; decisions §12): a multichannel target's inbound resolves its
+ * Persons at the doors (decisions §12): a multichannel target's inbound resolves its
  * person after the rate token, the turn's payload carries person_id and person_addresses, and
  * once linked the person's messages key to its person thread.
  */

@@ -1,5 +1,5 @@
 /**
- * Pairing turns and the first-contact greeting (issue 12; decisions §12), through the api door
+ * Pairing turns and the first-contact greeting (decisions §12), through the api door
  * with inline answers: what a participant sees, and that pairing never runs the target.
  */
 import { describe, expect, it } from "vitest";

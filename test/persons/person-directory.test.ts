@@ -1,5 +1,5 @@
 /**
- * The PersonDirectory object (issue 12; decisions §12), through its RPC verbs: first contact,
+ * The PersonDirectory object (decisions §12), through its RPC verbs: first contact,
  * routes, codes (single use, one open per conversation, expiry), the redeem throttle, merging,
  * unlink, locale and erase.
  */

@@ -1,6 +1,6 @@
 /**
  * The person doors (spec §4.8; decisions §12). Persons are made through the target's
- * PersonDirectory (the doors that create them at first contact come with the rest of issue 12);
+ * PersonDirectory (the first-contact path is covered in inbound-person.test.ts);
  * the doors find them by id through the `person` ledger entries the directory keeps.
  */
 import { env } from "cloudflare:test";

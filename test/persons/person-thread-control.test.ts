@@ -1,5 +1,5 @@
 /**
- * A linked person's thread on the mode doors and the operator-send door (issue 12; spec §3.2,
+ * A linked person's thread on the mode doors and the operator-send door (spec §3.2,
  * §4.7; bridge-facts §5.3–§5.4): the default mode follows every route the person spans, an
  * override is person-wide, and an operator message goes out through the right route and address.
  */

@@ -26,7 +26,7 @@ describe("target conversation configs", () => {
     expect(created.body.data).toEqual({ created: true, target_kind: "tool", target_name: name, config });
     expect((await call("GET", path("tool", name), { key })).body).toEqual({ data: config });
 
-    // A binding names a declared state (issue 13 checks it at save).
+    // A binding names a declared state (checked when it is saved).
     expect((await call("PUT", "/api/states/profile", { key, body: { schema: { type: "object", properties: { n: { type: "integer" } } }, subject_kinds: ["thread"] } })).status).toBe(200);
     const replaced = await call("PUT", path("tool", name), { key, body: { target_kind: "tool", target_name: name, state_binding: binding } });
     expect(replaced.body.data.created).toBe(false);

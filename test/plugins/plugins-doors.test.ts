@@ -1,5 +1,5 @@
 /**
- * Plugins and the sandbox (issue 19; docs/plugins.md): the installed plugins with their console
+ * Plugins and the sandbox (docs/plugins.md): the installed plugins with their console
  * panels, the panels' static files served from the content store with a strict type and CSP, and
  * the sandbox's honest identity.
  */

@@ -1,4 +1,4 @@
-/** Authored agents and spec-runnable agents (issue 19; platform facts B2; docs/targets.md "Authored agents"). */
+/** Authored agents and spec-runnable agents (platform facts B2; docs/targets.md "Authored agents"). */
 import { beforeEach, describe, expect, it } from "vitest";
 import { answerOnly, fakeNetwork } from "../helpers/edge";
 import { admin, call, mintKey, uniq } from "../helpers/http";

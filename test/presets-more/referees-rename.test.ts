@@ -1,4 +1,4 @@
-/** Preset referees, validate and rename (issue 19; docs/targets.md "Referees, validate, rename"). */
+/** Preset referees, validate and rename (docs/targets.md "Referees, validate, rename"). */
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { renameStatements } from "../../src/targets/presets/rename";

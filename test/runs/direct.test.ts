@@ -1,5 +1,5 @@
 /**
- * Direct runs (issue 16): an agent run door's run is traced as the calling key's `agent_run`, and
+ * Direct runs: an agent run door's run is traced as the calling key's `agent_run`, and
  * an admin's `POST /api/run-tool` as its `tool_run`.
  */
 import { env } from "cloudflare:test";

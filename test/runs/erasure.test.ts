@@ -1,5 +1,5 @@
 /**
- * Traces go with the rest (issue 16; spec §4.6): thread forget removes the thread's traces and
+ * Traces go with the rest (spec §4.6): thread forget removes the thread's traces and
  * their index rows, a person erase removes every run attributed to the person (its thread's turns
  * and runs kept by the shards), and record retention removes a turn's trace with its record.
  */

@@ -1,4 +1,4 @@
-/** Shared set-up for the run-trace tests (issue 16). */
+/** Shared set-up for the run-trace tests. */
 import { expect } from "vitest";
 import { createRoute, echoKey, send } from "../helpers/bridge";
 import { admin, call, mintKey, uniq } from "../helpers/http";

@@ -1,5 +1,5 @@
 /**
- * The pure parts of run traces (issue 16): a turn's outcome, the trace bounds, the caller's
+ * The pure parts of run traces: a turn's outcome, the trace bounds, the caller's
  * filter, the WHERE clause, the trace door's redaction and file name, the step log.
  */
 import { describe, expect, it } from "vitest";

@@ -1,6 +1,6 @@
 /**
  * Runs outside the bridge (recorded through src/runs/recorder.ts, kept by the IndexShards), the
- * runs doors' filters and paging, POST /api/runs/prune, and trace retention (issue 16).
+ * runs doors' filters and paging, POST /api/runs/prune, and trace retention.
  */
 import { env, runDurableObjectAlarm } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
@@ -167,7 +167,7 @@ describe("trace retention on the shards", () => {
   it("the shard's alarm drops an expired trace and its index row", async () => {
     const user = uniq("expired");
     // Ended RUNS_TRACE_RETENTION_SECONDS (7 days by default) minus 4 s ago: it expires 4 s from
-    // now. Not already expired: the shard's real alarm would then race the first read (CI saw it).
+    // now. Not already expired: the shard's real alarm would then race the first read.
     const expiresAt = Date.now() + 4_000;
     const t = toolRun({ user_id: user, started_at: new Date(expiresAt - 7 * 86_400_000 - 5).toISOString() }); // duration_ms is 5
     await recordRun(env, t);

@@ -1,5 +1,5 @@
 /**
- * A trace for every bridge turn (issue 16, part 1): each outcome (ok, silent, error, denied,
+ * A trace for every bridge turn: each outcome (ok, silent, error, denied,
  * timeout) is recorded with its steps and timings, listed by GET /api/runs and readable by the
  * trace door; error detail is admin-only; a restricted caller sees only the runs it called.
  */

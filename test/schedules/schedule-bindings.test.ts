@@ -1,9 +1,9 @@
 /**
- * State bindings on schedules (issue 17; spec §2.6 "carried by … schedule creation"; docs/schedules.md
+ * State bindings on schedules (spec §2.6 "carried by … schedule creation"; docs/schedules.md
  * "State bindings"): checked at creation as a target config's binding is, kept with the schedule
  * (its view and the listing show it), and passed to every fire's run, which reads the states
- * before and writes them after the dispatch with a `schedule` origin. Also: objects written before
- * the binding existed are brought up to date when they start.
+ * before and writes them after the dispatch with a `schedule` origin. Also: objects stored without
+ * the binding columns are brought up to date when they start.
  */
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";

@@ -1,5 +1,5 @@
 /**
- * The schedules doors (issue 16, part 4; docs/schedules.md): create in both spellings, with a
+ * The schedules doors (docs/schedules.md): create in both spellings, with a
  * timezone; identical specs update in place; run-once; pass-role binding and the key's run grant
  * at creation; listing, deletion, restricted callers, the store gate and the server clock.
  */

@@ -1,5 +1,5 @@
 /**
- * Schedule fires (issue 16, part 4; docs/schedules.md "Fires", "Missed fires"), driven through the
+ * Schedule fires (docs/schedules.md "Fires", "Missed fires"), driven through the
  * object's alarm work with a fake clock (`tick(now)` inside runInDurableObject; the alarm itself
  * passes the real clock): each fire is a background tool run as the bound key with its own record
  * and listing row; the live key is re-checked at each fire, so grant loss or a re-minted key makes

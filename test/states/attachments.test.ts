@@ -1,5 +1,5 @@
 /**
- * Template attachments and template jq programs (issue 13; platform-facts B5): a fragment
+ * Template attachments and template jq programs (platform-facts B5): a fragment
  * composes into the effective schema at its path, overlapping paths are 409, declaration checks
  * run as jq, regimes compose (a whole-path write over a composing path is 400), input programs
  * read without writing and update programs write through the record path.

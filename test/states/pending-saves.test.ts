@@ -1,5 +1,5 @@
 /**
- * Pending state saves (issue 13; spec §2.12, §3.3; platform-facts A4). A save that could not apply
+ * Pending state saves (spec §2.12, §3.3; platform-facts A4). A save that could not apply
  * when its turn ended (its state's object unreachable) is set up here as the row the turn would
  * have written; the turns, the cron pass and the doors are the real ones.
  */

@@ -1,5 +1,5 @@
 /**
- * Retention (issue 13): records past their state's retention_days read as absent and are swept by
+ * Retention: records past their state's retention_days read as absent and are swept by
  * `POST /api/state-retention/prune` (admin) and by the cron pass, which runs the same sweep.
  */
 import { createExecutionContext, env, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";

@@ -1,5 +1,5 @@
 /**
- * The states doors (issue 13): declarations, records, deltas, fold, the audit trail, search and
+ * The states doors: declarations, records, deltas, fold, the audit trail, search and
  * subjects, through the Worker against real StateStore objects and D1.
  */
 import { env } from "cloudflare:test";

@@ -1,5 +1,5 @@
 /**
- * State templates (issue 13, "Templates"): create, replace, read, list and delete through the
+ * State templates: create, replace, read, list and delete through the
  * Worker against real D1, and every refusal of the document.
  */
 import { env } from "cloudflare:test";

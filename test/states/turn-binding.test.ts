@@ -1,5 +1,5 @@
 /**
- * State binding at turn time (issue 13; bridge-facts §7): a tool route whose target config binds a
+ * State binding at turn time (bridge-facts §7): a tool route whose target config binds a
  * state reads the subject's record before dispatch (input injections), writes after it (updates),
  * reports every failure as the turn's error outcome, and is checked when the config is saved.
  * Thread forget and person erase take the subject's records with them.

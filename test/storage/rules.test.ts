@@ -1,5 +1,5 @@
 /**
- * The content store's pure rules (issue 19; docs/storage.md): the path validator, byte ranges,
+ * The content store's pure rules (docs/storage.md): the path validator, byte ranges,
  * content types and the upload body's decoding.
  */
 import { describe, expect, it } from "vitest";

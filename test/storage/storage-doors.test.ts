@@ -1,5 +1,5 @@
 /**
- * The storage doors against the R2 binding wrangler.toml declares (issue 19; docs/storage.md):
+ * The storage doors against the R2 binding wrangler.toml declares (docs/storage.md):
  * identity, upload (text, base64, cap), list (prefix, paging, one level), stat, the raw download
  * (types, headers, ranges, If-None-Match), delete and delete-dir, path validation on the wire,
  * the admin-only plugins directory, and 501 without a bucket.

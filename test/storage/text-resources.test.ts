@@ -1,5 +1,5 @@
 /**
- * Text resources (issue 19; docs/storage.md "Text resources"): a TemplatedText `id` and
+ * Text resources (docs/storage.md "Text resources"): a TemplatedText `id` and
  * `/api/resources/get` resolve in the content store first, then in the D1 text resources; the
  * backup's text-resources section carries both, the stored object winning.
  */

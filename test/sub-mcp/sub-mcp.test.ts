@@ -1,5 +1,5 @@
 /**
- * Sub-MCP endpoints (issue 19; docs/mcp.md "Sub-MCP endpoints"): an app serves a chosen subset of
+ * Sub-MCP endpoints (docs/mcp.md "Sub-MCP endpoints"): an app serves a chosen subset of
  * the registry as an MCP server; the SDK's own client lists and calls exactly those tools, each
  * call authorized as the calling key and run through the dispatcher.
  */

@@ -1,5 +1,5 @@
 /**
- * System status doors (issue 15, part 5): the runtime's honest identity, the isolate census, the
+ * System status doors: the runtime's honest identity, the isolate census, the
  * fleet reload, and the pluggable-kinds table (platform-facts B8, B9).
  */
 import { env } from "cloudflare:test";

@@ -6,7 +6,7 @@
  * (the usual tool error, agent error or MCP failure, with nothing sent). Without it, an admin could
  * declare a tool at its own host referencing a deployment secret and receive it.
  *
- * The workers bindings bind the older tests' names to their fake hosts (vitest.config.ts);
+ * The workers bindings bind the other test files' names to their fake hosts (vitest.config.ts);
  * https://collector.example stands for the admin's own host and is bound for none of them.
  */
 import { env } from "cloudflare:test";

@@ -1,8 +1,8 @@
 /**
- * Secret references are scoped (issue 9, finding 4; decisions §14): `{"env": "VAR"}` resolves
+ * Secret references are scoped (decisions §14): `{"env": "VAR"}` resolves
  * only `SECRET_*` names and names listed in SECRET_REFERENCE_ALLOWLIST; the service's own
  * settings, its bindings and channel secrets never resolve. The workers bindings allowlist the
- * names older tests use (vitest.config.ts); these tests override the allowlist where it matters.
+ * names the other test files use (vitest.config.ts); these tests override the allowlist where it matters.
  */
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";

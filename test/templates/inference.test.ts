@@ -1,4 +1,4 @@
-/** Template variable inference (issue 19; docs/templates.md "Variables"), pure. */
+/** Template variable inference (docs/templates.md "Variables"), pure. */
 import { describe, expect, it } from "vitest";
 import { analyzeTemplate, parseMustache, schemaOf, variablesOf } from "../../src/templates/inference";
 

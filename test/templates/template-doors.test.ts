@@ -1,5 +1,5 @@
 /**
- * The template doors (issue 19; docs/templates.md): upload, list, fetch with inferred variables,
+ * The template doors (docs/templates.md): upload, list, fetch with inferred variables,
  * render by id or content, the per-isolate render cache, delete and delete-dir, grants, and 501
  * without a bucket.
  */

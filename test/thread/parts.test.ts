@@ -203,7 +203,7 @@ describe("the delivery machine", () => {
       expect(after2.record).toMatchObject({ status: "delivered", attempts: 2, error: null });
       expect(after2.expires_at).toBe(clock.ms + settingsOf().conversations.answerRetentionTtlSeconds * 1000);
       expect(posts).toEqual(["https://hooks.example.com/parts", "https://hooks.example.com/parts"]);
-      // The failed attempt noted its counts (issue 16 metrics); the terminal transition was noted
+      // The failed attempt noted its counts for the metrics; the terminal transition was noted
       // once for the listing with the second attempt's count (a delivery is not a failure).
       const minuteOf = (ms: number) => Math.floor(ms / 60_000);
       expect(rec.notes).toEqual([

@@ -1,5 +1,5 @@
 /**
- * The backup's `tool-meta` section (issue 19; docs/backup.md): export, the checks an import makes
+ * The backup's `tool-meta` section (docs/backup.md): export, the checks an import makes
  * before writing (ids, parents, sibling names, cycles across the document and the deployment),
  * and 501 without the store.
  */

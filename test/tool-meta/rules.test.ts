@@ -1,4 +1,4 @@
-/** Tool metadata's pure rules (issue 19; docs/tool-metadata.md): RFC 7396 merge patch, the folder tree. */
+/** Tool metadata's pure rules (docs/tool-metadata.md): RFC 7396 merge patch, the folder tree. */
 import { describe, expect, it } from "vitest";
 import { ancestry, depthOf, subtreeHeight, tooDeepAfterMove, wouldCycle } from "../../src/tool-meta/folders";
 import { mergePatch } from "../../src/tool-meta/merge-patch";

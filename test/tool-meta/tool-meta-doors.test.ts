@@ -1,5 +1,5 @@
 /**
- * The tool metadata doors (issue 19; docs/tool-metadata.md): folders (create, rename, move with
+ * The tool metadata doors (docs/tool-metadata.md): folders (create, rename, move with
  * cycle refusal, delete only when empty), per-tool merge patches, `GET /api/tool-meta`,
  * `GET /api/tools/tags`, grants and 501 without a store.
  */

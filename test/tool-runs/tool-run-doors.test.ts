@@ -1,5 +1,5 @@
 /**
- * Background tool runs through the doors (issue 16, part 3; docs/tool-runs.md): submit answers 202
+ * Background tool runs through the doors (docs/tool-runs.md): submit answers 202
  * {run_id} and the object's alarm runs the tool as the caller's own key; the read door shows status
  * and result or error; restricted callers are confined to their own runs; the listing is recent
  * first, filtered and paged; refusals come before anything is stored.

@@ -1,5 +1,5 @@
 /**
- * The ToolRun object (issue 16, part 3; docs/tool-runs.md "Life of a run"): a run survives a
+ * The ToolRun object (docs/tool-runs.md "Life of a run"): a run survives a
  * restart (the alarm finds an attempt that never finished and starts it again, up to
  * TOOL_RUNS_MAX_ATTEMPTS), submitting is idempotent, and retention deletes the run and its listing
  * row. Restarts are simulated by leaving the row as an interrupted attempt leaves it (running, an

@@ -1,5 +1,5 @@
 /**
- * Every background tool run and every schedule fire records one trace (issue 16; docs/tool-runs.md
+ * Every background tool run and every schedule fire records one trace (docs/tool-runs.md
  * "Traces"): found by its run id in `GET /api/runs`, with kind `tool_run`, the trigger, the outcome
  * (ok, denied, error) and the dispatch as a timed step in its trace.
  */

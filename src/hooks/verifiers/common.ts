@@ -1,5 +1,5 @@
 /**
- * What every hook verifier shares (issue 17; docs/hooks.md "Verifiers"). A verifier is a pure
+ * What every hook verifier shares (docs/hooks.md "Verifiers"). A verifier is a pure
  * function of the raw body, the request headers, the topic's secret and the clock: it runs on the
  * exact bytes the provider signed, before anything parses them, and answers only whether the
  * delivery is genuine and, when it is, the delivery's id (the replay key). The reason of a refusal

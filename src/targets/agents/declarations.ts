@@ -115,7 +115,7 @@ export async function listDeclaredAgents(db: D1Database): Promise<DeclaredAgent[
 
 /**
  * The create-or-replace of a declaration's row as a statement, answering the row (`RETURNING`); a
- * replaced row keeps its `created_at`. The declaration door stamps both times now; a backup import
+ * replaced row keeps its `created_at`. The declaration door stamps both with the current time; a backup import
  * batches it with the times its document carries.
  */
 export function upsertAgentStatement(db: D1Database, d: AgentDeclaration, createdAt: string, updatedAt: string): D1PreparedStatement {

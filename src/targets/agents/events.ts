@@ -4,7 +4,7 @@ export type AgentEvent =
   | { type: "tool_call_step"; tool: string; args: unknown; call_id: string }
   | { type: "tool_result_step"; tool: string; call_id: string; result: unknown; is_error: boolean }
   | { type: "message_final"; text: string | null }
-  /** The run parked on ask_user (issue 17; platform facts B2): the agent run door's last frame before stream.end. */
+  /** The run parked on ask_user (platform facts B2): the agent run door's last frame before stream.end. */
   | { type: "suspended_final"; interaction_ids: string[]; thread_id: string; expiry_at: string };
 
 export type Emit = (e: AgentEvent) => Promise<void>;

@@ -1,5 +1,5 @@
 /**
- * The names an llm agent's tools go by in the model's function list (issue 19; docs/mcp.md). An
+ * The names an llm agent's tools go by in the model's function list (docs/mcp.md). An
  * OpenAI-compatible endpoint takes function names of 1-64 letters, digits, `_` and `-`, which is
  * the dot-less tool-name alphabet (src/targets/names.ts), but an MCP server's tool is registered
  * as `<server>.<tool>`. So such a tool is offered under an alias: the dot becomes `__`, cut to 64

@@ -116,7 +116,7 @@ export const MAX_PARKED_RUN_BYTES = 1024 * 1024;
 /** How an llm run is started or resumed. */
 export interface LlmRunOptions {
   asKey?: ExecutionKeyRef;
-  /** The caller can store a parked run: `ask_user` may suspend this run (issue 17). */
+  /** The caller can store a parked run: `ask_user` may suspend this run. */
   park?: boolean;
   /** Resume a parked run: its messages so far (the ask's result included) and the model calls already spent. */
   resume?: { fresh: CheckpointMessage[]; stepsUsed: number };

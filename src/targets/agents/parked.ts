@@ -1,5 +1,5 @@
 /**
- * A run parked on `ask_user` (issue 17; docs/interactions.md "Parking and resuming"): what it needs
+ * A run parked on `ask_user` (docs/interactions.md "Parking and resuming"): what it needs
  * to go on once the question is answered, cancelled or expired. It is stored in the interaction's
  * object and never shown by a door.
  *

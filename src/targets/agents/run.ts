@@ -15,7 +15,7 @@ import type { ParkedLlmRun } from "./parked";
 
 export type { AgentEvent } from "./events";
 
-/** A run parked on ask_user: the question and what the run needs to go on (issue 17). */
+/** A run parked on ask_user: the question and what the run needs to go on. */
 export interface AgentSuspension {
   ask: AskUserInput;
   parked: ParkedLlmRun;
@@ -95,7 +95,7 @@ export async function runAgent(
 }
 
 /**
- * Resumes a run parked on ask_user (issue 17): `content` is the ask's result (the interaction's
+ * Resumes a run parked on ask_user: `content` is the ask's result (the interaction's
  * outcome as JSON text) the model reads as the tool result. The key is authorized again, live,
  * and the agent must still be an llm agent. May park again when `opts.park` is set.
  */

@@ -56,7 +56,7 @@ export function streamAgentRun(
   const keepalive = setInterval(() => void send(sseComment("keepalive")), opts.keepaliveMs ?? KEEPALIVE_MS);
   const done = (async () => {
     try {
-      // A run of a key may park on ask_user when the interactions store is on (issue 17): the
+      // A run of a key may park on ask_user when the interactions store is on: the
       // interaction is stored, the stream ends with suspended_final, and an operator's answer resumes it.
       const park = Boolean(opts.asKey) && canPark(ctx.settings);
       const go = async (): Promise<AgentRunResult & { interaction_id?: string }> => {
@@ -71,7 +71,7 @@ export function streamAgentRun(
         await send(sseFrame({ type: "suspended_final", interaction_ids: [created.interaction_id], thread_id: input.thread_id, expiry_at: created.expires_at }));
         return { ...r, interaction_id: created.interaction_id };
       };
-      // The run's trace (issue 16): a direct agent run of the calling key, recorded in the background.
+      // The run's trace: a direct agent run of the calling key, recorded in the background.
       const r = opts.asKey
         ? await tracedDirectRun(
             ctx.env,

@@ -18,9 +18,9 @@ export interface ThreadMemory {
 }
 
 /**
- * The memory tables, prefixed `checkpoint` to stay clear of the bridge's. `IF NOT EXISTS`: objects
- * written before the tables joined the thread's versioned schema made them on first use, with
- * exactly these definitions, and keep them and their rows.
+ * The memory tables, prefixed `checkpoint` to stay clear of the bridge's. `IF NOT EXISTS`: an object
+ * whose tables were made unversioned, on first use, has exactly these definitions and keeps them
+ * and their rows.
  */
 export function createMemoryTables(storage: DurableObjectStorage): void {
   storage.sql.exec("CREATE TABLE IF NOT EXISTS checkpoint_threads (thread_id TEXT PRIMARY KEY, updated_at INTEGER NOT NULL, expires_at INTEGER)");

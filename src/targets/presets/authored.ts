@@ -1,5 +1,5 @@
 /**
- * Authored agents (issue 19; platform facts B2): a preset whose `base_tool` names a spec-runnable
+ * Authored agents (platform facts B2): a preset whose `base_tool` names a spec-runnable
  * agent instead of a tool. Its `fixed_kwargs` bake part of the agent's run input, and
  * `POST /api/agents/authored/{name}/runs` streams a run of the agent with the baked fields plus the
  * request's (which may not repeat one). Pure rules here; the doors read D1.

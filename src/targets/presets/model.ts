@@ -17,11 +17,11 @@ export const presetBodySchema = z.object({
   fixed_kwargs: z.record(z.string(), z.unknown()),
   input_schema: z.record(z.string(), z.unknown()).nullable(),
   output_schema: z.record(z.string(), z.unknown()).nullable(),
-  /** The preset's own state binding (issue 13; spec §2.6): merged after a route's, door entries first. Bodies stored before it read as null. */
+  /** The preset's own state binding (spec §2.6): merged after a route's, door entries first. A body stored without it reads as null. */
   state_binding: StateBinding.nullable().default(null),
   /**
-   * Extension combos around every call of the preset (issue 19; docs/extensions.md). Checked
-   * against the catalog when written; read back by shape only. Bodies stored before it read as [].
+   * Extension combos around every call of the preset (docs/extensions.md). Checked
+   * against the catalog when written; read back by shape only. A body stored without it reads as [].
    */
   extensions: z.array(z.array(ExtensionElement)).default([]),
 });

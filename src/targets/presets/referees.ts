@@ -1,5 +1,5 @@
 /**
- * What uses a preset by name (issue 19; `GET /api/presets/{name}/referees`), all read from D1 in
+ * What uses a preset by name (`GET /api/presets/{name}/referees`), all read from D1 in
  * one batch: conversation routes targeting it, its target conversation config, hooks and
  * schedules firing it, other presets whose active version stands on it, llm agents offering it in
  * `tool_names`, and sub-MCP endpoints exposing it.

@@ -1,5 +1,5 @@
 /**
- * `POST /api/presets/{name}/rename` (issue 19; docs/targets.md "Renaming a preset"): one D1 batch
+ * `POST /api/presets/{name}/rename` (docs/targets.md "Renaming a preset"): one D1 batch
  * moves the preset (its row and every version, its tool metadata row) to the new name and, with
  * `move_references`, rewrites what refers to it (routes, its conversation config, hooks, llm
  * agents' `tool_names`, sub-MCP tool lists).
