@@ -106,7 +106,7 @@ export default defineConfig({
               wrangler: { configPath: "./wrangler.toml" },
               miniflare: {
                 // FUZZ_SEED / FUZZ_RUNS replay or deepen test/hardening/fuzz.test.ts from the shell.
-                // The listing's batched D1 write lags by at most this (issue 11); tests that read
+                // The listing's batched D1 write lags by at most this (the per-message path writes no D1); tests that read
                 // the listing wait for it (test/helpers/listing.ts), and 50 ms keeps them quick.
                 bindings: { TEST_MIGRATIONS: migrations, ...TEST_SECRETS, ...TEST_CHANNELS, ...TEST_SECRET_REFERENCES, CONVERSATIONS_INDEX_FLUSH_LAG_SECONDS: "0.05", FUZZ_SEED: process.env.FUZZ_SEED ?? "", FUZZ_RUNS: process.env.FUZZ_RUNS ?? "" },
               },
@@ -147,7 +147,7 @@ export default defineConfig({
       },
       {
         // The operator console in a real Chromium (Debian's, driven by playwright-core) against a
-        // real `wrangler dev` (issue 18; docs/console.md "Browser tests"). It runs after the other
+        // real `wrangler dev` (docs/console.md "Browser tests"). It runs after the other
         // two projects (a later group) so its wrangler dev and browser do not compete with them.
         test: {
           name: "browser",

@@ -93,7 +93,7 @@ export const ASK_USER_CANNOT_PARK =
 const askUser: BuiltinTool = {
   name: "ask_user",
   description:
-    "Asks the user a question and waits for the answer (issue 17): inside a conversation the question goes to the participant and their next message answers it; elsewhere an operator answers it. Optional reply options (tappable where the channel shows them) or an ask-less form schema, and an optional audience (a user_id). The answer comes back as this call's result: {interaction_id, outcome: \"answered\", answer: {text, option, form, media, ...}}, or {outcome: \"cancelled\", cancelled: true} / {outcome: \"expired\", timeout: true}.",
+    "Asks the user a question and waits for the answer: inside a conversation the question goes to the participant and their next message answers it; elsewhere an operator answers it. Optional reply options (tappable where the channel shows them) or an ask-less form schema, and an optional audience (a user_id). The answer comes back as this call's result: {interaction_id, outcome: \"answered\", answer: {text, option, form, media, ...}}, or {outcome: \"cancelled\", cancelled: true} / {outcome: \"expired\", timeout: true}.",
   input_schema: ASK_USER_JSON_SCHEMA as unknown as JsonSchema,
   output_schema: { type: "object" },
   timeout_seconds: 30,
