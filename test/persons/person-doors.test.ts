@@ -3,7 +3,7 @@
  * PersonDirectory (the doors that create them at first contact come with the rest of issue 12);
  * the doors find them by id through the `person` ledger entries the directory keeps.
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { type Arrival, personDirectoryStub } from "../../src/contracts/person-rpc";
 import { admin, call, expectNotConfigured, mintKey, uniq } from "../helpers/http";
