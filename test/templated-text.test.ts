@@ -1,4 +1,4 @@
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { renderTemplate, renderTemplatedText, templatedTextSchema } from "../src/templating/templated-text";
 import { admin, call, uniq } from "./helpers/http";

@@ -1,4 +1,4 @@
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { bindExecutionKey, authorizeTurn } from "../../src/auth/pass-role";
 import { authenticate } from "../../src/auth/principal";

@@ -4,7 +4,7 @@
  * `access-control-not-configured` saying why (never the value), mints nothing and counts no failed
  * attempt; `GET /api/login/methods` reports `bootstrap: false`.
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { BOOTSTRAP_TOKEN_MIN_LENGTH, PUBLISHED_BOOTSTRAP_TOKENS, bootstrapTokenProblem } from "../../src/auth/bootstrap-token";
 import { BASE, fetchWithEnv, readResult } from "../helpers/http";

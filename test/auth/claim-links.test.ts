@@ -4,7 +4,7 @@
  * Every claim here comes from its own client IP unless a test is about the throttle: a refused
  * claim backs its client off, which would leak into the next test otherwise.
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { pruneClaimLinks } from "../../src/auth/claim-links";
 import { sha256Hex } from "../../src/auth/crypto";

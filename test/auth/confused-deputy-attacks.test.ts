@@ -10,7 +10,7 @@
  * Both must fail when stored, and what was stored with the grant must stop running once the
  * storing key loses it.
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { admin, call, mintKey, uniq } from "../helpers/http";
 import { declareTool, network } from "../operator/helpers";

@@ -6,7 +6,7 @@
  * api threads) stays with the lineage that created it: a re-issued id, or a never-used one, starts
  * with nothing.
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createRoute, send } from "../helpers/bridge";
 import { admin, call, mintKey, uniq } from "../helpers/http";

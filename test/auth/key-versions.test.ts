@@ -1,5 +1,5 @@
 /** Key policy history: a version per change, and rollback with and without a re-mint (docs/access-control.md). */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { authorizeTurn } from "../../src/auth/pass-role";
 import { admin, call, mintKey, uniq } from "../helpers/http";

@@ -2,7 +2,7 @@
  * Login (docs/login.md): `GET /api/login/methods` (public, with the bootstrap flag) and
  * `POST /api/auth/logout` (the calling key revokes itself).
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { BASE, admin, call, fetchWithEnv, mintKey } from "../helpers/http";
 

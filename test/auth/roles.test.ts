@@ -1,5 +1,5 @@
 /** Roles: the doors, versions and rollback, and a role bounding keys live (docs/access-control.md). */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { authenticate } from "../../src/auth/principal";
 import { authorizeTurn, bindExecutionKey } from "../../src/auth/pass-role";

@@ -1,5 +1,5 @@
 /** The exported row schemas of the access-control tables read back every row the doors write. */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { ACCESS_CONTROL_TABLES } from "../../src/auth/tables";
 import { admin, call, mintKey } from "../helpers/http";

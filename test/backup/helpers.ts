@@ -1,5 +1,5 @@
 /** Shared steps of the backup tests: export, import, and "a fresh deployment" made by wiping D1. */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { admin, call } from "../helpers/http";
 
 /** Every section name, as the sections door lists them. */

@@ -9,7 +9,7 @@
  * names the section, the row and the field, and writes nothing.
  */
 import { createHmac } from "node:crypto";
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { BASE, type CallOptions, type CallResult, admin, call, fetchWithEnv, mintKey, readResult, uniq } from "../helpers/http";
 import { bindVerifier, deliver, githubSignature, hook } from "../hooks/helpers";

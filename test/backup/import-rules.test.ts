@@ -4,7 +4,7 @@
  * nothing, not even the sections that were fine), each section applied atomically, and the
  * callback secret of a route imported without its own.
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import { admin, call, mintKey, uniq } from "../helpers/http";
 import { count, exported, importDoc } from "./helpers";

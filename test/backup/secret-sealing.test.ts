@@ -7,7 +7,7 @@
  * literal only at that origin too: a document edited to point a tool at another host restores no
  * credential there.
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { fakeNetwork } from "../helpers/edge";
 import { BASE, admin, call, fetchWithEnv, readResult, uniq } from "../helpers/http";

@@ -3,7 +3,7 @@
  * sections only when named (and no secret in a non-secret one), and a round trip: what an export
  * wrote comes back, row for row, after the deployment is wiped and the document imported.
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BASE, admin, call, fetchWithEnv, mintKey } from "../helpers/http";
 import { count, exportDoc, exported, importDoc, wipeDeployment } from "./helpers";

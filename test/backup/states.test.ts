@@ -5,7 +5,7 @@
  * refuses stops the import at that row with the rows before it applied, and the same import run
  * again converges.
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { stateStoreStub } from "../../src/contracts/state-rpc";
 import { BASE, admin, call, fetchWithEnv, uniq } from "../helpers/http";

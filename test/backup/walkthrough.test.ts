@@ -4,7 +4,7 @@
  * another user_id, which then imports A's document. The same raw caller key gets the same answer,
  * and A's admin key works on B.
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { BOOTSTRAP_TOKEN, call } from "../helpers/http";
 import { SECTIONS } from "../../src/backup/registry";

@@ -1,4 +1,5 @@
-import { env, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { SLOW_DOWN_TEXT } from "../../src/bridge/record";
 import { TOO_LONG_TEXT } from "../../src/channels/chunking";
@@ -222,11 +223,11 @@ describe("WhatsApp, Telegram and Slack through the channel door", () => {
   });
 
   it("WhatsApp GET handshake echoes the challenge only for the right verify token", async () => {
-    const { SELF } = await import("cloudflare:test");
-    const ok = await SELF.fetch(`https://bridge.test/api/channels/whatsapp/inbound?hub.mode=subscribe&hub.verify_token=${TEST_ENV.whatsappVerify}&hub.challenge=12345`);
+    const { exports } = await import("cloudflare:workers");
+    const ok = await exports.default.fetch(`https://bridge.test/api/channels/whatsapp/inbound?hub.mode=subscribe&hub.verify_token=${TEST_ENV.whatsappVerify}&hub.challenge=12345`);
     expect(ok.status).toBe(200);
     expect(await ok.text()).toBe("12345");
-    const bad = await SELF.fetch("https://bridge.test/api/channels/whatsapp/inbound?hub.mode=subscribe&hub.verify_token=nope&hub.challenge=1");
+    const bad = await exports.default.fetch("https://bridge.test/api/channels/whatsapp/inbound?hub.mode=subscribe&hub.verify_token=nope&hub.challenge=1");
     expect(bad.status).toBe(403);
   });
 

@@ -1,4 +1,5 @@
-import { env, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { TURN_ERROR_TEXT } from "../../src/bridge/record";
 import { createRoute, echoKey, echoRoute, readRecord, send } from "../helpers/bridge";

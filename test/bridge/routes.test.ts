@@ -1,4 +1,4 @@
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createRoute, echoKey, echoRoute, send } from "../helpers/bridge";
 import { admin, call, expectNotConfigured, mintKey, uniq } from "../helpers/http";

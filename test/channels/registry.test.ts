@@ -1,4 +1,4 @@
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { ChannelEnv } from "../../src/channels/adapter";
 import { adapterFor, channelAdapters, channelListing, configuredChannels } from "../../src/channels/registry";

@@ -3,7 +3,7 @@
  * effect on the next request without a restart, in the Worker and in the objects; an invalid
  * overlay is refused with nothing written; secrets are never shown and are sealed at rest.
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import { TOO_LONG_TEXT } from "../../src/channels/chunking";
 import { writeOverlay } from "../../src/config/overlay-store";

@@ -7,7 +7,7 @@
  * profile, not a backup import; and an overlay row written behind the doors is ignored, so the token
  * never leaves for that host.
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import { createRoute, echoKey } from "../helpers/bridge";
 import { TEST_ENV, postTelegram } from "../helpers/channels";

@@ -4,7 +4,7 @@
  * refused. Each test drives its own cache with an injected clock (no sleeping); "another isolate"
  * is a direct D1 write, which is all another isolate's write is.
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import { IsolateSettings, isolateSettings, requestSettings } from "../../src/config/isolate-settings";
 import { D1Counter } from "../helpers/d1-count";

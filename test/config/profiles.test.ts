@@ -3,7 +3,7 @@
  * secret_keys}`; versions, diff against the live overlay, apply (replaces the overlay), rollback
  * (appends a copy), delete; `@` names reserved; secrets masked and sealed.
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import { postTelegram } from "../helpers/channels";
 import { admin, call, mintKey, uniq } from "../helpers/http";

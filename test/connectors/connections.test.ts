@@ -4,7 +4,7 @@
  * replayed and foreign states, list/get/PATCH/reconnect/delete with ownership, the 501 without a
  * store and 400s naming the field.
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { sha256Hex } from "../../src/auth/crypto";
 import { codeChallengeS256 } from "../../src/connectors/pkce";

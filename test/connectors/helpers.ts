@@ -3,7 +3,8 @@
  * that configure it, a scripted fake OAuth provider answering at the network edge, and a flow
  * helper that starts and completes a connection.
  */
-import { env, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import type { ConnectorConnection } from "../../durable-objects/connector-connection";
 import { sha256Hex } from "../../src/auth/crypto";
 import { expect } from "vitest";

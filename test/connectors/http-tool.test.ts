@@ -5,7 +5,7 @@
  * failures as tool errors naming no secret, and no D1 statement on the token path. Declarations
  * check the reference; reads show it, never a token.
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { connectionAccessToken } from "../../src/connectors/token-resolution";
 import type { Env } from "../../src/env";

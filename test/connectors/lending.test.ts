@@ -7,7 +7,7 @@
  * refresh asked for). A provider without the field lends its connections to no declaration.
  * Without this, an admin could declare a tool at its own host and collect any user's token.
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { parseProvidersDocument } from "../../src/settings/connector-settings";
 import { runAgent } from "../../src/targets/agents/run";

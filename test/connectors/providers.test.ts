@@ -3,7 +3,7 @@
  * the connector settings (encryption keys, redirect URI) and the providers listing with and
  * without a connector store.
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { parseProvidersDocument } from "../../src/settings/connector-settings";
 import { parseSettings } from "../../src/settings/settings";

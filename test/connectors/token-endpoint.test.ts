@@ -4,7 +4,7 @@
  * "Providers"). An admin cannot point it elsewhere through the runtime overlay, and a row written there
  * behind the doors is ignored: the secrets still go to the env's endpoint only.
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import { admin, call as plainCall, uniq } from "../helpers/http";
 import { CLIENT_SECRET, PROVIDERS, VARS, call, connect, declareTool, fakeProvider, runTool } from "./helpers";

@@ -4,7 +4,7 @@
  * never stored or shown in plaintext, never in any answer; and the pure pieces underneath (sealing,
  * PKCE, the token endpoint's answer classification, the header format).
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { codeChallengeS256 } from "../../src/connectors/pkce";
 import { renderConnectionHeader } from "../../src/connectors/header-ref";

@@ -1,5 +1,5 @@
 /** Extension doors (docs/extensions.md): the catalog, a tool's combos, and their authorization. */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { admin, call, mintKey, uniq } from "../helpers/http";
 

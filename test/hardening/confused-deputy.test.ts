@@ -18,7 +18,8 @@
  *    OUTBOUND_ALLOW_PRIVATE_HOSTS is off) and the run-time rule is the guard before each send: a
  *    URL stored while the setting was on is refused once it is off.
  */
-import { env, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { StoredReference } from "../../src/http/route";
 import { fakeNetwork, type EdgeCall } from "../helpers/edge";

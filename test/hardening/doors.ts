@@ -2,10 +2,12 @@
  * The doors as the route table declares them, for the hardening suites. Nothing here lists doors
  * by hand: every suite iterates `registry`, so a door declared later joins them by being declared.
  */
-import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { z } from "zod";
 // Loading the app loads every router, and routers register their doors at module load. The Worker
-// under test (SELF) runs in this same isolate and module graph, so this is the registry it serves.
+// under test (`exports.default`) runs in this same isolate and module graph, so this is the
+// registry it serves.
 import "../../src/app";
 import { type RouteSpec, registry } from "../../src/http/route";
 import { fetchWorkerDirect } from "../helpers/direct-fetch";
@@ -63,10 +65,10 @@ export interface Answer {
 
 /**
  * Calls the Worker's own fetch handler (src/index.ts, the deployed entry) in this isolate. Not
- * SELF.fetch: under vitest-pool-workers every SELF.fetch gets slower as a file's request count
- * grows (https://github.com/cloudflare/workers-sdk/issues/15446), and these suites send hundreds
- * of requests. The execution context is awaited after the body is read, so work a door hands to
- * waitUntil finishes (and fails loudly) inside the case that caused it.
+ * `exports.default.fetch`: under vitest-pool-workers every such fetch gets slower as a file's
+ * request count grows (https://github.com/cloudflare/workers-sdk/issues/15446), and these suites send hundreds of requests.
+ * The execution context is awaited after the body is read, so work a door hands to waitUntil
+ * finishes (and fails loudly) inside the case that caused it.
  */
 export async function dispatch(method: string, pathAndQuery: string, init: { headers?: Record<string, string>; body?: string } = {}): Promise<Answer> {
   const upper = method.toUpperCase();

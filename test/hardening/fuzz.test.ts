@@ -17,7 +17,7 @@
  * Replay a failure: FUZZ_SEED=<seed printed in the failure> npx vitest run --project workers test/hardening/fuzz.test.ts -t "<door>"
  * Fuzz deeper:      FUZZ_RUNS=300 npx vitest run --project workers test/hardening/fuzz.test.ts
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { createHmac } from "node:crypto";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";

@@ -1,6 +1,6 @@
 /** Signed provider webhooks for the channel door tests (node:crypto, independent of the adapters). */
 import { createHmac } from "node:crypto";
-import { SELF } from "cloudflare:test";
+import { exports } from "cloudflare:workers";
 import { BASE } from "./http";
 
 export const TEST_ENV = {
@@ -17,13 +17,13 @@ export async function postTwilio(params: Record<string, string>, door: "inbound"
   const url = `${BASE}/api/channels/twilio/${door}`;
   const data = url + Object.keys(params).sort().map((k) => k + params[k]).join("");
   const sig = createHmac("sha1", opts.forge ? "wrong-token" : TEST_ENV.twilioToken).update(data, "utf8").digest("base64");
-  return SELF.fetch(url, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded", "x-twilio-signature": sig }, body: new URLSearchParams(params).toString() });
+  return exports.default.fetch(url, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded", "x-twilio-signature": sig }, body: new URLSearchParams(params).toString() });
 }
 
 export async function postWhatsApp(payload: unknown, opts: { forge?: boolean } = {}) {
   const body = JSON.stringify(payload);
   const sig = createHmac("sha256", opts.forge ? "nope" : TEST_ENV.whatsappSecret).update(body, "utf8").digest("hex");
-  return SELF.fetch(`${BASE}/api/channels/whatsapp/inbound`, { method: "POST", headers: { "content-type": "application/json", "x-hub-signature-256": `sha256=${sig}` }, body });
+  return exports.default.fetch(`${BASE}/api/channels/whatsapp/inbound`, { method: "POST", headers: { "content-type": "application/json", "x-hub-signature-256": `sha256=${sig}` }, body });
 }
 
 export function whatsappText(phoneNumberId: string, from: string, id: string, text: string) {
@@ -41,7 +41,7 @@ export function whatsappStatus(phoneNumberId: string, id: string, status: "deliv
 }
 
 export async function postTelegram(update: unknown, opts: { secret?: string } = {}) {
-  return SELF.fetch(`${BASE}/api/channels/telegram/inbound`, {
+  return exports.default.fetch(`${BASE}/api/channels/telegram/inbound`, {
     method: "POST",
     headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": opts.secret ?? TEST_ENV.telegramSecret },
     body: JSON.stringify(update),
@@ -52,7 +52,7 @@ export async function postSlack(payload: unknown, opts: { ts?: number; forge?: b
   const body = JSON.stringify(payload);
   const ts = String(opts.ts ?? Math.floor(Date.now() / 1000));
   const sig = createHmac("sha256", opts.forge ? "nope" : TEST_ENV.slackSecret).update(`v0:${ts}:${body}`, "utf8").digest("hex");
-  return SELF.fetch(`${BASE}/api/channels/slack/inbound`, {
+  return exports.default.fetch(`${BASE}/api/channels/slack/inbound`, {
     method: "POST",
     headers: { "content-type": "application/json", "x-slack-request-timestamp": ts, "x-slack-signature": `v0=${sig}` },
     body,

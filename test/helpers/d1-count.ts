@@ -7,7 +7,8 @@
  * whose `DB` is wrapped; a thread object's side is its instance `env` swapped through
  * `runInDurableObject` (the object reads its env through `() => this.env`, so bindings follow it).
  */
-import { env, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import type { Env } from "../../src/env";
 import { fetchWorkerDirect } from "./direct-fetch";
 import { BASE } from "./http";

@@ -12,8 +12,8 @@ export interface DirectAnswer {
 /**
  * Calls the Worker's own fetch handler (src/index.ts, the deployed entry) in this isolate with
  * `bindings`, reads the body, then waits for the work the request handed to waitUntil, so that work
- * finishes (and fails loudly) inside the case that caused it. Not SELF.fetch: under
- * vitest-pool-workers every SELF.fetch gets slower as a file's request count grows
+ * finishes (and fails loudly) inside the case that caused it. Not `exports.default.fetch`: under
+ * vitest-pool-workers every such fetch gets slower as a file's request count grows
  * (https://github.com/cloudflare/workers-sdk/issues/15446), and the suites using this send hundreds of requests.
  */
 export async function fetchWorkerDirect(request: Request, bindings: Env): Promise<DirectAnswer> {

@@ -1,4 +1,4 @@
-import { SELF, env } from "cloudflare:test";
+import { env, exports } from "cloudflare:workers";
 
 export const BASE = "https://bridge.test";
 
@@ -29,7 +29,7 @@ export async function call<T = any>(method: string, path: string, opts: CallOpti
     body = JSON.stringify(opts.body);
     headers["content-type"] ??= "application/json";
   }
-  return readResult<T>(await SELF.fetch(`${BASE}${path}`, { method, headers, body }));
+  return readResult<T>(await exports.default.fetch(`${BASE}${path}`, { method, headers, body }));
 }
 
 /** A response as a CallResult: the body parsed as JSON, or kept as text when it is not JSON. */

@@ -5,7 +5,8 @@
  * deleted only after its shard took the push, so an empty outbox means the shard holds the row,
  * and a flush then puts it in D1.
  */
-import { env, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { SHARD_COUNT, allShards, shardStub } from "../../src/contracts/shard-rpc";
 import { eventually, stubFor } from "./threads";
 

@@ -1,4 +1,5 @@
-import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 
 export function stubFor(threadId: string) {
   return env.THREADS.get(env.THREADS.idFromName(threadId));

@@ -6,7 +6,7 @@
  * until they expire, and every miss is one uniform 404.
  */
 import { createHmac } from "node:crypto";
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { BASE, admin, call, fetchWithEnv, mintKey, readResult, uniq } from "../helpers/http";
 import { declareTool, network } from "../operator/helpers";

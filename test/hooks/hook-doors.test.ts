@@ -4,7 +4,7 @@
  * key; restricted callers; the per-topic cap; topic verifiers (admin; secrets sealed, never shown);
  * trigger links (ttl rules, token shown once and stored hashed); the store gates.
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { BASE, admin, call, fetchWithEnv, mintKey, uniq } from "../helpers/http";
 import { bindVerifier, hook, registerHook } from "./helpers";

@@ -51,7 +51,7 @@ describe("HTTP contract (decisions §1)", () => {
 
 describe("error rendering and settings gate", () => {
   it("renders an unexpected fault as 500 with an error_id and no detail", async () => {
-    const { env } = await import("cloudflare:test");
+    const { env } = await import("cloudflare:workers");
     const brokenDb = {
       prepare() {
         throw new Error("SECRET internal detail");
@@ -66,7 +66,7 @@ describe("error rendering and settings gate", () => {
   });
 
   it("answers 500 naming the env vars on every request when settings are invalid", async () => {
-    const { env } = await import("cloudflare:test");
+    const { env } = await import("cloudflare:workers");
     const res = await fetchWithEnv({ ...env, CONVERSATIONS_INTAKE_CLAIM_REFRESH_SECONDS: "500" }, new Request("https://bridge.test/api/health"));
     expect(res.status).toBe(500);
     const body = (await res.json()) as Record<string, string>;

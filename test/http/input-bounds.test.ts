@@ -2,7 +2,7 @@
  * Input bounds: free-form JSON is bounded wherever it enters or
  * comes back, identifiers arrive intact or not at all, and every body is strict.
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { MAX_JSON_DEPTH, checkJsonBounds } from "../../src/http/bounded-json";
 import { findLoneSurrogate, isIntactIdentifier } from "../../src/http/identifiers";

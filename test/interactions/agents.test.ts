@@ -4,7 +4,7 @@
  * ends with suspended_final and an operator's answer resumes the run in the background; where no
  * run can park (run-tool, background tool runs) the tool refuses with a clear error.
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createRoute } from "../helpers/bridge";
 import { TEST_ENV, postTelegram } from "../helpers/channels";

@@ -1,5 +1,6 @@
 /** Helpers for the interactions tests: routes that ask, reading the listing and the objects. */
-import { env, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import type { InteractionRpc } from "../../src/contracts/interaction-rpc";
 import { createRoute } from "../helpers/bridge";
 import { admin, call, mintKey } from "../helpers/http";

@@ -4,7 +4,8 @@
  * interactions (pending or ended: object, listing row, stream events, media); the doors answer 501
  * `interactions-not-configured` without INTERACTIONS_STORE_URL.
  */
-import { env, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { send } from "../helpers/bridge";
 import { BASE, admin, call, fetchWithEnv } from "../helpers/http";

@@ -5,9 +5,8 @@
  * with its content type, nosniff and an attachment disposition, to callers who may see the
  * interaction. Anything that cannot be fetched is kept as its reference, with the reason.
  */
-import { env } from "cloudflare:test";
+import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { SELF } from "cloudflare:test";
 import { send } from "../helpers/bridge";
 import { fakeFetch, settingsOf } from "../targets/helpers";
 import { fakeNetwork } from "../helpers/edge";
@@ -45,7 +44,7 @@ describe("media in an answer", () => {
     expect(refused).toMatchObject({ kind: "document", media_id: null, url: "http://127.0.0.1/private.pdf", filename: "private.pdf" });
     expect(refused.problem).toMatch(/^the media URL is refused by the outbound address guard: /);
 
-    const res = await SELF.fetch(`${BASE}${stored.url}`, { headers: { "x-api-key": await admin() } });
+    const res = await exports.default.fetch(`${BASE}${stored.url}`, { headers: { "x-api-key": await admin() } });
     expect(res.status).toBe(200);
     expect(new Uint8Array(await res.arrayBuffer())).toEqual(PNG);
     expect(res.headers.get("content-type")).toBe("image/png");
@@ -53,7 +52,7 @@ describe("media in an answer", () => {
     expect(res.headers.get("content-disposition")).toBe(`attachment; filename="media-${stored.media_id.slice(0, 12)}"`);
     expect(res.headers.get("content-security-policy")).toBe("default-src 'none'; sandbox");
     // Restricted callers: the audience may, another identity may not (404, as if absent).
-    expect((await SELF.fetch(`${BASE}${stored.url}`, { headers: { "x-api-key": aud.key } })).status).toBe(200);
+    expect((await exports.default.fetch(`${BASE}${stored.url}`, { headers: { "x-api-key": aud.key } })).status).toBe(200);
     const denied = await call("GET", stored.url, { key: other.key });
     expect(denied.status).toBe(404);
     expect(denied.body).toEqual({ error: "media not found" });

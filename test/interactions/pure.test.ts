@@ -3,7 +3,8 @@
  * the question's shape per channel, answers, ends, the alarm's next instant, tickets, the ring,
  * visibility and the result a resumed run reads.
  */
-import { env, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { adapterFor } from "../../src/channels/registry";
 import { AskUserInput, effectiveOptions, numberedQuestion, pickOption } from "../../src/interactions/ask";

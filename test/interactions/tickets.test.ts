@@ -4,7 +4,8 @@
  * the ticket is stored hashed, lives at most until the interaction's expiry, and every miss is
  * the same 404.
  */
-import { env, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { send } from "../helpers/bridge";
 import { admin, call, mintKey } from "../helpers/http";

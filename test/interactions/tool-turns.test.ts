@@ -8,7 +8,8 @@ import { readRecord, send } from "../helpers/bridge";
 import { admin, call, mintKey } from "../helpers/http";
 import { eventually } from "../helpers/threads";
 import { askRoute, listedAs, pendingOf, rawObject, stepAt } from "./helpers";
-import { env, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 
 /** Resets an object: the next call constructs a fresh instance over the same storage. */
 async function restart(stub: DurableObjectStub): Promise<void> {

@@ -2,7 +2,7 @@
  * The manifest (docs/manifest.md): every declaration as one document, read whole and
  * replaced whole in one batch; its env references; what a replace keeps.
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { fakeNetwork } from "../helpers/edge";
 import { admin, call, mintKey } from "../helpers/http";

@@ -4,7 +4,7 @@
  * and running what it installed, the collision with a declaration made by hand, uninstall, admin-only
  * writes, bad input, and the 501s without a store or a registry.
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { BASE, admin, call, fetchWithEnv, mintKey } from "../helpers/http";
 

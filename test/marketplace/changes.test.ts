@@ -4,7 +4,7 @@
  * the plugin does not own, update replacing and removing what the plugin owns, uninstall removing
  * only that, and what depends on a plugin's declarations.
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { GuardTripped, applyPlan } from "../../src/marketplace/apply";
 import { RegistryIndex } from "../../src/marketplace/index-format";

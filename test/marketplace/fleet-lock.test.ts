@@ -4,7 +4,8 @@
  * reads and previews go on, the store gate's 501 comes first, a lapsed lease frees the lock, and a
  * door releases it however it ends.
  */
-import { env, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import { marketplaceLockStub } from "../../src/contracts/marketplace-rpc";
 import { BASE, admin, call, fetchWithEnv } from "../helpers/http";

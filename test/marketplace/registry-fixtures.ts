@@ -3,7 +3,7 @@
  * fake: test/helpers/edge.ts), and calls to the Worker configured with that https registry
  * (`fetchWithEnv`, so the default built-in catalog of the other tests stays as it is).
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { answerOnly, fakeNetwork } from "../helpers/edge";
 import { BASE, type CallResult, fetchWithEnv, readResult, uniq } from "../helpers/http";
 

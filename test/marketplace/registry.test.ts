@@ -5,7 +5,7 @@
  * redirect, a timeout, a document that is not JSON, too large, too deep or not a valid index, and
  * a host the outbound address guard refuses (never fetched). No message names the registry URL.
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { answerOnly, fakeNetwork } from "../helpers/edge";
 import { admin } from "../helpers/http";

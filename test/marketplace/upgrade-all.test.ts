@@ -3,7 +3,7 @@
  * edge: one result per installed ref, by ref, with every outcome of the closed vocabulary and its
  * detail pattern; a ref's failure is its entry and the refs after it still move.
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { isolateSettings } from "../../src/config/isolate-settings";
 import { fakeNetwork } from "../helpers/edge";

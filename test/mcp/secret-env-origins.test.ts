@@ -5,7 +5,7 @@
  * (its listing fails, naming the variable and what to do), until whoever knows the value writes it
  * again.
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { admin, call, uniq } from "../helpers/http";
 import { MCP_HOST, MCP_URL, localMcpNetwork } from "./support/local-mcp";

@@ -3,7 +3,8 @@
  * cap on insert; an identity feed's idle TTL, refreshed by each push and enforced by the object's
  * alarm (which deletes the whole storage) and by reads before the alarm has run.
  */
-import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { SHARED_FEED, identityFeed, notificationFeedStub } from "../../src/contracts/notification-rpc";
 import type { NotificationFeed } from "../../durable-objects/notification-feed";

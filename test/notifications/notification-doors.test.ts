@@ -4,7 +4,8 @@
  * path, channel sends on each channel, the audience clamp and the feed reads, and every refusal
  * of spec §4.9 (400, 403, 501, 502, 503), each leaving no feed entry.
  */
-import { env, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { SHARED_FEED, identityFeed, notificationFeedStub } from "../../src/contracts/notification-rpc";
 import { NotificationFeedAnswer } from "../../src/notifications/schemas";

@@ -4,7 +4,7 @@
  * OpenMetrics; restricted callers see their own runs only. Tests run in order in this file's own
  * database, so the first one sees only the turns it records.
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { RunOutcome } from "../../src/contracts/run-trace";
 import { allShards } from "../../src/contracts/shard-rpc";

@@ -1,4 +1,4 @@
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createRoute, readRecord, send } from "../helpers/bridge";
 import { postTwilio } from "../helpers/channels";

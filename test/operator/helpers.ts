@@ -1,5 +1,6 @@
 /** Shared set-up for the operator door tests: routes, a fake network with providers and tools. */
-import { env, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { createRoute } from "../helpers/bridge";
 import { type EdgeCall, fakeNetwork } from "../helpers/edge";
 import { admin, call, mintKey, uniq } from "../helpers/http";

@@ -1,4 +1,5 @@
-import { env, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { readRecord, send } from "../helpers/bridge";
 import { admin, call, mintKey, uniq } from "../helpers/http";

@@ -17,7 +17,7 @@
  * The numbers are exact on purpose: a change that adds a statement to a path fails here. Never
  * raise a figure without saying why in docs/performance.md.
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { apiThreadId, channelThreadId } from "../../src/bridge/thread-id";
 import { createRoute, echoKey, echoRoute } from "../helpers/bridge";

@@ -3,7 +3,7 @@
  * person after the rate token, the turn's payload carries person_id and person_addresses, and
  * once linked the person's messages key to its person thread.
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { personDirectoryStub } from "../../src/contracts/person-rpc";
 import { createRoute, send } from "../helpers/bridge";

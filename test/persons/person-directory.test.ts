@@ -3,7 +3,8 @@
  * routes, codes (single use, one open per conversation, expiry), the redeem throttle, merging,
  * unlink, locale and erase.
  */
-import { runDurableObjectAlarm, runInDurableObject, env } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { type Arrival, personDirectoryStub } from "../../src/contracts/person-rpc";
 import { redeemLockSeconds } from "../../src/persons/pairing";

@@ -3,7 +3,7 @@
  * PersonDirectory (the first-contact path is covered in inbound-person.test.ts);
  * the doors find them by id through the `person` ledger entries the directory keeps.
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { type Arrival, personDirectoryStub } from "../../src/contracts/person-rpc";
 import { admin, call, expectNotConfigured, mintKey, uniq } from "../helpers/http";

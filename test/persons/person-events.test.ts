@@ -5,7 +5,7 @@
  * route), through the channel's send. Driven through the event door with the providers faked at
  * the network edge.
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { personDirectoryStub } from "../../src/contracts/person-rpc";
 import { createRoute } from "../helpers/bridge";

@@ -3,7 +3,7 @@
  * §4.7; bridge-facts §5.3–§5.4): the default mode follows every route the person spans, an
  * override is person-wide, and an operator message goes out through the right route and address.
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { personDirectoryStub } from "../../src/contracts/person-rpc";
 import { createRoute, send } from "../helpers/bridge";

@@ -1,5 +1,5 @@
 /** Target conversation configs (spec §2.5, §4.8; decisions §12), through the Worker. */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { admin, call, expectNotConfigured, mintKey, uniq } from "../helpers/http";
 

@@ -1,5 +1,5 @@
 /** Preset referees, validate and rename (docs/targets.md "Referees, validate, rename"). */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { renameStatements } from "../../src/targets/presets/rename";
 import { createRoute } from "../helpers/bridge";

@@ -2,7 +2,7 @@
  * Direct runs: an agent run door's run is traced as the calling key's `agent_run`, and
  * an admin's `POST /api/run-tool` as its `tool_run`.
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { allShards } from "../../src/contracts/shard-rpc";
 import { directTrace } from "../../src/runs/direct";

@@ -3,7 +3,8 @@
  * their index rows, a person erase removes every run attributed to the person (its thread's turns
  * and runs kept by the shards), and record retention removes a turn's trace with its record.
  */
-import { env, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { recordRun } from "../../src/runs/recorder";
 import { allShards, runShard } from "../../src/contracts/shard-rpc";

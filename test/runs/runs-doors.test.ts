@@ -2,7 +2,8 @@
  * Runs outside the bridge (recorded through src/runs/recorder.ts, kept by the IndexShards), the
  * runs doors' filters and paging, POST /api/runs/prune, and trace retention.
  */
-import { env, runDurableObjectAlarm } from "cloudflare:test";
+import { runDurableObjectAlarm } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import type { RunTraceInput } from "../../src/contracts/run-trace";
 import { allShards, runShard } from "../../src/contracts/shard-rpc";

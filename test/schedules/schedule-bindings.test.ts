@@ -5,7 +5,8 @@
  * before and writes them after the dispatch with a `schedule` origin. Also: objects stored without
  * the binding columns are brought up to date when they start.
  */
-import { env, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { upgradeRunTable, readRun } from "../../src/tool-runs/run-store";
 import { readSchedule, upgradeScheduleTables } from "../../src/schedules/schedule-store";

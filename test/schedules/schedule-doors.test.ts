@@ -3,7 +3,8 @@
  * timezone; identical specs update in place; run-once; pass-role binding and the key's run grant
  * at creation; listing, deletion, restricted callers, the store gate and the server clock.
  */
-import { env, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { BASE, admin, call, fetchWithEnv, mintKey, uniq } from "../helpers/http";
 import { endedRun, scheduleObject } from "../tool-runs/helpers";

@@ -6,7 +6,8 @@
  * the fire's run `denied` (recorded); after downtime one catch-up fire; a deleted schedule fires
  * nothing; a fire recorded but not yet submitted when the object restarted is submitted once.
  */
-import { env, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { recordAlarm } from "../../src/schedules/schedule-store";
 import { admin, call, mintKey, uniq } from "../helpers/http";

@@ -4,7 +4,8 @@
  * skipped and counted, no run is submitted, and the schedule re-arms for its next slot; with the
  * store back, fires resume.
  */
-import { env, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import { admin, call, mintKey, uniq } from "../helpers/http";
 import { scheduleObject } from "../tool-runs/helpers";

@@ -3,7 +3,8 @@
  * listing buffer's coalescing, batching, lag and failure handling, and thread forget. Driven
  * through the shard's own RPC verbs against real D1, plus the thread outbox's retry.
  */
-import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { type ListingRow, SHARD_COUNT, ledgerIndex, messageKey, placementHash, shardIndex } from "../../src/contracts/shard-rpc";
 import type { Env } from "../../src/env";

@@ -3,7 +3,8 @@
  * when its turn ended (its state's object unreachable) is set up here as the row the turn would
  * have written; the turns, the cron pass and the doors are the real ones.
  */
-import { createExecutionContext, env, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
+import { createExecutionContext, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import worker from "../../src/index";
 import { createRoute, send } from "../helpers/bridge";

@@ -2,7 +2,8 @@
  * Retention: records past their state's retention_days read as absent and are swept by
  * `POST /api/state-retention/prune` (admin) and by the cron pass, which runs the same sweep.
  */
-import { createExecutionContext, env, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
+import { createExecutionContext, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import worker from "../../src/index";
 import { admin, call, mintKey, uniq } from "../helpers/http";

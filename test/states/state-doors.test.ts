@@ -2,7 +2,7 @@
  * The states doors: declarations, records, deltas, fold, the audit trail, search and
  * subjects, through the Worker against real StateStore objects and D1.
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { BASE, admin, call, fetchWithEnv, mintKey, uniq } from "../helpers/http";
 

@@ -2,7 +2,7 @@
  * State templates: create, replace, read, list and delete through the
  * Worker against real D1, and every refusal of the document.
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { BASE, admin, call, fetchWithEnv, mintKey, uniq } from "../helpers/http";
 

@@ -4,7 +4,7 @@
  * reports every failure as the turn's error outcome, and is checked when the config is saved.
  * Thread forget and person erase take the subject's records with them.
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { personDirectoryStub } from "../../src/contracts/person-rpc";
 import { createRoute, readRecord, send } from "../helpers/bridge";

@@ -3,7 +3,7 @@
  * `/api/resources/get` resolve in the content store first, then in the D1 text resources; the
  * backup's text-resources section carries both, the stored object winning.
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { resolveText } from "../../src/storage/text-resources";
 import { renderTemplatedText, templatedTextSchema } from "../../src/templating/templated-text";

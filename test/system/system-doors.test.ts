@@ -2,7 +2,7 @@
  * System status doors: the runtime's honest identity, the isolate census, the
  * fleet reload, and the pluggable-kinds table (platform-facts B8, B9).
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { systemKinds } from "../../src/config/system-status";
 import { parseSettings } from "../../src/settings/settings";

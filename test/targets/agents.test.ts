@@ -1,4 +1,4 @@
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { type AgentEvent, agentExists, agentKeepsMemory, appendAgentMemory, runAgent } from "../../src/targets/agents/run";
 import { streamAgentRun } from "../../src/targets/agents/sse";

@@ -1,6 +1,7 @@
 /** Test helpers for targets: contexts with injected fetch and clock, a scripted fake endpoint,
  * SSE parsing, and calling the app with env overrides. */
-import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { createApp } from "../../src/app";
 import type { Env } from "../../src/env";
 import { parseSettings, type Settings } from "../../src/settings/settings";

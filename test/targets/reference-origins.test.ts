@@ -9,7 +9,7 @@
  * The workers bindings bind the other test files' names to their fake hosts (vitest.config.ts);
  * https://collector.example stands for the admin's own host and is bound for none of them.
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { formatOriginPattern, originAllowed, parseOriginPattern } from "../../src/settings/origin-patterns";
 import { parseReferenceOrigins } from "../../src/settings/secret-references";

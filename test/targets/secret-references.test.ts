@@ -4,7 +4,7 @@
  * settings, its bindings and channel secrets never resolve. The workers bindings allowlist the
  * names the other test files use (vitest.config.ts); these tests override the allowlist where it matters.
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { Env } from "../../src/env";
 import { isForbiddenReference, isReferenceable } from "../../src/settings/secret-references";

@@ -3,7 +3,7 @@
  * render by id or content, the per-isolate render cache, delete and delete-dir, grants, and 501
  * without a bucket.
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { cachedTemplateCount, clearTemplateCache } from "../../src/templates/store";
 import { BASE, admin, call, fetchWithEnv, mintKey, uniq } from "../helpers/http";

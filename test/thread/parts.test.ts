@@ -3,7 +3,8 @@
  * migrated), settings, clock and network, and recording fakes for the parts it hands work to.
  * The object-level behaviour stays pinned by test/bridge/ and test/operator/.
  */
-import { env, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { TurnInbound } from "../../src/bridge/payload";
 import { type AnswerRecord, TURN_ERROR_TEXT } from "../../src/bridge/record";

@@ -3,7 +3,7 @@
  * before writing (ids, parents, sibling names, cycles across the document and the deployment),
  * and 501 without the store.
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { BASE, admin, call, fetchWithEnv, uniq } from "../helpers/http";
 

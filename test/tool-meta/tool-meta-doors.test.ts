@@ -3,7 +3,7 @@
  * cycle refusal, delete only when empty), per-tool merge patches, `GET /api/tool-meta`,
  * `GET /api/tools/tags`, grants and 501 without a store.
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { BASE, admin, call, fetchWithEnv, mintKey, uniq } from "../helpers/http";
 

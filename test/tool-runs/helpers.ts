@@ -1,5 +1,6 @@
 /** Shared by the tool-runs, schedules and hooks tests: reach a run's object, wait for a run to end, read its trace. */
-import { env, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { expect } from "vitest";
 import { allShards } from "../../src/contracts/shard-rpc";
 import type { ToolRun } from "../../durable-objects/tool-run";

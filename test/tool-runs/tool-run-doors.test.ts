@@ -4,7 +4,7 @@
  * and result or error; restricted callers are confined to their own runs; the listing is recent
  * first, filtered and paged; refusals come before anything is stored.
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { answerOnly, fakeNetwork } from "../helpers/edge";
 import { BASE, admin, call, fetchWithEnv, mintKey, uniq } from "../helpers/http";

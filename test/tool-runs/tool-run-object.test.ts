@@ -5,7 +5,8 @@
  * row. Restarts are simulated by leaving the row as an interrupted attempt leaves it (running, an
  * attempt counted, the lease alarm armed) and running the alarm with `runDurableObjectAlarm`.
  */
-import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { toolRunStub } from "../../src/contracts/tool-run-rpc";
 import { ATTEMPT_LEASE_MS } from "../../src/tool-runs/alarm-policy";

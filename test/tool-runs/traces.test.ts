@@ -3,7 +3,8 @@
  * "Traces"): found by its run id in `GET /api/runs`, with kind `tool_run`, the trigger, the outcome
  * (ok, denied, error) and the dispatch as a timed step in its trace.
  */
-import { env, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { submitToolRun } from "../../src/tool-runs/submit";
 import { admin, call, mintKey, uniq } from "../helpers/http";
