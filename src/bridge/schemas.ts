@@ -2,6 +2,7 @@
 import { z } from "zod";
 import { userIdSchema } from "../auth/schemas";
 import { AttachmentInput, LocationInput, MAX_ATTACHMENTS } from "../channels/media";
+import { Mode } from "../conversations/model/kinds";
 import { jsonObjectSchema } from "../http/bounded-json";
 import { identifierSchema, intactIdentifier } from "../http/identifiers";
 import { templatedTextSchema } from "../templating/templated-text";
@@ -38,7 +39,7 @@ export const routeCreateBody = z
     execution_key: userIdSchema,
     payload_expr: exprSchema.nullable().optional(),
     reply_expr: exprSchema.nullable().optional(),
-    initial_mode: z.enum(["agent", "manual"]).default("agent"),
+    initial_mode: Mode.default("agent"),
     channel: channelName.nullable().optional(),
     our_identity: ourIdentity.nullable().optional(),
     identity: ourIdentity.nullable().optional(),

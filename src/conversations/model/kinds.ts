@@ -1,0 +1,11 @@
+/**
+ * The conversation vocabulary both halves share, one definition each (a zod enum and its type
+ * under the same name): the door a route is reached by, a thread's control mode, and the kind of
+ * target a route, config, subject or run names. Everything that spells one of these imports it
+ * from here, so a new value is added once. This module imports only zod, so any layer may use it.
+ */
+import { z } from "zod";
+
+/** Who answers a thread: the route's target (`agent`), or an operator by hand (`manual`). */
+export const Mode = z.enum(["agent", "manual"]);
+export type Mode = z.infer<typeof Mode>;
