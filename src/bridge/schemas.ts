@@ -2,7 +2,7 @@
 import { z } from "zod";
 import { userIdSchema } from "../auth/schemas";
 import { AttachmentInput, LocationInput, MAX_ATTACHMENTS } from "../channels/media";
-import { Mode } from "../conversations/model/kinds";
+import { Mode, TargetKind } from "../conversations/model/kinds";
 import { jsonObjectSchema } from "../http/bounded-json";
 import { identifierSchema, intactIdentifier } from "../http/identifiers";
 import { templatedTextSchema } from "../templating/templated-text";
@@ -34,7 +34,7 @@ export const routeCreateBody = z
   .object({
     route_name: z.string().optional(),
     door: z.enum(["api", "channel"]),
-    target_kind: z.enum(["agent", "tool"]).default("agent"),
+    target_kind: TargetKind.default("agent"),
     target_name: identifierSchema(128),
     execution_key: userIdSchema,
     payload_expr: exprSchema.nullable().optional(),

@@ -6,7 +6,7 @@
  */
 import type { Env } from "../env";
 import type { DoorAddress } from "../persons/pairing";
-import type { TargetKind } from "../persons/target-configs";
+import type { TargetKind } from "../conversations/model/kinds";
 
 /** One address row of a person, as the person read door shows it. */
 export interface PersonAddress {

@@ -11,7 +11,7 @@ import { intactIdentifier } from "../http/identifiers";
 import { addRoute } from "../http/route";
 import { canonicalLocale } from "../persons/pairing";
 import { directoryOfPerson } from "../persons/person-lookup";
-import { TargetKind } from "../persons/target-configs";
+import { TargetKind } from "../conversations/model/kinds";
 import { erasePerson } from "../operator/threads";
 
 export const conversationPersonsRouter = new Hono<AppEnv>();

@@ -6,12 +6,13 @@
  */
 import { z } from "zod";
 import type { Holder } from "../auth/identity";
+import { TargetKind } from "../conversations/model/kinds";
 import { TargetConversationConfig } from "../persons/target-configs";
 import { parseStored } from "../store/parse-stored";
 import { listPresets } from "../targets/presets/store";
 
 export const StateConsumer = z.union([
-  z.object({ kind: z.literal("conversation_config"), target_kind: z.enum(["agent", "tool"]), target_name: z.string() }),
+  z.object({ kind: z.literal("conversation_config"), target_kind: TargetKind, target_name: z.string() }),
   z.object({ kind: z.literal("preset"), name: z.string(), version: z.number().int() }),
   z.object({ kind: z.literal("hook"), name: z.string() }),
   z.object({ kind: z.literal("schedule"), name: z.string() }),

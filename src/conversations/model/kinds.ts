@@ -9,3 +9,15 @@ import { z } from "zod";
 /** Who answers a thread: the route's target (`agent`), or an operator by hand (`manual`). */
 export const Mode = z.enum(["agent", "manual"]);
 export type Mode = z.infer<typeof Mode>;
+
+/** What a route, a conversation config, a state subject or a run targets: an agent or a tool. */
+export const TargetKind = z.enum(["agent", "tool"]);
+export type TargetKind = z.infer<typeof TargetKind>;
+
+/**
+ * The target kinds with a door's own refusal text in place of zod's (a door whose 400 names the
+ * rule in words keeps that text).
+ */
+export function targetKindRefusing(message: string) {
+  return z.enum(TargetKind.options, { message });
+}
