@@ -2,7 +2,7 @@
 import { z } from "zod";
 import { type KeyWithOwner, keyColumns, parsePrefixedKey } from "../auth/key-store";
 import { storedByUserIdSql } from "../auth/stored-by";
-import { Mode, TargetKind } from "../conversations/model/kinds";
+import { Door, Mode, TargetKind } from "../conversations/model/kinds";
 import { TargetConversationConfig } from "../persons/target-configs";
 import { JsonValue } from "../http/bounded-json";
 import { HttpError } from "../http/errors";
@@ -16,7 +16,7 @@ import { jsonColumn, parseStored, validStored } from "../store/parse-stored";
  */
 export const RouteRow = z.object({
   route_name: z.string(),
-  door: z.enum(["api", "channel"]),
+  door: Door,
   target_kind: TargetKind,
   target_name: z.string(),
   execution_key: z.string(),

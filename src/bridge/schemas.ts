@@ -2,7 +2,7 @@
 import { z } from "zod";
 import { userIdSchema } from "../auth/schemas";
 import { AttachmentInput, LocationInput, MAX_ATTACHMENTS } from "../channels/media";
-import { Mode, TargetKind } from "../conversations/model/kinds";
+import { Door, Mode, TargetKind } from "../conversations/model/kinds";
 import { jsonObjectSchema } from "../http/bounded-json";
 import { identifierSchema, intactIdentifier } from "../http/identifiers";
 import { templatedTextSchema } from "../templating/templated-text";
@@ -33,7 +33,7 @@ const ourIdentity = intactIdentifier(z.string().trim().min(1).max(256));
 export const routeCreateBody = z
   .object({
     route_name: z.string().optional(),
-    door: z.enum(["api", "channel"]),
+    door: Door,
     target_kind: TargetKind.default("agent"),
     target_name: identifierSchema(128),
     execution_key: userIdSchema,

@@ -8,7 +8,7 @@
 import { z } from "zod";
 import { heldBy } from "../auth/identity";
 import { Location, MediaKind } from "../channels/media";
-import { TargetKind } from "../conversations/model/kinds";
+import { Door, TargetKind } from "../conversations/model/kinds";
 import { JsonObject } from "../http/bounded-json";
 import { InteractionOption } from "./ask";
 
@@ -32,7 +32,7 @@ export const InteractionOrigin = z.discriminatedUnion("kind", [
       thread_id: z.string(),
       /** The record whose turn parked (its answer is the question; its trace id). */
       message_id: z.string(),
-      door: z.enum(["api", "channel"]),
+      door: Door,
       channel: z.string().nullable(),
     })
     .strict(),

@@ -6,6 +6,10 @@
  */
 import { z } from "zod";
 
+/** How a route is reached: the api door (an authenticated client) or a channel's inbound webhook. */
+export const Door = z.enum(["api", "channel"]);
+export type Door = z.infer<typeof Door>;
+
 /** Who answers a thread: the route's target (`agent`), or an operator by hand (`manual`). */
 export const Mode = z.enum(["agent", "manual"]);
 export type Mode = z.infer<typeof Mode>;
