@@ -1,8 +1,8 @@
 /**
  * `GET /api/states/{name}/consumers`: what binds the state: target conversation configs,
  * presets (their active version), hooks and schedules. Hooks and schedules are read from their D1
- * rows (`hooks`, and the `schedules` listing each Schedule object mirrors its spec into), so the
- * door visits no object; SQLite's JSON functions pick the rows whose binding names the state.
+ * rows (`hooks`, and the `schedules` listing each Schedule object mirrors its spec into), so no
+ * Schedule object is woken; SQLite's JSON functions pick the rows whose binding names the state.
  */
 import { z } from "zod";
 import type { Holder } from "../auth/identity";
