@@ -8,7 +8,8 @@
  * (src/contracts/thread-rpc.ts), and drives every timer from one alarm.
  */
 import { DurableObject } from "cloudflare:workers";
-import type { Mode, ModeStamp } from "../src/bridge/mode-store";
+import type { ModeStamp } from "../src/bridge/mode-store";
+import type { Mode } from "../src/conversations/model/kinds";
 import type { AnswerRecord } from "../src/bridge/record";
 import type { RouteRow } from "../src/bridge/routes-store";
 import type { AcceptRequest, AcceptResult, ForgetResult, ModeInForce, ResumeInteractionRequest, SearchScan, ThreadRpc, TranscriptPage, TranscriptQuery } from "../src/contracts/thread-rpc";

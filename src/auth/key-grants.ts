@@ -6,6 +6,7 @@
  * Conditions (jq) are evaluated by the callers (src/auth/principal.ts, src/auth/pass-role.ts).
  */
 import { customScopesGrantPath } from "./custom-scopes";
+import type { TargetKind } from "../conversations/model/kinds";
 import type { KeyRecord } from "./key-store";
 import { roleAllows } from "./roles";
 import { type Action, grantsRun, grantsTag } from "./scopes";
@@ -32,12 +33,12 @@ export function keyAllowsTag(k: KeyRecord, tag: string, action: Action): boolean
  * The area tag a run grant is bounded by in a role, and the level it needs: read, the level the
  * agent run door itself asks of its caller (`agents:read` plus the run grant).
  */
-export function runArea(kind: "tool" | "agent"): { tag: string; action: Action } {
+export function runArea(kind: TargetKind): { tag: string; action: Action } {
   return { tag: kind === "tool" ? "tools" : "agents", action: "read" };
 }
 
 /** Why the key (alone) may not run the tool or agent, or null when it may. */
-export function keyRunRefusal(k: KeyRecord, kind: "tool" | "agent", name: string): "grant" | "role" | "role-missing" | null {
+export function keyRunRefusal(k: KeyRecord, kind: TargetKind, name: string): "grant" | "role" | "role-missing" | null {
   if (!grantsRun(k.scopes, kind, name)) return "grant";
   if (k.role !== null && k.role_def === null) return "role-missing";
   const area = runArea(kind);

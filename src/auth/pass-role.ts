@@ -1,4 +1,5 @@
 import { HttpError, badRequest, forbidden } from "../http/errors";
+import type { TargetKind } from "../conversations/model/kinds";
 import { conditionAllows, conditionInput, conditionNeedsRequest } from "./condition";
 import { keyRunRefusal } from "./key-grants";
 import { type KeyRecord, type KeyWithOwner, findByUserId } from "./key-store";
@@ -37,7 +38,7 @@ export async function bindExecutionKey(db: D1Database, caller: Principal, execut
   return key!.key_fingerprint;
 }
 
-export type TurnGrant = { kind: "tool" | "agent"; name: string };
+export type TurnGrant = { kind: TargetKind; name: string };
 export type TurnAuthority = { ok: true; key: KeyRecord } | { ok: false; reason: string };
 
 /**

@@ -1,4 +1,5 @@
 import { HttpError, forbidden, unauthorized } from "../http/errors";
+import type { TargetKind } from "../conversations/model/kinds";
 import { type ConditionInput, conditionAllows, conditionInput, conditionNeedsRequest } from "./condition";
 import { constantTimeEqual, sha256Hex } from "./crypto";
 import { keyAllowsRoute, keyAllowsTag, keyConditions, keyRunRefusal } from "./key-grants";
@@ -90,7 +91,7 @@ export function principalGrantsRoute(p: Principal, tag: string, action: Action, 
   return keyAllowsRoute(p.key, tag, action, path) && (!p.owner || keyAllowsRoute(p.owner, tag, action, path));
 }
 
-export function principalGrantsRun(p: Principal, kind: "tool" | "agent", name: string): boolean {
+export function principalGrantsRun(p: Principal, kind: TargetKind, name: string): boolean {
   return keyRunRefusal(p.key, kind, name) === null && (!p.owner || keyRunRefusal(p.owner, kind, name) === null);
 }
 

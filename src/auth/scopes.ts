@@ -6,6 +6,7 @@
  * extended (docs/access-control.md) by custom URL scope ids, which grant exactly their
  * URLs (src/auth/custom-scopes.ts) and must exist when a key is given one.
  */
+import type { TargetKind } from "../conversations/model/kinds";
 
 export const SCOPE_TAGS = [
   "conversations", "channels", "tools", "agents", "presets", "states", "notifications",
@@ -56,7 +57,7 @@ export function grantsTag(scopes: readonly string[], tag: string, action: Action
 }
 
 /** Does the scope list let its holder run the named tool or agent? */
-export function grantsRun(scopes: readonly string[], kind: "tool" | "agent", name: string): boolean {
+export function grantsRun(scopes: readonly string[], kind: TargetKind, name: string): boolean {
   const area = kind === "tool" ? "tools" : "agents";
   return scopes.some((s) => s === "*" || s === area || s === `${area}:write` || s === `${kind}:${name}`);
 }

@@ -12,6 +12,7 @@
  * thing runs in nobody's request, so conditions are not evaluated here.
  */
 import { HttpError } from "../http/errors";
+import type { TargetKind } from "../conversations/model/kinds";
 import { keyAllowsTag, keyRunRefusal } from "./key-grants";
 import { type KeyRecord, type KeyWithOwner, keyWithOwnerByUserId, parseKeyWithOwner } from "./key-store";
 import type { Principal } from "./principal";
@@ -36,7 +37,7 @@ const NOT_A_KEY = new Set([STORED_BEFORE_RECORDING, STORED_BY_PLUGIN]);
 
 /** What a stored reference needs of the key that stores it. */
 export type StoredRef =
-  | { kind: "tool" | "agent"; name: string }
+  | { kind: TargetKind; name: string }
   /** `read` to read a state's records (any named state), `write` to write them or attach templates to the state. */
   | { kind: "state"; state: string; action: "read" | "write" };
 

@@ -13,6 +13,7 @@
 import { z } from "zod";
 import { ApiKeyRow, ApiKeyVersionRow, AuthScopeRow, PublicRouteRow, RoleRow, RoleVersionRow } from "../auth/tables";
 import { RouteView } from "../bridge/routes-store";
+import { TargetKind } from "../conversations/model/kinds";
 import { HookRow } from "../hooks/record";
 import { VerifierView } from "../hooks/verifier-store";
 import { JsonObject, JsonValue } from "../http/bounded-json";
@@ -76,7 +77,7 @@ export type AgentBackupRow = z.infer<typeof AgentBackupRow>;
 
 /** `target-secrets` (secret): the literal header values of one tool or http agent, each sealed for its header and URL origin. */
 export const TargetSecretBackupRow = z
-  .object({ kind: z.enum(["tool", "agent"]), title: z.string(), headers: z.record(z.string(), SecretValue) })
+  .object({ kind: TargetKind, title: z.string(), headers: z.record(z.string(), SecretValue) })
   .strict();
 export type TargetSecretBackupRow = z.infer<typeof TargetSecretBackupRow>;
 

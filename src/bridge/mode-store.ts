@@ -4,9 +4,7 @@
  * This module holds its pure rules; src/thread/thread-mode.ts keeps it in the object's storage.
  */
 import { z } from "zod";
-
-export const Mode = z.enum(["agent", "manual"]);
-export type Mode = z.infer<typeof Mode>;
+import { Mode } from "../conversations/model/kinds";
 
 /**
  * A stored override: the mode, when it lapses, and the route incarnation it was set under. A

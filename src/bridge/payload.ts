@@ -3,6 +3,7 @@
  */
 import { z } from "zod";
 import { Attachment, Location } from "../channels/media";
+import type { TargetKind } from "../conversations/model/kinds";
 import { JsonObject, JsonValue } from "../http/bounded-json";
 import { InboundEvent } from "./record";
 
@@ -40,7 +41,7 @@ export function routesOfPerson(person: NonNullable<TurnInbound["person"]>): stri
 
 /** The route's target, which the turn's ambient subjects belong to. */
 export interface TurnTarget {
-  target_kind: "agent" | "tool";
+  target_kind: TargetKind;
   target_name: string;
 }
 

@@ -4,6 +4,7 @@
 import { z } from "zod";
 import { Attachment, Location } from "../channels/media";
 import { RichPart } from "../channels/rich/types";
+import { Door } from "../conversations/model/kinds";
 import { JsonObject } from "../http/bounded-json";
 
 export const DELIVERY_STATUSES = ["accepted", "pending_delivery", "provisional", "delivered", "failed", "shed", "silent"] as const;
@@ -24,7 +25,7 @@ export type InboundEvent = z.infer<typeof InboundEvent>;
 export const AnswerRecord = z.object({
   message_id: z.string(),
   route_name: z.string(),
-  door: z.enum(["api", "channel"]),
+  door: Door,
   thread_id: z.string(),
   client_address: z.string().nullable(),
   channel: z.string().nullable(),

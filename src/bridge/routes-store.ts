@@ -2,6 +2,7 @@
 import { z } from "zod";
 import { type KeyWithOwner, keyColumns, parsePrefixedKey } from "../auth/key-store";
 import { storedByUserIdSql } from "../auth/stored-by";
+import { Door, Mode, TargetKind } from "../conversations/model/kinds";
 import { TargetConversationConfig } from "../persons/target-configs";
 import { JsonValue } from "../http/bounded-json";
 import { HttpError } from "../http/errors";
@@ -15,8 +16,8 @@ import { jsonColumn, parseStored, validStored } from "../store/parse-stored";
  */
 export const RouteRow = z.object({
   route_name: z.string(),
-  door: z.enum(["api", "channel"]),
-  target_kind: z.enum(["agent", "tool"]),
+  door: Door,
+  target_kind: TargetKind,
   target_name: z.string(),
   execution_key: z.string(),
   execution_key_fingerprint: z.string(),
@@ -29,7 +30,7 @@ export const RouteRow = z.object({
   payload_program: z.string().nullable(),
   reply_expr: jsonColumn(JsonValue).nullable(),
   reply_program: z.string().nullable(),
-  initial_mode: z.enum(["agent", "manual"]),
+  initial_mode: Mode,
   channel: z.string().nullable(),
   our_identity: z.string().nullable(),
   callback_url: z.string().nullable(),

@@ -2,6 +2,7 @@
 import { z } from "zod";
 import { userIdSchema } from "../auth/schemas";
 import { AttachmentInput, LocationInput, MAX_ATTACHMENTS } from "../channels/media";
+import { Door, Mode, TargetKind } from "../conversations/model/kinds";
 import { jsonObjectSchema } from "../http/bounded-json";
 import { identifierSchema, intactIdentifier } from "../http/identifiers";
 import { templatedTextSchema } from "../templating/templated-text";
@@ -32,13 +33,13 @@ const ourIdentity = intactIdentifier(z.string().trim().min(1).max(256));
 export const routeCreateBody = z
   .object({
     route_name: z.string().optional(),
-    door: z.enum(["api", "channel"]),
-    target_kind: z.enum(["agent", "tool"]).default("agent"),
+    door: Door,
+    target_kind: TargetKind.default("agent"),
     target_name: identifierSchema(128),
     execution_key: userIdSchema,
     payload_expr: exprSchema.nullable().optional(),
     reply_expr: exprSchema.nullable().optional(),
-    initial_mode: z.enum(["agent", "manual"]).default("agent"),
+    initial_mode: Mode.default("agent"),
     channel: channelName.nullable().optional(),
     our_identity: ourIdentity.nullable().optional(),
     identity: ourIdentity.nullable().optional(),

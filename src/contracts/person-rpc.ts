@@ -6,11 +6,11 @@
  */
 import type { Env } from "../env";
 import type { DoorAddress } from "../persons/pairing";
-import type { TargetKind } from "../persons/target-configs";
+import type { Door, TargetKind } from "../conversations/model/kinds";
 
 /** One address row of a person, as the person read door shows it. */
 export interface PersonAddress {
-  door: "api" | "channel";
+  door: Door;
   /** Routes this address came in on (unique, at least one). */
   routes: string[];
   channel: string | null;

@@ -17,6 +17,7 @@
  * reaches D1 (`runs`), batched by the shards like the thread listing: no D1 statement per run.
  */
 import { z } from "zod";
+import { TargetKind } from "../conversations/model/kinds";
 import { JsonValue } from "../http/bounded-json";
 
 /** The kinds of run. */
@@ -73,7 +74,7 @@ export type RunStep = z.infer<typeof RunStep>;
 /** What the run ran. `version` is a preset's version where known (the `version` filter of GET /api/runs). */
 export const RunTarget = z
   .object({
-    kind: z.enum(["tool", "agent"]),
+    kind: TargetKind,
     name: z.string().min(1).max(200),
     version: z.string().max(100).nullable(),
   })

@@ -21,6 +21,7 @@
  * changing it would strand every entry.
  */
 import type { Env } from "../env";
+import type { TargetKind } from "../conversations/model/kinds";
 import type { RunKind, RunOutcome, RunTrace, RunTrigger } from "./run-trace";
 
 /** How many IndexShard objects the deployment has. */
@@ -64,7 +65,7 @@ export interface RunRow {
   trace_id: string;
   kind: RunKind;
   trigger: RunTrigger;
-  target_kind: "tool" | "agent";
+  target_kind: TargetKind;
   target_name: string;
   target_version: string | null;
   route_name: string | null;

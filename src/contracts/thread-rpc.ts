@@ -11,7 +11,8 @@
  * that answer them; test/contracts/thread-rpc.test.ts pins that under `npm run typecheck`.
  */
 import type { KeyWithOwner } from "../auth/key-store";
-import type { Mode, ModeStamp } from "../bridge/mode-store";
+import type { ModeStamp } from "../bridge/mode-store";
+import type { Mode } from "../conversations/model/kinds";
 import type { TurnInbound } from "../bridge/payload";
 import type { AnswerRecord, DeliveryStatus } from "../bridge/record";
 import type { RouteRow, TargetFacts } from "../bridge/routes-store";

@@ -8,6 +8,7 @@
 import { z } from "zod";
 import { heldBy } from "../auth/identity";
 import { Location, MediaKind } from "../channels/media";
+import { Door, TargetKind } from "../conversations/model/kinds";
 import { JsonObject } from "../http/bounded-json";
 import { InteractionOption } from "./ask";
 
@@ -31,7 +32,7 @@ export const InteractionOrigin = z.discriminatedUnion("kind", [
       thread_id: z.string(),
       /** The record whose turn parked (its answer is the question; its trace id). */
       message_id: z.string(),
-      door: z.enum(["api", "channel"]),
+      door: Door,
       channel: z.string().nullable(),
     })
     .strict(),
@@ -129,7 +130,7 @@ export const InteractionState = z
     audience: z.string().nullable(),
     origin: InteractionOrigin,
     /** What parked: an llm agent's run or a tool turn's tool. */
-    target: z.object({ kind: z.enum(["agent", "tool"]), name: z.string() }).strict(),
+    target: z.object({ kind: TargetKind, name: z.string() }).strict(),
     created_at: z.string(),
     expires_at: z.string(),
     ended_at: z.string().nullable(),

@@ -8,6 +8,7 @@
  */
 import { STORED_BY_PLUGIN } from "../auth/stored-by";
 import type { EnvVars } from "../env";
+import type { TargetKind } from "../conversations/model/kinds";
 import type { JsonObject } from "../http/bounded-json";
 import { HttpError } from "../http/errors";
 import type { Settings } from "../settings/settings";
@@ -24,7 +25,7 @@ export type Declaration =
   | { kind: "preset"; name: string; index: number; body: PluginPreset };
 
 /** Where a kind's rows live. Tools and presets share one name space: a preset is a tool name. */
-export const KIND_TABLES: Readonly<Record<DeclarationKind, { table: string; key: string; section: string; namespace: "tool" | "agent" }>> = {
+export const KIND_TABLES: Readonly<Record<DeclarationKind, { table: string; key: string; section: string; namespace: TargetKind }>> = {
   http_tool: { table: "tool_declarations", key: "title", section: "http_tools", namespace: "tool" },
   agent: { table: "agent_declarations", key: "title", section: "agents", namespace: "agent" },
   preset: { table: "presets", key: "name", section: "presets", namespace: "tool" },

@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { AnswerRecordView, DELIVERY_STATUSES } from "../bridge/record";
 import { waitSecondsSchema } from "../bridge/schemas";
+import { Mode } from "../conversations/model/kinds";
 import { MAX_OPTION_ROWS, RichPart } from "../channels/rich/types";
 import { jsonObjectSchema } from "../http/bounded-json";
 import { identifierSchema, intactIdentifier, nonBlankText } from "../http/identifiers";
@@ -63,7 +64,7 @@ export const transcriptQuery = pagingQuery.extend({
   q: z.string().max(1000).optional(),
 });
 
-export const modeBody = z.object({ thread_id: threadIdField, mode: z.enum(["agent", "manual"]) }).strict();
+export const modeBody = z.object({ thread_id: threadIdField, mode: Mode }).strict();
 
 export const eventBody = z
   .object({
@@ -108,6 +109,6 @@ export const threadsPage = pageSchema(threadItem);
 export const recordsPage = pageSchema(AnswerRecordView);
 export const transcriptPage = pageSchema(AnswerRecordView).extend({ order: z.enum(["asc", "desc"]) });
 export const forgetAnswer = z.object({ removed: z.number().int(), route_name: z.string(), thread_id: z.string() });
-export const modeAnswer = z.object({ mode: z.enum(["agent", "manual"]), source: z.enum(["thread", "route"]) });
-export const modeSetAnswer = z.object({ route_name: z.string(), thread_id: z.string(), mode: z.enum(["agent", "manual"]), source: z.literal("thread") });
+export const modeAnswer = z.object({ mode: Mode, source: z.enum(["thread", "route"]) });
+export const modeSetAnswer = z.object({ route_name: z.string(), thread_id: z.string(), mode: Mode, source: z.literal("thread") });
 export const sentAnswer = z.object({ message_id: z.string(), thread_id: z.string() });

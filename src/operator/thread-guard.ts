@@ -8,6 +8,7 @@
  */
 import type { RouteRow } from "../bridge/routes-store";
 import type { PersonView } from "../contracts/person-rpc";
+import type { Door } from "../conversations/model/kinds";
 import type { Env } from "../env";
 import { HttpError, badRequest } from "../http/errors";
 import { parseThreadId } from "../bridge/thread-id";
@@ -31,7 +32,7 @@ export function guardThread(routeName: string, threadId: string): GuardedThread 
  * The client address a route-keyed thread id names: a channel thread's rest is the address; an api
  * thread's rest is `{percent-encoded principal}/{external_user_id}` (the principal holds no `/`).
  */
-export function threadAddress(door: "api" | "channel", rest: string): string {
+export function threadAddress(door: Door, rest: string): string {
   if (door === "channel") return rest;
   const slash = rest.indexOf("/");
   return slash >= 0 ? rest.slice(slash + 1) : rest;

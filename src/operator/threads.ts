@@ -1,7 +1,8 @@
 /** Thread forget and control mode (spec §3.2, §4.6, §4.7; decisions §10). */
 import { dropThreadListing } from "../bridge/indexes";
 import { allShards } from "../contracts/shard-rpc";
-import { type Mode, personDefaultMode } from "../bridge/mode-store";
+import { personDefaultMode } from "../bridge/mode-store";
+import type { Mode } from "../conversations/model/kinds";
 import { type RouteRow, manualRoutesOfTarget } from "../bridge/routes-store";
 import type { PersonView } from "../contracts/person-rpc";
 import { threadStub } from "../bridge/stubs";

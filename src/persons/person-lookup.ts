@@ -5,7 +5,7 @@
 import { type PersonDirectoryRpc, personDirectoryStub } from "../contracts/person-rpc";
 import { ledgerShard, personKey } from "../contracts/shard-rpc";
 import type { Env } from "../env";
-import { TargetKind } from "./target-configs";
+import { TargetKind } from "../conversations/model/kinds";
 
 /** The directory holding person `personId`, or null when no directory lists it. */
 export async function directoryOfPerson(env: Env, personId: string): Promise<PersonDirectoryRpc | null> {

@@ -5,7 +5,7 @@
  * merge or an erase is atomic.
  */
 import type { PersonAddress, PersonView } from "../contracts/person-rpc";
-import type { TargetKind } from "./target-configs";
+import type { TargetKind } from "../conversations/model/kinds";
 import { type DoorAddress, doorAddressKey } from "./pairing";
 
 /** Creates the tables (idempotent). */

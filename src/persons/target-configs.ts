@@ -4,13 +4,14 @@
  * into persons (`multichannel`), names its first-contact greeting and carries its state binding.
  */
 import { z } from "zod";
+import { type TargetKind, targetKindRefusing } from "../conversations/model/kinds";
 import { intactIdentifier } from "../http/identifiers";
 import { parseStored } from "../store/parse-stored";
 import { StateBinding } from "../states/state-binding";
 import { parseGreetingTemplate } from "./greeting-template";
 
-export const TargetKind = z.enum(["agent", "tool"], { message: "must be agent or tool" });
-export type TargetKind = z.infer<typeof TargetKind>;
+/** A target kind as a config (and its doors) take it, refused in words. */
+export const ConfigTargetKind = targetKindRefusing("must be agent or tool");
 
 /** A target name as a config names it: non-blank (spec: minLength 1), no control characters. */
 export const ConfigTargetName = intactIdentifier(
@@ -25,7 +26,7 @@ export const MAX_GREETING_CHARS = 4000;
 
 export const TargetConversationConfig = z
   .object({
-    target_kind: TargetKind,
+    target_kind: ConfigTargetKind,
     target_name: ConfigTargetName,
     multichannel: z.boolean().default(false),
     greeting_template: z

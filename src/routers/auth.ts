@@ -15,6 +15,7 @@ import { pinnedSet } from "../auth/public-routes";
 import { RoleName, roleNames } from "../auth/roles";
 import { userIdSchema } from "../auth/schemas";
 import { clearFailures, recordFailure, throttleWait } from "../auth/throttle";
+import type { TargetKind } from "../conversations/model/kinds";
 import type { AppEnv } from "../http/app-env";
 import { HttpError, badRequest, forbidden, notConfigured, tooManyRequests } from "../http/errors";
 import { addRoute, registry } from "../http/route";
@@ -270,7 +271,7 @@ export async function mintableFor(db: D1Database, p: Principal, now: Date): Prom
  * checks (src/auth/pass-role.ts: run grants and role, own and owner's, then the conditions over
  * the request-less turn input).
  */
-async function runnable(p: Principal, kind: "tool" | "agent", names: readonly string[], now: Date): Promise<string[]> {
+async function runnable(p: Principal, kind: TargetKind, names: readonly string[], now: Date): Promise<string[]> {
   const granted = names.filter((n) => principalGrantsRun(p, kind, n));
   if (granted.length === 0) return [];
   return (await principalConditionsAllow(p, now)) ? granted : [];

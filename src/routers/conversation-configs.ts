@@ -8,7 +8,7 @@ import { z } from "zod";
 import type { AppEnv } from "../http/app-env";
 import { HttpError, badRequest, notConfigured } from "../http/errors";
 import { addRoute } from "../http/route";
-import { ConfigTargetName, TargetConversationConfig, TargetKind, deleteConfig, getConfig, listConfigs, putConfig } from "../persons/target-configs";
+import { ConfigTargetKind, ConfigTargetName, TargetConversationConfig, deleteConfig, getConfig, listConfigs, putConfig } from "../persons/target-configs";
 import { checkBindingForSave } from "../states/binding-save";
 import { assertMayBind } from "../states/binding-refs";
 import { storedByOf } from "../auth/stored-by";
@@ -18,7 +18,7 @@ import { toolExists } from "../targets/dispatch";
 
 export const conversationConfigsRouter = new Hono<AppEnv>();
 
-const configParams = z.object({ target_kind: TargetKind, target_name: ConfigTargetName });
+const configParams = z.object({ target_kind: ConfigTargetKind, target_name: ConfigTargetName });
 const notFound = () => new HttpError(404, "conversation config not found");
 
 addRoute(
@@ -73,7 +73,7 @@ addRoute(
     store: "conversations",
     params: configParams,
     body: TargetConversationConfig,
-    response: z.object({ created: z.boolean(), target_kind: TargetKind, target_name: z.string(), config: TargetConversationConfig }),
+    response: z.object({ created: z.boolean(), target_kind: ConfigTargetKind, target_name: z.string(), config: TargetConversationConfig }),
     errors: [404],
   },
   async (c, { params, body }) => {
@@ -104,7 +104,7 @@ addRoute(
     auth: { tag: "conversations" },
     store: "conversations",
     params: configParams,
-    response: z.object({ removed: z.literal(true), target_kind: TargetKind, target_name: z.string() }),
+    response: z.object({ removed: z.literal(true), target_kind: ConfigTargetKind, target_name: z.string() }),
     errors: [404],
   },
   async (c, { params }) => {

@@ -11,7 +11,7 @@ import { intactIdentifier } from "../http/identifiers";
 import { addRoute } from "../http/route";
 import { canonicalLocale } from "../persons/pairing";
 import { directoryOfPerson } from "../persons/person-lookup";
-import { TargetKind } from "../persons/target-configs";
+import { Door, TargetKind } from "../conversations/model/kinds";
 import { erasePerson } from "../operator/threads";
 
 export const conversationPersonsRouter = new Hono<AppEnv>();
@@ -26,7 +26,7 @@ const personParams = z.object({
 });
 
 const PersonAddressView = z.object({
-  door: z.enum(["api", "channel"]),
+  door: Door,
   routes: z.array(z.string()),
   channel: z.string().nullable(),
   our_identity: z.string().nullable(),

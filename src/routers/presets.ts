@@ -2,6 +2,7 @@
 import { type Context, Hono } from "hono";
 import { z } from "zod";
 import type { AppEnv } from "../http/app-env";
+import type { TargetKind } from "../conversations/model/kinds";
 import { HttpError, badRequest, conflict, notConfigured } from "../http/errors";
 import { checkBindingForSave } from "../states/binding-save";
 import type { StateBinding } from "../states/state-binding";
@@ -67,13 +68,12 @@ function versionOr400(segment: string): number {
 }
 
 /** What a preset stands on: a tool (a tool preset) or an agent (an authored agent). */
-type BaseKind = "tool" | "agent";
 
 /**
  * A preset stands on a built-in or declared tool, or on a declared agent (an authored agent): not
  * on nothing (404), not on a preset (400). A tool wins over an agent of the same name.
  */
-async function baseKindOf(db: D1Database, name: string): Promise<BaseKind> {
+async function baseKindOf(db: D1Database, name: string): Promise<TargetKind> {
   // One resolution: a base tool, else a preset (refused), else maybe an agent.
   const tool = await resolveTool(db, name);
   if (tool && tool.kind !== "preset") return "tool";
@@ -89,13 +89,13 @@ async function baseKindOf(db: D1Database, name: string): Promise<BaseKind> {
  * for every body that becomes active (create, new version, rollback, rename), carried-forward
  * fields included: the caller becomes who the version runs bounded by. 403 naming the field.
  */
-function assertMayActivate(caller: Principal, body: PresetBody, kind: BaseKind | null): void {
+function assertMayActivate(caller: Principal, body: PresetBody, kind: TargetKind | null): void {
   assertMayStore(caller, "base_tool", [{ kind: kind === "agent" ? "agent" : "tool", name: body.base_tool }]);
   assertMayBind(caller, body.state_binding);
 }
 
 /** The body's own checks by what it stands on: an authored agent's fields, or a tool preset's state binding. */
-async function checkBody(c: Context<AppEnv>, body: PresetBody, kind: BaseKind | null, bindingGiven: boolean): Promise<void> {
+async function checkBody(c: Context<AppEnv>, body: PresetBody, kind: TargetKind | null, bindingGiven: boolean): Promise<void> {
   if (kind === "agent") return checkAuthoredBody(body);
   if (bindingGiven) await checkPresetBinding(c, body.state_binding);
 }

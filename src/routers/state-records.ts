@@ -20,7 +20,8 @@ import { STATES_DOOR, refusal, stateNotFound } from "../states/refusals";
 import { DeltaBatch } from "../states/ops";
 import { heldInState } from "../states/pending-saves";
 import { apiOrigin, checkPersonSubject, readRecord, writeRecord } from "../states/records";
-import { FoldResult, StateRecord, Subject, TargetKind, WriteEntry, cursorPage } from "../states/views";
+import { FoldResult, StateRecord, Subject, WriteEntry, cursorPage } from "../states/views";
+import { TargetKind } from "../conversations/model/kinds";
 
 export const stateRecordsRouter = new Hono<AppEnv>();
 

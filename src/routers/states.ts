@@ -6,6 +6,8 @@
  */
 import { Hono } from "hono";
 import { z } from "zod";
+import { holderOf } from "../auth/identity";
+import { ANONYMOUS } from "../auth/principal";
 import type { AppEnv } from "../http/app-env";
 import { pageSchema, pagingQuery, toPage, toWindow } from "../http/paging";
 import { addRoute } from "../http/route";
@@ -102,7 +104,9 @@ addRoute(
   {
     method: "get",
     path: "/api/states/{name}/consumers",
-    summary: "What binds the state (target conversation configs)",
+    summary: "What binds the state (target conversation configs, presets, hooks and schedules)",
+    description:
+      "Items by kind: `conversation_config` (`target_kind`, `target_name`), `preset` (`name`, the active `version`), `hook` (`name`), `schedule` (`name`). A restricted caller (an owned key, or anyone through a public pin) sees only the hooks and schedules it registered, as their listings show it.",
     ...STATES_DOOR,
     params: stateParams,
     response: z.object({ items: z.array(StateConsumer), total: z.number().int() }),
@@ -110,7 +114,8 @@ addRoute(
   },
   async (c, { params }) => {
     await readState(c.env, params.name);
-    const items = await consumersOf(c.env.DB, params.name);
+    const p = c.get("principal") ?? ANONYMOUS;
+    const items = await consumersOf(c.env.DB, params.name, p.restricted ? holderOf(p.key) : null);
     return { items, total: items.length };
   },
 );

@@ -5,6 +5,7 @@
  * the run answers.
  */
 import { type RunOutcome, type RunTraceInput, newTraceId } from "../contracts/run-trace";
+import type { TargetKind } from "../conversations/model/kinds";
 import type { Env } from "../env";
 import type { JsonValue } from "../http/bounded-json";
 import { recordRun } from "./recorder";
@@ -22,7 +23,7 @@ export function directOutcome(r: { ok: true } | Failure): RunOutcome {
 /** The trace of a direct run (pure). */
 export function directTrace(args: {
   kind: "tool_run" | "agent_run";
-  target: { kind: "tool" | "agent"; name: string };
+  target: { kind: TargetKind; name: string };
   caller: string;
   threadId: string | null;
   startedAt: number;
@@ -67,7 +68,7 @@ export function directTrace(args: {
 export async function tracedDirectRun<R extends { ok: true } | Failure>(
   env: Env,
   ctx: object,
-  what: { kind: "tool_run" | "agent_run"; target: { kind: "tool" | "agent"; name: string }; caller: string; threadId?: string | null; input: JsonValue },
+  what: { kind: "tool_run" | "agent_run"; target: { kind: TargetKind; name: string }; caller: string; threadId?: string | null; input: JsonValue },
   run: () => Promise<R>,
   output: (r: R & { ok: true }) => JsonValue | null,
   waitUntil?: (p: Promise<unknown>) => void,

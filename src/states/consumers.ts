@@ -1,19 +1,43 @@
 /**
- * `GET /api/states/{name}/consumers`: what binds the state: target conversation configs
- * and presets (their active version). Hooks and schedules, which bind states too, are not listed.
+ * `GET /api/states/{name}/consumers`: what binds the state: target conversation configs,
+ * presets (their active version), hooks and schedules. Hooks and schedules are read from their D1
+ * rows (`hooks`, and the `schedules` listing each Schedule object mirrors its spec into), so no
+ * Schedule object is woken; SQLite's JSON functions pick the rows whose binding names the state.
  */
 import { z } from "zod";
+import type { Holder } from "../auth/identity";
+import { TargetKind } from "../conversations/model/kinds";
 import { TargetConversationConfig } from "../persons/target-configs";
 import { parseStored } from "../store/parse-stored";
 import { listPresets } from "../targets/presets/store";
 
 export const StateConsumer = z.union([
-  z.object({ kind: z.literal("conversation_config"), target_kind: z.enum(["agent", "tool"]), target_name: z.string() }),
+  z.object({ kind: z.literal("conversation_config"), target_kind: TargetKind, target_name: z.string() }),
   z.object({ kind: z.literal("preset"), name: z.string(), version: z.number().int() }),
+  z.object({ kind: z.literal("hook"), name: z.string() }),
+  z.object({ kind: z.literal("schedule"), name: z.string() }),
 ]);
 export type StateConsumer = z.infer<typeof StateConsumer>;
 
-export async function consumersOf(db: D1Database, state: string): Promise<StateConsumer[]> {
+/** True for a row whose `state_binding` column names the statement's first parameter among its states. */
+const BINDS_STATE = "EXISTS (SELECT 1 FROM json_each(state_binding, '$.states') WHERE json_extract(value, '$.state') = ?)";
+
+/**
+ * The names in `table` (hooks or schedules) whose binding names `state`. With `registeredBy`, only
+ * those it registered since its lineage began: a restricted caller sees of these what their own
+ * listings show it, and no more.
+ */
+function boundNames(db: D1Database, table: "hooks" | "schedules", state: string, registeredBy: Holder | null): D1PreparedStatement {
+  const own = registeredBy === null ? "" : " AND created_by = ? AND updated_at >= ?";
+  const args = registeredBy === null ? [] : [registeredBy.user_id, registeredBy.since];
+  return db.prepare(`SELECT name FROM ${table} WHERE state_binding IS NOT NULL AND ${BINDS_STATE}${own} ORDER BY name`).bind(state, ...args);
+}
+
+/**
+ * Configs by target, presets, then hooks and schedules by name. `registeredBy` narrows the hooks and
+ * schedules to one identity's (a restricted caller's); configs and presets belong to no identity.
+ */
+export async function consumersOf(db: D1Database, state: string, registeredBy: Holder | null): Promise<StateConsumer[]> {
   const { results } = await db.prepare("SELECT config FROM conversation_configs ORDER BY target_kind, target_name").all<{ config: string }>();
   const out: StateConsumer[] = [];
   for (const r of results) {
@@ -23,5 +47,8 @@ export async function consumersOf(db: D1Database, state: string): Promise<StateC
   for (const p of await listPresets(db)) {
     if (p.state_binding?.states.some((a) => a.state === state)) out.push({ kind: "preset", name: p.name, version: p.current_version });
   }
+  const [hooks, schedules] = await db.batch<{ name: string }>([boundNames(db, "hooks", state, registeredBy), boundNames(db, "schedules", state, registeredBy)]);
+  for (const h of hooks.results) out.push({ kind: "hook", name: h.name });
+  for (const s of schedules.results) out.push({ kind: "schedule", name: s.name });
   return out;
 }

@@ -4,10 +4,8 @@
  * speaks these types, and the OpenAPI document is generated from the schemas.
  */
 import { z } from "zod";
+import { TargetKind } from "../conversations/model/kinds";
 import { JsonObject, JsonValue } from "../http/bounded-json";
-
-export const TargetKind = z.enum(["agent", "tool"]);
-export type TargetKind = z.infer<typeof TargetKind>;
 
 /** Whose record: a target's subject of some kind (`thread`, `person`, or an operator's own kind). */
 export const Subject = z.object({ target_kind: TargetKind, target_name: z.string(), kind: z.string(), key: z.string() }).describe("StateSubject");

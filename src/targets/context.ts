@@ -1,6 +1,7 @@
 /** What every target runs with. Built from env + settings, never from a Hono context, so the
  * bridge can dispatch from inside a Durable Object. */
 import type { KeyWithOwner } from "../auth/key-store";
+import type { Mode } from "../conversations/model/kinds";
 import type { Env } from "../env";
 import type { AskUserInput } from "../interactions/ask";
 import { edgeFetch } from "../net/edge-fetch";
@@ -16,7 +17,7 @@ export interface TargetContext {
   fetch: typeof fetch;
   now: () => Date;
   /** Present only inside a bridge turn; lets built-ins act on the calling turn's thread. */
-  turn?: { thread_id: string; route_name: string; setMode: (mode: "agent" | "manual") => Promise<void> };
+  turn?: { thread_id: string; route_name: string; setMode: (mode: Mode) => Promise<void> };
   /** Checkpoint store selected by settings. */
   checkpoints: CheckpointStore;
   /**

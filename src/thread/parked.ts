@@ -9,6 +9,7 @@
  */
 import { z } from "zod";
 import type { TurnInbound } from "../bridge/payload";
+import { Door } from "../conversations/model/kinds";
 import { parseStored } from "../store/parse-stored";
 import { sql } from "./store";
 
@@ -16,7 +17,7 @@ import { sql } from "./store";
 export const ParkedRoute = z
   .object({
     route_name: z.string(),
-    door: z.enum(["api", "channel"]),
+    door: Door,
     channel: z.string().nullable(),
     our_identity: z.string().nullable(),
     callback_url: z.string().nullable(),

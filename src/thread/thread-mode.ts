@@ -1,4 +1,5 @@
-import { type Mode, type ModeStamp, StoredOverride, liveOverride } from "../bridge/mode-store";
+import { type ModeStamp, StoredOverride, liveOverride } from "../bridge/mode-store";
+import type { Mode } from "../conversations/model/kinds";
 import type { ModeInForce } from "../contracts/thread-rpc";
 import { parseStored } from "../store/parse-stored";
 import type { ThreadDeps } from "./deps";

@@ -1,5 +1,6 @@
 import { turnSlots } from "../bridge/concurrency";
-import { type Mode, personDefaultMode } from "../bridge/mode-store";
+import { personDefaultMode } from "../bridge/mode-store";
+import type { Mode } from "../conversations/model/kinds";
 import { logTurnAbandoned } from "../bridge/ops-log";
 import { type AnswerRecord, type DeliveryStatus, TERMINAL_STATUSES } from "../bridge/record";
 import { type RouteSnapshots, type TurnRead, turnReads } from "../bridge/route-reads";

@@ -6,6 +6,7 @@
  */
 import { conditionNeedsRequest } from "../../auth/condition";
 import { getRole } from "../../auth/roles";
+import type { TargetKind } from "../../conversations/model/kinds";
 import { JqError, jqCompile } from "../../jq/engine";
 import { BUILTIN_AGENT_NAMES } from "../../targets/agents/declarations";
 import { isBuiltinTool } from "../../targets/tools/builtins";
@@ -14,7 +15,7 @@ import type { SectionName } from "../rows";
 import { type ImportContext, rowFault } from "../section";
 
 /** Is (kind, name) a target after this import: a built-in, in the deployment, or in this import? */
-export async function targetWillExist(ctx: ImportContext, kind: "agent" | "tool", name: string): Promise<boolean> {
+export async function targetWillExist(ctx: ImportContext, kind: TargetKind, name: string): Promise<boolean> {
   if (kind === "tool") {
     if (isBuiltinTool(name) || (await deployedTools(ctx)).has(name) || (await deployedPresets(ctx)).has(name)) return true;
     return (ctx.rows.tools ?? []).some((t) => t.declaration.title === name) || (ctx.rows.presets ?? []).some((p) => p.name === name);

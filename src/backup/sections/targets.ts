@@ -16,6 +16,7 @@
  * Anything else needs the value in plain text, entered again.
  */
 import { assertConnectionsLendable, sentTo } from "../../connectors/references";
+import type { TargetKind } from "../../conversations/model/kinds";
 import { type AgentDeclaration, BUILTIN_AGENT_NAMES, agentDeclarationSchema, checkAgentDeclaration, getDeclaredAgent, listDeclaredAgents, upsertAgentStatement } from "../../targets/agents/declarations";
 import { type HeaderSpec, headerConnections, headerValueSchema } from "../../targets/env-refs";
 import { movedSecretMessage, urlOrigin } from "../../targets/origin-lock";
@@ -39,10 +40,10 @@ export function splitHeaders(headers: HeaderSpec): { references: HeaderSpec; lit
 }
 
 /** Where a sealed literal header value may be restored: the declaration, the header and the URL origin it is sent to. */
-export const targetSecretAad = (kind: "tool" | "agent", title: string, header: string, origin: string | null) => backupAad("target-secrets", kind, title, header, origin ?? "");
+export const targetSecretAad = (kind: TargetKind, title: string, header: string, origin: string | null) => backupAad("target-secrets", kind, title, header, origin ?? "");
 
 /** The literal values of the headers the deployment's declaration of (kind, title) has now, and the origin they go to. */
-async function deployedLiterals(ctx: ImportContext, kind: "tool" | "agent", title: string): Promise<{ literals: Record<string, string>; origin: string | null } | null> {
+async function deployedLiterals(ctx: ImportContext, kind: TargetKind, title: string): Promise<{ literals: Record<string, string>; origin: string | null } | null> {
   if (kind === "tool") {
     const tool = await getHttpTool(ctx.db, title);
     return tool ? { literals: splitHeaders(tool.headers).literals, origin: urlOrigin(tool.url) } : null;
@@ -203,7 +204,7 @@ export const targetSecretsSection = defineSection({
     "The literal header values of declared HTTP tools and http agents, by tool or agent, each sealed under SETTINGS_ENCRYPTION_KEY for its declaration, header and URL origin: it opens only in a deployment holding that key, for that declaration at that origin.",
   async exportRows(ctx) {
     const sealer = new BackupSealer(ctx);
-    const sealAll = async (kind: "tool" | "agent", title: string, literals: Record<string, string>, url: string) => {
+    const sealAll = async (kind: TargetKind, title: string, literals: Record<string, string>, url: string) => {
       const headers: Record<string, SecretValue> = {};
       for (const [name, value] of Object.entries(literals)) headers[name] = await sealer.seal(value, targetSecretAad(kind, title, name, urlOrigin(url)));
       return headers;

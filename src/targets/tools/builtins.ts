@@ -1,5 +1,6 @@
 /** Built-in tools (decisions §4): always registered, never declared or removed. */
 import { routeWithKeyByChannelIdentity } from "../../bridge/routes-store";
+import { Mode } from "../../conversations/model/kinds";
 import { personDirectoryStub } from "../../contracts/person-rpc";
 import { ASK_USER_JSON_SCHEMA, AskUserInput } from "../../interactions/ask";
 import type { TargetContext } from "../context";
@@ -39,18 +40,18 @@ const setConversationMode: BuiltinTool = {
   description: "Sets the calling conversation thread's control mode (agent or manual). Only works inside a conversation turn.",
   input_schema: {
     type: "object",
-    properties: { mode: { type: "string", enum: ["agent", "manual"] } },
+    properties: { mode: { type: "string", enum: [...Mode.options] } },
     required: ["mode"],
   },
   output_schema: {
     type: "object",
-    properties: { mode: { type: "string", enum: ["agent", "manual"] } },
+    properties: { mode: { type: "string", enum: [...Mode.options] } },
     required: ["mode"],
   },
   timeout_seconds: 30,
   async run(ctx, kwargs) {
     if (!ctx.turn) throw new ToolError("set_conversation_mode only works inside a conversation turn");
-    const mode = kwargs.mode as "agent" | "manual";
+    const mode = kwargs.mode as Mode;
     await ctx.turn.setMode(mode);
     return { mode };
   },
