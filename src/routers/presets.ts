@@ -67,8 +67,6 @@ function versionOr400(segment: string): number {
   return v;
 }
 
-/** What a preset stands on: a tool (a tool preset) or an agent (an authored agent). */
-
 /**
  * A preset stands on a built-in or declared tool, or on a declared agent (an authored agent): not
  * on nothing (404), not on a preset (400). A tool wins over an agent of the same name.
