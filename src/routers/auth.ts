@@ -17,7 +17,7 @@ import { userIdSchema } from "../auth/schemas";
 import { clearFailures, recordFailure, throttleWait } from "../auth/throttle";
 import type { AppEnv } from "../http/app-env";
 import { HttpError, badRequest, forbidden, notConfigured, tooManyRequests } from "../http/errors";
-import { addRoute, registry } from "../http/route";
+import { addPublicRoute, addRoute, registry } from "../http/route";
 import { listAgents } from "../targets/agents/run";
 import { listToolNames } from "../targets/tools/registry";
 
@@ -29,7 +29,7 @@ export function clientIp(headers: Headers): string {
   return headers.get("cf-connecting-ip") ?? headers.get("x-real-ip") ?? "unknown";
 }
 
-addRoute(
+addPublicRoute(
   authRouter,
   {
     method: "post",

@@ -23,7 +23,7 @@ import { CONSOLE_CSP, secured } from "../console/security-headers";
 import { consoleHubStub } from "../contracts/console-hub-rpc";
 import type { AppEnv } from "../http/app-env";
 import { HttpError } from "../http/errors";
-import { addRoute } from "../http/route";
+import { addPublicRoute, addRoute } from "../http/route";
 
 export const consoleRouter = new Hono<AppEnv>();
 
@@ -86,7 +86,7 @@ addRoute(
   },
 );
 
-addRoute(
+addPublicRoute(
   consoleRouter,
   {
     method: "get",

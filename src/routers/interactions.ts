@@ -18,7 +18,7 @@ import { jsonObjectSchema } from "../http/bounded-json";
 import { HttpError, badRequest, notFound } from "../http/errors";
 import { nonBlankText } from "../http/identifiers";
 import { pageSchema, pagingQuery, toPage, toWindow } from "../http/paging";
-import { addRoute } from "../http/route";
+import { addPublicRoute, addRoute } from "../http/route";
 import { InteractionOption } from "../interactions/ask";
 import { listInteractions, interactionByTicket } from "../interactions/index-store";
 import { MEDIA_ID_PATTERN, mediaKey } from "../interactions/media";
@@ -242,7 +242,7 @@ async function ticketTarget(env: Env, ticket: string): Promise<{ id: string; has
   return { id, hash };
 }
 
-addRoute(
+addPublicRoute(
   interactionsRouter,
   {
     method: "get",
@@ -264,7 +264,7 @@ addRoute(
   },
 );
 
-addRoute(
+addPublicRoute(
   interactionsRouter,
   {
     method: "post",

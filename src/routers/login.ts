@@ -18,7 +18,7 @@ import { userIdSchema } from "../auth/schemas";
 import { clearFailures, recordFailure, throttleWait } from "../auth/throttle";
 import type { AppEnv } from "../http/app-env";
 import { HttpError, badRequest, conflict, forbidden, tooManyRequests } from "../http/errors";
-import { addRoute } from "../http/route";
+import { addPublicRoute, addRoute } from "../http/route";
 import { clientIp, conditionSchema } from "./auth";
 
 export const loginRouter = new Hono<AppEnv>();
@@ -110,7 +110,7 @@ export type LoginMethods = z.infer<typeof LoginMethods>;
 /** How a client may get a key: present one, or claim a link. Bootstrap is reported on its own. */
 export const LOGIN_METHODS = ["api-key", "claim-link"] as const;
 
-addRoute(
+addPublicRoute(
   loginRouter,
   {
     method: "get",
@@ -130,7 +130,7 @@ addRoute(
 
 const CLAIM_REFUSED = "claim token is invalid, expired or already used";
 
-addRoute(
+addPublicRoute(
   loginRouter,
   {
     method: "post",
