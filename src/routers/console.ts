@@ -73,8 +73,7 @@ addRoute(
     status: 201,
     errors: [404],
   },
-  async (c, { params }) => {
-    const principal = c.get("principal")!;
+  async (c, { params, principal }) => {
     // The socket tells about this route's threads: the caller must be able to read them.
     await authorize(principal, { tag: "conversations", action: "read" }, { method: "GET", path: `/api/conversations/${params.route_name}/transcript` }, new Date());
     await requireRoute(c.env.DB, params.route_name);

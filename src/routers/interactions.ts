@@ -185,8 +185,7 @@ addRoute(
     response: InteractionView,
     errors: [404, 409],
   },
-  async (c, { params, body }) => {
-    const p = c.get("principal")!;
+  async (c, { params, body, principal: p }) => {
     await visibleInteraction(c, params.interaction_id);
     const r = await interactionStub(c.env, params.interaction_id).answer(toInput(body), { kind: "operator", user_id: p.key.user_id, message_id: null });
     if (!r.ok) throw refusal(r.reason);
@@ -210,8 +209,7 @@ addRoute(
     response: InteractionView,
     errors: [404, 409],
   },
-  async (c, { params, body }) => {
-    const p = c.get("principal")!;
+  async (c, { params, body, principal: p }) => {
     await visibleInteraction(c, params.interaction_id);
     const r = await interactionStub(c.env, params.interaction_id).cancel(p.key.user_id, body.reason ?? null);
     if (!r.ok) throw refusal(r.reason);

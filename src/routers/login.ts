@@ -53,8 +53,7 @@ addRoute(
     response: ClaimLink,
     errors: [409],
   },
-  async (c, { body }) => {
-    const p = c.get("principal")!;
+  async (c, { body, principal: p }) => {
     const db = c.env.DB;
     // The mint door's rules (src/routers/auth.ts), with the owner forced to the caller.
     if (p.restricted) throw forbidden();
@@ -96,8 +95,7 @@ addRoute(
     revokesCaller: true,
     response: z.object({ user_id: z.string(), revoked: z.literal(true) }),
   },
-  async (c, { body }) => {
-    const p = c.get("principal")!;
+  async (c, { body, principal: p }) => {
     if (body.user_id !== undefined && body.user_id !== p.key.user_id) throw badRequest("user_id: must name the calling key when given");
     await revokeKey(c.env.DB, p.key.user_id, p.key.user_id, new Date().toISOString());
     return { user_id: p.key.user_id, revoked: true as const };
