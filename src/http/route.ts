@@ -178,7 +178,7 @@ export function addPublicRoute<
   Q extends z.ZodType | undefined = undefined,
   B extends z.ZodType | undefined = undefined,
 >(router: Hono<AppEnv>, spec: RouteSpec<P, Q, B, { public: true }>, handler: Handler<P, Q, B>): void {
-  register(router, spec, async (c) => c.set("principal", null), handler);
+  register(router, spec, async () => null, handler);
 }
 
 /**
@@ -191,17 +191,12 @@ async function admitCaller(
   spec: RouteSpec<z.ZodType | undefined, z.ZodType | undefined, z.ZodType | undefined, CallerAuth>,
 ): Promise<Principal> {
   const auth = spec.auth;
-  if ("authenticated" in auth) {
-    const principal = await authenticate(c.env.DB, readCredential(c.req.raw.headers));
-    c.set("principal", principal);
-    return principal;
-  }
+  if ("authenticated" in auth) return authenticate(c.env.DB, readCredential(c.req.raw.headers));
   const prefetch = spec.prefetch && c.get("settings").conversations.storeUrl ? spec.prefetch(c.env.DB, c.req.param()) : [];
   const action: Action = auth.action ?? (spec.method === "get" ? "read" : "write");
   const need = { tag: auth.tag, action, admin: auth.admin };
   const principal = await admit(c.env.DB, readCredential(c.req.raw.headers), spec, need, { method: c.req.method, path: c.req.path }, new Date(), prefetch);
   c.set("prefetched", principal.prefetched);
-  c.set("principal", principal);
   return principal;
 }
 
@@ -210,13 +205,13 @@ function register<P extends z.ZodType | undefined, Q extends z.ZodType | undefin
   router: Hono<AppEnv>,
   spec: RouteSpec<P, Q, B, AuthSpec>,
   caller: (c: Context<AppEnv>) => Promise<C>,
-  handler: (c: Context<AppEnv>, input: RouteInput<P, Q, B>, caller: C) => Promise<unknown> | unknown,
+  handler: (c: Context<AppEnv>, input: RouteInput<P, Q, B>, admitted: C) => Promise<unknown> | unknown,
 ): void {
   if (!registry.some((r) => r.method === spec.method && r.path === spec.path)) registry.push(spec as RouteSpec);
   router.on(spec.method.toUpperCase(), honoPath(spec.path), async (c) => {
     const settings = c.get("settings");
     c.set("prefetched", []);
-    const principal = await caller(c);
+    const admitted = await caller(c);
     const params = spec.params ? parseOr400(spec.params, c.req.param(), "path") : undefined;
     const query = spec.query ? parseOr400(spec.query, c.req.query(), "query") : undefined;
     let raw: Uint8Array | null = null;
@@ -230,7 +225,7 @@ function register<P extends z.ZodType | undefined, Q extends z.ZodType | undefin
     }
     const refusal = spec.store ? storeRefusal(spec.store, settings) : null;
     if (refusal) throw refusal;
-    const result = await handler(c, { params, query, body, raw } as RouteInput<P, Q, B>, principal);
+    const result = await handler(c, { params, query, body, raw } as RouteInput<P, Q, B>, admitted);
     if (result instanceof Response) return result;
     return c.json({ data: result === undefined ? null : result }, (spec.status ?? 200) as 200);
   });
