@@ -1,13 +1,15 @@
-import type { Principal } from "../auth/principal";
 import type { Env } from "../env";
 import type { Settings } from "../settings/settings";
 
-/** Hono environment shared by every router: bindings plus per-request variables. */
+/**
+ * Hono environment shared by every router: bindings plus per-request variables. The caller is not
+ * one of them: the route pipeline hands it to authenticated handlers only (src/http/route.ts), so
+ * no handler reads a principal that its door's declaration does not guarantee.
+ */
 export type AppEnv = {
   Bindings: Env;
   Variables: {
     settings: Settings;
-    principal: Principal | null;
     /** Results of a route spec's `prefetch` statements (see src/http/route.ts). */
     prefetched: D1Result[];
   };

@@ -5,7 +5,7 @@
  */
 import type { Context, Hono } from "hono";
 import type { z } from "zod";
-import { admit, authenticate, readCredential } from "../auth/principal";
+import { type Principal, admit, authenticate, readCredential } from "../auth/principal";
 import type { Action } from "../auth/scopes";
 import type { AppEnv } from "./app-env";
 import { parseJsonBody, readRawBody } from "./body";
@@ -50,6 +50,9 @@ export type AuthSpec =
       admin?: boolean;
     };
 
+/** The declarations of doors that admit a caller: every kind but public. */
+export type CallerAuth = Exclude<AuthSpec, { public: true }>;
+
 /**
  * A reference a door stores that later runs under another identity or another key's grants
  * (docs/security.md, "Confused deputy"): the stored thing is bounded by the storing key's own
@@ -72,6 +75,7 @@ export interface RouteSpec<
   P extends z.ZodType | undefined = z.ZodType | undefined,
   Q extends z.ZodType | undefined = z.ZodType | undefined,
   B extends z.ZodType | undefined = z.ZodType | undefined,
+  A extends AuthSpec = AuthSpec,
 > {
   method: Method;
   /** OpenAPI-style path, e.g. `/api/conversations/{route_name}`. */
@@ -80,7 +84,7 @@ export interface RouteSpec<
   description?: string;
   /** OpenAPI tag (the area). */
   area: string;
-  auth: AuthSpec;
+  auth: A;
   /** The store the door needs: without it the door answers 501 `<store>-not-configured`. */
   store?: StoreName;
   params?: P;
@@ -130,7 +134,19 @@ export interface RouteInput<P, Q, B> {
   raw: Uint8Array | null;
 }
 
+/**
+ * What an authenticated door's handler receives: its input and the caller the auth step admitted
+ * (the anonymous principal when a public pin admitted the request).
+ */
+export interface AuthedInput<P, Q, B> extends RouteInput<P, Q, B> {
+  principal: Principal;
+}
+
+/** A public door's handler: no caller was authenticated, so it gets none. */
 export type Handler<P, Q, B> = (c: Context<AppEnv>, input: RouteInput<P, Q, B>) => Promise<unknown> | unknown;
+
+/** An authenticated door's handler. */
+export type AuthedHandler<P, Q, B> = (c: Context<AppEnv>, input: AuthedInput<P, Q, B>) => Promise<unknown> | unknown;
 
 /** Every route registered in this isolate, in registration order (feeds OpenAPI and 405s). */
 export const registry: RouteSpec[] = [];
@@ -144,29 +160,58 @@ export function pathRegex(path: string): RegExp {
   return new RegExp(`^${escaped.replace(/\{[A-Za-z0-9_]+\}/g, "[^/]+")}/?$`);
 }
 
-/** Registers `spec` on `router` with the standard pipeline in front of `handler`. */
+/**
+ * Registers an authenticated door (`authenticated`, or a scope `tag`) on `router` with the
+ * standard pipeline in front of `handler`, which receives the admitted principal.
+ */
 export function addRoute<
   P extends z.ZodType | undefined = undefined,
   Q extends z.ZodType | undefined = undefined,
   B extends z.ZodType | undefined = undefined,
->(router: Hono<AppEnv>, spec: RouteSpec<P, Q, B>, handler: Handler<P, Q, B>): void {
+>(router: Hono<AppEnv>, spec: RouteSpec<P, Q, B, CallerAuth>, handler: AuthedHandler<P, Q, B>): void {
+  register(router, spec, (c) => admitCaller(c, spec), (c, input, principal) => handler(c, { ...input, principal }));
+}
+
+/** Registers a public door (`auth: {public: true}`): the same pipeline without a caller. */
+export function addPublicRoute<
+  P extends z.ZodType | undefined = undefined,
+  Q extends z.ZodType | undefined = undefined,
+  B extends z.ZodType | undefined = undefined,
+>(router: Hono<AppEnv>, spec: RouteSpec<P, Q, B, { public: true }>, handler: Handler<P, Q, B>): void {
+  register(router, spec, async () => null, handler);
+}
+
+/**
+ * The auth step of an authenticated door: a declared `authenticated` door needs any valid key;
+ * a tagged door authenticates, authorizes and honours a public pin (src/auth/principal.ts
+ * `admit`), batching the door's prefetch with the key lookup.
+ */
+async function admitCaller(
+  c: Context<AppEnv>,
+  spec: RouteSpec<z.ZodType | undefined, z.ZodType | undefined, z.ZodType | undefined, CallerAuth>,
+): Promise<Principal> {
+  const auth = spec.auth;
+  if ("authenticated" in auth) return authenticate(c.env.DB, readCredential(c.req.raw.headers));
+  const prefetch = spec.prefetch && c.get("settings").conversations.storeUrl ? spec.prefetch(c.env.DB, c.req.param()) : [];
+  const action: Action = auth.action ?? (spec.method === "get" ? "read" : "write");
+  const need = { tag: auth.tag, action, admin: auth.admin };
+  const principal = await admit(c.env.DB, readCredential(c.req.raw.headers), spec, need, { method: c.req.method, path: c.req.path }, new Date(), prefetch);
+  c.set("prefetched", principal.prefetched);
+  return principal;
+}
+
+/** The pipeline every door shares: caller, validation, store gate, handler, `{data}` envelope. */
+function register<P extends z.ZodType | undefined, Q extends z.ZodType | undefined, B extends z.ZodType | undefined, C>(
+  router: Hono<AppEnv>,
+  spec: RouteSpec<P, Q, B, AuthSpec>,
+  caller: (c: Context<AppEnv>) => Promise<C>,
+  handler: (c: Context<AppEnv>, input: RouteInput<P, Q, B>, admitted: C) => Promise<unknown> | unknown,
+): void {
   if (!registry.some((r) => r.method === spec.method && r.path === spec.path)) registry.push(spec as RouteSpec);
   router.on(spec.method.toUpperCase(), honoPath(spec.path), async (c) => {
     const settings = c.get("settings");
     c.set("prefetched", []);
-    if ("authenticated" in spec.auth) {
-      c.set("principal", await authenticate(c.env.DB, readCredential(c.req.raw.headers)));
-    } else if (!("public" in spec.auth)) {
-      const prefetch = spec.prefetch && settings.conversations.storeUrl ? spec.prefetch(c.env.DB, c.req.param()) : [];
-      const action: Action = spec.auth.action ?? (spec.method === "get" ? "read" : "write");
-      const need = { tag: spec.auth.tag, action, admin: spec.auth.admin };
-      // Authenticate, authorize, and honour a public pin (src/auth/principal.ts `admit`).
-      const principal = await admit(c.env.DB, readCredential(c.req.raw.headers), spec, need, { method: c.req.method, path: c.req.path }, new Date(), prefetch);
-      c.set("prefetched", principal.prefetched);
-      c.set("principal", principal);
-    } else {
-      c.set("principal", null);
-    }
+    const admitted = await caller(c);
     const params = spec.params ? parseOr400(spec.params, c.req.param(), "path") : undefined;
     const query = spec.query ? parseOr400(spec.query, c.req.query(), "query") : undefined;
     let raw: Uint8Array | null = null;
@@ -180,7 +225,7 @@ export function addRoute<
     }
     const refusal = spec.store ? storeRefusal(spec.store, settings) : null;
     if (refusal) throw refusal;
-    const result = await handler(c, { params, query, body, raw } as RouteInput<P, Q, B>);
+    const result = await handler(c, { params, query, body, raw } as RouteInput<P, Q, B>, admitted);
     if (result instanceof Response) return result;
     return c.json({ data: result === undefined ? null : result }, (spec.status ?? 200) as 200);
   });

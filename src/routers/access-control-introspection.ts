@@ -33,7 +33,7 @@ addRoute(
     auth: { tag: "auth" },
     response: Capabilities,
   },
-  async (c) => mintableFor(c.env.DB, c.get("principal")!, new Date()),
+  async (c, { principal }) => mintableFor(c.env.DB, principal, new Date()),
 );
 
 addRoute(
@@ -74,7 +74,7 @@ addRoute(
     auth: { authenticated: true },
     response: ConditionInputView,
   },
-  (c) => conditionInput(c.get("principal")!.key, new Date(), { method: c.req.method, path: c.req.path }),
+  (c, { principal }) => conditionInput(principal.key, new Date(), { method: c.req.method, path: c.req.path }),
 );
 
 addRoute(
@@ -90,9 +90,9 @@ addRoute(
     body: z.object({ condition: z.string().min(1).max(4096), sample_context: jsonObjectSchema.optional() }).strict(),
     response: z.object({ ok: z.literal(true), result: z.boolean().nullable(), allowed: z.boolean() }),
   },
-  async (c, { body }) => {
+  async (c, { body, principal }) => {
     await assertConditionCompiles(body.condition);
-    const input = body.sample_context ?? conditionInput(c.get("principal")!.key, new Date(), { method: c.req.method, path: c.req.path });
+    const input = body.sample_context ?? conditionInput(principal.key, new Date(), { method: c.req.method, path: c.req.path });
     let outputs: unknown[];
     try {
       outputs = await jqRun(body.condition, input);

@@ -37,8 +37,7 @@ addRoute(
     response: pageSchema(KeyVersion),
     errors: [404],
   },
-  async (c, { params, query }) => {
-    const p = c.get("principal")!;
+  async (c, { params, query, principal: p }) => {
     let since: string | undefined;
     if (!p.admin) {
       const k = p.restricted ? null : await findByUserId(c.env.DB, params.user_id);
@@ -68,8 +67,7 @@ addRoute(
     response: z.object({ key: KeyView, version: z.number().int(), api_key: z.string().optional() }),
     errors: [404],
   },
-  async (c, { params, body }) => {
-    const p = c.get("principal")!;
+  async (c, { params, body, principal: p }) => {
     const target = await manageable(c.env.DB, p, params.user_id);
     const old = await getKeyVersion(c.env.DB, target.user_id, body.version);
     // A non-admin rolls back within the key's own lineage (the versions it can read).

@@ -57,12 +57,12 @@ addRoute(
     response: z.object({ method: z.string(), path: z.string(), pinned: z.literal(true), created: z.boolean() }),
     errors: [404],
   },
-  async (c, { body }) => {
+  async (c, { body, principal }) => {
     const door = doorOf(body.method, body.path);
     if (!door) throw new HttpError(404, "no such door in the route table");
     const refusal = pinRefusal(door);
     if (refusal) throw badRequest(`invalid body: this door cannot be pinned public: ${refusal}`);
-    const { created } = await pin(c.env.DB, body.method, body.path, c.get("principal")?.key.user_id ?? null, new Date().toISOString());
+    const { created } = await pin(c.env.DB, body.method, body.path, principal.key.user_id, new Date().toISOString());
     return { method: body.method, path: body.path, pinned: true as const, created };
   },
 );

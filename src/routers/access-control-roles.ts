@@ -2,9 +2,10 @@
  * Role doors (docs/access-control.md, "Roles"). Reads need `auth:read`; every write is
  * admin-only (a role bounds every key that names it). Each write appends a version.
  */
-import { type Context, Hono } from "hono";
+import { Hono } from "hono";
 import { z } from "zod";
 import { assertConditionCompiles } from "../auth/condition";
+import type { Principal } from "../auth/principal";
 import {
   Role,
   RoleConditionInput,
@@ -34,8 +35,8 @@ const nameParams = z.object({ name: RoleName });
 const roleNotFound = () => new HttpError(404, "role not found");
 
 /** Who made a change, for the version row. */
-function actor(c: Context<AppEnv>): string | null {
-  return c.get("principal")?.key.user_id ?? null;
+function actor(p: Principal): string {
+  return p.key.user_id;
 }
 
 addRoute(
@@ -77,9 +78,9 @@ addRoute(
     response: Role,
     errors: [409],
   },
-  async (c, { body }) => {
+  async (c, { body, principal }) => {
     if (body.condition) await assertConditionCompiles(body.condition);
-    return createRole(c.env.DB, { name: body.name, description: body.description, grants: normalizeGrants(body.grants), condition: body.condition ?? null }, actor(c), new Date().toISOString());
+    return createRole(c.env.DB, { name: body.name, description: body.description, grants: normalizeGrants(body.grants), condition: body.condition ?? null }, actor(principal), new Date().toISOString());
   },
 );
 
@@ -103,14 +104,14 @@ addRoute(
     response: Role,
     errors: [404],
   },
-  async (c, { params, body }) => {
+  async (c, { params, body, principal }) => {
     if (body.description === undefined && body.grants === undefined && body.condition === undefined) throw badRequest("invalid body: give description, grants or condition");
     if (body.condition) await assertConditionCompiles(body.condition);
     const role = await editRole(
       c.env.DB,
       params.name,
       { description: body.description, grants: body.grants ? normalizeGrants(body.grants) : undefined, condition: body.condition },
-      actor(c),
+      actor(principal),
       new Date().toISOString(),
     );
     if (!role) throw roleNotFound();
@@ -132,8 +133,8 @@ addRoute(
     response: Role,
     errors: [404],
   },
-  async (c, { params, body }) => {
-    const role = await mergeRoleGrants(c.env.DB, params.name, body.grants, actor(c), new Date().toISOString());
+  async (c, { params, body, principal }) => {
+    const role = await mergeRoleGrants(c.env.DB, params.name, body.grants, actor(principal), new Date().toISOString());
     if (!role) throw roleNotFound();
     return role;
   },
@@ -175,10 +176,10 @@ addRoute(
     response: Role,
     errors: [404],
   },
-  async (c, { params, body }) => {
+  async (c, { params, body, principal }) => {
     if (!(await getRole(c.env.DB, params.name))) throw roleNotFound();
     if (!(await getRoleVersion(c.env.DB, params.name, body.version))) throw new HttpError(404, "role version not found");
-    const role = await rollbackRole(c.env.DB, params.name, body.version, actor(c), new Date().toISOString());
+    const role = await rollbackRole(c.env.DB, params.name, body.version, actor(principal), new Date().toISOString());
     if (!role) throw roleNotFound();
     return role;
   },
@@ -199,8 +200,8 @@ addRoute(
     response: z.object({ name: z.string(), removed: z.literal(true), keys_denied: z.number().int() }),
     errors: [404, 409],
   },
-  async (c, { params, query }) => {
-    const { keys } = await deleteRole(c.env.DB, params.name, query.force === "true", actor(c), new Date().toISOString());
+  async (c, { params, query, principal }) => {
+    const { keys } = await deleteRole(c.env.DB, params.name, query.force === "true", actor(principal), new Date().toISOString());
     return { name: params.name, removed: true as const, keys_denied: keys };
   },
 );

@@ -138,8 +138,7 @@ addRoute(
     produces: "text/event-stream",
     errors: [404],
   },
-  async (c, { params, body }) => {
-    const p = c.get("principal")!;
+  async (c, { params, body, principal: p }) => {
     // Authorization comes before the lookup, so a caller without the grant learns nothing.
     if (!principalGrantsRun(p, "agent", params.name)) throw forbidden();
     const ctx = createTargetContext(c.env, c.get("settings"));
@@ -168,8 +167,7 @@ addRoute(
     produces: "text/event-stream",
     errors: [404],
   },
-  async (c, { params, body }) => {
-    const p = c.get("principal")!;
+  async (c, { params, body, principal: p }) => {
     // Authorization comes before the lookup, so a caller without the grant learns nothing.
     if (!principalGrantsRun(p, "agent", params.name)) throw forbidden();
     const preset = await getPreset(c.env.DB, params.name);

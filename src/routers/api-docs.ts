@@ -10,7 +10,7 @@ import { Scalar } from "@scalar/hono-api-reference";
 import { Hono } from "hono";
 import type { Context } from "hono";
 import type { AppEnv } from "../http/app-env";
-import { addRoute } from "../http/route";
+import { addPublicRoute } from "../http/route";
 import { docsCsp, secured } from "../console/security-headers";
 
 export const apiDocsRouter = new Hono<AppEnv>();
@@ -49,7 +49,7 @@ async function referencePage(c: Context<AppEnv>): Promise<{ html: string; csp: s
   return page;
 }
 
-addRoute(
+addPublicRoute(
   apiDocsRouter,
   {
     method: "get",

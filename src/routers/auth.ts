@@ -18,7 +18,7 @@ import { clearFailures, recordFailure, throttleWait } from "../auth/throttle";
 import type { TargetKind } from "../conversations/model/kinds";
 import type { AppEnv } from "../http/app-env";
 import { HttpError, badRequest, forbidden, notConfigured, tooManyRequests } from "../http/errors";
-import { addRoute, registry } from "../http/route";
+import { addPublicRoute, addRoute, registry } from "../http/route";
 import { listAgents } from "../targets/agents/run";
 import { listToolNames } from "../targets/tools/registry";
 
@@ -30,7 +30,7 @@ export function clientIp(headers: Headers): string {
   return headers.get("cf-connecting-ip") ?? headers.get("x-real-ip") ?? "unknown";
 }
 
-addRoute(
+addPublicRoute(
   authRouter,
   {
     method: "post",
@@ -114,8 +114,7 @@ addRoute(
     response: z.object({ api_key: z.string(), key_fingerprint: z.string() }),
     errors: [409],
   },
-  async (c, { body }) => {
-    const p = c.get("principal")!;
+  async (c, { body, principal: p }) => {
     if (p.restricted) throw forbidden();
     let owner = body.owner_user_id ?? null;
     if (!p.admin) {
@@ -181,8 +180,7 @@ addRoute(
     response: KeyView,
     errors: [404],
   },
-  async (c, { params, body }) => {
-    const p = c.get("principal")!;
+  async (c, { params, body, principal: p }) => {
     const target = await manageable(c.env.DB, p, params.user_id);
     if (body.owner_user_id !== undefined && !p.admin) throw forbidden();
     if (body.owner_user_id) {
@@ -214,8 +212,7 @@ addRoute(
     response: z.object({ user_id: z.string(), revoked: z.literal(true) }),
     errors: [404],
   },
-  async (c, { params }) => {
-    const p = c.get("principal")!;
+  async (c, { params, principal: p }) => {
     const target = await manageable(c.env.DB, p, params.user_id);
     await revokeKey(c.env.DB, target.user_id, p.key.user_id, new Date().toISOString());
     return { user_id: target.user_id, revoked: true as const };
@@ -236,8 +233,7 @@ addRoute(
     response: KeyView,
     errors: [404],
   },
-  async (c, { params, body }) => {
-    const p = c.get("principal")!;
+  async (c, { params, body, principal: p }) => {
     const target = await manageable(c.env.DB, p, params.user_id);
     assertWithinCaller(p, body.add);
     await assertScopesExist(c.env.DB, body.add);
@@ -300,8 +296,7 @@ addRoute(
       mintable: Capabilities,
     }),
   },
-  async (c) => {
-    const p = c.get("principal")!;
+  async (c, { principal: p }) => {
     const db = c.env.DB;
     const now = new Date();
     const [pins, toolNames, agents] = await Promise.all([pinnedSet(db), listToolNames(db), listAgents(db)]);

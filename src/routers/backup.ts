@@ -73,13 +73,13 @@ addRoute(
     response: ImportAnswer,
     errors: [409, 501],
   },
-  (c, { body }) => {
+  (c, { body, principal }) => {
     const now = new Date();
     return importDocument(body.document, body.sections, {
       env: c.env,
       db: c.env.DB,
       settings: c.get("settings"),
-      principal: c.get("principal")!,
+      principal,
       nowIso: now.toISOString(),
       nowMs: now.getTime(),
     });

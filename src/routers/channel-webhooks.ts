@@ -12,7 +12,7 @@ import type { WebhookDoor } from "../channels/adapter";
 import { receiveWebhook, webhookAck, webhookOf } from "../channels/webhook";
 import type { AppEnv } from "../http/app-env";
 import { HttpError, unavailable } from "../http/errors";
-import { addRoute } from "../http/route";
+import { addPublicRoute } from "../http/route";
 import type { Context } from "hono";
 
 export const channelWebhooksRouter = new Hono<AppEnv>();
@@ -42,7 +42,7 @@ const description =
   "Public: authenticated by the provider's signature over the raw body (401 when missing or bad; 404 when the channel's secrets are unset). Verified webhooks are acknowledged even when duplicate, unrouted or blank; 503 asks the provider to redeliver.";
 
 for (const method of ["get", "post"] as const) {
-  addRoute(
+  addPublicRoute(
     channelWebhooksRouter,
     {
       method,
@@ -59,7 +59,7 @@ for (const method of ["get", "post"] as const) {
   );
 }
 
-addRoute(
+addPublicRoute(
   channelWebhooksRouter,
   {
     method: "post",

@@ -11,6 +11,7 @@ import type { Context } from "hono";
 import { Hono } from "hono";
 import { z } from "zod";
 import { holderOf } from "../auth/identity";
+import type { Principal } from "../auth/principal";
 import { connectionStub } from "../contracts/connection-rpc";
 import { AuthorizationView, CompletionView, beginAuthorization, completeAuthorization, providerFor } from "../connectors/authorization";
 import { type Caller, ConnectionView, connectionIdsAfter, connectionView, deleteConnection, getConnection, listConnections, updateConnection, visibleTo } from "../connectors/connections";
@@ -35,17 +36,16 @@ const subServicesSchema = z
   .refine((ids) => new Set(ids).size === ids.length, { message: "must not repeat a sub-service" });
 const connectionParams = z.object({ connection_id: connectionIdSchema });
 
-function callerOf(c: Context<AppEnv>): Caller {
-  const p = c.get("principal")!;
+function callerOf(p: Principal): Caller {
   return { ...holderOf(p.key), admin: p.admin };
 }
 
 const connectionNotFound = () => notFound("connection not found");
 
 /** The connection `id` if `caller` may see it, else 404 (absent and foreign alike). */
-async function visibleConnection(c: Context<AppEnv>, id: string) {
-  const row = await getConnection(c.env.DB, id);
-  if (!row || !visibleTo(row, callerOf(c))) throw connectionNotFound();
+async function visibleConnection(db: D1Database, caller: Caller, id: string) {
+  const row = await getConnection(db, id);
+  if (!row || !visibleTo(row, caller)) throw connectionNotFound();
   return row;
 }
 
@@ -93,11 +93,11 @@ addRoute(
     body: z.object({ provider_id: providerIdSchema, sub_services: subServicesSchema }).strict(),
     response: AuthorizationView,
   },
-  async (c, { body }) => {
+  async (c, { body, principal }) => {
     const settings = c.get("settings");
     const provider = providerFor(settings, body.provider_id);
     checkSubServices(provider, body.sub_services);
-    return beginAuthorization(c.env, settings, callerOf(c), { purpose: "connect", provider, sub_services: body.sub_services, connection_id: null }, Date.now());
+    return beginAuthorization(c.env, settings, callerOf(principal), { purpose: "connect", provider, sub_services: body.sub_services, connection_id: null }, Date.now());
   },
 );
 
@@ -113,7 +113,7 @@ addRoute(
     body: z.object({ state: z.string().min(1).max(512), code: z.string().min(1).max(4096) }).strict(),
     response: CompletionView,
   },
-  (c, { body }) => completeAuthorization(c.env, c.get("settings"), callerOf(c), body, Date.now()),
+  (c, { body, principal }) => completeAuthorization(c.env, c.get("settings"), callerOf(principal), body, Date.now()),
 );
 
 addRoute(
@@ -138,8 +138,8 @@ addRoute(
     }),
     response: z.object({ items: z.array(ConnectionView), total: z.number().int() }),
   },
-  async (c, { query }) => {
-    const { rows, total } = await listConnections(c.env.DB, callerOf(c), { provider_id: query.provider_id, owner_user_id: query.owner_user_id }, query.limit ?? 50);
+  async (c, { query, principal }) => {
+    const { rows, total } = await listConnections(c.env.DB, callerOf(principal), { provider_id: query.provider_id, owner_user_id: query.owner_user_id }, query.limit ?? 50);
     const now = Date.now();
     const items = await Promise.all(rows.map(async (row) => connectionView(row, await connectionStub(c.env, row.connection_id).health(now))));
     return { items, total };
@@ -157,8 +157,8 @@ addRoute(
     response: ConnectionView,
     errors: [404],
   },
-  async (c, { params }) => {
-    const row = await visibleConnection(c, params.connection_id);
+  async (c, { params, principal }) => {
+    const row = await visibleConnection(c.env.DB, callerOf(principal), params.connection_id);
     return connectionView(row, await connectionStub(c.env, row.connection_id).health(Date.now()));
   },
 );
@@ -177,15 +177,15 @@ addRoute(
     response: z.object({ kind: z.enum(["unchanged", "narrowed", "reauthorization_required"]), connection: ConnectionView, authorization: AuthorizationView.nullable() }),
     errors: [404, 409],
   },
-  async (c, { params, body }) => {
+  async (c, { params, body, principal }) => {
     const settings = c.get("settings");
-    const row = await visibleConnection(c, params.connection_id);
+    const row = await visibleConnection(c.env.DB, callerOf(principal), params.connection_id);
     const provider = providerOfConnection(c, row.provider_id);
     checkSubServices(provider, body.sub_services);
     const stub = connectionStub(c.env, row.connection_id);
     const widening = body.sub_services.some((s) => !row.sub_services.includes(s));
     if (widening) {
-      const authorization = await beginAuthorization(c.env, settings, callerOf(c), { purpose: "widen", provider, sub_services: body.sub_services, connection_id: row.connection_id }, Date.now());
+      const authorization = await beginAuthorization(c.env, settings, callerOf(principal), { purpose: "widen", provider, sub_services: body.sub_services, connection_id: row.connection_id }, Date.now());
       return { kind: "reauthorization_required" as const, connection: connectionView(row, await stub.health(Date.now())), authorization };
     }
     if (body.sub_services.length === row.sub_services.length) {
@@ -211,11 +211,11 @@ addRoute(
     response: AuthorizationView,
     errors: [404, 409],
   },
-  async (c, { params }) => {
+  async (c, { params, principal }) => {
     const settings = c.get("settings");
-    const row = await visibleConnection(c, params.connection_id);
+    const row = await visibleConnection(c.env.DB, callerOf(principal), params.connection_id);
     const provider = providerOfConnection(c, row.provider_id);
-    return beginAuthorization(c.env, settings, callerOf(c), { purpose: "reconnect", provider, sub_services: row.sub_services, connection_id: row.connection_id }, Date.now());
+    return beginAuthorization(c.env, settings, callerOf(principal), { purpose: "reconnect", provider, sub_services: row.sub_services, connection_id: row.connection_id }, Date.now());
   },
 );
 
@@ -231,8 +231,8 @@ addRoute(
     response: z.object({ removed: z.literal(true), connection_id: z.string() }),
     errors: [404],
   },
-  async (c, { params }) => {
-    const row = await visibleConnection(c, params.connection_id);
+  async (c, { params, principal }) => {
+    const row = await visibleConnection(c.env.DB, callerOf(principal), params.connection_id);
     // Tokens first: a failure after this leaves a listing row whose health reads `missing`, and a retry finishes.
     await connectionStub(c.env, row.connection_id).erase();
     await deleteConnection(c.env.DB, row.connection_id);

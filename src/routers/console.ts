@@ -23,7 +23,7 @@ import { CONSOLE_CSP, secured } from "../console/security-headers";
 import { consoleHubStub } from "../contracts/console-hub-rpc";
 import type { AppEnv } from "../http/app-env";
 import { HttpError } from "../http/errors";
-import { addRoute } from "../http/route";
+import { addPublicRoute, addRoute } from "../http/route";
 
 export const consoleRouter = new Hono<AppEnv>();
 
@@ -73,8 +73,7 @@ addRoute(
     status: 201,
     errors: [404],
   },
-  async (c, { params }) => {
-    const principal = c.get("principal")!;
+  async (c, { params, principal }) => {
     // The socket tells about this route's threads: the caller must be able to read them.
     await authorize(principal, { tag: "conversations", action: "read" }, { method: "GET", path: `/api/conversations/${params.route_name}/transcript` }, new Date());
     await requireRoute(c.env.DB, params.route_name);
@@ -86,7 +85,7 @@ addRoute(
   },
 );
 
-addRoute(
+addPublicRoute(
   consoleRouter,
   {
     method: "get",

@@ -76,20 +76,20 @@ addRoute(
     response: z.object({ created: z.boolean(), target_kind: ConfigTargetKind, target_name: z.string(), config: TargetConversationConfig }),
     errors: [404],
   },
-  async (c, { params, body }) => {
+  async (c, { params, body, principal }) => {
     if (body.target_kind !== params.target_kind) throw badRequest("invalid body: target_kind: must equal the path's target_kind");
     if (body.target_name !== params.target_name) throw badRequest("invalid body: target_name: must equal the path's target_name");
     const ctx = createTargetContext(c.env, c.get("settings"));
     const exists = body.target_kind === "tool" ? await toolExists(ctx, body.target_name) : await agentExists(ctx, body.target_name);
     if (!exists) throw new HttpError(404, `${body.target_kind} not found`);
     // The binding runs later under the routes' execution keys: bounded by the writer's own states grants.
-    assertMayBind(c.get("principal")!, body.state_binding);
+    assertMayBind(principal, body.state_binding);
     // A binding is checked (and its templates attached on use) before the config is stored.
     if (body.state_binding) {
       if (!c.get("settings").states.storeUrl) throw notConfigured("states", "a state_binding needs the states store (set STATES_STORE_URL)");
       await checkBindingForSave(c.env, body.state_binding, Date.now());
     }
-    const created = await putConfig(c.env.DB, body, new Date().toISOString(), storedByOf(c.get("principal")!));
+    const created = await putConfig(c.env.DB, body, new Date().toISOString(), storedByOf(principal));
     return { created, target_kind: body.target_kind, target_name: body.target_name, config: body };
   },
 );

@@ -35,8 +35,8 @@ addRoute(
     errors: [404, 429, 503],
     prefetch: prefetchDoorRoute,
   },
-  async (c, { params, body }) => {
-    const key = c.get("principal")!.key;
+  async (c, { params, body, principal }) => {
+    const key = principal.key;
     const admission = await admitMessage(c.env, c.get("settings").conversations, {
       routeName: params.route_name,
       caller: key.user_id,
@@ -88,12 +88,12 @@ addRoute(
     response: AnswerRecordView,
     errors: [404],
   },
-  async (c, { params }) => {
+  async (c, { params, principal }) => {
     await requireRoute(c.env.DB, params.route_name);
     const where = await locateMessage(c.env, params.message_id);
     if (!where || where.route_name !== params.route_name) throw new HttpError(404, "record not found");
     const record = await threadStub(c.env, where.thread_id).getRecord(params.message_id);
     if (!record || record.route_name !== params.route_name) throw new HttpError(404, "record not found");
-    return project(record, c.get("principal")!.admin);
+    return project(record, principal.admin);
   },
 );

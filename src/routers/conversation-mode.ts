@@ -75,9 +75,9 @@ addRoute(
     response: sentAnswer,
     errors: [404, 503],
   },
-  async (c, { params, body }) => {
+  async (c, { params, body, principal }) => {
     const routeReadAtMs = Date.now();
     const route = await requireRoute(c.env.DB, params.route_name);
-    return sendOperatorMessage(c.env, c.get("settings"), { route, readAtMs: routeReadAtMs }, c.get("principal")!.key.user_id, body);
+    return sendOperatorMessage(c.env, c.get("settings"), { route, readAtMs: routeReadAtMs }, principal.key.user_id, body);
   },
 );

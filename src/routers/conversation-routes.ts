@@ -90,10 +90,9 @@ addRoute(
     response: z.object({ created: z.boolean(), route_name: z.string(), route: RouteView, callback_secret: z.string().nullable() }),
     errors: [404],
   },
-  async (c, { params, body }) => {
+  async (c, { params, body, principal }) => {
     if (body.route_name !== undefined && body.route_name !== params.route_name) throw badRequest("invalid body: route_name: must equal the path's route_name");
     const db = c.env.DB;
-    const principal = c.get("principal")!;
     const settings = c.get("settings");
     // Still a body check, but it needs the settings, so it runs here rather than in the schema.
     if (body.door === "api" && body.callback_url) assertDeclaredUrl("callback_url", body.callback_url, settings);

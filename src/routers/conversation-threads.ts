@@ -77,12 +77,12 @@ addRoute(
     response: transcriptPage,
     errors: [404],
   },
-  async (c, { params, query }) => {
+  async (c, { params, query, principal }) => {
     const route = await requireRoute(c.env.DB, params.route_name);
     // A person thread's transcript holds its records from every route the person spans.
     const { thread_id } = await guardThreadOnRoute(c.env, params.route_name, query.thread_id, route);
     const q = query.q !== undefined && query.q.trim() !== "" ? query.q : undefined;
-    return readTranscript(c.env, params.route_name, thread_id, { order: query.order, q, admin: c.get("principal")!.admin }, toWindow(query));
+    return readTranscript(c.env, params.route_name, thread_id, { order: query.order, q, admin: principal.admin }, toWindow(query));
   },
 );
 

@@ -106,11 +106,11 @@ addRoute(
     response: ToolExtensions,
     errors: [404, 409],
   },
-  async (c, { params, body }) => {
+  async (c, { params, body, principal }) => {
     const tool = await toolOr404(c.env.DB, params.name);
     assertEditable(tool);
-    assertMayWrap(c.get("principal")!, tool.name);
-    const combos = await updateToolCombos(c.env.DB, tool.name, () => body.combos, new Date().toISOString(), storedByOf(c.get("principal")!));
+    assertMayWrap(principal, tool.name);
+    const combos = await updateToolCombos(c.env.DB, tool.name, () => body.combos, new Date().toISOString(), storedByOf(principal));
     return { tool: tool.name, tool_kind: tool.kind, editable: true, combos };
   },
 );
@@ -130,11 +130,11 @@ addRoute(
     response: ToolExtensions,
     errors: [404, 409],
   },
-  async (c, { params, body }) => {
+  async (c, { params, body, principal }) => {
     if (!body.add.length && !body.remove.length) throw badRequest("invalid body: give at least one combo in add or remove");
     const tool = await toolOr404(c.env.DB, params.name);
     assertEditable(tool);
-    assertMayWrap(c.get("principal")!, tool.name);
+    assertMayWrap(principal, tool.name);
     const combos = await updateToolCombos(
       c.env.DB,
       tool.name,
@@ -144,7 +144,7 @@ addRoute(
         return r.combos;
       },
       new Date().toISOString(),
-      storedByOf(c.get("principal")!),
+      storedByOf(principal),
     );
     return { tool: tool.name, tool_kind: tool.kind, editable: true, combos };
   },

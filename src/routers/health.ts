@@ -1,11 +1,11 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import type { AppEnv } from "../http/app-env";
-import { addRoute } from "../http/route";
+import { addPublicRoute } from "../http/route";
 
 export const healthRouter = new Hono<AppEnv>();
 
-addRoute(
+addPublicRoute(
   healthRouter,
   {
     method: "get",

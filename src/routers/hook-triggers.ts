@@ -20,7 +20,7 @@ import type { Context } from "hono";
 import { z } from "zod";
 import type { AppEnv } from "../http/app-env";
 import { HttpError, unavailable } from "../http/errors";
-import { addRoute } from "../http/route";
+import { addPublicRoute } from "../http/route";
 import { type FireAnswer } from "../hooks/fire";
 import { receiveDelivery, receiveLinkCall } from "../hooks/deliveries";
 import { HookTopic } from "../hooks/names";
@@ -53,7 +53,7 @@ async function answer(c: Context<AppEnv>, fire: () => Promise<FireAnswer>): Prom
   return c.json({ data: out }, out.status === "accepted" ? 202 : 200);
 }
 
-addRoute(
+addPublicRoute(
   hookTriggersRouter,
   {
     method: "post",
@@ -76,7 +76,7 @@ addRoute(
   (c, { params, raw }) => answer(c, () => receiveDelivery(c.env, c.get("settings"), params.topic, raw ?? new Uint8Array(0), c.req.raw.headers, new Date())),
 );
 
-addRoute(
+addPublicRoute(
   hookTriggersRouter,
   {
     method: "get",
@@ -96,7 +96,7 @@ const linkDescription =
   "Fires the link's topic's hooks as the link's execution key, with the link's tool_kwargs merged over each expr output and under each hook's own tool_kwargs. The payload is the JSON body (POST; empty: null) or the query parameters as an object of strings (GET). An X-Delivery-Id seen within HOOKS_REPLAY_WINDOW_SECONDS answers 200 `already_seen`. Answers as the topic door does.";
 
 for (const method of ["get", "post"] as const) {
-  addRoute(
+  addPublicRoute(
     hookTriggersRouter,
     {
       method,

@@ -74,8 +74,8 @@ addRoute(
     body: VerifierBody,
     response: VerifierView,
   },
-  async (c, { params, body }) => {
-    const stored = await putVerifier(c.env.DB, c.env, c.get("settings"), params.topic, body, c.get("principal")!.key.user_id, new Date().toISOString());
+  async (c, { params, body, principal }) => {
+    const stored = await putVerifier(c.env.DB, c.env, c.get("settings"), params.topic, body, principal.key.user_id, new Date().toISOString());
     return verifierView(stored);
   },
 );
@@ -113,7 +113,7 @@ addRoute(
     response: TriggerLinkCreated,
     errors: [404, 409],
   },
-  async (c, { body }) => createTriggerLink(c.env.DB, c.get("principal")!, body, new Date()),
+  async (c, { body, principal }) => createTriggerLink(c.env.DB, principal, body, new Date()),
 );
 
 addRoute(
@@ -127,8 +127,7 @@ addRoute(
     pinnable: false,
     response: z.object({ items: z.array(TriggerLinkView), total: z.number().int() }),
   },
-  async (c) => {
-    const p = c.get("principal")!;
+  async (c, { principal: p }) => {
     const items = (await listLinks(c.env.DB, p.restricted ? holderOf(p.key) : null, Date.now())).map(linkView);
     return { items, total: items.length };
   },
@@ -146,8 +145,7 @@ addRoute(
     response: z.object({ removed: z.literal(true), name: z.string() }).strict(),
     errors: [403, 404],
   },
-  async (c, { params }) => {
-    const p = c.get("principal")!;
+  async (c, { params, principal: p }) => {
     const now = Date.now();
     if (p.restricted) {
       const link = await getLink(c.env.DB, params.name, now);
@@ -175,7 +173,7 @@ addRoute(
     response: z.object({ registered: z.literal(true), name: z.string(), warning: z.string().optional() }).strict(),
     errors: [403, 404, 409],
   },
-  async (c, { body }) => registerHook(c.env, c.get("settings"), c.get("principal")!, body, new Date()),
+  async (c, { body, principal }) => registerHook(c.env, c.get("settings"), principal, body, new Date()),
 );
 
 addRoute(
@@ -196,8 +194,7 @@ addRoute(
       trigger_auth: z.record(z.string(), z.string()),
     }),
   },
-  async (c, { query }) => {
-    const p = c.get("principal")!;
+  async (c, { query, principal: p }) => {
     const rows = await listHooks(c.env.DB, { topic: query.topic, createdBy: p.restricted ? holderOf(p.key) : undefined });
     const topics = [...new Set([...(query.topic ? [query.topic] : []), ...rows.map((r) => r.topic)])].sort();
     const verifiers = new Map((await listVerifiers(c.env.DB, topics)).map((v) => [v.topic, v.kind]));
@@ -222,8 +219,7 @@ addRoute(
     response: z.object({ removed: z.literal(true), name: z.string() }).strict(),
     errors: [403, 404],
   },
-  async (c, { params }) => {
-    const p = c.get("principal")!;
+  async (c, { params, principal: p }) => {
     if (p.restricted) {
       // A hook's creator is recorded again, with `updated_at`, whenever it is registered anew.
       const hook = await getHook(c.env.DB, params.name);

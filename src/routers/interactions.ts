@@ -18,7 +18,7 @@ import { jsonObjectSchema } from "../http/bounded-json";
 import { HttpError, badRequest, notFound } from "../http/errors";
 import { nonBlankText } from "../http/identifiers";
 import { pageSchema, pagingQuery, toPage, toWindow } from "../http/paging";
-import { addRoute } from "../http/route";
+import { addPublicRoute, addRoute } from "../http/route";
 import { InteractionOption } from "../interactions/ask";
 import { listInteractions, interactionByTicket } from "../interactions/index-store";
 import { MEDIA_ID_PATTERN, mediaKey } from "../interactions/media";
@@ -45,8 +45,8 @@ const ANSWER_RULES =
   "Body: at least one of `text`, `option_id` (an option's id as the interaction lists it: the author's, else its 1-based position) and `form` (a JSON object, transport-bounded, not validated against the schema). Without option_id, a text equal to an option's text, id or number picks that option.";
 
 /** The caller as the audience rules see it: a restricted caller matches its user_id from its key lineage's start on (src/auth/identity.ts). */
-function callerOf(p: Principal | null): { restricted: boolean; user_id: string; since: string; admin: boolean } {
-  return p ? { restricted: p.restricted, ...holderOf(p.key), admin: p.admin } : { restricted: true, user_id: "(public)", since: "", admin: false };
+function callerOf(p: Principal): { restricted: boolean; user_id: string; since: string; admin: boolean } {
+  return { restricted: p.restricted, ...holderOf(p.key), admin: p.admin };
 }
 
 /** Is interaction `id` there and visible to `caller`? */
@@ -57,9 +57,9 @@ async function interactionVisible(env: Env, id: string | undefined, caller: Retu
 }
 
 /** The interaction as this caller may see it, or 404. */
-async function visibleInteraction(c: { env: Env; get: (k: "principal") => Principal | null }, id: string): Promise<InteractionState> {
-  const s = await interactionStub(c.env, id).read();
-  if (!s || !visibleTo(s, callerOf(c.get("principal")))) throw notFound("interaction not found");
+async function visibleInteraction(env: Env, principal: Principal, id: string): Promise<InteractionState> {
+  const s = await interactionStub(env, id).read();
+  if (!s || !visibleTo(s, callerOf(principal))) throw notFound("interaction not found");
   return s;
 }
 
@@ -91,8 +91,8 @@ addRoute(
     query: listQuery,
     response: pageSchema(InteractionView),
   },
-  async (c, { query }) => {
-    const caller = callerOf(c.get("principal"));
+  async (c, { query, principal }) => {
+    const caller = callerOf(principal);
     const w = toWindow(query);
     const { items, total } = await listInteractions(c.env.DB, { status: query.status, thread_id: query.thread_id, audience: caller.restricted ? caller.user_id : undefined, audienceSinceMs: sinceMs(caller) }, w.offset, w.pageSize);
     return toPage(
@@ -116,8 +116,8 @@ addRoute(
     query: listQuery.omit({ status: true }),
     response: pageSchema(InteractionView),
   },
-  async (c, { query }) => {
-    const caller = callerOf(c.get("principal"));
+  async (c, { query, principal }) => {
+    const caller = callerOf(principal);
     const w = toWindow(query);
     const { items, total } = await listInteractions(c.env.DB, { pendingAt: Date.now(), thread_id: query.thread_id, audience: caller.restricted ? caller.user_id : undefined, audienceSinceMs: sinceMs(caller) }, w.offset, w.pageSize);
     return toPage(
@@ -153,11 +153,11 @@ addRoute(
     query: streamQuery,
     produces: "text/event-stream",
   },
-  async (c, { query }) => {
+  async (c, { query, principal }) => {
     const header = c.req.header("last-event-id")?.trim();
     if (header !== undefined && header !== "" && !/^\d{1,15}$/.test(header)) throw badRequest("invalid header: Last-Event-ID must be a non-negative integer");
     const raw = header || query.last_event_id;
-    const caller = callerOf(c.get("principal"));
+    const caller = callerOf(principal);
     const max = c.get("settings").interactions.streamMaxSeconds;
     return streamInteractionEvents(interactionHub(c.env), {
       after: raw !== undefined ? Number(raw) : null,
@@ -185,9 +185,8 @@ addRoute(
     response: InteractionView,
     errors: [404, 409],
   },
-  async (c, { params, body }) => {
-    const p = c.get("principal")!;
-    await visibleInteraction(c, params.interaction_id);
+  async (c, { params, body, principal: p }) => {
+    await visibleInteraction(c.env, p, params.interaction_id);
     const r = await interactionStub(c.env, params.interaction_id).answer(toInput(body), { kind: "operator", user_id: p.key.user_id, message_id: null });
     if (!r.ok) throw refusal(r.reason);
     return viewFor(r.state, p.admin);
@@ -210,9 +209,8 @@ addRoute(
     response: InteractionView,
     errors: [404, 409],
   },
-  async (c, { params, body }) => {
-    const p = c.get("principal")!;
-    await visibleInteraction(c, params.interaction_id);
+  async (c, { params, body, principal: p }) => {
+    await visibleInteraction(c.env, p, params.interaction_id);
     const r = await interactionStub(c.env, params.interaction_id).cancel(p.key.user_id, body.reason ?? null);
     if (!r.ok) throw refusal(r.reason);
     return viewFor(r.state, p.admin);
@@ -242,7 +240,7 @@ async function ticketTarget(env: Env, ticket: string): Promise<{ id: string; has
   return { id, hash };
 }
 
-addRoute(
+addPublicRoute(
   interactionsRouter,
   {
     method: "get",
@@ -264,7 +262,7 @@ addRoute(
   },
 );
 
-addRoute(
+addPublicRoute(
   interactionsRouter,
   {
     method: "post",
@@ -307,8 +305,8 @@ addRoute(
     produces: "application/octet-stream",
     errors: [404],
   },
-  async (c, { params }) => {
-    const caller = callerOf(c.get("principal"));
+  async (c, { params, principal }) => {
+    const caller = callerOf(principal);
     const obj = await c.env.INTERACTION_MEDIA.get(mediaKey(params.media_id));
     const meta = obj?.customMetadata ?? {};
     // A restricted caller: the interaction it belongs to must be visible to it (addressed to it, in

@@ -18,7 +18,7 @@ import { userIdSchema } from "../auth/schemas";
 import { clearFailures, recordFailure, throttleWait } from "../auth/throttle";
 import type { AppEnv } from "../http/app-env";
 import { HttpError, badRequest, conflict, forbidden, tooManyRequests } from "../http/errors";
-import { addRoute } from "../http/route";
+import { addPublicRoute, addRoute } from "../http/route";
 import { clientIp, conditionSchema } from "./auth";
 
 export const loginRouter = new Hono<AppEnv>();
@@ -53,8 +53,7 @@ addRoute(
     response: ClaimLink,
     errors: [409],
   },
-  async (c, { body }) => {
-    const p = c.get("principal")!;
+  async (c, { body, principal: p }) => {
     const db = c.env.DB;
     // The mint door's rules (src/routers/auth.ts), with the owner forced to the caller.
     if (p.restricted) throw forbidden();
@@ -96,8 +95,7 @@ addRoute(
     revokesCaller: true,
     response: z.object({ user_id: z.string(), revoked: z.literal(true) }),
   },
-  async (c, { body }) => {
-    const p = c.get("principal")!;
+  async (c, { body, principal: p }) => {
     if (body.user_id !== undefined && body.user_id !== p.key.user_id) throw badRequest("user_id: must name the calling key when given");
     await revokeKey(c.env.DB, p.key.user_id, p.key.user_id, new Date().toISOString());
     return { user_id: p.key.user_id, revoked: true as const };
@@ -110,7 +108,7 @@ export type LoginMethods = z.infer<typeof LoginMethods>;
 /** How a client may get a key: present one, or claim a link. Bootstrap is reported on its own. */
 export const LOGIN_METHODS = ["api-key", "claim-link"] as const;
 
-addRoute(
+addPublicRoute(
   loginRouter,
   {
     method: "get",
@@ -130,7 +128,7 @@ addRoute(
 
 const CLAIM_REFUSED = "claim token is invalid, expired or already used";
 
-addRoute(
+addPublicRoute(
   loginRouter,
   {
     method: "post",

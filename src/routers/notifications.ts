@@ -41,9 +41,8 @@ addRoute(
     response: z.string(),
     errors: [403, 501, 502, 503],
   },
-  async (c, { body }) => {
+  async (c, { body, principal }) => {
     const settings = c.get("settings");
-    const principal = c.get("principal")!;
     const clamp = clampAudience({ restricted: principal.restricted, user_id: principal.key.user_id }, body.audience);
     if (!clamp.ok) throw forbidden();
     const audience = clamp.audience;
@@ -83,10 +82,9 @@ addRoute(
     auth: { tag: "notifications" },
     response: NotificationFeedAnswer,
   },
-  async (c) => {
+  async (c, { principal }) => {
     const settings = c.get("settings");
     if (!settings.notifications.storeUrl) return { notifications: [] };
-    const principal = c.get("principal")!;
     const feed = await readFeed(c.env, settings.notifications, feedOfReader({ restricted: principal.restricted, user_id: principal.key.user_id }), holderOf(principal.key).since);
     // The feed answers JSON text; it is embedded as is rather than parsed and serialized again.
     return new Response(`{"data":{"notifications":${feed}}}`, { status: 200, headers: { "content-type": "application/json" } });

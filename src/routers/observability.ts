@@ -7,6 +7,7 @@
 import { type Context, Hono } from "hono";
 import { z } from "zod";
 import { type Holder, fingerprintInLineage, holderOf } from "../auth/identity";
+import type { Principal } from "../auth/principal";
 import { RunTrace } from "../contracts/run-trace";
 import { toolRunStub } from "../contracts/tool-run-rpc";
 import type { Env } from "../env";
@@ -55,8 +56,8 @@ addRoute(
     query: observabilityPaging.extend(runFilterQuery.shape),
     response: pageSchema(RunView),
   },
-  async (c, { query }) => {
-    return runsPage(c.env.DB, query, c.get("principal"));
+  async (c, { query, principal }) => {
+    return runsPage(c.env.DB, query, principal);
   },
 );
 
@@ -79,8 +80,8 @@ addRoute(
     }),
     produces: "text/csv",
   },
-  async (c, { query }) => {
-    const filter = callerFilter(query, c.get("principal"));
+  async (c, { query, principal }) => {
+    const filter = callerFilter(query, principal);
     const limit = query.limit ?? 1000;
     const { items, total } = await listRuns(c.env.DB, filter, 0, limit);
     const stamp = new Date().toISOString().replace(/[:.]/g, "-");
@@ -112,13 +113,12 @@ async function backgroundRunOfLineage(env: Env, trace: RunTrace, holder: Holder)
 }
 
 /** The trace as the caller may see it, or 404 (unknown, expired, or another identity's for a restricted caller). */
-async function readableTrace(c: Context<AppEnv>, traceId: string): Promise<RunTrace> {
-  const principal = c.get("principal");
+async function readableTrace(c: Context<AppEnv>, principal: Principal, traceId: string): Promise<RunTrace> {
   const trace = await findTrace(c.env, traceId, Date.now());
-  const caller = principal ? { restricted: principal.restricted, ...holderOf(principal.key) } : { restricted: true, user_id: "(public)", since: "" };
+  const caller = { restricted: principal.restricted, ...holderOf(principal.key) };
   if (!trace || !mayRead(trace, caller)) throw notFound("trace not found");
   if (caller.restricted && !(await backgroundRunOfLineage(c.env, trace, caller))) throw notFound("trace not found");
-  return traceFor(trace, principal?.admin ?? false);
+  return traceFor(trace, principal.admin);
 }
 
 const TRACE_DESCRIPTION =
@@ -137,7 +137,7 @@ addRoute(
     response: RunTrace,
     errors: [404],
   },
-  async (c, { params }) => readableTrace(c, params.trace_id),
+  async (c, { params, principal }) => readableTrace(c, principal, params.trace_id),
 );
 
 addRoute(
@@ -153,8 +153,8 @@ addRoute(
     produces: "application/json",
     errors: [404],
   },
-  async (c, { params }) => {
-    const trace = await readableTrace(c, params.trace_id);
+  async (c, { params, principal }) => {
+    const trace = await readableTrace(c, principal, params.trace_id);
     return new Response(JSON.stringify(trace, null, 2), {
       status: 200,
       headers: {
@@ -179,10 +179,9 @@ addRoute(
     query: z.object({ window: windowQuery }),
     response: Metrics,
   },
-  async (c, { query }) => {
-    const principal = c.get("principal");
+  async (c, { query, principal }) => {
     const window = query.window ?? DEFAULT_WINDOW;
-    const own = !principal ? { user_id: "(public)", since: "" } : principal.restricted ? holderOf(principal.key) : null;
+    const own = principal.restricted ? holderOf(principal.key) : null;
     const metrics = await readMetrics(c.env.DB, window, windowSeconds(window)!, Date.now(), own);
     const format = metricsFormat(c.req.header("accept"));
     if (format === "json") return metrics;

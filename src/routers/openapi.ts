@@ -1,13 +1,13 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../http/app-env";
 import { buildOpenApiDocument } from "../http/openapi";
-import { addRoute } from "../http/route";
+import { addPublicRoute } from "../http/route";
 
 export const openapiRouter = new Hono<AppEnv>();
 
 let cached: Record<string, unknown> | null = null;
 
-addRoute(
+addPublicRoute(
   openapiRouter,
   {
     method: "get",

@@ -130,13 +130,13 @@ addRoute(
     response: presetViewSchema,
     errors: [404, 409],
   },
-  async (c, { body }) => {
+  async (c, { body, principal }) => {
     const preset = initialBody(body);
     await checkNewName(c.env.DB, body.name);
     const kind = await baseKindOf(c.env.DB, body.base_tool);
-    assertMayActivate(c.get("principal")!, preset, kind);
+    assertMayActivate(principal, preset, kind);
     await checkBody(c, preset, kind, true);
-    return createPreset(c.env.DB, body.name, preset, new Date().toISOString(), storedByOf(c.get("principal")!));
+    return createPreset(c.env.DB, body.name, preset, new Date().toISOString(), storedByOf(principal));
   },
 );
 
@@ -223,14 +223,14 @@ addRoute(
     response: presetVersionViewSchema,
     errors: [404],
   },
-  async (c, { params, body }) => {
+  async (c, { params, body, principal }) => {
     const p = await presetOr404(c.env.DB, params.name);
     const next = carryForward(presetBodyOf(p), body);
     // A carried-forward base that has gone since is not checked (as before); a given one must exist.
     const kind = body.base_tool !== undefined ? await baseKindOf(c.env.DB, next.base_tool) : await baseKindOf(c.env.DB, next.base_tool).catch(() => null);
-    assertMayActivate(c.get("principal")!, next, kind);
+    assertMayActivate(principal, next, kind);
     await checkBody(c, next, kind, Boolean(body.state_binding));
-    const v = await appendVersion(c.env.DB, params.name, next, new Date().toISOString(), storedByOf(c.get("principal")!));
+    const v = await appendVersion(c.env.DB, params.name, next, new Date().toISOString(), storedByOf(principal));
     return versionView(v, v.version);
   },
 );
@@ -271,15 +271,15 @@ addRoute(
     response: presetViewSchema,
     errors: [404],
   },
-  async (c, { params, body }) => {
+  async (c, { params, body, principal }) => {
     const target = await getVersion(c.env.DB, params.name, body.version);
     if (!target) {
       await presetOr404(c.env.DB, params.name);
       throw versionNotFound();
     }
     // Rolling back makes an older body active under the caller: it must hold what that body references.
-    assertMayActivate(c.get("principal")!, target.body, await baseKindOf(c.env.DB, target.body.base_tool).catch(() => null));
-    await setCurrentVersion(c.env.DB, params.name, body.version, new Date().toISOString(), storedByOf(c.get("principal")!));
+    assertMayActivate(principal, target.body, await baseKindOf(c.env.DB, target.body.base_tool).catch(() => null));
+    await setCurrentVersion(c.env.DB, params.name, body.version, new Date().toISOString(), storedByOf(principal));
     return presetOr404(c.env.DB, params.name);
   },
 );
@@ -343,19 +343,18 @@ addRoute(
     response: z.object({ valid: z.literal(true), name: z.string(), kind: z.enum(["tool_preset", "authored_agent"]), body: presetBodySchema }),
     errors: [404, 409],
   },
-  async (c, { body }) => {
+  async (c, { body, principal }) => {
     const preset = initialBody(body);
     await checkNewName(c.env.DB, body.name);
     const kind = await baseKindOf(c.env.DB, body.base_tool);
-    assertMayActivate(c.get("principal")!, preset, kind);
+    assertMayActivate(principal, preset, kind);
     await checkBody(c, preset, kind, true);
     return { valid: true as const, name: body.name, kind: kind === "agent" ? ("authored_agent" as const) : ("tool_preset" as const), body: preset };
   },
 );
 
 /** The referee kinds the caller may rewrite: its write grants on their areas (admin for declarations). */
-function movableBy(c: Context<AppEnv>): Set<RefereeKind> {
-  const p = c.get("principal")!;
+function movableBy(p: Principal): Set<RefereeKind> {
   const kinds = new Set<RefereeKind>();
   if (principalGrantsTag(p, "conversations", "write")) kinds.add("route").add("conversation_config");
   if (principalGrantsTag(p, "hooks", "write")) kinds.add("hook");
@@ -379,14 +378,14 @@ addRoute(
     response: z.object({ preset: presetViewSchema, renamed_from: z.string(), moved: z.array(PresetReferee) }),
     errors: [404, 409],
   },
-  async (c, { params, body }) => {
+  async (c, { params, body, principal }) => {
     // The new name runs the active version under the caller: it must hold what that version references.
     const current = await presetOr404(c.env.DB, params.name);
     const active = presetBodyOf(current);
-    assertMayActivate(c.get("principal")!, active, await baseKindOf(c.env.DB, active.base_tool).catch(() => null));
+    assertMayActivate(principal, active, await baseKindOf(c.env.DB, active.base_tool).catch(() => null));
     const moved = await renamePreset(
       c.env.DB,
-      { from: params.name, to: body.new_name, move: body.move_references, mayMove: movableBy(c), storedBy: storedByOf(c.get("principal")!) },
+      { from: params.name, to: body.new_name, move: body.move_references, mayMove: movableBy(principal), storedBy: storedByOf(principal) },
       new Date().toISOString(),
     );
     return { preset: await presetOr404(c.env.DB, body.new_name), renamed_from: params.name, moved };

@@ -31,8 +31,8 @@ addRoute(
     query: pagingQuery.extend(runFilterQuery.shape),
     response: pageSchema(RunView),
   },
-  async (c, { query }) => {
-    return runsPage(c.env.DB, query, c.get("principal"));
+  async (c, { query, principal }) => {
+    return runsPage(c.env.DB, query, principal);
   },
 );
 

@@ -57,7 +57,7 @@ addRoute(
       .strict(),
     errors: [403, 404],
   },
-  async (c, { body }) => createSchedule(c.env, c.get("settings"), c.get("principal")!, body, new Date()),
+  async (c, { body, principal }) => createSchedule(c.env, c.get("settings"), principal, body, new Date()),
 );
 
 addRoute(
@@ -72,8 +72,7 @@ addRoute(
     query: pagingQuery,
     response: pageSchema(ScheduleView),
   },
-  async (c, { query }) => {
-    const p = c.get("principal")!;
+  async (c, { query, principal: p }) => {
     const w = toWindow(query);
     const { items, total } = await listSchedules(c.env.DB, p.restricted ? holderOf(p.key) : null, w.offset, w.pageSize);
     return toPage(items, total, w);
@@ -92,8 +91,7 @@ addRoute(
     response: z.object({ removed: z.literal(true), name: z.string() }).strict(),
     errors: [403, 404],
   },
-  async (c, { params }) => {
-    const p = c.get("principal")!;
+  async (c, { params, principal: p }) => {
     const stub = scheduleStub(c.env, params.schedule_name);
     if (p.restricted) {
       const existing = await stub.read();

@@ -166,10 +166,10 @@ addRoute(
     response: z.object({ name: z.string(), applied: z.boolean(), data: jsonObjectSchema, seq: z.number().int(), skipped: z.array(z.number().int()) }),
     errors: [404, 409],
   },
-  async (c, { params, body }) => {
+  async (c, { params, body, principal }) => {
     const program = resolveProgram(await attachmentsOf(c, params.name), params.program);
     const subject = subjectOf(params);
-    const origin = apiOrigin(c.get("principal")!.key.user_id, null, { template_jq: params.program });
+    const origin = apiOrigin(principal.key.user_id, null, { template_jq: params.program });
     // The ops are computed from one version of the record and applied only to that version; a
     // concurrent write in between is retried from the newer version.
     for (let attempt = 0; attempt < 3; attempt++) {

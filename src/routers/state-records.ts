@@ -66,7 +66,7 @@ for (const door of [
   addRoute(
     stateRecordsRouter,
     { method: door.method, path: RECORD, summary: door.summary, ...STATES_DOOR, params: recordParams, body: recordBody, response: StateRecord, errors: [404, 409] },
-    async (c, { params, body }) => (await writeRecord(c.env, params.name, subjectOf(params), { kind: door.kind, data: body }, apiOrigin(c.get("principal")!.key.user_id))).record,
+    async (c, { params, body, principal }) => (await writeRecord(c.env, params.name, subjectOf(params), { kind: door.kind, data: body }, apiOrigin(principal.key.user_id))).record,
   );
 }
 
@@ -102,9 +102,9 @@ addRoute(
     response: z.object({ applied: z.boolean(), data: jsonObjectSchema, seq: z.number().int(), skipped: z.array(z.number().int()) }),
     errors: [404, 409],
   },
-  async (c, { params, body }) => {
+  async (c, { params, body, principal }) => {
     const opId = body.op_id ?? null;
-    const r = await writeRecord(c.env, params.name, subjectOf(params), { kind: "ops", ops: body.ops, op_id: opId }, apiOrigin(c.get("principal")!.key.user_id, opId));
+    const r = await writeRecord(c.env, params.name, subjectOf(params), { kind: "ops", ops: body.ops, op_id: opId }, apiOrigin(principal.key.user_id, opId));
     return { applied: r.applied, data: r.record.data, seq: r.record.seq, skipped: r.skipped };
   },
 );
@@ -130,13 +130,13 @@ addRoute(
     response: FoldResult,
     errors: [404, 409],
   },
-  async (c, { params, body }) => {
+  async (c, { params, body, principal }) => {
     const from = subjectOf(params);
     const into: Subject = body.into;
     if (into.target_kind !== from.target_kind || into.target_name !== from.target_name) throw badRequest("invalid body: into: must be a subject of the same target");
     await checkPersonSubject(c.env, from);
     await checkPersonSubject(c.env, into);
-    const r = await stateStoreStub(c.env, params.name).fold(from, into, body.mode, apiOrigin(c.get("principal")!.key.user_id), Date.now());
+    const r = await stateStoreStub(c.env, params.name).fold(from, into, body.mode, apiOrigin(principal.key.user_id), Date.now());
     if (!r.ok) throw refusal(r);
     const { ok: _ok, ...result } = r;
     return result;

@@ -7,7 +7,6 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { holderOf } from "../auth/identity";
-import { ANONYMOUS } from "../auth/principal";
 import type { AppEnv } from "../http/app-env";
 import { pageSchema, pagingQuery, toPage, toWindow } from "../http/paging";
 import { addRoute } from "../http/route";
@@ -112,10 +111,9 @@ addRoute(
     response: z.object({ items: z.array(StateConsumer), total: z.number().int() }),
     errors: [404],
   },
-  async (c, { params }) => {
+  async (c, { params, principal }) => {
     await readState(c.env, params.name);
-    const p = c.get("principal") ?? ANONYMOUS;
-    const items = await consumersOf(c.env.DB, params.name, p.restricted ? holderOf(p.key) : null);
+    const items = await consumersOf(c.env.DB, params.name, principal.restricted ? holderOf(principal.key) : null);
     return { items, total: items.length };
   },
 );

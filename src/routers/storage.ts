@@ -7,6 +7,7 @@
  */
 import { type Context, Hono } from "hono";
 import { z } from "zod";
+import type { Principal } from "../auth/principal";
 import type { AppEnv } from "../http/app-env";
 import { forbidden, notFound } from "../http/errors";
 import { addRoute } from "../http/route";
@@ -28,8 +29,8 @@ function bucketOf(c: Context<AppEnv>): R2Bucket {
 }
 
 /** Writes under `plugins/` are admin-only (docs/storage.md "Who may write"). */
-function mayWrite(c: Context<AppEnv>, path: string): void {
-  if (touchesAdminOnlyDir(path) && !c.get("principal")?.admin) throw forbidden();
+function mayWrite(p: Principal, path: string): void {
+  if (touchesAdminOnlyDir(path) && !p.admin) throw forbidden();
 }
 
 const resourceParams = z.object({ resource_id: StoragePath });
@@ -115,10 +116,10 @@ addRoute(
     response: z.object({ created: z.boolean(), resource: ObjectView }).strict(),
     errors: [413],
   },
-  async (c, { body }) => {
+  async (c, { body, principal }) => {
     const bucket = bucketOf(c);
     const up = prepareUpload(body, c.get("settings").storage.maxUploadBytes, () => crypto.randomUUID());
-    mayWrite(c, up.id);
+    mayWrite(principal, up.id);
     return putObject(bucket, up.id, up.bytes, up.contentType, new Date().toISOString());
   },
 );
@@ -173,9 +174,9 @@ addRoute(
     response: z.object({ removed: z.literal(true), id: z.string() }).strict(),
     errors: [404],
   },
-  async (c, { params }) => {
+  async (c, { params, principal }) => {
     const bucket = bucketOf(c);
-    mayWrite(c, params.resource_id);
+    mayWrite(principal, params.resource_id);
     const [inBucket, inD1] = await Promise.all([deleteObject(bucket, params.resource_id), deleteTextResource(c.env.DB, params.resource_id)]);
     if (!inBucket && !inD1) throw resourceNotFound();
     return { removed: true as const, id: params.resource_id };
@@ -195,9 +196,9 @@ addRoute(
     response: z.object({ removed: z.number().int(), dir: z.string(), complete: z.boolean() }).strict(),
     errors: [404],
   },
-  async (c, { params }) => {
+  async (c, { params, principal }) => {
     const bucket = bucketOf(c);
-    mayWrite(c, params.dir_path);
+    mayWrite(principal, params.dir_path);
     const [inBucket, inD1] = await Promise.all([deleteDir(bucket, params.dir_path), deleteTextResourcesUnder(c.env.DB, params.dir_path)]);
     const removed = inBucket.removed + inD1;
     if (removed === 0) throw notFound("directory not found");

@@ -32,10 +32,9 @@ addRoute(
     body: SubMcpBody,
     response: z.object({ created: z.boolean(), app: SubMcpApp }),
   },
-  async (c, { body }) => {
+  async (c, { body, principal }) => {
     const ctx = createTargetContext(c.env, c.get("settings"));
     // An app serves its tools to other keys: bounded by what the writer may run itself.
-    const principal = c.get("principal")!;
     for (const [i, name] of body.tools.entries()) assertMayStore(principal, `tools[${i}]`, [{ kind: "tool", name }]);
     return upsertApp(c.env.DB, body, (name) => toolExists(ctx, name), new Date().toISOString(), storedByOf(principal));
   },
@@ -91,10 +90,10 @@ addRoute(
     produces: "application/json",
     errors: [404],
   },
-  async (c, { params, raw }) => {
+  async (c, { params, raw, principal }) => {
     const served = await getServedApp(c.env.DB, params.slug);
     if (!served) throw notFound("sub-mcp app not found");
     const ctx = createTargetContext(c.env, c.get("settings"));
-    return serveSubMcp({ env: c.env, ctx, app: served.app, writer: served, principal: c.get("principal")!, request: { method: c.req.method, path: c.req.path }, waitUntil: waitUntilOf(c) }, c.req.raw, raw ?? new Uint8Array());
+    return serveSubMcp({ env: c.env, ctx, app: served.app, writer: served, principal, request: { method: c.req.method, path: c.req.path }, waitUntil: waitUntilOf(c) }, c.req.raw, raw ?? new Uint8Array());
   },
 );

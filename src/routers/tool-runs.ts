@@ -45,8 +45,7 @@ addRoute(
     status: 202,
     errors: [404],
   },
-  async (c, { body }) => {
-    const p = c.get("principal")!;
+  async (c, { body, principal: p }) => {
     // Authorization before the lookup, so a caller without the grant learns nothing about the name.
     if (p.anonymous || !principalGrantsRun(p, "tool", body.tool_name)) throw forbidden();
     if (isMaintenanceTool(body.tool_name) && !p.admin) throw forbidden();
@@ -79,8 +78,7 @@ addRoute(
     response: ToolRunView,
     errors: [403, 404],
   },
-  async (c, { params }) => {
-    const p = c.get("principal")!;
+  async (c, { params, principal: p }) => {
     const row = await toolRunStub(c.env, params.run_id).read();
     if (!row || (row.expires_at !== null && row.expires_at <= Date.now())) throw notFound("tool run not found");
     // Its own: executing as its user_id, submitted in its key's lineage, under one of its key's
@@ -108,8 +106,7 @@ addRoute(
     query: pagingQuery.extend({ tool_name: RunToolName.optional() }),
     response: pageSchema(ToolRunListItem),
   },
-  async (c, { query }) => {
-    const p = c.get("principal")!;
+  async (c, { query, principal: p }) => {
     const w = toWindow(query);
     const filter = { tool_name: query.tool_name, caller: p.restricted ? holderOf(p.key) : undefined };
     const { items, total } = await listToolRuns(c.env.DB, filter, Date.now(), w.offset, w.pageSize);

@@ -113,9 +113,8 @@ addRoute(
     response: z.unknown(),
     errors: [404],
   },
-  async (c, { body }) => {
+  async (c, { body, principal: p }) => {
     const ctx = createTargetContext(c.env, c.get("settings"));
-    const p = c.get("principal")!;
     // The run's trace: a direct tool run of the calling key, recorded in the background.
     const r = await tracedDirectRun(
       c.env,
