@@ -54,18 +54,14 @@ module.exports = {
     {
       name: "infra-only-infra",
       severity: "error",
-      comment:
-        "Infrastructure (http, net, store, jq, settings, env.ts) imports only infrastructure; " +
-        "the route pipeline has its own rule below.",
+      comment: "Infrastructure (http, net, store, jq, settings, env.ts) imports only infrastructure; " + "the route pipeline has its own rule below.",
       from: { path: INFRA, pathNot: ROUTE_PIPELINE },
       to: { path: "^src/", pathNot: INFRA },
     },
     {
       name: "route-pipeline-only-auth-seam",
       severity: "error",
-      comment:
-        "The route pipeline may reach the domain only for authentication and authorization " +
-        "(src/auth/principal.ts, src/auth/scopes.ts).",
+      comment: "The route pipeline may reach the domain only for authentication and authorization " + "(src/auth/principal.ts, src/auth/scopes.ts).",
       from: { path: ROUTE_PIPELINE },
       to: { path: "^src/", pathNot: [INFRA, PIPELINE_AUTH] },
     },

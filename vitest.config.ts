@@ -108,7 +108,15 @@ export default defineConfig({
                 // FUZZ_SEED / FUZZ_RUNS replay or deepen test/hardening/fuzz.test.ts from the shell.
                 // The listing's batched D1 write lags by at most this (the per-message path writes no D1); tests that read
                 // the listing wait for it (test/helpers/listing.ts), and 50 ms keeps them quick.
-                bindings: { TEST_MIGRATIONS: migrations, ...TEST_SECRETS, ...TEST_CHANNELS, ...TEST_SECRET_REFERENCES, CONVERSATIONS_INDEX_FLUSH_LAG_SECONDS: "0.05", FUZZ_SEED: process.env.FUZZ_SEED ?? "", FUZZ_RUNS: process.env.FUZZ_RUNS ?? "" },
+                bindings: {
+                  TEST_MIGRATIONS: migrations,
+                  ...TEST_SECRETS,
+                  ...TEST_CHANNELS,
+                  ...TEST_SECRET_REFERENCES,
+                  CONVERSATIONS_INDEX_FLUSH_LAG_SECONDS: "0.05",
+                  FUZZ_SEED: process.env.FUZZ_SEED ?? "",
+                  FUZZ_RUNS: process.env.FUZZ_RUNS ?? "",
+                },
               },
             };
           }),

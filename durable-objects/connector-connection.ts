@@ -9,10 +9,27 @@
  * the row's generation first: a refresh or re-seal that raced a reconnect's install stands down.
  */
 import { DurableObject } from "cloudflare:workers";
-import type { ConnectionHealth, ConnectorConnectionRpc, KeyRing, RefreshContext, ResealOutcome, TokenAnswer, TokenGrant } from "../src/contracts/connection-rpc";
+import type {
+  ConnectionHealth,
+  ConnectorConnectionRpc,
+  KeyRing,
+  RefreshContext,
+  ResealOutcome,
+  TokenAnswer,
+  TokenGrant,
+} from "../src/contracts/connection-rpc";
 import { seal, unseal } from "../src/connectors/sealing";
 import { requestToken } from "../src/connectors/token-endpoint";
-import { type TokenRow, type TokenSecrets, createTokenTables, healthOf, markRefreshFailure, readTokens, tokensAad, writeTokens } from "../src/connectors/token-store";
+import {
+  type TokenRow,
+  type TokenSecrets,
+  createTokenTables,
+  healthOf,
+  markRefreshFailure,
+  readTokens,
+  tokensAad,
+  writeTokens,
+} from "../src/connectors/token-store";
 import type { Env } from "../src/env";
 import { edgeFetch } from "../src/net/edge-fetch";
 
@@ -65,13 +82,26 @@ export class ConnectorConnection extends DurableObject<Env> implements Connector
   private async answer(row: TokenRow | null, keys: KeyRing, skewMs: number, nowMs: number): Promise<TokenAnswer> {
     if (!row) return { ok: false, reason: "missing", provider_id: null, message: "connection not found" };
     const provider_id = row.provider_id;
-    if (row.status === "reconnect_required") return { ok: false, reason: "reconnect_required", provider_id, message: `the provider refused to refresh the connection's token; ${RECONNECT}` };
+    if (row.status === "reconnect_required")
+      return { ok: false, reason: "reconnect_required", provider_id, message: `the provider refused to refresh the connection's token; ${RECONNECT}` };
     if (row.expires_at !== null && row.expires_at - skewMs <= nowMs) {
       if (row.refreshable) return { ok: false, reason: "needs_refresh", provider_id, message: "the connection's access token needs a refresh" };
-      if (row.expires_at <= nowMs) return { ok: false, reason: "reconnect_required", provider_id, message: `the connection's access token expired and it has no refresh token; ${RECONNECT}` };
+      if (row.expires_at <= nowMs)
+        return {
+          ok: false,
+          reason: "reconnect_required",
+          provider_id,
+          message: `the connection's access token expired and it has no refresh token; ${RECONNECT}`,
+        };
     }
     const secrets = await this.open(row, keys);
-    if (!secrets) return { ok: false, reason: "sealed_with_unknown_key", provider_id, message: "the connection's tokens are sealed with a key the service no longer has (see CONNECTORS_ENCRYPTION_KEY_PREVIOUS)" };
+    if (!secrets)
+      return {
+        ok: false,
+        reason: "sealed_with_unknown_key",
+        provider_id,
+        message: "the connection's tokens are sealed with a key the service no longer has (see CONNECTORS_ENCRYPTION_KEY_PREVIOUS)",
+      };
     return { ok: true, access_token: secrets.access_token, token_type: secrets.token_type, provider_id };
   }
 
@@ -93,10 +123,18 @@ export class ConnectorConnection extends DurableObject<Env> implements Connector
     // A refresh that landed just before this call (or a reconnect) may have made one unnecessary.
     const before = await this.answer(row, keys, skewMs, nowMs);
     if (before.ok || before.reason !== "needs_refresh" || !row) return before;
-    if (row.provider_id !== refresh.provider_id) return { ok: false, reason: "refresh_failed", provider_id: row.provider_id, message: "the refresh was asked for another provider" };
+    if (row.provider_id !== refresh.provider_id)
+      return { ok: false, reason: "refresh_failed", provider_id: row.provider_id, message: "the refresh was asked for another provider" };
     const secrets = await this.open(row, keys);
-    if (!secrets) return { ok: false, reason: "sealed_with_unknown_key", provider_id: row.provider_id, message: "the connection's tokens are sealed with a key the service no longer has (see CONNECTORS_ENCRYPTION_KEY_PREVIOUS)" };
-    if (!secrets.refresh_token) return { ok: false, reason: "reconnect_required", provider_id: row.provider_id, message: `the connection has no refresh token; ${RECONNECT}` };
+    if (!secrets)
+      return {
+        ok: false,
+        reason: "sealed_with_unknown_key",
+        provider_id: row.provider_id,
+        message: "the connection's tokens are sealed with a key the service no longer has (see CONNECTORS_ENCRYPTION_KEY_PREVIOUS)",
+      };
+    if (!secrets.refresh_token)
+      return { ok: false, reason: "reconnect_required", provider_id: row.provider_id, message: `the connection has no refresh token; ${RECONNECT}` };
 
     const r = await requestToken(edgeFetch, refresh, { grant_type: "refresh_token", refresh_token: secrets.refresh_token });
     const now = readTokens(this.sql);
@@ -104,7 +142,12 @@ export class ConnectorConnection extends DurableObject<Env> implements Connector
     if (!r.ok) {
       markRefreshFailure(this.sql, `refresh failed: ${r.message}`, r.permanent, nowMs);
       return r.permanent
-        ? { ok: false, reason: "reconnect_required", provider_id: row.provider_id, message: `the provider refused to refresh the connection's token (${r.message}); ${RECONNECT}` }
+        ? {
+            ok: false,
+            reason: "reconnect_required",
+            provider_id: row.provider_id,
+            message: `the provider refused to refresh the connection's token (${r.message}); ${RECONNECT}`,
+          }
         : { ok: false, reason: "refresh_failed", provider_id: row.provider_id, message: `the connection's token could not be refreshed: ${r.message}` };
     }
     const next: TokenSecrets = {

@@ -13,7 +13,17 @@ import type { RunTrace } from "../src/contracts/run-trace";
 import type { CounterDelta, IndexShardRpc, LedgerEntry, LedgerKey, ListingPush } from "../src/contracts/shard-rpc";
 import type { Env } from "../src/env";
 import { isolateSettings } from "../src/config/isolate-settings";
-import { claimEntry, createLedger, dropEntries, dropThreadEntries, findEntry, nextLedgerExpiry, pruneLedger, putEntry, releaseEntry } from "../src/shards/ledger";
+import {
+  claimEntry,
+  createLedger,
+  dropEntries,
+  dropThreadEntries,
+  findEntry,
+  nextLedgerExpiry,
+  pruneLedger,
+  putEntry,
+  releaseEntry,
+} from "../src/shards/ledger";
 import { ListingBuffer, createListingBuffer } from "../src/shards/listing-buffer";
 import { announceToConsoles } from "../src/shards/console-announce";
 import { createRunLog, dropThreadTraces, eraseUserTraces, findTrace, keepTrace, nextTraceExpiry, pruneTraces, pruneTracesBefore } from "../src/shards/run-log";

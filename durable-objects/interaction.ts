@@ -27,7 +27,17 @@ import { handOffToThread } from "../src/interactions/handoff";
 import { deleteInteractionRow, upsertInteractionRow } from "../src/interactions/index-store";
 import { RESUME_MAX_ATTEMPTS, RETRY_MS, answerOf, endedState, eventFor, nextAlarm, resumeOwed } from "../src/interactions/lifecycle";
 import { deleteAnswerMedia, storeAnswerMedia } from "../src/interactions/media";
-import { type InteractionRow, asJsonObject, dropEvents, insertRow, migrateInteraction, queueEvent, queuedEvents, readRow, saveRow } from "../src/interactions/object-store";
+import {
+  type InteractionRow,
+  asJsonObject,
+  dropEvents,
+  insertRow,
+  migrateInteraction,
+  queueEvent,
+  queuedEvents,
+  readRow,
+  saveRow,
+} from "../src/interactions/object-store";
 import { type AnsweredBy, type InteractionResult, type InteractionState, askResult } from "../src/interactions/record";
 import { resumeOutside } from "../src/interactions/resume-outside";
 import { mintTicket, ticketExpiry, ticketHash, ticketNotificationText } from "../src/interactions/tickets";
@@ -198,7 +208,14 @@ export class Interaction extends DurableObject<Env> implements InteractionRpc {
    * Records an end: the state, what it owes the run (nothing when the thread's participant claimed
    * it: the run resumes in that inbound's turn), the event, the purge instant; the ticket is spent.
    */
-  private async end(state: InteractionState, by: string | null, claimedBy: string | null, cfg: Effective, nowMs: number, arm = true): Promise<InteractionState> {
+  private async end(
+    state: InteractionState,
+    by: string | null,
+    claimedBy: string | null,
+    cfg: Effective,
+    nowMs: number,
+    arm = true,
+  ): Promise<InteractionState> {
     const owed = claimedBy ? "done" : resumeOwed(state);
     const replyId = state.origin.kind === "thread" ? (claimedBy ?? crypto.randomUUID()) : null;
     const ended: InteractionState = { ...state, reply_message_id: replyId };
@@ -232,9 +249,17 @@ export class Interaction extends DurableObject<Env> implements InteractionRpc {
     await this.publishRow(cfg);
     // The audience's own feed only: the shared feed is read by every unrestricted notifications
     // reader, and a ticket is a credential for one person.
-    const n: Notification = { id: crypto.randomUUID(), created_at: iso(Date.now()), message: ticketNotificationText(row.state, ticket), audience: row.state.audience };
+    const n: Notification = {
+      id: crypto.randomUUID(),
+      created_at: iso(Date.now()),
+      message: ticketNotificationText(row.state, ticket),
+      audience: row.state.audience,
+    };
     const s = cfg.settings.notifications;
-    await notificationFeedStub(cfg.env, identityFeed(row.state.audience)).push(JSON.stringify(n), { cap: s.feedMax, idleTtlMs: s.identityFeedTtlSeconds * 1000 });
+    await notificationFeedStub(cfg.env, identityFeed(row.state.audience)).push(JSON.stringify(n), {
+      cap: s.feedMax,
+      idleTtlMs: s.identityFeedTtlSeconds * 1000,
+    });
     saveRow(this.sql, { ticket_due: false });
   }
 
@@ -304,7 +329,14 @@ export class Interaction extends DurableObject<Env> implements InteractionRpc {
     if (!parked || parked.kind !== "llm") {
       result = { outcome: "error", text: null, error: "the parked run is gone", next_interaction_id: null, trace_id: null, finished_at: iso(Date.now()) };
     } else if (row.resume_attempts >= RESUME_MAX_ATTEMPTS) {
-      result = { outcome: "error", text: null, error: `the resumed run was interrupted ${row.resume_attempts} times`, next_interaction_id: null, trace_id: null, finished_at: iso(Date.now()) };
+      result = {
+        outcome: "error",
+        text: null,
+        error: `the resumed run was interrupted ${row.resume_attempts} times`,
+        next_interaction_id: null,
+        trace_id: null,
+        finished_at: iso(Date.now()),
+      };
     } else {
       saveRow(this.sql, { resume_attempts: row.resume_attempts + 1 });
       // The lease: if this object dies mid-run, this alarm finds the resume still owed.
@@ -314,7 +346,14 @@ export class Interaction extends DurableObject<Env> implements InteractionRpc {
         result = await resumeOutside(cfg.env, cfg.settings, row.state, parked);
       } catch (err) {
         console.error("interaction: the resumed run failed unexpectedly", err instanceof Error ? err.message : "unknown error");
-        result = { outcome: "error", text: null, error: "the resumed run failed unexpectedly", next_interaction_id: null, trace_id: null, finished_at: iso(Date.now()) };
+        result = {
+          outcome: "error",
+          text: null,
+          error: "the resumed run failed unexpectedly",
+          next_interaction_id: null,
+          trace_id: null,
+          finished_at: iso(Date.now()),
+        };
       } finally {
         this.resumeRunning = false;
       }
@@ -387,5 +426,11 @@ function isOpen(row: InteractionRow, nowMs: number): boolean {
 
 /** Is `hash` this interaction's live ticket? Compared in constant time. */
 function ticketLive(row: InteractionRow, hash: string, nowMs: number): boolean {
-  return row.ticket_hash !== null && row.ticket_expires_at !== null && row.ticket_expires_at > nowMs && isOpen(row, nowMs) && constantTimeEqual(hash, row.ticket_hash);
+  return (
+    row.ticket_hash !== null &&
+    row.ticket_expires_at !== null &&
+    row.ticket_expires_at > nowMs &&
+    isOpen(row, nowMs) &&
+    constantTimeEqual(hash, row.ticket_hash)
+  );
 }

@@ -10,7 +10,16 @@ import { ledgerShard, personKey } from "../src/contracts/shard-rpc";
 import type { Env } from "../src/env";
 import type { Door } from "../src/conversations/model/kinds";
 import { personDirectoryName } from "../src/contracts/person-rpc";
-import { CODE_TTL_SECONDS, type DoorAddress, REDEEM_BACKOFF_CAP_SECONDS, doorAddressKey, hashPairingCode, mergeSurvivor, mintPairingCode, redeemLockSeconds } from "../src/persons/pairing";
+import {
+  CODE_TTL_SECONDS,
+  type DoorAddress,
+  REDEEM_BACKOFF_CAP_SECONDS,
+  doorAddressKey,
+  hashPairingCode,
+  mergeSurvivor,
+  mintPairingCode,
+  redeemLockSeconds,
+} from "../src/persons/pairing";
 import {
   absorb,
   addRoute,
@@ -162,5 +171,7 @@ export class PersonDirectory extends DurableObject<Env> implements PersonDirecto
 
 /** An address row back as the door address it was keyed by. */
 function toDoorAddress(a: { door: Door; channel: string | null; our_identity: string | null; address: string }): DoorAddress {
-  return a.door === "channel" ? { door: "channel", channel: a.channel ?? "", our_identity: a.our_identity ?? "", address: a.address } : { door: "api", address: a.address };
+  return a.door === "channel"
+    ? { door: "channel", channel: a.channel ?? "", our_identity: a.our_identity ?? "", address: a.address }
+    : { door: "api", address: a.address };
 }

@@ -83,7 +83,9 @@ export class StateStore extends DurableObject<Env> implements StateStoreRpc {
     if (old && this.recordCount() > 0) {
       const narrowing = isNarrowing(old.resolved_schema, input.resolved_schema);
       if (narrowing) return refuse(409, `the state has records, so a re-declare may only add properties: ${narrowing}`);
-      const inUse = removedKinds(old.subject_kinds, input.subject_kinds).filter((k) => this.sql.exec("SELECT 1 FROM records WHERE kind = ? LIMIT 1", k).toArray().length > 0);
+      const inUse = removedKinds(old.subject_kinds, input.subject_kinds).filter(
+        (k) => this.sql.exec("SELECT 1 FROM records WHERE kind = ? LIMIT 1", k).toArray().length > 0,
+      );
       if (inUse.length) return refuse(409, "a subject kind that still has records cannot be removed");
     }
     const decl: StoredDeclaration = { name, ...input, updated_at: new Date(nowMs).toISOString() };
@@ -140,7 +142,11 @@ export class StateStore extends DurableObject<Env> implements StateStoreRpc {
     if (!decl) return refuse(404, "state not found");
     const list = this.attachments();
     if (!list.some((a) => a.template === template)) return refuse(404, "the template is not attached on this state");
-    return this.saveAttachments(decl, list.map((a) => (a.template === template ? { ...a, declarations } : a)), nowMs);
+    return this.saveAttachments(
+      decl,
+      list.map((a) => (a.template === template ? { ...a, declarations } : a)),
+      nowMs,
+    );
   }
 
   async detach(template: string, nowMs: number): Promise<{ ok: true; view: StateView } | StateRefusal> {
@@ -150,13 +156,18 @@ export class StateStore extends DurableObject<Env> implements StateStoreRpc {
     const gone = list.find((a) => a.template === template);
     if (!gone) return refuse(404, "the template is not attached on this state");
     if (this.someRecordHolds(gone.path)) return refuse(409, "records hold values at the attachment's path; erase or rewrite them before detaching");
-    return this.saveAttachments(decl, list.filter((a) => a.template !== template), nowMs);
+    return this.saveAttachments(
+      decl,
+      list.filter((a) => a.template !== template),
+      nowMs,
+    );
   }
 
   async bindingRead(spec: Subject | { key: string; target_kind: Subject["target_kind"]; target_name: string }, nowMs: number) {
     const decl = this.declaration();
     if (!decl) return refuse(404, "state not found");
-    const subject: Subject = "kind" in spec ? spec : { target_kind: spec.target_kind, target_name: spec.target_name, kind: decl.default_subject_kind, key: spec.key };
+    const subject: Subject =
+      "kind" in spec ? spec : { target_kind: spec.target_kind, target_name: spec.target_name, kind: decl.default_subject_kind, key: spec.key };
     const record = await this.read(subject, nowMs);
     if (record !== null && "ok" in record) return record;
     return { ok: true as const, subject, record, attachments: this.attachments() };
@@ -183,11 +194,20 @@ export class StateStore extends DurableObject<Env> implements StateStoreRpc {
     if (!decl) return null;
     pruneExpired(this.sql, nowMs);
     const byKind: Record<string, number> = {};
-    for (const r of this.sql.exec<{ kind: string; n: number }>("SELECT kind, COUNT(*) AS n FROM records GROUP BY kind ORDER BY kind").toArray()) byKind[r.kind] = Number(r.n);
+    for (const r of this.sql.exec<{ kind: string; n: number }>("SELECT kind, COUNT(*) AS n FROM records GROUP BY kind ORDER BY kind").toArray())
+      byKind[r.kind] = Number(r.n);
     const span = this.sql.exec<{ lo: number | null; hi: number | null }>("SELECT MIN(updated_at) AS lo, MAX(updated_at) AS hi FROM records").one();
     const count = (t: string) => Number(this.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM ${t}`).one().n);
     const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
-    return { name: decl.name, records: count("records"), by_kind: byKind, aliases: count("aliases"), writes: count("writes"), oldest_updated_at: iso(span.lo), newest_updated_at: iso(span.hi) };
+    return {
+      name: decl.name,
+      records: count("records"),
+      by_kind: byKind,
+      aliases: count("aliases"),
+      writes: count("writes"),
+      oldest_updated_at: iso(span.lo),
+      newest_updated_at: iso(span.hi),
+    };
   }
 
   /** The declaration, and the subject's kind checked against it. */
@@ -199,7 +219,14 @@ export class StateStore extends DurableObject<Env> implements StateStoreRpc {
   }
 
   private recordOf(decl: StoredDeclaration, subject: Subject, canonical: string, row: { data: JsonObject; seq: number }): StateRecord {
-    return { state: decl.name, subject, data: row.data, seq: row.seq, canonical_subject: subjectOfKey(canonical), folded_from: foldedInto(this.sql, canonical).map(subjectOfKey) };
+    return {
+      state: decl.name,
+      subject,
+      data: row.data,
+      seq: row.seq,
+      canonical_subject: subjectOfKey(canonical),
+      folded_from: foldedInto(this.sql, canonical).map(subjectOfKey),
+    };
   }
 
   async read(subject: Subject, nowMs: number): Promise<StateRecord | null | StateRefusal> {
@@ -220,7 +247,12 @@ export class StateStore extends DurableObject<Env> implements StateStoreRpc {
     const canonical = canonicalOf(sql, subjectKey(subject));
     const current = liveRecord(sql, canonical, nowMs);
     const before: JsonObject = current?.data ?? {};
-    const unchanged = (): WriteResult => ({ ok: true, applied: false, record: this.recordOf(decl, subject, canonical, { data: before, seq: current?.seq ?? 0 }), skipped: [] });
+    const unchanged = (): WriteResult => ({
+      ok: true,
+      applied: false,
+      record: this.recordOf(decl, subject, canonical, { data: before, seq: current?.seq ?? 0 }),
+      skipped: [],
+    });
 
     let next: JsonObject;
     let paths: Array<Array<string | number>>;
@@ -295,7 +327,15 @@ export class StateStore extends DurableObject<Env> implements StateStoreRpc {
 
   private foldSync(
     decl: StoredDeclaration,
-    f: { from: Subject; into: Subject; fromKey: string; cFrom: string; cInto: string; fromRow: ReturnType<typeof liveRecord>; intoRow: ReturnType<typeof liveRecord> },
+    f: {
+      from: Subject;
+      into: Subject;
+      fromKey: string;
+      cFrom: string;
+      cInto: string;
+      fromRow: ReturnType<typeof liveRecord>;
+      intoRow: ReturnType<typeof liveRecord>;
+    },
     mode: "switch" | "merge",
     origin: WriteOrigin,
     nowMs: number,
@@ -311,7 +351,14 @@ export class StateStore extends DurableObject<Env> implements StateStoreRpc {
       if (invalid) return refuse(400, invalid);
       const seq = (intoRow?.seq ?? 0) + 1;
       putRecord(sql, cInto, merged, seq, nowMs, decl.retention_days === null ? null : decl.retention_days * DAY_MS);
-      appendWrite(sql, cInto, seq, nowMs, { ...origin, meta: { fold: "merge" } }, Object.keys(fromRow.data).map((k) => [k]));
+      appendWrite(
+        sql,
+        cInto,
+        seq,
+        nowMs,
+        { ...origin, meta: { fold: "merge" } },
+        Object.keys(fromRow.data).map((k) => [k]),
+      );
     }
     const members = foldedInto(sql, cFrom).length;
     if (fromRow) deleteRecord(sql, cFrom);
@@ -327,7 +374,10 @@ export class StateStore extends DurableObject<Env> implements StateStoreRpc {
     let scanned = 0;
     while (items.length < limit && scanned < SEARCH_SCAN_BUDGET) {
       const rows = this.sql
-        .exec<{ skey: string; data: string; updated_at: number; expires_at: number | null }>("SELECT skey, data, updated_at, expires_at FROM records WHERE skey > ? ORDER BY skey LIMIT 200", last)
+        .exec<{ skey: string; data: string; updated_at: number; expires_at: number | null }>(
+          "SELECT skey, data, updated_at, expires_at FROM records WHERE skey > ? ORDER BY skey LIMIT 200",
+          last,
+        )
         .toArray();
       if (rows.length === 0) return { items, next_cursor: null };
       for (const r of rows) {

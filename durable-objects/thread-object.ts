@@ -12,7 +12,17 @@ import type { ModeStamp } from "../src/bridge/mode-store";
 import type { Mode } from "../src/conversations/model/kinds";
 import type { AnswerRecord } from "../src/bridge/record";
 import type { RouteRow } from "../src/bridge/routes-store";
-import type { AcceptRequest, AcceptResult, ForgetResult, ModeInForce, ResumeInteractionRequest, SearchScan, ThreadRpc, TranscriptPage, TranscriptQuery } from "../src/contracts/thread-rpc";
+import type {
+  AcceptRequest,
+  AcceptResult,
+  ForgetResult,
+  ModeInForce,
+  ResumeInteractionRequest,
+  SearchScan,
+  ThreadRpc,
+  TranscriptPage,
+  TranscriptQuery,
+} from "../src/contracts/thread-rpc";
 import type { Env } from "../src/env";
 import { edgeFetch } from "../src/net/edge-fetch";
 import { appendCheckpoint, deleteCheckpoint, readCheckpoint } from "../src/targets/checkpoints/thread-memory";

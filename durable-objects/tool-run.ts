@@ -30,7 +30,18 @@ import { createTargetContext } from "../src/targets/dispatch";
 import { ATTEMPT_LEASE_MS, RETRY_MS, alarmStep, interruptedEnd, waitLostEnd } from "../src/tool-runs/alarm-policy";
 import { type AttemptEnd, askedRunEnd, executeToolRun } from "../src/tool-runs/execute";
 import { deleteRunRow, upsertRunRow } from "../src/tool-runs/index-store";
-import { insertQueued, markFinished, markPublished, markStarted, markWaiting, readRun, readSteps, type RunEnd, type RunSteps, upgradeRunTable } from "../src/tool-runs/run-store";
+import {
+  insertQueued,
+  markFinished,
+  markPublished,
+  markStarted,
+  markWaiting,
+  readRun,
+  readSteps,
+  type RunEnd,
+  type RunSteps,
+  upgradeRunTable,
+} from "../src/tool-runs/run-store";
 import { toolRunTrace } from "../src/tool-runs/trace";
 
 /**
@@ -182,7 +193,11 @@ export class ToolRun extends DurableObject<Env> implements ToolRunRpc {
       });
     } catch (err) {
       console.error("tool run: storing its question failed", err instanceof Error ? err.message : "unknown error");
-      this.finish({ status: "failed", result: null, error: "the run's question could not be stored", error_kind: "tool_error" }, steps, s.settings.toolRuns.retentionSeconds);
+      this.finish(
+        { status: "failed", result: null, error: "the run's question could not be stored", error_kind: "tool_error" },
+        steps,
+        s.settings.toolRuns.retentionSeconds,
+      );
       return this.publish();
     }
     const until = Date.parse(interaction.expires_at) + WAIT_MARGIN_MS;

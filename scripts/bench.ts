@@ -96,7 +96,10 @@ function parseArgs(argv: string[]): Options {
       return v;
     };
     if (a === "--phases") {
-      const names = (argv[++i] ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+      const names = (argv[++i] ?? "")
+        .split(",")
+        .map((s) => s.trim())
+        .filter(Boolean);
       for (const n of names) if (!(ALL_PHASES as readonly string[]).includes(n)) throw new Error(`unknown phase ${n} (known: ${ALL_PHASES.join(", ")})`);
       if (!names.length) throw new Error("--phases needs a list");
       o.phases = new Set(names as PhaseName[]);
@@ -135,9 +138,15 @@ async function prepare(base: string): Promise<Ctx> {
   if (boot.status !== 200) throw new Error(`bootstrap failed: HTTP ${boot.status} ${JSON.stringify(boot.body)}`);
   const admin: string = boot.body.data.token;
   // Least privilege: the echo routes run as a key that may run the echo tool and agent and nothing else.
-  const exec = await http(base, "POST", "/api/auth/api-keys", { key: admin, body: { user_id: "bench-exec", description: "bench execution key", scopes: ["tool:echo", "agent:echo"] } });
+  const exec = await http(base, "POST", "/api/auth/api-keys", {
+    key: admin,
+    body: { user_id: "bench-exec", description: "bench execution key", scopes: ["tool:echo", "agent:echo"] },
+  });
   if (exec.status !== 200) throw new Error(`minting the execution key failed: HTTP ${exec.status}`);
-  const callerKey = await http(base, "POST", "/api/auth/api-keys", { key: admin, body: { user_id: "bench-caller", description: "bench caller", scopes: ["conversations"] } });
+  const callerKey = await http(base, "POST", "/api/auth/api-keys", {
+    key: admin,
+    body: { user_id: "bench-caller", description: "bench caller", scopes: ["conversations"] },
+  });
   if (callerKey.status !== 200) throw new Error(`minting the caller key failed: HTTP ${callerKey.status}`);
   return { base, admin, caller: callerKey.body.data.api_key, execUser: "bench-exec" };
 }
@@ -187,13 +196,19 @@ async function main(): Promise<number> {
         cleanups.push(() => r.stop());
         // Turns in flight are capped per isolate (default 10): let 64 threads run at once.
         vars.CONVERSATIONS_MAX_CONCURRENT_TURNS = String(HOL_MAX_CONCURRENT_TURNS);
-        console.log(`bench: hol sets CONVERSATIONS_MAX_CONCURRENT_TURNS=${HOL_MAX_CONCURRENT_TURNS} (default 10 per isolate) for the whole run, so ${HOL_THREADS} threads can run turns at once`);
+        console.log(
+          `bench: hol sets CONVERSATIONS_MAX_CONCURRENT_TURNS=${HOL_MAX_CONCURRENT_TURNS} (default 10 per isolate) for the whole run, so ${HOL_THREADS} threads can run turns at once`,
+        );
       }
       if (has("faults")) {
         const r = await startScriptedReceiver(pki, FAULT_HANG_MS);
         faultRx = r;
         cleanups.push(() => r.stop());
-        console.log(`bench: faults runs on a second bridge of its own with ${Object.entries(FAULT_VARS).map(([k, v]) => `${k}=${v}`).join(" ")}`);
+        console.log(
+          `bench: faults runs on a second bridge of its own with ${Object.entries(FAULT_VARS)
+            .map(([k, v]) => `${k}=${v}`)
+            .join(" ")}`,
+        );
       }
     }
     if (has("overhead") && pki) {
@@ -206,7 +221,11 @@ async function main(): Promise<number> {
       cleanups.push(() => t.stop());
     }
 
-    console.log(opts.inspector ? "bench: starting wrangler dev (npm start path) …" : "bench: preparing state through npm start, then serving with wrangler's programmatic API, inspector off …");
+    console.log(
+      opts.inspector
+        ? "bench: starting wrangler dev (npm start path) …"
+        : "bench: preparing state through npm start, then serving with wrangler's programmatic API, inspector off …",
+    );
     const bridge = await startBridge(opts.inspector, vars, env);
     cleanups.push(() => bridge.stop());
     const base = bridge.baseUrl;
@@ -232,7 +251,9 @@ async function main(): Promise<number> {
       if (has("ingest")) {
         console.log("bench: ingest …");
         ingest = await ingestPhase(ctx, "run", opts.callers, opts.threads, opts.ingest, opts.maxSeconds);
-        console.log(`bench: ingest backlog ${ingest.drainSeconds === null ? "NOT drained within 60 s" : `drained ${fmt(ingest.drainSeconds, 1)} s after the phase`}`);
+        console.log(
+          `bench: ingest backlog ${ingest.drainSeconds === null ? "NOT drained within 60 s" : `drained ${fmt(ingest.drainSeconds, 1)} s after the phase`}`,
+        );
       }
       let sync: Phase | null = null;
       if (has("sync")) {
@@ -247,7 +268,10 @@ async function main(): Promise<number> {
       if (ingest) {
         const ratio = ingest.phase.perSecond / healthRate;
         count(ingest.phase);
-        rows.push({ phase: ingest.phase, note: `÷ health ${fmt(ratio, 3)} (target ≥ ${opts.inspector ? "0.4" : "0.6"})${ingest.drainSeconds === null ? "; backlog not drained in 60 s" : ""}` });
+        rows.push({
+          phase: ingest.phase,
+          note: `÷ health ${fmt(ratio, 3)} (target ≥ ${opts.inspector ? "0.4" : "0.6"})${ingest.drainSeconds === null ? "; backlog not drained in 60 s" : ""}`,
+        });
         json.ingest = { ...summary(ingest.phase), threads: opts.threads, ratio, drain_seconds: ingest.drainSeconds };
       }
       if (sync) {
@@ -289,8 +313,18 @@ async function main(): Promise<number> {
       count(w.steady, w.burst);
       const p99 = percentile(w.burst.latencies, 99);
       rows.push({ phase: w.steady, note: "open loop; latency = ack time from the scheduled send" });
-      rows.push({ phase: w.burst, note: `p99 ${p99 <= SLACK_DEADLINE_MS ? "within" : "OVER"} Slack's 3 s${w.drainSeconds === null ? "; answers NOT all sent within 20 s" : `; all answers sent ${fmt(w.drainSeconds, 1)} s after the burst`}` });
-      json.webhook = { steady_rate: opts.webhookRate, burst_rate: opts.webhookRate * 5, steady: summary(w.steady), burst: summary(w.burst), deadline_ms: SLACK_DEADLINE_MS, drain_seconds: w.drainSeconds };
+      rows.push({
+        phase: w.burst,
+        note: `p99 ${p99 <= SLACK_DEADLINE_MS ? "within" : "OVER"} Slack's 3 s${w.drainSeconds === null ? "; answers NOT all sent within 20 s" : `; all answers sent ${fmt(w.drainSeconds, 1)} s after the burst`}`,
+      });
+      json.webhook = {
+        steady_rate: opts.webhookRate,
+        burst_rate: opts.webhookRate * 5,
+        steady: summary(w.steady),
+        burst: summary(w.burst),
+        deadline_ms: SLACK_DEADLINE_MS,
+        drain_seconds: w.drainSeconds,
+      };
     }
 
     // ---- turn overhead vs a direct relay ----------------------------------------------------
@@ -327,7 +361,10 @@ async function main(): Promise<number> {
       const r50 = percentile(bridgeP.latencies, 50) / percentile(relayP.latencies, 50);
       const r99 = percentile(bridgeP.latencies, 99) / percentile(relayP.latencies, 99);
       rows.push({ phase: relayP, note: "no object, no storage" });
-      rows.push({ phase: bridgeP, note: `p50 ${fmt(r50, 2)}× relay (target ≤ 1.5: ${r50 <= 1.5 ? "met" : "NOT met"}), p99 ${fmt(r99, 2)}× (target ≤ 2: ${r99 <= 2 ? "met" : "NOT met"})` });
+      rows.push({
+        phase: bridgeP,
+        note: `p50 ${fmt(r50, 2)}× relay (target ≤ 1.5: ${r50 <= 1.5 ? "met" : "NOT met"}), p99 ${fmt(r99, 2)}× (target ≤ 2: ${r99 <= 2 ? "met" : "NOT met"})`,
+      });
       json.overhead = { tool_delay_ms: TOOL_DELAY_MS, callers: c, relay: summary(relayP), bridge: summary(bridgeP), p50_ratio: r50, p99_ratio: r99 };
     }
 
@@ -341,8 +378,18 @@ async function main(): Promise<number> {
       if (fifo) failures += fifo;
       for (const r of [h.single, h.many]) if (r.violationSample) console.log(`bench: hol FIFO violation, ${r.violationSample}`);
       rows.push({ phase: h.single.phase, note: `send → last callback; FIFO violations ${h.single.fifoViolations}` });
-      rows.push({ phase: h.many.phase, note: `ratio ${fmt(h.ratio, 3)} (target ≥ 0.8: ${h.ratio >= 0.8 ? "met" : "NOT met"}); FIFO violations ${h.many.fifoViolations} (target 0); queueing took ${fmt(h.many.sendSeconds, 2)} s; MAX_CONCURRENT_TURNS=${HOL_MAX_CONCURRENT_TURNS}` });
-      json.hol = { tool_delay_ms: HOL_TOOL_DELAY_MS, max_concurrent_turns: HOL_MAX_CONCURRENT_TURNS, single: summary(h.single.phase), many: { ...summary(h.many.phase), send_seconds: h.many.sendSeconds }, ratio: h.ratio, fifo_violations: fifo };
+      rows.push({
+        phase: h.many.phase,
+        note: `ratio ${fmt(h.ratio, 3)} (target ≥ 0.8: ${h.ratio >= 0.8 ? "met" : "NOT met"}); FIFO violations ${h.many.fifoViolations} (target 0); queueing took ${fmt(h.many.sendSeconds, 2)} s; MAX_CONCURRENT_TURNS=${HOL_MAX_CONCURRENT_TURNS}`,
+      });
+      json.hol = {
+        tool_delay_ms: HOL_TOOL_DELAY_MS,
+        max_concurrent_turns: HOL_MAX_CONCURRENT_TURNS,
+        single: summary(h.single.phase),
+        many: { ...summary(h.many.phase), send_seconds: h.many.sendSeconds },
+        ratio: h.ratio,
+        fifo_violations: fifo,
+      };
     }
 
     // ---- fault recovery ----------------------------------------------------------------------
@@ -359,30 +406,53 @@ async function main(): Promise<number> {
       if (f.duplicates2xx) failures += f.duplicates2xx;
       if (!f.pass) failures += 1;
       const drain = f.drainSeconds === null ? "NOT drained" : `${fmt(f.drainSeconds, 2)} s`;
-      console.log(`bench: faults: sent ${f.sent}, delivered ${f.delivered}, ids with two 2xx ${f.duplicates2xx}, callbacks seen ${JSON.stringify(f.injected)}, undelivered at recovery ${f.pendingAtRecovery}, drain after recovery ${drain}, next backoff step ${f.nextStepSeconds} s (limit ${fmt(1.2 * f.nextStepSeconds, 1)} s): ${f.pass ? "PASS" : "FAIL"}`);
-      rows.push({ phase: f.phase, note: `delivered ${f.delivered}/${f.sent}, double 2xx ${f.duplicates2xx}, drain ${drain} vs 1.2 × ${f.nextStepSeconds} s: ${f.pass ? "PASS" : "FAIL"}` });
-      json.faults = { sent: f.sent, delivered: f.delivered, duplicates_2xx: f.duplicates2xx, injected: f.injected, pending_at_recovery: f.pendingAtRecovery, drain_seconds: f.drainSeconds, next_step_seconds: f.nextStepSeconds, pass: f.pass, vars: FAULT_VARS, latency: summary(f.phase) };
+      console.log(
+        `bench: faults: sent ${f.sent}, delivered ${f.delivered}, ids with two 2xx ${f.duplicates2xx}, callbacks seen ${JSON.stringify(f.injected)}, undelivered at recovery ${f.pendingAtRecovery}, drain after recovery ${drain}, next backoff step ${f.nextStepSeconds} s (limit ${fmt(1.2 * f.nextStepSeconds, 1)} s): ${f.pass ? "PASS" : "FAIL"}`,
+      );
+      rows.push({
+        phase: f.phase,
+        note: `delivered ${f.delivered}/${f.sent}, double 2xx ${f.duplicates2xx}, drain ${drain} vs 1.2 × ${f.nextStepSeconds} s: ${f.pass ? "PASS" : "FAIL"}`,
+      });
+      json.faults = {
+        sent: f.sent,
+        delivered: f.delivered,
+        duplicates_2xx: f.duplicates2xx,
+        injected: f.injected,
+        pending_at_recovery: f.pendingAtRecovery,
+        drain_seconds: f.drainSeconds,
+        next_step_seconds: f.nextStepSeconds,
+        pass: f.pass,
+        vars: FAULT_VARS,
+        latency: summary(f.phase),
+      };
     }
 
     const m = json.machine as Record<string, string | number>;
     console.log("");
     console.log(`machine: ${m.cpus} CPUs (${m.cpu_model}), ${m.memory_gib} GiB, Node ${m.node}, wrangler ${m.wrangler}, workerd ${m.workerd}`);
-    console.log(`server: ${opts.inspector ? "wrangler dev (npm start path, inspector proxy on)" : "wrangler unstable_startWorker, inspector off"}; loopback only`);
+    console.log(
+      `server: ${opts.inspector ? "wrangler dev (npm start path, inspector proxy on)" : "wrangler unstable_startWorker, inspector off"}; loopback only`,
+    );
     const loadAtEnd = load();
     console.log(`load average at start: ${loadAtStart}, at end: ${loadAtEnd}`);
     printTable(rows);
     if (opts.json) console.log(JSON.stringify({ ...json, load_start: loadAtStart, load_end: loadAtEnd }));
     if (failures && bridge.logs) {
       // Enough of wrangler's own output to tell a Worker error from a runtime restart.
-      const lines = bridge.logs().split("\n").filter((l) => /error|restart|exception|warn/i.test(l));
-      if (lines.length) console.log(`bench: wrangler dev output about the failures (last ${Math.min(20, lines.length)} of ${lines.length} lines):\n${lines.slice(-20).join("\n")}`);
+      const lines = bridge
+        .logs()
+        .split("\n")
+        .filter((l) => /error|restart|exception|warn/i.test(l));
+      if (lines.length)
+        console.log(
+          `bench: wrangler dev output about the failures (last ${Math.min(20, lines.length)} of ${lines.length} lines):\n${lines.slice(-20).join("\n")}`,
+        );
     }
     return failures ? 1 : 0;
   } finally {
     await stopAll();
   }
 }
-
 
 main().then(
   (code) => process.exit(code),

@@ -20,7 +20,14 @@ for (const b of config.r2_buckets ?? []) env[b.binding] = {};
 
 Object.assign(env, readDevVars(join(root, ".dev.vars")));
 for (const [k, v] of Object.entries(process.env)) {
-  if (k.startsWith("CONVERSATIONS_") || k.startsWith("LLM_PROVIDER_CHECKPOINT") || k === "OUTBOUND_ALLOW_PRIVATE_HOSTS" || k === "SECRET_REFERENCE_ALLOWLIST" || k === "SECRET_REFERENCE_ORIGINS") env[k] = v;
+  if (
+    k.startsWith("CONVERSATIONS_") ||
+    k.startsWith("LLM_PROVIDER_CHECKPOINT") ||
+    k === "OUTBOUND_ALLOW_PRIVATE_HOSTS" ||
+    k === "SECRET_REFERENCE_ALLOWLIST" ||
+    k === "SECRET_REFERENCE_ORIGINS"
+  )
+    env[k] = v;
 }
 const argv = process.argv.slice(2);
 for (let i = 0; i < argv.length; i++) {
@@ -40,10 +47,14 @@ if (result.ok) {
   console.log("configuration OK");
   console.log(`  store: ${c.storeUrl ?? "(none: conversation routing answers 501)"}`);
   console.log(`  checkpoint provider: ${result.settings.checkpoint.provider}, ttl: ${result.settings.checkpoint.ttlMinutes ?? "keep forever"}`);
-  console.log(`  outbound to private hosts: ${result.settings.outbound.allowPrivateHosts ? "allowed (OUTBOUND_ALLOW_PRIVATE_HOSTS=true; local development only)" : "refused"}`);
+  console.log(
+    `  outbound to private hosts: ${result.settings.outbound.allowPrivateHosts ? "allowed (OUTBOUND_ALLOW_PRIVATE_HOSTS=true; local development only)" : "refused"}`,
+  );
   console.log(`  secret references: SECRET_* and ${result.settings.secretReferences.allowlist.length} allowlisted name(s)`);
   const bound = Object.keys(result.settings.referenceOrigins);
-  console.log(`  secret reference origins: ${bound.length ? `${bound.length} name(s) bound (${bound.join(", ")})` : "none bound: no {\"env\"} reference is sent anywhere"}`);
+  console.log(
+    `  secret reference origins: ${bound.length ? `${bound.length} name(s) bound (${bound.join(", ")})` : 'none bound: no {"env"} reference is sent anywhere'}`,
+  );
   console.log(bootstrapLine);
   process.exit(0);
 } else {

@@ -69,10 +69,12 @@ export function preflight(input: PreflightInput): PreflightResult {
   // A secret in [vars] would ship as a plain variable, readable in the dashboard and in every
   // `wrangler deploy` listing.
   for (const name of names) {
-    if (name in input.config.vars) problems.push(`wrangler.toml [vars] sets ${name}: a secret must not be a plain variable; remove the line and set it as a secret`);
+    if (name in input.config.vars)
+      problems.push(`wrangler.toml [vars] sets ${name}: a secret must not be a plain variable; remove the line and set it as a secret`);
   }
   for (const name of secretLookingVars(input.config.vars)) {
-    if (!names.includes(name)) warnings.push(`wrangler.toml [vars] ${name} looks like a secret; a plain variable ships readable (set it with wrangler secret put instead)`);
+    if (!names.includes(name))
+      warnings.push(`wrangler.toml [vars] ${name} looks like a secret; a plain variable ships readable (set it with wrangler secret put instead)`);
   }
 
   const published = new Set([...PUBLISHED_BOOTSTRAP_TOKENS, ...PUBLISHED_SEALING_KEYS].flatMap((v) => [v, normalizeKey(v) ?? v]));

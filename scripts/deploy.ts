@@ -92,7 +92,9 @@ if (!dryRun && lacking.length) {
       /* not JSON: no names */
     }
   } else {
-    console.error(`npm run deploy: wrangler secret list failed, so no secret is taken as set on the Worker:\n${(listed.stderr || listed.stdout).trim().split("\n").slice(-3).join("\n")}`);
+    console.error(
+      `npm run deploy: wrangler secret list failed, so no secret is taken as set on the Worker:\n${(listed.stderr || listed.stdout).trim().split("\n").slice(-3).join("\n")}`,
+    );
   }
 }
 
@@ -107,7 +109,9 @@ const result = preflight({
 });
 for (const w of result.warnings) console.warn(`npm run deploy: warning: ${w}`);
 if (result.problems.length) fail(result.problems);
-console.log(`npm run deploy: preflight passed (${result.checked.map((c) => `${c.name} from ${c.source === "worker" ? "the Worker" : c.source === "file" ? "the secrets file" : "the environment"}`).join(", ")})`);
+console.log(
+  `npm run deploy: preflight passed (${result.checked.map((c) => `${c.name} from ${c.source === "worker" ? "the Worker" : c.source === "file" ? "the secrets file" : "the environment"}`).join(", ")})`,
+);
 
 const run = (args: string[], env: NodeJS.ProcessEnv = process.env) => spawnSync(process.execPath, args, { cwd: root, stdio: "inherit", env }).status ?? 1;
 for (const step of ["extract-jq-wasm.mjs", "build-console.mjs"]) {

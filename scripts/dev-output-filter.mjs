@@ -15,11 +15,7 @@ const ANSI = /\u001b\[[0-9;]*m/g;
 /** A line that opens one of workerd's internal reports (matched without colour codes). */
 export function opensInternalReport(line) {
   const plain = line.replace(ANSI, "");
-  return (
-    /\[ERROR\]\s+e = kj\//.test(plain) ||
-    /\[ERROR\]\s+Uncaught Error: internal error; reference = /.test(plain) ||
-    /^NOSENTRY /.test(plain)
-  );
+  return /\[ERROR\]\s+e = kj\//.test(plain) || /\[ERROR\]\s+Uncaught Error: internal error; reference = /.test(plain) || /^NOSENTRY /.test(plain);
 }
 
 /** A line that continues a report: blank, or the native stack / error context workerd appends. */

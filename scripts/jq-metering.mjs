@@ -28,11 +28,7 @@ export const TRAP_STACK = 2;
 export function meterJqWasm(bytes) {
   const m = binaryen.readBinary(bytes);
   m.setFeatures(
-    binaryen.Features.MVP |
-      binaryen.Features.MutableGlobals |
-      binaryen.Features.SignExt |
-      binaryen.Features.BulkMemory |
-      binaryen.Features.NontrappingFPToInt,
+    binaryen.Features.MVP | binaryen.Features.MutableGlobals | binaryen.Features.SignExt | binaryen.Features.BulkMemory | binaryen.Features.NontrappingFPToInt,
   );
   if (!m.validate()) throw new Error("jq-metering: the jq wasm does not validate before instrumentation");
 

@@ -95,7 +95,11 @@ const defaults = [...(has("--ip") ? [] : ["--ip", "127.0.0.1"]), ...(has("--port
 // scripts/dev-output-filter.mjs); START_RAW_OUTPUT=1 shows wrangler's output as it is.
 const raw = env.START_RAW_OUTPUT === "1";
 const devEnv = raw || !process.stdout.isTTY ? env : { FORCE_COLOR: "1", ...env }; // piped output keeps its colours
-const dev = spawn(process.execPath, [wrangler, "dev", ...defaults, ...optional, ...args], { cwd: root, stdio: raw ? "inherit" : ["inherit", "pipe", "pipe"], env: devEnv });
+const dev = spawn(process.execPath, [wrangler, "dev", ...defaults, ...optional, ...args], {
+  cwd: root,
+  stdio: raw ? "inherit" : ["inherit", "pipe", "pipe"],
+  env: devEnv,
+});
 const filters = raw
   ? []
   : [

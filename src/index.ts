@@ -24,7 +24,8 @@ export default {
     // Expired OAuth starts of the connectors area (each start also prunes them; this covers quiet periods).
     const connectors = settings.ok && settings.settings.connectors.storeUrl ? pruneStarts(env.DB, now) : Promise.resolve();
     // Expired background tool-run rows (each run's object deletes its own; this covers the rest) and expired hook trigger links.
-    const toolRuns = settings.ok && settings.settings.toolRuns.storeUrl ? Promise.all([pruneToolRuns(env.DB, now), pruneTriggerLinks(env.DB, now)]) : Promise.resolve();
+    const toolRuns =
+      settings.ok && settings.settings.toolRuns.storeUrl ? Promise.all([pruneToolRuns(env.DB, now), pruneTriggerLinks(env.DB, now)]) : Promise.resolve();
     ctx.waitUntil(Promise.all([pruneThrottle(env.DB, now), pruneClaimLinks(env.DB, now), pruneIndexes(env.DB, now), states, connectors, toolRuns]));
   },
 } satisfies ExportedHandler<Env>;

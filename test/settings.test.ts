@@ -82,7 +82,10 @@ describe("settings (spec §8, decisions §3)", () => {
   });
 
   it.each([
-    [{ CONVERSATIONS_INTAKE_CLAIM_REFRESH_SECONDS: "120" }, "CONVERSATIONS_INTAKE_CLAIM_REFRESH_SECONDS must be below CONVERSATIONS_INTAKE_CLAIM_LEASE_SECONDS"],
+    [
+      { CONVERSATIONS_INTAKE_CLAIM_REFRESH_SECONDS: "120" },
+      "CONVERSATIONS_INTAKE_CLAIM_REFRESH_SECONDS must be below CONVERSATIONS_INTAKE_CLAIM_LEASE_SECONDS",
+    ],
     [{ CONVERSATIONS_DELIVERY_SEND_TIMEOUT_SECONDS: "120" }, "CONVERSATIONS_DELIVERY_SEND_TIMEOUT_SECONDS must be below"],
     [{ CONVERSATIONS_DELIVERY_CALLBACK_TIMEOUT_SECONDS: "200" }, "CONVERSATIONS_DELIVERY_CALLBACK_TIMEOUT_SECONDS must be below"],
     [{ CONVERSATIONS_DELIVERY_BACKOFF_BASE_SECONDS: "1000" }, "CONVERSATIONS_DELIVERY_BACKOFF_BASE_SECONDS must not exceed"],
@@ -115,7 +118,13 @@ describe("settings (spec §8, decisions §3)", () => {
   it("reads OUTBOUND_ALLOW_PRIVATE_HOSTS as true or false only, default false", () => {
     const def = parseSettings(base);
     expect(def.ok && def.settings.outbound).toEqual({ allowPrivateHosts: false });
-    for (const [raw, want] of [["true", true], ["TRUE", true], [" true ", true], ["false", false], ["", false]] as const) {
+    for (const [raw, want] of [
+      ["true", true],
+      ["TRUE", true],
+      [" true ", true],
+      ["false", false],
+      ["", false],
+    ] as const) {
       const r = parseSettings({ ...base, OUTBOUND_ALLOW_PRIVATE_HOSTS: raw });
       expect(r.ok && r.settings.outbound.allowPrivateHosts).toBe(want);
     }

@@ -44,7 +44,13 @@ export async function call<T = unknown>(method: string, p: string, opts: CallOpt
   if (opts.body !== undefined) headers["content-type"] = "application/json";
   let res: Response;
   try {
-    res = await fetch(withQuery(p, opts.query), { method, headers, body: opts.body === undefined ? undefined : JSON.stringify(opts.body), credentials: "omit", cache: "no-store" });
+    res = await fetch(withQuery(p, opts.query), {
+      method,
+      headers,
+      body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+      credentials: "omit",
+      cache: "no-store",
+    });
   } catch (err) {
     throw new ApiError(0, `the service did not answer (${err instanceof Error ? err.message : String(err)})`);
   }
@@ -57,7 +63,10 @@ export async function call<T = unknown>(method: string, p: string, opts: CallOpt
   }
   if (!res.ok) {
     const b = body as { error?: unknown; code?: unknown } | null;
-    const message = b && typeof b === "object" && typeof b.error === "string" ? b.error : `${res.status} ${res.statusText || "error"}${typeof body === "string" && body ? `: ${body.slice(0, 200)}` : ""}`;
+    const message =
+      b && typeof b === "object" && typeof b.error === "string"
+        ? b.error
+        : `${res.status} ${res.statusText || "error"}${typeof body === "string" && body ? `: ${body.slice(0, 200)}` : ""}`;
     throw new ApiError(res.status, message, b && typeof b === "object" && typeof b.code === "string" ? b.code : undefined);
   }
   return (body && typeof body === "object" && "data" in body ? (body as { data: T }).data : body) as T;

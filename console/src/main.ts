@@ -58,23 +58,38 @@ function renderChrome(): void {
     can(DOORS.runs) || can(DOORS.notifications) || mayTry(DOORS.pending) ? link("#/operations", "Operations", "operations") : null,
     h("a", { href: "/api/docs" }, "API reference"),
   ];
-  fill(nav, h("ul", null, links.filter(Boolean).map((a) => h("li", null, a))));
+  fill(
+    nav,
+    h(
+      "ul",
+      null,
+      links.filter(Boolean).map((a) => h("li", null, a)),
+    ),
+  );
   nav.hidden = false;
   const out = h("button", { type: "button" }, "Sign out");
   out.addEventListener("click", () => leave("Signed out. The key was removed from this tab."));
-  fill(who, h("span", null, "Signed in as ", h("strong", null, me.user_id), me.admin ? " (admin)" : me.owner_user_id ? ` (owned by ${me.owner_user_id})` : ""), " ", out);
+  fill(
+    who,
+    h("span", null, "Signed in as ", h("strong", null, me.user_id), me.admin ? " (admin)" : me.owner_user_id ? ` (owned by ${me.owner_user_id})` : ""),
+    " ",
+    out,
+  );
 }
 
 function render(): void {
   if (!currentMe()) return;
   renderChrome();
-  const parts = location.hash.replace(/^#\/?/, "").split("/").map((p) => {
-    try {
-      return decodeURIComponent(p);
-    } catch {
-      return p;
-    }
-  });
+  const parts = location.hash
+    .replace(/^#\/?/, "")
+    .split("/")
+    .map((p) => {
+      try {
+        return decodeURIComponent(p);
+      } catch {
+        return p;
+      }
+    });
   const section = parts[0] || "conversations";
   if (section !== "conversations") {
     conversations?.dispose();

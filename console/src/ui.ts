@@ -38,7 +38,11 @@ export function when(iso: string | null | undefined): HTMLElement | string {
 }
 
 /** Runs `work` with `button` disabled (and marked busy) meanwhile; errors go to `errors`. */
-export async function busy(button: HTMLButtonElement | null, errors: { show: (e: unknown) => void; clear: () => void }, work: () => Promise<void>): Promise<void> {
+export async function busy(
+  button: HTMLButtonElement | null,
+  errors: { show: (e: unknown) => void; clear: () => void },
+  work: () => Promise<void>,
+): Promise<void> {
   errors.clear();
   if (button) {
     button.disabled = true;

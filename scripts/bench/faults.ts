@@ -89,8 +89,19 @@ export async function faultsPhase(ctx: Ctx, rx: ScriptedReceiver, route: string)
   const recoveredAt = performance.now();
   await Promise.all(sends);
   const ours = () => rx.arrivals.slice(firstArrival).filter((a) => sentAt.has(a.messageId));
-  const ok2xx = () => new Set(ours().filter((a) => a.action === "ok").map((a) => a.messageId));
-  const pendingAtRecovery = sentAt.size - new Set(ours().filter((a) => a.action === "ok" && a.at < recoveredAt).map((a) => a.messageId)).size;
+  const ok2xx = () =>
+    new Set(
+      ours()
+        .filter((a) => a.action === "ok")
+        .map((a) => a.messageId),
+    );
+  const pendingAtRecovery =
+    sentAt.size -
+    new Set(
+      ours()
+        .filter((a) => a.action === "ok" && a.at < recoveredAt)
+        .map((a) => a.messageId),
+    ).size;
   await waitFor(() => ok2xx().size >= sentAt.size, DRAIN_WAIT_SECONDS * 1000, 20);
   await new Promise((r) => setTimeout(r, DUPLICATE_WATCH_MS)); // a late duplicate would show here
   const arrivals = ours();
@@ -114,7 +125,15 @@ export async function faultsPhase(ctx: Ctx, rx: ScriptedReceiver, route: string)
   const failed = Object.values(failures).reduce((s, n) => s + n, 0);
   const pass = failed === 0 && duplicates2xx === 0 && drainSeconds !== null && drainSeconds <= 1.2 * nextStepSeconds;
   return {
-    phase: { name: `faults: ${FAULT_MESSAGES} msgs, 30 % failing ${FAULTY_SECONDS} s, down ${DOWN_SECONDS} s`, ok: delivered, failed, seconds, perSecond: delivered / seconds, latencies, failures },
+    phase: {
+      name: `faults: ${FAULT_MESSAGES} msgs, 30 % failing ${FAULTY_SECONDS} s, down ${DOWN_SECONDS} s`,
+      ok: delivered,
+      failed,
+      seconds,
+      perSecond: delivered / seconds,
+      latencies,
+      failures,
+    },
     sent: sentAt.size,
     delivered,
     duplicates2xx,

@@ -26,11 +26,21 @@ const SEND_TIMEOUT_MS = 30_000;
 export async function setupToolRoute(ctx: Ctx, route: string, tool: string, toolUrl: string, delayMs: number, callbackUrl: string): Promise<void> {
   const declared = await http(ctx.base, "POST", "/api/tools-config/entries", {
     key: ctx.admin,
-    body: { title: tool, kind: "http", description: `answers after ${delayMs} ms (bench)`, url: toolUrl, input_schema: { type: "object", properties: { message: { type: ["string", "null"] } } }, timeout_seconds: 10 },
+    body: {
+      title: tool,
+      kind: "http",
+      description: `answers after ${delayMs} ms (bench)`,
+      url: toolUrl,
+      input_schema: { type: "object", properties: { message: { type: ["string", "null"] } } },
+      timeout_seconds: 10,
+    },
   });
   if (declared.status >= 300) throw new Error(`declaring ${tool} failed: HTTP ${declared.status} ${JSON.stringify(declared.body)}`);
   const execUser = `${tool}-exec`;
-  const exec = await http(ctx.base, "POST", "/api/auth/api-keys", { key: ctx.admin, body: { user_id: execUser, description: `${route} execution key`, scopes: [`tool:${tool}`] } });
+  const exec = await http(ctx.base, "POST", "/api/auth/api-keys", {
+    key: ctx.admin,
+    body: { user_id: execUser, description: `${route} execution key`, scopes: [`tool:${tool}`] },
+  });
   if (exec.status !== 200) throw new Error(`minting the ${tool} execution key failed: HTTP ${exec.status} ${JSON.stringify(exec.body)}`);
   const created = await http(ctx.base, "POST", `/api/conversations/${route}`, {
     key: ctx.admin,
@@ -70,7 +80,16 @@ export interface HolRun {
  * One run: `threads` threads with `perThread` messages each, sent in order per thread (threads
  * concurrently), then waits (bounded) for every callback. Latency per turn: send → first 2xx callback.
  */
-export async function holRun(ctx: Ctx, rx: ScriptedReceiver, route: string, name: string, runId: string, threads: number, perThread: number, maxWaitSeconds: number): Promise<HolRun> {
+export async function holRun(
+  ctx: Ctx,
+  rx: ScriptedReceiver,
+  route: string,
+  name: string,
+  runId: string,
+  threads: number,
+  perThread: number,
+  maxWaitSeconds: number,
+): Promise<HolRun> {
   const seqOf = new Map<string, { thread: number; seq: number; sentAt: number }>();
   const failures: Record<string, number> = {};
   const fail = (r: string) => (failures[r] = (failures[r] ?? 0) + 1);
@@ -111,7 +130,10 @@ export async function holRun(ctx: Ctx, rx: ScriptedReceiver, route: string, name
         const seqInAnswer = (body: string) => /seq (\d+)/.exec(body)?.[1] ?? "?";
         violationSample = `thread ${a.threadId}: ${arrivals
           .filter((x) => x.threadId === a.threadId)
-          .map((x) => `seq ${seqOf.get(x.messageId)!.seq} (answer says ${seqInAnswer(x.body)}, ${x.action}) at ${(x.at - start).toFixed(0)} ms, 202 at ${(seqOf.get(x.messageId)!.sentAt - start).toFixed(0)} ms`)
+          .map(
+            (x) =>
+              `seq ${seqOf.get(x.messageId)!.seq} (answer says ${seqInAnswer(x.body)}, ${x.action}) at ${(x.at - start).toFixed(0)} ms, 202 at ${(seqOf.get(x.messageId)!.sentAt - start).toFixed(0)} ms`,
+          )
           .join("; ")}`;
       }
     } else maxSeq.set(a.threadId, m.seq);
@@ -121,7 +143,12 @@ export async function holRun(ctx: Ctx, rx: ScriptedReceiver, route: string, name
   const seconds = (last - start) / 1000;
   latencies.sort((x, y) => x - y);
   const failed = Object.values(failures).reduce((s, n) => s + n, 0);
-  return { phase: { name, ok: delivered.size, failed, seconds, perSecond: delivered.size / seconds, latencies, failures }, fifoViolations, sendSeconds, violationSample };
+  return {
+    phase: { name, ok: delivered.size, failed, seconds, perSecond: delivered.size / seconds, latencies, failures },
+    fifoViolations,
+    sendSeconds,
+    violationSample,
+  };
 }
 
 export interface HolResult {
@@ -133,7 +160,25 @@ export interface HolResult {
 export async function holPhase(ctx: Ctx, rx: ScriptedReceiver, route: string): Promise<HolResult> {
   // Warm-up: a few threads, so the tool, the route and the object classes are hot.
   await holRun(ctx, rx, route, "warm", "hol-warm", 8, 2, 15);
-  const single = await holRun(ctx, rx, route, `hol (a): 1 thread × ${HOL_SINGLE_MESSAGES} back to back (${HOL_TOOL_DELAY_MS} ms tool)`, "hol-one", 1, HOL_SINGLE_MESSAGES, 15);
-  const many = await holRun(ctx, rx, route, `hol (b): ${HOL_THREADS} threads × ${HOL_PER_THREAD} queued (${HOL_TOOL_DELAY_MS} ms tool)`, "hol-many", HOL_THREADS, HOL_PER_THREAD, 20);
+  const single = await holRun(
+    ctx,
+    rx,
+    route,
+    `hol (a): 1 thread × ${HOL_SINGLE_MESSAGES} back to back (${HOL_TOOL_DELAY_MS} ms tool)`,
+    "hol-one",
+    1,
+    HOL_SINGLE_MESSAGES,
+    15,
+  );
+  const many = await holRun(
+    ctx,
+    rx,
+    route,
+    `hol (b): ${HOL_THREADS} threads × ${HOL_PER_THREAD} queued (${HOL_TOOL_DELAY_MS} ms tool)`,
+    "hol-many",
+    HOL_THREADS,
+    HOL_PER_THREAD,
+    20,
+  );
   return { single, many, ratio: many.phase.perSecond / (HOL_THREADS * single.phase.perSecond) };
 }

@@ -35,13 +35,17 @@ export async function ingestPhase(ctx: Ctx, runId: string, callers: number, thre
   });
   const t0 = Date.now();
   const open = new Set(lastByThread.values());
-  const drained = await waitFor(async () => {
-    for (const id of [...open]) {
-      const r = await http(ctx.base, "GET", `/api/conversations/${INGEST_ROUTE}/messages/${id}`, { key: ctx.admin });
-      if (r.status === 200 && r.body?.data?.status === "delivered") open.delete(id);
-      else break; // threads settle in roughly the order they were fed; poll again later
-    }
-    return open.size === 0;
-  }, 60_000, 250);
+  const drained = await waitFor(
+    async () => {
+      for (const id of [...open]) {
+        const r = await http(ctx.base, "GET", `/api/conversations/${INGEST_ROUTE}/messages/${id}`, { key: ctx.admin });
+        if (r.status === 200 && r.body?.data?.status === "delivered") open.delete(id);
+        else break; // threads settle in roughly the order they were fed; poll again later
+      }
+      return open.size === 0;
+    },
+    60_000,
+    250,
+  );
   return { phase, drainSeconds: drained ? (Date.now() - t0) / 1000 : null };
 }

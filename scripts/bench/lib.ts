@@ -125,7 +125,15 @@ export function percentile(sorted: number[], p: number): number {
 export const fmt = (n: number, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : "n/a");
 
 export function summary(p: Phase) {
-  return { ok: p.ok, failed: p.failed, failures: p.failures, seconds: p.seconds, per_second: p.perSecond, p50_ms: percentile(p.latencies, 50), p99_ms: percentile(p.latencies, 99) };
+  return {
+    ok: p.ok,
+    failed: p.failed,
+    failures: p.failures,
+    seconds: p.seconds,
+    per_second: p.perSecond,
+    p50_ms: percentile(p.latencies, 50),
+    p99_ms: percentile(p.latencies, 99),
+  };
 }
 
 /** One table row: a phase and a free-text note (ratio, target verdict). */
@@ -136,7 +144,15 @@ export interface Row {
 
 export function printTable(rows: Row[]): void {
   const head = ["phase", "ok", "failed", "/s", "p50 ms", "p99 ms", "note"];
-  const cells = rows.map(({ phase: p, note }) => [p.name, String(p.ok), p.failed ? `${p.failed} ${JSON.stringify(p.failures)}` : "0", fmt(p.perSecond), fmt(percentile(p.latencies, 50)), fmt(percentile(p.latencies, 99)), note ?? ""]);
+  const cells = rows.map(({ phase: p, note }) => [
+    p.name,
+    String(p.ok),
+    p.failed ? `${p.failed} ${JSON.stringify(p.failures)}` : "0",
+    fmt(p.perSecond),
+    fmt(percentile(p.latencies, 50)),
+    fmt(percentile(p.latencies, 99)),
+    note ?? "",
+  ]);
   const width = head.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
   const line = (c: string[]) => `| ${c.map((v, i) => (i >= 1 && i <= 5 ? v.padStart(width[i]) : v.padEnd(width[i]))).join(" | ")} |`;
   console.log(line(head));
@@ -171,7 +187,10 @@ export function machine(): Record<string, string | number> {
   };
 }
 
-export const load = () => loadavg().map((l) => l.toFixed(2)).join(" ");
+export const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ");
 
 /** Polls `probe` until it is true or `ms` pass; answers whether it became true. */
 export async function waitFor(probe: () => Promise<boolean> | boolean, ms: number, every = 200): Promise<boolean> {

@@ -102,16 +102,34 @@ export class CallbackWaiter {
 export async function setupOverhead(ctx: Ctx, toolUrl: string, callbackUrl: string): Promise<string> {
   const declared = await http(ctx.base, "POST", "/api/tools-config/entries", {
     key: ctx.admin,
-    body: { title: "bench-delay", kind: "http", description: `answers after ${TOOL_DELAY_MS} ms (bench)`, url: toolUrl, input_schema: { type: "object", properties: { message: { type: ["string", "null"] } } }, timeout_seconds: 10 },
+    body: {
+      title: "bench-delay",
+      kind: "http",
+      description: `answers after ${TOOL_DELAY_MS} ms (bench)`,
+      url: toolUrl,
+      input_schema: { type: "object", properties: { message: { type: ["string", "null"] } } },
+      timeout_seconds: 10,
+    },
   });
   if (declared.status >= 300) throw new Error(`declaring the delay tool failed: HTTP ${declared.status} ${JSON.stringify(declared.body)}`);
-  const exec = await http(ctx.base, "POST", "/api/auth/api-keys", { key: ctx.admin, body: { user_id: "bench-exec-delay", description: "bench overhead execution key", scopes: ["tool:bench-delay"] } });
+  const exec = await http(ctx.base, "POST", "/api/auth/api-keys", {
+    key: ctx.admin,
+    body: { user_id: "bench-exec-delay", description: "bench overhead execution key", scopes: ["tool:bench-delay"] },
+  });
   if (exec.status !== 200) throw new Error(`minting the delay execution key failed: HTTP ${exec.status} ${JSON.stringify(exec.body)}`);
   const created = await http(ctx.base, "POST", `/api/conversations/${OVERHEAD_ROUTE}`, {
     key: ctx.admin,
-    body: { door: "api", target_kind: "tool", target_name: "bench-delay", execution_key: "bench-exec-delay", callback_url: callbackUrl, turns_per_hour_override: 100_000_000 },
+    body: {
+      door: "api",
+      target_kind: "tool",
+      target_name: "bench-delay",
+      execution_key: "bench-exec-delay",
+      callback_url: callbackUrl,
+      turns_per_hour_override: 100_000_000,
+    },
   });
-  if (created.status !== 200 || typeof created.body?.data?.callback_secret !== "string") throw new Error(`creating the callback route failed: HTTP ${created.status} ${JSON.stringify(created.body)}`);
+  if (created.status !== 200 || typeof created.body?.data?.callback_secret !== "string")
+    throw new Error(`creating the callback route failed: HTTP ${created.status} ${JSON.stringify(created.body)}`);
   return created.body.data.callback_secret;
 }
 
@@ -119,7 +137,17 @@ export async function setupOverhead(ctx: Ctx, toolUrl: string, callbackUrl: stri
  * One closed-loop phase: each caller sends a message on its own thread, then waits for that
  * message's callback before sending the next. `url` is the bridge's message door or the relay.
  */
-export function overheadPhase(name: string, url: string, apiKey: string | null, secret: string, waiter: CallbackWaiter, runId: string, callers: number, perCaller: number, maxSeconds: number): Promise<Phase> {
+export function overheadPhase(
+  name: string,
+  url: string,
+  apiKey: string | null,
+  secret: string,
+  waiter: CallbackWaiter,
+  runId: string,
+  callers: number,
+  perCaller: number,
+  maxSeconds: number,
+): Promise<Phase> {
   return closedLoop(name, callers, perCaller, maxSeconds, async (c, i) => {
     const text = `overhead ${c}/${i}`;
     const t0 = performance.now();

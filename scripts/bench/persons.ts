@@ -49,7 +49,8 @@ export async function linkCallers(ctx: Ctx, runId: string, callers: number): Pro
       const code = typeof link.data?.answer === "string" ? link.data.answer.match(/LINK-[A-Z0-9]{8}/)?.[0] : undefined;
       if (link.status !== 200 || !code) throw new Error(`/link failed for caller ${c}: HTTP ${link.status} ${JSON.stringify(link.data)}`);
       const redeem = await say(ctx, `${runId}-c${c}-b`, code);
-      if (redeem.data?.answer !== "Done — this conversation is now linked to your other one.") throw new Error(`redeem failed for caller ${c}: ${JSON.stringify(redeem.data)}`);
+      if (redeem.data?.answer !== "Done — this conversation is now linked to your other one.")
+        throw new Error(`redeem failed for caller ${c}: ${JSON.stringify(redeem.data)}`);
     }),
   );
 }
@@ -60,7 +61,16 @@ export async function linkCallers(ctx: Ctx, runId: string, callers: number): Pro
  * message. `personThreads` checks the
  * answer's thread: a person thread (linked) or a route thread (plain, first contact).
  */
-export function personsPhase(ctx: Ctx, label: string, runId: string, callers: number, perCaller: number, maxSeconds: number, addresses: "one" | "pair" | "fresh", personThreads: boolean): Promise<Phase> {
+export function personsPhase(
+  ctx: Ctx,
+  label: string,
+  runId: string,
+  callers: number,
+  perCaller: number,
+  maxSeconds: number,
+  addresses: "one" | "pair" | "fresh",
+  personThreads: boolean,
+): Promise<Phase> {
   return closedLoop(`persons: ${label} (${callers} callers)`, callers, perCaller, maxSeconds, async (c, i) => {
     const who = addresses === "fresh" ? `${runId}-c${c}-n${i}` : `${runId}-c${c}-${addresses === "pair" && i % 2 ? "b" : "a"}`;
     const text = `bench ${c}/${i}`;

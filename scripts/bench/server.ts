@@ -97,9 +97,30 @@ export async function startRelay(inspector: boolean, vars: Record<string, string
     };
   }
   // `wrangler dev`, as the bridge runs under npm start (inspector proxy on), from the relay's own directory.
-  const args = [join(ROOT, "node_modules", "wrangler", "bin", "wrangler.js"), "dev", "--config", join(dir, "wrangler.toml"), "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(await freePort()), "--persist-to", join(dir, "state"), "--show-interactive-dev-session=false", "--log-level", "warn"];
+  const args = [
+    join(ROOT, "node_modules", "wrangler", "bin", "wrangler.js"),
+    "dev",
+    "--config",
+    join(dir, "wrangler.toml"),
+    "--ip",
+    "127.0.0.1",
+    "--port",
+    String(port),
+    "--inspector-port",
+    String(await freePort()),
+    "--persist-to",
+    join(dir, "state"),
+    "--show-interactive-dev-session=false",
+    "--log-level",
+    "warn",
+  ];
   for (const [k, v] of Object.entries(vars)) args.push("--var", `${k}:${v}`);
-  const child: ChildProcess = spawn(process.execPath, args, { cwd: dir, env: { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false", ...env }, stdio: ["ignore", "pipe", "pipe"], detached: true });
+  const child: ChildProcess = spawn(process.execPath, args, {
+    cwd: dir,
+    env: { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
   let log = "";
   child.stdout?.on("data", (d) => (log += d.toString()));
   child.stderr?.on("data", (d) => (log += d.toString()));

@@ -22,7 +22,15 @@ export function telegramVars(fake: FakeProviders): Record<string, string> {
 export async function setupWebhook(ctx: Ctx): Promise<void> {
   const r = await http(ctx.base, "POST", "/api/conversations/bench-telegram", {
     key: ctx.admin,
-    body: { door: "channel", channel: "telegram", our_identity: TELEGRAM.botId, target_kind: "tool", target_name: "echo", execution_key: ctx.execUser, turns_per_hour_override: 100_000_000 },
+    body: {
+      door: "channel",
+      channel: "telegram",
+      our_identity: TELEGRAM.botId,
+      target_kind: "tool",
+      target_name: "echo",
+      execution_key: ctx.execUser,
+      turns_per_hour_override: 100_000_000,
+    },
   });
   if (r.status !== 200) throw new Error(`creating the telegram route failed: HTTP ${r.status} ${JSON.stringify(r.body)}`);
 }
@@ -38,7 +46,16 @@ let updateId = 1_000_000;
 
 function postUpdate(base: string, chat: number, text: string): Promise<string | null> {
   const id = ++updateId;
-  const body = JSON.stringify({ update_id: id, message: { message_id: id, date: Math.floor(Date.now() / 1000), chat: { id: chat, type: "private" }, from: { id: chat, is_bot: false, first_name: "B" }, text } });
+  const body = JSON.stringify({
+    update_id: id,
+    message: {
+      message_id: id,
+      date: Math.floor(Date.now() / 1000),
+      chat: { id: chat, type: "private" },
+      from: { id: chat, is_bot: false, first_name: "B" },
+      text,
+    },
+  });
   return fetch(`${base}/api/channels/telegram/inbound`, {
     method: "POST",
     headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": TELEGRAM.secret },

@@ -37,7 +37,17 @@ export function grammarScopes(): string[] {
 }
 
 export function capabilities(p: Principal, canMint: boolean, known: Known): Capabilities {
-  const none: Capabilities = { can_mint: false, owner: "none", owner_user_id: null, scopes: [], custom_scopes: [], tools: [], agents: [], roles: [], condition: false };
+  const none: Capabilities = {
+    can_mint: false,
+    owner: "none",
+    owner_user_id: null,
+    scopes: [],
+    custom_scopes: [],
+    tools: [],
+    agents: [],
+    roles: [],
+    condition: false,
+  };
   if (!canMint || p.restricted || p.anonymous) return none;
   const covered = (s: string) => p.admin || scopeCovered(p.key.scopes, s);
   return {

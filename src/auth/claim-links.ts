@@ -47,7 +47,13 @@ export interface ClaimLinkPolicy {
  * revoked key held it: a link never issues such an id again, not even an admin's; an admin
  * re-issues one with the mint door).
  */
-export async function createClaimLink(db: D1Database, policy: ClaimLinkPolicy, tokenHash: string, nowMs: number, ttlSeconds: number): Promise<{ expires_at: string } | null> {
+export async function createClaimLink(
+  db: D1Database,
+  policy: ClaimLinkPolicy,
+  tokenHash: string,
+  nowMs: number,
+  ttlSeconds: number,
+): Promise<{ expires_at: string } | null> {
   const expiresAt = nowMs + ttlSeconds * 1000;
   const res = await db
     .prepare(
@@ -101,7 +107,10 @@ export type ClaimOutcome = { ok: true; api_key: string; user_id: string; key_fin
 export async function claimLink(db: D1Database, token: string, nowMs: number): Promise<ClaimOutcome> {
   const refused = { ok: false } as const;
   const hash = await sha256Hex(token);
-  const raw = await db.prepare("SELECT token_hash, user_id, description, scopes, condition, role, owner_user_id, expires_at FROM claim_links WHERE token_hash = ?").bind(hash).first();
+  const raw = await db
+    .prepare("SELECT token_hash, user_id, description, scopes, condition, role, owner_user_id, expires_at FROM claim_links WHERE token_hash = ?")
+    .bind(hash)
+    .first();
   // The indexed lookup finds the row; the hash is compared again in constant time (as for keys).
   if (!raw || !token.startsWith(CLAIM_TOKEN_PREFIX)) return refused;
   const link = validStored(LinkRow, raw, "claim_links row");
@@ -114,7 +123,9 @@ export async function claimLink(db: D1Database, token: string, nowMs: number): P
   try {
     const [consumed, minted] = await db.batch([
       // Only one claim can set the fingerprint; the statements below act only for the winner.
-      db.prepare("UPDATE claim_links SET claim_fingerprint = ? WHERE token_hash = ? AND claim_fingerprint IS NULL AND expires_at > ?").bind(fingerprint, hash, nowMs),
+      db
+        .prepare("UPDATE claim_links SET claim_fingerprint = ? WHERE token_hash = ? AND claim_fingerprint IS NULL AND expires_at > ?")
+        .bind(fingerprint, hash, nowMs),
       // The key is minted from the consumed row itself, and only while its creator is a live,
       // enabled, unowned key (an owned key cannot own keys) of the lineage that made the link,
       // and while the user_id is not retired (src/auth/identity.ts).

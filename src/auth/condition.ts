@@ -38,7 +38,8 @@ export async function assertConditionCompiles(program: string): Promise<void> {
   try {
     await jqCompile(program);
   } catch (err) {
-    if (err instanceof JqError) throw new HttpError(400, err.kind === "budget" ? `invalid condition: ${err.message}` : "invalid condition: jq program does not compile");
+    if (err instanceof JqError)
+      throw new HttpError(400, err.kind === "budget" ? `invalid condition: ${err.message}` : "invalid condition: jq program does not compile");
     throw err;
   }
 }

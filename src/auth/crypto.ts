@@ -30,13 +30,7 @@ export async function sha256Hex(text: string): Promise<string> {
 }
 
 export async function hmacSha256(key: string | Uint8Array, data: string | Uint8Array): Promise<Uint8Array> {
-  const k = await crypto.subtle.importKey(
-    "raw",
-    typeof key === "string" ? enc.encode(key) : key,
-    { name: "HMAC", hash: "SHA-256" },
-    false,
-    ["sign"],
-  );
+  const k = await crypto.subtle.importKey("raw", typeof key === "string" ? enc.encode(key) : key, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
   return new Uint8Array(await crypto.subtle.sign("HMAC", k, typeof data === "string" ? enc.encode(data) : data));
 }
 

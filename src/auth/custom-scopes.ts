@@ -42,7 +42,9 @@ export async function addScopeUrl(db: D1Database, scopeId: string, url: string, 
   const [before] = await db.batch([
     db.prepare("SELECT 1 AS one FROM auth_scopes WHERE scope_id = ? AND url = ?").bind(scopeId, url),
     db
-      .prepare("INSERT INTO auth_scopes (scope_id, url, pattern, created_at) VALUES (?, ?, ?, ?) ON CONFLICT(scope_id, url) DO UPDATE SET pattern = excluded.pattern")
+      .prepare(
+        "INSERT INTO auth_scopes (scope_id, url, pattern, created_at) VALUES (?, ?, ?, ?) ON CONFLICT(scope_id, url) DO UPDATE SET pattern = excluded.pattern",
+      )
       .bind(scopeId, url, pattern ? 1 : 0, now),
   ]);
   return { added: before.results.length === 0 };

@@ -34,7 +34,13 @@ export async function mayPass(p: Principal, door: DoorDeclaration, pins: Readonl
   if ("authenticated" in door.auth) return !p.anonymous;
   if (pinnedNow(door, pins)) return true;
   try {
-    await authorize(p, { tag: door.auth.tag, action: actionOf(door)!, admin: door.auth.admin }, { method: door.method.toUpperCase(), path: door.path }, now, memo);
+    await authorize(
+      p,
+      { tag: door.auth.tag, action: actionOf(door)!, admin: door.auth.admin },
+      { method: door.method.toUpperCase(), path: door.path },
+      now,
+      memo,
+    );
     return true;
   } catch {
     return false;

@@ -56,7 +56,8 @@ export function threadPrincipal(key: { user_id: string; generation: number }): s
 }
 
 /** The 409 body's rule for a tombstoned user_id (it names the rule, never the value). */
-export const RETIRED_USER_ID = "user_id belonged to a revoked key: a revoked user_id is retired, and only an admin may issue it again (docs/access-control.md, Identities)";
+export const RETIRED_USER_ID =
+  "user_id belonged to a revoked key: a revoked user_id is retired, and only an admin may issue it again (docs/access-control.md, Identities)";
 
 /** Is `userId` tombstoned? Read only to word a refusal that the write itself decided. */
 export async function isRetired(db: D1Database, userId: string): Promise<boolean> {

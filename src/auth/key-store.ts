@@ -65,7 +65,19 @@ const row = z
   }));
 
 /** The stored columns of `api_keys` a KeyRecord is read from. */
-const STORED = ["user_id", "description", "scopes", "condition", "owner_user_id", "disabled", "key_fingerprint", "created_at", "updated_at", "role", "generation"];
+const STORED = [
+  "user_id",
+  "description",
+  "scopes",
+  "condition",
+  "owner_user_id",
+  "disabled",
+  "key_fingerprint",
+  "created_at",
+  "updated_at",
+  "role",
+  "generation",
+];
 
 /**
  * What a key record carries beyond its row, as correlated subqueries over the row aliased `alias`:
@@ -97,7 +109,10 @@ export function keyColumns(alias: string, prefix: string): string {
 }
 
 export async function findByHash(db: D1Database, keyHash: string): Promise<(KeyRecord & { key_hash: string }) | null> {
-  const r = await db.prepare(`SELECT ${keyColumns("k", "")}, k.key_hash AS key_hash FROM api_keys k WHERE k.key_hash = ?`).bind(keyHash).first();
+  const r = await db
+    .prepare(`SELECT ${keyColumns("k", "")}, k.key_hash AS key_hash FROM api_keys k WHERE k.key_hash = ?`)
+    .bind(keyHash)
+    .first();
   return r ? { ...toRecord(r), key_hash: String((r as { key_hash: string }).key_hash) } : null;
 }
 
@@ -136,7 +151,10 @@ export function parsePrefixedKey(row: Record<string, unknown>, keyPrefix: string
 }
 
 export async function findByUserId(db: D1Database, userId: string): Promise<KeyRecord | null> {
-  const r = await db.prepare(`SELECT ${keyColumns("k", "")} FROM api_keys k WHERE k.user_id = ?`).bind(userId).first();
+  const r = await db
+    .prepare(`SELECT ${keyColumns("k", "")} FROM api_keys k WHERE k.user_id = ?`)
+    .bind(userId)
+    .first();
   return r ? toRecord(r) : null;
 }
 
@@ -188,7 +206,20 @@ export async function insertKey(db: D1Database, k: NewKey, onlyIfEmpty = false, 
     const [res] = await db.batch([
       db
         .prepare(sql)
-        .bind(k.user_id, k.key_hash, k.description, JSON.stringify(k.scopes), k.condition, k.owner_user_id, k.role ?? null, k.disabled ? 1 : 0, k.key_fingerprint, k.now, k.now, k.user_id),
+        .bind(
+          k.user_id,
+          k.key_hash,
+          k.description,
+          JSON.stringify(k.scopes),
+          k.condition,
+          k.owner_user_id,
+          k.role ?? null,
+          k.disabled ? 1 : 0,
+          k.key_fingerprint,
+          k.now,
+          k.now,
+          k.user_id,
+        ),
       mintSnapshot(db, k, actor),
     ]);
     inserted = (res.meta.changes ?? 0) > 0;

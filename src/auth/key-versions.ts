@@ -69,10 +69,18 @@ export function snapshotOwnedKeys(db: D1Database, ownerId: string, action: KeyVe
  * src/auth/identity.ts), only the versions of that lineage: an earlier holder's history under the
  * same user_id is not part of it.
  */
-export async function listKeyVersions(db: D1Database, userId: string, offset: number, limit: number, since?: string): Promise<{ items: KeyVersion[]; total: number }> {
+export async function listKeyVersions(
+  db: D1Database,
+  userId: string,
+  offset: number,
+  limit: number,
+  since?: string,
+): Promise<{ items: KeyVersion[]; total: number }> {
   const from = since ?? "";
   const [rows, count] = await db.batch([
-    db.prepare(`SELECT ${COLUMNS} FROM api_key_versions WHERE user_id = ? AND created_at >= ? ORDER BY version DESC LIMIT ? OFFSET ?`).bind(userId, from, limit, offset),
+    db
+      .prepare(`SELECT ${COLUMNS} FROM api_key_versions WHERE user_id = ? AND created_at >= ? ORDER BY version DESC LIMIT ? OFFSET ?`)
+      .bind(userId, from, limit, offset),
     db.prepare("SELECT COUNT(*) AS n FROM api_key_versions WHERE user_id = ? AND created_at >= ?").bind(userId, from),
   ]);
   return { items: rows.results.map((r) => validStored(stored, r, "api_key_versions row")), total: Number((count.results[0] as { n: number }).n) };

@@ -63,7 +63,11 @@ export function readCredential(headers: Headers): string | null {
  * custom scopes come from one statement; `prefetch` statements (a door's own first read) ride in
  * the same D1 batch, so an authenticated request costs one round trip before its handler runs.
  */
-export async function authenticate(db: D1Database, credential: string | null, prefetch: D1PreparedStatement[] = []): Promise<Principal & { prefetched: D1Result[] }> {
+export async function authenticate(
+  db: D1Database,
+  credential: string | null,
+  prefetch: D1PreparedStatement[] = [],
+): Promise<Principal & { prefetched: D1Result[] }> {
   if (!credential) throw new HttpError(401, "Authentication required");
   const hash = await sha256Hex(credential);
   const [auth, ...prefetched] = await db.batch([keyWithOwnerByHash(db, hash), ...prefetch]);
@@ -172,7 +176,8 @@ export async function admit(
   try {
     await authorize(principal, need, request, now);
   } catch (err) {
-    if (pinnable && err instanceof HttpError && err.status === 403 && (await isPinned(db, door.method, door.path))) return { ...ANONYMOUS, prefetched: principal.prefetched };
+    if (pinnable && err instanceof HttpError && err.status === 403 && (await isPinned(db, door.method, door.path)))
+      return { ...ANONYMOUS, prefetched: principal.prefetched };
     throw err;
   }
   return principal;

@@ -29,7 +29,8 @@ export function pinRefusal(door: DoorDeclaration): string | null {
   if ("public" in door.auth) return "the door is public already";
   if ("authenticated" in door.auth) return "the door answers about the calling key, so it needs one";
   if (door.auth.admin) return "admin-only doors are never public";
-  if (path === "/api/auth" || path.startsWith("/api/auth/") || path === "/api/keys" || path.startsWith("/api/keys/")) return "access-control doors are never public";
+  if (path === "/api/auth" || path.startsWith("/api/auth/") || path === "/api/keys" || path.startsWith("/api/keys/"))
+    return "access-control doors are never public";
   if ((path === "/api/conversations" || path.startsWith("/api/conversations/")) && method !== "get") return "the bridge's write doors are never public";
   if (path === "/api/run-tool") return "run-tool is never public";
   if (door.pinnable === false) return "the door needs its caller's identity";

@@ -32,10 +32,15 @@ export const RoleGrantsInput = z
   .superRefine((map, ctx) => {
     const entries = Object.entries(map);
     if (entries.some(([tag]) => !TAGS.has(tag))) ctx.addIssue({ code: "custom", message: "keys must be scope tags (see the scope grammar)" });
-    if (entries.some(([, level]) => typeof level !== "string" || !LEVELS.has(level))) ctx.addIssue({ code: "custom", message: 'levels must be "none", "read" or "write"' });
+    if (entries.some(([, level]) => typeof level !== "string" || !LEVELS.has(level)))
+      ctx.addIssue({ code: "custom", message: 'levels must be "none", "read" or "write"' });
   })
   .transform((map) => map as Partial<Record<ScopeTag, RoleLevel>>)
-  .meta({ description: 'Scope tag → "none" | "read" | "write" (absent tag = none).', propertyNames: { enum: [...SCOPE_TAGS] }, additionalProperties: { enum: [...ROLE_LEVELS] } });
+  .meta({
+    description: 'Scope tag → "none" | "read" | "write" (absent tag = none).',
+    propertyNames: { enum: [...SCOPE_TAGS] },
+    additionalProperties: { enum: [...ROLE_LEVELS] },
+  });
 export type RoleGrantsInput = z.infer<typeof RoleGrantsInput>;
 
 /** Drops "none" (absent = none), so stored maps compare equal when they grant the same. */
@@ -192,7 +197,13 @@ export async function editRole(db: D1Database, name: string, edit: RoleEdit, act
  * Merges `changes` into the grant map as a new version ("none" removes a tag). The merge is
  * SQLite's json_patch, so two concurrent merges both land.
  */
-export async function mergeRoleGrants(db: D1Database, name: string, changes: Partial<Record<ScopeTag, RoleLevel>>, actor: string | null, now: string): Promise<Role | null> {
+export async function mergeRoleGrants(
+  db: D1Database,
+  name: string,
+  changes: Partial<Record<ScopeTag, RoleLevel>>,
+  actor: string | null,
+  now: string,
+): Promise<Role | null> {
   const patch: Record<string, string | null> = {};
   for (const [tag, level] of Object.entries(changes)) patch[tag] = level === "none" ? null : level;
   return bumpRole(db, name, ["grants = json_patch(grants, ?)"], [JSON.stringify(patch)], "grants", actor, now);
@@ -205,7 +216,15 @@ export async function rollbackRole(db: D1Database, name: string, version: number
   return bumpRole(db, name, sets, [name, version, name, version, name, version], "rollback", actor, now);
 }
 
-async function bumpRole(db: D1Database, name: string, sets: string[], args: unknown[], action: RoleVersionAction, actor: string | null, now: string): Promise<Role | null> {
+async function bumpRole(
+  db: D1Database,
+  name: string,
+  sets: string[],
+  args: unknown[],
+  action: RoleVersionAction,
+  actor: string | null,
+  now: string,
+): Promise<Role | null> {
   const [update] = await db.batch([
     db.prepare(`UPDATE roles SET ${[...sets, `version = ${NEXT_VERSION}`, "updated_at = ?"].join(", ")} WHERE name = ?`).bind(...args, name, now, name),
     versionStatement(db, name, action, actor, now),
@@ -249,7 +268,9 @@ export async function deleteRole(db: D1Database, name: string, force: boolean, a
 export async function listRoleVersions(db: D1Database, name: string, offset: number, limit: number): Promise<{ items: RoleVersion[]; total: number }> {
   const [rows, count] = await db.batch([
     db
-      .prepare("SELECT name, version, description, grants, condition, action, actor, created_at FROM role_versions WHERE name = ? ORDER BY version DESC LIMIT ? OFFSET ?")
+      .prepare(
+        "SELECT name, version, description, grants, condition, action, actor, created_at FROM role_versions WHERE name = ? ORDER BY version DESC LIMIT ? OFFSET ?",
+      )
       .bind(name, limit, offset),
     db.prepare("SELECT COUNT(*) AS n FROM role_versions WHERE name = ?").bind(name),
   ]);

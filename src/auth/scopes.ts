@@ -9,10 +9,33 @@
 import type { TargetKind } from "../conversations/model/kinds";
 
 export const SCOPE_TAGS = [
-  "conversations", "channels", "tools", "agents", "presets", "states", "notifications",
-  "connectors", "marketplace", "checkpoints", "auth", "config", "system", "resources", "runs",
-  "hooks", "schedules", "interactions", "observability", "plugins", "storage", "templates",
-  "extensions", "backup", "sandbox", "login", "manifest",
+  "conversations",
+  "channels",
+  "tools",
+  "agents",
+  "presets",
+  "states",
+  "notifications",
+  "connectors",
+  "marketplace",
+  "checkpoints",
+  "auth",
+  "config",
+  "system",
+  "resources",
+  "runs",
+  "hooks",
+  "schedules",
+  "interactions",
+  "observability",
+  "plugins",
+  "storage",
+  "templates",
+  "extensions",
+  "backup",
+  "sandbox",
+  "login",
+  "manifest",
 ] as const;
 export type ScopeTag = (typeof SCOPE_TAGS)[number];
 export type Action = "read" | "write";

@@ -67,7 +67,10 @@ export function holderRefusal(holder: KeyWithOwner, refs: readonly StoredRef[]):
 export function assertMayStore(caller: Principal, field: string, refs: readonly StoredRef[]): void {
   if (caller.admin || refs.length === 0) return;
   if (caller.anonymous || holderRefusal({ key: caller.key, owner: caller.owner }, refs) !== null) {
-    throw new HttpError(403, `${field}: the calling key lacks the grant this reference needs (a stored reference is bounded by the grants of the key that stores it)`);
+    throw new HttpError(
+      403,
+      `${field}: the calling key lacks the grant this reference needs (a stored reference is bounded by the grants of the key that stores it)`,
+    );
   }
 }
 

@@ -34,5 +34,8 @@ export async function clearFailures(db: D1Database, ip: string): Promise<void> {
 
 /** Prune rows whose block ended over a day ago (the counter resets after a quiet day). */
 export async function pruneThrottle(db: D1Database, nowMs: number): Promise<void> {
-  await db.prepare("DELETE FROM auth_throttle WHERE blocked_until < ?").bind(nowMs - 86_400_000).run();
+  await db
+    .prepare("DELETE FROM auth_throttle WHERE blocked_until < ?")
+    .bind(nowMs - 86_400_000)
+    .run();
 }

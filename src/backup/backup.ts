@@ -21,7 +21,10 @@ export function sectionInfos(): SectionInfo[] {
 
 /** The document's file name for a download: `bridge-backup-<UTC timestamp>.json`. */
 export function backupFileName(at: Date): string {
-  return `bridge-backup-${at.toISOString().replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z")}.json`;
+  return `bridge-backup-${at
+    .toISOString()
+    .replace(/[-:]/g, "")
+    .replace(/\.\d+Z$/, "Z")}.json`;
 }
 
 /** Refuses (501) a named section whose store is not configured. */
@@ -61,7 +64,11 @@ function importSelection(doc: BackupDocument, requested: readonly SectionName[] 
   return SECTIONS.map((s) => s.name).filter((n) => requested.includes(n));
 }
 
-export async function importDocument(doc: BackupDocument, requested: readonly SectionName[] | undefined, base: Omit<ImportContext, "rows" | "memo">): Promise<ImportAnswer> {
+export async function importDocument(
+  doc: BackupDocument,
+  requested: readonly SectionName[] | undefined,
+  base: Omit<ImportContext, "rows" | "memo">,
+): Promise<ImportAnswer> {
   const names = importSelection(doc, requested);
   assertStores(names, base);
   const rows: SectionRows = {};

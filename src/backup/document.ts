@@ -54,7 +54,9 @@ const SectionList = z.array(SectionNameSchema).max(SECTION_NAMES.length * 2);
 
 export const ExportBody = z
   .object({
-    sections: SectionList.optional().meta({ description: "Sections to export. Without it: every non-secret section whose store is configured. Secret sections only when named." }),
+    sections: SectionList.optional().meta({
+      description: "Sections to export. Without it: every non-secret section whose store is configured. Secret sections only when named.",
+    }),
   })
   .strict();
 export type ExportBody = z.infer<typeof ExportBody>;

@@ -68,17 +68,19 @@ export type TextResourceBackupRow = z.infer<typeof TextResourceBackupRow>;
  * `tools`: a declared HTTP tool as the declaration door takes it (`POST /api/tools-config/entries`),
  * minus its literal header values, whose names are listed in `withheld_headers`.
  */
-export const ToolBackupRow = z.object({ declaration: httpToolDeclarationSchema, withheld_headers: WithheldHeaders, created_at: Stamp, updated_at: Stamp }).strict();
+export const ToolBackupRow = z
+  .object({ declaration: httpToolDeclarationSchema, withheld_headers: WithheldHeaders, created_at: Stamp, updated_at: Stamp })
+  .strict();
 export type ToolBackupRow = z.infer<typeof ToolBackupRow>;
 
 /** `agents`: a declared agent as its door takes it (`POST /api/agents-config/entries`), literal header values withheld. */
-export const AgentBackupRow = z.object({ declaration: agentDeclarationSchema, withheld_headers: WithheldHeaders, created_at: Stamp, updated_at: Stamp }).strict();
+export const AgentBackupRow = z
+  .object({ declaration: agentDeclarationSchema, withheld_headers: WithheldHeaders, created_at: Stamp, updated_at: Stamp })
+  .strict();
 export type AgentBackupRow = z.infer<typeof AgentBackupRow>;
 
 /** `target-secrets` (secret): the literal header values of one tool or http agent, each sealed for its header and URL origin. */
-export const TargetSecretBackupRow = z
-  .object({ kind: TargetKind, title: z.string(), headers: z.record(z.string(), SecretValue) })
-  .strict();
+export const TargetSecretBackupRow = z.object({ kind: TargetKind, title: z.string(), headers: z.record(z.string(), SecretValue) }).strict();
 export type TargetSecretBackupRow = z.infer<typeof TargetSecretBackupRow>;
 
 /** One preset version: its body as stored (`presetBodySchema`'s fields), tags and time. */
@@ -144,7 +146,10 @@ export type RouteSecretBackupRow = z.infer<typeof RouteSecretBackupRow>;
  * given). `type` tells the two apart, since a binding's `kind` is its verifier kind. Trigger
  * links are capabilities and never in a backup.
  */
-export const HookBackupRow = z.discriminatedUnion("type", [HookRow.extend({ type: z.literal("hook") }).strict(), VerifierView.extend({ type: z.literal("verifier") }).strict()]);
+export const HookBackupRow = z.discriminatedUnion("type", [
+  HookRow.extend({ type: z.literal("hook") }).strict(),
+  VerifierView.extend({ type: z.literal("verifier") }).strict(),
+]);
 export type HookBackupRow = z.infer<typeof HookBackupRow>;
 
 /** `hook-secrets` (secret): a topic verifier's literal secret, sealed for that topic (sealed again at rest on import). */
@@ -177,7 +182,9 @@ export type ProfileBackupRow = z.infer<typeof ProfileBackupRow>;
  * row, as its tables keep them.
  */
 export const ToolMetaBackupRow = z.discriminatedUnion("kind", [
-  z.object({ kind: z.literal("folder"), folder_id: z.string(), name: z.string(), parent_id: z.string().nullable(), created_at: Stamp, updated_at: Stamp }).strict(),
+  z
+    .object({ kind: z.literal("folder"), folder_id: z.string(), name: z.string(), parent_id: z.string().nullable(), created_at: Stamp, updated_at: Stamp })
+    .strict(),
   z
     .object({
       kind: z.literal("tool"),

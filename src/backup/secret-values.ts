@@ -43,7 +43,14 @@ export class BackupSealer {
  * as given; a sealed one opened with this deployment's settings keys under `aad`, or a 400 naming
  * the row and field when it does not open (another deployment's key, or sealed for another place).
  */
-export async function openBackupSecret(ctx: Pick<ExportContext, "env">, section: SectionName, index: number, field: string, value: SecretValue, aad: string): Promise<string> {
+export async function openBackupSecret(
+  ctx: Pick<ExportContext, "env">,
+  section: SectionName,
+  index: number,
+  field: string,
+  value: SecretValue,
+  aad: string,
+): Promise<string> {
   if (typeof value === "string") return value;
   const ring = await settingsKeyRing(envConfig(baseEnvOf(ctx.env)));
   const plain = ring ? await unseal(ring, value.sealed as Sealed, aad) : null;

@@ -146,7 +146,13 @@ export async function runBatch(db: D1Database, statements: D1PreparedStatement[]
 /** An import that stopped partway: the sections written before it stay, and the answer lists them. */
 export function stoppedAt(section: SectionName, err: unknown, applied: SectionOutcome[]): unknown {
   if (err instanceof HttpError) {
-    return new HttpError(err.status, `import stopped at section ${section} (earlier sections were applied): ${err.message}`, err.code, { ...(err.extra ?? {}), applied }, err.headers);
+    return new HttpError(
+      err.status,
+      `import stopped at section ${section} (earlier sections were applied): ${err.message}`,
+      err.code,
+      { ...(err.extra ?? {}), applied },
+      err.headers,
+    );
   }
   return err;
 }

@@ -76,18 +76,31 @@ export function prefetchDoorRoute(db: D1Database, rawParams: Record<string, stri
 export async function admitMessage(env: Env, s: ConversationSettings, req: MessageRequest): Promise<Admission> {
   // The snapshot's date, which the thread trusts only briefly: the read came with the key lookup (or comes next).
   const routeReadAtMs = Date.now();
-  const { route, key: executionKey, target } = req.prefetched
-    ? routeWithKeyFromResult(req.prefetched)
-    : { route: await getRoute(env.DB, req.routeName), key: undefined, target: NO_TARGET_FACTS };
+  const {
+    route,
+    key: executionKey,
+    target,
+  } = req.prefetched ? routeWithKeyFromResult(req.prefetched) : { route: await getRoute(env.DB, req.routeName), key: undefined, target: NO_TARGET_FACTS };
   if (!route) throw new HttpError(404, "route not found");
   if (route.door !== "api") throw badRequest("route is a channel route; its messages arrive through the channel webhook");
 
   const routeThread = composeThreadId(route, req.body.external_user_id, req.threadCaller);
   await requireRateToken(env, s, route, req.threadCaller);
   // A multichannel target's person, after the rate token: an inbound refused before never creates one.
-  const person = await ensureInboundPerson(env, route, target.config, { door: "api", address: routeThread.slice(routePrefix(route.route_name).length) }, routeReadAtMs);
+  const person = await ensureInboundPerson(
+    env,
+    route,
+    target.config,
+    { door: "api", address: routeThread.slice(routePrefix(route.route_name).length) },
+    routeReadAtMs,
+  );
   const threadId = threadFor(routeThread, person);
-  const arrival = mintArrival(route, { message_id: crypto.randomUUID(), thread_id: threadId }, { way: "message", caller: req.caller, body: req.body }, turnPerson(person, target.config));
+  const arrival = mintArrival(
+    route,
+    { message_id: crypto.randomUUID(), thread_id: threadId },
+    { way: "message", caller: req.caller, body: req.body },
+    turnPerson(person, target.config),
+  );
   const waitSeconds = Math.min(req.body.wait_seconds ?? 0, s.syncWaitMaxSeconds);
   // The route snapshot lets a turn that runs at once skip its own read of the route and key.
   return handOverOr503(env, arrival, { waitMs: Math.round(waitSeconds * 1000), route, executionKey, routeReadAtMs, target }, () => undoFirstContact(person));
@@ -121,7 +134,12 @@ export async function takeRateToken(env: Env, s: ConversationSettings, route: Pi
 }
 
 /** Step 4 on a door that answers its caller: over the (route, caller) cap is 429 with Retry-After. */
-export async function requireRateToken(env: Env, s: ConversationSettings, route: Pick<RouteRow, "route_name" | "turns_per_hour_override">, caller: string): Promise<void> {
+export async function requireRateToken(
+  env: Env,
+  s: ConversationSettings,
+  route: Pick<RouteRow, "route_name" | "turns_per_hour_override">,
+  caller: string,
+): Promise<void> {
   const verdict = await takeRateToken(env, s, route, { caller });
   if (!verdict.allowed) throw tooManyRequests("rate limit exceeded for this caller on this route", verdict.retryAfterSeconds);
 }

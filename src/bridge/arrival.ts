@@ -92,7 +92,8 @@ function mintFor(route: ArrivalRoute, ids: ArrivalIds, arrival: Arrival): Minted
       const { channel, message: m } = arrival;
       const sender = m.sender.trim();
       // The spec's attachment keys only: the adapter's `mime_type` stays out, an empty caption or filename is absent.
-      const attachments = m.attachments?.map(({ kind, url, caption, filename }) => ({ kind, url, ...(caption ? { caption } : {}), ...(filename ? { filename } : {}) })) ?? null;
+      const attachments =
+        m.attachments?.map(({ kind, url, caption, filename }) => ({ kind, url, ...(caption ? { caption } : {}), ...(filename ? { filename } : {}) })) ?? null;
       const record = newRecord(route, {
         message_id,
         thread_id,

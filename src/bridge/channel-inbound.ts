@@ -53,13 +53,22 @@ export async function admitChannelMessage(env: Env, s: ConversationSettings, cha
   const namespace = `channel:${channel}`;
   const now = Date.now();
   const fresh = crypto.randomUUID();
-  const claim = await claimKey(env, namespace, m.provider_message_id, { message_id: fresh, thread_id: routeThread }, now + s.inboundDedupeTtlSeconds * 1000, now);
+  const claim = await claimKey(
+    env,
+    namespace,
+    m.provider_message_id,
+    { message_id: fresh, thread_id: routeThread },
+    now + s.inboundDedupeTtlSeconds * 1000,
+    now,
+  );
   const messageId = claim.message_id;
 
   if (messageId !== fresh) {
     // A redelivery: make sure the original was accepted (idempotent), never a second turn. The
     // claim names the thread the original was keyed to.
-    const again = await handOver(env, mintArrival(route, { message_id: messageId, thread_id: claim.thread_id }, { way: "channel", channel, message: m }), { waitMs: 0 });
+    const again = await handOver(env, mintArrival(route, { message_id: messageId, thread_id: claim.thread_id }, { way: "channel", channel, message: m }), {
+      waitMs: 0,
+    });
     if (again.kind === "queue_full") throw new RetryLaterError("thread queue is full");
     return "duplicate";
   }
@@ -71,17 +80,36 @@ export async function admitChannelMessage(env: Env, s: ConversationSettings, cha
     const preset = verdict.notify
       ? { status: "pending_delivery" as const, outcome: { answer_status: "answered" as const, answer: SLOW_DOWN_TEXT, error: null } }
       : { status: "shed" as const, outcome: { answer_status: null, answer: null, error: null } };
-    await handOver(env, mintArrival(route, { message_id: messageId, thread_id: routeThread }, { way: "channel", channel, message: m }), { waitMs: 0, preset, route, executionKey, routeReadAtMs });
+    await handOver(env, mintArrival(route, { message_id: messageId, thread_id: routeThread }, { way: "channel", channel, message: m }), {
+      waitMs: 0,
+      preset,
+      route,
+      executionKey,
+      routeReadAtMs,
+    });
     return verdict.notify ? "slow_down" : "shed";
   }
 
   // A multichannel target's person, after the rate token: a shed inbound never creates one.
   const sender = m.sender.trim();
-  const person = await ensureInboundPerson(env, route, target.config, { door: "channel", channel, our_identity: route.our_identity ?? m.our_identity.trim(), address: sender }, now, m.locale_hint ?? null);
+  const person = await ensureInboundPerson(
+    env,
+    route,
+    target.config,
+    { door: "channel", channel, our_identity: route.our_identity ?? m.our_identity.trim(), address: sender },
+    now,
+    m.locale_hint ?? null,
+  );
   const threadId = threadFor(routeThread, person);
   // A redelivery must find the thread the message went to: the claim follows it to the person thread.
-  if (threadId !== routeThread) await repointClaim(env, namespace, m.provider_message_id, { message_id: messageId, thread_id: threadId }, now + s.inboundDedupeTtlSeconds * 1000);
-  const arrival = mintArrival(route, { message_id: messageId, thread_id: threadId }, { way: "channel", channel, message: m }, turnPerson(person, target.config));
+  if (threadId !== routeThread)
+    await repointClaim(env, namespace, m.provider_message_id, { message_id: messageId, thread_id: threadId }, now + s.inboundDedupeTtlSeconds * 1000);
+  const arrival = mintArrival(
+    route,
+    { message_id: messageId, thread_id: threadId },
+    { way: "channel", channel, message: m },
+    turnPerson(person, target.config),
+  );
 
   // The route snapshot lets the turn skip its own read of the route and key (src/bridge/route-reads.ts).
   const result = await handOver(env, arrival, { waitMs: 0, route, executionKey, routeReadAtMs, target });

@@ -37,7 +37,10 @@ export function listingStatements(db: D1Database, rows: Array<{ thread_id: strin
 
 /** Drops a thread's listing rows (thread forget, after its shards dropped what they buffered). */
 export async function dropThreadListing(db: D1Database, threadId: string): Promise<void> {
-  await db.batch([db.prepare("DELETE FROM threads WHERE thread_id = ?").bind(threadId), db.prepare("DELETE FROM failed_records WHERE thread_id = ?").bind(threadId)]);
+  await db.batch([
+    db.prepare("DELETE FROM threads WHERE thread_id = ?").bind(threadId),
+    db.prepare("DELETE FROM failed_records WHERE thread_id = ?").bind(threadId),
+  ]);
 }
 
 /** Reclaims expired failed-listing rows (the cron prune pass). */

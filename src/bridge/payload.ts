@@ -25,7 +25,10 @@ export const TurnInbound = z.object({
   attachments: z.array(Attachment).nullable().optional(),
   location: Location.nullable().optional(),
   event: InboundEvent.nullable().optional(),
-  person: z.object({ person_id: z.string(), person_addresses: z.array(JsonValue), locale: z.string().nullable().optional() }).nullable().optional(),
+  person: z
+    .object({ person_id: z.string(), person_addresses: z.array(JsonValue), locale: z.string().nullable().optional() })
+    .nullable()
+    .optional(),
   /** A multichannel target's greeting template, set only on the inbound that created its person (first contact). */
   greeting: z.string().nullable().optional(),
 });
@@ -65,7 +68,13 @@ export function turnRef(t: TurnInbound, target: TurnTarget): TurnRef {
   return {
     id: t.message_id,
     inbound: { kind: t.kind, id: t.inbound_id, source: t.source },
-    subject: { target_kind: target.target_kind, target_name: target.target_name, person: t.person?.person_id ?? null, thread: t.thread_id, locale: t.person?.locale ?? null },
+    subject: {
+      target_kind: target.target_kind,
+      target_name: target.target_name,
+      person: t.person?.person_id ?? null,
+      thread: t.thread_id,
+      locale: t.person?.locale ?? null,
+    },
   };
 }
 

@@ -100,7 +100,11 @@ export function project(r: AnswerRecord, admin: boolean): Record<string, unknown
 
 /** The inline 200 answer of the message and event doors (decisions §6): no `answer` when silent. */
 export function inlineAnswer(r: AnswerRecord): { message_id: string; thread_id: string; status: AnswerStatus; answer?: string } {
-  const data: { message_id: string; thread_id: string; status: AnswerStatus; answer?: string } = { message_id: r.message_id, thread_id: r.thread_id, status: r.answer_status ?? "silent" };
+  const data: { message_id: string; thread_id: string; status: AnswerStatus; answer?: string } = {
+    message_id: r.message_id,
+    thread_id: r.thread_id,
+    status: r.answer_status ?? "silent",
+  };
   if (r.answer_status !== "silent" && r.answer !== null) data.answer = r.answer;
   return data;
 }

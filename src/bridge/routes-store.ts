@@ -161,7 +161,8 @@ export function routeWithKeyFromResult(result: D1Result | undefined): RouteWithK
   const manualRoutes = typeof r.cfg_manual_routes === "string" ? parseStored(RouteNames, r.cfg_manual_routes, "manual routes of target") : null;
   const pendingSaves = typeof r.cfg_pending_saves === "number" ? r.cfg_pending_saves : null;
   const target: TargetFacts = { config, manualRoutes, pendingSaves };
-  if (config?.state_binding && typeof r.cfg_stored_by === "string") target.configWriter = { stored_by: r.cfg_stored_by, holder: parsePrefixedKey(r, "cfg_k_", "cfg_o_") };
+  if (config?.state_binding && typeof r.cfg_stored_by === "string")
+    target.configWriter = { stored_by: r.cfg_stored_by, holder: parsePrefixedKey(r, "cfg_k_", "cfg_o_") };
   return { route: toRow(routeCols), key: parsePrefixedKey(r, "k_", "o_"), target };
 }
 
@@ -169,7 +170,10 @@ const RouteNames = z.array(z.string());
 
 /** The names of target (kind, name)'s routes whose initial_mode is manual (a person thread's default mode). */
 export async function manualRoutesOfTarget(db: D1Database, kind: string, name: string): Promise<string[]> {
-  const { results } = await db.prepare("SELECT route_name FROM routes WHERE target_kind = ? AND target_name = ? AND initial_mode = 'manual'").bind(kind, name).all<{ route_name: string }>();
+  const { results } = await db
+    .prepare("SELECT route_name FROM routes WHERE target_kind = ? AND target_name = ? AND initial_mode = 'manual'")
+    .bind(kind, name)
+    .all<{ route_name: string }>();
   return results.map((r) => r.route_name);
 }
 

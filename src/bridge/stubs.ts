@@ -6,14 +6,7 @@ import { addressBucketStub } from "../contracts/bucket-rpc";
 import type { Env } from "../env";
 import type { BucketVerdict } from "./token-bucket";
 
-export {
-  type AcceptRequest,
-  type AcceptResult,
-  type SearchScan,
-  type ThreadRpc,
-  type TranscriptPage,
-  threadStub,
-} from "../contracts/thread-rpc";
+export { type AcceptRequest, type AcceptResult, type SearchScan, type ThreadRpc, type TranscriptPage, threadStub } from "../contracts/thread-rpc";
 export type { AddressBucketRpc as BucketRpc } from "../contracts/bucket-rpc";
 
 /** Takes one token from the rate bucket `key` (one AddressBucket object per key). */

@@ -34,10 +34,7 @@ export function personThreadId(personId: string): string {
   return `${PERSON_PREFIX}${personId}`;
 }
 
-export type ParsedThreadId =
-  | { kind: "route"; route_name: string; rest: string }
-  | { kind: "person"; person_id: string }
-  | { kind: "invalid" };
+export type ParsedThreadId = { kind: "route"; route_name: string; rest: string } | { kind: "person"; person_id: string } | { kind: "invalid" };
 
 /** Splits a thread id into its parts; anything not starting `bridge:` with a non-empty rest is invalid. */
 export function parseThreadId(threadId: string): ParsedThreadId {

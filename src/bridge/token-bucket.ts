@@ -12,9 +12,7 @@ export interface BucketState {
 /** What a door hears from its rate bucket: allowed, or the wait and whether to send the slow-down notice. */
 export type BucketVerdict = { allowed: true } | { allowed: false; retryAfterSeconds: number; notify: boolean };
 
-export type TakeResult =
-  | { allowed: true; state: BucketState }
-  | { allowed: false; state: BucketState; retryAfterSeconds: number; notify: boolean };
+export type TakeResult = { allowed: true; state: BucketState } | { allowed: false; state: BucketState; retryAfterSeconds: number; notify: boolean };
 
 export function refill(state: BucketState, capacity: number, nowMs: number): BucketState {
   const elapsed = Math.max(0, nowMs - state.updatedAtMs) / 1000;

@@ -58,7 +58,11 @@ function typeName(v: unknown): string {
 }
 
 /** Runs a mapping program requiring exactly one output; the failure text never carries values. */
-async function mapOne(name: "payload_expr" | "reply_expr", program: string, input: unknown): Promise<{ ok: true; value: unknown } | { ok: false; detail: string }> {
+async function mapOne(
+  name: "payload_expr" | "reply_expr",
+  program: string,
+  input: unknown,
+): Promise<{ ok: true; value: unknown } | { ok: false; detail: string }> {
   try {
     const outs = await jqRun(program, input);
     if (outs.length !== 1) return { ok: false, detail: `${name} must emit exactly one value; it emitted ${outs.length}` };
@@ -148,7 +152,8 @@ export async function runTarget(
       // The route read said whether this target has saves outstanding; only then are the held subjects read.
       const held = bound?.pendingSaves ? await heldSubjects(ctx.env.DB, route) : new Set<string>();
       const leftover = await applyStateUpdates(ctx.env, states, d.value, origin, now, held);
-      if (leftover.length > 0) await queueSave(ctx.env.DB, route, inbound.message_id, { input: states.input, output: (d.value ?? null) as JsonValue, origin, items: leftover }, now);
+      if (leftover.length > 0)
+        await queueSave(ctx.env.DB, route, inbound.message_id, { input: states.input, output: (d.value ?? null) as JsonValue, origin, items: leftover }, now);
     } catch (err) {
       if (err instanceof BindingError) return errorOutcome(err.message);
       throw err;
@@ -193,7 +198,14 @@ async function mapReply(route: RouteRow, value: unknown): Promise<TurnOutcome> {
  * Parks the turn on `ask`: stores the interaction (one object call), and answers the
  * question as the turn's answer, delivered through the thread's door like any answer.
  */
-async function parkTurn(ctx: TargetContext, route: RouteRow, park: ParkOrigin, ask: AskUserInput, parked: ParkedRun, target: InteractionState["target"]): Promise<TurnOutcome> {
+async function parkTurn(
+  ctx: TargetContext,
+  route: RouteRow,
+  park: ParkOrigin,
+  ask: AskUserInput,
+  parked: ParkedRun,
+  target: InteractionState["target"],
+): Promise<TurnOutcome> {
   let created: InteractionState;
   try {
     created = await createInteraction(ctx.env, ctx.settings, { ask, origin: { kind: "thread", ...park }, target, parked }, ctx.now().getTime());
@@ -202,7 +214,13 @@ async function parkTurn(ctx: TargetContext, route: RouteRow, park: ParkOrigin, a
     return errorOutcome("the run asked the user (ask_user), but its interaction could not be stored");
   }
   const q = questionAnswer(created, route.door === "channel" && route.channel ? adapterFor(route.channel) : undefined);
-  return { answer_status: "answered", answer: q.answer, error: null, answer_part: q.answer_part, parked: { interaction_id: created.interaction_id, expires_at: created.expires_at } };
+  return {
+    answer_status: "answered",
+    answer: q.answer,
+    error: null,
+    answer_part: q.answer_part,
+    parked: { interaction_id: created.interaction_id, expires_at: created.expires_at },
+  };
 }
 
 /**
@@ -223,7 +241,14 @@ export async function resumeParked(
   if (parked.kind === "tool_run") return errorOutcome("the parked run is not this thread's");
   if (parked.kind === "tool_turn") {
     // No tool runs again, but the key must still be allowed the tool now: a revoked key answers nothing.
-    const auth = await authorizeTurn(ctx.db, route.execution_key, route.execution_key_fingerprint, { kind: "tool", name: parked.tool }, ctx.now(), prefetchedKey);
+    const auth = await authorizeTurn(
+      ctx.db,
+      route.execution_key,
+      route.execution_key_fingerprint,
+      { kind: "tool", name: parked.tool },
+      ctx.now(),
+      prefetchedKey,
+    );
     if (!auth.ok) return errorOutcome(`tool dispatch denied: ${auth.reason}`);
     return mapReply(route, result);
   }

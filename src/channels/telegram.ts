@@ -118,7 +118,11 @@ function parse(hook: Webhook, env: ChannelEnv): ParsedWebhook {
   const updateId = isRecord(update) ? str(update.update_id) : undefined;
   if (!botId || !isRecord(update) || !updateId) return { events: [], ignored: 1 };
   // edited_message, channel_post, my_chat_member, ... are acknowledged and ignored.
-  const msg = update.message ? fromMessage(updateId, update.message, botId) : update.callback_query ? fromCallback(updateId, update.callback_query, botId) : null;
+  const msg = update.message
+    ? fromMessage(updateId, update.message, botId)
+    : update.callback_query
+      ? fromCallback(updateId, update.callback_query, botId)
+      : null;
   return msg ? { events: [msg], ignored: 0 } : { events: [], ignored: 1 };
 }
 

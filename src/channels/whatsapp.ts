@@ -9,18 +9,7 @@
  */
 import { constantTimeEqual, hmacSha256, toHex } from "../auth/crypto";
 import type { JsonObject } from "../http/bounded-json";
-import type {
-  ChannelAdapter,
-  ChannelEnv,
-  ChannelEvent,
-  InboundMessage,
-  ParsedWebhook,
-  SendArgs,
-  SendDeps,
-  SendResult,
-  VerifyResult,
-  Webhook,
-} from "./adapter";
+import type { ChannelAdapter, ChannelEnv, ChannelEvent, InboundMessage, ParsedWebhook, SendArgs, SendDeps, SendResult, VerifyResult, Webhook } from "./adapter";
 import type { InboundAttachment, MediaKind } from "./media";
 import {
   allSet,
@@ -221,12 +210,7 @@ export async function postWhatsAppMessage(from: string, message: Record<string, 
   if (!token) return { ok: false, permanent: true, reason: "channel not configured" };
   const url = `${apiBase(deps.env, WHATSAPP_ENV.apiBase, WHATSAPP_DEFAULT_API_BASE)}/${encodeURIComponent(from)}/messages`;
   const body = JSON.stringify({ messaging_product: "whatsapp", ...message });
-  const sent = await postOnce(
-    deps.fetch,
-    url,
-    { headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body },
-    deps.timeoutMs,
-  );
+  const sent = await postOnce(deps.fetch, url, { headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body }, deps.timeoutMs);
   if (!sent.ok) return sent.result;
   const { status, headers, json } = sent.answer;
   const cls = httpClass(status);

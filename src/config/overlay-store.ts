@@ -63,14 +63,18 @@ export const generationMoved = () => conflict("the settings changed meanwhile (a
 /** Applies `change` atomically and returns the new generation. */
 export async function writeOverlay(db: D1Database, change: OverlayChange): Promise<number> {
   const stmts: D1PreparedStatement[] = [
-    db.prepare("INSERT INTO settings_write_guard (violation) SELECT 1 WHERE (SELECT generation FROM settings_generation WHERE id = 1) IS NOT ?").bind(change.expectedGeneration),
+    db
+      .prepare("INSERT INTO settings_write_guard (violation) SELECT 1 WHERE (SELECT generation FROM settings_generation WHERE id = 1) IS NOT ?")
+      .bind(change.expectedGeneration),
   ];
   if (change.replaceAll) stmts.push(db.prepare("DELETE FROM settings_overlay"));
   for (const name of change.deletes) stmts.push(db.prepare("DELETE FROM settings_overlay WHERE name = ?").bind(name));
   for (const u of change.upserts) {
     stmts.push(
       db
-        .prepare("INSERT INTO settings_overlay (name, value, secret, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value, secret = excluded.secret, updated_at = excluded.updated_at")
+        .prepare(
+          "INSERT INTO settings_overlay (name, value, secret, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value, secret = excluded.secret, updated_at = excluded.updated_at",
+        )
         .bind(u.name, u.value, u.secret ? 1 : 0, change.now),
     );
   }

@@ -119,7 +119,9 @@ export async function reloadSettings(env: object, db: D1Database, nowIso: string
       const plain = await openText(ring, row.value, overlayAad(row.name));
       if (plain !== null) upserts.push({ name: row.name, value: await sealText(ring, plain, overlayAad(row.name)), secret: true });
     }
-    const profiles = await db.prepare("SELECT name, version, sealed FROM config_profiles WHERE sealed <> '{}'").all<{ name: string; version: number; sealed: string }>();
+    const profiles = await db
+      .prepare("SELECT name, version, sealed FROM config_profiles WHERE sealed <> '{}'")
+      .all<{ name: string; version: number; sealed: string }>();
     for (const p of profiles.results) {
       const sealed = JSON.parse(p.sealed) as Record<string, unknown>;
       let changed = false;
@@ -131,7 +133,8 @@ export async function reloadSettings(env: object, db: D1Database, nowIso: string
         sealed[name] = JSON.parse(await sealText(ring, plain, profileAad(p.name, name)));
         changed = true;
       }
-      if (changed) extra.push(db.prepare("UPDATE config_profiles SET sealed = ? WHERE name = ? AND version = ?").bind(JSON.stringify(sealed), p.name, p.version));
+      if (changed)
+        extra.push(db.prepare("UPDATE config_profiles SET sealed = ? WHERE name = ? AND version = ?").bind(JSON.stringify(sealed), p.name, p.version));
     }
   }
   const generation = await writeOverlay(db, { expectedGeneration: stored.generation, upserts, deletes: [], now: nowIso, extra });

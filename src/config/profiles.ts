@@ -31,7 +31,11 @@ export const ProfileName = z
   .refine((s) => /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(s), { message: NAME_RULE });
 export type ProfileName = z.infer<typeof ProfileName>;
 
-export const ProfileVersion = z.coerce.number({ error: "must be a whole number of at least 1" }).int({ error: "must be a whole number of at least 1" }).min(1).max(1_000_000_000);
+export const ProfileVersion = z.coerce
+  .number({ error: "must be a whole number of at least 1" })
+  .int({ error: "must be a whole number of at least 1" })
+  .min(1)
+  .max(1_000_000_000);
 
 /**
  * `PUT /api/config/profiles/{name}`. `env` values are text (numbers, booleans, objects and arrays
@@ -100,12 +104,30 @@ export function viewOf(row: ProfileRow): ProfileView {
   const env: Record<string, string | null> = {};
   for (const [k, v] of Object.entries(JSON.parse(row.env) as Record<string, string>)) env[k] = v;
   for (const k of Object.keys(JSON.parse(row.sealed) as object)) env[k] = null;
-  const sorted = Object.fromEntries(Object.keys(env).sort().map((k) => [k, env[k]]));
-  return { name: row.name, version: row.version, description: row.description, env: sorted, secret_keys: JSON.parse(row.secret_keys) as string[], created_at: row.created_at };
+  const sorted = Object.fromEntries(
+    Object.keys(env)
+      .sort()
+      .map((k) => [k, env[k]]),
+  );
+  return {
+    name: row.name,
+    version: row.version,
+    description: row.description,
+    env: sorted,
+    secret_keys: JSON.parse(row.secret_keys) as string[],
+    created_at: row.created_at,
+  };
 }
 
 export function summaryOf(row: ProfileRow): ProfileSummary {
-  return { name: row.name, version: row.version, description: row.description, names: namesOf(row), secret_keys: JSON.parse(row.secret_keys) as string[], created_at: row.created_at };
+  return {
+    name: row.name,
+    version: row.version,
+    description: row.description,
+    names: namesOf(row),
+    secret_keys: JSON.parse(row.secret_keys) as string[],
+    created_at: row.created_at,
+  };
 }
 
 export async function latest(db: D1Database, name: string): Promise<ProfileRow | null> {
@@ -130,7 +152,9 @@ export async function listProfiles(db: D1Database, offset: number, limit: number
   const [rows, count] = await db.batch([
     db
       .prepare(
-        `SELECT ${COLUMNS.split(", ").map((c) => `p.${c}`).join(", ")} FROM config_profiles p
+        `SELECT ${COLUMNS.split(", ")
+          .map((c) => `p.${c}`)
+          .join(", ")} FROM config_profiles p
          JOIN (SELECT name, MAX(version) AS v FROM config_profiles GROUP BY name) m ON p.name = m.name AND p.version = m.v
          ORDER BY p.name LIMIT ? OFFSET ?`,
       )
@@ -160,7 +184,8 @@ export async function openProfile(row: ProfileRow, config: ConfigSettings): Prom
     const ring = await settingsKeyRing(config);
     for (const k of names) {
       const plain = await openText(ring, JSON.stringify(sealed[k]), profileAad(row.name, k));
-      if (plain === null) throw badRequest(`profile entry ${k}: its stored secret value cannot be opened with the settings keys; put the profile again with its value`);
+      if (plain === null)
+        throw badRequest(`profile entry ${k}: its stored secret value cannot be opened with the settings keys; put the profile again with its value`);
       out.set(k, { value: plain, secret: true });
     }
   }
@@ -171,7 +196,13 @@ export async function openProfile(row: ProfileRow, config: ConfigSettings): Prom
  * `PUT`: validates the names, values and the Worker's env with this env as the overlay, seals the
  * secrets and appends the next version. Returns the new version's view.
  */
-export async function putProfile(env: object, db: D1Database, name: string, body: ProfileBody, nowIso: string): Promise<{ created: boolean; profile: ProfileView }> {
+export async function putProfile(
+  env: object,
+  db: D1Database,
+  name: string,
+  body: ProfileBody,
+  nowIso: string,
+): Promise<{ created: boolean; profile: ProfileView }> {
   const names = Object.keys(body.env);
   checkNames("env", names);
   const nameSet = new Set(names);
@@ -188,7 +219,8 @@ export async function putProfile(env: object, db: D1Database, name: string, body
     const v = body.env[n];
     if (v === null) {
       const old = kept.get(n);
-      if (!secret || !old || !old.secret) throw badRequest(`invalid body: env.${n}: null keeps a stored secret, and this profile holds none under that name (give the value)`);
+      if (!secret || !old || !old.secret)
+        throw badRequest(`invalid body: env.${n}: null keeps a stored secret, and this profile holds none under that name (give the value)`);
       entries.set(n, old);
     } else {
       entries.set(n, { value: valueText("env", n, v), secret });
@@ -239,7 +271,13 @@ export async function deleteProfile(db: D1Database, name: string): Promise<numbe
 }
 
 /** `POST …/apply`: the overlay becomes the profile's env. */
-export async function applyProfile(env: object, db: D1Database, name: string, version: number | undefined, nowIso: string): Promise<{ name: string; version: number; generation: number; names: string[] }> {
+export async function applyProfile(
+  env: object,
+  db: D1Database,
+  name: string,
+  version: number | undefined,
+  nowIso: string,
+): Promise<{ name: string; version: number; generation: number; names: string[] }> {
   const row = await pick(db, name, version);
   const entries = await openProfile(row, envConfig(baseEnvOf(env)));
   const generation = await replaceOverlay(env, db, entries, nowIso);
@@ -275,7 +313,8 @@ export async function diffProfile(env: object, db: D1Database, name: string, ver
     const cur = live.get(n);
     const secret = !shown(n, e) || (cur !== undefined && !shown(n, cur));
     if (!cur) out.added.push(secret ? { name: n, secret } : { name: n, secret, value: e.value });
-    else if (secret ? !constantTimeEqual(cur.value, e.value) || cur.secret !== e.secret : cur.value !== e.value) out.changed.push(secret ? { name: n, secret } : { name: n, secret, from: cur.value, to: e.value });
+    else if (secret ? !constantTimeEqual(cur.value, e.value) || cur.secret !== e.secret : cur.value !== e.value)
+      out.changed.push(secret ? { name: n, secret } : { name: n, secret, from: cur.value, to: e.value });
     else out.unchanged.push(n);
   }
   for (const [n, cur] of [...live].sort(([a], [b]) => (a < b ? -1 : 1))) {

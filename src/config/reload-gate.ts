@@ -22,5 +22,11 @@ export async function refuseWhileReloading(env: { DB: D1Database }, refreshSecon
     console.error("settings overlay: the reload the reload gate started failed", err instanceof Error ? err.message : "unknown error");
   });
   waitUntil?.(reload);
-  throw new HttpError(503, "a settings reload is in progress; retry shortly", undefined, { reloading: true }, { "Retry-After": String(Math.max(1, Math.ceil(refreshSeconds))) });
+  throw new HttpError(
+    503,
+    "a settings reload is in progress; retry shortly",
+    undefined,
+    { reloading: true },
+    { "Retry-After": String(Math.max(1, Math.ceil(refreshSeconds))) },
+  );
 }

@@ -26,7 +26,8 @@ export function backendView(): BackendView {
     present: true,
     backend: "cloudflare-workers",
     module: "workerd",
-    detail: "Cloudflare Workers: stateless isolates in front of Durable Objects and D1. Work runs in the isolate that takes a request and in the objects it calls; there is no worker fleet or task bus.",
+    detail:
+      "Cloudflare Workers: stateless isolates in front of Durable Objects and D1. Work runs in the isolate that takes a request and in the objects it calls; there is no worker fleet or task bus.",
   };
 }
 
@@ -65,10 +66,34 @@ export function systemKinds(settings: Settings, env: Record<string, unknown>, ov
   return [
     { kind: "backend", state: "active", plugin: "cloudflare-workers", detail: "Workers isolates, Durable Objects and D1 (GET /api/backend)" },
     { kind: "identity", state: "active", plugin: "d1", detail: `api keys in D1 (binding DB); bootstrap: ${said(env, "ACCESS_CONTROL_BOOTSTRAP_TOKEN")}` },
-    store("conversations", "CONVERSATIONS_STORE_URL", settings.conversations.storeUrl, "routes, configs, persons and indexes in D1; threads in Durable Objects", "every conversation routing op answers 501 conversations-not-configured"),
-    store("states", "STATES_STORE_URL", settings.states.storeUrl, "declarations and templates in D1; records in StateStore objects", "every states door answers 501 states-not-configured"),
-    store("tool_runs", "TOOL_RUNS_STORE_URL", settings.toolRuns.storeUrl, "background tool runs in ToolRun objects, schedules in Schedule objects, hooks in D1 (each fire a tool run)", "the tool-runs, schedules and hooks doors answer 501 tool-runs-not-configured"),
-    store("interactions", "INTERACTIONS_STORE_URL", settings.notifications.storeUrl, "ask_user interactions in Interaction objects (listing in D1) and the notifications sink; feeds in NotificationFeed objects", "the interactions doors and a sink write answer 501 interactions-not-configured; ask_user refuses"),
+    store(
+      "conversations",
+      "CONVERSATIONS_STORE_URL",
+      settings.conversations.storeUrl,
+      "routes, configs, persons and indexes in D1; threads in Durable Objects",
+      "every conversation routing op answers 501 conversations-not-configured",
+    ),
+    store(
+      "states",
+      "STATES_STORE_URL",
+      settings.states.storeUrl,
+      "declarations and templates in D1; records in StateStore objects",
+      "every states door answers 501 states-not-configured",
+    ),
+    store(
+      "tool_runs",
+      "TOOL_RUNS_STORE_URL",
+      settings.toolRuns.storeUrl,
+      "background tool runs in ToolRun objects, schedules in Schedule objects, hooks in D1 (each fire a tool run)",
+      "the tool-runs, schedules and hooks doors answer 501 tool-runs-not-configured",
+    ),
+    store(
+      "interactions",
+      "INTERACTIONS_STORE_URL",
+      settings.notifications.storeUrl,
+      "ask_user interactions in Interaction objects (listing in D1) and the notifications sink; feeds in NotificationFeed objects",
+      "the interactions doors and a sink write answer 501 interactions-not-configured; ask_user refuses",
+    ),
     store(
       "connectors",
       "CONNECTORS_STORE_URL",
@@ -77,18 +102,40 @@ export function systemKinds(settings: Settings, env: Record<string, unknown>, ov
       "every connection door answers 501 connectors-not-configured",
     ),
     mp.storeUrl
-      ? { kind: "marketplace", state: "active", plugin: mp.registry ? (mp.registry.kind === "builtin" ? "builtin-registry" : "https-registry") : null, detail: `MARKETPLACE_STORE_URL configured; MARKETPLACE_REGISTRY_URL ${mp.registry ? "configured" : "not configured"}` }
-      : { kind: "marketplace", state: "off", plugin: null, detail: "MARKETPLACE_STORE_URL not configured: every marketplace door answers 501 marketplace-not-configured" },
+      ? {
+          kind: "marketplace",
+          state: "active",
+          plugin: mp.registry ? (mp.registry.kind === "builtin" ? "builtin-registry" : "https-registry") : null,
+          detail: `MARKETPLACE_STORE_URL configured; MARKETPLACE_REGISTRY_URL ${mp.registry ? "configured" : "not configured"}`,
+        }
+      : {
+          kind: "marketplace",
+          state: "off",
+          plugin: null,
+          detail: "MARKETPLACE_STORE_URL not configured: every marketplace door answers 501 marketplace-not-configured",
+        },
     settings.storage.bucketBinding
-      ? { kind: "storage", state: "active", plugin: "r2", detail: "STORAGE_BUCKET configured: objects, templates and plugin console assets in R2; TemplatedText ids resolve there first, then in the D1 text resources" }
+      ? {
+          kind: "storage",
+          state: "active",
+          plugin: "r2",
+          detail:
+            "STORAGE_BUCKET configured: objects, templates and plugin console assets in R2; TemplatedText ids resolve there first, then in the D1 text resources",
+        }
       : {
           kind: "storage",
           state: "default",
           plugin: "d1-text-resources",
-          detail: "STORAGE_BUCKET not configured: the storage and template doors answer 501 storage-not-configured; TemplatedText ids resolve in the D1 text resources (binding DB) only",
+          detail:
+            "STORAGE_BUCKET not configured: the storage and template doors answer 501 storage-not-configured; TemplatedText ids resolve in the D1 text resources (binding DB) only",
         },
     channels.length
-      ? { kind: "channels", state: "active", plugin: channels.join(","), detail: `configured: ${channels.join(", ")} (a channel is on when all its CHANNEL_* secrets are set)` }
+      ? {
+          kind: "channels",
+          state: "active",
+          plugin: channels.join(","),
+          detail: `configured: ${channels.join(", ")} (a channel is on when all its CHANNEL_* secrets are set)`,
+        }
       : { kind: "channels", state: "off", plugin: null, detail: "no channel configured (a channel is on when all its CHANNEL_* secrets are set)" },
     {
       kind: "webhook_verifiers",
@@ -146,7 +193,13 @@ export function boundObjects(env: Record<string, unknown>): string[] {
     .sort();
 }
 
-export function fleetView(identity: { id: string; startedAt: number }, generation: number | null, last: LastOp | null, env: Record<string, unknown>, nowMs: number): FleetView {
+export function fleetView(
+  identity: { id: string; startedAt: number },
+  generation: number | null,
+  last: LastOp | null,
+  env: Record<string, unknown>,
+  nowMs: number,
+): FleetView {
   return {
     workers: [
       {

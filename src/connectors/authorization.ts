@@ -70,7 +70,13 @@ export async function beginAuthorization(env: Env, settings: Settings, caller: C
   if (!c.redirectUri) throw providerNotConfigured("CONNECTORS_OAUTH_REDIRECT_URI");
   // The token endpoint is ours to call at completion: refuse now rather than after the user consented.
   const verdict = checkOutboundUrl(oauth.token_endpoint, settings.outbound);
-  if (!verdict.ok) throw new HttpError(501, `connector provider not configured: its token endpoint is refused by the outbound address guard: ${verdict.reason}`, "connector-provider-not-configured", { env_var: "CONNECTORS_PROVIDERS" });
+  if (!verdict.ok)
+    throw new HttpError(
+      501,
+      `connector provider not configured: its token endpoint is refused by the outbound address guard: ${verdict.reason}`,
+      "connector-provider-not-configured",
+      { env_var: "CONNECTORS_PROVIDERS" },
+    );
 
   const ring = await keyRingOf(c.keys);
   const state = newState();
@@ -114,11 +120,18 @@ export async function beginAuthorization(env: Env, settings: Settings, caller: C
 }
 
 /** Completes an authorization: exchanges the code and installs the tokens. Every failure is a 400 (platform-facts D) except an unconfigured provider (501). */
-export async function completeAuthorization(env: Env, settings: Settings, caller: Caller, body: { state: string; code: string }, nowMs: number): Promise<CompletionView> {
+export async function completeAuthorization(
+  env: Env,
+  settings: Settings,
+  caller: Caller,
+  body: { state: string; code: string },
+  nowMs: number,
+): Promise<CompletionView> {
   const start = await takeStart(env.DB, await stateHash(body.state), caller, nowMs);
   if (!start) throw stateRefused();
   const provider = findProvider(settings.connectors.providers, start.provider_id);
-  if (!provider?.oauth) throw new HttpError(400, "the authorization's provider is no longer configured (CONNECTORS_PROVIDERS); start again", "oauth-provider-gone");
+  if (!provider?.oauth)
+    throw new HttpError(400, "the authorization's provider is no longer configured (CONNECTORS_PROVIDERS); start again", "oauth-provider-gone");
   const creds = clientCredentials(env, provider);
   if (!creds.ok) throw providerNotConfigured(creds.env_var);
   const ring = await keyRingOf(settings.connectors.keys);
@@ -151,7 +164,15 @@ export async function completeAuthorization(env: Env, settings: Settings, caller
   const health = await stub.install(connectionId, provider.id, r.grant, ring, nowMs);
   let row: ConnectionRow | null;
   if (!existing) {
-    row = { connection_id: connectionId, owner_user_id: start.initiator_user_id, provider_id: provider.id, sub_services: start.sub_services, scopes, created_at: nowIso, updated_at: nowIso };
+    row = {
+      connection_id: connectionId,
+      owner_user_id: start.initiator_user_id,
+      provider_id: provider.id,
+      sub_services: start.sub_services,
+      scopes,
+      created_at: nowIso,
+      updated_at: nowIso,
+    };
     try {
       await insertConnection(env.DB, row);
     } catch (err) {

@@ -99,7 +99,12 @@ export async function getConnection(db: D1Database, connectionId: string): Promi
 }
 
 /** A page of the connections `caller` may see (oldest first), with the full count. */
-export async function listConnections(db: D1Database, caller: Caller, filter: { provider_id?: string; owner_user_id?: string }, limit: number): Promise<{ rows: ConnectionRow[]; total: number }> {
+export async function listConnections(
+  db: D1Database,
+  caller: Caller,
+  filter: { provider_id?: string; owner_user_id?: string },
+  limit: number,
+): Promise<{ rows: ConnectionRow[]; total: number }> {
   const where: string[] = [];
   const binds: unknown[] = [];
   if (!caller.admin) {
@@ -130,7 +135,13 @@ export async function insertConnection(db: D1Database, row: ConnectionRow): Prom
 }
 
 /** Sets a connection's sub-services and scopes; null when it no longer exists. */
-export async function updateConnection(db: D1Database, connectionId: string, subServices: string[], scopes: string[], nowIso: string): Promise<ConnectionRow | null> {
+export async function updateConnection(
+  db: D1Database,
+  connectionId: string,
+  subServices: string[],
+  scopes: string[],
+  nowIso: string,
+): Promise<ConnectionRow | null> {
   const r = await db
     .prepare(`UPDATE connector_connections SET sub_services = ?, scopes = ?, updated_at = ? WHERE connection_id = ? RETURNING ${COLUMNS}`)
     .bind(JSON.stringify(subServices), JSON.stringify(scopes), nowIso, connectionId)
@@ -149,7 +160,10 @@ export async function deleteConnection(db: D1Database, connectionId: string): Pr
 
 /** Connection ids after `cursor` (ordered), for walks over every connection (re-sealing). */
 export async function connectionIdsAfter(db: D1Database, cursor: string, limit: number): Promise<string[]> {
-  const { results } = await db.prepare("SELECT connection_id FROM connector_connections WHERE connection_id > ? ORDER BY connection_id LIMIT ?").bind(cursor, limit).all<{ connection_id: string }>();
+  const { results } = await db
+    .prepare("SELECT connection_id FROM connector_connections WHERE connection_id > ? ORDER BY connection_id LIMIT ?")
+    .bind(cursor, limit)
+    .all<{ connection_id: string }>();
   return results.map((r) => r.connection_id);
 }
 

@@ -78,7 +78,11 @@ export async function unseal(ring: KeyRing, sealed: Sealed, aad: string): Promis
   const m = [ring.current, ...ring.previous].find((k) => k.id === sealed.kid);
   if (!m) return null;
   try {
-    const pt = await crypto.subtle.decrypt({ name: "AES-GCM", iv: fromBase64(sealed.iv), additionalData: enc.encode(aad) }, await cryptoKey(m), fromBase64(sealed.ct));
+    const pt = await crypto.subtle.decrypt(
+      { name: "AES-GCM", iv: fromBase64(sealed.iv), additionalData: enc.encode(aad) },
+      await cryptoKey(m),
+      fromBase64(sealed.ct),
+    );
     return dec.decode(pt);
   } catch {
     return null;

@@ -56,7 +56,18 @@ export async function recordStart(db: D1Database, row: StartRow, nowMs: number):
         `INSERT INTO connector_oauth_starts (state_hash, purpose, connection_id, initiator_user_id, provider_id, sub_services, redirect_uri, sealed_verifier, created_at, expires_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
-      .bind(row.state_hash, row.purpose, row.connection_id, row.initiator_user_id, row.provider_id, JSON.stringify(row.sub_services), row.redirect_uri, JSON.stringify(row.sealed_verifier), row.created_at, row.expires_at),
+      .bind(
+        row.state_hash,
+        row.purpose,
+        row.connection_id,
+        row.initiator_user_id,
+        row.provider_id,
+        JSON.stringify(row.sub_services),
+        row.redirect_uri,
+        JSON.stringify(row.sealed_verifier),
+        row.created_at,
+        row.expires_at,
+      ),
     db
       .prepare(
         `DELETE FROM connector_oauth_starts WHERE initiator_user_id = ?1 AND state_hash NOT IN
@@ -80,7 +91,14 @@ function toRow(r: Raw): StartRow | null {
   }
   if (!sealed || !Array.isArray(subs) || !subs.every((s) => typeof s === "string")) return null;
   if (r.purpose !== "connect" && r.purpose !== "reconnect" && r.purpose !== "widen") return null;
-  return { ...r, purpose: r.purpose, sub_services: subs as string[], sealed_verifier: sealed, created_at: Number(r.created_at), expires_at: Number(r.expires_at) };
+  return {
+    ...r,
+    purpose: r.purpose,
+    sub_services: subs as string[],
+    sealed_verifier: sealed,
+    created_at: Number(r.created_at),
+    expires_at: Number(r.expires_at),
+  };
 }
 
 /**
@@ -88,7 +106,12 @@ function toRow(r: Raw): StartRow | null {
  * lineage: src/auth/identity.ts) or is an admin and it has not expired. Taken even when expired,
  * so a replay of an expired state finds nothing too.
  */
-export async function takeStart(db: D1Database, stateHash: string, caller: { user_id: string; admin: boolean; since: string }, nowMs: number): Promise<StartRow | null> {
+export async function takeStart(
+  db: D1Database,
+  stateHash: string,
+  caller: { user_id: string; admin: boolean; since: string },
+  nowMs: number,
+): Promise<StartRow | null> {
   const since = sinceMs(caller);
   const r = await db
     .prepare(`DELETE FROM connector_oauth_starts WHERE state_hash = ?1 AND ((initiator_user_id = ?2 AND created_at >= ?4) OR ?3 = 1) RETURNING ${COLUMNS}`)

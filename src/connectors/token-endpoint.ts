@@ -14,8 +14,7 @@ import { withTimeout } from "../targets/timeout";
 export type { TokenClient };
 
 export type TokenRequest =
-  | { grant_type: "authorization_code"; code: string; redirect_uri: string; code_verifier: string }
-  | { grant_type: "refresh_token"; refresh_token: string };
+  { grant_type: "authorization_code"; code: string; redirect_uri: string; code_verifier: string } | { grant_type: "refresh_token"; refresh_token: string };
 
 /**
  * `permanent`: the provider refused the grant or the client (a 400/401 answer), so retrying the
@@ -86,7 +85,9 @@ export async function requestToken(fetchFn: typeof fetch, client: TokenClient, r
     params.client_id = client.client_id;
     params.client_secret = client.client_secret;
   }
-  const body = Object.entries(params).map(([k, v]) => `${formEncode(k)}=${formEncode(v)}`).join("&");
+  const body = Object.entries(params)
+    .map(([k, v]) => `${formEncode(k)}=${formEncode(v)}`)
+    .join("&");
 
   type Exchange = { status: number; text: string | null; contentType: string } | { transport: true };
   const timed = await withTimeout<Exchange>(client.timeout_ms, async (signal) => {

@@ -52,7 +52,11 @@ type Raw = {
 };
 
 export function readTokens(sql: SqlStorage): TokenRow | null {
-  const r = sql.exec<Raw>("SELECT connection_id, provider_id, sealed, expires_at, refreshable, granted_scope, status, last_error, last_refreshed_at, generation FROM tokens WHERE one = 1").toArray()[0];
+  const r = sql
+    .exec<Raw>(
+      "SELECT connection_id, provider_id, sealed, expires_at, refreshable, granted_scope, status, last_error, last_refreshed_at, generation FROM tokens WHERE one = 1",
+    )
+    .toArray()[0];
   if (!r) return null;
   const sealed = parseSealed(r.sealed);
   if (!sealed) throw new Error("connector tokens row holds an unreadable sealed value");
@@ -93,7 +97,12 @@ export function writeTokens(sql: SqlStorage, row: Omit<TokenRow, "generation">, 
 
 /** Records a failed refresh: `reconnect` when the provider refused it for good. */
 export function markRefreshFailure(sql: SqlStorage, message: string, reconnect: boolean, nowMs: number): void {
-  sql.exec("UPDATE tokens SET last_error = ?, status = CASE WHEN ? THEN 'reconnect_required' ELSE status END, updated_at = ? WHERE one = 1", message, reconnect ? 1 : 0, nowMs);
+  sql.exec(
+    "UPDATE tokens SET last_error = ?, status = CASE WHEN ? THEN 'reconnect_required' ELSE status END, updated_at = ? WHERE one = 1",
+    message,
+    reconnect ? 1 : 0,
+    nowMs,
+  );
 }
 
 /** The health a view shows for `row` at `nowMs`. */

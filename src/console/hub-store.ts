@@ -25,7 +25,9 @@ export function keepTicketRow(sql: SqlStorage, hash: string, userId: string, exp
  * or already spent. The row goes either way, so a ticket never works twice.
  */
 export function spendTicketRow(sql: SqlStorage, hash: string, nowMs: number): string | null {
-  const rows = sql.exec<{ hash: string; user_id: string; expires_at: number }>("DELETE FROM tickets WHERE hash = ? RETURNING hash, user_id, expires_at", hash).toArray();
+  const rows = sql
+    .exec<{ hash: string; user_id: string; expires_at: number }>("DELETE FROM tickets WHERE hash = ? RETURNING hash, user_id, expires_at", hash)
+    .toArray();
   const row = rows[0];
   // The lookup is by index; the stored hash is compared again in constant time, as keys are.
   if (!row || !constantTimeEqual(row.hash, hash) || row.expires_at <= nowMs) return null;

@@ -15,7 +15,8 @@ export function noticesOfPush(p: ListingPush): Map<string, ConsoleNotice[]> {
     if (list) list.push(n);
     else byRoute.set(route, [n]);
   };
-  if (p.row) add(p.row.route_name, { type: "thread", route_name: p.row.route_name, thread_id: p.row.thread_id, status: p.row.last_status, at: p.row.last_activity_at });
+  if (p.row)
+    add(p.row.route_name, { type: "thread", route_name: p.row.route_name, thread_id: p.row.thread_id, status: p.row.last_status, at: p.row.last_activity_at });
   for (const f of p.failed) add(f.route_name, { type: "failed", route_name: f.route_name, thread_id: f.thread_id, message_id: f.message_id });
   return byRoute;
 }

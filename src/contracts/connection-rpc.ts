@@ -59,7 +59,12 @@ export interface RefreshContext extends TokenClient {
  */
 export type TokenAnswer =
   | { ok: true; access_token: string; token_type: string | null; provider_id: string }
-  | { ok: false; reason: "missing" | "needs_refresh" | "reconnect_required" | "sealed_with_unknown_key" | "refresh_failed"; provider_id: string | null; message: string };
+  | {
+      ok: false;
+      reason: "missing" | "needs_refresh" | "reconnect_required" | "sealed_with_unknown_key" | "refresh_failed";
+      provider_id: string | null;
+      message: string;
+    };
 
 /** A connection's health as views show it (never a token). */
 export interface ConnectionHealth {

@@ -36,9 +36,7 @@ export interface AnswerInput {
 }
 
 /** A change asked of an interaction: done (its state after), or refused and why. */
-export type InteractionChange =
-  | { ok: true; state: InteractionState }
-  | { ok: false; reason: "unknown" | "not_pending" | "bad_option" | "bad_ticket" };
+export type InteractionChange = { ok: true; state: InteractionState } | { ok: false; reason: "unknown" | "not_pending" | "bad_option" | "bad_ticket" };
 
 /** A thread's claim with its participant's inbound: the run to resume and the ask's result, or the status that refused it. */
 export type ClaimResult = { ok: true; parked: ParkedRun; result: JsonObject } | { ok: false; status: InteractionStatus | null };

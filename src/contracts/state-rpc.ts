@@ -73,7 +73,10 @@ export interface StateStoreRpc {
    * A turn's read for a state binding, in one call: the subject (a full one, or a key that takes
    * the binding target and the state's default subject kind), its record and the attachments.
    */
-  bindingRead(subject: Subject | { key: string; target_kind: Subject["target_kind"]; target_name: string }, nowMs: number): Promise<{ ok: true; subject: Subject; record: StateRecord | null; attachments: StoredAttachment[] } | StateRefusal>;
+  bindingRead(
+    subject: Subject | { key: string; target_kind: Subject["target_kind"]; target_name: string },
+    nowMs: number,
+  ): Promise<{ ok: true; subject: Subject; record: StateRecord | null; attachments: StoredAttachment[] } | StateRefusal>;
   /** Erasure: removes every record (of any target) whose subject is (`kind`, `key`). */
   eraseSubjectKey(kind: string, key: string): Promise<{ removed: number }>;
 }

@@ -41,12 +41,22 @@ import type { ConversationSettings } from "../settings/settings";
  * refusals in this order: 404 route, 409 agent target, the thread guard's 400/404, 404 unknown
  * thread, 429 over the (route, caller) cap, 503 full queue.
  */
-export async function admitEvent(env: Env, s: ConversationSettings, routeName: string, caller: string, body: EventBody, prefetched: D1Result | undefined, threadCaller: string): Promise<Admission> {
+export async function admitEvent(
+  env: Env,
+  s: ConversationSettings,
+  routeName: string,
+  caller: string,
+  body: EventBody,
+  prefetched: D1Result | undefined,
+  threadCaller: string,
+): Promise<Admission> {
   // The route and its execution key came with the caller's key lookup (`prefetchDoorRoute`).
   const routeReadAtMs = Date.now();
-  const { route, key: executionKey, target } = prefetched
-    ? routeWithKeyFromResult(prefetched)
-    : { route: await getRoute(env.DB, routeName), key: undefined, target: NO_TARGET_FACTS };
+  const {
+    route,
+    key: executionKey,
+    target,
+  } = prefetched ? routeWithKeyFromResult(prefetched) : { route: await getRoute(env.DB, routeName), key: undefined, target: NO_TARGET_FACTS };
   if (!route) throw new HttpError(404, "route not found");
   if (route.target_kind === "agent") throw conflict("the route's target is an agent; events are delivered to tool targets only");
   // By address the platform composes the thread id as the route's own door does; a multichannel
@@ -76,10 +86,17 @@ export async function admitEvent(env: Env, s: ConversationSettings, routeName: s
   const held = await claimKey(env, namespace, event.id, mine, nowMs + s.inboundDedupeTtlSeconds * 1000, nowMs);
   if (held.message_id !== mine.message_id) return redelivered(env, route, caller, held, event, addressFor(held));
 
-  const arrival = mintArrival(route, mine, { way: "event", caller, address: answerTo, event }, person ? { person: { person_id: person.person_id, person_addresses: person.addresses.map((a) => ({ ...a })), locale: person.locale } } : {});
+  const arrival = mintArrival(
+    route,
+    mine,
+    { way: "event", caller, address: answerTo, event },
+    person ? { person: { person_id: person.person_id, person_addresses: person.addresses.map((a) => ({ ...a })), locale: person.locale } } : {},
+  );
   // Inline answers exist only on the api door; a channel route's answer is a channel send.
   const waitSeconds = route.door === "api" ? Math.min(body.wait_seconds ?? 0, s.syncWaitMaxSeconds) : 0;
-  return handOverOr503(env, arrival, { waitMs: Math.round(waitSeconds * 1000), route, executionKey, routeReadAtMs, target }, () => releaseKey(env, namespace, event.id, mine.message_id));
+  return handOverOr503(env, arrival, { waitMs: Math.round(waitSeconds * 1000), route, executionKey, routeReadAtMs, target }, () =>
+    releaseKey(env, namespace, event.id, mine.message_id),
+  );
 }
 
 /** A redelivered event_id: the original message, re-offered so a crash after the claim loses nothing. */
@@ -135,5 +152,7 @@ function personAddressOn(route: RouteRow, person: PersonView): string | null {
 
 /** The door address a route thread's rest names (its person directory key). */
 function doorAddressOfThread(route: RouteRow, rest: string): DoorAddress {
-  return route.door === "channel" ? { door: "channel", channel: route.channel ?? "", our_identity: route.our_identity ?? "", address: rest } : { door: "api", address: rest };
+  return route.door === "channel"
+    ? { door: "channel", channel: route.channel ?? "", our_identity: route.our_identity ?? "", address: rest }
+    : { door: "api", address: rest };
 }

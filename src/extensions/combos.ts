@@ -40,7 +40,8 @@ export function resolveElement(el: ExtensionElement): Resolution {
   const parsed = def.config.safeParse(typeof el === "string" ? {} : el.config);
   if (parsed.success) return { ok: true, element: { def, config: parsed.data } };
   const issue = parsed.error.issues[0];
-  if (typeof el === "string") return { ok: false, path: [], message: `${def.name} needs a config ({name, config}): ${issue.path.map(String).join(".") || "config"}: ${issue.message}` };
+  if (typeof el === "string")
+    return { ok: false, path: [], message: `${def.name} needs a config ({name, config}): ${issue.path.map(String).join(".") || "config"}: ${issue.message}` };
   return { ok: false, path: ["config", ...issue.path], message: issue.message };
 }
 

@@ -39,7 +39,8 @@ function redactAt(value: unknown, segments: string[], at: number): unknown {
     const obj = value as Record<string, unknown>;
     if (head === "*") {
       const out: Record<string, unknown> = {};
-      for (const [k, v] of Object.entries(obj)) Object.defineProperty(out, k, { value: redactAt(v, segments, at + 1), enumerable: true, writable: true, configurable: true });
+      for (const [k, v] of Object.entries(obj))
+        Object.defineProperty(out, k, { value: redactAt(v, segments, at + 1), enumerable: true, writable: true, configurable: true });
       return out;
     }
     if (!Object.hasOwn(obj, head)) return value;
@@ -61,7 +62,8 @@ export function redactPaths(value: unknown, paths: readonly string[]): unknown {
 export const redact: ExtensionDef<RedactConfig> = {
   name: "redact",
   kind: "transformer",
-  description: 'Replaces the values at `paths` of a successful result with "<redacted>". A path is dot-separated keys, array indexes or `*` (every key or element), e.g. `user.email`, `items.*.token`.',
+  description:
+    'Replaces the values at `paths` of a successful result with "<redacted>". A path is dot-separated keys, array indexes or `*` (every key or element), e.g. `user.email`, `items.*.token`.',
   config: RedactConfig,
   async apply(config, _call, next) {
     const r = await next();

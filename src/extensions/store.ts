@@ -66,11 +66,15 @@ async function compareAndSet(db: D1Database, tool: string, expected: string | nu
   let stmt: D1PreparedStatement;
   if (expected === null) {
     if (!combos.length) return (await db.prepare("SELECT 1 AS one FROM tool_extensions WHERE tool_name = ?").bind(tool).first()) === null;
-    stmt = db.prepare("INSERT INTO tool_extensions (tool_name, combos, updated_at, stored_by) VALUES (?1, ?2, ?3, ?4) ON CONFLICT(tool_name) DO NOTHING").bind(tool, text, nowIso, storedBy);
+    stmt = db
+      .prepare("INSERT INTO tool_extensions (tool_name, combos, updated_at, stored_by) VALUES (?1, ?2, ?3, ?4) ON CONFLICT(tool_name) DO NOTHING")
+      .bind(tool, text, nowIso, storedBy);
   } else if (!combos.length) {
     stmt = db.prepare("DELETE FROM tool_extensions WHERE tool_name = ?1 AND combos = ?2").bind(tool, expected);
   } else {
-    stmt = db.prepare("UPDATE tool_extensions SET combos = ?2, updated_at = ?3, stored_by = ?5 WHERE tool_name = ?1 AND combos = ?4").bind(tool, text, nowIso, expected, storedBy);
+    stmt = db
+      .prepare("UPDATE tool_extensions SET combos = ?2, updated_at = ?3, stored_by = ?5 WHERE tool_name = ?1 AND combos = ?4")
+      .bind(tool, text, nowIso, expected, storedBy);
   }
   return ((await stmt.run()).meta.changes ?? 0) > 0;
 }

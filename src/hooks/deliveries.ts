@@ -84,7 +84,14 @@ export async function receiveDelivery(env: Env, settings: Settings, topic: strin
     deliveryId = deliveryIdOf(headers, GENERIC_DELIVERY_HEADER);
   }
   const payload = parsePayload(raw);
-  return fireHooks(env, hooks.results.map(parseHookRow), payload, { namespace: `hook:${topic}`, deliveryId, link: null }, settings.hooks.replayWindowSeconds, now);
+  return fireHooks(
+    env,
+    hooks.results.map(parseHookRow),
+    payload,
+    { namespace: `hook:${topic}`, deliveryId, link: null },
+    settings.hooks.replayWindowSeconds,
+    now,
+  );
 }
 
 /** The query string as a payload object (a GET trigger carries no body); a repeated name keeps its last value. */

@@ -73,7 +73,14 @@ async function claim(env: Env, source: FireSource, nowMs: number, windowSeconds:
 }
 
 /** Fires `hooks` (a topic's, in name order) for `payload`. Throws only when a run could not be submitted (the claim is released first). */
-export async function fireHooks(env: Env, hooks: HookRow[], payload: JsonValue, source: FireSource, replayWindowSeconds: number, now: Date): Promise<FireAnswer> {
+export async function fireHooks(
+  env: Env,
+  hooks: HookRow[],
+  payload: JsonValue,
+  source: FireSource,
+  replayWindowSeconds: number,
+  now: Date,
+): Promise<FireAnswer> {
   if (hooks.length === 0) return { status: "accepted", fired: [], skipped: [] };
   const claimed = await claim(env, source, now.getTime(), replayWindowSeconds);
   if (!claimed) return { status: "already_seen" };
@@ -101,9 +108,22 @@ export async function fireHooks(env: Env, hooks: HookRow[], payload: JsonValue, 
         skipped.push({ hook: hook.name, reason: `the tool input ${broken}` });
         continue;
       }
-      const caller = source.link ? { user_id: source.link.execution_key, fingerprint: source.link.execution_key_fingerprint } : { user_id: hook.execution_key, fingerprint: hook.execution_key_fingerprint };
+      const caller = source.link
+        ? { user_id: source.link.execution_key, fingerprint: source.link.execution_key_fingerprint }
+        : { user_id: hook.execution_key, fingerprint: hook.execution_key_fingerprint };
       const run_id = await runIdFor(source, hook.name);
-      await submitToolRun(env, { run_id, tool_name: hook.tool, arguments: input, caller, origin: "hook", schedule_name: null, slot_at: null, hook_name: hook.name, state_binding: hook.state_binding, binding_by: hook.created_by });
+      await submitToolRun(env, {
+        run_id,
+        tool_name: hook.tool,
+        arguments: input,
+        caller,
+        origin: "hook",
+        schedule_name: null,
+        slot_at: null,
+        hook_name: hook.name,
+        state_binding: hook.state_binding,
+        binding_by: hook.created_by,
+      });
       fired.push({ hook: hook.name, run_id });
     }
   } catch (err) {

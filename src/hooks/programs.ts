@@ -11,7 +11,13 @@ import { JqError, jqCompile, jqRun } from "../jq/engine";
 import { renderTemplatedText } from "../templating/templated-text";
 
 /** Renders and compiles one program; null when neither form was given. 400 naming the field otherwise. */
-export async function hookProgram(db: D1Database, field: "condition" | "expr", text: string | undefined, id: string | undefined, kwargs: JsonObject | undefined): Promise<string | null> {
+export async function hookProgram(
+  db: D1Database,
+  field: "condition" | "expr",
+  text: string | undefined,
+  id: string | undefined,
+  kwargs: JsonObject | undefined,
+): Promise<string | null> {
   let program: string;
   if (text !== undefined) program = text;
   else if (id !== undefined) {
@@ -26,7 +32,8 @@ export async function hookProgram(db: D1Database, field: "condition" | "expr", t
   try {
     await jqCompile(program);
   } catch (err) {
-    if (err instanceof JqError) throw badRequest(err.kind === "budget" ? `invalid body: ${field}: ${err.message}` : `invalid body: ${field}: jq program does not compile`);
+    if (err instanceof JqError)
+      throw badRequest(err.kind === "budget" ? `invalid body: ${field}: ${err.message}` : `invalid body: ${field}: jq program does not compile`);
     throw err;
   }
   return program;
@@ -61,6 +68,7 @@ export async function exprInput(program: string | null, payload: unknown): Promi
   }
   if (out.length !== 1) return { ok: false, reason: `expr must emit exactly one object; it emitted ${out.length} values` };
   const v = out[0];
-  if (v === null || typeof v !== "object" || Array.isArray(v)) return { ok: false, reason: `expr must emit an object; it emitted ${v === null ? "null" : Array.isArray(v) ? "an array" : `a ${typeof v}`}` };
+  if (v === null || typeof v !== "object" || Array.isArray(v))
+    return { ok: false, reason: `expr must emit an object; it emitted ${v === null ? "null" : Array.isArray(v) ? "an array" : `a ${typeof v}`}` };
   return { ok: true, value: v as Record<string, unknown> };
 }

@@ -44,7 +44,8 @@ export const HookCreateBody = z
     for (const what of ["condition", "expr"] as const) {
       const id = b[`${what}_id`];
       if (b[what] !== undefined && id !== undefined) ctx.addIssue({ code: "custom", path: [what], message: `give ${what} or ${what}_id, not both` });
-      if (b[`${what}_kwargs`] !== undefined && id === undefined) ctx.addIssue({ code: "custom", path: [`${what}_kwargs`], message: `needs ${what}_id (kwargs render a stored text resource)` });
+      if (b[`${what}_kwargs`] !== undefined && id === undefined)
+        ctx.addIssue({ code: "custom", path: [`${what}_kwargs`], message: `needs ${what}_id (kwargs render a stored text resource)` });
     }
   });
 export type HookCreateBody = z.infer<typeof HookCreateBody>;

@@ -32,7 +32,8 @@ export function openTopicWarning(topic: string): string {
 }
 
 /** Said when the bound key can do far more than the hook needs. */
-export const BROAD_KEY_WARNING = "the execution key is an admin or broad key (it may run every tool): whoever can fire this can run its tool with that authority. Bind a least-privilege key.";
+export const BROAD_KEY_WARNING =
+  "the execution key is an admin or broad key (it may run every tool): whoever can fire this can run its tool with that authority. Bind a least-privilege key.";
 
 function broad(key: KeyRecord): boolean {
   return isAdminKey(key) || key.scopes.includes("*") || grantsTag(key.scopes, "tools", "write");
@@ -57,7 +58,8 @@ export async function registerHook(env: Env, settings: Settings, caller: Princip
 
   const existing = await getHook(db, body.name);
   if (caller.restricted && existing && !heldBy(holderOf(caller.key), existing.created_by, existing.updated_at)) throw forbidden();
-  if ((await countTopicHooks(db, body.topic, body.name)) >= MAX_HOOKS_PER_TOPIC) throw conflict(`the topic already has ${MAX_HOOKS_PER_TOPIC} hooks, the most one topic may carry`);
+  if ((await countTopicHooks(db, body.topic, body.name)) >= MAX_HOOKS_PER_TOPIC)
+    throw conflict(`the topic already has ${MAX_HOOKS_PER_TOPIC} hooks, the most one topic may carry`);
   // The binding runs later under the execution key (or a link's): bounded by the caller's own states grants.
   assertMayBind(caller, body.state_binding);
   await checkRunBinding(env, settings, body.state_binding, now);
@@ -84,7 +86,9 @@ export async function registerHook(env: Env, settings: Settings, caller: Princip
     updated_at: nowIso,
   };
   await upsertHookStatement(db, row).run();
-  const warnings = [(await getVerifier(db, body.topic)) ? null : openTopicWarning(body.topic), broad(auth.key) ? BROAD_KEY_WARNING : null].filter((w): w is string => w !== null);
+  const warnings = [(await getVerifier(db, body.topic)) ? null : openTopicWarning(body.topic), broad(auth.key) ? BROAD_KEY_WARNING : null].filter(
+    (w): w is string => w !== null,
+  );
   return warnings.length ? { registered: true, name: body.name, warning: warnings.join(" ") } : { registered: true, name: body.name };
 }
 

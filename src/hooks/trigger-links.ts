@@ -26,7 +26,10 @@ export const TriggerLinkBody = z
     execution_key: userIdSchema,
     name: TriggerLinkName.optional(),
     /** Required: seconds until the link expires (a positive whole number), or null for a link kept until deleted. */
-    ttl_seconds: z.union([z.number().int({ message: "must be a whole number of seconds" }).positive({ message: "must be positive" }).max(MAX_LINK_TTL_SECONDS), z.null()]),
+    ttl_seconds: z.union([
+      z.number().int({ message: "must be a whole number of seconds" }).positive({ message: "must be positive" }).max(MAX_LINK_TTL_SECONDS),
+      z.null(),
+    ]),
     /** Merged over each hook's expr output and under the hook's own tool_kwargs. */
     tool_kwargs: boundedJsonObject(MAX_KWARGS_BYTES).default({}),
     /** The link also needs a valid api key (x-api-key or Bearer) on each call. */
@@ -120,7 +123,19 @@ export async function insertLink(db: D1Database, link: NewLink, nowMs: number): 
          require_api_key = excluded.require_api_key, created_by = excluded.created_by, created_at = excluded.created_at, expires_at = excluded.expires_at
        WHERE hook_trigger_links.expires_at IS NOT NULL AND hook_trigger_links.expires_at <= ?`,
     )
-    .bind(link.name, hash, link.topic, link.execution_key, link.execution_key_fingerprint, JSON.stringify(link.tool_kwargs), link.require_api_key ? 1 : 0, link.created_by, link.created_at, link.expires_at, nowMs)
+    .bind(
+      link.name,
+      hash,
+      link.topic,
+      link.execution_key,
+      link.execution_key_fingerprint,
+      JSON.stringify(link.tool_kwargs),
+      link.require_api_key ? 1 : 0,
+      link.created_by,
+      link.created_at,
+      link.expires_at,
+      nowMs,
+    )
     .run();
   return (r.meta.changes ?? 0) > 0 ? { token } : null;
 }
@@ -138,7 +153,10 @@ export async function linkByToken(db: D1Database, token: string, nowMs: number):
 }
 
 export async function getLink(db: D1Database, name: string, nowMs: number): Promise<StoredLink | null> {
-  const raw = await db.prepare(`SELECT ${COLUMNS} FROM hook_trigger_links WHERE name = ? AND (expires_at IS NULL OR expires_at > ?)`).bind(name, nowMs).first<Record<string, unknown>>();
+  const raw = await db
+    .prepare(`SELECT ${COLUMNS} FROM hook_trigger_links WHERE name = ? AND (expires_at IS NULL OR expires_at > ?)`)
+    .bind(name, nowMs)
+    .first<Record<string, unknown>>();
   return raw ? validStored(StoredLink, raw, "hook_trigger_links row") : null;
 }
 
@@ -148,7 +166,9 @@ export async function getLink(db: D1Database, name: string, nowMs: number): Prom
  */
 export async function listLinks(db: D1Database, createdBy: Holder | null, nowMs: number): Promise<StoredLink[]> {
   const { results } = await db
-    .prepare(`SELECT ${COLUMNS} FROM hook_trigger_links WHERE (expires_at IS NULL OR expires_at > ?) ${createdBy === null ? "" : "AND created_by = ? AND created_at >= ?"} ORDER BY name`)
+    .prepare(
+      `SELECT ${COLUMNS} FROM hook_trigger_links WHERE (expires_at IS NULL OR expires_at > ?) ${createdBy === null ? "" : "AND created_by = ? AND created_at >= ?"} ORDER BY name`,
+    )
     .bind(nowMs, ...(createdBy === null ? [] : [createdBy.user_id, createdBy.since]))
     .all<Record<string, unknown>>();
   return results.map((r) => validStored(StoredLink, r, "hook_trigger_links row"));

@@ -114,7 +114,10 @@ export async function getVerifier(db: D1Database, topic: string): Promise<Stored
 export async function listVerifiers(db: D1Database, topics: string[] | null): Promise<StoredVerifier[]> {
   if (topics !== null && topics.length === 0) return [];
   const where = topics === null ? "" : `WHERE topic IN (${topics.map(() => "?").join(", ")})`;
-  const { results } = await db.prepare(`SELECT ${COLUMNS} FROM hook_verifiers ${where} ORDER BY topic`).bind(...(topics ?? [])).all<Record<string, unknown>>();
+  const { results } = await db
+    .prepare(`SELECT ${COLUMNS} FROM hook_verifiers ${where} ORDER BY topic`)
+    .bind(...(topics ?? []))
+    .all<Record<string, unknown>>();
   return results.map(parseVerifierRow);
 }
 
@@ -134,7 +137,8 @@ export async function verifierRecord(env: EnvVars, settings: Settings, topic: st
   let sealed: string | null = null;
   let envName: string | null = null;
   if (typeof body.secret === "string") {
-    if (body.kind === "standard_webhooks" && !standardWebhooksKey(body.secret)) throw badRequest("invalid body: secret: a Standard Webhooks secret is base64, optionally prefixed whsec_");
+    if (body.kind === "standard_webhooks" && !standardWebhooksKey(body.secret))
+      throw badRequest("invalid body: secret: a Standard Webhooks secret is base64, optionally prefixed whsec_");
     sealed = await sealText(await sealingRing(settings.config), body.secret, aad(topic));
   } else {
     const refused = refusedReferences([{ field: "secret", ref: body.secret }], settings.secretReferences.allowlist, env);
@@ -166,7 +170,15 @@ export function upsertVerifierStatement(db: D1Database, row: StoredVerifier): D1
 }
 
 /** Binds (or re-binds) topic `topic` (`PUT /api/hooks/topics/{topic}/verifier`). */
-export async function putVerifier(db: D1Database, env: EnvVars, settings: Settings, topic: string, body: VerifierBody, createdBy: string, nowIso: string): Promise<StoredVerifier> {
+export async function putVerifier(
+  db: D1Database,
+  env: EnvVars,
+  settings: Settings,
+  topic: string,
+  body: VerifierBody,
+  createdBy: string,
+  nowIso: string,
+): Promise<StoredVerifier> {
   const row = await verifierRecord(env, settings, topic, body, { created_by: createdBy, created_at: nowIso, updated_at: nowIso });
   await upsertVerifierStatement(db, row).run();
   return (await getVerifier(db, topic))!;
@@ -195,7 +207,8 @@ export async function openVerifierSecret(v: StoredVerifier, env: EnvVars, settin
     }
   }
   const opened = await openSealedVerifierSecret(v, settings);
-  if (opened === null) console.error("hooks: a topic verifier's sealed secret does not open (SETTINGS_ENCRYPTION_KEY unset, rotated out, or the value was altered)");
+  if (opened === null)
+    console.error("hooks: a topic verifier's sealed secret does not open (SETTINGS_ENCRYPTION_KEY unset, rotated out, or the value was altered)");
   return opened;
 }
 

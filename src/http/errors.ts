@@ -28,6 +28,5 @@ export const tooManyRequests = (message: string, retryAfterSeconds?: number) =>
     undefined,
     retryAfterSeconds !== undefined ? { "Retry-After": String(Math.max(1, Math.ceil(retryAfterSeconds))) } : undefined,
   );
-export const notConfigured = (feature: string, message: string) =>
-  new HttpError(501, message, `${feature}-not-configured`);
+export const notConfigured = (feature: string, message: string) => new HttpError(501, message, `${feature}-not-configured`);
 export const unavailable = (message: string) => new HttpError(503, message);

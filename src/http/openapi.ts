@@ -43,7 +43,10 @@ function parameters(spec: RouteSpec): unknown[] {
 function operation(spec: RouteSpec): Record<string, unknown> {
   const isPublic = "public" in spec.auth;
   const op: Record<string, unknown> = {
-    operationId: `${spec.method}_${spec.path.replace(/^\/api\//, "").replace(/[{}]/g, "").replace(/[^A-Za-z0-9]+/g, "_")}`,
+    operationId: `${spec.method}_${spec.path
+      .replace(/^\/api\//, "")
+      .replace(/[{}]/g, "")
+      .replace(/[^A-Za-z0-9]+/g, "_")}`,
     summary: spec.summary,
     tags: [spec.area],
   };

@@ -5,10 +5,7 @@ export const MAX_PAGE = 1_000_000;
 export const MAX_PAGE_SIZE = 200;
 export const DEFAULT_PAGE_SIZE = 50;
 
-const intString = (name: string) =>
-  z
-    .string()
-    .regex(/^\d+$/, { message: `${name} must be a positive integer` });
+const intString = (name: string) => z.string().regex(/^\d+$/, { message: `${name} must be a positive integer` });
 
 export const pagingQuery = z.object({
   page: intString("page")

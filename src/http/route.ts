@@ -20,9 +20,17 @@ export type Method = "get" | "post" | "put" | "delete" | "patch";
  * answers 501 `<code>-not-configured` naming the variable to set (platform facts D).
  */
 const STORES = {
-  conversations: { code: "conversations", message: "conversations backend not configured (set CONVERSATIONS_STORE_URL)", url: (s: Settings) => s.conversations.storeUrl },
+  conversations: {
+    code: "conversations",
+    message: "conversations backend not configured (set CONVERSATIONS_STORE_URL)",
+    url: (s: Settings) => s.conversations.storeUrl,
+  },
   states: { code: "states", message: "states store not configured (set STATES_STORE_URL)", url: (s: Settings) => s.states.storeUrl },
-  interactions: { code: "interactions", message: "interactions store not configured (set INTERACTIONS_STORE_URL)", url: (s: Settings) => s.notifications.storeUrl },
+  interactions: {
+    code: "interactions",
+    message: "interactions store not configured (set INTERACTIONS_STORE_URL)",
+    url: (s: Settings) => s.notifications.storeUrl,
+  },
   connectors: { code: "connectors", message: "connector store not configured (set CONNECTORS_STORE_URL)", url: (s: Settings) => s.connectors.storeUrl },
   marketplace: { code: "marketplace", message: "marketplace store not configured (set MARKETPLACE_STORE_URL)", url: (s: Settings) => s.marketplace.storeUrl },
   "tool-runs": { code: "tool-runs", message: "tool runs store not configured (set TOOL_RUNS_STORE_URL)", url: (s: Settings) => s.toolRuns.storeUrl },
@@ -164,12 +172,17 @@ export function pathRegex(path: string): RegExp {
  * Registers an authenticated door (`authenticated`, or a scope `tag`) on `router` with the
  * standard pipeline in front of `handler`, which receives the admitted principal.
  */
-export function addRoute<
-  P extends z.ZodType | undefined = undefined,
-  Q extends z.ZodType | undefined = undefined,
-  B extends z.ZodType | undefined = undefined,
->(router: Hono<AppEnv>, spec: RouteSpec<P, Q, B, CallerAuth>, handler: AuthedHandler<P, Q, B>): void {
-  register(router, spec, (c) => admitCaller(c, spec), (c, input, principal) => handler(c, { ...input, principal }));
+export function addRoute<P extends z.ZodType | undefined = undefined, Q extends z.ZodType | undefined = undefined, B extends z.ZodType | undefined = undefined>(
+  router: Hono<AppEnv>,
+  spec: RouteSpec<P, Q, B, CallerAuth>,
+  handler: AuthedHandler<P, Q, B>,
+): void {
+  register(
+    router,
+    spec,
+    (c) => admitCaller(c, spec),
+    (c, input, principal) => handler(c, { ...input, principal }),
+  );
 }
 
 /** Registers a public door (`auth: {public: true}`): the same pipeline without a caller. */

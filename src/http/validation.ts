@@ -6,11 +6,14 @@ import { badRequest } from "./errors";
  * zod's own messages state expectations ("expected string"), not the rejected input.
  */
 export function describeIssues(error: z.ZodError, where: string): string {
-  const parts = error.issues.flatMap((issue) => expandUnion(issue, [])).slice(0, 5).map((issue) => {
-    const path = issue.path.map(String).join(".");
-    const field = path ? `${where === "body" ? "" : where + "."}${path}` : where;
-    return `${field}: ${issue.message}`;
-  });
+  const parts = error.issues
+    .flatMap((issue) => expandUnion(issue, []))
+    .slice(0, 5)
+    .map((issue) => {
+      const path = issue.path.map(String).join(".");
+      const field = path ? `${where === "body" ? "" : where + "."}${path}` : where;
+      return `${field}: ${issue.message}`;
+    });
   return `invalid ${where}: ${parts.join("; ")}`;
 }
 

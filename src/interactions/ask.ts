@@ -41,7 +41,8 @@ export const AskUserInput = z
     if (a.options && a.schema) ctx.addIssue({ code: "custom", path: ["schema"], message: "options and schema are exclusive" });
     const opts = a.options ?? [];
     const ids = effectiveOptions(opts).map((o) => o.id);
-    if (new Set(ids).size !== ids.length) ctx.addIssue({ code: "custom", path: ["options"], message: "option ids must be unique (an option without id takes its position, 1-based)" });
+    if (new Set(ids).size !== ids.length)
+      ctx.addIssue({ code: "custom", path: ["options"], message: "option ids must be unique (an option without id takes its position, 1-based)" });
     const texts = opts.map((o) => o.text.trim().toLowerCase());
     if (new Set(texts).size !== texts.length) ctx.addIssue({ code: "custom", path: ["options"], message: "option texts must be unique" });
   });

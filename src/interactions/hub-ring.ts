@@ -16,7 +16,8 @@ export function migrateRing(sql: SqlStorage): void {
 /** Appends events in order and trims the ring to `cap`. */
 export function appendEvents(sql: SqlStorage, events: readonly InteractionEventInput[], cap: number): void {
   let id = lastEventId(sql);
-  for (const e of events) sql.exec("INSERT INTO events (id, interaction_id, audience, event) VALUES (?, ?, ?, ?)", ++id, e.interaction_id, e.audience, JSON.stringify(e));
+  for (const e of events)
+    sql.exec("INSERT INTO events (id, interaction_id, audience, event) VALUES (?, ?, ?, ?)", ++id, e.interaction_id, e.audience, JSON.stringify(e));
   sql.exec("INSERT INTO ring_meta (key, value) VALUES ('last_id', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", id);
   const cut = sql.exec<{ id: number }>("SELECT id FROM events ORDER BY id DESC LIMIT 1 OFFSET ?", cap).toArray()[0];
   if (cut) {
@@ -45,7 +46,9 @@ export function eventsAfter(sql: SqlStorage, after: number, audience: string | n
     audience === null
       ? sql.exec<{ id: number; event: string }>("SELECT id, event FROM events WHERE id > ? ORDER BY id LIMIT ?", after, limit).toArray()
       : audienceSince === undefined
-        ? sql.exec<{ id: number; event: string }>("SELECT id, event FROM events WHERE id > ? AND audience = ? ORDER BY id LIMIT ?", after, audience, limit).toArray()
+        ? sql
+            .exec<{ id: number; event: string }>("SELECT id, event FROM events WHERE id > ? AND audience = ? ORDER BY id LIMIT ?", after, audience, limit)
+            .toArray()
         : sql
             .exec<{ id: number; event: string }>(
               "SELECT id, event FROM events WHERE id > ? AND audience = ? AND json_extract(event, '$.interaction.created_at') >= ? ORDER BY id LIMIT ?",

@@ -50,7 +50,12 @@ export interface InteractionFilter {
 }
 
 /** A page of the listing, newest first, with the total matching. */
-export async function listInteractions(db: D1Database, f: InteractionFilter, offset: number, limit: number): Promise<{ items: InteractionView[]; total: number }> {
+export async function listInteractions(
+  db: D1Database,
+  f: InteractionFilter,
+  offset: number,
+  limit: number,
+): Promise<{ items: InteractionView[]; total: number }> {
   const where: string[] = [];
   const args: unknown[] = [];
   if (f.pendingAt !== undefined) {

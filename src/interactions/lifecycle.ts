@@ -27,7 +27,12 @@ export const RESUME_MAX_ATTEMPTS = 3;
  * explicit `option_id` must name one; else a tap's `reply_id` or the text picks one, or none) and
  * the text (the option's when only an option was given). Pure.
  */
-export function answerOf(s: Pick<InteractionState, "options">, input: AnswerInput, by: AnsweredBy, nowIso: string): { ok: true; answer: InteractionAnswer } | { ok: false } {
+export function answerOf(
+  s: Pick<InteractionState, "options">,
+  input: AnswerInput,
+  by: AnsweredBy,
+  nowIso: string,
+): { ok: true; answer: InteractionAnswer } | { ok: false } {
   let option = null;
   if (input.option_id) {
     option = s.options?.find((o) => o.id === input.option_id) ?? null;
@@ -53,7 +58,12 @@ export function answerOf(s: Pick<InteractionState, "options">, input: AnswerInpu
 }
 
 /** The state after an end. Pure. */
-export function endedState(s: InteractionState, status: Exclude<InteractionStatus, "pending">, nowIso: string, extra: { answer?: InteractionAnswer; reason?: string | null } = {}): InteractionState {
+export function endedState(
+  s: InteractionState,
+  status: Exclude<InteractionStatus, "pending">,
+  nowIso: string,
+  extra: { answer?: InteractionAnswer; reason?: string | null } = {},
+): InteractionState {
   return { ...s, status, ended_at: nowIso, answer: extra.answer ?? s.answer, cancel_reason: status === "cancelled" ? (extra.reason ?? null) : s.cancel_reason };
 }
 

@@ -67,7 +67,13 @@ async function telegramFileUrl(env: Env, fetchFn: typeof fetch, fileId: string):
   const base = apiBase(vars, TELEGRAM_ENV.apiBase, TELEGRAM_DEFAULT_API_BASE);
   const timed = await withTimeout(MEDIA_FETCH_TIMEOUT_MS, async (signal) => {
     try {
-      const res = await fetchFn(`${base}/bot${token}/getFile`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ file_id: fileId }), redirect: "manual", signal });
+      const res = await fetchFn(`${base}/bot${token}/getFile`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ file_id: fileId }),
+        redirect: "manual",
+        signal,
+      });
       return res.ok ? ((await res.json()) as unknown) : null;
     } catch {
       return null;
@@ -108,7 +114,15 @@ export async function storeAnswerMedia(
 ): Promise<AnswerMedia[]> {
   const out: AnswerMedia[] = [];
   for (const a of attachments) {
-    const base: AnswerMedia = { kind: a.kind, media_id: null, url: a.url, content_type: null, bytes: null, ...(a.caption ? { caption: a.caption } : {}), ...(a.filename ? { filename: a.filename } : {}) };
+    const base: AnswerMedia = {
+      kind: a.kind,
+      media_id: null,
+      url: a.url,
+      content_type: null,
+      bytes: null,
+      ...(a.caption ? { caption: a.caption } : {}),
+      ...(a.filename ? { filename: a.filename } : {}),
+    };
     const got = await fetchAttachment(env, settings, fetchFn, a);
     if (!got.ok) {
       out.push({ ...base, problem: got.problem });

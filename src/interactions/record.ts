@@ -160,7 +160,8 @@ export function viewFor(s: InteractionState, admin: boolean): InteractionView {
 /** What the resumed run reads as `ask_user`'s result (pure; docs/interactions.md "The answer a run reads"). */
 export function askResult(s: Pick<InteractionState, "interaction_id" | "status" | "answer" | "cancel_reason">): Record<string, unknown> {
   if (s.status === "answered") return { interaction_id: s.interaction_id, outcome: "answered", answer: s.answer };
-  if (s.status === "cancelled") return { interaction_id: s.interaction_id, outcome: "cancelled", cancelled: true, ...(s.cancel_reason ? { reason: s.cancel_reason } : {}) };
+  if (s.status === "cancelled")
+    return { interaction_id: s.interaction_id, outcome: "cancelled", cancelled: true, ...(s.cancel_reason ? { reason: s.cancel_reason } : {}) };
   return { interaction_id: s.interaction_id, outcome: "expired", timeout: true };
 }
 

@@ -51,7 +51,10 @@ export function streamInteractionEvents(
       let gapTold = false;
       while (open && Date.now() < deadline) {
         const wait = Math.max(0, Math.min(keepaliveMs, deadline - Date.now()));
-        const got: EventsSince | "gone" = await Promise.race([hub.since({ after, audience: opts.audience, audience_since: opts.audienceSince, waitMs: wait, limit: BATCH }), gone]);
+        const got: EventsSince | "gone" = await Promise.race([
+          hub.since({ after, audience: opts.audience, audience_since: opts.audienceSince, waitMs: wait, limit: BATCH }),
+          gone,
+        ]);
         if (got === "gone") break;
         if (got.gap && !gapTold) {
           gapTold = true;

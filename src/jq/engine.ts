@@ -134,14 +134,16 @@ function compileOnly(program: string): string {
 }
 
 function cleanDiagnostic(stderr: string): string {
-  return stderr
-    .split("\n")
-    .map((l) => l.replace(/^jq: /, "").trim())
-    .filter((l) => l && !l.startsWith("Use jq --help") && !/^\d+ compile errors?$/.test(l))
-    .join("; ")
-    .replace(/at <top-level>, line \d+:?/g, "")
-    .replace(/\s+/g, " ")
-    .trim() || "invalid jq program";
+  return (
+    stderr
+      .split("\n")
+      .map((l) => l.replace(/^jq: /, "").trim())
+      .filter((l) => l && !l.startsWith("Use jq --help") && !/^\d+ compile errors?$/.test(l))
+      .join("; ")
+      .replace(/at <top-level>, line \d+:?/g, "")
+      .replace(/\s+/g, " ")
+      .trim() || "invalid jq program"
+  );
 }
 
 async function runRaw(inputJson: string, wrapped: string): Promise<string> {

@@ -8,10 +8,7 @@ declare module "*/jq-glue.js" {
     raw(input: string, program: string, flags: string[]): Promise<string>;
   }
   const factory: (moduleArg: {
-    instantiateWasm: (
-      imports: WebAssembly.Imports,
-      receive: (instance: WebAssembly.Instance) => void,
-    ) => object;
+    instantiateWasm: (imports: WebAssembly.Imports, receive: (instance: WebAssembly.Instance) => void) => object;
     printErr?: (message: string) => void;
     /** Heap cap in bytes (patched into the glue's getHeapMax). */
     heapMax?: number;

@@ -13,7 +13,8 @@ import { MAX_RESPONSE_BYTES } from "../targets/outbound";
 import { withTimeout } from "../targets/timeout";
 import { type ApiTool, fillTemplate } from "./api-tool-store";
 
-export type ApiCallResult = { ok: true; value: unknown } | { ok: false; kind: "invalid_kwargs" | "timeout" | "transport" | "http_status" | "non_json" | "tool_error"; message: string };
+export type ApiCallResult =
+  { ok: true; value: unknown } | { ok: false; kind: "invalid_kwargs" | "timeout" | "transport" | "http_status" | "non_json" | "tool_error"; message: string };
 
 export interface ApiRequest {
   url: string;
@@ -29,7 +30,11 @@ function scalar(v: unknown): string | null {
 }
 
 /** The request the kwargs make (pure; exported for its unit tests). A message names a parameter, never a value. */
-export function buildApiRequest(tool: Pick<ApiTool, "url" | "method" | "parameters" | "body">, kwargs: Record<string, unknown>, headers: Record<string, string>): ApiRequest | { error: string } {
+export function buildApiRequest(
+  tool: Pick<ApiTool, "url" | "method" | "parameters" | "body">,
+  kwargs: Record<string, unknown>,
+  headers: Record<string, string>,
+): ApiRequest | { error: string } {
   for (const p of tool.parameters) {
     if (p.in === "path" && scalar(kwargs[p.name]) === null) return { error: `path parameter ${p.name} must be a string, number or boolean` };
   }

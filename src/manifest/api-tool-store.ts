@@ -69,7 +69,11 @@ export const ApiToolDeclaration = z
   .strict()
   .superRefine((d, ctx) => {
     if (!endpointUrlSchema.safeParse(fillTemplate(d.url, () => "x")).success) {
-      ctx.addIssue({ code: "custom", path: ["url"], message: "must be an absolute http(s) URL with a host and no user:password, {name} placeholders in its path" });
+      ctx.addIssue({
+        code: "custom",
+        path: ["url"],
+        message: "must be an absolute http(s) URL with a host and no user:password, {name} placeholders in its path",
+      });
       return;
     }
     // A placeholder that reaches the scheme, host or port would let whoever runs the tool choose
@@ -81,17 +85,22 @@ export const ApiToolDeclaration = z
     const holes = placeholdersOf(d.url);
     const names = new Set<string>();
     d.parameters.forEach((p, i) => {
-      if (names.has(p.name)) ctx.addIssue({ code: "custom", path: ["parameters", i, "name"], message: "repeats another parameter's name (kwargs are keyed by name)" });
+      if (names.has(p.name))
+        ctx.addIssue({ code: "custom", path: ["parameters", i, "name"], message: "repeats another parameter's name (kwargs are keyed by name)" });
       names.add(p.name);
-      if (p.in === "path" && !holes.includes(p.name)) ctx.addIssue({ code: "custom", path: ["parameters", i], message: "a path parameter must have a {name} placeholder in url" });
+      if (p.in === "path" && !holes.includes(p.name))
+        ctx.addIssue({ code: "custom", path: ["parameters", i], message: "a path parameter must have a {name} placeholder in url" });
       if (p.in === "path" && !p.required) ctx.addIssue({ code: "custom", path: ["parameters", i, "required"], message: "a path parameter is required" });
       if (p.in === "header" && !HEADER_NAME.test(p.name)) ctx.addIssue({ code: "custom", path: ["parameters", i, "name"], message: "not a valid header name" });
     });
     for (const hole of holes) {
-      if (!d.parameters.some((p) => p.in === "path" && p.name === hole)) ctx.addIssue({ code: "custom", path: ["url"], message: "every {name} placeholder needs a path parameter of that name" });
+      if (!d.parameters.some((p) => p.in === "path" && p.name === hole))
+        ctx.addIssue({ code: "custom", path: ["url"], message: "every {name} placeholder needs a path parameter of that name" });
     }
-    if (d.body === "json" && names.has("body")) ctx.addIssue({ code: "custom", path: ["parameters"], message: "a parameter named body clashes with the request body's kwarg" });
-    if ((d.method === "GET" || d.method === "DELETE") && d.body === "json") ctx.addIssue({ code: "custom", path: ["body"], message: "GET and DELETE send no request body" });
+    if (d.body === "json" && names.has("body"))
+      ctx.addIssue({ code: "custom", path: ["parameters"], message: "a parameter named body clashes with the request body's kwarg" });
+    if ((d.method === "GET" || d.method === "DELETE") && d.body === "json")
+      ctx.addIssue({ code: "custom", path: ["body"], message: "GET and DELETE send no request body" });
   });
 export type ApiToolDeclaration = z.infer<typeof ApiToolDeclaration>;
 
@@ -172,9 +181,21 @@ export function upsertApiToolStatement(db: D1Database, d: ApiToolDeclaration, cr
 }
 
 /** Creates or replaces an API tool; a built-in's, an HTTP tool's or a preset's name is 409. */
-export async function upsertApiTool(db: D1Database, d: ApiToolDeclaration, nowIso: string, providers: readonly ProviderDescriptor[]): Promise<{ created: boolean; tool: ApiTool }> {
+export async function upsertApiTool(
+  db: D1Database,
+  d: ApiToolDeclaration,
+  nowIso: string,
+  providers: readonly ProviderDescriptor[],
+): Promise<{ created: boolean; tool: ApiTool }> {
   if (isBuiltinTool(d.title)) throw conflict("title is the name of a built-in tool");
-  await assertConnectionsLendable(db, providers, sentTo(headerConnections(d.headers, "headers"), fillTemplate(d.url, () => "x")));
+  await assertConnectionsLendable(
+    db,
+    providers,
+    sentTo(
+      headerConnections(d.headers, "headers"),
+      fillTemplate(d.url, () => "x"),
+    ),
+  );
   const existed = (await db.prepare("SELECT 1 AS one FROM api_tools WHERE title = ?").bind(d.title).first()) !== null;
   const row = await upsertApiToolStatement(db, d, nowIso, nowIso, true).first<Row>();
   if (!row) throw conflict("title is the name of an HTTP tool or a preset");

@@ -28,11 +28,25 @@ import { McpStatusView } from "../mcp/listing";
 import { type McpServerRecord, listMcpServers } from "../mcp/store";
 import { storedSecretEnvNames } from "../mcp/secret-env";
 import type { Settings } from "../settings/settings";
-import { BUILTIN_AGENT_NAMES, type DeclaredAgent, agentDeclarationSchema, checkAgentDeclaration, listDeclaredAgents, upsertAgentStatement } from "../targets/agents/declarations";
+import {
+  BUILTIN_AGENT_NAMES,
+  type DeclaredAgent,
+  agentDeclarationSchema,
+  checkAgentDeclaration,
+  listDeclaredAgents,
+  upsertAgentStatement,
+} from "../targets/agents/declarations";
 import { type HeaderSpec, headerConnections, headerReferences, redactHeaders } from "../targets/env-refs";
 import { keepStoredLiterals, urlOrigin } from "../targets/origin-lock";
 import { BUILTIN_TOOLS, isBuiltinTool } from "../targets/tools/builtins";
-import { type HttpTool, checkHttpToolDeclaration, httpToolDeclarationSchema, httpToolView, listHttpTools, upsertHttpToolStatement } from "../targets/tools/http-tools";
+import {
+  type HttpTool,
+  checkHttpToolDeclaration,
+  httpToolDeclarationSchema,
+  httpToolView,
+  listHttpTools,
+  upsertHttpToolStatement,
+} from "../targets/tools/http-tools";
 import { type ApiTool, ApiToolDeclaration, apiToolOrigin, checkApiToolDeclaration, listApiTools, upsertApiToolStatement } from "./api-tool-store";
 
 /** Most entries of one section (a replace writes them all in one batch). */
@@ -123,7 +137,13 @@ interface Current {
 }
 
 async function readCurrent(db: D1Database): Promise<Current> {
-  const [tools, agents, mcp, apiTools, owned] = await Promise.all([listHttpTools(db), listDeclaredAgents(db), listMcpServers(db), listApiTools(db), marketplaceOwned(db)]);
+  const [tools, agents, mcp, apiTools, owned] = await Promise.all([
+    listHttpTools(db),
+    listDeclaredAgents(db),
+    listMcpServers(db),
+    listApiTools(db),
+    marketplaceOwned(db),
+  ]);
   return { tools, agents, mcp, apiTools, owned };
 }
 
@@ -189,7 +209,11 @@ export async function readEnvRefs(db: D1Database, env: EnvVars): Promise<EnvRefs
     ...cur.tools.flatMap((t) => headerReferences(t.headers, `tools.${t.title}.headers`)),
     ...cur.apiTools.flatMap((t) => headerReferences(t.headers, `api_tools.${t.title}.headers`)),
     ...cur.agents.flatMap((a) =>
-      a.kind === "http" ? headerReferences(a.config.headers, `agents.${a.title}.config.headers`) : a.config.api_key ? [{ field: `agents.${a.title}.config.api_key`, ref: a.config.api_key }] : [],
+      a.kind === "http"
+        ? headerReferences(a.config.headers, `agents.${a.title}.config.headers`)
+        : a.config.api_key
+          ? [{ field: `agents.${a.title}.config.api_key`, ref: a.config.api_key }]
+          : [],
     ),
   ];
   const refs = new Map<string, string[]>();
@@ -245,7 +269,9 @@ export async function planReplace(db: D1Database, input: ManifestDocument, setti
   if (input.connectors !== undefined) {
     const want = settings.connectors.providers.map((p) => p.id).sort();
     if (JSON.stringify([...input.connectors].sort()) !== JSON.stringify(want)) {
-      throw badRequest("invalid body: connectors: the providers come from the CONNECTORS_PROVIDERS setting and a replace keeps them; leave connectors out or send the current list (docs/connectors.md)");
+      throw badRequest(
+        "invalid body: connectors: the providers come from the CONNECTORS_PROVIDERS setting and a replace keeps them; leave connectors out or send the current list (docs/connectors.md)",
+      );
     }
   }
   const storedTools = new Map(cur.tools.map((t) => [t.title, t]));
@@ -254,7 +280,8 @@ export async function planReplace(db: D1Database, input: ManifestDocument, setti
   const storedApi = new Map(cur.apiTools.map((t) => [t.title, t]));
 
   // Each "<redacted>" keeps the stored literal of the entry with that title, at the URL origin it was entered for.
-  const storedAt = (headers: HeaderSpec | undefined, url: string | undefined) => (headers && url !== undefined ? { headers, origin: urlOrigin(url) } : undefined);
+  const storedAt = (headers: HeaderSpec | undefined, url: string | undefined) =>
+    headers && url !== undefined ? { headers, origin: urlOrigin(url) } : undefined;
   const doc: ManifestDocument = {
     ...input,
     tools: input.tools.map((t, i) => {
@@ -269,11 +296,30 @@ export async function planReplace(db: D1Database, input: ManifestDocument, setti
     }),
     mcp: input.mcp.map((m, i) => {
       const s = storedMcp.get(m.title);
-      return { ...m, config: { ...m.config, headers: keepStoredLiterals(m.config.headers, storedAt(s?.spec.config.headers, s?.spec.config.url), urlOrigin(m.config.url), `mcp[${i}].config.headers`) } };
+      return {
+        ...m,
+        config: {
+          ...m.config,
+          headers: keepStoredLiterals(
+            m.config.headers,
+            storedAt(s?.spec.config.headers, s?.spec.config.url),
+            urlOrigin(m.config.url),
+            `mcp[${i}].config.headers`,
+          ),
+        },
+      };
     }),
     api_tools: input.api_tools.map((t, i) => {
       const s = storedApi.get(t.title);
-      return { ...t, headers: keepStoredLiterals(t.headers, s ? { headers: s.headers, origin: apiToolOrigin(s.url) } : undefined, apiToolOrigin(t.url), `api_tools[${i}].headers`) };
+      return {
+        ...t,
+        headers: keepStoredLiterals(
+          t.headers,
+          s ? { headers: s.headers, origin: apiToolOrigin(s.url) } : undefined,
+          apiToolOrigin(t.url),
+          `api_tools[${i}].headers`,
+        ),
+      };
     }),
   };
 

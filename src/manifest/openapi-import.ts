@@ -172,7 +172,13 @@ function parametersOf(doc: Json, item: Json, op: Json): Param[] {
     list.forEach((raw, i) => {
       const p = inlined<unknown>(doc, raw, `${where}[${i}]`);
       if (!isObject(p) || typeof p.name !== "string" || typeof p.in !== "string") throw badRequest(`openapi: ${where}[${i}] is not a parameter object`);
-      byKey.set(`${p.in}\u0000${p.name}`, { name: p.name, in: p.in, required: p.required === true || p.in === "path", schema: p.schema, description: p.description });
+      byKey.set(`${p.in}\u0000${p.name}`, {
+        name: p.name,
+        in: p.in,
+        required: p.required === true || p.in === "path",
+        schema: p.schema,
+        description: p.description,
+      });
     });
   }
   return [...byKey.values()];
@@ -194,14 +200,18 @@ function requestBodyOf(doc: Json, op: Json): { schema: unknown; required: boolea
  * declaration's own schema, so every rule of a stored API tool holds (400 naming the field).
  */
 export function declarationFromOperation(doc: Json, body: ApiToolImport, base?: string): ApiToolDeclaration {
-  if (typeof doc.openapi !== "string" || !doc.openapi.startsWith("3.")) throw badRequest("openapi: only OpenAPI 3.x documents are read (the document's openapi field must start with 3.)");
+  if (typeof doc.openapi !== "string" || !doc.openapi.startsWith("3."))
+    throw badRequest("openapi: only OpenAPI 3.x documents are read (the document's openapi field must start with 3.)");
   const { path, method, op, item } = findOperation(doc, body.operation_id);
   const params = parametersOf(doc, item, op);
   const properties: Json = {};
   const required: string[] = [];
   const parameters: ApiParameter[] = [];
   for (const [i, p] of params.entries()) {
-    if (p.in !== "path" && p.in !== "query" && p.in !== "header") throw badRequest(`openapi: the operation's parameter ${i + 1} is a ${p.in === "cookie" ? "cookie" : "non-path, non-query, non-header"} parameter, which is not supported`);
+    if (p.in !== "path" && p.in !== "query" && p.in !== "header")
+      throw badRequest(
+        `openapi: the operation's parameter ${i + 1} is a ${p.in === "cookie" ? "cookie" : "non-path, non-query, non-header"} parameter, which is not supported`,
+      );
     // Hop-by-hop and framing headers are the platform's; the operation may not set them.
     if (p.in === "header" && /^(content-type|accept|authorization|content-length|host|connection|transfer-encoding)$/i.test(p.name)) continue;
     const schema = p.schema === undefined ? {} : inlined<unknown>(doc, p.schema, `the operation's parameter ${i + 1} schema`);

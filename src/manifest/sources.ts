@@ -20,7 +20,11 @@ export type SourceKind = (typeof SOURCE_KINDS)[number];
 
 export const RemoveSourceBody = z
   .object({
-    name: z.string().min(1).max(64).regex(/^[A-Za-z0-9_.-]+$/, { message: "must be a tool name, an MCP server's title or <server>.<tool>" }),
+    name: z
+      .string()
+      .min(1)
+      .max(64)
+      .regex(/^[A-Za-z0-9_.-]+$/, { message: "must be a tool name, an MCP server's title or <server>.<tool>" }),
     kind: z.enum(SOURCE_KINDS).optional(),
   })
   .strict();

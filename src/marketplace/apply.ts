@@ -58,7 +58,9 @@ export function planStatements(db: D1Database, plan: Plan, nowIso: string): D1Pr
       ? db
           .prepare("INSERT INTO marketplace_installs (ref, namespace, name, version, installed_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?5)")
           .bind(plan.ref, plan.namespace, plan.name, plan.version, nowIso)
-      : db.prepare("UPDATE marketplace_installs SET namespace = ?2, name = ?3, version = ?4, updated_at = ?5 WHERE ref = ?1").bind(plan.ref, plan.namespace, plan.name, plan.version, nowIso),
+      : db
+          .prepare("UPDATE marketplace_installs SET namespace = ?2, name = ?3, version = ?4, updated_at = ?5 WHERE ref = ?1")
+          .bind(plan.ref, plan.namespace, plan.name, plan.version, nowIso),
   );
   return out;
 }

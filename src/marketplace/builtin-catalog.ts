@@ -12,7 +12,12 @@ import { INDEX_FORMAT } from "./index-format";
 const V1 = { "bridge-declarations": [1] };
 const V2_ONLY = { "bridge-declarations": [2] };
 
-const helloWorld = { name: "hello-world", base_tool: "echo", description: "Answers hello, world (the echo tool with a fixed message).", fixed_kwargs: { message: "hello, world" } };
+const helloWorld = {
+  name: "hello-world",
+  base_tool: "echo",
+  description: "Answers hello, world (the echo tool with a fixed message).",
+  fixed_kwargs: { message: "hello, world" },
+};
 const goodMorning = { name: "good-morning", base_tool: "echo", description: "Answers good morning.", fixed_kwargs: { message: "good morning" } };
 
 const weatherLookup = {
@@ -81,7 +86,9 @@ export const BUILTIN_INDEX: unknown = {
         {
           version: "1.0.0",
           contracts: V1,
-          declarations: { agents: [{ title: "support-desk", kind: "http", description: "Answers support questions.", config: { url: "https://example.com/support-agent" } }] },
+          declarations: {
+            agents: [{ title: "support-desk", kind: "http", description: "Answers support questions.", config: { url: "https://example.com/support-agent" } }],
+          },
         },
       ],
     },

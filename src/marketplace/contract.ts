@@ -70,9 +70,18 @@ export function bundleProblems(b: DeclarationBundle): Array<{ path: Array<string
     names.forEach((n, i) => {
       if (names.indexOf(n) !== i) out.push({ path: [section, i], message: "declares a name twice" });
     });
-  seen(b.http_tools.map((t) => t.title), "http_tools");
-  seen(b.agents.map((a) => a.title), "agents");
-  seen(b.presets.map((p) => p.name), "presets");
+  seen(
+    b.http_tools.map((t) => t.title),
+    "http_tools",
+  );
+  seen(
+    b.agents.map((a) => a.title),
+    "agents",
+  );
+  seen(
+    b.presets.map((p) => p.name),
+    "presets",
+  );
   const tools = new Set(b.http_tools.map((t) => t.title));
   const presets = new Set(b.presets.map((p) => p.name));
   b.presets.forEach((p, i) => {

@@ -13,7 +13,12 @@ import type { Dependent } from "./refusals";
  * The dependents of `removed` outside plugin `ref`. `kept` is what the plugin declares after the
  * change (nothing for an uninstall).
  */
-export async function findDependents(db: D1Database, ref: string, removed: OwnedDeclaration[], kept: Array<{ kind: DeclarationKind; name: string }>): Promise<Dependent[]> {
+export async function findDependents(
+  db: D1Database,
+  ref: string,
+  removed: OwnedDeclaration[],
+  kept: Array<{ kind: DeclarationKind; name: string }>,
+): Promise<Dependent[]> {
   const keptTools = new Set(kept.filter((k) => k.kind !== "agent").map((k) => k.name));
   const keptHttpTools = new Set(kept.filter((k) => k.kind === "http_tool").map((k) => k.name));
   const keptAgents = new Set(kept.filter((k) => k.kind === "agent").map((k) => k.name));

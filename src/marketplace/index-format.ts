@@ -92,7 +92,8 @@ export const RegistryPlugin = z
       }
     });
     p.advisories.forEach((a, i) => {
-      if (p.advisories.findIndex((b) => b.id === a.id) !== i) ctx.addIssue({ code: "custom", path: ["advisories", i, "id"], message: "lists an advisory id twice" });
+      if (p.advisories.findIndex((b) => b.id === a.id) !== i)
+        ctx.addIssue({ code: "custom", path: ["advisories", i, "id"], message: "lists an advisory id twice" });
     });
   });
 export type RegistryPlugin = z.infer<typeof RegistryPlugin>;

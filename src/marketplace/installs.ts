@@ -30,12 +30,24 @@ function owned(rows: OwnedRow[]): Array<OwnedDeclaration & { ref: string }> {
 }
 
 function namesOf(items: OwnedDeclaration[]): DeclarationNames {
-  const pick = (kind: DeclarationKind) => items.filter((o) => o.kind === kind).map((o) => o.name).sort();
+  const pick = (kind: DeclarationKind) =>
+    items
+      .filter((o) => o.kind === kind)
+      .map((o) => o.name)
+      .sort();
   return { http_tools: pick("http_tool"), agents: pick("agent"), presets: pick("preset") };
 }
 
 function toInstalled(r: InstallRow, items: OwnedDeclaration[]): InstalledPlugin {
-  return { ref: r.ref, namespace: r.namespace, name: r.name, version: r.version, installed_at: r.installed_at, updated_at: r.updated_at, declarations: namesOf(items) };
+  return {
+    ref: r.ref,
+    namespace: r.namespace,
+    name: r.name,
+    version: r.version,
+    installed_at: r.installed_at,
+    updated_at: r.updated_at,
+    declarations: namesOf(items),
+  };
 }
 
 const INSTALL_COLUMNS = "ref, namespace, name, version, installed_at, updated_at";
@@ -47,7 +59,12 @@ export async function listInstalled(db: D1Database): Promise<InstalledPlugin[]> 
     db.prepare("SELECT kind, name, ref FROM marketplace_owned"),
   ]);
   const all = owned(ownedRows.results as OwnedRow[]);
-  return (installs.results as InstallRow[]).map((r) => toInstalled(r, all.filter((o) => o.ref === r.ref)));
+  return (installs.results as InstallRow[]).map((r) =>
+    toInstalled(
+      r,
+      all.filter((o) => o.ref === r.ref),
+    ),
+  );
 }
 
 /** One installed plugin, or null. */

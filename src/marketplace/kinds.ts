@@ -57,7 +57,8 @@ export function isBuiltin(kind: DeclarationKind, name: string): boolean {
  */
 export async function policyProblems(d: Declaration, settings: Settings, env: EnvVars): Promise<string[]> {
   const local = localReferences(d);
-  if (local.length) return local.map((field) => `${placeOf(d)}: ${field}: a plugin may not reference a connector connection (connections belong to this deployment)`);
+  if (local.length)
+    return local.map((field) => `${placeOf(d)}: ${field}: a plugin may not reference a connector connection (connections belong to this deployment)`);
   try {
     if (d.kind === "http_tool") await checkHttpToolDeclaration(d.body, settings, env);
     else if (d.kind === "agent") await checkAgentDeclaration(d.body, settings, env);
@@ -75,7 +76,12 @@ export async function policyProblems(d: Declaration, settings: Settings, env: En
  * be neither, so bundles may not carry them.
  */
 function localReferences(d: Declaration): string[] {
-  const headers = d.kind === "http_tool" ? { at: "headers", h: d.body.headers } : d.kind === "agent" && d.body.kind === "http" ? { at: "config.headers", h: d.body.config.headers } : null;
+  const headers =
+    d.kind === "http_tool"
+      ? { at: "headers", h: d.body.headers }
+      : d.kind === "agent" && d.body.kind === "http"
+        ? { at: "config.headers", h: d.body.config.headers }
+        : null;
   if (!headers) return [];
   return Object.entries(headers.h as Record<string, unknown>)
     .filter(([, v]) => typeof v === "object" && v !== null && !("env" in v))
@@ -85,7 +91,8 @@ function localReferences(d: Declaration): string[] {
 /** A declaration as previews show it: literal header values redacted, as every read of them is. */
 export function declarationView(d: Declaration): JsonObject {
   if (d.kind === "http_tool") return { ...d.body, headers: redactHeaders(d.body.headers) } as unknown as JsonObject;
-  if (d.kind === "agent" && d.body.kind === "http") return { ...d.body, config: { ...d.body.config, headers: redactHeaders(d.body.config.headers) } } as unknown as JsonObject;
+  if (d.kind === "agent" && d.body.kind === "http")
+    return { ...d.body, config: { ...d.body.config, headers: redactHeaders(d.body.config.headers) } } as unknown as JsonObject;
   return d.body as unknown as JsonObject;
 }
 
@@ -111,10 +118,21 @@ export function canonicalJson(value: unknown): string {
  * upserted either way; a preset is created at version 1, or gets a new version (made current) when
  * its body changed, so a plugin update keeps the preset's history like any new version does.
  */
-export function writeStatements(db: D1Database, d: Declaration, existing: { exists: boolean; currentBody: string | null }, nowIso: string): D1PreparedStatement[] {
+export function writeStatements(
+  db: D1Database,
+  d: Declaration,
+  existing: { exists: boolean; currentBody: string | null },
+  nowIso: string,
+): D1PreparedStatement[] {
   switch (d.kind) {
     case "http_tool": {
-      const spec = JSON.stringify({ url: d.body.url, method: d.body.method, headers: d.body.headers, input_schema: d.body.input_schema ?? null, timeout_seconds: d.body.timeout_seconds });
+      const spec = JSON.stringify({
+        url: d.body.url,
+        method: d.body.method,
+        headers: d.body.headers,
+        input_schema: d.body.input_schema ?? null,
+        timeout_seconds: d.body.timeout_seconds,
+      });
       return [
         db
           .prepare(
@@ -137,16 +155,24 @@ export function writeStatements(db: D1Database, d: Declaration, existing: { exis
       const body = JSON.stringify(presetBody(d.body));
       if (!existing.exists) {
         return [
-          db.prepare("INSERT INTO presets (name, current_version, latest_version, created_at, updated_at, stored_by) VALUES (?1, 1, 1, ?2, ?2, ?3)").bind(d.name, nowIso, STORED_BY_PLUGIN),
+          db
+            .prepare("INSERT INTO presets (name, current_version, latest_version, created_at, updated_at, stored_by) VALUES (?1, 1, 1, ?2, ?2, ?3)")
+            .bind(d.name, nowIso, STORED_BY_PLUGIN),
           db.prepare("INSERT INTO preset_versions (name, version, body, tags, created_at) VALUES (?1, 1, ?2, '[]', ?3)").bind(d.name, body, nowIso),
         ];
       }
       if (existing.currentBody !== null && canonicalJson(JSON.parse(existing.currentBody)) === canonicalJson(JSON.parse(body))) return [];
       return [
         db
-          .prepare("INSERT INTO preset_versions (name, version, body, tags, created_at) SELECT name, latest_version + 1, ?2, '[]', ?3 FROM presets WHERE name = ?1")
+          .prepare(
+            "INSERT INTO preset_versions (name, version, body, tags, created_at) SELECT name, latest_version + 1, ?2, '[]', ?3 FROM presets WHERE name = ?1",
+          )
           .bind(d.name, body, nowIso),
-        db.prepare("UPDATE presets SET latest_version = latest_version + 1, current_version = latest_version + 1, updated_at = ?2, stored_by = ?3 WHERE name = ?1").bind(d.name, nowIso, STORED_BY_PLUGIN),
+        db
+          .prepare(
+            "UPDATE presets SET latest_version = latest_version + 1, current_version = latest_version + 1, updated_at = ?2, stored_by = ?3 WHERE name = ?1",
+          )
+          .bind(d.name, nowIso, STORED_BY_PLUGIN),
       ];
     }
   }

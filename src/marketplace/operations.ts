@@ -61,7 +61,11 @@ async function change(deps: MarketplaceDeps, index: RegistryIndex, req: ChangeRe
       await applyPlan(deps.db, p, new Date().toISOString());
     } catch (err) {
       if (err instanceof GuardTripped && attempt === 0) continue;
-      if (err instanceof GuardTripped) throw new HttpError(409, `${p.ref}: the declarations changed while it was being applied; retry`, "DECLARATION_COLLISION", { ref: p.ref, collisions: [] });
+      if (err instanceof GuardTripped)
+        throw new HttpError(409, `${p.ref}: the declarations changed while it was being applied; retry`, "DECLARATION_COLLISION", {
+          ref: p.ref,
+          collisions: [],
+        });
       throw err;
     }
     const installed = await getInstalled(deps.db, p.ref);

@@ -59,7 +59,12 @@ export function parseBundle(plugin: RegistryPlugin, v: RegistryVersion): Declara
     throw bundleInvalid(ref, v.version, problems);
   }
   const unlisted = bundleKinds(parsed.data).filter((k) => !plugin.kinds.includes(k));
-  if (unlisted.length) throw bundleInvalid(ref, v.version, unlisted.map((k) => `declares kind ${k}, which the plugin's kinds do not list`));
+  if (unlisted.length)
+    throw bundleInvalid(
+      ref,
+      v.version,
+      unlisted.map((k) => `declares kind ${k}, which the plugin's kinds do not list`),
+    );
   return parsed.data;
 }
 
@@ -141,8 +146,10 @@ export async function planChange(
     const base = d.body.base_tool;
     const existingTool = local.tools.has(base) && !removedKeys.has(key("http_tool", base));
     const existingPreset = local.presets.has(base) && !removedKeys.has(key("preset", base)) && !bundleTools.has(base);
-    if (existingPreset || bundlePresets.has(base)) problems.push(`${placeOf(d)}: base_tool names a preset; a preset stands on a built-in or declared HTTP tool`);
-    else if (!isBuiltin("http_tool", base) && !bundleTools.has(base) && !existingTool) problems.push(`${placeOf(d)}: base_tool names no built-in or declared HTTP tool`);
+    if (existingPreset || bundlePresets.has(base))
+      problems.push(`${placeOf(d)}: base_tool names a preset; a preset stands on a built-in or declared HTTP tool`);
+    else if (!isBuiltin("http_tool", base) && !bundleTools.has(base) && !existingTool)
+      problems.push(`${placeOf(d)}: base_tool names no built-in or declared HTTP tool`);
   }
   if (problems.length) throw declarationRefused(ref, version.version, problems);
 
@@ -170,7 +177,8 @@ export async function planChange(
     if (dependents.length) throw inUse(ref, dependents);
   }
 
-  const exists = (d: Declaration) => (d.kind === "http_tool" ? local.tools.has(d.name) : d.kind === "agent" ? local.agents.has(d.name) : local.presets.has(d.name));
+  const exists = (d: Declaration) =>
+    d.kind === "http_tool" ? local.tools.has(d.name) : d.kind === "agent" ? local.agents.has(d.name) : local.presets.has(d.name);
   const replace = declarations.filter((d) => ownedKeys.has(key(d.kind, d.name)) && exists(d));
   const add = declarations.filter((d) => !replace.includes(d));
   return {

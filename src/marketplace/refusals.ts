@@ -26,7 +26,10 @@ export const versionNotFound = () => new HttpError(404, "the plugin has no such 
 export const notInstalled = () => new HttpError(404, "plugin is not installed");
 
 export const alreadyInstalled = (ref: string, version: string) =>
-  new HttpError(409, `${ref} is already installed (${version}); use POST /api/marketplace/update`, "PLUGIN_ALREADY_INSTALLED", { ref, installed_version: version });
+  new HttpError(409, `${ref} is already installed (${version}); use POST /api/marketplace/update`, "PLUGIN_ALREADY_INSTALLED", {
+    ref,
+    installed_version: version,
+  });
 
 export const versionIncompatible = (ref: string, version: string) =>
   new HttpError(409, `${ref} ${version} does not support ${CONTRACT_LABEL}`, "VERSION_INCOMPATIBLE", { ref, version, contract: CONTRACT_LABEL });
@@ -36,7 +39,11 @@ export const noCompatibleVersion = (ref: string) =>
 
 /** The registry published a version whose bundle breaks the contract it claims: the registry's fault. */
 export const bundleInvalid = (ref: string, version: string, problems: string[]) =>
-  new HttpError(502, `${ref} ${version} has an invalid declarations bundle: ${problems.slice(0, 5).join("; ")}`, "PLUGIN_BUNDLE_INVALID", { ref, version, problems });
+  new HttpError(502, `${ref} ${version} has an invalid declarations bundle: ${problems.slice(0, 5).join("; ")}`, "PLUGIN_BUNDLE_INVALID", {
+    ref,
+    version,
+    problems,
+  });
 
 /** The bundle is well-formed, but this deployment's policy refuses a declaration in it. */
 export const declarationRefused = (ref: string, version: string, problems: string[]) =>

@@ -5,7 +5,16 @@
  */
 import { z } from "zod";
 import { isCompatible, latestCompatible } from "./compat";
-import { CONTRACT_LABEL, DECLARATION_CONTRACT, DECLARATION_CONTRACT_VERSION, DECLARATION_KINDS, DeclarationBundle, DeclarationNames, KNOWN_KINDS, bundleNames } from "./contract";
+import {
+  CONTRACT_LABEL,
+  DECLARATION_CONTRACT,
+  DECLARATION_CONTRACT_VERSION,
+  DECLARATION_KINDS,
+  DeclarationBundle,
+  DeclarationNames,
+  KNOWN_KINDS,
+  bundleNames,
+} from "./contract";
 import { type RegistryAdvisory, type RegistryIndex, type RegistryPlugin, refOf } from "./index-format";
 import { compareVersions, isPrerelease } from "./semver";
 
@@ -167,6 +176,11 @@ export function kinds(index: RegistryIndex): z.infer<typeof KindsView> {
   for (const p of index.plugins) for (const k of new Set(p.kinds)) counts.set(k, (counts.get(k) ?? 0) + 1);
   const items = [...counts]
     .sort(([a], [b]) => (a < b ? -1 : 1))
-    .map(([kind, plugins]) => ({ kind, supported: KNOWN_KINDS.has(kind), description: DECLARATION_KINDS.find((k) => k.kind === kind)?.description ?? null, plugins }));
+    .map(([kind, plugins]) => ({
+      kind,
+      supported: KNOWN_KINDS.has(kind),
+      description: DECLARATION_KINDS.find((k) => k.kind === kind)?.description ?? null,
+      plugins,
+    }));
   return { contract: { name: DECLARATION_CONTRACT, version: DECLARATION_CONTRACT_VERSION, label: CONTRACT_LABEL }, items, total: items.length };
 }

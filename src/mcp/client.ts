@@ -137,7 +137,10 @@ export async function withMcpSession<T>(
 
   let failure: unknown = null;
   const timed = await withTimeout(timeoutMs, async (signal) => {
-    const transport = new StreamableHTTPClientTransport(new URL(url), { fetch: guardedFetch(ctx.fetch, ctx.settings.outbound, signal), requestInit: { headers } });
+    const transport = new StreamableHTTPClientTransport(new URL(url), {
+      fetch: guardedFetch(ctx.fetch, ctx.settings.outbound, signal),
+      requestInit: { headers },
+    });
     const client = new Client(CLIENT_INFO, { jsonSchemaValidator: new CfWorkerJsonSchemaValidator() });
     const options = { signal, timeout: timeoutMs };
     try {

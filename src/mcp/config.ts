@@ -118,7 +118,10 @@ export function replaceMcpStatements(db: D1Database, current: readonly McpServer
 }
 
 /** `POST /api/mcp-config`: the declared servers become exactly the document's, in one batch; each is then listed. */
-export async function replaceMcpConfig(ctx: McpContext, doc: McpConfigDocument): Promise<{ servers: McpServerView[]; status: McpStatusView[]; removed: string[] }> {
+export async function replaceMcpConfig(
+  ctx: McpContext,
+  doc: McpConfigDocument,
+): Promise<{ servers: McpServerView[]; status: McpStatusView[]; removed: string[] }> {
   await checkMcpEntries(ctx.db, doc.mcp, ctx.settings, ctx.env, "mcp");
   const current = await listMcpServers(ctx.db);
   const statements = replaceMcpStatements(ctx.db, current, doc.mcp, ctx.now().toISOString());

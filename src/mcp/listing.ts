@@ -15,7 +15,16 @@ import { inputSchemaSchema, jsonSchemaSchema, type JsonSchema } from "../targets
 import { type McpContext, withMcpSession } from "./client";
 import { admitsTool } from "./declarations";
 import { remoteNameRefusal } from "./names";
-import { type ListingOutcome, MAX_LISTING_BYTES, type McpServerRecord, type McpStatus, type SkippedTool, getMcpServer, toolNamesByServer, writeListing } from "./store";
+import {
+  type ListingOutcome,
+  MAX_LISTING_BYTES,
+  type McpServerRecord,
+  type McpStatus,
+  type SkippedTool,
+  getMcpServer,
+  toolNamesByServer,
+  writeListing,
+} from "./store";
 
 /** Pages of `tools/list` one listing follows at most. */
 export const MAX_LIST_PAGES = 20;
@@ -31,7 +40,12 @@ function skippedName(name: unknown): string {
 }
 
 /** Which listed tools register and which are skipped (pure; exported for its unit tests). */
-export function selectTools(server: string, spec: { include: string[]; exclude: string[] }, listed: Tool[], maxTools: number): { tools: Registered[]; skipped: SkippedTool[] } {
+export function selectTools(
+  server: string,
+  spec: { include: string[]; exclude: string[] },
+  listed: Tool[],
+  maxTools: number,
+): { tools: Registered[]; skipped: SkippedTool[] } {
   const tools: Registered[] = [];
   const skipped: SkippedTool[] = [];
   const seen = new Set<string>();
@@ -56,7 +70,12 @@ export function selectTools(server: string, spec: { include: string[]; exclude: 
     // An output schema is shown by the schema doors only; an unusable one is left out, not fatal.
     const output = t.outputSchema === undefined ? null : jsonSchemaSchema.safeParse(t.outputSchema);
     const description = (t.description ?? t.title ?? "").slice(0, MAX_DESCRIPTION);
-    const tool: Registered = { remote_name: t.name, description, input_schema: input.data as JsonSchema, output_schema: output?.success ? (output.data as JsonSchema) : null };
+    const tool: Registered = {
+      remote_name: t.name,
+      description,
+      input_schema: input.data as JsonSchema,
+      output_schema: output?.success ? (output.data as JsonSchema) : null,
+    };
     const size = JSON.stringify(tool).length + 1;
     if (bytes + size > MAX_LISTING_BYTES) {
       skipped.push({ name: t.name, reason: "the listing is over the stored size bound" });
@@ -127,4 +146,3 @@ export async function serverStatus(db: D1Database, title: string): Promise<McpSt
 export function statusViews(servers: McpServerRecord[], names: Map<string, string[]>, only?: McpStatus): McpStatusView[] {
   return servers.filter((s) => only === undefined || s.status === only).map((s) => statusView(s, names.get(s.title) ?? []));
 }
-

@@ -22,7 +22,14 @@ import { sealText, openText, sealingRing, settingsKeyRing } from "../config/secr
 import { type EnvVars, envVar } from "../env";
 import { badRequest } from "../http/errors";
 import type { ConfigSettings } from "../settings/config-settings";
-import { REFERENCE_RULE, SECRET_REFERENCE_ALLOWLIST_SETTING, SECRET_REFERENCE_ORIGINS_SETTING, isReferenceable, referenceMayGoTo, splitAllowlist } from "../settings/secret-references";
+import {
+  REFERENCE_RULE,
+  SECRET_REFERENCE_ALLOWLIST_SETTING,
+  SECRET_REFERENCE_ORIGINS_SETTING,
+  isReferenceable,
+  referenceMayGoTo,
+  splitAllowlist,
+} from "../settings/secret-references";
 import type { Settings } from "../settings/settings";
 import { EnvRefError, type HeaderSpec, headerReferences } from "../targets/env-refs";
 import { urlOrigin } from "../targets/origin-lock";
@@ -66,7 +73,9 @@ export async function writeSecretEnv(
   }
   const bindings = settings.referenceOrigins;
   if (!Object.hasOwn(bindings, name)) {
-    throw badRequest(`invalid body: name: ${SECRET_REFERENCE_ORIGINS_SETTING} binds no origin to this name, so its value could be sent nowhere; the operator binds it (env only)`);
+    throw badRequest(
+      `invalid body: name: ${SECRET_REFERENCE_ORIGINS_SETTING} binds no origin to this name, so its value could be sent nowhere; the operator binds it (env only)`,
+    );
   }
   const outside = origins.findIndex((url) => !referenceMayGoTo(name, url, bindings));
   if (outside >= 0) throw badRequest(`invalid body: origins[${outside}]: not an origin ${SECRET_REFERENCE_ORIGINS_SETTING} binds this name to`);
@@ -75,7 +84,9 @@ export async function writeSecretEnv(
     .map((s) => urlOrigin(s.spec.config.url));
   const bound = [...new Set([...origins.map(urlOrigin), ...referencing].filter((o): o is string => o !== null))].sort();
   if (bound.length === 0) {
-    throw badRequest("invalid body: origins: no MCP server references this name yet; name the origins (the URLs of the servers) the value may be sent to, or declare the server first");
+    throw badRequest(
+      "invalid body: origins: no MCP server references this name yet; name the origins (the URLs of the servers) the value may be sent to, or declare the server first",
+    );
   }
   if (bound.length > MAX_SECRET_ENV_ORIGINS) throw badRequest(`invalid body: origins: a value may go to at most ${MAX_SECRET_ENV_ORIGINS} origins`);
   const ring = await sealingRing(settings.config);
@@ -124,14 +135,20 @@ export async function envWithSecretValues(db: D1Database, config: ConfigSettings
     const plain = await openText(ring, r.sealed, aad(r.name));
     if (plain === null) {
       if ((await openText(ring, r.sealed, legacyAad(r.name))) !== null) {
-        throw new EnvRefError(r.name, `the stored value of env var ${r.name} predates origin binding; write it again (POST /api/mcp-config/secret-env) to send it to this server`);
+        throw new EnvRefError(
+          r.name,
+          `the stored value of env var ${r.name} predates origin binding; write it again (POST /api/mcp-config/secret-env) to send it to this server`,
+        );
       }
       continue;
     }
     const bound = BoundValue.safeParse(JSON.parse(plain));
     if (!bound.success) continue;
     if (origin === null || !bound.data.origins.includes(origin)) {
-      throw new EnvRefError(r.name, `the stored value of env var ${r.name} is bound to other origins than this server's; write it again (POST /api/mcp-config/secret-env) to send it here`);
+      throw new EnvRefError(
+        r.name,
+        `the stored value of env var ${r.name} is bound to other origins than this server's; write it again (POST /api/mcp-config/secret-env) to send it here`,
+      );
     }
     values[r.name] = bound.data.value;
   }

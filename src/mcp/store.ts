@@ -175,7 +175,12 @@ export function newRevision(): string {
  * Creates or replaces a declaration (pending until listed); a `{"connection"}` header naming no
  * connection, or one whose provider does not lend its tokens to `config.url`'s origin, is 400.
  */
-export async function upsertMcpServer(db: D1Database, d: McpServerDeclaration, nowIso: string, providers: readonly ProviderDescriptor[]): Promise<{ created: boolean; server: McpServerRecord }> {
+export async function upsertMcpServer(
+  db: D1Database,
+  d: McpServerDeclaration,
+  nowIso: string,
+  providers: readonly ProviderDescriptor[],
+): Promise<{ created: boolean; server: McpServerRecord }> {
   await assertConnectionsLendable(db, providers, sentTo(headerConnections(d.config.headers, "config.headers"), d.config.url));
   const existed = (await db.prepare("SELECT 1 AS one FROM mcp_servers WHERE title = ?").bind(d.title).first()) !== null;
   await db.batch(declareStatements(db, d, newRevision(), nowIso, nowIso));
@@ -197,8 +202,7 @@ export async function deleteMcpServer(db: D1Database, title: string): Promise<vo
 
 /** A listing's outcome, written only while `revision` is still the row's. */
 export type ListingOutcome =
-  | { ok: true; tools: Array<Omit<McpToolRecord, "server" | "name">>; skipped: SkippedTool[]; server_info: ServerInfo | null }
-  | { ok: false; error: string };
+  { ok: true; tools: Array<Omit<McpToolRecord, "server" | "name">>; skipped: SkippedTool[]; server_info: ServerInfo | null } | { ok: false; error: string };
 
 /** Largest JSON text of one listing's tools written in one statement (D1 caps a value at 2 MB). */
 export const MAX_LISTING_BYTES = 1_500_000;
@@ -216,7 +220,12 @@ export async function writeListing(db: D1Database, title: string, revision: stri
     return (r.meta.changes ?? 0) > 0;
   }
   const rows = JSON.stringify(
-    outcome.tools.map((t) => ({ name: t.remote_name, description: t.description, input_schema: JSON.stringify(t.input_schema), output_schema: t.output_schema === null ? null : JSON.stringify(t.output_schema) })),
+    outcome.tools.map((t) => ({
+      name: t.remote_name,
+      description: t.description,
+      input_schema: JSON.stringify(t.input_schema),
+      output_schema: t.output_schema === null ? null : JSON.stringify(t.output_schema),
+    })),
   );
   const [update] = await db.batch([
     db
@@ -245,10 +254,16 @@ export async function deregisterMcpServer(db: D1Database, title: string, nowIso:
 
 /** Adds a remote tool name to a server's `exclude` list and unregisters that tool (tools/remove). */
 export async function excludeMcpTool(db: D1Database, server: McpServerRecord, remoteName: string, nowIso: string): Promise<void> {
-  const spec: McpServerSpec = { ...server.spec, exclude: [...new Set([...server.spec.exclude, remoteName])], include: server.spec.include.filter((n) => n !== remoteName) };
+  const spec: McpServerSpec = {
+    ...server.spec,
+    exclude: [...new Set([...server.spec.exclude, remoteName])],
+    include: server.spec.include.filter((n) => n !== remoteName),
+  };
   await db.batch([
     // Only while the declaration is the one read, so a concurrent re-declaration is not overwritten.
-    db.prepare("UPDATE mcp_servers SET spec = ?3, updated_at = ?4 WHERE title = ?1 AND revision = ?2").bind(server.title, server.revision, JSON.stringify(spec), nowIso),
+    db
+      .prepare("UPDATE mcp_servers SET spec = ?3, updated_at = ?4 WHERE title = ?1 AND revision = ?2")
+      .bind(server.title, server.revision, JSON.stringify(spec), nowIso),
     db.prepare("DELETE FROM mcp_tools WHERE server = ?1 AND name = ?2").bind(server.title, remoteName),
   ]);
 }

@@ -52,7 +52,14 @@ function capabilityRefusal(message: string): HttpError {
 }
 
 /** Every refusal that needs the channel, decided before anything is sent or written. */
-export function prepareChannelSend(env: Env, settings: Settings, channel: string, message: string, part: RichPart | null, recipient: string | undefined): PreparedSend {
+export function prepareChannelSend(
+  env: Env,
+  settings: Settings,
+  channel: string,
+  message: string,
+  part: RichPart | null,
+  recipient: string | undefined,
+): PreparedSend {
   const adapter = adapterFor(channel);
   // The name is not echoed: it is caller input.
   if (!adapter) throw badRequest("invalid body: channel: unknown channel");
@@ -77,7 +84,8 @@ export function prepareChannelSend(env: Env, settings: Settings, channel: string
   if (plan.tooLong) throw badRequest(`invalid body: message: needs more than max_outbound_chunks (${c.maxOutboundChunks}) messages on channel ${adapter.name}`);
   const n = settings.notifications;
   const to = recipient ?? (Object.hasOwn(n.defaultRecipients, adapter.name) ? n.defaultRecipients[adapter.name] : undefined);
-  if (to === undefined) throw badRequest(`invalid body: recipient: is required on channel ${adapter.name} (or set NOTIFICATIONS_RECIPIENT_${adapter.name.toUpperCase()})`);
+  if (to === undefined)
+    throw badRequest(`invalid body: recipient: is required on channel ${adapter.name} (or set NOTIFICATIONS_RECIPIENT_${adapter.name.toUpperCase()})`);
   const from = (Object.hasOwn(n.senders, adapter.name) ? n.senders[adapter.name] : undefined) ?? channelOwnIdentity(adapter.name, env);
   if (from === undefined) {
     const setting = `NOTIFICATIONS_FROM_${adapter.name.toUpperCase()}`;

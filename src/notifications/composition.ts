@@ -63,7 +63,12 @@ export function compositionIssues(b: ComposedFields): CompositionIssue[] {
     const carrier = has("media") || has("location");
     const needsPrompt = has("options") || has("sections") || has("schema") || has("template");
     if (!carrier || needsPrompt) {
-      add("message", needsPrompt ? "must not be blank when options, sections, schema or template is set" : "must not be blank unless media or a location carries the notification");
+      add(
+        "message",
+        needsPrompt
+          ? "must not be blank when options, sections, schema or template is set"
+          : "must not be blank unless media or a location carries the notification",
+      );
     }
   }
   return issues;

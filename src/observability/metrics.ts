@@ -29,7 +29,15 @@ export const Metrics = z
       by_route: z.array(z.object({ route_name: z.string(), total: z.number().int(), by_outcome: counts }).strict()),
     }),
     /** Nearest-rank percentiles of the window's turn durations (null without turns). */
-    turn_duration_ms: z.object({ samples: z.number().int(), sum: z.number().int(), p50: z.number().int().nullable(), p95: z.number().int().nullable(), p99: z.number().int().nullable() }).strict(),
+    turn_duration_ms: z
+      .object({
+        samples: z.number().int(),
+        sum: z.number().int(),
+        p50: z.number().int().nullable(),
+        p95: z.number().int().nullable(),
+        p99: z.number().int().nullable(),
+      })
+      .strict(),
     runs_by_kind: z.array(z.object({ kind: z.enum(RUN_KINDS), total: z.number().int(), by_outcome: counts }).strict()),
     deliveries: z
       .object({
@@ -37,17 +45,32 @@ export const Metrics = z
         failed_attempts: z.number().int(),
         failed_records: z.number().int(),
         backlog: z.number().int(),
-        by_route: z.array(z.object({ route_name: z.string(), attempts: z.number().int(), failed_attempts: z.number().int(), failed_records: z.number().int(), backlog: z.number().int() }).strict()),
+        by_route: z.array(
+          z
+            .object({
+              route_name: z.string(),
+              attempts: z.number().int(),
+              failed_attempts: z.number().int(),
+              failed_records: z.number().int(),
+              backlog: z.number().int(),
+            })
+            .strict(),
+        ),
       })
       .strict()
       .nullable(),
-    rate_cap_sheds: z.object({ total: z.number().int(), by_route: z.array(z.object({ route_name: z.string(), count: z.number().int() }).strict()) }).strict().nullable(),
+    rate_cap_sheds: z
+      .object({ total: z.number().int(), by_route: z.array(z.object({ route_name: z.string(), count: z.number().int() }).strict()) })
+      .strict()
+      .nullable(),
     queues: z
       .object({
         depth_total: z.number().int(),
         depth_max: z.number().int(),
         threads_queued: z.number().int(),
-        by_route: z.array(z.object({ route_name: z.string(), depth_total: z.number().int(), depth_max: z.number().int(), threads_queued: z.number().int() }).strict()),
+        by_route: z.array(
+          z.object({ route_name: z.string(), depth_total: z.number().int(), depth_max: z.number().int(), threads_queued: z.number().int() }).strict(),
+        ),
       })
       .strict()
       .nullable(),
@@ -93,8 +116,12 @@ export async function readMetrics(db: D1Database, window: string, seconds: numbe
   if (!own) {
     // Counters are per minute: the window's edges are rounded out to whole minutes.
     stmts.push(
-      db.prepare("SELECT name, label, SUM(value) AS n FROM run_counters WHERE minute >= ? AND minute <= ? GROUP BY name, label").bind(Math.floor(from / 60_000), Math.floor(nowMs / 60_000)),
-      db.prepare("SELECT route_name, COUNT(*) AS n FROM failed_records WHERE failed_at >= ? AND failed_at < ? GROUP BY route_name").bind(new Date(from).toISOString(), new Date(nowMs).toISOString()),
+      db
+        .prepare("SELECT name, label, SUM(value) AS n FROM run_counters WHERE minute >= ? AND minute <= ? GROUP BY name, label")
+        .bind(Math.floor(from / 60_000), Math.floor(nowMs / 60_000)),
+      db
+        .prepare("SELECT route_name, COUNT(*) AS n FROM failed_records WHERE failed_at >= ? AND failed_at < ? GROUP BY route_name")
+        .bind(new Date(from).toISOString(), new Date(nowMs).toISOString()),
       db.prepare(
         "SELECT route_name, SUM(queue_depth) AS depth, MAX(queue_depth) AS depth_max, SUM(queue_depth > 0) AS queued, SUM(pending_deliveries) AS backlog FROM thread_loads GROUP BY route_name",
       ),

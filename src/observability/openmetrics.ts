@@ -29,7 +29,12 @@ type Labels = Record<string, string>;
 type Sample = { suffix?: string; labels?: Labels; value: number };
 
 function line(name: string, s: Sample): string {
-  const labels = s.labels && Object.keys(s.labels).length ? `{${Object.entries(s.labels).map(([k, v]) => `${k}="${escapeLabel(v)}"`).join(",")}}` : "";
+  const labels =
+    s.labels && Object.keys(s.labels).length
+      ? `{${Object.entries(s.labels)
+          .map(([k, v]) => `${k}="${escapeLabel(v)}"`)
+          .join(",")}}`
+      : "";
   return `${name}${s.suffix ?? ""}${labels} ${s.value}`;
 }
 
@@ -74,17 +79,66 @@ export function toOpenMetrics(m: Metrics): string {
   );
   if (m.deliveries) {
     const by = m.deliveries.by_route;
-    family(out, "bridge_delivery_attempts", "gauge", "Delivery attempts (callbacks, channel sends) in the window, by route.", null, by.map((r) => ({ labels: { route: r.route_name }, value: r.attempts })));
-    family(out, "bridge_delivery_attempt_failures", "gauge", "Delivery attempts that failed in the window, by route.", null, by.map((r) => ({ labels: { route: r.route_name }, value: r.failed_attempts })));
-    family(out, "bridge_delivery_failed_records", "gauge", "Records whose delivery failed for good in the window, by route.", null, by.map((r) => ({ labels: { route: r.route_name }, value: r.failed_records })));
-    family(out, "bridge_delivery_backlog", "gauge", "Records waiting for delivery now, by route.", null, by.map((r) => ({ labels: { route: r.route_name }, value: r.backlog })));
+    family(
+      out,
+      "bridge_delivery_attempts",
+      "gauge",
+      "Delivery attempts (callbacks, channel sends) in the window, by route.",
+      null,
+      by.map((r) => ({ labels: { route: r.route_name }, value: r.attempts })),
+    );
+    family(
+      out,
+      "bridge_delivery_attempt_failures",
+      "gauge",
+      "Delivery attempts that failed in the window, by route.",
+      null,
+      by.map((r) => ({ labels: { route: r.route_name }, value: r.failed_attempts })),
+    );
+    family(
+      out,
+      "bridge_delivery_failed_records",
+      "gauge",
+      "Records whose delivery failed for good in the window, by route.",
+      null,
+      by.map((r) => ({ labels: { route: r.route_name }, value: r.failed_records })),
+    );
+    family(
+      out,
+      "bridge_delivery_backlog",
+      "gauge",
+      "Records waiting for delivery now, by route.",
+      null,
+      by.map((r) => ({ labels: { route: r.route_name }, value: r.backlog })),
+    );
   }
   if (m.rate_cap_sheds) {
-    family(out, "bridge_rate_cap_sheds", "gauge", "Inbound messages refused by the rate cap in the window, by route.", null, m.rate_cap_sheds.by_route.map((r) => ({ labels: { route: r.route_name }, value: r.count })));
+    family(
+      out,
+      "bridge_rate_cap_sheds",
+      "gauge",
+      "Inbound messages refused by the rate cap in the window, by route.",
+      null,
+      m.rate_cap_sheds.by_route.map((r) => ({ labels: { route: r.route_name }, value: r.count })),
+    );
   }
   if (m.queues) {
-    family(out, "bridge_queue_depth", "gauge", "Turns queued or running now, summed over a route's threads.", null, m.queues.by_route.map((r) => ({ labels: { route: r.route_name }, value: r.depth_total })));
-    family(out, "bridge_queue_depth_max", "gauge", "The deepest thread FIFO of a route now.", null, m.queues.by_route.map((r) => ({ labels: { route: r.route_name }, value: r.depth_max })));
+    family(
+      out,
+      "bridge_queue_depth",
+      "gauge",
+      "Turns queued or running now, summed over a route's threads.",
+      null,
+      m.queues.by_route.map((r) => ({ labels: { route: r.route_name }, value: r.depth_total })),
+    );
+    family(
+      out,
+      "bridge_queue_depth_max",
+      "gauge",
+      "The deepest thread FIFO of a route now.",
+      null,
+      m.queues.by_route.map((r) => ({ labels: { route: r.route_name }, value: r.depth_max })),
+    );
   }
   out.push("# EOF");
   return `${out.join("\n")}\n`;

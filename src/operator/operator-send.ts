@@ -39,7 +39,10 @@ function precheckChannel(settings: Settings, route: RouteRow, text: string, part
     return; // a loud config error at send (spec §7), recorded on the record
   }
   const plan = planOutbound(adapter, text, part, max, settings.conversations.maxOutboundChunks);
-  if (plan.ok && plan.tooLong) throw badRequest(`invalid body: text: needs more than max_outbound_chunks (${settings.conversations.maxOutboundChunks}) messages on channel ${adapter.name}`);
+  if (plan.ok && plan.tooLong)
+    throw badRequest(
+      `invalid body: text: needs more than max_outbound_chunks (${settings.conversations.maxOutboundChunks}) messages on channel ${adapter.name}`,
+    );
   if (!plan.ok && plan.kind === "shape") throw badRequest(`invalid body: ${plan.error}`);
 }
 
@@ -66,7 +69,13 @@ function routeThreadTarget(read: { route: RouteRow; readAtMs: number }, rest: st
  * route that still exists (lexically smallest); without one, the route and address of the
  * newest record (a participant's message or an operator's answer). A thread with no message yet needs an address.
  */
-async function personThreadTarget(env: Env, read: { route: RouteRow; readAtMs: number }, threadId: string, person: PersonView, explicit: string | undefined): Promise<SendTarget> {
+async function personThreadTarget(
+  env: Env,
+  read: { route: RouteRow; readAtMs: number },
+  threadId: string,
+  person: PersonView,
+  explicit: string | undefined,
+): Promise<SendTarget> {
   if (explicit !== undefined) {
     const rows = person.addresses.filter((a) => a.address === explicit);
     if (rows.length === 0) throw badRequest("invalid body: address: is not one of this person's addresses");
@@ -110,11 +119,15 @@ export async function sendOperatorMessage(
 ): Promise<{ message_id: string; thread_id: string }> {
   const guarded = await guardThreadOnRoute(env, read.route.route_name, body.thread_id, read.route);
   const threadId = guarded.thread_id;
-  const target = guarded.person ? await personThreadTarget(env, read, threadId, guarded.person, body.address) : routeThreadTarget(read, guarded.rest, body.address);
+  const target = guarded.person
+    ? await personThreadTarget(env, read, threadId, guarded.person, body.address)
+    : routeThreadTarget(read, guarded.rest, body.address);
   const { route, address } = target;
   const part = richPartOf(body);
   if (route.door === "api" && part) {
-    throw badRequest("invalid body: rich fields (media, location, template, options, sections, header, footer, schema) need a channel route; an api route's callback carries text only");
+    throw badRequest(
+      "invalid body: rich fields (media, location, template, options, sections, header, footer, schema) need a channel route; an api route's callback carries text only",
+    );
   }
   if (route.door === "channel") precheckChannel(settings, route, body.text, part);
 
@@ -137,6 +150,11 @@ export async function sendOperatorMessage(
   const status = route.door === "api" && !route.callback_url ? "delivered" : "pending_delivery";
   // No rate token and no queue check: an operator answers, it does not start a turn (the preset skips the queue).
   // The door's route read serves the first delivery attempt (src/bridge/route-reads.ts, rule 3).
-  await handOver(env, arrival, { waitMs: 0, preset: { status, outcome: { answer_status: "answered", answer: body.text, error: null } }, route, routeReadAtMs: target.readAtMs });
+  await handOver(env, arrival, {
+    waitMs: 0,
+    preset: { status, outcome: { answer_status: "answered", answer: body.text, error: null } },
+    route,
+    routeReadAtMs: target.readAtMs,
+  });
   return { message_id: messageId, thread_id: threadId };
 }

@@ -59,7 +59,13 @@ export async function listThreads(db: D1Database, routeName: string, f: { status
 }
 
 function item(r: ThreadItem): ThreadItem {
-  return { thread_id: r.thread_id, client_address: r.client_address, last_activity_at: r.last_activity_at, message_count: Number(r.message_count), last_status: r.last_status };
+  return {
+    thread_id: r.thread_id,
+    client_address: r.client_address,
+    last_activity_at: r.last_activity_at,
+    message_count: Number(r.message_count),
+    last_status: r.last_status,
+  };
 }
 
 /**
@@ -99,7 +105,12 @@ export async function searchRoute(env: Env, routeName: string, q: string, w: Win
       remaining -= take;
     }
   }
-  return toPage(found.slice(w.offset, w.offset + w.pageSize).map((r) => project(r, true)), found.length, w, truncated);
+  return toPage(
+    found.slice(w.offset, w.offset + w.pageSize).map((r) => project(r, true)),
+    found.length,
+    w,
+    truncated,
+  );
 }
 
 export type TranscriptAnswer = Page<Record<string, unknown>> & { order: "asc" | "desc" };
@@ -131,11 +142,27 @@ export async function readTranscript(
   const thread = threadStub(env, threadId);
   if (opts.q) {
     const page = await thread.transcript({ order: opts.order, offset: w.offset, limit: w.pageSize, q: opts.q, scanBudget: RECORD_SCAN_BUDGET });
-    return shape(toPage(page.items.map((r) => project(r, opts.admin)), page.total, w, page.truncated));
+    return shape(
+      toPage(
+        page.items.map((r) => project(r, opts.admin)),
+        page.total,
+        w,
+        page.truncated,
+      ),
+    );
   }
   const page = await thread.transcript({ order: opts.order, offset: w.offset, limit: w.pageSize });
-  if (page.total > 0) return shape(toPage(page.items.map((r) => project(r, opts.admin)), page.total, w));
-  const listed = await env.DB.prepare("SELECT message_count FROM threads WHERE route_name = ? AND thread_id = ?").bind(routeName, threadId).first<{ message_count: number }>();
+  if (page.total > 0)
+    return shape(
+      toPage(
+        page.items.map((r) => project(r, opts.admin)),
+        page.total,
+        w,
+      ),
+    );
+  const listed = await env.DB.prepare("SELECT message_count FROM threads WHERE route_name = ? AND thread_id = ?")
+    .bind(routeName, threadId)
+    .first<{ message_count: number }>();
   if (!listed) throw new HttpError(404, "thread not found");
   return shape({ ...toPage([], Number(listed.message_count), w), next_page: null });
 }

@@ -31,7 +31,8 @@ export const operatorSendBody = z
     const issue = (path: string, message: string) => ctx.addIssue({ code: "custom", path: [path], message });
     const has = (k: "media" | "location" | "options" | "sections" | "header" | "footer" | "schema") => b[k] !== undefined;
     if (b.template) {
-      for (const k of ["media", "location", "options", "sections", "header", "footer", "schema"] as const) if (has(k)) issue(k, "cannot be combined with template");
+      for (const k of ["media", "location", "options", "sections", "header", "footer", "schema"] as const)
+        if (has(k)) issue(k, "cannot be combined with template");
     }
     if (b.schema) {
       if (b.options) issue("options", "cannot be combined with schema");
@@ -45,7 +46,8 @@ export const operatorSendBody = z
       if (rows > MAX_OPTION_ROWS) issue("sections", `may hold at most ${MAX_OPTION_ROWS} rows in all`);
     }
     // The text is the message; only media, a location or a template can carry a send without it.
-    if (b.text.trim() === "" && !b.media && !b.location && !b.template) issue("text", "must not be blank unless media, location or template carries the message");
+    if (b.text.trim() === "" && !b.media && !b.location && !b.template)
+      issue("text", "must not be blank unless media, location or template carries the message");
   });
 export type OperatorSendBody = z.infer<typeof operatorSendBody>;
 
@@ -72,13 +74,7 @@ export const eventBody = z
     thread_id: threadIdField.optional(),
     event: z
       .object({
-        event_id: intactIdentifier(
-          z
-            .string()
-            .trim()
-            .min(1, { message: "must not be blank" })
-            .max(256, { message: "must be at most 256 characters" }),
-        ),
+        event_id: intactIdentifier(z.string().trim().min(1, { message: "must not be blank" }).max(256, { message: "must be at most 256 characters" })),
         kind: z.string().regex(/^[A-Za-z0-9_.:-]{1,128}$/, { message: "must match ^[A-Za-z0-9_.:-]{1,128}$" }),
         payload: jsonObjectSchema,
       })
@@ -91,8 +87,10 @@ export const eventBody = z
     const thread = b.thread_id !== undefined && b.thread_id.trim() !== "";
     if (b.address !== undefined && !address) ctx.addIssue({ code: "custom", path: ["address"], message: "must not be blank" });
     if (b.thread_id !== undefined && !thread) ctx.addIssue({ code: "custom", path: ["thread_id"], message: "must not be blank" });
-    if (b.address !== undefined && b.thread_id !== undefined) ctx.addIssue({ code: "custom", path: ["address"], message: "give exactly one of address or thread_id" });
-    if (b.address === undefined && b.thread_id === undefined) ctx.addIssue({ code: "custom", path: ["thread_id"], message: "give exactly one of address or thread_id" });
+    if (b.address !== undefined && b.thread_id !== undefined)
+      ctx.addIssue({ code: "custom", path: ["address"], message: "give exactly one of address or thread_id" });
+    if (b.address === undefined && b.thread_id === undefined)
+      ctx.addIssue({ code: "custom", path: ["thread_id"], message: "give exactly one of address or thread_id" });
   });
 export type EventBody = z.infer<typeof eventBody>;
 

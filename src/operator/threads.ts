@@ -82,7 +82,9 @@ export async function erasePerson(env: Env, settings: Settings, personId: string
  * rows they buffered. The summary rows go last, so a retry finds what a failed call left.
  */
 async function eraseUserRuns(env: Env, userId: string): Promise<void> {
-  const turns = await env.DB.prepare("SELECT trace_id, thread_id FROM runs WHERE user_id = ? AND home = 'thread'").bind(userId).all<{ trace_id: string; thread_id: string | null }>();
+  const turns = await env.DB.prepare("SELECT trace_id, thread_id FROM runs WHERE user_id = ? AND home = 'thread'")
+    .bind(userId)
+    .all<{ trace_id: string; thread_id: string | null }>();
   const byThread = new Map<string, string[]>();
   for (const t of turns.results) if (t.thread_id) byThread.set(t.thread_id, [...(byThread.get(t.thread_id) ?? []), t.trace_id]);
   for (const [threadId, ids] of byThread) await threadStub(env, threadId).dropRunTraces(ids);
@@ -112,7 +114,13 @@ export async function modeInForce(env: Env, route: RouteRow, thread: ModeThread)
   if (!thread.person) return stub.getMode({ created_at: route.created_at }, route.initial_mode);
   const { person } = thread;
   const manual = await manualRoutesOfTarget(env.DB, person.target_kind, person.target_name);
-  return stub.getMode({ created_at: null }, personDefaultMode(person.addresses.flatMap((a) => a.routes), manual));
+  return stub.getMode(
+    { created_at: null },
+    personDefaultMode(
+      person.addresses.flatMap((a) => a.routes),
+      manual,
+    ),
+  );
 }
 
 /** Sets the thread's override for `answer_retention_ttl_seconds` (refreshed by later activity); person-wide on a person thread. */

@@ -45,7 +45,10 @@ export function parseGreetingTemplate(template: string): GreetingParse {
     if (field.includes("{")) return { ok: false, error: "has an unbalanced '{' (write '{{' for a literal brace)" };
     if (field !== PAIRING_CODE_FIELD) {
       const spec = /[!:]/.test(field) && field.split(/[!:]/)[0] === PAIRING_CODE_FIELD;
-      return { ok: false, error: spec ? "{pairing_code} takes no conversion or format spec" : "uses an unknown placeholder; the only placeholder is {pairing_code}" };
+      return {
+        ok: false,
+        error: spec ? "{pairing_code} takes no conversion or format spec" : "uses an unknown placeholder; the only placeholder is {pairing_code}",
+      };
     }
     if (text) parts.push({ text });
     text = "";

@@ -35,7 +35,11 @@ export async function ensureInboundPerson(
   const directory = personDirectoryStub(env, route.target_kind, route.target_name);
   // A provider's language hint seeds a new person's locale, if it is a BCP 47 tag; never a later turn's.
   const locale = localeHint === null ? null : canonicalLocale(localeHint);
-  const { person, created } = await directory.ensure({ target: { kind: route.target_kind, name: route.target_name }, address, route_name: route.route_name }, locale, nowMs);
+  const { person, created } = await directory.ensure(
+    { target: { kind: route.target_kind, name: route.target_name }, address, route_name: route.route_name },
+    locale,
+    nowMs,
+  );
   return { person, created, directory };
 }
 

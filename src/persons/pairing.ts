@@ -18,7 +18,8 @@ export const REDEEM_BACKOFF_CAP_SECONDS = 900;
 
 /** The replies a participant sees (fixed texts; the invalid one is uniform on purpose). */
 export const PAIRING_REPLIES = {
-  minted: (code: string, expiresAtIso: string) => `Your pairing code is ${code}. Send it from your other conversation to link the two. It expires at ${expiresAtIso}.`,
+  minted: (code: string, expiresAtIso: string) =>
+    `Your pairing code is ${code}. Send it from your other conversation to link the two. It expires at ${expiresAtIso}.`,
   linked: "Done — this conversation is now linked to your other one.",
   unlinked: "Done — this conversation is no longer linked.",
   notLinked: "This conversation is not linked to anything, so there is nothing to unlink.",

@@ -18,7 +18,9 @@ export function createPersonTables(sql: SqlStorage): void {
   sql.exec("CREATE INDEX IF NOT EXISTS addresses_person ON addresses(person_id, seq)");
   sql.exec(`CREATE TABLE IF NOT EXISTS codes (
     hash TEXT PRIMARY KEY, conversation TEXT NOT NULL UNIQUE, route_name TEXT NOT NULL, address TEXT NOT NULL, expires_at INTEGER NOT NULL)`);
-  sql.exec("CREATE TABLE IF NOT EXISTS throttle (party TEXT PRIMARY KEY, failures INTEGER NOT NULL, locked_until INTEGER NOT NULL, expires_at INTEGER NOT NULL)");
+  sql.exec(
+    "CREATE TABLE IF NOT EXISTS throttle (party TEXT PRIMARY KEY, failures INTEGER NOT NULL, locked_until INTEGER NOT NULL, expires_at INTEGER NOT NULL)",
+  );
 }
 
 const iso = (ms: number) => new Date(ms).toISOString().replace("Z", "+00:00");
@@ -40,7 +42,9 @@ export function personOfAddress(sql: SqlStorage, key: string): string | null {
 
 /** A person as the read door shows it, or null. */
 export function personView(sql: SqlStorage, personId: string): PersonView | null {
-  const p = sql.exec<{ person_id: string; created_at: string; locale: string | null }>("SELECT person_id, created_at, locale FROM persons WHERE person_id = ?", personId).toArray()[0];
+  const p = sql
+    .exec<{ person_id: string; created_at: string; locale: string | null }>("SELECT person_id, created_at, locale FROM persons WHERE person_id = ?", personId)
+    .toArray()[0];
   const target = directoryTarget(sql);
   if (!p || !target) return null;
   const addresses = sql
@@ -49,7 +53,14 @@ export function personView(sql: SqlStorage, personId: string): PersonView | null
       personId,
     )
     .toArray()
-    .map((a): PersonAddress => ({ door: a.door as PersonAddress["door"], routes: JSON.parse(a.routes) as string[], channel: a.channel, our_identity: a.our_identity, address: a.address, linked_at: a.linked_at }));
+    .map((a): PersonAddress => ({
+      door: a.door as PersonAddress["door"],
+      routes: JSON.parse(a.routes) as string[],
+      channel: a.channel,
+      our_identity: a.our_identity,
+      address: a.address,
+      linked_at: a.linked_at,
+    }));
   return { person_id: p.person_id, target_kind: target.kind, target_name: target.name, created_at: p.created_at, addresses, locale: p.locale };
 }
 
@@ -100,12 +111,21 @@ export function absorb(sql: SqlStorage, to: string, from: string): void {
 /** Stores a code's hash for `conversation`, replacing its open one. */
 export function putCode(sql: SqlStorage, hash: string, conversation: string, route: string, a: DoorAddress, expiresAt: number): void {
   sql.exec("DELETE FROM codes WHERE conversation = ?", conversation);
-  sql.exec("INSERT OR REPLACE INTO codes (hash, conversation, route_name, address, expires_at) VALUES (?, ?, ?, ?, ?)", hash, conversation, route, JSON.stringify(a), expiresAt);
+  sql.exec(
+    "INSERT OR REPLACE INTO codes (hash, conversation, route_name, address, expires_at) VALUES (?, ?, ?, ?, ?)",
+    hash,
+    conversation,
+    route,
+    JSON.stringify(a),
+    expiresAt,
+  );
 }
 
 /** Takes a live code by hash, atomically (single use): what it was minted from, or null. */
 export function takeCode(sql: SqlStorage, hash: string, nowMs: number): { route_name: string; address: DoorAddress } | null {
-  const row = sql.exec<{ route_name: string; address: string; expires_at: number }>("SELECT route_name, address, expires_at FROM codes WHERE hash = ?", hash).toArray()[0];
+  const row = sql
+    .exec<{ route_name: string; address: string; expires_at: number }>("SELECT route_name, address, expires_at FROM codes WHERE hash = ?", hash)
+    .toArray()[0];
   if (!row) return null;
   sql.exec("DELETE FROM codes WHERE hash = ?", hash);
   return row.expires_at > nowMs ? { route_name: row.route_name, address: JSON.parse(row.address) as DoorAddress } : null;
@@ -113,7 +133,9 @@ export function takeCode(sql: SqlStorage, hash: string, nowMs: number): { route_
 
 /** The party's throttle: consecutive failures and the lock, while kept. */
 export function throttleOf(sql: SqlStorage, party: string, nowMs: number): { failures: number; locked_until: number } {
-  const row = sql.exec<{ failures: number; locked_until: number; expires_at: number }>("SELECT failures, locked_until, expires_at FROM throttle WHERE party = ?", party).toArray()[0];
+  const row = sql
+    .exec<{ failures: number; locked_until: number; expires_at: number }>("SELECT failures, locked_until, expires_at FROM throttle WHERE party = ?", party)
+    .toArray()[0];
   return row && row.expires_at > nowMs ? { failures: row.failures, locked_until: row.locked_until } : { failures: 0, locked_until: 0 };
 }
 
@@ -127,7 +149,10 @@ export function clearThrottle(sql: SqlStorage, party: string): void {
 
 /** Erases a person: its open codes, its address rows, then the person row. */
 export function erasePerson(sql: SqlStorage, personId: string): void {
-  const keys = sql.exec<{ key: string }>("SELECT key FROM addresses WHERE person_id = ?", personId).toArray().map((r) => r.key);
+  const keys = sql
+    .exec<{ key: string }>("SELECT key FROM addresses WHERE person_id = ?", personId)
+    .toArray()
+    .map((r) => r.key);
   for (const k of keys) sql.exec("DELETE FROM codes WHERE conversation = ?", k);
   sql.exec("DELETE FROM addresses WHERE person_id = ?", personId);
   sql.exec("DELETE FROM persons WHERE person_id = ?", personId);
@@ -137,5 +162,6 @@ export function erasePerson(sql: SqlStorage, personId: string): void {
 export function sweepExpired(sql: SqlStorage, nowMs: number): number | null {
   sql.exec("DELETE FROM codes WHERE expires_at <= ?", nowMs);
   sql.exec("DELETE FROM throttle WHERE expires_at <= ?", nowMs);
-  return sql.exec<{ t: number | null }>("SELECT MIN(t) AS t FROM (SELECT MIN(expires_at) AS t FROM codes UNION ALL SELECT MIN(expires_at) FROM throttle)").one().t;
+  return sql.exec<{ t: number | null }>("SELECT MIN(t) AS t FROM (SELECT MIN(expires_at) AS t FROM codes UNION ALL SELECT MIN(expires_at) FROM throttle)").one()
+    .t;
 }

@@ -52,7 +52,10 @@ export type TargetConversationConfig = z.infer<typeof TargetConversationConfig>;
 
 /** The config of (kind, name), or null. */
 export async function getConfig(db: D1Database, kind: TargetKind, name: string): Promise<TargetConversationConfig | null> {
-  const row = await db.prepare("SELECT config FROM conversation_configs WHERE target_kind = ? AND target_name = ?").bind(kind, name).first<{ config: string }>();
+  const row = await db
+    .prepare("SELECT config FROM conversation_configs WHERE target_kind = ? AND target_name = ?")
+    .bind(kind, name)
+    .first<{ config: string }>();
   return row ? parseStored(TargetConversationConfig, row.config, "conversation config") : null;
 }
 

@@ -20,7 +20,24 @@ import { storagePathProblem } from "../storage/paths";
  * The only files the studio door serves, by extension (the files of a static web page); each is
  * served as the type the content store gives its extension (src/storage/content-types.ts).
  */
-export const STUDIO_EXTENSIONS: ReadonlySet<string> = new Set(["html", "js", "mjs", "css", "json", "map", "txt", "svg", "png", "jpg", "jpeg", "gif", "webp", "ico", "woff", "woff2"]);
+export const STUDIO_EXTENSIONS: ReadonlySet<string> = new Set([
+  "html",
+  "js",
+  "mjs",
+  "css",
+  "json",
+  "map",
+  "txt",
+  "svg",
+  "png",
+  "jpg",
+  "jpeg",
+  "gif",
+  "webp",
+  "ico",
+  "woff",
+  "woff2",
+]);
 
 /** The type a studio file is served as, or null when the door does not serve its kind. */
 export function studioType(path: string): string | null {

@@ -69,7 +69,8 @@ addRoute(
     method: "get",
     path: "/api/auth/tokens-payload",
     summary: "The caller's auth context exactly as a policy condition sees it",
-    description: "Any valid key. The object a key's (or its role's) jq condition is evaluated over, for this request. At turn time the same object has no `request`.",
+    description:
+      "Any valid key. The object a key's (or its role's) jq condition is evaluated over, for this request. At turn time the same object has no `request`.",
     area: AREA,
     auth: { authenticated: true },
     response: ConditionInputView,

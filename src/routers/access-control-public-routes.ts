@@ -17,7 +17,11 @@ const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
 
 /** A door named by method (any case) and its OpenAPI path template, as in `GET /api/auth/routes`. */
 const DoorRef = z.object({
-  method: z.string().max(16).transform((m) => m.toUpperCase()).pipe(z.enum(METHODS, { error: "must be GET, POST, PUT, PATCH or DELETE" })),
+  method: z
+    .string()
+    .max(16)
+    .transform((m) => m.toUpperCase())
+    .pipe(z.enum(METHODS, { error: "must be GET, POST, PUT, PATCH or DELETE" })),
   path: z.string().min(1).max(512),
 });
 

@@ -80,7 +80,12 @@ addRoute(
   },
   async (c, { body, principal }) => {
     if (body.condition) await assertConditionCompiles(body.condition);
-    return createRole(c.env.DB, { name: body.name, description: body.description, grants: normalizeGrants(body.grants), condition: body.condition ?? null }, actor(principal), new Date().toISOString());
+    return createRole(
+      c.env.DB,
+      { name: body.name, description: body.description, grants: normalizeGrants(body.grants), condition: body.condition ?? null },
+      actor(principal),
+      new Date().toISOString(),
+    );
   },
 );
 
@@ -90,7 +95,8 @@ addRoute(
     method: "put",
     path: "/api/auth/roles/{name}",
     summary: "Edit a role (admin): replace its grant map, description or condition",
-    description: "Partial: the fields given replace the current ones (`grants` as a whole map; `condition: null` removes it). Every edit is a new version; keys naming the role see it on their next request.",
+    description:
+      "Partial: the fields given replace the current ones (`grants` as a whole map; `condition: null` removes it). Every edit is a new version; keys naming the role see it on their next request.",
     area: AREA,
     auth: { tag: "auth", admin: true },
     params: nameParams,
@@ -105,7 +111,8 @@ addRoute(
     errors: [404],
   },
   async (c, { params, body, principal }) => {
-    if (body.description === undefined && body.grants === undefined && body.condition === undefined) throw badRequest("invalid body: give description, grants or condition");
+    if (body.description === undefined && body.grants === undefined && body.condition === undefined)
+      throw badRequest("invalid body: give description, grants or condition");
     if (body.condition) await assertConditionCompiles(body.condition);
     const role = await editRole(
       c.env.DB,
@@ -168,7 +175,8 @@ addRoute(
     method: "post",
     path: "/api/auth/roles/{name}/rollback",
     summary: "Restore an earlier version of a role as a new version (admin)",
-    description: "The role's description, grants and condition become those of `version`, written as the next version (history is never rewritten). 404 for an unknown role or version.",
+    description:
+      "The role's description, grants and condition become those of `version`, written as the next version (history is never rewritten). 404 for an unknown role or version.",
     area: AREA,
     auth: { tag: "auth", admin: true },
     params: nameParams,

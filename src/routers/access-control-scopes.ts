@@ -72,7 +72,8 @@ addRoute(
     method: "delete",
     path: "/api/auth/scopes/urls",
     summary: "Remove a URL from every custom scope (admin)",
-    description: "The URL goes in the query (`?url=/api/states/profile`), exactly as it was added. A scope left without URLs no longer exists. 404 when no scope had it.",
+    description:
+      "The URL goes in the query (`?url=/api/states/profile`), exactly as it was added. A scope left without URLs no longer exists. 404 when no scope had it.",
     area: AREA,
     auth: { tag: "auth", admin: true },
     query: z.object({ url: ScopeUrlText }),

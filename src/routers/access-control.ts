@@ -13,6 +13,12 @@ import { accessControlScopesRouter } from "./access-control-scopes";
 
 export const accessControlRouter = new Hono<AppEnv>();
 
-for (const router of [accessControlRolesRouter, accessControlScopesRouter, accessControlPublicRoutesRouter, accessControlKeysRouter, accessControlIntrospectionRouter]) {
+for (const router of [
+  accessControlRolesRouter,
+  accessControlScopesRouter,
+  accessControlPublicRoutesRouter,
+  accessControlKeysRouter,
+  accessControlIntrospectionRouter,
+]) {
   accessControlRouter.route("/", router);
 }

@@ -9,7 +9,14 @@ import { waitUntilOf } from "../http/wait-until";
 import { listApiTools } from "../manifest/api-tool-store";
 import { BUILTIN_TOOLS } from "../targets/tools/builtins";
 import { listHttpTools } from "../targets/tools/http-tools";
-import { agentDeclarationSchema, agentView, agentViewSchema, checkAgentDeclaration, deleteDeclaredAgent, upsertDeclaredAgent } from "../targets/agents/declarations";
+import {
+  agentDeclarationSchema,
+  agentView,
+  agentViewSchema,
+  checkAgentDeclaration,
+  deleteDeclaredAgent,
+  upsertDeclaredAgent,
+} from "../targets/agents/declarations";
 import { agentExists, listAgents } from "../targets/agents/run";
 import { streamAgentRun } from "../targets/agents/sse";
 import { createTargetContext } from "../targets/dispatch";
@@ -92,7 +99,10 @@ addRoute(
       "kind llm: {base_url, model, api_key?: {env}, system_prompt?, tool_names?, max_steps?, timeout_seconds?, memory_window?, temperature?}. kind http: {url, headers?, timeout_seconds?}. A built-in agent's name is 409. Admin only, because a declaration can send env secrets to any URL. `base_url`/`url` pass the outbound address guard (private and local hosts are 400 unless OUTBOUND_ALLOW_PRIVATE_HOSTS=true); env references must name SECRET_* or a SECRET_REFERENCE_ALLOWLIST entry (else 400).",
     area: "agents",
     auth: { tag: "agents", admin: true },
-    stores: [{ kind: "url", at: "config.url" }, { kind: "url", at: "config.base_url" }],
+    stores: [
+      { kind: "url", at: "config.url" },
+      { kind: "url", at: "config.base_url" },
+    ],
     body: agentDeclarationSchema,
     response: z.object({ created: z.boolean(), agent: agentViewSchema }),
     errors: [409],
@@ -144,11 +154,16 @@ addRoute(
     const ctx = createTargetContext(c.env, c.get("settings"));
     if (!(await agentExists(ctx, params.name))) throw notFound("agent not found");
     const threadId = body.thread_id ?? crypto.randomUUID();
-    return streamAgentRun(ctx, params.name, { thread_id: threadId, user_message: body.user_message }, {
-      asKey: { user_id: p.key.user_id, fingerprint: p.key.key_fingerprint },
-      waitUntil: waitUntilOf(c),
-      headers: { "x-thread-id": threadId },
-    });
+    return streamAgentRun(
+      ctx,
+      params.name,
+      { thread_id: threadId, user_message: body.user_message },
+      {
+        asKey: { user_id: p.key.user_id, fingerprint: p.key.key_fingerprint },
+        waitUntil: waitUntilOf(c),
+        headers: { "x-thread-id": threadId },
+      },
+    );
   },
 );
 
@@ -180,10 +195,15 @@ addRoute(
     if (!baked.success) throw badRequest("the preset's fixed_kwargs are not agent run fields");
     const input = authoredRunInput(baked.data, body);
     const threadId = input.thread_id ?? crypto.randomUUID();
-    return streamAgentRun(ctx, preset.base_tool, { thread_id: threadId, user_message: input.user_message }, {
-      asKey: { user_id: p.key.user_id, fingerprint: p.key.key_fingerprint },
-      waitUntil: waitUntilOf(c),
-      headers: { "x-thread-id": threadId, "x-authored-version": String(preset.current_version) },
-    });
+    return streamAgentRun(
+      ctx,
+      preset.base_tool,
+      { thread_id: threadId, user_message: input.user_message },
+      {
+        asKey: { user_id: p.key.user_id, fingerprint: p.key.key_fingerprint },
+        waitUntil: waitUntilOf(c),
+        headers: { "x-thread-id": threadId, "x-authored-version": String(preset.current_version) },
+      },
+    );
   },
 );

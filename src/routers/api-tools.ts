@@ -21,7 +21,7 @@ addRoute(
     path: "/api/api-tools",
     summary: "Make an API tool from an OpenAPI operation (admin)",
     description:
-      "`{openapi | openapi_url, operation_id, title?, description?, server_url?, headers?, timeout_seconds?}`. The operation (GET, POST, PUT, PATCH or DELETE) becomes a tool named `title` (default: the operationId): its input schema has one property per parameter (path, query, header) and `body` for a JSON request body, `$ref`s resolved within the document. `headers` are sent with every call (literals, {\"env\"} or {\"connection\"} references, as HTTP tools). The URL passes the outbound address guard. A name held by a built-in, an HTTP tool or a preset is 409; posting an existing API tool's title replaces it.",
+      '`{openapi | openapi_url, operation_id, title?, description?, server_url?, headers?, timeout_seconds?}`. The operation (GET, POST, PUT, PATCH or DELETE) becomes a tool named `title` (default: the operationId): its input schema has one property per parameter (path, query, header) and `body` for a JSON request body, `$ref`s resolved within the document. `headers` are sent with every call (literals, {"env"} or {"connection"} references, as HTTP tools). The URL passes the outbound address guard. A name held by a built-in, an HTTP tool or a preset is 409; posting an existing API tool\'s title replaces it.',
     area: "manifest",
     auth: { tag: "manifest", admin: true },
     stores: [{ kind: "url", at: "server_url" }],

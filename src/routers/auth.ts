@@ -163,7 +163,8 @@ addRoute(
     method: "put",
     path: "/api/auth/api-keys/{user_id}",
     summary: "Edit an api key (partial): description, scopes, condition, role, disabled, owner (admin)",
-    description: "Each edit appends a version to the key's policy history (`GET /api/auth/api-keys/{user_id}/policy/versions`). Custom scope ids and the role must exist (400).",
+    description:
+      "Each edit appends a version to the key's policy history (`GET /api/auth/api-keys/{user_id}/policy/versions`). Custom scope ids and the role must exist (400).",
     area: "auth",
     auth: { tag: "auth" },
     params: userIdParams,
@@ -205,7 +206,7 @@ addRoute(
     path: "/api/auth/api-keys/{user_id}",
     summary: "Revoke an api key (and every key it owns)",
     description:
-      "The revoke is recorded as a last version of each revoked key's policy history (kept after the key is gone). Each revoked user_id is retired: only an admin may mint it again, as a new lineage that inherits nothing keyed by it (docs/access-control.md, \"Identities\"). The claim links the key made are dropped.",
+      'The revoke is recorded as a last version of each revoked key\'s policy history (kept after the key is gone). Each revoked user_id is retired: only an admin may mint it again, as a new lineage that inherits nothing keyed by it (docs/access-control.md, "Identities"). The claim links the key made are dropped.',
     area: "auth",
     auth: { tag: "auth" },
     params: userIdParams,
@@ -309,7 +310,12 @@ addRoute(
       role: p.key.role,
       routes: await routesFor(p, registry, pins, now),
       tools: await runnable(p, "tool", toolNames, now),
-      agents: await runnable(p, "agent", agents.map((a) => a.name), now),
+      agents: await runnable(
+        p,
+        "agent",
+        agents.map((a) => a.name),
+        now,
+      ),
       mintable: await mintableFor(db, p, now),
     };
   },

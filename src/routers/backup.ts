@@ -21,7 +21,8 @@ addRoute(
     method: "get",
     path: "/api/backup/sections",
     summary: "List the backup sections, in the order an import applies them (admin)",
-    description: "`secret: true` sections (keys, target-secrets, route-secrets, hook-secrets, settings-secrets) hold credentials or secret values; an export writes them only when named.",
+    description:
+      "`secret: true` sections (keys, target-secrets, route-secrets, hook-secrets, settings-secrets) hold credentials or secret values; an export writes them only when named.",
     area: AREA,
     auth: ADMIN,
     response: z.array(SectionInfo),
@@ -36,7 +37,7 @@ addRoute(
     path: "/api/backup/export",
     summary: "Export a backup document (admin): the raw JSON document as an attachment, not enveloped",
     description:
-      "Answers `{version: 1, exported_at, sections: {<name>: [rows]}}` itself (no `{data}` envelope), with `content-disposition: attachment; filename=\"bridge-backup-<timestamp>.json\"`. Without `sections`: every non-secret section whose store is configured; a secret section only when named. Naming a section whose store is not configured is 501 `<store>-not-configured`; an unknown name is 400. A document with secret sections holds key hashes and secrets in plain text: keep it like the database.",
+      'Answers `{version: 1, exported_at, sections: {<name>: [rows]}}` itself (no `{data}` envelope), with `content-disposition: attachment; filename="bridge-backup-<timestamp>.json"`. Without `sections`: every non-secret section whose store is configured; a secret section only when named. Naming a section whose store is not configured is 501 `<store>-not-configured`; an unknown name is 400. A document with secret sections holds key hashes and secrets in plain text: keep it like the database.',
     area: AREA,
     auth: ADMIN,
     body: ExportBody,

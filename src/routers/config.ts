@@ -71,7 +71,9 @@ addRoute(
 
 export const EnvChangeBody = z
   .object({
-    set: boundedJsonObject(MAX_BODY_BYTES).optional().meta({ description: "Setting name → value (text; numbers, booleans, objects and arrays are stored as their text)." }),
+    set: boundedJsonObject(MAX_BODY_BYTES)
+      .optional()
+      .meta({ description: "Setting name → value (text; numbers, booleans, objects and arrays are stored as their text)." }),
     unset: names.optional().meta({ description: "Names to drop from the overlay (they fall back to the env)." }),
     secret_keys: names.optional().meta({ description: "Names of `set` to treat as secret besides the registry's secrets." }),
   })
@@ -144,7 +146,8 @@ addRoute(
     method: "get",
     path: "/api/config/settings-schema",
     summary: "JSON Schema (draft 2020-12) of every setting",
-    description: "Generated from the settings registry: types, bounds, defaults, descriptions; secrets are `writeOnly`; `x-setting.overlay` says whether the overlay may set it.",
+    description:
+      "Generated from the settings registry: types, bounds, defaults, descriptions; secrets are `writeOnly`; `x-setting.overlay` says whether the overlay may set it.",
     ...READ,
     response: z.record(z.string(), z.unknown()),
   },
@@ -276,7 +279,8 @@ addRoute(
     method: "post",
     path: "/api/config/profiles/{name}/diff",
     summary: "What applying a profile (newest or a given version) would change in the live overlay",
-    description: "Names the profile adds, removes (overlaid now, absent from the profile), changes and leaves unchanged; values of non-secrets only. A read: `config:read` suffices.",
+    description:
+      "Names the profile adds, removes (overlaid now, absent from the profile), changes and leaves unchanged; values of non-secrets only. A read: `config:read` suffices.",
     ...READ_BY_POST,
     params: profileParams,
     body: versionBody,
@@ -293,7 +297,8 @@ addRoute(
     method: "post",
     path: "/api/config/profiles/{name}/apply",
     summary: "Make the overlay exactly a profile's env (validated, atomic, bumps the generation)",
-    description: "Replaces the whole overlay with the profile's (newest or given) version after validating the Worker's env with it on top (400 naming the variables; nothing written).",
+    description:
+      "Replaces the whole overlay with the profile's (newest or given) version after validating the Worker's env with it on top (400 naming the variables; nothing written).",
     ...ADMIN,
     params: profileParams,
     body: versionBody,

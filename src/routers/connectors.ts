@@ -14,7 +14,17 @@ import { holderOf } from "../auth/identity";
 import type { Principal } from "../auth/principal";
 import { connectionStub } from "../contracts/connection-rpc";
 import { AuthorizationView, CompletionView, beginAuthorization, completeAuthorization, providerFor } from "../connectors/authorization";
-import { type Caller, ConnectionView, connectionIdsAfter, connectionView, deleteConnection, getConnection, listConnections, updateConnection, visibleTo } from "../connectors/connections";
+import {
+  type Caller,
+  ConnectionView,
+  connectionIdsAfter,
+  connectionView,
+  deleteConnection,
+  getConnection,
+  listConnections,
+  updateConnection,
+  visibleTo,
+} from "../connectors/connections";
 import { connectionIdSchema } from "../connectors/header-ref";
 import { ProvidersCatalog, findProvider, listCategories, providerView, scopesFor, unknownSubService } from "../connectors/providers";
 import { keyRingOf } from "../connectors/sealing";
@@ -97,7 +107,13 @@ addRoute(
     const settings = c.get("settings");
     const provider = providerFor(settings, body.provider_id);
     checkSubServices(provider, body.sub_services);
-    return beginAuthorization(c.env, settings, callerOf(principal), { purpose: "connect", provider, sub_services: body.sub_services, connection_id: null }, Date.now());
+    return beginAuthorization(
+      c.env,
+      settings,
+      callerOf(principal),
+      { purpose: "connect", provider, sub_services: body.sub_services, connection_id: null },
+      Date.now(),
+    );
   },
 );
 
@@ -139,7 +155,12 @@ addRoute(
     response: z.object({ items: z.array(ConnectionView), total: z.number().int() }),
   },
   async (c, { query, principal }) => {
-    const { rows, total } = await listConnections(c.env.DB, callerOf(principal), { provider_id: query.provider_id, owner_user_id: query.owner_user_id }, query.limit ?? 50);
+    const { rows, total } = await listConnections(
+      c.env.DB,
+      callerOf(principal),
+      { provider_id: query.provider_id, owner_user_id: query.owner_user_id },
+      query.limit ?? 50,
+    );
     const now = Date.now();
     const items = await Promise.all(rows.map(async (row) => connectionView(row, await connectionStub(c.env, row.connection_id).health(now))));
     return { items, total };
@@ -174,7 +195,11 @@ addRoute(
     ...DOOR,
     params: connectionParams,
     body: z.object({ sub_services: subServicesSchema }).strict(),
-    response: z.object({ kind: z.enum(["unchanged", "narrowed", "reauthorization_required"]), connection: ConnectionView, authorization: AuthorizationView.nullable() }),
+    response: z.object({
+      kind: z.enum(["unchanged", "narrowed", "reauthorization_required"]),
+      connection: ConnectionView,
+      authorization: AuthorizationView.nullable(),
+    }),
     errors: [404, 409],
   },
   async (c, { params, body, principal }) => {
@@ -185,7 +210,13 @@ addRoute(
     const stub = connectionStub(c.env, row.connection_id);
     const widening = body.sub_services.some((s) => !row.sub_services.includes(s));
     if (widening) {
-      const authorization = await beginAuthorization(c.env, settings, callerOf(principal), { purpose: "widen", provider, sub_services: body.sub_services, connection_id: row.connection_id }, Date.now());
+      const authorization = await beginAuthorization(
+        c.env,
+        settings,
+        callerOf(principal),
+        { purpose: "widen", provider, sub_services: body.sub_services, connection_id: row.connection_id },
+        Date.now(),
+      );
       return { kind: "reauthorization_required" as const, connection: connectionView(row, await stub.health(Date.now())), authorization };
     }
     if (body.sub_services.length === row.sub_services.length) {
@@ -215,7 +246,13 @@ addRoute(
     const settings = c.get("settings");
     const row = await visibleConnection(c.env.DB, callerOf(principal), params.connection_id);
     const provider = providerOfConnection(c, row.provider_id);
-    return beginAuthorization(c.env, settings, callerOf(principal), { purpose: "reconnect", provider, sub_services: row.sub_services, connection_id: row.connection_id }, Date.now());
+    return beginAuthorization(
+      c.env,
+      settings,
+      callerOf(principal),
+      { purpose: "reconnect", provider, sub_services: row.sub_services, connection_id: row.connection_id },
+      Date.now(),
+    );
   },
 );
 
@@ -225,7 +262,8 @@ addRoute(
     method: "delete",
     path: "/api/connectors/connections/{connection_id}",
     summary: "Delete a connection and its tokens",
-    description: "Erases the tokens, the listing row and any open authorization for it. Tools whose headers reference it fail at dispatch from then on. The provider is not called (revoke the grant at the provider if it must end there too).",
+    description:
+      "Erases the tokens, the listing row and any open authorization for it. Tools whose headers reference it fail at dispatch from then on. The provider is not called (revoke the grant at the provider if it must end there too).",
     ...DOOR,
     params: connectionParams,
     response: z.object({ removed: z.literal(true), connection_id: z.string() }),
@@ -257,7 +295,13 @@ addRoute(
     bodyOptional: true,
     response: z.object({
       current_key_id: z.string(),
-      connections: z.object({ total: z.number().int(), resealed: z.number().int(), already_current: z.number().int(), missing: z.number().int(), unopenable: z.number().int() }),
+      connections: z.object({
+        total: z.number().int(),
+        resealed: z.number().int(),
+        already_current: z.number().int(),
+        missing: z.number().int(),
+        unopenable: z.number().int(),
+      }),
       authorizations: z.object({ resealed: z.number().int(), dropped: z.number().int() }),
     }),
   },

@@ -75,7 +75,12 @@ addRoute(
   },
   async (c, { params, principal }) => {
     // The socket tells about this route's threads: the caller must be able to read them.
-    await authorize(principal, { tag: "conversations", action: "read" }, { method: "GET", path: `/api/conversations/${params.route_name}/transcript` }, new Date());
+    await authorize(
+      principal,
+      { tag: "conversations", action: "read" },
+      { method: "GET", path: `/api/conversations/${params.route_name}/transcript` },
+      new Date(),
+    );
     await requireRoute(c.env.DB, params.route_name);
     const ticket = mintTicket();
     const expiresAt = Date.now() + TICKET_TTL_MS;
@@ -92,7 +97,7 @@ addPublicRoute(
     path: "/api/conversations/{route_name}/live",
     summary: "The route's live WebSocket for the operator console (opened with a one-time ticket)",
     description:
-      "A WebSocket upgrade only (426 otherwise). `ticket` comes from `POST …/live-tickets` and works once; a bad, spent or expired one is 401. Frames are JSON: `{type: \"ready\"}`, then `{type: \"notices\", notices: [{type: \"thread\", route_name, thread_id, status, at} | {type: \"failed\", route_name, thread_id, message_id}]}`: ids and a status, never message text. Send `ping` to get `pong`. The hub closes a socket after 10 minutes (code 4001): open a new ticket.",
+      'A WebSocket upgrade only (426 otherwise). `ticket` comes from `POST …/live-tickets` and works once; a bad, spent or expired one is 401. Frames are JSON: `{type: "ready"}`, then `{type: "notices", notices: [{type: "thread", route_name, thread_id, status, at} | {type: "failed", route_name, thread_id, message_id}]}`: ids and a status, never message text. Send `ping` to get `pong`. The hub closes a socket after 10 minutes (code 4001): open a new ticket.',
     area: "console",
     auth: { public: true },
     store: "conversations",
@@ -103,7 +108,8 @@ addPublicRoute(
     errors: [401, 426],
   },
   async (c, { params }) => {
-    if (c.req.header("upgrade")?.toLowerCase() !== "websocket") throw new HttpError(426, "expected a WebSocket upgrade", undefined, undefined, { Upgrade: "websocket" });
+    if (c.req.header("upgrade")?.toLowerCase() !== "websocket")
+      throw new HttpError(426, "expected a WebSocket upgrade", undefined, undefined, { Upgrade: "websocket" });
     return consoleHubStub(c.env, params.route_name).fetch(c.req.raw);
   },
 );

@@ -31,7 +31,15 @@ addRoute(
   },
   async (c, { params, body, principal }) => {
     const key = principal.key;
-    const admission = await admitEvent(c.env, c.get("settings").conversations, params.route_name, key.user_id, body, c.get("prefetched")[0], threadPrincipal(key));
+    const admission = await admitEvent(
+      c.env,
+      c.get("settings").conversations,
+      params.route_name,
+      key.user_id,
+      body,
+      c.get("prefetched")[0],
+      threadPrincipal(key),
+    );
     if (admission.kind === "answered") return c.json({ data: inlineAnswer(admission.record) }, 200);
     return c.json({ data: { message_id: admission.message_id, thread_id: admission.thread_id } }, 202);
   },

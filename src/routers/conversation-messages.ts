@@ -66,7 +66,9 @@ addRoute(
     const now = Date.now();
     const db = c.env.DB;
     const [rows, count] = await db.batch<{ message_id: string; thread_id: string; n?: number }>([
-      db.prepare("SELECT message_id, thread_id FROM failed_records WHERE expires_at > ? ORDER BY failed_at DESC, message_id LIMIT ? OFFSET ?").bind(now, w.pageSize, w.offset),
+      db
+        .prepare("SELECT message_id, thread_id FROM failed_records WHERE expires_at > ? ORDER BY failed_at DESC, message_id LIMIT ? OFFSET ?")
+        .bind(now, w.pageSize, w.offset),
       db.prepare("SELECT COUNT(*) AS n FROM failed_records WHERE expires_at > ?").bind(now),
     ]);
     const records = await Promise.all(rows.results.map((r) => threadStub(c.env, r.thread_id).getRecord(r.message_id)));

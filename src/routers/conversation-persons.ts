@@ -72,7 +72,8 @@ addRoute(
     method: "put",
     path: "/api/conversations/persons/{person_id}/locale",
     summary: "Set or clear a person's locale (a BCP 47 tag, or null)",
-    description: "The tag is stored canonicalized (pt-br → pt-BR); a malformed tag is 400. The locale is seeded from the channel's hint at first contact and never overwritten by later turns; this door is how an operator changes it.",
+    description:
+      "The tag is stored canonicalized (pt-br → pt-BR); a malformed tag is 400. The locale is seeded from the channel's hint at first contact and never overwritten by later turns; this door is how an operator changes it.",
     area: "conversations",
     auth: { tag: "conversations" },
     store: "conversations",

@@ -5,7 +5,18 @@ import { base64url } from "../auth/crypto";
 import { bindExecutionKey } from "../auth/pass-role";
 import { assertMayStore } from "../auth/stored-by";
 import { routeCreateBody, routeParams } from "../bridge/schemas";
-import { type RouteRow, RouteView, deleteRoute, getRoute, requireRoute, listRoutes, routeByChannelIdentity, routeHasThreads, routeView, upsertRoute } from "../bridge/routes-store";
+import {
+  type RouteRow,
+  RouteView,
+  deleteRoute,
+  getRoute,
+  requireRoute,
+  listRoutes,
+  routeByChannelIdentity,
+  routeHasThreads,
+  routeView,
+  upsertRoute,
+} from "../bridge/routes-store";
 import type { AppEnv } from "../http/app-env";
 import { flushListings } from "../bridge/indexes";
 import { HttpError, badRequest } from "../http/errors";
@@ -83,7 +94,11 @@ addRoute(
       "Rules in order: body 400 → store 501 → callback_url outbound address guard 400 (private and local hosts unless OUTBOUND_ALLOW_PRIVATE_HOSTS=true) → target exists 404 → the caller may run the target itself 403 → payload_expr/reply_expr compile 400 → (channel, our_identity) unclaimed 400 → pass-role bind of execution_key (403/404/400) → callback secret minted → write. The callback_secret is returned once, here only.",
     area: "conversations",
     auth: { tag: "conversations" },
-    stores: [{ kind: "tool", at: "target_name" }, { kind: "key", at: "execution_key" }, { kind: "url", at: "callback_url" }],
+    stores: [
+      { kind: "tool", at: "target_name" },
+      { kind: "key", at: "execution_key" },
+      { kind: "url", at: "callback_url" },
+    ],
     store: "conversations",
     params: routeParams,
     body: routeCreateBody,
@@ -172,4 +187,3 @@ addRoute(
     return { removed: true as const, route_name: params.route_name };
   },
 );
-

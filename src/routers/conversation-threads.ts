@@ -14,7 +14,6 @@ import { forgetAnswer, recordsPage, searchQuery, threadIdQuery, threadsPage, thr
 import { guardThreadOnRoute } from "../operator/thread-guard";
 import { forgetThread } from "../operator/threads";
 
-
 export const conversationThreadsRouter = new Hono<AppEnv>();
 
 addRoute(

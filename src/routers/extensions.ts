@@ -122,7 +122,7 @@ addRoute(
     path: "/api/tools/{name}/extensions/combos",
     summary: "Add or remove single combos on a declared tool",
     description:
-      "`{add?: [combo], remove?: [combo]}` (at least one combo in all): removals first, then additions. Removing a combo the tool does not carry is 404, adding one it carries is 400, each naming the combo by its extension names; combos compare by names and parsed configs (`\"retry\"` equals `{name: \"retry\", config: {}}`). Answers the tool's combos after the edit.",
+      '`{add?: [combo], remove?: [combo]}` (at least one combo in all): removals first, then additions. Removing a combo the tool does not carry is 404, adding one it carries is 400, each naming the combo by its extension names; combos compare by names and parsed configs (`"retry"` equals `{name: "retry", config: {}}`). Answers the tool\'s combos after the edit.',
     ...DOOR,
     stores: [{ kind: "tool", at: "{name}" }],
     params: toolParams,

@@ -38,7 +38,7 @@ const FireAnswerSchema = z.union([
   z.object({ status: z.literal("already_seen") }).strict(),
 ]);
 
-const ALREADY_SEEN = { status: 200, description: "A replayed delivery id: `{status: \"already_seen\"}`, nothing fired.", schema: FireAnswerSchema };
+const ALREADY_SEEN = { status: 200, description: 'A replayed delivery id: `{status: "already_seen"}`, nothing fired.', schema: FireAnswerSchema };
 
 /** 202 for a fire, 200 for a replay; a fault submitting a run is 503 so the provider redelivers. */
 async function answer(c: Context<AppEnv>, fire: () => Promise<FireAnswer>): Promise<Response> {
@@ -62,7 +62,7 @@ addPublicRoute(
     description:
       "Public. With a verifier bound to the topic the raw body is verified first (401 `signature verification failed` for anything that does not verify, whatever the reason); without one the topic is open to anyone, by design, and each hook's bound execution key is the only boundary. " +
       "The body must be JSON (or empty: payload null), at most 1 MiB. A delivery id (the verifier's: X-GitHub-Delivery, webhook-id, the Stripe event id, the generic binding's header; on an open topic X-Delivery-Id) seen within HOOKS_REPLAY_WINDOW_SECONDS answers 200 `{status: \"already_seen\"}` and fires nothing. " +
-      "Otherwise 202 `{status: \"accepted\", fired: [{hook, run_id}], skipped: [{hook, reason}]}`: each fired hook is a background tool run (read it at GET /api/tool-runs/{run_id}); a condition that is not true or a jq error is a skip. A topic with no hooks answers 202 with nothing fired. 503 when a run could not be submitted (redeliver).",
+      'Otherwise 202 `{status: "accepted", fired: [{hook, run_id}], skipped: [{hook, reason}]}`: each fired hook is a background tool run (read it at GET /api/tool-runs/{run_id}); a condition that is not true or a jq error is a skip. A topic with no hooks answers 202 with nothing fired. 503 when a run could not be submitted (redeliver).',
     area: "hooks",
     auth: { public: true },
     store: "tool-runs",
@@ -82,7 +82,8 @@ addPublicRoute(
     method: "get",
     path: "/api/hooks/incoming/{topic}",
     summary: "Ping a topic's delivery URL (public): answers ready, fires nothing",
-    description: "For providers that check a URL before sending. Answers `{status: \"ready\"}` for every topic, so it tells nothing about a topic; deliveries are POSTs.",
+    description:
+      'For providers that check a URL before sending. Answers `{status: "ready"}` for every topic, so it tells nothing about a topic; deliveries are POSTs.',
     area: "hooks",
     auth: { public: true },
     params: z.object({ topic: HookTopic }),
@@ -92,7 +93,7 @@ addPublicRoute(
 );
 
 const linkDescription =
-  "Public: the token is the capability (and a valid api key too when the link was created with require_api_key). Every miss (malformed, unknown, expired or deleted token; a missing or invalid key on a link that requires one) is the same 404 `{\"error\":\"not found\"}`. " +
+  'Public: the token is the capability (and a valid api key too when the link was created with require_api_key). Every miss (malformed, unknown, expired or deleted token; a missing or invalid key on a link that requires one) is the same 404 `{"error":"not found"}`. ' +
   "Fires the link's topic's hooks as the link's execution key, with the link's tool_kwargs merged over each expr output and under each hook's own tool_kwargs. The payload is the JSON body (POST; empty: null) or the query parameters as an object of strings (GET). An X-Delivery-Id seen within HOOKS_REPLAY_WINDOW_SECONDS answers 200 `already_seen`. Answers as the topic door does.";
 
 for (const method of ["get", "post"] as const) {
@@ -114,6 +115,7 @@ for (const method of ["get", "post"] as const) {
       alsoResponds: [ALREADY_SEEN],
       errors: [404, 503],
     },
-    (c, { params, raw }) => answer(c, () => receiveLinkCall(c.env, c.get("settings"), params.token, c.req.raw, method === "post" ? (raw ?? new Uint8Array(0)) : null, new Date())),
+    (c, { params, raw }) =>
+      answer(c, () => receiveLinkCall(c.env, c.get("settings"), params.token, c.req.raw, method === "post" ? (raw ?? new Uint8Array(0)) : null, new Date())),
   );
 }

@@ -44,12 +44,21 @@ addRoute(
     method: "get",
     path: "/api/hooks/verifiers",
     summary: "The verifier kinds a topic can be bound to",
-    description: "Each kind with the headers a delivery must carry, where its delivery id (the replay key) comes from, and whether a signed timestamp is checked (HOOKS_VERIFIER_TOLERANCE_SECONDS).",
+    description:
+      "Each kind with the headers a delivery must carry, where its delivery id (the replay key) comes from, and whether a signed timestamp is checked (HOOKS_VERIFIER_TOLERANCE_SECONDS).",
     area: "hooks",
     auth: { tag: "hooks" },
     response: z.object({
       items: z.array(
-        z.object({ kind: z.enum(VERIFIER_KINDS), description: z.string(), signature_headers: z.array(z.string()), delivery_id: z.string(), timestamp_tolerance: z.boolean() }).strict(),
+        z
+          .object({
+            kind: z.enum(VERIFIER_KINDS),
+            description: z.string(),
+            signature_headers: z.array(z.string()),
+            delivery_id: z.string(),
+            timestamp_tolerance: z.boolean(),
+          })
+          .strict(),
       ),
       total: z.number().int(),
     }),
@@ -67,7 +76,7 @@ addRoute(
     path: "/api/hooks/topics/{topic}/verifier",
     summary: "Bind (or re-bind) a topic's verifier (admin)",
     description:
-      "Body `{kind, secret, signature_header?, delivery_header?}`; kinds: github, stripe, standard_webhooks, hmac_sha256 (the header options are the generic kind's only). `secret` is the value (sealed at rest with SETTINGS_ENCRYPTION_KEY: 501 settings-encryption-not-configured without it) or `{\"env\": \"SECRET_…\"}`; it is never shown back. " +
+      'Body `{kind, secret, signature_header?, delivery_header?}`; kinds: github, stripe, standard_webhooks, hmac_sha256 (the header options are the generic kind\'s only). `secret` is the value (sealed at rest with SETTINGS_ENCRYPTION_KEY: 501 settings-encryption-not-configured without it) or `{"env": "SECRET_…"}`; it is never shown back. ' +
       "From then on every delivery to `POST /api/hooks/incoming/{topic}` is verified over its raw body before anything parses it, and one that does not verify is 401.",
     ...ADMIN_DOOR,
     params: z.object({ topic: HookTopic }),
@@ -168,7 +177,11 @@ addRoute(
       "Answers `{registered, name}`, plus `warning` when the topic has no verifier (anyone can fire it: the bound key is the only boundary) or the key is an admin or broad key. " +
       "Order: body 400 → store 501 → unknown tool 404 → condition/expr 400 → pass-role 403/404/400 → the key's run grant 403 → a restricted caller replacing another identity's hook 403 → a full topic (32 hooks) 409 → state_binding 501/404/400.",
     ...DOOR,
-    stores: [{ kind: "tool", at: "tool" }, { kind: "key", at: "execution_key" }, { kind: "state", at: "state_binding.states[].state" }],
+    stores: [
+      { kind: "tool", at: "tool" },
+      { kind: "key", at: "execution_key" },
+      { kind: "state", at: "state_binding.states[].state" },
+    ],
     body: HookCreateBody,
     response: z.object({ registered: z.literal(true), name: z.string(), warning: z.string().optional() }).strict(),
     errors: [403, 404, 409],

@@ -94,7 +94,12 @@ addRoute(
   async (c, { query, principal }) => {
     const caller = callerOf(principal);
     const w = toWindow(query);
-    const { items, total } = await listInteractions(c.env.DB, { status: query.status, thread_id: query.thread_id, audience: caller.restricted ? caller.user_id : undefined, audienceSinceMs: sinceMs(caller) }, w.offset, w.pageSize);
+    const { items, total } = await listInteractions(
+      c.env.DB,
+      { status: query.status, thread_id: query.thread_id, audience: caller.restricted ? caller.user_id : undefined, audienceSinceMs: sinceMs(caller) },
+      w.offset,
+      w.pageSize,
+    );
     return toPage(
       items.map((s) => viewFor(s, caller.admin)),
       total,
@@ -109,7 +114,8 @@ addRoute(
     method: "get",
     path: "/api/interactions/pending",
     summary: "List the interactions waiting for an answer, newest first",
-    description: "Pending interactions not yet past their expiry, newest first; filter `thread_id`. Paged (`page`, `pageSize` ≤ 200). A restricted caller lists only interactions addressed to it.",
+    description:
+      "Pending interactions not yet past their expiry, newest first; filter `thread_id`. Paged (`page`, `pageSize` ≤ 200). A restricted caller lists only interactions addressed to it.",
     ...DOOR,
     auth: { tag: "interactions" },
     pinnable: false,
@@ -119,7 +125,12 @@ addRoute(
   async (c, { query, principal }) => {
     const caller = callerOf(principal);
     const w = toWindow(query);
-    const { items, total } = await listInteractions(c.env.DB, { pendingAt: Date.now(), thread_id: query.thread_id, audience: caller.restricted ? caller.user_id : undefined, audienceSinceMs: sinceMs(caller) }, w.offset, w.pageSize);
+    const { items, total } = await listInteractions(
+      c.env.DB,
+      { pendingAt: Date.now(), thread_id: query.thread_id, audience: caller.restricted ? caller.user_id : undefined, audienceSinceMs: sinceMs(caller) },
+      w.offset,
+      w.pageSize,
+    );
     return toPage(
       items.map((s) => viewFor(s, caller.admin)),
       total,
@@ -128,16 +139,18 @@ addRoute(
   },
 );
 
-const streamQuery = z
-  .object({
-    last_event_id: z.string().regex(/^\d{1,15}$/, { message: "must be a non-negative integer" }).optional(),
-    max_seconds: z
-      .string()
-      .regex(/^\d{1,5}$/, { message: "must be a whole number of seconds" })
-      .transform(Number)
-      .refine((n) => n >= 1, { message: "must be at least 1" })
-      .optional(),
-  });
+const streamQuery = z.object({
+  last_event_id: z
+    .string()
+    .regex(/^\d{1,15}$/, { message: "must be a non-negative integer" })
+    .optional(),
+  max_seconds: z
+    .string()
+    .regex(/^\d{1,5}$/, { message: "must be a whole number of seconds" })
+    .transform(Number)
+    .refine((n) => n >= 1, { message: "must be at least 1" })
+    .optional(),
+});
 
 addRoute(
   interactionsRouter,
@@ -146,7 +159,7 @@ addRoute(
     path: "/api/interactions/stream",
     summary: "Tail interaction events as server-sent events",
     description:
-      "`text/event-stream`: each event is `id: <n>` and `data: <json>` with `{id, type, interaction_id, at, interaction}`; `type` is interaction.created, interaction.answered, interaction.cancelled, interaction.expired or interaction.resumed (an outside run's resumed end). `: keepalive` comments every 15 s. Starts with new events; the `Last-Event-ID` header (or `last_event_id`) replays what the ring still holds after that id (INTERACTIONS_EVENTS_MAX), preceded by a `{type: \"events.dropped\"}` frame when older events were already dropped. The server ends a stream after INTERACTIONS_STREAM_MAX_SECONDS (or the shorter `max_seconds`); reconnect with Last-Event-ID. A restricted caller receives only events of interactions addressed to it.",
+      '`text/event-stream`: each event is `id: <n>` and `data: <json>` with `{id, type, interaction_id, at, interaction}`; `type` is interaction.created, interaction.answered, interaction.cancelled, interaction.expired or interaction.resumed (an outside run\'s resumed end). `: keepalive` comments every 15 s. Starts with new events; the `Last-Event-ID` header (or `last_event_id`) replays what the ring still holds after that id (INTERACTIONS_EVENTS_MAX), preceded by a `{type: "events.dropped"}` frame when older events were already dropped. The server ends a stream after INTERACTIONS_STREAM_MAX_SECONDS (or the shorter `max_seconds`); reconnect with Last-Event-ID. A restricted caller receives only events of interactions addressed to it.',
     ...DOOR,
     auth: { tag: "interactions" },
     pinnable: false,
@@ -200,7 +213,7 @@ addRoute(
     path: "/api/interactions/{interaction_id}/cancel",
     summary: "Cancel a pending interaction",
     description:
-      "Body (optional): `{reason}`. The parked run resumes with `{outcome: \"cancelled\", cancelled: true, reason?}` as its ask_user result, which the model (or a tool route's reply_expr) sees. 404 unknown (or not addressed to a restricted caller); 409 no longer pending.",
+      'Body (optional): `{reason}`. The parked run resumes with `{outcome: "cancelled", cancelled: true, reason?}` as its ask_user result, which the model (or a tool route\'s reply_expr) sees. 404 unknown (or not addressed to a restricted caller); 409 no longer pending.',
     ...DOOR,
     auth: { tag: "interactions" },
     params: idParams,

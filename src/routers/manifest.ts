@@ -7,7 +7,18 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../http/app-env";
 import { addRoute } from "../http/route";
-import { EnvRefsView, ManifestDocument, ManifestView, PreservedView, ReplaceResult, applyReplace, planReplace, readEnvRefs, readManifest, readPreserved } from "../manifest/document";
+import {
+  EnvRefsView,
+  ManifestDocument,
+  ManifestView,
+  PreservedView,
+  ReplaceResult,
+  applyReplace,
+  planReplace,
+  readEnvRefs,
+  readManifest,
+  readPreserved,
+} from "../manifest/document";
 import { reloadServers } from "../mcp/config";
 import { listMcpServers } from "../mcp/store";
 import { createTargetContext } from "../targets/dispatch";
@@ -21,7 +32,7 @@ addRoute(
     path: "/api/manifest",
     summary: "Every operator declaration as one document",
     description:
-      "`{version: 1, tools, agents, mcp, api_tools, connectors}`: each entry exactly the body of its own declaration door; literal header values read \"<redacted>\", references as declared. Declarations an installed marketplace plugin owns are not listed (GET /api/manifest/preserved).",
+      '`{version: 1, tools, agents, mcp, api_tools, connectors}`: each entry exactly the body of its own declaration door; literal header values read "<redacted>", references as declared. Declarations an installed marketplace plugin owns are not listed (GET /api/manifest/preserved).',
     area: "manifest",
     auth: { tag: "manifest" },
     response: ManifestView,
@@ -69,7 +80,13 @@ addRoute(
       "The body is a manifest document (GET /api/manifest's shape; sections may be left out, meaning empty). Each entry is validated with its own door's schema and checks, \"<redacted>\" header values stand for the stored value of that header, and the whole document is written in one D1 batch: declarations not in it are removed (except what GET /api/manifest/preserved lists), the rest created or replaced. MCP servers declared anew or changed are listed after the write (an unchanged one keeps its tools). A refused document writes nothing.",
     area: "manifest",
     auth: { tag: "manifest", admin: true },
-    stores: [{ kind: "url", at: "tools[].url" }, { kind: "url", at: "agents[].config.url" }, { kind: "url", at: "agents[].config.base_url" }, { kind: "url", at: "mcp[].config.url" }, { kind: "url", at: "api_tools[].url" }],
+    stores: [
+      { kind: "url", at: "tools[].url" },
+      { kind: "url", at: "agents[].config.url" },
+      { kind: "url", at: "agents[].config.base_url" },
+      { kind: "url", at: "mcp[].config.url" },
+      { kind: "url", at: "api_tools[].url" },
+    ],
     body: ManifestDocument,
     response: ReplaceResult,
     errors: [409],
@@ -79,7 +96,10 @@ addRoute(
     const plan = await planReplace(c.env.DB, body, c.get("settings"), c.env, new Date().toISOString());
     await applyReplace(c.env.DB, plan);
     const relist = new Set(plan.relist);
-    const status = await reloadServers(ctx, (await listMcpServers(c.env.DB)).filter((s) => relist.has(s.title)));
+    const status = await reloadServers(
+      ctx,
+      (await listMcpServers(c.env.DB)).filter((s) => relist.has(s.title)),
+    );
     return {
       replaced: true as const,
       counts: { tools: plan.doc.tools.length, agents: plan.doc.agents.length, mcp: plan.doc.mcp.length, api_tools: plan.doc.api_tools.length },

@@ -20,7 +20,18 @@ import { type MarketplaceDeps, installPlugin, previewChange, uninstallPlugin, up
 import { pluginNotFound, registryNotConfigured } from "../marketplace/refusals";
 import { loadIndex } from "../marketplace/registry";
 import { ChangeResult, Preview, UninstallResult, UpgradeAllResult } from "../marketplace/results";
-import { AdvisoryView, CategoryView, KindsView, PluginDetail, PluginSummary, advisoryView, categories, kinds, pluginDetail, searchPlugins } from "../marketplace/views";
+import {
+  AdvisoryView,
+  CategoryView,
+  KindsView,
+  PluginDetail,
+  PluginSummary,
+  advisoryView,
+  categories,
+  kinds,
+  pluginDetail,
+  searchPlugins,
+} from "../marketplace/views";
 
 export const marketplaceRouter = new Hono<AppEnv>();
 
@@ -123,7 +134,8 @@ addRoute(
     method: "get",
     path: "/api/marketplace/plugins/{ns}/{name}",
     summary: "One plugin of the registry: its versions (newest first) and advisories",
-    description: "Namespace and name compare without case. Each version says whether this build can install it (`bundle`: ok, incompatible, invalid) and, when it can, the declarations it holds by kind. Unknown plugin 404.",
+    description:
+      "Namespace and name compare without case. Each version says whether this build can install it (`bundle`: ok, incompatible, invalid) and, when it can, the declarations it holds by kind. Unknown plugin 404.",
     ...READ,
     params: z.object({ ns: PluginNamePart, name: PluginNamePart }),
     response: PluginDetail,
@@ -238,7 +250,7 @@ addRoute(
     path: "/api/marketplace/upgrade-all",
     summary: "Move every installed plugin onto its latest compatible version (admin)",
     description:
-      "No body (an empty object is accepted). One batch under one hold of the fleet lock; each installed ref gets one result `{ref, outcome, detail}`: `upgraded` (\"<old> -> <new>\"), `up-to-date` (\"<v> is the latest compatible version\", plus \" (<newer> exists but does not support bridge-declarations 1)\" when a newer release exists for another contract), `no-compatible-version` (\"no published version supports bridge-declarations 1\", same optional suffix) or `failed` (the reason). A ref's failure never aborts the batch. The operation-level refusals: the lock held elsewhere (503 + Retry-After, plain `{error}`), and a settings reload in progress, i.e. the stored settings generation moved past the one in force in the answering isolate (503 `{error, reloading: true}` + Retry-After; the reload is started, so the retry runs on the new settings).",
+      'No body (an empty object is accepted). One batch under one hold of the fleet lock; each installed ref gets one result `{ref, outcome, detail}`: `upgraded` ("<old> -> <new>"), `up-to-date` ("<v> is the latest compatible version", plus " (<newer> exists but does not support bridge-declarations 1)" when a newer release exists for another contract), `no-compatible-version` ("no published version supports bridge-declarations 1", same optional suffix) or `failed` (the reason). A ref\'s failure never aborts the batch. The operation-level refusals: the lock held elsewhere (503 + Retry-After, plain `{error}`), and a settings reload in progress, i.e. the stored settings generation moved past the one in force in the answering isolate (503 `{error, reloading: true}` + Retry-After; the reload is started, so the retry runs on the new settings).',
     ...ADMIN,
     body: z.object({}).strict(),
     bodyOptional: true,

@@ -28,7 +28,7 @@ addRoute(
     path: "/api/mcp-config/entries",
     summary: "Declare (create or replace) an MCP server (admin)",
     description:
-      "`{title, description?, config: {type: \"http\", url, headers?}, include?, exclude?, timeout_seconds?}`. The server speaks Streamable HTTP; header values are literals (never shown again: reads say \"<redacted>\"), {\"env\": \"VAR\"} references (SECRET_* or SECRET_REFERENCE_ALLOWLIST; resolved from POST /api/mcp-config/secret-env values first, then the Worker env) or {\"connection\": id} references. `url` passes the outbound address guard. The declaration is stored, then the server is listed at once: its tools register as `<title>.<tool>` and the answer carries the listing's status (a server that cannot be listed stays declared with status `failed`; reload it later).",
+      '`{title, description?, config: {type: "http", url, headers?}, include?, exclude?, timeout_seconds?}`. The server speaks Streamable HTTP; header values are literals (never shown again: reads say "<redacted>"), {"env": "VAR"} references (SECRET_* or SECRET_REFERENCE_ALLOWLIST; resolved from POST /api/mcp-config/secret-env values first, then the Worker env) or {"connection": id} references. `url` passes the outbound address guard. The declaration is stored, then the server is listed at once: its tools register as `<title>.<tool>` and the answer carries the listing\'s status (a server that cannot be listed stays declared with status `failed`; reload it later).',
     area: "manifest",
     auth: ADMIN_WRITE,
     stores: [{ kind: "url", at: "config.url" }],
@@ -83,7 +83,8 @@ addRoute(
     method: "get",
     path: "/api/mcp-config/schema",
     summary: "The JSON Schema of the MCP config",
-    description: "`{config, entry}`: the JSON Schemas (draft 2020-12) of the POST /api/mcp-config body and of one entry (the POST /api/mcp-config/entries body).",
+    description:
+      "`{config, entry}`: the JSON Schemas (draft 2020-12) of the POST /api/mcp-config body and of one entry (the POST /api/mcp-config/entries body).",
     area: "manifest",
     auth: { tag: "manifest" },
     response: z.object({ config: z.record(z.string(), z.unknown()), entry: z.record(z.string(), z.unknown()) }),
@@ -104,13 +105,18 @@ addRoute(
     path: "/api/mcp-config/secret-env",
     summary: "Store (or remove) a secret value MCP servers' env references resolve to (admin)",
     description:
-      "`{name, value, origins?}`: `name` must be inside the secret-reference scope (SECRET_* or SECRET_REFERENCE_ALLOWLIST); `value` is sealed with SETTINGS_ENCRYPTION_KEY (501 settings-encryption-not-configured without it) and never shown again; `value: null` removes it. The value is bound to the origins it may be sent to: those of `origins` (server URLs) and of the MCP servers referencing `name` now (400 naming `origins` when there are none), all within the origins SECRET_REFERENCE_ORIGINS binds `name` to (400 naming `name` when it binds none, `origins[i]` for one outside); a server at another origin does not get it until the value is written again. An MCP server's {\"env\": name} header resolves the stored value first, then the Worker env. Answers `{name, set, updated_at}`.",
+      '`{name, value, origins?}`: `name` must be inside the secret-reference scope (SECRET_* or SECRET_REFERENCE_ALLOWLIST); `value` is sealed with SETTINGS_ENCRYPTION_KEY (501 settings-encryption-not-configured without it) and never shown again; `value: null` removes it. The value is bound to the origins it may be sent to: those of `origins` (server URLs) and of the MCP servers referencing `name` now (400 naming `origins` when there are none), all within the origins SECRET_REFERENCE_ORIGINS binds `name` to (400 naming `name` when it binds none, `origins[i]` for one outside); a server at another origin does not get it until the value is written again. An MCP server\'s {"env": name} header resolves the stored value first, then the Worker env. Answers `{name, set, updated_at}`.',
     area: "manifest",
     auth: ADMIN_WRITE,
     body: z
       .object({
         name: z.string().regex(ENV_NAME, { message: "must name an env var (letters, digits, _)" }),
-        value: z.string().min(1).max(8192).refine((v) => !/[\r\n\0]/.test(v), { message: "must not contain CR, LF or NUL" }).nullable(),
+        value: z
+          .string()
+          .min(1)
+          .max(8192)
+          .refine((v) => !/[\r\n\0]/.test(v), { message: "must not contain CR, LF or NUL" })
+          .nullable(),
         /** Server URLs (or origins) the value may be sent to, besides the servers referencing it now. */
         origins: z.array(endpointUrlSchema).max(MAX_SECRET_ENV_ORIGINS).default([]),
       })

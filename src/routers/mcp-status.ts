@@ -65,7 +65,8 @@ addRoute(
     method: "post",
     path: "/api/mcp-status/{title}/reload",
     summary: "List one MCP server again",
-    description: "A good listing replaces the server's registered tools; a failed one keeps them and records the error. A deregistered server registers again. Unknown title 404.",
+    description:
+      "A good listing replaces the server's registered tools; a failed one keeps them and records the error. A deregistered server registers again. Unknown title 404.",
     area: "manifest",
     auth: { tag: "manifest" },
     params: titleParams,

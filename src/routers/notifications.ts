@@ -77,7 +77,7 @@ addRoute(
     path: "/api/notifications",
     summary: "List internal notifications, newest first",
     description:
-      "A restricted caller (an owned key) reads its own per-identity feed: every notification addressed to its user_id since its key was minted (what was addressed to the user_id before belongs to an earlier holder, or nobody: docs/access-control.md, \"Identities\"), within the feed cap, and no broadcasts. Any other caller reads the shared feed, which holds every recorded notification. No paging: a feed holds at most `NOTIFICATIONS_FEED_MAX` entries. Without `INTERACTIONS_STORE_URL` the list is empty.",
+      'A restricted caller (an owned key) reads its own per-identity feed: every notification addressed to its user_id since its key was minted (what was addressed to the user_id before belongs to an earlier holder, or nobody: docs/access-control.md, "Identities"), within the feed cap, and no broadcasts. Any other caller reads the shared feed, which holds every recorded notification. No paging: a feed holds at most `NOTIFICATIONS_FEED_MAX` entries. Without `INTERACTIONS_STORE_URL` the list is empty.',
     area: "notifications",
     auth: { tag: "notifications" },
     response: NotificationFeedAnswer,
@@ -85,7 +85,12 @@ addRoute(
   async (c, { principal }) => {
     const settings = c.get("settings");
     if (!settings.notifications.storeUrl) return { notifications: [] };
-    const feed = await readFeed(c.env, settings.notifications, feedOfReader({ restricted: principal.restricted, user_id: principal.key.user_id }), holderOf(principal.key).since);
+    const feed = await readFeed(
+      c.env,
+      settings.notifications,
+      feedOfReader({ restricted: principal.restricted, user_id: principal.key.user_id }),
+      holderOf(principal.key).since,
+    );
     // The feed answers JSON text; it is embedded as is rather than parsed and serialized again.
     return new Response(`{"data":{"notifications":${feed}}}`, { status: 200, headers: { "content-type": "application/json" } });
   },

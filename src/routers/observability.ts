@@ -31,7 +31,11 @@ const READ = { tag: "observability" } as const;
 /** Observability's page size bound (platform facts D: capped at 100; larger values clamp). */
 export const OBSERVABILITY_MAX_PAGE_SIZE = 100;
 
-const intString = (name: string) => z.string().regex(/^\d+$/, { message: `${name} must be a positive integer` }).transform(Number);
+const intString = (name: string) =>
+  z
+    .string()
+    .regex(/^\d+$/, { message: `${name} must be a positive integer` })
+    .transform(Number);
 
 const observabilityPaging = z.object({
   page: intString("page")

@@ -125,7 +125,10 @@ addRoute(
       "A preset is a live tool name: dispatching it merges fixed_kwargs over the caller's arguments (fixed wins), validates the merge against input_schema, runs base_tool inside its `extensions` combos (docs/extensions.md) and checks the result against output_schema. The name may not be a tool's (409), nor an existing preset's (409: append versions instead), nor an agent's (400). base_tool must exist (404) and not be a preset (400). A base_tool naming a declared agent (and no tool) makes an authored agent: fixed_kwargs bake agent run fields (user_message, thread_id), run with POST /api/agents/authored/{name}/runs; it takes no schemas, state_binding or extensions (400).",
     area: "presets",
     auth: { tag: "presets" },
-    stores: [{ kind: "tool", at: "base_tool" }, { kind: "state", at: "state_binding.states[].state" }],
+    stores: [
+      { kind: "tool", at: "base_tool" },
+      { kind: "state", at: "state_binding.states[].state" },
+    ],
     body: presetCreateSchema,
     response: presetViewSchema,
     errors: [404, 409],
@@ -214,10 +217,14 @@ addRoute(
     method: "post",
     path: "/api/presets/{name}/versions",
     summary: "Append a version and make it active",
-    description: "Omitted fields carry forward from the active version; null clears input_schema, output_schema or state_binding; `extensions` replaces the combos ([] clears).",
+    description:
+      "Omitted fields carry forward from the active version; null clears input_schema, output_schema or state_binding; `extensions` replaces the combos ([] clears).",
     area: "presets",
     auth: { tag: "presets" },
-    stores: [{ kind: "tool", at: "base_tool" }, { kind: "state", at: "state_binding.states[].state" }],
+    stores: [
+      { kind: "tool", at: "base_tool" },
+      { kind: "state", at: "state_binding.states[].state" },
+    ],
     params: nameParams,
     body: presetPatchSchema,
     response: presetVersionViewSchema,

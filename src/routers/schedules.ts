@@ -50,7 +50,11 @@ addRoute(
       "`state_binding` (optional, spec §2.6): states each fire's run reads before and writes after its dispatch, checked as a target config's binding is (every state declared 404, programs compile 400, templates attached on use; 501 states-not-configured without STATES_STORE_URL); not for maintenance tools. " +
       "Order: body 400 → store 501 → unknown tool 404 → tool_kwargs against the tool's input schema 400 → cadence 400 → pass-role 403/404/400 → the key's run grant 403 → a restricted caller replacing another identity's schedule 403 → state_binding 501/404/400. Missed fires after downtime: at most one catch-up fire (SCHEDULES_CATCH_UP_WINDOW_SECONDS), then the next regular slot.",
     ...DOOR,
-    stores: [{ kind: "tool", at: "tool_name" }, { kind: "key", at: "execution_key" }, { kind: "state", at: "state_binding.states[].state" }],
+    stores: [
+      { kind: "tool", at: "tool_name" },
+      { kind: "key", at: "execution_key" },
+      { kind: "state", at: "state_binding.states[].state" },
+    ],
     body: ScheduleCreateBody,
     response: z
       .object({ name: z.string().nullable(), created: z.boolean(), once: z.boolean(), schedule: ScheduleView.nullable(), run_id: z.string().nullable() })
@@ -66,7 +70,8 @@ addRoute(
     method: "get",
     path: "/api/schedules",
     summary: "List schedules by name",
-    description: "Paged (`page`, `pageSize` ≤ 200). A restricted caller (an owned key) lists only the schedules it created. `recent_fires` is left out here; each row's counters come from the schedule's last fire.",
+    description:
+      "Paged (`page`, `pageSize` ≤ 200). A restricted caller (an owned key) lists only the schedules it created. `recent_fires` is left out here; each row's counters come from the schedule's last fire.",
     ...DOOR,
     pinnable: false,
     query: pagingQuery,
@@ -85,7 +90,8 @@ addRoute(
     method: "delete",
     path: "/api/schedules/{schedule_name}",
     summary: "Delete a schedule: no fire after this",
-    description: "Unknown name 404. A restricted caller may delete only schedules it created (403). Runs already started go on; their records stay under `GET /api/tool-runs`.",
+    description:
+      "Unknown name 404. A restricted caller may delete only schedules it created (403). Runs already started go on; their records stay under `GET /api/tool-runs`.",
     ...DOOR,
     params: z.object({ schedule_name: ScheduleName }),
     response: z.object({ removed: z.literal(true), name: z.string() }).strict(),

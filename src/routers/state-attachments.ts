@@ -24,7 +24,9 @@ export const stateAttachmentsRouter = new Hono<AppEnv>();
 
 const stateParams = z.object({ name: StateName });
 const attachmentParams = z.object({ name: StateName, template: TemplateName });
-const ProgramRef = z.string().regex(/^[a-z](?:[a-z0-9]|-(?=[a-z0-9])){0,62}(\.[a-z_][a-z0-9_]{0,62})?$|^[a-z_][a-z0-9_]{0,62}$/, { message: "must be <name> or <template>.<name>" });
+const ProgramRef = z
+  .string()
+  .regex(/^[a-z](?:[a-z0-9]|-(?=[a-z0-9])){0,62}(\.[a-z_][a-z0-9_]{0,62})?$|^[a-z_][a-z0-9_]{0,62}$/, { message: "must be <name> or <template>.<name>" });
 const programParams = recordParams.extend({ program: ProgramRef });
 
 async function attachmentsOf(c: { env: AppEnv["Bindings"] }, name: string) {
@@ -159,7 +161,8 @@ addRoute(
     method: "post",
     path: `${RECORD}/template-jq/{program}`,
     summary: "Apply an update-purpose template jq program to a subject's record",
-    description: "The program maps {record, input} (record: the part at its attachment's path) to an op batch relative to that path, applied like POST …/deltas (schema and regimes enforced). The audit trail records origin.meta = {template_jq: <name>}.",
+    description:
+      "The program maps {record, input} (record: the part at its attachment's path) to an op batch relative to that path, applied like POST …/deltas (schema and regimes enforced). The audit trail records origin.meta = {template_jq: <name>}.",
     ...STATES_DOOR,
     params: programParams,
     body: z.object({ input: boundedJsonValue(MAX_JSON_BYTES) }).strict(),

@@ -12,7 +12,12 @@ import { PendingSaveView, RetryResult, discardSave, listSaves, retrySave } from 
 
 export const statePendingSavesRouter = new Hono<AppEnv>();
 
-const idParams = z.object({ id: z.string().regex(/^[1-9][0-9]{0,15}$/, { message: "a pending save id is an integer of at least 1" }).transform(Number) });
+const idParams = z.object({
+  id: z
+    .string()
+    .regex(/^[1-9][0-9]{0,15}$/, { message: "a pending save id is an integer of at least 1" })
+    .transform(Number),
+});
 
 addRoute(
   statePendingSavesRouter,
@@ -24,7 +29,10 @@ addRoute(
     query: z.object({
       status: z.enum(["outstanding", "failed"]).default("outstanding"),
       limit: z.coerce.number().int().min(1).max(200).default(50),
-      cursor: z.string().regex(/^[0-9]{1,16}$/, { message: "must be a cursor from a previous page" }).optional(),
+      cursor: z
+        .string()
+        .regex(/^[0-9]{1,16}$/, { message: "must be a cursor from a previous page" })
+        .optional(),
     }),
     response: z.object({ items: z.array(PendingSaveView), next_cursor: z.string().nullable(), outstanding: z.number().int(), failed: z.number().int() }),
   },
@@ -37,7 +45,8 @@ addRoute(
     method: "post",
     path: "/api/state-pending-saves/{id}/retry",
     summary: "Requeue a failed pending save and apply it now",
-    description: "Answers the resulting status: applied (landed whole; the save is gone), pending (it waits behind an older save on the same subject, or the state's object could not be reached), or failed again with last_error. 404 for a missing save, 409 for one that is not failed.",
+    description:
+      "Answers the resulting status: applied (landed whole; the save is gone), pending (it waits behind an older save on the same subject, or the state's object could not be reached), or failed again with last_error. 404 for a missing save, 409 for one that is not failed.",
     ...STATES_DOOR,
     params: idParams,
     response: RetryResult,

@@ -65,8 +65,18 @@ for (const door of [
 ] as const) {
   addRoute(
     stateRecordsRouter,
-    { method: door.method, path: RECORD, summary: door.summary, ...STATES_DOOR, params: recordParams, body: recordBody, response: StateRecord, errors: [404, 409] },
-    async (c, { params, body, principal }) => (await writeRecord(c.env, params.name, subjectOf(params), { kind: door.kind, data: body }, apiOrigin(principal.key.user_id))).record,
+    {
+      method: door.method,
+      path: RECORD,
+      summary: door.summary,
+      ...STATES_DOOR,
+      params: recordParams,
+      body: recordBody,
+      response: StateRecord,
+      errors: [404, 409],
+    },
+    async (c, { params, body, principal }) =>
+      (await writeRecord(c.env, params.name, subjectOf(params), { kind: door.kind, data: body }, apiOrigin(principal.key.user_id))).record,
   );
 }
 
@@ -133,7 +143,8 @@ addRoute(
   async (c, { params, body, principal }) => {
     const from = subjectOf(params);
     const into: Subject = body.into;
-    if (into.target_kind !== from.target_kind || into.target_name !== from.target_name) throw badRequest("invalid body: into: must be a subject of the same target");
+    if (into.target_kind !== from.target_kind || into.target_name !== from.target_name)
+      throw badRequest("invalid body: into: must be a subject of the same target");
     await checkPersonSubject(c.env, from);
     await checkPersonSubject(c.env, into);
     const r = await stateStoreStub(c.env, params.name).fold(from, into, body.mode, apiOrigin(principal.key.user_id), Date.now());
@@ -176,11 +187,16 @@ addRoute(
     method: "post",
     path: "/api/states/{name}/records/search",
     summary: "Find subjects whose record contains `filters` (JSON containment)",
-    description: "An object contains another when every key of the other is present with a contained value; an array, when each element of the other is contained in one of its elements; scalars, when equal. Paged with a cursor; at most 5000 records are read per request (a page may come back short with a cursor).",
+    description:
+      "An object contains another when every key of the other is present with a contained value; an array, when each element of the other is contained in one of its elements; scalars, when equal. Paged with a cursor; at most 5000 records are read per request (a page may come back short with a cursor).",
     ...STATES_DOOR,
     params: z.object({ name: StateName }),
     body: searchBody,
-    response: z.object({ matches: z.array(z.object({ subject: Subject, updated_at: z.number().int() })), next_cursor: z.string().nullable(), held: z.array(Subject) }),
+    response: z.object({
+      matches: z.array(z.object({ subject: Subject, updated_at: z.number().int() })),
+      next_cursor: z.string().nullable(),
+      held: z.array(Subject),
+    }),
     errors: [404],
   },
   async (c, { params, body }) => {

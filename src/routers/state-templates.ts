@@ -50,7 +50,7 @@ addRoute(
     path: "/api/state-templates/{name}",
     summary: "Create or replace a state template",
     description:
-      "The name comes from the path; a `name` in the body must equal it. An existing template is replaced only with `?replace=true` (409 otherwise). Every `{\"$parameter\": p}` node of `schema` must name a declared parameter; each `template_jq` program given as `content` must compile as jq once rendered with its kwargs, and so must `declarations.check`.",
+      'The name comes from the path; a `name` in the body must equal it. An existing template is replaced only with `?replace=true` (409 otherwise). Every `{"$parameter": p}` node of `schema` must name a declared parameter; each `template_jq` program given as `content` must compile as jq once rendered with its kwargs, and so must `declarations.check`.',
     ...STATES_DOOR,
     params: templateParams,
     query: z.object({ replace: z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional() }),

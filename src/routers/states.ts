@@ -124,7 +124,8 @@ addRoute(
     method: "post",
     path: "/api/state-retention/prune",
     summary: "Sweep records past their state's retention_days (admin only)",
-    description: "Every declared state drops the records whose last write is older than its retention_days; a state without retention keeps everything. The cron pass runs the same sweep every 15 minutes. Expired records already read as absent before they are swept.",
+    description:
+      "Every declared state drops the records whose last write is older than its retention_days; a state without retention keeps everything. The cron pass runs the same sweep every 15 minutes. Expired records already read as absent before they are swept.",
     area: "states",
     auth: { tag: "states", admin: true },
     store: "states",

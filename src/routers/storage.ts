@@ -82,25 +82,29 @@ addRoute(
     path: "/api/storage/resources",
     summary: "List stored objects under a prefix, a page at a time",
     description:
-      "Keys in lexicographic (UTF-8 byte) order. `prefix` is \"\" or a path, optionally ending with `/`; `recursive=false` lists one level and names the sub-directories in `dirs`. `limit` 1..1000 (default 100); pass `next_cursor` back as `cursor` for the next page (null on the last).",
+      'Keys in lexicographic (UTF-8 byte) order. `prefix` is "" or a path, optionally ending with `/`; `recursive=false` lists one level and names the sub-directories in `dirs`. `limit` 1..1000 (default 100); pass `next_cursor` back as `cursor` for the next page (null on the last).',
     ...GATED,
-    query: z
-      .object({
-        prefix: StoragePrefix.optional(),
-        cursor: z.string().min(1).max(2048).optional(),
-        limit: z
-          .string()
-          .regex(/^\d+$/, { message: "limit must be a positive integer" })
-          .transform(Number)
-          .refine((n) => n >= 1 && n <= MAX_LIST_LIMIT, { message: `limit must be between 1 and ${MAX_LIST_LIMIT}` })
-          .optional(),
-        recursive: z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional(),
-      }),
+    query: z.object({
+      prefix: StoragePrefix.optional(),
+      cursor: z.string().min(1).max(2048).optional(),
+      limit: z
+        .string()
+        .regex(/^\d+$/, { message: "limit must be a positive integer" })
+        .transform(Number)
+        .refine((n) => n >= 1 && n <= MAX_LIST_LIMIT, { message: `limit must be between 1 and ${MAX_LIST_LIMIT}` })
+        .optional(),
+      recursive: z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional(),
+    }),
     response: ListingView,
     errors: [400],
   },
   (c, { query }) =>
-    listObjects(bucketOf(c), { prefix: query.prefix ?? "", cursor: query.cursor, limit: query.limit ?? DEFAULT_LIST_LIMIT, recursive: query.recursive !== "false" }),
+    listObjects(bucketOf(c), {
+      prefix: query.prefix ?? "",
+      cursor: query.cursor,
+      limit: query.limit ?? DEFAULT_LIST_LIMIT,
+      recursive: query.recursive !== "false",
+    }),
 );
 
 addRoute(
@@ -168,7 +172,8 @@ addRoute(
     method: "delete",
     path: "/api/storage/resources/{resource_id}",
     summary: "Delete an object (and a D1 text resource of the same id)",
-    description: "After it the id no longer resolves as a TemplatedText source. 404 when neither the bucket nor the D1 text resources hold it. Under `plugins/` admin-only.",
+    description:
+      "After it the id no longer resolves as a TemplatedText source. 404 when neither the bucket nor the D1 text resources hold it. Under `plugins/` admin-only.",
     ...GATED,
     params: resourceParams,
     response: z.object({ removed: z.literal(true), id: z.string() }).strict(),

@@ -94,6 +94,10 @@ addRoute(
     const served = await getServedApp(c.env.DB, params.slug);
     if (!served) throw notFound("sub-mcp app not found");
     const ctx = createTargetContext(c.env, c.get("settings"));
-    return serveSubMcp({ env: c.env, ctx, app: served.app, writer: served, principal, request: { method: c.req.method, path: c.req.path }, waitUntil: waitUntilOf(c) }, c.req.raw, raw ?? new Uint8Array());
+    return serveSubMcp(
+      { env: c.env, ctx, app: served.app, writer: served, principal, request: { method: c.req.method, path: c.req.path }, waitUntil: waitUntilOf(c) },
+      c.req.raw,
+      raw ?? new Uint8Array(),
+    );
   },
 );

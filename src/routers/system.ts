@@ -47,7 +47,8 @@ addRoute(
     method: "post",
     path: "/api/fleet/reload-config",
     summary: "Bump the settings generation: every isolate re-reads the overlay",
-    description: "The same as `POST /api/config/reload`: this isolate re-reads at once, every other within `SETTINGS_REFRESH_SECONDS` (there is no bus to address isolates one by one).",
+    description:
+      "The same as `POST /api/config/reload`: this isolate re-reads at once, every other within `SETTINGS_REFRESH_SECONDS` (there is no bus to address isolates one by one).",
     area: "system",
     auth: { tag: "system", admin: true },
     body: z.object({}).strict(),
@@ -71,6 +72,9 @@ addRoute(
   },
   (c) => {
     const snap = isolateSettings.current();
-    return systemKinds(c.get("settings"), c.env as unknown as Record<string, unknown>, { generation: snap?.generation ?? null, names: snap ? Object.keys(snap.values).length : 0 });
+    return systemKinds(c.get("settings"), c.env as unknown as Record<string, unknown>, {
+      generation: snap?.generation ?? null,
+      names: snap ? Object.keys(snap.values).length : 0,
+    });
   },
 );

@@ -51,17 +51,16 @@ addRoute(
     description:
       "Ids (paths below `templates/`) in lexicographic order, with `resource_id` (the storage path, also the TemplatedText `id`). `prefix` narrows by id; `limit` 1..1000 (default 100); `next_cursor` back as `cursor` for the next page.",
     ...GATED,
-    query: z
-      .object({
-        prefix: TemplateDirPrefix.optional(),
-        cursor: z.string().min(1).max(2048).optional(),
-        limit: z
-          .string()
-          .regex(/^\d+$/, { message: "limit must be a positive integer" })
-          .transform(Number)
-          .refine((n) => n >= 1 && n <= 1000, { message: "limit must be between 1 and 1000" })
-          .optional(),
-      }),
+    query: z.object({
+      prefix: TemplateDirPrefix.optional(),
+      cursor: z.string().min(1).max(2048).optional(),
+      limit: z
+        .string()
+        .regex(/^\d+$/, { message: "limit must be a positive integer" })
+        .transform(Number)
+        .refine((n) => n >= 1 && n <= 1000, { message: "limit must be between 1 and 1000" })
+        .optional(),
+    }),
     response: TemplateListing,
   },
   (c, { query }) => listTemplates(bucketOf(c), { prefix: query.prefix, cursor: query.cursor, limit: query.limit ?? 100 }),
@@ -73,7 +72,8 @@ addRoute(
     method: "post",
     path: "/api/template",
     summary: "Fetch a template: its text and the variables it references",
-    description: "`variables` lists every name the template reads (with the sections around it); `schema` is the JSON Schema of the view they imply (inferred by parsing, docs/templates.md).",
+    description:
+      "`variables` lists every name the template reads (with the sections around it); `schema` is the JSON Schema of the view they imply (inferred by parsing, docs/templates.md).",
     ...GATED,
     auth: { tag: "templates", action: "read" },
     body: z.object({ id: TemplateId }).strict(),
@@ -123,7 +123,9 @@ addRoute(
     summary: "Delete a directory of templates recursively",
     description: "Every template whose id starts with `<dir>/`, at most 10 000 per request (`complete: false`: repeat). 404 when the directory holds none.",
     ...GATED,
-    body: z.object({ dir: StorageDir.refine((d) => storagePathProblem(templateKey(d)) === null, { message: "is too long or too deep below templates/" }) }).strict(),
+    body: z
+      .object({ dir: StorageDir.refine((d) => storagePathProblem(templateKey(d)) === null, { message: "is too long or too deep below templates/" }) })
+      .strict(),
     response: z.object({ removed: z.number().int(), dir: z.string(), complete: z.boolean() }).strict(),
     errors: [404],
   },

@@ -27,7 +27,8 @@ addRoute(
     method: "get",
     path: "/api/tool-meta",
     summary: "Every folder and every tool's stored metadata",
-    description: "Folders ordered by parent and name; tool rows by name. A row may outlive its tool (`registered: false`) until it is deleted. A tool without a row shows the defaults (GET /api/tools/tags lists every tool).",
+    description:
+      "Folders ordered by parent and name; tool rows by name. A row may outlive its tool (`registered: false`) until it is deleted. A tool without a row shows the defaults (GET /api/tools/tags lists every tool).",
     ...DOOR,
     response: ToolMetaOverview,
   },
@@ -40,7 +41,8 @@ addRoute(
     method: "post",
     path: "/api/tool-meta/folders",
     summary: "Create a folder",
-    description: "`parent_id` null or absent: a top-level folder. Sibling names are unique (409). At most 1000 folders, 16 levels deep (409). Unknown parent 404.",
+    description:
+      "`parent_id` null or absent: a top-level folder. Sibling names are unique (409). At most 1000 folders, 16 levels deep (409). Unknown parent 404.",
     ...DOOR,
     body: z.object({ name: FolderName, parent_id: FolderId.nullable().default(null) }).strict(),
     response: FolderView,
@@ -70,7 +72,8 @@ addRoute(
     method: "post",
     path: "/api/tool-meta/folders/{folder_id}/move",
     summary: "Move a folder under another folder (or to the top)",
-    description: "`parent_id` null moves it to the top. Into itself or one of its descendants 409 (a cycle); past 16 levels 409; a sibling of the same name 409; unknown folder or parent 404.",
+    description:
+      "`parent_id` null moves it to the top. Into itself or one of its descendants 409 (a cycle); past 16 levels 409; a sibling of the same name 409; unknown folder or parent 404.",
     ...DOOR,
     params: folderParams,
     body: z.object({ parent_id: FolderId.nullable() }).strict(),

@@ -17,7 +17,14 @@ import { toolNameSchema } from "../mcp/names";
 import { tracedDirectRun } from "../runs/direct";
 import { type DispatchResult, createTargetContext, dispatchTool } from "../targets/dispatch";
 import { targetNameSchema } from "../targets/names";
-import { checkHttpToolDeclaration, deleteHttpTool, httpToolDeclarationSchema, httpToolViewSchema, httpToolView, upsertHttpTool } from "../targets/tools/http-tools";
+import {
+  checkHttpToolDeclaration,
+  deleteHttpTool,
+  httpToolDeclarationSchema,
+  httpToolViewSchema,
+  httpToolView,
+  upsertHttpTool,
+} from "../targets/tools/http-tools";
 import { allToolSchemas, listToolNames, toolSchema } from "../targets/tools/registry";
 import { ToolTags } from "../tool-meta/model";
 import { toolTags } from "../tool-meta/views";
@@ -137,7 +144,7 @@ addRoute(
     path: "/api/tools-config/entries",
     summary: "Declare (create or replace) an HTTP tool (admin)",
     description:
-      "Header values are literal strings or {\"env\": \"VAR\"} references resolved at each dispatch. Reads never show a literal header value (\"<redacted>\") nor a resolved secret. A title that names a built-in tool or a preset is 409. Admin only, because a declaration can send env secrets to any URL. `url` passes the outbound address guard (private and local hosts are 400 unless OUTBOUND_ALLOW_PRIVATE_HOSTS=true); env references must name SECRET_* or a SECRET_REFERENCE_ALLOWLIST entry (else 400).",
+      'Header values are literal strings or {"env": "VAR"} references resolved at each dispatch. Reads never show a literal header value ("<redacted>") nor a resolved secret. A title that names a built-in tool or a preset is 409. Admin only, because a declaration can send env secrets to any URL. `url` passes the outbound address guard (private and local hosts are 400 unless OUTBOUND_ALLOW_PRIVATE_HOSTS=true); env references must name SECRET_* or a SECRET_REFERENCE_ALLOWLIST entry (else 400).',
     area: "tools",
     auth: { tag: "tools", admin: true },
     stores: [{ kind: "url", at: "url" }],

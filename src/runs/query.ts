@@ -56,7 +56,11 @@ export function runView(r: Stored): RunView {
   };
 }
 
-const text = (max: number) => z.string().min(1, { message: "must not be blank" }).max(max, { message: `must be at most ${max} characters` });
+const text = (max: number) =>
+  z
+    .string()
+    .min(1, { message: "must not be blank" })
+    .max(max, { message: `must be at most ${max} characters` });
 const instant = z.iso.datetime({ offset: true, message: "must be an ISO 8601 date-time (e.g. 2026-01-01T00:00:00Z)" }).transform((s) => Date.parse(s));
 
 /** The listing filters (query parameters), shared by the runs doors. */

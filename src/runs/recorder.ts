@@ -33,7 +33,8 @@ export function boundTraceJson(value: JsonValue | null | undefined): JsonValue |
   return bytes <= MAX_TRACE_JSON_BYTES ? (JSON.parse(text) as JsonValue) : { truncated: true, bytes };
 }
 
-const cut = (s: string | null | undefined): string | null => (s === null || s === undefined ? null : s.length <= MAX_ERROR_CHARS ? s : `${s.slice(0, MAX_ERROR_CHARS - 1)}…`);
+const cut = (s: string | null | undefined): string | null =>
+  s === null || s === undefined ? null : s.length <= MAX_ERROR_CHARS ? s : `${s.slice(0, MAX_ERROR_CHARS - 1)}…`;
 
 /** The trace within its bounds: input and output bounded, error texts cut, steps past the cap counted. Pure. */
 export function boundTrace(t: RunTraceInput): RunTraceInput {

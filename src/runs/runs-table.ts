@@ -68,7 +68,11 @@ export function addCountersStatement(db: D1Database, deltas: CounterDelta[]): D1
 
 /** Brings threads' load rows up to their listing rows (a null row: the thread's records are gone). */
 export function threadLoadsStatements(db: D1Database, threads: Array<{ thread_id: string; row: ListingRow | null }>, nowMs: number): D1PreparedStatement[] {
-  const live = threads.flatMap((t) => (t.row ? [{ thread_id: t.thread_id, route_name: t.row.route_name, queue_depth: t.row.queue_depth ?? 0, pending_deliveries: t.row.pending_deliveries ?? 0 }] : []));
+  const live = threads.flatMap((t) =>
+    t.row
+      ? [{ thread_id: t.thread_id, route_name: t.row.route_name, queue_depth: t.row.queue_depth ?? 0, pending_deliveries: t.row.pending_deliveries ?? 0 }]
+      : [],
+  );
   const gone = threads.filter((t) => !t.row).map((t) => t.thread_id);
   const stmts: D1PreparedStatement[] = [];
   if (live.length) {
@@ -94,7 +98,10 @@ export function pruneCountersStatement(db: D1Database, nowMs: number): D1Prepare
 
 /** Thread forget: the thread's summary rows and load row (after every shard dropped what it buffered). */
 export async function dropThreadRuns(db: D1Database, threadId: string): Promise<void> {
-  await db.batch([db.prepare("DELETE FROM runs WHERE thread_id = ?").bind(threadId), db.prepare("DELETE FROM thread_loads WHERE thread_id = ?").bind(threadId)]);
+  await db.batch([
+    db.prepare("DELETE FROM runs WHERE thread_id = ?").bind(threadId),
+    db.prepare("DELETE FROM thread_loads WHERE thread_id = ?").bind(threadId),
+  ]);
 }
 
 /** Person erase: the summary rows attributed to `userId` (after every shard dropped its traces and buffered rows). */

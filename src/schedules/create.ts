@@ -61,7 +61,17 @@ export async function createSchedule(env: Env, settings: Settings, caller: Princ
   if (cadence.kind === "once") {
     await checkRunBinding(env, settings, state_binding, now);
     const run_id = crypto.randomUUID();
-    await submitToolRun(env, { run_id, tool_name: body.tool_name, arguments: body.tool_kwargs, caller: key, origin: "schedule", schedule_name: body.name ?? null, slot_at: now.getTime(), state_binding, binding_by: caller.key.user_id });
+    await submitToolRun(env, {
+      run_id,
+      tool_name: body.tool_name,
+      arguments: body.tool_kwargs,
+      caller: key,
+      origin: "schedule",
+      schedule_name: body.name ?? null,
+      slot_at: now.getTime(),
+      state_binding,
+      binding_by: caller.key.user_id,
+    });
     return { name: body.name ?? null, created: true, once: true, schedule: null, run_id };
   }
 

@@ -22,15 +22,7 @@ export function mirrorStatement(db: D1Database, s: ScheduleState): D1PreparedSta
          updated_at = excluded.updated_at, next_fire_at = excluded.next_fire_at, last_fire_at = excluded.last_fire_at,
          last_run_id = excluded.last_run_id, fires = excluded.fires`,
     )
-    .bind(
-      ...specColumnValues(s),
-      iso(s.created_at),
-      iso(s.updated_at),
-      iso(s.next_fire_at),
-      iso(s.last_fire_at),
-      s.last_run_id,
-      s.fires,
-    );
+    .bind(...specColumnValues(s), iso(s.created_at), iso(s.updated_at), iso(s.next_fire_at), iso(s.last_fire_at), s.last_run_id, s.fires);
 }
 
 export async function deleteListing(db: D1Database, name: string): Promise<boolean> {
@@ -46,7 +38,12 @@ const Listed = storedScheduleRow(z.string());
  * listing: made by its user_id since its key lineage began, src/auth/identity.ts; `updated_at`
  * is set with `created_by`).
  */
-export async function listSchedules(db: D1Database, createdBy: Holder | null, offset: number, limit: number): Promise<{ items: ScheduleView[]; total: number }> {
+export async function listSchedules(
+  db: D1Database,
+  createdBy: Holder | null,
+  offset: number,
+  limit: number,
+): Promise<{ items: ScheduleView[]; total: number }> {
   const where = createdBy === null ? "" : "WHERE created_by = ? AND updated_at >= ?";
   const args = createdBy === null ? [] : [createdBy.user_id, createdBy.since];
   const [page, count] = await db.batch([

@@ -122,6 +122,12 @@ export function scheduleView(s: ScheduleState): ScheduleView {
     updated_at: new Date(updated_at).toISOString(),
     next_fire_at: isoOf(next_fire_at),
     last_fire_at: isoOf(last_fire_at),
-    recent_fires: recent_fires.map((f) => ({ run_id: f.run_id, slot_at: isoOf(f.slot_at), fired_at: new Date(f.fired_at).toISOString(), catch_up: f.catch_up, skipped_slots: f.skipped })),
+    recent_fires: recent_fires.map((f) => ({
+      run_id: f.run_id,
+      slot_at: isoOf(f.slot_at),
+      fired_at: new Date(f.fired_at).toISOString(),
+      catch_up: f.catch_up,
+      skipped_slots: f.skipped,
+    })),
   };
 }

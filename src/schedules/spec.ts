@@ -14,9 +14,7 @@ import { RunToolName } from "../tool-runs/submit";
 import { type SlotSource, canonicalTimezone, compileCron } from "./cron";
 
 /** A schedule's name: also its object's name and a path segment. */
-export const ScheduleName = z
-  .string()
-  .regex(/^[A-Za-z0-9_.-]{1,128}$/, { message: "must be 1-128 characters of letters, digits, _ . and -" });
+export const ScheduleName = z.string().regex(/^[A-Za-z0-9_.-]{1,128}$/, { message: "must be 1-128 characters of letters, digits, _ . and -" });
 
 /** One crontab field: its text (`*`, `*\/15`, `1-5`, `mon-fri`, `1,15`) or a whole number. */
 const CronField = z.union([
@@ -32,7 +30,13 @@ const FIELDS = ["minute", "hour", "day_of_month", "month_of_year", "day_of_week"
 
 export const ScheduleKwargs = z
   .object({
-    cron: z.string().trim().min(1, { message: "must not be blank" }).max(256).regex(/^[^\u0000-\u001F\u007F]*$/, { message: "must be one line" }).optional(),
+    cron: z
+      .string()
+      .trim()
+      .min(1, { message: "must not be blank" })
+      .max(256)
+      .regex(/^[^\u0000-\u001F\u007F]*$/, { message: "must be one line" })
+      .optional(),
     minute: CronField.optional(),
     hour: CronField.optional(),
     day_of_month: CronField.optional(),

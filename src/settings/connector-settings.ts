@@ -67,7 +67,15 @@ const clientEnvSchema = z
   });
 
 /** Query parameters the service sets itself on an authorization URL; `authorize_params` may not. */
-export const RESERVED_AUTHORIZE_PARAMS: ReadonlySet<string> = new Set(["response_type", "client_id", "redirect_uri", "scope", "state", "code_challenge", "code_challenge_method"]);
+export const RESERVED_AUTHORIZE_PARAMS: ReadonlySet<string> = new Set([
+  "response_type",
+  "client_id",
+  "redirect_uri",
+  "scope",
+  "state",
+  "code_challenge",
+  "code_challenge_method",
+]);
 
 const oauthSchema = z
   .object({
@@ -82,7 +90,8 @@ const oauthSchema = z
       .record(z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, { message: "must be a query parameter name (letters, digits, _ . -)" }), z.string().max(512))
       .default({})
       .refine((p) => Object.keys(p).length <= 16 && !Object.keys(p).some((k) => RESERVED_AUTHORIZE_PARAMS.has(k)), {
-        message: "at most 16 parameters, none of those the service sets (response_type, client_id, redirect_uri, scope, state, code_challenge, code_challenge_method)",
+        message:
+          "at most 16 parameters, none of those the service sets (response_type, client_id, redirect_uri, scope, state, code_challenge, code_challenge_method)",
       }),
   })
   .strict();
@@ -137,7 +146,11 @@ export const ProviderDescriptor = z
      * connections may be declared only at a URL of one of them, and the token is sent nowhere else.
      * Without it, its connections cannot be lent to declarations at all.
      */
-    api_origins: z.array(apiOriginSchema).min(1, { message: "must list at least one origin (leave the field out to lend connections to no declaration)" }).max(16).optional(),
+    api_origins: z
+      .array(apiOriginSchema)
+      .min(1, { message: "must list at least one origin (leave the field out to lend connections to no declaration)" })
+      .max(16)
+      .optional(),
   })
   .strict()
   .superRefine((p, ctx) => {
@@ -147,15 +160,22 @@ export const ProviderDescriptor = z
     const k = dup(p.config_fields.map((x) => x.key));
     if (k >= 0) ctx.addIssue({ code: "custom", path: ["config_fields", k, "key"], message: "repeats another config field's key" });
     if (p.kind === "oauth") {
-      if (!p.oauth) ctx.addIssue({ code: "custom", path: ["oauth"], message: "an oauth provider needs oauth {authorization_endpoint, token_endpoint, client_id_env, client_secret_env}" });
+      if (!p.oauth)
+        ctx.addIssue({
+          code: "custom",
+          path: ["oauth"],
+          message: "an oauth provider needs oauth {authorization_endpoint, token_endpoint, client_id_env, client_secret_env}",
+        });
       p.sub_services.forEach((sub, i) => {
-        if (sub.scopes.length === 0) ctx.addIssue({ code: "custom", path: ["sub_services", i, "scopes"], message: "an oauth provider's sub-service needs at least one scope" });
+        if (sub.scopes.length === 0)
+          ctx.addIssue({ code: "custom", path: ["sub_services", i, "scopes"], message: "an oauth provider's sub-service needs at least one scope" });
       });
       if (p.config_fields.length) ctx.addIssue({ code: "custom", path: ["config_fields"], message: "an oauth provider carries no config fields" });
     } else {
       if (p.oauth) ctx.addIssue({ code: "custom", path: ["oauth"], message: "a none provider carries no oauth data" });
       p.sub_services.forEach((sub, i) => {
-        if (sub.scopes.length) ctx.addIssue({ code: "custom", path: ["sub_services", i, "scopes"], message: "a none provider carries no oauth data (no scopes)" });
+        if (sub.scopes.length)
+          ctx.addIssue({ code: "custom", path: ["sub_services", i, "scopes"], message: "a none provider carries no oauth data (no scopes)" });
       });
     }
   });
@@ -191,7 +211,10 @@ export interface ConnectorSettings {
 
 /** Where a zod issue sits in the document, as `[2].sub_services[0].id`. */
 function issuePath(path: PropertyKey[]): string {
-  return path.map((p) => (typeof p === "number" ? `[${p}]` : `.${String(p)}`)).join("").replace(/^\./, "");
+  return path
+    .map((p) => (typeof p === "number" ? `[${p}]` : `.${String(p)}`))
+    .join("")
+    .replace(/^\./, "");
 }
 
 /** Parses the providers document; each problem is pushed naming the setting, where and the rule. */
@@ -251,7 +274,9 @@ export function parseConnectorSettings(env: Record<string, unknown>, errors: str
   const keys = parseKeys(env, storeUrl, errors);
   let redirectUri: string | null = envString(env, REDIRECT_URI_SETTING)?.trim() || null;
   if (redirectUri && (redirectUri.length > 2048 || !isRedirectUri(redirectUri))) {
-    errors.push(`${REDIRECT_URI_SETTING} must be an absolute https URL (or http on 127.0.0.1/localhost for local development) without user:password or fragment`);
+    errors.push(
+      `${REDIRECT_URI_SETTING} must be an absolute https URL (or http on 127.0.0.1/localhost for local development) without user:password or fragment`,
+    );
     redirectUri = null;
   } else if (!redirectUri && storeUrl && providers.some((p) => p.kind === "oauth")) {
     errors.push(`${REDIRECT_URI_SETTING} must be set while CONNECTORS_STORE_URL is set and ${PROVIDERS_SETTING} lists an oauth provider`);

@@ -37,7 +37,10 @@ export function parseKeyRing(env: Record<string, unknown>, keySetting: string, p
     if (!current) errors.push(`${keySetting} ${KEY_RULE}`);
   }
   const previous: string[] = [];
-  for (const entry of (envString(env, previousSetting) ?? "").split(",").map((s) => s.trim()).filter(Boolean)) {
+  for (const entry of (envString(env, previousSetting) ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const key = normalizeKey(entry);
     if (!key) {
       errors.push(`${previousSetting} must be a comma-separated list of keys that each ${KEY_RULE.replace(/^must be/, "are")}`);

@@ -166,7 +166,9 @@ export function parseReferenceOrigins(raw: unknown, env: EnvVars | undefined, er
       continue;
     }
     if (isForbiddenReference(name, env)) {
-      errors.push(`${SECRET_REFERENCE_ORIGINS_SETTING} binds a variable that is never referenceable (the service's own settings, its bindings, CHANNEL_* secrets, connector client credentials)`);
+      errors.push(
+        `${SECRET_REFERENCE_ORIGINS_SETTING} binds a variable that is never referenceable (the service's own settings, its bindings, CHANNEL_* secrets, connector client credentials)`,
+      );
       continue;
     }
     if (!Array.isArray(list) || list.length === 0 || list.length > MAX_ORIGINS_PER_NAME) {
@@ -206,5 +208,4 @@ export function referenceMayGoTo(name: string, url: string, origins: ReferenceOr
 }
 
 /** Why a reference may not go to a URL, for a 400 or a failed call; names the rule, never an origin. */
-export const ORIGINS_RULE =
-  `${SECRET_REFERENCE_ORIGINS_SETTING} binds each referenceable name to the origins its value may be sent to; a name it does not bind goes nowhere`;
+export const ORIGINS_RULE = `${SECRET_REFERENCE_ORIGINS_SETTING} binds each referenceable name to the origins its value may be sent to; a name it does not bind goes nowhere`;

@@ -15,7 +15,15 @@ import { type NotificationSettings, parseNotificationSettings } from "./notifica
 import { type RunsSettings, parseRunsSettings } from "./runs-settings";
 import { type ScheduleSettings, parseScheduleSettings } from "./schedule-settings";
 import { type StorageSettings, type ToolMetaSettings, parseStorageSettings, parseToolMetaSettings } from "./storage-settings";
-import { ENV_NAME, type ReferenceOrigins, SECRET_REFERENCE_ALLOWLIST_SETTING, SECRET_REFERENCE_ORIGINS_SETTING, isForbiddenReference, parseReferenceOrigins, splitAllowlist } from "./secret-references";
+import {
+  ENV_NAME,
+  type ReferenceOrigins,
+  SECRET_REFERENCE_ALLOWLIST_SETTING,
+  SECRET_REFERENCE_ORIGINS_SETTING,
+  isForbiddenReference,
+  parseReferenceOrigins,
+  splitAllowlist,
+} from "./secret-references";
 import { d1StoreUrl } from "./store-url";
 import { type ToolRunSettings, parseToolRunSettings } from "./tool-run-settings";
 
@@ -251,7 +259,9 @@ export function parseSettings(env: Record<string, unknown>): SettingsResult {
     errors.push(`${SECRET_REFERENCE_ALLOWLIST_SETTING} must be a comma-separated list of env var names`);
   } else if (allowlist.some((name) => isForbiddenReference(name, env))) {
     // Never names the entry: the rule is enough to find it, and settings errors echo no values.
-    errors.push(`${SECRET_REFERENCE_ALLOWLIST_SETTING} names a variable that is never referenceable (the service's own settings, its bindings, CHANNEL_* secrets)`);
+    errors.push(
+      `${SECRET_REFERENCE_ALLOWLIST_SETTING} names a variable that is never referenceable (the service's own settings, its bindings, CHANNEL_* secrets)`,
+    );
   }
 
   const referenceOrigins = parseReferenceOrigins(env[SECRET_REFERENCE_ORIGINS_SETTING], env, errors);
@@ -271,7 +281,30 @@ export function parseSettings(env: Record<string, unknown>): SettingsResult {
   const mcp = parseMcpSettings(env, errors);
 
   if (errors.length) return { ok: false, errors };
-  return { ok: true, settings: { jq, conversations: c, states, notifications, connectors, marketplace, checkpoint: { provider, ttlMinutes }, outbound, secretReferences: { allowlist }, referenceOrigins, config, toolRuns, schedules, hooks, interactions, runs, storage, toolMeta, mcp } };
+  return {
+    ok: true,
+    settings: {
+      jq,
+      conversations: c,
+      states,
+      notifications,
+      connectors,
+      marketplace,
+      checkpoint: { provider, ttlMinutes },
+      outbound,
+      secretReferences: { allowlist },
+      referenceOrigins,
+      config,
+      toolRuns,
+      schedules,
+      hooks,
+      interactions,
+      runs,
+      storage,
+      toolMeta,
+      mcp,
+    },
+  };
 }
 
 /** The jq budget settings: whole numbers within the bounds the engine can honour. */

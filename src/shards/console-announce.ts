@@ -12,7 +12,12 @@ import { noticesOfPush } from "../console/notices";
 
 export function announceToConsoles(env: Env, p: ListingPush, waitUntil: (work: Promise<unknown>) => void): void {
   try {
-    for (const [route, notices] of noticesOfPush(p)) waitUntil(consoleHubStub(env, route).notify(notices).catch(() => 0));
+    for (const [route, notices] of noticesOfPush(p))
+      waitUntil(
+        consoleHubStub(env, route)
+          .notify(notices)
+          .catch(() => 0),
+      );
   } catch {
     // A missing binding or a stub that cannot be made: the console just hears nothing.
   }

@@ -38,7 +38,12 @@ export function putEntry(sql: SqlStorage, k: LedgerKey, entry: LedgerEntry, expi
 /** The live entry under `k`, if any. */
 export function findEntry(sql: SqlStorage, k: LedgerKey, nowMs: number): LedgerEntry | null {
   const r = sql
-    .exec<Row>("SELECT message_id, thread_id, route_name FROM ledger WHERE namespace = ? AND key = ? AND (expires_at IS NULL OR expires_at > ?)", k.namespace, k.key, nowMs)
+    .exec<Row>(
+      "SELECT message_id, thread_id, route_name FROM ledger WHERE namespace = ? AND key = ? AND (expires_at IS NULL OR expires_at > ?)",
+      k.namespace,
+      k.key,
+      nowMs,
+    )
     .toArray()[0];
   return r ? { message_id: r.message_id, thread_id: r.thread_id, route_name: r.route_name } : null;
 }

@@ -118,7 +118,14 @@ export class ListingBuffer {
       now,
     );
     for (const f of p.failed) {
-      sql.exec("INSERT OR REPLACE INTO pending_failed (message_id, thread_id, row, version, received_at) VALUES (?, ?, ?, ?, ?)", f.message_id, f.thread_id, JSON.stringify(f), version, now);
+      sql.exec(
+        "INSERT OR REPLACE INTO pending_failed (message_id, thread_id, row, version, received_at) VALUES (?, ?, ?, ?, ?)",
+        f.message_id,
+        f.thread_id,
+        JSON.stringify(f),
+        version,
+        now,
+      );
     }
     for (const r of p.runs ?? []) this.insertRun(r, version, now);
     for (const id of p.runs_dropped ?? []) {
@@ -274,17 +281,34 @@ export class ListingBuffer {
         )
         .toArray();
       const failed = sql
-        .exec<{ message_id: string; row: string; version: number }>("SELECT message_id, row, version FROM pending_failed WHERE version <= ? ORDER BY received_at LIMIT ?", upTo, FLUSH_CHUNK)
+        .exec<{ message_id: string; row: string; version: number }>(
+          "SELECT message_id, row, version FROM pending_failed WHERE version <= ? ORDER BY received_at LIMIT ?",
+          upTo,
+          FLUSH_CHUNK,
+        )
         .toArray();
       const runs = sql
-        .exec<{ trace_id: string; row: string; version: number }>("SELECT trace_id, row, version FROM pending_runs WHERE version <= ? ORDER BY received_at LIMIT ?", upTo, FLUSH_CHUNK)
+        .exec<{ trace_id: string; row: string; version: number }>(
+          "SELECT trace_id, row, version FROM pending_runs WHERE version <= ? ORDER BY received_at LIMIT ?",
+          upTo,
+          FLUSH_CHUNK,
+        )
         .toArray();
       const drops = sql
-        .exec<{ trace_id: string; version: number }>("SELECT trace_id, version FROM pending_run_drops WHERE version <= ? ORDER BY received_at LIMIT ?", upTo, FLUSH_CHUNK)
+        .exec<{ trace_id: string; version: number }>(
+          "SELECT trace_id, version FROM pending_run_drops WHERE version <= ? ORDER BY received_at LIMIT ?",
+          upTo,
+          FLUSH_CHUNK,
+        )
         .toArray();
       const counters = countersDone
         ? []
-        : sql.exec<{ minute: number; name: string; label: string; value: number }>("SELECT minute, name, label, value FROM pending_counters ORDER BY received_at LIMIT ?", FLUSH_CHUNK).toArray();
+        : sql
+            .exec<{ minute: number; name: string; label: string; value: number }>(
+              "SELECT minute, name, label, value FROM pending_counters ORDER BY received_at LIMIT ?",
+              FLUSH_CHUNK,
+            )
+            .toArray();
       if (counters.length < FLUSH_CHUNK) countersDone = true;
       if (!threads.length && !failed.length && !runs.length && !drops.length && !counters.length) return written;
       const db = this.deps.db();

@@ -35,7 +35,8 @@ export type PatchAttachmentBody = z.infer<typeof PatchAttachmentBody>;
 /** Every declared parameter's value: the given one, else its default; each checked against its schema. */
 export function resolveParameters(doc: Pick<StateTemplateDocument, "parameters">, given: JsonObject): JsonObject {
   const declared = doc.parameters ?? {};
-  for (const name of Object.keys(given)) if (!Object.hasOwn(declared, name)) throw badRequest("invalid body: parameters: names a parameter the template does not declare");
+  for (const name of Object.keys(given))
+    if (!Object.hasOwn(declared, name)) throw badRequest("invalid body: parameters: names a parameter the template does not declare");
   const out: JsonObject = {};
   for (const [name, p] of Object.entries(declared)) {
     const value = Object.hasOwn(given, name) ? given[name] : p.default;
@@ -48,7 +49,11 @@ export function resolveParameters(doc: Pick<StateTemplateDocument, "parameters">
 }
 
 /** The template's declaration checks over an attachment: its schema, then its jq check (a string answer refuses with that text). */
-export async function checkDeclarations(doc: Pick<StateTemplateDocument, "declarations">, declarations: JsonObject, context: { parameters: JsonObject; path: string[] }): Promise<void> {
+export async function checkDeclarations(
+  doc: Pick<StateTemplateDocument, "declarations">,
+  declarations: JsonObject,
+  context: { parameters: JsonObject; path: string[] },
+): Promise<void> {
   const rules = doc.declarations ?? {};
   if (rules.schema) {
     const check = checkAgainstSchema(rules.schema as JsonObject, declarations);
@@ -83,7 +88,8 @@ export async function attachTemplate(env: Env, state: string, template: string, 
   const parameters = resolveParameters(doc, body.parameters);
   const fragment = substituteParameters(doc.schema, parameters);
   if (!fragment.ok) throw badRequest(`the template's schema could not take its parameters: ${fragment.error}`);
-  if (fragment.value === null || typeof fragment.value !== "object" || Array.isArray(fragment.value)) throw badRequest("the template's schema is not a JSON object");
+  if (fragment.value === null || typeof fragment.value !== "object" || Array.isArray(fragment.value))
+    throw badRequest("the template's schema is not a JSON object");
   await checkDeclarations(doc, body.declarations, { parameters, path: body.path });
   const r = await stateStoreStub(env, state).attach(
     {

@@ -45,7 +45,12 @@ export async function checkBindingForSave(env: Env, binding: StateBinding, nowMs
     await compiles(env, attach.scope_expr, `${at}.scope_expr`);
     for (const [j, inj] of attach.input_injections.entries()) await compiles(env, inj.jq, `${at}.input_injections[${j}].jq`);
     for (const [j, u] of attach.updates.entries()) {
-      for (const [field, t] of [["jq", u.jq], ["adapter", u.adapter], ["op_id", u.op_id]] as const) await compiles(env, t, `${at}.updates[${j}].${field}`);
+      for (const [field, t] of [
+        ["jq", u.jq],
+        ["adapter", u.adapter],
+        ["op_id", u.op_id],
+      ] as const)
+        await compiles(env, t, `${at}.updates[${j}].${field}`);
     }
     const attached = [...((await stub.storedAttachments()) ?? [])];
     for (const template of attach.templates) {
@@ -53,8 +58,18 @@ export async function checkBindingForSave(env: Env, binding: StateBinding, nowMs
       const doc = await getTemplate(env.DB, template);
       if (!doc) throw new HttpError(404, `state_binding: ${at}.templates names a state template that does not exist`);
       // What the attachment will hold once attached on use: enough to resolve its programs now.
-      attached.push({ template, path: [], parameters: {}, declarations: {}, options: {}, fragment: {}, regimes: [], programs: (doc.template_jq ?? {}) as JsonObject });
-      if (!toAttach.some((t) => t.state === attach.state && t.template === template)) toAttach.push({ state: attach.state, template, where: `${at}.templates` });
+      attached.push({
+        template,
+        path: [],
+        parameters: {},
+        declarations: {},
+        options: {},
+        fragment: {},
+        regimes: [],
+        programs: (doc.template_jq ?? {}) as JsonObject,
+      });
+      if (!toAttach.some((t) => t.state === attach.state && t.template === template))
+        toAttach.push({ state: attach.state, template, where: `${at}.templates` });
     }
     const wants: Array<[string | null, "input" | "update", string]> = [
       ...attach.input_injections.map((inj, j) => [inj.template_jq, "input", `${at}.input_injections[${j}]`] as [string | null, "input", string]),
@@ -66,7 +81,11 @@ export async function checkBindingForSave(env: Env, binding: StateBinding, nowMs
       try {
         program = resolveProgram(attached, ref).program;
       } catch (err) {
-        if (err instanceof HttpError) throw new HttpError(err.status, `state_binding: ${where}.template_jq: ${err.status === 404 ? "the template is not attached on its state" : err.message}`);
+        if (err instanceof HttpError)
+          throw new HttpError(
+            err.status,
+            `state_binding: ${where}.template_jq: ${err.status === 404 ? "the template is not attached on its state" : err.message}`,
+          );
         throw err;
       }
       if (program.purpose !== purpose) throw badRequest(`invalid body: state_binding: ${where}.template_jq must name an ${purpose}-purpose program`);

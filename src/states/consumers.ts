@@ -42,7 +42,8 @@ export async function consumersOf(db: D1Database, state: string, registeredBy: H
   const out: StateConsumer[] = [];
   for (const r of results) {
     const c = parseStored(TargetConversationConfig, r.config, "conversation config");
-    if (c.state_binding?.states.some((a) => a.state === state)) out.push({ kind: "conversation_config", target_kind: c.target_kind, target_name: c.target_name });
+    if (c.state_binding?.states.some((a) => a.state === state))
+      out.push({ kind: "conversation_config", target_kind: c.target_kind, target_name: c.target_name });
   }
   for (const p of await listPresets(db)) {
     if (p.state_binding?.states.some((a) => a.state === state)) out.push({ kind: "preset", name: p.name, version: p.current_version });

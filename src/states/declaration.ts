@@ -141,7 +141,19 @@ const JSON_TYPES = new Set(["array", "boolean", "integer", "null", "number", "ob
 const DATA_KEYWORDS = new Set(["const", "enum", "default", "examples"]);
 
 /** Keywords holding one subschema, a non-empty list of them, or a name → subschema map. */
-const ONE_SCHEMA = new Set(["additionalProperties", "unevaluatedProperties", "propertyNames", "items", "contains", "not", "if", "then", "else", "unevaluatedItems", "contentSchema"]);
+const ONE_SCHEMA = new Set([
+  "additionalProperties",
+  "unevaluatedProperties",
+  "propertyNames",
+  "items",
+  "contains",
+  "not",
+  "if",
+  "then",
+  "else",
+  "unevaluatedItems",
+  "contentSchema",
+]);
 const SCHEMA_LIST = new Set(["prefixItems", "allOf", "anyOf", "oneOf"]);
 const SCHEMA_MAP = new Set(["properties", "patternProperties", "$defs", "dependentSchemas"]);
 
@@ -156,25 +168,41 @@ const rule = (holds: (v: unknown) => boolean, expect: string): ValueRule => ({ h
  * The forms the draft 2020-12 meta-schema gives the non-schema keywords. @cfworker/json-schema
  * ships no meta-schema, so this is the structural part of it; `checkBaseSchema` adds a compile.
  */
-const VALUE_RULES = new Map<string, ValueRule>(Object.entries({
-  type: rule((v) => isTypeName(v) || (Array.isArray(v) && v.length > 0 && v.every(isTypeName) && new Set(v).size === v.length), "a JSON type name or a non-empty list of distinct ones"),
-  enum: rule(Array.isArray, "an array"),
-  examples: rule(Array.isArray, "an array"),
-  required: rule(isUniqueStrings, "an array of distinct strings"),
-  dependentRequired: rule((v) => isPlainObject(v) && Object.values(v).every(isUniqueStrings), "an object of arrays of distinct strings"),
-  multipleOf: rule((v) => typeof v === "number" && v > 0, "a number above 0"),
-  $vocabulary: rule((v) => isPlainObject(v) && Object.values(v).every((b) => typeof b === "boolean"), "an object of booleans"),
-  $schema: rule((v) => typeof v === "string" && DRAFT_2020_12.has(v), "the draft 2020-12 meta-schema URI"),
-  $anchor: rule((v) => typeof v === "string" && /^[A-Za-z_][-A-Za-z0-9._]*$/.test(v), "a plain anchor name"),
-  $dynamicAnchor: rule((v) => typeof v === "string" && /^[A-Za-z_][-A-Za-z0-9._]*$/.test(v), "a plain anchor name"),
-}));
+const VALUE_RULES = new Map<string, ValueRule>(
+  Object.entries({
+    type: rule(
+      (v) => isTypeName(v) || (Array.isArray(v) && v.length > 0 && v.every(isTypeName) && new Set(v).size === v.length),
+      "a JSON type name or a non-empty list of distinct ones",
+    ),
+    enum: rule(Array.isArray, "an array"),
+    examples: rule(Array.isArray, "an array"),
+    required: rule(isUniqueStrings, "an array of distinct strings"),
+    dependentRequired: rule((v) => isPlainObject(v) && Object.values(v).every(isUniqueStrings), "an object of arrays of distinct strings"),
+    multipleOf: rule((v) => typeof v === "number" && v > 0, "a number above 0"),
+    $vocabulary: rule((v) => isPlainObject(v) && Object.values(v).every((b) => typeof b === "boolean"), "an object of booleans"),
+    $schema: rule((v) => typeof v === "string" && DRAFT_2020_12.has(v), "the draft 2020-12 meta-schema URI"),
+    $anchor: rule((v) => typeof v === "string" && /^[A-Za-z_][-A-Za-z0-9._]*$/.test(v), "a plain anchor name"),
+    $dynamicAnchor: rule((v) => typeof v === "string" && /^[A-Za-z_][-A-Za-z0-9._]*$/.test(v), "a plain anchor name"),
+  }),
+);
 for (const k of ["maxLength", "minLength", "maxItems", "minItems", "maxProperties", "minProperties", "maxContains", "minContains"]) {
   VALUE_RULES.set(k, rule(isNonNegativeInt, "a non-negative integer"));
 }
-for (const k of ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"]) VALUE_RULES.set(k, rule((v) => typeof v === "number", "a number"));
-for (const k of ["uniqueItems", "deprecated", "readOnly", "writeOnly"]) VALUE_RULES.set(k, rule((v) => typeof v === "boolean", "a boolean"));
+for (const k of ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"])
+  VALUE_RULES.set(
+    k,
+    rule((v) => typeof v === "number", "a number"),
+  );
+for (const k of ["uniqueItems", "deprecated", "readOnly", "writeOnly"])
+  VALUE_RULES.set(
+    k,
+    rule((v) => typeof v === "boolean", "a boolean"),
+  );
 for (const k of ["$id", "$ref", "$comment", "title", "description", "pattern", "format", "contentEncoding", "contentMediaType"]) {
-  VALUE_RULES.set(k, rule((v) => typeof v === "string", "a string"));
+  VALUE_RULES.set(
+    k,
+    rule((v) => typeof v === "string", "a string"),
+  );
 }
 
 const isSchema = (v: unknown) => typeof v === "boolean" || isPlainObject(v);

@@ -12,7 +12,6 @@ import { type StateDeclarationBody, canonicalJson, checkBaseSchema, looksLikeTem
 import { savesOnState } from "./pending-saves";
 import { refusal, stateNotFound } from "./refusals";
 
-
 // The body's own reading (src/states/declaration.ts), so the two can never disagree.
 const isTemplatedText = (v: unknown): v is TemplatedText => looksLikeTemplatedText(v);
 
@@ -54,7 +53,9 @@ export async function declareState(env: Env, name: string, body: StateDeclaratio
     nowMs,
   );
   if (!r.ok) throw refusal(r);
-  await env.DB.prepare("INSERT INTO states (name, view, updated_at) VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE SET view = excluded.view, updated_at = excluded.updated_at")
+  await env.DB.prepare(
+    "INSERT INTO states (name, view, updated_at) VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE SET view = excluded.view, updated_at = excluded.updated_at",
+  )
     .bind(name, JSON.stringify(r.view), r.view.updated_at)
     .run();
   return r.view;
@@ -72,8 +73,17 @@ async function refuseIfHeld(env: Env, name: string, body: StateDeclarationBody):
   if (held.length === 0) return;
   const current = await stateStoreStub(env, name).view();
   if (!current) return;
-  const same = canonicalJson(current.schema) === canonicalJson(body.schema) && canonicalJson(current.subject_kinds) === canonicalJson(body.subject_kinds) && current.default_subject_kind === body.default_subject_kind;
-  if (!same) throw new HttpError(409, "pending saves on this state are outstanding; its schema and subject kinds cannot change until they apply or are discarded", undefined, { held });
+  const same =
+    canonicalJson(current.schema) === canonicalJson(body.schema) &&
+    canonicalJson(current.subject_kinds) === canonicalJson(body.subject_kinds) &&
+    current.default_subject_kind === body.default_subject_kind;
+  if (!same)
+    throw new HttpError(
+      409,
+      "pending saves on this state are outstanding; its schema and subject kinds cannot change until they apply or are discarded",
+      undefined,
+      { held },
+    );
 }
 
 export async function readState(env: Env, name: string): Promise<StateView> {

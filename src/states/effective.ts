@@ -45,6 +45,9 @@ export type Effective = { ok: true; schema: JsonObject; regimes: Regime[] } | { 
 
 /** The declaration's base schema composed with every attachment. */
 export function effectiveOf(decl: Pick<StoredDeclaration, "resolved_schema">, attachments: StoredAttachment[]): Effective {
-  const r = composeEffectiveSchema(decl.resolved_schema, attachments.map((a) => ({ template: a.template, path: a.path, fragment: a.fragment, regimes: a.regimes })));
+  const r = composeEffectiveSchema(
+    decl.resolved_schema,
+    attachments.map((a) => ({ template: a.template, path: a.path, fragment: a.fragment, regimes: a.regimes })),
+  );
   return r.ok ? { ok: true, schema: r.schema as JsonObject, regimes: r.regimes as Regime[] } : { ok: false, error: r.error };
 }

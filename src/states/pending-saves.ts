@@ -59,7 +59,11 @@ export const PendingSaveView = z
   .describe("PendingSave");
 export type PendingSaveView = z.infer<typeof PendingSaveView>;
 
-export const RetryResult = z.object({ id: z.string(), status: z.enum(["applied", "pending", "calls", "running", "failed"]), last_error: z.string().nullable() });
+export const RetryResult = z.object({
+  id: z.string(),
+  status: z.enum(["applied", "pending", "calls", "running", "failed"]),
+  last_error: z.string().nullable(),
+});
 export type RetryResult = z.infer<typeof RetryResult>;
 
 interface Row {
@@ -109,7 +113,13 @@ function subjectsOf(items: PendingItem[]) {
 }
 
 /** Queues a turn's leftover updates as one pending save; answers its id. */
-export async function queueSave(db: D1Database, target: { target_kind: string; target_name: string }, runId: string | null, work: PendingWork, nowMs: number): Promise<number> {
+export async function queueSave(
+  db: D1Database,
+  target: { target_kind: string; target_name: string },
+  runId: string | null,
+  work: PendingWork,
+  nowMs: number,
+): Promise<number> {
   const states = [...new Set(work.items.map((i) => i.state))];
   const row = await db
     .prepare(
@@ -123,7 +133,10 @@ export async function queueSave(db: D1Database, target: { target_kind: string; t
 
 /** The subjects outstanding saves of a target hold (`heldKey`s). */
 export async function heldSubjects(db: D1Database, target: { target_kind: string; target_name: string }): Promise<Set<string>> {
-  const { results } = await db.prepare("SELECT subjects FROM state_pending_saves WHERE target_kind = ? AND target_name = ?").bind(target.target_kind, target.target_name).all<{ subjects: string }>();
+  const { results } = await db
+    .prepare("SELECT subjects FROM state_pending_saves WHERE target_kind = ? AND target_name = ?")
+    .bind(target.target_kind, target.target_name)
+    .all<{ subjects: string }>();
   const held = new Set<string>();
   for (const r of results) for (const s of JSON.parse(r.subjects) as Array<{ state: string; subject: Subject }>) held.add(heldKey(s.state, s.subject));
   return held;
@@ -131,16 +144,23 @@ export async function heldSubjects(db: D1Database, target: { target_kind: string
 
 /** The subjects of `state` that outstanding saves hold (the search and subjects doors' `held`). */
 export async function heldInState(db: D1Database, state: string): Promise<Subject[]> {
-  const { results } = await db.prepare("SELECT subjects FROM state_pending_saves WHERE EXISTS (SELECT 1 FROM json_each(states) WHERE value = ?) ORDER BY id").bind(state).all<{ subjects: string }>();
+  const { results } = await db
+    .prepare("SELECT subjects FROM state_pending_saves WHERE EXISTS (SELECT 1 FROM json_each(states) WHERE value = ?) ORDER BY id")
+    .bind(state)
+    .all<{ subjects: string }>();
   const out = new Map<string, Subject>();
-  for (const r of results) for (const s of JSON.parse(r.subjects) as Array<{ state: string; subject: Subject }>) if (s.state === state) out.set(heldKey(s.state, s.subject), s.subject);
+  for (const r of results)
+    for (const s of JSON.parse(r.subjects) as Array<{ state: string; subject: Subject }>)
+      if (s.state === state) out.set(heldKey(s.state, s.subject), s.subject);
   return [...out.values()];
 }
 
 /** Ids of the saves touching `state` (a re-declare reports them as `held`); `waitingOnly` leaves out failed ones. */
 export async function savesOnState(db: D1Database, state: string, waitingOnly = false): Promise<string[]> {
   const { results } = await db
-    .prepare(`SELECT id FROM state_pending_saves WHERE EXISTS (SELECT 1 FROM json_each(states) WHERE value = ?) ${waitingOnly ? "AND status != 'failed'" : ""} ORDER BY id`)
+    .prepare(
+      `SELECT id FROM state_pending_saves WHERE EXISTS (SELECT 1 FROM json_each(states) WHERE value = ?) ${waitingOnly ? "AND status != 'failed'" : ""} ORDER BY id`,
+    )
     .bind(state)
     .all<{ id: number }>();
   return results.map((r) => String(r.id));
@@ -153,7 +173,10 @@ async function getRow(db: D1Database, id: number): Promise<Row | null> {
 /** Does an older outstanding save hold one of this save's subjects? Then this one waits behind it. */
 async function waitsBehind(db: D1Database, row: Row): Promise<boolean> {
   const mine = new Set((JSON.parse(row.subjects) as Array<{ state: string; subject: Subject }>).map((s) => heldKey(s.state, s.subject)));
-  const { results } = await db.prepare("SELECT subjects FROM state_pending_saves WHERE id < ? AND target_kind = ? AND target_name = ?").bind(row.id, row.target_kind, row.target_name).all<{ subjects: string }>();
+  const { results } = await db
+    .prepare("SELECT subjects FROM state_pending_saves WHERE id < ? AND target_kind = ? AND target_name = ?")
+    .bind(row.id, row.target_kind, row.target_name)
+    .all<{ subjects: string }>();
   return results.some((r) => (JSON.parse(r.subjects) as Array<{ state: string; subject: Subject }>).some((s) => mine.has(heldKey(s.state, s.subject))));
 }
 
@@ -175,7 +198,9 @@ export async function applySave(env: Env, id: number, nowMs: number): Promise<Re
     const next = nowMs + Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** (attempts - 1));
     const lastError = error ?? (failed ? "the state's object could not be reached; attempts ran out" : null);
     await db
-      .prepare("UPDATE state_pending_saves SET status = ?, work = ?, attempts = ?, last_error = ?, failed_phase = ?, failed_at = ?, next_attempt_at = ? WHERE id = ?")
+      .prepare(
+        "UPDATE state_pending_saves SET status = ?, work = ?, attempts = ?, last_error = ?, failed_phase = ?, failed_at = ?, next_attempt_at = ? WHERE id = ?",
+      )
       .bind(failed ? "failed" : "pending", JSON.stringify({ ...work, items }), attempts, lastError, failed ? "records" : null, failed ? nowMs : null, next, id)
       .run();
     return { id: String(id), status: failed ? ("failed" as const) : ("pending" as const), last_error: failed ? lastError : null };
@@ -186,7 +211,15 @@ export async function applySave(env: Env, id: number, nowMs: number): Promise<Re
     try {
       const read = await stateStoreStub(env, item.state).bindingRead(item.subject, nowMs);
       if (!read.ok) return later("failed", `state binding (${item.state}) read: ${read.error}`);
-      from = await applyAttachUpdates(env, { attach: item.attach, subject: read.subject, record: read.record, attachments: read.attachments }, item.from, work.input, work.output, work.origin, nowMs);
+      from = await applyAttachUpdates(
+        env,
+        { attach: item.attach, subject: read.subject, record: read.record, attachments: read.attachments },
+        item.from,
+        work.input,
+        work.output,
+        work.origin,
+        nowMs,
+      );
     } catch (err) {
       if (err instanceof BindingError) return later("failed", err.message);
       console.error("pending save: the state's object could not be reached", err);
@@ -204,7 +237,9 @@ export async function applySave(env: Env, id: number, nowMs: number): Promise<Re
 
 /** The cron pass: applies due pending saves, oldest first, a bounded batch per run. */
 export async function applyDueSaves(env: Env, nowMs: number, limit = 50): Promise<number> {
-  const { results } = await env.DB.prepare("SELECT id FROM state_pending_saves WHERE status = 'pending' AND next_attempt_at <= ? ORDER BY id LIMIT ?").bind(nowMs, limit).all<{ id: number }>();
+  const { results } = await env.DB.prepare("SELECT id FROM state_pending_saves WHERE status = 'pending' AND next_attempt_at <= ? ORDER BY id LIMIT ?")
+    .bind(nowMs, limit)
+    .all<{ id: number }>();
   for (const r of results) await applySave(env, r.id, nowMs);
   return results.length;
 }
@@ -214,7 +249,11 @@ export async function retrySave(env: Env, id: number, nowMs: number): Promise<Re
   const row = await getRow(env.DB, id);
   if (!row) throw new HttpError(404, "no such pending save");
   if (row.status !== "failed") throw conflict("the pending save is not failed");
-  await env.DB.prepare("UPDATE state_pending_saves SET status = 'pending', attempts = 0, last_error = NULL, failed_phase = NULL, failed_at = NULL, next_attempt_at = ? WHERE id = ?").bind(nowMs, id).run();
+  await env.DB.prepare(
+    "UPDATE state_pending_saves SET status = 'pending', attempts = 0, last_error = NULL, failed_phase = NULL, failed_at = NULL, next_attempt_at = ? WHERE id = ?",
+  )
+    .bind(nowMs, id)
+    .run();
   return applySave(env, id, nowMs);
 }
 

@@ -24,7 +24,9 @@ export function createStateTables(sql: SqlStorage): void {
   // A folded subject reads and writes its canonical subject's record.
   sql.exec("CREATE TABLE IF NOT EXISTS aliases (skey TEXT PRIMARY KEY, canonical TEXT NOT NULL, kind TEXT NOT NULL, key TEXT NOT NULL)");
   sql.exec("CREATE INDEX IF NOT EXISTS aliases_canonical ON aliases(canonical)");
-  sql.exec("CREATE TABLE IF NOT EXISTS writes (skey TEXT NOT NULL, seq INTEGER NOT NULL, at INTEGER NOT NULL, origin TEXT NOT NULL, paths TEXT NOT NULL, PRIMARY KEY (skey, seq))");
+  sql.exec(
+    "CREATE TABLE IF NOT EXISTS writes (skey TEXT NOT NULL, seq INTEGER NOT NULL, at INTEGER NOT NULL, origin TEXT NOT NULL, paths TEXT NOT NULL, PRIMARY KEY (skey, seq))",
+  );
   sql.exec("CREATE TABLE IF NOT EXISTS op_ids (skey TEXT NOT NULL, op_id TEXT NOT NULL, at INTEGER NOT NULL, PRIMARY KEY (skey, op_id))");
 }
 
@@ -51,7 +53,10 @@ export function canonicalOf(sql: SqlStorage, skey: string): string {
 }
 
 export function foldedInto(sql: SqlStorage, canonical: string): string[] {
-  return sql.exec<{ skey: string }>("SELECT skey FROM aliases WHERE canonical = ? ORDER BY skey", canonical).toArray().map((r) => r.skey);
+  return sql
+    .exec<{ skey: string }>("SELECT skey FROM aliases WHERE canonical = ? ORDER BY skey", canonical)
+    .toArray()
+    .map((r) => r.skey);
 }
 
 export interface RecordRow {
@@ -63,7 +68,12 @@ export interface RecordRow {
 
 /** The live record stored under `skey`; an expired one is reclaimed here and reads as absent. */
 export function liveRecord(sql: SqlStorage, skey: string, nowMs: number): RecordRow | null {
-  const row = sql.exec<{ data: string; seq: number; updated_at: number; expires_at: number | null }>("SELECT data, seq, updated_at, expires_at FROM records WHERE skey = ?", skey).toArray()[0];
+  const row = sql
+    .exec<{ data: string; seq: number; updated_at: number; expires_at: number | null }>(
+      "SELECT data, seq, updated_at, expires_at FROM records WHERE skey = ?",
+      skey,
+    )
+    .toArray()[0];
   if (!row) return null;
   if (row.expires_at !== null && row.expires_at <= nowMs) {
     deleteRecord(sql, skey);
@@ -109,7 +119,13 @@ export function addAlias(sql: SqlStorage, skey: string, canonical: string): numb
   const flattened = Number(sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM aliases WHERE canonical = ?", skey).one().n);
   sql.exec("UPDATE aliases SET canonical = ? WHERE canonical = ?", canonical, skey);
   const s = subjectOfKey(skey);
-  sql.exec("INSERT INTO aliases (skey, canonical, kind, key) VALUES (?, ?, ?, ?) ON CONFLICT (skey) DO UPDATE SET canonical = excluded.canonical", skey, canonical, s.kind, s.key);
+  sql.exec(
+    "INSERT INTO aliases (skey, canonical, kind, key) VALUES (?, ?, ?, ?) ON CONFLICT (skey) DO UPDATE SET canonical = excluded.canonical",
+    skey,
+    canonical,
+    s.kind,
+    s.key,
+  );
   return flattened;
 }
 
@@ -123,7 +139,14 @@ export function rememberOpId(sql: SqlStorage, skey: string, opId: string, nowMs:
 
 /** Appends an audit row for the write that gave `skey` sequence `seq`, keeping the newest MAX_WRITES_PER_RECORD. */
 export function appendWrite(sql: SqlStorage, skey: string, seq: number, nowMs: number, origin: WriteOrigin, paths: Array<Array<string | number>>): void {
-  sql.exec("INSERT OR REPLACE INTO writes (skey, seq, at, origin, paths) VALUES (?, ?, ?, ?, ?)", skey, seq, nowMs, JSON.stringify(origin), JSON.stringify(paths));
+  sql.exec(
+    "INSERT OR REPLACE INTO writes (skey, seq, at, origin, paths) VALUES (?, ?, ?, ?, ?)",
+    skey,
+    seq,
+    nowMs,
+    JSON.stringify(origin),
+    JSON.stringify(paths),
+  );
   sql.exec("DELETE FROM writes WHERE skey = ? AND seq <= ?", skey, seq - MAX_WRITES_PER_RECORD);
 }
 
@@ -137,7 +160,12 @@ export function writesOf(sql: SqlStorage, skey: string, limit: number, beforeSeq
       limit,
     )
     .toArray();
-  return rows.map((r) => ({ seq: r.seq, at: new Date(r.at).toISOString(), origin: JSON.parse(r.origin) as WriteOrigin, paths: JSON.parse(r.paths) as Array<Array<string | number>> }));
+  return rows.map((r) => ({
+    seq: r.seq,
+    at: new Date(r.at).toISOString(),
+    origin: JSON.parse(r.origin) as WriteOrigin,
+    paths: JSON.parse(r.paths) as Array<Array<string | number>>,
+  }));
 }
 
 /** Deletes every expired record; answers how many. */

@@ -8,7 +8,14 @@ import { z } from "zod";
 import { intactIdentifier } from "../http/identifiers";
 import { templatedTextSchema } from "../templating/templated-text";
 
-const name = (what: string, max: number) => intactIdentifier(z.string().trim().min(1, { message: `${what} must not be blank` }).max(max));
+const name = (what: string, max: number) =>
+  intactIdentifier(
+    z
+      .string()
+      .trim()
+      .min(1, { message: `${what} must not be blank` })
+      .max(max),
+  );
 
 const exactlyOneSource = (v: { template_jq?: string | null; jq?: unknown }, ctx: z.RefinementCtx) => {
   const named = v.template_jq !== undefined && v.template_jq !== null;

@@ -88,7 +88,13 @@ const OpBatch = z.array(DeltaOp).max(MAX_OPS);
 /** Reads a program's output as an op batch; paths are made absolute under `prefix`. */
 export function opsFrom(output: unknown, prefix: string[], what: string): DeltaOp[] {
   const parsed = OpBatch.safeParse(output ?? []);
-  if (!parsed.success) throw new TemplateJqError(`${what} must answer a list of ops (${parsed.error.issues.slice(0, 2).map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")})`);
+  if (!parsed.success)
+    throw new TemplateJqError(
+      `${what} must answer a list of ops (${parsed.error.issues
+        .slice(0, 2)
+        .map((i) => `${i.path.join(".")}: ${i.message}`)
+        .join("; ")})`,
+    );
   return parsed.data.map((op) => ({ ...op, path: [...prefix, ...op.path] }) as DeltaOp);
 }
 

@@ -41,8 +41,28 @@ const MAX_DESCRIPTION = 2000;
 
 /** Every field name this document's objects take: the only unknown keys a message may name. */
 const KNOWN_FIELDS = new Set([
-  "kind", "name", "description", "parameters", "schema", "default", "regimes", "path", "regime", "declarations", "check", "content",
-  "id", "kwargs", "trace", "template_jq", "purpose", "params", "reads", "writes", "jq", "reconcile",
+  "kind",
+  "name",
+  "description",
+  "parameters",
+  "schema",
+  "default",
+  "regimes",
+  "path",
+  "regime",
+  "declarations",
+  "check",
+  "content",
+  "id",
+  "kwargs",
+  "trace",
+  "template_jq",
+  "purpose",
+  "params",
+  "reads",
+  "writes",
+  "jq",
+  "reconcile",
 ]);
 
 function strayMessage(keys: readonly PropertyKey[], hint?: (keys: string[]) => string | undefined): string {
@@ -81,20 +101,24 @@ function onlyKeys<T extends z.ZodType>(allowed: readonly string[], schema: T) {
  * OpenAPI document, `propertyNames` included) only sees entries that pass.
  */
 function namedMap<V extends z.ZodType>(value: V, maxEntries: number, what: string) {
-  return z.preprocess((v, ctx) => {
-    if (!isPlainObject(v)) return v; // the record reports the type
-    const entries = Object.entries(v);
-    if (entries.length > maxEntries) {
-      ctx.addIssue({ code: "custom", message: `must hold at most ${maxEntries} ${what}` });
+  return z.preprocess(
+    (v, ctx) => {
+      if (!isPlainObject(v)) return v; // the record reports the type
+      const entries = Object.entries(v);
+      if (entries.length > maxEntries) {
+        ctx.addIssue({ code: "custom", message: `must hold at most ${maxEntries} ${what}` });
+        return v;
+      }
+      entries.forEach(([key, item], n) => {
+        if (!TEMPLATE_IDENTIFIER_PATTERN.test(key))
+          ctx.addIssue({ code: "custom", path: [n], message: `the name of this entry must match ^[a-z_][a-z0-9_]{0,62}$` });
+        const parsed = value.safeParse(item);
+        for (const issue of parsed.success ? [] : parsed.error.issues) ctx.addIssue({ code: "custom", path: [n, ...issue.path], message: issue.message });
+      });
       return v;
-    }
-    entries.forEach(([key, item], n) => {
-      if (!TEMPLATE_IDENTIFIER_PATTERN.test(key)) ctx.addIssue({ code: "custom", path: [n], message: `the name of this entry must match ^[a-z_][a-z0-9_]{0,62}$` });
-      const parsed = value.safeParse(item);
-      for (const issue of parsed.success ? [] : parsed.error.issues) ctx.addIssue({ code: "custom", path: [n, ...issue.path], message: issue.message });
-    });
-    return v;
-  }, z.record(TemplateIdentifier, value));
+    },
+    z.record(TemplateIdentifier, value),
+  );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -83,16 +83,26 @@ async function engaged(env: Env, attach: StateAttach, input: unknown): Promise<b
 }
 
 /** Steps 1–4: the engaged attaches and the run input with every injection applied. */
-export async function prepareStates(env: Env, binding: StateBinding, target: BindingTarget, kwargs: JsonObject, nowMs: number): Promise<{ input: JsonObject; engaged: EngagedAttach[] }> {
+export async function prepareStates(
+  env: Env,
+  binding: StateBinding,
+  target: BindingTarget,
+  kwargs: JsonObject,
+  nowMs: number,
+): Promise<{ input: JsonObject; engaged: EngagedAttach[] }> {
   const input: JsonObject = structuredClone(kwargs);
   const out: EngagedAttach[] = [];
   for (const attach of binding.states) {
     if (!(await engaged(env, attach, input))) continue;
     const spec = SubjectSpec.safeParse(await evalOne(env, attach.subject_expr, input, stateWhere(attach, "subject_expr")));
-    if (!spec.success) throw new BindingError(`${stateWhere(attach, "subject_expr")} must answer a subject {target_kind, target_name, kind, key} or a non-blank key`);
+    if (!spec.success)
+      throw new BindingError(`${stateWhere(attach, "subject_expr")} must answer a subject {target_kind, target_name, kind, key} or a non-blank key`);
     let read: Awaited<ReturnType<ReturnType<typeof stateStoreStub>["bindingRead"]>>;
     try {
-      read = await stateStoreStub(env, attach.state).bindingRead(typeof spec.data === "string" ? { key: spec.data, target_kind: target.target_kind, target_name: target.target_name } : spec.data, nowMs);
+      read = await stateStoreStub(env, attach.state).bindingRead(
+        typeof spec.data === "string" ? { key: spec.data, target_kind: target.target_kind, target_name: target.target_name } : spec.data,
+        nowMs,
+      );
     } catch (err) {
       // Before dispatch nothing has happened yet: a record that cannot be read fails the turn loudly.
       console.error("state binding: the state's object could not be read", err);
@@ -100,14 +110,21 @@ export async function prepareStates(env: Env, binding: StateBinding, target: Bin
     }
     if (!read.ok) throw new BindingError(`${stateWhere(attach, "read")}: ${read.error}`);
     // The turn's own person was resolved by its door for this target: only another key needs the check.
-    const ownPerson = read.subject.kind === "person" && read.subject.key === target.person && read.subject.target_kind === target.target_kind && read.subject.target_name === target.target_name;
+    const ownPerson =
+      read.subject.kind === "person" &&
+      read.subject.key === target.person &&
+      read.subject.target_kind === target.target_kind &&
+      read.subject.target_name === target.target_name;
     if (!ownPerson) await checkPersonSubject(env, read.subject).catch((err) => fail(stateWhere(attach, "subject"), err));
     for (const inj of attach.input_injections) {
       const where = stateWhere(attach, `input injection into ${inj.into}`);
       const record = read.record?.data ?? {};
       let value: JsonValue;
       try {
-        value = inj.template_jq !== null ? await runInputProgram(env, resolveProgram(read.attachments, inj.template_jq), record, {}) : ((await evalOne(env, inj.jq!, { record, input }, where)) as JsonValue);
+        value =
+          inj.template_jq !== null
+            ? await runInputProgram(env, resolveProgram(read.attachments, inj.template_jq), record, {})
+            : ((await evalOne(env, inj.jq!, { record, input }, where)) as JsonValue);
       } catch (err) {
         return fail(where, err);
       }
@@ -156,7 +173,15 @@ export function heldKey(state: string, subject: Subject): string {
  * throws BindingError. When the state's object cannot be reached the answer is the index of the
  * first update not applied, for a pending save; -1 when every update applied.
  */
-export async function applyAttachUpdates(env: Env, e: EngagedAttach, from: number, input: JsonObject, output: unknown, origin: WriteOrigin, nowMs: number): Promise<number> {
+export async function applyAttachUpdates(
+  env: Env,
+  e: EngagedAttach,
+  from: number,
+  input: JsonObject,
+  output: unknown,
+  origin: WriteOrigin,
+  nowMs: number,
+): Promise<number> {
   const stub = stateStoreStub(env, e.attach.state);
   let record = e.record;
   for (let j = from; j < e.attach.updates.length; j++) {
@@ -192,7 +217,14 @@ export async function applyAttachUpdates(env: Env, e: EngagedAttach, from: numbe
  * comes back for a pending save: an attach whose subject an older pending save still holds, one
  * whose object could not be reached, and every attach after it (the turn's own order is kept).
  */
-export async function applyStateUpdates(env: Env, prepared: { input: JsonObject; engaged: EngagedAttach[] }, output: unknown, origin: WriteOrigin, nowMs: number, held: ReadonlySet<string> = new Set()): Promise<PendingItem[]> {
+export async function applyStateUpdates(
+  env: Env,
+  prepared: { input: JsonObject; engaged: EngagedAttach[] },
+  output: unknown,
+  origin: WriteOrigin,
+  nowMs: number,
+  held: ReadonlySet<string> = new Set(),
+): Promise<PendingItem[]> {
   const { input } = prepared;
   const leftover: PendingItem[] = [];
   for (const e of prepared.engaged) {

@@ -72,7 +72,14 @@ export const StateStats = z.object({
 });
 export type StateStats = z.infer<typeof StateStats>;
 
-export const FoldResult = z.object({ mode: z.enum(["switch", "merge"]), from: Subject, into: Subject, already: z.boolean(), flattened: z.number().int(), merged_members: z.number().int() });
+export const FoldResult = z.object({
+  mode: z.enum(["switch", "merge"]),
+  from: Subject,
+  into: Subject,
+  already: z.boolean(),
+  flattened: z.number().int(),
+  merged_members: z.number().int(),
+});
 export type FoldResult = z.infer<typeof FoldResult>;
 
 /** A cursor page (records, subjects, writes). */

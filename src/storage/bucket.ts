@@ -14,7 +14,14 @@ import { parseStorageSettings } from "../settings/storage-settings";
 
 function isBucket(v: unknown): v is R2Bucket {
   const b = v as R2Bucket | null;
-  return typeof b === "object" && b !== null && typeof b.get === "function" && typeof b.put === "function" && typeof b.list === "function" && typeof b.head === "function";
+  return (
+    typeof b === "object" &&
+    b !== null &&
+    typeof b.get === "function" &&
+    typeof b.put === "function" &&
+    typeof b.list === "function" &&
+    typeof b.head === "function"
+  );
 }
 
 /** The bucket `binding` names in `env`, or null (unset, or not an R2 bucket). */

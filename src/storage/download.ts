@@ -41,7 +41,10 @@ export async function download(bucket: R2Bucket, id: string, request: Request): 
     if (range.kind === "unsatisfiable") {
       throw new HttpError(416, "range not satisfiable", undefined, undefined, { "content-range": `bytes */${view.size}`, "accept-ranges": "bytes" });
     }
-    const body = await bucket.get(id, { onlyIf: { etagMatches: head.etag }, ...(range.kind === "partial" ? { range: { offset: range.offset, length: range.length } } : {}) });
+    const body = await bucket.get(id, {
+      onlyIf: { etagMatches: head.etag },
+      ...(range.kind === "partial" ? { range: { offset: range.offset, length: range.length } } : {}),
+    });
     if (!body) throw resourceNotFound();
     if (!("body" in body)) continue;
     headers.set("content-type", view.content_type);

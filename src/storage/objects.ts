@@ -89,7 +89,13 @@ export async function statObject(bucket: R2Bucket, id: string): Promise<ObjectVi
 }
 
 /** Creates or replaces an object; a replaced one keeps its `created_at`. */
-export async function putObject(bucket: R2Bucket, id: string, bytes: Uint8Array, contentType: string, now: string): Promise<{ created: boolean; resource: ObjectView }> {
+export async function putObject(
+  bucket: R2Bucket,
+  id: string,
+  bytes: Uint8Array,
+  contentType: string,
+  now: string,
+): Promise<{ created: boolean; resource: ObjectView }> {
   const existing = await bucket.head(id);
   const created_at = existing ? viewOf(existing).created_at : now;
   const o = await bucket.put(id, bytes, { httpMetadata: { contentType }, customMetadata: { created_at, updated_at: now } });

@@ -5,10 +5,7 @@
  * well-formed byte range (several ranges, another unit, `a > b`, garbage) is ignored and the whole
  * object is answered, as the RFC allows a server to do.
  */
-export type RangeDecision =
-  | { kind: "whole" }
-  | { kind: "partial"; offset: number; length: number }
-  | { kind: "unsatisfiable" };
+export type RangeDecision = { kind: "whole" } | { kind: "partial"; offset: number; length: number } | { kind: "unsatisfiable" };
 
 const SINGLE = /^bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*$/i;
 

@@ -79,7 +79,11 @@ export const EXPORT_TEXT_BUDGET_BYTES = 16 * 1024 * 1024;
  * directory (pages, not texts). Binary objects and bigger ones are not in any backup section: back
  * the bucket up with R2's own tools (docs/backup.md).
  */
-export async function storedTextsForBackup(bucket: R2Bucket, rowId: (id: string) => boolean, maxRows: number): Promise<Map<string, Omit<ResolvedText, "source">>> {
+export async function storedTextsForBackup(
+  bucket: R2Bucket,
+  rowId: (id: string) => boolean,
+  maxRows: number,
+): Promise<Map<string, Omit<ResolvedText, "source">>> {
   const out = new Map<string, Omit<ResolvedText, "source">>();
   let cursor: string | undefined;
   let bytes = 0;
@@ -89,7 +93,10 @@ export async function storedTextsForBackup(bucket: R2Bucket, rowId: (id: string)
       const v = viewOf(o);
       if (v.size > TEXT_RESOURCE_MAX_BYTES || !isTextual(v.content_type) || isWithin(o.key, ADMIN_ONLY_DIR) || !rowId(o.key)) continue;
       if (out.size >= maxRows || bytes + v.size > EXPORT_TEXT_BUDGET_BYTES) {
-        throw new HttpError(413, "text-resources: the content store holds more text than one backup document carries; back the bucket up with R2's own tools (docs/backup.md)");
+        throw new HttpError(
+          413,
+          "text-resources: the content store holds more text than one backup document carries; back the bucket up with R2's own tools (docs/backup.md)",
+        );
       }
       const body = await bucket.get(o.key);
       const content = body ? utf8Text(await body.arrayBuffer()) : null;

@@ -103,7 +103,10 @@ async function scrubbed(res: Response): Promise<Response> {
 
 /** Answers one HTTP request to the app's endpoint (`raw` is the already-read body). */
 export async function serveSubMcp(r: SubMcpRequest, req: Request, raw: Uint8Array): Promise<Response> {
-  const server = new Server({ name: `sub-mcp:${r.app.slug}`, version: CLIENT_INFO.version }, { capabilities: { tools: {} }, jsonSchemaValidator: new CfWorkerJsonSchemaValidator() });
+  const server = new Server(
+    { name: `sub-mcp:${r.app.slug}`, version: CLIENT_INFO.version },
+    { capabilities: { tools: {} }, jsonSchemaValidator: new CfWorkerJsonSchemaValidator() },
+  );
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: await listedTools(r) }));
   server.setRequestHandler(CallToolRequestSchema, async (call) => callTool(r, call.params.name, (call.params.arguments ?? {}) as Record<string, unknown>));
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });

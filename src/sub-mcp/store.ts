@@ -47,7 +47,14 @@ export const appPath = (slug: string) => `/api/sub-mcp/${slug}/mcp`;
 type Row = { slug: string; tools: string; transport: string; created_at: string; updated_at: string };
 
 function toApp(r: Row): SubMcpApp {
-  return { slug: r.slug, tools: parseStored(z.array(z.string()), r.tools, "sub_mcp_apps row"), transport: "http", path: appPath(r.slug), created_at: r.created_at, updated_at: r.updated_at };
+  return {
+    slug: r.slug,
+    tools: parseStored(z.array(z.string()), r.tools, "sub_mcp_apps row"),
+    transport: "http",
+    path: appPath(r.slug),
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+  };
 }
 
 export async function getApp(db: D1Database, slug: string): Promise<SubMcpApp | null> {
@@ -88,7 +95,13 @@ export async function listApps(db: D1Database): Promise<SubMcpApp[]> {
  * (400 naming the first that is not, by position); a tool removed later is left out of the app's
  * listing until it is back.
  */
-export async function upsertApp(db: D1Database, body: SubMcpBody, isRegistered: (name: string) => Promise<boolean>, nowIso: string, storedBy: string): Promise<{ created: boolean; app: SubMcpApp }> {
+export async function upsertApp(
+  db: D1Database,
+  body: SubMcpBody,
+  isRegistered: (name: string) => Promise<boolean>,
+  nowIso: string,
+  storedBy: string,
+): Promise<{ created: boolean; app: SubMcpApp }> {
   for (const [i, name] of body.tools.entries()) {
     if (!(await isRegistered(name))) throw badRequest(`invalid body: tools[${i}]: no tool of the registry has this name`);
   }

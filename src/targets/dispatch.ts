@@ -28,15 +28,7 @@ import { type StepVerdict, noteTargetVersion, timedStep } from "../runs/steps";
 export type { CallerRef, ExecutionKeyRef, TargetContext } from "./context";
 export { createTargetContext } from "./context";
 
-export type DispatchFailureKind =
-  | "unknown_tool"
-  | "invalid_kwargs"
-  | "denied"
-  | "timeout"
-  | "transport"
-  | "http_status"
-  | "non_json"
-  | "tool_error";
+export type DispatchFailureKind = "unknown_tool" | "invalid_kwargs" | "denied" | "timeout" | "transport" | "http_status" | "non_json" | "tool_error";
 export type DispatchResult = { ok: true; value: unknown } | { ok: false; kind: DispatchFailureKind; message: string };
 
 export interface DispatchOptions {
@@ -65,7 +57,11 @@ function invalid(problems: string[]): DispatchResult {
  * or the tool error an unresolvable one is (a reference whose value may not go to `url`'s origin
  * included). A connection header costs one call to its object (two when the token must be refreshed).
  */
-async function callHeaders(ctx: TargetContext, spec: Parameters<typeof resolveCallHeaders>[1], url: string): Promise<{ ok: true; headers: Record<string, string> } | DispatchResult> {
+async function callHeaders(
+  ctx: TargetContext,
+  spec: Parameters<typeof resolveCallHeaders>[1],
+  url: string,
+): Promise<{ ok: true; headers: Record<string, string> } | DispatchResult> {
   try {
     return { ok: true, headers: await resolveCallHeaders(ctx.env, spec, url, (ref) => connectionHeaderValue(ctx, ref, url)) };
   } catch (err) {
@@ -91,7 +87,12 @@ async function runHttpTool(ctx: TargetContext, tool: BaseTool & { kind: "http" }
   return fail(r.kind === "too_large" || r.kind === "out_of_bounds" ? "tool_error" : r.kind, r.message);
 }
 
-async function runBuiltin(ctx: TargetContext, tool: BaseTool & { kind: "builtin" }, kwargs: Record<string, unknown>, timeoutMs: number): Promise<DispatchResult> {
+async function runBuiltin(
+  ctx: TargetContext,
+  tool: BaseTool & { kind: "builtin" },
+  kwargs: Record<string, unknown>,
+  timeoutMs: number,
+): Promise<DispatchResult> {
   let timed;
   try {
     timed = await withTimeout(timeoutMs, () => tool.tool.run(ctx, kwargs));
@@ -181,7 +182,9 @@ async function dispatchUntimed(ctx: TargetContext, name: string, kwargs: unknown
     if (why) return fail("denied", `the tool's extensions may not run: ${why}`);
   }
   // Extensions (docs/extensions.md) wrap the call itself: after authorization, resolution and the kwargs checks.
-  return applyExtensions(ctx, { tool, kwargs, asKey: opts.asKey, caller: opts.caller }, () => (tool.kind === "preset" ? runPreset(ctx, tool, kwargs, opts) : runBase(ctx, tool, kwargs, opts.timeoutMs)));
+  return applyExtensions(ctx, { tool, kwargs, asKey: opts.asKey, caller: opts.caller }, () =>
+    tool.kind === "preset" ? runPreset(ctx, tool, kwargs, opts) : runBase(ctx, tool, kwargs, opts.timeoutMs),
+  );
 }
 
 /**
@@ -195,7 +198,12 @@ export function presetRunRefusal(tool: Extract<ResolvedTool, { kind: "preset" }>
 }
 
 /** A preset's call: its fixed kwargs over the caller's, its input_schema, its base tool, its output_schema. */
-async function runPreset(ctx: TargetContext, tool: Extract<ResolvedTool, { kind: "preset" }>, kwargs: Record<string, unknown>, opts: DispatchOptions): Promise<DispatchResult> {
+async function runPreset(
+  ctx: TargetContext,
+  tool: Extract<ResolvedTool, { kind: "preset" }>,
+  kwargs: Record<string, unknown>,
+  opts: DispatchOptions,
+): Promise<DispatchResult> {
   const merged = mergeKwargs(kwargs, tool.body.fixed_kwargs);
   if (tool.body.input_schema) {
     const check = checkAgainstSchema(tool.body.input_schema, merged);

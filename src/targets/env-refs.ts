@@ -47,15 +47,13 @@ export const headerValueSchema = z.union([
   connectionRefSchema,
 ]);
 
-export const headersSchema = z
-  .record(z.string(), headerValueSchema)
-  .superRefine((h, ctx) => {
-    const names = Object.keys(h);
-    if (names.length > 32) ctx.addIssue({ code: "custom", message: "at most 32 headers" });
-    for (const name of names) {
-      if (!HEADER_NAME.test(name)) ctx.addIssue({ code: "custom", path: [name], message: "not a valid header name" });
-    }
-  });
+export const headersSchema = z.record(z.string(), headerValueSchema).superRefine((h, ctx) => {
+  const names = Object.keys(h);
+  if (names.length > 32) ctx.addIssue({ code: "custom", message: "at most 32 headers" });
+  for (const name of names) {
+    if (!HEADER_NAME.test(name)) ctx.addIssue({ code: "custom", path: [name], message: "not a valid header name" });
+  }
+});
 export type HeaderSpec = z.infer<typeof headersSchema>;
 
 /** What a read shows for a literal header value: the value itself is write-only. */
@@ -95,7 +93,9 @@ export function headerReferences(headers: HeaderSpec, prefix: string): Array<{ f
 
 /** The connection references among `headers`, each with the field that holds it under `prefix`. */
 export function headerConnections(headers: HeaderSpec, prefix: string): Array<{ field: string; connection: string }> {
-  return Object.entries(headers).flatMap(([name, v]) => (typeof v !== "string" && "connection" in v ? [{ field: `${prefix}.${name}`, connection: v.connection }] : []));
+  return Object.entries(headers).flatMap(([name, v]) =>
+    typeof v !== "string" && "connection" in v ? [{ field: `${prefix}.${name}`, connection: v.connection }] : [],
+  );
 }
 
 /** The 400 message for refused references (body fields named, values never). */
@@ -159,7 +159,10 @@ export function resolveEnvRefFor(env: EnvVars, ref: EnvRef, url: string): string
   const origins = referenceOriginsOf(env);
   if (!referenceMayGoTo(ref.env, url, origins)) {
     const why = Object.hasOwn(origins, ref.env) ? "binds it to other origins" : "binds no origin to it";
-    throw new EnvRefError(ref.env, `env var ${ref.env} referenced by the declaration may not be sent to this URL's origin (${SECRET_REFERENCE_ORIGINS_SETTING} ${why})`);
+    throw new EnvRefError(
+      ref.env,
+      `env var ${ref.env} referenced by the declaration may not be sent to this URL's origin (${SECRET_REFERENCE_ORIGINS_SETTING} ${why})`,
+    );
   }
   return valueOf(env, ref);
 }
@@ -183,7 +186,12 @@ export function resolveHeaders(env: EnvVars, headers: HeaderSpec, url: string): 
  * origin), and connection references through `connection` (src/connectors/token-resolution.ts,
  * which checks its provider's origins and may refresh the token).
  */
-export async function resolveCallHeaders(env: EnvVars, headers: HeaderSpec, url: string, connection: (ref: ConnectionRef) => Promise<string>): Promise<Record<string, string>> {
+export async function resolveCallHeaders(
+  env: EnvVars,
+  headers: HeaderSpec,
+  url: string,
+  connection: (ref: ConnectionRef) => Promise<string>,
+): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
   for (const [name, v] of Object.entries(headers)) out[name] = typeof v === "string" ? v : "env" in v ? resolveEnvRefFor(env, v, url) : await connection(v);
   return out;

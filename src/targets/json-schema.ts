@@ -158,10 +158,9 @@ export const jsonSchemaSchema = boundedJsonObject(MAX_SCHEMA_BYTES)
   );
 
 /** An input schema must describe the kwargs object. */
-export const inputSchemaSchema = jsonSchemaSchema.refine(
-  (s) => s.type === undefined || s.type === "object",
-  { message: "must describe an object (type \"object\")" },
-);
+export const inputSchemaSchema = jsonSchemaSchema.refine((s) => s.type === undefined || s.type === "object", {
+  message: 'must describe an object (type "object")',
+});
 
 /** Accepts every JSON value: the schema of an undeclared output. */
 export const ANY_SCHEMA: JsonSchema = Object.freeze({}) as JsonSchema;

@@ -30,7 +30,12 @@ export function movedSecretMessage(field: string): string {
  * origin the edited declaration sends to. A placeholder with no stored literal behind it, or whose
  * literal was entered for another origin, is a 400 naming `field.<header>`.
  */
-export function keepStoredLiterals(headers: HeaderSpec, stored: { headers: HeaderSpec; origin: string | null } | undefined, origin: string | null, field: string): HeaderSpec {
+export function keepStoredLiterals(
+  headers: HeaderSpec,
+  stored: { headers: HeaderSpec; origin: string | null } | undefined,
+  origin: string | null,
+  field: string,
+): HeaderSpec {
   const out: HeaderSpec = {};
   for (const [name, v] of Object.entries(headers)) {
     if (v !== REDACTED) {
@@ -38,7 +43,8 @@ export function keepStoredLiterals(headers: HeaderSpec, stored: { headers: Heade
       continue;
     }
     const keep = stored?.headers[name];
-    if (typeof keep !== "string") throw badRequest(`invalid body: ${field}.${name}: "${REDACTED}" stands for the stored value of this header, and there is none`);
+    if (typeof keep !== "string")
+      throw badRequest(`invalid body: ${field}.${name}: "${REDACTED}" stands for the stored value of this header, and there is none`);
     if (stored!.origin === null || stored!.origin !== origin) throw badRequest(`invalid body: ${movedSecretMessage(`${field}.${name}`)}`);
     out[name] = keep;
   }

@@ -27,7 +27,9 @@ export const templateKey = (id: string) => `${TEMPLATES_DIR}/${id}`;
 
 /** A template id: a storage path that is still one below `templates/` (the prefix counts against the limits). */
 export const TemplateId = StoragePath.refine((id) => storagePathProblem(templateKey(id)) === null, { message: "is too long or too deep below templates/" });
-export const TemplateDirPrefix = StoragePrefix.refine((p) => p === "" || storagePrefixProblem(templateKey(p)) === null, { message: "is too long or too deep below templates/" });
+export const TemplateDirPrefix = StoragePrefix.refine((p) => p === "" || storagePrefixProblem(templateKey(p)) === null, {
+  message: "is too long or too deep below templates/",
+});
 const idOfKey = (key: string) => key.slice(TEMPLATES_DIR.length + 1);
 
 export const templateNotFound = () => notFound("template not found");
@@ -46,7 +48,11 @@ export const TemplateMeta = z
 export type TemplateMeta = z.infer<typeof TemplateMeta>;
 
 /** A fetched template: its text and what it references. */
-export const TemplateView = TemplateMeta.extend({ content: z.string(), variables: z.array(TemplateVariable), schema: z.record(z.string(), z.unknown()) }).strict();
+export const TemplateView = TemplateMeta.extend({
+  content: z.string(),
+  variables: z.array(TemplateVariable),
+  schema: z.record(z.string(), z.unknown()),
+}).strict();
 export type TemplateView = z.infer<typeof TemplateView>;
 
 function metaOf(v: ObjectView): TemplateMeta {
@@ -131,7 +137,11 @@ export const UploadTemplateBody = z.object({ id: TemplateId, content: z.string()
 export type UploadTemplateBody = z.infer<typeof UploadTemplateBody>;
 
 /** Stores a template after it parsed: 400 when it does not, 413 past the text resource cap. */
-export async function uploadTemplate(bucket: R2Bucket, body: UploadTemplateBody, now: string): Promise<{ created: boolean; template: TemplateMeta & TemplateAnalysis }> {
+export async function uploadTemplate(
+  bucket: R2Bucket,
+  body: UploadTemplateBody,
+  now: string,
+): Promise<{ created: boolean; template: TemplateMeta & TemplateAnalysis }> {
   const bytes = new TextEncoder().encode(body.content);
   if (bytes.byteLength > TEXT_RESOURCE_MAX_BYTES) throw new HttpError(413, `content exceeds ${TEXT_RESOURCE_MAX_BYTES} bytes`);
   const a = analyzed(body.content);

@@ -56,7 +56,12 @@ export class DeliveryMachine {
   async applyReceipt(messageId: string, status: "delivered" | "failed", detail?: string): Promise<boolean> {
     const cur = getStored(this.deps.storage, messageId);
     if (!cur || cur.record.status !== "provisional") return false;
-    await this.finish({ ...cur.record }, status, status === "failed" ? `provider reported the message failed${detail ? ` (${detail})` : ""}` : null, this.deps.settings());
+    await this.finish(
+      { ...cur.record },
+      status,
+      status === "failed" ? `provider reported the message failed${detail ? ` (${detail})` : ""}` : null,
+      this.deps.settings(),
+    );
     await this.parts.alarm.arm();
     return true;
   }
@@ -100,7 +105,13 @@ export class DeliveryMachine {
     );
     const counted = this.attemptCounters(rec, !result.ok);
     if (result.ok) return this.finish(rec, "delivered", null, s, counted);
-    logDeliveryAttemptFailed({ message_id: rec.message_id, via: "callback", attempt: rec.attempts, reason: result.cls ?? "refused", final: rec.attempts >= c.deliveryMaxAttempts });
+    logDeliveryAttemptFailed({
+      message_id: rec.message_id,
+      via: "callback",
+      attempt: rec.attempts,
+      reason: result.cls ?? "refused",
+      final: rec.attempts >= c.deliveryMaxAttempts,
+    });
     return this.retryLater(rec, result.reason, s, counted);
   }
 
@@ -204,7 +215,9 @@ export class DeliveryMachine {
     else if (rec.answer_status !== "error") rec.error = null;
     saveStored(this.deps.storage, { record: rec, delivery_due_at: null, delivery_lease_until: null, grace_until: null, expires_at: expires });
     this.parts.index.note({
-      ...(status === "failed" ? { failed: { message_id: rec.message_id, route_name: rec.route_name, thread_id: rec.thread_id, failed_at: rec.updated_at, expires_at: expires } } : {}),
+      ...(status === "failed"
+        ? { failed: { message_id: rec.message_id, route_name: rec.route_name, thread_id: rec.thread_id, failed_at: rec.updated_at, expires_at: expires } }
+        : {}),
       ...(counted.length ? { counters: counted } : {}),
     });
   }

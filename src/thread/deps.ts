@@ -76,7 +76,10 @@ export async function warmThreadSettings(env: object): Promise<void> {
     await isolateSettings.ensure(env);
   } catch (err) {
     // D1 unreachable: never fail the object's start over it; `threadSettings` retries in the background.
-    console.error("thread settings: loading the settings overlay failed; running on the env until it loads", err instanceof Error ? err.message : "unknown error");
+    console.error(
+      "thread settings: loading the settings overlay failed; running on the env until it loads",
+      err instanceof Error ? err.message : "unknown error",
+    );
   }
 }
 

@@ -13,7 +13,17 @@
  * (the oldest row's note time plus the delay and a grace, or a failed push's retry time), and the
  * alarm pass pushes whatever is still there.
  */
-import { type CounterDelta, type FailedRow, type LedgerKey, type ListingRow, type RunRow, ledgerIndex, listingShard, messageKey, shardStub } from "../contracts/shard-rpc";
+import {
+  type CounterDelta,
+  type FailedRow,
+  type LedgerKey,
+  type ListingRow,
+  type RunRow,
+  ledgerIndex,
+  listingShard,
+  messageKey,
+  shardStub,
+} from "../contracts/shard-rpc";
 import { AnswerRecord } from "../bridge/record";
 import { parseStored } from "../store/parse-stored";
 import type { IndexNote, IndexWriter, ThreadDeps } from "./deps";
@@ -183,7 +193,10 @@ export class IndexOutbox implements IndexWriter {
     if (getMeta(storage, "outbox_retry_at") !== null) deleteMeta(storage, "outbox_retry_at");
   }
 
-  private async pushRows(threadId: string, rows: Array<{ settled: number; failed: string | null; dropped: string | null; extra: string | null }>): Promise<void> {
+  private async pushRows(
+    threadId: string,
+    rows: Array<{ settled: number; failed: string | null; dropped: string | null; extra: string | null }>,
+  ): Promise<void> {
     const env = this.deps.env();
     const failed = rows.flatMap((r) => (r.failed ? [JSON.parse(r.failed) as FailedRow] : []));
     const dropped = rows.flatMap((r) => (r.dropped ? (JSON.parse(r.dropped) as string[]) : []));

@@ -52,7 +52,8 @@ export class Intake {
     this.parts.firstRuns.add(req.record.message_id);
     // An accepted inbound keeps a takeover alive for another retention window (spec §3.2).
     mode.refresh();
-    if (req.route && req.routeReadAtMs) this.parts.snapshots.remember(req.record.message_id, { route: req.route, key: req.executionKey, at: req.routeReadAtMs, target: req.target });
+    if (req.route && req.routeReadAtMs)
+      this.parts.snapshots.remember(req.record.message_id, { route: req.route, key: req.executionKey, at: req.routeReadAtMs, target: req.target });
     // The listing learns of the new record in the background; the read door finds it through the
     // message directory, which the door writes beside this accept (src/bridge/admission.ts).
     index.note();

@@ -101,6 +101,7 @@ const answered = (text: string): TurnOutcome => ({ answer_status: "answered", an
  */
 export function withGreeting(outcome: TurnOutcome, greeting: string | null): TurnOutcome {
   if (!greeting) return outcome;
-  if (outcome.answer_status === "silent" || outcome.answer === null || outcome.answer === "") return { answer_status: "answered", answer: greeting, error: null };
+  if (outcome.answer_status === "silent" || outcome.answer === null || outcome.answer === "")
+    return { answer_status: "answered", answer: greeting, error: null };
   return { ...outcome, answer: `${greeting}\n\n${outcome.answer}` };
 }

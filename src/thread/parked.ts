@@ -36,18 +36,35 @@ export interface ParkedNote {
 
 /** Notes a parked interaction (in the caller's transaction: the settle's). */
 export function noteParked(storage: DurableObjectStorage, note: ParkedNote, nowMs: number): void {
-  sql(storage, "note parked", "INSERT OR REPLACE INTO parked_interactions (interaction_id, asked_by, route, noted_at) VALUES (?, ?, ?, ?)", note.interaction_id, note.asked_by, JSON.stringify(note.route), nowMs);
+  sql(
+    storage,
+    "note parked",
+    "INSERT OR REPLACE INTO parked_interactions (interaction_id, asked_by, route, noted_at) VALUES (?, ?, ?, ?)",
+    note.interaction_id,
+    note.asked_by,
+    JSON.stringify(note.route),
+    nowMs,
+  );
 }
 
 /** The newest interaction still waiting for this thread's next inbound, or null. */
 export function waitingParked(storage: DurableObjectStorage): ParkedNote | null {
-  const r = sql<{ interaction_id: string; asked_by: string; route: string }>(storage, "waiting parked", "SELECT interaction_id, asked_by, route FROM parked_interactions ORDER BY noted_at DESC, rowid DESC LIMIT 1")[0];
+  const r = sql<{ interaction_id: string; asked_by: string; route: string }>(
+    storage,
+    "waiting parked",
+    "SELECT interaction_id, asked_by, route FROM parked_interactions ORDER BY noted_at DESC, rowid DESC LIMIT 1",
+  )[0];
   return r ? { interaction_id: r.interaction_id, asked_by: r.asked_by, route: parseStored(ParkedRoute, r.route, "parked interaction route") } : null;
 }
 
 /** One parked interaction by id, or null. */
 export function parkedById(storage: DurableObjectStorage, interactionId: string): ParkedNote | null {
-  const r = sql<{ interaction_id: string; asked_by: string; route: string }>(storage, "parked by id", "SELECT interaction_id, asked_by, route FROM parked_interactions WHERE interaction_id = ?", interactionId)[0];
+  const r = sql<{ interaction_id: string; asked_by: string; route: string }>(
+    storage,
+    "parked by id",
+    "SELECT interaction_id, asked_by, route FROM parked_interactions WHERE interaction_id = ?",
+    interactionId,
+  )[0];
   return r ? { interaction_id: r.interaction_id, asked_by: r.asked_by, route: parseStored(ParkedRoute, r.route, "parked interaction route") } : null;
 }
 

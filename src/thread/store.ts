@@ -78,7 +78,9 @@ export function migrate(storage: DurableObjectStorage): void {
   if (version < 3) {
     // v3: the outbox towards the admin listings, so that no D1 write is on the per-message path.
     // One row per noted transition; src/thread/index-outbox.ts pushes and drops them.
-    storage.sql.exec("CREATE TABLE IF NOT EXISTS index_outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, noted_at INTEGER NOT NULL, settled INTEGER NOT NULL DEFAULT 0, failed TEXT, dropped TEXT)");
+    storage.sql.exec(
+      "CREATE TABLE IF NOT EXISTS index_outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, noted_at INTEGER NOT NULL, settled INTEGER NOT NULL DEFAULT 0, failed TEXT, dropped TEXT)",
+    );
   }
   if (version < 4) {
     // v4: each settled turn's run trace (src/thread/turn-trace.ts), keyed by its message
@@ -86,13 +88,16 @@ export function migrate(storage: DurableObjectStorage): void {
     // counters towards the shards in `extra`.
     storage.sql.exec("CREATE TABLE IF NOT EXISTS run_traces (message_id TEXT PRIMARY KEY, trace TEXT NOT NULL)");
     // Idempotent like the steps above: an object whose version was rolled back keeps its column.
-    if (!storage.sql.exec("SELECT * FROM index_outbox LIMIT 0").columnNames.includes("extra")) storage.sql.exec("ALTER TABLE index_outbox ADD COLUMN extra TEXT");
+    if (!storage.sql.exec("SELECT * FROM index_outbox LIMIT 0").columnNames.includes("extra"))
+      storage.sql.exec("ALTER TABLE index_outbox ADD COLUMN extra TEXT");
   }
   if (version < 5) {
     // v5: the interactions a turn of this thread parked on and that still wait for the
     // thread's next inbound (src/thread/parked.ts); a row goes when the interaction is answered here
     // or handed back as a resume turn.
-    storage.sql.exec("CREATE TABLE IF NOT EXISTS parked_interactions (interaction_id TEXT PRIMARY KEY, asked_by TEXT NOT NULL, route TEXT NOT NULL, noted_at INTEGER NOT NULL)");
+    storage.sql.exec(
+      "CREATE TABLE IF NOT EXISTS parked_interactions (interaction_id TEXT PRIMARY KEY, asked_by TEXT NOT NULL, route TEXT NOT NULL, noted_at INTEGER NOT NULL)",
+    );
   }
   if (version !== SCHEMA_VERSION) {
     sql(storage, "set schema version", "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", String(SCHEMA_VERSION));
@@ -171,13 +176,19 @@ export function getStored(storage: DurableObjectStorage, messageId: string): Sto
 }
 
 /** Persists the record body and any bookkeeping fields given. */
-export function saveStored(
-  storage: DurableObjectStorage,
-  s: Pick<StoredRecord, "record"> & Partial<Omit<StoredRecord, "record" | "seq" | "inbound">>,
-): void {
+export function saveStored(storage: DurableObjectStorage, s: Pick<StoredRecord, "record"> & Partial<Omit<StoredRecord, "record" | "seq" | "inbound">>): void {
   const sets = ["record = ?", "status = ?"];
   const args: unknown[] = [JSON.stringify(s.record), s.record.status];
-  for (const key of ["turn_state", "turn_lease_until", "delivery_due_at", "delivery_lease_until", "grace_until", "expires_at", "chunks_sent", "turn_attempts"] as const) {
+  for (const key of [
+    "turn_state",
+    "turn_lease_until",
+    "delivery_due_at",
+    "delivery_lease_until",
+    "grace_until",
+    "expires_at",
+    "chunks_sent",
+    "turn_attempts",
+  ] as const) {
     if (key in s) {
       sets.push(`${key} = ?`);
       args.push(s[key] ?? null);
@@ -252,7 +263,12 @@ export function pruneExpired(storage: DurableObjectStorage, nowMs: number): { id
     nowMs,
   );
   if (gone.length) {
-    sql(storage, "prune expired traces", "DELETE FROM run_traces WHERE message_id IN (SELECT message_id FROM records WHERE expires_at IS NOT NULL AND expires_at <= ?)", nowMs);
+    sql(
+      storage,
+      "prune expired traces",
+      "DELETE FROM run_traces WHERE message_id IN (SELECT message_id FROM records WHERE expires_at IS NOT NULL AND expires_at <= ?)",
+      nowMs,
+    );
     sql(storage, "prune expired", "DELETE FROM records WHERE expires_at IS NOT NULL AND expires_at <= ?", nowMs);
   }
   return { ids: gone.map((r) => r.message_id), traced: gone.filter((r) => r.traced).map((r) => r.message_id) };
@@ -312,4 +328,3 @@ export function threadLoad(storage: DurableObjectStorage): { queue_depth: number
             (SELECT COUNT(*) FROM records WHERE status = 'pending_delivery') AS pending_deliveries`,
   )[0];
 }
-

@@ -197,7 +197,14 @@ export class TurnLoop {
       if (answered) return answered;
     }
     const binding = read.target.config?.state_binding ?? null;
-    return runTarget(ctx, route, stored.inbound, key, binding ? { binding, pendingSaves: read.target.pendingSaves, writer: read.target.configWriter } : null, park);
+    return runTarget(
+      ctx,
+      route,
+      stored.inbound,
+      key,
+      binding ? { binding, pendingSaves: read.target.pendingSaves, writer: read.target.configWriter } : null,
+      park,
+    );
   }
 
   /** Where this turn's run may park: its thread and record, when the interactions store is configured. */
@@ -213,9 +220,21 @@ export class TurnLoop {
    * ended otherwise meanwhile (its resume turn is on its way) or is gone, and the inbound runs as
    * an ordinary turn.
    */
-  private async answerParked(waiting: ParkedNote, stored: StoredRecord, read: TurnRead, ctx: TargetContext, park: ParkOrigin | null): Promise<TurnOutcome | null> {
+  private async answerParked(
+    waiting: ParkedNote,
+    stored: StoredRecord,
+    read: TurnRead,
+    ctx: TargetContext,
+    park: ParkOrigin | null,
+  ): Promise<TurnOutcome | null> {
     const { inbound } = stored;
-    const input = { text: inbound.text, form: inbound.form ?? null, params: inbound.params ?? null, attachments: inbound.attachments ?? null, location: inbound.location ?? null };
+    const input = {
+      text: inbound.text,
+      form: inbound.form ?? null,
+      params: inbound.params ?? null,
+      attachments: inbound.attachments ?? null,
+      location: inbound.location ?? null,
+    };
     let claim;
     try {
       claim = await interactionStub(this.deps.env(), waiting.interaction_id).claim(stored.record.message_id, input);
@@ -298,7 +317,15 @@ export class TurnLoop {
     // the one this turn parked on is (the thread's next inbound answers it).
     if (resolved) dropParked(storage, resolved);
     if (parked) {
-      const route = { route_name: rec.route_name, door: rec.door, channel: rec.channel, our_identity: rec.our_identity, callback_url: rec.callback_url, client_address: rec.client_address, caller_principal: rec.caller_principal };
+      const route = {
+        route_name: rec.route_name,
+        door: rec.door,
+        channel: rec.channel,
+        our_identity: rec.our_identity,
+        callback_url: rec.callback_url,
+        client_address: rec.client_address,
+        caller_principal: rec.caller_principal,
+      };
       noteParked(storage, { interaction_id: parked.interaction_id, asked_by: messageId, route }, now);
     }
     if (inline) waiters.answer(messageId, rec);

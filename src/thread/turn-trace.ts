@@ -48,7 +48,13 @@ export function turnRunOutcome(outcome: Pick<TurnOutcome, "answer_status" | "err
 }
 
 /** The turn's trace (pure); input and output stay null here (they are the record's, read later). */
-export function turnTrace(rec: AnswerRecord, inbound: Pick<TurnInbound, "person">, run: TurnRun, outcome: Pick<TurnOutcome, "answer_status" | "error">, settledAt: number): RunTrace {
+export function turnTrace(
+  rec: AnswerRecord,
+  inbound: Pick<TurnInbound, "person">,
+  run: TurnRun,
+  outcome: Pick<TurnOutcome, "answer_status" | "error">,
+  settledAt: number,
+): RunTrace {
   const steps = run.log.steps;
   return {
     trace_id: rec.message_id,

@@ -9,7 +9,17 @@ import { badRequest, conflict, notFound } from "../http/errors";
 import { parseStored } from "../store/parse-stored";
 import { MAX_FOLDERS, MAX_FOLDER_DEPTH, type ParentMap, depthOf, tooDeepAfterMove, wouldCycle } from "./folders";
 import { mergePatch, type Json } from "./merge-patch";
-import { Badges, DEFAULT_FIELDS, type FolderView, Tags, type ToolMetaFields, ToolMetaFields as FieldsSchema, type ToolMetaPatch, isDefault, newFolderId } from "./model";
+import {
+  Badges,
+  DEFAULT_FIELDS,
+  type FolderView,
+  Tags,
+  type ToolMetaFields,
+  ToolMetaFields as FieldsSchema,
+  type ToolMetaPatch,
+  isDefault,
+  newFolderId,
+} from "./model";
 
 const FOLDER_COLUMNS = "folder_id, name, parent_id, created_at, updated_at";
 
@@ -53,7 +63,9 @@ export async function createFolder(db: D1Database, name: string, parent: string 
   try {
     // The parent must still exist as the row goes in.
     const res = await db
-      .prepare(`INSERT INTO tool_meta_folders (${FOLDER_COLUMNS}) SELECT ?, ?, ?, ?, ? WHERE ? IS NULL OR EXISTS (SELECT 1 FROM tool_meta_folders WHERE folder_id = ?)`)
+      .prepare(
+        `INSERT INTO tool_meta_folders (${FOLDER_COLUMNS}) SELECT ?, ?, ?, ?, ? WHERE ? IS NULL OR EXISTS (SELECT 1 FROM tool_meta_folders WHERE folder_id = ?)`,
+      )
       .bind(folder.folder_id, name, parent, now, now, parent, parent)
       .run();
     if (!res.meta.changes) throw parentNotFound();

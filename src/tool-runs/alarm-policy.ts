@@ -34,7 +34,12 @@ export type AlarmStep =
   | { kind: "expire" }
   | { kind: "sleep"; until: number };
 
-export function alarmStep(row: Pick<ToolRunRow, "status" | "attempts" | "published" | "expires_at" | "started_at"> | null, nowMs: number, maxAttempts: number, inFlight: boolean): AlarmStep {
+export function alarmStep(
+  row: Pick<ToolRunRow, "status" | "attempts" | "published" | "expires_at" | "started_at"> | null,
+  nowMs: number,
+  maxAttempts: number,
+  inFlight: boolean,
+): AlarmStep {
   if (!row) return { kind: "none" };
   switch (row.status) {
     case "queued":

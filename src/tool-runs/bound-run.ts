@@ -26,7 +26,9 @@ import { type TargetContext, dispatchTool } from "../targets/dispatch";
 import type { RunEnd } from "./run-store";
 import type { ToolRunRow } from "./record";
 
-export type BoundRun = Pick<ToolRunRow, "run_id" | "tool_name" | "arguments" | "origin" | "hook_name" | "schedule_name" | "binding_by"> & { state_binding: NonNullable<ToolRunRow["state_binding"]> };
+export type BoundRun = Pick<ToolRunRow, "run_id" | "tool_name" | "arguments" | "origin" | "hook_name" | "schedule_name" | "binding_by"> & {
+  state_binding: NonNullable<ToolRunRow["state_binding"]>;
+};
 
 /** Who wrote, as the state's audit trail records it. */
 export function boundRunOrigin(run: Pick<ToolRunRow, "run_id" | "origin" | "hook_name" | "schedule_name">, actor: string): WriteOrigin {

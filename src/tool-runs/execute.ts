@@ -36,7 +36,13 @@ export type RunAuthority = { ok: true } | { ok: false; reason: string };
  * May `caller` run tool `name` now? The live authorizer, plus the admin rule of maintenance tools.
  * `prefetched` is the key and owner a door authenticated moments ago (no second read).
  */
-export async function authorizeToolRun(db: D1Database, caller: { user_id: string; fingerprint: string }, name: string, now: Date, prefetched?: KeyWithOwner): Promise<RunAuthority> {
+export async function authorizeToolRun(
+  db: D1Database,
+  caller: { user_id: string; fingerprint: string },
+  name: string,
+  now: Date,
+  prefetched?: KeyWithOwner,
+): Promise<RunAuthority> {
   const auth = await authorizeTurn(db, caller.user_id, caller.fingerprint, { kind: "tool", name }, now, prefetched);
   if (!auth.ok) return auth;
   if (isMaintenanceTool(name) && !isAdminKey(auth.key)) return { ok: false, reason: "maintenance tools run only as an admin key" };
@@ -61,7 +67,8 @@ export function askedRunEnd(outcome: JsonObject, status: Exclude<InteractionStat
 }
 
 /** What one attempt needs of its run. */
-export type RunToExecute = Pick<ToolRunRow, "run_id" | "tool_name" | "arguments" | "origin" | "hook_name" | "schedule_name" | "state_binding"> & Partial<Pick<ToolRunRow, "binding_by">>;
+export type RunToExecute = Pick<ToolRunRow, "run_id" | "tool_name" | "arguments" | "origin" | "hook_name" | "schedule_name" | "state_binding"> &
+  Partial<Pick<ToolRunRow, "binding_by">>;
 
 /**
  * Runs one attempt of `run`'s tool with its arguments as `caller`. Never throws for a tool's
@@ -75,7 +82,9 @@ export async function executeToolRun(ctx: TargetContext, run: RunToExecute, call
   if (isMaintenanceTool(name)) return timedStep(ctx, "tool", name, () => runMaintenance(ctx, name, args, caller), stepVerdict);
   if (run.state_binding) {
     const binding = run.state_binding;
-    return executeBoundRun(ctx, { ...run, state_binding: binding, binding_by: run.binding_by ?? null }, caller, () => authorizeToolRun(ctx.db, caller, name, ctx.now()));
+    return executeBoundRun(ctx, { ...run, state_binding: binding, binding_by: run.binding_by ?? null }, caller, () =>
+      authorizeToolRun(ctx.db, caller, name, ctx.now()),
+    );
   }
   // Closures do not narrow, so the slot writes into a holder.
   const held: { ask: AskUserInput | null } = { ask: null };

@@ -12,10 +12,23 @@ import { type ToolRunListItem, ToolRunOrigin, type ToolRunRow, ToolRunStatus } f
 
 /** The run's listing row as the statements bind it. */
 function bindRow(stmt: D1PreparedStatement, r: ToolRunRow): D1PreparedStatement {
-  return stmt.bind(r.run_id, r.tool_name, r.caller_user_id, r.origin, r.schedule_name, r.hook_name, r.status, r.error_kind, r.created_at, r.finished_at, r.expires_at);
+  return stmt.bind(
+    r.run_id,
+    r.tool_name,
+    r.caller_user_id,
+    r.origin,
+    r.schedule_name,
+    r.hook_name,
+    r.status,
+    r.error_kind,
+    r.created_at,
+    r.finished_at,
+    r.expires_at,
+  );
 }
 
-const INSERT = "INSERT INTO tool_runs (run_id, tool_name, caller_user_id, origin, schedule_name, hook_name, status, error_kind, created_at, finished_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+const INSERT =
+  "INSERT INTO tool_runs (run_id, tool_name, caller_user_id, origin, schedule_name, hook_name, status, error_kind, created_at, finished_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
 
 /** The submit's one write. A row already there (the object ended the run first) is left as is. */
 export function insertRunRow(db: D1Database, r: ToolRunRow): D1PreparedStatement {
@@ -67,7 +80,13 @@ export interface RunFilter {
  * Recent runs first (submit time, then run id), paged; runs past their expiry are left out even
  * before their rows are deleted. One D1 batch: the page and the count.
  */
-export async function listToolRuns(db: D1Database, filter: RunFilter, nowMs: number, offset: number, limit: number): Promise<{ items: ToolRunListItem[]; total: number }> {
+export async function listToolRuns(
+  db: D1Database,
+  filter: RunFilter,
+  nowMs: number,
+  offset: number,
+  limit: number,
+): Promise<{ items: ToolRunListItem[]; total: number }> {
   const where = ["(expires_at IS NULL OR expires_at > ?)"];
   const args: unknown[] = [nowMs];
   if (filter.tool_name !== undefined) {
@@ -82,7 +101,9 @@ export async function listToolRuns(db: D1Database, filter: RunFilter, nowMs: num
   const cond = where.join(" AND ");
   const [page, count] = await db.batch([
     db
-      .prepare(`SELECT run_id, tool_name, caller_user_id, origin, schedule_name, hook_name, status, error_kind, created_at, finished_at FROM tool_runs WHERE ${cond} ORDER BY created_at DESC, run_id LIMIT ? OFFSET ?`)
+      .prepare(
+        `SELECT run_id, tool_name, caller_user_id, origin, schedule_name, hook_name, status, error_kind, created_at, finished_at FROM tool_runs WHERE ${cond} ORDER BY created_at DESC, run_id LIMIT ? OFFSET ?`,
+      )
       .bind(...args, limit, offset),
     db.prepare(`SELECT COUNT(*) AS n FROM tool_runs WHERE ${cond}`).bind(...args),
   ]);

@@ -41,7 +41,8 @@ const TOOLS: ReadonlyMap<string, MaintenanceTool> = new Map([
   [
     CHECKPOINTS_SWEEP_TOOL,
     {
-      description: "POST /api/checkpoints/sweep as a tool: deletes agent memory idle past LLM_PROVIDER_CHECKPOINT_TTL_MINUTES on the d1 provider; a reported no-op otherwise.",
+      description:
+        "POST /api/checkpoints/sweep as a tool: deletes agent memory idle past LLM_PROVIDER_CHECKPOINT_TTL_MINUTES on the d1 provider; a reported no-op otherwise.",
       async run(env: Env, settings: Settings, now: Date): Promise<JsonValue> {
         return { ...(await sweepCheckpoints(env, settings, now)) } as JsonObject;
       },

@@ -159,6 +159,4 @@ export function toolRunView(row: ToolRunRow, admin: boolean): ToolRunView {
 }
 
 /** A run id: a UUID (v4 as minted, any version accepted; lower-case). */
-export const RunId = z
-  .string()
-  .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, { message: "must be a lower-case UUID" });
+export const RunId = z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, { message: "must be a lower-case UUID" });

@@ -38,6 +38,6 @@ export function argumentProblems(schema: JsonSchema, args: JsonObject): string |
 }
 
 /** A tool a run may name: a registry tool name (decisions §4) or a maintenance tool. */
-export const RunToolName = z
-  .string()
-  .refine((n) => isToolName(n) || isMaintenanceTool(n), { message: "must be a tool name (1-64 characters of letters, digits, _ and -, or <server>.<tool> for an MCP server's tool) or a maintenance tool's name" });
+export const RunToolName = z.string().refine((n) => isToolName(n) || isMaintenanceTool(n), {
+  message: "must be a tool name (1-64 characters of letters, digits, _ and -, or <server>.<tool> for an MCP server's tool) or a maintenance tool's name",
+});

@@ -176,7 +176,9 @@ describe("public pins (pure)", () => {
     expect(pinRefusal(get("/api/keys/x"))).toContain("access-control");
     expect(pinRefusal(get("/api/auth/me", { authenticated: true }))).not.toBeNull();
     expect(pinRefusal(get("/api/health", { public: true }))).toContain("public already");
-    expect(pinRefusal({ method: "post", path: "/api/conversations/{route_name}/messages", auth: { tag: "conversations" }, pinnable: true })).toContain("bridge");
+    expect(pinRefusal({ method: "post", path: "/api/conversations/{route_name}/messages", auth: { tag: "conversations" }, pinnable: true })).toContain(
+      "bridge",
+    );
     expect(pinRefusal({ method: "post", path: "/api/run-tool", auth: { tag: "tools" }, pinnable: true })).toContain("run-tool");
     expect(pinRefusal({ method: "post", path: "/api/presets", auth: { tag: "presets" } })).toContain("GET");
     expect(pinRefusal({ method: "post", path: "/api/presets", auth: { tag: "presets" }, pinnable: true })).toBeNull();
@@ -190,7 +192,15 @@ describe("capabilities (pure)", () => {
 
   it("admin: everything, for any owner", () => {
     const c = capabilities(p({ scopes: ["*"] }, { admin: true }), true, known);
-    expect(c).toMatchObject({ can_mint: true, owner: "any", owner_user_id: null, custom_scopes: ["mine", "theirs"], tools: ["echo", "weather"], agents: ["echo"], roles: ["viewer"] });
+    expect(c).toMatchObject({
+      can_mint: true,
+      owner: "any",
+      owner_user_id: null,
+      custom_scopes: ["mine", "theirs"],
+      tools: ["echo", "weather"],
+      agents: ["echo"],
+      roles: ["viewer"],
+    });
     expect(c.scopes).toEqual(grammarScopes());
   });
 

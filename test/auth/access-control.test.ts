@@ -67,7 +67,7 @@ describe("401/403 matrix", () => {
 
   it("condition false → 403; condition erroring → 403; condition true → allowed", async () => {
     const allow = await mintKey({ scopes: ["resources"], condition: '.request.method == "GET"' });
-    const deny = await mintKey({ scopes: ["resources"], condition: ".sub == \"someone-else\"" });
+    const deny = await mintKey({ scopes: ["resources"], condition: '.sub == "someone-else"' });
     const broken = await mintKey({ scopes: ["resources"], condition: 'error("boom")' });
     expect((await call("GET", "/api/resources/get?id=x", { key: allow.key })).status).toBe(404);
     expect((await call("POST", "/api/resources/get", { key: allow.key, body: { id: "x" } })).status).toBe(403);
@@ -121,7 +121,10 @@ describe("401/403 matrix", () => {
     expect((await call("GET", "/api/tools", { key: owned.key })).status).toBe(403);
     expect((await call("GET", "/api/auth/me", { key: owned.key })).body.data.routes.filter((r: { path: string }) => r.path === "/api/tools")).toEqual([]);
     // The condition reads the owner's own identity: written about the owner, it still lets its keys in.
-    await call("PUT", `/api/auth/api-keys/${owner.user_id}`, { key, body: { condition: `.sub == "${owner.user_id}" and (.scopes | index("presets") != null)` } });
+    await call("PUT", `/api/auth/api-keys/${owner.user_id}`, {
+      key,
+      body: { condition: `.sub == "${owner.user_id}" and (.scopes | index("presets") != null)` },
+    });
     expect((await call("GET", "/api/presets", { key: owned.key })).status).toBe(200);
     // The owned key's own condition still applies alongside.
     await call("PUT", `/api/auth/api-keys/${owned.user_id}`, { key, body: { condition: "false" } });
@@ -214,7 +217,10 @@ describe("pass-role bind and the live turn authorizer", () => {
     await call("PUT", `/api/auth/api-keys/${owner.user_id}`, { key: adminKey, body: { condition: `.sub == "${owner.user_id}"` } });
     expect((await authorizeTurn(env.DB, owned.user_id, owned.fingerprint, grant)).ok).toBe(true);
     await call("PUT", `/api/auth/api-keys/${owner.user_id}`, { key: adminKey, body: { condition: '.system.time < "2000-01-01"' } });
-    expect(await authorizeTurn(env.DB, owned.user_id, owned.fingerprint, grant)).toMatchObject({ ok: false, reason: expect.stringContaining("owner's condition") });
+    expect(await authorizeTurn(env.DB, owned.user_id, owned.fingerprint, grant)).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining("owner's condition"),
+    });
     await call("PUT", `/api/auth/api-keys/${owner.user_id}`, { key: adminKey, body: { condition: '.request.path | startswith("/api")' } });
     const bind = bindExecutionKey(env.DB, await principal(adminKey), owned.user_id);
     await expect(bind).rejects.toMatchObject({ status: 400, message: expect.stringContaining("owner's condition") });

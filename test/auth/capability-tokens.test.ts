@@ -16,7 +16,8 @@ describe("capability token kinds", () => {
 
   it("refuses other prefixes, other lengths and other characters", () => {
     const body = kind.mint().slice(4);
-    for (const s of [`xyz-${body}`, `tst-${body}x`, `tst-${body.slice(1)}`, `tst-${body.slice(1)}+`, `TST-${body}`, ` tst-${body}`]) expect(kind.isShaped(s), s).toBe(false);
+    for (const s of [`xyz-${body}`, `tst-${body}x`, `tst-${body.slice(1)}`, `tst-${body.slice(1)}+`, `TST-${body}`, ` tst-${body}`])
+      expect(kind.isShaped(s), s).toBe(false);
   });
 
   it("stores the SHA-256 of the whole token", async () => {

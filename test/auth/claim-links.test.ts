@@ -105,7 +105,9 @@ describe("POST /api/auth/claim-links", () => {
     const second = await makeLink({ user_id });
     expect(second.status).toBe(409);
     expect(second.body.error).not.toContain(user_id);
-    await env.DB.prepare("UPDATE claim_links SET expires_at = ? WHERE user_id = ?").bind(Date.now() - 1, user_id).run();
+    await env.DB.prepare("UPDATE claim_links SET expires_at = ? WHERE user_id = ?")
+      .bind(Date.now() - 1, user_id)
+      .run();
     expect((await makeLink({ user_id })).status).toBe(200);
   });
 });
@@ -121,7 +123,12 @@ describe("POST /api/login/claim", () => {
     expect(got.body.data.key_fingerprint).toMatch(/^[0-9a-f]{32}$/);
 
     const me = await call("GET", "/api/auth/me", { key: got.body.data.api_key });
-    expect(me.body.data).toMatchObject({ user_id: link.body.data.user_id, owner_user_id: "root", scopes: ["tools:read"], key_fingerprint: got.body.data.key_fingerprint });
+    expect(me.body.data).toMatchObject({
+      user_id: link.body.data.user_id,
+      owner_user_id: "root",
+      scopes: ["tools:read"],
+      key_fingerprint: got.body.data.key_fingerprint,
+    });
     // The key is stored as its hash only, and the link leaves nothing behind.
     const dump = JSON.stringify((await env.DB.prepare("SELECT * FROM api_keys").all()).results);
     expect(dump).not.toContain(got.body.data.api_key);
@@ -129,7 +136,14 @@ describe("POST /api/login/claim", () => {
     // Version 1 of its policy history: a mint by the link's creator.
     const versions = await call("GET", `/api/auth/api-keys/${link.body.data.user_id}/policy/versions`, { key: await admin() });
     expect(versions.body.data.items).toEqual([
-      expect.objectContaining({ version: 1, action: "mint", actor: "root", owner_user_id: "root", description: "tablet", key_fingerprint: got.body.data.key_fingerprint }),
+      expect.objectContaining({
+        version: 1,
+        action: "mint",
+        actor: "root",
+        owner_user_id: "root",
+        description: "tablet",
+        key_fingerprint: got.body.data.key_fingerprint,
+      }),
     ]);
 
     const again = await claim(link.body.data.token);
@@ -138,7 +152,9 @@ describe("POST /api/login/claim", () => {
 
   it("unknown, malformed and expired tokens get the very same refusal as a used one", async () => {
     const link = await makeLink({});
-    await env.DB.prepare("UPDATE claim_links SET expires_at = ? WHERE token_hash = ?").bind(Date.now() - 1, await sha256Hex(link.body.data.token)).run();
+    await env.DB.prepare("UPDATE claim_links SET expires_at = ? WHERE token_hash = ?")
+      .bind(Date.now() - 1, await sha256Hex(link.body.data.token))
+      .run();
     const expired = await claim(link.body.data.token);
     const unknown = await claim(`clm-${"A".repeat(43)}`);
     const malformed = await claim("not-a-claim-token");
@@ -176,9 +192,15 @@ describe("POST /api/login/claim", () => {
 
     for (const link of [revokedLink, disabledLink, takenLink]) {
       expect(await claim(link.body.data.token)).toMatchObject({ status: 400, body: REFUSED });
-      expect(await env.DB.prepare("SELECT 1 FROM claim_links WHERE token_hash = ?").bind(await sha256Hex(link.body.data.token)).first()).toBeNull();
+      expect(
+        await env.DB.prepare("SELECT 1 FROM claim_links WHERE token_hash = ?")
+          .bind(await sha256Hex(link.body.data.token))
+          .first(),
+      ).toBeNull();
     }
-    expect(await env.DB.prepare("SELECT 1 FROM api_keys WHERE user_id IN (?, ?)").bind(revokedLink.body.data.user_id, disabledLink.body.data.user_id).first()).toBeNull();
+    expect(
+      await env.DB.prepare("SELECT 1 FROM api_keys WHERE user_id IN (?, ?)").bind(revokedLink.body.data.user_id, disabledLink.body.data.user_id).first(),
+    ).toBeNull();
     // Re-enabling the creator does not revive the burnt link.
     await call("PUT", `/api/auth/api-keys/${disabler.user_id}`, { key: await admin(), body: { disabled: false } });
     expect((await claim(disabledLink.body.data.token)).status).toBe(400);
@@ -194,9 +216,15 @@ describe("POST /api/login/claim", () => {
     expect(await env.DB.prepare("SELECT 1 FROM api_keys WHERE user_id = ?").bind(link.body.data.user_id).first()).toBeNull();
 
     // The lock ends (moved into the past rather than waited for); the next failure doubles it.
-    const row = () => env.DB.prepare("SELECT failures, blocked_until FROM auth_throttle WHERE client_ip = ?").bind(`claim:${ip["cf-connecting-ip"]}`).first<{ failures: number; blocked_until: number }>();
+    const row = () =>
+      env.DB.prepare("SELECT failures, blocked_until FROM auth_throttle WHERE client_ip = ?")
+        .bind(`claim:${ip["cf-connecting-ip"]}`)
+        .first<{ failures: number; blocked_until: number }>();
     expect((await row())?.failures).toBe(1);
-    const unlock = () => env.DB.prepare("UPDATE auth_throttle SET blocked_until = ? WHERE client_ip = ?").bind(Date.now() - 1, `claim:${ip["cf-connecting-ip"]}`).run();
+    const unlock = () =>
+      env.DB.prepare("UPDATE auth_throttle SET blocked_until = ? WHERE client_ip = ?")
+        .bind(Date.now() - 1, `claim:${ip["cf-connecting-ip"]}`)
+        .run();
     await unlock();
     const t0 = Date.now();
     expect((await claim(`clm-${"C".repeat(43)}`, ip)).status).toBe(400);
@@ -217,7 +245,10 @@ describe("POST /api/login/claim", () => {
 
   it("story: a support-agent role, a link for a key with it, redeemed once, and the key sends an operator message within its role", async () => {
     const key = await admin();
-    const role = await call("POST", "/api/auth/roles", { key, body: { name: "support-agent", description: "answers customers", grants: { conversations: "write" } } });
+    const role = await call("POST", "/api/auth/roles", {
+      key,
+      body: { name: "support-agent", description: "answers customers", grants: { conversations: "write" } },
+    });
     expect(role.status, JSON.stringify(role.body)).toBe(200);
     const link = await makeLink({ scopes: ["conversations", "tools"], role: "support-agent" });
     expect(link.status).toBe(200);
@@ -240,7 +271,9 @@ describe("pruneClaimLinks", () => {
   it("deletes expired links only", async () => {
     const open = await makeLink({});
     const stale = await makeLink({});
-    await env.DB.prepare("UPDATE claim_links SET expires_at = ? WHERE user_id = ?").bind(Date.now() - 1000, stale.body.data.user_id).run();
+    await env.DB.prepare("UPDATE claim_links SET expires_at = ? WHERE user_id = ?")
+      .bind(Date.now() - 1000, stale.body.data.user_id)
+      .run();
     const removed = await pruneClaimLinks(env.DB, Date.now());
     expect(removed).toBeGreaterThanOrEqual(1);
     const left = (await env.DB.prepare("SELECT user_id FROM claim_links").all<{ user_id: string }>()).results.map((r) => r.user_id);

@@ -98,8 +98,18 @@ describe("finding 1: a preset's run grant does not buy its base tool", () => {
     expect(secret.seen).toHaveLength(1);
 
     const route = uniq("r").toLowerCase();
-    expect((await call("POST", `/api/conversations/${route}`, { key: await admin(), body: { door: "api", target_kind: "tool", target_name: name, execution_key: runner.user_id } })).status).toBe(200);
-    const sent = await call("POST", `/api/conversations/${route}/messages`, { key: await admin(), body: { external_user_id: "u", text: "hi", wait_seconds: 10 } });
+    expect(
+      (
+        await call("POST", `/api/conversations/${route}`, {
+          key: await admin(),
+          body: { door: "api", target_kind: "tool", target_name: name, execution_key: runner.user_id },
+        })
+      ).status,
+    ).toBe(200);
+    const sent = await call("POST", `/api/conversations/${route}/messages`, {
+      key: await admin(),
+      body: { external_user_id: "u", text: "hi", wait_seconds: 10 },
+    });
     expect(sent.body.data).toMatchObject({ status: "error" });
     expect(secret.seen).toHaveLength(1);
     // Revoking the writer outright refuses the same way.
@@ -116,7 +126,10 @@ describe("finding 1: a preset's run grant does not buy its base tool", () => {
     expect((await call("DELETE", `/api/auth/api-keys/${writer.user_id}`, { key: await admin() })).status).toBe(200);
 
     // An admin re-issues the id with the very same grants: the first holder's preset stays refused.
-    const again = await call("POST", "/api/auth/api-keys", { key: await admin(), body: { user_id: writer.user_id, scopes: ["presets", `tool:${secret.title}`] } });
+    const again = await call("POST", "/api/auth/api-keys", {
+      key: await admin(),
+      body: { user_id: writer.user_id, scopes: ["presets", `tool:${secret.title}`] },
+    });
     expect(again.status, JSON.stringify(again.body)).toBe(200);
     expect(await runAs(runner.key, name)).toMatchObject({ status: "failed", error_kind: "denied" });
     expect(secret.seen).toEqual([]);
@@ -136,8 +149,12 @@ describe("finding 2: a state binding does not buy the states area", () => {
     expect((await call("PUT", `/api/states/${state}`, { key, body: { schema: PREFS, subject_kinds: ["user"] } })).status).toBe(200);
     return { state, key };
   }
-  const reading = (state: string) => ({ states: [{ state, subject_expr: tt(".user"), input_injections: [{ into: "message", jq: tt(".record.secret // \"none\"") }] }] });
-  const writing = (state: string) => ({ states: [{ state, subject_expr: tt(".user"), updates: [{ jq: tt('[{op: "set", path: ["secret"], value: "overwritten"}]') }] }] });
+  const reading = (state: string) => ({
+    states: [{ state, subject_expr: tt(".user"), input_injections: [{ into: "message", jq: tt('.record.secret // "none"') }] }],
+  });
+  const writing = (state: string) => ({
+    states: [{ state, subject_expr: tt(".user"), updates: [{ jq: tt('[{op: "set", path: ["secret"], value: "overwritten"}]') }] }],
+  });
 
   it("a hooks writer with no states grant cannot bind a state on a public topic it can fire: reading (input_injections) or writing (updates) is 403 naming the attach, nothing stored", async () => {
     const { state } = await secretState();
@@ -158,20 +175,47 @@ describe("finding 2: a state binding does not buy the states area", () => {
     const sched = await mintKey({ scopes: ["schedules", "tool:echo"] });
     const s = await call("POST", "/api/schedules", {
       key: sched.key,
-      body: { tool_name: "echo", tool_kwargs: { message: "m" }, schedule_kwargs: { cron: "0 0 1 1 *" }, execution_key: sched.user_id, name: uniq("s").toLowerCase(), state_binding: reading(state) },
+      body: {
+        tool_name: "echo",
+        tool_kwargs: { message: "m" },
+        schedule_kwargs: { cron: "0 0 1 1 *" },
+        execution_key: sched.user_id,
+        name: uniq("s").toLowerCase(),
+        state_binding: reading(state),
+      },
     });
     expect(s.status, JSON.stringify(s.body)).toBe(403);
     const presets = await mintKey({ scopes: ["presets", "tool:echo"] });
-    const p = await call("POST", "/api/presets", { key: presets.key, body: { name: uniq("p").toLowerCase(), base_tool: "echo", state_binding: writing(state) } });
+    const p = await call("POST", "/api/presets", {
+      key: presets.key,
+      body: { name: uniq("p").toLowerCase(), base_tool: "echo", state_binding: writing(state) },
+    });
     expect(p.status, JSON.stringify(p.body)).toBe(403);
     expect(p.body.error).toMatch(/^state_binding\.states\[0\]: /);
     const conv = await mintKey({ scopes: ["conversations"] });
-    const c = await call("PUT", "/api/conversation-configs/tool/echo", { key: conv.key, body: { target_kind: "tool", target_name: "echo", state_binding: reading(state) } });
+    const c = await call("PUT", "/api/conversation-configs/tool/echo", {
+      key: conv.key,
+      body: { target_kind: "tool", target_name: "echo", state_binding: reading(state) },
+    });
     expect(c.status, JSON.stringify(c.body)).toBe(403);
     // A reader may read but not write.
     const reader = await mintKey({ scopes: ["presets", "tool:echo", "states:read"] });
-    expect((await call("POST", "/api/presets/validate", { key: reader.key, body: { name: uniq("p").toLowerCase(), base_tool: "echo", state_binding: reading(state) } })).status).toBe(200);
-    expect((await call("POST", "/api/presets/validate", { key: reader.key, body: { name: uniq("p").toLowerCase(), base_tool: "echo", state_binding: writing(state) } })).status).toBe(403);
+    expect(
+      (
+        await call("POST", "/api/presets/validate", {
+          key: reader.key,
+          body: { name: uniq("p").toLowerCase(), base_tool: "echo", state_binding: reading(state) },
+        })
+      ).status,
+    ).toBe(200);
+    expect(
+      (
+        await call("POST", "/api/presets/validate", {
+          key: reader.key,
+          body: { name: uniq("p").toLowerCase(), base_tool: "echo", state_binding: writing(state) },
+        })
+      ).status,
+    ).toBe(403);
   });
 
   it("a hook's binding whose writer lost the states grant fails its runs denied: the record is neither read into the tool nor written", async () => {
@@ -180,7 +224,10 @@ describe("finding 2: a state binding does not buy the states area", () => {
     const writer = await mintKey({ scopes: ["hooks", "tool:echo", "states"] });
     const topic = uniq("open").toLowerCase();
     const binding = { states: [{ ...reading(state).states[0], updates: writing(state).states[0].updates }] };
-    const reg = await registerHook({ name: uniq("h").toLowerCase(), topic, tool: "echo", execution_key: writer.user_id, expr: "{user: .user}", state_binding: binding }, writer.key);
+    const reg = await registerHook(
+      { name: uniq("h").toLowerCase(), topic, tool: "echo", execution_key: writer.user_id, expr: "{user: .user}", state_binding: binding },
+      writer.key,
+    );
     expect(reg.status, JSON.stringify(reg.body)).toBe(200);
     expect((await call("PUT", `/api/auth/api-keys/${writer.user_id}`, { key, body: { scopes: ["hooks", "tool:echo"] } })).status).toBe(200);
     const fired = await deliver(topic, JSON.stringify({ user: "u-1" }));
@@ -195,11 +242,17 @@ describe("finding 2: a state binding does not buy the states area", () => {
     const tool = uniq("t").toLowerCase();
     const writer = await mintKey({ scopes: ["conversations", "states", "presets", "tool:echo"] });
     expect((await call("POST", "/api/presets", { key: writer.key, body: { name: tool, base_tool: "echo" } })).status).toBe(200);
-    const cfg = await call("PUT", `/api/conversation-configs/tool/${tool}`, { key: writer.key, body: { target_kind: "tool", target_name: tool, state_binding: { states: [{ ...writing(state).states[0], subject_expr: tt('"u-2"') }] } } });
+    const cfg = await call("PUT", `/api/conversation-configs/tool/${tool}`, {
+      key: writer.key,
+      body: { target_kind: "tool", target_name: tool, state_binding: { states: [{ ...writing(state).states[0], subject_expr: tt('"u-2"') }] } },
+    });
     expect(cfg.status, JSON.stringify(cfg.body)).toBe(200);
     const runner = await mintKey({ scopes: [`tool:${tool}`] });
     const route = uniq("r").toLowerCase();
-    expect((await call("POST", `/api/conversations/${route}`, { key, body: { door: "api", target_kind: "tool", target_name: tool, execution_key: runner.user_id } })).status).toBe(200);
+    expect(
+      (await call("POST", `/api/conversations/${route}`, { key, body: { door: "api", target_kind: "tool", target_name: tool, execution_key: runner.user_id } }))
+        .status,
+    ).toBe(200);
     const ok = await call("POST", `/api/conversations/${route}/messages`, { key, body: { external_user_id: "u-2", text: "hi", wait_seconds: 10 } });
     expect(ok.body.data, JSON.stringify(ok.body)).toMatchObject({ status: "answered" });
     expect((await call("GET", `/api/states/${state}/records/tool/${tool}/user/u-2`, { key })).body.data.data).toEqual({ secret: "overwritten" });

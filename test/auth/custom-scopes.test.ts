@@ -3,7 +3,10 @@ import { describe, expect, it } from "vitest";
 import { D1Counter, countedFetch } from "../helpers/d1-count";
 import { admin, call, mintKey, uniq } from "../helpers/http";
 
-const scopeId = () => uniq("sc").toLowerCase().replace(/[^a-z0-9_.-]/g, "-");
+const scopeId = () =>
+  uniq("sc")
+    .toLowerCase()
+    .replace(/[^a-z0-9_.-]/g, "-");
 
 async function addUrl(scope_id: string, url: string, pattern?: boolean) {
   const r = await call("POST", "/api/auth/scopes", { key: await admin(), body: { scope_id, url, ...(pattern === undefined ? {} : { pattern }) } });
@@ -45,7 +48,12 @@ describe("custom scope doors", () => {
       expect(r.status, scope_id).toBe(400);
       expect(r.body.error).toContain("scope_id");
     }
-    for (const [url, pattern] of [["/api/x*", true], ["/api/*", false], ["no-slash-url-zz", false], ["/api/**/x", true]] as const) {
+    for (const [url, pattern] of [
+      ["/api/x*", true],
+      ["/api/*", false],
+      ["no-slash-url-zz", false],
+      ["/api/**/x", true],
+    ] as const) {
       const r = await call("POST", "/api/auth/scopes", { key, body: { scope_id: scopeId(), url, pattern } });
       expect(r.status, url).toBe(400);
       expect(r.body.error).toContain("url");

@@ -130,7 +130,9 @@ describe("a re-issued user_id inherits nothing keyed by it", () => {
     const hookName = uniq("hook").toLowerCase();
     expect((await call("POST", "/api/hooks", { key: first.key, body: { name: hookName, topic, tool: "echo", execution_key: id } })).status).toBe(200);
     const linkName = uniq("link").toLowerCase();
-    expect((await call("POST", "/api/hooks/trigger-links", { key: first.key, body: { name: linkName, topic, execution_key: id, ttl_seconds: null } })).status).toBe(200);
+    expect(
+      (await call("POST", "/api/hooks/trigger-links", { key: first.key, body: { name: linkName, topic, execution_key: id, ttl_seconds: null } })).status,
+    ).toBe(200);
     const scheduleName = uniq("nightly");
     const schedule = { tool_name: "echo", tool_kwargs: { message: "m" }, schedule_kwargs: { cron: "0 6 * * *" }, execution_key: id, name: scheduleName };
     expect((await call("POST", "/api/schedules", { key: first.key, body: schedule })).status).toBe(200);
@@ -164,7 +166,10 @@ describe("a re-issued user_id inherits nothing keyed by it", () => {
     expect((await call("DELETE", `/api/hooks/${hookName}`, { key: second })).status).toBe(403);
     // The first holder's hook still fires (denied: it is bound to that holder's fingerprint); the
     // run it records now is not the new holder's to read.
-    const fired = await call("POST", `/api/hooks/incoming/${topic}`, { rawBody: JSON.stringify({ message: "left behind" }), headers: { "content-type": "application/json" } });
+    const fired = await call("POST", `/api/hooks/incoming/${topic}`, {
+      rawBody: JSON.stringify({ message: "left behind" }),
+      headers: { "content-type": "application/json" },
+    });
     expect(fired.status).toBe(202);
     const leftBehind = fired.body.data.fired[0].run_id;
     expect((await call("GET", `/api/tool-runs/${leftBehind}`, { key })).body.data).toMatchObject({ caller: id, origin: "hook" });
@@ -209,7 +214,8 @@ describe("a re-issued user_id inherits nothing keyed by it", () => {
     const ask = await askRoute({ audience: id });
     expect((await send(ask.name, { external_user_id: "u", text: "Who will answer this?", wait_seconds: 10 })).status).toBe(200);
     await eventually(
-      async () => (await call("GET", "/api/interactions", { key: await admin() })).body.data.items.filter((i: { audience: string }) => i.audience === id).length,
+      async () =>
+        (await call("GET", "/api/interactions", { key: await admin() })).body.data.items.filter((i: { audience: string }) => i.audience === id).length,
       (n) => n === 1,
     );
     const minted = await mintKey({ user_id: id, scopes: HOLDER_SCOPES }, manager.key);

@@ -25,7 +25,10 @@ describe("GET /api/auth/capabilities", () => {
     expect(c).toMatchObject({ can_mint: true, owner: "self", owner_user_id: k.user_id, tools: ["echo"], agents: [], custom_scopes: [] });
     expect(c.scopes.sort()).toEqual(["auth", "auth:read", "auth:write", "presets:read"].sort());
     // What it advertises, the mint door accepts; one step wider, it refuses.
-    const ok = await call("POST", "/api/auth/api-keys", { key: k.key, body: { user_id: uniq("u"), scopes: [...c.scopes, ...c.tools.map((t: string) => `tool:${t}`)] } });
+    const ok = await call("POST", "/api/auth/api-keys", {
+      key: k.key,
+      body: { user_id: uniq("u"), scopes: [...c.scopes, ...c.tools.map((t: string) => `tool:${t}`)] },
+    });
     expect(ok.status).toBe(200);
     expect((await call("POST", "/api/auth/api-keys", { key: k.key, body: { user_id: uniq("u"), scopes: ["presets"] } })).status).toBe(403);
 
@@ -43,7 +46,17 @@ describe("GET /api/auth/routes", () => {
     const listed = (await call("GET", "/api/auth/routes", { key: await admin() })).body.data as Array<Record<string, any>>;
     expect(listed.map((r) => `${r.method} ${r.path}`)).toEqual(registry.map((r) => `${r.method.toUpperCase()} ${r.path}`));
     const at = (m: string, p: string) => listed.find((r) => r.method === m && r.path === p)!;
-    expect(at("GET", "/api/tools")).toEqual({ method: "GET", path: "/api/tools", tag: "tools", action: "read", admin: false, public: false, pinnable: true, any_key: false, scopes: expect.any(Array) });
+    expect(at("GET", "/api/tools")).toEqual({
+      method: "GET",
+      path: "/api/tools",
+      tag: "tools",
+      action: "read",
+      admin: false,
+      public: false,
+      pinnable: true,
+      any_key: false,
+      scopes: expect.any(Array),
+    });
     // The tag forms, then the custom scopes whose URLs reach it (the capabilities test added one).
     expect(at("GET", "/api/tools").scopes).toEqual(["*", "tools", "tools:write", "tools:read", "cap-scope"]);
     expect(at("POST", "/api/presets")).toMatchObject({ tag: "presets", action: "write", pinnable: false, scopes: ["*", "presets", "presets:write"] });
@@ -84,7 +97,8 @@ describe("GET /api/auth/tokens-payload", () => {
 describe("POST /api/auth/validate-condition", () => {
   it("ok with true, false and non-boolean results; 400 for author errors", async () => {
     const key = await admin();
-    const ask = (condition: string, sample_context?: unknown) => call("POST", "/api/auth/validate-condition", { key, body: { condition, ...(sample_context === undefined ? {} : { sample_context }) } });
+    const ask = (condition: string, sample_context?: unknown) =>
+      call("POST", "/api/auth/validate-condition", { key, body: { condition, ...(sample_context === undefined ? {} : { sample_context }) } });
     expect((await ask(".a == 1", { a: 1 })).body.data).toEqual({ ok: true, result: true, allowed: true });
     expect((await ask(".a == 1", { a: 2 })).body.data).toEqual({ ok: true, result: false, allowed: false });
     expect((await ask(".a", { a: "yes" })).body.data).toEqual({ ok: true, result: null, allowed: false });
@@ -119,7 +133,12 @@ describe("GET /api/auth/me", () => {
 
   it("a narrow key: only the doors it passes, the runs it holds", async () => {
     await call("POST", "/api/auth/roles", { key: await admin(), body: { name: "me-role", grants: { tools: "read", presets: "read", agents: "read" } } });
-    const k = (await call("POST", "/api/auth/api-keys", { key: await admin(), body: { user_id: uniq("u"), scopes: ["tools:read", "presets", "tool:echo", "agent:echo"], role: "me-role" } })).body.data;
+    const k = (
+      await call("POST", "/api/auth/api-keys", {
+        key: await admin(),
+        body: { user_id: uniq("u"), scopes: ["tools:read", "presets", "tool:echo", "agent:echo"], role: "me-role" },
+      })
+    ).body.data;
     const me = (await call("GET", "/api/auth/me", { key: k.api_key })).body.data;
     expect(me.role).toBe("me-role");
     const doors = new Set<string>(me.routes.flatMap((r: { path: string; methods: string[] }) => r.methods.map((m) => `${m} ${r.path}`)));
@@ -136,7 +155,10 @@ describe("GET /api/auth/me", () => {
   });
 
   it("never advertises a door that refuses: a sample of the advertised read doors all pass, the rest refuse", async () => {
-    const k = await mintKey({ scopes: ["tools:read", "presets:read", "resources"], condition: '.request.path | startswith("/api/tools") or startswith("/api/presets") or startswith("/api/auth")' });
+    const k = await mintKey({
+      scopes: ["tools:read", "presets:read", "resources"],
+      condition: '.request.path | startswith("/api/tools") or startswith("/api/presets") or startswith("/api/auth")',
+    });
     const me = (await call("GET", "/api/auth/me", { key: k.key })).body.data;
     const advertised = new Set<string>(me.routes.flatMap((r: { path: string; methods: string[] }) => r.methods.map((m) => `${m} ${r.path}`)));
     expect(advertised.has("GET /api/tools")).toBe(true);

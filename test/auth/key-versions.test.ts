@@ -18,7 +18,13 @@ describe("key policy history", () => {
       [2, "edit"],
       [1, "mint"],
     ]);
-    expect(live.body.data.items[0]).toMatchObject({ scopes: ["presets"], description: "renamed", condition: ".sub != null", key_fingerprint: k.fingerprint, actor: "root" });
+    expect(live.body.data.items[0]).toMatchObject({
+      scopes: ["presets"],
+      description: "renamed",
+      condition: ".sub != null",
+      key_fingerprint: k.fingerprint,
+      actor: "root",
+    });
     expect(live.body.data.items[2]).toMatchObject({ scopes: ["tools:read"], description: "test", condition: null, disabled: false });
 
     await call("DELETE", `/api/auth/api-keys/${k.user_id}`, { key });
@@ -65,7 +71,10 @@ describe("key policy history", () => {
     expect(back.body.data.key.description).toBe("test");
     expect((await call("GET", "/api/tools", { key: k.key })).status).toBe(401);
     expect((await call("GET", "/api/tools", { key: fresh })).status).toBe(200);
-    expect(await authorizeTurn(env.DB, k.user_id, k.fingerprint, { kind: "tool", name: "echo" })).toMatchObject({ ok: false, reason: expect.stringContaining("re-minted") });
+    expect(await authorizeTurn(env.DB, k.user_id, k.fingerprint, { kind: "tool", name: "echo" })).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining("re-minted"),
+    });
     const v = await versionsOf(k.user_id);
     expect(v.body.data.items[0]).toMatchObject({ action: "rollback", key_fingerprint: back.body.data.key.key_fingerprint });
   });

@@ -60,7 +60,10 @@ describe("POST /api/auth/logout", () => {
     expect(out).toMatchObject({ status: 200, body: { data: { user_id: bare.user_id, revoked: true } } });
     expect((await call("GET", "/api/auth/me", { key: bare.key })).status).toBe(401);
     const empty = await mintKey({ scopes: ["tools:read"] });
-    expect(await call("POST", "/api/auth/logout", { key: empty.key, body: {} })).toMatchObject({ status: 200, body: { data: { user_id: empty.user_id, revoked: true } } });
+    expect(await call("POST", "/api/auth/logout", { key: empty.key, body: {} })).toMatchObject({
+      status: 200,
+      body: { data: { user_id: empty.user_id, revoked: true } },
+    });
     expect((await call("GET", "/api/auth/me", { key: empty.key })).status).toBe(401);
   });
 

@@ -25,7 +25,10 @@ describe("public pins", () => {
     const list = await call("GET", "/api/auth/public-routes", { key });
     expect(list.body.data.items).toEqual([expect.objectContaining({ method: "GET", path: "/api/tools", pinned_by: "root" })]);
     const routes = await call("GET", "/api/auth/routes", { key });
-    expect(routes.body.data.find((r: { method: string; path: string }) => r.method === "GET" && r.path === "/api/tools")).toMatchObject({ public: true, pinnable: true });
+    expect(routes.body.data.find((r: { method: string; path: string }) => r.method === "GET" && r.path === "/api/tools")).toMatchObject({
+      public: true,
+      pinnable: true,
+    });
 
     const removed = await call("DELETE", `/api/auth/public-routes${unpinQuery("GET", "/api/tools")}`, { key });
     expect(removed.body.data).toEqual({ method: "GET", path: "/api/tools", removed: true });
@@ -79,7 +82,13 @@ describe("public pins", () => {
     const anonMetrics = await call("GET", "/api/observability/metrics");
     const keyMetrics = await call("GET", "/api/observability/metrics", { key: refused.key });
     expect(anonMetrics.body.data).toMatchObject({ own_runs_only: true, deliveries: null, rate_cap_sheds: null, queues: null });
-    expect(keyMetrics.body.data).toMatchObject({ own_runs_only: true, deliveries: null, rate_cap_sheds: null, queues: null, turns: anonMetrics.body.data.turns });
+    expect(keyMetrics.body.data).toMatchObject({
+      own_runs_only: true,
+      deliveries: null,
+      rate_cap_sheds: null,
+      queues: null,
+      turns: anonMetrics.body.data.turns,
+    });
 
     for (const [method, path] of doors) await call("DELETE", `/api/auth/public-routes${unpinQuery(method, path)}`, { key });
   });
@@ -138,7 +147,8 @@ describe("public pins", () => {
       expect((await call("POST", "/api/auth/public-routes", { key, body: pinBody(door.method, door.path) })).status).toBe(200);
       const r = await call(door.method.toUpperCase(), path);
       const notConfigured = r.status === 501 && String(r.body?.code ?? "").endsWith("-not-configured");
-      if ((r.status >= 500 && !notConfigured) || r.status === 401) faults.push(`${door.method.toUpperCase()} ${door.path}: ${r.status} ${JSON.stringify(r.body).slice(0, 200)}`);
+      if ((r.status >= 500 && !notConfigured) || r.status === 401)
+        faults.push(`${door.method.toUpperCase()} ${door.path}: ${r.status} ${JSON.stringify(r.body).slice(0, 200)}`);
       await call("DELETE", `/api/auth/public-routes${unpinQuery(door.method.toUpperCase(), door.path)}`, { key });
     }
     expect(faults).toEqual([]);

@@ -8,7 +8,10 @@ import { D1Counter, countedFetch } from "../helpers/d1-count";
 import { admin, call, mintKey, uniq } from "../helpers/http";
 
 async function role(name: string, grants: Record<string, string>, condition?: string) {
-  const r = await call("POST", "/api/auth/roles", { key: await admin(), body: { name, description: "test role", grants, ...(condition ? { condition } : {}) } });
+  const r = await call("POST", "/api/auth/roles", {
+    key: await admin(),
+    body: { name, description: "test role", grants, ...(condition ? { condition } : {}) },
+  });
   expect(r.status, JSON.stringify(r.body)).toBe(200);
   return r.body.data;
 }
@@ -20,7 +23,10 @@ async function mintWithRole(scopes: string[], roleName: string | null, as?: stri
   return { key: r.body.data.api_key as string, user_id, fingerprint: r.body.data.key_fingerprint as string };
 }
 
-const roleName = () => uniq("role").toLowerCase().replace(/[^a-z0-9_-]/g, "-");
+const roleName = () =>
+  uniq("role")
+    .toLowerCase()
+    .replace(/[^a-z0-9_-]/g, "-");
 
 describe("role doors", () => {
   it("creates, lists, edits, merges grants, and versions every write", async () => {
@@ -152,7 +158,7 @@ describe("a role bounds the keys that name it", () => {
     expect(r.status).toBe(400);
     expect(r.body.error).toContain("role");
     const name = roleName();
-    await role(name, { "tools": "read" });
+    await role(name, { tools: "read" });
     const minter = await mintKey({ scopes: ["auth", "tools"] });
     const mine = await mintWithRole(["tools:read"], name, minter.key);
     const edited = await call("PUT", `/api/auth/api-keys/${mine.user_id}`, { key: minter.key, body: { role: null } });
@@ -204,7 +210,9 @@ describe("deleting a role", () => {
     const name = roleName();
     await role(name, {});
     expect((await call("DELETE", `/api/auth/roles/${name}`, { key: await admin() })).body.data).toEqual({ name, removed: true, keys_denied: 0 });
-    expect((await call("GET", `/api/auth/roles?pageSize=200`, { key: await admin() })).body.data.items.map((r: { name: string }) => r.name)).not.toContain(name);
+    expect((await call("GET", `/api/auth/roles?pageSize=200`, { key: await admin() })).body.data.items.map((r: { name: string }) => r.name)).not.toContain(
+      name,
+    );
   });
 });
 
@@ -215,8 +223,11 @@ describe("roles at turn time", () => {
     const k = await mintWithRole(["tool:echo", "agent:echo"], name);
     const tool = { kind: "tool" as const, name: "echo" };
     expect((await authorizeTurn(env.DB, k.user_id, k.fingerprint, tool)).ok).toBe(true);
-    expect(await authorizeTurn(env.DB, k.user_id, k.fingerprint, { kind: "agent", name: "echo" })).toMatchObject({ ok: false, reason: expect.stringContaining("role") });
-    await call("PUT", `/api/auth/roles/${name}`, { key: await admin(), body: { condition: ".sub == \"someone-else\"" } });
+    expect(await authorizeTurn(env.DB, k.user_id, k.fingerprint, { kind: "agent", name: "echo" })).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining("role"),
+    });
+    await call("PUT", `/api/auth/roles/${name}`, { key: await admin(), body: { condition: '.sub == "someone-else"' } });
     expect(await authorizeTurn(env.DB, k.user_id, k.fingerprint, tool)).toMatchObject({ ok: false, reason: expect.stringContaining("role condition") });
     await call("DELETE", `/api/auth/roles/${name}?force=true`, { key: await admin() });
     expect(await authorizeTurn(env.DB, k.user_id, k.fingerprint, tool)).toMatchObject({ ok: false, reason: expect.stringContaining("no longer exists") });

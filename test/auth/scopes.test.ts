@@ -42,9 +42,9 @@ describe("scope grammar (pure)", () => {
     expect(isAdminKey({ scopes: ["tools"], condition: null, owner_user_id: null })).toBe(false);
   });
   it("detects conditions that read the request", () => {
-    expect(conditionNeedsRequest(".request.method == \"GET\"")).toBe(true);
+    expect(conditionNeedsRequest('.request.method == "GET"')).toBe(true);
     expect(conditionNeedsRequest('.["request"] != null')).toBe(true);
-    expect(conditionNeedsRequest(".sub == \"svc\"")).toBe(false);
+    expect(conditionNeedsRequest('.sub == "svc"')).toBe(false);
   });
   it("bootstrap backoff doubles and caps", () => {
     expect([1, 2, 3, 4, 10, 20].map(backoffSeconds)).toEqual([1, 2, 4, 8, 300, 300]);

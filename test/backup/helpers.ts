@@ -62,5 +62,11 @@ export async function wipeDeployment(): Promise<void> {
 }
 
 export async function count(sql: string, ...binds: unknown[]): Promise<number> {
-  return Number((await env.DB.prepare(sql).bind(...binds).first<{ n: number }>())?.n ?? 0);
+  return Number(
+    (
+      await env.DB.prepare(sql)
+        .bind(...binds)
+        .first<{ n: number }>()
+    )?.n ?? 0,
+  );
 }

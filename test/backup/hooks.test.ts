@@ -37,7 +37,12 @@ async function onTarget(method: string, path: string, opts: CallOptions = {}, va
     body = JSON.stringify(opts.body);
     headers["content-type"] ??= "application/json";
   }
-  return readResult(await fetchWithEnv({ ...env, SETTINGS_ENCRYPTION_KEY: TARGET_SETTINGS_KEY, SETTINGS_ENCRYPTION_KEY_PREVIOUS: SOURCE_SETTINGS_KEY, ...vars }, new Request(`${BASE}${path}`, { method, headers, body })));
+  return readResult(
+    await fetchWithEnv(
+      { ...env, SETTINGS_ENCRYPTION_KEY: TARGET_SETTINGS_KEY, SETTINGS_ENCRYPTION_KEY_PREVIOUS: SOURCE_SETTINGS_KEY, ...vars },
+      new Request(`${BASE}${path}`, { method, headers, body }),
+    ),
+  );
 }
 
 const fx = { runner: "", document: null as any };
@@ -51,11 +56,30 @@ beforeAll(async () => {
   // env reference with a hook whose condition is a rendered text resource, and a trigger link.
   fx.runner = (await mintKey({ user_id: "hook-runner", scopes: ["tool:echo"] })).user_id;
   await bindVerifier("gh-push", { kind: "github", secret: GITHUB_SECRET });
-  await hook({ name: "announce-main", topic: "gh-push", tool: "echo", execution_key: fx.runner, condition: '.ref == "refs/heads/main"', expr: "{message: .head_commit.message}", tool_kwargs: { tag: "gh" } });
+  await hook({
+    name: "announce-main",
+    topic: "gh-push",
+    tool: "echo",
+    execution_key: fx.runner,
+    condition: '.ref == "refs/heads/main"',
+    expr: "{message: .head_commit.message}",
+    tool_kwargs: { tag: "gh" },
+  });
   await bindVerifier("builds", { kind: "hmac_sha256", secret: { env: "SECRET_HOOK_TEST" }, signature_header: "X-Build-Signature", delivery_header: null });
   expect((await call("POST", "/api/storage/resources", { key, body: { id: "status-is", content: '.status == "{{status}}"' } })).status).toBe(200);
-  await hook({ name: "build-failed", topic: "builds", tool: "echo", execution_key: fx.runner, condition_id: "status-is", condition_kwargs: { status: "failed" }, expr: "{message: .id}" });
-  const link = await call("POST", "/api/hooks/trigger-links", { key, body: { topic: "gh-push", execution_key: fx.runner, name: "manual-deploy", ttl_seconds: null } });
+  await hook({
+    name: "build-failed",
+    topic: "builds",
+    tool: "echo",
+    execution_key: fx.runner,
+    condition_id: "status-is",
+    condition_kwargs: { status: "failed" },
+    expr: "{message: .id}",
+  });
+  const link = await call("POST", "/api/hooks/trigger-links", {
+    key,
+    body: { topic: "gh-push", execution_key: fx.runner, name: "manual-deploy", ttl_seconds: null },
+  });
   expect(link.status, JSON.stringify(link.body)).toBe(200);
   fx.document = await exported(SECTIONS);
 });
@@ -64,8 +88,28 @@ describe("export", () => {
   it("hooks with their rendered programs and bindings without literal secrets; hook-secrets holds those; trigger links never", async () => {
     const doc = fx.document;
     expect(verifierRows(doc)).toEqual([
-      { type: "verifier", topic: "builds", kind: "hmac_sha256", secret: { env: "SECRET_HOOK_TEST" }, signature_header: "X-Build-Signature", delivery_header: null, created_by: "root", created_at: expect.any(String), updated_at: expect.any(String) },
-      { type: "verifier", topic: "gh-push", kind: "github", secret: "<redacted>", signature_header: null, delivery_header: null, created_by: "root", created_at: expect.any(String), updated_at: expect.any(String) },
+      {
+        type: "verifier",
+        topic: "builds",
+        kind: "hmac_sha256",
+        secret: { env: "SECRET_HOOK_TEST" },
+        signature_header: "X-Build-Signature",
+        delivery_header: null,
+        created_by: "root",
+        created_at: expect.any(String),
+        updated_at: expect.any(String),
+      },
+      {
+        type: "verifier",
+        topic: "gh-push",
+        kind: "github",
+        secret: "<redacted>",
+        signature_header: null,
+        delivery_header: null,
+        created_by: "root",
+        created_at: expect.any(String),
+        updated_at: expect.any(String),
+      },
     ]);
     const fingerprint = await env.DB.prepare("SELECT key_fingerprint FROM api_keys WHERE user_id = 'hook-runner'").first<string>("key_fingerprint");
     expect(hookRows(doc)).toEqual([
@@ -90,10 +134,18 @@ describe("export", () => {
         condition_program: '.ref == "refs/heads/main"',
         expr_program: "{message: .head_commit.message}",
       },
-      expect.objectContaining({ name: "build-failed", condition: null, condition_id: "status-is", condition_kwargs: { status: "failed" }, condition_program: '.status == "failed"' }),
+      expect.objectContaining({
+        name: "build-failed",
+        condition: null,
+        condition_id: "status-is",
+        condition_kwargs: { status: "failed" },
+        condition_program: '.status == "failed"',
+      }),
     ]);
     // Only the literal secret travels, only in hook-secrets, and sealed; the env reference stays a reference.
-    expect(doc.sections["hook-secrets"]).toEqual([{ topic: "gh-push", secret: { sealed: { kid: expect.any(String), iv: expect.any(String), ct: expect.any(String) } } }]);
+    expect(doc.sections["hook-secrets"]).toEqual([
+      { topic: "gh-push", secret: { sealed: { kid: expect.any(String), iv: expect.any(String), ct: expect.any(String) } } },
+    ]);
     expect(JSON.stringify(doc)).not.toContain(GITHUB_SECRET);
     const text = JSON.stringify(doc);
     expect(text).not.toContain("manual-deploy");
@@ -116,7 +168,14 @@ describe("export", () => {
   it("needs the tool runs' store, as the hooks doors do: left out of the default export, 501 when named", async () => {
     const key = await admin();
     const post = (body: unknown) =>
-      fetchWithEnv({ ...env, TOOL_RUNS_STORE_URL: "" }, new Request(`${BASE}/api/backup/export`, { method: "POST", headers: { "x-api-key": key, "content-type": "application/json" }, body: JSON.stringify(body) }));
+      fetchWithEnv(
+        { ...env, TOOL_RUNS_STORE_URL: "" },
+        new Request(`${BASE}/api/backup/export`, {
+          method: "POST",
+          headers: { "x-api-key": key, "content-type": "application/json" },
+          body: JSON.stringify(body),
+        }),
+      );
     const all = await post({});
     expect(all.status).toBe(200);
     expect(Object.keys(((await all.json()) as any).sections)).not.toContain("hooks");
@@ -132,7 +191,11 @@ describe("export", () => {
     const r = await readResult(
       await fetchWithEnv(
         { ...env, SETTINGS_ENCRYPTION_KEY: TARGET_SETTINGS_KEY },
-        new Request(`${BASE}/api/backup/export`, { method: "POST", headers: { "x-api-key": key, "content-type": "application/json" }, body: JSON.stringify({ sections: ["hook-secrets"] }) }),
+        new Request(`${BASE}/api/backup/export`, {
+          method: "POST",
+          headers: { "x-api-key": key, "content-type": "application/json" },
+          body: JSON.stringify({ sections: ["hook-secrets"] }),
+        }),
       ),
     );
     expect(r.status).toBe(409);
@@ -153,7 +216,11 @@ describe("restore into a wiped deployment with its own settings key", () => {
     const keyless = await readResult(
       await fetchWithEnv(
         { ...env, SETTINGS_ENCRYPTION_KEY: TARGET_SETTINGS_KEY },
-        new Request(`${BASE}/api/backup/import`, { method: "POST", headers: { "x-api-key": key, "content-type": "application/json" }, body: JSON.stringify({ document: before }) }),
+        new Request(`${BASE}/api/backup/import`, {
+          method: "POST",
+          headers: { "x-api-key": key, "content-type": "application/json" },
+          body: JSON.stringify({ document: before }),
+        }),
       ),
     );
     expect(keyless.status).toBe(400);
@@ -181,20 +248,38 @@ describe("restore into a wiped deployment with its own settings key", () => {
 
     // A delivery signed as GitHub signs it, with the restored secret.
     const body = JSON.stringify({ ref: "refs/heads/main", head_commit: { id: "abc123", message: "ship it" } });
-    const signed = { "content-type": "application/json", "x-hub-signature-256": githubSignature(GITHUB_SECRET, body), "x-github-delivery": crypto.randomUUID(), "x-github-event": "push" };
+    const signed = {
+      "content-type": "application/json",
+      "x-hub-signature-256": githubSignature(GITHUB_SECRET, body),
+      "x-github-delivery": crypto.randomUUID(),
+      "x-github-event": "push",
+    };
     const fired = await onTarget("POST", "/api/hooks/incoming/gh-push", { rawBody: body, headers: signed });
     expect(fired.status, JSON.stringify(fired.body)).toBe(202);
     expect(fired.body.data).toEqual({ status: "accepted", fired: [{ hook: "announce-main", run_id: expect.any(String) }], skipped: [] });
     const run = await endedRun(fired.body.data.fired[0].run_id);
-    expect(run).toMatchObject({ status: "succeeded", result: "ship it", caller: "hook-runner", origin: "hook", hook_name: "announce-main", arguments: { message: "ship it", tag: "gh" } });
+    expect(run).toMatchObject({
+      status: "succeeded",
+      result: "ship it",
+      caller: "hook-runner",
+      origin: "hook",
+      hook_name: "announce-main",
+      arguments: { message: "ship it", tag: "gh" },
+    });
     expect((await traceOf(run.run_id)).listed).toMatchObject({ kind: "hook_fire", trigger: "hook", user_id: "hook-runner", outcome: "ok" });
     // A forged signature still fails closed.
-    const forged = await onTarget("POST", "/api/hooks/incoming/gh-push", { rawBody: body, headers: { ...signed, "x-hub-signature-256": githubSignature("not-the-secret", body), "x-github-delivery": crypto.randomUUID() } });
+    const forged = await onTarget("POST", "/api/hooks/incoming/gh-push", {
+      rawBody: body,
+      headers: { ...signed, "x-hub-signature-256": githubSignature("not-the-secret", body), "x-github-delivery": crypto.randomUUID() },
+    });
     expect(forged.status).toBe(401);
     // The env-referenced secret travelled as the reference: the target's env supplies it; the
     // condition restored as rendered from its text resource.
     const build = '{"status":"failed","id":"b1"}';
-    const buildHeaders = { "content-type": "application/json", "x-build-signature": `sha256=${createHmac("sha256", BUILD_SECRET).update(build, "utf8").digest("hex")}` };
+    const buildHeaders = {
+      "content-type": "application/json",
+      "x-build-signature": `sha256=${createHmac("sha256", BUILD_SECRET).update(build, "utf8").digest("hex")}`,
+    };
     const onBuild = await onTarget("POST", "/api/hooks/incoming/builds", { rawBody: build, headers: buildHeaders }, { SECRET_HOOK_TEST: BUILD_SECRET });
     expect(onBuild.status, JSON.stringify(onBuild.body)).toBe(202);
     expect(onBuild.body.data.fired.map((f: any) => f.hook)).toEqual(["build-failed"]);
@@ -278,7 +363,13 @@ describe("import rules", () => {
       await nothingOf([ok, bad], [topic], user);
     }
     // Fixed, the same import goes through: the hook may bind the key the same import brings.
-    const fixed = await importDoc(doc({ keys: [newKey], hooks: [verifierRow(topic), hookRow(ok, { topic, execution_key: user })], "hook-secrets": [{ topic, secret: "a-restored-secret" }] }));
+    const fixed = await importDoc(
+      doc({
+        keys: [newKey],
+        hooks: [verifierRow(topic), hookRow(ok, { topic, execution_key: user })],
+        "hook-secrets": [{ topic, secret: "a-restored-secret" }],
+      }),
+    );
     expect(fixed.status, JSON.stringify(fixed.body)).toBe(200);
     expect(await env.DB.prepare("SELECT execution_key_fingerprint FROM hooks WHERE name = ?").bind(ok).first("execution_key_fingerprint")).toBe("fp-new");
   });
@@ -291,8 +382,14 @@ describe("import rules", () => {
       [{ hooks: [verifierRow(topic)], "hook-secrets": [{ topic, secret: "short" }] }, "sections.hook-secrets.0.secret"],
       [{ hooks: [verifierRow(topic, { kind: "standard_webhooks" })], "hook-secrets": [{ topic, secret: "not base64 at all!" }] }, "sections.hooks.0: secret"],
       [{ hooks: [verifierRow(topic, { secret: { env: "CONVERSATIONS_STORE_URL" } })] }, "sections.hooks.0: secret"],
-      [{ hooks: [verifierRow(topic, { signature_header: "X-Sig" })], "hook-secrets": [{ topic, secret: "a-restored-secret" }] }, "sections.hooks.0.signature_header"],
-      [{ hooks: [verifierRow(topic, { secret: { env: "SECRET_HOOK_TEST" } })], "hook-secrets": [{ topic, secret: "a-restored-secret" }] }, "sections.hook-secrets.0.topic"],
+      [
+        { hooks: [verifierRow(topic, { signature_header: "X-Sig" })], "hook-secrets": [{ topic, secret: "a-restored-secret" }] },
+        "sections.hooks.0.signature_header",
+      ],
+      [
+        { hooks: [verifierRow(topic, { secret: { env: "SECRET_HOOK_TEST" } })], "hook-secrets": [{ topic, secret: "a-restored-secret" }] },
+        "sections.hook-secrets.0.topic",
+      ],
       [{ "hook-secrets": [{ topic, secret: "a-restored-secret" }] }, "sections.hook-secrets.0.topic"],
       [{ hooks: [hookRow("incoming")] }, "sections.hooks.0.name"],
       [{ hooks: [hookRow(name, { condition: ".a", condition_program: ".b" })] }, "sections.hooks.0.condition_program"],
@@ -302,7 +399,10 @@ describe("import rules", () => {
       [{ hooks: [hookRow(name, { condition_kwargs: { a: 1 } })] }, "sections.hooks.0.condition_kwargs"],
       [{ hooks: [hookRow(name), hookRow(name)] }, "sections.hooks.1.name"],
       [{ hooks: [hookRow(name, { tool: "maintenance.prune_expired" })] }, "sections.hooks.0.tool"],
-      [{ hooks: [hookRow(name, { state_binding: { states: [{ state: "no-such-state-anywhere", subject_expr: { content: ".id" } }] } })] }, "sections.hooks.0.state_binding.states.0.state"],
+      [
+        { hooks: [hookRow(name, { state_binding: { states: [{ state: "no-such-state-anywhere", subject_expr: { content: ".id" } }] } })] },
+        "sections.hooks.0.state_binding.states.0.state",
+      ],
     ];
     for (const [sections, place] of cases) {
       const r = await importDoc(doc(sections));
@@ -317,7 +417,14 @@ describe("import rules", () => {
     const state = uniq("st").toLowerCase();
     const topic = uniq("t").toLowerCase();
     const [good, bad] = [uniq("h").toLowerCase(), uniq("h").toLowerCase()];
-    expect((await call("PUT", `/api/states/${state}`, { key: await admin(), body: { schema: { type: "object", properties: { n: { type: "integer" } } }, subject_kinds: ["repo"] } })).status).toBe(200);
+    expect(
+      (
+        await call("PUT", `/api/states/${state}`, {
+          key: await admin(),
+          body: { schema: { type: "object", properties: { n: { type: "integer" } } }, subject_kinds: ["repo"] },
+        })
+      ).status,
+    ).toBe(200);
     const binding = (subject: string) => ({ states: [{ state, subject_expr: { content: subject } }] });
     const rows = [verifierRow(topic), hookRow(good, { topic, state_binding: binding(".repo") }), hookRow(bad, { topic, state_binding: binding("{") })];
     const r = await importDoc(doc({ hooks: rows, "hook-secrets": [{ topic, secret: "a-restored-secret" }] }));

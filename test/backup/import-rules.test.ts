@@ -95,20 +95,124 @@ describe("validation before any write", () => {
     ["a tool url on a private host", { tools: [tool("t-x", { url: "https://10.0.0.1/run" })] }, "sections.tools.0"],
     ["a tool named as a built-in", { tools: [tool("echo")] }, "sections.tools.0.declaration.title"],
     ["a withheld header without its value", { tools: [{ ...tool("t-x"), withheld_headers: ["authorization"] }] }, "sections.tools.0.withheld_headers.0"],
-    ["a secret for a header the tool did not withhold", { tools: [tool("t-x")], "target-secrets": [{ kind: "tool", title: "t-x", headers: { authorization: "Bearer SECRETVALUE" } }] }, "sections.target-secrets.0.headers.0"],
-    ["a key with a malformed hash", { keys: [{ user_id: "k-x", key_hash: "SECRETVALUE", description: "", scopes: "[]", condition: null, owner_user_id: null, disabled: 0, key_fingerprint: "f", created_at: NOW, updated_at: NOW, role: null, versions: [] }] }, "sections.keys.0.key_hash"],
-    ["a key naming a role that exists nowhere", { keys: [{ user_id: "k-x", key_hash: "a".repeat(64), description: "", scopes: "[]", condition: null, owner_user_id: null, disabled: 0, key_fingerprint: "f", created_at: NOW, updated_at: NOW, role: "no-such-role", versions: [] }] }, "sections.keys.0.role"],
-    ["a role with a bad grant map", { roles: [{ name: "r-x", description: "", grants: '{"tools":"admin"}', condition: null, version: 1, created_at: NOW, updated_at: NOW, versions: [] }] }, "sections.roles.0.grants"],
+    [
+      "a secret for a header the tool did not withhold",
+      { tools: [tool("t-x")], "target-secrets": [{ kind: "tool", title: "t-x", headers: { authorization: "Bearer SECRETVALUE" } }] },
+      "sections.target-secrets.0.headers.0",
+    ],
+    [
+      "a key with a malformed hash",
+      {
+        keys: [
+          {
+            user_id: "k-x",
+            key_hash: "SECRETVALUE",
+            description: "",
+            scopes: "[]",
+            condition: null,
+            owner_user_id: null,
+            disabled: 0,
+            key_fingerprint: "f",
+            created_at: NOW,
+            updated_at: NOW,
+            role: null,
+            versions: [],
+          },
+        ],
+      },
+      "sections.keys.0.key_hash",
+    ],
+    [
+      "a key naming a role that exists nowhere",
+      {
+        keys: [
+          {
+            user_id: "k-x",
+            key_hash: "a".repeat(64),
+            description: "",
+            scopes: "[]",
+            condition: null,
+            owner_user_id: null,
+            disabled: 0,
+            key_fingerprint: "f",
+            created_at: NOW,
+            updated_at: NOW,
+            role: "no-such-role",
+            versions: [],
+          },
+        ],
+      },
+      "sections.keys.0.role",
+    ],
+    [
+      "a role with a bad grant map",
+      { roles: [{ name: "r-x", description: "", grants: '{"tools":"admin"}', condition: null, version: 1, created_at: NOW, updated_at: NOW, versions: [] }] },
+      "sections.roles.0.grants",
+    ],
     ["a scope url that is not a path", { scopes: [{ scope_id: "s-x", url: "no-slash", pattern: 0, created_at: NOW }] }, "sections.scopes.0.url"],
-    ["a pin of an admin-only door", { "public-routes": [{ method: "GET", path: "/api/backup/sections", pinned_by: null, created_at: NOW }] }, "sections.public-routes.0"],
-    ["a preset on a base tool that exists nowhere", { presets: [{ name: "p-x", current_version: 1, latest_version: 1, created_at: NOW, updated_at: NOW, versions: [{ version: 1, body: { base_tool: "NOSUCHBASE", description: "", fixed_kwargs: {}, input_schema: null, output_schema: null }, tags: [], created_at: NOW }] }] }, "sections.presets.0.base_tool"],
-    ["a config for a target that exists nowhere", { "target-configs": [{ target_kind: "agent", target_name: "NOSUCHAGENT" }] }, "sections.target-configs.0.target_name"],
-    ["an overlay setting the overlay may not set", { "settings-overlay": [{ name: "ACCESS_CONTROL_BOOTSTRAP_TOKEN", value: "SECRETVALUE" }] }, "sections.settings-overlay.0.name"],
-    ["an overlay value the settings refuse", { "settings-overlay": [{ name: "CONVERSATIONS_PER_ADDRESS_TURNS_PER_HOUR", value: "-5" }] }, "CONVERSATIONS_PER_ADDRESS_TURNS_PER_HOUR"],
-    ["a secret setting among the non-secret ones", { "settings-overlay": [{ name: "CHANNEL_WHATSAPP_VERIFY_TOKEN", value: "SECRETVALUE" }] }, "sections.settings-overlay.0.name"],
-    ["a profile secret whose value is missing", { profiles: [{ name: "p-x", versions: [{ version: 1, description: "", env: {}, secret_keys: ["CHANNEL_WHATSAPP_VERIFY_TOKEN"], created_at: NOW }] }] }, "sections.profiles.0.versions.0.secret_keys.0"],
-    ["a profile secret without its profile", { "settings-secrets": [{ kind: "profile", profile: "p-x", version: 1, name: "CHANNEL_WHATSAPP_VERIFY_TOKEN", value: "SECRETVALUE" }] }, "sections.settings-secrets.0.profile"],
-    ["a route secret for a route without a callback", { routes: [route("r-x")], "route-secrets": [{ route_name: "r-x", callback_secret: "SECRETVALUE-long-enough" }] }, "sections.route-secrets.0.route_name"],
+    [
+      "a pin of an admin-only door",
+      { "public-routes": [{ method: "GET", path: "/api/backup/sections", pinned_by: null, created_at: NOW }] },
+      "sections.public-routes.0",
+    ],
+    [
+      "a preset on a base tool that exists nowhere",
+      {
+        presets: [
+          {
+            name: "p-x",
+            current_version: 1,
+            latest_version: 1,
+            created_at: NOW,
+            updated_at: NOW,
+            versions: [
+              {
+                version: 1,
+                body: { base_tool: "NOSUCHBASE", description: "", fixed_kwargs: {}, input_schema: null, output_schema: null },
+                tags: [],
+                created_at: NOW,
+              },
+            ],
+          },
+        ],
+      },
+      "sections.presets.0.base_tool",
+    ],
+    [
+      "a config for a target that exists nowhere",
+      { "target-configs": [{ target_kind: "agent", target_name: "NOSUCHAGENT" }] },
+      "sections.target-configs.0.target_name",
+    ],
+    [
+      "an overlay setting the overlay may not set",
+      { "settings-overlay": [{ name: "ACCESS_CONTROL_BOOTSTRAP_TOKEN", value: "SECRETVALUE" }] },
+      "sections.settings-overlay.0.name",
+    ],
+    [
+      "an overlay value the settings refuse",
+      { "settings-overlay": [{ name: "CONVERSATIONS_PER_ADDRESS_TURNS_PER_HOUR", value: "-5" }] },
+      "CONVERSATIONS_PER_ADDRESS_TURNS_PER_HOUR",
+    ],
+    [
+      "a secret setting among the non-secret ones",
+      { "settings-overlay": [{ name: "CHANNEL_WHATSAPP_VERIFY_TOKEN", value: "SECRETVALUE" }] },
+      "sections.settings-overlay.0.name",
+    ],
+    [
+      "a profile secret whose value is missing",
+      { profiles: [{ name: "p-x", versions: [{ version: 1, description: "", env: {}, secret_keys: ["CHANNEL_WHATSAPP_VERIFY_TOKEN"], created_at: NOW }] }] },
+      "sections.profiles.0.versions.0.secret_keys.0",
+    ],
+    [
+      "a profile secret without its profile",
+      { "settings-secrets": [{ kind: "profile", profile: "p-x", version: 1, name: "CHANNEL_WHATSAPP_VERIFY_TOKEN", value: "SECRETVALUE" }] },
+      "sections.settings-secrets.0.profile",
+    ],
+    [
+      "a route secret for a route without a callback",
+      { routes: [route("r-x")], "route-secrets": [{ route_name: "r-x", callback_secret: "SECRETVALUE-long-enough" }] },
+      "sections.route-secrets.0.route_name",
+    ],
   ])("400 for %s, naming where, never the value, writing nothing", async (_what, sections, where) => {
     const fine = uniq("fine");
     // A section that would be fine on its own comes first: it must not be written either.
@@ -149,7 +253,20 @@ describe("validation before any write", () => {
 
   it("a key whose condition needs a request cannot be a route's execution key", async () => {
     const user = uniq("k");
-    const key = { user_id: user, key_hash: "c".repeat(63) + "2", description: "", scopes: '["tool:echo"]', condition: '.request.method == "GET"', owner_user_id: null, disabled: 0, key_fingerprint: "f", created_at: NOW, updated_at: NOW, role: null, versions: [] };
+    const key = {
+      user_id: user,
+      key_hash: "c".repeat(63) + "2",
+      description: "",
+      scopes: '["tool:echo"]',
+      condition: '.request.method == "GET"',
+      owner_user_id: null,
+      disabled: 0,
+      key_fingerprint: "f",
+      created_at: NOW,
+      updated_at: NOW,
+      role: null,
+      versions: [],
+    };
     const r = await importDoc(doc({ keys: [key], routes: [route(uniq("r").toLowerCase(), { execution_key: user })] }));
     expect(r.status).toBe(400);
     expect(r.body.error).toContain("sections.routes.0.execution_key");
@@ -162,7 +279,14 @@ describe("applying", () => {
     const title = uniq("t");
     const state = uniq("st").toLowerCase();
     const key = await admin();
-    expect((await call("PUT", `/api/states/${state}`, { key, body: { schema: { type: "object", properties: { a: { type: "string" } } }, subject_kinds: ["thread"] } })).status).toBe(200);
+    expect(
+      (
+        await call("PUT", `/api/states/${state}`, {
+          key,
+          body: { schema: { type: "object", properties: { a: { type: "string" } } }, subject_kinds: ["thread"] },
+        })
+      ).status,
+    ).toBe(200);
     const good = { target_kind: "tool", target_name: "echo", multichannel: true };
     // The binding names a declared state (so validation passes), but its subject_expr does not
     // compile: the binding check the config door runs refuses it when the section applies.
@@ -179,24 +303,37 @@ describe("applying", () => {
   it("upserts by natural key and leaves what the document does not name", async () => {
     const [kept, replaced] = [uniq("t"), uniq("t")];
     const key = await admin();
-    for (const title of [kept, replaced]) expect((await call("POST", "/api/tools-config/entries", { key, body: { title, kind: "http", url: "https://old.example.com/run" } })).status).toBe(200);
+    for (const title of [kept, replaced])
+      expect((await call("POST", "/api/tools-config/entries", { key, body: { title, kind: "http", url: "https://old.example.com/run" } })).status).toBe(200);
     const r = await importDoc(doc({ tools: [tool(replaced, { url: "https://new.example.com/run" })] }));
     expect(r.status, JSON.stringify(r.body)).toBe(200);
-    const urls = await env.DB.prepare("SELECT title, json_extract(spec, '$.url') AS url FROM tool_declarations WHERE title IN (?, ?) ORDER BY title").bind(kept, replaced).all();
-    expect(Object.fromEntries(urls.results.map((u: any) => [u.title, u.url]))).toEqual({ [kept]: "https://old.example.com/run", [replaced]: "https://new.example.com/run" });
+    const urls = await env.DB.prepare("SELECT title, json_extract(spec, '$.url') AS url FROM tool_declarations WHERE title IN (?, ?) ORDER BY title")
+      .bind(kept, replaced)
+      .all();
+    expect(Object.fromEntries(urls.results.map((u: any) => [u.title, u.url]))).toEqual({
+      [kept]: "https://old.example.com/run",
+      [replaced]: "https://new.example.com/run",
+    });
   });
 
   it("a route without its secret keeps the deployment's, or gets a new one shown once in the answer", async () => {
     const key = await admin();
     const hook = "https://hooks.example.com/import";
     const existing = uniq("r").toLowerCase();
-    const created = await call("POST", `/api/conversations/${existing}`, { key, body: { door: "api", target_kind: "tool", target_name: "echo", execution_key: "root", callback_url: hook } });
+    const created = await call("POST", `/api/conversations/${existing}`, {
+      key,
+      body: { door: "api", target_kind: "tool", target_name: "echo", execution_key: "root", callback_url: hook },
+    });
     const oldSecret = created.body.data.callback_secret;
     const fresh = uniq("r").toLowerCase();
     const r = await importDoc(doc({ routes: [route(existing, { callback_url: hook }), route(fresh, { callback_url: hook })] }));
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     const outcome = r.body.data.sections[0];
-    expect(outcome).toEqual({ name: "routes", applied: 2, callback_secrets: [{ route_name: fresh, callback_secret: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/) }] });
+    expect(outcome).toEqual({
+      name: "routes",
+      applied: 2,
+      callback_secrets: [{ route_name: fresh, callback_secret: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/) }],
+    });
     const secretOf = (name: string) => env.DB.prepare("SELECT callback_secret FROM routes WHERE route_name = ?").bind(name).first<string>("callback_secret");
     expect(await secretOf(existing)).toBe(oldSecret);
     expect(await secretOf(fresh)).toBe(outcome.callback_secrets[0].callback_secret);
@@ -207,13 +344,31 @@ describe("applying", () => {
   it("secret sections apply on their own to what the deployment has", async () => {
     const key = await admin();
     const title = uniq("t");
-    expect((await call("POST", "/api/tools-config/entries", { key, body: { title, kind: "http", url: "https://t.example.com/run", headers: { authorization: "old" } } })).status).toBe(200);
+    expect(
+      (
+        await call("POST", "/api/tools-config/entries", {
+          key,
+          body: { title, kind: "http", url: "https://t.example.com/run", headers: { authorization: "old" } },
+        })
+      ).status,
+    ).toBe(200);
     const name = uniq("r").toLowerCase();
-    expect((await call("POST", `/api/conversations/${name}`, { key, body: { door: "api", target_kind: "tool", target_name: "echo", execution_key: "root", callback_url: "https://hooks.example.com/x" } })).status).toBe(200);
+    expect(
+      (
+        await call("POST", `/api/conversations/${name}`, {
+          key,
+          body: { door: "api", target_kind: "tool", target_name: "echo", execution_key: "root", callback_url: "https://hooks.example.com/x" },
+        })
+      ).status,
+    ).toBe(200);
     const secret = "restored-secret-0123456789";
-    const r = await importDoc(doc({ "target-secrets": [{ kind: "tool", title, headers: { authorization: "new" } }], "route-secrets": [{ route_name: name, callback_secret: secret }] }));
+    const r = await importDoc(
+      doc({ "target-secrets": [{ kind: "tool", title, headers: { authorization: "new" } }], "route-secrets": [{ route_name: name, callback_secret: secret }] }),
+    );
     expect(r.status, JSON.stringify(r.body)).toBe(200);
-    expect(await env.DB.prepare("SELECT json_extract(spec, '$.headers.authorization') AS a FROM tool_declarations WHERE title = ?").bind(title).first("a")).toBe("new");
+    expect(
+      await env.DB.prepare("SELECT json_extract(spec, '$.headers.authorization') AS a FROM tool_declarations WHERE title = ?").bind(title).first("a"),
+    ).toBe("new");
     expect(await env.DB.prepare("SELECT callback_secret FROM routes WHERE route_name = ?").bind(name).first("callback_secret")).toBe(secret);
     // A secret for a header the deployment's declaration does not hold as a literal is refused.
     const refused = await importDoc(doc({ "target-secrets": [{ kind: "tool", title, headers: { "x-other": "v" } }] }));
@@ -262,7 +417,8 @@ describe("the settings overlay", () => {
       { name: "settings-secrets", applied: 2 },
     ]);
     expect(await generation()).toBe(before + 1);
-    const rows = (await env.DB.prepare("SELECT name, value, secret FROM settings_overlay ORDER BY name").all<{ name: string; value: string; secret: number }>()).results;
+    const rows = (await env.DB.prepare("SELECT name, value, secret FROM settings_overlay ORDER BY name").all<{ name: string; value: string; secret: number }>())
+      .results;
     expect(rows.map((x) => [x.name, x.secret])).toEqual([
       ["CHANNEL_WHATSAPP_ACCESS_TOKEN", 1],
       ["CHANNEL_WHATSAPP_VERIFY_TOKEN", 1],
@@ -273,7 +429,14 @@ describe("the settings overlay", () => {
     const view = await call("GET", "/api/config/env", { key: await admin() });
     expect(JSON.stringify(view.body)).not.toContain("-VALUE");
     // A secret named twice is refused before anything is written.
-    const twice = await importDoc(doc({ "settings-secrets": [{ kind: "overlay", name: "CHANNEL_WHATSAPP_VERIFY_TOKEN", value: "a" }, { kind: "overlay", name: "CHANNEL_WHATSAPP_VERIFY_TOKEN", value: "b" }] }));
+    const twice = await importDoc(
+      doc({
+        "settings-secrets": [
+          { kind: "overlay", name: "CHANNEL_WHATSAPP_VERIFY_TOKEN", value: "a" },
+          { kind: "overlay", name: "CHANNEL_WHATSAPP_VERIFY_TOKEN", value: "b" },
+        ],
+      }),
+    );
     expect(twice.status).toBe(400);
     expect(twice.body.error).toContain("sections.settings-secrets.1");
     expect(await generation()).toBe(before + 1);

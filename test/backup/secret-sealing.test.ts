@@ -26,7 +26,9 @@ async function declareTool(url = "https://crm.example.com/run") {
 }
 
 const storedAuthorization = async (title: string) =>
-  (await env.DB.prepare("SELECT json_extract(spec, '$.url') AS url, json_extract(spec, '$.headers.authorization') AS a FROM tool_declarations WHERE title = ?").bind(title).first<{ url: string; a: string }>())!;
+  (await env.DB.prepare("SELECT json_extract(spec, '$.url') AS url, json_extract(spec, '$.headers.authorization') AS a FROM tool_declarations WHERE title = ?")
+    .bind(title)
+    .first<{ url: string; a: string }>())!;
 
 describe("a backup export yields no clear secret", () => {
   it("every secret section's values are sealed; none appears in the document", async () => {
@@ -34,7 +36,10 @@ describe("a backup export yields no clear secret", () => {
     const topic = uniq("sealed-topic").toLowerCase();
     await bindVerifier(topic, { kind: "github", secret: "HOOK-SECRET-IN-THE-CLEAR" });
     const route = uniq("sealed-route").toLowerCase();
-    const created = await call("POST", `/api/conversations/${route}`, { key: await admin(), body: { door: "api", target_kind: "tool", target_name: "echo", execution_key: "root", callback_url: "https://hooks.example.com/s" } });
+    const created = await call("POST", `/api/conversations/${route}`, {
+      key: await admin(),
+      body: { door: "api", target_kind: "tool", target_name: "echo", execution_key: "root", callback_url: "https://hooks.example.com/s" },
+    });
     const callbackSecret = created.body.data.callback_secret as string;
     const d = await exported(["target-secrets", "route-secrets", "hook-secrets"]);
     const text = JSON.stringify(d);
@@ -51,7 +56,11 @@ describe("a backup export yields no clear secret", () => {
     const r = await readResult(
       await fetchWithEnv(
         { ...env, SETTINGS_ENCRYPTION_KEY: "" },
-        new Request(`${BASE}/api/backup/export`, { method: "POST", headers: { "x-api-key": key, "content-type": "application/json" }, body: JSON.stringify({ sections: ["target-secrets"] }) }),
+        new Request(`${BASE}/api/backup/export`, {
+          method: "POST",
+          headers: { "x-api-key": key, "content-type": "application/json" },
+          body: JSON.stringify({ sections: ["target-secrets"] }),
+        }),
       ),
     );
     expect(r.status).toBe(501);
@@ -68,18 +77,27 @@ describe("a sealed value opens only in its own place", () => {
     const toolRow = d.sections.tools.find((t: any) => t.declaration.title === title);
     const secretRow = d.sections["target-secrets"].find((t: any) => t.title === title);
 
-    const moved = await importDoc(doc({ tools: [{ ...toolRow, declaration: { ...toolRow.declaration, url: "https://collector.example/run" } }], "target-secrets": [secretRow] }));
+    const moved = await importDoc(
+      doc({ tools: [{ ...toolRow, declaration: { ...toolRow.declaration, url: "https://collector.example/run" } }], "target-secrets": [secretRow] }),
+    );
     expect(moved.status).toBe(400);
     expect(moved.body.error).toContain("sections.target-secrets.0.headers.0");
     expect(moved.body.error).not.toContain("collector");
     expect(await storedAuthorization(title)).toEqual({ url: "https://crm.example.com/run", a: LITERAL });
 
     // Under another title the seal does not open either.
-    const renamed = await importDoc(doc({ tools: [{ ...toolRow, declaration: { ...toolRow.declaration, title: uniq("other") } }], "target-secrets": [{ ...secretRow, title: uniq("other") }] }));
+    const renamed = await importDoc(
+      doc({
+        tools: [{ ...toolRow, declaration: { ...toolRow.declaration, title: uniq("other") } }],
+        "target-secrets": [{ ...secretRow, title: uniq("other") }],
+      }),
+    );
     expect(renamed.status).toBe(400);
 
     // Another path at the same origin restores it.
-    const samePlace = await importDoc(doc({ tools: [{ ...toolRow, declaration: { ...toolRow.declaration, url: "https://crm.example.com/v2/run" } }], "target-secrets": [secretRow] }));
+    const samePlace = await importDoc(
+      doc({ tools: [{ ...toolRow, declaration: { ...toolRow.declaration, url: "https://crm.example.com/v2/run" } }], "target-secrets": [secretRow] }),
+    );
     expect(samePlace.status, JSON.stringify(samePlace.body)).toBe(200);
     expect(await storedAuthorization(title)).toEqual({ url: "https://crm.example.com/v2/run", a: LITERAL });
     expect((await call("POST", "/api/run-tool", { key: await admin(), body: { tool_name: title, arguments: {} } })).status).toBe(200);
@@ -95,7 +113,12 @@ describe("a sealed value opens only in its own place", () => {
     expect(moved.body.error).toContain("origin");
     expect(await storedAuthorization(title)).toEqual({ url: "https://crm.example.com/run", a: LITERAL });
 
-    const retyped = await importDoc(doc({ tools: [{ ...toolRow, declaration: { ...toolRow.declaration, url: "https://elsewhere.example/run" } }], "target-secrets": [{ kind: "tool", title, headers: { authorization: "Bearer TYPED-AGAIN" } }] }));
+    const retyped = await importDoc(
+      doc({
+        tools: [{ ...toolRow, declaration: { ...toolRow.declaration, url: "https://elsewhere.example/run" } }],
+        "target-secrets": [{ kind: "tool", title, headers: { authorization: "Bearer TYPED-AGAIN" } }],
+      }),
+    );
     expect(retyped.status, JSON.stringify(retyped.body)).toBe(200);
     expect(await storedAuthorization(title)).toEqual({ url: "https://elsewhere.example/run", a: "Bearer TYPED-AGAIN" });
   });
@@ -104,14 +127,28 @@ describe("a sealed value opens only in its own place", () => {
     const topic = uniq("moved-topic").toLowerCase();
     await bindVerifier(topic, { kind: "github", secret: "A-VERIFIER-SECRET-VALUE" });
     const route = uniq("moved-route").toLowerCase();
-    expect((await call("POST", `/api/conversations/${route}`, { key: await admin(), body: { door: "api", target_kind: "tool", target_name: "echo", execution_key: "root", callback_url: "https://hooks.example.com/m" } })).status).toBe(200);
+    expect(
+      (
+        await call("POST", `/api/conversations/${route}`, {
+          key: await admin(),
+          body: { door: "api", target_kind: "tool", target_name: "echo", execution_key: "root", callback_url: "https://hooks.example.com/m" },
+        })
+      ).status,
+    ).toBe(200);
     const d = await exported(["hook-secrets", "route-secrets"]);
     const hookSealed = d.sections["hook-secrets"].find((r: any) => r.topic === topic).secret;
     const routeSealed = d.sections["route-secrets"].find((r: any) => r.route_name === route).callback_secret;
     const otherTopic = uniq("other-topic").toLowerCase();
     await bindVerifier(otherTopic, { kind: "github", secret: "ANOTHER-VERIFIER-SECRET" });
     const otherRoute = uniq("other-route").toLowerCase();
-    expect((await call("POST", `/api/conversations/${otherRoute}`, { key: await admin(), body: { door: "api", target_kind: "tool", target_name: "echo", execution_key: "root", callback_url: "https://hooks.example.com/o" } })).status).toBe(200);
+    expect(
+      (
+        await call("POST", `/api/conversations/${otherRoute}`, {
+          key: await admin(),
+          body: { door: "api", target_kind: "tool", target_name: "echo", execution_key: "root", callback_url: "https://hooks.example.com/o" },
+        })
+      ).status,
+    ).toBe(200);
 
     const cases: Array<[Record<string, unknown[]>, string]> = [
       [{ "settings-secrets": [{ kind: "overlay", name: "CHANNEL_WHATSAPP_VERIFY_TOKEN", value: hookSealed }] }, "sections.settings-secrets.0.value"],
@@ -126,6 +163,9 @@ describe("a sealed value opens only in its own place", () => {
     }
     expect(await env.DB.prepare("SELECT COUNT(*) AS n FROM settings_overlay WHERE name = 'CHANNEL_WHATSAPP_VERIFY_TOKEN'").first("n")).toBe(0);
     // In its own place it opens.
-    expect((await importDoc(doc({ "hook-secrets": [{ topic, secret: hookSealed }], "route-secrets": [{ route_name: route, callback_secret: routeSealed }] }))).status).toBe(200);
+    expect(
+      (await importDoc(doc({ "hook-secrets": [{ topic, secret: hookSealed }], "route-secrets": [{ route_name: route, callback_secret: routeSealed }] })))
+        .status,
+    ).toBe(200);
   });
 });

@@ -60,7 +60,10 @@ async function ok(r: { status: number; body: any }, what: string) {
 
 beforeAll(async () => {
   const key = await admin();
-  await ok(await call("POST", "/api/auth/roles", { key, body: { name: "reader", description: "reads tools", grants: { tools: "read", conversations: "write" } } }), "role");
+  await ok(
+    await call("POST", "/api/auth/roles", { key, body: { name: "reader", description: "reads tools", grants: { tools: "read", conversations: "write" } } }),
+    "role",
+  );
   await ok(await call("PUT", "/api/auth/roles/reader", { key, body: { description: "reads tools, edited" } }), "role edit");
   await ok(await call("POST", "/api/auth/scopes", { key, body: { scope_id: "tool-docs", url: "/api/tools/*/schema", pattern: true } }), "scope");
   await ok(await call("POST", "/api/auth/public-routes", { key, body: { method: "GET", path: "/api/tools" } }), "pin");
@@ -68,40 +71,107 @@ beforeAll(async () => {
   await ok(
     await call("POST", "/api/tools-config/entries", {
       key,
-      body: { title: "crm", kind: "http", url: "https://crm.example.com/run", headers: { authorization: TOOL_LITERAL, "x-api-key": { env: "TOOL_SECRET" } }, input_schema: { type: "object" } },
+      body: {
+        title: "crm",
+        kind: "http",
+        url: "https://crm.example.com/run",
+        headers: { authorization: TOOL_LITERAL, "x-api-key": { env: "TOOL_SECRET" } },
+        input_schema: { type: "object" },
+      },
     }),
     "tool",
   );
-  await ok(await call("POST", "/api/agents-config/entries", { key, body: { title: "helper", kind: "http", config: { url: "https://agent.example.com/run", headers: { "x-token": AGENT_LITERAL } } } }), "http agent");
-  await ok(await call("POST", "/api/agents-config/entries", { key, body: { title: "thinker", kind: "llm", config: { base_url: "https://llm.example.com/v1", model: "m", api_key: { env: "LLM_KEY" } } } }), "llm agent");
+  await ok(
+    await call("POST", "/api/agents-config/entries", {
+      key,
+      body: { title: "helper", kind: "http", config: { url: "https://agent.example.com/run", headers: { "x-token": AGENT_LITERAL } } },
+    }),
+    "http agent",
+  );
+  await ok(
+    await call("POST", "/api/agents-config/entries", {
+      key,
+      body: { title: "thinker", kind: "llm", config: { base_url: "https://llm.example.com/v1", model: "m", api_key: { env: "LLM_KEY" } } },
+    }),
+    "llm agent",
+  );
   await ok(await call("POST", "/api/presets", { key, body: { name: "crm-lookup", base_tool: "crm", fixed_kwargs: { mode: "lookup" } } }), "preset");
   await ok(await call("POST", "/api/presets/crm-lookup/versions", { key, body: { description: "second" } }), "preset v2");
   await ok(await call("PUT", "/api/presets/crm-lookup/versions/1/tags", { key, body: { tags: ["stable"] } }), "preset tags");
-  await ok(await call("PUT", "/api/conversation-configs/tool/crm-lookup", { key, body: { target_kind: "tool", target_name: "crm-lookup", multichannel: true, greeting_template: "hi, your code is {pairing_code}" } }), "config");
+  await ok(
+    await call("PUT", "/api/conversation-configs/tool/crm-lookup", {
+      key,
+      body: { target_kind: "tool", target_name: "crm-lookup", multichannel: true, greeting_template: "hi, your code is {pairing_code}" },
+    }),
+    "config",
+  );
   const runner = await mintKey({ user_id: "svc-runner", scopes: ["tool:crm-lookup"] });
   const caller = await mintKey({ user_id: "svc-caller", scopes: ["conversations", "tool-docs"] });
   fx.callerKey = caller.key;
   fx.callerHash = (await env.DB.prepare("SELECT key_hash FROM api_keys WHERE user_id = 'svc-caller'").first<string>("key_hash"))!;
   await ok(await call("PUT", "/api/auth/api-keys/svc-runner", { key, body: { role: "reader" } }), "give role");
   const route = await ok(
-    await call("POST", "/api/conversations/crm-api", { key, body: { door: "api", target_kind: "tool", target_name: "crm-lookup", execution_key: runner.user_id, payload_expr: "{q: .message}", callback_url: "https://hooks.example.com/crm" } }),
+    await call("POST", "/api/conversations/crm-api", {
+      key,
+      body: {
+        door: "api",
+        target_kind: "tool",
+        target_name: "crm-lookup",
+        execution_key: runner.user_id,
+        payload_expr: "{q: .message}",
+        callback_url: "https://hooks.example.com/crm",
+      },
+    }),
     "route",
   );
   fx.callbackSecret = route.callback_secret;
-  await ok(await call("POST", "/api/conversations/crm-chat", { key, body: { door: "channel", channel: "telegram", our_identity: "555", target_kind: "tool", target_name: "crm-lookup", execution_key: runner.user_id } }), "channel route");
-  await ok(await call("POST", "/api/config/env", { key, body: { set: { CONVERSATIONS_PER_ADDRESS_TURNS_PER_HOUR: 50, CHANNEL_WHATSAPP_VERIFY_TOKEN: SECRET_SETTING_VALUE } } }), "overlay");
   await ok(
-    await call("PUT", "/api/config/profiles/calm", { key, body: { description: "calm", env: { CONVERSATIONS_PER_ADDRESS_TURNS_PER_HOUR: "10", CHANNEL_WHATSAPP_VERIFY_TOKEN: PROFILE_SECRET_VALUE } } }),
+    await call("POST", "/api/conversations/crm-chat", {
+      key,
+      body: { door: "channel", channel: "telegram", our_identity: "555", target_kind: "tool", target_name: "crm-lookup", execution_key: runner.user_id },
+    }),
+    "channel route",
+  );
+  await ok(
+    await call("POST", "/api/config/env", {
+      key,
+      body: { set: { CONVERSATIONS_PER_ADDRESS_TURNS_PER_HOUR: 50, CHANNEL_WHATSAPP_VERIFY_TOKEN: SECRET_SETTING_VALUE } },
+    }),
+    "overlay",
+  );
+  await ok(
+    await call("PUT", "/api/config/profiles/calm", {
+      key,
+      body: { description: "calm", env: { CONVERSATIONS_PER_ADDRESS_TURNS_PER_HOUR: "10", CHANNEL_WHATSAPP_VERIFY_TOKEN: PROFILE_SECRET_VALUE } },
+    }),
     "profile",
   );
-  await ok(await call("PUT", "/api/config/profiles/calm", { key, body: { description: "calm v2", env: { CONVERSATIONS_PER_ADDRESS_TURNS_PER_HOUR: "12" } } }), "profile v2");
+  await ok(
+    await call("PUT", "/api/config/profiles/calm", { key, body: { description: "calm v2", env: { CONVERSATIONS_PER_ADDRESS_TURNS_PER_HOUR: "12" } } }),
+    "profile v2",
+  );
   const sales = await ok(await call("POST", "/api/tool-meta/folders", { key, body: { name: "Sales" } }), "folder");
   const crmFolder = await ok(await call("POST", "/api/tool-meta/folders", { key, body: { name: "CRM", parent_id: sales.folder_id } }), "subfolder");
   fx.folderIds = [sales.folder_id, crmFolder.folder_id];
-  await ok(await call("PATCH", "/api/tool-meta/tools/crm", { key, body: { tags: ["crm"], badges: ["beta"], hidden: false, folder_id: crmFolder.folder_id } }), "tool meta");
+  await ok(
+    await call("PATCH", "/api/tool-meta/tools/crm", { key, body: { tags: ["crm"], badges: ["beta"], hidden: false, folder_id: crmFolder.folder_id } }),
+    "tool meta",
+  );
   await ok(await call("PUT", "/api/hooks/topics/crm-events/verifier", { key, body: { kind: "github", secret: HOOK_VERIFIER_SECRET } }), "verifier");
-  await ok(await call("POST", "/api/hooks", { key, body: { name: "crm-sync", topic: "crm-events", tool: "crm-lookup", execution_key: runner.user_id, expr: "{q: .id}" } }), "hook");
-  await ok(await call("POST", "/api/hooks/trigger-links", { key, body: { topic: "crm-events", execution_key: runner.user_id, name: "crm-manual", ttl_seconds: null } }), "trigger link");
+  await ok(
+    await call("POST", "/api/hooks", {
+      key,
+      body: { name: "crm-sync", topic: "crm-events", tool: "crm-lookup", execution_key: runner.user_id, expr: "{q: .id}" },
+    }),
+    "hook",
+  );
+  await ok(
+    await call("POST", "/api/hooks/trigger-links", {
+      key,
+      body: { topic: "crm-events", execution_key: runner.user_id, name: "crm-manual", ttl_seconds: null },
+    }),
+    "trigger link",
+  );
 });
 
 afterAll(async () => {
@@ -151,7 +221,16 @@ describe("export", () => {
     expect(s["text-resources"]).toContainEqual(expect.objectContaining({ id: "greeting-text", content: "hello {{name}}" }));
     expect(s.tools).toEqual([
       {
-        declaration: { title: "crm", kind: "http", description: "", url: "https://crm.example.com/run", method: "POST", headers: { "x-api-key": { env: "TOOL_SECRET" } }, input_schema: { type: "object" }, timeout_seconds: 30 },
+        declaration: {
+          title: "crm",
+          kind: "http",
+          description: "",
+          url: "https://crm.example.com/run",
+          method: "POST",
+          headers: { "x-api-key": { env: "TOOL_SECRET" } },
+          input_schema: { type: "object" },
+          timeout_seconds: 30,
+        },
         withheld_headers: ["authorization"],
         created_at: expect.any(String),
         updated_at: expect.any(String),
@@ -174,9 +253,17 @@ describe("export", () => {
       [2, [], "second"],
     ]);
     expect(preset.versions[0].body).toMatchObject({ base_tool: "crm", fixed_kwargs: { mode: "lookup" } });
-    expect(s["target-configs"]).toEqual([{ target_kind: "tool", target_name: "crm-lookup", multichannel: true, greeting_template: "hi, your code is {pairing_code}", state_binding: null }]);
+    expect(s["target-configs"]).toEqual([
+      { target_kind: "tool", target_name: "crm-lookup", multichannel: true, greeting_template: "hi, your code is {pairing_code}", state_binding: null },
+    ]);
     const api = s.routes.find((r: any) => r.route_name === "crm-api");
-    expect(api).toMatchObject({ door: "api", execution_key: "svc-runner", payload_expr: "{q: .message}", payload_program: "{q: .message}", callback_url: "https://hooks.example.com/crm" });
+    expect(api).toMatchObject({
+      door: "api",
+      execution_key: "svc-runner",
+      payload_expr: "{q: .message}",
+      payload_program: "{q: .message}",
+      callback_url: "https://hooks.example.com/crm",
+    });
     expect(api).not.toHaveProperty("callback_secret");
     expect(s.routes.find((r: any) => r.route_name === "crm-chat")).toMatchObject({ door: "channel", channel: "telegram", our_identity: "555" });
     expect(s["route-secrets"]).toEqual([{ route_name: "crm-api", callback_secret: SEALED }]);
@@ -189,18 +276,44 @@ describe("export", () => {
       {
         name: "calm",
         versions: [
-          { version: 1, description: "calm", env: { CONVERSATIONS_PER_ADDRESS_TURNS_PER_HOUR: "10" }, secret_keys: ["CHANNEL_WHATSAPP_VERIFY_TOKEN"], created_at: expect.any(String) },
+          {
+            version: 1,
+            description: "calm",
+            env: { CONVERSATIONS_PER_ADDRESS_TURNS_PER_HOUR: "10" },
+            secret_keys: ["CHANNEL_WHATSAPP_VERIFY_TOKEN"],
+            created_at: expect.any(String),
+          },
           { version: 2, description: "calm v2", env: { CONVERSATIONS_PER_ADDRESS_TURNS_PER_HOUR: "12" }, secret_keys: [], created_at: expect.any(String) },
         ],
       },
     ]);
     expect(s.hooks).toEqual([
-      { type: "verifier", topic: "crm-events", kind: "github", secret: "<redacted>", signature_header: null, delivery_header: null, created_by: "root", created_at: expect.any(String), updated_at: expect.any(String) },
-      expect.objectContaining({ type: "hook", name: "crm-sync", topic: "crm-events", tool: "crm-lookup", execution_key: "svc-runner", expr: "{q: .id}", expr_program: "{q: .id}", condition_program: null }),
+      {
+        type: "verifier",
+        topic: "crm-events",
+        kind: "github",
+        secret: "<redacted>",
+        signature_header: null,
+        delivery_header: null,
+        created_by: "root",
+        created_at: expect.any(String),
+        updated_at: expect.any(String),
+      },
+      expect.objectContaining({
+        type: "hook",
+        name: "crm-sync",
+        topic: "crm-events",
+        tool: "crm-lookup",
+        execution_key: "svc-runner",
+        expr: "{q: .id}",
+        expr_program: "{q: .id}",
+        condition_program: null,
+      }),
     ]);
     expect(s["hook-secrets"]).toEqual([{ topic: "crm-events", secret: SEALED }]);
     const text = JSON.stringify(doc);
-    for (const secret of [TOOL_LITERAL, AGENT_LITERAL, fx.callbackSecret, SECRET_SETTING_VALUE, PROFILE_SECRET_VALUE, HOOK_VERIFIER_SECRET]) expect(text).not.toContain(secret);
+    for (const secret of [TOOL_LITERAL, AGENT_LITERAL, fx.callbackSecret, SECRET_SETTING_VALUE, PROFILE_SECRET_VALUE, HOOK_VERIFIER_SECRET])
+      expect(text).not.toContain(secret);
     // Trigger links are capabilities: never in a backup.
     expect(JSON.stringify(doc)).not.toContain("crm-manual");
     const [sales, crm] = fx.folderIds;
@@ -215,7 +328,18 @@ describe("export", () => {
     const r = await exportDoc();
     expect(Object.keys(r.body.sections)).toEqual(APPLY_ORDER.filter((n) => !SECRET_SECTIONS.includes(n)));
     const text = JSON.stringify(r.body);
-    for (const secret of [fx.callerHash, fx.callbackSecret, TOOL_LITERAL, AGENT_LITERAL, SECRET_SETTING_VALUE, PROFILE_SECRET_VALUE, HOOK_VERIFIER_SECRET, '"ct"', "key_hash"]) expect(text).not.toContain(secret);
+    for (const secret of [
+      fx.callerHash,
+      fx.callbackSecret,
+      TOOL_LITERAL,
+      AGENT_LITERAL,
+      SECRET_SETTING_VALUE,
+      PROFILE_SECRET_VALUE,
+      HOOK_VERIFIER_SECRET,
+      '"ct"',
+      "key_hash",
+    ])
+      expect(text).not.toContain(secret);
   });
 
   it("a secret section only when named, alone if named alone", async () => {
@@ -234,7 +358,14 @@ describe("export", () => {
     expect(r.body.error).not.toContain("UNKNOWNSECTIONNAME");
     const key = await admin();
     const post = (body: unknown) =>
-      fetchWithEnv({ ...env, STATES_STORE_URL: "" }, new Request(`${BASE}/api/backup/export`, { method: "POST", headers: { "x-api-key": key, "content-type": "application/json" }, body: JSON.stringify(body) }));
+      fetchWithEnv(
+        { ...env, STATES_STORE_URL: "" },
+        new Request(`${BASE}/api/backup/export`, {
+          method: "POST",
+          headers: { "x-api-key": key, "content-type": "application/json" },
+          body: JSON.stringify(body),
+        }),
+      );
     const all = await post({});
     expect(all.status).toBe(200);
     const names = Object.keys(((await all.json()) as any).sections);
@@ -264,7 +395,10 @@ describe("round trip into a fresh deployment", () => {
     // The caller's raw key and its custom URL scope work again.
     expect((await call("GET", "/api/tools/crm/schema", { key: fx.callerKey })).status).toBe(200);
     // The secret setting is sealed again under this deployment's key, never stored in plain text.
-    const stored = await env.DB.prepare("SELECT value, secret FROM settings_overlay WHERE name = 'CHANNEL_WHATSAPP_VERIFY_TOKEN'").first<{ value: string; secret: number }>();
+    const stored = await env.DB.prepare("SELECT value, secret FROM settings_overlay WHERE name = 'CHANNEL_WHATSAPP_VERIFY_TOKEN'").first<{
+      value: string;
+      secret: number;
+    }>();
     expect(stored!.secret).toBe(1);
     expect(stored!.value).not.toContain(SECRET_SETTING_VALUE);
     const profile = await env.DB.prepare("SELECT sealed FROM config_profiles WHERE name = 'calm' AND version = 1").first<string>("sealed");

@@ -47,12 +47,27 @@ describe("states in a backup", () => {
     const plain = uniq("st").toLowerCase();
     const templated = uniq("st").toLowerCase();
     await ok(await call("PUT", `/api/state-templates/${tpl}`, { key, body: template() }), "template");
-    await ok(await call("PUT", `/api/states/${plain}`, { key, body: { description: "customers", schema: BASE_SCHEMA, subject_kinds: ["customer", "thread"], retention_days: 30 } }), "state");
-    await ok(await call("PUT", `/api/states/${plain}/attachments/${tpl}`, { key, body: { path: ["orders"], parameters: { max: 3 }, declarations: { currency: "EUR" } } }), "attach");
+    await ok(
+      await call("PUT", `/api/states/${plain}`, {
+        key,
+        body: { description: "customers", schema: BASE_SCHEMA, subject_kinds: ["customer", "thread"], retention_days: 30 },
+      }),
+      "state",
+    );
+    await ok(
+      await call("PUT", `/api/states/${plain}/attachments/${tpl}`, {
+        key,
+        body: { path: ["orders"], parameters: { max: 3 }, declarations: { currency: "EUR" } },
+      }),
+      "attach",
+    );
     const schema = { content: '{"type":"object","properties":{"{{field}}":{"type":"string"}}}', kwargs: { field: "nickname" } };
     await ok(await call("PUT", `/api/states/${templated}`, { key, body: { schema, subject_kinds: ["thread"] } }), "templated state");
     const binding = { states: [{ state: plain, subject_expr: { content: ".thread" }, input_injections: [{ into: "count", template_jq: `${tpl}.count` }] }] };
-    await ok(await call("PUT", "/api/conversation-configs/tool/echo", { key, body: { target_kind: "tool", target_name: "echo", state_binding: binding } }), "config");
+    await ok(
+      await call("PUT", "/api/conversation-configs/tool/echo", { key, body: { target_kind: "tool", target_name: "echo", state_binding: binding } }),
+      "config",
+    );
 
     const views = async () => Promise.all([plain, templated].map(async (s) => (await call("GET", `/api/states/${s}`, { key })).body.data));
     const before = await views();
@@ -78,7 +93,14 @@ describe("states in a backup", () => {
     const after = await views();
     const withoutTime = (v: any) => ({ ...v, updated_at: undefined });
     expect(after.map(withoutTime)).toEqual(before.map(withoutTime));
-    expect((await call("GET", `/api/state-templates/${tpl}`, { key })).body.data).toEqual({ ...template(), name: tpl, trace: {}, reconcile: {}, declarations: template().declarations, template_jq: { count: { purpose: "input", description: "", params: [], jq: { content: "(.items // []) | length", kwargs: {} } } } });
+    expect((await call("GET", `/api/state-templates/${tpl}`, { key })).body.data).toEqual({
+      ...template(),
+      name: tpl,
+      trace: {},
+      reconcile: {},
+      declarations: template().declarations,
+      template_jq: { count: { purpose: "input", description: "", params: [], jq: { content: "(.items // []) | length", kwargs: {} } } },
+    });
     expect((await call("GET", "/api/conversation-configs/tool/echo", { key })).body.data.state_binding.states[0].state).toBe(plain);
     // Records are data, not configuration: none travelled.
     expect((await call("GET", `/api/states/${plain}/stats`, { key })).body.data.records).toBe(0);
@@ -90,7 +112,15 @@ describe("states in a backup", () => {
     const held = uniq("st").toLowerCase();
     await ok(await call("PUT", `/api/states/${held}`, { key, body: { schema: BASE_SCHEMA, subject_kinds: ["customer"] } }), "state");
     await ok(await call("PUT", `/api/states/${held}/records/tool/echo/customer/c1`, { key, body: { data: { name: "Ann" } } }), "record");
-    const decl = (name: string, schema: object) => ({ name, description: "", schema, subject_kinds: ["customer"], default_subject_kind: "customer", retention_days: null, attachments: [] });
+    const decl = (name: string, schema: object) => ({
+      name,
+      description: "",
+      schema,
+      subject_kinds: ["customer"],
+      default_subject_kind: "customer",
+      retention_days: null,
+      attachments: [],
+    });
     const narrowing = { type: "object", properties: { other: { type: "string" } } };
     const document = { version: 1, exported_at: "x", sections: { "text-resources": [], states: [decl(fresh, BASE_SCHEMA), decl(held, narrowing)] } };
     const r = await importDoc(document);
@@ -117,11 +147,20 @@ describe("states in a backup", () => {
         exported_at: "x",
         sections: {
           "text-resources": [{ id: name, content: "x", created_at: "x", updated_at: "x" }],
-          states: [{ name, description: "", schema: BASE_SCHEMA, subject_kinds: ["thread"], default_subject_kind: "thread", retention_days: null, attachments: [] }],
+          states: [
+            { name, description: "", schema: BASE_SCHEMA, subject_kinds: ["thread"], default_subject_kind: "thread", retention_days: null, attachments: [] },
+          ],
         },
       },
     };
-    const res = await fetchWithEnv({ ...env, STATES_STORE_URL: "" }, new Request(`${BASE}/api/backup/import`, { method: "POST", headers: { "x-api-key": key, "content-type": "application/json" }, body: JSON.stringify(body) }));
+    const res = await fetchWithEnv(
+      { ...env, STATES_STORE_URL: "" },
+      new Request(`${BASE}/api/backup/import`, {
+        method: "POST",
+        headers: { "x-api-key": key, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      }),
+    );
     expect(res.status).toBe(501);
     expect(await res.json()).toMatchObject({ code: "states-not-configured" });
     expect(await count("SELECT COUNT(*) AS n FROM text_resources WHERE id = ?", name)).toBe(0);

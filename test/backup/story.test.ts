@@ -24,17 +24,30 @@ describe("export from one deployment, import into a fresh one", () => {
       answerOnly({
         // The tool answers only when its literal credential header came along.
         [`POST ${TOOL_URL}`]: (req, body) =>
-          req.headers.get("authorization") === TOOL_CREDENTIAL ? Response.json({ greeting: `hello ${JSON.parse(body).text}` }) : new Response("no credential", { status: 401 }),
+          req.headers.get("authorization") === TOOL_CREDENTIAL
+            ? Response.json({ greeting: `hello ${JSON.parse(body).text}` })
+            : new Response("no credential", { status: 401 }),
         [`POST ${HOOK}`]: () => new Response(null, { status: 204 }),
       }),
     );
-    const tool = await call("POST", "/api/tools-config/entries", { key, body: { title: "greeter", kind: "http", url: TOOL_URL, headers: { authorization: TOOL_CREDENTIAL } } });
+    const tool = await call("POST", "/api/tools-config/entries", {
+      key,
+      body: { title: "greeter", kind: "http", url: TOOL_URL, headers: { authorization: TOOL_CREDENTIAL } },
+    });
     expect(tool.status, JSON.stringify(tool.body)).toBe(200);
     const runner = await mintKey({ user_id: "svc-runner", scopes: ["tool:greeter"] });
     const caller = await mintKey({ user_id: "svc-caller", scopes: ["conversations"] });
     const created = await call("POST", "/api/conversations/greet", {
       key,
-      body: { door: "api", target_kind: "tool", target_name: "greeter", execution_key: runner.user_id, payload_expr: "{text: .message}", reply_expr: ".greeting", callback_url: HOOK },
+      body: {
+        door: "api",
+        target_kind: "tool",
+        target_name: "greeter",
+        execution_key: runner.user_id,
+        payload_expr: "{text: .message}",
+        reply_expr: ".greeting",
+        callback_url: HOOK,
+      },
     });
     expect(created.status, JSON.stringify(created.body)).toBe(200);
     const secret = created.body.data.callback_secret as string;
@@ -73,7 +86,10 @@ describe("export from one deployment, import into a fresh one", () => {
     // An asynchronous answer goes to the callback, signed with the route's original secret.
     const queued = await send("greet", { external_user_id: "ann", text: "cy" }, caller.key);
     expect(queued.status).toBe(202);
-    await eventually(() => readRecord("greet", queued.body.data.message_id), (r) => r.body.data?.status === "delivered");
+    await eventually(
+      () => readRecord("greet", queued.body.data.message_id),
+      (r) => r.body.data?.status === "delivered",
+    );
     const hook = calls.filter((c) => c.url === HOOK);
     expect(hook).toHaveLength(1);
     expect(JSON.parse(hook[0].body)).toMatchObject({ status: "answered", answer: "hello cy" });

@@ -19,13 +19,26 @@ describe("docs/backup.md walk-through", () => {
     const boot = await call("POST", "/api/keys/bootstrap", { body: { user_id: "root", description: "first admin", bootstrap_token: BOOTSTRAP_TOKEN } });
     expect(boot.status).toBe(200);
     const keyA = boot.body.data.token as string;
-    expect((await call("POST", "/api/auth/api-keys", { key: keyA, body: { user_id: "svc-runner", description: "runs the greeter", scopes: ["tool:greeter"] } })).status).toBe(200);
-    const caller = await call("POST", "/api/auth/api-keys", { key: keyA, body: { user_id: "svc-caller", description: "sends messages", scopes: ["conversations"] } });
+    expect(
+      (await call("POST", "/api/auth/api-keys", { key: keyA, body: { user_id: "svc-runner", description: "runs the greeter", scopes: ["tool:greeter"] } }))
+        .status,
+    ).toBe(200);
+    const caller = await call("POST", "/api/auth/api-keys", {
+      key: keyA,
+      body: { user_id: "svc-caller", description: "sends messages", scopes: ["conversations"] },
+    });
     const callerKey = caller.body.data.api_key as string;
     expect((await call("POST", "/api/presets", { key: keyA, body: { name: "greeter", base_tool: "echo" } })).status).toBe(200);
     const route = await call("POST", "/api/conversations/greet", {
       key: keyA,
-      body: { door: "api", target_kind: "tool", target_name: "greeter", execution_key: "svc-runner", payload_expr: '{message: ("hello " + .message)}', callback_url: "https://hooks.example.com/bridge" },
+      body: {
+        door: "api",
+        target_kind: "tool",
+        target_name: "greeter",
+        execution_key: "svc-runner",
+        payload_expr: '{message: ("hello " + .message)}',
+        callback_url: "https://hooks.example.com/bridge",
+      },
     });
     expect(route.status, JSON.stringify(route.body)).toBe(200);
     const secret = route.body.data.callback_secret as string;
@@ -48,7 +61,11 @@ describe("docs/backup.md walk-through", () => {
     expect((await call("GET", "/api/auth/me", { key: keyA })).status).toBe(401);
 
     // The doc's body, built as `printf '{"document":%s}'` builds it.
-    const imported = await call("POST", "/api/backup/import", { key: keyB, rawBody: `{"document":${JSON.stringify(document)}}`, headers: { "content-type": "application/json" } });
+    const imported = await call("POST", "/api/backup/import", {
+      key: keyB,
+      rawBody: `{"document":${JSON.stringify(document)}}`,
+      headers: { "content-type": "application/json" },
+    });
     expect(imported.status, JSON.stringify(imported.body)).toBe(200);
     const outcome = Object.fromEntries(imported.body.data.sections.map((s: any) => [s.name, s]));
     expect(outcome.keys).toEqual({ name: "keys", applied: 3 });

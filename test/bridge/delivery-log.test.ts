@@ -39,10 +39,16 @@ describe("a failed delivery attempt logs one structured line (issue 9, finding 8
     const r = await createRoute({ door: "api", target_kind: "tool", target_name: "echo", execution_key: k.user_id, callback_url: HOOK });
     const a = await send(r.name, { external_user_id: "log", text: "private words" });
     const { message_id, thread_id } = a.body.data;
-    await eventually(() => attemptsOf(thread_id, message_id), (x) => x?.attempts === 1 && !x.leased);
+    await eventually(
+      () => attemptsOf(thread_id, message_id),
+      (x) => x?.attempts === 1 && !x.leased,
+    );
     await makeDue(thread_id, "delivery_due_at");
     await runAlarm(thread_id);
-    await eventually(() => attemptsOf(thread_id, message_id), (x) => x?.attempts === 2 && !x.leased);
+    await eventually(
+      () => attemptsOf(thread_id, message_id),
+      (x) => x?.attempts === 2 && !x.leased,
+    );
 
     const mine = lines.filter((l) => l.message_id === message_id);
     expect(mine).toEqual([
@@ -64,25 +70,36 @@ describe("a failed delivery attempt logs one structured line (issue 9, finding 8
     const a = await send(r.name, { external_user_id: "log2", text: "x" });
     const { message_id, thread_id } = a.body.data;
     for (let attempt = 1; attempt < 8; attempt++) {
-      await eventually(() => attemptsOf(thread_id, message_id), (x) => x?.attempts === attempt && !x.leased);
+      await eventually(
+        () => attemptsOf(thread_id, message_id),
+        (x) => x?.attempts === attempt && !x.leased,
+      );
       await makeDue(thread_id, "delivery_due_at");
       await runAlarm(thread_id);
     }
-    await eventually(() => attemptsOf(thread_id, message_id), (x) => x?.status === "failed");
+    await eventually(
+      () => attemptsOf(thread_id, message_id),
+      (x) => x?.status === "failed",
+    );
     const mine = lines.filter((l) => l.message_id === message_id);
     expect(mine.map((l) => [l.attempt, l.final])).toEqual([1, 2, 3, 4, 5, 6, 7, 8].map((n) => [n, n === 8]));
   });
 
   it("a failed channel send attempt logs one line naming the channel and the provider's HTTP status class", async () => {
     const { lines } = captureAttemptLines();
-    fakeNetwork((req) => (new URL(req.url).host === "twilio.fake" ? Response.json({ code: 20500, message: "internal" }, { status: 500 }) : new Response(null, { status: 599 })));
+    fakeNetwork((req) =>
+      new URL(req.url).host === "twilio.fake" ? Response.json({ code: 20500, message: "internal" }, { status: 500 }) : new Response(null, { status: 599 }),
+    );
     const ours = `+1555${String(Date.now()).slice(-7)}`;
     const them = `+1556${String(Date.now()).slice(-7)}`;
     const k = await echoKey();
     const r = await createRoute({ door: "channel", channel: "twilio", our_identity: ours, target_kind: "tool", target_name: "echo", execution_key: k.user_id });
     expect((await postTwilio({ MessageSid: `SM${uniq("l")}`, From: them, To: ours, Body: "hello", NumMedia: "0" })).status).toBe(204);
     const threadId = `bridge:${r.name}:${them}`;
-    const rows = await eventually(() => rawRows(threadId), (x) => x[0] !== undefined && JSON.parse(x[0].record).attempts === 1 && x[0].delivery_lease_until === null);
+    const rows = await eventually(
+      () => rawRows(threadId),
+      (x) => x[0] !== undefined && JSON.parse(x[0].record).attempts === 1 && x[0].delivery_lease_until === null,
+    );
     const messageId = rows[0].message_id;
     expect(lines.filter((l) => l.message_id === messageId)).toEqual([
       { event: "delivery_attempt_failed", message_id: messageId, via: "twilio", attempt: 1, reason: "http_500", final: false },

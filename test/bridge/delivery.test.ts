@@ -26,7 +26,10 @@ describe("signed callbacks (decisions §8)", () => {
     const r = await callbackRoute();
     const a = await send(r.name, { external_user_id: "u", text: "async one" });
     expect(a.status).toBe(202);
-    await eventually(() => readRecord(r.name, a.body.data.message_id), (x) => x.body.data?.status === "delivered");
+    await eventually(
+      () => readRecord(r.name, a.body.data.message_id),
+      (x) => x.body.data?.status === "delivered",
+    );
     const inline = await send(r.name, { external_user_id: "u", text: "inline one", wait_seconds: 10 });
     expect(inline.status).toBe(200);
     expect(inline.body.data.answer).toBe("inline one");
@@ -47,7 +50,10 @@ describe("signed callbacks (decisions §8)", () => {
     const calls = fakeNetwork(() => new Response("ok"));
     const r = await callbackRoute();
     const a = await send(r.name, { external_user_id: "u", text: "  " });
-    await eventually(() => readRecord(r.name, a.body.data.message_id), (x) => x.body.data?.status === "delivered");
+    await eventually(
+      () => readRecord(r.name, a.body.data.message_id),
+      (x) => x.body.data?.status === "delivered",
+    );
     expect(JSON.parse(calls[0].body)).toEqual({ message_id: a.body.data.message_id, thread_id: a.body.data.thread_id, status: "silent" });
   });
 
@@ -55,7 +61,10 @@ describe("signed callbacks (decisions §8)", () => {
     const calls = fakeNetwork(() => new Response(null, { status: 302, headers: { location: "https://elsewhere.example/" } }));
     const r = await callbackRoute();
     const a = await send(r.name, { external_user_id: "u", text: "x" });
-    const rec = await eventually(() => readRecord(r.name, a.body.data.message_id), (x) => x.body.data?.attempts === 1);
+    const rec = await eventually(
+      () => readRecord(r.name, a.body.data.message_id),
+      (x) => x.body.data?.attempts === 1,
+    );
     expect(rec.body.data.status).toBe("pending_delivery");
     expect(calls.every((c) => c.url === HOOK)).toBe(true);
   });
@@ -65,7 +74,10 @@ describe("signed callbacks (decisions §8)", () => {
     const r = await callbackRoute();
     const a = await send(r.name, { external_user_id: "u", text: "retry me" });
     const { message_id, thread_id } = a.body.data;
-    await eventually(() => rowOf(thread_id, message_id), (x) => x.delivery_due_at !== null && x.delivery_lease_until === null && JSON.parse(x.record).attempts === 1);
+    await eventually(
+      () => rowOf(thread_id, message_id),
+      (x) => x.delivery_due_at !== null && x.delivery_lease_until === null && JSON.parse(x.record).attempts === 1,
+    );
     const waits: number[] = [];
     for (let attempt = 1; attempt <= 7; attempt++) {
       const before = Date.now();
@@ -95,11 +107,17 @@ describe("signed callbacks (decisions §8)", () => {
     const a = await send(r.name, { external_user_id: "u", text: "eventually" });
     const { message_id, thread_id } = a.body.data;
     for (let i = 0; i < 2; i++) {
-      await eventually(() => rowOf(thread_id, message_id), (x) => JSON.parse(x.record).attempts === i + 1 && x.delivery_lease_until === null);
+      await eventually(
+        () => rowOf(thread_id, message_id),
+        (x) => JSON.parse(x.record).attempts === i + 1 && x.delivery_lease_until === null,
+      );
       await makeDue(thread_id, "delivery_due_at");
       await runAlarm(thread_id);
     }
-    const rec = await eventually(() => readRecord(r.name, message_id), (x) => x.body.data?.status === "delivered");
+    const rec = await eventually(
+      () => readRecord(r.name, message_id),
+      (x) => x.body.data?.status === "delivered",
+    );
     expect(rec.body.data.attempts).toBe(3);
     await runAlarm(thread_id);
     await runAlarm(thread_id);
@@ -115,10 +133,16 @@ describe("signed callbacks (decisions §8)", () => {
     const r = await callbackRoute();
     const a = await send(r.name, { external_user_id: "ordered", text: "first" });
     const { thread_id } = a.body.data;
-    await eventually(() => rowOf(thread_id, a.body.data.message_id), (x) => JSON.parse(x.record).attempts === 1 && x.delivery_lease_until === null);
+    await eventually(
+      () => rowOf(thread_id, a.body.data.message_id),
+      (x) => JSON.parse(x.record).attempts === 1 && x.delivery_lease_until === null,
+    );
     const b = await send(r.name, { external_user_id: "ordered", text: "second" });
     // The second answer settles, but waits behind the first, which backs off.
-    const second = await eventually(() => rowOf(thread_id, b.body.data.message_id), (x) => x.turn_state === "done");
+    const second = await eventually(
+      () => rowOf(thread_id, b.body.data.message_id),
+      (x) => x.turn_state === "done",
+    );
     expect(second.status).toBe("pending_delivery");
     expect(JSON.parse(second.record).attempts).toBe(0);
     await runAlarm(thread_id); // nothing is due: the head's backoff has not run out
@@ -127,7 +151,10 @@ describe("signed callbacks (decisions §8)", () => {
     firstUp = true;
     await makeDue(thread_id, "delivery_due_at");
     await runAlarm(thread_id);
-    await eventually(() => rowOf(thread_id, b.body.data.message_id), (x) => x.status === "delivered");
+    await eventually(
+      () => rowOf(thread_id, b.body.data.message_id),
+      (x) => x.status === "delivered",
+    );
     expect(calls.map((c) => [JSON.parse(c.body).answer, c.url])).toEqual([
       ["first", HOOK],
       ["first", HOOK],
@@ -141,7 +168,10 @@ describe("signed callbacks (decisions §8)", () => {
     const r = await callbackRoute();
     const a = await send(r.name, { external_user_id: "u", text: "orphan" });
     const { message_id, thread_id } = a.body.data;
-    await eventually(() => rowOf(thread_id, message_id), (x) => JSON.parse(x.record).attempts === 1 && x.delivery_lease_until === null);
+    await eventually(
+      () => rowOf(thread_id, message_id),
+      (x) => JSON.parse(x.record).attempts === 1 && x.delivery_lease_until === null,
+    );
     await call("DELETE", `/api/conversations/${r.name}`, { key: await admin() });
     await makeDue(thread_id, "delivery_due_at");
     await runAlarm(thread_id);
@@ -156,7 +186,10 @@ describe("signed callbacks (decisions §8)", () => {
     const r = await callbackRoute();
     const a = await send(r.name, { external_user_id: "u", text: "survive" });
     const { message_id, thread_id } = a.body.data;
-    await eventually(() => rowOf(thread_id, message_id), (x) => JSON.parse(x.record).attempts === 1 && x.delivery_lease_until === null);
+    await eventually(
+      () => rowOf(thread_id, message_id),
+      (x) => JSON.parse(x.record).attempts === 1 && x.delivery_lease_until === null,
+    );
     // Simulate a crash while the attempt was claimed: lease held, then the object is reset.
     await runInDurableObject(stubFor(thread_id), (_o, state) => {
       state.storage.sql.exec("UPDATE records SET delivery_due_at = 1, delivery_lease_until = ? WHERE message_id = ?", Date.now() + 3_600_000, message_id);
@@ -197,7 +230,10 @@ describe("signed callbacks (decisions §8)", () => {
     expect((await rowOf(threadId, id)).turn_state).toBe("running"); // lease not yet lapsed
     await makeDue(threadId, "turn_lease_until");
     await runAlarm(threadId);
-    const row = await eventually(() => rowOf(threadId, id), (x) => x.status === "delivered");
+    const row = await eventually(
+      () => rowOf(threadId, id),
+      (x) => x.status === "delivered",
+    );
     expect(JSON.parse(row.record)).toMatchObject({ answer: "orphaned", answer_status: "answered" });
   });
 });

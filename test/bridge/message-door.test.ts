@@ -57,8 +57,19 @@ describe("turns and answers", () => {
     const res = await send(r.name, { external_user_id: " alice ", text: "hello" }, caller.key);
     expect(res.status).toBe(202);
     expect(res.body.data.thread_id).toBe(`bridge:${r.name}:${encodeURIComponent(caller.user_id).replace(/%3A/g, "%3A")}/alice`);
-    const rec = await eventually(() => readRecord(r.name, res.body.data.message_id), (x) => x.body.data?.status === "delivered");
-    expect(rec.body.data).toMatchObject({ status: "delivered", answer_status: "answered", answer: "hello", origin: "client", inbound_text: "hello", caller_principal: caller.user_id, client_address: "alice" });
+    const rec = await eventually(
+      () => readRecord(r.name, res.body.data.message_id),
+      (x) => x.body.data?.status === "delivered",
+    );
+    expect(rec.body.data).toMatchObject({
+      status: "delivered",
+      answer_status: "answered",
+      answer: "hello",
+      origin: "client",
+      inbound_text: "hello",
+      caller_principal: caller.user_id,
+      client_address: "alice",
+    });
     expect(rec.body.data.expires_at).toBeTruthy();
   });
 
@@ -151,7 +162,10 @@ describe("turns and answers", () => {
     expect(res.body.data.status).toBe("error");
     expect((await readRecord(r.name, res.body.data.message_id)).body.data.error).toContain("tool result must be a string or null; it was object");
     const mapped = await createRoute({ door: "api", target_kind: "tool", target_name: "object-tool", execution_key: k.user_id, reply_expr: ".not" });
-    expect((await send(mapped.name, { external_user_id: "u", text: "x", wait_seconds: 10 })).body.data).toMatchObject({ status: "answered", answer: "a string" });
+    expect((await send(mapped.name, { external_user_id: "u", text: "x", wait_seconds: 10 })).body.data).toMatchObject({
+      status: "answered",
+      answer: "a string",
+    });
   });
 
   it("a revoked then re-minted execution key denies the next turn with no route-side step", async () => {

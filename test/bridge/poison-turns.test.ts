@@ -18,8 +18,10 @@ interface TurnRow {
 }
 
 async function turnRows(threadId: string): Promise<TurnRow[]> {
-  return runInDurableObject(stubFor(threadId), (_o, state) =>
-    state.storage.sql.exec("SELECT message_id, status, turn_state, turn_attempts, record FROM records ORDER BY seq").toArray() as unknown as TurnRow[],
+  return runInDurableObject(
+    stubFor(threadId),
+    (_o, state) =>
+      state.storage.sql.exec("SELECT message_id, status, turn_state, turn_attempts, record FROM records ORDER BY seq").toArray() as unknown as TurnRow[],
   );
 }
 
@@ -41,7 +43,13 @@ async function poisonRoute(callbackUrl: string | null) {
   });
   if (declared.status !== 200) throw new Error(`tool declare failed ${declared.status} ${JSON.stringify(declared.body)}`);
   const runner = await mintKey({ scopes: [`tool:${tool}`] });
-  const route = await createRoute({ door: "api", target_kind: "tool", target_name: tool, execution_key: runner.user_id, ...(callbackUrl ? { callback_url: callbackUrl } : {}) });
+  const route = await createRoute({
+    door: "api",
+    target_kind: "tool",
+    target_name: tool,
+    execution_key: runner.user_id,
+    ...(callbackUrl ? { callback_url: callbackUrl } : {}),
+  });
   const poisonRuns: number[] = [];
   const callbacks: Array<Record<string, unknown>> = [];
   fakeNetwork((req, body) => {
@@ -99,13 +107,19 @@ describe("poison turns (issue 9: a turn that keeps killing its object ends)", ()
     await rerun;
     await makeDue(threadId, "turn_lease_until");
     await runAlarm(threadId);
-    const poisoned = await eventually(() => readRecord(route.name, poisonId), (x) => x.body.data?.status === "delivered");
+    const poisoned = await eventually(
+      () => readRecord(route.name, poisonId),
+      (x) => x.body.data?.status === "delivered",
+    );
     expect(poisoned.body.data).toMatchObject({ status: "delivered", answer_status: "error", answer: TURN_ERROR_TEXT });
     expect(poisoned.body.data.error).toContain("abandoned after 2 attempts");
     expect(poisonRuns).toHaveLength(2);
 
     // The thread moved on: the turn queued behind the poison one ran and answered.
-    const next = await eventually(() => readRecord(route.name, nextId), (x) => x.body.data?.status === "delivered");
+    const next = await eventually(
+      () => readRecord(route.name, nextId),
+      (x) => x.body.data?.status === "delivered",
+    );
     expect(next.body.data).toMatchObject({ answer_status: "answered", answer: "ok: after" });
 
     // Exactly one callback each, in thread order, with the client-safe error shape for the poison turn.
@@ -168,7 +182,10 @@ describe("poison turns (issue 9: a turn that keeps killing its object ends)", ()
     await killObject(threadId);
     await makeDue(threadId, "turn_lease_until");
     await runAlarm(threadId);
-    const row = await eventually(() => turnRows(threadId), (rows) => rows[0].status === "delivered");
+    const row = await eventually(
+      () => turnRows(threadId),
+      (rows) => rows[0].status === "delivered",
+    );
     expect(row[0]).toMatchObject({ turn_state: "done", turn_attempts: 2 });
     expect(JSON.parse(row[0].record)).toMatchObject({ answer_status: "answered", answer: "seed" });
   });

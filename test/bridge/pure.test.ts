@@ -108,7 +108,10 @@ describe("payload of spec §4.2", () => {
     });
   });
   it("adds form, params, attachments, location only when supplied and non-empty", () => {
-    const p = buildPayload({ ...base, form: { a: 1 }, params: { k: "v" }, attachments: [{ kind: "image", url: "https://x/y.png" }], location: { latitude: 1, longitude: 2 } }, T);
+    const p = buildPayload(
+      { ...base, form: { a: 1 }, params: { k: "v" }, attachments: [{ kind: "image", url: "https://x/y.png" }], location: { latitude: 1, longitude: 2 } },
+      T,
+    );
     expect(p).toMatchObject({ form: { a: 1 }, params: { k: "v" }, attachments: [{ kind: "image" }], location: { latitude: 1 } });
     const q = buildPayload({ ...base, params: {}, attachments: [], form: null, location: null }, T);
     expect(q).not.toHaveProperty("params");
@@ -119,11 +122,25 @@ describe("payload of spec §4.2", () => {
   });
   it("event turns null message and sender and carry the event", () => {
     const ev = { ...base, kind: "event" as const, inbound_id: "e1", source: "event:order.paid", event: { id: "e1", kind: "order.paid", payload: { n: 1 } } };
-    expect(buildPayload(ev, T)).toMatchObject({ message: null, sender: null, event: { id: "e1", kind: "order.paid", payload: { n: 1 } }, turn: { inbound: { kind: "event", id: "e1", source: "event:order.paid" } } });
-    expect(defaultKwargs(ev, T)).toEqual({ message: null, sender: null, turn: { id: "m1", inbound: { kind: "event", id: "e1", source: "event:order.paid" }, subject }, event: { id: "e1", kind: "order.paid", payload: { n: 1 } } });
+    expect(buildPayload(ev, T)).toMatchObject({
+      message: null,
+      sender: null,
+      event: { id: "e1", kind: "order.paid", payload: { n: 1 } },
+      turn: { inbound: { kind: "event", id: "e1", source: "event:order.paid" } },
+    });
+    expect(defaultKwargs(ev, T)).toEqual({
+      message: null,
+      sender: null,
+      turn: { id: "m1", inbound: { kind: "event", id: "e1", source: "event:order.paid" }, subject },
+      event: { id: "e1", kind: "order.paid", payload: { n: 1 } },
+    });
   });
   it("default kwargs never gain form", () => {
-    expect(defaultKwargs({ ...base, form: { a: 1 } }, T)).toEqual({ message: "hi", sender: "u1", turn: { id: "m1", inbound: { kind: "message", id: "m1", source: "api" }, subject } });
+    expect(defaultKwargs({ ...base, form: { a: 1 } }, T)).toEqual({
+      message: "hi",
+      sender: "u1",
+      turn: { id: "m1", inbound: { kind: "message", id: "m1", source: "api" }, subject },
+    });
   });
   it("adds person fields when a person is resolved; turn.subject names the person and its locale", () => {
     const p = buildPayload({ ...base, person: { person_id: "p", person_addresses: [], locale: "de" } }, T);
@@ -133,14 +150,38 @@ describe("payload of spec §4.2", () => {
 
 describe("records and small rules", () => {
   const rec = {
-    message_id: "m", route_name: "r", door: "api", thread_id: "t", client_address: "u", channel: null, our_identity: null,
-    provider_message_id: null, callback_url: "https://cb", caller_principal: "svc", origin: "client", inbound_kind: "message",
-    inbound_text: "hi", inbound_form: null, inbound_attachments: null, inbound_location: null, inbound_event: null, submitted_by: null,
-    status: "failed", answer_status: "error", answer: "x", error: "detail", attempts: 3, outbound_message_ids: [], created_at: "c", updated_at: "u", expires_at: "e",
+    message_id: "m",
+    route_name: "r",
+    door: "api",
+    thread_id: "t",
+    client_address: "u",
+    channel: null,
+    our_identity: null,
+    provider_message_id: null,
+    callback_url: "https://cb",
+    caller_principal: "svc",
+    origin: "client",
+    inbound_kind: "message",
+    inbound_text: "hi",
+    inbound_form: null,
+    inbound_attachments: null,
+    inbound_location: null,
+    inbound_event: null,
+    submitted_by: null,
+    status: "failed",
+    answer_status: "error",
+    answer: "x",
+    error: "detail",
+    attempts: 3,
+    outbound_message_ids: [],
+    created_at: "c",
+    updated_at: "u",
+    expires_at: "e",
   } as AnswerRecord;
   it("caller-safe projection withholds error and delivery bookkeeping", () => {
     const safe = callerSafeProjection(rec);
-    for (const k of ["error", "attempts", "outbound_message_ids", "callback_url", "provider_message_id", "expires_at", "inbound_form"]) expect(safe).not.toHaveProperty(k);
+    for (const k of ["error", "attempts", "outbound_message_ids", "callback_url", "provider_message_id", "expires_at", "inbound_form"])
+      expect(safe).not.toHaveProperty(k);
     expect(safe).toMatchObject({ origin: "client", status: "failed", answer: "x" });
     expect(adminProjection(rec)).toMatchObject({ error: "detail", attempts: 3, callback_url: "https://cb" });
     expect(callerSafeProjection({ ...rec, inbound_form: { a: 1 } })).toHaveProperty("inbound_form");

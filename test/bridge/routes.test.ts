@@ -26,7 +26,13 @@ describe("route create rules (spec §4.1, decisions §5)", () => {
     const list = await call("GET", "/api/conversations", { key: await admin() });
     expect(list.body.data.items.some((x: any) => x.route_name === n)).toBe(true);
     expect(JSON.stringify(list.body)).not.toContain(r.body.data.callback_secret);
-    const again = await post(n, { door: "api", target_kind: "tool", target_name: "echo", execution_key: k.user_id, callback_url: "https://hooks.example.com/x" });
+    const again = await post(n, {
+      door: "api",
+      target_kind: "tool",
+      target_name: "echo",
+      execution_key: k.user_id,
+      callback_url: "https://hooks.example.com/x",
+    });
     expect(again.body.data.created).toBe(false);
     expect(again.body.data.callback_secret).not.toBe(r.body.data.callback_secret);
     const noCallback = await post(n, { door: "api", target_kind: "tool", target_name: "echo", execution_key: k.user_id });
@@ -113,7 +119,13 @@ describe("route create rules (spec §4.1, decisions §5)", () => {
     expect(tt.status).toBe(200);
     const answer = await send(tt.body.data.route_name, { external_user_id: "u", text: "hi", wait_seconds: 5 });
     expect(answer.body.data).toMatchObject({ status: "answered", answer: "> hi" });
-    const missing = await post(name(), { door: "api", target_kind: "tool", target_name: "echo", execution_key: k.user_id, payload_expr: { id: "no-such-resource" } });
+    const missing = await post(name(), {
+      door: "api",
+      target_kind: "tool",
+      target_name: "echo",
+      execution_key: k.user_id,
+      payload_expr: { id: "no-such-resource" },
+    });
     expect(missing.status).toBe(400);
   });
 
@@ -135,7 +147,11 @@ describe("route create rules (spec §4.1, decisions §5)", () => {
     const n = name();
     const created = await post(n, { door: "api", target_kind: "tool", target_name: "echo", execution_key: writer.user_id }, writer.key);
     expect(created.status).toBe(200);
-    const refused = await post(n, { door: "api", target_kind: "tool", target_name: "echo", execution_key: foreign.user_id, initial_mode: "manual" }, writer.key);
+    const refused = await post(
+      n,
+      { door: "api", target_kind: "tool", target_name: "echo", execution_key: foreign.user_id, initial_mode: "manual" },
+      writer.key,
+    );
     expect(refused).toMatchObject({ status: 403, body: { error: "Forbidden" } });
     const absent = await post(n, { door: "api", target_kind: "tool", target_name: "echo", execution_key: "nobody-at-all" }, writer.key);
     expect(absent).toMatchObject({ status: 403, body: { error: "Forbidden" } });
@@ -162,7 +178,14 @@ describe("route create rules (spec §4.1, decisions §5)", () => {
   it("changing door on a route with threads is refused", async () => {
     const r = await echoRoute();
     await send(r.name, { external_user_id: "u", text: "x", wait_seconds: 5 });
-    const change = await post(r.name, { door: "channel", target_kind: "tool", target_name: "echo", execution_key: r.key.user_id, channel: "twilio", our_identity: `+1777${Date.now()}` });
+    const change = await post(r.name, {
+      door: "channel",
+      target_kind: "tool",
+      target_name: "echo",
+      execution_key: r.key.user_id,
+      channel: "twilio",
+      our_identity: `+1777${Date.now()}`,
+    });
     expect(change.status).toBe(400);
     expect(change.body.error).toContain("door");
   });

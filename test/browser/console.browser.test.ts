@@ -63,8 +63,15 @@ async function signIn(page: Page, key: string, who: string): Promise<void> {
 }
 
 function telegramInbound(chat: number, updateId: number, text: string) {
-  const body = JSON.stringify({ update_id: updateId, message: { message_id: updateId, date: 1, chat: { id: chat, type: "private" }, from: { id: chat, is_bot: false, first_name: "T" }, text } });
-  return fetch(`${base}/api/channels/telegram/inbound`, { method: "POST", headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": TELEGRAM.secret }, body });
+  const body = JSON.stringify({
+    update_id: updateId,
+    message: { message_id: updateId, date: 1, chat: { id: chat, type: "private" }, from: { id: chat, is_bot: false, first_name: "T" }, text },
+  });
+  return fetch(`${base}/api/channels/telegram/inbound`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": TELEGRAM.secret },
+    body,
+  });
 }
 
 const threadHash = (route: string, threadId: string) => `#/conversations/${encodeURIComponent(route)}/${encodeURIComponent(threadId)}`;
@@ -95,7 +102,11 @@ beforeAll(async () => {
   adminKey = boot.body.data.token;
   const runner = await http(base, "POST", "/api/auth/api-keys", { key: adminKey, body: { user_id: "console-runner", scopes: ["tool:echo"] } });
   expect(runner.status).toBe(200);
-  const route = (name: string, body: Record<string, unknown>) => http(base, "POST", `/api/conversations/${name}`, { key: adminKey, body: { target_kind: "tool", target_name: "echo", execution_key: "console-runner", ...body } });
+  const route = (name: string, body: Record<string, unknown>) =>
+    http(base, "POST", `/api/conversations/${name}`, {
+      key: adminKey,
+      body: { target_kind: "tool", target_name: "echo", execution_key: "console-runner", ...body },
+    });
   expect((await route("support", { door: "channel", channel: "telegram", our_identity: "424242" })).status).toBe(200);
   expect((await route("web", { door: "api" })).status).toBe(200);
   expect((await route("billing", { door: "api", callback_url: `https://127.0.0.1:${closedPort}/hook` })).status).toBe(200);
@@ -191,7 +202,11 @@ describe("the operator console in Chromium", () => {
     const { page } = admin;
     expect((await telegramInbound(777, 5001, "hi from telegram")).status).toBe(200);
     const threadId = "bridge:support:777";
-    await pollUntil("the echo answer", () => fake.sends.filter((s) => s.channel === "telegram"), (s) => s.some((x) => x.body.text === "hi from telegram"));
+    await pollUntil(
+      "the echo answer",
+      () => fake.sends.filter((s) => s.channel === "telegram"),
+      (s) => s.some((x) => x.body.text === "hi from telegram"),
+    );
     await page.goto(`${base}/console/${threadHash("support", threadId)}`);
     await visible(page.locator(".transcript").getByText("hi from telegram"));
     await visible(page.getByText("Agent (the target answers)"));
@@ -207,7 +222,11 @@ describe("the operator console in Chromium", () => {
 
     await page.getByLabel("Message", { exact: true }).fill("An operator here: how can I help?");
     await page.getByRole("button", { name: "Send reply" }).click();
-    const send = await pollUntil("the operator's reply at the provider", () => fake.sends.filter((s) => s.channel === "telegram" && s.body.text === "An operator here: how can I help?"), (s) => s.length === 1);
+    const send = await pollUntil(
+      "the operator's reply at the provider",
+      () => fake.sends.filter((s) => s.channel === "telegram" && s.body.text === "An operator here: how can I help?"),
+      (s) => s.length === 1,
+    );
     expect(send[0].path).toBe(`/telegram/bot${TELEGRAM.token}/sendMessage`);
     expect(send[0].body.chat_id).toBe("777");
     const mine = await visible(page.locator(".transcript li.operator").filter({ hasText: "An operator here" }));
@@ -222,7 +241,10 @@ describe("the operator console in Chromium", () => {
 
   it("lists a failed delivery with its reason and leads to its thread", async () => {
     const { page } = admin;
-    const sent = await http(base, "POST", "/api/conversations/billing/messages", { key: adminKey, body: { external_user_id: "erin", text: "where is my invoice?" } });
+    const sent = await http(base, "POST", "/api/conversations/billing/messages", {
+      key: adminKey,
+      body: { external_user_id: "erin", text: "where is my invoice?" },
+    });
     expect(sent.status).toBe(202);
     const failed = await pollUntil(
       "the failed record",
@@ -247,8 +269,12 @@ describe("the operator console in Chromium", () => {
     const narrow = minted.body.data.api_key as string;
     const threadId = "bridge:support:777";
     // What the console hides is refused by the API for this key.
-    expect((await http(base, "PUT", "/api/conversations/support/thread/mode", { key: narrow, body: { thread_id: threadId, mode: "manual" } })).status).toBe(403);
-    expect((await http(base, "POST", "/api/conversations/support/thread/messages", { key: narrow, body: { thread_id: threadId, text: "x" } })).status).toBe(403);
+    expect((await http(base, "PUT", "/api/conversations/support/thread/mode", { key: narrow, body: { thread_id: threadId, mode: "manual" } })).status).toBe(
+      403,
+    );
+    expect((await http(base, "POST", "/api/conversations/support/thread/messages", { key: narrow, body: { thread_id: threadId, text: "x" } })).status).toBe(
+      403,
+    );
     expect((await http(base, "GET", "/api/conversations/messages/failed", { key: narrow })).status).toBe(403);
     const { page, context } = await newPage();
     await signIn(page, narrow, "viewer");
@@ -267,7 +293,10 @@ describe("the operator console in Chromium", () => {
   });
 
   it("redeems a claim link from the address fragment, shows the new key once and signs it in", async () => {
-    const link = await http(base, "POST", "/api/auth/claim-links", { key: adminKey, body: { user_id: "support-1", scopes: ["conversations:read"], ttl_seconds: 600 } });
+    const link = await http(base, "POST", "/api/auth/claim-links", {
+      key: adminKey,
+      body: { user_id: "support-1", scopes: ["conversations:read"], ttl_seconds: 600 },
+    });
     expect(link.status).toBe(200);
     const { page, context } = await newPage();
     await page.goto(`${base}/console/#claim=${link.body.data.token}`);
@@ -304,14 +333,30 @@ describe("the operator console in Chromium", () => {
     });
     await page.getByRole("button", { name: "Forget thread" }).click();
     await visible(page.getByText(/Thread forgotten \(\d+ records? removed\)/));
-    await pollUntil("the thread gone", () => http(base, "GET", `/api/conversations/web/transcript?thread_id=${encodeURIComponent(dana)}`, { key: adminKey }), (r) => r.status === 404 || r.body?.data?.items?.length === 0);
+    await pollUntil(
+      "the thread gone",
+      () => http(base, "GET", `/api/conversations/web/transcript?thread_id=${encodeURIComponent(dana)}`, { key: adminKey }),
+      (r) => r.status === 404 || r.body?.data?.items?.length === 0,
+    );
 
     // A person across two routes (README, "Persons"): its addresses, its locale, then Erase person.
     expect((await http(base, "POST", "/api/auth/api-keys", { key: adminKey, body: { user_id: "agent-runner", scopes: ["agent:echo"] } })).status).toBe(200);
-    for (const r of ["pweb", "papp"]) expect((await http(base, "POST", `/api/conversations/${r}`, { key: adminKey, body: { door: "api", target_kind: "agent", target_name: "echo", execution_key: "agent-runner" } })).status).toBe(200);
-    const config = await http(base, "PUT", "/api/conversation-configs/agent/echo", { key: adminKey, body: { target_kind: "agent", target_name: "echo", multichannel: true, greeting_template: "Send {pairing_code} on your other channel." } });
+    for (const r of ["pweb", "papp"])
+      expect(
+        (
+          await http(base, "POST", `/api/conversations/${r}`, {
+            key: adminKey,
+            body: { door: "api", target_kind: "agent", target_name: "echo", execution_key: "agent-runner" },
+          })
+        ).status,
+      ).toBe(200);
+    const config = await http(base, "PUT", "/api/conversation-configs/agent/echo", {
+      key: adminKey,
+      body: { target_kind: "agent", target_name: "echo", multichannel: true, greeting_template: "Send {pairing_code} on your other channel." },
+    });
     expect(config.status).toBe(200);
-    const say = (route: string, who: string, text: string) => http(base, "POST", `/api/conversations/${route}/messages`, { key: adminKey, body: { external_user_id: who, text, wait_seconds: 10 } });
+    const say = (route: string, who: string, text: string) =>
+      http(base, "POST", `/api/conversations/${route}/messages`, { key: adminKey, body: { external_user_id: who, text, wait_seconds: 10 } });
     const greeted = await say("pweb", "ann", "hello");
     const code = /LINK-[A-Z0-9]{8}/.exec(greeted.body.data.answer)?.[0];
     expect(code).toBeTruthy();
@@ -340,7 +385,11 @@ describe("the operator console in Chromium", () => {
 
   it("shows runs with a trace's step timings, pending interactions and notifications", async () => {
     const { page } = admin;
-    await pollUntil("runs in the index", () => http(base, "GET", "/api/runs", { key: adminKey }), (r) => (r.body?.data?.total ?? 0) >= 2);
+    await pollUntil(
+      "runs in the index",
+      () => http(base, "GET", "/api/runs", { key: adminKey }),
+      (r) => (r.body?.data?.total ?? 0) >= 2,
+    );
     await page.goto(`${base}/console/#/operations`);
     const runs = await visible(page.locator("section").filter({ has: page.getByRole("heading", { name: "Runs" }) }));
     await visible(runs.locator("tbody tr"));

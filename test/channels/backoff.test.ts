@@ -24,6 +24,12 @@ describe("backoffDelaySeconds (decisions §8)", () => {
   });
 
   it("refuses attempts below 1, fractional attempts and non-positive durations", () => {
-    for (const [a, b, m] of [[0, 60, 900], [1.5, 60, 900], [1, 0, 900], [1, 60, -1]]) expect(() => backoffDelaySeconds(a, b, m)).toThrow(RangeError);
+    for (const [a, b, m] of [
+      [0, 60, 900],
+      [1.5, 60, 900],
+      [1, 0, 900],
+      [1, 60, -1],
+    ])
+      expect(() => backoffDelaySeconds(a, b, m)).toThrow(RangeError);
   });
 });

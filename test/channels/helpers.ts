@@ -65,7 +65,12 @@ export function nodeHmacHex(alg: "sha1" | "sha256", key: string, data: string): 
 
 /** Twilio's scheme: base64 HMAC-SHA1(token, url + sorted name+value). */
 export function nodeTwilioSignature(token: string, url: string, params: Record<string, string>): string {
-  const data = url + Object.keys(params).sort().map((k) => k + params[k]).join("");
+  const data =
+    url +
+    Object.keys(params)
+      .sort()
+      .map((k) => k + params[k])
+      .join("");
   return createHmac("sha1", token).update(data, "utf8").digest("base64");
 }
 

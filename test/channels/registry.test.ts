@@ -58,9 +58,17 @@ describe("channel registry", () => {
 });
 
 describe("receiveWebhook (door → verify → parse)", () => {
-  const tgUpdate = JSON.stringify({ update_id: 77, message: { message_id: 1, from: { id: 5, is_bot: false }, chat: { id: 5, type: "private" }, date: 1, text: "hi" } });
+  const tgUpdate = JSON.stringify({
+    update_id: 77,
+    message: { message_id: 1, from: { id: 5, is_bot: false }, chat: { id: 5, type: "private" }, date: 1, text: "hi" },
+  });
   const tg = (secret: string, method: "GET" | "POST" = "POST") =>
-    webhook({ method, url: "https://bridge.example.com/api/channels/telegram/inbound", headers: { "x-telegram-bot-api-secret-token": secret }, body: tgUpdate });
+    webhook({
+      method,
+      url: "https://bridge.example.com/api/channels/telegram/inbound",
+      headers: { "x-telegram-bot-api-secret-token": secret },
+      body: tgUpdate,
+    });
 
   it("answers 404 for an unknown channel, an unconfigured one, and a door the channel lacks", async () => {
     expect(await receiveWebhook("email", tg("tg-secret"), ALL, NOW)).toEqual({ kind: "refused", status: 404, error: "not found" });
@@ -69,7 +77,12 @@ describe("receiveWebhook (door → verify → parse)", () => {
   });
 
   it("answers 405 with Allow for a method the door does not take", async () => {
-    expect(await receiveWebhook("telegram", tg("tg-secret", "GET"), ALL, NOW)).toEqual({ kind: "refused", status: 405, error: "method not allowed", allow: "POST" });
+    expect(await receiveWebhook("telegram", tg("tg-secret", "GET"), ALL, NOW)).toEqual({
+      kind: "refused",
+      status: 405,
+      error: "method not allowed",
+      allow: "POST",
+    });
   });
 
   it("answers 401 for a bad signature and never parses", async () => {
@@ -78,7 +91,11 @@ describe("receiveWebhook (door → verify → parse)", () => {
 
   it("hands back the events of a verified webhook, with the adapter's ack", async () => {
     const out = await receiveWebhook("telegram", tg("tg-secret"), ALL, NOW);
-    expect(out).toMatchObject({ kind: "events", ignored: 0, events: [{ kind: "message", provider_message_id: "77", sender: "5", our_identity: "123", text: "hi" }] });
+    expect(out).toMatchObject({
+      kind: "events",
+      ignored: 0,
+      events: [{ kind: "message", provider_message_id: "77", sender: "5", our_identity: "123", text: "hi" }],
+    });
     if (out.kind !== "events") throw new Error("expected events");
     const ack = webhookAck(out.adapter);
     expect(ack.status).toBe(200);
@@ -88,7 +105,11 @@ describe("receiveWebhook (door → verify → parse)", () => {
   it("acknowledges Twilio with 204 and no body", async () => {
     const params = { MessageSid: "SM1", From: "+1", To: "+2", Body: "x" };
     const url = "https://bridge.example.com/api/channels/twilio/inbound";
-    const hook = webhook({ url, headers: { "x-twilio-signature": nodeTwilioSignature("tw-token", url, params) }, body: new URLSearchParams(params).toString() });
+    const hook = webhook({
+      url,
+      headers: { "x-twilio-signature": nodeTwilioSignature("tw-token", url, params) },
+      body: new URLSearchParams(params).toString(),
+    });
     const out = await receiveWebhook("twilio", hook, ALL, NOW);
     if (out.kind !== "events") throw new Error("expected events");
     const ack = webhookAck(out.adapter);
@@ -97,7 +118,10 @@ describe("receiveWebhook (door → verify → parse)", () => {
   });
 
   it("passes a protocol reply through (WhatsApp handshake, Slack url_verification)", async () => {
-    const handshake = webhook({ method: "GET", url: "https://bridge.example.com/api/channels/whatsapp/inbound?hub.mode=subscribe&hub.verify_token=wa-verify&hub.challenge=42" });
+    const handshake = webhook({
+      method: "GET",
+      url: "https://bridge.example.com/api/channels/whatsapp/inbound?hub.mode=subscribe&hub.verify_token=wa-verify&hub.challenge=42",
+    });
     const out = await receiveWebhook("whatsapp", handshake, ALL, NOW);
     expect(out.kind).toBe("reply");
     if (out.kind === "reply") expect(await out.response.text()).toBe("42");
@@ -127,7 +151,11 @@ describe("receiveWebhook (door → verify → parse)", () => {
 
 describe("GET /api/channels", () => {
   it("lists the configured channels (the test env configures all four) with capabilities and caps", async () => {
-    expect(configuredChannels(env).map((a) => a.name).sort()).toEqual(["slack", "telegram", "twilio", "whatsapp"]);
+    expect(
+      configuredChannels(env)
+        .map((a) => a.name)
+        .sort(),
+    ).toEqual(["slack", "telegram", "twilio", "whatsapp"]);
     const r = await call("GET", "/api/channels", { key: await admin() });
     expect(r.status).toBe(200);
     const twilio = r.body.data.channels.find((ch: { name: string }) => ch.name === "twilio");

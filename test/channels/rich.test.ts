@@ -18,7 +18,11 @@ function steps(channel: string, text: string, part: RichPart | null, max = 4096,
 describe("rich part planning (pure)", () => {
   it("names the capabilities a part needs", () => {
     expect(requiredCapabilities({ media: [IMG], footer: "f", options: [reply("a")] }).sort()).toEqual(["interactive", "media"]);
-    expect(requiredCapabilities({ schema: { a: 1 }, location: { latitude: 0, longitude: 0 }, template: { name: "n", language: "en" } }).sort()).toEqual(["form", "location", "template"]);
+    expect(requiredCapabilities({ schema: { a: 1 }, location: { latitude: 0, longitude: 0 }, template: { name: "n", language: "en" } }).sort()).toEqual([
+      "form",
+      "location",
+      "template",
+    ]);
   });
 
   it("a plain answer is its non-blank chunks; too many is the fixed notice", () => {
@@ -44,7 +48,10 @@ describe("rich part planning (pure)", () => {
     const plan = steps("telegram", "first part second", { options: [reply("ok")] }, 11);
     expect(plan.steps).toEqual([
       { kind: "text", text: "first part " },
-      { kind: "rich", step: { method: "sendMessage", payload: { text: "second", reply_markup: { inline_keyboard: [[{ text: "ok", callback_data: "ok" }]] } } } },
+      {
+        kind: "rich",
+        step: { method: "sendMessage", payload: { text: "second", reply_markup: { inline_keyboard: [[{ text: "ok", callback_data: "ok" }]] } } },
+      },
     ]);
   });
 
@@ -63,9 +70,17 @@ describe("rich part planning (pure)", () => {
 
   it("whatsapp: one link option is a cta_url; lists for many options or sections; refusals for what Cloud API cannot send", () => {
     const cta = steps("whatsapp", "Visit", { options: [{ text: "Site", kind: "link", url: "https://x.example" }] }).steps[0] as any;
-    expect(cta.step.interactive).toEqual({ type: "cta_url", body: { text: "Visit" }, action: { name: "cta_url", parameters: { display_text: "Site", url: "https://x.example" } } });
+    expect(cta.step.interactive).toEqual({
+      type: "cta_url",
+      body: { text: "Visit" },
+      action: { name: "cta_url", parameters: { display_text: "Site", url: "https://x.example" } },
+    });
     const list = steps("whatsapp", "Pick", { sections: [{ title: "A", rows: [reply("one", { id: "1", description: "first" })] }] }).steps[0] as any;
-    expect(list.step.interactive).toEqual({ type: "list", body: { text: "Pick" }, action: { button: "Choose", sections: [{ title: "A", rows: [{ id: "1", title: "one", description: "first" }] }] } });
+    expect(list.step.interactive).toEqual({
+      type: "list",
+      body: { text: "Pick" },
+      action: { button: "Choose", sections: [{ title: "A", rows: [{ id: "1", title: "one", description: "first" }] }] },
+    });
     const described = steps("whatsapp", "Pick", { options: [reply("one", { description: "d" })] }).steps[0] as any;
     expect(described.step.interactive.type).toBe("list");
     const refuse = (part: RichPart) => planOutbound(ad("whatsapp"), "Pick", part, 4096, 10);
@@ -75,7 +90,12 @@ describe("rich part planning (pure)", () => {
   });
 
   it("whatsapp: media references and Flow forms", () => {
-    const media = steps("whatsapp", "", { media: [{ kind: "document", url: "whatsapp-media:123", filename: "a.pdf", caption: "doc" }, { kind: "audio", url: "https://x/a.mp3", caption: "dropped" }] }).steps;
+    const media = steps("whatsapp", "", {
+      media: [
+        { kind: "document", url: "whatsapp-media:123", filename: "a.pdf", caption: "doc" },
+        { kind: "audio", url: "https://x/a.mp3", caption: "dropped" },
+      ],
+    }).steps;
     expect(media.map((s: any) => s.step)).toEqual([
       { type: "document", document: { id: "123", caption: "doc", filename: "a.pdf" } },
       { type: "audio", audio: { link: "https://x/a.mp3" } },
@@ -84,7 +104,16 @@ describe("rich part planning (pure)", () => {
     expect(flow.step.interactive).toEqual({
       type: "flow",
       body: { text: "Fill in" },
-      action: { name: "flow", parameters: { flow_message_version: "3", flow_id: "F1", flow_cta: "Go", flow_action: "navigate", flow_action_payload: { screen: "START", data: { a: 1 } } } },
+      action: {
+        name: "flow",
+        parameters: {
+          flow_message_version: "3",
+          flow_id: "F1",
+          flow_cta: "Go",
+          flow_action: "navigate",
+          flow_action_payload: { screen: "START", data: { a: 1 } },
+        },
+      },
     });
   });
 

@@ -3,7 +3,11 @@ import type { ChannelEnv } from "../../src/channels/adapter";
 import { SLACK_DEFAULT_API_BASE, slackAdapter, slackSignature } from "../../src/channels/slack";
 import { fakeFetch, hangingFetch, jsonResponse, nodeHmacHex, webhook } from "./helpers";
 
-const ENV: ChannelEnv = { CHANNEL_SLACK_SIGNING_SECRET: "slack-signing-secret", CHANNEL_SLACK_BOT_TOKEN: "xoxb-test-token", CHANNEL_SLACK_BOT_USER_ID: "U0BOT" };
+const ENV: ChannelEnv = {
+  CHANNEL_SLACK_SIGNING_SECRET: "slack-signing-secret",
+  CHANNEL_SLACK_BOT_TOKEN: "xoxb-test-token",
+  CHANNEL_SLACK_BOT_USER_ID: "U0BOT",
+};
 const URL_IN = "https://bridge.example.com/api/channels/slack/inbound";
 const NOW = new Date("2026-05-01T12:00:00Z");
 const TS = String(Math.floor(NOW.getTime() / 1000));
@@ -27,7 +31,8 @@ describe("slack: signature (published test vector)", () => {
     "token=xyzz0WbapA4vBCDEFasx0q6G&team_id=T1DC2JH3J&team_domain=testteamnow&channel_id=G8PSS9T3V&channel_name=foobar&user_id=U2CERLKJA&user_name=roadrunner&command=%2Fwebhook-collect&text=&response_url=https%3A%2F%2Fhooks.slack.com%2Fcommands%2FT1DC2JH3J%2F397700885554%2F96rGlfmibIGlgcZRskXaIFfN&trigger_id=398738663015.47445629121.803a0bc887a14d10d2c447fce8b6703c";
   const DOC_SIG = "v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503";
   const docEnv = { ...ENV, CHANNEL_SLACK_SIGNING_SECRET: DOC_SECRET };
-  const docHook = (body = DOC_BODY, sig = DOC_SIG) => webhook({ url: URL_IN, headers: { "x-slack-request-timestamp": DOC_TS, "x-slack-signature": sig }, body });
+  const docHook = (body = DOC_BODY, sig = DOC_SIG) =>
+    webhook({ url: URL_IN, headers: { "x-slack-request-timestamp": DOC_TS, "x-slack-signature": sig }, body });
   const docNow = (offsetSeconds: number) => new Date((Number(DOC_TS) + offsetSeconds) * 1000);
 
   it("computes the documented signature", async () => {
@@ -46,7 +51,11 @@ describe("slack: signature (published test vector)", () => {
   });
 
   it("refuses a tampered body and a wrong secret", async () => {
-    expect(await slackAdapter.verify(docHook(DOC_BODY.replace("text=", "text=x")), docEnv, docNow(0))).toEqual({ ok: false, status: 401, reason: "bad signature" });
+    expect(await slackAdapter.verify(docHook(DOC_BODY.replace("text=", "text=x")), docEnv, docNow(0))).toEqual({
+      ok: false,
+      status: 401,
+      reason: "bad signature",
+    });
     expect(await slackAdapter.verify(docHook(), { ...docEnv, CHANNEL_SLACK_SIGNING_SECRET: "other" }, docNow(0))).toMatchObject({ ok: false, status: 401 });
   });
 });
@@ -141,7 +150,10 @@ describe("slack: normalization", () => {
     expect(parsed(JSON.stringify({ type: "app_rate_limited", team_id: "T1", minute_rate_limited: 1 }))).toEqual({ events: [], ignored: 1 });
     expect(parsed("{not json")).toEqual({ events: [], ignored: 1 });
     expect(parsed("payload=%7Bbroken")).toEqual({ events: [], ignored: 1 });
-    expect(parsed(JSON.stringify({ type: "event_callback", event: { type: "message", channel: "C", user: "U1", text: "no event id" } }))).toEqual({ events: [], ignored: 1 });
+    expect(parsed(JSON.stringify({ type: "event_callback", event: { type: "message", channel: "C", user: "U1", text: "no event id" } }))).toEqual({
+      events: [],
+      ignored: 1,
+    });
   });
 
   it("maps a block_actions button tap (interactivity form payload): text = label, params.reply_id = value", () => {
@@ -154,8 +166,14 @@ describe("slack: normalization", () => {
     };
     const out = parsed(new URLSearchParams({ payload: JSON.stringify(payload) }).toString());
     expect(out).toEqual({ events: [{ ...base, provider_message_id: "1111.2222.abc", text: "Yes", params: { reply_id: "opt-yes" } }], ignored: 0 });
-    const select = { ...payload, actions: [{ type: "static_select", action_id: "pick", selected_option: { text: { type: "plain_text", text: "Tuesday" }, value: "tue" } }] };
-    expect(parsed(new URLSearchParams({ payload: JSON.stringify(select) }).toString()).events[0]).toMatchObject({ text: "Tuesday", params: { reply_id: "tue" } });
+    const select = {
+      ...payload,
+      actions: [{ type: "static_select", action_id: "pick", selected_option: { text: { type: "plain_text", text: "Tuesday" }, value: "tue" } }],
+    };
+    expect(parsed(new URLSearchParams({ payload: JSON.stringify(select) }).toString()).events[0]).toMatchObject({
+      text: "Tuesday",
+      params: { reply_id: "tue" },
+    });
   });
 });
 
@@ -182,8 +200,18 @@ describe("slack: send", () => {
 
   it("succeeds only on ok: true; ratelimited and Slack-side errors are transient, others permanent", async () => {
     const send = (res: () => Response) => slackAdapter.send(args, { fetch: fakeFetch(res).fetch, env: ENV, timeoutMs: 5000 });
-    expect(await send(() => jsonResponse(200, { ok: false, error: "channel_not_found" }))).toEqual({ ok: false, permanent: true, status: 200, reason: "slack error channel_not_found" });
-    expect(await send(() => jsonResponse(200, { ok: false, error: "ratelimited" }))).toEqual({ ok: false, permanent: false, status: 200, reason: "slack error ratelimited" });
+    expect(await send(() => jsonResponse(200, { ok: false, error: "channel_not_found" }))).toEqual({
+      ok: false,
+      permanent: true,
+      status: 200,
+      reason: "slack error channel_not_found",
+    });
+    expect(await send(() => jsonResponse(200, { ok: false, error: "ratelimited" }))).toEqual({
+      ok: false,
+      permanent: false,
+      status: 200,
+      reason: "slack error ratelimited",
+    });
     expect(await send(() => jsonResponse(200, { ok: false, error: "internal_error" }))).toMatchObject({ ok: false, permanent: false });
     expect(await send(() => jsonResponse(429, { ok: false, error: "ratelimited" }, { "retry-after": "30" }))).toEqual({
       ok: false,
@@ -193,9 +221,16 @@ describe("slack: send", () => {
       retry_after_seconds: 30,
     });
     expect(await send(() => new Response("upstream", { status: 503 }))).toMatchObject({ ok: false, permanent: false, status: 503 });
-    expect(await send(() => new Response("<html>", { status: 200 }))).toEqual({ ok: false, permanent: true, status: 200, reason: "slack error unexpected response" });
+    expect(await send(() => new Response("<html>", { status: 200 }))).toEqual({
+      ok: false,
+      permanent: true,
+      status: 200,
+      reason: "slack error unexpected response",
+    });
     // An error value that is not a Slack error code is not echoed.
-    expect(await send(() => jsonResponse(200, { ok: false, error: "Something <with> user text" }))).toMatchObject({ reason: "slack error unexpected response" });
+    expect(await send(() => jsonResponse(200, { ok: false, error: "Something <with> user text" }))).toMatchObject({
+      reason: "slack error unexpected response",
+    });
   });
 
   it("times out through the AbortSignal as a transient failure", async () => {

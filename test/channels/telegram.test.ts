@@ -22,7 +22,11 @@ describe("telegram: secret token", () => {
   });
 
   it("refuses a wrong, differently-cased or missing secret", async () => {
-    expect(await telegramAdapter.verify(hook(message({ text: "hi" }), "tg-secret_124"), ENV, NOW)).toEqual({ ok: false, status: 401, reason: "bad secret token" });
+    expect(await telegramAdapter.verify(hook(message({ text: "hi" }), "tg-secret_124"), ENV, NOW)).toEqual({
+      ok: false,
+      status: 401,
+      reason: "bad secret token",
+    });
     expect(await telegramAdapter.verify(hook(message({ text: "hi" }), "TG-SECRET_123"), ENV, NOW)).toMatchObject({ ok: false, status: 401 });
     expect(await telegramAdapter.verify(hook(message({ text: "hi" }), null), ENV, NOW)).toEqual({ ok: false, status: 401, reason: "missing secret token" });
   });
@@ -50,7 +54,10 @@ describe("telegram: normalization", () => {
   it("maps update_id / chat id / bot id and the text", () => {
     expect(parsed(message({ text: "Hello ✨" }))).toEqual({ events: [{ ...base, text: "Hello ✨" }], ignored: 0 });
     // The sender's language, when Telegram reports it, travels as a hint for a new person's locale.
-    expect(parsed(message({ text: "Olá", from: { ...user, language_code: "pt-br" } }))).toEqual({ events: [{ ...base, text: "Olá", locale_hint: "pt-br" }], ignored: 0 });
+    expect(parsed(message({ text: "Olá", from: { ...user, language_code: "pt-br" } }))).toEqual({
+      events: [{ ...base, text: "Olá", locale_hint: "pt-br" }],
+      ignored: 0,
+    });
   });
 
   it("uses the chat id (not the user id) as the sender in a group", () => {
@@ -59,31 +66,60 @@ describe("telegram: normalization", () => {
   });
 
   it("maps the largest photo size with its caption", () => {
-    const out = parsed(message({ caption: "my cat", photo: [{ file_id: "small", file_unique_id: "a", width: 90, height: 90 }, { file_id: "large", file_unique_id: "b", width: 1280, height: 1280 }] }));
+    const out = parsed(
+      message({
+        caption: "my cat",
+        photo: [
+          { file_id: "small", file_unique_id: "a", width: 90, height: 90 },
+          { file_id: "large", file_unique_id: "b", width: 1280, height: 1280 },
+        ],
+      }),
+    );
     expect(out.events[0]).toEqual({ ...base, text: "my cat", attachments: [{ kind: "image", url: "telegram-file:large", caption: "my cat" }] });
   });
 
   it("maps document, video, audio, voice and video notes", () => {
     const cases: Array<[Record<string, unknown>, Record<string, unknown>]> = [
-      [{ document: { file_id: "D1", file_name: "report.pdf", mime_type: "application/pdf" } }, { kind: "document", url: "telegram-file:D1", filename: "report.pdf", mime_type: "application/pdf" }],
+      [
+        { document: { file_id: "D1", file_name: "report.pdf", mime_type: "application/pdf" } },
+        { kind: "document", url: "telegram-file:D1", filename: "report.pdf", mime_type: "application/pdf" },
+      ],
       [{ video: { file_id: "V1", mime_type: "video/mp4", duration: 3 } }, { kind: "video", url: "telegram-file:V1", mime_type: "video/mp4" }],
-      [{ audio: { file_id: "A1", mime_type: "audio/mpeg", file_name: "song.mp3" } }, { kind: "audio", url: "telegram-file:A1", filename: "song.mp3", mime_type: "audio/mpeg" }],
+      [
+        { audio: { file_id: "A1", mime_type: "audio/mpeg", file_name: "song.mp3" } },
+        { kind: "audio", url: "telegram-file:A1", filename: "song.mp3", mime_type: "audio/mpeg" },
+      ],
       [{ voice: { file_id: "VO1", mime_type: "audio/ogg", duration: 2 } }, { kind: "audio", url: "telegram-file:VO1", mime_type: "audio/ogg" }],
       [{ video_note: { file_id: "VN1", length: 240, duration: 2 } }, { kind: "video", url: "telegram-file:VN1" }],
       // An animation also carries `document`; it is taken once, as a video.
-      [{ animation: { file_id: "G1", mime_type: "video/mp4" }, document: { file_id: "G1", mime_type: "video/mp4" } }, { kind: "video", url: "telegram-file:G1", mime_type: "video/mp4" }],
+      [
+        { animation: { file_id: "G1", mime_type: "video/mp4" }, document: { file_id: "G1", mime_type: "video/mp4" } },
+        { kind: "video", url: "telegram-file:G1", mime_type: "video/mp4" },
+      ],
     ];
     for (const [m, attachment] of cases) expect(parsed(message(m)).events[0]).toEqual({ ...base, text: "", attachments: [attachment] });
   });
 
   it("maps a location and a venue", () => {
-    expect(parsed(message({ location: { latitude: 48.8584, longitude: 2.2945 } })).events[0]).toEqual({ ...base, text: "", location: { latitude: 48.8584, longitude: 2.2945 } });
-    const venue = parsed(message({ location: { latitude: 1, longitude: 2 }, venue: { location: { latitude: 48.86, longitude: 2.33 }, title: "Louvre", address: "Rue de Rivoli" } }));
+    expect(parsed(message({ location: { latitude: 48.8584, longitude: 2.2945 } })).events[0]).toEqual({
+      ...base,
+      text: "",
+      location: { latitude: 48.8584, longitude: 2.2945 },
+    });
+    const venue = parsed(
+      message({
+        location: { latitude: 1, longitude: 2 },
+        venue: { location: { latitude: 48.86, longitude: 2.33 }, title: "Louvre", address: "Rue de Rivoli" },
+      }),
+    );
     expect(venue.events[0]).toMatchObject({ location: { latitude: 48.86, longitude: 2.33, name: "Louvre", address: "Rue de Rivoli" } });
   });
 
   it("maps an inline-keyboard tap: text = data, params.reply_id = data, sender = the message's chat", () => {
-    const out = parsed({ update_id: 900002, callback_query: { id: "cbq1", from: user, message: { message_id: 5, chat, date: 1 }, chat_instance: "ci", data: "opt:yes" } });
+    const out = parsed({
+      update_id: 900002,
+      callback_query: { id: "cbq1", from: user, message: { message_id: 5, chat, date: 1 }, chat_instance: "ci", data: "opt:yes" },
+    });
     expect(out).toEqual({ events: [{ ...base, provider_message_id: "900002", text: "opt:yes", params: { reply_id: "opt:yes" } }], ignored: 0 });
   });
 
@@ -132,7 +168,9 @@ describe("telegram: send", () => {
     const send = (res: () => Response) => telegramAdapter.send(args, { fetch: fakeFetch(res).fetch, env: ENV, timeoutMs: 5000 });
     const blocked = await send(() => jsonResponse(403, { ok: false, error_code: 403, description: "Forbidden: bot was blocked by the user" }));
     expect(blocked).toEqual({ ok: false, permanent: true, status: 403, reason: "telegram error 403" });
-    const limited = await send(() => jsonResponse(429, { ok: false, error_code: 429, description: "Too Many Requests: retry after 12", parameters: { retry_after: 12 } }));
+    const limited = await send(() =>
+      jsonResponse(429, { ok: false, error_code: 429, description: "Too Many Requests: retry after 12", parameters: { retry_after: 12 } }),
+    );
     expect(limited).toEqual({ ok: false, permanent: false, status: 429, reason: "telegram error 429", retry_after_seconds: 12 });
     expect(await send(() => new Response("", { status: 502 }))).toEqual({ ok: false, permanent: false, status: 502, reason: "telegram error 502" });
     // Success is `ok: true` only.

@@ -46,7 +46,10 @@ describe("twilio: signature (published test vector)", () => {
     expect(await twilioAdapter.verify(docHook(DOC_SIG, "?foo=1&bar=2", tampered), docEnv, NOW)).toMatchObject({ ok: false, status: 401 });
     expect(await twilioAdapter.verify(docHook(DOC_SIG, "?foo=1&bar=3"), docEnv, NOW)).toMatchObject({ ok: false, status: 401 });
     expect(await twilioAdapter.verify(docHook(DOC_SIG), { ...docEnv, CHANNEL_TWILIO_AUTH_TOKEN: "54321" }, NOW)).toMatchObject({ ok: false, status: 401 });
-    expect(await twilioAdapter.verify(docHook(DOC_SIG), { ...docEnv, CHANNEL_TWILIO_PUBLIC_URL: "https://evil.example" }, NOW)).toMatchObject({ ok: false, status: 401 });
+    expect(await twilioAdapter.verify(docHook(DOC_SIG), { ...docEnv, CHANNEL_TWILIO_PUBLIC_URL: "https://evil.example" }, NOW)).toMatchObject({
+      ok: false,
+      status: 401,
+    });
   });
 
   it("refuses a missing or truncated signature header", async () => {
@@ -74,7 +77,14 @@ describe("twilio: configuration fails closed", () => {
 
 describe("twilio: inbound normalization", () => {
   it("maps MessageSid / From / To / Body", async () => {
-    const hook = signed(INBOUND_URL, { MessageSid: "SM123", AccountSid: "AC1", From: "+15550001111", To: "+15550002222", Body: "Hello there 👋", NumMedia: "0" });
+    const hook = signed(INBOUND_URL, {
+      MessageSid: "SM123",
+      AccountSid: "AC1",
+      From: "+15550001111",
+      To: "+15550002222",
+      Body: "Hello there 👋",
+      NumMedia: "0",
+    });
     expect(await twilioAdapter.verify(hook, ENV, NOW)).toEqual({ ok: true });
     expect(twilioAdapter.parse(hook, ENV)).toEqual({
       events: [{ kind: "message", provider_message_id: "SM123", sender: "+15550001111", our_identity: "+15550002222", text: "Hello there 👋" }],
@@ -126,7 +136,10 @@ describe("twilio: inbound normalization", () => {
   });
 
   it("ignores a message with no body, media or location, and one missing its ids", () => {
-    expect(twilioAdapter.parse(signed(INBOUND_URL, { MessageSid: "SM1", From: "a", To: "b", Body: "", NumMedia: "0" }), ENV)).toEqual({ events: [], ignored: 1 });
+    expect(twilioAdapter.parse(signed(INBOUND_URL, { MessageSid: "SM1", From: "a", To: "b", Body: "", NumMedia: "0" }), ENV)).toEqual({
+      events: [],
+      ignored: 1,
+    });
     expect(twilioAdapter.parse(signed(INBOUND_URL, { From: "a", To: "b", Body: "hi" }), ENV)).toEqual({ events: [], ignored: 1 });
   });
 
@@ -150,7 +163,9 @@ describe("twilio: status door receipts", () => {
     const failed = signed(STATUS_URL, { MessageSid: "SM1", MessageStatus: "failed", ErrorCode: "30008" }, "status");
     const undelivered = signed(STATUS_URL, { MessageSid: "SM2", MessageStatus: "undelivered", ErrorCode: "30003" }, "status");
     expect(twilioAdapter.parse(failed, ENV).events).toEqual([{ kind: "receipt", provider_message_id: "SM1", status: "failed", error: "twilio error 30008" }]);
-    expect(twilioAdapter.parse(undelivered, ENV).events).toEqual([{ kind: "receipt", provider_message_id: "SM2", status: "failed", error: "twilio error 30003" }]);
+    expect(twilioAdapter.parse(undelivered, ENV).events).toEqual([
+      { kind: "receipt", provider_message_id: "SM2", status: "failed", error: "twilio error 30003" },
+    ]);
   });
 
   it("ignores progress statuses (queued, sent, read, ...)", () => {

@@ -13,17 +13,32 @@ const NOW = new Date("2026-05-01T12:00:00Z");
 const PNID = "106540352242922";
 
 function signedPost(body: string, secret = String(ENV.CHANNEL_WHATSAPP_APP_SECRET)) {
-  return webhook({ url: URL_IN, headers: { "content-type": "application/json", "x-hub-signature-256": `sha256=${nodeHmacHex("sha256", secret, body)}` }, body });
+  return webhook({
+    url: URL_IN,
+    headers: { "content-type": "application/json", "x-hub-signature-256": `sha256=${nodeHmacHex("sha256", secret, body)}` },
+    body,
+  });
 }
 
 /** A Cloud API webhook body with one change of field `messages`. */
 function envelope(value: Record<string, unknown>): string {
   return JSON.stringify({
     object: "whatsapp_business_account",
-    entry: [{ id: "WABA1", changes: [{ field: "messages", value: { messaging_product: "whatsapp", metadata: { display_phone_number: "15550002222", phone_number_id: PNID }, ...value } }] }],
+    entry: [
+      {
+        id: "WABA1",
+        changes: [
+          { field: "messages", value: { messaging_product: "whatsapp", metadata: { display_phone_number: "15550002222", phone_number_id: PNID }, ...value } },
+        ],
+      },
+    ],
   });
 }
-const msg = (m: Record<string, unknown>) => envelope({ contacts: [{ wa_id: "15550001111", profile: { name: "Ana" } }], messages: [{ from: "15550001111", id: "wamid.IN1", timestamp: "1714564800", ...m }] });
+const msg = (m: Record<string, unknown>) =>
+  envelope({
+    contacts: [{ wa_id: "15550001111", profile: { name: "Ana" } }],
+    messages: [{ from: "15550001111", id: "wamid.IN1", timestamp: "1714564800", ...m }],
+  });
 const parsed = (body: string) => whatsappAdapter.parse(signedPost(body), ENV);
 
 describe("whatsapp: POST signature", () => {
@@ -100,16 +115,39 @@ describe("whatsapp: normalization", () => {
 
   it("maps image, video, audio, document and sticker to media-id attachments", () => {
     const cases: Array<[Record<string, unknown>, Record<string, unknown>, string]> = [
-      [{ type: "image", image: { id: "MEDIA1", mime_type: "image/jpeg", sha256: "x", caption: "look" } }, { kind: "image", url: "whatsapp-media:MEDIA1", caption: "look", mime_type: "image/jpeg" }, "look"],
+      [
+        { type: "image", image: { id: "MEDIA1", mime_type: "image/jpeg", sha256: "x", caption: "look" } },
+        { kind: "image", url: "whatsapp-media:MEDIA1", caption: "look", mime_type: "image/jpeg" },
+        "look",
+      ],
       [{ type: "video", video: { id: "MEDIA2", mime_type: "video/mp4" } }, { kind: "video", url: "whatsapp-media:MEDIA2", mime_type: "video/mp4" }, ""],
-      [{ type: "audio", audio: { id: "MEDIA3", mime_type: "audio/ogg; codecs=opus", voice: true } }, { kind: "audio", url: "whatsapp-media:MEDIA3", mime_type: "audio/ogg; codecs=opus" }, ""],
-      [{ type: "document", document: { id: "MEDIA4", mime_type: "application/pdf", filename: "invoice.pdf", caption: "inv" } }, { kind: "document", url: "whatsapp-media:MEDIA4", filename: "invoice.pdf", caption: "inv", mime_type: "application/pdf" }, "inv"],
-      [{ type: "sticker", sticker: { id: "MEDIA5", mime_type: "image/webp", animated: false } }, { kind: "image", url: "whatsapp-media:MEDIA5", mime_type: "image/webp" }, ""],
+      [
+        { type: "audio", audio: { id: "MEDIA3", mime_type: "audio/ogg; codecs=opus", voice: true } },
+        { kind: "audio", url: "whatsapp-media:MEDIA3", mime_type: "audio/ogg; codecs=opus" },
+        "",
+      ],
+      [
+        { type: "document", document: { id: "MEDIA4", mime_type: "application/pdf", filename: "invoice.pdf", caption: "inv" } },
+        { kind: "document", url: "whatsapp-media:MEDIA4", filename: "invoice.pdf", caption: "inv", mime_type: "application/pdf" },
+        "inv",
+      ],
+      [
+        { type: "sticker", sticker: { id: "MEDIA5", mime_type: "image/webp", animated: false } },
+        { kind: "image", url: "whatsapp-media:MEDIA5", mime_type: "image/webp" },
+        "",
+      ],
     ];
     for (const [m, attachment, text] of cases) {
       const out = parsed(msg(m));
       expect(out.ignored).toBe(0);
-      expect(out.events[0]).toEqual({ kind: "message", provider_message_id: "wamid.IN1", sender: "15550001111", our_identity: PNID, text, attachments: [attachment] });
+      expect(out.events[0]).toEqual({
+        kind: "message",
+        provider_message_id: "wamid.IN1",
+        sender: "15550001111",
+        our_identity: PNID,
+        text,
+        attachments: [attachment],
+      });
     }
   });
 
@@ -131,12 +169,23 @@ describe("whatsapp: normalization", () => {
   });
 
   it("maps a Flow submission (nfm_reply) to form", () => {
-    const out = parsed(msg({ type: "interactive", interactive: { type: "nfm_reply", nfm_reply: { name: "flow", body: "Sent", response_json: '{"flow_token":"t1","size":"M"}' } } }));
+    const out = parsed(
+      msg({
+        type: "interactive",
+        interactive: { type: "nfm_reply", nfm_reply: { name: "flow", body: "Sent", response_json: '{"flow_token":"t1","size":"M"}' } },
+      }),
+    );
     expect(out.events[0]).toMatchObject({ text: "Sent", form: { flow_token: "t1", size: "M" } });
   });
 
   it("carries a click-to-chat referral as referral_* params", () => {
-    const out = parsed(msg({ type: "text", text: { body: "Hi from the ad" }, referral: { source_url: "https://fb.me/x", source_id: "ad-9", source_type: "ad", headline: "Sale" } }));
+    const out = parsed(
+      msg({
+        type: "text",
+        text: { body: "Hi from the ad" },
+        referral: { source_url: "https://fb.me/x", source_id: "ad-9", source_type: "ad", headline: "Sale" },
+      }),
+    );
     expect(out.events[0]).toMatchObject({
       params: { referral_source_url: "https://fb.me/x", referral_source_id: "ad-9", referral_source_type: "ad", referral_headline: "Sale" },
     });
@@ -161,20 +210,43 @@ describe("whatsapp: normalization", () => {
   it("ignores other change fields, entries without changes and a missing phone_number_id", () => {
     const other = JSON.stringify({ object: "whatsapp_business_account", entry: [{ id: "W", changes: [{ field: "account_update", value: {} }] }, { id: "X" }] });
     expect(parsed(other)).toEqual({ events: [], ignored: 2 });
-    const noMeta = JSON.stringify({ entry: [{ changes: [{ field: "messages", value: { messages: [{ id: "a", from: "b", type: "text", text: { body: "x" } }] } }] }] });
+    const noMeta = JSON.stringify({
+      entry: [{ changes: [{ field: "messages", value: { messages: [{ id: "a", from: "b", type: "text", text: { body: "x" } }] } }] }],
+    });
     expect(parsed(noMeta)).toEqual({ events: [], ignored: 1 });
   });
 
   it("normalizes several messages and statuses from several entries", () => {
     const body = JSON.stringify({
       entry: [
-        { changes: [{ field: "messages", value: { metadata: { phone_number_id: "P1" }, messages: [{ id: "m1", from: "u1", type: "text", text: { body: "a" } }, { id: "m2", from: "u1", type: "text", text: { body: "b" } }] } }] },
-        { changes: [{ field: "messages", value: { metadata: { phone_number_id: "P2" }, statuses: [{ id: "wamid.O1", status: "delivered", recipient_id: "u2" }] } }] },
+        {
+          changes: [
+            {
+              field: "messages",
+              value: {
+                metadata: { phone_number_id: "P1" },
+                messages: [
+                  { id: "m1", from: "u1", type: "text", text: { body: "a" } },
+                  { id: "m2", from: "u1", type: "text", text: { body: "b" } },
+                ],
+              },
+            },
+          ],
+        },
+        {
+          changes: [
+            { field: "messages", value: { metadata: { phone_number_id: "P2" }, statuses: [{ id: "wamid.O1", status: "delivered", recipient_id: "u2" }] } },
+          ],
+        },
       ],
     });
     const out = parsed(body);
     expect(out.ignored).toBe(0);
-    expect(out.events.map((e) => [e.kind, e.provider_message_id])).toEqual([["message", "m1"], ["message", "m2"], ["receipt", "wamid.O1"]]);
+    expect(out.events.map((e) => [e.kind, e.provider_message_id])).toEqual([
+      ["message", "m1"],
+      ["message", "m2"],
+      ["receipt", "wamid.O1"],
+    ]);
   });
 
   it("never throws on malformed JSON or an unexpected shape", () => {
@@ -202,7 +274,13 @@ describe("whatsapp: statuses receipts", () => {
   });
 
   it("ignores sent, read and deleted", () => {
-    expect(statuses([{ id: "a", status: "sent" }, { id: "b", status: "read" }, { id: "c", status: "deleted" }])).toEqual({ events: [], ignored: 3 });
+    expect(
+      statuses([
+        { id: "a", status: "sent" },
+        { id: "b", status: "read" },
+        { id: "c", status: "deleted" },
+      ]),
+    ).toEqual({ events: [], ignored: 3 });
   });
 });
 
@@ -210,7 +288,9 @@ describe("whatsapp: send", () => {
   const args = { to: "15550001111", from: PNID, text: "Hello ✅" };
 
   it("POSTs {messaging_product, to, type: text, text: {body}} with the Bearer token to {base}/{phone_number_id}/messages", async () => {
-    const f = fakeFetch(() => jsonResponse(200, { messaging_product: "whatsapp", contacts: [{ input: "15550001111", wa_id: "15550001111" }], messages: [{ id: "wamid.OUT9" }] }));
+    const f = fakeFetch(() =>
+      jsonResponse(200, { messaging_product: "whatsapp", contacts: [{ input: "15550001111", wa_id: "15550001111" }], messages: [{ id: "wamid.OUT9" }] }),
+    );
     const r = await whatsappAdapter.send(args, { fetch: f.fetch, env: ENV, timeoutMs: 5000 });
     expect(r).toEqual({ ok: true, provider_message_id: "wamid.OUT9" });
     const [req] = f.calls;
@@ -230,13 +310,19 @@ describe("whatsapp: send", () => {
 
   it("classifies a Graph refusal as permanent and rate limits or 5xx as transient", async () => {
     const send = (res: () => Response) => whatsappAdapter.send(args, { fetch: fakeFetch(res).fetch, env: ENV, timeoutMs: 5000 });
-    expect(await send(() => jsonResponse(400, { error: { message: "Recipient phone number not in allowed list", type: "OAuthException", code: 131030 } }))).toEqual({
+    expect(
+      await send(() => jsonResponse(400, { error: { message: "Recipient phone number not in allowed list", type: "OAuthException", code: 131030 } })),
+    ).toEqual({
       ok: false,
       permanent: true,
       status: 400,
       reason: "whatsapp error 131030",
     });
-    expect(await send(() => jsonResponse(400, { error: { code: 130429, message: "Rate limit hit" } }))).toMatchObject({ ok: false, permanent: false, status: 400 });
+    expect(await send(() => jsonResponse(400, { error: { code: 130429, message: "Rate limit hit" } }))).toMatchObject({
+      ok: false,
+      permanent: false,
+      status: 400,
+    });
     expect(await send(() => jsonResponse(401, { error: { code: 190, message: "token expired" } }))).toMatchObject({ ok: false, permanent: true });
     expect(await send(() => new Response("bad gateway", { status: 502 }))).toEqual({ ok: false, permanent: false, status: 502, reason: "http 502" });
   });

@@ -20,7 +20,8 @@ async function setEnv(body: unknown, key?: string) {
 }
 
 async function overlayRows() {
-  return (await env.DB.prepare("SELECT name, value, secret FROM settings_overlay ORDER BY name").all<{ name: string; value: string; secret: number }>()).results;
+  return (await env.DB.prepare("SELECT name, value, secret FROM settings_overlay ORDER BY name").all<{ name: string; value: string; secret: number }>())
+    .results;
 }
 
 async function storedGeneration(): Promise<number> {
@@ -69,10 +70,20 @@ describe("a setting changed at runtime", () => {
     const ours = `+1555${Date.now().toString().slice(-7)}`;
     const them = `+1556${Date.now().toString().slice(-7)}`;
     const k = await echoKey();
-    const route = await createRoute({ door: "channel", channel: "twilio", our_identity: ours, target_kind: "tool", target_name: "echo", execution_key: k.user_id });
+    const route = await createRoute({
+      door: "channel",
+      channel: "twilio",
+      our_identity: ours,
+      target_kind: "tool",
+      target_name: "echo",
+      execution_key: k.user_id,
+    });
     // 40 characters: one message under the env's 1600 cap, four 10-character chunks under the overlay's.
     await postTwilio({ MessageSid: `SM${uniq("c")}`, From: them, To: ours, Body: "abcd ".repeat(8).trim() });
-    const rows = await eventually(() => rawRows(`bridge:${route.name}:${them}`), (x) => x[0]?.status === "failed");
+    const rows = await eventually(
+      () => rawRows(`bridge:${route.name}:${them}`),
+      (x) => x[0]?.status === "failed",
+    );
     expect(rows[0]?.status).toBe("failed");
     expect(JSON.parse(rows[0].record).error).toContain("max_outbound_chunks");
     const sent = calls.filter((c: EdgeCall) => c.url.includes("twilio.fake")).map((c) => new URLSearchParams(c.body).get("Body"));
@@ -101,7 +112,10 @@ describe("validation: an invalid overlay is refused and nothing is written", () 
     expect(await overlayRows()).toEqual(rows);
     // The isolate still runs with the last good overlay.
     const view = await call("GET", "/api/config/env", { key: await admin() });
-    expect(view.body.data.settings.find((s: { name: string }) => s.name === "CONVERSATIONS_THREAD_QUEUE_DEPTH")).toMatchObject({ source: "overlay", value: "7" });
+    expect(view.body.data.settings.find((s: { name: string }) => s.name === "CONVERSATIONS_THREAD_QUEUE_DEPTH")).toMatchObject({
+      source: "overlay",
+      value: "7",
+    });
   });
 
   it.each([
@@ -139,7 +153,9 @@ describe("validation: an invalid overlay is refused and nothing is written", () 
 
   it("refuses a write validated against a generation that moved meanwhile (409), writing nothing", async () => {
     const gen = await storedGeneration();
-    await expect(writeOverlay(env.DB, { expectedGeneration: gen - 1, upserts: [{ name: CAP, value: "3", secret: false }], deletes: [], now: new Date().toISOString() })).rejects.toMatchObject({ status: 409 });
+    await expect(
+      writeOverlay(env.DB, { expectedGeneration: gen - 1, upserts: [{ name: CAP, value: "3", secret: false }], deletes: [], now: new Date().toISOString() }),
+    ).rejects.toMatchObject({ status: 409 });
     expect(await overlayRows()).toEqual([]);
     expect(await storedGeneration()).toBe(gen);
   });
@@ -149,12 +165,21 @@ describe("secrets", () => {
   const SECRET = "tg-secret-value-0123456789";
 
   it("are never shown, only whether they are set, and are sealed at rest", async () => {
-    const w = await setEnv({ set: { CHANNEL_TELEGRAM_WEBHOOK_SECRET: SECRET, CHANNEL_SLACK_BOT_USER_ID: "UOVERLAY" }, secret_keys: ["CHANNEL_SLACK_BOT_USER_ID"] });
+    const w = await setEnv({
+      set: { CHANNEL_TELEGRAM_WEBHOOK_SECRET: SECRET, CHANNEL_SLACK_BOT_USER_ID: "UOVERLAY" },
+      secret_keys: ["CHANNEL_SLACK_BOT_USER_ID"],
+    });
     expect(w.status, JSON.stringify(w.body)).toBe(200);
     const key = await admin();
     const view = await call("GET", "/api/config/env", { key });
     const byName = Object.fromEntries(view.body.data.settings.map((s: { name: string }) => [s.name, s]));
-    expect(byName.CHANNEL_TELEGRAM_WEBHOOK_SECRET).toEqual({ name: "CHANNEL_TELEGRAM_WEBHOOK_SECRET", source: "overlay", secret: true, set: true, overlay: true });
+    expect(byName.CHANNEL_TELEGRAM_WEBHOOK_SECRET).toEqual({
+      name: "CHANNEL_TELEGRAM_WEBHOOK_SECRET",
+      source: "overlay",
+      secret: true,
+      set: true,
+      overlay: true,
+    });
     expect(byName.CHANNEL_SLACK_BOT_USER_ID).toEqual({ name: "CHANNEL_SLACK_BOT_USER_ID", source: "overlay", secret: true, set: true, overlay: true });
     // An env secret is masked too; the bootstrap token is listed, env-only.
     expect(byName.CHANNEL_TWILIO_AUTH_TOKEN).toEqual({ name: "CHANNEL_TWILIO_AUTH_TOKEN", source: "env", secret: true, set: true, overlay: true });
@@ -162,7 +187,14 @@ describe("secrets", () => {
     expect(byName[CAP]).toEqual({ name: CAP, source: "default", secret: false, set: false, value: "20", overlay: true });
     for (const path of ["/api/config/env", "/api/config/mode", "/api/system/kinds", "/api/fleet/workers"]) {
       const text = JSON.stringify((await call("GET", path, { key })).body);
-      for (const secret of [SECRET, "UOVERLAY", "twilio-test-token", String(env.ACCESS_CONTROL_BOOTSTRAP_TOKEN), String((env as unknown as Record<string, unknown>).SETTINGS_ENCRYPTION_KEY)]) expect(text, path).not.toContain(secret);
+      for (const secret of [
+        SECRET,
+        "UOVERLAY",
+        "twilio-test-token",
+        String(env.ACCESS_CONTROL_BOOTSTRAP_TOKEN),
+        String((env as unknown as Record<string, unknown>).SETTINGS_ENCRYPTION_KEY),
+      ])
+        expect(text, path).not.toContain(secret);
     }
     const rows = await overlayRows();
     expect(rows.map((r) => [r.name, r.secret])).toEqual([
@@ -175,7 +207,9 @@ describe("secrets", () => {
       expect(Object.keys(JSON.parse(row.value)).sort()).toEqual(["ct", "iv", "kid"]);
     }
     // A value sealed for one name does not open under another (the AAD binds it to its name).
-    await env.DB.prepare("UPDATE settings_overlay SET value = (SELECT value FROM settings_overlay WHERE name = 'CHANNEL_TELEGRAM_WEBHOOK_SECRET') WHERE name = 'CHANNEL_SLACK_BOT_USER_ID'").run();
+    await env.DB.prepare(
+      "UPDATE settings_overlay SET value = (SELECT value FROM settings_overlay WHERE name = 'CHANNEL_TELEGRAM_WEBHOOK_SECRET') WHERE name = 'CHANNEL_SLACK_BOT_USER_ID'",
+    ).run();
     await call("POST", "/api/config/reload", { key });
     const broken = await call("GET", "/api/channels", { key });
     expect(broken.status).toBe(500);
@@ -222,7 +256,14 @@ describe("secrets", () => {
     const key = await admin();
     const noKey = Object.fromEntries(Object.entries(env).filter(([k]) => k !== "SETTINGS_ENCRYPTION_KEY"));
     const post = (body: unknown) =>
-      fetchWithEnv(noKey, new Request(`${BASE}/api/config/env`, { method: "POST", headers: { "x-api-key": key, "content-type": "application/json" }, body: JSON.stringify(body) }));
+      fetchWithEnv(
+        noKey,
+        new Request(`${BASE}/api/config/env`, {
+          method: "POST",
+          headers: { "x-api-key": key, "content-type": "application/json" },
+          body: JSON.stringify(body),
+        }),
+      );
     const secret = await post({ set: { CHANNEL_TELEGRAM_WEBHOOK_SECRET: SECRET } });
     expect(secret.status).toBe(501);
     expect(await secret.json()).toMatchObject({ code: "settings-encryption-not-configured" });
@@ -261,7 +302,9 @@ describe("generation, mode, reload", () => {
   it("keeps the config doors open when the overlay breaks the settings, so it can be repaired", async () => {
     const key = await admin();
     // Written behind the doors' back, then picked up by a reload.
-    await env.DB.prepare("INSERT INTO settings_overlay (name, value, secret, updated_at) VALUES ('CONVERSATIONS_INTAKE_CLAIM_REFRESH_SECONDS', '500', 0, 'x')").run();
+    await env.DB.prepare(
+      "INSERT INTO settings_overlay (name, value, secret, updated_at) VALUES ('CONVERSATIONS_INTAKE_CLAIM_REFRESH_SECONDS', '500', 0, 'x')",
+    ).run();
     expect((await call("POST", "/api/config/reload", { key })).status).toBe(200);
     const door = await call("GET", "/api/conversations", { key });
     expect(door.status).toBe(500);

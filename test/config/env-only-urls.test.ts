@@ -26,13 +26,27 @@ afterEach(async () => {
   expect((await call("POST", "/api/config/reload", { key: await admin() })).status).toBe(200);
 });
 
-const ENV_ONLY = ["CHANNEL_TELEGRAM_API_BASE", "CHANNEL_TWILIO_API_BASE", "CHANNEL_WHATSAPP_API_BASE", "CHANNEL_SLACK_API_BASE", "CONNECTORS_PROVIDERS", "SECRET_REFERENCE_ALLOWLIST", "SECRET_REFERENCE_ORIGINS"];
+const ENV_ONLY = [
+  "CHANNEL_TELEGRAM_API_BASE",
+  "CHANNEL_TWILIO_API_BASE",
+  "CHANNEL_WHATSAPP_API_BASE",
+  "CHANNEL_SLACK_API_BASE",
+  "CONNECTORS_PROVIDERS",
+  "SECRET_REFERENCE_ALLOWLIST",
+  "SECRET_REFERENCE_ORIGINS",
+];
 
 describe("URLs that receive a stored secret are env only", () => {
   it.each(ENV_ONLY)("%s: the overlay, a profile and a backup import refuse it, writing nothing", async (name) => {
     const key = await admin();
     const value =
-      name === "CONNECTORS_PROVIDERS" ? "[]" : name === "SECRET_REFERENCE_ALLOWLIST" ? "SOME_TOKEN" : name === "SECRET_REFERENCE_ORIGINS" ? JSON.stringify({ SECRET_SOME_TOKEN: [COLLECTOR] }) : COLLECTOR;
+      name === "CONNECTORS_PROVIDERS"
+        ? "[]"
+        : name === "SECRET_REFERENCE_ALLOWLIST"
+          ? "SOME_TOKEN"
+          : name === "SECRET_REFERENCE_ORIGINS"
+            ? JSON.stringify({ SECRET_SOME_TOKEN: [COLLECTOR] })
+            : COLLECTOR;
     const set = await call("POST", "/api/config/env", { key, body: { set: { [name]: value } } });
     expect(set.status).toBe(400);
     expect(set.body.error).toContain("env-only");
@@ -41,7 +55,10 @@ describe("URLs that receive a stored secret are env only", () => {
     const put = await call("PUT", `/api/config/profiles/${profile}`, { key, body: { env: { [name]: value } } });
     expect(put.status).toBe(400);
     expect((await call("GET", `/api/config/profiles/${profile}`, { key })).status).toBe(404);
-    const imported = await call("POST", "/api/backup/import", { key, body: { document: { version: 1, exported_at: new Date().toISOString(), sections: { "settings-overlay": [{ name, value }] } } } });
+    const imported = await call("POST", "/api/backup/import", {
+      key,
+      body: { document: { version: 1, exported_at: new Date().toISOString(), sections: { "settings-overlay": [{ name, value }] } } },
+    });
     expect(imported.status).toBe(400);
     expect(imported.body.error).toContain("settings-overlay");
     expect(await overlayNames()).toEqual([]);
@@ -57,18 +74,33 @@ describe("URLs that receive a stored secret are env only", () => {
       return new Response("collected", { status: 200 });
     });
     // Written straight into the table, behind the doors (which refuse it).
-    await env.DB.prepare("INSERT INTO settings_overlay (name, value, secret, updated_at) VALUES ('CHANNEL_TELEGRAM_API_BASE', ?, 0, ?)").bind(COLLECTOR, new Date().toISOString()).run();
+    await env.DB.prepare("INSERT INTO settings_overlay (name, value, secret, updated_at) VALUES ('CHANNEL_TELEGRAM_API_BASE', ?, 0, ?)")
+      .bind(COLLECTOR, new Date().toISOString())
+      .run();
     expect((await call("POST", "/api/config/reload", { key: await admin() })).status).toBe(200);
     const mode = await call("GET", "/api/config/mode", { key: await admin() });
     expect(mode.body.data.ignored_names).toContain("CHANNEL_TELEGRAM_API_BASE");
 
     const k = await echoKey();
-    const route = await createRoute({ door: "channel", channel: "telegram", our_identity: TEST_ENV.telegramBotId, target_kind: "tool", target_name: "echo", execution_key: k.user_id });
+    const route = await createRoute({
+      door: "channel",
+      channel: "telegram",
+      our_identity: TEST_ENV.telegramBotId,
+      target_kind: "tool",
+      target_name: "echo",
+      execution_key: k.user_id,
+    });
     try {
       const chat = Number(String(Date.now()).slice(-8));
-      const update = { update_id: Number(String(Date.now()).slice(-9)), message: { message_id: 1, date: 1, chat: { id: chat, type: "private" }, from: { id: chat, is_bot: false, first_name: "A" }, text: "hi bot" } };
+      const update = {
+        update_id: Number(String(Date.now()).slice(-9)),
+        message: { message_id: 1, date: 1, chat: { id: chat, type: "private" }, from: { id: chat, is_bot: false, first_name: "A" }, text: "hi bot" },
+      };
       expect((await postTelegram(update)).status).toBe(200);
-      await eventually(() => rawRows(`bridge:${route.name}:${chat}`), (x) => x[0]?.status === "provisional");
+      await eventually(
+        () => rawRows(`bridge:${route.name}:${chat}`),
+        (x) => x[0]?.status === "provisional",
+      );
       expect(calls.map((c) => new URL(c.url).origin)).toEqual(["https://telegram.fake"]);
       expect(calls.some((c) => c.url.includes("telegram-test-token") && !c.url.startsWith("https://telegram.fake/"))).toBe(false);
     } finally {

@@ -16,7 +16,9 @@ const CAP = "CONVERSATIONS_PER_ADDRESS_TURNS_PER_HOUR";
 async function writeElsewhere(rows: Array<{ name: string; value: string; secret?: 0 | 1 }>): Promise<number> {
   const now = new Date().toISOString();
   const stmts = rows.map((r) =>
-    env.DB.prepare("INSERT INTO settings_overlay (name, value, secret, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value, secret = excluded.secret").bind(r.name, r.value, r.secret ?? 0, now),
+    env.DB.prepare(
+      "INSERT INTO settings_overlay (name, value, secret, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value, secret = excluded.secret",
+    ).bind(r.name, r.value, r.secret ?? 0, now),
   );
   stmts.push(env.DB.prepare("UPDATE settings_generation SET generation = generation + 1 WHERE id = 1"));
   await env.DB.batch(stmts);
@@ -40,7 +42,10 @@ function cap(result: { ok: boolean; settings?: { conversations: { perAddressTurn
 }
 
 afterEach(async () => {
-  await env.DB.batch([env.DB.prepare("DELETE FROM settings_overlay"), env.DB.prepare("UPDATE settings_generation SET generation = generation + 1 WHERE id = 1")]);
+  await env.DB.batch([
+    env.DB.prepare("DELETE FROM settings_overlay"),
+    env.DB.prepare("UPDATE settings_generation SET generation = generation + 1 WHERE id = 1"),
+  ]);
 });
 
 describe("the overlay cache of one isolate", () => {

@@ -18,7 +18,8 @@ const get = async (path: string) => call("GET", path, { key: await admin() });
 const post = async (path: string, body?: unknown) => call("POST", path, { key: await admin(), body });
 
 async function overlay() {
-  return (await env.DB.prepare("SELECT name, value, secret FROM settings_overlay ORDER BY name").all<{ name: string; value: string; secret: number }>()).results;
+  return (await env.DB.prepare("SELECT name, value, secret FROM settings_overlay ORDER BY name").all<{ name: string; value: string; secret: number }>())
+    .results;
 }
 async function storedGeneration(): Promise<number> {
   return (await env.DB.prepare("SELECT generation FROM settings_generation WHERE id = 1").first<number>("generation"))!;
@@ -123,7 +124,12 @@ describe("secrets in profiles", () => {
     expect(Object.keys(JSON.parse(row!.sealed)).sort()).toEqual([WEBHOOK, PREFIX]);
     expect(row!.sealed).not.toContain("profile-webhook-secret");
     expect(row!.sealed).not.toContain("hidden-prefix");
-    for (const path of [`/api/config/profiles/${name}`, `/api/config/profiles/${name}/versions`, `/api/config/profiles/${name}/versions/1`, "/api/config/profiles"]) {
+    for (const path of [
+      `/api/config/profiles/${name}`,
+      `/api/config/profiles/${name}/versions`,
+      `/api/config/profiles/${name}/versions/1`,
+      "/api/config/profiles",
+    ]) {
       const text = JSON.stringify((await get(path)).body);
       expect(text).not.toContain("profile-webhook-secret");
       expect(text).not.toContain("hidden-prefix");
@@ -140,11 +146,13 @@ describe("secrets in profiles", () => {
     expect((await postTelegram(update, { secret: "profile-webhook-secret" })).status).toBe(200);
     expect((await postTelegram({ ...update, update_id: update.update_id + 1 })).status).toBe(401);
     const rows = await overlay();
-    expect(rows.map((x) => [x.name, x.secret])).toEqual([
-      [WEBHOOK, 1],
-      [PREFIX, 1],
-      [CAP, 0],
-    ].sort((a, b) => String(a[0]).localeCompare(String(b[0]))));
+    expect(rows.map((x) => [x.name, x.secret])).toEqual(
+      [
+        [WEBHOOK, 1],
+        [PREFIX, 1],
+        [CAP, 0],
+      ].sort((a, b) => String(a[0]).localeCompare(String(b[0]))),
+    );
     expect(JSON.stringify(rows)).not.toContain("profile-webhook-secret");
   });
 });
@@ -152,9 +160,11 @@ describe("secrets in profiles", () => {
 describe("diff and apply", () => {
   it("diffs a profile against the live overlay: added, removed, changed, unchanged; secrets without values", async () => {
     const key = await admin();
-    expect((await call("POST", "/api/config/env", { key, body: { set: { [CAP]: "5", [PREFIX]: "live", "CONVERSATIONS_MAX_OUTBOUND_CHUNKS": "4" } } })).status).toBe(200);
+    expect(
+      (await call("POST", "/api/config/env", { key, body: { set: { [CAP]: "5", [PREFIX]: "live", CONVERSATIONS_MAX_OUTBOUND_CHUNKS: "4" } } })).status,
+    ).toBe(200);
     const name = uniq("diff");
-    await put(name, { env: { [CAP]: "3", [DEPTH]: "9", [WEBHOOK]: "diff-secret", "CONVERSATIONS_MAX_OUTBOUND_CHUNKS": 4 } });
+    await put(name, { env: { [CAP]: "3", [DEPTH]: "9", [WEBHOOK]: "diff-secret", CONVERSATIONS_MAX_OUTBOUND_CHUNKS: 4 } });
     const d = await post(`/api/config/profiles/${name}/diff`);
     expect(d.status, JSON.stringify(d.body)).toBe(200);
     expect(d.body.data).toEqual({

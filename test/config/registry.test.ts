@@ -39,8 +39,14 @@ describe("the settings registry", () => {
     const channelNames = new Set([TWILIO_ENV, WHATSAPP_ENV, TELEGRAM_ENV, SLACK_ENV].flatMap((e) => Object.values(e) as string[]));
     const notRead = exactNames.filter((n) => !read.has(n) && !channelNames.has(n) && n !== "ACCESS_CONTROL_BOOTSTRAP_TOKEN");
     expect(notRead, "registry entries nothing reads").toEqual([]);
-    expect([...channelNames].filter((n) => !settingDefinition(n)), "channel variables missing from the registry").toEqual([]);
-    expect(exactNames.filter((n) => n.startsWith("CHANNEL_") && !channelNames.has(n)), "registry channel entries no adapter reads").toEqual([]);
+    expect(
+      [...channelNames].filter((n) => !settingDefinition(n)),
+      "channel variables missing from the registry",
+    ).toEqual([]);
+    expect(
+      exactNames.filter((n) => n.startsWith("CHANNEL_") && !channelNames.has(n)),
+      "registry channel entries no adapter reads",
+    ).toEqual([]);
   });
 
   it("lists each name once", () => {
@@ -48,19 +54,49 @@ describe("the settings registry", () => {
   });
 
   it("keeps bindings, the bootstrap token and the overlay's own settings out of the overlay", () => {
-    for (const n of ["DB", "THREADS", "ACCESS_CONTROL_BOOTSTRAP_TOKEN", "SETTINGS_ENCRYPTION_KEY", "SETTINGS_ENCRYPTION_KEY_PREVIOUS", "SETTINGS_REFRESH_SECONDS", "SECRET_ANYTHING", "conversations_prefix"]) {
+    for (const n of [
+      "DB",
+      "THREADS",
+      "ACCESS_CONTROL_BOOTSTRAP_TOKEN",
+      "SETTINGS_ENCRYPTION_KEY",
+      "SETTINGS_ENCRYPTION_KEY_PREVIOUS",
+      "SETTINGS_REFRESH_SECONDS",
+      "SECRET_ANYTHING",
+      "conversations_prefix",
+    ]) {
       expect(isOverlayable(n), n).toBe(false);
     }
-    for (const n of ["CONVERSATIONS_PER_ADDRESS_TURNS_PER_HOUR", "CHANNEL_TWILIO_AUTH_TOKEN", "NOTIFICATIONS_FROM_SLACK", "JQ_BUDGET_STEPS", "OUTBOUND_ALLOW_PRIVATE_HOSTS", "STATES_STORE_URL"]) {
+    for (const n of [
+      "CONVERSATIONS_PER_ADDRESS_TURNS_PER_HOUR",
+      "CHANNEL_TWILIO_AUTH_TOKEN",
+      "NOTIFICATIONS_FROM_SLACK",
+      "JQ_BUDGET_STEPS",
+      "OUTBOUND_ALLOW_PRIVATE_HOSTS",
+      "STATES_STORE_URL",
+    ]) {
       expect(isOverlayable(n), n).toBe(true);
     }
   });
 
   it("marks tokens, signing secrets and encryption keys secret", () => {
-    for (const n of ["CHANNEL_TWILIO_AUTH_TOKEN", "CHANNEL_WHATSAPP_APP_SECRET", "CHANNEL_WHATSAPP_ACCESS_TOKEN", "CHANNEL_WHATSAPP_VERIFY_TOKEN", "CHANNEL_TELEGRAM_BOT_TOKEN", "CHANNEL_TELEGRAM_WEBHOOK_SECRET", "CHANNEL_SLACK_SIGNING_SECRET", "CHANNEL_SLACK_BOT_TOKEN", "CONNECTORS_ENCRYPTION_KEY", "CONNECTORS_ENCRYPTION_KEY_PREVIOUS", "ACCESS_CONTROL_BOOTSTRAP_TOKEN", "SETTINGS_ENCRYPTION_KEY"]) {
+    for (const n of [
+      "CHANNEL_TWILIO_AUTH_TOKEN",
+      "CHANNEL_WHATSAPP_APP_SECRET",
+      "CHANNEL_WHATSAPP_ACCESS_TOKEN",
+      "CHANNEL_WHATSAPP_VERIFY_TOKEN",
+      "CHANNEL_TELEGRAM_BOT_TOKEN",
+      "CHANNEL_TELEGRAM_WEBHOOK_SECRET",
+      "CHANNEL_SLACK_SIGNING_SECRET",
+      "CHANNEL_SLACK_BOT_TOKEN",
+      "CONNECTORS_ENCRYPTION_KEY",
+      "CONNECTORS_ENCRYPTION_KEY_PREVIOUS",
+      "ACCESS_CONTROL_BOOTSTRAP_TOKEN",
+      "SETTINGS_ENCRYPTION_KEY",
+    ]) {
       expect(isSecretSetting(n), n).toBe(true);
     }
-    for (const n of ["CHANNEL_TWILIO_ACCOUNT_SID", "CHANNEL_SLACK_BOT_USER_ID", "CONVERSATIONS_STORE_URL", "CONNECTORS_PROVIDERS"]) expect(isSecretSetting(n), n).toBe(false);
+    for (const n of ["CHANNEL_TWILIO_ACCOUNT_SID", "CHANNEL_SLACK_BOT_USER_ID", "CONVERSATIONS_STORE_URL", "CONNECTORS_PROVIDERS"])
+      expect(isSecretSetting(n), n).toBe(false);
   });
 
   it("states each default as parseSettings applies it", () => {
@@ -78,7 +114,22 @@ describe("the settings registry", () => {
   });
 });
 
-const KEYWORDS = new Set(["type", "title", "description", "default", "writeOnly", "minimum", "maximum", "exclusiveMinimum", "enum", "pattern", "format", "additionalProperties", "items", "x-setting"]);
+const KEYWORDS = new Set([
+  "type",
+  "title",
+  "description",
+  "default",
+  "writeOnly",
+  "minimum",
+  "maximum",
+  "exclusiveMinimum",
+  "enum",
+  "pattern",
+  "format",
+  "additionalProperties",
+  "items",
+  "x-setting",
+]);
 const TYPES = new Set(["string", "integer", "number", "boolean", "object", "array"]);
 
 describe("GET /api/config/settings-schema", () => {
@@ -90,10 +141,17 @@ describe("GET /api/config/settings-schema", () => {
     expect(schema.$schema).toBe("https://json-schema.org/draft/2020-12/schema");
     expect(schema.type).toBe("object");
     expect(Object.keys(schema.properties).sort()).toEqual([...exactNames].sort());
-    expect(Object.keys(schema.patternProperties).sort()).toEqual(SETTINGS.filter((s) => s.family).map((s) => s.family!.source).sort());
+    expect(Object.keys(schema.patternProperties).sort()).toEqual(
+      SETTINGS.filter((s) => s.family)
+        .map((s) => s.family!.source)
+        .sort(),
+    );
     for (const [name, prop] of Object.entries<Record<string, unknown>>({ ...schema.properties, ...schema.patternProperties })) {
       // Only keywords of the draft (plus the x- annotation), each with a well-formed value.
-      expect(Object.keys(prop).filter((k) => !KEYWORDS.has(k)), name).toEqual([]);
+      expect(
+        Object.keys(prop).filter((k) => !KEYWORDS.has(k)),
+        name,
+      ).toEqual([]);
       expect(TYPES.has(prop.type as string), name).toBe(true);
       expect(typeof prop.description, name).toBe("string");
       for (const k of ["minimum", "maximum", "exclusiveMinimum"]) if (k in prop) expect(typeof prop[k], `${name}.${k}`).toBe("number");

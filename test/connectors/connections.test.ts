@@ -71,7 +71,10 @@ describe("POST /api/connectors/connections/start", () => {
     expect(row).not.toBeNull();
     expect(row!.state_hash).toBe(await sha256Hex(a.state));
     expect(JSON.stringify(row)).not.toContain(a.state);
-    const verifier = await openVerifier(await ring(), { state_hash: String(row!.state_hash), sealed_verifier: JSON.parse(String(row!.sealed_verifier)) } as any);
+    const verifier = await openVerifier(await ring(), {
+      state_hash: String(row!.state_hash),
+      sealed_verifier: JSON.parse(String(row!.sealed_verifier)),
+    } as any);
     expect(verifier).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(await codeChallengeS256(verifier!)).toBe(q.code_challenge);
     expect(String(row!.sealed_verifier)).not.toContain(verifier!);
@@ -134,7 +137,12 @@ describe("POST /api/connectors/oauth/complete", () => {
     expect(done.body.data.kind).toBe("connected");
     const conn = done.body.data.connection;
     expect(conn.connection_id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
-    expect(conn).toMatchObject({ provider_id: "acme", owner_user_id: "root", sub_services: ["mail", "calendar"], scopes: ["mail.read", "cal.read", "cal.write"] });
+    expect(conn).toMatchObject({
+      provider_id: "acme",
+      owner_user_id: "root",
+      sub_services: ["mail", "calendar"],
+      scopes: ["mail.read", "cal.read", "cal.write"],
+    });
     expect(conn.health).toMatchObject({ status: "connected", refreshable: true, last_error: null, last_refreshed_at: null, granted_scope: "granted" });
     expect(Date.parse(conn.health.access_token_expires_at)).toBeGreaterThan(Date.now() + 3000_000);
     expect(Object.keys(conn).sort()).toEqual(["connection_id", "created_at", "health", "owner_user_id", "provider_id", "scopes", "sub_services", "updated_at"]);
@@ -188,13 +196,18 @@ describe("POST /api/connectors/oauth/complete", () => {
 
     const { started, done } = await connect(fake, { key });
     expect(done.status).toBe(200);
-    const replay = await call("POST", COMPLETE, { key, body: { state: new URL(started.body.data.authorization_url).searchParams.get("state"), code: "another" } });
+    const replay = await call("POST", COMPLETE, {
+      key,
+      body: { state: new URL(started.body.data.authorization_url).searchParams.get("state"), code: "another" },
+    });
     expect(replay.status).toBe(400);
     expect(replay.body.code).toBe("oauth-state-invalid");
 
     const s = await start(key);
     const { code, state } = fake.consent(s.body.data.authorization_url);
-    await env.DB.prepare("UPDATE connector_oauth_starts SET expires_at = ? WHERE state_hash = ?").bind(Date.now() - 1, await sha256Hex(state)).run();
+    await env.DB.prepare("UPDATE connector_oauth_starts SET expires_at = ? WHERE state_hash = ?")
+      .bind(Date.now() - 1, await sha256Hex(state))
+      .run();
     const expired = await call("POST", COMPLETE, { key, body: { state, code } });
     expect(expired.status).toBe(400);
     expect(expired.body.code).toBe("oauth-state-invalid");
@@ -312,7 +325,9 @@ describe("reading connections", () => {
     expect((await call("GET", `/api/connectors/connections/${b.id}`, { key: await admin() })).status).toBe(200);
 
     // Another's connection cannot be changed, reconnected or deleted either.
-    expect((await call("PATCH", `/api/connectors/connections/${b.id}/sub-services`, { key: alice.key, body: { sub_services: ["calendar"] } })).status).toBe(404);
+    expect((await call("PATCH", `/api/connectors/connections/${b.id}/sub-services`, { key: alice.key, body: { sub_services: ["calendar"] } })).status).toBe(
+      404,
+    );
     expect((await call("POST", `/api/connectors/connections/${b.id}/reconnect`, { key: alice.key })).status).toBe(404);
     expect((await call("DELETE", `/api/connectors/connections/${b.id}`, { key: alice.key })).status).toBe(404);
     expect((await call("GET", `/api/connectors/connections/${b.id}`, { key: bob.key })).status).toBe(200);
@@ -383,7 +398,11 @@ describe("PATCH /api/connectors/connections/{id}/sub-services", () => {
 
     const narrowed = await call("PATCH", `/api/connectors/connections/${id}/sub-services`, { key, body: { sub_services: ["calendar"] } });
     expect(narrowed.status).toBe(200);
-    expect(narrowed.body.data).toMatchObject({ kind: "narrowed", authorization: null, connection: { connection_id: id, sub_services: ["calendar"], scopes: ["cal.read", "cal.write"] } });
+    expect(narrowed.body.data).toMatchObject({
+      kind: "narrowed",
+      authorization: null,
+      connection: { connection_id: id, sub_services: ["calendar"], scopes: ["cal.read", "cal.write"] },
+    });
     expectNoSecrets(narrowed.text, fake);
     expect((await call("GET", `/api/connectors/connections/${id}`, { key })).body.data.sub_services).toEqual(["calendar"]);
     // No provider call was needed.
@@ -418,7 +437,11 @@ describe("PATCH /api/connectors/connections/{id}/sub-services", () => {
     const fake = fakeProvider();
     const key = await admin();
     const { id } = await connect(fake, { key });
-    for (const [subs, field] of [[["mail", "nope"], "sub_services.1"], [[], "sub_services"], [["mail", "mail"], "sub_services"]] as const) {
+    for (const [subs, field] of [
+      [["mail", "nope"], "sub_services.1"],
+      [[], "sub_services"],
+      [["mail", "mail"], "sub_services"],
+    ] as const) {
       const r = await call("PATCH", `/api/connectors/connections/${id}/sub-services`, { key, body: { sub_services: subs } });
       expect(r.status).toBe(400);
       expect(r.body.error).toContain(field);
@@ -507,7 +530,9 @@ describe("started authorizations", () => {
     const key = await admin();
     const open = (await start(key)).body.data.state;
     const old = (await start(key)).body.data.state;
-    await env.DB.prepare("UPDATE connector_oauth_starts SET expires_at = ? WHERE state_hash = ?").bind(Date.now() - 1, await sha256Hex(old)).run();
+    await env.DB.prepare("UPDATE connector_oauth_starts SET expires_at = ? WHERE state_hash = ?")
+      .bind(Date.now() - 1, await sha256Hex(old))
+      .run();
     const removed = await pruneStarts(env.DB, Date.now());
     expect(removed).toBeGreaterThanOrEqual(1);
     expect(await startRow(old)).toBeNull();
@@ -518,7 +543,9 @@ describe("started authorizations", () => {
     const user = await connectorsUser();
     const states: string[] = [];
     for (let i = 0; i < MAX_OPEN_STARTS + 2; i++) states.push((await start(user.key)).body.data.state);
-    const { n } = (await env.DB.prepare("SELECT COUNT(*) AS n FROM connector_oauth_starts WHERE initiator_user_id = ?").bind(user.user_id).first<{ n: number }>())!;
+    const { n } = (await env.DB.prepare("SELECT COUNT(*) AS n FROM connector_oauth_starts WHERE initiator_user_id = ?")
+      .bind(user.user_id)
+      .first<{ n: number }>())!;
     expect(n).toBe(MAX_OPEN_STARTS);
     expect(await startRow(states[0])).toBeNull();
     expect(await startRow(states[1])).toBeNull();

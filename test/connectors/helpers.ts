@@ -35,7 +35,13 @@ export const PROVIDERS = [
       { id: "calendar", display_name: "Calendar", description: "Events", scopes: ["cal.read", "cal.write"] },
       { id: "files", display_name: "Files", scopes: ["files", "mail.read"] },
     ],
-    oauth: { authorization_endpoint: AUTHORIZE_URL, token_endpoint: TOKEN_URL, client_id_env: "ACME_CLIENT_ID", client_secret_env: "ACME_CLIENT_SECRET", authorize_params: { prompt: "consent" } },
+    oauth: {
+      authorization_endpoint: AUTHORIZE_URL,
+      token_endpoint: TOKEN_URL,
+      client_id_env: "ACME_CLIENT_ID",
+      client_secret_env: "ACME_CLIENT_SECRET",
+      authorize_params: { prompt: "consent" },
+    },
     // Where its connections' tokens may be sent: the fake tool and agent endpoints.
     api_origins: [new URL(TOOL_URL).origin, new URL(AGENT_URL).origin],
   },
@@ -158,7 +164,11 @@ export function fakeProvider() {
       expect(url.searchParams.get("client_id")).toBe(CLIENT_ID);
       expect(url.searchParams.get("code_challenge_method")).toBe("S256");
       const code = `code-${crypto.randomUUID()}`;
-      codes.set(code, { challenge: url.searchParams.get("code_challenge")!, redirect_uri: url.searchParams.get("redirect_uri")!, scope: url.searchParams.get("scope")! });
+      codes.set(code, {
+        challenge: url.searchParams.get("code_challenge")!,
+        redirect_uri: url.searchParams.get("redirect_uri")!,
+        scope: url.searchParams.get("scope")!,
+      });
       return { code, state: url.searchParams.get("state")!, url };
     },
   };
@@ -169,7 +179,12 @@ export type FakeProvider = ReturnType<typeof fakeProvider>;
 /** Starts and completes a connection as `key` (admin by default). */
 export async function connect(fake: FakeProvider, opts: { key?: string; sub_services?: string[]; vars?: Record<string, unknown> } = {}) {
   const key = opts.key ?? (await admin());
-  const started = await call("POST", "/api/connectors/connections/start", { key, body: { provider_id: "acme", sub_services: opts.sub_services ?? ["mail"] } }, opts.vars);
+  const started = await call(
+    "POST",
+    "/api/connectors/connections/start",
+    { key, body: { provider_id: "acme", sub_services: opts.sub_services ?? ["mail"] } },
+    opts.vars,
+  );
   expect(started.status, started.text).toBe(200);
   const { code, state } = fake.consent(started.body.data.authorization_url);
   const done = await call("POST", "/api/connectors/oauth/complete", { key, body: { state, code } }, opts.vars);
@@ -196,14 +211,23 @@ export function objectOf(connectionId: string) {
 /** Everything the connection's object stores: every table's rows, as plain objects. */
 export function storedRows(connectionId: string): Promise<Array<Record<string, unknown>>> {
   return runInDurableObject(objectOf(connectionId), async (_instance: ConnectorConnection, state) => {
-    const tables = state.storage.sql.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_%' ESCAPE '\\' AND name NOT LIKE 'sqlite%'").toArray();
-    return tables.flatMap((t) => state.storage.sql.exec<Record<string, SqlStorageValue>>(`SELECT * FROM "${t.name}"`).toArray().map((r) => ({ table: t.name, ...r })));
+    const tables = state.storage.sql
+      .exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_%' ESCAPE '\\' AND name NOT LIKE 'sqlite%'")
+      .toArray();
+    return tables.flatMap((t) =>
+      state.storage.sql
+        .exec<Record<string, SqlStorageValue>>(`SELECT * FROM "${t.name}"`)
+        .toArray()
+        .map((r) => ({ table: t.name, ...r })),
+    );
   });
 }
 
 /** The open start row of `state` (looked up by its hash), or null. */
 export async function startRow(state: string): Promise<Record<string, unknown> | null> {
-  return env.DB.prepare("SELECT * FROM connector_oauth_starts WHERE state_hash = ?").bind(await sha256Hex(state)).first();
+  return env.DB.prepare("SELECT * FROM connector_oauth_starts WHERE state_hash = ?")
+    .bind(await sha256Hex(state))
+    .first();
 }
 
 /** Runs a tool through the admin door with the connector vars. */
@@ -213,5 +237,10 @@ export async function runTool(tool: string, args: Record<string, unknown> = {}, 
 
 /** Declares an HTTP tool at TOOL_URL with `headers`. */
 export async function declareTool(title: string, headers: Record<string, unknown>, vars: Record<string, unknown> = VARS) {
-  return call("POST", "/api/tools-config/entries", { key: await admin(), body: { title, kind: "http", description: "uses a connection", url: TOOL_URL, headers } }, vars);
+  return call(
+    "POST",
+    "/api/tools-config/entries",
+    { key: await admin(), body: { title, kind: "http", description: "uses a connection", url: TOOL_URL, headers } },
+    vars,
+  );
 }

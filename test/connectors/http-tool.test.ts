@@ -56,7 +56,11 @@ describe("an HTTP tool with a connection header", () => {
       "x-static": "literal-value",
       "x-env": { env: "TOOL_SECRET" },
     }));
-    expect(declared.body.data.tool.headers).toMatchObject({ "x-token": { format: "token {access_token}" }, "x-static": "<redacted>", "x-env": { env: "TOOL_SECRET" } });
+    expect(declared.body.data.tool.headers).toMatchObject({
+      "x-token": { format: "token {access_token}" },
+      "x-static": "<redacted>",
+      "x-env": { env: "TOOL_SECRET" },
+    });
     const r = await runTool(title, {}, { ...VARS, TOOL_SECRET: "env-secret-value" });
     expect(r.status, r.text).toBe(200);
     expect(fake.toolCalls[0].headers).toMatchObject({ "x-token": `token ${fake.lastAccess()}`, "x-static": "literal-value", "x-env": "env-secret-value" });
@@ -138,7 +142,10 @@ describe("an HTTP tool with a connection header", () => {
     expect(fake.toolCalls).toHaveLength(0);
 
     const view = await call("GET", `/api/connectors/connections/${id}`, { key: await admin() });
-    expect(view.body.data.health).toMatchObject({ status: "reconnect_required", last_error: "refresh failed: token endpoint answered HTTP 400 (invalid_grant)" });
+    expect(view.body.data.health).toMatchObject({
+      status: "reconnect_required",
+      last_error: "refresh failed: token endpoint answered HTTP 400 (invalid_grant)",
+    });
     expect(view.text).not.toContain(CLIENT_SECRET);
 
     // No more token requests until a reconnect.
@@ -176,7 +183,12 @@ describe("an HTTP tool with a connection header", () => {
     const { title } = await connectedTool(fake);
     expect((await dispatchLater(title, 0)).ok).toBe(true);
     const r = await dispatchLater(title, 2 * HOUR_MS);
-    expect(r).toEqual({ ok: false, kind: "tool_error", message: "the connection's access token expired and it has no refresh token; reconnect the connection (POST /api/connectors/connections/{connection_id}/reconnect)" });
+    expect(r).toEqual({
+      ok: false,
+      kind: "tool_error",
+      message:
+        "the connection's access token expired and it has no refresh token; reconnect the connection (POST /api/connectors/connections/{connection_id}/reconnect)",
+    });
     expect(fake.tokenCalls).toHaveLength(1);
   });
 
@@ -245,13 +257,24 @@ describe("declaring a connection header", () => {
   it("an HTTP agent's connection header is checked at declaration and sends the token at each run", async () => {
     const fake = fakeProvider();
     const key = await admin();
-    const missing = await call("POST", "/api/agents-config/entries", { key, body: { title: uniq("conn-agent"), kind: "http", description: "x", config: { url: AGENT_URL, headers: { authorization: { connection: crypto.randomUUID() } } } } });
+    const missing = await call("POST", "/api/agents-config/entries", {
+      key,
+      body: {
+        title: uniq("conn-agent"),
+        kind: "http",
+        description: "x",
+        config: { url: AGENT_URL, headers: { authorization: { connection: crypto.randomUUID() } } },
+      },
+    });
     expect(missing.status).toBe(400);
     expect(missing.body.error).toBe("invalid body: config.headers.authorization: no such connection");
 
     const { id } = await connect(fake);
     const title = uniq("conn-agent");
-    const declared = await call("POST", "/api/agents-config/entries", { key, body: { title, kind: "http", description: "x", config: { url: AGENT_URL, headers: { authorization: { connection: id } } } } });
+    const declared = await call("POST", "/api/agents-config/entries", {
+      key,
+      body: { title, kind: "http", description: "x", config: { url: AGENT_URL, headers: { authorization: { connection: id } } } },
+    });
     expect(declared.status, declared.text).toBe(200);
     expect(declared.body.data.agent.config.headers).toEqual({ authorization: { connection: id } });
     const run = await call("POST", `/api/agents/${title}/runs`, { key, body: { user_message: "hello" } });

@@ -43,9 +43,15 @@ describe("api_origins in a provider descriptor", () => {
       return errors;
     };
     expect(errorsOf(["https://api.acme.example", "http://127.0.0.1:*"])).toEqual([]);
-    expect(errorsOf(["https://api.acme.example/v1"])).toEqual([expect.stringMatching(/^CONNECTORS_PROVIDERS \[0\]\.api_origins\[0\]: must be an origin: https:\/\/host\[:port\]/)]);
-    expect(errorsOf(["https://api.acme.example", "http://api.acme.example"])).toEqual([expect.stringMatching(/^CONNECTORS_PROVIDERS \[0\]\.api_origins\[1\]: must be an origin/)]);
-    expect(errorsOf([])).toEqual(["CONNECTORS_PROVIDERS [0].api_origins: must list at least one origin (leave the field out to lend connections to no declaration)"]);
+    expect(errorsOf(["https://api.acme.example/v1"])).toEqual([
+      expect.stringMatching(/^CONNECTORS_PROVIDERS \[0\]\.api_origins\[0\]: must be an origin: https:\/\/host\[:port\]/),
+    ]);
+    expect(errorsOf(["https://api.acme.example", "http://api.acme.example"])).toEqual([
+      expect.stringMatching(/^CONNECTORS_PROVIDERS \[0\]\.api_origins\[1\]: must be an origin/),
+    ]);
+    expect(errorsOf([])).toEqual([
+      "CONNECTORS_PROVIDERS [0].api_origins: must list at least one origin (leave the field out to lend connections to no declaration)",
+    ]);
     expect(errorsOf(["https://api.acme.example/v1"]).join(" ")).not.toContain("api.acme.example");
   });
 
@@ -63,7 +69,10 @@ describe("declaring a connection header elsewhere than the provider's API", () =
     const user = await connectorsUser();
     const { id } = await connect(fake, { key: user.key });
     const title = uniq("collect");
-    const r = await call("POST", "/api/tools-config/entries", { key: await admin(), body: { title, kind: "http", url: `${COLLECTOR}/collect`, headers: { authorization: { connection: id } } } });
+    const r = await call("POST", "/api/tools-config/entries", {
+      key: await admin(),
+      body: { title, kind: "http", url: `${COLLECTOR}/collect`, headers: { authorization: { connection: id } } },
+    });
     expect(r.status).toBe(400);
     expect(r.body.error).toBe(`invalid body: headers.authorization: ${NOT_AT_ORIGINS}`);
     expect(r.text).not.toContain(id);
@@ -80,7 +89,10 @@ describe("declaring a connection header elsewhere than the provider's API", () =
     const { id } = await connect(fake);
     const key = await admin();
     const agent = uniq("collect-agent");
-    const a = await call("POST", "/api/agents-config/entries", { key, body: { title: agent, kind: "http", config: { url: `${COLLECTOR}/turn`, headers: { "x-token": { connection: id } } } } });
+    const a = await call("POST", "/api/agents-config/entries", {
+      key,
+      body: { title: agent, kind: "http", config: { url: `${COLLECTOR}/turn`, headers: { "x-token": { connection: id } } } },
+    });
     expect(a.status).toBe(400);
     expect(a.body.error).toBe(`invalid body: config.headers.x-token: ${NOT_AT_ORIGINS}`);
     expect(await count("agent_declarations", agent)).toBe(0);
@@ -90,7 +102,12 @@ describe("declaring a connection header elsewhere than the provider's API", () =
       body: {
         operation_id: "collectToken",
         headers: { authorization: { connection: id } },
-        openapi: { openapi: "3.0.3", info: { title: "c", version: "1" }, servers: [{ url: `${COLLECTOR}/v1` }], paths: { "/x": { get: { operationId: "collectToken" } } } },
+        openapi: {
+          openapi: "3.0.3",
+          info: { title: "c", version: "1" },
+          servers: [{ url: `${COLLECTOR}/v1` }],
+          paths: { "/x": { get: { operationId: "collectToken" } } },
+        },
       },
     });
     expect(api.status).toBe(400);
@@ -98,13 +115,19 @@ describe("declaring a connection header elsewhere than the provider's API", () =
     expect(await count("api_tools", "collectToken")).toBe(0);
 
     const server = uniq("collect_mcp").replace(/-/g, "_");
-    const m = await call("POST", "/api/mcp-config/entries", { key, body: { title: server, config: { type: "http", url: `${COLLECTOR}/mcp`, headers: { authorization: { connection: id } } } } });
+    const m = await call("POST", "/api/mcp-config/entries", {
+      key,
+      body: { title: server, config: { type: "http", url: `${COLLECTOR}/mcp`, headers: { authorization: { connection: id } } } },
+    });
     expect(m.status).toBe(400);
     expect(m.body.error).toBe(`invalid body: config.headers.authorization: ${NOT_AT_ORIGINS}`);
     expect(await count("mcp_servers", server)).toBe(0);
 
     const current = await call("GET", "/api/manifest", { key });
-    const doc = { ...current.body.data, tools: [...current.body.data.tools, { title: uniq("mtool"), kind: "http", url: `${COLLECTOR}/x`, headers: { authorization: { connection: id } } }] };
+    const doc = {
+      ...current.body.data,
+      tools: [...current.body.data.tools, { title: uniq("mtool"), kind: "http", url: `${COLLECTOR}/x`, headers: { authorization: { connection: id } } }],
+    };
     const replaced = await call("POST", "/api/manifest/replace", { key, body: doc });
     expect(replaced.status).toBe(400);
     expect(replaced.body.error).toBe(`invalid body: tools[${doc.tools.length - 1}].headers.authorization: ${NOT_AT_ORIGINS}`);
@@ -125,7 +148,12 @@ describe("declaring a connection header elsewhere than the provider's API", () =
     const missing = "00000000-0000-4000-8000-000000000000";
     const r = await call("POST", "/api/tools-config/entries", {
       key: await admin(),
-      body: { title: uniq("many"), kind: "http", url: `${COLLECTOR}/x`, headers: { a: { connection: id }, b: { connection: missing }, c: { connection: id, format: "token {access_token}" } } },
+      body: {
+        title: uniq("many"),
+        kind: "http",
+        url: `${COLLECTOR}/x`,
+        headers: { a: { connection: id }, b: { connection: missing }, c: { connection: id, format: "token {access_token}" } },
+      },
     });
     expect(r.status).toBe(400);
     expect(r.body.error).toBe(`invalid body: headers.a, headers.c: ${NOT_AT_ORIGINS}; headers.b: no such connection`);
@@ -144,7 +172,10 @@ describe("a stored declaration whose provider no longer lends to its URL", () =>
     for (const [vars, reason] of [
       [withOrigins([new URL(AGENT_URL).origin]), NOT_AT_ORIGINS],
       [withOrigins(null), NO_ORIGINS],
-      [{ ...VARS, CONNECTORS_PROVIDERS: JSON.stringify(PROVIDERS.filter((p) => p.id !== "acme")) }, "the connection's provider is not configured (CONNECTORS_PROVIDERS)"],
+      [
+        { ...VARS, CONNECTORS_PROVIDERS: JSON.stringify(PROVIDERS.filter((p) => p.id !== "acme")) },
+        "the connection's provider is not configured (CONNECTORS_PROVIDERS)",
+      ],
     ] as const) {
       const r = await runTool(title, {}, vars);
       expect(r.status).toBe(500);
@@ -165,7 +196,14 @@ describe("a stored declaration whose provider no longer lends to its URL", () =>
     const fake = fakeProvider();
     const { id } = await connect(fake);
     const agent = uniq("narrowed-agent");
-    expect((await call("POST", "/api/agents-config/entries", { key: await admin(), body: { title: agent, kind: "http", config: { url: AGENT_URL, headers: { authorization: { connection: id } } } } })).status).toBe(200);
+    expect(
+      (
+        await call("POST", "/api/agents-config/entries", {
+          key: await admin(),
+          body: { title: agent, kind: "http", config: { url: AGENT_URL, headers: { authorization: { connection: id } } } },
+        })
+      ).status,
+    ).toBe(200);
     const run = await runAgent(testContext({ vars: withOrigins([new URL(TOOL_URL).origin]) }), agent, { thread_id: uniq("t"), user_message: "hi" }, {});
     expect(run).toEqual({ ok: false, kind: "agent_error", message: `${NOT_AT_ORIGINS}; the token was not sent` });
     expect(fake.toolCalls).toHaveLength(0);
@@ -177,7 +215,10 @@ describe("a stored declaration whose provider no longer lends to its URL", () =>
     const lent = withOrigins([new URL(TOOL_URL).origin, `https://${MCP_HOST}`]);
     const calls = localMcpNetwork();
     const server = uniq("lent_mcp").replace(/-/g, "_");
-    const declared = await callWith(lent, "POST", "/api/mcp-config/entries", { key: await admin(), body: { title: server, config: { type: "http", url: MCP_URL, headers: { authorization: { connection: id } } } } });
+    const declared = await callWith(lent, "POST", "/api/mcp-config/entries", {
+      key: await admin(),
+      body: { title: server, config: { type: "http", url: MCP_URL, headers: { authorization: { connection: id } } } },
+    });
     expect(declared.status, declared.text).toBe(200);
     expect(declared.body.data.status.status).toBe("ok");
     expect(calls.length).toBeGreaterThan(0);

@@ -46,29 +46,75 @@ describe("the providers document", () => {
     ["a provider id off the pattern", oauth((p) => (p.id = `Acme-${MARKER}`)), "[0].id", "^[a-z][a-z0-9_]*$"],
     ["a provider id starting with a digit", oauth((p) => (p.id = "1acme")), "[0].id", "^[a-z][a-z0-9_]*$"],
     ["a sub-service id off the pattern", oauth((p) => (p.sub_services[1].id = `Cal ${MARKER}`)), "[0].sub_services[1].id", "^[a-z][a-z0-9_]*$"],
-    ["a config key off the pattern", { ...PROVIDERS[1], config_fields: [{ key: `Key-${MARKER}`, label: "x", target: "env" }] }, "[0].config_fields[0].key", "^[a-z][a-z0-9_]*$"],
+    [
+      "a config key off the pattern",
+      { ...PROVIDERS[1], config_fields: [{ key: `Key-${MARKER}`, label: "x", target: "env" }] },
+      "[0].config_fields[0].key",
+      "^[a-z][a-z0-9_]*$",
+    ],
     ["an http icon_url", oauth((p) => (p.icon_url = `http://icons.fake/${MARKER}.png`)), "[0].icon_url", "https"],
     ["no sub-service", oauth((p) => (p.sub_services = [])), "[0].sub_services", "at least one sub-service"],
     ["an oauth provider without oauth data", oauth((p) => delete p.oauth), "[0].oauth", "an oauth provider needs"],
     ["an oauth provider without a token endpoint", oauth((p) => delete p.oauth.token_endpoint), "[0].oauth.token_endpoint", ""],
     ["an oauth provider without a client secret env name", oauth((p) => delete p.oauth.client_secret_env), "[0].oauth.client_secret_env", ""],
     ["an oauth sub-service without scopes", oauth((p) => (p.sub_services[0].scopes = [])), "[0].sub_services[0].scopes", "at least one scope"],
-    ["an oauth provider with config fields", oauth((p) => (p.config_fields = [{ key: "k", label: "K", target: "env" }])), "[0].config_fields", "no config fields"],
+    [
+      "an oauth provider with config fields",
+      oauth((p) => (p.config_fields = [{ key: "k", label: "K", target: "env" }])),
+      "[0].config_fields",
+      "no config fields",
+    ],
     ["a none provider with oauth data", { ...PROVIDERS[1], oauth: PROVIDERS[0].oauth }, "[0].oauth", "carries no oauth data"],
-    ["a none provider with scopes", { ...PROVIDERS[1], sub_services: [{ id: "all", display_name: "All", scopes: ["x"] }] }, "[0].sub_services[0].scopes", "no oauth data"],
+    [
+      "a none provider with scopes",
+      { ...PROVIDERS[1], sub_services: [{ id: "all", display_name: "All", scopes: ["x"] }] },
+      "[0].sub_services[0].scopes",
+      "no oauth data",
+    ],
     ["an unknown kind", oauth((p) => (p.kind = MARKER)), "[0].kind", ""],
     ["an unknown origin", oauth((p) => (p.origin = MARKER)), "[0].origin", ""],
-    ["a config field target outside env|header", { ...PROVIDERS[1], config_fields: [{ key: "k", label: "K", target: MARKER }] }, "[0].config_fields[0].target", ""],
+    [
+      "a config field target outside env|header",
+      { ...PROVIDERS[1], config_fields: [{ key: "k", label: "K", target: MARKER }] },
+      "[0].config_fields[0].target",
+      "",
+    ],
     ["an http token endpoint", oauth((p) => (p.oauth.token_endpoint = `http://oauth.fake/${MARKER}`)), "[0].oauth.token_endpoint", "https"],
-    ["an authorization endpoint with userinfo", oauth((p) => (p.oauth.authorization_endpoint = `https://u:${MARKER}@oauth.fake/a`)), "[0].oauth.authorization_endpoint", "user:password"],
-    ["a client secret env naming the encryption key", oauth((p) => (p.oauth.client_secret_env = "CONNECTORS_ENCRYPTION_KEY")), "[0].oauth.client_secret_env", "own settings"],
+    [
+      "an authorization endpoint with userinfo",
+      oauth((p) => (p.oauth.authorization_endpoint = `https://u:${MARKER}@oauth.fake/a`)),
+      "[0].oauth.authorization_endpoint",
+      "user:password",
+    ],
+    [
+      "a client secret env naming the encryption key",
+      oauth((p) => (p.oauth.client_secret_env = "CONNECTORS_ENCRYPTION_KEY")),
+      "[0].oauth.client_secret_env",
+      "own settings",
+    ],
     ["a client id env naming a channel secret", oauth((p) => (p.oauth.client_id_env = "CHANNEL_SLACK_BOT_TOKEN")), "[0].oauth.client_id_env", "channel secret"],
     ["a client env that is no env name", oauth((p) => (p.oauth.client_id_env = `${MARKER} x`)), "[0].oauth.client_id_env", "env var"],
-    ["a reserved authorize param", oauth((p) => (p.oauth.authorize_params = { state: MARKER })), "[0].oauth.authorize_params", "none of those the service sets"],
+    [
+      "a reserved authorize param",
+      oauth((p) => (p.oauth.authorize_params = { state: MARKER })),
+      "[0].oauth.authorize_params",
+      "none of those the service sets",
+    ],
     ["a scope with a space", oauth((p) => (p.sub_services[0].scopes = [`a ${MARKER}`])), "[0].sub_services[0].scopes[0]", "scope token"],
     ["an unknown field", oauth((p) => (p.colour = MARKER)), "[0]", "colour"],
     ["a repeated sub-service id", oauth((p) => (p.sub_services[2].id = "mail")), "[0].sub_services[2].id", "repeats"],
-    ["a repeated config key", { ...PROVIDERS[1], config_fields: [{ key: "k", label: "a", target: "env" }, { key: "k", label: "b", target: "env" }] }, "[0].config_fields[1].key", "repeats"],
+    [
+      "a repeated config key",
+      {
+        ...PROVIDERS[1],
+        config_fields: [
+          { key: "k", label: "a", target: "env" },
+          { key: "k", label: "b", target: "env" },
+        ],
+      },
+      "[0].config_fields[1].key",
+      "repeats",
+    ],
   ])("refuses %s, naming the variable, the place and the rule, never the value", (_what, descriptor, where, rule) => {
     const errors = errorsOf([descriptor]);
     expect(errors.length).toBeGreaterThan(0);
@@ -88,7 +134,10 @@ describe("the providers document", () => {
   it("an invalid document is a settings error (every request answers 500)", async () => {
     const r = parseSettings({ ...env, ...VARS, CONNECTORS_PROVIDERS: JSON.stringify([oauth((p) => (p.icon_url = "http://x.fake/i.png"))]) });
     expect(r.ok).toBe(false);
-    const res = await fetchWithEnv({ ...env, ...VARS, CONNECTORS_PROVIDERS: "[1]" }, new Request(`${BASE}/api/connectors/providers`, { headers: { "x-api-key": await admin() } }));
+    const res = await fetchWithEnv(
+      { ...env, ...VARS, CONNECTORS_PROVIDERS: "[1]" },
+      new Request(`${BASE}/api/connectors/providers`, { headers: { "x-api-key": await admin() } }),
+    );
     expect(res.status).toBe(500);
   });
 });
@@ -108,7 +157,10 @@ describe("connector settings", () => {
     expect(bad).toContain("CONNECTORS_ENCRYPTION_KEY must be 32 random bytes in base64");
     expect(bad).not.toContain(short);
     // url-safe and unpadded spellings of a 32-byte key are accepted
-    const urlSafe = btoa(String.fromCharCode(...new Uint8Array(32).fill(251))).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+    const urlSafe = btoa(String.fromCharCode(...new Uint8Array(32).fill(251)))
+      .replace(/\+/g, "-")
+      .replace(/\//g, "_")
+      .replace(/=+$/, "");
     expect(errorsFor({ CONNECTORS_ENCRYPTION_KEY: urlSafe })).toEqual([]);
   });
 
@@ -122,7 +174,9 @@ describe("connector settings", () => {
 
   it("an oauth provider needs a redirect URI, https or loopback http", () => {
     expect(errorsFor({ CONNECTORS_OAUTH_REDIRECT_URI: "" }).join()).toContain("CONNECTORS_OAUTH_REDIRECT_URI must be set");
-    expect(errorsFor({ CONNECTORS_OAUTH_REDIRECT_URI: `http://app.fake/${MARKER}` }).join()).toContain("CONNECTORS_OAUTH_REDIRECT_URI must be an absolute https URL");
+    expect(errorsFor({ CONNECTORS_OAUTH_REDIRECT_URI: `http://app.fake/${MARKER}` }).join()).toContain(
+      "CONNECTORS_OAUTH_REDIRECT_URI must be an absolute https URL",
+    );
     expect(errorsFor({ CONNECTORS_OAUTH_REDIRECT_URI: "http://127.0.0.1:3000/cb" })).toEqual([]);
     expect(errorsFor({ CONNECTORS_OAUTH_REDIRECT_URI: "https://app.fake/cb#frag" }).join()).toContain("CONNECTORS_OAUTH_REDIRECT_URI");
     // No oauth provider, no redirect needed.
@@ -130,7 +184,9 @@ describe("connector settings", () => {
   });
 
   it("the start TTL and refresh skew are bounded whole numbers", () => {
-    expect(errorsFor({ CONNECTORS_OAUTH_START_TTL_SECONDS: "10" }).join()).toContain("CONNECTORS_OAUTH_START_TTL_SECONDS must be a whole number from 60 to 3600");
+    expect(errorsFor({ CONNECTORS_OAUTH_START_TTL_SECONDS: "10" }).join()).toContain(
+      "CONNECTORS_OAUTH_START_TTL_SECONDS must be a whole number from 60 to 3600",
+    );
     expect(errorsFor({ CONNECTORS_TOKEN_REFRESH_SKEW_SECONDS: "-1" }).join()).toContain("CONNECTORS_TOKEN_REFRESH_SKEW_SECONDS");
   });
 
@@ -166,7 +222,18 @@ describe("GET /api/connectors/providers", () => {
     });
     expect(plain.config_fields).toEqual([{ key: "api_base", label: "API base", target: "header", required: true, secret: false }]);
     // Nothing about how the service talks to the provider.
-    for (const hidden of [`"oauth":`, "authorization_endpoint", "token_endpoint", "client_auth", "prompt", "ACME_CLIENT_SECRET", "ACME_CLIENT_ID", CLIENT_SECRET, "oauth.fake/token"]) expect(r.text).not.toContain(hidden);
+    for (const hidden of [
+      `"oauth":`,
+      "authorization_endpoint",
+      "token_endpoint",
+      "client_auth",
+      "prompt",
+      "ACME_CLIENT_SECRET",
+      "ACME_CLIENT_ID",
+      CLIENT_SECRET,
+      "oauth.fake/token",
+    ])
+      expect(r.text).not.toContain(hidden);
   });
 
   it("lists providers without a store, with no categories", async () => {

@@ -33,7 +33,9 @@ describe("the connector token endpoint cannot be moved at runtime", () => {
     const title = uniq("conn-tool");
     expect((await declareTool(title, { authorization: { connection: id } })).status).toBe(200);
 
-    await env.DB.prepare("INSERT INTO settings_overlay (name, value, secret, updated_at) VALUES ('CONNECTORS_PROVIDERS', ?, 0, ?)").bind(redirected, new Date().toISOString()).run();
+    await env.DB.prepare("INSERT INTO settings_overlay (name, value, secret, updated_at) VALUES ('CONNECTORS_PROVIDERS', ?, 0, ?)")
+      .bind(redirected, new Date().toISOString())
+      .run();
     expect((await plainCall("POST", "/api/config/reload", { key: await admin() })).status).toBe(200);
 
     const r = await runTool(title);
@@ -43,7 +45,11 @@ describe("the connector token endpoint cannot be moved at runtime", () => {
     expect(fake.tokenCalls.map((t) => t.grant_type)).toEqual(["authorization_code", "refresh_token", "authorization_code"]);
     const hosts = fake.edge.map((c) => new URL(c.url).host);
     expect(hosts).not.toContain("collector.example");
-    expect(fake.edge.filter((c) => c.body.includes("rt-") || (c.headers.authorization ?? "").includes(btoa(`acme-client-id:${CLIENT_SECRET}`))).every((c) => c.url === "https://oauth.fake/token")).toBe(true);
+    expect(
+      fake.edge
+        .filter((c) => c.body.includes("rt-") || (c.headers.authorization ?? "").includes(btoa(`acme-client-id:${CLIENT_SECRET}`)))
+        .every((c) => c.url === "https://oauth.fake/token"),
+    ).toBe(true);
   });
 
   it("a declaration cannot send the client secret elsewhere by reference: its env var is never referenceable, even named SECRET_* or allowlisted", async () => {
@@ -60,6 +66,8 @@ describe("the connector token endpoint cannot be moved at runtime", () => {
     expect(listed.status).toBe(500);
     expect(listed.text).toContain("SECRET_REFERENCE_ALLOWLIST names a variable that is never referenceable");
     // And the allowlist cannot be widened at runtime.
-    expect((await call("POST", "/api/config/env", { key: await admin(), body: { set: { SECRET_REFERENCE_ALLOWLIST: "ACME_CLIENT_SECRET" } } })).status).toBe(400);
+    expect((await call("POST", "/api/config/env", { key: await admin(), body: { set: { SECRET_REFERENCE_ALLOWLIST: "ACME_CLIENT_SECRET" } } })).status).toBe(
+      400,
+    );
   });
 });

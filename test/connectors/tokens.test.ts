@@ -134,12 +134,25 @@ describe("PKCE and the header format", () => {
 });
 
 describe("the token endpoint's answers", () => {
-  const client = { token_endpoint: "https://oauth.fake/token", client_id: "id", client_secret: "s3cr3t", client_auth: "client_secret_basic" as const, allow_private_hosts: false, timeout_ms: 2000 };
+  const client = {
+    token_endpoint: "https://oauth.fake/token",
+    client_id: "id",
+    client_secret: "s3cr3t",
+    client_auth: "client_secret_basic" as const,
+    allow_private_hosts: false,
+    timeout_ms: 2000,
+  };
   const refresh = { grant_type: "refresh_token" as const, refresh_token: "rt" };
   const answering = (res: () => Response) => (async () => res()) as unknown as typeof fetch;
 
   it("reads JSON and form answers, bounding expires_in", () => {
-    expect(grantOf({ access_token: "a", expires_in: "120", refresh_token: "r", token_type: "bearer", scope: "x y" })).toEqual({ access_token: "a", refresh_token: "r", token_type: "bearer", expires_in: 120, scope: "x y" });
+    expect(grantOf({ access_token: "a", expires_in: "120", refresh_token: "r", token_type: "bearer", scope: "x y" })).toEqual({
+      access_token: "a",
+      refresh_token: "r",
+      token_type: "bearer",
+      expires_in: 120,
+      scope: "x y",
+    });
     expect(grantOf({ access_token: "a", expires_in: -5 })?.expires_in).toBe(0);
     expect(grantOf({ access_token: "a", expires_in: 1e12 })?.expires_in).toBe(10 * 365 * 86_400);
     expect(grantOf({ access_token: "a", expires_in: "soon" })?.expires_in).toBeNull();
@@ -149,10 +162,18 @@ describe("the token endpoint's answers", () => {
   });
 
   it("classifies refusals as permanent (400/401 or an error body) and the rest as transient, naming no secret", async () => {
-    const form = await requestToken(answering(() => new Response("access_token=fa&token_type=bearer", { headers: { "content-type": "application/x-www-form-urlencoded" } })), client, refresh);
+    const form = await requestToken(
+      answering(() => new Response("access_token=fa&token_type=bearer", { headers: { "content-type": "application/x-www-form-urlencoded" } })),
+      client,
+      refresh,
+    );
     expect(form).toMatchObject({ ok: true, grant: { access_token: "fa" } });
     const cases: Array<[() => Response, boolean, string]> = [
-      [() => Response.json({ error: "invalid_grant", error_description: "s3cr3t rt" }, { status: 400 }), true, "token endpoint answered HTTP 400 (invalid_grant)"],
+      [
+        () => Response.json({ error: "invalid_grant", error_description: "s3cr3t rt" }, { status: 400 }),
+        true,
+        "token endpoint answered HTTP 400 (invalid_grant)",
+      ],
       [() => Response.json({ error: "invalid_client" }, { status: 401 }), true, "token endpoint answered HTTP 401 (invalid_client)"],
       [() => Response.json({ error: "access_denied" }, { status: 200 }), true, "token endpoint refused the request (access_denied)"],
       [() => new Response("oops s3cr3t", { status: 500 }), false, "token endpoint answered HTTP 500"],
@@ -171,8 +192,13 @@ describe("the token endpoint's answers", () => {
     expect(r).toMatchObject({ ok: false, permanent: false });
     expect(r.ok || r.message).toContain("outbound address guard");
     expect(sent).toBe(0);
-    const hanging = ((_i: unknown, init?: RequestInit) => new Promise((_, reject) => init?.signal?.addEventListener("abort", () => reject(new Error("aborted"))))) as unknown as typeof fetch;
-    expect(await requestToken(hanging, { ...client, timeout_ms: 50 }, refresh)).toEqual({ ok: false, permanent: false, message: "token endpoint did not answer within 0.05s" });
+    const hanging = ((_i: unknown, init?: RequestInit) =>
+      new Promise((_, reject) => init?.signal?.addEventListener("abort", () => reject(new Error("aborted"))))) as unknown as typeof fetch;
+    expect(await requestToken(hanging, { ...client, timeout_ms: 50 }, refresh)).toEqual({
+      ok: false,
+      permanent: false,
+      message: "token endpoint did not answer within 0.05s",
+    });
   });
 });
 

@@ -22,7 +22,9 @@ describe("noticesOfPush", () => {
       updates: 1,
     });
     expect([...got.keys()].sort()).toEqual(["sales", "support"]);
-    expect(got.get("sales")).toEqual([{ type: "thread", route_name: "sales", thread_id: "bridge:@person:p1", status: "pending_delivery", at: "2026-05-01T10:00:00.000Z" }]);
+    expect(got.get("sales")).toEqual([
+      { type: "thread", route_name: "sales", thread_id: "bridge:@person:p1", status: "pending_delivery", at: "2026-05-01T10:00:00.000Z" },
+    ]);
     expect(got.get("support")).toEqual([{ type: "failed", route_name: "support", thread_id: "bridge:@person:p1", message_id: "m1" }]);
     expect(JSON.stringify([...got.values()])).not.toContain("+15550001");
   });
@@ -37,6 +39,7 @@ describe("tickets", () => {
     const a = mintTicket();
     expect(isTicketShaped(a)).toBe(true);
     expect(a).not.toBe(mintTicket());
-    for (const bad of ["", "ctk-", `ctk-${"a".repeat(42)}`, `ctk-${"a".repeat(44)}`, `itk-${"a".repeat(43)}`, `ctk-${"a".repeat(42)}=`]) expect(isTicketShaped(bad)).toBe(false);
+    for (const bad of ["", "ctk-", `ctk-${"a".repeat(42)}`, `ctk-${"a".repeat(44)}`, `itk-${"a".repeat(43)}`, `ctk-${"a".repeat(42)}=`])
+      expect(isTicketShaped(bad)).toBe(false);
   });
 });

@@ -68,7 +68,10 @@ describe("ensureDevVars", () => {
   it("adds only the missing entries and keeps every other line, optional settings and comments included", async () => {
     const dir = tempDir();
     const path = join(dir, ".dev.vars");
-    const mine = "# my local settings\nSETTINGS_ENCRYPTION_KEY=" + Buffer.alloc(32, 7).toString("base64") + "\nOUTBOUND_ALLOW_PRIVATE_HOSTS=true\nCHANNEL_TELEGRAM_BOT_TOKEN=\"123:abc # not a comment\"";
+    const mine =
+      "# my local settings\nSETTINGS_ENCRYPTION_KEY=" +
+      Buffer.alloc(32, 7).toString("base64") +
+      '\nOUTBOUND_ALLOW_PRIVATE_HOSTS=true\nCHANNEL_TELEGRAM_BOT_TOKEN="123:abc # not a comment"';
     writeFileSync(path, mine);
     chmodSync(path, 0o600);
     const r = await ensureDevVars(dir);

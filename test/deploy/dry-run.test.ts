@@ -36,7 +36,13 @@ const env: Record<string, string> = {};
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), "bridge-dry-run-"));
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !NAMES.includes(k) && !/^CLOUDFLARE_API/.test(k)) env[k] = v;
-  Object.assign(env, { WRANGLER_SEND_METRICS: "false", WRANGLER_SEND_ERROR_REPORTS: "false", WRANGLER_HIDE_BANNER: "true", CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_DISABLE_EXPERIMENTAL_WARNING: "true" });
+  Object.assign(env, {
+    WRANGLER_SEND_METRICS: "false",
+    WRANGLER_SEND_ERROR_REPORTS: "false",
+    WRANGLER_HIDE_BANNER: "true",
+    CLOUDFLARE_CF_FETCH_ENABLED: "false",
+    WRANGLER_DISABLE_EXPERIMENTAL_WARNING: "true",
+  });
   const secrets = join(dir, "secrets.json");
   writeFileSync(
     secrets,
@@ -50,7 +56,17 @@ beforeAll(() => {
   // `npm run deploy -- --dry-run …`, as a person runs it.
   const r = spawnSync(
     process.execPath,
-    [join(ROOT, "node_modules", "tsx", "dist", "cli.mjs"), join(ROOT, "scripts", "deploy.ts"), "--dry-run", "--outdir", join(dir, "out"), "--outfile", join(dir, "worker.bundle"), "--secrets-file", secrets],
+    [
+      join(ROOT, "node_modules", "tsx", "dist", "cli.mjs"),
+      join(ROOT, "scripts", "deploy.ts"),
+      "--dry-run",
+      "--outdir",
+      join(dir, "out"),
+      "--outfile",
+      join(dir, "worker.bundle"),
+      "--secrets-file",
+      secrets,
+    ],
     { cwd: ROOT, encoding: "utf8", env, timeout: 150_000 },
   );
   out = `${r.stdout}${r.stderr}`.replace(/\u001b\[[0-9;]*m/g, "");
@@ -66,7 +82,12 @@ afterAll(() => {
  * local workerd under the V8 profiler. The CPU time is every sample's share except idle.
  */
 function startupCpuMs(profilePath: string): number {
-  const r = spawnSync(process.execPath, [WRANGLER, "check", "startup", "--worker", join(dir, "worker.bundle"), "--outfile", profilePath], { cwd: ROOT, encoding: "utf8", env, timeout: 120_000 });
+  const r = spawnSync(process.execPath, [WRANGLER, "check", "startup", "--worker", join(dir, "worker.bundle"), "--outfile", profilePath], {
+    cwd: ROOT,
+    encoding: "utf8",
+    env,
+    timeout: 120_000,
+  });
   expect(r.status, `${r.stdout}${r.stderr}`).toBe(0);
   const profile = JSON.parse(readFileSync(profilePath, "utf8")) as {
     nodes: Array<{ id: number; callFrame: { functionName: string } }>;
@@ -96,7 +117,9 @@ describe("npm run deploy -- --dry-run", () => {
     const modules = readdirSync(join(dir, "out")).filter((f) => f.endsWith(".js") || f.endsWith(".wasm"));
     expect(modules).toContain("index.js");
     const ownGzip = modules.reduce((n, f) => n + gzipSync(readFileSync(join(dir, "out", f))).length, 0);
-    console.log(`deploy size: ${(wranglerGzip / 1024).toFixed(1)} KiB gzip (wrangler), ${(ownGzip / 1024).toFixed(1)} KiB (modules gzipped one by one); limit ${FREE_PLAN_GZIP_BYTES / 1024} KiB`);
+    console.log(
+      `deploy size: ${(wranglerGzip / 1024).toFixed(1)} KiB gzip (wrangler), ${(ownGzip / 1024).toFixed(1)} KiB (modules gzipped one by one); limit ${FREE_PLAN_GZIP_BYTES / 1024} KiB`,
+    );
     expect(Math.abs(ownGzip - wranglerGzip) / wranglerGzip, "the two measures agree").toBeLessThan(0.1);
     expect(wranglerGzip).toBeLessThan(FREE_PLAN_GZIP_BYTES);
     expect(ownGzip).toBeLessThan(FREE_PLAN_GZIP_BYTES);

@@ -14,7 +14,14 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { PUBLISHED_BOOTSTRAP_TOKENS } from "../../src/auth/bootstrap-token";
 import { normalizeKey } from "../../src/settings/sealing-keys";
-import { PLACEHOLDER_DATABASE_ID, PUBLISHED_SEALING_KEYS, type PreflightInput, looksLikeSecretValue, preflight, secretLookingVars } from "../../scripts/deploy-preflight";
+import {
+  PLACEHOLDER_DATABASE_ID,
+  PUBLISHED_SEALING_KEYS,
+  type PreflightInput,
+  looksLikeSecretValue,
+  preflight,
+  secretLookingVars,
+} from "../../scripts/deploy-preflight";
 import { REQUIRED_SECRETS } from "../../scripts/dev-vars.mjs";
 
 const ROOT = join(import.meta.dirname, "..", "..");
@@ -72,7 +79,9 @@ describe("preflight", () => {
     delete one.CONNECTORS_ENCRYPTION_KEY;
     expect(preflight(input({ secretsFile: one })).problems).toEqual([expect.stringMatching(/^CONNECTORS_ENCRYPTION_KEY is not set/)]);
     // An empty value is unset.
-    expect(preflight(input({ secretsFile: { ...fresh(), SETTINGS_ENCRYPTION_KEY: "" } })).problems).toEqual([expect.stringMatching(/^SETTINGS_ENCRYPTION_KEY is not set/)]);
+    expect(preflight(input({ secretsFile: { ...fresh(), SETTINGS_ENCRYPTION_KEY: "" } })).problems).toEqual([
+      expect.stringMatching(/^SETTINGS_ENCRYPTION_KEY is not set/),
+    ]);
   });
 
   it("takes a secret already set on the Worker (wrangler secret list) for a real deploy, with a warning that only its presence was checked", () => {
@@ -101,7 +110,9 @@ describe("preflight", () => {
       for (const via of ["file", "env"] as const) {
         const secrets = { ...fresh(), [name]: value };
         const r = preflight(via === "file" ? input({ secretsFile: secrets }) : input({ secretsFile: null, env: secrets }));
-        expect(r.problems, `${name} via ${via}`).toEqual([`${name} is a published development value (committed in the repository or printed in its docs); generate a fresh one`]);
+        expect(r.problems, `${name} via ${via}`).toEqual([
+          `${name} is a published development value (committed in the repository or printed in its docs); generate a fresh one`,
+        ]);
         expect(said(r)).not.toContain(value);
       }
     }
@@ -116,7 +127,9 @@ describe("preflight", () => {
     }
     // Copied across names: the local settings key deployed as the connectors key.
     const crossed = preflight(input({ secretsFile: { ...fresh(), CONNECTORS_ENCRYPTION_KEY: local.SETTINGS_ENCRYPTION_KEY }, devVars: local }));
-    expect(crossed.problems).toEqual(["CONNECTORS_ENCRYPTION_KEY equals a value in the local .dev.vars (SETTINGS_ENCRYPTION_KEY), a development value; generate a fresh one"]);
+    expect(crossed.problems).toEqual([
+      "CONNECTORS_ENCRYPTION_KEY equals a value in the local .dev.vars (SETTINGS_ENCRYPTION_KEY), a development value; generate a fresh one",
+    ]);
   });
 
   it("refuses malformed values: a sealing key that is not 32 bytes of base64, a bootstrap token under 32 characters, one key for both", () => {
@@ -132,7 +145,9 @@ describe("preflight", () => {
     }
     const same = fresh();
     same.CONNECTORS_ENCRYPTION_KEY = same.SETTINGS_ENCRYPTION_KEY;
-    expect(preflight(input({ secretsFile: same })).problems).toEqual(["SETTINGS_ENCRYPTION_KEY and CONNECTORS_ENCRYPTION_KEY are the same key; generate one for each"]);
+    expect(preflight(input({ secretsFile: same })).problems).toEqual([
+      "SETTINGS_ENCRYPTION_KEY and CONNECTORS_ENCRYPTION_KEY are the same key; generate one for each",
+    ]);
   });
 
   it("refuses the placeholder D1 id for a real deploy and only warns on a dry run", () => {
@@ -154,15 +169,39 @@ describe("preflight", () => {
 
 describe("what looks like a secret in [vars]", () => {
   it("flags the values once committed and secret-named variables; leaves this repository's [vars] alone", () => {
-    for (const v of [...PUBLISHED_SEALING_KEYS, randomBytes(16).toString("hex"), randomBytes(24).toString("base64url")]) expect(looksLikeSecretValue(v), v).toBe(true);
-    for (const v of ["d1://DB", "builtin:", "STORAGE", "http://127.0.0.1:8787/oauth/callback", "https://github.githubassets.com/favicons/favicon.png", "client_secret_post", "local-dev-bootstrap-token"]) expect(looksLikeSecretValue(v), v).toBe(false);
-    expect(secretLookingVars({ ACCESS_CONTROL_BOOTSTRAP_TOKEN: "local-dev-bootstrap-token", API_PASSWORD: "hunter2", EMPTY_TOKEN: "", URL: "d1://DB", SOME: PUBLISHED_SEALING_KEYS[0] })).toEqual(["ACCESS_CONTROL_BOOTSTRAP_TOKEN", "API_PASSWORD", "SOME"]);
+    for (const v of [...PUBLISHED_SEALING_KEYS, randomBytes(16).toString("hex"), randomBytes(24).toString("base64url")])
+      expect(looksLikeSecretValue(v), v).toBe(true);
+    for (const v of [
+      "d1://DB",
+      "builtin:",
+      "STORAGE",
+      "http://127.0.0.1:8787/oauth/callback",
+      "https://github.githubassets.com/favicons/favicon.png",
+      "client_secret_post",
+      "local-dev-bootstrap-token",
+    ])
+      expect(looksLikeSecretValue(v), v).toBe(false);
+    expect(
+      secretLookingVars({
+        ACCESS_CONTROL_BOOTSTRAP_TOKEN: "local-dev-bootstrap-token",
+        API_PASSWORD: "hunter2",
+        EMPTY_TOKEN: "",
+        URL: "d1://DB",
+        SOME: PUBLISHED_SEALING_KEYS[0],
+      }),
+    ).toEqual(["ACCESS_CONTROL_BOOTSTRAP_TOKEN", "API_PASSWORD", "SOME"]);
   });
 
   it("judges the secret-reference settings by their value only: they name variables and origins, never hold a secret", () => {
-    const plain = { SECRET_REFERENCE_ALLOWLIST: "WEATHER_TOKEN,CRM_TOKEN", SECRET_REFERENCE_ORIGINS: JSON.stringify({ SECRET_WEATHER_TOKEN: ["https://weather.example.com"] }) };
+    const plain = {
+      SECRET_REFERENCE_ALLOWLIST: "WEATHER_TOKEN,CRM_TOKEN",
+      SECRET_REFERENCE_ORIGINS: JSON.stringify({ SECRET_WEATHER_TOKEN: ["https://weather.example.com"] }),
+    };
     expect(secretLookingVars(plain)).toEqual([]);
-    expect(secretLookingVars({ SECRET_REFERENCE_ORIGINS: PUBLISHED_SEALING_KEYS[0], SECRET_WEATHER_TOKEN: "https://weather.example.com" })).toEqual(["SECRET_REFERENCE_ORIGINS", "SECRET_WEATHER_TOKEN"]);
+    expect(secretLookingVars({ SECRET_REFERENCE_ORIGINS: PUBLISHED_SEALING_KEYS[0], SECRET_WEATHER_TOKEN: "https://weather.example.com" })).toEqual([
+      "SECRET_REFERENCE_ORIGINS",
+      "SECRET_WEATHER_TOKEN",
+    ]);
   });
 });
 
@@ -187,9 +226,13 @@ describe("the docs", () => {
       // A bootstrap body, plain or shell-escaped: "bootstrap_token":"…" (a $VARIABLE reads it from elsewhere).
       for (const m of text.matchAll(/\\?"bootstrap_token\\?"\s*:\s*\\?"([^"\\$]+)\\?"/g)) found.push(`${path}: ${m[1]}`);
       // NAME=value or NAME: value for the required secrets and their previous keys.
-      for (const m of text.matchAll(/(?:ACCESS_CONTROL_BOOTSTRAP_TOKEN|(?:SETTINGS|CONNECTORS)_ENCRYPTION_KEY(?:_PREVIOUS)?)\s*[=:]\s*["']?([A-Za-z0-9+/=_-]{8,})/g)) found.push(`${path}: ${m[1]}`);
+      for (const m of text.matchAll(
+        /(?:ACCESS_CONTROL_BOOTSTRAP_TOKEN|(?:SETTINGS|CONNECTORS)_ENCRYPTION_KEY(?:_PREVIOUS)?)\s*[=:]\s*["']?([A-Za-z0-9+/=_-]{8,})/g,
+      ))
+        found.push(`${path}: ${m[1]}`);
       // Anything shaped like a 32-byte key: a whole run of 43 base64 characters (and its padding) that looks random.
-      for (const m of text.matchAll(/(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{43}=?(?![A-Za-z0-9+/=_-])/g)) if (normalizeKey(m[0]) && looksLikeSecretValue(m[0])) found.push(`${path}: ${m[0]}`);
+      for (const m of text.matchAll(/(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{43}=?(?![A-Za-z0-9+/=_-])/g))
+        if (normalizeKey(m[0]) && looksLikeSecretValue(m[0])) found.push(`${path}: ${m[0]}`);
     }
     expect(found.filter((f) => !published.has(f.slice(f.indexOf(": ") + 2)))).toEqual([]);
   });
@@ -213,7 +256,12 @@ describe("npm run deploy refuses before building or uploading", () => {
   }
   /** Writes NAME=value lines (a secrets file, or a .dev.vars) and returns the path. */
   const envFile = (path: string, values: Record<string, string>) => {
-    writeFileSync(path, Object.entries(values).map(([k, v]) => `${k}=${v}\n`).join(""));
+    writeFileSync(
+      path,
+      Object.entries(values)
+        .map(([k, v]) => `${k}=${v}\n`)
+        .join(""),
+    );
     return path;
   };
 
@@ -226,7 +274,11 @@ describe("npm run deploy refuses before building or uploading", () => {
   });
 
   it("a dry run with the values once committed names each as published, and prints none of them", () => {
-    const old = { ACCESS_CONTROL_BOOTSTRAP_TOKEN: "local-dev-bootstrap-token", SETTINGS_ENCRYPTION_KEY: PUBLISHED_SEALING_KEYS[1], CONNECTORS_ENCRYPTION_KEY: PUBLISHED_SEALING_KEYS[0] };
+    const old = {
+      ACCESS_CONTROL_BOOTSTRAP_TOKEN: "local-dev-bootstrap-token",
+      SETTINGS_ENCRYPTION_KEY: PUBLISHED_SEALING_KEYS[1],
+      CONNECTORS_ENCRYPTION_KEY: PUBLISHED_SEALING_KEYS[0],
+    };
     const r = deploy(["--dry-run", "--secrets-file", envFile(join(dir, "old.env"), old)]);
     expect(r.status).toBe(1);
     for (const name of NAMES) expect(r.out).toContain(`${name} is a published development value`);

@@ -46,7 +46,10 @@ describe("administration end to end", () => {
     admin = boot.body.data.token;
     expect((await http(base, "GET", "/api/login/methods")).body.data).toEqual({ methods: ["api-key", "claim-link"], bootstrap: false });
 
-    const runner = await http(base, "POST", "/api/auth/api-keys", { key: admin, body: { user_id: "echo-runner", description: "runs echo", scopes: ["tool:echo"] } });
+    const runner = await http(base, "POST", "/api/auth/api-keys", {
+      key: admin,
+      body: { user_id: "echo-runner", description: "runs echo", scopes: ["tool:echo"] },
+    });
     expect(runner.status).toBe(200);
     const svc = await http(base, "POST", "/api/auth/api-keys", { key: admin, body: { user_id: "svc", description: "a client", scopes: ["conversations"] } });
     expect(svc.status).toBe(200);
@@ -94,7 +97,10 @@ describe("administration end to end", () => {
 
   it("3. the claimed key sends an operator message", async () => {
     const thread = `bridge:${ROUTE}:svc/grace`;
-    const sent = await http(base, "POST", `/api/conversations/${ROUTE}/thread/messages`, { key: agentKey, body: { thread_id: thread, text: "An agent writes." } });
+    const sent = await http(base, "POST", `/api/conversations/${ROUTE}/thread/messages`, {
+      key: agentKey,
+      body: { thread_id: thread, text: "An agent writes." },
+    });
     expect(sent.status).toBe(200);
     expect(sent.body.data).toEqual({ message_id: expect.any(String), thread_id: thread });
     const read = await http(base, "GET", `/api/conversations/${ROUTE}/messages/${sent.body.data.message_id}`, { key: admin });
@@ -141,7 +147,9 @@ describe("administration end to end", () => {
     fresh = await startDev();
     // Bootstrapped under another user_id: an import never replaces the importing key's own row, so
     // every key of the document (root included) comes along.
-    const freshBoot = await http(fresh.baseUrl, "POST", "/api/keys/bootstrap", { body: { user_id: "restore-admin", description: "fresh admin", bootstrap_token: BOOTSTRAP_TOKEN } });
+    const freshBoot = await http(fresh.baseUrl, "POST", "/api/keys/bootstrap", {
+      body: { user_id: "restore-admin", description: "fresh admin", bootstrap_token: BOOTSTRAP_TOKEN },
+    });
     expect(freshBoot.status).toBe(200);
     const freshAdmin: string = freshBoot.body.data.token;
     // Nothing of the first deployment is here yet.

@@ -93,7 +93,10 @@ describe("bridge end to end: HTTP tool, signed HTTPS callbacks, retries and rest
     expect(boot.status).toBe(200);
     admin = boot.body.data.token;
     // The sender's key may talk to conversations only; the turn runs as the route's key ("root").
-    const minted = await http(base, "POST", "/api/auth/api-keys", { key: admin, body: { user_id: "caller", description: "e2e caller", scopes: ["conversations"] } });
+    const minted = await http(base, "POST", "/api/auth/api-keys", {
+      key: admin,
+      body: { user_id: "caller", description: "e2e caller", scopes: ["conversations"] },
+    });
     expect(minted.status).toBe(200);
     caller = minted.body.data.api_key;
 
@@ -142,7 +145,11 @@ describe("bridge end to end: HTTP tool, signed HTTPS callbacks, retries and rest
     }
 
     const ids = accepted.map((a) => a.message_id);
-    await pollUntil("one callback per async message", () => ids.map((id) => callbacksFor(rx, id).length), (counts) => counts.every((n) => n >= 1));
+    await pollUntil(
+      "one callback per async message",
+      () => ids.map((id) => callbacksFor(rx, id).length),
+      (counts) => counts.every((n) => n >= 1),
+    );
     for (const [i, a] of accepted.entries()) {
       // Terminal state first: a delivered record is never sent again, so the count below is final.
       const rec = await recordUntil("cb", a.message_id, "delivered", (r) => r.status === "delivered");
@@ -173,7 +180,11 @@ describe("bridge end to end: HTTP tool, signed HTTPS callbacks, retries and rest
     expect(call?.kwargs).toEqual({
       message: "hello",
       sender: "alice",
-      turn: { id: ids[0], inbound: { kind: "message", id: ids[0], source: "api" }, subject: expect.objectContaining({ target_kind: "tool", person: null, locale: null }) },
+      turn: {
+        id: ids[0],
+        inbound: { kind: "message", id: ids[0], source: "api" },
+        subject: expect.objectContaining({ target_kind: "tool", person: null, locale: null }),
+      },
     });
     // Per-thread FIFO: alice's two turns reached the tool in the order they were sent.
     const aliceOrder = tool.calls.filter((c) => c.kwargs?.sender === "alice").map((c) => c.kwargs.turn.id);
@@ -194,7 +205,11 @@ describe("bridge end to end: HTTP tool, signed HTTPS callbacks, retries and rest
     const after = await send("cb", { external_user_id: "dave", text: "later" });
     expect(after.status).toBe(202);
     calledBack.add(after.body.data.message_id);
-    await pollUntil("the follow-up's callback", () => callbacksFor(rx, after.body.data.message_id).length, (n) => n === 1);
+    await pollUntil(
+      "the follow-up's callback",
+      () => callbacksFor(rx, after.body.data.message_id).length,
+      (n) => n === 1,
+    );
     await recordUntil("cb", after.body.data.message_id, "delivered", (r) => r.status === "delivered");
     expect(callbacksFor(rx, id)).toHaveLength(0);
     expect((await record("cb", id)).attempts).toBe(0);
@@ -296,7 +311,12 @@ describe("bridge end to end: HTTP tool, signed HTTPS callbacks, retries and rest
     await dev.restart(); // same port, same persistence directory
 
     // Watch the receiver, not the record: nothing but the thread object's own alarm may re-drive it.
-    await pollUntil("the re-driven callback", () => callbacksFor(rx, id).filter((g) => g.answered === 200).length, (n) => n >= 1, { timeoutMs: 90_000 });
+    await pollUntil(
+      "the re-driven callback",
+      () => callbacksFor(rx, id).filter((g) => g.answered === 200).length,
+      (n) => n >= 1,
+      { timeoutMs: 90_000 },
+    );
     const rec = await recordUntil("cb", id, "delivered", (x) => x.status === "delivered");
     const got = callbacksFor(rx, id);
     expect(got.filter((g) => g.answered === 200)).toHaveLength(1);

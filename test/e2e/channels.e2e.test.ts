@@ -41,9 +41,18 @@ async function startMirrorLlm() {
     req.on("end", () => {
       const body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
       calls.push(body);
-      const seen = body.messages.filter((m: any) => m.role !== "system").map((m: any) => `${m.role}:${m.content}`).join(" | ");
+      const seen = body.messages
+        .filter((m: any) => m.role !== "system")
+        .map((m: any) => `${m.role}:${m.content}`)
+        .join(" | ");
       res.writeHead(200, { "content-type": "application/json" });
-      res.end(JSON.stringify({ id: "x", object: "chat.completion", choices: [{ index: 0, finish_reason: "stop", message: { role: "assistant", content: `I saw ${seen}` } }] }));
+      res.end(
+        JSON.stringify({
+          id: "x",
+          object: "chat.completion",
+          choices: [{ index: 0, finish_reason: "stop", message: { role: "assistant", content: `I saw ${seen}` } }],
+        }),
+      );
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -100,9 +109,18 @@ async function route(name: string, channel: string, identity: string) {
 
 function twilioPost(door: "inbound" | "status", params: Record<string, string>, token = SECRETS.twilioToken) {
   const url = `${base}/api/channels/twilio/${door}`;
-  const data = url + Object.keys(params).sort().map((k) => k + params[k]).join("");
+  const data =
+    url +
+    Object.keys(params)
+      .sort()
+      .map((k) => k + params[k])
+      .join("");
   const sig = createHmac("sha1", token).update(data, "utf8").digest("base64");
-  return fetch(url, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded", "x-twilio-signature": sig }, body: new URLSearchParams(params) });
+  return fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded", "x-twilio-signature": sig },
+    body: new URLSearchParams(params),
+  });
 }
 
 async function transcript(routeName: string, threadId: string) {
@@ -115,7 +133,11 @@ describe("channels against a real wrangler dev", () => {
     const text = "The quick brown fox jumps over the lazy dog, twice over.";
     const res = await twilioPost("inbound", { MessageSid: "SMe2e0001", From: "+15559990001", To: "+15550000001", Body: text, NumMedia: "0" });
     expect(res.status).toBe(204);
-    const sends = await pollUntil("twilio sends", () => fake.sends.filter((s) => s.channel === "twilio"), (s) => s.length >= 2 && s.map((x) => x.body.Body).join("") === text);
+    const sends = await pollUntil(
+      "twilio sends",
+      () => fake.sends.filter((s) => s.channel === "twilio"),
+      (s) => s.length >= 2 && s.map((x) => x.body.Body).join("") === text,
+    );
     for (const s of sends) {
       expect(s.path).toBe(`/twilio/2010-04-01/Accounts/${SECRETS.twilioSid}/Messages.json`);
       expect(s.body.From).toBe("+15550000001");
@@ -124,11 +146,19 @@ describe("channels against a real wrangler dev", () => {
       expect(s.headers.authorization).toBe(`Basic ${Buffer.from(`${SECRETS.twilioSid}:${SECRETS.twilioToken}`).toString("base64")}`);
     }
     const threadId = "bridge:sms:+15559990001";
-    await pollUntil("provisional", () => transcript("sms", threadId), (t) => t.body?.data?.items?.[0]?.status === "provisional");
+    await pollUntil(
+      "provisional",
+      () => transcript("sms", threadId),
+      (t) => t.body?.data?.items?.[0]?.status === "provisional",
+    );
     for (const s of sends) {
       expect((await twilioPost("status", { MessageSid: s.providerId, MessageStatus: "delivered", From: "+15550000001", To: "+15559990001" })).status).toBe(204);
     }
-    const done = await pollUntil("delivered", () => transcript("sms", threadId), (t) => t.body?.data?.items?.[0]?.status === "delivered");
+    const done = await pollUntil(
+      "delivered",
+      () => transcript("sms", threadId),
+      (t) => t.body?.data?.items?.[0]?.status === "delivered",
+    );
     expect(done.body.data.items[0]).toMatchObject({ inbound_text: text, answer: text, channel: "twilio", origin: "client" });
   });
 
@@ -148,7 +178,20 @@ describe("channels against a real wrangler dev", () => {
 
     const wa = JSON.stringify({
       object: "whatsapp_business_account",
-      entry: [{ id: "w", changes: [{ field: "messages", value: { metadata: { phone_number_id: "pn-e2e" }, messages: [{ from: "4915550002", id: "wamid.e2e1", type: "text", text: { body: "hallo wa" } }] } }] }],
+      entry: [
+        {
+          id: "w",
+          changes: [
+            {
+              field: "messages",
+              value: {
+                metadata: { phone_number_id: "pn-e2e" },
+                messages: [{ from: "4915550002", id: "wamid.e2e1", type: "text", text: { body: "hallo wa" } }],
+              },
+            },
+          ],
+        },
+      ],
     });
     const waRes = await fetch(`${base}/api/channels/whatsapp/inbound`, {
       method: "POST",
@@ -157,20 +200,39 @@ describe("channels against a real wrangler dev", () => {
     });
     expect(waRes.status).toBe(200);
 
-    const tg = JSON.stringify({ update_id: 9001, message: { message_id: 5, date: 1, chat: { id: 777, type: "private" }, from: { id: 777, is_bot: false, first_name: "T" }, text: "hallo tg" } });
-    const tgRes = await fetch(`${base}/api/channels/telegram/inbound`, { method: "POST", headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": SECRETS.telegramSecret }, body: tg });
+    const tg = JSON.stringify({
+      update_id: 9001,
+      message: { message_id: 5, date: 1, chat: { id: 777, type: "private" }, from: { id: 777, is_bot: false, first_name: "T" }, text: "hallo tg" },
+    });
+    const tgRes = await fetch(`${base}/api/channels/telegram/inbound`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": SECRETS.telegramSecret },
+      body: tg,
+    });
     expect(tgRes.status).toBe(200);
 
     const ts = String(Math.floor(Date.now() / 1000));
-    const sl = JSON.stringify({ type: "event_callback", event_id: "EvE2E1", event: { type: "message", channel: "C777", user: "U1", text: "hallo slack", ts: "1.2" } });
+    const sl = JSON.stringify({
+      type: "event_callback",
+      event_id: "EvE2E1",
+      event: { type: "message", channel: "C777", user: "U1", text: "hallo slack", ts: "1.2" },
+    });
     const slRes = await fetch(`${base}/api/channels/slack/inbound`, {
       method: "POST",
-      headers: { "content-type": "application/json", "x-slack-request-timestamp": ts, "x-slack-signature": `v0=${createHmac("sha256", SECRETS.slackSecret).update(`v0:${ts}:${sl}`).digest("hex")}` },
+      headers: {
+        "content-type": "application/json",
+        "x-slack-request-timestamp": ts,
+        "x-slack-signature": `v0=${createHmac("sha256", SECRETS.slackSecret).update(`v0:${ts}:${sl}`).digest("hex")}`,
+      },
       body: sl,
     });
     expect(slRes.status).toBe(200);
 
-    const all = await pollUntil("three sends", () => fake.sends.filter((s) => s.channel !== "twilio"), (s) => s.length >= 3);
+    const all = await pollUntil(
+      "three sends",
+      () => fake.sends.filter((s) => s.channel !== "twilio"),
+      (s) => s.length >= 3,
+    );
     const waSend = all.find((s) => s.channel === "whatsapp")!;
     expect(waSend.path).toBe("/whatsapp/pn-e2e/messages");
     expect(waSend.headers.authorization).toBe(`Bearer ${SECRETS.whatsappToken}`);
@@ -208,7 +270,10 @@ describe("operator takeover of a channel thread (issue 6)", () => {
     const threadId = `bridge:desk:${client}`;
     const toClient = () => fake.sends.filter((s) => s.channel === "twilio" && s.body.To === client);
     // The small twilio cap splits answers; a whole answer is its chunks joined.
-    const answers = () => toClient().map((s) => s.body.Body).join("");
+    const answers = () =>
+      toClient()
+        .map((s) => s.body.Body)
+        .join("");
 
     expect((await twilioPost("inbound", { MessageSid: "SMdesk1", From: client, To: "+15550000009", Body: "hello" })).status).toBe(204);
     await pollUntil("first answer", answers, (a) => a === "I saw user:hello");
@@ -218,15 +283,31 @@ describe("operator takeover of a channel thread (issue 6)", () => {
     expect(manual.body).toEqual({ data: { route_name: "desk", thread_id: threadId, mode: "manual", source: "thread" } });
     const sendsBefore = toClient().length;
     expect((await twilioPost("inbound", { MessageSid: "SMdesk2", From: client, To: "+15550000009", Body: "I need a human" })).status).toBe(204);
-    const silent = await pollUntil("silent record", () => transcript("desk", threadId), (t) => t.body?.data?.items?.[1]?.status === "silent");
+    const silent = await pollUntil(
+      "silent record",
+      () => transcript("desk", threadId),
+      (t) => t.body?.data?.items?.[1]?.status === "silent",
+    );
     expect(silent.body.data.items[1]).toMatchObject({ inbound_text: "I need a human", answer: null });
     expect(llm.calls.length).toBe(llmCallsBefore);
 
     const op = await http(base, "POST", "/api/conversations/desk/thread/messages", { key: adminKey, body: { thread_id: threadId, text: "Hi, Sam here" } });
     expect(op.status).toBe(200);
     expect(op.body.data).toMatchObject({ thread_id: threadId, message_id: expect.any(String) });
-    await pollUntil("operator reply at the provider", () => toClient().slice(sendsBefore).map((s) => s.body.Body).join(""), (t) => t === "Hi, Sam here");
-    expect(toClient().slice(sendsBefore).every((s) => s.body.From === "+15550000009")).toBe(true);
+    await pollUntil(
+      "operator reply at the provider",
+      () =>
+        toClient()
+          .slice(sendsBefore)
+          .map((s) => s.body.Body)
+          .join(""),
+      (t) => t === "Hi, Sam here",
+    );
+    expect(
+      toClient()
+        .slice(sendsBefore)
+        .every((s) => s.body.From === "+15550000009"),
+    ).toBe(true);
     const mode = await http(base, "GET", `/api/conversations/desk/thread/mode?thread_id=${encodeURIComponent(threadId)}`, { key: adminKey });
     expect(mode.body.data).toEqual({ mode: "manual", source: "thread" });
 
@@ -236,7 +317,11 @@ describe("operator takeover of a channel thread (issue 6)", () => {
     expect((await twilioPost("inbound", { MessageSid: "SMdesk3", From: client, To: "+15550000009", Body: "thanks" })).status).toBe(204);
     const last = await pollUntil(
       "agent answer after hand-back",
-      () => toClient().slice(handedBack).map((s) => s.body.Body).join(""),
+      () =>
+        toClient()
+          .slice(handedBack)
+          .map((s) => s.body.Body)
+          .join(""),
       (t) => t.includes("user:thanks"),
     );
     expect(last).toContain("user:I need a human");

@@ -46,7 +46,12 @@ beforeAll(async () => {
         { id: "profile", display_name: "Profile", scopes: ["profile.read"] },
         { id: "files", display_name: "Files", scopes: ["files.read", "files.write"] },
       ],
-      oauth: { authorization_endpoint: oauth.authorizeUrl, token_endpoint: oauth.tokenUrl, client_id_env: "E2E_OAUTH_CLIENT_ID", client_secret_env: "E2E_OAUTH_CLIENT_SECRET" },
+      oauth: {
+        authorization_endpoint: oauth.authorizeUrl,
+        token_endpoint: oauth.tokenUrl,
+        client_id_env: "E2E_OAUTH_CLIENT_ID",
+        client_secret_env: "E2E_OAUTH_CLIENT_SECRET",
+      },
       // The protected resource's origin: the only place the connection's token may be sent.
       api_origins: [oauth.origin],
     },
@@ -112,7 +117,9 @@ describe("connectors against a real wrangler dev", () => {
       headers: { authorization: { connection: id } },
     });
     expect(elsewhere.status).toBe(400);
-    expect(elsewhere.body.error).toBe("invalid body: headers.authorization: this URL's origin is not among the api_origins of the connection's provider (CONNECTORS_PROVIDERS)");
+    expect(elsewhere.body.error).toBe(
+      "invalid body: headers.authorization: this URL's origin is not among the api_origins of the connection's provider (CONNECTORS_PROVIDERS)",
+    );
 
     // An HTTP tool whose Authorization header is the connection.
     const declared = await call("POST", "/api/tools-config/entries", {

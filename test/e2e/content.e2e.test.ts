@@ -62,17 +62,38 @@ describe("content against a real wrangler dev", () => {
     expect(route.status, JSON.stringify(route.body)).toBe(200);
 
     // 3. A turn: the rendered program ran as jq and shaped the tool's kwargs.
-    const sent = await http(base, "POST", "/api/conversations/content-route/messages", { key, body: { external_user_id: "ann", text: "hallo", wait_seconds: 20 } });
+    const sent = await http(base, "POST", "/api/conversations/content-route/messages", {
+      key,
+      body: { external_user_id: "ann", text: "hallo", wait_seconds: 20 },
+    });
     expect(sent.status, JSON.stringify(sent.body)).toBe(200);
     expect(sent.body.data).toMatchObject({ status: "answered", answer: "de:hallo:vip+beta+bridge" });
     expect(tool.calls.at(-1)!.kwargs).toEqual({ message: "hallo", lang: "de", tags: ["vip", "beta", "bridge"] });
 
     // 4. A template id that names nothing, or a template that renders bad jq, is the route door's 400.
-    const missing = await http(base, "POST", "/api/conversations/content-missing", { key, body: { door: "api", target_kind: "tool", target_name: "lang-tool", execution_key: "lang-runner", payload_expr: { id: "templates/routes/absent.mustache" } } });
+    const missing = await http(base, "POST", "/api/conversations/content-missing", {
+      key,
+      body: {
+        door: "api",
+        target_kind: "tool",
+        target_name: "lang-tool",
+        execution_key: "lang-runner",
+        payload_expr: { id: "templates/routes/absent.mustache" },
+      },
+    });
     expect(missing.status).toBe(400);
     expect(missing.body.error).toBe("invalid payload_expr: its text resource does not exist");
     await http(base, "POST", "/api/upload-template", { key, body: { id: "routes/broken.mustache", content: "{message: {{x}}" } });
-    const broken = await http(base, "POST", "/api/conversations/content-broken", { key, body: { door: "api", target_kind: "tool", target_name: "lang-tool", execution_key: "lang-runner", payload_expr: { id: "templates/routes/broken.mustache", kwargs: { x: 1 } } } });
+    const broken = await http(base, "POST", "/api/conversations/content-broken", {
+      key,
+      body: {
+        door: "api",
+        target_kind: "tool",
+        target_name: "lang-tool",
+        execution_key: "lang-runner",
+        payload_expr: { id: "templates/routes/broken.mustache", kwargs: { x: 1 } },
+      },
+    });
     expect(broken.status).toBe(400);
     expect(broken.body.error).toContain("invalid payload_expr");
   });

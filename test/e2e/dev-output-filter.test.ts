@@ -12,7 +12,8 @@ const DNS_REPORT = [
   "",
 ];
 const UNCAUGHT = [`${E}Uncaught Error: internal error; reference = 7depk8k5ciho89paqn00fso1 \u001b[0m`, "", ""];
-const OUR_LINE = '\u001b[33m▲ [WARNING]\u001b[0m {"event":"delivery_attempt_failed","message_id":"m","via":"callback","attempt":1,"reason":"transport","final":false}';
+const OUR_LINE =
+  '\u001b[33m▲ [WARNING]\u001b[0m {"event":"delivery_attempt_failed","message_id":"m","via":"callback","attempt":1,"reason":"transport","final":false}';
 
 function run(lines: string[], chunkSize = 7): string {
   let out = "";
@@ -25,7 +26,15 @@ function run(lines: string[], chunkSize = 7): string {
 
 describe("npm start output filter", () => {
   it("drops workerd's internal DNS/TLS reports and the uncaught internal error, keeping our structured line", () => {
-    const out = run(["[wrangler:info] Ready on http://127.0.0.1:8787", ...DNS_REPORT, OUR_LINE, "", ...UNCAUGHT, "NOSENTRY SQLite alarm handler canceled with requestScheduledAlarm.; actorId = a", "[wrangler:info] GET /api/health 200 OK (3ms)"]);
+    const out = run([
+      "[wrangler:info] Ready on http://127.0.0.1:8787",
+      ...DNS_REPORT,
+      OUR_LINE,
+      "",
+      ...UNCAUGHT,
+      "NOSENTRY SQLite alarm handler canceled with requestScheduledAlarm.; actorId = a",
+      "[wrangler:info] GET /api/health 200 OK (3ms)",
+    ]);
     expect(out).not.toContain("kj/");
     expect(out).not.toContain("workerd@");
     expect(out).not.toContain("internal error");
@@ -36,7 +45,13 @@ describe("npm start output filter", () => {
   });
 
   it("passes every other line through byte for byte, whatever the chunking", () => {
-    const lines = ["⎔ Starting local server...", `${E}Some other error the operator must see\u001b[0m`, "", "  at handler (src/index.ts:1:1)", "last line without newline"];
+    const lines = [
+      "⎔ Starting local server...",
+      `${E}Some other error the operator must see\u001b[0m`,
+      "",
+      "  at handler (src/index.ts:1:1)",
+      "last line without newline",
+    ];
     for (const size of [1, 3, 64, 10_000]) expect(run(lines, size)).toBe(`${lines.join("\n")}\n`);
   });
 });

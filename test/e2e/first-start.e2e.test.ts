@@ -78,7 +78,8 @@ describe("the first npm start", () => {
     expect(settings.status).toBe(200);
     const byName = Object.fromEntries((settings.body.data.settings as Array<{ name: string }>).map((s) => [s.name, s]));
     expect(byName.CONVERSATIONS_PER_ADDRESS_TURNS_PER_HOUR).toMatchObject({ source: "env", value: "7" });
-    for (const name of ["ACCESS_CONTROL_BOOTSTRAP_TOKEN", "SETTINGS_ENCRYPTION_KEY", "CONNECTORS_ENCRYPTION_KEY"]) expect(byName[name], name).toMatchObject({ source: "env", set: true });
+    for (const name of ["ACCESS_CONTROL_BOOTSTRAP_TOKEN", "SETTINGS_ENCRYPTION_KEY", "CONNECTORS_ENCRYPTION_KEY"])
+      expect(byName[name], name).toMatchObject({ source: "env", set: true });
     expect((await http(dev!.baseUrl, "GET", "/api/config/mode", { key: adminKey })).body.data).toMatchObject({ encryption: "configured", valid: true });
   });
 });

@@ -57,7 +57,9 @@ export interface DevOptions {
 export const E2E_DEFAULT_VARS: Record<string, string> = {
   OUTBOUND_ALLOW_PRIVATE_HOSTS: "true",
   SECRET_REFERENCE_ALLOWLIST: "TOOL_E2E_TOKEN,FAKE_LLM_KEY",
-  SECRET_REFERENCE_ORIGINS: JSON.stringify(Object.fromEntries(["TOOL_E2E_TOKEN", "FAKE_LLM_KEY", "SECRET_EXAMPLE_MCP"].map((name) => [name, ["http://127.0.0.1:*"]]))),
+  SECRET_REFERENCE_ORIGINS: JSON.stringify(
+    Object.fromEntries(["TOOL_E2E_TOKEN", "FAKE_LLM_KEY", "SECRET_EXAMPLE_MCP"].map((name) => [name, ["http://127.0.0.1:*"]])),
+  ),
 };
 
 /**
@@ -83,8 +85,21 @@ export async function startDev(opts: DevOptions = {}): Promise<DevServer> {
 
   async function launch(): Promise<void> {
     const inspector = await freePort();
-    const args = ["scripts/start.mjs", "--port", String(port), "--inspector-port", String(inspector), "--persist-to", persistDir, "--show-interactive-dev-session=false", "--log-level", "warn", ...(opts.args ?? [])];
-    for (const [k, v] of Object.entries({ ...(opts.localSecrets ? {} : E2E_SECRETS), ...(opts.noDefaultVars ? {} : E2E_DEFAULT_VARS), ...(opts.vars ?? {}) })) args.push("--var", `${k}:${v}`);
+    const args = [
+      "scripts/start.mjs",
+      "--port",
+      String(port),
+      "--inspector-port",
+      String(inspector),
+      "--persist-to",
+      persistDir,
+      "--show-interactive-dev-session=false",
+      "--log-level",
+      "warn",
+      ...(opts.args ?? []),
+    ];
+    for (const [k, v] of Object.entries({ ...(opts.localSecrets ? {} : E2E_SECRETS), ...(opts.noDefaultVars ? {} : E2E_DEFAULT_VARS), ...(opts.vars ?? {}) }))
+      args.push("--var", `${k}:${v}`);
     child = spawn(process.execPath, args, {
       cwd: ROOT,
       env: { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false", ...(opts.env ?? {}) },
@@ -155,7 +170,12 @@ export interface Reply<T = any> {
 }
 
 /** JSON over HTTP with an optional api key. */
-export async function http<T = any>(base: string, method: string, path: string, opts: { key?: string; body?: unknown; headers?: Record<string, string> } = {}): Promise<Reply<T>> {
+export async function http<T = any>(
+  base: string,
+  method: string,
+  path: string,
+  opts: { key?: string; body?: unknown; headers?: Record<string, string> } = {},
+): Promise<Reply<T>> {
   const headers: Record<string, string> = { ...(opts.headers ?? {}) };
   if (opts.key) headers["x-api-key"] = opts.key;
   if (opts.body !== undefined) headers["content-type"] = "application/json";

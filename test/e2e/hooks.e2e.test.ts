@@ -49,15 +49,28 @@ async function runEnded(runId: string) {
 
 describe("hooks against a real wrangler dev", () => {
   it("a GitHub-signed push fires the tool once; a replay and a forged signature fire nothing; a trigger link fires until it expires", async () => {
-    const declared = await http(base, "POST", "/api/tools-config/entries", { key, body: { title: "deployer", kind: "http", description: "deploys a commit", url: tool.url } });
+    const declared = await http(base, "POST", "/api/tools-config/entries", {
+      key,
+      body: { title: "deployer", kind: "http", description: "deploys a commit", url: tool.url },
+    });
     expect(declared.status, JSON.stringify(declared.body)).toBe(200);
-    expect((await http(base, "POST", "/api/auth/api-keys", { key, body: { user_id: "deploy-runner", description: "runs deployer", scopes: ["tool:deployer"] } })).status).toBe(200);
+    expect(
+      (await http(base, "POST", "/api/auth/api-keys", { key, body: { user_id: "deploy-runner", description: "runs deployer", scopes: ["tool:deployer"] } }))
+        .status,
+    ).toBe(200);
     const bound = await http(base, "PUT", "/api/hooks/topics/github-push/verifier", { key, body: { kind: "github", secret: SECRET } });
     expect(bound.status, JSON.stringify(bound.body)).toBe(200);
     expect(bound.body.data.secret).toBe("<redacted>");
     const registered = await http(base, "POST", "/api/hooks", {
       key,
-      body: { name: "deploy-main", topic: "github-push", tool: "deployer", execution_key: "deploy-runner", condition: '.ref == "refs/heads/main"', expr: "{commit: .head_commit.id}" },
+      body: {
+        name: "deploy-main",
+        topic: "github-push",
+        tool: "deployer",
+        execution_key: "deploy-runner",
+        condition: '.ref == "refs/heads/main"',
+        expr: "{commit: .head_commit.id}",
+      },
     });
     expect(registered.status, JSON.stringify(registered.body)).toBe(200);
     expect(registered.body.data).toEqual({ registered: true, name: "deploy-main" });
@@ -82,9 +95,16 @@ describe("hooks against a real wrangler dev", () => {
     expect(await post("/api/hooks/incoming/github-push", push, noId)).toEqual({ status: 200, body: { data: { status: "already_seen" } } });
 
     // 3. A forged signature (and a tampered body) fire nothing.
-    const forged = await post("/api/hooks/incoming/github-push", push, { ...delivery, "x-github-delivery": "6f1e2d3c-0000-4000-8000-000000000002", "x-hub-signature-256": sign("not-the-secret", push) });
+    const forged = await post("/api/hooks/incoming/github-push", push, {
+      ...delivery,
+      "x-github-delivery": "6f1e2d3c-0000-4000-8000-000000000002",
+      "x-hub-signature-256": sign("not-the-secret", push),
+    });
     expect(forged).toEqual({ status: 401, body: { error: "signature verification failed" } });
-    const tampered = await post("/api/hooks/incoming/github-push", push.replace("abc123", "evil99"), { ...delivery, "x-github-delivery": "6f1e2d3c-0000-4000-8000-000000000003" });
+    const tampered = await post("/api/hooks/incoming/github-push", push.replace("abc123", "evil99"), {
+      ...delivery,
+      "x-github-delivery": "6f1e2d3c-0000-4000-8000-000000000003",
+    });
     expect(tampered.status).toBe(401);
 
     // The trace of the fire is listed by kind (the runs index trails by at most about a second).
@@ -96,7 +116,10 @@ describe("hooks against a real wrangler dev", () => {
     expect(traces.items[0]).toMatchObject({ trace_id: run.run_id, kind: "hook_fire", trigger: "hook", outcome: "ok" });
 
     // 4. A trigger link (its own least-privilege key) fires until it expires, then 404.
-    const link = await http(base, "POST", "/api/hooks/trigger-links", { key, body: { topic: "github-push", execution_key: "deploy-runner", name: "manual-deploy", ttl_seconds: 4 } });
+    const link = await http(base, "POST", "/api/hooks/trigger-links", {
+      key,
+      body: { topic: "github-push", execution_key: "deploy-runner", name: "manual-deploy", ttl_seconds: 4 },
+    });
     expect(link.status, JSON.stringify(link.body)).toBe(200);
     const manual = JSON.stringify({ ref: "refs/heads/main", head_commit: { id: "def456" } });
     const viaLink = await post(link.body.data.trigger_path, manual);

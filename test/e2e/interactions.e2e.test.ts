@@ -37,7 +37,18 @@ function model(body: { messages: Array<{ role: string; content: string | null }>
   if ((last.content ?? "").includes("deploy")) {
     return { content: null, tool_calls: [toolCall("r1", "ask_user", { question: "Which region?", options: [{ text: "EU" }, { text: "US" }] })] };
   }
-  return { content: null, tool_calls: [toolCall("d1", "ask_user", { question: "Tea or coffee?", options: [{ text: "Tea", id: "tea" }, { text: "Coffee", id: "coffee" }] })] };
+  return {
+    content: null,
+    tool_calls: [
+      toolCall("d1", "ask_user", {
+        question: "Tea or coffee?",
+        options: [
+          { text: "Tea", id: "tea" },
+          { text: "Coffee", id: "coffee" },
+        ],
+      }),
+    ],
+  };
 }
 
 beforeAll(async () => {
@@ -56,10 +67,18 @@ beforeAll(async () => {
   adminKey = boot.body.data.token;
   const agent = await http(base, "POST", "/api/agents-config/entries", {
     key: adminKey,
-    body: { title: "barista", kind: "llm", description: "asks before it answers", config: { base_url: llm.url, model: "fake", api_key: { env: "FAKE_LLM_KEY" }, tool_names: ["ask_user"] } },
+    body: {
+      title: "barista",
+      kind: "llm",
+      description: "asks before it answers",
+      config: { base_url: llm.url, model: "fake", api_key: { env: "FAKE_LLM_KEY" }, tool_names: ["ask_user"] },
+    },
   });
   expect(agent.status).toBe(200);
-  const exec = await http(base, "POST", "/api/auth/api-keys", { key: adminKey, body: { user_id: "barista-runner", scopes: ["agent:barista", "tool:ask_user"] } });
+  const exec = await http(base, "POST", "/api/auth/api-keys", {
+    key: adminKey,
+    body: { user_id: "barista-runner", scopes: ["agent:barista", "tool:ask_user"] },
+  });
   expect(exec.status).toBe(200);
 });
 
@@ -81,14 +100,28 @@ describe("ask_user against a real wrangler dev", () => {
   it("an llm agent on Telegram asks with two options; the tap answers; it resumes in the same chat", async () => {
     const route = await http(base, "POST", "/api/conversations/cafe", {
       key: adminKey,
-      body: { door: "channel", channel: "telegram", our_identity: TELEGRAM.botId, target_kind: "agent", target_name: "barista", execution_key: "barista-runner" },
+      body: {
+        door: "channel",
+        channel: "telegram",
+        our_identity: TELEGRAM.botId,
+        target_kind: "agent",
+        target_name: "barista",
+        execution_key: "barista-runner",
+      },
     });
     expect(route.status).toBe(200);
     const chat = 880011;
-    const msg = await telegramUpdate({ update_id: 7001, message: { message_id: 1, date: 1, chat: { id: chat, type: "private" }, from: { id: chat, is_bot: false, first_name: "P" }, text: "A drink, please" } });
+    const msg = await telegramUpdate({
+      update_id: 7001,
+      message: { message_id: 1, date: 1, chat: { id: chat, type: "private" }, from: { id: chat, is_bot: false, first_name: "P" }, text: "A drink, please" },
+    });
     expect(msg.status).toBe(200);
 
-    const asked = await pollUntil("the question", () => fake.sends.filter((s) => s.channel === "telegram"), (s) => s.length >= 1);
+    const asked = await pollUntil(
+      "the question",
+      () => fake.sends.filter((s) => s.channel === "telegram"),
+      (s) => s.length >= 1,
+    );
     expect(asked[0].path).toBe(`/telegram/bot${TELEGRAM.token}/sendMessage`);
     expect(asked[0].body).toEqual({
       chat_id: String(chat),
@@ -101,12 +134,24 @@ describe("ask_user against a real wrangler dev", () => {
       (r) => r.body?.data?.items?.length === 1,
     );
     const interaction = pending.body.data.items[0];
-    expect(interaction).toMatchObject({ question: "Tea or coffee?", status: "pending", origin: { kind: "thread", channel: "telegram", route_name: "cafe" }, target: { kind: "agent", name: "barista" } });
+    expect(interaction).toMatchObject({
+      question: "Tea or coffee?",
+      status: "pending",
+      origin: { kind: "thread", channel: "telegram", route_name: "cafe" },
+      target: { kind: "agent", name: "barista" },
+    });
 
     // The participant taps "Coffee".
-    const tap = await telegramUpdate({ update_id: 7002, callback_query: { id: "cq1", from: { id: chat, is_bot: false }, data: "Coffee", message: { message_id: 2, chat: { id: chat, type: "private" } } } });
+    const tap = await telegramUpdate({
+      update_id: 7002,
+      callback_query: { id: "cq1", from: { id: chat, is_bot: false }, data: "Coffee", message: { message_id: 2, chat: { id: chat, type: "private" } } },
+    });
     expect(tap.status).toBe(200);
-    const sends = await pollUntil("the resumed answer", () => fake.sends.filter((s) => s.channel === "telegram"), (s) => s.length >= 2);
+    const sends = await pollUntil(
+      "the resumed answer",
+      () => fake.sends.filter((s) => s.channel === "telegram"),
+      (s) => s.length >= 2,
+    );
     expect(sends[1].body).toEqual({ chat_id: String(chat), text: "You picked Coffee." });
 
     const done = await pollUntil(
@@ -114,7 +159,11 @@ describe("ask_user against a real wrangler dev", () => {
       () => http(base, "GET", `/api/interactions?status=answered`, { key: adminKey }),
       (r) => r.body?.data?.items?.some((i: any) => i.interaction_id === interaction.interaction_id),
     );
-    expect(done.body.data.items.find((i: any) => i.interaction_id === interaction.interaction_id).answer).toMatchObject({ text: "Coffee", option: { id: "coffee" }, answered_by: { kind: "participant" } });
+    expect(done.body.data.items.find((i: any) => i.interaction_id === interaction.interaction_id).answer).toMatchObject({
+      text: "Coffee",
+      option: { id: "coffee" },
+      answered_by: { kind: "participant" },
+    });
     // The model read the tap as the ask's result.
     const resumed = llm.calls.find((c) => c.messages.at(-1).role === "tool");
     expect(JSON.parse(resumed.messages.at(-1).content)).toMatchObject({ outcome: "answered", answer: { text: "Coffee", params: { reply_id: "Coffee" } } });
@@ -124,7 +173,10 @@ describe("ask_user against a real wrangler dev", () => {
     const stream = await openSse(`${base}/api/interactions/stream`, { "x-api-key": adminKey });
     try {
       await stream.until("the stream to open", (f) => f.some((x) => x.comment === "connected"));
-      const caller = await http(base, "POST", "/api/auth/api-keys", { key: adminKey, body: { user_id: "deployer", scopes: ["agents:read", "agent:barista", "tool:ask_user"] } });
+      const caller = await http(base, "POST", "/api/auth/api-keys", {
+        key: adminKey,
+        body: { user_id: "deployer", scopes: ["agents:read", "agent:barista", "tool:ask_user"] },
+      });
       const run = await fetch(`${base}/api/agents/barista/runs`, {
         method: "POST",
         headers: { "content-type": "application/json", "x-api-key": caller.body.data.api_key },
@@ -142,11 +194,21 @@ describe("ask_user against a real wrangler dev", () => {
       const created = await stream.until("interaction.created", (f) => f.some((x) => x.data?.type === "interaction.created" && x.data.interaction_id === id));
       const event = created.find((x) => x.data?.interaction_id === id)!;
       expect(event.id).toBe(String(event.data.id));
-      expect(event.data.interaction).toMatchObject({ question: "Which region?", options: [{ id: "1", text: "EU" }, { id: "2", text: "US" }], origin: { kind: "agent_run", caller: "deployer" } });
+      expect(event.data.interaction).toMatchObject({
+        question: "Which region?",
+        options: [
+          { id: "1", text: "EU" },
+          { id: "2", text: "US" },
+        ],
+        origin: { kind: "agent_run", caller: "deployer" },
+      });
 
       const answer = await http(base, "POST", `/api/interactions/${id}/answer`, { key: adminKey, body: { option_id: "1" } });
       expect(answer.status).toBe(200);
-      expect(answer.body.data).toMatchObject({ status: "answered", answer: { option: { id: "1", text: "EU" }, answered_by: { kind: "operator", user_id: "root" } } });
+      expect(answer.body.data).toMatchObject({
+        status: "answered",
+        answer: { option: { id: "1", text: "EU" }, answered_by: { kind: "operator", user_id: "root" } },
+      });
 
       const all = await stream.until("interaction.resumed", (f) => f.some((x) => x.data?.type === "interaction.resumed" && x.data.interaction_id === id));
       const mine = all.filter((x) => x.data?.interaction_id === id).map((x) => x.data.type);
@@ -163,10 +225,20 @@ describe("ask_user against a real wrangler dev", () => {
   it("a participant's answer with media: stored in the local R2 bucket and served back", async () => {
     const route = await http(base, "POST", "/api/conversations/photos", {
       key: adminKey,
-      body: { door: "api", target_kind: "tool", target_name: "ask_user", execution_key: "barista-runner", payload_expr: "{question: .message}", reply_expr: '"Got " + ((.answer.media // []) | length | tostring) + " file(s)"' },
+      body: {
+        door: "api",
+        target_kind: "tool",
+        target_name: "ask_user",
+        execution_key: "barista-runner",
+        payload_expr: "{question: .message}",
+        reply_expr: '"Got " + ((.answer.media // []) | length | tostring) + " file(s)"',
+      },
     });
     expect(route.status).toBe(200);
-    const first = await http(base, "POST", "/api/conversations/photos/messages", { key: adminKey, body: { external_user_id: "p1", text: "Send a photo", wait_seconds: 10 } });
+    const first = await http(base, "POST", "/api/conversations/photos/messages", {
+      key: adminKey,
+      body: { external_user_id: "p1", text: "Send a photo", wait_seconds: 10 },
+    });
     expect(first.body.data.answer).toBe("Send a photo");
     // Any local URL serves as the media (the e2e server allows private hosts): the fake providers answer it.
     const mediaUrl = `${fake.base("whatsapp")}/media/photo.png`;

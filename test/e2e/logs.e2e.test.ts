@@ -134,7 +134,10 @@ describe("a failed callback attempt", () => {
     expect(created.status).toBe(200);
 
     const mark = dev.logs().length;
-    const sent = await http(base, "POST", "/api/conversations/unreachable/messages", { key: admin, body: { external_user_id: "u", text: "words that stay private" } });
+    const sent = await http(base, "POST", "/api/conversations/unreachable/messages", {
+      key: admin,
+      body: { external_user_id: "u", text: "words that stay private" },
+    });
     expect(sent.status).toBe(202);
     const messageId = sent.body.data.message_id as string;
     const record = await pollUntil(

@@ -56,7 +56,9 @@ function firstIndex(): { format: string; plugins: Plugin[] } {
         description: "A preset whose publisher moves to a newer contract",
         categories: ["e2e"],
         kinds: ["preset"],
-        versions: [{ version: "1.0.0", contracts: V1, declarations: { presets: [{ name: "e2e-orphan", base_tool: "echo", fixed_kwargs: { message: "orphan" } }] } }],
+        versions: [
+          { version: "1.0.0", contracts: V1, declarations: { presets: [{ name: "e2e-orphan", base_tool: "echo", fixed_kwargs: { message: "orphan" } }] } },
+        ],
       },
     ],
   };
@@ -125,8 +127,16 @@ describe("marketplace against a real wrangler dev and an HTTPS registry", () => 
       data: {
         results: [
           { ref: "acme/greeter", outcome: "upgraded", detail: "1.0.0 -> 1.1.0" },
-          { ref: "acme/orphan", outcome: "no-compatible-version", detail: "no published version supports bridge-declarations 1 (1.1.0 exists but does not support bridge-declarations 1)" },
-          { ref: "acme/shouter", outcome: "up-to-date", detail: "1.0.0 is the latest compatible version (2.0.0 exists but does not support bridge-declarations 1)" },
+          {
+            ref: "acme/orphan",
+            outcome: "no-compatible-version",
+            detail: "no published version supports bridge-declarations 1 (1.1.0 exists but does not support bridge-declarations 1)",
+          },
+          {
+            ref: "acme/shouter",
+            outcome: "up-to-date",
+            detail: "1.0.0 is the latest compatible version (2.0.0 exists but does not support bridge-declarations 1)",
+          },
         ],
       },
     });

@@ -61,7 +61,10 @@ describe("notifications against a real wrangler dev", () => {
     expect(sends[0].body).toEqual({ chat_id: "777001", text: message });
 
     // Another identity is refused, and nothing is sent for it.
-    const foreign = await http(base, "POST", "/api/notifications", { key: owned, body: { message: "x", channel: "telegram", recipient: "1", audience: "notify-owner" } });
+    const foreign = await http(base, "POST", "/api/notifications", {
+      key: owned,
+      body: { message: "x", channel: "telegram", recipient: "1", audience: "notify-owner" },
+    });
     expect(foreign.status).toBe(403);
     expect(fake.sends.filter((s) => s.channel === "telegram")).toHaveLength(1);
 
@@ -72,7 +75,13 @@ describe("notifications against a real wrangler dev", () => {
     // The feed is written before the send answers, so it is there at once.
     const own = (await http(base, "GET", "/api/notifications", { key: owned })).body;
     expect(own.data.notifications).toHaveLength(1);
-    expect(own.data.notifications[0]).toMatchObject({ message, audience: "notify-agent", recipient: "777001", id: expect.any(String), created_at: expect.stringMatching(/Z$/) });
+    expect(own.data.notifications[0]).toMatchObject({
+      message,
+      audience: "notify-agent",
+      recipient: "777001",
+      id: expect.any(String),
+      created_at: expect.stringMatching(/Z$/),
+    });
 
     const shared = await http(base, "GET", "/api/notifications", { key: adminKey });
     expect(shared.body.data.notifications.map((n: any) => n.message)).toEqual(["maintenance tonight", message]);

@@ -57,14 +57,27 @@ describe("operator doors end to end (api door)", () => {
     const boot = await http(base, "POST", "/api/keys/bootstrap", { body: { user_id: "root", description: "e2e admin", bootstrap_token: BOOTSTRAP_TOKEN } });
     expect(boot.status).toBe(200);
     admin = boot.body.data.token;
-    const minted = await http(base, "POST", "/api/auth/api-keys", { key: admin, body: { user_id: "svc", description: "e2e service", scopes: ["conversations"] } });
+    const minted = await http(base, "POST", "/api/auth/api-keys", {
+      key: admin,
+      body: { user_id: "svc", description: "e2e service", scopes: ["conversations"] },
+    });
     expect(minted.status).toBe(200);
     caller = minted.body.data.api_key;
-    const declared = await http(base, "POST", "/api/tools-config/entries", { key: admin, body: { title: "namer", kind: "http", description: "names its turn", url: tool.url, timeout_seconds: 5 } });
+    const declared = await http(base, "POST", "/api/tools-config/entries", {
+      key: admin,
+      body: { title: "namer", kind: "http", description: "names its turn", url: tool.url, timeout_seconds: 5 },
+    });
     expect(declared.status).toBeLessThan(300);
     const created = await http(base, "POST", `/api/conversations/${ROUTE}`, {
       key: admin,
-      body: { door: "api", target_kind: "tool", target_name: "namer", execution_key: "root", callback_url: `${rx.origin}/hooks/ops`, turns_per_hour_override: 1000 },
+      body: {
+        door: "api",
+        target_kind: "tool",
+        target_name: "namer",
+        execution_key: "root",
+        callback_url: `${rx.origin}/hooks/ops`,
+        turns_per_hour_override: 1000,
+      },
     });
     expect(created.status).toBe(200);
     secret = created.body.data.callback_secret;
@@ -83,7 +96,11 @@ describe("operator doors end to end (api door)", () => {
     expect(sent.status).toBe(202);
     ({ message_id: messageId, thread_id: threadId } = sent.body.data);
     expect(threadId).toBe(`bridge:${ROUTE}:svc/ada`);
-    await pollUntil("the message's callback", () => callbacksFor(messageId).length, (n) => n === 1);
+    await pollUntil(
+      "the message's callback",
+      () => callbacksFor(messageId).length,
+      (n) => n === 1,
+    );
   });
 
   it("an event posted twice yields one turn and one signed callback", async () => {
@@ -97,7 +114,12 @@ describe("operator doors end to end (api door)", () => {
     eventMessageId = first.body.data.message_id;
 
     // Terminal first: a delivered record is never sent again, so the counts below are final.
-    await pollUntil("the event's record delivered", () => record(eventMessageId), (r) => r?.status === "delivered", { timeoutMs: 90_000 });
+    await pollUntil(
+      "the event's record delivered",
+      () => record(eventMessageId),
+      (r) => r?.status === "delivered",
+      { timeoutMs: 90_000 },
+    );
     const got = callbacksFor(eventMessageId);
     expect(got).toHaveLength(1);
     expect(signatureValid(secret, got[0].rawBody, got[0].headers["x-service-signature"])).toBe(true);
@@ -107,7 +129,11 @@ describe("operator doors end to end (api door)", () => {
     expect(eventCalls[0].kwargs).toEqual({
       message: null,
       sender: null,
-      turn: { id: eventMessageId, inbound: { kind: "event", id: "invoice-7", source: "event:invoice.paid" }, subject: expect.objectContaining({ thread: threadId, person: null }) },
+      turn: {
+        id: eventMessageId,
+        inbound: { kind: "event", id: "invoice-7", source: "event:invoice.paid" },
+        subject: expect.objectContaining({ thread: threadId, person: null }),
+      },
       event: { id: "invoice-7", kind: "invoice.paid", payload: { n: 7 } },
     });
     // A third delivery of the same event, even later, is still the same message.
@@ -133,7 +159,9 @@ describe("operator doors end to end (api door)", () => {
       () => http(base, "GET", `/api/conversations/${ROUTE}/threads`, { key: admin }),
       (r) => r.status !== 200 || r.body.data.items.some((t: any) => t.message_count === 2),
     );
-    expect(listed.body.data.items).toEqual([expect.objectContaining({ thread_id: threadId, client_address: "ada", message_count: 2, last_status: "delivered" })]);
+    expect(listed.body.data.items).toEqual([
+      expect.objectContaining({ thread_id: threadId, client_address: "ada", message_count: 2, last_status: "delivered" }),
+    ]);
   });
 
   it("a forgotten thread reads 404", async () => {
@@ -143,17 +171,27 @@ describe("operator doors end to end (api door)", () => {
     expect((await http(base, "GET", `/api/conversations/${ROUTE}/messages/${eventMessageId}`, { key: admin })).status).toBe(404);
     expect((await http(base, "GET", `/api/conversations/${ROUTE}/threads`, { key: admin })).body.data.total).toBe(0);
     // The thread is gone, so the event door no longer reaches it.
-    const late = await http(base, "POST", `/api/conversations/${ROUTE}/events`, { key: caller, body: { address: "ada", event: { event_id: "invoice-8", kind: "invoice.paid", payload: { n: 8 } } } });
+    const late = await http(base, "POST", `/api/conversations/${ROUTE}/events`, {
+      key: caller,
+      body: { address: "ada", event: { event_id: "invoice-8", kind: "invoice.paid", payload: { n: 8 } } },
+    });
     expect(late.status).toBe(404);
   });
 
   it("an operator send answers 200, then its signed callback follows", async () => {
     const opThread = `bridge:${ROUTE}:svc/grace`;
-    const sent = await http(base, "POST", `/api/conversations/${ROUTE}/thread/messages`, { key: caller, body: { thread_id: opThread, text: "An operator writes." } });
+    const sent = await http(base, "POST", `/api/conversations/${ROUTE}/thread/messages`, {
+      key: caller,
+      body: { thread_id: opThread, text: "An operator writes." },
+    });
     expect(sent.status).toBe(200);
     expect(sent.body.data).toEqual({ message_id: expect.any(String), thread_id: opThread });
     const id = sent.body.data.message_id;
-    await pollUntil("the operator message's callback", () => callbacksFor(id).length, (n) => n === 1);
+    await pollUntil(
+      "the operator message's callback",
+      () => callbacksFor(id).length,
+      (n) => n === 1,
+    );
     const got = callbacksFor(id)[0];
     expect(signatureValid(secret, got.rawBody, got.headers["x-service-signature"])).toBe(true);
     expect(JSON.parse(got.rawBody)).toEqual({ message_id: id, thread_id: opThread, status: "answered", answer: "An operator writes." });

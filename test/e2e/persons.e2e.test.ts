@@ -56,15 +56,41 @@ afterAll(async () => {
 
 let tgUpdate = 7000;
 function telegram(text: string) {
-  const body = JSON.stringify({ update_id: ++tgUpdate, message: { message_id: tgUpdate, date: 1, chat: { id: TG_CHAT, type: "private" }, from: { id: TG_CHAT, is_bot: false, first_name: "P", language_code: "de" }, text } });
-  return fetch(`${base}/api/channels/telegram/inbound`, { method: "POST", headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": S.telegramSecret }, body });
+  const body = JSON.stringify({
+    update_id: ++tgUpdate,
+    message: {
+      message_id: tgUpdate,
+      date: 1,
+      chat: { id: TG_CHAT, type: "private" },
+      from: { id: TG_CHAT, is_bot: false, first_name: "P", language_code: "de" },
+      text,
+    },
+  });
+  return fetch(`${base}/api/channels/telegram/inbound`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": S.telegramSecret },
+    body,
+  });
 }
 
 let waId = 0;
 function whatsapp(text: string) {
   const body = JSON.stringify({
     object: "whatsapp_business_account",
-    entry: [{ id: "w", changes: [{ field: "messages", value: { metadata: { phone_number_id: WA_NUMBER_ID }, messages: [{ from: WA_FROM, id: `wamid.persons${++waId}`, type: "text", text: { body: text } }] } }] }],
+    entry: [
+      {
+        id: "w",
+        changes: [
+          {
+            field: "messages",
+            value: {
+              metadata: { phone_number_id: WA_NUMBER_ID },
+              messages: [{ from: WA_FROM, id: `wamid.persons${++waId}`, type: "text", text: { body: text } }],
+            },
+          },
+        ],
+      },
+    ],
   });
   const sig = `sha256=${createHmac("sha256", S.whatsappSecret).update(body).digest("hex")}`;
   return fetch(`${base}/api/channels/whatsapp/inbound`, { method: "POST", headers: { "content-type": "application/json", "x-hub-signature-256": sig }, body });
@@ -72,7 +98,11 @@ function whatsapp(text: string) {
 
 /** The text of the next send to `channel` after the first `seen` sends (the fake records every one). */
 async function nextSend(channel: ProviderSend["channel"], seen: number): Promise<string> {
-  const sends = await pollUntil(`a ${channel} send`, () => fake.sends.filter((s) => s.channel === channel), (s) => s.length > seen);
+  const sends = await pollUntil(
+    `a ${channel} send`,
+    () => fake.sends.filter((s) => s.channel === channel),
+    (s) => s.length > seen,
+  );
   const s = sends[seen];
   return channel === "telegram" ? s.body.text : s.body.text.body;
 }
@@ -88,18 +118,31 @@ describe("persons against a real wrangler dev", () => {
         kind: "http",
         description: "answers with what it saw of the person",
         url: tool.url,
-        input_schema: { type: "object", properties: { message: { type: "string" }, person_id: { type: "string" }, person_addresses: { type: "array" } }, required: ["message"] },
+        input_schema: {
+          type: "object",
+          properties: { message: { type: "string" }, person_id: { type: "string" }, person_addresses: { type: "array" } },
+          required: ["message"],
+        },
       },
     });
     expect(declared.status, JSON.stringify(declared.body)).toBe(200);
     const exec = await http(base, "POST", "/api/auth/api-keys", { key: adminKey, body: { user_id: "persona-runner", scopes: ["tool:persona"] } });
     expect(exec.status).toBe(200);
     const payload_expr = "{message: .message, person_id, person_addresses}";
-    for (const [name, channel, identity] of [["tg-persons", "telegram", TG_BOT], ["wa-persons", "whatsapp", WA_NUMBER_ID]]) {
-      const r = await http(base, "POST", `/api/conversations/${name}`, { key: adminKey, body: { door: "channel", channel, our_identity: identity, target_kind: "tool", target_name: "persona", execution_key: "persona-runner", payload_expr } });
+    for (const [name, channel, identity] of [
+      ["tg-persons", "telegram", TG_BOT],
+      ["wa-persons", "whatsapp", WA_NUMBER_ID],
+    ]) {
+      const r = await http(base, "POST", `/api/conversations/${name}`, {
+        key: adminKey,
+        body: { door: "channel", channel, our_identity: identity, target_kind: "tool", target_name: "persona", execution_key: "persona-runner", payload_expr },
+      });
       expect(r.status, JSON.stringify(r.body)).toBe(200);
     }
-    const cfg = await http(base, "PUT", "/api/conversation-configs/tool/persona", { key: adminKey, body: { target_kind: "tool", target_name: "persona", multichannel: true, greeting_template: GREETING } });
+    const cfg = await http(base, "PUT", "/api/conversation-configs/tool/persona", {
+      key: adminKey,
+      body: { target_kind: "tool", target_name: "persona", multichannel: true, greeting_template: GREETING },
+    });
     expect(cfg.status, JSON.stringify(cfg.body)).toBe(200);
 
     // 1. First contact on Telegram: the greeting with a fresh code, then the tool's answer.
@@ -126,7 +169,11 @@ describe("persons against a real wrangler dev", () => {
       ["telegram", String(TG_CHAT), ["tg-persons"]],
       ["whatsapp", WA_FROM, ["wa-persons"]],
     ]);
-    const transcript = await pollUntil("the person transcript", () => http(base, "GET", `/api/conversations/wa-persons/transcript?thread_id=${encodeURIComponent(personThread)}`, { key: adminKey }), (t) => t.body?.data?.total === 2);
+    const transcript = await pollUntil(
+      "the person transcript",
+      () => http(base, "GET", `/api/conversations/wa-persons/transcript?thread_id=${encodeURIComponent(personThread)}`, { key: adminKey }),
+      (t) => t.body?.data?.total === 2,
+    );
     expect(transcript.body.data.items.map((r: any) => [r.route_name, r.inbound_text])).toEqual([
       ["wa-persons", "from whatsapp"],
       ["tg-persons", "from telegram"],
@@ -138,9 +185,16 @@ describe("persons against a real wrangler dev", () => {
     expect(mode.body.data).toEqual({ route_name: "tg-persons", thread_id: personThread, mode: "manual", source: "thread" });
     const waBefore = sent("whatsapp");
     expect((await whatsapp("can a human help?")).status).toBe(200);
-    await pollUntil("the silent turn", () => http(base, "GET", `/api/conversations/wa-persons/transcript?thread_id=${encodeURIComponent(personThread)}&order=desc`, { key: adminKey }), (t) => t.body?.data?.items?.[0]?.status === "silent");
+    await pollUntil(
+      "the silent turn",
+      () => http(base, "GET", `/api/conversations/wa-persons/transcript?thread_id=${encodeURIComponent(personThread)}&order=desc`, { key: adminKey }),
+      (t) => t.body?.data?.items?.[0]?.status === "silent",
+    );
     expect(tool.calls.length).toBe(calls);
-    const hand = await http(base, "POST", "/api/conversations/tg-persons/thread/messages", { key: adminKey, body: { thread_id: personThread, text: "Hi, a human here." } });
+    const hand = await http(base, "POST", "/api/conversations/tg-persons/thread/messages", {
+      key: adminKey,
+      body: { thread_id: personThread, text: "Hi, a human here." },
+    });
     expect(hand.status, JSON.stringify(hand.body)).toBe(200);
     expect(await nextSend("whatsapp", waBefore)).toBe("Hi, a human here.");
     expect(sent("whatsapp")).toBe(waBefore + 1);
@@ -148,17 +202,29 @@ describe("persons against a real wrangler dev", () => {
     // 5. Erase: transcript 404, person 404, a second erase answers erased: false.
     const erased = await http(base, "DELETE", `/api/conversations/persons/${personId}`, { key: adminKey });
     expect(erased.body.data).toEqual({ person_id: personId, removed: 4, erased: true });
-    expect((await http(base, "GET", `/api/conversations/tg-persons/transcript?thread_id=${encodeURIComponent(personThread)}`, { key: adminKey })).status).toBe(404);
+    expect((await http(base, "GET", `/api/conversations/tg-persons/transcript?thread_id=${encodeURIComponent(personThread)}`, { key: adminKey })).status).toBe(
+      404,
+    );
     expect((await http(base, "GET", `/api/conversations/persons/${personId}`, { key: adminKey })).status).toBe(404);
-    expect((await http(base, "DELETE", `/api/conversations/persons/${personId}`, { key: adminKey })).body.data).toEqual({ person_id: personId, removed: 0, erased: false });
+    expect((await http(base, "DELETE", `/api/conversations/persons/${personId}`, { key: adminKey })).body.data).toEqual({
+      person_id: personId,
+      removed: 0,
+      erased: false,
+    });
   });
 
   it("an event into the linked person's thread is answered on the event's route, to the person's address there", async () => {
     // The routes and the multichannel config of the first case stay; its person was erased. The
     // Telegram route is re-posted with a payload that names an event (an event has no message).
     const payload_expr = '{message: (.message // ("event " + .event.kind)), person_id, person_addresses}';
-    for (const [name, channel, identity] of [["tg-persons", "telegram", TG_BOT], ["wa-persons", "whatsapp", WA_NUMBER_ID]]) {
-      const r = await http(base, "POST", `/api/conversations/${name}`, { key: adminKey, body: { door: "channel", channel, our_identity: identity, target_kind: "tool", target_name: "persona", execution_key: "persona-runner", payload_expr } });
+    for (const [name, channel, identity] of [
+      ["tg-persons", "telegram", TG_BOT],
+      ["wa-persons", "whatsapp", WA_NUMBER_ID],
+    ]) {
+      const r = await http(base, "POST", `/api/conversations/${name}`, {
+        key: adminKey,
+        body: { door: "channel", channel, our_identity: identity, target_kind: "tool", target_name: "persona", execution_key: "persona-runner", payload_expr },
+      });
       expect(r.status, JSON.stringify(r.body)).toBe(200);
     }
     // A new person on Telegram (greeted again, with a code), linked from WhatsApp.
@@ -176,17 +242,26 @@ describe("persons against a real wrangler dev", () => {
 
     // An event by thread_id on the Telegram route: answered on Telegram, to the person's chat.
     const tgBefore = sent("telegram");
-    const ev = await http(base, "POST", "/api/conversations/tg-persons/events", { key: adminKey, body: { thread_id: personThread, event: { event_id: "e2e-shipped", kind: "order.shipped", payload: {} } } });
+    const ev = await http(base, "POST", "/api/conversations/tg-persons/events", {
+      key: adminKey,
+      body: { thread_id: personThread, event: { event_id: "e2e-shipped", kind: "order.shipped", payload: {} } },
+    });
     expect(ev.status, JSON.stringify(ev.body)).toBe(202);
     expect(ev.body.data.thread_id).toBe(personThread);
     expect(await nextSend("telegram", tgBefore)).toBe(`${personId} 2: event order.shipped`);
     expect(fake.sends.filter((s) => s.channel === "telegram").at(-1)!.body.chat_id).toBe(String(TG_CHAT));
     // On the WhatsApp route: to the person's WhatsApp number.
     const waBefore = sent("whatsapp");
-    const onWa = await http(base, "POST", "/api/conversations/wa-persons/events", { key: adminKey, body: { thread_id: personThread, event: { event_id: "e2e-delivered", kind: "order.delivered", payload: {} } } });
+    const onWa = await http(base, "POST", "/api/conversations/wa-persons/events", {
+      key: adminKey,
+      body: { thread_id: personThread, event: { event_id: "e2e-delivered", kind: "order.delivered", payload: {} } },
+    });
     expect(onWa.status, JSON.stringify(onWa.body)).toBe(202);
     expect(await nextSend("whatsapp", waBefore)).toBe(`${personId} 2: event order.delivered`);
     expect(fake.sends.filter((s) => s.channel === "whatsapp").at(-1)!.body.to).toBe(WA_FROM);
-    expect((await http(base, "DELETE", `/api/conversations/persons/${personId}`, { key: adminKey })).body.data).toMatchObject({ person_id: personId, erased: true });
+    expect((await http(base, "DELETE", `/api/conversations/persons/${personId}`, { key: adminKey })).body.data).toMatchObject({
+      person_id: personId,
+      erased: true,
+    });
   });
 });

@@ -36,14 +36,29 @@ const tt = (content: string) => ({ content });
 describe("states against a real wrangler dev", () => {
   it("a bound profile state: injected, updated, loud on failure, additive-only, forgotten with its thread", async () => {
     const key = adminKey;
-    expect((await http(base, "PUT", "/api/states/profile", { key, body: { description: "who they are", schema: PROFILE, subject_kinds: ["thread"] } })).status).toBe(200);
+    expect(
+      (await http(base, "PUT", "/api/states/profile", { key, body: { description: "who they are", schema: PROFILE, subject_kinds: ["thread"] } })).status,
+    ).toBe(200);
     const declared = await http(base, "POST", "/api/tools-config/entries", {
       key,
-      body: { title: "greeter", kind: "http", description: "greets by name", url: tool.url, input_schema: { type: "object", properties: { message: { type: "string" } } } },
+      body: {
+        title: "greeter",
+        kind: "http",
+        description: "greets by name",
+        url: tool.url,
+        input_schema: { type: "object", properties: { message: { type: "string" } } },
+      },
     });
     expect(declared.status, JSON.stringify(declared.body)).toBe(200);
     expect((await http(base, "POST", "/api/auth/api-keys", { key, body: { user_id: "greeter-runner", scopes: ["tool:greeter"] } })).status).toBe(200);
-    expect((await http(base, "POST", "/api/conversations/greet", { key, body: { door: "api", target_kind: "tool", target_name: "greeter", execution_key: "greeter-runner", reply_expr: ".text" } })).status).toBe(200);
+    expect(
+      (
+        await http(base, "POST", "/api/conversations/greet", {
+          key,
+          body: { door: "api", target_kind: "tool", target_name: "greeter", execution_key: "greeter-runner", reply_expr: ".text" },
+        })
+      ).status,
+    ).toBe(200);
     const binding = {
       states: [
         {
@@ -54,7 +69,10 @@ describe("states against a real wrangler dev", () => {
         },
       ],
     };
-    const cfg = await http(base, "PUT", "/api/conversation-configs/tool/greeter", { key, body: { target_kind: "tool", target_name: "greeter", state_binding: binding } });
+    const cfg = await http(base, "PUT", "/api/conversation-configs/tool/greeter", {
+      key,
+      body: { target_kind: "tool", target_name: "greeter", state_binding: binding },
+    });
     expect(cfg.status, JSON.stringify(cfg.body)).toBe(200);
     const say = async (text: string) => {
       const r = await http(base, "POST", "/api/conversations/greet/messages", { key, body: { external_user_id: "ann", text, wait_seconds: 20 } });
@@ -81,9 +99,15 @@ describe("states against a real wrangler dev", () => {
     expect((await http(base, "GET", recordUrl, { key })).body.data.data).toEqual({ name: "Ann" });
 
     // 4. A narrowing re-declare is refused while records exist; an additive one is fine.
-    const narrowing = await http(base, "PUT", "/api/states/profile", { key, body: { schema: { type: "object", properties: { nickname: { type: "string" } } }, subject_kinds: ["thread"] } });
+    const narrowing = await http(base, "PUT", "/api/states/profile", {
+      key,
+      body: { schema: { type: "object", properties: { nickname: { type: "string" } } }, subject_kinds: ["thread"] },
+    });
     expect(narrowing.status).toBe(409);
-    const additive = await http(base, "PUT", "/api/states/profile", { key, body: { schema: { type: "object", properties: { ...PROFILE.properties, nickname: { type: "string" } } }, subject_kinds: ["thread"] } });
+    const additive = await http(base, "PUT", "/api/states/profile", {
+      key,
+      body: { schema: { type: "object", properties: { ...PROFILE.properties, nickname: { type: "string" } } }, subject_kinds: ["thread"] },
+    });
     expect(additive.status).toBe(200);
 
     // 5. Forgetting the thread removes its record.

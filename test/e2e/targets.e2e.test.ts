@@ -28,7 +28,13 @@ async function sseFrames(res: Response): Promise<any[]> {
   const text = await res.text();
   return text
     .split("\n\n")
-    .map((block) => block.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n"))
+    .map((block) =>
+      block
+        .split("\n")
+        .filter((l) => l.startsWith("data: "))
+        .map((l) => l.slice(6))
+        .join("\n"),
+    )
     .filter(Boolean)
     .map((d) => JSON.parse(d));
 }
@@ -74,7 +80,12 @@ describe("targets against a real wrangler dev", () => {
     expect(frames.at(-1)).toEqual({ type: "stream.end" });
     const final = frames.find((f) => f.type === "message_final");
     expect(final).toEqual({ type: "message_final", text: "echo: hi there" });
-    expect(frames.filter((f) => f.type === "message_delta").map((f) => f.text).join("")).toBe("echo: hi there");
+    expect(
+      frames
+        .filter((f) => f.type === "message_delta")
+        .map((f) => f.text)
+        .join(""),
+    ).toBe("echo: hi there");
     expect((await run("bridge thread", "bridge:x:y")).status).toBe(400);
   });
 });

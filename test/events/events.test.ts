@@ -59,7 +59,10 @@ describe("event door body and refusals (spec §4.4, §7)", () => {
     await send(route.name, { external_user_id: "u", text: "seed", wait_seconds: 10 });
     const res = await postEvent(route.name, { address: "u", event: ev(` ${"e".repeat(256)} `) });
     expect(res.status).toBe(202);
-    await eventually(() => readRecord(route.name, res.body.data.message_id), (x) => x.body.data?.status === "delivered");
+    await eventually(
+      () => readRecord(route.name, res.body.data.message_id),
+      (x) => x.body.data?.status === "delivered",
+    );
   });
 
   it("401, 403 without the write grant, 404 unknown route, 409 an agent target, 404 a thread the route does not hold", async () => {
@@ -82,7 +85,10 @@ describe("event door body and refusals (spec §4.4, §7)", () => {
     // By thread_id any writer of the route reaches it.
     const byId = await postEvent(route.name, { thread_id: seeded.body.data.thread_id, event: ev("b") }, other.key);
     expect(byId.status).toBe(202);
-    await eventually(() => readRecord(route.name, byId.body.data.message_id), (x) => x.body.data?.status === "delivered");
+    await eventually(
+      () => readRecord(route.name, byId.body.data.message_id),
+      (x) => x.body.data?.status === "delivered",
+    );
     // Refusals wrote nothing.
     expect((await dedupeRows(route.name)).map((r: any) => r.dedupe_key)).toEqual(["b"]);
   });
@@ -100,7 +106,11 @@ describe("event turns (spec §4.2, §4.4, §6)", () => {
     expect(kwargs).toEqual({
       message: null,
       sender: null,
-      turn: { id: res.body.data.message_id, inbound: { kind: "event", id: "evt-1", source: "event:order.paid" }, subject: expect.objectContaining({ target_kind: "tool", person: null, locale: null }) },
+      turn: {
+        id: res.body.data.message_id,
+        inbound: { kind: "event", id: "evt-1", source: "event:order.paid" },
+        subject: expect.objectContaining({ target_kind: "tool", person: null, locale: null }),
+      },
       event: { id: "evt-1", kind: "order.paid", payload: { order: 42 } },
     });
     const rec = await readRecord(route.name, res.body.data.message_id);
@@ -126,7 +136,11 @@ describe("event turns (spec §4.2, §4.4, §6)", () => {
       our_identity: null,
       channel: null,
       thread_id: seed.body.data.thread_id,
-      turn: { id: res.body.data.message_id, inbound: { kind: "event", id: "p-1", source: "event:ticket:closed" }, subject: expect.objectContaining({ thread: seed.body.data.thread_id }) },
+      turn: {
+        id: res.body.data.message_id,
+        inbound: { kind: "event", id: "p-1", source: "event:ticket:closed" },
+        subject: expect.objectContaining({ thread: seed.body.data.thread_id }),
+      },
       event: { id: "p-1", kind: "ticket:closed", payload: { order: 42 } },
     });
   });
@@ -139,7 +153,10 @@ describe("event turns (spec §4.2, §4.4, §6)", () => {
     const two = await postEvent(route.name, body);
     expect(one.status).toBe(202);
     expect(two).toMatchObject({ status: 202, body: { data: { message_id: one.body.data.message_id, thread_id: seed.body.data.thread_id } } });
-    await eventually(() => readRecord(route.name, one.body.data.message_id), (x) => x.body.data?.status === "delivered");
+    await eventually(
+      () => readRecord(route.name, one.body.data.message_id),
+      (x) => x.body.data?.status === "delivered",
+    );
     const three = await postEvent(route.name, { ...body, wait_seconds: 5 }, (await mintKey({ scopes: ["conversations"] })).key);
     expect(three).toMatchObject({ status: 202, body: { data: { message_id: one.body.data.message_id } } });
     expect(net.to(host)).toHaveLength(2); // the seed message and one event turn
@@ -152,20 +169,29 @@ describe("event turns (spec §4.2, §4.4, §6)", () => {
     const elsewhere = await postEvent(other.route.name, { thread_id: seed2.body.data.thread_id, event: ev("pay-77") });
     expect(elsewhere.status).toBe(202);
     expect(elsewhere.body.data.message_id).not.toBe(one.body.data.message_id);
-    await eventually(() => readRecord(other.route.name, elsewhere.body.data.message_id), (x) => x.body.data?.status === "delivered");
+    await eventually(
+      () => readRecord(other.route.name, elsewhere.body.data.message_id),
+      (x) => x.body.data?.status === "delivered",
+    );
   });
 
   it("is ordered behind a turn already in flight on the thread", async () => {
     const { route, net, host, gate: g } = await mirrorRoute({}, { hold: true });
     const first = await send(route.name, { external_user_id: "o", text: "first in line" });
-    await eventually(async () => net.to(host).length, (n) => n === 1);
+    await eventually(
+      async () => net.to(host).length,
+      (n) => n === 1,
+    );
     const e = await postEvent(route.name, { thread_id: first.body.data.thread_id, event: ev("late") });
     expect(e.status).toBe(202);
     const waiting = (await rawRows(first.body.data.thread_id)).find((r) => r.message_id === e.body.data.message_id)!;
     expect(waiting.turn_state).toBe("queued");
     expect(net.to(host)).toHaveLength(1);
     g.open();
-    await eventually(() => readRecord(route.name, e.body.data.message_id), (x) => x.body.data?.status === "delivered");
+    await eventually(
+      () => readRecord(route.name, e.body.data.message_id),
+      (x) => x.body.data?.status === "delivered",
+    );
     const seen = net.to(host).map((c) => JSON.parse(c.body));
     expect(seen.map((k) => (k.event ? `event:${k.event.id}` : k.message))).toEqual(["first in line", "event:late"]);
   });
@@ -203,7 +229,11 @@ describe("event turns (spec §4.2, §4.4, §6)", () => {
       state.storage.sql.exec("DELETE FROM records WHERE message_id LIKE 'filler-%'");
     });
     // (Each refused attempt above spent its caller's token; a fresh caller retries.)
-    const later = await postEvent(route.name, { thread_id: threadId, event: ev("retry-me"), wait_seconds: 10 }, (await mintKey({ scopes: ["conversations"] })).key);
+    const later = await postEvent(
+      route.name,
+      { thread_id: threadId, event: ev("retry-me"), wait_seconds: 10 },
+      (await mintKey({ scopes: ["conversations"] })).key,
+    );
     expect(later.status).toBe(200);
     expect(JSON.parse(later.body.data.answer).event.id).toBe("retry-me");
     expect((await dedupeRows(route.name)).map((r: any) => r.message_id)).toEqual([later.body.data.message_id]);
@@ -225,11 +255,17 @@ describe("event turns (spec §4.2, §4.4, §6)", () => {
     const threadId = `bridge:${r.name}:${them}`;
     expect((await postEvent(r.name, { address: them, event: ev("c-1") })).status).toBe(404); // never creates a thread
     const op = await operatorSend(r.name, { thread_id: threadId, text: "Welcome" });
-    await eventually(() => rawRows(threadId), (x) => x[0]?.status === "provisional");
+    await eventually(
+      () => rawRows(threadId),
+      (x) => x[0]?.status === "provisional",
+    );
     const res = await postEvent(r.name, { address: ` ${them} `, event: ev("c-1"), wait_seconds: 10 });
     expect(res.status).toBe(202);
     expect(res.body.data.thread_id).toBe(threadId);
-    await eventually(() => rawRows(threadId), (x) => x.find((row) => row.message_id === res.body.data.message_id)?.status === "provisional");
+    await eventually(
+      () => rawRows(threadId),
+      (x) => x.find((row) => row.message_id === res.body.data.message_id)?.status === "provisional",
+    );
     const bodies = net.to("twilio.fake").map((c) => Object.fromEntries(new URLSearchParams(c.body)));
     expect(bodies).toEqual([
       { To: them, From: r.identity, Body: "Welcome" },

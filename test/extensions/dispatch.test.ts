@@ -58,7 +58,10 @@ describe("transformers", () => {
     const cap = { name: "max_result_bytes", config: { bytes: 64 } };
     // redact first: the cap sees the small redacted result.
     await withCombos(tool, [[redactSecret, cap]]);
-    expect(await dispatchTool(testContext({ fetch: fakeFetch(() => json(big)).fetch }), tool, {})).toEqual({ ok: true, value: { secret: "<redacted>", keep: 1 } });
+    expect(await dispatchTool(testContext({ fetch: fakeFetch(() => json(big)).fetch }), tool, {})).toEqual({
+      ok: true,
+      value: { secret: "<redacted>", keep: 1 },
+    });
     // The cap first (it sees the raw result), across two combos.
     await withCombos(tool, [[cap], [redactSecret]]);
     expect(await dispatchTool(testContext({ fetch: fakeFetch(() => json(big)).fetch }), tool, {})).toMatchObject({ ok: false, kind: "tool_error" });
@@ -71,7 +74,10 @@ describe("transformers", () => {
     const ctx = testContext({ fetch: edge.fetch });
     expect(await dispatchTool(ctx, tool, {})).toMatchObject({ ok: false, kind: "invalid_kwargs" });
     const stranger = await mintKey({ scopes: ["tool:other"] });
-    expect(await dispatchTool(ctx, tool, { n: 1 }, { asKey: { user_id: stranger.user_id, fingerprint: stranger.fingerprint } })).toMatchObject({ ok: false, kind: "denied" });
+    expect(await dispatchTool(ctx, tool, { n: 1 }, { asKey: { user_id: stranger.user_id, fingerprint: stranger.fingerprint } })).toMatchObject({
+      ok: false,
+      kind: "denied",
+    });
     expect(edge.calls).toHaveLength(0);
   });
 });
@@ -214,16 +220,25 @@ describe("presets", () => {
     expect(await dispatchTool(ctx, tool, {})).toMatchObject({ ok: false, kind: "tool_error" });
     // A failed output_schema check is the call's result: the transformers see a failure and pass it on.
     const strict = uniq("preset");
-    await call("POST", "/api/presets", { key: await admin(), body: { name: strict, base_tool: tool, output_schema: { type: "string" }, extensions: [[{ name: "redact", config: { paths: ["user"] } }]] } });
+    await call("POST", "/api/presets", {
+      key: await admin(),
+      body: { name: strict, base_tool: tool, output_schema: { type: "string" }, extensions: [[{ name: "redact", config: { paths: ["user"] } }]] },
+    });
     expect(await dispatchTool(ctx, strict, {})).toMatchObject({ ok: false, kind: "tool_error", message: expect.stringContaining("output_schema") });
   });
 
   it("over a built-in are how a built-in gets extensions", async () => {
     const preset = uniq("preset");
-    await call("POST", "/api/presets", { key: await admin(), body: { name: preset, base_tool: "echo", extensions: [[{ name: "max_result_bytes", config: { bytes: 16, on_over: "truncate" } }]] } });
+    await call("POST", "/api/presets", {
+      key: await admin(),
+      body: { name: preset, base_tool: "echo", extensions: [[{ name: "max_result_bytes", config: { bytes: 16, on_over: "truncate" } }]] },
+    });
     const r = await dispatchTool(testContext(), preset, { message: "a long message that is cut" });
     expect(r).toEqual({ ok: true, value: "a long messag…" }); // 13 bytes and the 3-byte ellipsis
-    expect(await dispatchTool(testContext(), "echo", { message: "a long message that is not cut" })).toEqual({ ok: true, value: "a long message that is not cut" });
+    expect(await dispatchTool(testContext(), "echo", { message: "a long message that is not cut" })).toEqual({
+      ok: true,
+      value: "a long message that is not cut",
+    });
   });
 });
 

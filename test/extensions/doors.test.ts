@@ -17,7 +17,8 @@ async function storedRows(tool: string): Promise<number> {
 }
 
 const combosOf = async (tool: string, key?: string) => call("GET", `/api/tools/${tool}/extensions`, { key: key ?? (await admin()) });
-const replace = async (tool: string, combos: unknown, key?: string) => call("POST", `/api/tools/${tool}/extensions`, { key: key ?? (await admin()), body: { combos } });
+const replace = async (tool: string, combos: unknown, key?: string) =>
+  call("POST", `/api/tools/${tool}/extensions`, { key: key ?? (await admin()), body: { combos } });
 const edit = async (tool: string, body: unknown, key?: string) => call("POST", `/api/tools/${tool}/extensions/combos`, { key: key ?? (await admin()), body });
 
 describe("GET /api/extensions", () => {

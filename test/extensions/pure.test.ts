@@ -40,13 +40,23 @@ function scripted(...results: CallResult[]) {
 }
 
 describe("redact", () => {
-  const value = { user: { email: "a@x", name: "ada" }, items: [{ token: "t1", id: 1 }, { token: "t2", id: 2 }], list: ["a", "b"] };
+  const value = {
+    user: { email: "a@x", name: "ada" },
+    items: [
+      { token: "t1", id: 1 },
+      { token: "t2", id: 2 },
+    ],
+    list: ["a", "b"],
+  };
 
   it("replaces keys, array indexes and wildcards; never adds what is absent; never mutates", () => {
     const before = JSON.stringify(value);
     expect(redactPaths(value, ["user.email", "items.*.token", "list.1", "nope.deeper", "user.name.x"])).toEqual({
       user: { email: REDACTED, name: "ada" },
-      items: [{ token: REDACTED, id: 1 }, { token: REDACTED, id: 2 }],
+      items: [
+        { token: REDACTED, id: 1 },
+        { token: REDACTED, id: 2 },
+      ],
       list: ["a", REDACTED],
     });
     expect(JSON.stringify(value)).toBe(before);
@@ -85,14 +95,15 @@ describe("max_result_bytes", () => {
     expect(s.ok && new TextEncoder().encode(s.value as string).byteLength).toBeLessThanOrEqual(20);
     const o = capResult({ list: Array.from({ length: 50 }, (_, i) => i) }, cfg({ bytes: 32, on_over: "truncate" }));
     expect(o.ok && o.value).toMatchObject({ truncated: true, bytes: expect.any(Number) });
-    expect(o.ok && ((o.value as { preview: string }).preview.startsWith('{"list":[0,1,'))).toBe(true);
+    expect(o.ok && (o.value as { preview: string }).preview.startsWith('{"list":[0,1,')).toBe(true);
     expect(cutUtf8("a😀b", 4)).toBe("a");
     expect(cutUtf8("a😀b", 5)).toBe("a😀");
   });
 
   it("defaults bytes to 65536 and refuses out-of-range configs", () => {
     expect(cfg({})).toEqual({ bytes: 65_536, on_over: "error" });
-    for (const bad of [{ bytes: 0 }, { bytes: 2_000_000 }, { bytes: 1.5 }, { on_over: "drop" }]) expect(MaxResultBytesConfig.safeParse(bad).success).toBe(false);
+    for (const bad of [{ bytes: 0 }, { bytes: 2_000_000 }, { bytes: 1.5 }, { on_over: "drop" }])
+      expect(MaxResultBytesConfig.safeParse(bad).success).toBe(false);
   });
 });
 

@@ -32,7 +32,19 @@
  * generic 403 there once the handler runs.
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { type Answer, type Requirement, type RouteSpec, bootstrapAdmin, callJson, dispatch, doors, fillPath, label, pathParamNames, requirementOf } from "./doors";
+import {
+  type Answer,
+  type Requirement,
+  type RouteSpec,
+  bootstrapAdmin,
+  callJson,
+  dispatch,
+  doors,
+  fillPath,
+  label,
+  pathParamNames,
+  requirementOf,
+} from "./doors";
 
 const CALLERS = ["no key", "invalid key", "disabled key", "narrow reader", "writer", "owned key", "other tag", "condition false", "admin"] as const;
 type Caller = (typeof CALLERS)[number];
@@ -66,12 +78,15 @@ function expectation(req: Requirement, caller: Caller, door?: RouteSpec): Expect
   if (req.admin) return FORBIDDEN;
   switch (caller) {
     case "narrow reader":
-      if (req.action === "read" && door && RUN_GRANT_DOORS.has(label(door))) return { kind: "passes-or-policy-403", policy: "an agent run also needs a run grant for the agent" };
+      if (req.action === "read" && door && RUN_GRANT_DOORS.has(label(door)))
+        return { kind: "passes-or-policy-403", policy: "an agent run also needs a run grant for the agent" };
       return req.action === "read" ? PASSES : FORBIDDEN;
     case "writer":
       return PASSES;
     case "owned key":
-      return req.tag === "auth" && req.action === "write" ? { kind: "passes-or-policy-403", policy: "decisions §2: owned keys cannot mint or manage keys" } : PASSES;
+      return req.tag === "auth" && req.action === "write"
+        ? { kind: "passes-or-policy-403", policy: "decisions §2: owned keys cannot mint or manage keys" }
+        : PASSES;
     case "other tag":
     case "condition false":
       return FORBIDDEN;

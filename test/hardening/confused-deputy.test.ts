@@ -92,7 +92,9 @@ const NOT_STORED: Record<string, Record<string, string>> = {
     state_binding: "a dry run of POST /api/presets; stores nothing",
   },
   "PUT /api/conversation-configs/{target_kind}/{target_name}": { target_name: "names the target the config belongs to; a config runs nothing by itself" },
-  "POST /api/states/{name}/records/{target_kind}/{target_name}/{kind}/{key}/fold": { "into.target_name": "names a record's subject; the door acts now under the caller's own states grant" },
+  "POST /api/states/{name}/records/{target_kind}/{target_name}/{kind}/{key}/fold": {
+    "into.target_name": "names a record's subject; the door acts now under the caller's own states grant",
+  },
   "POST /api/agents-config/entries": {
     "config.tool_names[]": "admin-only; an agent's every tool call is authorized as the key that runs the agent, so tool_names grants nothing",
   },
@@ -104,7 +106,8 @@ const NOT_STORED: Record<string, Record<string, string>> = {
 };
 /** Whole doors whose body restores other doors' rows (each checked as its own door checks it). */
 const NOT_STORED_DOORS: Record<string, string> = {
-  "POST /api/backup/import": "admin-only restore: each section checks its rows as its door does (bindings, pass-role, the address guard), the importing admin their writer",
+  "POST /api/backup/import":
+    "admin-only restore: each section checks its rows as its door does (bindings, pass-role, the address guard), the importing admin their writer",
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -122,7 +125,10 @@ async function call(method: string, path: string, key: string | null, body?: unk
 
 /** Calls the Worker with private hosts allowed (a URL stored then is refused once they are not). */
 async function callAllowingPrivate(method: string, path: string, body: unknown) {
-  const res = await fetchWithEnv(ALLOW_PRIVATE(), new Request(`${BASE}${path}`, { method, headers: { "x-api-key": ADMIN, "content-type": "application/json" }, body: JSON.stringify(body) }));
+  const res = await fetchWithEnv(
+    ALLOW_PRIVATE(),
+    new Request(`${BASE}${path}`, { method, headers: { "x-api-key": ADMIN, "content-type": "application/json" }, body: JSON.stringify(body) }),
+  );
   return { status: res.status, json: (await res.json().catch(() => null)) as any };
 }
 
@@ -188,13 +194,27 @@ async function state(): Promise<string> {
 }
 /** A binding that reads the subject `u` of `s` into the input and writes `v` back. */
 const binding = (s: string) => ({
-  states: [{ state: s, subject_expr: { content: '"u"' }, input_injections: [{ into: "seen", jq: { content: ".record" } }], updates: [{ jq: { content: '[{op: "set", path: ["v"], value: "written"}]' } }] }],
+  states: [
+    {
+      state: s,
+      subject_expr: { content: '"u"' },
+      input_injections: [{ into: "seen", jq: { content: ".record" } }],
+      updates: [{ jq: { content: '[{op: "set", path: ["v"], value: "written"}]' } }],
+    },
+  ],
 });
-const recordOf = async (s: string, target: string, kind = "tool") => (await call("GET", `/api/states/${s}/records/${kind}/${target}/user/u`, ADMIN)).json?.data?.data ?? null;
+const recordOf = async (s: string, target: string, kind = "tool") =>
+  (await call("GET", `/api/states/${s}/records/${kind}/${target}/user/u`, ADMIN)).json?.data?.data ?? null;
 
 async function routeTo(target: string, executionKey: string, key = ADMIN, extra: Record<string, unknown> = {}): Promise<string> {
   const name = uniq("cdr");
-  const r = await call("POST", `/api/conversations/${name}`, key, { door: "api", target_kind: "tool", target_name: target, execution_key: executionKey, ...extra });
+  const r = await call("POST", `/api/conversations/${name}`, key, {
+    door: "api",
+    target_kind: "tool",
+    target_name: target,
+    execution_key: executionKey,
+    ...extra,
+  });
   expect(r.status, r.text).toBe(200);
   return name;
 }
@@ -238,11 +258,19 @@ async function mcpToolsList(slug: string, key: string): Promise<string[]> {
   return (r.json?.result?.tools ?? []).map((t: { name: string }) => t.name);
 }
 async function callJsonWithAccept(path: string, key: string, body: unknown) {
-  return dispatch("POST", path, { headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "x-api-key": key }, body: JSON.stringify(body) });
+  return dispatch("POST", path, {
+    headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "x-api-key": key },
+    body: JSON.stringify(body),
+  });
 }
 
 /** (c) and (d) of a URL stored by `door` (as the admin: the URL doors but the route's are admin-only). */
-function urlFixture(store: (url: string, via: "plain" | "allowing") => Promise<{ status: number; json: any }>, field: string, stored: () => Promise<boolean>, run: () => Promise<string>): Fixture {
+function urlFixture(
+  store: (url: string, via: "plain" | "allowing") => Promise<{ status: number; json: any }>,
+  field: string,
+  stored: () => Promise<boolean>,
+  run: () => Promise<string>,
+): Fixture {
   return {
     async refused() {
       const r = await store(LOOPBACK(), "plain");
@@ -266,7 +294,12 @@ function urlFixture(store: (url: string, via: "plain" | "allowing") => Promise<{
 const via = (method: string, path: string, body: (url: string) => unknown) => async (url: string, how: "plain" | "allowing") =>
   how === "plain" ? await call(method, path, ADMIN, body(url)).then((r) => ({ status: r.status, json: r.json })) : callAllowingPrivate(method, path, body(url));
 
-const exists = (sql: string, ...binds: unknown[]) => async () => (await env.DB.prepare(sql).bind(...binds).first()) !== null;
+const exists =
+  (sql: string, ...binds: unknown[]) =>
+  async () =>
+    (await env.DB.prepare(sql)
+      .bind(...binds)
+      .first()) !== null;
 
 /** Runs a declared tool as the admin through run-tool: its failure message. */
 async function runToolMessage(name: string): Promise<string> {
@@ -425,14 +458,18 @@ const FIXTURES: Record<string, Partial<Record<Kind, Fixture>>> = {
         const s = await state();
         const p = await presetOver("echo", ADMIN, { fixed_kwargs: { message: "m" } });
         const w = await mint(["conversations"]);
-        expect((await call("PUT", `/api/conversation-configs/tool/${p}`, w.key, { target_kind: "tool", target_name: p, state_binding: binding(s) })).status).toBe(403);
+        expect(
+          (await call("PUT", `/api/conversation-configs/tool/${p}`, w.key, { target_kind: "tool", target_name: p, state_binding: binding(s) })).status,
+        ).toBe(403);
         expect((await call("GET", `/api/conversation-configs/tool/${p}`, ADMIN)).status).toBe(404);
       },
       async withdrawn() {
         const s = await state();
         const p = await presetOver("echo", ADMIN, { fixed_kwargs: { message: "m" } });
         const w = await mint(["conversations", "states"]);
-        expect((await call("PUT", `/api/conversation-configs/tool/${p}`, w.key, { target_kind: "tool", target_name: p, state_binding: binding(s) })).status).toBe(200);
+        expect(
+          (await call("PUT", `/api/conversation-configs/tool/${p}`, w.key, { target_kind: "tool", target_name: p, state_binding: binding(s) })).status,
+        ).toBe(200);
         await bindingTurnWithdrawn(p, s, w.user_id, ["conversations"]);
       },
     },
@@ -443,7 +480,9 @@ const FIXTURES: Record<string, Partial<Record<Kind, Fixture>>> = {
         const t = await tool();
         const w = await mint(["conversations"]);
         const name = uniq("cdr");
-        expect((await call("POST", `/api/conversations/${name}`, w.key, { door: "api", target_kind: "tool", target_name: t.name, execution_key: w.user_id })).status).toBe(403);
+        expect(
+          (await call("POST", `/api/conversations/${name}`, w.key, { door: "api", target_kind: "tool", target_name: t.name, execution_key: w.user_id })).status,
+        ).toBe(403);
         expect((await call("GET", `/api/conversations/${name}`, ADMIN)).status).toBe(404);
       },
       async withdrawn() {
@@ -462,7 +501,10 @@ const FIXTURES: Record<string, Partial<Record<Kind, Fixture>>> = {
         const w = await mint(["conversations", "tool:echo"]);
         const other = await mint(["tool:echo"]);
         const name = uniq("cdr");
-        expect((await call("POST", `/api/conversations/${name}`, w.key, { door: "api", target_kind: "tool", target_name: "echo", execution_key: other.user_id })).status).toBe(403);
+        expect(
+          (await call("POST", `/api/conversations/${name}`, w.key, { door: "api", target_kind: "tool", target_name: "echo", execution_key: other.user_id }))
+            .status,
+        ).toBe(403);
         expect((await call("GET", `/api/conversations/${name}`, ADMIN)).status).toBe(404);
       },
       async withdrawn() {
@@ -477,7 +519,9 @@ const FIXTURES: Record<string, Partial<Record<Kind, Fixture>>> = {
       async (url, how) => {
         const body = { door: "api", target_kind: "tool", target_name: "echo", execution_key: "root", callback_url: url };
         lastRoute = uniq("cdr");
-        return how === "plain" ? call("POST", `/api/conversations/${lastRoute}`, ADMIN, body).then((r) => ({ status: r.status, json: r.json })) : callAllowingPrivate("POST", `/api/conversations/${lastRoute}`, body);
+        return how === "plain"
+          ? call("POST", `/api/conversations/${lastRoute}`, ADMIN, body).then((r) => ({ status: r.status, json: r.json }))
+          : callAllowingPrivate("POST", `/api/conversations/${lastRoute}`, body);
       },
       "callback_url",
       async () => (await call("GET", `/api/conversations/${lastRoute}`, ADMIN)).status === 200,
@@ -498,7 +542,17 @@ const FIXTURES: Record<string, Partial<Record<Kind, Fixture>>> = {
         const t = await tool();
         const w = await mint(["schedules"]);
         const name = uniq("cdsch");
-        expect((await call("POST", "/api/schedules", w.key, { tool_name: t.name, tool_kwargs: {}, schedule_kwargs: { cron: "0 3 * * *" }, execution_key: w.user_id, name })).status).toBe(403);
+        expect(
+          (
+            await call("POST", "/api/schedules", w.key, {
+              tool_name: t.name,
+              tool_kwargs: {},
+              schedule_kwargs: { cron: "0 3 * * *" },
+              execution_key: w.user_id,
+              name,
+            })
+          ).status,
+        ).toBe(403);
         expect(await scheduleExists(name)).toBe(false);
       },
       async withdrawn() {
@@ -516,7 +570,17 @@ const FIXTURES: Record<string, Partial<Record<Kind, Fixture>>> = {
         const w = await mint(["schedules", "tool:echo"]);
         const other = await mint(["tool:echo"]);
         const name = uniq("cdsch");
-        expect((await call("POST", "/api/schedules", w.key, { tool_name: "echo", tool_kwargs: { message: "m" }, schedule_kwargs: { cron: "0 3 * * *" }, execution_key: other.user_id, name })).status).toBe(403);
+        expect(
+          (
+            await call("POST", "/api/schedules", w.key, {
+              tool_name: "echo",
+              tool_kwargs: { message: "m" },
+              schedule_kwargs: { cron: "0 3 * * *" },
+              execution_key: other.user_id,
+              name,
+            })
+          ).status,
+        ).toBe(403);
         expect(await scheduleExists(name)).toBe(false);
       },
       async withdrawn() {
@@ -531,7 +595,14 @@ const FIXTURES: Record<string, Partial<Record<Kind, Fixture>>> = {
         const s = await state();
         const w = await mint(["schedules", "tool:echo"]);
         const name = uniq("cdsch");
-        const r = await call("POST", "/api/schedules", w.key, { tool_name: "echo", tool_kwargs: { message: "m" }, schedule_kwargs: { cron: "0 3 * * *" }, execution_key: w.user_id, name, state_binding: binding(s) });
+        const r = await call("POST", "/api/schedules", w.key, {
+          tool_name: "echo",
+          tool_kwargs: { message: "m" },
+          schedule_kwargs: { cron: "0 3 * * *" },
+          execution_key: w.user_id,
+          name,
+          state_binding: binding(s),
+        });
         expect(r.status, r.text).toBe(403);
         expect(await scheduleExists(name)).toBe(false);
       },
@@ -610,7 +681,9 @@ const FIXTURES: Record<string, Partial<Record<Kind, Fixture>>> = {
         const w = await mint(["hooks"]);
         const other = await mint(["tool:echo"]);
         const name = uniq("cdlink");
-        expect((await call("POST", "/api/hooks/trigger-links", w.key, { topic: uniq("cdtopic"), execution_key: other.user_id, name, ttl_seconds: 600 })).status).toBe(403);
+        expect(
+          (await call("POST", "/api/hooks/trigger-links", w.key, { topic: uniq("cdtopic"), execution_key: other.user_id, name, ttl_seconds: 600 })).status,
+        ).toBe(403);
         expect(await exists("SELECT 1 FROM hook_trigger_links WHERE name = ?", name)()).toBe(false);
       },
       async withdrawn() {
@@ -649,7 +722,9 @@ const FIXTURES: Record<string, Partial<Record<Kind, Fixture>>> = {
     },
   },
   "POST /api/tools/{name}/extensions": { tool: extensionFixture((name, key) => call("POST", `/api/tools/${name}/extensions`, key, { combos: [["retry"]] })) },
-  "POST /api/tools/{name}/extensions/combos": { tool: extensionFixture((name, key) => call("POST", `/api/tools/${name}/extensions/combos`, key, { add: [["retry"]] })) },
+  "POST /api/tools/{name}/extensions/combos": {
+    tool: extensionFixture((name, key) => call("POST", `/api/tools/${name}/extensions/combos`, key, { add: [["retry"]] })),
+  },
   "POST /api/tools-config/entries": {
     url: urlFixture(
       via("POST", "/api/tools-config/entries", (url) => ({ title: (lastName = uniq("cdurl")), kind: "http", url })),
@@ -704,7 +779,11 @@ const FIXTURES: Record<string, Partial<Record<Kind, Fixture>>> = {
 /** The name the last URL fixture stored under (the store and the run share it). */
 let lastName = "";
 let lastRoute = "";
-const OPENAPI = { openapi: "3.0.0", info: { title: "t", version: "1" }, paths: { "/ping": { get: { operationId: "ping", responses: { "200": { description: "ok" } } } } } };
+const OPENAPI = {
+  openapi: "3.0.0",
+  info: { title: "t", version: "1" },
+  paths: { "/ping": { get: { operationId: "ping", responses: { "200": { description: "ok" } } } } },
+};
 
 function extensionFixture(setCombos: (tool: string, key: string) => Promise<{ status: number }>): Fixture {
   return {
@@ -730,9 +809,21 @@ function extensionFixture(setCombos: (tool: string, key: string) => Promise<{ st
 
 const nextFire = new Map<string, number>();
 /** A recurring schedule of `toolName` bound to `w`'s own key. */
-async function schedule(w: { user_id: string; key: string }, toolName: string, kwargs: Record<string, unknown> = {}, extra: Record<string, unknown> = {}): Promise<string> {
+async function schedule(
+  w: { user_id: string; key: string },
+  toolName: string,
+  kwargs: Record<string, unknown> = {},
+  extra: Record<string, unknown> = {},
+): Promise<string> {
   const name = uniq("cdsch");
-  const r = await call("POST", "/api/schedules", w.key, { tool_name: toolName, tool_kwargs: kwargs, schedule_kwargs: { cron: "0 3 * * *" }, execution_key: w.user_id, name, ...extra });
+  const r = await call("POST", "/api/schedules", w.key, {
+    tool_name: toolName,
+    tool_kwargs: kwargs,
+    schedule_kwargs: { cron: "0 3 * * *" },
+    execution_key: w.user_id,
+    name,
+    ...extra,
+  });
   expect(r.status, r.text).toBe(200);
   nextFire.set(name, Date.parse(r.json.data.schedule.next_fire_at));
   return name;
@@ -755,7 +846,9 @@ async function tick(name: string, nth = 1): Promise<any> {
 describe(`confused deputy: ${STORING.length} storing doors, ${DECLARED.length} stored references`, () => {
   beforeAll(async () => {
     ADMIN = await bootstrapAdmin();
-    console.log(`confused deputy: ${STORING.length} storing doors, ${DECLARED.length} stored references:\n${DECLARED.map((d) => `  ${d.door}  ${d.kind} at ${d.at}`).join("\n")}`);
+    console.log(
+      `confused deputy: ${STORING.length} storing doors, ${DECLARED.length} stored references:\n${DECLARED.map((d) => `  ${d.door}  ${d.kind} at ${d.at}`).join("\n")}`,
+    );
   });
 
   it("every body field that looks like a reference is declared in `stores`, or listed as not stored with its reason", () => {

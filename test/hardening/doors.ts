@@ -41,10 +41,7 @@ export function jsonSchemaOf(schema: z.ZodType | undefined): JsonSchema | null {
 }
 
 /** What a door demands of its caller, normalised from its `auth` declaration. */
-export type Requirement =
-  | { kind: "public" }
-  | { kind: "authenticated" }
-  | { kind: "tag"; tag: string; action: "read" | "write"; admin: boolean };
+export type Requirement = { kind: "public" } | { kind: "authenticated" } | { kind: "tag"; tag: string; action: "read" | "write"; admin: boolean };
 
 export function requirementOf(spec: RouteSpec): Requirement {
   const auth = spec.auth;
@@ -72,7 +69,11 @@ export interface Answer {
  */
 export async function dispatch(method: string, pathAndQuery: string, init: { headers?: Record<string, string>; body?: string } = {}): Promise<Answer> {
   const upper = method.toUpperCase();
-  const request = new Request(`${BASE}${pathAndQuery}`, { method: upper, headers: init.headers, body: upper === "GET" || upper === "HEAD" ? undefined : init.body });
+  const request = new Request(`${BASE}${pathAndQuery}`, {
+    method: upper,
+    headers: init.headers,
+    body: upper === "GET" || upper === "HEAD" ? undefined : init.body,
+  });
   if (upper === "GET") return fetchLiveTail(request);
   return fetchWorkerDirect(request, env);
 }
@@ -129,7 +130,11 @@ let adminKey: string | null = null;
 /** This file's admin key: bootstrapped once per file (each test file has its own D1). */
 export async function bootstrapAdmin(): Promise<string> {
   if (adminKey) return adminKey;
-  const r = await callJson("POST", "/api/keys/bootstrap", null, { user_id: "root", description: "hardening suites", bootstrap_token: String(env.ACCESS_CONTROL_BOOTSTRAP_TOKEN) });
+  const r = await callJson("POST", "/api/keys/bootstrap", null, {
+    user_id: "root",
+    description: "hardening suites",
+    bootstrap_token: String(env.ACCESS_CONTROL_BOOTSTRAP_TOKEN),
+  });
   if (r.status !== 200) throw new Error(`bootstrap failed: ${r.status} ${r.text}`);
   adminKey = r.json.data.token as string;
   return adminKey;

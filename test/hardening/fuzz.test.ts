@@ -22,7 +22,21 @@ import fc from "fast-check";
 import { createHmac } from "node:crypto";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { setEdgeFetch } from "../../src/net/edge-fetch";
-import { type Answer, BASE, type JsonSchema, type RouteSpec, bootstrapAdmin, callJson, dispatch, doors, fillPath, jsonSchemaOf, label, pathParamNames, requirementOf } from "./doors";
+import {
+  type Answer,
+  BASE,
+  type JsonSchema,
+  type RouteSpec,
+  bootstrapAdmin,
+  callJson,
+  dispatch,
+  doors,
+  fillPath,
+  jsonSchemaOf,
+  label,
+  pathParamNames,
+  requirementOf,
+} from "./doors";
 
 // ---------------------------------------------------------------------------------------------
 // Seed, budget, marker
@@ -375,7 +389,26 @@ function encode(s: string): string {
 }
 
 /** Path segments as they travel: raw hostile encodings and encoded generated values. */
-const rawSegments = fc.constantFrom("..", ".", "", "%00", "%2e%2e", "%2F", "%2f..%2f", "%FF", "%ED%A0%80", "%C0%AE", "%20", "%09", `${TOKEN}%00`, "%25", "%", `%E2%80%AE${TOKEN}`, ";", "%3F");
+const rawSegments = fc.constantFrom(
+  "..",
+  ".",
+  "",
+  "%00",
+  "%2e%2e",
+  "%2F",
+  "%2f..%2f",
+  "%FF",
+  "%ED%A0%80",
+  "%C0%AE",
+  "%20",
+  "%09",
+  `${TOKEN}%00`,
+  "%25",
+  "%",
+  `%E2%80%AE${TOKEN}`,
+  ";",
+  "%3F",
+);
 
 function segmentArb(name: string, s: JsonSchema | null): fc.Arbitrary<string> {
   const fixtures = fixturesFor(name).map(String);
@@ -398,8 +431,10 @@ function segmentArb(name: string, s: JsonSchema | null): fc.Arbitrary<string> {
 
 function pathArb(spec: RouteSpec): fc.Arbitrary<string> {
   const names = pathParamNames(spec.path);
-  const props = ((jsonSchemaOf(spec.params)?.properties ?? {}) as Record<string, JsonSchema>);
-  return fc.tuple(...names.map((n) => segmentArb(n, props[n] ?? null))).map((segs) => fillPath(spec.path, Object.fromEntries(names.map((n, i) => [n, segs[i]]))));
+  const props = (jsonSchemaOf(spec.params)?.properties ?? {}) as Record<string, JsonSchema>;
+  return fc
+    .tuple(...names.map((n) => segmentArb(n, props[n] ?? null)))
+    .map((segs) => fillPath(spec.path, Object.fromEntries(names.map((n, i) => [n, segs[i]]))));
 }
 
 function queryValueArb(name: string, s: JsonSchema, hostile: boolean): fc.Arbitrary<string> {
@@ -415,10 +450,17 @@ function queryValueArb(name: string, s: JsonSchema, hostile: boolean): fc.Arbitr
 
 function queryArb(spec: RouteSpec): fc.Arbitrary<string> {
   const q = jsonSchemaOf(spec.query);
-  const props = ((q?.properties ?? {}) as Record<string, JsonSchema>);
+  const props = (q?.properties ?? {}) as Record<string, JsonSchema>;
   // Like bodies: a clean query (values that fit) or a hostile one.
   const declared = (hostile: boolean) =>
-    fc.tuple(...Object.entries(props).map(([name, s]) => sometimes(queryValueArb(name, s, hostile).map((v) => `${encode(name)}=${v}`), 70)));
+    fc.tuple(
+      ...Object.entries(props).map(([name, s]) =>
+        sometimes(
+          queryValueArb(name, s, hostile).map((v) => `${encode(name)}=${v}`),
+          70,
+        ),
+      ),
+    );
   const extra = sometimes(
     fc.oneof(
       fc.constantFrom("%FF=%FF", "page=1&page=2", "=", "&&", `${TOKEN}=%00`, "thread_id=%ED%A0%80", "a[b]=c"),
@@ -442,7 +484,10 @@ function jsonBodyArb(spec: RouteSpec): fc.Arbitrary<string | undefined> {
     { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 4 }).map((v) => JSON.stringify(v)) },
     { weight: 1, arbitrary: fc.object({ maxDepth: 2 }).map((v) => toJsonText(v)) },
     { weight: 1, arbitrary: rawFragment.map((p) => toJsonText(p)) },
-    { weight: 1, arbitrary: fc.constantFrom<string | undefined>(undefined, "", "{", "nul", "\uFEFF{}", "[]", "null", `"${MARKER}"`, '{"a":1,}', `{"${MARKER}":`, "\u0000") },
+    {
+      weight: 1,
+      arbitrary: fc.constantFrom<string | undefined>(undefined, "", "{", "nul", "\uFEFF{}", "[]", "null", `"${MARKER}"`, '{"a":1,}', `{"${MARKER}":`, "\u0000"),
+    },
   );
 }
 
@@ -462,17 +507,32 @@ function mutated(template: unknown, depth = 0): fc.Arbitrary<unknown> {
 
 const PROVIDER_SHAPES: Record<string, unknown> = {
   telegram: { update_id: 1001, message: { message_id: 7, chat: { id: 42, type: "private" }, from: { id: 42 }, text: MARKER } },
-  slack: { type: "event_callback", event_id: "Ev1", team_id: "T1", event: { type: "message", channel: "D1", user: "U1", text: MARKER, ts: "1700000000.000100" } },
+  slack: {
+    type: "event_callback",
+    event_id: "Ev1",
+    team_id: "T1",
+    event: { type: "message", channel: "D1", user: "U1", text: MARKER, ts: "1700000000.000100" },
+  },
   whatsapp: {
     object: "whatsapp_business_account",
-    entry: [{ id: "1", changes: [{ field: "messages", value: { metadata: { phone_number_id: "15550001" }, messages: [{ id: "wamid.1", from: "15551234", type: "text", text: { body: MARKER } }] } }] }],
+    entry: [
+      {
+        id: "1",
+        changes: [
+          {
+            field: "messages",
+            value: { metadata: { phone_number_id: "15550001" }, messages: [{ id: "wamid.1", from: "15551234", type: "text", text: { body: MARKER } }] },
+          },
+        ],
+      },
+    ],
   },
 };
 const slackChallenge = { type: "url_verification", challenge: MARKER };
 
 function formOf(v: unknown): string {
   const p = new URLSearchParams();
-  if (v && typeof v === "object") for (const [k, x] of Object.entries(v)) p.append(k, typeof x === "string" ? x : JSON.stringify(x) ?? "");
+  if (v && typeof v === "object") for (const [k, x] of Object.entries(v)) p.append(k, typeof x === "string" ? x : (JSON.stringify(x) ?? ""));
   return p.toString();
 }
 
@@ -485,7 +545,10 @@ function signed(channel: string, path: string, body: string): Record<string, str
       return { "x-hub-signature-256": `sha256=${hmac("sha256", String(env.CHANNEL_WHATSAPP_APP_SECRET), body, "hex")}` };
     case "slack": {
       const ts = String(Math.floor(Date.now() / 1000));
-      return { "x-slack-request-timestamp": ts, "x-slack-signature": `v0=${hmac("sha256", String(env.CHANNEL_SLACK_SIGNING_SECRET), `v0:${ts}:${body}`, "hex")}` };
+      return {
+        "x-slack-request-timestamp": ts,
+        "x-slack-signature": `v0=${hmac("sha256", String(env.CHANNEL_SLACK_SIGNING_SECRET), `v0:${ts}:${body}`, "hex")}`,
+      };
     }
     case "twilio": {
       const url = new URL(`${BASE}${path}`);
@@ -541,7 +604,12 @@ function webhookArb(spec: RouteSpec): fc.Arbitrary<Omit<FuzzRequest, "principal"
   return channelArb.chain((channel) =>
     fc.tuple(body(channel), fc.constantFrom("none", "forged", "valid", "valid"), forgedHeaders, sometimes(handshake, 50)).map(([raw, mode, forged, hub]) => {
       const path = fillPath(spec.path, Object.fromEntries(names.map((n) => [n, channel])));
-      const query = hub && spec.method === "get" ? Object.entries(hub).map(([k, v]) => `${encode(k)}=${encode(v)}`).join("&") : "";
+      const query =
+        hub && spec.method === "get"
+          ? Object.entries(hub)
+              .map(([k, v]) => `${encode(k)}=${encode(v)}`)
+              .join("&")
+          : "";
       const headers: Record<string, string> =
         mode === "valid" ? signed(channel, query ? `${path}?${query}` : path, raw) : mode === "forged" ? { ...(forged as Record<string, string>) } : {};
       if (channel === "twilio") headers["content-type"] = "application/x-www-form-urlencoded";
@@ -565,8 +633,16 @@ function requestArb(spec: RouteSpec): fc.Arbitrary<FuzzRequest> {
   }
   // Now and then another method on the door's path (405 with Allow, or a sibling door) and an
   // oversize body (413 before anything parses it).
-  const method = fc.oneof({ weight: 14, arbitrary: fc.constant<string>(spec.method) }, { weight: 1, arbitrary: fc.constantFrom("get", "post", "put", "patch", "delete", "options") });
-  const jsonish = spec.body ? jsonBodyArb(spec) : fc.option(fc.jsonValue({ maxDepth: 2 }).map((v) => JSON.stringify(v)), { nil: undefined });
+  const method = fc.oneof(
+    { weight: 14, arbitrary: fc.constant<string>(spec.method) },
+    { weight: 1, arbitrary: fc.constantFrom("get", "post", "put", "patch", "delete", "options") },
+  );
+  const jsonish = spec.body
+    ? jsonBodyArb(spec)
+    : fc.option(
+        fc.jsonValue({ maxDepth: 2 }).map((v) => JSON.stringify(v)),
+        { nil: undefined },
+      );
   const body = fc.oneof({ weight: 20, arbitrary: jsonish }, { weight: 1, arbitrary: fc.constant<string | undefined>(OVERSIZE) });
   const contentType = fc.constantFrom("application/json", "application/json", "text/plain", "application/json; charset=utf-16", "");
   return fc.tuple(principal, method, pathArb(spec), queryArb(spec), body, contentType).map(([p, m, path, query, b, ct]) => ({
@@ -686,7 +762,10 @@ describe(`fuzz: ${DOORS.length} doors × ${RUNS} runs (seed ${SEED})`, () => {
   });
   afterAll(() => {
     setEdgeFetch(null);
-    const classes = Object.entries(tally).sort().map(([k, n]) => `${k} ${n}`).join(", ");
+    const classes = Object.entries(tally)
+      .sort()
+      .map(([k, n]) => `${k} ${n}`)
+      .join(", ");
     console.log(`fuzz: ${DOORS.length} doors, ${requestsSent} requests (${classes}), seed ${SEED} (replay: FUZZ_SEED=${SEED})`);
   });
 

@@ -47,10 +47,17 @@ describe("fuzz finding: a declared JSON Schema pattern could freeze the isolate 
       name,
       base_tool: "echo",
       description: "catastrophic pattern",
-      input_schema: { type: "object", properties: { message: { type: "string", pattern: "^(a+)+$" } }, patternProperties: { "^(x+x+)+y$": { type: "string" } } },
+      input_schema: {
+        type: "object",
+        properties: { message: { type: "string", pattern: "^(a+)+$" } },
+        patternProperties: { "^(x+x+)+y$": { type: "string" } },
+      },
     });
     expect(created.status).toBe(200);
-    const run = await callJson("POST", "/api/run-tool", ADMIN, { tool_name: name, arguments: { message: `${"a".repeat(5000)}!`, [`${"x".repeat(5000)}`]: "v" } });
+    const run = await callJson("POST", "/api/run-tool", ADMIN, {
+      tool_name: name,
+      arguments: { message: `${"a".repeat(5000)}!`, [`${"x".repeat(5000)}`]: "v" },
+    });
     expect(run.status).toBe(400);
     expect(run.text).toContain("/message: pattern");
     const ok = await callJson("POST", "/api/run-tool", ADMIN, { tool_name: name, arguments: { message: "aaaa" } });
@@ -60,7 +67,12 @@ describe("fuzz finding: a declared JSON Schema pattern could freeze the isolate 
 
   it("refuses at declaration a pattern RE2 cannot run (backreferences, lookaround), naming the field", async () => {
     for (const pattern of ["^(a)\\1$", "^(?=a)a$", "^(?<!b)a$"]) {
-      const r = await callJson("POST", "/api/presets", ADMIN, { name: `re2x${Date.now()}`, base_tool: "echo", description: "d", input_schema: { type: "object", properties: { m: { type: "string", pattern } } } });
+      const r = await callJson("POST", "/api/presets", ADMIN, {
+        name: `re2x${Date.now()}`,
+        base_tool: "echo",
+        description: "d",
+        input_schema: { type: "object", properties: { m: { type: "string", pattern } } },
+      });
       expect(r.status, pattern).toBe(400);
       expect(r.json.error).toContain("input_schema");
       expect(r.json.error).toContain("RE2");

@@ -15,28 +15,74 @@ export const TEST_ENV = {
 
 export async function postTwilio(params: Record<string, string>, door: "inbound" | "status" = "inbound", opts: { forge?: boolean } = {}) {
   const url = `${BASE}/api/channels/twilio/${door}`;
-  const data = url + Object.keys(params).sort().map((k) => k + params[k]).join("");
-  const sig = createHmac("sha1", opts.forge ? "wrong-token" : TEST_ENV.twilioToken).update(data, "utf8").digest("base64");
-  return exports.default.fetch(url, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded", "x-twilio-signature": sig }, body: new URLSearchParams(params).toString() });
+  const data =
+    url +
+    Object.keys(params)
+      .sort()
+      .map((k) => k + params[k])
+      .join("");
+  const sig = createHmac("sha1", opts.forge ? "wrong-token" : TEST_ENV.twilioToken)
+    .update(data, "utf8")
+    .digest("base64");
+  return exports.default.fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded", "x-twilio-signature": sig },
+    body: new URLSearchParams(params).toString(),
+  });
 }
 
 export async function postWhatsApp(payload: unknown, opts: { forge?: boolean } = {}) {
   const body = JSON.stringify(payload);
-  const sig = createHmac("sha256", opts.forge ? "nope" : TEST_ENV.whatsappSecret).update(body, "utf8").digest("hex");
-  return exports.default.fetch(`${BASE}/api/channels/whatsapp/inbound`, { method: "POST", headers: { "content-type": "application/json", "x-hub-signature-256": `sha256=${sig}` }, body });
+  const sig = createHmac("sha256", opts.forge ? "nope" : TEST_ENV.whatsappSecret)
+    .update(body, "utf8")
+    .digest("hex");
+  return exports.default.fetch(`${BASE}/api/channels/whatsapp/inbound`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-hub-signature-256": `sha256=${sig}` },
+    body,
+  });
 }
 
 export function whatsappText(phoneNumberId: string, from: string, id: string, text: string) {
   return {
     object: "whatsapp_business_account",
-    entry: [{ id: "waba", changes: [{ field: "messages", value: { messaging_product: "whatsapp", metadata: { phone_number_id: phoneNumberId, display_phone_number: "1" }, contacts: [{ wa_id: from }], messages: [{ from, id, timestamp: "1700000000", type: "text", text: { body: text } }] } }] }],
+    entry: [
+      {
+        id: "waba",
+        changes: [
+          {
+            field: "messages",
+            value: {
+              messaging_product: "whatsapp",
+              metadata: { phone_number_id: phoneNumberId, display_phone_number: "1" },
+              contacts: [{ wa_id: from }],
+              messages: [{ from, id, timestamp: "1700000000", type: "text", text: { body: text } }],
+            },
+          },
+        ],
+      },
+    ],
   };
 }
 
 export function whatsappStatus(phoneNumberId: string, id: string, status: "delivered" | "failed" | "sent") {
   return {
     object: "whatsapp_business_account",
-    entry: [{ id: "waba", changes: [{ field: "messages", value: { messaging_product: "whatsapp", metadata: { phone_number_id: phoneNumberId }, statuses: [{ id, status, timestamp: "1700000001", recipient_id: "x" }] } }] }],
+    entry: [
+      {
+        id: "waba",
+        changes: [
+          {
+            field: "messages",
+            value: {
+              messaging_product: "whatsapp",
+              metadata: { phone_number_id: phoneNumberId },
+              statuses: [{ id, status, timestamp: "1700000001", recipient_id: "x" }],
+            },
+          },
+        ],
+      },
+    ],
   };
 }
 
@@ -51,7 +97,9 @@ export async function postTelegram(update: unknown, opts: { secret?: string } = 
 export async function postSlack(payload: unknown, opts: { ts?: number; forge?: boolean } = {}) {
   const body = JSON.stringify(payload);
   const ts = String(opts.ts ?? Math.floor(Date.now() / 1000));
-  const sig = createHmac("sha256", opts.forge ? "nope" : TEST_ENV.slackSecret).update(`v0:${ts}:${body}`, "utf8").digest("hex");
+  const sig = createHmac("sha256", opts.forge ? "nope" : TEST_ENV.slackSecret)
+    .update(`v0:${ts}:${body}`, "utf8")
+    .digest("hex");
   return exports.default.fetch(`${BASE}/api/channels/slack/inbound`, {
     method: "POST",
     headers: { "content-type": "application/json", "x-slack-request-timestamp": ts, "x-slack-signature": `v0=${sig}` },

@@ -118,7 +118,9 @@ export class D1Counter {
 
   /** Every recorded round trip, one a line, for a failure message. */
   describe(): string {
-    return this.calls.map((c, i) => `  ${i + 1}. [${c.side}] ${c.kind}${c.kind === "batch" ? ` of ${c.statements}` : ""}: ${c.sql.map((s) => s.slice(0, 90)).join(" | ")}`).join("\n");
+    return this.calls
+      .map((c, i) => `  ${i + 1}. [${c.side}] ${c.kind}${c.kind === "batch" ? ` of ${c.statements}` : ""}: ${c.sql.map((s) => s.slice(0, 90)).join(" | ")}`)
+      .join("\n");
   }
 
   /** Resolves once no call was recorded for `quietMs` (work the object continues after answering). */
@@ -146,7 +148,12 @@ export interface CountedAnswer {
  * Calls the Worker's own fetch handler (src/index.ts) with `DB` wrapped by `counter`, then waits
  * for the work it handed to waitUntil. Same isolate and module graph as the Worker under test.
  */
-export async function countedFetch(counter: D1Counter, method: string, path: string, init: { headers?: Record<string, string>; body?: string } = {}): Promise<CountedAnswer> {
+export async function countedFetch(
+  counter: D1Counter,
+  method: string,
+  path: string,
+  init: { headers?: Record<string, string>; body?: string } = {},
+): Promise<CountedAnswer> {
   const request = new Request(`${BASE}${path}`, { method, headers: init.headers, body: init.body });
   const { status, text, json } = await fetchWorkerDirect(request, { ...env, DB: counter.wrap(env.DB, "worker") });
   return { status, text, json };
@@ -165,7 +172,9 @@ export async function countThread(counter: D1Counter, threadId: string): Promise
  * env (a flush policy, say), until the returned function restores their own envs.
  */
 export async function countShards(counter: D1Counter, vars: Record<string, string> = {}): Promise<() => Promise<void>> {
-  const restores = await Promise.all(Array.from({ length: SHARD_COUNT }, (_, i) => countObject(counter, shardStub(env, i) as unknown as DurableObjectStub, "shard", vars)));
+  const restores = await Promise.all(
+    Array.from({ length: SHARD_COUNT }, (_, i) => countObject(counter, shardStub(env, i) as unknown as DurableObjectStub, "shard", vars)),
+  );
   return async () => {
     for (const r of restores) await r();
   };

@@ -94,7 +94,11 @@ export async function expectNotConfigured(doors: Array<[string, string, unknown?
   for (const [method, path, body] of doors) {
     const res = await fetchWithEnv(
       noStore,
-      new Request(`${BASE}${path}`, { method, headers: { "x-api-key": key, "content-type": "application/json" }, body: body ? JSON.stringify(body) : undefined }),
+      new Request(`${BASE}${path}`, {
+        method,
+        headers: { "x-api-key": key, "content-type": "application/json" },
+        body: body ? JSON.stringify(body) : undefined,
+      }),
     );
     expectFn(res.status, `${method} ${path}`).toBe(501);
     expectFn(await res.json()).toMatchObject({ code: "conversations-not-configured" });

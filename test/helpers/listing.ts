@@ -18,7 +18,10 @@ export async function outboxRows(threadId: string): Promise<number> {
 /** Waits until each thread has pushed what it noted, then flushes every shard to D1. */
 export async function listingCaughtUp(...threadIds: string[]): Promise<void> {
   for (const t of threadIds) {
-    const left = await eventually(() => outboxRows(t), (n) => n === 0);
+    const left = await eventually(
+      () => outboxRows(t),
+      (n) => n === 0,
+    );
     if (left !== 0) throw new Error(`thread ${t} never pushed its listing (${left} outbox rows left)`);
   }
   await Promise.all(allShards(env).map((s) => s.flush()));

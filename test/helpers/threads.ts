@@ -19,15 +19,22 @@ export interface RawRow {
 
 /** The thread object's raw record rows (bookkeeping included). */
 export async function rawRows(threadId: string): Promise<RawRow[]> {
-  return runInDurableObject(stubFor(threadId), (_obj, state) =>
-    state.storage.sql
-      .exec("SELECT message_id, status, turn_state, delivery_due_at, delivery_lease_until, grace_until, expires_at, chunks_sent, record FROM records ORDER BY seq")
-      .toArray() as unknown as RawRow[],
+  return runInDurableObject(
+    stubFor(threadId),
+    (_obj, state) =>
+      state.storage.sql
+        .exec(
+          "SELECT message_id, status, turn_state, delivery_due_at, delivery_lease_until, grace_until, expires_at, chunks_sent, record FROM records ORDER BY seq",
+        )
+        .toArray() as unknown as RawRow[],
   );
 }
 
 /** Moves the thread's clock forward for the named timers by rewriting them into the past. */
-export async function makeDue(threadId: string, column: "delivery_due_at" | "grace_until" | "turn_lease_until" | "expires_at" | "delivery_lease_until"): Promise<void> {
+export async function makeDue(
+  threadId: string,
+  column: "delivery_due_at" | "grace_until" | "turn_lease_until" | "expires_at" | "delivery_lease_until",
+): Promise<void> {
   await runInDurableObject(stubFor(threadId), (_obj, state) => {
     state.storage.sql.exec(`UPDATE records SET ${column} = 1 WHERE ${column} IS NOT NULL`);
   });

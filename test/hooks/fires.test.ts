@@ -15,7 +15,8 @@ import { bindVerifier, deliver, githubSignature, hook } from "./helpers";
 
 const topicOf = () => uniq("topic").toLowerCase();
 const nameOf = () => uniq("hook").toLowerCase();
-const runsOfHook = async (name: string) => (await env.DB.prepare("SELECT run_id FROM tool_runs WHERE hook_name = ?").bind(name).all<{ run_id: string }>()).results.map((r) => r.run_id);
+const runsOfHook = async (name: string) =>
+  (await env.DB.prepare("SELECT run_id FROM tool_runs WHERE hook_name = ?").bind(name).all<{ run_id: string }>()).results.map((r) => r.run_id);
 
 /** A declared HTTP tool that answers the kwargs it was given; `seen` collects them. */
 async function kwargsTool() {
@@ -43,10 +44,26 @@ describe("an open topic", () => {
     expect(r.body.data).toEqual({ status: "accepted", fired: [{ hook: name, run_id: expect.stringMatching(/^[0-9a-f-]{36}$/) }], skipped: [] });
     const runId = r.body.data.fired[0].run_id;
     const run = await endedRun(runId);
-    expect(run).toMatchObject({ status: "succeeded", result: "Fix the build", caller: runner.user_id, origin: "hook", hook_name: name, schedule_name: null, state_bound: false, arguments: { message: "Fix the build" } });
+    expect(run).toMatchObject({
+      status: "succeeded",
+      result: "Fix the build",
+      caller: runner.user_id,
+      origin: "hook",
+      hook_name: name,
+      schedule_name: null,
+      state_bound: false,
+      arguments: { message: "Fix the build" },
+    });
     expect(await indexRow(runId)).toMatchObject({ origin: "hook", hook_name: name, status: "succeeded" });
     const { listed, trace } = await traceOf(runId);
-    expect(listed).toMatchObject({ trace_id: runId, kind: "hook_fire", trigger: "hook", target: { kind: "tool", name: "echo" }, user_id: runner.user_id, outcome: "ok" });
+    expect(listed).toMatchObject({
+      trace_id: runId,
+      kind: "hook_fire",
+      trigger: "hook",
+      target: { kind: "tool", name: "echo" },
+      user_id: runner.user_id,
+      outcome: "ok",
+    });
     expect(trace.steps).toEqual([expect.objectContaining({ kind: "tool", name: "echo", outcome: "ok" })]);
     const byKind = await call("GET", "/api/runs?kind=hook_fire&pageSize=200", { key: await admin() });
     expect(byKind.body.data.items.map((i: any) => i.trace_id)).toContain(runId);
@@ -104,8 +121,18 @@ describe("an open topic", () => {
     const tool = await kwargsTool();
     const runner = await mintKey({ scopes: [`tool:${tool.title}`] });
     const topic = topicOf();
-    await hook({ name: nameOf(), topic, tool: tool.title, execution_key: runner.user_id, expr: '{a: "expr", b: "expr", c: "expr", p: .p}', tool_kwargs: { c: "hook" } });
-    const link = await call("POST", "/api/hooks/trigger-links", { key: await admin(), body: { topic, execution_key: runner.user_id, ttl_seconds: 600, tool_kwargs: { b: "link", c: "link" } } });
+    await hook({
+      name: nameOf(),
+      topic,
+      tool: tool.title,
+      execution_key: runner.user_id,
+      expr: '{a: "expr", b: "expr", c: "expr", p: .p}',
+      tool_kwargs: { c: "hook" },
+    });
+    const link = await call("POST", "/api/hooks/trigger-links", {
+      key: await admin(),
+      body: { topic, execution_key: runner.user_id, ttl_seconds: 600, tool_kwargs: { b: "link", c: "link" } },
+    });
     const viaLink = await call("POST", link.body.data.trigger_path, { rawBody: JSON.stringify({ p: 1 }) });
     expect(viaLink.status, JSON.stringify(viaLink.body)).toBe(202);
     expect((await endedRun(viaLink.body.data.fired[0].run_id)).result).toEqual({ got: { a: "expr", b: "link", c: "hook", p: 1 } });
@@ -142,7 +169,9 @@ describe("a fire that cannot be submitted", () => {
       },
     };
     const headers = { "content-type": "application/json", "x-delivery-id": crypto.randomUUID() };
-    const failed = await readResult(await fetchWithEnv({ ...env, TOOL_RUNS: flaky }, new Request(`${BASE}/api/hooks/incoming/${topic}`, { method: "POST", headers, body: "{}" })));
+    const failed = await readResult(
+      await fetchWithEnv({ ...env, TOOL_RUNS: flaky }, new Request(`${BASE}/api/hooks/incoming/${topic}`, { method: "POST", headers, body: "{}" })),
+    );
     expect([failed.status, failed.body]).toEqual([503, { error: "temporarily unable to accept; redeliver later" }]);
     const before = await runsOfHook(first);
     expect(before).toHaveLength(1);
@@ -172,7 +201,11 @@ describe("a verified topic", () => {
     expect(r.status, JSON.stringify(r.body)).toBe(202);
     expect((await endedRun(r.body.data.fired[0].run_id)).result).toBe("ship it");
     expect((await deliver(topic, body, signed)).body).toEqual({ data: { status: "already_seen" } });
-    const forged = await deliver(topic, body, { ...signed, "x-hub-signature-256": githubSignature("not the secret", body), "x-github-delivery": crypto.randomUUID() });
+    const forged = await deliver(topic, body, {
+      ...signed,
+      "x-hub-signature-256": githubSignature("not the secret", body),
+      "x-github-delivery": crypto.randomUUID(),
+    });
     expect(forged.status).toBe(401);
     expect(forged.body).toEqual({ error: "signature verification failed" });
     const tampered = await deliver(topic, body.replace("ship it", "rm -rf"), { ...signed, "x-github-delivery": crypto.randomUUID() });
@@ -271,7 +304,13 @@ describe("a verified topic", () => {
     const body = JSON.stringify({ type: "thing.happened" });
     const id = `msg_${crypto.randomUUID().replace(/-/g, "")}`;
     const ts = String(Math.floor(Date.now() / 1000));
-    const hmacKey = await crypto.subtle.importKey("raw", Uint8Array.from(atob(key), (c) => c.charCodeAt(0)), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+    const hmacKey = await crypto.subtle.importKey(
+      "raw",
+      Uint8Array.from(atob(key), (c) => c.charCodeAt(0)),
+      { name: "HMAC", hash: "SHA-256" },
+      false,
+      ["sign"],
+    );
     const sig = btoa(String.fromCharCode(...new Uint8Array(await crypto.subtle.sign("HMAC", hmacKey, new TextEncoder().encode(`${id}.${ts}.${body}`)))));
     const headers = { "webhook-id": id, "webhook-timestamp": ts, "webhook-signature": `v1,${sig}` };
     expect((await deliver(topic, body, headers)).status).toBe(202);
@@ -309,8 +348,15 @@ describe("trigger links", () => {
     expect(get.status).toBe(202);
     expect((await endedRun(get.body.data.fired[0].run_id)).result).toEqual({ got: { v: "queried" } });
     // Expired (the clock moved past it): the same 404 as an unknown, malformed or deleted token.
-    await env.DB.prepare("UPDATE hook_trigger_links SET expires_at = ? WHERE name = ?").bind(Date.now() - 1, created.body.data.name).run();
-    const misses = [await call("POST", path, { rawBody: "{}" }), await call("GET", path), await call("POST", `/api/hooks/trigger/trg-${"A".repeat(43)}`, { rawBody: "{}" }), await call("POST", "/api/hooks/trigger/nonsense", { rawBody: "{}" })];
+    await env.DB.prepare("UPDATE hook_trigger_links SET expires_at = ? WHERE name = ?")
+      .bind(Date.now() - 1, created.body.data.name)
+      .run();
+    const misses = [
+      await call("POST", path, { rawBody: "{}" }),
+      await call("GET", path),
+      await call("POST", `/api/hooks/trigger/trg-${"A".repeat(43)}`, { rawBody: "{}" }),
+      await call("POST", "/api/hooks/trigger/nonsense", { rawBody: "{}" }),
+    ];
     for (const m of misses) expect([m.status, m.body]).toEqual([404, { error: "not found" }]);
     const live = await call("POST", "/api/hooks/trigger-links", { key: await admin(), body: { topic, execution_key: linkKey.user_id, ttl_seconds: null } });
     expect((await call("DELETE", `/api/hooks/trigger-links/${live.body.data.name}`, { key: await admin() })).status).toBe(200);
@@ -321,7 +367,10 @@ describe("trigger links", () => {
   it("require_api_key: no key or an invalid key is the same 404; a valid key fires", async () => {
     const topic = topicOf();
     await hook({ name: nameOf(), topic, tool: "echo", execution_key: "root", tool_kwargs: { message: "k" } });
-    const created = await call("POST", "/api/hooks/trigger-links", { key: await admin(), body: { topic, execution_key: "root", ttl_seconds: 600, require_api_key: true } });
+    const created = await call("POST", "/api/hooks/trigger-links", {
+      key: await admin(),
+      body: { topic, execution_key: "root", ttl_seconds: 600, require_api_key: true },
+    });
     const path = created.body.data.trigger_path;
     const none = await call("POST", path, { rawBody: "{}" });
     const invalid = await call("POST", path, { rawBody: "{}", key: `sk-${"B".repeat(43)}` });
@@ -379,7 +428,14 @@ describe("state bindings on hook fires", () => {
     const record = await call("GET", `/api/states/${state}/records/tool/${tool.title}/user/u-1`, { key });
     expect(record.body.data).toMatchObject({ data: { last: "again", count: 2 }, seq: 2 });
     const writes = await call("GET", `/api/states/${state}/records/tool/${tool.title}/user/u-1/writes`, { key });
-    expect(writes.body.data.items[0].origin).toMatchObject({ door: "hook", actor: runner.user_id, consumer: `hook:${name}`, meta: { hook: name }, run_id: second.body.data.fired[0].run_id, turn_id: null });
+    expect(writes.body.data.items[0].origin).toMatchObject({
+      door: "hook",
+      actor: runner.user_id,
+      consumer: `hook:${name}`,
+      meta: { hook: name },
+      run_id: second.body.data.fired[0].run_id,
+      turn_id: null,
+    });
   });
 
   it("a binding that fails at run time fails the run with error_kind state_binding and a message naming the step, not the value", async () => {
@@ -387,7 +443,15 @@ describe("state bindings on hook fires", () => {
     const state = uniq("prefs").toLowerCase();
     expect((await call("PUT", `/api/states/${state}`, { key, body: { schema: PREFS, subject_kinds: ["user"] } })).status).toBe(200);
     const topic = topicOf();
-    await hook({ name: nameOf(), topic, tool: "echo", execution_key: "root", tool_kwargs: { message: "m" }, expr: "{user: .user}", state_binding: { states: [{ state, subject_expr: tt(".user") }] } });
+    await hook({
+      name: nameOf(),
+      topic,
+      tool: "echo",
+      execution_key: "root",
+      tool_kwargs: { message: "m" },
+      expr: "{user: .user}",
+      state_binding: { states: [{ state, subject_expr: tt(".user") }] },
+    });
     const r = await deliver(topic, JSON.stringify({ user: 12345 }));
     const run = await endedRun(r.body.data.fired[0].run_id);
     expect(run).toMatchObject({ status: "failed", error_kind: "state_binding" });

@@ -18,7 +18,15 @@ describe("POST /api/hooks", () => {
     const runner = await mintKey({ scopes: ["tool:echo"] });
     const topic = topicOf();
     const name = nameOf();
-    const r = await hook({ name, topic, tool: "echo", execution_key: runner.user_id, tool_kwargs: { message: "x" }, condition: ".action == \"opened\"", expr: "{message: .title}" });
+    const r = await hook({
+      name,
+      topic,
+      tool: "echo",
+      execution_key: runner.user_id,
+      tool_kwargs: { message: "x" },
+      condition: '.action == "opened"',
+      expr: "{message: .title}",
+    });
     expect(r.body.data).toEqual({ registered: true, name, warning: expect.stringMatching(/no verifier.*only boundary/) });
     expect(r.body.data.warning).not.toMatch(/admin or broad/);
 
@@ -33,7 +41,7 @@ describe("POST /api/hooks", () => {
           execution_key: runner.user_id,
           execution_key_fingerprint: runner.fingerprint,
           tool_kwargs: { message: "x" },
-          condition: ".action == \"opened\"",
+          condition: '.action == "opened"',
           condition_id: null,
           condition_kwargs: null,
           expr: "{message: .title}",
@@ -83,10 +91,12 @@ describe("POST /api/hooks", () => {
   it("renders condition_id / expr_id text resources with their kwargs at registration", async () => {
     const key = await admin();
     const id = uniq("cond");
-    expect((await call("POST", "/api/storage/resources", { key, body: { id, content: ".action == \"{{action}}\"" } })).status).toBe(200);
+    expect((await call("POST", "/api/storage/resources", { key, body: { id, content: '.action == "{{action}}"' } })).status).toBe(200);
     const name = nameOf();
     await hook({ name, topic: topicOf(), tool: "echo", execution_key: "root", condition_id: id, condition_kwargs: { action: "closed" } });
-    const row = await env.DB.prepare("SELECT condition_program, condition_kwargs FROM hooks WHERE name = ?").bind(name).first<{ condition_program: string; condition_kwargs: string }>();
+    const row = await env.DB.prepare("SELECT condition_program, condition_kwargs FROM hooks WHERE name = ?")
+      .bind(name)
+      .first<{ condition_program: string; condition_kwargs: string }>();
     expect(row).toEqual({ condition_program: '.action == "closed"', condition_kwargs: '{"action":"closed"}' });
   });
 
@@ -160,7 +170,11 @@ describe("POST /api/hooks", () => {
     expect(r.body.error).toMatch(/state_binding: states\[0\] names a state that is not declared/);
     const res = await fetchWithEnv(
       { ...env, STATES_STORE_URL: "" },
-      new Request(`${BASE}/api/hooks`, { method: "POST", headers: { "x-api-key": await admin(), "content-type": "application/json" }, body: JSON.stringify(base) }),
+      new Request(`${BASE}/api/hooks`, {
+        method: "POST",
+        headers: { "x-api-key": await admin(), "content-type": "application/json" },
+        body: JSON.stringify(base),
+      }),
     );
     expect(res.status).toBe(501);
     expect(await res.json()).toMatchObject({ code: "states-not-configured" });
@@ -183,7 +197,11 @@ describe("POST /api/hooks", () => {
     for (const [method, path, body] of doors) {
       const res = await fetchWithEnv(
         { ...env, TOOL_RUNS_STORE_URL: "" },
-        new Request(`${BASE}${path}`, { method, headers: { "x-api-key": key, "content-type": "application/json" }, body: body ? JSON.stringify(body) : undefined }),
+        new Request(`${BASE}${path}`, {
+          method,
+          headers: { "x-api-key": key, "content-type": "application/json" },
+          body: body ? JSON.stringify(body) : undefined,
+        }),
       );
       expect(res.status, `${method} ${path}`).toBe(501);
       expect(await res.json()).toMatchObject({ code: "tool-runs-not-configured" });
@@ -205,7 +223,16 @@ describe("topic verifiers", () => {
     const topic = topicOf();
     const secret = "it-is-the-SECRETVALUE-of-this-topic";
     const r = await bindVerifier(topic, { kind: "github", secret });
-    expect(r.body.data).toEqual({ topic, kind: "github", secret: "<redacted>", signature_header: null, delivery_header: null, created_by: "root", created_at: expect.any(String), updated_at: expect.any(String) });
+    expect(r.body.data).toEqual({
+      topic,
+      kind: "github",
+      secret: "<redacted>",
+      signature_header: null,
+      delivery_header: null,
+      created_by: "root",
+      created_at: expect.any(String),
+      updated_at: expect.any(String),
+    });
     const row = await env.DB.prepare("SELECT * FROM hook_verifiers WHERE topic = ?").bind(topic).first<Record<string, unknown>>();
     expect(JSON.stringify(row)).not.toContain("SECRETVALUE");
     expect(row!.secret_sealed).toEqual(expect.any(String));
@@ -234,7 +261,14 @@ describe("topic verifiers", () => {
   it("sealing needs SETTINGS_ENCRYPTION_KEY (501); an env reference does not", async () => {
     const key = await admin();
     const put = (body: unknown) =>
-      fetchWithEnv({ ...env, SETTINGS_ENCRYPTION_KEY: "" }, new Request(`${BASE}/api/hooks/topics/${topicOf()}/verifier`, { method: "PUT", headers: { "x-api-key": key, "content-type": "application/json" }, body: JSON.stringify(body) }));
+      fetchWithEnv(
+        { ...env, SETTINGS_ENCRYPTION_KEY: "" },
+        new Request(`${BASE}/api/hooks/topics/${topicOf()}/verifier`, {
+          method: "PUT",
+          headers: { "x-api-key": key, "content-type": "application/json" },
+          body: JSON.stringify(body),
+        }),
+      );
     const sealed = await put({ kind: "github", secret: "a-github-secret" });
     expect(sealed.status).toBe(501);
     expect(await sealed.json()).toMatchObject({ code: "settings-encryption-not-configured" });
@@ -243,7 +277,9 @@ describe("topic verifiers", () => {
 
   it("is admin only", async () => {
     const writer = await mintKey({ scopes: ["hooks:write"] });
-    expect((await call("PUT", `/api/hooks/topics/${topicOf()}/verifier`, { key: writer.key, body: { kind: "github", secret: "a-github-secret" } })).status).toBe(403);
+    expect(
+      (await call("PUT", `/api/hooks/topics/${topicOf()}/verifier`, { key: writer.key, body: { kind: "github", secret: "a-github-secret" } })).status,
+    ).toBe(403);
   });
 });
 
@@ -252,10 +288,19 @@ describe("trigger links", () => {
     const key = await admin();
     const runner = await mintKey({ scopes: ["tool:echo"] });
     const topic = topicOf();
-    const r = await call("POST", "/api/hooks/trigger-links", { key, body: { topic, execution_key: runner.user_id, name: "build-link", ttl_seconds: 3600, tool_kwargs: { message: "m" } } });
+    const r = await call("POST", "/api/hooks/trigger-links", {
+      key,
+      body: { topic, execution_key: runner.user_id, name: "build-link", ttl_seconds: 3600, tool_kwargs: { message: "m" } },
+    });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     const { token } = r.body.data;
-    expect(r.body.data).toEqual({ name: "build-link", trigger_path: `/api/hooks/trigger/${token}`, token: expect.stringMatching(/^trg-[A-Za-z0-9_-]{43}$/), topic, expires_at: expect.stringMatching(/Z$/) });
+    expect(r.body.data).toEqual({
+      name: "build-link",
+      trigger_path: `/api/hooks/trigger/${token}`,
+      token: expect.stringMatching(/^trg-[A-Za-z0-9_-]{43}$/),
+      topic,
+      expires_at: expect.stringMatching(/Z$/),
+    });
     expect(Date.parse(r.body.data.expires_at) - Date.now()).toBeGreaterThan(3_500_000);
     const stored = await env.DB.prepare("SELECT * FROM hook_trigger_links WHERE name = 'build-link'").first<Record<string, unknown>>();
     expect(JSON.stringify(stored)).not.toContain(token);
@@ -273,14 +318,20 @@ describe("trigger links", () => {
       expires_at: r.body.data.expires_at,
     });
     // A live link's name is taken.
-    expect((await call("POST", "/api/hooks/trigger-links", { key, body: { topic, execution_key: "root", name: "build-link", ttl_seconds: null } })).status).toBe(409);
+    expect(
+      (await call("POST", "/api/hooks/trigger-links", { key, body: { topic, execution_key: "root", name: "build-link", ttl_seconds: null } })).status,
+    ).toBe(409);
     expect((await call("DELETE", "/api/hooks/trigger-links/build-link", { key })).body).toEqual({ data: { removed: true, name: "build-link" } });
     expect((await call("DELETE", "/api/hooks/trigger-links/build-link", { key })).status).toBe(404);
   });
 
   it("ttl_seconds is required: a positive whole number or null (kept until deleted)", async () => {
     const key = await admin();
-    const create = (ttl: unknown, omit = false) => call("POST", "/api/hooks/trigger-links", { key, body: omit ? { topic: "t", execution_key: "root" } : { topic: "t", execution_key: "root", ttl_seconds: ttl } });
+    const create = (ttl: unknown, omit = false) =>
+      call("POST", "/api/hooks/trigger-links", {
+        key,
+        body: omit ? { topic: "t", execution_key: "root" } : { topic: "t", execution_key: "root", ttl_seconds: ttl },
+      });
     expect((await create(undefined, true)).status).toBe(400);
     for (const bad of [0, -5, 1.5, "60", true]) expect((await create(bad)).status, String(bad)).toBe(400);
     const forever = await create(null);
@@ -292,9 +343,17 @@ describe("trigger links", () => {
   it("pass-role binds the link's key: a non-admin gets a uniform 403 for a key not its own; an admin 404 for an absent one", async () => {
     const writer = await mintKey({ scopes: ["hooks:write"] });
     const other = await mintKey({ scopes: ["tool:echo"] });
-    expect((await call("POST", "/api/hooks/trigger-links", { key: writer.key, body: { topic: "t", execution_key: other.user_id, ttl_seconds: 60 } })).status).toBe(403);
-    expect((await call("POST", "/api/hooks/trigger-links", { key: writer.key, body: { topic: "t", execution_key: "absent-key", ttl_seconds: 60 } })).status).toBe(403);
-    expect((await call("POST", "/api/hooks/trigger-links", { key: await admin(), body: { topic: "t", execution_key: "absent-key", ttl_seconds: 60 } })).status).toBe(404);
-    expect((await call("POST", "/api/hooks/trigger-links", { key: writer.key, body: { topic: "t", execution_key: writer.user_id, ttl_seconds: 60 } })).status).toBe(200);
+    expect(
+      (await call("POST", "/api/hooks/trigger-links", { key: writer.key, body: { topic: "t", execution_key: other.user_id, ttl_seconds: 60 } })).status,
+    ).toBe(403);
+    expect(
+      (await call("POST", "/api/hooks/trigger-links", { key: writer.key, body: { topic: "t", execution_key: "absent-key", ttl_seconds: 60 } })).status,
+    ).toBe(403);
+    expect(
+      (await call("POST", "/api/hooks/trigger-links", { key: await admin(), body: { topic: "t", execution_key: "absent-key", ttl_seconds: 60 } })).status,
+    ).toBe(404);
+    expect(
+      (await call("POST", "/api/hooks/trigger-links", { key: writer.key, body: { topic: "t", execution_key: writer.user_id, ttl_seconds: 60 } })).status,
+    ).toBe(200);
   });
 });

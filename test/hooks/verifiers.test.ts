@@ -29,16 +29,27 @@ describe("GitHub (X-Hub-Signature-256)", () => {
   const signature = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17";
 
   it("accepts the published test vector and takes X-GitHub-Delivery as the delivery id", async () => {
-    expect(await verifyGithub(input({ secret, body, headers: { "x-hub-signature-256": signature, "x-github-delivery": "72d3162e-cc78-11e3-81ab-4c9367dc0958" } }))).toEqual({
+    expect(
+      await verifyGithub(input({ secret, body, headers: { "x-hub-signature-256": signature, "x-github-delivery": "72d3162e-cc78-11e3-81ab-4c9367dc0958" } })),
+    ).toEqual({
       ok: true,
       deliveryId: "72d3162e-cc78-11e3-81ab-4c9367dc0958",
     });
-    expect(await verifyGithub(input({ secret, body, headers: { "x-hub-signature-256": signature.toUpperCase().replace("SHA256=", "sha256=") } }))).toEqual({ ok: true, deliveryId: null });
+    expect(await verifyGithub(input({ secret, body, headers: { "x-hub-signature-256": signature.toUpperCase().replace("SHA256=", "sha256=") } }))).toEqual({
+      ok: true,
+      deliveryId: null,
+    });
   });
 
   it("refuses a wrong secret, a tampered body, a missing or malformed header", async () => {
-    expect(await verifyGithub(input({ secret: "another secret", body, headers: { "x-hub-signature-256": signature } }))).toEqual({ ok: false, reason: "mismatch" });
-    expect(await verifyGithub(input({ secret, body: "Hello, World?", headers: { "x-hub-signature-256": signature } }))).toEqual({ ok: false, reason: "mismatch" });
+    expect(await verifyGithub(input({ secret: "another secret", body, headers: { "x-hub-signature-256": signature } }))).toEqual({
+      ok: false,
+      reason: "mismatch",
+    });
+    expect(await verifyGithub(input({ secret, body: "Hello, World?", headers: { "x-hub-signature-256": signature } }))).toEqual({
+      ok: false,
+      reason: "mismatch",
+    });
     expect(await verifyGithub(input({ secret, body, headers: {} }))).toEqual({ ok: false, reason: "missing" });
     for (const bad of ["757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17", "sha1=757107ea", "sha256=zz", `${signature}00`]) {
       expect(await verifyGithub(input({ secret, body, headers: { "x-hub-signature-256": bad } }))).toEqual({ ok: false, reason: "malformed" });
@@ -54,19 +65,30 @@ describe("Standard Webhooks (webhook-id / webhook-timestamp / webhook-signature)
   const body = '{"test": 2432232314}';
   const sig = "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=";
   const at = ts * 1000;
-  const headers = (signature: string, over: Record<string, string> = {}) => ({ "webhook-id": id, "webhook-timestamp": String(ts), "webhook-signature": signature, ...over });
+  const headers = (signature: string, over: Record<string, string> = {}) => ({
+    "webhook-id": id,
+    "webhook-timestamp": String(ts),
+    "webhook-signature": signature,
+    ...over,
+  });
 
   it("accepts the published test vector; the delivery id is webhook-id", async () => {
     expect(await verifyStandardWebhooks(input({ secret, body, headers: headers(sig), nowMs: at }))).toEqual({ ok: true, deliveryId: id });
   });
 
   it("accepts it among several space-separated signatures (a secret rolling over), other versions ignored", async () => {
-    expect(await verifyStandardWebhooks(input({ secret, body, headers: headers(`v1,Zm9vYmFy v2,abc ${sig}`), nowMs: at }))).toEqual({ ok: true, deliveryId: id });
+    expect(await verifyStandardWebhooks(input({ secret, body, headers: headers(`v1,Zm9vYmFy v2,abc ${sig}`), nowMs: at }))).toEqual({
+      ok: true,
+      deliveryId: id,
+    });
   });
 
   it("the key is the base64 after whsec_ (the prefix is optional)", async () => {
     expect(standardWebhooksKey("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")).toEqual(standardWebhooksKey("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"));
-    expect(await verifyStandardWebhooks(input({ secret: "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", body, headers: headers(sig), nowMs: at }))).toEqual({ ok: true, deliveryId: id });
+    expect(await verifyStandardWebhooks(input({ secret: "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", body, headers: headers(sig), nowMs: at }))).toEqual({
+      ok: true,
+      deliveryId: id,
+    });
     expect(standardWebhooksKey("whsec_not base64!")).toBeNull();
   });
 
@@ -78,14 +100,35 @@ describe("Standard Webhooks (webhook-id / webhook-timestamp / webhook-signature)
   });
 
   it("refuses a wrong secret, a tampered body, another id or timestamp, missing and malformed headers", async () => {
-    expect(await verifyStandardWebhooks(input({ secret: "whsec_QUFBQUFBQUFBQUFBQUFBQQ==", body, headers: headers(sig), nowMs: at }))).toEqual({ ok: false, reason: "mismatch" });
-    expect(await verifyStandardWebhooks(input({ secret, body: '{"test": 2432232315}', headers: headers(sig), nowMs: at }))).toEqual({ ok: false, reason: "mismatch" });
-    expect(await verifyStandardWebhooks(input({ secret, body, headers: headers(sig, { "webhook-id": "msg_other" }), nowMs: at }))).toEqual({ ok: false, reason: "mismatch" });
-    expect(await verifyStandardWebhooks(input({ secret, body, headers: headers(sig, { "webhook-timestamp": String(ts + 1) }), nowMs: at }))).toEqual({ ok: false, reason: "mismatch" });
-    expect(await verifyStandardWebhooks(input({ secret, body, headers: { "webhook-id": id, "webhook-timestamp": String(ts) }, nowMs: at }))).toEqual({ ok: false, reason: "missing" });
-    expect(await verifyStandardWebhooks(input({ secret, body, headers: headers("g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="), nowMs: at }))).toEqual({ ok: false, reason: "malformed" });
+    expect(await verifyStandardWebhooks(input({ secret: "whsec_QUFBQUFBQUFBQUFBQUFBQQ==", body, headers: headers(sig), nowMs: at }))).toEqual({
+      ok: false,
+      reason: "mismatch",
+    });
+    expect(await verifyStandardWebhooks(input({ secret, body: '{"test": 2432232315}', headers: headers(sig), nowMs: at }))).toEqual({
+      ok: false,
+      reason: "mismatch",
+    });
+    expect(await verifyStandardWebhooks(input({ secret, body, headers: headers(sig, { "webhook-id": "msg_other" }), nowMs: at }))).toEqual({
+      ok: false,
+      reason: "mismatch",
+    });
+    expect(await verifyStandardWebhooks(input({ secret, body, headers: headers(sig, { "webhook-timestamp": String(ts + 1) }), nowMs: at }))).toEqual({
+      ok: false,
+      reason: "mismatch",
+    });
+    expect(await verifyStandardWebhooks(input({ secret, body, headers: { "webhook-id": id, "webhook-timestamp": String(ts) }, nowMs: at }))).toEqual({
+      ok: false,
+      reason: "missing",
+    });
+    expect(await verifyStandardWebhooks(input({ secret, body, headers: headers("g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="), nowMs: at }))).toEqual({
+      ok: false,
+      reason: "malformed",
+    });
     expect(await verifyStandardWebhooks(input({ secret, body, headers: headers("v2,abc"), nowMs: at }))).toEqual({ ok: false, reason: "malformed" });
-    expect(await verifyStandardWebhooks(input({ secret, body, headers: headers(sig, { "webhook-timestamp": "soon" }), nowMs: at }))).toEqual({ ok: false, reason: "malformed" });
+    expect(await verifyStandardWebhooks(input({ secret, body, headers: headers(sig, { "webhook-timestamp": "soon" }), nowMs: at }))).toEqual({
+      ok: false,
+      reason: "malformed",
+    });
   });
 });
 
@@ -99,7 +142,10 @@ describe("Stripe (Stripe-Signature)", () => {
   const at = t * 1000;
 
   it("accepts a signature computed independently; the delivery id is the verified event's id", async () => {
-    expect(await verifyStripe(input({ secret, body, headers: { "stripe-signature": `t=${t},v1=${v1(secret, t, body)}` }, nowMs: at }))).toEqual({ ok: true, deliveryId: "evt_1NG8Du2eZvKYlo2CUI79vXWy" });
+    expect(await verifyStripe(input({ secret, body, headers: { "stripe-signature": `t=${t},v1=${v1(secret, t, body)}` }, nowMs: at }))).toEqual({
+      ok: true,
+      deliveryId: "evt_1NG8Du2eZvKYlo2CUI79vXWy",
+    });
   });
 
   it("any of several v1 signatures may match; v0 and unknown schemes are ignored", async () => {
@@ -118,18 +164,37 @@ describe("Stripe (Stripe-Signature)", () => {
 
   it("refuses a wrong secret, a tampered body, a re-dated signature, missing and malformed headers", async () => {
     const good = `t=${t},v1=${v1(secret, t, body)}`;
-    expect(await verifyStripe(input({ secret: "whsec_other", body, headers: { "stripe-signature": good }, nowMs: at }))).toEqual({ ok: false, reason: "mismatch" });
-    expect(await verifyStripe(input({ secret, body: body.replace("succeeded", "failed"), headers: { "stripe-signature": good }, nowMs: at }))).toEqual({ ok: false, reason: "mismatch" });
-    expect(await verifyStripe(input({ secret, body, headers: { "stripe-signature": `t=${t + 10},v1=${v1(secret, t, body)}` }, nowMs: at }))).toEqual({ ok: false, reason: "mismatch" });
+    expect(await verifyStripe(input({ secret: "whsec_other", body, headers: { "stripe-signature": good }, nowMs: at }))).toEqual({
+      ok: false,
+      reason: "mismatch",
+    });
+    expect(await verifyStripe(input({ secret, body: body.replace("succeeded", "failed"), headers: { "stripe-signature": good }, nowMs: at }))).toEqual({
+      ok: false,
+      reason: "mismatch",
+    });
+    expect(await verifyStripe(input({ secret, body, headers: { "stripe-signature": `t=${t + 10},v1=${v1(secret, t, body)}` }, nowMs: at }))).toEqual({
+      ok: false,
+      reason: "mismatch",
+    });
     expect(await verifyStripe(input({ secret, body, headers: {}, nowMs: at }))).toEqual({ ok: false, reason: "missing" });
-    for (const bad of [`v1=${v1(secret, t, body)}`, `t=${t}`, `t=soon,v1=${v1(secret, t, body)}`, `t=${t},v1=xyz`, `t=${t},t=${t},v1=${v1(secret, t, body)}`, "garbage"]) {
+    for (const bad of [
+      `v1=${v1(secret, t, body)}`,
+      `t=${t}`,
+      `t=soon,v1=${v1(secret, t, body)}`,
+      `t=${t},v1=xyz`,
+      `t=${t},t=${t},v1=${v1(secret, t, body)}`,
+      "garbage",
+    ]) {
       expect(await verifyStripe(input({ secret, body, headers: { "stripe-signature": bad }, nowMs: at }))).toEqual({ ok: false, reason: "malformed" });
     }
   });
 
   it("a verified body without an event id has no delivery id (no replay check)", async () => {
     const b = '{"object":"event"}';
-    expect(await verifyStripe(input({ secret, body: b, headers: { "stripe-signature": `t=${t},v1=${v1(secret, t, b)}` }, nowMs: at }))).toEqual({ ok: true, deliveryId: null });
+    expect(await verifyStripe(input({ secret, body: b, headers: { "stripe-signature": `t=${t},v1=${v1(secret, t, b)}` }, nowMs: at }))).toEqual({
+      ok: true,
+      deliveryId: null,
+    });
   });
 });
 
@@ -139,17 +204,28 @@ describe("generic HMAC-SHA256 header", () => {
   const hex = createHmac("sha256", secret).update(body, "utf8").digest("hex");
 
   it("accepts the hex HMAC of the raw body, bare or sha256= prefixed, in the default or a configured header", async () => {
-    expect(await verifyGenericHmac(input({ secret, body, headers: { "x-signature-256": hex, "x-delivery-id": "d-1" } }))).toEqual({ ok: true, deliveryId: "d-1" });
+    expect(await verifyGenericHmac(input({ secret, body, headers: { "x-signature-256": hex, "x-delivery-id": "d-1" } }))).toEqual({
+      ok: true,
+      deliveryId: "d-1",
+    });
     expect((await verifyGenericHmac(input({ secret, body, headers: { "x-signature-256": `sha256=${hex}` } }))).ok).toBe(true);
-    expect(await verifyGenericHmac(input({ secret, body, headers: { "x-my-sig": hex, "x-my-id": "7" }, signatureHeader: "X-My-Sig", deliveryHeader: "X-My-Id" }))).toEqual({ ok: true, deliveryId: "7" });
+    expect(
+      await verifyGenericHmac(input({ secret, body, headers: { "x-my-sig": hex, "x-my-id": "7" }, signatureHeader: "X-My-Sig", deliveryHeader: "X-My-Id" })),
+    ).toEqual({ ok: true, deliveryId: "7" });
     // delivery_header null: no replay key even when the default header is present.
-    expect(await verifyGenericHmac(input({ secret, body, headers: { "x-signature-256": hex, "x-delivery-id": "d-1" }, deliveryHeader: null }))).toEqual({ ok: true, deliveryId: null });
+    expect(await verifyGenericHmac(input({ secret, body, headers: { "x-signature-256": hex, "x-delivery-id": "d-1" }, deliveryHeader: null }))).toEqual({
+      ok: true,
+      deliveryId: null,
+    });
   });
 
   it("refuses a wrong secret, a tampered body, the wrong header, a missing or malformed one", async () => {
     expect(await verifyGenericHmac(input({ secret: "other-secret", body, headers: { "x-signature-256": hex } }))).toEqual({ ok: false, reason: "mismatch" });
     expect(await verifyGenericHmac(input({ secret, body: `${body} `, headers: { "x-signature-256": hex } }))).toEqual({ ok: false, reason: "mismatch" });
-    expect(await verifyGenericHmac(input({ secret, body, headers: { "x-signature-256": hex }, signatureHeader: "X-Other" }))).toEqual({ ok: false, reason: "missing" });
+    expect(await verifyGenericHmac(input({ secret, body, headers: { "x-signature-256": hex }, signatureHeader: "X-Other" }))).toEqual({
+      ok: false,
+      reason: "missing",
+    });
     expect(await verifyGenericHmac(input({ secret, body, headers: {} }))).toEqual({ ok: false, reason: "missing" });
     expect(await verifyGenericHmac(input({ secret, body, headers: { "x-signature-256": "sha1=abc" } }))).toEqual({ ok: false, reason: "malformed" });
   });

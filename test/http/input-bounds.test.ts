@@ -91,7 +91,9 @@ describe("free-form JSON is bounded (issue 9, finding 2)", () => {
       expect(create.body.error).toContain(field);
       expect(create.body.error).toContain(bound);
     }
-    expect((await call("POST", "/api/presets", { key: await admin(), body: { name: preset, base_tool: "echo", fixed_kwargs: { tone: "calm" } } })).status).toBe(200);
+    expect((await call("POST", "/api/presets", { key: await admin(), body: { name: preset, base_tool: "echo", fixed_kwargs: { tone: "calm" } } })).status).toBe(
+      200,
+    );
     const version = await postRaw(`/api/presets/${preset}/versions`, `{"fixed_kwargs":${deepJson(10_000)}}`);
     expect(version.status).toBe(400);
     expect(version.body.error).toContain("fixed_kwargs");
@@ -116,7 +118,10 @@ describe("free-form JSON is bounded (issue 9, finding 2)", () => {
     expect(tool.status).toBe(400);
     expect(tool.body.error).toContain("input_schema");
     expect(tool.body.error).toContain(`${MAX_JSON_DEPTH} levels`);
-    const agent = await postRaw("/api/agents-config/entries", `{"title":"${uniq("deep-agent")}","kind":"http","config":{"url":"https://agents.example/x","extra":${deepJson(10_000)}}}`);
+    const agent = await postRaw(
+      "/api/agents-config/entries",
+      `{"title":"${uniq("deep-agent")}","kind":"http","config":{"url":"https://agents.example/x","extra":${deepJson(10_000)}}}`,
+    );
     expect(agent.status).toBe(400);
     expect(agent.body.error).toContain("config");
   });
@@ -147,14 +152,19 @@ describe("free-form JSON is bounded (issue 9, finding 2)", () => {
 
   it("an over-deep http agent answer is the turn's error outcome", async () => {
     const title = uniq("deep-agent");
-    const declared = await call("POST", "/api/agents-config/entries", { key: await admin(), body: { title, kind: "http", config: { url: "https://agents.example/deep" } } });
+    const declared = await call("POST", "/api/agents-config/entries", {
+      key: await admin(),
+      body: { title, kind: "http", config: { url: "https://agents.example/deep" } },
+    });
     expect(declared.status).toBe(200);
     fakeNetwork(() => json(`{"text":"hello","extra":${deepJson(10_000)}}`));
     const k = await mintKey({ scopes: [`agent:${title}`] });
     const r = await createRoute({ door: "api", target_kind: "agent", target_name: title, execution_key: k.user_id });
     const res = await send(r.name, { external_user_id: "u", text: "hi", wait_seconds: 10 });
     expect(res.body.data).toMatchObject({ status: "error", answer: TURN_ERROR_TEXT });
-    expect((await readRecord(r.name, res.body.data.message_id)).body.data.error).toContain(`agent endpoint answered JSON out of bounds: must nest at most ${MAX_JSON_DEPTH} levels`);
+    expect((await readRecord(r.name, res.body.data.message_id)).body.data.error).toContain(
+      `agent endpoint answered JSON out of bounds: must nest at most ${MAX_JSON_DEPTH} levels`,
+    );
   });
 
   it("an llm tool call's over-deep arguments go back to the model as an error, not to the tool", () => {
@@ -165,7 +175,8 @@ describe("free-form JSON is bounded (issue 9, finding 2)", () => {
 
 describe("identifiers arrive intact (issue 9, finding 5)", () => {
   it("judges identifiers: control characters (C0, DEL, C1) and lone surrogates are out, everything else is in", () => {
-    for (const bad of ["a\u0000", "a\u001f", "a\u007f", "a\u0085", "a\ud800", "\udc00a", "a\ud800\ud800"]) expect(isIntactIdentifier(bad), JSON.stringify(bad)).toBe(false);
+    for (const bad of ["a\u0000", "a\u001f", "a\u007f", "a\u0085", "a\ud800", "\udc00a", "a\ud800\ud800"])
+      expect(isIntactIdentifier(bad), JSON.stringify(bad)).toBe(false);
     for (const good of ["alice", "zoë", "😀", "a b", "+15550001111", "bridge:r:root/u"]) expect(isIntactIdentifier(good), good).toBe(true);
     expect(findLoneSurrogate({ a: [1, { b: "x\ud800" }] })).toBe("a.1.b");
     expect(findLoneSurrogate({ "\udc00": 1 })).toBe("a key");
@@ -179,7 +190,10 @@ describe("identifiers arrive intact (issue 9, finding 5)", () => {
       const res = await send(r.name, { external_user_id: id, text: "x" });
       expect(res.status, JSON.stringify(id)).toBe(400);
       expect(res.body.error).toContain("external_user_id");
-      const ev = await call("POST", `/api/conversations/${r.name}/events`, { key: await admin(), body: { address: id, event: { event_id: "e-1", kind: "k", payload: {} } } });
+      const ev = await call("POST", `/api/conversations/${r.name}/events`, {
+        key: await admin(),
+        body: { address: id, event: { event_id: "e-1", kind: "k", payload: {} } },
+      });
       expect(ev.status, JSON.stringify(id)).toBe(400);
       expect(ev.body.error).toContain("address");
     }
@@ -195,7 +209,10 @@ describe("identifiers arrive intact (issue 9, finding 5)", () => {
     expect(stored.results.map((row) => row.thread_id)).toEqual([threadId]);
     const rec = await readRecord(r.name, accepted.body.data.message_id);
     expect(rec.body.data).toMatchObject({ thread_id: threadId, client_address: "zoë 😀" });
-    const ev = await call("POST", `/api/conversations/${r.name}/events`, { key: await admin(), body: { address: "zoë 😀", event: { event_id: "e-2", kind: "k", payload: {} } } });
+    const ev = await call("POST", `/api/conversations/${r.name}/events`, {
+      key: await admin(),
+      body: { address: "zoë 😀", event: { event_id: "e-2", kind: "k", payload: {} } },
+    });
     expect(ev.status).toBe(202);
     expect(ev.body.data.thread_id).toBe(threadId);
   });
@@ -237,7 +254,10 @@ describe("identifiers arrive intact (issue 9, finding 5)", () => {
     expect(byId.status).toBe(400);
     expect(byId.body.error).toContain("message_id");
 
-    const event = await call("POST", `/api/conversations/${r.name}/events`, { key, body: { address: "u", event: { event_id: "e\u0000", kind: "k", payload: {} } } });
+    const event = await call("POST", `/api/conversations/${r.name}/events`, {
+      key,
+      body: { address: "u", event: { event_id: "e\u0000", kind: "k", payload: {} } },
+    });
     expect(event.status).toBe(400);
     expect(event.body.error).toContain("event.event_id");
     const mode = await call("PUT", `/api/conversations/${r.name}/thread/mode`, { key, body: { thread_id: `bridge:${r.name}:root/u\u0000`, mode: "manual" } });
@@ -295,7 +315,10 @@ describe("strict bodies (issue 9, finding 6)", () => {
     expect(unknown.body.error).not.toContain("red");
 
     const userId = uniq("disabled");
-    const minted = await call("POST", "/api/auth/api-keys", { key, body: { user_id: userId, description: "born disabled", scopes: ["tools:read"], disabled: true } });
+    const minted = await call("POST", "/api/auth/api-keys", {
+      key,
+      body: { user_id: userId, description: "born disabled", scopes: ["tools:read"], disabled: true },
+    });
     expect(minted.status).toBe(200);
     const raw = minted.body.data.api_key as string;
     expect(await call("GET", "/api/auth/me", { key: raw })).toMatchObject({ status: 401, body: { error: "Unauthorized" } });

@@ -18,7 +18,8 @@ import { listedAs, pendingOf } from "./helpers";
 
 const LLM = "https://llm.example/v1";
 
-const completion = (message: Record<string, unknown>) => Response.json({ id: "x", object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", ...message } }] });
+const completion = (message: Record<string, unknown>) =>
+  Response.json({ id: "x", object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", ...message } }] });
 const toolCall = (id: string, name: string, args: unknown) => ({ id, type: "function", function: { name, arguments: JSON.stringify(args) } });
 
 /** A scripted model: the n-th call answers script[n](body); every call's body is kept. */
@@ -37,7 +38,10 @@ function network(script: Array<(body: any) => Response>) {
 
 async function declareAgent(tools: string[] = ["ask_user"]): Promise<string> {
   const title = uniq("asker");
-  const r = await call("POST", "/api/agents-config/entries", { key: await admin(), body: { title, kind: "llm", config: { base_url: LLM, model: "m", tool_names: tools } } });
+  const r = await call("POST", "/api/agents-config/entries", {
+    key: await admin(),
+    body: { title, kind: "llm", config: { base_url: LLM, model: "m", tool_names: tools } },
+  });
   expect(r.status).toBe(200);
   return title;
 }
@@ -48,14 +52,27 @@ describe("an llm agent on a Telegram route asks with two options", () => {
   it("sends the options as an inline keyboard; the tap answers; the run resumes and answers in the same chat", async () => {
     const agent = await declareAgent(["ask_user", "echo"]);
     const k = await mintKey({ scopes: [`agent:${agent}`, "tool:ask_user", "tool:echo"] });
-    const route = await createRoute({ door: "channel", channel: "telegram", our_identity: TEST_ENV.telegramBotId, target_kind: "agent", target_name: agent, execution_key: k.user_id });
+    const route = await createRoute({
+      door: "channel",
+      channel: "telegram",
+      our_identity: TEST_ENV.telegramBotId,
+      target_kind: "agent",
+      target_name: agent,
+      execution_key: k.user_id,
+    });
     const net = network([
       () =>
         completion({
           content: null,
           tool_calls: [
             toolCall("c1", "echo", { message: "warming up" }),
-            toolCall("c2", "ask_user", { question: "Tea or coffee?", options: [{ text: "Tea", id: "tea" }, { text: "Coffee", id: "coffee" }] }),
+            toolCall("c2", "ask_user", {
+              question: "Tea or coffee?",
+              options: [
+                { text: "Tea", id: "tea" },
+                { text: "Coffee", id: "coffee" },
+              ],
+            }),
             toolCall("c3", "echo", { message: "after the ask" }),
           ],
         }),
@@ -65,7 +82,21 @@ describe("an llm agent on a Telegram route asks with two options", () => {
     const threadId = `bridge:${route.name}:${chat}`;
     const update = (id: number, extra: Record<string, unknown>) => ({ update_id: id, ...extra });
     const base = Number(String(Date.now()).slice(-9));
-    expect((await postTelegram(update(base, { message: { message_id: 1, date: 1, chat: { id: chat, type: "private" }, from: { id: chat, is_bot: false, first_name: "A" }, text: "A drink, please" } }))).status).toBe(200);
+    expect(
+      (
+        await postTelegram(
+          update(base, {
+            message: {
+              message_id: 1,
+              date: 1,
+              chat: { id: chat, type: "private" },
+              from: { id: chat, is_bot: false, first_name: "A" },
+              text: "A drink, please",
+            },
+          }),
+        )
+      ).status,
+    ).toBe(200);
 
     const asked = await eventually(
       async () => telegramSends(net.calls),
@@ -77,10 +108,16 @@ describe("an llm agent on a Telegram route asks with two options", () => {
       reply_markup: { inline_keyboard: [[{ text: "Tea", callback_data: "Tea" }], [{ text: "Coffee", callback_data: "Coffee" }]] },
     });
     const [pending] = await pendingOf(threadId);
-    expect(pending).toMatchObject({ question: "Tea or coffee?", target: { kind: "agent", name: agent }, origin: { kind: "thread", door: "channel", channel: "telegram" } });
+    expect(pending).toMatchObject({
+      question: "Tea or coffee?",
+      target: { kind: "agent", name: agent },
+      origin: { kind: "thread", door: "channel", channel: "telegram" },
+    });
 
     // The participant taps "Coffee": Telegram posts a callback query, whose data is the button's.
-    const tap = update(base + 1, { callback_query: { id: "q1", from: { id: chat, is_bot: false }, data: "Coffee", message: { message_id: 2, chat: { id: chat, type: "private" } } } });
+    const tap = update(base + 1, {
+      callback_query: { id: "q1", from: { id: chat, is_bot: false }, data: "Coffee", message: { message_id: 2, chat: { id: chat, type: "private" } } },
+    });
     expect((await postTelegram(tap)).status).toBe(200);
     const sent = await eventually(
       async () => telegramSends(net.calls),
@@ -129,7 +166,15 @@ describe("ask_user on the agent run door", () => {
     const id = suspended.interaction_ids[0];
 
     const pending = await listedAs(id, "pending");
-    expect(pending).toMatchObject({ origin: { kind: "agent_run", thread_id: thread, caller: caller.user_id }, options: [{ id: "1", text: "EU" }, { id: "2", text: "US" }], reply_message_id: null, result: null });
+    expect(pending).toMatchObject({
+      origin: { kind: "agent_run", thread_id: thread, caller: caller.user_id },
+      options: [
+        { id: "1", text: "EU" },
+        { id: "2", text: "US" },
+      ],
+      reply_message_id: null,
+      result: null,
+    });
 
     const answered = await call("POST", `/api/interactions/${id}/answer`, { key: await admin(), body: { option_id: "1" } });
     expect(answered.status).toBe(200);
@@ -145,7 +190,14 @@ describe("ask_user on the agent run door", () => {
       () => call("GET", `/api/runs?interaction=${id}`, { key: adminKey }),
       (r) => r.body?.data?.items?.length === 1,
     );
-    expect(runs.body.data.items[0]).toMatchObject({ trace_id: done.result.trace_id, kind: "agent_run", trigger: "background", interaction_id: id, outcome: "ok", principal: caller.user_id });
+    expect(runs.body.data.items[0]).toMatchObject({
+      trace_id: done.result.trace_id,
+      kind: "agent_run",
+      trigger: "background",
+      interaction_id: id,
+      outcome: "ok",
+      principal: caller.user_id,
+    });
     // Memory: the run appended once, at its end.
     const memory = await checkpointStoreFor(env, settingsOf()).read(thread);
     expect(memory.map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
@@ -160,7 +212,9 @@ describe("ask_user on the agent run door", () => {
       () => completion({ content: "Both answered." }),
     ]);
     const res = await call("POST", `/api/agents/${agent}/runs`, { key: caller.key, body: { user_message: "go" } });
-    const id = parseSse(res.body as string).flatMap((f) => ("data" in f ? [f.data] : [])).find((f) => f.type === "suspended_final").interaction_ids[0];
+    const id = parseSse(res.body as string)
+      .flatMap((f) => ("data" in f ? [f.data] : []))
+      .find((f) => f.type === "suspended_final").interaction_ids[0];
     await listedAs(id, "pending");
     await call("POST", `/api/interactions/${id}/answer`, { key: await admin(), body: { text: "one" } });
     const first = await eventually(
@@ -196,10 +250,16 @@ describe("where no run can park", () => {
   });
 
   it("invalid input is refused by field, never echoing values", async () => {
-    const r = await call("POST", "/api/run-tool", { key: await admin(), body: { tool_name: "ask_user", arguments: { question: "Q-SECRET", options: [{ text: "a" }], schema: { x: 1 } } } });
+    const r = await call("POST", "/api/run-tool", {
+      key: await admin(),
+      body: { tool_name: "ask_user", arguments: { question: "Q-SECRET", options: [{ text: "a" }], schema: { x: 1 } } },
+    });
     expect(r.status).toBe(500);
     expect(r.body.error).toBe("invalid ask_user input: schema: options and schema are exclusive");
-    const dup = await call("POST", "/api/run-tool", { key: await admin(), body: { tool_name: "ask_user", arguments: { question: "Q", options: [{ text: "a" }, { text: "A" }] } } });
+    const dup = await call("POST", "/api/run-tool", {
+      key: await admin(),
+      body: { tool_name: "ask_user", arguments: { question: "Q", options: [{ text: "a" }, { text: "A" }] } },
+    });
     expect(dup.body.error).toBe("invalid ask_user input: options: option texts must be unique");
   });
 });

@@ -23,14 +23,24 @@ describe("D1 on the per-message path of an interaction", () => {
       const counter = new D1Counter();
       const restore = await countThread(counter, threadId);
       try {
-        const r = await countedFetch(counter, "POST", `/api/conversations/${route.name}/messages`, await json({ external_user_id: "d1", text, wait_seconds: 10 }));
+        const r = await countedFetch(
+          counter,
+          "POST",
+          `/api/conversations/${route.name}/messages`,
+          await json({ external_user_id: "d1", text, wait_seconds: 10 }),
+        );
         expect(r.status, r.text).toBe(200);
         expect(r.json.data.answer).toBe(answer);
         await counter.quiet();
       } finally {
         await restore();
       }
-      expect(counter.summary(), `${text}:\n${counter.describe()}`).toEqual({ worker: { roundTrips: 1, statements: 2 }, thread: { roundTrips: 0, statements: 0 }, roundTrips: 1, statements: 2 });
+      expect(counter.summary(), `${text}:\n${counter.describe()}`).toEqual({
+        worker: { roundTrips: 1, statements: 2 },
+        thread: { roundTrips: 0, statements: 0 },
+        roundTrips: 1,
+        statements: 2,
+      });
       if (text === "Count me?") await pendingOf(threadId);
     }
   });

@@ -18,7 +18,10 @@ async function rowOf(id: string) {
 
 async function hubHolds(id: string): Promise<number> {
   const hub = env.INTERACTION_HUB.get(env.INTERACTION_HUB.idFromName("hub"));
-  return runInDurableObject(hub, (_o, state) => (state.storage.sql.exec("SELECT COUNT(*) AS n FROM events WHERE interaction_id = ?", id).one() as { n: number }).n);
+  return runInDurableObject(
+    hub,
+    (_o, state) => (state.storage.sql.exec("SELECT COUNT(*) AS n FROM events WHERE interaction_id = ?", id).one() as { n: number }).n,
+  );
 }
 
 describe("retention", () => {
@@ -48,7 +51,10 @@ describe("erasure", () => {
     const b = (await pendingOf(threadId)).find((i) => i.interaction_id !== a.interaction_id);
     expect(b).toBeDefined();
     await listedAs(a.interaction_id, "answered");
-    await eventually(() => hubHolds(b!.interaction_id), (n) => n > 0);
+    await eventually(
+      () => hubHolds(b!.interaction_id),
+      (n) => n > 0,
+    );
 
     const forget = await call("DELETE", `/api/conversations/${route.name}/thread?thread_id=${encodeURIComponent(threadId)}`, { key: await admin() });
     expect(forget.status).toBe(200);
@@ -78,9 +84,19 @@ describe("without INTERACTIONS_STORE_URL", () => {
       ["GET", `/api/interactions/media/${"A".repeat(43)}`],
     ];
     for (const [method, path, body] of doors) {
-      const res = await fetchWithEnv(noStore, new Request(`${BASE}${path}`, { method, headers: { "x-api-key": key, "content-type": "application/json" }, body: body ? JSON.stringify(body) : undefined }));
+      const res = await fetchWithEnv(
+        noStore,
+        new Request(`${BASE}${path}`, {
+          method,
+          headers: { "x-api-key": key, "content-type": "application/json" },
+          body: body ? JSON.stringify(body) : undefined,
+        }),
+      );
       expect(res.status, `${method} ${path}`).toBe(501);
-      expect(await res.json(), `${method} ${path}`).toEqual({ error: "interactions store not configured (set INTERACTIONS_STORE_URL)", code: "interactions-not-configured" });
+      expect(await res.json(), `${method} ${path}`).toEqual({
+        error: "interactions store not configured (set INTERACTIONS_STORE_URL)",
+        code: "interactions-not-configured",
+      });
     }
   });
 });

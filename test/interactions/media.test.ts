@@ -40,7 +40,14 @@ describe("media in an answer", () => {
     expect(answer.body.data.answer).toBe("You chose: here");
     const done = await listedAs(pending.interaction_id, "answered");
     const [stored, refused] = done.answer.media;
-    expect(stored).toEqual({ kind: "image", media_id: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/), url: `/api/interactions/media/${stored.media_id}`, content_type: "image/png", bytes: PNG.byteLength, caption: "front" });
+    expect(stored).toEqual({
+      kind: "image",
+      media_id: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
+      url: `/api/interactions/media/${stored.media_id}`,
+      content_type: "image/png",
+      bytes: PNG.byteLength,
+      caption: "front",
+    });
     expect(refused).toMatchObject({ kind: "document", media_id: null, url: "http://127.0.0.1/private.pdf", filename: "private.pdf" });
     expect(refused.problem).toMatch(/^the media URL is refused by the outbound address guard: /);
 
@@ -61,7 +68,10 @@ describe("media in an answer", () => {
     // The audience's user_id issued again (docs/access-control.md, "Identities"): the new holder
     // of the id never sees what was addressed to the first.
     expect((await call("DELETE", `/api/auth/api-keys/${aud.user_id}`, { key: await admin() })).status).toBe(200);
-    const again = await call("POST", "/api/auth/api-keys", { key: await admin(), body: { user_id: aud.user_id, scopes: ["interactions"], owner_user_id: owner.user_id } });
+    const again = await call("POST", "/api/auth/api-keys", {
+      key: await admin(),
+      body: { user_id: aud.user_id, scopes: ["interactions"], owner_user_id: owner.user_id },
+    });
     expect(again.status).toBe(200);
     expect(await call("GET", stored.url, { key: again.body.data.api_key })).toMatchObject({ status: 404, body: { error: "media not found" } });
   });
@@ -70,7 +80,8 @@ describe("media in an answer", () => {
     const settings = settingsOf({ INTERACTIONS_MEDIA_MAX_BYTES: "1024" });
     const edge = fakeFetch((req) => {
       if (req.url === "https://telegram.fake/bot123456:telegram-test-token/getFile") return Response.json({ ok: true, result: { file_path: "photos/f1.jpg" } });
-      if (req.url === "https://telegram.fake/file/bot123456:telegram-test-token/photos/f1.jpg") return new Response(PNG, { headers: { "content-type": "image/jpeg" } });
+      if (req.url === "https://telegram.fake/file/bot123456:telegram-test-token/photos/f1.jpg")
+        return new Response(PNG, { headers: { "content-type": "image/jpeg" } });
       if (req.url === "https://media.example/big.bin") return new Response(new Uint8Array(2048), { headers: { "content-type": "application/octet-stream" } });
       if (req.url === "https://media.example/gone") return new Response("no", { status: 404 });
       throw new Error(`unexpected outbound request: ${req.url}`);
@@ -85,7 +96,14 @@ describe("media in an answer", () => {
     expect(media[0]).toMatchObject({ kind: "image", content_type: "image/jpeg", bytes: PNG.byteLength });
     const obj = await env.INTERACTION_MEDIA.get(`media/${media[0].media_id}`);
     expect(obj?.customMetadata).toEqual({ interaction_id: "i-media", audience: "", kind: "image" });
-    expect(media[1]).toEqual({ kind: "audio", media_id: null, url: "whatsapp-media:W1", content_type: null, bytes: null, problem: "this provider reference is not fetched; it is kept as sent" });
+    expect(media[1]).toEqual({
+      kind: "audio",
+      media_id: null,
+      url: "whatsapp-media:W1",
+      content_type: null,
+      bytes: null,
+      problem: "this provider reference is not fetched; it is kept as sent",
+    });
     expect(media[2]).toMatchObject({ media_id: null, problem: "the media is larger than 1024 bytes" });
     expect(media[3]).toMatchObject({ media_id: null, problem: "the media fetch answered HTTP 404" });
   });

@@ -48,7 +48,9 @@ describe("ask_user's input", () => {
     expect(issues({ question: "  " })).toEqual(["question: must not be blank"]);
     expect(issues({ question: "Q", options: [{ text: "a" }], schema: { a: 1 } })).toEqual(["schema: options and schema are exclusive"]);
     expect(issues({ question: "Q", options: [] })).toEqual(["options: must not be empty"]);
-    expect(issues({ question: "Q", options: [{ text: "a", id: "2" }, { text: "b" }] })).toEqual(["options: option ids must be unique (an option without id takes its position, 1-based)"]);
+    expect(issues({ question: "Q", options: [{ text: "a", id: "2" }, { text: "b" }] })).toEqual([
+      "options: option ids must be unique (an option without id takes its position, 1-based)",
+    ]);
     expect(issues({ question: "Q", schema: {} })).toEqual(["schema: must not be empty"]);
     expect(issues({ question: "Q", audience: "has space" })[0]).toMatch(/^audience: /);
     expect(issues({ question: "Q", extra: 1 })[0]).toMatch(/extra|Unrecognized/);
@@ -132,7 +134,9 @@ describe("answers and ends", () => {
     // Addressed to the user_id before the caller's key lineage began: another holder's, not its.
     expect(visibleTo(state({ audience: "u" }), { restricted: true, user_id: "u", since: "2026-01-02T00:00:00.000Z" })).toBe(false);
     expect(visibleTo(state({ audience: "u" }), { restricted: false, user_id: "u", since: "2026-01-02T00:00:00.000Z" })).toBe(true);
-    const failed = state({ result: { outcome: "error", text: null, error: "agent_error: detail", next_interaction_id: null, trace_id: null, finished_at: "t" } });
+    const failed = state({
+      result: { outcome: "error", text: null, error: "agent_error: detail", next_interaction_id: null, trace_id: null, finished_at: "t" },
+    });
     expect(viewFor(failed, true).result?.error).toBe("agent_error: detail");
     expect(viewFor(failed, false).result?.error).toBe("the resumed run failed");
   });
@@ -193,9 +197,39 @@ describe("the resumed llm run's messages", () => {
 
 describe("resume records", () => {
   it("are event-shaped records of the asking record's route, with source `interaction`", () => {
-    const note = { interaction_id: "i1", asked_by: "m1", route: { route_name: "r", door: "channel" as const, channel: "telegram", our_identity: "bot", callback_url: null, client_address: "42", caller_principal: null } };
-    const { record, inbound } = mintResume(note, "bridge:r:42", { interaction_id: "i1", message_id: "m2", outcome: "expired", by: null }, Date.parse("2026-01-01T00:00:00Z"));
-    expect(record).toMatchObject({ message_id: "m2", route_name: "r", door: "channel", thread_id: "bridge:r:42", client_address: "42", channel: "telegram", our_identity: "bot", origin: "client", inbound_kind: "event", inbound_text: "", submitted_by: null, status: "accepted" });
+    const note = {
+      interaction_id: "i1",
+      asked_by: "m1",
+      route: {
+        route_name: "r",
+        door: "channel" as const,
+        channel: "telegram",
+        our_identity: "bot",
+        callback_url: null,
+        client_address: "42",
+        caller_principal: null,
+      },
+    };
+    const { record, inbound } = mintResume(
+      note,
+      "bridge:r:42",
+      { interaction_id: "i1", message_id: "m2", outcome: "expired", by: null },
+      Date.parse("2026-01-01T00:00:00Z"),
+    );
+    expect(record).toMatchObject({
+      message_id: "m2",
+      route_name: "r",
+      door: "channel",
+      thread_id: "bridge:r:42",
+      client_address: "42",
+      channel: "telegram",
+      our_identity: "bot",
+      origin: "client",
+      inbound_kind: "event",
+      inbound_text: "",
+      submitted_by: null,
+      status: "accepted",
+    });
     expect(record.inbound_event).toEqual({ id: "i1", kind: "interaction.expired", payload: { interaction_id: "i1", outcome: "expired" } });
     expect(isResumeInbound(inbound)).toBe(true);
     expect(resumedInteractionId(inbound)).toBe("i1");
@@ -209,7 +243,13 @@ describe("the event ring", () => {
     await runInDurableObject(stub, (_o, s) => {
       const sql = s.storage.sql;
       migrateRing(sql);
-      const ev = (id: string, audience: string | null) => ({ type: "interaction.created" as const, interaction_id: id, audience, at: "t", interaction: state({ interaction_id: id }) });
+      const ev = (id: string, audience: string | null) => ({
+        type: "interaction.created" as const,
+        interaction_id: id,
+        audience,
+        at: "t",
+        interaction: state({ interaction_id: id }),
+      });
       appendEvents(sql, [ev("a", null), ev("b", "u1"), ev("c", null)], 10);
       expect(lastEventId(sql)).toBe(3);
       expect(eventsAfter(sql, 0, null, 10).map((e) => [e.id, e.interaction_id])).toEqual([

@@ -156,9 +156,17 @@ describe("the stream's framing (pure parts over a scripted hub)", () => {
   });
 
   it("tells a reader once that events were dropped, and hides a failed run's detail from non-admins", async () => {
-    const interaction: any = { interaction_id: "i1", status: "answered", audience: "u1", result: { outcome: "error", text: null, error: "agent_error: secret detail", next_interaction_id: null, trace_id: null, finished_at: "x" } };
+    const interaction: any = {
+      interaction_id: "i1",
+      status: "answered",
+      audience: "u1",
+      result: { outcome: "error", text: null, error: "agent_error: secret detail", next_interaction_id: null, trace_id: null, finished_at: "x" },
+    };
     const event: InteractionEvent = { id: 12, type: "interaction.resumed", interaction_id: "i1", audience: "u1", at: "2026-01-01T00:00:00.000Z", interaction };
-    const hub = scriptedHub([{ events: [event], last_id: 12, gap: true }, { last_id: 12, gap: true }]);
+    const hub = scriptedHub([
+      { events: [event], last_id: 12, gap: true },
+      { last_id: 12, gap: true },
+    ]);
     const res = streamInteractionEvents(hub, { after: 3, audience: "u1", admin: false, maxMs: 80, keepaliveMs: 20 });
     const frames = parseFrames(await res.text());
     const dropped = frames.filter((f) => f.data?.type === "events.dropped");

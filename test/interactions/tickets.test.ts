@@ -84,11 +84,15 @@ describe("callback tickets", () => {
     const aud = await audienceKey();
     const { pending } = await parked(aud.user_id);
     const ticket = await ticketOf(aud.key);
-    const row = await env.DB.prepare("SELECT ticket_hash, ticket_expires_at, expires_at, view FROM interactions WHERE interaction_id = ?").bind(pending.interaction_id).first<any>();
+    const row = await env.DB.prepare("SELECT ticket_hash, ticket_expires_at, expires_at, view FROM interactions WHERE interaction_id = ?")
+      .bind(pending.interaction_id)
+      .first<any>();
     expect(row.ticket_hash).toBe(await sha256Hex(ticket));
     expect(row.ticket_expires_at).toBeLessThanOrEqual(row.expires_at);
     expect(row.view).not.toContain(ticket);
-    const stored = await runInDurableObject(rawObject(pending.interaction_id), (_o, state) => JSON.stringify(state.storage.sql.exec("SELECT * FROM interaction").toArray()));
+    const stored = await runInDurableObject(rawObject(pending.interaction_id), (_o, state) =>
+      JSON.stringify(state.storage.sql.exec("SELECT * FROM interaction").toArray()),
+    );
     expect(stored).not.toContain(ticket);
     expect(stored).toContain(row.ticket_hash);
   });
@@ -107,7 +111,9 @@ describe("callback tickets", () => {
     // Expired: the listing and the object both check the ticket's lifetime.
     await env.DB.prepare("UPDATE interactions SET ticket_expires_at = 1 WHERE interaction_id = ?").bind(pending.interaction_id).run();
     expect((await call("GET", `/api/interactions/callback/${ticket}`)).status).toBe(404);
-    await env.DB.prepare("UPDATE interactions SET ticket_expires_at = ? WHERE interaction_id = ?").bind(Date.now() + 60_000, pending.interaction_id).run();
+    await env.DB.prepare("UPDATE interactions SET ticket_expires_at = ? WHERE interaction_id = ?")
+      .bind(Date.now() + 60_000, pending.interaction_id)
+      .run();
     await runInDurableObject(rawObject(pending.interaction_id), (_o, state) => void state.storage.sql.exec("UPDATE interaction SET ticket_expires_at = 1"));
     expect((await call("POST", `/api/interactions/callback/${ticket}`, { body: { text: "yes" } })).status).toBe(404);
     // Still pending: an operator may answer it.

@@ -30,16 +30,27 @@ async function askingRun(args: Record<string, unknown>, tool = "ask_user") {
 /** The interaction as listed once its result is recorded. */
 async function resultOf(id: string, status: string): Promise<any> {
   return eventually(
-    async () => (await call("GET", `/api/interactions?status=${status}&pageSize=200`, { key: await admin() })).body.data.items.find((i: any) => i.interaction_id === id),
+    async () =>
+      (await call("GET", `/api/interactions?status=${status}&pageSize=200`, { key: await admin() })).body.data.items.find((i: any) => i.interaction_id === id),
     (i) => Boolean(i?.result),
   );
 }
 
 describe("a background tool run that asks", () => {
   it("waits; an operator's answer ends it with the answer as its result, traced", async () => {
-    const { key, runId, interactionId } = await askingRun({ question: "Ship release 42?", options: [{ text: "Yes", id: "yes" }, { text: "No", id: "no" }] });
+    const { key, runId, interactionId } = await askingRun({
+      question: "Ship release 42?",
+      options: [
+        { text: "Yes", id: "yes" },
+        { text: "No", id: "no" },
+      ],
+    });
     const pending = await listedAs(interactionId, "pending");
-    expect(pending).toMatchObject({ origin: { kind: "tool_run", run_id: runId, caller: key.user_id }, target: { kind: "tool", name: "ask_user" }, question: "Ship release 42?" });
+    expect(pending).toMatchObject({
+      origin: { kind: "tool_run", run_id: runId, caller: key.user_id },
+      target: { kind: "tool", name: "ask_user" },
+      question: "Ship release 42?",
+    });
     const adminKey = await admin();
     const listed = await eventually(
       () => call("GET", "/api/tool-runs?tool_name=ask_user&pageSize=200", { key: adminKey }),
@@ -53,7 +64,11 @@ describe("a background tool run that asks", () => {
     expect(run).toMatchObject({
       status: "succeeded",
       interaction_id: interactionId,
-      result: { interaction_id: interactionId, outcome: "answered", answer: { text: "Yes", option: { id: "yes", text: "Yes" }, answered_by: { kind: "operator", user_id: "root" } } },
+      result: {
+        interaction_id: interactionId,
+        outcome: "answered",
+        answer: { text: "Yes", option: { id: "yes", text: "Yes" }, answered_by: { kind: "operator", user_id: "root" } },
+      },
     });
     expect((await resultOf(interactionId, "answered")).result).toMatchObject({ outcome: "ok", error: null, trace_id: runId });
     const { listed: traced } = await traceOf(runId);
@@ -64,7 +79,10 @@ describe("a background tool run that asks", () => {
     const cancelled = await askingRun({ question: "Rotate the keys?" });
     const c = await call("POST", `/api/interactions/${cancelled.interactionId}/cancel`, { key: await admin(), body: { reason: "not today" } });
     expect(c.status).toBe(200);
-    expect(await endedRun(cancelled.runId)).toMatchObject({ status: "succeeded", result: { interaction_id: cancelled.interactionId, outcome: "cancelled", cancelled: true, reason: "not today" } });
+    expect(await endedRun(cancelled.runId)).toMatchObject({
+      status: "succeeded",
+      result: { interaction_id: cancelled.interactionId, outcome: "cancelled", cancelled: true, reason: "not today" },
+    });
 
     const expiring = await askingRun({ question: "Anyone there?" });
     await stepAt(expiring.interactionId, Date.now() + 10 * 24 * 3600_000);
@@ -74,7 +92,10 @@ describe("a background tool run that asks", () => {
 
   it("a preset over ask_user asks with its fixed kwargs", async () => {
     const preset = uniq("approve").replace(/-/g, "_");
-    const made = await call("POST", "/api/presets", { key: await admin(), body: { name: preset, base_tool: "ask_user", fixed_kwargs: { question: "Approve the deploy?" } } });
+    const made = await call("POST", "/api/presets", {
+      key: await admin(),
+      body: { name: preset, base_tool: "ask_user", fixed_kwargs: { question: "Approve the deploy?" } },
+    });
     expect(made.status, JSON.stringify(made.body)).toBe(200);
     const { runId, interactionId } = await askingRun({}, preset);
     expect(await listedAs(interactionId, "pending")).toMatchObject({ question: "Approve the deploy?", target: { kind: "tool", name: preset } });

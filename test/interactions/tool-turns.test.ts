@@ -57,7 +57,11 @@ describe("a tool turn that asks", () => {
     const second = await send(route.name, { external_user_id: "bob", text: "2", wait_seconds: 10 });
     expect(second.body.data).toMatchObject({ status: "answered", answer: "You chose: No" });
     const done = await listedAs(pending.interaction_id, "answered");
-    expect(done.answer).toMatchObject({ text: "2", option: { id: "no", text: "No" }, answered_by: { kind: "participant", user_id: null, message_id: second.body.data.message_id } });
+    expect(done.answer).toMatchObject({
+      text: "2",
+      option: { id: "no", text: "No" },
+      answered_by: { kind: "participant", user_id: null, message_id: second.body.data.message_id },
+    });
     expect(done.reply_message_id).toBe(second.body.data.message_id);
     // Answered: the next message is an ordinary turn again (it asks anew).
     const third = await send(route.name, { external_user_id: "bob", text: "Tea?", wait_seconds: 10 });
@@ -71,7 +75,10 @@ describe("a tool turn that asks", () => {
     const [pending] = await pendingOf(threadId);
     const r = await call("POST", `/api/interactions/${pending.interaction_id}/answer`, { key: await admin(), body: { option_id: "yes" } });
     expect(r.status).toBe(200);
-    expect(r.body.data).toMatchObject({ status: "answered", answer: { text: "Yes", option: { id: "yes", text: "Yes" }, answered_by: { kind: "operator", user_id: "root" } } });
+    expect(r.body.data).toMatchObject({
+      status: "answered",
+      answer: { text: "Yes", option: { id: "yes", text: "Yes" }, answered_by: { kind: "operator", user_id: "root" } },
+    });
     const replyId = r.body.data.reply_message_id;
     expect(replyId).toEqual(expect.any(String));
     const rec = await eventually(
@@ -153,7 +160,10 @@ describe("the answer and cancel doors", () => {
     const route = await askRoute({ audience: mine.user_id });
     const first = await send(route.name, { external_user_id: "gil", text: "Yours?", wait_seconds: 10 });
     const [pending] = await pendingOf(first.body.data.thread_id);
-    const listFor = async (k: string) => (await call("GET", `/api/interactions/pending?thread_id=${encodeURIComponent(first.body.data.thread_id)}`, { key: k })).body.data.items.map((i: any) => i.interaction_id);
+    const listFor = async (k: string) =>
+      (await call("GET", `/api/interactions/pending?thread_id=${encodeURIComponent(first.body.data.thread_id)}`, { key: k })).body.data.items.map(
+        (i: any) => i.interaction_id,
+      );
     expect(await listFor(mine.key)).toEqual([pending.interaction_id]);
     expect(await listFor(other.key)).toEqual([]);
     // The unrestricted owner sees every interaction.
@@ -181,7 +191,14 @@ describe("more of a parked turn", () => {
   it("a form submission answers a schema question; the list pages with the usual shape", async () => {
     const k = await mintKey({ scopes: ["tool:ask_user"] });
     const { createRoute } = await import("../helpers/bridge");
-    const route = await createRoute({ door: "api", target_kind: "tool", target_name: "ask_user", execution_key: k.user_id, payload_expr: "{question: .message, schema: {flow_id: \"f1\"}}", reply_expr: "\"Got \" + (.answer.form | tojson)" });
+    const route = await createRoute({
+      door: "api",
+      target_kind: "tool",
+      target_name: "ask_user",
+      execution_key: k.user_id,
+      payload_expr: '{question: .message, schema: {flow_id: "f1"}}',
+      reply_expr: '"Got " + (.answer.form | tojson)',
+    });
     const first = await send(route.name, { external_user_id: "frm", text: "Your details?", wait_seconds: 10 });
     expect(first.body.data.answer).toBe("Your details?");
     const [pending] = await pendingOf(first.body.data.thread_id);

@@ -16,10 +16,7 @@ const petstore = {
       get: {
         operationId: "getPet",
         summary: "Read one pet",
-        parameters: [
-          { name: "fields", in: "query", schema: { type: "array", items: { type: "string" } } },
-          { $ref: "#/components/parameters/Trace" },
-        ],
+        parameters: [{ name: "fields", in: "query", schema: { type: "array", items: { type: "string" } } }, { $ref: "#/components/parameters/Trace" }],
       },
       delete: { operationId: "delete pet", responses: {} },
     },
@@ -65,13 +62,25 @@ describe("POST /api/api-tools", () => {
       body: "none",
       headers: { authorization: "<redacted>" },
       operation_id: "getPet",
-      input_schema: { type: "object", properties: { petId: { type: "integer" }, fields: { type: "array" }, "x-trace": { type: "string" } }, required: ["petId"] },
+      input_schema: {
+        type: "object",
+        properties: { petId: { type: "integer" }, fields: { type: "array" }, "x-trace": { type: "string" } },
+        required: ["petId"],
+      },
     });
     const schema = await call("GET", `/api/tools/${title}/schema`, { key: await admin() });
     expect(schema.body.data.input.required).toEqual(["petId"]);
 
-    fakeNetwork(answerOnly({ "GET https://eu.pets.example/v1/pets/7?fields=a&fields=b": (req) => Response.json({ id: 7, trace: req.headers.get("x-trace"), auth: req.headers.get("authorization") }) }));
-    const ok = await call("POST", "/api/run-tool", { key: await admin(), body: { tool_name: title, arguments: { petId: 7, fields: ["a", "b"], "x-trace": "t-1" } } });
+    fakeNetwork(
+      answerOnly({
+        "GET https://eu.pets.example/v1/pets/7?fields=a&fields=b": (req) =>
+          Response.json({ id: 7, trace: req.headers.get("x-trace"), auth: req.headers.get("authorization") }),
+      }),
+    );
+    const ok = await call("POST", "/api/run-tool", {
+      key: await admin(),
+      body: { tool_name: title, arguments: { petId: 7, fields: ["a", "b"], "x-trace": "t-1" } },
+    });
     expect(ok.body).toEqual({ data: { id: 7, trace: "t-1", auth: "Bearer lit" } });
     const missing = await call("POST", "/api/run-tool", { key: await admin(), body: { tool_name: title, arguments: {} } });
     expect(missing.status).toBe(400);
@@ -81,7 +90,12 @@ describe("POST /api/api-tools", () => {
   it("makes a POST operation with a JSON body a tool whose body kwarg is the request body", async () => {
     const title = uniq("createpet").replace(/-/g, "_");
     const r = await importOp({ operation_id: "createPet", title, server_url: "https://api.pets.example" });
-    expect(r.body.data.tool).toMatchObject({ method: "POST", url: "https://api.pets.example/pets", body: "json", input_schema: { required: ["body"], properties: { body: { required: ["name"] } } } });
+    expect(r.body.data.tool).toMatchObject({
+      method: "POST",
+      url: "https://api.pets.example/pets",
+      body: "json",
+      input_schema: { required: ["body"], properties: { body: { required: ["name"] } } },
+    });
     const calls = fakeNetwork(answerOnly({ "POST https://api.pets.example/pets": () => new Response(null, { status: 201 }) }));
     const run = await call("POST", "/api/run-tool", { key: await admin(), body: { tool_name: title, arguments: { body: { name: "rex" } } } });
     expect(run.body).toEqual({ data: null });
@@ -94,7 +108,10 @@ describe("POST /api/api-tools", () => {
   it("fetches the document by URL through the edge and the guard", async () => {
     fakeNetwork(answerOnly({ "GET https://docs.pets.example/openapi.json": () => Response.json(petstore) }));
     const title = uniq("bynet").replace(/-/g, "_");
-    const r = await call("POST", "/api/api-tools", { key: await admin(), body: { openapi_url: "https://docs.pets.example/openapi.json", operation_id: "getPet", title } });
+    const r = await call("POST", "/api/api-tools", {
+      key: await admin(),
+      body: { openapi_url: "https://docs.pets.example/openapi.json", operation_id: "getPet", title },
+    });
     expect(r.status).toBe(200);
     const priv = await call("POST", "/api/api-tools", { key: await admin(), body: { openapi_url: "http://192.168.1.1/openapi.json", operation_id: "getPet" } });
     expect(priv.status).toBe(400);

@@ -9,7 +9,6 @@ import { admin, call, mintKey } from "../helpers/http";
 import { MCP_URL, localMcpNetwork } from "../mcp/support/local-mcp";
 import { manifest, name, replace } from "./helpers";
 
-
 const apiTool = (title: string) => ({
   title,
   method: "GET",
@@ -28,16 +27,40 @@ describe("the manifest", () => {
   it("reads every declaration as one document, secrets as references", async () => {
     localMcpNetwork();
     const k = await admin();
-    await call("POST", "/api/tools-config/entries", { key: k, body: { title: tool, kind: "http", url: "https://t.example/run", headers: { "x-lit": "LITERAL-SECRET", authorization: { env: "SECRET_T" } } } });
-    await call("POST", "/api/agents-config/entries", { key: k, body: { title: agent, kind: "http", config: { url: "https://a.example/run", headers: { "x-lit": "AGENT-SECRET" } } } });
-    await call("POST", "/api/mcp-config/entries", { key: k, body: { title: server, config: { type: "http", url: MCP_URL, headers: { authorization: { env: "SECRET_MCP" } } } } });
+    await call("POST", "/api/tools-config/entries", {
+      key: k,
+      body: { title: tool, kind: "http", url: "https://t.example/run", headers: { "x-lit": "LITERAL-SECRET", authorization: { env: "SECRET_T" } } },
+    });
+    await call("POST", "/api/agents-config/entries", {
+      key: k,
+      body: { title: agent, kind: "http", config: { url: "https://a.example/run", headers: { "x-lit": "AGENT-SECRET" } } },
+    });
+    await call("POST", "/api/mcp-config/entries", {
+      key: k,
+      body: { title: server, config: { type: "http", url: MCP_URL, headers: { authorization: { env: "SECRET_MCP" } } } },
+    });
     await call("POST", "/api/manifest/replace", { key: k, body: { ...(await manifest()), api_tools: [apiTool(api)] } });
 
     const m = await manifest();
     expect(m.version).toBe(1);
-    expect(m.tools.find((t: any) => t.title === tool)).toEqual({ title: tool, kind: "http", description: "", url: "https://t.example/run", method: "POST", headers: { "x-lit": "<redacted>", authorization: { env: "SECRET_T" } }, timeout_seconds: 30 });
+    expect(m.tools.find((t: any) => t.title === tool)).toEqual({
+      title: tool,
+      kind: "http",
+      description: "",
+      url: "https://t.example/run",
+      method: "POST",
+      headers: { "x-lit": "<redacted>", authorization: { env: "SECRET_T" } },
+      timeout_seconds: 30,
+    });
     expect(m.agents.find((a: any) => a.title === agent).config.headers).toEqual({ "x-lit": "<redacted>" });
-    expect(m.mcp.find((s: any) => s.title === server)).toEqual({ title: server, description: "", config: { type: "http", url: MCP_URL, headers: { authorization: { env: "SECRET_MCP" } } }, include: [], exclude: [], timeout_seconds: 30 });
+    expect(m.mcp.find((s: any) => s.title === server)).toEqual({
+      title: server,
+      description: "",
+      config: { type: "http", url: MCP_URL, headers: { authorization: { env: "SECRET_MCP" } } },
+      include: [],
+      exclude: [],
+      timeout_seconds: 30,
+    });
     expect(m.api_tools.find((t: any) => t.title === api)).toMatchObject({ title: api, method: "GET", body: "none", operation_id: null });
     expect(m.connectors).toEqual(["github"]);
     expect(JSON.stringify(m)).not.toContain("SECRET-");
@@ -48,7 +71,12 @@ describe("the manifest", () => {
     const r = await call("GET", "/api/manifest/mcp-env-refs", { key: await admin() });
     expect(r.status).toBe(200);
     const byName = Object.fromEntries(r.body.data.items.map((i: any) => [i.name, i]));
-    expect(byName.SECRET_MCP).toEqual({ name: "SECRET_MCP", referenced_by: [`mcp.${server}.config.headers.authorization`], env_set: false, secret_env_set: true });
+    expect(byName.SECRET_MCP).toEqual({
+      name: "SECRET_MCP",
+      referenced_by: [`mcp.${server}.config.headers.authorization`],
+      env_set: false,
+      secret_env_set: true,
+    });
     expect(byName.SECRET_T).toEqual({ name: "SECRET_T", referenced_by: [`tools.${tool}.headers.authorization`], env_set: false, secret_env_set: false });
     expect(JSON.stringify(r.body)).not.toContain("VALUE-NEVER-SHOWN");
   });

@@ -15,10 +15,13 @@ import { manifest, name, replace } from "./helpers";
 const LITERAL = "LOCKED-LITERAL-VALUE";
 
 describe("manifest replace: a kept literal header stays at its origin", () => {
-  it("an HTTP tool moved to another host with \"<redacted>\" is refused naming the header; the literal never reaches that host", async () => {
+  it('an HTTP tool moved to another host with "<redacted>" is refused naming the header; the literal never reaches that host', async () => {
     const calls = fakeNetwork((req) => Response.json({ host: new URL(req.url).host }));
     const tool = name("lock_t");
-    const declared = await call("POST", "/api/tools-config/entries", { key: await admin(), body: { title: tool, kind: "http", url: "https://tools.example/run", headers: { "x-api-key": LITERAL } } });
+    const declared = await call("POST", "/api/tools-config/entries", {
+      key: await admin(),
+      body: { title: tool, kind: "http", url: "https://tools.example/run", headers: { "x-api-key": LITERAL } },
+    });
     expect(declared.status).toBe(200);
     const before = await manifest();
     const i = before.tools.findIndex((t: any) => t.title === tool);
@@ -40,7 +43,10 @@ describe("manifest replace: a kept literal header stays at its origin", () => {
     expect((await replace(samePlace)).status).toBe(200);
     const run = await call("POST", "/api/run-tool", { key: await admin(), body: { tool_name: tool, arguments: {} } });
     expect(run.status, JSON.stringify(run.body)).toBe(200);
-    const reentered = { ...before, tools: before.tools.map((t: any) => (t.title === tool ? { ...t, url: "https://elsewhere.example/run", headers: { "x-api-key": "A-NEW-VALUE" } } : t)) };
+    const reentered = {
+      ...before,
+      tools: before.tools.map((t: any) => (t.title === tool ? { ...t, url: "https://elsewhere.example/run", headers: { "x-api-key": "A-NEW-VALUE" } } : t)),
+    };
     expect((await replace(reentered)).status).toBe(200);
     await call("POST", "/api/run-tool", { key: await admin(), body: { tool_name: tool, arguments: {} } });
     expect(calls.filter((c) => c.headers["x-api-key"] === LITERAL).map((c) => c.url)).toEqual(["https://tools.example/v2/run"]);
@@ -53,17 +59,50 @@ describe("manifest replace: a kept literal header stays at its origin", () => {
     const agent = name("lock_a");
     const server = name("lock_s");
     const api = name("lock_api");
-    expect((await call("POST", "/api/agents-config/entries", { key: k, body: { title: agent, kind: "http", config: { url: "https://agents.example/turn", headers: { "x-lit": LITERAL } } } })).status).toBe(200);
-    expect((await call("POST", "/api/mcp-config/entries", { key: k, body: { title: server, config: { type: "http", url: MCP_URL, headers: { "x-lit": LITERAL } } } })).status).toBe(200);
+    expect(
+      (
+        await call("POST", "/api/agents-config/entries", {
+          key: k,
+          body: { title: agent, kind: "http", config: { url: "https://agents.example/turn", headers: { "x-lit": LITERAL } } },
+        })
+      ).status,
+    ).toBe(200);
+    expect(
+      (
+        await call("POST", "/api/mcp-config/entries", {
+          key: k,
+          body: { title: server, config: { type: "http", url: MCP_URL, headers: { "x-lit": LITERAL } } },
+        })
+      ).status,
+    ).toBe(200);
     const withApi = await manifest();
-    const apiEntry = { title: api, method: "GET", url: "https://api.example/things/{id}", parameters: [{ name: "id", in: "path", required: true }], headers: { "x-lit": LITERAL }, input_schema: { type: "object" } };
+    const apiEntry = {
+      title: api,
+      method: "GET",
+      url: "https://api.example/things/{id}",
+      parameters: [{ name: "id", in: "path", required: true }],
+      headers: { "x-lit": LITERAL },
+      input_schema: { type: "object" },
+    };
     expect((await replace({ ...withApi, api_tools: [...withApi.api_tools, apiEntry] })).status).toBe(200);
     const before = await manifest();
 
     const cases: Array<[string, (m: any) => any, string]> = [
-      ["agent", (m) => ({ ...m, agents: m.agents.map((a: any) => (a.title === agent ? { ...a, config: { ...a.config, url: "https://collector.example/turn" } } : a)) }), "agents["],
-      ["mcp", (m) => ({ ...m, mcp: m.mcp.map((s: any) => (s.title === server ? { ...s, config: { ...s.config, url: "https://collector.example/mcp" } } : s)) }), "mcp["],
-      ["api", (m) => ({ ...m, api_tools: m.api_tools.map((t: any) => (t.title === api ? { ...t, url: "https://collector.example/things/{id}" } : t)) }), "api_tools["],
+      [
+        "agent",
+        (m) => ({ ...m, agents: m.agents.map((a: any) => (a.title === agent ? { ...a, config: { ...a.config, url: "https://collector.example/turn" } } : a)) }),
+        "agents[",
+      ],
+      [
+        "mcp",
+        (m) => ({ ...m, mcp: m.mcp.map((s: any) => (s.title === server ? { ...s, config: { ...s.config, url: "https://collector.example/mcp" } } : s)) }),
+        "mcp[",
+      ],
+      [
+        "api",
+        (m) => ({ ...m, api_tools: m.api_tools.map((t: any) => (t.title === api ? { ...t, url: "https://collector.example/things/{id}" } : t)) }),
+        "api_tools[",
+      ],
     ];
     for (const [what, move, field] of cases) {
       const r = await replace(move(before));
@@ -80,7 +119,14 @@ describe("manifest replace: a kept literal header stays at its origin", () => {
     const before = await manifest();
     for (const url of ["https://{tenant}.example.com/things", "https://api.{zone}/things", "https://api.example{suffix}/things"]) {
       const holes = [...url.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
-      const entry = { title: name("hosted"), method: "GET", url, parameters: holes.map((h) => ({ name: h, in: "path", required: true })), headers: { "x-lit": LITERAL }, input_schema: { type: "object" } };
+      const entry = {
+        title: name("hosted"),
+        method: "GET",
+        url,
+        parameters: holes.map((h) => ({ name: h, in: "path", required: true })),
+        headers: { "x-lit": LITERAL },
+        input_schema: { type: "object" },
+      };
       const r = await replace({ ...before, api_tools: [...before.api_tools, entry] });
       expect(r.status, url).toBe(400);
       expect(r.body.error, url).toContain("url");

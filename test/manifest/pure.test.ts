@@ -31,7 +31,20 @@ describe("listing selection", () => {
   it("admits by include/exclude, skips bad names, duplicates, unusable schemas and the excess, keeping order", () => {
     expect(admitsTool({ include: [], exclude: ["b"] }, "a")).toBe(true);
     expect(admitsTool({ include: ["a"], exclude: [] }, "b")).toBe(false);
-    const r = selectTools("srv", { include: [], exclude: ["x"] }, [tool("a"), tool("x"), tool("a"), tool("b.c"), tool("bad", { type: "object", properties: { p: { type: "string", pattern: "(a)\\1" } } }), tool("c"), tool("d")], 2);
+    const r = selectTools(
+      "srv",
+      { include: [], exclude: ["x"] },
+      [
+        tool("a"),
+        tool("x"),
+        tool("a"),
+        tool("b.c"),
+        tool("bad", { type: "object", properties: { p: { type: "string", pattern: "(a)\\1" } } }),
+        tool("c"),
+        tool("d"),
+      ],
+      2,
+    );
     expect(r.tools.map((t) => t.remote_name)).toEqual(["a", "c"]);
     expect(r.skipped.map((s) => s.name)).toEqual(["a", "b.c", "bad", "d"]);
     expect(r.skipped[3].reason).toBe("over MCP_MAX_TOOLS_PER_SERVER");
@@ -46,13 +59,30 @@ describe("listing selection", () => {
 
 describe("MCP call results", () => {
   it("maps structured content, text, other content and isError (never the server's text)", () => {
-    expect(mapCallResult("s.t", { content: [{ type: "text", text: "a" }, { type: "text", text: "b" }] })).toEqual({ ok: true, value: "a\nb" });
+    expect(
+      mapCallResult("s.t", {
+        content: [
+          { type: "text", text: "a" },
+          { type: "text", text: "b" },
+        ],
+      }),
+    ).toEqual({ ok: true, value: "a\nb" });
     expect(mapCallResult("s.t", { content: [], structuredContent: { x: 1 } })).toEqual({ ok: true, value: { x: 1 } });
-    expect(mapCallResult("s.t", { content: [{ type: "image", data: "aA==", mimeType: "image/png" }] })).toEqual({ ok: true, value: { content: [{ type: "image", data: "aA==", mimeType: "image/png" }] } });
-    expect(mapCallResult("s.t", { isError: true, content: [{ type: "text", text: "SECRET" }] })).toEqual({ ok: false, kind: "tool_error", message: "MCP tool s.t answered an error" });
+    expect(mapCallResult("s.t", { content: [{ type: "image", data: "aA==", mimeType: "image/png" }] })).toEqual({
+      ok: true,
+      value: { content: [{ type: "image", data: "aA==", mimeType: "image/png" }] },
+    });
+    expect(mapCallResult("s.t", { isError: true, content: [{ type: "text", text: "SECRET" }] })).toEqual({
+      ok: false,
+      kind: "tool_error",
+      message: "MCP tool s.t answered an error",
+    });
   });
   it("classifies session failures by status or JSON-RPC code, never by message text", () => {
-    expect(classifyMcpError(new StreamableHTTPError(401, "SECRET body"), "MCP server x")).toEqual({ kind: "http_status", message: "MCP server x answered HTTP 401" });
+    expect(classifyMcpError(new StreamableHTTPError(401, "SECRET body"), "MCP server x")).toEqual({
+      kind: "http_status",
+      message: "MCP server x answered HTTP 401",
+    });
     expect(classifyMcpError(new StreamableHTTPError(-1, "SECRET"), "L").kind).toBe("protocol");
     expect(classifyMcpError(new McpError(ErrorCode.MethodNotFound, "SECRET"), "L")).toEqual({ kind: "protocol", message: "L answered JSON-RPC error -32601" });
     expect(classifyMcpError(new McpError(ErrorCode.RequestTimeout, "x"), "L").kind).toBe("timeout");

@@ -89,11 +89,34 @@ describe("registry reads (built-in catalog)", () => {
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body.data.versions).toEqual([
       { version: "2.0.0", prerelease: false, contracts: { "bridge-declarations": [2] }, bundle: "incompatible", declarations: null, advisories: [] },
-      { version: "1.0.0", prerelease: false, contracts: { "bridge-declarations": [1] }, bundle: "ok", declarations: { http_tools: ["weather-lookup"], agents: [], presets: ["weather-berlin"] }, advisories: [] },
-      { version: "0.9.0", prerelease: false, contracts: { "bridge-declarations": [1] }, bundle: "ok", declarations: { http_tools: ["weather-lookup"], agents: [], presets: [] }, advisories: ["EXAMPLE-2026-001"] },
+      {
+        version: "1.0.0",
+        prerelease: false,
+        contracts: { "bridge-declarations": [1] },
+        bundle: "ok",
+        declarations: { http_tools: ["weather-lookup"], agents: [], presets: ["weather-berlin"] },
+        advisories: [],
+      },
+      {
+        version: "0.9.0",
+        prerelease: false,
+        contracts: { "bridge-declarations": [1] },
+        bundle: "ok",
+        declarations: { http_tools: ["weather-lookup"], agents: [], presets: [] },
+        advisories: ["EXAMPLE-2026-001"],
+      },
     ]);
     expect(r.body.data.advisories).toEqual([
-      expect.objectContaining({ ref: "examples/weather", id: "EXAMPLE-2026-001", severity: "low", affected_versions: ["0.9.0"], fixed_in: "1.0.0", url: null, installed_version: null, affects_installed: false }),
+      expect.objectContaining({
+        ref: "examples/weather",
+        id: "EXAMPLE-2026-001",
+        severity: "low",
+        affected_versions: ["0.9.0"],
+        fixed_in: "1.0.0",
+        url: null,
+        installed_version: null,
+        affects_installed: false,
+      }),
     ]);
     const missing = await call("GET", `${M}/plugins/examples/zzqmarker`, { key });
     expect(missing.status).toBe(404);
@@ -125,9 +148,20 @@ describe("install, preview and uninstall (built-in catalog)", () => {
       {
         kind: "http_tool",
         name: "weather-lookup",
-        declaration: expect.objectContaining({ title: "weather-lookup", kind: "http", url: "https://example.com/weather", method: "POST", headers: {}, timeout_seconds: 10 }),
+        declaration: expect.objectContaining({
+          title: "weather-lookup",
+          kind: "http",
+          url: "https://example.com/weather",
+          method: "POST",
+          headers: {},
+          timeout_seconds: 10,
+        }),
       },
-      { kind: "preset", name: "weather-berlin", declaration: expect.objectContaining({ name: "weather-berlin", base_tool: "weather-lookup", fixed_kwargs: { city: "Berlin" } }) },
+      {
+        kind: "preset",
+        name: "weather-berlin",
+        declaration: expect.objectContaining({ name: "weather-berlin", base_tool: "weather-lookup", fixed_kwargs: { city: "Berlin" } }),
+      },
     ]);
     // An explicit older version carries its advisory.
     const old = await call("POST", `${M}/install/preview`, { key, body: { ref: "examples/weather", version: "0.9.0" } });
@@ -165,18 +199,31 @@ describe("install, preview and uninstall (built-in catalog)", () => {
     expect(pv.body.data.changes.remove).toEqual([{ kind: "preset", name: "good-morning" }]);
 
     const un = await call("POST", `${M}/uninstall`, { key, body: { ref: "examples/greetings" } });
-    expect(un.body.data).toEqual({ ref: "examples/greetings", version: "1.1.0", removed: [{ kind: "preset", name: "good-morning" }, { kind: "preset", name: "hello-world" }] });
+    expect(un.body.data).toEqual({
+      ref: "examples/greetings",
+      version: "1.1.0",
+      removed: [
+        { kind: "preset", name: "good-morning" },
+        { kind: "preset", name: "hello-world" },
+      ],
+    });
     expect((await call("GET", "/api/presets/hello-world", { key })).status).toBe(404);
     expect((await call("POST", `${M}/uninstall`, { key, body: { ref: "examples/greetings" } })).status).toBe(404);
   });
 
   it("a declaration made by hand under a plugin's name is a 409 collision naming it, and nothing is written", async () => {
     const key = await admin();
-    expect((await call("POST", "/api/tools-config/entries", { key, body: { title: "weather-lookup", kind: "http", url: "https://example.com/mine" } })).status).toBe(200);
+    expect(
+      (await call("POST", "/api/tools-config/entries", { key, body: { title: "weather-lookup", kind: "http", url: "https://example.com/mine" } })).status,
+    ).toBe(200);
     const before = await tableCounts();
     const r = await call("POST", `${M}/install`, { key, body: { ref: "examples/weather" } });
     expect(r.status).toBe(409);
-    expect(r.body).toMatchObject({ code: "DECLARATION_COLLISION", ref: "examples/weather", collisions: [{ kind: "http_tool", name: "weather-lookup", owner: "operator" }] });
+    expect(r.body).toMatchObject({
+      code: "DECLARATION_COLLISION",
+      ref: "examples/weather",
+      collisions: [{ kind: "http_tool", name: "weather-lookup", owner: "operator" }],
+    });
     expect(r.body.error).toContain("weather-lookup");
     expect(await tableCounts()).toEqual(before);
     expect((await call("GET", "/api/presets/weather-berlin", { key })).status).toBe(404);
@@ -239,7 +286,12 @@ describe("who may, and what is refused", () => {
 
   it("400 for bad query values, naming them", async () => {
     const key = await admin();
-    for (const [query, field] of [["category=Bad!", "category"], ["kind=1x", "kind"], ["compatible=yes", "compatible"], ["pageSize=0", "pageSize"]]) {
+    for (const [query, field] of [
+      ["category=Bad!", "category"],
+      ["kind=1x", "kind"],
+      ["compatible=yes", "compatible"],
+      ["pageSize=0", "pageSize"],
+    ]) {
       const r = await call("GET", `${M}/search?${query}`, { key });
       expect(r.status, query).toBe(400);
       expect(r.body.error).toContain(field);
@@ -268,7 +320,11 @@ describe("who may, and what is refused", () => {
     for (const [method, path, body] of doors) {
       const res = await fetchWithEnv(
         { ...env, MARKETPLACE_STORE_URL: "" },
-        new Request(`${BASE}${path}`, { method, headers: { "x-api-key": key, "content-type": "application/json" }, body: body ? JSON.stringify(body) : undefined }),
+        new Request(`${BASE}${path}`, {
+          method,
+          headers: { "x-api-key": key, "content-type": "application/json" },
+          body: body ? JSON.stringify(body) : undefined,
+        }),
       );
       expect(res.status, `${method} ${path}`).toBe(501);
       const json = (await res.json()) as any;
@@ -281,8 +337,21 @@ describe("who may, and what is refused", () => {
     const key = await admin();
     const noRegistry = { ...env, MARKETPLACE_REGISTRY_URL: "" };
     const send = (method: string, path: string, body?: unknown) =>
-      fetchWithEnv(noRegistry, new Request(`${BASE}${path}`, { method, headers: { "x-api-key": key, "content-type": "application/json" }, body: body ? JSON.stringify(body) : undefined }));
-    for (const [method, path, body] of [["GET", `${M}/search`], ["GET", `${M}/kinds`], ["POST", `${M}/install`, { ref: "examples/greetings" }], ["POST", `${M}/install/preview`, { ref: "examples/greetings" }], ["POST", `${M}/update`, { ref: "examples/greetings" }]] as Array<[string, string, unknown?]>) {
+      fetchWithEnv(
+        noRegistry,
+        new Request(`${BASE}${path}`, {
+          method,
+          headers: { "x-api-key": key, "content-type": "application/json" },
+          body: body ? JSON.stringify(body) : undefined,
+        }),
+      );
+    for (const [method, path, body] of [
+      ["GET", `${M}/search`],
+      ["GET", `${M}/kinds`],
+      ["POST", `${M}/install`, { ref: "examples/greetings" }],
+      ["POST", `${M}/install/preview`, { ref: "examples/greetings" }],
+      ["POST", `${M}/update`, { ref: "examples/greetings" }],
+    ] as Array<[string, string, unknown?]>) {
       const res = await send(method, path, body);
       expect(res.status, path).toBe(501);
       expect(((await res.json()) as any).code).toBe("marketplace-registry-not-configured");

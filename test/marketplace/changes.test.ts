@@ -75,10 +75,18 @@ describe("all or nothing", () => {
     const key = await admin();
     const n = ns();
     const t = dn("t");
-    serveIndex(() => indexOf(pluginEntry(n, "p", [version("1.0.0", { http_tools: [tool(t, { headers: { authorization: { connection: "0b7e4c1a-2f3d-4a5b-8c9d-0e1f2a3b4c5d" } } })] })])));
+    serveIndex(() =>
+      indexOf(
+        pluginEntry(n, "p", [
+          version("1.0.0", { http_tools: [tool(t, { headers: { authorization: { connection: "0b7e4c1a-2f3d-4a5b-8c9d-0e1f2a3b4c5d" } } })] }),
+        ]),
+      ),
+    );
     const r = await mcall("POST", `${M}/install/preview`, { key, body: { ref: `${n}/p` } });
     expect(r.status).toBe(422);
-    expect(r.body.problems).toEqual([`http_tools[0] (${t}): headers.authorization: a plugin may not reference a connector connection (connections belong to this deployment)`]);
+    expect(r.body.problems).toEqual([
+      `http_tools[0] (${t}): headers.authorization: a plugin may not reference a connector connection (connections belong to this deployment)`,
+    ]);
     expect(await exists("tool", t)).toBe(false);
   });
 
@@ -111,7 +119,9 @@ describe("collisions", () => {
     const key = await admin();
     const [a, b] = [ns(), ns()];
     const [shared, presetName, agentName] = [dn("t"), dn("p"), dn("a")];
-    let index: Json = indexOf(pluginEntry(a, "first", [version("1.0.0", { http_tools: [tool(shared)], presets: [preset(presetName, shared)], agents: [agent(agentName)] })]));
+    let index: Json = indexOf(
+      pluginEntry(a, "first", [version("1.0.0", { http_tools: [tool(shared)], presets: [preset(presetName, shared)], agents: [agent(agentName)] })]),
+    );
     serveIndex(() => index);
     expect((await mcall("POST", `${M}/install`, { key, body: { ref: `${a}/first` } })).status).toBe(200);
     index = indexOf(
@@ -143,7 +153,11 @@ describe("update", () => {
     const n = ns();
     const [t1, t2, p1, a1, mine] = [dn("t"), dn("t"), dn("p"), dn("a"), dn("mine")];
     const v1 = version("1.0.0", { http_tools: [tool(t1), tool(t2)], presets: [preset(p1, t1, { fixed_kwargs: { city: "Oslo" } })] });
-    const v2 = version("1.1.0", { http_tools: [tool(t1, { url: "https://tools.example/v2" })], presets: [preset(p1, t1, { fixed_kwargs: { city: "Rome" } })], agents: [agent(a1)] });
+    const v2 = version("1.1.0", {
+      http_tools: [tool(t1, { url: "https://tools.example/v2" })],
+      presets: [preset(p1, t1, { fixed_kwargs: { city: "Rome" } })],
+      agents: [agent(a1)],
+    });
     let versions = [v1];
     serveIndex(() => indexOf(pluginEntry(n, "p", versions)));
     expect((await call("POST", "/api/tools-config/entries", { key, body: { title: mine, kind: "http", url: "https://example.com/mine" } })).status).toBe(200);
@@ -158,7 +172,10 @@ describe("update", () => {
     const preview = await mcall("POST", `${M}/install/preview`, { key, body: { ref: `${n}/p` } });
     expect(preview.body.data).toMatchObject({ operation: "update", version: "1.1.0", previous_version: "1.0.0" });
     expect(preview.body.data.changes.add.map((c: any) => [c.kind, c.name])).toEqual([["agent", a1]]);
-    expect(preview.body.data.changes.replace.map((c: any) => [c.kind, c.name])).toEqual([["http_tool", t1], ["preset", p1]]);
+    expect(preview.body.data.changes.replace.map((c: any) => [c.kind, c.name])).toEqual([
+      ["http_tool", t1],
+      ["preset", p1],
+    ]);
     expect(preview.body.data.changes.remove).toEqual([{ kind: "http_tool", name: t2 }]);
     expect(await exists("tool", t2)).toBe(true); // the preview wrote nothing
 
@@ -210,7 +227,9 @@ describe("uninstall and dependents", () => {
     expect((await call("POST", "/api/tools-config/entries", { key, body: { title: mine, kind: "http", url: "https://example.com/mine" } })).status).toBe(200);
 
     // A route to the plugin's agent: the uninstall is refused, naming it.
-    expect((await call("POST", `/api/conversations/${route}`, { key, body: { door: "api", target_kind: "agent", target_name: a, execution_key: "root" } })).status).toBe(200);
+    expect(
+      (await call("POST", `/api/conversations/${route}`, { key, body: { door: "api", target_kind: "agent", target_name: a, execution_key: "root" } })).status,
+    ).toBe(200);
     const refused = await mcall("POST", `${M}/uninstall`, { key, body: { ref: `${n}/p` } });
     expect(refused.status).toBe(409);
     expect(refused.body).toMatchObject({ code: "PLUGIN_IN_USE", dependents: [{ kind: "route", name: route, depends_on: { kind: "agent", name: a } }] });
@@ -232,9 +251,18 @@ describe("uninstall and dependents", () => {
     expect(forced.body.data).toEqual({
       ref: `${n}/p`,
       version: "1.0.0",
-      removed: [{ kind: "http_tool", name: t }, { kind: "agent", name: a }, { kind: "preset", name: p }],
+      removed: [
+        { kind: "http_tool", name: t },
+        { kind: "agent", name: a },
+        { kind: "preset", name: p },
+      ],
     });
-    for (const [kind, name] of [["tool", t], ["agent", a], ["preset", p]] as const) expect(await exists(kind, name)).toBe(false);
+    for (const [kind, name] of [
+      ["tool", t],
+      ["agent", a],
+      ["preset", p],
+    ] as const)
+      expect(await exists(kind, name)).toBe(false);
     // What the operator declared stays.
     expect(await exists("preset", hisPreset)).toBe(true);
     expect(await exists("agent", hisAgent)).toBe(true);
@@ -249,8 +277,14 @@ describe("uninstall and dependents", () => {
     let versions = [version("1.0.0", { http_tools: [tool(t), tool(gone)] })];
     serveIndex(() => indexOf(pluginEntry(n, "p", versions)));
     await mcall("POST", `${M}/install`, { key, body: { ref: `${n}/p` } });
-    for (const [route, target] of [[route1, t], [route2, gone]]) {
-      expect((await call("POST", `/api/conversations/${route}`, { key, body: { door: "api", target_kind: "tool", target_name: target, execution_key: "root" } })).status).toBe(200);
+    for (const [route, target] of [
+      [route1, t],
+      [route2, gone],
+    ]) {
+      expect(
+        (await call("POST", `/api/conversations/${route}`, { key, body: { door: "api", target_kind: "tool", target_name: target, execution_key: "root" } }))
+          .status,
+      ).toBe(200);
     }
     // 1.1.0 turns `t` into a preset (still a tool name) and drops `gone`.
     versions = [...versions, version("1.1.0", { presets: [preset(t, "echo")] })];

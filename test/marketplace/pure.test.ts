@@ -17,17 +17,56 @@ import { HttpError } from "../../src/http/errors";
 
 describe("semantic versions", () => {
   it("parses SemVer 2.0.0 and refuses what is not", () => {
-    for (const v of ["0.0.0", "1.2.3", "10.20.30", "1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-0.3.7", "1.0.0-x.7.z.92", "1.0.0+20130313144700", "1.0.0-beta+exp.sha.5114f85", "99999999999999999999.0.0"]) {
+    for (const v of [
+      "0.0.0",
+      "1.2.3",
+      "10.20.30",
+      "1.0.0-alpha",
+      "1.0.0-alpha.1",
+      "1.0.0-0.3.7",
+      "1.0.0-x.7.z.92",
+      "1.0.0+20130313144700",
+      "1.0.0-beta+exp.sha.5114f85",
+      "99999999999999999999.0.0",
+    ]) {
       expect(isSemver(v), v).toBe(true);
     }
-    for (const v of ["1", "1.2", "01.2.3", "1.02.3", "1.2.03", "v1.2.3", "1.2.3-", "1.2.3-01", "1.2.3+", "1.2.3 ", "", "1.2.3-a..b", `1.0.0-${"a".repeat(200)}`]) {
+    for (const v of [
+      "1",
+      "1.2",
+      "01.2.3",
+      "1.02.3",
+      "1.2.03",
+      "v1.2.3",
+      "1.2.3-",
+      "1.2.3-01",
+      "1.2.3+",
+      "1.2.3 ",
+      "",
+      "1.2.3-a..b",
+      `1.0.0-${"a".repeat(200)}`,
+    ]) {
       expect(isSemver(v), v).toBe(false);
     }
     expect(parseSemver("1.2.3-rc.1+b")).toEqual({ major: "1", minor: "2", patch: "3", prerelease: ["rc", "1"] });
   });
 
   it("orders by the spec's precedence, ignoring build metadata", () => {
-    const ordered = ["1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-alpha.beta", "1.0.0-beta", "1.0.0-beta.2", "1.0.0-beta.11", "1.0.0-rc.1", "1.0.0", "1.0.1", "1.1.0", "2.0.0", "10.0.0", "99999999999999999999.0.0"];
+    const ordered = [
+      "1.0.0-alpha",
+      "1.0.0-alpha.1",
+      "1.0.0-alpha.beta",
+      "1.0.0-beta",
+      "1.0.0-beta.2",
+      "1.0.0-beta.11",
+      "1.0.0-rc.1",
+      "1.0.0",
+      "1.0.1",
+      "1.1.0",
+      "2.0.0",
+      "10.0.0",
+      "99999999999999999999.0.0",
+    ];
     for (let i = 0; i < ordered.length - 1; i += 1) {
       expect(compareVersions(ordered[i], ordered[i + 1]), `${ordered[i]} < ${ordered[i + 1]}`).toBeLessThan(0);
       expect(compareVersions(ordered[i + 1], ordered[i])).toBeGreaterThan(0);
@@ -39,7 +78,15 @@ describe("semantic versions", () => {
 });
 
 const v = (version: string, contracts: Record<string, number[]> = { "bridge-declarations": [1] }) => ({ version, contracts, declarations: {} });
-const plugin = (versions: Array<ReturnType<typeof v>>): RegistryPlugin => ({ namespace: "Acme", name: "Tools", description: "", categories: [], kinds: ["http_tool"], advisories: [], versions });
+const plugin = (versions: Array<ReturnType<typeof v>>): RegistryPlugin => ({
+  namespace: "Acme",
+  name: "Tools",
+  description: "",
+  categories: [],
+  kinds: ["http_tool"],
+  advisories: [],
+  versions,
+});
 const V2 = { "bridge-declarations": [2] };
 
 describe("compatibility selection", () => {
@@ -70,7 +117,10 @@ describe("compatibility selection", () => {
     });
     // An upgrade skips the incompatible newest and takes the newest compatible.
     expect(decideUpgrade("1.0.0", plugin([v("1.0.0"), v("1.5.0"), v("2.0.0", V2)]))).toEqual({ outcome: "upgrade", from: "1.0.0", to: "1.5.0" });
-    expect(decideUpgrade("1.0.0", plugin([v("1.0.0", V2)]))).toEqual({ outcome: "no-compatible-version", detail: "no published version supports bridge-declarations 1" });
+    expect(decideUpgrade("1.0.0", plugin([v("1.0.0", V2)]))).toEqual({
+      outcome: "no-compatible-version",
+      detail: "no published version supports bridge-declarations 1",
+    });
     expect(decideUpgrade("1.0.0", plugin([v("1.0.0", V2), v("2.0.0", V2)]))).toEqual({
       outcome: "no-compatible-version",
       detail: "no published version supports bridge-declarations 1 (2.0.0 exists but does not support bridge-declarations 1)",
@@ -86,7 +136,11 @@ describe("the declarations bundle (bridge-declarations 1)", () => {
   const preset = (name: string, base_tool: string) => ({ name, base_tool });
 
   it("takes each kind's own door body, with defaults", () => {
-    const b = DeclarationBundle.parse({ http_tools: [tool("t1")], agents: [{ title: "a1", kind: "http", config: { url: "https://example.com/a" } }], presets: [preset("p1", "t1")] });
+    const b = DeclarationBundle.parse({
+      http_tools: [tool("t1")],
+      agents: [{ title: "a1", kind: "http", config: { url: "https://example.com/a" } }],
+      presets: [preset("p1", "t1")],
+    });
     expect(b.http_tools[0]).toMatchObject({ title: "t1", method: "POST", headers: {}, timeout_seconds: 30, description: "" });
     expect(b.presets[0]).toMatchObject({ name: "p1", base_tool: "t1", fixed_kwargs: {} });
   });
@@ -97,7 +151,11 @@ describe("the declarations bundle (bridge-declarations 1)", () => {
     ["a name twice", { http_tools: [tool("t"), tool("t")] }, "declares a name twice"],
     ["a tool and a preset of one name", { http_tools: [tool("x")], presets: [preset("x", "echo")] }, "also the title"],
     ["a preset over a preset", { presets: [preset("p", "echo"), preset("q", "p")] }, "a preset stands on a tool"],
-    ["a preset with a state binding", { presets: [{ ...preset("p", "echo"), state_binding: { states: [{ state: "s", subject_expr: { content: "." } }] } }] }, "state_binding"],
+    [
+      "a preset with a state binding",
+      { presets: [{ ...preset("p", "echo"), state_binding: { states: [{ state: "s", subject_expr: { content: "." } }] } }] },
+      "state_binding",
+    ],
     ["an invalid tool", { http_tools: [{ title: "bad title!", kind: "http", url: "https://example.com" }] }, "title"],
   ])("refuses %s", (_what, bundle, message) => {
     const r = DeclarationBundle.safeParse(bundle);
@@ -114,11 +172,15 @@ describe("the index format", () => {
     const index = validateIndex(BUILTIN_INDEX, 1024 * 1024);
     expect(index.plugins.map(refOf)).toEqual(["examples/greetings", "examples/weather", "examples/support-desk", "examples/profile-memory"]);
     // Every compatible version of the catalog holds a valid bundle.
-    for (const p of index.plugins) for (const ver of p.versions) if (supportsContract(ver.contracts)) expect(DeclarationBundle.safeParse(ver.declarations).success, `${refOf(p)} ${ver.version}`).toBe(true);
+    for (const p of index.plugins)
+      for (const ver of p.versions)
+        if (supportsContract(ver.contracts)) expect(DeclarationBundle.safeParse(ver.declarations).success, `${refOf(p)} ${ver.version}`).toBe(true);
   });
 
   it("accepts a minimal index and keeps incompatible bundles opaque", () => {
-    const index = RegistryIndex.parse(plugins([entry({ versions: [v("1.0.0"), { version: "2.0.0", contracts: V2, declarations: { future_kind: [{ anything: true }] } }] })]));
+    const index = RegistryIndex.parse(
+      plugins([entry({ versions: [v("1.0.0"), { version: "2.0.0", contracts: V2, declarations: { future_kind: [{ anything: true }] } }] })]),
+    );
     expect(index.plugins[0]).toMatchObject({ description: "", categories: [], advisories: [] });
   });
 
@@ -130,8 +192,16 @@ describe("the index format", () => {
     ["a bad version", plugins([entry({ versions: [v("1.0")] })]), "semantic version"],
     ["no versions", plugins([entry({ versions: [] })]), "versions"],
     ["a bad namespace", plugins([entry({ namespace: "-x" })]), "namespace"],
-    ["an advisory id twice", plugins([entry({ advisories: [1, 2].map(() => ({ id: "A-1", severity: "low", summary: "s", affected_versions: ["1.0.0"] })) })]), "advisory id twice"],
-    ["an http advisory url", plugins([entry({ advisories: [{ id: "A-1", severity: "low", summary: "s", affected_versions: ["1.0.0"], url: "http://x.example" }] })]), "https"],
+    [
+      "an advisory id twice",
+      plugins([entry({ advisories: [1, 2].map(() => ({ id: "A-1", severity: "low", summary: "s", affected_versions: ["1.0.0"] })) })]),
+      "advisory id twice",
+    ],
+    [
+      "an http advisory url",
+      plugins([entry({ advisories: [{ id: "A-1", severity: "low", summary: "s", affected_versions: ["1.0.0"], url: "http://x.example" }] })]),
+      "https",
+    ],
     ["a contract version 0", plugins([entry({ versions: [v("1.0.0", { "bridge-declarations": [0] })] })]), "contracts"],
   ])("refuses %s with 502 marketplace-registry-invalid", (_what, doc, message) => {
     let err: unknown;
@@ -184,11 +254,20 @@ describe("marketplace settings", () => {
 
   it("defaults, the built-in catalog and an https registry", () => {
     const none = parse({});
-    expect(none.ok && none.settings.marketplace).toEqual({ storeUrl: "d1://DB", registry: null, registryTimeoutSeconds: 10, registryMaxBytes: 4194304, lockLeaseSeconds: 60 });
+    expect(none.ok && none.settings.marketplace).toEqual({
+      storeUrl: "d1://DB",
+      registry: null,
+      registryTimeoutSeconds: 10,
+      registryMaxBytes: 4194304,
+      lockLeaseSeconds: 60,
+    });
     const builtin = parse({ MARKETPLACE_REGISTRY_URL: "builtin:" });
     expect(builtin.ok && builtin.settings.marketplace.registry).toEqual({ kind: "builtin" });
     const https = parse({ MARKETPLACE_REGISTRY_URL: " https://registry.example/index.json ", MARKETPLACE_LOCK_LEASE_SECONDS: "30" });
-    expect(https.ok && https.settings.marketplace).toMatchObject({ registry: { kind: "https", url: "https://registry.example/index.json" }, lockLeaseSeconds: 30 });
+    expect(https.ok && https.settings.marketplace).toMatchObject({
+      registry: { kind: "https", url: "https://registry.example/index.json" },
+      lockLeaseSeconds: 30,
+    });
   });
 
   it.each([

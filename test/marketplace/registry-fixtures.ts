@@ -40,7 +40,11 @@ export function serveIndex(current: () => unknown) {
 }
 
 /** Calls the Worker with MARKETPLACE_REGISTRY_URL pointing at the fake registry (plus `vars`). */
-export async function mcall<T = any>(method: string, path: string, opts: { key: string; body?: unknown; vars?: Record<string, unknown> }): Promise<CallResult<T>> {
+export async function mcall<T = any>(
+  method: string,
+  path: string,
+  opts: { key: string; body?: unknown; vars?: Record<string, unknown> },
+): Promise<CallResult<T>> {
   const headers: Record<string, string> = { "x-api-key": opts.key };
   if (opts.body !== undefined) headers["content-type"] = "application/json";
   const res = await fetchWithEnv(

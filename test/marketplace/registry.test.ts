@@ -121,7 +121,9 @@ describe("an https registry", () => {
   });
 
   it("a redirect is not followed", async () => {
-    const calls = fakeNetwork(answerOnly({ [`GET ${REGISTRY_URL}`]: () => new Response(null, { status: 302, headers: { location: "https://elsewhere.fake/index.json" } }) }));
+    const calls = fakeNetwork(
+      answerOnly({ [`GET ${REGISTRY_URL}`]: () => new Response(null, { status: 302, headers: { location: "https://elsewhere.fake/index.json" } }) }),
+    );
     await expect502("marketplace-registry-unavailable", "it answered HTTP 302");
     expect(calls.every((c) => c.url === REGISTRY_URL)).toBe(true);
   });

@@ -54,7 +54,14 @@ describe("upgrade-all", () => {
     const mine = `${n}-a-clash-t2`;
     expect((await call("POST", "/api/tools-config/entries", { key, body: { title: mine, kind: "http", url: "https://example.com/mine" } })).status).toBe(200);
     const route = dn("r").toLowerCase();
-    expect((await call("POST", `/api/conversations/${route}`, { key, body: { door: "api", target_kind: "tool", target_name: `${n}-i-inuse-t1`, execution_key: "root" } })).status).toBe(200);
+    expect(
+      (
+        await call("POST", `/api/conversations/${route}`, {
+          key,
+          body: { door: "api", target_kind: "tool", target_name: `${n}-i-inuse-t1`, execution_key: "root" },
+        })
+      ).status,
+    ).toBe(200);
 
     const entries: Record<string, Json[]> = {
       "a-clash": [first("a-clash"), version("1.1.0", { http_tools: [tool(`${n}-a-clash-t1`), tool(mine)] })],
@@ -106,7 +113,11 @@ describe("upgrade-all", () => {
 
     // Run again: b-up is now up to date.
     const again = await mcall("POST", `${M}/upgrade-all`, { key });
-    expect(again.body.data.results.find((e: any) => e.ref === `${n}/b-up`)).toEqual({ ref: `${n}/b-up`, outcome: "up-to-date", detail: "1.1.0 is the latest compatible version" });
+    expect(again.body.data.results.find((e: any) => e.ref === `${n}/b-up`)).toEqual({
+      ref: `${n}/b-up`,
+      outcome: "up-to-date",
+      detail: "1.1.0 is the latest compatible version",
+    });
   });
 
   it("a registry that cannot be read fails every ref, still answering 200 with one entry each", async () => {
@@ -117,6 +128,7 @@ describe("upgrade-all", () => {
     const r = await mcall("POST", `${M}/upgrade-all`, { key });
     expect(r.status).toBe(200);
     expect(r.body.data.results.length).toBeGreaterThan(0);
-    for (const e of r.body.data.results) expect(e).toEqual({ ref: e.ref, outcome: "failed", detail: "marketplace registry unavailable: it could not be reached" });
+    for (const e of r.body.data.results)
+      expect(e).toEqual({ ref: e.ref, outcome: "failed", detail: "marketplace registry unavailable: it could not be reached" });
   });
 });

@@ -92,7 +92,9 @@ describe("declaring an MCP server", () => {
 
   it("is admin-only to declare, and readable with manifest:read", async () => {
     const writer = await mintKey({ scopes: ["manifest:write"] });
-    expect((await call("POST", "/api/mcp-config/entries", { key: writer.key, body: { title: title(), config: { type: "http", url: MCP_URL } } })).status).toBe(403);
+    expect((await call("POST", "/api/mcp-config/entries", { key: writer.key, body: { title: title(), config: { type: "http", url: MCP_URL } } })).status).toBe(
+      403,
+    );
     const reader = await mintKey({ scopes: ["manifest:read"] });
     expect((await call("GET", "/api/mcp-status", { key: reader.key })).status).toBe(200);
   });
@@ -202,9 +204,15 @@ describe("calling an MCP server's tools", () => {
     const calls = localMcpNetwork();
     const t = title();
     // Written before any server references it, so it names where it may go (docs/mcp.md "Secret env values").
-    const set = await call("POST", "/api/mcp-config/secret-env", { key: await admin(), body: { name: "SECRET_MCP_TOKEN", value: "tok-123", origins: [MCP_URL] } });
+    const set = await call("POST", "/api/mcp-config/secret-env", {
+      key: await admin(),
+      body: { name: "SECRET_MCP_TOKEN", value: "tok-123", origins: [MCP_URL] },
+    });
     expect(set.body).toEqual({ data: { name: "SECRET_MCP_TOKEN", set: true, updated_at: expect.any(String) } });
-    const r = await declare({ title: t, config: { type: "http", url: MCP_URL, headers: { authorization: { env: "SECRET_MCP_TOKEN" }, "x-static": "lit-value" } } });
+    const r = await declare({
+      title: t,
+      config: { type: "http", url: MCP_URL, headers: { authorization: { env: "SECRET_MCP_TOKEN" }, "x-static": "lit-value" } },
+    });
     expect(r.body.data.status.status).toBe("ok");
     expect(r.body.data.server.config.headers).toEqual({ authorization: { env: "SECRET_MCP_TOKEN" }, "x-static": "<redacted>" });
     const run = await call("POST", "/api/run-tool", { key: await admin(), body: { tool_name: `${t}.add`, arguments: { a: 1, b: 1 } } });
@@ -229,7 +237,10 @@ describe("calling an MCP server's tools", () => {
 
   it("applies the outbound guard before each request: a redirect off the origin is not followed", async () => {
     localMcpNetwork({
-      override: (req) => (req.method === "POST" && new URL(req.url).pathname === "/mcp" ? new Response(null, { status: 307, headers: { location: "https://elsewhere.example/mcp" } }) : null),
+      override: (req) =>
+        req.method === "POST" && new URL(req.url).pathname === "/mcp"
+          ? new Response(null, { status: 307, headers: { location: "https://elsewhere.example/mcp" } })
+          : null,
     });
     const t = title();
     const r = await declare({ title: t });
@@ -242,13 +253,25 @@ describe("calling an MCP server's tools", () => {
     const t = title();
     await declare({ title: t });
     const allowed = await mintKey({ scopes: [`tool:${t}.shout`] });
-    const route = await createRoute({ door: "api", target_kind: "tool", target_name: `${t}.shout`, execution_key: allowed.user_id, payload_expr: "{text: .message}" });
+    const route = await createRoute({
+      door: "api",
+      target_kind: "tool",
+      target_name: `${t}.shout`,
+      execution_key: allowed.user_id,
+      payload_expr: "{text: .message}",
+    });
     const ok = await send(route.name, { external_user_id: "u1", text: "hello there", wait_seconds: 10 });
     expect(ok.status).toBe(200);
     expect(ok.body.data).toMatchObject({ status: "answered", answer: "HELLO THERE" });
 
     const narrow = await mintKey({ scopes: [`tool:${t}.add`] });
-    const denied = await createRoute({ door: "api", target_kind: "tool", target_name: `${t}.shout`, execution_key: narrow.user_id, payload_expr: "{text: .message}" });
+    const denied = await createRoute({
+      door: "api",
+      target_kind: "tool",
+      target_name: `${t}.shout`,
+      execution_key: narrow.user_id,
+      payload_expr: "{text: .message}",
+    });
     const no = await send(denied.name, { external_user_id: "u1", text: "hello", wait_seconds: 10 });
     expect(no.body.data.status).toBe("error");
   });
@@ -272,7 +295,12 @@ describe("the whole MCP config", () => {
     const bDeclared = await declare({ title: b });
     const r = await call("POST", "/api/mcp-config", {
       key: await admin(),
-      body: { mcp: [{ title: b, config: { type: "http", url: MCP_URL } }, { title: c, config: { type: "http", url: MCP_URL }, include: ["add"] }] },
+      body: {
+        mcp: [
+          { title: b, config: { type: "http", url: MCP_URL } },
+          { title: c, config: { type: "http", url: MCP_URL }, include: ["add"] },
+        ],
+      },
     });
     expect(r.status).toBe(200);
     expect(r.body.data.removed).toContain(a);
@@ -291,9 +319,20 @@ describe("the whole MCP config", () => {
     fakeNetwork(() => new Response("unused", { status: 500 }));
     const keep = title();
     await declare({ title: keep });
-    const dup = await call("POST", "/api/mcp-config", { key: await admin(), body: { mcp: [{ title: "x1", config: { type: "http", url: MCP_URL } }, { title: "x1", config: { type: "http", url: MCP_URL } }] } });
+    const dup = await call("POST", "/api/mcp-config", {
+      key: await admin(),
+      body: {
+        mcp: [
+          { title: "x1", config: { type: "http", url: MCP_URL } },
+          { title: "x1", config: { type: "http", url: MCP_URL } },
+        ],
+      },
+    });
     expect(dup.status).toBe(400);
-    const bad = await call("POST", "/api/mcp-config", { key: await admin(), body: { mcp: [{ title: "x2", config: { type: "http", url: "http://10.0.0.1/mcp" } }] } });
+    const bad = await call("POST", "/api/mcp-config", {
+      key: await admin(),
+      body: { mcp: [{ title: "x2", config: { type: "http", url: "http://10.0.0.1/mcp" } }] },
+    });
     expect(bad.status).toBe(400);
     expect(bad.body.error).toContain("mcp[0].config.url");
     const status = await call("GET", "/api/mcp-status", { key: await admin() });

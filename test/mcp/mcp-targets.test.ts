@@ -61,13 +61,29 @@ describe("an MCP tool as a target", () => {
       if (new URL(req.url).host === new URL(MCP_URL).host) return serveLocalMcp(req);
       llmBodies.push(body);
       if (llmBodies.length === 1) {
-        return json({ choices: [{ index: 0, message: { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: alias, arguments: '{"a":40,"b":2}' } }] } }] });
+        return json({
+          choices: [
+            {
+              index: 0,
+              message: {
+                role: "assistant",
+                content: null,
+                tool_calls: [{ id: "c1", type: "function", function: { name: alias, arguments: '{"a":40,"b":2}' } }],
+              },
+            },
+          ],
+        });
       }
       return json({ choices: [{ index: 0, message: { role: "assistant", content: "forty-two" } }] });
     });
     const key = await mintKey({ scopes: [`agent:${agent}`, `tool:${t}.add`] });
     const events: AgentEvent[] = [];
-    await runAgent(testContext({ fetch: edge.fetch }), agent, { thread_id: uniq("mcp-agent-thread"), user_message: "add" }, { asKey: { user_id: key.user_id, fingerprint: key.fingerprint }, onEvent: (e) => void events.push(e) });
+    await runAgent(
+      testContext({ fetch: edge.fetch }),
+      agent,
+      { thread_id: uniq("mcp-agent-thread"), user_message: "add" },
+      { asKey: { user_id: key.user_id, fingerprint: key.fingerprint }, onEvent: (e) => void events.push(e) },
+    );
     expect(llmBodies[0].tools.map((f: any) => f.function.name)).toEqual(["echo", alias]);
     expect(llmBodies[0].tools[1].function.parameters).toMatchObject({ required: ["a", "b"] });
     // Events name the registry tool; the model's messages keep its function name.
@@ -86,7 +102,10 @@ describe("an MCP tool as a target", () => {
     expect(listed.status).toBe(200);
     expect(listed.body.data.items.map((i: any) => i.run_id)).toContain(submitted.body.data.run_id);
 
-    const once = await call("POST", "/api/schedules", { key: await admin(), body: { tool_name: `${t}.shout`, tool_kwargs: { text: "now" }, schedule_kwargs: {}, execution_key: key.user_id } });
+    const once = await call("POST", "/api/schedules", {
+      key: await admin(),
+      body: { tool_name: `${t}.shout`, tool_kwargs: { text: "now" }, schedule_kwargs: {}, execution_key: key.user_id },
+    });
     expect(once.status, JSON.stringify(once.body)).toBe(200);
     expect(await endedRun(once.body.data.run_id)).toMatchObject({ status: "succeeded", result: "NOW", origin: "schedule" });
   });
@@ -109,7 +128,10 @@ describe("an MCP tool as a target", () => {
       expect(r.body.error).toMatch(/title: is reserved/);
     }
     const runner = await mintKey({ scopes: ["*"] });
-    const r = await call("POST", "/api/hooks", { key: await admin(), body: { name: uniq("mh").toLowerCase(), topic: "maint", tool: MAINTENANCE_TOOL_NAMES[0], execution_key: runner.user_id } });
+    const r = await call("POST", "/api/hooks", {
+      key: await admin(),
+      body: { name: uniq("mh").toLowerCase(), topic: "maint", tool: MAINTENANCE_TOOL_NAMES[0], execution_key: runner.user_id },
+    });
     expect(r.status).toBe(400);
     expect(r.body.error).toMatch(/tool: a hook cannot fire a maintenance tool/);
   });

@@ -15,7 +15,10 @@ const VALUE = "Bearer STORED-MCP-SECRET";
 const COLLECTOR_URL = "https://collector.example/mcp";
 
 async function declare(t: string, url: string, name: string) {
-  return call("POST", "/api/mcp-config/entries", { key: await admin(), body: { title: t, config: { type: "http", url, headers: { authorization: { env: name } } } } });
+  return call("POST", "/api/mcp-config/entries", {
+    key: await admin(),
+    body: { title: t, config: { type: "http", url, headers: { authorization: { env: name } } } },
+  });
 }
 
 describe("stored secret env values are bound to origins", () => {

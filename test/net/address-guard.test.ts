@@ -139,7 +139,19 @@ describe("the outbound address guard (pure)", () => {
   });
 
   it("reads IPv4 spellings itself when given a bare host (no URL parser in front)", () => {
-    for (const host of ["2130706433", "0x7f000001", "0177.0.0.1", "127.1", "0x7f.0x0.0x0.0x1", "::1", "[::1]", "::ffff:127.0.0.1", "::ffff:7f00:1", "fe80::1%eth0", "LOCALHOST."]) {
+    for (const host of [
+      "2130706433",
+      "0x7f000001",
+      "0177.0.0.1",
+      "127.1",
+      "0x7f.0x0.0x0.0x1",
+      "::1",
+      "[::1]",
+      "::ffff:127.0.0.1",
+      "::ffff:7f00:1",
+      "fe80::1%eth0",
+      "LOCALHOST.",
+    ]) {
       const v = checkHost(host, STRICT);
       expect(v.ok, host).toBe(false);
     }

@@ -82,7 +82,19 @@ describe("conversation callbacks", () => {
   });
 
   it("refuses localhost, *.localhost, *.local, *.internal, 0.0.0.0, RFC 1918 and link-local callback hosts at route create", async () => {
-    for (const host of ["localhost", "hooks.localhost", "printer.local", "svc.internal", "0.0.0.0", "10.0.0.1", "192.168.1.20", "172.16.5.4", "100.64.1.1", "[fd00::1]", "[fe80::1]"]) {
+    for (const host of [
+      "localhost",
+      "hooks.localhost",
+      "printer.local",
+      "svc.internal",
+      "0.0.0.0",
+      "10.0.0.1",
+      "192.168.1.20",
+      "172.16.5.4",
+      "100.64.1.1",
+      "[fd00::1]",
+      "[fe80::1]",
+    ]) {
       const r = await createRouteAs(null, await echoRouteBody(`https://${host}/h`));
       expect(r.status, host).toBe(400);
       expect(r.body.error).toMatch(/^invalid body: callback_url: the host is .*OUTBOUND_ALLOW_PRIVATE_HOSTS=true$/);
@@ -103,7 +115,10 @@ describe("conversation callbacks", () => {
     expect(route.status).toBe(200);
     const a = await send(route.name, { external_user_id: "u", text: "hello" });
     expect(a.status).toBe(202);
-    const rec = await eventually(() => readRecord(route.name, a.body.data.message_id), (x) => x.body.data?.attempts === 1);
+    const rec = await eventually(
+      () => readRecord(route.name, a.body.data.message_id),
+      (x) => x.body.data?.attempts === 1,
+    );
     expect(rec.body.data).toMatchObject({ status: "pending_delivery", answer_status: "answered", attempts: 1 });
     expect(rec.body.data.error).toBe(
       "callback refused by the outbound address guard: the host is a loopback address; private and local hosts are refused unless OUTBOUND_ALLOW_PRIVATE_HOSTS=true",
@@ -135,7 +150,8 @@ describe("HTTP tools", () => {
     const r = await call("POST", "/api/run-tool", { key: await admin(), body: { tool_name: tool.title, arguments: {} } });
     expect(r.status).toBe(500);
     expect(r.body).toEqual({
-      error: "tool endpoint refused by the outbound address guard: the host is a private (RFC 1918) address; private and local hosts are refused unless OUTBOUND_ALLOW_PRIVATE_HOSTS=true",
+      error:
+        "tool endpoint refused by the outbound address guard: the host is a private (RFC 1918) address; private and local hosts are refused unless OUTBOUND_ALLOW_PRIVATE_HOSTS=true",
       code: "tool-transport",
     });
     expect(calls).toHaveLength(0);
@@ -194,7 +210,8 @@ describe("agents", () => {
     expect(r).toEqual({
       ok: false,
       kind: "agent_error",
-      message: "agent endpoint refused by the outbound address guard: the host is a private (RFC 1918) address; private and local hosts are refused unless OUTBOUND_ALLOW_PRIVATE_HOSTS=true",
+      message:
+        "agent endpoint refused by the outbound address guard: the host is a private (RFC 1918) address; private and local hosts are refused unless OUTBOUND_ALLOW_PRIVATE_HOSTS=true",
     });
     expect(edge.calls).toHaveLength(0);
     const allowed = await runAgent(testContext({ fetch: edge.fetch, vars: ALLOW }), agent.title, { thread_id: uniq("t"), user_message: "x" }, {});
@@ -209,7 +226,8 @@ describe("agents", () => {
     expect(r).toEqual({
       ok: false,
       kind: "agent_error",
-      message: "LLM endpoint refused by the outbound address guard: the host is a local name (localhost); private and local hosts are refused unless OUTBOUND_ALLOW_PRIVATE_HOSTS=true",
+      message:
+        "LLM endpoint refused by the outbound address guard: the host is a local name (localhost); private and local hosts are refused unless OUTBOUND_ALLOW_PRIVATE_HOSTS=true",
     });
     expect(edge.calls).toHaveLength(0);
     const allowed = await runAgent(testContext({ fetch: edge.fetch, vars: ALLOW }), agent.title, { thread_id: uniq("t"), user_message: "x" }, {});

@@ -12,15 +12,22 @@ import { uniq } from "../helpers/http";
 
 const DAY_MS = 86_400_000;
 const entry = (message: string) => JSON.stringify({ id: crypto.randomUUID(), created_at: new Date().toISOString(), message });
-const messages = async (name: string, limit = 1000) => (JSON.parse(await notificationFeedStub(env, name).list(limit)) as Array<{ message: string }>).map((n) => n.message);
+const messages = async (name: string, limit = 1000) =>
+  (JSON.parse(await notificationFeedStub(env, name).list(limit)) as Array<{ message: string }>).map((n) => n.message);
 const objectOf = (name: string) => env.NOTIFICATION_FEEDS.get(env.NOTIFICATION_FEEDS.idFromName(name)) as unknown as DurableObjectStub<NotificationFeed>;
 
 /** What the object holds: its tables, row count, stored expiry and alarm. */
 function inspect(name: string) {
   return runInDurableObject(objectOf(name), async (_instance: NotificationFeed, state) => {
-    const tables = state.storage.sql.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('entries', 'meta')").toArray().map((r) => r.name).sort();
+    const tables = state.storage.sql
+      .exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('entries', 'meta')")
+      .toArray()
+      .map((r) => r.name)
+      .sort();
     const rows = tables.includes("entries") ? Number(state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM entries").one().n) : 0;
-    const expiry = tables.includes("meta") ? state.storage.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'expires_at'").toArray()[0]?.value : undefined;
+    const expiry = tables.includes("meta")
+      ? state.storage.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'expires_at'").toArray()[0]?.value
+      : undefined;
     return { tables, rows, expiresAt: expiry === undefined ? null : Number(expiry), alarm: await state.storage.getAlarm() };
   });
 }

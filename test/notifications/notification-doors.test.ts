@@ -86,9 +86,16 @@ describe("the internal sink", () => {
     const body = {
       message,
       recipient: "ops-desk",
-      media: [{ url: "https://cdn.example/a.png", caption: "chart" }, { url: "https://cdn.example/r", filename: "r.pdf" }, { url: "https://cdn.example/v", kind: "video" }],
+      media: [
+        { url: "https://cdn.example/a.png", caption: "chart" },
+        { url: "https://cdn.example/r", filename: "r.pdf" },
+        { url: "https://cdn.example/v", kind: "video" },
+      ],
       location: { latitude: 52.5, longitude: 13.4, name: "Office", address: "Main St 1" },
-      options: [{ text: "Yes", kind: "reply", id: "yes" }, { text: "Docs", kind: "link", url: "https://docs.example" }],
+      options: [
+        { text: "Yes", kind: "reply", id: "yes" },
+        { text: "Docs", kind: "link", url: "https://docs.example" },
+      ],
       header: { url: "https://cdn.example/h.jpg" },
       footer: "Reply soon",
     };
@@ -145,7 +152,8 @@ describe("the internal sink", () => {
     const before = Date.now();
     expect((await send({ message: "m", audience }, await admin(), { NOTIFICATIONS_IDENTITY_FEED_TTL_SECONDS: "3600" })).status).toBe(200);
     const after = Date.now();
-    const alarmOf = (name: string) => runInDurableObject(env.NOTIFICATION_FEEDS.get(env.NOTIFICATION_FEEDS.idFromName(name)), (_o, state) => state.storage.getAlarm());
+    const alarmOf = (name: string) =>
+      runInDurableObject(env.NOTIFICATION_FEEDS.get(env.NOTIFICATION_FEEDS.idFromName(name)), (_o, state) => state.storage.getAlarm());
     const alarm = await alarmOf(identityFeed(audience));
     expect(alarm).toBeGreaterThanOrEqual(before + 3_600_000);
     expect(alarm).toBeLessThanOrEqual(after + 3_600_000);
@@ -154,7 +162,19 @@ describe("the internal sink", () => {
 
   it("answers the feed in the documented Notification shape", async () => {
     const key = await admin();
-    expect((await send({ message: uniq("shape"), audience: uniq("a"), media: [{ url: "https://cdn.example/a.png" }], sections: [{ title: "t", rows: [{ text: "a", kind: "reply" }] }] }, key)).status).toBe(200);
+    expect(
+      (
+        await send(
+          {
+            message: uniq("shape"),
+            audience: uniq("a"),
+            media: [{ url: "https://cdn.example/a.png" }],
+            sections: [{ title: "t", rows: [{ text: "a", kind: "reply" }] }],
+          },
+          key,
+        )
+      ).status,
+    ).toBe(200);
     const r = await feed(key);
     expect(NotificationFeedAnswer.strict().safeParse(r.body.data).success).toBe(true);
     for (const n of r.body.data.notifications) expect(Object.keys(n).every((k) => k in NotificationFeedAnswer.shape.notifications.element.shape)).toBe(true);
@@ -237,7 +257,17 @@ describe("channel sends", () => {
   it("carries options as a Telegram keyboard and media as its own messages", async () => {
     const calls = providers();
     const r = await send(
-      { message: "Pick one", channel: "telegram", recipient: "9", media: [{ url: "https://cdn.example/a.png" }], options: [{ text: "Yes", kind: "reply" }, { text: "No", kind: "reply" }], footer: "thanks" },
+      {
+        message: "Pick one",
+        channel: "telegram",
+        recipient: "9",
+        media: [{ url: "https://cdn.example/a.png" }],
+        options: [
+          { text: "Yes", kind: "reply" },
+          { text: "No", kind: "reply" },
+        ],
+        footer: "thanks",
+      },
       await admin(),
     );
     expect(r.status, JSON.stringify(r.body)).toBe(200);
@@ -275,7 +305,9 @@ describe("channel sends", () => {
     const key = await admin();
     expect((await send({ message: "Tell us more", channel: "whatsapp", recipient: "1", schema: { flow_id: "flow-1" } }, key, vars)).status).toBe(200);
     expect(JSON.parse(calls[0].body).interactive.type).toBe("flow");
-    expect((await send({ message: "order", channel: "whatsapp", recipient: "1", template: { name: "order_update", language: "en_US" } }, key, vars)).status).toBe(200);
+    expect(
+      (await send({ message: "order", channel: "whatsapp", recipient: "1", template: { name: "order_update", language: "en_US" } }, key, vars)).status,
+    ).toBe(200);
     expect(JSON.parse(calls[1].body)).toMatchObject({ type: "template", template: { name: "order_update" } });
   });
 });
@@ -305,16 +337,42 @@ describe("refusals (spec §4.9), none of which leaves a feed entry or sends anyt
     ["an empty options list", { message: "m", options: [] }, "options"],
     ["an empty schema", { message: "m", channel: "whatsapp", recipient: "1", schema: {} }, "schema"],
     ["101 options", { message: "m", options: Array.from({ length: 101 }, (_, i) => ({ text: `o${i}`, kind: "reply" })) }, "options"],
-    ["101 rows across sections", { message: "m", sections: [{ title: "a", rows: Array.from({ length: 51 }, (_, i) => ({ text: `o${i}`, kind: "reply" })) }, { title: "b", rows: Array.from({ length: 50 }, (_, i) => ({ text: `p${i}`, kind: "reply" })) }] }, "sections"],
-    ["options with sections", { message: "m", options: [{ text: "a", kind: "reply" }], sections: [{ title: "s", rows: [{ text: "a", kind: "reply" }] }] }, "sections"],
-    ["schema with options", { message: "m", channel: "whatsapp", recipient: "1", schema: { flow_id: "f" }, options: [{ text: "a", kind: "reply" }] }, "options"],
+    [
+      "101 rows across sections",
+      {
+        message: "m",
+        sections: [
+          { title: "a", rows: Array.from({ length: 51 }, (_, i) => ({ text: `o${i}`, kind: "reply" })) },
+          { title: "b", rows: Array.from({ length: 50 }, (_, i) => ({ text: `p${i}`, kind: "reply" })) },
+        ],
+      },
+      "sections",
+    ],
+    [
+      "options with sections",
+      { message: "m", options: [{ text: "a", kind: "reply" }], sections: [{ title: "s", rows: [{ text: "a", kind: "reply" }] }] },
+      "sections",
+    ],
+    [
+      "schema with options",
+      { message: "m", channel: "whatsapp", recipient: "1", schema: { flow_id: "f" }, options: [{ text: "a", kind: "reply" }] },
+      "options",
+    ],
     ["template with media", { message: "m", template: { name: "t", language: "en" }, media: [{ url: "https://cdn.example/a.png" }] }, "media"],
     ["a footer without options", { message: "m", footer: "f" }, "footer"],
     ["a header without options", { message: "m", header: { url: "https://cdn.example/a.png" } }, "header"],
     ["schema with no channel", { message: "m", schema: { flow_id: "f" } }, "schema: needs a channel"],
     ["a form the channel's subset refuses (no flow_id)", { message: "m", channel: "whatsapp", recipient: "1", schema: { fields: [] } }, "flow_id"],
-    ["a shape the channel cannot express (a reply option over 64 bytes on Telegram)", { message: "m", channel: "telegram", recipient: "1", options: [{ text: "o".repeat(65), kind: "reply" }] }, "64 bytes"],
-    ["a message needing more than max_outbound_chunks messages", { message: "word ".repeat(10_000), channel: "telegram", recipient: "1" }, "max_outbound_chunks"],
+    [
+      "a shape the channel cannot express (a reply option over 64 bytes on Telegram)",
+      { message: "m", channel: "telegram", recipient: "1", options: [{ text: "o".repeat(65), kind: "reply" }] },
+      "64 bytes",
+    ],
+    [
+      "a message needing more than max_outbound_chunks messages",
+      { message: "word ".repeat(10_000), channel: "telegram", recipient: "1" },
+      "max_outbound_chunks",
+    ],
     ["a channel send without recipient nor default", { message: "m", channel: "telegram" }, "recipient"],
   ])("400 for %s", async (_what, body, expected) => {
     const r = await refused(body);
@@ -356,7 +414,11 @@ describe("refusals (spec §4.9), none of which leaves a feed entry or sends anyt
   });
 
   it("503 with the provider's retry_after on a transient failure, and nothing recorded", async () => {
-    const limited = () => Response.json({ ok: false, error_code: 429, description: "Too Many Requests: retry after 12", parameters: { retry_after: 12 } }, { status: 429, headers: { "retry-after": "12" } });
+    const limited = () =>
+      Response.json(
+        { ok: false, error_code: 429, description: "Too Many Requests: retry after 12", parameters: { retry_after: 12 } },
+        { status: 429, headers: { "retry-after": "12" } },
+      );
     providers(limited);
     const audience = uniq("limited");
     const message = uniq("limited-msg");

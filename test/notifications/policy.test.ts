@@ -36,7 +36,11 @@ describe("composition rules", () => {
     ["schema with sections", { message: "x", schema: { a: 1 }, sections: [{ rows: [opt("a")] }] }, ["sections"]],
     ["schema with location", { message: "x", schema: { a: 1 }, location: {} }, ["location"]],
     ["template with media", { message: "x", template: {}, media }, ["media"]],
-    ["template with every other content field", { message: "x", template: {}, media, location: {}, options: [opt("a")], header: {}, footer: "f", schema: {} }, ["media", "location", "options", "header", "footer", "schema", "options", "location"]],
+    [
+      "template with every other content field",
+      { message: "x", template: {}, media, location: {}, options: [opt("a")], header: {}, footer: "f", schema: {} },
+      ["media", "location", "options", "header", "footer", "schema", "options", "location"],
+    ],
     ["header without options", { message: "x", header: {} }, ["header"]],
     ["footer without options", { message: "x", media, footer: "f" }, ["footer"]],
     ["a blank message alone", { message: "  " }, ["message"]],
@@ -140,7 +144,10 @@ describe("the send body", () => {
 
   it("admits 100 options, and 10 sections of 10 rows", () => {
     expect(parse({ message: "x", options: Array.from({ length: 100 }, (_, i) => opt(`o${i}`)) }).success).toBe(true);
-    expect(parse({ message: "x", sections: Array.from({ length: 10 }, (_, s) => ({ title: `s${s}`, rows: Array.from({ length: 10 }, (_, i) => opt(`o${i}`)) })) }).success).toBe(true);
+    expect(
+      parse({ message: "x", sections: Array.from({ length: 10 }, (_, s) => ({ title: `s${s}`, rows: Array.from({ length: 10 }, (_, i) => opt(`o${i}`)) })) })
+        .success,
+    ).toBe(true);
   });
 });
 
@@ -148,8 +155,20 @@ describe("the minted record and the rich part", () => {
   it("carries the minted fields, the clamped audience, the recipient used, and only the fields sent", () => {
     const body = NotificationSendBody.parse({ message: "pick", options: [opt("a")], footer: "f", recipient: "ignored-here" });
     const n = mintNotification(body, { audience: "ann", recipient: "42" }, "id-1", new Date("2026-05-01T12:00:00Z"));
-    expect(n).toEqual({ id: "id-1", created_at: "2026-05-01T12:00:00.000Z", message: "pick", audience: "ann", recipient: "42", options: [opt("a")], footer: "f" });
-    expect(mintNotification(NotificationSendBody.parse({ message: "hi" }), {}, "id-2", new Date(0))).toEqual({ id: "id-2", created_at: "1970-01-01T00:00:00.000Z", message: "hi" });
+    expect(n).toEqual({
+      id: "id-1",
+      created_at: "2026-05-01T12:00:00.000Z",
+      message: "pick",
+      audience: "ann",
+      recipient: "42",
+      options: [opt("a")],
+      footer: "f",
+    });
+    expect(mintNotification(NotificationSendBody.parse({ message: "hi" }), {}, "id-2", new Date(0))).toEqual({
+      id: "id-2",
+      created_at: "1970-01-01T00:00:00.000Z",
+      message: "hi",
+    });
   });
 
   it("composes the rich part from the rich fields only", () => {
@@ -161,7 +180,10 @@ describe("the minted record and the rich part", () => {
 describe("per-channel address settings", () => {
   it("maps NOTIFICATIONS_FROM_<CHANNEL> and NOTIFICATIONS_RECIPIENT_<CHANNEL> by lower-case name, blank as unset", () => {
     const errors: string[] = [];
-    const s = parseNotificationSettings({ NOTIFICATIONS_FROM_TWILIO: " +15550001 ", NOTIFICATIONS_FROM_SLACK: "  ", NOTIFICATIONS_RECIPIENT_TELEGRAM: "42", OTHER: "x" }, errors);
+    const s = parseNotificationSettings(
+      { NOTIFICATIONS_FROM_TWILIO: " +15550001 ", NOTIFICATIONS_FROM_SLACK: "  ", NOTIFICATIONS_RECIPIENT_TELEGRAM: "42", OTHER: "x" },
+      errors,
+    );
     expect(errors).toEqual([]);
     expect({ ...s.senders }).toEqual({ twilio: "+15550001" });
     expect({ ...s.defaultRecipients }).toEqual({ telegram: "42" });

@@ -18,7 +18,7 @@ describe("csv cells", () => {
   });
 
   it("neutralises cells a spreadsheet would evaluate: =, +, -, @, tab, CR", () => {
-    expect(csvCell("=HYPERLINK(\"http://x\")")).toBe('"\'=HYPERLINK(""http://x"")"');
+    expect(csvCell('=HYPERLINK("http://x")')).toBe('"\'=HYPERLINK(""http://x"")"');
     expect(csvCell("=1+1")).toBe("'=1+1");
     expect(csvCell("+15551234")).toBe("'+15551234");
     expect(csvCell("-2")).toBe("'-2");
@@ -32,7 +32,15 @@ describe("csv cells", () => {
 
   it("ends every record, the header included, with CRLF", () => {
     expect(csvRow(["a", 1, null])).toBe("a,1,\r\n");
-    expect(toCsv(["x", "y"], [{ x: "1", y: "a,b" }, { x: "=2", y: null }])).toBe('x,y\r\n1,"a,b"\r\n\'=2,\r\n');
+    expect(
+      toCsv(
+        ["x", "y"],
+        [
+          { x: "1", y: "a,b" },
+          { x: "=2", y: null },
+        ],
+      ),
+    ).toBe('x,y\r\n1,"a,b"\r\n\'=2,\r\n');
     expect(toCsv(["x"], [])).toBe("x\r\n");
   });
 });

@@ -105,7 +105,13 @@ describe("deliveries", () => {
     up = true;
     await makeDue(threadId, "delivery_due_at");
     await runAlarm(threadId);
-    expect(await eventually(deliveriesOf, (d) => d?.backlog === 0)).toEqual({ route_name: r.name, attempts: 2, failed_attempts: 1, failed_records: 0, backlog: 0 });
+    expect(await eventually(deliveriesOf, (d) => d?.backlog === 0)).toEqual({
+      route_name: r.name,
+      attempts: 2,
+      failed_attempts: 1,
+      failed_records: 0,
+      backlog: 0,
+    });
 
     // A record failed for good in the window (the failed listing's rows; written by the shards).
     const failedAt = new Date().toISOString();

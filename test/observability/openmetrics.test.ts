@@ -16,7 +16,13 @@ const sample: Metrics = {
   turns: { total: 3, by_outcome: { ...none, ok: 2, error: 1 }, by_route: [{ route_name: 'r"1\\x', total: 3, by_outcome: { ...none, ok: 2, error: 1 } }] },
   turn_duration_ms: { samples: 3, sum: 60, p50: 20, p95: 30, p99: 30 },
   runs_by_kind: [{ kind: "turn", total: 3, by_outcome: { ...none, ok: 2, error: 1 } }],
-  deliveries: { attempts: 4, failed_attempts: 1, failed_records: 1, backlog: 2, by_route: [{ route_name: "r", attempts: 4, failed_attempts: 1, failed_records: 1, backlog: 2 }] },
+  deliveries: {
+    attempts: 4,
+    failed_attempts: 1,
+    failed_records: 1,
+    backlog: 2,
+    by_route: [{ route_name: "r", attempts: 4, failed_attempts: 1, failed_records: 1, backlog: 2 }],
+  },
   rate_cap_sheds: { total: 5, by_route: [{ route_name: "r", count: 5 }] },
   queues: { depth_total: 3, depth_max: 2, threads_queued: 2, by_route: [{ route_name: "r", depth_total: 3, depth_max: 2, threads_queued: 2 }] },
 };
@@ -42,12 +48,23 @@ describe("the OpenMetrics exposition", () => {
     const declared = new Set<string>();
     for (const l of lines.filter(Boolean)) {
       if (l.startsWith("# TYPE ")) declared.add(l.split(" ")[2]);
-      else if (!l.startsWith("#")) expect([...declared].some((f) => l.startsWith(f)), l).toBe(true);
+      else if (!l.startsWith("#"))
+        expect(
+          [...declared].some((f) => l.startsWith(f)),
+          l,
+        ).toBe(true);
     }
   });
 
   it("omits the deployment-wide families for a restricted caller's figures, and quantiles without samples", () => {
-    const text = toOpenMetrics({ ...sample, own_runs_only: true, deliveries: null, rate_cap_sheds: null, queues: null, turn_duration_ms: { samples: 0, sum: 0, p50: null, p95: null, p99: null } });
+    const text = toOpenMetrics({
+      ...sample,
+      own_runs_only: true,
+      deliveries: null,
+      rate_cap_sheds: null,
+      queues: null,
+      turn_duration_ms: { samples: 0, sum: 0, p50: null, p95: null, p99: null },
+    });
     expect(text).not.toContain("bridge_delivery");
     expect(text).not.toContain("bridge_rate_cap_sheds");
     expect(text).not.toContain("{quantile=");

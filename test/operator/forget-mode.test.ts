@@ -74,7 +74,11 @@ describe("thread forget (spec §4.6, decisions §10)", () => {
 
   it("a valid id never seen, or on a deleted route, succeeds with removed 0", async () => {
     const r = await apiToolRoute();
-    expect((await forget(r.name, `bridge:${r.name}:never-seen`)).body.data).toEqual({ removed: 0, route_name: r.name, thread_id: `bridge:${r.name}:never-seen` });
+    expect((await forget(r.name, `bridge:${r.name}:never-seen`)).body.data).toEqual({
+      removed: 0,
+      route_name: r.name,
+      thread_id: `bridge:${r.name}:never-seen`,
+    });
     const m = await send(r.name, { external_user_id: "u", text: "x", wait_seconds: 10 });
     await call("DELETE", `/api/conversations/${r.name}`, { key: await admin() });
     expect((await forget(r.name, m.body.data.thread_id)).body.data.removed).toBe(1);
@@ -103,7 +107,10 @@ describe("thread forget (spec §4.6, decisions §10)", () => {
     expect(busy.status).toBe(409);
     expect((await rawRows(threadId)).length).toBe(1);
     g.open();
-    await eventually(() => readRecord(route.name, m.body.data.message_id), (x) => x.body.data?.status === "delivered");
+    await eventually(
+      () => readRecord(route.name, m.body.data.message_id),
+      (x) => x.body.data?.status === "delivered",
+    );
     expect((await forget(route.name, threadId)).body.data.removed).toBe(1);
   });
 });
@@ -126,7 +133,8 @@ describe("control mode doors (spec §4.7)", () => {
   it("refusals: 404 unknown route, 400 blank or off-route thread_id, 404 person thread, 400 bad mode or body", async () => {
     const r = await apiToolRoute();
     const key = await admin();
-    for (const res of [await getMode("no-such-route-m", "bridge:no-such-route-m:x"), await setMode("no-such-route-m", "bridge:no-such-route-m:x", "manual")]) expect(res.status).toBe(404);
+    for (const res of [await getMode("no-such-route-m", "bridge:no-such-route-m:x"), await setMode("no-such-route-m", "bridge:no-such-route-m:x", "manual")])
+      expect(res.status).toBe(404);
     expect((await call("GET", `/api/conversations/${r.name}/thread/mode?thread_id=`, { key })).status).toBe(400);
     expect((await call("GET", `/api/conversations/${r.name}/thread/mode`, { key })).status).toBe(400);
     expect((await setMode(r.name, "  ", "manual")).status).toBe(400);
@@ -135,7 +143,9 @@ describe("control mode doors (spec §4.7)", () => {
     expect((await getMode(r.name, `bridge:@person:${crypto.randomUUID()}`)).status).toBe(404);
     expect((await setMode(r.name, `bridge:@person:${crypto.randomUUID()}`, "manual")).status).toBe(404);
     expect((await setMode(r.name, `bridge:${r.name}:x`, "autopilot")).status).toBe(400);
-    expect((await call("PUT", `/api/conversations/${r.name}/thread/mode`, { key, body: { thread_id: `bridge:${r.name}:x`, mode: "manual", address: "x" } })).status).toBe(400);
+    expect(
+      (await call("PUT", `/api/conversations/${r.name}/thread/mode`, { key, body: { thread_id: `bridge:${r.name}:x`, mode: "manual", address: "x" } })).status,
+    ).toBe(400);
   });
 
   it("timeline: override, refresh on inbound and operator send, expiry back to the route default, removal by route delete", async () => {
@@ -178,7 +188,14 @@ describe("control mode doors (spec §4.7)", () => {
 
   it("set_conversation_mode acts on the calling turn's thread", async () => {
     const k = await mintKey({ scopes: ["tool:set_conversation_mode"] });
-      const r = await createRoute({ door: "api", target_kind: "tool", target_name: "set_conversation_mode", execution_key: k.user_id, payload_expr: "{mode: .message}", reply_expr: '"mode is now " + .mode' });
+    const r = await createRoute({
+      door: "api",
+      target_kind: "tool",
+      target_name: "set_conversation_mode",
+      execution_key: k.user_id,
+      payload_expr: "{mode: .message}",
+      reply_expr: '"mode is now " + .mode',
+    });
     const res = await send(r.name, { external_user_id: "self", text: "manual", wait_seconds: 10 });
     expect(res.body.data).toMatchObject({ status: "answered", answer: "mode is now manual" });
     expect((await getMode(r.name, res.body.data.thread_id)).body.data).toEqual({ mode: "manual", source: "thread" });
@@ -201,18 +218,29 @@ describe("manual mode (spec §3.2)", () => {
     const first = await send(cb.name, { external_user_id: "u", text: "one", wait_seconds: 10 });
     await setMode(cb.name, first.body.data.thread_id, "manual");
     const b = await send(cb.name, { external_user_id: "u", text: "two" });
-    await eventually(() => readRecord(cb.name, b.body.data.message_id), (x) => x.body.data?.status === "delivered");
-    expect(net.to("hooks.example.com").map((c) => JSON.parse(c.body))).toEqual([{ message_id: b.body.data.message_id, thread_id: b.body.data.thread_id, status: "silent" }]);
+    await eventually(
+      () => readRecord(cb.name, b.body.data.message_id),
+      (x) => x.body.data?.status === "delivered",
+    );
+    expect(net.to("hooks.example.com").map((c) => JSON.parse(c.body))).toEqual([
+      { message_id: b.body.data.message_id, thread_id: b.body.data.thread_id, status: "silent" },
+    ]);
 
     const ch = await channelRoute("twilio", { initial_mode: "manual" });
     const to = address();
     const threadId = `bridge:${ch.name}:${to}`;
     const sent = await operatorSend(ch.name, { thread_id: threadId, text: "hello from an operator" });
     expect(sent.status).toBe(200);
-    await eventually(() => rawRows(threadId), (rows) => rows[0]?.status === "provisional");
+    await eventually(
+      () => rawRows(threadId),
+      (rows) => rows[0]?.status === "provisional",
+    );
     const res = await postTwilio({ MessageSid: `SM${crypto.randomUUID().replace(/-/g, "")}`, From: to, To: ch.identity, Body: "anyone?", NumMedia: "0" });
     expect(res.status).toBe(204);
-    const rows = await eventually(() => rawRows(threadId), (x) => x.length === 2 && x[1].status === "silent");
+    const rows = await eventually(
+      () => rawRows(threadId),
+      (x) => x.length === 2 && x[1].status === "silent",
+    );
     expect(JSON.parse(rows[1].record)).toMatchObject({ status: "silent", answer_status: "silent", inbound_text: "anyone?" });
     expect(net.to("twilio.fake")).toHaveLength(1); // the operator's message only
   });
@@ -249,10 +277,16 @@ describe("manual mode (spec §3.2)", () => {
     const one = await send(route.name, { external_user_id: "q", text: "first" });
     const two = await send(route.name, { external_user_id: "q", text: "second" });
     expect(two.status).toBe(202);
-    await eventually(async () => net.to(host).length, (n) => n === 1);
+    await eventually(
+      async () => net.to(host).length,
+      (n) => n === 1,
+    );
     await setMode(route.name, one.body.data.thread_id, "manual");
     g.open();
-    const done = await eventually(() => readRecord(route.name, two.body.data.message_id), (x) => x.body.data?.status === "delivered");
+    const done = await eventually(
+      () => readRecord(route.name, two.body.data.message_id),
+      (x) => x.body.data?.status === "delivered",
+    );
     expect(done.body.data).toMatchObject({ answer_status: "silent", answer: null });
     expect((await readRecord(route.name, one.body.data.message_id)).body.data).toMatchObject({ answer_status: "answered", answer: "first" });
     expect(net.to(host)).toHaveLength(1);

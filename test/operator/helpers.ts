@@ -30,7 +30,15 @@ export const address = () => `+1555${String(Date.now()).slice(-6)}${String(++pho
 export async function channelRoute(channel: ChannelName, extra: Record<string, unknown> = {}) {
   const k = await runKey();
   const identity = uniq(`${channel}-id`);
-  const route = await createRoute({ door: "channel", channel, our_identity: identity, target_kind: "tool", target_name: "echo", execution_key: k.user_id, ...extra });
+  const route = await createRoute({
+    door: "channel",
+    channel,
+    our_identity: identity,
+    target_kind: "tool",
+    target_name: "echo",
+    execution_key: k.user_id,
+    ...extra,
+  });
   return { ...route, identity };
 }
 

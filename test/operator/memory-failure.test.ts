@@ -34,7 +34,10 @@ describe("agent memory append failures are loud (spec §3.2)", () => {
     const threadId = first.body.data.thread_id;
     await breakAgentMemory(threadId);
     const before = (await rawRows(threadId)).length;
-    const res = await call("POST", `/api/conversations/${r.name}/thread/messages`, { key: await admin(), body: { thread_id: threadId, text: "operator here" } });
+    const res = await call("POST", `/api/conversations/${r.name}/thread/messages`, {
+      key: await admin(),
+      body: { thread_id: threadId, text: "operator here" },
+    });
     expect(res.status).toBe(503);
     expect(res.body.error).not.toContain("operator here");
     expect((await rawRows(threadId)).length).toBe(before);

@@ -10,7 +10,10 @@ const IMG = { url: "https://cdn.example/cat.png" };
 const reply = (text: string, extra: Record<string, unknown> = {}) => ({ text, kind: "reply", ...extra });
 
 async function settled(threadId: string, messageId: string) {
-  const rows = await eventually(() => rawRows(threadId), (x) => ["provisional", "failed", "delivered"].includes(x.find((r) => r.message_id === messageId)?.status ?? ""));
+  const rows = await eventually(
+    () => rawRows(threadId),
+    (x) => ["provisional", "failed", "delivered"].includes(x.find((r) => r.message_id === messageId)?.status ?? ""),
+  );
   return JSON.parse(rows.find((r) => r.message_id === messageId)!.record);
 }
 
@@ -29,7 +32,17 @@ describe("operator send: the rich-field contract (spec §4.7, §4.9)", () => {
     ["an over-long option text", { text: "pick", options: [reply("y".repeat(257))] }, "options"],
     ["an empty media list", { text: "look", media: [] }, "media"],
     ["an empty section", { text: "pick", sections: [{ title: "A", rows: [] }] }, "sections"],
-    ["eleven rows across sections", { text: "pick", sections: [{ title: "A", rows: Array.from({ length: 6 }, (_, i) => reply(`a${i}`)) }, { title: "B", rows: Array.from({ length: 5 }, (_, i) => reply(`b${i}`)) }] }, "sections"],
+    [
+      "eleven rows across sections",
+      {
+        text: "pick",
+        sections: [
+          { title: "A", rows: Array.from({ length: 6 }, (_, i) => reply(`a${i}`)) },
+          { title: "B", rows: Array.from({ length: 5 }, (_, i) => reply(`b${i}`)) },
+        ],
+      },
+      "sections",
+    ],
     ["an empty schema", { text: "fill", schema: {} }, "schema"],
     ["a template without a name", { text: "t", template: { language: "en" } }, "template"],
     ["an empty body_parameters list", { text: "t", template: { name: "n", language: "en", body_parameters: [] } }, "template"],
@@ -115,8 +128,19 @@ describe("operator send: delivery (spec §3.1 operator send)", () => {
     const threadId = first.body.data.thread_id;
     const res = await operatorSend(r.name, { thread_id: threadId, text: "An operator writes." }, operator.key);
     expect(res).toMatchObject({ status: 200, body: { data: { message_id: expect.any(String), thread_id: threadId } } });
-    const rec = await eventually(() => readRecord(r.name, res.body.data.message_id), (x) => x.body.data?.status === "delivered");
-    expect(rec.body.data).toMatchObject({ origin: "operator", answer_status: "answered", answer: "An operator writes.", inbound_text: "", submitted_by: operator.user_id, client_address: "client", attempts: 1 });
+    const rec = await eventually(
+      () => readRecord(r.name, res.body.data.message_id),
+      (x) => x.body.data?.status === "delivered",
+    );
+    expect(rec.body.data).toMatchObject({
+      origin: "operator",
+      answer_status: "answered",
+      answer: "An operator writes.",
+      inbound_text: "",
+      submitted_by: operator.user_id,
+      client_address: "client",
+      attempts: 1,
+    });
     const hooks = net.to("hooks.example.com");
     expect(hooks).toHaveLength(1);
     expect(JSON.parse(hooks[0].body)).toEqual({ message_id: res.body.data.message_id, thread_id: threadId, status: "answered", answer: "An operator writes." });
@@ -144,9 +168,22 @@ describe("operator send: delivery (spec §3.1 operator send)", () => {
     expect(rec).toMatchObject({ status: "provisional", origin: "operator", answer_part: { media: [{ kind: "image", url: IMG.url, caption: "a cat" }] } });
     const bodies = net.to("twilio.fake").map((c) => [...new URLSearchParams(c.body)]);
     expect(bodies).toEqual([
-      [["To", them], ["From", r.identity], ["Body", `${"a".repeat(1500)} `]],
-      [["To", them], ["From", r.identity], ["Body", "b".repeat(1000)]],
-      [["To", them], ["From", r.identity], ["Body", "a cat"], ["MediaUrl", IMG.url]],
+      [
+        ["To", them],
+        ["From", r.identity],
+        ["Body", `${"a".repeat(1500)} `],
+      ],
+      [
+        ["To", them],
+        ["From", r.identity],
+        ["Body", "b".repeat(1000)],
+      ],
+      [
+        ["To", them],
+        ["From", r.identity],
+        ["Body", "a cat"],
+        ["MediaUrl", IMG.url],
+      ],
     ]);
     expect(rec.outbound_message_ids).toHaveLength(3);
   });
@@ -211,7 +248,11 @@ describe("operator send: capability gating per channel (spec §4.7)", () => {
       footer: "Reply any time",
     });
     await settled(waThread, a.body.data.message_id);
-    const tpl = await operatorSend(wa.name, { thread_id: waThread, text: "(template: order_update)", template: { name: "order_update", language: "en_US", body_parameters: ["42"], buttons: [{ payload: "TRACK", kind: "quick_reply" }] } });
+    const tpl = await operatorSend(wa.name, {
+      thread_id: waThread,
+      text: "(template: order_update)",
+      template: { name: "order_update", language: "en_US", body_parameters: ["42"], buttons: [{ payload: "TRACK", kind: "quick_reply" }] },
+    });
     await settled(waThread, tpl.body.data.message_id);
     const wabodies = net.to("whatsapp.fake").map((c) => JSON.parse(c.body));
     expect(wabodies.map((b) => b.type)).toEqual(["image", "location", "interactive", "template"]);
@@ -219,7 +260,12 @@ describe("operator send: capability gating per channel (spec §4.7)", () => {
     expect(wabodies[2].interactive).toEqual({
       type: "button",
       body: { text: "Pick a slot" },
-      action: { buttons: [{ type: "reply", reply: { id: "am", title: "Morning" } }, { type: "reply", reply: { id: "pm", title: "Evening" } }] },
+      action: {
+        buttons: [
+          { type: "reply", reply: { id: "am", title: "Morning" } },
+          { type: "reply", reply: { id: "pm", title: "Evening" } },
+        ],
+      },
       header: { type: "image", image: { link: "https://cdn.example/banner.jpg" } },
       footer: { text: "Reply any time" },
     });
@@ -234,7 +280,12 @@ describe("operator send: capability gating per channel (spec §4.7)", () => {
 
     const tg = await channelRoute("telegram");
     const tgThread = `bridge:${tg.name}:555`;
-    const t = await operatorSend(tg.name, { thread_id: tgThread, text: "Choose", sections: [{ title: "Drinks", rows: [reply("Tea"), { text: "Menu", kind: "link", url: "https://menu.example" }] }], footer: "Thanks" });
+    const t = await operatorSend(tg.name, {
+      thread_id: tgThread,
+      text: "Choose",
+      sections: [{ title: "Drinks", rows: [reply("Tea"), { text: "Menu", kind: "link", url: "https://menu.example" }] }],
+      footer: "Thanks",
+    });
     await settled(tgThread, t.body.data.message_id);
     const [tgCall] = net.to("telegram.fake");
     expect(tgCall.url).toMatch(/\/sendMessage$/);

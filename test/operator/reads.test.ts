@@ -15,14 +15,9 @@ async function seedThreads(route: string, n: number, row: (i: number) => { statu
     const at = new Date(Date.UTC(2020, 0, 1) + i * 1000).toISOString();
     stmts.push(
       // live_until in the past: seeded threads hold no live record, so search never visits them.
-      env.DB.prepare("INSERT INTO threads (route_name, thread_id, client_address, last_activity_at, message_count, last_status, live_until) VALUES (?, ?, ?, ?, ?, ?, 1)").bind(
-        route,
-        r.id ?? `bridge:${route}:seed-${String(i).padStart(4, "0")}`,
-        `seed-${i}`,
-        at,
-        r.count ?? 1,
-        r.status ?? "delivered",
-      ),
+      env.DB.prepare(
+        "INSERT INTO threads (route_name, thread_id, client_address, last_activity_at, message_count, last_status, live_until) VALUES (?, ?, ?, ?, ?, ?, 1)",
+      ).bind(route, r.id ?? `bridge:${route}:seed-${String(i).padStart(4, "0")}`, `seed-${i}`, at, r.count ?? 1, r.status ?? "delivered"),
     );
   }
   for (let i = 0; i < stmts.length; i += 100) await env.DB.batch(stmts.slice(i, i + 100));
@@ -56,7 +51,13 @@ describe("thread listing (spec §4.5, decisions §9)", () => {
     expect(res.status).toBe(200);
     expect(res.body.data).toMatchObject({ total: 2, page: 1, page_size: 50, next_page: null, truncated: false });
     expect(res.body.data.items.map((t: any) => t.thread_id)).toEqual([a.thread_id, b.thread_id]);
-    expect(res.body.data.items[0]).toEqual({ thread_id: a.thread_id, client_address: "alice", last_activity_at: expect.any(String), message_count: 2, last_status: "delivered" });
+    expect(res.body.data.items[0]).toEqual({
+      thread_id: a.thread_id,
+      client_address: "alice",
+      last_activity_at: expect.any(String),
+      message_count: 2,
+      last_status: "delivered",
+    });
     const p1 = await call("GET", `/api/conversations/${r.name}/threads?pageSize=1`, { key: await admin() });
     expect(p1.body.data).toMatchObject({ total: 2, page: 1, page_size: 1, next_page: 2 });
     const p2 = await call("GET", `/api/conversations/${r.name}/threads?pageSize=1&page=2`, { key: await admin() });
@@ -99,7 +100,10 @@ describe("thread listing (spec §4.5, decisions §9)", () => {
     expect(delivered.body.data).toMatchObject({ total: 500, truncated: true, next_page: 2 });
     const small = await apiToolRoute();
     await seedThreads(small.name, 3);
-    expect((await call("GET", `/api/conversations/${small.name}/threads?status=delivered`, { key: await admin() })).body.data).toMatchObject({ total: 3, truncated: false });
+    expect((await call("GET", `/api/conversations/${small.name}/threads?status=delivered`, { key: await admin() })).body.data).toMatchObject({
+      total: 3,
+      truncated: false,
+    });
   });
 });
 
@@ -142,7 +146,12 @@ describe("message search (spec §4.5, decisions §9)", () => {
       for (let i = 1; i <= 1100; i++) {
         const id = crypto.randomUUID();
         const rec = { ...JSON.parse(row.record), message_id: id, inbound_text: `needle ${i}`, answer: `needle ${i}` };
-        state.storage.sql.exec("INSERT INTO records (message_id, record, inbound, status, turn_state) VALUES (?, ?, ?, 'delivered', 'done')", id, JSON.stringify(rec), row.inbound);
+        state.storage.sql.exec(
+          "INSERT INTO records (message_id, record, inbound, status, turn_state) VALUES (?, ?, ?, 'delivered', 'done')",
+          id,
+          JSON.stringify(rec),
+          row.inbound,
+        );
       }
     });
     await listingCaughtUp(first.thread_id);
@@ -187,7 +196,8 @@ describe("transcript (spec §4.5)", () => {
     const safe = await transcript(r.name, m.thread_id, "", reader.key);
     expect(safe.status).toBe(200);
     expect(safe.body.data.items[0]).toMatchObject({ message_id: m.message_id, origin: "client", inbound_text: "hello" });
-    for (const k of ["error", "attempts", "outbound_message_ids", "callback_url", "provider_message_id", "expires_at"]) expect(safe.body.data.items[0]).not.toHaveProperty(k);
+    for (const k of ["error", "attempts", "outbound_message_ids", "callback_url", "provider_message_id", "expires_at"])
+      expect(safe.body.data.items[0]).not.toHaveProperty(k);
     const outsider = await mintKey({ scopes: ["tools:read"] });
     expect((await transcript(r.name, m.thread_id, "", outsider.key)).status).toBe(403);
   });

@@ -58,7 +58,11 @@ const json = async (body: unknown) => ({ headers: { "content-type": "application
 
 /** Uncounted: the record reached a terminal status and the thread pushed its listing. */
 async function terminalIndexed(threadId: string, messageId: string): Promise<void> {
-  const rows = await eventually(() => rawRows(threadId), (rs) => rs.some((r) => r.message_id === messageId && r.expires_at !== null), 250);
+  const rows = await eventually(
+    () => rawRows(threadId),
+    (rs) => rs.some((r) => r.message_id === messageId && r.expires_at !== null),
+    250,
+  );
   expect(rows.find((r) => r.message_id === messageId)?.expires_at, `message ${messageId} never became terminal`).not.toBeNull();
   await listingCaughtUp(threadId);
 }
@@ -100,7 +104,14 @@ let telegramRoute: string | null = null;
 async function telegram(): Promise<string> {
   if (telegramRoute) return telegramRoute;
   const k = await echoKey();
-  const r = await createRoute({ door: "channel", channel: "telegram", our_identity: TEST_ENV.telegramBotId, target_kind: "tool", target_name: "echo", execution_key: k.user_id });
+  const r = await createRoute({
+    door: "channel",
+    channel: "telegram",
+    our_identity: TEST_ENV.telegramBotId,
+    target_kind: "tool",
+    target_name: "echo",
+    execution_key: k.user_id,
+  });
   telegramRoute = r.name;
   return r.name;
 }
@@ -115,7 +126,12 @@ describe("D1 round trips per path (docs/performance.md, pinned: no D1 write on t
     const threadId = apiThreadId(r.name, CALLER, "inline");
     const counter = new D1Counter();
     const res = await counting(counter, threadId, async () => {
-      const a = await countedFetch(counter, "POST", `/api/conversations/${r.name}/messages`, await json({ external_user_id: "inline", text: "hi", wait_seconds: 10 }));
+      const a = await countedFetch(
+        counter,
+        "POST",
+        `/api/conversations/${r.name}/messages`,
+        await json({ external_user_id: "inline", text: "hi", wait_seconds: 10 }),
+      );
       expect(a.status, a.text).toBe(200);
       await terminalIndexed(threadId, a.json.data.message_id);
       return a;
@@ -168,7 +184,10 @@ describe("D1 round trips per path (docs/performance.md, pinned: no D1 write on t
     const threadId = channelThreadId(route, String(chat));
     const counter = new D1Counter();
     await counting(counter, threadId, async () => {
-      const update = { update_id: chat, message: { message_id: 1, date: 1, chat: { id: chat, type: "private" }, from: { id: chat, is_bot: false, first_name: "A" }, text: "hi bot" } };
+      const update = {
+        update_id: chat,
+        message: { message_id: 1, date: 1, chat: { id: chat, type: "private" }, from: { id: chat, is_bot: false, first_name: "A" }, text: "hi bot" },
+      };
       const res = await countedFetch(counter, "POST", "/api/channels/telegram/inbound", {
         headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": TEST_ENV.telegramSecret },
         body: JSON.stringify(update),
@@ -197,13 +216,23 @@ describe("D1 round trips per path (docs/performance.md, pinned: no D1 write on t
     const r = await echoRoute();
     const threadId = apiThreadId(r.name, CALLER, "ev");
     // The door never creates a thread: make it exist first (not counted).
-    const first = await countedFetch(new D1Counter(), "POST", `/api/conversations/${r.name}/messages`, await json({ external_user_id: "ev", text: "hi", wait_seconds: 10 }));
+    const first = await countedFetch(
+      new D1Counter(),
+      "POST",
+      `/api/conversations/${r.name}/messages`,
+      await json({ external_user_id: "ev", text: "hi", wait_seconds: 10 }),
+    );
     expect(first.status, first.text).toBe(200);
     await terminalIndexed(threadId, first.json.data.message_id);
 
     const counter = new D1Counter();
     await counting(counter, threadId, async () => {
-      const a = await countedFetch(counter, "POST", `/api/conversations/${r.name}/events`, await json({ address: "ev", event: { event_id: uniq("ev"), kind: "ping", payload: { n: 1 } } }));
+      const a = await countedFetch(
+        counter,
+        "POST",
+        `/api/conversations/${r.name}/events`,
+        await json({ address: "ev", event: { event_id: uniq("ev"), kind: "ping", payload: { n: 1 } } }),
+      );
       expect(a.status, a.text).toBe(202);
       expect(a.json.data.thread_id).toBe(threadId);
       await terminalIndexed(threadId, a.json.data.message_id);
@@ -259,7 +288,17 @@ describe("D1 round trips per path (docs/performance.md, pinned: no D1 write on t
     // Warm: the route's threads exist and are flushed, so only the turns below are counted.
     const users = Array.from({ length: 4 }, (_, i) => `load-${i}`);
     const threads = users.map((u) => apiThreadId(r.name, CALLER, u));
-    for (const u of users) expect((await countedFetch(new D1Counter(), "POST", `/api/conversations/${r.name}/messages`, await json({ external_user_id: u, text: "warm", wait_seconds: 10 }))).status).toBe(200);
+    for (const u of users)
+      expect(
+        (
+          await countedFetch(
+            new D1Counter(),
+            "POST",
+            `/api/conversations/${r.name}/messages`,
+            await json({ external_user_id: u, text: "warm", wait_seconds: 10 }),
+          )
+        ).status,
+      ).toBe(200);
     await listingCaughtUp(...threads);
 
     // The lag is long, so only a full batch flushes: 4 threads × 10 turns = 40 settled turns.
@@ -267,22 +306,41 @@ describe("D1 round trips per path (docs/performance.md, pinned: no D1 write on t
     const restore = await countShards(counter, { CONVERSATIONS_INDEX_FLUSH_BATCH: "10", CONVERSATIONS_INDEX_FLUSH_LAG_SECONDS: "60" });
     try {
       for (let round = 0; round < 10; round++) {
-        const answers = await Promise.all(users.map(async (u) => countedFetch(new D1Counter(), "POST", `/api/conversations/${r.name}/messages`, await json({ external_user_id: u, text: `turn ${round}`, wait_seconds: 10 }))));
+        const answers = await Promise.all(
+          users.map(async (u) =>
+            countedFetch(
+              new D1Counter(),
+              "POST",
+              `/api/conversations/${r.name}/messages`,
+              await json({ external_user_id: u, text: `turn ${round}`, wait_seconds: 10 }),
+            ),
+          ),
+        );
         for (const a of answers) expect(a.status, a.text).toBe(200);
       }
-      for (const t of threads) await eventually(() => outboxRows(t), (n) => n === 0);
+      for (const t of threads)
+        await eventually(
+          () => outboxRows(t),
+          (n) => n === 0,
+        );
       await counter.quiet();
       // Each thread's shard saw 10 settled turns: at most one batch each (fewer where threads
       // share a shard, whose batches then carry several rows), never one per turn.
       const flushes = counter.calls.filter((c) => c.side === "shard");
-      expect(flushes.every((c) => c.kind === "batch"), counter.describe()).toBe(true);
+      expect(
+        flushes.every((c) => c.kind === "batch"),
+        counter.describe(),
+      ).toBe(true);
       expect(flushes.length, counter.describe()).toBeGreaterThan(0);
       expect(flushes.length, counter.describe()).toBeLessThanOrEqual(40 / 10);
       // The turns' run summaries ride those same batches, all of a batch's in one
       // statement (never a statement or a round trip per turn; the paths above pin that a traced
       // turn makes no D1 statement on the thread's side).
       const runUpserts = flushes.map((c) => c.sql.filter((q) => q.startsWith("INSERT OR REPLACE INTO runs")).length);
-      expect(runUpserts.reduce((a, b) => a + b, 0), counter.describe()).toBeGreaterThan(0);
+      expect(
+        runUpserts.reduce((a, b) => a + b, 0),
+        counter.describe(),
+      ).toBeGreaterThan(0);
       expect(Math.max(...runUpserts), counter.describe()).toBe(1);
     } finally {
       await restore();

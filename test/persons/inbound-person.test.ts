@@ -33,7 +33,10 @@ async function multichannelRoute(extra: Record<string, unknown> = {}) {
     payload_expr: "{person_id, person_addresses}",
     ...extra,
   });
-  const cfg = await call("PUT", `/api/conversation-configs/tool/${title}`, { key: await admin(), body: { target_kind: "tool", target_name: title, multichannel: true } });
+  const cfg = await call("PUT", `/api/conversation-configs/tool/${title}`, {
+    key: await admin(),
+    body: { target_kind: "tool", target_name: title, multichannel: true },
+  });
   expect(cfg.status).toBe(200);
   return { route, title, seen };
 }
@@ -47,7 +50,9 @@ describe("persons at the message door", () => {
     expect(personId).toMatch(/^[0-9a-f-]{36}$/);
     expect(count).toBe("1");
     expect(a.body.data.thread_id).toBe(`bridge:${route.name}:root/alice`);
-    expect(seen[0].person_addresses).toEqual([{ door: "api", routes: [route.name], channel: null, our_identity: null, address: "root/alice", linked_at: expect.any(String) }]);
+    expect(seen[0].person_addresses).toEqual([
+      { door: "api", routes: [route.name], channel: null, our_identity: null, address: "root/alice", linked_at: expect.any(String) },
+    ]);
 
     // Link bob to alice through the target's directory (the pairing turns come later).
     const directory = personDirectoryStub(env, "tool", title);
@@ -76,7 +81,10 @@ describe("persons at the message door", () => {
     expect(await directory.resolve({ door: "api", address: "root/second" })).toBeNull();
 
     const plain = await multichannelRoute();
-    await call("PUT", `/api/conversation-configs/tool/${plain.title}`, { key: await admin(), body: { target_kind: "tool", target_name: plain.title, multichannel: false } });
+    await call("PUT", `/api/conversation-configs/tool/${plain.title}`, {
+      key: await admin(),
+      body: { target_kind: "tool", target_name: plain.title, multichannel: false },
+    });
     const r = await send(plain.route.name, { external_user_id: uniq("u"), text: "x", wait_seconds: 10 });
     expect(r.body.data.answer).toBe("none 0");
     // The payload had neither field, so payload_expr's object carries them as null.
@@ -87,26 +95,47 @@ describe("persons at the message door", () => {
     const { route, title, seen } = await multichannelRoute();
     const k = await mintKey({ scopes: [`tool:${title}`] });
     const ours = `+1777${String(Date.now()).slice(-7)}`;
-    const sms = await createRoute({ door: "channel", channel: "twilio", our_identity: ours, target_kind: "tool", target_name: title, execution_key: k.user_id, payload_expr: "{person_id, person_addresses}" });
+    const sms = await createRoute({
+      door: "channel",
+      channel: "twilio",
+      our_identity: ours,
+      target_kind: "tool",
+      target_name: title,
+      execution_key: k.user_id,
+      payload_expr: "{person_id, person_addresses}",
+    });
     const from = `+1555${String(Date.now()).slice(-7)}`;
     const first = await postTwilio({ MessageSid: `SM${uniq("a")}`, From: from, To: ours, Body: "hello" });
     expect(first.status).toBe(204);
     const smsThread = `bridge:${sms.name}:${from}`;
-    const [row] = await eventually(() => rawRows(smsThread), (rows) => rows.length === 1 && rows[0].turn_state === "done");
+    const [row] = await eventually(
+      () => rawRows(smsThread),
+      (rows) => rows.length === 1 && rows[0].turn_state === "done",
+    );
     const personId = JSON.parse(row.record).answer.split(" ")[0];
-    expect(seen.at(-1).person_addresses).toEqual([{ door: "channel", routes: [sms.name], channel: "twilio", our_identity: ours, address: from, linked_at: expect.any(String) }]);
+    expect(seen.at(-1).person_addresses).toEqual([
+      { door: "channel", routes: [sms.name], channel: "twilio", our_identity: ours, address: from, linked_at: expect.any(String) },
+    ]);
 
     // The same person reaches the api route as alice: link the two through the directory.
     await send(route.name, { external_user_id: "alice", text: "web", wait_seconds: 10 });
     const directory = personDirectoryStub(env, "tool", title);
     const target = { kind: "tool" as const, name: title };
-    const { code } = await directory.mint({ target, address: { door: "channel", channel: "twilio", our_identity: ours, address: from }, route_name: sms.name }, Date.now());
-    expect((await directory.redeem({ target, address: { door: "api", address: "root/alice" }, route_name: route.name }, "root", code, Date.now())).ok).toBe(true);
+    const { code } = await directory.mint(
+      { target, address: { door: "channel", channel: "twilio", our_identity: ours, address: from }, route_name: sms.name },
+      Date.now(),
+    );
+    expect((await directory.redeem({ target, address: { door: "api", address: "root/alice" }, route_name: route.name }, "root", code, Date.now())).ok).toBe(
+      true,
+    );
 
     const sid = `SM${uniq("b")}`;
     expect((await postTwilio({ MessageSid: sid, From: from, To: ours, Body: "linked now" })).status).toBe(204);
     const personThread = `bridge:@person:${personId}`;
-    const rows = await eventually(() => rawRows(personThread), (rs) => rs.length === 1 && rs[0].turn_state === "done");
+    const rows = await eventually(
+      () => rawRows(personThread),
+      (rs) => rs.length === 1 && rs[0].turn_state === "done",
+    );
     expect(JSON.parse(rows[0].record)).toMatchObject({ route_name: sms.name, client_address: from, answer: `${personId} 2` });
     // A provider redelivery of the same message finds its record on the person thread: no second turn.
     expect((await postTwilio({ MessageSid: sid, From: from, To: ours, Body: "linked now" })).status).toBe(204);
@@ -117,17 +146,44 @@ describe("persons at the message door", () => {
   it("a Telegram sender's language seeds a new person's locale, canonicalized; a malformed one seeds none", async () => {
     const { title } = await multichannelRoute();
     const k = await mintKey({ scopes: [`tool:${title}`] });
-    await createRoute({ door: "channel", channel: "telegram", our_identity: TEST_ENV.telegramBotId, target_kind: "tool", target_name: title, execution_key: k.user_id });
+    await createRoute({
+      door: "channel",
+      channel: "telegram",
+      our_identity: TEST_ENV.telegramBotId,
+      target_kind: "tool",
+      target_name: title,
+      execution_key: k.user_id,
+    });
     const update = (chatId: number, language: string) => ({
       update_id: chatId,
-      message: { message_id: 1, date: 1, chat: { id: chatId, type: "private" }, from: { id: chatId, is_bot: false, first_name: "A", language_code: language }, text: "hi" },
+      message: {
+        message_id: 1,
+        date: 1,
+        chat: { id: chatId, type: "private" },
+        from: { id: chatId, is_bot: false, first_name: "A", language_code: language },
+        text: "hi",
+      },
     });
     const chatA = Number(String(Date.now()).slice(-8));
     expect((await postTelegram(update(chatA, "pt-br"))).status).toBe(200);
     expect((await postTelegram(update(chatA + 1, "not a tag"))).status).toBe(200);
     const directory = personDirectoryStub(env, "tool", title);
     const addr = (chatId: number) => ({ door: "channel" as const, channel: "telegram", our_identity: TEST_ENV.telegramBotId, address: String(chatId) });
-    expect((await eventually(() => directory.resolve(addr(chatA)), (p) => p !== null))?.locale).toBe("pt-BR");
-    expect((await eventually(() => directory.resolve(addr(chatA + 1)), (p) => p !== null))?.locale).toBeNull();
+    expect(
+      (
+        await eventually(
+          () => directory.resolve(addr(chatA)),
+          (p) => p !== null,
+        )
+      )?.locale,
+    ).toBe("pt-BR");
+    expect(
+      (
+        await eventually(
+          () => directory.resolve(addr(chatA + 1)),
+          (p) => p !== null,
+        )
+      )?.locale,
+    ).toBeNull();
   });
 });

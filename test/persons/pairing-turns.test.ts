@@ -17,7 +17,10 @@ async function setup(config: Record<string, unknown>, route: Record<string, unkn
   network({ [host]: (kwargs) => (runs.push(kwargs), `tool saw ${kwargs.message}`) });
   const k = await mintKey({ scopes: [`tool:${title}`] });
   const r = await createRoute({ door: "api", target_kind: "tool", target_name: title, execution_key: k.user_id, turns_per_hour_override: 1000, ...route });
-  const put = await call("PUT", `/api/conversation-configs/tool/${title}`, { key: await admin(), body: { target_kind: "tool", target_name: title, multichannel: true, ...config } });
+  const put = await call("PUT", `/api/conversation-configs/tool/${title}`, {
+    key: await admin(),
+    body: { target_kind: "tool", target_name: title, multichannel: true, ...config },
+  });
   expect(put.status, JSON.stringify(put.body)).toBe(200);
   const say = async (who: string, text: string) => {
     const res = await send(r.name, { external_user_id: who, text, wait_seconds: 10 });
@@ -121,18 +124,27 @@ describe("the get_pairing_code built-in tool", () => {
     const k = await mintKey({ scopes: [`tool:${title}`] });
     const ours = `+1888${String(Date.now()).slice(-7)}`;
     await createRoute({ door: "channel", channel: "twilio", our_identity: ours, target_kind: "tool", target_name: title, execution_key: k.user_id });
-    const run = await call("POST", "/api/run-tool", { key, body: { tool_name: "get_pairing_code", arguments: { channel: "twilio", our_identity: ours, sender: "+15550001" } } });
+    const run = await call("POST", "/api/run-tool", {
+      key,
+      body: { tool_name: "get_pairing_code", arguments: { channel: "twilio", our_identity: ours, sender: "+15550001" } },
+    });
     expect(run.status, JSON.stringify(run.body)).toBe(200);
     expect(run.body.data).toMatchObject({ code: expect.stringMatching(/^LINK-[A-Z0-9]{8}$/), expires_at: expect.stringMatching(/\+00:00$/) });
     const redeemed = await send(route.name, { external_user_id: "kim", text: run.body.data.code, wait_seconds: 10 });
     expect(redeemed.body.data.answer).toBe(PAIRING_REPLIES.linked);
 
     // Refused for an unknown conversation, and on a target that is not multichannel.
-    const none = await call("POST", "/api/run-tool", { key, body: { tool_name: "get_pairing_code", arguments: { channel: "twilio", our_identity: "+10000000000", sender: "x" } } });
+    const none = await call("POST", "/api/run-tool", {
+      key,
+      body: { tool_name: "get_pairing_code", arguments: { channel: "twilio", our_identity: "+10000000000", sender: "x" } },
+    });
     expect(none.status).toBe(500);
     expect(none.body.code).toBe("tool-error");
     await call("PUT", `/api/conversation-configs/tool/${title}`, { key, body: { target_kind: "tool", target_name: title, multichannel: false } });
-    const off = await call("POST", "/api/run-tool", { key, body: { tool_name: "get_pairing_code", arguments: { channel: "twilio", our_identity: ours, sender: "+15550001" } } });
+    const off = await call("POST", "/api/run-tool", {
+      key,
+      body: { tool_name: "get_pairing_code", arguments: { channel: "twilio", our_identity: ours, sender: "+15550001" } },
+    });
     expect(off.body.code).toBe("tool-error");
   });
 });
@@ -183,16 +195,29 @@ describe("events on a multichannel target", () => {
     const personThread = (await say("max", "linked")).thread_id;
     const personId = personThread.slice("bridge:@person:".length);
     const before = runs.length;
-    const byAddress = await call("POST", `/api/conversations/${route.name}/events`, { key, body: { address: "mia", event: { event_id: crypto.randomUUID(), kind: "ping", payload: {} }, wait_seconds: 10 } });
+    const byAddress = await call("POST", `/api/conversations/${route.name}/events`, {
+      key,
+      body: { address: "mia", event: { event_id: crypto.randomUUID(), kind: "ping", payload: {} }, wait_seconds: 10 },
+    });
     expect(byAddress.status, JSON.stringify(byAddress.body)).toBe(200);
     expect(byAddress.body.data.thread_id).toBe(personThread);
-    const byThread = await call("POST", `/api/conversations/${route.name}/events`, { key, body: { thread_id: personThread, event: { event_id: crypto.randomUUID(), kind: "ping", payload: {} }, wait_seconds: 10 } });
+    const byThread = await call("POST", `/api/conversations/${route.name}/events`, {
+      key,
+      body: { thread_id: personThread, event: { event_id: crypto.randomUUID(), kind: "ping", payload: {} }, wait_seconds: 10 },
+    });
     expect(byThread.body.data.thread_id).toBe(personThread);
     expect(runs.slice(before).map((k) => [k.person_id, k.person_addresses.length])).toEqual([
       [personId, 2],
       [personId, 2],
     ]);
     // A stranger on this target has no thread, and an event never creates a person.
-    expect((await call("POST", `/api/conversations/${route.name}/events`, { key, body: { address: "nobody", event: { event_id: crypto.randomUUID(), kind: "ping", payload: {} } } })).status).toBe(404);
+    expect(
+      (
+        await call("POST", `/api/conversations/${route.name}/events`, {
+          key,
+          body: { address: "nobody", event: { event_id: crypto.randomUUID(), kind: "ping", payload: {} } },
+        })
+      ).status,
+    ).toBe(404);
   });
 });

@@ -14,8 +14,16 @@ function directory() {
   const name = uniq("target");
   const target = { kind: "tool" as const, name };
   const stub = personDirectoryStub(env, "tool", name);
-  const tg = (chat: string, route = "tg-route"): Arrival => ({ target, address: { door: "channel", channel: "telegram", our_identity: "bot", address: chat }, route_name: route });
-  const wa = (phone: string, route = "wa-route"): Arrival => ({ target, address: { door: "channel", channel: "whatsapp", our_identity: "+1000", address: phone }, route_name: route });
+  const tg = (chat: string, route = "tg-route"): Arrival => ({
+    target,
+    address: { door: "channel", channel: "telegram", our_identity: "bot", address: chat },
+    route_name: route,
+  });
+  const wa = (phone: string, route = "wa-route"): Arrival => ({
+    target,
+    address: { door: "channel", channel: "whatsapp", our_identity: "+1000", address: phone },
+    route_name: route,
+  });
   return { stub, target, tg, wa };
 }
 
@@ -25,7 +33,11 @@ describe("the person directory", () => {
     const now = Date.now();
     const first = await stub.ensure(tg("42"), "de-DE", now);
     expect(first.created).toBe(true);
-    expect(first.person).toMatchObject({ target_kind: "tool", locale: "de-DE", addresses: [{ door: "channel", channel: "telegram", our_identity: "bot", address: "42", routes: ["tg-route"] }] });
+    expect(first.person).toMatchObject({
+      target_kind: "tool",
+      locale: "de-DE",
+      addresses: [{ door: "channel", channel: "telegram", our_identity: "bot", address: "42", routes: ["tg-route"] }],
+    });
     expect(first.person.person_id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect(first.person.created_at).toMatch(/\+00:00$/);
     const again = await stub.ensure(tg("42", "tg-route-2"), "fr", now + 1);

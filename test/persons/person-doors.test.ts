@@ -12,7 +12,11 @@ import { ledgerRows } from "../helpers/listing";
 function target() {
   const name = uniq("ptarget");
   const stub = personDirectoryStub(env, "agent", name);
-  const tg = (chat: string): Arrival => ({ target: { kind: "agent", name }, address: { door: "channel", channel: "telegram", our_identity: "bot", address: chat }, route_name: "tg" });
+  const tg = (chat: string): Arrival => ({
+    target: { kind: "agent", name },
+    address: { door: "channel", channel: "telegram", our_identity: "bot", address: chat },
+    route_name: "tg",
+  });
   const api = (addr: string): Arrival => ({ target: { kind: "agent", name }, address: { door: "api", address: addr }, route_name: "web" });
   return { name, stub, tg, api };
 }
@@ -59,7 +63,9 @@ describe("person doors", () => {
     expect((await call("GET", personPath(detached.person.person_id), { key })).body.data.addresses).toHaveLength(1);
     await t.stub.erase(detached.person.person_id);
     expect((await call("GET", personPath(detached.person.person_id), { key })).status).toBe(404);
-    expect((await ledgerRows("person")).map((e) => e.key).filter((k) => [a.person_id, b.person_id, detached.person.person_id].includes(k))).toEqual([a.person_id]);
+    expect((await ledgerRows("person")).map((e) => e.key).filter((k) => [a.person_id, b.person_id, detached.person.person_id].includes(k))).toEqual([
+      a.person_id,
+    ]);
   });
 
   it("refuses: 400 a blank id or a malformed locale or extra fields, 404 an unknown person, grants as tagged", async () => {

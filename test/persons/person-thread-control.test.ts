@@ -27,11 +27,21 @@ async function linkedAcrossRoutes(modes: { a?: string; b?: string } = {}) {
     },
   });
   const k = await mintKey({ scopes: [`tool:${title}`] });
-  const body = (initial_mode = "agent") => ({ door: "api", target_kind: "tool", target_name: title, execution_key: k.user_id, initial_mode, turns_per_hour_override: 1000 });
+  const body = (initial_mode = "agent") => ({
+    door: "api",
+    target_kind: "tool",
+    target_name: title,
+    execution_key: k.user_id,
+    initial_mode,
+    turns_per_hour_override: 1000,
+  });
   const a = await createRoute(body(modes.a));
   const bBody = body(modes.b);
   const b = await createRoute(bBody);
-  const cfg = await call("PUT", `/api/conversation-configs/tool/${title}`, { key: await admin(), body: { target_kind: "tool", target_name: title, multichannel: true } });
+  const cfg = await call("PUT", `/api/conversation-configs/tool/${title}`, {
+    key: await admin(),
+    body: { target_kind: "tool", target_name: title, multichannel: true },
+  });
   expect(cfg.status).toBe(200);
   // The two addresses meet the target (each a first contact), then link through the directory.
   const directory = personDirectoryStub(env, "tool", title);
@@ -87,7 +97,10 @@ describe("the mode doors on a person thread", () => {
     const hold = gate();
     p.block(hold);
     const first = send(p.a.name, { external_user_id: "alice", text: "slow", wait_seconds: 15 });
-    await eventually(async () => p.runs.length, (n) => n === 1);
+    await eventually(
+      async () => p.runs.length,
+      (n) => n === 1,
+    );
     const queued = await send(p.a.name, { external_user_id: "alice", text: "queued" });
     expect(queued.status).toBe(202);
     // While it waits, route b turns manual (a re-post), and the door's read of the target's routes grows stale.
@@ -96,7 +109,10 @@ describe("the mode doors on a person thread", () => {
     await new Promise((r) => setTimeout(r, ROUTE_SNAPSHOT_MS + 100));
     hold.open();
     expect((await first).status).toBe(200);
-    const rows = await eventually(() => rawRows(p.personThread), (rs) => rs.length === 2 && rs.every((r) => r.turn_state === "done"));
+    const rows = await eventually(
+      () => rawRows(p.personThread),
+      (rs) => rs.length === 2 && rs.every((r) => r.turn_state === "done"),
+    );
     expect(JSON.parse(rows[1].record)).toMatchObject({ inbound_text: "queued", answer_status: "silent" });
     expect(p.runs).toEqual(["slow"]);
   });
@@ -118,7 +134,10 @@ describe("the mode doors on a person thread", () => {
 
 describe("operator send on a person thread", () => {
   async function record(threadId: string, messageId: string) {
-    const rows = await eventually(() => rawRows(threadId), (rs) => rs.some((r) => r.message_id === messageId));
+    const rows = await eventually(
+      () => rawRows(threadId),
+      (rs) => rs.some((r) => r.message_id === messageId),
+    );
     return JSON.parse(rows.find((r) => r.message_id === messageId)!.record);
   }
 
@@ -130,7 +149,12 @@ describe("operator send on a person thread", () => {
     const byNewest = await operatorSend(p.a.name, { thread_id: p.personThread, text: "hi bob" });
     expect(byNewest.status, JSON.stringify(byNewest.body)).toBe(200);
     expect(byNewest.body.data.thread_id).toBe(p.personThread);
-    expect(await record(p.personThread, byNewest.body.data.message_id)).toMatchObject({ route_name: p.b.name, client_address: "bob", origin: "operator", answer: "hi bob" });
+    expect(await record(p.personThread, byNewest.body.data.message_id)).toMatchObject({
+      route_name: p.b.name,
+      client_address: "bob",
+      origin: "operator",
+      answer: "hi bob",
+    });
 
     // Named from route b, alice's address goes out through route a, where she wrote.
     const toAlice = await operatorSend(p.b.name, { thread_id: p.personThread, text: "hi alice", address: "root/alice" });

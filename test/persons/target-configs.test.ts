@@ -8,7 +8,10 @@ const path = (kind: string, name: string) => `/api/conversation-configs/${kind}/
 /** A declared HTTP tool (configs need an existing target). */
 async function declaredTool(): Promise<string> {
   const title = uniq("cfgtool").replace(/[^A-Za-z0-9_-]/g, "_");
-  const r = await call("POST", "/api/tools-config/entries", { key: await admin(), body: { title, kind: "http", description: "config test tool", url: "https://tools.example.com/run" } });
+  const r = await call("POST", "/api/tools-config/entries", {
+    key: await admin(),
+    body: { title, kind: "http", description: "config test tool", url: "https://tools.example.com/run" },
+  });
   expect(r.status, JSON.stringify(r.body)).toBe(200);
   return title;
 }
@@ -27,11 +30,22 @@ describe("target conversation configs", () => {
     expect((await call("GET", path("tool", name), { key })).body).toEqual({ data: config });
 
     // A binding names a declared state (checked when it is saved).
-    expect((await call("PUT", "/api/states/profile", { key, body: { schema: { type: "object", properties: { n: { type: "integer" } } }, subject_kinds: ["thread"] } })).status).toBe(200);
+    expect(
+      (
+        await call("PUT", "/api/states/profile", {
+          key,
+          body: { schema: { type: "object", properties: { n: { type: "integer" } } }, subject_kinds: ["thread"] },
+        })
+      ).status,
+    ).toBe(200);
     const replaced = await call("PUT", path("tool", name), { key, body: { target_kind: "tool", target_name: name, state_binding: binding } });
     expect(replaced.body.data.created).toBe(false);
     const stored = (await call("GET", path("tool", name), { key })).body.data;
-    expect(stored).toMatchObject({ multichannel: false, greeting_template: null, state_binding: { states: [{ state: "profile", templates: [], scope_expr: null, input_injections: [], updates: [] }] } });
+    expect(stored).toMatchObject({
+      multichannel: false,
+      greeting_template: null,
+      state_binding: { states: [{ state: "profile", templates: [], scope_expr: null, input_injections: [], updates: [] }] },
+    });
 
     const list = await call("GET", "/api/conversation-configs", { key });
     expect(list.status).toBe(200);
@@ -71,8 +85,24 @@ describe("target conversation configs", () => {
       [{ ...base, multichannel: "yes" }, 400, "multichannel"],
       [{ ...base, state_binding: { states: [] } }, 400, "state_binding"],
       [{ ...base, state_binding: { states: [{ state: "s" }] } }, 400, "subject_expr"],
-      [{ ...base, state_binding: { states: [{ state: "s", subject_expr: { content: "." }, input_injections: [{ into: "x", template_jq: "a", jq: { content: "." } }] }] } }, 400, "exactly one of template_jq or jq"],
-      [{ ...base, state_binding: { states: [{ state: "s", subject_expr: { content: "." }, updates: [{ jq: { content: "[]" }, adapter: { content: "." } }] }] } }, 400, "no adapter"],
+      [
+        {
+          ...base,
+          state_binding: {
+            states: [{ state: "s", subject_expr: { content: "." }, input_injections: [{ into: "x", template_jq: "a", jq: { content: "." } }] }],
+          },
+        },
+        400,
+        "exactly one of template_jq or jq",
+      ],
+      [
+        {
+          ...base,
+          state_binding: { states: [{ state: "s", subject_expr: { content: "." }, updates: [{ jq: { content: "[]" }, adapter: { content: "." } }] }] },
+        },
+        400,
+        "no adapter",
+      ],
       [{ ...base, state_binding: { states: [{ state: "s", subject_expr: { content: "." }, bogus: true }] } }, 400, "bogus"],
       [{ target_kind: "tool", target_name: "no_such_tool_xyz" }, 404, "tool not found", path("tool", "no_such_tool_xyz")],
       [{ target_kind: "agent", target_name: "no_such_agent_xyz" }, 404, "agent not found", path("agent", "no_such_agent_xyz")],
@@ -87,7 +117,7 @@ describe("target conversation configs", () => {
     expect((await call("GET", path("robot", name), { key })).status).toBe(400);
     expect((await call("GET", "/api/conversation-configs/tool/%20", { key })).status).toBe(400);
     expect((await call("DELETE", "/api/conversation-configs/tool/%20", { key })).status).toBe(400);
-    expect((await env.DB.prepare("SELECT COUNT(*) AS n FROM conversation_configs WHERE target_name = ?").bind(name).first("n"))).toBe(0);
+    expect(await env.DB.prepare("SELECT COUNT(*) AS n FROM conversation_configs WHERE target_name = ?").bind(name).first("n")).toBe(0);
   });
 
   it("reads need the conversations read grant, writes the write grant", async () => {

@@ -89,7 +89,9 @@ describe("GET /api/plugins/{name}/studio/{path}", () => {
     expect((await asset("notes.md")).status).toBe(404);
     expect((await asset("absent.html")).status).toBe(404);
     await env.STORAGE.put("plugins/examples/weather/studio/index.html", "<p>not installed</p>");
-    const other = await exports.default.fetch(`${BASE}/api/plugins/${encodeURIComponent("examples/weather")}/studio/index.html`, { headers: { "x-api-key": await admin() } });
+    const other = await exports.default.fetch(`${BASE}/api/plugins/${encodeURIComponent("examples/weather")}/studio/index.html`, {
+      headers: { "x-api-key": await admin() },
+    });
     expect(other.status).toBe(404);
     expect(((await other.json()) as any).error).toBe("plugin not installed");
     expect((await asset(encodeURIComponent("../index.html"))).status).toBe(400);
@@ -117,7 +119,10 @@ describe("GET /api/plugins/{name}/studio/{path}", () => {
   });
 
   it("needs the content store: 501 storage-not-configured", async () => {
-    const res = await fetchWithEnv({ ...env, STORAGE_BUCKET: "" }, new Request(`${BASE}/api/plugins/${ENC}/studio/index.html`, { headers: { "x-api-key": await admin() } }));
+    const res = await fetchWithEnv(
+      { ...env, STORAGE_BUCKET: "" },
+      new Request(`${BASE}/api/plugins/${ENC}/studio/index.html`, { headers: { "x-api-key": await admin() } }),
+    );
     expect(res.status).toBe(501);
     expect(await res.json()).toMatchObject({ code: "storage-not-configured" });
   });

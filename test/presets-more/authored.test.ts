@@ -43,7 +43,10 @@ describe("authoring: a preset over a declared agent", () => {
     const ok = await authored(agent.name, { fixed_kwargs: { user_message: "daily summary" } });
     expect(ok.r.status).toBe(200);
     expect(ok.r.body.data).toMatchObject({ base_tool: agent.name, fixed_kwargs: { user_message: "daily summary" } });
-    const validated = await call("POST", "/api/presets/validate", { key: await admin(), body: { name: uniq("v"), base_tool: agent.name, fixed_kwargs: { thread_id: "team-memory" } } });
+    const validated = await call("POST", "/api/presets/validate", {
+      key: await admin(),
+      body: { name: uniq("v"), base_tool: agent.name, fixed_kwargs: { thread_id: "team-memory" } },
+    });
     expect(validated.body.data.kind).toBe("authored_agent");
 
     const unknown = await authored(agent.name, { fixed_kwargs: { system_prompt: "SECRET-PROMPT" } });

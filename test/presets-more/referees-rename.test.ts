@@ -23,7 +23,10 @@ async function routeTo(preset: string): Promise<string> {
 async function hookOn(preset: string): Promise<string> {
   const k = await runner(preset);
   const name = uniq("hook").toLowerCase();
-  const r = await call("POST", "/api/hooks", { key: await admin(), body: { name, topic: uniq("topic").toLowerCase(), tool: preset, execution_key: k.user_id } });
+  const r = await call("POST", "/api/hooks", {
+    key: await admin(),
+    body: { name, topic: uniq("topic").toLowerCase(), tool: preset, execution_key: k.user_id },
+  });
   if (r.status !== 200) throw new Error(`hook failed ${r.status} ${JSON.stringify(r.body)}`);
   return name;
 }
@@ -31,14 +34,20 @@ async function hookOn(preset: string): Promise<string> {
 async function scheduleOf(preset: string): Promise<string> {
   const k = await runner(preset);
   const name = uniq("sched").toLowerCase().replace(/-/g, "_");
-  const r = await call("POST", "/api/schedules", { key: await admin(), body: { name, tool_name: preset, tool_kwargs: {}, schedule_kwargs: { cron: "0 0 1 1 *" }, execution_key: k.user_id } });
+  const r = await call("POST", "/api/schedules", {
+    key: await admin(),
+    body: { name, tool_name: preset, tool_kwargs: {}, schedule_kwargs: { cron: "0 0 1 1 *" }, execution_key: k.user_id },
+  });
   if (r.status !== 200) throw new Error(`schedule failed ${r.status} ${JSON.stringify(r.body)}`);
   return name;
 }
 
 async function llmAgentOffering(tools: string[]): Promise<string> {
   const title = uniq("agent");
-  const r = await call("POST", "/api/agents-config/entries", { key: await admin(), body: { title, kind: "llm", config: { base_url: "https://llm.example/v1", model: "m", tool_names: tools } } });
+  const r = await call("POST", "/api/agents-config/entries", {
+    key: await admin(),
+    body: { title, kind: "llm", config: { base_url: "https://llm.example/v1", model: "m", tool_names: tools } },
+  });
   if (r.status !== 200) throw new Error(`agent failed ${r.status} ${JSON.stringify(r.body)}`);
   return title;
 }
@@ -51,7 +60,10 @@ describe("GET /api/presets/{name}/referees", () => {
     const preset = await newPreset();
     expect((await referees(preset)).body.data).toEqual({ name: preset, referees: [], total: 0 });
     const route = await routeTo(preset);
-    const cfg = await call("PUT", `/api/conversation-configs/tool/${preset}`, { key: await admin(), body: { target_kind: "tool", target_name: preset, multichannel: true } });
+    const cfg = await call("PUT", `/api/conversation-configs/tool/${preset}`, {
+      key: await admin(),
+      body: { target_kind: "tool", target_name: preset, multichannel: true },
+    });
     expect(cfg.status).toBe(200);
     const hook = await hookOn(preset);
     const schedule = await scheduleOf(preset);
@@ -90,13 +102,24 @@ describe("GET /api/presets/{name}/referees", () => {
 describe("POST /api/presets/validate", () => {
   it("answers the body a create would store, and stores nothing", async () => {
     const name = uniq("preset");
-    const r = await call("POST", "/api/presets/validate", { key: await admin(), body: { name, base_tool: "echo", fixed_kwargs: { message: "m" }, extensions: [["retry"]] } });
+    const r = await call("POST", "/api/presets/validate", {
+      key: await admin(),
+      body: { name, base_tool: "echo", fixed_kwargs: { message: "m" }, extensions: [["retry"]] },
+    });
     expect(r.status).toBe(200);
     expect(r.body.data).toEqual({
       valid: true,
       name,
       kind: "tool_preset",
-      body: { base_tool: "echo", description: "", fixed_kwargs: { message: "m" }, input_schema: null, output_schema: null, state_binding: null, extensions: [["retry"]] },
+      body: {
+        base_tool: "echo",
+        description: "",
+        fixed_kwargs: { message: "m" },
+        input_schema: null,
+        output_schema: null,
+        state_binding: null,
+        extensions: [["retry"]],
+      },
     });
     expect((await call("GET", `/api/presets/${name}`, { key: await admin() })).status).toBe(404);
   });
@@ -117,7 +140,9 @@ describe("POST /api/presets/validate", () => {
     expect(agentName.body.error).toContain("agent");
     // A state binding needs the states store, as at create.
     const bound = await v({ name: uniq("p"), base_tool: "echo", state_binding: { states: [{ state: "s" }] } });
-    expect((await call("POST", "/api/presets", { key, body: { name: uniq("p"), base_tool: "echo", state_binding: { states: [{ state: "s" }] } } })).status).toBe(bound.status);
+    expect(
+      (await call("POST", "/api/presets", { key, body: { name: uniq("p"), base_tool: "echo", state_binding: { states: [{ state: "s" }] } } })).status,
+    ).toBe(bound.status);
     expect(bound.status).toBeGreaterThanOrEqual(400);
   });
 
@@ -133,11 +158,17 @@ describe("POST /api/presets/{name}/rename", () => {
     const from = await newPreset();
     await call("POST", `/api/presets/${from}/versions`, { key, body: { fixed_kwargs: { message: "v2" } } });
     await call("PUT", `/api/presets/${from}/versions/1/tags`, { key, body: { tags: ["stable"] } });
-    await env.DB.prepare("INSERT INTO tool_meta_tools (tool_name, tags, badges, hidden, folder_id, updated_at) VALUES (?, '[\"x\"]', '[]', NULL, NULL, 't')").bind(from).run();
+    await env.DB.prepare("INSERT INTO tool_meta_tools (tool_name, tags, badges, hidden, folder_id, updated_at) VALUES (?, '[\"x\"]', '[]', NULL, NULL, 't')")
+      .bind(from)
+      .run();
     const to = uniq("renamed");
     const r = await rename(from, { new_name: to });
     expect(r.status).toBe(200);
-    expect(r.body.data).toMatchObject({ renamed_from: from, moved: [], preset: { name: to, current_version: 2, latest_version: 2, fixed_kwargs: { message: "v2" } } });
+    expect(r.body.data).toMatchObject({
+      renamed_from: from,
+      moved: [],
+      preset: { name: to, current_version: 2, latest_version: 2, fixed_kwargs: { message: "v2" } },
+    });
     expect((await call("GET", `/api/presets/${from}`, { key })).status).toBe(404);
     const versions = await call("GET", `/api/presets/${to}/versions`, { key });
     expect(versions.body.data.items.map((v: any) => [v.version, v.tags])).toEqual([
@@ -170,7 +201,9 @@ describe("POST /api/presets/{name}/rename", () => {
     const hook = await hookOn(from);
     const agent = await llmAgentOffering(["echo", from]);
     const slug = uniq("app").toLowerCase();
-    await env.DB.prepare("INSERT INTO sub_mcp_apps (slug, tools, transport, created_at, updated_at) VALUES (?, ?, 'http', 't', 't')").bind(slug, JSON.stringify([from, "echo"])).run();
+    await env.DB.prepare("INSERT INTO sub_mcp_apps (slug, tools, transport, created_at, updated_at) VALUES (?, ?, 'http', 't', 't')")
+      .bind(slug, JSON.stringify([from, "echo"]))
+      .run();
     const to = uniq("renamed");
     const r = await rename(from, { new_name: to, move_references: true });
     expect(r.status).toBe(200);

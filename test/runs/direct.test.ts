@@ -24,7 +24,14 @@ describe("an agent run door's run", () => {
       },
       (d) => d.total === 1,
     );
-    expect(listed.items[0]).toMatchObject({ kind: "agent_run", trigger: "direct", target: { kind: "agent", name: "echo" }, thread_id: thread, principal: k.user_id, outcome: "ok" });
+    expect(listed.items[0]).toMatchObject({
+      kind: "agent_run",
+      trigger: "direct",
+      target: { kind: "agent", name: "echo" },
+      thread_id: thread,
+      principal: k.user_id,
+      outcome: "ok",
+    });
     const trace = await read(`/api/observability/runs/${listed.items[0].trace_id}/trace`, k.key);
     expect(trace).toMatchObject({ input: { user_message: "hello" }, output: "echo: hello", error: null });
   });
@@ -57,14 +64,34 @@ describe("a direct run's trace (pure)", () => {
   const base = { target: { kind: "agent" as const, name: "a" }, caller: "c", threadId: null, startedAt: 1000, endedAt: 1250, input: {} };
   it("maps results to outcomes: ok, silent agent answer, denied, timeout (by kind or by the last step), error", () => {
     const log = new StepLog();
-    expect(directTrace({ ...base, kind: "agent_run", log, result: { ok: true, value: "hi" } })).toMatchObject({ outcome: "ok", duration_ms: 250, trigger: "direct", user_id: "c", principal: "c", error: null });
+    expect(directTrace({ ...base, kind: "agent_run", log, result: { ok: true, value: "hi" } })).toMatchObject({
+      outcome: "ok",
+      duration_ms: 250,
+      trigger: "direct",
+      user_id: "c",
+      principal: "c",
+      error: null,
+    });
     expect(directTrace({ ...base, kind: "agent_run", log, result: { ok: true, value: null } }).outcome).toBe("silent");
     expect(directTrace({ ...base, kind: "tool_run", log, result: { ok: true, value: null } }).outcome).toBe("ok");
-    expect(directTrace({ ...base, kind: "agent_run", log, result: { ok: false, kind: "denied", message: "no" } })).toMatchObject({ outcome: "denied", error: "denied: no" });
+    expect(directTrace({ ...base, kind: "agent_run", log, result: { ok: false, kind: "denied", message: "no" } })).toMatchObject({
+      outcome: "denied",
+      error: "denied: no",
+    });
     expect(directTrace({ ...base, kind: "tool_run", log, result: { ok: false, kind: "timeout", message: "slow" } }).outcome).toBe("timeout");
     expect(directTrace({ ...base, kind: "agent_run", log, result: { ok: false, kind: "agent_error", message: "boom" } }).outcome).toBe("error");
     const timedOut = new StepLog();
-    timedOut.add({ kind: "llm", name: "m", started_at: new Date(1000).toISOString(), duration_ms: 200, outcome: "timeout", error: "LLM endpoint did not answer within 0.2s" });
-    expect(directTrace({ ...base, kind: "agent_run", log: timedOut, result: { ok: false, kind: "agent_error", message: "LLM endpoint did not answer within 0.2s" } }).outcome).toBe("timeout");
+    timedOut.add({
+      kind: "llm",
+      name: "m",
+      started_at: new Date(1000).toISOString(),
+      duration_ms: 200,
+      outcome: "timeout",
+      error: "LLM endpoint did not answer within 0.2s",
+    });
+    expect(
+      directTrace({ ...base, kind: "agent_run", log: timedOut, result: { ok: false, kind: "agent_error", message: "LLM endpoint did not answer within 0.2s" } })
+        .outcome,
+    ).toBe("timeout");
   });
 });

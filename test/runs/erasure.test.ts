@@ -19,7 +19,12 @@ const enc = encodeURIComponent;
 
 /** The run traces a thread object holds. */
 async function threadTraces(threadId: string): Promise<string[]> {
-  return runInDurableObject(stubFor(threadId), (_o, state) => state.storage.sql.exec<{ message_id: string }>("SELECT message_id FROM run_traces ORDER BY message_id").toArray().map((r) => r.message_id));
+  return runInDurableObject(stubFor(threadId), (_o, state) =>
+    state.storage.sql
+      .exec<{ message_id: string }>("SELECT message_id FROM run_traces ORDER BY message_id")
+      .toArray()
+      .map((r) => r.message_id),
+  );
 }
 
 describe("thread forget", () => {
@@ -64,8 +69,11 @@ describe("person erase", () => {
     const k = await mintKey({ scopes: [`tool:${title}`] });
     const route = await createRoute({ door: "api", target_kind: "tool", target_name: title, execution_key: k.user_id, turns_per_hour_override: 1000 });
     const key = await admin();
-    expect((await call("PUT", `/api/conversation-configs/tool/${title}`, { key, body: { target_kind: "tool", target_name: title, multichannel: true } })).status).toBe(200);
-    const say = async (who: string, text: string) => (await send(route.name, { external_user_id: who, text, wait_seconds: 10 })).body.data as { message_id: string; thread_id: string; answer: string };
+    expect(
+      (await call("PUT", `/api/conversation-configs/tool/${title}`, { key, body: { target_kind: "tool", target_name: title, multichannel: true } })).status,
+    ).toBe(200);
+    const say = async (who: string, text: string) =>
+      (await send(route.name, { external_user_id: who, text, wait_seconds: 10 })).body.data as { message_id: string; thread_id: string; answer: string };
     await say("ida", "hello");
     const code = (await say("ida", "/link")).answer.match(/LINK-[A-Z0-9]{8}/)![0];
     await say("jon", code);

@@ -7,7 +7,10 @@ import { listingCaughtUp } from "../helpers/listing";
 /** Declares an HTTP tool answered (or not) by the fake network; answers its name. */
 export async function declareHttpTool(url: string, extra: Record<string, unknown> = {}): Promise<string> {
   const title = uniq("rtool").toLowerCase();
-  const r = await call("POST", "/api/tools-config/entries", { key: await admin(), body: { title, kind: "http", description: "run trace test tool", url, ...extra } });
+  const r = await call("POST", "/api/tools-config/entries", {
+    key: await admin(),
+    body: { title, kind: "http", description: "run trace test tool", url, ...extra },
+  });
   if (r.status !== 200) throw new Error(`declare failed: ${r.status} ${JSON.stringify(r.body)}`);
   return title;
 }

@@ -13,7 +13,14 @@ import { mayRead, traceFileName, traceFor } from "../../src/runs/traces";
 import { turnRunOutcome } from "../../src/thread/turn-trace";
 import { dispatchStepVerdict } from "../../src/targets/dispatch";
 
-const step = (outcome: RunStep["outcome"], error: string | null = null): RunStep => ({ kind: "tool", name: "t", started_at: new Date(0).toISOString(), duration_ms: 3, outcome, error });
+const step = (outcome: RunStep["outcome"], error: string | null = null): RunStep => ({
+  kind: "tool",
+  name: "t",
+  started_at: new Date(0).toISOString(),
+  duration_ms: 3,
+  outcome,
+  error,
+});
 
 function trace(over: Partial<RunTraceInput> = {}): RunTraceInput {
   return {
@@ -44,10 +51,14 @@ describe("a settled turn's run outcome", () => {
     expect(turnRunOutcome({ answer_status: "error", error: "tool dispatch denied: key lacks tool:x" }, [])).toBe("denied");
     expect(turnRunOutcome({ answer_status: "error", error: "agent denied: disabled" }, [])).toBe("denied");
     expect(turnRunOutcome({ answer_status: "error", error: "tool dispatch timeout: tool endpoint did not answer within 0.05s" }, [])).toBe("timeout");
-    expect(turnRunOutcome({ answer_status: "error", error: "agent agent_error: LLM endpoint did not answer within 1s" }, [step("ok"), step("timeout")])).toBe("timeout");
+    expect(turnRunOutcome({ answer_status: "error", error: "agent agent_error: LLM endpoint did not answer within 1s" }, [step("ok"), step("timeout")])).toBe(
+      "timeout",
+    );
     expect(turnRunOutcome({ answer_status: "error", error: "reply_expr must be a string or null; it was object" }, [step("ok")])).toBe("error");
     // A denial fed back to a model that then failed otherwise is the model's failure, not a denial.
-    expect(turnRunOutcome({ answer_status: "error", error: "agent agent_error: LLM endpoint answered HTTP 500" }, [step("denied"), step("error")])).toBe("error");
+    expect(turnRunOutcome({ answer_status: "error", error: "agent agent_error: LLM endpoint answered HTTP 500" }, [step("denied"), step("error")])).toBe(
+      "error",
+    );
   });
 });
 
@@ -64,9 +75,29 @@ describe("the step log", () => {
   it("records a traced context's steps in order, with outcomes; an untraced one records nothing", async () => {
     const ctx = {};
     const { value, steps } = await collectRunSteps(ctx, async () => {
-      await timedStep(ctx, "tool", "a", async () => 1, () => ({ outcome: "ok", error: null }));
-      await timedStep(ctx, "llm", "m", async () => 2, () => ({ outcome: "timeout", error: "slow" }));
-      await expect(timedStep(ctx, "tool", "boom", async () => Promise.reject(new Error("x")), () => ({ outcome: "ok", error: null }))).rejects.toThrow("x");
+      await timedStep(
+        ctx,
+        "tool",
+        "a",
+        async () => 1,
+        () => ({ outcome: "ok", error: null }),
+      );
+      await timedStep(
+        ctx,
+        "llm",
+        "m",
+        async () => 2,
+        () => ({ outcome: "timeout", error: "slow" }),
+      );
+      await expect(
+        timedStep(
+          ctx,
+          "tool",
+          "boom",
+          async () => Promise.reject(new Error("x")),
+          () => ({ outcome: "ok", error: null }),
+        ),
+      ).rejects.toThrow("x");
       return "v";
     });
     expect(value).toBe("v");
@@ -77,7 +108,13 @@ describe("the step log", () => {
     ]);
     for (const s of steps) expect(s.duration_ms).toBeGreaterThanOrEqual(0);
     // Done: the context is no longer traced, so a later step is not recorded anywhere.
-    await timedStep(ctx, "tool", "after", async () => 3, () => ({ outcome: "ok", error: null }));
+    await timedStep(
+      ctx,
+      "tool",
+      "after",
+      async () => 3,
+      () => ({ outcome: "ok", error: null }),
+    );
     expect(steps).toHaveLength(3);
     expect(new StepLog().steps).toEqual([]);
   });
@@ -85,7 +122,14 @@ describe("the step log", () => {
   it("keeps MAX_TRACE_STEPS steps and counts the rest", async () => {
     const ctx = {};
     const { steps, steps_dropped } = await collectRunSteps(ctx, async () => {
-      for (let i = 0; i < MAX_TRACE_STEPS + 5; i++) await timedStep(ctx, "tool", `t${i}`, async () => i, () => ({ outcome: "ok", error: null }));
+      for (let i = 0; i < MAX_TRACE_STEPS + 5; i++)
+        await timedStep(
+          ctx,
+          "tool",
+          `t${i}`,
+          async () => i,
+          () => ({ outcome: "ok", error: null }),
+        );
     });
     expect(steps).toHaveLength(MAX_TRACE_STEPS);
     expect(steps_dropped).toBe(5);
@@ -146,13 +190,28 @@ describe("who reads which runs", () => {
     const q = runFilterQuery.parse({ user: "bob", outcome: "ok" });
     const minted = "2026-01-01T00:00:00.000Z";
     // A restricted caller's own runs are those of its key's lineage: started since the key was minted.
-    expect(callerFilter(q, { restricted: true, admin: false, key: { user_id: "svc-a", created_at: minted } })).toEqual({ user: "bob", outcome: "ok", principal: "svc-a", principal_since: Date.parse(minted) });
+    expect(callerFilter(q, { restricted: true, admin: false, key: { user_id: "svc-a", created_at: minted } })).toEqual({
+      user: "bob",
+      outcome: "ok",
+      principal: "svc-a",
+      principal_since: Date.parse(minted),
+    });
     expect(callerFilter(q, { restricted: false, admin: false, key: { user_id: "svc-b", created_at: minted } })).toEqual({ user: "bob", outcome: "ok" });
     expect(() => callerFilter(runFilterQuery.parse({ from: "2026-02-01T00:00:00Z", to: "2026-01-01T00:00:00Z" }), null)).toThrow(/from/);
   });
 
   it("builds the WHERE clause from the filters, binding every value", () => {
-    const f = runFilterQuery.parse({ preset: "p", version: "3", user: "u", session: "s", interaction: "i", outcome: "denied", kind: "turn", from: "2026-01-01T00:00:00Z", to: "2026-01-02T00:00:00Z" });
+    const f = runFilterQuery.parse({
+      preset: "p",
+      version: "3",
+      user: "u",
+      session: "s",
+      interaction: "i",
+      outcome: "denied",
+      kind: "turn",
+      from: "2026-01-01T00:00:00Z",
+      to: "2026-01-02T00:00:00Z",
+    });
     const w = whereOf({ ...f, principal: "me" });
     expect(w.sql).toBe(
       "WHERE target_name = ? AND target_version = ? AND user_id = ? AND thread_id = ? AND interaction_id = ? AND outcome = ? AND kind = ? AND principal = ? AND started_at >= ? AND started_at < ?",

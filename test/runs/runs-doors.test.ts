@@ -43,10 +43,24 @@ describe("recordRun", () => {
     const t = toolRun({ user_id: user, principal: user, outcome: "error", error: "tool_error: the endpoint refused", steps: [] });
     await recordRun(env, t);
     // Readable at once from its shard; listed once the shard wrote its batch.
-    expect(await read(`/api/observability/runs/${t.trace_id}/trace`)).toMatchObject({ trace_id: t.trace_id, kind: "tool_run", error: "tool_error: the endpoint refused", input: { message: "hi" }, output: "hi" });
+    expect(await read(`/api/observability/runs/${t.trace_id}/trace`)).toMatchObject({
+      trace_id: t.trace_id,
+      kind: "tool_run",
+      error: "tool_error: the endpoint refused",
+      input: { message: "hi" },
+      output: "hi",
+    });
     await flushAll();
     expect((await read(`/api/runs?user=${enc(user)}`)).items).toEqual([
-      expect.objectContaining({ trace_id: t.trace_id, kind: "tool_run", trigger: "background", outcome: "error", has_error: true, step_count: 0, thread_id: null }),
+      expect.objectContaining({
+        trace_id: t.trace_id,
+        kind: "tool_run",
+        trigger: "background",
+        outcome: "error",
+        has_error: true,
+        step_count: 0,
+        thread_id: null,
+      }),
     ]);
   });
 
@@ -79,8 +93,26 @@ describe("the runs doors' filters and paging", () => {
     const runs = [
       toolRun({ user_id: user, principal: user, started_at: at(0), target: { kind: "tool", name: "preset-a", version: "1" }, outcome: "ok" }),
       toolRun({ user_id: user, principal: user, started_at: at(1), target: { kind: "tool", name: "preset-a", version: "2" }, outcome: "timeout" }),
-      toolRun({ user_id: user, principal: user, started_at: at(2), target: { kind: "tool", name: "preset-b", version: null }, outcome: "denied", thread_id: "thread-f", kind: "hook_fire", trigger: "hook" }),
-      toolRun({ user_id: user, principal: user, started_at: at(3), target: { kind: "agent", name: "echo", version: null }, outcome: "ok", kind: "agent_run", trigger: "direct", interaction_id: "ix-1" }),
+      toolRun({
+        user_id: user,
+        principal: user,
+        started_at: at(2),
+        target: { kind: "tool", name: "preset-b", version: null },
+        outcome: "denied",
+        thread_id: "thread-f",
+        kind: "hook_fire",
+        trigger: "hook",
+      }),
+      toolRun({
+        user_id: user,
+        principal: user,
+        started_at: at(3),
+        target: { kind: "agent", name: "echo", version: null },
+        outcome: "ok",
+        kind: "agent_run",
+        trigger: "direct",
+        interaction_id: "ix-1",
+      }),
     ];
     for (const r of runs) await recordRun(env, r);
     await flushAll();
@@ -116,7 +148,9 @@ describe("the runs doors' filters and paging", () => {
       ["kind=nightly", "kind"],
       [`from=${enc("2026-02-01T00:00:00Z")}&to=${enc("2026-01-01T00:00:00Z")}`, "from"],
     ] as const) {
-      const paths = q.startsWith("page") ? ["/api/runs", "/api/observability/runs"] : ["/api/runs", "/api/observability/runs", "/api/observability/runs/export"];
+      const paths = q.startsWith("page")
+        ? ["/api/runs", "/api/observability/runs"]
+        : ["/api/runs", "/api/observability/runs", "/api/observability/runs/export"];
       for (const path of paths) {
         const r = await call("GET", `${path}?${q}`, { key });
         expect(r.status, `${path}?${q}`).toBe(400);
@@ -130,7 +164,10 @@ describe("the runs doors' filters and paging", () => {
 describe("POST /api/runs/prune", () => {
   it("removes runs older than the age, index rows and kept traces, with counts", async () => {
     const user = uniq("prune-user");
-    const old = [toolRun({ user_id: user, started_at: new Date(Date.now() - 3 * 3600_000).toISOString() }), toolRun({ user_id: user, started_at: new Date(Date.now() - 2 * 3600_000).toISOString() })];
+    const old = [
+      toolRun({ user_id: user, started_at: new Date(Date.now() - 3 * 3600_000).toISOString() }),
+      toolRun({ user_id: user, started_at: new Date(Date.now() - 2 * 3600_000).toISOString() }),
+    ];
     const fresh = toolRun({ user_id: user });
     for (const r of [...old, fresh]) await recordRun(env, r);
     await flushAll();
@@ -141,7 +178,10 @@ describe("POST /api/runs/prune", () => {
     expect(Date.parse(r.body.data.before)).toBeLessThan(Date.now() - 3590_000);
     expect((await read(`/api/runs?user=${enc(user)}`)).items.map((x: { trace_id: string }) => x.trace_id)).toEqual([fresh.trace_id]);
     expect((await call("GET", `/api/observability/runs/${old[0].trace_id}/trace`, { key })).status).toBe(404);
-    expect((await call("POST", "/api/runs/prune", { key, body: { older_than_seconds: 3600 } })).body.data).toMatchObject({ runs_removed: 0, traces_removed: 0 });
+    expect((await call("POST", "/api/runs/prune", { key, body: { older_than_seconds: 3600 } })).body.data).toMatchObject({
+      runs_removed: 0,
+      traces_removed: 0,
+    });
   });
 
   it("prunes runs a shard still buffers, so no later flush brings them back", async () => {

@@ -123,7 +123,17 @@ describe("a turn's trace", () => {
         "POST https://llm.example/v1/chat/completions": () => {
           calls += 1;
           if (calls === 1) {
-            return Response.json({ choices: [{ message: { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "echo", arguments: '{"message":"pong"}' } }] } }] });
+            return Response.json({
+              choices: [
+                {
+                  message: {
+                    role: "assistant",
+                    content: null,
+                    tool_calls: [{ id: "c1", type: "function", function: { name: "echo", arguments: '{"message":"pong"}' } }],
+                  },
+                },
+              ],
+            });
           }
           return Response.json({ choices: [{ message: { role: "assistant", content: "done" } }] });
         },

@@ -22,7 +22,10 @@ describe("planAlarm", () => {
 
   it("on time: the regular fire for the armed slot, then the next slot", () => {
     expect(planAlarm(everyMinute, T0, T0 + 30, DAY)).toEqual({ fire: { slot_at: T0, catch_up: false }, skipped: 0, skipped_capped: false, next_at: T0 + MIN });
-    expect(planAlarm(daily3, Date.UTC(2026, 0, 6, 3), Date.UTC(2026, 0, 6, 3) + ON_TIME_MS, DAY).fire).toEqual({ slot_at: Date.UTC(2026, 0, 6, 3), catch_up: false });
+    expect(planAlarm(daily3, Date.UTC(2026, 0, 6, 3), Date.UTC(2026, 0, 6, 3) + ON_TIME_MS, DAY).fire).toEqual({
+      slot_at: Date.UTC(2026, 0, 6, 3),
+      catch_up: false,
+    });
   });
 
   it("after downtime: one catch-up fire for the latest missed slot, the others skipped, then the next regular slot", () => {
@@ -35,11 +38,19 @@ describe("planAlarm", () => {
   });
 
   it("a single slot run late is a catch-up fire within the window", () => {
-    expect(planAlarm(daily3, Date.UTC(2026, 0, 6, 3), Date.UTC(2026, 0, 6, 5), DAY)).toMatchObject({ fire: { slot_at: Date.UTC(2026, 0, 6, 3), catch_up: true }, skipped: 0 });
+    expect(planAlarm(daily3, Date.UTC(2026, 0, 6, 3), Date.UTC(2026, 0, 6, 5), DAY)).toMatchObject({
+      fire: { slot_at: Date.UTC(2026, 0, 6, 3), catch_up: true },
+      skipped: 0,
+    });
   });
 
   it("missed slots older than the window are skipped without a fire; window 0 never catches up", () => {
-    expect(planAlarm(daily3, Date.UTC(2026, 0, 6, 3), Date.UTC(2026, 0, 8, 9), 3 * HOUR)).toEqual({ fire: null, skipped: 3, skipped_capped: false, next_at: Date.UTC(2026, 0, 9, 3) });
+    expect(planAlarm(daily3, Date.UTC(2026, 0, 6, 3), Date.UTC(2026, 0, 8, 9), 3 * HOUR)).toEqual({
+      fire: null,
+      skipped: 3,
+      skipped_capped: false,
+      next_at: Date.UTC(2026, 0, 9, 3),
+    });
     expect(planAlarm(everyMinute, T0, T0 + 5 * MIN + 1000, 0)).toEqual({ fire: null, skipped: 6, skipped_capped: false, next_at: T0 + 6 * MIN });
     // On time is on time, whatever the window.
     expect(planAlarm(everyMinute, T0, T0 + 1000, 0).fire).toEqual({ slot_at: T0, catch_up: false });

@@ -53,7 +53,14 @@ describe("a schedule with a state binding", () => {
     const name = uniq("nightly");
     const created = await call("POST", "/api/schedules", {
       key,
-      body: { tool_name: tool.title, tool_kwargs: { message: "tick" }, schedule_kwargs: { cron: "0 3 * * *" }, execution_key: runner.user_id, name, state_binding: counting(state) },
+      body: {
+        tool_name: tool.title,
+        tool_kwargs: { message: "tick" },
+        schedule_kwargs: { cron: "0 3 * * *" },
+        execution_key: runner.user_id,
+        name,
+        state_binding: counting(state),
+      },
     });
     expect(created.status, JSON.stringify(created.body)).toBe(200);
     expect(created.body.data.schedule.state_binding.states[0]).toMatchObject({ state, subject_expr: { content: '"nightly"' } });
@@ -79,7 +86,10 @@ describe("a schedule with a state binding", () => {
   it("a run-once schedule passes its binding to its run", async () => {
     const state = await counterState();
     const tool = await kwargsTool();
-    const r = await call("POST", "/api/schedules", { key: await admin(), body: { tool_name: tool.title, tool_kwargs: { message: "now" }, schedule_kwargs: {}, execution_key: "root", state_binding: counting(state) } });
+    const r = await call("POST", "/api/schedules", {
+      key: await admin(),
+      body: { tool_name: tool.title, tool_kwargs: { message: "now" }, schedule_kwargs: {}, execution_key: "root", state_binding: counting(state) },
+    });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(await endedRun(r.body.data.run_id)).toMatchObject({ status: "succeeded", state_bound: true });
     const record = await call("GET", `/api/states/${state}/records/tool/${tool.title}/job/nightly`, { key: await admin() });
@@ -88,7 +98,15 @@ describe("a schedule with a state binding", () => {
 
   it("is refused as a target config's binding is, storing nothing: undeclared state 404, a program that does not compile 400, a maintenance tool 400, no states store 501", async () => {
     const key = await admin();
-    const body = (binding: unknown, extra: Record<string, unknown> = {}) => ({ tool_name: "echo", tool_kwargs: { message: "x" }, schedule_kwargs: { cron: "0 3 * * *" }, execution_key: "root", name: uniq("refused"), state_binding: binding, ...extra });
+    const body = (binding: unknown, extra: Record<string, unknown> = {}) => ({
+      tool_name: "echo",
+      tool_kwargs: { message: "x" },
+      schedule_kwargs: { cron: "0 3 * * *" },
+      execution_key: "root",
+      name: uniq("refused"),
+      state_binding: binding,
+      ...extra,
+    });
     const undeclared = await call("POST", "/api/schedules", { key, body: body({ states: [{ state: uniq("none").toLowerCase(), subject_expr: tt('"x"') }] }) });
     expect(undeclared.status).toBe(404);
     const state = await counterState();
@@ -97,12 +115,19 @@ describe("a schedule with a state binding", () => {
     const notJq = await call("POST", "/api/schedules", { key, body: body({ states: [{ state, subject_expr: tt("if") }] }) });
     expect(notJq.status).toBe(400);
     expect(notJq.body.error).toMatch(/state_binding: states\[0\]\.subject_expr does not compile as jq/);
-    const maintenance = await call("POST", "/api/schedules", { key, body: body({ states: [{ state, subject_expr: tt('"x"') }] }, { tool_name: "maintenance.prune_expired", tool_kwargs: {} }) });
+    const maintenance = await call("POST", "/api/schedules", {
+      key,
+      body: body({ states: [{ state, subject_expr: tt('"x"') }] }, { tool_name: "maintenance.prune_expired", tool_kwargs: {} }),
+    });
     expect(maintenance.status).toBe(400);
     expect(maintenance.body.error).toMatch(/state_binding/);
     const noStore = await fetchWithEnv(
       { ...env, STATES_STORE_URL: "" },
-      new Request(`${BASE}/api/schedules`, { method: "POST", headers: { "x-api-key": key, "content-type": "application/json" }, body: JSON.stringify(body({ states: [{ state, subject_expr: tt('"x"') }] })) }),
+      new Request(`${BASE}/api/schedules`, {
+        method: "POST",
+        headers: { "x-api-key": key, "content-type": "application/json" },
+        body: JSON.stringify(body({ states: [{ state, subject_expr: tt('"x"') }] })),
+      }),
     );
     expect(noStore.status).toBe(501);
     expect(await noStore.json()).toMatchObject({ code: "states-not-configured" });
@@ -119,8 +144,13 @@ describe("objects written before issue 17", () => {
       sql.exec(`CREATE TABLE spec (id INTEGER PRIMARY KEY CHECK (id = 1), name TEXT NOT NULL, tool_name TEXT NOT NULL, tool_kwargs TEXT NOT NULL, schedule_kwargs TEXT NOT NULL,
         cron TEXT NOT NULL, timezone TEXT NOT NULL, execution_key TEXT NOT NULL, execution_key_fingerprint TEXT NOT NULL, created_by TEXT NOT NULL,
         created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, next_fire_at INTEGER, fires INTEGER NOT NULL DEFAULT 0, last_fire_at INTEGER, last_run_id TEXT)`);
-      sql.exec("CREATE TABLE fires (seq INTEGER PRIMARY KEY, run_id TEXT, slot_at INTEGER, fired_at INTEGER NOT NULL, catch_up INTEGER NOT NULL, skipped INTEGER NOT NULL, submitted INTEGER NOT NULL)");
-      sql.exec("INSERT INTO spec (id, name, tool_name, tool_kwargs, schedule_kwargs, cron, timezone, execution_key, execution_key_fingerprint, created_by, created_at, updated_at) VALUES (1, ?, 'echo', '{}', '{}', '0 3 * * *', 'UTC', 'root', 'f', 'root', 1, 1)", name);
+      sql.exec(
+        "CREATE TABLE fires (seq INTEGER PRIMARY KEY, run_id TEXT, slot_at INTEGER, fired_at INTEGER NOT NULL, catch_up INTEGER NOT NULL, skipped INTEGER NOT NULL, submitted INTEGER NOT NULL)",
+      );
+      sql.exec(
+        "INSERT INTO spec (id, name, tool_name, tool_kwargs, schedule_kwargs, cron, timezone, execution_key, execution_key_fingerprint, created_by, created_at, updated_at) VALUES (1, ?, 'echo', '{}', '{}', '0 3 * * *', 'UTC', 'root', 'f', 'root', 1, 1)",
+        name,
+      );
       upgradeScheduleTables(sql);
       upgradeScheduleTables(sql);
       return readSchedule(sql);
@@ -136,7 +166,10 @@ describe("objects written before issue 17", () => {
         caller_user_id TEXT NOT NULL, caller_fingerprint TEXT NOT NULL, origin TEXT NOT NULL, schedule_name TEXT, slot_at INTEGER,
         status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, result TEXT, error TEXT, error_kind TEXT,
         created_at INTEGER NOT NULL, started_at INTEGER, finished_at INTEGER, expires_at INTEGER, published INTEGER NOT NULL DEFAULT 0, steps TEXT)`);
-      sql.exec("INSERT INTO run (id, run_id, tool_name, arguments, caller_user_id, caller_fingerprint, origin, status, created_at, published) VALUES (1, ?, 'echo', '{}', 'root', 'f', 'api', 'succeeded', 1, 1)", runId);
+      sql.exec(
+        "INSERT INTO run (id, run_id, tool_name, arguments, caller_user_id, caller_fingerprint, origin, status, created_at, published) VALUES (1, ?, 'echo', '{}', 'root', 'f', 'api', 'succeeded', 1, 1)",
+        runId,
+      );
       upgradeRunTable(sql);
       upgradeRunTable(sql);
       return readRun(sql);

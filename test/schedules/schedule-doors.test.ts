@@ -51,12 +51,27 @@ describe("POST /api/schedules", () => {
 
   it("the crontab fields and a timezone: slots are computed in that zone", async () => {
     const k = await echoKey();
-    const r = await create({ tool_name: "echo", tool_kwargs: { message: "morning" }, schedule_kwargs: { minute: 0, hour: 9, day_of_week: "mon-fri", timezone: "America/New_York" }, execution_key: k.user_id });
+    const r = await create({
+      tool_name: "echo",
+      tool_kwargs: { message: "morning" },
+      schedule_kwargs: { minute: 0, hour: 9, day_of_week: "mon-fri", timezone: "America/New_York" },
+      execution_key: k.user_id,
+    });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     const s = r.body.data.schedule;
-    expect(s).toMatchObject({ cron: "0 9 * * mon-fri", timezone: "America/New_York", schedule_kwargs: { minute: 0, hour: 9, day_of_week: "mon-fri", timezone: "America/New_York" } });
+    expect(s).toMatchObject({
+      cron: "0 9 * * mon-fri",
+      timezone: "America/New_York",
+      schedule_kwargs: { minute: 0, hour: 9, day_of_week: "mon-fri", timezone: "America/New_York" },
+    });
     const next = new Date(s.next_fire_at);
-    const local = new Intl.DateTimeFormat("en-US", { timeZone: "America/New_York", hour: "numeric", minute: "numeric", weekday: "short", hour12: false }).format(next);
+    const local = new Intl.DateTimeFormat("en-US", {
+      timeZone: "America/New_York",
+      hour: "numeric",
+      minute: "numeric",
+      weekday: "short",
+      hour12: false,
+    }).format(next);
     expect(local).toMatch(/^(Mon|Tue|Wed|Thu|Fri) 09:00$/);
   });
 
@@ -68,12 +83,24 @@ describe("POST /api/schedules", () => {
     const again = await create({ ...spec, schedule_kwargs: { minute: 0, hour: 4 }, execution_key: b.user_id });
     expect(again.status).toBe(200);
     expect(again.body.data).toMatchObject({ name: first.body.data.name, created: false });
-    expect(again.body.data.schedule).toMatchObject({ execution_key: b.user_id, execution_key_fingerprint: b.fingerprint, created_at: first.body.data.schedule.created_at });
+    expect(again.body.data.schedule).toMatchObject({
+      execution_key: b.user_id,
+      execution_key_fingerprint: b.fingerprint,
+      created_at: first.body.data.schedule.created_at,
+    });
     const named = uniq("nightly");
     expect((await create({ ...spec, execution_key: a.user_id, name: named })).body.data).toMatchObject({ name: named, created: true });
-    const replaced = await create({ tool_name: "echo", tool_kwargs: { message: "other" }, schedule_kwargs: { cron: "30 1 * * *" }, execution_key: a.user_id, name: named });
+    const replaced = await create({
+      tool_name: "echo",
+      tool_kwargs: { message: "other" },
+      schedule_kwargs: { cron: "30 1 * * *" },
+      execution_key: a.user_id,
+      name: named,
+    });
     expect(replaced.body.data).toMatchObject({ name: named, created: false, schedule: { cron: "30 1 * * *", tool_kwargs: { message: "other" } } });
-    const listed = (await call("GET", "/api/schedules?pageSize=200", { key: await admin() })).body.data.items.filter((s: any) => s.name === named || s.name === first.body.data.name);
+    const listed = (await call("GET", "/api/schedules?pageSize=200", { key: await admin() })).body.data.items.filter(
+      (s: any) => s.name === named || s.name === first.body.data.name,
+    );
     expect(listed).toHaveLength(2);
   });
 
@@ -139,7 +166,9 @@ describe("POST /api/schedules", () => {
     expect(g.body.error).toBe("execution_key may not run this tool");
     // Maintenance tools: an admin key only.
     const nonAdmin = await mintKey({ scopes: ["tools:write"] });
-    expect((await create({ tool_name: "maintenance.prune_expired", schedule_kwargs: { cron: "0 * * * *" }, execution_key: nonAdmin.user_id })).status).toBe(403);
+    expect((await create({ tool_name: "maintenance.prune_expired", schedule_kwargs: { cron: "0 * * * *" }, execution_key: nonAdmin.user_id })).status).toBe(
+      403,
+    );
     expect((await create({ tool_name: "maintenance.prune_expired", schedule_kwargs: { cron: "0 * * * *" }, execution_key: "root" })).status).toBe(200);
   });
 });
@@ -153,7 +182,10 @@ describe("DELETE /api/schedules/{schedule_name}", () => {
     const r = await call("DELETE", `/api/schedules/${name}`, { key });
     expect(r.status).toBe(200);
     expect(r.body.data).toEqual({ removed: true, name });
-    const left = await runInDurableObject(scheduleObject(name), async (_o, state) => ({ alarm: await state.storage.getAlarm(), tables: state.storage.sql.exec("SELECT name FROM sqlite_master WHERE type = 'table'").toArray().length }));
+    const left = await runInDurableObject(scheduleObject(name), async (_o, state) => ({
+      alarm: await state.storage.getAlarm(),
+      tables: state.storage.sql.exec("SELECT name FROM sqlite_master WHERE type = 'table'").toArray().length,
+    }));
     expect(left).toEqual({ alarm: null, tables: 0 });
     expect((await call("GET", "/api/schedules?pageSize=200", { key })).body.data.items.some((s: any) => s.name === name)).toBe(false);
     expect((await call("DELETE", `/api/schedules/${name}`, { key })).status).toBe(404);
@@ -167,11 +199,32 @@ describe("restricted callers", () => {
     const owned = await mintKey({ scopes: ["schedules:write", "tool:echo"], owner_user_id: owner.user_id });
     const theirs = uniq("theirs");
     const mine = uniq("mine");
-    expect((await create({ tool_name: "echo", tool_kwargs: { message: "o" }, schedule_kwargs: { cron: "0 6 * * *" }, execution_key: owner.user_id, name: theirs }, owner.key)).status).toBe(200);
-    expect((await create({ tool_name: "echo", tool_kwargs: { message: "m" }, schedule_kwargs: { cron: "0 6 * * *" }, execution_key: owned.user_id, name: mine }, owned.key)).status).toBe(200);
+    expect(
+      (
+        await create(
+          { tool_name: "echo", tool_kwargs: { message: "o" }, schedule_kwargs: { cron: "0 6 * * *" }, execution_key: owner.user_id, name: theirs },
+          owner.key,
+        )
+      ).status,
+    ).toBe(200);
+    expect(
+      (
+        await create(
+          { tool_name: "echo", tool_kwargs: { message: "m" }, schedule_kwargs: { cron: "0 6 * * *" }, execution_key: owned.user_id, name: mine },
+          owned.key,
+        )
+      ).status,
+    ).toBe(200);
     const listed = await call("GET", "/api/schedules?pageSize=200", { key: owned.key });
     expect(listed.body.data.items.map((s: any) => s.name)).toEqual([mine]);
-    expect((await create({ tool_name: "echo", tool_kwargs: { message: "x" }, schedule_kwargs: { cron: "0 7 * * *" }, execution_key: owned.user_id, name: theirs }, owned.key)).status).toBe(403);
+    expect(
+      (
+        await create(
+          { tool_name: "echo", tool_kwargs: { message: "x" }, schedule_kwargs: { cron: "0 7 * * *" }, execution_key: owned.user_id, name: theirs },
+          owned.key,
+        )
+      ).status,
+    ).toBe(403);
     expect((await call("DELETE", `/api/schedules/${theirs}`, { key: owned.key })).status).toBe(403);
     expect((await call("DELETE", `/api/schedules/${mine}`, { key: owned.key })).status).toBe(200);
     expect((await call("GET", "/api/schedules?pageSize=200", { key: owner.key })).body.data.items.some((s: any) => s.name === theirs)).toBe(true);
@@ -183,7 +236,14 @@ describe("the store gate and the server clock", () => {
     const key = await admin();
     const noStore = { ...env, TOOL_RUNS_STORE_URL: "" };
     const send = (method: string, path: string, body?: unknown) =>
-      fetchWithEnv(noStore, new Request(`${BASE}${path}`, { method, headers: { "x-api-key": key, "content-type": "application/json" }, body: body ? JSON.stringify(body) : undefined }));
+      fetchWithEnv(
+        noStore,
+        new Request(`${BASE}${path}`, {
+          method,
+          headers: { "x-api-key": key, "content-type": "application/json" },
+          body: body ? JSON.stringify(body) : undefined,
+        }),
+      );
     for (const [method, path, body] of [
       ["POST", "/api/schedules", { tool_name: "echo", tool_kwargs: { message: "x" }, schedule_kwargs: {}, execution_key: "root" }],
       ["GET", "/api/schedules", undefined],

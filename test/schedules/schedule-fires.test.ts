@@ -18,7 +18,10 @@ const DAY = 86_400_000;
 async function daily(opts: { key?: { user_id: string }; message?: string } = {}) {
   const k = opts.key ?? (await mintKey({ scopes: ["tool:echo"] }));
   const name = uniq("daily");
-  const r = await call("POST", "/api/schedules", { key: await admin(), body: { tool_name: "echo", tool_kwargs: { message: opts.message ?? "fired" }, schedule_kwargs: { cron: "0 3 * * *" }, execution_key: k.user_id, name } });
+  const r = await call("POST", "/api/schedules", {
+    key: await admin(),
+    body: { tool_name: "echo", tool_kwargs: { message: opts.message ?? "fired" }, schedule_kwargs: { cron: "0 3 * * *" }, execution_key: k.user_id, name },
+  });
   expect(r.status, JSON.stringify(r.body)).toBe(200);
   return { name, key: k, next: Date.parse(r.body.data.schedule.next_fire_at) };
 }
@@ -40,7 +43,14 @@ describe("a fire", () => {
     const fire = state!.recent_fires[0];
     expect(fire).toMatchObject({ slot_at: next, catch_up: false, skipped: 0 });
     const run = await endedRun(fire.run_id!);
-    expect(run).toMatchObject({ status: "succeeded", result: "fired", caller: key.user_id, origin: "schedule", schedule_name: name, slot_at: new Date(next).toISOString() });
+    expect(run).toMatchObject({
+      status: "succeeded",
+      result: "fired",
+      caller: key.user_id,
+      origin: "schedule",
+      schedule_name: name,
+      slot_at: new Date(next).toISOString(),
+    });
     expect(await indexRow(fire.run_id!)).toMatchObject({ origin: "schedule", schedule_name: name, status: "succeeded" });
     const listed = (await call("GET", "/api/tool-runs?tool_name=echo&pageSize=200", { key: await admin() })).body.data.items;
     expect(listed.find((i: any) => i.run_id === fire.run_id)).toMatchObject({ origin: "schedule", schedule_name: name });
@@ -79,7 +89,10 @@ describe("missed fires after downtime", () => {
     // A daily job always has a slot less than a day old once it is due; a yearly one shows the window.
     const name = uniq("yearly");
     const k = await mintKey({ scopes: ["tool:echo"] });
-    const r = await call("POST", "/api/schedules", { key: await admin(), body: { tool_name: "echo", tool_kwargs: { message: "y" }, schedule_kwargs: { cron: "0 0 1 1 *" }, execution_key: k.user_id, name } });
+    const r = await call("POST", "/api/schedules", {
+      key: await admin(),
+      body: { tool_name: "echo", tool_kwargs: { message: "y" }, schedule_kwargs: { cron: "0 0 1 1 *" }, execution_key: k.user_id, name },
+    });
     const slot = Date.parse(r.body.data.schedule.next_fire_at);
     const { state, alarm } = await tickAt(name, slot + 2 * DAY);
     expect(state!.fires).toBe(0);
@@ -125,7 +138,11 @@ describe("deleting", () => {
     const before = await env.DB.prepare("SELECT COUNT(*) AS n FROM tool_runs WHERE schedule_name = ?").bind(name).first<{ n: number }>();
     const after = await runInDurableObject(scheduleObject(name), async (instance, state) => {
       await instance.tick(next + 1000);
-      return { state: await instance.read(), alarm: await state.storage.getAlarm(), tables: state.storage.sql.exec("SELECT name FROM sqlite_master WHERE type = 'table'").toArray().length };
+      return {
+        state: await instance.read(),
+        alarm: await state.storage.getAlarm(),
+        tables: state.storage.sql.exec("SELECT name FROM sqlite_master WHERE type = 'table'").toArray().length,
+      };
     });
     expect(after).toEqual({ state: null, alarm: null, tables: 0 });
     expect((await env.DB.prepare("SELECT COUNT(*) AS n FROM tool_runs WHERE schedule_name = ?").bind(name).first<{ n: number }>())!.n).toBe(before!.n);
@@ -137,10 +154,12 @@ describe("restart between recording a fire and submitting its run", () => {
     const { name, next } = await daily({ message: "late" });
     const runId = crypto.randomUUID();
     // What a restart leaves: the fire recorded (unsubmitted), the schedule moved on.
-    await runInDurableObject(scheduleObject(name), (_o, state) => recordAlarm(state.storage.sql, { run_id: runId, slot_at: next, fired_at: next + 10, catch_up: false, skipped: 0 }, next + DAY));
+    await runInDurableObject(scheduleObject(name), (_o, state) =>
+      recordAlarm(state.storage.sql, { run_id: runId, slot_at: next, fired_at: next + 10, catch_up: false, skipped: 0 }, next + DAY),
+    );
     expect(await indexRow(runId)).toBeNull();
     await tickAt(name, next + 20);
-    expect((await endedRun(runId))).toMatchObject({ status: "succeeded", result: "late", slot_at: new Date(next).toISOString(), schedule_name: name });
+    expect(await endedRun(runId)).toMatchObject({ status: "succeeded", result: "late", slot_at: new Date(next).toISOString(), schedule_name: name });
     // Submitted once: a further alarm does not submit it again (submitting is idempotent anyway).
     const { state } = await tickAt(name, next + 30);
     expect(state!.recent_fires.filter((f) => f.run_id === runId)).toHaveLength(1);

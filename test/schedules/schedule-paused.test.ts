@@ -20,7 +20,10 @@ describe("a schedule without the tool-runs store", () => {
   it("skips its due slot, submits nothing, and resumes once the store is back", async () => {
     const k = await mintKey({ scopes: ["tool:echo"] });
     const name = uniq("paused");
-    const r = await call("POST", "/api/schedules", { key: await admin(), body: { tool_name: "echo", tool_kwargs: { message: "p" }, schedule_kwargs: { cron: "0 3 * * *" }, execution_key: k.user_id, name } });
+    const r = await call("POST", "/api/schedules", {
+      key: await admin(),
+      body: { tool_name: "echo", tool_kwargs: { message: "p" }, schedule_kwargs: { cron: "0 3 * * *" }, execution_key: k.user_id, name },
+    });
     expect(r.status).toBe(200);
     const next = Date.parse(r.body.data.schedule.next_fire_at);
     const off = await call("POST", "/api/config/env", { key: await admin(), body: { set: { TOOL_RUNS_STORE_URL: "" } } });

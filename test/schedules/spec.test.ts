@@ -33,7 +33,9 @@ describe("cadenceOf", () => {
       expect(r, bad).toEqual({ error: "schedule_kwargs.cron: not a valid five-field crontab expression" });
     }
     expect(cadence({ hour: 30 })).toEqual({ error: "schedule_kwargs (crontab fields): not a valid five-field crontab expression" });
-    expect(cadence({ cron: "* * * * *", timezone: "Mars/Olympus_Mons" })).toEqual({ error: "schedule_kwargs.timezone: not an IANA timezone name this service knows" });
+    expect(cadence({ cron: "* * * * *", timezone: "Mars/Olympus_Mons" })).toEqual({
+      error: "schedule_kwargs.timezone: not an IANA timezone name this service knows",
+    });
     expect(cadence({ cron: "* * * * *", timezone: "+01:00" }).error).toMatch(/timezone/);
   });
 

@@ -21,11 +21,22 @@ function isolatedShard() {
 }
 
 function row(routeName: string, threadId: string, over: Partial<ListingRow> = {}): ListingRow {
-  return { route_name: routeName, thread_id: threadId, client_address: "a", last_activity_at: new Date().toISOString(), message_count: 1, last_status: "delivered", live_until: null, ...over };
+  return {
+    route_name: routeName,
+    thread_id: threadId,
+    client_address: "a",
+    last_activity_at: new Date().toISOString(),
+    message_count: 1,
+    last_status: "delivered",
+    live_until: null,
+    ...over,
+  };
 }
 
 async function listed(threadId: string) {
-  return env.DB.prepare("SELECT message_count, last_status, live_until FROM threads WHERE thread_id = ?").bind(threadId).first<{ message_count: number; last_status: string; live_until: number | null }>();
+  return env.DB.prepare("SELECT message_count, last_status, live_until FROM threads WHERE thread_id = ?")
+    .bind(threadId)
+    .first<{ message_count: number; last_status: string; live_until: number | null }>();
 }
 
 /** Runs `fn` with the shard's env overridden by `vars` (its flush policy) and, if given, its DB. */
@@ -103,7 +114,10 @@ describe("the listing buffer", () => {
       expect(await shard.pending()).toBe(2);
       // The tenth settled turn fills the batch: the shard writes at once.
       await shard.push({ thread_id: t1, row: row(route.name, t1, { message_count: 9, last_status: "failed" }), failed: [], updates: 5 });
-      await eventually(() => shard.pending(), (n) => n === 0);
+      await eventually(
+        () => shard.pending(),
+        (n) => n === 0,
+      );
       expect(await listed(t1)).toEqual({ message_count: 9, last_status: "failed", live_until: null });
       expect(await listed(t2)).toMatchObject({ message_count: 1 });
     } finally {
@@ -118,7 +132,12 @@ describe("the listing buffer", () => {
     const restore = await withShardEnv(shard, { CONVERSATIONS_INDEX_FLUSH_LAG_SECONDS: "0.05" });
     try {
       const t = `bridge:${route.name}:root/lagged`;
-      await shard.push({ thread_id: t, row: row(route.name, t), failed: [{ message_id: uniq("f"), route_name: route.name, thread_id: t, failed_at: new Date().toISOString(), expires_at: Date.now() + 60_000 }], updates: 1 });
+      await shard.push({
+        thread_id: t,
+        row: row(route.name, t),
+        failed: [{ message_id: uniq("f"), route_name: route.name, thread_id: t, failed_at: new Date().toISOString(), expires_at: Date.now() + 60_000 }],
+        updates: 1,
+      });
       expect(await shard.pending()).toBe(2);
       await new Promise((r) => setTimeout(r, 60));
       await runDurableObjectAlarm(shard);
@@ -144,7 +163,10 @@ describe("the listing buffer", () => {
     const t = `bridge:${route.name}:root/retry`;
     try {
       await shard.push({ thread_id: t, row: row(route.name, t), failed: [], updates: 10 });
-      await eventually(async () => error.mock.calls.length, (n) => n > 0);
+      await eventually(
+        async () => error.mock.calls.length,
+        (n) => n > 0,
+      );
       expect(String(error.mock.calls[0][0])).toContain("flushing the listing to D1 failed");
       expect(await shard.pending()).toBe(1);
     } finally {
@@ -168,17 +190,25 @@ describe("the thread outbox", () => {
     const error = vi.spyOn(console, "error").mockImplementation(() => undefined);
     // Cut this thread off from its listing shard.
     let original: Env | null = null;
-    const unreachable = { idFromName: (n: string) => env.INDEX_SHARDS.idFromName(n), get: () => ({ push: async () => Promise.reject(new Error("shard unreachable")) }) };
+    const unreachable = {
+      idFromName: (n: string) => env.INDEX_SHARDS.idFromName(n),
+      get: () => ({ push: async () => Promise.reject(new Error("shard unreachable")) }),
+    };
     await runInDurableObject(stubFor(threadId), (obj) => {
       const o = obj as unknown as { env: Env };
       original = o.env;
       o.env = { ...o.env, INDEX_SHARDS: unreachable } as unknown as Env;
     });
     await send(route.name, { external_user_id: "outbox", text: "two", wait_seconds: 10 });
-    await eventually(async () => error.mock.calls.length, (n) => n > 0);
+    await eventually(
+      async () => error.mock.calls.length,
+      (n) => n > 0,
+    );
     expect(String(error.mock.calls[0][0])).toContain("thread index push failed");
     expect(await outboxRows(threadId)).toBeGreaterThan(0);
-    const retryAt = await runInDurableObject(stubFor(threadId), (_o, state) => Number(state.storage.sql.exec("SELECT value FROM meta WHERE key = 'outbox_retry_at'").one().value));
+    const retryAt = await runInDurableObject(stubFor(threadId), (_o, state) =>
+      Number(state.storage.sql.exec("SELECT value FROM meta WHERE key = 'outbox_retry_at'").one().value),
+    );
     expect(retryAt).toBeGreaterThan(Date.now());
     // The shard is reachable again, and both the retry and the rows' grace are due: the alarm
     // pushes and clears the marker.
@@ -191,6 +221,11 @@ describe("the thread outbox", () => {
     expect(await outboxRows(threadId)).toBe(0);
     await listingCaughtUp(threadId);
     expect(await listed(threadId)).toMatchObject({ message_count: 2 });
-    expect(await runInDurableObject(stubFor(threadId), (_o, state) => state.storage.sql.exec("SELECT COUNT(*) AS n FROM meta WHERE key = 'outbox_retry_at'").one().n)).toBe(0);
+    expect(
+      await runInDurableObject(
+        stubFor(threadId),
+        (_o, state) => state.storage.sql.exec("SELECT COUNT(*) AS n FROM meta WHERE key = 'outbox_retry_at'").one().n,
+      ),
+    ).toBe(0);
   });
 });

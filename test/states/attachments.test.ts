@@ -15,15 +15,35 @@ function ordersTemplate() {
     kind: "state-template",
     description: "orders",
     parameters: { max: { schema: { type: "integer", minimum: 1 }, default: 10 } },
-    schema: { type: "object", properties: { items: { type: "array", maxItems: { $parameter: "max" }, items: { type: "object", properties: { id: { type: "string" }, qty: { type: "integer" } }, required: ["id"] } } } },
+    schema: {
+      type: "object",
+      properties: {
+        items: {
+          type: "array",
+          maxItems: { $parameter: "max" },
+          items: { type: "object", properties: { id: { type: "string" }, qty: { type: "integer" } }, required: ["id"] },
+        },
+      },
+    },
     regimes: [{ path: ["items"], regime: "composing" }],
     declarations: {
       schema: { type: "object", properties: { currency: { type: "string" } }, additionalProperties: false },
       check: { content: 'if .declarations.currency == "XXX" then "currency XXX is not accepted" else empty end' },
     },
     template_jq: {
-      count: { purpose: "input", description: "how many orders", params: ["min_qty"], jq: { content: "[(.items // [])[] | select(.qty >= ($params.min_qty // 0))] | length" } },
-      add: { purpose: "update", description: "add an order", reads: [], writes: [["items"]], jq: { content: '[{op: "set_by_key", path: ["items"], key: "id", items: [.input]}]' } },
+      count: {
+        purpose: "input",
+        description: "how many orders",
+        params: ["min_qty"],
+        jq: { content: "[(.items // [])[] | select(.qty >= ($params.min_qty // 0))] | length" },
+      },
+      add: {
+        purpose: "update",
+        description: "add an order",
+        reads: [],
+        writes: [["items"]],
+        jq: { content: '[{op: "set_by_key", path: ["items"], key: "id", items: [.input]}]' },
+      },
     },
   };
 }
@@ -41,7 +61,10 @@ async function setup() {
 describe("attachments", () => {
   it("compose the fragment at the path with parameters substituted; list, read, patch, detach", async () => {
     const { key, state, template } = await setup();
-    const put = await call("PUT", `/api/states/${state}/attachments/${template}`, { key, body: { path: ["orders"], parameters: { max: 3 }, declarations: { currency: "EUR" } } });
+    const put = await call("PUT", `/api/states/${state}/attachments/${template}`, {
+      key,
+      body: { path: ["orders"], parameters: { max: 3 }, declarations: { currency: "EUR" } },
+    });
     expect(put.status, JSON.stringify(put.body)).toBe(200);
     expect(put.body.data.effective_schema.properties.orders.properties.items.maxItems).toBe(3);
     expect(put.body.data.regimes).toEqual([{ path: ["orders", "items"], regime: "composing" }]);
@@ -75,7 +98,10 @@ describe("attachments", () => {
     const { key, state, template, rec } = await setup();
     await call("PUT", `/api/states/${state}/attachments/${template}`, { key, body: { path: ["orders"] } });
     expect((await call("PUT", rec("c"), { key, body: { name: "C", orders: { items: [] } } })).status).toBe(400);
-    const keyed = await call("POST", `${rec("c")}/deltas`, { key, body: { ops: [{ op: "set_by_key", path: ["orders", "items"], key: "id", items: [{ id: "a", qty: 2 }] }] } });
+    const keyed = await call("POST", `${rec("c")}/deltas`, {
+      key,
+      body: { ops: [{ op: "set_by_key", path: ["orders", "items"], key: "id", items: [{ id: "a", qty: 2 }] }] },
+    });
     expect(keyed.status, JSON.stringify(keyed.body)).toBe(200);
     expect((await call("POST", `${rec("c")}/deltas`, { key, body: { ops: [{ op: "set", path: ["orders", "items"], value: [] }] } })).status).toBe(400);
     // Merging other fields leaves the composing path as it was: allowed.
@@ -83,11 +109,26 @@ describe("attachments", () => {
 
     const added = await call("POST", `${rec("c")}/template-jq/add`, { key, body: { input: { id: "b", qty: 5 } } });
     expect(added.status, JSON.stringify(added.body)).toBe(200);
-    expect(added.body.data).toMatchObject({ name: "add", applied: true, data: { name: "Cee", orders: { items: [{ id: "a", qty: 2 }, { id: "b", qty: 5 }] } } });
+    expect(added.body.data).toMatchObject({
+      name: "add",
+      applied: true,
+      data: {
+        name: "Cee",
+        orders: {
+          items: [
+            { id: "a", qty: 2 },
+            { id: "b", qty: 5 },
+          ],
+        },
+      },
+    });
     const audit = await call("GET", `${rec("c")}/writes?limit=1`, { key });
     expect(audit.body.data.items[0].origin.meta).toEqual({ template_jq: "add" });
     // Over the parameter's maxItems (10 by default) the schema refuses: the program's write is checked like any.
-    const many = await call("POST", `${rec("c")}/deltas`, { key, body: { ops: [{ op: "set_by_key", path: ["orders", "items"], key: "id", items: Array.from({ length: 9 }, (_, i) => ({ id: `x${i}` })) }] } });
+    const many = await call("POST", `${rec("c")}/deltas`, {
+      key,
+      body: { ops: [{ op: "set_by_key", path: ["orders", "items"], key: "id", items: Array.from({ length: 9 }, (_, i) => ({ id: `x${i}` })) }] },
+    });
     expect(many.status).toBe(400);
 
     const count = await call("GET", `${rec("c")}/template-jq/${template}.count?min_qty=3`, { key });

@@ -7,10 +7,20 @@ const b = (states: unknown[]) => StateBinding.parse({ states });
 
 describe("merging a route's binding with its preset's (door entries first)", () => {
   it("either alone stands; a state in both takes the door's subject and scope, unions templates, concatenates door-first", () => {
-    const door = b([{ state: "s", subject_expr: tt(".door"), templates: ["t1"], input_injections: [{ into: "a", jq: tt("1") }], updates: [{ jq: tt("[]") }] }, { state: "only-door", subject_expr: tt(".x") }]);
+    const door = b([
+      { state: "s", subject_expr: tt(".door"), templates: ["t1"], input_injections: [{ into: "a", jq: tt("1") }], updates: [{ jq: tt("[]") }] },
+      { state: "only-door", subject_expr: tt(".x") },
+    ]);
     const preset = b([
       { state: "only-preset", subject_expr: tt(".y") },
-      { state: "s", subject_expr: tt(".preset"), scope_expr: tt("true"), templates: ["t1", "t2"], input_injections: [{ into: "b", jq: tt("2") }], updates: [{ jq: tt("[1]") }] },
+      {
+        state: "s",
+        subject_expr: tt(".preset"),
+        scope_expr: tt("true"),
+        templates: ["t1", "t2"],
+        input_injections: [{ into: "b", jq: tt("2") }],
+        updates: [{ jq: tt("[1]") }],
+      },
     ]);
     expect(mergeBindings(door, null)).toBe(door);
     expect(mergeBindings(null, preset)).toBe(preset);

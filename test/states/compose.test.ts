@@ -8,7 +8,12 @@ const base = () => ({
   required: ["name"],
 });
 
-const attach = (path: string[], fragment: Record<string, unknown>, regimes: Attachment["regimes"] = []): Attachment => ({ template: "t", path, fragment, regimes });
+const attach = (path: string[], fragment: Record<string, unknown>, regimes: Attachment["regimes"] = []): Attachment => ({
+  template: "t",
+  path,
+  fragment,
+  regimes,
+});
 
 const frozenDeep = <T>(v: T): T => {
   if (v && typeof v === "object") {
@@ -63,7 +68,10 @@ describe("composeEffectiveSchema", () => {
   });
 
   it("refuses a root fragment that redeclares a base property or declares none", () => {
-    expect(composeEffectiveSchema(base(), [attach([], { properties: { name: { type: "number" } } })])).toMatchObject({ ok: false, error: expect.stringContaining("overlapping path") });
+    expect(composeEffectiveSchema(base(), [attach([], { properties: { name: { type: "number" } } })])).toMatchObject({
+      ok: false,
+      error: expect.stringContaining("overlapping path"),
+    });
     expect(composeEffectiveSchema(base(), [attach([], { type: "object" })]).ok).toBe(false);
   });
 
@@ -75,7 +83,12 @@ describe("composeEffectiveSchema", () => {
   });
 
   it("refuses two attachments at the same path or one under the other", () => {
-    for (const [p, q] of [[["a"], ["a"]], [["a"], ["a", "b"]], [["a", "b"], ["a"]], [[], ["z"]]]) {
+    for (const [p, q] of [
+      [["a"], ["a"]],
+      [["a"], ["a", "b"]],
+      [["a", "b"], ["a"]],
+      [[], ["z"]],
+    ]) {
       const r = composeEffectiveSchema(base(), [attach(p, { type: "object", properties: { x: {} } }), attach(q, { type: "object", properties: { y: {} } })]);
       expect(r, JSON.stringify([p, q])).toMatchObject({ ok: false, error: expect.stringContaining("overlapping path") });
     }
@@ -91,7 +104,10 @@ describe("composeEffectiveSchema", () => {
 
   it("prefixes each attachment's regimes with its path and concatenates them", () => {
     const r = composeEffectiveSchema(base(), [
-      attach(["crm"], { type: "object" }, [{ path: ["tickets"], regime: "composing" }, { path: [], regime: "single" }]),
+      attach(["crm"], { type: "object" }, [
+        { path: ["tickets"], regime: "composing" },
+        { path: [], regime: "single" },
+      ]),
       attach(["notes", "daily"], { type: "array" }, [{ path: ["0"], regime: "single" }]),
     ]);
     expect(r.ok && r.regimes).toEqual([

@@ -17,13 +17,27 @@ async function declare(name = uniq("bound").toLowerCase()): Promise<string> {
 }
 
 async function hook(name: string, state: string | null, key?: string, executionKey = "root") {
-  const body = { name, topic: uniq("topic").toLowerCase(), tool: "echo", execution_key: executionKey, expr: "{message: .who}", ...(state ? { state_binding: binding(state) } : {}) };
+  const body = {
+    name,
+    topic: uniq("topic").toLowerCase(),
+    tool: "echo",
+    execution_key: executionKey,
+    expr: "{message: .who}",
+    ...(state ? { state_binding: binding(state) } : {}),
+  };
   const r = await call("POST", "/api/hooks", { key: key ?? (await admin()), body });
   expect(r.status, JSON.stringify(r.body)).toBe(200);
 }
 
 async function schedule(name: string, state: string | null, key?: string, executionKey = "root") {
-  const body = { name, tool_name: "echo", tool_kwargs: { message: "tick" }, schedule_kwargs: { cron: "0 3 * * *" }, execution_key: executionKey, ...(state ? { state_binding: binding(state) } : {}) };
+  const body = {
+    name,
+    tool_name: "echo",
+    tool_kwargs: { message: "tick" },
+    schedule_kwargs: { cron: "0 3 * * *" },
+    execution_key: executionKey,
+    ...(state ? { state_binding: binding(state) } : {}),
+  };
   const r = await call("POST", "/api/schedules", { key: key ?? (await admin()), body });
   expect(r.status, JSON.stringify(r.body)).toBe(200);
 }
@@ -84,7 +98,13 @@ describe("state consumers: hooks and schedules", () => {
     });
     expect(await consumers(state, stranger.key)).toEqual({ items: [], total: 0 });
     const all = await consumers(state, owner.key);
-    expect(all.items).toEqual(expect.arrayContaining([{ kind: "hook", name: rootHook }, { kind: "hook", name: myHook }, { kind: "schedule", name: mySchedule }]));
+    expect(all.items).toEqual(
+      expect.arrayContaining([
+        { kind: "hook", name: rootHook },
+        { kind: "hook", name: myHook },
+        { kind: "schedule", name: mySchedule },
+      ]),
+    );
     expect(all.total).toBe(3);
   });
 });

@@ -38,7 +38,15 @@ describe("StateDeclarationBody", () => {
 
   it("keeps given values; drops name and null computed fields", () => {
     const parsed = StateDeclarationBody.parse(
-      body({ name: "whatever-the-body-says", description: "d", default_subject_kind: "thread", retention_days: 30, effective_schema: null, regimes: null, updated_at: null }),
+      body({
+        name: "whatever-the-body-says",
+        description: "d",
+        default_subject_kind: "thread",
+        retention_days: 30,
+        effective_schema: null,
+        regimes: null,
+        updated_at: null,
+      }),
     );
     expect(parsed).toEqual({ description: "d", schema: base(), subject_kinds: ["person", "thread"], default_subject_kind: "thread", retention_days: 30 });
     expect(StateDeclarationBody.parse(body({ name: null, default_subject_kind: null })).default_subject_kind).toBe("person");

@@ -1,7 +1,17 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { JsonObject, JsonValue } from "../../src/http/bounded-json";
-import { type ApplyResult, DeltaBatch, DeltaOp, MAX_KEYED_ITEMS, MAX_OPS, MAX_PATH_SEGMENTS, type Regime, Regime as RegimeSchema, applyOps } from "../../src/states/ops";
+import {
+  type ApplyResult,
+  DeltaBatch,
+  DeltaOp,
+  MAX_KEYED_ITEMS,
+  MAX_OPS,
+  MAX_PATH_SEGMENTS,
+  type Regime,
+  Regime as RegimeSchema,
+  applyOps,
+} from "../../src/states/ops";
 
 /** A value no error message may ever contain. */
 const SECRET = "s3cr3t-Zq81x";
@@ -30,7 +40,10 @@ function readAt(doc: JsonValue, path: Array<string | number>): JsonValue | undef
 }
 
 /** Every message of a zod failure, joined, to look for echoed input. */
-function issueText(value: unknown, schema: { safeParse: (v: unknown) => { success: boolean; error?: { issues: Array<{ message: string; path: PropertyKey[] }> } } }) {
+function issueText(
+  value: unknown,
+  schema: { safeParse: (v: unknown) => { success: boolean; error?: { issues: Array<{ message: string; path: PropertyKey[] }> } } },
+) {
   const r = schema.safeParse(value);
   expect(r.success).toBe(false);
   return r.error!.issues.map((i) => `${i.path.map(String).join(".")}: ${i.message}`).join("; ");
@@ -141,24 +154,32 @@ describe("delta op schemas", () => {
 
 describe("set", () => {
   it("writes a top-level key, overwrites, and creates missing intermediate objects", () => {
-    const r = ok(applyOps({ a: 1, keep: true }, [
-      { op: "set", path: ["a"], value: 2 },
-      { op: "set", path: ["x", "y", "z"], value: "deep" },
-      { op: "set", path: ["x", "y", "w"], value: null },
-    ]));
+    const r = ok(
+      applyOps({ a: 1, keep: true }, [
+        { op: "set", path: ["a"], value: 2 },
+        { op: "set", path: ["x", "y", "z"], value: "deep" },
+        { op: "set", path: ["x", "y", "w"], value: null },
+      ]),
+    );
     expect(r.doc).toEqual({ a: 2, keep: true, x: { y: { z: "deep", w: null } } });
     expect(r.skipped).toEqual([]);
     expect(r.paths).toEqual([["a"], ["x", "y", "z"], ["x", "y", "w"]]);
   });
 
   it('appends with "-" and with an index equal to the length; replaces at an existing index', () => {
-    const r = ok(applyOps({ l: [1, 2] }, [
-      { op: "set", path: ["l", "-"], value: 3 },
-      { op: "set", path: ["l", 3], value: 4 },
-      { op: "set", path: ["l", 0], value: 0 },
-    ]));
+    const r = ok(
+      applyOps({ l: [1, 2] }, [
+        { op: "set", path: ["l", "-"], value: 3 },
+        { op: "set", path: ["l", 3], value: 4 },
+        { op: "set", path: ["l", 0], value: 0 },
+      ]),
+    );
     expect(r.doc).toEqual({ l: [0, 2, 3, 4] });
-    expect(r.paths).toEqual([["l", "-"], ["l", 3], ["l", 0]]);
+    expect(r.paths).toEqual([
+      ["l", "-"],
+      ["l", 3],
+      ["l", 0],
+    ]);
   });
 
   it("walks through array elements into objects", () => {
@@ -217,15 +238,19 @@ describe("set", () => {
 
   it('writes a "__proto__" key as a plain field, never touching a prototype', () => {
     const doc = JSON.parse('{"__proto__": {"x": 1}}') as JsonObject;
-    const r = ok(applyOps(doc, [
-      { op: "set", path: ["__proto__", "polluted"], value: true },
-      { op: "set", path: ["n", "__proto__"], value: { polluted: true } },
-      { op: "set", path: ["constructor", "prototype"], value: 1 },
-    ]));
+    const r = ok(
+      applyOps(doc, [
+        { op: "set", path: ["__proto__", "polluted"], value: true },
+        { op: "set", path: ["n", "__proto__"], value: { polluted: true } },
+        { op: "set", path: ["constructor", "prototype"], value: 1 },
+      ]),
+    );
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
     expect(Object.getPrototypeOf(r.doc)).toBe(Object.prototype);
     expect(Object.getPrototypeOf(r.doc.n)).toBe(Object.prototype);
-    expect(JSON.parse(JSON.stringify(r.doc))).toEqual(JSON.parse('{"__proto__": {"x": 1, "polluted": true}, "n": {"__proto__": {"polluted": true}}, "constructor": {"prototype": 1}}'));
+    expect(JSON.parse(JSON.stringify(r.doc))).toEqual(
+      JSON.parse('{"__proto__": {"x": 1, "polluted": true}, "n": {"__proto__": {"polluted": true}}, "constructor": {"prototype": 1}}'),
+    );
   });
 
   it("copies written values: later ops never edit the caller's op values", () => {
@@ -243,32 +268,41 @@ describe("set", () => {
 
 describe("remove", () => {
   it("removes a key and an array element (later elements shift)", () => {
-    const r = ok(applyOps({ a: 1, b: { c: 2, d: 3 }, l: [1, 2, 3] }, [
-      { op: "remove", path: ["a"] },
-      { op: "remove", path: ["b", "c"] },
-      { op: "remove", path: ["l", 0] },
-    ]));
+    const r = ok(
+      applyOps({ a: 1, b: { c: 2, d: 3 }, l: [1, 2, 3] }, [
+        { op: "remove", path: ["a"] },
+        { op: "remove", path: ["b", "c"] },
+        { op: "remove", path: ["l", 0] },
+      ]),
+    );
     expect(r.doc).toEqual({ b: { d: 3 }, l: [2, 3] });
     expect(r.skipped).toEqual([]);
   });
 
   it("is a skipped no-op when anything along the path is absent", () => {
     const doc = { a: { b: 1 }, l: [1] };
-    const r = ok(applyOps(doc, [
-      { op: "remove", path: ["zz"] },
-      { op: "remove", path: ["zz", "y", "x"] },
-      { op: "remove", path: ["a", "c"] },
-      { op: "remove", path: ["l", 1] },
-      { op: "remove", path: ["a", "b"] },
-      { op: "remove", path: ["a", "b"] },
-    ]));
+    const r = ok(
+      applyOps(doc, [
+        { op: "remove", path: ["zz"] },
+        { op: "remove", path: ["zz", "y", "x"] },
+        { op: "remove", path: ["a", "c"] },
+        { op: "remove", path: ["l", 1] },
+        { op: "remove", path: ["a", "b"] },
+        { op: "remove", path: ["a", "b"] },
+      ]),
+    );
     expect(r.doc).toEqual({ a: {}, l: [1] });
     expect(r.skipped).toEqual([0, 1, 2, 3, 5]);
     expect(r.paths).toEqual([["a", "b"]]);
   });
 
   it("does not reach inherited properties", () => {
-    const r = ok(applyOps({ a: {} }, [{ op: "remove", path: ["a", "constructor"] }, { op: "remove", path: ["toString"] }]));
+    const r = ok(
+      applyOps({ a: {} }, [
+        { op: "remove", path: ["a", "constructor"] },
+        { op: "remove", path: ["toString"] },
+      ]),
+    );
     expect(r.skipped).toEqual([0, 1]);
   });
 
@@ -302,7 +336,19 @@ describe("keyed ops", () => {
     });
 
     it("replaces the whole matching element; strings and integers never match each other", () => {
-      const r = ok(applyOps(people(), [{ op: "set_by_key", path: ["people"], key: "id", items: [{ id: 1, name: "Ann2" }, { id: 3, name: "Cy" }] }]));
+      const r = ok(
+        applyOps(people(), [
+          {
+            op: "set_by_key",
+            path: ["people"],
+            key: "id",
+            items: [
+              { id: 1, name: "Ann2" },
+              { id: 3, name: "Cy" },
+            ],
+          },
+        ]),
+      );
       const l = r.doc.people as JsonValue[];
       expect(l[0]).toEqual({ id: 1, name: "Ann2" });
       expect(l[1]).toEqual({ id: "1", name: "Str" });
@@ -319,17 +365,46 @@ describe("keyed ops", () => {
     });
 
     it("replaces every duplicate, and applies items in order", () => {
-      const r = ok(applyOps({ l: [{ k: "a", n: 1 }, { k: "a", n: 2 }] }, [
-        { op: "set_by_key", path: ["l"], key: "k", items: [{ k: "a", n: 3 }, { k: "b", n: 1 }, { k: "b", n: 2 }] },
-      ]));
-      expect(r.doc).toEqual({ l: [{ k: "a", n: 3 }, { k: "a", n: 3 }, { k: "b", n: 2 }] });
+      const r = ok(
+        applyOps(
+          {
+            l: [
+              { k: "a", n: 1 },
+              { k: "a", n: 2 },
+            ],
+          },
+          [
+            {
+              op: "set_by_key",
+              path: ["l"],
+              key: "k",
+              items: [
+                { k: "a", n: 3 },
+                { k: "b", n: 1 },
+                { k: "b", n: 2 },
+              ],
+            },
+          ],
+        ),
+      );
+      expect(r.doc).toEqual({
+        l: [
+          { k: "a", n: 3 },
+          { k: "a", n: 3 },
+          { k: "b", n: 2 },
+        ],
+      });
     });
 
     it("refuses a non-array at the path, and bad items, without echoing document values", () => {
       const notArray = refused(applyOps({ l: { k: SECRET } }, [{ op: "set_by_key", path: ["l"], key: "k", items: [{ k: 1 }] }]));
       expect(notArray.error).toBe("op 0 (set_by_key): path must address an array");
-      expect(refused(applyOps({ l: [] }, unchecked([{ op: "set_by_key", path: ["l"], key: "k", items: ["x"] }]))).error).toContain("items[0] must be an object");
-      expect(refused(applyOps({ l: [] }, unchecked([{ op: "set_by_key", path: ["l"], key: "k", items: [[1]] }]))).error).toContain("items[0] must be an object");
+      expect(refused(applyOps({ l: [] }, unchecked([{ op: "set_by_key", path: ["l"], key: "k", items: ["x"] }]))).error).toContain(
+        "items[0] must be an object",
+      );
+      expect(refused(applyOps({ l: [] }, unchecked([{ op: "set_by_key", path: ["l"], key: "k", items: [[1]] }]))).error).toContain(
+        "items[0] must be an object",
+      );
       for (const k of [1.5, true, null, { s: SECRET }, undefined]) {
         const r = refused(applyOps({ l: [] }, unchecked([{ op: "merge_by_key", path: ["l"], key: "k", items: [{ k: 1 }, { k, s: SECRET }] }])));
         expect(r.error).toContain("items[1] must hold a string or integer");
@@ -371,11 +446,13 @@ describe("keyed ops", () => {
     });
 
     it("is skipped when nothing matches or the array is missing", () => {
-      const r = ok(applyOps({ l: [{ id: 1 }] }, [
-        { op: "remove_by_key", path: ["l"], key: "id", keys: ["1", 9] },
-        { op: "remove_by_key", path: ["missing"], key: "id", keys: [1] },
-        { op: "remove_by_key", path: ["a", "b", "c"], key: "id", keys: [1] },
-      ]));
+      const r = ok(
+        applyOps({ l: [{ id: 1 }] }, [
+          { op: "remove_by_key", path: ["l"], key: "id", keys: ["1", 9] },
+          { op: "remove_by_key", path: ["missing"], key: "id", keys: [1] },
+          { op: "remove_by_key", path: ["a", "b", "c"], key: "id", keys: [1] },
+        ]),
+      );
       expect(r.doc).toEqual({ l: [{ id: 1 }] });
       expect(r.skipped).toEqual([0, 1, 2]);
       expect(r.paths).toEqual([]);
@@ -390,16 +467,22 @@ describe("keyed ops", () => {
     it("removes the named fields from each match", () => {
       const r = ok(applyOps(people(), [{ op: "unset_by_key", path: ["people"], key: "id", keys: [1, 2], fields: ["age", "tags", "absent"] }]));
       const l = r.doc.people as JsonValue[];
-      expect(l.slice(0, 3)).toEqual([{ id: 1, name: "Ann" }, { id: "1", name: "Str" }, { id: 2, name: "Bob" }]);
+      expect(l.slice(0, 3)).toEqual([
+        { id: 1, name: "Ann" },
+        { id: "1", name: "Str" },
+        { id: 2, name: "Bob" },
+      ]);
     });
 
     it("is skipped when the array is missing, nothing matches, or matches lack every field", () => {
-      const r = ok(applyOps({ l: [{ id: 1, a: 1 }] }, [
-        { op: "unset_by_key", path: ["missing"], key: "id", keys: [1], fields: ["a"] },
-        { op: "unset_by_key", path: ["l"], key: "id", keys: [2], fields: ["a"] },
-        { op: "unset_by_key", path: ["l"], key: "id", keys: [1], fields: ["b"] },
-        { op: "unset_by_key", path: ["l"], key: "id", keys: [1], fields: ["a"] },
-      ]));
+      const r = ok(
+        applyOps({ l: [{ id: 1, a: 1 }] }, [
+          { op: "unset_by_key", path: ["missing"], key: "id", keys: [1], fields: ["a"] },
+          { op: "unset_by_key", path: ["l"], key: "id", keys: [2], fields: ["a"] },
+          { op: "unset_by_key", path: ["l"], key: "id", keys: [1], fields: ["b"] },
+          { op: "unset_by_key", path: ["l"], key: "id", keys: [1], fields: ["a"] },
+        ]),
+      );
       expect(r.doc).toEqual({ l: [{ id: 1 }] });
       expect(r.skipped).toEqual([0, 1, 2]);
     });
@@ -412,28 +495,34 @@ describe("keyed ops", () => {
 
   describe("set_by_key_each", () => {
     it("sets the field on each match, with its own copy of the value", () => {
-      const r = ok(applyOps({ l: [{ id: 1 }, { id: 2 }, { id: 3 }] }, [
-        { op: "set_by_key_each", path: ["l"], key: "id", keys: [1, 2, 7], field: "f", value: { n: 0 } },
-        { op: "set", path: ["l", 0, "f", "n"], value: 1 },
-      ]));
+      const r = ok(
+        applyOps({ l: [{ id: 1 }, { id: 2 }, { id: 3 }] }, [
+          { op: "set_by_key_each", path: ["l"], key: "id", keys: [1, 2, 7], field: "f", value: { n: 0 } },
+          { op: "set", path: ["l", 0, "f", "n"], value: 1 },
+        ]),
+      );
       expect(r.doc).toEqual({ l: [{ id: 1, f: { n: 1 } }, { id: 2, f: { n: 0 } }, { id: 3 }] });
     });
 
     it("is skipped when nothing matches or the array is missing", () => {
-      const r = ok(applyOps({ l: [{ id: 1 }] }, [
-        { op: "set_by_key_each", path: ["l"], key: "id", keys: ["1"], field: "f", value: 1 },
-        { op: "set_by_key_each", path: ["m"], key: "id", keys: [1], field: "f", value: 1 },
-      ]));
+      const r = ok(
+        applyOps({ l: [{ id: 1 }] }, [
+          { op: "set_by_key_each", path: ["l"], key: "id", keys: ["1"], field: "f", value: 1 },
+          { op: "set_by_key_each", path: ["m"], key: "id", keys: [1], field: "f", value: 1 },
+        ]),
+      );
       expect(r.doc).toEqual({ l: [{ id: 1 }] });
       expect(r.skipped).toEqual([0, 1]);
     });
 
     it("refuses setting the key field", () => {
-      expect(refused(applyOps({ l: [] }, unchecked([{ op: "set_by_key_each", path: ["l"], key: "id", keys: [], field: "id", value: 1 }]))).kind).toBe("structure");
+      expect(refused(applyOps({ l: [] }, unchecked([{ op: "set_by_key_each", path: ["l"], key: "id", keys: [], field: "id", value: 1 }]))).kind).toBe(
+        "structure",
+      );
     });
   });
 
-  it("refuse an empty path (the root is not an array) and \"-\" when handed unchecked", () => {
+  it('refuse an empty path (the root is not an array) and "-" when handed unchecked', () => {
     expect(refused(applyOps({}, unchecked([{ op: "remove_by_key", path: [], key: "id", keys: [] }]))).error).toContain("root is an object");
     expect(refused(applyOps({ l: [] }, unchecked([{ op: "set_by_key", path: ["l", "-"], key: "id", items: [] }]))).kind).toBe("structure");
   });
@@ -462,27 +551,51 @@ describe("write regimes", () => {
   });
 
   it("allows keyed ops on it, edits inside it, and writes beside it", () => {
-    const r = ok(applyOps(doc(), [
-      { op: "merge_by_key", path: ["profile", "contacts"], key: "id", items: [{ id: 1, m: 1 }] },
-      { op: "set_by_key", path: ["profile", "contacts"], key: "id", items: [{ id: 2 }] },
-      { op: "set", path: ["profile", "contacts", 0, "n"], value: "b" },
-      { op: "set", path: ["profile", "contacts", "-"], value: { id: 3 } },
-      { op: "remove", path: ["profile", "contacts", 1] },
-      { op: "set", path: ["profile", "name"], value: "y" },
-      { op: "remove_by_key", path: ["profile", "contacts"], key: "id", keys: [3] },
-    ], regimes));
+    const r = ok(
+      applyOps(
+        doc(),
+        [
+          { op: "merge_by_key", path: ["profile", "contacts"], key: "id", items: [{ id: 1, m: 1 }] },
+          { op: "set_by_key", path: ["profile", "contacts"], key: "id", items: [{ id: 2 }] },
+          { op: "set", path: ["profile", "contacts", 0, "n"], value: "b" },
+          { op: "set", path: ["profile", "contacts", "-"], value: { id: 3 } },
+          { op: "remove", path: ["profile", "contacts", 1] },
+          { op: "set", path: ["profile", "name"], value: "y" },
+          { op: "remove_by_key", path: ["profile", "contacts"], key: "id", keys: [3] },
+        ],
+        regimes,
+      ),
+    );
     expect(r.doc.profile).toEqual({ contacts: [{ id: 1, n: "b", m: 1 }], name: "y" });
   });
 
   it("single imposes nothing; no regimes impose nothing", () => {
-    expect(ok(applyOps(doc(), [{ op: "set", path: ["settings"], value: 2 }, { op: "remove", path: ["settings"] }], regimes)).doc).not.toHaveProperty("settings");
+    expect(
+      ok(
+        applyOps(
+          doc(),
+          [
+            { op: "set", path: ["settings"], value: 2 },
+            { op: "remove", path: ["settings"] },
+          ],
+          regimes,
+        ),
+      ).doc,
+    ).not.toHaveProperty("settings");
     expect(ok(applyOps(doc(), [{ op: "set", path: [], value: {} }])).doc).toEqual({});
     expect(ok(applyOps(doc(), [{ op: "set", path: [], value: {} }], [{ path: ["profile"], regime: "single" }])).doc).toEqual({});
   });
 
   it("a regime refusal later in the batch discards the earlier ops", () => {
     const before = doc();
-    const r = applyOps(before, [{ op: "set", path: ["settings", "a"], value: 2 }, { op: "remove", path: ["profile"] }], regimes);
+    const r = applyOps(
+      before,
+      [
+        { op: "set", path: ["settings", "a"], value: 2 },
+        { op: "remove", path: ["profile"] },
+      ],
+      regimes,
+    );
     expect(refused(r).error).toMatch(/^op 1 /);
     expect(before).toEqual(doc());
   });
@@ -492,12 +605,14 @@ describe("batches", () => {
   it("are atomic: the first refusal names its op and leaves the input as it was", () => {
     const doc = { a: { b: [1, 2] }, s: "x" };
     const snapshot = structuredClone(doc);
-    const r = refused(applyOps(doc, [
-      { op: "set", path: ["a", "b", "-"], value: 3 },
-      { op: "remove", path: ["a", "b", 0] },
-      { op: "set", path: ["s", "t"], value: 1 },
-      { op: "set", path: ["z"], value: 1 },
-    ]));
+    const r = refused(
+      applyOps(doc, [
+        { op: "set", path: ["a", "b", "-"], value: 3 },
+        { op: "remove", path: ["a", "b", 0] },
+        { op: "set", path: ["s", "t"], value: 1 },
+        { op: "set", path: ["z"], value: 1 },
+      ]),
+    );
     expect(r.error).toMatch(/^op 2 \(set\): /);
     expect(doc).toEqual(snapshot);
   });
@@ -573,10 +688,25 @@ const opArb: fc.Arbitrary<DeltaOp> = fc.oneof(
   fc.record({ op: fc.constant("remove" as const), path: pathArb }),
   fc.record({ op: fc.constantFrom("set_by_key" as const, "merge_by_key" as const), path: pathArb, key: fc.constant("id"), items: keyed }),
   fc.record({ op: fc.constant("remove_by_key" as const), path: pathArb, key: fc.constant("id"), keys: fc.array(keyValArb, { maxLength: 3 }) }),
-  fc.record({ op: fc.constant("unset_by_key" as const), path: pathArb, key: fc.constant("id"), keys: fc.array(keyValArb, { maxLength: 3 }), fields: fc.constant(["n"]).map((f) => [...f]) }),
-  fc.record({ op: fc.constant("set_by_key_each" as const), path: pathArb, key: fc.constant("id"), keys: fc.array(keyValArb, { maxLength: 3 }), field: keyArb, value: valueArb }),
+  fc.record({
+    op: fc.constant("unset_by_key" as const),
+    path: pathArb,
+    key: fc.constant("id"),
+    keys: fc.array(keyValArb, { maxLength: 3 }),
+    fields: fc.constant(["n"]).map((f) => [...f]),
+  }),
+  fc.record({
+    op: fc.constant("set_by_key_each" as const),
+    path: pathArb,
+    key: fc.constant("id"),
+    keys: fc.array(keyValArb, { maxLength: 3 }),
+    field: keyArb,
+    value: valueArb,
+  }),
 );
-const regimesArb = fc.array(fc.record({ path: fc.array(keyArb, { maxLength: 3 }), regime: fc.constantFrom("single" as const, "composing" as const) }), { maxLength: 2 });
+const regimesArb = fc.array(fc.record({ path: fc.array(keyArb, { maxLength: 3 }), regime: fc.constantFrom("single" as const, "composing" as const) }), {
+  maxLength: 2,
+});
 
 describe("properties", () => {
   it("never mutate the document or the ops, whatever the outcome; a failed batch changes nothing", () => {
@@ -602,7 +732,13 @@ describe("properties", () => {
   });
 
   it("set then read round-trips, whenever the path is writable", () => {
-    const stringPath = fc.array(fc.oneof(keyArb.filter((k) => k !== "-"), fc.string({ maxLength: 5 }).filter((k) => k !== "-")), { minLength: 1, maxLength: 5 });
+    const stringPath = fc.array(
+      fc.oneof(
+        keyArb.filter((k) => k !== "-"),
+        fc.string({ maxLength: 5 }).filter((k) => k !== "-"),
+      ),
+      { minLength: 1, maxLength: 5 },
+    );
     fc.assert(
       fc.property(docArb, stringPath, valueArb, (doc, path, value) => {
         const r = applyOps(doc, [{ op: "set", path, value }]);

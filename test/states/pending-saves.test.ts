@@ -24,14 +24,39 @@ async function bound() {
   await declareTool(title, `https://${host}/run`);
   network({ [host]: (k) => ({ text: "ok", name: /^name (.+)$/.exec(k.message ?? "")?.[1] ?? null }) });
   const k = await mintKey({ scopes: [`tool:${title}`] });
-  const route = await createRoute({ door: "api", target_kind: "tool", target_name: title, execution_key: k.user_id, reply_expr: ".text", turns_per_hour_override: 1000 });
+  const route = await createRoute({
+    door: "api",
+    target_kind: "tool",
+    target_name: title,
+    execution_key: k.user_id,
+    reply_expr: ".text",
+    turns_per_hour_override: 1000,
+  });
   const attach = { state, subject_expr: tt(".turn.subject.thread"), updates: [{ jq: SET_NAME }] };
-  expect((await call("PUT", `/api/conversation-configs/tool/${title}`, { key, body: { target_kind: "tool", target_name: title, state_binding: { states: [attach] } } })).status).toBe(200);
+  expect(
+    (
+      await call("PUT", `/api/conversation-configs/tool/${title}`, {
+        key,
+        body: { target_kind: "tool", target_name: title, state_binding: { states: [attach] } },
+      })
+    ).status,
+  ).toBe(200);
   /** The row a turn writes when its state's object cannot be reached: its leftover update, to apply later. */
   const stuckSave = async (threadId: string, name: unknown, dueAt = Date.now()) => {
     const subject = { target_kind: "tool", target_name: title, kind: "thread", key: threadId };
-    const fullAttach = { ...attach, templates: [], scope_expr: null, input_injections: [], updates: [{ template_jq: null, jq: SET_NAME, adapter: null, op_id: null }] };
-    const work = { input: { message: "x" }, output: { name }, origin: { door: "turn", actor: k.user_id, consumer: null, meta: null, run_id: null, op_id: null, turn_id: null, inbound_id: null }, items: [{ state, subject, attach: fullAttach, from: 0 }] };
+    const fullAttach = {
+      ...attach,
+      templates: [],
+      scope_expr: null,
+      input_injections: [],
+      updates: [{ template_jq: null, jq: SET_NAME, adapter: null, op_id: null }],
+    };
+    const work = {
+      input: { message: "x" },
+      output: { name },
+      origin: { door: "turn", actor: k.user_id, consumer: null, meta: null, run_id: null, op_id: null, turn_id: null, inbound_id: null },
+      items: [{ state, subject, attach: fullAttach, from: 0 }],
+    };
     const row = await env.DB.prepare(
       `INSERT INTO state_pending_saves (status, target_kind, target_name, run_id, states, subjects, work, attempts, created_at, next_attempt_at) VALUES ('pending', 'tool', ?, NULL, ?, ?, ?, 0, ?, ?) RETURNING id`,
     )
@@ -39,7 +64,8 @@ async function bound() {
       .first<{ id: number }>();
     return String(row!.id);
   };
-  const record = async (threadId: string) => (await call("GET", `/api/states/${state}/records/tool/${title}/thread/${encodeURIComponent(threadId)}`, { key })).body.data;
+  const record = async (threadId: string) =>
+    (await call("GET", `/api/states/${state}/records/tool/${title}/thread/${encodeURIComponent(threadId)}`, { key })).body.data;
   return { key, state, title, route, stuckSave, record };
 }
 
@@ -58,7 +84,10 @@ describe("pending state saves", () => {
     // An older save on this subject is stuck (not due yet).
     const older = await b.stuckSave(threadId, "Zed", Date.now() + 3_600_000);
     // A waiting save holds the state's shape: a re-declare changing the schema is 409 naming it.
-    const changed = await call("PUT", `/api/states/${b.state}`, { key: b.key, body: { schema: { type: "object", properties: { ...PROFILE.properties, age: { type: "integer" } } }, subject_kinds: ["thread"] } });
+    const changed = await call("PUT", `/api/states/${b.state}`, {
+      key: b.key,
+      body: { schema: { type: "object", properties: { ...PROFILE.properties, age: { type: "integer" } } }, subject_kinds: ["thread"] },
+    });
     expect(changed).toMatchObject({ status: 409, body: { held: [older] } });
     const second = await send(b.route.name, { external_user_id: "ann", text: "name Bob", wait_seconds: 10 });
     expect(second.body.data.status).toBe("answered");
@@ -67,7 +96,14 @@ describe("pending state saves", () => {
     const listed = await call("GET", "/api/state-pending-saves", { key: b.key });
     const mine = listed.body.data.items.filter((s: any) => s.states.includes(b.state));
     expect(mine.map((s: any) => s.status)).toEqual(["pending", "pending"]);
-    expect(mine[1]).toMatchObject({ run_id: second.body.data.message_id, attempts: 0, last_error: null, failed_phase: null, calls: [], subjects: [{ state: b.state, subject: { kind: "thread", key: threadId } }] });
+    expect(mine[1]).toMatchObject({
+      run_id: second.body.data.message_id,
+      attempts: 0,
+      last_error: null,
+      failed_phase: null,
+      calls: [],
+      subjects: [{ state: b.state, subject: { kind: "thread", key: threadId } }],
+    });
     const held = await call("GET", `/api/states/${b.state}/subjects`, { key: b.key });
     expect(held.body.data.held).toEqual([{ target_kind: "tool", target_name: b.title, kind: "thread", key: threadId }]);
     // The newer save is due now but waits behind the older one.
@@ -96,9 +132,20 @@ describe("pending state saves", () => {
     expect(row.last_error).toMatch(/effective schema/);
     expect(failed.body.data.failed).toBeGreaterThanOrEqual(1);
     // Still refused: failed again.
-    expect((await call("POST", `/api/state-pending-saves/${id}/retry`, { key: b.key })).body.data).toMatchObject({ id, status: "failed", last_error: expect.stringMatching(/effective schema/) });
+    expect((await call("POST", `/api/state-pending-saves/${id}/retry`, { key: b.key })).body.data).toMatchObject({
+      id,
+      status: "failed",
+      last_error: expect.stringMatching(/effective schema/),
+    });
     // The state has no records yet, so its schema may change: now a number fits, and the retry lands.
-    expect((await call("PUT", `/api/states/${b.state}`, { key: b.key, body: { schema: { type: "object", properties: { name: { type: ["string", "integer"] } } }, subject_kinds: ["thread"] } })).status).toBe(200);
+    expect(
+      (
+        await call("PUT", `/api/states/${b.state}`, {
+          key: b.key,
+          body: { schema: { type: "object", properties: { name: { type: ["string", "integer"] } } }, subject_kinds: ["thread"] },
+        })
+      ).status,
+    ).toBe(200);
     expect((await call("POST", `/api/state-pending-saves/${id}/retry`, { key: b.key })).body.data).toEqual({ id, status: "applied", last_error: null });
     expect((await b.record(threadId)).data).toEqual({ name: 5 });
 

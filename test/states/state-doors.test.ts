@@ -13,7 +13,8 @@ async function declare(body: Record<string, unknown> = {}, name = uniq("st").toL
   return { name, res };
 }
 
-const rec = (state: string, key: string, kind = "customer", target = "tool/echo") => `/api/states/${state}/records/${target}/${kind}/${encodeURIComponent(key)}`;
+const rec = (state: string, key: string, kind = "customer", target = "tool/echo") =>
+  `/api/states/${state}/records/${target}/${kind}/${encodeURIComponent(key)}`;
 
 describe("state declarations", () => {
   it("declares, reads back with computed parts, lists, and deletes", async () => {
@@ -154,7 +155,17 @@ describe("state records", () => {
     const key = await admin();
     const { name } = await declare();
     const url = `${rec(name, "c2")}/deltas`;
-    const first = await call("POST", url, { key, body: { op_id: "op-1", ops: [{ op: "set", path: ["name"], value: "Bo" }, { op: "set", path: ["tags"], value: [] }, { op: "set", path: ["tags", "-"], value: "new" }] } });
+    const first = await call("POST", url, {
+      key,
+      body: {
+        op_id: "op-1",
+        ops: [
+          { op: "set", path: ["name"], value: "Bo" },
+          { op: "set", path: ["tags"], value: [] },
+          { op: "set", path: ["tags", "-"], value: "new" },
+        ],
+      },
+    });
     expect(first.status, JSON.stringify(first.body)).toBe(200);
     expect(first.body.data).toEqual({ applied: true, data: { name: "Bo", tags: ["new"] }, seq: 1, skipped: [] });
     const replay = await call("POST", url, { key, body: { op_id: "op-1", ops: [{ op: "set", path: ["name"], value: "Other" }] } });
@@ -201,13 +212,21 @@ describe("state records", () => {
   it("search by containment and list subjects, paged by cursor", async () => {
     const key = await admin();
     const { name } = await declare();
-    for (const [k, tags] of [["s1", ["vip", "eu"]], ["s2", ["eu"]], ["s3", ["vip"]]] as const) await call("PUT", rec(name, k), { key, body: { name: k, tags: [...tags] } });
+    for (const [k, tags] of [
+      ["s1", ["vip", "eu"]],
+      ["s2", ["eu"]],
+      ["s3", ["vip"]],
+    ] as const)
+      await call("PUT", rec(name, k), { key, body: { name: k, tags: [...tags] } });
     await call("PUT", rec(name, "t", "thread"), { key, body: { tags: ["vip"] } });
     const found = await call("POST", `/api/states/${name}/records/search`, { key, body: { filters: { tags: ["vip"] }, limit: 2 } });
     expect(found.status, JSON.stringify(found.body)).toBe(200);
     expect(found.body.data.matches.map((m: any) => m.subject.key)).toEqual(["s1", "s3"]);
     expect(found.body.data.next_cursor).not.toBeNull();
-    const rest = await call("POST", `/api/states/${name}/records/search`, { key, body: { filters: { tags: ["vip"] }, limit: 2, cursor: found.body.data.next_cursor } });
+    const rest = await call("POST", `/api/states/${name}/records/search`, {
+      key,
+      body: { filters: { tags: ["vip"] }, limit: 2, cursor: found.body.data.next_cursor },
+    });
     expect(rest.body.data.matches.map((m: any) => m.subject.key)).toEqual(["t"]);
     expect(rest.body.data.next_cursor).toBeNull();
     const customers = await call("GET", `/api/states/${name}/subjects?kind=customer&limit=2`, { key });

@@ -24,8 +24,18 @@ const FULL = {
   declarations: { schema: { type: "object" }, check: { content: ".items | length >= 0" } },
   trace: { enabled: true },
   template_jq: {
-    pick: { purpose: "input", description: "what the turn reads", params: ["limit"], jq: { content: ".items[:($params.limit // {{limit}})]", kwargs: { limit: 3 } } },
-    add_item: { purpose: "update", reads: [["items"]], writes: [["items"]], jq: { content: '[{op: "set_by_key", path: ["items"], key: "id", items: [.input]}]' } },
+    pick: {
+      purpose: "input",
+      description: "what the turn reads",
+      params: ["limit"],
+      jq: { content: ".items[:($params.limit // {{limit}})]", kwargs: { limit: 3 } },
+    },
+    add_item: {
+      purpose: "update",
+      reads: [["items"]],
+      writes: [["items"]],
+      jq: { content: '[{op: "set_by_key", path: ["items"], key: "id", items: [.input]}]' },
+    },
     stored: { purpose: "update", jq: { id: "some-resource" } },
   },
   reconcile: { every: "1h" },
@@ -166,7 +176,11 @@ describe("state templates", () => {
     ["reconcile not an object", { ...MINIMAL, reconcile: MARK }, "reconcile"],
     [
       "a $parameter naming an undeclared parameter",
-      { ...MINIMAL, parameters: { known: { schema: {} } }, schema: { type: "object", properties: { a: { type: "array", items: { $parameter: `unknown${MARK}` } } } } },
+      {
+        ...MINIMAL,
+        parameters: { known: { schema: {} } },
+        schema: { type: "object", properties: { a: { type: "array", items: { $parameter: `unknown${MARK}` } } } },
+      },
       "schema",
     ],
     [
@@ -174,7 +188,11 @@ describe("state templates", () => {
       { ...MINIMAL, schema: { type: "object", anyOf: [{}, { properties: { a: { $parameter: `p${MARK}` } } }] } },
       "schema",
     ],
-    ["a $parameter node with other keys", { ...MINIMAL, parameters: { p: { schema: {} } }, schema: { type: "object", properties: { a: { $parameter: "p", type: "string" } } } }, "schema"],
+    [
+      "a $parameter node with other keys",
+      { ...MINIMAL, parameters: { p: { schema: {} } }, schema: { type: "object", properties: { a: { $parameter: "p", type: "string" } } } },
+      "schema",
+    ],
     ["a program without a purpose", prog({ jq: { content: "." } }), "template_jq.0.purpose"],
     ["a program with an unknown purpose", prog({ purpose: `both${MARK}`, jq: { content: "." } }), "template_jq.0.purpose"],
     ["params on an update program", prog({ purpose: "update", params: ["a"], jq: { content: "." } }), "params: taken only by an input program"],
@@ -183,11 +201,23 @@ describe("state templates", () => {
     ["a program with neither content nor id", prog({ purpose: "input", jq: { kwargs: {} } }), "template_jq.0.jq"],
     ["a program without jq", prog({ purpose: "input" }), "template_jq.0.jq"],
     ["a jq program that does not compile", prog({ purpose: "update", jq: { content: `.items |||| ${MARK}` } }), "template_jq.0.jq: does not compile as jq"],
-    ["a jq program that does not compile once rendered", prog({ purpose: "input", jq: { content: ".a | {{op}} .b", kwargs: { op: `${MARK} ]` } } }), "template_jq.0.jq: does not compile as jq"],
-    ["an update program using $params (bound only for input programs)", prog({ purpose: "update", jq: { content: "$params" } }), "template_jq.0.jq: does not compile as jq"],
+    [
+      "a jq program that does not compile once rendered",
+      prog({ purpose: "input", jq: { content: ".a | {{op}} .b", kwargs: { op: `${MARK} ]` } } }),
+      "template_jq.0.jq: does not compile as jq",
+    ],
+    [
+      "an update program using $params (bound only for input programs)",
+      prog({ purpose: "update", jq: { content: "$params" } }),
+      "template_jq.0.jq: does not compile as jq",
+    ],
     ["an input program using an unbound variable", prog({ purpose: "input", jq: { content: "$nope" } }), "template_jq.0.jq: does not compile as jq"],
     ["a program that is not mustache", prog({ purpose: "input", jq: { content: `{{#a}}${MARK}` } }), "template_jq.0.jq: does not parse as mustache"],
-    ["a declarations check that does not compile", { ...MINIMAL, declarations: { check: { content: `if ${MARK}` } } }, "declarations.check.content: does not compile as jq"],
+    [
+      "a declarations check that does not compile",
+      { ...MINIMAL, declarations: { check: { content: `if ${MARK}` } } },
+      "declarations.check.content: does not compile as jq",
+    ],
     ["a declarations check without content", { ...MINIMAL, declarations: { check: {} } }, "declarations.check.content"],
   ])("400 for %s", async (_what, body, where) => {
     const res = await put(tplName(), body);

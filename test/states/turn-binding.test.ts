@@ -31,8 +31,18 @@ async function boundRoute(binding: (state: string) => Record<string, unknown>, k
     },
   });
   const k = await mintKey({ scopes: [`tool:${title}`] });
-  const route = await createRoute({ door: "api", target_kind: "tool", target_name: title, execution_key: k.user_id, reply_expr: ".text", turns_per_hour_override: 1000 });
-  const cfg = await call("PUT", `/api/conversation-configs/tool/${title}`, { key, body: { target_kind: "tool", target_name: title, state_binding: binding(state) } });
+  const route = await createRoute({
+    door: "api",
+    target_kind: "tool",
+    target_name: title,
+    execution_key: k.user_id,
+    reply_expr: ".text",
+    turns_per_hour_override: 1000,
+  });
+  const cfg = await call("PUT", `/api/conversation-configs/tool/${title}`, {
+    key,
+    body: { target_kind: "tool", target_name: title, state_binding: binding(state) },
+  });
   return { key, state, title, route, seen, cfg };
 }
 
@@ -43,7 +53,9 @@ const profileBinding = (state: string) => ({
       subject_expr: tt(".turn.subject.thread"),
       scope_expr: tt('.message != "skip"'),
       input_injections: [{ into: "profile", jq: tt(".record") }],
-      updates: [{ jq: tt('if .output.name != null then [{op: "set", path: ["name"], value: .output.name}] else [] end'), op_id: tt('"turn-" + .input.turn.id') }],
+      updates: [
+        { jq: tt('if .output.name != null then [{op: "set", path: ["name"], value: .output.name}] else [] end'), op_id: tt('"turn-" + .input.turn.id') },
+      ],
     },
   ],
 });
@@ -60,7 +72,12 @@ describe("state binding in turns", () => {
     const rec = await call("GET", `/api/states/${b.state}/records/tool/${b.title}/thread/${encodeURIComponent(first.thread_id)}`, { key: b.key });
     expect(rec.body.data).toMatchObject({ data: { name: "Ann" }, seq: 1 });
     const writes = await call("GET", `/api/states/${b.state}/records/tool/${b.title}/thread/${encodeURIComponent(first.thread_id)}/writes`, { key: b.key });
-    expect(writes.body.data.items[0].origin).toMatchObject({ door: "turn", turn_id: first.message_id, op_id: `turn-${first.message_id}`, consumer: `conversation_config:tool/${b.title}` });
+    expect(writes.body.data.items[0].origin).toMatchObject({
+      door: "turn",
+      turn_id: first.message_id,
+      op_id: `turn-${first.message_id}`,
+      consumer: `conversation_config:tool/${b.title}`,
+    });
 
     expect((await say("again")).answer).toBe("hello Ann");
     expect(b.seen[1].profile).toEqual({ name: "Ann" });
@@ -89,14 +106,19 @@ describe("state binding in turns", () => {
 
   it("is checked at save: an undeclared state 404, a program not attached 404, jq that does not compile 400; nothing stored", async () => {
     const b = await boundRoute(profileBinding);
-    const put = (binding: unknown) => call("PUT", `/api/conversation-configs/tool/${b.title}`, { key: b.key, body: { target_kind: "tool", target_name: b.title, state_binding: binding } });
+    const put = (binding: unknown) =>
+      call("PUT", `/api/conversation-configs/tool/${b.title}`, { key: b.key, body: { target_kind: "tool", target_name: b.title, state_binding: binding } });
     expect((await put({ states: [{ state: `no-${b.state}`, subject_expr: tt(".turn.subject.thread") }] })).status).toBe(404);
-    expect((await put({ states: [{ state: b.state, subject_expr: tt(".turn.subject.thread"), input_injections: [{ into: "x", template_jq: "nothing" }] }] })).status).toBe(404);
+    expect(
+      (await put({ states: [{ state: b.state, subject_expr: tt(".turn.subject.thread"), input_injections: [{ into: "x", template_jq: "nothing" }] }] })).status,
+    ).toBe(404);
     expect((await put({ states: [{ state: b.state, subject_expr: tt(".turn.subject.thread | | ") }] })).status).toBe(400);
     expect((await put({ states: [{ state: b.state, subject_expr: tt(".x"), templates: ["no-such-template"] }] })).status).toBe(404);
     const kept = await call("GET", `/api/conversation-configs/tool/${b.title}`, { key: b.key });
     expect(kept.body.data.state_binding).toEqual(expect.objectContaining({ states: [expect.objectContaining({ state: b.state })] }));
-    expect((await call("GET", `/api/states/${b.state}/consumers`, { key: b.key })).body.data.items).toEqual([{ kind: "conversation_config", target_kind: "tool", target_name: b.title }]);
+    expect((await call("GET", `/api/states/${b.state}/consumers`, { key: b.key })).body.data.items).toEqual([
+      { kind: "conversation_config", target_kind: "tool", target_name: b.title },
+    ]);
   });
 
   it("templates are attached on use at save, and a named update program writes through them", async () => {
@@ -108,16 +130,26 @@ describe("state binding in turns", () => {
       template_jq: { bump: { purpose: "update", jq: tt('[{op: "set", path: ["visits"], value: ((.record.visits // 0) + 1)}]') } },
     };
     expect((await call("PUT", `/api/state-templates/${template}`, { key, body: doc })).status).toBe(200);
-    const b = await boundRoute((state) => ({ states: [{ state, subject_expr: tt(".turn.subject.thread"), templates: [template], updates: [{ template_jq: `${template}.bump` }] }] }), ["thread"]);
+    const b = await boundRoute(
+      (state) => ({ states: [{ state, subject_expr: tt(".turn.subject.thread"), templates: [template], updates: [{ template_jq: `${template}.bump` }] }] }),
+      ["thread"],
+    );
     // The base schema already has `visits`: attaching at the root overlaps (409), and nothing is stored.
     expect(b.cfg.status).toBe(409);
     expect((await call("GET", `/api/states/${b.state}/attachments`, { key })).body.data.total).toBe(0);
 
     const state = uniq("vis").toLowerCase();
-    await call("PUT", `/api/states/${state}`, { key, body: { schema: { type: "object", properties: { name: { type: "string" } } }, subject_kinds: ["thread"] } });
+    await call("PUT", `/api/states/${state}`, {
+      key,
+      body: { schema: { type: "object", properties: { name: { type: "string" } } }, subject_kinds: ["thread"] },
+    });
     const ok = await call("PUT", `/api/conversation-configs/tool/${b.title}`, {
       key,
-      body: { target_kind: "tool", target_name: b.title, state_binding: { states: [{ state, subject_expr: tt(".turn.subject.thread"), templates: [template], updates: [{ template_jq: `${template}.bump` }] }] } },
+      body: {
+        target_kind: "tool",
+        target_name: b.title,
+        state_binding: { states: [{ state, subject_expr: tt(".turn.subject.thread"), templates: [template], updates: [{ template_jq: `${template}.bump` }] }] },
+      },
     });
     expect(ok.status, JSON.stringify(ok.body)).toBe(200);
     expect((await call("GET", `/api/states/${state}/attachments`, { key })).body.data.items.map((a: any) => a.template)).toEqual([template]);
@@ -144,7 +176,11 @@ describe("state binding in turns", () => {
     const state = uniq("pers").toLowerCase();
     await call("PUT", `/api/states/${state}`, { key, body: { schema: PROFILE, subject_kinds: ["person"] } });
     const directory = personDirectoryStub(env, "tool", title);
-    const { person } = await directory.ensure({ target: { kind: "tool", name: title }, address: { door: "api", address: "root/eve" }, route_name: "r" }, null, Date.now());
+    const { person } = await directory.ensure(
+      { target: { kind: "tool", name: title }, address: { door: "api", address: "root/eve" }, route_name: "r" },
+      null,
+      Date.now(),
+    );
     const url = `/api/states/${state}/records/tool/${title}/person/${person.person_id}`;
     expect((await call("PUT", url, { key, body: { name: "Eve" } })).status).toBe(200);
     // A person of another target is not a subject of this one.
@@ -165,12 +201,28 @@ describe("state binding in turns", () => {
     const seen: any[] = [];
     network({ [host]: (k) => (seen.push(k), { text: `hi ${k.profile?.name ?? "you"}`, name: "Pat" }) });
     const presetName = `${base}-p`;
-    const binding = { states: [{ state, subject_expr: tt(".turn.subject.thread"), input_injections: [{ into: "profile", jq: tt(".record") }], updates: [{ jq: tt('[{op: "set", path: ["name"], value: .output.name}]') }] }] };
+    const binding = {
+      states: [
+        {
+          state,
+          subject_expr: tt(".turn.subject.thread"),
+          input_injections: [{ into: "profile", jq: tt(".record") }],
+          updates: [{ jq: tt('[{op: "set", path: ["name"], value: .output.name}]') }],
+        },
+      ],
+    };
     const created = await call("POST", "/api/presets", { key, body: { name: presetName, base_tool: base, state_binding: binding } });
     expect(created.status, JSON.stringify(created.body)).toBe(200);
     expect(created.body.data.state_binding.states[0].state).toBe(state);
     // Checked at save like a config's: an undeclared state is 404.
-    expect((await call("POST", `/api/presets/${presetName}/versions`, { key, body: { state_binding: { states: [{ state: `no-${state}`, subject_expr: tt(".x") }] } } })).status).toBe(404);
+    expect(
+      (
+        await call("POST", `/api/presets/${presetName}/versions`, {
+          key,
+          body: { state_binding: { states: [{ state: `no-${state}`, subject_expr: tt(".x") }] } },
+        })
+      ).status,
+    ).toBe(404);
     const k = await mintKey({ scopes: [`tool:${presetName}`] });
     const route = await createRoute({ door: "api", target_kind: "tool", target_name: presetName, execution_key: k.user_id, reply_expr: ".text" });
     expect((await send(route.name, { external_user_id: "q", text: "one", wait_seconds: 10 })).body.data.answer).toBe("hi you");

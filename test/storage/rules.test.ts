@@ -105,13 +105,16 @@ describe("content types", () => {
   });
 
   it("validates a given type as a media type", () => {
-    for (const ok of ["text/plain", "application/vnd.api+json", 'text/plain; charset="utf-8"', "image/png;q=1"]) expect(ContentType.safeParse(ok).success, ok).toBe(true);
-    for (const bad of ["text", "text/plain\r\nx-evil: 1", "/plain", "text/", "a b/c", "text/plain; charset"]) expect(ContentType.safeParse(bad).success, bad).toBe(false);
+    for (const ok of ["text/plain", "application/vnd.api+json", 'text/plain; charset="utf-8"', "image/png;q=1"])
+      expect(ContentType.safeParse(ok).success, ok).toBe(true);
+    for (const bad of ["text", "text/plain\r\nx-evil: 1", "/plain", "text/", "a b/c", "text/plain; charset"])
+      expect(ContentType.safeParse(bad).success, bad).toBe(false);
   });
 
   it("inline only for types that run nothing; HTML, SVG and scripts download", () => {
     for (const t of ["text/plain; charset=utf-8", "IMAGE/PNG", "application/json", "application/pdf", "video/mp4"]) expect(isInlineSafe(t), t).toBe(true);
-    for (const t of ["text/html", "image/svg+xml", "text/javascript", "application/xml", "application/octet-stream", "text/x-mustache"]) expect(isInlineSafe(t), t).toBe(false);
+    for (const t of ["text/html", "image/svg+xml", "text/javascript", "application/xml", "application/octet-stream", "text/x-mustache"])
+      expect(isInlineSafe(t), t).toBe(false);
     expect(isTextual("text/x-mustache; charset=utf-8")).toBe(true);
     expect(isTextual("application/ld+json")).toBe(true);
     expect(isTextual("image/png")).toBe(false);
@@ -119,7 +122,7 @@ describe("content types", () => {
 
   it("content-disposition carries an ASCII name and the exact one", () => {
     expect(contentDisposition("docs/report 1.pdf", true)).toBe(`inline; filename="report_1.pdf"; filename*=UTF-8''report%201.pdf`);
-    expect(contentDisposition("ü/\"x\".html", false)).toBe(`attachment; filename="_x_.html"; filename*=UTF-8''%22x%22.html`);
+    expect(contentDisposition('ü/"x".html', false)).toBe(`attachment; filename="_x_.html"; filename*=UTF-8''%22x%22.html`);
   });
 });
 

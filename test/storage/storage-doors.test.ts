@@ -24,7 +24,14 @@ describe("GET /api/storage", () => {
   it("names the provider and the limits; says present: false without a bucket", async () => {
     const r = await call("GET", S, { key: await admin() });
     expect(r.status).toBe(200);
-    expect(r.body.data).toMatchObject({ present: true, provider: "r2", binding: "STORAGE", max_upload_bytes: 786432, text_resource_max_bytes: 262144, admin_only_dir: "plugins" });
+    expect(r.body.data).toMatchObject({
+      present: true,
+      provider: "r2",
+      binding: "STORAGE",
+      max_upload_bytes: 786432,
+      text_resource_max_bytes: 262144,
+      admin_only_dir: "plugins",
+    });
     const off = await fetchWithEnv({ ...env, STORAGE_BUCKET: "" }, new Request(`${BASE}${S}`, { headers: { "x-api-key": await admin() } }));
     expect(off.status).toBe(200);
     expect(((await off.json()) as any).data).toMatchObject({ present: false, provider: null, binding: null });
@@ -38,7 +45,14 @@ describe("upload, stat, download", () => {
     expect(first.status).toBe(200);
     expect(first.body.data).toEqual({
       created: true,
-      resource: { id, size: 7, content_type: "text/markdown; charset=utf-8", etag: expect.stringMatching(/^".+"$/), created_at: expect.any(String), updated_at: expect.any(String) },
+      resource: {
+        id,
+        size: 7,
+        content_type: "text/markdown; charset=utf-8",
+        etag: expect.stringMatching(/^".+"$/),
+        created_at: expect.any(String),
+        updated_at: expect.any(String),
+      },
     });
     await new Promise((r) => setTimeout(r, 5));
     const second = await upload({ id, content: "# Bye" });
@@ -75,13 +89,20 @@ describe("upload, stat, download", () => {
     const id = uniq("big");
     const res = await fetchWithEnv(
       { ...env, STORAGE_MAX_UPLOAD_BYTES: "10" },
-      new Request(`${BASE}${S}/resources`, { method: "POST", headers: { "x-api-key": await admin(), "content-type": "application/json" }, body: JSON.stringify({ id, content: "12345678901" }) }),
+      new Request(`${BASE}${S}/resources`, {
+        method: "POST",
+        headers: { "x-api-key": await admin(), "content-type": "application/json" },
+        body: JSON.stringify({ id, content: "12345678901" }),
+      }),
     );
     expect(res.status).toBe(413);
     expect(((await res.json()) as any).error).toContain("STORAGE_MAX_UPLOAD_BYTES");
     expect(await env.STORAGE.head(id)).toBeNull();
     // The setting is bounded by what one JSON body carries.
-    const bad = await fetchWithEnv({ ...env, STORAGE_MAX_UPLOAD_BYTES: String(1024 * 1024) }, new Request(`${BASE}${S}`, { headers: { "x-api-key": await admin() } }));
+    const bad = await fetchWithEnv(
+      { ...env, STORAGE_MAX_UPLOAD_BYTES: String(1024 * 1024) },
+      new Request(`${BASE}${S}`, { headers: { "x-api-key": await admin() } }),
+    );
     expect(bad.status).toBe(500);
     expect(((await bad.json()) as any).error).toContain("STORAGE_MAX_UPLOAD_BYTES must be a whole number from 1 to 786432");
   });
@@ -287,7 +308,14 @@ describe("without a bucket", () => {
       ["DELETE", `${S}/resources/a`],
       ["DELETE", `${S}/dirs/a`],
     ] as Array<[string, string, unknown?]>) {
-      const res = await fetchWithEnv(off, new Request(`${BASE}${path}`, { method, headers: { "x-api-key": key, "content-type": "application/json" }, body: body ? JSON.stringify(body) : undefined }));
+      const res = await fetchWithEnv(
+        off,
+        new Request(`${BASE}${path}`, {
+          method,
+          headers: { "x-api-key": key, "content-type": "application/json" },
+          body: body ? JSON.stringify(body) : undefined,
+        }),
+      );
       expect(res.status, `${method} ${path}`).toBe(501);
       expect(await res.json()).toMatchObject({ code: "storage-not-configured" });
     }

@@ -10,7 +10,9 @@ import { renderTemplatedText, templatedTextSchema } from "../../src/templating/t
 import { admin, call, uniq } from "../helpers/http";
 
 async function d1Row(id: string, content: string) {
-  await env.DB.prepare("INSERT INTO text_resources (id, content, created_at, updated_at) VALUES (?, ?, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')").bind(id, content).run();
+  await env.DB.prepare("INSERT INTO text_resources (id, content, created_at, updated_at) VALUES (?, ?, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')")
+    .bind(id, content)
+    .run();
 }
 
 const render = (id: string, kwargs: Record<string, unknown> = {}) => renderTemplatedText(env.DB, templatedTextSchema.parse({ id, kwargs }));
@@ -21,7 +23,11 @@ describe("resolution order", () => {
     const id = `${uniq("res")}/greeting.txt`;
     await d1Row(id, "old {{name}}");
     expect(await render(id, { name: "Ada" })).toBe("old Ada");
-    expect((await call("GET", `/api/resources/get?id=${encodeURIComponent(id)}`, { key })).body.data).toMatchObject({ id, content: "old {{name}}", source: "d1" });
+    expect((await call("GET", `/api/resources/get?id=${encodeURIComponent(id)}`, { key })).body.data).toMatchObject({
+      id,
+      content: "old {{name}}",
+      source: "d1",
+    });
     expect((await call("POST", "/api/storage/resources", { key, body: { id, content: "new {{name}}" } })).status).toBe(200);
     expect(await render(id, { name: "Ada" })).toBe("new Ada");
     const got = await call("POST", "/api/resources/get", { key, body: { id } });
@@ -63,7 +69,10 @@ describe("resolution order", () => {
     const id = `${uniq("expr")}/payload.jq`;
     await call("POST", "/api/storage/resources", { key, body: { id, content: '{message: ("{{greeting}}, " + .message)}' } });
     const route = uniq("r").toLowerCase();
-    const r = await call("POST", `/api/conversations/${route}`, { key, body: { door: "api", target_kind: "tool", target_name: "echo", execution_key: "root", payload_expr: { id, kwargs: { greeting: "hi" } } } });
+    const r = await call("POST", `/api/conversations/${route}`, {
+      key,
+      body: { door: "api", target_kind: "tool", target_name: "echo", execution_key: "root", payload_expr: { id, kwargs: { greeting: "hi" } } },
+    });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     const sent = await call("POST", `/api/conversations/${route}/messages`, { key, body: { external_user_id: "u1", text: "there", wait_seconds: 10 } });
     expect(sent.body.data).toMatchObject({ status: "answered", answer: "hi, there" });
@@ -109,4 +118,3 @@ describe("a state whose schema is a stored text resource", () => {
     expect(imported.status, JSON.stringify(imported.body)).toBe(200);
   });
 });
-

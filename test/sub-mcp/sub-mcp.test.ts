@@ -34,7 +34,10 @@ describe("sub-MCP apps", () => {
     const s = slug();
     const r = await createApp({ slug: s, tools: ["echo"] });
     expect(r.status).toBe(200);
-    expect(r.body.data).toEqual({ created: true, app: { slug: s, tools: ["echo"], transport: "http", path: `/api/sub-mcp/${s}/mcp`, created_at: expect.any(String), updated_at: expect.any(String) } });
+    expect(r.body.data).toEqual({
+      created: true,
+      app: { slug: s, tools: ["echo"], transport: "http", path: `/api/sub-mcp/${s}/mcp`, created_at: expect.any(String), updated_at: expect.any(String) },
+    });
     const again = await createApp({ slug: s, tools: ["echo", "set_conversation_mode"] });
     expect(again.body.data.created).toBe(false);
     const list = await call("GET", "/api/sub-mcp", { key: await admin() });
@@ -98,9 +101,15 @@ describe("sub-MCP apps", () => {
 
   it("scopes the cache extension to the calling key: a caller never gets another key's cached result", async () => {
     const tool = uniq("tool");
-    const declared = await call("POST", "/api/tools-config/entries", { key: await admin(), body: { title: tool, kind: "http", url: "https://tools.example/secret-lookup" } });
+    const declared = await call("POST", "/api/tools-config/entries", {
+      key: await admin(),
+      body: { title: tool, kind: "http", url: "https://tools.example/secret-lookup" },
+    });
     expect(declared.status).toBe(200);
-    expect((await call("POST", `/api/tools/${tool}/extensions`, { key: await admin(), body: { combos: [[{ name: "cache", config: { ttl_seconds: 60 } }]] } })).status).toBe(200);
+    expect(
+      (await call("POST", `/api/tools/${tool}/extensions`, { key: await admin(), body: { combos: [[{ name: "cache", config: { ttl_seconds: 60 } }]] } }))
+        .status,
+    ).toBe(200);
     let n = 0;
     fakeNetwork(() => new Response(JSON.stringify({ answer_for_call: ++n }), { headers: { "content-type": "application/json" } }));
     const s = slug();
@@ -124,7 +133,12 @@ describe("sub-MCP apps", () => {
   it("needs a valid key (401), an existing app (404) and answers GET with 405", async () => {
     const s = slug();
     await createApp({ slug: s, tools: ["echo"] });
-    const init = { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "x", version: "1" } } };
+    const init = {
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "x", version: "1" } },
+    };
     const headers = { accept: "application/json, text/event-stream" };
     expect((await call("POST", `/api/sub-mcp/${s}/mcp`, { body: init, headers })).status).toBe(401);
     expect((await call("POST", `/api/sub-mcp/${s}/mcp`, { key: `sk-${"A".repeat(43)}`, body: init, headers })).status).toBe(401);
@@ -135,7 +149,11 @@ describe("sub-MCP apps", () => {
     expect(ok.body).toMatchObject({ jsonrpc: "2.0", id: 1, result: { serverInfo: { name: `sub-mcp:${s}` }, capabilities: { tools: {} } } });
     expect((await call("GET", `/api/sub-mcp/${s}/mcp`, { key: await admin() })).status).toBe(405);
     // A malformed message is the transport's JSON-RPC error, without any detail of ours.
-    const junk = await call("POST", `/api/sub-mcp/${s}/mcp`, { key: await admin(), rawBody: "{not json", headers: { ...headers, "content-type": "application/json" } });
+    const junk = await call("POST", `/api/sub-mcp/${s}/mcp`, {
+      key: await admin(),
+      rawBody: "{not json",
+      headers: { ...headers, "content-type": "application/json" },
+    });
     expect(junk.status).toBe(400);
     expect(junk.body).toEqual({ jsonrpc: "2.0", error: { code: -32700, message: "Parse error: Invalid JSON" }, id: null });
   });

@@ -8,7 +8,21 @@ import { systemKinds } from "../../src/config/system-status";
 import { parseSettings } from "../../src/settings/settings";
 import { BASE, admin, call, fetchWithEnv, mintKey } from "../helpers/http";
 
-const KINDS = ["backend", "identity", "conversations", "states", "tool_runs", "interactions", "connectors", "marketplace", "storage", "channels", "webhook_verifiers", "checkpoints", "config"];
+const KINDS = [
+  "backend",
+  "identity",
+  "conversations",
+  "states",
+  "tool_runs",
+  "interactions",
+  "connectors",
+  "marketplace",
+  "storage",
+  "channels",
+  "webhook_verifiers",
+  "checkpoints",
+  "config",
+];
 
 async function kindsWith(vars: Record<string, unknown>) {
   const res = await fetchWithEnv(vars, new Request(`${BASE}/api/system/kinds`, { headers: { "x-api-key": await admin() } }));
@@ -41,7 +55,11 @@ describe("the fleet doors", () => {
     expect(w.generation).toBe(mode.body.data.in_force_generation);
     // The same isolate answers again under the same name.
     expect((await call("GET", "/api/fleet/workers", { key })).body.data.workers[0].name).toBe(w.name);
-    const bindings = Object.keys(env).filter((k) => typeof (env as unknown as Record<string, unknown>)[k] === "object" && typeof ((env as unknown as Record<string, unknown>)[k] as DurableObjectNamespace)?.idFromName === "function");
+    const bindings = Object.keys(env).filter(
+      (k) =>
+        typeof (env as unknown as Record<string, unknown>)[k] === "object" &&
+        typeof ((env as unknown as Record<string, unknown>)[k] as DurableObjectNamespace)?.idFromName === "function",
+    );
     expect(objects.map((o: { binding: string }) => o.binding)).toEqual(bindings.sort());
     expect(objects.map((o: { binding: string }) => o.binding)).toEqual(expect.arrayContaining(["THREADS", "INDEX_SHARDS", "ADDRESS_BUCKETS"]));
     expect(note).toContain("cannot enumerate");
@@ -79,12 +97,25 @@ describe("GET /api/system/kinds", () => {
     expect(by.identity.detail).toContain("ACCESS_CONTROL_BOOTSTRAP_TOKEN configured");
     expect(by.config.detail).toContain("SETTINGS_ENCRYPTION_KEY configured");
     const text = JSON.stringify(rows);
-    for (const value of ["d1://DB", String(env.ACCESS_CONTROL_BOOTSTRAP_TOKEN), "twilio-test-token", "ACtest", String((env as unknown as Record<string, unknown>).SETTINGS_ENCRYPTION_KEY)]) expect(text).not.toContain(value);
+    for (const value of [
+      "d1://DB",
+      String(env.ACCESS_CONTROL_BOOTSTRAP_TOKEN),
+      "twilio-test-token",
+      "ACtest",
+      String((env as unknown as Record<string, unknown>).SETTINGS_ENCRYPTION_KEY),
+    ])
+      expect(text).not.toContain(value);
   });
 
   it("follows the settings: stores off, no channels, an explicit checkpoint provider", async () => {
     const bare = Object.fromEntries(Object.entries(env).filter(([k]) => !k.startsWith("CHANNEL_")));
-    const by = await kindsWith({ ...bare, STATES_STORE_URL: "", MARKETPLACE_STORE_URL: "", LLM_PROVIDER_CHECKPOINT: "d1", LLM_PROVIDER_CHECKPOINT_TTL_MINUTES: "30" });
+    const by = await kindsWith({
+      ...bare,
+      STATES_STORE_URL: "",
+      MARKETPLACE_STORE_URL: "",
+      LLM_PROVIDER_CHECKPOINT: "d1",
+      LLM_PROVIDER_CHECKPOINT_TTL_MINUTES: "30",
+    });
     expect(by.states).toMatchObject({ state: "off", plugin: null });
     expect(by.states.detail).toContain("STATES_STORE_URL not configured");
     expect(by.marketplace).toMatchObject({ state: "off" });
@@ -113,7 +144,8 @@ describe("GET /api/system/kinds", () => {
 
   it("system:read reads the status doors; other grants do not", async () => {
     const reader = await mintKey({ scopes: ["system:read"] });
-    for (const path of ["/api/backend", "/api/fleet/workers", "/api/system/kinds"]) expect((await call("GET", path, { key: reader.key })).status, path).toBe(200);
+    for (const path of ["/api/backend", "/api/fleet/workers", "/api/system/kinds"])
+      expect((await call("GET", path, { key: reader.key })).status, path).toBe(200);
     const other = await mintKey({ scopes: ["config:read"] });
     expect((await call("GET", "/api/system/kinds", { key: other.key })).status).toBe(403);
   });

@@ -55,7 +55,11 @@ describe("POST /api/agents/{name}/runs", () => {
     const tool = uniq("secret-tool");
     await call("POST", "/api/tools-config/entries", { key: await admin(), body: { title: tool, kind: "http", url: "https://tools.example/never" } });
     const agent = uniq("llm");
-    await declareAgent({ title: agent, kind: "llm", config: { base_url: "https://llm.example/v1", model: "m", api_key: { env: "LLM_KEY" }, tool_names: ["echo", tool] } });
+    await declareAgent({
+      title: agent,
+      kind: "llm",
+      config: { base_url: "https://llm.example/v1", model: "m", api_key: { env: "LLM_KEY" }, tool_names: ["echo", tool] },
+    });
     let calls = 0;
     fakeNetwork(
       answerOnly({
@@ -131,14 +135,28 @@ describe("POST /api/agents/{name}/runs", () => {
 describe("declaring agents", () => {
   it("declares llm and http agents, lists them with built-ins, and redacts literal headers", async () => {
     const llm = uniq("llm");
-    const a = await declareAgent({ title: llm, kind: "llm", description: "thinks", config: { base_url: "https://llm.example/v1", model: "m", api_key: { env: "LLM_KEY" } } });
+    const a = await declareAgent({
+      title: llm,
+      kind: "llm",
+      description: "thinks",
+      config: { base_url: "https://llm.example/v1", model: "m", api_key: { env: "LLM_KEY" } },
+    });
     expect(a.status).toBe(200);
     expect(a.body.data).toMatchObject({
       created: true,
-      agent: { title: llm, kind: "llm", description: "thinks", config: { base_url: "https://llm.example/v1", model: "m", api_key: { env: "LLM_KEY" }, max_steps: 8, tool_names: [] } },
+      agent: {
+        title: llm,
+        kind: "llm",
+        description: "thinks",
+        config: { base_url: "https://llm.example/v1", model: "m", api_key: { env: "LLM_KEY" }, max_steps: 8, tool_names: [] },
+      },
     });
     const h = uniq("http");
-    const b = await declareAgent({ title: h, kind: "http", config: { url: "https://agent.example/", headers: { "x-lit": "literal-secret-5", "x-ref": { env: "AGENT_KEY" } } } });
+    const b = await declareAgent({
+      title: h,
+      kind: "http",
+      config: { url: "https://agent.example/", headers: { "x-lit": "literal-secret-5", "x-ref": { env: "AGENT_KEY" } } },
+    });
     expect(b.body.data.agent.config.headers).toEqual({ "x-lit": "<redacted>", "x-ref": { env: "AGENT_KEY" } });
     expect(JSON.stringify(b.body)).not.toContain("literal-secret-5");
     const again = await declareAgent({ title: h, kind: "http", config: { url: "https://agent.example/v2" } });
@@ -175,7 +193,10 @@ describe("declaring agents", () => {
     expect((await run(key, t, { user_message: "x" })).status).toBe(404);
     expect((await call("DELETE", "/api/agents-config/entries/echo", { key })).status).toBe(409);
     const k = await mintKey({ scopes: ["agents"] });
-    expect((await call("POST", "/api/agents-config/entries", { key: k.key, body: { title: uniq("a"), kind: "http", config: { url: "https://a.example/" } } })).status).toBe(403);
+    expect(
+      (await call("POST", "/api/agents-config/entries", { key: k.key, body: { title: uniq("a"), kind: "http", config: { url: "https://a.example/" } } }))
+        .status,
+    ).toBe(403);
   });
 });
 

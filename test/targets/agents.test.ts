@@ -27,7 +27,8 @@ function collect() {
   return { events, onEvent: (e: AgentEvent) => void events.push(e) };
 }
 
-const completion = (message: Record<string, unknown>) => json({ id: "x", object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", ...message } }] });
+const completion = (message: Record<string, unknown>) =>
+  json({ id: "x", object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", ...message } }] });
 const toolCall = (id: string, name: string, args: string) => ({ id, type: "function", function: { name, arguments: args } });
 
 /** A scripted OpenAI-compatible chat-completions server: answers the n-th call with script[n]. */
@@ -168,7 +169,10 @@ describe("the llm agent", () => {
     const agent = await declareAgent({ kind: "llm", config: { base_url: LLM_BASE, model: "m" } });
     const llm = fakeLlm([() => completion({ content: "   " })]);
     const { events, onEvent } = collect();
-    expect(await runAgent(testContext({ fetch: llm.fetch }), agent, { thread_id: uniq("t"), user_message: "x" }, { onEvent })).toEqual({ ok: true, text: null });
+    expect(await runAgent(testContext({ fetch: llm.fetch }), agent, { thread_id: uniq("t"), user_message: "x" }, { onEvent })).toEqual({
+      ok: true,
+      text: null,
+    });
     expect(events).toEqual([{ type: "message_final", text: null }]);
   });
 });
@@ -179,7 +183,12 @@ describe("the http agent", () => {
     const edge = fakeFetch((_req, body) => json({ text: `you said ${body.input.user_message}` }));
     const { events, onEvent } = collect();
     const thread = uniq("http-thread");
-    const r = await runAgent(testContext({ fetch: edge.fetch, vars: { AGENT_KEY: "agent-secret" } }), agent, { thread_id: thread, user_message: "hey" }, { onEvent });
+    const r = await runAgent(
+      testContext({ fetch: edge.fetch, vars: { AGENT_KEY: "agent-secret" } }),
+      agent,
+      { thread_id: thread, user_message: "hey" },
+      { onEvent },
+    );
     expect(r).toEqual({ ok: true, text: "you said hey" });
     expect(edge.calls[0]).toMatchObject({
       url: "https://agent.example/turn",
@@ -210,7 +219,9 @@ describe("the http agent", () => {
       kind: "agent_error",
       message: "agent endpoint answered HTTP 500",
     });
-    expect(await runAgent(testContext({ fetch: fakeFetch(() => json({ answer: "x" })).fetch }), agent, { thread_id: uniq("t"), user_message: "x" }, {})).toMatchObject({
+    expect(
+      await runAgent(testContext({ fetch: fakeFetch(() => json({ answer: "x" })).fetch }), agent, { thread_id: uniq("t"), user_message: "x" }, {}),
+    ).toMatchObject({
       ok: false,
       kind: "agent_error",
     });
@@ -264,12 +275,21 @@ describe("running as an execution key", () => {
   it("authorizes agent:<name> live at run start", async () => {
     const ctx = testContext();
     const ok = await mintKey({ scopes: ["agent:echo"] });
-    expect(await runAgent(ctx, "echo", { thread_id: uniq("t"), user_message: "x" }, { asKey: { user_id: ok.user_id, fingerprint: ok.fingerprint } })).toMatchObject({ ok: true });
+    expect(
+      await runAgent(ctx, "echo", { thread_id: uniq("t"), user_message: "x" }, { asKey: { user_id: ok.user_id, fingerprint: ok.fingerprint } }),
+    ).toMatchObject({ ok: true });
     const other = await mintKey({ scopes: ["agent:someone-else", "tools"] });
-    const denied = await runAgent(ctx, "echo", { thread_id: uniq("t"), user_message: "x" }, { asKey: { user_id: other.user_id, fingerprint: other.fingerprint } });
+    const denied = await runAgent(
+      ctx,
+      "echo",
+      { thread_id: uniq("t"), user_message: "x" },
+      { asKey: { user_id: other.user_id, fingerprint: other.fingerprint } },
+    );
     expect(denied).toEqual({ ok: false, kind: "denied", message: "execution key may not run agent echo" });
     await call("PUT", `/api/auth/api-keys/${ok.user_id}`, { key: await admin(), body: { disabled: true } });
-    expect(await runAgent(ctx, "echo", { thread_id: uniq("t"), user_message: "x" }, { asKey: { user_id: ok.user_id, fingerprint: ok.fingerprint } })).toMatchObject({
+    expect(
+      await runAgent(ctx, "echo", { thread_id: uniq("t"), user_message: "x" }, { asKey: { user_id: ok.user_id, fingerprint: ok.fingerprint } }),
+    ).toMatchObject({
       ok: false,
       kind: "denied",
     });

@@ -13,7 +13,7 @@ const user = (content: string): CheckpointMessage => ({ role: "user", content })
 const assistant = (content: string): CheckpointMessage => ({ role: "assistant", content });
 const toolCallTurn: CheckpointMessage[] = [
   { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "echo", arguments: "{}" } }] },
-  { role: "tool", content: "\"ok\"", tool_call_id: "c1", name: "echo" },
+  { role: "tool", content: '"ok"', tool_call_id: "c1", name: "echo" },
 ];
 
 const stub = (threadId: string) => env.THREADS.get(env.THREADS.idFromName(threadId));

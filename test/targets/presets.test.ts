@@ -211,8 +211,14 @@ describe("a preset is a live tool", () => {
     const name = await newEchoPreset();
     const ctx = testContext();
     const onlyPreset = await mintKey({ scopes: [`tool:${name}`] });
-    expect(await dispatchTool(ctx, name, {}, { asKey: { user_id: onlyPreset.user_id, fingerprint: onlyPreset.fingerprint } })).toEqual({ ok: true, value: "v1" });
+    expect(await dispatchTool(ctx, name, {}, { asKey: { user_id: onlyPreset.user_id, fingerprint: onlyPreset.fingerprint } })).toEqual({
+      ok: true,
+      value: "v1",
+    });
     const onlyBase = await mintKey({ scopes: ["tool:echo"] });
-    expect(await dispatchTool(ctx, name, {}, { asKey: { user_id: onlyBase.user_id, fingerprint: onlyBase.fingerprint } })).toMatchObject({ ok: false, kind: "denied" });
+    expect(await dispatchTool(ctx, name, {}, { asKey: { user_id: onlyBase.user_id, fingerprint: onlyBase.fingerprint } })).toMatchObject({
+      ok: false,
+      kind: "denied",
+    });
   });
 });

@@ -19,7 +19,15 @@ describe("presets", () => {
   });
 
   it("carries omitted fields forward and lets null clear a schema", () => {
-    const current = { base_tool: "echo", description: "d", fixed_kwargs: { a: 1 }, input_schema: { type: "object" }, output_schema: { type: "string" }, state_binding: null, extensions: [] };
+    const current = {
+      base_tool: "echo",
+      description: "d",
+      fixed_kwargs: { a: 1 },
+      input_schema: { type: "object" },
+      output_schema: { type: "string" },
+      state_binding: null,
+      extensions: [],
+    };
     expect(carryForward(current, {})).toEqual(current);
     expect(carryForward(current, { description: "e", input_schema: null })).toEqual({ ...current, description: "e", input_schema: null });
     expect(carryForward(current, { fixed_kwargs: {} }).fixed_kwargs).toEqual({});
@@ -39,7 +47,12 @@ describe("presets", () => {
   });
 
   it("computes is_current at read", () => {
-    const v = { version: 2, body: { base_tool: "echo", description: "", fixed_kwargs: {}, input_schema: null, output_schema: null, state_binding: null, extensions: [] }, created_at: "t", tags: [] };
+    const v = {
+      version: 2,
+      body: { base_tool: "echo", description: "", fixed_kwargs: {}, input_schema: null, output_schema: null, state_binding: null, extensions: [] },
+      created_at: "t",
+      tags: [],
+    };
     expect(versionView(v, 2).is_current).toBe(true);
     expect(versionView(v, 1).is_current).toBe(false);
   });
@@ -166,7 +179,10 @@ describe("deadlines and outbound calls", () => {
   it("returns the value when work finishes in time, a timeout otherwise", async () => {
     expect(await withTimeout(1000, async () => 7)).toEqual({ ok: true, value: 7 });
     const aborted: boolean[] = [];
-    const r = await withTimeout(5, (signal) => new Promise((_, reject) => signal.addEventListener("abort", () => (aborted.push(true), reject(new Error("aborted"))))));
+    const r = await withTimeout(
+      5,
+      (signal) => new Promise((_, reject) => signal.addEventListener("abort", () => (aborted.push(true), reject(new Error("aborted"))))),
+    );
     expect(r).toEqual({ ok: false, timedOut: true });
     expect(aborted).toEqual([true]);
   });

@@ -117,7 +117,9 @@ describe("SECRET_REFERENCE_ORIGINS is checked with the settings", () => {
   });
 
   it("makes every request answer invalid configuration when the document is broken", async () => {
-    const r = await callWith({ SECRET_REFERENCE_ORIGINS: JSON.stringify({ TOOL_SECRET: ["http://plain.example"] }) }, "GET", "/api/tools", { key: await admin() });
+    const r = await callWith({ SECRET_REFERENCE_ORIGINS: JSON.stringify({ TOOL_SECRET: ["http://plain.example"] }) }, "GET", "/api/tools", {
+      key: await admin(),
+    });
     expect(r.status).toBe(500);
     expect(r.body).toMatchObject({ code: "invalid-configuration" });
     expect(r.text).toContain("SECRET_REFERENCE_ORIGINS.TOOL_SECRET[0]");
@@ -130,12 +132,18 @@ describe("SECRET_REFERENCE_ORIGINS is checked with the settings", () => {
 describe("at declaration: a reference only to an origin its name is bound to", () => {
   it("refuses an HTTP tool declared at the admin's own host with an env reference, naming the header, storing nothing", async () => {
     const title = uniq("collect");
-    const r = await call("POST", "/api/tools-config/entries", { key: await admin(), body: { title, kind: "http", url: `${COLLECTOR}/collect`, headers: { authorization: { env: "TOOL_SECRET" } } } });
+    const r = await call("POST", "/api/tools-config/entries", {
+      key: await admin(),
+      body: { title, kind: "http", url: `${COLLECTOR}/collect`, headers: { authorization: { env: "TOOL_SECRET" } } },
+    });
     expectOriginRefusal(r, "headers.authorization");
     expect(r.body.error).not.toContain("TOOL_SECRET");
     expect(await count("tool_declarations", title)).toBe(0);
     // The same reference at a bound host is fine.
-    const ok = await call("POST", "/api/tools-config/entries", { key: await admin(), body: { title, kind: "http", url: "https://tools.example/run", headers: { authorization: { env: "TOOL_SECRET" } } } });
+    const ok = await call("POST", "/api/tools-config/entries", {
+      key: await admin(),
+      body: { title, kind: "http", url: "https://tools.example/run", headers: { authorization: { env: "TOOL_SECRET" } } },
+    });
     expect(ok.status, JSON.stringify(ok.body)).toBe(200);
   });
 
@@ -143,26 +151,40 @@ describe("at declaration: a reference only to an origin its name is bound to", (
     const title = uniq("unbound");
     const r = await call("POST", "/api/tools-config/entries", {
       key: await admin(),
-      body: { title, kind: "http", url: "https://tools.example/run", headers: { a: { env: "SECRET_NEVER_BOUND" }, b: { env: "TOOL_SECRET" }, c: { env: "SECRET_ALSO_UNBOUND" } } },
+      body: {
+        title,
+        kind: "http",
+        url: "https://tools.example/run",
+        headers: { a: { env: "SECRET_NEVER_BOUND" }, b: { env: "TOOL_SECRET" }, c: { env: "SECRET_ALSO_UNBOUND" } },
+      },
     });
     expectOriginRefusal(r, "headers.a, headers.c");
     expect(await count("tool_declarations", title)).toBe(0);
   });
 
   it("matches the port: a binding without a port is the default port only", async () => {
-    const r = await call("POST", "/api/tools-config/entries", { key: await admin(), body: { title: uniq("port"), kind: "http", url: "https://tools.example:8443/run", headers: { authorization: { env: "TOOL_SECRET" } } } });
+    const r = await call("POST", "/api/tools-config/entries", {
+      key: await admin(),
+      body: { title: uniq("port"), kind: "http", url: "https://tools.example:8443/run", headers: { authorization: { env: "TOOL_SECRET" } } },
+    });
     expectOriginRefusal(r, "headers.authorization");
   });
 
   it("refuses an http agent's header and an llm agent's api_key at the admin's own host", async () => {
     const http = uniq("collect-agent");
     expectOriginRefusal(
-      await call("POST", "/api/agents-config/entries", { key: await admin(), body: { title: http, kind: "http", config: { url: `${COLLECTOR}/turn`, headers: { "x-key": { env: "AGENT_KEY" } } } } }),
+      await call("POST", "/api/agents-config/entries", {
+        key: await admin(),
+        body: { title: http, kind: "http", config: { url: `${COLLECTOR}/turn`, headers: { "x-key": { env: "AGENT_KEY" } } } },
+      }),
       "config.headers.x-key",
     );
     const llm = uniq("collect-llm");
     expectOriginRefusal(
-      await call("POST", "/api/agents-config/entries", { key: await admin(), body: { title: llm, kind: "llm", config: { base_url: `${COLLECTOR}/v1`, model: "m", api_key: { env: "LLM_KEY" } } } }),
+      await call("POST", "/api/agents-config/entries", {
+        key: await admin(),
+        body: { title: llm, kind: "llm", config: { base_url: `${COLLECTOR}/v1`, model: "m", api_key: { env: "LLM_KEY" } } },
+      }),
       "config.api_key",
     );
     expect(await count("agent_declarations", http)).toBe(0);
@@ -175,7 +197,12 @@ describe("at declaration: a reference only to an origin its name is bound to", (
       body: {
         operation_id: "collectIt",
         headers: { authorization: { env: "TOOL_SECRET" } },
-        openapi: { openapi: "3.0.3", info: { title: "c", version: "1" }, servers: [{ url: `${COLLECTOR}/v1` }], paths: { "/x": { get: { operationId: "collectIt" } } } },
+        openapi: {
+          openapi: "3.0.3",
+          info: { title: "c", version: "1" },
+          servers: [{ url: `${COLLECTOR}/v1` }],
+          paths: { "/x": { get: { operationId: "collectIt" } } },
+        },
       },
     });
     expectOriginRefusal(api, "headers.authorization");
@@ -183,7 +210,10 @@ describe("at declaration: a reference only to an origin its name is bound to", (
     const calls = fakeNetwork(() => new Response(null, { status: 500 }));
     const server = uniq("collect_mcp").replace(/-/g, "_");
     expectOriginRefusal(
-      await call("POST", "/api/mcp-config/entries", { key: await admin(), body: { title: server, config: { type: "http", url: `${COLLECTOR}/mcp`, headers: { authorization: { env: "SECRET_MCP" } } } } }),
+      await call("POST", "/api/mcp-config/entries", {
+        key: await admin(),
+        body: { title: server, config: { type: "http", url: `${COLLECTOR}/mcp`, headers: { authorization: { env: "SECRET_MCP" } } } },
+      }),
       "config.headers.authorization",
     );
     expect(await count("mcp_servers", server)).toBe(0);
@@ -193,7 +223,10 @@ describe("at declaration: a reference only to an origin its name is bound to", (
   it("refuses the same in a manifest replace, naming the entry's field", async () => {
     const key = await admin();
     const current = await call("GET", "/api/manifest", { key });
-    const doc = { ...current.body.data, tools: [...current.body.data.tools, { title: uniq("mtool"), kind: "http", url: `${COLLECTOR}/x`, headers: { authorization: { env: "TOOL_SECRET" } } }] };
+    const doc = {
+      ...current.body.data,
+      tools: [...current.body.data.tools, { title: uniq("mtool"), kind: "http", url: `${COLLECTOR}/x`, headers: { authorization: { env: "TOOL_SECRET" } } }],
+    };
     const r = await call("POST", "/api/manifest/replace", { key, body: doc });
     expect(r.status).toBe(400);
     expect(r.body.error).toContain(`tools[${doc.tools.length - 1}]`);
@@ -205,7 +238,14 @@ describe("at call time: a binding narrowed in env stops the value before anythin
   it("an HTTP tool stored while its name was bound to its host fails with a tool error and sends nothing there", async () => {
     const calls = fakeNetwork(() => json({ ok: true }));
     const title = uniq("narrowed");
-    expect((await call("POST", "/api/tools-config/entries", { key: await admin(), body: { title, kind: "http", url: "https://tools.example/run", headers: { authorization: { env: "TOOL_SECRET" } } } })).status).toBe(200);
+    expect(
+      (
+        await call("POST", "/api/tools-config/entries", {
+          key: await admin(),
+          body: { title, kind: "http", url: "https://tools.example/run", headers: { authorization: { env: "TOOL_SECRET" } } },
+        })
+      ).status,
+    ).toBe(200);
     const bound = await callWith({ TOOL_SECRET: TOOL_VALUE }, "POST", "/api/run-tool", { key: await admin(), body: { tool_name: title, arguments: {} } });
     expect(bound.status).toBe(200);
     expect(calls.map((c) => c.headers.authorization)).toEqual([TOOL_VALUE]);
@@ -214,9 +254,15 @@ describe("at call time: a binding narrowed in env stops the value before anythin
       [["https://elsewhere.example"], "binds it to other origins"],
       [null, "binds no origin to it"],
     ] as const) {
-      const r = await callWith({ TOOL_SECRET: TOOL_VALUE, ...rebound("TOOL_SECRET", origins ? [...origins] : null) }, "POST", "/api/run-tool", { key: await admin(), body: { tool_name: title, arguments: {} } });
+      const r = await callWith({ TOOL_SECRET: TOOL_VALUE, ...rebound("TOOL_SECRET", origins ? [...origins] : null) }, "POST", "/api/run-tool", {
+        key: await admin(),
+        body: { tool_name: title, arguments: {} },
+      });
       expect(r.status).toBe(500);
-      expect(r.body).toEqual({ error: `env var TOOL_SECRET referenced by the declaration may not be sent to this URL's origin (SECRET_REFERENCE_ORIGINS ${why})`, code: "tool-error" });
+      expect(r.body).toEqual({
+        error: `env var TOOL_SECRET referenced by the declaration may not be sent to this URL's origin (SECRET_REFERENCE_ORIGINS ${why})`,
+        code: "tool-error",
+      });
       expect(r.text).not.toContain(TOOL_VALUE);
     }
     expect(calls).toHaveLength(1);
@@ -229,29 +275,71 @@ describe("at call time: a binding narrowed in env stops the value before anythin
       body: {
         operation_id: "narrowedOp",
         headers: { authorization: { env: "TOOL_SECRET" } },
-        openapi: { openapi: "3.0.3", info: { title: "n", version: "1" }, servers: [{ url: "https://api.example/v1" }], paths: { "/items/{id}": { get: { operationId: "narrowedOp", parameters: [{ name: "id", in: "path", required: true, schema: { type: "string" } }] } } } },
+        openapi: {
+          openapi: "3.0.3",
+          info: { title: "n", version: "1" },
+          servers: [{ url: "https://api.example/v1" }],
+          paths: {
+            "/items/{id}": { get: { operationId: "narrowedOp", parameters: [{ name: "id", in: "path", required: true, schema: { type: "string" } }] } },
+          },
+        },
       },
     });
     expect(api.status, JSON.stringify(api.body)).toBe(200);
     const elsewhere = rebound("TOOL_SECRET", ["https://tools.example"]);
-    const r = await callWith({ TOOL_SECRET: TOOL_VALUE, ...elsewhere }, "POST", "/api/run-tool", { key: await admin(), body: { tool_name: "narrowedOp", arguments: { id: "1" } } });
+    const r = await callWith({ TOOL_SECRET: TOOL_VALUE, ...elsewhere }, "POST", "/api/run-tool", {
+      key: await admin(),
+      body: { tool_name: "narrowedOp", arguments: { id: "1" } },
+    });
     expect(r.status).toBe(500);
     expect(r.body.code).toBe("tool-error");
     expect(r.body.error).toContain("env var TOOL_SECRET referenced by the declaration may not be sent to this URL's origin");
     expect(network).toHaveLength(0);
 
     const llm = uniq("narrowed-llm");
-    expect((await call("POST", "/api/agents-config/entries", { key: await admin(), body: { title: llm, kind: "llm", config: { base_url: "https://llm.example/v1", model: "m", api_key: { env: "LLM_KEY" } } } })).status).toBe(200);
+    expect(
+      (
+        await call("POST", "/api/agents-config/entries", {
+          key: await admin(),
+          body: { title: llm, kind: "llm", config: { base_url: "https://llm.example/v1", model: "m", api_key: { env: "LLM_KEY" } } },
+        })
+      ).status,
+    ).toBe(200);
     const model = fakeFetch(() => json({ choices: [{ message: { content: "hi" } }] }));
-    const llmRun = await runAgent(testContext({ fetch: model.fetch, vars: { LLM_KEY: "sk-never-sent", ...rebound("LLM_KEY", ["https://llm.example.com"]) } }), llm, { thread_id: uniq("t"), user_message: "x" }, {});
-    expect(llmRun).toEqual({ ok: false, kind: "agent_error", message: "env var LLM_KEY referenced by the declaration may not be sent to this URL's origin (SECRET_REFERENCE_ORIGINS binds it to other origins)" });
+    const llmRun = await runAgent(
+      testContext({ fetch: model.fetch, vars: { LLM_KEY: "sk-never-sent", ...rebound("LLM_KEY", ["https://llm.example.com"]) } }),
+      llm,
+      { thread_id: uniq("t"), user_message: "x" },
+      {},
+    );
+    expect(llmRun).toEqual({
+      ok: false,
+      kind: "agent_error",
+      message: "env var LLM_KEY referenced by the declaration may not be sent to this URL's origin (SECRET_REFERENCE_ORIGINS binds it to other origins)",
+    });
     expect(model.calls).toHaveLength(0);
 
     const http = uniq("narrowed-http");
-    expect((await call("POST", "/api/agents-config/entries", { key: await admin(), body: { title: http, kind: "http", config: { url: "https://agent.example/turn", headers: { "x-key": { env: "AGENT_KEY" } } } } })).status).toBe(200);
+    expect(
+      (
+        await call("POST", "/api/agents-config/entries", {
+          key: await admin(),
+          body: { title: http, kind: "http", config: { url: "https://agent.example/turn", headers: { "x-key": { env: "AGENT_KEY" } } } },
+        })
+      ).status,
+    ).toBe(200);
     const endpoint = fakeFetch(() => json({ text: "reached" }));
-    const httpRun = await runAgent(testContext({ fetch: endpoint.fetch, vars: { AGENT_KEY: "agent-never-sent", ...rebound("AGENT_KEY", null) } }), http, { thread_id: uniq("t"), user_message: "x" }, {});
-    expect(httpRun).toEqual({ ok: false, kind: "agent_error", message: "env var AGENT_KEY referenced by the declaration may not be sent to this URL's origin (SECRET_REFERENCE_ORIGINS binds no origin to it)" });
+    const httpRun = await runAgent(
+      testContext({ fetch: endpoint.fetch, vars: { AGENT_KEY: "agent-never-sent", ...rebound("AGENT_KEY", null) } }),
+      http,
+      { thread_id: uniq("t"), user_message: "x" },
+      {},
+    );
+    expect(httpRun).toEqual({
+      ok: false,
+      kind: "agent_error",
+      message: "env var AGENT_KEY referenced by the declaration may not be sent to this URL's origin (SECRET_REFERENCE_ORIGINS binds no origin to it)",
+    });
     expect(endpoint.calls).toHaveLength(0);
   });
 
@@ -259,13 +347,19 @@ describe("at call time: a binding narrowed in env stops the value before anythin
     const calls = localMcpNetwork();
     const VALUE = "Bearer mcp-env-VALUE";
     const title = uniq("narrowed_mcp").replace(/-/g, "_");
-    const declared = await callWith({ SECRET_MCP: VALUE }, "POST", "/api/mcp-config/entries", { key: await admin(), body: { title, config: { type: "http", url: MCP_URL, headers: { authorization: { env: "SECRET_MCP" } } } } });
+    const declared = await callWith({ SECRET_MCP: VALUE }, "POST", "/api/mcp-config/entries", {
+      key: await admin(),
+      body: { title, config: { type: "http", url: MCP_URL, headers: { authorization: { env: "SECRET_MCP" } } } },
+    });
     expect(declared.status, declared.text).toBe(200);
     expect(declared.body.data.status.status).toBe("ok");
     const before = calls.length;
     expect(calls.every((c) => c.headers.authorization === VALUE)).toBe(true);
 
-    const reload = await callWith({ SECRET_MCP: VALUE, ...rebound("SECRET_MCP", ["https://elsewhere.example"]) }, "POST", "/api/tools/reload", { key: await admin(), body: { server: title } });
+    const reload = await callWith({ SECRET_MCP: VALUE, ...rebound("SECRET_MCP", ["https://elsewhere.example"]) }, "POST", "/api/tools/reload", {
+      key: await admin(),
+      body: { server: title },
+    });
     expect(reload.status).toBe(200);
     expect(reload.body.data.items[0]).toMatchObject({ status: "failed" });
     expect(reload.body.data.items[0].last_error).toContain("env var SECRET_MCP referenced by the declaration may not be sent to this URL's origin");
@@ -279,8 +373,13 @@ describe("stored MCP secret env values stay within the deployment's binding", ()
     const key = await admin();
     const unbound = await call("POST", "/api/mcp-config/secret-env", { key, body: { name: "SECRET_NEVER_BOUND", value: "v-1", origins: [MCP_URL] } });
     expect(unbound.status).toBe(400);
-    expect(unbound.body.error).toBe("invalid body: name: SECRET_REFERENCE_ORIGINS binds no origin to this name, so its value could be sent nowhere; the operator binds it (env only)");
-    const outside = await call("POST", "/api/mcp-config/secret-env", { key, body: { name: "SECRET_MCP_TOKEN", value: "v-2", origins: [MCP_URL, `${COLLECTOR}/mcp`] } });
+    expect(unbound.body.error).toBe(
+      "invalid body: name: SECRET_REFERENCE_ORIGINS binds no origin to this name, so its value could be sent nowhere; the operator binds it (env only)",
+    );
+    const outside = await call("POST", "/api/mcp-config/secret-env", {
+      key,
+      body: { name: "SECRET_MCP_TOKEN", value: "v-2", origins: [MCP_URL, `${COLLECTOR}/mcp`] },
+    });
     expect(outside.status).toBe(400);
     expect(outside.body.error).toBe("invalid body: origins[1]: not an origin SECRET_REFERENCE_ORIGINS binds this name to");
     expect(JSON.stringify(outside.body)).not.toContain("v-2");

@@ -32,7 +32,11 @@ async function declareAgent(body: Record<string, unknown>, vars?: Record<string,
 
 function expectScopeRefusal(r: { status: number; body: any }, fields: string, hidden: string) {
   expect(r.status).toBe(400);
-  expect(r.body.error).toMatch(new RegExp(`^invalid body: ${fields.replace(/[.*]/g, "\\$&")}: references? (an )?env vars? outside the secret-reference scope; only env vars named SECRET_\\* or listed in SECRET_REFERENCE_ALLOWLIST may be referenced`));
+  expect(r.body.error).toMatch(
+    new RegExp(
+      `^invalid body: ${fields.replace(/[.*]/g, "\\$&")}: references? (an )?env vars? outside the secret-reference scope; only env vars named SECRET_\\* or listed in SECRET_REFERENCE_ALLOWLIST may be referenced`,
+    ),
+  );
   expect(JSON.stringify(r.body)).not.toContain(hidden);
 }
 
@@ -68,7 +72,12 @@ describe("the secret-reference scope (pure)", () => {
   });
 
   it("refuses at resolution too, naming the variable and the rule, never a value", () => {
-    const e = { SECRET_OK: "ok-value", OTHER: "other-value", ACCESS_CONTROL_BOOTSTRAP_TOKEN: "boot-value", SECRET_REFERENCE_ALLOWLIST: "OTHER" } as unknown as Env;
+    const e = {
+      SECRET_OK: "ok-value",
+      OTHER: "other-value",
+      ACCESS_CONTROL_BOOTSTRAP_TOKEN: "boot-value",
+      SECRET_REFERENCE_ALLOWLIST: "OTHER",
+    } as unknown as Env;
     expect(resolveEnvRef(e, { env: "SECRET_OK" })).toBe("ok-value");
     expect(resolveEnvRef(e, { env: "OTHER" })).toBe("other-value");
     for (const name of ["ACCESS_CONTROL_BOOTSTRAP_TOKEN", "UNLISTED"]) {
@@ -88,13 +97,13 @@ describe("the secret-reference scope (pure)", () => {
 });
 
 describe("secret references at the declaration doors", () => {
-  it("refuses {\"env\": \"ACCESS_CONTROL_BOOTSTRAP_TOKEN\"} in a tool header with 400 naming the header", async () => {
+  it('refuses {"env": "ACCESS_CONTROL_BOOTSTRAP_TOKEN"} in a tool header with 400 naming the header', async () => {
     const r = await declareTool({ authorization: { env: "ACCESS_CONTROL_BOOTSTRAP_TOKEN" }, "x-ok": "literal" });
     expectScopeRefusal(r, "headers.authorization", "ACCESS_CONTROL_BOOTSTRAP_TOKEN");
     expect(JSON.stringify(r.body)).not.toContain(String(env.ACCESS_CONTROL_BOOTSTRAP_TOKEN));
   });
 
-  it("refuses {\"env\": \"CHANNEL_TELEGRAM_BOT_TOKEN\"} in a tool header with 400, even when allowlisted in the request's env", async () => {
+  it('refuses {"env": "CHANNEL_TELEGRAM_BOT_TOKEN"} in a tool header with 400, even when allowlisted in the request\'s env', async () => {
     const r = await declareTool({ "x-bot": { env: "CHANNEL_TELEGRAM_BOT_TOKEN" } });
     expectScopeRefusal(r, "headers.x-bot", "CHANNEL_TELEGRAM_BOT_TOKEN");
     // An allowlist naming it is itself invalid: the whole service answers 500 naming the setting.
@@ -107,7 +116,10 @@ describe("secret references at the declaration doors", () => {
   it("names every refused header, and refuses llm api_key and http agent headers the same way", async () => {
     const two = await declareTool({ a: { env: "CONVERSATIONS_STORE_URL" }, b: { env: "SECRET_FINE" }, c: { env: "UNLISTED_VAR" } });
     expectScopeRefusal(two, "headers.a, headers.c", "UNLISTED_VAR");
-    const llm = await declareAgent({ kind: "llm", config: { base_url: "https://llm.example/v1", model: "m", api_key: { env: "ACCESS_CONTROL_BOOTSTRAP_TOKEN" } } });
+    const llm = await declareAgent({
+      kind: "llm",
+      config: { base_url: "https://llm.example/v1", model: "m", api_key: { env: "ACCESS_CONTROL_BOOTSTRAP_TOKEN" } },
+    });
     expectScopeRefusal(llm, "config.api_key", "ACCESS_CONTROL_BOOTSTRAP_TOKEN");
     const http = await declareAgent({ kind: "http", config: { url: "https://agent.example/turn", headers: { "x-key": { env: "CHANNEL_SLACK_BOT_TOKEN" } } } });
     expectScopeRefusal(http, "config.headers.x-key", "CHANNEL_SLACK_BOT_TOKEN");
@@ -126,14 +138,22 @@ describe("secret references at call time", () => {
     const calls = fakeNetwork(() => json({ ok: true }));
     const tool = await declareTool({ authorization: { env: "SECRET_SCOPED_TOKEN" } }, NO_ALLOWLIST);
     expect(tool.status).toBe(200);
-    const r = await callWith({ ...NO_ALLOWLIST, SECRET_SCOPED_TOKEN: "scoped-value-1" }, "POST", "/api/run-tool", { key: await admin(), body: { tool_name: tool.title, arguments: {} } });
+    const r = await callWith({ ...NO_ALLOWLIST, SECRET_SCOPED_TOKEN: "scoped-value-1" }, "POST", "/api/run-tool", {
+      key: await admin(),
+      body: { tool_name: tool.title, arguments: {} },
+    });
     expect(r.status).toBe(200);
     expect(calls[0].headers.authorization).toBe("scoped-value-1");
 
     const agent = await declareAgent({ kind: "llm", config: { base_url: "https://llm.example/v1", model: "m", api_key: { env: "SECRET_LLM" } } }, NO_ALLOWLIST);
     expect(agent.status).toBe(200);
     const llm = fakeFetch(() => json({ choices: [{ message: { content: "hi" } }] }));
-    const run = await runAgent(testContext({ fetch: llm.fetch, vars: { ...NO_ALLOWLIST, SECRET_LLM: "sk-scoped" } }), agent.title, { thread_id: uniq("t"), user_message: "x" }, {});
+    const run = await runAgent(
+      testContext({ fetch: llm.fetch, vars: { ...NO_ALLOWLIST, SECRET_LLM: "sk-scoped" } }),
+      agent.title,
+      { thread_id: uniq("t"), user_message: "x" },
+      {},
+    );
     expect(run).toEqual({ ok: true, text: "hi" });
     expect(llm.calls[0].headers.authorization).toBe("Bearer sk-scoped");
   });
@@ -142,7 +162,10 @@ describe("secret references at call time", () => {
     const calls = fakeNetwork(() => json({ ok: true }));
     const tool = await declareTool({ authorization: { env: "TOOL_SECRET" } });
     expect(tool.status).toBe(200);
-    const r = await callWith({ ...NO_ALLOWLIST, TOOL_SECRET: "tool-secret-value" }, "POST", "/api/run-tool", { key: await admin(), body: { tool_name: tool.title, arguments: {} } });
+    const r = await callWith({ ...NO_ALLOWLIST, TOOL_SECRET: "tool-secret-value" }, "POST", "/api/run-tool", {
+      key: await admin(),
+      body: { tool_name: tool.title, arguments: {} },
+    });
     expect(r.status).toBe(500);
     expect(r.body.code).toBe("tool-error");
     expect(r.body.error).toContain("env var TOOL_SECRET referenced by the declaration may not be referenced");
@@ -152,7 +175,12 @@ describe("secret references at call time", () => {
     const agent = await declareAgent({ kind: "http", config: { url: "https://agent.example/turn", headers: { "x-agent-key": { env: "AGENT_KEY" } } } });
     expect(agent.status).toBe(200);
     const edge = fakeFetch(() => json({ text: "reached" }));
-    const run = await runAgent(testContext({ fetch: edge.fetch, vars: { ...NO_ALLOWLIST, AGENT_KEY: "agent-secret" } }), agent.title, { thread_id: uniq("t"), user_message: "x" }, {});
+    const run = await runAgent(
+      testContext({ fetch: edge.fetch, vars: { ...NO_ALLOWLIST, AGENT_KEY: "agent-secret" } }),
+      agent.title,
+      { thread_id: uniq("t"), user_message: "x" },
+      {},
+    );
     expect(run).toMatchObject({ ok: false, kind: "agent_error" });
     expect(JSON.stringify(run)).toContain("env var AGENT_KEY referenced by the declaration may not be referenced");
     expect(edge.calls).toHaveLength(0);

@@ -86,7 +86,9 @@ describe("declaring HTTP tools", () => {
 
   it("is admin only", async () => {
     const k = await mintKey({ scopes: ["tools"] });
-    expect((await call("POST", "/api/tools-config/entries", { key: k.key, body: { title: uniq("d"), kind: "http", url: "https://tools.example/" } })).status).toBe(403);
+    expect(
+      (await call("POST", "/api/tools-config/entries", { key: k.key, body: { title: uniq("d"), kind: "http", url: "https://tools.example/" } })).status,
+    ).toBe(403);
     expect((await call("DELETE", "/api/tools-config/entries/whatever", { key: k.key })).status).toBe(403);
   });
 });

@@ -17,7 +17,10 @@ describe("upload, list, fetch", () => {
     const id = `${uniq("greet")}/welcome.mustache`;
     const up = await post("/api/upload-template", { id, content: "Hello {{name}}{{#vip}}, welcome back{{/vip}}" });
     expect(up.status).toBe(200);
-    expect(up.body.data).toMatchObject({ created: true, template: { id, resource_id: `templates/${id}`, variables: [{ name: "name" }, { name: "vip", kind: "section" }] } });
+    expect(up.body.data).toMatchObject({
+      created: true,
+      template: { id, resource_id: `templates/${id}`, variables: [{ name: "name" }, { name: "vip", kind: "section" }] },
+    });
     const stored = await env.STORAGE.head(`templates/${id}`);
     expect(stored?.httpMetadata?.contentType).toBe("text/x-mustache; charset=utf-8");
     const got = await post("/api/template", { id });
@@ -63,7 +66,11 @@ describe("upload, list, fetch", () => {
     const page1 = await call("GET", `/api/templates?prefix=${encodeURIComponent(`${root}/`)}&limit=2`, { key });
     expect(page1.status).toBe(200);
     expect(page1.body.data.items.map((t: any) => t.id)).toEqual([`${root}/a.mustache`, `${root}/b.mustache`]);
-    const page2 = await call("GET", `/api/templates?prefix=${encodeURIComponent(`${root}/`)}&limit=2&cursor=${encodeURIComponent(page1.body.data.next_cursor)}`, { key });
+    const page2 = await call(
+      "GET",
+      `/api/templates?prefix=${encodeURIComponent(`${root}/`)}&limit=2&cursor=${encodeURIComponent(page1.body.data.next_cursor)}`,
+      { key },
+    );
     expect(page2.body.data).toMatchObject({ items: [{ id: `${root}/c.mustache` }], next_cursor: null });
     const raw = await call("GET", `/api/storage/resources?prefix=${encodeURIComponent(`templates/${root}/`)}`, { key });
     expect(raw.body.data.items).toHaveLength(3);
@@ -89,7 +96,10 @@ describe("render", () => {
   });
 
   it("refuses a render past 1 MiB", async () => {
-    const r = await post("/api/render-template", { content: "{{#xs}}{{#xs}}{{#xs}}xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx{{/xs}}{{/xs}}{{/xs}}", kwargs: { xs: Array(40).fill(1) } });
+    const r = await post("/api/render-template", {
+      content: "{{#xs}}{{#xs}}{{#xs}}xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx{{/xs}}{{/xs}}{{/xs}}",
+      kwargs: { xs: Array(40).fill(1) },
+    });
     expect(r.status).toBe(400);
     expect(r.body.error).toContain("rendered text exceeds");
   });
@@ -156,7 +166,14 @@ describe("grants and configuration", () => {
     const key = await admin();
     const off = { ...env, STORAGE_BUCKET: "" };
     const send = (method: string, path: string, body?: unknown) =>
-      fetchWithEnv(off, new Request(`${BASE}${path}`, { method, headers: { "x-api-key": key, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) }));
+      fetchWithEnv(
+        off,
+        new Request(`${BASE}${path}`, {
+          method,
+          headers: { "x-api-key": key, "content-type": "application/json" },
+          body: body === undefined ? undefined : JSON.stringify(body),
+        }),
+      );
     for (const [method, path, body] of [
       ["GET", "/api/templates"],
       ["POST", "/api/template", { id: "a" }],

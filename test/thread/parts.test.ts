@@ -94,7 +94,17 @@ function apiRecord(routeName: string, over: Partial<AnswerRecord> = {}): { recor
     expires_at: null,
     ...over,
   };
-  const inbound: TurnInbound = { message_id: id, thread_id: threadId, kind: "message", inbound_id: id, source: "api", text: "hi", sender: "u", our_identity: null, channel: null };
+  const inbound: TurnInbound = {
+    message_id: id,
+    thread_id: threadId,
+    kind: "message",
+    inbound_id: id,
+    source: "api",
+    text: "hi",
+    sender: "u",
+    our_identity: null,
+    channel: null,
+  };
   return { record, inbound };
 }
 
@@ -170,7 +180,13 @@ describe("the alarm part", () => {
 describe("the delivery machine", () => {
   it("posts the callback through its own network, backs off on the injected clock, then delivers once", async () => {
     const k = await echoKey();
-    const route = await createRoute({ door: "api", target_kind: "tool", target_name: "echo", execution_key: k.user_id, callback_url: "https://hooks.example.com/parts" });
+    const route = await createRoute({
+      door: "api",
+      target_kind: "tool",
+      target_name: "echo",
+      execution_key: k.user_id,
+      callback_url: "https://hooks.example.com/parts",
+    });
     const warn = vi.spyOn(console, "warn").mockImplementation(() => undefined);
     await withStorage(async (storage) => {
       const clock = { ms: Date.now() };
@@ -182,7 +198,12 @@ describe("the delivery machine", () => {
       }) as typeof globalThis.fetch;
       const rec = recorders();
       const delivery = new DeliveryMachine(depsOver(storage, clock, fetch), { index: rec.index, alarm: rec.alarm, snapshots: new RouteSnapshots() });
-      const { record, inbound } = apiRecord(route.name, { status: "pending_delivery", answer_status: "answered", answer: "hello", callback_url: route.route.callback_url });
+      const { record, inbound } = apiRecord(route.name, {
+        status: "pending_delivery",
+        answer_status: "answered",
+        answer: "hello",
+        callback_url: route.route.callback_url,
+      });
       insertRecord(storage, record, inbound, "done", null);
       saveStored(storage, { record, delivery_due_at: clock.ms });
 
@@ -265,7 +286,9 @@ describe("the schema migration's agent-memory line", () => {
       migrate(storage);
       expect(sql.exec("SELECT value FROM meta WHERE key = 'memory_schema_version'").one()).toEqual({ value: "1" });
       expect(sql.exec("SELECT value FROM meta WHERE key = 'schema_version'").one()).toEqual({ value: "5" });
-      expect(sql.exec("SELECT message FROM checkpoint_messages WHERE thread_id = ?", threadId).toArray()).toEqual([{ message: JSON.stringify({ role: "user", content: "kept" }) }]);
+      expect(sql.exec("SELECT message FROM checkpoint_messages WHERE thread_id = ?", threadId).toArray()).toEqual([
+        { message: JSON.stringify({ role: "user", content: "kept" }) },
+      ]);
     });
   });
 

@@ -9,23 +9,52 @@ import { BASE, admin, call, fetchWithEnv, uniq } from "../helpers/http";
 
 const NOW = "2026-01-01T00:00:00.000Z";
 const fid = (c: string) => `fld-${c.repeat(32)}`;
-const folderRow = (folder_id: string, name: string, parent_id: string | null = null) => ({ kind: "folder", folder_id, name, parent_id, created_at: NOW, updated_at: NOW });
-const toolRow = (name: string, extra: Record<string, unknown> = {}) => ({ kind: "tool", name, tags: [], badges: [], hidden: null, folder_id: null, updated_at: NOW, ...extra });
+const folderRow = (folder_id: string, name: string, parent_id: string | null = null) => ({
+  kind: "folder",
+  folder_id,
+  name,
+  parent_id,
+  created_at: NOW,
+  updated_at: NOW,
+});
+const toolRow = (name: string, extra: Record<string, unknown> = {}) => ({
+  kind: "tool",
+  name,
+  tags: [],
+  badges: [],
+  hidden: null,
+  folder_id: null,
+  updated_at: NOW,
+  ...extra,
+});
 
 async function importRows(rows: unknown[]) {
   return call("POST", "/api/backup/import", { key: await admin(), body: { document: { version: 1, exported_at: NOW, sections: { "tool-meta": rows } } } });
 }
 
-const count = async (sql: string, ...b: unknown[]) => Number(await env.DB.prepare(sql).bind(...b).first("n"));
+const count = async (sql: string, ...b: unknown[]) =>
+  Number(
+    await env.DB.prepare(sql)
+      .bind(...b)
+      .first("n"),
+  );
 
 describe("the tool-meta section", () => {
   it("imports folders and rows (also for a tool that is not registered), upserting by id and name", async () => {
-    const r = await importRows([folderRow(fid("a"), "Top"), folderRow(fid("b"), "Inner", fid("a")), toolRow("echo", { tags: ["x"], folder_id: fid("b") }), toolRow("gone-tool", { hidden: true })]);
+    const r = await importRows([
+      folderRow(fid("a"), "Top"),
+      folderRow(fid("b"), "Inner", fid("a")),
+      toolRow("echo", { tags: ["x"], folder_id: fid("b") }),
+      toolRow("gone-tool", { hidden: true }),
+    ]);
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body.data.sections).toEqual([{ name: "tool-meta", applied: 4 }]);
     const meta = await call("GET", "/api/tool-meta", { key: await admin() });
     expect(meta.body.data.tools).toEqual(
-      expect.arrayContaining([expect.objectContaining({ name: "echo", tags: ["x"], folder_id: fid("b"), registered: true }), expect.objectContaining({ name: "gone-tool", hidden: true, registered: false })]),
+      expect.arrayContaining([
+        expect.objectContaining({ name: "echo", tags: ["x"], folder_id: fid("b"), registered: true }),
+        expect.objectContaining({ name: "gone-tool", hidden: true, registered: false }),
+      ]),
     );
     // Again, renamed: updated in place.
     expect((await importRows([folderRow(fid("a"), "Top renamed")])).status).toBe(200);
@@ -65,7 +94,14 @@ describe("the tool-meta section", () => {
     expect(all.status).toBe(200);
     expect(all.body.sections["tool-meta"].length).toBeGreaterThan(0);
     const post = (body: unknown) =>
-      fetchWithEnv({ ...env, TOOL_META_STORE_URL: "" }, new Request(`${BASE}/api/backup/export`, { method: "POST", headers: { "x-api-key": key, "content-type": "application/json" }, body: JSON.stringify(body) }));
+      fetchWithEnv(
+        { ...env, TOOL_META_STORE_URL: "" },
+        new Request(`${BASE}/api/backup/export`, {
+          method: "POST",
+          headers: { "x-api-key": key, "content-type": "application/json" },
+          body: JSON.stringify(body),
+        }),
+      );
     expect(Object.keys(((await (await post({})).json()) as any).sections)).not.toContain("tool-meta");
     const named = await post({ sections: ["tool-meta"] });
     expect(named.status).toBe(501);

@@ -25,7 +25,13 @@ describe("folders", () => {
     const name = uniq("Sales");
     const r = await call("POST", `${T}/folders`, { key, body: { name } });
     expect(r.status).toBe(200);
-    expect(r.body.data).toEqual({ folder_id: expect.stringMatching(/^fld-[0-9a-f]{32}$/), name, parent_id: null, created_at: expect.any(String), updated_at: expect.any(String) });
+    expect(r.body.data).toEqual({
+      folder_id: expect.stringMatching(/^fld-[0-9a-f]{32}$/),
+      name,
+      parent_id: null,
+      created_at: expect.any(String),
+      updated_at: expect.any(String),
+    });
     const child = await folder("CRM", r.body.data.folder_id);
     expect(child).toMatch(/^fld-/);
     expect((await call("POST", `${T}/folders`, { key, body: { name } })).status).toBe(409);
@@ -109,9 +115,21 @@ describe("folders", () => {
 describe("tool rows (merge patch)", () => {
   it("sets, replaces and resets members; a row back at the defaults is deleted", async () => {
     const f = await folder(uniq("tools"));
-    const first = await patch("echo", { tags: ["demo", "text"], badges: ["built-in"], hidden: false, folder_id: f }, { "content-type": "application/merge-patch+json" });
+    const first = await patch(
+      "echo",
+      { tags: ["demo", "text"], badges: ["built-in"], hidden: false, folder_id: f },
+      { "content-type": "application/merge-patch+json" },
+    );
     expect(first.status).toBe(200);
-    expect(first.body.data).toEqual({ name: "echo", tags: ["demo", "text"], badges: ["built-in"], hidden: false, folder_id: f, registered: true, updated_at: expect.any(String) });
+    expect(first.body.data).toEqual({
+      name: "echo",
+      tags: ["demo", "text"],
+      badges: ["built-in"],
+      hidden: false,
+      folder_id: f,
+      registered: true,
+      updated_at: expect.any(String),
+    });
     const second = await patch("echo", { tags: ["demo"], hidden: null });
     expect(second.body.data).toMatchObject({ tags: ["demo"], badges: ["built-in"], hidden: null, folder_id: f });
     const reset = await patch("echo", { tags: null, badges: null, folder_id: null });
@@ -120,7 +138,18 @@ describe("tool rows (merge patch)", () => {
   });
 
   it("refuses bad members (400, value not echoed), unknown tools and folders (404)", async () => {
-    for (const body of [{ tags: ["a", "a"] }, { tags: ["SECRETTAG\u0000"] }, { hidden: "yes" }, { colour: "red" }, { tags: Array(33).fill(0).map((_, i) => `t${i}`) }, { badges: ["x".repeat(33)] }]) {
+    for (const body of [
+      { tags: ["a", "a"] },
+      { tags: ["SECRETTAG\u0000"] },
+      { hidden: "yes" },
+      { colour: "red" },
+      {
+        tags: Array(33)
+          .fill(0)
+          .map((_, i) => `t${i}`),
+      },
+      { badges: ["x".repeat(33)] },
+    ]) {
       const r = await patch("echo", body);
       expect(r.status, JSON.stringify(body)).toBe(400);
       expect(JSON.stringify(r.body)).not.toContain("SECRETTAG");
@@ -188,7 +217,11 @@ describe("grants and configuration", () => {
     ] as Array<[string, string, unknown?]>) {
       const res = await fetchWithEnv(
         { ...env, TOOL_META_STORE_URL: "" },
-        new Request(`${BASE}${path}`, { method, headers: { "x-api-key": key, "content-type": "application/json" }, body: body ? JSON.stringify(body) : undefined }),
+        new Request(`${BASE}${path}`, {
+          method,
+          headers: { "x-api-key": key, "content-type": "application/json" },
+          body: body ? JSON.stringify(body) : undefined,
+        }),
       );
       expect(res.status, `${method} ${path}`).toBe(501);
       expect(await res.json()).toMatchObject({ code: "tool-meta-not-configured" });

@@ -4,7 +4,14 @@ import { ATTEMPT_LEASE_MS, alarmStep, interruptedEnd } from "../../src/tool-runs
 import { askedRunEnd } from "../../src/tool-runs/execute";
 
 const NOW = 1_800_000_000_000;
-const row = (over: Partial<Parameters<typeof alarmStep>[0] & object>) => ({ status: "queued" as const, attempts: 0, published: false, expires_at: null, started_at: null, ...over });
+const row = (over: Partial<Parameters<typeof alarmStep>[0] & object>) => ({
+  status: "queued" as const,
+  attempts: 0,
+  published: false,
+  expires_at: null,
+  started_at: null,
+  ...over,
+});
 
 describe("alarmStep", () => {
   it("no run: nothing", () => expect(alarmStep(null, NOW, 3, false)).toEqual({ kind: "none" }));
@@ -35,9 +42,19 @@ describe("alarmStep", () => {
     const outcome = { interaction_id: "i", outcome: "cancelled", cancelled: true };
     expect(askedRunEnd(outcome, "cancelled")).toEqual({ status: "succeeded", result: outcome, error: null, error_kind: null });
     expect(askedRunEnd({ outcome: "answered" }, "answered").status).toBe("succeeded");
-    expect(askedRunEnd({ outcome: "expired", timeout: true }, "expired")).toEqual({ status: "failed", result: null, error: "the question expired unanswered", error_kind: "timeout" });
+    expect(askedRunEnd({ outcome: "expired", timeout: true }, "expired")).toEqual({
+      status: "failed",
+      result: null,
+      error: "the question expired unanswered",
+      error_kind: "timeout",
+    });
   });
   it("the interrupted end names the count, never a value", () => {
-    expect(interruptedEnd(1)).toEqual({ status: "failed", result: null, error_kind: "interrupted", error: "the run was interrupted 1 time (its object restarted mid-run); not started again" });
+    expect(interruptedEnd(1)).toEqual({
+      status: "failed",
+      result: null,
+      error_kind: "interrupted",
+      error: "the run was interrupted 1 time (its object restarted mid-run); not started again",
+    });
   });
 });

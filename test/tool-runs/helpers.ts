@@ -38,7 +38,8 @@ export async function indexRow(runId: string): Promise<Record<string, unknown> |
 /** Waits until run `runId` has published its end, flushes the shards, and answers its runs-index row and trace. */
 export async function traceOf(runId: string): Promise<{ listed: any; trace: any }> {
   const published = await eventually(
-    () => runInDurableObject(runObject(runId), (_o, state) => Number(state.storage.sql.exec<{ published: number }>("SELECT published FROM run").one().published)),
+    () =>
+      runInDurableObject(runObject(runId), (_o, state) => Number(state.storage.sql.exec<{ published: number }>("SELECT published FROM run").one().published)),
     (p) => p === 1,
     250,
   );

@@ -16,11 +16,23 @@ describe("tool-runs and schedules settings", () => {
   });
 
   it("read the store and the bounds; errors name the variable, never the value", () => {
-    const ok = parseSettings({ DB: {}, TOOL_RUNS_STORE_URL: "d1://DB", TOOL_RUNS_RETENTION_SECONDS: "60", TOOL_RUNS_MAX_ATTEMPTS: "10", SCHEDULES_CATCH_UP_WINDOW_SECONDS: "0" });
+    const ok = parseSettings({
+      DB: {},
+      TOOL_RUNS_STORE_URL: "d1://DB",
+      TOOL_RUNS_RETENTION_SECONDS: "60",
+      TOOL_RUNS_MAX_ATTEMPTS: "10",
+      SCHEDULES_CATCH_UP_WINDOW_SECONDS: "0",
+    });
     if (!ok.ok) throw new Error(ok.errors.join());
     expect(ok.settings.toolRuns).toEqual({ storeUrl: "d1://DB", retentionSeconds: 60, maxAttempts: 10 });
     expect(ok.settings.schedules.catchUpWindowSeconds).toBe(0);
-    const bad = parseSettings({ DB: {}, TOOL_RUNS_STORE_URL: "d1://NOPE", TOOL_RUNS_RETENTION_SECONDS: "59", TOOL_RUNS_MAX_ATTEMPTS: "0", SCHEDULES_CATCH_UP_WINDOW_SECONDS: "-1" });
+    const bad = parseSettings({
+      DB: {},
+      TOOL_RUNS_STORE_URL: "d1://NOPE",
+      TOOL_RUNS_RETENTION_SECONDS: "59",
+      TOOL_RUNS_MAX_ATTEMPTS: "0",
+      SCHEDULES_CATCH_UP_WINDOW_SECONDS: "-1",
+    });
     expect(bad.ok).toBe(false);
     const errors = bad.ok ? [] : bad.errors;
     expect(errors).toEqual([

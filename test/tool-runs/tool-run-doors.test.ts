@@ -15,7 +15,10 @@ import { endedRun, indexRow } from "./helpers";
 const submit = (key: string, body: unknown) => call("POST", "/api/tool-runs", { key, body });
 
 async function declareHttpTool(title: string, url: string) {
-  const r = await call("POST", "/api/tools-config/entries", { key: await admin(), body: { title, kind: "http", description: "test", url, input_schema: { type: "object", properties: { n: { type: "integer" } }, required: ["n"] } } });
+  const r = await call("POST", "/api/tools-config/entries", {
+    key: await admin(),
+    body: { title, kind: "http", description: "test", url, input_schema: { type: "object", properties: { n: { type: "integer" } }, required: ["n"] } },
+  });
   expect(r.status, JSON.stringify(r.body)).toBe(200);
 }
 
@@ -59,7 +62,10 @@ describe("POST /api/tool-runs", () => {
 
   it("accepts any object for an HTTP tool declared without an input schema (regression: the frozen default schema could not be evaluated)", async () => {
     const tool = uniq("schemaless");
-    const r = await call("POST", "/api/tools-config/entries", { key: await admin(), body: { title: tool, kind: "http", description: "no schema", url: "https://tools.example/any" } });
+    const r = await call("POST", "/api/tools-config/entries", {
+      key: await admin(),
+      body: { title: tool, kind: "http", description: "no schema", url: "https://tools.example/any" },
+    });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     fakeNetwork(answerOnly({ "POST https://tools.example/any": (_req, body) => Response.json({ got: JSON.parse(body) }) }));
     const ok = await submit(await admin(), { tool_name: tool, arguments: { anything: [1, 2] } });
@@ -108,13 +114,21 @@ describe("POST /api/tool-runs", () => {
 
   it("maintenance.prune_expired runs the cron's prune passes now and reports them", async () => {
     const stale = crypto.randomUUID();
-    await env.DB.prepare("INSERT INTO tool_runs (run_id, tool_name, caller_user_id, origin, status, created_at, finished_at, expires_at) VALUES (?, 'echo', 'root', 'api', 'succeeded', 1, 2, 3)").bind(stale).run();
+    await env.DB.prepare(
+      "INSERT INTO tool_runs (run_id, tool_name, caller_user_id, origin, status, created_at, finished_at, expires_at) VALUES (?, 'echo', 'root', 'api', 'succeeded', 1, 2, 3)",
+    )
+      .bind(stale)
+      .run();
     const link = await env.DB.prepare("SELECT COUNT(*) AS n FROM claim_links").first<{ n: number }>();
     // An expired hook trigger link goes too (a live one stays).
-    await env.DB.prepare("INSERT INTO hook_trigger_links (name, token_hash, topic, execution_key, execution_key_fingerprint, tool_kwargs, require_api_key, created_by, created_at, expires_at) VALUES (?, ?, 't', 'root', 'f', '{}', 0, 'root', '', ?)")
+    await env.DB.prepare(
+      "INSERT INTO hook_trigger_links (name, token_hash, topic, execution_key, execution_key_fingerprint, tool_kwargs, require_api_key, created_by, created_at, expires_at) VALUES (?, ?, 't', 'root', 'f', '{}', 0, 'root', '', ?)",
+    )
       .bind("old-link", crypto.randomUUID(), 5)
       .run();
-    await env.DB.prepare("INSERT INTO hook_trigger_links (name, token_hash, topic, execution_key, execution_key_fingerprint, tool_kwargs, require_api_key, created_by, created_at, expires_at) VALUES (?, ?, 't', 'root', 'f', '{}', 0, 'root', '', NULL)")
+    await env.DB.prepare(
+      "INSERT INTO hook_trigger_links (name, token_hash, topic, execution_key, execution_key_fingerprint, tool_kwargs, require_api_key, created_by, created_at, expires_at) VALUES (?, ?, 't', 'root', 'f', '{}', 0, 'root', '', NULL)",
+    )
       .bind("kept-link", crypto.randomUUID())
       .run();
     const r = await submit(await admin(), { tool_name: "maintenance.prune_expired" });
@@ -122,7 +136,16 @@ describe("POST /api/tool-runs", () => {
     const run = await endedRun(r.body.data.run_id);
     expect(run.status, JSON.stringify(run)).toBe("succeeded");
     expect(run.result).toMatchObject({
-      passes: ["failed_records", "auth_throttle", "claim_links", "tool_runs", "hook_trigger_links", "connector_oauth_starts", "state_retention", "state_pending_saves"],
+      passes: [
+        "failed_records",
+        "auth_throttle",
+        "claim_links",
+        "tool_runs",
+        "hook_trigger_links",
+        "connector_oauth_starts",
+        "state_retention",
+        "state_pending_saves",
+      ],
       tool_runs_removed: 1,
       trigger_links_removed: 1,
       claim_links_removed: 0,
@@ -142,7 +165,14 @@ describe("POST /api/tool-runs", () => {
       ["GET", "/api/tool-runs", undefined],
       ["GET", `/api/tool-runs/${crypto.randomUUID()}`, undefined],
     ] as const) {
-      const res = await fetchWithEnv({ ...env, TOOL_RUNS_STORE_URL: "" }, new Request(`${BASE}${path}`, { method, headers: { "x-api-key": key, "content-type": "application/json" }, body: body ? JSON.stringify(body) : undefined }));
+      const res = await fetchWithEnv(
+        { ...env, TOOL_RUNS_STORE_URL: "" },
+        new Request(`${BASE}${path}`, {
+          method,
+          headers: { "x-api-key": key, "content-type": "application/json" },
+          body: body ? JSON.stringify(body) : undefined,
+        }),
+      );
       expect(res.status, `${method} ${path}`).toBe(501);
       expect(await res.json()).toEqual({ error: "tool runs store not configured (set TOOL_RUNS_STORE_URL)", code: "tool-runs-not-configured" });
     }
@@ -183,12 +213,20 @@ describe("GET /api/tool-runs/{run_id}", () => {
     expect((await call("DELETE", `/api/auth/api-keys/${caller.user_id}`, { key: await admin() })).status).toBe(200);
     // What the door stores, submitted after the key went (the door itself would refuse it now).
     const run_id = crypto.randomUUID();
-    await submitToolRun(env, { run_id, tool_name: "echo", arguments: { message: "x" }, caller: { user_id: caller.user_id, fingerprint: caller.fingerprint }, origin: "api", schedule_name: null, slot_at: null });
+    await submitToolRun(env, {
+      run_id,
+      tool_name: "echo",
+      arguments: { message: "x" },
+      caller: { user_id: caller.user_id, fingerprint: caller.fingerprint },
+      origin: "api",
+      schedule_name: null,
+      slot_at: null,
+    });
     const asAdmin = await endedRun(run_id);
     expect(asAdmin).toMatchObject({ status: "failed", error_kind: "denied", error: "execution key no longer exists", result: null });
     const asReader = await endedRun(run_id, reader.key);
     expect(asReader.error).toBe(DENIED_TEXT);
-    expect((await indexRow(run_id))).toMatchObject({ status: "failed", error_kind: "denied" });
+    expect(await indexRow(run_id)).toMatchObject({ status: "failed", error_kind: "denied" });
   });
 });
 
@@ -223,7 +261,19 @@ describe("GET /api/tool-runs", () => {
     });
     const row = await indexRow(ids[0]);
     expect(row).not.toHaveProperty("arguments");
-    expect(Object.keys(row!).sort()).toEqual(["caller_user_id", "created_at", "error_kind", "expires_at", "finished_at", "hook_name", "origin", "run_id", "schedule_name", "status", "tool_name"]);
+    expect(Object.keys(row!).sort()).toEqual([
+      "caller_user_id",
+      "created_at",
+      "error_kind",
+      "expires_at",
+      "finished_at",
+      "hook_name",
+      "origin",
+      "run_id",
+      "schedule_name",
+      "status",
+      "tool_name",
+    ]);
     const all = await call("GET", "/api/tool-runs?pageSize=200", { key });
     expect(all.body.data.items.some((i: any) => i.tool_name === "echo")).toBe(true);
     expect((await call("GET", "/api/tool-runs?tool_name=bad/name", { key })).status).toBe(400);

@@ -18,7 +18,15 @@ import { endedRun, indexRow, runObject } from "./helpers";
 
 async function echoRequest(): Promise<ToolRunRequest> {
   const k = await mintKey({ scopes: ["tool:echo"] });
-  return { run_id: crypto.randomUUID(), tool_name: "echo", arguments: { message: "again" }, caller: { user_id: k.user_id, fingerprint: k.fingerprint }, origin: "api", schedule_name: null, slot_at: null };
+  return {
+    run_id: crypto.randomUUID(),
+    tool_name: "echo",
+    arguments: { message: "again" },
+    caller: { user_id: k.user_id, fingerprint: k.fingerprint },
+    origin: "api",
+    schedule_name: null,
+    slot_at: null,
+  };
 }
 
 /** Leaves run `req` as an attempt cut short by a restart leaves it, `attempts` times over. */
@@ -28,7 +36,9 @@ async function interrupted(req: ToolRunRequest, attempts: number): Promise<void>
     for (let i = 0; i < attempts; i++) markStarted(state.storage.sql, Date.now());
     await state.storage.setAlarm(Date.now() + ATTEMPT_LEASE_MS);
   });
-  await env.DB.prepare("INSERT INTO tool_runs (run_id, tool_name, caller_user_id, origin, status, created_at) VALUES (?, ?, ?, 'api', 'running', ?)").bind(req.run_id, req.tool_name, req.caller.user_id, Date.now()).run();
+  await env.DB.prepare("INSERT INTO tool_runs (run_id, tool_name, caller_user_id, origin, status, created_at) VALUES (?, ?, ?, 'api', 'running', ?)")
+    .bind(req.run_id, req.tool_name, req.caller.user_id, Date.now())
+    .run();
 }
 
 describe("restart survival", () => {
@@ -92,7 +102,10 @@ describe("retention", () => {
     expect(early).toEqual({ row: true, alarm: expiresAt });
     const gone = await runInDurableObject(runObject(req.run_id), async (instance, state) => {
       await instance.step(expiresAt + 1);
-      return { tables: state.storage.sql.exec("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'run'").toArray().length, alarm: await state.storage.getAlarm() };
+      return {
+        tables: state.storage.sql.exec("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'run'").toArray().length,
+        alarm: await state.storage.getAlarm(),
+      };
     });
     expect(gone).toEqual({ tables: 0, alarm: null });
     expect(await indexRow(req.run_id)).toBeNull();

@@ -16,14 +16,30 @@ describe("tool run traces", () => {
     const r = await call("POST", "/api/tool-runs", { key: k.key, body: { tool_name: "echo", arguments: { message: "traced" } } });
     await endedRun(r.body.data.run_id);
     const { listed, trace } = await traceOf(r.body.data.run_id);
-    expect(listed).toMatchObject({ trace_id: r.body.data.run_id, kind: "tool_run", trigger: "background", target: { kind: "tool", name: "echo", version: null }, interaction_id: r.body.data.run_id, user_id: k.user_id, principal: k.user_id, outcome: "ok", step_count: 1, has_error: false });
+    expect(listed).toMatchObject({
+      trace_id: r.body.data.run_id,
+      kind: "tool_run",
+      trigger: "background",
+      target: { kind: "tool", name: "echo", version: null },
+      interaction_id: r.body.data.run_id,
+      user_id: k.user_id,
+      principal: k.user_id,
+      outcome: "ok",
+      step_count: 1,
+      has_error: false,
+    });
     expect(trace).toMatchObject({ input: { message: "traced" }, output: "traced", error: null });
-    expect(trace.steps).toEqual([{ kind: "tool", name: "echo", started_at: expect.stringMatching(/Z$/), duration_ms: expect.any(Number), outcome: "ok", error: null }]);
+    expect(trace.steps).toEqual([
+      { kind: "tool", name: "echo", started_at: expect.stringMatching(/Z$/), duration_ms: expect.any(Number), outcome: "ok", error: null },
+    ]);
   });
 
   it("a preset's run names the preset version it ran", async () => {
     const preset = uniq("greeter");
-    const made = await call("POST", "/api/presets", { key: await admin(), body: { name: preset, base_tool: "echo", description: "says hi", fixed_kwargs: { message: "hi" } } });
+    const made = await call("POST", "/api/presets", {
+      key: await admin(),
+      body: { name: preset, base_tool: "echo", description: "says hi", fixed_kwargs: { message: "hi" } },
+    });
     expect(made.status, JSON.stringify(made.body)).toBe(200);
     const r = await call("POST", "/api/tool-runs", { key: await admin(), body: { tool_name: preset } });
     expect((await endedRun(r.body.data.run_id)).result).toBe("hi");
@@ -34,7 +50,15 @@ describe("tool run traces", () => {
     const k = await mintKey({ scopes: ["tool:echo"] });
     await call("DELETE", `/api/auth/api-keys/${k.user_id}`, { key: await admin() });
     const run_id = crypto.randomUUID();
-    await submitToolRun(env, { run_id, tool_name: "echo", arguments: { message: "x" }, caller: { user_id: k.user_id, fingerprint: k.fingerprint }, origin: "api", schedule_name: null, slot_at: null });
+    await submitToolRun(env, {
+      run_id,
+      tool_name: "echo",
+      arguments: { message: "x" },
+      caller: { user_id: k.user_id, fingerprint: k.fingerprint },
+      origin: "api",
+      schedule_name: null,
+      slot_at: null,
+    });
     await endedRun(run_id);
     const { listed, trace } = await traceOf(run_id);
     expect(listed).toMatchObject({ outcome: "denied", has_error: true });
@@ -53,7 +77,10 @@ describe("tool run traces", () => {
   it("a schedule's fire: trigger schedule; a fire denied after grant loss: outcome denied", async () => {
     const k = await mintKey({ scopes: ["tool:echo"] });
     const name = uniq("traced");
-    const created = await call("POST", "/api/schedules", { key: await admin(), body: { tool_name: "echo", tool_kwargs: { message: "s" }, schedule_kwargs: { cron: "0 3 * * *" }, execution_key: k.user_id, name } });
+    const created = await call("POST", "/api/schedules", {
+      key: await admin(),
+      body: { tool_name: "echo", tool_kwargs: { message: "s" }, schedule_kwargs: { cron: "0 3 * * *" }, execution_key: k.user_id, name },
+    });
     const next = Date.parse(created.body.data.schedule.next_fire_at);
     const fire = async (at: number) =>
       runInDurableObject(scheduleObject(name), async (instance) => {

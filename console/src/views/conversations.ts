@@ -115,7 +115,12 @@ export class ConversationsView {
       h(
         "li",
         null,
-        h("a", { href: `#/conversations/${encodeURIComponent(r.route_name)}`, "data-route": r.route_name }, h("span", { class: "name" }, r.route_name), h("small", null, r.door === "channel" ? `${r.channel} channel` : "api door", ` · ${r.target_kind} ${r.target_name}`)),
+        h(
+          "a",
+          { href: `#/conversations/${encodeURIComponent(r.route_name)}`, "data-route": r.route_name },
+          h("span", { class: "name" }, r.route_name),
+          h("small", null, r.door === "channel" ? `${r.channel} channel` : "api door", ` · ${r.target_kind} ${r.target_name}`),
+        ),
       ),
     );
     fill(this.routesPane, title, items.length ? h("ul", { class: "route-list" }, items) : h("p", { class: "muted" }, "No routes yet."));
@@ -151,7 +156,11 @@ export class ConversationsView {
     }
     this.renderThreadsPane(route);
     if (can(DOORS.liveTicket)) {
-      this.live = new LiveRoute(route, (n) => this.onNotices(route, n), (s) => this.onLiveState(s));
+      this.live = new LiveRoute(
+        route,
+        (n) => this.onNotices(route, n),
+        (s) => this.onLiveState(s),
+      );
       this.live.start();
     } else this.liveBadge.textContent = "Live updates: not allowed for this key";
   }
@@ -161,13 +170,26 @@ export class ConversationsView {
     const title = h("h2", { id: "threads-title" }, "Threads of ", h("span", { class: "name" }, route));
     const openById = this.openByIdForm(route);
     if (!can(DOORS.threads)) {
-      fill(this.threadsPane, back, title, this.liveBadge, h("p", { class: "muted" }, "This key may not list threads (an admin door). Open a thread by its id:"), openById);
+      fill(
+        this.threadsPane,
+        back,
+        title,
+        this.liveBadge,
+        h("p", { class: "muted" }, "This key may not list threads (an admin door). Open a thread by its id:"),
+        openById,
+      );
       return;
     }
     const status = select("status", [["", "any status"], ...STATUSES.map((s): [string, string] => [s, s.replace(/_/g, " ")])], this.filters.status);
     const address = h("input", { type: "search", name: "address", autocomplete: "off", value: this.filters.address });
     const filterErr = errorBox();
-    const filter = h("form", { class: "filters", "aria-label": "Filter threads" }, field("Status", status), field("Address contains", address), h("button", { type: "submit" }, "Filter"));
+    const filter = h(
+      "form",
+      { class: "filters", "aria-label": "Filter threads" },
+      field("Status", status),
+      field("Address contains", address),
+      h("button", { type: "submit" }, "Filter"),
+    );
     filter.addEventListener("submit", (e) => {
       e.preventDefault();
       this.filters = { status: status.value, address: address.value.trim() };
@@ -181,7 +203,9 @@ export class ConversationsView {
 
   private async loadThreads(route: string, page: number): Promise<void> {
     if (page === 1) fill(this.list, h("li", { class: "muted" }, "Loading threads…"));
-    const got = await call<Page<ThreadRow>>("GET", path(DOORS.threads[1], { route_name: route }), { query: { page, pageSize: 25, status: this.filters.status, address: this.filters.address } });
+    const got = await call<Page<ThreadRow>>("GET", path(DOORS.threads[1], { route_name: route }), {
+      query: { page, pageSize: 25, status: this.filters.status, address: this.filters.address },
+    });
     if (route !== this.route) return;
     this.rows = page === 1 ? got.items : [...this.rows, ...got.items.filter((r) => !this.rows.some((x) => x.thread_id === r.thread_id))];
     this.nextPage = got.next_page;
@@ -197,7 +221,13 @@ export class ConversationsView {
           "a",
           { href: threadHref(route, r.thread_id), "data-thread": r.thread_id },
           h("span", { class: "name" }, r.client_address ?? r.thread_id),
-          h("span", { class: "meta" }, statusChip(r.last_status), r.message_count !== null ? ` ${r.message_count} msg · ` : " new · ", when(r.last_activity_at)),
+          h(
+            "span",
+            { class: "meta" },
+            statusChip(r.last_status),
+            r.message_count !== null ? ` ${r.message_count} msg · ` : " new · ",
+            when(r.last_activity_at),
+          ),
         ),
       ),
     );
@@ -216,11 +246,18 @@ export class ConversationsView {
   private searchForm(route: string): HTMLElement {
     const q = h("input", { type: "search", name: "q", autocomplete: "off", required: true });
     const err = errorBox();
-    const form = h("form", { class: "filters", role: "search", "aria-label": "Search messages" }, field("Search messages", q), h("button", { type: "submit" }, "Search"));
+    const form = h(
+      "form",
+      { class: "filters", role: "search", "aria-label": "Search messages" },
+      field("Search messages", q),
+      h("button", { type: "submit" }, "Search"),
+    );
     form.addEventListener("submit", (e) => {
       e.preventDefault();
       void busy(form.querySelector("button"), err, async () => {
-        const got = await call<Page<{ thread_id: string; message_id: string; inbound_text: string; answer: string | null; status: string; created_at: string }>>("GET", path(DOORS.search[1], { route_name: route }), {
+        const got = await call<
+          Page<{ thread_id: string; message_id: string; inbound_text: string; answer: string | null; status: string; created_at: string }>
+        >("GET", path(DOORS.search[1], { route_name: route }), {
           query: { q: q.value, pageSize: 50 },
         });
         this.searching = true;
@@ -234,7 +271,16 @@ export class ConversationsView {
           this.list,
           h("li", { class: "muted" }, `${got.total} matching message${got.total === 1 ? "" : "s"}${got.truncated ? " (search budget spent: narrow it)" : ""}`),
           got.items.map((r) =>
-            h("li", null, h("a", { href: threadHref(route, r.thread_id), "data-thread": r.thread_id }, h("span", { class: "name" }, r.inbound_text || r.answer || r.message_id), h("span", { class: "meta" }, statusChip(r.status), " ", r.thread_id, " · ", when(r.created_at)))),
+            h(
+              "li",
+              null,
+              h(
+                "a",
+                { href: threadHref(route, r.thread_id), "data-thread": r.thread_id },
+                h("span", { class: "name" }, r.inbound_text || r.answer || r.message_id),
+                h("span", { class: "meta" }, statusChip(r.status), " ", r.thread_id, " · ", when(r.created_at)),
+              ),
+            ),
           ),
           h("li", null, clear),
         );
@@ -269,7 +315,10 @@ export class ConversationsView {
       if (n.type !== "thread" || this.searching || !can(DOORS.threads)) continue;
       if (this.filters.status && n.status !== this.filters.status) continue;
       const i = this.rows.findIndex((r) => r.thread_id === n.thread_id);
-      const row: ThreadRow = i >= 0 ? { ...this.rows[i], last_status: n.status, last_activity_at: n.at } : { thread_id: n.thread_id, client_address: null, last_activity_at: n.at, message_count: null, last_status: n.status, fresh: true };
+      const row: ThreadRow =
+        i >= 0
+          ? { ...this.rows[i], last_status: n.status, last_activity_at: n.at }
+          : { thread_id: n.thread_id, client_address: null, last_activity_at: n.at, message_count: null, last_status: n.status, fresh: true };
       if (i >= 0) this.rows.splice(i, 1);
       else if (this.filters.address && !n.thread_id.includes(this.filters.address)) continue;
       this.rows.unshift(row);

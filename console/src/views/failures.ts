@@ -24,7 +24,16 @@ export function renderFailures(main: HTMLElement): void {
       h(
         "li",
         { class: "failure", "data-message-id": r.message_id },
-        h("p", null, statusChip(r.status), " ", h("strong", null, r.route_name), " · ", when(r.updated_at), typeof r.attempts === "number" ? ` · ${r.attempts} attempt${r.attempts === 1 ? "" : "s"}` : ""),
+        h(
+          "p",
+          null,
+          statusChip(r.status),
+          " ",
+          h("strong", null, r.route_name),
+          " · ",
+          when(r.updated_at),
+          typeof r.attempts === "number" ? ` · ${r.attempts} attempt${r.attempts === 1 ? "" : "s"}` : "",
+        ),
         h("p", { class: "reason" }, "Reason: ", r.error ?? "(no reason recorded)"),
         h("p", { class: "muted" }, r.answer ? `Answer: ${r.answer.length > 140 ? `${r.answer.slice(0, 140)}…` : r.answer}` : ""),
         h("a", { href: threadHref(r.route_name, r.thread_id) }, "Open thread ", h("span", { class: "visually-hidden" }, r.thread_id)),
@@ -40,7 +49,13 @@ export function renderFailures(main: HTMLElement): void {
   }
 
   reload.addEventListener("click", () => void busy(reload, err, () => load(1)));
-  main.replaceChildren(title, h("p", { class: "muted" }, "Records whose delivery failed for good, newest first. They are kept until their retention ends."), reload, err.el, list);
+  main.replaceChildren(
+    title,
+    h("p", { class: "muted" }, "Records whose delivery failed for good, newest first. They are kept until their retention ends."),
+    reload,
+    err.el,
+    list,
+  );
   fill(list, h("li", null, loading("failures")));
   focus(title);
   void load(1).catch((e) => {

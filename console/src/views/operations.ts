@@ -67,7 +67,13 @@ function runsPanel(traceId: string | null): HTMLElement {
           h("td", null, `${r.target.kind} ${r.target.name}`),
           h("td", null, r.outcome),
           h("td", { class: "num" }, `${r.duration_ms} ms`),
-          h("td", null, can(DOORS.trace) ? h("a", { href: `#/operations/runs/${encodeURIComponent(r.trace_id)}` }, `${r.step_count} step${r.step_count === 1 ? "" : "s"}`) : String(r.step_count)),
+          h(
+            "td",
+            null,
+            can(DOORS.trace)
+              ? h("a", { href: `#/operations/runs/${encodeURIComponent(r.trace_id)}` }, `${r.step_count} step${r.step_count === 1 ? "" : "s"}`)
+              : String(r.step_count),
+          ),
         ),
       );
       fill(
@@ -76,7 +82,15 @@ function runsPanel(traceId: string | null): HTMLElement {
           "table",
           null,
           h("caption", null, `${got.total} runs (newest 20; the index trails runs by about a second)`),
-          h("thead", null, h("tr", null, ["Started", "Kind", "Target", "Outcome", "Duration", "Trace"].map((c) => h("th", { scope: "col" }, c)))),
+          h(
+            "thead",
+            null,
+            h(
+              "tr",
+              null,
+              ["Started", "Kind", "Target", "Outcome", "Duration", "Trace"].map((c) => h("th", { scope: "col" }, c)),
+            ),
+          ),
           h("tbody", null, rows.length ? rows : h("tr", null, h("td", { colspan: 6, class: "muted" }, "No runs yet."))),
         ),
       );
@@ -110,14 +124,24 @@ async function loadTrace(box: HTMLElement, traceId: string): Promise<void> {
       h("td", null, s.name),
       h("td", { class: "num" }, `+${Math.max(0, Date.parse(s.started_at) - start)} ms`),
       h("td", { class: "num" }, `${s.duration_ms} ms`),
-      h("td", null, h("meter", { min: 0, max: total, value: Math.min(s.duration_ms, total), "aria-label": `${s.name}: ${s.duration_ms} of ${t.duration_ms} ms` })),
+      h(
+        "td",
+        null,
+        h("meter", { min: 0, max: total, value: Math.min(s.duration_ms, total), "aria-label": `${s.name}: ${s.duration_ms} of ${t.duration_ms} ms` }),
+      ),
       h("td", null, s.outcome, s.error ? h("span", { class: "reason" }, ` ${s.error}`) : null),
     ),
   );
   fill(
     box,
     h("h3", { id: "trace-title", tabindex: -1 }, "Trace ", h("span", { class: "name" }, traceId)),
-    h("p", null, `${t.kind} (${t.trigger}) of ${t.target.kind} ${t.target.name} · ${t.outcome} · ${t.duration_ms} ms · `, when(t.started_at), t.route_name && t.thread_id ? [" · ", h("a", { href: threadHref(t.route_name, t.thread_id) }, "open its thread")] : null),
+    h(
+      "p",
+      null,
+      `${t.kind} (${t.trigger}) of ${t.target.kind} ${t.target.name} · ${t.outcome} · ${t.duration_ms} ms · `,
+      when(t.started_at),
+      t.route_name && t.thread_id ? [" · ", h("a", { href: threadHref(t.route_name, t.thread_id) }, "open its thread")] : null,
+    ),
     t.error ? h("p", { class: "reason" }, "Error: ", t.error) : null,
     h(
       "div",
@@ -126,7 +150,15 @@ async function loadTrace(box: HTMLElement, traceId: string): Promise<void> {
         "table",
         null,
         h("caption", null, `Steps${t.steps_dropped ? ` (${t.steps_dropped} more not kept)` : ""}`),
-        h("thead", null, h("tr", null, ["Kind", "Name", "Start", "Duration", "Share of the run", "Outcome"].map((c) => h("th", { scope: "col" }, c)))),
+        h(
+          "thead",
+          null,
+          h(
+            "tr",
+            null,
+            ["Kind", "Name", "Start", "Duration", "Share of the run", "Outcome"].map((c) => h("th", { scope: "col" }, c)),
+          ),
+        ),
         h("tbody", null, steps.length ? steps : h("tr", null, h("td", { colspan: 6, class: "muted" }, "No steps."))),
       ),
     ),
@@ -137,7 +169,14 @@ function interactionsPanel(): HTMLElement {
   const err = errorBox();
   const list = h("ol", { class: "interactions", "aria-label": "Pending interactions" });
   const reload = h("button", { type: "button" }, "Reload");
-  const box = h("section", { class: "card", "aria-labelledby": "pending-title" }, h("h2", { id: "pending-title" }, "Pending interactions"), reload, err.el, list);
+  const box = h(
+    "section",
+    { class: "card", "aria-labelledby": "pending-title" },
+    h("h2", { id: "pending-title" }, "Pending interactions"),
+    reload,
+    err.el,
+    list,
+  );
 
   async function load(): Promise<void> {
     const got = await call<{ items: Interaction[]; total: number }>("GET", DOORS.pending[1], { query: { pageSize: 50 } });
@@ -174,7 +213,8 @@ function interactionItem(i: Interaction, reload: () => Promise<void>): HTMLEleme
     void answer(form.querySelector("button")!, { text: text.value });
   });
   const actions: Child[] = [];
-  if (mayTry(DOORS.answer)) actions.push(optionButtons.length ? h("div", { class: "options", role: "group", "aria-label": "Options" }, optionButtons) : null, form);
+  if (mayTry(DOORS.answer))
+    actions.push(optionButtons.length ? h("div", { class: "options", role: "group", "aria-label": "Options" }, optionButtons) : null, form);
   if (mayTry(DOORS.cancel)) {
     const cancel = h("button", { type: "button", class: "danger" }, "Cancel interaction");
     cancel.addEventListener("click", () => {
@@ -187,7 +227,14 @@ function interactionItem(i: Interaction, reload: () => Promise<void>): HTMLEleme
     });
     actions.push(cancel);
   }
-  return h("li", { class: "interaction" }, h("p", { class: "text" }, i.question), h("p", { class: "muted" }, `${i.target.kind} ${i.target.name} · asked `, when(i.created_at), " · expires ", when(i.expires_at)), actions, err.el);
+  return h(
+    "li",
+    { class: "interaction" },
+    h("p", { class: "text" }, i.question),
+    h("p", { class: "muted" }, `${i.target.kind} ${i.target.name} · asked `, when(i.created_at), " · expires ", when(i.expires_at)),
+    actions,
+    err.el,
+  );
 }
 
 function notificationsPanel(): HTMLElement {
@@ -197,10 +244,22 @@ function notificationsPanel(): HTMLElement {
   fill(list, h("li", null, loading("notifications")));
   void call<{ notifications: Array<{ id: string; created_at: string; message: string; audience?: string; recipient?: string }> }>("GET", DOORS.notifications[1])
     .then((got) => {
-      const items = got.notifications.slice(0, 50).map((n) =>
-        h("li", null, h("p", { class: "text" }, n.message), h("p", { class: "muted" }, when(n.created_at), n.audience ? ` · to ${n.audience}` : "", n.recipient ? ` · via ${n.recipient}` : "")),
+      const items = got.notifications
+        .slice(0, 50)
+        .map((n) =>
+          h(
+            "li",
+            null,
+            h("p", { class: "text" }, n.message),
+            h("p", { class: "muted" }, when(n.created_at), n.audience ? ` · to ${n.audience}` : "", n.recipient ? ` · via ${n.recipient}` : ""),
+          ),
+        );
+      fill(
+        list,
+        items.length
+          ? [h("li", { class: "muted" }, `${got.notifications.length} in the feed (newest 50 shown)`), items]
+          : h("li", { class: "muted" }, "No notifications."),
       );
-      fill(list, items.length ? [h("li", { class: "muted" }, `${got.notifications.length} in the feed (newest 50 shown)`), items] : h("li", { class: "muted" }, "No notifications."));
     })
     .catch((e) => {
       fill(list);

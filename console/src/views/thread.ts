@@ -178,7 +178,8 @@ export class ThreadPane {
     // A live refresh keeps the record details the operator opened.
     const open = new Set([...this.transcript.querySelectorAll<HTMLElement>("li.record:has(details[open])")].map((li) => li.dataset.messageId));
     fill(this.transcript, items);
-    for (const li of this.transcript.querySelectorAll<HTMLElement>("li.record")) if (open.has(li.dataset.messageId)) li.querySelector("details")?.setAttribute("open", "");
+    for (const li of this.transcript.querySelectorAll<HTMLElement>("li.record"))
+      if (open.has(li.dataset.messageId)) li.querySelector("details")?.setAttribute("open", "");
   }
 
   // ───────────── mode ─────────────
@@ -214,13 +215,15 @@ export class ThreadPane {
     if (can(DOORS.modeSet)) {
       const next = mode.mode === "manual" ? "agent" : "manual";
       const button = h("button", { type: "button", class: "primary", "aria-describedby": "mode-label" }, next === "manual" ? "Take over" : "Hand back");
-      button.addEventListener("click", () =>
-        void busy(button, err, async () => {
-          await call("PUT", path(DOORS.modeSet[1], { route_name: route }), { body: { thread_id: threadId, mode: next } });
-          announce(next === "manual" ? "You took over this thread." : "The thread is handed back to the agent.");
-          await this.loadMode(route, threadId);
-          focus(this.modeBox.querySelector("button"));
-        }),
+      button.addEventListener(
+        "click",
+        () =>
+          void busy(button, err, async () => {
+            await call("PUT", path(DOORS.modeSet[1], { route_name: route }), { body: { thread_id: threadId, mode: next } });
+            announce(next === "manual" ? "You took over this thread." : "The thread is handed back to the agent.");
+            await this.loadMode(route, threadId);
+            focus(this.modeBox.querySelector("button"));
+          }),
       );
       controls.push(button);
     }
@@ -263,7 +266,14 @@ export class ThreadPane {
       return;
     }
     const rows = p.addresses.map((a) =>
-      h("tr", null, h("td", null, a.door === "channel" ? (a.channel ?? "channel") : "api"), h("td", null, a.address), h("td", null, a.routes.join(", ")), h("td", null, when(a.linked_at))),
+      h(
+        "tr",
+        null,
+        h("td", null, a.door === "channel" ? (a.channel ?? "channel") : "api"),
+        h("td", null, a.address),
+        h("td", null, a.routes.join(", ")),
+        h("td", null, when(a.linked_at)),
+      ),
     );
     const erase = can(DOORS.erase) ? h("button", { type: "button", class: "danger" }, "Erase person") : null;
     erase?.addEventListener("click", () => {
@@ -281,7 +291,24 @@ export class ThreadPane {
       h(
         "div",
         { class: "table-wrap" },
-        h("table", null, h("caption", null, "Addresses across channels"), h("thead", null, h("tr", null, h("th", { scope: "col" }, "Door"), h("th", { scope: "col" }, "Address"), h("th", { scope: "col" }, "Routes"), h("th", { scope: "col" }, "Linked"))), h("tbody", null, rows)),
+        h(
+          "table",
+          null,
+          h("caption", null, "Addresses across channels"),
+          h(
+            "thead",
+            null,
+            h(
+              "tr",
+              null,
+              h("th", { scope: "col" }, "Door"),
+              h("th", { scope: "col" }, "Address"),
+              h("th", { scope: "col" }, "Routes"),
+              h("th", { scope: "col" }, "Linked"),
+            ),
+          ),
+          h("tbody", null, rows),
+        ),
       ),
       erase,
       err.el,
@@ -298,17 +325,28 @@ export class ThreadPane {
     const text = h("textarea", { name: "text", rows: 3, maxlength: 100000 });
     const err = errorBox();
     const rich: Child[] = [];
-    const channel = this.routeView?.door === "channel" && this.routeView.channel && can(DOORS.channels) ? (await channels()).find((c) => c.name === this.routeView?.channel) : undefined;
+    const channel =
+      this.routeView?.door === "channel" && this.routeView.channel && can(DOORS.channels)
+        ? (await channels()).find((c) => c.name === this.routeView?.channel)
+        : undefined;
     const caps = channel?.capabilities;
     const mediaUrl = h("input", { type: "url", name: "media-url", autocomplete: "off" });
-    const mediaKind = select("media-kind", [["", "infer from the URL"], ["image", "image"], ["document", "document"], ["video", "video"], ["audio", "audio"]]);
+    const mediaKind = select("media-kind", [
+      ["", "infer from the URL"],
+      ["image", "image"],
+      ["document", "document"],
+      ["video", "video"],
+      ["audio", "audio"],
+    ]);
     const lat = h("input", { type: "number", name: "latitude", step: "any", min: -90, max: 90 });
     const lon = h("input", { type: "number", name: "longitude", step: "any", min: -180, max: 180 });
     const place = h("input", { type: "text", name: "place", autocomplete: "off" });
     const options = h("textarea", { name: "options", rows: 2 });
     if (caps?.media) rich.push(h("fieldset", null, h("legend", null, "Media"), field("Media URL", mediaUrl), field("Kind", mediaKind)));
-    if (caps?.location) rich.push(h("fieldset", null, h("legend", null, "Location"), field("Latitude", lat), field("Longitude", lon), field("Place name", place)));
-    if (caps?.interactive) rich.push(h("fieldset", null, h("legend", null, "Reply buttons"), field("Options, one per line", options, "Each line becomes a tappable reply option.")));
+    if (caps?.location)
+      rich.push(h("fieldset", null, h("legend", null, "Location"), field("Latitude", lat), field("Longitude", lon), field("Place name", place)));
+    if (caps?.interactive)
+      rich.push(h("fieldset", null, h("legend", null, "Reply buttons"), field("Options, one per line", options, "Each line becomes a tappable reply option.")));
     const address = personThread ? select("address", [["", "the thread's latest address"]]) : null;
     const form = h(
       "form",
@@ -325,7 +363,8 @@ export class ThreadPane {
       const body: Record<string, unknown> = { thread_id: threadId, text: text.value };
       if (address?.value) body.address = address.value;
       if (mediaUrl.value.trim()) body.media = [{ url: mediaUrl.value.trim(), ...(mediaKind.value ? { kind: mediaKind.value } : {}) }];
-      if (lat.value !== "" || lon.value !== "") body.location = { latitude: Number(lat.value), longitude: Number(lon.value), ...(place.value.trim() ? { name: place.value.trim() } : {}) };
+      if (lat.value !== "" || lon.value !== "")
+        body.location = { latitude: Number(lat.value), longitude: Number(lon.value), ...(place.value.trim() ? { name: place.value.trim() } : {}) };
       const opts = options.value
         .split("\n")
         .map((s) => s.trim())
@@ -351,12 +390,21 @@ function recordItem(r: RecordView): HTMLElement {
     const who = r.inbound_kind === "event" ? `Event ${r.inbound_event?.kind ?? ""}` : "Client";
     inbound.push(h("p", { class: "who" }, who));
     if (r.inbound_text) inbound.push(h("p", { class: "text" }, r.inbound_text));
-    if (r.inbound_attachments?.length) inbound.push(h("p", { class: "muted" }, `${r.inbound_attachments.length} attachment(s): ${r.inbound_attachments.map((a) => a.kind).join(", ")}`));
-    if (r.inbound_location) inbound.push(h("p", { class: "muted" }, `Location ${r.inbound_location.latitude}, ${r.inbound_location.longitude}${r.inbound_location.name ? ` (${r.inbound_location.name})` : ""}`));
+    if (r.inbound_attachments?.length)
+      inbound.push(h("p", { class: "muted" }, `${r.inbound_attachments.length} attachment(s): ${r.inbound_attachments.map((a) => a.kind).join(", ")}`));
+    if (r.inbound_location)
+      inbound.push(
+        h(
+          "p",
+          { class: "muted" },
+          `Location ${r.inbound_location.latitude}, ${r.inbound_location.longitude}${r.inbound_location.name ? ` (${r.inbound_location.name})` : ""}`,
+        ),
+      );
   }
   const answer: Child[] = [];
   if (r.answer !== null && r.answer !== "") answer.push(h("p", { class: "who" }, operator ? "Operator" : "Agent"), h("p", { class: "text" }, r.answer));
-  else if (r.answer_status === "silent" || r.status === "silent") answer.push(h("p", { class: "muted" }, "No answer (silence: manual mode or a silent reply)."));
+  else if (r.answer_status === "silent" || r.status === "silent")
+    answer.push(h("p", { class: "muted" }, "No answer (silence: manual mode or a silent reply)."));
   if (r.answer_part) answer.push(h("p", { class: "muted" }, `Rich part: ${Object.keys(r.answer_part).join(", ")}`));
   const meta: Child[] = [statusChip(r.status), " "];
   if (typeof r.attempts === "number") meta.push(`${r.attempts} delivery attempt${r.attempts === 1 ? "" : "s"} · `);

@@ -26,7 +26,11 @@ function columnsOf(table: keyof typeof ACCESS_CONTROL_TABLES): string[] {
   return Object.keys(ACCESS_CONTROL_TABLES[table].shape);
 }
 
-async function readTable<T extends keyof typeof ACCESS_CONTROL_TABLES>(db: D1Database, table: T, orderBy: string): Promise<Array<z.output<(typeof ACCESS_CONTROL_TABLES)[T]>>> {
+async function readTable<T extends keyof typeof ACCESS_CONTROL_TABLES>(
+  db: D1Database,
+  table: T,
+  orderBy: string,
+): Promise<Array<z.output<(typeof ACCESS_CONTROL_TABLES)[T]>>> {
   const { results } = await db.prepare(`SELECT ${columnsOf(table).join(", ")} FROM ${table} ORDER BY ${orderBy}`).all();
   return results.map((r) => ACCESS_CONTROL_TABLES[table].parse(r) as z.output<(typeof ACCESS_CONTROL_TABLES)[T]>);
 }
@@ -66,7 +70,13 @@ const Flag = z.union([z.literal(0), z.literal(1)], { error: "must be 0 or 1" });
 const KeyDescription = z.string().max(512);
 
 /** The versions of one key or role: each about that row, numbered 1 and up, no number twice. */
-function checkVersions(section: "keys" | "roles", i: number, owner: string, versions: Array<{ version: number } & Record<string, unknown>>, ownerField: string): void {
+function checkVersions(
+  section: "keys" | "roles",
+  i: number,
+  owner: string,
+  versions: Array<{ version: number } & Record<string, unknown>>,
+  ownerField: string,
+): void {
   const seen = new Set<number>();
   for (const [j, v] of versions.entries()) {
     if (v[ownerField] !== owner) throw rowFault(section, i, `versions.${j}.${ownerField}`, "must equal the row's");

@@ -19,14 +19,20 @@ export async function checkBindingNames(ctx: ImportContext, section: SectionName
   const states = new Set([...(await deployedStates(ctx)), ...(ctx.rows.states ?? []).map((s) => s.name)]);
   const templates = new Set([...(await deployedTemplates(ctx)), ...(ctx.rows["state-templates"] ?? []).map((t) => t.name)]);
   for (const [j, attach] of binding.states.entries()) {
-    if (!states.has(attach.state)) throw rowFault(section, i, `${field}.states.${j}.state`, "names a state that is neither declared in the deployment nor in this import");
+    if (!states.has(attach.state))
+      throw rowFault(section, i, `${field}.states.${j}.state`, "names a state that is neither declared in the deployment nor in this import");
     const k = attach.templates.findIndex((t) => !templates.has(t));
-    if (k >= 0) throw rowFault(section, i, `${field}.states.${j}.templates.${k}`, "names a state template that is neither in the deployment nor in this import");
+    if (k >= 0)
+      throw rowFault(section, i, `${field}.states.${j}.templates.${k}`, "names a state template that is neither in the deployment nor in this import");
   }
 }
 
 /** The doors' own binding check (and attach on use), at apply time; a refusal names the row. */
-export async function checkBindingsAtApply(ctx: ImportContext, section: SectionName, bindings: Array<{ index: number; binding: StateBinding | null }>): Promise<void> {
+export async function checkBindingsAtApply(
+  ctx: ImportContext,
+  section: SectionName,
+  bindings: Array<{ index: number; binding: StateBinding | null }>,
+): Promise<void> {
   for (const { index, binding } of bindings) {
     if (binding) await inRow(section, index, () => checkBindingForSave(ctx.env, binding, ctx.nowMs));
   }

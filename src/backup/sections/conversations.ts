@@ -39,13 +39,18 @@ export const targetConfigsSection = defineSection({
   async validate(rows, ctx) {
     refuseDuplicates("target-configs", rows, (r) => `${r.target_kind}:${r.target_name}`, "(target_kind, target_name)");
     for (const [i, row] of rows.entries()) {
-      if (!(await targetWillExist(ctx, row.target_kind, row.target_name))) throw rowFault("target-configs", i, "target_name", `names no ${row.target_kind} of the deployment or this import`);
+      if (!(await targetWillExist(ctx, row.target_kind, row.target_name)))
+        throw rowFault("target-configs", i, "target_name", `names no ${row.target_kind} of the deployment or this import`);
       await checkBindingNames(ctx, "target-configs", i, "state_binding", row.state_binding);
     }
     return rows;
   },
   async apply(rows, ctx) {
-    await checkBindingsAtApply(ctx, "target-configs", rows.map((row, index) => ({ index, binding: row.state_binding })));
+    await checkBindingsAtApply(
+      ctx,
+      "target-configs",
+      rows.map((row, index) => ({ index, binding: row.state_binding })),
+    );
     await runBatch(
       ctx.db,
       // An import is an admin's write: the importing admin is each config's writer.
@@ -125,14 +130,16 @@ export const routesSection = defineSection({
         if (program !== null) await compiles("routes", i, field, program);
       }
       if (body.callback_url) await atRow("routes", i, () => assertDeclaredUrl("callback_url", body.callback_url!, ctx.settings));
-      if (!(await targetWillExist(ctx, body.target_kind, body.target_name))) throw rowFault("routes", i, "target_name", `names no ${body.target_kind} of the deployment or this import`);
+      if (!(await targetWillExist(ctx, body.target_kind, body.target_name)))
+        throw rowFault("routes", i, "target_name", `names no ${body.target_kind} of the deployment or this import`);
       if (!(await keyWillExist(ctx, body.execution_key))) throw rowFault("routes", i, "execution_key", "names no key of the deployment or this import");
       if (!(await checkImportedExecutionKey(ctx, "routes", i, body.execution_key, "a turn")) && deployed.has(body.execution_key)) {
         await atRow("routes", i, () => bindExecutionKey(ctx.db, ctx.principal, body.execution_key));
       }
       if (row.channel !== null && row.our_identity !== null) {
         const holder = await routeByChannelIdentity(ctx.db, row.channel, row.our_identity);
-        if (holder && holder.route_name !== row.route_name) throw rowFault("routes", i, "our_identity", "(channel, our_identity) is already claimed by another route of the deployment");
+        if (holder && holder.route_name !== row.route_name)
+          throw rowFault("routes", i, "our_identity", "(channel, our_identity) is already claimed by another route of the deployment");
       }
       const before = existing.get(row.route_name);
       if (before && before.door !== row.door) {
@@ -165,7 +172,8 @@ export const routesSection = defineSection({
     try {
       await runBatch(ctx.db, statements);
     } catch (err) {
-      if (String(err).includes("UNIQUE")) throw conflict("a (channel, our_identity) of this import was claimed by another route meanwhile; nothing of the routes section was written");
+      if (String(err).includes("UNIQUE"))
+        throw conflict("a (channel, our_identity) of this import was claimed by another route meanwhile; nothing of the routes section was written");
       throw err;
     }
     const minted = plan.filter((p) => p.minted).map((p) => ({ route_name: p.row.route_name, callback_secret: p.row.callback_secret! }));
@@ -176,12 +184,14 @@ export const routesSection = defineSection({
 export const routeSecretsSection = defineSection({
   name: "route-secrets",
   secret: true,
-  description: "The callback signing secrets of api routes, by route, each sealed under SETTINGS_ENCRYPTION_KEY for its route: it opens only in a deployment holding that key.",
+  description:
+    "The callback signing secrets of api routes, by route, each sealed under SETTINGS_ENCRYPTION_KEY for its route: it opens only in a deployment holding that key.",
   store: "conversations",
   async exportRows(ctx) {
     const sealer = new BackupSealer(ctx);
     const rows: RouteSecretBackupRow[] = [];
-    for (const r of await listRoutes(ctx.db)) if (r.callback_secret) rows.push({ route_name: r.route_name, callback_secret: await sealer.seal(r.callback_secret, routeSecretAad(r.route_name)) });
+    for (const r of await listRoutes(ctx.db))
+      if (r.callback_secret) rows.push({ route_name: r.route_name, callback_secret: await sealer.seal(r.callback_secret, routeSecretAad(r.route_name)) });
     return rows;
   },
   async validate(rows, ctx) {
@@ -204,9 +214,10 @@ export const routeSecretsSection = defineSection({
   async apply(plan, ctx) {
     await runBatch(
       ctx.db,
-      plan.standalone.map((s) => ctx.db.prepare("UPDATE routes SET callback_secret = ? WHERE route_name = ? AND callback_url IS NOT NULL").bind(s.callback_secret, s.route_name)),
+      plan.standalone.map((s) =>
+        ctx.db.prepare("UPDATE routes SET callback_secret = ? WHERE route_name = ? AND callback_url IS NOT NULL").bind(s.callback_secret, s.route_name),
+      ),
     );
     return { applied: plan.count };
   },
 });
-

@@ -30,7 +30,17 @@ import { HttpError } from "../../http/errors";
 import { MAX_HOOKS_PER_TOPIC, listHooks, upsertHookStatement } from "../../hooks/hook-store";
 import { HookTopic } from "../../hooks/names";
 import { HookCreateBody, type HookRow } from "../../hooks/record";
-import { type StoredVerifier, VerifierBody, VerifierSecretLiteral, getVerifier, listVerifiers, openSealedVerifierSecret, upsertVerifierStatement, verifierRecord, verifierView } from "../../hooks/verifier-store";
+import {
+  type StoredVerifier,
+  VerifierBody,
+  VerifierSecretLiteral,
+  getVerifier,
+  listVerifiers,
+  openSealedVerifierSecret,
+  upsertVerifierStatement,
+  verifierRecord,
+  verifierView,
+} from "../../hooks/verifier-store";
 import { deployedKeys } from "../deployment";
 import type { HookBackupRow, HookSecretBackupRow } from "../rows";
 import { BackupSealer, backupAad, openBackupSecret } from "../secret-values";
@@ -47,11 +57,18 @@ type VerifierEntry = Extract<HookBackupRow, { type: "verifier" }>;
 
 /** The 409 an export answers when a sealed secret cannot be opened to travel. */
 function unopenable(): HttpError {
-  return new HttpError(409, "a topic verifier's sealed secret does not open under SETTINGS_ENCRYPTION_KEY (unset, rotated out, or altered), so hook-secrets cannot be exported");
+  return new HttpError(
+    409,
+    "a topic verifier's sealed secret does not open under SETTINGS_ENCRYPTION_KEY (unset, rotated out, or altered), so hook-secrets cannot be exported",
+  );
 }
 
 /** The verifier door's body for a binding: the header fields are the generic kind's only. */
-function verifierBody(kind: StoredVerifier["kind"], secret: string | { env: string }, headers: { signature_header: string | null; delivery_header: string | null }): unknown {
+function verifierBody(
+  kind: StoredVerifier["kind"],
+  secret: string | { env: string },
+  headers: { signature_header: string | null; delivery_header: string | null },
+): unknown {
   return kind === "hmac_sha256" ? { kind, secret, signature_header: headers.signature_header, delivery_header: headers.delivery_header } : { kind, secret };
 }
 
@@ -72,9 +89,21 @@ async function withheldSecret(ctx: ImportContext, i: number, topic: string): Pro
   const j = secrets.findIndex((s) => s.topic === topic);
   if (j >= 0) return openedHookSecret(ctx, j, secrets[j]);
   const deployed = await getVerifier(ctx.db, topic);
-  if (!deployed || deployed.secret_sealed === null) throw rowFault(S, i, "secret", "its value is neither in this import (import the hook-secrets section with it) nor in the deployment's binding of the topic");
+  if (!deployed || deployed.secret_sealed === null)
+    throw rowFault(
+      S,
+      i,
+      "secret",
+      "its value is neither in this import (import the hook-secrets section with it) nor in the deployment's binding of the topic",
+    );
   const opened = await openSealedVerifierSecret(deployed, ctx.settings);
-  if (opened === null) throw rowFault(S, i, "secret", "the deployment's binding of the topic has a secret that does not open under SETTINGS_ENCRYPTION_KEY (import the hook-secrets section with it)");
+  if (opened === null)
+    throw rowFault(
+      S,
+      i,
+      "secret",
+      "the deployment's binding of the topic has a secret that does not open under SETTINGS_ENCRYPTION_KEY (import the hook-secrets section with it)",
+    );
   return opened;
 }
 
@@ -84,11 +113,14 @@ async function planVerifier(ctx: ImportContext, i: number, r: VerifierEntry): Pr
   if (r.kind === "hmac_sha256") {
     if (r.signature_header === null) throw rowFault(S, i, "signature_header", "must be set for the hmac_sha256 kind");
   } else {
-    for (const field of ["signature_header", "delivery_header"] as const) if (r[field] !== null) throw rowFault(S, i, field, "must be null: only the hmac_sha256 kind has it");
+    for (const field of ["signature_header", "delivery_header"] as const)
+      if (r[field] !== null) throw rowFault(S, i, field, "must be null: only the hmac_sha256 kind has it");
   }
   const secret = typeof r.secret === "string" ? await withheldSecret(ctx, i, r.topic) : r.secret;
   const body = parseAtRow(S, i, null, VerifierBody, verifierBody(r.kind, secret, r));
-  return atRow(S, i, () => verifierRecord(ctx.env, ctx.settings, r.topic, body, { created_by: r.created_by, created_at: r.created_at, updated_at: r.updated_at }));
+  return atRow(S, i, () =>
+    verifierRecord(ctx.env, ctx.settings, r.topic, body, { created_by: r.created_by, created_at: r.created_at, updated_at: r.updated_at }),
+  );
 }
 
 /** A program's three fields: jq text, or a text resource id with kwargs, and the rendered program. */
@@ -109,7 +141,8 @@ interface HookPlanRow {
 
 async function planHook(ctx: ImportContext, i: number, r: HookEntry, deployed: Set<string>): Promise<HookPlanRow> {
   // Every field that is set, so the door's rules see them all (both forms, kwargs without an id).
-  const program = (what: "condition" | "expr") => Object.fromEntries(([what, `${what}_id`, `${what}_kwargs`] as const).flatMap((f) => (r[f] !== null ? [[f, r[f]]] : [])));
+  const program = (what: "condition" | "expr") =>
+    Object.fromEntries(([what, `${what}_id`, `${what}_kwargs`] as const).flatMap((f) => (r[f] !== null ? [[f, r[f]]] : [])));
   const body = parseAtRow(S, i, null, HookCreateBody, {
     name: r.name,
     topic: r.topic,
@@ -155,7 +188,8 @@ interface HooksPlan {
 export const hooksSection = defineSection({
   name: S,
   secret: false,
-  description: "Hooks (with the programs their fires run) and topic verifier bindings; literal verifier secrets are withheld (in hook-secrets). Trigger links are never exported.",
+  description:
+    "Hooks (with the programs their fires run) and topic verifier bindings; literal verifier secrets are withheld (in hook-secrets). Trigger links are never exported.",
   store: "tool-runs",
   async exportRows(ctx) {
     const [verifiers, hooks] = await Promise.all([listVerifiers(ctx.db, null), listHooks(ctx.db, {})]);
@@ -176,7 +210,11 @@ export const hooksSection = defineSection({
     return plan;
   },
   async apply(plan, ctx) {
-    await checkBindingsAtApply(ctx, S, plan.hooks.map((h) => ({ index: h.index, binding: h.row.state_binding })));
+    await checkBindingsAtApply(
+      ctx,
+      S,
+      plan.hooks.map((h) => ({ index: h.index, binding: h.row.state_binding })),
+    );
     const statements = plan.verifiers.map((v) => upsertVerifierStatement(ctx.db, v));
     for (const h of plan.hooks) {
       // Bound as the registration door binds (the admin may bind any key); the fingerprint is the target's.
@@ -216,14 +254,19 @@ export const hookSecretsSection = defineSection({
       const partner = partners.find((p) => p.topic === row.topic);
       if (partner) {
         // Sealed into the hooks section's batch with its binding.
-        if (typeof partner.secret !== "string") throw rowFault(SECRETS, i, "topic", "this import's binding of the topic takes its secret from an env reference");
+        if (typeof partner.secret !== "string")
+          throw rowFault(SECRETS, i, "topic", "this import's binding of the topic takes its secret from an env reference");
         continue;
       }
       const deployed = await getVerifier(ctx.db, row.topic);
       if (!deployed) throw rowFault(SECRETS, i, "topic", "names no topic verifier of the deployment or this import's hooks section");
       if (deployed.secret_sealed === null) throw rowFault(SECRETS, i, "topic", "the deployment's binding of the topic takes its secret from an env reference");
       const body = parseAtRow(SECRETS, i, null, VerifierBody, verifierBody(deployed.kind, secret, deployed));
-      standalone.push(await atRow(SECRETS, i, () => verifierRecord(ctx.env, ctx.settings, row.topic, body, { created_by: deployed.created_by, created_at: deployed.created_at, updated_at: ctx.nowIso })));
+      standalone.push(
+        await atRow(SECRETS, i, () =>
+          verifierRecord(ctx.env, ctx.settings, row.topic, body, { created_by: deployed.created_by, created_at: deployed.created_at, updated_at: ctx.nowIso }),
+        ),
+      );
     }
     return { count: rows.length, standalone };
   },

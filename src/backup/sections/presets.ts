@@ -41,7 +41,15 @@ export const presetsSection = defineSection({
     const byName = new Map<string, PresetBackupRow["versions"]>();
     for (const v of versions.results as VersionRowDb[]) {
       const body = parseStored(presetBodySchema, v.body, "preset_versions row");
-      byName.set(v.name, [...(byName.get(v.name) ?? []), { version: v.version, body: body as PresetBackupRow["versions"][number]["body"], tags: parseStored(Tags, v.tags, "preset_versions tags"), created_at: v.created_at }]);
+      byName.set(v.name, [
+        ...(byName.get(v.name) ?? []),
+        {
+          version: v.version,
+          body: body as PresetBackupRow["versions"][number]["body"],
+          tags: parseStored(Tags, v.tags, "preset_versions tags"),
+          created_at: v.created_at,
+        },
+      ]);
     }
     return (presets.results as PresetRowDb[]).map((p) => ({ ...p, versions: byName.get(p.name) ?? [] }));
   },
@@ -78,7 +86,11 @@ export const presetsSection = defineSection({
     return plan;
   },
   async apply(plan, ctx) {
-    await checkBindingsAtApply(ctx, "presets", plan.map((p) => ({ index: p.index, binding: p.current })));
+    await checkBindingsAtApply(
+      ctx,
+      "presets",
+      plan.map((p) => ({ index: p.index, binding: p.current })),
+    );
     const db = ctx.db;
     await runBatch(
       db,

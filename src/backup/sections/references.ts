@@ -43,14 +43,22 @@ export async function checkImportedExecutionKey(ctx: ImportContext, section: Sec
   if (!key) return false;
   const owner = key.owner_user_id ? ((ctx.rows.keys ?? []).find((k) => k.user_id === key.owner_user_id) ?? null) : null;
   const deployedOwner =
-    !owner && key.owner_user_id ? await ctx.db.prepare("SELECT role, condition FROM api_keys WHERE user_id = ?").bind(key.owner_user_id).first<{ role: string | null; condition: string | null }>() : null;
+    !owner && key.owner_user_id
+      ? await ctx.db
+          .prepare("SELECT role, condition FROM api_keys WHERE user_id = ?")
+          .bind(key.owner_user_id)
+          .first<{ role: string | null; condition: string | null }>()
+      : null;
   const ownerRole = owner ? owner.role : (deployedOwner?.role ?? null);
   const ownerCondition = owner ? owner.condition : (deployedOwner?.condition ?? null);
-  if (key.condition && conditionNeedsRequest(key.condition)) throw rowFault(section, i, "execution_key", `its condition reads .request, which ${runs} does not have`);
-  if (ownerCondition && conditionNeedsRequest(ownerCondition)) throw rowFault(section, i, "execution_key", `its owner's condition reads .request, which ${runs} does not have`);
+  if (key.condition && conditionNeedsRequest(key.condition))
+    throw rowFault(section, i, "execution_key", `its condition reads .request, which ${runs} does not have`);
+  if (ownerCondition && conditionNeedsRequest(ownerCondition))
+    throw rowFault(section, i, "execution_key", `its owner's condition reads .request, which ${runs} does not have`);
   for (const role of [key.role, ownerRole]) {
     const condition = await roleConditionAfter(ctx, role);
-    if (condition && conditionNeedsRequest(condition)) throw rowFault(section, i, "execution_key", `a role's condition reads .request, which ${runs} does not have`);
+    if (condition && conditionNeedsRequest(condition))
+      throw rowFault(section, i, "execution_key", `a role's condition reads .request, which ${runs} does not have`);
   }
   return true;
 }

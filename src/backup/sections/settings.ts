@@ -34,7 +34,9 @@ const OPENED_SECRETS = "settings-secrets-opened";
 
 /** Where a sealed secret setting may be restored: the overlay's name, or one profile version's entry. */
 function settingSecretAad(row: Pick<SettingSecretBackupRow, "kind" | "name"> & { profile?: string; version?: number }): string {
-  return row.kind === "overlay" ? backupAad("settings-secrets", "overlay", row.name) : backupAad("settings-secrets", "profile", row.profile!, String(row.version), row.name);
+  return row.kind === "overlay"
+    ? backupAad("settings-secrets", "overlay", row.name)
+    : backupAad("settings-secrets", "profile", row.profile!, String(row.version), row.name);
 }
 
 /** This import's `settings-secrets` values by row index, opened (each sealed one for its own place only; memoized). */
@@ -42,7 +44,8 @@ async function openedSecretValues(ctx: ImportContext): Promise<string[]> {
   const known = ctx.memo.get(OPENED_SECRETS) as string[] | undefined;
   if (known) return known;
   const out: string[] = [];
-  for (const [i, row] of (ctx.rows["settings-secrets"] ?? []).entries()) out.push(await openBackupSecret(ctx, "settings-secrets", i, "value", row.value, settingSecretAad(row)));
+  for (const [i, row] of (ctx.rows["settings-secrets"] ?? []).entries())
+    out.push(await openBackupSecret(ctx, "settings-secrets", i, "value", row.value, settingSecretAad(row)));
   ctx.memo.set(OPENED_SECRETS, out);
   return out;
 }
@@ -96,7 +99,8 @@ async function overlayPlan(ctx: ImportContext): Promise<OverlayPlan> {
     try {
       validateAgainst(base, candidate);
     } catch (err) {
-      if (err instanceof HttpError) throw new HttpError(400, `invalid document: sections.settings-overlay${secretKeys.length ? " with settings-secrets" : ""}: ${err.message}`);
+      if (err instanceof HttpError)
+        throw new HttpError(400, `invalid document: sections.settings-overlay${secretKeys.length ? " with settings-secrets" : ""}: ${err.message}`);
       throw err;
     }
   }
@@ -143,7 +147,9 @@ async function openedProfileSecrets(row: ProfileRow, config: ReturnType<typeof e
 }
 
 async function profileRows(db: D1Database): Promise<ProfileRow[]> {
-  const { results } = await db.prepare("SELECT name, version, description, env, sealed, secret_keys, created_at FROM config_profiles ORDER BY name, version").all();
+  const { results } = await db
+    .prepare("SELECT name, version, description, env, sealed, secret_keys, created_at FROM config_profiles ORDER BY name, version")
+    .all();
   return results.map((r) => ProfileRow.parse(r));
 }
 
@@ -159,7 +165,8 @@ export const settingsSecretsSection = defineSection({
     const out: SettingSecretBackupRow[] = [];
     if (stored.rows.some((r) => r.secret === 1 && isOverlayable(r.name))) {
       const opened = await openOverlay(stored, config);
-      for (const [name, e] of opened) if (e.secret) out.push({ kind: "overlay", name, value: await sealer.seal(e.value, settingSecretAad({ kind: "overlay", name })) });
+      for (const [name, e] of opened)
+        if (e.secret) out.push({ kind: "overlay", name, value: await sealer.seal(e.value, settingSecretAad({ kind: "overlay", name })) });
     }
     for (const row of await profileRows(ctx.db)) {
       if (row.sealed === "{}") continue;
@@ -180,7 +187,13 @@ export const settingsSecretsSection = defineSection({
       if (row.kind !== "profile") continue;
       envText("settings-secrets", i, "value", opened[i]);
       const version = (ctx.rows.profiles ?? []).find((p) => p.name === row.profile)?.versions.find((v) => v.version === row.version);
-      if (!version) throw rowFault("settings-secrets", i, "profile", "names no profile version of this import's profiles section (a profile's secrets are imported with the profile)");
+      if (!version)
+        throw rowFault(
+          "settings-secrets",
+          i,
+          "profile",
+          "names no profile version of this import's profiles section (a profile's secrets are imported with the profile)",
+        );
       if (!version.secret_keys.includes(row.name)) throw rowFault("settings-secrets", i, "name", "is not among that profile version's secret_keys");
     }
     return rows.length;
@@ -209,7 +222,13 @@ export const profilesSection = defineSection({
   async exportRows(ctx) {
     const byName = new Map<string, ProfileBackupRow["versions"]>();
     for (const row of await profileRows(ctx.db)) {
-      const version = { version: row.version, description: row.description, env: JSON.parse(row.env) as Record<string, string>, secret_keys: JSON.parse(row.secret_keys) as string[], created_at: row.created_at };
+      const version = {
+        version: row.version,
+        description: row.description,
+        env: JSON.parse(row.env) as Record<string, string>,
+        secret_keys: JSON.parse(row.secret_keys) as string[],
+        created_at: row.created_at,
+      };
       byName.set(row.name, [...(byName.get(row.name) ?? []), version]);
     }
     return [...byName].map(([name, versions]) => ({ name, versions }));
@@ -234,14 +253,17 @@ export const profilesSection = defineSection({
         const names = Object.keys(v.env);
         await atRow("profiles", i, () => checkNames(`versions.${j}.env`, [...names, ...v.secret_keys]));
         const k = names.findIndex((n) => isSecretSetting(n));
-        if (k >= 0) throw rowFault("profiles", i, `versions.${j}.env.${k}`, "is a secret setting: name it in secret_keys and give its value in settings-secrets");
+        if (k >= 0)
+          throw rowFault("profiles", i, `versions.${j}.env.${k}`, "is a secret setting: name it in secret_keys and give its value in settings-secrets");
         const env: Record<string, string> = {};
         for (const [k, n] of names.entries()) env[n] = envText("profiles", i, `versions.${j}.env.${k}`, v.env[n]);
         const secrets: Record<string, string> = {};
         for (const [s, key] of v.secret_keys.entries()) {
-          if (Object.hasOwn(v.env, key) || Object.hasOwn(secrets, key)) throw rowFault("profiles", i, `versions.${j}.secret_keys.${s}`, "names a setting twice");
+          if (Object.hasOwn(v.env, key) || Object.hasOwn(secrets, key))
+            throw rowFault("profiles", i, `versions.${j}.secret_keys.${s}`, "names a setting twice");
           const value = secretRows.find((r) => r.profile === row.name && r.version === v.version && r.name === key)?.value;
-          if (value === undefined) throw rowFault("profiles", i, `versions.${j}.secret_keys.${s}`, "its value is not in this import (import the settings-secrets section with it)");
+          if (value === undefined)
+            throw rowFault("profiles", i, `versions.${j}.secret_keys.${s}`, "its value is not in this import (import the settings-secrets section with it)");
           secrets[key] = value;
           anySecret = true;
         }
@@ -249,7 +271,10 @@ export const profilesSection = defineSection({
       }
       // The newest version is the profile (what apply would install): it must pass as the door's PUT requires.
       const newest = versions.reduce((a, b) => (b.version > a.version ? b : a));
-      const entries = new Map<string, Entry>([...Object.entries(newest.env).map(([n, value]): [string, Entry] => [n, { value, secret: false }]), ...Object.entries(newest.secrets).map(([n, value]): [string, Entry] => [n, { value, secret: true }])]);
+      const entries = new Map<string, Entry>([
+        ...Object.entries(newest.env).map(([n, value]): [string, Entry] => [n, { value, secret: false }]),
+        ...Object.entries(newest.secrets).map(([n, value]): [string, Entry] => [n, { value, secret: true }]),
+      ]);
       await atRow("profiles", i, () => validateAgainst(base, entries));
       plan.push({ name: row.name, versions });
     }
@@ -266,7 +291,11 @@ export const profilesSection = defineSection({
       for (const v of p.versions) {
         const sealed: Record<string, unknown> = {};
         for (const key of Object.keys(v.secrets).sort()) sealed[key] = JSON.parse(await sealText(ring!, v.secrets[key], profileAad(p.name, key)));
-        const env = Object.fromEntries(Object.keys(v.env).sort().map((k) => [k, v.env[k]]));
+        const env = Object.fromEntries(
+          Object.keys(v.env)
+            .sort()
+            .map((k) => [k, v.env[k]]),
+        );
         statements.push(
           db
             .prepare("INSERT INTO config_profiles (name, version, description, env, sealed, secret_keys, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)")

@@ -31,7 +31,9 @@ export const stateTemplatesSection = defineSection({
   description: "State templates (the documents states attach), as the template door takes them.",
   store: "states",
   async exportRows(ctx) {
-    const { results } = await ctx.db.prepare("SELECT name, document, created_at, updated_at FROM state_templates ORDER BY name").all<{ name: string; document: string; created_at: string; updated_at: string }>();
+    const { results } = await ctx.db
+      .prepare("SELECT name, document, created_at, updated_at FROM state_templates ORDER BY name")
+      .all<{ name: string; document: string; created_at: string; updated_at: string }>();
     return results.map((r): StateTemplateBackupRow => ({ ...r, document: parseStored(JsonObject, r.document, "state_templates row") }));
   },
   async validate(rows) {
@@ -83,7 +85,13 @@ export const statesSection = defineSection({
         subject_kinds: view.subject_kinds,
         default_subject_kind: view.default_subject_kind,
         retention_days: view.retention_days,
-        attachments: (attachments ?? []).map((a) => ({ template: a.template, path: a.path, parameters: a.parameters, declarations: a.declarations, options: a.options })),
+        attachments: (attachments ?? []).map((a) => ({
+          template: a.template,
+          path: a.path,
+          parameters: a.parameters,
+          declarations: a.declarations,
+          options: a.options,
+        })),
       });
     }
     return rows;
@@ -103,13 +111,15 @@ export const statesSection = defineSection({
       } else {
         const id = (body.schema as { id?: string | null }).id;
         // A text resource may also live in the content store (R2), where the declaration door resolves it too.
-        if (id && !resources.has(id) && !(await resolveTextAnywhere(ctx.env.DB, id))) throw rowFault("states", i, "schema.id", "names a text resource that is neither in the deployment nor in this import");
+        if (id && !resources.has(id) && !(await resolveTextAnywhere(ctx.env.DB, id)))
+          throw rowFault("states", i, "schema.id", "names a text resource that is neither in the deployment nor in this import");
       }
       const again = firstDuplicate(attachments, (a) => a.template);
       if (again >= 0) throw rowFault("states", i, `attachments.${again}.template`, "repeats the template of an earlier attachment");
       const attach: StatePlanRow["attachments"] = [];
       for (const [j, a] of attachments.entries()) {
-        if (!templates.has(a.template)) throw rowFault("states", i, `attachments.${j}.template`, "names a state template that is neither in the deployment nor in this import");
+        if (!templates.has(a.template))
+          throw rowFault("states", i, `attachments.${j}.template`, "names a state template that is neither in the deployment nor in this import");
         const { template, ...attachBody } = a;
         attach.push({ template, body: parseAtRow("states", i, `attachments.${j}`, AttachBody, attachBody) });
       }

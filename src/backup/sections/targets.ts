@@ -17,12 +17,28 @@
  */
 import { assertConnectionsLendable, sentTo } from "../../connectors/references";
 import type { TargetKind } from "../../conversations/model/kinds";
-import { type AgentDeclaration, BUILTIN_AGENT_NAMES, agentDeclarationSchema, checkAgentDeclaration, getDeclaredAgent, listDeclaredAgents, upsertAgentStatement } from "../../targets/agents/declarations";
+import {
+  type AgentDeclaration,
+  BUILTIN_AGENT_NAMES,
+  agentDeclarationSchema,
+  checkAgentDeclaration,
+  getDeclaredAgent,
+  listDeclaredAgents,
+  upsertAgentStatement,
+} from "../../targets/agents/declarations";
 import { type HeaderSpec, headerConnections, headerValueSchema } from "../../targets/env-refs";
 import { movedSecretMessage, urlOrigin } from "../../targets/origin-lock";
 import { targetNameSchema } from "../../targets/names";
 import { isBuiltinTool } from "../../targets/tools/builtins";
-import { type HttpToolDeclaration, checkHttpToolDeclaration, getHttpTool, httpToolDeclarationSchema, httpToolSpec, listHttpTools, upsertHttpToolStatement } from "../../targets/tools/http-tools";
+import {
+  type HttpToolDeclaration,
+  checkHttpToolDeclaration,
+  getHttpTool,
+  httpToolDeclarationSchema,
+  httpToolSpec,
+  listHttpTools,
+  upsertHttpToolStatement,
+} from "../../targets/tools/http-tools";
 import { deployedPresets } from "../deployment";
 import type { AgentBackupRow, SecretValue, TargetSecretBackupRow, ToolBackupRow } from "../rows";
 import { BackupSealer, backupAad, openBackupSecret } from "../secret-values";
@@ -40,17 +56,24 @@ export function splitHeaders(headers: HeaderSpec): { references: HeaderSpec; lit
 }
 
 /** Where a sealed literal header value may be restored: the declaration, the header and the URL origin it is sent to. */
-export const targetSecretAad = (kind: TargetKind, title: string, header: string, origin: string | null) => backupAad("target-secrets", kind, title, header, origin ?? "");
+export const targetSecretAad = (kind: TargetKind, title: string, header: string, origin: string | null) =>
+  backupAad("target-secrets", kind, title, header, origin ?? "");
 
 /** The literal values of the headers the deployment's declaration of (kind, title) has now, and the origin they go to. */
-async function deployedLiterals(ctx: ImportContext, kind: TargetKind, title: string): Promise<{ literals: Record<string, string>; origin: string | null } | null> {
+async function deployedLiterals(
+  ctx: ImportContext,
+  kind: TargetKind,
+  title: string,
+): Promise<{ literals: Record<string, string>; origin: string | null } | null> {
   if (kind === "tool") {
     const tool = await getHttpTool(ctx.db, title);
     return tool ? { literals: splitHeaders(tool.headers).literals, origin: urlOrigin(tool.url) } : null;
   }
   const agent = await getDeclaredAgent(ctx.db, title);
   if (!agent) return null;
-  return agent.kind === "http" ? { literals: splitHeaders(agent.config.headers).literals, origin: urlOrigin(agent.config.url) } : { literals: {}, origin: null };
+  return agent.kind === "http"
+    ? { literals: splitHeaders(agent.config.headers).literals, origin: urlOrigin(agent.config.url) }
+    : { literals: {}, origin: null };
 }
 
 /** A `target-secrets` row's value of header `name`, opened for the declaration's origin (a plain value as given). */
@@ -84,15 +107,27 @@ async function restoreHeaders(
   for (const [j, name] of withheld.entries()) {
     if (Object.hasOwn(headers, name)) throw rowFault(section, i, `withheld_headers.${j}`, `is also a header of ${field}`);
     if (s >= 0) {
-      if (!Object.hasOwn(all[s].headers, name)) throw rowFault(section, i, `withheld_headers.${j}`, "its literal value is neither in this import (import the target-secrets section with it) nor in the deployment's declaration");
+      if (!Object.hasOwn(all[s].headers, name))
+        throw rowFault(
+          section,
+          i,
+          `withheld_headers.${j}`,
+          "its literal value is neither in this import (import the target-secrets section with it) nor in the deployment's declaration",
+        );
       out[name] = await openTargetSecret(ctx, s, all[s], name, origin);
       continue;
     }
     const value = current?.literals[name];
     if (value === undefined) {
-      throw rowFault(section, i, `withheld_headers.${j}`, "its literal value is neither in this import (import the target-secrets section with it) nor in the deployment's declaration");
+      throw rowFault(
+        section,
+        i,
+        `withheld_headers.${j}`,
+        "its literal value is neither in this import (import the target-secrets section with it) nor in the deployment's declaration",
+      );
     }
-    if (current!.origin === null || current!.origin !== origin) throw rowFault(section, i, `withheld_headers.${j}`, movedSecretMessage("the deployment's value of this header"));
+    if (current!.origin === null || current!.origin !== origin)
+      throw rowFault(section, i, `withheld_headers.${j}`, movedSecretMessage("the deployment's value of this header"));
     out[name] = value;
   }
   return out;
@@ -107,11 +142,20 @@ interface ToolPlanRow {
 export const toolsSection = defineSection({
   name: "tools",
   secret: false,
-  description: "Declared HTTP tools as the declaration door takes them; literal header values are withheld (named in withheld_headers; their values are in target-secrets).",
+  description:
+    "Declared HTTP tools as the declaration door takes them; literal header values are withheld (named in withheld_headers; their values are in target-secrets).",
   async exportRows(ctx) {
     return (await listHttpTools(ctx.db)).map((t): ToolBackupRow => {
       const { references, literals } = splitHeaders(t.headers);
-      const declaration: HttpToolDeclaration = { title: t.title, kind: "http", description: t.description, url: t.url, method: t.method, headers: references, timeout_seconds: t.timeout_seconds };
+      const declaration: HttpToolDeclaration = {
+        title: t.title,
+        kind: "http",
+        description: t.description,
+        url: t.url,
+        method: t.method,
+        headers: references,
+        timeout_seconds: t.timeout_seconds,
+      };
       if (t.input_schema) declaration.input_schema = t.input_schema as HttpToolDeclaration["input_schema"];
       return { declaration, withheld_headers: Object.keys(literals), created_at: t.created_at, updated_at: t.updated_at };
     });
@@ -127,7 +171,13 @@ export const toolsSection = defineSection({
       const headers = await restoreHeaders("tools", i, ctx, title, row.declaration.headers, row.withheld_headers, "declaration.headers", row.declaration.url);
       const declaration = parseAtRow("tools", i, "declaration", httpToolDeclarationSchema, { ...row.declaration, headers });
       await atRow("tools", i, () => checkHttpToolDeclaration(declaration, ctx.settings, ctx.env));
-      await atRow("tools", i, () => assertConnectionsLendable(ctx.db, ctx.settings.connectors.providers, sentTo(headerConnections(declaration.headers, "declaration.headers"), declaration.url)));
+      await atRow("tools", i, () =>
+        assertConnectionsLendable(
+          ctx.db,
+          ctx.settings.connectors.providers,
+          sentTo(headerConnections(declaration.headers, "declaration.headers"), declaration.url),
+        ),
+      );
       plan.push({ declaration, created_at: row.created_at, updated_at: row.updated_at });
     }
     return plan;
@@ -157,7 +207,12 @@ export const agentsSection = defineSection({
       const { created_at, updated_at, ...declared } = a;
       if (declared.kind !== "http") return { declaration: declared, withheld_headers: [], created_at, updated_at };
       const { references, literals } = splitHeaders(declared.config.headers);
-      return { declaration: { ...declared, config: { ...declared.config, headers: references } }, withheld_headers: Object.keys(literals), created_at, updated_at };
+      return {
+        declaration: { ...declared, config: { ...declared.config, headers: references } },
+        withheld_headers: Object.keys(literals),
+        created_at,
+        updated_at,
+      };
     });
   },
   async validate(rows, ctx) {
@@ -177,7 +232,13 @@ export const agentsSection = defineSection({
       await atRow("agents", i, () => checkAgentDeclaration(declaration, ctx.settings, ctx.env));
       if (declaration.kind === "http") {
         const config = declaration.config;
-        await atRow("agents", i, () => assertConnectionsLendable(ctx.db, ctx.settings.connectors.providers, sentTo(headerConnections(config.headers, "declaration.config.headers"), config.url)));
+        await atRow("agents", i, () =>
+          assertConnectionsLendable(
+            ctx.db,
+            ctx.settings.connectors.providers,
+            sentTo(headerConnections(config.headers, "declaration.config.headers"), config.url),
+          ),
+        );
       }
       plan.push({ declaration, created_at: row.created_at, updated_at: row.updated_at });
     }
@@ -229,11 +290,19 @@ export const targetSecretsSection = defineSection({
       const names = Object.keys(row.headers);
       if (names.length === 0 || names.length > 32) throw rowFault("target-secrets", i, "headers", "must hold 1 to 32 headers");
       // A sealed value is checked once opened (by its partner row, or below for a standalone row).
-      for (const [j, name] of names.entries()) if (typeof row.headers[name] === "string") parseAtRow("target-secrets", i, `headers.${j}`, LiteralHeaderValue, row.headers[name]);
-      const partner = row.kind === "tool" ? ctx.rows.tools?.find((t) => t.declaration.title === row.title) : ctx.rows.agents?.find((a) => a.declaration.title === row.title);
+      for (const [j, name] of names.entries())
+        if (typeof row.headers[name] === "string") parseAtRow("target-secrets", i, `headers.${j}`, LiteralHeaderValue, row.headers[name]);
+      const partner =
+        row.kind === "tool" ? ctx.rows.tools?.find((t) => t.declaration.title === row.title) : ctx.rows.agents?.find((a) => a.declaration.title === row.title);
       if (partner) {
         const j = names.findIndex((n) => !partner.withheld_headers.includes(n));
-        if (j >= 0) throw rowFault("target-secrets", i, `headers.${j}`, `is not among the withheld_headers of this import's ${row.kind === "tool" ? "tools" : "agents"} row`);
+        if (j >= 0)
+          throw rowFault(
+            "target-secrets",
+            i,
+            `headers.${j}`,
+            `is not among the withheld_headers of this import's ${row.kind === "tool" ? "tools" : "agents"} row`,
+          );
         continue;
       }
       standalone.push(await standaloneUpdate(ctx, i, row, names));
@@ -263,14 +332,28 @@ async function standaloneUpdate(ctx: ImportContext, i: number, row: TargetSecret
     const j = names.findIndex((n) => typeof headers[n] !== "string");
     if (j >= 0) throw rowFault("target-secrets", i, `headers.${j}`, "is not a literal header of the deployment's declaration");
     const out: HeaderSpec = { ...headers };
-    for (const [k, name] of names.entries()) out[name] = parseAtRow("target-secrets", i, `headers.${k}`, LiteralHeaderValue, await openTargetSecret(ctx, i, row, name, urlOrigin(url)));
+    for (const [k, name] of names.entries())
+      out[name] = parseAtRow("target-secrets", i, `headers.${k}`, LiteralHeaderValue, await openTargetSecret(ctx, i, row, name, urlOrigin(url)));
     return out;
   };
   if (row.kind === "tool") {
     const tool = await getHttpTool(ctx.db, row.title);
     if (!tool) throw rowFault("target-secrets", i, "title", "no such tool in the deployment or this import's tools section");
     const headers = await literalOnly(tool.headers, tool.url);
-    return { kind: "tool", title: row.title, spec: httpToolSpec({ title: tool.title, kind: "http", description: tool.description, url: tool.url, method: tool.method, headers, input_schema: (tool.input_schema ?? undefined) as HttpToolDeclaration["input_schema"], timeout_seconds: tool.timeout_seconds }) };
+    return {
+      kind: "tool",
+      title: row.title,
+      spec: httpToolSpec({
+        title: tool.title,
+        kind: "http",
+        description: tool.description,
+        url: tool.url,
+        method: tool.method,
+        headers,
+        input_schema: (tool.input_schema ?? undefined) as HttpToolDeclaration["input_schema"],
+        timeout_seconds: tool.timeout_seconds,
+      }),
+    };
   }
   const agent = await getDeclaredAgent(ctx.db, row.title);
   if (!agent || agent.kind !== "http") throw rowFault("target-secrets", i, "title", "no such http agent in the deployment or this import's agents section");

@@ -21,7 +21,9 @@ export const textResourcesSection = defineSection({
   secret: false,
   description: "Stored text resources (what a TemplatedText id names): the content store's text objects and the D1 text resources.",
   async exportRows(ctx) {
-    const { results } = await ctx.db.prepare("SELECT id, content, created_at, updated_at FROM text_resources ORDER BY id").all<{ id: string; content: string; created_at: string; updated_at: string }>();
+    const { results } = await ctx.db
+      .prepare("SELECT id, content, created_at, updated_at FROM text_resources ORDER BY id")
+      .all<{ id: string; content: string; created_at: string; updated_at: string }>();
     const bucket = bucketIn(ctx.env, ctx.settings.storage.bucketBinding);
     if (!bucket) return results;
     const stored = await storedTextsForBackup(bucket, (id) => resourceId.safeParse(id).success, MAX_ROWS);
@@ -38,7 +40,10 @@ export const textResourcesSection = defineSection({
     return rows;
   },
   async apply(rows, ctx) {
-    await runBatch(ctx.db, rows.map((r) => upsertTextResourceStatement(ctx.db, r)));
+    await runBatch(
+      ctx.db,
+      rows.map((r) => upsertTextResourceStatement(ctx.db, r)),
+    );
     return { applied: rows.length };
   },
 });

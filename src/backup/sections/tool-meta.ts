@@ -31,7 +31,15 @@ export const toolMetaSection = defineSection({
     const [folders, tools] = await Promise.all([listFolders(ctx.db), listToolMeta(ctx.db)]);
     return [
       ...folders.map((f): FolderRow => ({ kind: "folder", ...f })),
-      ...tools.map((t): ToolRow => ({ kind: "tool", name: t.name, tags: t.tags, badges: t.badges, hidden: t.hidden, folder_id: t.folder_id, updated_at: t.updated_at })),
+      ...tools.map((t): ToolRow => ({
+        kind: "tool",
+        name: t.name,
+        tags: t.tags,
+        badges: t.badges,
+        hidden: t.hidden,
+        folder_id: t.folder_id,
+        updated_at: t.updated_at,
+      })),
     ];
   },
   async validate(rows, ctx) {
@@ -62,7 +70,8 @@ export const toolMetaSection = defineSection({
       siblings.set(k, id);
     }
     for (const { r, i } of folders) {
-      if (r.parent_id !== null && !merged.has(r.parent_id)) throw rowFault(S, i, "parent_id", "names a folder that is neither in the deployment nor in this import");
+      if (r.parent_id !== null && !merged.has(r.parent_id))
+        throw rowFault(S, i, "parent_id", "names a folder that is neither in the deployment nor in this import");
     }
     // Every folder of the merged tree, so a moved folder's deployed descendants count too. The
     // deployment's own tree is sound, so a fault always has one of the document's rows above it.
@@ -77,7 +86,8 @@ export const toolMetaSection = defineSection({
       parseAtRow(S, i, "name", targetNameSchema, r.name);
       const { kind: _kind, name: _name, updated_at: _at, ...fields } = r;
       parseAtRow(S, i, null, ToolMetaFields, fields);
-      if (r.folder_id !== null && !merged.has(r.folder_id)) throw rowFault(S, i, "folder_id", "names a folder that is neither in the deployment nor in this import");
+      if (r.folder_id !== null && !merged.has(r.folder_id))
+        throw rowFault(S, i, "folder_id", "names a folder that is neither in the deployment nor in this import");
     }
     return rows;
   },

@@ -39,7 +39,10 @@ export function planOutbound(adapter: ChannelAdapter, text: string, part: RichPa
   const body = sender.takesBody(rich) ? (chunks.pop() ?? "") : "";
   const richPlan = sender.plan(rich, body);
   if (!richPlan.ok) return { ok: false, kind: "shape", error: `channel ${adapter.name} cannot send this message: ${richPlan.reason}` };
-  const steps: OutboundStep[] = [...chunks.map((t): OutboundStep => ({ kind: "text", text: t })), ...richPlan.steps.map((s): OutboundStep => ({ kind: "rich", step: s }))];
+  const steps: OutboundStep[] = [
+    ...chunks.map((t): OutboundStep => ({ kind: "text", text: t })),
+    ...richPlan.steps.map((s): OutboundStep => ({ kind: "rich", step: s })),
+  ];
   if (steps.length > maxChunks) return { ok: true, steps: [{ kind: "text", text: TOO_LONG_TEXT }], tooLong: true };
   return { ok: true, steps, tooLong: false };
 }

@@ -46,7 +46,8 @@ export const RichOption = z
   })
   .strict()
   .superRefine((o, ctx) => {
-    if (o.kind === "link" && (!o.url || !isWebUrl(o.url))) ctx.addIssue({ code: "custom", path: ["url"], message: "a link option needs an absolute http(s) url" });
+    if (o.kind === "link" && (!o.url || !isWebUrl(o.url)))
+      ctx.addIssue({ code: "custom", path: ["url"], message: "a link option needs an absolute http(s) url" });
     if (o.kind === "reply" && o.url !== undefined) ctx.addIssue({ code: "custom", path: ["url"], message: "is only for link options" });
   });
 export type RichOption = z.infer<typeof RichOption>;

@@ -38,7 +38,9 @@ export function makeWhatsAppRich(post: Post, mediaPrefix: string): RichSender {
       components.push({ type: "header", parameters: [{ type: t.header_media.kind, [t.header_media.kind]: mediaObject(t.header_media, false) }] });
     }
     if (t.body_parameters?.length) components.push({ type: "body", parameters: t.body_parameters.map((text) => ({ type: "text", text })) });
-    (t.buttons ?? []).forEach((b, i) => components.push({ type: "button", sub_type: "quick_reply", index: String(i), parameters: [{ type: "payload", payload: b.payload }] }));
+    (t.buttons ?? []).forEach((b, i) =>
+      components.push({ type: "button", sub_type: "quick_reply", index: String(i), parameters: [{ type: "payload", payload: b.payload }] }),
+    );
     return { name: t.name, language: { code: t.language }, ...(components.length ? { components } : {}) };
   }
 
@@ -97,7 +99,10 @@ export function makeWhatsAppRich(post: Post, mediaPrefix: string): RichSender {
       const steps: RichStep[] = (part.media ?? []).map((m) => ({ type: m.kind, [m.kind]: mediaObject(m, true) }));
       if (part.location) {
         const l = part.location;
-        steps.push({ type: "location", location: { latitude: l.latitude, longitude: l.longitude, ...(l.name ? { name: l.name } : {}), ...(l.address ? { address: l.address } : {}) } });
+        steps.push({
+          type: "location",
+          location: { latitude: l.latitude, longitude: l.longitude, ...(l.name ? { name: l.name } : {}), ...(l.address ? { address: l.address } : {}) },
+        });
       }
       const last = part.options?.length || part.sections?.length ? interactive(part, body) : part.schema ? flow(part.schema, body) : null;
       if (last && !last.ok) return last;

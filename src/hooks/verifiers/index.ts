@@ -46,7 +46,7 @@ export const VERIFIERS: Readonly<Record<VerifierKind, { verify: Verifier; idSign
     idSigned: true,
     info: {
       kind: "stripe",
-      description: "Stripe webhooks: Stripe-Signature = t=<unix seconds>,v1=<hex HMAC-SHA256(secret, \"<t>.<raw body>\")> (any v1 may match).",
+      description: 'Stripe webhooks: Stripe-Signature = t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")> (any v1 may match).',
       signature_headers: ["Stripe-Signature"],
       delivery_id: "the verified event's id (body field `id`, signed with the body); a digest of the signed body when it has none",
       timestamp_tolerance: true,
@@ -58,7 +58,7 @@ export const VERIFIERS: Readonly<Record<VerifierKind, { verify: Verifier; idSign
     info: {
       kind: "standard_webhooks",
       description:
-        "Standard Webhooks: webhook-signature = space-separated v1,<base64 HMAC-SHA256(key, \"<webhook-id>.<webhook-timestamp>.<raw body>\")>; the key is the secret's base64 after an optional whsec_ prefix.",
+        'Standard Webhooks: webhook-signature = space-separated v1,<base64 HMAC-SHA256(key, "<webhook-id>.<webhook-timestamp>.<raw body>")>; the key is the secret\'s base64 after an optional whsec_ prefix.',
       signature_headers: ["webhook-id", "webhook-timestamp", "webhook-signature"],
       delivery_id: "the webhook-id header (signed: part of the signed content)",
       timestamp_tolerance: true,

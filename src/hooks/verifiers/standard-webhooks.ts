@@ -6,7 +6,17 @@
  * tolerance either way; the delivery id is `webhook-id`.
  */
 import { hmacSha256 } from "../../auth/crypto";
-import { MAX_DELIVERY_ID_CHARS, MAX_SIGNATURES, type VerifyInput, type VerifyResult, anyEqual, epochSeconds, prefixed, refuse, withinTolerance } from "./common";
+import {
+  MAX_DELIVERY_ID_CHARS,
+  MAX_SIGNATURES,
+  type VerifyInput,
+  type VerifyResult,
+  anyEqual,
+  epochSeconds,
+  prefixed,
+  refuse,
+  withinTolerance,
+} from "./common";
 
 /** The signing key of a Standard Webhooks secret (`whsec_` + base64), or null when it is not one. */
 export function standardWebhooksKey(secret: string): Uint8Array | null {

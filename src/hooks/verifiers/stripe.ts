@@ -5,7 +5,18 @@
  * clock, either way (Stripe's libraries refuse only old ones; a delivery from the future is as
  * suspect). The delivery id is the event's `id`, read from the body only after it verified.
  */
-import { MAX_DELIVERY_ID_CHARS, MAX_SIGNATURES, type VerifyInput, type VerifyResult, anyEqual, epochSeconds, hmacHex, prefixed, refuse, withinTolerance } from "./common";
+import {
+  MAX_DELIVERY_ID_CHARS,
+  MAX_SIGNATURES,
+  type VerifyInput,
+  type VerifyResult,
+  anyEqual,
+  epochSeconds,
+  hmacHex,
+  prefixed,
+  refuse,
+  withinTolerance,
+} from "./common";
 
 export async function verifyStripe(input: VerifyInput): Promise<VerifyResult> {
   const header = input.headers.get("stripe-signature");

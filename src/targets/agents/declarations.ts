@@ -132,7 +132,12 @@ export function upsertAgentStatement(db: D1Database, d: AgentDeclaration, create
  * Creates or replaces a declaration; a built-in agent's name is 409, a `{"connection"}` header naming
  * no connection, or one whose provider does not lend its tokens to `config.url`'s origin, 400.
  */
-export async function upsertDeclaredAgent(db: D1Database, d: AgentDeclaration, nowIso: string, providers: readonly ProviderDescriptor[]): Promise<{ created: boolean; agent: DeclaredAgent }> {
+export async function upsertDeclaredAgent(
+  db: D1Database,
+  d: AgentDeclaration,
+  nowIso: string,
+  providers: readonly ProviderDescriptor[],
+): Promise<{ created: boolean; agent: DeclaredAgent }> {
   if (BUILTIN_AGENT_NAMES.has(d.title)) throw conflict("title is the name of a built-in agent");
   if (d.kind === "http") await assertConnectionsLendable(db, providers, sentTo(headerConnections(d.config.headers, "config.headers"), d.config.url));
   const existed = (await db.prepare("SELECT 1 AS one FROM agent_declarations WHERE title = ?").bind(d.title).first()) !== null;

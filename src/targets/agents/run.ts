@@ -62,9 +62,12 @@ export async function listAgents(db: D1Database): Promise<AgentSummary[]> {
   const builtins: AgentSummary[] = [
     { name: "echo", description: "Answers `echo: <text>` and keeps thread memory.", kind: "builtin", input_schema: AGENT_INPUT_SCHEMA },
   ];
-  const declared = (await listDeclaredAgents(db)).map(
-    (a): AgentSummary => ({ name: a.title, description: a.description, kind: a.kind, input_schema: AGENT_INPUT_SCHEMA }),
-  );
+  const declared = (await listDeclaredAgents(db)).map((a): AgentSummary => ({
+    name: a.title,
+    description: a.description,
+    kind: a.kind,
+    input_schema: AGENT_INPUT_SCHEMA,
+  }));
   return [...builtins, ...declared].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
 
@@ -117,7 +120,13 @@ export async function resumeAgent(
     }
     await emit({ type: "tool_result_step", tool: "ask_user", call_id: parked.call_id, result, is_error: false });
     const input = { thread_id: parked.thread_id, user_message: parked.user_message };
-    return runLlmAgent(ctx, agent.agent.config, input, { asKey: key, park: opts.park, resume: { fresh: resumedMessages(parked, content), stepsUsed: parked.steps_used } }, emit);
+    return runLlmAgent(
+      ctx,
+      agent.agent.config,
+      input,
+      { asKey: key, park: opts.park, resume: { fresh: resumedMessages(parked, content), stepsUsed: parked.steps_used } },
+      emit,
+    );
   });
 }
 

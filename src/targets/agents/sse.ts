@@ -76,7 +76,13 @@ export function streamAgentRun(
         ? await tracedDirectRun(
             ctx.env,
             ctx,
-            { kind: "agent_run", target: { kind: "agent", name }, caller: opts.asKey.user_id, threadId: input.thread_id, input: { user_message: input.user_message } },
+            {
+              kind: "agent_run",
+              target: { kind: "agent", name },
+              caller: opts.asKey.user_id,
+              threadId: input.thread_id,
+              input: { user_message: input.user_message },
+            },
             go,
             (done) => (done.interaction_id ? { suspended: { interaction_id: done.interaction_id } } : done.text),
             opts.waitUntil,

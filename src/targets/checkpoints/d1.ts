@@ -51,9 +51,7 @@ export const SWEEP_LIST_LIMIT = 1000;
 export async function sweepD1Checkpoints(db: D1Database, cutoffMs: number): Promise<{ count: number; threads: string[] }> {
   const [found] = await db.batch<{ thread_id: string }>([
     db.prepare("SELECT thread_id FROM checkpoint_threads WHERE updated_at < ? ORDER BY updated_at").bind(cutoffMs),
-    db
-      .prepare("DELETE FROM checkpoint_messages WHERE thread_id IN (SELECT thread_id FROM checkpoint_threads WHERE updated_at < ?)")
-      .bind(cutoffMs),
+    db.prepare("DELETE FROM checkpoint_messages WHERE thread_id IN (SELECT thread_id FROM checkpoint_threads WHERE updated_at < ?)").bind(cutoffMs),
     db.prepare("DELETE FROM checkpoint_threads WHERE updated_at < ?").bind(cutoffMs),
   ]);
   const ids = found.results.map((r) => r.thread_id);

@@ -13,11 +13,7 @@ export type { LocalThreadMemory } from "./kv";
  * The store for the configured provider. `local` is the calling thread object's own memory
  * (kv provider: no RPC for its own thread); `now` is the clock used for TTLs and `updated_at`.
  */
-export function checkpointStoreFor(
-  env: Env,
-  settings: Settings,
-  opts: { local?: LocalThreadMemory; now?: () => Date } = {},
-): CheckpointStore {
+export function checkpointStoreFor(env: Env, settings: Settings, opts: { local?: LocalThreadMemory; now?: () => Date } = {}): CheckpointStore {
   const now = opts.now ?? (() => new Date());
   const { provider, ttlMinutes } = settings.checkpoint;
   switch (provider) {

@@ -58,7 +58,15 @@ export const presetPatchSchema = z
 export type PresetPatch = z.infer<typeof presetPatchSchema>;
 
 export const tagsSchema = z
-  .array(intactIdentifier(z.string().min(1).max(64).regex(/^[^\s]+$/, { message: "must not contain whitespace" })))
+  .array(
+    intactIdentifier(
+      z
+        .string()
+        .min(1)
+        .max(64)
+        .regex(/^[^\s]+$/, { message: "must not contain whitespace" }),
+    ),
+  )
   .max(32);
 
 /** The first version's body from a create request. */
@@ -150,10 +158,7 @@ export function presetBodyOf(p: PresetView): PresetBody {
 }
 
 /** `is_current` is a read-time projection of the active version, never stored. */
-export function versionView(
-  v: { version: number; body: PresetBody; created_at: string; tags: string[] },
-  currentVersion: number,
-): PresetVersionView {
+export function versionView(v: { version: number; body: PresetBody; created_at: string; tags: string[] }, currentVersion: number): PresetVersionView {
   return { version: v.version, body: v.body, created_at: v.created_at, tags: v.tags, is_current: v.version === currentVersion };
 }
 

@@ -58,7 +58,12 @@ export async function planRename(db: D1Database, req: RenameRequest): Promise<Pr
   const referees = await presetReferees(db, req.from);
   if (!req.move) {
     if (referees.length) {
-      throw new HttpError(409, `the preset is referenced by ${describeReferees(referees)}; pass move_references: true to move them with it`, "preset-referenced", { referees });
+      throw new HttpError(
+        409,
+        `the preset is referenced by ${describeReferees(referees)}; pass move_references: true to move them with it`,
+        "preset-referenced",
+        { referees },
+      );
     }
     return [];
   }

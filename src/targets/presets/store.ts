@@ -123,7 +123,9 @@ export function insertVersionStatement(
   { onlyAfterInsert }: { onlyAfterInsert: boolean },
 ): D1PreparedStatement {
   return db
-    .prepare(`INSERT INTO preset_versions (name, version, body, tags, created_at) SELECT ?1, ?2, ?3, ?4, ?5 WHERE ${onlyAfterInsert ? "changes() = 1" : "true"}`)
+    .prepare(
+      `INSERT INTO preset_versions (name, version, body, tags, created_at) SELECT ?1, ?2, ?3, ?4, ?5 WHERE ${onlyAfterInsert ? "changes() = 1" : "true"}`,
+    )
     .bind(name, v.version, JSON.stringify(v.body), JSON.stringify(v.tags), v.created_at);
 }
 
@@ -208,10 +210,7 @@ export async function setCurrentVersion(db: D1Database, name: string, version: n
 
 /** Replaces one version's tags (the only mutable part of a version). */
 export async function setVersionTags(db: D1Database, name: string, version: number, tags: string[]): Promise<void> {
-  const res = await db
-    .prepare("UPDATE preset_versions SET tags = ? WHERE name = ? AND version = ?")
-    .bind(JSON.stringify(tags), name, version)
-    .run();
+  const res = await db.prepare("UPDATE preset_versions SET tags = ? WHERE name = ? AND version = ?").bind(JSON.stringify(tags), name, version).run();
   if ((res.meta.changes ?? 0) > 0) return;
   throw (await getPreset(db, name)) ? versionNotFound() : presetNotFound();
 }

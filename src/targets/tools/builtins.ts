@@ -80,7 +80,11 @@ const getPairingCode: BuiltinTool = {
     if (!route || route.door !== "channel") throw new ToolError("no channel route holds this channel and identity");
     if (!target.config?.multichannel) throw new ToolError("the route's target is not multichannel, so it has no pairing codes");
     const minted = await personDirectoryStub(ctx.env, route.target_kind, route.target_name).mint(
-      { target: { kind: route.target_kind, name: route.target_name }, address: { door: "channel", channel, our_identity: ourIdentity, address: sender }, route_name: route.route_name },
+      {
+        target: { kind: route.target_kind, name: route.target_name },
+        address: { door: "channel", channel, our_identity: ourIdentity, address: sender },
+        route_name: route.route_name,
+      },
       ctx.now().getTime(),
     );
     return { code: minted.code, expires_at: new Date(minted.expires_at).toISOString().replace("Z", "+00:00") };
@@ -94,7 +98,7 @@ export const ASK_USER_CANNOT_PARK =
 const askUser: BuiltinTool = {
   name: "ask_user",
   description:
-    "Asks the user a question and waits for the answer: inside a conversation the question goes to the participant and their next message answers it; elsewhere an operator answers it. Optional reply options (tappable where the channel shows them) or an ask-less form schema, and an optional audience (a user_id). The answer comes back as this call's result: {interaction_id, outcome: \"answered\", answer: {text, option, form, media, ...}}, or {outcome: \"cancelled\", cancelled: true} / {outcome: \"expired\", timeout: true}.",
+    'Asks the user a question and waits for the answer: inside a conversation the question goes to the participant and their next message answers it; elsewhere an operator answers it. Optional reply options (tappable where the channel shows them) or an ask-less form schema, and an optional audience (a user_id). The answer comes back as this call\'s result: {interaction_id, outcome: "answered", answer: {text, option, form, media, ...}}, or {outcome: "cancelled", cancelled: true} / {outcome: "expired", timeout: true}.',
   input_schema: ASK_USER_JSON_SCHEMA as unknown as JsonSchema,
   output_schema: { type: "object" },
   timeout_seconds: 30,

@@ -160,7 +160,12 @@ export function upsertHttpToolStatement(
  * between them. A `{"connection"}` header must name an existing connection whose provider lends
  * its tokens to `url`'s origin (400).
  */
-export async function upsertHttpTool(db: D1Database, d: HttpToolDeclaration, nowIso: string, providers: readonly ProviderDescriptor[]): Promise<{ created: boolean; tool: HttpTool }> {
+export async function upsertHttpTool(
+  db: D1Database,
+  d: HttpToolDeclaration,
+  nowIso: string,
+  providers: readonly ProviderDescriptor[],
+): Promise<{ created: boolean; tool: HttpTool }> {
   if (isBuiltinTool(d.title)) throw conflict("title is the name of a built-in tool");
   await assertConnectionsLendable(db, providers, sentTo(headerConnections(d.headers, "headers"), d.url));
   const existed = (await db.prepare("SELECT 1 AS one FROM tool_declarations WHERE title = ?").bind(d.title).first()) !== null;

@@ -38,7 +38,14 @@ export type BaseTool =
 // `extensionsBy`: who set them, with that key's live record (null: no combos row).
 
 function mcpTool(server: McpServerRecord, remote: McpToolRecord): McpTool {
-  return { server, remote, description: remote.description, input_schema: remote.input_schema, output_schema: remote.output_schema, timeout_seconds: server.spec.timeout_seconds };
+  return {
+    server,
+    remote,
+    description: remote.description,
+    input_schema: remote.input_schema,
+    output_schema: remote.output_schema,
+    timeout_seconds: server.spec.timeout_seconds,
+  };
 }
 
 /**

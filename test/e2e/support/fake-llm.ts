@@ -13,7 +13,10 @@ export interface FakeLlm {
 }
 
 /** The assistant message for one request: `{content}` or `{content: null, tool_calls}`. */
-export type LlmScript = (body: { messages: Array<{ role: string; content: string | null; tool_call_id?: string; name?: string }>; tools?: unknown[] }) => Record<string, unknown>;
+export type LlmScript = (body: {
+  messages: Array<{ role: string; content: string | null; tool_call_id?: string; name?: string }>;
+  tools?: unknown[];
+}) => Record<string, unknown>;
 
 export async function startFakeLlm(script: LlmScript): Promise<FakeLlm> {
   const calls: any[] = [];
@@ -32,7 +35,9 @@ export async function startFakeLlm(script: LlmScript): Promise<FakeLlm> {
         return;
       }
       res.writeHead(200, { "content-type": "application/json" });
-      res.end(JSON.stringify({ id: "x", object: "chat.completion", choices: [{ index: 0, finish_reason: "stop", message: { role: "assistant", ...message } }] }));
+      res.end(
+        JSON.stringify({ id: "x", object: "chat.completion", choices: [{ index: 0, finish_reason: "stop", message: { role: "assistant", ...message } }] }),
+      );
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));

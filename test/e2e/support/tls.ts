@@ -33,9 +33,22 @@ export function makeTestPki(): TestPki {
   openssl(["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", "ca.key"], dir);
   openssl(
     [
-      "req", "-x509", "-new", "-key", "ca.key", "-sha256", "-days", "2", "-subj", "/CN=conversation-bridge e2e test CA", "-out", "ca.pem",
-      "-addext", "basicConstraints=critical,CA:TRUE",
-      "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+      "req",
+      "-x509",
+      "-new",
+      "-key",
+      "ca.key",
+      "-sha256",
+      "-days",
+      "2",
+      "-subj",
+      "/CN=conversation-bridge e2e test CA",
+      "-out",
+      "ca.pem",
+      "-addext",
+      "basicConstraints=critical,CA:TRUE",
+      "-addext",
+      "keyUsage=critical,keyCertSign,cRLSign",
     ],
     dir,
   );
@@ -54,7 +67,24 @@ export function makeTestPki(): TestPki {
     ].join("\n"),
   );
   openssl(
-    ["x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-sha256", "-days", "2", "-extfile", "server.ext", "-out", "server.pem"],
+    [
+      "x509",
+      "-req",
+      "-in",
+      "server.csr",
+      "-CA",
+      "ca.pem",
+      "-CAkey",
+      "ca.key",
+      "-CAcreateserial",
+      "-sha256",
+      "-days",
+      "2",
+      "-extfile",
+      "server.ext",
+      "-out",
+      "server.pem",
+    ],
     dir,
   );
   return {

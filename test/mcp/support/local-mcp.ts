@@ -18,8 +18,12 @@ export interface LocalMcpOptions {
 
 /** The standard tools of the local server. */
 export function standardTools(server: McpServer): void {
-  server.registerTool("add", { description: "Adds two numbers", inputSchema: { a: z.number(), b: z.number() } }, async ({ a, b }) => ({ content: [{ type: "text", text: String(a + b) }] }));
-  server.registerTool("shout", { description: "Upper-cases a text", inputSchema: { text: z.string() } }, async ({ text }) => ({ content: [{ type: "text", text: text.toUpperCase() }] }));
+  server.registerTool("add", { description: "Adds two numbers", inputSchema: { a: z.number(), b: z.number() } }, async ({ a, b }) => ({
+    content: [{ type: "text", text: String(a + b) }],
+  }));
+  server.registerTool("shout", { description: "Upper-cases a text", inputSchema: { text: z.string() } }, async ({ text }) => ({
+    content: [{ type: "text", text: text.toUpperCase() }],
+  }));
   server.registerTool(
     "weather",
     { description: "Structured weather", inputSchema: { city: z.string() }, outputSchema: { city: z.string(), temp_c: z.number() } },
@@ -29,7 +33,9 @@ export function standardTools(server: McpServer): void {
     isError: true,
     content: [{ type: "text", text: "SERVER_SIDE_DETAIL that must not leak" }],
   }));
-  server.registerTool("picture", { description: "An image", inputSchema: {} }, async () => ({ content: [{ type: "image", data: "aGk=", mimeType: "image/png" }] }));
+  server.registerTool("picture", { description: "An image", inputSchema: {} }, async () => ({
+    content: [{ type: "image", data: "aGk=", mimeType: "image/png" }],
+  }));
   server.registerTool("slow", { description: "Never answers in time", inputSchema: {} }, async () => {
     await new Promise((r) => setTimeout(r, 5_000));
     return { content: [{ type: "text", text: "late" }] };
