@@ -102,5 +102,5 @@ export interface ConnectorConnectionRpc {
 
 /** The object of connection `connectionId`. */
 export function connectionStub(env: Env, connectionId: string): ConnectorConnectionRpc {
-  return env.CONNECTIONS.get(env.CONNECTIONS.idFromName(connectionId)) as unknown as ConnectorConnectionRpc;
+  return env.CONNECTIONS.get(env.CONNECTIONS.idFromName(connectionId));
 }

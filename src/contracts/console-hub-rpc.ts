@@ -23,5 +23,5 @@ export interface ConsoleHubRpc {
 
 /** The hub of route `routeName`. */
 export function consoleHubStub(env: Env, routeName: string): ConsoleHubRpc {
-  return env.CONSOLE_HUBS.get(env.CONSOLE_HUBS.idFromName(routeName)) as unknown as ConsoleHubRpc;
+  return env.CONSOLE_HUBS.get(env.CONSOLE_HUBS.idFromName(routeName));
 }

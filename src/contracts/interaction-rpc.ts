@@ -101,10 +101,10 @@ export interface InteractionHubRpc {
 
 /** The object of interaction `interactionId`. */
 export function interactionStub(env: Env, interactionId: string): InteractionRpc {
-  return env.INTERACTIONS.get(env.INTERACTIONS.idFromName(interactionId)) as unknown as InteractionRpc;
+  return env.INTERACTIONS.get(env.INTERACTIONS.idFromName(interactionId));
 }
 
 /** The deployment's one event hub. */
 export function interactionHub(env: Env): InteractionHubRpc {
-  return env.INTERACTION_HUB.get(env.INTERACTION_HUB.idFromName("hub")) as unknown as InteractionHubRpc;
+  return env.INTERACTION_HUB.get(env.INTERACTION_HUB.idFromName("hub"));
 }

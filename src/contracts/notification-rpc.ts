@@ -39,5 +39,5 @@ export interface NotificationFeedRpc {
 
 /** The object of feed `name` (`SHARED_FEED` or `identityFeed(user_id)`). */
 export function notificationFeedStub(env: Env, name: string): NotificationFeedRpc {
-  return env.NOTIFICATION_FEEDS.get(env.NOTIFICATION_FEEDS.idFromName(name)) as unknown as NotificationFeedRpc;
+  return env.NOTIFICATION_FEEDS.get(env.NOTIFICATION_FEEDS.idFromName(name));
 }

@@ -22,5 +22,5 @@ export interface ScheduleRpc {
 }
 
 export function scheduleStub(env: Env, name: string): ScheduleRpc {
-  return env.SCHEDULES.get(env.SCHEDULES.idFromName(name)) as unknown as ScheduleRpc;
+  return env.SCHEDULES.get(env.SCHEDULES.idFromName(name));
 }

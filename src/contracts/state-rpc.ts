@@ -83,5 +83,5 @@ export interface StateStoreRpc {
 
 /** The object of state `name`. */
 export function stateStoreStub(env: Env, name: string): StateStoreRpc {
-  return env.STATE_STORES.get(env.STATE_STORES.idFromName(name)) as unknown as StateStoreRpc;
+  return env.STATE_STORES.get(env.STATE_STORES.idFromName(name));
 }

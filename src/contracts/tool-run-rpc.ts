@@ -31,5 +31,5 @@ export interface ToolRunRpc {
 
 /** The object of run `runId`. */
 export function toolRunStub(env: Env, runId: string): ToolRunRpc {
-  return env.TOOL_RUNS.get(env.TOOL_RUNS.idFromName(runId)) as unknown as ToolRunRpc;
+  return env.TOOL_RUNS.get(env.TOOL_RUNS.idFromName(runId));
 }
