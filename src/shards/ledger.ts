@@ -4,10 +4,17 @@
  * shard's alarm reclaims expired rows. Plain synchronous functions over the shard's storage.
  */
 import type { LedgerEntry, LedgerKey } from "../contracts/shard-rpc";
+import { type ObjectSchema, migrateSchema } from "../platform/persistence/object-sql";
 
-/** Creates the ledger table (idempotent). */
-export function createLedger(sql: SqlStorage): void {
-  sql.exec(`CREATE TABLE IF NOT EXISTS ledger (
+/**
+ * The `ledger` schema. Version 1 is the tables as the store first created them, with
+ * `IF NOT EXISTS`: a store written before versions adopts it with its rows kept.
+ */
+export const LEDGER_SCHEMA: ObjectSchema = {
+  name: "ledger",
+  steps: [
+    [
+      `CREATE TABLE IF NOT EXISTS ledger (
     namespace  TEXT NOT NULL,
     key        TEXT NOT NULL,
     message_id TEXT NOT NULL,
@@ -15,9 +22,16 @@ export function createLedger(sql: SqlStorage): void {
     route_name TEXT,
     expires_at INTEGER,
     PRIMARY KEY (namespace, key)
-  )`);
-  sql.exec("CREATE INDEX IF NOT EXISTS ledger_thread ON ledger(thread_id)");
-  sql.exec("CREATE INDEX IF NOT EXISTS ledger_expiry ON ledger(expires_at) WHERE expires_at IS NOT NULL");
+  )`,
+      "CREATE INDEX IF NOT EXISTS ledger_thread ON ledger(thread_id)",
+      "CREATE INDEX IF NOT EXISTS ledger_expiry ON ledger(expires_at) WHERE expires_at IS NOT NULL",
+    ],
+  ],
+};
+
+/** Brings the `ledger` tables to their current version (idempotent). */
+export function createLedger(sql: SqlStorage): void {
+  migrateSchema(sql, LEDGER_SCHEMA);
 }
 
 type Row = { message_id: string; thread_id: string; route_name: string | null };
