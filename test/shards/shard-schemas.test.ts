@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { schemaVersion } from "../../src/platform/persistence/object-sql";
 import { LEDGER_SCHEMA, createLedger, findEntry, putEntry } from "../../src/shards/ledger";
+import { RUN_LOG_SCHEMA, createRunLog, nextTraceExpiry } from "../../src/shards/run-log";
 import { inScratchObject } from "../helpers/object-schema";
 
 describe("IndexShard stores written before versioned schemas", () => {
@@ -16,6 +17,18 @@ describe("IndexShard stores written before versioned schemas", () => {
       return { entry: findEntry(sql, { namespace: "dedupe", key: "k1" }, Date.now()), version: schemaVersion(sql, LEDGER_SCHEMA.name) };
     });
     expect(out).toEqual({ entry: { message_id: "m1", thread_id: "t1", route_name: "r" }, version: LEDGER_SCHEMA.steps.length });
+  });
+
+  it("the run log adopts its table and keeps its traces", async () => {
+    const out = await inScratchObject((sql) => {
+      sql.exec(`CREATE TABLE IF NOT EXISTS run_traces (trace_id TEXT PRIMARY KEY, user_id TEXT, thread_id TEXT, started_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL, trace TEXT NOT NULL)`);
+      sql.exec("CREATE INDEX IF NOT EXISTS run_traces_expiry ON run_traces(expires_at)");
+      sql.exec("INSERT INTO run_traces (trace_id, user_id, thread_id, started_at, expires_at, trace) VALUES ('tr1', 'u', NULL, 1, 5000, '{}')");
+      createRunLog(sql);
+      return { expiry: nextTraceExpiry(sql), version: schemaVersion(sql, RUN_LOG_SCHEMA.name) };
+    });
+    expect(out).toEqual({ expiry: 5000, version: RUN_LOG_SCHEMA.steps.length });
   });
 
 });
