@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { schemaVersion } from "../../src/platform/persistence/object-sql";
 import { LEDGER_SCHEMA, createLedger, findEntry, putEntry } from "../../src/shards/ledger";
 import { RUN_LOG_SCHEMA, createRunLog, nextTraceExpiry } from "../../src/shards/run-log";
+import { LISTING_BUFFER_SCHEMA, ListingBuffer, createListingBuffer } from "../../src/shards/listing-buffer";
 import { inScratchObject } from "../helpers/object-schema";
 
 describe("IndexShard stores written before versioned schemas", () => {
@@ -31,4 +32,29 @@ describe("IndexShard stores written before versioned schemas", () => {
     expect(out).toEqual({ expiry: 5000, version: RUN_LOG_SCHEMA.steps.length });
   });
 
+  it("the listing buffer adopts its tables and keeps what it buffered", async () => {
+    const out = await inScratchObject((sql) => {
+      sql.exec("CREATE TABLE IF NOT EXISTS pending_threads (thread_id TEXT PRIMARY KEY, row TEXT, version INTEGER NOT NULL, received_at INTEGER NOT NULL)");
+      sql.exec(
+        "CREATE TABLE IF NOT EXISTS pending_failed (message_id TEXT PRIMARY KEY, thread_id TEXT NOT NULL, row TEXT NOT NULL, version INTEGER NOT NULL, received_at INTEGER NOT NULL)",
+      );
+      sql.exec(`CREATE TABLE IF NOT EXISTS pending_runs (trace_id TEXT PRIMARY KEY, thread_id TEXT, user_id TEXT, started_at INTEGER NOT NULL,
+        row TEXT NOT NULL, version INTEGER NOT NULL, received_at INTEGER NOT NULL)`);
+      sql.exec("CREATE TABLE IF NOT EXISTS pending_run_drops (trace_id TEXT PRIMARY KEY, version INTEGER NOT NULL, received_at INTEGER NOT NULL)");
+      sql.exec(`CREATE TABLE IF NOT EXISTS pending_counters (minute INTEGER NOT NULL, name TEXT NOT NULL, label TEXT NOT NULL, value INTEGER NOT NULL,
+        received_at INTEGER NOT NULL, PRIMARY KEY (minute, name, label))`);
+      sql.exec("INSERT INTO pending_threads (thread_id, row, version, received_at) VALUES ('t1', NULL, 1, 1)");
+      createListingBuffer(sql);
+      const buffer = new ListingBuffer({
+        sql,
+        db: () => {
+          throw new Error("no flush in this test");
+        },
+        now: () => 2,
+        policy: () => ({ batch: 100, lagMs: 60_000 }),
+      });
+      return { pending: buffer.pending(), version: schemaVersion(sql, LISTING_BUFFER_SCHEMA.name) };
+    });
+    expect(out).toEqual({ pending: 1, version: LISTING_BUFFER_SCHEMA.steps.length });
+  });
 });
