@@ -4,14 +4,28 @@
  * tickets of the last TICKET_TTL_MS.
  */
 import { constantTimeEqual } from "../auth/crypto";
+import { type ObjectSchema, migrateSchema } from "../platform/persistence/object-sql";
 
-/** Creates the table (idempotent). */
-export function createHubStore(sql: SqlStorage): void {
-  sql.exec(`CREATE TABLE IF NOT EXISTS tickets (
+/**
+ * The `console-hub` schema. Version 1 is the tables as the store first created them, with
+ * `IF NOT EXISTS`: a store written before versions adopts it with its rows kept.
+ */
+export const HUB_STORE_SCHEMA: ObjectSchema = {
+  name: "console-hub",
+  steps: [
+    [
+      `CREATE TABLE IF NOT EXISTS tickets (
     hash       TEXT PRIMARY KEY,
     user_id    TEXT NOT NULL,
     expires_at INTEGER NOT NULL
-  )`);
+  )`,
+    ],
+  ],
+};
+
+/** Brings the `console-hub` tables to their current version (idempotent). */
+export function createHubStore(sql: SqlStorage): void {
+  migrateSchema(sql, HUB_STORE_SCHEMA);
 }
 
 /** Keeps a ticket's hash until `expiresAtMs`, dropping the expired ones first. */
