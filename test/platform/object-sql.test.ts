@@ -1,7 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { ObjectSqlError, migrateSchema, objectSql, schemaVersion, tableExists } from "../../src/platform/persistence/object-sql";
+import { ObjectSqlError, keyValueVersionRow, migrateSchema, objectSql, schemaVersion, tableExists } from "../../src/platform/persistence/object-sql";
 
 /** A scratch object: MarketplaceLock's storage holds one small table, so test tables stay apart from it. */
 function scratch() {
@@ -117,5 +117,21 @@ describe("migrateSchema", () => {
       return { store, version: schemaVersion(sql, "broken") };
     });
     expect(out).toEqual({ store: "broken: ALTER TABLE missing ADD COLUMN y TEXT", version: 1 });
+  });
+
+  it("keeps a store's version in its own key/value table when told to, and no _schema row", async () => {
+    const out = await runInDurableObject(scratch(), (_o, state) => {
+      const sql = state.storage.sql;
+      sql.exec("CREATE TABLE kv (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
+      sql.exec("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL)");
+      sql.exec("INSERT INTO kv (key, value) VALUES ('notes_version', '1')");
+      migrateSchema(sql, { name: "notes", steps, versionRow: keyValueVersionRow("kv", "notes_version") });
+      return {
+        kv: sql.exec("SELECT value FROM kv WHERE key = 'notes_version'").one(),
+        columns: sql.exec("SELECT * FROM notes LIMIT 0").columnNames,
+        schemaRow: schemaVersion(sql, "notes"),
+      };
+    });
+    expect(out).toEqual({ kv: { value: "3" }, columns: ["id", "body", "tag"], schemaRow: null });
   });
 });

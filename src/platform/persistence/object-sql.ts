@@ -98,6 +98,49 @@ export interface ObjectSchema {
    * (`IF NOT EXISTS`): rerunning it over the old tables keeps them and their rows.
    */
   adopt?: (sql: SqlStorage) => number;
+  /** Where the version is kept; the store's `_schema` row unless the store had a version row of its own before this kit. */
+  versionRow?: VersionRow;
+}
+
+/** Reads and writes one store's version (null: no row yet). */
+export interface VersionRow {
+  read(sql: SqlStorage): number | null;
+  write(sql: SqlStorage, version: number): void;
+}
+
+/** The default: the store's row in `_schema`. */
+function schemaRow(name: string): VersionRow {
+  return {
+    read: (sql) => schemaVersion(sql, name),
+    write: (sql, version) => {
+      execStatement(sql, VERSION_TABLE, `CREATE TABLE IF NOT EXISTS ${VERSION_TABLE} (name TEXT PRIMARY KEY, version INTEGER NOT NULL)`);
+      execStatement(
+        sql,
+        VERSION_TABLE,
+        `INSERT INTO ${VERSION_TABLE} (name, version) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET version = excluded.version`,
+        [name, version],
+      );
+    },
+  };
+}
+
+/**
+ * A version kept as text under `key` in a key/value table `(key TEXT PRIMARY KEY, value TEXT NOT
+ * NULL)`: for a store that versioned itself that way before this kit, so its objects keep their
+ * version where it already is and need no adoption.
+ */
+export function keyValueVersionRow(table: string, key: string): VersionRow {
+  return {
+    read: (sql) => {
+      if (!tableExists(sql, table)) return null;
+      const row = execStatement<{ value: string }>(sql, table, `SELECT value FROM ${table} WHERE key = ?`, [key]).rows[0];
+      return row ? Number(row.value) : null;
+    },
+    write: (sql, version) => {
+      execStatement(sql, table, `CREATE TABLE IF NOT EXISTS ${table} (key TEXT PRIMARY KEY, value TEXT NOT NULL)`);
+      execStatement(sql, table, `INSERT OR REPLACE INTO ${table} (key, value) VALUES (?, ?)`, [key, String(version)]);
+    },
+  };
 }
 
 const VERSION_TABLE = "_schema";
@@ -117,11 +160,11 @@ export function schemaVersion(sql: SqlStorage, name: string): number | null {
  */
 export function migrateSchema(sql: SqlStorage, schema: ObjectSchema): number {
   const target = schema.steps.length;
-  let version = schemaVersion(sql, schema.name);
+  const row = schema.versionRow ?? schemaRow(schema.name);
+  let version = row.read(sql);
   if (version === target) return target;
   if (version === null) version = schema.adopt ? schema.adopt(sql) : 0;
   if (version > target) throw new Error(`${schema.name} schema is at version ${version}, newer than this code's ${target}`);
-  execStatement(sql, VERSION_TABLE, `CREATE TABLE IF NOT EXISTS ${VERSION_TABLE} (name TEXT PRIMARY KEY, version INTEGER NOT NULL)`);
   for (let i = version; i < target; i++) {
     const step = schema.steps[i];
     try {
@@ -132,17 +175,10 @@ export function migrateSchema(sql: SqlStorage, schema: ObjectSchema): number {
       throw new ObjectSqlError(schema.name, `migration step ${i + 1}`, err);
     }
     // Recorded after each step, so a later step that fails leaves the store at a version it truly has.
-    execStatement(
-      sql,
-      VERSION_TABLE,
-      `INSERT INTO ${VERSION_TABLE} (name, version) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET version = excluded.version`,
-      [schema.name, i + 1],
-    );
+    row.write(sql, i + 1);
   }
-  if (version === target) {
-    // An adopted store already current still gets its row, so its shape is never read again.
-    execStatement(sql, VERSION_TABLE, `INSERT OR REPLACE INTO ${VERSION_TABLE} (name, version) VALUES (?, ?)`, [schema.name, target]);
-  }
+  // An adopted store already current still gets its row, so its shape is never read again.
+  if (version === target) row.write(sql, target);
   return target;
 }
 
