@@ -156,7 +156,9 @@ export function schemaVersion(sql: SqlStorage, name: string): number | null {
  * Brings one store to its current version (the number of its steps) and answers that version.
  * Idempotent: a store already current costs one read. Run it once per instance before any read,
  * inside blockConcurrencyWhile (or, for a store created on its first write, before that write).
- * A store at a version newer than this code knows is refused rather than written over.
+ * A store at a version newer than this code knows (a rolled-back deploy) is left as it is and its
+ * version answered: steps only add, so the older code still finds what it reads, and the newer code
+ * does not rerun its steps when it returns.
  */
 export function migrateSchema(sql: SqlStorage, schema: ObjectSchema): number {
   const target = schema.steps.length;
@@ -164,7 +166,7 @@ export function migrateSchema(sql: SqlStorage, schema: ObjectSchema): number {
   let version = row.read(sql);
   if (version === target) return target;
   if (version === null) version = schema.adopt ? schema.adopt(sql) : 0;
-  if (version > target) throw new Error(`${schema.name} schema is at version ${version}, newer than this code's ${target}`);
+  if (version > target) return version;
   for (let i = version; i < target; i++) {
     const step = schema.steps[i];
     try {
