@@ -11,14 +11,20 @@
 import { DurableObject } from "cloudflare:workers";
 import type { BucketDirectoryRpc } from "../src/contracts/bucket-rpc";
 import type { Env } from "../src/env";
+import { type ObjectSchema, migrateSchema } from "../src/platform/persistence/object-sql";
+
+/** The directory's schema; version 1 is the table as first created, adopted with its rows. */
+export const BUCKET_DIRECTORY_SCHEMA: ObjectSchema = {
+  name: "bucket-directory",
+  steps: [["CREATE TABLE IF NOT EXISTS buckets (key TEXT PRIMARY KEY, seq INTEGER NOT NULL)", "CREATE INDEX IF NOT EXISTS buckets_seq ON buckets(seq)"]],
+};
 
 /** The one directory of live buckets; see the module comment. */
 export class BucketDirectory extends DurableObject<Env> implements BucketDirectoryRpc {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     ctx.blockConcurrencyWhile(async () => {
-      ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS buckets (key TEXT PRIMARY KEY, seq INTEGER NOT NULL)");
-      ctx.storage.sql.exec("CREATE INDEX IF NOT EXISTS buckets_seq ON buckets(seq)");
+      migrateSchema(ctx.storage.sql, BUCKET_DIRECTORY_SCHEMA);
     });
   }
 

@@ -8,15 +8,24 @@ import { DurableObject } from "cloudflare:workers";
 import type { AcquireDecision, LockLease, MarketplaceLockRpc } from "../src/contracts/marketplace-rpc";
 import type { Env } from "../src/env";
 import { decideAcquire, decideRenew, isLive, mayRelease } from "../src/marketplace/lease";
+import { type ObjectSchema, migrateSchema } from "../src/platform/persistence/object-sql";
+
+/** The lock's schema; version 1 is the lease table as first created, adopted with a held lease. */
+export const MARKETPLACE_LOCK_SCHEMA: ObjectSchema = {
+  name: "marketplace-lock",
+  steps: [
+    [
+      "CREATE TABLE IF NOT EXISTS lease (id INTEGER PRIMARY KEY CHECK (id = 1), holder TEXT NOT NULL, operation TEXT NOT NULL, acquired_at INTEGER NOT NULL, expires_at INTEGER NOT NULL)",
+    ],
+  ],
+};
 
 type Row = { holder: string; operation: string; acquired_at: number; expires_at: number };
 
 export class MarketplaceLock extends DurableObject<Env> implements MarketplaceLockRpc {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    ctx.storage.sql.exec(
-      "CREATE TABLE IF NOT EXISTS lease (id INTEGER PRIMARY KEY CHECK (id = 1), holder TEXT NOT NULL, operation TEXT NOT NULL, acquired_at INTEGER NOT NULL, expires_at INTEGER NOT NULL)",
-    );
+    migrateSchema(ctx.storage.sql, MARKETPLACE_LOCK_SCHEMA);
   }
 
   private read(): LockLease | null {

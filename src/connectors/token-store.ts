@@ -6,6 +6,7 @@
  */
 import type { ConnectionHealth } from "../contracts/connection-rpc";
 import { type Sealed, parseSealed } from "./sealing";
+import { type ObjectSchema, migrateSchema } from "../platform/persistence/object-sql";
 
 /** The secret part of a grant: what is sealed. */
 export interface TokenSecrets {
@@ -29,13 +30,27 @@ export interface TokenRow {
   generation: number;
 }
 
-export function createTokenTables(sql: SqlStorage): void {
-  sql.exec(`CREATE TABLE IF NOT EXISTS tokens (
+/**
+ * The `connector-tokens` schema. Version 1 is the tables as the store first created them, with
+ * `IF NOT EXISTS`: a store written before versions adopts it with its rows kept.
+ */
+export const TOKEN_SCHEMA: ObjectSchema = {
+  name: "connector-tokens",
+  steps: [
+    [
+      `CREATE TABLE IF NOT EXISTS tokens (
     one INTEGER PRIMARY KEY CHECK (one = 1),
     connection_id TEXT NOT NULL, provider_id TEXT NOT NULL, sealed TEXT NOT NULL,
     expires_at INTEGER, refreshable INTEGER NOT NULL, granted_scope TEXT,
     status TEXT NOT NULL, last_error TEXT, last_refreshed_at INTEGER,
-    generation INTEGER NOT NULL, updated_at INTEGER NOT NULL)`);
+    generation INTEGER NOT NULL, updated_at INTEGER NOT NULL)`,
+    ],
+  ],
+};
+
+/** Brings the `connector-tokens` tables to their current version (idempotent). */
+export function createTokenTables(sql: SqlStorage): void {
+  migrateSchema(sql, TOKEN_SCHEMA);
 }
 
 type Raw = {

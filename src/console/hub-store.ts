@@ -4,20 +4,35 @@
  * tickets of the last TICKET_TTL_MS.
  */
 import { constantTimeEqual } from "../auth/crypto";
+import { type ObjectSchema, migrateSchema, objectSql } from "../platform/persistence/object-sql";
 
-/** Creates the table (idempotent). */
-export function createHubStore(sql: SqlStorage): void {
-  sql.exec(`CREATE TABLE IF NOT EXISTS tickets (
+/**
+ * The `console-hub` schema. Version 1 is the tables as the store first created them, with
+ * `IF NOT EXISTS`: a store written before versions adopts it with its rows kept.
+ */
+export const HUB_STORE_SCHEMA: ObjectSchema = {
+  name: "console-hub",
+  steps: [
+    [
+      `CREATE TABLE IF NOT EXISTS tickets (
     hash       TEXT PRIMARY KEY,
     user_id    TEXT NOT NULL,
     expires_at INTEGER NOT NULL
-  )`);
+  )`,
+    ],
+  ],
+};
+
+/** Brings the `console-hub` tables to their current version (idempotent). */
+export function createHubStore(sql: SqlStorage): void {
+  migrateSchema(sql, HUB_STORE_SCHEMA);
 }
 
 /** Keeps a ticket's hash until `expiresAtMs`, dropping the expired ones first. */
 export function keepTicketRow(sql: SqlStorage, hash: string, userId: string, expiresAtMs: number, nowMs: number): void {
-  sql.exec("DELETE FROM tickets WHERE expires_at <= ?", nowMs);
-  sql.exec("INSERT OR REPLACE INTO tickets (hash, user_id, expires_at) VALUES (?, ?, ?)", hash, userId, expiresAtMs);
+  const q = objectSql(sql, HUB_STORE_SCHEMA.name);
+  q.run`DELETE FROM tickets WHERE expires_at <= ${nowMs}`;
+  q.run`INSERT OR REPLACE INTO tickets (hash, user_id, expires_at) VALUES (${hash}, ${userId}, ${expiresAtMs})`;
 }
 
 /**
@@ -25,10 +40,8 @@ export function keepTicketRow(sql: SqlStorage, hash: string, userId: string, exp
  * or already spent. The row goes either way, so a ticket never works twice.
  */
 export function spendTicketRow(sql: SqlStorage, hash: string, nowMs: number): string | null {
-  const rows = sql
-    .exec<{ hash: string; user_id: string; expires_at: number }>("DELETE FROM tickets WHERE hash = ? RETURNING hash, user_id, expires_at", hash)
-    .toArray();
-  const row = rows[0];
+  const row = objectSql(sql, HUB_STORE_SCHEMA.name).one<{ hash: string; user_id: string; expires_at: number }>`
+    DELETE FROM tickets WHERE hash = ${hash} RETURNING hash, user_id, expires_at`;
   // The lookup is by index; the stored hash is compared again in constant time, as keys are.
   if (!row || !constantTimeEqual(row.hash, hash) || row.expires_at <= nowMs) return null;
   return row.user_id;

@@ -6,11 +6,26 @@
  * interaction's events without counting as a gap.
  */
 import type { InteractionEvent, InteractionEventInput } from "../contracts/interaction-rpc";
+import { type ObjectSchema, migrateSchema } from "../platform/persistence/object-sql";
 
+/**
+ * The `interaction-hub` schema. Version 1 is the tables as the store first created them, with
+ * `IF NOT EXISTS`: a store written before versions adopts it with its rows kept.
+ */
+export const HUB_RING_SCHEMA: ObjectSchema = {
+  name: "interaction-hub",
+  steps: [
+    [
+      "CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY, interaction_id TEXT NOT NULL, audience TEXT, event TEXT NOT NULL)",
+      "CREATE INDEX IF NOT EXISTS events_by_interaction ON events (interaction_id)",
+      "CREATE TABLE IF NOT EXISTS ring_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)",
+    ],
+  ],
+};
+
+/** Brings the `interaction-hub` tables to their current version (idempotent). */
 export function migrateRing(sql: SqlStorage): void {
-  sql.exec("CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY, interaction_id TEXT NOT NULL, audience TEXT, event TEXT NOT NULL)");
-  sql.exec("CREATE INDEX IF NOT EXISTS events_by_interaction ON events (interaction_id)");
-  sql.exec("CREATE TABLE IF NOT EXISTS ring_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)");
+  migrateSchema(sql, HUB_RING_SCHEMA);
 }
 
 /** Appends events in order and trims the ring to `cap`. */

@@ -16,6 +16,7 @@ import { parseStored } from "../store/parse-stored";
 import { ParkedRun } from "../targets/agents/parked";
 import type { InteractionEventInput } from "../contracts/interaction-rpc";
 import { InteractionState } from "./record";
+import { type ObjectSchema, migrateSchema } from "../platform/persistence/object-sql";
 
 export type ResumeDue = "none" | "handoff" | "run" | "done";
 
@@ -42,8 +43,15 @@ export interface InteractionRow {
   retry_at: number | null;
 }
 
-export function migrateInteraction(sql: SqlStorage): void {
-  sql.exec(`CREATE TABLE IF NOT EXISTS interaction (
+/**
+ * The `interaction` schema. Version 1 is the tables as the store first created them, with
+ * `IF NOT EXISTS`: a store written before versions adopts it with its rows kept.
+ */
+export const INTERACTION_SCHEMA: ObjectSchema = {
+  name: "interaction",
+  steps: [
+    [
+      `CREATE TABLE IF NOT EXISTS interaction (
     id                INTEGER PRIMARY KEY CHECK (id = 1),
     state             TEXT NOT NULL,
     parked            TEXT,
@@ -59,8 +67,15 @@ export function migrateInteraction(sql: SqlStorage): void {
     ended_by          TEXT,
     claimed_by        TEXT,
     retry_at          INTEGER
-  )`);
-  sql.exec("CREATE TABLE IF NOT EXISTS outbox_events (seq INTEGER PRIMARY KEY AUTOINCREMENT, event TEXT NOT NULL)");
+  )`,
+      "CREATE TABLE IF NOT EXISTS outbox_events (seq INTEGER PRIMARY KEY AUTOINCREMENT, event TEXT NOT NULL)",
+    ],
+  ],
+};
+
+/** Brings the `interaction` tables to their current version (idempotent). */
+export function migrateInteraction(sql: SqlStorage): void {
+  migrateSchema(sql, INTERACTION_SCHEMA);
 }
 
 type Raw = {

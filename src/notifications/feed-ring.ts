@@ -10,14 +10,29 @@
  * The tables are created on the first push, never by a read, so reading a feed that was never
  * written (or was deleted when idle) leaves the object empty.
  */
+import { type ObjectSchema, migrateSchema } from "../platform/persistence/object-sql";
 
 export function ringExists(sql: SqlStorage): boolean {
   return sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'entries'").toArray().length > 0;
 }
 
+/**
+ * The `notification-feed` schema. Version 1 is the tables as the store first created them, with
+ * `IF NOT EXISTS`: a store written before versions adopts it with its rows kept.
+ */
+export const FEED_RING_SCHEMA: ObjectSchema = {
+  name: "notification-feed",
+  steps: [
+    [
+      "CREATE TABLE IF NOT EXISTS entries (seq INTEGER PRIMARY KEY, body TEXT NOT NULL)",
+      "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    ],
+  ],
+};
+
+/** Brings the `notification-feed` tables to their current version (idempotent). */
 export function createRing(sql: SqlStorage): void {
-  sql.exec("CREATE TABLE IF NOT EXISTS entries (seq INTEGER PRIMARY KEY, body TEXT NOT NULL)");
-  sql.exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
+  migrateSchema(sql, FEED_RING_SCHEMA);
 }
 
 /** Inserts `body` as the newest entry and drops everything older than the newest `cap`. */

@@ -7,20 +7,32 @@
 import type { PersonAddress, PersonView } from "../contracts/person-rpc";
 import type { TargetKind } from "../conversations/model/kinds";
 import { type DoorAddress, doorAddressKey } from "./pairing";
+import { type ObjectSchema, migrateSchema } from "../platform/persistence/object-sql";
 
-/** Creates the tables (idempotent). */
-export function createPersonTables(sql: SqlStorage): void {
-  sql.exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
-  sql.exec("CREATE TABLE IF NOT EXISTS persons (person_id TEXT PRIMARY KEY, created_at TEXT NOT NULL, locale TEXT)");
-  sql.exec(`CREATE TABLE IF NOT EXISTS addresses (
+/**
+ * The `person-directory` schema. Version 1 is the tables as the store first created them, with
+ * `IF NOT EXISTS`: a store written before versions adopts it with its rows kept.
+ */
+export const PERSON_SCHEMA: ObjectSchema = {
+  name: "person-directory",
+  steps: [
+    [
+      "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+      "CREATE TABLE IF NOT EXISTS persons (person_id TEXT PRIMARY KEY, created_at TEXT NOT NULL, locale TEXT)",
+      `CREATE TABLE IF NOT EXISTS addresses (
     key TEXT PRIMARY KEY, person_id TEXT NOT NULL, door TEXT NOT NULL, channel TEXT, our_identity TEXT,
-    address TEXT NOT NULL, routes TEXT NOT NULL, linked_at TEXT NOT NULL, seq INTEGER NOT NULL)`);
-  sql.exec("CREATE INDEX IF NOT EXISTS addresses_person ON addresses(person_id, seq)");
-  sql.exec(`CREATE TABLE IF NOT EXISTS codes (
-    hash TEXT PRIMARY KEY, conversation TEXT NOT NULL UNIQUE, route_name TEXT NOT NULL, address TEXT NOT NULL, expires_at INTEGER NOT NULL)`);
-  sql.exec(
-    "CREATE TABLE IF NOT EXISTS throttle (party TEXT PRIMARY KEY, failures INTEGER NOT NULL, locked_until INTEGER NOT NULL, expires_at INTEGER NOT NULL)",
-  );
+    address TEXT NOT NULL, routes TEXT NOT NULL, linked_at TEXT NOT NULL, seq INTEGER NOT NULL)`,
+      "CREATE INDEX IF NOT EXISTS addresses_person ON addresses(person_id, seq)",
+      `CREATE TABLE IF NOT EXISTS codes (
+    hash TEXT PRIMARY KEY, conversation TEXT NOT NULL UNIQUE, route_name TEXT NOT NULL, address TEXT NOT NULL, expires_at INTEGER NOT NULL)`,
+      "CREATE TABLE IF NOT EXISTS throttle (party TEXT PRIMARY KEY, failures INTEGER NOT NULL, locked_until INTEGER NOT NULL, expires_at INTEGER NOT NULL)",
+    ],
+  ],
+};
+
+/** Brings the `person-directory` tables to their current version (idempotent). */
+export function createPersonTables(sql: SqlStorage): void {
+  migrateSchema(sql, PERSON_SCHEMA);
 }
 
 const iso = (ms: number) => new Date(ms).toISOString().replace("Z", "+00:00");

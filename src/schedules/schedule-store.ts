@@ -7,6 +7,7 @@
  */
 import { z } from "zod";
 import { validStored } from "../store/parse-stored";
+import { type ObjectSchema, columnsOf, migrateSchema } from "../platform/persistence/object-sql";
 import { type ScheduleFire, type ScheduleSpec, type ScheduleState, specColumnValues, storedScheduleRow } from "./record";
 
 /** Fires each schedule remembers (newest kept). */
@@ -16,34 +17,49 @@ export function scheduleTablesExist(sql: SqlStorage): boolean {
   return sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'spec'").toArray().length > 0;
 }
 
-export function createScheduleTables(sql: SqlStorage): void {
-  sql.exec(
-    `CREATE TABLE IF NOT EXISTS spec (
+/**
+ * The schedule's schema. Version 1 is the first shape; version 2 adds the spec's state binding (a
+ * spec without one reads as unbound). A table written before versions is adopted at the version
+ * its columns show.
+ */
+export const SCHEDULE_SCHEMA: ObjectSchema = {
+  name: "schedule",
+  steps: [
+    [
+      `CREATE TABLE IF NOT EXISTS spec (
       id INTEGER PRIMARY KEY CHECK (id = 1),
       name TEXT NOT NULL, tool_name TEXT NOT NULL, tool_kwargs TEXT NOT NULL, schedule_kwargs TEXT NOT NULL,
       cron TEXT NOT NULL, timezone TEXT NOT NULL,
       execution_key TEXT NOT NULL, execution_key_fingerprint TEXT NOT NULL, created_by TEXT NOT NULL,
-      state_binding TEXT,
       created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, next_fire_at INTEGER,
       fires INTEGER NOT NULL DEFAULT 0, last_fire_at INTEGER, last_run_id TEXT
     )`,
-  );
-  sql.exec(
-    `CREATE TABLE IF NOT EXISTS fires (
+      `CREATE TABLE IF NOT EXISTS fires (
       seq INTEGER PRIMARY KEY,
       run_id TEXT, slot_at INTEGER, fired_at INTEGER NOT NULL,
       catch_up INTEGER NOT NULL, skipped INTEGER NOT NULL, submitted INTEGER NOT NULL
     )`,
-  );
+    ],
+    ["ALTER TABLE spec ADD COLUMN state_binding TEXT"],
+  ],
+  adopt: (sql) => {
+    const present = columnsOf(sql, "spec");
+    if (!present.length) return 0;
+    return present.includes("state_binding") ? 2 : 1;
+  },
+};
+
+/** Creates the tables at their current version, or brings existing ones there (idempotent). */
+export function createScheduleTables(sql: SqlStorage): void {
+  migrateSchema(sql, SCHEDULE_SCHEMA);
 }
 
 /**
- * Brings a spec table of an older shape up to date: one without the state binding column reads
- * as unbound. Idempotent; run when the object starts, before any read.
+ * Brings tables of an older shape up to date; an object holding no schedule stays empty.
+ * Idempotent; run when the object starts, before any read.
  */
 export function upgradeScheduleTables(sql: SqlStorage): void {
-  if (!scheduleTablesExist(sql)) return;
-  if (!sql.exec("SELECT * FROM spec LIMIT 0").columnNames.includes("state_binding")) sql.exec("ALTER TABLE spec ADD COLUMN state_binding TEXT");
+  if (scheduleTablesExist(sql)) migrateSchema(sql, SCHEDULE_SCHEMA);
 }
 
 const int = z.coerce.number().int();

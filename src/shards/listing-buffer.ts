@@ -20,6 +20,7 @@
 import type { CounterDelta, ListingPush, ListingRow, FailedRow, RunRow } from "../contracts/shard-rpc";
 import { listingStatements } from "../bridge/indexes";
 import { addCountersStatement, deleteRunsStatement, pruneCountersStatement, threadLoadsStatements, upsertRunsStatement } from "../runs/runs-table";
+import { type ObjectSchema, migrateSchema } from "../platform/persistence/object-sql";
 
 /** How often a shard's flush also reclaims old counters (at most, per shard instance). */
 const COUNTER_PRUNE_EVERY_MS = 3600_000;
@@ -40,22 +41,28 @@ export interface ListingBufferDeps {
   policy: () => { batch: number; lagMs: number };
 }
 
-/** Creates the buffer's tables (idempotent). */
-export function createListingBuffer(sql: SqlStorage): void {
-  sql.exec(`CREATE TABLE IF NOT EXISTS pending_threads (
+/**
+ * The `listing-buffer` schema. Version 1 is the tables as the store first created them, with
+ * `IF NOT EXISTS`: a store written before versions adopts it with its rows kept.
+ */
+export const LISTING_BUFFER_SCHEMA: ObjectSchema = {
+  name: "listing-buffer",
+  steps: [
+    [
+      `CREATE TABLE IF NOT EXISTS pending_threads (
     thread_id   TEXT PRIMARY KEY,
     row         TEXT,
     version     INTEGER NOT NULL,
     received_at INTEGER NOT NULL
-  )`);
-  sql.exec(`CREATE TABLE IF NOT EXISTS pending_failed (
+  )`,
+      `CREATE TABLE IF NOT EXISTS pending_failed (
     message_id  TEXT PRIMARY KEY,
     thread_id   TEXT NOT NULL,
     row         TEXT NOT NULL,
     version     INTEGER NOT NULL,
     received_at INTEGER NOT NULL
-  )`);
-  sql.exec(`CREATE TABLE IF NOT EXISTS pending_runs (
+  )`,
+      `CREATE TABLE IF NOT EXISTS pending_runs (
     trace_id    TEXT PRIMARY KEY,
     thread_id   TEXT,
     user_id     TEXT,
@@ -63,20 +70,27 @@ export function createListingBuffer(sql: SqlStorage): void {
     row         TEXT NOT NULL,
     version     INTEGER NOT NULL,
     received_at INTEGER NOT NULL
-  )`);
-  sql.exec(`CREATE TABLE IF NOT EXISTS pending_run_drops (
+  )`,
+      `CREATE TABLE IF NOT EXISTS pending_run_drops (
     trace_id    TEXT PRIMARY KEY,
     version     INTEGER NOT NULL,
     received_at INTEGER NOT NULL
-  )`);
-  sql.exec(`CREATE TABLE IF NOT EXISTS pending_counters (
+  )`,
+      `CREATE TABLE IF NOT EXISTS pending_counters (
     minute      INTEGER NOT NULL,
     name        TEXT NOT NULL,
     label       TEXT NOT NULL,
     value       INTEGER NOT NULL,
     received_at INTEGER NOT NULL,
     PRIMARY KEY (minute, name, label)
-  )`);
+  )`,
+    ],
+  ],
+};
+
+/** Brings the `listing-buffer` tables to their current version (idempotent). */
+export function createListingBuffer(sql: SqlStorage): void {
+  migrateSchema(sql, LISTING_BUFFER_SCHEMA);
 }
 
 /**

@@ -6,20 +6,34 @@
  */
 import { RunTrace } from "../contracts/run-trace";
 import { parseStored } from "../store/parse-stored";
+import { type ObjectSchema, migrateSchema } from "../platform/persistence/object-sql";
 
-/** Creates the run log's table (idempotent). */
-export function createRunLog(sql: SqlStorage): void {
-  sql.exec(`CREATE TABLE IF NOT EXISTS run_traces (
+/**
+ * The `run-log` schema. Version 1 is the tables as the store first created them, with
+ * `IF NOT EXISTS`: a store written before versions adopts it with its rows kept.
+ */
+export const RUN_LOG_SCHEMA: ObjectSchema = {
+  name: "run-log",
+  steps: [
+    [
+      `CREATE TABLE IF NOT EXISTS run_traces (
     trace_id   TEXT PRIMARY KEY,
     user_id    TEXT,
     thread_id  TEXT,
     started_at INTEGER NOT NULL,
     expires_at INTEGER NOT NULL,
     trace      TEXT NOT NULL
-  )`);
-  sql.exec("CREATE INDEX IF NOT EXISTS run_traces_expiry ON run_traces(expires_at)");
-  sql.exec("CREATE INDEX IF NOT EXISTS run_traces_user ON run_traces(user_id)");
-  sql.exec("CREATE INDEX IF NOT EXISTS run_traces_thread ON run_traces(thread_id)");
+  )`,
+      "CREATE INDEX IF NOT EXISTS run_traces_expiry ON run_traces(expires_at)",
+      "CREATE INDEX IF NOT EXISTS run_traces_user ON run_traces(user_id)",
+      "CREATE INDEX IF NOT EXISTS run_traces_thread ON run_traces(thread_id)",
+    ],
+  ],
+};
+
+/** Brings the `run-log` tables to their current version (idempotent). */
+export function createRunLog(sql: SqlStorage): void {
+  migrateSchema(sql, RUN_LOG_SCHEMA);
 }
 
 /** Keeps `trace` until `expiresAtMs` (a trace recorded twice keeps the later). */

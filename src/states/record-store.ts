@@ -10,24 +10,37 @@
  */
 import type { Subject, WriteEntry, WriteOrigin } from "../contracts/state-rpc";
 import type { JsonObject } from "../http/bounded-json";
+import { type ObjectSchema, migrateSchema } from "../platform/persistence/object-sql";
 
 /** Audit rows kept per record; older ones are dropped as new ones land (docs/states.md). */
 export const MAX_WRITES_PER_RECORD = 1000;
 
-export function createStateTables(sql: SqlStorage): void {
-  sql.exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
-  sql.exec(`CREATE TABLE IF NOT EXISTS records (
+/**
+ * The `state-store` schema. Version 1 is the tables as the store first created them, with
+ * `IF NOT EXISTS`: a store written before versions adopts it with its rows kept.
+ */
+export const STATE_SCHEMA: ObjectSchema = {
+  name: "state-store",
+  steps: [
+    [
+      "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+      `CREATE TABLE IF NOT EXISTS records (
     skey TEXT PRIMARY KEY, target_kind TEXT NOT NULL, target_name TEXT NOT NULL, kind TEXT NOT NULL, key TEXT NOT NULL,
-    data TEXT NOT NULL, seq INTEGER NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, expires_at INTEGER)`);
-  sql.exec("CREATE INDEX IF NOT EXISTS records_kind_key ON records(kind, key)");
-  sql.exec("CREATE INDEX IF NOT EXISTS records_expiry ON records(expires_at) WHERE expires_at IS NOT NULL");
-  // A folded subject reads and writes its canonical subject's record.
-  sql.exec("CREATE TABLE IF NOT EXISTS aliases (skey TEXT PRIMARY KEY, canonical TEXT NOT NULL, kind TEXT NOT NULL, key TEXT NOT NULL)");
-  sql.exec("CREATE INDEX IF NOT EXISTS aliases_canonical ON aliases(canonical)");
-  sql.exec(
-    "CREATE TABLE IF NOT EXISTS writes (skey TEXT NOT NULL, seq INTEGER NOT NULL, at INTEGER NOT NULL, origin TEXT NOT NULL, paths TEXT NOT NULL, PRIMARY KEY (skey, seq))",
-  );
-  sql.exec("CREATE TABLE IF NOT EXISTS op_ids (skey TEXT NOT NULL, op_id TEXT NOT NULL, at INTEGER NOT NULL, PRIMARY KEY (skey, op_id))");
+    data TEXT NOT NULL, seq INTEGER NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, expires_at INTEGER)`,
+      "CREATE INDEX IF NOT EXISTS records_kind_key ON records(kind, key)",
+      "CREATE INDEX IF NOT EXISTS records_expiry ON records(expires_at) WHERE expires_at IS NOT NULL",
+      // A folded subject reads and writes its canonical subject's record.
+      "CREATE TABLE IF NOT EXISTS aliases (skey TEXT PRIMARY KEY, canonical TEXT NOT NULL, kind TEXT NOT NULL, key TEXT NOT NULL)",
+      "CREATE INDEX IF NOT EXISTS aliases_canonical ON aliases(canonical)",
+      "CREATE TABLE IF NOT EXISTS writes (skey TEXT NOT NULL, seq INTEGER NOT NULL, at INTEGER NOT NULL, origin TEXT NOT NULL, paths TEXT NOT NULL, PRIMARY KEY (skey, seq))",
+      "CREATE TABLE IF NOT EXISTS op_ids (skey TEXT NOT NULL, op_id TEXT NOT NULL, at INTEGER NOT NULL, PRIMARY KEY (skey, op_id))",
+    ],
+  ],
+};
+
+/** Brings the `state-store` tables to their current version (idempotent). */
+export function createStateTables(sql: SqlStorage): void {
+  migrateSchema(sql, STATE_SCHEMA);
 }
 
 export function subjectKey(s: Subject): string {

@@ -7,17 +7,8 @@
 import { TurnInbound } from "../bridge/payload";
 import { AnswerRecord } from "../bridge/record";
 import { parseStored } from "../store/parse-stored";
-import { createMemoryTables } from "../targets/checkpoints/thread-memory";
-
-/** Bumped when the records schema changes; its steps below run in order inside blockConcurrencyWhile. */
-const SCHEMA_VERSION = 5;
-
-/**
- * The agent-memory tables' line of the same migration (meta `memory_schema_version`). They are the
- * checkpoint provider's tables, versioned beside the records' so either can change without
- * renumbering the other's steps.
- */
-const MEMORY_SCHEMA_VERSION = 1;
+import { MEMORY_STEPS } from "../targets/checkpoints/thread-memory";
+import { type ObjectSchema, columnsOf, execStatement, keyValueVersionRow, migrateSchema } from "../platform/persistence/object-sql";
 
 /** Where a record's turn stands: waiting, running under an intake lease, or settled. */
 export type TurnState = "queued" | "running" | "done";
@@ -39,21 +30,22 @@ export interface StoredRecord {
   turn_attempts: number;
 }
 
-/** Runs a statement, naming it in the error so a failing query is identifiable in logs. */
+/** Runs a statement, naming it and its text in the error so a failing query is identifiable in logs. */
 export function sql<T extends Record<string, SqlStorageValue>>(storage: DurableObjectStorage, name: string, query: string, ...args: unknown[]): T[] {
-  try {
-    return storage.sql.exec<T>(query, ...(args as SqlStorageValue[])).toArray();
-  } catch (err) {
-    throw new Error(`thread sql "${name}" failed: ${err instanceof Error ? err.message : String(err)}`);
-  }
+  return execStatement<T>(storage.sql, `thread (${name})`, query, args as SqlStorageValue[]).rows;
 }
 
-/** Brings the object's schema up to date; idempotent, run once per instance before any request. */
-export function migrate(storage: DurableObjectStorage): void {
-  storage.sql.exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
-  const version = schemaVersion(storage, "schema_version");
-  if (version < 1) {
-    storage.sql.exec(`CREATE TABLE IF NOT EXISTS records (
+/**
+ * The records' schema, one step per version. Its version row is `schema_version` in the meta table,
+ * where this object kept it before the shared kit, so objects already versioned need no adoption.
+ */
+export const THREAD_SCHEMA: ObjectSchema = {
+  name: "thread",
+  versionRow: keyValueVersionRow("meta", "schema_version"),
+  steps: [
+    [
+      "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+      `CREATE TABLE IF NOT EXISTS records (
       seq                  INTEGER PRIMARY KEY AUTOINCREMENT,
       message_id           TEXT NOT NULL UNIQUE,
       record               TEXT NOT NULL,
@@ -66,56 +58,49 @@ export function migrate(storage: DurableObjectStorage): void {
       grace_until          INTEGER,
       expires_at           INTEGER,
       chunks_sent          INTEGER NOT NULL DEFAULT 0
-    )`);
-    storage.sql.exec("CREATE INDEX IF NOT EXISTS records_turns ON records(turn_state, seq)");
-    storage.sql.exec("CREATE INDEX IF NOT EXISTS records_status ON records(status, delivery_due_at)");
-    storage.sql.exec("CREATE INDEX IF NOT EXISTS records_expiry ON records(expires_at)");
-  }
-  if (version < 2) {
+    )`,
+      "CREATE INDEX IF NOT EXISTS records_turns ON records(turn_state, seq)",
+      "CREATE INDEX IF NOT EXISTS records_status ON records(status, delivery_due_at)",
+      "CREATE INDEX IF NOT EXISTS records_expiry ON records(expires_at)",
+    ],
     // v2: turn runs started, so a turn that keeps killing its object is abandoned (poison turns).
-    storage.sql.exec("ALTER TABLE records ADD COLUMN turn_attempts INTEGER NOT NULL DEFAULT 0");
-  }
-  if (version < 3) {
+    ["ALTER TABLE records ADD COLUMN turn_attempts INTEGER NOT NULL DEFAULT 0"],
     // v3: the outbox towards the admin listings, so that no D1 write is on the per-message path.
     // One row per noted transition; src/thread/index-outbox.ts pushes and drops them.
-    storage.sql.exec(
+    [
       "CREATE TABLE IF NOT EXISTS index_outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, noted_at INTEGER NOT NULL, settled INTEGER NOT NULL DEFAULT 0, failed TEXT, dropped TEXT)",
-    );
-  }
-  if (version < 4) {
-    // v4: each settled turn's run trace (src/thread/turn-trace.ts), keyed by its message
-    // id and deleted with its record; the outbox carries the trace's summary row and metrics
-    // counters towards the shards in `extra`.
-    storage.sql.exec("CREATE TABLE IF NOT EXISTS run_traces (message_id TEXT PRIMARY KEY, trace TEXT NOT NULL)");
-    // Idempotent like the steps above: an object whose version was rolled back keeps its column.
-    if (!storage.sql.exec("SELECT * FROM index_outbox LIMIT 0").columnNames.includes("extra"))
-      storage.sql.exec("ALTER TABLE index_outbox ADD COLUMN extra TEXT");
-  }
-  if (version < 5) {
-    // v5: the interactions a turn of this thread parked on and that still wait for the
-    // thread's next inbound (src/thread/parked.ts); a row goes when the interaction is answered here
-    // or handed back as a resume turn.
-    storage.sql.exec(
+    ],
+    // v4: each settled turn's run trace (src/thread/turn-trace.ts), keyed by its message id and
+    // deleted with its record; the outbox carries the trace's summary row and metrics counters
+    // towards the shards in `extra`.
+    (s) => {
+      s.exec("CREATE TABLE IF NOT EXISTS run_traces (message_id TEXT PRIMARY KEY, trace TEXT NOT NULL)");
+      // Idempotent like the steps above: an object whose version was rolled back keeps its column.
+      if (!columnsOf(s, "index_outbox").includes("extra")) s.exec("ALTER TABLE index_outbox ADD COLUMN extra TEXT");
+    },
+    // v5: the interactions a turn of this thread parked on and that still wait for the thread's
+    // next inbound (src/thread/parked.ts); a row goes when the interaction is answered here or
+    // handed back as a resume turn.
+    [
       "CREATE TABLE IF NOT EXISTS parked_interactions (interaction_id TEXT PRIMARY KEY, asked_by TEXT NOT NULL, route TEXT NOT NULL, noted_at INTEGER NOT NULL)",
-    );
-  }
-  if (version !== SCHEMA_VERSION) {
-    sql(storage, "set schema version", "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", String(SCHEMA_VERSION));
-  }
-  const memory = schemaVersion(storage, "memory_schema_version");
-  if (memory < 1) {
-    // v1: the memory tables. An object whose first memory access made them unversioned keeps them
-    // and their rows (`IF NOT EXISTS`, same definitions); the rest get them now.
-    createMemoryTables(storage);
-  }
-  if (memory !== MEMORY_SCHEMA_VERSION) {
-    sql(storage, "set memory schema version", "INSERT OR REPLACE INTO meta (key, value) VALUES ('memory_schema_version', ?)", String(MEMORY_SCHEMA_VERSION));
-  }
-}
+    ],
+  ],
+};
 
-function schemaVersion(storage: DurableObjectStorage, key: "schema_version" | "memory_schema_version"): number {
-  const row = sql<{ value: string }>(storage, "schema version", "SELECT value FROM meta WHERE key = ?", key)[0];
-  return row ? Number(row.value) : 0;
+/**
+ * The agent-memory tables' line (meta `memory_schema_version`). They are the checkpoint provider's
+ * tables, versioned beside the records' so either can change without renumbering the other's steps.
+ */
+export const THREAD_MEMORY_SCHEMA: ObjectSchema = {
+  name: "thread-memory",
+  versionRow: keyValueVersionRow("meta", "memory_schema_version"),
+  steps: MEMORY_STEPS,
+};
+
+/** Brings the object's schema up to date; idempotent, run once per instance before any request. */
+export function migrate(storage: DurableObjectStorage): void {
+  migrateSchema(storage.sql, THREAD_SCHEMA);
+  migrateSchema(storage.sql, THREAD_MEMORY_SCHEMA);
 }
 
 /** One meta value, or null. */

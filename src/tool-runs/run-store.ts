@@ -11,6 +11,7 @@ import { RunStep } from "../contracts/run-trace";
 import { JsonObject, JsonValue } from "../http/bounded-json";
 import { StateBinding } from "../states/state-binding";
 import { jsonColumn, validStored } from "../store/parse-stored";
+import { type ObjectSchema, columnsOf, migrateSchema } from "../platform/persistence/object-sql";
 import { type ToolRunRequest, type ToolRunRow, ToolRunOrigin, ToolRunStatus } from "./record";
 
 const COLUMNS =
@@ -46,36 +47,54 @@ export function runTableExists(sql: SqlStorage): boolean {
   return sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'run'").toArray().length > 0;
 }
 
-export function createRunTable(sql: SqlStorage): void {
-  sql.exec(
-    `CREATE TABLE IF NOT EXISTS run (
+/** The columns a run table of the first shape lacks; a run without them reads as neither hooked, bound nor asking. */
+const LATER_COLUMNS = ["hook_name", "state_binding", "interaction_id", "binding_by"];
+
+/**
+ * The run table's schema. Version 1 is the first shape; version 2 adds the hook's name, the state
+ * binding, the interaction and the binding's writer (a bound run without a recorded writer reads as
+ * having none). A table written before versions had gained some of them one at a time, so step 2
+ * adds the ones it lacks, and adoption reads which version the table stands at.
+ */
+export const RUN_SCHEMA: ObjectSchema = {
+  name: "tool-run",
+  steps: [
+    [
+      `CREATE TABLE IF NOT EXISTS run (
       id INTEGER PRIMARY KEY CHECK (id = 1),
       run_id TEXT NOT NULL, tool_name TEXT NOT NULL, arguments TEXT NOT NULL,
       caller_user_id TEXT NOT NULL, caller_fingerprint TEXT NOT NULL,
       origin TEXT NOT NULL, schedule_name TEXT, slot_at INTEGER,
-      hook_name TEXT, state_binding TEXT, binding_by TEXT,
-      status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, interaction_id TEXT,
+      status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
       result TEXT, error TEXT, error_kind TEXT,
       created_at INTEGER NOT NULL, started_at INTEGER, finished_at INTEGER, expires_at INTEGER,
       published INTEGER NOT NULL DEFAULT 0,
       steps TEXT
     )`,
-  );
+    ],
+    (sql) => {
+      const present = columnsOf(sql, "run");
+      for (const column of LATER_COLUMNS) if (!present.includes(column)) sql.exec(`ALTER TABLE run ADD COLUMN ${column} TEXT`);
+    },
+  ],
+  adopt: (sql) => {
+    const present = columnsOf(sql, "run");
+    if (!present.length) return 0;
+    return LATER_COLUMNS.every((c) => present.includes(c)) ? 2 : 1;
+  },
+};
+
+/** Creates the run table at its current version, or brings an existing one there (idempotent). */
+export function createRunTable(sql: SqlStorage): void {
+  migrateSchema(sql, RUN_SCHEMA);
 }
 
 /**
- * Brings a run table of an older shape up to date: it may lack the columns of the hook's name, the
- * state binding, the interaction and the binding's writer. A run without them reads as neither
- * hooked, bound nor asking, and a bound run without a recorded writer as having none.
+ * Brings a run table of an older shape up to date; an object holding no run stays empty.
  * Idempotent; run when the object starts, before any read.
  */
 export function upgradeRunTable(sql: SqlStorage): void {
-  if (!runTableExists(sql)) return;
-  const columns = sql.exec("SELECT * FROM run LIMIT 0").columnNames;
-  if (!columns.includes("hook_name")) sql.exec("ALTER TABLE run ADD COLUMN hook_name TEXT");
-  if (!columns.includes("state_binding")) sql.exec("ALTER TABLE run ADD COLUMN state_binding TEXT");
-  if (!columns.includes("interaction_id")) sql.exec("ALTER TABLE run ADD COLUMN interaction_id TEXT");
-  if (!columns.includes("binding_by")) sql.exec("ALTER TABLE run ADD COLUMN binding_by TEXT");
+  if (runTableExists(sql)) migrateSchema(sql, RUN_SCHEMA);
 }
 
 /** The run, or null when the object holds none. */

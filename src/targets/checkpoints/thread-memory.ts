@@ -5,10 +5,11 @@
  * Plain functions over a `{storage, threadId}` handle, so a turn running inside the object uses
  * them without an RPC hop, and nothing here knows the object's class. Expiry is native: every
  * write stores `expires_at = now + ttl` and reads treat a passed `expires_at` as gone. The object
- * owns the rest: its versioned migration creates the tables (`createMemoryTables`), its one alarm
+ * owns the rest: its versioned migration creates the tables (`MEMORY_STEPS`), its one alarm
  * purges expired memory (`purgeExpiredCheckpoint`) and is armed no later than `checkpointAlarmDue`.
  * Nothing here sets the alarm: a writer re-arms through the object after writing.
  */
+import type { MigrationStep } from "../../platform/persistence/object-sql";
 import { type CheckpointMessage, idleExpiry, parseStoredMessage } from "./types";
 
 /** One thread's memory inside its object's storage. */
@@ -18,15 +19,17 @@ export interface ThreadMemory {
 }
 
 /**
- * The memory tables, prefixed `checkpoint` to stay clear of the bridge's. `IF NOT EXISTS`: an object
- * whose tables were made unversioned, on first use, has exactly these definitions and keeps them
- * and their rows.
+ * The memory tables' migration steps, prefixed `checkpoint` to stay clear of the bridge's. Step 1 is
+ * `IF NOT EXISTS`: an object whose tables were made unversioned, on first use, has exactly these
+ * definitions and keeps them and their rows. The object's schema versions them (src/thread/store.ts).
  */
-export function createMemoryTables(storage: DurableObjectStorage): void {
-  storage.sql.exec("CREATE TABLE IF NOT EXISTS checkpoint_threads (thread_id TEXT PRIMARY KEY, updated_at INTEGER NOT NULL, expires_at INTEGER)");
-  storage.sql.exec("CREATE TABLE IF NOT EXISTS checkpoint_messages (seq INTEGER PRIMARY KEY, thread_id TEXT NOT NULL, message TEXT NOT NULL)");
-  storage.sql.exec("CREATE INDEX IF NOT EXISTS checkpoint_messages_thread ON checkpoint_messages(thread_id, seq)");
-}
+export const MEMORY_STEPS: readonly MigrationStep[] = [
+  [
+    "CREATE TABLE IF NOT EXISTS checkpoint_threads (thread_id TEXT PRIMARY KEY, updated_at INTEGER NOT NULL, expires_at INTEGER)",
+    "CREATE TABLE IF NOT EXISTS checkpoint_messages (seq INTEGER PRIMARY KEY, thread_id TEXT NOT NULL, message TEXT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS checkpoint_messages_thread ON checkpoint_messages(thread_id, seq)",
+  ],
+];
 
 function forget(storage: DurableObjectStorage, threadId: string): void {
   storage.sql.exec("DELETE FROM checkpoint_messages WHERE thread_id = ?", threadId);
