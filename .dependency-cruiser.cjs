@@ -10,7 +10,7 @@
  *      │       targets, templating, and any folder added later, so a new area is held to the rule
  *      │       without editing this file. Never imports the entry layer (nor does infra below).
  *      ▼
- *   infra      src/http, src/net, src/store, src/jq, src/settings, src/env.ts: import only each
+ *   infra      src/http, src/net, src/store, src/jq, src/settings, src/platform, src/env.ts: import only each
  *              other, never a domain area. One seam is named, not blanket-allowed: the route
  *              pipeline (src/http/route.ts, src/http/app-env.ts) authenticates and authorizes
  *              every route, so it needs src/auth/principal.ts and src/auth/scopes.ts.
@@ -54,7 +54,7 @@ module.exports = {
     {
       name: "infra-only-infra",
       severity: "error",
-      comment: "Infrastructure (http, net, store, jq, settings, env.ts) imports only infrastructure; " + "the route pipeline has its own rule below.",
+      comment: "Infrastructure (http, net, store, jq, settings, platform, env.ts) imports only infrastructure; " + "the route pipeline has its own rule below.",
       from: { path: INFRA, pathNot: ROUTE_PIPELINE },
       to: { path: "^src/", pathNot: INFRA },
     },

@@ -8,7 +8,7 @@
  * row. Two concurrent claims of one token cannot both mint, and a used link leaves nothing behind.
  */
 import { z } from "zod";
-import { jsonColumn, validStored } from "../store/parse-stored";
+import { jsonColumn, validStored } from "../platform/persistence/stored-json";
 import { constantTimeEqual, randomFingerprint, randomToken, sha256Hex } from "./crypto";
 import { mintSnapshot } from "./key-store";
 

@@ -5,7 +5,7 @@
  * history can neither miss a change nor record one that did not happen.
  */
 import { z } from "zod";
-import { jsonColumn, validStored } from "../store/parse-stored";
+import { jsonColumn, validStored } from "../platform/persistence/stored-json";
 
 export const KEY_VERSION_ACTIONS = ["migrated", "mint", "edit", "scopes", "revoke", "rollback"] as const;
 export type KeyVersionAction = (typeof KEY_VERSION_ACTIONS)[number];

@@ -5,7 +5,7 @@
 import { type KeyWithOwner, keyColumns, parsePrefixedKey } from "../auth/key-store";
 import { storedByUserIdSql } from "../auth/stored-by";
 import { unavailable } from "../http/errors";
-import { parseStored } from "../store/parse-stored";
+import { parseStored } from "../platform/persistence/stored-json";
 import { type Combo, Combos } from "./combos";
 
 type Row = { combos: string; updated_at: string; stored_by: string } & Record<string, unknown>;

@@ -4,7 +4,7 @@
  * rows of its topic in the same round trip as the topic's verifier binding.
  */
 import type { Holder } from "../auth/identity";
-import { validStored } from "../store/parse-stored";
+import { validStored } from "../platform/persistence/stored-json";
 import { type HookRow, StoredHookRow } from "./record";
 
 /** Most hooks one topic may carry: a fire evaluates each one's jq in the request. */

@@ -11,7 +11,7 @@ import { capabilityTokenKind } from "../auth/capability-tokens";
 import { constantTimeEqual } from "../auth/crypto";
 import { userIdSchema } from "../auth/schemas";
 import { JsonObject, MAX_KWARGS_BYTES, boundedJsonObject } from "../http/bounded-json";
-import { jsonColumn, validStored } from "../store/parse-stored";
+import { jsonColumn, validStored } from "../platform/persistence/stored-json";
 import { HookTopic, TriggerLinkName } from "./names";
 
 /** A link's token (src/auth/capability-tokens.ts); a misshapen one is a miss without a lookup. */

@@ -12,7 +12,7 @@ import type { EnvVars } from "../env";
 import { badRequest } from "../http/errors";
 import { intactIdentifier } from "../http/identifiers";
 import type { Settings } from "../settings/settings";
-import { validStored } from "../store/parse-stored";
+import { validStored } from "../platform/persistence/stored-json";
 import { EnvRefError, REDACTED, envRefSchema, refusedReferences, refusedReferencesMessage, resolveEnvRef } from "../targets/env-refs";
 import { VERIFIER_KINDS, type VerifierKind } from "./verifiers";
 import { GENERIC_DELIVERY_HEADER, GENERIC_SIGNATURE_HEADER } from "./verifiers/generic-hmac";

@@ -12,7 +12,7 @@
  * - `purge_at`: when the ended interaction is deleted (its retention).
  */
 import type { JsonObject } from "../http/bounded-json";
-import { parseStored } from "../store/parse-stored";
+import { parseStored } from "../platform/persistence/stored-json";
 import { ParkedRun } from "../targets/agents/parked";
 import type { InteractionEventInput } from "../contracts/interaction-rpc";
 import { InteractionState } from "./record";

@@ -14,7 +14,7 @@ import type { ProviderDescriptor } from "../settings/connector-settings";
 import type { EnvVars } from "../env";
 import { HttpError, conflict } from "../http/errors";
 import type { Settings } from "../settings/settings";
-import { parseStored, validStored } from "../store/parse-stored";
+import { parseStored, validStored } from "../platform/persistence/stored-json";
 import { assertReferencesMayGo, headerConnections, headerReferences, headersSchema, redactHeaders } from "../targets/env-refs";
 import { type JsonSchema, inputSchemaSchema } from "../targets/json-schema";
 import { targetNameSchema } from "../targets/names";

@@ -7,7 +7,7 @@
  */
 import { z } from "zod";
 import type { Holder } from "../auth/identity";
-import { validStored } from "../store/parse-stored";
+import { validStored } from "../platform/persistence/stored-json";
 import { type ScheduleState, type ScheduleView, specColumnValues, storedScheduleRow } from "./record";
 
 export function mirrorStatement(db: D1Database, s: ScheduleState): D1PreparedStatement {

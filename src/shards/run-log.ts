@@ -5,7 +5,7 @@
  * instead. Plain synchronous functions over the shard's storage; the shard's alarm prunes.
  */
 import { RunTrace } from "../contracts/run-trace";
-import { parseStored } from "../store/parse-stored";
+import { parseStored } from "../platform/persistence/stored-json";
 
 /** Creates the run log's table (idempotent). */
 export function createRunLog(sql: SqlStorage): void {

@@ -22,7 +22,7 @@ import { type Subject, stateStoreStub } from "../contracts/state-rpc";
 import type { Env } from "../env";
 import { HttpError, conflict } from "../http/errors";
 import { JsonObject, JsonValue } from "../http/bounded-json";
-import { parseStored } from "../store/parse-stored";
+import { parseStored } from "../platform/persistence/stored-json";
 import { StateAttach } from "./state-binding";
 import { BindingError, type PendingItem, applyAttachUpdates, heldKey } from "./turn-binding";
 import { Subject as SubjectSchema, WriteOrigin } from "./views";

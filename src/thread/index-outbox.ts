@@ -25,7 +25,7 @@ import {
   shardStub,
 } from "../contracts/shard-rpc";
 import { AnswerRecord } from "../bridge/record";
-import { parseStored } from "../store/parse-stored";
+import { parseStored } from "../platform/persistence/stored-json";
 import type { IndexNote, IndexWriter, ThreadDeps } from "./deps";
 import type { ThreadIdentity } from "./identity";
 import { deleteMeta, getMeta, setMeta, sql, threadLoad } from "./store";

@@ -6,7 +6,7 @@
  */
 import { TurnInbound } from "../bridge/payload";
 import { AnswerRecord } from "../bridge/record";
-import { parseStored } from "../store/parse-stored";
+import { parseStored } from "../platform/persistence/stored-json";
 import { createMemoryTables } from "../targets/checkpoints/thread-memory";
 
 /** Bumped when the records schema changes; its steps below run in order inside blockConcurrencyWhile. */
