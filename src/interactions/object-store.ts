@@ -12,7 +12,7 @@
  * - `purge_at`: when the ended interaction is deleted (its retention).
  */
 import type { JsonObject } from "../http/bounded-json";
-import { parseStored } from "../platform/persistence/stored-json";
+import { parseStored, storedJsonObject } from "../platform/persistence/stored-json";
 import { ParkedRun } from "../targets/agents/parked";
 import type { InteractionEventInput } from "../contracts/interaction-rpc";
 import { InteractionState } from "./record";
@@ -158,5 +158,5 @@ export function dropEvents(sql: SqlStorage, upTo: number): void {
 
 /** The ask's result the resumed run reads, decoded as JSON (typed for RPC). */
 export function asJsonObject(value: Record<string, unknown>): JsonObject {
-  return JSON.parse(JSON.stringify(value)) as JsonObject;
+  return parseStored(storedJsonObject, JSON.stringify(value), "the ask's result");
 }
