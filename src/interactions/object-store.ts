@@ -14,7 +14,7 @@
 import type { JsonObject } from "../http/bounded-json";
 import { parseStored, storedJsonObject } from "../platform/persistence/stored-json";
 import { ParkedRun } from "../targets/agents/parked";
-import type { InteractionEventInput } from "../contracts/interaction-rpc";
+import { InteractionEventInput } from "../contracts/interaction-rpc";
 import { InteractionState } from "./record";
 
 export type ResumeDue = "none" | "handoff" | "run" | "done";
@@ -148,7 +148,7 @@ export function queuedEvents(sql: SqlStorage): Array<{ seq: number; event: Inter
   return sql
     .exec<{ seq: number; event: string }>("SELECT seq, event FROM outbox_events ORDER BY seq")
     .toArray()
-    .map((r) => ({ seq: r.seq, event: JSON.parse(r.event) as InteractionEventInput }));
+    .map((r) => ({ seq: r.seq, event: parseStored(InteractionEventInput, r.event, "outbox_events.event") }));
 }
 
 /** Drops the events up to `seq` (the hub holds them). */
