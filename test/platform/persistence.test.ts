@@ -2,7 +2,7 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { D1StatementError, all, batch, d1, first, list, rowsOf, run, sql, trusted } from "../../src/platform/persistence/d1";
+import { D1StatementError, all, batch, d1, exists, first, list, rowsOf, run, sql, trusted } from "../../src/platform/persistence/d1";
 import { jsonColumn, parseStored, validStored } from "../../src/platform/persistence/stored-json";
 
 const TABLE = "kit_probe";
@@ -43,6 +43,8 @@ describe("typed D1 reads", () => {
       d1(env.DB)`INSERT OR REPLACE INTO ${trusted(TABLE)} (id, n, doc) VALUES (${"all-2"}, ${2}, ${'{"tags":["b"]}'})`,
     ]);
     expect(await first(Row, d1(env.DB)`SELECT id, n, doc FROM ${trusted(TABLE)} WHERE id = ${"none"}`)).toBeNull();
+    expect(await exists(d1(env.DB)`SELECT 1 FROM ${trusted(TABLE)} WHERE id = ${"none"}`)).toBe(false);
+    expect(await exists(d1(env.DB)`SELECT 1 FROM ${trusted(TABLE)} WHERE id = ${"all-1"}`)).toBe(true);
     const rows = await all(Row, d1(env.DB)`SELECT id, n, doc FROM ${trusted(TABLE)} WHERE id IN (${list(["all-1", "all-2"])}) ORDER BY n`);
     expect(rows).toEqual([
       { id: "all-1", n: 1, doc: { tags: [] } },

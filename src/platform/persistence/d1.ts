@@ -128,6 +128,11 @@ export async function all<S extends z.ZodType>(schema: S, stmt: Statement): Prom
   return results.map((row) => validRow(schema, row, stmt.text));
 }
 
+/** Whether the statement returns any row (its columns unread). */
+export async function exists(stmt: Statement): Promise<boolean> {
+  return (await attempt(stmt.text, () => stmt.prepared().first())) !== null;
+}
+
 /** Runs a statement that returns no rows; resolves to D1's meta (`changes`, `last_row_id`, …). */
 export async function run(stmt: Statement): Promise<D1Meta> {
   const result = await attempt(stmt.text, () => stmt.prepared().run());
