@@ -4,8 +4,7 @@
  * rows of its topic in the same round trip as the topic's verifier binding.
  */
 import type { Holder } from "../auth/identity";
-import { z } from "zod";
-import { type SqlFragment, all, d1, first, join, run, sql, trusted } from "../platform/persistence/d1";
+import { CountRow, type SqlFragment, all, d1, first, join, run, sql, trusted } from "../platform/persistence/d1";
 import { validStored } from "../platform/persistence/stored-json";
 import { type HookRow, StoredHookRow } from "./record";
 
@@ -15,8 +14,6 @@ export const MAX_HOOKS_PER_TOPIC = 32;
 const COLUMNS = trusted(
   "name, topic, tool, execution_key, execution_key_fingerprint, tool_kwargs, condition, condition_id, condition_kwargs, condition_program, expr, expr_id, expr_kwargs, expr_program, state_binding, created_by, created_at, updated_at",
 );
-
-const Count = z.object({ n: z.number() });
 
 const json = (v: unknown) => (v === null || v === undefined ? null : JSON.stringify(v));
 
@@ -60,7 +57,7 @@ export async function listHooks(db: D1Database, filter: { topic?: string; create
 
 /** How many hooks topic `topic` carries besides hook `except` (the one a registration replaces). */
 export async function countTopicHooks(db: D1Database, topic: string, except: string): Promise<number> {
-  const r = await first(Count, d1(db)`SELECT COUNT(*) AS n FROM hooks WHERE topic = ${topic} AND name != ${except}`);
+  const r = await first(CountRow, d1(db)`SELECT COUNT(*) AS n FROM hooks WHERE topic = ${topic} AND name != ${except}`);
   return r?.n ?? 0;
 }
 

@@ -116,6 +116,9 @@ function validRow<S extends z.ZodType>(schema: S, row: unknown, text: string): z
   throw new Error(`a row read by "${text}" failed validation at ${fields}`);
 }
 
+/** A `SELECT COUNT(*) AS n` row. */
+export const CountRow = z.object({ n: z.number() });
+
 /** The first row, validated, or null when there is none. */
 export async function first<S extends z.ZodType>(schema: S, stmt: Statement): Promise<z.output<S> | null> {
   const row = await attempt(stmt.text, () => stmt.prepared().first());
