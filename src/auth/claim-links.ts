@@ -8,7 +8,8 @@
  * row. Two concurrent claims of one token cannot both mint, and a used link leaves nothing behind.
  */
 import { z } from "zod";
-import { jsonColumn, validStored } from "../store/parse-stored";
+import { d1, first, run } from "../platform/persistence/d1";
+import { jsonColumn } from "../platform/persistence/stored-json";
 import { constantTimeEqual, randomFingerprint, randomToken, sha256Hex } from "./crypto";
 import { mintSnapshot } from "./key-store";
 
@@ -55,31 +56,15 @@ export async function createClaimLink(
   ttlSeconds: number,
 ): Promise<{ expires_at: string } | null> {
   const expiresAt = nowMs + ttlSeconds * 1000;
-  const res = await db
-    .prepare(
-      `INSERT INTO claim_links (token_hash, user_id, description, scopes, condition, role, owner_user_id, created_at, expires_at)
-       SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?
-       WHERE NOT EXISTS (SELECT 1 FROM api_keys WHERE user_id = ?)
-         AND NOT EXISTS (SELECT 1 FROM claim_links WHERE user_id = ? AND expires_at > ?)
-         AND NOT EXISTS (SELECT 1 FROM user_id_tombstones WHERE user_id = ?)`,
-    )
-    .bind(
-      tokenHash,
-      policy.user_id,
-      policy.description,
-      JSON.stringify(policy.scopes),
-      policy.condition,
-      policy.role,
-      policy.owner_user_id,
-      new Date(nowMs).toISOString(),
-      expiresAt,
-      policy.user_id,
-      policy.user_id,
-      nowMs,
-      policy.user_id,
-    )
-    .run();
-  return (res.meta.changes ?? 0) > 0 ? { expires_at: new Date(expiresAt).toISOString() } : null;
+  const res = await run(
+    d1(db)`INSERT INTO claim_links (token_hash, user_id, description, scopes, condition, role, owner_user_id, created_at, expires_at)
+       SELECT ${tokenHash}, ${policy.user_id}, ${policy.description}, ${JSON.stringify(policy.scopes)}, ${policy.condition}, ${policy.role},
+         ${policy.owner_user_id}, ${new Date(nowMs).toISOString()}, ${expiresAt}
+       WHERE NOT EXISTS (SELECT 1 FROM api_keys WHERE user_id = ${policy.user_id})
+         AND NOT EXISTS (SELECT 1 FROM claim_links WHERE user_id = ${policy.user_id} AND expires_at > ${nowMs})
+         AND NOT EXISTS (SELECT 1 FROM user_id_tombstones WHERE user_id = ${policy.user_id})`,
+  );
+  return res.changes > 0 ? { expires_at: new Date(expiresAt).toISOString() } : null;
 }
 
 const LinkRow = z.object({
@@ -107,37 +92,33 @@ export type ClaimOutcome = { ok: true; api_key: string; user_id: string; key_fin
 export async function claimLink(db: D1Database, token: string, nowMs: number): Promise<ClaimOutcome> {
   const refused = { ok: false } as const;
   const hash = await sha256Hex(token);
-  const raw = await db
-    .prepare("SELECT token_hash, user_id, description, scopes, condition, role, owner_user_id, expires_at FROM claim_links WHERE token_hash = ?")
-    .bind(hash)
-    .first();
+  const link = await first(
+    LinkRow,
+    d1(db)`SELECT token_hash, user_id, description, scopes, condition, role, owner_user_id, expires_at FROM claim_links WHERE token_hash = ${hash}`,
+  );
   // The indexed lookup finds the row; the hash is compared again in constant time (as for keys).
-  if (!raw || !token.startsWith(CLAIM_TOKEN_PREFIX)) return refused;
-  const link = validStored(LinkRow, raw, "claim_links row");
+  if (!link || !token.startsWith(CLAIM_TOKEN_PREFIX)) return refused;
   if (!constantTimeEqual(link.token_hash, hash) || link.expires_at <= nowMs) return refused;
 
   const apiKey = `sk-${randomToken()}`;
   const fingerprint = randomFingerprint();
   const now = new Date(nowMs).toISOString();
   const keyHash = await sha256Hex(apiKey);
+  const q = d1(db);
   try {
+    // Batched raw (not through the kit's `batch`): the key's snapshot comes prepared from the key
+    // store, and the UNIQUE check below reads D1's own error.
     const [consumed, minted] = await db.batch([
       // Only one claim can set the fingerprint; the statements below act only for the winner.
-      db
-        .prepare("UPDATE claim_links SET claim_fingerprint = ? WHERE token_hash = ? AND claim_fingerprint IS NULL AND expires_at > ?")
-        .bind(fingerprint, hash, nowMs),
+      q`UPDATE claim_links SET claim_fingerprint = ${fingerprint} WHERE token_hash = ${hash} AND claim_fingerprint IS NULL AND expires_at > ${nowMs}`.prepared(),
       // The key is minted from the consumed row itself, and only while its creator is a live,
       // enabled, unowned key (an owned key cannot own keys) of the lineage that made the link,
       // and while the user_id is not retired (src/auth/identity.ts).
-      db
-        .prepare(
-          `INSERT INTO api_keys (user_id, key_hash, description, scopes, condition, owner_user_id, role, disabled, key_fingerprint, created_at, updated_at)
-           SELECT l.user_id, ?, l.description, l.scopes, l.condition, l.owner_user_id, l.role, 0, l.claim_fingerprint, ?, ?
+      q`INSERT INTO api_keys (user_id, key_hash, description, scopes, condition, owner_user_id, role, disabled, key_fingerprint, created_at, updated_at)
+           SELECT l.user_id, ${keyHash}, l.description, l.scopes, l.condition, l.owner_user_id, l.role, 0, l.claim_fingerprint, ${now}, ${now}
            FROM claim_links l JOIN api_keys o ON o.user_id = l.owner_user_id AND o.disabled = 0 AND o.owner_user_id IS NULL AND o.created_at <= l.created_at
-           WHERE l.token_hash = ? AND l.claim_fingerprint = ?
-             AND NOT EXISTS (SELECT 1 FROM user_id_tombstones t WHERE t.user_id = l.user_id)`,
-        )
-        .bind(keyHash, now, now, hash, fingerprint),
+           WHERE l.token_hash = ${hash} AND l.claim_fingerprint = ${fingerprint}
+             AND NOT EXISTS (SELECT 1 FROM user_id_tombstones t WHERE t.user_id = l.user_id)`.prepared(),
       // Version 1 of the key's policy history, for the row this claim inserted only.
       mintSnapshot(
         db,
@@ -154,14 +135,14 @@ export async function claimLink(db: D1Database, token: string, nowMs: number): P
         },
         link.owner_user_id,
       ),
-      db.prepare("DELETE FROM claim_links WHERE token_hash = ? AND claim_fingerprint = ?").bind(hash, fingerprint),
+      q`DELETE FROM claim_links WHERE token_hash = ${hash} AND claim_fingerprint = ${fingerprint}`.prepared(),
     ]);
     if ((consumed.meta.changes ?? 0) === 0 || (minted.meta.changes ?? 0) === 0) return refused;
   } catch (err) {
     // The user_id was minted by other means after the link was made: the batch rolled back, and
     // the link can never succeed, so it is burnt.
     if (!String(err).includes("UNIQUE")) throw err;
-    await db.prepare("DELETE FROM claim_links WHERE token_hash = ?").bind(hash).run();
+    await run(q`DELETE FROM claim_links WHERE token_hash = ${hash}`);
     return refused;
   }
   return { ok: true, api_key: apiKey, user_id: link.user_id, key_fingerprint: fingerprint };
@@ -169,6 +150,5 @@ export async function claimLink(db: D1Database, token: string, nowMs: number): P
 
 /** Deletes the links that expired (run by the Worker's cron; reads treat them as gone already). */
 export async function pruneClaimLinks(db: D1Database, nowMs: number): Promise<number> {
-  const res = await db.prepare("DELETE FROM claim_links WHERE expires_at <= ?").bind(nowMs).run();
-  return res.meta.changes ?? 0;
+  return (await run(d1(db)`DELETE FROM claim_links WHERE expires_at <= ${nowMs}`)).changes;
 }

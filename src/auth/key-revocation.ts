@@ -9,22 +9,20 @@
  * - owned keys die with their owner (a later re-mint of the same user_id must not revive them),
  *   and are tombstoned alike.
  */
+import { d1 } from "../platform/persistence/d1";
 import { snapshotKey, snapshotOwnedKeys } from "./key-versions";
 
 /** Revokes key `userId` and every key it owns; `actor` is recorded in the history and tombstone rows. */
 export async function revokeKey(db: D1Database, userId: string, actor: string, now: string): Promise<void> {
+  const q = d1(db);
   await db.batch([
     snapshotOwnedKeys(db, userId, "revoke", actor, now),
     snapshotKey(db, userId, "revoke", actor, now),
-    db
-      .prepare(
-        `INSERT INTO user_id_tombstones (user_id, generation, revoked_at, revoked_by)
-         SELECT user_id, generation, ?, ? FROM api_keys WHERE user_id = ? OR owner_user_id = ?
-         ON CONFLICT (user_id) DO UPDATE SET generation = excluded.generation, revoked_at = excluded.revoked_at, revoked_by = excluded.revoked_by`,
-      )
-      .bind(now, actor, userId, userId),
-    db.prepare("DELETE FROM claim_links WHERE owner_user_id = ?").bind(userId),
-    db.prepare("DELETE FROM api_keys WHERE owner_user_id = ?").bind(userId),
-    db.prepare("DELETE FROM api_keys WHERE user_id = ?").bind(userId),
+    q`INSERT INTO user_id_tombstones (user_id, generation, revoked_at, revoked_by)
+         SELECT user_id, generation, ${now}, ${actor} FROM api_keys WHERE user_id = ${userId} OR owner_user_id = ${userId}
+         ON CONFLICT (user_id) DO UPDATE SET generation = excluded.generation, revoked_at = excluded.revoked_at, revoked_by = excluded.revoked_by`.prepared(),
+    q`DELETE FROM claim_links WHERE owner_user_id = ${userId}`.prepared(),
+    q`DELETE FROM api_keys WHERE owner_user_id = ${userId}`.prepared(),
+    q`DELETE FROM api_keys WHERE user_id = ${userId}`.prepared(),
   ]);
 }

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { HttpError } from "../http/errors";
-import { jsonColumn, validStored } from "../store/parse-stored";
+import { jsonColumn, validStored } from "../platform/persistence/stored-json";
 import { ScopeUrl } from "./custom-scopes";
 import { snapshotKey, type KeyVersionAction } from "./key-versions";
 import { RETIRED_USER_ID } from "./identity";

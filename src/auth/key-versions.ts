@@ -5,7 +5,8 @@
  * history can neither miss a change nor record one that did not happen.
  */
 import { z } from "zod";
-import { jsonColumn, validStored } from "../store/parse-stored";
+import { CountRow, batch, d1, first, rowsOf, sql, trusted } from "../platform/persistence/d1";
+import { jsonColumn } from "../platform/persistence/stored-json";
 
 export const KEY_VERSION_ACTIONS = ["migrated", "mint", "edit", "scopes", "revoke", "rollback"] as const;
 export type KeyVersionAction = (typeof KEY_VERSION_ACTIONS)[number];
@@ -47,21 +48,21 @@ export const ApiKeyVersionRow = z
 export type ApiKeyVersionRow = z.infer<typeof ApiKeyVersionRow>;
 
 const stored = KeyVersion.extend({ scopes: jsonColumn(z.array(z.string())), disabled: z.number().transform((n) => n !== 0) });
-const COLUMNS = "user_id, version, description, scopes, condition, role, disabled, owner_user_id, key_fingerprint, action, actor, created_at";
+const COLUMNS = trusted("user_id, version, description, scopes, condition, role, disabled, owner_user_id, key_fingerprint, action, actor, created_at");
 
-const SNAPSHOT = `INSERT INTO api_key_versions (${COLUMNS})
+const snapshot = (action: KeyVersionAction, actor: string | null, now: string) => sql`INSERT INTO api_key_versions (${COLUMNS})
   SELECT k.user_id, (SELECT COALESCE(MAX(v.version), 0) + 1 FROM api_key_versions v WHERE v.user_id = k.user_id),
-         k.description, k.scopes, k.condition, k.role, k.disabled, k.owner_user_id, k.key_fingerprint, ?, ?, ?
+         k.description, k.scopes, k.condition, k.role, k.disabled, k.owner_user_id, k.key_fingerprint, ${action}, ${actor}, ${now}
   FROM api_keys k`;
 
 /** Appends key `userId`'s current row as its next version (batch it with the change). */
 export function snapshotKey(db: D1Database, userId: string, action: KeyVersionAction, actor: string | null, now: string): D1PreparedStatement {
-  return db.prepare(`${SNAPSHOT} WHERE k.user_id = ?`).bind(action, actor, now, userId);
+  return d1(db)`${snapshot(action, actor, now)} WHERE k.user_id = ${userId}`.prepared();
 }
 
 /** Appends a version for every key `ownerId` owns (a revoke takes them along). */
 export function snapshotOwnedKeys(db: D1Database, ownerId: string, action: KeyVersionAction, actor: string | null, now: string): D1PreparedStatement {
-  return db.prepare(`${SNAPSHOT} WHERE k.owner_user_id = ?`).bind(action, actor, now, ownerId);
+  return d1(db)`${snapshot(action, actor, now)} WHERE k.owner_user_id = ${ownerId}`.prepared();
 }
 
 /**
@@ -77,16 +78,14 @@ export async function listKeyVersions(
   since?: string,
 ): Promise<{ items: KeyVersion[]; total: number }> {
   const from = since ?? "";
-  const [rows, count] = await db.batch([
-    db
-      .prepare(`SELECT ${COLUMNS} FROM api_key_versions WHERE user_id = ? AND created_at >= ? ORDER BY version DESC LIMIT ? OFFSET ?`)
-      .bind(userId, from, limit, offset),
-    db.prepare("SELECT COUNT(*) AS n FROM api_key_versions WHERE user_id = ? AND created_at >= ?").bind(userId, from),
-  ]);
-  return { items: rows.results.map((r) => validStored(stored, r, "api_key_versions row")), total: Number((count.results[0] as { n: number }).n) };
+  const q = d1(db);
+  const page = q`SELECT ${COLUMNS} FROM api_key_versions WHERE user_id = ${userId} AND created_at >= ${from} ORDER BY version DESC LIMIT ${limit} OFFSET ${offset}`;
+  const counted = q`SELECT COUNT(*) AS n FROM api_key_versions WHERE user_id = ${userId} AND created_at >= ${from}`;
+  const [rows, count] = await batch(db, [page, counted]);
+  const [total] = rowsOf(CountRow, count?.results ?? [], counted.text);
+  return { items: rowsOf(stored, rows?.results ?? [], page.text), total: total?.n ?? 0 };
 }
 
 export async function getKeyVersion(db: D1Database, userId: string, version: number): Promise<KeyVersion | null> {
-  const r = await db.prepare(`SELECT ${COLUMNS} FROM api_key_versions WHERE user_id = ? AND version = ?`).bind(userId, version).first();
-  return r ? validStored(stored, r, "api_key_versions row") : null;
+  return first(stored, d1(db)`SELECT ${COLUMNS} FROM api_key_versions WHERE user_id = ${userId} AND version = ${version}`);
 }

@@ -9,7 +9,7 @@
  */
 import { z } from "zod";
 import { HttpError, conflict } from "../http/errors";
-import { jsonColumn, validStored } from "../store/parse-stored";
+import { jsonColumn, validStored } from "../platform/persistence/stored-json";
 import { type Action, SCOPE_TAGS, type ScopeTag } from "./scopes";
 
 export const ROLE_LEVELS = ["none", "read", "write"] as const;

@@ -6,7 +6,7 @@ import { Door, Mode, TargetKind } from "../conversations/model/kinds";
 import { TargetConversationConfig } from "../persons/target-configs";
 import { JsonValue } from "../http/bounded-json";
 import { HttpError } from "../http/errors";
-import { jsonColumn, parseStored, validStored } from "../store/parse-stored";
+import { jsonColumn, parseStored, validStored } from "../platform/persistence/stored-json";
 
 /**
  * A `routes` row: the one schema of a stored route, with its type under the same name. Reading a

@@ -13,7 +13,8 @@ import { isOverlayable } from "../settings/registry";
 import { type Entry, checkNames, checkSecretKeys, secretFlag, validateAgainst, valueText } from "./entries";
 import { baseEnvOf, envConfig, isolateSettings } from "./isolate-settings";
 import { type OverlayRow, type StoredOverlay, readOverlay, writeOverlay } from "./overlay-store";
-import { openText, overlayAad, profileAad, sealText, sealedByOlderKey, sealingRing, settingsKeyRing } from "./secrets";
+import { parseStored } from "../platform/persistence/stored-json";
+import { SealedEntries, openText, overlayAad, profileAad, sealText, sealedByOlderKey, sealingRing, settingsKeyRing } from "./secrets";
 
 export interface EnvChange {
   set?: Record<string, unknown>;
@@ -123,7 +124,7 @@ export async function reloadSettings(env: object, db: D1Database, nowIso: string
       .prepare("SELECT name, version, sealed FROM config_profiles WHERE sealed <> '{}'")
       .all<{ name: string; version: number; sealed: string }>();
     for (const p of profiles.results) {
-      const sealed = JSON.parse(p.sealed) as Record<string, unknown>;
+      const sealed: Record<string, unknown> = parseStored(SealedEntries, p.sealed, "config_profiles.sealed");
       let changed = false;
       for (const [name, blob] of Object.entries(sealed)) {
         const text = JSON.stringify(blob);

@@ -20,7 +20,8 @@ import { type Entry, MAX_ENTRIES, checkNames, checkSecretKeys, secretFlag, valid
 import { baseEnvOf, envConfig } from "./isolate-settings";
 import { readOverlay } from "./overlay-store";
 import { openOverlay, replaceOverlay } from "./overlay-writes";
-import { type Sealed, openText, profileAad, sealText, sealingRing, settingsKeyRing } from "./secrets";
+import { parseStored } from "../platform/persistence/stored-json";
+import { type Sealed, SealedEntries, openText, profileAad, sealEntry, sealingRing, settingsKeyRing } from "./secrets";
 
 const NAME_RULE = "must be 1 to 64 characters of letters, digits, _ . - starting with a letter or digit";
 
@@ -96,14 +97,23 @@ export const versionNotFound = () => notFound("profile version not found");
 
 const COLUMNS = "name, version, description, env, sealed, secret_keys, created_at";
 
+/** A version's `env` column: its plain (not secret) entries, name → env text. */
+export const ProfileEnv = z.record(z.string(), z.string());
+/** A version's `secret_keys` column: the names marked secret beyond the registry's. */
+export const ProfileSecretKeys = z.array(z.string());
+
+export const plainEnvOf = (row: Pick<ProfileRow, "env">) => parseStored(ProfileEnv, row.env, "config_profiles.env");
+export const secretKeysOf = (row: Pick<ProfileRow, "secret_keys">) => parseStored(ProfileSecretKeys, row.secret_keys, "config_profiles.secret_keys");
+export const sealedOf = (row: Pick<ProfileRow, "sealed">) => parseStored(SealedEntries, row.sealed, "config_profiles.sealed");
+
 function namesOf(row: ProfileRow): string[] {
-  return [...Object.keys(JSON.parse(row.env) as object), ...Object.keys(JSON.parse(row.sealed) as object)].sort();
+  return [...Object.keys(plainEnvOf(row)), ...Object.keys(sealedOf(row))].sort();
 }
 
 export function viewOf(row: ProfileRow): ProfileView {
   const env: Record<string, string | null> = {};
-  for (const [k, v] of Object.entries(JSON.parse(row.env) as Record<string, string>)) env[k] = v;
-  for (const k of Object.keys(JSON.parse(row.sealed) as object)) env[k] = null;
+  for (const [k, v] of Object.entries(plainEnvOf(row))) env[k] = v;
+  for (const k of Object.keys(sealedOf(row))) env[k] = null;
   const sorted = Object.fromEntries(
     Object.keys(env)
       .sort()
@@ -114,7 +124,7 @@ export function viewOf(row: ProfileRow): ProfileView {
     version: row.version,
     description: row.description,
     env: sorted,
-    secret_keys: JSON.parse(row.secret_keys) as string[],
+    secret_keys: secretKeysOf(row),
     created_at: row.created_at,
   };
 }
@@ -125,7 +135,7 @@ export function summaryOf(row: ProfileRow): ProfileSummary {
     version: row.version,
     description: row.description,
     names: namesOf(row),
-    secret_keys: JSON.parse(row.secret_keys) as string[],
+    secret_keys: secretKeysOf(row),
     created_at: row.created_at,
   };
 }
@@ -177,8 +187,8 @@ export async function listVersions(db: D1Database, name: string, offset: number,
 /** A version's entries with its secrets opened (for apply, diff and a PUT that keeps secrets). */
 export async function openProfile(row: ProfileRow, config: ConfigSettings): Promise<Map<string, Entry>> {
   const out = new Map<string, Entry>();
-  for (const [k, v] of Object.entries(JSON.parse(row.env) as Record<string, string>)) out.set(k, { value: v, secret: false });
-  const sealed = JSON.parse(row.sealed) as Record<string, Sealed>;
+  for (const [k, v] of Object.entries(plainEnvOf(row))) out.set(k, { value: v, secret: false });
+  const sealed = sealedOf(row);
   const names = Object.keys(sealed);
   if (names.length) {
     const ring = await settingsKeyRing(config);
@@ -233,7 +243,7 @@ export async function putProfile(
   const secretNames = [...entries].filter(([, e]) => e.secret).map(([n]) => n);
   const ring = secretNames.length ? await sealingRing(config) : null;
   for (const [n, e] of [...entries].sort(([a], [b]) => (a < b ? -1 : 1))) {
-    if (e.secret) sealed[n] = JSON.parse(await sealText(ring!, e.value, profileAad(name, n))) as Sealed;
+    if (e.secret) sealed[n] = await sealEntry(ring!, e.value, profileAad(name, n));
     else plain[n] = e.value;
   }
   const row = await db

@@ -6,12 +6,21 @@
  * The additional authenticated data names where a ciphertext belongs (the overlay's row of a name,
  * or a profile's entry), so a sealed value copied to another name or profile does not open.
  */
-import { type Sealed, keyRingOf, parseSealed, seal, unseal } from "../connectors/sealing";
+import { z } from "zod";
+import { Sealed, keyRingOf, parseSealed, seal, unseal } from "../connectors/sealing";
 import type { KeyRing } from "../contracts/connection-rpc";
 import { notConfigured } from "../http/errors";
 import type { ConfigSettings } from "../settings/config-settings";
 
 export type { Sealed };
+
+/** A profile version's `sealed` column: setting name → its sealed value. */
+export const SealedEntries = z.record(z.string(), Sealed);
+
+/** Seals `plaintext` as a value to keep inside a JSON document (a profile's `sealed` column). */
+export async function sealEntry(ring: KeyRing, plaintext: string, aad: string): Promise<Sealed> {
+  return seal(ring, plaintext, aad);
+}
 
 /** Where a sealed value lives: its AAD. */
 export const overlayAad = (name: string) => `settings-overlay\0${name}`;

@@ -6,15 +6,13 @@
  * The additional authenticated data binds a ciphertext to what it belongs to (a connection id, a
  * started authorization's state hash): a ciphertext copied to another row does not open.
  */
+import { z } from "zod";
 import { toHex } from "../auth/crypto";
 import type { KeyMaterial, KeyRing } from "../contracts/connection-rpc";
 
 /** A sealed secret: key id, IV and ciphertext (with its GCM tag), both base64. */
-export interface Sealed {
-  kid: string;
-  iv: string;
-  ct: string;
-}
+export const Sealed = z.object({ kid: z.string(), iv: z.string(), ct: z.string() });
+export type Sealed = z.infer<typeof Sealed>;
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -92,8 +90,8 @@ export async function unseal(ring: KeyRing, sealed: Sealed, aad: string): Promis
 /** A stored sealed value (JSON text), or null when it is not one. */
 export function parseSealed(text: string): Sealed | null {
   try {
-    const v = JSON.parse(text) as Partial<Sealed>;
-    return typeof v.kid === "string" && typeof v.iv === "string" && typeof v.ct === "string" ? { kid: v.kid, iv: v.iv, ct: v.ct } : null;
+    const v = Sealed.safeParse(JSON.parse(text));
+    return v.success ? v.data : null;
   } catch {
     return null;
   }

@@ -12,7 +12,8 @@
 import type { Attachment, Location } from "../channels/media";
 import type { Env } from "../env";
 import type { JsonObject } from "../http/bounded-json";
-import type { AnsweredBy, InteractionState, InteractionStatus } from "../interactions/record";
+import { z } from "zod";
+import { type AnsweredBy, InteractionState, type InteractionStatus } from "../interactions/record";
 import type { ParkedRun } from "../targets/agents/parked";
 
 /** What `create` stores: the interaction, its parked run, and whether its audience is owed a ticket. */
@@ -66,16 +67,18 @@ export interface InteractionRpc {
 }
 
 /** One event of the stream (an interaction's transition), as the hub keeps it. */
-export interface InteractionEvent {
-  id: number;
-  type: "interaction.created" | "interaction.answered" | "interaction.cancelled" | "interaction.expired" | "interaction.resumed";
-  interaction_id: string;
-  audience: string | null;
-  at: string;
-  interaction: InteractionState;
-}
+export const InteractionEvent = z.object({
+  id: z.number(),
+  type: z.enum(["interaction.created", "interaction.answered", "interaction.cancelled", "interaction.expired", "interaction.resumed"]),
+  interaction_id: z.string(),
+  audience: z.string().nullable(),
+  at: z.string(),
+  interaction: InteractionState,
+});
+export type InteractionEvent = z.infer<typeof InteractionEvent>;
 
-export type InteractionEventInput = Omit<InteractionEvent, "id">;
+export const InteractionEventInput = InteractionEvent.omit({ id: true });
+export type InteractionEventInput = z.infer<typeof InteractionEventInput>;
 
 /** What `since` answers: the events after the asked id (for the audience, when given), the newest id held, and whether events were lost. */
 export interface EventsSince {

@@ -20,9 +20,10 @@
  * The shard count is a constant, not a setting: the ledger's placement depends on it, and
  * changing it would strand every entry.
  */
+import { z } from "zod";
 import type { Env } from "../env";
-import type { TargetKind } from "../conversations/model/kinds";
-import type { RunKind, RunOutcome, RunTrace, RunTrigger } from "./run-trace";
+import { TargetKind } from "../conversations/model/kinds";
+import { RUN_KINDS, RUN_OUTCOMES, RUN_TRIGGERS, type RunTrace } from "./run-trace";
 
 /** How many IndexShard objects the deployment has. */
 export const SHARD_COUNT = 16;
@@ -41,64 +42,63 @@ export interface LedgerKey {
 }
 
 /** One thread's listing row as the admin listing reads it (D1 `threads`). */
-export interface ListingRow {
-  route_name: string;
-  thread_id: string;
-  client_address: string | null;
-  last_activity_at: string;
-  message_count: number;
-  last_status: string;
+export const ListingRow = z.object({
+  route_name: z.string(),
+  thread_id: z.string(),
+  client_address: z.string().nullable(),
+  last_activity_at: z.string(),
+  message_count: z.number(),
+  last_status: z.string(),
   /** When the thread's last record expires, if every record is terminal (null: some record is still live without end). */
-  live_until: number | null;
+  live_until: z.number().nullable(),
   /** Turns queued or running (the thread's FIFO depth, for the metrics; D1 `thread_loads`). */
-  queue_depth?: number;
+  queue_depth: z.number().optional(),
   /** Records waiting for delivery (`pending_delivery`): the thread's share of the delivery backlog. */
-  pending_deliveries?: number;
-}
+  pending_deliveries: z.number().optional(),
+});
+export type ListingRow = z.infer<typeof ListingRow>;
 
 /**
  * A run's summary row as D1 `runs` holds it: no input, output or error text. `home`
  * says where the full trace lives: `thread` (its thread object, for a turn) or `shard` (the
  * IndexShard its trace id hashes to, `runShard`).
  */
-export interface RunRow {
-  trace_id: string;
-  kind: RunKind;
-  trigger: RunTrigger;
-  target_kind: TargetKind;
-  target_name: string;
-  target_version: string | null;
-  route_name: string | null;
-  thread_id: string | null;
-  interaction_id: string | null;
-  user_id: string | null;
-  principal: string | null;
+export const RunRow = z.object({
+  trace_id: z.string(),
+  kind: z.enum(RUN_KINDS),
+  trigger: z.enum(RUN_TRIGGERS),
+  target_kind: TargetKind,
+  target_name: z.string(),
+  target_version: z.string().nullable(),
+  route_name: z.string().nullable(),
+  thread_id: z.string().nullable(),
+  interaction_id: z.string().nullable(),
+  user_id: z.string().nullable(),
+  principal: z.string().nullable(),
   /** Epoch ms. */
-  started_at: number;
-  duration_ms: number;
-  outcome: RunOutcome;
-  step_count: number;
+  started_at: z.number(),
+  duration_ms: z.number(),
+  outcome: z.enum(RUN_OUTCOMES),
+  step_count: z.number(),
   /** The run carries admin-only error detail (in its trace). */
-  has_error: boolean;
-  home: "thread" | "shard";
-}
+  has_error: z.boolean(),
+  home: z.enum(["thread", "shard"]),
+});
+export type RunRow = z.infer<typeof RunRow>;
 
 /** An additive metrics counter for one minute (`minute` = epoch ms / 60 000, floored), e.g. `delivery_attempts` per route. */
-export interface CounterDelta {
-  minute: number;
-  name: string;
-  label: string;
-  value: number;
-}
+export const CounterDelta = z.object({ minute: z.number(), name: z.string(), label: z.string(), value: z.number() });
+export type CounterDelta = z.infer<typeof CounterDelta>;
 
 /** A failed record as the admin failed listing reads it (D1 `failed_records`). */
-export interface FailedRow {
-  message_id: string;
-  route_name: string;
-  thread_id: string;
-  failed_at: string;
-  expires_at: number;
-}
+export const FailedRow = z.object({
+  message_id: z.string(),
+  route_name: z.string(),
+  thread_id: z.string(),
+  failed_at: z.string(),
+  expires_at: z.number(),
+});
+export type FailedRow = z.infer<typeof FailedRow>;
 
 /** One thread's push: its current listing row (or its removal), its new failed records, and how many settled changes it carries. */
 export interface ListingPush {

@@ -5,10 +5,14 @@
 import { type KeyWithOwner, keyColumns, parsePrefixedKey } from "../auth/key-store";
 import { storedByUserIdSql } from "../auth/stored-by";
 import { unavailable } from "../http/errors";
-import { parseStored } from "../store/parse-stored";
+import { z } from "zod";
+import { type Statement, d1, exists, first, rowsOf, run, trusted } from "../platform/persistence/d1";
+import { parseStored } from "../platform/persistence/stored-json";
 import { type Combo, Combos } from "./combos";
 
-type Row = { combos: string; updated_at: string; stored_by: string } & Record<string, unknown>;
+/** A `tool_extensions` row with its writer's key columns (`sk_…`, `so_…`) alongside, kept for `parsePrefixedKey`. */
+const Row = z.looseObject({ combos: z.string(), updated_at: z.string(), stored_by: z.string() });
+const READ = "the tool_extensions read";
 
 /** Who set a tool's combos, and that key's live record and owner (read with the combos). */
 export interface CombosWriter {
@@ -18,7 +22,7 @@ export interface CombosWriter {
 
 /** The tool's combos as stored, with the stored JSON text (for a compare-and-set write); none when absent. */
 export async function readToolCombosRow(db: D1Database, tool: string): Promise<{ combos: Combo[]; text: string | null }> {
-  const r = await toolCombosStatement(db, tool).first<Row>();
+  const r = await first(Row, combosStatement(db, tool));
   if (!r) return { combos: [], text: null };
   return { combos: parseStored(Combos, r.combos, "tool_extensions row"), text: r.combos };
 }
@@ -35,24 +39,24 @@ export async function readToolCombos(db: D1Database, tool: string): Promise<Comb
  * still run it (src/auth/stored-by.ts).
  */
 export function toolCombosStatement(db: D1Database, tool: string): D1PreparedStatement {
-  return db
-    .prepare(
-      `SELECT e.combos, e.updated_at, e.stored_by, ${keyColumns("sk", "sk_")}, ${keyColumns("so", "so_")}
-       FROM tool_extensions e LEFT JOIN api_keys sk ON sk.user_id = ${storedByUserIdSql("e.stored_by")} LEFT JOIN api_keys so ON so.user_id = sk.owner_user_id
-       WHERE e.tool_name = ?`,
-    )
-    .bind(tool);
+  return combosStatement(db, tool).prepared();
+}
+
+function combosStatement(db: D1Database, tool: string): Statement {
+  return d1(db)`SELECT e.combos, e.updated_at, e.stored_by, ${trusted(keyColumns("sk", "sk_"))}, ${trusted(keyColumns("so", "so_"))}
+       FROM tool_extensions e LEFT JOIN api_keys sk ON sk.user_id = ${trusted(storedByUserIdSql("e.stored_by"))} LEFT JOIN api_keys so ON so.user_id = sk.owner_user_id
+       WHERE e.tool_name = ${tool}`;
 }
 
 /** The combos' writer in `toolCombosStatement`'s result (null when the tool has no row). */
 export function combosWriterOf(result: D1Result): CombosWriter | null {
-  const r = result.results[0] as Row | undefined;
+  const [r] = rowsOf(Row, result.results.slice(0, 1), READ);
   return r ? { stored_by: r.stored_by, holder: parsePrefixedKey(r, "sk_", "so_") } : null;
 }
 
 /** The combos in `toolCombosStatement`'s result ([] when the tool has no row). */
 export function combosOf(result: D1Result): Combo[] {
-  const r = result.results[0] as Row | undefined;
+  const [r] = rowsOf(Row, result.results.slice(0, 1), READ);
   return r ? parseStored(Combos, r.combos, "tool_extensions row") : [];
 }
 
@@ -63,20 +67,17 @@ export function combosOf(result: D1Result): Combo[] {
  */
 async function compareAndSet(db: D1Database, tool: string, expected: string | null, combos: Combo[], nowIso: string, storedBy: string): Promise<boolean> {
   const text = JSON.stringify(combos);
-  let stmt: D1PreparedStatement;
+  const q = d1(db);
+  let stmt: Statement;
   if (expected === null) {
-    if (!combos.length) return (await db.prepare("SELECT 1 AS one FROM tool_extensions WHERE tool_name = ?").bind(tool).first()) === null;
-    stmt = db
-      .prepare("INSERT INTO tool_extensions (tool_name, combos, updated_at, stored_by) VALUES (?1, ?2, ?3, ?4) ON CONFLICT(tool_name) DO NOTHING")
-      .bind(tool, text, nowIso, storedBy);
+    if (!combos.length) return !(await exists(q`SELECT 1 AS one FROM tool_extensions WHERE tool_name = ${tool}`));
+    stmt = q`INSERT INTO tool_extensions (tool_name, combos, updated_at, stored_by) VALUES (${tool}, ${text}, ${nowIso}, ${storedBy}) ON CONFLICT(tool_name) DO NOTHING`;
   } else if (!combos.length) {
-    stmt = db.prepare("DELETE FROM tool_extensions WHERE tool_name = ?1 AND combos = ?2").bind(tool, expected);
+    stmt = q`DELETE FROM tool_extensions WHERE tool_name = ${tool} AND combos = ${expected}`;
   } else {
-    stmt = db
-      .prepare("UPDATE tool_extensions SET combos = ?2, updated_at = ?3, stored_by = ?5 WHERE tool_name = ?1 AND combos = ?4")
-      .bind(tool, text, nowIso, expected, storedBy);
+    stmt = q`UPDATE tool_extensions SET combos = ${text}, updated_at = ${nowIso}, stored_by = ${storedBy} WHERE tool_name = ${tool} AND combos = ${expected}`;
   }
-  return ((await stmt.run()).meta.changes ?? 0) > 0;
+  return (await run(stmt)).changes > 0;
 }
 
 const ATTEMPTS = 3;

@@ -8,7 +8,7 @@ import { userIdSchema } from "../auth/schemas";
 import { JsonObject, MAX_KWARGS_BYTES, boundedJsonObject } from "../http/bounded-json";
 import { intactIdentifier } from "../http/identifiers";
 import { StateBinding } from "../states/state-binding";
-import { jsonColumn } from "../store/parse-stored";
+import { jsonColumn } from "../platform/persistence/stored-json";
 import { toolNameSchema } from "../mcp/names";
 import { isMaintenanceTool } from "../tool-runs/maintenance";
 import { targetNameSchema } from "../targets/names";

@@ -11,7 +11,8 @@ import { capabilityTokenKind } from "../auth/capability-tokens";
 import { constantTimeEqual } from "../auth/crypto";
 import { userIdSchema } from "../auth/schemas";
 import { JsonObject, MAX_KWARGS_BYTES, boundedJsonObject } from "../http/bounded-json";
-import { jsonColumn, validStored } from "../store/parse-stored";
+import { all, d1, first, run, sql, trusted } from "../platform/persistence/d1";
+import { jsonColumn } from "../platform/persistence/stored-json";
 import { HookTopic, TriggerLinkName } from "./names";
 
 /** A link's token (src/auth/capability-tokens.ts); a misshapen one is a miss without a lookup. */
@@ -78,7 +79,7 @@ const StoredLink = z.object({
 });
 export type StoredLink = z.infer<typeof StoredLink>;
 
-const COLUMNS = "name, token_hash, topic, execution_key, execution_key_fingerprint, tool_kwargs, require_api_key, created_by, created_at, expires_at";
+const COLUMNS = trusted("name, token_hash, topic, execution_key, execution_key_fingerprint, tool_kwargs, require_api_key, created_by, created_at, expires_at");
 
 const isoOf = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
@@ -115,49 +116,31 @@ export async function insertLink(db: D1Database, link: NewLink, nowMs: number): 
   const token = TOKEN.mint();
   const hash = await TOKEN.hash(token);
   // An expired link's name is free again: its row is replaced in the same statement.
-  const r = await db
-    .prepare(
-      `INSERT INTO hook_trigger_links (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+  const r = await run(
+    d1(db)`INSERT INTO hook_trigger_links (${COLUMNS})
+       VALUES (${link.name}, ${hash}, ${link.topic}, ${link.execution_key}, ${link.execution_key_fingerprint}, ${JSON.stringify(link.tool_kwargs)},
+         ${link.require_api_key ? 1 : 0}, ${link.created_by}, ${link.created_at}, ${link.expires_at})
        ON CONFLICT (name) DO UPDATE SET token_hash = excluded.token_hash, topic = excluded.topic, execution_key = excluded.execution_key,
          execution_key_fingerprint = excluded.execution_key_fingerprint, tool_kwargs = excluded.tool_kwargs,
          require_api_key = excluded.require_api_key, created_by = excluded.created_by, created_at = excluded.created_at, expires_at = excluded.expires_at
-       WHERE hook_trigger_links.expires_at IS NOT NULL AND hook_trigger_links.expires_at <= ?`,
-    )
-    .bind(
-      link.name,
-      hash,
-      link.topic,
-      link.execution_key,
-      link.execution_key_fingerprint,
-      JSON.stringify(link.tool_kwargs),
-      link.require_api_key ? 1 : 0,
-      link.created_by,
-      link.created_at,
-      link.expires_at,
-      nowMs,
-    )
-    .run();
-  return (r.meta.changes ?? 0) > 0 ? { token } : null;
+       WHERE hook_trigger_links.expires_at IS NOT NULL AND hook_trigger_links.expires_at <= ${nowMs}`,
+  );
+  return r.changes > 0 ? { token } : null;
 }
 
 /** The live link a token opens, or null (malformed, unknown, expired): every miss is the same. */
 export async function linkByToken(db: D1Database, token: string, nowMs: number): Promise<StoredLink | null> {
   if (!TOKEN.isShaped(token)) return null;
   const hash = await TOKEN.hash(token);
-  const raw = await db.prepare(`SELECT ${COLUMNS} FROM hook_trigger_links WHERE token_hash = ?`).bind(hash).first<Record<string, unknown>>();
-  if (!raw) return null;
-  const link = validStored(StoredLink, raw, "hook_trigger_links row");
+  const link = await first(StoredLink, d1(db)`SELECT ${COLUMNS} FROM hook_trigger_links WHERE token_hash = ${hash}`);
+  if (!link) return null;
   // The indexed lookup found it; the comparison that decides is constant-time, as for api keys.
   if (!constantTimeEqual(link.token_hash, hash)) return null;
   return link.expires_at !== null && link.expires_at <= nowMs ? null : link;
 }
 
 export async function getLink(db: D1Database, name: string, nowMs: number): Promise<StoredLink | null> {
-  const raw = await db
-    .prepare(`SELECT ${COLUMNS} FROM hook_trigger_links WHERE name = ? AND (expires_at IS NULL OR expires_at > ?)`)
-    .bind(name, nowMs)
-    .first<Record<string, unknown>>();
-  return raw ? validStored(StoredLink, raw, "hook_trigger_links row") : null;
+  return first(StoredLink, d1(db)`SELECT ${COLUMNS} FROM hook_trigger_links WHERE name = ${name} AND (expires_at IS NULL OR expires_at > ${nowMs})`);
 }
 
 /**
@@ -165,23 +148,16 @@ export async function getLink(db: D1Database, name: string, nowMs: number): Prom
  * made by its user_id since its key lineage began, src/auth/identity.ts).
  */
 export async function listLinks(db: D1Database, createdBy: Holder | null, nowMs: number): Promise<StoredLink[]> {
-  const { results } = await db
-    .prepare(
-      `SELECT ${COLUMNS} FROM hook_trigger_links WHERE (expires_at IS NULL OR expires_at > ?) ${createdBy === null ? "" : "AND created_by = ? AND created_at >= ?"} ORDER BY name`,
-    )
-    .bind(nowMs, ...(createdBy === null ? [] : [createdBy.user_id, createdBy.since]))
-    .all<Record<string, unknown>>();
-  return results.map((r) => validStored(StoredLink, r, "hook_trigger_links row"));
+  const mine = createdBy === null ? sql`` : sql`AND created_by = ${createdBy.user_id} AND created_at >= ${createdBy.since}`;
+  return all(StoredLink, d1(db)`SELECT ${COLUMNS} FROM hook_trigger_links WHERE (expires_at IS NULL OR expires_at > ${nowMs}) ${mine} ORDER BY name`);
 }
 
 /** Deletes a live link; false when there is none of that name. */
 export async function deleteLink(db: D1Database, name: string, nowMs: number): Promise<boolean> {
-  const r = await db.prepare("DELETE FROM hook_trigger_links WHERE name = ? AND (expires_at IS NULL OR expires_at > ?)").bind(name, nowMs).run();
-  return (r.meta.changes ?? 0) > 0;
+  return (await run(d1(db)`DELETE FROM hook_trigger_links WHERE name = ${name} AND (expires_at IS NULL OR expires_at > ${nowMs})`)).changes > 0;
 }
 
 /** The prune pass: expired links. */
 export async function pruneTriggerLinks(db: D1Database, nowMs: number): Promise<number> {
-  const r = await db.prepare("DELETE FROM hook_trigger_links WHERE expires_at IS NOT NULL AND expires_at <= ?").bind(nowMs).run();
-  return r.meta.changes ?? 0;
+  return (await run(d1(db)`DELETE FROM hook_trigger_links WHERE expires_at IS NOT NULL AND expires_at <= ${nowMs}`)).changes;
 }

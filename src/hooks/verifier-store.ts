@@ -12,7 +12,8 @@ import type { EnvVars } from "../env";
 import { badRequest } from "../http/errors";
 import { intactIdentifier } from "../http/identifiers";
 import type { Settings } from "../settings/settings";
-import { validStored } from "../store/parse-stored";
+import { all, d1, first, list, run, sql, trusted } from "../platform/persistence/d1";
+import { validStored } from "../platform/persistence/stored-json";
 import { EnvRefError, REDACTED, envRefSchema, refusedReferences, refusedReferencesMessage, resolveEnvRef } from "../targets/env-refs";
 import { VERIFIER_KINDS, type VerifierKind } from "./verifiers";
 import { GENERIC_DELIVERY_HEADER, GENERIC_SIGNATURE_HEADER } from "./verifiers/generic-hmac";
@@ -79,7 +80,7 @@ const StoredVerifier = z.object({
 });
 export type StoredVerifier = z.infer<typeof StoredVerifier>;
 
-const COLUMNS = "topic, kind, secret_sealed, secret_env, signature_header, delivery_header, created_by, created_at, updated_at";
+const COLUMNS = trusted("topic, kind, secret_sealed, secret_env, signature_header, delivery_header, created_by, created_at, updated_at");
 
 const aad = (topic: string) => `hook-verifier\0${topic}`;
 
@@ -102,23 +103,20 @@ export function verifierView(v: StoredVerifier): VerifierView {
 
 /** The statement reading topic `topic`'s binding (a fire batches it with the topic's hooks). */
 export function topicVerifierStatement(db: D1Database, topic: string): D1PreparedStatement {
-  return db.prepare(`SELECT ${COLUMNS} FROM hook_verifiers WHERE topic = ?`).bind(topic);
+  return verifierRead(db, topic).prepared();
 }
 
+const verifierRead = (db: D1Database, topic: string) => d1(db)`SELECT ${COLUMNS} FROM hook_verifiers WHERE topic = ${topic}`;
+
 export async function getVerifier(db: D1Database, topic: string): Promise<StoredVerifier | null> {
-  const raw = await topicVerifierStatement(db, topic).first<Record<string, unknown>>();
-  return raw ? parseVerifierRow(raw) : null;
+  return first(StoredVerifier, verifierRead(db, topic));
 }
 
 /** Bindings of `topics` (every binding when null), by topic. */
 export async function listVerifiers(db: D1Database, topics: string[] | null): Promise<StoredVerifier[]> {
   if (topics !== null && topics.length === 0) return [];
-  const where = topics === null ? "" : `WHERE topic IN (${topics.map(() => "?").join(", ")})`;
-  const { results } = await db
-    .prepare(`SELECT ${COLUMNS} FROM hook_verifiers ${where} ORDER BY topic`)
-    .bind(...(topics ?? []))
-    .all<Record<string, unknown>>();
-  return results.map(parseVerifierRow);
+  const where = topics === null ? sql`` : sql`WHERE topic IN (${list(topics)})`;
+  return all(StoredVerifier, d1(db)`SELECT ${COLUMNS} FROM hook_verifiers ${where} ORDER BY topic`);
 }
 
 /** Who wrote a binding and when (a door: the caller and now; a backup import: the document's). */
@@ -159,14 +157,11 @@ export async function verifierRecord(env: EnvVars, settings: Settings, topic: st
 
 /** Creates or replaces topic `row.topic`'s binding (a replace keeps the stored `created_at`). */
 export function upsertVerifierStatement(db: D1Database, row: StoredVerifier): D1PreparedStatement {
-  return db
-    .prepare(
-      `INSERT INTO hook_verifiers (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+  return d1(db)`INSERT INTO hook_verifiers (${COLUMNS})
+       VALUES (${row.topic}, ${row.kind}, ${row.secret_sealed}, ${row.secret_env}, ${row.signature_header}, ${row.delivery_header}, ${row.created_by}, ${row.created_at}, ${row.updated_at})
        ON CONFLICT (topic) DO UPDATE SET kind = excluded.kind, secret_sealed = excluded.secret_sealed, secret_env = excluded.secret_env,
          signature_header = excluded.signature_header, delivery_header = excluded.delivery_header,
-         created_by = excluded.created_by, updated_at = excluded.updated_at`,
-    )
-    .bind(row.topic, row.kind, row.secret_sealed, row.secret_env, row.signature_header, row.delivery_header, row.created_by, row.created_at, row.updated_at);
+         created_by = excluded.created_by, updated_at = excluded.updated_at`.prepared();
 }
 
 /** Binds (or re-binds) topic `topic` (`PUT /api/hooks/topics/{topic}/verifier`). */
@@ -185,8 +180,7 @@ export async function putVerifier(
 }
 
 export async function deleteVerifier(db: D1Database, topic: string): Promise<boolean> {
-  const r = await db.prepare("DELETE FROM hook_verifiers WHERE topic = ?").bind(topic).run();
-  return (r.meta.changes ?? 0) > 0;
+  return (await run(d1(db)`DELETE FROM hook_verifiers WHERE topic = ${topic}`)).changes > 0;
 }
 
 /**

@@ -5,7 +5,8 @@
  * so a reader asking from before it learns it missed events (`gap`). Erasure drops an
  * interaction's events without counting as a gap.
  */
-import type { InteractionEvent, InteractionEventInput } from "../contracts/interaction-rpc";
+import { type InteractionEvent, InteractionEventInput } from "../contracts/interaction-rpc";
+import { parseStored } from "../platform/persistence/stored-json";
 import { type ObjectSchema, migrateSchema } from "../platform/persistence/object-sql";
 
 /**
@@ -73,7 +74,7 @@ export function eventsAfter(sql: SqlStorage, after: number, audience: string | n
               limit,
             )
             .toArray();
-  return rows.map((r) => ({ id: r.id, ...(JSON.parse(r.event) as InteractionEventInput) }));
+  return rows.map((r) => ({ id: r.id, ...parseStored(InteractionEventInput, r.event, "events.event") }));
 }
 
 /** Erasure: drops the events of these interactions; answers how many. */

@@ -3,7 +3,7 @@
  * row per interaction, written by its object in the background, read by the paged doors and the
  * public ticket door. The row's `view` is the interaction as the doors show it.
  */
-import { parseStored } from "../store/parse-stored";
+import { parseStored } from "../platform/persistence/stored-json";
 import { type InteractionState, type InteractionStatus, InteractionView } from "./record";
 
 /** The listing row of `s` (upsert), with the live ticket's hash and expiry when there is one. */

@@ -12,9 +12,9 @@
  * - `purge_at`: when the ended interaction is deleted (its retention).
  */
 import type { JsonObject } from "../http/bounded-json";
-import { parseStored } from "../store/parse-stored";
+import { parseStored, storedJsonObject } from "../platform/persistence/stored-json";
 import { ParkedRun } from "../targets/agents/parked";
-import type { InteractionEventInput } from "../contracts/interaction-rpc";
+import { InteractionEventInput } from "../contracts/interaction-rpc";
 import { InteractionState } from "./record";
 import { type ObjectSchema, migrateSchema } from "../platform/persistence/object-sql";
 
@@ -163,7 +163,7 @@ export function queuedEvents(sql: SqlStorage): Array<{ seq: number; event: Inter
   return sql
     .exec<{ seq: number; event: string }>("SELECT seq, event FROM outbox_events ORDER BY seq")
     .toArray()
-    .map((r) => ({ seq: r.seq, event: JSON.parse(r.event) as InteractionEventInput }));
+    .map((r) => ({ seq: r.seq, event: parseStored(InteractionEventInput, r.event, "outbox_events.event") }));
 }
 
 /** Drops the events up to `seq` (the hub holds them). */
@@ -173,5 +173,5 @@ export function dropEvents(sql: SqlStorage, upTo: number): void {
 
 /** The ask's result the resumed run reads, decoded as JSON (typed for RPC). */
 export function asJsonObject(value: Record<string, unknown>): JsonObject {
-  return JSON.parse(JSON.stringify(value)) as JsonObject;
+  return parseStored(storedJsonObject, JSON.stringify(value), "the ask's result");
 }

@@ -183,14 +183,15 @@ export async function jqRun(program: string, input: unknown): Promise<unknown[]>
   }
   remember(program, null);
   const line = out.trim().split("\n").pop() ?? "";
-  let parsed: { ok?: unknown[]; err?: unknown };
+  let parsed: unknown;
   try {
-    parsed = JSON.parse(line) as typeof parsed;
+    parsed = JSON.parse(line);
   } catch {
     throw new JqError("runtime", "jq produced unreadable output");
   }
-  if (parsed && Array.isArray(parsed.ok)) return parsed.ok;
-  const e = parsed?.err;
+  const reply = typeof parsed === "object" && parsed !== null ? parsed : {};
+  if ("ok" in reply && Array.isArray(reply.ok)) return reply.ok;
+  const e = "err" in reply ? reply.err : undefined;
   throw new JqError("runtime", typeof e === "string" ? e : e === null || e === undefined ? "null (null)" : JSON.stringify(e));
 }
 

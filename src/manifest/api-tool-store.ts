@@ -14,7 +14,8 @@ import type { ProviderDescriptor } from "../settings/connector-settings";
 import type { EnvVars } from "../env";
 import { HttpError, conflict } from "../http/errors";
 import type { Settings } from "../settings/settings";
-import { parseStored, validStored } from "../store/parse-stored";
+import { type Statement, all, d1, exists, first, run, sql, trusted } from "../platform/persistence/d1";
+import { parseStored, validStored } from "../platform/persistence/stored-json";
 import { assertReferencesMayGo, headerConnections, headerReferences, headersSchema, redactHeaders } from "../targets/env-refs";
 import { type JsonSchema, inputSchemaSchema } from "../targets/json-schema";
 import { targetNameSchema } from "../targets/names";
@@ -140,8 +141,9 @@ export function apiToolView(t: ApiTool): ApiToolView {
   return { ...t, headers: redactHeaders(t.headers) };
 }
 
-type Row = { title: string; description: string; spec: string; created_at: string; updated_at: string };
-const COLUMNS = "title, description, spec, created_at, updated_at";
+const Row = z.object({ title: z.string(), description: z.string(), spec: z.string(), created_at: z.string(), updated_at: z.string() });
+type Row = z.infer<typeof Row>;
+const COLUMNS = trusted("title, description, spec, created_at, updated_at");
 
 export function toApiTool(r: Row): ApiTool {
   const spec = parseStored(z.record(z.string(), z.unknown()), r.spec, "api_tools row");
@@ -155,13 +157,12 @@ function specOf(d: ApiToolDeclaration): string {
 }
 
 export async function getApiTool(db: D1Database, title: string): Promise<ApiTool | null> {
-  const r = await db.prepare(`SELECT ${COLUMNS} FROM api_tools WHERE title = ?`).bind(title).first<Row>();
+  const r = await first(Row, d1(db)`SELECT ${COLUMNS} FROM api_tools WHERE title = ${title}`);
   return r ? toApiTool(r) : null;
 }
 
 export async function listApiTools(db: D1Database): Promise<ApiTool[]> {
-  const { results } = await db.prepare(`SELECT ${COLUMNS} FROM api_tools ORDER BY title`).all<Row>();
-  return results.map(toApiTool);
+  return (await all(Row, d1(db)`SELECT ${COLUMNS} FROM api_tools ORDER BY title`)).map(toApiTool);
 }
 
 /**
@@ -169,15 +170,17 @@ export async function listApiTools(db: D1Database): Promise<ApiTool[]> {
  * holds the title (the check sits in the write, so a concurrent declaration cannot slip between).
  */
 export function upsertApiToolStatement(db: D1Database, d: ApiToolDeclaration, createdAt: string, updatedAt: string, guard: boolean): D1PreparedStatement {
-  const where = guard ? "NOT EXISTS (SELECT 1 FROM presets WHERE name = ?1) AND NOT EXISTS (SELECT 1 FROM tool_declarations WHERE title = ?1)" : "true";
-  return db
-    .prepare(
-      `INSERT INTO api_tools (title, description, spec, created_at, updated_at)
-       SELECT ?1, ?2, ?3, ?4, ?5 WHERE ${where}
+  return upsertStatement(db, d, createdAt, updatedAt, guard).prepared();
+}
+
+function upsertStatement(db: D1Database, d: ApiToolDeclaration, createdAt: string, updatedAt: string, guard: boolean): Statement {
+  const where = guard
+    ? sql`NOT EXISTS (SELECT 1 FROM presets WHERE name = ${d.title}) AND NOT EXISTS (SELECT 1 FROM tool_declarations WHERE title = ${d.title})`
+    : sql`true`;
+  return d1(db)`INSERT INTO api_tools (title, description, spec, created_at, updated_at)
+       SELECT ${d.title}, ${d.description}, ${specOf(d)}, ${createdAt}, ${updatedAt} WHERE ${where}
        ON CONFLICT(title) DO UPDATE SET description = excluded.description, spec = excluded.spec, updated_at = excluded.updated_at
-       RETURNING ${COLUMNS}`,
-    )
-    .bind(d.title, d.description, specOf(d), createdAt, updatedAt);
+       RETURNING ${COLUMNS}`;
 }
 
 /** Creates or replaces an API tool; a built-in's, an HTTP tool's or a preset's name is 409. */
@@ -196,13 +199,13 @@ export async function upsertApiTool(
       fillTemplate(d.url, () => "x"),
     ),
   );
-  const existed = (await db.prepare("SELECT 1 AS one FROM api_tools WHERE title = ?").bind(d.title).first()) !== null;
-  const row = await upsertApiToolStatement(db, d, nowIso, nowIso, true).first<Row>();
+  const existed = await exists(d1(db)`SELECT 1 AS one FROM api_tools WHERE title = ${d.title}`);
+  const row = await first(Row, upsertStatement(db, d, nowIso, nowIso, true));
   if (!row) throw conflict("title is the name of an HTTP tool or a preset");
   return { created: !existed, tool: toApiTool(row) };
 }
 
 export async function deleteApiTool(db: D1Database, title: string): Promise<void> {
-  const res = await db.prepare("DELETE FROM api_tools WHERE title = ?").bind(title).run();
-  if ((res.meta.changes ?? 0) === 0) throw new HttpError(404, "api tool not found");
+  const res = await run(d1(db)`DELETE FROM api_tools WHERE title = ${title}`);
+  if (res.changes === 0) throw new HttpError(404, "api tool not found");
 }

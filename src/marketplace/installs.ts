@@ -1,6 +1,6 @@
 /** The install store's reads (D1 `marketplace_installs`, `marketplace_owned`; migrations/0011). */
 import { z } from "zod";
-import { validStored } from "../store/parse-stored";
+import { validStored } from "../platform/persistence/stored-json";
 import { DECLARATION_KINDS, type DeclarationKind, DeclarationNames } from "./contract";
 
 export const InstalledPlugin = z.object({

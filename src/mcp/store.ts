@@ -7,7 +7,7 @@ import { z } from "zod";
 import { assertConnectionsLendable, sentTo } from "../connectors/references";
 import type { ProviderDescriptor } from "../settings/connector-settings";
 import { notFound } from "../http/errors";
-import { parseStored } from "../store/parse-stored";
+import { parseStored } from "../platform/persistence/stored-json";
 import { headerConnections } from "../targets/env-refs";
 import type { JsonSchema } from "../targets/json-schema";
 import { type McpServerDeclaration, McpServerSpec, specOf } from "./declarations";

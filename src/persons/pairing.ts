@@ -4,6 +4,7 @@
  * the redeem throttle, the merge survivor, and the fixed replies a participant sees. Pure functions
  * (the code's hash uses WebCrypto, hence async), unit-tested; the person store applies them.
  */
+import { z } from "zod";
 
 /** Codes are `LINK-` and 8 symbols of this alphabet. */
 export const CODE_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
@@ -83,7 +84,11 @@ export function mergeSurvivor<P extends { person_id: string; created_at: string 
 }
 
 /** Where an address lives: a channel conversation, or an api caller's composed address. */
-export type DoorAddress = { door: "channel"; channel: string; our_identity: string; address: string } | { door: "api"; address: string };
+export const DoorAddress = z.discriminatedUnion("door", [
+  z.object({ door: z.literal("channel"), channel: z.string(), our_identity: z.string(), address: z.string() }),
+  z.object({ door: z.literal("api"), address: z.string() }),
+]);
+export type DoorAddress = z.infer<typeof DoorAddress>;
 
 /** The key an address is found by, per target (door-qualified, so the same digits on two channels are two addresses). */
 export function doorAddressKey(a: DoorAddress): string {

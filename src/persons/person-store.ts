@@ -5,9 +5,16 @@
  * merge or an erase is atomic.
  */
 import type { PersonAddress, PersonView } from "../contracts/person-rpc";
-import type { TargetKind } from "../conversations/model/kinds";
-import { type DoorAddress, doorAddressKey } from "./pairing";
+import { z } from "zod";
+import { TargetKind } from "../conversations/model/kinds";
+import { parseStored } from "../platform/persistence/stored-json";
+import { DoorAddress, doorAddressKey } from "./pairing";
 import { type ObjectSchema, migrateSchema } from "../platform/persistence/object-sql";
+
+/** The `target` meta row: the target this directory serves. */
+const DirectoryTarget = z.object({ kind: TargetKind, name: z.string() });
+/** An address row's `routes`: the routes it was seen on. */
+const AddressRoutes = z.array(z.string());
 
 /**
  * The `person-directory` schema. Version 1 is the tables as the store first created them, with
@@ -40,7 +47,7 @@ const iso = (ms: number) => new Date(ms).toISOString().replace("Z", "+00:00");
 /** The target this directory serves (learned on its first write). */
 export function directoryTarget(sql: SqlStorage): { kind: TargetKind; name: string } | null {
   const row = sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'target'").toArray()[0];
-  return row ? (JSON.parse(row.value) as { kind: TargetKind; name: string }) : null;
+  return row ? parseStored(DirectoryTarget, row.value, "meta.target") : null;
 }
 
 export function adoptTarget(sql: SqlStorage, target: { kind: TargetKind; name: string }): void {
@@ -67,7 +74,7 @@ export function personView(sql: SqlStorage, personId: string): PersonView | null
     .toArray()
     .map((a): PersonAddress => ({
       door: a.door as PersonAddress["door"],
-      routes: JSON.parse(a.routes) as string[],
+      routes: parseStored(AddressRoutes, a.routes, "addresses.routes"),
       channel: a.channel,
       our_identity: a.our_identity,
       address: a.address,
@@ -104,7 +111,7 @@ export function attachAddress(sql: SqlStorage, personId: string, a: DoorAddress,
 export function addRoute(sql: SqlStorage, key: string, route: string): void {
   const row = sql.exec<{ routes: string }>("SELECT routes FROM addresses WHERE key = ?", key).toArray()[0];
   if (!row) return;
-  const routes = JSON.parse(row.routes) as string[];
+  const routes = parseStored(AddressRoutes, row.routes, "addresses.routes");
   if (!routes.includes(route)) sql.exec("UPDATE addresses SET routes = ? WHERE key = ?", JSON.stringify([...routes, route]), key);
 }
 
@@ -140,7 +147,7 @@ export function takeCode(sql: SqlStorage, hash: string, nowMs: number): { route_
     .toArray()[0];
   if (!row) return null;
   sql.exec("DELETE FROM codes WHERE hash = ?", hash);
-  return row.expires_at > nowMs ? { route_name: row.route_name, address: JSON.parse(row.address) as DoorAddress } : null;
+  return row.expires_at > nowMs ? { route_name: row.route_name, address: parseStored(DoorAddress, row.address, "codes.address") } : null;
 }
 
 /** The party's throttle: consecutive failures and the lock, while kept. */

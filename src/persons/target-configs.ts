@@ -6,7 +6,7 @@
 import { z } from "zod";
 import { type TargetKind, targetKindRefusing } from "../conversations/model/kinds";
 import { intactIdentifier } from "../http/identifiers";
-import { parseStored } from "../store/parse-stored";
+import { parseStored } from "../platform/persistence/stored-json";
 import { StateBinding } from "../states/state-binding";
 import { parseGreetingTemplate } from "./greeting-template";
 

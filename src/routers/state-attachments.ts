@@ -144,7 +144,7 @@ addRoute(
     const bound: JsonObject = {};
     for (const [k, raw] of Object.entries(query)) {
       try {
-        bound[k] = JSON.parse(raw) as JsonValue;
+        bound[k] = JsonValue.parse(JSON.parse(raw));
       } catch {
         throw badRequest("invalid query: each parameter must be a JSON-encoded value");
       }

@@ -14,7 +14,7 @@
 import { MAX_ERROR_CHARS, MAX_TRACE_STEPS, RunTrace, type RunTraceInput } from "../contracts/run-trace";
 import { runShard } from "../contracts/shard-rpc";
 import type { Env } from "../env";
-import type { JsonValue } from "../http/bounded-json";
+import { JsonValue } from "../http/bounded-json";
 
 /** Largest serialized input or output a trace keeps; a larger one is replaced by a marker. */
 export const MAX_TRACE_JSON_BYTES = 16 * 1024;
@@ -30,7 +30,7 @@ export function boundTraceJson(value: JsonValue | null | undefined): JsonValue |
   }
   if (text === undefined) return null;
   const bytes = new TextEncoder().encode(text).length;
-  return bytes <= MAX_TRACE_JSON_BYTES ? (JSON.parse(text) as JsonValue) : { truncated: true, bytes };
+  return bytes <= MAX_TRACE_JSON_BYTES ? JsonValue.parse(JSON.parse(text)) : { truncated: true, bytes };
 }
 
 const cut = (s: string | null | undefined): string | null =>

@@ -7,27 +7,25 @@
  */
 import { z } from "zod";
 import type { Holder } from "../auth/identity";
-import { validStored } from "../store/parse-stored";
+import { CountRow, batch, d1, list, rowsOf, run, sql } from "../platform/persistence/d1";
 import { type ScheduleState, type ScheduleView, specColumnValues, storedScheduleRow } from "./record";
 
 export function mirrorStatement(db: D1Database, s: ScheduleState): D1PreparedStatement {
   const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
-  return db
-    .prepare(
-      `INSERT INTO schedules (name, tool_name, tool_kwargs, schedule_kwargs, cron, timezone, execution_key, execution_key_fingerprint, created_by, state_binding, created_at, updated_at, next_fire_at, last_fire_at, last_run_id, fires)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+  const values = list([...specColumnValues(s), iso(s.created_at), iso(s.updated_at), iso(s.next_fire_at), iso(s.last_fire_at), s.last_run_id, s.fires]);
+  return d1(
+    db,
+  )`INSERT INTO schedules (name, tool_name, tool_kwargs, schedule_kwargs, cron, timezone, execution_key, execution_key_fingerprint, created_by, state_binding, created_at, updated_at, next_fire_at, last_fire_at, last_run_id, fires)
+       VALUES (${values})
        ON CONFLICT (name) DO UPDATE SET tool_name = excluded.tool_name, tool_kwargs = excluded.tool_kwargs, schedule_kwargs = excluded.schedule_kwargs,
          cron = excluded.cron, timezone = excluded.timezone, execution_key = excluded.execution_key,
          execution_key_fingerprint = excluded.execution_key_fingerprint, created_by = excluded.created_by, state_binding = excluded.state_binding, created_at = excluded.created_at,
          updated_at = excluded.updated_at, next_fire_at = excluded.next_fire_at, last_fire_at = excluded.last_fire_at,
-         last_run_id = excluded.last_run_id, fires = excluded.fires`,
-    )
-    .bind(...specColumnValues(s), iso(s.created_at), iso(s.updated_at), iso(s.next_fire_at), iso(s.last_fire_at), s.last_run_id, s.fires);
+         last_run_id = excluded.last_run_id, fires = excluded.fires`.prepared();
 }
 
 export async function deleteListing(db: D1Database, name: string): Promise<boolean> {
-  const r = await db.prepare("DELETE FROM schedules WHERE name = ?").bind(name).run();
-  return (r.meta.changes ?? 0) > 0;
+  return (await run(d1(db)`DELETE FROM schedules WHERE name = ${name}`)).changes > 0;
 }
 
 /** A D1 listing row: the object's spec and counters, times as ISO text (the view without recent fires). */
@@ -44,12 +42,11 @@ export async function listSchedules(
   offset: number,
   limit: number,
 ): Promise<{ items: ScheduleView[]; total: number }> {
-  const where = createdBy === null ? "" : "WHERE created_by = ? AND updated_at >= ?";
-  const args = createdBy === null ? [] : [createdBy.user_id, createdBy.since];
-  const [page, count] = await db.batch([
-    db.prepare(`SELECT * FROM schedules ${where} ORDER BY name LIMIT ? OFFSET ?`).bind(...args, limit, offset),
-    db.prepare(`SELECT COUNT(*) AS n FROM schedules ${where}`).bind(...args),
-  ]);
-  const items = (page.results as Record<string, unknown>[]).map((raw) => validStored(Listed, raw, "schedules row"));
-  return { items, total: Number((count.results[0] as { n: number } | undefined)?.n ?? 0) };
+  const where = createdBy === null ? sql`` : sql`WHERE created_by = ${createdBy.user_id} AND updated_at >= ${createdBy.since}`;
+  const q = d1(db);
+  const read = q`SELECT * FROM schedules ${where} ORDER BY name LIMIT ${limit} OFFSET ${offset}`;
+  const counted = q`SELECT COUNT(*) AS n FROM schedules ${where}`;
+  const [page, count] = await batch(db, [read, counted]);
+  const [total] = rowsOf(CountRow, count?.results ?? [], counted.text);
+  return { items: rowsOf(Listed, page?.results ?? [], read.text), total: total?.n ?? 0 };
 }

@@ -8,7 +8,7 @@
 import { z } from "zod";
 import { JsonObject } from "../http/bounded-json";
 import { StateBinding } from "../states/state-binding";
-import { jsonColumn } from "../store/parse-stored";
+import { jsonColumn } from "../platform/persistence/stored-json";
 
 /** What a Schedule object is told to keep. */
 export const ScheduleSpec = z.object({

@@ -6,7 +6,7 @@
  * than losing or doubling the fire. Created on the first put, never by a read. Times epoch ms.
  */
 import { z } from "zod";
-import { validStored } from "../store/parse-stored";
+import { validStored } from "../platform/persistence/stored-json";
 import { type ObjectSchema, columnsOf, migrateSchema } from "../platform/persistence/object-sql";
 import { type ScheduleFire, type ScheduleSpec, type ScheduleState, specColumnValues, storedScheduleRow } from "./record";
 

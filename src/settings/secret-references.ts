@@ -55,7 +55,7 @@ function connectorCredentialNames(env: EnvVars): ReadonlySet<string> {
   if (credentialNamesOf?.doc === doc) return credentialNamesOf.names;
   const names = new Set<string>();
   try {
-    const parsed = JSON.parse(doc) as unknown;
+    const parsed: unknown = JSON.parse(doc);
     for (const p of Array.isArray(parsed) ? parsed : []) {
       const oauth = p && typeof p === "object" ? (p as Record<string, unknown>).oauth : undefined;
       if (!oauth || typeof oauth !== "object") continue;

@@ -17,7 +17,8 @@
  * like a settled turn; each kind is one statement per chunk (src/runs/runs-table.ts), so a turn
  * adds a row to a statement of a batch, never a statement or a batch of its own.
  */
-import type { CounterDelta, ListingPush, ListingRow, FailedRow, RunRow } from "../contracts/shard-rpc";
+import { type CounterDelta, type ListingPush, ListingRow, FailedRow, RunRow } from "../contracts/shard-rpc";
+import { parseStored } from "../platform/persistence/stored-json";
 import { listingStatements } from "../bridge/indexes";
 import { addCountersStatement, deleteRunsStatement, pruneCountersStatement, threadLoadsStatements, upsertRunsStatement } from "../runs/runs-table";
 import { type ObjectSchema, migrateSchema } from "../platform/persistence/object-sql";
@@ -327,17 +328,17 @@ export class ListingBuffer {
       if (!threads.length && !failed.length && !runs.length && !drops.length && !counters.length) return written;
       const db = this.deps.db();
       const now = this.deps.now();
-      const listed = threads.map((t) => ({ thread_id: t.thread_id, row: t.row === null ? null : (JSON.parse(t.row) as ListingRow) }));
+      const listed = threads.map((t) => ({ thread_id: t.thread_id, row: t.row === null ? null : parseStored(ListingRow, t.row, "pending_threads.row") }));
       const stmts = [
         ...listingStatements(
           db,
           listed,
-          failed.map((f) => JSON.parse(f.row) as FailedRow),
+          failed.map((f) => parseStored(FailedRow, f.row, "pending_failed.row")),
         ),
         ...threadLoadsStatements(db, listed, now),
         ...upsertRunsStatement(
           db,
-          runs.map((r) => JSON.parse(r.row) as RunRow),
+          runs.map((r) => parseStored(RunRow, r.row, "pending_runs.row")),
         ),
         ...deleteRunsStatement(
           db,

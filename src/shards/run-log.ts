@@ -5,7 +5,7 @@
  * instead. Plain synchronous functions over the shard's storage; the shard's alarm prunes.
  */
 import { RunTrace } from "../contracts/run-trace";
-import { parseStored } from "../store/parse-stored";
+import { parseStored } from "../platform/persistence/stored-json";
 import { type ObjectSchema, migrateSchema } from "../platform/persistence/object-sql";
 
 /**

@@ -26,8 +26,15 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
 }
 
 /** A deep copy of a JSON value (own `__proto__` keys stay keys: JSON.parse defines, not sets). */
-function copyJson<T>(v: T): T {
-  return JSON.parse(JSON.stringify(v)) as T;
+function copyJson(v: unknown): unknown {
+  return JSON.parse(JSON.stringify(v));
+}
+
+/** A deep copy of a JSON object (a copy is one too; the check only lets the compiler see it). */
+function copyObject(v: Record<string, unknown>): Record<string, unknown> {
+  const copy = copyJson(v);
+  if (!isPlainObject(copy)) throw new Error("a JSON object did not copy to an object");
+  return copy;
 }
 
 /**
@@ -107,10 +114,10 @@ export function composeEffectiveSchema(base: Record<string, unknown>, attachment
       if (pathsOverlap(attachments[i].path, attachments[j].path)) return fail("overlapping path: two attachments' paths are equal or one contains the other");
     }
   }
-  const schema = copyJson(base);
+  const schema = copyObject(base);
   const regimes: Regime[] = [];
   for (const a of attachments) {
-    const fragment = copyJson(a.fragment);
+    const fragment = copyObject(a.fragment);
     const problem = a.path.length === 0 ? mergeAtRoot(schema, fragment) : place(schema, a.path, fragment);
     if (problem) return problem;
     for (const r of a.regimes) regimes.push({ path: [...a.path, ...r.path], regime: r.regime });

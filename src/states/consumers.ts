@@ -8,7 +8,7 @@ import { z } from "zod";
 import type { Holder } from "../auth/identity";
 import { TargetKind } from "../conversations/model/kinds";
 import { TargetConversationConfig } from "../persons/target-configs";
-import { parseStored } from "../store/parse-stored";
+import { parseStored } from "../platform/persistence/stored-json";
 import { listPresets } from "../targets/presets/store";
 
 export const StateConsumer = z.union([

@@ -10,7 +10,9 @@ import type { JsonObject } from "../http/bounded-json";
 import { renderTemplatedText, type TemplatedText } from "../templating/templated-text";
 import { type StateDeclarationBody, canonicalJson, checkBaseSchema, looksLikeTemplatedText } from "./declaration";
 import { savesOnState } from "./pending-saves";
+import { parseStored } from "../platform/persistence/stored-json";
 import { refusal, stateNotFound } from "./refusals";
+import { StateView as StateViewSchema } from "./views";
 
 // The body's own reading (src/states/declaration.ts), so the two can never disagree.
 const isTemplatedText = (v: unknown): v is TemplatedText => looksLikeTemplatedText(v);
@@ -98,7 +100,7 @@ export async function listStates(env: Env, offset: number, limit: number): Promi
     env.DB.prepare("SELECT view FROM states ORDER BY name LIMIT ? OFFSET ?").bind(limit, offset),
     env.DB.prepare("SELECT COUNT(*) AS n FROM states"),
   ]);
-  return { items: rows.results.map((r) => JSON.parse(r.view!) as StateView), total: Number(count.results[0]?.n ?? 0) };
+  return { items: rows.results.map((r) => parseStored(StateViewSchema, r.view ?? "", "states.view")), total: Number(count.results[0]?.n ?? 0) };
 }
 
 /** Every declared state's name (erasure and retention walk them). */

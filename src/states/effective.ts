@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import { JsonObject, JsonValue } from "../http/bounded-json";
-import { parseStored } from "../store/parse-stored";
+import { parseStored } from "../platform/persistence/stored-json";
 import { composeEffectiveSchema } from "./compose";
 import { Regime } from "./ops";
 

@@ -22,7 +22,7 @@ import { type Subject, stateStoreStub } from "../contracts/state-rpc";
 import type { Env } from "../env";
 import { HttpError, conflict } from "../http/errors";
 import { JsonObject, JsonValue } from "../http/bounded-json";
-import { parseStored } from "../store/parse-stored";
+import { parseStored } from "../platform/persistence/stored-json";
 import { StateAttach } from "./state-binding";
 import { BindingError, type PendingItem, applyAttachUpdates, heldKey } from "./turn-binding";
 import { Subject as SubjectSchema, WriteOrigin } from "./views";
@@ -84,14 +84,16 @@ interface Row {
 }
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+const storedStatesOf = (r: Pick<Row, "states">) => parseStored(PendingSaveView.shape.states, r.states, "state_pending_saves.states");
+const storedSubjectsOf = (r: Pick<Row, "subjects">) => parseStored(PendingSaveView.shape.subjects, r.subjects, "state_pending_saves.subjects");
 
 function viewOf(r: Row): PendingSaveView {
   return {
     id: String(r.id),
     status: r.status,
     run_id: r.run_id,
-    states: JSON.parse(r.states) as string[],
-    subjects: JSON.parse(r.subjects) as Array<{ state: string; subject: Subject }>,
+    states: storedStatesOf(r),
+    subjects: storedSubjectsOf(r),
     calls: [],
     attempts: r.attempts,
     last_error: r.last_error,
@@ -138,7 +140,7 @@ export async function heldSubjects(db: D1Database, target: { target_kind: string
     .bind(target.target_kind, target.target_name)
     .all<{ subjects: string }>();
   const held = new Set<string>();
-  for (const r of results) for (const s of JSON.parse(r.subjects) as Array<{ state: string; subject: Subject }>) held.add(heldKey(s.state, s.subject));
+  for (const r of results) for (const s of storedSubjectsOf(r)) held.add(heldKey(s.state, s.subject));
   return held;
 }
 
@@ -149,9 +151,7 @@ export async function heldInState(db: D1Database, state: string): Promise<Subjec
     .bind(state)
     .all<{ subjects: string }>();
   const out = new Map<string, Subject>();
-  for (const r of results)
-    for (const s of JSON.parse(r.subjects) as Array<{ state: string; subject: Subject }>)
-      if (s.state === state) out.set(heldKey(s.state, s.subject), s.subject);
+  for (const r of results) for (const s of storedSubjectsOf(r)) if (s.state === state) out.set(heldKey(s.state, s.subject), s.subject);
   return [...out.values()];
 }
 
@@ -172,12 +172,12 @@ async function getRow(db: D1Database, id: number): Promise<Row | null> {
 
 /** Does an older outstanding save hold one of this save's subjects? Then this one waits behind it. */
 async function waitsBehind(db: D1Database, row: Row): Promise<boolean> {
-  const mine = new Set((JSON.parse(row.subjects) as Array<{ state: string; subject: Subject }>).map((s) => heldKey(s.state, s.subject)));
+  const mine = new Set(storedSubjectsOf(row).map((s) => heldKey(s.state, s.subject)));
   const { results } = await db
     .prepare("SELECT subjects FROM state_pending_saves WHERE id < ? AND target_kind = ? AND target_name = ?")
     .bind(row.id, row.target_kind, row.target_name)
     .all<{ subjects: string }>();
-  return results.some((r) => (JSON.parse(r.subjects) as Array<{ state: string; subject: Subject }>).some((s) => mine.has(heldKey(s.state, s.subject))));
+  return results.some((r) => storedSubjectsOf(r).some((s) => mine.has(heldKey(s.state, s.subject))));
 }
 
 /**

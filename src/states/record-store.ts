@@ -8,9 +8,11 @@
  * key])`: unambiguous whatever the key holds (thread ids carry `:` and `/`), and ordered, which is
  * what cursors page by.
  */
-import type { Subject, WriteEntry, WriteOrigin } from "../contracts/state-rpc";
+import { z } from "zod";
 import type { JsonObject } from "../http/bounded-json";
 import { type ObjectSchema, migrateSchema } from "../platform/persistence/object-sql";
+import { parseStored, storedJsonObject } from "../platform/persistence/stored-json";
+import { Subject, WriteEntry, WriteOrigin } from "./views";
 
 /** Audit rows kept per record; older ones are dropped as new ones land (docs/states.md). */
 export const MAX_WRITES_PER_RECORD = 1000;
@@ -47,8 +49,11 @@ export function subjectKey(s: Subject): string {
   return JSON.stringify([s.target_kind, s.target_name, s.kind, s.key]);
 }
 
+/** A subject key's JSON: the subject's fields in `subjectKey`'s order. */
+const SubjectKey = z.tuple([Subject.shape.target_kind, Subject.shape.target_name, Subject.shape.kind, Subject.shape.key]);
+
 export function subjectOfKey(skey: string): Subject {
-  const [target_kind, target_name, kind, key] = JSON.parse(skey) as [Subject["target_kind"], string, string, string];
+  const [target_kind, target_name, kind, key] = parseStored(SubjectKey, skey, "records.skey");
   return { target_kind, target_name, kind, key };
 }
 
@@ -92,7 +97,7 @@ export function liveRecord(sql: SqlStorage, skey: string, nowMs: number): Record
     deleteRecord(sql, skey);
     return null;
   }
-  return { skey, data: JSON.parse(row.data) as JsonObject, seq: row.seq, updated_at: row.updated_at };
+  return { skey, data: parseStored(storedJsonObject, row.data, "records.data"), seq: row.seq, updated_at: row.updated_at };
 }
 
 /** Stores `data` as the record of `skey` with sequence `seq`, expiring `retentionMs` after now (null: never). */
@@ -176,8 +181,8 @@ export function writesOf(sql: SqlStorage, skey: string, limit: number, beforeSeq
   return rows.map((r) => ({
     seq: r.seq,
     at: new Date(r.at).toISOString(),
-    origin: JSON.parse(r.origin) as WriteOrigin,
-    paths: JSON.parse(r.paths) as Array<Array<string | number>>,
+    origin: parseStored(WriteOrigin, r.origin, "writes.origin"),
+    paths: parseStored(WriteEntry.shape.paths, r.paths, "writes.paths"),
   }));
 }
 

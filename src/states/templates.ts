@@ -14,6 +14,7 @@ import { MAX_KWARGS_BYTES, MAX_SCHEMA_BYTES, boundedJsonObject, boundedJsonValue
 import { HttpError, conflict } from "../http/errors";
 import { JqError, jqCompile } from "../jq/engine";
 import { renderTemplate, templatedTextSchema } from "../templating/templated-text";
+import { parseStored } from "../platform/persistence/stored-json";
 import { Regime } from "./ops";
 
 // ---------------------------------------------------------------------------------------------
@@ -317,7 +318,7 @@ export async function putTemplate(db: D1Database, name: string, doc: StateTempla
 
 export async function getTemplate(db: D1Database, name: string): Promise<StateTemplateDocument | null> {
   const row = await db.prepare("SELECT document FROM state_templates WHERE name = ?").bind(name).first<{ document: string }>();
-  return row ? (JSON.parse(row.document) as StateTemplateDocument) : null;
+  return row ? parseStored(StateTemplateDocument, row.document, "state_templates.document") : null;
 }
 
 /** The listing, in name order. */
@@ -326,7 +327,10 @@ export async function listTemplates(db: D1Database, offset: number, limit: numbe
     db.prepare("SELECT document FROM state_templates ORDER BY name LIMIT ? OFFSET ?").bind(limit, offset),
     db.prepare("SELECT COUNT(*) AS n FROM state_templates"),
   ]);
-  return { items: rows.results.map((r) => JSON.parse(r.document!) as StateTemplateDocument), total: Number(count.results[0]?.n ?? 0) };
+  return {
+    items: rows.results.map((r) => parseStored(StateTemplateDocument, r.document ?? "", "state_templates.document")),
+    total: Number(count.results[0]?.n ?? 0),
+  };
 }
 
 /** Deletes the template; false when there was none. */

@@ -8,7 +8,7 @@ import { type KeyWithOwner, keyColumns, parsePrefixedKey } from "../auth/key-sto
 import { storedByUserIdSql } from "../auth/stored-by";
 import { badRequest, notFound } from "../http/errors";
 import { toolNameSchema } from "../mcp/names";
-import { parseStored } from "../store/parse-stored";
+import { parseStored } from "../platform/persistence/stored-json";
 
 export const SLUG = /^[a-z0-9][a-z0-9-]{0,62}$/;
 export const slugSchema = z.string().regex(SLUG, { message: "must be 1-63 characters of lower-case letters, digits and -, starting with a letter or digit" });

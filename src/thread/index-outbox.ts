@@ -13,19 +13,10 @@
  * (the oldest row's note time plus the delay and a grace, or a failed push's retry time), and the
  * alarm pass pushes whatever is still there.
  */
-import {
-  type CounterDelta,
-  type FailedRow,
-  type LedgerKey,
-  type ListingRow,
-  type RunRow,
-  ledgerIndex,
-  listingShard,
-  messageKey,
-  shardStub,
-} from "../contracts/shard-rpc";
+import { CounterDelta, FailedRow, type LedgerKey, type ListingRow, RunRow, ledgerIndex, listingShard, messageKey, shardStub } from "../contracts/shard-rpc";
 import { AnswerRecord } from "../bridge/record";
-import { parseStored } from "../store/parse-stored";
+import { z } from "zod";
+import { parseStored } from "../platform/persistence/stored-json";
 import type { IndexNote, IndexWriter, ThreadDeps } from "./deps";
 import type { ThreadIdentity } from "./identity";
 import { deleteMeta, getMeta, setMeta, sql, threadLoad } from "./store";
@@ -81,11 +72,14 @@ export function listingRowOf(storage: DurableObjectStorage): ListingRow | null {
 }
 
 /** What an outbox row carries besides the listing: a run's summary row, pruned traces, counters. */
-interface OutboxExtra {
-  run?: RunRow;
-  runs_dropped?: string[];
-  counters?: CounterDelta[];
-}
+const OutboxExtra = z.object({
+  run: RunRow.optional(),
+  runs_dropped: z.array(z.string()).optional(),
+  counters: z.array(CounterDelta).optional(),
+});
+type OutboxExtra = z.infer<typeof OutboxExtra>;
+/** An outbox row's `dropped`: the message ids whose failed rows go. */
+const DroppedIds = z.array(z.string());
 
 /** The `extra` column of a note (null: nothing beyond the listing). */
 function extraOf(change: IndexNote): string | null {
@@ -198,9 +192,9 @@ export class IndexOutbox implements IndexWriter {
     rows: Array<{ settled: number; failed: string | null; dropped: string | null; extra: string | null }>,
   ): Promise<void> {
     const env = this.deps.env();
-    const failed = rows.flatMap((r) => (r.failed ? [JSON.parse(r.failed) as FailedRow] : []));
-    const dropped = rows.flatMap((r) => (r.dropped ? (JSON.parse(r.dropped) as string[]) : []));
-    const extras = rows.flatMap((r) => (r.extra ? [JSON.parse(r.extra) as OutboxExtra] : []));
+    const failed = rows.flatMap((r) => (r.failed ? [parseStored(FailedRow, r.failed, "index_outbox.failed")] : []));
+    const dropped = rows.flatMap((r) => (r.dropped ? parseStored(DroppedIds, r.dropped, "index_outbox.dropped") : []));
+    const extras = rows.flatMap((r) => (r.extra ? [parseStored(OutboxExtra, r.extra, "index_outbox.extra")] : []));
     const runs = extras.flatMap((e) => (e.run ? [e.run] : []));
     const runsDropped = extras.flatMap((e) => e.runs_dropped ?? []);
     const counters = sumCounters(extras.flatMap((e) => e.counters ?? []));

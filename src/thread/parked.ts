@@ -10,7 +10,7 @@
 import { z } from "zod";
 import type { TurnInbound } from "../bridge/payload";
 import { Door } from "../conversations/model/kinds";
-import { parseStored } from "../store/parse-stored";
+import { parseStored } from "../platform/persistence/stored-json";
 import { sql } from "./store";
 
 /** What a resume record copies from the asking turn's record. */

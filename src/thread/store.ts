@@ -6,7 +6,7 @@
  */
 import { TurnInbound } from "../bridge/payload";
 import { AnswerRecord } from "../bridge/record";
-import { parseStored } from "../store/parse-stored";
+import { parseStored } from "../platform/persistence/stored-json";
 import { MEMORY_STEPS } from "../targets/checkpoints/thread-memory";
 import { type ObjectSchema, columnsOf, execStatement, keyValueVersionRow, migrateSchema } from "../platform/persistence/object-sql";
 

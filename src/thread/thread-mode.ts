@@ -1,7 +1,7 @@
 import { type ModeStamp, StoredOverride, liveOverride } from "../bridge/mode-store";
 import type { Mode } from "../conversations/model/kinds";
 import type { ModeInForce } from "../contracts/thread-rpc";
-import { parseStored } from "../store/parse-stored";
+import { parseStored } from "../platform/persistence/stored-json";
 import type { ThreadDeps } from "./deps";
 import { deleteMeta, getMeta, setMeta } from "./store";
 

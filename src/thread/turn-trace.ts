@@ -13,7 +13,7 @@ import type { TurnInbound } from "../bridge/payload";
 import type { TurnOutcome } from "../bridge/turn-runner";
 import { RunTrace, type RunOutcome, type RunStep, type RunTarget } from "../contracts/run-trace";
 import { StepLog, boundError } from "../runs/steps";
-import { parseStored } from "../store/parse-stored";
+import { parseStored } from "../platform/persistence/stored-json";
 import { getStored, sql } from "./store";
 
 /** The target a turn whose route could not be read (deleted, or an abandoned poison turn) is traced under. */

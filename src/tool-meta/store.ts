@@ -6,7 +6,7 @@
  * are a unique index. The pure checks (src/tool-meta/folders.ts) give the precise refusal first.
  */
 import { badRequest, conflict, notFound } from "../http/errors";
-import { parseStored } from "../store/parse-stored";
+import { parseStored } from "../platform/persistence/stored-json";
 import { MAX_FOLDERS, MAX_FOLDER_DEPTH, type ParentMap, depthOf, tooDeepAfterMove, wouldCycle } from "./folders";
 import { mergePatch, type Json } from "./merge-patch";
 import {

@@ -7,7 +7,7 @@
  */
 import { z } from "zod";
 import { type Holder, sinceMs } from "../auth/identity";
-import { validStored } from "../store/parse-stored";
+import { validStored } from "../platform/persistence/stored-json";
 import { type ToolRunListItem, ToolRunOrigin, type ToolRunRow, ToolRunStatus } from "./record";
 
 /** The run's listing row as the statements bind it. */

@@ -10,7 +10,7 @@ import { z } from "zod";
 import { RunStep } from "../contracts/run-trace";
 import { JsonObject, JsonValue } from "../http/bounded-json";
 import { StateBinding } from "../states/state-binding";
-import { jsonColumn, validStored } from "../store/parse-stored";
+import { jsonColumn, validStored } from "../platform/persistence/stored-json";
 import { type ObjectSchema, columnsOf, migrateSchema } from "../platform/persistence/object-sql";
 import { type ToolRunRequest, type ToolRunRow, ToolRunOrigin, ToolRunStatus } from "./record";
 

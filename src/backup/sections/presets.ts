@@ -11,7 +11,7 @@ import { type PresetBody, initialBody, presetBodySchema, presetCreateSchema, tag
 import { insertVersionStatement, presetRowStatement } from "../../targets/presets/store";
 import { targetNameSchema } from "../../targets/names";
 import { isBuiltinTool } from "../../targets/tools/builtins";
-import { parseStored } from "../../store/parse-stored";
+import { parseStored } from "../../platform/persistence/stored-json";
 import { deployedPresets, deployedTools } from "../deployment";
 import type { PresetBackupRow } from "../rows";
 import { defineSection, parseAtRow, refuseDuplicates, rowFault, runBatch } from "../section";

@@ -21,7 +21,7 @@ import { type Entry, MAX_ENTRIES, MAX_VALUE_CHARS, checkNames, validateAgainst }
 import { baseEnvOf, envConfig } from "../../config/isolate-settings";
 import { readOverlay } from "../../config/overlay-store";
 import { changeEnv, openOverlay } from "../../config/overlay-writes";
-import { ProfileName, ProfileRow, openProfile } from "../../config/profiles";
+import { ProfileName, ProfileRow, openProfile, plainEnvOf, secretKeysOf } from "../../config/profiles";
 import { encryptionNotConfigured, profileAad, sealText, sealingRing } from "../../config/secrets";
 import { isOverlayable, isSecretSetting } from "../../settings/registry";
 import { z } from "zod";
@@ -225,8 +225,8 @@ export const profilesSection = defineSection({
       const version = {
         version: row.version,
         description: row.description,
-        env: JSON.parse(row.env) as Record<string, string>,
-        secret_keys: JSON.parse(row.secret_keys) as string[],
+        env: plainEnvOf(row),
+        secret_keys: secretKeysOf(row),
         created_at: row.created_at,
       };
       byName.set(row.name, [...(byName.get(row.name) ?? []), version]);

@@ -15,7 +15,7 @@
  */
 import { stateStoreStub } from "../../contracts/state-rpc";
 import { JsonObject } from "../../http/bounded-json";
-import { parseStored } from "../../store/parse-stored";
+import { parseStored } from "../../platform/persistence/stored-json";
 import { resolveTextAnywhere } from "../../storage/text-resources";
 import { AttachBody, attachTemplate } from "../../states/attachments";
 import { StateDeclarationBody, StateName, checkBaseSchema, looksLikeTemplatedText } from "../../states/declaration";

@@ -48,7 +48,7 @@ export async function verifyStripe(input: VerifyInput): Promise<VerifyResult> {
 /** The verified event's `id` (a string), or null when the body is not a JSON object carrying one. */
 function eventId(raw: Uint8Array): string | null {
   try {
-    const v = JSON.parse(new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(raw)) as unknown;
+    const v: unknown = JSON.parse(new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(raw));
     const id = v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>).id : undefined;
     return typeof id === "string" && id.trim() !== "" && id.length <= MAX_DELIVERY_ID_CHARS ? id.trim() : null;
   } catch {

@@ -5,7 +5,7 @@ import type { ProviderDescriptor } from "../../settings/connector-settings";
 import type { EnvVars } from "../../env";
 import { HttpError, conflict } from "../../http/errors";
 import type { Settings } from "../../settings/settings";
-import { parseStored, validStored } from "../../store/parse-stored";
+import { parseStored, validStored } from "../../platform/persistence/stored-json";
 import { type EnvRef, assertReferencesMayGo, envRefSchema, headerConnections, headerReferences, headersSchema, redactHeaders } from "../env-refs";
 import { toolNameSchema } from "../../mcp/names";
 import { targetNameSchema } from "../names";

@@ -1,7 +1,7 @@
 /** Agent memory (checkpoints): one ordered list of chat messages per thread id. */
 import { z } from "zod";
 import { JsonValue } from "../../http/bounded-json";
-import { parseStored } from "../../store/parse-stored";
+import { parseStored } from "../../platform/persistence/stored-json";
 
 /**
  * One stored chat message, in the OpenAI chat-completions shape the llm agent replays; read back

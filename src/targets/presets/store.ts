@@ -3,7 +3,7 @@ import { z } from "zod";
 import { type KeyWithOwner, keyColumns, parsePrefixedKey } from "../../auth/key-store";
 import { storedByUserIdSql } from "../../auth/stored-by";
 import { HttpError, conflict } from "../../http/errors";
-import { parseStored } from "../../store/parse-stored";
+import { parseStored } from "../../platform/persistence/stored-json";
 import { isBuiltinTool } from "../tools/builtins";
 import { type PresetBody, type PresetView, presetBodySchema } from "./model";
 

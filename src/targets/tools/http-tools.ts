@@ -4,7 +4,7 @@ import { assertConnectionsLendable, assertConnectorStoreFor, sentTo } from "../.
 import type { ProviderDescriptor } from "../../settings/connector-settings";
 import type { EnvVars } from "../../env";
 import { HttpError, conflict } from "../../http/errors";
-import { parseStored } from "../../store/parse-stored";
+import { parseStored } from "../../platform/persistence/stored-json";
 import type { Settings } from "../../settings/settings";
 import { assertReferencesMayGo, headerConnections, headerReferences, headersSchema, redactHeaders } from "../env-refs";
 import { type JsonSchema, inputSchemaSchema } from "../json-schema";

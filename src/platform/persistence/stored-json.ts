@@ -7,6 +7,7 @@
  * stored value.
  */
 import { z } from "zod";
+import type { JsonObject } from "../../http/bounded-json";
 
 /** Parses the JSON text `json` and validates it against `schema`; throws naming `what` when either fails. */
 export function parseStored<S extends z.ZodType>(schema: S, json: string, what: string): z.output<S> {
@@ -44,3 +45,10 @@ export function jsonColumn<S extends z.ZodType>(schema: S) {
     encode: (value) => JSON.stringify(value),
   });
 }
+
+/**
+ * A stored JSON object, checked without being rebuilt. `JsonObject` (a zod record) copies key by
+ * key and leaves out an own `__proto__` key, which JSON.parse keeps as data; stored documents whose
+ * keys are anyone's choice read back through this one, whole.
+ */
+export const storedJsonObject = z.custom<JsonObject>((v) => typeof v === "object" && v !== null && !Array.isArray(v), "expected a JSON object");
