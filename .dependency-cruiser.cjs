@@ -3,23 +3,28 @@
  *
  * Layer map (arrows point the way imports may go):
  *
- *   entry      src/index.ts, src/app.ts, src/routers/**      may import anything in src/
- *      │
+ *   entry      src/index.ts, src/app.ts and every area's doors (src/<area>/routes.ts or
+ *      │       src/<area>/routes/**): may import anything in src/.
  *      ▼
- *   domain     every other module of src/: auth, bridge, channels, contracts, events, operator,
- *      │       targets, templating, and any folder added later, so a new area is held to the rule
- *      │       without editing this file. Never imports the entry layer (nor does infra below).
+ *   areas      every other module of src/ (access-control, conversations, channels, states, …, and
+ *      │       any folder added later, so a new area is held to the rules without editing this
+ *      │       file). Never imports the entry layer (nor does the platform below).
  *      ▼
- *   infra      src/http, src/net, src/store, src/jq, src/settings, src/platform, src/env.ts: import only each
- *              other, never a domain area. One seam is named, not blanket-allowed: the route
- *              pipeline (src/http/route.ts, src/http/app-env.ts) authenticates and authorizes
- *              every route, so it needs src/auth/principal.ts and src/auth/scopes.ts.
+ *   platform   src/platform/ (http, net, jq, settings, persistence, env.ts): imports only itself,
+ *              never an area. One seam is named, not blanket-allowed: the route pipeline
+ *              (src/platform/http/route.ts, src/platform/http/app-env.ts) authenticates and
+ *              authorizes every route, so it needs src/access-control/principal.ts and scopes.ts.
  *
- *   durable-objects/   the object classes: may import domain and infra, never the entry layer.
- *                      Their RPC contracts are declared in src/contracts/ and the classes
- *                      implement them, so src/ reaches the objects through those contracts and
- *                      never imports durable-objects/ (type-only included). The one exception is
- *                      src/index.ts, which must export the classes for the runtime to bind them.
+ *   conversations  two halves over one model: src/conversations/door/ (admission in the Worker)
+ *                  and src/conversations/thread/ (the turn loop inside the thread object) import
+ *                  src/conversations/model/ and never each other.
+ *
+ *   durable-objects/   the object classes: may import areas and the platform, never the entry
+ *                      layer. Their RPC contracts are declared in the areas (src/<area>/rpc.ts,
+ *                      src/conversations/model/thread-rpc.ts) and the classes implement them, so
+ *                      src/ reaches the objects through those contracts and never imports
+ *                      durable-objects/ (type-only included). The one exception is src/index.ts,
+ *                      which must export the classes for the runtime to bind them.
  *   test/              may import anything; nothing in src/ or durable-objects/ imports test/.
  *
  * Cycles are refused everywhere, type-only imports included (`tsPreCompilationDeps: true`): a
@@ -27,10 +32,12 @@
  * thread-object → turn runner → checkpoints → thread-object circle can run through types alone).
  */
 
-const ENTRY = "^src/(routers/|app\\.ts$|index\\.ts$)";
-const INFRA = "^src/((http|net|store|jq|settings|platform)/|env\\.ts$)";
-const ROUTE_PIPELINE = "^src/http/(route|app-env)\\.ts$";
-const PIPELINE_AUTH = "^src/auth/(principal|scopes)\\.ts$";
+const ENTRY = "^src/(app\\.ts$|index\\.ts$|[^/]+/routes(\\.ts$|/))";
+const INFRA = "^src/platform/";
+const ROUTE_PIPELINE = "^src/platform/http/(route|app-env)\\.ts$";
+const PIPELINE_AUTH = "^src/access-control/(principal|scopes)\\.ts$";
+const DOOR_HALF = "^src/conversations/door/";
+const THREAD_HALF = "^src/conversations/thread/";
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -46,30 +53,46 @@ module.exports = {
       name: "domain-not-to-entry",
       severity: "error",
       comment:
-        "Domain and infrastructure never import a router, the app or the Worker entry: routers sit on top " +
-        "and compose the domain. A shape both need (a schema, a type) belongs in the domain.",
+        "Areas and the platform never import an area's doors, the app or the Worker entry: the doors sit on top " +
+        "and compose the areas. A shape both need (a schema, a type) belongs in the area's own modules.",
       from: { path: "^src/", pathNot: ENTRY },
       to: { path: ENTRY },
     },
     {
       name: "infra-only-infra",
       severity: "error",
-      comment: "Infrastructure (http, net, store, jq, settings, platform, env.ts) imports only infrastructure; " + "the route pipeline has its own rule below.",
+      comment: "The platform (src/platform/) imports only the platform; the route pipeline has its own rule below.",
       from: { path: INFRA, pathNot: ROUTE_PIPELINE },
       to: { path: "^src/", pathNot: INFRA },
     },
     {
       name: "route-pipeline-only-auth-seam",
       severity: "error",
-      comment: "The route pipeline may reach the domain only for authentication and authorization " + "(src/auth/principal.ts, src/auth/scopes.ts).",
+      comment:
+        "The route pipeline may reach the domain only for authentication and authorization " +
+        "(src/access-control/principal.ts, src/access-control/scopes.ts).",
       from: { path: ROUTE_PIPELINE },
       to: { path: "^src/", pathNot: [INFRA, PIPELINE_AUTH] },
+    },
+    {
+      name: "door-half-not-to-thread-half",
+      severity: "error",
+      comment: "The door half of a conversation (admission in the Worker) shares only the model with the thread half.",
+      from: { path: DOOR_HALF },
+      to: { path: THREAD_HALF },
+    },
+    {
+      name: "thread-half-not-to-door-half",
+      severity: "error",
+      comment: "The thread half (the turn loop inside the thread object) shares only the model with the door half.",
+      from: { path: THREAD_HALF },
+      to: { path: DOOR_HALF },
     },
     {
       name: "src-not-to-durable-objects",
       severity: "error",
       comment:
-        "src/ reaches the objects through the RPC contracts in src/contracts/, never by importing " +
+        "src/ reaches the objects through the areas' RPC contracts, never by importing " +
         "durable-objects/ (type-only included): that import is what let the circle form. " +
         "The Worker entry is the one exception: it must export the classes for the runtime.",
       from: { path: "^src/", pathNot: "^src/index\\.ts$" },
@@ -95,7 +118,7 @@ module.exports = {
     tsPreCompilationDeps: true,
     tsConfig: { fileName: "tsconfig.json" },
     doNotFollow: { path: "node_modules" },
-    // Generated at install time (scripts/extract-jq-wasm.mjs) and imported only by src/jq/engine.ts.
-    exclude: { path: "^src/jq/generated/" },
+    // Generated at install time (scripts/extract-jq-wasm.mjs) and imported only by src/platform/jq/engine.ts.
+    exclude: { path: "^src/platform/jq/generated/" },
   },
 };

@@ -6,9 +6,9 @@
  * BucketDirectory, which evicts the oldest past `address_bucket_max_entries`.
  */
 import { DurableObject } from "cloudflare:workers";
-import { type BucketState, type BucketVerdict, msUntilFull, refill, take } from "../src/bridge/token-bucket";
-import { type AddressBucketRpc, addressBucketStub, bucketDirectoryStub } from "../src/contracts/bucket-rpc";
-import type { Env } from "../src/env";
+import { type BucketState, type BucketVerdict, msUntilFull, refill, take } from "../src/conversations/door/token-bucket";
+import { type AddressBucketRpc, addressBucketStub, bucketDirectoryStub } from "../src/conversations/door/bucket-rpc";
+import type { Env } from "../src/platform/env";
 
 interface Stored {
   state: BucketState;

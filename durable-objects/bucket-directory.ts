@@ -9,8 +9,8 @@
  * reach this object; a take on an existing bucket never does.
  */
 import { DurableObject } from "cloudflare:workers";
-import type { BucketDirectoryRpc } from "../src/contracts/bucket-rpc";
-import type { Env } from "../src/env";
+import type { BucketDirectoryRpc } from "../src/conversations/door/bucket-rpc";
+import type { Env } from "../src/platform/env";
 import { type ObjectSchema, migrateSchema } from "../src/platform/persistence/object-sql";
 
 /** The directory's schema; version 1 is the table as first created, adopted with its rows. */

@@ -3,21 +3,13 @@
  * src/connectors/token-store.ts (SQLite), sealing.ts (AES-256-GCM) and token-endpoint.ts (the
  * refresh request). It holds the connection's tokens sealed, answers a usable access token in one
  * call, and runs at most one refresh at a time: concurrent callers share the refresh in flight.
- * The contract is src/contracts/connection-rpc.ts.
+ * The contract is src/connectors/rpc.ts.
  *
  * An await (WebCrypto, the token endpoint) lets other calls in, so every write after one checks
  * the row's generation first: a refresh or re-seal that raced a reconnect's install stands down.
  */
 import { DurableObject } from "cloudflare:workers";
-import type {
-  ConnectionHealth,
-  ConnectorConnectionRpc,
-  KeyRing,
-  RefreshContext,
-  ResealOutcome,
-  TokenAnswer,
-  TokenGrant,
-} from "../src/contracts/connection-rpc";
+import type { ConnectionHealth, ConnectorConnectionRpc, KeyRing, RefreshContext, ResealOutcome, TokenAnswer, TokenGrant } from "../src/connectors/rpc";
 import { seal, unseal } from "../src/connectors/sealing";
 import { requestToken } from "../src/connectors/token-endpoint";
 import {
@@ -30,8 +22,8 @@ import {
   tokensAad,
   writeTokens,
 } from "../src/connectors/token-store";
-import type { Env } from "../src/env";
-import { edgeFetch } from "../src/net/edge-fetch";
+import type { Env } from "../src/platform/env";
+import { edgeFetch } from "../src/platform/net/edge-fetch";
 
 const RECONNECT = "reconnect the connection (POST /api/connectors/connections/{connection_id}/reconnect)";
 

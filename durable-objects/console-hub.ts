@@ -3,7 +3,7 @@
  * route live (docs/console.md "Live updates"). A thin shell: the tickets live in its
  * SQLite (src/console/hub-store.ts), the sockets in the runtime's WebSocket hibernation, so a
  * hub with quiet consoles is evicted from memory and costs nothing until the next notice. The
- * contract is src/contracts/console-hub-rpc.ts.
+ * contract is src/console/rpc.ts.
  *
  * Each socket carries its user and the instant its session ends (SOCKET_MAX_AGE_MS after the
  * ticket was spent) as its attachment; a notice that finds a session over closes that socket
@@ -12,8 +12,8 @@
  * without waking the object.
  */
 import { DurableObject } from "cloudflare:workers";
-import type { ConsoleHubRpc, ConsoleNotice } from "../src/contracts/console-hub-rpc";
-import type { Env } from "../src/env";
+import type { ConsoleHubRpc, ConsoleNotice } from "../src/console/rpc";
+import type { Env } from "../src/platform/env";
 import { createHubStore, keepTicketRow, spendTicketRow } from "../src/console/hub-store";
 import { SESSION_OVER_CODE, SOCKET_MAX_AGE_MS, isTicketShaped, ticketHash } from "../src/console/tickets";
 

@@ -6,12 +6,12 @@
  * (src/shards/run-log.ts: the traces of runs outside any thread) whose summary rows, metrics
  * counters and thread loads ride the listing buffer's batches. One alarm serves them all: the
  * buffer's flush deadline, the ledger's next expiry and the run log's. The contract is
- * src/contracts/shard-rpc.ts.
+ * src/shards/rpc.ts.
  */
 import { DurableObject } from "cloudflare:workers";
-import type { RunTrace } from "../src/contracts/run-trace";
-import type { CounterDelta, IndexShardRpc, LedgerEntry, LedgerKey, ListingPush } from "../src/contracts/shard-rpc";
-import type { Env } from "../src/env";
+import type { RunTrace } from "../src/observability/runs/run-trace";
+import type { CounterDelta, IndexShardRpc, LedgerEntry, LedgerKey, ListingPush } from "../src/shards/rpc";
+import type { Env } from "../src/platform/env";
 import { isolateSettings } from "../src/config/isolate-settings";
 import {
   claimEntry,
@@ -27,8 +27,8 @@ import {
 import { ListingBuffer, createListingBuffer } from "../src/shards/listing-buffer";
 import { announceToConsoles } from "../src/shards/console-announce";
 import { createRunLog, dropThreadTraces, eraseUserTraces, findTrace, keepTrace, nextTraceExpiry, pruneTraces, pruneTracesBefore } from "../src/shards/run-log";
-import { summaryOf } from "../src/runs/summary";
-import { RUNS_DEFAULTS } from "../src/settings/runs-settings";
+import { summaryOf } from "../src/observability/runs/summary";
+import { RUNS_DEFAULTS } from "../src/platform/settings/runs-settings";
 
 /** A failed flush is retried after this long (D1 unavailable, say). */
 const RETRY_MS = 5000;

@@ -3,11 +3,11 @@
  * "The stream"). Interaction objects publish their transitions here from their alarms; each
  * `GET /api/interactions/stream` long-polls `since`, which answers at once when events are waiting
  * and otherwise holds the call until one arrives or the wait ends (the stream's keepalive beat).
- * A shell over src/interactions/hub-ring.ts; the contract is src/contracts/interaction-rpc.ts.
+ * A shell over src/interactions/hub-ring.ts; the contract is src/interactions/rpc.ts.
  */
 import { DurableObject } from "cloudflare:workers";
-import type { EventsSince, InteractionEventInput, InteractionHubRpc } from "../src/contracts/interaction-rpc";
-import type { Env } from "../src/env";
+import type { EventsSince, InteractionEventInput, InteractionHubRpc } from "../src/interactions/rpc";
+import type { Env } from "../src/platform/env";
 import { appendEvents, dropInteractionEvents, eventsAfter, lastEventId, migrateRing, trimmedThrough } from "../src/interactions/hub-ring";
 
 /** Most events one `since` answers. */

@@ -3,7 +3,7 @@
  * interaction's SQLite row (src/interactions/object-store.ts), its lifecycle rules
  * (src/interactions/lifecycle.ts, pure) and the work an end owes the run (a handoff to the thread,
  * src/interactions/handoff.ts, or a resume here, src/interactions/resume-outside.ts). The contract is
- * src/contracts/interaction-rpc.ts.
+ * src/interactions/rpc.ts.
  *
  * Every verb is one read-decide-write step on the row; anything that leaves the object (the D1
  * listing row, the hub's events, the audience's ticket, the handoff, an outside resume, the purge)
@@ -11,18 +11,18 @@
  * call, and a restart loses nothing: whatever the row says is owed, the next alarm does.
  */
 import { DurableObject } from "cloudflare:workers";
-import { constantTimeEqual } from "../src/auth/crypto";
-import type { AnswerInput, ClaimResult, CreateInteraction, InteractionChange, InteractionRpc } from "../src/contracts/interaction-rpc";
-import { interactionHub } from "../src/contracts/interaction-rpc";
+import { constantTimeEqual } from "../src/access-control/crypto";
+import type { AnswerInput, ClaimResult, CreateInteraction, InteractionChange, InteractionRpc } from "../src/interactions/rpc";
+import { interactionHub } from "../src/interactions/rpc";
 import { isolateSettings } from "../src/config/isolate-settings";
-import type { Env } from "../src/env";
-import type { JsonObject } from "../src/http/bounded-json";
-import { edgeFetch } from "../src/net/edge-fetch";
-import { identityFeed, notificationFeedStub } from "../src/contracts/notification-rpc";
+import type { Env } from "../src/platform/env";
+import type { JsonObject } from "../src/platform/http/bounded-json";
+import { edgeFetch } from "../src/platform/net/edge-fetch";
+import { identityFeed, notificationFeedStub } from "../src/notifications/rpc";
 import type { Notification } from "../src/notifications/schemas";
-import type { Settings } from "../src/settings/settings";
+import type { Settings } from "../src/platform/settings/settings";
 import type { ParkedRun, ParkedToolRun } from "../src/targets/agents/parked";
-import { toolRunStub } from "../src/contracts/tool-run-rpc";
+import { toolRunStub } from "../src/tool-runs/rpc";
 import { handOffToThread } from "../src/interactions/handoff";
 import { deleteInteractionRow, upsertInteractionRow } from "../src/interactions/index-store";
 import { RESUME_MAX_ATTEMPTS, RETRY_MS, answerOf, endedState, eventFor, nextAlarm, resumeOwed } from "../src/interactions/lifecycle";

@@ -2,11 +2,11 @@
  * MarketplaceLock: the deployment's one fleet lock for marketplace writes. A thin shell
  * over the pure lease policy of src/marketplace/lease.ts: one SQLite row holds the lease, and each
  * verb reads and writes it in one synchronous block, so two callers can never both win. The clock
- * is the object's own, one clock for every lease. The contract is src/contracts/marketplace-rpc.ts.
+ * is the object's own, one clock for every lease. The contract is src/marketplace/rpc.ts.
  */
 import { DurableObject } from "cloudflare:workers";
-import type { AcquireDecision, LockLease, MarketplaceLockRpc } from "../src/contracts/marketplace-rpc";
-import type { Env } from "../src/env";
+import type { AcquireDecision, LockLease, MarketplaceLockRpc } from "../src/marketplace/rpc";
+import type { Env } from "../src/platform/env";
 import { decideAcquire, decideRenew, isLive, mayRelease } from "../src/marketplace/lease";
 import { type ObjectSchema, migrateSchema } from "../src/platform/persistence/object-sql";
 

@@ -1,15 +1,15 @@
 /**
  * NotificationFeed: one object per notification feed (platform-facts A1 "Internal
  * sink"): `shared` and `identity:<user_id>`. A thin shell over the SQLite ring of
- * src/notifications/feed-ring.ts; the contract is src/contracts/notification-rpc.ts.
+ * src/notifications/feed-ring.ts; the contract is src/notifications/rpc.ts.
  *
  * An identity feed has an idle TTL: each push moves its expiry (and the object's one alarm) to
  * now + TTL, and the alarm deletes the object's whole storage once the feed has been idle that
  * long, so an identity nobody writes to any more costs nothing. The shared feed never expires.
  */
 import { DurableObject } from "cloudflare:workers";
-import type { FeedPush, NotificationFeedRpc } from "../src/contracts/notification-rpc";
-import type { Env } from "../src/env";
+import type { FeedPush, NotificationFeedRpc } from "../src/notifications/rpc";
+import type { Env } from "../src/platform/env";
 import { clearEntries, createRing, expiresAt, insertTrimmed, newestAsJsonArray, ringExists, setExpiresAt } from "../src/notifications/feed-ring";
 
 export class NotificationFeed extends DurableObject<Env> implements NotificationFeedRpc {

@@ -2,14 +2,14 @@
  * PersonDirectory: one per multichannel target (spec §2.3; decisions §12). A thin shell
  * over src/persons/person-store.ts and the pairing policy of src/persons/pairing.ts; each verb runs
  * in one implicit transaction, so a merge, an unlink or an erase is atomic. One alarm sweeps
- * expired codes and throttle rows. The contract is src/contracts/person-rpc.ts.
+ * expired codes and throttle rows. The contract is src/persons/rpc.ts.
  */
 import { DurableObject } from "cloudflare:workers";
-import type { Arrival, PersonDirectoryRpc, PersonView, RedeemResult, UnlinkResult } from "../src/contracts/person-rpc";
-import { ledgerShard, personKey } from "../src/contracts/shard-rpc";
-import type { Env } from "../src/env";
+import type { Arrival, PersonDirectoryRpc, PersonView, RedeemResult, UnlinkResult } from "../src/persons/rpc";
+import { ledgerShard, personKey } from "../src/shards/rpc";
+import type { Env } from "../src/platform/env";
 import type { Door } from "../src/conversations/model/kinds";
-import { personDirectoryName } from "../src/contracts/person-rpc";
+import { personDirectoryName } from "../src/persons/rpc";
 import {
   CODE_TTL_SECONDS,
   type DoorAddress,

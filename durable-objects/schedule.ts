@@ -1,23 +1,23 @@
 /**
  * Schedule: one per schedule name (docs/schedules.md). A thin shell over the schedule's
  * SQLite (src/schedules/schedule-store.ts), the cron library wrapper (src/schedules/cron.ts) and
- * the catch-up rule (src/schedules/catch-up.ts, pure). The contract is src/contracts/schedule-rpc.ts.
+ * the catch-up rule (src/schedules/catch-up.ts, pure). The contract is src/schedules/rpc.ts.
  *
  * The next slot is the object's one alarm: fires come from Durable Object alarms, not from the
  * Worker's static cron. Each fire is a background tool run (src/tool-runs/submit.ts) that runs as
  * the schedule's bound execution key, re-checked live when the run starts, and records a trace.
  */
 import { DurableObject } from "cloudflare:workers";
-import type { ScheduleRpc, ScheduleSpec, ScheduleState } from "../src/contracts/schedule-rpc";
+import type { ScheduleRpc, ScheduleSpec, ScheduleState } from "../src/schedules/rpc";
 import { isolateSettings } from "../src/config/isolate-settings";
-import type { Env } from "../src/env";
+import type { Env } from "../src/platform/env";
 import { planAlarm } from "../src/schedules/catch-up";
 import { compileCron } from "../src/schedules/cron";
 import { mirrorStatement } from "../src/schedules/listing";
 import type { ScheduleFire } from "../src/schedules/record";
 import { markSubmitted, readSchedule, recordAlarm, unsubmittedFires, upgradeScheduleTables, writeSpec } from "../src/schedules/schedule-store";
-import { SCHEDULES_DEFAULTS } from "../src/settings/schedule-settings";
-import type { Settings } from "../src/settings/settings";
+import { SCHEDULES_DEFAULTS } from "../src/platform/settings/schedule-settings";
+import type { Settings } from "../src/platform/settings/settings";
 import { submitToolRun } from "../src/tool-runs/submit";
 
 /** A fire whose run could not be submitted (D1 or the run's object unreachable) is retried this much later. */

@@ -3,7 +3,7 @@
  * src/states/record-store.ts (SQLite) and the pure rules of src/states/ (declaration, compose,
  * ops, containment). Each verb's writes run in one synchronous block, so a write, a fold or a
  * re-declare is atomic, and writes to a subject are serialized by the object itself. The contract
- * is src/contracts/state-rpc.ts.
+ * is src/states/rpc.ts.
  */
 import { DurableObject } from "cloudflare:workers";
 import type {
@@ -21,9 +21,9 @@ import type {
   WriteEntry,
   WriteOrigin,
   WriteResult,
-} from "../src/contracts/state-rpc";
-import type { Env } from "../src/env";
-import type { JsonObject } from "../src/http/bounded-json";
+} from "../src/states/rpc";
+import type { Env } from "../src/platform/env";
+import type { JsonObject } from "../src/platform/http/bounded-json";
 import { type StoredAttachment, StoredDeclaration, effectiveOf, parseAttachments } from "../src/states/effective";
 import { isNarrowing, removedKinds } from "../src/states/declaration";
 import { contains } from "../src/states/containment";

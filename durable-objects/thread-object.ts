@@ -1,17 +1,17 @@
 /**
  * ThreadObject: one Durable Object per thread id, the single writer of that thread.
  *
- * A shell over the thread's parts (src/thread/): intake with the inline waiters, the turn loop,
+ * A shell over the thread's parts (src/conversations/thread/): intake with the inline waiters, the turn loop,
  * the delivery machine, the outbox towards the admin listings, the thread's control mode, and its reads and
  * forget, plus the kv provider's agent memory (src/targets/checkpoints/thread-memory.ts). It runs
  * the schema migration before any request, exposes the RPC verbs of its contract
- * (src/contracts/thread-rpc.ts), and drives every timer from one alarm.
+ * (src/conversations/model/thread-rpc.ts), and drives every timer from one alarm.
  */
 import { DurableObject } from "cloudflare:workers";
-import type { ModeStamp } from "../src/bridge/mode-store";
+import type { ModeStamp } from "../src/conversations/model/mode";
 import type { Mode } from "../src/conversations/model/kinds";
-import type { AnswerRecord } from "../src/bridge/record";
-import type { RouteRow } from "../src/bridge/routes-store";
+import type { AnswerRecord } from "../src/conversations/model/record";
+import type { RouteRow } from "../src/conversations/model/routes-store";
 import type {
   AcceptRequest,
   AcceptResult,
@@ -22,18 +22,18 @@ import type {
   ThreadRpc,
   TranscriptPage,
   TranscriptQuery,
-} from "../src/contracts/thread-rpc";
-import type { Env } from "../src/env";
-import { edgeFetch } from "../src/net/edge-fetch";
+} from "../src/conversations/model/thread-rpc";
+import type { Env } from "../src/platform/env";
+import { edgeFetch } from "../src/platform/net/edge-fetch";
 import { appendCheckpoint, deleteCheckpoint, readCheckpoint } from "../src/targets/checkpoints/thread-memory";
 import type { CheckpointMessage } from "../src/targets/checkpoints/types";
-import { type ThreadParts, alarmPass, composeThread } from "../src/thread/compose";
-import { type ThreadDeps, threadEnv, threadSettings, warmThreadSettings } from "../src/thread/deps";
-import { migrate } from "../src/thread/store";
-import type { RunTrace } from "../src/contracts/run-trace";
-import { dropTurnTraces, readTurnTrace } from "../src/thread/turn-trace";
+import { type ThreadParts, alarmPass, composeThread } from "../src/conversations/thread/compose";
+import { type ThreadDeps, threadEnv, threadSettings, warmThreadSettings } from "../src/conversations/thread/deps";
+import { migrate } from "../src/conversations/thread/store";
+import type { RunTrace } from "../src/observability/runs/run-trace";
+import { dropTurnTraces, readTurnTrace } from "../src/conversations/thread/turn-trace";
 import { eraseThreadInteractions } from "../src/interactions/erasure";
-import { parkedIds } from "../src/thread/parked";
+import { parkedIds } from "../src/conversations/thread/parked";
 
 /** One thread's object: wires the parts over its storage and answers its contract's verbs. */
 export class ThreadObject extends DurableObject<Env> implements ThreadRpc {

@@ -2,7 +2,7 @@
  * ToolRun: one per background tool run (docs/tool-runs.md). A thin shell over the run's
  * SQLite row (src/tool-runs/run-store.ts), the alarm policy (src/tool-runs/alarm-policy.ts, pure)
  * and one attempt's execution (src/tool-runs/execute.ts). The contract is
- * src/contracts/tool-run-rpc.ts.
+ * src/tool-runs/rpc.ts.
  *
  * The one alarm does everything after the submit: starts the run (armed for "now" by the submit),
  * re-drives a run whose object restarted mid-attempt (each start re-arms it a lease ahead, so a
@@ -15,17 +15,17 @@
  * The alarm stays armed at the wait's deadline, so a hand-over that never comes ends the run too.
  */
 import { DurableObject } from "cloudflare:workers";
-import { type ToolRunRequest, type ToolRunRow, type ToolRunRpc } from "../src/contracts/tool-run-rpc";
-import type { JsonObject } from "../src/http/bounded-json";
+import { type ToolRunRequest, type ToolRunRow, type ToolRunRpc } from "../src/tool-runs/rpc";
+import type { JsonObject } from "../src/platform/http/bounded-json";
 import type { AskUserInput } from "../src/interactions/ask";
 import { createInteraction } from "../src/interactions/create";
 import type { InteractionStatus } from "../src/interactions/record";
 import { isolateSettings } from "../src/config/isolate-settings";
-import type { Env } from "../src/env";
-import type { Settings } from "../src/settings/settings";
-import { setJqBudget } from "../src/jq/engine";
-import { traceSteps, untraceSteps } from "../src/runs/steps";
-import { recordRun } from "../src/runs/recorder";
+import type { Env } from "../src/platform/env";
+import type { Settings } from "../src/platform/settings/settings";
+import { setJqBudget } from "../src/platform/jq/engine";
+import { traceSteps, untraceSteps } from "../src/observability/runs/steps";
+import { recordRun } from "../src/observability/runs/recorder";
 import { createTargetContext } from "../src/targets/dispatch";
 import { ATTEMPT_LEASE_MS, RETRY_MS, alarmStep, interruptedEnd, waitLostEnd } from "../src/tool-runs/alarm-policy";
 import { type AttemptEnd, askedRunEnd, executeToolRun } from "../src/tool-runs/execute";

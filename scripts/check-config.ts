@@ -7,8 +7,8 @@
  */
 import { join } from "node:path";
 import { unstable_readConfig } from "wrangler";
-import { bootstrapTokenProblem } from "../src/auth/bootstrap-token";
-import { parseSettings } from "../src/settings/settings";
+import { bootstrapTokenProblem } from "../src/access-control/bootstrap-token";
+import { parseSettings } from "../src/platform/settings/settings";
 import { readDevVars } from "./dev-vars.mjs";
 
 const root = join(import.meta.dirname, "..");

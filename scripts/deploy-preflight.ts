@@ -4,8 +4,8 @@
  * `.dev.vars`, and this decides. Problems stop the deploy (a dry run too, so the refusal can be
  * checked offline); warnings are printed and let it go on. Messages name settings, never values.
  */
-import { bootstrapTokenProblem, PUBLISHED_BOOTSTRAP_TOKENS } from "../src/auth/bootstrap-token";
-import { normalizeKey } from "../src/settings/sealing-keys";
+import { bootstrapTokenProblem, PUBLISHED_BOOTSTRAP_TOKENS } from "../src/access-control/bootstrap-token";
+import { normalizeKey } from "../src/platform/settings/sealing-keys";
 import { REQUIRED_SECRETS } from "./dev-vars.mjs";
 
 /** Sealing keys that have been public (committed in this repository's wrangler.toml). */

@@ -21,7 +21,7 @@ import { meterJqWasm } from "./jq-metering.mjs";
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const require = createRequire(import.meta.url);
 const gluePath = join(dirname(require.resolve("jq-wasm/package.json")), "dist/build/jq.js");
-const outDir = join(root, "src/jq/generated");
+const outDir = join(root, "src/platform/jq/generated");
 const outGlue = join(outDir, "jq-glue.js");
 const outWasm = join(outDir, "jq.wasm");
 

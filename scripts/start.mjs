@@ -63,7 +63,7 @@ const optional = Object.entries(readDevVars(devVars.path)).flatMap(([name, value
 
 // The jq build step runs here, before wrangler starts, rather than as wrangler's [build] command:
 // wrangler dev runs a custom build once at start and again when its watcher on src/ is ready, and
-// once more whenever the step writes its outputs into src/jq/generated under that watcher. Here it
+// once more whenever the step writes its outputs into src/platform/jq/generated under that watcher. Here it
 // runs once (and writes nothing when its outputs are current); wrangler then bundles once.
 const extract = spawnSync(process.execPath, [join(root, "scripts", "extract-jq-wasm.mjs")], { cwd: root, stdio: ["ignore", "inherit", "inherit"], env });
 if (extract.status !== 0) {

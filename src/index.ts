@@ -1,9 +1,9 @@
 /** Worker entry: the Hono app, the prune cron and the Durable Object classes. */
 import { createApp } from "./app";
-import type { Env } from "./env";
-import { pruneClaimLinks } from "./auth/claim-links";
-import { pruneThrottle } from "./auth/throttle";
-import { pruneIndexes } from "./bridge/indexes";
+import type { Env } from "./platform/env";
+import { pruneClaimLinks } from "./access-control/claim-links";
+import { pruneThrottle } from "./access-control/throttle";
+import { pruneIndexes } from "./conversations/door/indexes";
 import { pruneStarts } from "./connectors/starts";
 import { isolateSettings } from "./config/isolate-settings";
 import { pruneStates } from "./states/declarations";

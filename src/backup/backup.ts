@@ -7,8 +7,8 @@
  * (the states through their objects). A refusal while validating is a 400 with nothing written;
  * a failure while applying answers the error with the sections already applied (`applied`).
  */
-import { storeRefusal } from "../http/route";
-import { badRequest } from "../http/errors";
+import { storeRefusal } from "../platform/http/route";
+import { badRequest } from "../platform/http/errors";
 import { BACKUP_VERSION, type BackupDocument, type ImportAnswer, type SectionInfo } from "./document";
 import { SECTIONS } from "./registry";
 import type { SectionName, SectionRows } from "./rows";

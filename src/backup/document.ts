@@ -5,7 +5,7 @@
  * section and an unknown field anywhere (400).
  */
 import { z } from "zod";
-import { MAX_JSON_DEPTH } from "../http/bounded-json";
+import { MAX_JSON_DEPTH } from "../platform/http/bounded-json";
 import { MAX_ROWS, SECTION_NAMES, SECTION_ROWS, type SectionName, SectionNameSchema } from "./rows";
 
 /** The only document format this build writes and reads. */

@@ -5,18 +5,18 @@
  * are each section's `validate` (src/backup/sections/*), which runs before anything is written.
  *
  * A row mirrors what its store keeps, reusing the store's or door's schema wherever one exists:
- * the access-control tables' raw rows (`src/auth/tables.ts`), the declaration bodies of the tools
+ * the access-control tables' raw rows (`src/access-control/tables.ts`), the declaration bodies of the tools
  * and agents doors, the target config and route shapes. Nothing secret is in a non-secret
  * section's row: literal header values, callback secrets, key hashes and secret settings have
  * sections of their own, and those carry each value sealed (`SecretValue`), never in the clear.
  */
 import { z } from "zod";
-import { ApiKeyRow, ApiKeyVersionRow, AuthScopeRow, PublicRouteRow, RoleRow, RoleVersionRow } from "../auth/tables";
-import { RouteView } from "../bridge/routes-store";
+import { ApiKeyRow, ApiKeyVersionRow, AuthScopeRow, PublicRouteRow, RoleRow, RoleVersionRow } from "../access-control/tables";
+import { RouteView } from "../conversations/model/routes-store";
 import { TargetKind } from "../conversations/model/kinds";
 import { HookRow } from "../hooks/record";
 import { VerifierView } from "../hooks/verifier-store";
-import { JsonObject, JsonValue } from "../http/bounded-json";
+import { JsonObject, JsonValue } from "../platform/http/bounded-json";
 import { TargetConversationConfig } from "../persons/target-configs";
 import { agentDeclarationSchema } from "../targets/agents/declarations";
 import { httpToolDeclarationSchema } from "../targets/tools/http-tools";

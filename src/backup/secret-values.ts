@@ -14,7 +14,7 @@
 import { baseEnvOf, envConfig } from "../config/isolate-settings";
 import { encryptionNotConfigured, settingsKeyRing } from "../config/secrets";
 import { type Sealed, seal, unseal } from "../connectors/sealing";
-import type { KeyRing } from "../contracts/connection-rpc";
+import type { KeyRing } from "../connectors/rpc";
 import type { SealedSecret, SecretValue, SectionName } from "./rows";
 import { type ExportContext, rowFault } from "./section";
 

@@ -8,11 +8,11 @@
  * the field (`sections.routes.3.callback_url: …`), never the value.
  */
 import type { z } from "zod";
-import type { Principal } from "../auth/principal";
-import type { Env } from "../env";
-import { HttpError, badRequest } from "../http/errors";
-import type { StoreName } from "../http/route";
-import type { Settings } from "../settings/settings";
+import type { Principal } from "../access-control/principal";
+import type { Env } from "../platform/env";
+import { HttpError, badRequest } from "../platform/http/errors";
+import type { StoreName } from "../platform/http/route";
+import type { Settings } from "../platform/settings/settings";
 import type { RowOf, SectionName, SectionRows } from "./rows";
 
 export interface ExportContext {

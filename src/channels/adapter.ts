@@ -8,7 +8,7 @@
  * file exporting a `ChannelAdapter` plus one line in `registry.ts`; see docs/channels.md.
  */
 
-import type { JsonObject } from "../http/bounded-json";
+import type { JsonObject } from "../platform/http/bounded-json";
 import type { ChannelCapabilities, ChannelEnv, SendDeps, SendResult } from "./channel-types";
 import type { InboundAttachment, Location } from "./media";
 import type { RichSender } from "./rich/types";

@@ -3,7 +3,7 @@
  * interface (adapter.ts) and the rich parts (rich/) share. They sit in this leaf so that neither of
  * those two imports the other for them (a type-only import circle is still a circle).
  */
-import type { EnvVars } from "../env";
+import type { EnvVars } from "../platform/env";
 
 /**
  * The Worker env as an adapter sees it: the `CHANNEL_*` vars of decisions §11 (wrangler [vars],

@@ -2,7 +2,7 @@
  * Helpers shared by the adapters: env reads, bounded normalization (spec §4.2 params, decisions §6
  * media caps) and one guarded outbound POST with timeout and failure classification.
  */
-import { envVar } from "../env";
+import { envVar } from "../platform/env";
 import type { ChannelEnv, SendResult } from "./adapter";
 import { type InboundAttachment, type Location, MAX_ATTACHMENTS, MAX_URL, type MediaKind } from "./media";
 

@@ -7,7 +7,7 @@
  * body}")>`; a timestamp more than 300 s away from now is refused as a replay. The sender is the
  * conversation (`event.channel`), so a channel or DM is one thread; our identity is the bot user.
  */
-import { constantTimeEqual, hmacSha256, toHex } from "../auth/crypto";
+import { constantTimeEqual, hmacSha256, toHex } from "../access-control/crypto";
 import type { ChannelAdapter, ChannelEnv, ChannelEvent, InboundMessage, ParsedWebhook, SendArgs, SendDeps, SendResult, VerifyResult, Webhook } from "./adapter";
 import type { InboundAttachment } from "./media";
 import {

@@ -7,7 +7,7 @@
  * is the `update_id`, the sender is the chat id (a group chat is one thread), and our identity is
  * the bot id: the numeric prefix of `CHANNEL_TELEGRAM_BOT_TOKEN` before `:`.
  */
-import { constantTimeEqual } from "../auth/crypto";
+import { constantTimeEqual } from "../access-control/crypto";
 import type { ChannelAdapter, ChannelEnv, InboundMessage, ParsedWebhook, SendArgs, SendDeps, SendResult, VerifyResult, Webhook } from "./adapter";
 import type { InboundAttachment, MediaKind } from "./media";
 import {

@@ -7,7 +7,7 @@
  * name), where URL is the `CHANNEL_TWILIO_PUBLIC_URL` origin plus the request's path and query:
  * Twilio signs the URL it called, which a proxy or `wrangler dev` tunnel would otherwise hide.
  */
-import { constantTimeEqual, hmacSha1 } from "../auth/crypto";
+import { constantTimeEqual, hmacSha1 } from "../access-control/crypto";
 import type { ChannelAdapter, ChannelEnv, ChannelEvent, ParsedWebhook, SendArgs, SendDeps, SendResult, VerifyResult, Webhook } from "./adapter";
 import {
   allSet,

@@ -7,8 +7,8 @@
  * `statuses[]` receipts signed with `X-Hub-Signature-256: sha256=<hex HMAC-SHA256(app secret,
  * raw body)>`.
  */
-import { constantTimeEqual, hmacSha256, toHex } from "../auth/crypto";
-import type { JsonObject } from "../http/bounded-json";
+import { constantTimeEqual, hmacSha256, toHex } from "../access-control/crypto";
+import type { JsonObject } from "../platform/http/bounded-json";
 import type { ChannelAdapter, ChannelEnv, ChannelEvent, InboundMessage, ParsedWebhook, SendArgs, SendDeps, SendResult, VerifyResult, Webhook } from "./adapter";
 import type { InboundAttachment, MediaKind } from "./media";
 import {

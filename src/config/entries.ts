@@ -5,9 +5,9 @@
  * Messages name settings (registry names) or positions, never a value, nor a name the caller
  * made up (it is input, and could be anything).
  */
-import { badRequest } from "../http/errors";
-import { isOverlayable, isSecretSetting } from "../settings/registry";
-import { parseSettings } from "../settings/settings";
+import { badRequest } from "../platform/http/errors";
+import { isOverlayable, isSecretSetting } from "../platform/settings/registry";
+import { parseSettings } from "../platform/settings/settings";
 import { mergeEnv } from "./isolate-settings";
 
 /** Longest value text accepted (the largest documented setting, the connector providers document, is capped at 256 KiB). */

@@ -16,10 +16,10 @@
  * No in-flight promise is ever shared between requests (workerd refuses I/O across request
  * contexts): only plain data crosses, and a cold isolate's concurrent first requests each load.
  */
-import { envVar } from "../env";
-import { type ConfigSettings, parseConfigSettings } from "../settings/config-settings";
-import { isOverlayable } from "../settings/registry";
-import { type SettingsResult, parseSettings, settingsFor } from "../settings/settings";
+import { envVar } from "../platform/env";
+import { type ConfigSettings, parseConfigSettings } from "../platform/settings/config-settings";
+import { isOverlayable } from "../platform/settings/registry";
+import { type SettingsResult, parseSettings, settingsFor } from "../platform/settings/settings";
 import { readGeneration, readOverlay } from "./overlay-store";
 import { openText, overlayAad, settingsKeyRing } from "./secrets";
 

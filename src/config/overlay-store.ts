@@ -5,7 +5,7 @@
  * generation. Either all of it lands or none.
  */
 import { z } from "zod";
-import { conflict } from "../http/errors";
+import { conflict } from "../platform/http/errors";
 
 /** The tables of the runtime settings (for backups and tests). */
 export const SETTINGS_TABLES = ["settings_overlay", "settings_generation", "config_profiles"] as const;

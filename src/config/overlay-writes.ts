@@ -6,10 +6,10 @@
  * writes nothing. The isolate that wrote installs the result at once; the others within
  * `SETTINGS_REFRESH_SECONDS`.
  */
-import type { KeyRing } from "../contracts/connection-rpc";
-import { badRequest, conflict } from "../http/errors";
-import type { ConfigSettings } from "../settings/config-settings";
-import { isOverlayable } from "../settings/registry";
+import type { KeyRing } from "../connectors/rpc";
+import { badRequest, conflict } from "../platform/http/errors";
+import type { ConfigSettings } from "../platform/settings/config-settings";
+import { isOverlayable } from "../platform/settings/registry";
 import { type Entry, checkNames, checkSecretKeys, secretFlag, validateAgainst, valueText } from "./entries";
 import { baseEnvOf, envConfig, isolateSettings } from "./isolate-settings";
 import { type OverlayRow, type StoredOverlay, readOverlay, writeOverlay } from "./overlay-store";

@@ -11,11 +11,11 @@
  * secret.
  */
 import { z } from "zod";
-import { constantTimeEqual } from "../auth/crypto";
-import { boundedJsonObject } from "../http/bounded-json";
-import { badRequest, notFound } from "../http/errors";
-import type { ConfigSettings } from "../settings/config-settings";
-import { isSecretSetting } from "../settings/registry";
+import { constantTimeEqual } from "../access-control/crypto";
+import { boundedJsonObject } from "../platform/http/bounded-json";
+import { badRequest, notFound } from "../platform/http/errors";
+import type { ConfigSettings } from "../platform/settings/config-settings";
+import { isSecretSetting } from "../platform/settings/registry";
 import { type Entry, MAX_ENTRIES, checkNames, checkSecretKeys, secretFlag, validateAgainst, valueText } from "./entries";
 import { baseEnvOf, envConfig } from "./isolate-settings";
 import { readOverlay } from "./overlay-store";

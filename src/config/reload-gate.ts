@@ -7,7 +7,7 @@
  * secret-reference scope in force) answers 503 `{error, reloading: true}` and starts the reload, so
  * the retry it asks for runs on the new settings. One small D1 read; used only on admin doors.
  */
-import { HttpError } from "../http/errors";
+import { HttpError } from "../platform/http/errors";
 import { isolateSettings } from "./isolate-settings";
 import { readGeneration } from "./overlay-store";
 

@@ -8,9 +8,9 @@
  */
 import { z } from "zod";
 import { Sealed, keyRingOf, parseSealed, seal, unseal } from "../connectors/sealing";
-import type { KeyRing } from "../contracts/connection-rpc";
-import { notConfigured } from "../http/errors";
-import type { ConfigSettings } from "../settings/config-settings";
+import type { KeyRing } from "../connectors/rpc";
+import { notConfigured } from "../platform/http/errors";
+import type { ConfigSettings } from "../platform/settings/config-settings";
 
 export type { Sealed };
 

@@ -1,6 +1,6 @@
 /**
  * `GET /api/config/settings-schema`: a JSON Schema (draft 2020-12) of the settings document,
- * generated from the registry (src/settings/registry.ts), so it cannot drift from what the service
+ * generated from the registry (src/platform/settings/registry.ts), so it cannot drift from what the service
  * reads. One property per setting with its type, bounds, default and description; families
  * (`NOTIFICATIONS_FROM_<CHANNEL>`) as `patternProperties`; secrets are `writeOnly`.
  *
@@ -9,7 +9,7 @@
  * its text. The `x-setting` keyword says how each value is written and whether the overlay may
  * set it.
  */
-import { SETTINGS, type SettingDefinition } from "../settings/registry";
+import { SETTINGS, type SettingDefinition } from "../platform/settings/registry";
 
 export const SCHEMA_ID = "urn:conversation-bridge:settings";
 

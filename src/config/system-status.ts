@@ -8,7 +8,7 @@
 import { z } from "zod";
 import { configuredChannels } from "../channels/registry";
 import { VERIFIER_KINDS } from "../hooks/verifiers";
-import type { Settings } from "../settings/settings";
+import type { Settings } from "../platform/settings/settings";
 import type { LastOp } from "./isolate-settings";
 
 export const BackendView = z

@@ -4,7 +4,7 @@
  * set). Pure over the Worker's env and the stored overlay rows.
  */
 import { z } from "zod";
-import { SETTINGS, type SettingDefault, settingDefinition } from "../settings/registry";
+import { SETTINGS, type SettingDefault, settingDefinition } from "../platform/settings/registry";
 import type { OverlayRow } from "./overlay-store";
 
 export const SettingView = z

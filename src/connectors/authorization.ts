@@ -12,13 +12,13 @@
  * connection) and a widening of its sub-services (re-consent for more scopes).
  */
 import { z } from "zod";
-import { connectionStub } from "../contracts/connection-rpc";
-import type { Env } from "../env";
-import { HttpError, badRequest } from "../http/errors";
-import { edgeFetch } from "../net/edge-fetch";
-import { checkOutboundUrl } from "../net/address-guard";
-import type { ProviderDescriptor } from "../settings/connector-settings";
-import type { Settings } from "../settings/settings";
+import { connectionStub } from "./rpc";
+import type { Env } from "../platform/env";
+import { HttpError, badRequest } from "../platform/http/errors";
+import { edgeFetch } from "../platform/net/edge-fetch";
+import { checkOutboundUrl } from "../platform/net/address-guard";
+import type { ProviderDescriptor } from "../platform/settings/connector-settings";
+import type { Settings } from "../platform/settings/settings";
 import { clientCredentials, providerNotConfigured } from "./client-credentials";
 import { type Caller, type ConnectionRow, ConnectionView, connectionView, getConnection, insertConnection, updateConnection } from "./connections";
 import { codeChallengeS256, newCodeVerifier, newState, stateHash } from "./pkce";

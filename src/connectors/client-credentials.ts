@@ -4,9 +4,9 @@
  * doors answer 501 `connector-provider-not-configured` with the variable's name in `env_var`
  * (platform-facts D); a token resolution at dispatch fails the tool naming the variable.
  */
-import { type EnvVars, envVar } from "../env";
-import { HttpError } from "../http/errors";
-import type { ProviderDescriptor } from "../settings/connector-settings";
+import { type EnvVars, envVar } from "../platform/env";
+import { HttpError } from "../platform/http/errors";
+import type { ProviderDescriptor } from "../platform/settings/connector-settings";
 
 export type ClientCredentials = { ok: true; client_id: string; client_secret: string } | { ok: false; env_var: string };
 

@@ -6,12 +6,12 @@
  *
  * Who sees what: an admin sees and manages every connection; any other caller only the
  * connections it started itself: its key's `user_id` owns them, and they were made in its key's
- * lineage (src/auth/identity.ts), so a user_id issued again inherits none of them. Another's
+ * lineage (src/access-control/identity.ts), so a user_id issued again inherits none of them. Another's
  * connection reads as absent (404), so its existence is not revealed.
  */
 import { z } from "zod";
-import { heldBy } from "../auth/identity";
-import type { ConnectionHealth } from "../contracts/connection-rpc";
+import { heldBy } from "../access-control/identity";
+import type { ConnectionHealth } from "./rpc";
 
 export interface ConnectionRow {
   connection_id: string;

@@ -5,8 +5,8 @@
  * admin could declare one at its own host and receive any user's token. Checked at declaration
  * (400 naming the header) and again before each call (a failed call). Pure.
  */
-import type { ProviderDescriptor } from "../settings/connector-settings";
-import { originAllowed } from "../settings/origin-patterns";
+import type { ProviderDescriptor } from "../platform/settings/connector-settings";
+import { originAllowed } from "../platform/settings/origin-patterns";
 import { findProvider } from "./providers";
 
 /**

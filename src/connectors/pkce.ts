@@ -3,7 +3,7 @@
  * CSPRNG bytes, stored only as its SHA-256; a code verifier of 32 CSPRNG bytes (43 characters, the
  * RFC's minimum length and full entropy), kept server-side; its S256 challenge goes in the URL.
  */
-import { base64url, randomToken, sha256Hex } from "../auth/crypto";
+import { base64url, randomToken, sha256Hex } from "../access-control/crypto";
 
 /** A fresh `state` (43 url-safe characters). */
 export const newState = randomToken;

@@ -7,7 +7,7 @@
  * secret env names), which is how the service talks to the provider, not what a caller picks from.
  */
 import { z } from "zod";
-import type { ProviderDescriptor } from "../settings/connector-settings";
+import type { ProviderDescriptor } from "../platform/settings/connector-settings";
 
 export const SubServiceView = z.object({ id: z.string(), display_name: z.string(), description: z.string(), scopes: z.array(z.string()) });
 export type SubServiceView = z.infer<typeof SubServiceView>;

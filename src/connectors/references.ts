@@ -6,9 +6,9 @@
  * may reference any connection (docs/connectors.md "The tool header"). Messages name the field,
  * never the id or a URL.
  */
-import { badRequest } from "../http/errors";
-import type { ProviderDescriptor } from "../settings/connector-settings";
-import type { Settings } from "../settings/settings";
+import { badRequest } from "../platform/http/errors";
+import type { ProviderDescriptor } from "../platform/settings/connector-settings";
+import type { Settings } from "../platform/settings/settings";
 import { connectionProviders } from "./connections";
 import { lendingRefusal } from "./lending";
 

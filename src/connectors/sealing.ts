@@ -7,8 +7,8 @@
  * started authorization's state hash): a ciphertext copied to another row does not open.
  */
 import { z } from "zod";
-import { toHex } from "../auth/crypto";
-import type { KeyMaterial, KeyRing } from "../contracts/connection-rpc";
+import { toHex } from "../access-control/crypto";
+import type { KeyMaterial, KeyRing } from "./rpc";
 
 /** A sealed secret: key id, IV and ciphertext (with its GCM tag), both base64. */
 export const Sealed = z.object({ kid: z.string(), iv: z.string(), ct: z.string() });

@@ -9,8 +9,8 @@
  * start and by the cron pass. An initiator keeps at most MAX_OPEN_STARTS open (the oldest go first),
  * so repeated starts cannot grow the table without bound.
  */
-import { sinceMs } from "../auth/identity";
-import type { KeyRing } from "../contracts/connection-rpc";
+import { sinceMs } from "../access-control/identity";
+import type { KeyRing } from "./rpc";
 import { type Sealed, parseSealed, seal, unseal } from "./sealing";
 
 export type StartPurpose = "connect" | "reconnect" | "widen";
@@ -103,7 +103,7 @@ function toRow(r: Raw): StartRow | null {
 
 /**
  * Takes (deletes and answers) the start of `stateHash` if `caller` initiated it (in its own key's
- * lineage: src/auth/identity.ts) or is an admin and it has not expired. Taken even when expired,
+ * lineage: src/access-control/identity.ts) or is an admin and it has not expired. Taken even when expired,
  * so a replay of an expired state finds nothing too.
  */
 export async function takeStart(

@@ -6,9 +6,9 @@
  * Failure messages carry the endpoint's HTTP status and the OAuth `error` code only: never the
  * URL, the client credentials, the code, a token or the provider's free-text description.
  */
-import { readStreamCapped } from "../http/body";
-import { checkOutboundUrl } from "../net/address-guard";
-import type { TokenClient, TokenGrant } from "../contracts/connection-rpc";
+import { readStreamCapped } from "../platform/http/body";
+import { checkOutboundUrl } from "../platform/net/address-guard";
+import type { TokenClient, TokenGrant } from "./rpc";
 import { withTimeout } from "../targets/timeout";
 
 export type { TokenClient };

@@ -11,9 +11,9 @@
  * Failures are ConnectionRefErrors whose messages name the rule or the env var, never a token, a
  * client secret or a URL; the dispatcher turns them into a failed tool call.
  */
-import { type RefreshContext, connectionStub } from "../contracts/connection-rpc";
-import type { Env } from "../env";
-import type { Settings } from "../settings/settings";
+import { type RefreshContext, connectionStub } from "./rpc";
+import type { Env } from "../platform/env";
+import type { Settings } from "../platform/settings/settings";
 import { clientCredentials } from "./client-credentials";
 import { type ConnectionRef, renderConnectionHeader } from "./header-ref";
 import { lendingRefusal } from "./lending";

@@ -4,7 +4,7 @@
  * access token's expiry, whether a refresh token exists, and the health of the last refresh.
  * Plain synchronous functions over `SqlStorage`, so a caller's check-then-write is one block.
  */
-import type { ConnectionHealth } from "../contracts/connection-rpc";
+import type { ConnectionHealth } from "./rpc";
 import { type Sealed, parseSealed } from "./sealing";
 import { type ObjectSchema, migrateSchema } from "../platform/persistence/object-sql";
 

@@ -3,7 +3,7 @@
  * by the socket that spends it, or by the next mint once expired, so the table holds at most the
  * tickets of the last TICKET_TTL_MS.
  */
-import { constantTimeEqual } from "../auth/crypto";
+import { constantTimeEqual } from "../access-control/crypto";
 import { type ObjectSchema, migrateSchema, objectSql } from "../platform/persistence/object-sql";
 
 /**

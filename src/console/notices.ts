@@ -4,8 +4,8 @@
  * and the instant, or the failed record's id, so it knows what to re-read through the doors (which
  * check the reader's grants). No message text, address detail or error text is ever sent.
  */
-import type { ConsoleNotice } from "../contracts/console-hub-rpc";
-import type { ListingPush } from "../contracts/shard-rpc";
+import type { ConsoleNotice } from "./rpc";
+import type { ListingPush } from "../shards/rpc";
 
 /** The notices of one push, grouped by route (a push without a row, a thread's removal, tells nothing). */
 export function noticesOfPush(p: ListingPush): Map<string, ConsoleNotice[]> {

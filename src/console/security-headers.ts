@@ -2,11 +2,11 @@
  * The headers of the console's pages and files and of the API reference (docs/console.md
  * "Security"). Pure. The console loads only its own script and stylesheet: no inline script or
  * style, no third-party origin, and it talks to this origin alone (fetch and the live WebSocket,
- * which `'self'` covers). The API reference's page is Scalar's (src/routers/api-docs.ts): its one
+ * which `'self'` covers). The API reference's page is Scalar's (src/system/routes/api-docs.ts): its one
  * inline configuration script is allowed by its SHA-256, its bundle is served from this origin, and
  * only its styles need `'unsafe-inline'` (the bundle injects style elements at run time).
  */
-import { base64url } from "../auth/crypto";
+import { base64url } from "../access-control/crypto";
 
 /** Headers every page and file of the console and the reference carries. */
 export const BASE_SECURITY_HEADERS: Readonly<Record<string, string>> = {

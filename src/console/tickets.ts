@@ -5,7 +5,7 @@
  * ticket in the query. A ticket is `ctk-` + 43 url-safe characters (32 random bytes), works once,
  * for one route, within TICKET_TTL_MS; only its SHA-256 is stored (in the route's ConsoleHub).
  */
-import { capabilityTokenKind } from "../auth/capability-tokens";
+import { capabilityTokenKind } from "../access-control/capability-tokens";
 
 const TICKET = capabilityTokenKind("ctk-");
 
@@ -21,7 +21,7 @@ export const SOCKET_MAX_AGE_MS = 10 * 60_000;
 /** The close code a socket gets when its session is over (the console reconnects with a new ticket). */
 export const SESSION_OVER_CODE = 4001;
 
-/** A fresh ticket; whether a string is shaped like one; its stored form (src/auth/capability-tokens.ts). */
+/** A fresh ticket; whether a string is shaped like one; its stored form (src/access-control/capability-tokens.ts). */
 export const mintTicket = TICKET.mint;
 export const isTicketShaped = TICKET.isShaped;
 export const ticketHash = TICKET.hash;

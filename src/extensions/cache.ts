@@ -17,7 +17,7 @@
  * caller can never change what the next hit answers.
  */
 import { z } from "zod";
-import { sha256Hex } from "../auth/crypto";
+import { sha256Hex } from "../access-control/crypto";
 import { canonicalJson } from "./canonical";
 import type { CallResult, ExtensionCall, ExtensionDef } from "./model";
 

@@ -9,7 +9,7 @@
  * through the elements in list order.
  */
 import { z } from "zod";
-import { boundedJsonObject } from "../http/bounded-json";
+import { boundedJsonObject } from "../platform/http/bounded-json";
 import { canonicalJson } from "./canonical";
 import { EXTENSIONS } from "./catalog";
 import type { ExtensionDef } from "./model";

@@ -2,9 +2,9 @@
  * A declared tool's combos in D1 (`tool_extensions`, migration 0021). Built-in tools have none and
  * a preset keeps its own in its version body, so only other tools have a row.
  */
-import { type KeyWithOwner, keyColumns, parsePrefixedKey } from "../auth/key-store";
-import { storedByUserIdSql } from "../auth/stored-by";
-import { unavailable } from "../http/errors";
+import { type KeyWithOwner, keyColumns, parsePrefixedKey } from "../access-control/key-store";
+import { storedByUserIdSql } from "../access-control/stored-by";
+import { unavailable } from "../platform/http/errors";
 import { z } from "zod";
 import { type Statement, d1, exists, first, rowsOf, run, trusted } from "../platform/persistence/d1";
 import { parseStored } from "../platform/persistence/stored-json";
@@ -36,7 +36,7 @@ export async function readToolCombos(db: D1Database, tool: string): Promise<Comb
  * The read of a tool's combos as one statement, for the registry to put in the batch that
  * resolves the tool: a declared tool's call then costs no extra D1 round trip for its chain. The
  * combos' writer (and owner) comes with them: the combos wrap the tool only while that key may
- * still run it (src/auth/stored-by.ts).
+ * still run it (src/access-control/stored-by.ts).
  */
 export function toolCombosStatement(db: D1Database, tool: string): D1PreparedStatement {
   return combosStatement(db, tool).prepared();

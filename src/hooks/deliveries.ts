@@ -12,13 +12,13 @@
  * - every trigger-link miss (malformed, unknown, expired or deleted token; a missing or invalid api
  *   key when the link requires one) is the same 404 `{"error":"not found"}`.
  */
-import { authenticate, readCredential } from "../auth/principal";
-import { toHex } from "../auth/crypto";
-import type { Env } from "../env";
-import { type JsonObject, type JsonValue, checkJsonBounds } from "../http/bounded-json";
-import { MAX_BODY_BYTES } from "../http/body";
-import { HttpError, badRequest, notFound } from "../http/errors";
-import type { Settings } from "../settings/settings";
+import { authenticate, readCredential } from "../access-control/principal";
+import { toHex } from "../access-control/crypto";
+import type { Env } from "../platform/env";
+import { type JsonObject, type JsonValue, checkJsonBounds } from "../platform/http/bounded-json";
+import { MAX_BODY_BYTES } from "../platform/http/body";
+import { HttpError, badRequest, notFound } from "../platform/http/errors";
+import type { Settings } from "../platform/settings/settings";
 import { type FireAnswer, fireHooks } from "./fire";
 import { parseHookRow, topicHooksStatement } from "./hook-store";
 import { linkByToken } from "./trigger-links";

@@ -19,11 +19,11 @@
  * and the claim is released for the provider's redelivery, the hooks that were already submitted
  * are not run twice (submitting is idempotent by run id).
  */
-import { sha256Hex } from "../auth/crypto";
-import { type LedgerKey, ledgerShard } from "../contracts/shard-rpc";
-import type { Env } from "../env";
-import { type JsonObject, type JsonValue, checkJsonBounds } from "../http/bounded-json";
-import { MAX_BODY_BYTES } from "../http/body";
+import { sha256Hex } from "../access-control/crypto";
+import { type LedgerKey, ledgerShard } from "../shards/rpc";
+import type { Env } from "../platform/env";
+import { type JsonObject, type JsonValue, checkJsonBounds } from "../platform/http/bounded-json";
+import { MAX_BODY_BYTES } from "../platform/http/body";
 import { submitToolRun } from "../tool-runs/submit";
 import { conditionHolds, exprInput } from "./programs";
 import type { HookRow } from "./record";

@@ -3,7 +3,7 @@
  * by a registration (a re-post of a name replaces it, keeping `created_at`); a public fire reads the
  * rows of its topic in the same round trip as the topic's verifier binding.
  */
-import type { Holder } from "../auth/identity";
+import type { Holder } from "../access-control/identity";
 import { CountRow, type SqlFragment, all, d1, first, join, run, sql, trusted } from "../platform/persistence/d1";
 import { validStored } from "../platform/persistence/stored-json";
 import { type HookRow, StoredHookRow } from "./record";
@@ -45,7 +45,7 @@ export function topicHooksStatement(db: D1Database, topic: string): D1PreparedSt
 
 /**
  * Hooks by name; `topic` narrows to one topic, `createdBy` to one creator's lineage (a restricted
- * caller's listing: registered by its user_id since its key lineage began, src/auth/identity.ts).
+ * caller's listing: registered by its user_id since its key lineage began, src/access-control/identity.ts).
  */
 export async function listHooks(db: D1Database, filter: { topic?: string; createdBy?: Holder }): Promise<HookRow[]> {
   const where: SqlFragment[] = [];

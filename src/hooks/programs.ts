@@ -5,10 +5,10 @@
  * Rendered and compiled once, at registration; the fires run the rendered text under the jq budget.
  * Evaluation never lets a value reach a reason: a skip says what kind of failure it was.
  */
-import type { JsonObject } from "../http/bounded-json";
-import { HttpError, badRequest } from "../http/errors";
-import { JqError, jqCompile, jqRun } from "../jq/engine";
-import { renderTemplatedText } from "../templating/templated-text";
+import type { JsonObject } from "../platform/http/bounded-json";
+import { HttpError, badRequest } from "../platform/http/errors";
+import { JqError, jqCompile, jqRun } from "../platform/jq/engine";
+import { renderTemplatedText } from "../templates/templated-text";
 
 /** Renders and compiles one program; null when neither form was given. 400 naming the field otherwise. */
 export async function hookProgram(

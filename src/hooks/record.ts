@@ -4,9 +4,9 @@
  * programs the fires run).
  */
 import { z } from "zod";
-import { userIdSchema } from "../auth/schemas";
-import { JsonObject, MAX_KWARGS_BYTES, boundedJsonObject } from "../http/bounded-json";
-import { intactIdentifier } from "../http/identifiers";
+import { userIdSchema } from "../access-control/schemas";
+import { JsonObject, MAX_KWARGS_BYTES, boundedJsonObject } from "../platform/http/bounded-json";
+import { intactIdentifier } from "../platform/http/identifiers";
 import { StateBinding } from "../states/state-binding";
 import { jsonColumn } from "../platform/persistence/stored-json";
 import { toolNameSchema } from "../mcp/names";

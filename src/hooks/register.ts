@@ -9,14 +9,14 @@
  * states grants its `state_binding` needs (403; src/states/binding-refs.ts) → the binding is
  * checked as a target config's is (501/404/400; its templates attached on use) → write.
  */
-import { heldBy, holderOf } from "../auth/identity";
-import { type KeyRecord, findByUserId } from "../auth/key-store";
-import { authorizeTurn, bindExecutionKey } from "../auth/pass-role";
-import type { Principal } from "../auth/principal";
-import { grantsTag, isAdminKey } from "../auth/scopes";
-import type { Env } from "../env";
-import { HttpError, conflict, forbidden, notFound } from "../http/errors";
-import type { Settings } from "../settings/settings";
+import { heldBy, holderOf } from "../access-control/identity";
+import { type KeyRecord, findByUserId } from "../access-control/key-store";
+import { authorizeTurn, bindExecutionKey } from "../access-control/pass-role";
+import type { Principal } from "../access-control/principal";
+import { grantsTag, isAdminKey } from "../access-control/scopes";
+import type { Env } from "../platform/env";
+import { HttpError, conflict, forbidden, notFound } from "../platform/http/errors";
+import type { Settings } from "../platform/settings/settings";
 import { checkRunBinding } from "../tool-runs/binding-check";
 import { assertMayBind } from "../states/binding-refs";
 import { runInputSchema } from "../tool-runs/submit";

@@ -6,16 +6,16 @@
  * (null: until deleted); reads treat an expired link as gone, and the prune pass removes it.
  */
 import { z } from "zod";
-import type { Holder } from "../auth/identity";
-import { capabilityTokenKind } from "../auth/capability-tokens";
-import { constantTimeEqual } from "../auth/crypto";
-import { userIdSchema } from "../auth/schemas";
-import { JsonObject, MAX_KWARGS_BYTES, boundedJsonObject } from "../http/bounded-json";
+import type { Holder } from "../access-control/identity";
+import { capabilityTokenKind } from "../access-control/capability-tokens";
+import { constantTimeEqual } from "../access-control/crypto";
+import { userIdSchema } from "../access-control/schemas";
+import { JsonObject, MAX_KWARGS_BYTES, boundedJsonObject } from "../platform/http/bounded-json";
 import { all, d1, first, run, sql, trusted } from "../platform/persistence/d1";
 import { jsonColumn } from "../platform/persistence/stored-json";
 import { HookTopic, TriggerLinkName } from "./names";
 
-/** A link's token (src/auth/capability-tokens.ts); a misshapen one is a miss without a lookup. */
+/** A link's token (src/access-control/capability-tokens.ts); a misshapen one is a miss without a lookup. */
 const TOKEN = capabilityTokenKind("trg-");
 /** The longest finite lifetime a link may be given (ten years); null is "until deleted". */
 export const MAX_LINK_TTL_SECONDS = 315_360_000;
@@ -145,7 +145,7 @@ export async function getLink(db: D1Database, name: string, nowMs: number): Prom
 
 /**
  * Live links by name; `createdBy` narrows to one creator's lineage (a restricted caller's listing:
- * made by its user_id since its key lineage began, src/auth/identity.ts).
+ * made by its user_id since its key lineage began, src/access-control/identity.ts).
  */
 export async function listLinks(db: D1Database, createdBy: Holder | null, nowMs: number): Promise<StoredLink[]> {
   const mine = createdBy === null ? sql`` : sql`AND created_by = ${createdBy.user_id} AND created_at >= ${createdBy.since}`;

@@ -8,10 +8,10 @@
  */
 import { z } from "zod";
 import { openText, sealText, sealingRing, settingsKeyRing } from "../config/secrets";
-import type { EnvVars } from "../env";
-import { badRequest } from "../http/errors";
-import { intactIdentifier } from "../http/identifiers";
-import type { Settings } from "../settings/settings";
+import type { EnvVars } from "../platform/env";
+import { badRequest } from "../platform/http/errors";
+import { intactIdentifier } from "../platform/http/identifiers";
+import type { Settings } from "../platform/settings/settings";
 import { all, d1, first, list, run, sql, trusted } from "../platform/persistence/d1";
 import { validStored } from "../platform/persistence/stored-json";
 import { EnvRefError, REDACTED, envRefSchema, refusedReferences, refusedReferencesMessage, resolveEnvRef } from "../targets/env-refs";

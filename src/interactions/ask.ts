@@ -6,9 +6,9 @@
  * so it imports nothing from targets or interactions.
  */
 import { z } from "zod";
-import { userIdSchema } from "../auth/schemas";
-import { jsonObjectSchema } from "../http/bounded-json";
-import { identifierSchema, nonBlankText } from "../http/identifiers";
+import { userIdSchema } from "../access-control/schemas";
+import { jsonObjectSchema } from "../platform/http/bounded-json";
+import { identifierSchema, nonBlankText } from "../platform/http/identifiers";
 import { MAX_OPTION_DESCRIPTION, MAX_OPTION_ID, MAX_OPTION_ROWS, MAX_OPTION_TEXT, type RichOption } from "../channels/rich/types";
 
 /** Longest question (the text the participant reads). */

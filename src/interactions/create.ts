@@ -4,9 +4,9 @@
  * stored in its own object, which then publishes it in the background (listing row, stream event,
  * the audience's ticket). One object call: parking adds no D1 statement to the run that parks.
  */
-import { interactionStub } from "../contracts/interaction-rpc";
-import type { Env } from "../env";
-import type { Settings } from "../settings/settings";
+import { interactionStub } from "./rpc";
+import type { Env } from "../platform/env";
+import type { Settings } from "../platform/settings/settings";
 import type { ParkedRun } from "../targets/agents/parked";
 import { type AskUserInput, effectiveOptions } from "./ask";
 import type { InteractionOrigin, InteractionState } from "./record";

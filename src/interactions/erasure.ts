@@ -4,8 +4,8 @@
  * (question, answer, parked run, stored media), its listing row and its stream events. A pending
  * one never resumes. Best effort per interaction: a failure is logged (no values) and the others go on.
  */
-import { interactionHub, interactionStub } from "../contracts/interaction-rpc";
-import type { Env } from "../env";
+import { interactionHub, interactionStub } from "./rpc";
+import type { Env } from "../platform/env";
 import { interactionsOfThread } from "./index-store";
 
 /** Discards the thread's interactions: `parked` (its own notes) and every one its listing names. Answers how many were asked to go. */

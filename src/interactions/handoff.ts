@@ -4,9 +4,9 @@
  * record's id was minted once by the interaction, so a retried handoff is the same record; its
  * message directory entry is written first, so the single-record read door finds it at once.
  */
-import { ledgerShard, messageKey } from "../contracts/shard-rpc";
-import { threadStub } from "../contracts/thread-rpc";
-import type { Env } from "../env";
+import { ledgerShard, messageKey } from "../shards/rpc";
+import { threadStub } from "../conversations/model/thread-rpc";
+import type { Env } from "../platform/env";
 import type { InteractionState } from "./record";
 
 /** The handoff's end: queued in the thread, not held there (nothing to resume), or to be tried again. */

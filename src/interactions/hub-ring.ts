@@ -5,7 +5,7 @@
  * so a reader asking from before it learns it missed events (`gap`). Erasure drops an
  * interaction's events without counting as a gap.
  */
-import { type InteractionEvent, InteractionEventInput } from "../contracts/interaction-rpc";
+import { type InteractionEvent, InteractionEventInput } from "./rpc";
 import { parseStored } from "../platform/persistence/stored-json";
 import { type ObjectSchema, migrateSchema } from "../platform/persistence/object-sql";
 
@@ -55,7 +55,7 @@ export function trimmedThrough(sql: SqlStorage): number {
 /**
  * Events after `after`, oldest first, at most `limit`, only `audience`'s when given; with
  * `audienceSince` (ISO-8601), only of interactions created at or after it (a reader's key lineage,
- * src/auth/identity.ts).
+ * src/access-control/identity.ts).
  */
 export function eventsAfter(sql: SqlStorage, after: number, audience: string | null, limit: number, audienceSince?: string): InteractionEvent[] {
   const rows =

@@ -43,7 +43,7 @@ export interface InteractionFilter {
   thread_id?: string;
   /** A restricted caller's user_id: only interactions addressed to it... */
   audience?: string;
-  /** ...and created at or after this epoch ms (the caller's key lineage, src/auth/identity.ts). */
+  /** ...and created at or after this epoch ms (the caller's key lineage, src/access-control/identity.ts). */
   audienceSinceMs?: number;
   /** Only pending interactions not yet expired at this instant (`GET /api/interactions/pending`). */
   pendingAt?: number;

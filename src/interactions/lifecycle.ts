@@ -8,7 +8,7 @@
  *      └ ──its expiry (alarm)─────────────────────────────────────► expired ─┘   (in its thread, or here)
  *   ended ──INTERACTIONS_RETENTION_SECONDS──► deleted (object, listing row)
  */
-import type { AnswerInput, InteractionEventInput } from "../contracts/interaction-rpc";
+import type { AnswerInput, InteractionEventInput } from "./rpc";
 import { pickOption } from "./ask";
 import type { InteractionRow, ResumeDue } from "./object-store";
 import type { AnsweredBy, InteractionAnswer, InteractionState, InteractionStatus } from "./record";

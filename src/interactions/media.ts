@@ -10,14 +10,14 @@
  * bot token) is kept as its reference, with the reason; so is an item over
  * `INTERACTIONS_MEDIA_MAX_BYTES` or one whose fetch failed. Every fetch goes through the network edge.
  */
-import { randomToken } from "../auth/crypto";
+import { randomToken } from "../access-control/crypto";
 import type { Attachment } from "../channels/media";
 import { apiBase, envString, isRecord } from "../channels/common";
 import { TELEGRAM_DEFAULT_API_BASE, TELEGRAM_ENV, TELEGRAM_FILE_PREFIX } from "../channels/telegram";
-import type { Env } from "../env";
-import { readStreamCapped } from "../http/body";
-import { checkOutboundUrl } from "../net/address-guard";
-import type { Settings } from "../settings/settings";
+import type { Env } from "../platform/env";
+import { readStreamCapped } from "../platform/http/body";
+import { checkOutboundUrl } from "../platform/net/address-guard";
+import type { Settings } from "../platform/settings/settings";
 import { withTimeout } from "../targets/timeout";
 import type { AnswerMedia } from "./record";
 

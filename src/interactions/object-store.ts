@@ -11,10 +11,10 @@
  *   outside any thread), `done`, or `none` while pending;
  * - `purge_at`: when the ended interaction is deleted (its retention).
  */
-import type { JsonObject } from "../http/bounded-json";
+import type { JsonObject } from "../platform/http/bounded-json";
 import { parseStored, storedJsonObject } from "../platform/persistence/stored-json";
 import { ParkedRun } from "../targets/agents/parked";
-import { InteractionEventInput } from "../contracts/interaction-rpc";
+import { InteractionEventInput } from "./rpc";
 import { InteractionState } from "./record";
 import { type ObjectSchema, migrateSchema } from "../platform/persistence/object-sql";
 

@@ -6,10 +6,10 @@
  * answer, derived from it.
  */
 import { z } from "zod";
-import { heldBy } from "../auth/identity";
+import { heldBy } from "../access-control/identity";
 import { Location, MediaKind } from "../channels/media";
 import { Door, TargetKind } from "../conversations/model/kinds";
-import { JsonObject } from "../http/bounded-json";
+import { JsonObject } from "../platform/http/bounded-json";
 import { InteractionOption } from "./ask";
 
 export const INTERACTION_STATUSES = ["pending", "answered", "cancelled", "expired"] as const;
@@ -167,7 +167,7 @@ export function askResult(s: Pick<InteractionState, "interaction_id" | "status" 
 
 /**
  * Can a caller see (and answer, cancel) it? Restricted callers only what is addressed to them: to
- * their user_id, since their key's lineage began (`since`, src/auth/identity.ts), so a user_id
+ * their user_id, since their key's lineage began (`since`, src/access-control/identity.ts), so a user_id
  * issued again never sees what was addressed to an earlier holder. Pure.
  */
 export function visibleTo(s: Pick<InteractionState, "audience" | "created_at">, caller: { restricted: boolean; user_id: string; since: string }): boolean {

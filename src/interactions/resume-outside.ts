@@ -5,13 +5,13 @@
  * trace (kind `agent_run`, trigger `background`, `interaction_id` the interaction's id, so
  * `GET /api/runs?interaction=<id>` finds it). A run that asks again parks again: a new interaction.
  */
-import { newTraceId } from "../contracts/run-trace";
-import type { Env } from "../env";
-import type { JsonValue } from "../http/bounded-json";
-import { directTrace } from "../runs/direct";
-import { recordRun } from "../runs/recorder";
-import { traceSteps, untraceSteps } from "../runs/steps";
-import type { Settings } from "../settings/settings";
+import { newTraceId } from "../observability/runs/run-trace";
+import type { Env } from "../platform/env";
+import type { JsonValue } from "../platform/http/bounded-json";
+import { directTrace } from "../observability/runs/direct";
+import { recordRun } from "../observability/runs/recorder";
+import { traceSteps, untraceSteps } from "../observability/runs/steps";
+import type { Settings } from "../platform/settings/settings";
 import { resumeAgent } from "../targets/agents/run";
 import type { ParkedLlmRun } from "../targets/agents/parked";
 import { createTargetContext } from "../targets/context";

@@ -6,7 +6,7 @@
  * first. The stream ends after `maxMs` (the client reconnects with Last-Event-ID) or when the
  * client goes away; nothing runs on after it (no waitUntil: a stream is a read).
  */
-import type { EventsSince, InteractionEvent, InteractionHubRpc } from "../contracts/interaction-rpc";
+import type { EventsSince, InteractionEvent, InteractionHubRpc } from "./rpc";
 import { viewFor } from "./record";
 
 export const STREAM_KEEPALIVE_MS = 15_000;

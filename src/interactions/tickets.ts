@@ -5,7 +5,7 @@
  * public door looks it up by). It lives `INTERACTIONS_TICKET_TTL_SECONDS`, never past its
  * interaction's expiry, and is spent by the answer it gives.
  */
-import { capabilityTokenKind } from "../auth/capability-tokens";
+import { capabilityTokenKind } from "../access-control/capability-tokens";
 import { numberedQuestion } from "./ask";
 import type { InteractionState } from "./record";
 
@@ -13,7 +13,7 @@ const TICKET = capabilityTokenKind("itk-");
 
 /**
  * A fresh ticket; whether a string is shaped like one (a misshapen one is just another miss: the
- * door answers the same 404); its stored form (src/auth/capability-tokens.ts).
+ * door answers the same 404); its stored form (src/access-control/capability-tokens.ts).
  */
 export const mintTicket = TICKET.mint;
 export const isTicketShaped = TICKET.isShaped;

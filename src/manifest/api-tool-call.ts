@@ -6,9 +6,9 @@
  * answer must be 2xx; an empty body is `null`, anything else must be JSON. Messages carry a label
  * and a status, never the URL, a header or the response body (like HTTP tools).
  */
-import { readStreamCapped } from "../http/body";
-import { checkJsonBounds } from "../http/bounded-json";
-import { type OutboundPolicy, checkOutboundUrl } from "../net/address-guard";
+import { readStreamCapped } from "../platform/http/body";
+import { checkJsonBounds } from "../platform/http/bounded-json";
+import { type OutboundPolicy, checkOutboundUrl } from "../platform/net/address-guard";
 import { MAX_RESPONSE_BYTES } from "../targets/outbound";
 import { withTimeout } from "../targets/timeout";
 import { type ApiTool, fillTemplate } from "./api-tool-store";

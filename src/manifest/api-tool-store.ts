@@ -10,10 +10,10 @@
  */
 import { z } from "zod";
 import { assertConnectionsLendable, assertConnectorStoreFor, sentTo } from "../connectors/references";
-import type { ProviderDescriptor } from "../settings/connector-settings";
-import type { EnvVars } from "../env";
-import { HttpError, conflict } from "../http/errors";
-import type { Settings } from "../settings/settings";
+import type { ProviderDescriptor } from "../platform/settings/connector-settings";
+import type { EnvVars } from "../platform/env";
+import { HttpError, conflict } from "../platform/http/errors";
+import type { Settings } from "../platform/settings/settings";
 import { type Statement, all, d1, exists, first, run, sql, trusted } from "../platform/persistence/d1";
 import { parseStored, validStored } from "../platform/persistence/stored-json";
 import { assertReferencesMayGo, headerConnections, headerReferences, headersSchema, redactHeaders } from "../targets/env-refs";

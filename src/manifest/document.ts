@@ -20,14 +20,14 @@
  */
 import { z } from "zod";
 import { assertConnectionsLendable, sentTo } from "../connectors/references";
-import type { EnvVars } from "../env";
-import { HttpError, badRequest, conflict } from "../http/errors";
+import type { EnvVars } from "../platform/env";
+import { HttpError, badRequest, conflict } from "../platform/http/errors";
 import { mcpEntryChanged, replaceMcpStatements } from "../mcp/config";
 import { McpServerDeclaration, checkMcpDeclaration } from "../mcp/declarations";
 import { McpStatusView } from "../mcp/listing";
 import { type McpServerRecord, listMcpServers } from "../mcp/store";
 import { storedSecretEnvNames } from "../mcp/secret-env";
-import type { Settings } from "../settings/settings";
+import type { Settings } from "../platform/settings/settings";
 import {
   BUILTIN_AGENT_NAMES,
   type DeclaredAgent,

@@ -10,11 +10,11 @@
  * value from the document: document text is caller input.
  */
 import { z } from "zod";
-import { MAX_BODY_BYTES, readStreamCapped } from "../http/body";
-import { boundedJsonObject } from "../http/bounded-json";
-import { badRequest } from "../http/errors";
-import { checkOutboundUrl } from "../net/address-guard";
-import type { Settings } from "../settings/settings";
+import { MAX_BODY_BYTES, readStreamCapped } from "../platform/http/body";
+import { boundedJsonObject } from "../platform/http/bounded-json";
+import { badRequest } from "../platform/http/errors";
+import { checkOutboundUrl } from "../platform/net/address-guard";
+import type { Settings } from "../platform/settings/settings";
 import { headersSchema } from "../targets/env-refs";
 import { TARGET_NAME } from "../targets/names";
 import { withTimeout } from "../targets/timeout";

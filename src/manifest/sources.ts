@@ -7,7 +7,7 @@
  * title needs `kind` (409 without it).
  */
 import { z } from "zod";
-import { HttpError, conflict, notFound } from "../http/errors";
+import { HttpError, conflict, notFound } from "../platform/http/errors";
 import { splitMcpToolName } from "../mcp/names";
 import { deleteMcpServer, excludeMcpTool, getMcpServer, getMcpTool } from "../mcp/store";
 import { getPreset } from "../targets/presets/store";

@@ -5,9 +5,9 @@
  * lease once half of it has passed (upgrade-all calls it between plugins), and the lock is released
  * however the work ends. A holder that dies never releases: its lease lapses instead.
  */
-import { marketplaceLockStub } from "../contracts/marketplace-rpc";
-import type { Env } from "../env";
-import type { Settings } from "../settings/settings";
+import { marketplaceLockStub } from "./rpc";
+import type { Env } from "../platform/env";
+import type { Settings } from "../platform/settings/settings";
 import { lockHeld } from "./refusals";
 
 /** Renews the lease when due; false once it was lost (lapsed and taken by someone else). */

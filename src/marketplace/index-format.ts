@@ -6,7 +6,7 @@
  * versions for newer builds, with sections this one does not know, without breaking the index.
  */
 import { z } from "zod";
-import { boundedJsonObject } from "../http/bounded-json";
+import { boundedJsonObject } from "../platform/http/bounded-json";
 import { MAX_VERSION_LENGTH, compareVersions, isSemver } from "./semver";
 
 /** The `format` an index declares; a later, incompatible layout gets another value. */

@@ -6,12 +6,12 @@
  * (src/targets/tools/http-tools.ts, agents/declarations.ts, presets/store.ts), so an installed
  * declaration is indistinguishable from one declared by hand. A later kind joins here.
  */
-import { STORED_BY_PLUGIN } from "../auth/stored-by";
-import type { EnvVars } from "../env";
+import { STORED_BY_PLUGIN } from "../access-control/stored-by";
+import type { EnvVars } from "../platform/env";
 import type { TargetKind } from "../conversations/model/kinds";
-import type { JsonObject } from "../http/bounded-json";
-import { HttpError } from "../http/errors";
-import type { Settings } from "../settings/settings";
+import type { JsonObject } from "../platform/http/bounded-json";
+import { HttpError } from "../platform/http/errors";
+import type { Settings } from "../platform/settings/settings";
 import { BUILTIN_AGENT_NAMES, type AgentDeclaration, checkAgentDeclaration } from "../targets/agents/declarations";
 import { redactHeaders } from "../targets/env-refs";
 import { initialBody } from "../targets/presets/model";

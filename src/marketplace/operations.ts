@@ -4,9 +4,9 @@
  * writes (src/marketplace/fleet-lock.ts); these functions assume it is held. Preview writes nothing
  * and takes no lock.
  */
-import type { Env } from "../env";
-import { HttpError } from "../http/errors";
-import type { Settings } from "../settings/settings";
+import type { Env } from "../platform/env";
+import { HttpError } from "../platform/http/errors";
+import type { Settings } from "../platform/settings/settings";
 import { decideUpgrade } from "./compat";
 import { GuardTripped, applyPlan, applyUninstall } from "./apply";
 import { findDependents } from "./dependents";

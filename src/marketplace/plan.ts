@@ -6,8 +6,8 @@
  * and, unless forced, removing a declaration something else still stands on (409). Applying a plan
  * is src/marketplace/apply.ts.
  */
-import type { Env } from "../env";
-import type { Settings } from "../settings/settings";
+import type { Env } from "../platform/env";
+import type { Settings } from "../platform/settings/settings";
 import { findVersion, isCompatible, latestCompatible } from "./compat";
 import { DeclarationBundle, bundleKinds, type DeclarationKind } from "./contract";
 import { findDependents } from "./dependents";

@@ -4,7 +4,7 @@
  * codes; install refusals carry UPPER_SNAKE codes with their data (platform-facts D). Messages
  * never carry a caller's input: names and versions in them come from the registry or the store.
  */
-import { HttpError } from "../http/errors";
+import { HttpError } from "../platform/http/errors";
 import { CONTRACT_LABEL, type DeclarationKind } from "./contract";
 import { retryAfterSeconds } from "./lease";
 

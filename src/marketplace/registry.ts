@@ -6,12 +6,12 @@
  * finite numbers) and validated with zod. Every failure is a 502 whose message names the kind of
  * failure, never the registry URL (it may carry a token).
  */
-import { readStreamCapped } from "../http/body";
-import { checkJsonBounds } from "../http/bounded-json";
-import { describeIssues } from "../http/validation";
-import { checkOutboundUrl } from "../net/address-guard";
-import { edgeFetch } from "../net/edge-fetch";
-import type { Settings } from "../settings/settings";
+import { readStreamCapped } from "../platform/http/body";
+import { checkJsonBounds } from "../platform/http/bounded-json";
+import { describeIssues } from "../platform/http/validation";
+import { checkOutboundUrl } from "../platform/net/address-guard";
+import { edgeFetch } from "../platform/net/edge-fetch";
+import type { Settings } from "../platform/settings/settings";
 import { withTimeout } from "../targets/timeout";
 import { BUILTIN_INDEX } from "./builtin-catalog";
 import { RegistryIndex } from "./index-format";

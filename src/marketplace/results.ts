@@ -4,7 +4,7 @@
  * removals and upgrade-all's per-ref results. One zod schema per shape, for the OpenAPI document.
  */
 import { z } from "zod";
-import { JsonObject } from "../http/bounded-json";
+import { JsonObject } from "../platform/http/bounded-json";
 import { DECLARATION_KINDS, type DeclarationKind } from "./contract";
 import { InstalledPlugin } from "./installs";
 import { declarationView } from "./kinds";

@@ -6,7 +6,7 @@
  * (it may echo the arguments), like an HTTP tool's failed answer.
  */
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { checkJsonBounds } from "../http/bounded-json";
+import { checkJsonBounds } from "../platform/http/bounded-json";
 import { MAX_RESPONSE_BYTES } from "../targets/outbound";
 import { type McpContext, type McpFailureKind, withMcpSession } from "./client";
 import type { McpServerSpec } from "./declarations";

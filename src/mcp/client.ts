@@ -17,9 +17,9 @@ import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontex
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/cfworker";
 import { ConnectionRefError, connectionHeaderValue } from "../connectors/token-resolution";
-import type { Env } from "../env";
-import { type OutboundPolicy, checkOutboundUrl } from "../net/address-guard";
-import type { Settings } from "../settings/settings";
+import type { Env } from "../platform/env";
+import { type OutboundPolicy, checkOutboundUrl } from "../platform/net/address-guard";
+import type { Settings } from "../platform/settings/settings";
 import { EnvRefError, resolveCallHeaders } from "../targets/env-refs";
 import { urlOrigin } from "../targets/origin-lock";
 import { MAX_RESPONSE_BYTES } from "../targets/outbound";

@@ -6,9 +6,9 @@
  */
 import { z } from "zod";
 import { assertConnectionsLendable, sentTo } from "../connectors/references";
-import type { EnvVars } from "../env";
-import { badRequest, notFound } from "../http/errors";
-import type { Settings } from "../settings/settings";
+import type { EnvVars } from "../platform/env";
+import { badRequest, notFound } from "../platform/http/errors";
+import type { Settings } from "../platform/settings/settings";
 import { headerConnections } from "../targets/env-refs";
 import type { McpContext } from "./client";
 import { McpServerDeclaration, McpServerView, checkMcpDeclaration, mcpServerView, specOf } from "./declarations";

@@ -7,9 +7,9 @@
  */
 import { z } from "zod";
 import { assertConnectorStoreFor } from "../connectors/references";
-import type { EnvVars } from "../env";
+import type { EnvVars } from "../platform/env";
 import { RESERVED_SERVER_TITLES } from "./names";
-import type { Settings } from "../settings/settings";
+import type { Settings } from "../platform/settings/settings";
 import { assertReferencesMayGo, headerConnections, headerReferences, headersSchema, redactHeaders } from "../targets/env-refs";
 import { assertDeclaredUrl, endpointUrlSchema } from "../targets/urls";
 

@@ -19,9 +19,9 @@
  */
 import { z } from "zod";
 import { sealText, openText, sealingRing, settingsKeyRing } from "../config/secrets";
-import { type EnvVars, envVar } from "../env";
-import { badRequest } from "../http/errors";
-import type { ConfigSettings } from "../settings/config-settings";
+import { type EnvVars, envVar } from "../platform/env";
+import { badRequest } from "../platform/http/errors";
+import type { ConfigSettings } from "../platform/settings/config-settings";
 import {
   REFERENCE_RULE,
   SECRET_REFERENCE_ALLOWLIST_SETTING,
@@ -29,8 +29,8 @@ import {
   isReferenceable,
   referenceMayGoTo,
   splitAllowlist,
-} from "../settings/secret-references";
-import type { Settings } from "../settings/settings";
+} from "../platform/settings/secret-references";
+import type { Settings } from "../platform/settings/settings";
 import { EnvRefError, type HeaderSpec, headerReferences } from "../targets/env-refs";
 import { urlOrigin } from "../targets/origin-lock";
 import { listMcpServers } from "./store";

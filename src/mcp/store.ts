@@ -5,8 +5,8 @@
  */
 import { z } from "zod";
 import { assertConnectionsLendable, sentTo } from "../connectors/references";
-import type { ProviderDescriptor } from "../settings/connector-settings";
-import { notFound } from "../http/errors";
+import type { ProviderDescriptor } from "../platform/settings/connector-settings";
+import { notFound } from "../platform/http/errors";
 import { parseStored } from "../platform/persistence/stored-json";
 import { headerConnections } from "../targets/env-refs";
 import type { JsonSchema } from "../targets/json-schema";

@@ -1,7 +1,7 @@
 /**
  * A notification's channel send (spec §4.9; platform-facts A1 steps 6 and 9): one attempt, no
  * retry, through the same adapters, planner and rich senders as a thread's delivery machine
- * (src/thread/delivery.ts): `planOutbound` splits the message into chunks by the channel's
+ * (src/conversations/thread/delivery.ts): `planOutbound` splits the message into chunks by the channel's
  * `max_message_chars` and appends the rich part's provider requests; each step goes out with
  * `sendOutboundStep`, bounded by `delivery_send_timeout_seconds`.
  *
@@ -26,10 +26,10 @@ import { type OutboundStep, planOutbound, sendOutboundStep } from "../channels/r
 import type { RichPart } from "../channels/rich/types";
 import { SLACK_ENV } from "../channels/slack";
 import { TELEGRAM_ENV, telegramBotId } from "../channels/telegram";
-import type { Env } from "../env";
-import { HttpError, badRequest } from "../http/errors";
-import { edgeFetch } from "../net/edge-fetch";
-import type { Settings } from "../settings/settings";
+import type { Env } from "../platform/env";
+import { HttpError, badRequest } from "../platform/http/errors";
+import { edgeFetch } from "../platform/net/edge-fetch";
+import type { Settings } from "../platform/settings/settings";
 
 /** A send that passed every check, ready to go out. */
 export interface PreparedSend {

@@ -12,8 +12,8 @@
 import { z } from "zod";
 import { Attachment, LocationInput, Location, MAX_ATTACHMENTS, MAX_URL, MediaKind, inferKind } from "../channels/media";
 import { RichTemplate } from "../channels/rich/types";
-import { JsonObject, jsonObjectSchema } from "../http/bounded-json";
-import { identifierSchema, isIntactIdentifier, nonBlankText } from "../http/identifiers";
+import { JsonObject, jsonObjectSchema } from "../platform/http/bounded-json";
+import { identifierSchema, isIntactIdentifier, nonBlankText } from "../platform/http/identifiers";
 import { compositionIssues } from "./composition";
 
 /** Field caps of platform-facts A1. */

@@ -1,12 +1,12 @@
 /**
  * The internal notifications sink (platform-facts A1 "Internal sink"): every recorded notification
  * goes to the shared feed, and one with an `audience` also to that identity's own feed. Each feed
- * is its own NotificationFeed object (src/contracts/notification-rpc.ts), so a busy identity never
+ * is its own NotificationFeed object (src/notifications/rpc.ts), so a busy identity never
  * waits behind another, and the shared feed's writes are one small SQLite insert each.
  */
-import { type FeedPush, SHARED_FEED, identityFeed, notificationFeedStub } from "../contracts/notification-rpc";
-import type { Env } from "../env";
-import type { NotificationSettings } from "../settings/notification-settings";
+import { type FeedPush, SHARED_FEED, identityFeed, notificationFeedStub } from "./rpc";
+import type { Env } from "../platform/env";
+import type { NotificationSettings } from "../platform/settings/notification-settings";
 import type { Notification } from "./schemas";
 
 /**
@@ -26,7 +26,7 @@ export async function recordNotification(env: Env, s: NotificationSettings, n: N
 
 /**
  * The feed a reader sees, newest first, as one JSON array text. An identity feed is read from
- * `since` on, the start of the reader's key lineage (src/auth/identity.ts): what was addressed to
+ * `since` on, the start of the reader's key lineage (src/access-control/identity.ts): what was addressed to
  * the user_id before was another holder's, or nobody's.
  */
 export function readFeed(env: Env, s: NotificationSettings, feed: { kind: "shared" } | { kind: "identity"; user_id: string }, since: string): Promise<string> {

@@ -7,8 +7,8 @@
  * restricted caller gets its own runs' figures only; the deployment-wide ones are null for it.
  */
 import { z } from "zod";
-import { type Holder, sinceMs } from "../auth/identity";
-import { RUN_KINDS, RUN_OUTCOMES, type RunKind, type RunOutcome } from "../contracts/run-trace";
+import { type Holder, sinceMs } from "../access-control/identity";
+import { RUN_KINDS, RUN_OUTCOMES, type RunKind, type RunOutcome } from "./runs/run-trace";
 import { SHED_COUNTER } from "./shed-counter";
 
 const counts = z.object(Object.fromEntries(RUN_OUTCOMES.map((o) => [o, z.number().int()])) as Record<RunOutcome, z.ZodNumber>).strict();
@@ -89,7 +89,7 @@ export function nearestRank(sorted: number[], p: number): number | null {
 
 /**
  * Reads the metrics for the window [nowMs - seconds, nowMs). `principal`: count only that caller's
- * runs, from its key lineage's start on (src/auth/identity.ts).
+ * runs, from its key lineage's start on (src/access-control/identity.ts).
  */
 export async function readMetrics(db: D1Database, window: string, seconds: number, nowMs: number, principal: Holder | null): Promise<Metrics> {
   const from = nowMs - seconds * 1000;

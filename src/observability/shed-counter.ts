@@ -8,8 +8,8 @@
  * dies inside that second (the figure is then a lower bound; the docs say so).
  */
 import { waitUntil } from "cloudflare:workers";
-import { type CounterDelta, counterShard } from "../contracts/shard-rpc";
-import type { Env } from "../env";
+import { type CounterDelta, counterShard } from "../shards/rpc";
+import type { Env } from "../platform/env";
 
 /** How long counts gather in the isolate before they are handed to the shards. */
 export const SHED_FLUSH_DELAY_MS = 1000;

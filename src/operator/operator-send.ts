@@ -5,19 +5,19 @@
  * No turn runs; the mode is neither required nor changed, and the override's TTL is refreshed by
  * the thread object when it indexes the record.
  */
-import { handOver } from "../bridge/admission";
-import { mintArrival } from "../bridge/arrival";
+import { handOver } from "../conversations/door/admission";
+import { mintArrival } from "../conversations/door/arrival";
 import { maxCharsFor } from "../channels/chunking";
-import type { AnswerRecord } from "../bridge/record";
-import { type RouteRow, getRoute } from "../bridge/routes-store";
-import { threadStub } from "../bridge/stubs";
-import type { PersonView } from "../contracts/person-rpc";
+import type { AnswerRecord } from "../conversations/model/record";
+import { type RouteRow, getRoute } from "../conversations/model/routes-store";
+import { threadStub } from "../conversations/door/stubs";
+import type { PersonView } from "../persons/rpc";
 import { adapterFor } from "../channels/registry";
 import { planOutbound } from "../channels/rich/outbound";
 import { type RichPart, richPartOf } from "../channels/rich/types";
-import type { Env } from "../env";
-import { HttpError, badRequest } from "../http/errors";
-import type { Settings } from "../settings/settings";
+import type { Env } from "../platform/env";
+import { HttpError, badRequest } from "../platform/http/errors";
+import type { Settings } from "../platform/settings/settings";
 import { agentKeepsMemory, appendAgentMemory } from "../targets/agents/run";
 import { createTargetContext } from "../targets/context";
 import type { OperatorSendBody } from "./schemas";
@@ -149,7 +149,7 @@ export async function sendOperatorMessage(
   // A poll-only api route has nothing to deliver to: the stored answer is its delivery.
   const status = route.door === "api" && !route.callback_url ? "delivered" : "pending_delivery";
   // No rate token and no queue check: an operator answers, it does not start a turn (the preset skips the queue).
-  // The door's route read serves the first delivery attempt (src/bridge/route-reads.ts, rule 3).
+  // The door's route read serves the first delivery attempt (src/conversations/model/route-reads.ts, rule 3).
   await handOver(env, arrival, {
     waitMs: 0,
     preset: { status, outcome: { answer_status: "answered", answer: body.text, error: null } },

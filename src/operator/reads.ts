@@ -4,12 +4,12 @@
  * records are read from each thread's object. Scans are bounded so a page costs a bounded amount
  * of work whatever the route's size; a page that spent its budget says `truncated: true`.
  */
-import { type AnswerRecord, project } from "../bridge/record";
-import { threadStub } from "../bridge/stubs";
-import { PERSON_PREFIX, routePrefix } from "../bridge/thread-id";
-import type { Env } from "../env";
-import { HttpError } from "../http/errors";
-import { type Page, type Window, toPage } from "../http/paging";
+import { type AnswerRecord, project } from "../conversations/model/record";
+import { threadStub } from "../conversations/door/stubs";
+import { PERSON_PREFIX, routePrefix } from "../conversations/model/thread-id";
+import type { Env } from "../platform/env";
+import { HttpError } from "../platform/http/errors";
+import { type Page, type Window, toPage } from "../platform/http/paging";
 
 /** Threads a filtered listing or a search examines at most. */
 export const THREAD_SCAN_BUDGET = 500;

@@ -4,13 +4,13 @@
  * is written; whether a channel can carry the part is decided at delivery (see channels/rich).
  */
 import { z } from "zod";
-import { AnswerRecordView, DELIVERY_STATUSES } from "../bridge/record";
-import { waitSecondsSchema } from "../bridge/schemas";
+import { AnswerRecordView, DELIVERY_STATUSES } from "../conversations/model/record";
+import { waitSecondsSchema } from "../conversations/model/schemas";
 import { Mode } from "../conversations/model/kinds";
 import { MAX_OPTION_ROWS, RichPart } from "../channels/rich/types";
-import { jsonObjectSchema } from "../http/bounded-json";
-import { identifierSchema, intactIdentifier, nonBlankText } from "../http/identifiers";
-import { pageSchema, pagingQuery } from "../http/paging";
+import { jsonObjectSchema } from "../platform/http/bounded-json";
+import { identifierSchema, intactIdentifier, nonBlankText } from "../platform/http/identifiers";
+import { pageSchema, pagingQuery } from "../platform/http/paging";
 
 export const MAX_OPERATOR_TEXT = 100_000;
 

@@ -6,12 +6,12 @@
  * synchronous part for route-keyed ids and answers 404 "person not found on this route" for every
  * person thread.
  */
-import type { RouteRow } from "../bridge/routes-store";
-import type { PersonView } from "../contracts/person-rpc";
+import type { RouteRow } from "../conversations/model/routes-store";
+import type { PersonView } from "../persons/rpc";
 import type { Door } from "../conversations/model/kinds";
-import type { Env } from "../env";
-import { HttpError, badRequest } from "../http/errors";
-import { parseThreadId } from "../bridge/thread-id";
+import type { Env } from "../platform/env";
+import { HttpError, badRequest } from "../platform/http/errors";
+import { parseThreadId } from "../conversations/model/thread-id";
 import { directoryOfPerson } from "../persons/person-lookup";
 
 export type GuardedThread = { thread_id: string; rest: string };

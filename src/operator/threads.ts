@@ -1,20 +1,20 @@
 /** Thread forget and control mode (spec §3.2, §4.6, §4.7; decisions §10). */
-import { dropThreadListing } from "../bridge/indexes";
-import { allShards } from "../contracts/shard-rpc";
-import { personDefaultMode } from "../bridge/mode-store";
+import { dropThreadListing } from "../conversations/door/indexes";
+import { allShards } from "../shards/rpc";
+import { personDefaultMode } from "../conversations/model/mode";
 import type { Mode } from "../conversations/model/kinds";
-import { type RouteRow, manualRoutesOfTarget } from "../bridge/routes-store";
-import type { PersonView } from "../contracts/person-rpc";
-import { threadStub } from "../bridge/stubs";
-import { personThreadId } from "../bridge/thread-id";
+import { type RouteRow, manualRoutesOfTarget } from "../conversations/model/routes-store";
+import type { PersonView } from "../persons/rpc";
+import { threadStub } from "../conversations/door/stubs";
+import { personThreadId } from "../conversations/model/thread-id";
 import { directoryOfPerson } from "../persons/person-lookup";
-import { stateStoreStub } from "../contracts/state-rpc";
+import { stateStoreStub } from "../states/rpc";
 import { stateNames } from "../states/declarations";
-import type { Env } from "../env";
-import { conflict } from "../http/errors";
-import type { Settings } from "../settings/settings";
+import type { Env } from "../platform/env";
+import { conflict } from "../platform/http/errors";
+import type { Settings } from "../platform/settings/settings";
 import { createTargetContext } from "../targets/context";
-import { dropThreadRuns, dropUserRuns } from "../runs/runs-table";
+import { dropThreadRuns, dropUserRuns } from "../observability/runs/runs-table";
 
 /**
  * Forgets a thread outright: its records with their run traces, unpushed index notes, mode override

@@ -6,11 +6,11 @@
  * the old key finishes there. A non-multichannel route never gets here: its door read found no
  * config, or one with `multichannel: false`.
  */
-import type { TurnInbound } from "../bridge/payload";
-import type { RouteRow } from "../bridge/routes-store";
-import { personThreadId } from "../bridge/thread-id";
-import { type PersonDirectoryRpc, type PersonView, personDirectoryStub } from "../contracts/person-rpc";
-import type { Env } from "../env";
+import type { TurnInbound } from "../conversations/model/payload";
+import type { RouteRow } from "../conversations/model/routes-store";
+import { personThreadId } from "../conversations/model/thread-id";
+import { type PersonDirectoryRpc, type PersonView, personDirectoryStub } from "./rpc";
+import type { Env } from "../platform/env";
 import { type DoorAddress, canonicalLocale } from "./pairing";
 import type { TargetConversationConfig } from "./target-configs";
 

@@ -1,10 +1,10 @@
 /**
  * Finds a person by id alone (the person doors carry no target): the `person` ledger entry names
- * the PersonDirectory that holds it (src/contracts/shard-rpc.ts).
+ * the PersonDirectory that holds it (src/shards/rpc.ts).
  */
-import { type PersonDirectoryRpc, personDirectoryStub } from "../contracts/person-rpc";
-import { ledgerShard, personKey } from "../contracts/shard-rpc";
-import type { Env } from "../env";
+import { type PersonDirectoryRpc, personDirectoryStub } from "./rpc";
+import { ledgerShard, personKey } from "../shards/rpc";
+import type { Env } from "../platform/env";
 import { TargetKind } from "../conversations/model/kinds";
 
 /** The directory holding person `personId`, or null when no directory lists it. */

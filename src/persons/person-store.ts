@@ -4,7 +4,7 @@
  * functions over the object's storage; the object runs each verb in one implicit transaction, so a
  * merge or an erase is atomic.
  */
-import type { PersonAddress, PersonView } from "../contracts/person-rpc";
+import type { PersonAddress, PersonView } from "./rpc";
 import { z } from "zod";
 import { TargetKind } from "../conversations/model/kinds";
 import { parseStored } from "../platform/persistence/stored-json";

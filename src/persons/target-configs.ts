@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import { type TargetKind, targetKindRefusing } from "../conversations/model/kinds";
-import { intactIdentifier } from "../http/identifiers";
+import { intactIdentifier } from "../platform/http/identifiers";
 import { parseStored } from "../platform/persistence/stored-json";
 import { StateBinding } from "../states/state-binding";
 import { parseGreetingTemplate } from "./greeting-template";
@@ -80,7 +80,7 @@ export function putConfigStatement(db: D1Database, config: TargetConversationCon
 
 /**
  * Creates or replaces `config`, recording `storedBy` as its writer (its state binding runs bounded
- * by that key: src/auth/stored-by.ts); true when it did not exist before. One statement, so no partial write.
+ * by that key: src/access-control/stored-by.ts); true when it did not exist before. One statement, so no partial write.
  */
 export async function putConfig(db: D1Database, config: TargetConversationConfig, nowIso: string, storedBy: string): Promise<boolean> {
   const [existed] = await db.batch<{ n: number }>([

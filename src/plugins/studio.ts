@@ -11,7 +11,7 @@
  * lets only this origin's console frame it. Bundle contract `bridge-declarations` 1 carries no
  * assets, so a marketplace install never writes here.
  */
-import { notFound } from "../http/errors";
+import { notFound } from "../platform/http/errors";
 import { type ListOptions, viewOf } from "../storage/objects";
 import { extensionOf, typeForExtension } from "../storage/content-types";
 import { storagePathProblem } from "../storage/paths";

@@ -12,14 +12,14 @@
  * Empty `schedule_kwargs` runs the tool once, now, as a background run of the bound key, and keeps
  * no schedule (nothing recurs, so nothing is listed; the answer carries the run id).
  */
-import { heldBy, holderOf } from "../auth/identity";
-import { bindExecutionKey } from "../auth/pass-role";
-import type { Principal } from "../auth/principal";
-import { scheduleStub } from "../contracts/schedule-rpc";
-import type { Env } from "../env";
-import type { JsonObject } from "../http/bounded-json";
-import { HttpError, badRequest, forbidden, notFound } from "../http/errors";
-import type { Settings } from "../settings/settings";
+import { heldBy, holderOf } from "../access-control/identity";
+import { bindExecutionKey } from "../access-control/pass-role";
+import type { Principal } from "../access-control/principal";
+import { scheduleStub } from "./rpc";
+import type { Env } from "../platform/env";
+import type { JsonObject } from "../platform/http/bounded-json";
+import { HttpError, badRequest, forbidden, notFound } from "../platform/http/errors";
+import type { Settings } from "../platform/settings/settings";
 import { checkRunBinding } from "../tool-runs/binding-check";
 import { assertMayBind } from "../states/binding-refs";
 import { authorizeToolRun } from "../tool-runs/execute";

@@ -6,7 +6,7 @@
  * delete door removes it.
  */
 import { z } from "zod";
-import type { Holder } from "../auth/identity";
+import type { Holder } from "../access-control/identity";
 import { CountRow, batch, d1, list, rowsOf, run, sql } from "../platform/persistence/d1";
 import { type ScheduleState, type ScheduleView, specColumnValues, storedScheduleRow } from "./record";
 
@@ -33,7 +33,7 @@ const Listed = storedScheduleRow(z.string());
 
 /**
  * Schedules by name, paged; `createdBy` narrows to one creator's lineage (a restricted caller's
- * listing: made by its user_id since its key lineage began, src/auth/identity.ts; `updated_at`
+ * listing: made by its user_id since its key lineage began, src/access-control/identity.ts; `updated_at`
  * is set with `created_by`).
  */
 export async function listSchedules(

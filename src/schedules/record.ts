@@ -6,7 +6,7 @@
  * object remembers.
  */
 import { z } from "zod";
-import { JsonObject } from "../http/bounded-json";
+import { JsonObject } from "../platform/http/bounded-json";
 import { StateBinding } from "../states/state-binding";
 import { jsonColumn } from "../platform/persistence/stored-json";
 

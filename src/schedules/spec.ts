@@ -6,8 +6,8 @@
  * the one five-field expression both spellings compile to.
  */
 import { z } from "zod";
-import { userIdSchema } from "../auth/schemas";
-import { type JsonObject, MAX_KWARGS_BYTES, boundedJsonObject } from "../http/bounded-json";
+import { userIdSchema } from "../access-control/schemas";
+import { type JsonObject, MAX_KWARGS_BYTES, boundedJsonObject } from "../platform/http/bounded-json";
 import { StateBinding } from "../states/state-binding";
 import { isMaintenanceTool } from "../tool-runs/maintenance";
 import { RunToolName } from "../tool-runs/submit";

@@ -5,9 +5,9 @@
  * push, and any failure is swallowed: a console missing a notice catches up at its next read,
  * while a push that failed would hold the thread's outbox. No D1 statement is involved.
  */
-import { consoleHubStub } from "../contracts/console-hub-rpc";
-import type { ListingPush } from "../contracts/shard-rpc";
-import type { Env } from "../env";
+import { consoleHubStub } from "../console/rpc";
+import type { ListingPush } from "./rpc";
+import type { Env } from "../platform/env";
 import { noticesOfPush } from "../console/notices";
 
 export function announceToConsoles(env: Env, p: ListingPush, waitUntil: (work: Promise<unknown>) => void): void {

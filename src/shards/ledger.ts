@@ -1,9 +1,9 @@
 /**
- * An IndexShard's ledger (src/contracts/shard-rpc.ts): keyed entries with an optional expiry, in
+ * An IndexShard's ledger (src/shards/rpc.ts): keyed entries with an optional expiry, in
  * the shard's own SQLite. An expired entry reads as absent and is replaced by the next claim; the
  * shard's alarm reclaims expired rows. Plain synchronous functions over the shard's storage.
  */
-import type { LedgerEntry, LedgerKey } from "../contracts/shard-rpc";
+import type { LedgerEntry, LedgerKey } from "./rpc";
 import { type ObjectSchema, migrateSchema, objectSql } from "../platform/persistence/object-sql";
 
 /**

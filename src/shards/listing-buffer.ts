@@ -14,13 +14,19 @@
  * removal of rows whose traces were pruned, the metrics counters (added up per minute, name and
  * label while buffered) and each listed thread's load (queue depth, delivery backlog: written
  * from the listing row to `thread_loads`). A summary row counts as one update against the batch,
- * like a settled turn; each kind is one statement per chunk (src/runs/runs-table.ts), so a turn
+ * like a settled turn; each kind is one statement per chunk (src/observability/runs/runs-table.ts), so a turn
  * adds a row to a statement of a batch, never a statement or a batch of its own.
  */
-import { type CounterDelta, type ListingPush, ListingRow, FailedRow, RunRow } from "../contracts/shard-rpc";
+import { type CounterDelta, type ListingPush, ListingRow, FailedRow, RunRow } from "./rpc";
 import { parseStored } from "../platform/persistence/stored-json";
-import { listingStatements } from "../bridge/indexes";
-import { addCountersStatement, deleteRunsStatement, pruneCountersStatement, threadLoadsStatements, upsertRunsStatement } from "../runs/runs-table";
+import { listingStatements } from "../conversations/door/indexes";
+import {
+  addCountersStatement,
+  deleteRunsStatement,
+  pruneCountersStatement,
+  threadLoadsStatements,
+  upsertRunsStatement,
+} from "../observability/runs/runs-table";
 import { type ObjectSchema, migrateSchema } from "../platform/persistence/object-sql";
 
 /** How often a shard's flush also reclaims old counters (at most, per shard instance). */

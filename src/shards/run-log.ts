@@ -1,10 +1,10 @@
 /**
  * An IndexShard's run log: the full traces of runs outside any thread (tool runs,
- * agent runs, hook fires; src/runs/recorder.ts), kept in the shard's SQLite until their expiry
+ * agent runs, hook fires; src/observability/runs/recorder.ts), kept in the shard's SQLite until their expiry
  * (`RUNS_TRACE_RETENTION_SECONDS` after the run started). A turn's trace lives in its thread object
  * instead. Plain synchronous functions over the shard's storage; the shard's alarm prunes.
  */
-import { RunTrace } from "../contracts/run-trace";
+import { RunTrace } from "../observability/runs/run-trace";
 import { parseStored } from "../platform/persistence/stored-json";
 import { type ObjectSchema, migrateSchema } from "../platform/persistence/object-sql";
 

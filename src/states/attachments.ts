@@ -6,12 +6,12 @@
  * schema (overlapping paths 409) and mirrors nothing else. The D1 listing gets the new view.
  */
 import { z } from "zod";
-import { stateStoreStub, type StateView } from "../contracts/state-rpc";
-import type { Env } from "../env";
-import { HttpError, badRequest } from "../http/errors";
-import { type JsonObject, boundedJsonObject, MAX_JSON_BYTES } from "../http/bounded-json";
-import { intactIdentifier } from "../http/identifiers";
-import { JqError, jqRun } from "../jq/engine";
+import { stateStoreStub, type StateView } from "./rpc";
+import type { Env } from "../platform/env";
+import { HttpError, badRequest } from "../platform/http/errors";
+import { type JsonObject, boundedJsonObject, MAX_JSON_BYTES } from "../platform/http/bounded-json";
+import { intactIdentifier } from "../platform/http/identifiers";
+import { JqError, jqRun } from "../platform/jq/engine";
 import { checkAgainstSchema } from "../targets/json-schema";
 import { substituteParameters } from "./compose";
 import { refusal } from "./refusals";

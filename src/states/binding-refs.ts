@@ -5,8 +5,8 @@
  * state needs `states:read`; `updates` write records and `templates` attach templates to the state,
  * so either needs `states:write`. Pure.
  */
-import type { Principal } from "../auth/principal";
-import { type StoredRef, assertMayStore } from "../auth/stored-by";
+import type { Principal } from "../access-control/principal";
+import { type StoredRef, assertMayStore } from "../access-control/stored-by";
 import type { StateAttach, StateBinding } from "./state-binding";
 
 function attachRefs(attach: StateAttach): StoredRef[] {

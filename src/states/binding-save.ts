@@ -7,12 +7,12 @@
  * and compiles as jq. The first problem refuses the save with nothing stored. Messages name the
  * attach by position, not by name.
  */
-import { stateStoreStub } from "../contracts/state-rpc";
-import type { Env } from "../env";
-import { HttpError, badRequest } from "../http/errors";
-import { JqError, jqCompile } from "../jq/engine";
-import { renderTemplatedText, type TemplatedText } from "../templating/templated-text";
-import type { JsonObject } from "../http/bounded-json";
+import { stateStoreStub } from "./rpc";
+import type { Env } from "../platform/env";
+import { HttpError, badRequest } from "../platform/http/errors";
+import { JqError, jqCompile } from "../platform/jq/engine";
+import { renderTemplatedText, type TemplatedText } from "../templates/templated-text";
+import type { JsonObject } from "../platform/http/bounded-json";
 import { attachTemplate, detachTemplate } from "./attachments";
 import type { StateBinding } from "./state-binding";
 import { StoredProgram, resolveProgram } from "./template-jq";

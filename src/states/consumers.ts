@@ -5,7 +5,7 @@
  * Schedule object is woken; SQLite's JSON functions pick the rows whose binding names the state.
  */
 import { z } from "zod";
-import type { Holder } from "../auth/identity";
+import type { Holder } from "../access-control/identity";
 import { TargetKind } from "../conversations/model/kinds";
 import { TargetConversationConfig } from "../persons/target-configs";
 import { parseStored } from "../platform/persistence/stored-json";

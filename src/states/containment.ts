@@ -5,7 +5,7 @@
  * and its value contained; an array contains another when every element of the other is contained
  * in some element of it; scalars contain only an equal scalar. Pure.
  */
-import type { JsonValue } from "../http/bounded-json";
+import type { JsonValue } from "../platform/http/bounded-json";
 
 export function contains(doc: JsonValue, filter: JsonValue): boolean {
   if (filter === null || typeof filter !== "object") return doc === filter;

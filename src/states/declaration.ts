@@ -8,9 +8,9 @@
  */
 import { type Schema, dereference } from "@cfworker/json-schema";
 import { z } from "zod";
-import { MAX_SCHEMA_BYTES, boundedJsonObject, checkJsonBounds } from "../http/bounded-json";
+import { MAX_SCHEMA_BYTES, boundedJsonObject, checkJsonBounds } from "../platform/http/bounded-json";
 import { jsonSchemaSchema } from "../targets/json-schema";
-import { templatedTextSchema } from "../templating/templated-text";
+import { templatedTextSchema } from "../templates/templated-text";
 
 // ---------------------------------------------------------------------------------------------
 // Names

@@ -3,11 +3,11 @@
  * schema, check it, hand the declaration to the state's object (the truth, which also applies the
  * additive-only rule against its records), then mirror the view into the D1 listing.
  */
-import { type StateStats, type StateView, stateStoreStub } from "../contracts/state-rpc";
-import type { Env } from "../env";
-import { HttpError, badRequest } from "../http/errors";
-import type { JsonObject } from "../http/bounded-json";
-import { renderTemplatedText, type TemplatedText } from "../templating/templated-text";
+import { type StateStats, type StateView, stateStoreStub } from "./rpc";
+import type { Env } from "../platform/env";
+import { HttpError, badRequest } from "../platform/http/errors";
+import type { JsonObject } from "../platform/http/bounded-json";
+import { renderTemplatedText, type TemplatedText } from "../templates/templated-text";
 import { type StateDeclarationBody, canonicalJson, checkBaseSchema, looksLikeTemplatedText } from "./declaration";
 import { savesOnState } from "./pending-saves";
 import { parseStored } from "../platform/persistence/stored-json";

@@ -4,7 +4,7 @@
  * One definition of each stored shape, validated when read back.
  */
 import { z } from "zod";
-import { JsonObject, JsonValue } from "../http/bounded-json";
+import { JsonObject, JsonValue } from "../platform/http/bounded-json";
 import { parseStored } from "../platform/persistence/stored-json";
 import { composeEffectiveSchema } from "./compose";
 import { Regime } from "./ops";

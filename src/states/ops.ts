@@ -55,8 +55,8 @@
  * end up in HTTP answers and logs.
  */
 import { z } from "zod";
-import { intactIdentifier } from "../http/identifiers";
-import { JsonObject, JsonValue, type JsonArray } from "../http/bounded-json";
+import { intactIdentifier } from "../platform/http/identifiers";
+import { JsonObject, JsonValue, type JsonArray } from "../platform/http/bounded-json";
 
 export const MAX_PATH_SEGMENTS = 128;
 export const MAX_OPS = 1000;

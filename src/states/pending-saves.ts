@@ -15,13 +15,13 @@
  * A save holds its subjects: the record search and subject listing report them as `held`, and a
  * later turn's updates to a held subject queue behind it. The rows are written only on this rare
  * path, never on the per-message path: a turn learns whether its target has any outstanding save
- * from its route read (src/bridge/routes-store.ts) and reads which subjects only when it does.
+ * from its route read (src/conversations/model/routes-store.ts) and reads which subjects only when it does.
  */
 import { z } from "zod";
-import { type Subject, stateStoreStub } from "../contracts/state-rpc";
-import type { Env } from "../env";
-import { HttpError, conflict } from "../http/errors";
-import { JsonObject, JsonValue } from "../http/bounded-json";
+import { type Subject, stateStoreStub } from "./rpc";
+import type { Env } from "../platform/env";
+import { HttpError, conflict } from "../platform/http/errors";
+import { JsonObject, JsonValue } from "../platform/http/bounded-json";
 import { parseStored } from "../platform/persistence/stored-json";
 import { StateAttach } from "./state-binding";
 import { BindingError, type PendingItem, applyAttachUpdates, heldKey } from "./turn-binding";

@@ -4,7 +4,7 @@
  * names). A composing path is written through keyed ops only (platform-facts B5), so a whole
  * write that changes what lies at or above a composing path is refused.
  */
-import type { JsonObject, JsonValue } from "../http/bounded-json";
+import type { JsonObject, JsonValue } from "../platform/http/bounded-json";
 import { checkAgainstSchema } from "../targets/json-schema";
 import { canonicalJson } from "./declaration";
 import type { Regime } from "./ops";

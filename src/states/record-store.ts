@@ -9,7 +9,7 @@
  * what cursors page by.
  */
 import { z } from "zod";
-import type { JsonObject } from "../http/bounded-json";
+import type { JsonObject } from "../platform/http/bounded-json";
 import { type ObjectSchema, migrateSchema } from "../platform/persistence/object-sql";
 import { parseStored, storedJsonObject } from "../platform/persistence/stored-json";
 import { Subject, WriteEntry, WriteOrigin } from "./views";

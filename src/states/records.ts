@@ -4,10 +4,10 @@
  * object answers refusals (unknown state 404, kind not declared 400, schema or op violations 400,
  * an effective schema that no longer composes 409) that become the door's status.
  */
-import { type RecordChange, type StateRecord, type Subject, type WriteOrigin, stateStoreStub } from "../contracts/state-rpc";
-import type { Env } from "../env";
-import { HttpError } from "../http/errors";
-import type { JsonObject } from "../http/bounded-json";
+import { type RecordChange, type StateRecord, type Subject, type WriteOrigin, stateStoreStub } from "./rpc";
+import type { Env } from "../platform/env";
+import { HttpError } from "../platform/http/errors";
+import type { JsonObject } from "../platform/http/bounded-json";
 import { directoryOfPerson } from "../persons/person-lookup";
 import { refusal } from "./refusals";
 

@@ -1,6 +1,6 @@
 /** How a StateStore refusal becomes a door's error (one place, shared by every states door). */
-import type { StateRefusal } from "../contracts/state-rpc";
-import { HttpError } from "../http/errors";
+import type { StateRefusal } from "./rpc";
+import { HttpError } from "../platform/http/errors";
 
 export const stateNotFound = () => new HttpError(404, "state not found");
 

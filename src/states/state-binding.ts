@@ -5,8 +5,8 @@
  * that a `template_jq` names a template, and turn-time binding belong to the States area.
  */
 import { z } from "zod";
-import { intactIdentifier } from "../http/identifiers";
-import { templatedTextSchema } from "../templating/templated-text";
+import { intactIdentifier } from "../platform/http/identifiers";
+import { templatedTextSchema } from "../templates/templated-text";
 
 const name = (what: string, max: number) =>
   intactIdentifier(

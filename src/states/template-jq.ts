@@ -6,11 +6,11 @@
  * ordinary write path (regimes and schema enforced). Every run is under the jq budget.
  */
 import { z } from "zod";
-import type { Env } from "../env";
-import { HttpError, badRequest } from "../http/errors";
-import type { JsonObject, JsonValue } from "../http/bounded-json";
-import { JqError, jqRun } from "../jq/engine";
-import { type TemplatedText, renderTemplatedText, templatedTextSchema } from "../templating/templated-text";
+import type { Env } from "../platform/env";
+import { HttpError, badRequest } from "../platform/http/errors";
+import type { JsonObject, JsonValue } from "../platform/http/bounded-json";
+import { JqError, jqRun } from "../platform/jq/engine";
+import { type TemplatedText, renderTemplatedText, templatedTextSchema } from "../templates/templated-text";
 import type { StoredAttachment } from "./effective";
 import { DeltaOp, MAX_OPS } from "./ops";
 

@@ -10,10 +10,10 @@
  * position in the map (`template_jq.1.jq`), never by its name, since names are the caller's text.
  */
 import { z } from "zod";
-import { MAX_KWARGS_BYTES, MAX_SCHEMA_BYTES, boundedJsonObject, boundedJsonValue } from "../http/bounded-json";
-import { HttpError, conflict } from "../http/errors";
-import { JqError, jqCompile } from "../jq/engine";
-import { renderTemplate, templatedTextSchema } from "../templating/templated-text";
+import { MAX_KWARGS_BYTES, MAX_SCHEMA_BYTES, boundedJsonObject, boundedJsonValue } from "../platform/http/bounded-json";
+import { HttpError, conflict } from "../platform/http/errors";
+import { JqError, jqCompile } from "../platform/jq/engine";
+import { renderTemplate, templatedTextSchema } from "../templates/templated-text";
 import { parseStored } from "../platform/persistence/stored-json";
 import { Regime } from "./ops";
 

@@ -18,10 +18,10 @@
  * there first). Every failure throws BindingError, which the turn reports as its error outcome.
  */
 import { z } from "zod";
-import { type StateRecord, type Subject, type WriteOrigin, stateStoreStub } from "../contracts/state-rpc";
-import type { Env } from "../env";
-import type { JsonObject, JsonValue } from "../http/bounded-json";
-import { renderTemplatedText, type TemplatedText } from "../templating/templated-text";
+import { type StateRecord, type Subject, type WriteOrigin, stateStoreStub } from "./rpc";
+import type { Env } from "../platform/env";
+import type { JsonObject, JsonValue } from "../platform/http/bounded-json";
+import { renderTemplatedText, type TemplatedText } from "../templates/templated-text";
 import type { StoredAttachment } from "./effective";
 import { checkPersonSubject } from "./records";
 import type { StateAttach, StateBinding } from "./state-binding";

@@ -1,11 +1,11 @@
 /**
  * The shapes the states doors answer (spec §2.10; platform-facts A3, B5), each a zod
- * schema with its type under the same name: the StateStore contract (src/contracts/state-rpc.ts)
+ * schema with its type under the same name: the StateStore contract (src/states/rpc.ts)
  * speaks these types, and the OpenAPI document is generated from the schemas.
  */
 import { z } from "zod";
 import { TargetKind } from "../conversations/model/kinds";
-import { JsonObject, JsonValue } from "../http/bounded-json";
+import { JsonObject, JsonValue } from "../platform/http/bounded-json";
 
 /** Whose record: a target's subject of some kind (`thread`, `person`, or an operator's own kind). */
 export const Subject = z.object({ target_kind: TargetKind, target_name: z.string(), kind: z.string(), key: z.string() }).describe("StateSubject");

@@ -9,8 +9,8 @@
  * `STORAGE_BUCKET` is env only (the overlay cannot set it), so both ways name the same bucket.
  */
 import { env as workerEnv } from "cloudflare:workers";
-import { notConfigured } from "../http/errors";
-import { parseStorageSettings } from "../settings/storage-settings";
+import { notConfigured } from "../platform/http/errors";
+import { parseStorageSettings } from "../platform/settings/storage-settings";
 
 function isBucket(v: unknown): v is R2Bucket {
   const b = v as R2Bucket | null;

@@ -4,7 +4,7 @@
  * (206, or 416 when unsatisfiable), `If-None-Match` (304), and the headers that keep a browser
  * from running it as a page of this origin.
  */
-import { HttpError, notFound } from "../http/errors";
+import { HttpError, notFound } from "../platform/http/errors";
 import { contentDisposition, isInlineSafe } from "./content-types";
 import { viewOf } from "./objects";
 import { contentRange, decideRange } from "./range";

@@ -6,7 +6,7 @@
  * R2's upload time for both.
  */
 import { z } from "zod";
-import { badRequest } from "../http/errors";
+import { badRequest } from "../platform/http/errors";
 import { OCTET_STREAM } from "./content-types";
 
 /** What the stat, list and upload doors say about an object (never its bytes). */

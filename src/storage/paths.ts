@@ -2,13 +2,13 @@
  * Storage paths (docs/storage.md "Paths"): the one validator every storage, template and plugin
  * door uses, pure. A path is what an R2 key is here: relative, `/`-separated segments, each one
  * non-empty and neither `.` nor `..` (no traversal, no double slash, no leading or trailing
- * slash), no backslash, no control character and no lone surrogate (src/http/identifiers.ts: the
+ * slash), no backslash, no control character and no lone surrogate (src/platform/http/identifiers.ts: the
  * key R2 stores must be the key that was asked for), at most 32 segments of at most 255
  * characters, at most 1024 bytes as UTF-8 (R2's own key limit). Messages name the rule, never the
  * path.
  */
 import { z } from "zod";
-import { isIntactIdentifier } from "../http/identifiers";
+import { isIntactIdentifier } from "../platform/http/identifiers";
 
 export const STORAGE_PATH_MAX_BYTES = 1024;
 export const STORAGE_SEGMENT_MAX_CHARS = 255;

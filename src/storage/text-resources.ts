@@ -11,8 +11,8 @@
  * `DELETE /api/storage/resources/{id}` removes both. The backup's `text-resources` section carries
  * the union, storage winning (src/backup/sections/text-resources.ts).
  */
-import { HttpError } from "../http/errors";
-import { readTextResource } from "../store/text-resources";
+import { HttpError } from "../platform/http/errors";
+import { readTextResource } from "./text-resources-d1";
 import { ambientBucket } from "./bucket";
 import { isTextual } from "./content-types";
 import { type ListOptions, viewOf } from "./objects";

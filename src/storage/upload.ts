@@ -4,7 +4,7 @@
  * extension when absent). The decoded size is checked against `STORAGE_MAX_UPLOAD_BYTES` (413).
  */
 import { z } from "zod";
-import { HttpError, badRequest } from "../http/errors";
+import { HttpError, badRequest } from "../platform/http/errors";
 import { ContentType, inferContentType } from "./content-types";
 import { StoragePath } from "./paths";
 

@@ -9,20 +9,20 @@
  * tool it would be refused. `tools/call` checks the same again and then runs the tool through the
  * one dispatcher, traced as a direct tool run of the caller. A tool outside the app, unregistered
  * or not granted is the same "unknown tool" error, so the endpoint does not reveal which. A tool
- * the app's writer may no longer run is left out the same way (src/auth/stored-by.ts).
+ * the app's writer may no longer run is left out the same way (src/access-control/stored-by.ts).
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { CallToolRequestSchema, type CallToolResult, ErrorCode, ListToolsRequestSchema, McpError, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/cfworker";
-import { type Principal, principalConditionsAllow, principalGrantsRun } from "../auth/principal";
-import type { Env } from "../env";
-import type { JsonValue } from "../http/bounded-json";
+import { type Principal, principalConditionsAllow, principalGrantsRun } from "../access-control/principal";
+import type { Env } from "../platform/env";
+import type { JsonValue } from "../platform/http/bounded-json";
 import { CLIENT_INFO } from "../mcp/client";
-import { tracedDirectRun } from "../runs/direct";
+import { tracedDirectRun } from "../observability/runs/direct";
 import { type DispatchResult, type TargetContext, dispatchTool } from "../targets/dispatch";
 import { allToolSchemas } from "../targets/tools/registry";
-import { storedByRefusal } from "../auth/stored-by";
+import { storedByRefusal } from "../access-control/stored-by";
 import type { ServedApp, SubMcpApp } from "./store";
 
 export interface SubMcpRequest {

@@ -4,9 +4,9 @@
  * this build serves Streamable HTTP only (`transport: "http"`, the default).
  */
 import { z } from "zod";
-import { type KeyWithOwner, keyColumns, parsePrefixedKey } from "../auth/key-store";
-import { storedByUserIdSql } from "../auth/stored-by";
-import { badRequest, notFound } from "../http/errors";
+import { type KeyWithOwner, keyColumns, parsePrefixedKey } from "../access-control/key-store";
+import { storedByUserIdSql } from "../access-control/stored-by";
+import { badRequest, notFound } from "../platform/http/errors";
 import { toolNameSchema } from "../mcp/names";
 import { parseStored } from "../platform/persistence/stored-json";
 
@@ -71,7 +71,7 @@ export interface ServedApp {
 
 /**
  * The app with its writer's key and owner in one statement: each tool is served only while the
- * writer may still run it (src/auth/stored-by.ts), at no round trip beyond the app's own read.
+ * writer may still run it (src/access-control/stored-by.ts), at no round trip beyond the app's own read.
  */
 export async function getServedApp(db: D1Database, slug: string): Promise<ServedApp | null> {
   const r = await db

@@ -1,11 +1,11 @@
 /** What every target runs with. Built from env + settings, never from a Hono context, so the
  * bridge can dispatch from inside a Durable Object. */
-import type { KeyWithOwner } from "../auth/key-store";
+import type { KeyWithOwner } from "../access-control/key-store";
 import type { Mode } from "../conversations/model/kinds";
-import type { Env } from "../env";
+import type { Env } from "../platform/env";
 import type { AskUserInput } from "../interactions/ask";
-import { edgeFetch } from "../net/edge-fetch";
-import type { Settings } from "../settings/settings";
+import { edgeFetch } from "../platform/net/edge-fetch";
+import type { Settings } from "../platform/settings/settings";
 import { type LocalThreadMemory, checkpointStoreFor } from "./checkpoints";
 import type { CheckpointStore } from "./checkpoints/types";
 
@@ -13,7 +13,7 @@ export interface TargetContext {
   env: Env;
   db: D1Database;
   settings: Settings;
-  /** Injected; production passes the network edge (src/net/edge-fetch.ts). */
+  /** Injected; production passes the network edge (src/platform/net/edge-fetch.ts). */
   fetch: typeof fetch;
   now: () => Date;
   /** Present only inside a bridge turn; lets built-ins act on the calling turn's thread. */

@@ -6,14 +6,14 @@
  * against the input schema → run under a deadline → classify the outcome. Failure messages
  * name schema locations, statuses and env var names, never kwargs values or resolved secrets.
  */
-import { authorizeTurn } from "../auth/pass-role";
-import { storedByRefusal } from "../auth/stored-by";
+import { authorizeTurn } from "../access-control/pass-role";
+import { storedByRefusal } from "../access-control/stored-by";
 import { ConnectionRefError, connectionHeaderValue } from "../connectors/token-resolution";
 import { buildApiRequest, sendApiRequest } from "../manifest/api-tool-call";
 import { apiToolOrigin } from "../manifest/api-tool-store";
 import { callMcpTool } from "../mcp/call";
-import { MAX_BODY_BYTES } from "../http/body";
-import { checkJsonBounds } from "../http/bounded-json";
+import { MAX_BODY_BYTES } from "../platform/http/body";
+import { checkJsonBounds } from "../platform/http/bounded-json";
 import { applyExtensions } from "../extensions/apply";
 import type { CallerRef, ExecutionKeyRef, TargetContext } from "./context";
 import { EnvRefError, resolveCallHeaders } from "./env-refs";
@@ -23,7 +23,7 @@ import { mergeKwargs } from "./presets/model";
 import { ToolError } from "./tools/builtins";
 import { type BaseTool, type ResolvedTool, resolveBaseTool, resolveTool } from "./tools/registry";
 import { withTimeout } from "./timeout";
-import { type StepVerdict, noteTargetVersion, timedStep } from "../runs/steps";
+import { type StepVerdict, noteTargetVersion, timedStep } from "../observability/runs/steps";
 
 export type { CallerRef, ExecutionKeyRef, TargetContext } from "./context";
 export { createTargetContext } from "./context";
@@ -147,7 +147,7 @@ export function dispatchStepVerdict(r: DispatchResult): StepVerdict {
 
 /**
  * Dispatches `name` with `kwargs`; see `dispatchUntimed`. When the context is traced (a run's
- * trace, src/runs/steps.ts), the dispatch is recorded as one `tool` step with its timing.
+ * trace, src/observability/runs/steps.ts), the dispatch is recorded as one `tool` step with its timing.
  */
 export async function dispatchTool(ctx: TargetContext, name: string, kwargs: unknown, opts: DispatchOptions = {}): Promise<DispatchResult> {
   return timedStep(ctx, "tool", name, () => dispatchUntimed(ctx, name, kwargs, opts), dispatchStepVerdict);

@@ -14,8 +14,8 @@
  */
 import { z } from "zod";
 import { type ConnectionRef, connectionRefSchema, connectionRefView } from "../connectors/header-ref";
-import { type EnvVars, envVar } from "../env";
-import { badRequest } from "../http/errors";
+import { type EnvVars, envVar } from "../platform/env";
+import { badRequest } from "../platform/http/errors";
 import {
   ORIGINS_RULE,
   REFERENCE_RULE,
@@ -26,8 +26,8 @@ import {
   referenceMayGoTo,
   referenceOriginsOf,
   splitAllowlist,
-} from "../settings/secret-references";
-import type { Settings } from "../settings/settings";
+} from "../platform/settings/secret-references";
+import type { Settings } from "../platform/settings/settings";
 
 export const envRefSchema = z
   .object({

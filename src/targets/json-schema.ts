@@ -5,7 +5,7 @@
  */
 import { type Schema, Validator } from "@cfworker/json-schema";
 import { RE2JS } from "re2js";
-import { MAX_SCHEMA_BYTES, boundedJsonObject } from "../http/bounded-json";
+import { MAX_SCHEMA_BYTES, boundedJsonObject } from "../platform/http/bounded-json";
 
 export type JsonSchema = Record<string, unknown>;
 

@@ -6,7 +6,7 @@
  * its own host and receive a credential it never knew. Moving a declaration to a new origin needs
  * the value entered again (docs/security.md "Where a stored secret may go").
  */
-import { badRequest } from "../http/errors";
+import { badRequest } from "../platform/http/errors";
 import { REDACTED, type HeaderSpec } from "./env-refs";
 
 /** The origin a URL sends to, e.g. `https://api.example.com:8443`; null when it does not parse. */

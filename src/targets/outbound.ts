@@ -4,9 +4,9 @@
  * endpoint's label and HTTP status only: never the URL (it may hold tokens), request headers,
  * the response body or the platform's error text.
  */
-import { readStreamCapped } from "../http/body";
-import { type OutboundPolicy, checkOutboundUrl } from "../net/address-guard";
-import { checkJsonBounds } from "../http/bounded-json";
+import { readStreamCapped } from "../platform/http/body";
+import { type OutboundPolicy, checkOutboundUrl } from "../platform/net/address-guard";
+import { checkJsonBounds } from "../platform/http/bounded-json";
 import { withTimeout } from "./timeout";
 
 /** Largest response body read from an endpoint. */

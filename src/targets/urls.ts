@@ -1,7 +1,7 @@
 import { z } from "zod";
-import { badRequest } from "../http/errors";
-import { checkOutboundUrl } from "../net/address-guard";
-import type { Settings } from "../settings/settings";
+import { badRequest } from "../platform/http/errors";
+import { checkOutboundUrl } from "../platform/net/address-guard";
+import type { Settings } from "../platform/settings/settings";
 
 /**
  * An outbound endpoint: absolute http(s) URL with a host and no userinfo (credentials belong in

@@ -11,11 +11,11 @@
  */
 import Mustache from "mustache";
 import { z } from "zod";
-import { HttpError, badRequest, notFound } from "../http/errors";
+import { HttpError, badRequest, notFound } from "../platform/http/errors";
 import { type ListingView, type ObjectView, deleteDir, deleteObject, listObjects, putObject, viewOf } from "../storage/objects";
 import { StoragePath, StoragePrefix, storagePathProblem, storagePrefixProblem } from "../storage/paths";
 import { TEXT_RESOURCE_MAX_BYTES, utf8Text } from "../storage/text-resources";
-import { renderTemplate } from "../templating/templated-text";
+import { renderTemplate } from "./templated-text";
 import { type TemplateAnalysis, TemplateVariable, analyzeTemplate } from "./inference";
 
 export const TEMPLATES_DIR = "templates";

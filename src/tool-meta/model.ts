@@ -4,7 +4,7 @@
  * unique within a row; `hidden` is tri-state: true, false, or null for "the default" (shown).
  */
 import { z } from "zod";
-import { identifierSchema } from "../http/identifiers";
+import { identifierSchema } from "../platform/http/identifiers";
 
 export const MAX_TAGS = 32;
 export const MAX_BADGES = 16;

@@ -5,7 +5,7 @@
  * only while it is empty, a tool row names a folder only while the folder exists, and sibling names
  * are a unique index. The pure checks (src/tool-meta/folders.ts) give the precise refusal first.
  */
-import { badRequest, conflict, notFound } from "../http/errors";
+import { badRequest, conflict, notFound } from "../platform/http/errors";
 import { parseStored } from "../platform/persistence/stored-json";
 import { MAX_FOLDERS, MAX_FOLDER_DEPTH, type ParentMap, depthOf, tooDeepAfterMove, wouldCycle } from "./folders";
 import { mergePatch, type Json } from "./merge-patch";

@@ -5,9 +5,9 @@
  * (400), the binding's templates attached on use. Without the states store: 501
  * `states-not-configured`. Called last, right before the write, since attaching on use writes.
  */
-import type { Env } from "../env";
-import { notConfigured } from "../http/errors";
-import type { Settings } from "../settings/settings";
+import type { Env } from "../platform/env";
+import { notConfigured } from "../platform/http/errors";
+import type { Settings } from "../platform/settings/settings";
 import { checkBindingForSave } from "../states/binding-save";
 import type { StateBinding } from "../states/state-binding";
 

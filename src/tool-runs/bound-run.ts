@@ -1,11 +1,11 @@
 /**
  * A background run with a state binding (spec §2.6: hook registrations and schedule creation carry
  * a StateBinding; docs/hooks.md and docs/schedules.md "State bindings"). The run does what a bound
- * tool turn does (src/bridge/turn-runner.ts), with the run's own identity in place of the turn's:
+ * tool turn does (src/conversations/thread/turn-runner.ts), with the run's own identity in place of the turn's:
  *
  * 1. the execution key is authorized for the tool first, so a key that may not run it reads no state,
  *    and the key that stored the binding must still hold the states grants it needs
- *    (src/auth/stored-by.ts);
+ *    (src/access-control/stored-by.ts);
  * 2. each bound state's subject is read and its injections land in the tool input
  *    (`prepareStates`, target `{tool, <name>}` with no person: a fire has no door that resolved one);
  * 3. the tool is dispatched with that input;
@@ -16,10 +16,10 @@
  * A BindingError at any step fails the run with `error_kind: "state_binding"` and its message
  * (which names the state and the step, never a value).
  */
-import { STORED_BEFORE_RECORDING, readStoredBy, storedByRefusal } from "../auth/stored-by";
-import type { WriteOrigin } from "../contracts/state-rpc";
+import { STORED_BEFORE_RECORDING, readStoredBy, storedByRefusal } from "../access-control/stored-by";
+import type { WriteOrigin } from "../states/rpc";
 import { bindingRefs } from "../states/binding-refs";
-import type { JsonObject, JsonValue } from "../http/bounded-json";
+import type { JsonObject, JsonValue } from "../platform/http/bounded-json";
 import { heldSubjects, queueSave } from "../states/pending-saves";
 import { BindingError, applyStateUpdates, prepareStates } from "../states/turn-binding";
 import { type TargetContext, dispatchTool } from "../targets/dispatch";

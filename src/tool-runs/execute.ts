@@ -2,7 +2,7 @@
  * Running one attempt of a background tool run (docs/tool-runs.md "Who a run runs as").
  * A run executes as its execution key (the submitting caller's own key, or a schedule's bound
  * key), re-read live at the start of every attempt through the same authorizer a bridge turn uses
- * (src/auth/pass-role.ts `authorizeTurn`): the key must still exist, be enabled, carry the
+ * (src/access-control/pass-role.ts `authorizeTurn`): the key must still exist, be enabled, carry the
  * fingerprint it had when the run was submitted or the schedule bound, and grant the tool; its
  * conditions (own, role, owner's role) must allow it without a request. A refusal is the run's
  * `denied` failure. Registry tools go through the one dispatcher; maintenance tools need an admin key.
@@ -13,14 +13,14 @@
  * interaction and waits for its outcome. A state-bound run gets no slot (its writes after the
  * dispatch would have nothing to write), so `ask_user` refuses there.
  */
-import { authorizeTurn } from "../auth/pass-role";
-import type { KeyWithOwner } from "../auth/key-store";
-import { isAdminKey } from "../auth/scopes";
-import type { JsonObject, JsonValue } from "../http/bounded-json";
+import { authorizeTurn } from "../access-control/pass-role";
+import type { KeyWithOwner } from "../access-control/key-store";
+import { isAdminKey } from "../access-control/scopes";
+import type { JsonObject, JsonValue } from "../platform/http/bounded-json";
 import type { AskUserInput } from "../interactions/ask";
 import { canPark } from "../interactions/create";
 import type { InteractionStatus } from "../interactions/record";
-import { timedStep } from "../runs/steps";
+import { timedStep } from "../observability/runs/steps";
 import { type TargetContext, dispatchTool } from "../targets/dispatch";
 import { checkAgainstSchema } from "../targets/json-schema";
 import { MAX_TOOL_TIMEOUT_SECONDS } from "../targets/tools/http-tools";

@@ -6,7 +6,7 @@
  * those stay in the object.
  */
 import { z } from "zod";
-import { type Holder, sinceMs } from "../auth/identity";
+import { type Holder, sinceMs } from "../access-control/identity";
 import { validStored } from "../platform/persistence/stored-json";
 import { type ToolRunListItem, ToolRunOrigin, type ToolRunRow, ToolRunStatus } from "./record";
 

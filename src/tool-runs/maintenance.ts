@@ -11,13 +11,13 @@
  * grant, and their names contain a dot, which no registry tool name may (decisions §4), so they
  * can never shadow or be shadowed by a declared tool.
  */
-import { pruneClaimLinks } from "../auth/claim-links";
-import { pruneThrottle } from "../auth/throttle";
-import { pruneIndexes } from "../bridge/indexes";
+import { pruneClaimLinks } from "../access-control/claim-links";
+import { pruneThrottle } from "../access-control/throttle";
+import { pruneIndexes } from "../conversations/door/indexes";
 import { pruneStarts } from "../connectors/starts";
-import type { Env } from "../env";
-import type { JsonObject, JsonValue } from "../http/bounded-json";
-import type { Settings } from "../settings/settings";
+import type { Env } from "../platform/env";
+import type { JsonObject, JsonValue } from "../platform/http/bounded-json";
+import type { Settings } from "../platform/settings/settings";
 import { pruneStates } from "../states/declarations";
 import { applyDueSaves } from "../states/pending-saves";
 import { sweepCheckpoints } from "../targets/checkpoints/sweep";

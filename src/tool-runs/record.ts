@@ -3,7 +3,7 @@
  * ToolRun object is handed, the record it keeps and answers, and the listing row D1 keeps.
  */
 import { z } from "zod";
-import { JsonObject, JsonValue } from "../http/bounded-json";
+import { JsonObject, JsonValue } from "../platform/http/bounded-json";
 import type { StateBinding } from "../states/state-binding";
 
 /** `waiting`: the run's tool asked a question (ask_user) and the run waits for its interaction to end. */
@@ -18,7 +18,7 @@ export type ToolRunOrigin = z.infer<typeof ToolRunOrigin>;
  * What a run is asked to do, and as whom. `caller` is the run's execution key: the submitting
  * caller's own key (the door), a schedule's or a hook's bound key, or a trigger link's; its live
  * grants are re-checked when the run starts, and the fingerprint must still match
- * (src/auth/pass-role.ts `authorizeTurn`).
+ * (src/access-control/pass-role.ts `authorizeTurn`).
  */
 export interface ToolRunRequest {
   run_id: string;
@@ -39,7 +39,7 @@ export interface ToolRunRequest {
   state_binding?: StateBinding | null;
   /**
    * Who stored the state binding (the hook's or schedule's `created_by`): the binding runs bounded
-   * by that key's live grants (src/auth/stored-by.ts). Absent: no binding.
+   * by that key's live grants (src/access-control/stored-by.ts). Absent: no binding.
    */
   binding_by?: string | null;
 }

@@ -7,8 +7,8 @@
  * that object empty. Times are epoch ms.
  */
 import { z } from "zod";
-import { RunStep } from "../contracts/run-trace";
-import { JsonObject, JsonValue } from "../http/bounded-json";
+import { RunStep } from "../observability/runs/run-trace";
+import { JsonObject, JsonValue } from "../platform/http/bounded-json";
 import { StateBinding } from "../states/state-binding";
 import { jsonColumn, validStored } from "../platform/persistence/stored-json";
 import { type ObjectSchema, columnsOf, migrateSchema } from "../platform/persistence/object-sql";

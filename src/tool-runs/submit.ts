@@ -5,9 +5,9 @@
  * so a listing insert lost to a fault is restored then.
  */
 import { z } from "zod";
-import { toolRunStub } from "../contracts/tool-run-rpc";
-import type { Env } from "../env";
-import type { JsonObject } from "../http/bounded-json";
+import { toolRunStub } from "./rpc";
+import type { Env } from "../platform/env";
+import type { JsonObject } from "../platform/http/bounded-json";
 import { type JsonSchema, checkAgainstSchema } from "../targets/json-schema";
 import { isToolName } from "../mcp/names";
 import { toolSchema } from "../targets/tools/registry";

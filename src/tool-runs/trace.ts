@@ -1,11 +1,11 @@
 /**
  * A background tool run's trace (docs/tool-runs.md "Traces"): one per run, recorded
- * through the runs recorder (src/runs/recorder.ts) when the run ends, whatever the end: a result,
+ * through the runs recorder (src/observability/runs/recorder.ts) when the run ends, whatever the end: a result,
  * a failure, a denial at start, or a run given up after interruptions. The trace id is the run id,
  * so `GET /api/runs?interaction=<run_id>` finds it; a schedule's fire is a run with trigger
  * `schedule`, and a hook's fire a run of kind `hook_fire` with trigger `hook`.
  */
-import type { RunOutcome, RunTraceInput } from "../contracts/run-trace";
+import type { RunOutcome, RunTraceInput } from "../observability/runs/run-trace";
 import type { ToolRunRow } from "./record";
 import type { RunSteps } from "./run-store";
 

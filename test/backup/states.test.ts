@@ -7,7 +7,7 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { stateStoreStub } from "../../src/contracts/state-rpc";
+import { stateStoreStub } from "../../src/states/rpc";
 import { BASE, admin, call, fetchWithEnv, uniq } from "../helpers/http";
 import { count, exported, importDoc } from "./helpers";
 

@@ -6,7 +6,7 @@
  * sealed for a deployment holding the settings key, never in the clear.
  */
 import { describe, expect, it } from "vitest";
-import { hmacSha256, toHex } from "../../src/auth/crypto";
+import { hmacSha256, toHex } from "../../src/access-control/crypto";
 import { readRecord, send } from "../helpers/bridge";
 import { answerOnly, fakeNetwork } from "../helpers/edge";
 import { admin, call, mintKey } from "../helpers/http";

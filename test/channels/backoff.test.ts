@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { backoffDelaySeconds } from "../../src/bridge/backoff";
+import { backoffDelaySeconds } from "../../src/conversations/thread/backoff";
 
 describe("backoffDelaySeconds (decisions §8)", () => {
   it("matches the documented table with the defaults (base 60, max 900)", () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { ChannelConfigError, TOO_LONG_TEXT, maxCharsFor, planChunks, splitMessage } from "../../src/channels/chunking";
-import { HttpError } from "../../src/http/errors";
-import { DEFAULT_MAX_MESSAGE_CHARS } from "../../src/settings/settings";
+import { HttpError } from "../../src/platform/http/errors";
+import { DEFAULT_MAX_MESSAGE_CHARS } from "../../src/platform/settings/settings";
 import { prng } from "./helpers";
 
 const cpLen = (s: string) => [...s].length;

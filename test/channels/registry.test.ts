@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import type { ChannelEnv } from "../../src/channels/adapter";
 import { adapterFor, channelAdapters, channelListing, configuredChannels } from "../../src/channels/registry";
 import { receiveWebhook, webhookAck, webhookOf } from "../../src/channels/webhook";
-import { DEFAULT_MAX_MESSAGE_CHARS } from "../../src/settings/settings";
+import { DEFAULT_MAX_MESSAGE_CHARS } from "../../src/platform/settings/settings";
 import { admin, call, fetchWithEnv, mintKey } from "../helpers/http";
 import { nodeHmacHex, nodeTwilioSignature, webhook } from "./helpers";
 

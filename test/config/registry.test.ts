@@ -1,5 +1,5 @@
 /**
- * The settings registry (src/settings/registry.ts) and the JSON Schema generated from it: the
+ * The settings registry (src/platform/settings/registry.ts) and the JSON Schema generated from it: the
  * registry names exactly the variables the service reads (parseSettings, the channel adapters,
  * bootstrap), so a setting added later without a registry entry fails here; the schema covers
  * every entry, validates the defaults and refuses wrong values.
@@ -11,8 +11,8 @@ import { TELEGRAM_ENV } from "../../src/channels/telegram";
 import { TWILIO_ENV } from "../../src/channels/twilio";
 import { WHATSAPP_ENV } from "../../src/channels/whatsapp";
 import { settingsSchema } from "../../src/config/settings-schema";
-import { SETTINGS, isOverlayable, isSecretSetting, settingDefinition } from "../../src/settings/registry";
-import { parseSettings } from "../../src/settings/settings";
+import { SETTINGS, isOverlayable, isSecretSetting, settingDefinition } from "../../src/platform/settings/registry";
+import { parseSettings } from "../../src/platform/settings/settings";
 import { admin, call, mintKey } from "../helpers/http";
 
 /** The variables parseSettings reads from `base`: every property get on a recording proxy. */
@@ -35,7 +35,7 @@ describe("the settings registry", () => {
     // Family members present, so the family readers (NOTIFICATIONS_FROM_<CHANNEL>) read them too.
     const read = namesRead({ DB: {}, NOTIFICATIONS_FROM_TWILIO: "+1555", NOTIFICATIONS_RECIPIENT_SLACK: "C1" });
     const unknown = [...read].filter((n) => !settingDefinition(n));
-    expect(unknown, "variables parseSettings reads that src/settings/registry.ts does not list").toEqual([]);
+    expect(unknown, "variables parseSettings reads that src/platform/settings/registry.ts does not list").toEqual([]);
     const channelNames = new Set([TWILIO_ENV, WHATSAPP_ENV, TELEGRAM_ENV, SLACK_ENV].flatMap((e) => Object.values(e) as string[]));
     const notRead = exactNames.filter((n) => !read.has(n) && !channelNames.has(n) && n !== "ACCESS_CONTROL_BOOTSTRAP_TOKEN");
     expect(notRead, "registry entries nothing reads").toEqual([]);

@@ -6,7 +6,7 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { sha256Hex } from "../../src/auth/crypto";
+import { sha256Hex } from "../../src/access-control/crypto";
 import { codeChallengeS256 } from "../../src/connectors/pkce";
 import { MAX_OPEN_STARTS, openVerifier, pruneStarts } from "../../src/connectors/starts";
 import { answerOnly, fakeNetwork } from "../helpers/edge";

@@ -6,7 +6,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import type { ConnectorConnection } from "../../durable-objects/connector-connection";
-import { sha256Hex } from "../../src/auth/crypto";
+import { sha256Hex } from "../../src/access-control/crypto";
 import { expect } from "vitest";
 import { codeChallengeS256 } from "../../src/connectors/pkce";
 import { keyRingOf } from "../../src/connectors/sealing";

@@ -8,8 +8,8 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { connectionAccessToken } from "../../src/connectors/token-resolution";
-import type { Env } from "../../src/env";
-import { edgeFetch } from "../../src/net/edge-fetch";
+import type { Env } from "../../src/platform/env";
+import { edgeFetch } from "../../src/platform/net/edge-fetch";
 import { dispatchTool } from "../../src/targets/dispatch";
 import { admin, uniq } from "../helpers/http";
 import { settingsOf, testContext } from "../targets/helpers";

@@ -9,7 +9,7 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { parseProvidersDocument } from "../../src/settings/connector-settings";
+import { parseProvidersDocument } from "../../src/platform/settings/connector-settings";
 import { runAgent } from "../../src/targets/agents/run";
 import { admin, uniq } from "../helpers/http";
 import { MCP_HOST, MCP_URL, localMcpNetwork } from "../mcp/support/local-mcp";

@@ -5,8 +5,8 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { parseProvidersDocument } from "../../src/settings/connector-settings";
-import { parseSettings } from "../../src/settings/settings";
+import { parseProvidersDocument } from "../../src/platform/settings/connector-settings";
+import { parseSettings } from "../../src/platform/settings/settings";
 import { BASE, admin, fetchWithEnv, mintKey } from "../helpers/http";
 import { CLIENT_SECRET, PROVIDERS, VARS, call } from "./helpers";
 

@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { keyId } from "../../src/connectors/sealing";
-import { connectionStub } from "../../src/contracts/connection-rpc";
+import { connectionStub } from "../../src/connectors/rpc";
 import { env } from "cloudflare:workers";
 import { admin, uniq } from "../helpers/http";
 import { NEW_KEY, OLD_KEY, VARS, call, connect, connectorsUser, declareTool, expectNoSecrets, fakeProvider, runTool, storedRows } from "./helpers";

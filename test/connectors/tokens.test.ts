@@ -10,7 +10,7 @@ import { codeChallengeS256 } from "../../src/connectors/pkce";
 import { renderConnectionHeader } from "../../src/connectors/header-ref";
 import { keyId, keyRingOf, seal, unseal } from "../../src/connectors/sealing";
 import { grantOf, requestToken } from "../../src/connectors/token-endpoint";
-import { connectionStub } from "../../src/contracts/connection-rpc";
+import { connectionStub } from "../../src/connectors/rpc";
 import { admin, uniq } from "../helpers/http";
 import { NEW_KEY, OLD_KEY, call, connect, declareTool, expectNoSecrets, fakeProvider, ring, runTool, storedRows } from "./helpers";
 

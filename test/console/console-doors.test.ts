@@ -6,7 +6,7 @@
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { CONSOLE_CSP, cspHash, inlineScripts } from "../../src/console/security-headers";
-import { consoleHubStub } from "../../src/contracts/console-hub-rpc";
+import { consoleHubStub } from "../../src/console/rpc";
 import { ticketHash } from "../../src/console/tickets";
 import { echoRoute, send } from "../helpers/bridge";
 import { BASE, admin, call, mintKey, uniq } from "../helpers/http";

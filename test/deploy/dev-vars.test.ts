@@ -9,8 +9,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { unstable_readConfig } from "wrangler";
 import { afterEach, describe, expect, it } from "vitest";
-import { bootstrapTokenProblem } from "../../src/auth/bootstrap-token";
-import { normalizeKey } from "../../src/settings/sealing-keys";
+import { bootstrapTokenProblem } from "../../src/access-control/bootstrap-token";
+import { normalizeKey } from "../../src/platform/settings/sealing-keys";
 import { REQUIRED_SECRETS, ensureDevVars, parseDevVars } from "../../scripts/dev-vars.mjs";
 
 const ROOT = join(import.meta.dirname, "..", "..");

@@ -12,8 +12,8 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "n
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { PUBLISHED_BOOTSTRAP_TOKENS } from "../../src/auth/bootstrap-token";
-import { normalizeKey } from "../../src/settings/sealing-keys";
+import { PUBLISHED_BOOTSTRAP_TOKENS } from "../../src/access-control/bootstrap-token";
+import { normalizeKey } from "../../src/platform/settings/sealing-keys";
 import {
   PLACEHOLDER_DATABASE_ID,
   PUBLISHED_SEALING_KEYS,

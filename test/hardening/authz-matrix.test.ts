@@ -24,9 +24,9 @@
  *                       other tag and condition false get 403; the admin passes
  *
  * "Passes" means neither 401 nor 403: authorization runs before path, query and body validation
- * (src/http/route.ts), so the door may then answer 400 or 404 for the minimal request sent here.
+ * (src/platform/http/route.ts), so the door may then answer 400 or 404 for the minimal request sent here.
  * One documented refinement beyond the declaration: decisions §2 — an owned key cannot mint keys,
- * and src/routers/auth.ts lets owned keys manage none — so an owned key may get 403 on `auth`
+ * and src/access-control/routes/auth.ts lets owned keys manage none — so an owned key may get 403 on `auth`
  * write doors once the handler runs. Another: the agent run doors need, besides `agents:read`, a
  * run grant for the agent named in the path (docs/targets.md), so a narrow reader may get the
  * generic 403 there once the handler runs.

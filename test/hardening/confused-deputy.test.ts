@@ -4,7 +4,7 @@
  * another key's grants is bounded by the storing key's own grants, checked when stored and again
  * when it runs.
  *
- * 1. Every door declaring `stores` (src/http/route.ts `StoredReference`) is listed, with the figure.
+ * 1. Every door declaring `stores` (src/platform/http/route.ts `StoredReference`) is listed, with the figure.
  * 2. Every body field that looks like a reference (by name and shape from the door's JSON Schema:
  *    a tool name, a tool list, a state binding, an execution key, a URL) must be declared by the
  *    door, or be listed below as not stored with the reason; so a new door is covered the moment
@@ -21,7 +21,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import type { StoredReference } from "../../src/http/route";
+import type { StoredReference } from "../../src/platform/http/route";
 import { fakeNetwork, type EdgeCall } from "../helpers/edge";
 import { fetchWithEnv } from "../helpers/http";
 import { scheduleObject } from "../tool-runs/helpers";

@@ -9,7 +9,7 @@ import { z } from "zod";
 // under test (`exports.default`) runs in this same isolate and module graph, so this is the
 // registry it serves.
 import "../../src/app";
-import { type RouteSpec, registry } from "../../src/http/route";
+import { type RouteSpec, registry } from "../../src/platform/http/route";
 import { fetchWorkerDirect } from "../helpers/direct-fetch";
 import worker from "../../src/index";
 

@@ -21,7 +21,7 @@ import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { createHmac } from "node:crypto";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { setEdgeFetch } from "../../src/net/edge-fetch";
+import { setEdgeFetch } from "../../src/platform/net/edge-fetch";
 import {
   type Answer,
   BASE,

@@ -9,10 +9,10 @@
  */
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import type { Env } from "../../src/env";
+import type { Env } from "../../src/platform/env";
 import { fetchWorkerDirect } from "./direct-fetch";
 import { BASE } from "./http";
-import { SHARD_COUNT, shardStub } from "../../src/contracts/shard-rpc";
+import { SHARD_COUNT, shardStub } from "../../src/shards/rpc";
 import { stubFor } from "./threads";
 
 export type Side = "worker" | "thread" | "shard";

@@ -1,5 +1,5 @@
 import { afterEach } from "vitest";
-import { setEdgeFetch } from "../../src/net/edge-fetch";
+import { setEdgeFetch } from "../../src/platform/net/edge-fetch";
 
 export interface EdgeCall {
   url: string;

@@ -7,7 +7,7 @@
  */
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { SHARD_COUNT, allShards, shardStub } from "../../src/contracts/shard-rpc";
+import { SHARD_COUNT, allShards, shardStub } from "../../src/shards/rpc";
 import { eventually, stubFor } from "./threads";
 
 /** Rows still in thread `threadId`'s outbox. */

@@ -1,7 +1,7 @@
 /** Helpers for the interactions tests: routes that ask, reading the listing and the objects. */
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import type { InteractionRpc } from "../../src/contracts/interaction-rpc";
+import type { InteractionRpc } from "../../src/interactions/rpc";
 import { createRoute } from "../helpers/bridge";
 import { admin, call, mintKey } from "../helpers/http";
 import { eventually } from "../helpers/threads";

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { schemaVersion } from "../../src/platform/persistence/object-sql";
 import { HUB_RING_SCHEMA, lastEventId, migrateRing, trimmedThrough } from "../../src/interactions/hub-ring";
 import { INTERACTION_SCHEMA, migrateInteraction, queuedEvents } from "../../src/interactions/object-store";
-import type { InteractionEventInput } from "../../src/contracts/interaction-rpc";
+import type { InteractionEventInput } from "../../src/interactions/rpc";
 import { inScratchObject } from "../helpers/object-schema";
 
 describe("interaction stores written before versioned schemas", () => {

@@ -16,8 +16,8 @@ import { type InteractionState, askResult, viewFor, visibleTo } from "../../src/
 import { isTicketShaped, mintTicket, ticketExpiry } from "../../src/interactions/tickets";
 import { resumedMessages } from "../../src/targets/agents/llm";
 import { SKIPPED_CALL_RESULT } from "../../src/targets/agents/parked";
-import { mintResume } from "../../src/thread/interaction-turns";
-import { isResumeInbound, resumedInteractionId } from "../../src/thread/parked";
+import { mintResume } from "../../src/conversations/thread/interaction-turns";
+import { isResumeInbound, resumedInteractionId } from "../../src/conversations/thread/parked";
 
 const OPTIONS = effectiveOptions([{ text: "Yes", id: "y" }, { text: "No" }, { text: "Maybe later", description: "ask again" }]);
 

@@ -7,7 +7,7 @@ import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { send } from "../helpers/bridge";
 import { BASE, admin, call, mintKey } from "../helpers/http";
-import type { EventsSince, InteractionEvent, InteractionHubRpc } from "../../src/contracts/interaction-rpc";
+import type { EventsSince, InteractionEvent, InteractionHubRpc } from "../../src/interactions/rpc";
 import { streamInteractionEvents } from "../../src/interactions/stream";
 import { askRoute, pendingOf } from "./helpers";
 

@@ -10,7 +10,7 @@ import { describe, expect, it } from "vitest";
 import { send } from "../helpers/bridge";
 import { admin, call, mintKey } from "../helpers/http";
 import { eventually } from "../helpers/threads";
-import { sha256Hex } from "../../src/auth/crypto";
+import { sha256Hex } from "../../src/access-control/crypto";
 import { askRoute, listedAs, pendingOf, rawObject } from "./helpers";
 
 /** An owned key whose user_id is the audience, so it reads its own notification feed. */

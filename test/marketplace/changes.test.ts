@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import { GuardTripped, applyPlan } from "../../src/marketplace/apply";
 import { RegistryIndex } from "../../src/marketplace/index-format";
 import { planChange } from "../../src/marketplace/plan";
-import { settingsFor } from "../../src/settings/settings";
+import { settingsFor } from "../../src/platform/settings/settings";
 import { admin, call } from "../helpers/http";
 import { type Json, V2, agent, dn, indexOf, mcall, ns, pluginEntry, preset, serveIndex, tool, version } from "./registry-fixtures";
 

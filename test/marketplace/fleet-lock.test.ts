@@ -7,7 +7,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
-import { marketplaceLockStub } from "../../src/contracts/marketplace-rpc";
+import { marketplaceLockStub } from "../../src/marketplace/rpc";
 import { BASE, admin, call, fetchWithEnv } from "../helpers/http";
 
 const M = "/api/marketplace";

@@ -12,8 +12,8 @@ import { RegistryIndex, type RegistryPlugin, refOf } from "../../src/marketplace
 import { decideAcquire, decideRenew, mayRelease, retryAfterSeconds } from "../../src/marketplace/lease";
 import { validateIndex } from "../../src/marketplace/registry";
 import { compareVersions, isPrerelease, isSemver, parseSemver } from "../../src/marketplace/semver";
-import { parseSettings } from "../../src/settings/settings";
-import { HttpError } from "../../src/http/errors";
+import { parseSettings } from "../../src/platform/settings/settings";
+import { HttpError } from "../../src/platform/http/errors";
 
 describe("semantic versions", () => {
   it("parses SemVer 2.0.0 and refuses what is not", () => {

@@ -9,7 +9,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { answerOnly, fakeNetwork } from "../helpers/edge";
 import { admin } from "../helpers/http";
-import { marketplaceLockStub } from "../../src/contracts/marketplace-rpc";
+import { marketplaceLockStub } from "../../src/marketplace/rpc";
 import { REGISTRY_URL, V2, dn, indexOf, mcall, ns, pluginEntry, serveIndex, tool, version } from "./registry-fixtures";
 
 const M = "/api/marketplace";

@@ -6,7 +6,7 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { SHARED_FEED, identityFeed, notificationFeedStub } from "../../src/contracts/notification-rpc";
+import { SHARED_FEED, identityFeed, notificationFeedStub } from "../../src/notifications/rpc";
 import type { NotificationFeed } from "../../durable-objects/notification-feed";
 import { uniq } from "../helpers/http";
 

@@ -7,7 +7,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { SHARED_FEED, identityFeed, notificationFeedStub } from "../../src/contracts/notification-rpc";
+import { SHARED_FEED, identityFeed, notificationFeedStub } from "../../src/notifications/rpc";
 import { NotificationFeedAnswer } from "../../src/notifications/schemas";
 import { type EdgeCall, fakeNetwork } from "../helpers/edge";
 import { BASE, admin, call, fetchWithEnv, mintKey, uniq } from "../helpers/http";

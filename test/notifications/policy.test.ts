@@ -9,7 +9,7 @@ import { compositionIssues } from "../../src/notifications/composition";
 import { richPartOf } from "../../src/channels/rich/types";
 import { mintNotification } from "../../src/notifications/record";
 import { NotificationSendBody } from "../../src/notifications/schemas";
-import { parseNotificationSettings } from "../../src/settings/notification-settings";
+import { parseNotificationSettings } from "../../src/platform/settings/notification-settings";
 
 const opt = (text: string) => ({ text, kind: "reply" as const });
 const media = [{ url: "https://cdn.example/a.png" }];

@@ -6,15 +6,15 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { RunOutcome } from "../../src/contracts/run-trace";
-import { allShards } from "../../src/contracts/shard-rpc";
-import { recordRun } from "../../src/runs/recorder";
+import type { RunOutcome } from "../../src/observability/runs/run-trace";
+import { allShards } from "../../src/shards/rpc";
+import { recordRun } from "../../src/observability/runs/recorder";
 import { send } from "../helpers/bridge";
 import { answerOnly, fakeNetwork } from "../helpers/edge";
 import { admin, call, mintKey } from "../helpers/http";
 import { eventually, makeDue, runAlarm } from "../helpers/threads";
 import { gate } from "../operator/helpers";
-import { declareHttpTool, runsCaughtUp, toolRoute, turn } from "../runs/helpers";
+import { declareHttpTool, runsCaughtUp, toolRoute, turn } from "./runs/helpers";
 
 const flushAll = () => Promise.all(allShards(env).map((s) => s.flush()));
 

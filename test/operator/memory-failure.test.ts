@@ -1,6 +1,6 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { TURN_ERROR_TEXT } from "../../src/bridge/record";
+import { TURN_ERROR_TEXT } from "../../src/conversations/model/record";
 import { createRoute, echoKey, readRecord, send } from "../helpers/bridge";
 import { admin, call } from "../helpers/http";
 import { rawRows, stubFor } from "../helpers/threads";

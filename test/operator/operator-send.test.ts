@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { hmacSha256, toHex } from "../../src/auth/crypto";
+import { hmacSha256, toHex } from "../../src/access-control/crypto";
 import { readRecord, send } from "../helpers/bridge";
 import { mintKey } from "../helpers/http";
 import { eventually, rawRows } from "../helpers/threads";

@@ -5,7 +5,7 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { personDirectoryStub } from "../../src/contracts/person-rpc";
+import { personDirectoryStub } from "../../src/persons/rpc";
 import { createRoute, send } from "../helpers/bridge";
 import { admin, call, mintKey, uniq } from "../helpers/http";
 import { TEST_ENV, postTelegram, postTwilio } from "../helpers/channels";

@@ -6,7 +6,7 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { type Arrival, personDirectoryStub } from "../../src/contracts/person-rpc";
+import { type Arrival, personDirectoryStub } from "../../src/persons/rpc";
 import { redeemLockSeconds } from "../../src/persons/pairing";
 import { uniq } from "../helpers/http";
 

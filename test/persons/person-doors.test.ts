@@ -5,7 +5,7 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { type Arrival, personDirectoryStub } from "../../src/contracts/person-rpc";
+import { type Arrival, personDirectoryStub } from "../../src/persons/rpc";
 import { admin, call, expectNotConfigured, mintKey, uniq } from "../helpers/http";
 import { ledgerRows } from "../helpers/listing";
 

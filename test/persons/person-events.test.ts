@@ -7,7 +7,7 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { personDirectoryStub } from "../../src/contracts/person-rpc";
+import { personDirectoryStub } from "../../src/persons/rpc";
 import { createRoute } from "../helpers/bridge";
 import { postTwilio, postWhatsApp, whatsappText } from "../helpers/channels";
 import { admin, call, mintKey, uniq } from "../helpers/http";

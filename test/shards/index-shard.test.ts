@@ -1,13 +1,13 @@
 /**
- * The IndexShard objects (src/contracts/shard-rpc.ts): the ledger's claim and expiry rules, the
+ * The IndexShard objects (src/shards/rpc.ts): the ledger's claim and expiry rules, the
  * listing buffer's coalescing, batching, lag and failure handling, and thread forget. Driven
  * through the shard's own RPC verbs against real D1, plus the thread outbox's retry.
  */
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { type ListingRow, SHARD_COUNT, ledgerIndex, messageKey, placementHash, shardIndex } from "../../src/contracts/shard-rpc";
-import type { Env } from "../../src/env";
+import { type ListingRow, SHARD_COUNT, ledgerIndex, messageKey, placementHash, shardIndex } from "../../src/shards/rpc";
+import type { Env } from "../../src/platform/env";
 import { createRoute, echoKey, send } from "../helpers/bridge";
 import { listingCaughtUp, outboxRows } from "../helpers/listing";
 import { uniq } from "../helpers/http";

@@ -1,6 +1,6 @@
 /** The pure rules of a state declaration: body shape, base-schema rules, re-declaration rules. */
 import { describe, expect, it } from "vitest";
-import { describeIssues } from "../../src/http/validation";
+import { describeIssues } from "../../src/platform/http/validation";
 import { StateDeclarationBody, StateName, SubjectKind, canonicalJson, checkBaseSchema, isNarrowing, removedKinds } from "../../src/states/declaration";
 
 const base = () => ({

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { JsonObject, JsonValue } from "../../src/http/bounded-json";
+import type { JsonObject, JsonValue } from "../../src/platform/http/bounded-json";
 import {
   type ApplyResult,
   DeltaBatch,

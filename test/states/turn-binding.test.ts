@@ -6,7 +6,7 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { personDirectoryStub } from "../../src/contracts/person-rpc";
+import { personDirectoryStub } from "../../src/persons/rpc";
 import { createRoute, readRecord, send } from "../helpers/bridge";
 import { admin, call, mintKey, uniq } from "../helpers/http";
 import { declareTool, network } from "../operator/helpers";

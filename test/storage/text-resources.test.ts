@@ -6,7 +6,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { resolveText } from "../../src/storage/text-resources";
-import { renderTemplatedText, templatedTextSchema } from "../../src/templating/templated-text";
+import { renderTemplatedText, templatedTextSchema } from "../../src/templates/templated-text";
 import { admin, call, uniq } from "../helpers/http";
 
 async function d1Row(id: string, content: string) {

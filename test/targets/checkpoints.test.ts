@@ -1,7 +1,7 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { Env } from "../../src/env";
+import type { Env } from "../../src/platform/env";
 import { checkpointStoreFor } from "../../src/targets/checkpoints";
 import { appendCheckpoint, checkpointAlarmDue, purgeExpiredCheckpoint, readCheckpoint } from "../../src/targets/checkpoints/thread-memory";
 import { sweepCheckpoints } from "../../src/targets/checkpoints/sweep";

@@ -3,8 +3,8 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { createApp } from "../../src/app";
-import type { Env } from "../../src/env";
-import { parseSettings, type Settings } from "../../src/settings/settings";
+import type { Env } from "../../src/platform/env";
+import { parseSettings, type Settings } from "../../src/platform/settings/settings";
 import { type TargetContext, createTargetContext } from "../../src/targets/dispatch";
 import { BASE, type CallOptions, type CallResult } from "../helpers/http";
 

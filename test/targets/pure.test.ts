@@ -10,7 +10,7 @@ import { ANY_OBJECT_SCHEMA, ANY_SCHEMA, checkAgainstSchema, inputSchemaSchema, j
 import { MAX_RESPONSE_BYTES, callJsonEndpoint } from "../../src/targets/outbound";
 import { carryForward, mergeKwargs, parseVersionSegment, schemaWithoutFixed, versionView } from "../../src/targets/presets/model";
 import { withTimeout } from "../../src/targets/timeout";
-import type { Env } from "../../src/env";
+import type { Env } from "../../src/platform/env";
 
 describe("presets", () => {
   it("fixed kwargs always win over the caller's", () => {

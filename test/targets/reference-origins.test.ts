@@ -11,9 +11,9 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { formatOriginPattern, originAllowed, parseOriginPattern } from "../../src/settings/origin-patterns";
-import { parseReferenceOrigins } from "../../src/settings/secret-references";
-import { parseSettings } from "../../src/settings/settings";
+import { formatOriginPattern, originAllowed, parseOriginPattern } from "../../src/platform/settings/origin-patterns";
+import { parseReferenceOrigins } from "../../src/platform/settings/secret-references";
+import { parseSettings } from "../../src/platform/settings/settings";
 import { runAgent } from "../../src/targets/agents/run";
 import { fakeNetwork } from "../helpers/edge";
 import { admin, call, uniq } from "../helpers/http";

@@ -6,8 +6,8 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { Env } from "../../src/env";
-import { isForbiddenReference, isReferenceable } from "../../src/settings/secret-references";
+import type { Env } from "../../src/platform/env";
+import { isForbiddenReference, isReferenceable } from "../../src/platform/settings/secret-references";
 import { runAgent } from "../../src/targets/agents/run";
 import { EnvRefError, resolveEnvRef, resolveHeaders } from "../../src/targets/env-refs";
 import { fakeNetwork } from "../helpers/edge";

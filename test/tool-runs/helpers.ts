@@ -2,7 +2,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { expect } from "vitest";
-import { allShards } from "../../src/contracts/shard-rpc";
+import { allShards } from "../../src/shards/rpc";
 import type { ToolRun } from "../../durable-objects/tool-run";
 import type { Schedule } from "../../durable-objects/schedule";
 import { admin, call } from "../helpers/http";

@@ -1,7 +1,7 @@
-/** The tool-runs and schedules settings (src/settings/tool-run-settings.ts, schedule-settings.ts). */
+/** The tool-runs and schedules settings (src/platform/settings/tool-run-settings.ts, schedule-settings.ts). */
 import { describe, expect, it } from "vitest";
-import { settingDefinition } from "../../src/settings/registry";
-import { parseSettings } from "../../src/settings/settings";
+import { settingDefinition } from "../../src/platform/settings/registry";
+import { parseSettings } from "../../src/platform/settings/settings";
 
 describe("tool-runs and schedules settings", () => {
   it("default as documented and as the registry states", () => {

@@ -8,7 +8,7 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { toolRunStub } from "../../src/contracts/tool-run-rpc";
+import { toolRunStub } from "../../src/tool-runs/rpc";
 import { ATTEMPT_LEASE_MS } from "../../src/tool-runs/alarm-policy";
 import type { ToolRunRequest } from "../../src/tool-runs/record";
 import { insertQueued, markStarted, readRun } from "../../src/tool-runs/run-store";

@@ -1,22 +1,22 @@
 /**
  * The access-control sections (docs/backup.md): `keys` (secret: the hashes), `roles`, `scopes`
- * and `public-routes`, as the raw rows of `ACCESS_CONTROL_TABLES` (src/auth/tables.ts), checked
+ * and `public-routes`, as the raw rows of `ACCESS_CONTROL_TABLES` (src/access-control/tables.ts), checked
  * on import with the rules the access-control doors apply.
  *
  * A key or role carries its version history; an import replaces the history of each key or role
  * it writes with the document's, so the history stays the one of the row it describes.
  */
 import { z } from "zod";
-import { assertConditionCompiles } from "../../auth/condition";
-import { KeyScopes } from "../../auth/key-policy";
-import { KEY_VERSION_ACTIONS } from "../../auth/key-versions";
-import { pinRefusal } from "../../auth/public-routes";
-import { ROLE_VERSION_ACTIONS, RoleConditionInput, RoleGrants, RoleName } from "../../auth/roles";
-import { userIdSchema } from "../../auth/schemas";
-import { CUSTOM_SCOPE_ID, isCustomScopeId } from "../../auth/scopes";
-import { ACCESS_CONTROL_TABLES } from "../../auth/tables";
-import { MAX_SCOPE_URL_LENGTH, scopeUrlProblem } from "../../auth/url-pattern";
-import { registry } from "../../http/route";
+import { assertConditionCompiles } from "../../access-control/condition";
+import { KeyScopes } from "../../access-control/key-policy";
+import { KEY_VERSION_ACTIONS } from "../../access-control/key-versions";
+import { pinRefusal } from "../../access-control/public-routes";
+import { ROLE_VERSION_ACTIONS, RoleConditionInput, RoleGrants, RoleName } from "../../access-control/roles";
+import { userIdSchema } from "../../access-control/schemas";
+import { CUSTOM_SCOPE_ID, isCustomScopeId } from "../../access-control/scopes";
+import { ACCESS_CONTROL_TABLES } from "../../access-control/tables";
+import { MAX_SCOPE_URL_LENGTH, scopeUrlProblem } from "../../access-control/url-pattern";
+import { registry } from "../../platform/http/route";
 import { type DeployedKey, deployedKeys, deployedRoles, deployedScopeIds } from "../deployment";
 import type { KeyBackupRow, RoleBackupRow } from "../rows";
 import { type ImportContext, atRow, defineSection, parseAtRow, refuseDuplicates, rowFault, runBatch } from "../section";

@@ -6,7 +6,7 @@
  * and compile; templates attached on use) runs when the section applies, after the states section,
  * and before that section's batch: a refusal there writes nothing of the section.
  */
-import { notConfigured } from "../../http/errors";
+import { notConfigured } from "../../platform/http/errors";
 import { checkBindingForSave } from "../../states/binding-save";
 import type { StateBinding } from "../../states/state-binding";
 import { deployedStates, deployedTemplates } from "../deployment";

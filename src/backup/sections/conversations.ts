@@ -14,12 +14,12 @@
  * An export seals each callback secret for its route (src/backup/secret-values.ts).
  */
 import { z } from "zod";
-import { base64url } from "../../auth/crypto";
-import { bindExecutionKey } from "../../auth/pass-role";
-import { flushListings } from "../../bridge/indexes";
-import { type RouteRow, listRoutes, routeByChannelIdentity, routeHasThreads, upsertRouteStatement } from "../../bridge/routes-store";
-import { routeCreateBody, routeNameSchema } from "../../bridge/schemas";
-import { conflict } from "../../http/errors";
+import { base64url } from "../../access-control/crypto";
+import { bindExecutionKey } from "../../access-control/pass-role";
+import { flushListings } from "../../conversations/door/indexes";
+import { type RouteRow, listRoutes, routeByChannelIdentity, routeHasThreads, upsertRouteStatement } from "../../conversations/model/routes-store";
+import { routeCreateBody, routeNameSchema } from "../../conversations/model/schemas";
+import { conflict } from "../../platform/http/errors";
 import { listConfigs, putConfigStatement } from "../../persons/target-configs";
 import { assertDeclaredUrl } from "../../targets/urls";
 import { deployedKeys } from "../deployment";

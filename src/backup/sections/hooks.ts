@@ -24,9 +24,9 @@
  * has (opened and sealed again), else is refused: a verified topic that lost its secret would
  * refuse every delivery. `{"env"}` references are not secrets and stay in the `hooks` rows.
  */
-import { bindExecutionKey } from "../../auth/pass-role";
-import { userIdSchema } from "../../auth/schemas";
-import { HttpError } from "../../http/errors";
+import { bindExecutionKey } from "../../access-control/pass-role";
+import { userIdSchema } from "../../access-control/schemas";
+import { HttpError } from "../../platform/http/errors";
 import { MAX_HOOKS_PER_TOPIC, listHooks, upsertHookStatement } from "../../hooks/hook-store";
 import { HookTopic } from "../../hooks/names";
 import { HookCreateBody, type HookRow } from "../../hooks/record";

@@ -1,13 +1,13 @@
 /**
  * Cross-references the sections that bind an execution key and run a tool share (`routes`,
  * `hooks`): does the target exist after this import, may a key this import writes be bound (the
- * pass-role rules of src/auth/pass-role.ts), and does a stored program compile. Each refusal names
+ * pass-role rules of src/access-control/pass-role.ts), and does a stored program compile. Each refusal names
  * the section, the row and the field, never the value.
  */
-import { conditionNeedsRequest } from "../../auth/condition";
-import { getRole } from "../../auth/roles";
+import { conditionNeedsRequest } from "../../access-control/condition";
+import { getRole } from "../../access-control/roles";
 import type { TargetKind } from "../../conversations/model/kinds";
-import { JqError, jqCompile } from "../../jq/engine";
+import { JqError, jqCompile } from "../../platform/jq/engine";
 import { BUILTIN_AGENT_NAMES } from "../../targets/agents/declarations";
 import { isBuiltinTool } from "../../targets/tools/builtins";
 import { deployedAgents, deployedPresets, deployedTools } from "../deployment";
@@ -33,7 +33,7 @@ async function roleConditionAfter(ctx: ImportContext, name: string | null): Prom
 }
 
 /**
- * The pass-role rules (src/auth/pass-role.ts) for a key this import writes: its condition, its
+ * The pass-role rules (src/access-control/pass-role.ts) for a key this import writes: its condition, its
  * role's, its owner's and its owner's role's must be evaluable without a request (`runs`: what runs as the key,
  * "a turn", "a fire"). A key the import does not write is checked by `bindExecutionKey` itself,
  * which reads it: false then.

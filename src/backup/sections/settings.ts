@@ -16,14 +16,14 @@
  * setting to a secret one), so when both sections come in one import they are validated and
  * written together, in one batch.
  */
-import { HttpError } from "../../http/errors";
+import { HttpError } from "../../platform/http/errors";
 import { type Entry, MAX_ENTRIES, MAX_VALUE_CHARS, checkNames, validateAgainst } from "../../config/entries";
 import { baseEnvOf, envConfig } from "../../config/isolate-settings";
 import { readOverlay } from "../../config/overlay-store";
 import { changeEnv, openOverlay } from "../../config/overlay-writes";
 import { ProfileName, ProfileRow, openProfile, plainEnvOf, secretKeysOf } from "../../config/profiles";
 import { encryptionNotConfigured, profileAad, sealText, sealingRing } from "../../config/secrets";
-import { isOverlayable, isSecretSetting } from "../../settings/registry";
+import { isOverlayable, isSecretSetting } from "../../platform/settings/registry";
 import { z } from "zod";
 import type { ProfileBackupRow, SectionName, SettingSecretBackupRow } from "../rows";
 import { BackupSealer, backupAad, openBackupSecret } from "../secret-values";

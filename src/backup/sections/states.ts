@@ -13,8 +13,8 @@
  * could not be reached) has applied the rows before it, and running the same import again
  * converges.
  */
-import { stateStoreStub } from "../../contracts/state-rpc";
-import { JsonObject } from "../../http/bounded-json";
+import { stateStoreStub } from "../../states/rpc";
+import { JsonObject } from "../../platform/http/bounded-json";
 import { parseStored } from "../../platform/persistence/stored-json";
 import { resolveTextAnywhere } from "../../storage/text-resources";
 import { AttachBody, attachTemplate } from "../../states/attachments";

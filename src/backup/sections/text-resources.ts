@@ -12,7 +12,7 @@
  */
 import { bucketIn } from "../../storage/bucket";
 import { storedTextsForBackup } from "../../storage/text-resources";
-import { resourceContent, resourceId, upsertTextResourceStatement } from "../../store/text-resources";
+import { resourceContent, resourceId, upsertTextResourceStatement } from "../../storage/text-resources-d1";
 import { MAX_ROWS } from "../rows";
 import { defineSection, parseAtRow, refuseDuplicates, runBatch } from "../section";
 

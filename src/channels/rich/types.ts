@@ -10,8 +10,8 @@
  * `RichPart` and adds the rules across fields; the answer record validates its stored part with it.
  */
 import { z } from "zod";
-import { jsonObjectSchema } from "../../http/bounded-json";
-import { identifierSchema, nonBlankText } from "../../http/identifiers";
+import { jsonObjectSchema } from "../../platform/http/bounded-json";
+import { identifierSchema, nonBlankText } from "../../platform/http/identifiers";
 import type { ChannelCapabilities, SendDeps, SendResult } from "../channel-types";
 import { AttachmentInput, LocationInput, MAX_ATTACHMENTS, MAX_URL } from "../media";
 

@@ -5,7 +5,7 @@
  * delivery is genuine and, when it is, the delivery's id (the replay key). The reason of a refusal
  * is for tests and logs: the door answers one constant 401 whatever it is.
  */
-import { constantTimeEqual, hmacSha256, toHex } from "../../auth/crypto";
+import { constantTimeEqual, hmacSha256, toHex } from "../../access-control/crypto";
 
 export interface VerifyInput {
   /** The raw body, exactly as received. */

@@ -5,7 +5,7 @@
  * key is the secret's base64 after an optional `whsec_` prefix. The timestamp must be within the
  * tolerance either way; the delivery id is `webhook-id`.
  */
-import { hmacSha256 } from "../../auth/crypto";
+import { hmacSha256 } from "../../access-control/crypto";
 import {
   MAX_DELIVERY_ID_CHARS,
   MAX_SIGNATURES,

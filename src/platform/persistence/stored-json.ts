@@ -7,7 +7,7 @@
  * stored value.
  */
 import { z } from "zod";
-import type { JsonObject } from "../../http/bounded-json";
+import type { JsonObject } from "../http/bounded-json";
 
 /** Parses the JSON text `json` and validates it against `schema`; throws naming `what` when either fails. */
 export function parseStored<S extends z.ZodType>(schema: S, json: string, what: string): z.output<S> {

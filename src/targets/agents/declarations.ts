@@ -1,10 +1,10 @@
 /** Agents declared in D1 (decisions §4): `POST /api/agents-config/entries`. */
 import { z } from "zod";
 import { assertConnectionsLendable, assertConnectorStoreFor, sentTo } from "../../connectors/references";
-import type { ProviderDescriptor } from "../../settings/connector-settings";
-import type { EnvVars } from "../../env";
-import { HttpError, conflict } from "../../http/errors";
-import type { Settings } from "../../settings/settings";
+import type { ProviderDescriptor } from "../../platform/settings/connector-settings";
+import type { EnvVars } from "../../platform/env";
+import { HttpError, conflict } from "../../platform/http/errors";
+import type { Settings } from "../../platform/settings/settings";
 import { parseStored, validStored } from "../../platform/persistence/stored-json";
 import { type EnvRef, assertReferencesMayGo, envRefSchema, headerConnections, headerReferences, headersSchema, redactHeaders } from "../env-refs";
 import { toolNameSchema } from "../../mcp/names";

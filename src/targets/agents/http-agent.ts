@@ -7,7 +7,7 @@ import { ConnectionRefError, connectionHeaderValue } from "../../connectors/toke
 import type { TargetContext } from "../context";
 import { EnvRefError, resolveCallHeaders } from "../env-refs";
 import { callJsonEndpoint } from "../outbound";
-import { outboundStepVerdict, timedStep } from "../../runs/steps";
+import { outboundStepVerdict, timedStep } from "../../observability/runs/steps";
 import type { HttpAgentConfig } from "./declarations";
 import { AgentError, type Emit, toAnswer } from "./events";
 
@@ -26,7 +26,7 @@ export async function runHttpAgent(
     if (err instanceof EnvRefError || err instanceof ConnectionRefError) throw new AgentError(err.message);
     throw err;
   }
-  // One `agent_endpoint` step of the run's trace when the context is traced (src/runs/steps.ts).
+  // One `agent_endpoint` step of the run's trace when the context is traced (src/observability/runs/steps.ts).
   const r = await timedStep(
     ctx,
     "agent_endpoint",

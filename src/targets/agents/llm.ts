@@ -6,15 +6,15 @@
  * memory: read at the start, the run's new messages appended once it succeeds.
  */
 import { z } from "zod";
-import { MAX_BODY_BYTES } from "../../http/body";
-import { checkJsonBounds } from "../../http/bounded-json";
+import { MAX_BODY_BYTES } from "../../platform/http/body";
+import { checkJsonBounds } from "../../platform/http/bounded-json";
 import type { AskUserInput } from "../../interactions/ask";
 import type { CheckpointMessage } from "../checkpoints/types";
 import type { AskSlot, ExecutionKeyRef, TargetContext } from "../context";
 import { dispatchTool } from "../dispatch";
 import { EnvRefError, resolveEnvRefFor } from "../env-refs";
 import { callJsonEndpoint } from "../outbound";
-import { outboundStepVerdict, timedStep } from "../../runs/steps";
+import { outboundStepVerdict, timedStep } from "../../observability/runs/steps";
 import { allToolSchemas } from "../tools/registry";
 import type { LlmConfig } from "./declarations";
 import { functionAliases } from "./function-names";
@@ -172,7 +172,7 @@ export async function runLlmAgent(
     const body: Record<string, unknown> = { model: config.model, messages: [...system, ...memory, ...fresh] };
     if (tools.length) body.tools = tools;
     if (config.temperature !== undefined) body.temperature = config.temperature;
-    // One `llm` step of the run's trace when the context is traced (src/runs/steps.ts).
+    // One `llm` step of the run's trace when the context is traced (src/observability/runs/steps.ts).
     const r = await timedStep(
       ctx,
       "llm",

@@ -2,7 +2,7 @@
  * Agents: the built-in `echo` and declared `llm` / `http` agents, run under an execution key.
  * Like the dispatcher, nothing here touches Hono: the bridge calls it from a Durable Object.
  */
-import { authorizeTurn } from "../../auth/pass-role";
+import { authorizeTurn } from "../../access-control/pass-role";
 import type { CheckpointMessage } from "../checkpoints/types";
 import type { ExecutionKeyRef, TargetContext } from "../context";
 import type { AskUserInput } from "../../interactions/ask";

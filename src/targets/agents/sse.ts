@@ -5,7 +5,7 @@
  */
 import type { ExecutionKeyRef, TargetContext } from "../context";
 import type { AgentEvent } from "./events";
-import { tracedDirectRun } from "../../runs/direct";
+import { tracedDirectRun } from "../../observability/runs/direct";
 import { canPark, createInteraction } from "../../interactions/create";
 import { type AgentRunResult, runAgent } from "./run";
 

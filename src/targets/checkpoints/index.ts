@@ -1,6 +1,6 @@
 /** Picks the checkpoint provider named by `LLM_PROVIDER_CHECKPOINT` (decisions §3). */
-import type { Env } from "../../env";
-import type { Settings } from "../../settings/settings";
+import type { Env } from "../../platform/env";
+import type { Settings } from "../../platform/settings/settings";
 import { d1CheckpointStore } from "./d1";
 import { type LocalThreadMemory, kvCheckpointStore } from "./kv";
 import { memoryCheckpointStore } from "./memory";

@@ -1,5 +1,5 @@
-import { threadStub } from "../../contracts/thread-rpc";
-import type { Env } from "../../env";
+import { threadStub } from "../../conversations/model/thread-rpc";
+import type { Env } from "../../platform/env";
 import { type ThreadMemory, appendCheckpoint, deleteCheckpoint, readCheckpoint } from "./thread-memory";
 import type { CheckpointStore } from "./types";
 

@@ -1,5 +1,5 @@
-import type { Env } from "../../env";
-import type { Settings } from "../../settings/settings";
+import type { Env } from "../../platform/env";
+import type { Settings } from "../../platform/settings/settings";
 import { sweepD1Checkpoints } from "./d1";
 
 /** The answer of `POST /api/checkpoints/sweep` (decisions §4). */

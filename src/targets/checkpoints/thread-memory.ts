@@ -21,7 +21,7 @@ export interface ThreadMemory {
 /**
  * The memory tables' migration steps, prefixed `checkpoint` to stay clear of the bridge's. Step 1 is
  * `IF NOT EXISTS`: an object whose tables were made unversioned, on first use, has exactly these
- * definitions and keeps them and their rows. The object's schema versions them (src/thread/store.ts).
+ * definitions and keeps them and their rows. The object's schema versions them (src/conversations/thread/store.ts).
  */
 export const MEMORY_STEPS: readonly MigrationStep[] = [
   [

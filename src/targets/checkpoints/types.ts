@@ -1,6 +1,6 @@
 /** Agent memory (checkpoints): one ordered list of chat messages per thread id. */
 import { z } from "zod";
-import { JsonValue } from "../../http/bounded-json";
+import { JsonValue } from "../../platform/http/bounded-json";
 import { parseStored } from "../../platform/persistence/stored-json";
 
 /**

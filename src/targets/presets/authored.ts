@@ -10,8 +10,8 @@
  * is a tool preset), so such an agent is not spec-runnable.
  */
 import { z } from "zod";
-import { badRequest } from "../../http/errors";
-import { parseOr400 } from "../../http/validation";
+import { badRequest } from "../../platform/http/errors";
+import { parseOr400 } from "../../platform/http/validation";
 import type { PresetBody } from "./model";
 
 /** A caller-chosen thread id: printable, no spaces; `bridge:` ids belong to the bridge. */

@@ -1,8 +1,8 @@
 /** Presets (decisions §4, spec §2.11): pure shapes and rules, no storage. */
 import { z } from "zod";
 import { Combos, ExtensionElement } from "../../extensions/combos";
-import { MAX_KWARGS_BYTES, boundedJsonObject } from "../../http/bounded-json";
-import { intactIdentifier } from "../../http/identifiers";
+import { MAX_KWARGS_BYTES, boundedJsonObject } from "../../platform/http/bounded-json";
+import { intactIdentifier } from "../../platform/http/identifiers";
 import { type JsonSchema, inputSchemaSchema, jsonSchemaSchema } from "../json-schema";
 import { StateBinding } from "../../states/state-binding";
 import { toolNameSchema } from "../../mcp/names";

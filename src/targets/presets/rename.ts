@@ -15,7 +15,7 @@
  * change is never a side effect), past runs and tool runs (history keeps the name it ran under),
  * and data keyed by the target name (state records, the person directory, pending saves).
  */
-import { HttpError, badRequest, conflict } from "../../http/errors";
+import { HttpError, badRequest, conflict } from "../../platform/http/errors";
 import { getDeclaredAgent } from "../agents/declarations";
 import { isBuiltinTool } from "../tools/builtins";
 import { resolveTool } from "../tools/registry";
@@ -28,7 +28,7 @@ export interface RenameRequest {
   move: boolean;
   /** The referee kinds the caller may rewrite (its write grants on their areas). */
   mayMove: ReadonlySet<RefereeKind>;
-  /** Who renames: the preset runs under the new name bounded by this key (src/auth/stored-by.ts). */
+  /** Who renames: the preset runs under the new name bounded by this key (src/access-control/stored-by.ts). */
   storedBy: string;
 }
 

@@ -1,8 +1,8 @@
 /** Presets in D1: one row per preset (active and latest version), one per immutable version. */
 import { z } from "zod";
-import { type KeyWithOwner, keyColumns, parsePrefixedKey } from "../../auth/key-store";
-import { storedByUserIdSql } from "../../auth/stored-by";
-import { HttpError, conflict } from "../../http/errors";
+import { type KeyWithOwner, keyColumns, parsePrefixedKey } from "../../access-control/key-store";
+import { storedByUserIdSql } from "../../access-control/stored-by";
+import { HttpError, conflict } from "../../platform/http/errors";
 import { parseStored } from "../../platform/persistence/stored-json";
 import { isBuiltinTool } from "../tools/builtins";
 import { type PresetBody, type PresetView, presetBodySchema } from "./model";
@@ -56,7 +56,7 @@ export interface RunnablePreset {
 
 /**
  * The preset with its stored-by key and owner in one statement, so the dispatch that checks the
- * stored-by key's grants (src/auth/stored-by.ts) costs no round trip beyond the preset's own read.
+ * stored-by key's grants (src/access-control/stored-by.ts) costs no round trip beyond the preset's own read.
  */
 export async function getRunnablePreset(db: D1Database, name: string): Promise<RunnablePreset | null> {
   const r = await db
@@ -84,7 +84,7 @@ export interface PresetPointers {
   latest_version: number;
   created_at: string;
   updated_at: string;
-  /** Who made the active version active (src/auth/stored-by.ts). */
+  /** Who made the active version active (src/access-control/stored-by.ts). */
   stored_by: string;
 }
 

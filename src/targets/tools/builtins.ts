@@ -1,7 +1,7 @@
 /** Built-in tools (decisions §4): always registered, never declared or removed. */
-import { routeWithKeyByChannelIdentity } from "../../bridge/routes-store";
+import { routeWithKeyByChannelIdentity } from "../../conversations/model/routes-store";
 import { Mode } from "../../conversations/model/kinds";
-import { personDirectoryStub } from "../../contracts/person-rpc";
+import { personDirectoryStub } from "../../persons/rpc";
 import { ASK_USER_JSON_SCHEMA, AskUserInput } from "../../interactions/ask";
 import type { TargetContext } from "../context";
 import type { JsonSchema } from "../json-schema";

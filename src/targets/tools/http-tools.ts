@@ -1,11 +1,11 @@
 /** HTTP tools declared in D1 (decisions §4): `POST /api/tools-config/entries`. */
 import { z } from "zod";
 import { assertConnectionsLendable, assertConnectorStoreFor, sentTo } from "../../connectors/references";
-import type { ProviderDescriptor } from "../../settings/connector-settings";
-import type { EnvVars } from "../../env";
-import { HttpError, conflict } from "../../http/errors";
+import type { ProviderDescriptor } from "../../platform/settings/connector-settings";
+import type { EnvVars } from "../../platform/env";
+import { HttpError, conflict } from "../../platform/http/errors";
 import { parseStored } from "../../platform/persistence/stored-json";
-import type { Settings } from "../../settings/settings";
+import type { Settings } from "../../platform/settings/settings";
 import { assertReferencesMayGo, headerConnections, headerReferences, headersSchema, redactHeaders } from "../env-refs";
 import { type JsonSchema, inputSchemaSchema } from "../json-schema";
 import { targetNameSchema } from "../names";

@@ -11,7 +11,7 @@ import { splitMcpToolName } from "../../mcp/names";
 import { ANY_OBJECT_SCHEMA, ANY_SCHEMA, type JsonSchema } from "../json-schema";
 import { type PresetBody, presetBodyOf, schemaWithoutFixed } from "../presets/model";
 import { getRunnablePreset, listPresets } from "../presets/store";
-import type { KeyWithOwner } from "../../auth/key-store";
+import type { KeyWithOwner } from "../../access-control/key-store";
 import { BUILTIN_TOOLS, type BuiltinTool } from "./builtins";
 import { type ApiTool, listApiTools, toApiTool } from "../../manifest/api-tool-store";
 import { type HttpTool, listHttpTools, toHttpTool } from "./http-tools";
@@ -50,7 +50,7 @@ function mcpTool(server: McpServerRecord, remote: McpToolRecord): McpTool {
 
 /**
  * A preset as dispatched: its active version's body, who made it active (`stored_by`) and that
- * key's live record and owner, read with the preset (src/auth/stored-by.ts checks them at run).
+ * key's live record and owner, read with the preset (src/access-control/stored-by.ts checks them at run).
  */
 export type ResolvedTool = BaseTool | { kind: "preset"; name: string; version: number; body: PresetBody; stored_by: string; holder: KeyWithOwner | null };
 

@@ -1,0 +1,96 @@
+/**
+ * When a thread reads its route (spec §2.1, decisions §5). One rule, stated here once:
+ *
+ * 1. A turn reads its route once, right before it runs. The door's read stands in for it while
+ *    that read is younger than ROUTE_SNAPSHOT_MS (the message door reads the route with its
+ *    execution key, batched with the caller's key lookup); otherwise the turn makes one D1 read
+ *    (`turnReads`). Everything the turn decides comes from that read: the target and its
+ *    expressions, the route incarnation a mode override belongs to, the execution key it runs as.
+ *    (The key itself is re-read live at each later authorization: src/access-control, not a route read.)
+ * 2. Delivery sends what the record carries: door, channel, address, answer, rich part, chunk
+ *    progress, attempts.
+ * 3. Each delivery attempt reads the route (`deliveryRoute`), because that is where revocation
+ *    takes effect: a deleted route fails the record ("the route was deleted before delivery"); a
+ *    re-posted route mints a new callback secret and the old one is gone, so the callback goes to
+ *    the route's current `callback_url` signed with its current secret (which is never copied into
+ *    thread storage); a route that dropped its callback completes the record as poll-delivered;
+ *    and a channel sends from the route's current identity, which a re-post may have released.
+ *    The thread's latest route read (its door's or its turn's, memory only) stands in for that
+ *    read while it is younger than ROUTE_SNAPSHOT_MS, so the first attempt right after a turn
+ *    costs no D1 round trip; a retry after backoff always reads D1. A route deleted or
+ *    re-posted therefore reaches deliveries within ROUTE_SNAPSHOT_MS, as it reaches turns.
+ *
+ * A turn therefore costs at most one route read, and a delivery attempt at most one.
+ */
+import type { KeyWithOwner } from "../../access-control/key-store";
+import { type RouteRow, type TargetFacts, getRoute, routeWithKeyFromResult, routeWithKeyStatement } from "./routes-store";
+
+/** How old a door's route read may be and still stand in for the turn's own read. */
+export const ROUTE_SNAPSHOT_MS = 2000;
+
+/** A route as a door read it, with its execution key (undefined: the key was not read) and when. */
+export interface RouteSnapshot {
+  route: RouteRow;
+  key: KeyWithOwner | null | undefined;
+  at: number;
+  /** What the read learned about the route's target (undefined: not read). */
+  target?: TargetFacts;
+}
+
+/** Everything a turn decides from: the route, its key and its target's facts. */
+export interface TurnRead {
+  route: RouteRow;
+  /** undefined: not read (the authorizer reads it live). */
+  key: KeyWithOwner | null | undefined;
+  target: TargetFacts;
+}
+
+/**
+ * The doors' route reads a thread holds for its queued turns, by message id. Memory only: a turn
+ * that runs after a restart reads afresh, as does one that waited past ROUTE_SNAPSHOT_MS.
+ */
+export class RouteSnapshots {
+  private readonly byMessage = new Map<string, RouteSnapshot>();
+  /** The newest route read this thread saw (rule 3). */
+  private latest: { route: RouteRow; at: number } | null = null;
+
+  /** Keeps the door's read for the turn of `messageId`. */
+  remember(messageId: string, snapshot: RouteSnapshot): void {
+    this.byMessage.set(messageId, snapshot);
+    this.noteRead(snapshot.route, snapshot.at);
+  }
+
+  /** A route read made at `at` (a door's or a turn's own), for the deliveries that follow (rule 3). */
+  noteRead(route: RouteRow, at: number): void {
+    if (!this.latest || at >= this.latest.at) this.latest = { route, at };
+  }
+
+  /** Rule 3: the latest read of `routeName` while it is fresh at `nowMs`. */
+  freshRoute(routeName: string, nowMs: number): RouteRow | undefined {
+    const l = this.latest;
+    return l && l.route.route_name === routeName && nowMs - l.at < ROUTE_SNAPSHOT_MS ? l.route : undefined;
+  }
+
+  /** Hands the turn its door's read once, and only while it is fresh at `nowMs`. */
+  take(messageId: string, nowMs: number): RouteSnapshot | undefined {
+    const snap = this.byMessage.get(messageId);
+    this.byMessage.delete(messageId);
+    return snap && nowMs - snap.at < ROUTE_SNAPSHOT_MS ? snap : undefined;
+  }
+}
+
+/**
+ * Rule 1: what a turn reads from D1 right before it runs: nothing when its door read the route
+ * with its key and the target's config moments ago, else the route joined with its key, owner,
+ * config and (multichannel targets) manual routes, in one round trip. null: the route is gone.
+ */
+export async function turnReads(db: D1Database, routeName: string, fresh: RouteSnapshot | undefined): Promise<TurnRead | null> {
+  if (fresh && fresh.key !== undefined && fresh.target !== undefined) return { route: fresh.route, key: fresh.key, target: fresh.target };
+  const r = routeWithKeyFromResult(await routeWithKeyStatement(db, routeName).all());
+  return r.route ? { route: r.route, key: r.key, target: r.target } : null;
+}
+
+/** Rule 3: a delivery attempt's route: the thread's fresh read if it has one, else D1 (null: the route was deleted). */
+export async function deliveryRoute(db: D1Database, routeName: string, fresh: RouteRow | undefined): Promise<RouteRow | null> {
+  return fresh ?? getRoute(db, routeName);
+}

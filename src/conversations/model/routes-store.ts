@@ -1,0 +1,232 @@
+/** Conversation routes in D1 (spec §2.1, decisions §5). */
+import { z } from "zod";
+import { type KeyWithOwner, keyColumns, parsePrefixedKey } from "../../access-control/key-store";
+import { storedByUserIdSql } from "../../access-control/stored-by";
+import { Door, Mode, TargetKind } from "./kinds";
+import { TargetConversationConfig } from "../../persons/target-configs";
+import { JsonValue } from "../../platform/http/bounded-json";
+import { HttpError } from "../../platform/http/errors";
+import { jsonColumn, parseStored, validStored } from "../../platform/persistence/stored-json";
+
+/**
+ * A `routes` row: the one schema of a stored route, with its type under the same name. Reading a
+ * row validates it (`RouteRow.parse` decodes the JSON columns); writing one encodes it
+ * (`z.encode`), and the statement's column list is this schema's keys, so the table, the type and
+ * the view below cannot drift apart.
+ */
+export const RouteRow = z.object({
+  route_name: z.string(),
+  door: Door,
+  target_kind: TargetKind,
+  target_name: z.string(),
+  execution_key: z.string(),
+  execution_key_fingerprint: z.string(),
+  /**
+   * The expression as posted (a jq string or a TemplatedText), kept to show it back. Only the view
+   * reads it (turns run the compiled `payload_program`), so it is stored and read as plain JSON,
+   * not re-validated against today's door rules.
+   */
+  payload_expr: jsonColumn(JsonValue).nullable(),
+  payload_program: z.string().nullable(),
+  reply_expr: jsonColumn(JsonValue).nullable(),
+  reply_program: z.string().nullable(),
+  initial_mode: Mode,
+  channel: z.string().nullable(),
+  our_identity: z.string().nullable(),
+  callback_url: z.string().nullable(),
+  /** Kept recoverable to sign callbacks (docs/architecture.md); never in the view. */
+  callback_secret: z.string().nullable(),
+  turns_per_hour_override: z.number().nullable(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+export type RouteRow = z.infer<typeof RouteRow>;
+
+/** The columns of `routes`, in the schema's order. */
+const ROUTE_COLUMNS = Object.keys(RouteRow.shape) as Array<keyof RouteRow>;
+
+/**
+ * The public view of a route: the row without the callback secret (not even null) and the
+ * compiled programs; the expressions as their values (the view is never read from storage).
+ */
+export const RouteView = RouteRow.omit({ payload_program: true, reply_program: true, callback_secret: true }).extend({
+  // The column's value side; a JsonValue already includes null.
+  payload_expr: RouteRow.shape.payload_expr.unwrap().out,
+  reply_expr: RouteRow.shape.reply_expr.unwrap().out,
+});
+export type RouteView = z.infer<typeof RouteView>;
+
+/** The route, or the door's 404 "route not found". */
+export async function requireRoute(db: D1Database, routeName: string): Promise<RouteRow> {
+  const route = await getRoute(db, routeName);
+  if (!route) throw new HttpError(404, "route not found");
+  return route;
+}
+
+/** Validates a raw `routes` row read elsewhere (e.g. in a batch). */
+export function toRouteRow(r: unknown): RouteRow {
+  return toRow(r);
+}
+
+function toRow(r: unknown): RouteRow {
+  return validStored(RouteRow, r, "routes row");
+}
+
+export function routeStatement(db: D1Database, routeName: string): D1PreparedStatement {
+  return db.prepare("SELECT * FROM routes WHERE route_name = ?").bind(routeName);
+}
+
+export async function getRoute(db: D1Database, routeName: string): Promise<RouteRow | null> {
+  const r = await routeStatement(db, routeName).first();
+  return r ? toRow(r) : null;
+}
+
+/** The route joined with its execution key and owner, selected by where the clause points. */
+/**
+ * A multichannel target's routes whose initial_mode is manual, as JSON, in the door's read: a linked
+ * person's thread defaults to manual when any of its routes is (spec §3.2), and the turn decides
+ * that from this read. SQLite evaluates CASE lazily, so other targets never run the subquery.
+ */
+const MANUAL_ROUTES_OF_TARGET = `CASE WHEN json_extract(c.config, '$.multichannel') = 1 THEN
+         (SELECT json_group_array(m.route_name) FROM routes m WHERE m.target_kind = r.target_kind AND m.target_name = r.target_name AND m.initial_mode = 'manual')
+       END AS cfg_manual_routes,
+       CASE WHEN json_extract(c.config, '$.state_binding') IS NOT NULL THEN
+         (SELECT COUNT(*) FROM state_pending_saves p WHERE p.target_kind = r.target_kind AND p.target_name = r.target_name)
+       END AS cfg_pending_saves`;
+
+/**
+ * The target config's writer (and owner) rides in the same statement: a config's state binding runs
+ * bounded by the key that stored it (src/access-control/stored-by.ts), so the turn checks that key at no
+ * extra round trip. SQLite evaluates CASE lazily, so configs without a binding join no key.
+ */
+const CONFIG_WRITER = `c.stored_by AS cfg_stored_by, ${keyColumns("ck", "cfg_k_")}, ${keyColumns("co", "cfg_o_")}`;
+
+const ROUTE_WITH_KEY = `SELECT r.*, ${keyColumns("k", "k_")}, ${keyColumns("o", "o_")}, c.config AS cfg_config, ${CONFIG_WRITER}, ${MANUAL_ROUTES_OF_TARGET} FROM routes r
+       LEFT JOIN api_keys k ON k.user_id = r.execution_key LEFT JOIN api_keys o ON o.user_id = k.owner_user_id
+       LEFT JOIN conversation_configs c ON c.target_kind = r.target_kind AND c.target_name = r.target_name
+       LEFT JOIN api_keys ck ON ck.user_id = (CASE WHEN json_extract(c.config, '$.state_binding') IS NOT NULL THEN ${storedByUserIdSql("c.stored_by")} END)
+       LEFT JOIN api_keys co ON co.user_id = ck.owner_user_id`;
+
+/**
+ * The route joined with its execution key and that key's owner, in one statement: what the
+ * message door reads (batched with the caller's key) so the turn that runs at once needs no
+ * second read of either.
+ */
+export function routeWithKeyStatement(db: D1Database, routeName: string): D1PreparedStatement {
+  return db.prepare(`${ROUTE_WITH_KEY} WHERE r.route_name = ?`).bind(routeName);
+}
+
+/**
+ * The channel route that owns `(channel, ourIdentity)` with its execution key and owner, in one
+ * statement: the channel door's one D1 read, so the turn needs no second read.
+ */
+export async function routeWithKeyByChannelIdentity(db: D1Database, channel: string, ourIdentity: string): Promise<RouteWithKey> {
+  return routeWithKeyFromResult(await db.prepare(`${ROUTE_WITH_KEY} WHERE r.channel = ? AND r.our_identity = ?`).bind(channel, ourIdentity).all());
+}
+
+/**
+ * What the door's read learns about the route's target, handed to the turn as one piece (a new
+ * fact joins here, not as another parameter through every door, the accept request and the turn).
+ */
+export interface TargetFacts {
+  /** The target's conversation config, null when it has none. */
+  config: TargetConversationConfig | null;
+  /** A multichannel target's manual routes (the person-thread default mode); null for other targets. */
+  manualRoutes: string[] | null;
+  /** A state-bound target's pending saves outstanding (its turns queue behind them); null for other targets. */
+  pendingSaves: number | null;
+  /**
+   * Who wrote the config and that key's live record and owner (read only when the config carries a
+   * state binding; absent for other targets): the binding runs bounded by that key.
+   */
+  configWriter?: { stored_by: string; holder: KeyWithOwner | null };
+}
+
+export const NO_TARGET_FACTS: TargetFacts = Object.freeze({ config: null, manualRoutes: null, pendingSaves: null });
+
+/** What a door reads in its one round trip: the route, its execution key and owner, and its target's facts. */
+export interface RouteWithKey {
+  route: RouteRow | null;
+  /** null when the key is gone. */
+  key: KeyWithOwner | null;
+  target: TargetFacts;
+}
+
+/** Parses `routeWithKeyStatement`'s result (and the channel door's equivalent). */
+export function routeWithKeyFromResult(result: D1Result | undefined): RouteWithKey {
+  const r = result?.results?.[0] as Record<string, unknown> | undefined;
+  if (!r) return { route: null, key: null, target: NO_TARGET_FACTS };
+  const routeCols = Object.fromEntries(Object.entries(r).filter(([k]) => !k.startsWith("k_") && !k.startsWith("o_") && !k.startsWith("cfg_")));
+  const config = typeof r.cfg_config === "string" ? parseStored(TargetConversationConfig, r.cfg_config, "conversation config") : null;
+  const manualRoutes = typeof r.cfg_manual_routes === "string" ? parseStored(RouteNames, r.cfg_manual_routes, "manual routes of target") : null;
+  const pendingSaves = typeof r.cfg_pending_saves === "number" ? r.cfg_pending_saves : null;
+  const target: TargetFacts = { config, manualRoutes, pendingSaves };
+  if (config?.state_binding && typeof r.cfg_stored_by === "string")
+    target.configWriter = { stored_by: r.cfg_stored_by, holder: parsePrefixedKey(r, "cfg_k_", "cfg_o_") };
+  return { route: toRow(routeCols), key: parsePrefixedKey(r, "k_", "o_"), target };
+}
+
+const RouteNames = z.array(z.string());
+
+/** The names of target (kind, name)'s routes whose initial_mode is manual (a person thread's default mode). */
+export async function manualRoutesOfTarget(db: D1Database, kind: string, name: string): Promise<string[]> {
+  const { results } = await db
+    .prepare("SELECT route_name FROM routes WHERE target_kind = ? AND target_name = ? AND initial_mode = 'manual'")
+    .bind(kind, name)
+    .all<{ route_name: string }>();
+  return results.map((r) => r.route_name);
+}
+
+export async function listRoutes(db: D1Database): Promise<RouteRow[]> {
+  const { results } = await db.prepare("SELECT * FROM routes ORDER BY route_name").all();
+  return results.map(toRow);
+}
+
+export async function routeByChannelIdentity(db: D1Database, channel: string, ourIdentity: string): Promise<RouteRow | null> {
+  const r = await db.prepare("SELECT * FROM routes WHERE channel = ? AND our_identity = ?").bind(channel, ourIdentity).first();
+  return r ? toRow(r) : null;
+}
+
+export async function routeHasThreads(db: D1Database, routeName: string): Promise<boolean> {
+  return (await db.prepare("SELECT 1 AS one FROM threads WHERE route_name = ? LIMIT 1").bind(routeName).first()) !== null;
+}
+
+/** The upsert statement: every column on insert; all but the key and `created_at` on conflict. */
+const UPSERT_ROUTE = `INSERT INTO routes (${ROUTE_COLUMNS.join(", ")})
+  VALUES (${ROUTE_COLUMNS.map(() => "?").join(", ")})
+  ON CONFLICT(route_name) DO UPDATE SET ${ROUTE_COLUMNS.filter((c) => c !== "route_name" && c !== "created_at")
+    .map((c) => `${c} = excluded.${c}`)
+    .join(", ")}`;
+
+/**
+ * The whole-row write (create or replace) as a statement: the route door runs it alone, a backup
+ * import batches it with the rest of its routes section. A replaced route keeps its `created_at`
+ * for both (thread objects stamp their mode overrides with it, see `deleteRoute`).
+ */
+export function upsertRouteStatement(db: D1Database, row: RouteRow): D1PreparedStatement {
+  const stored = z.encode(RouteRow, row);
+  return db.prepare(UPSERT_ROUTE).bind(...ROUTE_COLUMNS.map((c) => stored[c]));
+}
+
+/** Writes the whole row (create or replace). */
+export async function upsertRoute(db: D1Database, row: RouteRow): Promise<void> {
+  await upsertRouteStatement(db, row).run();
+}
+
+/**
+ * Deletes the route with its thread index entries (records keep their TTL). Per-thread mode
+ * overrides live in thread objects, stamped with the route's `created_at`: deleting the route
+ * voids them at once, and each object reclaims its stale override on its next read.
+ */
+export async function deleteRoute(db: D1Database, routeName: string): Promise<boolean> {
+  const [res] = await db.batch([
+    db.prepare("DELETE FROM routes WHERE route_name = ?").bind(routeName),
+    db.prepare("DELETE FROM threads WHERE route_name = ?").bind(routeName),
+  ]);
+  return (res.meta.changes ?? 0) > 0;
+}
+
+/** The public view of `r`: a projection through `RouteView` (zod drops every key it does not name, the secret first). */
+export function routeView(r: RouteRow): RouteView {
+  return RouteView.parse(r);
+}

@@ -1,0 +1,150 @@
+/**
+ * The ThreadObject's RPC contract, declared once: the class implements `ThreadRpc`, and every
+ * caller in src/ reaches the object through `threadStub`, typed by this interface. Nothing here
+ * imports the class, so src/ never depends on durable-objects/.
+ *
+ * The stub is typed by the contract, so callers see the verbs as declared here. The generated stub
+ * type (`DurableObjectStub<ThreadObject>`) agrees: the platform's RPC type mapping only passes
+ * values it can prove structured-cloneable and maps an `unknown` to `never`, so the answer record's
+ * free-form JSON fields (`inbound_form`, `inbound_event.payload`, `answer_part.schema`) and agent
+ * memory's `tool_calls` are typed `JsonValue` (src/platform/http/bounded-json.ts), which keeps the methods
+ * that answer them; test/conversations/thread-rpc.test.ts pins that under `npm run typecheck`.
+ */
+import type { KeyWithOwner } from "../../access-control/key-store";
+import type { ModeStamp } from "./mode";
+import type { Mode } from "./kinds";
+import type { TurnInbound } from "./payload";
+import type { AnswerRecord, DeliveryStatus } from "./record";
+import type { RouteRow, TargetFacts } from "./routes-store";
+import type { Env } from "../../platform/env";
+import type { CheckpointMessage } from "../../targets/checkpoints/types";
+import type { RunTrace } from "../../observability/runs/run-trace";
+
+/** What a door hands over. `preset` records (slow-down, shed, operator send) run no turn. */
+export interface AcceptRequest {
+  record: AnswerRecord;
+  inbound: TurnInbound;
+  /** Milliseconds the caller will wait for the answer inline (0: answer 202 at once). */
+  waitMs: number;
+  preset?: { status: DeliveryStatus; outcome: Pick<AnswerRecord, "answer_status" | "answer" | "error"> };
+  /** The route as the door read it at `routeReadAtMs`; a turn that runs at once uses it instead of reading it again (src/conversations/model/route-reads.ts). */
+  route?: RouteRow | null;
+  /** The route's execution key and owner, read with the route (undefined: not read). */
+  executionKey?: KeyWithOwner | null;
+  routeReadAtMs?: number;
+  /** With `route`: what the read learned about its target (undefined: not read). */
+  target?: TargetFacts;
+}
+
+/** `accept`'s answer: refused (queue full), accepted (answer later), or answered inline. */
+export type AcceptResult =
+  { kind: "queue_full" } | { kind: "accepted"; message_id: string; thread_id: string; duplicate: boolean } | { kind: "answered"; record: AnswerRecord };
+
+/** A transcript request: a page of live records, optionally filtered by a substring `q`. */
+export interface TranscriptQuery {
+  order: "asc" | "desc";
+  offset: number;
+  limit: number;
+  q?: string;
+  /** Most records a `q` search scans (default 1000). */
+  scanBudget?: number;
+}
+
+/** A page of one thread's live records. */
+export interface TranscriptPage {
+  items: AnswerRecord[];
+  total: number;
+  /** A `q` search ran out of scan budget before the end of the thread. */
+  truncated: boolean;
+}
+
+/** One thread's share of a route-wide search. */
+export interface SearchScan {
+  matches: Array<{ pos: number; record: AnswerRecord }>;
+  scanned: number;
+  /** More live records remain past the budget. */
+  more: boolean;
+}
+
+/** `forget`'s answer: what was removed, or why nothing was. */
+export type ForgetResult = { ok: true; removed: number } | { ok: false; reason: "turn_in_flight" };
+
+/**
+ * An interaction a turn of this thread parked on ended by other means than the participant's next
+ * inbound (an answer at the door or by ticket, a cancel, its expiry): the thread queues a
+ * resume turn whose record (`message_id`, minted by the interaction) carries the resumed reply.
+ */
+export interface ResumeInteractionRequest {
+  interaction_id: string;
+  message_id: string;
+  outcome: "answered" | "cancelled" | "expired";
+  /** The user_id that answered or cancelled it (null: its expiry, or a ticket). */
+  by: string | null;
+}
+
+/** The control mode in force on a thread and where it comes from. */
+export interface ModeInForce {
+  mode: Mode;
+  source: "thread" | "route";
+}
+
+/** The verbs of one thread's object. Always await them: each is one RPC. */
+export interface ThreadRpc {
+  /**
+   * Durably accepts one inbound. Answers `queue_full` (nothing written) past the queue depth; a
+   * repeated message_id returns the original. With `waitMs`, waits for the answer and reports it
+   * inline when it settles in time; the record is then delivered inline and never called back.
+   */
+  accept(req: AcceptRequest): Promise<AcceptResult>;
+  /** Does the thread hold any record, expired or not? (The event door never creates a thread.) */
+  exists(): Promise<boolean>;
+  /**
+   * The event door's look at a linked person's thread, in one call: whether it holds any record
+   * (as `exists`), and the client address of its newest live record on route `routeName` that has
+   * one (a participant's message or an operator's answer; null when none has): where an event's
+   * answer on that route goes.
+   */
+  eventTarget(routeName: string): Promise<{ exists: boolean; address: string | null }>;
+  /** One live record (expired reads as absent). */
+  getRecord(messageId: string): Promise<AnswerRecord | null>;
+  /**
+   * A page of live records. With `q`, a case-insensitive substring over inbound text and answer,
+   * scanning at most `scanBudget` records; `truncated` says the budget ran out first.
+   */
+  transcript(opts: TranscriptQuery): Promise<TranscriptPage>;
+  /** Scans at most `budget` live records newest first; each match carries its scan position. */
+  search(opts: { q: string; budget: number }): Promise<SearchScan>;
+  /** Forgets the thread: records, mode override and kv agent memory. Refused while a turn is queued or running. */
+  forget(): Promise<ForgetResult>;
+  /** A provider receipt for one of this thread's outbound chunks; false when the record is not awaiting one. */
+  applyReceipt(messageId: string, status: "delivered" | "failed", detail?: string): Promise<boolean>;
+  /**
+   * `GET …/thread/mode`: the mode in force: the override live under `stamp` (a route incarnation,
+   * or null on a person thread), else `initialMode` (the route's, or the person thread's default).
+   */
+  getMode(stamp: ModeStamp, initialMode: Mode): Promise<ModeInForce>;
+  /** `PUT …/thread/mode` and operator tooling: sets the override under `stamp` for a retention window. */
+  setMode(threadId: string, stamp: ModeStamp, mode: Mode): Promise<void>;
+  /** kv checkpoint provider: this thread's agent memory, oldest first (expired reads as []). */
+  checkpointRead(threadId: string): Promise<CheckpointMessage[]>;
+  /** kv checkpoint provider: append and refresh the idle TTL (the caller's setting, minutes). */
+  checkpointAppend(threadId: string, messages: CheckpointMessage[], ttlMinutes: number | null): Promise<void>;
+  /** kv checkpoint provider: forget this thread's agent memory. */
+  checkpointDelete(threadId: string): Promise<void>;
+  /** A turn's run trace with its record's input and output; null once the record is gone or expired. */
+  runTrace(traceId: string): Promise<RunTrace | null>;
+  /** Person erase: drops these turns' run traces (their records stay); answers how many were held. */
+  dropRunTraces(traceIds: string[]): Promise<number>;
+  /**
+   * Queues the resume turn of an interaction a turn of this thread parked on. Idempotent
+   * by `message_id`. `accepted: false`: the thread holds no such parked run (forgotten, never
+   * settled, or already answered by its participant), and nothing was queued; `retry: true`: the
+   * queue is full, ask again later.
+   */
+  resumeInteraction(req: ResumeInteractionRequest): Promise<{ accepted: boolean; retry?: boolean }>;
+}
+
+/** The object of thread `threadId` (one per thread id), called through its contract. */
+export function threadStub(env: Env, threadId: string): ThreadRpc {
+  return env.THREADS.get(env.THREADS.idFromName(threadId));
+}

@@ -1,0 +1,101 @@
+/**
+ * The API message door and the record read doors (spec §4.3, §4.5; decisions §6, §7).
+ */
+import { Hono } from "hono";
+import { threadPrincipal } from "../../access-control/identity";
+import { z } from "zod";
+import { admitMessage, locateMessage, prefetchDoorRoute } from "../door/admission";
+import { type AnswerRecord, AnswerRecordView, inlineAnswer, project } from "../model/record";
+import { requireRoute } from "../model/routes-store";
+import { messageAccepted, messageAnswered, messageBody, routeParams } from "../model/schemas";
+import { threadStub } from "../door/stubs";
+import type { AppEnv } from "../../platform/http/app-env";
+import { HttpError } from "../../platform/http/errors";
+import { intactIdentifier } from "../../platform/http/identifiers";
+import { pageSchema, pagingQuery, toPage, toWindow } from "../../platform/http/paging";
+import { addRoute } from "../../platform/http/route";
+
+export const conversationMessagesRouter = new Hono<AppEnv>();
+
+addRoute(
+  conversationMessagesRouter,
+  {
+    method: "post",
+    path: "/api/conversations/{route_name}/messages",
+    summary: "Send one api-door message; the turn runs as the route's execution key",
+    description:
+      "202 {message_id, thread_id} once durably accepted; with wait_seconds (clamped to sync_wait_max_seconds) a turn that finishes in time answers 200 inline and is never also called back. 429 over the (route, caller) rate cap, 503 when the thread's queue is full; neither writes anything.",
+    area: "conversations",
+    auth: { tag: "conversations" },
+    store: "conversations",
+    params: routeParams,
+    body: messageBody,
+    response: messageAnswered,
+    alsoResponds: [{ status: 202, description: "Accepted; the answer follows by callback or poll", schema: messageAccepted }],
+    errors: [404, 429, 503],
+    prefetch: prefetchDoorRoute,
+  },
+  async (c, { params, body, principal }) => {
+    const key = principal.key;
+    const admission = await admitMessage(c.env, c.get("settings").conversations, {
+      routeName: params.route_name,
+      caller: key.user_id,
+      threadCaller: threadPrincipal(key),
+      body,
+      prefetched: c.get("prefetched")[0],
+    });
+    if (admission.kind === "answered") return c.json({ data: inlineAnswer(admission.record) }, 200);
+    return c.json({ data: { message_id: admission.message_id, thread_id: admission.thread_id } }, 202);
+  },
+);
+
+addRoute(
+  conversationMessagesRouter,
+  {
+    method: "get",
+    path: "/api/conversations/messages/failed",
+    summary: "Failed deliveries across every route (admin only)",
+    area: "conversations",
+    auth: { tag: "conversations", admin: true },
+    store: "conversations",
+    query: pagingQuery,
+    response: pageSchema(AnswerRecordView),
+  },
+  async (c, { query }) => {
+    const w = toWindow(query);
+    const now = Date.now();
+    const db = c.env.DB;
+    const [rows, count] = await db.batch<{ message_id: string; thread_id: string; n?: number }>([
+      db
+        .prepare("SELECT message_id, thread_id FROM failed_records WHERE expires_at > ? ORDER BY failed_at DESC, message_id LIMIT ? OFFSET ?")
+        .bind(now, w.pageSize, w.offset),
+      db.prepare("SELECT COUNT(*) AS n FROM failed_records WHERE expires_at > ?").bind(now),
+    ]);
+    const records = await Promise.all(rows.results.map((r) => threadStub(c.env, r.thread_id).getRecord(r.message_id)));
+    const items = records.filter((r): r is AnswerRecord => r !== null && r.status === "failed").map((r) => project(r, true));
+    return toPage(items, Number(count.results[0]?.n ?? 0), w);
+  },
+);
+
+addRoute(
+  conversationMessagesRouter,
+  {
+    method: "get",
+    path: "/api/conversations/{route_name}/messages/{message_id}",
+    summary: "Read one answer record (admin: full record; others: caller-safe projection)",
+    area: "conversations",
+    auth: { tag: "conversations" },
+    store: "conversations",
+    params: routeParams.extend({ message_id: intactIdentifier(z.string().min(1).max(64)) }),
+    response: AnswerRecordView,
+    errors: [404],
+  },
+  async (c, { params, principal }) => {
+    await requireRoute(c.env.DB, params.route_name);
+    const where = await locateMessage(c.env, params.message_id);
+    if (!where || where.route_name !== params.route_name) throw new HttpError(404, "record not found");
+    const record = await threadStub(c.env, where.thread_id).getRecord(params.message_id);
+    if (!record || record.route_name !== params.route_name) throw new HttpError(404, "record not found");
+    return project(record, principal.admin);
+  },
+);

@@ -1,0 +1,73 @@
+/**
+ * Wires a thread's parts together. Each part gets the dependencies it needs and the parts it
+ * hands work to; none of them knows the Durable Object class, which only exposes them as verbs.
+ */
+import { RouteSnapshots } from "../model/route-reads";
+import { purgeExpiredCheckpoint } from "../../targets/checkpoints/thread-memory";
+import { ThreadAlarm } from "./alarm";
+import { DeliveryMachine } from "./delivery";
+import type { ThreadDeps } from "./deps";
+import { ThreadIdentity } from "./identity";
+import { IndexOutbox, outboxDueAt } from "./index-outbox";
+import { InlineWaiters } from "./inline-waiters";
+import { Intake } from "./intake";
+import { ThreadInteractions } from "./interaction-turns";
+import { ThreadReads } from "./reads";
+import { pruneExpired } from "./store";
+import { ThreadMode } from "./thread-mode";
+import { TurnLoop } from "./turn-loop";
+
+/** One thread's parts, as its object holds them. */
+export interface ThreadParts {
+  identity: ThreadIdentity;
+  alarm: ThreadAlarm;
+  index: IndexOutbox;
+  mode: ThreadMode;
+  intake: Intake;
+  turns: TurnLoop;
+  delivery: DeliveryMachine;
+  reads: ThreadReads;
+  interactions: ThreadInteractions;
+}
+
+/** Builds the parts of one thread object over `deps`. */
+export function composeThread(deps: ThreadDeps): ThreadParts {
+  const identity = new ThreadIdentity(deps.storage);
+  const alarm = new ThreadAlarm(deps);
+  const index = new IndexOutbox(deps, identity, () => alarm.arm());
+  const mode = new ThreadMode(deps);
+  const waiters = new InlineWaiters();
+  const snapshots = new RouteSnapshots();
+  const delivery = new DeliveryMachine(deps, { index, alarm, snapshots });
+  const startDelivery = () => void delivery.drive();
+  const firstRuns = new Set<string>();
+  const turns = new TurnLoop(deps, { identity, mode, index, alarm, waiters, snapshots, firstRuns, startDelivery });
+  const intake = new Intake(deps, { identity, mode, index, alarm, waiters, snapshots, firstRuns, startTurns: () => void turns.pump(), startDelivery });
+  const reads = new ThreadReads(deps, { identity, mode, alarm, index });
+  const interactions = new ThreadInteractions(deps, { identity, intake });
+  return { identity, alarm, index, mode, intake, turns, delivery, reads, interactions };
+}
+
+/**
+ * One firing of the object's alarm. Idempotent: it re-reads state, acts only on what is due
+ * (orphaned turns, ended graces, expired records and memory, queued turns, due deliveries,
+ * outbox rows left unpushed) and
+ * re-arms to the earliest remaining instant.
+ */
+export async function alarmPass(deps: ThreadDeps, parts: ThreadParts): Promise<void> {
+  parts.alarm.fired();
+  const { storage } = deps;
+  const now = deps.now();
+  const s = deps.settings();
+  parts.turns.requeueOrphans(now);
+  await parts.delivery.completeGrace(now, s);
+  const pruned = pruneExpired(storage, now);
+  if (pruned.ids.length) parts.index.note({ dropped: pruned.ids, runsDropped: pruned.traced });
+  const outboxDue = outboxDueAt(storage);
+  if (outboxDue !== null && outboxDue <= now) await parts.index.flush();
+  purgeExpiredCheckpoint(storage, now);
+  const turns = parts.turns.pump();
+  await parts.delivery.drive();
+  await turns;
+  await parts.alarm.arm();
+}

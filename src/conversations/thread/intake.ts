@@ -1,0 +1,72 @@
+import { type AnswerRecord, TERMINAL_STATUSES } from "../model/record";
+import type { AcceptRequest, AcceptResult } from "../model/thread-rpc";
+import type { ThreadDeps } from "./deps";
+import { countAll, countWaiting, getStored, insertRecord, saveStored } from "./store";
+import type { TurnLoopParts } from "./turn-loop";
+
+/** The parts intake hands work to (the turn loop's, plus how it starts the turn loop). */
+export interface IntakeParts extends TurnLoopParts {
+  /** Starts the turn loop (never awaited: the loop outlives the request). */
+  startTurns: () => void;
+}
+
+/**
+ * Intake: durably accepts one inbound (the door answers 202 only after `accept` returned), queues
+ * it behind earlier turns (FIFO, bounded by `thread_queue_depth`), and parks an inline caller until
+ * its answer settles or its wait runs out.
+ */
+export class Intake {
+  constructor(
+    private readonly deps: Pick<ThreadDeps, "storage" | "settings" | "now">,
+    private readonly parts: IntakeParts,
+  ) {}
+
+  /** See ThreadRpc.accept. */
+  async accept(req: AcceptRequest): Promise<AcceptResult> {
+    const { storage } = this.deps;
+    const { identity, mode, index, alarm, waiters } = this.parts;
+    const s = this.deps.settings();
+    const existing = getStored(storage, req.record.message_id);
+    if (existing) return { kind: "accepted", message_id: existing.record.message_id, thread_id: existing.record.thread_id, duplicate: true };
+    if (!req.preset && countWaiting(storage) >= s.conversations.threadQueueDepth) return { kind: "queue_full" };
+    identity.adopt(req.record.thread_id);
+
+    const now = this.deps.now();
+    if (req.preset) {
+      // The door's route read serves the first delivery attempt (src/conversations/model/route-reads.ts, rule 3).
+      if (req.route && req.routeReadAtMs) this.parts.snapshots.noteRead(req.route, req.routeReadAtMs);
+      const rec: AnswerRecord = { ...req.record, ...req.preset.outcome, status: req.preset.status };
+      const terminal = TERMINAL_STATUSES.has(rec.status);
+      const expires = terminal ? now + s.conversations.answerRetentionTtlSeconds * 1000 : null;
+      insertRecord(storage, { ...rec, expires_at: expires ? new Date(expires).toISOString() : null }, req.inbound, "done", expires);
+      if (rec.status === "pending_delivery") saveStored(storage, { record: rec, delivery_due_at: now });
+      if (rec.origin === "operator") mode.refresh();
+      index.note({ settled: true });
+      await alarm.arm();
+      if (rec.status === "pending_delivery") this.parts.startDelivery();
+      return { kind: "accepted", message_id: rec.message_id, thread_id: rec.thread_id, duplicate: false };
+    }
+
+    const newThread = countAll(storage) === 0;
+    insertRecord(storage, req.record, req.inbound, "queued", null);
+    this.parts.firstRuns.add(req.record.message_id);
+    // An accepted inbound keeps a takeover alive for another retention window (spec §3.2).
+    mode.refresh();
+    if (req.route && req.routeReadAtMs)
+      this.parts.snapshots.remember(req.record.message_id, { route: req.route, key: req.executionKey, at: req.routeReadAtMs, target: req.target });
+    // The listing learns of the new record in the background; the read door finds it through the
+    // message directory, which the door writes beside this accept (src/conversations/door/admission.ts).
+    index.note();
+    // A thread's first record waits for its push, so the listing shard knows every thread a door
+    // has answered for (a route's door cannot change once it has threads). Later records don't.
+    if (newThread) await index.drained();
+    const waiting = req.waitMs > 0 ? waiters.wait(req.record.message_id, req.waitMs) : null;
+    await alarm.arm();
+    this.parts.startTurns();
+    if (!waiting) return { kind: "accepted", message_id: req.record.message_id, thread_id: req.record.thread_id, duplicate: false };
+    const answered = await waiting;
+    if (answered) return { kind: "answered", record: answered };
+    // Timed out: the turn goes on and will be delivered by callback or poll.
+    return { kind: "accepted", message_id: req.record.message_id, thread_id: req.record.thread_id, duplicate: false };
+  }
+}

@@ -1,0 +1,57 @@
+import { type ModeStamp, StoredOverride, liveOverride } from "../model/mode";
+import type { Mode } from "../model/kinds";
+import type { ModeInForce } from "../model/thread-rpc";
+import { parseStored } from "../../platform/persistence/stored-json";
+import type { ThreadDeps } from "./deps";
+import { deleteMeta, getMeta, setMeta } from "./store";
+
+/**
+ * The thread's control-mode override (spec §3.2), kept in the object's meta `mode_override`. An
+ * override belongs to the route incarnation it was set under (its `created_at`): deleting the route
+ * voids it at once, even if a route of the same name is created later. It lapses after a retention
+ * window, which each accepted inbound and operator send pushes ahead.
+ */
+export class ThreadMode {
+  constructor(private readonly deps: Pick<ThreadDeps, "storage" | "settings" | "now">) {}
+
+  /** The live override for `stamp`, or null. A void or expired override is reclaimed here. */
+  overrideFor(stamp: ModeStamp): Mode | null {
+    const { storage } = this.deps;
+    const raw = getMeta(storage, "mode_override");
+    if (!raw) return null;
+    const live = liveOverride(parseStored(StoredOverride, raw, "thread meta mode_override"), stamp, this.deps.now());
+    if (!live) deleteMeta(storage, "mode_override");
+    return live;
+  }
+
+  /** The mode in force: the live override, else the default (the route's initial mode, or a person thread's default). */
+  inForce(stamp: ModeStamp, initialMode: Mode): ModeInForce {
+    const o = this.overrideFor(stamp);
+    return o ? { mode: o, source: "thread" } : { mode: initialMode, source: "route" };
+  }
+
+  /** Sets the override under `stamp` (a route incarnation, or null: person-wide) for one retention window. */
+  set(stamp: ModeStamp, mode: Mode): void {
+    const value: StoredOverride = { mode, route_created_at: stamp.created_at, expires_at: this.deps.now() + this.retentionMs() };
+    setMeta(this.deps.storage, "mode_override", JSON.stringify(value));
+  }
+
+  /** Pushes a live override's expiry a full retention window ahead (accepted inbound, operator send). */
+  refresh(): void {
+    const { storage } = this.deps;
+    const raw = getMeta(storage, "mode_override");
+    if (!raw) return;
+    const o = parseStored(StoredOverride, raw, "thread meta mode_override");
+    if (o.expires_at <= this.deps.now()) return;
+    setMeta(storage, "mode_override", JSON.stringify({ ...o, expires_at: this.deps.now() + this.retentionMs() }));
+  }
+
+  /** Drops the override (thread forget). */
+  clear(): void {
+    deleteMeta(this.deps.storage, "mode_override");
+  }
+
+  private retentionMs(): number {
+    return this.deps.settings().conversations.answerRetentionTtlSeconds * 1000;
+  }
+}

@@ -1,0 +1,336 @@
+import { turnSlots } from "./concurrency";
+import { personDefaultMode } from "../model/mode";
+import type { Mode } from "../model/kinds";
+import { logTurnAbandoned } from "./ops-log";
+import { type AnswerRecord, type DeliveryStatus, TERMINAL_STATUSES } from "../model/record";
+import { type RouteSnapshots, type TurnRead, turnReads } from "../model/route-reads";
+import { routesOfPerson } from "../model/payload";
+import { type RouteRow, manualRoutesOfTarget } from "../model/routes-store";
+import { parseThreadId } from "../model/thread-id";
+import { type ParkOrigin, type TurnOutcome, errorOutcome, resumeParked, runTarget, silentOutcome } from "./turn-runner";
+import { interactionStub } from "../../interactions/rpc";
+import { canPark } from "../../interactions/create";
+import { type ParkedNote, dropParked, isResumeInbound, noteParked, resumedInteractionId, waitingParked } from "./parked";
+import type { Settings } from "../../platform/settings/settings";
+import { agentKeepsMemory, appendAgentMemory } from "../../targets/agents/run";
+import { type TargetContext, createTargetContext } from "../../targets/context";
+import type { AlarmArm, IndexWriter, ThreadDeps } from "./deps";
+import type { ThreadIdentity } from "./identity";
+import type { InlineWaiters } from "./inline-waiters";
+import { type StoredRecord, getStored, nextQueued, runningTurns, saveStored } from "./store";
+import type { ThreadMode } from "./thread-mode";
+import { PersonTurn, pairingIntentOf, withGreeting } from "./pairing-turn";
+import { type TurnRun, keepTurnTrace, startTurnRun, turnTrace } from "./turn-trace";
+import { summaryOf } from "../../observability/runs/summary";
+import { traceSteps } from "../../observability/runs/steps";
+import type { KeyWithOwner } from "../../access-control/key-store";
+
+/** The parts the turn loop works with, and how it starts the delivery machine. */
+export interface TurnLoopParts {
+  identity: ThreadIdentity;
+  mode: ThreadMode;
+  index: IndexWriter;
+  alarm: AlarmArm;
+  waiters: InlineWaiters;
+  snapshots: RouteSnapshots;
+  /**
+   * Turns this instance accepted and has not run yet: their first run needs no durability wait
+   * (see `runOne`). Memory only; a restarted instance has none.
+   */
+  firstRuns: Set<string>;
+  /** Starts the delivery machine (never awaited). */
+  startDelivery: () => void;
+}
+
+/** The detail a poison turn is settled with (admins read it on the record). */
+export function abandonedDetail(attempts: number): string {
+  return `the turn was abandoned after ${attempts} attempts: each run ended its thread object before settling (crash, CPU limit or eviction)`;
+}
+
+/**
+ * The turn loop: runs queued turns one at a time, oldest first, each under the route's bound
+ * execution key, and settles each answer into the record. A run holds an intake lease, refreshed
+ * while it runs, so only a dead instance's turn is re-queued (by the alarm, `requeueOrphans`); a
+ * turn whose runs keep ending the object is abandoned after `turn_max_attempts`.
+ */
+export class TurnLoop {
+  private pumping = false;
+  /** The message whose turn this instance is running now (a `running` row without it is orphaned). */
+  private activeTurn: string | null = null;
+
+  constructor(
+    private readonly deps: ThreadDeps,
+    private readonly parts: TurnLoopParts,
+  ) {}
+
+  /** Runs queued turns until none is left. Re-entrant calls return at once. */
+  async pump(): Promise<void> {
+    if (this.pumping) return;
+    this.pumping = true;
+    try {
+      for (;;) {
+        const next = nextQueued(this.deps.storage);
+        if (!next) break;
+        await this.runOne(next);
+      }
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  /** Alarm: a running row this instance is not running belongs to a dead instance once its lease lapses. */
+  requeueOrphans(nowMs: number): void {
+    const { storage } = this.deps;
+    for (const r of runningTurns(storage)) {
+      if (r.record.message_id !== this.activeTurn && (r.turn_lease_until ?? 0) <= nowMs) {
+        saveStored(storage, { record: r.record, turn_state: "queued", turn_lease_until: null });
+      }
+    }
+  }
+
+  private async runOne(stored: StoredRecord): Promise<void> {
+    const { storage, now } = this.deps;
+    const s = this.deps.settings();
+    const c = s.conversations;
+    const leaseMs = c.intakeClaimLeaseSeconds * 1000;
+    // Every run that started and never settled ended its object (crash, CPU limit, eviction): the
+    // alarm re-queued it when its lease lapsed. Past the bound the turn is poison; settle it with
+    // the error outcome instead of killing the object again, so the thread moves on.
+    if (stored.turn_attempts >= c.turnMaxAttempts) {
+      logTurnAbandoned({ message_id: stored.record.message_id, attempts: stored.turn_attempts });
+      return this.settle(stored.record.message_id, errorOutcome(abandonedDetail(stored.turn_attempts)), s, startTurnRun(now()));
+    }
+    saveStored(storage, { record: stored.record, turn_state: "running", turn_lease_until: now() + leaseMs, turn_attempts: stored.turn_attempts + 1 });
+    this.activeTurn = stored.record.message_id;
+    // The attempt must be durable before a run that might end the object: one that never yields
+    // would die with the implicit transaction holding its count uncommitted, and run again
+    // uncounted. A turn this instance accepted skips the wait: its count commits with the accept
+    // (the door's answer and the run's first outbound request both wait for that commit), and if
+    // the object dies before it does, the restarted instance counts and waits here, so a poison
+    // turn gets at most one run beyond `turn_max_attempts`. Everything else (a re-queued orphan, a
+    // turn a previous instance accepted) waits for the commit first.
+    const firstRun = this.parts.firstRuns.delete(stored.record.message_id);
+    if (!firstRun) await storage.sync();
+    await this.parts.alarm.arm();
+    // Refresh the intake lease while the turn runs, so only a dead instance's turn is re-run.
+    const refresher = setInterval(() => {
+      const cur = getStored(storage, stored.record.message_id);
+      if (cur?.turn_state === "running") saveStored(storage, { record: cur.record, turn_lease_until: now() + leaseMs });
+    }, c.intakeClaimRefreshSeconds * 1000);
+    const release = await turnSlots(c.maxConcurrentTurns).acquire();
+    // The run's trace: timed from here to its settle, steps collected on its context.
+    const run = startTurnRun(now());
+    let outcome: TurnOutcome;
+    try {
+      outcome = await this.execute(stored, s, run);
+    } catch (err) {
+      console.error("turn failed unexpectedly", err);
+      outcome = errorOutcome("the turn failed unexpectedly");
+    } finally {
+      release();
+      clearInterval(refresher);
+      this.activeTurn = null;
+    }
+    await this.settle(stored.record.message_id, outcome, s, run);
+  }
+
+  /** Decides the outcome: route gone, manual mode (suppressed), or the target's run. */
+  private async execute(stored: StoredRecord, s: Settings, run: TurnRun): Promise<TurnOutcome> {
+    // The turn's one route read (src/conversations/model/route-reads.ts): the door's if still fresh, else D1.
+    const readAt = this.deps.now();
+    const fresh = this.parts.snapshots.take(stored.record.message_id, readAt);
+    const read = await turnReads(this.deps.env().DB, stored.record.route_name, fresh);
+    if (!read) return errorOutcome("the route was deleted before the turn ran");
+    const route = read.route;
+    if (!fresh) this.parts.snapshots.noteRead(route, readAt);
+    const ctx = this.targetContext(s, route);
+    run.target = { kind: route.target_kind, name: route.target_name, version: null };
+    traceSteps(ctx, run.log);
+    // A multichannel target's person work (src/conversations/thread/pairing-turn.ts): the first contact's
+    // greeting goes before whatever this turn answers, and a pairing message is answered here, in
+    // either mode, without running the target.
+    if (!stored.inbound.person) return this.decide(stored, read, ctx);
+    const person = new PersonTurn(this.deps.env(), route, stored.record, this.deps.now());
+    const greeting = await person.greeting(stored.inbound.greeting);
+    const intent = pairingIntentOf(stored.inbound);
+    const outcome = intent.kind === "text" ? await this.decide(stored, read, ctx) : await person.pairing(intent);
+    return withGreeting(outcome, greeting);
+  }
+
+  /**
+   * The mode this turn runs in, re-checked right before it runs so an answer never goes out after
+   * a takeover: the live override, else the route's initial mode, or on a linked person's thread
+   * its default (manual when any route the person spans is manual, spec §3.2), decided from the
+   * door's read of the target's manual routes, or one read of them when that is stale.
+   */
+  private async modeFor(stored: StoredRecord, read: TurnRead): Promise<Mode> {
+    const personThread = parseThreadId(stored.record.thread_id).kind === "person";
+    const override = this.parts.mode.overrideFor(personThread ? { created_at: null } : read.route);
+    if (override) return override;
+    const person = stored.inbound.person;
+    if (!personThread || !person || read.route.initial_mode === "manual") return read.route.initial_mode;
+    const manual = read.target.manualRoutes ?? (await manualRoutesOfTarget(this.deps.env().DB, read.route.target_kind, read.route.target_name));
+    return personDefaultMode(routesOfPerson(person), manual);
+  }
+
+  /** The turn's own outcome: silence in manual mode, else the target's run. */
+  private async decide(stored: StoredRecord, read: TurnRead, ctx: TargetContext): Promise<TurnOutcome> {
+    const { route, key } = read;
+    const mode = await this.modeFor(stored, read);
+    if (mode === "manual") {
+      if (route.target_kind === "agent" && stored.inbound.kind === "message" && (await agentKeepsMemory(ctx, route.target_name))) {
+        try {
+          await appendAgentMemory(ctx, route.target_name, stored.record.thread_id, { role: "user", content: stored.inbound.text ?? "" });
+        } catch (err) {
+          return errorOutcome(`manual mode: appending the inbound to agent memory failed: ${err instanceof Error ? err.message : "unknown error"}`);
+        }
+      }
+      return silentOutcome();
+    }
+    // A run parked on ask_user resumes here, handed back (a door answer, a cancel, an
+    // expiry) or answered by this inbound; any turn's run may park (docs/interactions.md).
+    const park = this.parkOrigin(stored, route);
+    if (isResumeInbound(stored.inbound)) return this.resumeHandedBack(stored, read, ctx, park);
+    const waiting = stored.inbound.kind === "message" ? waitingParked(this.deps.storage) : null;
+    if (waiting) {
+      const answered = await this.answerParked(waiting, stored, read, ctx, park);
+      if (answered) return answered;
+    }
+    const binding = read.target.config?.state_binding ?? null;
+    return runTarget(
+      ctx,
+      route,
+      stored.inbound,
+      key,
+      binding ? { binding, pendingSaves: read.target.pendingSaves, writer: read.target.configWriter } : null,
+      park,
+    );
+  }
+
+  /** Where this turn's run may park: its thread and record, when the interactions store is configured. */
+  private parkOrigin(stored: StoredRecord, route: RouteRow): ParkOrigin | null {
+    if (!canPark(this.deps.settings())) return null;
+    const r = stored.record;
+    return { route_name: route.route_name, thread_id: r.thread_id, message_id: r.message_id, door: r.door, channel: r.channel };
+  }
+
+  /**
+   * This inbound answers the interaction the thread waits on: the interaction is claimed with it
+   * and the parked run resumes in this turn, its reply this record's answer. Null: the interaction
+   * ended otherwise meanwhile (its resume turn is on its way) or is gone, and the inbound runs as
+   * an ordinary turn.
+   */
+  private async answerParked(
+    waiting: ParkedNote,
+    stored: StoredRecord,
+    read: TurnRead,
+    ctx: TargetContext,
+    park: ParkOrigin | null,
+  ): Promise<TurnOutcome | null> {
+    const { inbound } = stored;
+    const input = {
+      text: inbound.text,
+      form: inbound.form ?? null,
+      params: inbound.params ?? null,
+      attachments: inbound.attachments ?? null,
+      location: inbound.location ?? null,
+    };
+    let claim;
+    try {
+      claim = await interactionStub(this.deps.env(), waiting.interaction_id).claim(stored.record.message_id, input);
+    } catch (err) {
+      console.error("answering a parked interaction failed", err instanceof Error ? err.message : "unknown error");
+      return errorOutcome("this message answers a pending ask_user interaction, which could not be reached");
+    }
+    if (!claim.ok) {
+      // Gone (erased, or its retention ended): nothing will come back for it.
+      if (claim.status === null) dropParked(this.deps.storage, waiting.interaction_id);
+      return null;
+    }
+    const outcome = await resumeParked(ctx, read.route, claim.parked, claim.result, park, read.key);
+    return { ...outcome, resolved: waiting.interaction_id };
+  }
+
+  /** A resume turn: the interaction ended by a door answer, a cancel or its expiry; its run goes on here. */
+  private async resumeHandedBack(stored: StoredRecord, read: TurnRead, ctx: TargetContext, park: ParkOrigin | null): Promise<TurnOutcome> {
+    const id = resumedInteractionId(stored.inbound);
+    const input = id ? await interactionStub(this.deps.env(), id).resumeInput() : null;
+    if (!input) return errorOutcome("the parked run is gone: its interaction was erased or its retention ended");
+    return resumeParked(ctx, read.route, input.parked, input.result, park, read.key);
+  }
+
+  private targetContext(s: Settings, route: RouteRow): TargetContext {
+    const threadId = this.parts.identity.get()!;
+    const { alarm, mode } = this.parts;
+    return createTargetContext(this.deps.env(), s, {
+      fetch: this.deps.fetch,
+      // The kv checkpoint provider uses this thread's own memory without an RPC hop.
+      local: { storage: this.deps.storage, threadId, armAlarm: () => alarm.arm() },
+      turn: {
+        thread_id: threadId,
+        route_name: route.route_name,
+        setMode: async (m: Mode) => mode.set(parseThreadId(threadId).kind === "person" ? { created_at: null } : route, m),
+      },
+    });
+  }
+
+  /**
+   * Stores the turn's answer and moves the record on. The inline-or-callback decision is made in
+   * one synchronous step: if the caller is still waiting, the record is delivered inline and the
+   * waiter resolved; otherwise it is scheduled for its door's delivery. Exactly one of the two.
+   */
+  private async settle(messageId: string, outcome: TurnOutcome, s: Settings, run: TurnRun): Promise<void> {
+    const { storage } = this.deps;
+    const { waiters } = this.parts;
+    const cur = getStored(storage, messageId);
+    if (!cur) return; // forgotten meanwhile
+    const now = this.deps.now();
+    const iso = new Date(now).toISOString();
+    const retentionMs = s.conversations.answerRetentionTtlSeconds * 1000;
+    // `parked` and `resolved` are the thread's bookkeeping, not record fields.
+    const { parked, resolved, ...fields } = outcome;
+    const rec: AnswerRecord = { ...cur.record, ...fields, updated_at: iso };
+    const inline = waiters.isWaiting(messageId);
+    let status: DeliveryStatus;
+    if (rec.door === "api") {
+      if (inline) status = "delivered";
+      else if (rec.callback_url) status = "pending_delivery";
+      else status = "delivered";
+    } else {
+      status = outcome.answer_status === "silent" ? "silent" : "pending_delivery";
+    }
+    rec.status = status;
+    const terminal = TERMINAL_STATUSES.has(status);
+    const expires = terminal ? now + retentionMs : null;
+    rec.expires_at = expires ? new Date(expires).toISOString() : null;
+    saveStored(storage, {
+      record: rec,
+      turn_state: "done",
+      turn_lease_until: null,
+      delivery_due_at: status === "pending_delivery" ? now : null,
+      expires_at: expires,
+    });
+    // The run's trace, in the settle's own transaction; its summary row rides the outbox.
+    const trace = turnTrace(rec, cur.inbound, run, outcome, now);
+    keepTurnTrace(storage, trace);
+    // In the same transaction: the interaction this inbound answered is no longer waited on, and
+    // the one this turn parked on is (the thread's next inbound answers it).
+    if (resolved) dropParked(storage, resolved);
+    if (parked) {
+      const route = {
+        route_name: rec.route_name,
+        door: rec.door,
+        channel: rec.channel,
+        our_identity: rec.our_identity,
+        callback_url: rec.callback_url,
+        client_address: rec.client_address,
+        caller_principal: rec.caller_principal,
+      };
+      noteParked(storage, { interaction_id: parked.interaction_id, asked_by: messageId, route }, now);
+    }
+    if (inline) waiters.answer(messageId, rec);
+    this.parts.index.note({ settled: true, run: summaryOf(trace, "thread") });
+    await this.parts.alarm.arm();
+    if (status === "pending_delivery") this.parts.startDelivery();
+  }
+}

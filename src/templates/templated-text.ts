@@ -1,0 +1,50 @@
+/**
+ * TemplatedText (spec §2.6): `{content | id, kwargs}`, exactly one of content/id, rendered
+ * with mustache. Rendering never HTML-escapes: the outputs are jq programs and plain text.
+ */
+import Mustache from "mustache";
+import { z } from "zod";
+import { MAX_KWARGS_BYTES, boundedJsonObject } from "../platform/http/bounded-json";
+import { HttpError } from "../platform/http/errors";
+import { intactIdentifier } from "../platform/http/identifiers";
+import { resolveTextAnywhere } from "../storage/text-resources";
+
+export const templatedTextSchema = z
+  .object({
+    content: z.string().nullable().optional(),
+    id: intactIdentifier(z.string().min(1).max(256)).nullable().optional(),
+    // Bounded: kwargs are stored with the route and rendered on every turn, so an unbounded
+    // value would break the route for good.
+    kwargs: boundedJsonObject(MAX_KWARGS_BYTES).default({}),
+  })
+  .strict()
+  .superRefine((t, ctx) => {
+    const hasContent = t.content !== undefined && t.content !== null;
+    const hasId = t.id !== undefined && t.id !== null;
+    if (hasContent === hasId) ctx.addIssue({ code: "custom", message: "exactly one of content or id must be set" });
+  });
+export type TemplatedText = z.infer<typeof templatedTextSchema>;
+
+/** Renders a template string with kwargs (pure). Unknown tags render empty, as mustache does. */
+export function renderTemplate(template: string, kwargs: Record<string, unknown>): string {
+  try {
+    return Mustache.render(template, kwargs, {}, { escape: (v: unknown) => String(v) });
+  } catch {
+    throw new HttpError(400, "template does not parse as mustache");
+  }
+}
+
+/**
+ * Resolves `id` (404 when absent) and renders. An id resolves in the content store first (the R2
+ * object of that key), then in the D1 text resources (src/storage/text-resources.ts).
+ */
+export async function renderTemplatedText(db: D1Database, t: TemplatedText): Promise<string> {
+  let source: string;
+  if (t.content !== undefined && t.content !== null) source = t.content;
+  else {
+    const res = await resolveTextAnywhere(db, t.id!);
+    if (!res) throw new HttpError(404, "templated text resource not found");
+    source = res.content;
+  }
+  return renderTemplate(source, t.kwargs ?? {});
+}
