@@ -26,7 +26,7 @@ const attemptsOf = async (threadId: string, messageId: string) => {
   return row ? { attempts: JSON.parse(row.record).attempts as number, leased: row.delivery_lease_until !== null, status: row.status } : null;
 };
 
-describe("a failed delivery attempt logs one structured line (issue 9, finding 8)", () => {
+describe("a failed delivery attempt logs one structured line", () => {
   it("a failed callback attempt logs one JSON line with the message id, attempt and a short reason, never the URL", async () => {
     const { lines, raw } = captureAttemptLines();
     let answer = 0;

@@ -75,7 +75,7 @@ const until = async (check: () => boolean) => {
   expect(check()).toBe(true);
 };
 
-describe("poison turns (issue 9: a turn that keeps killing its object ends)", () => {
+describe("poison turns: a turn that keeps killing its object ends", () => {
   it("settles a turn that crashes its object twice with the error outcome and moves the thread on", async () => {
     const { route, poisonRuns, callbacks } = await poisonRoute(HOOK);
     const a = await send(route.name, { external_user_id: "p1", text: "poison" });

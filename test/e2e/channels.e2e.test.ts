@@ -253,7 +253,7 @@ describe("channels against a real wrangler dev", () => {
   });
 });
 
-describe("operator takeover of a channel thread (issue 6)", () => {
+describe("operator takeover of a channel thread", () => {
   it("manual mode runs no turn, the operator's reply reaches the provider, and the agent later saw both", async () => {
     const agent = await http(base, "POST", "/api/agents-config/entries", {
       key: adminKey,

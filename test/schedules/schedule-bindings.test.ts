@@ -136,7 +136,7 @@ describe("a schedule with a state binding", () => {
   });
 });
 
-describe("objects written before issue 17", () => {
+describe("objects written before schedules carried state bindings", () => {
   it("a Schedule's spec table gains the state_binding column and reads as unbound", async () => {
     const name = uniq("legacy");
     const state = await runInDurableObject(scheduleObject(name), (_o, s) => {

@@ -41,7 +41,7 @@ async function declareTool(title: string, url: string) {
   if (r.status !== 200) throw new Error(`tool declare failed ${r.status} ${JSON.stringify(r.body)}`);
 }
 
-describe("free-form JSON is bounded (issue 9, finding 2)", () => {
+describe("free-form JSON is bounded", () => {
   it("checks depth, finiteness and bytes iteratively, so a 100,000-level value is refused rather than overflowing", () => {
     expect(checkJsonBounds(deepValue(MAX_JSON_DEPTH), 1e6)).toBeNull();
     expect(checkJsonBounds(deepValue(MAX_JSON_DEPTH + 1), 1e6)).toBe(`must nest at most ${MAX_JSON_DEPTH} levels`);
@@ -173,7 +173,7 @@ describe("free-form JSON is bounded (issue 9, finding 2)", () => {
   });
 });
 
-describe("identifiers arrive intact (issue 9, finding 5)", () => {
+describe("identifiers arrive intact", () => {
   it("judges identifiers: control characters (C0, DEL, C1) and lone surrogates are out, everything else is in", () => {
     for (const bad of ["a\u0000", "a\u001f", "a\u007f", "a\u0085", "a\ud800", "\udc00a", "a\ud800\ud800"])
       expect(isIntactIdentifier(bad), JSON.stringify(bad)).toBe(false);
@@ -306,7 +306,7 @@ describe("identifiers arrive intact (issue 9, finding 5)", () => {
   });
 });
 
-describe("strict bodies (issue 9, finding 6)", () => {
+describe("strict bodies", () => {
   it("refuses unknown fields at key mint instead of dropping them (disabled:true is honoured)", async () => {
     const key = await admin();
     const unknown = await call("POST", "/api/auth/api-keys", { key, body: { user_id: uniq("strict"), scopes: ["tools:read"], colour: "red" } });

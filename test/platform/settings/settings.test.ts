@@ -35,7 +35,7 @@ describe("settings (spec §8, decisions §3)", () => {
     expect(r.settings.checkpoint).toEqual({ provider: "kv", ttlMinutes: null });
   });
 
-  it("bounds the listing flush: a batch of at least 10 settled turns, a lag of at most 60 s (issue 11)", () => {
+  it("bounds the listing flush: a batch of at least 10 settled turns, a lag of at most 60 s", () => {
     const ok = parseSettings({ ...base, CONVERSATIONS_INDEX_FLUSH_BATCH: "10", CONVERSATIONS_INDEX_FLUSH_LAG_SECONDS: "0.05" });
     expect(ok.ok && [ok.settings.conversations.indexFlushBatch, ok.settings.conversations.indexFlushLagSeconds]).toEqual([10, 0.05]);
     const small = parseSettings({ ...base, CONVERSATIONS_INDEX_FLUSH_BATCH: "9" });
