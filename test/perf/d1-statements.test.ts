@@ -50,7 +50,7 @@ function expectCounts(path: string, counter: D1Counter, want: Expected): void {
     got,
     `D1 work on path "${path}" changed: expected ${expected.roundTrips} round trips / ${expected.statements} statements, ` +
       `measured ${got.roundTrips} / ${got.statements}. If it went down, lower the figures here and in docs/performance.md; ` +
-      `if it went up, a statement was added to a per-message path (issue 11). Round trips seen:\n${counter.describe()}`,
+      `if it went up, a statement was added to a per-message path. Round trips seen:\n${counter.describe()}`,
   ).toEqual(expected);
 }
 
