@@ -89,6 +89,24 @@ module.exports = {
       to: { path: DOOR_HALF },
     },
     {
+      name: "contracts-import-only-shapes",
+      severity: "error",
+      comment:
+        "An object's contract (src/<area>/rpc.ts) carries wire shapes only: it imports the platform, its own area's " +
+        "shapes, the model modules (any area's model/ or model.ts) and other contracts, never another area's stores or logic.",
+      from: { path: "^src/([^/]+)/rpc\\.ts$" },
+      to: { path: "^src/", pathNot: ["^src/(platform|$1)/", "/model(/|\\.ts$)", "/rpc\\.ts$"] },
+    },
+    {
+      name: "conversation-contracts-import-only-the-model",
+      severity: "error",
+      comment:
+        "The thread's and the rate buckets' contracts import only the platform, the model modules and their own half " +
+        "(the bucket's verdict): no store, no row type, no logic of either half.",
+      from: { path: "^src/conversations/(model|door)/[a-z-]*rpc\\.ts$" },
+      to: { path: "^src/", pathNot: ["^src/platform/", "/model(/|\\.ts$)", "^src/conversations/door/token-bucket\\.ts$"] },
+    },
+    {
       name: "src-not-to-durable-objects",
       severity: "error",
       comment:

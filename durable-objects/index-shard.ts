@@ -9,7 +9,7 @@
  * src/shards/rpc.ts.
  */
 import { DurableObject } from "cloudflare:workers";
-import type { RunTrace } from "../src/observability/runs/run-trace";
+import type { RunTrace } from "../src/observability/model/run-trace";
 import type { CounterDelta, IndexShardRpc, LedgerEntry, LedgerKey, ListingPush } from "../src/shards/rpc";
 import type { Env } from "../src/platform/env";
 import { isolateSettings } from "../src/config/isolate-settings";

@@ -21,7 +21,7 @@ import { edgeFetch } from "../src/platform/net/edge-fetch";
 import { identityFeed, notificationFeedStub } from "../src/notifications/rpc";
 import type { Notification } from "../src/notifications/schemas";
 import type { Settings } from "../src/platform/settings/settings";
-import type { ParkedRun, ParkedToolRun } from "../src/targets/agents/parked";
+import type { ParkedRun, ParkedToolRun } from "../src/targets/model/parked-run";
 import { toolRunStub } from "../src/tool-runs/rpc";
 import { handOffToThread } from "../src/interactions/handoff";
 import { deleteInteractionRow, upsertInteractionRow } from "../src/interactions/index-store";

@@ -11,7 +11,7 @@ import { DurableObject } from "cloudflare:workers";
 import type { ModeStamp } from "../src/conversations/model/mode";
 import type { Mode } from "../src/conversations/model/kinds";
 import type { AnswerRecord } from "../src/conversations/model/record";
-import type { RouteRow } from "../src/conversations/model/routes-store";
+import type { Route } from "../src/conversations/model/route";
 import type {
   AcceptRequest,
   AcceptResult,
@@ -26,11 +26,11 @@ import type {
 import type { Env } from "../src/platform/env";
 import { edgeFetch } from "../src/platform/net/edge-fetch";
 import { appendCheckpoint, deleteCheckpoint, readCheckpoint } from "../src/targets/checkpoints/thread-memory";
-import type { CheckpointMessage } from "../src/targets/checkpoints/types";
+import type { CheckpointMessage } from "../src/targets/model/agent-memory";
 import { type ThreadParts, alarmPass, composeThread } from "../src/conversations/thread/compose";
 import { type ThreadDeps, threadEnv, threadSettings, warmThreadSettings } from "../src/conversations/thread/deps";
 import { migrate } from "../src/conversations/thread/store";
-import type { RunTrace } from "../src/observability/runs/run-trace";
+import type { RunTrace } from "../src/observability/model/run-trace";
 import { dropTurnTraces, readTurnTrace } from "../src/conversations/thread/turn-trace";
 import { eraseThreadInteractions } from "../src/interactions/erasure";
 import { parkedIds } from "../src/conversations/thread/parked";

@@ -15,7 +15,7 @@
  * The alarm stays armed at the wait's deadline, so a hand-over that never comes ends the run too.
  */
 import { DurableObject } from "cloudflare:workers";
-import { type ToolRunRequest, type ToolRunRow, type ToolRunRpc } from "../src/tool-runs/rpc";
+import { type ToolRunRequest, type ToolRunRecord, type ToolRunRpc } from "../src/tool-runs/rpc";
 import type { JsonObject } from "../src/platform/http/bounded-json";
 import type { AskUserInput } from "../src/interactions/ask";
 import { createInteraction } from "../src/interactions/create";
@@ -70,7 +70,7 @@ export class ToolRun extends DurableObject<Env> implements ToolRunRpc {
     return this.ctx.storage.sql;
   }
 
-  async submit(request: ToolRunRequest): Promise<ToolRunRow> {
+  async submit(request: ToolRunRequest): Promise<ToolRunRecord> {
     const existing = readRun(this.sql);
     if (existing) return existing;
     insertQueued(this.sql, request, Date.now());
@@ -78,7 +78,7 @@ export class ToolRun extends DurableObject<Env> implements ToolRunRpc {
     return readRun(this.sql)!;
   }
 
-  async read(): Promise<ToolRunRow | null> {
+  async read(): Promise<ToolRunRecord | null> {
     return readRun(this.sql);
   }
 
@@ -146,7 +146,7 @@ export class ToolRun extends DurableObject<Env> implements ToolRunRpc {
     return { env: eff.env as unknown as Env, settings: eff.result.settings };
   }
 
-  private async attempt(row: ToolRunRow, s: RunSettings): Promise<void> {
+  private async attempt(row: ToolRunRecord, s: RunSettings): Promise<void> {
     markStarted(this.sql, Date.now());
     // The lease: if this object dies mid-attempt, this alarm finds the run still running.
     await this.ctx.storage.setAlarm(Date.now() + ATTEMPT_LEASE_MS);
@@ -182,7 +182,7 @@ export class ToolRun extends DurableObject<Env> implements ToolRunRpc {
    * The attempt's tool asked: stores the interaction (origin this run; its object calls `resume`
    * when it ends), then waits for it until its expiry plus a margin. The listing shows `waiting`.
    */
-  private async wait(row: ToolRunRow, ask: AskUserInput, steps: RunSteps, s: RunSettings): Promise<void> {
+  private async wait(row: ToolRunRecord, ask: AskUserInput, steps: RunSteps, s: RunSettings): Promise<void> {
     let interaction;
     try {
       interaction = await createInteraction(s.env, s.settings, {
@@ -233,7 +233,7 @@ export class ToolRun extends DurableObject<Env> implements ToolRunRpc {
   }
 
   /** Retention is over: the listing row goes, then the run. */
-  private async expire(row: ToolRunRow): Promise<void> {
+  private async expire(row: ToolRunRecord): Promise<void> {
     try {
       await deleteRunRow(this.env.DB, row.run_id).run();
     } catch (err) {

@@ -12,7 +12,7 @@
  */
 import { z } from "zod";
 import { ApiKeyRow, ApiKeyVersionRow, AuthScopeRow, PublicRouteRow, RoleRow, RoleVersionRow } from "../access-control/tables";
-import { RouteView } from "../conversations/model/routes-store";
+import { RouteView } from "../conversations/model/route";
 import { TargetKind } from "../conversations/model/kinds";
 import { HookRow } from "../hooks/record";
 import { VerifierView } from "../hooks/verifier-store";

@@ -16,7 +16,7 @@ import { Hono } from "hono";
 import type { Context } from "hono";
 import { z } from "zod";
 import { authorize } from "../access-control/principal";
-import { requireRoute } from "../conversations/model/routes-store";
+import { requireRoute } from "../conversations/store";
 import { routeParams } from "../conversations/model/schemas";
 import { TICKET_TTL_MS, livePath, mintTicket, ticketHash } from "./tickets";
 import { CONSOLE_CSP, secured } from "./security-headers";

@@ -11,7 +11,7 @@
  * `INTERACTIONS_MEDIA_MAX_BYTES` or one whose fetch failed. Every fetch goes through the network edge.
  */
 import { randomToken } from "../access-control/crypto";
-import type { Attachment } from "../channels/media";
+import type { Attachment } from "../channels/model/media";
 import { apiBase, envString, isRecord } from "../channels/common";
 import { TELEGRAM_DEFAULT_API_BASE, TELEGRAM_ENV, TELEGRAM_FILE_PREFIX } from "../channels/telegram";
 import type { Env } from "../platform/env";

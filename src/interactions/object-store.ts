@@ -13,7 +13,7 @@
  */
 import type { JsonObject } from "../platform/http/bounded-json";
 import { parseStored, storedJsonObject } from "../platform/persistence/stored-json";
-import { ParkedRun } from "../targets/agents/parked";
+import { ParkedRun } from "../targets/model/parked-run";
 import { InteractionEventInput } from "./rpc";
 import { InteractionState } from "./record";
 import { type ObjectSchema, migrateSchema } from "../platform/persistence/object-sql";

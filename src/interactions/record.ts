@@ -7,7 +7,7 @@
  */
 import { z } from "zod";
 import { heldBy } from "../access-control/identity";
-import { Location, MediaKind } from "../channels/media";
+import { Location, MediaKind } from "../channels/model/media";
 import { Door, TargetKind } from "../conversations/model/kinds";
 import { JsonObject } from "../platform/http/bounded-json";
 import { InteractionOption } from "./ask";

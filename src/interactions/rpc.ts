@@ -9,12 +9,14 @@
  * - `InteractionHub`: one object for the deployment, the ring of interaction events that
  *   `GET /api/interactions/stream` tails (ids increase; `Last-Event-ID` replays what the ring holds).
  */
-import type { Attachment, Location } from "../channels/media";
+import type { Attachment, Location } from "../channels/model/media";
 import type { Env } from "../platform/env";
 import type { JsonObject } from "../platform/http/bounded-json";
 import { z } from "zod";
 import { type AnsweredBy, InteractionState, type InteractionStatus } from "./record";
-import type { ParkedRun } from "../targets/agents/parked";
+import type { ParkedRun } from "../targets/model/parked-run";
+
+export type { InteractionStatus };
 
 /** What `create` stores: the interaction, its parked run, and whether its audience is owed a ticket. */
 export interface CreateInteraction {

@@ -8,7 +8,7 @@
  */
 import { z } from "zod";
 import { type Holder, sinceMs } from "../access-control/identity";
-import { RUN_KINDS, RUN_OUTCOMES, type RunKind, type RunOutcome } from "./runs/run-trace";
+import { RUN_KINDS, RUN_OUTCOMES, type RunKind, type RunOutcome } from "./model/run-trace";
 import { SHED_COUNTER } from "./shed-counter";
 
 const counts = z.object(Object.fromEntries(RUN_OUTCOMES.map((o) => [o, z.number().int()])) as Record<RunOutcome, z.ZodNumber>).strict();

@@ -9,7 +9,8 @@ import { handOver } from "../conversations/door/admission";
 import { mintArrival } from "../conversations/door/arrival";
 import { maxCharsFor } from "../channels/chunking";
 import type { AnswerRecord } from "../conversations/model/record";
-import { type RouteRow, getRoute } from "../conversations/model/routes-store";
+import { getRoute } from "../conversations/store";
+import { type Route } from "../conversations/model/route";
 import { threadStub } from "../conversations/door/stubs";
 import type { PersonView } from "../persons/rpc";
 import { adapterFor } from "../channels/registry";
@@ -29,7 +30,7 @@ import { guardThreadOnRoute, threadAddress } from "./thread-guard";
  * subset, say). A missing capability is not refused here: per spec the record fails loudly at
  * delivery, where the channel's capabilities are read.
  */
-function precheckChannel(settings: Settings, route: RouteRow, text: string, part: RichPart | null): void {
+function precheckChannel(settings: Settings, route: Route, text: string, part: RichPart | null): void {
   const adapter = route.channel ? adapterFor(route.channel) : undefined;
   if (!adapter) return;
   let max: number;
@@ -48,7 +49,7 @@ function precheckChannel(settings: Settings, route: RouteRow, text: string, part
 
 /** Where an operator message goes: the route it is sent from (as read, and when) and the participant's address on it. */
 interface SendTarget {
-  route: RouteRow;
+  route: Route;
   readAtMs: number;
   address: string;
 }
@@ -57,7 +58,7 @@ interface SendTarget {
  * A route thread's target: the path route and the address its id names; an explicit `address`
  * must be that one (a route thread has exactly one).
  */
-function routeThreadTarget(read: { route: RouteRow; readAtMs: number }, rest: string, explicit: string | undefined): SendTarget {
+function routeThreadTarget(read: { route: Route; readAtMs: number }, rest: string, explicit: string | undefined): SendTarget {
   const address = threadAddress(read.route.door, rest);
   if (explicit !== undefined && explicit !== address) throw badRequest("invalid body: address: is not this thread's address");
   return { ...read, address };
@@ -71,7 +72,7 @@ function routeThreadTarget(read: { route: RouteRow; readAtMs: number }, rest: st
  */
 async function personThreadTarget(
   env: Env,
-  read: { route: RouteRow; readAtMs: number },
+  read: { route: Route; readAtMs: number },
   threadId: string,
   person: PersonView,
   explicit: string | undefined,
@@ -113,7 +114,7 @@ async function newestMessage(env: Env, threadId: string): Promise<AnswerRecord |
 export async function sendOperatorMessage(
   env: Env,
   settings: Settings,
-  read: { route: RouteRow; readAtMs: number },
+  read: { route: Route; readAtMs: number },
   operator: string,
   body: OperatorSendBody,
 ): Promise<{ message_id: string; thread_id: string }> {
@@ -149,7 +150,7 @@ export async function sendOperatorMessage(
   // A poll-only api route has nothing to deliver to: the stored answer is its delivery.
   const status = route.door === "api" && !route.callback_url ? "delivered" : "pending_delivery";
   // No rate token and no queue check: an operator answers, it does not start a turn (the preset skips the queue).
-  // The door's route read serves the first delivery attempt (src/conversations/model/route-reads.ts, rule 3).
+  // The door's route read serves the first delivery attempt (src/conversations/thread/route-reads.ts, rule 3).
   await handOver(env, arrival, {
     waitMs: 0,
     preset: { status, outcome: { answer_status: "answered", answer: body.text, error: null } },

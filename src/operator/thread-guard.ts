@@ -6,7 +6,7 @@
  * synchronous part for route-keyed ids and answers 404 "person not found on this route" for every
  * person thread.
  */
-import type { RouteRow } from "../conversations/model/routes-store";
+import type { Route } from "../conversations/model/route";
 import type { PersonView } from "../persons/rpc";
 import type { Door } from "../conversations/model/kinds";
 import type { Env } from "../platform/env";
@@ -48,7 +48,7 @@ export async function guardThreadOnRoute(
   env: Env,
   routeName: string,
   threadId: string,
-  route?: Pick<RouteRow, "target_kind" | "target_name">,
+  route?: Pick<Route, "target_kind" | "target_name">,
 ): Promise<GuardedThread & { person: PersonView | null }> {
   const parsed = parseThreadId(threadId);
   if (parsed.kind !== "person") return { ...guardThread(routeName, threadId), person: null };

@@ -3,7 +3,8 @@ import { dropThreadListing } from "../conversations/door/indexes";
 import { allShards } from "../shards/rpc";
 import { personDefaultMode } from "../conversations/model/mode";
 import type { Mode } from "../conversations/model/kinds";
-import { type RouteRow, manualRoutesOfTarget } from "../conversations/model/routes-store";
+import { manualRoutesOfTarget } from "../conversations/store";
+import { type Route } from "../conversations/model/route";
 import type { PersonView } from "../persons/rpc";
 import { threadStub } from "../conversations/door/stubs";
 import { personThreadId } from "../conversations/model/thread-id";
@@ -109,7 +110,7 @@ export interface ModeThread {
  * §3.2; a deleted route imposes nothing). A person thread's override is person-wide, so it reads
  * the same from every route the person spans.
  */
-export async function modeInForce(env: Env, route: RouteRow, thread: ModeThread): Promise<ModeAnswer> {
+export async function modeInForce(env: Env, route: Route, thread: ModeThread): Promise<ModeAnswer> {
   const stub = threadStub(env, thread.thread_id);
   if (!thread.person) return stub.getMode({ created_at: route.created_at }, route.initial_mode);
   const { person } = thread;
@@ -124,7 +125,7 @@ export async function modeInForce(env: Env, route: RouteRow, thread: ModeThread)
 }
 
 /** Sets the thread's override for `answer_retention_ttl_seconds` (refreshed by later activity); person-wide on a person thread. */
-export async function setThreadMode(env: Env, route: RouteRow, thread: ModeThread, mode: Mode) {
+export async function setThreadMode(env: Env, route: Route, thread: ModeThread, mode: Mode) {
   await threadStub(env, thread.thread_id).setMode(thread.thread_id, { created_at: thread.person ? null : route.created_at }, mode);
   return { route_name: route.route_name, thread_id: thread.thread_id, mode, source: "thread" as const };
 }

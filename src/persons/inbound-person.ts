@@ -7,7 +7,7 @@
  * config, or one with `multichannel: false`.
  */
 import type { TurnInbound } from "../conversations/model/payload";
-import type { RouteRow } from "../conversations/model/routes-store";
+import type { Route } from "../conversations/model/route";
 import { personThreadId } from "../conversations/model/thread-id";
 import { type PersonDirectoryRpc, type PersonView, personDirectoryStub } from "./rpc";
 import type { Env } from "../platform/env";
@@ -25,7 +25,7 @@ export interface InboundPerson {
 /** Ensures the person of `address` when `config` makes the route's target multichannel; null otherwise. */
 export async function ensureInboundPerson(
   env: Env,
-  route: Pick<RouteRow, "route_name" | "target_kind" | "target_name">,
+  route: Pick<Route, "route_name" | "target_kind" | "target_name">,
   config: TargetConversationConfig | null,
   address: DoorAddress,
   nowMs: number,

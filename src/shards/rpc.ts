@@ -23,7 +23,7 @@
 import { z } from "zod";
 import type { Env } from "../platform/env";
 import { TargetKind } from "../conversations/model/kinds";
-import { RUN_KINDS, RUN_OUTCOMES, RUN_TRIGGERS, type RunTrace } from "../observability/runs/run-trace";
+import { RUN_KINDS, RUN_OUTCOMES, RUN_TRIGGERS, type RunTrace } from "../observability/model/run-trace";
 
 /** How many IndexShard objects the deployment has. */
 export const SHARD_COUNT = 16;

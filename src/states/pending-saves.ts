@@ -15,7 +15,7 @@
  * A save holds its subjects: the record search and subject listing report them as `held`, and a
  * later turn's updates to a held subject queue behind it. The rows are written only on this rare
  * path, never on the per-message path: a turn learns whether its target has any outstanding save
- * from its route read (src/conversations/model/routes-store.ts) and reads which subjects only when it does.
+ * from its route read (src/conversations/store.ts) and reads which subjects only when it does.
  */
 import { z } from "zod";
 import { type Subject, stateStoreStub } from "./rpc";

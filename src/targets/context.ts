@@ -7,7 +7,7 @@ import type { AskUserInput } from "../interactions/ask";
 import { edgeFetch } from "../platform/net/edge-fetch";
 import type { Settings } from "../platform/settings/settings";
 import { type LocalThreadMemory, checkpointStoreFor } from "./checkpoints";
-import type { CheckpointStore } from "./checkpoints/types";
+import type { CheckpointStore } from "./model/agent-memory";
 
 export interface TargetContext {
   env: Env;

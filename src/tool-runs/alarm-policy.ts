@@ -13,7 +13,7 @@
  * - ended, not yet published: write the listing row and the trace (again after a failed try).
  * - ended and published: delete the run once it expired; before that, sleep until then.
  */
-import type { ToolRunRow } from "./record";
+import type { ToolRunRecord } from "./record";
 
 /**
  * How long an attempt may run before the alarm takes it for lost: the longest tool deadline
@@ -35,7 +35,7 @@ export type AlarmStep =
   | { kind: "sleep"; until: number };
 
 export function alarmStep(
-  row: Pick<ToolRunRow, "status" | "attempts" | "published" | "expires_at" | "started_at"> | null,
+  row: Pick<ToolRunRecord, "status" | "attempts" | "published" | "expires_at" | "started_at"> | null,
   nowMs: number,
   maxAttempts: number,
   inFlight: boolean,

@@ -24,14 +24,14 @@ import { heldSubjects, queueSave } from "../states/pending-saves";
 import { BindingError, applyStateUpdates, prepareStates } from "../states/turn-binding";
 import { type TargetContext, dispatchTool } from "../targets/dispatch";
 import type { RunEnd } from "./run-store";
-import type { ToolRunRow } from "./record";
+import type { ToolRunRecord } from "./record";
 
-export type BoundRun = Pick<ToolRunRow, "run_id" | "tool_name" | "arguments" | "origin" | "hook_name" | "schedule_name" | "binding_by"> & {
-  state_binding: NonNullable<ToolRunRow["state_binding"]>;
+export type BoundRun = Pick<ToolRunRecord, "run_id" | "tool_name" | "arguments" | "origin" | "hook_name" | "schedule_name" | "binding_by"> & {
+  state_binding: NonNullable<ToolRunRecord["state_binding"]>;
 };
 
 /** Who wrote, as the state's audit trail records it. */
-export function boundRunOrigin(run: Pick<ToolRunRow, "run_id" | "origin" | "hook_name" | "schedule_name">, actor: string): WriteOrigin {
+export function boundRunOrigin(run: Pick<ToolRunRecord, "run_id" | "origin" | "hook_name" | "schedule_name">, actor: string): WriteOrigin {
   const hook = run.origin === "hook";
   const name = (hook ? run.hook_name : run.schedule_name) ?? "(once)";
   return {

@@ -27,7 +27,7 @@ import { MAX_TOOL_TIMEOUT_SECONDS } from "../targets/tools/http-tools";
 import { withTimeout } from "../targets/timeout";
 import { executeBoundRun } from "./bound-run";
 import { MAINTENANCE_INPUT_SCHEMA, isMaintenanceTool, runMaintenanceTool } from "./maintenance";
-import type { ToolRunRow } from "./record";
+import type { ToolRunRecord } from "./record";
 import type { RunEnd } from "./run-store";
 
 export type RunAuthority = { ok: true } | { ok: false; reason: string };
@@ -67,8 +67,8 @@ export function askedRunEnd(outcome: JsonObject, status: Exclude<InteractionStat
 }
 
 /** What one attempt needs of its run. */
-export type RunToExecute = Pick<ToolRunRow, "run_id" | "tool_name" | "arguments" | "origin" | "hook_name" | "schedule_name" | "state_binding"> &
-  Partial<Pick<ToolRunRow, "binding_by">>;
+export type RunToExecute = Pick<ToolRunRecord, "run_id" | "tool_name" | "arguments" | "origin" | "hook_name" | "schedule_name" | "state_binding"> &
+  Partial<Pick<ToolRunRecord, "binding_by">>;
 
 /**
  * Runs one attempt of `run`'s tool with its arguments as `caller`. Never throws for a tool's

@@ -8,10 +8,10 @@
 import { z } from "zod";
 import { type Holder, sinceMs } from "../access-control/identity";
 import { validStored } from "../platform/persistence/stored-json";
-import { type ToolRunListItem, ToolRunOrigin, type ToolRunRow, ToolRunStatus } from "./record";
+import { type ToolRunListItem, ToolRunOrigin, type ToolRunRecord, ToolRunStatus } from "./record";
 
 /** The run's listing row as the statements bind it. */
-function bindRow(stmt: D1PreparedStatement, r: ToolRunRow): D1PreparedStatement {
+function bindRow(stmt: D1PreparedStatement, r: ToolRunRecord): D1PreparedStatement {
   return stmt.bind(
     r.run_id,
     r.tool_name,
@@ -31,12 +31,12 @@ const INSERT =
   "INSERT INTO tool_runs (run_id, tool_name, caller_user_id, origin, schedule_name, hook_name, status, error_kind, created_at, finished_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
 
 /** The submit's one write. A row already there (the object ended the run first) is left as is. */
-export function insertRunRow(db: D1Database, r: ToolRunRow): D1PreparedStatement {
+export function insertRunRow(db: D1Database, r: ToolRunRecord): D1PreparedStatement {
   return bindRow(db.prepare(`${INSERT} ON CONFLICT (run_id) DO NOTHING`), r);
 }
 
 /** The end's write: the whole row, so a submit whose insert was lost is listed all the same. */
-export function upsertRunRow(db: D1Database, r: ToolRunRow): D1PreparedStatement {
+export function upsertRunRow(db: D1Database, r: ToolRunRecord): D1PreparedStatement {
   return bindRow(
     db.prepare(
       `${INSERT} ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, error_kind = excluded.error_kind,

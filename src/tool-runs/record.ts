@@ -45,7 +45,7 @@ export interface ToolRunRequest {
 }
 
 /** The run as the object keeps it (times in epoch ms; `published`: listing row and trace written). */
-export interface ToolRunRow {
+export interface ToolRunRecord {
   run_id: string;
   tool_name: string;
   arguments: JsonObject;
@@ -132,7 +132,7 @@ export const DENIED_TEXT = "the run was denied: its execution key may not run th
 const isoOf = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
 /** The row as its view; `admin` false replaces a denied run's reason with the fixed text. */
-export function toolRunView(row: ToolRunRow, admin: boolean): ToolRunView {
+export function toolRunView(row: ToolRunRecord, admin: boolean): ToolRunView {
   const error = row.error_kind === "denied" && !admin ? DENIED_TEXT : row.error;
   return {
     run_id: row.run_id,

@@ -7,19 +7,19 @@
  */
 import type { Env } from "../platform/env";
 import type { JsonObject } from "../platform/http/bounded-json";
-import type { InteractionStatus } from "../interactions/record";
-import type { ToolRunRequest, ToolRunRow } from "./record";
+import type { InteractionStatus } from "../interactions/rpc";
+import type { ToolRunRequest, ToolRunRecord } from "./record";
 
-export type { ToolRunRequest, ToolRunRow };
+export type { ToolRunRequest, ToolRunRecord };
 
 export interface ToolRunRpc {
   /**
    * Stores the run as `queued` and arms the alarm for now; answers the stored row. Idempotent by
    * run id: a second submit of the same run answers the row as it stands and changes nothing.
    */
-  submit(request: ToolRunRequest): Promise<ToolRunRow>;
+  submit(request: ToolRunRequest): Promise<ToolRunRecord>;
   /** The run, or null when this object holds none (never submitted, or deleted by retention). */
-  read(): Promise<ToolRunRow | null>;
+  read(): Promise<ToolRunRecord | null>;
   /**
    * Hands a waiting run its question's outcome (the interaction's object calls this once the
    * interaction ended): `outcome` is what `ask_user` answers. `resumed` when the run ended with

@@ -7,12 +7,12 @@
  * that object empty. Times are epoch ms.
  */
 import { z } from "zod";
-import { RunStep } from "../observability/runs/run-trace";
+import { RunStep } from "../observability/model/run-trace";
 import { JsonObject, JsonValue } from "../platform/http/bounded-json";
 import { StateBinding } from "../states/state-binding";
 import { jsonColumn, validStored } from "../platform/persistence/stored-json";
 import { type ObjectSchema, columnsOf, migrateSchema } from "../platform/persistence/object-sql";
-import { type ToolRunRequest, type ToolRunRow, ToolRunOrigin, ToolRunStatus } from "./record";
+import { type ToolRunRequest, type ToolRunRecord, ToolRunOrigin, ToolRunStatus } from "./record";
 
 const COLUMNS =
   "run_id, tool_name, arguments, caller_user_id, caller_fingerprint, origin, schedule_name, slot_at, hook_name, state_binding, binding_by, status, attempts, interaction_id, result, error, error_kind, created_at, started_at, finished_at, expires_at, published";
@@ -98,7 +98,7 @@ export function upgradeRunTable(sql: SqlStorage): void {
 }
 
 /** The run, or null when the object holds none. */
-export function readRun(sql: SqlStorage): ToolRunRow | null {
+export function readRun(sql: SqlStorage): ToolRunRecord | null {
   if (!runTableExists(sql)) return null;
   const raw = sql.exec(`SELECT ${COLUMNS} FROM run WHERE id = 1`).toArray()[0];
   if (!raw) return null;

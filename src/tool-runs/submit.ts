@@ -13,9 +13,9 @@ import { isToolName } from "../mcp/names";
 import { toolSchema } from "../targets/tools/registry";
 import { insertRunRow } from "./index-store";
 import { MAINTENANCE_INPUT_SCHEMA, isMaintenanceTool } from "./maintenance";
-import type { ToolRunRequest, ToolRunRow } from "./record";
+import type { ToolRunRequest, ToolRunRecord } from "./record";
 
-export async function submitToolRun(env: Env, req: ToolRunRequest): Promise<ToolRunRow> {
+export async function submitToolRun(env: Env, req: ToolRunRequest): Promise<ToolRunRecord> {
   const row = await toolRunStub(env, req.run_id).submit(req);
   await insertRunRow(env.DB, row).run();
   return row;

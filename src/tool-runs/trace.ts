@@ -5,12 +5,12 @@
  * so `GET /api/runs?interaction=<run_id>` finds it; a schedule's fire is a run with trigger
  * `schedule`, and a hook's fire a run of kind `hook_fire` with trigger `hook`.
  */
-import type { RunOutcome, RunTraceInput } from "../observability/runs/run-trace";
-import type { ToolRunRow } from "./record";
+import type { RunOutcome, RunTraceInput } from "../observability/model/run-trace";
+import type { ToolRunRecord } from "./record";
 import type { RunSteps } from "./run-store";
 
 /** The trace outcome of a run's end. */
-export function runOutcome(row: Pick<ToolRunRow, "status" | "error_kind">): RunOutcome {
+export function runOutcome(row: Pick<ToolRunRecord, "status" | "error_kind">): RunOutcome {
   if (row.status === "succeeded") return "ok";
   if (row.error_kind === "denied") return "denied";
   if (row.error_kind === "timeout") return "timeout";
@@ -21,7 +21,7 @@ export function runOutcome(row: Pick<ToolRunRow, "status" | "error_kind">): RunO
  * The trace of an ended run (pure). `steps` are the last attempt's (an attempt cut short left
  * none), with the version of the preset it ran, when the tool is a preset.
  */
-export function toolRunTrace(row: ToolRunRow, steps: RunSteps): RunTraceInput {
+export function toolRunTrace(row: ToolRunRecord, steps: RunSteps): RunTraceInput {
   const started = row.started_at ?? row.created_at;
   const finished = row.finished_at ?? started;
   return {

@@ -10,7 +10,7 @@ import { createRoute, send } from "../helpers/bridge";
 import { admin, call, mintKey } from "../helpers/http";
 import { eventually, rawRows } from "../helpers/threads";
 import { declareTool, gate, getMode, network, operatorSend, setMode } from "../operator/helpers";
-import { ROUTE_SNAPSHOT_MS } from "../../src/conversations/model/route-reads";
+import { ROUTE_SNAPSHOT_MS } from "../../src/conversations/thread/route-reads";
 
 /** A multichannel tool target with two api routes, `a` and `b`, and a person linked across them (alice on a, bob on b). */
 async function linkedAcrossRoutes(modes: { a?: string; b?: string } = {}) {

@@ -4,7 +4,7 @@ import { memoryWindow, parseToolArguments, toolMessageContent } from "../../src/
 import { toAnswer } from "../../src/targets/agents/events";
 import { functionAliases } from "../../src/targets/agents/function-names";
 import { clientSafeFailure, sseComment, sseFrame } from "../../src/targets/agents/sse";
-import { idleExpiry, parseStoredMessage } from "../../src/targets/checkpoints/types";
+import { idleExpiry, parseStoredMessage } from "../../src/targets/model/agent-memory";
 import { EnvRefError, REDACTED, redactHeaders, resolveHeaders } from "../../src/targets/env-refs";
 import { ANY_OBJECT_SCHEMA, ANY_SCHEMA, checkAgainstSchema, inputSchemaSchema, jsonSchemaSchema } from "../../src/targets/json-schema";
 import { MAX_RESPONSE_BYTES, callJsonEndpoint } from "../../src/targets/outbound";

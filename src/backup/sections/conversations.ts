@@ -17,7 +17,8 @@ import { z } from "zod";
 import { base64url } from "../../access-control/crypto";
 import { bindExecutionKey } from "../../access-control/pass-role";
 import { flushListings } from "../../conversations/door/indexes";
-import { type RouteRow, listRoutes, routeByChannelIdentity, routeHasThreads, upsertRouteStatement } from "../../conversations/model/routes-store";
+import { listRoutes, routeByChannelIdentity, routeHasThreads, upsertRouteStatement } from "../../conversations/store";
+import { type Route } from "../../conversations/model/route";
 import { routeCreateBody, routeNameSchema } from "../../conversations/model/schemas";
 import { conflict } from "../../platform/http/errors";
 import { listConfigs, putConfigStatement } from "../../persons/target-configs";
@@ -82,7 +83,7 @@ async function openedRouteSecrets(ctx: ImportContext): Promise<Map<string, strin
 
 interface RoutePlanRow {
   index: number;
-  row: Omit<RouteRow, "execution_key_fingerprint">;
+  row: Omit<Route, "execution_key_fingerprint">;
   minted: boolean;
 }
 

@@ -9,7 +9,7 @@
  * Every message also carries a plain `text` fallback for notifications.
  */
 import type { SendDeps, SendResult } from "../adapter";
-import type { Attachment } from "../media";
+import type { Attachment } from "../model/media";
 import type { RichOption, RichPlan, RichSender, RichStep } from "./types";
 
 /** Escapes the three characters Slack's mrkdwn treats as control characters. */

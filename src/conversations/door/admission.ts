@@ -27,7 +27,8 @@ import { HttpError, badRequest, tooManyRequests, unavailable } from "../../platf
 import type { ConversationSettings } from "../../platform/settings/settings";
 import { type MintedArrival, mintArrival } from "./arrival";
 import type { AnswerRecord } from "../model/record";
-import { NO_TARGET_FACTS, type RouteRow, getRoute, routeWithKeyFromResult, routeWithKeyStatement } from "../model/routes-store";
+import { getRoute, routeWithKeyFromResult, routeWithKeyStatement } from "../store";
+import { NO_TARGET_FACTS, type Route } from "../model/route";
 import type { MessageBody } from "../model/schemas";
 import { type ThreadRpc, takeToken, threadStub } from "./stubs";
 import { apiThreadId, channelThreadId, routePrefix } from "../model/thread-id";
@@ -111,7 +112,7 @@ export async function admitMessage(env: Env, s: ConversationSettings, req: Messa
  * route qualifies it by the calling key (`caller`: its thread principal), so a caller reaches only
  * its own threads; a channel route's thread is the sender's alone (`caller` is not used).
  */
-export function composeThreadId(route: Pick<RouteRow, "route_name" | "door">, address: string, caller: string | null): string {
+export function composeThreadId(route: Pick<Route, "route_name" | "door">, address: string, caller: string | null): string {
   if (route.door === "channel") return channelThreadId(route.route_name, address);
   if (caller === null) throw new Error("an api route's thread id needs the calling key");
   return apiThreadId(route.route_name, caller, address);
@@ -125,7 +126,7 @@ export type RateSubject =
   | { sender: string };
 
 /** Step 4: one token from the route's bucket for `subject`; the route's override, else the per-address cap. */
-export async function takeRateToken(env: Env, s: ConversationSettings, route: Pick<RouteRow, "route_name" | "turns_per_hour_override">, subject: RateSubject) {
+export async function takeRateToken(env: Env, s: ConversationSettings, route: Pick<Route, "route_name" | "turns_per_hour_override">, subject: RateSubject) {
   const key = "caller" in subject ? `api:${route.route_name}:${subject.caller}` : `channel:${route.route_name}:${subject.sender}`;
   const verdict = await takeToken(env, s, key, route.turns_per_hour_override ?? s.perAddressTurnsPerHour);
   // Every refused token is a rate-cap shed for the metrics: counted in memory, handed on in the background.
@@ -137,7 +138,7 @@ export async function takeRateToken(env: Env, s: ConversationSettings, route: Pi
 export async function requireRateToken(
   env: Env,
   s: ConversationSettings,
-  route: Pick<RouteRow, "route_name" | "turns_per_hour_override">,
+  route: Pick<Route, "route_name" | "turns_per_hour_override">,
   caller: string,
 ): Promise<void> {
   const verdict = await takeRateToken(env, s, route, { caller });

@@ -8,11 +8,11 @@ import type { InboundMessage } from "../../channels/adapter";
 import type { RichPart } from "../../channels/rich/types";
 import type { TurnInbound } from "../model/payload";
 import type { AnswerRecord, InboundEvent } from "../model/record";
-import type { RouteRow } from "../model/routes-store";
+import type { Route } from "../model/route";
 import type { MessageBody } from "../model/schemas";
 
 /** The route fields a new record copies. */
-export type ArrivalRoute = Pick<RouteRow, "route_name" | "door" | "channel" | "our_identity" | "callback_url">;
+export type ArrivalRoute = Pick<Route, "route_name" | "door" | "channel" | "our_identity" | "callback_url">;
 
 /** One inbound as its way in knows it. */
 export type Arrival =

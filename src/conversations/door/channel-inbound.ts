@@ -15,7 +15,7 @@ import { mintArrival } from "./arrival";
 import { ledgerShard, outboundKey } from "../../shards/rpc";
 import { claimKey, releaseKey, repointClaim } from "./dedupe";
 import { SLOW_DOWN_TEXT } from "../model/record";
-import { routeWithKeyByChannelIdentity } from "../model/routes-store";
+import { routeWithKeyByChannelIdentity } from "../store";
 import { ensureInboundPerson, threadFor, turnPerson, undoFirstContact } from "../../persons/inbound-person";
 import { threadStub } from "./stubs";
 
@@ -111,7 +111,7 @@ export async function admitChannelMessage(env: Env, s: ConversationSettings, cha
     turnPerson(person, target.config),
   );
 
-  // The route snapshot lets the turn skip its own read of the route and key (src/conversations/model/route-reads.ts).
+  // The route snapshot lets the turn skip its own read of the route and key (src/conversations/thread/route-reads.ts).
   const result = await handOver(env, arrival, { waitMs: 0, route, executionKey, routeReadAtMs, target });
   if (result.kind === "queue_full") {
     await undoFirstContact(person);

@@ -23,7 +23,8 @@ import { type Admission, composeThreadId, handOverOr503, requireRateToken } from
 import { type ArrivalRoute, mintArrival } from "./arrival";
 import { type DedupeClaim, claimKey, liveClaim, releaseKey } from "./dedupe";
 import type { InboundEvent } from "../model/record";
-import { NO_TARGET_FACTS, type RouteRow, getRoute, routeWithKeyFromResult } from "../model/routes-store";
+import { getRoute, routeWithKeyFromResult } from "../store";
+import { NO_TARGET_FACTS, type Route } from "../model/route";
 import { parseThreadId, personThreadId, routePrefix } from "../model/thread-id";
 import { type PersonView, personDirectoryStub } from "../../persons/rpc";
 import type { DoorAddress } from "../../persons/pairing";
@@ -121,7 +122,7 @@ const PERSON_THREAD = Symbol("the thread's newest record on the route decides");
  */
 async function eventThread(
   env: Env,
-  route: RouteRow,
+  route: Route,
   config: TargetConversationConfig | null,
   body: EventBody,
   caller: string,
@@ -144,14 +145,14 @@ async function eventThread(
 }
 
 /** The person's address that came in on `route` most recently, as the record carries a client address; null when none did. */
-function personAddressOn(route: RouteRow, person: PersonView): string | null {
+function personAddressOn(route: Route, person: PersonView): string | null {
   const rows = person.addresses.filter((a) => a.routes.includes(route.route_name) && a.door === route.door);
   const newest = rows.reduce<(typeof rows)[number] | null>((best, a) => (best === null || a.linked_at > best.linked_at ? a : best), null);
   return newest ? threadAddress(newest.door, newest.address) : null;
 }
 
 /** The door address a route thread's rest names (its person directory key). */
-function doorAddressOfThread(route: RouteRow, rest: string): DoorAddress {
+function doorAddressOfThread(route: Route, rest: string): DoorAddress {
   return route.door === "channel"
     ? { door: "channel", channel: route.channel ?? "", our_identity: route.our_identity ?? "", address: rest }
     : { door: "api", address: rest };

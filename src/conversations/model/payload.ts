@@ -2,7 +2,7 @@
  * The tool-turn payload of spec §4.2 and the default kwargs (pure).
  */
 import { z } from "zod";
-import { Attachment, Location } from "../../channels/media";
+import { Attachment, Location } from "../../channels/model/media";
 import type { TargetKind } from "./kinds";
 import { JsonObject, JsonValue } from "../../platform/http/bounded-json";
 import { InboundEvent } from "./record";

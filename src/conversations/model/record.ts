@@ -2,7 +2,7 @@
  * Answer records (spec §2.2, decisions §7) and their projections (pure).
  */
 import { z } from "zod";
-import { Attachment, Location } from "../../channels/media";
+import { Attachment, Location } from "../../channels/model/media";
 import { RichPart } from "../../channels/rich/types";
 import { Door } from "./kinds";
 import { JsonObject } from "../../platform/http/bounded-json";

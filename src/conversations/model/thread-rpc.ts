@@ -10,15 +10,15 @@
  * memory's `tool_calls` are typed `JsonValue` (src/platform/http/bounded-json.ts), which keeps the methods
  * that answer them; test/conversations/thread-rpc.test.ts pins that under `npm run typecheck`.
  */
-import type { KeyWithOwner } from "../../access-control/key-store";
+import type { KeyWithOwner } from "../../access-control/model";
 import type { ModeStamp } from "./mode";
 import type { Mode } from "./kinds";
 import type { TurnInbound } from "./payload";
 import type { AnswerRecord, DeliveryStatus } from "./record";
-import type { RouteRow, TargetFacts } from "./routes-store";
+import type { Route, TargetFacts } from "./route";
 import type { Env } from "../../platform/env";
-import type { CheckpointMessage } from "../../targets/checkpoints/types";
-import type { RunTrace } from "../../observability/runs/run-trace";
+import type { CheckpointMessage } from "../../targets/model/agent-memory";
+import type { RunTrace } from "../../observability/model/run-trace";
 
 /** What a door hands over. `preset` records (slow-down, shed, operator send) run no turn. */
 export interface AcceptRequest {
@@ -27,8 +27,8 @@ export interface AcceptRequest {
   /** Milliseconds the caller will wait for the answer inline (0: answer 202 at once). */
   waitMs: number;
   preset?: { status: DeliveryStatus; outcome: Pick<AnswerRecord, "answer_status" | "answer" | "error"> };
-  /** The route as the door read it at `routeReadAtMs`; a turn that runs at once uses it instead of reading it again (src/conversations/model/route-reads.ts). */
-  route?: RouteRow | null;
+  /** The route as the door read it at `routeReadAtMs`; a turn that runs at once uses it instead of reading it again (src/conversations/thread/route-reads.ts). */
+  route?: Route | null;
   /** The route's execution key and owner, read with the route (undefined: not read). */
   executionKey?: KeyWithOwner | null;
   routeReadAtMs?: number;

@@ -6,7 +6,7 @@ import { threadPrincipal } from "../../access-control/identity";
 import { z } from "zod";
 import { admitMessage, locateMessage, prefetchDoorRoute } from "../door/admission";
 import { type AnswerRecord, AnswerRecordView, inlineAnswer, project } from "../model/record";
-import { requireRoute } from "../model/routes-store";
+import { requireRoute } from "../store";
 import { messageAccepted, messageAnswered, messageBody, routeParams } from "../model/schemas";
 import { threadStub } from "../door/stubs";
 import type { AppEnv } from "../../platform/http/app-env";

@@ -3,7 +3,7 @@
  * thread-belongs-to-route guard; the mode doors take no address.
  */
 import { Hono } from "hono";
-import { requireRoute } from "../model/routes-store";
+import { requireRoute } from "../store";
 import { routeParams } from "../model/schemas";
 import type { AppEnv } from "../../platform/http/app-env";
 import { addRoute } from "../../platform/http/route";

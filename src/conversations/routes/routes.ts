@@ -5,18 +5,8 @@ import { base64url } from "../../access-control/crypto";
 import { bindExecutionKey } from "../../access-control/pass-role";
 import { assertMayStore } from "../../access-control/stored-by";
 import { routeCreateBody, routeParams } from "../model/schemas";
-import {
-  type RouteRow,
-  RouteView,
-  deleteRoute,
-  getRoute,
-  requireRoute,
-  listRoutes,
-  routeByChannelIdentity,
-  routeHasThreads,
-  routeView,
-  upsertRoute,
-} from "../model/routes-store";
+import { deleteRoute, getRoute, requireRoute, listRoutes, routeByChannelIdentity, routeHasThreads, routeView, upsertRoute } from "../store";
+import { type Route, RouteView } from "../model/route";
 import type { AppEnv } from "../../platform/http/app-env";
 import { flushListings } from "../door/indexes";
 import { HttpError, badRequest } from "../../platform/http/errors";
@@ -137,7 +127,7 @@ addRoute(
     const callbackUrl = body.door === "api" ? (body.callback_url ?? null) : null;
     const secret = callbackUrl ? base64url(crypto.getRandomValues(new Uint8Array(32))) : null;
     const now = new Date().toISOString();
-    const row: RouteRow = {
+    const row: Route = {
       route_name: params.route_name,
       door: body.door,
       target_kind: body.target_kind,

@@ -4,7 +4,7 @@
  * grant) and thread forget (write grant). Thread ids travel percent-encoded in query strings.
  */
 import { Hono } from "hono";
-import { requireRoute } from "../model/routes-store";
+import { requireRoute } from "../store";
 import { routeParams } from "../model/schemas";
 import type { AppEnv } from "../../platform/http/app-env";
 import { toWindow } from "../../platform/http/paging";

@@ -2,7 +2,7 @@
  * Wires a thread's parts together. Each part gets the dependencies it needs and the parts it
  * hands work to; none of them knows the Durable Object class, which only exposes them as verbs.
  */
-import { RouteSnapshots } from "../model/route-reads";
+import { RouteSnapshots } from "./route-reads";
 import { purgeExpiredCheckpoint } from "../../targets/checkpoints/thread-memory";
 import { ThreadAlarm } from "./alarm";
 import { DeliveryMachine } from "./delivery";

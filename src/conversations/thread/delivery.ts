@@ -3,8 +3,8 @@ import { callbackBody, postCallback } from "./callback";
 import { ChannelConfigError, maxCharsFor } from "../../channels/chunking";
 import { channelFailureClass, logDeliveryAttemptFailed } from "./ops-log";
 import type { AnswerRecord } from "../model/record";
-import { type RouteSnapshots, deliveryRoute } from "../model/route-reads";
-import type { RouteRow } from "../model/routes-store";
+import { type RouteSnapshots, deliveryRoute } from "./route-reads";
+import type { Route } from "../model/route";
 import { adapterFor } from "../../channels/registry";
 import { planOutbound, sendOutboundStep } from "../../channels/rich/outbound";
 import type { Settings } from "../../platform/settings/settings";
@@ -76,7 +76,7 @@ export class DeliveryMachine {
     const c = s.conversations;
     // Claim with a lease before sending: a restart re-drives only after the lease lapses.
     saveStored(this.deps.storage, { record: due.record, delivery_lease_until: this.deps.now() + c.deliveryClaimLeaseSeconds * 1000 });
-    // The attempt's route read, where revocation takes effect (src/conversations/model/route-reads.ts, rule 3).
+    // The attempt's route read, where revocation takes effect (src/conversations/thread/route-reads.ts, rule 3).
     // Only a first attempt may use the thread's fresh read; a retry after backoff reads D1.
     const fresh = due.record.attempts === 0 ? this.parts.snapshots.freshRoute(due.record.route_name, this.deps.now()) : undefined;
     const route = await deliveryRoute(this.deps.env().DB, due.record.route_name, fresh);
@@ -86,7 +86,7 @@ export class DeliveryMachine {
     return this.deliverChannel(rec, due.chunks_sent, route, s);
   }
 
-  private async deliverCallback(rec: AnswerRecord, route: RouteRow, s: Settings): Promise<void> {
+  private async deliverCallback(rec: AnswerRecord, route: Route, s: Settings): Promise<void> {
     const c = s.conversations;
     if (!route.callback_url || !route.callback_secret) {
       // The route no longer calls back: the record is readable by poll, which is its delivery.
@@ -115,7 +115,7 @@ export class DeliveryMachine {
     return this.retryLater(rec, result.reason, s, counted);
   }
 
-  private async deliverChannel(rec: AnswerRecord, chunksSent: number, route: RouteRow, s: Settings): Promise<void> {
+  private async deliverChannel(rec: AnswerRecord, chunksSent: number, route: Route, s: Settings): Promise<void> {
     const c = s.conversations;
     const { storage } = this.deps;
     const env = this.deps.env();

@@ -33,7 +33,7 @@ export class Intake {
 
     const now = this.deps.now();
     if (req.preset) {
-      // The door's route read serves the first delivery attempt (src/conversations/model/route-reads.ts, rule 3).
+      // The door's route read serves the first delivery attempt (src/conversations/thread/route-reads.ts, rule 3).
       if (req.route && req.routeReadAtMs) this.parts.snapshots.noteRead(req.route, req.routeReadAtMs);
       const rec: AnswerRecord = { ...req.record, ...req.preset.outcome, status: req.preset.status };
       const terminal = TERMINAL_STATUSES.has(rec.status);

@@ -7,7 +7,7 @@
  */
 import type { TurnInbound } from "../model/payload";
 import type { AnswerRecord } from "../model/record";
-import type { RouteRow } from "../model/routes-store";
+import type { Route } from "../model/route";
 import { type TurnOutcome, errorOutcome } from "./turn-runner";
 import { encodePrincipal } from "../model/thread-id";
 import { type Arrival, personDirectoryStub } from "../../persons/rpc";
@@ -41,7 +41,7 @@ export class PersonTurn {
 
   constructor(
     private readonly env: Env,
-    private readonly route: Pick<RouteRow, "route_name" | "target_kind" | "target_name">,
+    private readonly route: Pick<Route, "route_name" | "target_kind" | "target_name">,
     private readonly rec: AnswerRecord,
     private readonly nowMs: number,
   ) {}

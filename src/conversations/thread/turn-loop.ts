@@ -3,9 +3,10 @@ import { personDefaultMode } from "../model/mode";
 import type { Mode } from "../model/kinds";
 import { logTurnAbandoned } from "./ops-log";
 import { type AnswerRecord, type DeliveryStatus, TERMINAL_STATUSES } from "../model/record";
-import { type RouteSnapshots, type TurnRead, turnReads } from "../model/route-reads";
+import { type RouteSnapshots, type TurnRead, turnReads } from "./route-reads";
 import { routesOfPerson } from "../model/payload";
-import { type RouteRow, manualRoutesOfTarget } from "../model/routes-store";
+import { manualRoutesOfTarget } from "../store";
+import { type Route } from "../model/route";
 import { parseThreadId } from "../model/thread-id";
 import { type ParkOrigin, type TurnOutcome, errorOutcome, resumeParked, runTarget, silentOutcome } from "./turn-runner";
 import { interactionStub } from "../../interactions/rpc";
@@ -136,7 +137,7 @@ export class TurnLoop {
 
   /** Decides the outcome: route gone, manual mode (suppressed), or the target's run. */
   private async execute(stored: StoredRecord, s: Settings, run: TurnRun): Promise<TurnOutcome> {
-    // The turn's one route read (src/conversations/model/route-reads.ts): the door's if still fresh, else D1.
+    // The turn's one route read (src/conversations/thread/route-reads.ts): the door's if still fresh, else D1.
     const readAt = this.deps.now();
     const fresh = this.parts.snapshots.take(stored.record.message_id, readAt);
     const read = await turnReads(this.deps.env().DB, stored.record.route_name, fresh);
@@ -208,7 +209,7 @@ export class TurnLoop {
   }
 
   /** Where this turn's run may park: its thread and record, when the interactions store is configured. */
-  private parkOrigin(stored: StoredRecord, route: RouteRow): ParkOrigin | null {
+  private parkOrigin(stored: StoredRecord, route: Route): ParkOrigin | null {
     if (!canPark(this.deps.settings())) return null;
     const r = stored.record;
     return { route_name: route.route_name, thread_id: r.thread_id, message_id: r.message_id, door: r.door, channel: r.channel };
@@ -259,7 +260,7 @@ export class TurnLoop {
     return resumeParked(ctx, read.route, input.parked, input.result, park, read.key);
   }
 
-  private targetContext(s: Settings, route: RouteRow): TargetContext {
+  private targetContext(s: Settings, route: Route): TargetContext {
     const threadId = this.parts.identity.get()!;
     const { alarm, mode } = this.parts;
     return createTargetContext(this.deps.env(), s, {

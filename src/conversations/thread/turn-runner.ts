@@ -6,7 +6,7 @@ import type { KeyWithOwner } from "../../access-control/key-store";
 import { authorizeTurn } from "../../access-control/pass-role";
 import { JqError, jqRun } from "../../platform/jq/engine";
 import { resumeAgent, runAgent } from "../../targets/agents/run";
-import type { ParkedRun } from "../../targets/agents/parked";
+import type { ParkedRun } from "../../targets/model/parked-run";
 import type { AskUserInput } from "../../interactions/ask";
 import { createInteraction } from "../../interactions/create";
 import { questionAnswer } from "../../interactions/question";
@@ -26,7 +26,7 @@ import { BindingError, applyStateUpdates, prepareStates } from "../../states/tur
 import { resolveTool } from "../../targets/tools/registry";
 import { buildPayload, defaultKwargs, type TurnInbound } from "../model/payload";
 import { type AnswerStatus, TURN_ERROR_TEXT, isSilence } from "../model/record";
-import type { RouteRow } from "../model/routes-store";
+import type { Route } from "../model/route";
 
 export interface TurnOutcome {
   answer_status: AnswerStatus;
@@ -78,7 +78,7 @@ async function mapOne(
 /** Runs the route's target for `inbound` under the route's bound execution key; a tool target's state binding reads before and writes after dispatch. */
 export async function runTarget(
   ctx: TargetContext,
-  route: RouteRow,
+  route: Route,
   inbound: TurnInbound,
   prefetchedKey?: KeyWithOwner | null,
   /** The target config's binding, its pending saves and who wrote it (its live key and owner, read with the route). */
@@ -181,7 +181,7 @@ function bindingRefusal(bound: Parameters<typeof runTarget>[4], tool: Awaited<Re
 }
 
 /** A tool result through the route's reply_expr (or as it is): a string or null is the reply. */
-async function mapReply(route: RouteRow, value: unknown): Promise<TurnOutcome> {
+async function mapReply(route: Route, value: unknown): Promise<TurnOutcome> {
   let reply: unknown = value;
   if (route.reply_program) {
     const m = await mapOne("reply_expr", route.reply_program, value);
@@ -200,7 +200,7 @@ async function mapReply(route: RouteRow, value: unknown): Promise<TurnOutcome> {
  */
 async function parkTurn(
   ctx: TargetContext,
-  route: RouteRow,
+  route: Route,
   park: ParkOrigin,
   ask: AskUserInput,
   parked: ParkedRun,
@@ -231,7 +231,7 @@ async function parkTurn(
  */
 export async function resumeParked(
   ctx: TargetContext,
-  route: RouteRow,
+  route: Route,
   parked: ParkedRun,
   result: JsonObject,
   park: ParkOrigin | null,

@@ -11,7 +11,7 @@
 import type { AnswerRecord } from "../model/record";
 import type { TurnInbound } from "../model/payload";
 import type { TurnOutcome } from "./turn-runner";
-import { RunTrace, type RunOutcome, type RunStep, type RunTarget } from "../../observability/runs/run-trace";
+import { RunTrace, type RunOutcome, type RunStep, type RunTarget } from "../../observability/model/run-trace";
 import { StepLog, boundError } from "../../observability/runs/steps";
 import { parseStored } from "../../platform/persistence/stored-json";
 import { getStored, sql } from "./store";

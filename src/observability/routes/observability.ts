@@ -8,7 +8,7 @@ import { type Context, Hono } from "hono";
 import { z } from "zod";
 import { type Holder, fingerprintInLineage, holderOf } from "../../access-control/identity";
 import type { Principal } from "../../access-control/principal";
-import { RunTrace } from "../runs/run-trace";
+import { RunTrace } from "../model/run-trace";
 import { toolRunStub } from "../../tool-runs/rpc";
 import type { Env } from "../../platform/env";
 import type { AppEnv } from "../../platform/http/app-env";

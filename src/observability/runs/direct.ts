@@ -4,7 +4,7 @@
  * calling key) and recorded through `recordRun` in the background; recording never changes what
  * the run answers.
  */
-import { type RunOutcome, type RunTraceInput, newTraceId } from "./run-trace";
+import { type RunOutcome, type RunTraceInput, newTraceId } from "../model/run-trace";
 import type { TargetKind } from "../../conversations/model/kinds";
 import type { Env } from "../../platform/env";
 import type { JsonValue } from "../../platform/http/bounded-json";

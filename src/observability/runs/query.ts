@@ -5,7 +5,7 @@
  * (`principal`), whatever filters it passes.
  */
 import { z } from "zod";
-import { RUN_KINDS, RUN_OUTCOMES, RunTrace } from "./run-trace";
+import { RUN_KINDS, RUN_OUTCOMES, RunTrace } from "../model/run-trace";
 import type { RunRow } from "../../shards/rpc";
 
 /** One run as the listing doors answer it: the trace's summary, without input, output, steps or error text. */

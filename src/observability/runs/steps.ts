@@ -11,7 +11,7 @@
  * Usage (a run outside the bridge, e.g. a background tool run):
  *   const { value, steps, steps_dropped } = await collectRunSteps(ctx, () => dispatchTool(ctx, name, args, opts));
  */
-import { MAX_ERROR_CHARS, MAX_TRACE_STEPS, type RunStep, type StepKind, type StepOutcome } from "./run-trace";
+import { MAX_ERROR_CHARS, MAX_TRACE_STEPS, type RunStep, type StepKind, type StepOutcome } from "../model/run-trace";
 
 /** The steps of one run, in the order they started. */
 export class StepLog {

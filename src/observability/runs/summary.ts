@@ -1,5 +1,5 @@
 /** A trace's summary row (D1 `runs`). Pure. */
-import type { RunTrace } from "./run-trace";
+import type { RunTrace } from "../model/run-trace";
 import type { RunRow } from "../../shards/rpc";
 
 /** The summary row of `trace`, whose full trace lives at `home`. */

@@ -6,7 +6,7 @@
  * its shard. Error text is admin-only: other callers get the trace with every `error` null.
  */
 import { heldBy } from "../../access-control/identity";
-import type { RunTrace } from "./run-trace";
+import type { RunTrace } from "../model/run-trace";
 import { ledgerShard, messageKey, runShard } from "../../shards/rpc";
 import { threadStub } from "../../conversations/model/thread-rpc";
 import type { Env } from "../../platform/env";

@@ -9,7 +9,7 @@ import { z } from "zod";
 import { MAX_BODY_BYTES } from "../../platform/http/body";
 import { checkJsonBounds } from "../../platform/http/bounded-json";
 import type { AskUserInput } from "../../interactions/ask";
-import type { CheckpointMessage } from "../checkpoints/types";
+import type { CheckpointMessage } from "../model/agent-memory";
 import type { AskSlot, ExecutionKeyRef, TargetContext } from "../context";
 import { dispatchTool } from "../dispatch";
 import { EnvRefError, resolveEnvRefFor } from "../env-refs";
@@ -19,7 +19,7 @@ import { allToolSchemas } from "../tools/registry";
 import type { LlmConfig } from "./declarations";
 import { functionAliases } from "./function-names";
 import { AgentError, type Emit, toAnswer } from "./events";
-import { type ParkedLlmRun, SKIPPED_CALL_RESULT } from "./parked";
+import { type ParkedLlmRun, SKIPPED_CALL_RESULT } from "../model/parked-run";
 
 const toolCallSchema = z.object({
   id: z.string(),

@@ -1,4 +1,4 @@
-import { type CheckpointMessage, type CheckpointStore, parseStoredMessage } from "./types";
+import { type CheckpointMessage, type CheckpointStore, parseStoredMessage } from "../model/agent-memory";
 
 /**
  * The `d1` provider: one row per message plus one per thread carrying its newest write. It

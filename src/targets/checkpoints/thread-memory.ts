@@ -10,7 +10,7 @@
  * Nothing here sets the alarm: a writer re-arms through the object after writing.
  */
 import type { MigrationStep } from "../../platform/persistence/object-sql";
-import { type CheckpointMessage, idleExpiry, parseStoredMessage } from "./types";
+import { type CheckpointMessage, idleExpiry, parseStoredMessage } from "../model/agent-memory";
 
 /** One thread's memory inside its object's storage. */
 export interface ThreadMemory {

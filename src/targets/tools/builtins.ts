@@ -1,5 +1,5 @@
 /** Built-in tools (decisions §4): always registered, never declared or removed. */
-import { routeWithKeyByChannelIdentity } from "../../conversations/model/routes-store";
+import { routeWithKeyByChannelIdentity } from "../../conversations/store";
 import { Mode } from "../../conversations/model/kinds";
 import { personDirectoryStub } from "../../persons/rpc";
 import { ASK_USER_JSON_SCHEMA, AskUserInput } from "../../interactions/ask";

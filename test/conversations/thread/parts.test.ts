@@ -8,7 +8,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { TurnInbound } from "../../../src/conversations/model/payload";
 import { type AnswerRecord, TURN_ERROR_TEXT } from "../../../src/conversations/model/record";
-import { ROUTE_SNAPSHOT_MS, RouteSnapshots } from "../../../src/conversations/model/route-reads";
+import { ROUTE_SNAPSHOT_MS, RouteSnapshots } from "../../../src/conversations/thread/route-reads";
 import { appendCheckpoint, checkpointAlarmDue } from "../../../src/targets/checkpoints/thread-memory";
 import { ThreadAlarm } from "../../../src/conversations/thread/alarm";
 import { DeliveryMachine } from "../../../src/conversations/thread/delivery";

@@ -3,7 +3,7 @@
  * filter, the WHERE clause, the trace door's redaction and file name, the step log.
  */
 import { describe, expect, it } from "vitest";
-import { MAX_ERROR_CHARS, MAX_TRACE_STEPS, RunTrace, type RunStep, type RunTraceInput } from "../../../src/observability/runs/run-trace";
+import { MAX_ERROR_CHARS, MAX_TRACE_STEPS, RunTrace, type RunStep, type RunTraceInput } from "../../../src/observability/model/run-trace";
 import { MAX_TRACE_JSON_BYTES, boundTrace, boundTraceJson } from "../../../src/observability/runs/recorder";
 import { callerFilter } from "../../../src/observability/runs/caller";
 import { runFilterQuery, whereOf } from "../../../src/observability/runs/query";

@@ -1,82 +1,36 @@
 /** Conversation routes in D1 (spec §2.1, decisions §5). */
 import { z } from "zod";
-import { type KeyWithOwner, keyColumns, parsePrefixedKey } from "../../access-control/key-store";
-import { storedByUserIdSql } from "../../access-control/stored-by";
-import { Door, Mode, TargetKind } from "./kinds";
-import { TargetConversationConfig } from "../../persons/target-configs";
-import { JsonValue } from "../../platform/http/bounded-json";
-import { HttpError } from "../../platform/http/errors";
-import { jsonColumn, parseStored, validStored } from "../../platform/persistence/stored-json";
-
-/**
- * A `routes` row: the one schema of a stored route, with its type under the same name. Reading a
- * row validates it (`RouteRow.parse` decodes the JSON columns); writing one encodes it
- * (`z.encode`), and the statement's column list is this schema's keys, so the table, the type and
- * the view below cannot drift apart.
- */
-export const RouteRow = z.object({
-  route_name: z.string(),
-  door: Door,
-  target_kind: TargetKind,
-  target_name: z.string(),
-  execution_key: z.string(),
-  execution_key_fingerprint: z.string(),
-  /**
-   * The expression as posted (a jq string or a TemplatedText), kept to show it back. Only the view
-   * reads it (turns run the compiled `payload_program`), so it is stored and read as plain JSON,
-   * not re-validated against today's door rules.
-   */
-  payload_expr: jsonColumn(JsonValue).nullable(),
-  payload_program: z.string().nullable(),
-  reply_expr: jsonColumn(JsonValue).nullable(),
-  reply_program: z.string().nullable(),
-  initial_mode: Mode,
-  channel: z.string().nullable(),
-  our_identity: z.string().nullable(),
-  callback_url: z.string().nullable(),
-  /** Kept recoverable to sign callbacks (docs/architecture.md); never in the view. */
-  callback_secret: z.string().nullable(),
-  turns_per_hour_override: z.number().nullable(),
-  created_at: z.string(),
-  updated_at: z.string(),
-});
-export type RouteRow = z.infer<typeof RouteRow>;
+import { keyColumns, parsePrefixedKey } from "../access-control/key-store";
+import { storedByUserIdSql } from "../access-control/stored-by";
+import { NO_TARGET_FACTS, Route, RouteView, type RouteWithKey, type TargetFacts } from "./model/route";
+import { TargetConversationConfig } from "../persons/target-configs";
+import { HttpError } from "../platform/http/errors";
+import { parseStored, validStored } from "../platform/persistence/stored-json";
 
 /** The columns of `routes`, in the schema's order. */
-const ROUTE_COLUMNS = Object.keys(RouteRow.shape) as Array<keyof RouteRow>;
-
-/**
- * The public view of a route: the row without the callback secret (not even null) and the
- * compiled programs; the expressions as their values (the view is never read from storage).
- */
-export const RouteView = RouteRow.omit({ payload_program: true, reply_program: true, callback_secret: true }).extend({
-  // The column's value side; a JsonValue already includes null.
-  payload_expr: RouteRow.shape.payload_expr.unwrap().out,
-  reply_expr: RouteRow.shape.reply_expr.unwrap().out,
-});
-export type RouteView = z.infer<typeof RouteView>;
+const ROUTE_COLUMNS = Object.keys(Route.shape) as Array<keyof Route>;
 
 /** The route, or the door's 404 "route not found". */
-export async function requireRoute(db: D1Database, routeName: string): Promise<RouteRow> {
+export async function requireRoute(db: D1Database, routeName: string): Promise<Route> {
   const route = await getRoute(db, routeName);
   if (!route) throw new HttpError(404, "route not found");
   return route;
 }
 
 /** Validates a raw `routes` row read elsewhere (e.g. in a batch). */
-export function toRouteRow(r: unknown): RouteRow {
+export function toRouteRow(r: unknown): Route {
   return toRow(r);
 }
 
-function toRow(r: unknown): RouteRow {
-  return validStored(RouteRow, r, "routes row");
+function toRow(r: unknown): Route {
+  return validStored(Route, r, "routes row");
 }
 
 export function routeStatement(db: D1Database, routeName: string): D1PreparedStatement {
   return db.prepare("SELECT * FROM routes WHERE route_name = ?").bind(routeName);
 }
 
-export async function getRoute(db: D1Database, routeName: string): Promise<RouteRow | null> {
+export async function getRoute(db: D1Database, routeName: string): Promise<Route | null> {
   const r = await routeStatement(db, routeName).first();
   return r ? toRow(r) : null;
 }
@@ -124,34 +78,6 @@ export async function routeWithKeyByChannelIdentity(db: D1Database, channel: str
   return routeWithKeyFromResult(await db.prepare(`${ROUTE_WITH_KEY} WHERE r.channel = ? AND r.our_identity = ?`).bind(channel, ourIdentity).all());
 }
 
-/**
- * What the door's read learns about the route's target, handed to the turn as one piece (a new
- * fact joins here, not as another parameter through every door, the accept request and the turn).
- */
-export interface TargetFacts {
-  /** The target's conversation config, null when it has none. */
-  config: TargetConversationConfig | null;
-  /** A multichannel target's manual routes (the person-thread default mode); null for other targets. */
-  manualRoutes: string[] | null;
-  /** A state-bound target's pending saves outstanding (its turns queue behind them); null for other targets. */
-  pendingSaves: number | null;
-  /**
-   * Who wrote the config and that key's live record and owner (read only when the config carries a
-   * state binding; absent for other targets): the binding runs bounded by that key.
-   */
-  configWriter?: { stored_by: string; holder: KeyWithOwner | null };
-}
-
-export const NO_TARGET_FACTS: TargetFacts = Object.freeze({ config: null, manualRoutes: null, pendingSaves: null });
-
-/** What a door reads in its one round trip: the route, its execution key and owner, and its target's facts. */
-export interface RouteWithKey {
-  route: RouteRow | null;
-  /** null when the key is gone. */
-  key: KeyWithOwner | null;
-  target: TargetFacts;
-}
-
 /** Parses `routeWithKeyStatement`'s result (and the channel door's equivalent). */
 export function routeWithKeyFromResult(result: D1Result | undefined): RouteWithKey {
   const r = result?.results?.[0] as Record<string, unknown> | undefined;
@@ -177,12 +103,12 @@ export async function manualRoutesOfTarget(db: D1Database, kind: string, name: s
   return results.map((r) => r.route_name);
 }
 
-export async function listRoutes(db: D1Database): Promise<RouteRow[]> {
+export async function listRoutes(db: D1Database): Promise<Route[]> {
   const { results } = await db.prepare("SELECT * FROM routes ORDER BY route_name").all();
   return results.map(toRow);
 }
 
-export async function routeByChannelIdentity(db: D1Database, channel: string, ourIdentity: string): Promise<RouteRow | null> {
+export async function routeByChannelIdentity(db: D1Database, channel: string, ourIdentity: string): Promise<Route | null> {
   const r = await db.prepare("SELECT * FROM routes WHERE channel = ? AND our_identity = ?").bind(channel, ourIdentity).first();
   return r ? toRow(r) : null;
 }
@@ -203,13 +129,13 @@ const UPSERT_ROUTE = `INSERT INTO routes (${ROUTE_COLUMNS.join(", ")})
  * import batches it with the rest of its routes section. A replaced route keeps its `created_at`
  * for both (thread objects stamp their mode overrides with it, see `deleteRoute`).
  */
-export function upsertRouteStatement(db: D1Database, row: RouteRow): D1PreparedStatement {
-  const stored = z.encode(RouteRow, row);
+export function upsertRouteStatement(db: D1Database, row: Route): D1PreparedStatement {
+  const stored = z.encode(Route, row);
   return db.prepare(UPSERT_ROUTE).bind(...ROUTE_COLUMNS.map((c) => stored[c]));
 }
 
 /** Writes the whole row (create or replace). */
-export async function upsertRoute(db: D1Database, row: RouteRow): Promise<void> {
+export async function upsertRoute(db: D1Database, row: Route): Promise<void> {
   await upsertRouteStatement(db, row).run();
 }
 
@@ -227,6 +153,6 @@ export async function deleteRoute(db: D1Database, routeName: string): Promise<bo
 }
 
 /** The public view of `r`: a projection through `RouteView` (zod drops every key it does not name, the secret first). */
-export function routeView(r: RouteRow): RouteView {
+export function routeView(r: Route): RouteView {
   return RouteView.parse(r);
 }

@@ -14,7 +14,7 @@
  *   `ask_user` or a preset over it: its ToolRun object waits, and the outcome becomes its result.
  */
 import { z } from "zod";
-import { CheckpointMessage } from "../checkpoints/types";
+import { CheckpointMessage } from "./agent-memory";
 
 /** The key a parked run acts as again when it resumes (re-read live, like any run). */
 export const ParkedKey = z.object({ user_id: z.string(), fingerprint: z.string() }).strict();

@@ -23,14 +23,15 @@
  * A turn therefore costs at most one route read, and a delivery attempt at most one.
  */
 import type { KeyWithOwner } from "../../access-control/key-store";
-import { type RouteRow, type TargetFacts, getRoute, routeWithKeyFromResult, routeWithKeyStatement } from "./routes-store";
+import { getRoute, routeWithKeyFromResult, routeWithKeyStatement } from "../store";
+import { type Route, type TargetFacts } from "../model/route";
 
 /** How old a door's route read may be and still stand in for the turn's own read. */
 export const ROUTE_SNAPSHOT_MS = 2000;
 
 /** A route as a door read it, with its execution key (undefined: the key was not read) and when. */
 export interface RouteSnapshot {
-  route: RouteRow;
+  route: Route;
   key: KeyWithOwner | null | undefined;
   at: number;
   /** What the read learned about the route's target (undefined: not read). */
@@ -39,7 +40,7 @@ export interface RouteSnapshot {
 
 /** Everything a turn decides from: the route, its key and its target's facts. */
 export interface TurnRead {
-  route: RouteRow;
+  route: Route;
   /** undefined: not read (the authorizer reads it live). */
   key: KeyWithOwner | null | undefined;
   target: TargetFacts;
@@ -52,7 +53,7 @@ export interface TurnRead {
 export class RouteSnapshots {
   private readonly byMessage = new Map<string, RouteSnapshot>();
   /** The newest route read this thread saw (rule 3). */
-  private latest: { route: RouteRow; at: number } | null = null;
+  private latest: { route: Route; at: number } | null = null;
 
   /** Keeps the door's read for the turn of `messageId`. */
   remember(messageId: string, snapshot: RouteSnapshot): void {
@@ -61,12 +62,12 @@ export class RouteSnapshots {
   }
 
   /** A route read made at `at` (a door's or a turn's own), for the deliveries that follow (rule 3). */
-  noteRead(route: RouteRow, at: number): void {
+  noteRead(route: Route, at: number): void {
     if (!this.latest || at >= this.latest.at) this.latest = { route, at };
   }
 
   /** Rule 3: the latest read of `routeName` while it is fresh at `nowMs`. */
-  freshRoute(routeName: string, nowMs: number): RouteRow | undefined {
+  freshRoute(routeName: string, nowMs: number): Route | undefined {
     const l = this.latest;
     return l && l.route.route_name === routeName && nowMs - l.at < ROUTE_SNAPSHOT_MS ? l.route : undefined;
   }
@@ -91,6 +92,6 @@ export async function turnReads(db: D1Database, routeName: string, fresh: RouteS
 }
 
 /** Rule 3: a delivery attempt's route: the thread's fresh read if it has one, else D1 (null: the route was deleted). */
-export async function deliveryRoute(db: D1Database, routeName: string, fresh: RouteRow | undefined): Promise<RouteRow | null> {
+export async function deliveryRoute(db: D1Database, routeName: string, fresh: Route | undefined): Promise<Route | null> {
   return fresh ?? getRoute(db, routeName);
 }
