@@ -8,6 +8,7 @@
  * are: the id then grants nothing (and grants again if the scope is re-created).
  */
 import { z } from "zod";
+import { CountRow, all, batch, d1, rowsOf, run, sql } from "../platform/persistence/d1";
 import { scopeUrlMatches, scopeUrlOverlapsTemplate } from "./url-pattern";
 
 /** One URL of a custom scope, as carried on a key record. */
@@ -39,23 +40,21 @@ export function scopesMappingTemplate(urls: readonly ScopeUrl[], template: strin
 
 /** Adds (or re-flags) a URL of a scope; `added` is false when the scope already had that URL. */
 export async function addScopeUrl(db: D1Database, scopeId: string, url: string, pattern: boolean, now: string): Promise<{ added: boolean }> {
-  const [before] = await db.batch([
-    db.prepare("SELECT 1 AS one FROM auth_scopes WHERE scope_id = ? AND url = ?").bind(scopeId, url),
-    db
-      .prepare(
-        "INSERT INTO auth_scopes (scope_id, url, pattern, created_at) VALUES (?, ?, ?, ?) ON CONFLICT(scope_id, url) DO UPDATE SET pattern = excluded.pattern",
-      )
-      .bind(scopeId, url, pattern ? 1 : 0, now),
+  const [before] = await batch(db, [
+    d1(db)`SELECT 1 AS one FROM auth_scopes WHERE scope_id = ${scopeId} AND url = ${url}`,
+    d1(db)`INSERT INTO auth_scopes (scope_id, url, pattern, created_at) VALUES (${scopeId}, ${url}, ${pattern ? 1 : 0}, ${now})
+      ON CONFLICT(scope_id, url) DO UPDATE SET pattern = excluded.pattern`,
   ]);
   return { added: before.results.length === 0 };
 }
 
 const row = AuthScopeRow.strip();
+const ScopeIdRow = z.object({ scope_id: z.string() });
+const COLUMNS = sql`scope_id, url, pattern, created_at`;
 
-function grouped(rows: unknown[]): CustomScope[] {
+function grouped(rows: readonly AuthScopeRow[]): CustomScope[] {
   const byId = new Map<string, CustomScope>();
-  for (const raw of rows) {
-    const r = row.parse(raw);
+  for (const r of rows) {
     const scope = byId.get(r.scope_id) ?? { scope_id: r.scope_id, urls: [] };
     scope.urls.push({ url: r.url, pattern: r.pattern !== 0, created_at: r.created_at });
     byId.set(r.scope_id, scope);
@@ -64,59 +63,44 @@ function grouped(rows: unknown[]): CustomScope[] {
 }
 
 export async function getScope(db: D1Database, scopeId: string): Promise<CustomScope | null> {
-  const { results } = await db.prepare("SELECT scope_id, url, pattern, created_at FROM auth_scopes WHERE scope_id = ? ORDER BY url").bind(scopeId).all();
-  return grouped(results)[0] ?? null;
+  return grouped(await all(row, d1(db)`SELECT ${COLUMNS} FROM auth_scopes WHERE scope_id = ${scopeId} ORDER BY url`))[0] ?? null;
 }
 
 /** A page of scopes (ordered by id), each with all its URLs. */
 export async function listScopes(db: D1Database, offset: number, limit: number): Promise<{ items: CustomScope[]; total: number }> {
-  const [rows, count] = await db.batch([
-    db
-      .prepare(
-        "SELECT scope_id, url, pattern, created_at FROM auth_scopes WHERE scope_id IN (SELECT DISTINCT scope_id FROM auth_scopes ORDER BY scope_id LIMIT ? OFFSET ?) ORDER BY scope_id, url",
-      )
-      .bind(limit, offset),
-    db.prepare("SELECT COUNT(DISTINCT scope_id) AS n FROM auth_scopes"),
-  ]);
-  return { items: grouped(rows.results), total: Number((count.results[0] as { n: number }).n) };
+  const rows = d1(db)`SELECT ${COLUMNS} FROM auth_scopes
+    WHERE scope_id IN (SELECT DISTINCT scope_id FROM auth_scopes ORDER BY scope_id LIMIT ${limit} OFFSET ${offset}) ORDER BY scope_id, url`;
+  const count = d1(db)`SELECT COUNT(DISTINCT scope_id) AS n FROM auth_scopes`;
+  const [page, counted] = await batch(db, [rows, count]);
+  return { items: grouped(rowsOf(row, page.results, rows.text)), total: rowsOf(CountRow, counted.results, count.text)[0]?.n ?? 0 };
 }
 
 /** Every URL of every scope (the route listing; a small table). */
 export async function allScopeUrls(db: D1Database): Promise<ScopeUrl[]> {
-  const { results } = await db.prepare("SELECT scope_id, url, pattern, created_at FROM auth_scopes ORDER BY scope_id, url").all();
-  return results.map((raw) => {
-    const r = row.parse(raw);
-    return { scope_id: r.scope_id, url: r.url, pattern: r.pattern !== 0 };
-  });
+  const rows = await all(row, d1(db)`SELECT ${COLUMNS} FROM auth_scopes ORDER BY scope_id, url`);
+  return rows.map((r) => ({ scope_id: r.scope_id, url: r.url, pattern: r.pattern !== 0 }));
 }
 
 /** Removes a scope (all its URLs); the number of URLs removed. */
 export async function deleteScope(db: D1Database, scopeId: string): Promise<number> {
-  const res = await db.prepare("DELETE FROM auth_scopes WHERE scope_id = ?").bind(scopeId).run();
-  return res.meta.changes ?? 0;
+  return (await run(d1(db)`DELETE FROM auth_scopes WHERE scope_id = ${scopeId}`)).changes ?? 0;
 }
 
 /** Removes a URL from every scope; the scopes it was removed from. */
 export async function deleteUrlEverywhere(db: D1Database, url: string): Promise<string[]> {
-  const [found] = await db.batch([
-    db.prepare("SELECT scope_id FROM auth_scopes WHERE url = ? ORDER BY scope_id").bind(url),
-    db.prepare("DELETE FROM auth_scopes WHERE url = ?").bind(url),
-  ]);
-  return (found.results as Array<{ scope_id: string }>).map((r) => r.scope_id);
+  const found = d1(db)`SELECT scope_id FROM auth_scopes WHERE url = ${url} ORDER BY scope_id`;
+  const [rows] = await batch(db, [found, d1(db)`DELETE FROM auth_scopes WHERE url = ${url}`]);
+  return rowsOf(ScopeIdRow, rows.results, found.text).map((r) => r.scope_id);
 }
 
 /** Which of `ids` exist now (have at least one URL). */
 export async function existingScopeIds(db: D1Database, ids: readonly string[]): Promise<Set<string>> {
   if (ids.length === 0) return new Set();
-  const { results } = await db
-    .prepare("SELECT DISTINCT scope_id FROM auth_scopes WHERE scope_id IN (SELECT value FROM json_each(?))")
-    .bind(JSON.stringify(ids))
-    .all<{ scope_id: string }>();
-  return new Set(results.map((r) => r.scope_id));
+  const rows = await all(ScopeIdRow, d1(db)`SELECT DISTINCT scope_id FROM auth_scopes WHERE scope_id IN (SELECT value FROM json_each(${JSON.stringify(ids)}))`);
+  return new Set(rows.map((r) => r.scope_id));
 }
 
 /** Every scope id (capabilities: a small table). */
 export async function scopeIds(db: D1Database): Promise<string[]> {
-  const { results } = await db.prepare("SELECT DISTINCT scope_id FROM auth_scopes ORDER BY scope_id").all<{ scope_id: string }>();
-  return results.map((r) => r.scope_id);
+  return (await all(ScopeIdRow, d1(db)`SELECT DISTINCT scope_id FROM auth_scopes ORDER BY scope_id`)).map((r) => r.scope_id);
 }

@@ -19,6 +19,7 @@
  * The lineage start travels with the key record the request already read (one D1 statement), so
  * none of this adds a read.
  */
+import { d1, exists } from "../platform/persistence/d1";
 /** Who a caller is, as its "own" data is matched: its user_id and when its lineage began. */
 export interface Holder {
   user_id: string;
@@ -61,7 +62,7 @@ export const RETIRED_USER_ID =
 
 /** Is `userId` tombstoned? Read only to word a refusal that the write itself decided. */
 export async function isRetired(db: D1Database, userId: string): Promise<boolean> {
-  return (await db.prepare("SELECT 1 AS one FROM user_id_tombstones WHERE user_id = ?").bind(userId).first()) !== null;
+  return exists(d1(db)`SELECT 1 AS one FROM user_id_tombstones WHERE user_id = ${userId}`);
 }
 
 /**
@@ -71,9 +72,9 @@ export async function isRetired(db: D1Database, userId: string): Promise<boolean
  * submits after the user_id was issued again is stamped now, but with that holder's fingerprint.
  */
 export async function fingerprintInLineage(db: D1Database, h: Holder, fingerprint: string): Promise<boolean> {
-  const row = await db
-    .prepare("SELECT 1 AS one FROM api_key_versions WHERE user_id = ? AND key_fingerprint = ? AND created_at >= ? LIMIT 1")
-    .bind(h.user_id, fingerprint, h.since || "\uffff")
-    .first();
-  return row !== null;
+  return exists(
+    d1(
+      db,
+    )`SELECT 1 AS one FROM api_key_versions WHERE user_id = ${h.user_id} AND key_fingerprint = ${fingerprint} AND created_at >= ${h.since || "\uffff"} LIMIT 1`,
+  );
 }

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { HttpError } from "../platform/http/errors";
+import { type SqlFragment, d1, exists, first, join, sql, trusted } from "../platform/persistence/d1";
 import { jsonColumn, validStored } from "../platform/persistence/stored-json";
 import { ScopeUrl } from "./custom-scopes";
 import { snapshotKey, type KeyVersionAction } from "./key-versions";
@@ -79,23 +80,23 @@ export function keyColumns(alias: string, prefix: string): string {
 }
 
 export async function findByHash(db: D1Database, keyHash: string): Promise<(KeyRecord & { key_hash: string }) | null> {
-  const r = await db
-    .prepare(`SELECT ${keyColumns("k", "")}, k.key_hash AS key_hash FROM api_keys k WHERE k.key_hash = ?`)
-    .bind(keyHash)
-    .first();
-  return r ? { ...toRecord(r), key_hash: String((r as { key_hash: string }).key_hash) } : null;
+  const r = await first(HashedRow, d1(db)`SELECT ${trusted(keyColumns("k", ""))}, k.key_hash AS key_hash FROM api_keys k WHERE k.key_hash = ${keyHash}`);
+  return r ? { ...toRecord(r), key_hash: r.key_hash } : null;
 }
+
+/** A key row with its hash; the key's own columns are checked by `toRecord`. */
+const HashedRow = z.looseObject({ key_hash: z.string() });
 
 const WITH_OWNER = `SELECT ${keyColumns("k", "")}, k.key_hash AS key_hash, ${keyColumns("o", "o_")} FROM api_keys k LEFT JOIN api_keys o ON o.user_id = k.owner_user_id`;
 
 /** One statement reading a key and its owner by raw-key hash (so a request costs one D1 query). */
 export function keyWithOwnerByHash(db: D1Database, keyHash: string): D1PreparedStatement {
-  return db.prepare(`${WITH_OWNER} WHERE k.key_hash = ?`).bind(keyHash);
+  return d1(db)`${trusted(WITH_OWNER)} WHERE k.key_hash = ${keyHash}`.prepared();
 }
 
 /** One statement reading a key and its owner by user_id (batched into a turn's single read). */
 export function keyWithOwnerByUserId(db: D1Database, userId: string): D1PreparedStatement {
-  return db.prepare(`${WITH_OWNER} WHERE k.user_id = ?`).bind(userId);
+  return d1(db)`${trusted(WITH_OWNER)} WHERE k.user_id = ${userId}`.prepared();
 }
 
 /** Parses a row of the two statements above. */
@@ -115,15 +116,12 @@ export function parsePrefixedKey(row: Record<string, unknown>, keyPrefix: string
 }
 
 export async function findByUserId(db: D1Database, userId: string): Promise<KeyRecord | null> {
-  const r = await db
-    .prepare(`SELECT ${keyColumns("k", "")} FROM api_keys k WHERE k.user_id = ?`)
-    .bind(userId)
-    .first();
+  const r = await first(z.looseObject({}), d1(db)`SELECT ${trusted(keyColumns("k", ""))} FROM api_keys k WHERE k.user_id = ${userId}`);
   return r ? toRecord(r) : null;
 }
 
 export async function anyKeyExists(db: D1Database): Promise<boolean> {
-  return (await db.prepare("SELECT 1 AS one FROM api_keys LIMIT 1").first()) !== null;
+  return exists(d1(db)`SELECT 1 AS one FROM api_keys LIMIT 1`);
 }
 
 /** Who made a change, for the version row (null: the bootstrap token, or a test). */
@@ -157,35 +155,19 @@ export interface NewKey {
  * re-issued key starts the next generation (src/access-control/identity.ts).
  */
 export async function insertKey(db: D1Database, k: NewKey, onlyIfEmpty = false, actor: string | null = null, mayReissue = onlyIfEmpty): Promise<boolean> {
-  const cols = "user_id, key_hash, description, scopes, condition, owner_user_id, role, disabled, key_fingerprint, created_at, updated_at, generation";
   const guards = [
-    ...(onlyIfEmpty ? ["NOT EXISTS (SELECT 1 FROM api_keys)"] : []),
-    ...(mayReissue ? [] : ["NOT EXISTS (SELECT 1 FROM user_id_tombstones t WHERE t.user_id = ?12)"]),
+    ...(onlyIfEmpty ? [sql`NOT EXISTS (SELECT 1 FROM api_keys)`] : []),
+    ...(mayReissue ? [] : [sql`NOT EXISTS (SELECT 1 FROM user_id_tombstones t WHERE t.user_id = ${k.user_id})`]),
   ];
-  const sql = `INSERT INTO api_keys (${cols})
-    SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, COALESCE((SELECT t.generation + 1 FROM user_id_tombstones t WHERE t.user_id = ?12), 0)
-    ${guards.length ? `WHERE ${guards.join(" AND ")}` : ""}`;
+  const insert = d1(
+    db,
+  )`INSERT INTO api_keys (user_id, key_hash, description, scopes, condition, owner_user_id, role, disabled, key_fingerprint, created_at, updated_at, generation)
+    SELECT ${k.user_id}, ${k.key_hash}, ${k.description}, ${JSON.stringify(k.scopes)}, ${k.condition}, ${k.owner_user_id}, ${k.role ?? null}, ${k.disabled ? 1 : 0},
+      ${k.key_fingerprint}, ${k.now}, ${k.now}, COALESCE((SELECT t.generation + 1 FROM user_id_tombstones t WHERE t.user_id = ${k.user_id}), 0)
+    ${guards.length ? sql`WHERE ${join(guards, " AND ")}` : sql``}`;
   let inserted: boolean;
   try {
-    const [res] = await db.batch([
-      db
-        .prepare(sql)
-        .bind(
-          k.user_id,
-          k.key_hash,
-          k.description,
-          JSON.stringify(k.scopes),
-          k.condition,
-          k.owner_user_id,
-          k.role ?? null,
-          k.disabled ? 1 : 0,
-          k.key_fingerprint,
-          k.now,
-          k.now,
-          k.user_id,
-        ),
-      mintSnapshot(db, k, actor),
-    ]);
+    const [res] = await db.batch([insert.prepared(), mintSnapshot(db, k, actor)]);
     inserted = (res.meta.changes ?? 0) > 0;
   } catch (err) {
     if (String(err).includes("UNIQUE")) throw new HttpError(409, "an api key with this user_id already exists");
@@ -198,14 +180,12 @@ export async function insertKey(db: D1Database, k: NewKey, onlyIfEmpty = false, 
 
 /** The mint's version row: only for the row carrying this mint's fingerprint. */
 export function mintSnapshot(db: D1Database, k: NewKey, actor: string | null): D1PreparedStatement {
-  return db
-    .prepare(
-      `INSERT INTO api_key_versions (user_id, version, description, scopes, condition, role, disabled, owner_user_id, key_fingerprint, action, actor, created_at)
-       SELECT k.user_id, (SELECT COALESCE(MAX(v.version), 0) + 1 FROM api_key_versions v WHERE v.user_id = k.user_id),
-              k.description, k.scopes, k.condition, k.role, k.disabled, k.owner_user_id, k.key_fingerprint, 'mint', ?, ?
-       FROM api_keys k WHERE k.user_id = ? AND k.key_fingerprint = ?`,
-    )
-    .bind(actor, k.now, k.user_id, k.key_fingerprint);
+  return d1(
+    db,
+  )`INSERT INTO api_key_versions (user_id, version, description, scopes, condition, role, disabled, owner_user_id, key_fingerprint, action, actor, created_at)
+    SELECT k.user_id, (SELECT COALESCE(MAX(v.version), 0) + 1 FROM api_key_versions v WHERE v.user_id = k.user_id),
+           k.description, k.scopes, k.condition, k.role, k.disabled, k.owner_user_id, k.key_fingerprint, 'mint', ${actor}, ${k.now}
+    FROM api_keys k WHERE k.user_id = ${k.user_id} AND k.key_fingerprint = ${k.key_fingerprint}`.prepared();
 }
 
 export interface KeyEdit {
@@ -222,20 +202,18 @@ export interface KeyEdit {
 
 /** Applies an edit and appends the key's next version, in one D1 batch. */
 export async function updateKey(db: D1Database, userId: string, edit: KeyEdit, change: Change): Promise<void> {
-  const sets: string[] = [];
-  const args: unknown[] = [];
-  if (edit.description !== undefined) (sets.push("description = ?"), args.push(edit.description));
-  if (edit.scopes !== undefined) (sets.push("scopes = ?"), args.push(JSON.stringify(edit.scopes)));
-  if (edit.condition !== undefined) (sets.push("condition = ?"), args.push(edit.condition));
-  if (edit.disabled !== undefined) (sets.push("disabled = ?"), args.push(edit.disabled ? 1 : 0));
-  if (edit.owner_user_id !== undefined) (sets.push("owner_user_id = ?"), args.push(edit.owner_user_id));
-  if (edit.role !== undefined) (sets.push("role = ?"), args.push(edit.role));
-  if (edit.key_hash !== undefined) (sets.push("key_hash = ?"), args.push(edit.key_hash));
-  if (edit.key_fingerprint !== undefined) (sets.push("key_fingerprint = ?"), args.push(edit.key_fingerprint));
-  sets.push("updated_at = ?");
-  args.push(change.now, userId);
+  const sets: SqlFragment[] = [];
+  if (edit.description !== undefined) sets.push(sql`description = ${edit.description}`);
+  if (edit.scopes !== undefined) sets.push(sql`scopes = ${JSON.stringify(edit.scopes)}`);
+  if (edit.condition !== undefined) sets.push(sql`condition = ${edit.condition}`);
+  if (edit.disabled !== undefined) sets.push(sql`disabled = ${edit.disabled ? 1 : 0}`);
+  if (edit.owner_user_id !== undefined) sets.push(sql`owner_user_id = ${edit.owner_user_id}`);
+  if (edit.role !== undefined) sets.push(sql`role = ${edit.role}`);
+  if (edit.key_hash !== undefined) sets.push(sql`key_hash = ${edit.key_hash}`);
+  if (edit.key_fingerprint !== undefined) sets.push(sql`key_fingerprint = ${edit.key_fingerprint}`);
+  sets.push(sql`updated_at = ${change.now}`);
   await db.batch([
-    db.prepare(`UPDATE api_keys SET ${sets.join(", ")} WHERE user_id = ?`).bind(...args),
+    d1(db)`UPDATE api_keys SET ${join(sets)} WHERE user_id = ${userId}`.prepared(),
     snapshotKey(db, userId, change.action, change.actor, change.now),
   ]);
 }

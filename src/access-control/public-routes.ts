@@ -5,6 +5,7 @@
  * carry no credential (which would be 401 otherwise) or that a key's grants refused.
  */
 import { z } from "zod";
+import { CountRow, all, batch, d1, exists, rowsOf, run } from "../platform/persistence/d1";
 
 /** The parts of a route declaration the pin policy reads (structurally a `RouteSpec`). */
 export interface DoorDeclaration {
@@ -48,37 +49,35 @@ export type PublicRouteRow = z.infer<typeof PublicRouteRow>;
 
 /** One statement: is (method, path template) pinned? A row when it is. */
 export function pinnedStatement(db: D1Database, method: string, path: string): D1PreparedStatement {
-  return db.prepare("SELECT 1 AS pinned FROM public_routes WHERE method = ? AND path = ?").bind(method.toUpperCase(), path);
+  return d1(db)`SELECT 1 AS pinned FROM public_routes WHERE method = ${method.toUpperCase()} AND path = ${path}`.prepared();
 }
 
 export async function isPinned(db: D1Database, method: string, path: string): Promise<boolean> {
-  return (await pinnedStatement(db, method, path).first()) !== null;
+  return exists(d1(db)`SELECT 1 AS pinned FROM public_routes WHERE method = ${method.toUpperCase()} AND path = ${path}`);
 }
 
 /** Pins (idempotent); `created` is false when the door was pinned already. */
 export async function pin(db: D1Database, method: string, path: string, by: string | null, now: string): Promise<{ created: boolean }> {
-  const res = await db
-    .prepare("INSERT INTO public_routes (method, path, pinned_by, created_at) VALUES (?, ?, ?, ?) ON CONFLICT(method, path) DO NOTHING")
-    .bind(method.toUpperCase(), path, by, now)
-    .run();
-  return { created: (res.meta.changes ?? 0) > 0 };
+  const meta = await run(d1(db)`INSERT INTO public_routes (method, path, pinned_by, created_at) VALUES (${method.toUpperCase()}, ${path}, ${by}, ${now})
+    ON CONFLICT(method, path) DO NOTHING`);
+  return { created: (meta.changes ?? 0) > 0 };
 }
 
 export async function unpin(db: D1Database, method: string, path: string): Promise<boolean> {
-  const res = await db.prepare("DELETE FROM public_routes WHERE method = ? AND path = ?").bind(method.toUpperCase(), path).run();
-  return (res.meta.changes ?? 0) > 0;
+  return ((await run(d1(db)`DELETE FROM public_routes WHERE method = ${method.toUpperCase()} AND path = ${path}`)).changes ?? 0) > 0;
 }
 
 export async function listPins(db: D1Database, offset: number, limit: number): Promise<{ items: PublicRoute[]; total: number }> {
-  const [rows, count] = await db.batch([
-    db.prepare("SELECT method, path, pinned_by, created_at FROM public_routes ORDER BY path, method LIMIT ? OFFSET ?").bind(limit, offset),
-    db.prepare("SELECT COUNT(*) AS n FROM public_routes"),
-  ]);
-  return { items: rows.results.map((r) => PublicRoute.parse(r)), total: Number((count.results[0] as { n: number }).n) };
+  const rows = d1(db)`SELECT method, path, pinned_by, created_at FROM public_routes ORDER BY path, method LIMIT ${limit} OFFSET ${offset}`;
+  const count = d1(db)`SELECT COUNT(*) AS n FROM public_routes`;
+  const [page, counted] = await batch(db, [rows, count]);
+  return { items: rowsOf(PublicRoute, page.results, rows.text), total: rowsOf(CountRow, counted.results, count.text)[0]?.n ?? 0 };
 }
+
+const PinRow = PublicRoute.pick({ method: true, path: true });
 
 /** Every pin as `METHOD path` (the route listing and `me`: a small table). */
 export async function pinnedSet(db: D1Database): Promise<Set<string>> {
-  const { results } = await db.prepare("SELECT method, path FROM public_routes").all<{ method: string; path: string }>();
-  return new Set(results.map((r) => `${r.method} ${r.path}`));
+  const rows = await all(PinRow, d1(db)`SELECT method, path FROM public_routes`);
+  return new Set(rows.map((r) => `${r.method} ${r.path}`));
 }

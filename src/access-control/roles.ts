@@ -9,7 +9,8 @@
  */
 import { z } from "zod";
 import { HttpError, conflict } from "../platform/http/errors";
-import { jsonColumn, validStored } from "../platform/persistence/stored-json";
+import { CountRow, type SqlFragment, type Statement, all, batch, d1, first, join, rowsOf, sql, trusted } from "../platform/persistence/d1";
+import { jsonColumn } from "../platform/persistence/stored-json";
 import { type Action, SCOPE_TAGS, type ScopeTag } from "./scopes";
 
 export const ROLE_LEVELS = ["none", "read", "write"] as const;
@@ -122,36 +123,36 @@ export type RoleVersionRow = z.infer<typeof RoleVersionRow>;
 const storedRole = Role.extend({ grants: jsonColumn(RoleGrants) });
 const storedVersion = RoleVersion.extend({ grants: jsonColumn(RoleGrants) });
 
+const ROLE_COLUMNS = sql`name, description, grants, condition, version, created_at, updated_at`;
+const VERSION_COLUMNS = sql`name, version, description, grants, condition, action, actor, created_at`;
+const RoleName1 = z.object({ name: z.string() });
+
 export async function getRole(db: D1Database, name: string): Promise<Role | null> {
-  const r = await db.prepare("SELECT name, description, grants, condition, version, created_at, updated_at FROM roles WHERE name = ?").bind(name).first();
-  return r ? validStored(storedRole, r, "roles row") : null;
+  return first(storedRole, d1(db)`SELECT ${ROLE_COLUMNS} FROM roles WHERE name = ${name}`);
 }
 
 export async function listRoles(db: D1Database, offset: number, limit: number): Promise<{ items: Role[]; total: number }> {
-  const [rows, count] = await db.batch([
-    db.prepare("SELECT name, description, grants, condition, version, created_at, updated_at FROM roles ORDER BY name LIMIT ? OFFSET ?").bind(limit, offset),
-    db.prepare("SELECT COUNT(*) AS n FROM roles"),
-  ]);
-  return { items: rows.results.map((r) => validStored(storedRole, r, "roles row")), total: Number((count.results[0] as { n: number }).n) };
+  const rows = d1(db)`SELECT ${ROLE_COLUMNS} FROM roles ORDER BY name LIMIT ${limit} OFFSET ${offset}`;
+  const count = d1(db)`SELECT COUNT(*) AS n FROM roles`;
+  const [page, counted] = await batch(db, [rows, count]);
+  return { items: rowsOf(storedRole, page.results, rows.text), total: rowsOf(CountRow, counted.results, count.text)[0]?.n ?? 0 };
 }
 
 /** Every role name (capabilities and `me`: a handful of rows). */
 export async function roleNames(db: D1Database): Promise<string[]> {
-  const { results } = await db.prepare("SELECT name FROM roles ORDER BY name").all<{ name: string }>();
-  return results.map((r) => r.name);
+  return (await all(RoleName1, d1(db)`SELECT name FROM roles ORDER BY name`)).map((r) => r.name);
 }
 
 /** Appends the role's current row as its next version (run after the write, in the same batch). */
-function versionStatement(db: D1Database, name: string, action: RoleVersionAction, actor: string | null, now: string): D1PreparedStatement {
-  return db
-    .prepare(
-      "INSERT INTO role_versions (name, version, description, grants, condition, action, actor, created_at) SELECT name, version, description, grants, condition, ?, ?, ? FROM roles WHERE name = ?",
-    )
-    .bind(action, actor, now, name);
+function versionStatement(db: D1Database, name: string, action: RoleVersionAction, actor: string | null, now: string): Statement {
+  return d1(db)`INSERT INTO role_versions (name, version, description, grants, condition, action, actor, created_at)
+    SELECT name, version, description, grants, condition, ${action}, ${actor}, ${now} FROM roles WHERE name = ${name}`;
 }
 
 /** The next version number of `name` (a re-created name continues its history). */
-const NEXT_VERSION = "(SELECT COALESCE(MAX(version), 0) + 1 FROM role_versions WHERE name = ?)";
+function nextVersion(name: string): SqlFragment {
+  return sql`(SELECT COALESCE(MAX(version), 0) + 1 FROM role_versions WHERE name = ${name})`;
+}
 
 export interface NewRole {
   name: string;
@@ -163,10 +164,9 @@ export interface NewRole {
 /** Creates a role (409 when the name exists). */
 export async function createRole(db: D1Database, r: NewRole, actor: string | null, now: string): Promise<Role> {
   try {
-    await db.batch([
-      db
-        .prepare(`INSERT INTO roles (name, description, grants, condition, version, created_at, updated_at) VALUES (?, ?, ?, ?, ${NEXT_VERSION}, ?, ?)`)
-        .bind(r.name, r.description, JSON.stringify(r.grants), r.condition, r.name, now, now),
+    await batch(db, [
+      d1(db)`INSERT INTO roles (name, description, grants, condition, version, created_at, updated_at)
+        VALUES (${r.name}, ${r.description}, ${JSON.stringify(r.grants)}, ${r.condition}, ${nextVersion(r.name)}, ${now}, ${now})`,
       versionStatement(db, r.name, "create", actor, now),
     ]);
   } catch (err) {
@@ -185,12 +185,11 @@ export interface RoleEdit {
 
 /** Applies a partial edit as a new version; null when the role does not exist. */
 export async function editRole(db: D1Database, name: string, edit: RoleEdit, actor: string | null, now: string): Promise<Role | null> {
-  const sets: string[] = [];
-  const args: unknown[] = [];
-  if (edit.description !== undefined) (sets.push("description = ?"), args.push(edit.description));
-  if (edit.grants !== undefined) (sets.push("grants = ?"), args.push(JSON.stringify(edit.grants)));
-  if (edit.condition !== undefined) (sets.push("condition = ?"), args.push(edit.condition));
-  return bumpRole(db, name, sets, args, "edit", actor, now);
+  const sets: SqlFragment[] = [];
+  if (edit.description !== undefined) sets.push(sql`description = ${edit.description}`);
+  if (edit.grants !== undefined) sets.push(sql`grants = ${JSON.stringify(edit.grants)}`);
+  if (edit.condition !== undefined) sets.push(sql`condition = ${edit.condition}`);
+  return bumpRole(db, name, sets, "edit", actor, now);
 }
 
 /**
@@ -206,27 +205,19 @@ export async function mergeRoleGrants(
 ): Promise<Role | null> {
   const patch: Record<string, string | null> = {};
   for (const [tag, level] of Object.entries(changes)) patch[tag] = level === "none" ? null : level;
-  return bumpRole(db, name, ["grants = json_patch(grants, ?)"], [JSON.stringify(patch)], "grants", actor, now);
+  return bumpRole(db, name, [sql`grants = json_patch(grants, ${JSON.stringify(patch)})`], "grants", actor, now);
 }
 
 /** Restores version `version`'s description, grants and condition as a new version. */
 export async function rollbackRole(db: D1Database, name: string, version: number, actor: string | null, now: string): Promise<Role | null> {
-  const cols = "(SELECT v.%s FROM role_versions v WHERE v.name = ? AND v.version = ?)";
-  const sets = ["description", "grants", "condition"].map((c) => `${c} = ${cols.replace("%s", c)}`);
-  return bumpRole(db, name, sets, [name, version, name, version, name, version], "rollback", actor, now);
+  const from = (column: "description" | "grants" | "condition") =>
+    sql`${trusted(column)} = (SELECT v.${trusted(column)} FROM role_versions v WHERE v.name = ${name} AND v.version = ${version})`;
+  return bumpRole(db, name, [from("description"), from("grants"), from("condition")], "rollback", actor, now);
 }
 
-async function bumpRole(
-  db: D1Database,
-  name: string,
-  sets: string[],
-  args: unknown[],
-  action: RoleVersionAction,
-  actor: string | null,
-  now: string,
-): Promise<Role | null> {
-  const [update] = await db.batch([
-    db.prepare(`UPDATE roles SET ${[...sets, `version = ${NEXT_VERSION}`, "updated_at = ?"].join(", ")} WHERE name = ?`).bind(...args, name, now, name),
+async function bumpRole(db: D1Database, name: string, sets: SqlFragment[], action: RoleVersionAction, actor: string | null, now: string): Promise<Role | null> {
+  const [update] = await batch(db, [
+    d1(db)`UPDATE roles SET ${join([...sets, sql`version = ${nextVersion(name)}`, sql`updated_at = ${now}`])} WHERE name = ${name}`,
     versionStatement(db, name, action, actor, now),
   ]);
   if ((update.meta.changes ?? 0) === 0) return null;
@@ -235,8 +226,7 @@ async function bumpRole(
 
 /** How many keys name the role. */
 export async function keysUsingRole(db: D1Database, name: string): Promise<number> {
-  const r = await db.prepare("SELECT COUNT(*) AS n FROM api_keys WHERE role = ?").bind(name).first<{ n: number }>();
-  return Number(r?.n ?? 0);
+  return (await first(CountRow, d1(db)`SELECT COUNT(*) AS n FROM api_keys WHERE role = ${name}`))?.n ?? 0;
 }
 
 /**
@@ -249,14 +239,11 @@ export async function deleteRole(db: D1Database, name: string, force: boolean, a
   const existing = await getRole(db, name);
   if (!existing) throw new HttpError(404, "role not found");
   const keys = await keysUsingRole(db, name);
-  const [, del] = await db.batch([
-    db
-      .prepare(
-        `INSERT INTO role_versions (name, version, description, grants, condition, action, actor, created_at)
-         SELECT name, ${NEXT_VERSION}, description, grants, condition, 'delete', ?, ? FROM roles WHERE name = ? AND (? = 1 OR NOT EXISTS (SELECT 1 FROM api_keys WHERE role = ?))`,
-      )
-      .bind(name, actor, now, name, force ? 1 : 0, name),
-    db.prepare("DELETE FROM roles WHERE name = ? AND (? = 1 OR NOT EXISTS (SELECT 1 FROM api_keys WHERE role = ?))").bind(name, force ? 1 : 0, name),
+  const allowed = sql`(${force ? 1 : 0} = 1 OR NOT EXISTS (SELECT 1 FROM api_keys WHERE role = ${name}))`;
+  const [, del] = await batch(db, [
+    d1(db)`INSERT INTO role_versions (name, version, description, grants, condition, action, actor, created_at)
+      SELECT name, ${nextVersion(name)}, description, grants, condition, 'delete', ${actor}, ${now} FROM roles WHERE name = ${name} AND ${allowed}`,
+    d1(db)`DELETE FROM roles WHERE name = ${name} AND ${allowed}`,
   ]);
   if ((del.meta.changes ?? 0) === 0) {
     if (!(await getRole(db, name))) throw new HttpError(404, "role not found");
@@ -266,21 +253,12 @@ export async function deleteRole(db: D1Database, name: string, force: boolean, a
 }
 
 export async function listRoleVersions(db: D1Database, name: string, offset: number, limit: number): Promise<{ items: RoleVersion[]; total: number }> {
-  const [rows, count] = await db.batch([
-    db
-      .prepare(
-        "SELECT name, version, description, grants, condition, action, actor, created_at FROM role_versions WHERE name = ? ORDER BY version DESC LIMIT ? OFFSET ?",
-      )
-      .bind(name, limit, offset),
-    db.prepare("SELECT COUNT(*) AS n FROM role_versions WHERE name = ?").bind(name),
-  ]);
-  return { items: rows.results.map((r) => validStored(storedVersion, r, "role_versions row")), total: Number((count.results[0] as { n: number }).n) };
+  const rows = d1(db)`SELECT ${VERSION_COLUMNS} FROM role_versions WHERE name = ${name} ORDER BY version DESC LIMIT ${limit} OFFSET ${offset}`;
+  const count = d1(db)`SELECT COUNT(*) AS n FROM role_versions WHERE name = ${name}`;
+  const [page, counted] = await batch(db, [rows, count]);
+  return { items: rowsOf(storedVersion, page.results, rows.text), total: rowsOf(CountRow, counted.results, count.text)[0]?.n ?? 0 };
 }
 
 export async function getRoleVersion(db: D1Database, name: string, version: number): Promise<RoleVersion | null> {
-  const r = await db
-    .prepare("SELECT name, version, description, grants, condition, action, actor, created_at FROM role_versions WHERE name = ? AND version = ?")
-    .bind(name, version)
-    .first();
-  return r ? validStored(storedVersion, r, "role_versions row") : null;
+  return first(storedVersion, d1(db)`SELECT ${VERSION_COLUMNS} FROM role_versions WHERE name = ${name} AND version = ${version}`);
 }
