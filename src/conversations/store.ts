@@ -5,6 +5,7 @@ import { storedByUserIdSql } from "../access-control/stored-by";
 import { NO_TARGET_FACTS, Route, RouteView, type RouteWithKey, type TargetFacts } from "./model/route";
 import { TargetConversationConfig } from "../persons/target-configs";
 import { HttpError } from "../platform/http/errors";
+import { type Statement, all, batch, d1, exists, first, list, run, trusted } from "../platform/persistence/d1";
 import { parseStored, validStored } from "../platform/persistence/stored-json";
 
 /** The columns of `routes`, in the schema's order. */
@@ -27,12 +28,11 @@ function toRow(r: unknown): Route {
 }
 
 export function routeStatement(db: D1Database, routeName: string): D1PreparedStatement {
-  return db.prepare("SELECT * FROM routes WHERE route_name = ?").bind(routeName);
+  return d1(db)`SELECT * FROM routes WHERE route_name = ${routeName}`.prepared();
 }
 
 export async function getRoute(db: D1Database, routeName: string): Promise<Route | null> {
-  const r = await routeStatement(db, routeName).first();
-  return r ? toRow(r) : null;
+  return first(Route, d1(db)`SELECT * FROM routes WHERE route_name = ${routeName}`);
 }
 
 /** The route joined with its execution key and owner, selected by where the clause points. */
@@ -55,11 +55,12 @@ const MANUAL_ROUTES_OF_TARGET = `CASE WHEN json_extract(c.config, '$.multichanne
  */
 const CONFIG_WRITER = `c.stored_by AS cfg_stored_by, ${keyColumns("ck", "cfg_k_")}, ${keyColumns("co", "cfg_o_")}`;
 
-const ROUTE_WITH_KEY = `SELECT r.*, ${keyColumns("k", "k_")}, ${keyColumns("o", "o_")}, c.config AS cfg_config, ${CONFIG_WRITER}, ${MANUAL_ROUTES_OF_TARGET} FROM routes r
+const ROUTE_WITH_KEY =
+  trusted(`SELECT r.*, ${keyColumns("k", "k_")}, ${keyColumns("o", "o_")}, c.config AS cfg_config, ${CONFIG_WRITER}, ${MANUAL_ROUTES_OF_TARGET} FROM routes r
        LEFT JOIN api_keys k ON k.user_id = r.execution_key LEFT JOIN api_keys o ON o.user_id = k.owner_user_id
        LEFT JOIN conversation_configs c ON c.target_kind = r.target_kind AND c.target_name = r.target_name
        LEFT JOIN api_keys ck ON ck.user_id = (CASE WHEN json_extract(c.config, '$.state_binding') IS NOT NULL THEN ${storedByUserIdSql("c.stored_by")} END)
-       LEFT JOIN api_keys co ON co.user_id = ck.owner_user_id`;
+       LEFT JOIN api_keys co ON co.user_id = ck.owner_user_id`);
 
 /**
  * The route joined with its execution key and that key's owner, in one statement: what the
@@ -67,7 +68,7 @@ const ROUTE_WITH_KEY = `SELECT r.*, ${keyColumns("k", "k_")}, ${keyColumns("o", 
  * second read of either.
  */
 export function routeWithKeyStatement(db: D1Database, routeName: string): D1PreparedStatement {
-  return db.prepare(`${ROUTE_WITH_KEY} WHERE r.route_name = ?`).bind(routeName);
+  return d1(db)`${ROUTE_WITH_KEY} WHERE r.route_name = ${routeName}`.prepared();
 }
 
 /**
@@ -75,7 +76,9 @@ export function routeWithKeyStatement(db: D1Database, routeName: string): D1Prep
  * statement: the channel door's one D1 read, so the turn needs no second read.
  */
 export async function routeWithKeyByChannelIdentity(db: D1Database, channel: string, ourIdentity: string): Promise<RouteWithKey> {
-  return routeWithKeyFromResult(await db.prepare(`${ROUTE_WITH_KEY} WHERE r.channel = ? AND r.our_identity = ?`).bind(channel, ourIdentity).all());
+  const read = d1(db)`${ROUTE_WITH_KEY} WHERE r.channel = ${channel} AND r.our_identity = ${ourIdentity}`;
+  // The joined row is parsed piece by piece (route, keys, target facts) by routeWithKeyFromResult.
+  return routeWithKeyFromResult(await read.prepared().all());
 }
 
 /** Parses `routeWithKeyStatement`'s result (and the channel door's equivalent). */
@@ -93,36 +96,33 @@ export function routeWithKeyFromResult(result: D1Result | undefined): RouteWithK
 }
 
 const RouteNames = z.array(z.string());
+const RouteNameRow = z.object({ route_name: z.string() });
 
 /** The names of target (kind, name)'s routes whose initial_mode is manual (a person thread's default mode). */
 export async function manualRoutesOfTarget(db: D1Database, kind: string, name: string): Promise<string[]> {
-  const { results } = await db
-    .prepare("SELECT route_name FROM routes WHERE target_kind = ? AND target_name = ? AND initial_mode = 'manual'")
-    .bind(kind, name)
-    .all<{ route_name: string }>();
-  return results.map((r) => r.route_name);
+  const rows = await all(RouteNameRow, d1(db)`SELECT route_name FROM routes WHERE target_kind = ${kind} AND target_name = ${name} AND initial_mode = 'manual'`);
+  return rows.map((r) => r.route_name);
 }
 
 export async function listRoutes(db: D1Database): Promise<Route[]> {
-  const { results } = await db.prepare("SELECT * FROM routes ORDER BY route_name").all();
-  return results.map(toRow);
+  return all(Route, d1(db)`SELECT * FROM routes ORDER BY route_name`);
 }
 
 export async function routeByChannelIdentity(db: D1Database, channel: string, ourIdentity: string): Promise<Route | null> {
-  const r = await db.prepare("SELECT * FROM routes WHERE channel = ? AND our_identity = ?").bind(channel, ourIdentity).first();
-  return r ? toRow(r) : null;
+  return first(Route, d1(db)`SELECT * FROM routes WHERE channel = ${channel} AND our_identity = ${ourIdentity}`);
 }
 
 export async function routeHasThreads(db: D1Database, routeName: string): Promise<boolean> {
-  return (await db.prepare("SELECT 1 AS one FROM threads WHERE route_name = ? LIMIT 1").bind(routeName).first()) !== null;
+  return exists(d1(db)`SELECT 1 AS one FROM threads WHERE route_name = ${routeName} LIMIT 1`);
 }
 
 /** The upsert statement: every column on insert; all but the key and `created_at` on conflict. */
-const UPSERT_ROUTE = `INSERT INTO routes (${ROUTE_COLUMNS.join(", ")})
-  VALUES (${ROUTE_COLUMNS.map(() => "?").join(", ")})
-  ON CONFLICT(route_name) DO UPDATE SET ${ROUTE_COLUMNS.filter((c) => c !== "route_name" && c !== "created_at")
+const UPSERT_COLUMNS = trusted(ROUTE_COLUMNS.join(", "));
+const UPSERT_UPDATES = trusted(
+  ROUTE_COLUMNS.filter((c) => c !== "route_name" && c !== "created_at")
     .map((c) => `${c} = excluded.${c}`)
-    .join(", ")}`;
+    .join(", "),
+);
 
 /**
  * The whole-row write (create or replace) as a statement: the route door runs it alone, a backup
@@ -130,13 +130,18 @@ const UPSERT_ROUTE = `INSERT INTO routes (${ROUTE_COLUMNS.join(", ")})
  * for both (thread objects stamp their mode overrides with it, see `deleteRoute`).
  */
 export function upsertRouteStatement(db: D1Database, row: Route): D1PreparedStatement {
+  return upsertRouteWrite(db, row).prepared();
+}
+
+function upsertRouteWrite(db: D1Database, row: Route): Statement {
   const stored = z.encode(Route, row);
-  return db.prepare(UPSERT_ROUTE).bind(...ROUTE_COLUMNS.map((c) => stored[c]));
+  const values = list(ROUTE_COLUMNS.map((c) => stored[c]));
+  return d1(db)`INSERT INTO routes (${UPSERT_COLUMNS}) VALUES (${values}) ON CONFLICT(route_name) DO UPDATE SET ${UPSERT_UPDATES}`;
 }
 
 /** Writes the whole row (create or replace). */
 export async function upsertRoute(db: D1Database, row: Route): Promise<void> {
-  await upsertRouteStatement(db, row).run();
+  await run(upsertRouteWrite(db, row));
 }
 
 /**
@@ -145,10 +150,7 @@ export async function upsertRoute(db: D1Database, row: Route): Promise<void> {
  * voids them at once, and each object reclaims its stale override on its next read.
  */
 export async function deleteRoute(db: D1Database, routeName: string): Promise<boolean> {
-  const [res] = await db.batch([
-    db.prepare("DELETE FROM routes WHERE route_name = ?").bind(routeName),
-    db.prepare("DELETE FROM threads WHERE route_name = ?").bind(routeName),
-  ]);
+  const [res] = await batch(db, [d1(db)`DELETE FROM routes WHERE route_name = ${routeName}`, d1(db)`DELETE FROM threads WHERE route_name = ${routeName}`]);
   return (res.meta.changes ?? 0) > 0;
 }
 

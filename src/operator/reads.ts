@@ -4,12 +4,14 @@
  * records are read from each thread's object. Scans are bounded so a page costs a bounded amount
  * of work whatever the route's size; a page that spent its budget says `truncated: true`.
  */
+import { z } from "zod";
 import { type AnswerRecord, project } from "../conversations/model/record";
 import { threadStub } from "../conversations/door/stubs";
 import { PERSON_PREFIX, routePrefix } from "../conversations/model/thread-id";
 import type { Env } from "../platform/env";
 import { HttpError } from "../platform/http/errors";
 import { type Page, type Window, toPage } from "../platform/http/paging";
+import { CountRow, all, batch, d1, first, rowsOf, sql } from "../platform/persistence/d1";
 
 /** Threads a filtered listing or a search examines at most. */
 export const THREAD_SCAN_BUDGET = 500;
@@ -18,16 +20,20 @@ export const RECORD_SCAN_BUDGET = 1000;
 /** Thread objects a search reads at once. */
 const SEARCH_FANOUT = 8;
 
-export interface ThreadItem {
-  thread_id: string;
-  client_address: string | null;
-  last_activity_at: string;
-  message_count: number;
-  last_status: string;
-}
+/** A `threads` listing row as the operator doors show it. */
+const ThreadItem = z.object({
+  thread_id: z.string(),
+  client_address: z.string().nullable(),
+  last_activity_at: z.string(),
+  message_count: z.coerce.number(),
+  last_status: z.string(),
+});
+export type ThreadItem = z.infer<typeof ThreadItem>;
 
-const THREAD_COLS = "thread_id, client_address, last_activity_at, message_count, last_status";
-const NEWEST_FIRST = "ORDER BY last_activity_at DESC, thread_id DESC";
+const THREAD_COLS = sql`thread_id, client_address, last_activity_at, message_count, last_status`;
+const LiveThreadRow = z.object({ thread_id: z.string(), live: z.number() });
+const MessageCountRow = z.object({ message_count: z.number() });
+const NEWEST_FIRST = sql`ORDER BY last_activity_at DESC, thread_id DESC`;
 
 /**
  * A page of the route's threads. Unfiltered: an indexed page and count, never truncated. Filtered
@@ -36,16 +42,15 @@ const NEWEST_FIRST = "ORDER BY last_activity_at DESC, thread_id DESC";
  */
 export async function listThreads(db: D1Database, routeName: string, f: { status?: string; address?: string }, w: Window): Promise<Page<ThreadItem>> {
   if (f.status === undefined && f.address === undefined) {
-    const [rows, count] = await db.batch<ThreadItem & { n?: number }>([
-      db.prepare(`SELECT ${THREAD_COLS} FROM threads WHERE route_name = ? ${NEWEST_FIRST} LIMIT ? OFFSET ?`).bind(routeName, w.pageSize, w.offset),
-      db.prepare("SELECT COUNT(*) AS n FROM threads WHERE route_name = ?").bind(routeName),
-    ]);
-    return toPage(rows.results.map(item), Number(count.results[0]?.n ?? 0), w);
+    const rows = d1(db)`SELECT ${THREAD_COLS} FROM threads WHERE route_name = ${routeName} ${NEWEST_FIRST} LIMIT ${w.pageSize} OFFSET ${w.offset}`;
+    const count = d1(db)`SELECT COUNT(*) AS n FROM threads WHERE route_name = ${routeName}`;
+    const [page, counted] = await batch(db, [rows, count]);
+    return toPage(rowsOf(ThreadItem, page.results, rows.text).map(item), rowsOf(CountRow, counted.results, count.text)[0]?.n ?? 0, w);
   }
-  const { results } = await db
-    .prepare(`SELECT ${THREAD_COLS} FROM threads WHERE route_name = ? ${NEWEST_FIRST} LIMIT ?`)
-    .bind(routeName, THREAD_SCAN_BUDGET + 1)
-    .all<ThreadItem>();
+  const results = await all(
+    ThreadItem,
+    d1(db)`SELECT ${THREAD_COLS} FROM threads WHERE route_name = ${routeName} ${NEWEST_FIRST} LIMIT ${THREAD_SCAN_BUDGET + 1}`,
+  );
   const prefix = routePrefix(routeName);
   const matches = results.slice(0, THREAD_SCAN_BUDGET).filter((t) => {
     if (f.status !== undefined && t.last_status !== f.status) return false;
@@ -78,12 +83,11 @@ function item(r: ThreadItem): ThreadItem {
 export async function searchRoute(env: Env, routeName: string, q: string, w: Window): Promise<Page<Record<string, unknown>>> {
   // Each thread comes with whether its listing row says a record still lives: a thread
   // whose records all expired counts against the thread budget but costs no object read.
-  const { results } = await env.DB.prepare(
-    `SELECT thread_id, (live_until IS NULL OR live_until > ?) AS live
-     FROM threads WHERE route_name = ? ${NEWEST_FIRST} LIMIT ?`,
-  )
-    .bind(Date.now(), routeName, THREAD_SCAN_BUDGET + 1)
-    .all<{ thread_id: string; live: number }>();
+  const results = await all(
+    LiveThreadRow,
+    d1(env.DB)`SELECT thread_id, (live_until IS NULL OR live_until > ${Date.now()}) AS live
+      FROM threads WHERE route_name = ${routeName} ${NEWEST_FIRST} LIMIT ${THREAD_SCAN_BUDGET + 1}`,
+  );
   const threads = results
     .slice(0, THREAD_SCAN_BUDGET)
     .filter((r) => r.live)
@@ -160,9 +164,7 @@ export async function readTranscript(
         w,
       ),
     );
-  const listed = await env.DB.prepare("SELECT message_count FROM threads WHERE route_name = ? AND thread_id = ?")
-    .bind(routeName, threadId)
-    .first<{ message_count: number }>();
+  const listed = await first(MessageCountRow, d1(env.DB)`SELECT message_count FROM threads WHERE route_name = ${routeName} AND thread_id = ${threadId}`);
   if (!listed) throw new HttpError(404, "thread not found");
   return shape({ ...toPage([], Number(listed.message_count), w), next_page: null });
 }

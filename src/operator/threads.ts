@@ -1,4 +1,6 @@
 /** Thread forget and control mode (spec §3.2, §4.6, §4.7; decisions §10). */
+import { z } from "zod";
+import { all, d1 } from "../platform/persistence/d1";
 import { dropThreadListing } from "../conversations/door/indexes";
 import { allShards } from "../shards/rpc";
 import { personDefaultMode } from "../conversations/model/mode";
@@ -82,12 +84,12 @@ export async function erasePerson(env: Env, settings: Settings, personId: string
  * thread object, found through the summary rows; other runs' in the shards, which also drop the
  * rows they buffered. The summary rows go last, so a retry finds what a failed call left.
  */
+const TurnTraceRow = z.object({ trace_id: z.string(), thread_id: z.string().nullable() });
+
 async function eraseUserRuns(env: Env, userId: string): Promise<void> {
-  const turns = await env.DB.prepare("SELECT trace_id, thread_id FROM runs WHERE user_id = ? AND home = 'thread'")
-    .bind(userId)
-    .all<{ trace_id: string; thread_id: string | null }>();
+  const turns = await all(TurnTraceRow, d1(env.DB)`SELECT trace_id, thread_id FROM runs WHERE user_id = ${userId} AND home = 'thread'`);
   const byThread = new Map<string, string[]>();
-  for (const t of turns.results) if (t.thread_id) byThread.set(t.thread_id, [...(byThread.get(t.thread_id) ?? []), t.trace_id]);
+  for (const t of turns) if (t.thread_id) byThread.set(t.thread_id, [...(byThread.get(t.thread_id) ?? []), t.trace_id]);
   for (const [threadId, ids] of byThread) await threadStub(env, threadId).dropRunTraces(ids);
   await Promise.all(allShards(env).map((shard) => shard.eraseUserRuns(userId)));
   await dropUserRuns(env.DB, userId);

@@ -340,7 +340,7 @@ export class ListingBuffer {
           db,
           listed,
           failed.map((f) => parseStored(FailedRow, f.row, "pending_failed.row")),
-        ),
+        ).map((s) => s.prepared()),
         ...threadLoadsStatements(db, listed, now),
         ...upsertRunsStatement(
           db,

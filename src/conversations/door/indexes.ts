@@ -5,47 +5,37 @@
  */
 import { type FailedRow, type ListingRow, allShards } from "../../shards/rpc";
 import type { Env } from "../../platform/env";
+import { type Statement, batch, d1, run } from "../../platform/persistence/d1";
 
 /** Upserts a listing row; a route deleted meanwhile keeps no row. */
-function upsertThread(db: D1Database, r: ListingRow): D1PreparedStatement {
-  return db
-    .prepare(
-      `INSERT INTO threads (route_name, thread_id, client_address, last_activity_at, message_count, last_status, live_until)
-       SELECT ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM routes WHERE route_name = ?)
-       ON CONFLICT(route_name, thread_id) DO UPDATE SET client_address = excluded.client_address,
-         last_activity_at = excluded.last_activity_at, message_count = excluded.message_count,
-         last_status = excluded.last_status, live_until = excluded.live_until`,
-    )
-    .bind(r.route_name, r.thread_id, r.client_address, r.last_activity_at, r.message_count, r.last_status, r.live_until, r.route_name);
+function upsertThread(db: D1Database, r: ListingRow): Statement {
+  return d1(db)`INSERT INTO threads (route_name, thread_id, client_address, last_activity_at, message_count, last_status, live_until)
+    SELECT ${r.route_name}, ${r.thread_id}, ${r.client_address}, ${r.last_activity_at}, ${r.message_count}, ${r.last_status}, ${r.live_until}
+    WHERE EXISTS (SELECT 1 FROM routes WHERE route_name = ${r.route_name})
+    ON CONFLICT(route_name, thread_id) DO UPDATE SET client_address = excluded.client_address,
+      last_activity_at = excluded.last_activity_at, message_count = excluded.message_count,
+      last_status = excluded.last_status, live_until = excluded.live_until`;
 }
 
 /** The statements that bring D1 up to `rows` (null row: the thread's records are all gone) and `failed`. */
-export function listingStatements(db: D1Database, rows: Array<{ thread_id: string; row: ListingRow | null }>, failed: FailedRow[]): D1PreparedStatement[] {
-  const stmts: D1PreparedStatement[] = [];
-  for (const r of rows) {
-    stmts.push(r.row ? upsertThread(db, r.row) : db.prepare("DELETE FROM threads WHERE thread_id = ?").bind(r.thread_id));
-  }
+export function listingStatements(db: D1Database, rows: Array<{ thread_id: string; row: ListingRow | null }>, failed: FailedRow[]): Statement[] {
+  const stmts: Statement[] = [];
+  for (const r of rows) stmts.push(r.row ? upsertThread(db, r.row) : d1(db)`DELETE FROM threads WHERE thread_id = ${r.thread_id}`);
   for (const f of failed) {
-    stmts.push(
-      db
-        .prepare("INSERT OR REPLACE INTO failed_records (message_id, route_name, thread_id, failed_at, expires_at) VALUES (?, ?, ?, ?, ?)")
-        .bind(f.message_id, f.route_name, f.thread_id, f.failed_at, f.expires_at),
-    );
+    stmts.push(d1(db)`INSERT OR REPLACE INTO failed_records (message_id, route_name, thread_id, failed_at, expires_at)
+      VALUES (${f.message_id}, ${f.route_name}, ${f.thread_id}, ${f.failed_at}, ${f.expires_at})`);
   }
   return stmts;
 }
 
 /** Drops a thread's listing rows (thread forget, after its shards dropped what they buffered). */
 export async function dropThreadListing(db: D1Database, threadId: string): Promise<void> {
-  await db.batch([
-    db.prepare("DELETE FROM threads WHERE thread_id = ?").bind(threadId),
-    db.prepare("DELETE FROM failed_records WHERE thread_id = ?").bind(threadId),
-  ]);
+  await batch(db, [d1(db)`DELETE FROM threads WHERE thread_id = ${threadId}`, d1(db)`DELETE FROM failed_records WHERE thread_id = ${threadId}`]);
 }
 
 /** Reclaims expired failed-listing rows (the cron prune pass). */
 export async function pruneIndexes(db: D1Database, nowMs: number): Promise<void> {
-  await db.prepare("DELETE FROM failed_records WHERE expires_at <= ?").bind(nowMs).run();
+  await run(d1(db)`DELETE FROM failed_records WHERE expires_at <= ${nowMs}`);
 }
 
 /**

@@ -1,6 +1,7 @@
 /**
  * The API message door and the record read doors (spec §4.3, §4.5; decisions §6, §7).
  */
+import { CountRow, batch, d1, rowsOf } from "../../platform/persistence/d1";
 import { Hono } from "hono";
 import { threadPrincipal } from "../../access-control/identity";
 import { z } from "zod";
@@ -16,6 +17,9 @@ import { pageSchema, pagingQuery, toPage, toWindow } from "../../platform/http/p
 import { addRoute } from "../../platform/http/route";
 
 export const conversationMessagesRouter = new Hono<AppEnv>();
+
+/** A `failed_records` row: where the failed record lives. */
+const FailedRecordRow = z.object({ message_id: z.string(), thread_id: z.string() });
 
 addRoute(
   conversationMessagesRouter,
@@ -65,15 +69,15 @@ addRoute(
     const w = toWindow(query);
     const now = Date.now();
     const db = c.env.DB;
-    const [rows, count] = await db.batch<{ message_id: string; thread_id: string; n?: number }>([
-      db
-        .prepare("SELECT message_id, thread_id FROM failed_records WHERE expires_at > ? ORDER BY failed_at DESC, message_id LIMIT ? OFFSET ?")
-        .bind(now, w.pageSize, w.offset),
-      db.prepare("SELECT COUNT(*) AS n FROM failed_records WHERE expires_at > ?").bind(now),
-    ]);
-    const records = await Promise.all(rows.results.map((r) => threadStub(c.env, r.thread_id).getRecord(r.message_id)));
+    const rows = d1(
+      db,
+    )`SELECT message_id, thread_id FROM failed_records WHERE expires_at > ${now} ORDER BY failed_at DESC, message_id LIMIT ${w.pageSize} OFFSET ${w.offset}`;
+    const count = d1(db)`SELECT COUNT(*) AS n FROM failed_records WHERE expires_at > ${now}`;
+    const [page, counted] = await batch(db, [rows, count]);
+    const failed = rowsOf(FailedRecordRow, page.results, rows.text);
+    const records = await Promise.all(failed.map((r) => threadStub(c.env, r.thread_id).getRecord(r.message_id)));
     const items = records.filter((r): r is AnswerRecord => r !== null && r.status === "failed").map((r) => project(r, true));
-    return toPage(items, Number(count.results[0]?.n ?? 0), w);
+    return toPage(items, rowsOf(CountRow, counted.results, count.text)[0]?.n ?? 0, w);
   },
 );
 
