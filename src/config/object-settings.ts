@@ -52,3 +52,13 @@ export async function loadObjectSettings(env: Env, opts: ObjectSettingsOptions):
   }
   return { env: typedEnv(env, eff), settings: eff.result.settings };
 }
+
+/**
+ * The settings this isolate holds now, without waiting (for an object's per-message path: no D1
+ * statement per call; a stale cache is re-checked in the background). Null while the
+ * configuration is invalid: the caller falls back to its defaults.
+ */
+export function objectSettingsNow(env: Env): Settings | null {
+  const r = isolateSettings.peek(env).result;
+  return r.ok ? r.settings : null;
+}
