@@ -62,3 +62,8 @@ export function objectSettingsNow(env: Env): Settings | null {
   const r = isolateSettings.peek(env).result;
   return r.ok ? r.settings : null;
 }
+
+/** The env with the runtime overlay this isolate holds now on top, without waiting (the overlaid `CHANNEL_*` values, say). */
+export function objectEnvNow(env: Env): Env {
+  return typedEnv(env, isolateSettings.peek(env));
+}
