@@ -19,8 +19,9 @@
  *                  and src/conversations/thread/ (the turn loop inside the thread object) import
  *                  src/conversations/model/ and never each other.
  *
- *   durable-objects/   the object classes: may import areas and the platform, never the entry
- *                      layer. Their RPC contracts are declared in the areas (src/<area>/rpc.ts,
+ *   durable-objects/   the object classes, each a thin shell over one area (OBJECT_AREAS below):
+ *                      a class imports its own area, the platform, model modules and contracts,
+ *                      never another area's logic and never the entry layer. Their RPC contracts are declared in the areas (src/<area>/rpc.ts,
  *                      src/conversations/model/thread-rpc.ts) and the classes implement them, so
  *                      src/ reaches the objects through those contracts and never imports
  *                      durable-objects/ (type-only included). The one exception is src/index.ts,
@@ -37,6 +38,28 @@ const INFRA = "^src/platform/";
 const ROUTE_PIPELINE = "^src/platform/http/(route|app-env)\\.ts$";
 const PIPELINE_AUTH = "^src/access-control/(principal|scopes)\\.ts$";
 const DOOR_HALF = "^src/conversations/door/";
+
+/**
+ * Each object class and the area whose parts it is a shell over. A class imports its own area, the
+ * platform, and the shapes other areas lend (model modules and contracts), nothing else: an object
+ * that needs another area's logic gets it through a part of its own area.
+ */
+const OBJECT_AREAS = {
+  "address-bucket": "conversations",
+  "bucket-directory": "conversations",
+  "thread-object": "conversations",
+  "connector-connection": "connectors",
+  "console-hub": "console",
+  "index-shard": "shards",
+  interaction: "interactions",
+  "interaction-hub": "interactions",
+  "marketplace-lock": "marketplace",
+  "notification-feed": "notifications",
+  "person-directory": "persons",
+  schedule: "schedules",
+  "state-store": "states",
+  "tool-run": "tool-runs",
+};
 const THREAD_HALF = "^src/conversations/thread/";
 
 /** @type {import('dependency-cruiser').IConfiguration} */
@@ -115,6 +138,20 @@ module.exports = {
         "The Worker entry is the one exception: it must export the classes for the runtime.",
       from: { path: "^src/", pathNot: "^src/index\\.ts$" },
       to: { path: "^durable-objects/" },
+    },
+    ...Object.entries(OBJECT_AREAS).map(([file, area]) => ({
+      name: `object-shell-${file}`,
+      severity: "error",
+      comment: `durable-objects/${file}.ts is a shell over src/${area}/: it imports that area, the platform, model modules and contracts only.`,
+      from: { path: `^durable-objects/${file}\\.ts$` },
+      to: { path: "^src/", pathNot: [`^src/(platform|${area})/`, "/model(/|\\.ts$)", "/rpc\\.ts$"] },
+    })),
+    {
+      name: "durable-objects-one-area-each",
+      severity: "error",
+      comment: "Every class in durable-objects/ names its area in OBJECT_AREAS (this file), so the rule above holds it.",
+      from: { path: "^durable-objects/", pathNot: `^durable-objects/(${Object.keys(OBJECT_AREAS).join("|")})\\.ts$` },
+      to: { path: "^src/" },
     },
     {
       name: "durable-objects-not-to-entry",

@@ -3,7 +3,7 @@
  *
  * A shell over the thread's parts (src/conversations/thread/): intake with the inline waiters, the turn loop,
  * the delivery machine, the outbox towards the admin listings, the thread's control mode, and its reads and
- * forget, plus the kv provider's agent memory (src/targets/checkpoints/thread-memory.ts). It runs
+ * forget, plus the kv provider's agent memory (src/conversations/thread/memory.ts). It runs
  * the schema migration before any request, exposes the RPC verbs of its contract
  * (src/conversations/model/thread-rpc.ts), and drives every timer from one alarm.
  */
@@ -25,15 +25,13 @@ import type {
 } from "../src/conversations/model/thread-rpc";
 import type { Env } from "../src/platform/env";
 import { edgeFetch } from "../src/platform/net/edge-fetch";
-import { appendCheckpoint, deleteCheckpoint, readCheckpoint } from "../src/targets/checkpoints/thread-memory";
 import type { CheckpointMessage } from "../src/targets/model/agent-memory";
 import { type ThreadParts, alarmPass, composeThread } from "../src/conversations/thread/compose";
 import { type ThreadDeps, threadEnv, threadSettings, warmThreadSettings } from "../src/conversations/thread/deps";
 import { migrate } from "../src/conversations/thread/store";
 import type { RunTrace } from "../src/observability/model/run-trace";
 import { dropTurnTraces, readTurnTrace } from "../src/conversations/thread/turn-trace";
-import { eraseThreadInteractions } from "../src/interactions/erasure";
-import { parkedIds } from "../src/conversations/thread/parked";
+import { forgetThread } from "../src/conversations/thread/forget";
 
 /** One thread's object: wires the parts over its storage and answers its contract's verbs. */
 export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
@@ -79,12 +77,7 @@ export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
   }
 
   async forget(): Promise<ForgetResult> {
-    // The thread's interactions go with it: the ones it waits on, and every one listed for it.
-    const threadId = this.parts.identity.get();
-    const parked = parkedIds(this.ctx.storage);
-    const r = await this.parts.reads.forget();
-    if (r.ok && threadId) await eraseThreadInteractions(this.deps.env(), threadId, parked);
-    return r;
+    return forgetThread(this.deps, this.parts);
   }
 
   async applyReceipt(messageId: string, status: "delivered" | "failed", detail?: string): Promise<boolean> {
@@ -101,17 +94,15 @@ export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
   }
 
   async checkpointRead(threadId: string): Promise<CheckpointMessage[]> {
-    return readCheckpoint({ storage: this.ctx.storage, threadId }, this.deps.now());
+    return this.parts.memory.read(threadId);
   }
 
   async checkpointAppend(threadId: string, messages: CheckpointMessage[], ttlMinutes: number | null): Promise<void> {
-    appendCheckpoint({ storage: this.ctx.storage, threadId }, messages, { nowMs: this.deps.now(), ttlMinutes });
-    // The new expiry may be the earliest work; only the alarm part sets the alarm.
-    await this.parts.alarm.arm();
+    await this.parts.memory.append(threadId, messages, ttlMinutes);
   }
 
   async checkpointDelete(threadId: string): Promise<void> {
-    deleteCheckpoint({ storage: this.ctx.storage, threadId });
+    this.parts.memory.delete(threadId);
   }
 
   async runTrace(traceId: string): Promise<RunTrace | null> {

@@ -124,6 +124,18 @@ export function mergeEnv(base: object, values: Readonly<Record<string, string>>)
   return merged;
 }
 
+/**
+ * `base` with the overlay that `eff` was evaluated with on top, typed as `base` is (the Effective's
+ * own env is an untyped record). Its base is remembered, as for `mergeEnv`.
+ */
+export function overlaid<E extends object>(base: E, eff: Effective): E {
+  const values = eff.snapshot?.values;
+  if (!values || !Object.keys(values).length) return base;
+  const merged = { ...base, ...values };
+  baseOf.set(merged, baseEnvOf(base));
+  return merged;
+}
+
 /** parseSettings over the merged env, with the snapshot's own problems first. */
 export function evaluate(base: object, snapshot: OverlaySnapshot | null): Effective {
   if (!snapshot) return { generation: null, env: base as Record<string, unknown>, result: settingsFor(base), snapshot: null };

@@ -835,7 +835,7 @@ async function scheduleExists(name: string): Promise<boolean> {
 async function tick(name: string, nth = 1): Promise<any> {
   const next = nextFire.get(name)!;
   const fired = await runInDurableObject(scheduleObject(name), async (instance) => {
-    await instance.tick(next + 1000 + (nth - 1) * 86_400_000);
+    await instance.parts.alarm.runAt(next + 1000 + (nth - 1) * 86_400_000);
     return (await instance.read())!.recent_fires[0];
   });
   return waitRun(fired.run_id!);

@@ -2,6 +2,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import type { InteractionRpc } from "../../src/interactions/rpc";
+import type { InteractionParts } from "../../src/interactions/compose";
 import { createRoute } from "../helpers/bridge";
 import { admin, call, mintKey } from "../helpers/http";
 import { eventually } from "../helpers/threads";
@@ -60,6 +61,6 @@ export function rawObject(id: string): DurableObjectStub {
 /** Runs the interaction object's alarm work as of `nowMs` (expiry and retention with a fake clock). */
 export async function stepAt(id: string, nowMs: number): Promise<void> {
   await runInDurableObject(rawObject(id), async (obj: unknown) => {
-    await (obj as { step(now: number): Promise<void> }).step(nowMs);
+    await (obj as { parts: InteractionParts }).parts.alarm.runAt(nowMs);
   });
 }

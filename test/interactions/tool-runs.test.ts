@@ -106,8 +106,8 @@ describe("a background tool run that asks", () => {
   it("a hand-over that never comes ends the run at its deadline; a late one finds it no longer waiting", async () => {
     const { runId, interactionId } = await askingRun({ question: "Lost?" });
     // The run's own alarm, far past the question's expiry plus the margin, before the interaction ended.
-    await runInDurableObject(runObject(runId), async (obj: unknown) => {
-      await (obj as { step(now: number): Promise<void> }).step(Date.now() + 30 * 24 * 3600_000);
+    await runInDurableObject(runObject(runId), async (obj) => {
+      await obj.parts.alarm.runAt(Date.now() + 30 * 24 * 3600_000);
     });
     expect(await endedRun(runId)).toMatchObject({ status: "failed", error_kind: "timeout", error: expect.stringContaining("got no outcome in time") });
     await call("POST", `/api/interactions/${interactionId}/answer`, { key: await admin(), body: { text: "too late" } });

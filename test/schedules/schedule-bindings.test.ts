@@ -70,7 +70,7 @@ describe("a schedule with a state binding", () => {
 
     for (const [i, at] of [next + 1000, next + 86_400_000 + 1000].entries()) {
       const fired = await runInDurableObject(scheduleObject(name), async (instance) => {
-        await instance.tick(at);
+        await instance.parts.alarm.runAt(at);
         return (await instance.read())!.recent_fires[0];
       });
       const run = await endedRun(fired.run_id!);

@@ -1,6 +1,6 @@
 /**
  * Schedule fires (docs/schedules.md "Fires", "Missed fires"), driven through the
- * object's alarm work with a fake clock (`tick(now)` inside runInDurableObject; the alarm itself
+ * object's alarm work with a fake clock (`parts.alarm.runAt(now)` inside runInDurableObject; the alarm itself
  * passes the real clock): each fire is a background tool run as the bound key with its own record
  * and listing row; the live key is re-checked at each fire, so grant loss or a re-minted key makes
  * the fire's run `denied` (recorded); after downtime one catch-up fire; a deleted schedule fires
@@ -29,7 +29,7 @@ async function daily(opts: { key?: { user_id: string }; message?: string } = {})
 /** Runs the alarm's work at `now` (fake) and answers the schedule as its object holds it. */
 async function tickAt(name: string, now: number) {
   return runInDurableObject(scheduleObject(name), async (instance, state) => {
-    await instance.tick(now);
+    await instance.parts.alarm.runAt(now);
     return { state: await instance.read(), alarm: await state.storage.getAlarm() };
   });
 }
@@ -137,7 +137,7 @@ describe("deleting", () => {
     expect((await call("DELETE", `/api/schedules/${name}`, { key: await admin() })).status).toBe(200);
     const before = await env.DB.prepare("SELECT COUNT(*) AS n FROM tool_runs WHERE schedule_name = ?").bind(name).first<{ n: number }>();
     const after = await runInDurableObject(scheduleObject(name), async (instance, state) => {
-      await instance.tick(next + 1000);
+      await instance.parts.alarm.runAt(next + 1000);
       return {
         state: await instance.read(),
         alarm: await state.storage.getAlarm(),

@@ -31,7 +31,7 @@ describe("a schedule without the tool-runs store", () => {
     expect((await call("GET", "/api/schedules", { key: await admin() })).body).toMatchObject({ code: "tool-runs-not-configured" });
     const tick = (now: number) =>
       runInDurableObject(scheduleObject(name), async (instance, state) => {
-        await instance.tick(now);
+        await instance.parts.alarm.runAt(now);
         return { state: await instance.read(), alarm: await state.storage.getAlarm() };
       });
     const paused = await tick(next + 1000);

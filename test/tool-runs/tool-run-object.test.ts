@@ -66,10 +66,10 @@ describe("restart survival", () => {
     const req = await echoRequest();
     await interrupted(req, 1);
     const after = await runInDurableObject(runObject(req.run_id), async (instance, state) => {
-      (instance as unknown as { inFlight: boolean }).inFlight = true;
-      await instance.step(Date.now());
+      instance.parts.lease.inFlight = true;
+      await instance.parts.alarm.runAt(Date.now());
       const row = readRun(state.storage.sql);
-      (instance as unknown as { inFlight: boolean }).inFlight = false;
+      instance.parts.lease.inFlight = false;
       return { attempts: row?.attempts, status: row?.status, alarm: await state.storage.getAlarm() };
     });
     expect(after).toMatchObject({ attempts: 1, status: "running" });
@@ -96,12 +96,12 @@ describe("retention", () => {
     const expiresAt = Date.parse(run.expires_at);
     expect((await indexRow(req.run_id))?.expires_at).toBe(expiresAt);
     const early = await runInDurableObject(runObject(req.run_id), async (instance, state) => {
-      await instance.step(expiresAt - 1000);
+      await instance.parts.alarm.runAt(expiresAt - 1000);
       return { row: readRun(state.storage.sql) !== null, alarm: await state.storage.getAlarm() };
     });
     expect(early).toEqual({ row: true, alarm: expiresAt });
     const gone = await runInDurableObject(runObject(req.run_id), async (instance, state) => {
-      await instance.step(expiresAt + 1);
+      await instance.parts.alarm.runAt(expiresAt + 1);
       return {
         tables: state.storage.sql.exec("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'run'").toArray().length,
         alarm: await state.storage.getAlarm(),

@@ -84,7 +84,7 @@ describe("tool run traces", () => {
     const next = Date.parse(created.body.data.schedule.next_fire_at);
     const fire = async (at: number) =>
       runInDurableObject(scheduleObject(name), async (instance) => {
-        await instance.tick(at);
+        await instance.parts.alarm.runAt(at);
         return (await instance.read())!.recent_fires[0].run_id!;
       });
     const ok = await fire(next + 1000);

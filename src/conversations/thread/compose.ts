@@ -10,6 +10,7 @@ import type { ThreadDeps } from "./deps";
 import { ThreadIdentity } from "./identity";
 import { IndexOutbox, outboxDueAt } from "./index-outbox";
 import { InlineWaiters } from "./inline-waiters";
+import { AgentMemory } from "./memory";
 import { Intake } from "./intake";
 import { ThreadInteractions } from "./interaction-turns";
 import { ThreadReads } from "./reads";
@@ -28,6 +29,7 @@ export interface ThreadParts {
   delivery: DeliveryMachine;
   reads: ThreadReads;
   interactions: ThreadInteractions;
+  memory: AgentMemory;
 }
 
 /** Builds the parts of one thread object over `deps`. */
@@ -45,7 +47,8 @@ export function composeThread(deps: ThreadDeps): ThreadParts {
   const intake = new Intake(deps, { identity, mode, index, alarm, waiters, snapshots, firstRuns, startTurns: () => void turns.pump(), startDelivery });
   const reads = new ThreadReads(deps, { identity, mode, alarm, index });
   const interactions = new ThreadInteractions(deps, { identity, intake });
-  return { identity, alarm, index, mode, intake, turns, delivery, reads, interactions };
+  const memory = new AgentMemory(deps, alarm);
+  return { identity, alarm, index, mode, intake, turns, delivery, reads, interactions, memory };
 }
 
 /**

@@ -6,6 +6,7 @@ import type { CounterDelta, FailedRow, RunRow } from "../../shards/rpc";
 import type { Env } from "../../platform/env";
 import { setJqBudget } from "../../platform/jq/engine";
 import { isolateSettings } from "../../config/isolate-settings";
+import { objectEnvNow } from "../../config/object-settings";
 import type { Settings } from "../../platform/settings/settings";
 
 /** The dependencies of a thread's parts. */
@@ -85,5 +86,5 @@ export async function warmThreadSettings(env: object): Promise<void> {
 
 /** `env` with the runtime overlay on top: what a thread's channel sends read (`CHANNEL_*`). */
 export function threadEnv(env: Env): Env {
-  return isolateSettings.peek(env).env as unknown as Env;
+  return objectEnvNow(env);
 }

@@ -1,0 +1,49 @@
+/**
+ * The ToolRun object's verbs (src/contracts/tool-run-rpc.ts): the submit (idempotent by run id;
+ * arms the alarm for now), the read, and the hand-over of an interaction's outcome to a waiting run.
+ */
+import type { ToolRunRequest, ToolRunRecord } from "./rpc";
+import type { JsonObject } from "../platform/http/bounded-json";
+import type { InteractionStatus } from "../interactions/record";
+import { askedRunEnd } from "./execute";
+import type { ToolRunKit } from "./object-kit";
+import { insertQueued, readRun, readSteps } from "./run-store";
+
+export interface ToolRunVerbs {
+  submit(request: ToolRunRequest): Promise<ToolRunRecord>;
+  read(): ToolRunRecord | null;
+  resume(interactionId: string, outcome: JsonObject, status: Exclude<InteractionStatus, "pending">): Promise<"resumed" | "retry" | "not_waiting">;
+}
+
+export function toolRunVerbs(kit: ToolRunKit): ToolRunVerbs {
+  const { sql, clock } = kit;
+  return {
+    async submit(request) {
+      const existing = readRun(sql);
+      if (existing) return existing;
+      insertQueued(sql, request, clock.now());
+      await kit.storage.setAlarm(clock.now());
+      const stored = readRun(sql);
+      if (!stored) throw new Error("tool run: the run just stored cannot be read back");
+      return stored;
+    },
+
+    read() {
+      return readRun(sql);
+    },
+
+    async resume(interactionId, outcome, status) {
+      const row = readRun(sql);
+      if (!row) return "not_waiting";
+      // Answered while the attempt is still storing its question, or before a restarted attempt got
+      // there: not waiting yet. The run ends or waits (for this or a newer question) soon enough.
+      if (row.status === "queued" || row.status === "running") return "retry";
+      if (row.status !== "waiting" || row.interaction_id !== interactionId) return "not_waiting";
+      const cfg = await kit.settings();
+      if (!cfg) return "retry";
+      kit.finish(askedRunEnd(outcome, status), readSteps(sql), cfg.settings.toolRuns.retentionSeconds);
+      await kit.publish();
+      return "resumed";
+    },
+  };
+}
