@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import { conflict } from "../platform/http/errors";
+import { type Statement, batch, d1, first, rowsOf, sql } from "../platform/persistence/d1";
 
 /** The tables of the runtime settings (for backups and tests). */
 export const SETTINGS_TABLES = ["settings_overlay", "settings_generation", "config_profiles"] as const;
@@ -30,19 +31,21 @@ export interface StoredOverlay {
   rows: OverlayRow[];
 }
 
-const GENERATION_SQL = "SELECT generation, updated_at FROM settings_generation WHERE id = 1";
+const GENERATION_SQL = sql`SELECT generation, updated_at FROM settings_generation WHERE id = 1`;
+const NewGenerationRow = z.object({ generation: z.number().int() });
 
 /** The generation alone: the steady-state check, one small statement. */
 export async function readGeneration(db: D1Database): Promise<number> {
-  const row = await db.prepare(GENERATION_SQL).first<GenerationRow>();
+  const row = await first(GenerationRow, d1(db, GENERATION_SQL));
   return row?.generation ?? 0;
 }
 
 /** The generation and every row, read together (one batch, one snapshot). */
 export async function readOverlay(db: D1Database): Promise<StoredOverlay> {
-  const [gen, rows] = await db.batch([db.prepare(GENERATION_SQL), db.prepare("SELECT name, value, secret, updated_at FROM settings_overlay ORDER BY name")]);
-  const g = (gen.results[0] as GenerationRow | undefined) ?? { generation: 0, updated_at: "1970-01-01T00:00:00.000Z" };
-  return { generation: g.generation, updatedAt: g.updated_at, rows: rows.results as OverlayRow[] };
+  const rowsRead = d1(db)`SELECT name, value, secret, updated_at FROM settings_overlay ORDER BY name`;
+  const [gen, rows] = await batch(db, [d1(db, GENERATION_SQL), rowsRead]);
+  const [g = { generation: 0, updated_at: "1970-01-01T00:00:00.000Z" }] = rowsOf(GenerationRow, gen.results.slice(0, 1), GENERATION_SQL.text);
+  return { generation: g.generation, updatedAt: g.updated_at, rows: rowsOf(OverlayRow, rows.results, rowsRead.text) };
 }
 
 export interface OverlayChange {
@@ -54,7 +57,7 @@ export interface OverlayChange {
   deletes: string[];
   now: string;
   /** Further statements of the same atomic step (a reload's profile re-seals). */
-  extra?: D1PreparedStatement[];
+  extra?: Statement[];
 }
 
 /** Raised when another write moved the generation between this writer's read and its batch. */
@@ -62,31 +65,27 @@ export const generationMoved = () => conflict("the settings changed meanwhile (a
 
 /** Applies `change` atomically and returns the new generation. */
 export async function writeOverlay(db: D1Database, change: OverlayChange): Promise<number> {
-  const stmts: D1PreparedStatement[] = [
-    db
-      .prepare("INSERT INTO settings_write_guard (violation) SELECT 1 WHERE (SELECT generation FROM settings_generation WHERE id = 1) IS NOT ?")
-      .bind(change.expectedGeneration),
+  const q = d1(db);
+  const stmts: Statement[] = [
+    q`INSERT INTO settings_write_guard (violation) SELECT 1 WHERE (SELECT generation FROM settings_generation WHERE id = 1) IS NOT ${change.expectedGeneration}`,
   ];
-  if (change.replaceAll) stmts.push(db.prepare("DELETE FROM settings_overlay"));
-  for (const name of change.deletes) stmts.push(db.prepare("DELETE FROM settings_overlay WHERE name = ?").bind(name));
+  if (change.replaceAll) stmts.push(q`DELETE FROM settings_overlay`);
+  for (const name of change.deletes) stmts.push(q`DELETE FROM settings_overlay WHERE name = ${name}`);
   for (const u of change.upserts) {
     stmts.push(
-      db
-        .prepare(
-          "INSERT INTO settings_overlay (name, value, secret, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value, secret = excluded.secret, updated_at = excluded.updated_at",
-        )
-        .bind(u.name, u.value, u.secret ? 1 : 0, change.now),
+      q`INSERT INTO settings_overlay (name, value, secret, updated_at) VALUES (${u.name}, ${u.value}, ${u.secret ? 1 : 0}, ${change.now}) ON CONFLICT (name) DO UPDATE SET value = excluded.value, secret = excluded.secret, updated_at = excluded.updated_at`,
     );
   }
   stmts.push(...(change.extra ?? []));
-  stmts.push(db.prepare("UPDATE settings_generation SET generation = generation + 1, updated_at = ? WHERE id = 1 RETURNING generation").bind(change.now));
+  const bump = q`UPDATE settings_generation SET generation = generation + 1, updated_at = ${change.now} WHERE id = 1 RETURNING generation`;
+  stmts.push(bump);
   let results: D1Result[];
   try {
-    results = await db.batch(stmts);
+    results = await batch(db, stmts);
   } catch (err) {
     if (/CHECK constraint failed/i.test(String(err))) throw generationMoved();
     throw err;
   }
-  const last = results[results.length - 1].results[0] as { generation: number } | undefined;
+  const [last] = rowsOf(NewGenerationRow, results[results.length - 1].results.slice(0, 1), bump.text);
   return last?.generation ?? change.expectedGeneration + 1;
 }

@@ -6,6 +6,7 @@
  * writes nothing. The isolate that wrote installs the result at once; the others within
  * `SETTINGS_REFRESH_SECONDS`.
  */
+import { z } from "zod";
 import type { KeyRing } from "../connectors/rpc";
 import { badRequest, conflict } from "../platform/http/errors";
 import type { ConfigSettings } from "../platform/settings/config-settings";
@@ -13,8 +14,12 @@ import { isOverlayable } from "../platform/settings/registry";
 import { type Entry, checkNames, checkSecretKeys, secretFlag, validateAgainst, valueText } from "./entries";
 import { baseEnvOf, envConfig, isolateSettings } from "./isolate-settings";
 import { type OverlayRow, type StoredOverlay, readOverlay, writeOverlay } from "./overlay-store";
+import { type Statement, all, d1 } from "../platform/persistence/d1";
 import { parseStored } from "../platform/persistence/stored-json";
 import { SealedEntries, openText, overlayAad, profileAad, sealText, sealedByOlderKey, sealingRing, settingsKeyRing } from "./secrets";
+
+/** A profile version's sealed entries, as a re-seal reads them. */
+const SealedProfileRow = z.object({ name: z.string(), version: z.number(), sealed: z.string() });
 
 export interface EnvChange {
   set?: Record<string, unknown>;
@@ -113,17 +118,15 @@ export async function reloadSettings(env: object, db: D1Database, nowIso: string
   const stored = await readOverlay(db);
   const ring = config.keys.current ? await settingsKeyRing(config) : null;
   const upserts: Array<{ name: string; value: string; secret: boolean }> = [];
-  const extra: D1PreparedStatement[] = [];
+  const extra: Statement[] = [];
   if (ring) {
     for (const row of stored.rows) {
       if (row.secret !== 1 || !sealedByOlderKey(ring, row.value)) continue;
       const plain = await openText(ring, row.value, overlayAad(row.name));
       if (plain !== null) upserts.push({ name: row.name, value: await sealText(ring, plain, overlayAad(row.name)), secret: true });
     }
-    const profiles = await db
-      .prepare("SELECT name, version, sealed FROM config_profiles WHERE sealed <> '{}'")
-      .all<{ name: string; version: number; sealed: string }>();
-    for (const p of profiles.results) {
+    const profiles = await all(SealedProfileRow, d1(db)`SELECT name, version, sealed FROM config_profiles WHERE sealed <> '{}'`);
+    for (const p of profiles) {
       const sealed: Record<string, unknown> = parseStored(SealedEntries, p.sealed, "config_profiles.sealed");
       let changed = false;
       for (const [name, blob] of Object.entries(sealed)) {
@@ -134,8 +137,7 @@ export async function reloadSettings(env: object, db: D1Database, nowIso: string
         sealed[name] = JSON.parse(await sealText(ring, plain, profileAad(p.name, name)));
         changed = true;
       }
-      if (changed)
-        extra.push(db.prepare("UPDATE config_profiles SET sealed = ? WHERE name = ? AND version = ?").bind(JSON.stringify(sealed), p.name, p.version));
+      if (changed) extra.push(d1(db)`UPDATE config_profiles SET sealed = ${JSON.stringify(sealed)} WHERE name = ${p.name} AND version = ${p.version}`);
     }
   }
   const generation = await writeOverlay(db, { expectedGeneration: stored.generation, upserts, deletes: [], now: nowIso, extra });

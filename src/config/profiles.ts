@@ -20,6 +20,7 @@ import { type Entry, MAX_ENTRIES, checkNames, checkSecretKeys, secretFlag, valid
 import { baseEnvOf, envConfig } from "./isolate-settings";
 import { readOverlay } from "./overlay-store";
 import { openOverlay, replaceOverlay } from "./overlay-writes";
+import { CountRow, batch, d1, first, join, rowsOf, run, trusted } from "../platform/persistence/d1";
 import { parseStored } from "../platform/persistence/stored-json";
 import { type Sealed, SealedEntries, openText, profileAad, sealEntry, sealingRing, settingsKeyRing } from "./secrets";
 
@@ -95,7 +96,8 @@ export type ProfileRow = z.infer<typeof ProfileRow>;
 export const profileNotFound = () => notFound("profile not found");
 export const versionNotFound = () => notFound("profile version not found");
 
-const COLUMNS = "name, version, description, env, sealed, secret_keys, created_at";
+const COLUMN_NAMES = ["name", "version", "description", "env", "sealed", "secret_keys", "created_at"] as const;
+const COLUMNS = trusted(COLUMN_NAMES.join(", "));
 
 /** A version's `env` column: its plain (not secret) entries, name → env text. */
 export const ProfileEnv = z.record(z.string(), z.string());
@@ -141,11 +143,11 @@ export function summaryOf(row: ProfileRow): ProfileSummary {
 }
 
 export async function latest(db: D1Database, name: string): Promise<ProfileRow | null> {
-  return db.prepare(`SELECT ${COLUMNS} FROM config_profiles WHERE name = ? ORDER BY version DESC LIMIT 1`).bind(name).first<ProfileRow>();
+  return first(ProfileRow, d1(db)`SELECT ${COLUMNS} FROM config_profiles WHERE name = ${name} ORDER BY version DESC LIMIT 1`);
 }
 
 export async function versionOf(db: D1Database, name: string, version: number): Promise<ProfileRow | null> {
-  return db.prepare(`SELECT ${COLUMNS} FROM config_profiles WHERE name = ? AND version = ?`).bind(name, version).first<ProfileRow>();
+  return first(ProfileRow, d1(db)`SELECT ${COLUMNS} FROM config_profiles WHERE name = ${name} AND version = ${version}`);
 }
 
 /** The newest version, or the given one: 404 for a missing profile or version. */
@@ -159,29 +161,21 @@ export async function pick(db: D1Database, name: string, version?: number): Prom
 }
 
 export async function listProfiles(db: D1Database, offset: number, limit: number): Promise<{ items: ProfileSummary[]; total: number }> {
-  const [rows, count] = await db.batch([
-    db
-      .prepare(
-        `SELECT ${COLUMNS.split(", ")
-          .map((c) => `p.${c}`)
-          .join(", ")} FROM config_profiles p
+  const rowsRead = d1(db)`SELECT ${join(COLUMN_NAMES.map((c) => trusted(`p.${c}`)))} FROM config_profiles p
          JOIN (SELECT name, MAX(version) AS v FROM config_profiles GROUP BY name) m ON p.name = m.name AND p.version = m.v
-         ORDER BY p.name LIMIT ? OFFSET ?`,
-      )
-      .bind(limit, offset),
-    db.prepare("SELECT COUNT(DISTINCT name) AS n FROM config_profiles"),
-  ]);
-  return { items: (rows.results as ProfileRow[]).map(summaryOf), total: (count.results[0] as { n: number }).n };
+         ORDER BY p.name LIMIT ${limit} OFFSET ${offset}`;
+  const countRead = d1(db)`SELECT COUNT(DISTINCT name) AS n FROM config_profiles`;
+  const [rows, count] = await batch(db, [rowsRead, countRead]);
+  return { items: rowsOf(ProfileRow, rows.results, rowsRead.text).map(summaryOf), total: rowsOf(CountRow, count.results, countRead.text)[0]?.n ?? 0 };
 }
 
 export async function listVersions(db: D1Database, name: string, offset: number, limit: number): Promise<{ items: ProfileSummary[]; total: number }> {
-  const [rows, count] = await db.batch([
-    db.prepare(`SELECT ${COLUMNS} FROM config_profiles WHERE name = ? ORDER BY version DESC LIMIT ? OFFSET ?`).bind(name, limit, offset),
-    db.prepare("SELECT COUNT(*) AS n FROM config_profiles WHERE name = ?").bind(name),
-  ]);
-  const total = (count.results[0] as { n: number }).n;
+  const rowsRead = d1(db)`SELECT ${COLUMNS} FROM config_profiles WHERE name = ${name} ORDER BY version DESC LIMIT ${limit} OFFSET ${offset}`;
+  const countRead = d1(db)`SELECT COUNT(*) AS n FROM config_profiles WHERE name = ${name}`;
+  const [rows, count] = await batch(db, [rowsRead, countRead]);
+  const total = rowsOf(CountRow, count.results, countRead.text)[0]?.n ?? 0;
   if (!total) throw profileNotFound();
-  return { items: (rows.results as ProfileRow[]).map(summaryOf), total };
+  return { items: rowsOf(ProfileRow, rows.results, rowsRead.text).map(summaryOf), total };
 }
 
 /** A version's entries with its secrets opened (for apply, diff and a PUT that keeps secrets). */
@@ -246,36 +240,33 @@ export async function putProfile(
     if (e.secret) sealed[n] = await sealEntry(ring!, e.value, profileAad(name, n));
     else plain[n] = e.value;
   }
-  const row = await db
-    .prepare(
-      `INSERT INTO config_profiles (${COLUMNS})
-       SELECT ?, COALESCE(MAX(version), 0) + 1, ?, ?, ?, ?, ? FROM config_profiles WHERE name = ?
+  const row = await first(
+    ProfileRow,
+    d1(db)`INSERT INTO config_profiles (${COLUMNS})
+       SELECT ${name}, COALESCE(MAX(version), 0) + 1, ${body.description}, ${JSON.stringify(plain)}, ${JSON.stringify(sealed)}, ${JSON.stringify(secretNames.sort())}, ${nowIso}
+       FROM config_profiles WHERE name = ${name}
        RETURNING ${COLUMNS}`,
-    )
-    .bind(name, body.description, JSON.stringify(plain), JSON.stringify(sealed), JSON.stringify(secretNames.sort()), nowIso, name)
-    .first<ProfileRow>();
+  );
   return { created: row!.version === 1, profile: viewOf(row!) };
 }
 
 /** `POST …/rollback`: appends a copy of `version` as the newest version. */
 export async function rollbackProfile(db: D1Database, name: string, version: number, nowIso: string): Promise<ProfileView> {
   await pick(db, name, version);
-  const row = await db
-    .prepare(
-      `INSERT INTO config_profiles (${COLUMNS})
-       SELECT name, (SELECT MAX(version) FROM config_profiles WHERE name = ?1) + 1, description, env, sealed, secret_keys, ?3
-       FROM config_profiles WHERE name = ?1 AND version = ?2
+  const row = await first(
+    ProfileRow,
+    d1(db)`INSERT INTO config_profiles (${COLUMNS})
+       SELECT name, (SELECT MAX(version) FROM config_profiles WHERE name = ${name}) + 1, description, env, sealed, secret_keys, ${nowIso}
+       FROM config_profiles WHERE name = ${name} AND version = ${version}
        RETURNING ${COLUMNS}`,
-    )
-    .bind(name, version, nowIso)
-    .first<ProfileRow>();
+  );
   if (!row) throw versionNotFound();
   return viewOf(row);
 }
 
 export async function deleteProfile(db: D1Database, name: string): Promise<number> {
-  const r = await db.prepare("DELETE FROM config_profiles WHERE name = ?").bind(name).run();
-  const n = r.meta.changes ?? 0;
+  const meta = await run(d1(db)`DELETE FROM config_profiles WHERE name = ${name}`);
+  const n = meta.changes ?? 0;
   if (!n) throw profileNotFound();
   return n;
 }

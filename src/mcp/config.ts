@@ -8,6 +8,7 @@ import { z } from "zod";
 import { assertConnectionsLendable, sentTo } from "../connectors/references";
 import type { EnvVars } from "../platform/env";
 import { badRequest, notFound } from "../platform/http/errors";
+import { type Statement, batch, d1, first } from "../platform/persistence/d1";
 import type { Settings } from "../platform/settings/settings";
 import { headerConnections } from "../targets/env-refs";
 import type { McpContext } from "./client";
@@ -69,9 +70,11 @@ export async function mapLimited<T, R>(items: readonly T[], limit: number, work:
   return out;
 }
 
+const RoomRow = z.object({ n: z.number(), same: z.number().nullable() });
+
 /** A declaration refused when the deployment holds MAX_MCP_SERVERS others already. */
 async function assertRoomFor(db: D1Database, title: string): Promise<void> {
-  const row = await db.prepare("SELECT COUNT(*) AS n, SUM(title = ?) AS same FROM mcp_servers").bind(title).first<{ n: number; same: number | null }>();
+  const row = await first(RoomRow, d1(db)`SELECT COUNT(*) AS n, SUM(title = ${title}) AS same FROM mcp_servers`);
   if (row && !row.same && row.n >= MAX_MCP_SERVERS) throw badRequest(`at most ${MAX_MCP_SERVERS} MCP servers may be declared; remove one first`);
 }
 
@@ -109,6 +112,10 @@ export function mcpEntryChanged(stored: McpServerRecord | undefined, d: McpServe
  * as they are. Batched by the caller.
  */
 export function replaceMcpStatements(db: D1Database, current: readonly McpServerRecord[], list: McpServerDeclaration[], nowIso: string): D1PreparedStatement[] {
+  return replaceMcpWrites(db, current, list, nowIso).map((s) => s.prepared());
+}
+
+function replaceMcpWrites(db: D1Database, current: readonly McpServerRecord[], list: McpServerDeclaration[], nowIso: string): Statement[] {
   const keep = new Set(list.map((d) => d.title));
   const stored = new Map(current.map((s) => [s.title, s]));
   return [
@@ -124,8 +131,7 @@ export async function replaceMcpConfig(
 ): Promise<{ servers: McpServerView[]; status: McpStatusView[]; removed: string[] }> {
   await checkMcpEntries(ctx.db, doc.mcp, ctx.settings, ctx.env, "mcp");
   const current = await listMcpServers(ctx.db);
-  const statements = replaceMcpStatements(ctx.db, current, doc.mcp, ctx.now().toISOString());
-  if (statements.length) await ctx.db.batch(statements);
+  await batch(ctx.db, replaceMcpWrites(ctx.db, current, doc.mcp, ctx.now().toISOString()));
   const keep = new Set(doc.mcp.map((d) => d.title));
   const declared = (await listMcpServers(ctx.db)).filter((s) => keep.has(s.title));
   const status = await reloadServers(ctx, declared);

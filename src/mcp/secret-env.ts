@@ -21,6 +21,7 @@ import { z } from "zod";
 import { sealText, openText, sealingRing, settingsKeyRing } from "../config/secrets";
 import { type EnvVars, envVar } from "../platform/env";
 import { badRequest } from "../platform/http/errors";
+import { all, d1, list, run } from "../platform/persistence/d1";
 import type { ConfigSettings } from "../platform/settings/config-settings";
 import {
   REFERENCE_RULE,
@@ -39,6 +40,9 @@ import { listMcpServers } from "./store";
 const legacyAad = (name: string) => `mcp-secret-env\0${name}`;
 /** A bound value: `{value, origins}` as JSON. */
 const aad = (name: string) => `mcp-secret-env-bound\0${name}`;
+
+const NameRow = z.object({ name: z.string() });
+const SealedRow = z.object({ name: z.string(), sealed: z.string() });
 
 const BoundValue = z.object({ value: z.string(), origins: z.array(z.string()) }).strict();
 
@@ -68,7 +72,7 @@ export async function writeSecretEnv(
     throw badRequest(`invalid body: name: outside the secret-reference scope; ${REFERENCE_RULE}`);
   }
   if (value === null) {
-    await db.prepare("DELETE FROM mcp_secret_env WHERE name = ?").bind(name).run();
+    await run(d1(db)`DELETE FROM mcp_secret_env WHERE name = ${name}`);
     return { name, set: false, updated_at: nowIso };
   }
   const bindings = settings.referenceOrigins;
@@ -92,22 +96,18 @@ export async function writeSecretEnv(
   const ring = await sealingRing(settings.config);
   const sealed = await sealText(ring, JSON.stringify({ value, origins: bound }), aad(name));
   // The cap rides in the write, so concurrent writers cannot overshoot it.
-  const r = await db
-    .prepare(
-      `INSERT INTO mcp_secret_env (name, sealed, updated_at)
-       SELECT ?1, ?2, ?3 WHERE EXISTS (SELECT 1 FROM mcp_secret_env WHERE name = ?1) OR (SELECT COUNT(*) FROM mcp_secret_env) < ?4
+  const meta = await run(
+    d1(db)`INSERT INTO mcp_secret_env (name, sealed, updated_at)
+       SELECT ${name}, ${sealed}, ${nowIso} WHERE EXISTS (SELECT 1 FROM mcp_secret_env WHERE name = ${name}) OR (SELECT COUNT(*) FROM mcp_secret_env) < ${MAX_SECRET_ENV_VALUES}
        ON CONFLICT(name) DO UPDATE SET sealed = excluded.sealed, updated_at = excluded.updated_at`,
-    )
-    .bind(name, sealed, nowIso, MAX_SECRET_ENV_VALUES)
-    .run();
-  if ((r.meta.changes ?? 0) === 0) throw badRequest(`invalid body: at most ${MAX_SECRET_ENV_VALUES} secret env values may be stored; remove one first`);
+  );
+  if ((meta.changes ?? 0) === 0) throw badRequest(`invalid body: at most ${MAX_SECRET_ENV_VALUES} secret env values may be stored; remove one first`);
   return { name, set: true, updated_at: nowIso };
 }
 
 /** The names that have a stored value. */
 export async function storedSecretEnvNames(db: D1Database): Promise<Set<string>> {
-  const { results } = await db.prepare("SELECT name FROM mcp_secret_env").all<{ name: string }>();
-  return new Set(results.map((r) => r.name));
+  return new Set((await all(NameRow, d1(db)`SELECT name FROM mcp_secret_env`)).map((r) => r.name));
 }
 
 /**
@@ -120,10 +120,7 @@ export async function storedSecretEnvNames(db: D1Database): Promise<Set<string>>
 export async function envWithSecretValues(db: D1Database, config: ConfigSettings, env: EnvVars, headers: HeaderSpec, origin: string | null): Promise<EnvVars> {
   const names = [...new Set(headerReferences(headers, "").map((r) => r.ref.env))];
   if (!names.length) return env;
-  const { results } = await db
-    .prepare(`SELECT name, sealed FROM mcp_secret_env WHERE name IN (${names.map(() => "?").join(", ")})`)
-    .bind(...names)
-    .all<{ name: string; sealed: string }>();
+  const results = await all(SealedRow, d1(db)`SELECT name, sealed FROM mcp_secret_env WHERE name IN (${list(names)})`);
   if (!results.length) return env;
   const ring = await settingsKeyRing(config);
   const values: Record<string, string> = {};

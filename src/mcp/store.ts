@@ -7,6 +7,7 @@ import { z } from "zod";
 import { assertConnectionsLendable, sentTo } from "../connectors/references";
 import type { ProviderDescriptor } from "../platform/settings/connector-settings";
 import { notFound } from "../platform/http/errors";
+import { type SqlFragment, type Statement, all, batch, d1, exists, first, rowsOf, run, sql, trusted } from "../platform/persistence/d1";
 import { parseStored } from "../platform/persistence/stored-json";
 import { headerConnections } from "../targets/env-refs";
 import type { JsonSchema } from "../targets/json-schema";
@@ -48,21 +49,22 @@ export interface McpToolRecord {
   output_schema: JsonSchema | null;
 }
 
-type ServerRow = {
-  title: string;
-  description: string;
-  spec: string;
-  revision: string;
-  status: string;
-  last_error: string | null;
-  skipped: string;
-  server_info: string | null;
-  checked_at: string | null;
-  created_at: string;
-  updated_at: string;
-};
+const ServerRow = z.object({
+  title: z.string(),
+  description: z.string(),
+  spec: z.string(),
+  revision: z.string(),
+  status: z.string(),
+  last_error: z.string().nullable(),
+  skipped: z.string(),
+  server_info: z.string().nullable(),
+  checked_at: z.string().nullable(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+type ServerRow = z.infer<typeof ServerRow>;
 
-const SERVER_COLUMNS = "title, description, spec, revision, status, last_error, skipped, server_info, checked_at, created_at, updated_at";
+const SERVER_COLUMNS = trusted("title, description, spec, revision, status, last_error, skipped, server_info, checked_at, created_at, updated_at");
 
 function toServer(r: ServerRow): McpServerRecord {
   return {
@@ -80,7 +82,10 @@ function toServer(r: ServerRow): McpServerRecord {
   };
 }
 
-type ToolRow = { server: string; name: string; description: string; input_schema: string; output_schema: string | null };
+const ToolRow = z.object({ server: z.string(), name: z.string(), description: z.string(), input_schema: z.string(), output_schema: z.string().nullable() });
+type ToolRow = z.infer<typeof ToolRow>;
+
+const ToolNameRow = z.object({ server: z.string(), name: z.string() });
 
 const JsonSchemaObject = z.record(z.string(), z.unknown());
 
@@ -96,22 +101,21 @@ function toTool(r: ToolRow): McpToolRecord {
 }
 
 export async function getMcpServer(db: D1Database, title: string): Promise<McpServerRecord | null> {
-  const r = await db.prepare(`SELECT ${SERVER_COLUMNS} FROM mcp_servers WHERE title = ?`).bind(title).first<ServerRow>();
+  const r = await first(ServerRow, d1(db)`SELECT ${SERVER_COLUMNS} FROM mcp_servers WHERE title = ${title}`);
   return r ? toServer(r) : null;
 }
 
 export async function listMcpServers(db: D1Database): Promise<McpServerRecord[]> {
-  const { results } = await db.prepare(`SELECT ${SERVER_COLUMNS} FROM mcp_servers ORDER BY title`).all<ServerRow>();
-  return results.map(toServer);
+  return (await all(ServerRow, d1(db)`SELECT ${SERVER_COLUMNS} FROM mcp_servers ORDER BY title`)).map(toServer);
 }
 
 /** Registered tool names per server, names sorted; only server `only`'s when given. */
 export async function toolNamesByServer(db: D1Database, only?: string): Promise<Map<string, string[]>> {
   const stmt =
     only === undefined
-      ? db.prepare("SELECT server, name FROM mcp_tools ORDER BY server, name")
-      : db.prepare("SELECT server, name FROM mcp_tools WHERE server = ? ORDER BY name").bind(only);
-  const { results } = await stmt.all<{ server: string; name: string }>();
+      ? d1(db)`SELECT server, name FROM mcp_tools ORDER BY server, name`
+      : d1(db)`SELECT server, name FROM mcp_tools WHERE server = ${only} ORDER BY name`;
+  const results = await all(ToolNameRow, stmt);
   const out = new Map<string, string[]>();
   for (const r of results) {
     const names = out.get(r.server);
@@ -123,29 +127,35 @@ export async function toolNamesByServer(db: D1Database, only?: string): Promise<
 
 /** One registered tool with its server, or null. */
 export async function getMcpTool(db: D1Database, server: string, remoteName: string): Promise<{ tool: McpToolRecord; server: McpServerRecord } | null> {
-  const [tool, srv] = await db.batch(mcpToolStatements(db, server, remoteName));
+  const [toolRead, serverRead] = mcpToolReads(db, server, remoteName);
+  const [tool, srv] = await batch(db, [toolRead, serverRead]);
   return mcpToolOf(tool, srv);
 }
 
 /** getMcpTool's two reads (the tool row, its server row), for a caller that batches more with them. */
 export function mcpToolStatements(db: D1Database, server: string, remoteName: string): [D1PreparedStatement, D1PreparedStatement] {
-  return [
-    db.prepare("SELECT server, name, description, input_schema, output_schema FROM mcp_tools WHERE server = ? AND name = ?").bind(server, remoteName),
-    db.prepare(`SELECT ${SERVER_COLUMNS} FROM mcp_servers WHERE title = ?`).bind(server),
-  ];
+  const [tool, srv] = mcpToolReads(db, server, remoteName);
+  return [tool.prepared(), srv.prepared()];
+}
+
+const toolRead = (server: string, remoteName: string) =>
+  sql`SELECT server, name, description, input_schema, output_schema FROM mcp_tools WHERE server = ${server} AND name = ${remoteName}`;
+const serverRead = (title: string) => sql`SELECT ${SERVER_COLUMNS} FROM mcp_servers WHERE title = ${title}`;
+
+function mcpToolReads(db: D1Database, server: string, remoteName: string) {
+  return [d1(db, toolRead(server, remoteName)), d1(db, serverRead(server))] as const;
 }
 
 /** The tool and its server from mcpToolStatements' results; null when either is gone. */
 export function mcpToolOf(tool: D1Result, srv: D1Result): { tool: McpToolRecord; server: McpServerRecord } | null {
-  const t = tool.results[0] as ToolRow | undefined;
-  const s = srv.results[0] as ServerRow | undefined;
+  const [t] = rowsOf(ToolRow, tool.results.slice(0, 1), toolRead("", "").text);
+  const [s] = rowsOf(ServerRow, srv.results.slice(0, 1), serverRead("").text);
   return t && s ? { tool: toTool(t), server: toServer(s) } : null;
 }
 
 /** Every registered MCP tool, by name. */
 export async function listMcpTools(db: D1Database): Promise<McpToolRecord[]> {
-  const { results } = await db.prepare("SELECT server, name, description, input_schema, output_schema FROM mcp_tools ORDER BY server, name").all<ToolRow>();
-  return results.map(toTool);
+  return (await all(ToolRow, d1(db)`SELECT server, name, description, input_schema, output_schema FROM mcp_tools ORDER BY server, name`)).map(toTool);
 }
 
 /**
@@ -153,17 +163,13 @@ export async function listMcpTools(db: D1Database): Promise<McpToolRecord[]> {
  * replaced row keeps its created_at) and the drop of its tools. Used by the entry door, the
  * whole-config door and the manifest's replace, which batch them with their other writes.
  */
-export function declareStatements(db: D1Database, d: McpServerDeclaration, revision: string, createdAt: string, updatedAt: string): D1PreparedStatement[] {
+export function declareStatements(db: D1Database, d: McpServerDeclaration, revision: string, createdAt: string, updatedAt: string): Statement[] {
   return [
-    db
-      .prepare(
-        `INSERT INTO mcp_servers (title, description, spec, revision, status, last_error, skipped, server_info, checked_at, created_at, updated_at)
-         VALUES (?1, ?2, ?3, ?4, 'pending', NULL, '[]', NULL, NULL, ?5, ?6)
+    d1(db)`INSERT INTO mcp_servers (title, description, spec, revision, status, last_error, skipped, server_info, checked_at, created_at, updated_at)
+         VALUES (${d.title}, ${d.description}, ${JSON.stringify(specOf(d))}, ${revision}, 'pending', NULL, '[]', NULL, NULL, ${createdAt}, ${updatedAt})
          ON CONFLICT(title) DO UPDATE SET description = excluded.description, spec = excluded.spec, revision = excluded.revision,
            status = 'pending', last_error = NULL, skipped = '[]', server_info = NULL, checked_at = NULL, updated_at = excluded.updated_at`,
-      )
-      .bind(d.title, d.description, JSON.stringify(specOf(d)), revision, createdAt, updatedAt),
-    db.prepare("DELETE FROM mcp_tools WHERE server = ?").bind(d.title),
+    d1(db)`DELETE FROM mcp_tools WHERE server = ${d.title}`,
   ];
 }
 
@@ -182,22 +188,22 @@ export async function upsertMcpServer(
   providers: readonly ProviderDescriptor[],
 ): Promise<{ created: boolean; server: McpServerRecord }> {
   await assertConnectionsLendable(db, providers, sentTo(headerConnections(d.config.headers, "config.headers"), d.config.url));
-  const existed = (await db.prepare("SELECT 1 AS one FROM mcp_servers WHERE title = ?").bind(d.title).first()) !== null;
-  await db.batch(declareStatements(db, d, newRevision(), nowIso, nowIso));
+  const existed = await exists(d1(db)`SELECT 1 AS one FROM mcp_servers WHERE title = ${d.title}`);
+  await batch(db, declareStatements(db, d, newRevision(), nowIso, nowIso));
   const server = await getMcpServer(db, d.title);
   // Removed meanwhile by another request: the declaration is gone, as that request asked.
   if (!server) throw notFound("mcp server not found");
   return { created: !existed, server };
 }
 
-export function deleteServerStatement(db: D1Database, title: string): D1PreparedStatement {
-  return db.prepare("DELETE FROM mcp_servers WHERE title = ?").bind(title);
+export function deleteServerStatement(db: D1Database, title: string): Statement {
+  return d1(db)`DELETE FROM mcp_servers WHERE title = ${title}`;
 }
 
 /** Removes a declaration and its tools; an unknown title is 404. */
 export async function deleteMcpServer(db: D1Database, title: string): Promise<void> {
-  const res = await deleteServerStatement(db, title).run();
-  if ((res.meta.changes ?? 0) === 0) throw notFound("mcp server not found");
+  const meta = await run(deleteServerStatement(db, title));
+  if ((meta.changes ?? 0) === 0) throw notFound("mcp server not found");
 }
 
 /** A listing's outcome, written only while `revision` is still the row's. */
@@ -209,15 +215,14 @@ export const MAX_LISTING_BYTES = 1_500_000;
 
 /** Writes a listing's outcome; false when the row moved on (re-declared or removed) meanwhile. */
 export async function writeListing(db: D1Database, title: string, revision: string, outcome: ListingOutcome, nowIso: string): Promise<boolean> {
-  const current = "EXISTS (SELECT 1 FROM mcp_servers WHERE title = ?1 AND revision = ?2)";
+  const current: SqlFragment = sql`EXISTS (SELECT 1 FROM mcp_servers WHERE title = ${title} AND revision = ${revision})`;
   if (!outcome.ok) {
     // A failed listing keeps the last good tools: a server that is down for a moment does not
     // unregister tools that routes and agents name (calls fail meanwhile, as the server does).
-    const r = await db
-      .prepare("UPDATE mcp_servers SET status = 'failed', last_error = ?3, checked_at = ?4 WHERE title = ?1 AND revision = ?2")
-      .bind(title, revision, outcome.error, nowIso)
-      .run();
-    return (r.meta.changes ?? 0) > 0;
+    const meta = await run(
+      d1(db)`UPDATE mcp_servers SET status = 'failed', last_error = ${outcome.error}, checked_at = ${nowIso} WHERE title = ${title} AND revision = ${revision}`,
+    );
+    return (meta.changes ?? 0) > 0;
   }
   const rows = JSON.stringify(
     outcome.tools.map((t) => ({
@@ -227,27 +232,25 @@ export async function writeListing(db: D1Database, title: string, revision: stri
       output_schema: t.output_schema === null ? null : JSON.stringify(t.output_schema),
     })),
   );
-  const [update] = await db.batch([
-    db
-      .prepare("UPDATE mcp_servers SET status = 'ok', last_error = NULL, skipped = ?3, server_info = ?4, checked_at = ?5 WHERE title = ?1 AND revision = ?2")
-      .bind(title, revision, JSON.stringify(outcome.skipped), outcome.server_info === null ? null : JSON.stringify(outcome.server_info), nowIso),
-    db.prepare(`DELETE FROM mcp_tools WHERE server = ?1 AND ${current}`).bind(title, revision),
-    db
-      .prepare(
-        `INSERT INTO mcp_tools (server, name, description, input_schema, output_schema)
-         SELECT ?1, j.value ->> 'name', j.value ->> 'description', j.value ->> 'input_schema', j.value ->> 'output_schema'
-         FROM json_each(?3) AS j WHERE ${current}`,
-      )
-      .bind(title, revision, rows),
+  const serverInfo = outcome.server_info === null ? null : JSON.stringify(outcome.server_info);
+  const [update] = await batch(db, [
+    d1(
+      db,
+    )`UPDATE mcp_servers SET status = 'ok', last_error = NULL, skipped = ${JSON.stringify(outcome.skipped)}, server_info = ${serverInfo}, checked_at = ${nowIso}
+       WHERE title = ${title} AND revision = ${revision}`,
+    d1(db)`DELETE FROM mcp_tools WHERE server = ${title} AND ${current}`,
+    d1(db)`INSERT INTO mcp_tools (server, name, description, input_schema, output_schema)
+         SELECT ${title}, j.value ->> 'name', j.value ->> 'description', j.value ->> 'input_schema', j.value ->> 'output_schema'
+         FROM json_each(${rows}) AS j WHERE ${current}`,
   ]);
   return (update.meta.changes ?? 0) > 0;
 }
 
 /** Deregisters a server's tools until its next reload; false for an unknown title. */
 export async function deregisterMcpServer(db: D1Database, title: string, nowIso: string): Promise<boolean> {
-  const [update] = await db.batch([
-    db.prepare("UPDATE mcp_servers SET status = 'deregistered', last_error = NULL, checked_at = ?2 WHERE title = ?1").bind(title, nowIso),
-    db.prepare("DELETE FROM mcp_tools WHERE server = ?").bind(title),
+  const [update] = await batch(db, [
+    d1(db)`UPDATE mcp_servers SET status = 'deregistered', last_error = NULL, checked_at = ${nowIso} WHERE title = ${title}`,
+    d1(db)`DELETE FROM mcp_tools WHERE server = ${title}`,
   ]);
   return (update.meta.changes ?? 0) > 0;
 }
@@ -259,11 +262,9 @@ export async function excludeMcpTool(db: D1Database, server: McpServerRecord, re
     exclude: [...new Set([...server.spec.exclude, remoteName])],
     include: server.spec.include.filter((n) => n !== remoteName),
   };
-  await db.batch([
+  await batch(db, [
     // Only while the declaration is the one read, so a concurrent re-declaration is not overwritten.
-    db
-      .prepare("UPDATE mcp_servers SET spec = ?3, updated_at = ?4 WHERE title = ?1 AND revision = ?2")
-      .bind(server.title, server.revision, JSON.stringify(spec), nowIso),
-    db.prepare("DELETE FROM mcp_tools WHERE server = ?1 AND name = ?2").bind(server.title, remoteName),
+    d1(db)`UPDATE mcp_servers SET spec = ${JSON.stringify(spec)}, updated_at = ${nowIso} WHERE title = ${server.title} AND revision = ${server.revision}`,
+    d1(db)`DELETE FROM mcp_tools WHERE server = ${server.title} AND name = ${remoteName}`,
   ]);
 }

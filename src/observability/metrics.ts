@@ -8,6 +8,7 @@
  */
 import { z } from "zod";
 import { type Holder, sinceMs } from "../access-control/identity";
+import { type Statement, batch, d1, rowsOf, sql } from "../platform/persistence/d1";
 import { RUN_KINDS, RUN_OUTCOMES, type RunKind, type RunOutcome } from "./model/run-trace";
 import { SHED_COUNTER } from "./shed-counter";
 
@@ -79,6 +80,18 @@ export const Metrics = z
   .describe("Metrics");
 export type Metrics = z.infer<typeof Metrics>;
 
+const TurnRow = z.object({ route_name: z.string().nullable(), outcome: z.enum(RUN_OUTCOMES), n: z.number() });
+const DurationRow = z.object({ n: z.number(), total: z.number(), p50: z.number().nullable(), p95: z.number().nullable(), p99: z.number().nullable() });
+const KindRow = z.object({ kind: z.enum(RUN_KINDS), outcome: z.enum(RUN_OUTCOMES), n: z.number() });
+const CounterRow = z.object({ name: z.string(), label: z.string(), n: z.number() });
+const FailedRow = z.object({ route_name: z.string(), n: z.number() });
+const LoadRow = z.object({ route_name: z.string(), depth: z.number(), depth_max: z.number(), queued: z.number(), backlog: z.number() });
+
+/** The rows of step `i` of a batch, validated against `schema` (the step's statement names a bad row). */
+function stepRows<S extends z.ZodType>(schema: S, results: readonly D1Result[], stmts: readonly Statement[], i: number): z.output<S>[] {
+  return rowsOf(schema, results[i]?.results ?? [], stmts[i]?.text ?? "");
+}
+
 const zero = (): OutcomeCounts => ({ ok: 0, error: 0, silent: 0, denied: 0, timeout: 0 });
 
 /** The nearest-rank percentile `p` (0..100) of ascending `sorted`. Pure; the SQL computes the same. */
@@ -97,41 +110,33 @@ export async function readMetrics(db: D1Database, window: string, seconds: numbe
   const lineage = principal ? sinceMs(principal) : Number.NaN;
   // The caller's runs start no earlier than its lineage; a holder with no lineage (no key) counts nothing.
   const runFrom = own ? Math.max(from, Number.isFinite(lineage) ? lineage : nowMs) : from;
-  const runWhere = `started_at >= ? AND started_at < ?${own ? " AND principal = ?" : ""}`;
-  const runArgs = own ? [runFrom, nowMs, principal.user_id] : [from, nowMs];
-  const stmts = [
-    db.prepare(`SELECT route_name, outcome, COUNT(*) AS n FROM runs WHERE kind = 'turn' AND ${runWhere} GROUP BY route_name, outcome`).bind(...runArgs),
-    db
-      .prepare(
-        `WITH d AS (SELECT duration_ms, ROW_NUMBER() OVER (ORDER BY duration_ms) AS rn, COUNT(*) OVER () AS n FROM runs WHERE kind = 'turn' AND ${runWhere})
+  const runWhere = own
+    ? sql`started_at >= ${runFrom} AND started_at < ${nowMs} AND principal = ${principal.user_id}`
+    : sql`started_at >= ${from} AND started_at < ${nowMs}`;
+  const q = d1(db);
+  const stmts: Statement[] = [
+    q`SELECT route_name, outcome, COUNT(*) AS n FROM runs WHERE kind = 'turn' AND ${runWhere} GROUP BY route_name, outcome`,
+    q`WITH d AS (SELECT duration_ms, ROW_NUMBER() OVER (ORDER BY duration_ms) AS rn, COUNT(*) OVER () AS n FROM runs WHERE kind = 'turn' AND ${runWhere})
          SELECT COUNT(*) AS n, COALESCE(SUM(duration_ms), 0) AS total,
            MAX(CASE WHEN rn = (n * 50 + 99) / 100 THEN duration_ms END) AS p50,
            MAX(CASE WHEN rn = (n * 95 + 99) / 100 THEN duration_ms END) AS p95,
            MAX(CASE WHEN rn = (n * 99 + 99) / 100 THEN duration_ms END) AS p99
          FROM d`,
-      )
-      .bind(...runArgs),
-    db.prepare(`SELECT kind, outcome, COUNT(*) AS n FROM runs WHERE ${runWhere} GROUP BY kind, outcome`).bind(...runArgs),
+    q`SELECT kind, outcome, COUNT(*) AS n FROM runs WHERE ${runWhere} GROUP BY kind, outcome`,
   ];
   if (!own) {
     // Counters are per minute: the window's edges are rounded out to whole minutes.
     stmts.push(
-      db
-        .prepare("SELECT name, label, SUM(value) AS n FROM run_counters WHERE minute >= ? AND minute <= ? GROUP BY name, label")
-        .bind(Math.floor(from / 60_000), Math.floor(nowMs / 60_000)),
-      db
-        .prepare("SELECT route_name, COUNT(*) AS n FROM failed_records WHERE failed_at >= ? AND failed_at < ? GROUP BY route_name")
-        .bind(new Date(from).toISOString(), new Date(nowMs).toISOString()),
-      db.prepare(
-        "SELECT route_name, SUM(queue_depth) AS depth, MAX(queue_depth) AS depth_max, SUM(queue_depth > 0) AS queued, SUM(pending_deliveries) AS backlog FROM thread_loads GROUP BY route_name",
-      ),
+      q`SELECT name, label, SUM(value) AS n FROM run_counters WHERE minute >= ${Math.floor(from / 60_000)} AND minute <= ${Math.floor(nowMs / 60_000)} GROUP BY name, label`,
+      q`SELECT route_name, COUNT(*) AS n FROM failed_records WHERE failed_at >= ${new Date(from).toISOString()} AND failed_at < ${new Date(nowMs).toISOString()} GROUP BY route_name`,
+      q`SELECT route_name, SUM(queue_depth) AS depth, MAX(queue_depth) AS depth_max, SUM(queue_depth > 0) AS queued, SUM(pending_deliveries) AS backlog FROM thread_loads GROUP BY route_name`,
     );
   }
-  const [turnRows, pct, kindRows, counterRows, failedRows, loadRows] = await db.batch(stmts);
+  const results = await batch(db, stmts);
 
   const byRoute = new Map<string, OutcomeCounts>();
   const total = zero();
-  for (const r of turnRows.results as Array<{ route_name: string | null; outcome: RunOutcome; n: number }>) {
+  for (const r of stepRows(TurnRow, results, stmts, 0)) {
     const route = r.route_name ?? "";
     const c = byRoute.get(route) ?? zero();
     c[r.outcome] = (c[r.outcome] ?? 0) + r.n;
@@ -139,10 +144,10 @@ export async function readMetrics(db: D1Database, window: string, seconds: numbe
     total[r.outcome] = (total[r.outcome] ?? 0) + r.n;
   }
   const sum = (c: OutcomeCounts) => Object.values(c).reduce((a, b) => a + b, 0);
-  const p = pct.results[0] as { n: number; total: number; p50: number | null; p95: number | null; p99: number | null };
+  const [p = { n: 0, total: 0, p50: null, p95: null, p99: null }] = stepRows(DurationRow, results, stmts, 1);
 
   const byKind = new Map<RunKind, OutcomeCounts>();
-  for (const r of kindRows.results as Array<{ kind: RunKind; outcome: RunOutcome; n: number }>) {
+  for (const r of stepRows(KindRow, results, stmts, 2)) {
     const c = byKind.get(r.kind) ?? zero();
     c[r.outcome] = (c[r.outcome] ?? 0) + r.n;
     byKind.set(r.kind, c);
@@ -175,13 +180,13 @@ export async function readMetrics(db: D1Database, window: string, seconds: numbe
     return cur;
   };
   const sheds = new Map<string, number>();
-  for (const r of counterRows.results as Array<{ name: string; label: string; n: number }>) {
+  for (const r of stepRows(CounterRow, results, stmts, 3)) {
     if (r.name === "delivery_attempts") delivery(r.label).attempts += r.n;
     else if (r.name === "delivery_attempt_failures") delivery(r.label).failed_attempts += r.n;
     else if (r.name === SHED_COUNTER) sheds.set(r.label, (sheds.get(r.label) ?? 0) + r.n);
   }
-  for (const r of failedRows.results as Array<{ route_name: string; n: number }>) delivery(r.route_name).failed_records += r.n;
-  const loads = loadRows.results as Array<{ route_name: string; depth: number; depth_max: number; queued: number; backlog: number }>;
+  for (const r of stepRows(FailedRow, results, stmts, 4)) delivery(r.route_name).failed_records += r.n;
+  const loads = stepRows(LoadRow, results, stmts, 5);
   for (const r of loads) if (r.backlog) delivery(r.route_name).backlog += r.backlog;
 
   const routes = [...deliveries].sort(([a], [b]) => (a < b ? -1 : 1));

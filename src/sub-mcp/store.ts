@@ -8,6 +8,7 @@ import { type KeyWithOwner, keyColumns, parsePrefixedKey } from "../access-contr
 import { storedByUserIdSql } from "../access-control/stored-by";
 import { badRequest, notFound } from "../platform/http/errors";
 import { toolNameSchema } from "../mcp/names";
+import { all, d1, exists, first, run, trusted } from "../platform/persistence/d1";
 import { parseStored } from "../platform/persistence/stored-json";
 
 export const SLUG = /^[a-z0-9][a-z0-9-]{0,62}$/;
@@ -44,7 +45,10 @@ export type SubMcpApp = z.infer<typeof SubMcpApp>;
 
 export const appPath = (slug: string) => `/api/sub-mcp/${slug}/mcp`;
 
-type Row = { slug: string; tools: string; transport: string; created_at: string; updated_at: string };
+const Row = z.object({ slug: z.string(), tools: z.string(), transport: z.string(), created_at: z.string(), updated_at: z.string() });
+type Row = z.infer<typeof Row>;
+/** The app row with its writer and that key's columns (`sk_…`, `so_…`), kept for `parsePrefixedKey`. */
+const ServedRow = z.looseObject({ ...Row.shape, stored_by: z.string() });
 
 function toApp(r: Row): SubMcpApp {
   return {
@@ -58,7 +62,7 @@ function toApp(r: Row): SubMcpApp {
 }
 
 export async function getApp(db: D1Database, slug: string): Promise<SubMcpApp | null> {
-  const r = await db.prepare("SELECT slug, tools, transport, created_at, updated_at FROM sub_mcp_apps WHERE slug = ?").bind(slug).first<Row>();
+  const r = await first(Row, d1(db)`SELECT slug, tools, transport, created_at, updated_at FROM sub_mcp_apps WHERE slug = ${slug}`);
   return r ? toApp(r) : null;
 }
 
@@ -74,20 +78,19 @@ export interface ServedApp {
  * writer may still run it (src/access-control/stored-by.ts), at no round trip beyond the app's own read.
  */
 export async function getServedApp(db: D1Database, slug: string): Promise<ServedApp | null> {
-  const r = await db
-    .prepare(
-      `SELECT a.slug, a.tools, a.transport, a.created_at, a.updated_at, a.stored_by, ${keyColumns("sk", "sk_")}, ${keyColumns("so", "so_")}
-       FROM sub_mcp_apps a LEFT JOIN api_keys sk ON sk.user_id = ${storedByUserIdSql("a.stored_by")} LEFT JOIN api_keys so ON so.user_id = sk.owner_user_id
-       WHERE a.slug = ?`,
-    )
-    .bind(slug)
-    .first<Row & { stored_by: string } & Record<string, unknown>>();
+  const r = await first(
+    ServedRow,
+    d1(
+      db,
+    )`SELECT a.slug, a.tools, a.transport, a.created_at, a.updated_at, a.stored_by, ${trusted(keyColumns("sk", "sk_"))}, ${trusted(keyColumns("so", "so_"))}
+       FROM sub_mcp_apps a LEFT JOIN api_keys sk ON sk.user_id = ${trusted(storedByUserIdSql("a.stored_by"))} LEFT JOIN api_keys so ON so.user_id = sk.owner_user_id
+       WHERE a.slug = ${slug}`,
+  );
   return r ? { app: toApp(r), stored_by: r.stored_by, holder: parsePrefixedKey(r, "sk_", "so_") } : null;
 }
 
 export async function listApps(db: D1Database): Promise<SubMcpApp[]> {
-  const { results } = await db.prepare("SELECT slug, tools, transport, created_at, updated_at FROM sub_mcp_apps ORDER BY slug").all<Row>();
-  return results.map(toApp);
+  return (await all(Row, d1(db)`SELECT slug, tools, transport, created_at, updated_at FROM sub_mcp_apps ORDER BY slug`)).map(toApp);
 }
 
 /**
@@ -105,22 +108,20 @@ export async function upsertApp(
   for (const [i, name] of body.tools.entries()) {
     if (!(await isRegistered(name))) throw badRequest(`invalid body: tools[${i}]: no tool of the registry has this name`);
   }
-  const existed = (await db.prepare("SELECT 1 AS one FROM sub_mcp_apps WHERE slug = ?").bind(body.slug).first()) !== null;
-  const r = await db
-    .prepare(
-      `INSERT INTO sub_mcp_apps (slug, tools, transport, created_at, updated_at, stored_by)
-       SELECT ?1, ?2, ?3, ?4, ?4, ?6 WHERE EXISTS (SELECT 1 FROM sub_mcp_apps WHERE slug = ?1) OR (SELECT COUNT(*) FROM sub_mcp_apps) < ?5
+  const existed = await exists(d1(db)`SELECT 1 AS one FROM sub_mcp_apps WHERE slug = ${body.slug}`);
+  const meta = await run(
+    d1(db)`INSERT INTO sub_mcp_apps (slug, tools, transport, created_at, updated_at, stored_by)
+       SELECT ${body.slug}, ${JSON.stringify(body.tools)}, ${body.transport}, ${nowIso}, ${nowIso}, ${storedBy}
+       WHERE EXISTS (SELECT 1 FROM sub_mcp_apps WHERE slug = ${body.slug}) OR (SELECT COUNT(*) FROM sub_mcp_apps) < ${MAX_APPS}
        ON CONFLICT(slug) DO UPDATE SET tools = excluded.tools, transport = excluded.transport, updated_at = excluded.updated_at, stored_by = excluded.stored_by`,
-    )
-    .bind(body.slug, JSON.stringify(body.tools), body.transport, nowIso, MAX_APPS, storedBy)
-    .run();
-  if ((r.meta.changes ?? 0) === 0) throw badRequest(`at most ${MAX_APPS} sub-MCP apps may exist; remove one first`);
+  );
+  if ((meta.changes ?? 0) === 0) throw badRequest(`at most ${MAX_APPS} sub-MCP apps may exist; remove one first`);
   const app = await getApp(db, body.slug);
   if (!app) throw notFound("sub-mcp app not found");
   return { created: !existed, app };
 }
 
 export async function deleteApp(db: D1Database, slug: string): Promise<void> {
-  const r = await db.prepare("DELETE FROM sub_mcp_apps WHERE slug = ?").bind(slug).run();
-  if ((r.meta.changes ?? 0) === 0) throw notFound("sub-mcp app not found");
+  const meta = await run(d1(db)`DELETE FROM sub_mcp_apps WHERE slug = ${slug}`);
+  if ((meta.changes ?? 0) === 0) throw notFound("sub-mcp app not found");
 }

@@ -5,14 +5,16 @@
  * only while it is empty, a tool row names a folder only while the folder exists, and sibling names
  * are a unique index. The pure checks (src/tool-meta/folders.ts) give the precise refusal first.
  */
+import { z } from "zod";
 import { badRequest, conflict, notFound } from "../platform/http/errors";
+import { all, d1, exists, first, run, trusted } from "../platform/persistence/d1";
 import { parseStored } from "../platform/persistence/stored-json";
 import { MAX_FOLDERS, MAX_FOLDER_DEPTH, type ParentMap, depthOf, tooDeepAfterMove, wouldCycle } from "./folders";
 import { mergePatch, type Json } from "./merge-patch";
 import {
   Badges,
   DEFAULT_FIELDS,
-  type FolderView,
+  FolderView,
   Tags,
   type ToolMetaFields,
   ToolMetaFields as FieldsSchema,
@@ -21,7 +23,8 @@ import {
   newFolderId,
 } from "./model";
 
-const FOLDER_COLUMNS = "folder_id, name, parent_id, created_at, updated_at";
+const FOLDER_COLUMNS = trusted("folder_id, name, parent_id, created_at, updated_at");
+const ParentRow = z.object({ folder_id: z.string(), parent_id: z.string().nullable() });
 
 export const folderNotFound = () => notFound("folder not found");
 const parentNotFound = () => notFound("parent folder not found");
@@ -32,25 +35,22 @@ function isUniqueViolation(err: unknown): boolean {
 }
 
 export async function listFolders(db: D1Database): Promise<FolderView[]> {
-  const { results } = await db.prepare(`SELECT ${FOLDER_COLUMNS} FROM tool_meta_folders ORDER BY COALESCE(parent_id, ''), name`).all<FolderView>();
-  return results;
+  return all(FolderView, d1(db)`SELECT ${FOLDER_COLUMNS} FROM tool_meta_folders ORDER BY COALESCE(parent_id, ''), name`);
 }
 
 async function parentMap(db: D1Database): Promise<Map<string, string | null>> {
-  const { results } = await db.prepare("SELECT folder_id, parent_id FROM tool_meta_folders").all<{ folder_id: string; parent_id: string | null }>();
+  const results = await all(ParentRow, d1(db)`SELECT folder_id, parent_id FROM tool_meta_folders`);
   return new Map(results.map((r) => [r.folder_id, r.parent_id]));
 }
 
 async function getFolder(db: D1Database, id: string): Promise<FolderView | null> {
-  return db.prepare(`SELECT ${FOLDER_COLUMNS} FROM tool_meta_folders WHERE folder_id = ?`).bind(id).first<FolderView>();
+  return first(FolderView, d1(db)`SELECT ${FOLDER_COLUMNS} FROM tool_meta_folders WHERE folder_id = ${id}`);
 }
 
 async function siblingExists(db: D1Database, parent: string | null, name: string, except?: string): Promise<boolean> {
-  const row = await db
-    .prepare("SELECT 1 AS x FROM tool_meta_folders WHERE COALESCE(parent_id, '') = ? AND name = ? AND folder_id <> ?")
-    .bind(parent ?? "", name, except ?? "")
-    .first();
-  return row !== null;
+  return exists(
+    d1(db)`SELECT 1 AS x FROM tool_meta_folders WHERE COALESCE(parent_id, '') = ${parent ?? ""} AND name = ${name} AND folder_id <> ${except ?? ""}`,
+  );
 }
 
 export async function createFolder(db: D1Database, name: string, parent: string | null, now: string): Promise<FolderView> {
@@ -62,13 +62,11 @@ export async function createFolder(db: D1Database, name: string, parent: string 
   const folder: FolderView = { folder_id: newFolderId(), name, parent_id: parent, created_at: now, updated_at: now };
   try {
     // The parent must still exist as the row goes in.
-    const res = await db
-      .prepare(
-        `INSERT INTO tool_meta_folders (${FOLDER_COLUMNS}) SELECT ?, ?, ?, ?, ? WHERE ? IS NULL OR EXISTS (SELECT 1 FROM tool_meta_folders WHERE folder_id = ?)`,
-      )
-      .bind(folder.folder_id, name, parent, now, now, parent, parent)
-      .run();
-    if (!res.meta.changes) throw parentNotFound();
+    const meta = await run(
+      d1(db)`INSERT INTO tool_meta_folders (${FOLDER_COLUMNS}) SELECT ${folder.folder_id}, ${name}, ${parent}, ${now}, ${now}
+        WHERE ${parent} IS NULL OR EXISTS (SELECT 1 FROM tool_meta_folders WHERE folder_id = ${parent})`,
+    );
+    if (!meta.changes) throw parentNotFound();
   } catch (err) {
     if (isUniqueViolation(err)) throw siblingTaken();
     throw err;
@@ -81,8 +79,8 @@ export async function renameFolder(db: D1Database, id: string, name: string, now
   if (!folder) throw folderNotFound();
   if (await siblingExists(db, folder.parent_id, name, id)) throw siblingTaken();
   try {
-    const res = await db.prepare("UPDATE tool_meta_folders SET name = ?, updated_at = ? WHERE folder_id = ?").bind(name, now, id).run();
-    if (!res.meta.changes) throw folderNotFound();
+    const meta = await run(d1(db)`UPDATE tool_meta_folders SET name = ${name}, updated_at = ${now} WHERE folder_id = ${id}`);
+    if (!meta.changes) throw folderNotFound();
   } catch (err) {
     if (isUniqueViolation(err)) throw siblingTaken();
     throw err;
@@ -100,22 +98,19 @@ export async function moveFolder(db: D1Database, id: string, parent: string | nu
   if (await siblingExists(db, parent, folder.name, id)) throw siblingTaken();
   try {
     // The cycle check again, inside the write: a concurrent move cannot slip a cycle in between.
-    const res = await db
-      .prepare(
-        `UPDATE tool_meta_folders SET parent_id = ?1, updated_at = ?2 WHERE folder_id = ?3
-           AND (?1 IS NULL OR EXISTS (SELECT 1 FROM tool_meta_folders WHERE folder_id = ?1))
+    const meta = await run(
+      d1(db)`UPDATE tool_meta_folders SET parent_id = ${parent}, updated_at = ${now} WHERE folder_id = ${id}
+           AND (${parent} IS NULL OR EXISTS (SELECT 1 FROM tool_meta_folders WHERE folder_id = ${parent}))
            AND NOT EXISTS (
              WITH RECURSIVE up(id) AS (
-               SELECT ?1
+               SELECT ${parent}
                UNION
                SELECT f.parent_id FROM tool_meta_folders f JOIN up ON f.folder_id = up.id WHERE f.parent_id IS NOT NULL
              )
-             SELECT 1 FROM up WHERE id = ?3
+             SELECT 1 FROM up WHERE id = ${id}
            )`,
-      )
-      .bind(parent, now, id)
-      .run();
-    if (!res.meta.changes) throw conflict("the folder tree changed meanwhile; the move would make a cycle or its parent is gone");
+    );
+    if (!meta.changes) throw conflict("the folder tree changed meanwhile; the move would make a cycle or its parent is gone");
   } catch (err) {
     if (isUniqueViolation(err)) throw siblingTaken();
     throw err;
@@ -125,29 +120,27 @@ export async function moveFolder(db: D1Database, id: string, parent: string | nu
 
 /** Deletes an empty folder: 404 unknown, 409 while it holds folders or tools. */
 export async function deleteFolder(db: D1Database, id: string): Promise<void> {
-  const res = await db
-    .prepare(
-      `DELETE FROM tool_meta_folders WHERE folder_id = ?1
-         AND NOT EXISTS (SELECT 1 FROM tool_meta_folders WHERE parent_id = ?1)
-         AND NOT EXISTS (SELECT 1 FROM tool_meta_tools WHERE folder_id = ?1)`,
-    )
-    .bind(id)
-    .run();
-  if (res.meta.changes) return;
+  const meta = await run(
+    d1(db)`DELETE FROM tool_meta_folders WHERE folder_id = ${id}
+         AND NOT EXISTS (SELECT 1 FROM tool_meta_folders WHERE parent_id = ${id})
+         AND NOT EXISTS (SELECT 1 FROM tool_meta_tools WHERE folder_id = ${id})`,
+  );
+  if (meta.changes) return;
   if (!(await getFolder(db, id))) throw folderNotFound();
   throw conflict("the folder is not empty: move or delete its folders and tools first");
 }
 
 // --- tool rows ------------------------------------------------------------------------------
 
-interface ToolRow {
-  tool_name: string;
-  tags: string;
-  badges: string;
-  hidden: number | null;
-  folder_id: string | null;
-  updated_at: string;
-}
+const ToolRow = z.object({
+  tool_name: z.string(),
+  tags: z.string(),
+  badges: z.string(),
+  hidden: z.number().nullable(),
+  folder_id: z.string().nullable(),
+  updated_at: z.string(),
+});
+type ToolRow = z.infer<typeof ToolRow>;
 
 export interface StoredToolMeta extends ToolMetaFields {
   name: string;
@@ -165,15 +158,14 @@ function fromRow(r: ToolRow): StoredToolMeta {
   };
 }
 
-const TOOL_COLUMNS = "tool_name, tags, badges, hidden, folder_id, updated_at";
+const TOOL_COLUMNS = trusted("tool_name, tags, badges, hidden, folder_id, updated_at");
 
 export async function listToolMeta(db: D1Database): Promise<StoredToolMeta[]> {
-  const { results } = await db.prepare(`SELECT ${TOOL_COLUMNS} FROM tool_meta_tools ORDER BY tool_name`).all<ToolRow>();
-  return results.map(fromRow);
+  return (await all(ToolRow, d1(db)`SELECT ${TOOL_COLUMNS} FROM tool_meta_tools ORDER BY tool_name`)).map(fromRow);
 }
 
 export async function getToolMeta(db: D1Database, name: string): Promise<StoredToolMeta | null> {
-  const r = await db.prepare(`SELECT ${TOOL_COLUMNS} FROM tool_meta_tools WHERE tool_name = ?`).bind(name).first<ToolRow>();
+  const r = await first(ToolRow, d1(db)`SELECT ${TOOL_COLUMNS} FROM tool_meta_tools WHERE tool_name = ${name}`);
   return r ? fromRow(r) : null;
 }
 
@@ -194,23 +186,23 @@ export async function patchToolMeta(db: D1Database, name: string, patch: ToolMet
   const current: ToolMetaFields = stored ? { tags: stored.tags, badges: stored.badges, hidden: stored.hidden, folder_id: stored.folder_id } : DEFAULT_FIELDS;
   const fields = patchedFields(current, patch);
   if (isDefault(fields)) {
-    await db.prepare("DELETE FROM tool_meta_tools WHERE tool_name = ?").bind(name).run();
+    await run(d1(db)`DELETE FROM tool_meta_tools WHERE tool_name = ${name}`);
     return { name, ...fields, updated_at: now };
   }
-  const res = await db
-    .prepare(
-      `INSERT INTO tool_meta_tools (${TOOL_COLUMNS}) SELECT ?1, ?2, ?3, ?4, ?5, ?6
-         WHERE ?5 IS NULL OR EXISTS (SELECT 1 FROM tool_meta_folders WHERE folder_id = ?5)
+  const hidden = fields.hidden === null ? null : fields.hidden ? 1 : 0;
+  const meta = await run(
+    d1(
+      db,
+    )`INSERT INTO tool_meta_tools (${TOOL_COLUMNS}) SELECT ${name}, ${JSON.stringify(fields.tags)}, ${JSON.stringify(fields.badges)}, ${hidden}, ${fields.folder_id}, ${now}
+         WHERE ${fields.folder_id} IS NULL OR EXISTS (SELECT 1 FROM tool_meta_folders WHERE folder_id = ${fields.folder_id})
        ON CONFLICT(tool_name) DO UPDATE SET tags = excluded.tags, badges = excluded.badges, hidden = excluded.hidden,
          folder_id = excluded.folder_id, updated_at = excluded.updated_at`,
-    )
-    .bind(name, JSON.stringify(fields.tags), JSON.stringify(fields.badges), fields.hidden === null ? null : fields.hidden ? 1 : 0, fields.folder_id, now)
-    .run();
-  if (!res.meta.changes) throw folderNotFound();
+  );
+  if (!meta.changes) throw folderNotFound();
   return { name, ...fields, updated_at: now };
 }
 
 export async function deleteToolMeta(db: D1Database, name: string): Promise<boolean> {
-  const res = await db.prepare("DELETE FROM tool_meta_tools WHERE tool_name = ?").bind(name).run();
-  return (res.meta.changes ?? 0) > 0;
+  const meta = await run(d1(db)`DELETE FROM tool_meta_tools WHERE tool_name = ${name}`);
+  return (meta.changes ?? 0) > 0;
 }

@@ -6,7 +6,8 @@
  */
 import { z } from "zod";
 import { RUN_KINDS, RUN_OUTCOMES, RunTrace } from "../model/run-trace";
-import type { RunRow } from "../../shards/rpc";
+import { CountRow, type SqlFragment, type SqlValue, batch, d1, first, join, rowsOf, sql, trusted } from "../../platform/persistence/d1";
+import { type RunRow, RunRow as RunRowSchema } from "../../shards/rpc";
 
 /** One run as the listing doors answer it: the trace's summary, without input, output, steps or error text. */
 export const RunView = RunTrace.pick({
@@ -93,12 +94,16 @@ export interface RunFilter extends RunFilterQuery {
 
 /** The WHERE clause and its bindings for `f`. Pure. */
 export function whereOf(f: RunFilter): { sql: string; args: unknown[] } {
-  const conds: string[] = [];
-  const args: unknown[] = [];
-  const eq = (col: string, v: unknown) => {
+  const w = whereFragment(f);
+  return { sql: w.text, args: [...w.values] };
+}
+
+/** The WHERE clause for `f` as a fragment, its values bound (empty when nothing narrows). */
+function whereFragment(f: RunFilter): SqlFragment {
+  const conds: SqlFragment[] = [];
+  const eq = (col: string, v: SqlValue | undefined) => {
     if (v === undefined) return;
-    conds.push(`${col} = ?`);
-    args.push(v);
+    conds.push(sql`${trusted(col)} = ${v}`);
   };
   eq("target_name", f.preset);
   eq("target_version", f.version);
@@ -108,36 +113,30 @@ export function whereOf(f: RunFilter): { sql: string; args: unknown[] } {
   eq("outcome", f.outcome);
   eq("kind", f.kind);
   eq("principal", f.principal);
-  if (f.principal_since !== undefined) {
-    conds.push("started_at >= ?");
-    args.push(f.principal_since);
-  }
-  if (f.from !== undefined) {
-    conds.push("started_at >= ?");
-    args.push(f.from);
-  }
-  if (f.to !== undefined) {
-    conds.push("started_at < ?");
-    args.push(f.to);
-  }
-  return { sql: conds.length ? `WHERE ${conds.join(" AND ")}` : "", args };
+  if (f.principal_since !== undefined) conds.push(sql`started_at >= ${f.principal_since}`);
+  if (f.from !== undefined) conds.push(sql`started_at >= ${f.from}`);
+  if (f.to !== undefined) conds.push(sql`started_at < ${f.to}`);
+  return conds.length ? sql`WHERE ${join(conds, " AND ")}` : sql``;
 }
 
-const COLS =
-  "trace_id, kind, trigger, target_kind, target_name, target_version, route_name, thread_id, interaction_id, user_id, principal, started_at, duration_ms, outcome, step_count, has_error, home";
+/** A `runs` row as stored: `has_error` is 0 or 1. */
+const StoredRunRow = RunRowSchema.extend({ has_error: z.number() });
+
+const COLS = trusted(
+  "trace_id, kind, trigger, target_kind, target_name, target_version, route_name, thread_id, interaction_id, user_id, principal, started_at, duration_ms, outcome, step_count, has_error, home",
+);
 
 /** A page of runs matching `f`, newest first, with the count of all matches (one D1 round trip). */
 export async function listRuns(db: D1Database, f: RunFilter, offset: number, limit: number): Promise<{ items: RunView[]; total: number }> {
-  const w = whereOf(f);
-  const [rows, count] = await db.batch([
-    db.prepare(`SELECT ${COLS} FROM runs ${w.sql} ORDER BY started_at DESC, trace_id DESC LIMIT ? OFFSET ?`).bind(...w.args, limit, offset),
-    db.prepare(`SELECT COUNT(*) AS n FROM runs ${w.sql}`).bind(...w.args),
-  ]);
-  return { items: (rows.results as Stored[]).map(runView), total: (count.results[0] as { n: number }).n };
+  const w = whereFragment(f);
+  const rowsRead = d1(db)`SELECT ${COLS} FROM runs ${w} ORDER BY started_at DESC, trace_id DESC LIMIT ${limit} OFFSET ${offset}`;
+  const countRead = d1(db)`SELECT COUNT(*) AS n FROM runs ${w}`;
+  const [rows, count] = await batch(db, [rowsRead, countRead]);
+  return { items: rowsOf(StoredRunRow, rows.results, rowsRead.text).map(runView), total: rowsOf(CountRow, count.results, countRead.text)[0]?.n ?? 0 };
 }
 
 /** The summary row of `traceId`, if the index holds it. */
 export async function findRunRow(db: D1Database, traceId: string): Promise<RunRow | null> {
-  const r = await db.prepare(`SELECT ${COLS} FROM runs WHERE trace_id = ?`).bind(traceId).first<Stored>();
+  const r = await first(StoredRunRow, d1(db)`SELECT ${COLS} FROM runs WHERE trace_id = ${traceId}`);
   return r ? { ...r, has_error: r.has_error === 1 } : null;
 }

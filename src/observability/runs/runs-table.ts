@@ -4,6 +4,7 @@
  * of forget, erase and prune. Nothing on the per-message path runs these: only shard flushes and
  * operator doors do.
  */
+import { batch, d1, join, run, trusted } from "../../platform/persistence/d1";
 import type { CounterDelta, ListingRow, RunRow } from "../../shards/rpc";
 
 /** How long counters are kept: the metrics window's upper bound. */
@@ -42,27 +43,24 @@ const RUN_COLUMNS = [...RUN_SUMMARY_COLUMNS, "home"] as const satisfies Readonly
 export function upsertRunsStatement(db: D1Database, rows: RunRow[]): D1PreparedStatement[] {
   if (!rows.length) return [];
   // JSON booleans read back as 1 and 0, as the column stores them.
-  const picks = RUN_COLUMNS.map((c) => `json_extract(value, '$.${c}')`).join(", ");
-  return [db.prepare(`INSERT OR REPLACE INTO runs (${RUN_COLUMNS.join(", ")}) SELECT ${picks} FROM json_each(?)`).bind(JSON.stringify(rows))];
+  const picks = join(RUN_COLUMNS.map((c) => trusted(`json_extract(value, '$.${c}')`)));
+  return [d1(db)`INSERT OR REPLACE INTO runs (${trusted(RUN_COLUMNS.join(", "))}) SELECT ${picks} FROM json_each(${JSON.stringify(rows)})`.prepared()];
 }
 
 /** Deletes summary rows whose traces were pruned (none: no statement). */
 export function deleteRunsStatement(db: D1Database, traceIds: string[]): D1PreparedStatement[] {
   if (!traceIds.length) return [];
-  return [db.prepare("DELETE FROM runs WHERE trace_id IN (SELECT value FROM json_each(?))").bind(JSON.stringify(traceIds))];
+  return [d1(db)`DELETE FROM runs WHERE trace_id IN (SELECT value FROM json_each(${JSON.stringify(traceIds)}))`.prepared()];
 }
 
 /** Adds counter deltas to their minutes (none: no statement). */
 export function addCountersStatement(db: D1Database, deltas: CounterDelta[]): D1PreparedStatement[] {
   if (!deltas.length) return [];
+  const json = JSON.stringify(deltas.map((d) => ({ minute: d.minute, name: d.name, label: d.label, value: d.value })));
   return [
-    db
-      .prepare(
-        `INSERT INTO run_counters (minute, name, label, value)
-         SELECT json_extract(value, '$.minute'), json_extract(value, '$.name'), json_extract(value, '$.label'), json_extract(value, '$.value') FROM json_each(?) WHERE true
-         ON CONFLICT(minute, name, label) DO UPDATE SET value = value + excluded.value`,
-      )
-      .bind(JSON.stringify(deltas.map((d) => ({ minute: d.minute, name: d.name, label: d.label, value: d.value })))),
+    d1(db)`INSERT INTO run_counters (minute, name, label, value)
+         SELECT json_extract(value, '$.minute'), json_extract(value, '$.name'), json_extract(value, '$.label'), json_extract(value, '$.value') FROM json_each(${json}) WHERE true
+         ON CONFLICT(minute, name, label) DO UPDATE SET value = value + excluded.value`.prepared(),
   ];
 }
 
@@ -77,41 +75,35 @@ export function threadLoadsStatements(db: D1Database, threads: Array<{ thread_id
   const stmts: D1PreparedStatement[] = [];
   if (live.length) {
     stmts.push(
-      db
-        .prepare(
-          `INSERT INTO thread_loads (thread_id, route_name, queue_depth, pending_deliveries, updated_at)
-           SELECT json_extract(value, '$.thread_id'), json_extract(value, '$.route_name'), json_extract(value, '$.queue_depth'), json_extract(value, '$.pending_deliveries'), ? FROM json_each(?) WHERE true
+      d1(db)`INSERT INTO thread_loads (thread_id, route_name, queue_depth, pending_deliveries, updated_at)
+           SELECT json_extract(value, '$.thread_id'), json_extract(value, '$.route_name'), json_extract(value, '$.queue_depth'), json_extract(value, '$.pending_deliveries'), ${nowMs}
+           FROM json_each(${JSON.stringify(live)}) WHERE true
            ON CONFLICT(thread_id) DO UPDATE SET route_name = excluded.route_name, queue_depth = excluded.queue_depth,
-             pending_deliveries = excluded.pending_deliveries, updated_at = excluded.updated_at`,
-        )
-        .bind(nowMs, JSON.stringify(live)),
+             pending_deliveries = excluded.pending_deliveries, updated_at = excluded.updated_at`.prepared(),
     );
   }
-  if (gone.length) stmts.push(db.prepare("DELETE FROM thread_loads WHERE thread_id IN (SELECT value FROM json_each(?))").bind(JSON.stringify(gone)));
+  if (gone.length) stmts.push(d1(db)`DELETE FROM thread_loads WHERE thread_id IN (SELECT value FROM json_each(${JSON.stringify(gone)}))`.prepared());
   return stmts;
 }
 
 /** Reclaims counters older than COUNTER_KEEP_MS (a shard adds it to a flush now and then). */
 export function pruneCountersStatement(db: D1Database, nowMs: number): D1PreparedStatement {
-  return db.prepare("DELETE FROM run_counters WHERE minute < ?").bind(Math.floor((nowMs - COUNTER_KEEP_MS) / 60_000));
+  return d1(db)`DELETE FROM run_counters WHERE minute < ${Math.floor((nowMs - COUNTER_KEEP_MS) / 60_000)}`.prepared();
 }
 
 /** Thread forget: the thread's summary rows and load row (after every shard dropped what it buffered). */
 export async function dropThreadRuns(db: D1Database, threadId: string): Promise<void> {
-  await db.batch([
-    db.prepare("DELETE FROM runs WHERE thread_id = ?").bind(threadId),
-    db.prepare("DELETE FROM thread_loads WHERE thread_id = ?").bind(threadId),
-  ]);
+  await batch(db, [d1(db)`DELETE FROM runs WHERE thread_id = ${threadId}`, d1(db)`DELETE FROM thread_loads WHERE thread_id = ${threadId}`]);
 }
 
 /** Person erase: the summary rows attributed to `userId` (after every shard dropped its traces and buffered rows). */
 export async function dropUserRuns(db: D1Database, userId: string): Promise<number> {
-  const r = await db.prepare("DELETE FROM runs WHERE user_id = ?").bind(userId).run();
-  return r.meta.changes ?? 0;
+  const meta = await run(d1(db)`DELETE FROM runs WHERE user_id = ${userId}`);
+  return meta.changes ?? 0;
 }
 
 /** `POST /api/runs/prune`: the summary rows of runs started before `beforeMs`; answers how many. */
 export async function pruneRunRows(db: D1Database, beforeMs: number): Promise<number> {
-  const r = await db.prepare("DELETE FROM runs WHERE started_at < ?").bind(beforeMs).run();
-  return r.meta.changes ?? 0;
+  const meta = await run(d1(db)`DELETE FROM runs WHERE started_at < ${beforeMs}`);
+  return meta.changes ?? 0;
 }

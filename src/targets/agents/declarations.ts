@@ -5,6 +5,7 @@ import type { ProviderDescriptor } from "../../platform/settings/connector-setti
 import type { EnvVars } from "../../platform/env";
 import { HttpError, conflict } from "../../platform/http/errors";
 import type { Settings } from "../../platform/settings/settings";
+import { type Statement, all, d1, exists, first, run, trusted } from "../../platform/persistence/d1";
 import { parseStored, validStored } from "../../platform/persistence/stored-json";
 import { type EnvRef, assertReferencesMayGo, envRefSchema, headerConnections, headerReferences, headersSchema, redactHeaders } from "../env-refs";
 import { toolNameSchema } from "../../mcp/names";
@@ -92,7 +93,8 @@ export function agentView(a: DeclaredAgent): z.infer<typeof agentViewSchema> {
   return { title: a.title, kind: a.kind, description: a.description, config, created_at: a.created_at, updated_at: a.updated_at };
 }
 
-type Row = { title: string; kind: string; description: string; config: string; created_at: string; updated_at: string };
+const Row = z.object({ title: z.string(), kind: z.string(), description: z.string(), config: z.string(), created_at: z.string(), updated_at: z.string() });
+type Row = z.infer<typeof Row>;
 
 function toAgent(r: Row): DeclaredAgent {
   // The config is JSON text; the declaration it belongs to is validated whole, kind included.
@@ -101,16 +103,15 @@ function toAgent(r: Row): DeclaredAgent {
   return { ...declared, created_at: r.created_at, updated_at: r.updated_at };
 }
 
-const COLUMNS = "title, kind, description, config, created_at, updated_at";
+const COLUMNS = trusted("title, kind, description, config, created_at, updated_at");
 
 export async function getDeclaredAgent(db: D1Database, title: string): Promise<DeclaredAgent | null> {
-  const r = await db.prepare(`SELECT ${COLUMNS} FROM agent_declarations WHERE title = ?`).bind(title).first<Row>();
+  const r = await first(Row, d1(db)`SELECT ${COLUMNS} FROM agent_declarations WHERE title = ${title}`);
   return r ? toAgent(r) : null;
 }
 
 export async function listDeclaredAgents(db: D1Database): Promise<DeclaredAgent[]> {
-  const { results } = await db.prepare(`SELECT ${COLUMNS} FROM agent_declarations ORDER BY title`).all<Row>();
-  return results.map(toAgent);
+  return (await all(Row, d1(db)`SELECT ${COLUMNS} FROM agent_declarations ORDER BY title`)).map(toAgent);
 }
 
 /**
@@ -119,13 +120,14 @@ export async function listDeclaredAgents(db: D1Database): Promise<DeclaredAgent[
  * batches it with the times its document carries.
  */
 export function upsertAgentStatement(db: D1Database, d: AgentDeclaration, createdAt: string, updatedAt: string): D1PreparedStatement {
-  return db
-    .prepare(
-      `INSERT INTO agent_declarations (title, kind, description, config, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+  return upsertAgentWrite(db, d, createdAt, updatedAt).prepared();
+}
+
+function upsertAgentWrite(db: D1Database, d: AgentDeclaration, createdAt: string, updatedAt: string): Statement {
+  return d1(db)`INSERT INTO agent_declarations (title, kind, description, config, created_at, updated_at)
+       VALUES (${d.title}, ${d.kind}, ${d.description}, ${JSON.stringify(d.config)}, ${createdAt}, ${updatedAt})
        ON CONFLICT(title) DO UPDATE SET kind = excluded.kind, description = excluded.description, config = excluded.config, updated_at = excluded.updated_at
-       RETURNING ${COLUMNS}`,
-    )
-    .bind(d.title, d.kind, d.description, JSON.stringify(d.config), createdAt, updatedAt);
+       RETURNING ${COLUMNS}`;
 }
 
 /**
@@ -140,14 +142,14 @@ export async function upsertDeclaredAgent(
 ): Promise<{ created: boolean; agent: DeclaredAgent }> {
   if (BUILTIN_AGENT_NAMES.has(d.title)) throw conflict("title is the name of a built-in agent");
   if (d.kind === "http") await assertConnectionsLendable(db, providers, sentTo(headerConnections(d.config.headers, "config.headers"), d.config.url));
-  const existed = (await db.prepare("SELECT 1 AS one FROM agent_declarations WHERE title = ?").bind(d.title).first()) !== null;
-  const row = await upsertAgentStatement(db, d, nowIso, nowIso).first<Row>();
+  const existed = await exists(d1(db)`SELECT 1 AS one FROM agent_declarations WHERE title = ${d.title}`);
+  const row = await first(Row, upsertAgentWrite(db, d, nowIso, nowIso));
   return { created: !existed, agent: toAgent(row!) };
 }
 
 /** Removes a declaration; a built-in agent is 409, an unknown title 404. */
 export async function deleteDeclaredAgent(db: D1Database, title: string): Promise<void> {
   if (BUILTIN_AGENT_NAMES.has(title)) throw conflict("built-in agents cannot be removed");
-  const res = await db.prepare("DELETE FROM agent_declarations WHERE title = ?").bind(title).run();
-  if ((res.meta.changes ?? 0) === 0) throw new HttpError(404, "agent declaration not found");
+  const meta = await run(d1(db)`DELETE FROM agent_declarations WHERE title = ${title}`);
+  if ((meta.changes ?? 0) === 0) throw new HttpError(404, "agent declaration not found");
 }

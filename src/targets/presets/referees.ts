@@ -10,6 +10,7 @@
  * not: their versions are immutable.
  */
 import { z } from "zod";
+import { type SqlFragment, batch, d1, rowsOf, sql } from "../../platform/persistence/d1";
 
 export const REFEREE_KINDS = ["route", "conversation_config", "hook", "schedule", "preset", "agent", "sub_mcp"] as const;
 export type RefereeKind = (typeof REFEREE_KINDS)[number];
@@ -24,18 +25,20 @@ export type PresetReferee = z.infer<typeof PresetReferee>;
 
 const UNMOVABLE: ReadonlySet<RefereeKind> = new Set(["schedule", "preset"]);
 
-/** Per kind, the statement selecting the names of what refers to preset `?1`. */
-export const REFEREE_QUERIES: Record<RefereeKind, string> = {
-  route: "SELECT route_name AS name FROM routes WHERE target_kind = 'tool' AND target_name = ?1",
-  conversation_config: "SELECT target_name AS name FROM conversation_configs WHERE target_kind = 'tool' AND target_name = ?1",
-  hook: "SELECT name FROM hooks WHERE tool = ?1",
-  schedule: "SELECT name FROM schedules WHERE tool_name = ?1",
-  preset: `SELECT p.name AS name FROM presets p JOIN preset_versions v ON v.name = p.name AND v.version = p.current_version
-           WHERE json_extract(v.body, '$.base_tool') = ?1 AND p.name != ?1`,
-  agent: `SELECT a.title AS name FROM agent_declarations a
-          WHERE a.kind = 'llm' AND EXISTS (SELECT 1 FROM json_each(a.config, '$.tool_names') j WHERE j.value = ?1)`,
-  sub_mcp: "SELECT s.slug AS name FROM sub_mcp_apps s WHERE EXISTS (SELECT 1 FROM json_each(s.tools) j WHERE j.value = ?1)",
+/** Per kind, the statement selecting the names of what refers to preset `name`. */
+export const REFEREE_QUERIES: Record<RefereeKind, (name: string) => SqlFragment> = {
+  route: (name) => sql`SELECT route_name AS name FROM routes WHERE target_kind = 'tool' AND target_name = ${name}`,
+  conversation_config: (name) => sql`SELECT target_name AS name FROM conversation_configs WHERE target_kind = 'tool' AND target_name = ${name}`,
+  hook: (name) => sql`SELECT name FROM hooks WHERE tool = ${name}`,
+  schedule: (name) => sql`SELECT name FROM schedules WHERE tool_name = ${name}`,
+  preset: (name) => sql`SELECT p.name AS name FROM presets p JOIN preset_versions v ON v.name = p.name AND v.version = p.current_version
+           WHERE json_extract(v.body, '$.base_tool') = ${name} AND p.name != ${name}`,
+  agent: (name) => sql`SELECT a.title AS name FROM agent_declarations a
+          WHERE a.kind = 'llm' AND EXISTS (SELECT 1 FROM json_each(a.config, '$.tool_names') j WHERE j.value = ${name})`,
+  sub_mcp: (name) => sql`SELECT s.slug AS name FROM sub_mcp_apps s WHERE EXISTS (SELECT 1 FROM json_each(s.tools) j WHERE j.value = ${name})`,
 };
+
+const NameRow = z.object({ name: z.string() });
 
 export function isMovable(kind: RefereeKind): boolean {
   return !UNMOVABLE.has(kind);
@@ -43,8 +46,9 @@ export function isMovable(kind: RefereeKind): boolean {
 
 /** Everything that refers to `name`, by kind then name. */
 export async function presetReferees(db: D1Database, name: string): Promise<PresetReferee[]> {
-  const results = await db.batch<{ name: string }>(REFEREE_KINDS.map((k) => db.prepare(`${REFEREE_QUERIES[k]} ORDER BY 1`).bind(name)));
-  return REFEREE_KINDS.flatMap((kind, i) => results[i].results.map((r) => ({ kind, name: r.name, movable: isMovable(kind) })));
+  const reads = REFEREE_KINDS.map((k) => d1(db)`${REFEREE_QUERIES[k](name)} ORDER BY 1`);
+  const results = await batch(db, reads);
+  return REFEREE_KINDS.flatMap((kind, i) => rowsOf(NameRow, results[i].results, reads[i].text).map((r) => ({ kind, name: r.name, movable: isMovable(kind) })));
 }
 
 /** `kind 'name'` for messages: names of stored objects the caller may read through this door anyway. */

@@ -15,7 +15,9 @@
  * change is never a side effect), past runs and tool runs (history keeps the name it ran under),
  * and data keyed by the target name (state records, the person directory, pending saves).
  */
+import { z } from "zod";
 import { HttpError, badRequest, conflict } from "../../platform/http/errors";
+import { type SqlFragment, type Statement, batch, d1, exists, first, join, sql } from "../../platform/persistence/d1";
 import { getDeclaredAgent } from "../agents/declarations";
 import { isBuiltinTool } from "../tools/builtins";
 import { resolveTool } from "../tools/registry";
@@ -43,8 +45,9 @@ export const MOVE_GRANT: Record<RefereeKind, string> = {
   sub_mcp: "admin (sub-MCP endpoints are admin-only)",
 };
 
-const ownerOf = (db: D1Database, name: string) =>
-  db.prepare("SELECT ref FROM marketplace_owned WHERE kind = 'preset' AND name = ?").bind(name).first<{ ref: string }>();
+const RefRow = z.object({ ref: z.string() });
+
+const ownerOf = (db: D1Database, name: string) => first(RefRow, d1(db)`SELECT ref FROM marketplace_owned WHERE kind = 'preset' AND name = ${name}`);
 
 /** Every check before the batch; answers the references that will move. Throws the refusal. */
 export async function planRename(db: D1Database, req: RenameRequest): Promise<PresetReferee[]> {
@@ -78,60 +81,64 @@ export async function planRename(db: D1Database, req: RenameRequest): Promise<Pr
   }
   const denied = [...new Set(referees.filter((r) => !req.mayMove.has(r.kind)).map((r) => MOVE_GRANT[r.kind]))];
   if (denied.length) throw new HttpError(403, `moving the references needs ${denied.join(" and ")}`);
-  const config = await db.prepare("SELECT 1 AS one FROM conversation_configs WHERE target_kind = 'tool' AND target_name = ?").bind(req.to).first();
+  const config = await exists(d1(db)`SELECT 1 AS one FROM conversation_configs WHERE target_kind = 'tool' AND target_name = ${req.to}`);
   if (config && referees.some((r) => r.kind === "conversation_config")) throw conflict("a conversation config for new_name exists already; delete it first");
   return referees;
 }
 
 /** The guard's condition: what must not hold when the batch runs (see the module comment). */
-function guardCondition(req: RenameRequest): string {
-  const exists = (sql: string) => `EXISTS (${sql})`;
+function guardCondition(req: RenameRequest): SqlFragment {
+  const whenAny = (query: SqlFragment) => sql`EXISTS (${query})`;
   const parts = [
-    exists("SELECT 1 FROM tool_declarations WHERE title = ?2"),
-    exists("SELECT 1 FROM api_tools WHERE title = ?2"),
-    exists("SELECT 1 FROM agent_declarations WHERE title = ?2"),
-    exists("SELECT 1 FROM marketplace_owned WHERE kind = 'preset' AND name = ?1"),
+    whenAny(sql`SELECT 1 FROM tool_declarations WHERE title = ${req.to}`),
+    whenAny(sql`SELECT 1 FROM api_tools WHERE title = ${req.to}`),
+    whenAny(sql`SELECT 1 FROM agent_declarations WHERE title = ${req.to}`),
+    whenAny(sql`SELECT 1 FROM marketplace_owned WHERE kind = 'preset' AND name = ${req.from}`),
   ];
   for (const kind of REFEREE_KINDS) {
     const refused = !req.move || !isMovable(kind) || !req.mayMove.has(kind);
-    if (refused) parts.push(exists(REFEREE_QUERIES[kind]));
+    if (refused) parts.push(whenAny(REFEREE_QUERIES[kind](req.from)));
   }
   if (req.move) {
     parts.push(
-      `(${exists(REFEREE_QUERIES.conversation_config)} AND ${exists("SELECT 1 FROM conversation_configs WHERE target_kind = 'tool' AND target_name = ?2")})`,
+      sql`(${whenAny(REFEREE_QUERIES.conversation_config(req.from))} AND ${whenAny(sql`SELECT 1 FROM conversation_configs WHERE target_kind = 'tool' AND target_name = ${req.to}`)})`,
     );
   }
-  return parts.join(" OR ");
+  return join(parts, " OR ");
 }
 
-/** The rename's statements, guard first; ?1 the old name, ?2 the new, ?3 now, ?4 the renaming key. Exported for its tests. */
+/** The rename's statements, guard first. Exported for its tests. */
 export function renameStatements(db: D1Database, req: RenameRequest, nowIso: string): D1PreparedStatement[] {
-  const sql = [
-    `INSERT INTO preset_rename_guard (violation) SELECT 1 WHERE ${guardCondition(req)}`,
-    "INSERT INTO presets (name, current_version, latest_version, created_at, updated_at, stored_by) SELECT ?2, current_version, latest_version, created_at, ?3, ?4 FROM presets WHERE name = ?1",
-    "INSERT INTO preset_versions (name, version, body, tags, created_at) SELECT ?2, version, body, tags, created_at FROM preset_versions WHERE name = ?1",
-    "DELETE FROM preset_versions WHERE name = ?1",
-    "DELETE FROM presets WHERE name = ?1",
+  return renameWrites(db, req, nowIso).map((s) => s.prepared());
+}
+
+function renameWrites(db: D1Database, req: RenameRequest, nowIso: string): Statement[] {
+  const { from, to, storedBy } = req;
+  const q = d1(db);
+  const writes = [
+    q`INSERT INTO preset_rename_guard (violation) SELECT 1 WHERE ${guardCondition(req)}`,
+    q`INSERT INTO presets (name, current_version, latest_version, created_at, updated_at, stored_by) SELECT ${to}, current_version, latest_version, created_at, ${nowIso}, ${storedBy} FROM presets WHERE name = ${from}`,
+    q`INSERT INTO preset_versions (name, version, body, tags, created_at) SELECT ${to}, version, body, tags, created_at FROM preset_versions WHERE name = ${from}`,
+    q`DELETE FROM preset_versions WHERE name = ${from}`,
+    q`DELETE FROM presets WHERE name = ${from}`,
     // The preset's own metadata overlay row follows it (unless the new name already has one).
-    "UPDATE tool_meta_tools SET tool_name = ?2, updated_at = ?3 WHERE tool_name = ?1 AND NOT EXISTS (SELECT 1 FROM tool_meta_tools WHERE tool_name = ?2)",
+    q`UPDATE tool_meta_tools SET tool_name = ${to}, updated_at = ${nowIso} WHERE tool_name = ${from} AND NOT EXISTS (SELECT 1 FROM tool_meta_tools WHERE tool_name = ${to})`,
   ];
   if (req.move) {
-    sql.push(
-      "UPDATE routes SET target_name = ?2, updated_at = ?3 WHERE target_kind = 'tool' AND target_name = ?1",
-      "UPDATE conversation_configs SET target_name = ?2, config = json_set(config, '$.target_name', ?2), updated_at = ?3 WHERE target_kind = 'tool' AND target_name = ?1",
-      "UPDATE hooks SET tool = ?2, updated_at = ?3 WHERE tool = ?1",
-      `UPDATE agent_declarations
-         SET config = json_set(config, '$.tool_names', json((SELECT json_group_array(CASE WHEN j.value = ?1 THEN ?2 ELSE j.value END) FROM json_each(agent_declarations.config, '$.tool_names') j))),
-             updated_at = ?3
-       WHERE kind = 'llm' AND EXISTS (SELECT 1 FROM json_each(agent_declarations.config, '$.tool_names') j WHERE j.value = ?1)`,
-      `UPDATE sub_mcp_apps
-         SET tools = (SELECT json_group_array(CASE WHEN j.value = ?1 THEN ?2 ELSE j.value END) FROM json_each(sub_mcp_apps.tools) j), updated_at = ?3
-       WHERE EXISTS (SELECT 1 FROM json_each(sub_mcp_apps.tools) j WHERE j.value = ?1)`,
+    writes.push(
+      q`UPDATE routes SET target_name = ${to}, updated_at = ${nowIso} WHERE target_kind = 'tool' AND target_name = ${from}`,
+      q`UPDATE conversation_configs SET target_name = ${to}, config = json_set(config, '$.target_name', ${to}), updated_at = ${nowIso} WHERE target_kind = 'tool' AND target_name = ${from}`,
+      q`UPDATE hooks SET tool = ${to}, updated_at = ${nowIso} WHERE tool = ${from}`,
+      q`UPDATE agent_declarations
+         SET config = json_set(config, '$.tool_names', json((SELECT json_group_array(CASE WHEN j.value = ${from} THEN ${to} ELSE j.value END) FROM json_each(agent_declarations.config, '$.tool_names') j))),
+             updated_at = ${nowIso}
+       WHERE kind = 'llm' AND EXISTS (SELECT 1 FROM json_each(agent_declarations.config, '$.tool_names') j WHERE j.value = ${from})`,
+      q`UPDATE sub_mcp_apps
+         SET tools = (SELECT json_group_array(CASE WHEN j.value = ${from} THEN ${to} ELSE j.value END) FROM json_each(sub_mcp_apps.tools) j), updated_at = ${nowIso}
+       WHERE EXISTS (SELECT 1 FROM json_each(sub_mcp_apps.tools) j WHERE j.value = ${from})`,
     );
   }
-  // D1 wants exactly as many bindings as the statement's highest parameter number.
-  const params = [req.from, req.to, nowIso, req.storedBy];
-  return sql.map((s) => db.prepare(s).bind(...params.slice(0, Math.max(...[...s.matchAll(/\?(\d)/g)].map((m) => Number(m[1]))))));
+  return writes;
 }
 
 /** Renames the preset; answers the references moved. */
@@ -139,7 +146,7 @@ export async function renamePreset(db: D1Database, req: RenameRequest, nowIso: s
   const moved = await planRename(db, req);
   let results: D1Result[];
   try {
-    results = await db.batch(renameStatements(db, req, nowIso));
+    results = await batch(db, renameWrites(db, req, nowIso));
   } catch (err) {
     const text = String(err);
     if (text.includes("UNIQUE")) throw conflict("new_name is the name of a registered tool or preset");

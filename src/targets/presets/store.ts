@@ -3,12 +3,25 @@ import { z } from "zod";
 import { type KeyWithOwner, keyColumns, parsePrefixedKey } from "../../access-control/key-store";
 import { storedByUserIdSql } from "../../access-control/stored-by";
 import { HttpError, conflict } from "../../platform/http/errors";
+import { type Statement, all, batch, d1, first, rowsOf, run, sql, trusted } from "../../platform/persistence/d1";
 import { parseStored } from "../../platform/persistence/stored-json";
 import { isBuiltinTool } from "../tools/builtins";
 import { type PresetBody, type PresetView, presetBodySchema } from "./model";
 
-type PresetRow = { name: string; current_version: number; latest_version: number; created_at: string; updated_at: string; body: string };
-type VersionRow = { version: number; body: string; tags: string; created_at: string };
+const PresetRow = z.object({
+  name: z.string(),
+  current_version: z.number(),
+  latest_version: z.number(),
+  created_at: z.string(),
+  updated_at: z.string(),
+  body: z.string(),
+});
+type PresetRow = z.infer<typeof PresetRow>;
+/** The preset row with who made its version active and that key's columns (`sk_…`, `so_…`), kept for `parsePrefixedKey`. */
+const RunnableRow = z.looseObject({ ...PresetRow.shape, stored_by: z.string() });
+const VersionRow = z.object({ version: z.number(), body: z.string(), tags: z.string(), created_at: z.string() });
+type VersionRow = z.infer<typeof VersionRow>;
+const VersionNumberRow = z.object({ version: z.number() });
 
 export interface StoredVersion {
   version: number;
@@ -35,14 +48,14 @@ function toVersion(r: VersionRow): StoredVersion {
   return { version: r.version, body: parseBody(r.body), tags: parseTags(r.tags), created_at: r.created_at };
 }
 
-const PRESET_SELECT = `SELECT p.name, p.current_version, p.latest_version, p.created_at, p.updated_at, v.body
+const PRESET_SELECT = sql`SELECT p.name, p.current_version, p.latest_version, p.created_at, p.updated_at, v.body
   FROM presets p JOIN preset_versions v ON v.name = p.name AND v.version = p.current_version`;
 
 export const presetNotFound = () => new HttpError(404, "preset not found");
 export const versionNotFound = () => new HttpError(404, "preset version not found");
 
 export async function getPreset(db: D1Database, name: string): Promise<PresetView | null> {
-  const r = await db.prepare(`${PRESET_SELECT} WHERE p.name = ?`).bind(name).first<PresetRow>();
+  const r = await first(PresetRow, d1(db)`${PRESET_SELECT} WHERE p.name = ${name}`);
   return r ? toView(r) : null;
 }
 
@@ -59,22 +72,21 @@ export interface RunnablePreset {
  * stored-by key's grants (src/access-control/stored-by.ts) costs no round trip beyond the preset's own read.
  */
 export async function getRunnablePreset(db: D1Database, name: string): Promise<RunnablePreset | null> {
-  const r = await db
-    .prepare(
-      `SELECT p.name, p.current_version, p.latest_version, p.created_at, p.updated_at, v.body, p.stored_by, ${keyColumns("sk", "sk_")}, ${keyColumns("so", "so_")}
+  const r = await first(
+    RunnableRow,
+    d1(
+      db,
+    )`SELECT p.name, p.current_version, p.latest_version, p.created_at, p.updated_at, v.body, p.stored_by, ${trusted(keyColumns("sk", "sk_"))}, ${trusted(keyColumns("so", "so_"))}
        FROM presets p JOIN preset_versions v ON v.name = p.name AND v.version = p.current_version
-       LEFT JOIN api_keys sk ON sk.user_id = ${storedByUserIdSql("p.stored_by")} LEFT JOIN api_keys so ON so.user_id = sk.owner_user_id
-       WHERE p.name = ?`,
-    )
-    .bind(name)
-    .first<PresetRow & { stored_by: string } & Record<string, unknown>>();
+       LEFT JOIN api_keys sk ON sk.user_id = ${trusted(storedByUserIdSql("p.stored_by"))} LEFT JOIN api_keys so ON so.user_id = sk.owner_user_id
+       WHERE p.name = ${name}`,
+  );
   if (!r) return null;
   return { view: toView(r), stored_by: r.stored_by, holder: parsePrefixedKey(r, "sk_", "so_") };
 }
 
 export async function listPresets(db: D1Database): Promise<PresetView[]> {
-  const { results } = await db.prepare(`${PRESET_SELECT} ORDER BY p.name`).all<PresetRow>();
-  return results.map(toView);
+  return (await all(PresetRow, d1(db)`${PRESET_SELECT} ORDER BY p.name`)).map(toView);
 }
 
 /** A `presets` row: the version pointers and times (its bodies are `preset_versions` rows). */
@@ -99,14 +111,17 @@ export interface PresetPointers {
  *   leave versions without their preset.
  */
 export function presetRowStatement(db: D1Database, p: PresetPointers, mode: "create" | "restore"): D1PreparedStatement {
+  return presetRowWrite(db, p, mode).prepared();
+}
+
+function presetRowWrite(db: D1Database, p: PresetPointers, mode: "create" | "restore"): Statement {
   // `WHERE true` keeps the SELECT's WHERE clause present, which SQLite needs before ON CONFLICT.
   const write =
     mode === "create"
-      ? "WHERE NOT EXISTS (SELECT 1 FROM tool_declarations WHERE title = ?1)"
-      : "WHERE true ON CONFLICT(name) DO UPDATE SET current_version = excluded.current_version, latest_version = excluded.latest_version, updated_at = excluded.updated_at, stored_by = excluded.stored_by";
-  return db
-    .prepare(`INSERT INTO presets (name, current_version, latest_version, created_at, updated_at, stored_by) SELECT ?1, ?2, ?3, ?4, ?5, ?6 ${write}`)
-    .bind(p.name, p.current_version, p.latest_version, p.created_at, p.updated_at, p.stored_by);
+      ? sql`WHERE NOT EXISTS (SELECT 1 FROM tool_declarations WHERE title = ${p.name})`
+      : sql`WHERE true ON CONFLICT(name) DO UPDATE SET current_version = excluded.current_version, latest_version = excluded.latest_version, updated_at = excluded.updated_at, stored_by = excluded.stored_by`;
+  return d1(db)`INSERT INTO presets (name, current_version, latest_version, created_at, updated_at, stored_by)
+    SELECT ${p.name}, ${p.current_version}, ${p.latest_version}, ${p.created_at}, ${p.updated_at}, ${p.stored_by} ${write}`;
 }
 
 /**
@@ -122,11 +137,17 @@ export function insertVersionStatement(
   v: { version: number; body: PresetBody; tags: string[]; created_at: string },
   { onlyAfterInsert }: { onlyAfterInsert: boolean },
 ): D1PreparedStatement {
-  return db
-    .prepare(
-      `INSERT INTO preset_versions (name, version, body, tags, created_at) SELECT ?1, ?2, ?3, ?4, ?5 WHERE ${onlyAfterInsert ? "changes() = 1" : "true"}`,
-    )
-    .bind(name, v.version, JSON.stringify(v.body), JSON.stringify(v.tags), v.created_at);
+  return insertVersionWrite(db, name, v, { onlyAfterInsert }).prepared();
+}
+
+function insertVersionWrite(
+  db: D1Database,
+  name: string,
+  v: { version: number; body: PresetBody; tags: string[]; created_at: string },
+  { onlyAfterInsert }: { onlyAfterInsert: boolean },
+): Statement {
+  return d1(db)`INSERT INTO preset_versions (name, version, body, tags, created_at)
+    SELECT ${name}, ${v.version}, ${JSON.stringify(v.body)}, ${JSON.stringify(v.tags)}, ${v.created_at} WHERE ${trusted(onlyAfterInsert ? "changes() = 1" : "true")}`;
 }
 
 /**
@@ -138,9 +159,9 @@ export async function createPreset(db: D1Database, name: string, body: PresetBod
   if (isBuiltinTool(name)) throw conflict("name is the name of a built-in tool");
   let results: D1Result[];
   try {
-    results = await db.batch([
-      presetRowStatement(db, { name, current_version: 1, latest_version: 1, created_at: nowIso, updated_at: nowIso, stored_by: storedBy }, "create"),
-      insertVersionStatement(db, name, { version: 1, body, tags: [], created_at: nowIso }, { onlyAfterInsert: true }),
+    results = await batch(db, [
+      presetRowWrite(db, { name, current_version: 1, latest_version: 1, created_at: nowIso, updated_at: nowIso, stored_by: storedBy }, "create"),
+      insertVersionWrite(db, name, { version: 1, body, tags: [], created_at: nowIso }, { onlyAfterInsert: true }),
     ]);
   } catch (err) {
     if (String(err).includes("UNIQUE")) throw conflict("a preset with this name already exists");
@@ -151,26 +172,16 @@ export async function createPreset(db: D1Database, name: string, body: PresetBod
 }
 
 export async function deletePreset(db: D1Database, name: string): Promise<boolean> {
-  const [, res] = await db.batch([
-    db.prepare("DELETE FROM preset_versions WHERE name = ?").bind(name),
-    db.prepare("DELETE FROM presets WHERE name = ?").bind(name),
-  ]);
+  const [, res] = await batch(db, [d1(db)`DELETE FROM preset_versions WHERE name = ${name}`, d1(db)`DELETE FROM presets WHERE name = ${name}`]);
   return (res.meta.changes ?? 0) > 0;
 }
 
 export async function listVersions(db: D1Database, name: string): Promise<StoredVersion[]> {
-  const { results } = await db
-    .prepare("SELECT version, body, tags, created_at FROM preset_versions WHERE name = ? ORDER BY version")
-    .bind(name)
-    .all<VersionRow>();
-  return results.map(toVersion);
+  return (await all(VersionRow, d1(db)`SELECT version, body, tags, created_at FROM preset_versions WHERE name = ${name} ORDER BY version`)).map(toVersion);
 }
 
 export async function getVersion(db: D1Database, name: string, version: number): Promise<StoredVersion | null> {
-  const r = await db
-    .prepare("SELECT version, body, tags, created_at FROM preset_versions WHERE name = ? AND version = ?")
-    .bind(name, version)
-    .first<VersionRow>();
+  const r = await first(VersionRow, d1(db)`SELECT version, body, tags, created_at FROM preset_versions WHERE name = ${name} AND version = ${version}`);
   return r ? toVersion(r) : null;
 }
 
@@ -179,38 +190,32 @@ export async function getVersion(db: D1Database, name: string, version: number):
  * number is taken inside the write, so two concurrent appends get distinct versions rather than colliding.
  */
 export async function appendVersion(db: D1Database, name: string, body: PresetBody, nowIso: string, storedBy: string): Promise<StoredVersion> {
-  const [inserted] = await db.batch<{ version: number }>([
-    db
-      .prepare(
-        `INSERT INTO preset_versions (name, version, body, tags, created_at)
-         SELECT name, latest_version + 1, ?2, '[]', ?3 FROM presets WHERE name = ?1 RETURNING version`,
-      )
-      .bind(name, JSON.stringify(body), nowIso),
-    db
-      .prepare("UPDATE presets SET latest_version = latest_version + 1, current_version = latest_version + 1, updated_at = ?2, stored_by = ?3 WHERE name = ?1")
-      .bind(name, nowIso, storedBy),
+  const insert = d1(db)`INSERT INTO preset_versions (name, version, body, tags, created_at)
+         SELECT name, latest_version + 1, ${JSON.stringify(body)}, '[]', ${nowIso} FROM presets WHERE name = ${name} RETURNING version`;
+  const [inserted] = await batch(db, [
+    insert,
+    d1(
+      db,
+    )`UPDATE presets SET latest_version = latest_version + 1, current_version = latest_version + 1, updated_at = ${nowIso}, stored_by = ${storedBy} WHERE name = ${name}`,
   ]);
-  const version = inserted.results[0]?.version;
+  const version = rowsOf(VersionNumberRow, inserted.results.slice(0, 1), insert.text)[0]?.version;
   if (version === undefined) throw presetNotFound();
   return (await getVersion(db, name, version))!;
 }
 
 /** Makes an existing version active without writing a version, recording `storedBy` as who did (404 for either unknown). */
 export async function setCurrentVersion(db: D1Database, name: string, version: number, nowIso: string, storedBy: string): Promise<void> {
-  const res = await db
-    .prepare(
-      `UPDATE presets SET current_version = ?2, updated_at = ?3, stored_by = ?4
-       WHERE name = ?1 AND EXISTS (SELECT 1 FROM preset_versions WHERE name = ?1 AND version = ?2)`,
-    )
-    .bind(name, version, nowIso, storedBy)
-    .run();
-  if ((res.meta.changes ?? 0) > 0) return;
+  const meta = await run(
+    d1(db)`UPDATE presets SET current_version = ${version}, updated_at = ${nowIso}, stored_by = ${storedBy}
+       WHERE name = ${name} AND EXISTS (SELECT 1 FROM preset_versions WHERE name = ${name} AND version = ${version})`,
+  );
+  if ((meta.changes ?? 0) > 0) return;
   throw (await getPreset(db, name)) ? versionNotFound() : presetNotFound();
 }
 
 /** Replaces one version's tags (the only mutable part of a version). */
 export async function setVersionTags(db: D1Database, name: string, version: number, tags: string[]): Promise<void> {
-  const res = await db.prepare("UPDATE preset_versions SET tags = ? WHERE name = ? AND version = ?").bind(JSON.stringify(tags), name, version).run();
-  if ((res.meta.changes ?? 0) > 0) return;
+  const meta = await run(d1(db)`UPDATE preset_versions SET tags = ${JSON.stringify(tags)} WHERE name = ${name} AND version = ${version}`);
+  if ((meta.changes ?? 0) > 0) return;
   throw (await getPreset(db, name)) ? versionNotFound() : presetNotFound();
 }

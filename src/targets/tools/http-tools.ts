@@ -4,6 +4,7 @@ import { assertConnectionsLendable, assertConnectorStoreFor, sentTo } from "../.
 import type { ProviderDescriptor } from "../../platform/settings/connector-settings";
 import type { EnvVars } from "../../platform/env";
 import { HttpError, conflict } from "../../platform/http/errors";
+import { type Statement, all, d1, exists, first, run, sql, trusted } from "../../platform/persistence/d1";
 import { parseStored } from "../../platform/persistence/stored-json";
 import type { Settings } from "../../platform/settings/settings";
 import { assertReferencesMayGo, headerConnections, headerReferences, headersSchema, redactHeaders } from "../env-refs";
@@ -95,7 +96,9 @@ export function httpToolView(t: HttpTool): z.infer<typeof httpToolViewSchema> {
   };
 }
 
-type Row = { title: string; description: string; spec: string; created_at: string; updated_at: string };
+/** A declared tool's row (`tool_declarations`, and `api_tools` has the same columns). */
+export const DeclaredToolRow = z.object({ title: z.string(), description: z.string(), spec: z.string(), created_at: z.string(), updated_at: z.string() });
+type Row = z.infer<typeof DeclaredToolRow>;
 
 /** Parses a stored row; an unreadable row is corrupt storage, a 500. */
 export function toHttpTool(r: Row): HttpTool {
@@ -103,16 +106,15 @@ export function toHttpTool(r: Row): HttpTool {
   return { title: r.title, description: r.description, ...spec, created_at: r.created_at, updated_at: r.updated_at };
 }
 
-const COLUMNS = "title, description, spec, created_at, updated_at";
+const COLUMNS = trusted("title, description, spec, created_at, updated_at");
 
 export async function getHttpTool(db: D1Database, title: string): Promise<HttpTool | null> {
-  const r = await db.prepare(`SELECT ${COLUMNS} FROM tool_declarations WHERE title = ?`).bind(title).first<Row>();
+  const r = await first(DeclaredToolRow, d1(db)`SELECT ${COLUMNS} FROM tool_declarations WHERE title = ${title}`);
   return r ? toHttpTool(r) : null;
 }
 
 export async function listHttpTools(db: D1Database): Promise<HttpTool[]> {
-  const { results } = await db.prepare(`SELECT ${COLUMNS} FROM tool_declarations ORDER BY title`).all<Row>();
-  return results.map(toHttpTool);
+  return (await all(DeclaredToolRow, d1(db)`SELECT ${COLUMNS} FROM tool_declarations ORDER BY title`)).map(toHttpTool);
 }
 
 /** The `spec` column of a declaration's row: all of it but the title, kind and description. */
@@ -142,16 +144,22 @@ export function upsertHttpToolStatement(
   updatedAt: string,
   { refusePresetName }: { refusePresetName: boolean },
 ): D1PreparedStatement {
+  return upsertHttpToolWrite(db, d, createdAt, updatedAt, { refusePresetName }).prepared();
+}
+
+function upsertHttpToolWrite(
+  db: D1Database,
+  d: HttpToolDeclaration,
+  createdAt: string,
+  updatedAt: string,
+  { refusePresetName }: { refusePresetName: boolean },
+): Statement {
   // `WHERE true` keeps the SELECT's WHERE clause present, which SQLite needs before ON CONFLICT.
-  const guard = refusePresetName ? "NOT EXISTS (SELECT 1 FROM presets WHERE name = ?1)" : "true";
-  return db
-    .prepare(
-      `INSERT INTO tool_declarations (title, kind, description, spec, created_at, updated_at)
-       SELECT ?1, 'http', ?2, ?3, ?4, ?5 WHERE ${guard}
+  const guard = refusePresetName ? sql`NOT EXISTS (SELECT 1 FROM presets WHERE name = ${d.title})` : sql`true`;
+  return d1(db)`INSERT INTO tool_declarations (title, kind, description, spec, created_at, updated_at)
+       SELECT ${d.title}, 'http', ${d.description}, ${httpToolSpec(d)}, ${createdAt}, ${updatedAt} WHERE ${guard}
        ON CONFLICT(title) DO UPDATE SET kind = excluded.kind, description = excluded.description, spec = excluded.spec, updated_at = excluded.updated_at
-       RETURNING ${COLUMNS}`,
-    )
-    .bind(d.title, d.description, httpToolSpec(d), createdAt, updatedAt);
+       RETURNING ${COLUMNS}`;
 }
 
 /**
@@ -168,8 +176,8 @@ export async function upsertHttpTool(
 ): Promise<{ created: boolean; tool: HttpTool }> {
   if (isBuiltinTool(d.title)) throw conflict("title is the name of a built-in tool");
   await assertConnectionsLendable(db, providers, sentTo(headerConnections(d.headers, "headers"), d.url));
-  const existed = (await db.prepare("SELECT 1 AS one FROM tool_declarations WHERE title = ?").bind(d.title).first()) !== null;
-  const row = await upsertHttpToolStatement(db, d, nowIso, nowIso, { refusePresetName: true }).first<Row>();
+  const existed = await exists(d1(db)`SELECT 1 AS one FROM tool_declarations WHERE title = ${d.title}`);
+  const row = await first(DeclaredToolRow, upsertHttpToolWrite(db, d, nowIso, nowIso, { refusePresetName: true }));
   if (!row) throw conflict("title is the name of a preset");
   return { created: !existed, tool: toHttpTool(row) };
 }
@@ -177,6 +185,6 @@ export async function upsertHttpTool(
 /** Removes a declaration; a built-in is 409, an unknown title 404. */
 export async function deleteHttpTool(db: D1Database, title: string): Promise<void> {
   if (isBuiltinTool(title)) throw conflict("built-in tools cannot be removed");
-  const res = await db.prepare("DELETE FROM tool_declarations WHERE title = ?").bind(title).run();
-  if ((res.meta.changes ?? 0) === 0) throw new HttpError(404, "tool declaration not found");
+  const meta = await run(d1(db)`DELETE FROM tool_declarations WHERE title = ${title}`);
+  if ((meta.changes ?? 0) === 0) throw new HttpError(404, "tool declaration not found");
 }

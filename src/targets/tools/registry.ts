@@ -14,7 +14,8 @@ import { getRunnablePreset, listPresets } from "../presets/store";
 import type { KeyWithOwner } from "../../access-control/key-store";
 import { BUILTIN_TOOLS, type BuiltinTool } from "./builtins";
 import { type ApiTool, listApiTools, toApiTool } from "../../manifest/api-tool-store";
-import { type HttpTool, listHttpTools, toHttpTool } from "./http-tools";
+import { d1, rowsOf, trusted } from "../../platform/persistence/d1";
+import { DeclaredToolRow, type HttpTool, listHttpTools, toHttpTool } from "./http-tools";
 
 /** An MCP server's registered tool as the dispatcher runs it: the server's call deadline applies. */
 export interface McpTool {
@@ -73,15 +74,13 @@ export async function resolveBaseTool(db: D1Database, name: string): Promise<Bas
   if (builtin) return { kind: "builtin", name, tool: builtin };
   // Both declared kinds and the name's extensions in one round trip; the two kinds' titles never
   // collide (each door refuses the other's).
-  const columns = "title, description, spec, created_at, updated_at";
-  type Row = { title: string; description: string; spec: string; created_at: string; updated_at: string };
-  const [http, api, combos] = await db.batch([
-    db.prepare(`SELECT ${columns} FROM tool_declarations WHERE title = ?`).bind(name),
-    db.prepare(`SELECT ${columns} FROM api_tools WHERE title = ?`).bind(name),
-    toolCombosStatement(db, name),
-  ]);
-  const httpRow = http.results[0] as Row | undefined;
-  const apiRow = api.results[0] as Row | undefined;
+  const columns = trusted("title, description, spec, created_at, updated_at");
+  const httpRead = d1(db)`SELECT ${columns} FROM tool_declarations WHERE title = ${name}`;
+  const apiRead = d1(db)`SELECT ${columns} FROM api_tools WHERE title = ${name}`;
+  // The combos' read comes as a prepared statement from its own store, so this batch is D1's own.
+  const [http, api, combos] = await db.batch([httpRead.prepared(), apiRead.prepared(), toolCombosStatement(db, name)]);
+  const [httpRow] = rowsOf(DeclaredToolRow, http.results.slice(0, 1), httpRead.text);
+  const [apiRow] = rowsOf(DeclaredToolRow, api.results.slice(0, 1), apiRead.text);
   if (httpRow) return { kind: "http", name, tool: toHttpTool(httpRow), extensions: combosOf(combos), extensionsBy: combosWriterOf(combos) };
   return apiRow ? { kind: "api", name, tool: toApiTool(apiRow), extensions: combosOf(combos), extensionsBy: combosWriterOf(combos) } : null;
 }
