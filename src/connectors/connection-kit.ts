@@ -6,7 +6,8 @@
 import type { KeyRing, TokenAnswer, TokenGrant } from "./rpc";
 import type { Clock } from "../platform/clock";
 import { unseal } from "./sealing";
-import { type TokenRow, type TokenSecrets, tokensAad } from "./token-store";
+import { type TokenRow, TokenSecrets, tokensAad } from "./token-store";
+import { parseStored } from "../platform/persistence/stored-json";
 
 export const RECONNECT = "reconnect the connection (POST /api/connectors/connections/{connection_id}/reconnect)";
 
@@ -33,7 +34,7 @@ export interface ConnectionKit extends ConnectionDeps {
 export function connectionKit(deps: ConnectionDeps): ConnectionKit {
   const open = async (row: TokenRow, keys: KeyRing): Promise<TokenSecrets | null> => {
     const text = await unseal(keys, row.sealed, tokensAad(row.connection_id));
-    return text === null ? null : (JSON.parse(text) as TokenSecrets);
+    return text === null ? null : parseStored(TokenSecrets, text, "sealed connection tokens");
   };
   return {
     ...deps,

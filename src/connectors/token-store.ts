@@ -4,16 +4,14 @@
  * access token's expiry, whether a refresh token exists, and the health of the last refresh.
  * Plain synchronous functions over `SqlStorage`, so a caller's check-then-write is one block.
  */
+import { z } from "zod";
 import type { ConnectionHealth } from "./rpc";
 import { type Sealed, parseSealed } from "./sealing";
 import { type ObjectSchema, migrateSchema } from "../platform/persistence/object-sql";
 
-/** The secret part of a grant: what is sealed. */
-export interface TokenSecrets {
-  access_token: string;
-  refresh_token: string | null;
-  token_type: string | null;
-}
+/** The secret part of a grant: what is sealed, and read back through this schema once unsealed. */
+export const TokenSecrets = z.object({ access_token: z.string(), refresh_token: z.string().nullable(), token_type: z.string().nullable() });
+export type TokenSecrets = z.infer<typeof TokenSecrets>;
 
 export interface TokenRow {
   connection_id: string;

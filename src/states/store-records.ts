@@ -4,7 +4,8 @@
  * row and its op id land in one transaction; writes to a subject are serialized by the object.
  */
 import type { FoldResult, Page, RecordChange, StateRecord, StateRefusal, Subject, WriteEntry, WriteOrigin, WriteResult } from "./rpc";
-import type { JsonObject } from "../platform/http/bounded-json";
+import { JsonObject } from "../platform/http/bounded-json";
+import { parseStored } from "../platform/persistence/stored-json";
 import { contains } from "./containment";
 import { type StoredAttachment, type StoredDeclaration, effectiveOf } from "./effective";
 import { applyOps } from "./ops";
@@ -230,7 +231,8 @@ export function stateRecordsPart(kit: StateStoreKit): StateRecordsPart {
           scanned++;
           last = r.skey;
           if (r.expires_at !== null && r.expires_at <= nowMs) continue;
-          if (contains(JSON.parse(r.data) as JsonObject, filters)) items.push({ subject: subjectOfKey(r.skey), updated_at: Math.floor(r.updated_at / 1000) });
+          if (contains(parseStored(JsonObject, r.data, "state record data"), filters))
+            items.push({ subject: subjectOfKey(r.skey), updated_at: Math.floor(r.updated_at / 1000) });
           if (items.length >= limit) break;
         }
       }
