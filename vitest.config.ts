@@ -95,6 +95,9 @@ process.env.WRANGLER_DISABLE_EXPERIMENTAL_WARNING ??= "1";
 // Node; `browser` drives the operator console in Chromium against a real `wrangler dev`.
 export default defineConfig({
   test: {
+    // Two slots on a 2-CPU machine: the workers files share one runtime in one slot while the e2e
+    // files' wrangler dev servers, mostly waiting on their own processes, take the other.
+    maxWorkers: 2,
     projects: [
       {
         plugins: [
@@ -126,6 +129,7 @@ export default defineConfig({
           include: ["test/**/*.test.ts"],
           exclude: ["test/e2e/**", "test/browser/**", "test/deploy/**"],
           setupFiles: ["./test/setup/apply-migrations.ts"],
+          isolate: false,
         },
       },
       {

@@ -203,6 +203,19 @@ export class IsolateSettings {
     return this.view(env);
   }
 
+  /**
+   * Drops the cache, as a fresh isolate starts. For a runtime whose D1 is replaced under it: the
+   * workers test files share one runtime and start each file from a newly migrated database.
+   */
+  reset(): void {
+    this.epoch += 1;
+    this.snapshot = null;
+    this.checkedAt = 0;
+    this.checking = null;
+    this.last = null;
+    this.db = null;
+  }
+
   /** The overlay this isolate holds (null before the first load); no side effect. */
   current(): OverlaySnapshot | null {
     return this.snapshot;

@@ -3,16 +3,16 @@
  * security headers, the API reference, the live tickets (who may have one, one use, 30 s) and the
  * live WebSocket, which hears a route's listing pushes as ids and a status only.
  */
-import { env, exports } from "cloudflare:workers";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { CONSOLE_CSP, cspHash, inlineScripts } from "../../src/console/security-headers";
 import { consoleHubStub } from "../../src/console/rpc";
 import { ticketHash } from "../../src/console/tickets";
 import { echoRoute, send } from "../helpers/bridge";
-import { BASE, admin, call, mintKey, uniq } from "../helpers/http";
+import { BASE, admin, call, mintKey, uniq, dispatch } from "../helpers/http";
 
 async function get(path: string, headers: Record<string, string> = {}) {
-  return exports.default.fetch(`${BASE}${path}`, { headers, redirect: "manual" });
+  return dispatch(`${BASE}${path}`, { headers, redirect: "manual" });
 }
 
 /** Opens the live socket of `route` with `ticket`; answers the socket and the frames it got so far. */

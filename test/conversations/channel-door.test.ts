@@ -6,7 +6,7 @@ import { TOO_LONG_TEXT } from "../../src/channels/chunking";
 import { createRoute, echoKey, readRecord } from "../helpers/bridge";
 import { TEST_ENV, postSlack, postTelegram, postTwilio, postWhatsApp, whatsappStatus, whatsappText } from "../helpers/channels";
 import { type EdgeCall, fakeNetwork } from "../helpers/edge";
-import { admin, call, fetchWithEnv, uniq } from "../helpers/http";
+import { admin, call, fetchWithEnv, uniq, dispatch } from "../helpers/http";
 import { eventually, makeDue, rawRows, runAlarm, stubFor } from "../helpers/threads";
 
 let n = 0;
@@ -269,13 +269,12 @@ describe("WhatsApp, Telegram and Slack through the channel door", () => {
   });
 
   it("WhatsApp GET handshake echoes the challenge only for the right verify token", async () => {
-    const { exports } = await import("cloudflare:workers");
-    const ok = await exports.default.fetch(
+    const ok = await dispatch(
       `https://bridge.test/api/channels/whatsapp/inbound?hub.mode=subscribe&hub.verify_token=${TEST_ENV.whatsappVerify}&hub.challenge=12345`,
     );
     expect(ok.status).toBe(200);
     expect(await ok.text()).toBe("12345");
-    const bad = await exports.default.fetch("https://bridge.test/api/channels/whatsapp/inbound?hub.mode=subscribe&hub.verify_token=nope&hub.challenge=1");
+    const bad = await dispatch("https://bridge.test/api/channels/whatsapp/inbound?hub.mode=subscribe&hub.verify_token=nope&hub.challenge=1");
     expect(bad.status).toBe(403);
   });
 

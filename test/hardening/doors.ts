@@ -12,6 +12,7 @@ import "../../src/app";
 import { type RouteSpec, registry } from "../../src/platform/http/route";
 import { fetchWorkerDirect } from "../helpers/direct-fetch";
 import worker from "../../src/index";
+import { perFile } from "../helpers/file-epoch";
 
 export type { RouteSpec };
 export type JsonSchema = { [key: string]: unknown };
@@ -125,17 +126,17 @@ export function callJson(method: string, path: string, key: string | null, body?
   return dispatch(method, path, { headers, body: body === undefined ? undefined : JSON.stringify(body) });
 }
 
-let adminKey: string | null = null;
+const adminKey = perFile<string>();
 
 /** This file's admin key: bootstrapped once per file (each test file has its own D1). */
 export async function bootstrapAdmin(): Promise<string> {
-  if (adminKey) return adminKey;
+  const held = adminKey.get();
+  if (held) return held;
   const r = await callJson("POST", "/api/keys/bootstrap", null, {
     user_id: "root",
     description: "hardening suites",
     bootstrap_token: String(env.ACCESS_CONTROL_BOOTSTRAP_TOKEN),
   });
   if (r.status !== 200) throw new Error(`bootstrap failed: ${r.status} ${r.text}`);
-  adminKey = r.json.data.token as string;
-  return adminKey;
+  return adminKey.set(r.json.data.token as string);
 }

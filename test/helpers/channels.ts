@@ -1,7 +1,6 @@
 /** Signed provider webhooks for the channel door tests (node:crypto, independent of the adapters). */
 import { createHmac } from "node:crypto";
-import { exports } from "cloudflare:workers";
-import { BASE } from "./http";
+import { BASE, dispatch } from "./http";
 
 export const TEST_ENV = {
   twilioToken: "twilio-test-token",
@@ -24,7 +23,7 @@ export async function postTwilio(params: Record<string, string>, door: "inbound"
   const sig = createHmac("sha1", opts.forge ? "wrong-token" : TEST_ENV.twilioToken)
     .update(data, "utf8")
     .digest("base64");
-  return exports.default.fetch(url, {
+  return dispatch(url, {
     method: "POST",
     headers: { "content-type": "application/x-www-form-urlencoded", "x-twilio-signature": sig },
     body: new URLSearchParams(params).toString(),
@@ -36,7 +35,7 @@ export async function postWhatsApp(payload: unknown, opts: { forge?: boolean } =
   const sig = createHmac("sha256", opts.forge ? "nope" : TEST_ENV.whatsappSecret)
     .update(body, "utf8")
     .digest("hex");
-  return exports.default.fetch(`${BASE}/api/channels/whatsapp/inbound`, {
+  return dispatch(`${BASE}/api/channels/whatsapp/inbound`, {
     method: "POST",
     headers: { "content-type": "application/json", "x-hub-signature-256": `sha256=${sig}` },
     body,
@@ -87,7 +86,7 @@ export function whatsappStatus(phoneNumberId: string, id: string, status: "deliv
 }
 
 export async function postTelegram(update: unknown, opts: { secret?: string } = {}) {
-  return exports.default.fetch(`${BASE}/api/channels/telegram/inbound`, {
+  return dispatch(`${BASE}/api/channels/telegram/inbound`, {
     method: "POST",
     headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": opts.secret ?? TEST_ENV.telegramSecret },
     body: JSON.stringify(update),
@@ -100,7 +99,7 @@ export async function postSlack(payload: unknown, opts: { ts?: number; forge?: b
   const sig = createHmac("sha256", opts.forge ? "nope" : TEST_ENV.slackSecret)
     .update(`v0:${ts}:${body}`, "utf8")
     .digest("hex");
-  return exports.default.fetch(`${BASE}/api/channels/slack/inbound`, {
+  return dispatch(`${BASE}/api/channels/slack/inbound`, {
     method: "POST",
     headers: { "content-type": "application/json", "x-slack-request-timestamp": ts, "x-slack-signature": `v0=${sig}` },
     body,

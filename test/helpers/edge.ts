@@ -1,4 +1,3 @@
-import { afterEach } from "vitest";
 import { setEdgeFetch } from "../../src/platform/net/edge-fetch";
 
 export interface EdgeCall {
@@ -38,5 +37,3 @@ export function answerOnly(routes: Record<string, EdgeHandler>) {
     return answer(req, body);
   };
 }
-
-afterEach(() => setEdgeFetch(null));

@@ -1,4 +1,7 @@
-import { env, exports } from "cloudflare:workers";
+import { createExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import worker from "../../src/index";
+import { perFile } from "./file-epoch";
 
 export const BASE = "https://bridge.test";
 
@@ -16,6 +19,17 @@ export interface CallResult<T = any> {
   headers: Headers;
 }
 
+/**
+ * Hands a request to the Worker's own fetch handler (src/index.ts, the deployed entry) in this
+ * isolate, with the real D1 and Durable Objects. Not `exports.default.fetch`: under
+ * vitest-pool-workers each such fetch costs more than the one before for the life of the runtime
+ * (https://github.com/cloudflare/workers-sdk/issues/15446), and the files share one runtime. The
+ * work the request hands to waitUntil runs on, unawaited, as it would behind a real edge.
+ */
+export async function dispatch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
+  return worker.fetch(new Request(input, init), env, createExecutionContext());
+}
+
 /** Calls the Worker in-process through its fetch handler (real D1 and Durable Objects). */
 export async function call<T = any>(method: string, path: string, opts: CallOptions = {}): Promise<CallResult<T>> {
   const headers: Record<string, string> = { ...(opts.headers ?? {}) };
@@ -29,7 +43,7 @@ export async function call<T = any>(method: string, path: string, opts: CallOpti
     body = JSON.stringify(opts.body);
     headers["content-type"] ??= "application/json";
   }
-  return readResult<T>(await exports.default.fetch(`${BASE}${path}`, { method, headers, body }));
+  return readResult<T>(await dispatch(`${BASE}${path}`, { method, headers, body }));
 }
 
 /** A response as a CallResult: the body parsed as JSON, or kept as text when it is not JSON. */
@@ -46,17 +60,17 @@ export async function readResult<T = any>(res: Response): Promise<CallResult<T>>
 
 export const BOOTSTRAP_TOKEN = String(env.ACCESS_CONTROL_BOOTSTRAP_TOKEN);
 
-let adminKey: string | null = null;
+const adminKey = perFile<string>();
 
 /** The admin key of this test file's database (bootstraps once, or reuses). */
 export async function admin(): Promise<string> {
-  if (adminKey) return adminKey;
+  const held = adminKey.get();
+  if (held) return held;
   const r = await call("POST", "/api/keys/bootstrap", {
     body: { user_id: "root", description: "tests", bootstrap_token: BOOTSTRAP_TOKEN },
   });
   if (r.status !== 200) throw new Error(`bootstrap failed: ${r.status} ${JSON.stringify(r.body)}`);
-  adminKey = r.body.data.token as string;
-  return adminKey;
+  return adminKey.set(r.body.data.token as string);
 }
 
 let counter = 0;

@@ -5,12 +5,12 @@
  * with its content type, nosniff and an attachment disposition, to callers who may see the
  * interaction. Anything that cannot be fetched is kept as its reference, with the reason.
  */
-import { env, exports } from "cloudflare:workers";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { send } from "../helpers/bridge";
 import { fakeFetch, settingsOf } from "../targets/helpers";
 import { fakeNetwork } from "../helpers/edge";
-import { BASE, admin, call, mintKey } from "../helpers/http";
+import { BASE, admin, call, mintKey, dispatch } from "../helpers/http";
 import { storeAnswerMedia } from "../../src/interactions/media";
 import { askRoute, listedAs, pendingOf } from "./helpers";
 
@@ -51,7 +51,7 @@ describe("media in an answer", () => {
     expect(refused).toMatchObject({ kind: "document", media_id: null, url: "http://127.0.0.1/private.pdf", filename: "private.pdf" });
     expect(refused.problem).toMatch(/^the media URL is refused by the outbound address guard: /);
 
-    const res = await exports.default.fetch(`${BASE}${stored.url}`, { headers: { "x-api-key": await admin() } });
+    const res = await dispatch(`${BASE}${stored.url}`, { headers: { "x-api-key": await admin() } });
     expect(res.status).toBe(200);
     expect(new Uint8Array(await res.arrayBuffer())).toEqual(PNG);
     expect(res.headers.get("content-type")).toBe("image/png");
@@ -59,7 +59,7 @@ describe("media in an answer", () => {
     expect(res.headers.get("content-disposition")).toBe(`attachment; filename="media-${stored.media_id.slice(0, 12)}"`);
     expect(res.headers.get("content-security-policy")).toBe("default-src 'none'; sandbox");
     // Restricted callers: the audience may, another identity may not (404, as if absent).
-    expect((await exports.default.fetch(`${BASE}${stored.url}`, { headers: { "x-api-key": aud.key } })).status).toBe(200);
+    expect((await dispatch(`${BASE}${stored.url}`, { headers: { "x-api-key": aud.key } })).status).toBe(200);
     const denied = await call("GET", stored.url, { key: other.key });
     expect(denied.status).toBe(404);
     expect(denied.body).toEqual({ error: "media not found" });

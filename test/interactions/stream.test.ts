@@ -3,10 +3,9 @@
  * `id:` lines, a replay after Last-Event-ID, keepalives, a bounded lifetime, and restricted
  * callers receiving only their own interactions' events.
  */
-import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { send } from "../helpers/bridge";
-import { BASE, admin, call, mintKey } from "../helpers/http";
+import { BASE, admin, call, mintKey, dispatch } from "../helpers/http";
 import type { EventsSince, InteractionEvent, InteractionHubRpc } from "../../src/interactions/rpc";
 import { streamInteractionEvents } from "../../src/interactions/stream";
 import { askRoute, pendingOf } from "./helpers";
@@ -36,7 +35,7 @@ function parseFrames(text: string): Frame[] {
 async function openStream(key: string, opts: { lastEventId?: string; query?: string } = {}) {
   const headers: Record<string, string> = { "x-api-key": key };
   if (opts.lastEventId) headers["last-event-id"] = opts.lastEventId;
-  const res = await exports.default.fetch(`${BASE}/api/interactions/stream${opts.query ?? ""}`, { headers });
+  const res = await dispatch(`${BASE}/api/interactions/stream${opts.query ?? ""}`, { headers });
   expect(res.status).toBe(200);
   expect(res.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
   const reader = res.body!.getReader();

@@ -3,17 +3,17 @@
  * panels, the panels' static files served from the content store with a strict type and CSP, and
  * the sandbox's honest identity.
  */
-import { env, exports } from "cloudflare:workers";
+import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { STUDIO_CSP } from "../../src/plugins/studio";
-import { BASE, admin, call, fetchWithEnv, mintKey } from "../helpers/http";
+import { BASE, admin, call, fetchWithEnv, mintKey, dispatch } from "../helpers/http";
 
 const REF = "examples/greetings";
 const ENC = encodeURIComponent(REF);
 const DIR = `plugins/${REF}/studio`;
 
 async function asset(path: string, headers: Record<string, string> = {}, key?: string): Promise<Response> {
-  return exports.default.fetch(`${BASE}/api/plugins/${ENC}/studio/${path}`, { headers: { "x-api-key": key ?? (await admin()), ...headers } });
+  return dispatch(`${BASE}/api/plugins/${ENC}/studio/${path}`, { headers: { "x-api-key": key ?? (await admin()), ...headers } });
 }
 
 beforeAll(async () => {
@@ -89,13 +89,13 @@ describe("GET /api/plugins/{name}/studio/{path}", () => {
     expect((await asset("notes.md")).status).toBe(404);
     expect((await asset("absent.html")).status).toBe(404);
     await env.STORAGE.put("plugins/examples/weather/studio/index.html", "<p>not installed</p>");
-    const other = await exports.default.fetch(`${BASE}/api/plugins/${encodeURIComponent("examples/weather")}/studio/index.html`, {
+    const other = await dispatch(`${BASE}/api/plugins/${encodeURIComponent("examples/weather")}/studio/index.html`, {
       headers: { "x-api-key": await admin() },
     });
     expect(other.status).toBe(404);
     expect(((await other.json()) as any).error).toBe("plugin not installed");
     expect((await asset(encodeURIComponent("../index.html"))).status).toBe(400);
-    const badRef = await exports.default.fetch(`${BASE}/api/plugins/no-slash/studio/index.html`, { headers: { "x-api-key": await admin() } });
+    const badRef = await dispatch(`${BASE}/api/plugins/no-slash/studio/index.html`, { headers: { "x-api-key": await admin() } });
     expect(badRef.status).toBe(400);
   });
 
@@ -106,16 +106,16 @@ describe("GET /api/plugins/{name}/studio/{path}", () => {
     await r.arrayBuffer();
     const other = await mintKey({ scopes: ["storage:read"] });
     expect((await asset("index.html", {}, other.key)).status).toBe(403);
-    expect((await exports.default.fetch(`${BASE}/api/plugins/${ENC}/studio/index.html`)).status).toBe(401);
+    expect((await dispatch(`${BASE}/api/plugins/${ENC}/studio/index.html`)).status).toBe(401);
     const key = await admin();
     const pin = { method: "GET", path: "/api/plugins/{name}/studio/{path}" };
     expect((await call("POST", "/api/auth/public-routes", { key, body: pin })).status).toBe(200);
-    const open = await exports.default.fetch(`${BASE}/api/plugins/${ENC}/studio/index.html`);
+    const open = await dispatch(`${BASE}/api/plugins/${ENC}/studio/index.html`);
     expect(open.status).toBe(200);
     expect(open.headers.get("content-security-policy")).toBe(STUDIO_CSP);
     await open.arrayBuffer();
     expect((await call("DELETE", `/api/auth/public-routes?method=GET&path=${encodeURIComponent(pin.path)}`, { key })).status).toBe(200);
-    expect((await exports.default.fetch(`${BASE}/api/plugins/${ENC}/studio/index.html`)).status).toBe(401);
+    expect((await dispatch(`${BASE}/api/plugins/${ENC}/studio/index.html`)).status).toBe(401);
   });
 
   it("needs the content store: 501 storage-not-configured", async () => {

@@ -4,9 +4,9 @@
  * (types, headers, ranges, If-None-Match), delete and delete-dir, path validation on the wire,
  * the admin-only plugins directory, and 501 without a bucket.
  */
-import { env, exports } from "cloudflare:workers";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { BASE, admin, call, fetchWithEnv, mintKey, uniq } from "../helpers/http";
+import { BASE, admin, call, fetchWithEnv, mintKey, uniq, dispatch } from "../helpers/http";
 
 const S = "/api/storage";
 const enc = encodeURIComponent;
@@ -17,7 +17,7 @@ async function upload(body: Record<string, unknown>, key?: string) {
 
 /** A GET through the Worker returning the raw Response (the content door is not JSON). */
 async function get(path: string, headers: Record<string, string> = {}): Promise<Response> {
-  return exports.default.fetch(`${BASE}${path}`, { headers: { "x-api-key": await admin(), ...headers } });
+  return dispatch(`${BASE}${path}`, { headers: { "x-api-key": await admin(), ...headers } });
 }
 
 describe("GET /api/storage", () => {

@@ -3,13 +3,12 @@
  * the registry as an MCP server; the SDK's own client lists and calls exactly those tools, each
  * call authorized as the calling key and run through the dispatcher.
  */
-import { exports } from "cloudflare:workers";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/cfworker";
 import { describe, expect, it } from "vitest";
 import { fakeNetwork } from "../helpers/edge";
-import { BASE, admin, call, mintKey, uniq } from "../helpers/http";
+import { BASE, admin, call, mintKey, uniq, dispatch } from "../helpers/http";
 import { MCP_URL, localMcpNetwork } from "../mcp/support/local-mcp";
 
 const slug = () => uniq("app").toLowerCase();
@@ -21,7 +20,7 @@ async function createApp(body: Record<string, unknown>, key?: string) {
 /** An SDK client connected to the app's endpoint with `key` (Bearer when asked). */
 async function connect(appSlug: string, key: string, bearer = false): Promise<Client> {
   const transport = new StreamableHTTPClientTransport(new URL(`${BASE}/api/sub-mcp/${appSlug}/mcp`), {
-    fetch: (input, init) => exports.default.fetch(input as string, init),
+    fetch: (input, init) => dispatch(input as string, init),
     requestInit: { headers: bearer ? { authorization: `Bearer ${key}` } : { "x-api-key": key } },
   });
   const client = new Client({ name: "sub-mcp-test", version: "1" }, { jsonSchemaValidator: new CfWorkerJsonSchemaValidator() });
