@@ -95,9 +95,9 @@ process.env.WRANGLER_DISABLE_EXPERIMENTAL_WARNING ??= "1";
 // Node; `browser` drives the operator console in Chromium against a real `wrangler dev`.
 export default defineConfig({
   test: {
-    // Two slots on a 2-CPU machine: the workers files share one runtime in one slot while the e2e
-    // files' wrangler dev servers, mostly waiting on their own processes, take the other.
-    maxWorkers: 2,
+    // Three slots on a 2-CPU machine: a slot's file often waits (an e2e server starting, a runtime
+    // loading modules, a poll), and a third keeps both cores busy through those waits.
+    maxWorkers: 3,
     projects: [
       {
         plugins: [
@@ -136,17 +136,20 @@ export default defineConfig({
         test: {
           name: "e2e",
           include: ["test/e2e/**/*.test.ts"],
+          globalSetup: ["./test/e2e/support/migrated-state.ts"],
           environment: "node",
           testTimeout: 120_000,
           hookTimeout: 180_000,
-          fileParallelism: false,
+          // Each file runs its own server on its own ports and persistence directory, so files may
+          // run side by side in the two slots.
+          fileParallelism: true,
         },
       },
       {
         // The deploy path in Node (docs/deploy.md): the local secrets `npm start` writes, the
         // deploy's preflight, and a `wrangler deploy --dry-run` checked against the platform's
         // limits. No network: the dry run and the startup profile run locally. Last and alone (a
-        // later group than the browser's), so the startup CPU it measures is not the other suites'.
+        // later group than the others'), so the startup CPU it measures is not the other suites'.
         test: {
           name: "deploy",
           include: ["test/deploy/**/*.test.ts"],
@@ -159,16 +162,15 @@ export default defineConfig({
       },
       {
         // The operator console in a real Chromium (Debian's, driven by playwright-core) against a
-        // real `wrangler dev` (docs/console.md "Browser tests"). It runs after the other
-        // two projects (a later group) so its wrangler dev and browser do not compete with them.
+        // real `wrangler dev` (docs/console.md "Browser tests"), in a slot next to the others.
         test: {
           name: "browser",
           include: ["test/browser/**/*.test.ts"],
+          globalSetup: ["./test/e2e/support/migrated-state.ts"],
           environment: "node",
           testTimeout: 120_000,
           hookTimeout: 240_000,
           fileParallelism: false,
-          sequence: { groupOrder: 1 },
         },
       },
     ],

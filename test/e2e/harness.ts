@@ -4,7 +4,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { cpSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -77,9 +77,19 @@ export const E2E_SECRETS: Record<string, string> = {
 /** The bootstrap token every server this process starts accepts. */
 export const BOOTSTRAP_TOKEN = E2E_SECRETS.ACCESS_CONTROL_BOOTSTRAP_TOKEN;
 
+/**
+ * Names a directory holding local state with every migration applied (test/e2e/support/migrated-state.ts,
+ * the suites' global setup). A server the harness gives a fresh persistence directory starts from a
+ * copy of it, unless it runs another wrangler config; unset (the bench), each start applies them.
+ */
+export const MIGRATED_STATE_VAR = "E2E_MIGRATED_STATE";
+
 export async function startDev(opts: DevOptions = {}): Promise<DevServer> {
   const port = opts.port ?? (await freePort());
   const persistDir = opts.persistDir ?? mkdtempSync(join(tmpdir(), "bridge-e2e-"));
+  const template = process.env[MIGRATED_STATE_VAR];
+  const ownConfig = (opts.args ?? []).some((a) => a === "--config" || a === "-c" || a.startsWith("--config="));
+  if (template && !opts.persistDir && !ownConfig) cpSync(template, persistDir, { recursive: true });
   let child: ChildProcess | null = null;
   let log = "";
 
