@@ -61,18 +61,23 @@ if (objects.results.length) {
   ]);
 }
 
+// Each object is emptied on its own, so they are emptied side by side.
+const emptying: Promise<unknown>[] = [];
 for (const [, ns] of namespaces) {
   for (const id of await listDurableObjectIds(ns)) {
     const key = id.toString();
     if (tracker.known.has(key) && !tracker.touched.has(key)) continue;
     tracker.known.add(key);
-    await runInDurableObject(ns.get(id), async (_instance, state) => {
-      await state.storage.deleteAlarm();
-      await state.storage.deleteAll();
-      state.abort("emptied between test files");
-    }).catch(() => {});
+    emptying.push(
+      runInDurableObject(ns.get(id), async (_instance, state) => {
+        await state.storage.deleteAlarm();
+        await state.storage.deleteAll();
+        state.abort("emptied between test files");
+      }).catch(() => {}),
+    );
   }
 }
+await Promise.all(emptying);
 tracker.touched.clear();
 resetTurnSlots();
 isolateSettings.reset();
