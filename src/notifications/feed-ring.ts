@@ -10,10 +10,13 @@
  * The tables are created on the first push, never by a read, so reading a feed that was never
  * written (or was deleted when idle) leaves the object empty.
  */
-import { type ObjectSchema, migrateSchema } from "../platform/persistence/object-sql";
+import { type ObjectSchema, migrateSchema, objectSql } from "../platform/persistence/object-sql";
+
+/** The store's name in its statements' errors. */
+const STORE = "notification-feed";
 
 export function ringExists(sql: SqlStorage): boolean {
-  return sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'entries'").toArray().length > 0;
+  return objectSql(sql, STORE).one`SELECT 1 AS present FROM sqlite_master WHERE type = 'table' AND name = 'entries'` !== null;
 }
 
 /**
@@ -21,7 +24,7 @@ export function ringExists(sql: SqlStorage): boolean {
  * `IF NOT EXISTS`: a store written before versions adopts it with its rows kept.
  */
 export const FEED_RING_SCHEMA: ObjectSchema = {
-  name: "notification-feed",
+  name: STORE,
   steps: [
     [
       "CREATE TABLE IF NOT EXISTS entries (seq INTEGER PRIMARY KEY, body TEXT NOT NULL)",
@@ -38,8 +41,10 @@ export function createRing(sql: SqlStorage): void {
 /** Inserts `body` as the newest entry and drops everything older than the newest `cap`. */
 export function insertTrimmed(sql: SqlStorage, body: string, cap: number): void {
   // An INTEGER PRIMARY KEY takes max(seq) + 1, and the newest entry is never deleted, so seq only grows.
-  const { seq } = sql.exec<{ seq: number }>("INSERT INTO entries (body) VALUES (?) RETURNING seq", body).one();
-  sql.exec("DELETE FROM entries WHERE seq <= ?", seq - cap);
+  const q = objectSql(sql, STORE);
+  const inserted = q.one<{ seq: number }>`INSERT INTO entries (body) VALUES (${body}) RETURNING seq`;
+  if (!inserted) throw new Error("notification-feed: an insert returned no seq");
+  q.run`DELETE FROM entries WHERE seq <= ${inserted.seq - cap}`;
 }
 
 /**
@@ -49,22 +54,22 @@ export function insertTrimmed(sql: SqlStorage, body: string, cap: number): void 
 export function newestAsJsonArray(sql: SqlStorage, limit: number, since?: string): string {
   const rows =
     since === undefined
-      ? sql.exec<{ body: string }>("SELECT body FROM entries ORDER BY seq DESC LIMIT ?", limit).toArray()
-      : sql.exec<{ body: string }>("SELECT body FROM entries WHERE json_extract(body, '$.created_at') >= ? ORDER BY seq DESC LIMIT ?", since, limit).toArray();
+      ? objectSql(sql, STORE)<{ body: string }>`SELECT body FROM entries ORDER BY seq DESC LIMIT ${limit}`
+      : objectSql(sql, STORE)<{ body: string }>`SELECT body FROM entries WHERE json_extract(body, '$.created_at') >= ${since} ORDER BY seq DESC LIMIT ${limit}`;
   return `[${rows.map((r) => r.body).join(",")}]`;
 }
 
 /** Empties the feed (an expired feed pushed to again before its alarm ran starts afresh). */
 export function clearEntries(sql: SqlStorage): void {
-  sql.exec("DELETE FROM entries");
+  objectSql(sql, STORE).run`DELETE FROM entries`;
 }
 
 /** The idle expiry (epoch ms), or null when the feed does not expire. */
 export function expiresAt(sql: SqlStorage): number | null {
-  const row = sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'expires_at'").toArray()[0];
+  const row = objectSql(sql, STORE).one<{ value: string }>`SELECT value FROM meta WHERE key = 'expires_at'`;
   return row ? Number(row.value) : null;
 }
 
 export function setExpiresAt(sql: SqlStorage, atMs: number): void {
-  sql.exec("INSERT INTO meta (key, value) VALUES ('expires_at', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", String(atMs));
+  objectSql(sql, STORE).run`INSERT INTO meta (key, value) VALUES ('expires_at', ${String(atMs)}) ON CONFLICT (key) DO UPDATE SET value = excluded.value`;
 }

@@ -7,14 +7,17 @@
  */
 import { z } from "zod";
 import { validStored } from "../platform/persistence/stored-json";
-import { type ObjectSchema, columnsOf, migrateSchema } from "../platform/persistence/object-sql";
+import { type ObjectSchema, columnsOf, execStatement, migrateSchema, objectSql } from "../platform/persistence/object-sql";
 import { type ScheduleFire, type ScheduleSpec, type ScheduleState, specColumnValues, storedScheduleRow } from "./record";
 
 /** Fires each schedule remembers (newest kept). */
 export const RECENT_FIRES = 20;
 
+/** The store's name in its statements' errors. */
+const STORE = "schedule";
+
 export function scheduleTablesExist(sql: SqlStorage): boolean {
-  return sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'spec'").toArray().length > 0;
+  return objectSql(sql, STORE).one`SELECT 1 AS present FROM sqlite_master WHERE type = 'table' AND name = 'spec'` !== null;
 }
 
 /**
@@ -73,31 +76,29 @@ function fireOf(f: z.infer<typeof StoredFire>): ScheduleFire {
 /** The schedule, or null when this object holds none. */
 export function readSchedule(sql: SqlStorage): ScheduleState | null {
   if (!scheduleTablesExist(sql)) return null;
-  const raw = sql.exec("SELECT * FROM spec WHERE id = 1").toArray()[0];
+  const q = objectSql(sql, STORE);
+  const raw = q.one`SELECT * FROM spec WHERE id = 1`;
   if (!raw) return null;
   const spec = validStored(StoredSpec, raw, "schedule spec");
-  const fires = sql
-    .exec("SELECT * FROM fires ORDER BY seq DESC")
-    .toArray()
-    .map((f) => fireOf(validStored(StoredFire, f, "schedule fire")));
+  const fires = q`SELECT * FROM fires ORDER BY seq DESC`.map((f) => fireOf(validStored(StoredFire, f, "schedule fire")));
   return { ...spec, recent_fires: fires };
 }
 
 /** Creates or replaces the spec (counters and fires kept on a replace); answers whether it was new. */
 export function writeSpec(sql: SqlStorage, spec: ScheduleSpec, nextFireAt: number | null, nowMs: number): boolean {
   createScheduleTables(sql);
-  const existed = sql.exec("SELECT 1 FROM spec WHERE id = 1").toArray().length > 0;
-  sql.exec(
+  const existed = objectSql(sql, STORE).one`SELECT 1 AS present FROM spec WHERE id = 1` !== null;
+  // The column values come as one list (specColumnValues), so the statement is bound by position.
+  execStatement(
+    sql,
+    STORE,
     `INSERT INTO spec (id, name, tool_name, tool_kwargs, schedule_kwargs, cron, timezone, execution_key, execution_key_fingerprint, created_by, state_binding, created_at, updated_at, next_fire_at)
      VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (id) DO UPDATE SET name = excluded.name, tool_name = excluded.tool_name, tool_kwargs = excluded.tool_kwargs,
        schedule_kwargs = excluded.schedule_kwargs, cron = excluded.cron, timezone = excluded.timezone,
        execution_key = excluded.execution_key, execution_key_fingerprint = excluded.execution_key_fingerprint,
        created_by = excluded.created_by, state_binding = excluded.state_binding, updated_at = excluded.updated_at, next_fire_at = excluded.next_fire_at`,
-    ...specColumnValues(spec),
-    nowMs,
-    nowMs,
-    nextFireAt,
+    [...specColumnValues(spec), nowMs, nowMs, nextFireAt],
   );
   return !existed;
 }
@@ -107,30 +108,26 @@ export function writeSpec(sql: SqlStorage, spec: ScheduleSpec, nextFireAt: numbe
  * counters and the next armed slot. A fire is stored unsubmitted.
  */
 export function recordAlarm(sql: SqlStorage, fire: ScheduleFire | null, nextFireAt: number | null): void {
+  const q = objectSql(sql, STORE);
   if (fire) {
-    sql.exec(
-      "INSERT INTO fires (run_id, slot_at, fired_at, catch_up, skipped, submitted) VALUES (?, ?, ?, ?, ?, 0)",
-      fire.run_id,
-      fire.slot_at,
-      fire.fired_at,
-      fire.catch_up ? 1 : 0,
-      fire.skipped,
-    );
-    sql.exec("DELETE FROM fires WHERE seq <= (SELECT MAX(seq) FROM fires) - ?", RECENT_FIRES);
-    if (fire.run_id) sql.exec("UPDATE spec SET fires = fires + 1, last_fire_at = ?, last_run_id = ? WHERE id = 1", fire.fired_at, fire.run_id);
+    q.run`INSERT INTO fires (run_id, slot_at, fired_at, catch_up, skipped, submitted)
+      VALUES (${fire.run_id}, ${fire.slot_at}, ${fire.fired_at}, ${fire.catch_up ? 1 : 0}, ${fire.skipped}, 0)`;
+    q.run`DELETE FROM fires WHERE seq <= (SELECT MAX(seq) FROM fires) - ${RECENT_FIRES}`;
+    if (fire.run_id) q.run`UPDATE spec SET fires = fires + 1, last_fire_at = ${fire.fired_at}, last_run_id = ${fire.run_id} WHERE id = 1`;
   }
-  sql.exec("UPDATE spec SET next_fire_at = ? WHERE id = 1", nextFireAt);
+  q.run`UPDATE spec SET next_fire_at = ${nextFireAt} WHERE id = 1`;
 }
 
 /** Fires whose run was not yet submitted (a restart came between recording and submitting). */
 export function unsubmittedFires(sql: SqlStorage): Array<{ seq: number; run_id: string; slot_at: number | null }> {
   if (!scheduleTablesExist(sql)) return [];
-  return sql
-    .exec("SELECT seq, run_id, slot_at FROM fires WHERE submitted = 0 AND run_id IS NOT NULL ORDER BY seq")
-    .toArray()
-    .map((r) => ({ seq: Number(r.seq), run_id: String(r.run_id), slot_at: r.slot_at === null ? null : Number(r.slot_at) }));
+  return objectSql(sql, STORE)`SELECT seq, run_id, slot_at FROM fires WHERE submitted = 0 AND run_id IS NOT NULL ORDER BY seq`.map((r) => ({
+    seq: Number(r.seq),
+    run_id: String(r.run_id),
+    slot_at: r.slot_at === null ? null : Number(r.slot_at),
+  }));
 }
 
 export function markSubmitted(sql: SqlStorage, seq: number): void {
-  sql.exec("UPDATE fires SET submitted = 1 WHERE seq = ?", seq);
+  objectSql(sql, STORE).run`UPDATE fires SET submitted = 1 WHERE seq = ${seq}`;
 }
