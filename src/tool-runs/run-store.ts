@@ -11,7 +11,7 @@ import { RunStep } from "../observability/model/run-trace";
 import { JsonObject, JsonValue } from "../platform/http/bounded-json";
 import { StateBinding } from "../states/state-binding";
 import { jsonColumn, validStored } from "../platform/persistence/stored-json";
-import { type ObjectSchema, columnsOf, migrateSchema } from "../platform/persistence/object-sql";
+import { type ObjectSchema, columnsOf, migrateSchema, execStatement, objectSql } from "../platform/persistence/object-sql";
 import { type ToolRunRequest, type ToolRunRecord, ToolRunOrigin, ToolRunStatus } from "./record";
 
 const COLUMNS =
@@ -43,8 +43,11 @@ const StoredRun = z.object({
   published: int,
 });
 
+/** The store's name in its statements' errors. */
+const STORE = "tool-run";
+
 export function runTableExists(sql: SqlStorage): boolean {
-  return sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'run'").toArray().length > 0;
+  return objectSql(sql, STORE).one`SELECT 1 AS present FROM sqlite_master WHERE type = 'table' AND name = 'run'` !== null;
 }
 
 /** The columns a run table of the first shape lacks; a run without them reads as neither hooked, bound nor asking. */
@@ -57,7 +60,7 @@ const LATER_COLUMNS = ["hook_name", "state_binding", "interaction_id", "binding_
  * adds the ones it lacks, and adoption reads which version the table stands at.
  */
 export const RUN_SCHEMA: ObjectSchema = {
-  name: "tool-run",
+  name: STORE,
   steps: [
     [
       `CREATE TABLE IF NOT EXISTS run (
@@ -74,7 +77,7 @@ export const RUN_SCHEMA: ObjectSchema = {
     ],
     (sql) => {
       const present = columnsOf(sql, "run");
-      for (const column of LATER_COLUMNS) if (!present.includes(column)) sql.exec(`ALTER TABLE run ADD COLUMN ${column} TEXT`);
+      for (const column of LATER_COLUMNS) if (!present.includes(column)) execStatement(sql, STORE, `ALTER TABLE run ADD COLUMN ${column} TEXT`);
     },
   ],
   adopt: (sql) => {
@@ -100,7 +103,7 @@ export function upgradeRunTable(sql: SqlStorage): void {
 /** The run, or null when the object holds none. */
 export function readRun(sql: SqlStorage): ToolRunRecord | null {
   if (!runTableExists(sql)) return null;
-  const raw = sql.exec(`SELECT ${COLUMNS} FROM run WHERE id = 1`).toArray()[0];
+  const raw = execStatement(sql, STORE, `SELECT ${COLUMNS} FROM run WHERE id = 1`).rows[0];
   if (!raw) return null;
   const r = validStored(StoredRun, raw, "tool run");
   let result: JsonValue = null;
@@ -111,27 +114,17 @@ export function readRun(sql: SqlStorage): ToolRunRecord | null {
 /** Inserts the run as queued (the caller checked there is none). */
 export function insertQueued(sql: SqlStorage, req: ToolRunRequest, nowMs: number): void {
   createRunTable(sql);
-  sql.exec(
-    `INSERT INTO run (id, run_id, tool_name, arguments, caller_user_id, caller_fingerprint, origin, schedule_name, slot_at, hook_name, state_binding, binding_by, status, attempts, created_at)
-     VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?)`,
-    req.run_id,
-    req.tool_name,
-    JSON.stringify(req.arguments),
-    req.caller.user_id,
-    req.caller.fingerprint,
-    req.origin,
-    req.schedule_name,
-    req.slot_at,
-    req.hook_name ?? null,
-    req.state_binding ? JSON.stringify(req.state_binding) : null,
-    req.state_binding ? (req.binding_by ?? null) : null,
-    nowMs,
-  );
+  const stateBinding = req.state_binding ? JSON.stringify(req.state_binding) : null;
+  const bindingBy = req.state_binding ? (req.binding_by ?? null) : null;
+  objectSql(sql, STORE)
+    .run`INSERT INTO run (id, run_id, tool_name, arguments, caller_user_id, caller_fingerprint, origin, schedule_name, slot_at, hook_name, state_binding, binding_by, status, attempts, created_at)
+    VALUES (1, ${req.run_id}, ${req.tool_name}, ${JSON.stringify(req.arguments)}, ${req.caller.user_id}, ${req.caller.fingerprint}, ${req.origin},
+      ${req.schedule_name}, ${req.slot_at}, ${req.hook_name ?? null}, ${stateBinding}, ${bindingBy}, 'queued', 0, ${nowMs})`;
 }
 
 /** Marks an attempt started: running, attempts + 1 (counted before the tool runs, so a crash counts). */
 export function markStarted(sql: SqlStorage, nowMs: number): void {
-  sql.exec("UPDATE run SET status = 'running', attempts = attempts + 1, started_at = ? WHERE id = 1", nowMs);
+  objectSql(sql, STORE).run`UPDATE run SET status = 'running', attempts = attempts + 1, started_at = ${nowMs} WHERE id = 1`;
 }
 
 /**
@@ -140,7 +133,8 @@ export function markStarted(sql: SqlStorage, nowMs: number): void {
  * attempt's steps kept for the trace.
  */
 export function markWaiting(sql: SqlStorage, interactionId: string, steps: RunSteps, untilMs: number): void {
-  sql.exec("UPDATE run SET status = 'waiting', interaction_id = ?, expires_at = ?, steps = ? WHERE id = 1", interactionId, untilMs, JSON.stringify(steps));
+  objectSql(sql, STORE)
+    .run`UPDATE run SET status = 'waiting', interaction_id = ${interactionId}, expires_at = ${untilMs}, steps = ${JSON.stringify(steps)} WHERE id = 1`;
 }
 
 export interface RunEnd {
@@ -161,25 +155,18 @@ const StoredSteps = z.object({ steps: z.array(RunStep), dropped: z.number().int(
 
 /** Records the end, its steps and the expiry; the end is not yet published. */
 export function markFinished(sql: SqlStorage, end: RunEnd, steps: RunSteps, nowMs: number, expiresAtMs: number): void {
-  sql.exec(
-    "UPDATE run SET status = ?, result = ?, error = ?, error_kind = ?, finished_at = ?, expires_at = ?, published = 0, steps = ? WHERE id = 1",
-    end.status,
-    end.status === "succeeded" ? JSON.stringify(end.result ?? null) : null,
-    end.error,
-    end.error_kind,
-    nowMs,
-    expiresAtMs,
-    JSON.stringify(steps),
-  );
+  const result = end.status === "succeeded" ? JSON.stringify(end.result ?? null) : null;
+  objectSql(sql, STORE).run`UPDATE run SET status = ${end.status}, result = ${result}, error = ${end.error}, error_kind = ${end.error_kind},
+    finished_at = ${nowMs}, expires_at = ${expiresAtMs}, published = 0, steps = ${JSON.stringify(steps)} WHERE id = 1`;
 }
 
 /** The ended run's steps (none when it ended without an attempt finishing). */
 export function readSteps(sql: SqlStorage): RunSteps {
-  const raw = sql.exec<{ steps: string | null }>("SELECT steps FROM run WHERE id = 1").toArray()[0]?.steps;
+  const raw = objectSql(sql, STORE).one<{ steps: string | null }>`SELECT steps FROM run WHERE id = 1`?.steps;
   return raw ? validStored(jsonColumn(StoredSteps), raw, "tool run steps") : { steps: [], dropped: 0, version: null };
 }
 
 /** The end is listed and traced: the steps are no longer needed. */
 export function markPublished(sql: SqlStorage): void {
-  sql.exec("UPDATE run SET published = 1, steps = NULL WHERE id = 1");
+  objectSql(sql, STORE).run`UPDATE run SET published = 1, steps = NULL WHERE id = 1`;
 }
