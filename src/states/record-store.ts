@@ -10,9 +10,12 @@
  */
 import { z } from "zod";
 import type { JsonObject } from "../platform/http/bounded-json";
-import { type ObjectSchema, migrateSchema } from "../platform/persistence/object-sql";
+import { type ObjectSchema, migrateSchema, objectSql } from "../platform/persistence/object-sql";
 import { parseStored, storedJsonObject } from "../platform/persistence/stored-json";
 import { Subject, WriteEntry, WriteOrigin } from "./views";
+
+/** The store's name in its statements' errors. */
+const STORE = "state-store";
 
 /** Audit rows kept per record; older ones are dropped as new ones land (docs/states.md). */
 export const MAX_WRITES_PER_RECORD = 1000;
@@ -22,7 +25,7 @@ export const MAX_WRITES_PER_RECORD = 1000;
  * `IF NOT EXISTS`: a store written before versions adopts it with its rows kept.
  */
 export const STATE_SCHEMA: ObjectSchema = {
-  name: "state-store",
+  name: STORE,
   steps: [
     [
       "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -58,23 +61,20 @@ export function subjectOfKey(skey: string): Subject {
 }
 
 export function getMeta(sql: SqlStorage, key: string): string | null {
-  return sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = ?", key).toArray()[0]?.value ?? null;
+  return objectSql(sql, STORE).one<{ value: string }>`SELECT value FROM meta WHERE key = ${key}`?.value ?? null;
 }
 
 export function setMeta(sql: SqlStorage, key: string, value: string): void {
-  sql.exec("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", key, value);
+  objectSql(sql, STORE).run`INSERT INTO meta (key, value) VALUES (${key}, ${value}) ON CONFLICT (key) DO UPDATE SET value = excluded.value`;
 }
 
 /** The subject whose record `skey` reads and writes: its fold target, or itself. */
 export function canonicalOf(sql: SqlStorage, skey: string): string {
-  return sql.exec<{ canonical: string }>("SELECT canonical FROM aliases WHERE skey = ?", skey).toArray()[0]?.canonical ?? skey;
+  return objectSql(sql, STORE).one<{ canonical: string }>`SELECT canonical FROM aliases WHERE skey = ${skey}`?.canonical ?? skey;
 }
 
 export function foldedInto(sql: SqlStorage, canonical: string): string[] {
-  return sql
-    .exec<{ skey: string }>("SELECT skey FROM aliases WHERE canonical = ? ORDER BY skey", canonical)
-    .toArray()
-    .map((r) => r.skey);
+  return objectSql(sql, STORE)<{ skey: string }>`SELECT skey FROM aliases WHERE canonical = ${canonical} ORDER BY skey`.map((r) => r.skey);
 }
 
 export interface RecordRow {
@@ -86,12 +86,8 @@ export interface RecordRow {
 
 /** The live record stored under `skey`; an expired one is reclaimed here and reads as absent. */
 export function liveRecord(sql: SqlStorage, skey: string, nowMs: number): RecordRow | null {
-  const row = sql
-    .exec<{ data: string; seq: number; updated_at: number; expires_at: number | null }>(
-      "SELECT data, seq, updated_at, expires_at FROM records WHERE skey = ?",
-      skey,
-    )
-    .toArray()[0];
+  const row = objectSql(sql, STORE).one<{ data: string; seq: number; updated_at: number; expires_at: number | null }>`
+    SELECT data, seq, updated_at, expires_at FROM records WHERE skey = ${skey}`;
   if (!row) return null;
   if (row.expires_at !== null && row.expires_at <= nowMs) {
     deleteRecord(sql, skey);
@@ -103,81 +99,57 @@ export function liveRecord(sql: SqlStorage, skey: string, nowMs: number): Record
 /** Stores `data` as the record of `skey` with sequence `seq`, expiring `retentionMs` after now (null: never). */
 export function putRecord(sql: SqlStorage, skey: string, data: JsonObject, seq: number, nowMs: number, retentionMs: number | null): void {
   const s = subjectOfKey(skey);
-  sql.exec(
-    `INSERT INTO records (skey, target_kind, target_name, kind, key, data, seq, created_at, updated_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-     ON CONFLICT (skey) DO UPDATE SET data = excluded.data, seq = excluded.seq, updated_at = excluded.updated_at, expires_at = excluded.expires_at`,
-    skey,
-    s.target_kind,
-    s.target_name,
-    s.kind,
-    s.key,
-    JSON.stringify(data),
-    seq,
-    nowMs,
-    nowMs,
-    retentionMs === null ? null : nowMs + retentionMs,
-  );
+  const expiresAt = retentionMs === null ? null : nowMs + retentionMs;
+  objectSql(sql, STORE).run`
+    INSERT INTO records (skey, target_kind, target_name, kind, key, data, seq, created_at, updated_at, expires_at)
+    VALUES (${skey}, ${s.target_kind}, ${s.target_name}, ${s.kind}, ${s.key}, ${JSON.stringify(data)}, ${seq}, ${nowMs}, ${nowMs}, ${expiresAt})
+    ON CONFLICT (skey) DO UPDATE SET data = excluded.data, seq = excluded.seq, updated_at = excluded.updated_at, expires_at = excluded.expires_at`;
 }
 
 /** Deletes the record of `skey` with its audit rows and op ids (its aliases stay: see `dropAliasesOf`). */
 export function deleteRecord(sql: SqlStorage, skey: string): boolean {
-  const removed = sql.exec("DELETE FROM records WHERE skey = ?", skey).rowsWritten > 0;
-  sql.exec("DELETE FROM writes WHERE skey = ?", skey);
-  sql.exec("DELETE FROM op_ids WHERE skey = ?", skey);
+  const q = objectSql(sql, STORE);
+  const removed = q.run`DELETE FROM records WHERE skey = ${skey}` > 0;
+  q.run`DELETE FROM writes WHERE skey = ${skey}`;
+  q.run`DELETE FROM op_ids WHERE skey = ${skey}`;
   return removed;
 }
 
 export function dropAliasesOf(sql: SqlStorage, canonical: string): number {
-  return sql.exec("DELETE FROM aliases WHERE canonical = ? OR skey = ?", canonical, canonical).rowsWritten;
+  return objectSql(sql, STORE).run`DELETE FROM aliases WHERE canonical = ${canonical} OR skey = ${canonical}`;
 }
 
 /** Points `skey` (and everything folded into it) at `canonical`; answers how many older aliases were re-pointed. */
 export function addAlias(sql: SqlStorage, skey: string, canonical: string): number {
+  const q = objectSql(sql, STORE);
   // Counted first: `rowsWritten` also counts the index entries an update rewrites.
-  const flattened = Number(sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM aliases WHERE canonical = ?", skey).one().n);
-  sql.exec("UPDATE aliases SET canonical = ? WHERE canonical = ?", canonical, skey);
+  const flattened = Number(q.one<{ n: number }>`SELECT COUNT(*) AS n FROM aliases WHERE canonical = ${skey}`?.n ?? 0);
+  q.run`UPDATE aliases SET canonical = ${canonical} WHERE canonical = ${skey}`;
   const s = subjectOfKey(skey);
-  sql.exec(
-    "INSERT INTO aliases (skey, canonical, kind, key) VALUES (?, ?, ?, ?) ON CONFLICT (skey) DO UPDATE SET canonical = excluded.canonical",
-    skey,
-    canonical,
-    s.kind,
-    s.key,
-  );
+  q.run`INSERT INTO aliases (skey, canonical, kind, key) VALUES (${skey}, ${canonical}, ${s.kind}, ${s.key})
+    ON CONFLICT (skey) DO UPDATE SET canonical = excluded.canonical`;
   return flattened;
 }
 
 export function opIdSeen(sql: SqlStorage, skey: string, opId: string): boolean {
-  return sql.exec("SELECT 1 FROM op_ids WHERE skey = ? AND op_id = ?", skey, opId).toArray().length > 0;
+  return objectSql(sql, STORE).one`SELECT 1 AS seen FROM op_ids WHERE skey = ${skey} AND op_id = ${opId}` !== null;
 }
 
 export function rememberOpId(sql: SqlStorage, skey: string, opId: string, nowMs: number): void {
-  sql.exec("INSERT OR IGNORE INTO op_ids (skey, op_id, at) VALUES (?, ?, ?)", skey, opId, nowMs);
+  objectSql(sql, STORE).run`INSERT OR IGNORE INTO op_ids (skey, op_id, at) VALUES (${skey}, ${opId}, ${nowMs})`;
 }
 
 /** Appends an audit row for the write that gave `skey` sequence `seq`, keeping the newest MAX_WRITES_PER_RECORD. */
 export function appendWrite(sql: SqlStorage, skey: string, seq: number, nowMs: number, origin: WriteOrigin, paths: Array<Array<string | number>>): void {
-  sql.exec(
-    "INSERT OR REPLACE INTO writes (skey, seq, at, origin, paths) VALUES (?, ?, ?, ?, ?)",
-    skey,
-    seq,
-    nowMs,
-    JSON.stringify(origin),
-    JSON.stringify(paths),
-  );
-  sql.exec("DELETE FROM writes WHERE skey = ? AND seq <= ?", skey, seq - MAX_WRITES_PER_RECORD);
+  const q = objectSql(sql, STORE);
+  q.run`INSERT OR REPLACE INTO writes (skey, seq, at, origin, paths) VALUES (${skey}, ${seq}, ${nowMs}, ${JSON.stringify(origin)}, ${JSON.stringify(paths)})`;
+  q.run`DELETE FROM writes WHERE skey = ${skey} AND seq <= ${seq - MAX_WRITES_PER_RECORD}`;
 }
 
 /** Audit rows of `skey`, newest first, after `beforeSeq` when paging. */
 export function writesOf(sql: SqlStorage, skey: string, limit: number, beforeSeq: number | null): WriteEntry[] {
-  const rows = sql
-    .exec<{ seq: number; at: number; origin: string; paths: string }>(
-      "SELECT seq, at, origin, paths FROM writes WHERE skey = ? AND seq < ? ORDER BY seq DESC LIMIT ?",
-      skey,
-      beforeSeq ?? Number.MAX_SAFE_INTEGER,
-      limit,
-    )
-    .toArray();
+  const rows = objectSql(sql, STORE)<{ seq: number; at: number; origin: string; paths: string }>`
+    SELECT seq, at, origin, paths FROM writes WHERE skey = ${skey} AND seq < ${beforeSeq ?? Number.MAX_SAFE_INTEGER} ORDER BY seq DESC LIMIT ${limit}`;
   return rows.map((r) => ({
     seq: r.seq,
     at: new Date(r.at).toISOString(),
@@ -188,14 +160,19 @@ export function writesOf(sql: SqlStorage, skey: string, limit: number, beforeSeq
 
 /** Deletes every expired record; answers how many. */
 export function pruneExpired(sql: SqlStorage, nowMs: number): number {
-  const expired = sql.exec<{ skey: string }>("SELECT skey FROM records WHERE expires_at IS NOT NULL AND expires_at <= ?", nowMs).toArray();
+  const expired = objectSql(sql, STORE)<{ skey: string }>`SELECT skey FROM records WHERE expires_at IS NOT NULL AND expires_at <= ${nowMs}`;
   for (const { skey } of expired) deleteRecord(sql, skey);
   return expired.length;
 }
 
 /** Wipes every table's rows (the state was deleted); answers the records there were. */
 export function wipeState(sql: SqlStorage): number {
-  const records = Number(sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM records").one().n);
-  for (const t of ["meta", "records", "aliases", "writes", "op_ids"]) sql.exec(`DELETE FROM ${t}`);
+  const q = objectSql(sql, STORE);
+  const records = Number(q.one<{ n: number }>`SELECT COUNT(*) AS n FROM records`?.n ?? 0);
+  q.run`DELETE FROM meta`;
+  q.run`DELETE FROM records`;
+  q.run`DELETE FROM aliases`;
+  q.run`DELETE FROM writes`;
+  q.run`DELETE FROM op_ids`;
   return records;
 }
