@@ -7,14 +7,17 @@
  */
 import { type InteractionEvent, InteractionEventInput } from "./rpc";
 import { parseStored } from "../platform/persistence/stored-json";
-import { type ObjectSchema, migrateSchema } from "../platform/persistence/object-sql";
+import { type ObjectSchema, migrateSchema, objectSql } from "../platform/persistence/object-sql";
+
+/** The store's name in its statements' errors. */
+const STORE = "interaction-hub";
 
 /**
  * The `interaction-hub` schema. Version 1 is the tables as the store first created them, with
  * `IF NOT EXISTS`: a store written before versions adopts it with its rows kept.
  */
 export const HUB_RING_SCHEMA: ObjectSchema = {
-  name: "interaction-hub",
+  name: STORE,
   steps: [
     [
       "CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY, interaction_id TEXT NOT NULL, audience TEXT, event TEXT NOT NULL)",
@@ -31,25 +34,28 @@ export function migrateRing(sql: SqlStorage): void {
 
 /** Appends events in order and trims the ring to `cap`. */
 export function appendEvents(sql: SqlStorage, events: readonly InteractionEventInput[], cap: number): void {
+  const q = objectSql(sql, STORE);
   let id = lastEventId(sql);
-  for (const e of events)
-    sql.exec("INSERT INTO events (id, interaction_id, audience, event) VALUES (?, ?, ?, ?)", ++id, e.interaction_id, e.audience, JSON.stringify(e));
-  sql.exec("INSERT INTO ring_meta (key, value) VALUES ('last_id', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", id);
-  const cut = sql.exec<{ id: number }>("SELECT id FROM events ORDER BY id DESC LIMIT 1 OFFSET ?", cap).toArray()[0];
+  for (const e of events) {
+    id += 1;
+    q.run`INSERT INTO events (id, interaction_id, audience, event) VALUES (${id}, ${e.interaction_id}, ${e.audience}, ${JSON.stringify(e)})`;
+  }
+  q.run`INSERT INTO ring_meta (key, value) VALUES ('last_id', ${id}) ON CONFLICT (key) DO UPDATE SET value = excluded.value`;
+  const cut = q.one<{ id: number }>`SELECT id FROM events ORDER BY id DESC LIMIT 1 OFFSET ${cap}`;
   if (cut) {
-    sql.exec("DELETE FROM events WHERE id <= ?", cut.id);
-    sql.exec("INSERT INTO ring_meta (key, value) VALUES ('trimmed_through', ?) ON CONFLICT (key) DO UPDATE SET value = MAX(value, excluded.value)", cut.id);
+    q.run`DELETE FROM events WHERE id <= ${cut.id}`;
+    q.run`INSERT INTO ring_meta (key, value) VALUES ('trimmed_through', ${cut.id}) ON CONFLICT (key) DO UPDATE SET value = MAX(value, excluded.value)`;
   }
 }
 
 /** The newest id ever given (0: none). */
 export function lastEventId(sql: SqlStorage): number {
-  return sql.exec<{ value: number }>("SELECT value FROM ring_meta WHERE key = 'last_id'").toArray()[0]?.value ?? 0;
+  return objectSql(sql, STORE).one<{ value: number }>`SELECT value FROM ring_meta WHERE key = 'last_id'`?.value ?? 0;
 }
 
 /** The highest id trimmed away (0: none). */
 export function trimmedThrough(sql: SqlStorage): number {
-  return sql.exec<{ value: number }>("SELECT value FROM ring_meta WHERE key = 'trimmed_through'").toArray()[0]?.value ?? 0;
+  return objectSql(sql, STORE).one<{ value: number }>`SELECT value FROM ring_meta WHERE key = 'trimmed_through'`?.value ?? 0;
 }
 
 /**
@@ -58,28 +64,22 @@ export function trimmedThrough(sql: SqlStorage): number {
  * src/access-control/identity.ts).
  */
 export function eventsAfter(sql: SqlStorage, after: number, audience: string | null, limit: number, audienceSince?: string): InteractionEvent[] {
+  const q = objectSql(sql, STORE);
+  type Row = { id: number; event: string };
   const rows =
     audience === null
-      ? sql.exec<{ id: number; event: string }>("SELECT id, event FROM events WHERE id > ? ORDER BY id LIMIT ?", after, limit).toArray()
+      ? q<Row>`SELECT id, event FROM events WHERE id > ${after} ORDER BY id LIMIT ${limit}`
       : audienceSince === undefined
-        ? sql
-            .exec<{ id: number; event: string }>("SELECT id, event FROM events WHERE id > ? AND audience = ? ORDER BY id LIMIT ?", after, audience, limit)
-            .toArray()
-        : sql
-            .exec<{ id: number; event: string }>(
-              "SELECT id, event FROM events WHERE id > ? AND audience = ? AND json_extract(event, '$.interaction.created_at') >= ? ORDER BY id LIMIT ?",
-              after,
-              audience,
-              audienceSince,
-              limit,
-            )
-            .toArray();
+        ? q<Row>`SELECT id, event FROM events WHERE id > ${after} AND audience = ${audience} ORDER BY id LIMIT ${limit}`
+        : q<Row>`SELECT id, event FROM events
+            WHERE id > ${after} AND audience = ${audience} AND json_extract(event, '$.interaction.created_at') >= ${audienceSince} ORDER BY id LIMIT ${limit}`;
   return rows.map((r) => ({ id: r.id, ...parseStored(InteractionEventInput, r.event, "events.event") }));
 }
 
 /** Erasure: drops the events of these interactions; answers how many. */
 export function dropInteractionEvents(sql: SqlStorage, interactionIds: readonly string[]): number {
+  const q = objectSql(sql, STORE);
   let n = 0;
-  for (const id of interactionIds) n += sql.exec("DELETE FROM events WHERE interaction_id = ?", id).rowsWritten;
+  for (const id of interactionIds) n += q.run`DELETE FROM events WHERE interaction_id = ${id}`;
   return n;
 }

@@ -9,7 +9,10 @@
  * purges expired memory (`purgeExpiredCheckpoint`) and is armed no later than `checkpointAlarmDue`.
  * Nothing here sets the alarm: a writer re-arms through the object after writing.
  */
-import type { MigrationStep } from "../../platform/persistence/object-sql";
+import { type MigrationStep, objectSql } from "../../platform/persistence/object-sql";
+
+/** The store's name in its statements' errors. */
+const STORE = "thread-memory";
 import { type CheckpointMessage, idleExpiry, parseStoredMessage } from "../model/agent-memory";
 
 /** One thread's memory inside its object's storage. */
@@ -32,13 +35,14 @@ export const MEMORY_STEPS: readonly MigrationStep[] = [
 ];
 
 function forget(storage: DurableObjectStorage, threadId: string): void {
-  storage.sql.exec("DELETE FROM checkpoint_messages WHERE thread_id = ?", threadId);
-  storage.sql.exec("DELETE FROM checkpoint_threads WHERE thread_id = ?", threadId);
+  const q = objectSql(storage.sql, STORE);
+  q.run`DELETE FROM checkpoint_messages WHERE thread_id = ${threadId}`;
+  q.run`DELETE FROM checkpoint_threads WHERE thread_id = ${threadId}`;
 }
 
 function isExpired({ storage, threadId }: ThreadMemory, nowMs: number): boolean {
-  const rows = storage.sql.exec<{ expires_at: number | null }>("SELECT expires_at FROM checkpoint_threads WHERE thread_id = ?", threadId).toArray();
-  const at = rows[0]?.expires_at;
+  const at = objectSql(storage.sql, STORE).one<{ expires_at: number | null }>`SELECT expires_at FROM checkpoint_threads WHERE thread_id = ${threadId}`
+    ?.expires_at;
   return at !== undefined && at !== null && at <= nowMs;
 }
 
@@ -49,10 +53,9 @@ export function readCheckpoint(mem: ThreadMemory, nowMs: number): CheckpointMess
     storage.transactionSync(() => forget(storage, threadId));
     return [];
   }
-  return storage.sql
-    .exec<{ message: string }>("SELECT message FROM checkpoint_messages WHERE thread_id = ? ORDER BY seq", threadId)
-    .toArray()
-    .map((r) => parseStoredMessage(r.message));
+  return objectSql(storage.sql, STORE)<{ message: string }>`SELECT message FROM checkpoint_messages WHERE thread_id = ${threadId} ORDER BY seq`.map((r) =>
+    parseStoredMessage(r.message),
+  );
 }
 
 /**
@@ -65,16 +68,10 @@ export function appendCheckpoint(mem: ThreadMemory, messages: CheckpointMessage[
   const expiresAt = idleExpiry(opts.nowMs, opts.ttlMinutes);
   storage.transactionSync(() => {
     if (isExpired(mem, opts.nowMs)) forget(storage, threadId);
-    for (const m of messages) {
-      storage.sql.exec("INSERT INTO checkpoint_messages (thread_id, message) VALUES (?, ?)", threadId, JSON.stringify(m));
-    }
-    storage.sql.exec(
-      `INSERT INTO checkpoint_threads (thread_id, updated_at, expires_at) VALUES (?, ?, ?)
-       ON CONFLICT(thread_id) DO UPDATE SET updated_at = excluded.updated_at, expires_at = excluded.expires_at`,
-      threadId,
-      opts.nowMs,
-      expiresAt,
-    );
+    const q = objectSql(storage.sql, STORE);
+    for (const m of messages) q.run`INSERT INTO checkpoint_messages (thread_id, message) VALUES (${threadId}, ${JSON.stringify(m)})`;
+    q.run`INSERT INTO checkpoint_threads (thread_id, updated_at, expires_at) VALUES (${threadId}, ${opts.nowMs}, ${expiresAt})
+      ON CONFLICT(thread_id) DO UPDATE SET updated_at = excluded.updated_at, expires_at = excluded.expires_at`;
   });
 }
 
@@ -88,9 +85,8 @@ export function deleteCheckpoint({ storage, threadId }: ThreadMemory): void {
  * Idempotent. Returns how many threads it purged.
  */
 export function purgeExpiredCheckpoint(storage: DurableObjectStorage, nowMs: number): number {
-  const expired = storage.sql
-    .exec<{ thread_id: string }>("SELECT thread_id FROM checkpoint_threads WHERE expires_at IS NOT NULL AND expires_at <= ?", nowMs)
-    .toArray();
+  const expired = objectSql(storage.sql, STORE)<{ thread_id: string }>`
+    SELECT thread_id FROM checkpoint_threads WHERE expires_at IS NOT NULL AND expires_at <= ${nowMs}`;
   if (expired.length) storage.transactionSync(() => expired.forEach((r) => forget(storage, r.thread_id)));
   return expired.length;
 }
@@ -101,6 +97,7 @@ export function purgeExpiredCheckpoint(storage: DurableObjectStorage, nowMs: num
  * re-arms.
  */
 export function checkpointAlarmDue(storage: DurableObjectStorage): number | null {
-  const rows = storage.sql.exec<{ due: number | null }>("SELECT MIN(expires_at) AS due FROM checkpoint_threads WHERE expires_at IS NOT NULL").toArray();
-  return rows[0]?.due ?? null;
+  return (
+    objectSql(storage.sql, STORE).one<{ due: number | null }>`SELECT MIN(expires_at) AS due FROM checkpoint_threads WHERE expires_at IS NOT NULL`?.due ?? null
+  );
 }
