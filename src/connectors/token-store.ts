@@ -7,7 +7,10 @@
 import { z } from "zod";
 import type { ConnectionHealth } from "./rpc";
 import { type Sealed, parseSealed } from "./sealing";
-import { type ObjectSchema, migrateSchema } from "../platform/persistence/object-sql";
+import { type ObjectSchema, migrateSchema, objectSql } from "../platform/persistence/object-sql";
+
+/** The store's name in its statements' errors. */
+const STORE = "connector-tokens";
 
 /** The secret part of a grant: what is sealed, and read back through this schema once unsealed. */
 export const TokenSecrets = z.object({ access_token: z.string(), refresh_token: z.string().nullable(), token_type: z.string().nullable() });
@@ -65,11 +68,8 @@ type Raw = {
 };
 
 export function readTokens(sql: SqlStorage): TokenRow | null {
-  const r = sql
-    .exec<Raw>(
-      "SELECT connection_id, provider_id, sealed, expires_at, refreshable, granted_scope, status, last_error, last_refreshed_at, generation FROM tokens WHERE one = 1",
-    )
-    .toArray()[0];
+  const r = objectSql(sql, STORE).one<Raw>`
+    SELECT connection_id, provider_id, sealed, expires_at, refreshable, granted_scope, status, last_error, last_refreshed_at, generation FROM tokens WHERE one = 1`;
   if (!r) return null;
   const sealed = parseSealed(r.sealed);
   if (!sealed) throw new Error("connector tokens row holds an unreadable sealed value");
@@ -89,33 +89,19 @@ export function readTokens(sql: SqlStorage): TokenRow | null {
 
 /** Writes the whole row (an install, a refresh, a re-seal), bumping the generation. */
 export function writeTokens(sql: SqlStorage, row: Omit<TokenRow, "generation">, nowMs: number): void {
-  sql.exec(
-    `INSERT INTO tokens (one, connection_id, provider_id, sealed, expires_at, refreshable, granted_scope, status, last_error, last_refreshed_at, generation, updated_at)
-     VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?)
+  objectSql(sql, STORE).run`
+    INSERT INTO tokens (one, connection_id, provider_id, sealed, expires_at, refreshable, granted_scope, status, last_error, last_refreshed_at, generation, updated_at)
+    VALUES (1, ${row.connection_id}, ${row.provider_id}, ${JSON.stringify(row.sealed)}, ${row.expires_at}, ${row.refreshable ? 1 : 0}, ${row.granted_scope},
+      ${row.status}, ${row.last_error}, ${row.last_refreshed_at}, 1, ${nowMs})
      ON CONFLICT (one) DO UPDATE SET connection_id = excluded.connection_id, provider_id = excluded.provider_id, sealed = excluded.sealed,
        expires_at = excluded.expires_at, refreshable = excluded.refreshable, granted_scope = excluded.granted_scope, status = excluded.status,
-       last_error = excluded.last_error, last_refreshed_at = excluded.last_refreshed_at, generation = tokens.generation + 1, updated_at = excluded.updated_at`,
-    row.connection_id,
-    row.provider_id,
-    JSON.stringify(row.sealed),
-    row.expires_at,
-    row.refreshable ? 1 : 0,
-    row.granted_scope,
-    row.status,
-    row.last_error,
-    row.last_refreshed_at,
-    nowMs,
-  );
+       last_error = excluded.last_error, last_refreshed_at = excluded.last_refreshed_at, generation = tokens.generation + 1, updated_at = excluded.updated_at`;
 }
 
 /** Records a failed refresh: `reconnect` when the provider refused it for good. */
 export function markRefreshFailure(sql: SqlStorage, message: string, reconnect: boolean, nowMs: number): void {
-  sql.exec(
-    "UPDATE tokens SET last_error = ?, status = CASE WHEN ? THEN 'reconnect_required' ELSE status END, updated_at = ? WHERE one = 1",
-    message,
-    reconnect ? 1 : 0,
-    nowMs,
-  );
+  objectSql(sql, STORE).run`UPDATE tokens SET last_error = ${message}, status = CASE WHEN ${reconnect ? 1 : 0} THEN 'reconnect_required' ELSE status END,
+    updated_at = ${nowMs} WHERE one = 1`;
 }
 
 /** The health a view shows for `row` at `nowMs`. */

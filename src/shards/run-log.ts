@@ -6,7 +6,10 @@
  */
 import { RunTrace } from "../observability/model/run-trace";
 import { parseStored } from "../platform/persistence/stored-json";
-import { type ObjectSchema, migrateSchema } from "../platform/persistence/object-sql";
+import { type ObjectSchema, execStatement, migrateSchema, objectSql } from "../platform/persistence/object-sql";
+
+/** The store's name in its statements' errors. */
+const STORE = "run-log";
 
 /**
  * The `run-log` schema. Version 1 is the tables as the store first created them, with
@@ -38,35 +41,25 @@ export function createRunLog(sql: SqlStorage): void {
 
 /** Keeps `trace` until `expiresAtMs` (a trace recorded twice keeps the later). */
 export function keepTrace(sql: SqlStorage, trace: RunTrace, expiresAtMs: number): void {
-  sql.exec(
-    "INSERT OR REPLACE INTO run_traces (trace_id, user_id, thread_id, started_at, expires_at, trace) VALUES (?, ?, ?, ?, ?, ?)",
-    trace.trace_id,
-    trace.user_id,
-    trace.thread_id,
-    Date.parse(trace.started_at),
-    expiresAtMs,
-    JSON.stringify(trace),
-  );
+  objectSql(sql, STORE).run`INSERT OR REPLACE INTO run_traces (trace_id, user_id, thread_id, started_at, expires_at, trace)
+    VALUES (${trace.trace_id}, ${trace.user_id}, ${trace.thread_id}, ${Date.parse(trace.started_at)}, ${expiresAtMs}, ${JSON.stringify(trace)})`;
 }
 
 /** The live trace `traceId`, if this shard keeps it. */
 export function findTrace(sql: SqlStorage, traceId: string, nowMs: number): RunTrace | null {
-  const r = sql.exec<{ trace: string }>("SELECT trace FROM run_traces WHERE trace_id = ? AND expires_at > ?", traceId, nowMs).toArray()[0];
+  const r = objectSql(sql, STORE).one<{ trace: string }>`SELECT trace FROM run_traces WHERE trace_id = ${traceId} AND expires_at > ${nowMs}`;
   return r ? parseStored(RunTrace, r.trace, "run trace") : null;
 }
 
 /** The earliest expiry held (null: none). */
 export function nextTraceExpiry(sql: SqlStorage): number | null {
-  return sql.exec<{ t: number | null }>("SELECT MIN(expires_at) AS t FROM run_traces").one().t;
+  return objectSql(sql, STORE).one<{ t: number | null }>`SELECT MIN(expires_at) AS t FROM run_traces`?.t ?? null;
 }
 
 /** Deletes the traces matching `where` and answers their ids. */
 function deleteWhere(sql: SqlStorage, where: string, arg: SqlStorageValue): string[] {
-  const ids = sql
-    .exec<{ trace_id: string }>(`SELECT trace_id FROM run_traces WHERE ${where}`, arg)
-    .toArray()
-    .map((r) => r.trace_id);
-  if (ids.length) sql.exec(`DELETE FROM run_traces WHERE ${where}`, arg);
+  const ids = execStatement<{ trace_id: string }>(sql, STORE, `SELECT trace_id FROM run_traces WHERE ${where}`, [arg]).rows.map((r) => r.trace_id);
+  if (ids.length) execStatement(sql, STORE, `DELETE FROM run_traces WHERE ${where}`, [arg]);
   return ids;
 }
 
