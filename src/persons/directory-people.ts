@@ -5,7 +5,7 @@
 import type { Arrival, PersonView } from "./rpc";
 import type { DirectoryKit } from "./directory-kit";
 import { type DoorAddress, doorAddressKey } from "./pairing";
-import { erasePerson, personOfAddress, personView } from "./person-store";
+import { erasePerson, personOfAddress, personView, setPersonLocale } from "./person-store";
 
 export interface DirectoryPeople {
   ensure(arrival: Arrival, localeHint: string | null, nowMs: number): Promise<{ person: PersonView; created: boolean }>;
@@ -29,7 +29,7 @@ export function directoryPeople(kit: DirectoryKit): DirectoryPeople {
     },
     get: (personId) => personView(sql, personId),
     setLocale(personId, locale) {
-      sql.exec("UPDATE persons SET locale = ? WHERE person_id = ?", locale, personId);
+      setPersonLocale(sql, personId, locale);
       return personView(sql, personId);
     },
     async erase(personId) {

@@ -96,6 +96,11 @@ function lastSeq(q: ObjectSql): number {
   return q.one<{ s: number | null }>`SELECT MAX(seq) AS s FROM addresses`?.s ?? 0;
 }
 
+/** Sets (or clears) a person's locale. */
+export function setPersonLocale(sql: SqlStorage, personId: string, locale: string | null): void {
+  objectSql(sql, STORE).run`UPDATE persons SET locale = ${locale} WHERE person_id = ${personId}`;
+}
+
 /** Adds (or moves) address `a` to `personId`, first seen on `route`. */
 export function attachAddress(sql: SqlStorage, personId: string, a: DoorAddress, routes: string[], nowMs: number): void {
   const q = objectSql(sql, STORE);

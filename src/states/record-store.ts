@@ -14,8 +14,8 @@ import { type ObjectSchema, migrateSchema, objectSql } from "../platform/persist
 import { parseStored, storedJsonObject } from "../platform/persistence/stored-json";
 import { Subject, WriteEntry, WriteOrigin } from "./views";
 
-/** The store's name in its statements' errors. */
-const STORE = "state-store";
+/** The store's name in its statements' errors (the state object's other parts use it too). */
+export const STATE_STORE = "state-store";
 
 /** Audit rows kept per record; older ones are dropped as new ones land (docs/states.md). */
 export const MAX_WRITES_PER_RECORD = 1000;
@@ -25,7 +25,7 @@ export const MAX_WRITES_PER_RECORD = 1000;
  * `IF NOT EXISTS`: a store written before versions adopts it with its rows kept.
  */
 export const STATE_SCHEMA: ObjectSchema = {
-  name: STORE,
+  name: STATE_STORE,
   steps: [
     [
       "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -61,20 +61,20 @@ export function subjectOfKey(skey: string): Subject {
 }
 
 export function getMeta(sql: SqlStorage, key: string): string | null {
-  return objectSql(sql, STORE).one<{ value: string }>`SELECT value FROM meta WHERE key = ${key}`?.value ?? null;
+  return objectSql(sql, STATE_STORE).one<{ value: string }>`SELECT value FROM meta WHERE key = ${key}`?.value ?? null;
 }
 
 export function setMeta(sql: SqlStorage, key: string, value: string): void {
-  objectSql(sql, STORE).run`INSERT INTO meta (key, value) VALUES (${key}, ${value}) ON CONFLICT (key) DO UPDATE SET value = excluded.value`;
+  objectSql(sql, STATE_STORE).run`INSERT INTO meta (key, value) VALUES (${key}, ${value}) ON CONFLICT (key) DO UPDATE SET value = excluded.value`;
 }
 
 /** The subject whose record `skey` reads and writes: its fold target, or itself. */
 export function canonicalOf(sql: SqlStorage, skey: string): string {
-  return objectSql(sql, STORE).one<{ canonical: string }>`SELECT canonical FROM aliases WHERE skey = ${skey}`?.canonical ?? skey;
+  return objectSql(sql, STATE_STORE).one<{ canonical: string }>`SELECT canonical FROM aliases WHERE skey = ${skey}`?.canonical ?? skey;
 }
 
 export function foldedInto(sql: SqlStorage, canonical: string): string[] {
-  return objectSql(sql, STORE)<{ skey: string }>`SELECT skey FROM aliases WHERE canonical = ${canonical} ORDER BY skey`.map((r) => r.skey);
+  return objectSql(sql, STATE_STORE)<{ skey: string }>`SELECT skey FROM aliases WHERE canonical = ${canonical} ORDER BY skey`.map((r) => r.skey);
 }
 
 export interface RecordRow {
@@ -86,7 +86,7 @@ export interface RecordRow {
 
 /** The live record stored under `skey`; an expired one is reclaimed here and reads as absent. */
 export function liveRecord(sql: SqlStorage, skey: string, nowMs: number): RecordRow | null {
-  const row = objectSql(sql, STORE).one<{ data: string; seq: number; updated_at: number; expires_at: number | null }>`
+  const row = objectSql(sql, STATE_STORE).one<{ data: string; seq: number; updated_at: number; expires_at: number | null }>`
     SELECT data, seq, updated_at, expires_at FROM records WHERE skey = ${skey}`;
   if (!row) return null;
   if (row.expires_at !== null && row.expires_at <= nowMs) {
@@ -100,7 +100,7 @@ export function liveRecord(sql: SqlStorage, skey: string, nowMs: number): Record
 export function putRecord(sql: SqlStorage, skey: string, data: JsonObject, seq: number, nowMs: number, retentionMs: number | null): void {
   const s = subjectOfKey(skey);
   const expiresAt = retentionMs === null ? null : nowMs + retentionMs;
-  objectSql(sql, STORE).run`
+  objectSql(sql, STATE_STORE).run`
     INSERT INTO records (skey, target_kind, target_name, kind, key, data, seq, created_at, updated_at, expires_at)
     VALUES (${skey}, ${s.target_kind}, ${s.target_name}, ${s.kind}, ${s.key}, ${JSON.stringify(data)}, ${seq}, ${nowMs}, ${nowMs}, ${expiresAt})
     ON CONFLICT (skey) DO UPDATE SET data = excluded.data, seq = excluded.seq, updated_at = excluded.updated_at, expires_at = excluded.expires_at`;
@@ -108,7 +108,7 @@ export function putRecord(sql: SqlStorage, skey: string, data: JsonObject, seq: 
 
 /** Deletes the record of `skey` with its audit rows and op ids (its aliases stay: see `dropAliasesOf`). */
 export function deleteRecord(sql: SqlStorage, skey: string): boolean {
-  const q = objectSql(sql, STORE);
+  const q = objectSql(sql, STATE_STORE);
   const removed = q.run`DELETE FROM records WHERE skey = ${skey}` > 0;
   q.run`DELETE FROM writes WHERE skey = ${skey}`;
   q.run`DELETE FROM op_ids WHERE skey = ${skey}`;
@@ -116,12 +116,12 @@ export function deleteRecord(sql: SqlStorage, skey: string): boolean {
 }
 
 export function dropAliasesOf(sql: SqlStorage, canonical: string): number {
-  return objectSql(sql, STORE).run`DELETE FROM aliases WHERE canonical = ${canonical} OR skey = ${canonical}`;
+  return objectSql(sql, STATE_STORE).run`DELETE FROM aliases WHERE canonical = ${canonical} OR skey = ${canonical}`;
 }
 
 /** Points `skey` (and everything folded into it) at `canonical`; answers how many older aliases were re-pointed. */
 export function addAlias(sql: SqlStorage, skey: string, canonical: string): number {
-  const q = objectSql(sql, STORE);
+  const q = objectSql(sql, STATE_STORE);
   // Counted first: `rowsWritten` also counts the index entries an update rewrites.
   const flattened = Number(q.one<{ n: number }>`SELECT COUNT(*) AS n FROM aliases WHERE canonical = ${skey}`?.n ?? 0);
   q.run`UPDATE aliases SET canonical = ${canonical} WHERE canonical = ${skey}`;
@@ -132,23 +132,23 @@ export function addAlias(sql: SqlStorage, skey: string, canonical: string): numb
 }
 
 export function opIdSeen(sql: SqlStorage, skey: string, opId: string): boolean {
-  return objectSql(sql, STORE).one`SELECT 1 AS seen FROM op_ids WHERE skey = ${skey} AND op_id = ${opId}` !== null;
+  return objectSql(sql, STATE_STORE).one`SELECT 1 AS seen FROM op_ids WHERE skey = ${skey} AND op_id = ${opId}` !== null;
 }
 
 export function rememberOpId(sql: SqlStorage, skey: string, opId: string, nowMs: number): void {
-  objectSql(sql, STORE).run`INSERT OR IGNORE INTO op_ids (skey, op_id, at) VALUES (${skey}, ${opId}, ${nowMs})`;
+  objectSql(sql, STATE_STORE).run`INSERT OR IGNORE INTO op_ids (skey, op_id, at) VALUES (${skey}, ${opId}, ${nowMs})`;
 }
 
 /** Appends an audit row for the write that gave `skey` sequence `seq`, keeping the newest MAX_WRITES_PER_RECORD. */
 export function appendWrite(sql: SqlStorage, skey: string, seq: number, nowMs: number, origin: WriteOrigin, paths: Array<Array<string | number>>): void {
-  const q = objectSql(sql, STORE);
+  const q = objectSql(sql, STATE_STORE);
   q.run`INSERT OR REPLACE INTO writes (skey, seq, at, origin, paths) VALUES (${skey}, ${seq}, ${nowMs}, ${JSON.stringify(origin)}, ${JSON.stringify(paths)})`;
   q.run`DELETE FROM writes WHERE skey = ${skey} AND seq <= ${seq - MAX_WRITES_PER_RECORD}`;
 }
 
 /** Audit rows of `skey`, newest first, after `beforeSeq` when paging. */
 export function writesOf(sql: SqlStorage, skey: string, limit: number, beforeSeq: number | null): WriteEntry[] {
-  const rows = objectSql(sql, STORE)<{ seq: number; at: number; origin: string; paths: string }>`
+  const rows = objectSql(sql, STATE_STORE)<{ seq: number; at: number; origin: string; paths: string }>`
     SELECT seq, at, origin, paths FROM writes WHERE skey = ${skey} AND seq < ${beforeSeq ?? Number.MAX_SAFE_INTEGER} ORDER BY seq DESC LIMIT ${limit}`;
   return rows.map((r) => ({
     seq: r.seq,
@@ -160,14 +160,14 @@ export function writesOf(sql: SqlStorage, skey: string, limit: number, beforeSeq
 
 /** Deletes every expired record; answers how many. */
 export function pruneExpired(sql: SqlStorage, nowMs: number): number {
-  const expired = objectSql(sql, STORE)<{ skey: string }>`SELECT skey FROM records WHERE expires_at IS NOT NULL AND expires_at <= ${nowMs}`;
+  const expired = objectSql(sql, STATE_STORE)<{ skey: string }>`SELECT skey FROM records WHERE expires_at IS NOT NULL AND expires_at <= ${nowMs}`;
   for (const { skey } of expired) deleteRecord(sql, skey);
   return expired.length;
 }
 
 /** Wipes every table's rows (the state was deleted); answers the records there were. */
 export function wipeState(sql: SqlStorage): number {
-  const q = objectSql(sql, STORE);
+  const q = objectSql(sql, STATE_STORE);
   const records = Number(q.one<{ n: number }>`SELECT COUNT(*) AS n FROM records`?.n ?? 0);
   q.run`DELETE FROM meta`;
   q.run`DELETE FROM records`;

@@ -7,7 +7,8 @@ import type { AttachmentView, DeclarationInput, StateRefusal, StateStats, StateV
 import type { JsonObject } from "../platform/http/bounded-json";
 import { isNarrowing, removedKinds } from "./declaration";
 import { type StoredAttachment, type StoredDeclaration, effectiveOf } from "./effective";
-import { pruneExpired, setMeta, wipeState } from "./record-store";
+import { execStatement, objectSql } from "../platform/persistence/object-sql";
+import { STATE_STORE, pruneExpired, setMeta, wipeState } from "./record-store";
 import { type StateStoreKit, refuse } from "./store-kit";
 
 type ViewOrRefusal = { ok: true; view: StateView } | StateRefusal;
@@ -61,7 +62,7 @@ export function stateDeclarationPart(kit: StateStoreKit): StateDeclarationPart {
     if (path.length === 0) return kit.recordCount() > 0;
     // A JSON path of quoted keys, so any key spelling is taken literally.
     const jsonPath = "$" + path.map((k) => `.${JSON.stringify(k)}`).join("");
-    return sql.exec("SELECT 1 FROM records WHERE json_type(data, ?) IS NOT NULL LIMIT 1", jsonPath).toArray().length > 0;
+    return objectSql(sql, STATE_STORE).one`SELECT 1 AS held FROM records WHERE json_type(data, ${jsonPath}) IS NOT NULL LIMIT 1` !== null;
   }
 
   return {
@@ -71,7 +72,7 @@ export function stateDeclarationPart(kit: StateStoreKit): StateDeclarationPart {
         const narrowing = isNarrowing(old.resolved_schema, input.resolved_schema);
         if (narrowing) return refuse(409, `the state has records, so a re-declare may only add properties: ${narrowing}`);
         const inUse = removedKinds(old.subject_kinds, input.subject_kinds).filter(
-          (k) => sql.exec("SELECT 1 FROM records WHERE kind = ? LIMIT 1", k).toArray().length > 0,
+          (k) => objectSql(sql, STATE_STORE).one`SELECT 1 AS held FROM records WHERE kind = ${k} LIMIT 1` !== null,
         );
         if (inUse.length) return refuse(409, "a subject kind that still has records cannot be removed");
       }
@@ -133,10 +134,12 @@ export function stateDeclarationPart(kit: StateStoreKit): StateDeclarationPart {
       if (!decl) return null;
       pruneExpired(sql, nowMs);
       const byKind: Record<string, number> = {};
-      for (const r of sql.exec<{ kind: string; n: number }>("SELECT kind, COUNT(*) AS n FROM records GROUP BY kind ORDER BY kind").toArray())
-        byKind[r.kind] = Number(r.n);
-      const span = sql.exec<{ lo: number | null; hi: number | null }>("SELECT MIN(updated_at) AS lo, MAX(updated_at) AS hi FROM records").one();
-      const count = (t: string) => Number(sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM ${t}`).one().n);
+      const q = objectSql(sql, STATE_STORE);
+      for (const r of q<{ kind: string; n: number }>`SELECT kind, COUNT(*) AS n FROM records GROUP BY kind ORDER BY kind`) byKind[r.kind] = Number(r.n);
+      const span = q.one<{ lo: number | null; hi: number | null }>`SELECT MIN(updated_at) AS lo, MAX(updated_at) AS hi FROM records` ?? { lo: null, hi: null };
+      // The table names are this function's own constants, never input.
+      const count = (t: "aliases" | "writes" | "op_ids" | "records") =>
+        Number(execStatement<{ n: number }>(sql, STATE_STORE, `SELECT COUNT(*) AS n FROM ${t}`).rows[0]?.n ?? 0);
       const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
       return {
         name: decl.name,

@@ -5,6 +5,7 @@
  */
 import type { FoldResult, Page, RecordChange, StateRecord, StateRefusal, Subject, WriteEntry, WriteOrigin, WriteResult } from "./rpc";
 import { JsonObject } from "../platform/http/bounded-json";
+import { objectSql } from "../platform/persistence/object-sql";
 import { parseStored } from "../platform/persistence/stored-json";
 import { contains } from "./containment";
 import { type StoredAttachment, type StoredDeclaration, effectiveOf } from "./effective";
@@ -22,6 +23,7 @@ import {
   pruneExpired,
   putRecord,
   rememberOpId,
+  STATE_STORE,
   subjectKey,
   subjectOfKey,
   writesOf,
@@ -102,14 +104,14 @@ export function stateRecordsPart(kit: StateStoreKit): StateRecordsPart {
   }
 
   function eraseSubjectKeySync(kind: string, key: string): { removed: number } {
-    const rows = sql.exec<{ skey: string }>("SELECT skey FROM records WHERE kind = ? AND key = ?", kind, key).toArray();
+    const rows = objectSql(sql, STATE_STORE)<{ skey: string }>`SELECT skey FROM records WHERE kind = ${kind} AND key = ${key}`;
     let removed = 0;
     for (const { skey } of rows) {
       if (deleteRecord(sql, skey)) removed++;
       dropAliasesOf(sql, skey);
     }
     // A subject folded elsewhere leaves only an alias; erasure takes that too.
-    sql.exec("DELETE FROM aliases WHERE kind = ? AND key = ?", kind, key);
+    objectSql(sql, STATE_STORE).run`DELETE FROM aliases WHERE kind = ${kind} AND key = ${key}`;
     return { removed };
   }
 
@@ -220,12 +222,8 @@ export function stateRecordsPart(kit: StateStoreKit): StateRecordsPart {
       let last = cursor ?? "";
       let scanned = 0;
       while (items.length < limit && scanned < SEARCH_SCAN_BUDGET) {
-        const rows = sql
-          .exec<{ skey: string; data: string; updated_at: number; expires_at: number | null }>(
-            "SELECT skey, data, updated_at, expires_at FROM records WHERE skey > ? ORDER BY skey LIMIT 200",
-            last,
-          )
-          .toArray();
+        const rows = objectSql(sql, STATE_STORE)<{ skey: string; data: string; updated_at: number; expires_at: number | null }>`
+          SELECT skey, data, updated_at, expires_at FROM records WHERE skey > ${last} ORDER BY skey LIMIT 200`;
         if (rows.length === 0) return { items, next_cursor: null };
         for (const r of rows) {
           scanned++;
@@ -236,21 +234,14 @@ export function stateRecordsPart(kit: StateStoreKit): StateRecordsPart {
           if (items.length >= limit) break;
         }
       }
-      const more = sql.exec("SELECT 1 FROM records WHERE skey > ? LIMIT 1", last).toArray().length > 0;
+      const more = objectSql(sql, STATE_STORE).one`SELECT 1 AS more FROM records WHERE skey > ${last} LIMIT 1` !== null;
       return { items, next_cursor: more ? last : null };
     },
 
     subjects(kind, limit, cursor, nowMs) {
-      const rows = sql
-        .exec<{ skey: string }>(
-          "SELECT skey FROM records WHERE skey > ? AND (? IS NULL OR kind = ?) AND (expires_at IS NULL OR expires_at > ?) ORDER BY skey LIMIT ?",
-          cursor ?? "",
-          kind,
-          kind,
-          nowMs,
-          limit + 1,
-        )
-        .toArray();
+      const rows = objectSql(sql, STATE_STORE)<{ skey: string }>`
+        SELECT skey FROM records WHERE skey > ${cursor ?? ""} AND (${kind} IS NULL OR kind = ${kind}) AND (expires_at IS NULL OR expires_at > ${nowMs})
+        ORDER BY skey LIMIT ${limit + 1}`;
       const page = rows.slice(0, limit);
       return { items: page.map((r) => subjectOfKey(r.skey)), next_cursor: rows.length > limit ? page[page.length - 1].skey : null };
     },

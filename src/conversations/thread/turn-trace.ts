@@ -13,6 +13,7 @@ import type { TurnInbound } from "../model/payload";
 import type { TurnOutcome } from "./turn-runner";
 import { RunTrace, type RunOutcome, type RunStep, type RunTarget } from "../../observability/model/run-trace";
 import { StepLog, boundError } from "../../observability/runs/steps";
+import { execStatement } from "../../platform/persistence/object-sql";
 import { parseStored } from "../../platform/persistence/stored-json";
 import { getStored, sql } from "./store";
 
@@ -104,6 +105,6 @@ export function readTurnTrace(storage: DurableObjectStorage, traceId: string, no
 /** Drops these turns' traces (person erase of runs on another thread); answers how many were held. */
 export function dropTurnTraces(storage: DurableObjectStorage, traceIds: string[]): number {
   let n = 0;
-  for (const id of traceIds) n += storage.sql.exec("DELETE FROM run_traces WHERE message_id = ?", id).rowsWritten;
+  for (const id of traceIds) n += execStatement(storage.sql, "thread (drop run traces)", "DELETE FROM run_traces WHERE message_id = ?", [id]).rowsWritten;
   return n;
 }
