@@ -16,7 +16,10 @@ import { parseStored, storedJsonObject } from "../platform/persistence/stored-js
 import { ParkedRun } from "../targets/model/parked-run";
 import { InteractionEventInput } from "./rpc";
 import { InteractionState } from "./record";
-import { type ObjectSchema, migrateSchema } from "../platform/persistence/object-sql";
+import { type ObjectSchema, execStatement, migrateSchema, objectSql } from "../platform/persistence/object-sql";
+
+/** The store's name in its statements' errors. */
+const STORE = "interaction";
 
 export type ResumeDue = "none" | "handoff" | "run" | "done";
 
@@ -48,7 +51,7 @@ export interface InteractionRow {
  * `IF NOT EXISTS`: a store written before versions adopts it with its rows kept.
  */
 export const INTERACTION_SCHEMA: ObjectSchema = {
-  name: "interaction",
+  name: STORE,
   steps: [
     [
       `CREATE TABLE IF NOT EXISTS interaction (
@@ -97,7 +100,7 @@ type Raw = {
 
 /** The interaction, or null when this object holds none. */
 export function readRow(sql: SqlStorage): InteractionRow | null {
-  const r = sql.exec<Raw>("SELECT * FROM interaction WHERE id = 1").toArray()[0];
+  const r = objectSql(sql, STORE).one<Raw>`SELECT * FROM interaction WHERE id = 1`;
   if (!r) return null;
   return {
     state: parseStored(InteractionState, r.state, "interaction"),
@@ -119,13 +122,8 @@ export function readRow(sql: SqlStorage): InteractionRow | null {
 
 /** Inserts the interaction (the caller checked there is none). */
 export function insertRow(sql: SqlStorage, state: InteractionState, parked: ParkedRun, ticketDue: boolean): void {
-  sql.exec(
-    "INSERT INTO interaction (id, state, parked, expires_at, ticket_due, index_dirty) VALUES (1, ?, ?, ?, ?, 1)",
-    JSON.stringify(state),
-    JSON.stringify(parked),
-    Date.parse(state.expires_at),
-    ticketDue ? 1 : 0,
-  );
+  objectSql(sql, STORE).run`INSERT INTO interaction (id, state, parked, expires_at, ticket_due, index_dirty)
+    VALUES (1, ${JSON.stringify(state)}, ${JSON.stringify(parked)}, ${Date.parse(state.expires_at)}, ${ticketDue ? 1 : 0}, 1)`;
 }
 
 /** Writes the fields given. */
@@ -150,25 +148,26 @@ export function saveRow(sql: SqlStorage, patch: Partial<InteractionRow>): void {
   if ("claimed_by" in patch) put("claimed_by", patch.claimed_by ?? null);
   if ("retry_at" in patch) put("retry_at", patch.retry_at ?? null);
   if (!sets.length) return;
-  sql.exec(`UPDATE interaction SET ${sets.join(", ")} WHERE id = 1`, ...args);
+  // The column names are the literals above; only the values are bound.
+  execStatement(sql, STORE, `UPDATE interaction SET ${sets.join(", ")} WHERE id = 1`, args);
 }
 
 /** Queues an event for the hub (written in the same step as the transition it reports). */
 export function queueEvent(sql: SqlStorage, event: InteractionEventInput): void {
-  sql.exec("INSERT INTO outbox_events (event) VALUES (?)", JSON.stringify(event));
+  objectSql(sql, STORE).run`INSERT INTO outbox_events (event) VALUES (${JSON.stringify(event)})`;
 }
 
 /** The events not yet handed to the hub, oldest first, with their sequence numbers. */
 export function queuedEvents(sql: SqlStorage): Array<{ seq: number; event: InteractionEventInput }> {
-  return sql
-    .exec<{ seq: number; event: string }>("SELECT seq, event FROM outbox_events ORDER BY seq")
-    .toArray()
-    .map((r) => ({ seq: r.seq, event: parseStored(InteractionEventInput, r.event, "outbox_events.event") }));
+  return objectSql(sql, STORE)<{ seq: number; event: string }>`SELECT seq, event FROM outbox_events ORDER BY seq`.map((r) => ({
+    seq: r.seq,
+    event: parseStored(InteractionEventInput, r.event, "outbox_events.event"),
+  }));
 }
 
 /** Drops the events up to `seq` (the hub holds them). */
 export function dropEvents(sql: SqlStorage, upTo: number): void {
-  sql.exec("DELETE FROM outbox_events WHERE seq <= ?", upTo);
+  objectSql(sql, STORE).run`DELETE FROM outbox_events WHERE seq <= ${upTo}`;
 }
 
 /** The ask's result the resumed run reads, decoded as JSON (typed for RPC). */
