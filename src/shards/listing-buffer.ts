@@ -27,12 +27,15 @@ import {
   threadLoadsStatements,
   upsertRunsStatement,
 } from "../observability/runs/runs-table";
-import { type ObjectSchema, migrateSchema } from "../platform/persistence/object-sql";
+import { type ObjectSchema, type ObjectSql, execStatement, migrateSchema, objectSql } from "../platform/persistence/object-sql";
 
 /** How often a shard's flush also reclaims old counters (at most, per shard instance). */
 const COUNTER_PRUNE_EVERY_MS = 3600_000;
 
 /** The oldest arrival over every buffered table. */
+/** The store's name in its statements' errors. */
+const STORE = "listing-buffer";
+
 const OLDEST_SQL = `SELECT MIN(t) AS t FROM (SELECT MIN(received_at) AS t FROM pending_threads UNION ALL SELECT MIN(received_at) FROM pending_failed
   UNION ALL SELECT MIN(received_at) FROM pending_runs UNION ALL SELECT MIN(received_at) FROM pending_run_drops UNION ALL SELECT MIN(received_at) FROM pending_counters)`;
 
@@ -53,7 +56,7 @@ export interface ListingBufferDeps {
  * `IF NOT EXISTS`: a store written before versions adopts it with its rows kept.
  */
 export const LISTING_BUFFER_SCHEMA: ObjectSchema = {
-  name: "listing-buffer",
+  name: STORE,
   steps: [
     [
       `CREATE TABLE IF NOT EXISTS pending_threads (
@@ -112,48 +115,36 @@ export class ListingBuffer {
   private updates = 0;
   private oldest: number | null;
   private countersPrunedAt = 0;
+  private readonly q: ObjectSql;
 
   constructor(private readonly deps: ListingBufferDeps) {
-    const { sql } = deps;
+    this.q = objectSql(deps.sql, STORE);
     this.version =
-      sql
-        .exec<{ v: number | null }>(
-          "SELECT MAX(v) AS v FROM (SELECT MAX(version) AS v FROM pending_threads UNION ALL SELECT MAX(version) FROM pending_failed UNION ALL SELECT MAX(version) FROM pending_runs UNION ALL SELECT MAX(version) FROM pending_run_drops)",
-        )
-        .one().v ?? 0;
-    this.oldest = sql.exec<{ t: number | null }>(OLDEST_SQL).one().t;
+      this.q.one<{ v: number | null }>`SELECT MAX(v) AS v FROM (SELECT MAX(version) AS v FROM pending_threads UNION ALL SELECT MAX(version) FROM pending_failed
+        UNION ALL SELECT MAX(version) FROM pending_runs UNION ALL SELECT MAX(version) FROM pending_run_drops)`?.v ?? 0;
+    this.oldest = this.oldestReceived();
+  }
+
+  /** When the oldest buffered row arrived (null: none). */
+  private oldestReceived(): number | null {
+    return execStatement<{ t: number | null }>(this.deps.sql, STORE, OLDEST_SQL).rows[0]?.t ?? null;
   }
 
   /** Buffers one push. True when the buffer should flush now (the batch is full). */
   push(p: ListingPush): boolean {
-    const { sql } = this.deps;
+    const { q } = this;
     const now = this.deps.now();
     const version = ++this.version;
     // A row already waiting keeps its arrival time: the lag counts from the first unflushed push.
-    sql.exec(
-      `INSERT INTO pending_threads (thread_id, row, version, received_at) VALUES (?, ?, ?, ?)
-       ON CONFLICT(thread_id) DO UPDATE SET row = excluded.row, version = excluded.version`,
-      p.thread_id,
-      p.row ? JSON.stringify(p.row) : null,
-      version,
-      now,
-    );
+    q.run`INSERT INTO pending_threads (thread_id, row, version, received_at) VALUES (${p.thread_id}, ${p.row ? JSON.stringify(p.row) : null}, ${version}, ${now})
+      ON CONFLICT(thread_id) DO UPDATE SET row = excluded.row, version = excluded.version`;
     for (const f of p.failed) {
-      sql.exec(
-        "INSERT OR REPLACE INTO pending_failed (message_id, thread_id, row, version, received_at) VALUES (?, ?, ?, ?, ?)",
-        f.message_id,
-        f.thread_id,
-        JSON.stringify(f),
-        version,
-        now,
-      );
+      q.run`INSERT OR REPLACE INTO pending_failed (message_id, thread_id, row, version, received_at)
+        VALUES (${f.message_id}, ${f.thread_id}, ${JSON.stringify(f)}, ${version}, ${now})`;
     }
     for (const r of p.runs ?? []) this.insertRun(r, version, now);
-    for (const id of p.runs_dropped ?? []) {
-      // A row not flushed yet just goes; one already in D1 is deleted by the next flush.
-      sql.exec("DELETE FROM pending_runs WHERE trace_id = ?", id);
-      sql.exec("INSERT OR REPLACE INTO pending_run_drops (trace_id, version, received_at) VALUES (?, ?, ?)", id, version, now);
-    }
+    // A row not flushed yet just goes; one already in D1 is deleted by the next flush.
+    this.dropRuns(p.runs_dropped ?? [], version, now);
     this.insertCounters(p.counters ?? [], now);
     this.oldest ??= now;
     this.updates += p.updates;
@@ -174,11 +165,15 @@ export class ListingBuffer {
     if (!traceIds.length) return;
     const now = this.deps.now();
     const version = ++this.version;
-    for (const id of traceIds) {
-      this.deps.sql.exec("DELETE FROM pending_runs WHERE trace_id = ?", id);
-      this.deps.sql.exec("INSERT OR REPLACE INTO pending_run_drops (trace_id, version, received_at) VALUES (?, ?, ?)", id, version, now);
-    }
+    this.dropRuns(traceIds, version, now);
     this.oldest ??= now;
+  }
+
+  private dropRuns(traceIds: readonly string[], version: number, now: number): void {
+    for (const id of traceIds) {
+      this.q.run`DELETE FROM pending_runs WHERE trace_id = ${id}`;
+      this.q.run`INSERT OR REPLACE INTO pending_run_drops (trace_id, version, received_at) VALUES (${id}, ${version}, ${now})`;
+    }
   }
 
   /** Buffers metrics counters (they never trigger a flush of their own: the lag writes them). */
@@ -191,39 +186,24 @@ export class ListingBuffer {
 
   /** Drops buffered summary rows attributed to `userId` (person erase). */
   forgetUserRuns(userId: string): void {
-    this.deps.sql.exec("DELETE FROM pending_runs WHERE user_id = ?", userId);
+    this.q.run`DELETE FROM pending_runs WHERE user_id = ${userId}`;
   }
 
   /** Drops buffered summary rows of runs started before `beforeMs` (prune); answers how many. */
   pruneRunsBefore(beforeMs: number): number {
-    return this.deps.sql.exec("DELETE FROM pending_runs WHERE started_at < ?", beforeMs).rowsWritten;
+    return this.q.run`DELETE FROM pending_runs WHERE started_at < ${beforeMs}`;
   }
 
   private insertRun(r: RunRow, version: number, now: number): void {
-    this.deps.sql.exec(
-      "INSERT OR REPLACE INTO pending_runs (trace_id, thread_id, user_id, started_at, row, version, received_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-      r.trace_id,
-      r.thread_id,
-      r.user_id,
-      r.started_at,
-      JSON.stringify(r),
-      version,
-      now,
-    );
+    this.q.run`INSERT OR REPLACE INTO pending_runs (trace_id, thread_id, user_id, started_at, row, version, received_at)
+      VALUES (${r.trace_id}, ${r.thread_id}, ${r.user_id}, ${r.started_at}, ${JSON.stringify(r)}, ${version}, ${now})`;
   }
 
   private insertCounters(deltas: CounterDelta[], now: number): void {
     for (const d of deltas) {
       if (!d.value) continue;
-      this.deps.sql.exec(
-        `INSERT INTO pending_counters (minute, name, label, value, received_at) VALUES (?, ?, ?, ?, ?)
-         ON CONFLICT(minute, name, label) DO UPDATE SET value = value + excluded.value`,
-        d.minute,
-        d.name,
-        d.label,
-        d.value,
-        now,
-      );
+      this.q.run`INSERT INTO pending_counters (minute, name, label, value, received_at) VALUES (${d.minute}, ${d.name}, ${d.label}, ${d.value}, ${now})
+        ON CONFLICT(minute, name, label) DO UPDATE SET value = value + excluded.value`;
     }
   }
 
@@ -234,12 +214,10 @@ export class ListingBuffer {
 
   /** Rows buffered and not yet in D1. */
   pending(): number {
-    const { sql } = this.deps;
-    return sql
-      .exec<{ n: number }>(
-        "SELECT (SELECT COUNT(*) FROM pending_threads) + (SELECT COUNT(*) FROM pending_failed) + (SELECT COUNT(*) FROM pending_runs) + (SELECT COUNT(*) FROM pending_run_drops) + (SELECT COUNT(*) FROM pending_counters) AS n",
-      )
-      .one().n;
+    return (
+      this.q.one<{ n: number }>`SELECT (SELECT COUNT(*) FROM pending_threads) + (SELECT COUNT(*) FROM pending_failed) + (SELECT COUNT(*) FROM pending_runs)
+        + (SELECT COUNT(*) FROM pending_run_drops) + (SELECT COUNT(*) FROM pending_counters) AS n`?.n ?? 0
+    );
   }
 
   /**
@@ -271,9 +249,9 @@ export class ListingBuffer {
 
   /** Drops what the buffer holds for `threadId` (thread forget). */
   forgetThread(threadId: string): void {
-    this.deps.sql.exec("DELETE FROM pending_threads WHERE thread_id = ?", threadId);
-    this.deps.sql.exec("DELETE FROM pending_failed WHERE thread_id = ?", threadId);
-    this.deps.sql.exec("DELETE FROM pending_runs WHERE thread_id = ?", threadId);
+    this.q.run`DELETE FROM pending_threads WHERE thread_id = ${threadId}`;
+    this.q.run`DELETE FROM pending_failed WHERE thread_id = ${threadId}`;
+    this.q.run`DELETE FROM pending_runs WHERE thread_id = ${threadId}`;
   }
 
   private async flushRounds(): Promise<number> {
@@ -282,54 +260,30 @@ export class ListingBuffer {
       const upTo = this.version;
       this.updates = 0;
       written += await this.writeUpTo(upTo);
-      this.oldest = this.deps.sql.exec<{ t: number | null }>(OLDEST_SQL).one().t;
+      this.oldest = this.oldestReceived();
       if (this.updates < this.deps.policy().batch) return written;
     }
   }
 
   /** Writes the buffered rows of version `upTo` or older (and the counters), FLUSH_CHUNK rows of each kind per D1 batch. */
   private async writeUpTo(upTo: number): Promise<number> {
-    const { sql } = this.deps;
+    const { q } = this;
     let written = 0;
     // Counters carry no version (they add up in place): each flush takes what it finds, once over.
     let countersDone = false;
     for (;;) {
-      const threads = sql
-        .exec<{ thread_id: string; row: string | null; version: number }>(
-          "SELECT thread_id, row, version FROM pending_threads WHERE version <= ? ORDER BY received_at LIMIT ?",
-          upTo,
-          FLUSH_CHUNK,
-        )
-        .toArray();
-      const failed = sql
-        .exec<{ message_id: string; row: string; version: number }>(
-          "SELECT message_id, row, version FROM pending_failed WHERE version <= ? ORDER BY received_at LIMIT ?",
-          upTo,
-          FLUSH_CHUNK,
-        )
-        .toArray();
-      const runs = sql
-        .exec<{ trace_id: string; row: string; version: number }>(
-          "SELECT trace_id, row, version FROM pending_runs WHERE version <= ? ORDER BY received_at LIMIT ?",
-          upTo,
-          FLUSH_CHUNK,
-        )
-        .toArray();
-      const drops = sql
-        .exec<{ trace_id: string; version: number }>(
-          "SELECT trace_id, version FROM pending_run_drops WHERE version <= ? ORDER BY received_at LIMIT ?",
-          upTo,
-          FLUSH_CHUNK,
-        )
-        .toArray();
+      const threads = q<{ thread_id: string; row: string | null; version: number }>`
+        SELECT thread_id, row, version FROM pending_threads WHERE version <= ${upTo} ORDER BY received_at LIMIT ${FLUSH_CHUNK}`;
+      const failed = q<{ message_id: string; row: string; version: number }>`
+        SELECT message_id, row, version FROM pending_failed WHERE version <= ${upTo} ORDER BY received_at LIMIT ${FLUSH_CHUNK}`;
+      const runs = q<{ trace_id: string; row: string; version: number }>`
+        SELECT trace_id, row, version FROM pending_runs WHERE version <= ${upTo} ORDER BY received_at LIMIT ${FLUSH_CHUNK}`;
+      const drops = q<{ trace_id: string; version: number }>`
+        SELECT trace_id, version FROM pending_run_drops WHERE version <= ${upTo} ORDER BY received_at LIMIT ${FLUSH_CHUNK}`;
       const counters = countersDone
         ? []
-        : sql
-            .exec<{ minute: number; name: string; label: string; value: number }>(
-              "SELECT minute, name, label, value FROM pending_counters ORDER BY received_at LIMIT ?",
-              FLUSH_CHUNK,
-            )
-            .toArray();
+        : q<{ minute: number; name: string; label: string; value: number }>`
+          SELECT minute, name, label, value FROM pending_counters ORDER BY received_at LIMIT ${FLUSH_CHUNK}`;
       if (counters.length < FLUSH_CHUNK) countersDone = true;
       if (!threads.length && !failed.length && !runs.length && !drops.length && !counters.length) return written;
       const db = this.deps.db();
@@ -357,15 +311,14 @@ export class ListingBuffer {
       await db.batch(stmts);
       if (pruneCounters) this.countersPrunedAt = now;
       // A row a newer push replaced while the batch was in flight stays for the next flush.
-      for (const t of threads) sql.exec("DELETE FROM pending_threads WHERE thread_id = ? AND version = ?", t.thread_id, t.version);
-      for (const f of failed) sql.exec("DELETE FROM pending_failed WHERE message_id = ? AND version = ?", f.message_id, f.version);
-      for (const r of runs) sql.exec("DELETE FROM pending_runs WHERE trace_id = ? AND version = ?", r.trace_id, r.version);
-      for (const d of drops) sql.exec("DELETE FROM pending_run_drops WHERE trace_id = ? AND version = ?", d.trace_id, d.version);
+      for (const t of threads) q.run`DELETE FROM pending_threads WHERE thread_id = ${t.thread_id} AND version = ${t.version}`;
+      for (const f of failed) q.run`DELETE FROM pending_failed WHERE message_id = ${f.message_id} AND version = ${f.version}`;
+      for (const r of runs) q.run`DELETE FROM pending_runs WHERE trace_id = ${r.trace_id} AND version = ${r.version}`;
+      for (const d of drops) q.run`DELETE FROM pending_run_drops WHERE trace_id = ${d.trace_id} AND version = ${d.version}`;
       // Counters added to while the batch was in flight keep what came meanwhile.
-      for (const c of counters) {
-        sql.exec("UPDATE pending_counters SET value = value - ? WHERE minute = ? AND name = ? AND label = ?", c.value, c.minute, c.name, c.label);
-      }
-      sql.exec("DELETE FROM pending_counters WHERE value = 0");
+      for (const c of counters)
+        q.run`UPDATE pending_counters SET value = value - ${c.value} WHERE minute = ${c.minute} AND name = ${c.name} AND label = ${c.label}`;
+      q.run`DELETE FROM pending_counters WHERE value = 0`;
       written += stmts.length;
     }
   }
