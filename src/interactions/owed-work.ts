@@ -13,6 +13,7 @@ import type { ParkedToolRun } from "../targets/model/parked-run";
 import { recordEnd } from "./ending";
 import { handOffToThread } from "./handoff";
 import { deleteInteractionRow, upsertInteractionRow } from "./index-store";
+import { run } from "../platform/persistence/d1";
 import { RESUME_MAX_ATTEMPTS, RETRY_MS, endedState, eventFor } from "./lifecycle";
 import { deleteAnswerMedia } from "./media";
 import { type InteractionKit, iso } from "./object-kit";
@@ -64,7 +65,7 @@ export function owedWork(kit: InteractionKit): OwedWork {
     if (!row || !row.index_dirty) return;
     const written = JSON.stringify(row.state) + row.ticket_hash;
     const ticket = row.ticket_hash && row.ticket_expires_at !== null ? { hash: row.ticket_hash, expires_at: row.ticket_expires_at } : null;
-    await upsertInteractionRow(cfg.env.DB, row.state, ticket).run();
+    await run(upsertInteractionRow(cfg.env.DB, row.state, ticket));
     const now = readRow(sql);
     if (now && JSON.stringify(now.state) + now.ticket_hash === written) saveRow(sql, { index_dirty: false });
   }
@@ -166,7 +167,7 @@ export function owedWork(kit: InteractionKit): OwedWork {
   async function purge(row: InteractionRow): Promise<void> {
     const env = kit.env();
     try {
-      await deleteInteractionRow(env.DB, row.state.interaction_id).run();
+      await run(deleteInteractionRow(env.DB, row.state.interaction_id));
       await deleteAnswerMedia(env, row.state.answer?.media);
     } catch (err) {
       console.error(`interaction: purging failed; retrying in ${RETRY_MS} ms`, err instanceof Error ? err.message : "unknown error");

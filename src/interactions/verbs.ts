@@ -8,6 +8,7 @@ import type { JsonObject } from "../platform/http/bounded-json";
 import type { ParkedRun } from "../targets/model/parked-run";
 import { recordEnd } from "./ending";
 import { deleteInteractionRow } from "./index-store";
+import { run } from "../platform/persistence/d1";
 import { answerOf, endedState, eventFor } from "./lifecycle";
 import { deleteAnswerMedia, storeAnswerMedia } from "./media";
 import { type InteractionKit, iso, isOpen, ticketLive } from "./object-kit";
@@ -122,7 +123,7 @@ export function interactionVerbs(kit: InteractionKit): InteractionVerbs {
       if (!row) return;
       const env = kit.env();
       // The listing row and the events first: a failure leaves the object, so a retry finds it.
-      await deleteInteractionRow(env.DB, row.state.interaction_id).run();
+      await run(deleteInteractionRow(env.DB, row.state.interaction_id));
       await interactionHub(env).drop([row.state.interaction_id]);
       await deleteAnswerMedia(env, row.state.answer?.media);
       await kit.forgetAll();

@@ -19,6 +19,7 @@ import { createTargetContext } from "../targets/dispatch";
 import { ATTEMPT_LEASE_MS, RETRY_MS, alarmStep, interruptedEnd, waitLostEnd } from "./alarm-policy";
 import { type AttemptEnd, executeToolRun } from "./execute";
 import { deleteRunRow, upsertRunRow } from "./index-store";
+import { run } from "../platform/persistence/d1";
 import type { ToolRunKit } from "./object-kit";
 import { type RunSteps, markStarted, markWaiting, readRun, readSteps } from "./run-store";
 
@@ -99,7 +100,7 @@ export function toolRunAlarm(kit: ToolRunKit): ToolRunAlarm {
     if (!waiting) return;
     try {
       // The listing row says waiting; it expires with the run's end, not with the wait.
-      await upsertRunRow(kit.env().DB, { ...waiting, expires_at: null }).run();
+      await run(upsertRunRow(kit.env().DB, { ...waiting, expires_at: null }));
     } catch (err) {
       // The end rewrites the row anyway; until then the listing may still say running.
       console.error("tool run: listing the wait failed", err instanceof Error ? err.message : "unknown error");
@@ -109,7 +110,7 @@ export function toolRunAlarm(kit: ToolRunKit): ToolRunAlarm {
   /** Retention is over: the listing row goes, then the run. */
   async function expire(row: ToolRunRecord): Promise<void> {
     try {
-      await deleteRunRow(kit.env().DB, row.run_id).run();
+      await run(deleteRunRow(kit.env().DB, row.run_id));
     } catch (err) {
       console.error(`tool run: deleting the listing row failed; retrying in ${RETRY_MS} ms`, err instanceof Error ? err.message : "unknown error");
       return void (await storage.setAlarm(clock.now() + RETRY_MS));

@@ -7,53 +7,38 @@
  */
 import { z } from "zod";
 import { type Holder, sinceMs } from "../access-control/identity";
-import { validStored } from "../platform/persistence/stored-json";
+import { CountRow, type SqlFragment, type Statement, batch, d1, join, rowsOf, run, sql, trusted } from "../platform/persistence/d1";
 import { type ToolRunListItem, ToolRunOrigin, type ToolRunRecord, ToolRunStatus } from "./record";
 
-/** The run's listing row as the statements bind it. */
-function bindRow(stmt: D1PreparedStatement, r: ToolRunRecord): D1PreparedStatement {
-  return stmt.bind(
-    r.run_id,
-    r.tool_name,
-    r.caller_user_id,
-    r.origin,
-    r.schedule_name,
-    r.hook_name,
-    r.status,
-    r.error_kind,
-    r.created_at,
-    r.finished_at,
-    r.expires_at,
-  );
+/** The run's listing row as the insert's values. */
+function rowValues(r: ToolRunRecord): SqlFragment {
+  return sql`(${r.run_id}, ${r.tool_name}, ${r.caller_user_id}, ${r.origin}, ${r.schedule_name}, ${r.hook_name}, ${r.status}, ${r.error_kind},
+    ${r.created_at}, ${r.finished_at}, ${r.expires_at})`;
 }
 
-const INSERT =
-  "INSERT INTO tool_runs (run_id, tool_name, caller_user_id, origin, schedule_name, hook_name, status, error_kind, created_at, finished_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+const INSERT = trusted(
+  "INSERT INTO tool_runs (run_id, tool_name, caller_user_id, origin, schedule_name, hook_name, status, error_kind, created_at, finished_at, expires_at) VALUES ",
+);
 
 /** The submit's one write. A row already there (the object ended the run first) is left as is. */
-export function insertRunRow(db: D1Database, r: ToolRunRecord): D1PreparedStatement {
-  return bindRow(db.prepare(`${INSERT} ON CONFLICT (run_id) DO NOTHING`), r);
+export function insertRunRow(db: D1Database, r: ToolRunRecord): Statement {
+  return d1(db)`${INSERT}${rowValues(r)} ON CONFLICT (run_id) DO NOTHING`;
 }
 
 /** The end's write: the whole row, so a submit whose insert was lost is listed all the same. */
-export function upsertRunRow(db: D1Database, r: ToolRunRecord): D1PreparedStatement {
-  return bindRow(
-    db.prepare(
-      `${INSERT} ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, error_kind = excluded.error_kind,
-         finished_at = excluded.finished_at, expires_at = excluded.expires_at`,
-    ),
-    r,
-  );
+export function upsertRunRow(db: D1Database, r: ToolRunRecord): Statement {
+  return d1(db)`${INSERT}${rowValues(r)} ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, error_kind = excluded.error_kind,
+    finished_at = excluded.finished_at, expires_at = excluded.expires_at`;
 }
 
-export function deleteRunRow(db: D1Database, runId: string): D1PreparedStatement {
-  return db.prepare("DELETE FROM tool_runs WHERE run_id = ?").bind(runId);
+export function deleteRunRow(db: D1Database, runId: string): Statement {
+  return d1(db)`DELETE FROM tool_runs WHERE run_id = ${runId}`;
 }
 
 /** Reclaims rows of expired runs (their objects delete their own; this covers any they missed). */
 export async function pruneToolRuns(db: D1Database, nowMs: number): Promise<number> {
-  const r = await db.prepare("DELETE FROM tool_runs WHERE expires_at IS NOT NULL AND expires_at <= ?").bind(nowMs).run();
-  return r.meta.changes ?? 0;
+  const meta = await run(d1(db)`DELETE FROM tool_runs WHERE expires_at IS NOT NULL AND expires_at <= ${nowMs}`);
+  return meta.changes ?? 0;
 }
 
 const int = z.coerce.number().int();
@@ -87,28 +72,18 @@ export async function listToolRuns(
   offset: number,
   limit: number,
 ): Promise<{ items: ToolRunListItem[]; total: number }> {
-  const where = ["(expires_at IS NULL OR expires_at > ?)"];
-  const args: unknown[] = [nowMs];
-  if (filter.tool_name !== undefined) {
-    where.push("tool_name = ?");
-    args.push(filter.tool_name);
-  }
+  const where: SqlFragment[] = [sql`(expires_at IS NULL OR expires_at > ${nowMs})`];
+  if (filter.tool_name !== undefined) where.push(sql`tool_name = ${filter.tool_name}`);
   if (filter.caller !== undefined) {
     const since = sinceMs(filter.caller);
-    where.push("caller_user_id = ? AND created_at >= ?");
-    args.push(filter.caller.user_id, Number.isFinite(since) ? since : Number.MAX_SAFE_INTEGER);
+    where.push(sql`caller_user_id = ${filter.caller.user_id} AND created_at >= ${Number.isFinite(since) ? since : Number.MAX_SAFE_INTEGER}`);
   }
-  const cond = where.join(" AND ");
-  const [page, count] = await db.batch([
-    db
-      .prepare(
-        `SELECT run_id, tool_name, caller_user_id, origin, schedule_name, hook_name, status, error_kind, created_at, finished_at FROM tool_runs WHERE ${cond} ORDER BY created_at DESC, run_id LIMIT ? OFFSET ?`,
-      )
-      .bind(...args, limit, offset),
-    db.prepare(`SELECT COUNT(*) AS n FROM tool_runs WHERE ${cond}`).bind(...args),
-  ]);
-  const items = (page.results as Record<string, unknown>[]).map((raw) => {
-    const r = validStored(ListedRow, raw, "tool_runs row");
+  const cond = join(where, " AND ");
+  const pageStmt = d1(db)`SELECT run_id, tool_name, caller_user_id, origin, schedule_name, hook_name, status, error_kind, created_at, finished_at
+    FROM tool_runs WHERE ${cond} ORDER BY created_at DESC, run_id LIMIT ${limit} OFFSET ${offset}`;
+  const countStmt = d1(db)`SELECT COUNT(*) AS n FROM tool_runs WHERE ${cond}`;
+  const [page, count] = await batch(db, [pageStmt, countStmt]);
+  const items = rowsOf(ListedRow, page.results, pageStmt.text).map((r) => {
     return {
       run_id: r.run_id,
       tool_name: r.tool_name,
@@ -122,5 +97,5 @@ export async function listToolRuns(
       finished_at: r.finished_at === null ? null : new Date(r.finished_at).toISOString(),
     };
   });
-  return { items, total: Number((count.results[0] as { n: number } | undefined)?.n ?? 0) };
+  return { items, total: rowsOf(CountRow, count.results, countStmt.text)[0]?.n ?? 0 };
 }

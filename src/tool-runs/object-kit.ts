@@ -10,6 +10,7 @@ import type { Clock } from "../platform/clock";
 import { recordRun } from "../observability/runs/recorder";
 import { RETRY_MS } from "./alarm-policy";
 import { upsertRunRow } from "./index-store";
+import { run } from "../platform/persistence/d1";
 import { type RunEnd, type RunSteps, markFinished, markPublished, readRun, readSteps } from "./run-store";
 import { toolRunTrace } from "./trace";
 
@@ -49,7 +50,7 @@ export function toolRunKit(deps: ToolRunDeps): ToolRunKit {
       if (!row) return;
       const env = deps.env();
       try {
-        await upsertRunRow(env.DB, row).run();
+        await run(upsertRunRow(env.DB, row));
         await recordRun(env, toolRunTrace(row, readSteps(sql)));
       } catch (err) {
         console.error(`tool run: publishing the end failed; retrying in ${RETRY_MS} ms`, err instanceof Error ? err.message : "unknown error");

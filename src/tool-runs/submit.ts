@@ -12,12 +12,13 @@ import { type JsonSchema, checkAgainstSchema } from "../targets/json-schema";
 import { isToolName } from "../mcp/names";
 import { toolSchema } from "../targets/tools/registry";
 import { insertRunRow } from "./index-store";
+import { run } from "../platform/persistence/d1";
 import { MAINTENANCE_INPUT_SCHEMA, isMaintenanceTool } from "./maintenance";
 import type { ToolRunRequest, ToolRunRecord } from "./record";
 
 export async function submitToolRun(env: Env, req: ToolRunRequest): Promise<ToolRunRecord> {
   const row = await toolRunStub(env, req.run_id).submit(req);
-  await insertRunRow(env.DB, row).run();
+  await run(insertRunRow(env.DB, row));
   return row;
 }
 
