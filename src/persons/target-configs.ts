@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { type TargetKind, targetKindRefusing } from "../conversations/model/kinds";
 import { intactIdentifier } from "../platform/http/identifiers";
+import { CountRow, type Statement, all, batch, d1, first, rowsOf, run } from "../platform/persistence/d1";
 import { parseStored } from "../platform/persistence/stored-json";
 import { StateBinding } from "../states/state-binding";
 import { parseGreetingTemplate } from "./greeting-template";
@@ -50,19 +51,18 @@ export const TargetConversationConfig = z
   });
 export type TargetConversationConfig = z.infer<typeof TargetConversationConfig>;
 
+const ConfigRow = z.object({ config: z.string() });
+
 /** The config of (kind, name), or null. */
 export async function getConfig(db: D1Database, kind: TargetKind, name: string): Promise<TargetConversationConfig | null> {
-  const row = await db
-    .prepare("SELECT config FROM conversation_configs WHERE target_kind = ? AND target_name = ?")
-    .bind(kind, name)
-    .first<{ config: string }>();
+  const row = await first(ConfigRow, d1(db)`SELECT config FROM conversation_configs WHERE target_kind = ${kind} AND target_name = ${name}`);
   return row ? parseStored(TargetConversationConfig, row.config, "conversation config") : null;
 }
 
 /** Every config, by kind then name. */
 export async function listConfigs(db: D1Database): Promise<TargetConversationConfig[]> {
-  const { results } = await db.prepare("SELECT config FROM conversation_configs ORDER BY target_kind, target_name").all<{ config: string }>();
-  return results.map((r) => parseStored(TargetConversationConfig, r.config, "conversation config"));
+  const rows = await all(ConfigRow, d1(db)`SELECT config FROM conversation_configs ORDER BY target_kind, target_name`);
+  return rows.map((r) => parseStored(TargetConversationConfig, r.config, "conversation config"));
 }
 
 /**
@@ -70,12 +70,13 @@ export async function listConfigs(db: D1Database): Promise<TargetConversationCon
  * existence count, a backup import with the rest of its target-configs section.
  */
 export function putConfigStatement(db: D1Database, config: TargetConversationConfig, updatedAt: string, storedBy: string): D1PreparedStatement {
-  return db
-    .prepare(
-      `INSERT INTO conversation_configs (target_kind, target_name, config, updated_at, stored_by) VALUES (?, ?, ?, ?, ?)
-       ON CONFLICT(target_kind, target_name) DO UPDATE SET config = excluded.config, updated_at = excluded.updated_at, stored_by = excluded.stored_by`,
-    )
-    .bind(config.target_kind, config.target_name, JSON.stringify(config), updatedAt, storedBy);
+  return putConfigSql(db, config, updatedAt, storedBy).prepared();
+}
+
+function putConfigSql(db: D1Database, config: TargetConversationConfig, updatedAt: string, storedBy: string): Statement {
+  return d1(db)`INSERT INTO conversation_configs (target_kind, target_name, config, updated_at, stored_by)
+    VALUES (${config.target_kind}, ${config.target_name}, ${JSON.stringify(config)}, ${updatedAt}, ${storedBy})
+    ON CONFLICT(target_kind, target_name) DO UPDATE SET config = excluded.config, updated_at = excluded.updated_at, stored_by = excluded.stored_by`;
 }
 
 /**
@@ -83,15 +84,13 @@ export function putConfigStatement(db: D1Database, config: TargetConversationCon
  * by that key: src/access-control/stored-by.ts); true when it did not exist before. One statement, so no partial write.
  */
 export async function putConfig(db: D1Database, config: TargetConversationConfig, nowIso: string, storedBy: string): Promise<boolean> {
-  const [existed] = await db.batch<{ n: number }>([
-    db.prepare("SELECT COUNT(*) AS n FROM conversation_configs WHERE target_kind = ? AND target_name = ?").bind(config.target_kind, config.target_name),
-    putConfigStatement(db, config, nowIso, storedBy),
-  ]);
-  return Number(existed.results[0]?.n ?? 0) === 0;
+  const countStmt = d1(db)`SELECT COUNT(*) AS n FROM conversation_configs WHERE target_kind = ${config.target_kind} AND target_name = ${config.target_name}`;
+  const [existed] = await batch(db, [countStmt, putConfigSql(db, config, nowIso, storedBy)]);
+  return (rowsOf(CountRow, existed.results, countStmt.text)[0]?.n ?? 0) === 0;
 }
 
 /** Deletes the config of (kind, name); false when there was none. */
 export async function deleteConfig(db: D1Database, kind: TargetKind, name: string): Promise<boolean> {
-  const r = await db.prepare("DELETE FROM conversation_configs WHERE target_kind = ? AND target_name = ?").bind(kind, name).run();
-  return (r.meta.changes ?? 0) > 0;
+  const meta = await run(d1(db)`DELETE FROM conversation_configs WHERE target_kind = ${kind} AND target_name = ${name}`);
+  return (meta.changes ?? 0) > 0;
 }
