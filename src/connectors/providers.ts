@@ -7,6 +7,7 @@
  * secret env names), which is how the service talks to the provider, not what a caller picks from.
  */
 import { z } from "zod";
+import { all, d1 } from "../platform/persistence/d1";
 import type { ProviderDescriptor } from "../platform/settings/connector-settings";
 
 export const SubServiceView = z.object({ id: z.string(), display_name: z.string(), description: z.string(), scopes: z.array(z.string()) });
@@ -67,10 +68,10 @@ export function unknownSubService(provider: ProviderDescriptor, subServices: rea
   return subServices.findIndex((id) => !provider.sub_services.some((s) => s.id === id));
 }
 
-type CategoryRow = { id: string; display_name: string; sort_order: number };
+const CategoryRow = z.object({ id: z.string(), display_name: z.string(), sort_order: z.number() });
 
 /** The categories, by `sort_order` then id. */
 export async function listCategories(db: D1Database): Promise<CategoryView[]> {
-  const { results } = await db.prepare("SELECT id, display_name, sort_order FROM connector_categories ORDER BY sort_order, id").all<CategoryRow>();
-  return results.map((r) => ({ id: r.id, display_name: r.display_name, sort_order: Number(r.sort_order) }));
+  const rows = await all(CategoryRow, d1(db)`SELECT id, display_name, sort_order FROM connector_categories ORDER BY sort_order, id`);
+  return rows.map((r) => ({ id: r.id, display_name: r.display_name, sort_order: Number(r.sort_order) }));
 }

@@ -10,6 +10,7 @@ import { stateStoreStub, type StateView } from "./rpc";
 import type { Env } from "../platform/env";
 import { HttpError, badRequest } from "../platform/http/errors";
 import { type JsonObject, boundedJsonObject, MAX_JSON_BYTES } from "../platform/http/bounded-json";
+import { d1, run } from "../platform/persistence/d1";
 import { intactIdentifier } from "../platform/http/identifiers";
 import { JqError, jqRun } from "../platform/jq/engine";
 import { checkAgainstSchema } from "../targets/json-schema";
@@ -79,7 +80,7 @@ async function templateOr404(env: Env, name: string): Promise<StateTemplateDocum
 }
 
 async function mirror(env: Env, view: StateView): Promise<StateView> {
-  await env.DB.prepare("UPDATE states SET view = ?, updated_at = ? WHERE name = ?").bind(JSON.stringify(view), view.updated_at, view.name).run();
+  await run(d1(env.DB)`UPDATE states SET view = ${JSON.stringify(view)}, updated_at = ${view.updated_at} WHERE name = ${view.name}`);
   return view;
 }
 

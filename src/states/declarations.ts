@@ -11,10 +11,15 @@ import { renderTemplatedText, type TemplatedText } from "../templates/templated-
 import { type StateDeclarationBody, canonicalJson, checkBaseSchema, looksLikeTemplatedText } from "./declaration";
 import { savesOnState } from "./pending-saves";
 import { parseStored } from "../platform/persistence/stored-json";
+import { CountRow, all, batch, d1, rowsOf, run } from "../platform/persistence/d1";
+import { z } from "zod";
 import { refusal, stateNotFound } from "./refusals";
 import { StateView as StateViewSchema } from "./views";
 
 // The body's own reading (src/states/declaration.ts), so the two can never disagree.
+const ViewRow = z.object({ view: z.string() });
+const NameRow = z.object({ name: z.string() });
+
 const isTemplatedText = (v: unknown): v is TemplatedText => looksLikeTemplatedText(v);
 
 /** The schema as an object: a raw one as is; a TemplatedText rendered (mustache) and parsed. */
@@ -55,11 +60,11 @@ export async function declareState(env: Env, name: string, body: StateDeclaratio
     nowMs,
   );
   if (!r.ok) throw refusal(r);
-  await env.DB.prepare(
-    "INSERT INTO states (name, view, updated_at) VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE SET view = excluded.view, updated_at = excluded.updated_at",
-  )
-    .bind(name, JSON.stringify(r.view), r.view.updated_at)
-    .run();
+  await run(
+    d1(
+      env.DB,
+    )`INSERT INTO states (name, view, updated_at) VALUES (${name}, ${JSON.stringify(r.view)}, ${r.view.updated_at}) ON CONFLICT (name) DO UPDATE SET view = excluded.view, updated_at = excluded.updated_at`,
+  );
   return r.view;
 }
 
@@ -96,24 +101,25 @@ export async function readState(env: Env, name: string): Promise<StateView> {
 
 /** The listing, from D1, in name order. */
 export async function listStates(env: Env, offset: number, limit: number): Promise<{ items: StateView[]; total: number }> {
-  const [rows, count] = await env.DB.batch<{ view?: string; n?: number }>([
-    env.DB.prepare("SELECT view FROM states ORDER BY name LIMIT ? OFFSET ?").bind(limit, offset),
-    env.DB.prepare("SELECT COUNT(*) AS n FROM states"),
-  ]);
-  return { items: rows.results.map((r) => parseStored(StateViewSchema, r.view ?? "", "states.view")), total: Number(count.results[0]?.n ?? 0) };
+  const q = d1(env.DB);
+  const stmts = [q`SELECT view FROM states ORDER BY name LIMIT ${limit} OFFSET ${offset}`, q`SELECT COUNT(*) AS n FROM states`];
+  const [rows, count] = await batch(env.DB, stmts);
+  const views = rowsOf(ViewRow, rows?.results ?? [], stmts[0]?.text ?? "");
+  const [n] = rowsOf(CountRow, count?.results ?? [], stmts[1]?.text ?? "");
+  return { items: views.map((r) => parseStored(StateViewSchema, r.view, "states.view")), total: n?.n ?? 0 };
 }
 
 /** Every declared state's name (erasure and retention walk them). */
 export async function stateNames(db: D1Database): Promise<string[]> {
-  const { results } = await db.prepare("SELECT name FROM states ORDER BY name").all<{ name: string }>();
-  return results.map((r) => r.name);
+  const rows = await all(NameRow, d1(db)`SELECT name FROM states ORDER BY name`);
+  return rows.map((r) => r.name);
 }
 
 export async function deleteState(env: Env, name: string): Promise<{ name: string; deleted: true; records: number }> {
   const stub = stateStoreStub(env, name);
   if (!(await stub.view())) throw stateNotFound();
   const { records } = await stub.drop();
-  await env.DB.prepare("DELETE FROM states WHERE name = ?").bind(name).run();
+  await run(d1(env.DB)`DELETE FROM states WHERE name = ${name}`);
   return { name, deleted: true, records };
 }
 
