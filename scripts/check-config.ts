@@ -1,13 +1,14 @@
 /**
- * `npm run check-config`: validates the CONVERSATIONS_* and checkpoint settings exactly as the
- * Worker does (same parseSettings), from wrangler.toml [vars], then .dev.vars, then the
- * process environment, then `--var NAME:VALUE` arguments (later wins, as with wrangler dev).
+ * `npm run check-config`: validates every setting exactly as the Worker does (same parseSettings),
+ * from wrangler.toml [vars], then .dev.vars, then the process environment (the names the setting
+ * definitions know), then `--var NAME:VALUE` arguments (later wins, as with wrangler dev).
  * It also says whether the Worker would accept ACCESS_CONTROL_BOOTSTRAP_TOKEN (the same rule as
  * POST /api/keys/bootstrap). Exit code 0 when the settings are valid, 1 when not.
  */
 import { join } from "node:path";
 import { unstable_readConfig } from "wrangler";
 import { bootstrapTokenProblem } from "../src/access-control/bootstrap-token";
+import { settingDefinition } from "../src/platform/settings/registry";
 import { parseSettings } from "../src/platform/settings/settings";
 import { readDevVars } from "./dev-vars.mjs";
 
@@ -19,15 +20,10 @@ for (const db of config.d1_databases ?? []) env[db.binding] = {};
 for (const b of config.r2_buckets ?? []) env[b.binding] = {};
 
 Object.assign(env, readDevVars(join(root, ".dev.vars")));
+// Every variable a setting definition names (src/platform/settings/registry.ts) may come from the
+// shell too, as it would through `wrangler dev`'s environment.
 for (const [k, v] of Object.entries(process.env)) {
-  if (
-    k.startsWith("CONVERSATIONS_") ||
-    k.startsWith("LLM_PROVIDER_CHECKPOINT") ||
-    k === "OUTBOUND_ALLOW_PRIVATE_HOSTS" ||
-    k === "SECRET_REFERENCE_ALLOWLIST" ||
-    k === "SECRET_REFERENCE_ORIGINS"
-  )
-    env[k] = v;
+  if (settingDefinition(k)) env[k] = v;
 }
 const argv = process.argv.slice(2);
 for (let i = 0; i < argv.length; i++) {

@@ -5,7 +5,7 @@
  * background tool run (src/tool-runs/submit.ts).
  */
 import { loadObjectSettings } from "../config/object-settings";
-import { SCHEDULES_DEFAULTS } from "../platform/settings/schedule-settings";
+import { SCHEDULES_CATCH_UP_WINDOW_SECONDS } from "../platform/settings/schedule-settings";
 import { planAlarm } from "./catch-up";
 import { compileCron } from "./cron";
 import { mirrorStatement } from "./listing";
@@ -31,7 +31,7 @@ export function scheduleAlarm(kit: ScheduleKit): ScheduleAlarm {
     if (!s || s.next_fire_at === null) return;
     const slots = compileCron(s.cron, s.timezone);
     if (!slots) throw new Error("schedule: the stored expression does not compile");
-    const windowMs = (settings?.schedules.catchUpWindowSeconds ?? SCHEDULES_DEFAULTS.catchUpWindowSeconds) * 1000;
+    const windowMs = (settings?.schedules.catchUpWindowSeconds ?? SCHEDULES_CATCH_UP_WINDOW_SECONDS.default) * 1000;
     const plan = planAlarm(slots, s.next_fire_at, nowMs, windowMs);
     // Without the tool-runs store (or with an invalid configuration) schedules pause: due slots are skipped.
     if (plan.fire && !settings?.toolRuns.storeUrl) {

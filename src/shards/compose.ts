@@ -12,7 +12,7 @@ import type { CounterDelta, LedgerEntry, LedgerKey, ListingPush } from "./rpc";
 import type { Env } from "../platform/env";
 import type { Clock } from "../platform/clock";
 import { summaryOf } from "../observability/runs/summary";
-import { RUNS_DEFAULTS } from "../platform/settings/runs-settings";
+import { RUNS_TRACE_RETENTION_SECONDS } from "../platform/settings/runs-settings";
 import { announceToConsoles } from "./console-announce";
 import { claimEntry, createLedger, dropEntries, dropThreadEntries, findEntry, putEntry, releaseEntry } from "./ledger";
 import { ListingBuffer, createListingBuffer } from "./listing-buffer";
@@ -122,7 +122,7 @@ export function composeShard(deps: ShardDeps): ShardParts {
   const runs: ShardRuns = {
     async record(trace) {
       const s = objectSettingsNow(deps.env());
-      const retentionMs = (s ? s.runs.traceRetentionSeconds : RUNS_DEFAULTS.traceRetentionSeconds) * 1000;
+      const retentionMs = (s ? s.runs.traceRetentionSeconds : RUNS_TRACE_RETENTION_SECONDS.default) * 1000;
       const expiresAt = Date.parse(trace.started_at) + trace.duration_ms + retentionMs;
       keepTrace(sql, trace, expiresAt);
       timers.noteTraceExpiry(expiresAt);

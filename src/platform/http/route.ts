@@ -9,41 +9,42 @@ import { type Principal, admit, authenticate, readCredential } from "../../acces
 import type { Action } from "../../access-control/scopes";
 import type { AppEnv } from "./app-env";
 import { parseJsonBody, readRawBody } from "./body";
+import { CONNECTORS_STORE_URL } from "../settings/connector-settings";
+import { CONVERSATIONS_STORE_URL } from "../settings/conversation-settings";
+import type { SettingDefinition, StoreGate } from "../settings/define";
+import { MARKETPLACE_STORE_URL } from "../settings/marketplace-settings";
+import { INTERACTIONS_STORE_URL } from "../settings/notification-settings";
 import type { Settings } from "../settings/settings";
+import { STATES_STORE_URL } from "../settings/states-settings";
+import { STORAGE_BUCKET, TOOL_META_STORE_URL } from "../settings/storage-settings";
+import { TOOL_RUNS_STORE_URL } from "../settings/tool-run-settings";
 import { type HttpError, notConfigured } from "./errors";
 import { parseOr400 } from "./validation";
 
 export type Method = "get" | "post" | "put" | "delete" | "patch";
 
 /**
- * The stores a door can need, each with the setting that configures it. Without it the door
- * answers 501 `<code>-not-configured` naming the variable to set (platform facts D).
+ * The stores a door can need, each with the setting that switches it on and where its parsed value
+ * sits. Without it the door answers 501 `<code>-not-configured` naming the variable to set
+ * (platform facts D); the code and message are the setting's own gate.
  */
 const STORES = {
-  conversations: {
-    code: "conversations",
-    message: "conversations backend not configured (set CONVERSATIONS_STORE_URL)",
-    url: (s: Settings) => s.conversations.storeUrl,
-  },
-  states: { code: "states", message: "states store not configured (set STATES_STORE_URL)", url: (s: Settings) => s.states.storeUrl },
-  interactions: {
-    code: "interactions",
-    message: "interactions store not configured (set INTERACTIONS_STORE_URL)",
-    url: (s: Settings) => s.notifications.storeUrl,
-  },
-  connectors: { code: "connectors", message: "connector store not configured (set CONNECTORS_STORE_URL)", url: (s: Settings) => s.connectors.storeUrl },
-  marketplace: { code: "marketplace", message: "marketplace store not configured (set MARKETPLACE_STORE_URL)", url: (s: Settings) => s.marketplace.storeUrl },
-  "tool-runs": { code: "tool-runs", message: "tool runs store not configured (set TOOL_RUNS_STORE_URL)", url: (s: Settings) => s.toolRuns.storeUrl },
-  storage: { code: "storage", message: "storage not configured (set STORAGE_BUCKET to an R2 binding)", url: (s: Settings) => s.storage.bucketBinding },
-  "tool-meta": { code: "tool-meta", message: "tool metadata store not configured (set TOOL_META_STORE_URL)", url: (s: Settings) => s.toolMeta.storeUrl },
-} as const;
+  conversations: { setting: CONVERSATIONS_STORE_URL, url: (s: Settings) => s.conversations.storeUrl },
+  states: { setting: STATES_STORE_URL, url: (s: Settings) => s.states.storeUrl },
+  interactions: { setting: INTERACTIONS_STORE_URL, url: (s: Settings) => s.notifications.storeUrl },
+  connectors: { setting: CONNECTORS_STORE_URL, url: (s: Settings) => s.connectors.storeUrl },
+  marketplace: { setting: MARKETPLACE_STORE_URL, url: (s: Settings) => s.marketplace.storeUrl },
+  "tool-runs": { setting: TOOL_RUNS_STORE_URL, url: (s: Settings) => s.toolRuns.storeUrl },
+  storage: { setting: STORAGE_BUCKET, url: (s: Settings) => s.storage.bucketBinding },
+  "tool-meta": { setting: TOOL_META_STORE_URL, url: (s: Settings) => s.toolMeta.storeUrl },
+} as const satisfies Record<string, { setting: SettingDefinition & { gate: StoreGate }; url: (s: Settings) => string | null }>;
 
 export type StoreName = keyof typeof STORES;
 
 /** The 501 a door needing `store` answers when it is not configured; null when it is. */
 export function storeRefusal(store: StoreName, settings: Settings): HttpError | null {
-  const s = STORES[store];
-  return s.url(settings) ? null : notConfigured(s.code, s.message);
+  const { setting, url } = STORES[store];
+  return url(settings) ? null : notConfigured(setting.gate.code, setting.gate.message);
 }
 
 export type AuthSpec =

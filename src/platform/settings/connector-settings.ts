@@ -18,7 +18,7 @@ import { z } from "zod";
 import { ORIGIN_PATTERN_RULE, parseOriginPattern } from "./origin-patterns";
 import { ENV_NAME, isForbiddenReference } from "./secret-references";
 import { KEY_RULE, type KeyRing, parseKeyRing } from "./sealing-keys";
-import { d1StoreUrl, envString, intSetting } from "./store-url";
+import { type EnvVars, defineSetting, envString, storeUrl as storeUrlSetting, text, wholeNumber } from "./define";
 
 /** The pattern of provider ids, sub-service ids and config keys (platform-facts A2). */
 export const CONNECTOR_ID = /^[a-z][a-z0-9_]*$/;
@@ -246,14 +246,6 @@ export function parseProvidersDocument(raw: unknown, errors: string[]): Provider
   return [];
 }
 
-function parseKeys(env: Record<string, unknown>, storeUrl: string | null, errors: string[]): ConnectorSettings["keys"] {
-  const ring = parseKeyRing(env, ENCRYPTION_KEY_SETTING, PREVIOUS_KEYS_SETTING, errors);
-  if (!envString(env, ENCRYPTION_KEY_SETTING)?.trim() && storeUrl) {
-    errors.push(`${ENCRYPTION_KEY_SETTING} must be set while CONNECTORS_STORE_URL is set: it ${KEY_RULE.replace(/^must be/, "is")}`);
-  }
-  return ring;
-}
-
 const LOOPBACK_HOSTS: ReadonlySet<string> = new Set(["127.0.0.1", "localhost", "[::1]"]);
 
 /** https, or http on a loopback host (RFC 8252 §7.3: local development); no fragment, no userinfo. */
@@ -268,17 +260,97 @@ function isRedirectUri(s: string): boolean {
   return u.protocol === "https:" || (u.protocol === "http:" && LOOPBACK_HOSTS.has(u.hostname));
 }
 
-export function parseConnectorSettings(env: Record<string, unknown>, errors: string[]): ConnectorSettings {
-  const storeUrl = d1StoreUrl(env, "CONNECTORS_STORE_URL", errors);
-  const providers = parseProvidersDocument(env[PROVIDERS_SETTING], errors);
-  const keys = parseKeys(env, storeUrl, errors);
-  let redirectUri: string | null = envString(env, REDIRECT_URI_SETTING)?.trim() || null;
-  if (redirectUri && (redirectUri.length > 2048 || !isRedirectUri(redirectUri))) {
-    errors.push(
-      `${REDIRECT_URI_SETTING} must be an absolute https URL (or http on 127.0.0.1/localhost for local development) without user:password or fragment`,
-    );
-    redirectUri = null;
-  } else if (!redirectUri && storeUrl && providers.some((p) => p.kind === "oauth")) {
+export const CONNECTORS_STORE_URL = storeUrlSetting("CONNECTORS_STORE_URL", {
+  area: "connectors",
+  what: "The connectors area's store",
+  unset: "every connection door answers 501 connectors-not-configured (providers still list)",
+  gate: { code: "connectors", what: "connector store" },
+});
+
+// Env only: a descriptor names the token endpoint that receives the client secret (and every
+// refresh token) together with the env vars holding them, so setting it at runtime would let an
+// admin key send those secrets to a host of its choosing.
+export const CONNECTORS_PROVIDERS = defineSetting({
+  name: PROVIDERS_SETTING,
+  area: "connectors",
+  type: "json-array",
+  default: [],
+  secret: false,
+  overlay: false,
+  description:
+    "The connector providers document: a JSON array of provider descriptors (docs/connectors.md). Env only: its token endpoints receive the client secrets and refresh tokens.",
+  read: (env, errors): ProviderDescriptor[] => parseProvidersDocument(env[PROVIDERS_SETTING], errors),
+});
+
+export const CONNECTORS_ENCRYPTION_KEY = text(ENCRYPTION_KEY_SETTING, {
+  area: "connectors",
+  secret: true,
+  description: "The AES-256-GCM key sealing stored connector tokens: 32 random bytes in base64; required while CONNECTORS_STORE_URL is set.",
+});
+
+export const CONNECTORS_ENCRYPTION_KEY_PREVIOUS = text(PREVIOUS_KEYS_SETTING, {
+  area: "connectors",
+  type: "list",
+  secret: true,
+  description: "Comma-separated older connector keys that still open tokens sealed before a rotation (at most 8).",
+});
+
+const REDIRECT_RULE = `${REDIRECT_URI_SETTING} must be an absolute https URL (or http on 127.0.0.1/localhost for local development) without user:password or fragment`;
+
+export const CONNECTORS_OAUTH_REDIRECT_URI = defineSetting({
+  name: REDIRECT_URI_SETTING,
+  area: "connectors",
+  type: "url",
+  default: null,
+  secret: false,
+  overlay: true,
+  description: "Where providers send the browser back with code and state: an https URL (or http on 127.0.0.1/localhost).",
+  read(env, errors): string | null {
+    const uri = envString(env, REDIRECT_URI_SETTING)?.trim() || null;
+    if (uri && (uri.length > 2048 || !isRedirectUri(uri))) {
+      errors.push(REDIRECT_RULE);
+      return null;
+    }
+    return uri;
+  },
+});
+
+export const CONNECTORS_OAUTH_START_TTL_SECONDS = wholeNumber("CONNECTORS_OAUTH_START_TTL_SECONDS", {
+  area: "connectors",
+  default: 600,
+  min: 60,
+  max: 3600,
+  description: "How long a started authorization may be completed.",
+});
+
+export const CONNECTORS_TOKEN_REFRESH_SKEW_SECONDS = wholeNumber("CONNECTORS_TOKEN_REFRESH_SKEW_SECONDS", {
+  area: "connectors",
+  default: 60,
+  min: 0,
+  max: 3600,
+  description: "An access token this close to expiry is refreshed before use.",
+});
+
+export const CONNECTOR_SETTINGS = [
+  CONNECTORS_STORE_URL,
+  CONNECTORS_PROVIDERS,
+  CONNECTORS_ENCRYPTION_KEY,
+  CONNECTORS_ENCRYPTION_KEY_PREVIOUS,
+  CONNECTORS_OAUTH_REDIRECT_URI,
+  CONNECTORS_OAUTH_START_TTL_SECONDS,
+  CONNECTORS_TOKEN_REFRESH_SKEW_SECONDS,
+] as const;
+
+export function parseConnectorSettings(env: EnvVars, errors: string[]): ConnectorSettings {
+  const storeUrl = CONNECTORS_STORE_URL.read(env, errors);
+  const providers = CONNECTORS_PROVIDERS.read(env, errors);
+  const keys = parseKeyRing(env, CONNECTORS_ENCRYPTION_KEY.name, CONNECTORS_ENCRYPTION_KEY_PREVIOUS.name, errors);
+  // Tokens are sealed at rest, so a store without a key would have nothing to seal them with.
+  if (!CONNECTORS_ENCRYPTION_KEY.read(env, errors) && storeUrl) {
+    errors.push(`${ENCRYPTION_KEY_SETTING} must be set while CONNECTORS_STORE_URL is set: it ${KEY_RULE.replace(/^must be/, "is")}`);
+  }
+  const redirectUri = CONNECTORS_OAUTH_REDIRECT_URI.read(env, errors);
+  if (!redirectUri && !envString(env, REDIRECT_URI_SETTING)?.trim() && storeUrl && providers.some((p) => p.kind === "oauth")) {
     errors.push(`${REDIRECT_URI_SETTING} must be set while CONNECTORS_STORE_URL is set and ${PROVIDERS_SETTING} lists an oauth provider`);
   }
   return {
@@ -286,7 +358,7 @@ export function parseConnectorSettings(env: Record<string, unknown>, errors: str
     providers,
     keys,
     redirectUri,
-    startTtlSeconds: intSetting(env, "CONNECTORS_OAUTH_START_TTL_SECONDS", 600, 60, 3600, errors),
-    refreshSkewSeconds: intSetting(env, "CONNECTORS_TOKEN_REFRESH_SKEW_SECONDS", 60, 0, 3600, errors),
+    startTtlSeconds: CONNECTORS_OAUTH_START_TTL_SECONDS.read(env, errors),
+    refreshSkewSeconds: CONNECTORS_TOKEN_REFRESH_SKEW_SECONDS.read(env, errors),
   };
 }

@@ -4,7 +4,7 @@
  * One parser for every `*_ENCRYPTION_KEY` / `*_ENCRYPTION_KEY_PREVIOUS` pair; errors name the
  * variables, never a value.
  */
-import { envString } from "./store-url";
+import { envString } from "./define";
 
 /** The sealing keys as standard base64 of 32 bytes: `current` seals, every key opens. */
 export interface KeyRing {

@@ -1,28 +1,45 @@
 /**
- * The background tool runs' settings (docs/tool-runs.md "Settings"):
- * - `TOOL_RUNS_STORE_URL` switches background runs and schedules on (their doors answer 501
- *   `tool-runs-not-configured` without it; decisions §15). The runs themselves live in ToolRun
- *   objects; D1 holds the listing index;
- * - `TOOL_RUNS_RETENTION_SECONDS`: how long a finished run stays readable;
- * - `TOOL_RUNS_MAX_ATTEMPTS`: how many times a run is started before an interrupted one is failed.
+ * The background tool runs' settings (docs/tool-runs.md "Settings"). The runs live in ToolRun
+ * objects; the store holds their listing index. The store switch also turns schedules and hooks on
+ * (decisions §15).
  */
-import { d1StoreUrl, intSetting } from "./store-url";
+import { type EnvVars, storeUrl, wholeNumber } from "./define";
+
+export const TOOL_RUNS_STORE_URL = storeUrl("TOOL_RUNS_STORE_URL", {
+  area: "tool-runs",
+  what: "The background tool runs' store (the runs listing; runs in ToolRun objects, schedules in Schedule objects)",
+  unset: "every tool-runs, schedules and hooks door answers 501 tool-runs-not-configured, and schedules pause",
+  gate: { code: "tool-runs", what: "tool runs store" },
+});
+
+export const TOOL_RUNS_RETENTION_SECONDS = wholeNumber("TOOL_RUNS_RETENTION_SECONDS", {
+  area: "tool-runs",
+  default: 604_800,
+  min: 60,
+  max: 31_536_000,
+  description: "How long a finished background tool run stays readable.",
+});
+
+export const TOOL_RUNS_MAX_ATTEMPTS = wholeNumber("TOOL_RUNS_MAX_ATTEMPTS", {
+  area: "tool-runs",
+  default: 3,
+  min: 1,
+  max: 10,
+  description: "Starts a background tool run gets; one interrupted (its object restarted mid-run) that many times fails.",
+});
+
+export const TOOL_RUN_SETTINGS = [TOOL_RUNS_STORE_URL, TOOL_RUNS_RETENTION_SECONDS, TOOL_RUNS_MAX_ATTEMPTS] as const;
 
 export interface ToolRunSettings {
-  /** `TOOL_RUNS_STORE_URL` (d1://BINDING). */
   storeUrl: string | null;
-  /** `TOOL_RUNS_RETENTION_SECONDS`: a finished run's lifetime (default 7 days). */
   retentionSeconds: number;
-  /** `TOOL_RUNS_MAX_ATTEMPTS`: starts a run gets; a run interrupted that many times fails (default 3). */
   maxAttempts: number;
 }
 
-export const TOOL_RUNS_DEFAULTS = { retentionSeconds: 604_800, maxAttempts: 3 } as const;
-
-export function parseToolRunSettings(env: Record<string, unknown>, errors: string[]): ToolRunSettings {
+export function parseToolRunSettings(env: EnvVars, errors: string[]): ToolRunSettings {
   return {
-    storeUrl: d1StoreUrl(env, "TOOL_RUNS_STORE_URL", errors),
-    retentionSeconds: intSetting(env, "TOOL_RUNS_RETENTION_SECONDS", TOOL_RUNS_DEFAULTS.retentionSeconds, 60, 31_536_000, errors),
-    maxAttempts: intSetting(env, "TOOL_RUNS_MAX_ATTEMPTS", TOOL_RUNS_DEFAULTS.maxAttempts, 1, 10, errors),
+    storeUrl: TOOL_RUNS_STORE_URL.read(env, errors),
+    retentionSeconds: TOOL_RUNS_RETENTION_SECONDS.read(env, errors),
+    maxAttempts: TOOL_RUNS_MAX_ATTEMPTS.read(env, errors),
   };
 }

@@ -51,7 +51,7 @@ describe("settings (spec §8, decisions §3)", () => {
     expect(r.ok && r.settings.conversations.storeUrl).toBeNull();
   });
 
-  it.each(NUMERIC_SETTINGS.map((s) => s.env))("rejects %s <= 0 naming it", (name) => {
+  it.each(NUMERIC_SETTINGS.map((s) => s.name))("rejects %s <= 0 naming it", (name) => {
     const r = parseSettings({ ...base, [name]: "0" });
     expect(r.ok).toBe(false);
     if (!r.ok) expect(r.errors.join("\n")).toContain(name);
