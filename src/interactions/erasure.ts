@@ -7,6 +7,7 @@
 import { interactionHub, interactionStub } from "./rpc";
 import type { Env } from "../platform/env";
 import { interactionsOfThread } from "./index-store";
+import { d1, run } from "../platform/persistence/d1";
 
 /** Discards the thread's interactions: `parked` (its own notes) and every one its listing names. Answers how many were asked to go. */
 export async function eraseThreadInteractions(env: Env, threadId: string, parked: readonly string[]): Promise<number> {
@@ -21,7 +22,7 @@ export async function eraseThreadInteractions(env: Env, threadId: string, parked
   );
   // Whatever an object's alarm may still have been writing while it was discarded: the thread's
   // listing rows and events go again, by thread and by id.
-  await env.DB.prepare("DELETE FROM interactions WHERE thread_id = ?").bind(threadId).run();
+  await run(d1(env.DB)`DELETE FROM interactions WHERE thread_id = ${threadId}`);
   if (ids.length) await interactionHub(env).drop(ids);
   return ids.length;
 }
