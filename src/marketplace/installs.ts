@@ -1,5 +1,6 @@
 /** The install store's reads (D1 `marketplace_installs`, `marketplace_owned`; migrations/0011). */
 import { z } from "zod";
+import { all, batch, d1, rowsOf, trusted } from "../platform/persistence/d1";
 import { validStored } from "../platform/persistence/stored-json";
 import { DECLARATION_KINDS, type DeclarationKind, DeclarationNames } from "./contract";
 
@@ -20,8 +21,18 @@ export interface OwnedDeclaration {
   name: string;
 }
 
-type InstallRow = { ref: string; namespace: string; name: string; version: string; installed_at: string; updated_at: string };
-type OwnedRow = { kind: string; name: string; ref: string };
+const InstallRow = z.object({
+  ref: z.string(),
+  namespace: z.string(),
+  name: z.string(),
+  version: z.string(),
+  installed_at: z.string(),
+  updated_at: z.string(),
+});
+type InstallRow = z.infer<typeof InstallRow>;
+const OwnedRow = z.object({ kind: z.string(), name: z.string(), ref: z.string() });
+type OwnedRow = z.infer<typeof OwnedRow>;
+const VersionRow = z.object({ ref: z.string(), version: z.string() });
 
 const OwnedKind = z.enum(DECLARATION_KINDS.map((k) => k.kind) as [DeclarationKind, ...DeclarationKind[]]);
 
@@ -50,36 +61,34 @@ function toInstalled(r: InstallRow, items: OwnedDeclaration[]): InstalledPlugin 
   };
 }
 
-const INSTALL_COLUMNS = "ref, namespace, name, version, installed_at, updated_at";
+const INSTALL_COLUMNS = trusted("ref, namespace, name, version, installed_at, updated_at");
 
 /** Every installed plugin with what it owns, by ref (two statements, one round trip). */
 export async function listInstalled(db: D1Database): Promise<InstalledPlugin[]> {
-  const [installs, ownedRows] = await db.batch<InstallRow | OwnedRow>([
-    db.prepare(`SELECT ${INSTALL_COLUMNS} FROM marketplace_installs ORDER BY ref`),
-    db.prepare("SELECT kind, name, ref FROM marketplace_owned"),
-  ]);
-  const all = owned(ownedRows.results as OwnedRow[]);
-  return (installs.results as InstallRow[]).map((r) =>
+  const installsStmt = d1(db)`SELECT ${INSTALL_COLUMNS} FROM marketplace_installs ORDER BY ref`;
+  const ownedStmt = d1(db)`SELECT kind, name, ref FROM marketplace_owned`;
+  const [installs, ownedRows] = await batch(db, [installsStmt, ownedStmt]);
+  const every = owned(rowsOf(OwnedRow, ownedRows.results, ownedStmt.text));
+  return rowsOf(InstallRow, installs.results, installsStmt.text).map((r) =>
     toInstalled(
       r,
-      all.filter((o) => o.ref === r.ref),
+      every.filter((o) => o.ref === r.ref),
     ),
   );
 }
 
 /** One installed plugin, or null. */
 export async function getInstalled(db: D1Database, ref: string): Promise<InstalledPlugin | null> {
-  const [installs, ownedRows] = await db.batch<InstallRow | OwnedRow>([
-    db.prepare(`SELECT ${INSTALL_COLUMNS} FROM marketplace_installs WHERE ref = ?`).bind(ref),
-    db.prepare("SELECT kind, name, ref FROM marketplace_owned WHERE ref = ?").bind(ref),
-  ]);
-  const row = (installs.results as InstallRow[])[0];
-  return row ? toInstalled(row, owned(ownedRows.results as OwnedRow[])) : null;
+  const installsStmt = d1(db)`SELECT ${INSTALL_COLUMNS} FROM marketplace_installs WHERE ref = ${ref}`;
+  const ownedStmt = d1(db)`SELECT kind, name, ref FROM marketplace_owned WHERE ref = ${ref}`;
+  const [installs, ownedRows] = await batch(db, [installsStmt, ownedStmt]);
+  const row = rowsOf(InstallRow, installs.results, installsStmt.text)[0];
+  return row ? toInstalled(row, owned(rowsOf(OwnedRow, ownedRows.results, ownedStmt.text))) : null;
 }
 
 /** Installed versions by ref (for the registry reads' `installed_version`). */
 export async function installedVersions(db: D1Database): Promise<Map<string, string>> {
-  const { results } = await db.prepare("SELECT ref, version FROM marketplace_installs").all<{ ref: string; version: string }>();
+  const results = await all(VersionRow, d1(db)`SELECT ref, version FROM marketplace_installs`);
   return new Map(results.map((r) => [r.ref, r.version]));
 }
 

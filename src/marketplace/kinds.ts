@@ -1,7 +1,7 @@
 /**
  * The declaration kinds a bundle installs, one place per kind: where its rows live, how a
  * declaration is checked against this deployment's policy, shown, written and removed. The writes
- * are prepared statements, never run here, so an install, update or uninstall is one D1 batch
+ * are statements, never run here, so an install, update or uninstall is one D1 batch
  * (src/marketplace/apply.ts). The rows are exactly the ones the kinds' own doors write
  * (src/targets/tools/http-tools.ts, agents/declarations.ts, presets/store.ts), so an installed
  * declaration is indistinguishable from one declared by hand. A later kind joins here.
@@ -9,6 +9,7 @@
 import { STORED_BY_PLUGIN } from "../access-control/stored-by";
 import type { EnvVars } from "../platform/env";
 import type { TargetKind } from "../conversations/model/kinds";
+import { type Statement, d1, trusted } from "../platform/persistence/d1";
 import type { JsonObject } from "../platform/http/bounded-json";
 import { HttpError } from "../platform/http/errors";
 import type { Settings } from "../platform/settings/settings";
@@ -118,12 +119,8 @@ export function canonicalJson(value: unknown): string {
  * upserted either way; a preset is created at version 1, or gets a new version (made current) when
  * its body changed, so a plugin update keeps the preset's history like any new version does.
  */
-export function writeStatements(
-  db: D1Database,
-  d: Declaration,
-  existing: { exists: boolean; currentBody: string | null },
-  nowIso: string,
-): D1PreparedStatement[] {
+export function writeStatements(db: D1Database, d: Declaration, existing: { exists: boolean; currentBody: string | null }, nowIso: string): Statement[] {
+  const q = d1(db);
   switch (d.kind) {
     case "http_tool": {
       const spec = JSON.stringify({
@@ -134,55 +131,38 @@ export function writeStatements(
         timeout_seconds: d.body.timeout_seconds,
       });
       return [
-        db
-          .prepare(
-            `INSERT INTO tool_declarations (title, kind, description, spec, created_at, updated_at) VALUES (?1, 'http', ?2, ?3, ?4, ?4)
+        q`INSERT INTO tool_declarations (title, kind, description, spec, created_at, updated_at) VALUES (${d.name}, 'http', ${d.body.description}, ${spec}, ${nowIso}, ${nowIso})
              ON CONFLICT(title) DO UPDATE SET kind = excluded.kind, description = excluded.description, spec = excluded.spec, updated_at = excluded.updated_at`,
-          )
-          .bind(d.name, d.body.description, spec, nowIso),
       ];
     }
     case "agent":
       return [
-        db
-          .prepare(
-            `INSERT INTO agent_declarations (title, kind, description, config, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?5)
+        q`INSERT INTO agent_declarations (title, kind, description, config, created_at, updated_at)
+             VALUES (${d.name}, ${d.body.kind}, ${d.body.description}, ${JSON.stringify(d.body.config)}, ${nowIso}, ${nowIso})
              ON CONFLICT(title) DO UPDATE SET kind = excluded.kind, description = excluded.description, config = excluded.config, updated_at = excluded.updated_at`,
-          )
-          .bind(d.name, d.body.kind, d.body.description, JSON.stringify(d.body.config), nowIso),
       ];
     case "preset": {
       const body = JSON.stringify(presetBody(d.body));
       if (!existing.exists) {
         return [
-          db
-            .prepare("INSERT INTO presets (name, current_version, latest_version, created_at, updated_at, stored_by) VALUES (?1, 1, 1, ?2, ?2, ?3)")
-            .bind(d.name, nowIso, STORED_BY_PLUGIN),
-          db.prepare("INSERT INTO preset_versions (name, version, body, tags, created_at) VALUES (?1, 1, ?2, '[]', ?3)").bind(d.name, body, nowIso),
+          q`INSERT INTO presets (name, current_version, latest_version, created_at, updated_at, stored_by) VALUES (${d.name}, 1, 1, ${nowIso}, ${nowIso}, ${STORED_BY_PLUGIN})`,
+          q`INSERT INTO preset_versions (name, version, body, tags, created_at) VALUES (${d.name}, 1, ${body}, '[]', ${nowIso})`,
         ];
       }
       if (existing.currentBody !== null && canonicalJson(JSON.parse(existing.currentBody)) === canonicalJson(JSON.parse(body))) return [];
       return [
-        db
-          .prepare(
-            "INSERT INTO preset_versions (name, version, body, tags, created_at) SELECT name, latest_version + 1, ?2, '[]', ?3 FROM presets WHERE name = ?1",
-          )
-          .bind(d.name, body, nowIso),
-        db
-          .prepare(
-            "UPDATE presets SET latest_version = latest_version + 1, current_version = latest_version + 1, updated_at = ?2, stored_by = ?3 WHERE name = ?1",
-          )
-          .bind(d.name, nowIso, STORED_BY_PLUGIN),
+        q`INSERT INTO preset_versions (name, version, body, tags, created_at) SELECT name, latest_version + 1, ${body}, '[]', ${nowIso} FROM presets WHERE name = ${d.name}`,
+        q`UPDATE presets SET latest_version = latest_version + 1, current_version = latest_version + 1, updated_at = ${nowIso}, stored_by = ${STORED_BY_PLUGIN} WHERE name = ${d.name}`,
       ];
     }
   }
 }
 
 /** Statements that remove the declaration `kind`/`name` (nothing happens when it is already gone). */
-export function removeStatements(db: D1Database, kind: DeclarationKind, name: string): D1PreparedStatement[] {
-  if (kind === "preset") {
-    return [db.prepare("DELETE FROM preset_versions WHERE name = ?").bind(name), db.prepare("DELETE FROM presets WHERE name = ?").bind(name)];
-  }
+export function removeStatements(db: D1Database, kind: DeclarationKind, name: string): Statement[] {
+  const q = d1(db);
+  if (kind === "preset") return [q`DELETE FROM preset_versions WHERE name = ${name}`, q`DELETE FROM presets WHERE name = ${name}`];
   const { table, key } = KIND_TABLES[kind];
-  return [db.prepare(`DELETE FROM ${table} WHERE ${key} = ?`).bind(name)];
+  // Table and key column come from KIND_TABLES, this file's constant.
+  return [q`DELETE FROM ${trusted(table)} WHERE ${trusted(key)} = ${name}`];
 }

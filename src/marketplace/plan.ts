@@ -6,7 +6,9 @@
  * and, unless forced, removing a declaration something else still stands on (409). Applying a plan
  * is src/marketplace/apply.ts.
  */
+import { z } from "zod";
 import type { Env } from "../platform/env";
+import { batch, d1, rowsOf } from "../platform/persistence/d1";
 import type { Settings } from "../platform/settings/settings";
 import { findVersion, isCompatible, latestCompatible } from "./compat";
 import { DeclarationBundle, bundleKinds, type DeclarationKind } from "./contract";
@@ -78,30 +80,26 @@ interface LocalState {
   owners: Map<string, string>;
 }
 
+const TitleRow = z.object({ title: z.string() });
+const PresetBodyRow = z.object({ name: z.string(), body: z.string().nullable() });
+const OwnerRow = z.object({ kind: z.string(), name: z.string(), ref: z.string() });
+
 async function readLocalState(db: D1Database, toolNames: string[], agentNames: string[]): Promise<LocalState> {
   const tools = JSON.stringify(toolNames);
   const agents = JSON.stringify(agentNames);
-  const [t, p, a, o] = await db.batch<Record<string, string | null>>([
-    db.prepare("SELECT title FROM tool_declarations WHERE title IN (SELECT value FROM json_each(?))").bind(tools),
-    db
-      .prepare(
-        `SELECT p.name AS name, v.body AS body FROM presets p LEFT JOIN preset_versions v ON v.name = p.name AND v.version = p.current_version
-         WHERE p.name IN (SELECT value FROM json_each(?))`,
-      )
-      .bind(tools),
-    db.prepare("SELECT title FROM agent_declarations WHERE title IN (SELECT value FROM json_each(?))").bind(agents),
-    db
-      .prepare(
-        `SELECT kind, name, ref FROM marketplace_owned
-         WHERE (kind IN ('http_tool', 'preset') AND name IN (SELECT value FROM json_each(?1))) OR (kind = 'agent' AND name IN (SELECT value FROM json_each(?2)))`,
-      )
-      .bind(tools, agents),
-  ]);
+  const q = d1(db);
+  const toolsStmt = q`SELECT title FROM tool_declarations WHERE title IN (SELECT value FROM json_each(${tools}))`;
+  const presetsStmt = q`SELECT p.name AS name, v.body AS body FROM presets p LEFT JOIN preset_versions v ON v.name = p.name AND v.version = p.current_version
+         WHERE p.name IN (SELECT value FROM json_each(${tools}))`;
+  const agentsStmt = q`SELECT title FROM agent_declarations WHERE title IN (SELECT value FROM json_each(${agents}))`;
+  const ownersStmt = q`SELECT kind, name, ref FROM marketplace_owned
+         WHERE (kind IN ('http_tool', 'preset') AND name IN (SELECT value FROM json_each(${tools}))) OR (kind = 'agent' AND name IN (SELECT value FROM json_each(${agents})))`;
+  const [t, p, a, o] = await batch(db, [toolsStmt, presetsStmt, agentsStmt, ownersStmt]);
   return {
-    tools: new Set(t.results.map((r) => String(r.title))),
-    presets: new Map(p.results.map((r) => [String(r.name), r.body ?? null])),
-    agents: new Set(a.results.map((r) => String(r.title))),
-    owners: new Map(o.results.map((r) => [`${r.kind}:${r.name}`, String(r.ref)])),
+    tools: new Set(rowsOf(TitleRow, t.results, toolsStmt.text).map((r) => r.title)),
+    presets: new Map(rowsOf(PresetBodyRow, p.results, presetsStmt.text).map((r) => [r.name, r.body])),
+    agents: new Set(rowsOf(TitleRow, a.results, agentsStmt.text).map((r) => r.title)),
+    owners: new Map(rowsOf(OwnerRow, o.results, ownersStmt.text).map((r) => [`${r.kind}:${r.name}`, r.ref])),
   };
 }
 
