@@ -12,6 +12,7 @@ import type { Principal } from "../access-control/principal";
 import type { Env } from "../platform/env";
 import { HttpError, badRequest } from "../platform/http/errors";
 import type { StoreName } from "../platform/http/route";
+import { Statement, batch } from "../platform/persistence/d1";
 import type { Settings } from "../platform/settings/settings";
 import type { RowOf, SectionName, SectionRows } from "./rows";
 
@@ -138,9 +139,18 @@ export function refuseDuplicates<T>(section: SectionName, rows: readonly T[], ke
   if (i >= 0) throw rowFault(section, i, null, `repeats the ${what} of an earlier row`);
 }
 
-/** Runs a section's statements as one D1 batch (one transaction); an empty plan writes nothing. */
-export async function runBatch(db: D1Database, statements: D1PreparedStatement[]): Promise<void> {
-  if (statements.length) await db.batch(statements);
+/**
+ * Runs a section's statements as one D1 batch (one transaction); an empty plan writes nothing.
+ * Some stores a section writes through still hand over D1's own prepared statements: a plan made
+ * only of tagged statements runs through the kit, so a failure names their text; a plan holding a
+ * prepared one runs in the same single batch, its failure as D1 gives it.
+ */
+export async function runBatch(db: D1Database, statements: ReadonlyArray<Statement | D1PreparedStatement>): Promise<void> {
+  if (statements.every((s): s is Statement => s instanceof Statement)) {
+    await batch(db, statements);
+    return;
+  }
+  await db.batch(statements.map((s) => (s instanceof Statement ? s.prepared() : s)));
 }
 
 /** An import that stopped partway: the sections written before it stay, and the answer lists them. */

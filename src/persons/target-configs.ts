@@ -69,11 +69,7 @@ export async function listConfigs(db: D1Database): Promise<TargetConversationCon
  * The create-or-replace of `config` as a statement: the config door batches it behind its
  * existence count, a backup import with the rest of its target-configs section.
  */
-export function putConfigStatement(db: D1Database, config: TargetConversationConfig, updatedAt: string, storedBy: string): D1PreparedStatement {
-  return putConfigSql(db, config, updatedAt, storedBy).prepared();
-}
-
-function putConfigSql(db: D1Database, config: TargetConversationConfig, updatedAt: string, storedBy: string): Statement {
+export function putConfigStatement(db: D1Database, config: TargetConversationConfig, updatedAt: string, storedBy: string): Statement {
   return d1(db)`INSERT INTO conversation_configs (target_kind, target_name, config, updated_at, stored_by)
     VALUES (${config.target_kind}, ${config.target_name}, ${JSON.stringify(config)}, ${updatedAt}, ${storedBy})
     ON CONFLICT(target_kind, target_name) DO UPDATE SET config = excluded.config, updated_at = excluded.updated_at, stored_by = excluded.stored_by`;
@@ -85,7 +81,7 @@ function putConfigSql(db: D1Database, config: TargetConversationConfig, updatedA
  */
 export async function putConfig(db: D1Database, config: TargetConversationConfig, nowIso: string, storedBy: string): Promise<boolean> {
   const countStmt = d1(db)`SELECT COUNT(*) AS n FROM conversation_configs WHERE target_kind = ${config.target_kind} AND target_name = ${config.target_name}`;
-  const [existed] = await batch(db, [countStmt, putConfigSql(db, config, nowIso, storedBy)]);
+  const [existed] = await batch(db, [countStmt, putConfigStatement(db, config, nowIso, storedBy)]);
   return (rowsOf(CountRow, existed.results, countStmt.text)[0]?.n ?? 0) === 0;
 }
 

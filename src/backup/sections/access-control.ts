@@ -17,6 +17,7 @@ import { CUSTOM_SCOPE_ID, isCustomScopeId } from "../../access-control/scopes";
 import { ACCESS_CONTROL_TABLES } from "../../access-control/tables";
 import { MAX_SCOPE_URL_LENGTH, scopeUrlProblem } from "../../access-control/url-pattern";
 import { registry } from "../../platform/http/route";
+import { type SqlValue, type Statement, all, d1, identifiers, join, list, sql } from "../../platform/persistence/d1";
 import { type DeployedKey, deployedKeys, deployedRoles, deployedScopeIds } from "../deployment";
 import type { KeyBackupRow, RoleBackupRow } from "../rows";
 import { type ImportContext, atRow, defineSection, parseAtRow, refuseDuplicates, rowFault, runBatch } from "../section";
@@ -26,28 +27,35 @@ function columnsOf(table: keyof typeof ACCESS_CONTROL_TABLES): string[] {
   return Object.keys(ACCESS_CONTROL_TABLES[table].shape);
 }
 
-async function readTable<T extends keyof typeof ACCESS_CONTROL_TABLES>(
+/** Every row of `table`, in `orderBy` order, each validated against `schema` (the table's own, from ACCESS_CONTROL_TABLES). */
+async function readTable<S extends z.ZodType>(
   db: D1Database,
-  table: T,
-  orderBy: string,
-): Promise<Array<z.output<(typeof ACCESS_CONTROL_TABLES)[T]>>> {
-  const { results } = await db.prepare(`SELECT ${columnsOf(table).join(", ")} FROM ${table} ORDER BY ${orderBy}`).all();
-  return results.map((r) => ACCESS_CONTROL_TABLES[table].parse(r) as z.output<(typeof ACCESS_CONTROL_TABLES)[T]>);
+  table: keyof typeof ACCESS_CONTROL_TABLES,
+  schema: S,
+  orderBy: string[],
+): Promise<Array<z.output<S>>> {
+  return all(schema, d1(db)`SELECT ${identifiers(columnsOf(table))} FROM ${identifiers([table])} ORDER BY ${identifiers(orderBy)}`);
+}
+
+/** A column's value to bind: rows arrive checked against their table's schema, so each is an SQL scalar or absent. */
+function columnValue(row: Record<string, unknown>, column: string): SqlValue {
+  const v = row[column] ?? null;
+  if (v === null || typeof v === "string" || typeof v === "number" || typeof v === "boolean") return v;
+  throw new Error(`column ${column} of a backup row holds no SQL value`);
 }
 
 /** `INSERT … ON CONFLICT(key) DO UPDATE` over every column of `table`'s row schema. */
-function upsert(db: D1Database, table: keyof typeof ACCESS_CONTROL_TABLES, conflict: string[], row: Record<string, unknown>): D1PreparedStatement {
+function upsert(db: D1Database, table: keyof typeof ACCESS_CONTROL_TABLES, conflict: string[], row: Record<string, unknown>): Statement {
   const cols = columnsOf(table);
-  const updates = cols.filter((c) => !conflict.includes(c)).map((c) => `${c} = excluded.${c}`);
-  const onConflict = updates.length ? `DO UPDATE SET ${updates.join(", ")}` : "DO NOTHING";
-  return db
-    .prepare(`INSERT INTO ${table} (${cols.join(", ")}) VALUES (${cols.map(() => "?").join(", ")}) ON CONFLICT(${conflict.join(", ")}) ${onConflict}`)
-    .bind(...cols.map((c) => row[c] ?? null));
+  const updates = cols.filter((c) => !conflict.includes(c)).map((c) => sql`${identifiers([c])} = excluded.${identifiers([c])}`);
+  const onConflict = updates.length ? sql`DO UPDATE SET ${join(updates)}` : sql`DO NOTHING`;
+  return d1(db)`INSERT INTO ${identifiers([table])} (${identifiers(cols)}) VALUES (${list(cols.map((c) => columnValue(row, c)))})
+    ON CONFLICT(${identifiers(conflict)}) ${onConflict}`;
 }
 
-function insert(db: D1Database, table: keyof typeof ACCESS_CONTROL_TABLES, row: Record<string, unknown>): D1PreparedStatement {
+function insert(db: D1Database, table: keyof typeof ACCESS_CONTROL_TABLES, row: Record<string, unknown>): Statement {
   const cols = columnsOf(table);
-  return db.prepare(`INSERT INTO ${table} (${cols.join(", ")}) VALUES (${cols.map(() => "?").join(", ")})`).bind(...cols.map((c) => row[c] ?? null));
+  return d1(db)`INSERT INTO ${identifiers([table])} (${identifiers(cols)}) VALUES (${list(cols.map((c) => columnValue(row, c)))})`;
 }
 
 function groupBy<T, K extends keyof T>(rows: T[], key: K): Map<T[K], T[]> {
@@ -114,7 +122,10 @@ export const keysSection = defineSection({
   description:
     "API keys with their SHA-256 hashes, fingerprints, scopes, roles, owners and policy history. Raw keys are never known; importing the hashes makes the same raw keys work in the target deployment. The importing key's own row is skipped.",
   async exportRows(ctx) {
-    const [keys, versions] = await Promise.all([readTable(ctx.db, "api_keys", "user_id"), readTable(ctx.db, "api_key_versions", "user_id, version")]);
+    const [keys, versions] = await Promise.all([
+      readTable(ctx.db, "api_keys", ACCESS_CONTROL_TABLES.api_keys, ["user_id"]),
+      readTable(ctx.db, "api_key_versions", ACCESS_CONTROL_TABLES.api_key_versions, ["user_id", "version"]),
+    ]);
     const byUser = groupBy(versions, "user_id");
     return keys.map((k) => ({ ...k, versions: byUser.get(k.user_id) ?? [] }));
   },
@@ -167,7 +178,7 @@ export const keysSection = defineSection({
     const db = ctx.db;
     const statements = plan.rows.flatMap((k) => [
       upsert(db, "api_keys", ["user_id"], k),
-      db.prepare("DELETE FROM api_key_versions WHERE user_id = ?").bind(k.user_id),
+      d1(db)`DELETE FROM api_key_versions WHERE user_id = ${k.user_id}`,
       ...k.versions.map((v) => insert(db, "api_key_versions", v)),
     ]);
     await runBatch(db, statements);
@@ -188,7 +199,10 @@ export const rolesSection = defineSection({
   secret: false,
   description: "Roles (versioned grant maps and conditions that bound keys), with their version history.",
   async exportRows(ctx) {
-    const [roles, versions] = await Promise.all([readTable(ctx.db, "roles", "name"), readTable(ctx.db, "role_versions", "name, version")]);
+    const [roles, versions] = await Promise.all([
+      readTable(ctx.db, "roles", ACCESS_CONTROL_TABLES.roles, ["name"]),
+      readTable(ctx.db, "role_versions", ACCESS_CONTROL_TABLES.role_versions, ["name", "version"]),
+    ]);
     const byName = groupBy(versions, "name");
     return roles.map((r) => ({ ...r, versions: byName.get(r.name) ?? [] }));
   },
@@ -217,7 +231,7 @@ export const rolesSection = defineSection({
       db,
       rows.flatMap((r) => [
         upsert(db, "roles", ["name"], r),
-        db.prepare("DELETE FROM role_versions WHERE name = ?").bind(r.name),
+        d1(db)`DELETE FROM role_versions WHERE name = ${r.name}`,
         ...r.versions.map((v) => insert(db, "role_versions", v)),
       ]),
     );
@@ -234,7 +248,7 @@ export const scopesSection = defineSection({
   name: "scopes",
   secret: false,
   description: "Custom URL scopes: one row per URL of a scope (scope_id, url, pattern).",
-  exportRows: (ctx) => readTable(ctx.db, "auth_scopes", "scope_id, url"),
+  exportRows: (ctx) => readTable(ctx.db, "auth_scopes", ACCESS_CONTROL_TABLES.auth_scopes, ["scope_id", "url"]),
   async validate(rows) {
     refuseDuplicates("scopes", rows, (r) => JSON.stringify([r.scope_id, r.url]), "(scope_id, url)");
     for (const [i, row] of rows.entries()) {
@@ -259,7 +273,7 @@ export const publicRoutesSection = defineSection({
   name: "public-routes",
   secret: false,
   description: "Doors pinned public (method, path template of the route table).",
-  exportRows: (ctx) => readTable(ctx.db, "public_routes", "path, method"),
+  exportRows: (ctx) => readTable(ctx.db, "public_routes", ACCESS_CONTROL_TABLES.public_routes, ["path", "method"]),
   async validate(rows) {
     refuseDuplicates("public-routes", rows, (r) => `${r.method} ${r.path}`, "(method, path)");
     for (const [i, row] of rows.entries()) {

@@ -21,6 +21,7 @@ import { listRoutes, routeByChannelIdentity, routeHasThreads, upsertRouteStateme
 import { type Route } from "../../conversations/model/route";
 import { routeCreateBody, routeNameSchema } from "../../conversations/model/schemas";
 import { conflict } from "../../platform/http/errors";
+import { d1 } from "../../platform/persistence/d1";
 import { listConfigs, putConfigStatement } from "../../persons/target-configs";
 import { assertDeclaredUrl } from "../../targets/urls";
 import { deployedKeys } from "../deployment";
@@ -215,8 +216,8 @@ export const routeSecretsSection = defineSection({
   async apply(plan, ctx) {
     await runBatch(
       ctx.db,
-      plan.standalone.map((s) =>
-        ctx.db.prepare("UPDATE routes SET callback_secret = ? WHERE route_name = ? AND callback_url IS NOT NULL").bind(s.callback_secret, s.route_name),
+      plan.standalone.map(
+        (s) => d1(ctx.db)`UPDATE routes SET callback_secret = ${s.callback_secret} WHERE route_name = ${s.route_name} AND callback_url IS NOT NULL`,
       ),
     );
     return { applied: plan.count };

@@ -11,14 +11,15 @@ import { type PresetBody, initialBody, presetBodySchema, presetCreateSchema, tag
 import { insertVersionStatement, presetRowStatement } from "../../targets/presets/store";
 import { targetNameSchema } from "../../targets/names";
 import { isBuiltinTool } from "../../targets/tools/builtins";
+import { batch, d1, rowsOf } from "../../platform/persistence/d1";
 import { parseStored } from "../../platform/persistence/stored-json";
 import { deployedPresets, deployedTools } from "../deployment";
 import type { PresetBackupRow } from "../rows";
 import { defineSection, parseAtRow, refuseDuplicates, rowFault, runBatch } from "../section";
 import { checkBindingNames, checkBindingsAtApply } from "./bindings";
 
-type PresetRowDb = { name: string; current_version: number; latest_version: number; created_at: string; updated_at: string };
-type VersionRowDb = { name: string; version: number; body: string; tags: string; created_at: string };
+const PresetRowDb = z.object({ name: z.string(), current_version: z.number(), latest_version: z.number(), created_at: z.string(), updated_at: z.string() });
+const VersionRowDb = z.object({ name: z.string(), version: z.number(), body: z.string(), tags: z.string(), created_at: z.string() });
 
 interface PresetPlanRow {
   index: number;
@@ -34,12 +35,11 @@ export const presetsSection = defineSection({
   secret: false,
   description: "Presets with every version (body and tags) and their current and latest version pointers.",
   async exportRows(ctx) {
-    const [presets, versions] = await ctx.db.batch([
-      ctx.db.prepare("SELECT name, current_version, latest_version, created_at, updated_at FROM presets ORDER BY name"),
-      ctx.db.prepare("SELECT name, version, body, tags, created_at FROM preset_versions ORDER BY name, version"),
-    ]);
+    const presetsStmt = d1(ctx.db)`SELECT name, current_version, latest_version, created_at, updated_at FROM presets ORDER BY name`;
+    const versionsStmt = d1(ctx.db)`SELECT name, version, body, tags, created_at FROM preset_versions ORDER BY name, version`;
+    const [presets, versions] = await batch(ctx.db, [presetsStmt, versionsStmt]);
     const byName = new Map<string, PresetBackupRow["versions"]>();
-    for (const v of versions.results as VersionRowDb[]) {
+    for (const v of rowsOf(VersionRowDb, versions.results, versionsStmt.text)) {
       const body = parseStored(presetBodySchema, v.body, "preset_versions row");
       byName.set(v.name, [
         ...(byName.get(v.name) ?? []),
@@ -51,7 +51,7 @@ export const presetsSection = defineSection({
         },
       ]);
     }
-    return (presets.results as PresetRowDb[]).map((p) => ({ ...p, versions: byName.get(p.name) ?? [] }));
+    return rowsOf(PresetRowDb, presets.results, presetsStmt.text).map((p) => ({ ...p, versions: byName.get(p.name) ?? [] }));
   },
   async validate(rows, ctx) {
     refuseDuplicates("presets", rows, (r) => r.name, "name");
@@ -97,7 +97,7 @@ export const presetsSection = defineSection({
       plan.flatMap(({ row, bodies }) => [
         // An import is an admin's write: the importing admin is who made each active version active.
         presetRowStatement(db, { ...row, stored_by: ctx.principal.key.user_id }, "restore"),
-        db.prepare("DELETE FROM preset_versions WHERE name = ?").bind(row.name),
+        d1(db)`DELETE FROM preset_versions WHERE name = ${row.name}`,
         ...row.versions.map((v, j) => insertVersionStatement(db, row.name, { ...v, body: bodies[j] }, { onlyAfterInsert: false })),
       ]),
     );

@@ -4,10 +4,12 @@
  * pass-role rules of src/access-control/pass-role.ts), and does a stored program compile. Each refusal names
  * the section, the row and the field, never the value.
  */
+import { z } from "zod";
 import { conditionNeedsRequest } from "../../access-control/condition";
 import { getRole } from "../../access-control/roles";
 import type { TargetKind } from "../../conversations/model/kinds";
 import { JqError, jqCompile } from "../../platform/jq/engine";
+import { d1, first } from "../../platform/persistence/d1";
 import { BUILTIN_AGENT_NAMES } from "../../targets/agents/declarations";
 import { isBuiltinTool } from "../../targets/tools/builtins";
 import { deployedAgents, deployedPresets, deployedTools } from "../deployment";
@@ -23,6 +25,8 @@ export async function targetWillExist(ctx: ImportContext, kind: TargetKind, name
   if (BUILTIN_AGENT_NAMES.has(name) || (await deployedAgents(ctx)).has(name)) return true;
   return (ctx.rows.agents ?? []).some((a) => a.declaration.title === name);
 }
+
+const OwnerPolicyRow = z.object({ role: z.string().nullable(), condition: z.string().nullable() });
 
 /** The condition of role `name` after this import (null: none, or no such role). */
 async function roleConditionAfter(ctx: ImportContext, name: string | null): Promise<string | null> {
@@ -43,12 +47,7 @@ export async function checkImportedExecutionKey(ctx: ImportContext, section: Sec
   if (!key) return false;
   const owner = key.owner_user_id ? ((ctx.rows.keys ?? []).find((k) => k.user_id === key.owner_user_id) ?? null) : null;
   const deployedOwner =
-    !owner && key.owner_user_id
-      ? await ctx.db
-          .prepare("SELECT role, condition FROM api_keys WHERE user_id = ?")
-          .bind(key.owner_user_id)
-          .first<{ role: string | null; condition: string | null }>()
-      : null;
+    !owner && key.owner_user_id ? await first(OwnerPolicyRow, d1(ctx.db)`SELECT role, condition FROM api_keys WHERE user_id = ${key.owner_user_id}`) : null;
   const ownerRole = owner ? owner.role : (deployedOwner?.role ?? null);
   const ownerCondition = owner ? owner.condition : (deployedOwner?.condition ?? null);
   if (key.condition && conditionNeedsRequest(key.condition))

@@ -23,6 +23,7 @@ import { readOverlay } from "../../config/overlay-store";
 import { changeEnv, openOverlay } from "../../config/overlay-writes";
 import { ProfileName, ProfileRow, openProfile, plainEnvOf, secretKeysOf } from "../../config/profiles";
 import { encryptionNotConfigured, profileAad, sealText, sealingRing } from "../../config/secrets";
+import { type Statement, all, d1 } from "../../platform/persistence/d1";
 import { isOverlayable, isSecretSetting } from "../../platform/settings/registry";
 import { z } from "zod";
 import type { ProfileBackupRow, SectionName, SettingSecretBackupRow } from "../rows";
@@ -147,10 +148,7 @@ async function openedProfileSecrets(row: ProfileRow, config: ReturnType<typeof e
 }
 
 async function profileRows(db: D1Database): Promise<ProfileRow[]> {
-  const { results } = await db
-    .prepare("SELECT name, version, description, env, sealed, secret_keys, created_at FROM config_profiles ORDER BY name, version")
-    .all();
-  return results.map((r) => ProfileRow.parse(r));
+  return all(ProfileRow, d1(db)`SELECT name, version, description, env, sealed, secret_keys, created_at FROM config_profiles ORDER BY name, version`);
 }
 
 export const settingsSecretsSection = defineSection({
@@ -285,9 +283,9 @@ export const profilesSection = defineSection({
     const db = ctx.db;
     const needsRing = plan.some((p) => p.versions.some((v) => Object.keys(v.secrets).length));
     const ring = needsRing ? await sealingRing(envConfig(baseEnvOf(ctx.env))) : null;
-    const statements: D1PreparedStatement[] = [];
+    const statements: Statement[] = [];
     for (const p of plan) {
-      statements.push(db.prepare("DELETE FROM config_profiles WHERE name = ?").bind(p.name));
+      statements.push(d1(db)`DELETE FROM config_profiles WHERE name = ${p.name}`);
       for (const v of p.versions) {
         const sealed: Record<string, unknown> = {};
         for (const key of Object.keys(v.secrets).sort()) sealed[key] = JSON.parse(await sealText(ring!, v.secrets[key], profileAad(p.name, key)));
@@ -297,9 +295,8 @@ export const profilesSection = defineSection({
             .map((k) => [k, v.env[k]]),
         );
         statements.push(
-          db
-            .prepare("INSERT INTO config_profiles (name, version, description, env, sealed, secret_keys, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)")
-            .bind(p.name, v.version, v.description, JSON.stringify(env), JSON.stringify(sealed), JSON.stringify(Object.keys(sealed)), v.created_at),
+          d1(db)`INSERT INTO config_profiles (name, version, description, env, sealed, secret_keys, created_at)
+            VALUES (${p.name}, ${v.version}, ${v.description}, ${JSON.stringify(env)}, ${JSON.stringify(sealed)}, ${JSON.stringify(Object.keys(sealed))}, ${v.created_at})`,
         );
       }
     }

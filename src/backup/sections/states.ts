@@ -13,8 +13,10 @@
  * could not be reached) has applied the rows before it, and running the same import again
  * converges.
  */
+import { z } from "zod";
 import { stateStoreStub } from "../../states/rpc";
 import { JsonObject } from "../../platform/http/bounded-json";
+import { all, d1 } from "../../platform/persistence/d1";
 import { parseStored } from "../../platform/persistence/stored-json";
 import { resolveTextAnywhere } from "../../storage/text-resources";
 import { AttachBody, attachTemplate } from "../../states/attachments";
@@ -25,15 +27,15 @@ import { deployedTemplates, deployedTextResources } from "../deployment";
 import type { StateBackupRow, StateTemplateBackupRow } from "../rows";
 import { defineSection, firstDuplicate, inRow, parseAtRow, refuseDuplicates, rowFault, runBatch } from "../section";
 
+const TemplateRow = z.object({ name: z.string(), document: z.string(), created_at: z.string(), updated_at: z.string() });
+
 export const stateTemplatesSection = defineSection({
   name: "state-templates",
   secret: false,
   description: "State templates (the documents states attach), as the template door takes them.",
   store: "states",
   async exportRows(ctx) {
-    const { results } = await ctx.db
-      .prepare("SELECT name, document, created_at, updated_at FROM state_templates ORDER BY name")
-      .all<{ name: string; document: string; created_at: string; updated_at: string }>();
+    const results = await all(TemplateRow, d1(ctx.db)`SELECT name, document, created_at, updated_at FROM state_templates ORDER BY name`);
     return results.map((r): StateTemplateBackupRow => ({ ...r, document: parseStored(JsonObject, r.document, "state_templates row") }));
   },
   async validate(rows) {

@@ -28,6 +28,7 @@ import {
 } from "../../targets/agents/declarations";
 import { type HeaderSpec, headerConnections, headerValueSchema } from "../../targets/env-refs";
 import { movedSecretMessage, urlOrigin } from "../../targets/origin-lock";
+import { d1 } from "../../platform/persistence/d1";
 import { targetNameSchema } from "../../targets/names";
 import { isBuiltinTool } from "../../targets/tools/builtins";
 import {
@@ -315,8 +316,8 @@ export const targetSecretsSection = defineSection({
       ctx.db,
       plan.standalone.map((u) =>
         u.kind === "tool"
-          ? ctx.db.prepare("UPDATE tool_declarations SET spec = ?, updated_at = ? WHERE title = ?").bind(u.spec, now, u.title)
-          : ctx.db.prepare("UPDATE agent_declarations SET config = ?, updated_at = ? WHERE title = ?").bind(u.config, now, u.title),
+          ? d1(ctx.db)`UPDATE tool_declarations SET spec = ${u.spec}, updated_at = ${now} WHERE title = ${u.title}`
+          : d1(ctx.db)`UPDATE agent_declarations SET config = ${u.config}, updated_at = ${now} WHERE title = ${u.title}`,
       ),
     );
     return { applied: plan.count };

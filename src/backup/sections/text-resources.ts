@@ -10,20 +10,22 @@
  * An import writes the rows into D1 in one batch, where every id resolves again at once; binary
  * and bigger objects are for R2's own backup tools.
  */
+import { z } from "zod";
+import { all, d1 } from "../../platform/persistence/d1";
 import { bucketIn } from "../../storage/bucket";
 import { storedTextsForBackup } from "../../storage/text-resources";
 import { resourceContent, resourceId, upsertTextResourceStatement } from "../../storage/text-resources-d1";
 import { MAX_ROWS } from "../rows";
 import { defineSection, parseAtRow, refuseDuplicates, runBatch } from "../section";
 
+const TextResourceRow = z.object({ id: z.string(), content: z.string(), created_at: z.string(), updated_at: z.string() });
+
 export const textResourcesSection = defineSection({
   name: "text-resources",
   secret: false,
   description: "Stored text resources (what a TemplatedText id names): the content store's text objects and the D1 text resources.",
   async exportRows(ctx) {
-    const { results } = await ctx.db
-      .prepare("SELECT id, content, created_at, updated_at FROM text_resources ORDER BY id")
-      .all<{ id: string; content: string; created_at: string; updated_at: string }>();
+    const results = await all(TextResourceRow, d1(ctx.db)`SELECT id, content, created_at, updated_at FROM text_resources ORDER BY id`);
     const bucket = bucketIn(ctx.env, ctx.settings.storage.bucketBinding);
     if (!bucket) return results;
     const stored = await storedTextsForBackup(bucket, (id) => resourceId.safeParse(id).success, MAX_ROWS);

@@ -10,6 +10,7 @@
  * cycle, at most 16 deep and 1000 folders. Tool names need not be registered: a row may outlive
  * its tool, as on the doors.
  */
+import { d1 } from "../../platform/persistence/d1";
 import { targetNameSchema } from "../../targets/names";
 import { MAX_FOLDERS, MAX_FOLDER_DEPTH, ancestry } from "../../tool-meta/folders";
 import { FolderId, FolderName, type FolderView, ToolMetaFields } from "../../tool-meta/model";
@@ -92,18 +93,14 @@ export const toolMetaSection = defineSection({
     return rows;
   },
   async apply(rows, ctx) {
+    const q = d1(ctx.db);
     const statements = rows.map((r) =>
       r.kind === "folder"
-        ? ctx.db
-            .prepare(
-              "INSERT INTO tool_meta_folders (folder_id, name, parent_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT(folder_id) DO UPDATE SET name = excluded.name, parent_id = excluded.parent_id, created_at = excluded.created_at, updated_at = excluded.updated_at",
-            )
-            .bind(r.folder_id, r.name, r.parent_id, r.created_at, r.updated_at)
-        : ctx.db
-            .prepare(
-              "INSERT INTO tool_meta_tools (tool_name, tags, badges, hidden, folder_id, updated_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(tool_name) DO UPDATE SET tags = excluded.tags, badges = excluded.badges, hidden = excluded.hidden, folder_id = excluded.folder_id, updated_at = excluded.updated_at",
-            )
-            .bind(r.name, JSON.stringify(r.tags), JSON.stringify(r.badges), r.hidden === null ? null : r.hidden ? 1 : 0, r.folder_id, r.updated_at),
+        ? q`INSERT INTO tool_meta_folders (folder_id, name, parent_id, created_at, updated_at) VALUES (${r.folder_id}, ${r.name}, ${r.parent_id}, ${r.created_at}, ${r.updated_at})
+            ON CONFLICT(folder_id) DO UPDATE SET name = excluded.name, parent_id = excluded.parent_id, created_at = excluded.created_at, updated_at = excluded.updated_at`
+        : q`INSERT INTO tool_meta_tools (tool_name, tags, badges, hidden, folder_id, updated_at)
+            VALUES (${r.name}, ${JSON.stringify(r.tags)}, ${JSON.stringify(r.badges)}, ${r.hidden === null ? null : r.hidden ? 1 : 0}, ${r.folder_id}, ${r.updated_at})
+            ON CONFLICT(tool_name) DO UPDATE SET tags = excluded.tags, badges = excluded.badges, hidden = excluded.hidden, folder_id = excluded.folder_id, updated_at = excluded.updated_at`,
     );
     await runBatch(ctx.db, statements);
     return { applied: rows.length };

@@ -63,6 +63,17 @@ export function trusted(text: string): SqlFragment {
   return new SqlFragment(text, []);
 }
 
+/**
+ * Column or table names the code chose, joined with ", ": for statements whose column lists follow
+ * a row schema's keys (a backup section writes every column its table's schema names). Each name
+ * must be a plain SQL identifier, so a name that is not one fails loudly instead of reaching SQL.
+ */
+export function identifiers(names: readonly string[]): SqlFragment {
+  const bad = names.find((n) => !/^[A-Za-z_][A-Za-z0-9_]*$/.test(n));
+  if (bad !== undefined) throw new Error(`not a plain SQL identifier: ${JSON.stringify(bad)}`);
+  return trusted(names.join(", "));
+}
+
 /** A fragment bound to the database it runs on. */
 export class Statement {
   constructor(
