@@ -11,6 +11,7 @@
  */
 import { z } from "zod";
 import { heldBy } from "../access-control/identity";
+import { CountRow, type SqlFragment, all, batch, d1, first, join, list, rowsOf, run, sql, trusted } from "../platform/persistence/d1";
 import type { ConnectionHealth } from "./rpc";
 
 export interface ConnectionRow {
@@ -76,9 +77,19 @@ export function visibleTo(row: ConnectionRow, caller: Caller): boolean {
   return caller.admin || heldBy(caller, row.owner_user_id, row.created_at);
 }
 
-type Raw = Omit<ConnectionRow, "sub_services" | "scopes"> & { sub_services: string; scopes: string };
+/** A stored row: the two lists are JSON text. */
+const Raw = z.object({
+  connection_id: z.string(),
+  owner_user_id: z.string(),
+  provider_id: z.string(),
+  sub_services: z.string(),
+  scopes: z.string(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+type Raw = z.infer<typeof Raw>;
 
-const COLUMNS = "connection_id, owner_user_id, provider_id, sub_services, scopes, created_at, updated_at";
+const COLUMNS = trusted("connection_id, owner_user_id, provider_id, sub_services, scopes, created_at, updated_at");
 
 function stringList(text: string): string[] {
   try {
@@ -94,7 +105,7 @@ function toRow(r: Raw): ConnectionRow {
 }
 
 export async function getConnection(db: D1Database, connectionId: string): Promise<ConnectionRow | null> {
-  const r = await db.prepare(`SELECT ${COLUMNS} FROM connector_connections WHERE connection_id = ?`).bind(connectionId).first<Raw>();
+  const r = await first(Raw, d1(db)`SELECT ${COLUMNS} FROM connector_connections WHERE connection_id = ${connectionId}`);
   return r ? toRow(r) : null;
 }
 
@@ -105,33 +116,26 @@ export async function listConnections(
   filter: { provider_id?: string; owner_user_id?: string },
   limit: number,
 ): Promise<{ rows: ConnectionRow[]; total: number }> {
-  const where: string[] = [];
-  const binds: unknown[] = [];
-  if (!caller.admin) {
-    where.push("owner_user_id = ? AND created_at >= ?");
-    binds.push(caller.user_id, caller.since);
-  }
-  if (filter.owner_user_id !== undefined) {
-    where.push("owner_user_id = ?");
-    binds.push(filter.owner_user_id);
-  }
-  if (filter.provider_id !== undefined) {
-    where.push("provider_id = ?");
-    binds.push(filter.provider_id);
-  }
-  const clause = where.length ? ` WHERE ${where.join(" AND ")}` : "";
-  const [page, count] = await db.batch([
-    db.prepare(`SELECT ${COLUMNS} FROM connector_connections${clause} ORDER BY created_at, rowid LIMIT ?`).bind(...binds, limit),
-    db.prepare(`SELECT COUNT(*) AS n FROM connector_connections${clause}`).bind(...binds),
-  ]);
-  return { rows: (page.results as Raw[]).map(toRow), total: Number((count.results[0] as { n: number }).n) };
+  const where: SqlFragment[] = [];
+  if (!caller.admin) where.push(sql`owner_user_id = ${caller.user_id} AND created_at >= ${caller.since}`);
+  if (filter.owner_user_id !== undefined) where.push(sql`owner_user_id = ${filter.owner_user_id}`);
+  if (filter.provider_id !== undefined) where.push(sql`provider_id = ${filter.provider_id}`);
+  const clause = where.length ? sql` WHERE ${join(where, " AND ")}` : sql``;
+  const q = d1(db);
+  const stmts = [
+    q`SELECT ${COLUMNS} FROM connector_connections${clause} ORDER BY created_at, rowid LIMIT ${limit}`,
+    q`SELECT COUNT(*) AS n FROM connector_connections${clause}`,
+  ];
+  const [page, count] = await batch(db, stmts);
+  const [n] = rowsOf(CountRow, count?.results ?? [], stmts[1]?.text ?? "");
+  return { rows: rowsOf(Raw, page?.results ?? [], stmts[0]?.text ?? "").map(toRow), total: n?.n ?? 0 };
 }
 
 export async function insertConnection(db: D1Database, row: ConnectionRow): Promise<void> {
-  await db
-    .prepare(`INSERT INTO connector_connections (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)`)
-    .bind(row.connection_id, row.owner_user_id, row.provider_id, JSON.stringify(row.sub_services), JSON.stringify(row.scopes), row.created_at, row.updated_at)
-    .run();
+  await run(
+    d1(db)`INSERT INTO connector_connections (${COLUMNS}) VALUES (${row.connection_id}, ${row.owner_user_id}, ${row.provider_id},
+      ${JSON.stringify(row.sub_services)}, ${JSON.stringify(row.scopes)}, ${row.created_at}, ${row.updated_at})`,
+  );
 }
 
 /** Sets a connection's sub-services and scopes; null when it no longer exists. */
@@ -142,37 +146,36 @@ export async function updateConnection(
   scopes: string[],
   nowIso: string,
 ): Promise<ConnectionRow | null> {
-  const r = await db
-    .prepare(`UPDATE connector_connections SET sub_services = ?, scopes = ?, updated_at = ? WHERE connection_id = ? RETURNING ${COLUMNS}`)
-    .bind(JSON.stringify(subServices), JSON.stringify(scopes), nowIso, connectionId)
-    .first<Raw>();
+  const r = await first(
+    Raw,
+    d1(db)`UPDATE connector_connections SET sub_services = ${JSON.stringify(subServices)}, scopes = ${JSON.stringify(scopes)}, updated_at = ${nowIso}
+      WHERE connection_id = ${connectionId} RETURNING ${COLUMNS}`,
+  );
   return r ? toRow(r) : null;
 }
 
 /** Removes a connection's listing row and its open authorizations; false when it was not listed. */
 export async function deleteConnection(db: D1Database, connectionId: string): Promise<boolean> {
-  const [res] = await db.batch([
-    db.prepare("DELETE FROM connector_connections WHERE connection_id = ?").bind(connectionId),
-    db.prepare("DELETE FROM connector_oauth_starts WHERE connection_id = ?").bind(connectionId),
+  const q = d1(db);
+  const [res] = await batch(db, [
+    q`DELETE FROM connector_connections WHERE connection_id = ${connectionId}`,
+    q`DELETE FROM connector_oauth_starts WHERE connection_id = ${connectionId}`,
   ]);
-  return (res.meta.changes ?? 0) > 0;
+  return (res?.meta.changes ?? 0) > 0;
 }
+
+const IdRow = z.object({ connection_id: z.string() });
+const ProviderRow = z.object({ connection_id: z.string(), provider_id: z.string() });
 
 /** Connection ids after `cursor` (ordered), for walks over every connection (re-sealing). */
 export async function connectionIdsAfter(db: D1Database, cursor: string, limit: number): Promise<string[]> {
-  const { results } = await db
-    .prepare("SELECT connection_id FROM connector_connections WHERE connection_id > ? ORDER BY connection_id LIMIT ?")
-    .bind(cursor, limit)
-    .all<{ connection_id: string }>();
-  return results.map((r) => r.connection_id);
+  const rows = await all(IdRow, d1(db)`SELECT connection_id FROM connector_connections WHERE connection_id > ${cursor} ORDER BY connection_id LIMIT ${limit}`);
+  return rows.map((r) => r.connection_id);
 }
 
 /** The provider of each of `ids` that is a listed connection (connection id → provider id). */
 export async function connectionProviders(db: D1Database, ids: readonly string[]): Promise<Map<string, string>> {
   if (ids.length === 0) return new Map();
-  const { results } = await db
-    .prepare(`SELECT connection_id, provider_id FROM connector_connections WHERE connection_id IN (${ids.map(() => "?").join(", ")})`)
-    .bind(...ids)
-    .all<{ connection_id: string; provider_id: string }>();
-  return new Map(results.map((r) => [r.connection_id, r.provider_id]));
+  const rows = await all(ProviderRow, d1(db)`SELECT connection_id, provider_id FROM connector_connections WHERE connection_id IN (${list(ids)})`);
+  return new Map(rows.map((r) => [r.connection_id, r.provider_id]));
 }

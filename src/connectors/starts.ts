@@ -9,7 +9,9 @@
  * start and by the cron pass. An initiator keeps at most MAX_OPEN_STARTS open (the oldest go first),
  * so repeated starts cannot grow the table without bound.
  */
+import { z } from "zod";
 import { sinceMs } from "../access-control/identity";
+import { all, batch, d1, first, run, trusted } from "../platform/persistence/d1";
 import type { KeyRing } from "./rpc";
 import { type Sealed, parseSealed, seal, unseal } from "./sealing";
 
@@ -49,37 +51,35 @@ export function openVerifier(ring: KeyRing, row: StartRow): Promise<string | nul
 
 /** Records a start, pruning expired rows and the initiator's oldest beyond MAX_OPEN_STARTS, in one batch. */
 export async function recordStart(db: D1Database, row: StartRow, nowMs: number): Promise<void> {
-  await db.batch([
-    db.prepare("DELETE FROM connector_oauth_starts WHERE expires_at <= ?").bind(nowMs),
-    db
-      .prepare(
-        `INSERT INTO connector_oauth_starts (state_hash, purpose, connection_id, initiator_user_id, provider_id, sub_services, redirect_uri, sealed_verifier, created_at, expires_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .bind(
-        row.state_hash,
-        row.purpose,
-        row.connection_id,
-        row.initiator_user_id,
-        row.provider_id,
-        JSON.stringify(row.sub_services),
-        row.redirect_uri,
-        JSON.stringify(row.sealed_verifier),
-        row.created_at,
-        row.expires_at,
-      ),
-    db
-      .prepare(
-        `DELETE FROM connector_oauth_starts WHERE initiator_user_id = ?1 AND state_hash NOT IN
-           (SELECT state_hash FROM connector_oauth_starts WHERE initiator_user_id = ?1 ORDER BY created_at DESC, rowid DESC LIMIT ?2)`,
-      )
-      .bind(row.initiator_user_id, MAX_OPEN_STARTS),
+  const q = d1(db);
+  await batch(db, [
+    q`DELETE FROM connector_oauth_starts WHERE expires_at <= ${nowMs}`,
+    q`INSERT INTO connector_oauth_starts (state_hash, purpose, connection_id, initiator_user_id, provider_id, sub_services, redirect_uri, sealed_verifier, created_at, expires_at)
+      VALUES (${row.state_hash}, ${row.purpose}, ${row.connection_id}, ${row.initiator_user_id}, ${row.provider_id}, ${JSON.stringify(row.sub_services)},
+              ${row.redirect_uri}, ${JSON.stringify(row.sealed_verifier)}, ${row.created_at}, ${row.expires_at})`,
+    q`DELETE FROM connector_oauth_starts WHERE initiator_user_id = ${row.initiator_user_id} AND state_hash NOT IN
+        (SELECT state_hash FROM connector_oauth_starts WHERE initiator_user_id = ${row.initiator_user_id} ORDER BY created_at DESC, rowid DESC LIMIT ${MAX_OPEN_STARTS})`,
   ]);
 }
 
-type Raw = Omit<StartRow, "sub_services" | "sealed_verifier" | "purpose"> & { purpose: string; sub_services: string; sealed_verifier: string };
+/** A stored row as D1 gives it; `toRow` reads the purpose, the lists and the sealed verifier, and drops a row it cannot. */
+const Raw = z.object({
+  state_hash: z.string(),
+  purpose: z.string(),
+  connection_id: z.string().nullable(),
+  initiator_user_id: z.string(),
+  provider_id: z.string(),
+  sub_services: z.string(),
+  redirect_uri: z.string(),
+  sealed_verifier: z.string(),
+  created_at: z.number(),
+  expires_at: z.number(),
+});
+type Raw = z.infer<typeof Raw>;
 
-const COLUMNS = "state_hash, purpose, connection_id, initiator_user_id, provider_id, sub_services, redirect_uri, sealed_verifier, created_at, expires_at";
+const COLUMNS = trusted(
+  "state_hash, purpose, connection_id, initiator_user_id, provider_id, sub_services, redirect_uri, sealed_verifier, created_at, expires_at",
+);
 
 function toRow(r: Raw): StartRow | null {
   const sealed = parseSealed(r.sealed_verifier);
@@ -113,10 +113,12 @@ export async function takeStart(
   nowMs: number,
 ): Promise<StartRow | null> {
   const since = sinceMs(caller);
-  const r = await db
-    .prepare(`DELETE FROM connector_oauth_starts WHERE state_hash = ?1 AND ((initiator_user_id = ?2 AND created_at >= ?4) OR ?3 = 1) RETURNING ${COLUMNS}`)
-    .bind(stateHash, caller.user_id, caller.admin ? 1 : 0, Number.isFinite(since) ? since : Number.MAX_SAFE_INTEGER)
-    .first<Raw>();
+  const from = Number.isFinite(since) ? since : Number.MAX_SAFE_INTEGER;
+  const r = await first(
+    Raw,
+    d1(db)`DELETE FROM connector_oauth_starts WHERE state_hash = ${stateHash}
+      AND ((initiator_user_id = ${caller.user_id} AND created_at >= ${from}) OR ${caller.admin ? 1 : 0} = 1) RETURNING ${COLUMNS}`,
+  );
   if (!r) return null;
   const row = toRow(r);
   return row && row.expires_at > nowMs ? row : null;
@@ -124,13 +126,13 @@ export async function takeStart(
 
 /** Removes expired starts (the cron pass); answers how many. */
 export async function pruneStarts(db: D1Database, nowMs: number): Promise<number> {
-  const res = await db.prepare("DELETE FROM connector_oauth_starts WHERE expires_at <= ?").bind(nowMs).run();
-  return res.meta.changes ?? 0;
+  const res = await run(d1(db)`DELETE FROM connector_oauth_starts WHERE expires_at <= ${nowMs}`);
+  return res.changes ?? 0;
 }
 
 /** Re-seals every open start's verifier under the ring's current key; answers how many were re-sealed and how many no key opens (those are dropped: they could never complete). */
 export async function resealStarts(db: D1Database, ring: KeyRing, nowMs: number): Promise<{ resealed: number; dropped: number }> {
-  const { results } = await db.prepare(`SELECT ${COLUMNS} FROM connector_oauth_starts WHERE expires_at > ?`).bind(nowMs).all<Raw>();
+  const results = await all(Raw, d1(db)`SELECT ${COLUMNS} FROM connector_oauth_starts WHERE expires_at > ${nowMs}`);
   let resealed = 0;
   let dropped = 0;
   for (const raw of results) {
@@ -138,12 +140,12 @@ export async function resealStarts(db: D1Database, ring: KeyRing, nowMs: number)
     if (row && row.sealed_verifier.kid === ring.current.id) continue;
     const verifier = row ? await openVerifier(ring, row) : null;
     if (!row || verifier === null) {
-      await db.prepare("DELETE FROM connector_oauth_starts WHERE state_hash = ?").bind(raw.state_hash).run();
+      await run(d1(db)`DELETE FROM connector_oauth_starts WHERE state_hash = ${raw.state_hash}`);
       dropped += 1;
       continue;
     }
     const sealed = await sealVerifier(ring, row.state_hash, verifier);
-    await db.prepare("UPDATE connector_oauth_starts SET sealed_verifier = ? WHERE state_hash = ?").bind(JSON.stringify(sealed), row.state_hash).run();
+    await run(d1(db)`UPDATE connector_oauth_starts SET sealed_verifier = ${JSON.stringify(sealed)} WHERE state_hash = ${row.state_hash}`);
     resealed += 1;
   }
   return { resealed, dropped };

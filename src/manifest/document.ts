@@ -21,6 +21,7 @@
 import { z } from "zod";
 import { assertConnectionsLendable, sentTo } from "../connectors/references";
 import type { EnvVars } from "../platform/env";
+import { all, d1 } from "../platform/persistence/d1";
 import { HttpError, badRequest, conflict } from "../platform/http/errors";
 import { mcpEntryChanged, replaceMcpStatements } from "../mcp/config";
 import { McpServerDeclaration, checkMcpDeclaration } from "../mcp/declarations";
@@ -91,9 +92,12 @@ export const ManifestView = z.object({
 });
 export type ManifestView = z.infer<typeof ManifestView>;
 
+const OwnedRow = z.object({ kind: z.string(), name: z.string() });
+const NameRow = z.object({ name: z.string() });
+
 /** Titles of the declarations installed plugins own (kept by a replace, not in the document). */
 async function marketplaceOwned(db: D1Database): Promise<{ tools: Set<string>; agents: Set<string> }> {
-  const { results } = await db.prepare("SELECT kind, name FROM marketplace_owned WHERE kind IN ('http_tool', 'agent')").all<{ kind: string; name: string }>();
+  const results = await all(OwnedRow, d1(db)`SELECT kind, name FROM marketplace_owned WHERE kind IN ('http_tool', 'agent')`);
   return {
     tools: new Set(results.filter((r) => r.kind === "http_tool").map((r) => r.name)),
     agents: new Set(results.filter((r) => r.kind === "agent").map((r) => r.name)),
@@ -175,13 +179,13 @@ export type PreservedView = z.infer<typeof PreservedView>;
 export async function readPreserved(db: D1Database, settings: Settings): Promise<PreservedView> {
   const [owned, presets, secrets] = await Promise.all([
     marketplaceOwned(db),
-    db.prepare("SELECT name FROM presets ORDER BY name").all<{ name: string }>(),
+    all(NameRow, d1(db)`SELECT name FROM presets ORDER BY name`),
     storedSecretEnvNames(db),
   ]);
   return {
     tools: [...owned.tools].sort(),
     agents: [...owned.agents].sort(),
-    presets: presets.results.map((r) => r.name),
+    presets: presets.map((r) => r.name),
     builtin_tools: [...BUILTIN_TOOLS.keys()].sort(),
     builtin_agents: [...BUILTIN_AGENT_NAMES].sort(),
     connectors: settings.connectors.providers.map((p) => p.id),
@@ -341,11 +345,8 @@ export async function planReplace(db: D1Database, input: ManifestDocument, setti
       toolTitles.add(t.title);
     });
   }
-  const presets = await db
-    .prepare("SELECT name FROM presets WHERE name IN (SELECT value FROM json_each(?))")
-    .bind(JSON.stringify([...toolTitles]))
-    .all<{ name: string }>();
-  if (presets.results.length) throw conflict("a tool of the document has the name of a preset");
+  const presets = await all(NameRow, d1(db)`SELECT name FROM presets WHERE name IN (SELECT value FROM json_each(${JSON.stringify([...toolTitles])}))`);
+  if (presets.length) throw conflict("a tool of the document has the name of a preset");
   doc.agents.forEach((a, i) => {
     if (BUILTIN_AGENT_NAMES.has(a.title)) throw conflict(`agents[${i}].title is the name of a built-in agent`);
     if (cur.owned.agents.has(a.title)) throw conflict(`agents[${i}].title is owned by an installed marketplace plugin`);
@@ -372,23 +373,22 @@ export async function planReplace(db: D1Database, input: ManifestDocument, setti
   // An MCP entry identical to the stored declaration keeps its listing (tools and status).
   const changedMcp = doc.mcp.filter((m) => mcpEntryChanged(storedMcp.get(m.title), m));
 
+  const q = d1(db);
+  // The declaration stores (tools, agents, MCP, api tools) hand over D1's prepared statements, so
+  // the plan is one list of those; this file's own statements are tagged and prepared into it.
   const statements: D1PreparedStatement[] = [
     // The guards of the batch: a plugin install or a preset that took one of the titles since the
     // checks above makes the CHECK fail, and D1 rolls the whole batch back (as installs do).
-    db
-      .prepare(
-        `INSERT INTO marketplace_guard (violation) SELECT 1 WHERE
-           EXISTS (SELECT 1 FROM marketplace_owned WHERE kind = 'http_tool' AND name IN (SELECT value FROM json_each(?1)))
-           OR EXISTS (SELECT 1 FROM marketplace_owned WHERE kind = 'agent' AND name IN (SELECT value FROM json_each(?2)))
-           OR EXISTS (SELECT 1 FROM presets WHERE name IN (SELECT value FROM json_each(?3)))`,
-      )
-      .bind(titles(doc.tools), titles(doc.agents), JSON.stringify([...toolTitles])),
-    ...removed.tools.map((t) => db.prepare("DELETE FROM tool_declarations WHERE title = ?").bind(t)),
+    q`INSERT INTO marketplace_guard (violation) SELECT 1 WHERE
+        EXISTS (SELECT 1 FROM marketplace_owned WHERE kind = 'http_tool' AND name IN (SELECT value FROM json_each(${titles(doc.tools)})))
+        OR EXISTS (SELECT 1 FROM marketplace_owned WHERE kind = 'agent' AND name IN (SELECT value FROM json_each(${titles(doc.agents)})))
+        OR EXISTS (SELECT 1 FROM presets WHERE name IN (SELECT value FROM json_each(${JSON.stringify([...toolTitles])})))`.prepared(),
+    ...removed.tools.map((t) => q`DELETE FROM tool_declarations WHERE title = ${t}`.prepared()),
     ...doc.tools.map((t) => upsertHttpToolStatement(db, t, nowIso, nowIso, { refusePresetName: false })),
-    ...removed.agents.map((t) => db.prepare("DELETE FROM agent_declarations WHERE title = ?").bind(t)),
+    ...removed.agents.map((t) => q`DELETE FROM agent_declarations WHERE title = ${t}`.prepared()),
     ...doc.agents.map((a) => upsertAgentStatement(db, a, nowIso, nowIso)),
     ...replaceMcpStatements(db, cur.mcp, doc.mcp, nowIso),
-    ...removed.api_tools.map((t) => db.prepare("DELETE FROM api_tools WHERE title = ?").bind(t)),
+    ...removed.api_tools.map((t) => q`DELETE FROM api_tools WHERE title = ${t}`.prepared()),
     ...doc.api_tools.map((t) => upsertApiToolStatement(db, t, nowIso, nowIso, false)),
   ];
   return { doc, statements, removed, relist: changedMcp.map((m) => m.title) };

@@ -22,6 +22,7 @@ import { type Subject, stateStoreStub } from "./rpc";
 import type { Env } from "../platform/env";
 import { HttpError, conflict } from "../platform/http/errors";
 import { JsonObject, JsonValue } from "../platform/http/bounded-json";
+import { all, batch, d1, first, rowsOf, run, sql } from "../platform/persistence/d1";
 import { parseStored } from "../platform/persistence/stored-json";
 import { StateAttach } from "./state-binding";
 import { BindingError, type PendingItem, applyAttachUpdates, heldKey } from "./turn-binding";
@@ -66,22 +67,26 @@ export const RetryResult = z.object({
 });
 export type RetryResult = z.infer<typeof RetryResult>;
 
-interface Row {
-  id: number;
-  status: z.infer<typeof PendingSaveStatus>;
-  target_kind: string;
-  target_name: string;
-  run_id: string | null;
-  states: string;
-  subjects: string;
-  work: string;
-  attempts: number;
-  last_error: string | null;
-  failed_phase: "records" | "calls" | null;
-  created_at: number;
-  failed_at: number | null;
-  next_attempt_at: number;
-}
+const Row = z.object({
+  id: z.number(),
+  status: PendingSaveStatus,
+  target_kind: z.string(),
+  target_name: z.string(),
+  run_id: z.string().nullable(),
+  states: z.string(),
+  subjects: z.string(),
+  work: z.string(),
+  attempts: z.number(),
+  last_error: z.string().nullable(),
+  failed_phase: z.enum(["records", "calls"]).nullable(),
+  created_at: z.number(),
+  failed_at: z.number().nullable(),
+  next_attempt_at: z.number(),
+});
+type Row = z.infer<typeof Row>;
+const IdRow = z.object({ id: z.number() });
+const SubjectsRow = z.object({ subjects: z.string() });
+const CountsRow = z.object({ outstanding: z.number().nullable(), failed: z.number().nullable() });
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 const storedStatesOf = (r: Pick<Row, "states">) => parseStored(PendingSaveView.shape.states, r.states, "state_pending_saves.states");
@@ -123,22 +128,22 @@ export async function queueSave(
   nowMs: number,
 ): Promise<number> {
   const states = [...new Set(work.items.map((i) => i.state))];
-  const row = await db
-    .prepare(
-      `INSERT INTO state_pending_saves (status, target_kind, target_name, run_id, states, subjects, work, attempts, created_at, next_attempt_at)
-       VALUES ('pending', ?, ?, ?, ?, ?, ?, 0, ?, ?) RETURNING id`,
-    )
-    .bind(target.target_kind, target.target_name, runId, JSON.stringify(states), JSON.stringify(subjectsOf(work.items)), JSON.stringify(work), nowMs, nowMs)
-    .first<{ id: number }>();
-  return row!.id;
+  const row = await first(
+    IdRow,
+    d1(db)`INSERT INTO state_pending_saves (status, target_kind, target_name, run_id, states, subjects, work, attempts, created_at, next_attempt_at)
+       VALUES ('pending', ${target.target_kind}, ${target.target_name}, ${runId}, ${JSON.stringify(states)}, ${JSON.stringify(subjectsOf(work.items))},
+               ${JSON.stringify(work)}, 0, ${nowMs}, ${nowMs}) RETURNING id`,
+  );
+  if (!row) throw new Error("queueing a pending save returned no id");
+  return row.id;
 }
 
 /** The subjects outstanding saves of a target hold (`heldKey`s). */
 export async function heldSubjects(db: D1Database, target: { target_kind: string; target_name: string }): Promise<Set<string>> {
-  const { results } = await db
-    .prepare("SELECT subjects FROM state_pending_saves WHERE target_kind = ? AND target_name = ?")
-    .bind(target.target_kind, target.target_name)
-    .all<{ subjects: string }>();
+  const results = await all(
+    SubjectsRow,
+    d1(db)`SELECT subjects FROM state_pending_saves WHERE target_kind = ${target.target_kind} AND target_name = ${target.target_name}`,
+  );
   const held = new Set<string>();
   for (const r of results) for (const s of storedSubjectsOf(r)) held.add(heldKey(s.state, s.subject));
   return held;
@@ -146,10 +151,10 @@ export async function heldSubjects(db: D1Database, target: { target_kind: string
 
 /** The subjects of `state` that outstanding saves hold (the search and subjects doors' `held`). */
 export async function heldInState(db: D1Database, state: string): Promise<Subject[]> {
-  const { results } = await db
-    .prepare("SELECT subjects FROM state_pending_saves WHERE EXISTS (SELECT 1 FROM json_each(states) WHERE value = ?) ORDER BY id")
-    .bind(state)
-    .all<{ subjects: string }>();
+  const results = await all(
+    SubjectsRow,
+    d1(db)`SELECT subjects FROM state_pending_saves WHERE EXISTS (SELECT 1 FROM json_each(states) WHERE value = ${state}) ORDER BY id`,
+  );
   const out = new Map<string, Subject>();
   for (const r of results) for (const s of storedSubjectsOf(r)) if (s.state === state) out.set(heldKey(s.state, s.subject), s.subject);
   return [...out.values()];
@@ -157,26 +162,25 @@ export async function heldInState(db: D1Database, state: string): Promise<Subjec
 
 /** Ids of the saves touching `state` (a re-declare reports them as `held`); `waitingOnly` leaves out failed ones. */
 export async function savesOnState(db: D1Database, state: string, waitingOnly = false): Promise<string[]> {
-  const { results } = await db
-    .prepare(
-      `SELECT id FROM state_pending_saves WHERE EXISTS (SELECT 1 FROM json_each(states) WHERE value = ?) ${waitingOnly ? "AND status != 'failed'" : ""} ORDER BY id`,
-    )
-    .bind(state)
-    .all<{ id: number }>();
+  const waiting = waitingOnly ? sql` AND status != 'failed'` : sql``;
+  const results = await all(
+    IdRow,
+    d1(db)`SELECT id FROM state_pending_saves WHERE EXISTS (SELECT 1 FROM json_each(states) WHERE value = ${state})${waiting} ORDER BY id`,
+  );
   return results.map((r) => String(r.id));
 }
 
 async function getRow(db: D1Database, id: number): Promise<Row | null> {
-  return db.prepare("SELECT * FROM state_pending_saves WHERE id = ?").bind(id).first<Row>();
+  return first(Row, d1(db)`SELECT * FROM state_pending_saves WHERE id = ${id}`);
 }
 
 /** Does an older outstanding save hold one of this save's subjects? Then this one waits behind it. */
 async function waitsBehind(db: D1Database, row: Row): Promise<boolean> {
   const mine = new Set(storedSubjectsOf(row).map((s) => heldKey(s.state, s.subject)));
-  const { results } = await db
-    .prepare("SELECT subjects FROM state_pending_saves WHERE id < ? AND target_kind = ? AND target_name = ?")
-    .bind(row.id, row.target_kind, row.target_name)
-    .all<{ subjects: string }>();
+  const results = await all(
+    SubjectsRow,
+    d1(db)`SELECT subjects FROM state_pending_saves WHERE id < ${row.id} AND target_kind = ${row.target_kind} AND target_name = ${row.target_name}`,
+  );
   return results.some((r) => storedSubjectsOf(r).some((s) => mine.has(heldKey(s.state, s.subject))));
 }
 
@@ -197,12 +201,10 @@ export async function applySave(env: Env, id: number, nowMs: number): Promise<Re
     const failed = status === "failed" || attempts >= MAX_SAVE_ATTEMPTS;
     const next = nowMs + Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** (attempts - 1));
     const lastError = error ?? (failed ? "the state's object could not be reached; attempts ran out" : null);
-    await db
-      .prepare(
-        "UPDATE state_pending_saves SET status = ?, work = ?, attempts = ?, last_error = ?, failed_phase = ?, failed_at = ?, next_attempt_at = ? WHERE id = ?",
-      )
-      .bind(failed ? "failed" : "pending", JSON.stringify({ ...work, items }), attempts, lastError, failed ? "records" : null, failed ? nowMs : null, next, id)
-      .run();
+    await run(
+      d1(db)`UPDATE state_pending_saves SET status = ${failed ? "failed" : "pending"}, work = ${JSON.stringify({ ...work, items })}, attempts = ${attempts},
+        last_error = ${lastError}, failed_phase = ${failed ? "records" : null}, failed_at = ${failed ? nowMs : null}, next_attempt_at = ${next} WHERE id = ${id}`,
+    );
     return { id: String(id), status: failed ? ("failed" as const) : ("pending" as const), last_error: failed ? lastError : null };
   };
   while (items.length > 0) {
@@ -231,15 +233,16 @@ export async function applySave(env: Env, id: number, nowMs: number): Promise<Re
     }
     items.shift();
   }
-  await db.prepare("DELETE FROM state_pending_saves WHERE id = ?").bind(id).run();
+  await run(d1(db)`DELETE FROM state_pending_saves WHERE id = ${id}`);
   return { id: String(id), status: "applied", last_error: null };
 }
 
 /** The cron pass: applies due pending saves, oldest first, a bounded batch per run. */
 export async function applyDueSaves(env: Env, nowMs: number, limit = 50): Promise<number> {
-  const { results } = await env.DB.prepare("SELECT id FROM state_pending_saves WHERE status = 'pending' AND next_attempt_at <= ? ORDER BY id LIMIT ?")
-    .bind(nowMs, limit)
-    .all<{ id: number }>();
+  const results = await all(
+    IdRow,
+    d1(env.DB)`SELECT id FROM state_pending_saves WHERE status = 'pending' AND next_attempt_at <= ${nowMs} ORDER BY id LIMIT ${limit}`,
+  );
   for (const r of results) await applySave(env, r.id, nowMs);
   return results.length;
 }
@@ -249,32 +252,35 @@ export async function retrySave(env: Env, id: number, nowMs: number): Promise<Re
   const row = await getRow(env.DB, id);
   if (!row) throw new HttpError(404, "no such pending save");
   if (row.status !== "failed") throw conflict("the pending save is not failed");
-  await env.DB.prepare(
-    "UPDATE state_pending_saves SET status = 'pending', attempts = 0, last_error = NULL, failed_phase = NULL, failed_at = NULL, next_attempt_at = ? WHERE id = ?",
-  )
-    .bind(nowMs, id)
-    .run();
+  await run(
+    d1(env.DB)`UPDATE state_pending_saves SET status = 'pending', attempts = 0, last_error = NULL, failed_phase = NULL, failed_at = NULL,
+      next_attempt_at = ${nowMs} WHERE id = ${id}`,
+  );
   return applySave(env, id, nowMs);
 }
 
 export async function discardSave(db: D1Database, id: number): Promise<{ discarded: string }> {
-  const r = await db.prepare("DELETE FROM state_pending_saves WHERE id = ? RETURNING id").bind(id).first<{ id: number }>();
+  const r = await first(IdRow, d1(db)`DELETE FROM state_pending_saves WHERE id = ${id} RETURNING id`);
   if (!r) throw new HttpError(404, "no such pending save");
   return { discarded: String(id) };
 }
 
 /** The list door: outstanding (pending, calls, running) or failed saves, by id, cursor-paged. */
 export async function listSaves(db: D1Database, which: "outstanding" | "failed", limit: number, cursor: number | null) {
-  const filter = which === "failed" ? "status = 'failed'" : "status != 'failed'";
-  const [page, counts] = await db.batch<Row & { outstanding?: number; failed?: number }>([
-    db.prepare(`SELECT * FROM state_pending_saves WHERE ${filter} AND id > ? ORDER BY id LIMIT ?`).bind(cursor ?? 0, limit + 1),
-    db.prepare("SELECT SUM(status != 'failed') AS outstanding, SUM(status = 'failed') AS failed FROM state_pending_saves"),
-  ]);
-  const rows = page.results.slice(0, limit);
+  const filter = which === "failed" ? sql`status = 'failed'` : sql`status != 'failed'`;
+  const q = d1(db);
+  const stmts = [
+    q`SELECT * FROM state_pending_saves WHERE ${filter} AND id > ${cursor ?? 0} ORDER BY id LIMIT ${limit + 1}`,
+    q`SELECT SUM(status != 'failed') AS outstanding, SUM(status = 'failed') AS failed FROM state_pending_saves`,
+  ];
+  const [page, counts] = await batch(db, stmts);
+  const found = rowsOf(Row, page?.results ?? [], stmts[0]?.text ?? "");
+  const [count] = rowsOf(CountsRow, counts?.results ?? [], stmts[1]?.text ?? "");
+  const rows = found.slice(0, limit);
   return {
     items: rows.map(viewOf),
-    next_cursor: page.results.length > limit ? String(rows[rows.length - 1].id) : null,
-    outstanding: Number(counts.results[0]?.outstanding ?? 0),
-    failed: Number(counts.results[0]?.failed ?? 0),
+    next_cursor: found.length > limit ? String(rows[rows.length - 1].id) : null,
+    outstanding: count?.outstanding ?? 0,
+    failed: count?.failed ?? 0,
   };
 }

@@ -14,6 +14,7 @@ import { MAX_KWARGS_BYTES, MAX_SCHEMA_BYTES, boundedJsonObject, boundedJsonValue
 import { HttpError, conflict } from "../platform/http/errors";
 import { JqError, jqCompile } from "../platform/jq/engine";
 import { renderTemplate, templatedTextSchema } from "../templates/templated-text";
+import { CountRow, type Statement, batch, d1, first, rowsOf, run, sql } from "../platform/persistence/d1";
 import { parseStored } from "../platform/persistence/stored-json";
 import { Regime } from "./ops";
 
@@ -292,12 +293,13 @@ export function insertTemplateStatement(
   createdAt: string,
   updatedAt: string,
   onConflict: "keep" | "replace",
-): D1PreparedStatement {
-  const conflictAction = onConflict === "keep" ? "NOTHING" : "UPDATE SET document = excluded.document, updated_at = excluded.updated_at";
-  return db
-    .prepare(`INSERT INTO state_templates (name, document, created_at, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (name) DO ${conflictAction}`)
-    .bind(name, JSON.stringify(namedDocument(doc, name)), createdAt, updatedAt);
+): Statement {
+  const conflictAction = onConflict === "keep" ? sql`NOTHING` : sql`UPDATE SET document = excluded.document, updated_at = excluded.updated_at`;
+  return d1(db)`INSERT INTO state_templates (name, document, created_at, updated_at)
+    VALUES (${name}, ${JSON.stringify(namedDocument(doc, name))}, ${createdAt}, ${updatedAt}) ON CONFLICT (name) DO ${conflictAction}`;
 }
+
+const DocumentRow = z.object({ document: z.string() });
 
 /**
  * Stores `doc` under `name` (the document's `name` set to it). A new name is created; an existing
@@ -307,34 +309,36 @@ export async function putTemplate(db: D1Database, name: string, doc: StateTempla
   const document = JSON.stringify(namedDocument(doc, name));
   // Insert-or-nothing, then update: a row deleted between the two is inserted on the next round.
   for (let round = 0; round < 3; round++) {
-    const inserted = await insertTemplateStatement(db, name, doc, nowIso, nowIso, "keep").run();
-    if (inserted.meta.changes > 0) return { created: true };
+    const inserted = await run(insertTemplateStatement(db, name, doc, nowIso, nowIso, "keep"));
+    if (inserted.changes > 0) return { created: true };
     if (!replace) throw conflict("state template already exists; PUT with ?replace=true to replace it");
-    const updated = await db.prepare("UPDATE state_templates SET document = ?, updated_at = ? WHERE name = ?").bind(document, nowIso, name).run();
-    if (updated.meta.changes > 0) return { created: false };
+    const updated = await run(d1(db)`UPDATE state_templates SET document = ${document}, updated_at = ${nowIso} WHERE name = ${name}`);
+    if (updated.changes > 0) return { created: false };
   }
   throw conflict("state template changed concurrently; retry");
 }
 
 export async function getTemplate(db: D1Database, name: string): Promise<StateTemplateDocument | null> {
-  const row = await db.prepare("SELECT document FROM state_templates WHERE name = ?").bind(name).first<{ document: string }>();
+  const row = await first(DocumentRow, d1(db)`SELECT document FROM state_templates WHERE name = ${name}`);
   return row ? parseStored(StateTemplateDocument, row.document, "state_templates.document") : null;
 }
 
 /** The listing, in name order. */
 export async function listTemplates(db: D1Database, offset: number, limit: number): Promise<{ items: StateTemplateDocument[]; total: number }> {
-  const [rows, count] = await db.batch<{ document?: string; n?: number }>([
-    db.prepare("SELECT document FROM state_templates ORDER BY name LIMIT ? OFFSET ?").bind(limit, offset),
-    db.prepare("SELECT COUNT(*) AS n FROM state_templates"),
-  ]);
+  const q = d1(db);
+  const stmts = [q`SELECT document FROM state_templates ORDER BY name LIMIT ${limit} OFFSET ${offset}`, q`SELECT COUNT(*) AS n FROM state_templates`];
+  const [rows, count] = await batch(db, stmts);
+  const [n] = rowsOf(CountRow, count?.results ?? [], stmts[1]?.text ?? "");
   return {
-    items: rows.results.map((r) => parseStored(StateTemplateDocument, r.document ?? "", "state_templates.document")),
-    total: Number(count.results[0]?.n ?? 0),
+    items: rowsOf(DocumentRow, rows?.results ?? [], stmts[0]?.text ?? "").map((r) =>
+      parseStored(StateTemplateDocument, r.document, "state_templates.document"),
+    ),
+    total: n?.n ?? 0,
   };
 }
 
 /** Deletes the template; false when there was none. */
 export async function deleteTemplate(db: D1Database, name: string): Promise<boolean> {
-  const r = await db.prepare("DELETE FROM state_templates WHERE name = ?").bind(name).run();
-  return r.meta.changes > 0;
+  const r = await run(d1(db)`DELETE FROM state_templates WHERE name = ${name}`);
+  return r.changes > 0;
 }
