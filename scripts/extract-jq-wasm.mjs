@@ -16,7 +16,6 @@ import { readFileSync, writeFileSync, mkdirSync, existsSync, statSync } from "no
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { meterJqWasm } from "./jq-metering.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const require = createRequire(import.meta.url);
@@ -99,6 +98,9 @@ function __appendByte(buf, byte) {
 src = helper + src.replace(/^"use strict";\n/, "");
 
 mkdirSync(outDir, { recursive: true });
+// Loaded only when there is something to meter: binaryen takes about a second to load, and every
+// `npm start` (each end-to-end server too) runs this step, which usually finds its outputs current.
+const { meterJqWasm } = await import("./jq-metering.mjs");
 writeFileSync(outWasm, meterJqWasm(wasm));
 writeFileSync(outGlue, src);
 console.log(`extract-jq-wasm: wrote ${outWasm} (metered) and ${outGlue}`);
