@@ -4,13 +4,18 @@ import { all, batch, d1, rowsOf, trusted } from "../platform/persistence/d1";
 import { validStored } from "../platform/persistence/stored-json";
 import { DECLARATION_KINDS, type DeclarationKind, DeclarationNames } from "./contract";
 
-export const InstalledPlugin = z.object({
+/** An install row as stored. */
+const InstallRow = z.object({
   ref: z.string(),
   namespace: z.string(),
   name: z.string(),
   version: z.string(),
   installed_at: z.string(),
   updated_at: z.string(),
+});
+type InstallRow = z.infer<typeof InstallRow>;
+
+export const InstalledPlugin = InstallRow.extend({
   /** What the plugin owns, by kind (sorted names). */
   declarations: DeclarationNames,
 });
@@ -21,15 +26,6 @@ export interface OwnedDeclaration {
   name: string;
 }
 
-const InstallRow = z.object({
-  ref: z.string(),
-  namespace: z.string(),
-  name: z.string(),
-  version: z.string(),
-  installed_at: z.string(),
-  updated_at: z.string(),
-});
-type InstallRow = z.infer<typeof InstallRow>;
 const OwnedRow = z.object({ kind: z.string(), name: z.string(), ref: z.string() });
 type OwnedRow = z.infer<typeof OwnedRow>;
 const VersionRow = z.object({ ref: z.string(), version: z.string() });
