@@ -1,6 +1,7 @@
 /**
  * End-to-end harness: runs the real `npm start` path (scripts/start.mjs → D1 migrations →
- * `wrangler dev`) on free ports with its own persistence directory, and talks HTTP to it.
+ * `wrangler dev`) on free ports with its own persistence directory, and talks HTTP to it. A
+ * directory copied from the migrated template skips the migrations step.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -89,7 +90,11 @@ export async function startDev(opts: DevOptions = {}): Promise<DevServer> {
   const persistDir = opts.persistDir ?? mkdtempSync(join(tmpdir(), "bridge-e2e-"));
   const template = process.env[MIGRATED_STATE_VAR];
   const ownConfig = (opts.args ?? []).some((a) => a === "--config" || a === "-c" || a.startsWith("--config="));
-  if (template && !opts.persistDir && !ownConfig) cpSync(template, persistDir, { recursive: true });
+  // A copy of the template is current: its server skips start.mjs's migrations step, which would
+  // start a local runtime only to find nothing to apply (test/e2e/first-start.e2e.test.ts and the
+  // servers given their own directory still run it).
+  const seeded = Boolean(template && !opts.persistDir && !ownConfig);
+  if (seeded) cpSync(template!, persistDir, { recursive: true });
   let child: ChildProcess | null = null;
   let log = "";
 
@@ -106,6 +111,7 @@ export async function startDev(opts: DevOptions = {}): Promise<DevServer> {
       "--show-interactive-dev-session=false",
       "--log-level",
       "warn",
+      ...(seeded ? ["--skip-migrations"] : []),
       ...(opts.args ?? []),
     ];
     for (const [k, v] of Object.entries({ ...(opts.localSecrets ? {} : E2E_SECRETS), ...(opts.noDefaultVars ? {} : E2E_DEFAULT_VARS), ...(opts.vars ?? {}) }))

@@ -7,11 +7,11 @@
  * available", the telemetry notice), so the assertions catch a regression either way.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { cpSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { BOOTSTRAP_TOKEN, type DevServer, ROOT, freePort, http, startDev } from "./harness";
+import { BOOTSTRAP_TOKEN, type DevServer, MIGRATED_STATE_VAR, ROOT, freePort, http, startDev } from "./harness";
 import { pollUntil } from "./support/poll";
 
 /** ANSI colour codes in wrangler's output. */
@@ -52,6 +52,10 @@ describe("npm start output", () => {
     const port = await freePort();
     const inspector = await freePort();
     persistDir = mkdtempSync(join(tmpdir(), "bridge-e2e-start-"));
+    // From the migrated template, so the migrations step runs and finds nothing to apply; a first
+    // application's output is test/e2e/first-start.e2e.test.ts's to check.
+    const template = process.env[MIGRATED_STATE_VAR];
+    if (template) cpSync(template, persistDir, { recursive: true });
     // The caller's environment minus every wrangler/miniflare switch, so the defaults tested are
     // the ones scripts/start.mjs sets, not ones this test or the shell happen to set.
     const env: Record<string, string> = {};
