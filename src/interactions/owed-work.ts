@@ -176,6 +176,19 @@ export function owedWork(kit: InteractionKit): OwedWork {
     await kit.forgetAll();
   }
 
+  // One pass at a time: the alarm and a pass asked for meanwhile (an answer's, or a test's clock)
+  // would otherwise interleave at every await, and both hand the same outcome to a tool run, whose
+  // second answer ("no longer waits") could overwrite the first's result.
+  let passing: Promise<void> = Promise.resolve();
+  function serialRunAt(nowMs: number): Promise<void> {
+    const next = passing.then(
+      () => runAt(nowMs),
+      () => runAt(nowMs),
+    );
+    passing = next.catch(() => {});
+    return next;
+  }
+
   async function runAt(nowMs: number): Promise<void> {
     const cfg = await kit.effective();
     if (!cfg) return void (await kit.storage.setAlarm(clock.now() + 60_000));
@@ -220,7 +233,7 @@ export function owedWork(kit: InteractionKit): OwedWork {
   }
 
   return {
-    run: () => runAt(clock.now()),
-    runAt,
+    run: () => serialRunAt(clock.now()),
+    runAt: serialRunAt,
   };
 }
