@@ -1,0 +1,196 @@
+/**
+ * How the chat talks to the service's public web doors (/api/channels/web/…). Two carriers of the
+ * visitor's session, one interface:
+ * - the page (same origin): the session is the HttpOnly cookie the page door set; this code never
+ *   sees it. Requests are same-origin fetches and the stream is a same-origin WebSocket.
+ * - the widget (a host page of another origin): a bearer token from `POST session`, kept in the host
+ *   page's localStorage under `tai-web:<identity>` and sent in `Authorization`. A WebSocket cannot
+ *   carry a header, so the stream is opened with a one-time ticket from `POST stream-ticket`.
+ * The token never goes in a URL; a refused token (401) is dropped and replaced once.
+ */
+
+export const DOOR_BASE = "/api/channels/web/";
+
+/** A refusal from a door (`{error, code}`) or a failure to reach it (`status` 0). */
+export class WebError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface Transport {
+  readonly identity: string;
+  /** POSTs `body` (with the identity) to `DOOR_BASE + path`; resolves with the answer's `data`. */
+  post<T>(path: string, body: Record<string, unknown>): Promise<T>;
+  /** A WebSocket on the conversation's stream, replaying entries with seq greater than `after`. */
+  openStream(after: number): Promise<WebSocket>;
+  /** Starts a new conversation on a fresh session (the old one ends). */
+  rotate(): Promise<void>;
+}
+
+async function answer<T>(res: Response): Promise<T> {
+  let body: unknown = null;
+  try {
+    body = await res.json();
+  } catch {
+    // A proxy's HTML error page or an empty body: reported by status below.
+  }
+  const obj = body && typeof body === "object" ? (body as Record<string, unknown>) : {};
+  if (!res.ok) {
+    const message = typeof obj.error === "string" ? obj.error : `the service answered ${res.status}`;
+    throw new WebError(res.status, typeof obj.code === "string" ? obj.code : "", message);
+  }
+  return obj.data as T;
+}
+
+async function send(url: string, init: RequestInit): Promise<Response> {
+  try {
+    return await fetch(url, init);
+  } catch {
+    throw new WebError(0, "network", "the service could not be reached");
+  }
+}
+
+function wsUrl(origin: string, query: Record<string, string>): string {
+  const u = new URL(DOOR_BASE + "stream", origin);
+  u.protocol = u.protocol === "https:" ? "wss:" : "ws:";
+  for (const [k, v] of Object.entries(query)) u.searchParams.set(k, v);
+  return u.href;
+}
+
+/** The page's transport: its session is the cookie, sent by the browser on same-origin requests. */
+export function cookieTransport(identity: string): Transport {
+  const post = async <T>(path: string, body: Record<string, unknown>): Promise<T> => {
+    const res = await send(DOOR_BASE + path, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ ...body, identity }),
+    });
+    return answer<T>(res);
+  };
+  return {
+    identity,
+    post,
+    async openStream(after) {
+      return new WebSocket(wsUrl(location.origin, { identity, after: String(after) }));
+    },
+    async rotate() {
+      await post("session/rotate", {});
+    },
+  };
+}
+
+type Stored = { token: string; expires_at?: string };
+
+/** localStorage when the host page allows it; a memory-only copy otherwise (private modes, sandboxes). */
+function tokenStore(key: string): { get(): Stored | null; set(s: Stored): void; drop(): void } {
+  let memory: Stored | null = null;
+  const storage = (): Storage | null => {
+    try {
+      return window.localStorage;
+    } catch {
+      return null;
+    }
+  };
+  return {
+    get() {
+      let raw: string | null = null;
+      try {
+        raw = storage()?.getItem(key) ?? null;
+      } catch {
+        raw = null;
+      }
+      if (raw) {
+        try {
+          const s: unknown = JSON.parse(raw);
+          if (s && typeof s === "object" && typeof (s as Stored).token === "string") memory = s as Stored;
+        } catch {
+          memory = null;
+        }
+      }
+      if (memory?.expires_at && Date.parse(memory.expires_at) <= Date.now()) memory = null;
+      return memory;
+    },
+    set(s) {
+      memory = s;
+      try {
+        storage()?.setItem(key, JSON.stringify(s));
+      } catch {
+        // Storage full or refused: the memory copy lasts for this page view.
+      }
+    },
+    drop() {
+      memory = null;
+      try {
+        storage()?.removeItem(key);
+      } catch {
+        // Nothing stored to drop.
+      }
+    },
+  };
+}
+
+/**
+ * The widget's transport against the service at `base` (an origin). The session is minted lazily,
+ * on the first request, so a host page's visitors who never open the chat create none.
+ */
+export function bearerTransport(base: string, identity: string): Transport {
+  const store = tokenStore(`tai-web:${identity}`);
+  const url = (path: string) => new URL(DOOR_BASE + path, base).href;
+
+  const raw = async (path: string, body: Record<string, unknown>, token: string | null): Promise<Response> => {
+    const headers: Record<string, string> = { "content-type": "application/json" };
+    if (token) headers.authorization = `Bearer ${token}`;
+    return send(url(path), {
+      method: "POST",
+      mode: "cors",
+      credentials: "omit",
+      referrerPolicy: "origin",
+      headers,
+      body: JSON.stringify({ ...body, identity }),
+    });
+  };
+
+  let minting: Promise<string> | null = null;
+  const mint = (): Promise<string> => {
+    minting ??= (async () => {
+      const data = await answer<Stored>(await raw("session", {}, null));
+      if (!data || typeof data.token !== "string") throw new WebError(0, "bad_answer", "the service gave no session");
+      store.set({ token: data.token, expires_at: data.expires_at });
+      return data.token;
+    })().finally(() => {
+      minting = null;
+    });
+    return minting;
+  };
+  const token = async (): Promise<string> => store.get()?.token ?? mint();
+
+  const post = async <T>(path: string, body: Record<string, unknown>): Promise<T> => {
+    let res = await raw(path, body, await token());
+    if (res.status === 401) {
+      // The session expired, ended or was never known here: one fresh session, one retry.
+      await res.body?.cancel();
+      store.drop();
+      res = await raw(path, body, await mint());
+    }
+    return answer<T>(res);
+  };
+
+  return {
+    identity,
+    post,
+    async openStream(after) {
+      const { ticket } = await post<{ ticket: string }>("stream-ticket", {});
+      return new WebSocket(wsUrl(base, { identity, after: String(after), ticket }));
+    },
+    async rotate() {
+      const data = await post<Stored | { rotated: true }>("session/rotate", {});
+      if (data && "token" in data && typeof data.token === "string") store.set({ token: data.token, expires_at: data.expires_at });
+    },
+  };
+}

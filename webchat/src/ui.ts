@@ -1,0 +1,560 @@
+/**
+ * The chat itself, shared by the page and the widget (docs/web-channel-client.md): renders the
+ * conversation's stream frames, sends messages and answers, and keeps the stream open.
+ *
+ * - Entries are keyed by `seq`. An entry already shown is never shown again, and a reconnect asks
+ *   only for entries after the highest seq shown (`after=`), so a reload or a dropped socket
+ *   replays the transcript once.
+ * - A message being sent shows at once as "sending"; when the stream brings it back (the visitor's
+ *   entry) that same row becomes the entry, so it is neither shown nor announced twice. Each
+ *   message carries a `client_message_id` kept across its retries, so the service takes it once.
+ * - The transcript is a polite live region; it is marked busy while a backlog replays so a screen
+ *   reader does not read the whole history on load. Connection changes go to a status line.
+ */
+import { el, randomId, webUrl } from "./dom";
+import { WebError, type Transport } from "./transport";
+
+export type Role = "visitor" | "bot" | "operator";
+export type Option = { id: string; text: string };
+export type Media = { kind: string; url: string; caption?: string; filename?: string };
+export type Part = {
+  media?: Media[];
+  options?: Option[];
+  question?: { interaction_id: string; prompt: string; options: Option[] | null; form: object | null };
+};
+export type Entry = { seq: number; role: Role; text: string; part: Part | null; at: string; message_id?: string };
+
+/** The elements the chat runs on: the page's own (by id) or the widget's panel. */
+export type ChatElements = {
+  list: HTMLOListElement;
+  status: HTMLElement;
+  form: HTMLFormElement;
+  input: HTMLTextAreaElement;
+  send: HTMLButtonElement;
+  renew: HTMLButtonElement;
+};
+
+export type ChatHooks = {
+  /** A new entry was shown (`live`: it arrived after the backlog). The widget's unread mark. */
+  onEntry?: (entry: Entry, live: boolean) => void;
+  /**
+   * The session is gone and this transport cannot renew it (the page reloads: its door mints a new
+   * one). True when handled; false leaves the chat showing that it ended.
+   */
+  onSessionLost?: () => boolean;
+};
+
+const MAX_CHIPS = 10;
+const MAX_MEDIA = 10;
+const PING_MS = 25_000;
+const FIRST_PAUSE_MS = 1000;
+const MAX_PAUSE_MS = 30_000;
+const SEND_TRIES = 4;
+
+const WHO: Record<Role, string> = { visitor: "You", bot: "Assistant", operator: "Operator" };
+
+type Pending = { id: string; text: string; row: HTMLLIElement; messageId?: string; tries: number };
+
+export class Chat {
+  private readonly doc: Document;
+  private highest = 0;
+  private readonly shown = new Set<number>();
+  private pending: Pending[] = [];
+  private ws: WebSocket | null = null;
+  /** Bumped whenever the current socket or conversation is abandoned, so late callbacks are ignored. */
+  private generation = 0;
+  private pause = FIRST_PAUSE_MS;
+  private retry: number | undefined;
+  private ping: number | undefined;
+  private started = false;
+  private live = false;
+  private ended = false;
+  private busyRenewing = false;
+
+  constructor(
+    private readonly t: Transport,
+    private readonly e: ChatElements,
+    private readonly hooks: ChatHooks = {},
+  ) {
+    this.doc = e.list.ownerDocument;
+    e.form.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      const text = e.input.value.trim();
+      if (!text || this.ended) return;
+      e.input.value = "";
+      this.sendText(text);
+    });
+    e.input.addEventListener("keydown", (ev) => {
+      // Enter sends, Shift+Enter is a new line; an IME composing text keeps its Enter.
+      if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) {
+        ev.preventDefault();
+        e.form.requestSubmit();
+      }
+    });
+    e.renew.addEventListener("click", () => void this.renew());
+    const view = this.doc.defaultView;
+    view?.addEventListener("online", () => this.soon());
+    this.doc.addEventListener("visibilitychange", () => {
+      if (this.doc.visibilityState === "visible") this.soon();
+    });
+  }
+
+  /** Opens the stream (once; later calls do nothing). */
+  start(): void {
+    if (this.started) return;
+    this.started = true;
+    this.e.list.setAttribute("aria-busy", "true");
+    void this.connect();
+  }
+
+  /** The text box, for callers that move focus into the chat. */
+  focusInput(): void {
+    this.e.input.focus();
+  }
+
+  private say(text: string): void {
+    this.e.status.textContent = text;
+  }
+
+  // ---- the stream ----
+
+  /** Reconnects now if the stream is down and waiting for its next try. */
+  private soon(): void {
+    if (!this.started || this.ended || this.ws || this.retry === undefined) return;
+    clearTimeout(this.retry);
+    this.retry = undefined;
+    void this.connect();
+  }
+
+  private async connect(): Promise<void> {
+    this.retry = undefined;
+    if (this.ended) return;
+    const generation = this.generation;
+    if (!this.live) this.say("Connecting…");
+    let ws: WebSocket;
+    try {
+      ws = await this.t.openStream(this.highest);
+    } catch (err) {
+      if (generation !== this.generation) return;
+      if (err instanceof WebError && err.status === 401) return this.sessionLost();
+      if (err instanceof WebError && err.status >= 400 && err.status < 500 && err.status !== 408 && err.status !== 429) {
+        // A refusal (unknown chat, origin not allowed) does not change by retrying.
+        this.say(`The chat is unavailable: ${err.message}.`);
+        return;
+      }
+      this.later();
+      return;
+    }
+    if (generation !== this.generation) {
+      ws.close(1000);
+      return;
+    }
+    this.ws = ws;
+    ws.addEventListener("message", (ev) => {
+      if (this.ws === ws) this.frame(ws, ev.data);
+    });
+    ws.addEventListener("close", () => {
+      if (this.ws !== ws) return;
+      this.ws = null;
+      this.live = false;
+      clearInterval(this.ping);
+      if (!this.ended) this.later();
+    });
+    clearInterval(this.ping);
+    this.ping = window.setInterval(() => {
+      if (ws.readyState === WebSocket.OPEN) ws.send("ping");
+    }, PING_MS);
+  }
+
+  private later(): void {
+    clearTimeout(this.retry);
+    const wait = this.pause + Math.floor(Math.random() * (this.pause / 2));
+    this.say(`Connection lost. Reconnecting in ${Math.ceil(wait / 1000)} s…`);
+    this.retry = window.setTimeout(() => void this.connect(), wait);
+    this.pause = Math.min(this.pause * 2, MAX_PAUSE_MS);
+  }
+
+  private drop(): void {
+    this.generation += 1;
+    clearTimeout(this.retry);
+    this.retry = undefined;
+    clearInterval(this.ping);
+    const ws = this.ws;
+    this.ws = null;
+    this.live = false;
+    ws?.close(1000);
+  }
+
+  private frame(ws: WebSocket, data: unknown): void {
+    if (typeof data !== "string" || data === "pong") return;
+    let f: { type?: unknown; entry?: unknown };
+    try {
+      f = JSON.parse(data);
+    } catch {
+      return;
+    }
+    if (f.type === "entry") {
+      const entry = asEntry(f.entry);
+      if (entry) this.show(entry);
+    } else if (f.type === "ready") {
+      this.pause = FIRST_PAUSE_MS;
+      this.live = true;
+      this.e.list.setAttribute("aria-busy", "false");
+      this.say("");
+    } else if (f.type === "ended") {
+      this.drop();
+      ws.close(1000);
+      this.end("This conversation has ended. Choose “New conversation” to start again.");
+    }
+  }
+
+  private end(message: string): void {
+    this.ended = true;
+    this.e.input.disabled = true;
+    this.e.send.disabled = true;
+    this.e.list.setAttribute("aria-busy", "false");
+    this.say(message);
+  }
+
+  private sessionLost(): void {
+    this.drop();
+    if (!this.hooks.onSessionLost?.()) this.end("This conversation's session has ended. Choose “New conversation” to start again.");
+  }
+
+  /** "New conversation": a fresh session, an empty transcript, and the stream from the start. */
+  private async renew(): Promise<void> {
+    if (this.busyRenewing) return;
+    this.busyRenewing = true;
+    this.e.renew.disabled = true;
+    this.drop();
+    try {
+      await this.t.rotate();
+    } catch (err) {
+      this.busyRenewing = false;
+      this.e.renew.disabled = false;
+      if (err instanceof WebError && err.status === 401 && this.hooks.onSessionLost?.()) return;
+      this.say(`Could not start a new conversation: ${messageOf(err)}.`);
+      if (!this.ended && this.started) void this.connect();
+      return;
+    }
+    this.busyRenewing = false;
+    this.e.renew.disabled = false;
+    this.e.list.replaceChildren();
+    this.shown.clear();
+    this.pending = [];
+    this.highest = 0;
+    this.pause = FIRST_PAUSE_MS;
+    this.ended = false;
+    this.e.input.disabled = false;
+    this.e.send.disabled = false;
+    this.e.list.setAttribute("aria-busy", "true");
+    this.started = true;
+    this.say("New conversation started.");
+    this.e.input.focus();
+    void this.connect();
+  }
+
+  // ---- rendering ----
+
+  private show(entry: Entry): void {
+    if (this.shown.has(entry.seq)) return;
+    this.shown.add(entry.seq);
+    const list = this.e.list;
+    const stick = list.scrollHeight - list.scrollTop - list.clientHeight < 80;
+    // Quick-reply options belong to the latest answer only: a newer entry retires them.
+    if (entry.seq > this.highest) {
+      for (const chip of list.querySelectorAll<HTMLButtonElement>(".tai-options .tai-chip")) chip.disabled = true;
+    }
+    const mine = entry.role === "visitor" ? this.claimPending(entry) : null;
+    const row = mine ?? this.doc.createElement("li");
+    this.fillRow(row, entry);
+    if (!mine || !inOrder(list, row, entry.seq)) this.place(row, entry.seq);
+    this.highest = Math.max(this.highest, entry.seq);
+    if (stick || entry.role === "visitor") list.scrollTop = list.scrollHeight;
+    this.hooks.onEntry?.(entry, this.live);
+  }
+
+  /** The row of the message this visitor entry echoes: same message id, else same text. */
+  private claimPending(entry: Entry): HTMLLIElement | null {
+    let i = entry.message_id ? this.pending.findIndex((p) => p.messageId === entry.message_id) : -1;
+    if (i < 0) i = this.pending.findIndex((p) => p.text === entry.text.trim());
+    if (i < 0) return null;
+    const [p] = this.pending.splice(i, 1);
+    return p.row;
+  }
+
+  /** Inserts `row` among the entries by seq, before any message still being sent. */
+  private place(row: HTMLLIElement, seq: number): void {
+    for (const child of this.e.list.children) {
+      if (child === row) continue;
+      const s = Number((child as HTMLElement).dataset.seq);
+      if (!(s > 0) || s > seq) {
+        this.e.list.insertBefore(row, child);
+        return;
+      }
+    }
+    this.e.list.append(row);
+  }
+
+  private fillRow(row: HTMLLIElement, entry: Entry): void {
+    row.className = `tai-entry tai-${entry.role}`;
+    row.dataset.seq = String(entry.seq);
+    const bubble = el(this.doc, "div", { class: "tai-bubble" });
+    const q = entry.part?.question;
+    const text = entry.text || q?.prompt || "";
+    if (text) bubble.append(el(this.doc, "p", { class: "tai-text" }, text));
+    if (q && q.prompt && entry.text && q.prompt !== entry.text) bubble.append(el(this.doc, "p", { class: "tai-text" }, q.prompt));
+    for (const m of (entry.part?.media ?? []).slice(0, MAX_MEDIA)) bubble.append(this.mediaCard(m));
+    if (entry.part?.options?.length) bubble.append(this.chips(entry.part.options, "tai-options", (o) => this.sendText(o.text)));
+    if (q)
+      bubble.append(
+        q.options?.length
+          ? this.chips(q.options, "tai-question", (o, done) => this.answer(q.interaction_id, { option_id: o.id }, done))
+          : this.answerBox(q.interaction_id),
+      );
+    row.replaceChildren(el(this.doc, "span", { class: entry.role === "operator" ? "tai-who" : "tai-who tai-sr" }, `${WHO[entry.role]}:`), bubble);
+    const time = timeOf(this.doc, entry.at);
+    if (time) row.append(time);
+  }
+
+  private mediaCard(m: Media): HTMLElement {
+    const name = m.caption || m.filename || (m.kind === "image" ? "Image" : "Attachment");
+    const image = m.kind === "image" ? webUrl(m.url, true) : null;
+    if (image) {
+      const img = el(this.doc, "img", {
+        src: image,
+        alt: m.caption || m.filename || "Image",
+        loading: "lazy",
+        decoding: "async",
+        referrerpolicy: "no-referrer",
+      });
+      return el(
+        this.doc,
+        "figure",
+        { class: "tai-card tai-image" },
+        el(this.doc, "a", { href: image, target: "_blank", rel: "noopener noreferrer" }, img),
+        m.caption ? el(this.doc, "figcaption", {}, m.caption) : null,
+      );
+    }
+    const link = webUrl(m.url);
+    if (!link) return el(this.doc, "p", { class: "tai-card tai-file" }, `${name} (unavailable)`);
+    return el(this.doc, "a", { class: "tai-card tai-file", href: link, target: "_blank", rel: "noopener noreferrer" }, name);
+  }
+
+  private chips(options: Option[], kind: string, onTap: (o: Option, done: (ok: boolean) => void) => void): HTMLElement {
+    const group = el(this.doc, "div", { class: `tai-chips ${kind}`, role: "group", "aria-label": "Choices" });
+    const buttons: HTMLButtonElement[] = [];
+    for (const o of options.slice(0, MAX_CHIPS)) {
+      if (!o || typeof o.text !== "string") continue;
+      const b = el(this.doc, "button", { type: "button", class: "tai-chip", "aria-pressed": "false" }, o.text);
+      b.addEventListener("click", () => {
+        for (const other of buttons) other.disabled = true;
+        b.setAttribute("aria-pressed", "true");
+        onTap(o, (ok) => {
+          if (ok) return;
+          b.setAttribute("aria-pressed", "false");
+          for (const other of buttons) other.disabled = false;
+        });
+      });
+      buttons.push(b);
+      group.append(b);
+    }
+    return group;
+  }
+
+  /** A question without choices (or with a form): answered by a line of text. */
+  private answerBox(interactionId: string): HTMLElement {
+    const id = `tai-a-${randomId()}`;
+    const input = el(this.doc, "input", { id, class: "tai-input tai-answer-input", type: "text", autocomplete: "off", maxlength: "8000", required: true });
+    const button = el(this.doc, "button", { type: "submit", class: "tai-send" }, "Answer");
+    const form = el(this.doc, "form", { class: "tai-answer" }, el(this.doc, "label", { for: id, class: "tai-label" }, "Your answer"), input, button);
+    form.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      const text = input.value.trim();
+      if (!text) return;
+      input.disabled = true;
+      button.disabled = true;
+      this.answer(interactionId, { text }, (ok) => {
+        if (ok) return;
+        input.disabled = false;
+        button.disabled = false;
+      });
+    });
+    return form;
+  }
+
+  // ---- sending ----
+
+  private answer(interactionId: string, body: Record<string, unknown>, done: (ok: boolean) => void): void {
+    this.t.post(`questions/${encodeURIComponent(interactionId)}/answer`, body).then(
+      () => {
+        this.say("Answer sent.");
+        done(true);
+      },
+      (err) => {
+        if (err instanceof WebError && err.status === 401) this.sessionLost();
+        else this.say(`The answer was not sent: ${messageOf(err)}.`);
+        done(false);
+      },
+    );
+  }
+
+  /** Shows `text` as being sent and sends it; the stream's echo replaces the row. */
+  sendText(text: string): void {
+    if (this.ended) return;
+    const row = el(this.doc, "li", { class: "tai-entry tai-visitor tai-pending" });
+    const p: Pending = { id: randomId(), text, row, tries: 0 };
+    row.append(
+      el(this.doc, "span", { class: "tai-who tai-sr" }, `${WHO.visitor}:`),
+      el(this.doc, "div", { class: "tai-bubble" }, el(this.doc, "p", { class: "tai-text" }, text)),
+    );
+    this.pending.push(p);
+    this.e.list.append(row);
+    this.e.list.scrollTop = this.e.list.scrollHeight;
+    this.attempt(p);
+  }
+
+  private attempt(p: Pending): void {
+    p.tries += 1;
+    setNote(this.doc, p.row, "Sending…");
+    this.t.post<{ message_id?: string }>("messages", { text: p.text, client_message_id: p.id }).then(
+      (data) => {
+        if (data && typeof data.message_id === "string") p.messageId = data.message_id;
+        if (p.row.classList.contains("tai-pending")) setNote(this.doc, p.row, "Sent");
+      },
+      (err) => {
+        const transient = !(err instanceof WebError) || err.status === 0 || err.status === 408 || err.status === 429 || err.status >= 500;
+        if (transient && p.tries < SEND_TRIES) {
+          // Same client_message_id on every try: a try that did arrive is not taken twice.
+          window.setTimeout(() => this.attempt(p), 1000 * 2 ** (p.tries - 1));
+          return;
+        }
+        if (err instanceof WebError && err.status === 401) this.sessionLost();
+        this.failed(p, messageOf(err), transient);
+      },
+    );
+  }
+
+  private failed(p: Pending, why: string, canRetry: boolean): void {
+    p.row.classList.add("tai-failed");
+    const note = setNote(this.doc, p.row, `Not sent: ${why}.`);
+    if (canRetry) {
+      const again = el(this.doc, "button", { type: "button", class: "tai-retry" }, "Try again");
+      again.addEventListener("click", () => {
+        p.row.classList.remove("tai-failed");
+        p.tries = 0;
+        this.attempt(p);
+      });
+      note.append(" ", again);
+    }
+    this.say(`A message was not sent: ${why}.`);
+  }
+}
+
+function setNote(doc: Document, row: HTMLElement, text: string): HTMLElement {
+  let note = row.querySelector<HTMLElement>(".tai-note");
+  if (!note) {
+    note = el(doc, "span", { class: "tai-note" });
+    row.append(note);
+  }
+  note.textContent = text;
+  return note;
+}
+
+function inOrder(list: HTMLOListElement, row: HTMLElement, seq: number): boolean {
+  const prev = row.previousElementSibling as HTMLElement | null;
+  const next = row.nextElementSibling as HTMLElement | null;
+  const before = prev ? Number(prev.dataset.seq) : 0;
+  const after = next ? Number(next.dataset.seq) : Infinity;
+  return row.parentElement === list && before < seq && !(after < seq);
+}
+
+function timeOf(doc: Document, at: string): HTMLElement | null {
+  const when = new Date(at);
+  if (Number.isNaN(when.getTime())) return null;
+  return el(doc, "time", { class: "tai-time", datetime: when.toISOString() }, when.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" }));
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+function isOption(o: unknown): o is Option {
+  return !!o && typeof o === "object" && typeof (o as Option).id === "string" && typeof (o as Option).text === "string";
+}
+
+/** A stream entry checked field by field: a malformed frame is skipped, never rendered half. */
+export function asEntry(v: unknown): Entry | null {
+  if (!v || typeof v !== "object") return null;
+  const e = v as Record<string, unknown>;
+  if (typeof e.seq !== "number" || !Number.isSafeInteger(e.seq) || e.seq < 1) return null;
+  if (e.role !== "visitor" && e.role !== "bot" && e.role !== "operator") return null;
+  const part = e.part && typeof e.part === "object" ? (e.part as Record<string, unknown>) : null;
+  let clean: Part | null = null;
+  if (part) {
+    clean = {};
+    if (Array.isArray(part.media)) {
+      clean.media = part.media.filter(
+        (m): m is Media => !!m && typeof m === "object" && typeof (m as Media).url === "string" && typeof (m as Media).kind === "string",
+      );
+    }
+    if (Array.isArray(part.options)) clean.options = part.options.filter(isOption);
+    const q = part.question && typeof part.question === "object" ? (part.question as Record<string, unknown>) : null;
+    if (q && typeof q.interaction_id === "string") {
+      clean.question = {
+        interaction_id: q.interaction_id,
+        prompt: typeof q.prompt === "string" ? q.prompt : "",
+        options: Array.isArray(q.options) ? q.options.filter(isOption) : null,
+        form: q.form && typeof q.form === "object" ? q.form : null,
+      };
+    }
+  }
+  return {
+    seq: e.seq,
+    role: e.role,
+    text: typeof e.text === "string" ? e.text : "",
+    part: clean,
+    at: typeof e.at === "string" ? e.at : "",
+    message_id: typeof e.message_id === "string" ? e.message_id : undefined,
+  };
+}
+
+/** The chat's markup for a surface that has none (the widget): the same structure as the page's. */
+export function buildChat(doc: Document, title: string, idPrefix: string): { root: HTMLElement; head: HTMLElement; elements: ChatElements } {
+  const id = (s: string) => `${idPrefix}-${s}`;
+  const list = el(doc, "ol", {
+    id: id("transcript"),
+    class: "tai-list",
+    "aria-live": "polite",
+    "aria-relevant": "additions",
+    "aria-label": "Conversation",
+    "aria-busy": "true",
+    tabindex: "0",
+  });
+  const status = el(doc, "p", { id: id("status"), class: "tai-status", role: "status" });
+  const input = el(doc, "textarea", {
+    id: id("input"),
+    class: "tai-input",
+    name: "text",
+    rows: "2",
+    maxlength: "8000",
+    required: true,
+    autocomplete: "off",
+    "aria-describedby": id("hint"),
+  });
+  const send = el(doc, "button", { type: "submit", class: "tai-send" }, "Send");
+  const form = el(
+    doc,
+    "form",
+    { class: "tai-form" },
+    el(doc, "label", { for: id("input"), class: "tai-label" }, "Message"),
+    input,
+    send,
+    el(doc, "p", { id: id("hint"), class: "tai-hint" }, "Enter sends; Shift+Enter starts a new line."),
+  );
+  const renew = el(doc, "button", { type: "button", class: "tai-new" }, "New conversation");
+  const heading = el(doc, "h2", { id: id("title"), class: "tai-title" }, title);
+  const head = el(doc, "div", { class: "tai-head" }, heading, renew);
+  const root = el(doc, "div", { class: "tai-chat" }, head, list, status, form);
+  return { root, head, elements: { list, status, form, input, send, renew } };
+}
