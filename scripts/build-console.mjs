@@ -5,13 +5,19 @@
 //   - console/console.css, minified by esbuild → public/console/console.css;
 //   - console/index.html → public/console/index.html;
 //   - Scalar's standalone browser bundle (@scalar/api-reference) → public/vendor/scalar-api-reference.js,
-//     which GET /api/docs loads from this origin instead of a CDN.
+//     which GET /api/docs loads from this origin instead of a CDN;
+//   - the web channel's client (docs/web-channel-client.md): webchat/src/page.ts → public/web/chat.js
+//     (a module), webchat/src/widget.ts → public/web/widget.js (a classic script, so it can find its
+//     own tag; webchat/chat.css inlined into it), webchat/chat.css → public/web/chat.css, and
+//     public/web/manifest.json, `{file name: "sha384-…"}`, the SRI values the page pins them by and
+//     the list of the only names the asset door serves (src/channels/web/assets.ts).
 // A file is written only when its content changed, so a run with current outputs writes nothing.
 // Runs on npm install (postinstall), at the start of `npm start` and before `npm run deploy`.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
+import { createHash } from "node:crypto";
 import { gzipSync } from "node:zlib";
 import { build, transform } from "esbuild";
 
@@ -50,7 +56,32 @@ const htmlBytes = put("console/index.html", readFileSync(join(root, "console/ind
 const scalar = require.resolve("@scalar/api-reference/browser/standalone.js");
 const scalarBytes = put("vendor/scalar-api-reference.js", readFileSync(scalar));
 
+const webCss = (await transform(readFileSync(join(root, "webchat/chat.css"), "utf8"), { loader: "css", minify: true, target: "chrome100" })).code;
+async function bundle(entry, format, define = {}) {
+  const r = await build({
+    entryPoints: [join(root, entry)],
+    bundle: true,
+    minify: true,
+    format,
+    target: "es2022",
+    platform: "browser",
+    write: false,
+    legalComments: "none",
+    logLevel: "warning",
+    define,
+  });
+  return r.outputFiles[0].contents;
+}
+const web = {
+  "chat.js": put("web/chat.js", await bundle("webchat/src/page.ts", "esm")),
+  "widget.js": put("web/widget.js", await bundle("webchat/src/widget.ts", "iife", { __TAI_WEB_CSS__: JSON.stringify(webCss) })),
+  "chat.css": put("web/chat.css", webCss),
+};
+const manifest = Object.fromEntries(Object.entries(web).map(([name, bytes]) => [name, `sha384-${createHash("sha384").update(bytes).digest("base64")}`]));
+put("web/manifest.json", JSON.stringify(manifest, null, 2) + "\n");
+
 const kb = (b) => `${(b.length / 1024).toFixed(1)} KiB (${(gzipSync(b).length / 1024).toFixed(1)} KiB gzip)`;
 if (written.length || process.argv.includes("--sizes")) {
   console.log(`build-console: console.js ${kb(jsBytes)}, console.css ${kb(cssBytes)}, index.html ${kb(htmlBytes)}; API reference bundle ${kb(scalarBytes)}`);
+  console.log(`build-console: web chat.js ${kb(web["chat.js"])}, widget.js ${kb(web["widget.js"])}, chat.css ${kb(web["chat.css"])}`);
 }
