@@ -1,0 +1,46 @@
+/**
+ * The web channel's built client (scripts/build-console.mjs → public/web/): the files the page and
+ * the widget load exist, the manifest's SRI values are those of the files (the page pins them, and
+ * the asset door serves only the names it lists), and each script stays within the issue's budget
+ * of 40 KiB gzipped. A plain Node test: it reads the build's output, no server.
+ */
+import { createHash } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { gzipSync } from "node:zlib";
+import { describe, expect, it } from "vitest";
+
+const WEB = join(import.meta.dirname, "../../public/web");
+const FILES = ["chat.js", "widget.js", "chat.css"];
+const BUDGET = 40 * 1024;
+
+describe("the web channel's built client", () => {
+  it("has every file the page and the widget load", () => {
+    for (const name of [...FILES, "manifest.json"])
+      expect(existsSync(join(WEB, name)), `run \`node scripts/build-console.mjs\`: public/web/${name}`).toBe(true);
+  });
+
+  it("lists exactly its files in the manifest, each with the SRI value of its bytes", () => {
+    const manifest: Record<string, string> = JSON.parse(readFileSync(join(WEB, "manifest.json"), "utf8"));
+    expect(Object.keys(manifest).sort()).toEqual([...FILES].sort());
+    for (const name of FILES) {
+      const digest = createHash("sha384")
+        .update(readFileSync(join(WEB, name)))
+        .digest("base64");
+      expect(manifest[name], name).toBe(`sha384-${digest}`);
+    }
+  });
+
+  it("keeps each script under 40 KiB gzipped", () => {
+    for (const name of ["chat.js", "widget.js"]) {
+      const gz = gzipSync(readFileSync(join(WEB, name))).length;
+      expect(gz, `${name}: ${gz} bytes gzipped`).toBeLessThan(BUDGET);
+    }
+  });
+
+  it("inlines the stylesheet into the widget, so a host page needs no style-src for it", () => {
+    const widget = readFileSync(join(WEB, "widget.js"), "utf8");
+    expect(widget).not.toContain("__TAI_WEB_CSS__");
+    expect(widget).toContain(".tai-launcher");
+  });
+});
