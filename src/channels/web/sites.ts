@@ -18,6 +18,9 @@ export const MAX_ALLOWED_ORIGINS = 20;
 /** Hosts a plain-http origin may name: a developer's own machine, never a network peer. */
 const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1"]);
 
+/** A host as the URL parser serializes it: DNS labels in punycode, an IPv4 address, or a bracketed IPv6 one. */
+const HOST = /^(?:[a-z0-9-]+\.)*[a-z0-9-]+$|^\[[0-9a-f:.]+\]$/;
+
 /** A scheme, then a host with an optional port and nothing else (no "@", path, query or fragment). */
 const ORIGIN_TEXT = /^https?:\/\/[^/?#\\@\s]+\/?$/i;
 
@@ -35,6 +38,9 @@ export function normalizeOrigin(text: string): string | null {
   } catch {
     return null;
   }
+  // The URL parser lets through host characters no browser origin has ("*", "_"): a wildcard
+  // would be stored and never match, so it is refused instead.
+  if (!HOST.test(url.hostname)) return null;
   if (url.protocol === "http:" && !LOOPBACK_HOSTS.has(url.hostname)) return null;
   return url.origin;
 }
