@@ -61,7 +61,11 @@ describe("PUT and GET /api/channels/web/sites/{identity}", () => {
     const identity = uniq("site");
     const put = await putOrigins(identity, ["https://Shop.Example/", "https://shop.example", "http://localhost:5173", "https://b.example:443"]);
     expect(put.status).toBe(200);
-    expect(put.body.data).toMatchObject({ identity, allowed_origins: ["https://shop.example", "http://localhost:5173", "https://b.example"], updated_by: "root" });
+    expect(put.body.data).toMatchObject({
+      identity,
+      allowed_origins: ["https://shop.example", "http://localhost:5173", "https://b.example"],
+      updated_by: "root",
+    });
     expect(Date.parse(put.body.data.updated_at)).not.toBeNaN();
     const got = await call("GET", sitePath(identity), { key: await admin() });
     expect(got.body.data).toEqual(put.body.data);

@@ -19,7 +19,10 @@ const DOOR = { area: "channels", auth: { tag: "channels" }, store: "conversation
 const identityParams = z.object({ identity: WebIdentity });
 const codeParams = z.object({ identity: WebIdentity, code_id: GateCodeId });
 
-const GateView = z.object({ identity: z.string(), enabled: z.boolean(), codes: z.array(GateCodeView) }).strict().describe("WebGate");
+const GateView = z
+  .object({ identity: z.string(), enabled: z.boolean(), codes: z.array(GateCodeView) })
+  .strict()
+  .describe("WebGate");
 
 async function gateView(db: D1Database, identity: string) {
   const [site, codes] = await Promise.all([readSite(db, identity), listGateCodes(db, identity)]);
@@ -55,7 +58,8 @@ addRoute(
     body: SiteBody,
     response: SiteView,
   },
-  async (c, { params, body, principal }) => writeAllowedOrigins(c.env.DB, params.identity, body.allowed_origins, new Date().toISOString(), principal.key.user_id),
+  async (c, { params, body, principal }) =>
+    writeAllowedOrigins(c.env.DB, params.identity, body.allowed_origins, new Date().toISOString(), principal.key.user_id),
 );
 
 addRoute(

@@ -70,7 +70,14 @@ export async function listGateCodes(db: D1Database, identity: string): Promise<G
     CodeRow,
     d1(db)`SELECT code_id, label, expires_at, revoked_at, created_at, created_by FROM web_gate_codes WHERE identity = ${identity} ORDER BY created_at, code_id`,
   );
-  return rows.map((r) => ({ code_id: r.code_id, label: r.label, expires_at: r.expires_at, revoked: r.revoked_at !== null, created_at: r.created_at, created_by: r.created_by }));
+  return rows.map((r) => ({
+    code_id: r.code_id,
+    label: r.label,
+    expires_at: r.expires_at,
+    revoked: r.revoked_at !== null,
+    created_at: r.created_at,
+    created_by: r.created_by,
+  }));
 }
 
 /**
@@ -99,9 +106,7 @@ export async function createGateCode(
 
 /** Revokes `identity`'s code `codeId` (a revoked one stays revoked, its time kept); false when it has no such code. */
 export async function revokeGateCode(db: D1Database, identity: string, codeId: string, nowIso: string): Promise<boolean> {
-  const meta = await run(
-    d1(db)`UPDATE web_gate_codes SET revoked_at = COALESCE(revoked_at, ${nowIso}) WHERE identity = ${identity} AND code_id = ${codeId}`,
-  );
+  const meta = await run(d1(db)`UPDATE web_gate_codes SET revoked_at = COALESCE(revoked_at, ${nowIso}) WHERE identity = ${identity} AND code_id = ${codeId}`);
   return meta.changes > 0;
 }
 
