@@ -14,6 +14,7 @@ import { conversationThreadsRouter } from "./conversations/routes/threads";
 import { conversationRoutesRouter } from "./conversations/routes/routes";
 import { channelsRouter } from "./channels/routes/channels";
 import { channelWebhooksRouter } from "./channels/routes/webhooks";
+import { webConfigRouter } from "./channels/web/config-routes";
 import { healthRouter } from "./system/routes/health";
 import { openapiRouter } from "./system/routes/openapi";
 import { resourcesRouter } from "./storage/routes/resources";
@@ -84,6 +85,7 @@ export function createApp(): Hono<AppEnv> {
     resourcesRouter,
     channelsRouter,
     channelWebhooksRouter,
+    webConfigRouter,
     toolsRouter,
     conversationThreadsRouter,
     conversationModeRouter,
