@@ -32,6 +32,8 @@ import { migrate } from "../src/conversations/thread/store";
 import type { RunTrace } from "../src/observability/model/run-trace";
 import { dropTurnTraces, readTurnTrace } from "../src/conversations/thread/turn-trace";
 import { forgetThread } from "../src/conversations/thread/forget";
+import { webStream } from "../src/conversations/thread/web-visitor";
+import type { WebSessionCheck } from "../src/conversations/model/web";
 
 /** One thread's object: wires the parts over its storage and answers its contract's verbs. */
 export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
@@ -49,7 +51,9 @@ export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
     // The env is read through a function: settings and bindings (with the runtime overlay's
     // CHANNEL_* values on top, docs/runtime-settings.md) follow the object's env.
     this.deps = { storage: ctx.storage, env: () => threadEnv(this.env), settings: () => threadSettings(this.env), now: () => Date.now(), fetch: edgeFetch };
-    this.parts = composeThread(this.deps);
+    this.parts = composeThread(this.deps, { all: () => ctx.getWebSockets(), accept: (ws) => ctx.acceptWebSocket(ws) });
+    // A page's keep-alive is answered by the runtime without waking the object.
+    ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair("ping", "pong"));
   }
 
   async accept(req: AcceptRequest): Promise<AcceptResult> {
@@ -78,6 +82,40 @@ export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
 
   async forget(): Promise<ForgetResult> {
     return forgetThread(this.deps, this.parts);
+  }
+
+  async webOpen(identity: string, secretHash: string, pendingTtlMs: number, params: Record<string, string> | null): Promise<void> {
+    this.parts.web.open(identity, secretHash, pendingTtlMs, params);
+  }
+
+  async webCheck(identity: string, secretHash: string, ttlMs: number, params?: Record<string, string>): Promise<WebSessionCheck> {
+    return this.parts.web.check(identity, secretHash, ttlMs, params);
+  }
+
+  async webTicket(ticketHash: string, ttlMs: number): Promise<void> {
+    this.parts.web.keepTicket(ticketHash, ttlMs);
+  }
+
+  async webEnd(): Promise<void> {
+    this.parts.web.end(false);
+  }
+
+  /** The web visitor's live stream (a WebSocket), reached only through the web channel's door. */
+  override async fetch(request: Request): Promise<Response> {
+    return webStream(this.parts.web, request);
+  }
+
+  override async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
+    // Pages only listen; anything but the auto-answered ping is a protocol error.
+    if (message !== "ping") ws.close(1003, "this stream only sends");
+  }
+
+  override async webSocketClose(ws: WebSocket, code: number, reason: string): Promise<void> {
+    try {
+      ws.close(code === 1005 || code === 1006 ? 1000 : code, reason);
+    } catch {
+      // Already closed.
+    }
   }
 
   async applyReceipt(messageId: string, status: "delivered" | "failed", detail?: string): Promise<boolean> {

@@ -57,6 +57,7 @@ import { manifestRouter } from "./manifest/routes/manifest";
 import { apiToolsRouter } from "./manifest/routes/api-tools";
 import { subMcpRouter } from "./sub-mcp/routes";
 import { extensionsRouter } from "./extensions/routes";
+import { webChannelRouter } from "./channels/web/routes";
 
 export function createApp(): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
@@ -86,6 +87,7 @@ export function createApp(): Hono<AppEnv> {
     channelsRouter,
     channelWebhooksRouter,
     webConfigRouter,
+    webChannelRouter,
     toolsRouter,
     conversationThreadsRouter,
     conversationModeRouter,

@@ -17,8 +17,8 @@ import type { RichSender } from "./rich/types";
 // importing their whole interface from here.
 export type { ChannelCapabilities, ChannelEnv, SendDeps, SendResult };
 
-/** The four built-in channel registry names (also the keys of `max_message_chars`). */
-export type ChannelName = "twilio" | "whatsapp" | "telegram" | "slack";
+/** The built-in channel registry names (also the keys of `max_message_chars`). */
+export type ChannelName = "twilio" | "whatsapp" | "telegram" | "slack" | "web";
 
 /** An inbound message from a participant, normalized. */
 export interface InboundMessage {
@@ -42,6 +42,11 @@ export interface InboundMessage {
    * it seeds a new person's locale at first contact once canonicalized as BCP 47.
    */
   locale_hint?: string;
+  /**
+   * Who the rate cap counts this message against, when not the sender: a web visitor's network
+   * bucket, so that minting fresh visitors does not mint fresh allowances.
+   */
+  cap_key?: string;
 }
 
 /** A delivery receipt for an OUTBOUND message we sent (its provider id is what `send` returned). */

@@ -27,6 +27,11 @@ export interface SendDeps {
   env: ChannelEnv;
   /** `delivery_send_timeout_seconds` × 1000; bounds the request and reading its answer. */
   timeoutMs: number;
+  /**
+   * The thread's own transcript, where the web channel "sends": given only by a thread's delivery
+   * to a web record (the web adapter refuses a send without it). Returns the entry's seq.
+   */
+  transcript?: (text: string, part: unknown) => number;
 }
 
 /**

@@ -7,9 +7,10 @@ import type { ChannelAdapter, ChannelCapabilities, ChannelEnv } from "./adapter"
 import { slackAdapter } from "./slack";
 import { telegramAdapter } from "./telegram";
 import { twilioAdapter } from "./twilio";
+import { webAdapter } from "./web/adapter";
 import { whatsappAdapter } from "./whatsapp";
 
-export const channelAdapters: readonly ChannelAdapter[] = Object.freeze([twilioAdapter, whatsappAdapter, telegramAdapter, slackAdapter]);
+export const channelAdapters: readonly ChannelAdapter[] = Object.freeze([twilioAdapter, whatsappAdapter, telegramAdapter, slackAdapter, webAdapter]);
 
 /** The adapter registered under `name`, configured or not; undefined for an unknown name. */
 export function adapterFor(name: string): ChannelAdapter | undefined {

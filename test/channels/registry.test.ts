@@ -23,8 +23,8 @@ const ALL: ChannelEnv = {
 const NOW = new Date("2026-05-01T12:00:00Z");
 
 describe("channel registry", () => {
-  it("registers the four adapters under their max_message_chars keys", () => {
-    expect(channelAdapters.map((a) => a.name)).toEqual(["twilio", "whatsapp", "telegram", "slack"]);
+  it("registers the five adapters under their max_message_chars keys", () => {
+    expect(channelAdapters.map((a) => a.name)).toEqual(["twilio", "whatsapp", "telegram", "slack", "web"]);
     for (const a of channelAdapters) expect(Object.hasOwn(DEFAULT_MAX_MESSAGE_CHARS, a.name)).toBe(true);
     expect(adapterFor("slack")?.name).toBe("slack");
     expect(adapterFor("email")).toBeUndefined();
@@ -37,14 +37,15 @@ describe("channel registry", () => {
       whatsapp: { media: true, location: true, template: true, interactive: true, form: true },
       telegram: { media: true, location: true, template: false, interactive: true, form: false },
       slack: { media: true, location: false, template: false, interactive: true, form: false },
+      web: { media: true, location: false, template: false, interactive: true, form: true },
     });
   });
 
-  it("lists a channel only when all its secrets are set", () => {
-    expect(configuredChannels({})).toEqual([]);
-    expect(configuredChannels(ALL).map((a) => a.name)).toEqual(["twilio", "whatsapp", "telegram", "slack"]);
+  it("lists a channel only when all its secrets are set (web needs none)", () => {
+    expect(configuredChannels({}).map((a) => a.name)).toEqual(["web"]);
+    expect(configuredChannels(ALL).map((a) => a.name)).toEqual(["twilio", "whatsapp", "telegram", "slack", "web"]);
     const { CHANNEL_WHATSAPP_VERIFY_TOKEN: _, ...noVerify } = ALL;
-    expect(configuredChannels(noVerify).map((a) => a.name)).toEqual(["twilio", "telegram", "slack"]);
+    expect(configuredChannels(noVerify).map((a) => a.name)).toEqual(["twilio", "telegram", "slack", "web"]);
   });
 
   it("builds the GET /api/channels listing with each channel's cap (null when the map lacks it)", () => {
@@ -53,6 +54,7 @@ describe("channel registry", () => {
       { name: "whatsapp", capabilities: { media: true, location: true, template: true, interactive: true, form: true }, max_message_chars: 4096 },
       { name: "telegram", capabilities: { media: true, location: true, template: false, interactive: true, form: false }, max_message_chars: null },
       { name: "slack", capabilities: { media: true, location: false, template: false, interactive: true, form: false }, max_message_chars: 40000 },
+      { name: "web", capabilities: { media: true, location: false, template: false, interactive: true, form: true }, max_message_chars: null },
     ]);
   });
 });
@@ -150,23 +152,27 @@ describe("receiveWebhook (door → verify → parse)", () => {
 });
 
 describe("GET /api/channels", () => {
-  it("lists the configured channels (the test env configures all four) with capabilities and caps", async () => {
+  it("lists the configured channels (the test env configures all four providers; web needs nothing) with capabilities and caps", async () => {
     expect(
       configuredChannels(env)
         .map((a) => a.name)
         .sort(),
-    ).toEqual(["slack", "telegram", "twilio", "whatsapp"]);
+    ).toEqual(["slack", "telegram", "twilio", "web", "whatsapp"]);
     const r = await call("GET", "/api/channels", { key: await admin() });
     expect(r.status).toBe(200);
     const twilio = r.body.data.channels.find((ch: { name: string }) => ch.name === "twilio");
     expect(twilio).toMatchObject({ max_message_chars: 1600, capabilities: { media: true } });
   });
 
-  it("lists nothing when no CHANNEL_* vars are set", async () => {
+  it("lists only web when no CHANNEL_* vars are set", async () => {
     const bare = Object.fromEntries(Object.entries(env).filter(([k]) => !k.startsWith("CHANNEL_")));
-    expect(configuredChannels(bare)).toEqual([]);
+    expect(configuredChannels(bare).map((a) => a.name)).toEqual(["web"]);
     const res = await fetchWithEnv(bare, new Request("https://bridge.test/api/channels", { headers: { "x-api-key": await admin() } }));
-    expect(await res.json()).toEqual({ data: { channels: [] } });
+    expect(await res.json()).toEqual({
+      data: {
+        channels: [{ name: "web", capabilities: { media: true, location: false, template: false, interactive: true, form: true }, max_message_chars: 8000 }],
+      },
+    });
   });
 
   it("needs an api key and the channels read grant", async () => {

@@ -206,6 +206,6 @@ describe("poison turns: a turn that keeps killing its object ends", () => {
         attempts: (sql.exec("SELECT turn_attempts FROM records").one() as { turn_attempts: number }).turn_attempts,
       };
     });
-    expect(after).toEqual({ version: "5", attempts: 0 });
+    expect(after).toEqual({ version: "6", attempts: 0 });
   });
 });

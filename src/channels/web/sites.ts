@@ -8,9 +8,10 @@
 import { z } from "zod";
 import { type Statement, d1, first, run } from "../../platform/persistence/d1";
 import { jsonColumn, validStored } from "../../platform/persistence/stored-json";
+import { WEB_IDENTITY } from "../../conversations/model/web";
 
 /** A web identity: the route's `our_identity`, also a URL path segment of the public doors. */
-export const WebIdentity = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, { message: "must be 1-64 letters, digits, '_' or '-'" });
+export const WebIdentity = z.string().regex(WEB_IDENTITY, { message: "must be 1-64 letters, digits, '_' or '-'" });
 
 /** How many origins one identity may allow. */
 export const MAX_ALLOWED_ORIGINS = 20;

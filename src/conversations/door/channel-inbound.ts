@@ -16,6 +16,7 @@ import { ledgerShard, outboundKey } from "../../shards/rpc";
 import { claimKey, releaseKey, repointClaim } from "./dedupe";
 import { SLOW_DOWN_TEXT } from "../model/record";
 import { routeWithKeyByChannelIdentity } from "../store";
+import type { RouteWithKey } from "../model/route";
 import { ensureInboundPerson, threadFor, turnPerson, undoFirstContact } from "../../persons/inbound-person";
 import { threadStub } from "./stubs";
 
@@ -44,10 +45,28 @@ export async function routeChannelEvents(env: Env, s: ConversationSettings, chan
  * a full queue (→ 503).
  */
 export async function admitChannelMessage(env: Env, s: ConversationSettings, channel: string, m: InboundMessage): Promise<InboundVerdict> {
-  const routeReadAtMs = Date.now();
-  const { route, key: executionKey, target } = await routeWithKeyByChannelIdentity(env.DB, channel, m.our_identity.trim());
-  if (!route || route.door !== "channel") return "unrouted";
-  if (isBlank(m) || !m.sender.trim()) return "blank";
+  return (await admitChannelMessageFor(env, s, channel, m)).verdict;
+}
+
+/** What became of one message, with the id of the record it made or found (null: none). */
+export interface InboundOutcome {
+  verdict: InboundVerdict;
+  message_id: string | null;
+}
+
+/** admitChannelMessage, also naming the record: the web door answers the visitor with its id. */
+export async function admitChannelMessageFor(
+  env: Env,
+  s: ConversationSettings,
+  channel: string,
+  m: InboundMessage,
+  /** The door's own read of the route by this identity, when it made one (the web door does, to find the session's thread). */
+  read?: { at: number; found: RouteWithKey },
+): Promise<InboundOutcome> {
+  const routeReadAtMs = read?.at ?? Date.now();
+  const { route, key: executionKey, target } = read?.found ?? (await routeWithKeyByChannelIdentity(env.DB, channel, m.our_identity.trim()));
+  if (!route || route.door !== "channel") return { verdict: "unrouted", message_id: null };
+  if (isBlank(m) || !m.sender.trim()) return { verdict: "blank", message_id: null };
 
   const routeThread = composeThreadId(route, m.sender, null);
   const namespace = `channel:${channel}`;
@@ -70,10 +89,10 @@ export async function admitChannelMessage(env: Env, s: ConversationSettings, cha
       waitMs: 0,
     });
     if (again.kind === "queue_full") throw new RetryLaterError("thread queue is full");
-    return "duplicate";
+    return { verdict: "duplicate", message_id: messageId };
   }
 
-  const verdict = await takeRateToken(env, s, route, { sender: m.sender.trim() });
+  const verdict = await takeRateToken(env, s, route, { sender: m.cap_key ?? m.sender.trim() });
   if (!verdict.allowed) {
     // Over the cap: no turn. The first refusal of a cooldown window answers with the slow-down
     // text (delivered like any answer); later ones are terminal `shed` with nothing sent.
@@ -87,7 +106,7 @@ export async function admitChannelMessage(env: Env, s: ConversationSettings, cha
       executionKey,
       routeReadAtMs,
     });
-    return verdict.notify ? "slow_down" : "shed";
+    return { verdict: verdict.notify ? "slow_down" : "shed", message_id: messageId };
   }
 
   // A multichannel target's person, after the rate token: a shed inbound never creates one.
@@ -118,7 +137,7 @@ export async function admitChannelMessage(env: Env, s: ConversationSettings, cha
     await releaseKey(env, namespace, m.provider_message_id, messageId);
     throw new RetryLaterError("thread queue is full");
   }
-  return "admitted";
+  return { verdict: "admitted", message_id: messageId };
 }
 
 /** Applies a delivery receipt to the record whose chunk it names; unknown ids are ignored. */

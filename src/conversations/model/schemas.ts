@@ -7,6 +7,7 @@ import { jsonObjectSchema } from "../../platform/http/bounded-json";
 import { identifierSchema, intactIdentifier } from "../../platform/http/identifiers";
 import { templatedTextSchema } from "../../templates/templated-text";
 import { checkParams } from "./transport-bounds";
+import { WEB_IDENTITY } from "./web";
 
 export const RESERVED_ROUTE_NAMES = new Set(["messages", "persons"]);
 
@@ -59,6 +60,9 @@ export const routeCreateBody = z
     if (b.door === "channel") {
       if (!b.channel) ctx.addIssue({ code: "custom", path: ["channel"], message: "is required for a channel route" });
       if (!identity) ctx.addIssue({ code: "custom", path: ["our_identity"], message: "is required for a channel route" });
+      // A web identity is the chat page's path segment and its cookie's name.
+      else if (b.channel === "web" && !WEB_IDENTITY.test(identity.trim()))
+        ctx.addIssue({ code: "custom", path: ["our_identity"], message: "of a web route must be 1 to 64 characters of [A-Za-z0-9_-]" });
       if (b.callback_url) ctx.addIssue({ code: "custom", path: ["callback_url"], message: "is only for api routes" });
     } else {
       if (b.channel) ctx.addIssue({ code: "custom", path: ["channel"], message: "is only for channel routes" });

@@ -19,6 +19,7 @@ import type { Route, TargetFacts } from "./route";
 import type { Env } from "../../platform/env";
 import type { CheckpointMessage } from "../../targets/model/agent-memory";
 import type { RunTrace } from "../../observability/model/run-trace";
+import type { WebSessionCheck } from "./web";
 
 /** What a door hands over. `preset` records (slow-down, shed, operator send) run no turn. */
 export interface AcceptRequest {
@@ -116,6 +117,20 @@ export interface ThreadRpc {
   search(opts: { q: string; budget: number }): Promise<SearchScan>;
   /** Forgets the thread: records, mode override and kv agent memory. Refused while a turn is queued or running. */
   forget(): Promise<ForgetResult>;
+  /**
+   * Web channel: starts the visitor's session on this thread (replacing any), pending for
+   * `pendingTtlMs` until its credential comes back, with the link parameters captured at page load.
+   */
+  webOpen(identity: string, secretHash: string, pendingTtlMs: number, params: Record<string, string> | null): Promise<void>;
+  /**
+   * Web channel: checks a presented credential (identity and secret hash) and refreshes the session
+   * for `ttlMs`; `params`, when given and not empty, replace the captured link parameters.
+   */
+  webCheck(identity: string, secretHash: string, ttlMs: number, params?: Record<string, string>): Promise<WebSessionCheck>;
+  /** Web channel: keeps a one-time stream ticket's hash for `ttlMs` (the widget's socket). */
+  webTicket(ticketHash: string, ttlMs: number): Promise<void>;
+  /** Web channel: ends the visitor's session (a rotation); its open streams are told and closed. */
+  webEnd(): Promise<void>;
   /** A provider receipt for one of this thread's outbound chunks; false when the record is not awaiting one. */
   applyReceipt(messageId: string, status: "delivered" | "failed", detail?: string): Promise<boolean>;
   /**
@@ -146,5 +161,10 @@ export interface ThreadRpc {
 
 /** The object of thread `threadId` (one per thread id), called through its contract. */
 export function threadStub(env: Env, threadId: string): ThreadRpc {
+  return env.THREADS.get(env.THREADS.idFromName(threadId));
+}
+
+/** The thread object's fetch: only the web visitor's stream (a WebSocket) goes through it. */
+export function threadStreamStub(env: Env, threadId: string): { fetch(request: Request): Promise<Response> } {
   return env.THREADS.get(env.THREADS.idFromName(threadId));
 }

@@ -17,6 +17,7 @@ import { ThreadReads } from "./reads";
 import { pruneExpired } from "./store";
 import { ThreadMode } from "./thread-mode";
 import { TurnLoop } from "./turn-loop";
+import { WebVisitor, type WebSockets } from "./web-visitor";
 
 /** One thread's parts, as its object holds them. */
 export interface ThreadParts {
@@ -30,25 +31,27 @@ export interface ThreadParts {
   reads: ThreadReads;
   interactions: ThreadInteractions;
   memory: AgentMemory;
+  web: WebVisitor;
 }
 
 /** Builds the parts of one thread object over `deps`. */
-export function composeThread(deps: ThreadDeps): ThreadParts {
+export function composeThread(deps: ThreadDeps, sockets: WebSockets): ThreadParts {
+  const web = new WebVisitor(deps.storage, sockets, deps.now);
   const identity = new ThreadIdentity(deps.storage);
   const alarm = new ThreadAlarm(deps);
   const index = new IndexOutbox(deps, identity, () => alarm.arm());
   const mode = new ThreadMode(deps);
   const waiters = new InlineWaiters();
   const snapshots = new RouteSnapshots();
-  const delivery = new DeliveryMachine(deps, { index, alarm, snapshots });
+  const delivery = new DeliveryMachine(deps, { index, alarm, snapshots, web });
   const startDelivery = () => void delivery.drive();
   const firstRuns = new Set<string>();
   const turns = new TurnLoop(deps, { identity, mode, index, alarm, waiters, snapshots, firstRuns, startDelivery });
-  const intake = new Intake(deps, { identity, mode, index, alarm, waiters, snapshots, firstRuns, startTurns: () => void turns.pump(), startDelivery });
+  const intake = new Intake(deps, { identity, mode, index, alarm, waiters, snapshots, firstRuns, startTurns: () => void turns.pump(), startDelivery, web });
   const reads = new ThreadReads(deps, { identity, mode, alarm, index });
   const interactions = new ThreadInteractions(deps, { identity, intake });
   const memory = new AgentMemory(deps, alarm);
-  return { identity, alarm, index, mode, intake, turns, delivery, reads, interactions, memory };
+  return { identity, alarm, index, mode, intake, turns, delivery, reads, interactions, memory, web };
 }
 
 /**

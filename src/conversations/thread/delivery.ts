@@ -10,6 +10,7 @@ import { planOutbound, sendOutboundStep } from "../../channels/rich/outbound";
 import type { Settings } from "../../platform/settings/settings";
 import { type CounterDelta, ledgerShard, outboundKey } from "../../shards/rpc";
 import type { AlarmArm, IndexWriter, ThreadDeps } from "./deps";
+import type { WebVisitor } from "./web-visitor";
 import { type StoredRecord, dueDeliveryHead, getStored, graceElapsed, saveStored } from "./store";
 
 /**
@@ -28,7 +29,7 @@ export class DeliveryMachine {
 
   constructor(
     private readonly deps: ThreadDeps,
-    private readonly parts: { index: IndexWriter; alarm: AlarmArm; snapshots: RouteSnapshots },
+    private readonly parts: { index: IndexWriter; alarm: AlarmArm; snapshots: RouteSnapshots; web: WebVisitor },
   ) {}
 
   /** Delivers every due record. Runs one drive at a time; a request during a drive loops again. */
@@ -142,8 +143,19 @@ export class DeliveryMachine {
     const from = route.our_identity ?? rec.our_identity ?? "";
     rec.attempts += 1;
     const sentIds: string[] = [];
+    // A web record's answer goes into the visitor's transcript in this thread, as the operator's
+    // words when an operator typed it.
+    const transcript =
+      adapter.name === "web"
+        ? (text: string, part: unknown) => this.parts.web.append(rec.origin === "operator" ? "operator" : "bot", text, part, rec.message_id)
+        : undefined;
     for (let i = chunksSent; i < steps.length; i++) {
-      const r = await sendOutboundStep(adapter, steps[i], { to, from }, { fetch: this.deps.fetch, env, timeoutMs: c.deliverySendTimeoutSeconds * 1000 });
+      const r = await sendOutboundStep(
+        adapter,
+        steps[i],
+        { to, from },
+        { fetch: this.deps.fetch, env, timeoutMs: c.deliverySendTimeoutSeconds * 1000, transcript },
+      );
       if (!r.ok) {
         const counted = this.attemptCounters(rec, true);
         const final = r.permanent || rec.attempts >= c.deliveryMaxAttempts;

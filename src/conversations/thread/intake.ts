@@ -3,11 +3,20 @@ import type { AcceptRequest, AcceptResult } from "../model/thread-rpc";
 import type { ThreadDeps } from "./deps";
 import { countAll, countWaiting, getStored, insertRecord, saveStored } from "./store";
 import type { TurnLoopParts } from "./turn-loop";
+import type { WebVisitor } from "./web-visitor";
 
 /** The parts intake hands work to (the turn loop's, plus how it starts the turn loop). */
 export interface IntakeParts extends TurnLoopParts {
   /** Starts the turn loop (never awaited: the loop outlives the request). */
   startTurns: () => void;
+  /** A web visitor's transcript, which shows each accepted message of the visitor's. */
+  web: WebVisitor;
+}
+
+/** The visitor's own words on a web thread: shown in the page's transcript from their accept on. */
+function visitorEntry(web: WebVisitor, rec: AnswerRecord): void {
+  if (rec.channel === "web" && rec.origin === "client" && rec.inbound_kind === "message" && rec.inbound_text)
+    web.append("visitor", rec.inbound_text, null, rec.message_id);
 }
 
 /**
@@ -39,6 +48,7 @@ export class Intake {
       const terminal = TERMINAL_STATUSES.has(rec.status);
       const expires = terminal ? now + s.conversations.answerRetentionTtlSeconds * 1000 : null;
       insertRecord(storage, { ...rec, expires_at: expires ? new Date(expires).toISOString() : null }, req.inbound, "done", expires);
+      visitorEntry(this.parts.web, rec);
       if (rec.status === "pending_delivery") saveStored(storage, { record: rec, delivery_due_at: now });
       if (rec.origin === "operator") mode.refresh();
       index.note({ settled: true });
@@ -49,6 +59,7 @@ export class Intake {
 
     const newThread = countAll(storage) === 0;
     insertRecord(storage, req.record, req.inbound, "queued", null);
+    visitorEntry(this.parts.web, req.record);
     this.parts.firstRuns.add(req.record.message_id);
     // An accepted inbound keeps a takeover alive for another retention window (spec §3.2).
     mode.refresh();

@@ -84,6 +84,13 @@ export const THREAD_SCHEMA: ObjectSchema = {
     [
       "CREATE TABLE IF NOT EXISTS parked_interactions (interaction_id TEXT PRIMARY KEY, asked_by TEXT NOT NULL, route TEXT NOT NULL, noted_at INTEGER NOT NULL)",
     ],
+    // v6: a web visitor's session and transcript (src/conversations/thread/web-visitor.ts); empty
+    // on every thread of another channel.
+    [
+      "CREATE TABLE IF NOT EXISTS web_session (id INTEGER PRIMARY KEY CHECK (id = 1), identity TEXT NOT NULL, secret_hash TEXT NOT NULL, expires_at INTEGER NOT NULL, pending INTEGER NOT NULL, params TEXT)",
+      "CREATE TABLE IF NOT EXISTS web_transcript (seq INTEGER PRIMARY KEY AUTOINCREMENT, role TEXT NOT NULL, text TEXT NOT NULL, part TEXT, message_id TEXT, at INTEGER NOT NULL)",
+      "CREATE TABLE IF NOT EXISTS web_ticket (ticket_hash TEXT PRIMARY KEY, expires_at INTEGER NOT NULL)",
+    ],
   ],
 };
 

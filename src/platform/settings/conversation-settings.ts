@@ -96,6 +96,7 @@ export const DEFAULT_MAX_MESSAGE_CHARS: Readonly<Record<string, number>> = Objec
   whatsapp: 4096,
   slack: 40000,
   telegram: 4096,
+  web: 8000,
 });
 
 const MAX_MESSAGE_CHARS_SHAPE = "CONVERSATIONS_MAX_MESSAGE_CHARS must be a JSON object of channel name to characters";

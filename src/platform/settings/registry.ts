@@ -24,6 +24,7 @@ import { SCHEDULE_SETTINGS } from "./schedule-settings";
 import { STATES_SETTINGS } from "./states-settings";
 import { STORAGE_SETTINGS } from "./storage-settings";
 import { TOOL_RUN_SETTINGS } from "./tool-run-settings";
+import { WEB_SETTINGS } from "./web-settings";
 
 export type { SettingDefault, SettingDefinition, SettingType } from "./define";
 
@@ -43,6 +44,7 @@ export const SETTINGS: readonly SettingDefinition[] = Object.freeze([
   ...CHECKPOINT_SETTINGS,
   ...OUTBOUND_SETTINGS,
   ...CHANNEL_SETTINGS,
+  ...WEB_SETTINGS,
   ACCESS_CONTROL_BOOTSTRAP_TOKEN,
   ...CONFIG_SETTINGS,
 ]);

@@ -27,6 +27,7 @@ import type { ReferenceOrigins } from "./secret-references";
 import { STATES_STORE_URL } from "./states-settings";
 import { type StorageSettings, type ToolMetaSettings, parseStorageSettings, parseToolMetaSettings } from "./storage-settings";
 import { type ToolRunSettings, parseToolRunSettings } from "./tool-run-settings";
+import { type WebSettings, parseWebSettings } from "./web-settings";
 
 export type { CheckpointProvider, ConversationSettings } from "./conversation-settings";
 export { DEFAULT_MAX_MESSAGE_CHARS, NUMERIC_SETTINGS } from "./conversation-settings";
@@ -66,6 +67,8 @@ export interface Settings {
   referenceOrigins: ReferenceOrigins;
   /** How the runtime overlay is sealed and re-checked. */
   config: ConfigSettings;
+  /** The web channel's sessions, streams and page. */
+  web: WebSettings;
 }
 
 export type SettingsResult = { ok: true; settings: Settings } | { ok: false; errors: string[] };
@@ -96,6 +99,7 @@ export function parseSettings(env: EnvVars): SettingsResult {
     storage: parseStorageSettings(env, errors),
     toolMeta: parseToolMetaSettings(env, errors),
     mcp: parseMcpSettings(env, errors),
+    web: parseWebSettings(env, errors),
   };
   return errors.length ? { ok: false, errors } : { ok: true, settings };
 }

@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import type { TurnInbound } from "../../../src/conversations/model/payload";
 import { type AnswerRecord, TURN_ERROR_TEXT } from "../../../src/conversations/model/record";
 import { ROUTE_SNAPSHOT_MS, RouteSnapshots } from "../../../src/conversations/thread/route-reads";
+import { WebVisitor } from "../../../src/conversations/thread/web-visitor";
 import { appendCheckpoint, checkpointAlarmDue } from "../../../src/targets/checkpoints/thread-memory";
 import { ThreadAlarm } from "../../../src/conversations/thread/alarm";
 import { DeliveryMachine } from "../../../src/conversations/thread/delivery";
@@ -197,7 +198,12 @@ describe("the delivery machine", () => {
         return new Response(null, { status: up ? 204 : 500 });
       }) as typeof globalThis.fetch;
       const rec = recorders();
-      const delivery = new DeliveryMachine(depsOver(storage, clock, fetch), { index: rec.index, alarm: rec.alarm, snapshots: new RouteSnapshots() });
+      const delivery = new DeliveryMachine(depsOver(storage, clock, fetch), {
+        index: rec.index,
+        alarm: rec.alarm,
+        snapshots: new RouteSnapshots(),
+        web: new WebVisitor(storage, { all: () => [], accept: () => {} }, () => clock.ms),
+      });
       const { record, inbound } = apiRecord(route.name, {
         status: "pending_delivery",
         answer_status: "answered",
@@ -285,7 +291,7 @@ describe("the schema migration's agent-memory line", () => {
       sql.exec("DELETE FROM meta WHERE key = 'memory_schema_version'");
       migrate(storage);
       expect(sql.exec("SELECT value FROM meta WHERE key = 'memory_schema_version'").one()).toEqual({ value: "1" });
-      expect(sql.exec("SELECT value FROM meta WHERE key = 'schema_version'").one()).toEqual({ value: "5" });
+      expect(sql.exec("SELECT value FROM meta WHERE key = 'schema_version'").one()).toEqual({ value: "6" });
       expect(sql.exec("SELECT message FROM checkpoint_messages WHERE thread_id = ?", threadId).toArray()).toEqual([
         { message: JSON.stringify({ role: "user", content: "kept" }) },
       ]);

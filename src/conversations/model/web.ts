@@ -1,0 +1,40 @@
+/**
+ * The web channel's shapes shared by the door (src/channels/web/) and the thread
+ * (src/conversations/thread/web-visitor.ts): transcript entries, session checks and the visitor's
+ * credential format.
+ */
+import { z } from "zod";
+
+/** Who an entry is from: the visitor, the route's target, or an operator typing by hand. */
+export const WebEntryRole = z.enum(["visitor", "bot", "operator"]);
+
+/** One transcript entry as the page receives it. */
+export interface WebEntry {
+  seq: number;
+  role: z.infer<typeof WebEntryRole>;
+  text: string;
+  /** The answer's rich part (media, options, a question), or null. */
+  part: unknown;
+  at: string;
+  message_id: string | null;
+}
+
+/** What a session check answers: a match (with the captured link params) or nothing. */
+export type WebSessionCheck = { ok: true; params: Record<string, string> | null } | { ok: false };
+
+/** A visitor id: `w_` and 22 base64url characters (16 random bytes). */
+export const VISITOR_ID = /^w_[A-Za-z0-9_-]{22}$/;
+/** A session secret: 43 base64url characters (32 random bytes). */
+export const SESSION_SECRET = /^[A-Za-z0-9_-]{43}$/;
+/** A web identity: a URL path segment. */
+export const WEB_IDENTITY = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** The headers the web door sets on a stream request it forwards to the visitor's thread object. */
+export const WEB_HEADERS = {
+  identity: "x-web-identity",
+  secretHash: "x-web-secret-hash",
+  ttlMs: "x-web-ttl-ms",
+  after: "x-web-after",
+  maxStreams: "x-web-max-streams",
+  ticketHash: "x-web-ticket-hash",
+} as const;

@@ -1,0 +1,224 @@
+/**
+ * The web channel's public doors (docs/channels.md "Web"): the page mints a cookie session, a
+ * visitor's message becomes a turn on their own thread, the answer lands in the transcript and on
+ * the live stream, and every refusal is the same whatever a stranger tries: a POST from another
+ * origin, a session of another route, a forged or old token.
+ */
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { createRoute, echoKey } from "../helpers/bridge";
+import { BASE, admin, call, dispatch, uniq } from "../helpers/http";
+import { eventually, rawRows } from "../helpers/threads";
+
+const ORIGIN = new URL(BASE).origin;
+
+async function webRoute(extra: Record<string, unknown> = {}) {
+  const k = await echoKey();
+  const identity = uniq("desk").replace(/[^A-Za-z0-9_-]/g, "-");
+  const r = await createRoute({
+    door: "channel",
+    channel: "web",
+    our_identity: identity,
+    target_kind: "tool",
+    target_name: "echo",
+    execution_key: k.user_id,
+    ...extra,
+  });
+  return { ...r, identity };
+}
+
+/** Opens the chat page as a browser navigation; answers the session cookie (name=value). */
+async function openPage(identity: string, query = "", cookie?: string) {
+  const res = await dispatch(`${BASE}/api/channels/web/chat/${identity}${query}`, {
+    headers: { "sec-fetch-mode": "navigate", ...(cookie ? { cookie } : {}) },
+  });
+  const set = res.headers.get("set-cookie") ?? "";
+  return { res, html: await res.text(), set, cookie: set.split(";")[0] };
+}
+
+function post(path: string, body: unknown, headers: Record<string, string> = {}) {
+  return call("POST", path, { body, headers: { origin: ORIGIN, ...headers } });
+}
+
+/** Opens the stream as a WebSocket and collects its frames. */
+async function stream(identity: string, cookie: string, after = 0) {
+  const res = await dispatch(`${BASE}/api/channels/web/stream?identity=${identity}&after=${after}`, {
+    headers: { upgrade: "websocket", origin: ORIGIN, cookie },
+  });
+  expect(res.status).toBe(101);
+  const ws = res.webSocket!;
+  const frames: any[] = [];
+  ws.addEventListener("message", (e) => frames.push(JSON.parse(String(e.data))));
+  ws.accept();
+  return { ws, frames };
+}
+
+describe("the web chat page", () => {
+  it("mints an HttpOnly session cookie on a navigation, refreshes it on the next, and serves a strict CSP", async () => {
+    const r = await webRoute();
+    const first = await openPage(r.identity);
+    expect(first.res.status).toBe(200);
+    expect(first.res.headers.get("content-type")).toContain("text/html");
+    expect(first.res.headers.get("content-security-policy")).toContain("default-src 'none'");
+    expect(first.res.headers.get("referrer-policy")).toBe("no-referrer");
+    expect(first.set).toMatch(
+      new RegExp(`^tai_web_${r.identity}=w_[A-Za-z0-9_-]{22}\\.[A-Za-z0-9_-]{43}; Path=/api/channels/web/; Max-Age=\\d+; HttpOnly; SameSite=Lax; Secure$`),
+    );
+    expect(first.html).toContain(`content="${r.identity}"`);
+    const again = await openPage(r.identity, "", first.cookie);
+    expect(again.cookie).toBe(first.cookie);
+  });
+
+  it("refuses a non-navigation and an unknown identity with small HTML pages", async () => {
+    const r = await webRoute();
+    const fetched = await dispatch(`${BASE}/api/channels/web/chat/${r.identity}`, { headers: { "sec-fetch-mode": "cors" } });
+    expect(fetched.status).toBe(403);
+    expect(fetched.headers.get("x-web-refusal")).toBe("not_a_navigation");
+    expect(fetched.headers.get("set-cookie")).toBeNull();
+    const unknown = await openPage("no-such-desk");
+    expect(unknown.res.status).toBe(404);
+    expect(unknown.res.headers.get("content-type")).toContain("text/html");
+  });
+
+  it("refuses link params over the spec's bounds instead of trimming them", async () => {
+    const r = await webRoute();
+    const long = await openPage(r.identity, `?topic=${"x".repeat(5000)}`);
+    expect(long.res.status).toBe(400);
+    expect(long.set).toBe("");
+  });
+});
+
+describe("a visitor's message", () => {
+  it("runs a turn on the visitor's own thread; the transcript streams the message and the answer, and a reconnect replays each once", async () => {
+    const r = await webRoute();
+    const { cookie } = await openPage(r.identity, "?topic=billing&tai_entry=ignored");
+    const sent = await post("/api/channels/web/messages", { identity: r.identity, text: "hello web" }, { cookie });
+    expect(sent.status, JSON.stringify(sent.body)).toBe(200);
+    const messageId = sent.body.data.message_id as string;
+    const visitor = cookie.split("=")[1].split(".")[0];
+    const threadId = `bridge:${r.name}:${visitor}`;
+    const rows = await eventually(
+      () => rawRows(threadId),
+      (x) => x[0]?.status === "provisional" || x[0]?.status === "delivered",
+    );
+    const rec = JSON.parse(rows[0].record);
+    expect(rec).toMatchObject({ message_id: messageId, channel: "web", client_address: visitor, our_identity: r.identity, answer: "hello web" });
+
+    const live = await stream(r.identity, cookie);
+    await eventually(
+      async () => live.frames,
+      (f) => f.some((x) => x.type === "ready"),
+    );
+    const entries = live.frames.filter((f) => f.type === "entry").map((f) => f.entry);
+    expect(entries.map((e) => [e.role, e.text])).toEqual([
+      ["visitor", "hello web"],
+      ["bot", "hello web"],
+    ]);
+    expect(entries[1].seq).toBeGreaterThan(entries[0].seq);
+    live.ws.close();
+
+    // A second message while a page listens: its entries arrive live.
+    const listening = await stream(r.identity, cookie, entries[1].seq);
+    await post("/api/channels/web/messages", { identity: r.identity, text: "and again" }, { cookie });
+    const more = await eventually(
+      async () => listening.frames.filter((f) => f.type === "entry").map((f) => f.entry),
+      (e) => e.length >= 2,
+    );
+    expect(more.map((e: any) => [e.role, e.text])).toEqual([
+      ["visitor", "and again"],
+      ["bot", "and again"],
+    ]);
+    listening.ws.close();
+  });
+
+  it("carries the page's link params (reserved ones stripped) into the turn", async () => {
+    const r = await webRoute();
+    const { cookie } = await openPage(r.identity, "?topic=billing&tai_pair=abc&tai_entry=x");
+    await post("/api/channels/web/messages", { identity: r.identity, text: "params?" }, { cookie });
+    const visitor = cookie.split("=")[1].split(".")[0];
+    const rows = await eventually(
+      () => runInboundRows(`bridge:${r.name}:${visitor}`),
+      (x) => x.length > 0,
+    );
+    expect(rows[0].params).toEqual({ topic: "billing" });
+  });
+
+  it("counts a retried client_message_id once", async () => {
+    const r = await webRoute();
+    const { cookie } = await openPage(r.identity);
+    const a = await post("/api/channels/web/messages", { identity: r.identity, text: "once", client_message_id: "retry-0001" }, { cookie });
+    const b = await post("/api/channels/web/messages", { identity: r.identity, text: "once", client_message_id: "retry-0001" }, { cookie });
+    expect(a.status).toBe(200);
+    expect(b.status).toBe(200);
+    expect(b.body.data.message_id).toBe(a.body.data.message_id);
+  });
+});
+
+describe("refusals", () => {
+  it("a POST without an Origin, or from another origin without a bearer, is 403 origin_mismatch whatever its body", async () => {
+    const r = await webRoute();
+    const { cookie } = await openPage(r.identity);
+    for (const headers of [{ cookie }, { cookie, origin: "https://evil.example" }] as Record<string, string>[]) {
+      for (const body of [{ identity: r.identity, text: "x" }, { nonsense: true }]) {
+        const res = await call("POST", "/api/channels/web/messages", { body, headers });
+        expect(res.status).toBe(403);
+        expect(res.body.code).toBe("origin_mismatch");
+      }
+    }
+  });
+
+  it("a session of another route, a forged token and no cookie are refused alike", async () => {
+    const a = await webRoute();
+    const b = await webRoute();
+    const { cookie } = await openPage(a.identity);
+    const token = cookie.split("=")[1];
+    const tries: Record<string, string>[] = [{ cookie: `tai_web_${b.identity}=${token}` }, { cookie: `tai_web_${a.identity}=${token.slice(0, -4)}AAAA` }, {}];
+    const answers = [];
+    for (const headers of tries) {
+      const target = headers.cookie?.startsWith(`tai_web_${b.identity}`) ? b.identity : a.identity;
+      const res = await post("/api/channels/web/messages", { identity: target, text: "x" }, headers);
+      answers.push([res.status, res.body]);
+    }
+    expect(answers).toEqual(Array(3).fill([401, { error: expect.any(String), code: "session_missing" }]));
+    expect(new Set(answers.map((x) => JSON.stringify(x))).size).toBe(1);
+  });
+
+  it("a new conversation ends the old session and opens a fresh address", async () => {
+    const r = await webRoute();
+    const { cookie } = await openPage(r.identity);
+    const rotated = await post("/api/channels/web/session/rotate", { identity: r.identity }, { cookie });
+    expect(rotated.status).toBe(200);
+    const next = rotated.headers.get("set-cookie")!.split(";")[0];
+    expect(next).not.toBe(cookie);
+    expect((await post("/api/channels/web/messages", { identity: r.identity, text: "old" }, { cookie })).status).toBe(401);
+    expect((await post("/api/channels/web/messages", { identity: r.identity, text: "new" }, { cookie: next })).status).toBe(200);
+  });
+
+  it("unknown fields and over-long text are 400", async () => {
+    const r = await webRoute();
+    const { cookie } = await openPage(r.identity);
+    expect((await post("/api/channels/web/messages", { identity: r.identity, text: "x", extra: 1 }, { cookie })).status).toBe(400);
+    expect((await post("/api/channels/web/messages", { identity: r.identity, text: "x".repeat(8001) }, { cookie })).status).toBe(400);
+  });
+
+  it("a web route's identity must be a path segment", async () => {
+    const k = await echoKey();
+    const bad = await call("POST", `/api/conversations/${uniq("r").toLowerCase()}`, {
+      key: await admin(),
+      body: { door: "channel", channel: "web", our_identity: "has space", target_kind: "tool", target_name: "echo", execution_key: k.user_id },
+    });
+    expect(bad.status).toBe(400);
+  });
+});
+
+/** The turn inputs a thread stored (the `inbound` column). */
+async function runInboundRows(threadId: string): Promise<any[]> {
+  const stub = env.THREADS.get(env.THREADS.idFromName(threadId));
+  return runInDurableObject(stub, (_o, state) =>
+    state.storage.sql
+      .exec("SELECT inbound FROM records ORDER BY seq")
+      .toArray()
+      .map((r) => JSON.parse(String(r.inbound))),
+  );
+}
