@@ -1,0 +1,223 @@
+/**
+ * The web channel's chat page and widget in a real Chromium against a real `wrangler dev`
+ * (docs/channels.md "Web"), told in order on one server:
+ *
+ *   open the page, send, see the answer streamed → reload and see the transcript once → a new
+ *   conversation → an operator takes over and a hand-typed reply appears live → options tapped as
+ *   chips → the widget on a page of another origin, refused until that origin is allowed → a gated
+ *   identity refused without a code and admitted with one.
+ *
+ * No page may report a CSP violation or a page error.
+ */
+import { type Server, createServer } from "node:http";
+import { mkdirSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BOOTSTRAP_TOKEN, type DevServer, ROOT, freePort, http, startDev } from "../e2e/harness";
+import { pollUntil } from "../e2e/support/poll";
+import { launchChromium } from "./support/chromium";
+
+const SHOTS = process.env.UPDATE_SCREENSHOTS === "1" ? join(ROOT, "docs", "web") : mkdtempSync(join(tmpdir(), "webchat-shots-"));
+
+let dev: DevServer;
+let base: string;
+let browser: Browser;
+let adminKey: string;
+let host: { server: Server; origin: string };
+const violations: string[] = [];
+
+async function newPage(opts: Parameters<Browser["newContext"]>[0] = {}): Promise<{ context: BrowserContext; page: Page }> {
+  const context = await browser.newContext({ viewport: { width: 390, height: 780 }, ...opts });
+  const page = await context.newPage();
+  page.on("console", (m) => {
+    if (/Content Security Policy|Refused to (load|execute|apply|connect)/i.test(m.text())) violations.push(`${page.url()}: ${m.text()}`);
+  });
+  page.on("pageerror", (e) => violations.push(`${page.url()}: page error: ${e.message}`));
+  return { context, page };
+}
+
+async function visible(l: Locator, timeout = 15_000): Promise<Locator> {
+  await l.first().waitFor({ state: "visible", timeout });
+  return l.first();
+}
+
+const entries = (page: Page | Locator, role: string) => page.locator(`.tai-entry.tai-${role}`);
+
+async function say(page: Page | Locator, text: string): Promise<void> {
+  const input = page.getByLabel("Message", { exact: true });
+  await input.fill(text);
+  await input.press("Enter");
+}
+
+/** A page of another origin (localhost rather than 127.0.0.1) that embeds the widget. */
+async function startHost(): Promise<{ server: Server; origin: string }> {
+  const server = createServer((req, res) => {
+    res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
+    res.end(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Shop</title></head>
+<body><h1>A shop on another origin</h1>
+<script src="${base}/api/channels/web/widget.js" data-identity="desk" async></script></body></html>`);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const a = server.address();
+  return { server, origin: `http://localhost:${typeof a === "object" && a ? a.port : 0}` };
+}
+
+beforeAll(async () => {
+  mkdirSync(SHOTS, { recursive: true });
+  browser = await launchChromium();
+  const port = await freePort();
+  base = `http://127.0.0.1:${port}`;
+  dev = await startDev({ port });
+  const boot = await http(base, "POST", "/api/keys/bootstrap", { body: { user_id: "root", description: "web chat tests", bootstrap_token: BOOTSTRAP_TOKEN } });
+  adminKey = boot.body.data.token;
+  expect((await http(base, "POST", "/api/auth/api-keys", { key: adminKey, body: { user_id: "web-runner", scopes: ["tool:echo"] } })).status).toBe(200);
+  for (const [name, identity] of [
+    ["desk", "desk"],
+    ["vip", "vip"],
+  ]) {
+    const r = await http(base, "POST", `/api/conversations/${name}`, {
+      key: adminKey,
+      body: { door: "channel", channel: "web", our_identity: identity, target_kind: "tool", target_name: "echo", execution_key: "web-runner" },
+    });
+    expect(r.status).toBe(200);
+  }
+  host = await startHost();
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await dev?.close();
+  await new Promise<void>((resolve) => (host ? host.server.close(() => resolve()) : resolve()));
+});
+
+describe("the web chat page in Chromium", () => {
+  let visitor: { context: BrowserContext; page: Page };
+
+  it("opens, sends, and shows the answer streamed in", async () => {
+    visitor = await newPage();
+    const { page } = visitor;
+    await page.goto(`${base}/api/channels/web/chat/desk`);
+    await visible(page.getByRole("heading", { name: "Chat" }));
+    await say(page, "hello from the page");
+    await visible(entries(page, "bot").filter({ hasText: "hello from the page" }));
+    await page.screenshot({ path: join(SHOTS, "page.png") });
+    const cookies = await visitor.context.cookies();
+    expect(cookies).toHaveLength(1);
+    expect(cookies[0]).toMatchObject({ name: "tai_web_desk", httpOnly: true, sameSite: "Lax", path: "/api/channels/web/" });
+  });
+
+  it("reloads and shows the transcript once", async () => {
+    const { page } = visitor;
+    await page.reload();
+    await visible(entries(page, "bot").filter({ hasText: "hello from the page" }));
+    await page.waitForTimeout(500);
+    expect(await entries(page, "visitor").count()).toBe(1);
+    expect(await entries(page, "bot").count()).toBe(1);
+  });
+
+  it("starts a new conversation on a fresh address", async () => {
+    const { page, context } = visitor;
+    const before = (await context.cookies())[0].value;
+    await page.getByRole("button", { name: "New conversation" }).click();
+    await pollUntil(
+      "an emptied transcript",
+      () => entries(page, "visitor").count(),
+      (n) => n === 0,
+    );
+    const after = (await context.cookies())[0].value;
+    expect(after).not.toBe(before);
+    await say(page, "second conversation");
+    await visible(entries(page, "bot").filter({ hasText: "second conversation" }));
+  });
+
+  it("shows an operator's hand-typed reply live after a takeover, and options as chips a tap answers with", async () => {
+    const { page, context } = visitor;
+    const visitorId = (await context.cookies())[0].value.split(".")[0];
+    const threadId = `bridge:desk:${visitorId}`;
+    const mode = await http(base, "PUT", "/api/conversations/desk/thread/mode", { key: adminKey, body: { thread_id: threadId, mode: "manual" } });
+    expect(mode.status).toBe(200);
+    const sent = await http(base, "POST", "/api/conversations/desk/thread/messages", {
+      key: adminKey,
+      body: {
+        thread_id: threadId,
+        text: "Hi, a person here. Which plan?",
+        options: [
+          { text: "Basic", id: "basic", kind: "reply" },
+          { text: "Pro", id: "pro", kind: "reply" },
+        ],
+      },
+    });
+    expect(sent.status, JSON.stringify(sent.body)).toBe(200);
+    await visible(entries(page, "operator").filter({ hasText: "Hi, a person here." }));
+    await (await visible(page.getByRole("button", { name: "Pro", exact: true }))).click();
+    await visible(entries(page, "visitor").filter({ hasText: "Pro" }));
+    // In manual mode no turn runs: the tap reached the thread as the visitor's message.
+    const transcript = await pollUntil(
+      "the tapped option in the transcript",
+      async () => (await http(base, "GET", `/api/conversations/desk/transcript?thread_id=${encodeURIComponent(threadId)}`, { key: adminKey })).body.data.items,
+      (items: any[]) => items.some((i) => i.inbound_text === "Pro"),
+    );
+    expect(transcript.length).toBeGreaterThan(1);
+  });
+
+  it("is usable at 360 px and in dark mode", async () => {
+    const narrow = await newPage({ viewport: { width: 360, height: 740 }, colorScheme: "dark" });
+    await narrow.page.goto(`${base}/api/channels/web/chat/desk`);
+    const input = await visible(narrow.page.getByLabel("Message", { exact: true }));
+    const box = await input.boundingBox();
+    expect(box!.x + box!.width).toBeLessThanOrEqual(360);
+    const bg = await narrow.page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+    expect(bg).not.toBe("rgb(255, 255, 255)");
+    await narrow.page.screenshot({ path: join(SHOTS, "page-dark-360.png") });
+    await narrow.context.close();
+  });
+});
+
+describe("the widget on another origin", () => {
+  it("is refused until the operator allows that origin, then chats", async () => {
+    const { page, context } = await newPage({ viewport: { width: 1024, height: 768 } });
+    // The refusal carries no Access-Control-Allow-Origin: the browser keeps even its status from
+    // the foreign page, which sees a failed request and no session.
+    const refused = page.waitForEvent("requestfailed", (r) => r.url().endsWith("/api/channels/web/session") && r.method() === "POST");
+    await page.goto(host.origin);
+    await (await visible(page.getByRole("button", { name: /chat/i }))).click();
+    expect((await refused).failure()?.errorText).toBe("net::ERR_FAILED");
+    expect(await page.evaluate(() => Object.keys(localStorage).filter((k) => k.startsWith("tai-web:")))).toEqual([]);
+    await context.close();
+
+    const allowed = await http(base, "PUT", "/api/channels/web/sites/desk", { key: adminKey, body: { allowed_origins: [host.origin] } });
+    expect(allowed.status, JSON.stringify(allowed.body)).toBe(200);
+    const second = await newPage({ viewport: { width: 1024, height: 768 } });
+    await second.page.goto(host.origin);
+    await (await visible(second.page.getByRole("button", { name: /chat/i }))).click();
+    await say(second.page.locator("body"), "hello from the widget");
+    await visible(second.page.locator(".tai-entry.tai-bot").filter({ hasText: "hello from the widget" }));
+    await second.page.screenshot({ path: join(SHOTS, "widget.png") });
+    // No cookie of the service on the host page: the widget's credential is its bearer token.
+    expect((await second.context.cookies()).filter((c) => c.name.startsWith("tai_web_"))).toEqual([]);
+    await second.context.close();
+  });
+});
+
+describe("an entry gate", () => {
+  it("refuses a page without a live code and admits one with it", async () => {
+    expect((await http(base, "PUT", "/api/channels/web/gates/vip", { key: adminKey, body: { enabled: true } })).status).toBe(200);
+    const code = await http(base, "POST", "/api/channels/web/gates/vip/codes", { key: adminKey, body: { label: "browser test" } });
+    expect(code.status).toBe(201);
+    const { page, context } = await newPage();
+    const refused = await page.goto(`${base}/api/channels/web/chat/vip`);
+    expect(refused!.status()).toBe(403);
+    expect(await context.cookies()).toEqual([]);
+    const admitted = await page.goto(`${base}/api/channels/web/chat/vip?tai_entry=${encodeURIComponent(code.body.data.code)}`);
+    expect(admitted!.status()).toBe(200);
+    await say(page, "let me in");
+    await visible(entries(page, "bot").filter({ hasText: "let me in" }));
+    await context.close();
+  });
+
+  it("saw no CSP violation and no page error", () => {
+    expect(violations).toEqual([]);
+  });
+});
