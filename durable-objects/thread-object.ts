@@ -33,6 +33,7 @@ import type { RunTrace } from "../src/observability/model/run-trace";
 import { dropTurnTraces, readTurnTrace } from "../src/conversations/thread/turn-trace";
 import { forgetThread } from "../src/conversations/thread/forget";
 import { webStream } from "../src/conversations/thread/web-visitor";
+import { parkedById } from "../src/conversations/thread/parked";
 import type { WebSessionCheck } from "../src/conversations/model/web";
 
 /** One thread's object: wires the parts over its storage and answers its contract's verbs. */
@@ -90,6 +91,10 @@ export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
 
   async webCheck(identity: string, secretHash: string, ttlMs: number, params?: Record<string, string>): Promise<WebSessionCheck> {
     return this.parts.web.check(identity, secretHash, ttlMs, params);
+  }
+
+  async holdsParked(interactionId: string): Promise<boolean> {
+    return parkedById(this.ctx.storage, interactionId) !== null;
   }
 
   async webTicket(ticketHash: string, ttlMs: number): Promise<void> {

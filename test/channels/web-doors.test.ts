@@ -8,7 +8,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createRoute, echoKey } from "../helpers/bridge";
-import { BASE, admin, call, dispatch, uniq } from "../helpers/http";
+import { BASE, admin, call, dispatch, mintKey, uniq } from "../helpers/http";
 import { eventually, rawRows } from "../helpers/threads";
 
 const ORIGIN = new URL(BASE).origin;
@@ -222,3 +222,48 @@ async function runInboundRows(threadId: string): Promise<any[]> {
       .map((r) => JSON.parse(String(r.inbound))),
   );
 }
+
+describe("an ask_user question on a web route", () => {
+  it("reaches the page as chips; the visitor answers it through the questions door, and only their own", async () => {
+    const k = await mintKey({ scopes: ["tool:ask_user"] });
+    const identity = uniq("ask").replace(/[^A-Za-z0-9_-]/g, "-");
+    const r = await createRoute({
+      door: "channel",
+      channel: "web",
+      our_identity: identity,
+      target_kind: "tool",
+      target_name: "ask_user",
+      execution_key: k.user_id,
+      payload_expr: '{question: .message, options: [{text: "Approve", id: "approve"}, {text: "Reject", id: "reject"}]}',
+      reply_expr: 'if .outcome == "answered" then "Decision: " + (.answer.option.text // .answer.text) else "none" end',
+    });
+    const { cookie } = await openPage(identity);
+    expect((await post("/api/channels/web/messages", { identity, text: "Refund 40 EUR?" }, { cookie })).status).toBe(200);
+    const live = await stream(identity, cookie);
+    const asked = await eventually(
+      async () => live.frames.filter((f) => f.type === "entry" && f.entry.role === "bot").map((f) => f.entry),
+      (e) => e.length > 0,
+    );
+    expect(asked[0].text).toBe("Refund 40 EUR?");
+    expect(asked[0].part.options.map((o: any) => o.text)).toEqual(["Approve", "Reject"]);
+    const pending = await call("GET", "/api/interactions/pending", { key: await admin() });
+    const interaction = pending.body.data.items.find((i: any) => i.origin.route_name === r.name);
+    expect(interaction).toBeDefined();
+
+    // Another visitor of the same route cannot answer it, and is told exactly what an unknown id gets.
+    const other = await openPage(identity);
+    const theirs = await post(`/api/channels/web/questions/${interaction.interaction_id}/answer`, { identity, option_id: "approve" }, { cookie: other.cookie });
+    const unknown = await post(`/api/channels/web/questions/no-such-question/answer`, { identity, option_id: "approve" }, { cookie: other.cookie });
+    expect(theirs.status).toBe(404);
+    expect(theirs.body).toEqual(unknown.body);
+
+    const answered = await post(`/api/channels/web/questions/${interaction.interaction_id}/answer`, { identity, option_id: "approve" }, { cookie });
+    expect(answered.status, JSON.stringify(answered.body)).toBe(200);
+    const decided = await eventually(
+      async () => live.frames.filter((f) => f.type === "entry" && f.entry.role === "bot").map((f) => f.entry.text),
+      (t) => t.includes("Decision: Approve"),
+    );
+    expect(decided).toContain("Decision: Approve");
+    live.ws.close();
+  });
+});

@@ -11,6 +11,7 @@ import { z } from "zod";
 import { RetryLaterError, admitChannelMessageFor } from "../../conversations/door/channel-inbound";
 import { threadStub } from "../../conversations/door/stubs";
 import { threadStreamStub } from "../../conversations/model/thread-rpc";
+import { interactionStub } from "../../interactions/rpc";
 import { channelThreadId } from "../../conversations/model/thread-id";
 import { checkParams } from "../../conversations/model/transport-bounds";
 import { WEB_HEADERS, VISITOR_ID } from "../../conversations/model/web";
@@ -147,33 +148,8 @@ addPublicRoute(
     const { params } = await session(c, read.route, body.identity, cred);
     if (!cred) throw sessionMissing();
     if (!body.text.trim()) throw new HttpError(400, "text must not be blank", "blank");
-    const providerId = body.client_message_id
-      ? `cm:${await secretHash(`${body.identity}:${cred.visitorId}:${body.client_message_id}`)}`
-      : `rm:${crypto.randomUUID()}`;
-    let out;
-    try {
-      out = await admitChannelMessageFor(
-        c.env,
-        c.get("settings").conversations,
-        "web",
-        {
-          kind: "message",
-          provider_message_id: providerId,
-          sender: cred.visitorId,
-          our_identity: body.identity,
-          text: body.text,
-          ...(params ? { params } : {}),
-          cap_key: networkBucket(c.req.raw),
-        },
-        read,
-      );
-    } catch (err) {
-      if (err instanceof RetryLaterError) throw new HttpError(503, "this conversation is busy; try again shortly", "queue_full");
-      throw err;
-    }
-    if (out.verdict === "shed") throw new HttpError(429, "too many messages from this network; wait a moment", "rate_limited");
-    if (!out.message_id) throw new HttpError(404, "no web route has this identity", "unknown_identity");
-    return json(c, { message_id: out.message_id }, 200, corsHeaders(c, cred.mode, origin));
+    const messageId = await admitVisitorMessage(c, read, body.identity, cred, body.text, body.client_message_id ?? null, params);
+    return json(c, { message_id: messageId }, 200, corsHeaders(c, cred.mode, origin));
   },
 );
 
@@ -303,6 +279,89 @@ addPublicRoute(
     }
     const stub = threadStreamStub(c.env, channelThreadId(read.route.route_name, visitorId));
     return stub.fetch(new Request("https://thread/web/stream", { headers }));
+  },
+);
+
+/**
+ * Admits one of the visitor's messages as a turn on their thread; answers its record's id. The
+ * provider id is random, or derived from the page's `client_message_id` so a retry finds the
+ * first record; the rate cap counts the client's network.
+ */
+async function admitVisitorMessage(
+  c: Context<AppEnv>,
+  read: { at: number; found: RouteWithKey },
+  identity: string,
+  cred: Credential,
+  text: string,
+  clientMessageId: string | null,
+  params: Record<string, string> | null,
+): Promise<string> {
+  const providerId = clientMessageId ? `cm:${await secretHash(`${identity}:${cred.visitorId}:${clientMessageId}`)}` : `rm:${crypto.randomUUID()}`;
+  let out;
+  try {
+    out = await admitChannelMessageFor(
+      c.env,
+      c.get("settings").conversations,
+      "web",
+      {
+        kind: "message",
+        provider_message_id: providerId,
+        sender: cred.visitorId,
+        our_identity: identity,
+        text,
+        ...(params ? { params } : {}),
+        cap_key: networkBucket(c.req.raw),
+      },
+      read,
+    );
+  } catch (err) {
+    if (err instanceof RetryLaterError) throw new HttpError(503, "this conversation is busy; try again shortly", "queue_full");
+    throw err;
+  }
+  if (out.verdict === "shed") throw new HttpError(429, "too many messages from this network; wait a moment", "rate_limited");
+  if (!out.message_id) throw new HttpError(404, "no web route has this identity", "unknown_identity");
+  return out.message_id;
+}
+
+const answerBody = z
+  .object({ identity: WebIdentity, option_id: z.string().min(1).max(256).optional(), text: z.string().min(1).max(8000).optional() })
+  .strict()
+  .refine((b) => (b.option_id === undefined) !== (b.text === undefined), { message: "give exactly one of option_id and text" });
+
+addPublicRoute(
+  webChannelRouter,
+  {
+    ...publicDoor,
+    method: "post",
+    path: "/api/channels/web/questions/{interaction_id}/answer",
+    summary: "Web chat: the visitor answers a pending ask_user question of their own conversation",
+    description:
+      "Public; the visitor's session and a matching Origin. Only a question a turn of the visitor's own thread waits on: any other (another visitor's, unknown, already answered elsewhere) is 404. The answer (an option by id, or text) goes in as the visitor's next message, which the waiting turn takes.",
+    params: z.object({ interaction_id: z.string().min(1).max(128) }).strict(),
+    body: answerBody,
+    response: z.object({ message_id: z.string() }),
+    errors: [401, 403, 404, 413, 429, 503],
+  },
+  async (c, { params, body, raw }) => {
+    capBody(c, raw);
+    const cred = await readCredential(c.req.raw, body.identity);
+    const read = await webRoute(c, body.identity);
+    const site = await readSite(c.env.DB, body.identity);
+    const origin = requireOrigin(c, cred?.mode ?? (bearerToken(c.req.raw) !== null ? "bearer" : "cookie"), site.allowed_origins);
+    const current = await session(c, read.route, body.identity, cred);
+    if (!cred) throw sessionMissing();
+    const noSuch = () => new HttpError(404, "no such question waits in this conversation", "unknown_question");
+    if (!(await threadStub(c.env, current.threadId).holdsParked(params.interaction_id))) throw noSuch();
+    let text = body.text ?? "";
+    if (body.option_id !== undefined) {
+      const state = await interactionStub(c.env, params.interaction_id).read();
+      const option = state?.status === "pending" ? state.options?.find((o) => o.id === body.option_id) : undefined;
+      if (!state || state.status !== "pending") throw noSuch();
+      if (!option) throw new HttpError(400, "option_id names no option of this question", "unknown_option");
+      text = option.text;
+    }
+    const messageId = await admitVisitorMessage(c, read, body.identity, cred, text, null, current.params);
+    return json(c, { message_id: messageId }, 200, corsHeaders(c, cred.mode, origin));
   },
 );
 

@@ -127,6 +127,8 @@ export interface ThreadRpc {
    * for `ttlMs`; `params`, when given and not empty, replace the captured link parameters.
    */
   webCheck(identity: string, secretHash: string, ttlMs: number, params?: Record<string, string>): Promise<WebSessionCheck>;
+  /** Web channel: does a turn of this thread wait on this interaction (a question the visitor may answer)? */
+  holdsParked(interactionId: string): Promise<boolean>;
   /** Web channel: keeps a one-time stream ticket's hash for `ttlMs` (the widget's socket). */
   webTicket(ticketHash: string, ttlMs: number): Promise<void>;
   /** Web channel: ends the visitor's session (a rotation); its open streams are told and closed. */
