@@ -93,6 +93,10 @@ export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
     return this.parts.web.check(identity, secretHash, ttlMs, params);
   }
 
+  async webNotify(text: string, part: unknown): Promise<number | null> {
+    return this.parts.web.hasSession() ? this.parts.web.append("bot", text, part, null) : null;
+  }
+
   async holdsParked(interactionId: string): Promise<boolean> {
     return parkedById(this.ctx.storage, interactionId) !== null;
   }

@@ -31,7 +31,7 @@ export interface SendDeps {
    * The thread's own transcript, where the web channel "sends": given only by a thread's delivery
    * to a web record (the web adapter refuses a send without it). Returns the entry's seq.
    */
-  transcript?: (text: string, part: unknown) => number;
+  transcript?: (text: string, part: unknown) => number | Promise<number | null>;
 }
 
 /**

@@ -27,6 +27,7 @@ import type { RichPart } from "../channels/rich/types";
 import { SLACK_ENV } from "../channels/slack";
 import { TELEGRAM_ENV, telegramBotId } from "../channels/telegram";
 import type { Env } from "../platform/env";
+import { webNotificationSink } from "../channels/web/notify";
 import { HttpError, badRequest } from "../platform/http/errors";
 import { edgeFetch } from "../platform/net/edge-fetch";
 import type { Settings } from "../platform/settings/settings";
@@ -99,7 +100,13 @@ export function prepareChannelSend(
  * it stay delivered (a provider message cannot be taken back), and the caller gets the failure.
  */
 export async function deliverChannelSend(send: PreparedSend, env: Env, settings: Settings): Promise<void> {
-  const deps = { fetch: edgeFetch, env, timeoutMs: settings.conversations.deliverySendTimeoutSeconds * 1000 };
+  const deps = {
+    fetch: edgeFetch,
+    env,
+    timeoutMs: settings.conversations.deliverySendTimeoutSeconds * 1000,
+    // A web visitor has no provider: the send lands in their transcript.
+    ...(send.adapter.name === "web" ? { transcript: webNotificationSink(env, send.from, send.to) } : {}),
+  };
   for (const step of send.steps) {
     const r = await sendOutboundStep(send.adapter, step, { to: send.to, from: send.from }, deps);
     if (r.ok) continue;

@@ -8,7 +8,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createRoute, echoKey } from "../helpers/bridge";
-import { BASE, admin, call, dispatch, mintKey, uniq } from "../helpers/http";
+import { BASE, admin, call, dispatch, fetchWithEnv, mintKey, uniq } from "../helpers/http";
 import { eventually, rawRows } from "../helpers/threads";
 
 const ORIGIN = new URL(BASE).origin;
@@ -265,5 +265,34 @@ describe("an ask_user question on a web route", () => {
     );
     expect(decided).toContain("Decision: Approve");
     live.ws.close();
+  });
+});
+
+describe("a notification to a web visitor", () => {
+  it("lands in the visitor's transcript live; an unknown visitor is refused and nothing is created", async () => {
+    const r = await webRoute();
+    const { cookie } = await openPage(r.identity);
+    const visitor = cookie.split("=")[1].split(".")[0];
+    const live = await stream(r.identity, cookie);
+    const notify = (recipient: string) =>
+      fetchWithEnv(
+        { ...env, NOTIFICATIONS_FROM_WEB: r.identity },
+        new Request(`${BASE}/api/notifications`, {
+          method: "POST",
+          headers: { "x-api-key": adminKey, "content-type": "application/json" },
+          body: JSON.stringify({ message: "Your order shipped", channel: "web", recipient }),
+        }),
+      );
+    const adminKey = await admin();
+    const sent = await notify(visitor);
+    expect(sent.status, await sent.clone().text()).toBe(200);
+    const got = await eventually(
+      async () => live.frames.filter((f) => f.type === "entry").map((f) => f.entry),
+      (e) => e.length > 0,
+    );
+    expect(got[0]).toMatchObject({ role: "bot", text: "Your order shipped" });
+    live.ws.close();
+    const stranger = await notify("w_AAAAAAAAAAAAAAAAAAAAAA");
+    expect(stranger.status).toBe(502);
   });
 });

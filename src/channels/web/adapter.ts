@@ -12,10 +12,15 @@
 import type { ChannelAdapter, SendDeps, SendResult } from "../adapter";
 import type { RichPart, RichSender, RichStep } from "../rich/types";
 
-function toTranscript(text: string, part: unknown, deps: SendDeps): SendResult {
+async function toTranscript(text: string, part: unknown, deps: SendDeps): Promise<SendResult> {
   if (!deps.transcript) return { ok: false, permanent: true, reason: "a web visitor is reached only through its thread" };
-  const seq = deps.transcript(text, part);
-  return { ok: true, provider_message_id: `web-${seq}` };
+  try {
+    const seq = await deps.transcript(text, part);
+    if (seq === null) return { ok: false, permanent: true, reason: "no such web visitor" };
+    return { ok: true, provider_message_id: `web-${seq}` };
+  } catch {
+    return { ok: false, permanent: false, reason: "the visitor's conversation could not be reached" };
+  }
 }
 
 const webRich: RichSender = {

@@ -127,6 +127,11 @@ export interface ThreadRpc {
    * for `ttlMs`; `params`, when given and not empty, replace the captured link parameters.
    */
   webCheck(identity: string, secretHash: string, ttlMs: number, params?: Record<string, string>): Promise<WebSessionCheck>;
+  /**
+   * Web channel: a notification for the visitor, appended to their transcript (and pushed to open
+   * pages); null when this thread holds no live web session (no such visitor).
+   */
+  webNotify(text: string, part: unknown): Promise<number | null>;
   /** Web channel: does a turn of this thread wait on this interaction (a question the visitor may answer)? */
   holdsParked(interactionId: string): Promise<boolean>;
   /** Web channel: keeps a one-time stream ticket's hash for `ttlMs` (the widget's socket). */
