@@ -10,6 +10,8 @@ import { describe, expect, it } from "vitest";
 import { createRoute, echoKey } from "../helpers/bridge";
 import { BASE, admin, call, dispatch, fetchWithEnv, mintKey, uniq } from "../helpers/http";
 import { eventually, rawRows } from "../helpers/threads";
+import { PAIRING_REPLIES } from "../../src/persons/pairing";
+import { declareTool, network } from "../operator/helpers";
 
 const ORIGIN = new URL(BASE).origin;
 
@@ -294,5 +296,49 @@ describe("a notification to a web visitor", () => {
     live.ws.close();
     const stranger = await notify("w_AAAAAAAAAAAAAAAAAAAAAA");
     expect(stranger.status).toBe(502);
+  });
+});
+
+describe("a pairing link", () => {
+  it("?tai_pair links the web visitor to the person who asked for the code on another door", async () => {
+    const host = `webpair-${crypto.randomUUID().slice(0, 8)}.example`;
+    const title = host.split(".")[0];
+    await declareTool(title, `https://${host}/run`);
+    const runs: any[] = [];
+    network({ [host]: (kwargs) => (runs.push(kwargs), `tool saw ${kwargs.message}`) });
+    const k = await mintKey({ scopes: [`tool:${title}`] });
+    const api = await createRoute({ door: "api", target_kind: "tool", target_name: title, execution_key: k.user_id });
+    const identity = uniq("pair").replace(/[^A-Za-z0-9_-]/g, "-");
+    await createRoute({ door: "channel", channel: "web", our_identity: identity, target_kind: "tool", target_name: title, execution_key: k.user_id });
+    const put = await call("PUT", `/api/conversation-configs/tool/${title}`, {
+      key: await admin(),
+      body: { target_kind: "tool", target_name: title, multichannel: true },
+    });
+    expect(put.status).toBe(200);
+    await call("POST", `/api/conversations/${api.name}/messages`, { key: await admin(), body: { external_user_id: "ann", text: "hello", wait_seconds: 10 } });
+    const link = await call("POST", `/api/conversations/${api.name}/messages`, {
+      key: await admin(),
+      body: { external_user_id: "ann", text: "/link", wait_seconds: 10 },
+    });
+    const code = String(link.body.data.answer).match(/LINK-[A-Z0-9]{8}/)![0];
+
+    const { cookie } = await openPage(identity, `?tai_pair=${code}`);
+    const live = await stream(identity, cookie);
+    const said = await eventually(
+      async () => live.frames.filter((f) => f.type === "entry" && f.entry.role === "bot").map((f) => f.entry.text),
+      (t) => t.length > 0,
+    );
+    expect(said[0]).toBe(PAIRING_REPLIES.linked);
+    live.ws.close();
+    // The visitor's next message reaches the tool as the linked person, both addresses in its payload.
+    const visitor = cookie.split("=")[1].split(".")[0];
+    await post("/api/channels/web/messages", { identity, text: "it is me" }, { cookie });
+    const run = await eventually(
+      async () => runs.find((r) => r.message === "it is me"),
+      (r) => r !== undefined,
+    );
+    const person = await call("GET", `/api/conversations/persons/${run.turn.subject.person}`, { key: await admin() });
+    expect(person.status, JSON.stringify({ run, body: person.body })).toBe(200);
+    expect(person.body.data.addresses.map((a: any) => a.address).sort()).toEqual(["root/ann", visitor].sort());
   });
 });

@@ -12,6 +12,7 @@ import { RetryLaterError, admitChannelMessageFor } from "../../conversations/doo
 import { threadStub } from "../../conversations/door/stubs";
 import { threadStreamStub } from "../../conversations/model/thread-rpc";
 import { interactionStub } from "../../interactions/rpc";
+import { classifyInbound } from "../../persons/pairing";
 import { channelThreadId } from "../../conversations/model/thread-id";
 import { checkParams } from "../../conversations/model/transport-bounds";
 import { WEB_HEADERS, VISITOR_ID } from "../../conversations/model/web";
@@ -422,8 +423,8 @@ addPublicRoute(
     const cred = await readCredential(c.req.raw, params.identity);
     // A live cookie is refreshed as it is (and its link params replaced when this visit carries
     // some); otherwise a new visitor gets a session, past the entry gate when the identity has one.
-    let token = cred?.mode === "cookie" && (await sessionLive(c, read.route, params.identity, cred, linkParams)) ? cred.token : null;
-    if (!token) {
+    let visitor: Credential | null = cred?.mode === "cookie" && (await sessionLive(c, read.route, params.identity, cred, linkParams)) ? cred : null;
+    if (!visitor) {
       const site = await readSite(c.env.DB, params.identity);
       if (site.gate_enabled) {
         try {
@@ -433,7 +434,16 @@ addPublicRoute(
           throw err;
         }
       }
-      token = (await openSession(c, read.route, params.identity, Object.keys(linkParams).length ? linkParams : null)).token;
+      const minted = await openSession(c, read.route, params.identity, Object.keys(linkParams).length ? linkParams : null);
+      visitor = { mode: "cookie", token: minted.token, visitorId: minted.visitorId, secretHash: await secretHash(minted.secret) };
+    }
+    // A pairing link (`?tai_pair=LINK-…`) on a multichannel target: the code goes in as the
+    // visitor's message, so the thread's pairing turn links this visitor to the person who asked
+    // for it, exactly as if they had typed it. Elsewhere the parameter is only dropped.
+    const pair = url.searchParams.get("tai_pair");
+    if (pair && read.found.target.config?.multichannel) {
+      const intent = classifyInbound(pair);
+      if (intent.kind === "redeem") await admitVisitorMessage(c, read, params.identity, visitor, intent.code, null, null);
     }
     const manifest = await webManifest(c.env);
     const html = renderChatPage({ identity: params.identity, title, manifest, embedded: false });
@@ -445,7 +455,7 @@ addPublicRoute(
         "referrer-policy": "no-referrer",
         "x-content-type-options": "nosniff",
         "cache-control": "no-store",
-        "set-cookie": sessionCookie(params.identity, token, s.sessionTtlSeconds, s.cookieSecure, c.req.url),
+        "set-cookie": sessionCookie(params.identity, visitor.token, s.sessionTtlSeconds, s.cookieSecure, c.req.url),
       },
     });
   },
