@@ -8,6 +8,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createRoute, echoKey } from "../helpers/bridge";
+import { registry } from "../../src/platform/http/route";
 import { BASE, admin, call, dispatch, fetchWithEnv, mintKey, uniq } from "../helpers/http";
 import { eventually, rawRows } from "../helpers/threads";
 import { PAIRING_REPLIES } from "../../src/persons/pairing";
@@ -248,9 +249,12 @@ describe("an ask_user question on a web route", () => {
     );
     expect(asked[0].text).toBe("Refund 40 EUR?");
     expect(asked[0].part.options.map((o: any) => o.text)).toEqual(["Approve", "Reject"]);
-    const pending = await call("GET", "/api/interactions/pending", { key: await admin() });
-    const interaction = pending.body.data.items.find((i: any) => i.origin.route_name === r.name);
-    expect(interaction).toBeDefined();
+    // The listing row is written by the interaction's own alarm, a moment after the question.
+    const key = await admin();
+    const interaction = await eventually(
+      async () => (await call("GET", "/api/interactions/pending", { key })).body.data.items.find((i: any) => i.origin.route_name === r.name),
+      (i) => i !== undefined,
+    );
 
     // Another visitor of the same route cannot answer it, and is told exactly what an unknown id gets.
     const other = await openPage(identity);
@@ -340,5 +344,81 @@ describe("a pairing link", () => {
     const person = await call("GET", `/api/conversations/persons/${run.turn.subject.person}`, { key: await admin() });
     expect(person.status, JSON.stringify({ run, body: person.body })).toBe(200);
     expect(person.body.data.addresses.map((a: any) => a.address).sort()).toEqual(["root/ann", visitor].sort());
+  });
+});
+
+describe("every visitor door in the route table", () => {
+  // Generated from the one route table: a visitor door added later is held to the same rules.
+  const visitorPosts = () => registry.filter((r) => r.method === "post" && r.path.startsWith("/api/channels/web/") && "public" in r.auth);
+  const concrete = (path: string) => path.replace("{interaction_id}", "some-question");
+
+  it("refuses a POST without a matching Origin with 403 before reading the body", async () => {
+    const doors = visitorPosts();
+    expect(doors.map((d) => d.path).sort()).toEqual([
+      "/api/channels/web/messages",
+      "/api/channels/web/questions/{interaction_id}/answer",
+      "/api/channels/web/session",
+      "/api/channels/web/session/rotate",
+      "/api/channels/web/stream-ticket",
+    ]);
+    const r = await webRoute();
+    const { cookie } = await openPage(r.identity);
+    for (const d of doors) {
+      for (const headers of [{ cookie }, { cookie, origin: "https://evil.example" }] as Record<string, string>[]) {
+        const res = await call("POST", concrete(d.path), { body: { identity: r.identity, text: "x" }, headers });
+        expect([d.path, res.status, res.body.code]).toEqual([d.path, 403, "origin_mismatch"]);
+      }
+    }
+  });
+
+  it("answers a session of another route exactly like an unknown one", async () => {
+    const a = await webRoute();
+    const b = await webRoute();
+    const { cookie } = await openPage(a.identity);
+    const token = cookie.split("=")[1];
+    for (const d of visitorPosts().filter((x) => x.path !== "/api/channels/web/session")) {
+      const body = d.path.endsWith("/answer")
+        ? { identity: b.identity, text: "x" }
+        : d.path.endsWith("/messages")
+          ? { identity: b.identity, text: "x" }
+          : { identity: b.identity };
+      const elsewhere = await call("POST", concrete(d.path), { body, headers: { origin: ORIGIN, cookie: `tai_web_${b.identity}=${token}` } });
+      const unknown = await call("POST", concrete(d.path), {
+        body,
+        headers: { origin: ORIGIN, cookie: `tai_web_${b.identity}=w_${"A".repeat(22)}.${"B".repeat(43)}` },
+      });
+      expect([d.path, elsewhere.status, elsewhere.body]).toEqual([d.path, unknown.status, unknown.body]);
+      expect(elsewhere.status).toBe(401);
+    }
+    const stream = await dispatch(`${BASE}/api/channels/web/stream?identity=${b.identity}`, {
+      headers: { upgrade: "websocket", origin: ORIGIN, cookie: `tai_web_${b.identity}=${token}` },
+    });
+    expect(stream.status).toBe(401);
+  });
+});
+
+describe("forgetting a web visitor's thread", () => {
+  it("ends the session and the transcript: the open page is told, and the cookie no longer works", async () => {
+    const r = await webRoute();
+    const { cookie } = await openPage(r.identity);
+    await post("/api/channels/web/messages", { identity: r.identity, text: "forget me" }, { cookie });
+    const visitor = cookie.split("=")[1].split(".")[0];
+    const threadId = `bridge:${r.name}:${visitor}`;
+    await eventually(
+      () => rawRows(threadId),
+      (x) => x[0]?.status === "provisional" || x[0]?.status === "delivered",
+    );
+    const live = await stream(r.identity, cookie);
+    const key = await admin();
+    const forgot = await eventually(
+      () => call("DELETE", `/api/conversations/${r.name}/thread?thread_id=${encodeURIComponent(threadId)}`, { key }),
+      (res) => res.status === 200,
+    );
+    expect(forgot.status).toBe(200);
+    await eventually(
+      async () => live.frames,
+      (f) => f.some((x) => x.type === "ended"),
+    );
+    expect((await post("/api/channels/web/messages", { identity: r.identity, text: "still here?" }, { cookie })).status).toBe(401);
   });
 });

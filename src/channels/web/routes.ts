@@ -19,6 +19,7 @@ import { WEB_HEADERS, VISITOR_ID } from "../../conversations/model/web";
 import type { Route, RouteWithKey } from "../../conversations/model/route";
 import { routeWithKeyByChannelIdentity } from "../../conversations/store";
 import type { AppEnv } from "../../platform/http/app-env";
+import { readStreamCapped } from "../../platform/http/body";
 import { HttpError } from "../../platform/http/errors";
 import { addPublicRoute } from "../../platform/http/route";
 import { WEB_PAGE_CSP, refusalPage, renderChatPage, serveWebAsset, webManifest } from "./assets";
@@ -113,11 +114,32 @@ webChannelRouter.use("/api/channels/web/*", async (c, next) => {
   }
   if (c.req.method === "POST" && VISITOR_POSTS.test(c.req.path)) {
     const origin = c.req.header("origin");
-    const foreignOk = bearerToken(c.req.raw) !== null || c.req.path === "/api/channels/web/session";
-    if (!origin || (origin !== ownOrigin(c) && !foreignOk)) throw originMismatch();
+    if (!origin) throw originMismatch();
+    if (origin !== ownOrigin(c)) {
+      if (c.req.path === "/api/channels/web/session") {
+        // The widget's first POST has no bearer yet: its origin is held to the list of the
+        // identity it names, before the body is validated any further.
+        if (!(await listedOrigin(c, origin))) throw originMismatch();
+      } else if (bearerToken(c.req.raw) === null) throw originMismatch();
+    }
   }
   await next();
 });
+
+/** True when the body's `identity` lists `origin` (a body that names no identity lists nothing). */
+async function listedOrigin(c: Context<AppEnv>, origin: string): Promise<boolean> {
+  let identity: unknown = null;
+  const raw = await readStreamCapped(c.req.raw.clone().body, c.get("settings").web.maxBodyBytes);
+  if (!raw) return false;
+  try {
+    const body: unknown = JSON.parse(new TextDecoder().decode(raw));
+    identity = body && typeof body === "object" && "identity" in body ? body.identity : null;
+  } catch {
+    return false;
+  }
+  if (typeof identity !== "string" || !WebIdentity.safeParse(identity).success) return false;
+  return (await readSite(c.env.DB, identity)).allowed_origins.includes(origin);
+}
 
 /** The body cap of the web doors, below the service's 1 MiB. */
 function capBody(c: Context<AppEnv>, raw: Uint8Array | null): void {
