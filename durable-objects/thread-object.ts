@@ -35,6 +35,7 @@ import { forgetThread } from "../src/conversations/thread/forget";
 import { webStream } from "../src/conversations/thread/web-visitor";
 import { parkedById } from "../src/conversations/thread/parked";
 import type { WebSessionCheck } from "../src/conversations/model/web";
+import { threadStub } from "../src/conversations/model/thread-rpc";
 
 /** One thread's object: wires the parts over its storage and answers its contract's verbs. */
 export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
@@ -52,7 +53,9 @@ export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
     // The env is read through a function: settings and bindings (with the runtime overlay's
     // CHANNEL_* values on top, docs/runtime-settings.md) follow the object's env.
     this.deps = { storage: ctx.storage, env: () => threadEnv(this.env), settings: () => threadSettings(this.env), now: () => Date.now(), fetch: edgeFetch };
-    this.parts = composeThread(this.deps, { all: () => ctx.getWebSockets(), accept: (ws) => ctx.acceptWebSocket(ws) });
+    this.parts = composeThread(this.deps, { all: () => ctx.getWebSockets(), accept: (ws) => ctx.acceptWebSocket(ws) }, (home, role, text, part, messageId) =>
+      threadStub(this.env, home).webAppend(role, text, part, messageId),
+    );
     // A page's keep-alive is answered by the runtime without waking the object.
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair("ping", "pong"));
   }
@@ -95,6 +98,10 @@ export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
 
   async webNotify(text: string, part: unknown): Promise<number | null> {
     return this.parts.web.hasSession() ? this.parts.web.append("bot", text, part, null) : null;
+  }
+
+  async webAppend(role: "visitor" | "bot" | "operator", text: string, part: unknown, messageId: string | null): Promise<number> {
+    return this.parts.web.append(role, text, part, messageId);
   }
 
   async holdsParked(interactionId: string): Promise<boolean> {

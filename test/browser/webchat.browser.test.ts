@@ -4,8 +4,9 @@
  *
  *   open the page, send, see the answer streamed → reload and see the transcript once → a new
  *   conversation → an operator takes over and a hand-typed reply appears live → options tapped as
- *   chips → the widget on a page of another origin, refused until that origin is allowed → a gated
- *   identity refused without a code and admitted with one.
+ *   chips → the widget on a page of another origin, refused until that origin is allowed → an
+ *   ask_user chip tapped → link params reaching a tool's payload → a pairing link joining a Telegram
+ *   person → a gated identity refused without a code and admitted with one.
  *
  * No page may report a CSP violation or a page error.
  */
@@ -16,7 +17,9 @@ import { join } from "node:path";
 import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BOOTSTRAP_TOKEN, type DevServer, ROOT, freePort, http, startDev } from "../e2e/harness";
+import { type FakeProviders, startFakeProviders } from "../e2e/support/fake-providers";
 import { pollUntil } from "../e2e/support/poll";
+import { type ToolServer, startToolServer } from "../e2e/support/tool-server";
 import { launchChromium } from "./support/chromium";
 
 const SHOTS = process.env.UPDATE_SCREENSHOTS === "1" ? join(ROOT, "docs", "web") : mkdtempSync(join(tmpdir(), "webchat-shots-"));
@@ -26,6 +29,11 @@ let base: string;
 let browser: Browser;
 let adminKey: string;
 let host: { server: Server; origin: string };
+let fake: FakeProviders;
+let tool: ToolServer;
+const TELEGRAM = { token: "424242:telegram-webchat", secret: "telegram-webchat-secret" };
+/** The concierge tool sees the message, the link params and the person (the default kwargs carry neither). */
+const CONCIERGE_PAYLOAD = "{message: .message, params: (.params // null), person_id: (.person_id // null)}";
 const violations: string[] = [];
 
 async function newPage(opts: Parameters<Browser["newContext"]>[0] = {}): Promise<{ context: BrowserContext; page: Page }> {
@@ -69,10 +77,29 @@ beforeAll(async () => {
   browser = await launchChromium();
   const port = await freePort();
   base = `http://127.0.0.1:${port}`;
-  dev = await startDev({ port });
+  fake = await startFakeProviders();
+  tool = await startToolServer((kwargs) => `concierge saw ${kwargs.message} with ${JSON.stringify(kwargs.params ?? null)}`);
+  dev = await startDev({
+    port,
+    vars: {
+      CHANNEL_TELEGRAM_BOT_TOKEN: TELEGRAM.token,
+      CHANNEL_TELEGRAM_WEBHOOK_SECRET: TELEGRAM.secret,
+      CHANNEL_TELEGRAM_API_BASE: fake.base("telegram"),
+    },
+  });
   const boot = await http(base, "POST", "/api/keys/bootstrap", { body: { user_id: "root", description: "web chat tests", bootstrap_token: BOOTSTRAP_TOKEN } });
   adminKey = boot.body.data.token;
-  expect((await http(base, "POST", "/api/auth/api-keys", { key: adminKey, body: { user_id: "web-runner", scopes: ["tool:echo"] } })).status).toBe(200);
+  expect(
+    (
+      await http(base, "POST", "/api/auth/api-keys", {
+        key: adminKey,
+        body: { user_id: "web-runner", scopes: ["tool:echo", "tool:ask_user", "tool:concierge"] },
+      })
+    ).status,
+  ).toBe(200);
+  expect((await http(base, "POST", "/api/tools-config/entries", { key: adminKey, body: { title: "concierge", kind: "http", url: tool.url } })).status).toBe(
+    200,
+  );
   for (const [name, identity] of [
     ["desk", "desk"],
     ["vip", "vip"],
@@ -83,6 +110,32 @@ beforeAll(async () => {
     });
     expect(r.status).toBe(200);
   }
+  const more: Array<[string, Record<string, unknown>]> = [
+    ["shop", { channel: "web", our_identity: "shop", target_name: "concierge", payload_expr: CONCIERGE_PAYLOAD }],
+    ["tg", { channel: "telegram", our_identity: "424242", target_name: "concierge", payload_expr: CONCIERGE_PAYLOAD }],
+    [
+      "approvals",
+      {
+        channel: "web",
+        our_identity: "approvals",
+        target_name: "ask_user",
+        payload_expr: '{question: .message, options: [{text: "Approve", id: "approve"}, {text: "Reject", id: "reject"}]}',
+        reply_expr: 'if .outcome == "answered" then "Decision: " + (.answer.option.text // .answer.text) else "No decision" end',
+      },
+    ],
+  ];
+  for (const [name, body] of more) {
+    const r = await http(base, "POST", `/api/conversations/${name}`, {
+      key: adminKey,
+      body: { door: "channel", target_kind: "tool", execution_key: "web-runner", ...body },
+    });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+  }
+  const multichannel = await http(base, "PUT", "/api/conversation-configs/tool/concierge", {
+    key: adminKey,
+    body: { target_kind: "tool", target_name: "concierge", multichannel: true },
+  });
+  expect(multichannel.status).toBe(200);
   host = await startHost();
 });
 
@@ -90,6 +143,8 @@ afterAll(async () => {
   await browser?.close();
   await dev?.close();
   await new Promise<void>((resolve) => (host ? host.server.close(() => resolve()) : resolve()));
+  await fake?.close();
+  await tool?.stop();
 });
 
 describe("the web chat page in Chromium", () => {
@@ -198,6 +253,59 @@ describe("the widget on another origin", () => {
     // No cookie of the service on the host page: the widget's credential is its bearer token.
     expect((await second.context.cookies()).filter((c) => c.name.startsWith("tai_web_"))).toEqual([]);
     await second.context.close();
+  });
+});
+
+describe("turns that need more than an echo", () => {
+  it("an ask_user question shows its options as chips, and a tap answers it", async () => {
+    const { page, context } = await newPage();
+    await page.goto(`${base}/api/channels/web/chat/approvals`);
+    await say(page, "Refund 40 EUR?");
+    await visible(entries(page, "bot").filter({ hasText: "Refund 40 EUR?" }));
+    await (await visible(page.getByRole("button", { name: "Approve", exact: true }))).click();
+    await visible(entries(page, "bot").filter({ hasText: "Decision: Approve" }));
+    await context.close();
+  });
+
+  it("the page's link params reach the tool's payload", async () => {
+    const { page, context } = await newPage();
+    await page.goto(`${base}/api/channels/web/chat/shop?campaign=spring&tai_entry=ignored`);
+    await say(page, "what is on offer?");
+    await visible(entries(page, "bot").filter({ hasText: "concierge saw what is on offer?" }));
+    const call = tool.calls.find((c) => c.kwargs.message === "what is on offer?");
+    expect(call?.kwargs.params).toEqual({ campaign: "spring" });
+    await context.close();
+  });
+
+  it("a pairing link links the web visitor to the person a Telegram chat asked for", async () => {
+    const chat = 777001;
+    const telegram = (updateId: number, text: string) =>
+      fetch(`${base}/api/channels/telegram/inbound`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": TELEGRAM.secret },
+        body: JSON.stringify({
+          update_id: updateId,
+          message: { message_id: updateId, date: 1, chat: { id: chat, type: "private" }, from: { id: chat, is_bot: false, first_name: "T" }, text },
+        }),
+      });
+    expect((await telegram(9001, "hello")).status).toBe(200);
+    expect((await telegram(9002, "/link")).status).toBe(200);
+    const minted = await pollUntil(
+      "the pairing code sent to Telegram",
+      () => fake.sends.filter((x) => x.channel === "telegram").map((x) => String(x.body.text ?? "")),
+      (texts) => texts.some((t) => /LINK-[A-Z0-9]{8}/.test(t)),
+    );
+    const code = minted.find((t) => /LINK-[A-Z0-9]{8}/.test(t))!.match(/LINK-[A-Z0-9]{8}/)![0];
+    const { page, context } = await newPage();
+    await page.goto(`${base}/api/channels/web/chat/shop?tai_pair=${code}`);
+    await visible(entries(page, "bot").filter({ hasText: "Done — this conversation is now linked to your other one." }));
+    await say(page, "it is me");
+    await visible(entries(page, "bot").filter({ hasText: "concierge saw it is me" }));
+    const call = tool.calls.find((c) => c.kwargs.message === "it is me");
+    const person = await http(base, "GET", `/api/conversations/persons/${call?.kwargs.person_id}`, { key: adminKey });
+    expect(person.status).toBe(200);
+    expect(person.body.data.addresses.map((a: any) => a.channel).sort()).toEqual(["telegram", "web"]);
+    await context.close();
   });
 });
 

@@ -132,6 +132,8 @@ export interface ThreadRpc {
    * pages); null when this thread holds no live web session (no such visitor).
    */
   webNotify(text: string, part: unknown): Promise<number | null>;
+  /** Web channel: an entry of a record kept on a linked person's thread, shown in this visitor's transcript. */
+  webAppend(role: "visitor" | "bot" | "operator", text: string, part: unknown, messageId: string | null): Promise<number>;
   /** Web channel: does a turn of this thread wait on this interaction (a question the visitor may answer)? */
   holdsParked(interactionId: string): Promise<boolean>;
   /** Web channel: keeps a one-time stream ticket's hash for `ttlMs` (the widget's socket). */

@@ -17,7 +17,7 @@ import { ThreadReads } from "./reads";
 import { pruneExpired } from "./store";
 import { ThreadMode } from "./thread-mode";
 import { TurnLoop } from "./turn-loop";
-import { WebVisitor, type WebSockets } from "./web-visitor";
+import { type RemoteAppend, WebVisitor, type WebSockets } from "./web-visitor";
 
 /** One thread's parts, as its object holds them. */
 export interface ThreadParts {
@@ -35,9 +35,9 @@ export interface ThreadParts {
 }
 
 /** Builds the parts of one thread object over `deps`. */
-export function composeThread(deps: ThreadDeps, sockets: WebSockets): ThreadParts {
-  const web = new WebVisitor(deps.storage, sockets, deps.now);
+export function composeThread(deps: ThreadDeps, sockets: WebSockets, remote: RemoteAppend | null = null): ThreadParts {
   const identity = new ThreadIdentity(deps.storage);
+  const web = new WebVisitor(deps.storage, sockets, deps.now, () => identity.get(), remote);
   const alarm = new ThreadAlarm(deps);
   const index = new IndexOutbox(deps, identity, () => alarm.arm());
   const mode = new ThreadMode(deps);

@@ -147,7 +147,7 @@ export class DeliveryMachine {
     // words when an operator typed it.
     const transcript =
       adapter.name === "web"
-        ? (text: string, part: unknown) => this.parts.web.append(rec.origin === "operator" ? "operator" : "bot", text, part, rec.message_id)
+        ? (text: string, part: unknown) => this.parts.web.appendFor(rec, rec.origin === "operator" ? "operator" : "bot", text, part, rec.message_id)
         : undefined;
     for (let i = chunksSent; i < steps.length; i++) {
       const r = await sendOutboundStep(

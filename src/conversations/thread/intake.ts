@@ -13,10 +13,13 @@ export interface IntakeParts extends TurnLoopParts {
   web: WebVisitor;
 }
 
-/** The visitor's own words on a web thread: shown in the page's transcript from their accept on. */
-function visitorEntry(web: WebVisitor, rec: AnswerRecord): void {
+/**
+ * The visitor's own words on a web thread: shown in the page's transcript from their accept on
+ * (in the same transaction on the visitor's own thread; right after it on a linked person's).
+ */
+async function visitorEntry(web: WebVisitor, rec: AnswerRecord): Promise<void> {
   if (rec.channel === "web" && rec.origin === "client" && rec.inbound_kind === "message" && rec.inbound_text)
-    web.append("visitor", rec.inbound_text, null, rec.message_id);
+    await web.appendFor(rec, "visitor", rec.inbound_text, null, rec.message_id);
 }
 
 /**
@@ -48,7 +51,7 @@ export class Intake {
       const terminal = TERMINAL_STATUSES.has(rec.status);
       const expires = terminal ? now + s.conversations.answerRetentionTtlSeconds * 1000 : null;
       insertRecord(storage, { ...rec, expires_at: expires ? new Date(expires).toISOString() : null }, req.inbound, "done", expires);
-      visitorEntry(this.parts.web, rec);
+      await visitorEntry(this.parts.web, rec);
       if (rec.status === "pending_delivery") saveStored(storage, { record: rec, delivery_due_at: now });
       if (rec.origin === "operator") mode.refresh();
       index.note({ settled: true });
@@ -59,7 +62,7 @@ export class Intake {
 
     const newThread = countAll(storage) === 0;
     insertRecord(storage, req.record, req.inbound, "queued", null);
-    visitorEntry(this.parts.web, req.record);
+    await visitorEntry(this.parts.web, req.record);
     this.parts.firstRuns.add(req.record.message_id);
     // An accepted inbound keeps a takeover alive for another retention window (spec §3.2).
     mode.refresh();

@@ -14,6 +14,18 @@
 import { z } from "zod";
 import { WEB_HEADERS, type WebEntry, WebEntryRole, type WebSessionCheck } from "../model/web";
 import { execStatement } from "../../platform/persistence/object-sql";
+import { channelThreadId } from "../model/thread-id";
+
+/**
+ * Where a web record's entries belong: the visitor's own thread on the route, which holds the
+ * session and the page's sockets, also when the record lives on a linked person's thread.
+ */
+export function webHome(rec: { route_name: string; client_address: string | null }): string | null {
+  return rec.client_address ? channelThreadId(rec.route_name, rec.client_address) : null;
+}
+
+/** Appends an entry in another thread object (a linked person's record, shown in the visitor's own thread). */
+export type RemoteAppend = (home: string, role: WebEntry["role"], text: string, part: unknown, messageId: string | null) => Promise<number | null>;
 
 /** Where the object's hibernatable sockets are reached (the object's ctx, behind a seam for tests). */
 export interface WebSockets {
@@ -48,7 +60,27 @@ export class WebVisitor {
     private readonly storage: DurableObjectStorage,
     private readonly sockets: WebSockets,
     private readonly now: () => number,
+    /** This object's thread id, once it knows it. */
+    private readonly ownId: () => string | null = () => null,
+    private readonly remote: RemoteAppend | null = null,
   ) {}
+
+  /**
+   * Appends the entry of a record of this thread where its visitor's page reads it: here when this
+   * is the visitor's own thread, else in that thread's object.
+   */
+  appendFor(
+    rec: { route_name: string; client_address: string | null },
+    role: WebEntry["role"],
+    text: string,
+    part: unknown,
+    messageId: string | null,
+  ): number | Promise<number | null> {
+    const home = webHome(rec);
+    const own = this.ownId();
+    if (!home || home === own || !this.remote) return this.append(role, text, part, messageId);
+    return this.remote(home, role, text, part, messageId);
+  }
 
   private exec<T extends Record<string, SqlStorageValue>>(name: string, query: string, ...args: SqlStorageValue[]): T[] {
     return execStatement<T>(this.storage.sql, `thread web (${name})`, query, args).rows;
