@@ -11,6 +11,7 @@ import { createRoute, echoKey } from "../helpers/bridge";
 import { registry } from "../../src/platform/http/route";
 import { BASE, admin, call, dispatch, fetchWithEnv, mintKey, uniq } from "../helpers/http";
 import { eventually, rawRows } from "../helpers/threads";
+import { listingCaughtUp } from "../helpers/listing";
 import { PAIRING_REPLIES } from "../../src/persons/pairing";
 import { declareTool, network } from "../operator/helpers";
 
@@ -420,5 +421,28 @@ describe("forgetting a web visitor's thread", () => {
       (f) => f.some((x) => x.type === "ended"),
     );
     expect((await post("/api/channels/web/messages", { identity: r.identity, text: "still here?" }, { cookie })).status).toBe(401);
+  });
+});
+
+describe("the operator's view of web threads", () => {
+  it("lists a visitor's thread on its route, with the web channel and the visitor's address, for the console", async () => {
+    const r = await webRoute();
+    const { cookie } = await openPage(r.identity);
+    await post("/api/channels/web/messages", { identity: r.identity, text: "seen by the console?" }, { cookie });
+    const visitor = cookie.split("=")[1].split(".")[0];
+    const threadId = `bridge:${r.name}:${visitor}`;
+    await eventually(
+      () => rawRows(threadId),
+      (x) => x[0]?.status === "provisional" || x[0]?.status === "delivered",
+    );
+    await listingCaughtUp(threadId);
+    const key = await admin();
+    const listed = await eventually(
+      async () => (await call("GET", `/api/conversations/${r.name}/threads`, { key })).body.data?.items ?? [],
+      (items: any[]) => items.some((t) => t.thread_id === threadId),
+    );
+    expect(listed.find((t: any) => t.thread_id === threadId)).toBeDefined();
+    const transcript = await call("GET", `/api/conversations/${r.name}/transcript?thread_id=${encodeURIComponent(threadId)}`, { key });
+    expect(transcript.body.data.items[0]).toMatchObject({ channel: "web", client_address: visitor, inbound_text: "seen by the console?" });
   });
 });
