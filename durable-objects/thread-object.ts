@@ -112,8 +112,8 @@ export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
     this.parts.web.keepTicket(ticketHash, ttlMs);
   }
 
-  async webEnd(): Promise<void> {
-    this.parts.web.end(false);
+  async webEnd(transcript: boolean): Promise<void> {
+    this.parts.web.end(transcript);
   }
 
   /** The web visitor's live stream (a WebSocket), reached only through the web channel's door. */

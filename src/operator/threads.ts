@@ -11,6 +11,7 @@ import type { PersonView } from "../persons/rpc";
 import { threadStub } from "../conversations/door/stubs";
 import { personThreadId } from "../conversations/model/thread-id";
 import { directoryOfPerson } from "../persons/person-lookup";
+import { channelThreadId } from "../conversations/model/thread-id";
 import { stateStoreStub } from "../states/rpc";
 import { stateNames } from "../states/declarations";
 import type { Env } from "../platform/env";
@@ -72,6 +73,11 @@ async function eraseStateSubjects(env: Env, settings: Settings, kind: "thread" |
  */
 export async function erasePerson(env: Env, settings: Settings, personId: string) {
   const directory = await directoryOfPerson(env, personId);
+  // A web address's session and page transcript live in the visitor's own thread on each route
+  // it came in on: they end with the person, and an open page is told.
+  const person = directory ? await directory.get(personId) : null;
+  for (const a of person?.addresses ?? [])
+    if (a.channel === "web") for (const route of a.routes) await threadStub(env, channelThreadId(route, a.address)).webEnd(true);
   const removed = await forgetEverywhere(env, settings, personThreadId(personId));
   await eraseStateSubjects(env, settings, "person", personId);
   await eraseUserRuns(env, personId);

@@ -345,6 +345,20 @@ describe("a pairing link", () => {
     const person = await call("GET", `/api/conversations/persons/${run.turn.subject.person}`, { key: await admin() });
     expect(person.status, JSON.stringify({ run, body: person.body })).toBe(200);
     expect(person.body.data.addresses.map((a: any) => a.address).sort()).toEqual(["root/ann", visitor].sort());
+
+    // Erasing the person ends the web visitor's session and page transcript with it.
+    const watching = await stream(identity, cookie);
+    await eventually(
+      async () => watching.frames,
+      (f) => f.some((x) => x.type === "ready"),
+    );
+    const erased = await call("DELETE", `/api/conversations/persons/${run.turn.subject.person}`, { key: await admin() });
+    expect(erased.status, JSON.stringify(erased.body)).toBe(200);
+    await eventually(
+      async () => watching.frames,
+      (f) => f.some((x) => x.type === "ended"),
+    );
+    expect((await post("/api/channels/web/messages", { identity, text: "still me?" }, { cookie })).status).toBe(401);
   });
 });
 

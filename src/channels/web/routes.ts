@@ -221,7 +221,7 @@ addPublicRoute(
     const origin = requireOrigin(c, cred?.mode ?? (bearerToken(c.req.raw) !== null ? "bearer" : "cookie"), site.allowed_origins);
     const current = await session(c, read.route, body.identity, cred);
     if (!cred) throw sessionMissing();
-    await threadStub(c.env, current.threadId).webEnd();
+    await threadStub(c.env, current.threadId).webEnd(false);
     const minted = await openSession(c, read.route, body.identity, null);
     const s = c.get("settings").web;
     if (cred.mode === "bearer") return json(c, { rotated: true, token: minted.token, expires_at: minted.expires_at }, 200, corsHeaders(c, "bearer", origin));

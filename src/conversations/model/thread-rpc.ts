@@ -138,8 +138,11 @@ export interface ThreadRpc {
   holdsParked(interactionId: string): Promise<boolean>;
   /** Web channel: keeps a one-time stream ticket's hash for `ttlMs` (the widget's socket). */
   webTicket(ticketHash: string, ttlMs: number): Promise<void>;
-  /** Web channel: ends the visitor's session (a rotation); its open streams are told and closed. */
-  webEnd(): Promise<void>;
+  /**
+   * Web channel: ends the visitor's session (a rotation), and with `transcript` its page transcript
+   * too (the person's erasure); its open streams are told and closed.
+   */
+  webEnd(transcript: boolean): Promise<void>;
   /** A provider receipt for one of this thread's outbound chunks; false when the record is not awaiting one. */
   applyReceipt(messageId: string, status: "delivered" | "failed", detail?: string): Promise<boolean>;
   /**
