@@ -261,7 +261,7 @@ async function main(): Promise<number> {
         visitors = await openVisitors(base, opts.callers);
         cleanups.push(() => visitors.forEach((v) => v.stop()));
         const warmWeb = await webPhase(visitors, "warm", 5, 30, "web warm-up");
-        if (warmWeb.failed) console.log(`bench: web warm-up failures ${JSON.stringify(warmWeb.failures)}`);
+        if (warmWeb.phase.failed) console.log(`bench: web warm-up failures ${JSON.stringify(warmWeb.phase.failures)}`);
       }
 
       const h1 = await healthPhase(base, "(before)", opts.callers, opts.health, opts.maxSeconds);
@@ -278,7 +278,7 @@ async function main(): Promise<number> {
         console.log("bench: sync turns …");
         sync = await syncPhase(ctx, "run", opts.callers, opts.turns, opts.maxSeconds);
       }
-      let web: Phase | null = null;
+      let web: Awaited<ReturnType<typeof webPhase>> | null = null;
       if (has("web")) {
         console.log("bench: web messages …");
         web = await webPhase(visitors, "run", opts.web, opts.maxSeconds);
@@ -304,11 +304,12 @@ async function main(): Promise<number> {
         json.sync = { ...summary(sync), ratio };
       }
       if (web) {
-        const ratio = web.perSecond / healthRate;
-        const p95 = percentile(web.latencies, 95);
-        count(web);
-        rows.push({ phase: web, note: `÷ health ${fmt(ratio, 3)}; POST → answer frame, p95 ${fmt(p95)} ms` });
-        json.web = { ...summary(web), p95_ms: p95, ratio };
+        const ratio = web.phase.perSecond / healthRate;
+        const p95 = percentile(web.phase.latencies, 95);
+        const ack50 = percentile(web.ackMs, 50);
+        count(web.phase);
+        rows.push({ phase: web.phase, note: `÷ health ${fmt(ratio, 3)}; POST → answer frame, p95 ${fmt(p95)} ms; the POST's own 200 p50 ${fmt(ack50)} ms` });
+        json.web = { ...summary(web.phase), p95_ms: p95, ratio, post_ack_p50_ms: ack50, post_ack_p99_ms: percentile(web.ackMs, 99) };
       }
       rows.push({ phase: h2, note: `mean health ${fmt(healthRate)} /s` });
       json.health_after = summary(h2);

@@ -149,8 +149,21 @@ export function openVisitors(base: string, callers: number): Promise<Visitor[]> 
   return Promise.all(Array.from({ length: callers }, () => Visitor.open(base)));
 }
 
-export function webPhase(visitors: Visitor[], runId: string, perCaller: number, maxSeconds: number, label = "web message → answer frame"): Promise<Phase> {
-  return closedLoop(`${label} (${visitors.length} visitors)`, visitors.length, perCaller, maxSeconds, async (c, i) => {
+export interface WebResult {
+  phase: Phase;
+  /** POST sent → its 200 read, milliseconds, sorted: the door's share of the latency. */
+  ackMs: number[];
+}
+
+export async function webPhase(
+  visitors: Visitor[],
+  runId: string,
+  perCaller: number,
+  maxSeconds: number,
+  label = "web message → answer frame",
+): Promise<WebResult> {
+  const ackMs: number[] = [];
+  const phase = await closedLoop(`${label} (${visitors.length} visitors)`, visitors.length, perCaller, maxSeconds, async (c, i) => {
     const v = visitors[c];
     const text = `web ${runId} ${c}/${i}`;
     const t0 = performance.now();
@@ -163,9 +176,12 @@ export function webPhase(visitors: Visitor[], runId: string, perCaller: number, 
     if (res.status !== 200) return `HTTP ${res.status}`;
     const id = json?.data?.message_id;
     if (typeof id !== "string") return "no message_id";
+    ackMs.push(performance.now() - t0);
     const answer = await v.answerOf(id);
     if (typeof answer === "string") return answer;
     if (answer.text !== text) return "wrong answer";
     return { ms: answer.at - t0 };
   });
+  ackMs.sort((a, b) => a - b);
+  return { phase, ackMs };
 }
