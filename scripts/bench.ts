@@ -308,8 +308,18 @@ async function main(): Promise<number> {
         const p95 = percentile(web.phase.latencies, 95);
         const ack50 = percentile(web.ackMs, 50);
         count(web.phase);
-        rows.push({ phase: web.phase, note: `÷ health ${fmt(ratio, 3)}; POST → answer frame, p95 ${fmt(p95)} ms; the POST's own 200 p50 ${fmt(ack50)} ms` });
-        json.web = { ...summary(web.phase), p95_ms: p95, ratio, post_ack_p50_ms: ack50, post_ack_p99_ms: percentile(web.ackMs, 99) };
+        rows.push({
+          phase: web.phase,
+          note: `÷ health ${fmt(ratio, 3)}; POST → answer frame, p95 ${fmt(p95)} ms; the POST's own 200 p50 ${fmt(ack50)} ms; frame before the 200: ${web.framesFirst}/${web.phase.ok}`,
+        });
+        json.web = {
+          ...summary(web.phase),
+          p95_ms: p95,
+          ratio,
+          post_ack_p50_ms: ack50,
+          post_ack_p99_ms: percentile(web.ackMs, 99),
+          frame_before_post_answer: web.framesFirst,
+        };
       }
       rows.push({ phase: h2, note: `mean health ${fmt(healthRate)} /s` });
       json.health_after = summary(h2);

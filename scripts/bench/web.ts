@@ -153,6 +153,8 @@ export interface WebResult {
   phase: Phase;
   /** POST sent → its 200 read, milliseconds, sorted: the door's share of the latency. */
   ackMs: number[];
+  /** Messages whose answer frame arrived before their POST's 200 was read. */
+  framesFirst: number;
 }
 
 export async function webPhase(
@@ -163,6 +165,7 @@ export async function webPhase(
   label = "web message → answer frame",
 ): Promise<WebResult> {
   const ackMs: number[] = [];
+  let framesFirst = 0;
   const phase = await closedLoop(`${label} (${visitors.length} visitors)`, visitors.length, perCaller, maxSeconds, async (c, i) => {
     const v = visitors[c];
     const text = `web ${runId} ${c}/${i}`;
@@ -176,12 +179,14 @@ export async function webPhase(
     if (res.status !== 200) return `HTTP ${res.status}`;
     const id = json?.data?.message_id;
     if (typeof id !== "string") return "no message_id";
-    ackMs.push(performance.now() - t0);
+    const ackAt = performance.now();
+    ackMs.push(ackAt - t0);
     const answer = await v.answerOf(id);
     if (typeof answer === "string") return answer;
     if (answer.text !== text) return "wrong answer";
+    if (answer.at < ackAt) framesFirst++;
     return { ms: answer.at - t0 };
   });
   ackMs.sort((a, b) => a - b);
-  return { phase, ackMs };
+  return { phase, ackMs, framesFirst };
 }
