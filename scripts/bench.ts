@@ -6,6 +6,9 @@
  *
  *   ingest    async (202) messages/s, 16 callers over 64 threads, ÷ health (scripts/bench/ingest.ts)
  *   sync      inline (`wait_seconds`) echo turns/s, 16 callers on 16 threads, ÷ health (sync.ts)
+ *   web       the web channel's doors: 16 visitors, each with its page session and an open stream,
+ *             POST a message and wait for its answer frame; messages/s ÷ health, POST → frame
+ *             latency (web.ts)
  *   persons   the person path: inline echo-agent turns on one route without persons,
  *             then with `multichannel: true` on linked callers and on first contacts (persons.ts)
  *   webhook   ack time of signed Telegram webhooks, steady rate then a 5× burst, vs 3 s (webhook.ts)
@@ -17,14 +20,14 @@
  *   faults    fault recovery: the receiver fails 30 % of callbacks, goes down 10 s, recovers; backoff
  *             scaled to seconds for the run; delivered, double 2xx, drain vs 1.2 × next step (faults.ts)
  *
- * `GET /api/health` is measured before ingest and after sync; the ratios use the mean of the two,
+ * `GET /api/health` is measured before ingest and after sync (and web); the ratios use the mean of the two,
  * so a load change on a shared machine shows as two different health figures. Only loopback
  * traffic. It prints a table (and with --json one JSON line), stops everything it started, and
  * exits non-zero when any request failed.
  *
- * Options (all optional): --phases ingest,sync,persons,webhook,overhead,hol,faults (all) --callers N (16)
+ * Options (all optional): --phases ingest,sync,web,persons,webhook,overhead,hol,faults (all) --callers N (16)
  * --threads N ingest threads (64) --ingest N per caller (40) --turns N sync turns per caller (30)
- * --health N per caller (200) --max-seconds S per closed-loop phase (10) --webhook-rate R steady
+ * --web N web messages per visitor (30) --health N per caller (200) --max-seconds S per closed-loop phase (10) --webhook-rate R steady
  * webhooks/s (10; the burst is 5R) --webhook-seconds S per webhook stage (3) --overhead-callers N
  * (4) --overhead N per caller (25) --json --no-inspector (see below).
  *
@@ -51,9 +54,10 @@ import { type ScriptedReceiver, startScriptedReceiver } from "./bench/scripted-r
 import { startBridge, startRelay } from "./bench/server";
 import { enablePersons, linkCallers, personsPhase, setupPersons } from "./bench/persons";
 import { setupSync, syncPhase } from "./bench/sync";
+import { type Visitor, openVisitors, setupWeb, webPhase } from "./bench/web";
 import { SLACK_DEADLINE_MS, setupWebhook, telegramVars, webhookPhase } from "./bench/webhook";
 
-const ALL_PHASES = ["ingest", "sync", "persons", "webhook", "overhead", "hol", "faults"] as const;
+const ALL_PHASES = ["ingest", "sync", "web", "persons", "webhook", "overhead", "hol", "faults"] as const;
 type PhaseName = (typeof ALL_PHASES)[number];
 
 interface Options {
@@ -63,6 +67,7 @@ interface Options {
   threads: number;
   ingest: number;
   turns: number;
+  web: number;
   health: number;
   maxSeconds: number;
   webhookRate: number;
@@ -80,6 +85,7 @@ function parseArgs(argv: string[]): Options {
     threads: 64,
     ingest: 40,
     turns: 30,
+    web: 30,
     health: 200,
     maxSeconds: 10,
     webhookRate: 10,
@@ -107,6 +113,7 @@ function parseArgs(argv: string[]): Options {
     else if (a === "--threads") o.threads = Math.floor(num());
     else if (a === "--ingest") o.ingest = Math.floor(num());
     else if (a === "--turns") o.turns = Math.floor(num());
+    else if (a === "--web") o.web = Math.floor(num());
     else if (a === "--health") o.health = Math.floor(num());
     else if (a === "--max-seconds") o.maxSeconds = num();
     else if (a === "--webhook-rate") o.webhookRate = num();
@@ -237,14 +244,25 @@ async function main(): Promise<number> {
     let failures = 0;
     const count = (...ps: Phase[]) => ps.forEach((p) => (failures += p.failed));
 
-    // ---- ingest and sync, with health before and after ------------------------------------
-    if (has("ingest") || has("sync")) {
+    // ---- ingest, sync and web, with health before and after --------------------------------
+    if (has("ingest") || has("sync") || has("web")) {
       if (has("ingest")) await setupIngest(ctx);
       await setupSync(ctx); // the warm-up uses it either way
       console.log("bench: warming up …");
       await healthPhase(base, "warm-up", opts.callers, 30, 20);
       const warm = await syncPhase(ctx, "warm", opts.callers, 5, 30, "warm-up turns");
       if (warm.failed) console.log(`bench: warm-up turn failures ${JSON.stringify(warm.failures)}`);
+      // The visitors open their pages and streams before the timed phases; an idle open stream is
+      // a hibernated WebSocket, so it does not weigh on the phases before web.
+      let visitors: Visitor[] = [];
+      if (has("web")) {
+        await setupWeb(ctx);
+        console.log(`bench: opening ${opts.callers} web visitors (page session + stream) …`);
+        visitors = await openVisitors(base, opts.callers);
+        cleanups.push(() => visitors.forEach((v) => v.stop()));
+        const warmWeb = await webPhase(visitors, "warm", 5, 30, "web warm-up");
+        if (warmWeb.phase.failed) console.log(`bench: web warm-up failures ${JSON.stringify(warmWeb.phase.failures)}`);
+      }
 
       const h1 = await healthPhase(base, "(before)", opts.callers, opts.health, opts.maxSeconds);
       let ingest: Awaited<ReturnType<typeof ingestPhase>> | null = null;
@@ -259,6 +277,11 @@ async function main(): Promise<number> {
       if (has("sync")) {
         console.log("bench: sync turns …");
         sync = await syncPhase(ctx, "run", opts.callers, opts.turns, opts.maxSeconds);
+      }
+      let web: Awaited<ReturnType<typeof webPhase>> | null = null;
+      if (has("web")) {
+        console.log("bench: web messages …");
+        web = await webPhase(visitors, "run", opts.web, opts.maxSeconds);
       }
       const h2 = await healthPhase(base, "(after)", opts.callers, opts.health, opts.maxSeconds);
       const healthRate = (h1.perSecond + h2.perSecond) / 2;
@@ -279,6 +302,24 @@ async function main(): Promise<number> {
         count(sync);
         rows.push({ phase: sync, note: `÷ health ${fmt(ratio, 3)} (target ≥ ${opts.inspector ? "0.3" : "0.45"})` });
         json.sync = { ...summary(sync), ratio };
+      }
+      if (web) {
+        const ratio = web.phase.perSecond / healthRate;
+        const p95 = percentile(web.phase.latencies, 95);
+        const ack50 = percentile(web.ackMs, 50);
+        count(web.phase);
+        rows.push({
+          phase: web.phase,
+          note: `÷ health ${fmt(ratio, 3)}; POST → answer frame, p95 ${fmt(p95)} ms; the POST's own 200 p50 ${fmt(ack50)} ms; frame before the 200: ${web.framesFirst}/${web.phase.ok}`,
+        });
+        json.web = {
+          ...summary(web.phase),
+          p95_ms: p95,
+          ratio,
+          post_ack_p50_ms: ack50,
+          post_ack_p99_ms: percentile(web.ackMs, 99),
+          frame_before_post_answer: web.framesFirst,
+        };
       }
       rows.push({ phase: h2, note: `mean health ${fmt(healthRate)} /s` });
       json.health_after = summary(h2);
