@@ -60,6 +60,11 @@ async function webRoute(c: Context<AppEnv>, identity: string): Promise<{ at: num
   return { at, found, route: found.route };
 }
 
+/** The route and the identity's site settings, read side by side (two D1 reads in flight at once). */
+function routeAndSite(c: Context<AppEnv>, identity: string) {
+  return Promise.all([webRoute(c, identity), readSite(c.env.DB, identity)]);
+}
+
 /** The visitor's session on `route`, checked in its thread; refused like an unknown one otherwise. */
 async function session(c: Context<AppEnv>, route: Route, identity: string, cred: Credential | null, params?: Record<string, string>) {
   if (!cred) throw sessionMissing();
@@ -165,8 +170,7 @@ addPublicRoute(
   async (c, { body, raw }) => {
     capBody(c, raw);
     const cred = await readCredential(c.req.raw, body.identity);
-    const read = await webRoute(c, body.identity);
-    const site = await readSite(c.env.DB, body.identity);
+    const [read, site] = await routeAndSite(c, body.identity);
     const origin = requireOrigin(c, cred?.mode ?? (bearerToken(c.req.raw) !== null ? "bearer" : "cookie"), site.allowed_origins);
     const { params } = await session(c, read.route, body.identity, cred);
     if (!cred) throw sessionMissing();
@@ -191,8 +195,7 @@ addPublicRoute(
   },
   async (c, { body, raw }) => {
     capBody(c, raw);
-    const read = await webRoute(c, body.identity);
-    const site = await readSite(c.env.DB, body.identity);
+    const [read, site] = await routeAndSite(c, body.identity);
     const origin = requireOrigin(c, "bearer", site.allowed_origins);
     if (site.gate_enabled) await requireEntry(c, body.identity, body.entry_code ?? null);
     const minted = await openSession(c, read.route, body.identity, null);
@@ -216,8 +219,7 @@ addPublicRoute(
   async (c, { body, raw }) => {
     capBody(c, raw);
     const cred = await readCredential(c.req.raw, body.identity);
-    const read = await webRoute(c, body.identity);
-    const site = await readSite(c.env.DB, body.identity);
+    const [read, site] = await routeAndSite(c, body.identity);
     const origin = requireOrigin(c, cred?.mode ?? (bearerToken(c.req.raw) !== null ? "bearer" : "cookie"), site.allowed_origins);
     const current = await session(c, read.route, body.identity, cred);
     if (!cred) throw sessionMissing();
@@ -245,8 +247,7 @@ addPublicRoute(
   async (c, { body, raw }) => {
     capBody(c, raw);
     const cred = await readCredential(c.req.raw, body.identity);
-    const read = await webRoute(c, body.identity);
-    const site = await readSite(c.env.DB, body.identity);
+    const [read, site] = await routeAndSite(c, body.identity);
     const origin = requireOrigin(c, "bearer", site.allowed_origins);
     const current = await session(c, read.route, body.identity, cred);
     if (!cred) throw sessionMissing();
@@ -368,8 +369,7 @@ addPublicRoute(
   async (c, { params, body, raw }) => {
     capBody(c, raw);
     const cred = await readCredential(c.req.raw, body.identity);
-    const read = await webRoute(c, body.identity);
-    const site = await readSite(c.env.DB, body.identity);
+    const [read, site] = await routeAndSite(c, body.identity);
     const origin = requireOrigin(c, cred?.mode ?? (bearerToken(c.req.raw) !== null ? "bearer" : "cookie"), site.allowed_origins);
     const current = await session(c, read.route, body.identity, cred);
     if (!cred) throw sessionMissing();
