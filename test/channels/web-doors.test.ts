@@ -460,3 +460,39 @@ describe("the operator's view of web threads", () => {
     expect(transcript.body.data.items[0]).toMatchObject({ channel: "web", client_address: visitor, inbound_text: "seen by the console?" });
   });
 });
+
+describe("an ask-less form", () => {
+  it("reaches the page as its schema, and the visitor's submission is a form message on the thread", async () => {
+    const r = await webRoute({ initial_mode: "manual" });
+    const { cookie } = await openPage(r.identity);
+    await post("/api/channels/web/messages", { identity: r.identity, text: "I want a callback" }, { cookie });
+    const visitor = cookie.split("=")[1].split(".")[0];
+    const threadId = `bridge:${r.name}:${visitor}`;
+    const schema = { type: "object", properties: { phone: { type: "string", title: "Phone" }, urgent: { type: "boolean" } }, required: ["phone"] };
+    const sent = await call("POST", `/api/conversations/${r.name}/thread/messages`, {
+      key: await admin(),
+      body: { thread_id: threadId, text: "Leave your number", schema },
+    });
+    expect(sent.status, JSON.stringify(sent.body)).toBe(200);
+    const live = await stream(r.identity, cookie);
+    const asked = await eventually(
+      async () => live.frames.filter((f) => f.type === "entry" && f.entry.role === "operator").map((f) => f.entry),
+      (e) => e.length > 0,
+    );
+    expect(asked[0]).toMatchObject({ text: "Leave your number", part: { schema } });
+    const filled = await post("/api/channels/web/messages", { identity: r.identity, text: "", form: { phone: "+15550001111", urgent: true } }, { cookie });
+    expect(filled.status, JSON.stringify(filled.body)).toBe(200);
+    const shown = await eventually(
+      async () => live.frames.filter((f) => f.type === "entry" && f.entry.role === "visitor" && f.entry.message_id === filled.body.data.message_id),
+      (e) => e.length > 0,
+    );
+    expect(shown[0].entry).toMatchObject({ text: "phone: +15550001111\nurgent: true", part: { form: { phone: "+15550001111", urgent: true } } });
+    const rows = await rawRows(threadId);
+    expect(rows.map((x) => JSON.parse(x.record)).find((x) => x.message_id === filled.body.data.message_id)).toMatchObject({
+      inbound_form: { phone: "+15550001111", urgent: true },
+    });
+    live.ws.close();
+    // Neither text nor form: refused.
+    expect((await post("/api/channels/web/messages", { identity: r.identity, text: " " }, { cookie })).status).toBe(400);
+  });
+});

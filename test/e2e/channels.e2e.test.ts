@@ -248,7 +248,7 @@ describe("channels against a real wrangler dev", () => {
 
   it("lists the configured channels", async () => {
     const r = await http(base, "GET", "/api/channels", { key: adminKey });
-    expect(r.body.data.channels.map((c: { name: string }) => c.name).sort()).toEqual(["slack", "telegram", "twilio", "whatsapp"]);
+    expect(r.body.data.channels.map((c: { name: string }) => c.name).sort()).toEqual(["slack", "telegram", "twilio", "web", "whatsapp"]);
     expect(r.body.data.channels.find((c: { name: string }) => c.name === "twilio").max_message_chars).toBe(40);
   });
 });

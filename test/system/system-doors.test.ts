@@ -92,7 +92,7 @@ describe("GET /api/system/kinds", () => {
     const by = Object.fromEntries(rows.map((x) => [x.kind, x]));
     expect(by.conversations).toMatchObject({ state: "active", plugin: "d1" });
     expect(by.conversations.detail).toContain("CONVERSATIONS_STORE_URL configured");
-    expect(by.channels).toMatchObject({ state: "active", plugin: "twilio,whatsapp,telegram,slack" });
+    expect(by.channels).toMatchObject({ state: "active", plugin: "twilio,whatsapp,telegram,slack,web" });
     expect(by.checkpoints).toMatchObject({ state: "default", plugin: "kv" });
     expect(by.identity.detail).toContain("ACCESS_CONTROL_BOOTSTRAP_TOKEN configured");
     expect(by.config.detail).toContain("SETTINGS_ENCRYPTION_KEY configured");
@@ -107,7 +107,7 @@ describe("GET /api/system/kinds", () => {
       expect(text).not.toContain(value);
   });
 
-  it("follows the settings: stores off, no channels, an explicit checkpoint provider", async () => {
+  it("follows the settings: stores off, no provider channels, an explicit checkpoint provider", async () => {
     const bare = Object.fromEntries(Object.entries(env).filter(([k]) => !k.startsWith("CHANNEL_")));
     const by = await kindsWith({
       ...bare,
@@ -119,7 +119,8 @@ describe("GET /api/system/kinds", () => {
     expect(by.states).toMatchObject({ state: "off", plugin: null });
     expect(by.states.detail).toContain("STATES_STORE_URL not configured");
     expect(by.marketplace).toMatchObject({ state: "off" });
-    expect(by.channels).toMatchObject({ state: "off", plugin: null });
+    // The web channel needs no secret: it stays on with every provider unset.
+    expect(by.channels).toMatchObject({ state: "active", plugin: "web" });
     expect(by.checkpoints).toMatchObject({ state: "active", plugin: "d1" });
     expect(by.checkpoints.detail).toContain("LLM_PROVIDER_CHECKPOINT_TTL_MINUTES configured");
     expect(by.conversations.state).toBe("active");

@@ -15,11 +15,13 @@ import { el, randomId, webUrl } from "./dom";
 import { WebError, type Transport } from "./transport";
 
 export type Role = "visitor" | "bot" | "operator";
-export type Option = { id: string; text: string };
+export type Option = { id?: string; text: string; kind?: string; url?: string };
 export type Media = { kind: string; url: string; caption?: string; filename?: string };
 export type Part = {
   media?: Media[];
   options?: Option[];
+  /** An ask-less form's schema: its fields are filled in and sent as one message. */
+  schema?: Record<string, unknown>;
   question?: { interaction_id: string; prompt: string; options: Option[] | null; form: object | null };
 };
 export type Entry = { seq: number; role: Role; text: string; part: Part | null; at: string; message_id?: string };
@@ -46,6 +48,7 @@ export type ChatHooks = {
 
 const MAX_CHIPS = 10;
 const MAX_MEDIA = 10;
+const MAX_FIELDS = 20;
 const PING_MS = 25_000;
 const FIRST_PAUSE_MS = 1000;
 const MAX_PAUSE_MS = 30_000;
@@ -305,11 +308,18 @@ export class Chat {
     if (text) bubble.append(el(this.doc, "p", { class: "tai-text" }, text));
     if (q && q.prompt && entry.text && q.prompt !== entry.text) bubble.append(el(this.doc, "p", { class: "tai-text" }, q.prompt));
     for (const m of (entry.part?.media ?? []).slice(0, MAX_MEDIA)) bubble.append(this.mediaCard(m));
-    if (entry.part?.options?.length) bubble.append(this.chips(entry.part.options, "tai-options", (o) => this.sendText(o.text)));
+    const options = entry.part?.options ?? [];
+    const replies = options.filter((o) => o.kind !== "link");
+    if (replies.length) bubble.append(this.chips(replies, "tai-options", (o) => this.sendText(o.text)));
+    for (const o of options.filter((x) => x.kind === "link").slice(0, MAX_CHIPS)) {
+      const href = o.url ? webUrl(o.url) : null;
+      if (href) bubble.append(el(this.doc, "a", { class: "tai-card tai-link", href, target: "_blank", rel: "noopener noreferrer" }, o.text));
+    }
+    if (entry.part?.schema) bubble.append(this.formBox(entry.part.schema));
     if (q)
       bubble.append(
         q.options?.length
-          ? this.chips(q.options, "tai-question", (o, done) => this.answer(q.interaction_id, { option_id: o.id }, done))
+          ? this.chips(q.options, "tai-question", (o, done) => this.answer(q.interaction_id, o.id ? { option_id: o.id } : { text: o.text }, done))
           : this.answerBox(q.interaction_id),
       );
     row.replaceChildren(el(this.doc, "span", { class: entry.role === "operator" ? "tai-who" : "tai-who tai-sr" }, `${WHO[entry.role]}:`), bubble);
@@ -360,6 +370,57 @@ export class Chat {
       group.append(b);
     }
     return group;
+  }
+
+  /**
+   * An ask-less form: one labelled field per property of the schema (text, number, a checkbox for
+   * a boolean, a choice for an enum), sent as the visitor's next message with `form`.
+   */
+  private formBox(schema: Record<string, unknown>): HTMLElement {
+    const props = schema.properties && typeof schema.properties === "object" ? (schema.properties as Record<string, Record<string, unknown>>) : {};
+    const required = new Set(Array.isArray(schema.required) ? schema.required.filter((r): r is string => typeof r === "string") : []);
+    const form = el(this.doc, "form", { class: "tai-answer tai-formbox" });
+    const read: Array<() => [string, unknown] | null> = [];
+    for (const [name, p] of Object.entries(props).slice(0, MAX_FIELDS)) {
+      if (!p || typeof p !== "object") continue;
+      const id = `tai-f-${randomId()}`;
+      const label = el(this.doc, "label", { for: id, class: "tai-label" }, typeof p.title === "string" ? p.title : name);
+      if (Array.isArray(p.enum)) {
+        const select = el(this.doc, "select", { id, class: "tai-input", required: required.has(name) });
+        for (const v of p.enum.slice(0, 50)) select.append(el(this.doc, "option", { value: String(v) }, String(v)));
+        form.append(label, select);
+        read.push(() => [name, select.value]);
+      } else if (p.type === "boolean") {
+        const box = el(this.doc, "input", { id, type: "checkbox", class: "tai-check" });
+        form.append(box, label);
+        read.push(() => [name, box.checked]);
+      } else {
+        const numeric = p.type === "number" || p.type === "integer";
+        const input = el(this.doc, "input", { id, class: "tai-input", type: numeric ? "number" : "text", required: required.has(name), autocomplete: "off" });
+        form.append(label, input);
+        read.push(() => (input.value === "" ? null : [name, numeric ? Number(input.value) : input.value]));
+      }
+    }
+    const button = el(this.doc, "button", { type: "submit", class: "tai-send" }, "Send");
+    form.append(button);
+    form.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      const values: Record<string, unknown> = {};
+      for (const r of read) {
+        const kv = r();
+        if (kv) values[kv[0]] = kv[1];
+      }
+      button.disabled = true;
+      this.t.post("messages", { text: "", form: values, client_message_id: randomId() }).then(
+        () => this.say("Form sent."),
+        (err) => {
+          button.disabled = false;
+          if (err instanceof WebError && err.status === 401) this.sessionLost();
+          else this.say(`The form was not sent: ${messageOf(err)}.`);
+        },
+      );
+    });
+    return form;
   }
 
   /** A question without choices (or with a form): answered by a line of text. */
@@ -480,7 +541,9 @@ function messageOf(err: unknown): string {
 }
 
 function isOption(o: unknown): o is Option {
-  return !!o && typeof o === "object" && typeof (o as Option).id === "string" && typeof (o as Option).text === "string";
+  if (!o || typeof o !== "object") return false;
+  const x = o as Option;
+  return typeof x.text === "string" && (x.id === undefined || typeof x.id === "string") && (x.url === undefined || typeof x.url === "string");
 }
 
 /** A stream entry checked field by field: a malformed frame is skipped, never rendered half. */
@@ -499,6 +562,7 @@ export function asEntry(v: unknown): Entry | null {
       );
     }
     if (Array.isArray(part.options)) clean.options = part.options.filter(isOption);
+    if (part.schema && typeof part.schema === "object" && !Array.isArray(part.schema)) clean.schema = part.schema as Record<string, unknown>;
     const q = part.question && typeof part.question === "object" ? (part.question as Record<string, unknown>) : null;
     if (q && typeof q.interaction_id === "string") {
       clean.question = {

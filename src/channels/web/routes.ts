@@ -20,6 +20,7 @@ import type { Route, RouteWithKey } from "../../conversations/model/route";
 import { routeWithKeyByChannelIdentity } from "../../conversations/store";
 import type { AppEnv } from "../../platform/http/app-env";
 import { readStreamCapped } from "../../platform/http/body";
+import { type JsonObject, jsonObjectSchema } from "../../platform/http/bounded-json";
 import { HttpError } from "../../platform/http/errors";
 import { addPublicRoute } from "../../platform/http/route";
 import { WEB_PAGE_CSP, refusalPage, renderChatPage, serveWebAsset, webManifest } from "./assets";
@@ -45,7 +46,15 @@ export const webChannelRouter = new Hono<AppEnv>();
 const identitySchema = WebIdentity;
 const identityBody = z.object({ identity: identitySchema }).strict();
 const clientMessageId = z.string().regex(/^[A-Za-z0-9_-]{8,64}$/, { message: "must be 8 to 64 characters of [A-Za-z0-9_-]" });
-const messageBody = z.object({ identity: identitySchema, text: z.string().max(8000), client_message_id: clientMessageId.optional() }).strict();
+const messageBody = z
+  .object({
+    identity: identitySchema,
+    text: z.string().max(8000),
+    client_message_id: clientMessageId.optional(),
+    /** An ask-less form's submission (the fields of a schema an answer carried). */
+    form: jsonObjectSchema.optional(),
+  })
+  .strict();
 const sessionBody = z.object({ identity: identitySchema, entry_code: z.string().max(200).optional() }).strict();
 
 /** Link parameters the page URL may carry that are not the target's: entry and pairing codes. */
@@ -174,8 +183,8 @@ addPublicRoute(
     const origin = requireOrigin(c, cred?.mode ?? (bearerToken(c.req.raw) !== null ? "bearer" : "cookie"), site.allowed_origins);
     const { params } = await session(c, read.route, body.identity, cred);
     if (!cred) throw sessionMissing();
-    if (!body.text.trim()) throw new HttpError(400, "text must not be blank", "blank");
-    const messageId = await admitVisitorMessage(c, read, body.identity, cred, body.text, body.client_message_id ?? null, params);
+    if (!body.text.trim() && !body.form) throw new HttpError(400, "text must not be blank", "blank");
+    const messageId = await admitVisitorMessage(c, read, body.identity, cred, body.text, body.client_message_id ?? null, params, body.form);
     return json(c, { message_id: messageId }, 200, corsHeaders(c, cred.mode, origin));
   },
 );
@@ -319,6 +328,7 @@ async function admitVisitorMessage(
   text: string,
   clientMessageId: string | null,
   params: Record<string, string> | null,
+  form?: JsonObject,
 ): Promise<string> {
   const providerId = clientMessageId ? `cm:${await secretHash(`${identity}:${cred.visitorId}:${clientMessageId}`)}` : `rm:${crypto.randomUUID()}`;
   let out;
@@ -334,6 +344,7 @@ async function admitVisitorMessage(
         our_identity: identity,
         text,
         ...(params ? { params } : {}),
+        ...(form ? { form } : {}),
         cap_key: networkBucket(c.req.raw),
       },
       read,

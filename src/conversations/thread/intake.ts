@@ -18,8 +18,16 @@ export interface IntakeParts extends TurnLoopParts {
  * (in the same transaction on the visitor's own thread; right after it on a linked person's).
  */
 async function visitorEntry(web: WebVisitor, rec: AnswerRecord): Promise<void> {
-  if (rec.channel === "web" && rec.origin === "client" && rec.inbound_kind === "message" && rec.inbound_text)
-    await web.appendFor(rec, "visitor", rec.inbound_text, null, rec.message_id);
+  if (rec.channel !== "web" || rec.origin !== "client" || rec.inbound_kind !== "message") return;
+  // A form-only message shows as what was sent, field by field.
+  if (rec.inbound_text) await web.appendFor(rec, "visitor", rec.inbound_text, null, rec.message_id);
+  else if (rec.inbound_form) await web.appendFor(rec, "visitor", formSummary(rec.inbound_form), { form: rec.inbound_form }, rec.message_id);
+}
+
+function formSummary(form: Record<string, unknown>): string {
+  return Object.entries(form)
+    .map(([k, v]) => `${k}: ${typeof v === "string" ? v : JSON.stringify(v)}`)
+    .join("\n");
 }
 
 /**
