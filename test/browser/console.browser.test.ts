@@ -22,6 +22,7 @@ import { BOOTSTRAP_TOKEN, type DevServer, ROOT, freePort, http, startDev } from 
 import { type FakeProviders, startFakeProviders } from "../e2e/support/fake-providers";
 import { pollUntil } from "../e2e/support/poll";
 import { launchChromium } from "./support/chromium";
+import { pageOpener, visible } from "./support/pages";
 
 const TELEGRAM = { token: "424242:telegram-console", secret: "telegram-console-secret" };
 const SHOTS = process.env.UPDATE_SCREENSHOTS === "1" ? join(ROOT, "docs", "console") : mkdtempSync(join(tmpdir(), "console-shots-"));
@@ -36,20 +37,7 @@ let admin: { context: BrowserContext; page: Page };
 /** Content Security Policy reports and page errors seen by any page. */
 const violations: string[] = [];
 
-async function newPage(opts: Parameters<Browser["newContext"]>[0] = {}): Promise<{ context: BrowserContext; page: Page }> {
-  const context = await browser.newContext({ viewport: DESKTOP, ...opts });
-  const page = await context.newPage();
-  page.on("console", (m) => {
-    if (/Content Security Policy|Refused to (load|execute|apply|connect)/i.test(m.text())) violations.push(`${page.url()}: ${m.text()}`);
-  });
-  page.on("pageerror", (e) => violations.push(`${page.url()}: page error: ${e.message}`));
-  return { context, page };
-}
-
-async function visible(l: Locator, timeout = 15_000): Promise<Locator> {
-  await l.first().waitFor({ state: "visible", timeout });
-  return l.first();
-}
+const newPage = pageOpener(() => browser, violations, { viewport: DESKTOP });
 
 async function shot(page: Page, name: string, fullPage = false): Promise<void> {
   await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage, animations: "disabled" });

@@ -21,6 +21,7 @@ import { type FakeProviders, startFakeProviders } from "../e2e/support/fake-prov
 import { pollUntil } from "../e2e/support/poll";
 import { type ToolServer, startToolServer } from "../e2e/support/tool-server";
 import { launchChromium } from "./support/chromium";
+import { pageOpener, visible } from "./support/pages";
 
 const SHOTS = process.env.UPDATE_SCREENSHOTS === "1" ? join(ROOT, "docs", "web") : mkdtempSync(join(tmpdir(), "webchat-shots-"));
 
@@ -36,20 +37,7 @@ const TELEGRAM = { token: "424242:telegram-webchat", secret: "telegram-webchat-s
 const CONCIERGE_PAYLOAD = "{message: .message, params: (.params // null), person_id: (.person_id // null)}";
 const violations: string[] = [];
 
-async function newPage(opts: Parameters<Browser["newContext"]>[0] = {}): Promise<{ context: BrowserContext; page: Page }> {
-  const context = await browser.newContext({ viewport: { width: 390, height: 780 }, ...opts });
-  const page = await context.newPage();
-  page.on("console", (m) => {
-    if (/Content Security Policy|Refused to (load|execute|apply|connect)/i.test(m.text())) violations.push(`${page.url()}: ${m.text()}`);
-  });
-  page.on("pageerror", (e) => violations.push(`${page.url()}: page error: ${e.message}`));
-  return { context, page };
-}
-
-async function visible(l: Locator, timeout = 15_000): Promise<Locator> {
-  await l.first().waitFor({ state: "visible", timeout });
-  return l.first();
-}
+const newPage = pageOpener(() => browser, violations, { viewport: { width: 390, height: 780 } });
 
 const entries = (page: Page | Locator, role: string) => page.locator(`.tai-entry.tai-${role}`);
 

@@ -161,6 +161,20 @@ function capBody(c: Context<AppEnv>, raw: Uint8Array | null): void {
   if (raw && raw.byteLength > max) throw new HttpError(413, `request body exceeds ${max} bytes`, "body_too_large");
 }
 
+/**
+ * What every visitor POST starts with: the body cap, the credential, the route and site, the
+ * Origin rule for the credential's mode (`bearer` forces the widget's rule), and the live session.
+ */
+async function visitorRequest(c: Context<AppEnv>, identity: string, raw: Uint8Array | null, mode?: CredentialMode) {
+  capBody(c, raw);
+  const found = await readCredential(c.req.raw, identity);
+  const [read, site] = await routeAndSite(c, identity);
+  const origin = requireOrigin(c, mode ?? found?.mode ?? (bearerToken(c.req.raw) !== null ? "bearer" : "cookie"), site.allowed_origins);
+  const current = await session(c, read.route, identity, found);
+  if (!found) throw sessionMissing();
+  return { cred: found, read, origin, current };
+}
+
 const publicDoor = { area: "channels", auth: { public: true } as const, store: "conversations" as const };
 
 addPublicRoute(
@@ -177,12 +191,8 @@ addPublicRoute(
     errors: [401, 403, 404, 413, 429, 503],
   },
   async (c, { body, raw }) => {
-    capBody(c, raw);
-    const cred = await readCredential(c.req.raw, body.identity);
-    const [read, site] = await routeAndSite(c, body.identity);
-    const origin = requireOrigin(c, cred?.mode ?? (bearerToken(c.req.raw) !== null ? "bearer" : "cookie"), site.allowed_origins);
-    const { params } = await session(c, read.route, body.identity, cred);
-    if (!cred) throw sessionMissing();
+    const { cred, read, origin, current } = await visitorRequest(c, body.identity, raw);
+    const { params } = current;
     if (!body.text.trim() && !body.form) throw new HttpError(400, "text must not be blank", "blank");
     const messageId = await admitVisitorMessage(c, read, body.identity, cred, body.text, body.client_message_id ?? null, params, body.form);
     return json(c, { message_id: messageId }, 200, corsHeaders(c, cred.mode, origin));
@@ -226,12 +236,7 @@ addPublicRoute(
     errors: [401, 403, 404, 413],
   },
   async (c, { body, raw }) => {
-    capBody(c, raw);
-    const cred = await readCredential(c.req.raw, body.identity);
-    const [read, site] = await routeAndSite(c, body.identity);
-    const origin = requireOrigin(c, cred?.mode ?? (bearerToken(c.req.raw) !== null ? "bearer" : "cookie"), site.allowed_origins);
-    const current = await session(c, read.route, body.identity, cred);
-    if (!cred) throw sessionMissing();
+    const { cred, read, origin, current } = await visitorRequest(c, body.identity, raw);
     await threadStub(c.env, current.threadId).webEnd(false);
     const minted = await openSession(c, read.route, body.identity, null);
     const s = c.get("settings").web;
@@ -254,12 +259,7 @@ addPublicRoute(
     errors: [401, 403, 404, 413],
   },
   async (c, { body, raw }) => {
-    capBody(c, raw);
-    const cred = await readCredential(c.req.raw, body.identity);
-    const [read, site] = await routeAndSite(c, body.identity);
-    const origin = requireOrigin(c, "bearer", site.allowed_origins);
-    const current = await session(c, read.route, body.identity, cred);
-    if (!cred) throw sessionMissing();
+    const { cred, origin, current } = await visitorRequest(c, body.identity, raw, "bearer");
     const ticket = `${cred.visitorId}.${mintToken().secret}`;
     await threadStub(c.env, current.threadId).webTicket(await secretHash(ticket), TICKET_TTL_MS);
     return json(c, { ticket }, 200, corsHeaders(c, "bearer", origin));
@@ -378,12 +378,7 @@ addPublicRoute(
     errors: [401, 403, 404, 413, 429, 503],
   },
   async (c, { params, body, raw }) => {
-    capBody(c, raw);
-    const cred = await readCredential(c.req.raw, body.identity);
-    const [read, site] = await routeAndSite(c, body.identity);
-    const origin = requireOrigin(c, cred?.mode ?? (bearerToken(c.req.raw) !== null ? "bearer" : "cookie"), site.allowed_origins);
-    const current = await session(c, read.route, body.identity, cred);
-    if (!cred) throw sessionMissing();
+    const { cred, read, origin, current } = await visitorRequest(c, body.identity, raw);
     const noSuch = () => new HttpError(404, "no such question waits in this conversation", "unknown_question");
     if (!(await threadStub(c.env, current.threadId).holdsParked(params.interaction_id))) throw noSuch();
     let text = body.text ?? "";

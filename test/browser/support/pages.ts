@@ -1,0 +1,26 @@
+/**
+ * What the browser suites share: a fresh context and page that report every CSP refusal and page
+ * error into the suite's list, and a wait for the first visible match of a locator.
+ */
+import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
+
+export type ContextOptions = Parameters<Browser["newContext"]>[0];
+
+/** Opens pages in `browser()` with `defaults`; CSP refusals and page errors go to `violations`. */
+export function pageOpener(browser: () => Browser, violations: string[], defaults: ContextOptions = {}) {
+  return async (opts: ContextOptions = {}): Promise<{ context: BrowserContext; page: Page }> => {
+    const context = await browser().newContext({ ...defaults, ...opts });
+    const page = await context.newPage();
+    page.on("console", (m) => {
+      if (/Content Security Policy|Refused to (load|execute|apply|connect)/i.test(m.text())) violations.push(`${page.url()}: ${m.text()}`);
+    });
+    page.on("pageerror", (e) => violations.push(`${page.url()}: page error: ${e.message}`));
+    return { context, page };
+  };
+}
+
+/** The first match of `l`, once it is visible. */
+export async function visible(l: Locator, timeout = 15_000): Promise<Locator> {
+  await l.first().waitFor({ state: "visible", timeout });
+  return l.first();
+}
