@@ -86,7 +86,7 @@ export const BOOTSTRAP_TOKEN = E2E_SECRETS.ACCESS_CONTROL_BOOTSTRAP_TOKEN;
 export const MIGRATED_STATE_VAR = "E2E_MIGRATED_STATE";
 
 export async function startDev(opts: DevOptions = {}): Promise<DevServer> {
-  const port = opts.port ?? (await freePort());
+  let port = opts.port ?? (await freePort());
   const persistDir = opts.persistDir ?? mkdtempSync(join(tmpdir(), "bridge-e2e-"));
   const template = process.env[MIGRATED_STATE_VAR];
   const ownConfig = (opts.args ?? []).some((a) => a === "--config" || a === "-c" || a.startsWith("--config="));
@@ -162,7 +162,19 @@ export async function startDev(opts: DevOptions = {}): Promise<DevServer> {
     child = null;
   }
 
-  await launch();
+  // A port found free can be taken by another process before wrangler binds it (the suites start
+  // servers side by side): a first start on ports of our own choosing tries fresh ones.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await launch();
+      break;
+    } catch (err) {
+      const taken = err instanceof Error && err.message.includes("Address already in use");
+      if (!taken || opts.port !== undefined || attempt >= 3) throw err;
+      log = "";
+      port = await freePort();
+    }
+  }
   return {
     baseUrl: `http://127.0.0.1:${port}`,
     persistDir,
