@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // `npm start`: make sure the local secrets exist (.dev.vars), run the jq build step, apply D1
-// migrations to the local database, then run `wrangler dev` on 127.0.0.1:8787 with local
-// persistence. Extra arguments pass through to wrangler dev (`npm start -- --port 9000 --var
-// NAME:VALUE`); `--persist-to DIR` is honoured by both steps.
+// migrations to the local database, then serve the Worker on 127.0.0.1:8787 with local
+// persistence: without the DevTools inspector (scripts/serve.mjs) unless `--inspect` asks for
+// `wrangler dev` itself. Options: `--ip`, `--port`, `--persist-to DIR` (honoured by every step),
+// `--config`, `--var NAME:VALUE`, `--log-level`; with `--inspect`, any wrangler dev argument.
 import { spawn, spawnSync } from "node:child_process";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -15,7 +16,9 @@ const wrangler = join(root, "node_modules", "wrangler", "bin", "wrangler.js");
 // step 3 for a persistence directory known to be current, such as the end-to-end suites' copies of
 // an already-migrated template, where the step would start a local runtime only to find nothing to do.
 const skipMigrations = process.argv.includes("--skip-migrations");
-const args = process.argv.slice(2).filter((a) => a !== "--skip-migrations");
+// `--inspect` is this script's too: serve through `wrangler dev` with its DevTools inspector.
+const inspect = process.argv.includes("--inspect");
+const args = process.argv.slice(2).filter((a) => a !== "--skip-migrations" && a !== "--inspect");
 
 function optionValue(name) {
   for (let i = 0; i < args.length; i++) {
@@ -25,6 +28,44 @@ function optionValue(name) {
   return undefined;
 }
 const has = (name) => args.some((a) => a === name || a.startsWith(`${name}=`));
+
+/**
+ * The options of the default (inspector-off) server, from `--var`, `--ip`, `--port`,
+ * `--persist-to`, `--config` and `--log-level`. `--inspector-port` and
+ * `--show-interactive-dev-session` mean nothing without an inspector or a terminal session, so they
+ * are accepted and left unused; any other wrangler dev argument needs `--inspect`.
+ */
+function serveOptions(list) {
+  const opts = { config: resolve(root, configPath ?? "wrangler.toml"), ip: "127.0.0.1", port: 8787, vars: {} };
+  for (let i = 0; i < list.length; i++) {
+    const [flag, inline] =
+      list[i].startsWith("--") && list[i].includes("=")
+        ? [list[i].slice(0, list[i].indexOf("=")), list[i].slice(list[i].indexOf("=") + 1)]
+        : [list[i], undefined];
+    const value = () => inline ?? list[++i];
+    if (flag === "--var") {
+      const v = value() ?? "";
+      const colon = v.indexOf(":");
+      if (colon < 1) fail(`--var expects NAME:VALUE`);
+      opts.vars[v.slice(0, colon)] = v.slice(colon + 1);
+    } else if (flag === "--ip") opts.ip = value();
+    else if (flag === "--port") opts.port = Number(value());
+    else if (flag === "--persist-to") opts.persistTo = resolve(process.cwd(), value());
+    else if (flag === "--config" || flag === "-c") value();
+    else if (flag === "--log-level") opts.logLevel = value();
+    else if (flag === "--inspector-port") value();
+    else if (flag === "--show-interactive-dev-session") {
+      if (inline === undefined && (list[i + 1] === "true" || list[i + 1] === "false")) i++;
+    } else fail(`${flag} is a wrangler dev option this server does not take; run npm start -- --inspect ${flag} … to pass it to wrangler dev`);
+  }
+  if (!Number.isInteger(opts.port) || opts.port < 0 || opts.port > 65535) fail("--port expects a port number");
+  return opts;
+}
+
+function fail(message) {
+  console.error(`npm start: ${message}`);
+  process.exit(2);
+}
 
 const persistTo = optionValue("--persist-to");
 const configPath = optionValue("--config") ?? optionValue("-c");
@@ -101,7 +142,10 @@ const defaults = [...(has("--ip") ? [] : ["--ip", "127.0.0.1"]), ...(has("--port
 // scripts/dev-output-filter.mjs); START_RAW_OUTPUT=1 shows wrangler's output as it is.
 const raw = env.START_RAW_OUTPUT === "1";
 const devEnv = raw || !process.stdout.isTTY ? env : { FORCE_COLOR: "1", ...env }; // piped output keeps its colours
-const dev = spawn(process.execPath, [wrangler, "dev", ...defaults, ...optional, ...args], {
+const command = inspect
+  ? [wrangler, "dev", ...defaults, ...optional, ...args]
+  : [join(root, "scripts", "serve.mjs"), JSON.stringify(serveOptions([...optional, ...args]))];
+const dev = spawn(process.execPath, command, {
   cwd: root,
   stdio: raw ? "inherit" : ["inherit", "pipe", "pipe"],
   env: devEnv,

@@ -1,0 +1,36 @@
+#!/usr/bin/env node
+// The server `npm start` runs by default: the same local runtime as `wrangler dev` (wrangler's
+// programmatic dev API over workerd, local persistence, `.dev.vars` secrets, rebuild on change),
+// without the DevTools inspector. `wrangler dev` always attaches its inspector proxy, which enables
+// the runtime's Network domain and hands every subrequest (each D1 query, each Durable Object
+// call) to wrangler's Node process as an event to format and log: a development-tool cost of
+// several milliseconds per message that a deployed Worker never pays. `npm start -- --inspect`
+// runs `wrangler dev` itself, inspector included, for debugging.
+//
+// Options (scripts/start.mjs parses and checks them): one JSON argument with `config`, `ip`,
+// `port`, `persistTo`, `logLevel` and `vars` (name → value, added as plain-text bindings on top of
+// wrangler.toml's `[vars]`, as `--var` does).
+import { unstable_startWorker } from "wrangler";
+
+const opts = JSON.parse(process.argv[2] ?? "{}");
+const worker = await unstable_startWorker({
+  config: opts.config,
+  dev: {
+    server: { hostname: opts.ip, port: opts.port },
+    inspector: false,
+    persist: opts.persistTo,
+    logLevel: opts.logLevel,
+  },
+  bindings: Object.fromEntries(Object.entries(opts.vars ?? {}).map(([name, value]) => [name, { type: "plain_text", value }])),
+});
+await worker.ready;
+console.log("npm start: serving without the DevTools inspector (npm start -- --inspect serves through wrangler dev with it)");
+
+let stopping = false;
+async function stop() {
+  if (stopping) return;
+  stopping = true;
+  await worker.dispose().catch(() => {});
+  process.exit(0);
+}
+for (const sig of ["SIGINT", "SIGTERM"]) process.on(sig, () => void stop());
