@@ -59,6 +59,7 @@ const OBJECT_AREAS = {
   schedule: "schedules",
   "state-store": "states",
   "tool-run": "tool-runs",
+  "access-epoch": "platform",
 };
 const THREAD_HALF = "^src/conversations/thread/";
 

@@ -10,11 +10,13 @@ import { pruneStates } from "./states/declarations";
 import { applyDueSaves } from "./states/pending-saves";
 import { pruneToolRuns } from "./tool-runs/index-store";
 import { pruneTriggerLinks } from "./hooks/trigger-links";
+import { publishAccessChanges, publishingWrites } from "./platform/epochs/publish";
 
 const app = createApp();
 
 export default {
-  fetch: app.fetch,
+  // A request that wrote D1 publishes its changes to the access epochs before it answers.
+  fetch: publishingWrites<Env>((request, env, ctx) => app.fetch(request, env, ctx)),
   async scheduled(_controller: ScheduledController, env: Env, ctx: ExecutionContext): Promise<void> {
     const now = Date.now();
     // The env with the runtime overlay on top, as the doors see it (docs/runtime-settings.md).
@@ -26,7 +28,18 @@ export default {
     // Expired background tool-run rows (each run's object deletes its own; this covers the rest) and expired hook trigger links.
     const toolRuns =
       settings.ok && settings.settings.toolRuns.storeUrl ? Promise.all([pruneToolRuns(env.DB, now), pruneTriggerLinks(env.DB, now)]) : Promise.resolve();
-    ctx.waitUntil(Promise.all([pruneThrottle(env.DB, now), pruneClaimLinks(env.DB, now), pruneIndexes(env.DB, now), states, connectors, toolRuns]));
+    // A backstop for writes whose publication failed or that ran outside a request.
+    ctx.waitUntil(
+      Promise.all([
+        publishAccessChanges(env),
+        pruneThrottle(env.DB, now),
+        pruneClaimLinks(env.DB, now),
+        pruneIndexes(env.DB, now),
+        states,
+        connectors,
+        toolRuns,
+      ]),
+    );
   },
 } satisfies ExportedHandler<Env>;
 
@@ -44,3 +57,4 @@ export { Schedule } from "../durable-objects/schedule";
 export { Interaction } from "../durable-objects/interaction";
 export { InteractionHub } from "../durable-objects/interaction-hub";
 export { ConsoleHub } from "../durable-objects/console-hub";
+export { AccessEpoch } from "../durable-objects/access-epoch";

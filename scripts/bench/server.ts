@@ -1,44 +1,22 @@
 /**
  * Starting what the bench measures: the bridge (through the e2e harness, i.e. the `npm start`
- * path, or with the same persistence directory served by wrangler's programmatic API with the
- * inspector off) and, for the overhead phase, a minimal relay Worker served the same way.
+ * path) and, for the overhead phase, a minimal relay Worker served the same way (wrangler's dev
+ * API with the inspector off, or `wrangler dev` with it).
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { E2E_DEFAULT_VARS, ROOT, freePort, startDev } from "../../test/e2e/harness";
+import { ROOT, freePort, startDev } from "../../test/e2e/harness";
 import type { Server } from "./lib";
 
 /**
- * The bridge. `env` reaches workerd's environment (e.g. SSL_CERT_FILE for the test CA). Without
- * the inspector the bench's own process spawns workerd, so `env` is copied into process.env.
+ * The bridge, through the e2e harness (the `npm start` path): inspector off, or with `--inspect`
+ * when `inspector` is set. `env` reaches workerd's environment (e.g. SSL_CERT_FILE for the test CA).
  */
 export async function startBridge(inspector: boolean, vars: Record<string, string>, env: Record<string, string>): Promise<Server> {
-  if (inspector) {
-    const dev = await startDev({ vars, env });
-    return { baseUrl: dev.baseUrl, stop: () => dev.close(), logs: dev.logs };
-  }
-  // The npm start path applies the D1 migrations into a fresh persistence directory; reuse it.
-  const prepared = await startDev({ vars, env });
-  await prepared.stop();
-  Object.assign(process.env, env);
-  const { unstable_startWorker } = await import("wrangler");
-  const port = await freePort();
-  const all = { ...E2E_DEFAULT_VARS, ...vars };
-  const worker = await unstable_startWorker({
-    config: join(ROOT, "wrangler.toml"),
-    dev: { server: { hostname: "127.0.0.1", port }, inspector: false, persist: prepared.persistDir, logLevel: "warn" },
-    bindings: Object.fromEntries(Object.entries(all).map(([k, v]) => [k, { type: "plain_text" as const, value: v }])),
-  });
-  await worker.ready;
-  return {
-    baseUrl: `http://127.0.0.1:${port}`,
-    stop: async () => {
-      await worker.dispose();
-      rmSync(prepared.persistDir, { recursive: true, force: true });
-    },
-  };
+  const dev = await startDev({ vars, env, args: inspector ? ["--inspect"] : [] });
+  return { baseUrl: dev.baseUrl, stop: () => dev.close(), logs: dev.logs };
 }
 
 /**

@@ -3,8 +3,10 @@ import type { TargetKind } from "../conversations/model/kinds";
 import { type ConditionInput, conditionAllows, conditionInput, conditionNeedsRequest } from "./condition";
 import { constantTimeEqual, sha256Hex } from "./crypto";
 import { keyAllowsRoute, keyAllowsTag, keyConditions, keyRunRefusal } from "./key-grants";
-import { type KeyRecord, keyWithOwnerByHash, parseKeyWithOwner } from "./key-store";
-import { type DoorDeclaration, isPinned, pinRefusal, pinnedStatement } from "./public-routes";
+import type { KeyRecord } from "./key-store";
+import { keyByHash } from "./key-cache";
+import type { Env } from "../platform/env";
+import { type DoorDeclaration, isPinned, pinRefusal } from "./public-routes";
 import { type Action, isAdminKey } from "./scopes";
 
 export type { DoorDeclaration } from "./public-routes";
@@ -59,23 +61,18 @@ export function readCredential(headers: Headers): string | null {
 /**
  * Authenticates a raw key: 401 "Authentication required" when absent, 401 "Unauthorized" when
  * unknown, disabled, or owned by a missing/disabled owner. The stored hash is compared again in
- * constant time after the indexed lookup. The key, its owner, both roles and the URLs of their
- * custom scopes come from one statement; `prefetch` statements (a door's own first read) ride in
- * the same D1 batch, so an authenticated request costs one round trip before its handler runs.
+ * constant time after the lookup. The key, its owner, both roles and the URLs of their custom
+ * scopes come from one D1 statement, which the isolate's key cache answers while the key's
+ * access epoch is unchanged (src/access-control/key-cache.ts), so a steady caller costs no round trip.
  */
-export async function authenticate(
-  db: D1Database,
-  credential: string | null,
-  prefetch: D1PreparedStatement[] = [],
-): Promise<Principal & { prefetched: D1Result[] }> {
+export async function authenticate(env: Env, credential: string | null): Promise<Principal> {
   if (!credential) throw new HttpError(401, "Authentication required");
   const hash = await sha256Hex(credential);
-  const [auth, ...prefetched] = await db.batch([keyWithOwnerByHash(db, hash), ...prefetch]);
-  const found = parseKeyWithOwner(auth.results[0] as Record<string, unknown> | undefined);
+  const found = await keyByHash(env, hash);
   if (!found || !constantTimeEqual(found.key_hash, hash) || found.key.disabled) throw unauthorized();
   const { key, owner } = found;
   if (key.owner_user_id && (!owner || owner.disabled)) throw unauthorized();
-  return { key, owner, admin: isAdminKey(key), restricted: owner !== null || key.owner_user_id !== null, prefetched };
+  return { key, owner, admin: isAdminKey(key), restricted: owner !== null || key.owner_user_id !== null };
 }
 
 /** What a route demands of its caller. */
@@ -148,36 +145,31 @@ export async function authorize(p: Principal, need: Requirement, request: { meth
 
 /**
  * The route pipeline's admission for a tagged door (src/platform/http/route.ts): authenticate, authorize,
- * and honour public pins. A request without a credential reads the pin (batched with the door's
- * prefetch, so still one round trip) only when the door may be pinned at all, and enters as
- * ANONYMOUS when pinned; otherwise 401. A request with a key is authenticated as usual; when its
- * grants refuse a pinned door, the pin lets it in (one extra read, on refusals only) as ANONYMOUS,
- * not as itself: the pin is what admits it, so it gets exactly what no key gets. Entering as
- * itself would hand an unowned key the unrestricted view of a door its grants refuse (every
- * trace, the shared feed), which is more than the pin offers anyone.
+ * and honour public pins. A request without a credential reads the pin only when the door may be
+ * pinned at all, and enters as ANONYMOUS when pinned; otherwise 401. A request with a key is
+ * authenticated as usual; when its grants refuse a pinned door, the pin lets it in (one extra
+ * read, on refusals only) as ANONYMOUS, not as itself: the pin is what admits it, so it gets
+ * exactly what no key gets. Entering as itself would hand an unowned key the unrestricted view of
+ * a door its grants refuse (every trace, the shared feed), which is more than the pin offers anyone.
  */
 export async function admit(
-  db: D1Database,
+  env: Env,
   credential: string | null,
   door: DoorDeclaration,
   need: Requirement,
   request: { method: string; path: string },
   now: Date,
-  prefetch: D1PreparedStatement[] = [],
-): Promise<Principal & { prefetched: D1Result[] }> {
+): Promise<Principal> {
   const pinnable = pinRefusal(door) === null;
   if (!credential) {
-    if (!pinnable) throw new HttpError(401, "Authentication required");
-    const [pin, ...prefetched] = await db.batch([pinnedStatement(db, door.method, door.path), ...prefetch]);
-    if (pin.results.length === 0) throw new HttpError(401, "Authentication required");
-    return { ...ANONYMOUS, prefetched };
+    if (!pinnable || !(await isPinned(env.DB, door.method, door.path))) throw new HttpError(401, "Authentication required");
+    return ANONYMOUS;
   }
-  const principal = await authenticate(db, credential, prefetch);
+  const principal = await authenticate(env, credential);
   try {
     await authorize(principal, need, request, now);
   } catch (err) {
-    if (pinnable && err instanceof HttpError && err.status === 403 && (await isPinned(db, door.method, door.path)))
-      return { ...ANONYMOUS, prefetched: principal.prefetched };
+    if (pinnable && err instanceof HttpError && err.status === 403 && (await isPinned(env.DB, door.method, door.path))) return ANONYMOUS;
     throw err;
   }
   return principal;

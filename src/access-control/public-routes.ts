@@ -47,11 +47,6 @@ export type PublicRoute = z.infer<typeof PublicRoute>;
 export const PublicRouteRow = PublicRoute.strict();
 export type PublicRouteRow = z.infer<typeof PublicRouteRow>;
 
-/** One statement: is (method, path template) pinned? A row when it is. */
-export function pinnedStatement(db: D1Database, method: string, path: string): D1PreparedStatement {
-  return d1(db)`SELECT 1 AS pinned FROM public_routes WHERE method = ${method.toUpperCase()} AND path = ${path}`.prepared();
-}
-
 export async function isPinned(db: D1Database, method: string, path: string): Promise<boolean> {
   return exists(d1(db)`SELECT 1 AS pinned FROM public_routes WHERE method = ${method.toUpperCase()} AND path = ${path}`);
 }

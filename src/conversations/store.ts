@@ -73,9 +73,9 @@ export function routeWithKeyStatement(db: D1Database, routeName: string): D1Prep
 
 /**
  * The channel route that owns `(channel, ourIdentity)` with its execution key and owner, in one
- * statement: the channel door's one D1 read, so the turn needs no second read.
+ * statement: the channel door's read (through route-cache.ts), so the turn needs no second read.
  */
-export async function routeWithKeyByChannelIdentity(db: D1Database, channel: string, ourIdentity: string): Promise<RouteWithKey> {
+export async function readRouteWithKeyByChannelIdentity(db: D1Database, channel: string, ourIdentity: string): Promise<RouteWithKey> {
   const read = d1(db)`${ROUTE_WITH_KEY} WHERE r.channel = ${channel} AND r.our_identity = ${ourIdentity}`;
   // The joined row is parsed piece by piece (route, keys, target facts) by routeWithKeyFromResult.
   return routeWithKeyFromResult(await read.prepared().all());

@@ -107,7 +107,7 @@ export async function receiveLinkCall(env: Env, settings: Settings, token: strin
   if (!link) throw notFound();
   if (link.require_api_key) {
     try {
-      await authenticate(env.DB, readCredential(request.headers));
+      await authenticate(env, readCredential(request.headers));
     } catch (err) {
       if (err instanceof HttpError) throw notFound();
       throw err;

@@ -9,7 +9,7 @@ import { handOver } from "../conversations/door/admission";
 import { mintArrival } from "../conversations/door/arrival";
 import { maxCharsFor } from "../channels/chunking";
 import type { AnswerRecord } from "../conversations/model/record";
-import { getRoute } from "../conversations/store";
+import { routeWithKey } from "../conversations/route-cache";
 import { type Route } from "../conversations/model/route";
 import { threadStub } from "../conversations/door/stubs";
 import type { PersonView } from "../persons/rpc";
@@ -84,7 +84,7 @@ async function personThreadTarget(
     if (here) return { ...read, address: threadAddress(here.door, here.address) };
     for (const name of [...new Set(rows.flatMap((a) => a.routes))].sort()) {
       const readAtMs = Date.now();
-      const route = await getRoute(env.DB, name);
+      const { route } = await routeWithKey(env, name);
       const row = rows.find((a) => a.routes.includes(name))!;
       if (route && route.door === row.door) return { route, readAtMs, address: threadAddress(row.door, row.address) };
     }
@@ -94,7 +94,7 @@ async function personThreadTarget(
   if (!newest?.client_address) throw badRequest("invalid body: address: is required on a person thread with no message yet");
   if (newest.route_name === read.route.route_name) return { ...read, address: newest.client_address };
   const readAtMs = Date.now();
-  const route = await getRoute(env.DB, newest.route_name);
+  const { route } = await routeWithKey(env, newest.route_name);
   if (!route) throw new HttpError(404, "the route of the thread's newest message no longer exists; name an address");
   return { route, readAtMs, address: newest.client_address };
 }

@@ -18,6 +18,7 @@
  * from its route read (src/conversations/store.ts) and reads which subjects only when it does.
  */
 import { z } from "zod";
+import { publishAccessChanges } from "../platform/epochs/publish";
 import { type Subject, stateStoreStub } from "./rpc";
 import type { Env } from "../platform/env";
 import { HttpError, conflict } from "../platform/http/errors";
@@ -119,9 +120,14 @@ function subjectsOf(items: PendingItem[]) {
   return out;
 }
 
-/** Queues a turn's leftover updates as one pending save; answers its id. */
+/**
+ * Queues a turn's leftover updates as one pending save; answers its id. It is published to the
+ * access epochs at once (the target's route reads say whether saves are outstanding, and this
+ * runs inside objects, where no request publishes for it), so the target's next turn holds the
+ * save's subjects.
+ */
 export async function queueSave(
-  db: D1Database,
+  env: Env,
   target: { target_kind: string; target_name: string },
   runId: string | null,
   work: PendingWork,
@@ -130,11 +136,12 @@ export async function queueSave(
   const states = [...new Set(work.items.map((i) => i.state))];
   const row = await first(
     IdRow,
-    d1(db)`INSERT INTO state_pending_saves (status, target_kind, target_name, run_id, states, subjects, work, attempts, created_at, next_attempt_at)
+    d1(env.DB)`INSERT INTO state_pending_saves (status, target_kind, target_name, run_id, states, subjects, work, attempts, created_at, next_attempt_at)
        VALUES ('pending', ${target.target_kind}, ${target.target_name}, ${runId}, ${JSON.stringify(states)}, ${JSON.stringify(subjectsOf(work.items))},
                ${JSON.stringify(work)}, 0, ${nowMs}, ${nowMs}) RETURNING id`,
   );
   if (!row) throw new Error("queueing a pending save returned no id");
+  await publishAccessChanges(env);
   return row.id;
 }
 
@@ -234,6 +241,7 @@ export async function applySave(env: Env, id: number, nowMs: number): Promise<Re
     items.shift();
   }
   await run(d1(db)`DELETE FROM state_pending_saves WHERE id = ${id}`);
+  await publishAccessChanges(env);
   return { id: String(id), status: "applied", last_error: null };
 }
 

@@ -82,7 +82,7 @@ export async function executeBoundRun(
     // A subject an older pending save of this tool still holds waits behind it (a save's order is kept).
     const held = await heldSubjects(ctx.env.DB, target);
     const leftover = await applyStateUpdates(ctx.env, states, d.value, origin, now, held);
-    if (leftover.length > 0) await queueSave(ctx.env.DB, target, run.run_id, { input: states.input as JsonObject, output, origin, items: leftover }, now);
+    if (leftover.length > 0) await queueSave(ctx.env, target, run.run_id, { input: states.input as JsonObject, output, origin, items: leftover }, now);
   } catch (err) {
     if (err instanceof BindingError) return failed("state_binding", err.message);
     throw err;

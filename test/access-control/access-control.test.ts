@@ -168,7 +168,7 @@ describe("401/403 matrix", () => {
 
 describe("pass-role bind and the live turn authorizer", () => {
   async function principal(key: string) {
-    return authenticate(env.DB, key);
+    return authenticate(env, key);
   }
 
   it("admin binds any existing key (absent → 404); returns the fingerprint", async () => {

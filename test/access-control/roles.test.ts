@@ -250,6 +250,6 @@ describe("roles at turn time", () => {
     const name = roleName();
     await role(name, { tools: "read" }, '.request.method == "GET"');
     const k = await mintWithRole(["tool:echo"], name);
-    await expect(bindExecutionKey(env.DB, await authenticate(env.DB, await admin()), k.user_id)).rejects.toMatchObject({ status: 400 });
+    await expect(bindExecutionKey(env.DB, await authenticate(env, await admin()), k.user_id)).rejects.toMatchObject({ status: 400 });
   });
 });

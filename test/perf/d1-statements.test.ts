@@ -9,9 +9,13 @@
  * side by swapping that object's `env` (test/helpers/d1-count.ts). No production code is hooked.
  * Callbacks and provider sends are answered at the network edge (test/helpers/edge.ts).
  *
- * The per-message path makes no D1 write: what is left is each door's one read of the caller's key
- * and the route (with its execution key), which the turn and the first delivery attempt reuse. The
- * admin listings reach D1 from the IndexShards, in batches; the last test pins that batching.
+ * The per-message path makes no D1 statement in steady state: the caller's key and the route (with
+ * its execution key) come from isolate caches validated against access epochs
+ * (src/platform/epochs), and the turn and the first delivery attempt reuse the door's read. Each
+ * path below first sends one uncounted message on the same route (the caches' first read of a
+ * route is a D1 round trip), then counts the next one. The last tests prove the other half of the
+ * design: a key revoked or narrowed, or a route changed, between two messages is seen by the second.
+ * The admin listings reach D1 from the IndexShards, in batches; a test pins that batching.
  * Every turn here is traced (its trace kept in its thread object, its summary row pushed with
  * the listing), so these figures also pin that tracing adds no D1 statement to a turn.
  * The numbers are exact on purpose: a change that adds a statement to a path fails here. Never
@@ -20,11 +24,11 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { apiThreadId, channelThreadId } from "../../src/conversations/model/thread-id";
-import { createRoute, echoKey, echoRoute } from "../helpers/bridge";
+import { createRoute, echoKey, echoRoute, send } from "../helpers/bridge";
 import { TEST_ENV } from "../helpers/channels";
 import { D1Counter, type SideCount, countShards, countThread, countedFetch } from "../helpers/d1-count";
 import { fakeNetwork } from "../helpers/edge";
-import { admin, uniq } from "../helpers/http";
+import { admin, call, mintKey, uniq } from "../helpers/http";
 import { listingCaughtUp, outboxRows } from "../helpers/listing";
 import { eventually, makeDue, rawRows, runAlarm } from "../helpers/threads";
 
@@ -116,13 +120,44 @@ async function telegram(): Promise<string> {
   return r.name;
 }
 
+/** One uncounted message on api route `routeName` (another thread): the caches hold the route after it. */
+async function warmApi(routeName: string): Promise<void> {
+  const ext = uniq("warm");
+  const a = await countedFetch(
+    new D1Counter(),
+    "POST",
+    `/api/conversations/${routeName}/messages`,
+    await json({ external_user_id: ext, text: "warm", wait_seconds: 10 }),
+  );
+  expect(a.status, a.text).toBe(200);
+  await terminalIndexed(apiThreadId(routeName, CALLER, ext), a.json.data.message_id);
+}
+
+/** One uncounted telegram message from a chat of its own: the identity cache holds the route after it. Answers its thread. */
+async function warmTelegram(): Promise<string> {
+  const chat = newChat();
+  const update = {
+    update_id: chat,
+    message: { message_id: 1, date: 1, chat: { id: chat, type: "private" }, from: { id: chat, is_bot: false, first_name: "W" }, text: "warm" },
+  };
+  const res = await countedFetch(new D1Counter(), "POST", "/api/channels/telegram/inbound", {
+    headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": TEST_ENV.telegramSecret },
+    body: JSON.stringify(update),
+  });
+  expect(res.status, res.text).toBe(200);
+  const threadId = channelThreadId(await telegram(), String(chat));
+  await listedAs(threadId, "provisional");
+  return threadId;
+}
+
 let chats = 0;
 const newChat = () => Number(String(Date.now()).slice(-7)) * 10 + (++chats % 10);
 
 describe("D1 round trips per path (docs/performance.md, pinned: no D1 write on the per-message path)", () => {
-  it("api door, answered inline: 1 round trip (the door's batch)", async () => {
+  it("api door, answered inline: 0 round trips", async () => {
     fakeEdge();
     const r = await echoRoute();
+    await warmApi(r.name);
     const threadId = apiThreadId(r.name, CALLER, "inline");
     const counter = new D1Counter();
     const res = await counting(counter, threadId, async () => {
@@ -138,14 +173,15 @@ describe("D1 round trips per path (docs/performance.md, pinned: no D1 write on t
     });
     expect(res.json.data.thread_id).toBe(threadId);
     expectCounts("api door, answered inline", counter, {
-      worker: { roundTrips: 1, statements: 2 }, // caller key ⋈ owner + route ⋈ execution key ⋈ owner
+      worker: { roundTrips: 0, statements: 0 }, // the caller's key and the route come from the isolate caches
       thread: { roundTrips: 0, statements: 0 }, // the turn runs on the door's read; the listing is pushed to a shard
     });
   });
 
-  it("api door, 202, answer read by poll: 1 round trip", async () => {
+  it("api door, 202, answer read by poll: 0 round trips", async () => {
     fakeEdge();
     const r = await echoRoute();
+    await warmApi(r.name);
     const threadId = apiThreadId(r.name, CALLER, "poll");
     const counter = new D1Counter();
     await counting(counter, threadId, async () => {
@@ -154,14 +190,15 @@ describe("D1 round trips per path (docs/performance.md, pinned: no D1 write on t
       await terminalIndexed(threadId, a.json.data.message_id);
     });
     expectCounts("api door, 202, answer read by poll", counter, {
-      worker: { roundTrips: 1, statements: 2 },
+      worker: { roundTrips: 0, statements: 0 },
       thread: { roundTrips: 0, statements: 0 }, // the read door finds the record in the message directory (a shard)
     });
   });
 
-  it("api door, 202, callback 2xx at the first attempt: 1 round trip", async () => {
+  it("api door, 202, callback 2xx at the first attempt: 0 round trips", async () => {
     const calls = fakeEdge();
     const r = await echoRoute({ callback_url: HOOK });
+    await warmApi(r.name);
     const threadId = apiThreadId(r.name, CALLER, "cb");
     const counter = new D1Counter();
     await counting(counter, threadId, async () => {
@@ -171,15 +208,17 @@ describe("D1 round trips per path (docs/performance.md, pinned: no D1 write on t
     });
     expect(calls.filter((c) => c.url === HOOK)).toHaveLength(1);
     expectCounts("api door, 202, callback answered 2xx at the first attempt", counter, {
-      worker: { roundTrips: 1, statements: 2 },
+      worker: { roundTrips: 0, statements: 0 },
       // the first delivery attempt signs with the route the door read moments ago (route-reads rule 3)
       thread: { roundTrips: 0, statements: 0 },
     });
   });
 
-  it("channel message, one-chunk text answer with a provider id, ended by the grace period: 1 round trip", async () => {
+  it("channel message, one-chunk text answer with a provider id, ended by the grace period: 0 round trips", async () => {
     const calls = fakeEdge();
     const route = await telegram();
+    await warmTelegram();
+    calls.length = 0;
     const chat = newChat();
     const threadId = channelThreadId(route, String(chat));
     const counter = new D1Counter();
@@ -204,14 +243,14 @@ describe("D1 round trips per path (docs/performance.md, pinned: no D1 write on t
     });
     expect(calls.filter((c) => c.url.includes("telegram.fake"))).toHaveLength(1);
     expectCounts("channel message, one chunk, ended by grace", counter, {
-      // the route ⋈ execution key ⋈ owner by our identity (1); the dedupe claim is a shard's
-      worker: { roundTrips: 1, statements: 1 },
+      // the route by our identity comes from the isolate cache; the dedupe claim is a shard's
+      worker: { roundTrips: 0, statements: 0 },
       // the turn and the first send run on the door's read; outbound ids go to a shard's ledger
       thread: { roundTrips: 0, statements: 0 },
     });
   });
 
-  it("event door, into an existing api thread, 202 read by poll: 1 round trip", async () => {
+  it("event door, into an existing api thread, 202 read by poll: 0 round trips", async () => {
     fakeEdge();
     const r = await echoRoute();
     const threadId = apiThreadId(r.name, CALLER, "ev");
@@ -238,16 +277,17 @@ describe("D1 round trips per path (docs/performance.md, pinned: no D1 write on t
       await terminalIndexed(threadId, a.json.data.message_id);
     });
     expectCounts("event door, 202, read by poll", counter, {
-      // caller key ⋈ owner + route ⋈ execution key ⋈ owner (1); the thread's existence is its
-      // object's answer and the dedupe claim a shard's
-      worker: { roundTrips: 1, statements: 2 },
+      // the key and the route from the isolate caches (the thread's first message read the route);
+      // the thread's existence is its object's answer and the dedupe claim a shard's
+      worker: { roundTrips: 0, statements: 0 },
       thread: { roundTrips: 0, statements: 0 },
     });
   });
 
-  it("operator send, api route without a callback: 2 round trips", async () => {
+  it("operator send, api route without a callback: 0 round trips", async () => {
     fakeEdge();
     const r = await echoRoute();
+    await warmApi(r.name);
     const threadId = apiThreadId(r.name, CALLER, "op");
     const counter = new D1Counter();
     await counting(counter, threadId, async () => {
@@ -256,14 +296,24 @@ describe("D1 round trips per path (docs/performance.md, pinned: no D1 write on t
       await terminalIndexed(threadId, a.json.data.message_id);
     });
     expectCounts("operator send, api route, poll", counter, {
-      worker: { roundTrips: 2, statements: 2 }, // caller key ⋈ owner; the route
+      worker: { roundTrips: 0, statements: 0 }, // the caller's key and the route from the isolate caches
       thread: { roundTrips: 0, statements: 0 },
     });
   });
 
-  it("operator send into a channel thread, one chunk, ended by the grace period: 2 round trips", async () => {
+  it("operator send into a channel thread, one chunk, ended by the grace period: 0 round trips", async () => {
     const calls = fakeEdge();
     const route = await telegram();
+    // The operator door reads the route by name (the channel door by identity): warm that cache.
+    const warmThread = await warmTelegram();
+    const warm = await countedFetch(
+      new D1Counter(),
+      "POST",
+      `/api/conversations/${route}/thread/messages`,
+      await json({ thread_id: warmThread, text: "warm" }),
+    );
+    expect(warm.status, warm.text).toBe(200);
+    calls.length = 0;
     const threadId = channelThreadId(route, String(newChat()));
     const counter = new D1Counter();
     await counting(counter, threadId, async () => {
@@ -277,7 +327,7 @@ describe("D1 round trips per path (docs/performance.md, pinned: no D1 write on t
     });
     expect(calls.filter((c) => c.url.includes("telegram.fake"))).toHaveLength(1);
     expectCounts("operator send, channel thread, ended by grace", counter, {
-      worker: { roundTrips: 2, statements: 2 }, // caller key ⋈ owner; the route
+      worker: { roundTrips: 0, statements: 0 }, // the caller's key and the route from the isolate caches
       // the send runs on the door's route read
       thread: { roundTrips: 0, statements: 0 },
     });
@@ -350,5 +400,81 @@ describe("D1 round trips per path (docs/performance.md, pinned: no D1 write on t
     expect(rows.results.map((x) => x.message_count)).toEqual(Array(4).fill(11));
     // Every turn was traced: 4 warm-up turns and 40 counted ones, each with its summary row.
     expect(await env.DB.prepare("SELECT COUNT(*) AS n FROM runs WHERE route_name = ? AND kind = 'turn' AND outcome = 'ok'").bind(r.name).first("n")).toBe(44);
+  });
+});
+
+describe("revocation through the caches (decisions §2: the next request sees the change)", { timeout: 30_000 }, () => {
+  const adminCall = async (method: string, path: string, body?: unknown) => call(method, path, { key: await admin(), body });
+
+  /** An api route to echo and a caller key allowed to post to it; the first message of each warms the caches. */
+  async function warmCaller(scopes = ["conversations"]) {
+    fakeEdge();
+    const r = await echoRoute();
+    const caller = await mintKey({ scopes });
+    const first = await send(r.name, { external_user_id: "x", text: "one", wait_seconds: 10 }, caller.key);
+    expect(first.status, JSON.stringify(first.body)).toBe(200);
+    return { r, caller };
+  }
+
+  it("a key revoked between two messages is refused on the second", async () => {
+    const { r, caller } = await warmCaller();
+    expect((await adminCall("DELETE", `/api/auth/api-keys/${caller.user_id}`)).status).toBe(200);
+    expect((await send(r.name, { external_user_id: "x", text: "two" }, caller.key)).status).toBe(401);
+  });
+
+  it("a key disabled, then narrowed, between messages is refused on the next", async () => {
+    const { r, caller } = await warmCaller(["conversations", "tool:echo"]);
+    expect((await adminCall("PUT", `/api/auth/api-keys/${caller.user_id}`, { disabled: true })).status).toBe(200);
+    expect((await send(r.name, { external_user_id: "x", text: "two" }, caller.key)).status).toBe(401);
+    expect((await adminCall("PUT", `/api/auth/api-keys/${caller.user_id}`, { disabled: false })).status).toBe(200);
+    expect((await send(r.name, { external_user_id: "x", text: "three", wait_seconds: 10 }, caller.key)).status).toBe(200);
+    expect((await adminCall("POST", `/api/auth/api-keys/${caller.user_id}/scopes`, { remove: ["conversations"] })).status).toBe(200);
+    expect((await send(r.name, { external_user_id: "x", text: "four" }, caller.key)).status).toBe(403);
+  });
+
+  it("an owner disabled between two messages takes its keys with it", async () => {
+    fakeEdge();
+    const r = await echoRoute();
+    const owner = await mintKey({ scopes: ["conversations"] });
+    const owned = await mintKey({ scopes: ["conversations"], owner_user_id: owner.user_id });
+    expect((await send(r.name, { external_user_id: "x", text: "one", wait_seconds: 10 }, owned.key)).status).toBe(200);
+    expect((await adminCall("PUT", `/api/auth/api-keys/${owner.user_id}`, { disabled: true })).status).toBe(200);
+    expect((await send(r.name, { external_user_id: "x", text: "two" }, owned.key)).status).toBe(401);
+  });
+
+  it("a role narrowed between two messages bounds its holder on the second", async () => {
+    fakeEdge();
+    const r = await echoRoute();
+    const role = uniq("role").toLowerCase();
+    const made = await adminCall("POST", "/api/auth/roles", { name: role, grants: { conversations: "write" } });
+    expect(made.status, JSON.stringify(made.body)).toBe(200);
+    const caller = await mintKey({ scopes: ["conversations"] });
+    expect((await adminCall("PUT", `/api/auth/api-keys/${caller.user_id}`, { role })).status).toBe(200);
+    expect((await send(r.name, { external_user_id: "x", text: "one", wait_seconds: 10 }, caller.key)).status).toBe(200);
+    const narrowed = await adminCall("PUT", `/api/auth/roles/${role}`, { grants: { conversations: "read" } });
+    expect(narrowed.status, JSON.stringify(narrowed.body)).toBe(200);
+    expect((await send(r.name, { external_user_id: "x", text: "two" }, caller.key)).status).toBe(403);
+  });
+
+  it("a route deleted, then re-posted as another door, between messages is seen by the next", async () => {
+    const { r, caller } = await warmCaller();
+    expect((await adminCall("DELETE", `/api/conversations/${r.name}`)).status).toBe(200);
+    expect((await send(r.name, { external_user_id: "x", text: "two" }, caller.key)).status).toBe(404);
+    const k = await echoKey();
+    const again = await createRoute(
+      { door: "channel", channel: "slack", our_identity: uniq("T"), target_kind: "tool", target_name: "echo", execution_key: k.user_id },
+      r.name,
+    );
+    expect(again.created).toBe(true);
+    expect((await send(r.name, { external_user_id: "x", text: "three" }, caller.key)).status).toBe(400);
+  });
+
+  it("an execution key revoked between two messages: the second turn does not run as it", async () => {
+    const { r, caller } = await warmCaller();
+    expect((await adminCall("DELETE", `/api/auth/api-keys/${r.key.user_id}`)).status).toBe(200);
+    const second = await send(r.name, { external_user_id: "x", text: "two", wait_seconds: 10 }, caller.key);
+    expect(second.status, JSON.stringify(second.body)).toBe(200);
+    expect(second.body.data.status).toBe("error");
+    expect(JSON.stringify(second.body.data.answer ?? null)).not.toContain("two");
   });
 });

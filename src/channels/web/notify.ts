@@ -7,14 +7,14 @@
 import { threadStub } from "../../conversations/door/stubs";
 import { channelThreadId } from "../../conversations/model/thread-id";
 import { VISITOR_ID } from "../../conversations/model/web";
-import { routeWithKeyByChannelIdentity } from "../../conversations/store";
+import { routeWithKeyByChannelIdentity } from "../../conversations/route-cache";
 import type { Env } from "../../platform/env";
 
 /** The transcript sink for a notification from web identity `identity` to visitor `visitor`. */
 export function webNotificationSink(env: Env, identity: string, visitor: string): (text: string, part: unknown) => Promise<number | null> {
   return async (text, part) => {
     if (!VISITOR_ID.test(visitor)) return null;
-    const { route } = await routeWithKeyByChannelIdentity(env.DB, "web", identity);
+    const { route } = await routeWithKeyByChannelIdentity(env, "web", identity);
     if (!route || route.door !== "channel") return null;
     return threadStub(env, channelThreadId(route.route_name, visitor)).webNotify(text, part);
   };

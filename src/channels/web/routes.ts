@@ -17,7 +17,8 @@ import { channelThreadId } from "../../conversations/model/thread-id";
 import { checkParams } from "../../conversations/model/transport-bounds";
 import { WEB_HEADERS, VISITOR_ID } from "../../conversations/model/web";
 import type { Route, RouteWithKey } from "../../conversations/model/route";
-import { routeWithKeyByChannelIdentity } from "../../conversations/store";
+import { readRouteWithKeyByChannelIdentity } from "../../conversations/store";
+import { EpochCache } from "../../platform/epochs/cache";
 import type { AppEnv } from "../../platform/http/app-env";
 import { readStreamCapped } from "../../platform/http/body";
 import { type JsonObject, jsonObjectSchema } from "../../platform/http/bounded-json";
@@ -25,7 +26,7 @@ import { HttpError } from "../../platform/http/errors";
 import { addPublicRoute } from "../../platform/http/route";
 import { WEB_PAGE_CSP, refusalPage, renderChatPage, serveWebAsset, webManifest } from "./assets";
 import { admitEntry } from "./gates";
-import { WebIdentity, readSite } from "./sites";
+import { type Site, WebIdentity, readSite } from "./sites";
 import {
   type Credential,
   type CredentialMode,
@@ -61,17 +62,40 @@ const sessionBody = z.object({ identity: identitySchema, entry_code: z.string().
 const RESERVED_PARAMS = new Set(["tai_entry", "tai_pair"]);
 const TICKET_TTL_MS = 60_000;
 
-/** The web route for `identity`, read once with its key and target (the door's one D1 read). */
-async function webRoute(c: Context<AppEnv>, identity: string): Promise<{ at: number; found: RouteWithKey; route: Route }> {
-  const at = Date.now();
-  const found = await routeWithKeyByChannelIdentity(c.env.DB, "web", identity);
-  if (!found.route || found.route.door !== "channel") throw new HttpError(404, "no web route has this identity", "unknown_identity");
-  return { at, found, route: found.route };
+/** What a web door reads for an identity: its route (with key and target facts) and its site. */
+interface WebRead {
+  found: RouteWithKey;
+  site: Site;
 }
 
-/** The route and the identity's site settings, read side by side (two D1 reads in flight at once). */
-function routeAndSite(c: Context<AppEnv>, identity: string) {
-  return Promise.all([webRoute(c, identity), readSite(c.env.DB, identity)]);
+/**
+ * The route and the site of each identity, cached per isolate under the identity's access epoch:
+ * a change to the route, its key, its target or the site bumps it (migrations/0026_access_changes.sql),
+ * so a steady visitor's message costs no D1 round trip. An identity with no route is cached too:
+ * creating its route bumps the same epoch.
+ */
+const webReads = new EpochCache<WebRead>(2048);
+
+/** The route and the identity's site, from the cache, or read side by side from D1. */
+async function webRead(c: Context<AppEnv>, identity: string): Promise<WebRead> {
+  return webReads.read(c.env, `ident:web:${identity}`, async () => {
+    const [found, site] = await Promise.all([readRouteWithKeyByChannelIdentity(c.env.DB, "web", identity), readSite(c.env.DB, identity)]);
+    return { found, site };
+  });
+}
+
+/** The web route for `identity` with its key and target, and when it was read; 404 when there is none. */
+async function webRoute(c: Context<AppEnv>, identity: string): Promise<{ at: number; found: RouteWithKey; route: Route }> {
+  return (await routeAndSite(c, identity))[0];
+}
+
+/** The route (404 when none) and the identity's site. */
+async function routeAndSite(c: Context<AppEnv>, identity: string): Promise<[{ at: number; found: RouteWithKey; route: Route }, Site]> {
+  const at = Date.now();
+  const read = await webRead(c, identity);
+  const route = read.found.route;
+  if (!route || route.door !== "channel") throw new HttpError(404, "no web route has this identity", "unknown_identity");
+  return [{ at, found: read.found, route }, read.site];
 }
 
 /** The visitor's session on `route`, checked in its thread; refused like an unknown one otherwise. */
@@ -152,7 +176,7 @@ async function listedOrigin(c: Context<AppEnv>, origin: string): Promise<boolean
     return false;
   }
   if (typeof identity !== "string" || !WebIdentity.safeParse(identity).success) return false;
-  return (await readSite(c.env.DB, identity)).allowed_origins.includes(origin);
+  return (await webRead(c, identity)).site.allowed_origins.includes(origin);
 }
 
 /** The body cap of the web doors, below the service's 1 MiB. */
@@ -298,7 +322,7 @@ addPublicRoute(
     headers.set(WEB_HEADERS.maxStreams, String(s.maxStreamsPerVisitor));
     let visitorId: string;
     if (query.ticket !== undefined) {
-      const site = await readSite(c.env.DB, query.identity);
+      const { site } = await webRead(c, query.identity);
       requireOrigin(c, "bearer", site.allowed_origins);
       visitorId = query.ticket.split(".")[0] ?? "";
       if (!VISITOR_ID.test(visitorId)) throw sessionMissing();

@@ -3,7 +3,8 @@
  * request and the thread object's durable accept. The steps, in this order:
  *
  *   1. the route: read it and refuse what the door refuses (404, the wrong door, …); the message
- *      door's read arrives prefetched in the caller's key lookup (`prefetchDoorRoute`)
+ *      and event doors start the read beside the caller's key check (`prefetchDoorRoute`), and
+ *      both come from the isolate caches while their access epochs are unchanged
  *   2. the thread id: composed from the route and an address (`composeThreadId`), or a named
  *      thread id checked against the route
  *   3. dedupe, on the doors that carry a provider message id or an event id (dedupe.ts)
@@ -12,8 +13,8 @@
  *   6. `ThreadObject.accept` (`handOver`): queue depth (503 when full), the durable insert, and
  *      the inline wait when the caller asked for one; beside it, the message directory entry
  *
- * No step writes D1: the one D1 round trip of a door is its read of the caller's key and the route
- * (docs/performance.md counts every path).
+ * No step reads or writes D1 in steady state: the caller's key and the route come from isolate
+ * caches validated by their access epochs (docs/performance.md counts every path).
  *
  * The api message door runs them here (`admitMessage`). The channel door (channel-inbound.ts), the
  * event door (events/event-door.ts) and operator send (operator/operator-send.ts) run the same
@@ -27,8 +28,10 @@ import { HttpError, badRequest, tooManyRequests, unavailable } from "../../platf
 import type { ConversationSettings } from "../../platform/settings/settings";
 import { type MintedArrival, mintArrival } from "./arrival";
 import type { AnswerRecord } from "../model/record";
-import { getRoute, routeWithKeyFromResult, routeWithKeyStatement } from "../store";
-import { NO_TARGET_FACTS, type Route } from "../model/route";
+import { routeWithKey } from "../route-cache";
+import type { Route, RouteWithKey } from "../model/route";
+import type { Context } from "hono";
+import type { AppEnv } from "../../platform/http/app-env";
 import type { MessageBody } from "../model/schemas";
 import { type ThreadRpc, takeToken, threadStub } from "./stubs";
 import { apiThreadId, channelThreadId, routePrefix } from "../model/thread-id";
@@ -56,18 +59,28 @@ export interface MessageRequest {
    */
   threadCaller: string;
   body: MessageBody;
-  /** The result of `prefetchDoorRoute`'s statement; undefined when nothing was prefetched. */
-  prefetched: D1Result | undefined;
+  /** The route read `prefetchDoorRoute` started for this request (undefined: none was started). */
+  prefetched: Promise<RouteWithKey> | undefined;
 }
 
+/** The route reads started by `prefetchDoorRoute`, by request. */
+const started = new WeakMap<Request, Promise<RouteWithKey>>();
+
 /**
- * Step 1 of the message and event doors, declared as their routes' `prefetch`: the route joined
- * with its execution key and owner, batched with the caller's key lookup so the request costs one
- * D1 round trip and the turn that runs at once needs no second read of either. Gets raw path
- * params, used only as bound parameters.
+ * Step 1 of the message and event doors, declared as their routes' `prefetch`: the route read
+ * (with its execution key and target facts) starts while the caller's key is checked, so the two
+ * epoch checks, or on a miss the two D1 reads, run side by side. A refused request leaves it unused.
  */
-export function prefetchDoorRoute(db: D1Database, rawParams: Record<string, string>): D1PreparedStatement[] {
-  return [routeWithKeyStatement(db, rawParams.route_name ?? "")];
+export function prefetchDoorRoute(c: Context<AppEnv>): void {
+  const read = routeWithKey(c.env, c.req.param("route_name") ?? "");
+  // Awaited by the handler; a request refused before that must not leave a rejection unhandled.
+  read.catch(() => undefined);
+  started.set(c.req.raw, read);
+}
+
+/** The route read `prefetchDoorRoute` started for `request`, if it did. */
+export function prefetchedRoute(request: Request): Promise<RouteWithKey> | undefined {
+  return started.get(request);
 }
 
 /**
@@ -77,11 +90,7 @@ export function prefetchDoorRoute(db: D1Database, rawParams: Record<string, stri
 export async function admitMessage(env: Env, s: ConversationSettings, req: MessageRequest): Promise<Admission> {
   // The snapshot's date, which the thread trusts only briefly: the read came with the key lookup (or comes next).
   const routeReadAtMs = Date.now();
-  const {
-    route,
-    key: executionKey,
-    target,
-  } = req.prefetched ? routeWithKeyFromResult(req.prefetched) : { route: await getRoute(env.DB, req.routeName), key: undefined, target: NO_TARGET_FACTS };
+  const { route, key: executionKey, target } = await (req.prefetched ?? routeWithKey(env, req.routeName));
   if (!route) throw new HttpError(404, "route not found");
   if (route.door !== "api") throw badRequest("route is a channel route; its messages arrive through the channel webhook");
 

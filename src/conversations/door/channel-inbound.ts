@@ -15,7 +15,7 @@ import { mintArrival } from "./arrival";
 import { ledgerShard, outboundKey } from "../../shards/rpc";
 import { claimKey, releaseKey, repointClaim } from "./dedupe";
 import { SLOW_DOWN_TEXT } from "../model/record";
-import { routeWithKeyByChannelIdentity } from "../store";
+import { routeWithKeyByChannelIdentity } from "../route-cache";
 import type { RouteWithKey } from "../model/route";
 import { ensureInboundPerson, threadFor, turnPerson, undoFirstContact } from "../../persons/inbound-person";
 import { threadStub } from "./stubs";
@@ -64,7 +64,7 @@ export async function admitChannelMessageFor(
   read?: { at: number; found: RouteWithKey },
 ): Promise<InboundOutcome> {
   const routeReadAtMs = read?.at ?? Date.now();
-  const { route, key: executionKey, target } = read?.found ?? (await routeWithKeyByChannelIdentity(env.DB, channel, m.our_identity.trim()));
+  const { route, key: executionKey, target } = read?.found ?? (await routeWithKeyByChannelIdentity(env, channel, m.our_identity.trim()));
   if (!route || route.door !== "channel") return { verdict: "unrouted", message_id: null };
   if (isBlank(m) || !m.sender.trim()) return { verdict: "blank", message_id: null };
 

@@ -23,8 +23,8 @@ import { type Admission, composeThreadId, handOverOr503, requireRateToken } from
 import { type ArrivalRoute, mintArrival } from "./arrival";
 import { type DedupeClaim, claimKey, liveClaim, releaseKey } from "./dedupe";
 import type { InboundEvent } from "../model/record";
-import { getRoute, routeWithKeyFromResult } from "../store";
-import { NO_TARGET_FACTS, type Route } from "../model/route";
+import { routeWithKey } from "../route-cache";
+import type { Route, RouteWithKey } from "../model/route";
 import { parseThreadId, personThreadId, routePrefix } from "../model/thread-id";
 import { type PersonView, personDirectoryStub } from "../../persons/rpc";
 import type { DoorAddress } from "../../persons/pairing";
@@ -48,16 +48,12 @@ export async function admitEvent(
   routeName: string,
   caller: string,
   body: EventBody,
-  prefetched: D1Result | undefined,
+  prefetched: Promise<RouteWithKey> | undefined,
   threadCaller: string,
 ): Promise<Admission> {
-  // The route and its execution key came with the caller's key lookup (`prefetchDoorRoute`).
+  // The route read started beside the caller's key check (`prefetchDoorRoute`).
   const routeReadAtMs = Date.now();
-  const {
-    route,
-    key: executionKey,
-    target,
-  } = prefetched ? routeWithKeyFromResult(prefetched) : { route: await getRoute(env.DB, routeName), key: undefined, target: NO_TARGET_FACTS };
+  const { route, key: executionKey, target } = await (prefetched ?? routeWithKey(env, routeName));
   if (!route) throw new HttpError(404, "route not found");
   if (route.target_kind === "agent") throw conflict("the route's target is an agent; events are delivered to tool targets only");
   // By address the platform composes the thread id as the route's own door does; a multichannel

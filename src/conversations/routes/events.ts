@@ -1,7 +1,7 @@
 /** The event door (spec §4.4, §6; decisions §6): structured events into existing threads. */
 import { Hono } from "hono";
 import { threadPrincipal } from "../../access-control/identity";
-import { prefetchDoorRoute } from "../door/admission";
+import { prefetchDoorRoute, prefetchedRoute } from "../door/admission";
 import { inlineAnswer } from "../model/record";
 import { messageAccepted, messageAnswered, routeParams } from "../model/schemas";
 import { admitEvent } from "../door/event-door";
@@ -37,7 +37,7 @@ addRoute(
       params.route_name,
       key.user_id,
       body,
-      c.get("prefetched")[0],
+      prefetchedRoute(c.req.raw),
       threadPrincipal(key),
     );
     if (admission.kind === "answered") return c.json({ data: inlineAnswer(admission.record) }, 200);

@@ -5,9 +5,9 @@ import { CountRow, batch, d1, rowsOf } from "../../platform/persistence/d1";
 import { Hono } from "hono";
 import { threadPrincipal } from "../../access-control/identity";
 import { z } from "zod";
-import { admitMessage, locateMessage, prefetchDoorRoute } from "../door/admission";
+import { admitMessage, locateMessage, prefetchDoorRoute, prefetchedRoute } from "../door/admission";
 import { type AnswerRecord, AnswerRecordView, inlineAnswer, project } from "../model/record";
-import { requireRoute } from "../store";
+import { requireCachedRoute } from "../route-cache";
 import { messageAccepted, messageAnswered, messageBody, routeParams } from "../model/schemas";
 import { threadStub } from "../door/stubs";
 import type { AppEnv } from "../../platform/http/app-env";
@@ -46,7 +46,7 @@ addRoute(
       caller: key.user_id,
       threadCaller: threadPrincipal(key),
       body,
-      prefetched: c.get("prefetched")[0],
+      prefetched: prefetchedRoute(c.req.raw),
     });
     if (admission.kind === "answered") return c.json({ data: inlineAnswer(admission.record) }, 200);
     return c.json({ data: { message_id: admission.message_id, thread_id: admission.thread_id } }, 202);
@@ -95,7 +95,7 @@ addRoute(
     errors: [404],
   },
   async (c, { params, principal }) => {
-    await requireRoute(c.env.DB, params.route_name);
+    await requireCachedRoute(c.env, params.route_name);
     const where = await locateMessage(c.env, params.message_id);
     if (!where || where.route_name !== params.route_name) throw new HttpError(404, "record not found");
     const record = await threadStub(c.env, where.thread_id).getRecord(params.message_id);

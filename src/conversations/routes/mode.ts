@@ -4,6 +4,7 @@
  */
 import { Hono } from "hono";
 import { requireRoute } from "../store";
+import { requireCachedRoute } from "../route-cache";
 import { routeParams } from "../model/schemas";
 import type { AppEnv } from "../../platform/http/app-env";
 import { addRoute } from "../../platform/http/route";
@@ -77,7 +78,7 @@ addRoute(
   },
   async (c, { params, body, principal }) => {
     const routeReadAtMs = Date.now();
-    const route = await requireRoute(c.env.DB, params.route_name);
+    const route = await requireCachedRoute(c.env, params.route_name);
     return sendOperatorMessage(c.env, c.get("settings"), { route, readAtMs: routeReadAtMs }, principal.key.user_id, body);
   },
 );

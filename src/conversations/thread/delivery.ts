@@ -80,7 +80,7 @@ export class DeliveryMachine {
     // The attempt's route read, where revocation takes effect (src/conversations/thread/route-reads.ts, rule 3).
     // Only a first attempt may use the thread's fresh read; a retry after backoff reads D1.
     const fresh = due.record.attempts === 0 ? this.parts.snapshots.freshRoute(due.record.route_name, this.deps.now()) : undefined;
-    const route = await deliveryRoute(this.deps.env().DB, due.record.route_name, fresh);
+    const route = await deliveryRoute(this.deps.env(), due.record.route_name, fresh);
     const rec: AnswerRecord = { ...due.record };
     if (!route) return this.finish(rec, "failed", "the route was deleted before delivery", s);
     if (rec.door === "api") return this.deliverCallback(rec, route, s);

@@ -3,8 +3,9 @@
  *
  * 1. A turn reads its route once, right before it runs. The door's read stands in for it while
  *    that read is younger than ROUTE_SNAPSHOT_MS (the message door reads the route with its
- *    execution key, batched with the caller's key lookup); otherwise the turn makes one D1 read
- *    (`turnReads`). Everything the turn decides comes from that read: the target and its
+ *    execution key); otherwise the turn reads it through the route cache (`turnReads`,
+ *    src/conversations/route-cache.ts: its access epoch is checked, and D1 is read only when a
+ *    write changed the route since the isolate last read it). Everything the turn decides comes from that read: the target and its
  *    expressions, the route incarnation a mode override belongs to, the execution key it runs as.
  *    (The key itself is re-read live at each later authorization: src/access-control, not a route read.)
  * 2. Delivery sends what the record carries: door, channel, address, answer, rich part, chunk
@@ -17,13 +18,15 @@
  *    and a channel sends from the route's current identity, which a re-post may have released.
  *    The thread's latest route read (its door's or its turn's, memory only) stands in for that
  *    read while it is younger than ROUTE_SNAPSHOT_MS, so the first attempt right after a turn
- *    costs no D1 round trip; a retry after backoff always reads D1. A route deleted or
- *    re-posted therefore reaches deliveries within ROUTE_SNAPSHOT_MS, as it reaches turns.
+ *    costs not even an epoch check; a retry after backoff reads through the route cache. A route
+ *    deleted or re-posted therefore reaches deliveries within ROUTE_SNAPSHOT_MS, as it reaches turns.
  *
- * A turn therefore costs at most one route read, and a delivery attempt at most one.
+ * A turn therefore costs at most one route read, and a delivery attempt at most one; in steady
+ * state neither reaches D1.
  */
 import type { KeyWithOwner } from "../../access-control/key-store";
-import { getRoute, routeWithKeyFromResult, routeWithKeyStatement } from "../store";
+import type { Env } from "../../platform/env";
+import { routeWithKey } from "../route-cache";
 import { type Route, type TargetFacts } from "../model/route";
 
 /** How old a door's route read may be and still stand in for the turn's own read. */
@@ -81,17 +84,17 @@ export class RouteSnapshots {
 }
 
 /**
- * Rule 1: what a turn reads from D1 right before it runs: nothing when its door read the route
- * with its key and the target's config moments ago, else the route joined with its key, owner,
- * config and (multichannel targets) manual routes, in one round trip. null: the route is gone.
+ * Rule 1: what a turn reads right before it runs: nothing when its door read the route with its
+ * key and the target's config moments ago, else the route joined with its key, owner, config and
+ * (multichannel targets) manual routes, through the route cache. null: the route is gone.
  */
-export async function turnReads(db: D1Database, routeName: string, fresh: RouteSnapshot | undefined): Promise<TurnRead | null> {
+export async function turnReads(env: Env, routeName: string, fresh: RouteSnapshot | undefined): Promise<TurnRead | null> {
   if (fresh && fresh.key !== undefined && fresh.target !== undefined) return { route: fresh.route, key: fresh.key, target: fresh.target };
-  const r = routeWithKeyFromResult(await routeWithKeyStatement(db, routeName).all());
+  const r = await routeWithKey(env, routeName);
   return r.route ? { route: r.route, key: r.key, target: r.target } : null;
 }
 
-/** Rule 3: a delivery attempt's route: the thread's fresh read if it has one, else D1 (null: the route was deleted). */
-export async function deliveryRoute(db: D1Database, routeName: string, fresh: Route | undefined): Promise<Route | null> {
-  return fresh ?? getRoute(db, routeName);
+/** Rule 3: a delivery attempt's route: the thread's fresh read if it has one, else the route cache (null: the route was deleted). */
+export async function deliveryRoute(env: Env, routeName: string, fresh: Route | undefined): Promise<Route | null> {
+  return fresh ?? (await routeWithKey(env, routeName)).route;
 }

@@ -140,7 +140,7 @@ export class TurnLoop {
     // The turn's one route read (src/conversations/thread/route-reads.ts): the door's if still fresh, else D1.
     const readAt = this.deps.now();
     const fresh = this.parts.snapshots.take(stored.record.message_id, readAt);
-    const read = await turnReads(this.deps.env().DB, stored.record.route_name, fresh);
+    const read = await turnReads(this.deps.env(), stored.record.route_name, fresh);
     if (!read) return errorOutcome("the route was deleted before the turn ran");
     const route = read.route;
     if (!fresh) this.parts.snapshots.noteRead(route, readAt);

@@ -153,7 +153,7 @@ export async function runTarget(
       const held = bound?.pendingSaves ? await heldSubjects(ctx.env.DB, route) : new Set<string>();
       const leftover = await applyStateUpdates(ctx.env, states, d.value, origin, now, held);
       if (leftover.length > 0)
-        await queueSave(ctx.env.DB, route, inbound.message_id, { input: states.input, output: (d.value ?? null) as JsonValue, origin, items: leftover }, now);
+        await queueSave(ctx.env, route, inbound.message_id, { input: states.input, output: (d.value ?? null) as JsonValue, origin, items: leftover }, now);
     } catch (err) {
       if (err instanceof BindingError) return errorOutcome(err.message);
       throw err;

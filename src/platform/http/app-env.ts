@@ -10,7 +10,5 @@ export type AppEnv = {
   Bindings: Env;
   Variables: {
     settings: Settings;
-    /** Results of a route spec's `prefetch` statements (see src/platform/http/route.ts). */
-    prefetched: D1Result[];
   };
 };

@@ -113,11 +113,11 @@ export interface RouteSpec<
   /** Raw, unparsed body (provider webhooks verify signatures on the exact bytes). */
   rawBody?: boolean;
   /**
-   * The door's first D1 reads, batched with the caller's key lookup so an authenticated request
-   * costs one round trip. Gets the raw (not yet validated) path params, used only as bound
-   * parameters. Results arrive in `c.get("prefetched")`, in order; a refused request ignores them.
+   * Starts the door's first read (its route) while the caller's key is being checked, so the two
+   * run side by side. It gets the raw (not yet validated) path params; the door's handler picks the
+   * read up from where the hook left it, and a refused request leaves it unused.
    */
-  prefetch?: (db: D1Database, rawParams: Record<string, string>) => D1PreparedStatement[];
+  prefetch?: (c: Context<AppEnv>) => void;
   /**
    * Public pins (docs/access-control.md): by default only GET doors may be pinned public. `true`
    * lets a non-GET door be pinned; `false` keeps a GET door that needs its caller's identity from
@@ -198,20 +198,18 @@ export function addPublicRoute<
 /**
  * The auth step of an authenticated door: a declared `authenticated` door needs any valid key;
  * a tagged door authenticates, authorizes and honours a public pin (src/access-control/principal.ts
- * `admit`), batching the door's prefetch with the key lookup.
+ * `admit`), with the door's prefetch started beside it.
  */
 async function admitCaller(
   c: Context<AppEnv>,
   spec: RouteSpec<z.ZodType | undefined, z.ZodType | undefined, z.ZodType | undefined, CallerAuth>,
 ): Promise<Principal> {
   const auth = spec.auth;
-  if ("authenticated" in auth) return authenticate(c.env.DB, readCredential(c.req.raw.headers));
-  const prefetch = spec.prefetch && c.get("settings").conversations.storeUrl ? spec.prefetch(c.env.DB, c.req.param()) : [];
+  if ("authenticated" in auth) return authenticate(c.env, readCredential(c.req.raw.headers));
+  if (spec.prefetch && c.get("settings").conversations.storeUrl) spec.prefetch(c);
   const action: Action = auth.action ?? (spec.method === "get" ? "read" : "write");
   const need = { tag: auth.tag, action, admin: auth.admin };
-  const principal = await admit(c.env.DB, readCredential(c.req.raw.headers), spec, need, { method: c.req.method, path: c.req.path }, new Date(), prefetch);
-  c.set("prefetched", principal.prefetched);
-  return principal;
+  return admit(c.env, readCredential(c.req.raw.headers), spec, need, { method: c.req.method, path: c.req.path }, new Date());
 }
 
 /** The pipeline every door shares: caller, validation, store gate, handler, `{data}` envelope. */
@@ -224,7 +222,6 @@ function register<P extends z.ZodType | undefined, Q extends z.ZodType | undefin
   if (!registry.some((r) => r.method === spec.method && r.path === spec.path)) registry.push(spec as RouteSpec);
   router.on(spec.method.toUpperCase(), honoPath(spec.path), async (c) => {
     const settings = c.get("settings");
-    c.set("prefetched", []);
     const admitted = await caller(c);
     const params = spec.params ? parseOr400(spec.params, c.req.param(), "path") : undefined;
     const query = spec.query ? parseOr400(spec.query, c.req.query(), "query") : undefined;

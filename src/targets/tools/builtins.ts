@@ -1,5 +1,5 @@
 /** Built-in tools (decisions §4): always registered, never declared or removed. */
-import { routeWithKeyByChannelIdentity } from "../../conversations/store";
+import { readRouteWithKeyByChannelIdentity } from "../../conversations/store";
 import { Mode } from "../../conversations/model/kinds";
 import { personDirectoryStub } from "../../persons/rpc";
 import { ASK_USER_JSON_SCHEMA, AskUserInput } from "../../interactions/ask";
@@ -76,7 +76,7 @@ const getPairingCode: BuiltinTool = {
     const channel = String(kwargs.channel).trim();
     const ourIdentity = String(kwargs.our_identity).trim();
     const sender = String(kwargs.sender).trim();
-    const { route, target } = await routeWithKeyByChannelIdentity(ctx.db, channel, ourIdentity);
+    const { route, target } = await readRouteWithKeyByChannelIdentity(ctx.db, channel, ourIdentity);
     if (!route || route.door !== "channel") throw new ToolError("no channel route holds this channel and identity");
     if (!target.config?.multichannel) throw new ToolError("the route's target is not multichannel, so it has no pairing codes");
     const minted = await personDirectoryStub(ctx.env, route.target_kind, route.target_name).mint(
