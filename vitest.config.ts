@@ -138,12 +138,13 @@ export default defineConfig({
         test: {
           name: "e2e",
           include: ["test/e2e/**/*.test.ts"],
-          globalSetup: ["./test/e2e/support/migrated-state.ts"],
+          // The migrated template first: the shared server (started on first use) copies it too.
+          globalSetup: ["./test/e2e/support/migrated-state.ts", "./test/e2e/support/shared-server.ts"],
           environment: "node",
           testTimeout: 120_000,
           hookTimeout: 180_000,
-          // Each file runs its own server on its own ports and persistence directory, so files may
-          // run side by side in the slots.
+          // Each file runs its own server on its own ports and persistence directory, or uses the one
+          // shared server (test/e2e/support/shared-dev.ts), so files may run side by side in the slots.
           fileParallelism: true,
         },
       },
