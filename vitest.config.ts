@@ -146,6 +146,9 @@ export default defineConfig({
           // Each file runs its own server on its own ports and persistence directory, or uses the one
           // shared server (test/e2e/support/shared-dev.ts), so files may run side by side in the slots.
           fileParallelism: true,
+          // A slot's process runs file after file, loading the harness and its helpers once: the
+          // files keep their state in their own module scope and leave the process as they found it.
+          isolate: false,
         },
       },
       {
