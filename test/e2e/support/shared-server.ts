@@ -48,9 +48,19 @@ export default async function setup(project: TestProject): Promise<() => Promise
   });
   project.provide("e2eSharedServer", `http://127.0.0.1:${(control.address() as AddressInfo).port}`);
 
+  /** Stops the server, if one started; the next request starts a fresh one. */
+  async function stop(): Promise<void> {
+    const starting = ready;
+    ready = null;
+    await starting?.catch(() => undefined);
+    await dev?.close();
+    dev = null;
+  }
+  // A rerun in watch mode starts from a fresh server, as the files' first run did.
+  project.onTestsRerun(stop);
+
   return async () => {
     await new Promise<void>((resolve) => control.close(() => resolve()));
-    await ready?.catch(() => undefined);
-    await dev?.close();
+    await stop();
   };
 }
