@@ -138,13 +138,17 @@ export default defineConfig({
         test: {
           name: "e2e",
           include: ["test/e2e/**/*.test.ts"],
-          globalSetup: ["./test/e2e/support/migrated-state.ts"],
+          // The migrated template first: the shared server (started on first use) copies it too.
+          globalSetup: ["./test/e2e/support/migrated-state.ts", "./test/e2e/support/shared-server.ts"],
           environment: "node",
           testTimeout: 120_000,
           hookTimeout: 180_000,
-          // Each file runs its own server on its own ports and persistence directory, so files may
-          // run side by side in the slots.
+          // Each file runs its own server on its own ports and persistence directory, or uses the one
+          // shared server (test/e2e/support/shared-dev.ts), so files may run side by side in the slots.
           fileParallelism: true,
+          // A slot's process runs file after file, loading the harness and its helpers once: the
+          // files keep their state in their own module scope and leave the process as they found it.
+          isolate: false,
         },
       },
       {

@@ -3,8 +3,10 @@
  * it refuses, naming what is wrong and never a value, a required secret that is unset, a
  * development value (the local .dev.vars, or a published one), a malformed one, a secret in
  * [vars], and the placeholder D1 id for a real deploy; and it passes fresh values. The last part
- * drives the real command (`npm run deploy` is `tsx scripts/deploy.ts`) offline: each refusal
- * exits 1 before anything is built or uploaded, a dry run included.
+ * runs the command's checks offline: each refusal exits 1 before anything is built or uploaded, a
+ * dry run included. One case drives the real command (`npm run deploy` is `tsx scripts/deploy.ts`);
+ * the others call the same checks (scripts/deploy-check.ts) in this process, which reads the config
+ * with wrangler once instead of once per started command.
  */
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -14,6 +16,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { PUBLISHED_BOOTSTRAP_TOKENS } from "../../src/access-control/bootstrap-token";
 import { normalizeKey } from "../../src/platform/settings/sealing-keys";
+import { checkDeploy } from "../../scripts/deploy-check";
 import {
   PLACEHOLDER_DATABASE_ID,
   PUBLISHED_SEALING_KEYS,
@@ -242,17 +245,28 @@ describe("npm run deploy refuses before building or uploading", () => {
   const dir = mkdtempSync(join(tmpdir(), "bridge-deploy-refusal-"));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  /** `npm run deploy -- …` as a person runs it, with no Cloudflare credentials and none of the secrets in the environment. */
-  function deploy(args: string[], env: Record<string, string> = {}) {
+  /** The environment of a person with no Cloudflare credentials and none of the secrets set, plus `env`. */
+  function deployEnv(env: Record<string, string>): Record<string, string> {
     const clean: Record<string, string> = {};
     for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !NAMES.includes(k) && !/^CLOUDFLARE_API/.test(k)) clean[k] = v;
+    return { ...clean, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false", ...env };
+  }
+  /** `npm run deploy -- …` as a person runs it. */
+  function deploy(args: string[], env: Record<string, string> = {}) {
     const r = spawnSync(process.execPath, [join(ROOT, "node_modules", "tsx", "dist", "cli.mjs"), join(ROOT, "scripts", "deploy.ts"), ...args], {
       cwd: ROOT,
       encoding: "utf8",
-      env: { ...clean, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false", ...env },
+      env: deployEnv(env),
       timeout: 60_000,
     });
     return { status: r.status, out: `${r.stdout}${r.stderr}` };
+  }
+  /** The same command's checks in this process: its exit status if it stops there, and what it said. */
+  function deployChecks(args: string[], env: Record<string, string> = {}) {
+    const lines: string[] = [];
+    const say = (...parts: unknown[]) => lines.push(`${parts.join(" ")}\n`);
+    const plan = checkDeploy({ argv: args, env: deployEnv(env), cwd: ROOT, out: { log: say, warn: say, error: say } });
+    return { status: plan ? null : 1, out: lines.join("") };
   }
   /** Writes NAME=value lines (a secrets file, or a .dev.vars) and returns the path. */
   const envFile = (path: string, values: Record<string, string>) => {
@@ -279,7 +293,7 @@ describe("npm run deploy refuses before building or uploading", () => {
       SETTINGS_ENCRYPTION_KEY: PUBLISHED_SEALING_KEYS[1],
       CONNECTORS_ENCRYPTION_KEY: PUBLISHED_SEALING_KEYS[0],
     };
-    const r = deploy(["--dry-run", "--secrets-file", envFile(join(dir, "old.env"), old)]);
+    const r = deployChecks(["--dry-run", "--secrets-file", envFile(join(dir, "old.env"), old)]);
     expect(r.status).toBe(1);
     for (const name of NAMES) expect(r.out).toContain(`${name} is a published development value`);
     for (const value of Object.values(old)) expect(r.out).not.toContain(value);
@@ -291,14 +305,14 @@ describe("npm run deploy refuses before building or uploading", () => {
     writeFileSync(join(checkout, "wrangler.toml"), readFileSync(join(ROOT, "wrangler.toml")));
     const local = fresh();
     envFile(join(checkout, ".dev.vars"), local);
-    const r = deploy(["--dry-run", "--config", join(checkout, "wrangler.toml")], local);
+    const r = deployChecks(["--dry-run", "--config", join(checkout, "wrangler.toml")], local);
     expect(r.status).toBe(1);
     for (const name of NAMES) expect(r.out).toContain(`${name} equals a value in the local .dev.vars (${name})`);
     for (const value of Object.values(local)) expect(r.out).not.toContain(value);
   });
 
   it("a real deploy with fresh secrets stops at the placeholder D1 id, before any network", () => {
-    const r = deploy(["--secrets-file", envFile(join(dir, "fresh.env"), fresh())]);
+    const r = deployChecks(["--secrets-file", envFile(join(dir, "fresh.env"), fresh())]);
     expect(r.status).toBe(1);
     expect(r.out).toContain("the D1 database DB has the placeholder id");
     expect(r.out).not.toContain("Total Upload");

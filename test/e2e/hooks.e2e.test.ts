@@ -7,11 +7,11 @@
  */
 import { createHmac } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BOOTSTRAP_TOKEN, type DevServer, http, startDev } from "./harness";
+import { http } from "./harness";
 import { pollUntil } from "./support/poll";
+import { sharedDev } from "./support/shared-dev";
 import { type ToolServer, startToolServer } from "./support/tool-server";
 
-let dev: DevServer;
 let tool: ToolServer;
 let base: string;
 let key: string;
@@ -20,13 +20,10 @@ const SECRET = "e2e-github-webhook-secret";
 
 beforeAll(async () => {
   tool = await startToolServer((k) => ({ deployed: k.commit ?? null }));
-  dev = await startDev();
-  base = dev.baseUrl;
-  key = (await http(base, "POST", "/api/keys/bootstrap", { body: { user_id: "root", description: "e2e", bootstrap_token: BOOTSTRAP_TOKEN } })).body.data.token;
+  ({ baseUrl: base, adminKey: key } = await sharedDev());
 }, 120_000);
 
 afterAll(async () => {
-  await dev?.close();
   await tool?.stop();
 });
 

@@ -7,25 +7,22 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BOOTSTRAP_TOKEN, type DevServer, http, startDev } from "./harness";
+import { http } from "./harness";
 import { type ExampleMcpServer, startExampleMcpServer } from "./support/mcp-server";
+import { sharedDev } from "./support/shared-dev";
 
 const TOKEN = "example-mcp-token-value";
 
-let dev: DevServer;
 let mcp: ExampleMcpServer;
 let base: string;
 let admin: string;
 
 beforeAll(async () => {
   mcp = await startExampleMcpServer({ token: TOKEN });
-  dev = await startDev();
-  base = dev.baseUrl;
-  admin = (await http(base, "POST", "/api/keys/bootstrap", { body: { user_id: "root", bootstrap_token: BOOTSTRAP_TOKEN } })).body.data.token;
+  ({ baseUrl: base, adminKey: admin } = await sharedDev());
 });
 
 afterAll(async () => {
-  await dev?.close();
   await mcp?.stop();
 });
 

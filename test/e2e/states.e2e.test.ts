@@ -6,10 +6,10 @@
  * re-declare is 409; forgetting the thread removes the record.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BOOTSTRAP_TOKEN, type DevServer, http, startDev } from "./harness";
+import { http } from "./harness";
+import { sharedDev } from "./support/shared-dev";
 import { type ToolServer, startToolServer } from "./support/tool-server";
 
-let dev: DevServer;
 let tool: ToolServer;
 let base: string;
 let adminKey: string;
@@ -20,13 +20,10 @@ beforeAll(async () => {
     const told = /^i am (.+)$/i.exec(k.message ?? "")?.[1] ?? null;
     return { text: `hello ${k.profile?.name ?? "stranger"}`, name: told === "42" ? 42 : told };
   });
-  dev = await startDev();
-  base = dev.baseUrl;
-  adminKey = (await http(base, "POST", "/api/keys/bootstrap", { body: { user_id: "root", bootstrap_token: BOOTSTRAP_TOKEN } })).body.data.token;
+  ({ baseUrl: base, adminKey } = await sharedDev());
 }, 120_000);
 
 afterAll(async () => {
-  await dev?.close();
   await tool?.stop();
 });
 
