@@ -1,21 +1,28 @@
 /**
- * AccessEpoch: one object per (subject, replica) holding the token an isolate validates its cached
+ * AccessEpoch: one replica of one epoch shard, holding the tokens an isolate validates its cached
  * key and route reads against (src/platform/epochs/rpc.ts). Memory only: a fresh instance mints a
- * new token, so an evicted object makes entries stale rather than current.
+ * new incarnation, so an evicted object makes entries stale rather than current.
  */
 import { DurableObject } from "cloudflare:workers";
-import type { AccessEpochRpc } from "../src/platform/epochs/rpc";
+import { type AccessEpochRpc, epochToken } from "../src/platform/epochs/rpc";
 import type { Env } from "../src/platform/env";
 
-export class AccessEpoch extends DurableObject<Env> implements AccessEpochRpc {
-  private readonly incarnation = crypto.randomUUID();
-  private bumps = 0;
+/** Subjects counted before the object starts over with a new incarnation (which invalidates them all). */
+const MAX_SUBJECTS = 100_000;
 
-  async read(): Promise<string> {
-    return `${this.incarnation}/${this.bumps}`;
+export class AccessEpoch extends DurableObject<Env> implements AccessEpochRpc {
+  private incarnation = crypto.randomUUID();
+  private readonly bumps = new Map<string, number>();
+
+  async read(subjects: string[]): Promise<string[]> {
+    return subjects.map((s) => epochToken(this.incarnation, this.bumps.get(s) ?? 0));
   }
 
-  async bump(): Promise<void> {
-    this.bumps++;
+  async bump(subjects: string[]): Promise<void> {
+    if (this.bumps.size + subjects.length > MAX_SUBJECTS) {
+      this.bumps.clear();
+      this.incarnation = crypto.randomUUID();
+    }
+    for (const s of subjects) this.bumps.set(s, (this.bumps.get(s) ?? 0) + 1);
   }
 }

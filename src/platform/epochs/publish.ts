@@ -10,7 +10,7 @@
 import { z } from "zod";
 import type { Env } from "../env";
 import { all, d1, run } from "../persistence/d1";
-import { bumpEpoch } from "./rpc";
+import { bumpEpochs } from "./rpc";
 
 const Change = z.object({ seq: z.number().int(), subject: z.string() });
 
@@ -24,7 +24,7 @@ export async function publishAccessChanges(env: Env): Promise<number> {
     const rows = await all(Change, d1(env.DB)`SELECT seq, subject FROM access_changes ORDER BY seq LIMIT ${PAGE}`);
     if (rows.length === 0) return bumped;
     const subjects = [...new Set(rows.map((r) => r.subject))];
-    await Promise.all(subjects.map((s) => bumpEpoch(env, s)));
+    await bumpEpochs(env, subjects);
     bumped += subjects.length;
     await run(d1(env.DB)`DELETE FROM access_changes WHERE seq <= ${rows[rows.length - 1].seq}`);
     if (rows.length < PAGE) return bumped;

@@ -10,7 +10,7 @@ import { describe, expect, it } from "vitest";
 import { AccessEpoch } from "../../../durable-objects/access-epoch";
 import { EpochCache } from "../../../src/platform/epochs/cache";
 import { publishAccessChanges } from "../../../src/platform/epochs/publish";
-import { EPOCH_REPLICAS, bumpEpoch, readEpoch } from "../../../src/platform/epochs/rpc";
+import { EPOCH_REPLICAS, EPOCH_SHARDS, bumpEpochs, epochShard, readEpoch } from "../../../src/platform/epochs/rpc";
 import { echoRoute } from "../../helpers/bridge";
 import { admin, call, mintKey, uniq } from "../../helpers/http";
 
@@ -27,18 +27,29 @@ describe("access epochs", () => {
     const subject = `route:${uniq("epoch")}` as const;
     const before = await readEpoch(env, subject);
     expect(await readEpoch(env, subject)).toBe(before);
-    await bumpEpoch(env, subject);
+    await bumpEpochs(env, [subject]);
     expect(await readEpoch(env, subject)).not.toBe(before);
     expect(EPOCH_REPLICAS).toBeGreaterThan(1);
   });
 
+  it("a bump leaves the other subjects of its shard alone", async () => {
+    const subject = `route:${uniq("a")}` as const;
+    let other = `route:${uniq("b")}` as const;
+    while (epochShard(other) !== epochShard(subject)) other = `route:${uniq("b")}`;
+    const before = await readEpoch(env, other);
+    await bumpEpochs(env, [subject]);
+    expect(await readEpoch(env, other)).toBe(before);
+    expect(EPOCH_SHARDS).toBeGreaterThan(1);
+  });
+
   it("a restarted object mints a new token: a restart can only invalidate", async () => {
     const stub = env.ACCESS_EPOCHS.get(env.ACCESS_EPOCHS.idFromName(uniq("restart")));
-    const before = await stub.read();
+    const subjects = ["route:r"];
+    const [before] = await stub.read(subjects);
     // A second instance over the same object's state stands for the object after an eviction.
-    const after = await runInDurableObject(stub, (_instance, state) => new AccessEpoch(state, env).read());
+    const [after] = await runInDurableObject(stub, (_instance, state) => new AccessEpoch(state, env).read(subjects));
     expect(after).not.toBe(before);
-    expect(await stub.read()).toBe(before);
+    expect(await stub.read(subjects)).toEqual([before]);
   });
 
   it("the cache reloads only when the token changed", async () => {
@@ -48,7 +59,7 @@ describe("access epochs", () => {
     const load = async () => ({ n: ++loads });
     expect(await cache.get(env, subject, load)).toEqual({ n: 1 });
     expect(await cache.get(env, subject, load)).toEqual({ n: 1 });
-    await bumpEpoch(env, subject);
+    await bumpEpochs(env, [subject]);
     expect(await cache.get(env, subject, load)).toEqual({ n: 2 });
     // A value older than the cache's age bound is read again even when its token still matches.
     expect(await cache.get(env, subject, load, Date.now() + 6 * 60_000)).toEqual({ n: 3 });
