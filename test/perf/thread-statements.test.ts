@@ -130,11 +130,11 @@ describe("storage work per message in the thread object and the rate bucket (doc
     await allSettled(threadId, 2);
     expectFigures("api door, answered inline, first message", first, {
       thread: { statements: 42, kv: 0, alarm: 2, sync: 0 },
-      bucket: { statements: 0, kv: 2, alarm: 1, sync: 0 },
+      bucket: { statements: 0, kv: 1, alarm: 1, sync: 0 },
     });
     expectFigures("api door, answered inline, next message", next, {
       thread: { statements: 34, kv: 0, alarm: 0, sync: 0 },
-      bucket: { statements: 0, kv: 2, alarm: 0, sync: 0 },
+      bucket: { statements: 0, kv: 0, alarm: 0, sync: 0 },
     });
   });
 
@@ -151,11 +151,11 @@ describe("storage work per message in the thread object and the rate bucket (doc
     expect(calls.filter((c) => c.url === HOOK)).toHaveLength(2);
     expectFigures("api door, 202, callback, first message", first, {
       thread: { statements: 51, kv: 0, alarm: 3, sync: 0 },
-      bucket: { statements: 0, kv: 2, alarm: 1, sync: 0 },
+      bucket: { statements: 0, kv: 1, alarm: 1, sync: 0 },
     });
     expectFigures("api door, 202, callback, next message", next, {
       thread: { statements: 43, kv: 0, alarm: 2, sync: 0 },
-      bucket: { statements: 0, kv: 2, alarm: 0, sync: 0 },
+      bucket: { statements: 0, kv: 0, alarm: 0, sync: 0 },
     });
   });
 
@@ -204,11 +204,11 @@ describe("storage work per message in the thread object and the rate bucket (doc
     expect(calls.filter((c) => c.url.includes("telegram.fake"))).toHaveLength(2);
     expectFigures("channel message, ended by grace, first message", first, {
       thread: { statements: 93, kv: 0, alarm: 5, sync: 0 },
-      bucket: { statements: 0, kv: 2, alarm: 1, sync: 0 },
+      bucket: { statements: 0, kv: 1, alarm: 1, sync: 0 },
     });
     expectFigures("channel message, ended by grace, next message", next, {
       thread: { statements: 81, kv: 0, alarm: 3, sync: 0 },
-      bucket: { statements: 0, kv: 2, alarm: 0, sync: 0 },
+      bucket: { statements: 0, kv: 0, alarm: 0, sync: 0 },
     });
   });
 });
