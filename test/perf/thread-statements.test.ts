@@ -129,11 +129,13 @@ describe("storage work per message in the thread object and the rate bucket (doc
     const next = await measure(threadId, bucketKey, send);
     await allSettled(threadId, 2);
     expectFigures("api door, answered inline, first message", first, {
-      thread: { statements: 42, kv: 0, alarm: 2, sync: 0 },
+      thread: { statements: 20, kv: 0, alarm: 2, sync: 0 },
       bucket: { statements: 0, kv: 1, alarm: 1, sync: 0 },
     });
     expectFigures("api door, answered inline, next message", next, {
-      thread: { statements: 34, kv: 0, alarm: 0, sync: 0 },
+      // accept: the insert and its outbox note; the turn: running, settled, its trace, its note;
+      // the listing push: the outbox rows, the listing row, their drop
+      thread: { statements: 9, kv: 0, alarm: 0, sync: 0 },
       bucket: { statements: 0, kv: 0, alarm: 0, sync: 0 },
     });
   });
@@ -150,11 +152,12 @@ describe("storage work per message in the thread object and the rate bucket (doc
     await allSettled(threadId, 2);
     expect(calls.filter((c) => c.url === HOOK)).toHaveLength(2);
     expectFigures("api door, 202, callback, first message", first, {
-      thread: { statements: 51, kv: 0, alarm: 3, sync: 0 },
+      thread: { statements: 23, kv: 0, alarm: 2, sync: 0 },
       bucket: { statements: 0, kv: 1, alarm: 1, sync: 0 },
     });
     expectFigures("api door, 202, callback, next message", next, {
-      thread: { statements: 43, kv: 0, alarm: 2, sync: 0 },
+      // as inline, and the delivery: its claim, delivered, its note
+      thread: { statements: 12, kv: 0, alarm: 0, sync: 0 },
       bucket: { statements: 0, kv: 0, alarm: 0, sync: 0 },
     });
   });
@@ -203,11 +206,14 @@ describe("storage work per message in the thread object and the rate bucket (doc
     await allSettled(threadId, 2);
     expect(calls.filter((c) => c.url.includes("telegram.fake"))).toHaveLength(2);
     expectFigures("channel message, ended by grace, first message", first, {
-      thread: { statements: 93, kv: 0, alarm: 5, sync: 0 },
+      thread: { statements: 34, kv: 0, alarm: 3, sync: 0 },
       bucket: { statements: 0, kv: 1, alarm: 1, sync: 0 },
     });
     expectFigures("channel message, ended by grace, next message", next, {
-      thread: { statements: 81, kv: 0, alarm: 3, sync: 0 },
+      // as inline, and the delivery: its claim, the chunk sent, provisional, its note; the grace's
+      // alarm: the re-read of the instants (3), the record, delivered, its note, the memory purge's
+      // look-up; and a second listing push (3)
+      thread: { statements: 23, kv: 0, alarm: 1, sync: 0 },
       bucket: { statements: 0, kv: 0, alarm: 0, sync: 0 },
     });
   });
