@@ -2,6 +2,8 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { uniq } from "../helpers/http";
+import { StorageCounter } from "../helpers/storage-count";
+import { floorReserve } from "../../src/conversations/door/token-bucket";
 
 type Bucket = DurableObjectStub & { take(capacity: number, key: string, max: number): Promise<{ allowed: boolean; notify?: boolean }> };
 
@@ -70,5 +72,54 @@ describe("address_bucket_max_entries: a flood evicts the oldest buckets", () => 
     expect(await dir.register("k2", 2)).toEqual([]);
     expect(await dir.register("k3", 2)).toEqual(["k1"]);
     expect(await dir.register("k4", 1)).toEqual(["k2", "k3"]);
+  });
+});
+
+describe("the bucket in memory over a stored floor (durable-objects/address-bucket.ts)", () => {
+  /** Ends the bucket's object as an eviction would: its memory goes, its storage stays. */
+  async function evict(key: string): Promise<void> {
+    await runInDurableObject(bucket(key), (_o, state) => state.abort("evicted")).catch(() => undefined);
+  }
+
+  it("a bucket emptied by rapid takes is still empty, and refuses, after its object's memory is dropped", async () => {
+    const key = uniq("attack");
+    const b = bucket(key);
+    const verdicts = [];
+    for (let i = 0; i < 21; i++) verdicts.push(await b.take(20, key, 50_000));
+    expect(verdicts.filter((v) => v.allowed)).toHaveLength(20);
+    expect(verdicts[20]).toMatchObject({ allowed: false, notify: true });
+    await evict(key);
+    // A fresh instance over the same storage: it starts from the floor, not from a full bucket.
+    expect(await bucket(key).take(20, key, 50_000)).toMatchObject({ allowed: false, notify: false });
+    await evict(key);
+    for (let i = 0; i < 5; i++) expect(await bucket(key).take(20, key, 50_000)).toMatchObject({ allowed: false });
+  });
+
+  it("an evicted bucket holds at most what the live one held, and at most floorReserve tokens fewer", async () => {
+    const key = uniq("half");
+    const b = bucket(key);
+    for (let i = 0; i < 10; i++) expect(await b.take(20, key, 50_000)).toEqual({ allowed: true });
+    await evict(key);
+    let allowed = 0;
+    while ((await bucket(key).take(20, key, 50_000)).allowed) allowed++;
+    // The live bucket held 10 tokens; the floor holds back floorReserve(20) = 2 at most.
+    expect(allowed).toBeLessThanOrEqual(10);
+    expect(allowed).toBeGreaterThanOrEqual(10 - floorReserve(20));
+  });
+
+  it("writes its floor on one take in floorReserve + 1 or fewer, and reads nothing per take", async () => {
+    const key = uniq("quiet");
+    const b = bucket(key);
+    const counter = new StorageCounter();
+    const restore = await counter.attach(b as unknown as DurableObjectStub);
+    try {
+      for (let i = 0; i < 20; i++) expect(await b.take(20, key, 50_000)).toEqual({ allowed: true });
+    } finally {
+      await restore();
+    }
+    expect(counter.count("get")).toBe(0);
+    // The new bucket's first take, then one in every floorReserve(20) + 1 = 3.
+    expect(counter.count("put"), counter.describe()).toBeLessThanOrEqual(1 + Math.ceil(19 / 3));
+    expect(counter.count("put")).toBeGreaterThan(0);
   });
 });

@@ -3,6 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { SLOW_DOWN_TEXT } from "../../src/conversations/model/record";
 import { TOO_LONG_TEXT } from "../../src/channels/chunking";
+import { addressBucketStub } from "../../src/conversations/door/bucket-rpc";
 import { createRoute, echoKey, readRecord } from "../helpers/bridge";
 import { TEST_ENV, postSlack, postTelegram, postTwilio, postWhatsApp, whatsappStatus, whatsappText } from "../helpers/channels";
 import { type EdgeCall, fakeNetwork } from "../helpers/edge";
@@ -118,9 +119,9 @@ describe("Twilio SMS through the channel door", () => {
     expect(JSON.parse(rows[1].record)).toMatchObject({ answer: SLOW_DOWN_TEXT, inbound_text: "second" });
     expect(JSON.parse(rows[2].record)).toMatchObject({ answer: null, inbound_text: "third" });
     expect(twilioBodies(calls).map((b) => b.Body)).toEqual(["first", SLOW_DOWN_TEXT]);
-    // Refill: the bucket's state is what the hour would have restored.
-    const bucket = env.ADDRESS_BUCKETS.get(env.ADDRESS_BUCKETS.idFromName(`channel:${r.name}:${them}`));
-    await runInDurableObject(bucket, async (_o, state) => state.storage.deleteAll());
+    // Refill: the bucket's state is what the hour would have restored. A full bucket is a
+    // forgotten one, and the bucket keeps its live state in memory, so it is told to forget.
+    await addressBucketStub(env, `channel:${r.name}:${them}`).forget();
     await post("after refill");
     const later = await eventually(
       () => rawRows(threadId),

@@ -1,17 +1,24 @@
 import { checkpointAlarmDue } from "../../targets/checkpoints/thread-memory";
 import type { AlarmArm, ThreadDeps } from "./deps";
-import { outboxDueAt } from "./index-outbox";
-import { nextWake } from "./store";
+import { outboxDueAt, reloadOutbox } from "./index-outbox";
+import { nextWake, reloadBook } from "./store";
 
 /**
  * The object's one alarm. Every timer is a stored instant (a turn lease, a queued turn, a due
  * delivery or its claim lease, a receipt grace, a record or agent-memory expiry, outbox rows
- * left unpushed); the alarm is
- * armed at the earliest of them. `arm` is the only code that sets or deletes it.
+ * left unpushed); the alarm is armed at the earliest of them. `arm` is the only code that sets or
+ * deletes it.
+ *
+ * Arming reads nothing: the instants are kept in memory by the code that changes them (the
+ * records' book in store.ts, the outbox's instants in index-outbox.ts, the agent memory's expiry
+ * here), each read from storage once per instance. Each firing reads them all again (`fired`), so
+ * the alarm pass acts on what is stored, whatever this instance believed.
  */
 export class ThreadAlarm implements AlarmArm {
   /** When this instance last armed the alarm (null: unknown or none). */
   private armedAt: number | null = null;
+  /** The agent memory's earliest expiry (undefined: read it at the next arm). */
+  private memoryDue: number | null | undefined = undefined;
 
   constructor(private readonly deps: Pick<ThreadDeps, "storage" | "settings" | "now">) {}
 
@@ -24,7 +31,9 @@ export class ThreadAlarm implements AlarmArm {
     const { storage } = this.deps;
     const s = this.deps.settings();
     const now = this.deps.now();
-    const candidates = [nextWake(storage, s.conversations.intakeClaimLeaseSeconds * 1000, now), checkpointAlarmDue(storage), outboxDueAt(storage)].filter(
+    // An expiry already past was purged or moved by whoever touched the memory: read it again.
+    if (this.memoryDue === undefined || (this.memoryDue !== null && this.memoryDue <= now)) this.memoryDue = checkpointAlarmDue(storage);
+    const candidates = [nextWake(storage, s.conversations.intakeClaimLeaseSeconds * 1000, now), this.memoryDue, outboxDueAt(storage)].filter(
       (t): t is number => typeof t === "number",
     );
     if (!candidates.length) {
@@ -38,8 +47,18 @@ export class ThreadAlarm implements AlarmArm {
     this.armedAt = target;
   }
 
-  /** The alarm fired: it is spent, so the next `arm` writes it again. */
+  /** The agent memory was written or dropped here: its expiry is read again at the next arm. */
+  memoryChanged(): void {
+    this.memoryDue = undefined;
+  }
+
+  /**
+   * The alarm fired: it is spent, so the next `arm` writes it again; the records' and the outbox's
+   * instants are read again (the agent memory's are when its purge removes any, see `arm`).
+   */
   fired(): void {
     this.armedAt = null;
+    reloadBook(this.deps.storage);
+    reloadOutbox(this.deps.storage);
   }
 }

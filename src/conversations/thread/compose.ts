@@ -9,12 +9,13 @@ import { DeliveryMachine } from "./delivery";
 import type { ThreadDeps } from "./deps";
 import { ThreadIdentity } from "./identity";
 import { IndexOutbox, outboxDueAt } from "./index-outbox";
+import type { StoredRecord } from "./store";
 import { InlineWaiters } from "./inline-waiters";
 import { AgentMemory } from "./memory";
 import { Intake } from "./intake";
 import { ThreadInteractions } from "./interaction-turns";
 import { ThreadReads } from "./reads";
-import { pruneExpired } from "./store";
+import { earliestExpiry, pruneExpired } from "./store";
 import { ThreadMode } from "./thread-mode";
 import { TurnLoop } from "./turn-loop";
 import { type RemoteAppend, WebVisitor, type WebSockets } from "./web-visitor";
@@ -44,10 +45,23 @@ export function composeThread(deps: ThreadDeps, sockets: WebSockets, remote: Rem
   const waiters = new InlineWaiters();
   const snapshots = new RouteSnapshots();
   const delivery = new DeliveryMachine(deps, { index, alarm, snapshots, web });
-  const startDelivery = () => void delivery.drive();
+  const startDelivery = (due?: StoredRecord) => void delivery.drive(due);
   const firstRuns = new Set<string>();
-  const turns = new TurnLoop(deps, { identity, mode, index, alarm, waiters, snapshots, firstRuns, startDelivery });
-  const intake = new Intake(deps, { identity, mode, index, alarm, waiters, snapshots, firstRuns, startTurns: () => void turns.pump(), startDelivery, web });
+  const handoff = new Map<string, StoredRecord>();
+  const turns = new TurnLoop(deps, { identity, mode, index, alarm, waiters, snapshots, firstRuns, handoff, startDelivery });
+  const intake = new Intake(deps, {
+    identity,
+    mode,
+    index,
+    alarm,
+    waiters,
+    snapshots,
+    firstRuns,
+    handoff,
+    startTurns: () => void turns.pump(),
+    startDelivery,
+    web,
+  });
   const reads = new ThreadReads(deps, { identity, mode, alarm, index });
   const interactions = new ThreadInteractions(deps, { identity, intake });
   const memory = new AgentMemory(deps, alarm);
@@ -58,7 +72,8 @@ export function composeThread(deps: ThreadDeps, sockets: WebSockets, remote: Rem
  * One firing of the object's alarm. Idempotent: it re-reads state, acts only on what is due
  * (orphaned turns, ended graces, expired records and memory, queued turns, due deliveries,
  * outbox rows left unpushed) and
- * re-arms to the earliest remaining instant.
+ * re-arms to the earliest remaining instant. The re-read (`fired`) fills the records' book, so
+ * each step below reads the table only when the book shows it work.
  */
 export async function alarmPass(deps: ThreadDeps, parts: ThreadParts): Promise<void> {
   parts.alarm.fired();
@@ -67,11 +82,14 @@ export async function alarmPass(deps: ThreadDeps, parts: ThreadParts): Promise<v
   const s = deps.settings();
   parts.turns.requeueOrphans(now);
   await parts.delivery.completeGrace(now, s);
-  const pruned = pruneExpired(storage, now);
-  if (pruned.ids.length) parts.index.note({ dropped: pruned.ids, runsDropped: pruned.traced });
+  const expiry = earliestExpiry(storage);
+  if (expiry !== null && expiry <= now) {
+    const pruned = pruneExpired(storage, now);
+    if (pruned.ids.length) parts.index.note({ dropped: pruned.ids, runsDropped: pruned.traced });
+  }
   const outboxDue = outboxDueAt(storage);
   if (outboxDue !== null && outboxDue <= now) await parts.index.flush();
-  purgeExpiredCheckpoint(storage, now);
+  if (purgeExpiredCheckpoint(storage, now) > 0) parts.alarm.memoryChanged();
   const turns = parts.turns.pump();
   await parts.delivery.drive();
   await turns;

@@ -11,7 +11,7 @@ import type { Settings } from "../../platform/settings/settings";
 import { type CounterDelta, ledgerShard, outboundKey } from "../../shards/rpc";
 import type { AlarmArm, IndexWriter, ThreadDeps } from "./deps";
 import type { WebVisitor } from "./web-visitor";
-import { type StoredRecord, dueDeliveryHead, getStored, graceElapsed, saveStored } from "./store";
+import { type StoredRecord, dueDeliveryHeadId, getStored, graceElapsed, reloadBook, saveStored } from "./store";
 
 /**
  * The delivery machine (decisions §8, §11): drives the thread's `pending_delivery` records in the
@@ -26,14 +26,20 @@ import { type StoredRecord, dueDeliveryHead, getStored, graceElapsed, saveStored
 export class DeliveryMachine {
   private driving = false;
   private redrive = false;
+  /** Records just scheduled by this instance, as stored: their first attempt starts from them. */
+  private readonly handed = new Map<string, StoredRecord>();
 
   constructor(
     private readonly deps: ThreadDeps,
     private readonly parts: { index: IndexWriter; alarm: AlarmArm; snapshots: RouteSnapshots; web: WebVisitor },
   ) {}
 
-  /** Delivers every due record. Runs one drive at a time; a request during a drive loops again. */
-  async drive(): Promise<void> {
+  /**
+   * Delivers every due record. Runs one drive at a time; a request during a drive loops again.
+   * `due` is a record just scheduled, as stored, so its first attempt need not read it back.
+   */
+  async drive(due?: StoredRecord): Promise<void> {
+    if (due) this.handed.set(due.record.message_id, due);
     if (this.driving) {
       this.redrive = true;
       return;
@@ -43,8 +49,12 @@ export class DeliveryMachine {
       do {
         this.redrive = false;
         // In the thread's order: the head goes first; a head that must retry later holds the rest.
-        for (let head = dueDeliveryHead(this.deps.storage, this.deps.now()); head; head = dueDeliveryHead(this.deps.storage, this.deps.now())) {
-          await this.deliverOne(head);
+        for (let id = dueDeliveryHeadId(this.deps.storage, this.deps.now()); id !== null; id = dueDeliveryHeadId(this.deps.storage, this.deps.now())) {
+          const head = this.handed.get(id) ?? getStored(this.deps.storage, id);
+          this.handed.delete(id);
+          if (head) await this.deliverOne(head);
+          // Gone from the table under the book (written behind its back): read the table again.
+          else reloadBook(this.deps.storage);
         }
       } while (this.redrive);
     } finally {

@@ -26,6 +26,8 @@ export interface ThreadDeps {
 /** Re-arms the object's one alarm (ThreadAlarm.arm): the only way a part sets the alarm. */
 export interface AlarmArm {
   arm(): Promise<void>;
+  /** The agent memory was written here: its expiry is read again at the next arm. */
+  memoryChanged?(): void;
 }
 
 /**

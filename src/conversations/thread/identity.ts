@@ -17,6 +17,8 @@ export class ThreadIdentity {
 
   /** Stores `threadId` unless one is stored already. */
   adopt(threadId: string): void {
-    if (!this.get()) setMeta(this.storage, "thread_id", threadId);
+    if (this.get()) return;
+    setMeta(this.storage, "thread_id", threadId);
+    this.cached = threadId;
   }
 }

@@ -11,15 +11,16 @@
  *
  * Nothing noted is lost to an eviction or an error: the thread's alarm is armed at `outboxDueAt`
  * (the oldest row's note time plus the delay and a grace, or a failed push's retry time), and the
- * alarm pass pushes whatever is still there.
+ * alarm pass pushes whatever is still there. Those two instants are kept in memory (read from
+ * storage once per instance and again at each alarm firing), so arming the alarm reads nothing.
  */
 import { CounterDelta, FailedRow, type LedgerKey, type ListingRow, RunRow, ledgerIndex, listingShard, messageKey, shardStub } from "../../shards/rpc";
-import { AnswerRecord } from "../model/record";
+import { DELIVERY_STATUSES } from "../model/record";
 import { z } from "zod";
-import { parseStored } from "../../platform/persistence/stored-json";
+import { parseStored, validStored } from "../../platform/persistence/stored-json";
 import type { IndexNote, IndexWriter, ThreadDeps } from "./deps";
 import type { ThreadIdentity } from "./identity";
-import { deleteMeta, getMeta, setMeta, sql, threadLoad } from "./store";
+import { deleteMeta, setMeta, sql, threadLoad } from "./store";
 
 /** How long a note waits for more before its push goes (the listing's share of the lag). */
 export const PUSH_DELAY_MS = 250;
@@ -37,35 +38,85 @@ export const OUTBOX_RETRY_MS = 5000;
 /** Rows one push carries at most. */
 const PUSH_ROWS = 200;
 
-/** When the alarm should push what the outbox still holds (null: it holds nothing). */
-export function outboxDueAt(storage: DurableObjectStorage): number | null {
-  const oldest = sql<{ t: number | null }>(storage, "outbox oldest", "SELECT MIN(noted_at) AS t FROM index_outbox")[0].t;
-  if (oldest === null) return null;
-  const retry = getMeta(storage, "outbox_retry_at");
-  return Math.max(oldest + PUSH_DELAY_MS + OUTBOX_GRACE_MS, retry === null ? 0 : Number(retry));
+/** The outbox's instants: its oldest row's note time and a failed push's retry time (null: none). */
+interface OutboxTimes {
+  oldest: number | null;
+  retryAt: number | null;
 }
 
-/** The thread's listing row as its records say now (null: no record is left). Index reads only. */
-export function listingRowOf(storage: DurableObjectStorage): ListingRow | null {
-  const newest = sql<{ record: string }>(storage, "newest record", "SELECT record FROM records ORDER BY seq DESC LIMIT 1")[0];
-  if (!newest) return null;
-  const rec = parseStored(AnswerRecord, newest.record, "thread record");
-  // Each on the expiry index: how many, whether any record is still without an end, the last end.
-  const agg = sql<{ n: number; open: number; last: number | null }>(
+/** Each object's outbox instants, by its storage (they live and go with the instance). */
+const outboxes = new WeakMap<DurableObjectStorage, OutboxTimes>();
+
+function readOutboxTimes(storage: DurableObjectStorage): OutboxTimes {
+  const r = sql<{ oldest: number | null; retry: string | null }>(
     storage,
-    "listing aggregate",
-    `SELECT (SELECT COUNT(*) FROM records) AS n,
-            EXISTS (SELECT 1 FROM records WHERE expires_at IS NULL) AS open,
-            (SELECT MAX(expires_at) FROM records) AS last`,
+    "outbox instants",
+    "SELECT (SELECT MIN(noted_at) FROM index_outbox) AS oldest, (SELECT value FROM meta WHERE key = 'outbox_retry_at') AS retry",
   )[0];
+  const times = { oldest: r.oldest, retryAt: r.retry === null ? null : Number(r.retry) };
+  outboxes.set(storage, times);
+  return times;
+}
+
+function outboxTimes(storage: DurableObjectStorage): OutboxTimes {
+  return outboxes.get(storage) ?? readOutboxTimes(storage);
+}
+
+/** Reads the outbox's instants from storage again (the alarm's re-read). */
+export function reloadOutbox(storage: DurableObjectStorage): void {
+  readOutboxTimes(storage);
+}
+
+/** When the alarm should push what the outbox still holds (null: it holds nothing). From memory. */
+export function outboxDueAt(storage: DurableObjectStorage): number | null {
+  const { oldest, retryAt } = outboxTimes(storage);
+  if (oldest === null) return null;
+  return Math.max(oldest + PUSH_DELAY_MS + OUTBOX_GRACE_MS, retryAt ?? 0);
+}
+
+/** The newest record's listing fields, checked without parsing the whole record. */
+const ListingFields = z.object({
+  route_name: z.string(),
+  thread_id: z.string(),
+  client_address: z.string().nullable(),
+  created_at: z.string(),
+  status: z.enum(DELIVERY_STATUSES),
+});
+
+/** The thread's listing row as its records say now (null: no record is left). One statement. */
+export function listingRowOf(storage: DurableObjectStorage): ListingRow | null {
+  // The newest record's fields, and on the expiry index: how many, whether any record is still
+  // without an end, the last end.
+  const row = sql<{
+    route_name: string;
+    thread_id: string;
+    client_address: string | null;
+    created_at: string;
+    status: string;
+    n: number;
+    open: number;
+    last: number | null;
+  }>(
+    storage,
+    "listing row",
+    `SELECT json_extract(newest.record, '$.route_name') AS route_name, json_extract(newest.record, '$.thread_id') AS thread_id,
+            json_extract(newest.record, '$.client_address') AS client_address, json_extract(newest.record, '$.created_at') AS created_at,
+            newest.status AS status,
+            (SELECT COUNT(*) FROM records) AS n,
+            EXISTS (SELECT 1 FROM records WHERE expires_at IS NULL) AS open,
+            (SELECT MAX(expires_at) FROM records) AS last
+     FROM (SELECT record, status FROM records ORDER BY seq DESC LIMIT 1) AS newest`,
+  )[0];
+  if (!row) return null;
+  const rec = validStored(ListingFields, row, "thread record");
   return {
     route_name: rec.route_name,
     thread_id: rec.thread_id,
     client_address: rec.client_address,
     last_activity_at: rec.created_at,
-    message_count: agg.n,
+    message_count: row.n,
     last_status: rec.status,
-    live_until: agg.open ? null : agg.last,
+    live_until: row.open ? null : row.last,
     // The metrics' queue depths and delivery backlog, as of this push.
     ...threadLoad(storage),
   };
@@ -105,6 +156,8 @@ export function sumCounters(deltas: CounterDelta[]): CounterDelta[] {
 export class IndexOutbox implements IndexWriter {
   private pushing: Promise<void> | null = null;
   private timer: ReturnType<typeof setTimeout> | null = null;
+  /** Notes taken by this instance so far (a push knows whether rows came in while it ran). */
+  private notes = 0;
 
   constructor(
     private readonly deps: Pick<ThreadDeps, "storage" | "env" | "now">,
@@ -124,6 +177,9 @@ export class IndexOutbox implements IndexWriter {
       change.dropped?.length ? JSON.stringify(change.dropped) : null,
       extraOf(change),
     );
+    this.notes++;
+    const times = outboxes.get(this.deps.storage);
+    if (times && times.oldest === null) times.oldest = this.deps.now();
     this.timer ??= setTimeout(() => {
       this.timer = null;
       this.kick();
@@ -149,6 +205,7 @@ export class IndexOutbox implements IndexWriter {
   clear(): void {
     sql(this.deps.storage, "clear outbox", "DELETE FROM index_outbox");
     deleteMeta(this.deps.storage, "outbox_retry_at");
+    outboxes.set(this.deps.storage, { oldest: null, retryAt: null });
   }
 
   /** Starts the push loop unless it is running. */
@@ -162,6 +219,7 @@ export class IndexOutbox implements IndexWriter {
   private async pushAll(): Promise<void> {
     const { storage } = this.deps;
     for (;;) {
+      const notedBefore = this.notes;
       const rows = sql<{ seq: number; settled: number; failed: string | null; dropped: string | null; extra: string | null }>(
         storage,
         "outbox rows",
@@ -177,14 +235,23 @@ export class IndexOutbox implements IndexWriter {
         } catch (err) {
           // Kept for the alarm: the rows stay, and the retry pushes them with whatever came since.
           console.error(`thread index push failed; the alarm retries in ${OUTBOX_RETRY_MS} ms`, err instanceof Error ? err.message : err);
-          setMeta(storage, "outbox_retry_at", String(this.deps.now() + OUTBOX_RETRY_MS));
+          const retryAt = this.deps.now() + OUTBOX_RETRY_MS;
+          setMeta(storage, "outbox_retry_at", String(retryAt));
+          outboxTimes(storage).retryAt = retryAt;
           await this.armAlarm();
           return;
         }
       }
       sql(storage, "drop pushed outbox", "DELETE FROM index_outbox WHERE seq <= ?", last);
+      // A short batch with no note since it was read was the whole outbox.
+      if (rows.length < PUSH_ROWS && this.notes === notedBefore) break;
     }
-    if (getMeta(storage, "outbox_retry_at") !== null) deleteMeta(storage, "outbox_retry_at");
+    const times = outboxTimes(storage);
+    times.oldest = null;
+    if (times.retryAt !== null) {
+      deleteMeta(storage, "outbox_retry_at");
+      times.retryAt = null;
+    }
   }
 
   private async pushRows(

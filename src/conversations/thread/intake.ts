@@ -1,7 +1,7 @@
 import { type AnswerRecord, TERMINAL_STATUSES } from "../model/record";
 import type { AcceptRequest, AcceptResult } from "../model/thread-rpc";
 import type { ThreadDeps } from "./deps";
-import { countAll, countWaiting, getStored, insertRecord, saveStored } from "./store";
+import { type StoredRecord, countAll, insertRecord, saveStored, storedThreadId } from "./store";
 import type { TurnLoopParts } from "./turn-loop";
 import type { WebVisitor } from "./web-visitor";
 
@@ -30,6 +30,23 @@ function formSummary(form: Record<string, unknown>): string {
     .join("\n");
 }
 
+/** A record just inserted queued, as the table holds it (its seq is not needed by the turn). */
+function handedOver(record: AnswerRecord, inbound: AcceptRequest["inbound"]): StoredRecord {
+  return {
+    seq: 0,
+    record,
+    inbound,
+    turn_state: "queued",
+    turn_lease_until: null,
+    delivery_due_at: null,
+    delivery_lease_until: null,
+    grace_until: null,
+    expires_at: null,
+    chunks_sent: 0,
+    turn_attempts: 0,
+  };
+}
+
 /**
  * Intake: durably accepts one inbound (the door answers 202 only after `accept` returned), queues
  * it behind earlier turns (FIFO, bounded by `thread_queue_depth`), and parks an inline caller until
@@ -46,10 +63,15 @@ export class Intake {
     const { storage } = this.deps;
     const { identity, mode, index, alarm, waiters } = this.parts;
     const s = this.deps.settings();
-    const existing = getStored(storage, req.record.message_id);
-    if (existing) return { kind: "accepted", message_id: existing.record.message_id, thread_id: existing.record.thread_id, duplicate: true };
-    if (!req.preset && countWaiting(storage) >= s.conversations.threadQueueDepth) return { kind: "queue_full" };
-    identity.adopt(req.record.thread_id);
+    const messageId = req.record.message_id;
+    // The insert writes nothing for a redelivered message or a full queue (bounded by
+    // `thread_queue_depth`), so a new message reads nothing first; a redelivery is answered as a
+    // duplicate, even when the queue is full.
+    const refused = (): AcceptResult => {
+      const threadId = storedThreadId(storage, messageId);
+      return threadId === null ? { kind: "queue_full" } : { kind: "accepted", message_id: messageId, thread_id: threadId, duplicate: true };
+    };
+    const newThread = countAll(storage) === 0;
 
     const now = this.deps.now();
     if (req.preset) {
@@ -58,18 +80,23 @@ export class Intake {
       const rec: AnswerRecord = { ...req.record, ...req.preset.outcome, status: req.preset.status };
       const terminal = TERMINAL_STATUSES.has(rec.status);
       const expires = terminal ? now + s.conversations.answerRetentionTtlSeconds * 1000 : null;
-      insertRecord(storage, { ...rec, expires_at: expires ? new Date(expires).toISOString() : null }, req.inbound, "done", expires);
+      const stored = { ...rec, expires_at: expires ? new Date(expires).toISOString() : null };
+      if (!insertRecord(storage, stored, req.inbound, "done", expires)) return refused();
+      identity.adopt(req.record.thread_id);
       await visitorEntry(this.parts.web, rec);
       if (rec.status === "pending_delivery") saveStored(storage, { record: rec, delivery_due_at: now });
       if (rec.origin === "operator") mode.refresh();
       index.note({ settled: true });
-      await alarm.arm();
+      // The delivery claims the record before the alarm is armed (see TurnLoop.settle).
       if (rec.status === "pending_delivery") this.parts.startDelivery();
+      await alarm.arm();
       return { kind: "accepted", message_id: rec.message_id, thread_id: rec.thread_id, duplicate: false };
     }
 
-    const newThread = countAll(storage) === 0;
-    insertRecord(storage, req.record, req.inbound, "queued", null);
+    if (!insertRecord(storage, req.record, req.inbound, "queued", null, s.conversations.threadQueueDepth)) return refused();
+    identity.adopt(req.record.thread_id);
+    // The turn starts from the record as stored here, without reading it back.
+    this.parts.handoff?.set(messageId, handedOver(req.record, req.inbound));
     await visitorEntry(this.parts.web, req.record);
     this.parts.firstRuns.add(req.record.message_id);
     // An accepted inbound keeps a takeover alive for another retention window (spec §3.2).

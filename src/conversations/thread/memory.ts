@@ -21,10 +21,12 @@ export class AgentMemory {
   async append(threadId: string, messages: CheckpointMessage[], ttlMinutes: number | null): Promise<void> {
     appendCheckpoint({ storage: this.deps.storage, threadId }, messages, { nowMs: this.deps.now(), ttlMinutes });
     // The new expiry may be the earliest work; only the alarm part sets the alarm.
+    this.alarm.memoryChanged();
     await this.alarm.arm();
   }
 
   delete(threadId: string): void {
     deleteCheckpoint({ storage: this.deps.storage, threadId });
+    this.alarm.memoryChanged();
   }
 }

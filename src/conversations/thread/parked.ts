@@ -34,8 +34,15 @@ export interface ParkedNote {
   route: ParkedRoute;
 }
 
+/**
+ * Objects known to hold no parked interaction, by their storage: an inbound then needs no look-up.
+ * Only `noteParked` adds a row, so the knowledge holds until it runs.
+ */
+const noneParked = new WeakSet<DurableObjectStorage>();
+
 /** Notes a parked interaction (in the caller's transaction: the settle's). */
 export function noteParked(storage: DurableObjectStorage, note: ParkedNote, nowMs: number): void {
+  noneParked.delete(storage);
   sql(
     storage,
     "note parked",
@@ -49,11 +56,13 @@ export function noteParked(storage: DurableObjectStorage, note: ParkedNote, nowM
 
 /** The newest interaction still waiting for this thread's next inbound, or null. */
 export function waitingParked(storage: DurableObjectStorage): ParkedNote | null {
+  if (noneParked.has(storage)) return null;
   const r = sql<{ interaction_id: string; asked_by: string; route: string }>(
     storage,
     "waiting parked",
     "SELECT interaction_id, asked_by, route FROM parked_interactions ORDER BY noted_at DESC, rowid DESC LIMIT 1",
   )[0];
+  if (!r) noneParked.add(storage);
   return r ? { interaction_id: r.interaction_id, asked_by: r.asked_by, route: parseStored(ParkedRoute, r.route, "parked interaction route") } : null;
 }
 

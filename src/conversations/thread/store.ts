@@ -3,6 +3,14 @@
  * table, and the versioned migration that also owns the kv provider's agent-memory tables. Plain
  * synchronous functions over DurableObjectStorage (DO SQLite is synchronous), so the thread's parts
  * read as the state machine they implement.
+ *
+ * Beside the table, each object keeps the bookkeeping of its open records in memory (`OpenBook`):
+ * the records whose turn is queued or running or whose delivery is pending or provisional, with
+ * their instants, plus how many records there are and the earliest expiry. It is read from storage
+ * once, at the first use in an instance, kept up to date by the write functions below (every write
+ * to `records` goes through them), and read again from storage at each alarm firing, so the alarm
+ * acts on what is stored. The alarm's next wake, the queue depth, the next queued turn and the
+ * delivery head come from it without a statement.
  */
 import { TurnInbound } from "../model/payload";
 import { AnswerRecord } from "../model/record";
@@ -146,19 +154,139 @@ function fromRow(r: Row): StoredRecord {
 
 const COLS = "seq, record, inbound, turn_state, turn_lease_until, delivery_due_at, delivery_lease_until, grace_until, expires_at, chunks_sent, turn_attempts";
 
-/** Inserts a new record with its turn input, in turn state `turnState`. */
-export function insertRecord(storage: DurableObjectStorage, rec: AnswerRecord, inbound: TurnInbound, turnState: TurnState, expiresAt: number | null): void {
-  sql(
+/** An open record's bookkeeping, as the memory holds it. */
+type OpenRecord = {
+  seq: number;
+  status: string;
+  turn_state: TurnState;
+  turn_lease_until: number | null;
+  delivery_due_at: number | null;
+  delivery_lease_until: number | null;
+  grace_until: number | null;
+};
+
+/** Does a record in this state still have work ahead (a turn to run, a delivery to finish)? */
+function isOpen(status: string, turnState: TurnState): boolean {
+  return turnState === "queued" || turnState === "running" || status === "pending_delivery" || status === "provisional";
+}
+
+/** The records' bookkeeping in memory (see the module comment). */
+class OpenBook {
+  /** Open records by message id. */
+  readonly open = new Map<string, OpenRecord>();
+  /** Records in the table, open or not. */
+  count = 0;
+  /** The earliest `expires_at` of any record. */
+  minExpiry: number | null = null;
+  /** A write met a record the book did not hold: read the table again at the next use. */
+  stale = false;
+
+  constructor(storage: DurableObjectStorage) {
+    this.load(storage);
+  }
+
+  load(storage: DurableObjectStorage): void {
+    this.open.clear();
+    const rows = sql<OpenRecord & { message_id: string }>(
+      storage,
+      "open records",
+      `SELECT seq, message_id, status, turn_state, turn_lease_until, delivery_due_at, delivery_lease_until, grace_until FROM records
+       WHERE turn_state IN ('queued', 'running') OR status IN ('pending_delivery', 'provisional') ORDER BY seq`,
+    );
+    for (const { message_id, ...r } of rows) this.open.set(message_id, r);
+    const agg = sql<{ n: number; e: number | null }>(storage, "records count", "SELECT COUNT(*) AS n, MIN(expires_at) AS e FROM records")[0];
+    this.count = agg.n;
+    this.minExpiry = agg.e;
+    this.stale = false;
+  }
+
+  expiresAt(at: number | null | undefined): void {
+    if (typeof at === "number") this.minExpiry = this.minExpiry === null ? at : Math.min(this.minExpiry, at);
+  }
+
+  /** The open record with the lowest seq that `pick` accepts, with its id. */
+  first(pick: (r: OpenRecord) => boolean): [string, OpenRecord] | null {
+    let best: [string, OpenRecord] | null = null;
+    for (const entry of this.open) if (pick(entry[1]) && (!best || entry[1].seq < best[1].seq)) best = entry;
+    return best;
+  }
+}
+
+/** Each object's book, by its storage (an instance's storage lives and goes with the instance). */
+const books = new WeakMap<DurableObjectStorage, OpenBook>();
+
+/** The object's book, read from storage at the first use (or again after a write it could not follow). */
+function bookOf(storage: DurableObjectStorage): OpenBook {
+  let book = books.get(storage);
+  if (!book) {
+    book = new OpenBook(storage);
+    books.set(storage, book);
+  } else if (book.stale) book.load(storage);
+  return book;
+}
+
+/** Reads the records' bookkeeping from storage again (the alarm's re-read: it acts on what is stored). */
+export function reloadBook(storage: DurableObjectStorage): void {
+  const book = books.get(storage);
+  if (book) book.load(storage);
+  else bookOf(storage);
+}
+
+/**
+ * Inserts a new record with its turn input, in turn state `turnState`; false when a record with
+ * its message id is already stored, or when `maxQueued` turns or more are queued (nothing is
+ * written then). The queue's bound is checked on the table, in the insert itself.
+ */
+export function insertRecord(
+  storage: DurableObjectStorage,
+  rec: AnswerRecord,
+  inbound: TurnInbound,
+  turnState: TurnState,
+  expiresAt: number | null,
+  maxQueued: number | null = null,
+): boolean {
+  const book = bookOf(storage);
+  const row = sql<{ seq: number }>(
     storage,
     "insert record",
-    "INSERT INTO records (message_id, record, inbound, status, turn_state, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
+    `INSERT INTO records (message_id, record, inbound, status, turn_state, expires_at)
+     SELECT ?, ?, ?, ?, ?, ? WHERE ? IS NULL OR (SELECT COUNT(*) FROM records WHERE turn_state = 'queued') < ?
+     ON CONFLICT (message_id) DO NOTHING RETURNING seq`,
     rec.message_id,
     JSON.stringify(rec),
     JSON.stringify(inbound),
     rec.status,
     turnState,
     expiresAt,
-  );
+    maxQueued,
+    maxQueued,
+  )[0];
+  if (!row) return false;
+  book.count++;
+  book.expiresAt(expiresAt);
+  if (isOpen(rec.status, turnState)) {
+    book.open.set(rec.message_id, {
+      seq: row.seq,
+      status: rec.status,
+      turn_state: turnState,
+      turn_lease_until: null,
+      delivery_due_at: null,
+      delivery_lease_until: null,
+      grace_until: null,
+    });
+  }
+  return true;
+}
+
+/** The thread id of the stored record `messageId` (a duplicate's answer), or null. */
+export function storedThreadId(storage: DurableObjectStorage, messageId: string): string | null {
+  const r = sql<{ t: string | null }>(
+    storage,
+    "record thread",
+    "SELECT json_extract(record, '$.thread_id') AS t FROM records WHERE message_id = ?",
+    messageId,
+  )[0];
+  return r?.t ?? null;
 }
 
 /** One record row by message id, expired or not. */
@@ -187,18 +315,50 @@ export function saveStored(storage: DurableObjectStorage, s: Pick<StoredRecord, 
     }
   }
   args.push(s.record.message_id);
+  const book = bookOf(storage);
   sql(storage, "save record", `UPDATE records SET ${sets.join(", ")} WHERE message_id = ?`, ...args);
+  book.expiresAt(s.expires_at);
+  const cur = book.open.get(s.record.message_id);
+  if (!cur) {
+    // A record the book does not hold open: fine while it stays closed, else read the table again.
+    if (isOpen(s.record.status, s.turn_state ?? "done")) book.stale = true;
+    return;
+  }
+  const next: OpenRecord = { ...cur, status: s.record.status };
+  if (s.turn_state !== undefined) next.turn_state = s.turn_state;
+  if ("turn_lease_until" in s) next.turn_lease_until = s.turn_lease_until ?? null;
+  if ("delivery_due_at" in s) next.delivery_due_at = s.delivery_due_at ?? null;
+  if ("delivery_lease_until" in s) next.delivery_lease_until = s.delivery_lease_until ?? null;
+  if ("grace_until" in s) next.grace_until = s.grace_until ?? null;
+  if (isOpen(next.status, next.turn_state)) book.open.set(s.record.message_id, next);
+  else book.open.delete(s.record.message_id);
 }
 
-/** Turns queued and not yet running (the queue depth). */
-export function countWaiting(storage: DurableObjectStorage): number {
-  return sql<{ n: number }>(storage, "count waiting", "SELECT COUNT(*) AS n FROM records WHERE turn_state = 'queued'")[0].n;
+/** Is record `messageId` still open (its turn or delivery not finished; false once forgotten)? */
+export function isOpenRecord(storage: DurableObjectStorage, messageId: string): boolean {
+  return bookOf(storage).open.has(messageId);
+}
+
+/** Is record `messageId`'s turn running? */
+export function isRunning(storage: DurableObjectStorage, messageId: string): boolean {
+  return bookOf(storage).open.get(messageId)?.turn_state === "running";
+}
+
+/** The oldest queued turn's message id, or null. */
+export function nextQueuedId(storage: DurableObjectStorage): string | null {
+  return bookOf(storage).first((r) => r.turn_state === "queued")?.[0] ?? null;
 }
 
 /** The oldest queued turn. */
 export function nextQueued(storage: DurableObjectStorage): StoredRecord | null {
-  const r = sql<Row>(storage, "next queued", `SELECT ${COLS} FROM records WHERE turn_state = 'queued' ORDER BY seq LIMIT 1`)[0];
-  return r ? fromRow(r) : null;
+  const id = nextQueuedId(storage);
+  return id === null ? null : getStored(storage, id);
+}
+
+/** Does the book hold a running turn other than `activeTurn` whose lease lapsed by `nowMs`? */
+export function hasOrphan(storage: DurableObjectStorage, activeTurn: string | null, nowMs: number): boolean {
+  for (const [id, r] of bookOf(storage).open) if (r.turn_state === "running" && id !== activeTurn && (r.turn_lease_until ?? 0) <= nowMs) return true;
+  return false;
 }
 
 /** Rows whose turn is running (here or in a dead instance). */
@@ -208,46 +368,66 @@ export function runningTurns(storage: DurableObjectStorage): StoredRecord[] {
 
 /** True while any turn is queued or running. */
 export function hasTurnInFlight(storage: DurableObjectStorage): boolean {
-  return sql(storage, "turn in flight", "SELECT 1 AS one FROM records WHERE turn_state IN ('queued', 'running') LIMIT 1").length > 0;
+  for (const r of bookOf(storage).open.values()) if (r.turn_state === "queued" || r.turn_state === "running") return true;
+  return false;
 }
 
 /**
- * The thread's delivery head: its oldest `pending_delivery` record, if that one's next attempt is
- * due and its claim is free. Deliveries go out in the thread's order (docs/architecture.md,
- * "Delivery order"): while the oldest pending record waits out a backoff, later ones wait too.
+ * The thread's delivery head's message id: its oldest `pending_delivery` record, if that one's next
+ * attempt is due and its claim is free. Deliveries go out in the thread's order
+ * (docs/architecture.md, "Delivery order"): while the oldest pending record waits out a backoff,
+ * later ones wait too.
  */
+export function dueDeliveryHeadId(storage: DurableObjectStorage, nowMs: number): string | null {
+  const head = bookOf(storage).first((r) => r.status === "pending_delivery");
+  if (!head) return null;
+  const [id, r] = head;
+  if ((r.delivery_due_at ?? 0) > nowMs || (r.delivery_lease_until ?? 0) > nowMs) return null;
+  return id;
+}
+
+/** The delivery head as `dueDeliveryHeadId` finds it, read from the table. */
 export function dueDeliveryHead(storage: DurableObjectStorage, nowMs: number): StoredRecord | null {
-  const r = sql<Row>(storage, "delivery head", `SELECT ${COLS} FROM records WHERE status = 'pending_delivery' ORDER BY seq LIMIT 1`)[0];
-  if (!r) return null;
-  const head = fromRow(r);
-  if ((head.delivery_due_at ?? 0) > nowMs || (head.delivery_lease_until ?? 0) > nowMs) return null;
-  return head;
+  const id = dueDeliveryHeadId(storage, nowMs);
+  return id === null ? null : getStored(storage, id);
 }
 
 /** provisional records whose receipt grace ended by `nowMs`. */
 export function graceElapsed(storage: DurableObjectStorage, nowMs: number): StoredRecord[] {
-  return sql<Row>(storage, "grace elapsed", `SELECT ${COLS} FROM records WHERE status = 'provisional' AND grace_until <= ? ORDER BY seq`, nowMs).map(fromRow);
+  const due = [...bookOf(storage).open].filter(([, r]) => r.status === "provisional" && r.grace_until !== null && r.grace_until <= nowMs);
+  return due.sort((a, b) => a[1].seq - b[1].seq).flatMap(([id]) => getStored(storage, id) ?? []);
 }
 
-/** Earliest instant at which the alarm has work: the delivery head's attempt, a lease, a grace end, an expiry. */
+/**
+ * Earliest instant at which the alarm has work: the delivery head's attempt (or its claim's end), a
+ * running turn's lease, a queued turn (a lease ahead: this instance runs it now, the alarm only
+ * covers its end), a grace end, an expiry. From memory.
+ */
 export function nextWake(storage: DurableObjectStorage, intakeLeaseMs: number, nowMs: number): number | null {
-  const r = sql<{ t: number | null }>(
-    storage,
-    "next wake",
-    `SELECT MIN(t) AS t FROM (
-       SELECT * FROM (SELECT MAX(delivery_due_at, COALESCE(delivery_lease_until, 0)) AS t FROM records WHERE status = 'pending_delivery' ORDER BY seq LIMIT 1)
-       UNION ALL SELECT turn_lease_until FROM records WHERE turn_state = 'running'
-       UNION ALL SELECT ? FROM records WHERE turn_state = 'queued'
-       UNION ALL SELECT grace_until FROM records WHERE status = 'provisional'
-       UNION ALL SELECT expires_at FROM records WHERE expires_at IS NOT NULL
-     )`,
-    nowMs + intakeLeaseMs,
-  )[0];
-  return r?.t ?? null;
+  const book = bookOf(storage);
+  let t = book.minExpiry;
+  const at = (v: number | null) => {
+    if (v !== null && (t === null || v < t)) t = v;
+  };
+  const head = book.first((r) => r.status === "pending_delivery");
+  // Unscheduled (no due instant): no wake, as before it is given one.
+  if (head && head[1].delivery_due_at !== null) at(Math.max(head[1].delivery_due_at, head[1].delivery_lease_until ?? 0));
+  for (const r of book.open.values()) {
+    if (r.turn_state === "running") at(r.turn_lease_until);
+    if (r.turn_state === "queued") at(nowMs + intakeLeaseMs);
+    if (r.status === "provisional") at(r.grace_until);
+  }
+  return t;
+}
+
+/** The earliest record expiry (records past it are pruned by the alarm). */
+export function earliestExpiry(storage: DurableObjectStorage): number | null {
+  return bookOf(storage).minExpiry;
 }
 
 /** Deletes records whose retention ended, with their run traces; returns their ids and those of the traces. */
 export function pruneExpired(storage: DurableObjectStorage, nowMs: number): { ids: string[]; traced: string[] } {
+  const book = bookOf(storage);
   const gone = sql<{ message_id: string; traced: number }>(
     storage,
     "expired ids",
@@ -262,6 +442,9 @@ export function pruneExpired(storage: DurableObjectStorage, nowMs: number): { id
       nowMs,
     );
     sql(storage, "prune expired", "DELETE FROM records WHERE expires_at IS NOT NULL AND expires_at <= ?", nowMs);
+    for (const r of gone) book.open.delete(r.message_id);
+    book.count -= gone.length;
+    book.minExpiry = sql<{ e: number | null }>(storage, "earliest expiry", "SELECT MIN(expires_at) AS e FROM records")[0].e;
   }
   return { ids: gone.map((r) => r.message_id), traced: gone.filter((r) => r.traced).map((r) => r.message_id) };
 }
@@ -299,7 +482,7 @@ export function newestAddressOn(storage: DurableObjectStorage, routeName: string
 }
 
 export function countAll(storage: DurableObjectStorage): number {
-  return sql<{ n: number }>(storage, "count all", "SELECT COUNT(*) AS n FROM records")[0].n;
+  return bookOf(storage).count;
 }
 
 /** Deletes every record, run trace and parked interaction (thread forget); returns how many records there were. */
@@ -308,15 +491,20 @@ export function deleteAllRecords(storage: DurableObjectStorage): number {
   sql(storage, "delete all records", "DELETE FROM records");
   sql(storage, "delete all run traces", "DELETE FROM run_traces");
   sql(storage, "delete all parked interactions", "DELETE FROM parked_interactions");
+  const book = bookOf(storage);
+  book.open.clear();
+  book.count = 0;
+  book.minExpiry = null;
   return n;
 }
 
-/** The thread's FIFO depth (turns queued or running) and delivery backlog (records pending delivery). Index reads only. */
+/** The thread's FIFO depth (turns queued or running) and delivery backlog (records pending delivery). From memory. */
 export function threadLoad(storage: DurableObjectStorage): { queue_depth: number; pending_deliveries: number } {
-  return sql<{ queue_depth: number; pending_deliveries: number }>(
-    storage,
-    "thread load",
-    `SELECT (SELECT COUNT(*) FROM records WHERE turn_state IN ('queued', 'running')) AS queue_depth,
-            (SELECT COUNT(*) FROM records WHERE status = 'pending_delivery') AS pending_deliveries`,
-  )[0];
+  let queue_depth = 0;
+  let pending_deliveries = 0;
+  for (const r of bookOf(storage).open.values()) {
+    if (r.turn_state === "queued" || r.turn_state === "running") queue_depth++;
+    if (r.status === "pending_delivery") pending_deliveries++;
+  }
+  return { queue_depth, pending_deliveries };
 }

@@ -12,15 +12,32 @@ import { deleteMeta, getMeta, setMeta } from "./store";
  * window, which each accepted inbound and operator send pushes ahead.
  */
 export class ThreadMode {
+  /**
+   * True once this instance knows no override is stored: an inbound then reads nothing. Only `set`
+   * stores one, so the knowledge holds until it runs.
+   */
+  private noneStored = false;
+
   constructor(private readonly deps: Pick<ThreadDeps, "storage" | "settings" | "now">) {}
+
+  /** The stored override's text, or null (remembering that there is none). */
+  private stored(): string | null {
+    if (this.noneStored) return null;
+    const raw = getMeta(this.deps.storage, "mode_override");
+    if (raw === null) this.noneStored = true;
+    return raw;
+  }
 
   /** The live override for `stamp`, or null. A void or expired override is reclaimed here. */
   overrideFor(stamp: ModeStamp): Mode | null {
     const { storage } = this.deps;
-    const raw = getMeta(storage, "mode_override");
+    const raw = this.stored();
     if (!raw) return null;
     const live = liveOverride(parseStored(StoredOverride, raw, "thread meta mode_override"), stamp, this.deps.now());
-    if (!live) deleteMeta(storage, "mode_override");
+    if (!live) {
+      deleteMeta(storage, "mode_override");
+      this.noneStored = true;
+    }
     return live;
   }
 
@@ -34,12 +51,13 @@ export class ThreadMode {
   set(stamp: ModeStamp, mode: Mode): void {
     const value: StoredOverride = { mode, route_created_at: stamp.created_at, expires_at: this.deps.now() + this.retentionMs() };
     setMeta(this.deps.storage, "mode_override", JSON.stringify(value));
+    this.noneStored = false;
   }
 
   /** Pushes a live override's expiry a full retention window ahead (accepted inbound, operator send). */
   refresh(): void {
     const { storage } = this.deps;
-    const raw = getMeta(storage, "mode_override");
+    const raw = this.stored();
     if (!raw) return;
     const o = parseStored(StoredOverride, raw, "thread meta mode_override");
     if (o.expires_at <= this.deps.now()) return;
@@ -49,6 +67,7 @@ export class ThreadMode {
   /** Drops the override (thread forget). */
   clear(): void {
     deleteMeta(this.deps.storage, "mode_override");
+    this.noneStored = true;
   }
 
   private retentionMs(): number {

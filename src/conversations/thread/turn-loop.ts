@@ -18,7 +18,7 @@ import { type TargetContext, createTargetContext } from "../../targets/context";
 import type { AlarmArm, IndexWriter, ThreadDeps } from "./deps";
 import type { ThreadIdentity } from "./identity";
 import type { InlineWaiters } from "./inline-waiters";
-import { type StoredRecord, getStored, nextQueued, runningTurns, saveStored } from "./store";
+import { type StoredRecord, getStored, hasOrphan, isOpenRecord, isRunning, nextQueuedId, reloadBook, runningTurns, saveStored } from "./store";
 import type { ThreadMode } from "./thread-mode";
 import { PersonTurn, pairingIntentOf, withGreeting } from "./pairing-turn";
 import { type TurnRun, keepTurnTrace, startTurnRun, turnTrace } from "./turn-trace";
@@ -39,8 +39,13 @@ export interface TurnLoopParts {
    * (see `runOne`). Memory only; a restarted instance has none.
    */
   firstRuns: Set<string>;
-  /** Starts the delivery machine (never awaited). */
-  startDelivery: () => void;
+  /**
+   * Records this instance accepted and has not run yet, as it stored them: the turn starts from
+   * them instead of reading them back (a restarted instance has none and reads the table).
+   */
+  handoff?: Map<string, StoredRecord>;
+  /** Starts the delivery machine (never awaited), with the record just scheduled when there is one. */
+  startDelivery: (due?: StoredRecord) => void;
 }
 
 /** The detail a poison turn is settled with (admins read it on the record). */
@@ -70,9 +75,14 @@ export class TurnLoop {
     this.pumping = true;
     try {
       for (;;) {
-        const next = nextQueued(this.deps.storage);
-        if (!next) break;
-        await this.runOne(next);
+        const id = nextQueuedId(this.deps.storage);
+        if (id === null) break;
+        const handed = this.parts.handoff?.get(id);
+        this.parts.handoff?.delete(id);
+        const next = handed ?? getStored(this.deps.storage, id);
+        if (next) await this.runOne(next);
+        // Gone from the table under the book (written behind its back): read the table again.
+        else reloadBook(this.deps.storage);
       }
     } finally {
       this.pumping = false;
@@ -82,6 +92,7 @@ export class TurnLoop {
   /** Alarm: a running row this instance is not running belongs to a dead instance once its lease lapses. */
   requeueOrphans(nowMs: number): void {
     const { storage } = this.deps;
+    if (!hasOrphan(storage, this.activeTurn, nowMs)) return;
     for (const r of runningTurns(storage)) {
       if (r.record.message_id !== this.activeTurn && (r.turn_lease_until ?? 0) <= nowMs) {
         saveStored(storage, { record: r.record, turn_state: "queued", turn_lease_until: null });
@@ -99,9 +110,11 @@ export class TurnLoop {
     // the error outcome instead of killing the object again, so the thread moves on.
     if (stored.turn_attempts >= c.turnMaxAttempts) {
       logTurnAbandoned({ message_id: stored.record.message_id, attempts: stored.turn_attempts });
-      return this.settle(stored.record.message_id, errorOutcome(abandonedDetail(stored.turn_attempts)), s, startTurnRun(now()));
+      return this.settle(stored, errorOutcome(abandonedDetail(stored.turn_attempts)), s, startTurnRun(now()));
     }
-    saveStored(storage, { record: stored.record, turn_state: "running", turn_lease_until: now() + leaseMs, turn_attempts: stored.turn_attempts + 1 });
+    const running = { turn_state: "running" as const, turn_lease_until: now() + leaseMs, turn_attempts: stored.turn_attempts + 1 };
+    saveStored(storage, { record: stored.record, ...running });
+    stored = { ...stored, ...running };
     this.activeTurn = stored.record.message_id;
     // The attempt must be durable before a run that might end the object: one that never yields
     // would die with the implicit transaction holding its count uncommitted, and run again
@@ -114,9 +127,10 @@ export class TurnLoop {
     if (!firstRun) await storage.sync();
     await this.parts.alarm.arm();
     // Refresh the intake lease while the turn runs, so only a dead instance's turn is re-run.
+    // The record's body does not change while its turn runs.
+    const { record } = stored;
     const refresher = setInterval(() => {
-      const cur = getStored(storage, stored.record.message_id);
-      if (cur?.turn_state === "running") saveStored(storage, { record: cur.record, turn_lease_until: now() + leaseMs });
+      if (isRunning(storage, record.message_id)) saveStored(storage, { record, turn_lease_until: now() + leaseMs });
     }, c.intakeClaimRefreshSeconds * 1000);
     const release = await turnSlots(c.maxConcurrentTurns).acquire();
     // The run's trace: timed from here to its settle, steps collected on its context.
@@ -132,7 +146,7 @@ export class TurnLoop {
       clearInterval(refresher);
       this.activeTurn = null;
     }
-    await this.settle(stored.record.message_id, outcome, s, run);
+    await this.settle(stored, outcome, s, run);
   }
 
   /** Decides the outcome: route gone, manual mode (suppressed), or the target's run. */
@@ -266,7 +280,14 @@ export class TurnLoop {
     return createTargetContext(this.deps.env(), s, {
       fetch: this.deps.fetch,
       // The kv checkpoint provider uses this thread's own memory without an RPC hop.
-      local: { storage: this.deps.storage, threadId, armAlarm: () => alarm.arm() },
+      local: {
+        storage: this.deps.storage,
+        threadId,
+        armAlarm: () => {
+          alarm.memoryChanged?.();
+          return alarm.arm();
+        },
+      },
       turn: {
         thread_id: threadId,
         route_name: route.route_name,
@@ -280,11 +301,11 @@ export class TurnLoop {
    * one synchronous step: if the caller is still waiting, the record is delivered inline and the
    * waiter resolved; otherwise it is scheduled for its door's delivery. Exactly one of the two.
    */
-  private async settle(messageId: string, outcome: TurnOutcome, s: Settings, run: TurnRun): Promise<void> {
+  private async settle(cur: StoredRecord, outcome: TurnOutcome, s: Settings, run: TurnRun): Promise<void> {
     const { storage } = this.deps;
     const { waiters } = this.parts;
-    const cur = getStored(storage, messageId);
-    if (!cur) return; // forgotten meanwhile
+    const messageId = cur.record.message_id;
+    if (!isOpenRecord(storage, messageId)) return; // forgotten meanwhile
     const now = this.deps.now();
     const iso = new Date(now).toISOString();
     const retentionMs = s.conversations.answerRetentionTtlSeconds * 1000;
@@ -304,13 +325,14 @@ export class TurnLoop {
     const terminal = TERMINAL_STATUSES.has(status);
     const expires = terminal ? now + retentionMs : null;
     rec.expires_at = expires ? new Date(expires).toISOString() : null;
-    saveStored(storage, {
+    const settled = {
       record: rec,
-      turn_state: "done",
+      turn_state: "done" as const,
       turn_lease_until: null,
       delivery_due_at: status === "pending_delivery" ? now : null,
       expires_at: expires,
-    });
+    };
+    saveStored(storage, settled);
     // The run's trace, in the settle's own transaction; its summary row rides the outbox.
     const trace = turnTrace(rec, cur.inbound, run, outcome, now);
     keepTurnTrace(storage, trace);
@@ -331,7 +353,9 @@ export class TurnLoop {
     }
     if (inline) waiters.answer(messageId, rec);
     this.parts.index.note({ settled: true, run: summaryOf(trace, "thread") });
+    // The delivery starts first: its claim (taken before its first wait) moves the record's wake a
+    // lease ahead, so the alarm is not armed to fire now, in the middle of that delivery.
+    if (status === "pending_delivery") this.parts.startDelivery({ ...cur, ...settled });
     await this.parts.alarm.arm();
-    if (status === "pending_delivery") this.parts.startDelivery();
   }
 }
