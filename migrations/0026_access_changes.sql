@@ -102,23 +102,23 @@ END;
 CREATE TRIGGER access_changes_routes_insert AFTER INSERT ON routes BEGIN
   INSERT INTO access_changes (subject) SELECT 'route:' || NEW.route_name UNION SELECT 'ident:' || NEW.channel || ':' || NEW.our_identity WHERE NEW.channel IS NOT NULL AND NEW.our_identity IS NOT NULL;
   INSERT INTO access_changes (subject)
-    SELECT 'route:' || r.route_name FROM routes r WHERE (r.target_kind = NEW.target_kind AND r.target_name = NEW.target_name)
-    UNION SELECT 'ident:' || r.channel || ':' || r.our_identity FROM routes r WHERE r.channel IS NOT NULL AND r.our_identity IS NOT NULL AND ((r.target_kind = NEW.target_kind AND r.target_name = NEW.target_name));
+    SELECT 'route:' || r.route_name FROM routes r WHERE (r.target_kind = NEW.target_kind AND r.target_name = NEW.target_name AND EXISTS (SELECT 1 FROM conversation_configs c WHERE c.target_kind = NEW.target_kind AND c.target_name = NEW.target_name AND json_extract(c.config, '$.multichannel') = 1))
+    UNION SELECT 'ident:' || r.channel || ':' || r.our_identity FROM routes r WHERE r.channel IS NOT NULL AND r.our_identity IS NOT NULL AND ((r.target_kind = NEW.target_kind AND r.target_name = NEW.target_name AND EXISTS (SELECT 1 FROM conversation_configs c WHERE c.target_kind = NEW.target_kind AND c.target_name = NEW.target_name AND json_extract(c.config, '$.multichannel') = 1)));
 END;
 
 CREATE TRIGGER access_changes_routes_update AFTER UPDATE ON routes BEGIN
   INSERT INTO access_changes (subject) SELECT 'route:' || OLD.route_name UNION SELECT 'ident:' || OLD.channel || ':' || OLD.our_identity WHERE OLD.channel IS NOT NULL AND OLD.our_identity IS NOT NULL;
   INSERT INTO access_changes (subject) SELECT 'route:' || NEW.route_name UNION SELECT 'ident:' || NEW.channel || ':' || NEW.our_identity WHERE NEW.channel IS NOT NULL AND NEW.our_identity IS NOT NULL;
   INSERT INTO access_changes (subject)
-    SELECT 'route:' || r.route_name FROM routes r WHERE (r.target_kind = OLD.target_kind AND r.target_name = OLD.target_name) OR (r.target_kind = NEW.target_kind AND r.target_name = NEW.target_name)
-    UNION SELECT 'ident:' || r.channel || ':' || r.our_identity FROM routes r WHERE r.channel IS NOT NULL AND r.our_identity IS NOT NULL AND ((r.target_kind = OLD.target_kind AND r.target_name = OLD.target_name) OR (r.target_kind = NEW.target_kind AND r.target_name = NEW.target_name));
+    SELECT 'route:' || r.route_name FROM routes r WHERE (r.target_kind = OLD.target_kind AND r.target_name = OLD.target_name AND EXISTS (SELECT 1 FROM conversation_configs c WHERE c.target_kind = OLD.target_kind AND c.target_name = OLD.target_name AND json_extract(c.config, '$.multichannel') = 1)) OR (r.target_kind = NEW.target_kind AND r.target_name = NEW.target_name AND EXISTS (SELECT 1 FROM conversation_configs c WHERE c.target_kind = NEW.target_kind AND c.target_name = NEW.target_name AND json_extract(c.config, '$.multichannel') = 1))
+    UNION SELECT 'ident:' || r.channel || ':' || r.our_identity FROM routes r WHERE r.channel IS NOT NULL AND r.our_identity IS NOT NULL AND ((r.target_kind = OLD.target_kind AND r.target_name = OLD.target_name AND EXISTS (SELECT 1 FROM conversation_configs c WHERE c.target_kind = OLD.target_kind AND c.target_name = OLD.target_name AND json_extract(c.config, '$.multichannel') = 1)) OR (r.target_kind = NEW.target_kind AND r.target_name = NEW.target_name AND EXISTS (SELECT 1 FROM conversation_configs c WHERE c.target_kind = NEW.target_kind AND c.target_name = NEW.target_name AND json_extract(c.config, '$.multichannel') = 1)));
 END;
 
 CREATE TRIGGER access_changes_routes_delete AFTER DELETE ON routes BEGIN
   INSERT INTO access_changes (subject) SELECT 'route:' || OLD.route_name UNION SELECT 'ident:' || OLD.channel || ':' || OLD.our_identity WHERE OLD.channel IS NOT NULL AND OLD.our_identity IS NOT NULL;
   INSERT INTO access_changes (subject)
-    SELECT 'route:' || r.route_name FROM routes r WHERE (r.target_kind = OLD.target_kind AND r.target_name = OLD.target_name)
-    UNION SELECT 'ident:' || r.channel || ':' || r.our_identity FROM routes r WHERE r.channel IS NOT NULL AND r.our_identity IS NOT NULL AND ((r.target_kind = OLD.target_kind AND r.target_name = OLD.target_name));
+    SELECT 'route:' || r.route_name FROM routes r WHERE (r.target_kind = OLD.target_kind AND r.target_name = OLD.target_name AND EXISTS (SELECT 1 FROM conversation_configs c WHERE c.target_kind = OLD.target_kind AND c.target_name = OLD.target_name AND json_extract(c.config, '$.multichannel') = 1))
+    UNION SELECT 'ident:' || r.channel || ':' || r.our_identity FROM routes r WHERE r.channel IS NOT NULL AND r.our_identity IS NOT NULL AND ((r.target_kind = OLD.target_kind AND r.target_name = OLD.target_name AND EXISTS (SELECT 1 FROM conversation_configs c WHERE c.target_kind = OLD.target_kind AND c.target_name = OLD.target_name AND json_extract(c.config, '$.multichannel') = 1)));
 END;
 
 CREATE TRIGGER access_changes_conversation_configs_insert AFTER INSERT ON conversation_configs BEGIN

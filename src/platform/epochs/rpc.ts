@@ -21,7 +21,7 @@ export interface AccessEpochRpc {
  * Shards the subjects are spread over. Tokens live in memory only, so this may change between
  * deployments: a subject read from another shard simply misses once.
  */
-export const EPOCH_SHARDS = 32;
+export const EPOCH_SHARDS = 8;
 
 /**
  * Replicas of each shard. A write bumps them all; each isolate reads the one it picked at start
