@@ -119,6 +119,11 @@ export default defineConfig({
                   ...TEST_CHANNELS,
                   ...TEST_SECRET_REFERENCES,
                   CONVERSATIONS_INDEX_FLUSH_LAG_SECONDS: "0.05",
+                  // One epoch object instead of 8 × 4: storage is emptied between test files, so each
+                  // file would start every object of the deployed layout afresh (test/platform/epochs
+                  // runs the deployed layout itself).
+                  ACCESS_EPOCH_SHARDS: "1",
+                  ACCESS_EPOCH_REPLICAS: "1",
                   FUZZ_SEED: process.env.FUZZ_SEED ?? "",
                   FUZZ_RUNS: process.env.FUZZ_RUNS ?? "",
                 },

@@ -5,6 +5,7 @@
  */
 import { createExecutionContext, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import { publishAccessChanges } from "../../src/platform/epochs/publish";
 import { describe, expect, it } from "vitest";
 import worker from "../../src/index";
 import { createRoute, send } from "../helpers/bridge";
@@ -62,6 +63,8 @@ async function bound() {
     )
       .bind(title, JSON.stringify([state]), JSON.stringify([{ state, subject }]), JSON.stringify(work), Date.now(), dueAt)
       .first<{ id: number }>();
+    // Queued as a turn queues it, the save is published to the route caches at once.
+    await publishAccessChanges(env);
     return String(row!.id);
   };
   const record = async (threadId: string) =>

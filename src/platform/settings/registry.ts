@@ -11,6 +11,7 @@
 import { CHANNEL_SETTINGS } from "./channel-settings";
 import { ACCESS_CONTROL_BOOTSTRAP_TOKEN, CONFIG_SETTINGS } from "./config-settings";
 import { CONNECTOR_SETTINGS } from "./connector-settings";
+import { EPOCH_SETTINGS } from "./epoch-settings";
 import { CHECKPOINT_SETTINGS, CONVERSATION_SETTINGS } from "./conversation-settings";
 import type { SettingDefinition } from "./define";
 import { HOOK_SETTINGS } from "./hook-settings";
@@ -46,6 +47,7 @@ export const SETTINGS: readonly SettingDefinition[] = Object.freeze([
   ...CHANNEL_SETTINGS,
   ...WEB_SETTINGS,
   ACCESS_CONTROL_BOOTSTRAP_TOKEN,
+  ...EPOCH_SETTINGS,
   ...CONFIG_SETTINGS,
 ]);
 

@@ -10,7 +10,8 @@ import { describe, expect, it } from "vitest";
 import { AccessEpoch } from "../../../durable-objects/access-epoch";
 import { EpochCache } from "../../../src/platform/epochs/cache";
 import { publishAccessChanges } from "../../../src/platform/epochs/publish";
-import { EPOCH_REPLICAS, EPOCH_SHARDS, bumpEpochs, epochShard, readEpoch } from "../../../src/platform/epochs/rpc";
+import { bumpEpochs, epochShard, readEpoch } from "../../../src/platform/epochs/rpc";
+import { epochLayout } from "../../../src/platform/settings/epoch-settings";
 import { echoRoute } from "../../helpers/bridge";
 import { admin, call, mintKey, uniq } from "../../helpers/http";
 
@@ -22,24 +23,40 @@ async function pending(): Promise<string[]> {
   return rows.results.map((r) => r.subject);
 }
 
+/**
+ * The deployed layout: the workers tests run on one shard of one replica (vitest.config.ts), since
+ * every test file starts its objects afresh; these tests spread subjects as a deployment does.
+ */
+const deployed = Object.assign({}, env, { ACCESS_EPOCH_SHARDS: "8", ACCESS_EPOCH_REPLICAS: "4" });
+
 describe("access epochs", () => {
-  it("a token holds until a bump, and every replica is bumped", async () => {
+  it("the layout is a setting, 8 shards of 4 replicas unless set", () => {
+    expect(epochLayout({})).toEqual({ shards: 8, replicas: 4 });
+    expect(epochLayout({ ACCESS_EPOCH_SHARDS: "2", ACCESS_EPOCH_REPLICAS: "0" })).toEqual({ shards: 2, replicas: 4 });
+  });
+
+  it("a token holds until a bump, and every replica of its shard is bumped", async () => {
     const subject = `route:${uniq("epoch")}` as const;
-    const before = await readEpoch(env, subject);
-    expect(await readEpoch(env, subject)).toBe(before);
-    await bumpEpochs(env, [subject]);
-    expect(await readEpoch(env, subject)).not.toBe(before);
-    expect(EPOCH_REPLICAS).toBeGreaterThan(1);
+    const before = await readEpoch(deployed, subject);
+    expect(await readEpoch(deployed, subject)).toBe(before);
+    await bumpEpochs(deployed, [subject]);
+    const after = await readEpoch(deployed, subject);
+    expect(after).not.toBe(before);
+    // Whichever replica an isolate reads, it sees the bump: each replica counts one bump.
+    const shard = epochShard(subject, 8);
+    for (let r = 0; r < 4; r++) {
+      const replica = env.ACCESS_EPOCHS.get(env.ACCESS_EPOCHS.idFromName(`${shard}/${r}`));
+      expect((await replica.read([subject]))[0]).toMatch(/\/1$/);
+    }
   });
 
   it("a bump leaves the other subjects of its shard alone", async () => {
     const subject = `route:${uniq("a")}` as const;
     let other = `route:${uniq("b")}` as const;
-    while (epochShard(other) !== epochShard(subject)) other = `route:${uniq("b")}`;
-    const before = await readEpoch(env, other);
-    await bumpEpochs(env, [subject]);
-    expect(await readEpoch(env, other)).toBe(before);
-    expect(EPOCH_SHARDS).toBeGreaterThan(1);
+    while (epochShard(other, 8) !== epochShard(subject, 8)) other = `route:${uniq("b")}`;
+    const before = await readEpoch(deployed, other);
+    await bumpEpochs(deployed, [subject]);
+    expect(await readEpoch(deployed, other)).toBe(before);
   });
 
   it("a restarted object mints a new token: a restart can only invalidate", async () => {
