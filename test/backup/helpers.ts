@@ -1,5 +1,6 @@
 /** Shared steps of the backup tests: export, import, and "a fresh deployment" made by wiping D1. */
 import { env } from "cloudflare:workers";
+import { publishAccessChanges } from "../../src/platform/epochs/publish";
 import { admin, call } from "../helpers/http";
 
 /** Every section name, as the sections door lists them. */
@@ -59,6 +60,8 @@ export async function wipeDeployment(): Promise<void> {
     env.DB.prepare("DELETE FROM api_keys WHERE user_id <> 'root'"),
     env.DB.prepare("DELETE FROM api_key_versions WHERE user_id <> 'root'"),
   ]);
+  // A fresh deployment's isolates cache nothing: what the wipe changed is published to the caches.
+  await publishAccessChanges(env);
 }
 
 export async function count(sql: string, ...binds: unknown[]): Promise<number> {

@@ -6,6 +6,7 @@
  * again converges.
  */
 import { env } from "cloudflare:workers";
+import { publishAccessChanges } from "../../src/platform/epochs/publish";
 import { describe, expect, it } from "vitest";
 import { stateStoreStub } from "../../src/states/rpc";
 import { BASE, admin, call, fetchWithEnv, uniq } from "../helpers/http";
@@ -38,6 +39,7 @@ async function forget(states: string[], templates: string[]) {
     ...templates.map((t) => env.DB.prepare("DELETE FROM state_templates WHERE name = ?").bind(t)),
     env.DB.prepare("DELETE FROM conversation_configs"),
   ]);
+  await publishAccessChanges(env);
 }
 
 describe("states in a backup", () => {

@@ -1,7 +1,8 @@
 /**
  * Parking and answering add no D1 statement to the per-message path (the rule every turn keeps):
- * a message whose turn parks on ask_user, and the next message that answers it, cost the door its
- * one read and the thread nothing. The interaction's object writes the listing row in its own
+ * a message whose turn parks on ask_user costs the door its read of the new route (the isolate's
+ * first; the caller's key is cached already), the next message that answers it costs nothing, and
+ * the thread nothing either time. The interaction's object writes the listing row in its own
  * alarm, off the turn's path (not counted here: it is another object).
  */
 import { describe, expect, it } from "vitest";
@@ -13,7 +14,7 @@ import { askRoute, pendingOf } from "./helpers";
 const json = async (body: unknown) => ({ headers: { "content-type": "application/json", "x-api-key": await admin() }, body: JSON.stringify(body) });
 
 describe("D1 on the per-message path of an interaction", () => {
-  it("the parking message and the answering message: the door's one read each, nothing in the thread", async () => {
+  it("the parking message and the answering message: the route's first read, then nothing; nothing in the thread", async () => {
     const route = await askRoute();
     const threadId = apiThreadId(route.name, "root", "d1");
     for (const [text, answer] of [
@@ -35,11 +36,13 @@ describe("D1 on the per-message path of an interaction", () => {
       } finally {
         await restore();
       }
+      // The route's first read in this isolate misses its cache; after it, the route is cached.
+      const door = text === "Count me?" ? 1 : 0;
       expect(counter.summary(), `${text}:\n${counter.describe()}`).toEqual({
-        worker: { roundTrips: 1, statements: 2 },
+        worker: { roundTrips: door, statements: door },
         thread: { roundTrips: 0, statements: 0 },
-        roundTrips: 1,
-        statements: 2,
+        roundTrips: door,
+        statements: door,
       });
       if (text === "Count me?") await pendingOf(threadId);
     }
