@@ -60,6 +60,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
   project.onTestsRerun(stop);
 
   return async () => {
+    // The files' fetches may keep a connection alive; close waits for none of them.
+    control.closeAllConnections();
     await new Promise<void>((resolve) => control.close(() => resolve()));
     await stop();
   };
