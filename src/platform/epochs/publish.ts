@@ -35,47 +35,62 @@ export async function publishAccessChanges(env: Env): Promise<number> {
 const WRITE = /^\s*(?:--[^\n]*\n\s*)*(?:INSERT|UPDATE|DELETE|REPLACE|WITH)\b/i;
 
 /**
- * `db`, noting whether a statement that may write was prepared or executed through it. Only the
- * requests that wrote pay for a publication (one D1 read when nothing was recorded), so the
- * message doors, which never write D1, pay nothing.
+ * Writing statements prepared in this isolate so far. A request compares it before and after:
+ * a request that ran beside a writing one may publish needlessly (one empty read), never miss.
  */
-export function trackWrites(db: D1Database): { db: D1Database; wrote: () => boolean } {
-  let wrote = false;
-  const tracked: D1Database = {
+let writesPrepared = 0;
+
+/** `db`, counting the statements that may write as they are prepared or executed through it. */
+function countingWrites(db: D1Database): D1Database {
+  return {
     prepare(query: string) {
-      if (WRITE.test(query)) wrote = true;
+      if (WRITE.test(query)) writesPrepared++;
       return db.prepare(query);
     },
     batch(statements) {
       return db.batch(statements);
     },
     exec(query: string) {
-      wrote = true;
+      writesPrepared++;
       return db.exec(query);
     },
     withSession(constraintOrBookmark) {
-      wrote = true;
+      writesPrepared++;
       return db.withSession(constraintOrBookmark);
     },
     dump() {
       return db.dump();
     },
   };
-  return { db: tracked, wrote: () => wrote };
+}
+
+/**
+ * The env each request runs with, one per runtime env: stable, because the settings and other
+ * per-isolate caches are keyed by the env object.
+ */
+const countingEnvs = new WeakMap<object, object>();
+
+function countingEnv<E extends Env>(env: E): E {
+  const known = countingEnvs.get(env);
+  if (known) return known as E;
+  const made: E = { ...env, DB: countingWrites(env.DB) };
+  countingEnvs.set(env, made);
+  return made;
 }
 
 /**
  * The Worker's fetch handler with publication: a request that wrote D1 publishes what its writes
- * recorded before its response goes out, so the next request (any isolate's) sees them. A failed
- * publication is logged and left to the next publisher (the rows stay); the write itself stood.
+ * recorded before its response goes out, so the next request (any isolate's) sees them. The
+ * message doors never write D1, so they pay nothing. A failed publication is logged and left to
+ * the next publisher (the rows stay); the write itself stood.
  */
 export function publishingWrites<E extends Env>(
   fetch: (request: Request, env: E, ctx: ExecutionContext) => Response | Promise<Response>,
 ): (request: Request, env: E, ctx: ExecutionContext) => Promise<Response> {
   return async (request, env, ctx) => {
-    const tracked = trackWrites(env.DB);
-    const response = await fetch(request, { ...env, DB: tracked.db }, ctx);
-    if (tracked.wrote()) {
+    const before = writesPrepared;
+    const response = await fetch(request, countingEnv(env), ctx);
+    if (writesPrepared !== before) {
       try {
         await publishAccessChanges(env);
       } catch (err) {
