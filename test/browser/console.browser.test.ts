@@ -421,7 +421,7 @@ describe("the operator console in Chromium", () => {
     expect(page.url()).toBe(`${base}/api/docs`);
     // Scalar fetched the live document and rendered it (slow on a busy machine: it parses the whole document).
     await visible(page.getByRole("heading", { name: "Conversation Bridge and Operator HTTP Service" }), 90_000);
-    await visible(page.getByText("Mint the first admin key with the deployment's bootstrap token"));
+    await visible(page.getByText("Mint the first admin key with the deployment's bootstrap token"), 60_000);
     await shot(page, "api-reference");
     expect([...origins].filter((o) => o !== base && !o.startsWith("data:") && o !== "null")).toEqual([]);
     await context.close();

@@ -125,7 +125,8 @@ describe("a failed callback attempt", () => {
         CONVERSATIONS_DELIVERY_SEND_TIMEOUT_SECONDS: "3",
       },
     });
-    const base = dev.baseUrl;
+    const server = dev;
+    const base = server.baseUrl;
     const boot = await http(base, "POST", "/api/keys/bootstrap", { body: { user_id: "root", description: "e2e admin", bootstrap_token: BOOTSTRAP_TOKEN } });
     expect(boot.status).toBe(200);
     const admin = boot.body.data.token as string;
@@ -151,11 +152,10 @@ describe("a failed callback attempt", () => {
       { timeoutMs: 60_000 },
     );
     expect(record).toMatchObject({ status: "failed", attempts: 2 });
-    // The final line is printed before the record's terminal write is read back; a moment for the pipe.
-    await new Promise((r) => setTimeout(r, 500));
-
+    // The lines travel workerd's and wrangler's pipes, which a busy machine slows: wait for the final one.
+    const attemptLines = () => [...plain(server.logs().slice(mark)).matchAll(/\{"event":"delivery_attempt_failed"[^{}]*\}/g)].map((m) => JSON.parse(m[0]));
+    const structured = await pollUntil("both attempts' log lines", attemptLines, (lines) => lines.some((l) => l.final === true), { timeoutMs: 30_000 });
     const after = plain(dev.logs().slice(mark));
-    const structured = [...after.matchAll(/\{"event":"delivery_attempt_failed"[^{}]*\}/g)].map((m) => JSON.parse(m[0]));
     expect(structured).toEqual([
       { event: "delivery_attempt_failed", message_id: messageId, via: "callback", attempt: 1, reason: "transport", final: false },
       { event: "delivery_attempt_failed", message_id: messageId, via: "callback", attempt: 2, reason: "transport", final: true },
@@ -184,9 +184,14 @@ describe("a failed callback attempt", () => {
       (r) => r?.status === "failed",
       { timeoutMs: 60_000 },
     );
-    await new Promise((r) => setTimeout(r, 500));
+    const dnsIds = await pollUntil(
+      "both attempts' log lines",
+      () => [...plain(server.logs().slice(mark2)).matchAll(/\{"event":"delivery_attempt_failed"[^{}]*\}/g)].map((m) => JSON.parse(m[0])),
+      (lines) => lines.some((l) => l.final === true),
+      { timeoutMs: 30_000 },
+    );
     const dnsOut = plain(dev.logs().slice(mark2));
-    expect([...dnsOut.matchAll(/\{"event":"delivery_attempt_failed"[^{}]*\}/g)].map((m) => JSON.parse(m[0]).message_id)).toEqual([id2, id2]);
+    expect(dnsIds.map((l) => l.message_id)).toEqual([id2, id2]);
     for (const marker of STACK_MARKERS) expect(dnsOut, `output after the DNS failure matches ${marker}`).not.toMatch(marker);
     expect(dnsOut).not.toContain("internal error");
     expect(dnsOut).not.toContain("DNS lookup failed");

@@ -71,9 +71,20 @@ class CountedStatement {
   }
 }
 
+/**
+ * Reads an isolate makes on a clock rather than per message: the settings overlay's generation
+ * check, at most once per `SETTINGS_REFRESH_SECONDS` (2 s by default) per isolate whatever the
+ * traffic (src/config/isolate-settings.ts). A counted window longer than that interval, as on a
+ * busy machine, may see one; `summary` leaves them out and `periodic` bounds them.
+ */
+const PERIODIC_SQL = new Set(["SELECT generation, updated_at FROM settings_generation WHERE id = 1"]);
+const isPeriodic = (c: D1Call) => c.kind !== "batch" && c.sql.every((s) => PERIODIC_SQL.has(s));
+
 /** Records D1 calls made through the bindings it wraps. */
 export class D1Counter {
   readonly calls: D1Call[] = [];
+  /** When counting began, to bound the periodic reads by the window's length. */
+  readonly startedAt = Date.now();
 
   /** `db` wrapped: every round trip made through it is recorded under `side`. */
   wrap(db: D1Database, side: Side): D1Database {
@@ -103,9 +114,9 @@ export class D1Counter {
     }) as unknown as D1Database;
   }
 
-  /** Round trips and statements of `side`. */
+  /** Round trips and statements of `side`, the periodic reads left out. */
   count(side: Side): SideCount {
-    const mine = this.calls.filter((c) => c.side === side);
+    const mine = this.calls.filter((c) => c.side === side && !isPeriodic(c));
     return { roundTrips: mine.length, statements: mine.reduce((n, c) => n + c.statements, 0) };
   }
 
@@ -114,6 +125,11 @@ export class D1Counter {
     const worker = this.count("worker");
     const thread = this.count("thread");
     return { worker, thread, roundTrips: worker.roundTrips + thread.roundTrips, statements: worker.statements + thread.statements };
+  }
+
+  /** The periodic reads seen, and how many the window's length allows (one per 2 s interval begun). */
+  periodic(): { seen: number; allowed: number } {
+    return { seen: this.calls.filter(isPeriodic).length, allowed: 1 + Math.floor((Date.now() - this.startedAt) / 2_000) };
   }
 
   /** Every recorded round trip, one a line, for a failure message. */

@@ -56,6 +56,8 @@ function expectCounts(path: string, counter: D1Counter, want: Expected): void {
       `measured ${got.roundTrips} / ${got.statements}. If it went down, lower the figures here and in docs/performance.md; ` +
       `if it went up, a statement was added to a per-message path. Round trips seen:\n${counter.describe()}`,
   ).toEqual(expected);
+  const periodic = counter.periodic();
+  expect(periodic.seen, `more settings checks than the refresh interval allows on "${path}":\n${counter.describe()}`).toBeLessThanOrEqual(periodic.allowed);
 }
 
 const json = async (body: unknown) => ({ headers: { "content-type": "application/json", "x-api-key": await admin() }, body: JSON.stringify(body) });
