@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import path from "node:path";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
+import { LongFirstSequencer } from "./test/setup/long-first";
 
 /** Test-only channel secrets: every channel is configured, and sends go to fake hosts that the
  * workerd tests answer through the network edge (test/helpers/edge.ts). */
@@ -100,6 +101,7 @@ export default defineConfig({
     // sets `fileParallelism: false`: vitest would move its files into a serial group run after all
     // the others, one at a time.
     maxWorkers: 3,
+    sequence: { sequencer: LongFirstSequencer },
     projects: [
       {
         plugins: [
@@ -110,7 +112,7 @@ export default defineConfig({
               remoteBindings: false,
               wrangler: { configPath: "./wrangler.toml" },
               miniflare: {
-                // FUZZ_SEED / FUZZ_RUNS replay or deepen test/hardening/fuzz.test.ts from the shell.
+                // FUZZ_SEED / FUZZ_RUNS replay or deepen the fuzz suite (test/hardening/fuzz.ts) from the shell.
                 // The listing's batched D1 write lags by at most this (the per-message path writes no D1); tests that read
                 // the listing wait for it (test/helpers/listing.ts), and 50 ms keeps them quick.
                 bindings: {
@@ -137,6 +139,9 @@ export default defineConfig({
           exclude: ["test/e2e/**", "test/browser/**", "test/deploy/**"],
           setupFiles: ["./test/setup/apply-migrations.ts"],
           isolate: false,
+          // The slots share two cores with servers, a browser and the checks: a test that takes 2 s
+          // alone can take several here. A hung test still fails, only later.
+          testTimeout: 20_000,
         },
       },
       {

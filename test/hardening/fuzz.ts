@@ -14,8 +14,11 @@
  * The marker is only checked on error answers: a success legitimately returns stored input (a
  * created resource's content, the echo tool's answer).
  *
- * Replay a failure: FUZZ_SEED=<seed printed in the failure> npx vitest run --project workers test/hardening/fuzz.test.ts -t "<door>"
- * Fuzz deeper:      FUZZ_RUNS=300 npx vitest run --project workers test/hardening/fuzz.test.ts
+ * The doors are dealt round-robin to the `fuzz-N.test.ts` files, each calling `fuzzDoors(N, of)`, so
+ * the suite's slots share the fuzzing instead of one slot carrying all of it.
+ *
+ * Replay a failure: FUZZ_SEED=<seed printed in the failure> npx vitest run --project workers test/hardening/fuzz-<N>.test.ts -t "<door>"
+ * Fuzz deeper:      FUZZ_RUNS=300 npx vitest run --project workers test/hardening/fuzz-
  */
 import { env } from "cloudflare:workers";
 import fc from "fast-check";
@@ -749,75 +752,90 @@ function describeRequest(r: FuzzRequest): string {
 // ---------------------------------------------------------------------------------------------
 // The suite
 
-const DOORS = doors();
-let requestsSent = 0;
-/** Answers by status class, printed at the end: shows how many requests got past validation. */
-const tally: Record<string, number> = {};
+/**
+ * Declares the fuzz suite for part `part` of `parts`: every `parts`-th door of the route table,
+ * starting at the `part`-th. Part 1 also checks that the table is the one the Worker serves, and
+ * the judge itself.
+ */
+export function fuzzDoors(part: number, parts: number): void {
+  const all = doors();
+  const DOORS = all.filter((_, i) => i % parts === part - 1);
+  let requestsSent = 0;
+  /** Answers by status class, printed at the end: shows how many requests got past validation. */
+  const tally: Record<string, number> = {};
 
-describe(`fuzz: ${DOORS.length} doors × ${RUNS} runs (seed ${SEED})`, () => {
-  beforeAll(async () => {
-    fakeUpstreams();
-    ADMIN = await bootstrapAdmin();
-    await ensureFixtures();
-  });
-  afterAll(() => {
-    setEdgeFetch(null);
-    const classes = Object.entries(tally)
-      .sort()
-      .map(([k, n]) => `${k} ${n}`)
-      .join(", ");
-    console.log(`fuzz: ${DOORS.length} doors, ${requestsSent} requests (${classes}), seed ${SEED} (replay: FUZZ_SEED=${SEED})`);
-  });
-
-  let dirty = false;
-  beforeEach(async () => {
-    // Doors that write may have removed a fixture; reads leave them alone.
-    if (dirty) await ensureFixtures();
-    dirty = false;
-  });
-
-  it("fuzzes the same table the Worker serves", async () => {
-    const doc = (await callJson("GET", "/api/openapi.json", null)).json as { paths: Record<string, Record<string, unknown>> };
-    const served = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`));
-    expect(DOORS.map(label).sort()).toEqual(served.sort());
-  });
-
-  // The judge itself, so a suite that can never fail is caught here rather than trusted.
-  it("judges a 5xx, an echoed marker and a stack trace as problems, and contract answers as none", () => {
-    const answer = (status: number, body: unknown, contentType = "application/json"): Answer => {
-      const text = typeof body === "string" ? body : JSON.stringify(body);
-      return { status, text, headers: new Headers({ "content-type": contentType }), json: typeof body === "string" ? null : body };
-    };
-    expect(judge(answer(500, { error: "Internal Server Error", error_id: "abc" }))).toEqual(["status 500"]);
-    expect(judge(answer(400, { error: `invalid body: ${MARKER}` }))).toEqual(["the error echoes the planted marker"]);
-    expect(judge(answer(400, { error: `route ${TOKEN} is odd` }))).toEqual(["the error echoes the planted marker"]);
-    expect(judge(answer(400, { error: "TypeError: x is not a function\n    at handler (src/app.ts:12:3)" })).length).toBeGreaterThan(0);
-    expect(judge(answer(200, `data: {"type":"stream.error","message":"${MARKER}"}\n\n`, "text/event-stream"))).toEqual(["the error echoes the planted marker"]);
-    expect(judge(answer(200, { data: { content: MARKER } }))).toEqual([]);
-    expect(judge(answer(501, { error: "not configured", code: "conversations-not-configured" }))).toEqual([]);
-    expect(judge(answer(500, { error: "the tool failed", code: "tool-error" }))).toEqual([]);
-  });
-
-  for (const spec of DOORS) {
-    const req = requirementOf(spec);
-    it(`${label(spec)} (${req.kind === "tag" ? `${req.tag}:${req.action}${req.admin ? ", admin" : ""}` : req.kind})`, { timeout: 120_000 }, async () => {
-      dirty = spec.method !== "get";
-      try {
-        await fc.assert(
-          fc.asyncProperty(requestArb(spec), async (r) => {
-            const answer = await send(spec, r);
-            requestsSent += 1;
-            tally[`${Math.floor(answer.status / 100)}xx`] = (tally[`${Math.floor(answer.status / 100)}xx`] ?? 0) + 1;
-            const problems = judge(answer);
-            if (problems.length) {
-              throw new Error(`${problems.join("; ")}\n  request: ${describeRequest(r)}\n  answer ${answer.status}: ${answer.text.slice(0, 800)}`);
-            }
-          }),
-          { seed: SEED, numRuns: RUNS, includeErrorInReport: true },
-        );
-      } catch (err) {
-        throw new Error(`fuzz failure on ${label(spec)}; replay with FUZZ_SEED=${SEED}\n${err instanceof Error ? err.message : String(err)}`);
-      }
+  describe(`fuzz, part ${part} of ${parts}: ${DOORS.length} of ${all.length} doors × ${RUNS} runs (seed ${SEED})`, () => {
+    beforeAll(async () => {
+      // Storage starts empty in every file: the fixtures of an earlier part are gone.
+      FX.thread = "";
+      FX.message = "";
+      fakeUpstreams();
+      ADMIN = await bootstrapAdmin();
+      await ensureFixtures();
     });
-  }
-});
+    afterAll(() => {
+      setEdgeFetch(null);
+      const classes = Object.entries(tally)
+        .sort()
+        .map(([k, n]) => `${k} ${n}`)
+        .join(", ");
+      console.log(`fuzz, part ${part} of ${parts}: ${DOORS.length} doors, ${requestsSent} requests (${classes}), seed ${SEED} (replay: FUZZ_SEED=${SEED})`);
+    });
+
+    let dirty = false;
+    beforeEach(async () => {
+      // Doors that write may have removed a fixture; reads leave them alone.
+      if (dirty) await ensureFixtures();
+      dirty = false;
+    });
+
+    if (part === 1) {
+      it("fuzzes the same table the Worker serves", async () => {
+        const doc = (await callJson("GET", "/api/openapi.json", null)).json as { paths: Record<string, Record<string, unknown>> };
+        const served = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`));
+        expect(all.map(label).sort()).toEqual(served.sort());
+      });
+
+      // The judge itself, so a suite that can never fail is caught here rather than trusted.
+      it("judges a 5xx, an echoed marker and a stack trace as problems, and contract answers as none", () => {
+        const answer = (status: number, body: unknown, contentType = "application/json"): Answer => {
+          const text = typeof body === "string" ? body : JSON.stringify(body);
+          return { status, text, headers: new Headers({ "content-type": contentType }), json: typeof body === "string" ? null : body };
+        };
+        expect(judge(answer(500, { error: "Internal Server Error", error_id: "abc" }))).toEqual(["status 500"]);
+        expect(judge(answer(400, { error: `invalid body: ${MARKER}` }))).toEqual(["the error echoes the planted marker"]);
+        expect(judge(answer(400, { error: `route ${TOKEN} is odd` }))).toEqual(["the error echoes the planted marker"]);
+        expect(judge(answer(400, { error: "TypeError: x is not a function\n    at handler (src/app.ts:12:3)" })).length).toBeGreaterThan(0);
+        expect(judge(answer(200, `data: {"type":"stream.error","message":"${MARKER}"}\n\n`, "text/event-stream"))).toEqual([
+          "the error echoes the planted marker",
+        ]);
+        expect(judge(answer(200, { data: { content: MARKER } }))).toEqual([]);
+        expect(judge(answer(501, { error: "not configured", code: "conversations-not-configured" }))).toEqual([]);
+        expect(judge(answer(500, { error: "the tool failed", code: "tool-error" }))).toEqual([]);
+      });
+    }
+
+    for (const spec of DOORS) {
+      const req = requirementOf(spec);
+      it(`${label(spec)} (${req.kind === "tag" ? `${req.tag}:${req.action}${req.admin ? ", admin" : ""}` : req.kind})`, { timeout: 120_000 }, async () => {
+        dirty = spec.method !== "get";
+        try {
+          await fc.assert(
+            fc.asyncProperty(requestArb(spec), async (r) => {
+              const answer = await send(spec, r);
+              requestsSent += 1;
+              tally[`${Math.floor(answer.status / 100)}xx`] = (tally[`${Math.floor(answer.status / 100)}xx`] ?? 0) + 1;
+              const problems = judge(answer);
+              if (problems.length) {
+                throw new Error(`${problems.join("; ")}\n  request: ${describeRequest(r)}\n  answer ${answer.status}: ${answer.text.slice(0, 800)}`);
+              }
+            }),
+            { seed: SEED, numRuns: RUNS, includeErrorInReport: true },
+          );
+        } catch (err) {
+          throw new Error(`fuzz failure on ${label(spec)}; replay with FUZZ_SEED=${SEED}\n${err instanceof Error ? err.message : String(err)}`);
+        }
+      });
+    }
+  });
+}

@@ -1,0 +1,4 @@
+// Part 1 of the fuzz suite (test/hardening/fuzz.ts deals the doors to four files).
+import { fuzzDoors } from "./fuzz";
+
+fuzzDoors(1, 4);
