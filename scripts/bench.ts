@@ -23,20 +23,27 @@
  * `GET /api/health` is measured before ingest and after sync (and web); the ratios use the mean of the two,
  * so a load change on a shared machine shows as two different health figures. Only loopback
  * traffic. It prints a table (and with --json one JSON line), stops everything it started, and
- * exits non-zero when any request failed.
+ * exits non-zero when any request failed. On Linux it also prints the CPU each message phase cost
+ * per operation, split between the bench itself and the server's processes (workerd and wrangler's
+ * Node process, read from /proc), and the rate the machine's CPUs bound that cost to.
  *
  * Options (all optional): --phases ingest,sync,web,persons,webhook,overhead,hol,faults (all) --callers N (16)
  * --threads N ingest threads (64) --ingest N per caller (40) --turns N sync turns per caller (30)
  * --web N web messages per visitor (30) --health N per caller (200) --max-seconds S per closed-loop phase (10) --webhook-rate R steady
  * webhooks/s (10; the burst is 5R) --webhook-seconds S per webhook stage (3) --overhead-callers N
- * (4) --overhead N per caller (25) --json --inspect (see below).
+ * (4) --overhead N per caller (25) --json --inspect --state-in-memory (see below).
  *
  * The bridge runs as `npm start` runs it: wrangler's programmatic dev API with the DevTools
  * inspector off (scripts/serve.mjs). `--inspect` runs it as `npm start -- --inspect` does, through
  * `wrangler dev` with its inspector proxy, which forwards an event to wrangler's Node process for
  * every subrequest (each D1 query, each Durable Object call): a development-tool cost, shown for
- * comparison. The
-relay Worker of the overhead phase is always served the same way as the bridge.
+ * comparison. The relay Worker of the overhead phase is always served the same way as the bridge.
+ *
+ * The servers keep their local state (D1, every Durable Object's SQLite) in a throwaway directory
+ * under the temporary directory, on disk as `npm start`'s `.wrangler/state` is: each object's
+ * commit then waits for the disk to sync it. `--state-in-memory` puts that directory on /dev/shm
+ * (Linux) instead, which separates what the code costs from what this machine's disk costs; the
+ * deployed platform commits to its own storage, neither of these.
  */
 import { randomBytes } from "node:crypto";
 import { BOOTSTRAP_TOKEN, http } from "../test/e2e/harness";
@@ -45,7 +52,7 @@ import { type CallbackReceiver, startReceiver } from "../test/e2e/support/receiv
 import { type TestPki, makeTestPki, trustEnv } from "../test/e2e/support/tls";
 import { healthPhase } from "./bench/health";
 import { ingestPhase, setupIngest } from "./bench/ingest";
-import { type Ctx, type Phase, type Row, type Server, fmt, load, machine, percentile, printTable, summary } from "./bench/lib";
+import { type Ctx, type Phase, type Row, type Server, fmt, load, machine, meterServer, percentile, printCpu, printTable, summary } from "./bench/lib";
 import { CallbackWaiter, OVERHEAD_ROUTE, TOOL_DELAY_MS, overheadPhase, setupOverhead, startDelayTool } from "./bench/overhead";
 import { DOWN_SECONDS, FAULTY_SECONDS, FAULT_HANG_MS, FAULT_VARS, faultsPhase } from "./bench/faults";
 import { HOL_MAX_CONCURRENT_TURNS, HOL_THREADS, HOL_TOOL_DELAY_MS, holPhase, setupToolRoute } from "./bench/hol";
@@ -62,6 +69,8 @@ type PhaseName = (typeof ALL_PHASES)[number];
 interface Options {
   phases: Set<PhaseName>;
   inspector: boolean;
+  /** Where the servers' throwaway local state lives: the temporary directory (disk), or /dev/shm. */
+  stateInMemory: boolean;
   callers: number;
   threads: number;
   ingest: number;
@@ -92,6 +101,7 @@ function parseArgs(argv: string[]): Options {
     overheadCallers: 4,
     overhead: 25,
     json: false,
+    stateInMemory: false,
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -121,6 +131,7 @@ function parseArgs(argv: string[]): Options {
     else if (a === "--overhead") o.overhead = Math.floor(num());
     else if (a === "--json") o.json = true;
     else if (a === "--inspect") o.inspector = true;
+    else if (a === "--state-in-memory") o.stateInMemory = true;
     else throw new Error(`unknown option ${a}`);
   }
   return o;
@@ -167,6 +178,11 @@ async function main(): Promise<number> {
     void stopAll().finally(() => process.exit(1));
   });
 
+  if (opts.stateInMemory) {
+    if (process.platform !== "linux") throw new Error("--state-in-memory needs Linux's /dev/shm");
+    // The harness makes every server's directory under the temporary directory.
+    process.env.TMPDIR = "/dev/shm";
+  }
   const loadAtStart = load();
   try {
     // The rate cap must not interfere: the default is 20 turns/hour per (route, caller).
@@ -235,11 +251,21 @@ async function main(): Promise<number> {
     const bridge = await startBridge(opts.inspector, vars, env);
     cleanups.push(() => bridge.stop());
     const base = bridge.baseUrl;
+    // Per-operation CPU of the message phases (health, ingest, sync, web, hol), printed after the table; the
+    // client's share includes the tool and the callback receivers the bench serves in its own process.
+    meterServer(bridge.pid?.());
+    const metered: Phase[] = [];
 
     const ctx = await prepare(base);
 
     const rows: Row[] = [];
-    const json: Record<string, unknown> = { machine: machine(), inspector: opts.inspector, callers: opts.callers, phases: [...opts.phases] };
+    const json: Record<string, unknown> = {
+      machine: machine(),
+      inspector: opts.inspector,
+      state_in_memory: opts.stateInMemory,
+      callers: opts.callers,
+      phases: [...opts.phases],
+    };
     let failures = 0;
     const count = (...ps: Phase[]) => ps.forEach((p) => (failures += p.failed));
 
@@ -283,6 +309,7 @@ async function main(): Promise<number> {
         web = await webPhase(visitors, "run", opts.web, opts.maxSeconds);
       }
       const h2 = await healthPhase(base, "(after)", opts.callers, opts.health, opts.maxSeconds);
+      metered.push(...[h1, ingest?.phase, sync, web?.phase, h2].filter((p): p is Phase => !!p));
       const healthRate = (h1.perSecond + h2.perSecond) / 2;
       count(h1, h2);
       rows.push({ phase: h1 });
@@ -413,6 +440,7 @@ async function main(): Promise<number> {
       await setupToolRoute(ctx, "bench-hol", "bench-hol-delay", holTool.baseUrl, HOL_TOOL_DELAY_MS, `${holRx.origin}/bench/hol`);
       console.log("bench: head-of-line isolation …");
       const h = await holPhase(ctx, holRx, "bench-hol");
+      metered.push(h.many.phase);
       count(h.single.phase, h.many.phase);
       const fifo = h.single.fifoViolations + h.many.fifoViolations;
       if (fifo) failures += fifo;
@@ -471,11 +499,12 @@ async function main(): Promise<number> {
     console.log("");
     console.log(`machine: ${m.cpus} CPUs (${m.cpu_model}), ${m.memory_gib} GiB, Node ${m.node}, wrangler ${m.wrangler}, workerd ${m.workerd}`);
     console.log(
-      `server: ${opts.inspector ? "npm start -- --inspect (wrangler dev, inspector proxy on)" : "npm start (wrangler's dev API, inspector off)"}; loopback only`,
+      `server: ${opts.inspector ? "npm start -- --inspect (wrangler dev, inspector proxy on)" : "npm start (wrangler's dev API, inspector off)"}; local state ${opts.stateInMemory ? "in memory (/dev/shm)" : "on disk"}; loopback only`,
     );
     const loadAtEnd = load();
     console.log(`load average at start: ${loadAtStart}, at end: ${loadAtEnd}`);
     printTable(rows);
+    printCpu(metered);
     if (opts.json) console.log(JSON.stringify({ ...json, load_start: loadAtStart, load_end: loadAtEnd }));
     if (failures && bridge.logs) {
       // Enough of wrangler's own output to tell a Worker error from a runtime restart.

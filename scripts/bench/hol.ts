@@ -12,7 +12,7 @@
  */
 import { performance } from "node:perf_hooks";
 import { http } from "../../test/e2e/harness";
-import { type Ctx, type Phase, waitFor } from "./lib";
+import { type Ctx, type Phase, waitFor, cpuMark, cpuSince } from "./lib";
 import type { ScriptedReceiver } from "./scripted-receiver";
 
 export const HOL_TOOL_DELAY_MS = 200;
@@ -94,6 +94,7 @@ export async function holRun(
   const failures: Record<string, number> = {};
   const fail = (r: string) => (failures[r] = (failures[r] ?? 0) + 1);
   const firstArrival = rx.arrivals.length;
+  const mark = cpuMark();
   const start = performance.now();
   await Promise.all(
     Array.from({ length: threads }, async (_, t) => {
@@ -144,7 +145,7 @@ export async function holRun(
   latencies.sort((x, y) => x - y);
   const failed = Object.values(failures).reduce((s, n) => s + n, 0);
   return {
-    phase: { name, ok: delivered.size, failed, seconds, perSecond: delivered.size / seconds, latencies, failures },
+    phase: { name, ok: delivered.size, failed, seconds, perSecond: delivered.size / seconds, latencies, failures, cpu: cpuSince(mark) },
     fifoViolations,
     sendSeconds,
     violationSample,

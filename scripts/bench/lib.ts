@@ -2,7 +2,8 @@
  * Shared helpers of `npm run bench`: closed- and open-loop load generators, percentiles, the
  * result table and the machine description. Every phase module under scripts/bench/ uses these.
  */
-import { readFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { readFileSync, readdirSync } from "node:fs";
 import { cpus, loadavg, totalmem } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -14,6 +15,8 @@ export interface Server {
   stop: () => Promise<void>;
   /** The server's own output so far, when the bench captured it (wrangler dev). */
   logs?: () => string;
+  /** The server's process group, when it runs in one of its own (the bridge). */
+  pid?: () => number | undefined;
 }
 
 /** What one timed phase produced. */
@@ -27,6 +30,75 @@ export interface Phase {
   /** Latencies of successful operations, milliseconds, sorted. */
   latencies: number[];
   failures: Record<string, number>;
+  /** CPU the phase cost (when `meterServer` was called). */
+  cpu?: CpuSpent;
+}
+
+/**
+ * CPU time spent during a phase, in milliseconds: the bench's own process (the client) and the
+ * server's process group by command (`workerd`, and `node` for wrangler's dev process). Linux
+ * only (read from /proc); absent elsewhere.
+ */
+export interface CpuSpent {
+  client: number;
+  server: Record<string, number>;
+}
+
+/** The server process group whose CPU the phases meter (the bridge's), set by `meterServer`. */
+let meteredGroup: number | null = null;
+let clockTicksPerSecond = 100;
+
+/** Meters the CPU of process group `pgid` (the bridge's `wrangler dev`) in every phase from now on. */
+export function meterServer(pgid: number | undefined): void {
+  if (pgid === undefined || process.platform !== "linux") return;
+  meteredGroup = pgid;
+  try {
+    clockTicksPerSecond = Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
+  } catch {
+    /* the Linux default */
+  }
+}
+
+/** CPU milliseconds so far of every live process in the metered group, by command name. */
+function groupCpu(): Record<string, number> | null {
+  if (meteredGroup === null) return null;
+  const out: Record<string, number> = {};
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+    } catch {
+      continue; // gone meanwhile
+    }
+    // "pid (comm) state ppid pgrp … utime stime …": the command may hold spaces and parentheses.
+    const close = stat.lastIndexOf(")");
+    const comm = stat.slice(stat.indexOf("(") + 1, close);
+    const fields = stat.slice(close + 2).split(" ");
+    if (Number(fields[2]) !== meteredGroup) continue;
+    const ms = ((Number(fields[11]) + Number(fields[12])) * 1000) / clockTicksPerSecond;
+    const name = comm.startsWith("workerd") ? "workerd" : comm;
+    out[name] = (out[name] ?? 0) + ms;
+  }
+  return out;
+}
+
+export interface CpuMark {
+  client: NodeJS.CpuUsage;
+  server: Record<string, number> | null;
+}
+
+export function cpuMark(): CpuMark {
+  return { client: process.cpuUsage(), server: groupCpu() };
+}
+
+export function cpuSince(mark: CpuMark): CpuSpent | undefined {
+  const after = groupCpu();
+  if (!after || !mark.server) return undefined;
+  const used = process.cpuUsage(mark.client);
+  const server: Record<string, number> = {};
+  for (const [name, ms] of Object.entries(after)) server[name] = ms - (mark.server[name] ?? 0);
+  return { client: (used.user + used.system) / 1000, server };
 }
 
 /** One operation: resolves a failure reason, or null on success. Its latency is measured by the caller. */
@@ -35,10 +107,10 @@ export type Once = (caller: number, i: number) => Promise<string | null>;
 /** An operation that measures its own latency (e.g. until a callback arrives): resolves the latency or a failure reason. */
 export type TimedOnce = (caller: number, i: number) => Promise<{ ms: number } | string>;
 
-function finish(name: string, start: number, latencies: number[], ok: number, failed: number, failures: Record<string, number>): Phase {
+function finish(name: string, start: number, mark: CpuMark, latencies: number[], ok: number, failed: number, failures: Record<string, number>): Phase {
   const seconds = (performance.now() - start) / 1000;
   latencies.sort((a, b) => a - b);
-  return { name, ok, failed, seconds, perSecond: ok / seconds, latencies, failures };
+  return { name, ok, failed, seconds, perSecond: ok / seconds, latencies, failures, cpu: cpuSince(mark) };
 }
 
 const reasonOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
@@ -52,6 +124,7 @@ export async function closedLoop(name: string, callers: number, perCaller: numbe
   const failures: Record<string, number> = {};
   let ok = 0;
   let failed = 0;
+  const mark = cpuMark();
   const start = performance.now();
   const deadline = start + maxSeconds * 1000;
   await Promise.all(
@@ -74,7 +147,7 @@ export async function closedLoop(name: string, callers: number, perCaller: numbe
       }
     }),
   );
-  return finish(name, start, latencies, ok, failed, failures);
+  return finish(name, start, mark, latencies, ok, failed, failures);
 }
 
 /**
@@ -87,6 +160,7 @@ export async function openLoop(name: string, perSecond: number, count: number, o
   const failures: Record<string, number> = {};
   let ok = 0;
   let failed = 0;
+  const mark = cpuMark();
   const start = performance.now();
   const gap = 1000 / perSecond;
   const pending: Promise<void>[] = [];
@@ -113,7 +187,7 @@ export async function openLoop(name: string, perSecond: number, count: number, o
     );
   }
   await Promise.all(pending);
-  return finish(name, start, latencies, ok, failed, failures);
+  return finish(name, start, mark, latencies, ok, failed, failures);
 }
 
 export function percentile(sorted: number[], p: number): number {
@@ -124,8 +198,31 @@ export function percentile(sorted: number[], p: number): number {
 
 export const fmt = (n: number, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : "n/a");
 
+/** CPU milliseconds per successful operation: the client, each server process, and their total. */
+export function cpuPerOp(p: Phase): Record<string, number> | null {
+  if (!p.cpu || p.ok === 0) return null;
+  const per: Record<string, number> = { client: p.cpu.client / p.ok };
+  for (const [name, ms] of Object.entries(p.cpu.server)) per[name] = ms / p.ok;
+  per.total = Object.values(per).reduce((a, b) => a + b, 0);
+  return per;
+}
+
+/** Prints the CPU each phase cost per operation, and the rate two CPUs would bound it to. */
+export function printCpu(phases: Phase[]): void {
+  const rows = phases.map((p) => [p.name, cpuPerOp(p)] as const).filter((r): r is [string, Record<string, number>] => r[1] !== null);
+  if (!rows.length) return;
+  const names = [...new Set(rows.flatMap(([, per]) => Object.keys(per)))].filter((n) => n !== "total");
+  const cores = cpus().length;
+  console.log(`\nCPU per operation, ms (client = the bench itself; the rest, the server's processes), and the rate ${cores} CPUs bound it to:`);
+  for (const [name, per] of rows) {
+    const parts = names.map((n) => `${n} ${fmt(per[n] ?? 0, 2)}`).join(", ");
+    console.log(`  ${name}: ${parts}; total ${fmt(per.total, 2)} → at most ${fmt((cores * 1000) / per.total, 0)}/s`);
+  }
+}
+
 export function summary(p: Phase) {
   return {
+    cpu_ms_per_op: cpuPerOp(p) ?? undefined,
     ok: p.ok,
     failed: p.failed,
     failures: p.failures,

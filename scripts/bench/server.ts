@@ -16,7 +16,7 @@ import type { Server } from "./lib";
  */
 export async function startBridge(inspector: boolean, vars: Record<string, string>, env: Record<string, string>): Promise<Server> {
   const dev = await startDev({ vars, env, args: inspector ? ["--inspect"] : [] });
-  return { baseUrl: dev.baseUrl, stop: () => dev.close(), logs: dev.logs };
+  return { baseUrl: dev.baseUrl, stop: () => dev.close(), logs: dev.logs, pid: dev.pid };
 }
 
 /**

@@ -28,6 +28,8 @@ export interface DevServer {
   baseUrl: string;
   persistDir: string;
   logs: () => string;
+  /** The server's process group (its launcher, wrangler and workerd), while it runs. */
+  pid: () => number | undefined;
   stop: () => Promise<void>;
   /** Stops and starts again on the same port and persistence directory. */
   restart: () => Promise<void>;
@@ -181,6 +183,7 @@ export async function startDev(opts: DevOptions = {}): Promise<DevServer> {
     baseUrl: `http://127.0.0.1:${port}`,
     persistDir,
     logs: () => log,
+    pid: () => child?.pid,
     stop,
     restart: async () => {
       await stop();
