@@ -10,6 +10,9 @@ export type ContextOptions = Parameters<Browser["newContext"]>[0];
 export function pageOpener(browser: () => Browser, violations: string[], defaults: ContextOptions = {}) {
   return async (opts: ContextOptions = {}): Promise<{ context: BrowserContext; page: Page }> => {
     const context = await browser().newContext({ ...defaults, ...opts });
+    // A navigation waits for the page's load event; with servers, the workerd suite and the checks
+    // on two cores it has taken over playwright's default 30 s. A page that never loads still fails.
+    context.setDefaultNavigationTimeout(90_000);
     const page = await context.newPage();
     page.on("console", (m) => {
       if (/Content Security Policy|Refused to (load|execute|apply|connect)/i.test(m.text())) violations.push(`${page.url()}: ${m.text()}`);
