@@ -29,11 +29,13 @@ const row = z
     role_condition: z.string().nullable(),
     scope_urls: jsonColumn(ScopeUrlTuples),
   })
-  .transform(({ role_grants, role_condition, scope_urls, ...k }): KeyRecord => ({
-    ...k,
-    role_def: k.role !== null && role_grants !== null ? { grants: role_grants, condition: role_condition } : null,
-    scope_urls: scope_urls.map(([scope_id, url, pattern]) => ({ scope_id, url, pattern: pattern !== 0 })),
-  }));
+  .transform(
+    ({ role_grants, role_condition, scope_urls, ...k }): KeyRecord => ({
+      ...k,
+      role_def: k.role !== null && role_grants !== null ? { grants: role_grants, condition: role_condition } : null,
+      scope_urls: scope_urls.map(([scope_id, url, pattern]) => ({ scope_id, url, pattern: pattern !== 0 })),
+    }),
+  );
 
 /** The stored columns of `api_keys` a KeyRecord is read from. */
 const STORED = [

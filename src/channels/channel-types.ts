@@ -41,4 +41,5 @@ export interface SendDeps {
  * match it; the grace period completes the record). `reason` never carries secrets or user text.
  */
 export type SendResult =
-  { ok: true; provider_message_id: string | null } | { ok: false; permanent: boolean; status?: number; reason: string; retry_after_seconds?: number };
+  | { ok: true; provider_message_id: string | null }
+  | { ok: false; permanent: boolean; status?: number; reason: string; retry_after_seconds?: number };

@@ -14,7 +14,8 @@ import { withTimeout } from "../targets/timeout";
 export type { TokenClient };
 
 export type TokenRequest =
-  { grant_type: "authorization_code"; code: string; redirect_uri: string; code_verifier: string } | { grant_type: "refresh_token"; refresh_token: string };
+  | { grant_type: "authorization_code"; code: string; redirect_uri: string; code_verifier: string }
+  | { grant_type: "refresh_token"; refresh_token: string };
 
 /**
  * `permanent`: the provider refused the grant or the client (a 400/401 answer), so retrying the

@@ -14,7 +14,8 @@ import { withTimeout } from "../targets/timeout";
 import { type ApiTool, fillTemplate } from "./api-tool-store";
 
 export type ApiCallResult =
-  { ok: true; value: unknown } | { ok: false; kind: "invalid_kwargs" | "timeout" | "transport" | "http_status" | "non_json" | "tool_error"; message: string };
+  | { ok: true; value: unknown }
+  | { ok: false; kind: "invalid_kwargs" | "timeout" | "transport" | "http_status" | "non_json" | "tool_error"; message: string };
 
 export interface ApiRequest {
   url: string;

@@ -208,7 +208,8 @@ export async function deleteMcpServer(db: D1Database, title: string): Promise<vo
 
 /** A listing's outcome, written only while `revision` is still the row's. */
 export type ListingOutcome =
-  { ok: true; tools: Array<Omit<McpToolRecord, "server" | "name">>; skipped: SkippedTool[]; server_info: ServerInfo | null } | { ok: false; error: string };
+  | { ok: true; tools: Array<Omit<McpToolRecord, "server" | "name">>; skipped: SkippedTool[]; server_info: ServerInfo | null }
+  | { ok: false; error: string };
 
 /** Largest JSON text of one listing's tools written in one statement (D1 caps a value at 2 MB). */
 export const MAX_LISTING_BYTES = 1_500_000;

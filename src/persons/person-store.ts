@@ -73,14 +73,16 @@ export function personView(sql: SqlStorage, personId: string): PersonView | null
   const target = directoryTarget(sql);
   if (!p || !target) return null;
   const addresses = q<{ door: string; channel: string | null; our_identity: string | null; address: string; routes: string; linked_at: string }>`
-    SELECT door, channel, our_identity, address, routes, linked_at FROM addresses WHERE person_id = ${personId} ORDER BY seq`.map((a): PersonAddress => ({
-    door: a.door as PersonAddress["door"],
-    routes: parseStored(AddressRoutes, a.routes, "addresses.routes"),
-    channel: a.channel,
-    our_identity: a.our_identity,
-    address: a.address,
-    linked_at: a.linked_at,
-  }));
+    SELECT door, channel, our_identity, address, routes, linked_at FROM addresses WHERE person_id = ${personId} ORDER BY seq`.map(
+    (a): PersonAddress => ({
+      door: a.door as PersonAddress["door"],
+      routes: parseStored(AddressRoutes, a.routes, "addresses.routes"),
+      channel: a.channel,
+      our_identity: a.our_identity,
+      address: a.address,
+      linked_at: a.linked_at,
+    }),
+  );
   return { person_id: p.person_id, target_kind: target.kind, target_name: target.name, created_at: p.created_at, addresses, locale: p.locale };
 }
 

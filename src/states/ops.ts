@@ -213,7 +213,8 @@ export const Regime = z.object({ path: z.array(z.string()), regime: z.enum(["sin
 export type Regime = z.infer<typeof Regime>;
 
 export type ApplyResult =
-  { ok: true; doc: JsonObject; skipped: number[]; paths: Array<Array<string | number>> } | { ok: false; kind: "structure" | "regime"; error: string };
+  | { ok: true; doc: JsonObject; skipped: number[]; paths: Array<Array<string | number>> }
+  | { ok: false; kind: "structure" | "regime"; error: string };
 
 // ---------------------------------------------------------------------------------------------
 // Applying.

@@ -54,12 +54,7 @@ export function json(value: unknown, status = 200): Response {
 
 /** A target context over the test env plus `vars`, with an injected fetch and clock. */
 export function testContext(
-  opts: {
-    fetch?: typeof fetch;
-    vars?: Record<string, unknown>;
-    now?: () => Date;
-    turn?: TargetContext["turn"];
-  } = {},
+  opts: { fetch?: typeof fetch; vars?: Record<string, unknown>; now?: () => Date; turn?: TargetContext["turn"] } = {},
 ): TargetContext {
   const e = { ...env, ...(opts.vars ?? {}) } as Env;
   return createTargetContext(e, settingsOf(opts.vars), {

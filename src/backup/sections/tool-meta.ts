@@ -32,15 +32,17 @@ export const toolMetaSection = defineSection({
     const [folders, tools] = await Promise.all([listFolders(ctx.db), listToolMeta(ctx.db)]);
     return [
       ...folders.map((f): FolderRow => ({ kind: "folder", ...f })),
-      ...tools.map((t): ToolRow => ({
-        kind: "tool",
-        name: t.name,
-        tags: t.tags,
-        badges: t.badges,
-        hidden: t.hidden,
-        folder_id: t.folder_id,
-        updated_at: t.updated_at,
-      })),
+      ...tools.map(
+        (t): ToolRow => ({
+          kind: "tool",
+          name: t.name,
+          tags: t.tags,
+          badges: t.badges,
+          hidden: t.hidden,
+          folder_id: t.folder_id,
+          updated_at: t.updated_at,
+        }),
+      ),
     ];
   },
   async validate(rows, ctx) {

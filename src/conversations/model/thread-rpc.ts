@@ -39,7 +39,9 @@ export interface AcceptRequest {
 
 /** `accept`'s answer: refused (queue full), accepted (answer later), or answered inline. */
 export type AcceptResult =
-  { kind: "queue_full" } | { kind: "accepted"; message_id: string; thread_id: string; duplicate: boolean } | { kind: "answered"; record: AnswerRecord };
+  | { kind: "queue_full" }
+  | { kind: "accepted"; message_id: string; thread_id: string; duplicate: boolean }
+  | { kind: "answered"; record: AnswerRecord };
 
 /** A transcript request: a page of live records, optionally filtered by a substring `q`. */
 export interface TranscriptQuery {

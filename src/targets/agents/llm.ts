@@ -124,7 +124,8 @@ export interface LlmRunOptions {
 
 /** How an llm run ended: an answer, or parked on `ask_user` (the caller stores `parked` as an interaction). */
 export type LlmRunEnd =
-  { kind: "final"; text: string | null } | { kind: "suspended"; ask: AskUserInput; parked: Omit<ParkedLlmRun, "kind" | "agent" | "as_key"> };
+  | { kind: "final"; text: string | null }
+  | { kind: "suspended"; ask: AskUserInput; parked: Omit<ParkedLlmRun, "kind" | "agent" | "as_key"> };
 
 /**
  * The messages a parked run resumes with: its own, then the ask's result (`content`, the
@@ -134,12 +135,14 @@ export function resumedMessages(parked: Pick<ParkedLlmRun, "fresh" | "call_id" |
   return [
     ...parked.fresh,
     { role: "tool", tool_call_id: parked.call_id, name: "ask_user", content },
-    ...parked.skipped.map((c): CheckpointMessage => ({
-      role: "tool",
-      tool_call_id: c.call_id,
-      name: c.tool,
-      content: toolMessageContent(SKIPPED_CALL_RESULT, true),
-    })),
+    ...parked.skipped.map(
+      (c): CheckpointMessage => ({
+        role: "tool",
+        tool_call_id: c.call_id,
+        name: c.tool,
+        content: toolMessageContent(SKIPPED_CALL_RESULT, true),
+      }),
+    ),
   ];
 }
 

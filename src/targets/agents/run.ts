@@ -62,12 +62,14 @@ export async function listAgents(db: D1Database): Promise<AgentSummary[]> {
   const builtins: AgentSummary[] = [
     { name: "echo", description: "Answers `echo: <text>` and keeps thread memory.", kind: "builtin", input_schema: AGENT_INPUT_SCHEMA },
   ];
-  const declared = (await listDeclaredAgents(db)).map((a): AgentSummary => ({
-    name: a.title,
-    description: a.description,
-    kind: a.kind,
-    input_schema: AGENT_INPUT_SCHEMA,
-  }));
+  const declared = (await listDeclaredAgents(db)).map(
+    (a): AgentSummary => ({
+      name: a.title,
+      description: a.description,
+      kind: a.kind,
+      input_schema: AGENT_INPUT_SCHEMA,
+    }),
+  );
   return [...builtins, ...declared].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
 
