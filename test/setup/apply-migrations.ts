@@ -1,4 +1,4 @@
-import { applyD1Migrations, listDurableObjectIds, runInDurableObject } from "cloudflare:test";
+import { listDurableObjectIds, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach } from "vitest";
 import { setEdgeFetch } from "../../src/platform/net/edge-fetch";
@@ -47,20 +47,6 @@ if (!holder[TRACKER]) {
 }
 const tracker = holder[TRACKER]!;
 
-// Dropped and migrated again rather than emptied: the migrations seed rows (generations, defaults)
-// that a fresh deployment starts from.
-const objects = await env.DB.prepare(
-  "SELECT type, name FROM sqlite_master WHERE type IN ('table', 'view', 'trigger') AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'",
-).all<{ type: string; name: string }>();
-if (objects.results.length) {
-  const order = ["trigger", "view", "table"];
-  const drops = [...objects.results].sort((a, b) => order.indexOf(a.type) - order.indexOf(b.type));
-  await env.DB.batch([
-    env.DB.prepare("PRAGMA defer_foreign_keys = on"),
-    ...drops.map((o) => env.DB.prepare(`DROP ${o.type.toUpperCase()} IF EXISTS "${o.name}"`)),
-  ]);
-}
-
 // Each object is emptied on its own, so they are emptied side by side.
 const emptying: Promise<unknown>[] = [];
 for (const [, ns] of namespaces) {
@@ -78,8 +64,26 @@ for (const [, ns] of namespaces) {
   }
 }
 await Promise.all(emptying);
+// The database is dropped and migrated again, after the objects are emptied (no alarm of theirs can
+// write into it then), rather than emptied: the migrations seed rows (generations, defaults)
+// that a fresh deployment starts from. One batch does both, the way `applyD1Migrations` would
+// (its migrations table, then each migration and its record, in order), in one round trip
+// instead of one per migration.
+const objects = await env.DB.prepare(
+  "SELECT type, name FROM sqlite_master WHERE type IN ('table', 'view', 'trigger') AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'",
+).all<{ type: string; name: string }>();
+const order = ["trigger", "view", "table"];
+const drops = [...objects.results].sort((a, b) => order.indexOf(a.type) - order.indexOf(b.type));
+const record = env.DB.prepare("INSERT INTO d1_migrations (name) VALUES (?)");
+await env.DB.batch([
+  env.DB.prepare("PRAGMA defer_foreign_keys = on"),
+  ...drops.map((o) => env.DB.prepare(`DROP ${o.type.toUpperCase()} IF EXISTS "${o.name}"`)),
+  env.DB.prepare(
+    "CREATE TABLE IF NOT EXISTS d1_migrations (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT UNIQUE, applied_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP NOT NULL)",
+  ),
+  ...env.TEST_MIGRATIONS.flatMap((m) => [...m.queries.map((q) => env.DB.prepare(q)), record.bind(m.name)]),
+]);
+
 tracker.touched.clear();
 resetTurnSlots();
 isolateSettings.reset();
-
-await applyD1Migrations(env.DB, env.TEST_MIGRATIONS);
