@@ -3,6 +3,7 @@ import { env } from "cloudflare:workers";
 import { afterEach } from "vitest";
 import { setEdgeFetch } from "../../src/platform/net/edge-fetch";
 import { beginFile } from "../helpers/file-epoch";
+import { MIGRATIONS_TABLE } from "./migrations-table";
 import { isolateSettings } from "../../src/config/isolate-settings";
 import { resetTurnSlots } from "../../src/conversations/thread/concurrency";
 
@@ -78,9 +79,7 @@ const record = env.DB.prepare("INSERT INTO d1_migrations (name) VALUES (?)");
 await env.DB.batch([
   env.DB.prepare("PRAGMA defer_foreign_keys = on"),
   ...drops.map((o) => env.DB.prepare(`DROP ${o.type.toUpperCase()} IF EXISTS "${o.name}"`)),
-  env.DB.prepare(
-    "CREATE TABLE IF NOT EXISTS d1_migrations (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT UNIQUE, applied_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP NOT NULL)",
-  ),
+  env.DB.prepare(MIGRATIONS_TABLE),
   ...env.TEST_MIGRATIONS.flatMap((m) => [...m.queries.map((q) => env.DB.prepare(q)), record.bind(m.name)]),
 ]);
 

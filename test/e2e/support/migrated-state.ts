@@ -15,14 +15,8 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { MIGRATIONS_TABLE } from "../../setup/migrations-table";
 import { MIGRATED_STATE_VAR, ROOT } from "../harness";
-
-/** wrangler's default migrations table (wrangler.toml sets no `migrations_table`), as it creates it. */
-const MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS d1_migrations(
-		id         INTEGER PRIMARY KEY AUTOINCREMENT,
-		name       TEXT UNIQUE,
-		applied_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP NOT NULL
-);`;
 
 /** Every migration with its record, in the order wrangler applies them (by the number before `_`). */
 function migrationsScript(): string {
