@@ -784,6 +784,8 @@ export function fuzzDoors(part: number, parts: number): void {
 
     let dirty = false;
     beforeEach(async () => {
+      // The workers setup clears the edge fetch after every test, so each door gets the fake network anew.
+      fakeUpstreams();
       // Doors that write may have removed a fixture; reads leave them alone.
       if (dirty) await ensureFixtures();
       dirty = false;
