@@ -54,7 +54,7 @@ export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
       await migrate(ctx.storage);
       await warmThreadSettings(env);
       // Read with the schema, once per instance, so arming the alarm reads nothing.
-      this.live.web.loadPending();
+      this.live.web.loadExpiry();
     });
     // The env is read through a function: settings and bindings (with the runtime overlay's
     // CHANNEL_* values on top, docs/runtime-settings.md) follow the object's env.
@@ -74,7 +74,7 @@ export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
       this.vacated = false;
       migrate(this.ctx.storage);
       this.live = this.compose();
-      this.live.web.loadPending();
+      this.live.web.loadExpiry();
     }
     return this.live;
   }
@@ -209,7 +209,7 @@ export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
     return this.parts.interactions.resume(req);
   }
 
-  /** The one alarm: pending web sessions, orphaned turns, queued turns, grace ends, due deliveries, expiry. */
+  /** The one alarm: expired web sessions, orphaned turns, queued turns, grace ends, due deliveries, expiry. */
   override async alarm(): Promise<void> {
     if ((await alarmPass(this.deps, this.parts)) === "vacated") this.vacated = true;
   }

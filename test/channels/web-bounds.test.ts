@@ -68,13 +68,16 @@ async function restart(threadId: string): Promise<void> {
   await runInDurableObject(stubFor(threadId), (_obj, state) => state.abort("restart")).catch(() => undefined);
 }
 
-/** Moves a pending session's expiry into the past (the object is restarted after, so it reads it again). */
-async function expirePending(threadId: string): Promise<void> {
+/** Moves the session's expiry into the past (the object is restarted after, so it reads it again). */
+async function expireSession(threadId: string): Promise<void> {
   await runInDurableObject(stubFor(threadId), (_obj, state) => {
-    state.storage.sql.exec("UPDATE web_session SET expires_at = 1 WHERE pending = 1");
+    state.storage.sql.exec("UPDATE web_session SET expires_at = 1");
   });
   await restart(threadId);
 }
+
+const sessionRows = (threadId: string) =>
+  runInDurableObject(stubFor(threadId), (_obj, state) => state.storage.sql.exec<{ pending: number }>("SELECT pending FROM web_session").toArray());
 
 beforeAll(async () => {
   const r = await call("POST", "/api/config/env", { key: await admin(), body: { set: { CHANNEL_WEB_SESSIONS_PER_HOUR: CAP } } });
@@ -173,7 +176,7 @@ describe("a session that never comes back", () => {
     expect(held.alarm).toBeGreaterThan(Date.now());
     expect(held.alarm).toBeLessThanOrEqual(Date.parse(minted.body.data.expires_at) + 1);
 
-    await expirePending(threadId);
+    await expireSession(threadId);
     expect(await runDurableObjectAlarm(stubFor(threadId))).toBe(true);
     expect(await stored(threadId)).toEqual({ tables: [], keys: 0, alarm: null });
     // Nothing listed it: no conversation, no D1 row names the visitor.
@@ -190,7 +193,7 @@ describe("a session that never comes back", () => {
     expect((await say(identity, token, ip)).status).toBe(401);
   });
 
-  it("a session whose credential came back is not swept", async () => {
+  it("a session whose credential came back lives its own lifetime; past it the session ends and the conversation stays", async () => {
     const { identity, name } = await webRoute();
     const ip = network();
     const token: string = (await mintWidget(identity, ip)).body.data.token;
@@ -198,8 +201,29 @@ describe("a session that never comes back", () => {
     expect((await say(identity, token, ip, "keep me")).status).toBe(200);
     await restart(threadId);
     await runDurableObjectAlarm(stubFor(threadId));
-    expect((await stored(threadId)).tables).toContain("records");
+    expect(await sessionRows(threadId)).toEqual([{ pending: 0 }]);
     expect((await say(identity, token, ip, "still here")).status).toBe(200);
+    // Its lifetime runs out unused: the alarm ends it; the records are the conversation's, kept.
+    expect((await stored(threadId)).alarm).toBeGreaterThan(Date.now());
+    await expireSession(threadId);
+    expect(await runDurableObjectAlarm(stubFor(threadId))).toBe(true);
+    expect(await sessionRows(threadId)).toEqual([]);
+    expect((await stored(threadId)).tables).toContain("records");
+    expect((await say(identity, token, ip, "too late")).status).toBe(401);
+  });
+
+  it("a confirmed session that never wrote leaves nothing once its lifetime is over", async () => {
+    const { identity, name } = await webRoute();
+    const ip = network();
+    const page = await openPage(identity, ip);
+    const visitor = page.cookie.split("=")[1].split(".")[0];
+    const threadId = channelThreadId(name, visitor);
+    // The page's own next visit confirms the session (as its stream would), and it writes nothing.
+    expect((await openPage(identity, ip, page.cookie)).cookie).toBe(page.cookie);
+    expect(await sessionRows(threadId)).toEqual([{ pending: 0 }]);
+    await expireSession(threadId);
+    expect(await runDurableObjectAlarm(stubFor(threadId))).toBe(true);
+    expect(await stored(threadId)).toEqual({ tables: [], keys: 0, alarm: null });
   });
 
   it("a pending session on an object that holds more is swept alone: the rest stays", async () => {
@@ -207,7 +231,7 @@ describe("a session that never comes back", () => {
     const token: string = (await mintWidget(identity, network())).body.data.token;
     const threadId = channelThreadId(name, token.split(".")[0]);
     await stubFor(threadId).webAppend("bot", "a transcript entry", null, null);
-    await expirePending(threadId);
+    await expireSession(threadId);
     expect(await runDurableObjectAlarm(stubFor(threadId))).toBe(true);
     const rows = await runInDurableObject(stubFor(threadId), (_obj, state) => ({
       sessions: state.storage.sql.exec("SELECT * FROM web_session").toArray().length,

@@ -6,7 +6,7 @@ import { nextWake, reloadBook } from "./store";
 /**
  * The object's one alarm. Every timer is a stored instant (a turn lease, a queued turn, a due
  * delivery or its claim lease, a receipt grace, a record or agent-memory expiry, outbox rows
- * left unpushed, a pending web session's expiry); the alarm is armed at the earliest of them. `arm` is the only code that sets or
+ * left unpushed, a web session's expiry); the alarm is armed at the earliest of them. `arm` is the only code that sets or
  * deletes it.
  *
  * Arming reads nothing: the instants are kept in memory by the code that changes them (the
@@ -22,8 +22,8 @@ export class ThreadAlarm implements AlarmArm {
 
   constructor(
     private readonly deps: Pick<ThreadDeps, "storage" | "settings" | "now">,
-    /** A pending web session's expiry, from memory (src/conversations/thread/web-visitor.ts). */
-    private readonly webPendingDue: () => number | null = () => null,
+    /** The web session's expiry, from memory (src/conversations/thread/web-visitor.ts). */
+    private readonly webSessionDue: () => number | null = () => null,
   ) {}
 
   /**
@@ -41,7 +41,7 @@ export class ThreadAlarm implements AlarmArm {
       nextWake(storage, s.conversations.intakeClaimLeaseSeconds * 1000, now),
       this.memoryDue,
       outboxDueAt(storage),
-      this.webPendingDue(),
+      this.webSessionDue(),
     ].filter((t): t is number => typeof t === "number");
     if (!candidates.length) {
       if (this.armedAt !== null) await storage.deleteAlarm();

@@ -5,9 +5,10 @@
  * - The session is one row: the identity it was minted for, the SHA-256 of its secret (the
  *   secret itself is never stored), its expiry and the link parameters captured with it. A
  *   just-minted session is `pending` with a short expiry until its credential first comes back,
- *   so a page load that never returns leaves nothing lasting: the object's alarm sweeps a pending
- *   session past its expiry (`sweepPending`), and the object then deletes its whole storage when
- *   the session was all it held (src/conversations/thread/vacancy.ts).
+ *   so a page load that never returns leaves nothing lasting: the object's alarm is armed at the
+ *   session's expiry and sweeps a session past it (`sweepExpired`), pending or not, and the object
+ *   then deletes its whole storage when the session was all it held
+ *   (src/conversations/thread/vacancy.ts).
  * - The transcript is append-only, numbered by `seq`: a reconnect asks for what follows the last
  *   seq it rendered, so a reload shows each entry once. Visitor entries are written when their
  *   message is accepted, answers when delivery "sends" them here.
@@ -59,11 +60,11 @@ export const WEB_SESSION_ENDED_CODE = 4401;
 
 export class WebVisitor {
   /**
-   * When the pending session expires (null: none is pending; undefined: not read yet). Only this
-   * class writes `web_session`, so the value stays exact once read; the object reads it when it
-   * starts (`loadPending`), so arming the alarm reads nothing.
+   * When the session expires (null: there is none; undefined: not read yet). Only this class
+   * writes `web_session`, so the value stays exact once read; the object reads it when it starts
+   * (`loadExpiry`), so arming the alarm reads nothing.
    */
-  private pendingAt: number | null | undefined = undefined;
+  private expiresAt: number | null | undefined = undefined;
 
   constructor(
     private readonly storage: DurableObjectStorage,
@@ -107,32 +108,32 @@ export class WebVisitor {
       expiresAt,
       params ? JSON.stringify(params) : null,
     );
-    this.pendingAt = expiresAt;
+    this.expiresAt = expiresAt;
   }
 
-  /** Reads when a pending session expires (once per instance, when the object starts). */
-  loadPending(): void {
-    const row = this.exec<{ expires_at: number }>("session pending", "SELECT expires_at FROM web_session WHERE id = 1 AND pending = 1")[0];
-    this.pendingAt = row ? row.expires_at : null;
+  /** Reads when the session expires (once per instance, when the object starts). */
+  loadExpiry(): void {
+    const row = this.exec<{ expires_at: number }>("session expiry", "SELECT expires_at FROM web_session WHERE id = 1")[0];
+    this.expiresAt = row ? row.expires_at : null;
   }
 
-  /** When the alarm must sweep a pending session (null: none is pending). From memory once read. */
-  pendingDue(): number | null {
-    if (this.pendingAt === undefined) this.loadPending();
-    return this.pendingAt ?? null;
+  /** When the alarm must sweep the session (null: there is none). From memory once read. */
+  expiryDue(): number | null {
+    if (this.expiresAt === undefined) this.loadExpiry();
+    return this.expiresAt ?? null;
   }
 
   /**
-   * Deletes a pending session past its expiry (the alarm's sweep); true when one went. A confirmed session is never swept here: it lives until its own expiry or its end.
+   * The alarm's sweep: ends a session past its expiry (a pending one whose credential never came
+   * back, or a confirmed one unused for its lifetime), as `end` would; true when one ended.
    */
-  sweepPending(now: number): boolean {
-    const due = this.pendingDue();
+  sweepExpired(now: number): boolean {
+    const due = this.expiryDue();
     if (due === null || due > now) return false;
-    // A pending session has no tickets: the ticket door checks the session first, which confirms it.
-    const gone = this.exec("session sweep", "DELETE FROM web_session WHERE id = 1 AND pending = 1 AND expires_at <= ? RETURNING id", now).length > 0;
-    if (gone) this.pendingAt = null;
-    else this.loadPending();
-    return gone;
+    this.loadExpiry();
+    if (this.expiresAt === null || this.expiresAt === undefined || this.expiresAt > now) return false;
+    this.end(false);
+    return true;
   }
 
   /**
@@ -147,7 +148,7 @@ export class WebVisitor {
     if (!session || session.expires_at <= now || session.identity !== identity || !sameHash(session.secret_hash, secretHash)) return { ok: false };
     const kept = params !== undefined ? (Object.keys(params).length ? JSON.stringify(params) : session.params) : session.params;
     this.exec("session refresh", "UPDATE web_session SET expires_at = ?, pending = 0, params = ? WHERE id = 1", now + ttlMs, kept);
-    this.pendingAt = null;
+    this.expiresAt = now + ttlMs;
     return { ok: true, params: kept ? z.record(z.string(), z.string()).parse(JSON.parse(kept)) : null };
   }
 
@@ -168,7 +169,7 @@ export class WebVisitor {
   end(transcript: boolean): void {
     this.exec("session end", "DELETE FROM web_session");
     this.exec("tickets end", "DELETE FROM web_ticket");
-    this.pendingAt = null;
+    this.expiresAt = null;
     if (transcript) this.exec("transcript clear", "DELETE FROM web_transcript");
     for (const ws of this.sockets.all()) {
       try {
