@@ -33,6 +33,7 @@ import type { RunTrace } from "../src/observability/model/run-trace";
 import { dropTurnTraces, readTurnTrace } from "../src/conversations/thread/turn-trace";
 import { forgetThread } from "../src/conversations/thread/forget";
 import { webStream } from "../src/conversations/thread/web-visitor";
+import { holdsNothing, vacate } from "../src/conversations/thread/vacancy";
 import { parkedById } from "../src/conversations/thread/parked";
 import type { WebSessionCheck } from "../src/conversations/model/web";
 import { threadStub } from "../src/conversations/model/thread-rpc";
@@ -40,7 +41,10 @@ import { threadStub } from "../src/conversations/model/thread-rpc";
 /** One thread's object: wires the parts over its storage and answers its contract's verbs. */
 export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
   private readonly deps: ThreadDeps;
-  private readonly parts: ThreadParts;
+  private readonly compose: () => ThreadParts;
+  private live: ThreadParts;
+  /** The object gave its storage back (src/conversations/thread/vacancy.ts): schema and parts are made again on the next use. */
+  private vacated = false;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -49,15 +53,43 @@ export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
     ctx.blockConcurrencyWhile(async () => {
       await migrate(ctx.storage);
       await warmThreadSettings(env);
+      // Read with the schema, once per instance, so arming the alarm reads nothing.
+      this.live.web.loadExpiry();
     });
     // The env is read through a function: settings and bindings (with the runtime overlay's
     // CHANNEL_* values on top, docs/runtime-settings.md) follow the object's env.
     this.deps = { storage: ctx.storage, env: () => threadEnv(this.env), settings: () => threadSettings(this.env), now: () => Date.now(), fetch: edgeFetch };
-    this.parts = composeThread(this.deps, { all: () => ctx.getWebSockets(), accept: (ws) => ctx.acceptWebSocket(ws) }, (home, role, text, part, messageId) =>
-      threadStub(this.env, home).webAppend(role, text, part, messageId),
-    );
+    this.compose = () =>
+      composeThread(this.deps, { all: () => ctx.getWebSockets(), accept: (ws) => ctx.acceptWebSocket(ws) }, (home, role, text, part, messageId) =>
+        threadStub(this.env, home).webAppend(role, text, part, messageId),
+      );
+    this.live = this.compose();
     // A page's keep-alive is answered by the runtime without waking the object.
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair("ping", "pong"));
+  }
+
+  /** The thread's parts; after the object vacated, its schema and fresh parts first. */
+  private get parts(): ThreadParts {
+    if (this.vacated) {
+      this.vacated = false;
+      migrate(this.ctx.storage);
+      this.live = this.compose();
+      this.live.web.loadExpiry();
+    }
+    return this.live;
+  }
+
+  /** The object's storage, with its schema (see `parts`). */
+  private get storage(): DurableObjectStorage {
+    void this.parts;
+    return this.ctx.storage;
+  }
+
+  /** Gives the storage back when the object holds nothing (a refused or ended web session may leave it so). */
+  private async vacateIfEmpty(): Promise<void> {
+    if (this.vacated || !(await holdsNothing(this.ctx.storage))) return;
+    await vacate(this.ctx.storage);
+    this.vacated = true;
   }
 
   async accept(req: AcceptRequest): Promise<AcceptResult> {
@@ -90,10 +122,13 @@ export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
 
   async webOpen(identity: string, secretHash: string, pendingTtlMs: number, params: Record<string, string> | null): Promise<void> {
     this.parts.web.open(identity, secretHash, pendingTtlMs, params);
+    await this.parts.alarm.arm();
   }
 
   async webCheck(identity: string, secretHash: string, ttlMs: number, params?: Record<string, string>): Promise<WebSessionCheck> {
-    return this.parts.web.check(identity, secretHash, ttlMs, params);
+    const check = this.parts.web.check(identity, secretHash, ttlMs, params);
+    if (!check.ok) await this.vacateIfEmpty();
+    return check;
   }
 
   async webNotify(text: string, part: unknown): Promise<number | null> {
@@ -105,7 +140,7 @@ export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
   }
 
   async holdsParked(interactionId: string): Promise<boolean> {
-    return parkedById(this.ctx.storage, interactionId) !== null;
+    return parkedById(this.storage, interactionId) !== null;
   }
 
   async webTicket(ticketHash: string, ttlMs: number): Promise<void> {
@@ -114,11 +149,14 @@ export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
 
   async webEnd(transcript: boolean): Promise<void> {
     this.parts.web.end(transcript);
+    await this.vacateIfEmpty();
   }
 
   /** The web visitor's live stream (a WebSocket), reached only through the web channel's door. */
   override async fetch(request: Request): Promise<Response> {
-    return webStream(this.parts.web, request);
+    const res = await webStream(this.parts.web, request);
+    if (res.status === 401) await this.vacateIfEmpty();
+    return res;
   }
 
   override async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
@@ -160,19 +198,19 @@ export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
   }
 
   async runTrace(traceId: string): Promise<RunTrace | null> {
-    return readTurnTrace(this.ctx.storage, traceId, this.deps.now());
+    return readTurnTrace(this.storage, traceId, this.deps.now());
   }
 
   async dropRunTraces(traceIds: string[]): Promise<number> {
-    return dropTurnTraces(this.ctx.storage, traceIds);
+    return dropTurnTraces(this.storage, traceIds);
   }
 
   async resumeInteraction(req: ResumeInteractionRequest): Promise<{ accepted: boolean; retry?: boolean }> {
     return this.parts.interactions.resume(req);
   }
 
-  /** The one alarm: orphaned turns, queued turns, grace ends, due deliveries, expiry. */
+  /** The one alarm: expired web sessions, orphaned turns, queued turns, grace ends, due deliveries, expiry. */
   override async alarm(): Promise<void> {
-    await alarmPass(this.deps, this.parts);
+    if ((await alarmPass(this.deps, this.parts)) === "vacated") this.vacated = true;
   }
 }

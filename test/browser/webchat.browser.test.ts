@@ -235,11 +235,29 @@ describe("the widget on another origin", () => {
     const allowed = await http(base, "PUT", "/api/channels/web/sites/desk", { key: adminKey, body: { allowed_origins: [host.origin] } });
     expect(allowed.status, JSON.stringify(allowed.body)).toBe(200);
     const second = await newPage({ viewport: { width: 1024, height: 768 } });
+    // A token an earlier widget kept under the identity alone may be another service's: it is
+    // never sent, and it is removed.
+    const LEGACY = `w_${"L".repeat(22)}.${"l".repeat(43)}`;
+    await second.context.addInitScript((token) => {
+      if (!sessionStorage.getItem("seeded")) {
+        localStorage.setItem("tai-web:desk", JSON.stringify({ token }));
+        sessionStorage.setItem("seeded", "1");
+      }
+    }, LEGACY);
+    const bearers: string[] = [];
+    second.page.on("request", (r) => {
+      const auth = r.headers().authorization;
+      if (auth) bearers.push(auth);
+    });
     await second.page.goto(host.origin);
     await (await visible(second.page.getByRole("button", { name: /chat/i }))).click();
     await say(second.page.locator("body"), "hello from the widget");
     await visible(second.page.locator(".tai-entry.tai-bot").filter({ hasText: "hello from the widget" }));
     await second.page.screenshot({ path: join(SHOTS, "widget.png") });
+    // The token is kept under the service's origin and the identity.
+    expect(await second.page.evaluate(() => Object.keys(localStorage).filter((k) => k.startsWith("tai-web:")))).toEqual([`tai-web:${base}/desk`]);
+    expect(bearers.length).toBeGreaterThan(0);
+    expect(bearers.some((b) => b.includes(LEGACY))).toBe(false);
     // No cookie of the service on the host page: the widget's credential is its bearer token.
     expect((await second.context.cookies()).filter((c) => c.name.startsWith("tai_web_"))).toEqual([]);
     await second.context.close();

@@ -4,10 +4,12 @@
  * - the page (same origin): the session is the HttpOnly cookie the page door set; this code never
  *   sees it. Requests are same-origin fetches and the stream is a same-origin WebSocket.
  * - the widget (a host page of another origin): a bearer token from `POST session`, kept in the host
- *   page's localStorage under `tai-web:<identity>` and sent in `Authorization`. A WebSocket cannot
+ *   page's localStorage under `tai-web:<service origin>/<identity>` (token-key.ts) and sent in `Authorization`. A WebSocket cannot
  *   carry a header, so the stream is opened with a one-time ticket from `POST stream-ticket`.
  * The token never goes in a URL; a refused token (401) is dropped and replaced once.
  */
+
+import { legacyTokenKey, tokenKey } from "./token-key";
 
 export const DOOR_BASE = "/api/channels/web/";
 
@@ -87,8 +89,11 @@ export function cookieTransport(identity: string): Transport {
 
 type Stored = { token: string; expires_at?: string };
 
-/** localStorage when the host page allows it; a memory-only copy otherwise (private modes, sandboxes). */
-function tokenStore(key: string): { get(): Stored | null; set(s: Stored): void; drop(): void } {
+/**
+ * localStorage when the host page allows it; a memory-only copy otherwise (private modes, sandboxes).
+ * `legacy` names a key of an earlier widget, removed unread (see token-key.ts).
+ */
+function tokenStore(key: string, legacy: string): { get(): Stored | null; set(s: Stored): void; drop(): void } {
   let memory: Stored | null = null;
   const storage = (): Storage | null => {
     try {
@@ -97,6 +102,11 @@ function tokenStore(key: string): { get(): Stored | null; set(s: Stored): void; 
       return null;
     }
   };
+  try {
+    storage()?.removeItem(legacy);
+  } catch {
+    // Storage refused: nothing was kept there either.
+  }
   return {
     get() {
       let raw: string | null = null;
@@ -140,7 +150,7 @@ function tokenStore(key: string): { get(): Stored | null; set(s: Stored): void; 
  * on the first request, so a host page's visitors who never open the chat create none.
  */
 export function bearerTransport(base: string, identity: string): Transport {
-  const store = tokenStore(`tai-web:${identity}`);
+  const store = tokenStore(tokenKey(base, identity), legacyTokenKey(identity));
   const url = (path: string) => new URL(DOOR_BASE + path, base).href;
 
   const raw = async (path: string, body: Record<string, unknown>, token: string | null): Promise<Response> => {

@@ -42,11 +42,12 @@ function styles(shadow: ShadowRoot, origin: string): void {
 }
 
 function mount(identity: string, origin: string, title: string): void {
-  // One widget per identity, even if the snippet is pasted twice.
+  // One widget per service and identity, even if the snippet is pasted twice; two services may
+  // both have a `desk`, and each keeps its own session (token-key.ts).
   for (const existing of document.querySelectorAll("[data-tai-web]")) {
-    if (existing.getAttribute("data-tai-web") === identity) return;
+    if (existing.getAttribute("data-tai-web") === identity && existing.getAttribute("data-tai-web-service") === origin) return;
   }
-  const host = el(document, "div", { "data-tai-web": identity });
+  const host = el(document, "div", { "data-tai-web": identity, "data-tai-web-service": origin });
   const shadow = host.attachShadow({ mode: "open" });
   styles(shadow, origin);
 

@@ -9,7 +9,7 @@ import { Hono } from "hono";
 import type { Context } from "hono";
 import { z } from "zod";
 import { RetryLaterError, admitChannelMessageFor } from "../../conversations/door/channel-inbound";
-import { threadStub } from "../../conversations/door/stubs";
+import { takeToken, threadStub } from "../../conversations/door/stubs";
 import { threadStreamStub } from "../../conversations/model/thread-rpc";
 import { interactionStub } from "../../interactions/rpc";
 import { classifyInbound } from "../../persons/pairing";
@@ -108,9 +108,26 @@ async function session(c: Context<AppEnv>, route: Route, identity: string, cred:
   return { threadId, params: check.params };
 }
 
-/** Opens a fresh session on `route` for a new visitor and answers its token. */
-async function openSession(c: Context<AppEnv>, route: Route, identity: string, params: Record<string, string> | null) {
+/**
+ * Spends one of the client network's session mints (CHANNEL_WEB_SESSIONS_PER_HOUR), counted in a
+ * rate-bucket object like the message cap, so minting makes no D1 statement; over the cap is 429
+ * too_many_sessions. Taken before anything is minted or ended.
+ */
+async function spendMint(c: Context<AppEnv>): Promise<void> {
+  const verdict = await takeToken(c.env, c.get("settings").conversations, `web-session:${networkBucket(c.req.raw)}`, c.get("settings").web.sessionsPerHour);
+  if (!verdict.allowed) {
+    const retry = String(Math.max(1, Math.ceil(verdict.retryAfterSeconds)));
+    throw new HttpError(429, "too many new chat sessions from this network; try again later", "too_many_sessions", undefined, { "Retry-After": retry });
+  }
+}
+
+/**
+ * Opens a fresh session on `route` for a new visitor and answers its token; `spent` when the
+ * caller has already spent the network's mint (see `spendMint`).
+ */
+async function openSession(c: Context<AppEnv>, route: Route, identity: string, params: Record<string, string> | null, spent = false) {
   const s = c.get("settings").web;
+  if (!spent) await spendMint(c);
   const minted = mintToken();
   await threadStub(c.env, channelThreadId(route.route_name, minted.visitorId)).webOpen(
     identity,
@@ -231,10 +248,10 @@ addPublicRoute(
     path: "/api/channels/web/session",
     summary: "Web chat: a session for the embeddable widget",
     description:
-      "Public; only from an origin allowed for the identity (403 origin_mismatch). Answers a bearer token for this identity, which the widget keeps and sends as `Authorization: Bearer`. A gated identity needs a live `entry_code` (403 entry_refused).",
+      "Public; only from an origin allowed for the identity (403 origin_mismatch). Answers a bearer token for this identity, which the widget keeps and sends as `Authorization: Bearer`. A gated identity needs a live `entry_code` (403 entry_refused). New sessions are capped per client network (CHANNEL_WEB_SESSIONS_PER_HOUR: 429 too_many_sessions with Retry-After); one whose token never comes back is swept after CHANNEL_WEB_PENDING_TTL_SECONDS.",
     body: sessionBody,
     response: z.object({ token: z.string(), expires_at: z.string() }),
-    errors: [403, 404, 413],
+    errors: [403, 404, 413, 429],
   },
   async (c, { body, raw }) => {
     capBody(c, raw);
@@ -254,15 +271,17 @@ addPublicRoute(
     path: "/api/channels/web/session/rotate",
     summary: "Web chat: a new conversation on a fresh address",
     description:
-      "Public; needs the visitor's current session and a matching Origin. Ends the current session and opens a new one on a new visitor address: the page gets a new cookie, the widget a new token.",
+      "Public; needs the visitor's current session and a matching Origin. Ends the current session and opens a new one on a new visitor address: the page gets a new cookie, the widget a new token. The new session counts against the network's cap (429 too_many_sessions, the current session kept).",
     body: identityBody,
     response: z.object({ rotated: z.boolean(), token: z.string().optional(), expires_at: z.string().optional() }),
-    errors: [401, 403, 404, 413],
+    errors: [401, 403, 404, 413, 429],
   },
   async (c, { body, raw }) => {
     const { cred, read, origin, current } = await visitorRequest(c, body.identity, raw);
+    // The mint is spent before the current session ends, so a refusal leaves the visitor as they were.
+    await spendMint(c);
     await threadStub(c.env, current.threadId).webEnd(false);
-    const minted = await openSession(c, read.route, body.identity, null);
+    const minted = await openSession(c, read.route, body.identity, null, true);
     const s = c.get("settings").web;
     if (cred.mode === "bearer") return json(c, { rotated: true, token: minted.token, expires_at: minted.expires_at }, 200, corsHeaders(c, "bearer", origin));
     return json(c, { rotated: true }, 200, { "Set-Cookie": sessionCookie(body.identity, minted.token, s.sessionTtlSeconds, s.cookieSecure, c.req.url) });
@@ -451,10 +470,10 @@ addPublicRoute(
     path: "/api/channels/web/chat/{identity}",
     summary: "Web chat: the standalone chat page of one web route",
     description:
-      "Public; a top-level navigation (403 not_a_navigation otherwise). Opens a session for a new visitor (a gated identity needs `?tai_entry=` with a live code: 403 entry_refused) and refreshes an existing one. Other query parameters are captured as the visitor's link params, delivered as `params` on tool turns; a later navigation carrying some replaces them. Refusals are small HTML pages.",
+      "Public; a top-level navigation (403 not_a_navigation otherwise). Opens a session for a new visitor (a gated identity needs `?tai_entry=` with a live code: 403 entry_refused; new sessions are capped per client network: 429 too_many_sessions) and refreshes an existing one. Other query parameters are captured as the visitor's link params, delivered as `params` on tool turns; a later navigation carrying some replaces them. Refusals are small HTML pages.",
     params: z.object({ identity: identitySchema }).strict(),
     produces: "text/html",
-    errors: [403, 404],
+    errors: [403, 404, 429],
   },
   async (c, { params }) => {
     const s = c.get("settings").web;
@@ -477,7 +496,7 @@ addPublicRoute(
     // some); otherwise a new visitor gets a session, past the entry gate when the identity has one.
     let visitor: Credential | null = cred?.mode === "cookie" && (await sessionLive(c, read.route, params.identity, cred, linkParams)) ? cred : null;
     if (!visitor) {
-      const site = await readSite(c.env.DB, params.identity);
+      const { site } = await webRead(c, params.identity);
       if (site.gate_enabled) {
         try {
           await requireEntry(c, params.identity, url.searchParams.get("tai_entry"));
@@ -486,7 +505,17 @@ addPublicRoute(
           throw err;
         }
       }
-      const minted = await openSession(c, read.route, params.identity, Object.keys(linkParams).length ? linkParams : null);
+      let minted;
+      try {
+        minted = await openSession(c, read.route, params.identity, Object.keys(linkParams).length ? linkParams : null);
+      } catch (err) {
+        if (err instanceof HttpError && err.code === "too_many_sessions") {
+          const refused = pageRefusal(title, 429, "too_many_sessions", "Too many new chats were opened from this network. Try again later.");
+          for (const [k, v] of Object.entries(err.headers ?? {})) refused.headers.set(k, v);
+          return refused;
+        }
+        throw err;
+      }
       visitor = { mode: "cookie", token: minted.token, visitorId: minted.visitorId, secretHash: await secretHash(minted.secret) };
     }
     // A pairing link (`?tai_pair=LINK-…`) on a multichannel target: the code goes in as the

@@ -18,6 +18,7 @@ import { ThreadReads } from "./reads";
 import { earliestExpiry, pruneExpired } from "./store";
 import { ThreadMode } from "./thread-mode";
 import { TurnLoop } from "./turn-loop";
+import { holdsNothing, vacate } from "./vacancy";
 import { type RemoteAppend, WebVisitor, type WebSockets } from "./web-visitor";
 
 /** One thread's parts, as its object holds them. */
@@ -39,7 +40,7 @@ export interface ThreadParts {
 export function composeThread(deps: ThreadDeps, sockets: WebSockets, remote: RemoteAppend | null = null): ThreadParts {
   const identity = new ThreadIdentity(deps.storage);
   const web = new WebVisitor(deps.storage, sockets, deps.now, () => identity.get(), remote);
-  const alarm = new ThreadAlarm(deps);
+  const alarm = new ThreadAlarm(deps, () => web.expiryDue());
   const index = new IndexOutbox(deps, identity, () => alarm.arm());
   const mode = new ThreadMode(deps);
   const waiters = new InlineWaiters();
@@ -70,15 +71,23 @@ export function composeThread(deps: ThreadDeps, sockets: WebSockets, remote: Rem
 
 /**
  * One firing of the object's alarm. Idempotent: it re-reads state, acts only on what is due
- * (orphaned turns, ended graces, expired records and memory, queued turns, due deliveries,
- * outbox rows left unpushed) and
+ * (a web session past its expiry, orphaned turns, ended graces, expired records and
+ * memory, queued turns, due deliveries, outbox rows left unpushed) and
  * re-arms to the earliest remaining instant. The re-read (`fired`) fills the records' book, so
  * each step below reads the table only when the book shows it work.
+ *
+ * Answers `vacated` when the swept web session was all the object held: its storage is deleted
+ * then (the web mint's promise that a page load that never returns leaves nothing lasting), and
+ * the object must create its schema again before its next use.
  */
-export async function alarmPass(deps: ThreadDeps, parts: ThreadParts): Promise<void> {
+export async function alarmPass(deps: ThreadDeps, parts: ThreadParts): Promise<"vacated" | undefined> {
   parts.alarm.fired();
   const { storage } = deps;
   const now = deps.now();
+  if (parts.web.sweepExpired(now) && (await holdsNothing(storage))) {
+    await vacate(storage);
+    return "vacated";
+  }
   const s = deps.settings();
   parts.turns.requeueOrphans(now);
   await parts.delivery.completeGrace(now, s);
@@ -94,4 +103,5 @@ export async function alarmPass(deps: ThreadDeps, parts: ThreadParts): Promise<v
   await parts.delivery.drive();
   await turns;
   await parts.alarm.arm();
+  return undefined;
 }

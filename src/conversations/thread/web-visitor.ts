@@ -5,7 +5,10 @@
  * - The session is one row: the identity it was minted for, the SHA-256 of its secret (the
  *   secret itself is never stored), its expiry and the link parameters captured with it. A
  *   just-minted session is `pending` with a short expiry until its credential first comes back,
- *   so a page load that never returns leaves nothing lasting.
+ *   so a page load that never returns leaves nothing lasting: the object's alarm is armed at the
+ *   session's expiry and sweeps a session past it (`sweepExpired`), pending or not, and the object
+ *   then deletes its whole storage when the session was all it held
+ *   (src/conversations/thread/vacancy.ts).
  * - The transcript is append-only, numbered by `seq`: a reconnect asks for what follows the last
  *   seq it rendered, so a reload shows each entry once. Visitor entries are written when their
  *   message is accepted, answers when delivery "sends" them here.
@@ -56,6 +59,13 @@ export type WebFrame = { type: "ready"; after: number } | { type: "entry"; entry
 export const WEB_SESSION_ENDED_CODE = 4401;
 
 export class WebVisitor {
+  /**
+   * When the session expires (null: there is none; undefined: not read yet). Only this class
+   * writes `web_session`, so the value stays exact once read; the object reads it when it starts
+   * (`loadExpiry`), so arming the alarm reads nothing.
+   */
+  private expiresAt: number | null | undefined = undefined;
+
   constructor(
     private readonly storage: DurableObjectStorage,
     private readonly sockets: WebSockets,
@@ -88,15 +98,42 @@ export class WebVisitor {
 
   /** Starts a session (replacing any): pending until its credential first comes back. */
   open(identity: string, secretHash: string, pendingTtlMs: number, params: Record<string, string> | null): void {
+    const expiresAt = this.now() + pendingTtlMs;
     this.exec("session clear", "DELETE FROM web_session");
     this.exec(
       "session open",
       "INSERT INTO web_session (id, identity, secret_hash, expires_at, pending, params) VALUES (1, ?, ?, ?, 1, ?)",
       identity,
       secretHash,
-      this.now() + pendingTtlMs,
+      expiresAt,
       params ? JSON.stringify(params) : null,
     );
+    this.expiresAt = expiresAt;
+  }
+
+  /** Reads when the session expires (once per instance, when the object starts). */
+  loadExpiry(): void {
+    const row = this.exec<{ expires_at: number }>("session expiry", "SELECT expires_at FROM web_session WHERE id = 1")[0];
+    this.expiresAt = row ? row.expires_at : null;
+  }
+
+  /** When the alarm must sweep the session (null: there is none). From memory once read. */
+  expiryDue(): number | null {
+    if (this.expiresAt === undefined) this.loadExpiry();
+    return this.expiresAt ?? null;
+  }
+
+  /**
+   * The alarm's sweep: ends a session past its expiry (a pending one whose credential never came
+   * back, or a confirmed one unused for its lifetime), as `end` would; true when one ended.
+   */
+  sweepExpired(now: number): boolean {
+    const due = this.expiryDue();
+    if (due === null || due > now) return false;
+    this.loadExpiry();
+    if (this.expiresAt === null || this.expiresAt === undefined || this.expiresAt > now) return false;
+    this.end(false);
+    return true;
   }
 
   /**
@@ -111,6 +148,7 @@ export class WebVisitor {
     if (!session || session.expires_at <= now || session.identity !== identity || !sameHash(session.secret_hash, secretHash)) return { ok: false };
     const kept = params !== undefined ? (Object.keys(params).length ? JSON.stringify(params) : session.params) : session.params;
     this.exec("session refresh", "UPDATE web_session SET expires_at = ?, pending = 0, params = ? WHERE id = 1", now + ttlMs, kept);
+    this.expiresAt = now + ttlMs;
     return { ok: true, params: kept ? z.record(z.string(), z.string()).parse(JSON.parse(kept)) : null };
   }
 
@@ -131,6 +169,7 @@ export class WebVisitor {
   end(transcript: boolean): void {
     this.exec("session end", "DELETE FROM web_session");
     this.exec("tickets end", "DELETE FROM web_ticket");
+    this.expiresAt = null;
     if (transcript) this.exec("transcript clear", "DELETE FROM web_transcript");
     for (const ws of this.sockets.all()) {
       try {

@@ -1,7 +1,8 @@
 /**
  * The web channel's settings (docs/channels.md "Web"): how long a visitor's session lives, whether
- * its cookie is `Secure`, how many live streams one visitor may hold open, the largest body a web
- * door reads, the entry gate's guess throttle and the page's title.
+ * its cookie is `Secure`, how many sessions one client network may mint, how many live streams one
+ * visitor may hold open, the largest body a web door reads, the entry gate's guess throttle and the
+ * page's title.
  */
 import { type EnvVars, type Setting, defineSetting, envString, text, wholeNumber } from "./define";
 
@@ -19,6 +20,15 @@ export const CHANNEL_WEB_PENDING_TTL_SECONDS = wholeNumber("CHANNEL_WEB_PENDING_
   min: 30,
   max: 86_400,
   description: "How long a just-minted web session lives until its credential first comes back (a page load that never returns leaves nothing lasting).",
+});
+
+export const CHANNEL_WEB_SESSIONS_PER_HOUR = wholeNumber("CHANNEL_WEB_SESSIONS_PER_HOUR", {
+  area: "channels",
+  default: 100,
+  min: 1,
+  max: 100_000,
+  description:
+    "New web sessions (the chat page's first visit, the widget's session, a rotation) one client network (an IPv4 address or an IPv6 /64) may mint: a burst of this many, refilled at this many per hour. One more is refused with 429 too_many_sessions.",
 });
 
 export type CookieSecure = "auto" | "true" | "false";
@@ -82,6 +92,7 @@ export const CHANNEL_WEB_PAGE_TITLE = text("CHANNEL_WEB_PAGE_TITLE", {
 export const WEB_SETTINGS = [
   CHANNEL_WEB_SESSION_TTL_SECONDS,
   CHANNEL_WEB_PENDING_TTL_SECONDS,
+  CHANNEL_WEB_SESSIONS_PER_HOUR,
   CHANNEL_WEB_COOKIE_SECURE,
   CHANNEL_WEB_MAX_STREAMS_PER_VISITOR,
   CHANNEL_WEB_MAX_BODY_BYTES,
@@ -93,6 +104,7 @@ export const WEB_SETTINGS = [
 export interface WebSettings {
   sessionTtlSeconds: number;
   pendingTtlSeconds: number;
+  sessionsPerHour: number;
   cookieSecure: CookieSecure;
   maxStreamsPerVisitor: number;
   maxBodyBytes: number;
@@ -105,6 +117,7 @@ export function parseWebSettings(env: EnvVars, errors: string[]): WebSettings {
   return {
     sessionTtlSeconds: CHANNEL_WEB_SESSION_TTL_SECONDS.read(env, errors),
     pendingTtlSeconds: CHANNEL_WEB_PENDING_TTL_SECONDS.read(env, errors),
+    sessionsPerHour: CHANNEL_WEB_SESSIONS_PER_HOUR.read(env, errors),
     cookieSecure: CHANNEL_WEB_COOKIE_SECURE.read(env, errors),
     maxStreamsPerVisitor: CHANNEL_WEB_MAX_STREAMS_PER_VISITOR.read(env, errors),
     maxBodyBytes: CHANNEL_WEB_MAX_BODY_BYTES.read(env, errors),

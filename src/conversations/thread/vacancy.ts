@@ -1,0 +1,42 @@
+/**
+ * A thread object that holds nothing gives its storage back. A web mint creates an object for a
+ * visitor who may never return (src/conversations/thread/web-visitor.ts); once its pending session
+ * is swept, or a credential for it is refused, the object holds only its schema, and that schema
+ * alone would keep a stored object per page load. `holdsNothing` asks every table rather than a
+ * list of them, so a table added later keeps an object that uses it.
+ */
+import { execStatement } from "../../platform/persistence/object-sql";
+
+/** The meta rows that only version the schema (store.ts): an object holding just these holds nothing. */
+const SCHEMA_KEYS = ["schema_version", "memory_schema_version"];
+
+function rows(storage: DurableObjectStorage, name: string, query: string, ...args: SqlStorageValue[]): number {
+  return execStatement(storage.sql, `thread vacancy (${name})`, query, args).rows.length;
+}
+
+/**
+ * True when the object stores no row of any table beyond its schema versions, and no key-value
+ * entry. Runs only where an object may have emptied (a swept or refused session), never on a turn.
+ */
+export async function holdsNothing(storage: DurableObjectStorage): Promise<boolean> {
+  const tables = execStatement<{ name: string }>(
+    storage.sql,
+    "thread vacancy (tables)",
+    "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%' AND name <> '_schema'",
+    [],
+  ).rows.map((r) => r.name);
+  for (const table of tables) {
+    const held =
+      table === "meta"
+        ? rows(storage, table, `SELECT 1 FROM meta WHERE key NOT IN (${SCHEMA_KEYS.map(() => "?").join(", ")}) LIMIT 1`, ...SCHEMA_KEYS)
+        : rows(storage, table, `SELECT 1 FROM "${table.replace(/"/g, '""')}" LIMIT 1`);
+    if (held) return false;
+  }
+  return (await storage.list({ limit: 1 })).size === 0;
+}
+
+/** Deletes the object's whole storage and its alarm; the schema is created again on the next use. */
+export async function vacate(storage: DurableObjectStorage): Promise<void> {
+  await storage.deleteAlarm();
+  await storage.deleteAll();
+}
