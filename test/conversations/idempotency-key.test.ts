@@ -9,7 +9,7 @@ import { apiThreadId } from "../../src/conversations/model/thread-id";
 import { createRoute, echoKey, readRecord } from "../helpers/bridge";
 import { fakeNetwork } from "../helpers/edge";
 import { admin, call, mintKey, uniq } from "../helpers/http";
-import { eventually, rawRows, stubFor } from "../helpers/threads";
+import { eventually, makeDue, rawRows, runAlarm, stubFor } from "../helpers/threads";
 
 const HOOK = "https://hooks.example.com/idempotency";
 
@@ -165,5 +165,122 @@ describe("Idempotency-Key on the api message door", () => {
     const quoted = await post(path, body, `"${uniq("q")}"`);
     expect(quoted.status).toBe(202);
     expect(await rawRows(apiThreadId(r.name, "root", "u8"))).toHaveLength(1);
+  });
+});
+
+/** The thread's key rows, read from its SQLite. */
+async function keyRows(threadId: string): Promise<number> {
+  return runInDurableObject(stubFor(threadId), (_o, state) => (state.storage.sql.exec("SELECT COUNT(*) AS n FROM idempotency_keys").one() as { n: number }).n);
+}
+
+describe("a key goes with its record", () => {
+  it("when the record's retention ends, the prune pass drops its key, and the key starts a new turn", async () => {
+    fakeNetwork(() => new Response(null, { status: 204 }));
+    const r = await callbackRoute();
+    const path = `/api/conversations/${r.name}/messages`;
+    const body = { external_user_id: "p1", text: "kept, then pruned" };
+    const first = await post(path, body, "prune-1");
+    await delivered(r.name, first.body.data.message_id);
+    const threadId = apiThreadId(r.name, "root", "p1");
+    expect(await keyRows(threadId)).toBe(1);
+    await makeDue(threadId, "expires_at");
+    await runAlarm(threadId);
+    expect(await rawRows(threadId)).toHaveLength(0);
+    expect(await keyRows(threadId)).toBe(0);
+    const again = await post(path, body, "prune-1");
+    expect(again.status).toBe(202);
+    expect(again.body.data.message_id).not.toBe(first.body.data.message_id);
+  });
+
+  it("forgetting the thread drops its keys", async () => {
+    fakeNetwork(() => new Response(null, { status: 204 }));
+    const r = await callbackRoute();
+    const first = await post(`/api/conversations/${r.name}/messages`, { external_user_id: "p2", text: "forget me" }, "forget-2");
+    await delivered(r.name, first.body.data.message_id);
+    const threadId = first.body.data.thread_id;
+    const forgot = await call("DELETE", `/api/conversations/${r.name}/thread?thread_id=${encodeURIComponent(threadId)}`, { key: await admin() });
+    expect(forgot.status, JSON.stringify(forgot.body)).toBe(200);
+    expect(await keyRows(threadId)).toBe(0);
+  });
+});
+
+describe("Idempotency-Key on the event door", () => {
+  it("the same event and key with another payload is 422; the same request answers the first", async () => {
+    fakeNetwork(() => new Response(null, { status: 204 }));
+    const r = await callbackRoute();
+    const seed = await post(`/api/conversations/${r.name}/messages`, { external_user_id: "e1", text: "a thread" }, null);
+    expect(seed.status).toBe(202);
+    const path = `/api/conversations/${r.name}/events`;
+    const event = { event_id: uniq("evt"), kind: "order.paid", payload: { amount: 1 } };
+    const first = await post(path, { address: "e1", event }, "evt-key");
+    expect(first.status, JSON.stringify(first.body)).toBe(202);
+    const again = await post(path, { address: "e1", event }, "evt-key");
+    expect(again.body).toEqual(first.body);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    const other = await post(path, { address: "e1", event: { ...event, payload: { amount: 2 } } }, "evt-key");
+    expect(other.status).toBe(422);
+    const events = (await rawRows(seed.body.data.thread_id)).filter((row) => JSON.parse(row.record).inbound_kind === "event");
+    expect(events).toHaveLength(1);
+  });
+});
+
+describe("Idempotency-Key on operator send", () => {
+  it("a retried send answers the same message_id and writes one record; another text with the key is 422", async () => {
+    fakeNetwork(() => new Response(null, { status: 204 }));
+    const r = await callbackRoute();
+    const seed = await post(`/api/conversations/${r.name}/messages`, { external_user_id: "o1", text: "a thread" }, null);
+    const threadId = seed.body.data.thread_id;
+    const path = `/api/conversations/${r.name}/thread/messages`;
+    const first = await post(path, { thread_id: threadId, text: "from a human" }, "op-1");
+    expect(first.status, JSON.stringify(first.body)).toBe(200);
+    await restart(threadId);
+    const again = await post(path, { thread_id: threadId, text: "from a human" }, "op-1");
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual(first.body);
+    expect((await post(path, { thread_id: threadId, text: "something else" }, "op-1")).status).toBe(422);
+    const operator = (await rawRows(threadId)).filter((row) => JSON.parse(row.record).origin === "operator");
+    expect(operator).toHaveLength(1);
+  });
+});
+
+describe("Idempotency-Key on tool runs", () => {
+  it("a retry answers the same run_id; another calling key with the same key value gets its own run", async () => {
+    const a = await mintKey({ scopes: ["tools:read", "tool:echo"] });
+    const b = await mintKey({ scopes: ["tools:read", "tool:echo"] });
+    const body = { tool_name: "echo", arguments: { message: "once" } };
+    const first = await post("/api/tool-runs", body, "run-1", a.key);
+    expect(first.status, JSON.stringify(first.body)).toBe(202);
+    const again = await post("/api/tool-runs", body, "run-1", a.key);
+    expect(again.status).toBe(202);
+    expect(again.body).toEqual(first.body);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    const other = await post("/api/tool-runs", body, "run-1", b.key);
+    expect(other.status).toBe(202);
+    expect(other.body.data.run_id).not.toBe(first.body.data.run_id);
+    expect((await post("/api/tool-runs", { ...body, arguments: { message: "twice" } }, "run-1", a.key)).status).toBe(422);
+  });
+});
+
+describe("Idempotency-Key on notification sends", () => {
+  it("a retried channel send goes out once; a send that failed releases its key, so its retry sends", async () => {
+    let fail = true;
+    const calls = fakeNetwork((req) => {
+      if (new URL(req.url).host !== "telegram.fake") throw new Error(`unexpected outbound request: ${req.url}`);
+      if (fail) return Response.json({ ok: false, error_code: 400, description: "Bad Request" }, { status: 400 });
+      return Response.json({ ok: true, result: { message_id: 7 } });
+    });
+    const body = { message: uniq("notice"), channel: "telegram", recipient: "42" };
+    const failed = await post("/api/notifications", body, "note-1");
+    expect(failed.status).toBe(502);
+    fail = false;
+    const sent = await post("/api/notifications", body, "note-1");
+    expect(sent.status, JSON.stringify(sent.body)).toBe(200);
+    const again = await post("/api/notifications", body, "note-1");
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual(sent.body);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(calls.filter((c) => c.url.includes("telegram.fake"))).toHaveLength(2);
+    expect((await post("/api/notifications", { ...body, recipient: "43" }, "note-1")).status).toBe(422);
+    expect(calls.filter((c) => c.url.includes("telegram.fake"))).toHaveLength(2);
   });
 });
