@@ -24,7 +24,7 @@ export async function submitToolRun(env: Env, req: ToolRunRequest): Promise<Tool
 }
 
 /**
- * The door's submit under an `Idempotency-Key` (docs/tool-runs.md, "Retrying a submit"): the run id
+ * The door's submit under an `Idempotency-Key` (docs/api-notes.md, "Retrying a request"): the run id
  * is derived from the calling key's lineage and the key, so a retry reaches the run's own object,
  * which answers whether the same request stored it (`replay`: nothing more is done), another one
  * did (`reused`), or this one just did (`new`, then listed as any submit).
