@@ -11,6 +11,8 @@ import { DurableObject } from "cloudflare:workers";
 import type { FeedPush, NotificationFeedRpc } from "../src/notifications/rpc";
 import type { Env } from "../src/platform/env";
 import { clearEntries, createRing, expiresAt, insertTrimmed, newestAsJsonArray, ringExists, setExpiresAt } from "../src/notifications/feed-ring";
+import { claimSendKey, pruneSendKeys, settleSendKey } from "../src/notifications/send-keys";
+import type { KeyVerdict } from "../src/platform/http/idempotency";
 
 export class NotificationFeed extends DurableObject<Env> implements NotificationFeedRpc {
   /** The ring's tables exist (created by the first push; gone after an idle delete). */
@@ -48,8 +50,27 @@ export class NotificationFeed extends DurableObject<Env> implements Notification
     return newestAsJsonArray(this.sql, limit, since);
   }
 
-  /** Deletes an identity feed idle past its TTL; a push since the alarm was set moved it later. */
+  async claimSendKey(key: string, fingerprint: string, expiresAtMs: number): Promise<KeyVerdict<string>> {
+    const verdict = claimSendKey(this.sql, key, fingerprint, Date.now(), expiresAtMs);
+    // The alarm deletes the key when its window ends; an earlier alarm re-arms itself at the next one.
+    if (verdict.kind === "new") {
+      const armed = await this.ctx.storage.getAlarm();
+      if (armed === null || armed > expiresAtMs) await this.ctx.storage.setAlarm(expiresAtMs);
+    }
+    return verdict;
+  }
+
+  async settleSendKey(key: string, fingerprint: string, answer: string | null): Promise<void> {
+    settleSendKey(this.sql, key, fingerprint, answer);
+  }
+
+  /**
+   * Deletes an identity feed idle past its TTL; a push since the alarm was set moved it later. On
+   * a send keys object, deletes the keys whose window ended.
+   */
   override async alarm(): Promise<void> {
+    const nextKey = pruneSendKeys(this.sql, Date.now());
+    if (nextKey !== null) await this.ctx.storage.setAlarm(nextKey);
     if (!this.ready && !ringExists(this.sql)) return;
     const at = expiresAt(this.sql);
     if (at === null) return;

@@ -13,6 +13,7 @@ import type { Mode } from "../src/conversations/model/kinds";
 import type { AnswerRecord } from "../src/conversations/model/record";
 import type { Route } from "../src/conversations/model/route";
 import type {
+  AcceptKey,
   AcceptRequest,
   AcceptResult,
   ForgetResult,
@@ -94,6 +95,10 @@ export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
 
   async accept(req: AcceptRequest): Promise<AcceptResult> {
     return this.parts.intake.accept(req);
+  }
+
+  async recallKey(key: AcceptKey): Promise<AcceptResult | null> {
+    return this.parts.keys.check(key, this.deps.now());
   }
 
   async exists(): Promise<boolean> {

@@ -7,7 +7,7 @@
  * says is left to do, the next alarm does.
  */
 import { DurableObject } from "cloudflare:workers";
-import type { ToolRunRequest, ToolRunRecord, ToolRunRpc } from "../src/tool-runs/rpc";
+import type { KeyedSubmit, ToolRunRequest, ToolRunRecord, ToolRunRpc } from "../src/tool-runs/rpc";
 import type { Env } from "../src/platform/env";
 import type { JsonObject } from "../src/platform/http/bounded-json";
 import type { InteractionStatus } from "../src/interactions/rpc";
@@ -28,6 +28,10 @@ export class ToolRun extends DurableObject<Env> implements ToolRunRpc {
 
   async submit(request: ToolRunRequest): Promise<ToolRunRecord> {
     return this.parts.verbs.submit(request);
+  }
+
+  async submitKeyed(request: ToolRunRequest & { request_hash: string }): Promise<KeyedSubmit> {
+    return this.parts.verbs.submitKeyed(request);
   }
 
   async read(): Promise<ToolRunRecord | null> {

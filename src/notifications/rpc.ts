@@ -10,6 +10,7 @@
  * of a full feed costs no parse and no re-serialization of a thousand records.
  */
 import type { Env } from "../platform/env";
+import type { KeyVerdict } from "../platform/http/idempotency";
 
 /** The shared feed's object name. */
 export const SHARED_FEED = "shared";
@@ -35,6 +36,14 @@ export interface NotificationFeedRpc {
    * reader sees only its own lineage's (src/access-control/identity.ts).
    */
   list(limit: number, since?: string): Promise<string>;
+  /**
+   * The send door's `Idempotency-Key`s, on an object named `sendKeysObject(scope)` that holds no
+   * feed (src/notifications/send-keys.ts): claims `key` for a request with `fingerprint` until
+   * `expiresAtMs`, or answers its first request's answer or why not.
+   */
+  claimSendKey(key: string, fingerprint: string, expiresAtMs: number): Promise<KeyVerdict<string>>;
+  /** The claimed send was answered `answer`, or failed (null: the key is released for a retry). */
+  settleSendKey(key: string, fingerprint: string, answer: string | null): Promise<void>;
 }
 
 /** The object of feed `name` (`SHARED_FEED` or `identityFeed(user_id)`). */

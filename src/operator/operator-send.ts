@@ -11,7 +11,9 @@ import { maxCharsFor } from "../channels/chunking";
 import type { AnswerRecord } from "../conversations/model/record";
 import { routeWithKey } from "../conversations/route-cache";
 import { type Route } from "../conversations/model/route";
-import { threadStub } from "../conversations/door/stubs";
+import { type AcceptResult, threadStub } from "../conversations/door/stubs";
+import type { AcceptKey } from "../conversations/model/thread-rpc";
+import { keyInFlight, keyReused } from "../platform/http/idempotency";
 import type { PersonView } from "../persons/rpc";
 import { adapterFor } from "../channels/registry";
 import { planOutbound } from "../channels/rich/outbound";
@@ -117,9 +119,16 @@ export async function sendOperatorMessage(
   read: { route: Route; readAtMs: number },
   operator: string,
   body: OperatorSendBody,
-): Promise<{ message_id: string; thread_id: string }> {
+  key?: AcceptKey,
+): Promise<{ message_id: string; thread_id: string; replayed?: true }> {
   const guarded = await guardThreadOnRoute(env, read.route.route_name, body.thread_id, read.route);
   const threadId = guarded.thread_id;
+  // A retry with the key of a send already made answers that send, before the agent's memory is
+  // appended to again; the accept below checks the key once more, for a retry racing this one.
+  if (key) {
+    const seen = await threadStub(env, threadId).recallKey(key);
+    if (seen) return sentOrRefused(seen);
+  }
   const target = guarded.person
     ? await personThreadTarget(env, read, threadId, guarded.person, body.address)
     : routeThreadTarget(read, guarded.rest, body.address);
@@ -151,11 +160,22 @@ export async function sendOperatorMessage(
   const status = route.door === "api" && !route.callback_url ? "delivered" : "pending_delivery";
   // No rate token and no queue check: an operator answers, it does not start a turn (the preset skips the queue).
   // The door's route read serves the first delivery attempt (src/conversations/thread/route-reads.ts, rule 3).
-  await handOver(env, arrival, {
+  const result = await handOver(env, arrival, {
     waitMs: 0,
     preset: { status, outcome: { answer_status: "answered", answer: body.text, error: null } },
     route,
     routeReadAtMs: target.readAtMs,
+    idempotency: key,
   });
+  if (key) return sentOrRefused(result);
   return { message_id: messageId, thread_id: threadId };
+}
+
+/** A keyed send's answer: the send the key names (`replayed` when an earlier request made it), or the key's refusal. */
+function sentOrRefused(result: AcceptResult): { message_id: string; thread_id: string; replayed?: true } {
+  if (result.kind === "key_reused") throw keyReused();
+  if (result.kind === "key_in_flight") throw keyInFlight();
+  if (result.kind === "queue_full") throw new HttpError(503, "thread queue is full; retry later");
+  const sent = result.kind === "answered" ? { message_id: result.record.message_id, thread_id: result.record.thread_id } : result;
+  return { message_id: sent.message_id, thread_id: sent.thread_id, ...(result.replayed ? { replayed: true as const } : {}) };
 }

@@ -42,6 +42,11 @@ export interface ToolRunRequest {
    * by that key's live grants (src/access-control/stored-by.ts). Absent: no binding.
    */
   binding_by?: string | null;
+  /**
+   * The fingerprint of the request (src/platform/http/idempotency.ts) when the door submitted the
+   * run under an `Idempotency-Key`, whose run id is derived from the key (absent: none).
+   */
+  request_hash?: string | null;
 }
 
 /** The run as the object keeps it (times in epoch ms; `published`: listing row and trace written). */

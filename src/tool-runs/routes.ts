@@ -10,7 +10,7 @@
  */
 import { Hono } from "hono";
 import { z } from "zod";
-import { fingerprintInLineage, heldBy, holderOf } from "../access-control/identity";
+import { fingerprintInLineage, heldBy, holderOf, threadPrincipal } from "../access-control/identity";
 import { principalGrantsRun } from "../access-control/principal";
 import type { AppEnv } from "../platform/http/app-env";
 import { MAX_KWARGS_BYTES, boundedJsonObject } from "../platform/http/bounded-json";
@@ -22,7 +22,8 @@ import { authorizeToolRun } from "./execute";
 import { listToolRuns } from "./index-store";
 import { isMaintenanceTool } from "./maintenance";
 import { RunId, ToolRunListItem, ToolRunView, toolRunView } from "./record";
-import { RunToolName, argumentProblems, runInputSchema, submitToolRun } from "./submit";
+import { RunToolName, argumentProblems, runInputSchema, submitKeyedToolRun, submitToolRun } from "./submit";
+import { REPLAYED_HEADER, keyReused } from "../platform/http/idempotency";
 
 export const toolRunsRouter = new Hono<AppEnv>();
 
@@ -37,15 +38,17 @@ addRoute(
     description:
       "Answers 202 `{run_id}` once the run is stored; poll `GET /api/tool-runs/{run_id}`. Needs tools:read plus a run grant for the tool (tool:<name>, tools:write or *); maintenance tools (`maintenance.checkpoints_sweep`, `maintenance.prune_expired`) need an admin key. " +
       "Order: body 400 → store 501 → run grant 403 → unknown tool 404 → arguments against the tool's input schema 400 (locations, never values) → the caller's key authorized as the run will be (conditions without a request) 403. " +
-      "The run executes as the caller's key, re-read live when it starts: a key revoked, disabled, re-minted or narrowed meanwhile makes the run fail `denied`. A run interrupted by a restart is started again up to TOOL_RUNS_MAX_ATTEMPTS times. A finished run stays readable for TOOL_RUNS_RETENTION_SECONDS.",
+      "The run executes as the caller's key, re-read live when it starts: a key revoked, disabled, re-minted or narrowed meanwhile makes the run fail `denied`. A run interrupted by a restart is started again up to TOOL_RUNS_MAX_ATTEMPTS times. A finished run stays readable for TOOL_RUNS_RETENTION_SECONDS. " +
+      "With an `Idempotency-Key` (docs/api-notes.md) the run id is derived from the calling key and the key: a retry of the same request answers the same `{run_id}` (`Idempotent-Replayed: true`) and starts nothing, for as long as the run is kept; the key on another request is 422.",
     ...DOOR,
     auth: { tag: "tools", action: "read" },
     body: z.object({ tool_name: RunToolName, arguments: boundedJsonObject(MAX_KWARGS_BYTES).default({}) }).strict(),
     response: z.object({ run_id: z.string() }),
     status: 202,
-    errors: [404],
+    errors: [404, 422],
+    idempotent: true,
   },
-  async (c, { body, principal: p }) => {
+  async (c, { body, principal: p, idempotency }) => {
     // Authorization before the lookup, so a caller without the grant learns nothing about the name.
     if (p.anonymous || !principalGrantsRun(p, "tool", body.tool_name)) throw forbidden();
     if (isMaintenanceTool(body.tool_name) && !p.admin) throw forbidden();
@@ -57,8 +60,15 @@ addRoute(
     // The run will be authorized like this again when it starts; refuse now what would be denied then.
     const auth = await authorizeToolRun(c.env.DB, caller, body.tool_name, new Date(), { key: p.key, owner: p.owner });
     if (!auth.ok) throw forbidden();
+    const request = { tool_name: body.tool_name, arguments: body.arguments, caller, origin: "api", schedule_name: null, slot_at: null } as const;
+    if (idempotency) {
+      const found = await submitKeyedToolRun(c.env, request, threadPrincipal(p.key), idempotency);
+      if (found.kind === "reused") throw keyReused();
+      if (found.kind === "replay") c.header(REPLAYED_HEADER, "true");
+      return { run_id: found.row.run_id };
+    }
     const run_id = crypto.randomUUID();
-    await submitToolRun(c.env, { run_id, tool_name: body.tool_name, arguments: body.arguments, caller, origin: "api", schedule_name: null, slot_at: null });
+    await submitToolRun(c.env, { run_id, ...request });
     return { run_id };
   },
 );

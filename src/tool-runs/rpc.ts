@@ -12,12 +12,21 @@ import type { ToolRunRequest, ToolRunRecord } from "./record";
 
 export type { ToolRunRequest, ToolRunRecord };
 
+/** What a keyed submit found (see ToolRunRpc.submitKeyed). */
+export type KeyedSubmit = { kind: "new" | "replay"; row: ToolRunRecord } | { kind: "reused" };
+
 export interface ToolRunRpc {
   /**
    * Stores the run as `queued` and arms the alarm for now; answers the stored row. Idempotent by
    * run id: a second submit of the same run answers the row as it stands and changes nothing.
    */
   submit(request: ToolRunRequest): Promise<ToolRunRecord>;
+  /**
+   * The door's submit under an `Idempotency-Key` (the run id derived from the key, `request_hash`
+   * set): `new` when this stored the run, `replay` when the same request stored it before (the row
+   * as it stands), `reused` when another request did (nothing changes).
+   */
+  submitKeyed(request: ToolRunRequest & { request_hash: string }): Promise<KeyedSubmit>;
   /** The run, or null when this object holds none (never submitted, or deleted by retention). */
   read(): Promise<ToolRunRecord | null>;
   /**

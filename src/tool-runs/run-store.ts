@@ -56,7 +56,7 @@ const LATER_COLUMNS = ["hook_name", "state_binding", "interaction_id", "binding_
 /**
  * The run table's schema. Version 1 is the first shape; version 2 adds the hook's name, the state
  * binding, the interaction and the binding's writer (a bound run without a recorded writer reads as
- * having none). A table written before versions had gained some of them one at a time, so step 2
+ * having none); version 3 the fingerprint of a keyed submit's request. A table written before versions had gained some of them one at a time, so step 2
  * adds the ones it lacks, and adoption reads which version the table stands at.
  */
 export const RUN_SCHEMA: ObjectSchema = {
@@ -78,6 +78,10 @@ export const RUN_SCHEMA: ObjectSchema = {
     (sql) => {
       const present = columnsOf(sql, "run");
       for (const column of LATER_COLUMNS) if (!present.includes(column)) execStatement(sql, STORE, `ALTER TABLE run ADD COLUMN ${column} TEXT`);
+    },
+    // v3: the fingerprint of the request an Idempotency-Key submitted the run with (null: none).
+    (sql) => {
+      if (!columnsOf(sql, "run").includes("request_hash")) execStatement(sql, STORE, "ALTER TABLE run ADD COLUMN request_hash TEXT");
     },
   ],
   adopt: (sql) => {
@@ -117,9 +121,15 @@ export function insertQueued(sql: SqlStorage, req: ToolRunRequest, nowMs: number
   const stateBinding = req.state_binding ? JSON.stringify(req.state_binding) : null;
   const bindingBy = req.state_binding ? (req.binding_by ?? null) : null;
   objectSql(sql, STORE)
-    .run`INSERT INTO run (id, run_id, tool_name, arguments, caller_user_id, caller_fingerprint, origin, schedule_name, slot_at, hook_name, state_binding, binding_by, status, attempts, created_at)
+    .run`INSERT INTO run (id, run_id, tool_name, arguments, caller_user_id, caller_fingerprint, origin, schedule_name, slot_at, hook_name, state_binding, binding_by, status, attempts, created_at, request_hash)
     VALUES (1, ${req.run_id}, ${req.tool_name}, ${JSON.stringify(req.arguments)}, ${req.caller.user_id}, ${req.caller.fingerprint}, ${req.origin},
-      ${req.schedule_name}, ${req.slot_at}, ${req.hook_name ?? null}, ${stateBinding}, ${bindingBy}, 'queued', 0, ${nowMs})`;
+      ${req.schedule_name}, ${req.slot_at}, ${req.hook_name ?? null}, ${stateBinding}, ${bindingBy}, 'queued', 0, ${nowMs}, ${req.request_hash ?? null})`;
+}
+
+/** The fingerprint of the request a keyed submit stored the run with (null: none, or no run). */
+export function readRequestHash(sql: SqlStorage): string | null {
+  if (!runTableExists(sql)) return null;
+  return objectSql(sql, STORE).one<{ request_hash: string | null }>`SELECT request_hash FROM run WHERE id = 1`?.request_hash ?? null;
 }
 
 /** Marks an attempt started: running, attempts + 1 (counted before the tool runs, so a crash counts). */

@@ -5,7 +5,8 @@
  * so a listing insert lost to a fault is restored then.
  */
 import { z } from "zod";
-import { toolRunStub } from "./rpc";
+import { type KeyedSubmit, toolRunStub } from "./rpc";
+import { type IdempotencyKey, derivedUuid } from "../platform/http/idempotency";
 import type { Env } from "../platform/env";
 import type { JsonObject } from "../platform/http/bounded-json";
 import { type JsonSchema, checkAgainstSchema } from "../targets/json-schema";
@@ -20,6 +21,19 @@ export async function submitToolRun(env: Env, req: ToolRunRequest): Promise<Tool
   const row = await toolRunStub(env, req.run_id).submit(req);
   await run(insertRunRow(env.DB, row));
   return row;
+}
+
+/**
+ * The door's submit under an `Idempotency-Key` (docs/api-notes.md, "Retrying a request"): the run id
+ * is derived from the calling key's lineage and the key, so a retry reaches the run's own object,
+ * which answers whether the same request stored it (`replay`: nothing more is done), another one
+ * did (`reused`), or this one just did (`new`, then listed as any submit).
+ */
+export async function submitKeyedToolRun(env: Env, req: Omit<ToolRunRequest, "run_id">, scope: string, key: IdempotencyKey): Promise<KeyedSubmit> {
+  const run_id = await derivedUuid("tool-runs", scope, key.key);
+  const found = await toolRunStub(env, run_id).submitKeyed({ ...req, run_id, request_hash: key.fingerprint });
+  if (found.kind === "new") await run(insertRunRow(env.DB, found.row));
+  return found;
 }
 
 /** The input schema of tool `name` (a registry tool or a maintenance tool), or null when there is no such tool. */

@@ -2,30 +2,40 @@
  * The ToolRun object's verbs (src/contracts/tool-run-rpc.ts): the submit (idempotent by run id;
  * arms the alarm for now), the read, and the hand-over of an interaction's outcome to a waiting run.
  */
-import type { ToolRunRequest, ToolRunRecord } from "./rpc";
+import type { KeyedSubmit, ToolRunRequest, ToolRunRecord } from "./rpc";
 import type { JsonObject } from "../platform/http/bounded-json";
 import type { InteractionStatus } from "../interactions/record";
 import { askedRunEnd } from "./execute";
 import type { ToolRunKit } from "./object-kit";
-import { insertQueued, readRun, readSteps } from "./run-store";
+import { insertQueued, readRequestHash, readRun, readSteps } from "./run-store";
 
 export interface ToolRunVerbs {
   submit(request: ToolRunRequest): Promise<ToolRunRecord>;
+  submitKeyed(request: ToolRunRequest & { request_hash: string }): Promise<KeyedSubmit>;
   read(): ToolRunRecord | null;
   resume(interactionId: string, outcome: JsonObject, status: Exclude<InteractionStatus, "pending">): Promise<"resumed" | "retry" | "not_waiting">;
 }
 
 export function toolRunVerbs(kit: ToolRunKit): ToolRunVerbs {
   const { sql, clock } = kit;
+  const submit = async (request: ToolRunRequest): Promise<ToolRunRecord> => {
+    const existing = readRun(sql);
+    if (existing) return existing;
+    insertQueued(sql, request, clock.now());
+    await kit.storage.setAlarm(clock.now());
+    const stored = readRun(sql);
+    if (!stored) throw new Error("tool run: the run just stored cannot be read back");
+    return stored;
+  };
   return {
-    async submit(request) {
+    submit,
+
+    async submitKeyed(request) {
+      // The row and its fingerprint are read and the run inserted without an await between, so two
+      // submits with one key never both store.
       const existing = readRun(sql);
-      if (existing) return existing;
-      insertQueued(sql, request, clock.now());
-      await kit.storage.setAlarm(clock.now());
-      const stored = readRun(sql);
-      if (!stored) throw new Error("tool run: the run just stored cannot be read back");
-      return stored;
+      if (existing) return readRequestHash(sql) === request.request_hash ? { kind: "replay", row: existing } : { kind: "reused" };
+      return { kind: "new", row: await submit(request) };
     },
 
     read() {

@@ -102,8 +102,8 @@ function expectFigures(path: string, got: Measured, want: { thread: Figures; buc
 
 const headers = async () => ({ "content-type": "application/json", "x-api-key": await admin() });
 
-async function post(path: string, body: unknown, expected: number): Promise<void> {
-  const r = await call("POST", path, { headers: await headers(), rawBody: JSON.stringify(body) });
+async function post(path: string, body: unknown, expected: number, extra: Record<string, string> = {}): Promise<void> {
+  const r = await call("POST", path, { headers: { ...(await headers()), ...extra }, rawBody: JSON.stringify(body) });
   expect(r.status, JSON.stringify(r.body)).toBe(expected);
 }
 
@@ -158,6 +158,29 @@ describe("storage work per message in the thread object and the rate bucket (doc
     expectFigures("api door, 202, callback, next message", next, {
       // as inline, and the delivery: its claim, delivered, its note
       thread: { statements: 12, kv: 0, alarm: 0, sync: 0 },
+      bucket: { statements: 0, kv: 0, alarm: 0, sync: 0 },
+    });
+  });
+
+  it("api door, 202, callback, with an Idempotency-Key", async () => {
+    const calls = fakeEdge();
+    const r = await echoRoute({ callback_url: HOOK });
+    const threadId = apiThreadId(r.name, CALLER, "keyed");
+    const bucketKey = `api:${r.name}:${CALLER}`;
+    let n = 0;
+    const send = () => post(`/api/conversations/${r.name}/messages`, { external_user_id: "keyed", text: `hi ${n}` }, 202, { "idempotency-key": `k-${++n}` });
+    const first = await measure(threadId, bucketKey, send);
+    await allSettled(threadId, 1);
+    const next = await measure(threadId, bucketKey, send);
+    await allSettled(threadId, 2);
+    expect(calls.filter((c) => c.url === HOOK)).toHaveLength(2);
+    expectFigures("api door, 202, callback, keyed, first message", first, {
+      // as without a key, and the key: its look-up and its insert
+      thread: { statements: 25, kv: 0, alarm: 2, sync: 0 },
+      bucket: { statements: 0, kv: 1, alarm: 1, sync: 0 },
+    });
+    expectFigures("api door, 202, callback, keyed, next message", next, {
+      thread: { statements: 14, kv: 0, alarm: 0, sync: 0 },
       bucket: { statements: 0, kv: 0, alarm: 0, sync: 0 },
     });
   });

@@ -25,6 +25,7 @@ import { ledgerShard, messageKey } from "../../shards/rpc";
 import { noteShed } from "../../observability/shed-counter";
 import type { Env } from "../../platform/env";
 import { HttpError, badRequest, tooManyRequests, unavailable } from "../../platform/http/errors";
+import { type IdempotencyKey, keyInFlight, keyReused } from "../../platform/http/idempotency";
 import type { ConversationSettings } from "../../platform/settings/settings";
 import { type MintedArrival, mintArrival } from "./arrival";
 import type { AnswerRecord } from "../model/record";
@@ -39,13 +40,19 @@ import { ensureInboundPerson, threadFor, turnPerson, undoFirstContact } from "..
 
 /** `ThreadObject.accept`'s request and answer, as the thread's RPC contract declares them. */
 type AcceptRequest = Parameters<ThreadRpc["accept"]>[0];
+type AcceptKey = NonNullable<AcceptRequest["idempotency"]>;
 type AcceptResult = Awaited<ReturnType<ThreadRpc["accept"]>>;
 
 /** How the thread is to take a minted arrival: everything `accept` hears besides the record and turn input. */
 export type HandOverOptions = Omit<AcceptRequest, "record" | "inbound">;
 
-/** What a door that answers its caller says: the inline answer, or where the answer will be. */
-export type Admission = { kind: "accepted"; message_id: string; thread_id: string } | { kind: "answered"; record: AnswerRecord };
+/**
+ * What a door that answers its caller says: the inline answer, or where the answer will be;
+ * `replayed` when an `Idempotency-Key`'s first request answered it.
+ */
+export type Admission =
+  | { kind: "accepted"; message_id: string; thread_id: string; replayed?: boolean }
+  | { kind: "answered"; record: AnswerRecord; replayed?: boolean };
 
 /** The message door's request, parsed, with what the route pipeline prefetched for it. */
 export interface MessageRequest {
@@ -61,6 +68,23 @@ export interface MessageRequest {
   body: MessageBody;
   /** The route read `prefetchDoorRoute` started for this request (undefined: none was started). */
   prefetched: Promise<RouteWithKey> | undefined;
+  /** The request's `Idempotency-Key` (null: none). */
+  idempotency?: IdempotencyKey | null;
+}
+
+/**
+ * A request's `Idempotency-Key` as its thread keeps it: scoped by the door, the route and the
+ * caller's thread principal, for the inbound dedupe window from now.
+ */
+export function threadKey(
+  door: "message" | "event" | "operator",
+  routeName: string,
+  threadCaller: string,
+  k: IdempotencyKey | null | undefined,
+  s: Pick<ConversationSettings, "inboundDedupeTtlSeconds">,
+): AcceptKey | undefined {
+  if (!k) return undefined;
+  return { scope: `${door}:${routeName}:${threadCaller}`, key: k.key, fingerprint: k.fingerprint, expiresAtMs: Date.now() + s.inboundDedupeTtlSeconds * 1000 };
 }
 
 /** The route reads started by `prefetchDoorRoute`, by request. */
@@ -113,7 +137,10 @@ export async function admitMessage(env: Env, s: ConversationSettings, req: Messa
   );
   const waitSeconds = Math.min(req.body.wait_seconds ?? 0, s.syncWaitMaxSeconds);
   // The route snapshot lets a turn that runs at once skip its own read of the route and key.
-  return handOverOr503(env, arrival, { waitMs: Math.round(waitSeconds * 1000), route, executionKey, routeReadAtMs, target }, () => undoFirstContact(person));
+  const idempotency = threadKey("message", route.route_name, req.threadCaller, req.idempotency, s);
+  return handOverOr503(env, arrival, { waitMs: Math.round(waitSeconds * 1000), route, executionKey, routeReadAtMs, target, idempotency }, () =>
+    undoFirstContact(person),
+  );
 }
 
 /**
@@ -158,16 +185,24 @@ export async function requireRateToken(
  * Step 6: hands the minted arrival to its thread's object (accept is idempotent on message_id)
  * and, at the same time, writes the message's directory entry (message_id → thread) in its
  * ledger shard, so the single-record read door finds the record the moment the door answers,
- * with no D1 write. A refused accept (a full queue) releases the entry again.
+ * with no D1 write. An accept that stored nothing (a full queue, an `Idempotency-Key` refused or
+ * answered by its first request) releases the entry again.
  */
 export async function handOver(env: Env, arrival: MintedArrival, how: HandOverOptions): Promise<AcceptResult> {
   const { message_id, thread_id, route_name } = arrival.record;
   const k = messageKey(message_id);
   const shard = ledgerShard(env, k);
   const [result] = await Promise.all([threadStub(env, thread_id).accept({ ...arrival, ...how }), shard.put(k, { message_id, thread_id, route_name }, null)]);
-  // A refused accept stores nothing, so neither does its directory.
-  if (result.kind === "queue_full") await shard.release(k, message_id);
+  // A refused or replayed accept stores nothing, so neither does its directory.
+  if (!stored(result, message_id)) await shard.release(k, message_id);
   return result;
+}
+
+/** Did `accept` store the arrival minted as `messageId`? */
+function stored(result: AcceptResult, messageId: string): boolean {
+  if (result.kind === "accepted") return result.message_id === messageId;
+  if (result.kind === "answered") return result.record.message_id === messageId;
+  return false;
 }
 
 /** Where message `messageId` lives, from its directory entry (null: unknown). */
@@ -177,15 +212,18 @@ export async function locateMessage(env: Env, messageId: string): Promise<{ rout
 }
 
 /**
- * Step 6 on a door that answers its caller: a full queue is 503, after `onQueueFull` (which
- * releases what the refused admission must not keep, such as a dedupe claim).
+ * Step 6 on a door that answers its caller: a full queue is 503, an `Idempotency-Key` used for
+ * another request 422, one whose first request is still being answered 409, each after
+ * `onRefused` (which releases what the refused admission must not keep, such as a dedupe claim or
+ * a person created for it); `onRefused` runs too when the key's first request answers instead.
  */
-export async function handOverOr503(env: Env, arrival: MintedArrival, how: HandOverOptions, onQueueFull?: () => Promise<void>): Promise<Admission> {
+export async function handOverOr503(env: Env, arrival: MintedArrival, how: HandOverOptions, onRefused?: () => Promise<void>): Promise<Admission> {
   const result = await handOver(env, arrival, how);
-  if (result.kind === "queue_full") {
-    await onQueueFull?.();
-    throw unavailable("thread queue is full; retry later");
-  }
-  if (result.kind === "answered") return { kind: "answered", record: result.record };
-  return { kind: "accepted", message_id: result.message_id, thread_id: result.thread_id };
+  if (!stored(result, arrival.record.message_id)) await onRefused?.();
+  if (result.kind === "queue_full") throw unavailable("thread queue is full; retry later");
+  if (result.kind === "key_reused") throw keyReused();
+  if (result.kind === "key_in_flight") throw keyInFlight();
+  const replayed = result.replayed ? { replayed: true } : {};
+  if (result.kind === "answered") return { kind: "answered", record: result.record, ...replayed };
+  return { kind: "accepted", message_id: result.message_id, thread_id: result.thread_id, ...replayed };
 }

@@ -19,7 +19,7 @@
  * came in on this route most recently. The thread object answers that together with whether the
  * thread exists, in the one call the door makes anyway: no D1 statement is added.
  */
-import { type Admission, composeThreadId, handOverOr503, requireRateToken } from "./admission";
+import { type Admission, composeThreadId, handOverOr503, requireRateToken, threadKey } from "./admission";
 import { type ArrivalRoute, mintArrival } from "./arrival";
 import { type DedupeClaim, claimKey, liveClaim, releaseKey } from "./dedupe";
 import type { InboundEvent } from "../model/record";
@@ -30,8 +30,10 @@ import { type PersonView, personDirectoryStub } from "../../persons/rpc";
 import type { DoorAddress } from "../../persons/pairing";
 import type { TargetConversationConfig } from "../../persons/target-configs";
 import { threadStub } from "./stubs";
+import type { AcceptKey } from "../model/thread-rpc";
 import type { Env } from "../../platform/env";
 import { HttpError, conflict } from "../../platform/http/errors";
+import type { IdempotencyKey } from "../../platform/http/idempotency";
 import type { EventBody } from "../../operator/schemas";
 import { guardThreadOnRoute, threadAddress } from "../../operator/thread-guard";
 import type { ConversationSettings } from "../../platform/settings/settings";
@@ -50,6 +52,7 @@ export async function admitEvent(
   body: EventBody,
   prefetched: Promise<RouteWithKey> | undefined,
   threadCaller: string,
+  idempotency: IdempotencyKey | null = null,
 ): Promise<Admission> {
   // The route read started beside the caller's key check (`prefetchDoorRoute`).
   const routeReadAtMs = Date.now();
@@ -75,13 +78,16 @@ export async function admitEvent(
   const answerTo = address === PERSON_THREAD ? (seen.address ?? (person ? personAddressOn(route, person) : null)) : address;
   // A redelivery re-offers its original record; were that accept lost, it answers where this one would.
   const addressFor = (held: DedupeClaim) => (held.thread_id === threadId ? answerTo : addressOf(route, held.thread_id));
-  if (original) return redelivered(env, route, caller, original, event, addressFor(original));
+  // An Idempotency-Key is checked by the thread that holds it, on a redelivery too: the key on
+  // another request (another payload, say) is refused there.
+  const key = threadKey("event", route.route_name, threadCaller, idempotency, s);
+  if (original) return redelivered(env, route, caller, original, event, addressFor(original), key);
 
   await requireRateToken(env, s, route, threadCaller);
 
   const mine = { message_id: crypto.randomUUID(), thread_id: threadId };
   const held = await claimKey(env, namespace, event.id, mine, nowMs + s.inboundDedupeTtlSeconds * 1000, nowMs);
-  if (held.message_id !== mine.message_id) return redelivered(env, route, caller, held, event, addressFor(held));
+  if (held.message_id !== mine.message_id) return redelivered(env, route, caller, held, event, addressFor(held), key);
 
   const arrival = mintArrival(
     route,
@@ -91,15 +97,27 @@ export async function admitEvent(
   );
   // Inline answers exist only on the api door; a channel route's answer is a channel send.
   const waitSeconds = route.door === "api" ? Math.min(body.wait_seconds ?? 0, s.syncWaitMaxSeconds) : 0;
-  return handOverOr503(env, arrival, { waitMs: Math.round(waitSeconds * 1000), route, executionKey, routeReadAtMs, target }, () =>
+  return handOverOr503(env, arrival, { waitMs: Math.round(waitSeconds * 1000), route, executionKey, routeReadAtMs, target, idempotency: key }, () =>
     releaseKey(env, namespace, event.id, mine.message_id),
   );
 }
 
-/** A redelivered event_id: the original message, re-offered so a crash after the claim loses nothing. */
-async function redelivered(env: Env, route: ArrivalRoute, caller: string, held: DedupeClaim, event: InboundEvent, address: string | null): Promise<Admission> {
+/**
+ * A redelivered event_id: the original message, re-offered so a crash after the claim loses
+ * nothing. With an Idempotency-Key its first request's answer (inline, say) is the answer.
+ */
+async function redelivered(
+  env: Env,
+  route: ArrivalRoute,
+  caller: string,
+  held: DedupeClaim,
+  event: InboundEvent,
+  address: string | null,
+  key: AcceptKey | undefined,
+): Promise<Admission> {
   const arrival = mintArrival(route, held, { way: "event", caller, address, event });
-  await handOverOr503(env, arrival, { waitMs: 0 });
+  const answered = await handOverOr503(env, arrival, { waitMs: 0, idempotency: key });
+  if (answered.replayed) return answered;
   return { kind: "accepted", message_id: held.message_id, thread_id: held.thread_id };
 }
 

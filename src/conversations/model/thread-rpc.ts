@@ -35,13 +35,32 @@ export interface AcceptRequest {
   routeReadAtMs?: number;
   /** With `route`: what the read learned about its target (undefined: not read). */
   target?: TargetFacts;
+  /** The request's `Idempotency-Key`, scoped by its door (src/conversations/thread/idempotency-keys.ts). */
+  idempotency?: AcceptKey;
 }
 
-/** `accept`'s answer: refused (queue full), accepted (answer later), or answered inline. */
+/** An `Idempotency-Key` as a door hands it to the thread. */
+export interface AcceptKey {
+  /** `<door>:<route>:<caller's thread principal>`: whose keys, on which door. */
+  scope: string;
+  key: string;
+  /** The request's fingerprint (src/platform/http/idempotency.ts). */
+  fingerprint: string;
+  /** The end of the key's window (epoch ms); the record's retention may end it sooner. */
+  expiresAtMs: number;
+}
+
+/**
+ * `accept`'s answer: refused (queue full), accepted (answer later), or answered inline. With an
+ * `idempotency` key: `replayed` when the key's first request answered it, or refused (the key
+ * names another request; its first request is still being answered).
+ */
 export type AcceptResult =
   | { kind: "queue_full" }
-  | { kind: "accepted"; message_id: string; thread_id: string; duplicate: boolean }
-  | { kind: "answered"; record: AnswerRecord };
+  | { kind: "accepted"; message_id: string; thread_id: string; duplicate: boolean; replayed?: boolean }
+  | { kind: "answered"; record: AnswerRecord; replayed?: boolean }
+  | { kind: "key_reused" }
+  | { kind: "key_in_flight" };
 
 /** A transcript request: a page of live records, optionally filtered by a substring `q`. */
 export interface TranscriptQuery {
@@ -99,6 +118,12 @@ export interface ThreadRpc {
    * inline when it settles in time; the record is then delivered inline and never called back.
    */
   accept(req: AcceptRequest): Promise<AcceptResult>;
+  /**
+   * What `accept` would answer a request carrying `key` before storing anything: null for a key
+   * new here, else the first request's answer or a refusal. For a door with work to do before
+   * its accept that a retry must not repeat (operator send's agent-memory append).
+   */
+  recallKey(key: AcceptKey): Promise<AcceptResult | null>;
   /** Does the thread hold any record, expired or not? (The event door never creates a thread.) */
   exists(): Promise<boolean>;
   /**

@@ -2,11 +2,11 @@
 import { Hono } from "hono";
 import { threadPrincipal } from "../../access-control/identity";
 import { prefetchDoorRoute, prefetchedRoute } from "../door/admission";
-import { inlineAnswer } from "../model/record";
 import { messageAccepted, messageAnswered, routeParams } from "../model/schemas";
 import { admitEvent } from "../door/event-door";
 import type { AppEnv } from "../../platform/http/app-env";
 import { addRoute } from "../../platform/http/route";
+import { admissionAnswer } from "./answer";
 import { eventBody } from "../../operator/schemas";
 
 export const conversationEventsRouter = new Hono<AppEnv>();
@@ -18,7 +18,7 @@ addRoute(
     path: "/api/conversations/{route_name}/events",
     summary: "Deliver a structured event into an existing thread as a tool turn",
     description:
-      "Exactly one of `address` (composed into the thread id as the route's door does; an api route qualifies it by the caller) or `thread_id` (verified to belong to the route). The turn is queued behind turns already on the thread; its tool sees `event`, with `message` and `sender` null and `turn.inbound.source` = `event:<kind>`. Idempotent per route on `event.event_id` for inbound_dedupe_ttl_seconds: a redelivery answers 202 with the original message_id and starts no turn; a refused admission (429, 503) does not burn the key. 404 when the thread does not exist on the route (the door never creates one), 409 when the route's target is an agent.",
+      "Exactly one of `address` (composed into the thread id as the route's door does; an api route qualifies it by the caller) or `thread_id` (verified to belong to the route). The turn is queued behind turns already on the thread; its tool sees `event`, with `message` and `sender` null and `turn.inbound.source` = `event:<kind>`. Idempotent per route on `event.event_id` for inbound_dedupe_ttl_seconds: a redelivery answers 202 with the original message_id and starts no turn; a refused admission (429, 503) does not burn the key. An `Idempotency-Key` works as on the message door (docs/api-notes.md): the key on another request is 422, while its first request is still being answered 409. 404 when the thread does not exist on the route (the door never creates one), 409 when the route's target is an agent.",
     area: "conversations",
     auth: { tag: "conversations" },
     store: "conversations",
@@ -26,10 +26,11 @@ addRoute(
     body: eventBody,
     response: messageAnswered,
     alsoResponds: [{ status: 202, description: "Accepted; the answer follows by the route's door (callback, poll or channel send)", schema: messageAccepted }],
-    errors: [404, 409, 429, 503],
+    errors: [404, 409, 422, 429, 503],
     prefetch: prefetchDoorRoute,
+    idempotent: true,
   },
-  async (c, { params, body, principal }) => {
+  async (c, { params, body, principal, idempotency }) => {
     const key = principal.key;
     const admission = await admitEvent(
       c.env,
@@ -39,8 +40,8 @@ addRoute(
       body,
       prefetchedRoute(c.req.raw),
       threadPrincipal(key),
+      idempotency,
     );
-    if (admission.kind === "answered") return c.json({ data: inlineAnswer(admission.record) }, 200);
-    return c.json({ data: { message_id: admission.message_id, thread_id: admission.thread_id } }, 202);
+    return admissionAnswer(c, admission);
   },
 );

@@ -6,7 +6,7 @@ import { Hono } from "hono";
 import { threadPrincipal } from "../../access-control/identity";
 import { z } from "zod";
 import { admitMessage, locateMessage, prefetchDoorRoute, prefetchedRoute } from "../door/admission";
-import { type AnswerRecord, AnswerRecordView, inlineAnswer, project } from "../model/record";
+import { type AnswerRecord, AnswerRecordView, project } from "../model/record";
 import { requireCachedRoute } from "../route-cache";
 import { messageAccepted, messageAnswered, messageBody, routeParams } from "../model/schemas";
 import { threadStub } from "../door/stubs";
@@ -15,6 +15,7 @@ import { HttpError } from "../../platform/http/errors";
 import { intactIdentifier } from "../../platform/http/identifiers";
 import { pageSchema, pagingQuery, toPage, toWindow } from "../../platform/http/paging";
 import { addRoute } from "../../platform/http/route";
+import { admissionAnswer } from "./answer";
 
 export const conversationMessagesRouter = new Hono<AppEnv>();
 
@@ -28,7 +29,8 @@ addRoute(
     path: "/api/conversations/{route_name}/messages",
     summary: "Send one api-door message; the turn runs as the route's execution key",
     description:
-      "202 {message_id, thread_id} once durably accepted; with wait_seconds (clamped to sync_wait_max_seconds) a turn that finishes in time answers 200 inline and is never also called back. 429 over the (route, caller) rate cap, 503 when the thread's queue is full; neither writes anything.",
+      "202 {message_id, thread_id} once durably accepted; with wait_seconds (clamped to sync_wait_max_seconds) a turn that finishes in time answers 200 inline and is never also called back. 429 over the (route, caller) rate cap, 503 when the thread's queue is full; neither writes anything. " +
+      "With an `Idempotency-Key`, a retry of the same request by the same key answers the first answer (marked `Idempotent-Replayed: true`) and runs no second turn, for inbound_dedupe_ttl_seconds (docs/api-notes.md); the key on another request 422, while its first request is still being answered 409.",
     area: "conversations",
     auth: { tag: "conversations" },
     store: "conversations",
@@ -36,10 +38,11 @@ addRoute(
     body: messageBody,
     response: messageAnswered,
     alsoResponds: [{ status: 202, description: "Accepted; the answer follows by callback or poll", schema: messageAccepted }],
-    errors: [404, 429, 503],
+    errors: [404, 409, 422, 429, 503],
     prefetch: prefetchDoorRoute,
+    idempotent: true,
   },
-  async (c, { params, body, principal }) => {
+  async (c, { params, body, principal, idempotency }) => {
     const key = principal.key;
     const admission = await admitMessage(c.env, c.get("settings").conversations, {
       routeName: params.route_name,
@@ -47,9 +50,9 @@ addRoute(
       threadCaller: threadPrincipal(key),
       body,
       prefetched: prefetchedRoute(c.req.raw),
+      idempotency,
     });
-    if (admission.kind === "answered") return c.json({ data: inlineAnswer(admission.record) }, 200);
-    return c.json({ data: { message_id: admission.message_id, thread_id: admission.thread_id } }, 202);
+    return admissionAnswer(c, admission);
   },
 );
 

@@ -8,6 +8,9 @@ import { requireCachedRoute } from "../route-cache";
 import { routeParams } from "../model/schemas";
 import type { AppEnv } from "../../platform/http/app-env";
 import { addRoute } from "../../platform/http/route";
+import { REPLAYED_HEADER } from "../../platform/http/idempotency";
+import { threadPrincipal } from "../../access-control/identity";
+import { threadKey } from "../door/admission";
 import { sendOperatorMessage } from "../../operator/operator-send";
 import { modeAnswer, modeBody, modeSetAnswer, operatorSendBody, sentAnswer, threadIdQuery } from "../../operator/schemas";
 import { guardThreadOnRoute } from "../../operator/thread-guard";
@@ -66,7 +69,7 @@ addRoute(
     path: "/api/conversations/{route_name}/thread/messages",
     summary: "Send an operator message by hand into a thread",
     description:
-      "No turn runs. The record is minted already answered (origin `operator`) and delivered by the thread's delivery machine: chunking, receipts, or the signed callback on an api route. On a linked person's thread, `address` (one of the person's addresses) picks the recipient, sent through the route it came in on here, else its first remaining route; without it the message goes to the route and address of the thread's newest record, and an empty person thread needs one. Allowed in either mode; never changes it, and refreshes a mode override's TTL. The agent's memory (when the route's agent keeps memory) gets the text as an assistant message first. Rich fields (media, location, template, options, sections, header, footer, schema) follow spec §4.7/§4.9 composition rules (400 when contract-invalid), are delivered after the text as one rich part, and need a channel route; a channel lacking the capability a field needs fails the record (status failed) instead of dropping the field.",
+      "No turn runs. The record is minted already answered (origin `operator`) and delivered by the thread's delivery machine: chunking, receipts, or the signed callback on an api route. On a linked person's thread, `address` (one of the person's addresses) picks the recipient, sent through the route it came in on here, else its first remaining route; without it the message goes to the route and address of the thread's newest record, and an empty person thread needs one. Allowed in either mode; never changes it, and refreshes a mode override's TTL. With an `Idempotency-Key` (docs/api-notes.md), a retry of the same send by the same key answers the first send (`Idempotent-Replayed: true`) and sends nothing more; the key on another request 422, while its first request is still being answered 409. The agent's memory (when the route's agent keeps memory) gets the text as an assistant message first. Rich fields (media, location, template, options, sections, header, footer, schema) follow spec §4.7/§4.9 composition rules (400 when contract-invalid), are delivered after the text as one rich part, and need a channel route; a channel lacking the capability a field needs fails the record (status failed) instead of dropping the field.",
     area: "conversations",
     auth: { tag: "conversations" },
     store: "conversations",
@@ -74,11 +77,15 @@ addRoute(
     body: operatorSendBody,
     // 200, not 202 (spec §4.7, decisions §10): the record exists when this answers; delivery follows.
     response: sentAnswer,
-    errors: [404, 503],
+    errors: [404, 409, 422, 503],
+    idempotent: true,
   },
-  async (c, { params, body, principal }) => {
+  async (c, { params, body, principal, idempotency }) => {
     const routeReadAtMs = Date.now();
     const route = await requireCachedRoute(c.env, params.route_name);
-    return sendOperatorMessage(c.env, c.get("settings"), { route, readAtMs: routeReadAtMs }, principal.key.user_id, body);
+    const key = threadKey("operator", route.route_name, threadPrincipal(principal.key), idempotency, c.get("settings").conversations);
+    const { replayed, ...sent } = await sendOperatorMessage(c.env, c.get("settings"), { route, readAtMs: routeReadAtMs }, principal.key.user_id, body, key);
+    if (replayed) c.header(REPLAYED_HEADER, "true");
+    return sent;
   },
 );

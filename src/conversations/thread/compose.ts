@@ -12,10 +12,11 @@ import { IndexOutbox, outboxDueAt } from "./index-outbox";
 import type { StoredRecord } from "./store";
 import { InlineWaiters } from "./inline-waiters";
 import { AgentMemory } from "./memory";
+import { IdempotencyKeys } from "./idempotency-keys";
 import { Intake } from "./intake";
 import { ThreadInteractions } from "./interaction-turns";
 import { ThreadReads } from "./reads";
-import { earliestExpiry, pruneExpired } from "./store";
+import { earliestExpiry, getStored, pruneExpired } from "./store";
 import { ThreadMode } from "./thread-mode";
 import { TurnLoop } from "./turn-loop";
 import { holdsNothing, vacate } from "./vacancy";
@@ -34,6 +35,7 @@ export interface ThreadParts {
   interactions: ThreadInteractions;
   memory: AgentMemory;
   web: WebVisitor;
+  keys: IdempotencyKeys;
 }
 
 /** Builds the parts of one thread object over `deps`. */
@@ -48,6 +50,7 @@ export function composeThread(deps: ThreadDeps, sockets: WebSockets, remote: Rem
   const delivery = new DeliveryMachine(deps, { index, alarm, snapshots, web });
   const startDelivery = (due?: StoredRecord) => void delivery.drive(due);
   const firstRuns = new Set<string>();
+  const keys = new IdempotencyKeys(deps.storage, (id) => getStored(deps.storage, id)?.record ?? null);
   const handoff = new Map<string, StoredRecord>();
   const turns = new TurnLoop(deps, { identity, mode, index, alarm, waiters, snapshots, firstRuns, handoff, startDelivery });
   const intake = new Intake(deps, {
@@ -62,11 +65,12 @@ export function composeThread(deps: ThreadDeps, sockets: WebSockets, remote: Rem
     startTurns: () => void turns.pump(),
     startDelivery,
     web,
+    keys,
   });
   const reads = new ThreadReads(deps, { identity, mode, alarm, index });
   const interactions = new ThreadInteractions(deps, { identity, intake });
   const memory = new AgentMemory(deps, alarm);
-  return { identity, alarm, index, mode, intake, turns, delivery, reads, interactions, memory, web };
+  return { identity, alarm, index, mode, intake, turns, delivery, reads, interactions, memory, web, keys };
 }
 
 /**

@@ -1,6 +1,7 @@
 import { type AnswerRecord, TERMINAL_STATUSES } from "../model/record";
 import type { AcceptRequest, AcceptResult } from "../model/thread-rpc";
 import type { ThreadDeps } from "./deps";
+import type { IdempotencyKeys } from "./idempotency-keys";
 import { type StoredRecord, countAll, insertRecord, saveStored, storedThreadId } from "./store";
 import type { TurnLoopParts } from "./turn-loop";
 import type { WebVisitor } from "./web-visitor";
@@ -11,6 +12,8 @@ export interface IntakeParts extends TurnLoopParts {
   startTurns: () => void;
   /** A web visitor's transcript, which shows each accepted message of the visitor's. */
   web: WebVisitor;
+  /** The doors' `Idempotency-Key`s: a retry answers what its first request answered. */
+  keys: IdempotencyKeys;
 }
 
 /**
@@ -60,6 +63,28 @@ export class Intake {
 
   /** See ThreadRpc.accept. */
   async accept(req: AcceptRequest): Promise<AcceptResult> {
+    const k = req.idempotency;
+    if (!k) return this.admit(req);
+    // The key's row is read and, for a new key, written in the same synchronous stretch as the
+    // record, so two requests with one key never both insert.
+    const seen = this.parts.keys.check(k, this.deps.now());
+    if (seen) return seen;
+    let remembered = false;
+    let answered = false;
+    try {
+      const result = await this.admit(req, () => {
+        this.parts.keys.remember(k, req.record.message_id, req.record.thread_id);
+        remembered = true;
+      });
+      answered = result.kind === "answered";
+      return result;
+    } finally {
+      if (remembered) this.parts.keys.settle(k, answered);
+    }
+  }
+
+  /** Accepts `req`; `inserted` runs right after the record's insert, in its synchronous stretch. */
+  private async admit(req: AcceptRequest, inserted?: () => void): Promise<AcceptResult> {
     const { storage } = this.deps;
     const { identity, mode, index, alarm, waiters } = this.parts;
     const s = this.deps.settings();
@@ -82,6 +107,7 @@ export class Intake {
       const expires = terminal ? now + s.conversations.answerRetentionTtlSeconds * 1000 : null;
       const stored = { ...rec, expires_at: expires ? new Date(expires).toISOString() : null };
       if (!insertRecord(storage, stored, req.inbound, "done", expires)) return refused();
+      inserted?.();
       identity.adopt(req.record.thread_id);
       await visitorEntry(this.parts.web, rec);
       if (rec.status === "pending_delivery") saveStored(storage, { record: rec, delivery_due_at: now });
@@ -94,6 +120,7 @@ export class Intake {
     }
 
     if (!insertRecord(storage, req.record, req.inbound, "queued", null, s.conversations.threadQueueDepth)) return refused();
+    inserted?.();
     identity.adopt(req.record.thread_id);
     // The turn starts from the record as stored here, without reading it back.
     this.parts.handoff?.set(messageId, handedOver(req.record, req.inbound));

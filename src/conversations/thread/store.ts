@@ -17,6 +17,7 @@ import { AnswerRecord } from "../model/record";
 import { parseStored } from "../../platform/persistence/stored-json";
 import { MEMORY_STEPS } from "../../targets/checkpoints/thread-memory";
 import { type ObjectSchema, columnsOf, execStatement, keyValueVersionRow, migrateSchema } from "../../platform/persistence/object-sql";
+import { THREAD_KEYS_SCHEMA } from "./idempotency-keys";
 
 /** Where a record's turn stands: waiting, running under an intake lease, or settled. */
 export type TurnState = "queued" | "running" | "done";
@@ -116,6 +117,7 @@ export const THREAD_MEMORY_SCHEMA: ObjectSchema = {
 export function migrate(storage: DurableObjectStorage): void {
   migrateSchema(storage.sql, THREAD_SCHEMA);
   migrateSchema(storage.sql, THREAD_MEMORY_SCHEMA);
+  migrateSchema(storage.sql, THREAD_KEYS_SCHEMA);
 }
 
 /** One meta value, or null. */
@@ -442,6 +444,8 @@ export function pruneExpired(storage: DurableObjectStorage, nowMs: number): { id
       nowMs,
     );
     sql(storage, "prune expired", "DELETE FROM records WHERE expires_at IS NOT NULL AND expires_at <= ?", nowMs);
+    // An Idempotency-Key goes with its record, and at this pass after its own window.
+    sql(storage, "prune idempotency keys", "DELETE FROM idempotency_keys WHERE expires_at <= ? OR message_id NOT IN (SELECT message_id FROM records)", nowMs);
     for (const r of gone) book.open.delete(r.message_id);
     book.count -= gone.length;
     book.minExpiry = sql<{ e: number | null }>(storage, "earliest expiry", "SELECT MIN(expires_at) AS e FROM records")[0].e;
@@ -491,6 +495,7 @@ export function deleteAllRecords(storage: DurableObjectStorage): number {
   sql(storage, "delete all records", "DELETE FROM records");
   sql(storage, "delete all run traces", "DELETE FROM run_traces");
   sql(storage, "delete all parked interactions", "DELETE FROM parked_interactions");
+  sql(storage, "delete all idempotency keys", "DELETE FROM idempotency_keys");
   const book = bookOf(storage);
   book.open.clear();
   book.count = 0;

@@ -1,5 +1,6 @@
 /** Builds the OpenAPI 3.1 document from the route registry's zod schemas. */
 import { z } from "zod";
+import { IDEMPOTENCY_GRAMMAR, IDEMPOTENCY_HEADER, REPLAYED_HEADER } from "./idempotency";
 import { type RouteSpec, registry } from "./route";
 
 export const API_VERSION = "14.0.2";
@@ -12,6 +13,7 @@ const STATUS_TEXT: Record<number, string> = {
   405: "Method not allowed",
   409: "Conflict",
   413: "Request body too large",
+  422: "The Idempotency-Key was already used for a different request",
   429: "Rate limited",
   500: "Internal error or invalid configuration",
   501: "Feature not configured",
@@ -36,6 +38,15 @@ function parameters(spec: RouteSpec): unknown[] {
     for (const [name, schema] of Object.entries((q.properties ?? {}) as Record<string, unknown>)) {
       out.push({ name, in: "query", required: required.has(name), schema });
     }
+  }
+  if (spec.idempotent) {
+    out.push({
+      name: IDEMPOTENCY_HEADER,
+      in: "header",
+      required: false,
+      description: `Names this request so that a retry of it answers the first answer and does the work once (docs/api-notes.md): ${IDEMPOTENCY_GRAMMAR}. The same key on another request is 422; while the first request is still being answered, 409.`,
+      schema: { type: "string", minLength: 1, maxLength: 257 },
+    });
   }
   return out;
 }
@@ -80,8 +91,20 @@ function operation(spec: RouteSpec): Record<string, unknown> {
           },
         },
       };
+  const replayed = spec.idempotent
+    ? {
+        headers: {
+          [REPLAYED_HEADER]: {
+            description: "`true` on an answer replayed for a retry with the same Idempotency-Key",
+            schema: { type: "string", enum: ["true"] },
+          },
+        },
+      }
+    : {};
+  if (spec.idempotent && !spec.produces) Object.assign(responses[status] as object, replayed);
   for (const extra of spec.alsoResponds ?? []) {
     responses[String(extra.status)] = {
+      ...replayed,
       description: extra.description,
       content: {
         "application/json": {

@@ -19,6 +19,7 @@ import { STATES_STORE_URL } from "../settings/states-settings";
 import { STORAGE_BUCKET, TOOL_META_STORE_URL } from "../settings/storage-settings";
 import { TOOL_RUNS_STORE_URL } from "../settings/tool-run-settings";
 import { type HttpError, notConfigured } from "./errors";
+import { type IdempotencyKey, readIdempotencyKey, requestFingerprint } from "./idempotency";
 import { parseOr400 } from "./validation";
 
 export type Method = "get" | "post" | "put" | "delete" | "patch";
@@ -132,6 +133,14 @@ export interface RouteSpec<
    * key they can spare.
    */
   revokesCaller?: boolean;
+  /**
+   * The door creates work (a turn, a run, a send) and honours an `Idempotency-Key` header
+   * (src/platform/http/idempotency.ts): the pipeline checks the header's grammar (400 naming it)
+   * and hands the handler the key with the request's fingerprint, and the handler answers a retry
+   * with the first request's answer. The OpenAPI document shows the header on the door, and
+   * test/hardening/idempotency.test.ts replays every door declaring it.
+   */
+  idempotent?: boolean;
 }
 
 type Out<T> = T extends z.ZodType ? z.output<T> : undefined;
@@ -141,6 +150,8 @@ export interface RouteInput<P, Q, B> {
   query: Out<Q>;
   body: Out<B>;
   raw: Uint8Array | null;
+  /** On an `idempotent` door, the request's `Idempotency-Key` and fingerprint (null: no header, or another door). */
+  idempotency: IdempotencyKey | null;
 }
 
 /**
@@ -234,9 +245,11 @@ function register<P extends z.ZodType | undefined, Q extends z.ZodType | undefin
         body = parseOr400(spec.body, parsed === undefined && spec.bodyOptional ? {} : parsed, "body");
       }
     }
+    const key = spec.idempotent ? readIdempotencyKey(c.req.raw.headers) : null;
     const refusal = spec.store ? storeRefusal(spec.store, settings) : null;
     if (refusal) throw refusal;
-    const result = await handler(c, { params, query, body, raw } as RouteInput<P, Q, B>, admitted);
+    const idempotency = key === null ? null : { key, fingerprint: await requestFingerprint(spec.method, c.req.path, raw) };
+    const result = await handler(c, { params, query, body, raw, idempotency } as RouteInput<P, Q, B>, admitted);
     if (result instanceof Response) return result;
     return c.json({ data: result === undefined ? null : result }, (spec.status ?? 200) as 200);
   });
