@@ -24,7 +24,7 @@
 import { ledgerShard, messageKey } from "../../shards/rpc";
 import { noteShed } from "../../observability/shed-counter";
 import type { Env } from "../../platform/env";
-import { HttpError, badRequest, tooManyRequests, unavailable } from "../../platform/http/errors";
+import { HttpError, badRequest, serverError, tooManyRequests } from "../../platform/http/errors";
 import type { ConversationSettings } from "../../platform/settings/settings";
 import { type MintedArrival, mintArrival } from "./arrival";
 import type { AnswerRecord } from "../model/record";
@@ -184,7 +184,10 @@ export async function handOverOr503(env: Env, arrival: MintedArrival, how: HandO
   const result = await handOver(env, arrival, how);
   if (result.kind === "queue_full") {
     await onQueueFull?.();
-    throw unavailable("thread queue is full; retry later");
+    throw serverError("queue_full", "thread queue is full; retry later", {
+      reason: "the thread already holds CONVERSATIONS_THREAD_QUEUE_DEPTH queued turns",
+      retryAfterSeconds: 1,
+    });
   }
   if (result.kind === "answered") return { kind: "answered", record: result.record };
   return { kind: "accepted", message_id: result.message_id, thread_id: result.thread_id };
