@@ -14,7 +14,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { SERVER_ERROR_CODES } from "../../src/platform/http/errors";
+import { SERVER_ERROR_CODES, describeFailure, platformFailure } from "../../src/platform/http/errors";
 import { createRoute, echoKey } from "../helpers/bridge";
 import { BASE, admin, call, fetchWithEnv } from "../helpers/http";
 import { stubFor } from "../helpers/threads";
@@ -127,6 +127,27 @@ describe("static: every 5xx site carries a documented code", () => {
     const section = OPERATIONS.slice(start, next === -1 ? undefined : next);
     const undocumented = Object.entries(CODES).filter(([code, status]) => !new RegExp(`\\|\\s*\`${code}\`\\s*\\|\\s*${status}\\s*\\|`).test(section));
     expect(undocumented.map(([c]) => c)).toEqual([]);
+  });
+});
+
+describe("the log line's reason", () => {
+  it("keeps an unexpected error's class, message and frames, never a URL, a quoted value or a long run", () => {
+    const err = new TypeError(`fetch https://api.example/bot123:TOKENVALUE/send failed on "SECRET user text" near ${"X".repeat(80)}`);
+    const reason = describeFailure(err);
+    expect(reason).toMatch(/^TypeError: fetch <url> failed on … near …/);
+    expect(reason).toContain("(at ");
+    for (const s of ["TOKENVALUE", "api.example", "SECRET", "XXXX"]) expect(reason).not.toContain(s);
+  });
+
+  it("classifies the runtime's own faults, and nothing else, as platform failures", () => {
+    expect(platformFailure(Object.assign(new Error("x"), { overloaded: true }))?.code).toBe("platform_overloaded");
+    expect(platformFailure(new Error("D1 DB is overloaded. Too many requests queued."))?.code).toBe("platform_overloaded");
+    expect(platformFailure(Object.assign(new Error("x"), { durableObjectReset: true }))?.code).toBe("platform_unavailable");
+    expect(platformFailure(new Error("Durable Object storage operation exceeded timeout which caused object to be reset."))?.code).toBe("platform_unavailable");
+    expect(platformFailure(new Error("Network connection lost."))?.code).toBe("platform_unavailable");
+    expect(platformFailure(Object.assign(new Error("x"), { retryable: true }))?.code).toBe("platform_unavailable");
+    expect(platformFailure(new TypeError("Cannot read properties of undefined (reading 'x')"))).toBeNull();
+    expect(platformFailure("a string")).toBeNull();
   });
 });
 

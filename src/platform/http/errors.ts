@@ -130,12 +130,14 @@ export function platformFailure(err: unknown): PlatformFailure | null {
 }
 
 /**
- * Why an unexpected error happened, for a log line: its name and message with quoted spans and long
- * runs cut (a parser's message quotes its input), and where it was thrown; never the input itself.
+ * Why an unexpected error happened, for a log line: its name and message with URLs, quoted spans
+ * and long runs cut (a URL may hold a token, a parser's message quotes its input), and where it was
+ * thrown; never the input itself.
  */
 export function describeFailure(err: unknown): string {
   if (!(err instanceof Error)) return `non-error thrown (${typeof err})`;
   const message = err.message
+    .replace(/\b[a-z][a-z0-9+.-]*:\/\/\S*/gi, "<url>")
     .replace(/(["'`])(?:(?!\1).){0,400}\1/g, "…")
     .replace(/\S{64,}/g, "…")
     .slice(0, 200);
