@@ -15,7 +15,7 @@ export const registryUnavailable = (why: string) => serverError("marketplace-reg
 
 export const registryInvalid = (why: string) => serverError("marketplace-registry-invalid", `marketplace registry answered an invalid index: ${why}`);
 
-/** Plain `{error}` (spec §4.10), retriable: `Retry-After` says when the holder's lease lapses at the latest. */
+/** Retriable (spec §4.10): `Retry-After` says when the holder's lease lapses at the latest. */
 export const lockHeld = (retryAfterMs: number) =>
   serverError("marketplace_locked", "the fleet marketplace lock is held by another marketplace operation; retry shortly", {
     reason: "another marketplace operation holds the fleet lock",
