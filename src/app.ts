@@ -1,8 +1,8 @@
 /** Composes the Worker's Hono app: settings gate, one router per area, the error contract. */
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import type { AppEnv } from "./platform/http/app-env";
-import { HttpError } from "./platform/http/errors";
-import { methodsForPath } from "./platform/http/route";
+import { HttpError, type ServerErrorCode, describeFailure, platformFailure, retryAfterHeader } from "./platform/http/errors";
+import { methodsForPath, pathRegex, registry } from "./platform/http/route";
 import { waitUntilOf } from "./platform/http/wait-until";
 import { requestSettings } from "./config/isolate-settings";
 import { setJqBudget } from "./platform/jq/engine";
@@ -69,6 +69,7 @@ export function createApp(): Hono<AppEnv> {
   app.use("*", async (c, next) => {
     const r = await requestSettings(c.env, c.req.path, waitUntilOf(c));
     if (!r.ok) {
+      logServerError(c, 500, "invalid-configuration", `invalid settings: ${r.errors.join("; ")}`);
       return c.json({ error: `invalid configuration: ${r.errors.join("; ")}`, code: "invalid-configuration" }, 500);
     }
     c.env = r.env as unknown as typeof c.env;
@@ -143,16 +144,37 @@ export function createApp(): Hono<AppEnv> {
     return c.json({ error: "not found" }, 404);
   });
 
+  // Every 5xx is logged here, once, with its code and reason (docs/operations.md, "Every 5xx and
+  // its cause"); the sites that answer one give the reason and log nothing themselves.
   app.onError((err, c) => {
     if (err instanceof HttpError) {
       const body: Record<string, unknown> = { error: err.message, ...(err.extra ?? {}) };
-      if (err.code) body.code = err.code;
+      const code = err.code ?? (err.status >= 500 ? "internal_error" : undefined);
+      if (code) body.code = code;
+      if (err.status >= 500) logServerError(c, err.status, code ?? "internal_error", err.reason ?? err.message);
       return c.json(body, err.status as 400, err.headers);
     }
+    // A Durable Object or D1 fault a retry can outlive (overloaded, reset, connection lost): 503.
+    const platform = platformFailure(err);
+    if (platform) {
+      logServerError(c, 503, platform.code, `${platform.reason}: ${describeFailure(err)}`);
+      return c.json({ error: "temporarily unavailable; retry shortly", code: platform.code }, 503, retryAfterHeader(1));
+    }
     const errorId = crypto.randomUUID().replace(/-/g, "");
-    console.error(`[${errorId}] unhandled error on ${c.req.method} ${c.req.path}:`, err);
-    return c.json({ error: "Internal Server Error", error_id: errorId }, 500);
+    logServerError(c, 500, "internal_error", describeFailure(err), errorId);
+    return c.json({ error: "Internal Server Error", code: "internal_error", error_id: errorId }, 500);
   });
 
   return app;
+}
+
+/**
+ * The one log line of a 5xx: the door as declared (never the concrete path, which carries ids and
+ * addresses), the code and the reason the site gave.
+ */
+function logServerError(c: Context<AppEnv>, status: number, code: ServerErrorCode | string, reason: string, errorId?: string): void {
+  const method = c.req.method;
+  const door = registry.find((r) => r.method.toUpperCase() === method && pathRegex(r.path).test(c.req.path));
+  const route = `${method} ${door ? door.path : "(no door)"}`;
+  console.error(JSON.stringify({ event: "http_5xx", status, code, route, reason, ...(errorId ? { error_id: errorId } : {}) }));
 }

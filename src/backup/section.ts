@@ -162,6 +162,7 @@ export function stoppedAt(section: SectionName, err: unknown, applied: SectionOu
       err.code,
       { ...(err.extra ?? {}), applied },
       err.headers,
+      err.reason,
     );
   }
   return err;

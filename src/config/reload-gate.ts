@@ -7,7 +7,7 @@
  * secret-reference scope in force) answers 503 `{error, reloading: true}` and starts the reload, so
  * the retry it asks for runs on the new settings. One small D1 read; used only on admin doors.
  */
-import { HttpError } from "../platform/http/errors";
+import { serverError } from "../platform/http/errors";
 import { isolateSettings } from "./isolate-settings";
 import { readGeneration } from "./overlay-store";
 
@@ -22,11 +22,9 @@ export async function refuseWhileReloading(env: { DB: D1Database }, refreshSecon
     console.error("settings overlay: the reload the reload gate started failed", err instanceof Error ? err.message : "unknown error");
   });
   waitUntil?.(reload);
-  throw new HttpError(
-    503,
-    "a settings reload is in progress; retry shortly",
-    undefined,
-    { reloading: true },
-    { "Retry-After": String(Math.max(1, Math.ceil(refreshSeconds))) },
-  );
+  throw serverError("settings_reloading", "a settings reload is in progress; retry shortly", {
+    reason: "this isolate's settings trail the stored generation; the reload was started",
+    extra: { reloading: true },
+    retryAfterSeconds: refreshSeconds,
+  });
 }

@@ -14,7 +14,7 @@
 import { z } from "zod";
 import { connectionStub } from "./rpc";
 import type { Env } from "../platform/env";
-import { HttpError, badRequest } from "../platform/http/errors";
+import { HttpError, badRequest, serverError } from "../platform/http/errors";
 import { edgeFetch } from "../platform/net/edge-fetch";
 import { checkOutboundUrl } from "../platform/net/address-guard";
 import type { ProviderDescriptor } from "../platform/settings/connector-settings";
@@ -71,11 +71,10 @@ export async function beginAuthorization(env: Env, settings: Settings, caller: C
   // The token endpoint is ours to call at completion: refuse now rather than after the user consented.
   const verdict = checkOutboundUrl(oauth.token_endpoint, settings.outbound);
   if (!verdict.ok)
-    throw new HttpError(
-      501,
-      `connector provider not configured: its token endpoint is refused by the outbound address guard: ${verdict.reason}`,
+    throw serverError(
       "connector-provider-not-configured",
-      { env_var: "CONNECTORS_PROVIDERS" },
+      `connector provider not configured: its token endpoint is refused by the outbound address guard: ${verdict.reason}`,
+      { extra: { env_var: "CONNECTORS_PROVIDERS" } },
     );
 
   const ring = await keyRingOf(c.keys);

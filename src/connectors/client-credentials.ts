@@ -5,7 +5,7 @@
  * (platform-facts D); a token resolution at dispatch fails the tool naming the variable.
  */
 import { type EnvVars, envVar } from "../platform/env";
-import { HttpError } from "../platform/http/errors";
+import { type HttpError, serverError } from "../platform/http/errors";
 import type { ProviderDescriptor } from "../platform/settings/connector-settings";
 
 export type ClientCredentials = { ok: true; client_id: string; client_secret: string } | { ok: false; env_var: string };
@@ -26,5 +26,5 @@ export function clientCredentials(env: EnvVars, provider: ProviderDescriptor): C
 
 /** The 501 a door answers for a provider whose credentials are unset. */
 export function providerNotConfigured(envVarName: string): HttpError {
-  return new HttpError(501, `connector provider not configured (set ${envVarName})`, "connector-provider-not-configured", { env_var: envVarName });
+  return serverError("connector-provider-not-configured", `connector provider not configured (set ${envVarName})`, { extra: { env_var: envVarName } });
 }

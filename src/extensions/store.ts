@@ -4,7 +4,7 @@
  */
 import { type KeyWithOwner, keyColumns, parsePrefixedKey } from "../access-control/key-store";
 import { storedByUserIdSql } from "../access-control/stored-by";
-import { unavailable } from "../platform/http/errors";
+import { serverError } from "../platform/http/errors";
 import { z } from "zod";
 import { type Statement, d1, exists, first, rowsOf, run, trusted } from "../platform/persistence/d1";
 import { parseStored } from "../platform/persistence/stored-json";
@@ -93,5 +93,8 @@ export async function updateToolCombos(db: D1Database, tool: string, edit: (curr
     const next = edit(combos);
     if (await compareAndSet(db, tool, text, next, nowIso, storedBy)) return next;
   }
-  throw unavailable("the tool's extensions changed concurrently; retry");
+  throw serverError("extensions_contended", "the tool's extensions changed concurrently; retry", {
+    reason: `the combos row changed under ${ATTEMPTS} compare-and-set attempts`,
+    retryAfterSeconds: 1,
+  });
 }

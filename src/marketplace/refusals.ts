@@ -4,21 +4,22 @@
  * codes; install refusals carry UPPER_SNAKE codes with their data (platform-facts D). Messages
  * never carry a caller's input: names and versions in them come from the registry or the store.
  */
-import { HttpError } from "../platform/http/errors";
+import { HttpError, serverError } from "../platform/http/errors";
 import { CONTRACT_LABEL, type DeclarationKind } from "./contract";
 import { retryAfterSeconds } from "./lease";
 
 export const registryNotConfigured = () =>
-  new HttpError(501, "marketplace registry not configured (set MARKETPLACE_REGISTRY_URL)", "marketplace-registry-not-configured");
+  serverError("marketplace-registry-not-configured", "marketplace registry not configured (set MARKETPLACE_REGISTRY_URL)");
 
-export const registryUnavailable = (why: string) => new HttpError(502, `marketplace registry unavailable: ${why}`, "marketplace-registry-unavailable");
+export const registryUnavailable = (why: string) => serverError("marketplace-registry-unavailable", `marketplace registry unavailable: ${why}`);
 
-export const registryInvalid = (why: string) => new HttpError(502, `marketplace registry answered an invalid index: ${why}`, "marketplace-registry-invalid");
+export const registryInvalid = (why: string) => serverError("marketplace-registry-invalid", `marketplace registry answered an invalid index: ${why}`);
 
-/** Plain `{error}` (spec §4.10), retriable: `Retry-After` says when the holder's lease lapses at the latest. */
+/** Retriable (spec §4.10): `Retry-After` says when the holder's lease lapses at the latest. */
 export const lockHeld = (retryAfterMs: number) =>
-  new HttpError(503, "the fleet marketplace lock is held by another marketplace operation; retry shortly", undefined, undefined, {
-    "Retry-After": String(retryAfterSeconds(retryAfterMs)),
+  serverError("marketplace_locked", "the fleet marketplace lock is held by another marketplace operation; retry shortly", {
+    reason: "another marketplace operation holds the fleet lock",
+    retryAfterSeconds: retryAfterSeconds(retryAfterMs),
   });
 
 export const pluginNotFound = () => new HttpError(404, "plugin not found in the registry");
@@ -39,10 +40,8 @@ export const noCompatibleVersion = (ref: string) =>
 
 /** The registry published a version whose bundle breaks the contract it claims: the registry's fault. */
 export const bundleInvalid = (ref: string, version: string, problems: string[]) =>
-  new HttpError(502, `${ref} ${version} has an invalid declarations bundle: ${problems.slice(0, 5).join("; ")}`, "PLUGIN_BUNDLE_INVALID", {
-    ref,
-    version,
-    problems,
+  serverError("PLUGIN_BUNDLE_INVALID", `${ref} ${version} has an invalid declarations bundle: ${problems.slice(0, 5).join("; ")}`, {
+    extra: { ref, version, problems },
   });
 
 /** The bundle is well-formed, but this deployment's policy refuses a declaration in it. */

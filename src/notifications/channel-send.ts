@@ -28,7 +28,7 @@ import { SLACK_ENV } from "../channels/slack";
 import { TELEGRAM_ENV, telegramBotId } from "../channels/telegram";
 import type { Env } from "../platform/env";
 import { webNotificationSink } from "../channels/web/notify";
-import { HttpError, badRequest } from "../platform/http/errors";
+import { HttpError, badRequest, serverError } from "../platform/http/errors";
 import { edgeFetch } from "../platform/net/edge-fetch";
 import type { Settings } from "../platform/settings/settings";
 
@@ -49,7 +49,7 @@ export function channelOwnIdentity(channel: string, env: Env): string | undefine
 
 /** 501 for what the channel cannot carry: a contract refusal, so it carries a stable code. */
 function capabilityRefusal(message: string): HttpError {
-  return new HttpError(501, message, "channel-capability-not-configured");
+  return serverError("channel-capability-not-configured", message);
 }
 
 /** Every refusal that needs the channel, decided before anything is sent or written. */
@@ -71,8 +71,7 @@ export function prepareChannelSend(
   } catch (err) {
     // Spec §7: a channel missing from max_message_chars is a loud configuration error at send.
     if (err instanceof ChannelConfigError) {
-      console.error(`configuration error: ${err.message}`);
-      throw new HttpError(500, err.message, "invalid-configuration");
+      throw serverError("invalid-configuration", err.message, { reason: `configuration error: ${err.message}` });
     }
     throw err;
   }
@@ -90,7 +89,7 @@ export function prepareChannelSend(
   const from = (Object.hasOwn(n.senders, adapter.name) ? n.senders[adapter.name] : undefined) ?? channelOwnIdentity(adapter.name, env);
   if (from === undefined) {
     const setting = `NOTIFICATIONS_FROM_${adapter.name.toUpperCase()}`;
-    throw new HttpError(501, `channel ${adapter.name} has no identity to send notifications from (set ${setting})`, "notification-sender-not-configured");
+    throw serverError("notification-sender-not-configured", `channel ${adapter.name} has no identity to send notifications from (set ${setting})`);
   }
   return { adapter, steps: plan.steps, to, from };
 }
@@ -111,14 +110,10 @@ export async function deliverChannelSend(send: PreparedSend, env: Env, settings:
     const r = await sendOutboundStep(send.adapter, step, { to: send.to, from: send.from }, deps);
     if (r.ok) continue;
     // `reason` is a provider code or a fixed phrase (adapters never put user text or secrets in it).
-    if (r.permanent) throw new HttpError(502, `channel ${send.adapter.name} refused the notification (${r.reason})`);
+    if (r.permanent) throw serverError("channel_send_refused", `channel ${send.adapter.name} refused the notification (${r.reason})`);
     const after = r.retry_after_seconds;
-    throw new HttpError(
-      503,
-      `channel ${send.adapter.name} could not take the notification now (${r.reason}); try again later`,
-      undefined,
-      after !== undefined ? { retry_after: after } : undefined,
-      after !== undefined ? { "Retry-After": String(Math.max(0, Math.ceil(after))) } : undefined,
-    );
+    throw serverError("channel_send_unavailable", `channel ${send.adapter.name} could not take the notification now (${r.reason}); try again later`, {
+      ...(after !== undefined ? { extra: { retry_after: after }, retryAfterSeconds: after } : {}),
+    });
   }
 }

@@ -19,7 +19,7 @@ import { adapterFor } from "../channels/registry";
 import { planOutbound } from "../channels/rich/outbound";
 import { type RichPart, richPartOf } from "../channels/rich/types";
 import type { Env } from "../platform/env";
-import { HttpError, badRequest } from "../platform/http/errors";
+import { HttpError, badRequest, describeFailure, serverError } from "../platform/http/errors";
 import type { Settings } from "../platform/settings/settings";
 import { agentKeepsMemory, appendAgentMemory } from "../targets/agents/run";
 import { createTargetContext } from "../targets/context";
@@ -148,8 +148,10 @@ export async function sendOperatorMessage(
       try {
         await appendAgentMemory(ctx, route.target_name, threadId, { role: "assistant", content: body.text });
       } catch (err) {
-        console.error("operator send: agent memory append failed", err);
-        throw new HttpError(503, "appending the message to the agent's memory failed; nothing was sent, retry later");
+        throw serverError("agent_memory_unavailable", "appending the message to the agent's memory failed; nothing was sent, retry later", {
+          reason: `operator send: the agent memory append failed: ${describeFailure(err)}`,
+          retryAfterSeconds: 1,
+        });
       }
     }
   }

@@ -85,6 +85,10 @@ export async function checkBindingForSave(env: Env, binding: StateBinding, nowMs
           throw new HttpError(
             err.status,
             `state_binding: ${where}.template_jq: ${err.status === 404 ? "the template is not attached on its state" : err.message}`,
+            err.code,
+            err.extra,
+            err.headers,
+            err.reason,
           );
         throw err;
       }
@@ -100,7 +104,8 @@ export async function checkBindingForSave(env: Env, binding: StateBinding, nowMs
       done.push(t);
     } catch (err) {
       for (const d of done.reverse()) await detachTemplate(env, d.state, d.template, nowMs).catch(() => undefined);
-      if (err instanceof HttpError) throw new HttpError(err.status, `state_binding: ${t.where} could not be attached on use: ${err.message}`);
+      if (err instanceof HttpError)
+        throw new HttpError(err.status, `state_binding: ${t.where} could not be attached on use: ${err.message}`, err.code, err.extra, err.headers, err.reason);
       throw err;
     }
   }

@@ -172,7 +172,7 @@ describe("a fire that cannot be submitted", () => {
     const failed = await readResult(
       await fetchWithEnv({ ...env, TOOL_RUNS: flaky }, new Request(`${BASE}/api/hooks/incoming/${topic}`, { method: "POST", headers, body: "{}" })),
     );
-    expect([failed.status, failed.body]).toEqual([503, { error: "temporarily unable to accept; redeliver later" }]);
+    expect([failed.status, failed.body]).toEqual([503, { error: "temporarily unable to accept; redeliver later", code: "hook_fire_failed" }]);
     const before = await runsOfHook(first);
     expect(before).toHaveLength(1);
     const again = await deliver(topic, "{}", headers);

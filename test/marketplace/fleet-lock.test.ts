@@ -1,6 +1,6 @@
 /**
  * The fleet lock: the MarketplaceLock object's verbs, and the doors while another
- * holder has it: every marketplace write answers the retriable 503 (plain `{error}`, `Retry-After`),
+ * holder has it: every marketplace write answers the retriable 503 (`marketplace_locked`, `Retry-After`),
  * reads and previews go on, the store gate's 501 comes first, a lapsed lease frees the lock, and a
  * door releases it however it ends.
  */
@@ -55,13 +55,14 @@ describe("the doors while the lock is held elsewhere", () => {
     [`${M}/upgrade-all`, undefined],
   ];
 
-  it("every write answers 503 with Retry-After and a plain {error}; reads and preview go on", async () => {
+  it("every write answers 503 marketplace_locked with Retry-After; reads and preview go on", async () => {
     const key = await admin();
     await lock().acquire(HOLDER, "held by a test", 30_000);
     for (const [path, body] of writes) {
       const r = await call("POST", path, { key, body });
       expect(r.status, path).toBe(503);
-      expect(Object.keys(r.body)).toEqual(["error"]);
+      expect(Object.keys(r.body)).toEqual(["error", "code"]);
+      expect(r.body.code).toBe("marketplace_locked");
       expect(r.body.error).toContain("lock");
       const retry = Number(r.headers.get("retry-after"));
       expect(retry).toBeGreaterThanOrEqual(1);

@@ -33,7 +33,7 @@ describe("upgrade-all", () => {
     await env.DB.prepare("UPDATE settings_generation SET generation = generation + 1 WHERE id = 1").run();
     const refused = await mcall("POST", `${M}/upgrade-all`, { key, vars });
     expect(refused.status).toBe(503);
-    expect(refused.body).toEqual({ error: "a settings reload is in progress; retry shortly", reloading: true });
+    expect(refused.body).toEqual({ error: "a settings reload is in progress; retry shortly", reloading: true, code: "settings_reloading" });
     expect(Number(refused.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
     // The refusal started the reload; once it lands, the retry runs.
     for (let i = 0; i < 50 && isolateSettings.generation() === before; i++) await new Promise((r) => setTimeout(r, 20));

@@ -424,7 +424,7 @@ describe("refusals (spec §4.9), none of which leaves a feed entry or sends anyt
     const message = uniq("limited-msg");
     const res = await send({ message, channel: "telegram", recipient: "1", audience }, await admin());
     expect(res.status).toBe(503);
-    expect(res.body).toEqual({ error: expect.stringContaining("telegram"), retry_after: 12 });
+    expect(res.body).toEqual({ error: expect.stringContaining("telegram"), retry_after: 12, code: "channel_send_unavailable" });
     expect(res.headers.get("retry-after")).toBe("12");
     expect(await identityMessages(audience)).toEqual([]);
     expect(await sharedMessages()).not.toContain(message);
@@ -443,7 +443,7 @@ describe("refusals (spec §4.9), none of which leaves a feed entry or sends anyt
     const message = uniq("refused-msg");
     const res = await send({ message, channel: "telegram", recipient: "1", audience }, await admin());
     expect(res.status).toBe(502);
-    expect(res.body).toEqual({ error: expect.stringContaining("telegram error 400") });
+    expect(res.body).toEqual({ error: expect.stringContaining("telegram error 400"), code: "channel_send_refused" });
     expect(JSON.stringify(res.body)).not.toContain("chat not found");
     expect(await identityMessages(audience)).toEqual([]);
     expect(await sharedMessages()).not.toContain(message);

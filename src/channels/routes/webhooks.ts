@@ -11,7 +11,7 @@ import { RetryLaterError, routeChannelEvents } from "../../conversations/door/ch
 import type { WebhookDoor } from "../adapter";
 import { receiveWebhook, webhookAck, webhookOf } from "../webhook";
 import type { AppEnv } from "../../platform/http/app-env";
-import { HttpError, unavailable } from "../../platform/http/errors";
+import { HttpError, describeFailure, platformFailure, serverError } from "../../platform/http/errors";
 import { addPublicRoute } from "../../platform/http/route";
 import type { Context } from "hono";
 
@@ -31,9 +31,13 @@ async function handle(c: Context<AppEnv>, door: WebhookDoor, channel: string, ra
   try {
     await routeChannelEvents(c.env, settings, out.adapter.name, out.events);
   } catch (err) {
-    if (err instanceof RetryLaterError) throw unavailable("busy; redeliver later");
-    console.error(`channel ${out.adapter.name}: routing a verified webhook failed`, err);
-    throw unavailable("temporarily unable to accept; redeliver later");
+    if (err instanceof RetryLaterError)
+      throw serverError("queue_full", "busy; redeliver later", { reason: `channel ${out.adapter.name}: the thread queue is full`, retryAfterSeconds: 1 });
+    const why = platformFailure(err)?.reason ?? "routing a verified webhook failed";
+    throw serverError("inbound_unavailable", "temporarily unable to accept; redeliver later", {
+      reason: `channel ${out.adapter.name}: ${why}: ${describeFailure(err)}`,
+      retryAfterSeconds: 1,
+    });
   }
   return webhookAck(out.adapter);
 }

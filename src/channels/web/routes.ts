@@ -22,7 +22,7 @@ import { EpochCache } from "../../platform/epochs/cache";
 import type { AppEnv } from "../../platform/http/app-env";
 import { readStreamCapped } from "../../platform/http/body";
 import { type JsonObject, jsonObjectSchema } from "../../platform/http/bounded-json";
-import { HttpError } from "../../platform/http/errors";
+import { HttpError, serverError } from "../../platform/http/errors";
 import { addPublicRoute } from "../../platform/http/route";
 import { WEB_PAGE_CSP, refusalPage, renderChatPage, serveWebAsset, webManifest } from "./assets";
 import { admitEntry } from "./gates";
@@ -393,7 +393,8 @@ async function admitVisitorMessage(
       read,
     );
   } catch (err) {
-    if (err instanceof RetryLaterError) throw new HttpError(503, "this conversation is busy; try again shortly", "queue_full");
+    if (err instanceof RetryLaterError)
+      throw serverError("queue_full", "this conversation is busy; try again shortly", { reason: "web: the thread queue is full", retryAfterSeconds: 1 });
     throw err;
   }
   if (out.verdict === "shed") throw new HttpError(429, "too many messages from this network; wait a moment", "rate_limited");

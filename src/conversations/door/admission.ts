@@ -24,7 +24,7 @@
 import { ledgerShard, messageKey } from "../../shards/rpc";
 import { noteShed } from "../../observability/shed-counter";
 import type { Env } from "../../platform/env";
-import { HttpError, badRequest, tooManyRequests, unavailable } from "../../platform/http/errors";
+import { HttpError, badRequest, serverError, tooManyRequests } from "../../platform/http/errors";
 import { type IdempotencyKey, keyInFlight, keyReused } from "../../platform/http/idempotency";
 import type { ConversationSettings } from "../../platform/settings/settings";
 import { type MintedArrival, mintArrival } from "./arrival";
@@ -220,7 +220,12 @@ export async function locateMessage(env: Env, messageId: string): Promise<{ rout
 export async function handOverOr503(env: Env, arrival: MintedArrival, how: HandOverOptions, onRefused?: () => Promise<void>): Promise<Admission> {
   const result = await handOver(env, arrival, how);
   if (!stored(result, arrival.record.message_id)) await onRefused?.();
-  if (result.kind === "queue_full") throw unavailable("thread queue is full; retry later");
+  if (result.kind === "queue_full") {
+    throw serverError("queue_full", "thread queue is full; retry later", {
+      reason: "the thread already holds CONVERSATIONS_THREAD_QUEUE_DEPTH queued turns",
+      retryAfterSeconds: 1,
+    });
+  }
   if (result.kind === "key_reused") throw keyReused();
   if (result.kind === "key_in_flight") throw keyInFlight();
   const replayed = result.replayed ? { replayed: true } : {};

@@ -19,7 +19,7 @@ import { Hono } from "hono";
 import type { Context } from "hono";
 import { z } from "zod";
 import type { AppEnv } from "../../platform/http/app-env";
-import { HttpError, unavailable } from "../../platform/http/errors";
+import { HttpError, describeFailure, serverError } from "../../platform/http/errors";
 import { addPublicRoute } from "../../platform/http/route";
 import { type FireAnswer } from "../fire";
 import { receiveDelivery, receiveLinkCall } from "../deliveries";
@@ -47,8 +47,10 @@ async function answer(c: Context<AppEnv>, fire: () => Promise<FireAnswer>): Prom
     out = await fire();
   } catch (err) {
     if (err instanceof HttpError) throw err;
-    console.error("hooks: a fire could not be submitted", err instanceof Error ? err.message : "unknown error");
-    throw unavailable("temporarily unable to accept; redeliver later");
+    throw serverError("hook_fire_failed", "temporarily unable to accept; redeliver later", {
+      reason: `hooks: a fire could not be submitted: ${describeFailure(err)}`,
+      retryAfterSeconds: 1,
+    });
   }
   return c.json({ data: out }, out.status === "accepted" ? 202 : 200);
 }

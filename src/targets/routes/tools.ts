@@ -7,7 +7,7 @@ import { z } from "zod";
 import type { AppEnv } from "../../platform/http/app-env";
 import { MAX_BODY_BYTES } from "../../platform/http/body";
 import { type JsonValue, boundedJsonObject } from "../../platform/http/bounded-json";
-import { HttpError, badRequest, notFound } from "../../platform/http/errors";
+import { HttpError, type ServerErrorCode, badRequest, notFound, serverError } from "../../platform/http/errors";
 import { addRoute } from "../../platform/http/route";
 import { waitUntilOf } from "../../platform/http/wait-until";
 import { RemoveSourceBody, RemovedSource, removeToolSource } from "../../manifest/sources";
@@ -15,7 +15,7 @@ import { StatusList, reloadAll, reloadServer } from "../../mcp/config";
 import { mcpTitleSchema } from "../../mcp/declarations";
 import { toolNameSchema } from "../../mcp/names";
 import { tracedDirectRun } from "../../observability/runs/direct";
-import { type DispatchResult, createTargetContext, dispatchTool } from "../dispatch";
+import { type DispatchFailureKind, type DispatchResult, createTargetContext, dispatchTool } from "../dispatch";
 import { targetNameSchema } from "../names";
 import { checkHttpToolDeclaration, deleteHttpTool, httpToolDeclarationSchema, httpToolViewSchema, httpToolView, upsertHttpTool } from "../tools/http-tools";
 import { allToolSchemas, listToolNames, toolSchema } from "../tools/registry";
@@ -30,13 +30,22 @@ const schemaView = z.object({
   description: z.string(),
 });
 
+/** The 500's code of each dispatch failure the run-tool door answers. */
+const DISPATCH_FAILURE_CODES = {
+  denied: "tool-denied",
+  timeout: "tool-timeout",
+  transport: "tool-transport",
+  http_status: "tool-http-status",
+  non_json: "tool-non-json",
+  tool_error: "tool-error",
+} as const satisfies Record<Exclude<DispatchFailureKind, "unknown_tool" | "invalid_kwargs">, ServerErrorCode>;
+
 /** Maps a failed dispatch to the run-tool answer: 404 unknown, 400 bad kwargs, else 500 with a
  * `tool-<kind>` code; the message is the dispatcher's, which never carries values or secrets. */
 export function dispatchFailureStatus(r: Extract<DispatchResult, { ok: false }>): HttpError {
   if (r.kind === "unknown_tool") return notFound("tool not found");
   if (r.kind === "invalid_kwargs") return badRequest(r.message);
-  const code = r.kind === "tool_error" ? "tool-error" : `tool-${r.kind.replace(/_/g, "-")}`;
-  return new HttpError(500, r.message, code);
+  return serverError(DISPATCH_FAILURE_CODES[r.kind], r.message);
 }
 
 addRoute(
