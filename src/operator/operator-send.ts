@@ -177,7 +177,12 @@ export async function sendOperatorMessage(
 function sentOrRefused(result: AcceptResult): { message_id: string; thread_id: string; replayed?: true } {
   if (result.kind === "key_reused") throw keyReused();
   if (result.kind === "key_in_flight") throw keyInFlight();
-  if (result.kind === "queue_full") throw new HttpError(503, "thread queue is full; retry later");
+  if (result.kind === "queue_full") {
+    throw serverError("queue_full", "thread queue is full; retry later", {
+      reason: "the thread already holds CONVERSATIONS_THREAD_QUEUE_DEPTH queued turns",
+      retryAfterSeconds: 1,
+    });
+  }
   const sent = result.kind === "answered" ? { message_id: result.record.message_id, thread_id: result.record.thread_id } : result;
   return { message_id: sent.message_id, thread_id: sent.thread_id, ...(result.replayed ? { replayed: true as const } : {}) };
 }
