@@ -5,8 +5,8 @@ import { nextWake, reloadBook } from "./store";
 
 /**
  * The object's one alarm. Every timer is a stored instant (a turn lease, a queued turn, a due
- * delivery or its claim lease, a receipt grace, a record or agent-memory expiry, outbox rows
- * left unpushed); the alarm is armed at the earliest of them. `arm` is the only code that sets or
+ * delivery or its claim lease, a receipt grace, a record, web transcript entry or agent-memory
+ * expiry, outbox rows left unpushed); the alarm is armed at the earliest of them. `arm` is the only code that sets or
  * deletes it.
  *
  * Arming reads nothing: the instants are kept in memory by the code that changes them (the
@@ -20,7 +20,11 @@ export class ThreadAlarm implements AlarmArm {
   /** The agent memory's earliest expiry (undefined: read it at the next arm). */
   private memoryDue: number | null | undefined = undefined;
 
-  constructor(private readonly deps: Pick<ThreadDeps, "storage" | "settings" | "now">) {}
+  constructor(
+    private readonly deps: Pick<ThreadDeps, "storage" | "settings" | "now">,
+    /** The web transcript's earliest entry expiry (WebVisitor.dueAt, kept in memory there). */
+    private readonly transcriptDue: () => number | null = () => null,
+  ) {}
 
   /**
    * Arms the alarm at the earliest instant with work. An alarm that is already set earlier is left
@@ -33,7 +37,7 @@ export class ThreadAlarm implements AlarmArm {
     const now = this.deps.now();
     // An expiry already past was purged or moved by whoever touched the memory: read it again.
     if (this.memoryDue === undefined || (this.memoryDue !== null && this.memoryDue <= now)) this.memoryDue = checkpointAlarmDue(storage);
-    const candidates = [nextWake(storage, s.conversations.intakeClaimLeaseSeconds * 1000, now), this.memoryDue, outboxDueAt(storage)].filter(
+    const candidates = [nextWake(storage, s.conversations.intakeClaimLeaseSeconds * 1000, now), this.memoryDue, outboxDueAt(storage), this.transcriptDue()].filter(
       (t): t is number => typeof t === "number",
     );
     if (!candidates.length) {
