@@ -10,7 +10,16 @@
 import { DurableObject } from "cloudflare:workers";
 import type { FeedPush, NotificationFeedRpc } from "../src/notifications/rpc";
 import type { Env } from "../src/platform/env";
-import { clearEntries, createRing, expiresAt, insertTrimmed, newestAsJsonArray, ringExists, setExpiresAt } from "../src/notifications/feed-ring";
+import {
+  clearEntries,
+  createRing,
+  eraseRecipients,
+  expiresAt,
+  insertTrimmed,
+  newestAsJsonArray,
+  ringExists,
+  setExpiresAt,
+} from "../src/notifications/feed-ring";
 
 export class NotificationFeed extends DurableObject<Env> implements NotificationFeedRpc {
   /** The ring's tables exist (created by the first push; gone after an idle delete). */
@@ -46,6 +55,12 @@ export class NotificationFeed extends DurableObject<Env> implements Notification
     this.ready = true;
     if (this.expired(Date.now())) return "[]";
     return newestAsJsonArray(this.sql, limit, since);
+  }
+
+  async eraseRecipients(recipients: string[]): Promise<string[]> {
+    if (!this.ready && !ringExists(this.sql)) return [];
+    this.ready = true;
+    return eraseRecipients(this.sql, recipients);
   }
 
   /** Deletes an identity feed idle past its TTL; a push since the alarm was set moved it later. */

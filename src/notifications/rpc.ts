@@ -35,6 +35,11 @@ export interface NotificationFeedRpc {
    * reader sees only its own lineage's (src/access-control/identity.ts).
    */
   list(limit: number, since?: string): Promise<string>;
+  /**
+   * Deletes every entry sent to one of `recipients` (a person's erasure: the addresses it was
+   * seen at); answers the audiences of the entries removed.
+   */
+  eraseRecipients(recipients: string[]): Promise<string[]>;
 }
 
 /** The object of feed `name` (`SHARED_FEED` or `identityFeed(user_id)`). */

@@ -24,20 +24,20 @@ import {
   webDesk,
 } from "../helpers/web-visitor";
 
-async function linkedVisitor(): Promise<{ desk: WebDesk; v: Visitor; person: string }> {
-  const desk = await webDesk();
+async function linkedVisitor(): Promise<{ desk: WebDesk; v: Visitor; personThread: string }> {
+  const desk = await webDesk({ tool: true });
   const v = await newVisitor(desk);
-  const person = await link(desk, v, `ann-${crypto.randomUUID().slice(0, 6)}`);
-  return { desk, v, person };
+  const { person: personThread } = await link(desk, v, `ann-${crypto.randomUUID().slice(0, 6)}`);
+  return { desk, v, personThread };
 }
 
 describe("forgetting a linked person's thread", () => {
   it("removes the forgotten records' entries from the visitor's page and ends its session; an open page is told", async () => {
-    const { desk, v, person } = await linkedVisitor();
+    const { desk, v, personThread } = await linkedVisitor();
     const secret = `my card ends ${crypto.randomUUID().slice(0, 6)}`;
     expect((await say(desk, v, secret)).status).toBe(200);
-    const personThread = `bridge:@person:${person}`;
     await settled(personThread);
+    expect((await rawRows(personThread)).map((r) => JSON.parse(r.record).inbound_text)).toContain(secret);
     expect(await replayed(desk, v)).toEqual(expect.arrayContaining([secret, `tool saw ${secret}`]));
     const watching = await openStream(desk, v);
 
@@ -75,7 +75,7 @@ describe("the answer retention", () => {
   afterEach(async () => unsetSettings(["CONVERSATIONS_ANSWER_RETENTION_TTL_SECONDS"]));
 
   it("ends a visitor's page copy with the record, on the visitor's own thread", async () => {
-    const desk = await webDesk();
+    const desk = await webDesk({ tool: true });
     const v = await newVisitor(desk);
     await setSettings({ CONVERSATIONS_ANSWER_RETENTION_TTL_SECONDS: "1" });
     const sent = await say(desk, v, "short lived");
@@ -96,11 +96,10 @@ describe("the answer retention", () => {
   });
 
   it("ends the page copy of a linked person's record in the visitor's own thread", async () => {
-    const { desk, v, person } = await linkedVisitor();
+    const { desk, v, personThread } = await linkedVisitor();
     await setSettings({ CONVERSATIONS_ANSWER_RETENTION_TTL_SECONDS: "1" });
     const text = `linked and short ${crypto.randomUUID().slice(0, 6)}`;
     const sent = await say(desk, v, text);
-    const personThread = `bridge:@person:${person}`;
     await settled(personThread);
     await deliverAll(personThread);
     const rec = (await rawRows(personThread)).find((r) => r.message_id === sent.body.data.message_id)!;

@@ -11,36 +11,47 @@ import { declareTool, network } from "../operator/helpers";
 
 export const ORIGIN = new URL(BASE).origin;
 
-/** A multichannel tool target with an api route and a web route; the tool answers `tool saw <message>`. */
+/** A multichannel target with an api route and a web route. */
 export interface WebDesk {
-  host: string;
-  title: string;
   api: string;
   web: string;
   identity: string;
-  /** The tool's calls (their kwargs), in order. */
-  runs: any[];
-  /** Installs the fake network that answers the tool (the workers setup clears it after each test). */
-  net: () => void;
 }
 
-export async function webDesk(): Promise<WebDesk> {
-  const host = `desk-${crypto.randomUUID().slice(0, 8)}.example`;
-  const title = host.split(".")[0];
-  await declareTool(title, `https://${host}/run`);
-  const runs: any[] = [];
-  const net = () => void network({ [host]: (kwargs) => (runs.push(kwargs), `tool saw ${kwargs.message ?? "an event"}`) });
-  net();
-  const k = await mintKey({ scopes: [`tool:${title}`] });
-  const api = await createRoute({ door: "api", target_kind: "tool", target_name: title, execution_key: k.user_id });
+/**
+ * A desk on the builtin echo agent (it keeps agent memory), or on an HTTP tool at a fake host that
+ * answers `tool saw <message>` (`tool: true`; its network is installed for the current test).
+ */
+export async function webDesk(opts: { tool?: boolean } = {}): Promise<WebDesk> {
+  let target: { kind: "tool" | "agent"; name: string };
+  let key: { user_id: string };
+  if (opts.tool) {
+    const host = `desk-${crypto.randomUUID().slice(0, 8)}.example`;
+    const title = host.split(".")[0];
+    await declareTool(title, `https://${host}/run`);
+    network({ [host]: (kwargs) => `tool saw ${kwargs.message ?? "an event"}` });
+    target = { kind: "tool", name: title };
+    key = await mintKey({ scopes: [`tool:${title}`] });
+  } else {
+    target = { kind: "agent", name: "echo" };
+    key = await mintKey({ scopes: ["agent:echo"] });
+  }
+  const api = await createRoute({ door: "api", target_kind: target.kind, target_name: target.name, execution_key: key.user_id });
   const identity = uniq("desk").replace(/[^A-Za-z0-9_-]/g, "-");
-  const web = await createRoute({ door: "channel", channel: "web", our_identity: identity, target_kind: "tool", target_name: title, execution_key: k.user_id });
-  const put = await call("PUT", `/api/conversation-configs/tool/${title}`, {
+  const web = await createRoute({
+    door: "channel",
+    channel: "web",
+    our_identity: identity,
+    target_kind: target.kind,
+    target_name: target.name,
+    execution_key: key.user_id,
+  });
+  const put = await call("PUT", `/api/conversation-configs/${target.kind}/${target.name}`, {
     key: await admin(),
-    body: { target_kind: "tool", target_name: title, multichannel: true },
+    body: { target_kind: target.kind, target_name: target.name, multichannel: true },
   });
   if (put.status !== 200) throw new Error(`multichannel failed ${put.status} ${JSON.stringify(put.body)}`);
-  return { host, title, api: api.name, web: web.name, identity, runs, net };
+  return { api: api.name, web: web.name, identity };
 }
 
 export interface Visitor {
@@ -51,9 +62,9 @@ export interface Visitor {
   home: string;
 }
 
-/** Opens the chat page as a navigation: a fresh session on a fresh address. */
-export async function newVisitor(desk: Pick<WebDesk, "identity" | "web">): Promise<Visitor> {
-  const res = await dispatch(`${BASE}/api/channels/web/chat/${desk.identity}`, { headers: { "sec-fetch-mode": "navigate" } });
+/** Opens the chat page as a navigation (with `query`, link params): a fresh session on a fresh address. */
+export async function newVisitor(desk: Pick<WebDesk, "identity" | "web">, query = ""): Promise<Visitor> {
+  const res = await dispatch(`${BASE}/api/channels/web/chat/${desk.identity}${query}`, { headers: { "sec-fetch-mode": "navigate" } });
   if (res.status !== 200) throw new Error(`chat page answered ${res.status}`);
   await res.text();
   const cookie = (res.headers.get("set-cookie") ?? "").split(";")[0];
@@ -66,28 +77,28 @@ export async function say(desk: Pick<WebDesk, "identity">, v: Visitor, text: str
   return call("POST", "/api/channels/web/messages", { body: { identity: desk.identity, text }, headers: { origin: ORIGIN, cookie: v.cookie } });
 }
 
-/** Links the visitor to the api caller `user`'s person (the caller asks for a code, the visitor types it); answers the person id. */
-export async function link(desk: WebDesk, v: Visitor, user: string): Promise<string> {
-  const key = await admin();
-  await call("POST", `/api/conversations/${desk.api}/messages`, { key, body: { external_user_id: user, text: `hello from ${user}`, wait_seconds: 10 } });
-  const asked = await call("POST", `/api/conversations/${desk.api}/messages`, { key, body: { external_user_id: user, text: "/link", wait_seconds: 10 } });
+/** An api caller's message on the desk's api route, answered inline. */
+export async function apiSay(desk: Pick<WebDesk, "api">, user: string, text: string) {
+  return call("POST", `/api/conversations/${desk.api}/messages`, { key: await admin(), body: { external_user_id: user, text, wait_seconds: 10 } });
+}
+
+/**
+ * Links the visitor to the api caller `user`'s person: the caller asks for a code, the visitor
+ * types it (an explicit message). Answers the person's thread and the caller's thread before it.
+ */
+export async function link(desk: WebDesk, v: Visitor, user: string): Promise<{ person: string; before: string }> {
+  await apiSay(desk, user, `hello from ${user}`);
+  const asked = await apiSay(desk, user, "/link");
   const code = String(asked.body.data?.answer ?? "").match(/LINK-[A-Z0-9]{8}/)?.[0];
   if (!code) throw new Error(`no pairing code: ${JSON.stringify(asked.body)}`);
   const typed = await say(desk, v, code);
   if (typed.status !== 200) throw new Error(`code refused ${typed.status}`);
   await settled(v.home);
-  // The person's id, as the tool sees it on the visitor's next turn.
-  const probe = `who am i ${crypto.randomUUID().slice(0, 6)}`;
-  await say(desk, v, probe);
-  const run = await eventually(
-    async () => desk.runs.find((r) => r.message === probe),
-    (r) => r !== undefined,
-    250,
-  );
-  const person = run?.turn?.subject?.person;
-  if (typeof person !== "string") throw new Error(`the visitor is not linked: ${JSON.stringify(run)}`);
-  await settled(`bridge:@person:${person}`);
-  return person;
+  // The caller's next message runs on the person's thread.
+  const next = await apiSay(desk, user, "are we linked?");
+  const person = String(next.body.data?.thread_id);
+  if (!person.startsWith("bridge:@person:")) throw new Error(`not a person thread: ${person}`);
+  return { person, before: String(asked.body.data.thread_id) };
 }
 
 /** Waits until every record of `threadId` has left its turn (answered, being delivered or settled). */
@@ -134,9 +145,9 @@ export async function replayed(desk: Pick<WebDesk, "identity">, v: Visitor): Pro
 
 /** The page transcript's stored rows in the visitor's own thread, expired or not. */
 export async function transcriptRows(home: string): Promise<Array<{ text: string; message_id: string | null; expires_at: number | null }>> {
-  return runInDurableObject(stubFor(home), (_o, state) =>
-    state.storage.sql.exec("SELECT * FROM web_transcript ORDER BY seq").toArray(),
-  ) as unknown as Promise<Array<{ text: string; message_id: string | null; expires_at: number | null }>>;
+  return runInDurableObject(stubFor(home), (_o, state) => state.storage.sql.exec("SELECT * FROM web_transcript ORDER BY seq").toArray()) as unknown as Promise<
+    Array<{ text: string; message_id: string | null; expires_at: number | null }>
+  >;
 }
 
 /** Sets runtime settings through the config door (the isolate's cache follows the write). */

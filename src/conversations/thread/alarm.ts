@@ -37,9 +37,12 @@ export class ThreadAlarm implements AlarmArm {
     const now = this.deps.now();
     // An expiry already past was purged or moved by whoever touched the memory: read it again.
     if (this.memoryDue === undefined || (this.memoryDue !== null && this.memoryDue <= now)) this.memoryDue = checkpointAlarmDue(storage);
-    const candidates = [nextWake(storage, s.conversations.intakeClaimLeaseSeconds * 1000, now), this.memoryDue, outboxDueAt(storage), this.transcriptDue()].filter(
-      (t): t is number => typeof t === "number",
-    );
+    const candidates = [
+      nextWake(storage, s.conversations.intakeClaimLeaseSeconds * 1000, now),
+      this.memoryDue,
+      outboxDueAt(storage),
+      this.transcriptDue(),
+    ].filter((t): t is number => typeof t === "number");
     if (!candidates.length) {
       if (this.armedAt !== null) await storage.deleteAlarm();
       this.armedAt = null;
