@@ -6,8 +6,8 @@ import { nextWake, reloadBook } from "./store";
 /**
  * The object's one alarm. Every timer is a stored instant (a turn lease, a queued turn, a due
  * delivery or its claim lease, a receipt grace, a record, web transcript entry or agent-memory
- * expiry, outbox rows left unpushed); the alarm is armed at the earliest of them. `arm` is the only code that sets or
- * deletes it.
+ * expiry, outbox rows left unpushed); the alarm is armed at the earliest of them. `arm` is the
+ * only code that sets or deletes it.
  *
  * Arming reads nothing: the instants are kept in memory by the code that changes them (the
  * records' book in store.ts, the outbox's instants in index-outbox.ts, the agent memory's expiry
