@@ -10,7 +10,16 @@
 import { DurableObject } from "cloudflare:workers";
 import type { FeedPush, NotificationFeedRpc } from "../src/notifications/rpc";
 import type { Env } from "../src/platform/env";
-import { clearEntries, createRing, expiresAt, insertTrimmed, newestAsJsonArray, ringExists, setExpiresAt } from "../src/notifications/feed-ring";
+import {
+  clearEntries,
+  createRing,
+  eraseRecipients,
+  expiresAt,
+  insertTrimmed,
+  newestAsJsonArray,
+  ringExists,
+  setExpiresAt,
+} from "../src/notifications/feed-ring";
 import { claimSendKey, pruneSendKeys, settleSendKey } from "../src/notifications/send-keys";
 import type { KeyVerdict } from "../src/platform/http/idempotency";
 
@@ -62,6 +71,12 @@ export class NotificationFeed extends DurableObject<Env> implements Notification
 
   async settleSendKey(key: string, fingerprint: string, answer: string | null): Promise<void> {
     settleSendKey(this.sql, key, fingerprint, answer);
+  }
+
+  async eraseRecipients(recipients: string[]): Promise<string[]> {
+    if (!this.ready && !ringExists(this.sql)) return [];
+    this.ready = true;
+    return eraseRecipients(this.sql, recipients);
   }
 
   /**

@@ -61,8 +61,13 @@ export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
     // CHANNEL_* values on top, docs/runtime-settings.md) follow the object's env.
     this.deps = { storage: ctx.storage, env: () => threadEnv(this.env), settings: () => threadSettings(this.env), now: () => Date.now(), fetch: edgeFetch };
     this.compose = () =>
-      composeThread(this.deps, { all: () => ctx.getWebSockets(), accept: (ws) => ctx.acceptWebSocket(ws) }, (home, role, text, part, messageId) =>
-        threadStub(this.env, home).webAppend(role, text, part, messageId),
+      composeThread(
+        this.deps,
+        { all: () => ctx.getWebSockets(), accept: (ws) => ctx.acceptWebSocket(ws) },
+        {
+          append: (home, role, text, part, messageId, expiresAt) => threadStub(this.env, home).webAppend(role, text, part, messageId, expiresAt),
+          expire: (home, messageId, expiresAt) => threadStub(this.env, home).webExpire(messageId, expiresAt),
+        },
       );
     this.live = this.compose();
     // A page's keep-alive is answered by the runtime without waking the object.
@@ -137,11 +142,24 @@ export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
   }
 
   async webNotify(text: string, part: unknown): Promise<number | null> {
-    return this.parts.web.hasSession() ? this.parts.web.append("bot", text, part, null) : null;
+    if (!this.parts.web.hasSession()) return null;
+    const seq = this.parts.web.appendNotice(text, part);
+    await this.parts.alarm.arm();
+    return seq;
   }
 
-  async webAppend(role: "visitor" | "bot" | "operator", text: string, part: unknown, messageId: string | null): Promise<number> {
-    return this.parts.web.append(role, text, part, messageId);
+  async webAppend(role: "visitor" | "bot" | "operator", text: string, part: unknown, messageId: string | null, expiresAt: number): Promise<number> {
+    const seq = this.parts.web.append(role, text, part, messageId, expiresAt);
+    await this.parts.alarm.arm();
+    return seq;
+  }
+
+  async webExpire(messageId: string, expiresAt: number): Promise<void> {
+    await this.parts.web.expire(messageId, expiresAt);
+  }
+
+  async webForget(messageIds: string[]): Promise<number> {
+    return this.parts.web.forgetEntries(messageIds);
   }
 
   async holdsParked(interactionId: string): Promise<boolean> {

@@ -73,3 +73,17 @@ export function expiresAt(sql: SqlStorage): number | null {
 export function setExpiresAt(sql: SqlStorage, atMs: number): void {
   objectSql(sql, STORE).run`INSERT INTO meta (key, value) VALUES ('expires_at', ${String(atMs)}) ON CONFLICT (key) DO UPDATE SET value = excluded.value`;
 }
+
+/**
+ * Deletes the entries sent to any of `recipients` (a person's erasure); answers the audiences of
+ * the entries removed, so their identity feeds can be reached too.
+ */
+export function eraseRecipients(sql: SqlStorage, recipients: readonly string[]): string[] {
+  const audiences = new Set<string>();
+  for (const r of recipients) {
+    const rows = objectSql(sql, STORE)<{ audience: string | null }>`
+      DELETE FROM entries WHERE json_extract(body, '$.recipient') = ${r} RETURNING json_extract(body, '$.audience') AS audience`;
+    for (const row of rows) if (row.audience) audiences.add(row.audience);
+  }
+  return [...audiences];
+}

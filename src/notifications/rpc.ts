@@ -44,6 +44,11 @@ export interface NotificationFeedRpc {
   claimSendKey(key: string, fingerprint: string, expiresAtMs: number): Promise<KeyVerdict<string>>;
   /** The claimed send was answered `answer`, or failed (null: the key is released for a retry). */
   settleSendKey(key: string, fingerprint: string, answer: string | null): Promise<void>;
+  /**
+   * Deletes every entry sent to one of `recipients` (a person's erasure: the addresses it was
+   * seen at); answers the audiences of the entries removed.
+   */
+  eraseRecipients(recipients: string[]): Promise<string[]>;
 }
 
 /** The object of feed `name` (`SHARED_FEED` or `identityFeed(user_id)`). */

@@ -33,3 +33,13 @@ export function readFeed(env: Env, s: NotificationSettings, feed: { kind: "share
   if (feed.kind === "shared") return notificationFeedStub(env, SHARED_FEED).list(s.feedMax);
   return notificationFeedStub(env, identityFeed(feed.user_id)).list(s.feedMax, since);
 }
+
+/**
+ * Removes from the feeds every notification sent to one of `recipients` (a person's erasure): the
+ * shared feed holds every recorded one, and names the identity feeds that got a copy.
+ */
+export async function eraseNotificationsTo(env: Env, recipients: string[]): Promise<void> {
+  if (!recipients.length) return;
+  const audiences = await notificationFeedStub(env, SHARED_FEED).eraseRecipients(recipients);
+  await Promise.all(audiences.map((a) => notificationFeedStub(env, identityFeed(a)).eraseRecipients(recipients)));
+}

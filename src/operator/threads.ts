@@ -19,6 +19,7 @@ import { conflict } from "../platform/http/errors";
 import type { Settings } from "../platform/settings/settings";
 import { createTargetContext } from "../targets/context";
 import { dropThreadRuns, dropUserRuns } from "../observability/runs/runs-table";
+import { eraseNotificationsTo } from "../notifications/sink";
 
 /**
  * Forgets a thread outright: its records with their run traces, unpushed index notes, mode override
@@ -63,8 +64,9 @@ async function eraseStateSubjects(env: Env, settings: Settings, kind: "thread" |
 }
 
 /**
- * Erases a linked person (spec §4.6): its aggregated thread everywhere (records, checkpoint,
- * ledger entries, listing rows on every route), every run trace attributed to the person (issue
+ * Erases a linked person (spec §4.6): each of its addresses' own threads on the routes it came in
+ * on, and its aggregated thread, everywhere (records, checkpoint, ledger entries, listing rows on
+ * every route, the web page's copies), every run trace attributed to the person (issue
  * 16: the person's turns on other threads and runs outside the bridge, wherever their traces are
  * kept), then, last, the person row with its address rows and open codes in one transaction of
  * its directory. Idempotent: an unknown or already erased
@@ -73,14 +75,19 @@ async function eraseStateSubjects(env: Env, settings: Settings, kind: "thread" |
  */
 export async function erasePerson(env: Env, settings: Settings, personId: string) {
   const directory = await directoryOfPerson(env, personId);
-  // A web address's session and page transcript live in the visitor's own thread on each route
-  // it came in on: they end with the person, and an open page is told.
+  // Each address's own thread on each route it came in on holds what it said before it was
+  // linked (and, for a web address, the visitor's session and page transcript): forgotten like
+  // the person's thread, so an open page is told and closed.
   const person = directory ? await directory.get(personId) : null;
-  for (const a of person?.addresses ?? [])
-    if (a.channel === "web") for (const route of a.routes) await threadStub(env, channelThreadId(route, a.address)).webEnd(true);
+  for (const a of person?.addresses ?? []) for (const route of a.routes) await forgetEverywhere(env, settings, channelThreadId(route, a.address));
   const removed = await forgetEverywhere(env, settings, personThreadId(personId));
   await eraseStateSubjects(env, settings, "person", personId);
   await eraseUserRuns(env, personId);
+  // Notifications sent to the person's addresses, in the feeds that recorded them.
+  await eraseNotificationsTo(
+    env,
+    (person?.addresses ?? []).map((a) => a.address),
+  );
   const erased = directory ? (await directory.erase(personId)) !== null : false;
   return { person_id: personId, removed, erased };
 }

@@ -230,7 +230,7 @@ describe("a session that never comes back", () => {
     const { identity, name } = await webRoute();
     const token: string = (await mintWidget(identity, network())).body.data.token;
     const threadId = channelThreadId(name, token.split(".")[0]);
-    await stubFor(threadId).webAppend("bot", "a transcript entry", null, null);
+    await stubFor(threadId).webAppend("bot", "a transcript entry", null, null, Date.now() + 3_600_000);
     await expireSession(threadId);
     expect(await runDurableObjectAlarm(stubFor(threadId))).toBe(true);
     const rows = await runInDurableObject(stubFor(threadId), (_obj, state) => ({

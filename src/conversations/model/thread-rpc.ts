@@ -159,8 +159,18 @@ export interface ThreadRpc {
    * pages); null when this thread holds no live web session (no such visitor).
    */
   webNotify(text: string, part: unknown): Promise<number | null>;
-  /** Web channel: an entry of a record kept on a linked person's thread, shown in this visitor's transcript. */
-  webAppend(role: "visitor" | "bot" | "operator", text: string, part: unknown, messageId: string | null): Promise<number>;
+  /**
+   * Web channel: an entry of a record kept on a linked person's thread, shown in this visitor's
+   * transcript until `expiresAt` (epoch ms; the record's thread moves it with `webExpire`).
+   */
+  webAppend(role: "visitor" | "bot" | "operator", text: string, part: unknown, messageId: string | null, expiresAt: number): Promise<number>;
+  /** Web channel: record `messageId` (kept on a linked person's thread) reached its retention: its entries here expire at `expiresAt`. */
+  webExpire(messageId: string, expiresAt: number): Promise<void>;
+  /**
+   * Web channel: records `messageIds` (kept on a linked person's thread) were forgotten: their
+   * entries here go and the visitor's session ends (its open streams are told and closed).
+   */
+  webForget(messageIds: string[]): Promise<number>;
   /** Web channel: does a turn of this thread wait on this interaction (a question the visitor may answer)? */
   holdsParked(interactionId: string): Promise<boolean>;
   /** Web channel: keeps a one-time stream ticket's hash for `ttlMs` (the widget's socket). */

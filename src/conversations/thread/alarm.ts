@@ -5,9 +5,9 @@ import { nextWake, reloadBook } from "./store";
 
 /**
  * The object's one alarm. Every timer is a stored instant (a turn lease, a queued turn, a due
- * delivery or its claim lease, a receipt grace, a record or agent-memory expiry, outbox rows
- * left unpushed, a web session's expiry); the alarm is armed at the earliest of them. `arm` is the only code that sets or
- * deletes it.
+ * delivery or its claim lease, a receipt grace, a record, web transcript entry or agent-memory
+ * expiry, outbox rows left unpushed, a web session's expiry); the alarm is armed at the earliest of
+ * them. `arm` is the only code that sets or deletes it.
  *
  * Arming reads nothing: the instants are kept in memory by the code that changes them (the
  * records' book in store.ts, the outbox's instants in index-outbox.ts, the agent memory's expiry
@@ -24,6 +24,8 @@ export class ThreadAlarm implements AlarmArm {
     private readonly deps: Pick<ThreadDeps, "storage" | "settings" | "now">,
     /** The web session's expiry, from memory (src/conversations/thread/web-visitor.ts). */
     private readonly webSessionDue: () => number | null = () => null,
+    /** The web transcript's earliest entry expiry (WebVisitor.dueAt, kept in memory there). */
+    private readonly transcriptDue: () => number | null = () => null,
   ) {}
 
   /**
@@ -42,6 +44,7 @@ export class ThreadAlarm implements AlarmArm {
       this.memoryDue,
       outboxDueAt(storage),
       this.webSessionDue(),
+      this.transcriptDue(),
     ].filter((t): t is number => typeof t === "number");
     if (!candidates.length) {
       if (this.armedAt !== null) await storage.deleteAlarm();

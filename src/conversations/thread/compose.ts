@@ -20,7 +20,7 @@ import { earliestExpiry, getStored, pruneExpired } from "./store";
 import { ThreadMode } from "./thread-mode";
 import { TurnLoop } from "./turn-loop";
 import { holdsNothing, vacate } from "./vacancy";
-import { type RemoteAppend, WebVisitor, type WebSockets } from "./web-visitor";
+import { type RemoteTranscript, WebVisitor, type WebSockets } from "./web-visitor";
 
 /** One thread's parts, as its object holds them. */
 export interface ThreadParts {
@@ -39,10 +39,22 @@ export interface ThreadParts {
 }
 
 /** Builds the parts of one thread object over `deps`. */
-export function composeThread(deps: ThreadDeps, sockets: WebSockets, remote: RemoteAppend | null = null): ThreadParts {
+export function composeThread(deps: ThreadDeps, sockets: WebSockets, remote: RemoteTranscript | null = null): ThreadParts {
   const identity = new ThreadIdentity(deps.storage);
-  const web = new WebVisitor(deps.storage, sockets, deps.now, () => identity.get(), remote);
-  const alarm = new ThreadAlarm(deps, () => web.expiryDue());
+  const web = new WebVisitor(
+    deps.storage,
+    sockets,
+    deps.now,
+    () => identity.get(),
+    remote,
+    () => deps.settings().conversations.answerRetentionTtlSeconds * 1000,
+    () => alarm.arm(),
+  );
+  const alarm = new ThreadAlarm(
+    deps,
+    () => web.expiryDue(),
+    () => web.dueAt(),
+  );
   const index = new IndexOutbox(deps, identity, () => alarm.arm());
   const mode = new ThreadMode(deps);
   const waiters = new InlineWaiters();
@@ -75,8 +87,8 @@ export function composeThread(deps: ThreadDeps, sockets: WebSockets, remote: Rem
 
 /**
  * One firing of the object's alarm. Idempotent: it re-reads state, acts only on what is due
- * (a web session past its expiry, orphaned turns, ended graces, expired records and
- * memory, queued turns, due deliveries, outbox rows left unpushed) and
+ * (a web session past its expiry, orphaned turns, ended graces, expired records, transcript
+ * entries and memory, queued turns, due deliveries, outbox rows left unpushed) and
  * re-arms to the earliest remaining instant. The re-read (`fired`) fills the records' book, so
  * each step below reads the table only when the book shows it work.
  *
@@ -100,6 +112,9 @@ export async function alarmPass(deps: ThreadDeps, parts: ThreadParts): Promise<"
     const pruned = pruneExpired(storage, now);
     if (pruned.ids.length) parts.index.note({ dropped: pruned.ids, runsDropped: pruned.traced });
   }
+  // The page's copies of records expire with them (src/conversations/thread/web-visitor.ts).
+  const webDue = parts.web.dueAt(true);
+  if (webDue !== null && webDue <= now) parts.web.pruneExpired(now);
   const outboxDue = outboxDueAt(storage);
   if (outboxDue !== null && outboxDue <= now) await parts.index.flush();
   if (purgeExpiredCheckpoint(storage, now) > 0) parts.alarm.memoryChanged();

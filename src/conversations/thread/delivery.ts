@@ -236,6 +236,8 @@ export class DeliveryMachine {
     if (status === "failed") rec.error = error;
     else if (rec.answer_status !== "error") rec.error = null;
     saveStored(this.deps.storage, { record: rec, delivery_due_at: null, delivery_lease_until: null, grace_until: null, expires_at: expires });
+    // The page's copy of a web record expires with it, wherever the visitor's transcript lives.
+    if (rec.channel === "web") await this.parts.web.expireFor(rec, expires);
     this.parts.index.note({
       ...(status === "failed"
         ? { failed: { message_id: rec.message_id, route_name: rec.route_name, thread_id: rec.thread_id, failed_at: rec.updated_at, expires_at: expires } }

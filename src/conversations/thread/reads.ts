@@ -59,14 +59,19 @@ export class ThreadReads {
     return { matches, scanned, more: rows.length > opts.budget };
   }
 
-  /** Forgets the thread: records, its unpushed index notes, mode override and kv agent memory. Refused while a turn is queued or running. */
-  async forget(): Promise<ForgetResult> {
+  /**
+   * Forgets the thread: records, its unpushed index notes, mode override and kv agent memory.
+   * Refused while a turn is queued or running. `beforeDelete` runs right before the records go.
+   */
+  async forget(beforeDelete?: () => void): Promise<ForgetResult> {
     const { storage } = this.deps;
     if (hasTurnInFlight(storage)) return { ok: false, reason: "turn_in_flight" };
     // A push in flight must land before the caller clears the shards, or it would list the thread again.
     await this.parts.index.drained();
     if (hasTurnInFlight(storage)) return { ok: false, reason: "turn_in_flight" };
     const threadId = this.parts.identity.get();
+    // In the same synchronous step as the delete: what the caller reads of the records is exactly what goes.
+    beforeDelete?.();
     const removed = deleteAllRecords(storage);
     this.parts.index.clear();
     this.parts.mode.clear();

@@ -100,6 +100,14 @@ export const THREAD_SCHEMA: ObjectSchema = {
       "CREATE TABLE IF NOT EXISTS web_transcript (seq INTEGER PRIMARY KEY AUTOINCREMENT, role TEXT NOT NULL, text TEXT NOT NULL, part TEXT, message_id TEXT, at INTEGER NOT NULL)",
       "CREATE TABLE IF NOT EXISTS web_ticket (ticket_hash TEXT PRIMARY KEY, expires_at INTEGER NOT NULL)",
     ],
+    // v7: each transcript entry's expiry, so the page's copy of a record never outlives the record
+    // (src/conversations/thread/web-visitor.ts); entries written before it are given one at the
+    // object's next alarm, a retention window from then.
+    (s) => {
+      if (!columnsOf(s, "web_transcript").includes("expires_at")) s.exec("ALTER TABLE web_transcript ADD COLUMN expires_at INTEGER");
+      s.exec("CREATE INDEX IF NOT EXISTS web_transcript_expiry ON web_transcript(expires_at)");
+      s.exec("CREATE INDEX IF NOT EXISTS web_transcript_message ON web_transcript(message_id)");
+    },
   ],
 };
 
@@ -487,6 +495,19 @@ export function newestAddressOn(storage: DurableObjectStorage, routeName: string
 
 export function countAll(storage: DurableObjectStorage): number {
   return bookOf(storage).count;
+}
+
+/**
+ * The web records' ids by the visitor thread whose page shows them (`webHome`'s inputs: route and
+ * client address), expired or not: where forget must reach the page's copies.
+ */
+export function webRecordsByPlace(storage: DurableObjectStorage): Array<{ route_name: string; client_address: string; message_id: string }> {
+  return sql<{ route_name: string; client_address: string; message_id: string }>(
+    storage,
+    "web records",
+    `SELECT json_extract(record, '$.route_name') AS route_name, json_extract(record, '$.client_address') AS client_address, message_id FROM records
+     WHERE json_extract(record, '$.channel') = 'web' AND json_extract(record, '$.client_address') IS NOT NULL ORDER BY seq`,
+  );
 }
 
 /** Deletes every record, run trace and parked interaction (thread forget); returns how many records there were. */

@@ -12,6 +12,13 @@
  * - The transcript is append-only, numbered by `seq`: a reconnect asks for what follows the last
  *   seq it rendered, so a reload shows each entry once. Visitor entries are written when their
  *   message is accepted, answers when delivery "sends" them here.
+ * - The transcript is a copy of records (docs/security.md "Every copy of a conversation"): each
+ *   entry dies with its record. It is written with the earliest expiry its record can have (a
+ *   retention window from now: a record's retention starts at its terminal transition, which comes
+ *   later), moved to the record's own expiry when the record reaches it (`expireFor`), read as gone
+ *   once past it and deleted by the alarm (`pruneExpired`). Forgetting the record's thread deletes
+ *   it wherever it lives (`forgetEntries`), also in the visitor's own thread when the record lived
+ *   on a linked person's.
  * - Sockets hibernate (the runtime holds them while the object sleeps); an entry is pushed to each.
  */
 import { z } from "zod";
@@ -28,7 +35,23 @@ export function webHome(rec: { route_name: string; client_address: string | null
 }
 
 /** Appends an entry in another thread object (a linked person's record, shown in the visitor's own thread). */
-export type RemoteAppend = (home: string, role: WebEntry["role"], text: string, part: unknown, messageId: string | null) => Promise<number | null>;
+export type RemoteAppend = (
+  home: string,
+  role: WebEntry["role"],
+  text: string,
+  part: unknown,
+  messageId: string | null,
+  expiresAt: number,
+) => Promise<number | null>;
+
+/** Moves the expiry of a record's entries in another thread object (the record reached its retention). */
+export type RemoteExpire = (home: string, messageId: string, expiresAt: number) => Promise<void>;
+
+/** The other thread objects a record's entries may live in (see `webHome`). */
+export interface RemoteTranscript {
+  append: RemoteAppend;
+  expire: RemoteExpire;
+}
 
 /** Where the object's hibernatable sockets are reached (the object's ctx, behind a seam for tests). */
 export interface WebSockets {
@@ -53,6 +76,9 @@ const EntryRow = z.object({
   at: z.number(),
 });
 
+/** Where the live entries are: not past their expiry (an entry without one predates expiries: see `pruneExpired`). */
+const LIVE = "(expires_at IS NULL OR expires_at > ?)";
+
 /** Frames a socket receives (WEB stream protocol, docs/channels.md). */
 export type WebFrame = { type: "ready"; after: number } | { type: "entry"; entry: WebEntry } | { type: "ended" };
 
@@ -72,12 +98,20 @@ export class WebVisitor {
     private readonly now: () => number,
     /** This object's thread id, once it knows it. */
     private readonly ownId: () => string | null = () => null,
-    private readonly remote: RemoteAppend | null = null,
+    private readonly remote: RemoteTranscript | null = null,
+    /** The answer retention in force (`CONVERSATIONS_ANSWER_RETENTION_TTL_SECONDS`), ms. */
+    private readonly retentionMs: () => number = () => 2_592_000_000,
+    /** Re-arms the object's alarm after an entry's expiry was written (ThreadAlarm.arm). */
+    private readonly arm: () => Promise<void> = async () => {},
   ) {}
+
+  /** The earliest entry expiry, kept in memory like the records' (undefined: read it at the next use). */
+  private due: number | null | undefined = undefined;
 
   /**
    * Appends the entry of a record of this thread where its visitor's page reads it: here when this
-   * is the visitor's own thread, else in that thread's object.
+   * is the visitor's own thread, else in that thread's object. The entry expires a retention window
+   * from now unless the record's own expiry moves it (`expireFor`).
    */
   appendFor(
     rec: { route_name: string; client_address: string | null },
@@ -88,8 +122,88 @@ export class WebVisitor {
   ): number | Promise<number | null> {
     const home = webHome(rec);
     const own = this.ownId();
-    if (!home || home === own || !this.remote) return this.append(role, text, part, messageId);
-    return this.remote(home, role, text, part, messageId);
+    const expiresAt = this.now() + this.retentionMs();
+    if (!home || home === own || !this.remote) return this.append(role, text, part, messageId, expiresAt);
+    return this.remote.append(home, role, text, part, messageId, expiresAt);
+  }
+
+  /**
+   * A record of this thread reached its retention (`expiresAt`): its entries, wherever its visitor's
+   * page reads them, expire with it. A failure to reach another object is logged and leaves those
+   * entries their earlier expiry, so they still never outlive the record.
+   */
+  async expireFor(rec: { route_name: string; client_address: string | null; message_id: string }, expiresAt: number): Promise<void> {
+    const home = webHome(rec);
+    if (!home) return;
+    if (home === this.ownId() || !this.remote) {
+      await this.expire(rec.message_id, expiresAt);
+      return;
+    }
+    try {
+      await this.remote.expire(home, rec.message_id, expiresAt);
+    } catch (err) {
+      console.error(
+        JSON.stringify({ event: "web_transcript_expire_failed", message_id: rec.message_id, reason: err instanceof Error ? err.message : "unknown error" }),
+      );
+    }
+  }
+
+  /** Sets the expiry of record `messageId`'s entries here, and re-arms the alarm for it. */
+  async expire(messageId: string, expiresAt: number): Promise<void> {
+    const changed = this.exec<{ seq: number }>(
+      "transcript expire",
+      "UPDATE web_transcript SET expires_at = ? WHERE message_id = ? RETURNING seq",
+      expiresAt,
+      messageId,
+    );
+    if (!changed.length) return;
+    this.due = undefined;
+    await this.arm();
+  }
+
+  /**
+   * The records `messageIds` were forgotten or erased on their thread: their entries go, and the
+   * session ends (its open pages are told and closed, since they show what was forgotten). The
+   * visitor's next page load mints a new session on a new address.
+   */
+  forgetEntries(messageIds: string[]): number {
+    let removed = 0;
+    for (let i = 0; i < messageIds.length; i += 50) {
+      const ids = messageIds.slice(i, i + 50);
+      removed += this.exec(
+        "transcript forget",
+        `DELETE FROM web_transcript WHERE message_id IN (${ids.map(() => "?").join(", ")}) RETURNING seq`,
+        ...ids,
+      ).length;
+    }
+    this.due = undefined;
+    this.end(false);
+    return removed;
+  }
+
+  /**
+   * The earliest instant an entry expires (the alarm's wake for `pruneExpired`); an entry written
+   * before entries had expiries makes it now, so the next pass gives it one. From memory, unless
+   * `fresh` (the alarm's pass acts on what is stored).
+   */
+  dueAt(fresh = false): number | null {
+    if (fresh || this.due === undefined) {
+      const row = this.exec<{ e: number | null; legacy: number }>(
+        "transcript due",
+        "SELECT MIN(expires_at) AS e, EXISTS (SELECT 1 FROM web_transcript WHERE expires_at IS NULL) AS legacy FROM web_transcript",
+      )[0];
+      this.due = row.legacy ? this.now() : row.e;
+    }
+    return this.due;
+  }
+
+  /** Deletes the entries past their expiry (the alarm's pass); answers how many went. */
+  pruneExpired(nowMs: number): number {
+    // Entries written before expiries existed get a retention window from now.
+    this.exec("transcript backfill expiry", "UPDATE web_transcript SET expires_at = ? WHERE expires_at IS NULL", nowMs + this.retentionMs());
+    const gone = this.exec("transcript prune", "DELETE FROM web_transcript WHERE expires_at <= ? RETURNING seq", nowMs).length;
+    this.due = undefined;
+    return gone;
   }
 
   private exec<T extends Record<string, SqlStorageValue>>(name: string, query: string, ...args: SqlStorageValue[]): T[] {
@@ -170,7 +284,10 @@ export class WebVisitor {
     this.exec("session end", "DELETE FROM web_session");
     this.exec("tickets end", "DELETE FROM web_ticket");
     this.expiresAt = null;
-    if (transcript) this.exec("transcript clear", "DELETE FROM web_transcript");
+    if (transcript) {
+      this.exec("transcript clear", "DELETE FROM web_transcript");
+      this.due = undefined;
+    }
     for (const ws of this.sockets.all()) {
       try {
         ws.send(JSON.stringify({ type: "ended" } satisfies WebFrame));
@@ -187,18 +304,20 @@ export class WebVisitor {
     return Boolean(row && row.expires_at > this.now());
   }
 
-  /** Appends one entry, pushes it to the open sockets and returns its seq. */
-  append(role: WebEntry["role"], text: string, part: unknown, messageId: string | null): number {
+  /** Appends one entry that expires at `expiresAt`, pushes it to the open sockets and returns its seq. */
+  append(role: WebEntry["role"], text: string, part: unknown, messageId: string | null, expiresAt: number): number {
     const at = this.now();
     const row = this.exec<{ seq: number }>(
       "transcript append",
-      "INSERT INTO web_transcript (role, text, part, message_id, at) VALUES (?, ?, ?, ?, ?) RETURNING seq",
+      "INSERT INTO web_transcript (role, text, part, message_id, at, expires_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING seq",
       role,
       text,
       part === null || part === undefined ? null : JSON.stringify(part),
       messageId,
       at,
+      expiresAt,
     )[0];
+    if (this.due === null || (typeof this.due === "number" && expiresAt < this.due)) this.due = expiresAt;
     const entry: WebEntry = { seq: row.seq, role, text, part: part ?? null, at: new Date(at).toISOString(), message_id: messageId };
     const frame = JSON.stringify({ type: "entry", entry } satisfies WebFrame);
     for (const ws of this.sockets.all()) {
@@ -211,12 +330,18 @@ export class WebVisitor {
     return row.seq;
   }
 
-  /** The entries after `after`, oldest first. */
+  /** Appends an entry of no record of this thread (a notification), expiring a retention window from now. */
+  appendNotice(text: string, part: unknown): number {
+    return this.append("bot", text, part, null, this.now() + this.retentionMs());
+  }
+
+  /** The live entries after `after`, oldest first (an entry past its expiry reads as gone). */
   entriesAfter(after: number, limit = 1000): WebEntry[] {
     return this.exec(
       "transcript read",
-      "SELECT seq, role, text, part, message_id, at FROM web_transcript WHERE seq > ? ORDER BY seq LIMIT ?",
+      `SELECT seq, role, text, part, message_id, at FROM web_transcript WHERE seq > ? AND ${LIVE} ORDER BY seq LIMIT ?`,
       after,
+      this.now(),
       limit,
     ).map((r) => {
       const e = EntryRow.parse(r);

@@ -16,7 +16,7 @@ import { DeliveryMachine } from "../../../src/conversations/thread/delivery";
 import type { IndexNote, ThreadDeps } from "../../../src/conversations/thread/deps";
 import { ThreadIdentity } from "../../../src/conversations/thread/identity";
 import { InlineWaiters } from "../../../src/conversations/thread/inline-waiters";
-import { getStored, insertRecord, migrate, saveStored } from "../../../src/conversations/thread/store";
+import { THREAD_SCHEMA, getStored, insertRecord, migrate, saveStored } from "../../../src/conversations/thread/store";
 import { ThreadMode } from "../../../src/conversations/thread/thread-mode";
 import { TurnLoop, abandonedDetail } from "../../../src/conversations/thread/turn-loop";
 import { createRoute, echoKey } from "../../helpers/bridge";
@@ -291,7 +291,7 @@ describe("the schema migration's agent-memory line", () => {
       sql.exec("DELETE FROM meta WHERE key = 'memory_schema_version'");
       migrate(storage);
       expect(sql.exec("SELECT value FROM meta WHERE key = 'memory_schema_version'").one()).toEqual({ value: "1" });
-      expect(sql.exec("SELECT value FROM meta WHERE key = 'schema_version'").one()).toEqual({ value: "6" });
+      expect(sql.exec("SELECT value FROM meta WHERE key = 'schema_version'").one()).toEqual({ value: String(THREAD_SCHEMA.steps.length) });
       expect(sql.exec("SELECT message FROM checkpoint_messages WHERE thread_id = ?", threadId).toArray()).toEqual([
         { message: JSON.stringify({ role: "user", content: "kept" }) },
       ]);
