@@ -7,8 +7,11 @@
  */
 import { execStatement } from "../../platform/persistence/object-sql";
 
-/** The meta rows that only version the schema (store.ts): an object holding just these holds nothing. */
-const SCHEMA_KEYS = ["schema_version", "memory_schema_version"];
+/**
+ * The meta rows that only version a schema line (store.ts, idempotency-keys.ts): every line's
+ * version row is named `…schema_version`, so an object holding just these holds nothing.
+ */
+const SCHEMA_KEY = "%schema_version";
 
 function rows(storage: DurableObjectStorage, name: string, query: string, ...args: SqlStorageValue[]): number {
   return execStatement(storage.sql, `thread vacancy (${name})`, query, args).rows.length;
@@ -28,7 +31,7 @@ export async function holdsNothing(storage: DurableObjectStorage): Promise<boole
   for (const table of tables) {
     const held =
       table === "meta"
-        ? rows(storage, table, `SELECT 1 FROM meta WHERE key NOT IN (${SCHEMA_KEYS.map(() => "?").join(", ")}) LIMIT 1`, ...SCHEMA_KEYS)
+        ? rows(storage, table, "SELECT 1 FROM meta WHERE key NOT LIKE ? LIMIT 1", SCHEMA_KEY)
         : rows(storage, table, `SELECT 1 FROM "${table.replace(/"/g, '""')}" LIMIT 1`);
     if (held) return false;
   }
