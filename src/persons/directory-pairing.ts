@@ -1,6 +1,6 @@
 /**
  * The PersonDirectory's pairing verbs (the pairing policy of src/persons/pairing.ts): mint a code,
- * redeem one (throttled per party; a redeem merges the two persons), unlink an address. Each
+ * redeem one (throttled per party: a sender, an api key, or a web visitor's network; a redeem merges the two persons), unlink an address. Each
  * verb's writes run in one synchronous block, so a merge or an unlink is atomic.
  */
 import type { Arrival, RedeemResult, UnlinkResult } from "./rpc";
@@ -15,6 +15,7 @@ import {
   mergeSurvivor,
   mintPairingCode,
   redeemLockSeconds,
+  successClearsThrottle,
 } from "./pairing";
 import { absorb, addressCount, attachAddress, clearThrottle, createPerson, personOfAddress, putCode, setThrottle, takeCode, throttleOf } from "./person-store";
 
@@ -54,7 +55,7 @@ export function directoryPairing(kit: DirectoryKit): DirectoryPairing {
         await kit.arm(nowMs + REDEEM_BACKOFF_CAP_SECONDS * 1000);
         return { ok: false };
       }
-      clearThrottle(sql, party);
+      if (successClearsThrottle(party)) clearThrottle(sql, party);
       const theirs = kit.ensureSync({ target: arrival.target, address: minted.address, route_name: minted.route_name }, null, nowMs);
       const ours = kit.ensureSync(arrival, null, nowMs);
       if (theirs.personId === ours.personId) return { ok: true, person: kit.written(ours.personId) };

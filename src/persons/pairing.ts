@@ -75,6 +75,18 @@ export function redeemLockSeconds(failures: number): number {
   return Math.min(2 ** (failures - REDEEM_BACKOFF_THRESHOLD - 1), REDEEM_BACKOFF_CAP_SECONDS);
 }
 
+/**
+ * The prefix of a redeem party that is a network, not one sender (a web visitor's, whose ids are
+ * free to mint). Its count is not reset by a success: anyone on that network can mint a valid
+ * code in one conversation and redeem it from another, so a reset would buy fresh guesses.
+ */
+export const NETWORK_PARTY_PREFIX = "net:";
+
+/** Does a valid redeem clear `party`'s failure count? (Not a network's; see NETWORK_PARTY_PREFIX.) */
+export function successClearsThrottle(party: string): boolean {
+  return !party.startsWith(NETWORK_PARTY_PREFIX);
+}
+
 /** Of two persons merging, the one that survives: the earlier `created_at`, a tie to the smaller `person_id`. */
 export function mergeSurvivor<P extends { person_id: string; created_at: string }>(a: P, b: P): { survivor: P; absorbed: P } {
   const ta = Date.parse(a.created_at);

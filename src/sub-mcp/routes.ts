@@ -80,6 +80,7 @@ addRoute(
   {
     method: "post",
     path: "/api/sub-mcp/{slug}/mcp",
+    links: "mint",
     summary: "The app's MCP endpoint (Streamable HTTP, stateless, JSON answers)",
     description:
       "JSON-RPC 2.0 per the MCP Streamable HTTP transport: `initialize`, `tools/list` (the app's tools the caller may run), `tools/call` (authorized again, run through the dispatcher as the caller). The request must accept `application/json` and `text/event-stream` and send `application/json`. Answers are JSON-RPC messages, not `{data}` envelopes. Unknown slug 404 `{error}`; GET and DELETE are 405 (no sessions, no server-sent stream).",

@@ -1,7 +1,8 @@
 /** What every target runs with. Built from env + settings, never from a Hono context, so the
  * bridge can dispatch from inside a Durable Object. */
 import type { KeyWithOwner } from "../access-control/key-store";
-import type { Mode } from "../conversations/model/kinds";
+import type { Mode, TargetKind } from "../conversations/model/kinds";
+import type { DoorAddress } from "../persons/pairing";
 import type { Env } from "../platform/env";
 import type { AskUserInput } from "../interactions/ask";
 import { edgeFetch } from "../platform/net/edge-fetch";
@@ -17,7 +18,7 @@ export interface TargetContext {
   fetch: typeof fetch;
   now: () => Date;
   /** Present only inside a bridge turn; lets built-ins act on the calling turn's thread. */
-  turn?: { thread_id: string; route_name: string; setMode: (mode: Mode) => Promise<void> };
+  turn?: { thread_id: string; route_name: string; setMode: (mode: Mode) => Promise<void>; conversation?: TurnConversation };
   /** Checkpoint store selected by settings. */
   checkpoints: CheckpointStore;
   /**
@@ -26,6 +27,17 @@ export interface TargetContext {
    * the run stops to wait for the answer. Absent (run-tool, background runs), `ask_user` refuses.
    */
   ask?: AskSlot;
+}
+
+/**
+ * The conversation a turn belongs to, as its target's person directory keys it: the one
+ * conversation `get_pairing_code` may mint for inside the turn. `multichannel` is the target's
+ * config as the turn read it.
+ */
+export interface TurnConversation {
+  target: { kind: TargetKind; name: string };
+  address: DoorAddress;
+  multichannel: boolean;
 }
 
 /** Where `ask_user` hands its question (see `TargetContext.ask`). */

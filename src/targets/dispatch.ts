@@ -20,7 +20,7 @@ import { EnvRefError, resolveCallHeaders } from "./env-refs";
 import { checkAgainstSchema } from "./json-schema";
 import { callJsonEndpoint } from "./outbound";
 import { mergeKwargs } from "./presets/model";
-import { ToolError } from "./tools/builtins";
+import { type RunAs, ToolError } from "./tools/builtins";
 import { type BaseTool, type ResolvedTool, resolveBaseTool, resolveTool } from "./tools/registry";
 import { withTimeout } from "./timeout";
 import { type StepVerdict, noteTargetVersion, timedStep } from "../observability/runs/steps";
@@ -92,10 +92,11 @@ async function runBuiltin(
   tool: BaseTool & { kind: "builtin" },
   kwargs: Record<string, unknown>,
   timeoutMs: number,
+  runAs: RunAs | null,
 ): Promise<DispatchResult> {
   let timed;
   try {
-    timed = await withTimeout(timeoutMs, () => tool.tool.run(ctx, kwargs));
+    timed = await withTimeout(timeoutMs, () => tool.tool.run(ctx, kwargs, runAs));
   } catch (err) {
     if (err instanceof ToolError) return fail("tool_error", err.message);
     console.error(`built-in tool ${tool.name} failed:`, err);
@@ -126,15 +127,16 @@ async function runApiTool(ctx: TargetContext, tool: BaseTool & { kind: "api" }, 
   return sendApiRequest(ctx.fetch, req, timeoutMs, ctx.settings.outbound);
 }
 
-/** Validates and runs a non-preset tool. */
-async function runBase(ctx: TargetContext, tool: BaseTool, kwargs: Record<string, unknown>, timeoutMs: number | undefined): Promise<DispatchResult> {
+/** Validates and runs a non-preset tool; a built-in learns the key the call runs as. */
+async function runBase(ctx: TargetContext, tool: BaseTool, kwargs: Record<string, unknown>, opts: DispatchOptions): Promise<DispatchResult> {
+  const timeoutMs = opts.timeoutMs;
   const schema = tool.tool.input_schema;
   if (schema) {
     const check = checkAgainstSchema(schema, kwargs);
     if (!check.ok) return invalid(check.problems);
   }
   const ms = timeoutMs ?? tool.tool.timeout_seconds * 1000;
-  if (tool.kind === "builtin") return runBuiltin(ctx, tool, kwargs, ms);
+  if (tool.kind === "builtin") return runBuiltin(ctx, tool, kwargs, ms, opts.asKey ?? opts.caller ?? null);
   if (tool.kind === "api") return runApiTool(ctx, tool, kwargs, ms);
   return tool.kind === "mcp" ? runMcpTool(ctx, tool, kwargs, ms) : runHttpTool(ctx, tool, kwargs, ms);
 }
@@ -183,7 +185,7 @@ async function dispatchUntimed(ctx: TargetContext, name: string, kwargs: unknown
   }
   // Extensions (docs/extensions.md) wrap the call itself: after authorization, resolution and the kwargs checks.
   return applyExtensions(ctx, { tool, kwargs, asKey: opts.asKey, caller: opts.caller }, () =>
-    tool.kind === "preset" ? runPreset(ctx, tool, kwargs, opts) : runBase(ctx, tool, kwargs, opts.timeoutMs),
+    tool.kind === "preset" ? runPreset(ctx, tool, kwargs, opts) : runBase(ctx, tool, kwargs, opts),
   );
 }
 
@@ -211,7 +213,7 @@ async function runPreset(
   }
   const base = await resolveBaseTool(ctx.db, tool.body.base_tool);
   if (!base) return fail("tool_error", "the preset's base tool is not registered");
-  const result = await runBase(ctx, base, merged, opts.timeoutMs);
+  const result = await runBase(ctx, base, merged, opts);
   if (result.ok && tool.body.output_schema) {
     const check = checkAgainstSchema(tool.body.output_schema, result.value);
     if (!check.ok) return fail("tool_error", `result does not match the preset's output_schema: ${check.problems.join("; ")}`);

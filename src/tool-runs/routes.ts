@@ -34,6 +34,7 @@ addRoute(
   {
     method: "post",
     path: "/api/tool-runs",
+    links: "mint",
     summary: "Run a tool in the background as the caller's own key",
     description:
       "Answers 202 `{run_id}` once the run is stored; poll `GET /api/tool-runs/{run_id}`. Needs tools:read plus a run grant for the tool (tool:<name>, tools:write or *); maintenance tools (`maintenance.checkpoints_sweep`, `maintenance.prune_expired`) need an admin key. " +

@@ -306,7 +306,13 @@ describe("turns that need more than an echo", () => {
     const code = minted.find((t) => /LINK-[A-Z0-9]{8}/.test(t))!.match(/LINK-[A-Z0-9]{8}/)![0];
     const { page, context } = await newPage();
     await page.goto(`${base}/api/channels/web/chat/shop?tai_pair=${code}`);
+    // The page door redeems nothing: the page offers the code, leaves the address bar clean, and
+    // only the visitor's "Link" sends it (as their message, a same-origin POST).
+    await visible(page.getByRole("group", { name: "Pairing link" }));
+    expect(new URL(page.url()).searchParams.has("tai_pair")).toBe(false);
+    await page.getByRole("button", { name: "Link", exact: true }).click();
     await visible(entries(page, "bot").filter({ hasText: "Done — this conversation is now linked to your other one." }));
+    expect(await page.getByRole("group", { name: "Pairing link" }).count()).toBe(0);
     await say(page, "it is me");
     await visible(entries(page, "bot").filter({ hasText: "concierge saw it is me" }));
     const call = tool.calls.find((c) => c.kwargs.message === "it is me");

@@ -305,7 +305,7 @@ describe("a notification to a web visitor", () => {
 });
 
 describe("a pairing link", () => {
-  it("?tai_pair links the web visitor to the person who asked for the code on another door", async () => {
+  it("a pairing link's code, sent by the visitor as a message, links them to the person who asked for it on another door", async () => {
     const host = `webpair-${crypto.randomUUID().slice(0, 8)}.example`;
     const title = host.split(".")[0];
     await declareTool(title, `https://${host}/run`);
@@ -327,7 +327,10 @@ describe("a pairing link", () => {
     });
     const code = String(link.body.data.answer).match(/LINK-[A-Z0-9]{8}/)![0];
 
+    // The page door only opens the session; the page's script offers the code and the visitor's
+    // "Link" sends it as their message (test/browser/webchat.browser.test.ts drives that script).
     const { cookie } = await openPage(identity, `?tai_pair=${code}`);
+    expect((await post("/api/channels/web/messages", { identity, text: code }, { cookie })).status).toBe(200);
     const live = await stream(identity, cookie);
     const said = await eventually(
       async () => live.frames.filter((f) => f.type === "entry" && f.entry.role === "bot").map((f) => f.entry.text),

@@ -1,10 +1,50 @@
 /**
  * Entry of the chat page (public/web/chat.js, loaded by GET /api/channels/web/chat/{identity}).
  * The page door already set the session cookie and wrote the markup (src/channels/web/assets.ts);
- * this reads the identity from its meta and runs the chat on those elements.
+ * this reads the identity from its meta and runs the chat on those elements, offering a pairing
+ * link's code to the visitor to send.
  */
+import { el } from "./dom";
 import { cookieTransport } from "./transport";
 import { Chat, type ChatElements } from "./ui";
+
+const PAIRING_CODE = /^LINK-[A-Z0-9]{8}$/;
+
+/**
+ * A pairing link (`?tai_pair=LINK-…`). The page door never redeems it: a GET is what any other
+ * site can make a browser send. The code leaves the address bar at once (a reload or a shared URL
+ * does not offer it again) and is offered to the visitor, saying what it does; only their "Link"
+ * sends it, as their own message (a same-origin POST), for the conversation's pairing turn.
+ */
+function offerPairing(chat: Chat, e: ChatElements): void {
+  const url = new URL(location.href);
+  const code = url.searchParams.get("tai_pair")?.trim() ?? null;
+  if (code === null) return;
+  url.searchParams.delete("tai_pair");
+  history.replaceState(history.state, "", url.pathname + url.search + url.hash);
+  if (!PAIRING_CODE.test(code)) return;
+  const doc = e.form.ownerDocument;
+  const link = el(doc, "button", { type: "button", class: "tai-chip", id: "tai-pair-link" }, "Link");
+  const skip = el(doc, "button", { type: "button", class: "tai-chip", id: "tai-pair-skip" }, "Not now");
+  const box = el(
+    doc,
+    "div",
+    { class: "tai-card tai-pair-offer", id: "tai-pair-offer", role: "group", "aria-label": "Pairing link" },
+    el(
+      doc,
+      "p",
+      { class: "tai-text" },
+      `This link carries the pairing code ${code}. Link this chat to the conversation that asked for it? Only do this if you asked for the code yourself.`,
+    ),
+    el(doc, "div", { class: "tai-chips" }, link, skip),
+  );
+  link.addEventListener("click", () => {
+    box.remove();
+    chat.sendText(code);
+  });
+  skip.addEventListener("click", () => box.remove());
+  e.form.before(box);
+}
 
 function byId<T extends HTMLElement>(id: string, type: { new (): T }): T {
   const found = document.getElementById(id);
@@ -42,6 +82,7 @@ function main(): void {
   };
   const chat = new Chat(cookieTransport(identity), elements, { onSessionLost: () => reloadOnce(identity) });
   chat.start();
+  offerPairing(chat, elements);
   chat.focusInput();
 }
 

@@ -57,6 +57,8 @@ for (const method of ["get", "post"] as const) {
       auth: { public: true },
       params: channelParams,
       rawBody: method === "post",
+      // A provider's message can carry a pairing code its turn redeems; the GET handshake carries none.
+      ...(method === "post" ? { links: "redeem" as const } : {}),
       errors: [401, 403, 404, 405, 503],
     },
     (c, { params, raw }) => handle(c, "inbound", params.channel, raw ?? new Uint8Array(0)),

@@ -12,7 +12,6 @@ import { RetryLaterError, admitChannelMessageFor } from "../../conversations/doo
 import { takeToken, threadStub } from "../../conversations/door/stubs";
 import { threadStreamStub } from "../../conversations/model/thread-rpc";
 import { interactionStub } from "../../interactions/rpc";
-import { classifyInbound } from "../../persons/pairing";
 import { channelThreadId } from "../../conversations/model/thread-id";
 import { checkParams } from "../../conversations/model/transport-bounds";
 import { WEB_HEADERS, VISITOR_ID } from "../../conversations/model/web";
@@ -224,6 +223,7 @@ addPublicRoute(
     ...publicDoor,
     method: "post",
     path: "/api/channels/web/messages",
+    links: "redeem",
     summary: "Web chat: the visitor sends one message into their own conversation",
     description:
       "Public; the visitor's session (the page's cookie, or the widget's bearer token) is the credential, and the Origin must be the page's own or one allowed for the identity (403 origin_mismatch). `client_message_id` (8–64 of [A-Za-z0-9_-]) makes a retry count once. The rate cap counts the client's network, not the visitor.",
@@ -413,6 +413,7 @@ addPublicRoute(
     ...publicDoor,
     method: "post",
     path: "/api/channels/web/questions/{interaction_id}/answer",
+    links: "redeem",
     summary: "Web chat: the visitor answers a pending ask_user question of their own conversation",
     description:
       "Public; the visitor's session and a matching Origin. Only a question a turn of the visitor's own thread waits on: any other (another visitor's, unknown, already answered elsewhere) is 404. The answer (an option by id, or text) goes in as the visitor's next message, which the waiting turn takes.",
@@ -471,7 +472,7 @@ addPublicRoute(
     path: "/api/channels/web/chat/{identity}",
     summary: "Web chat: the standalone chat page of one web route",
     description:
-      "Public; a top-level navigation (403 not_a_navigation otherwise). Opens a session for a new visitor (a gated identity needs `?tai_entry=` with a live code: 403 entry_refused; new sessions are capped per client network: 429 too_many_sessions) and refreshes an existing one. Other query parameters are captured as the visitor's link params, delivered as `params` on tool turns; a later navigation carrying some replaces them. Refusals are small HTML pages.",
+      "Public; a top-level navigation (403 not_a_navigation otherwise). Opens a session for a new visitor (a gated identity needs `?tai_entry=` with a live code: 403 entry_refused; new sessions are capped per client network: 429 too_many_sessions) and refreshes an existing one. Other query parameters are captured as the visitor's link params, delivered as `params` on tool turns; a later navigation carrying some replaces them, unless another site sent it (`Sec-Fetch-Site` cross-site or same-site, or without it a foreign Origin or Referer). `tai_pair` (a pairing code) is never redeemed by this GET: the page's script offers it to the visitor, who sends it as a message. Refusals are small HTML pages.",
     params: z.object({ identity: identitySchema }).strict(),
     produces: "text/html",
     errors: [403, 404, 429],
@@ -494,8 +495,10 @@ addPublicRoute(
     if (checkParams(linkParams)) return pageRefusal(title, 400, "invalid_params", "This chat link carries parameters that are too long or too many.");
     const cred = await readCredential(c.req.raw, params.identity);
     // A live cookie is refreshed as it is (and its link params replaced when this visit carries
-    // some); otherwise a new visitor gets a session, past the entry gate when the identity has one.
-    let visitor: Credential | null = cred?.mode === "cookie" && (await sessionLive(c, read.route, params.identity, cred, linkParams)) ? cred : null;
+    // some, unless another site sent the visitor here); otherwise a new visitor gets a session,
+    // past the entry gate when the identity has one.
+    const replacing = foreignNavigation(c) ? undefined : linkParams;
+    let visitor: Credential | null = cred?.mode === "cookie" && (await sessionLive(c, read.route, params.identity, cred, replacing)) ? cred : null;
     if (!visitor) {
       const { site } = await webRead(c, params.identity);
       if (site.gate_enabled) {
@@ -519,14 +522,9 @@ addPublicRoute(
       }
       visitor = { mode: "cookie", token: minted.token, visitorId: minted.visitorId, secretHash: await secretHash(minted.secret) };
     }
-    // A pairing link (`?tai_pair=LINK-…`) on a multichannel target: the code goes in as the
-    // visitor's message, so the thread's pairing turn links this visitor to the person who asked
-    // for it, exactly as if they had typed it. Elsewhere the parameter is only dropped.
-    const pair = url.searchParams.get("tai_pair");
-    if (pair && read.found.target.config?.multichannel) {
-      const intent = classifyInbound(pair);
-      if (intent.kind === "redeem") await admitVisitorMessage(c, read, params.identity, visitor, intent.code, null, null);
-    }
+    // A pairing link (`?tai_pair=LINK-…`) is never redeemed here: a GET is what any site can make
+    // a browser send with the visitor's cookie. The page's script offers the code to the visitor,
+    // who sends it as a message (a POST from this origin).
     const manifest = await webManifest(c.env);
     const html = renderChatPage({ identity: params.identity, title, manifest, embedded: false });
     return new Response(html, {
@@ -543,8 +541,28 @@ addPublicRoute(
   },
 );
 
-/** Checks (and refreshes) a session; false instead of the 401 when there is none. */
-async function sessionLive(c: Context<AppEnv>, route: Route, identity: string, cred: Credential, params: Record<string, string>): Promise<boolean> {
+/**
+ * Did another site send this navigation? `Sec-Fetch-Site` when the browser sends it (`cross-site`
+ * and `same-site` are foreign: a sibling host is another party); without it, a foreign `Origin` or
+ * `Referer`. A typed address or a bookmark (`none`, or neither header) is the visitor's own.
+ */
+function foreignNavigation(c: Context<AppEnv>): boolean {
+  const site = c.req.header("sec-fetch-site");
+  if (site) return site !== "same-origin" && site !== "none";
+  const own = ownOrigin(c);
+  const origin = c.req.header("origin");
+  if (origin) return origin !== own;
+  const referer = c.req.header("referer");
+  if (!referer) return false;
+  try {
+    return new URL(referer).origin !== own;
+  } catch {
+    return true;
+  }
+}
+
+/** Checks (and refreshes) a session; false instead of the 401 when there is none. `params` replaces its link params when given. */
+async function sessionLive(c: Context<AppEnv>, route: Route, identity: string, cred: Credential, params: Record<string, string> | undefined): Promise<boolean> {
   try {
     await session(c, route, identity, cred, params);
     return true;

@@ -49,6 +49,8 @@ export function mintArrival(route: ArrivalRoute, ids: ArrivalIds, arrival: Arriv
   // greeting to send; others carry neither.
   if (person.person) minted.inbound.person = person.person;
   if (person.greeting) minted.inbound.greeting = person.greeting;
+  // Pairing guesses are throttled by whatever the rate cap counts (a web visitor's network).
+  if (person.person && arrival.way === "channel" && arrival.message.cap_key) minted.inbound.guess_key = arrival.message.cap_key;
   return minted;
 }
 

@@ -31,6 +31,11 @@ export const TurnInbound = z.object({
     .optional(),
   /** A multichannel target's greeting template, set only on the inbound that created its person (first contact). */
   greeting: z.string().nullable().optional(),
+  /**
+   * Who a pairing guess in this inbound is counted against, when not its sender: a web visitor's
+   * network bucket (visitor ids are free to mint). Set only on a multichannel target's turns.
+   */
+  guess_key: z.string().nullable().optional(),
 });
 export type TurnInbound = z.infer<typeof TurnInbound>;
 

@@ -12,6 +12,7 @@ import { ConfigTargetKind, ConfigTargetName, TargetConversationConfig, deleteCon
 import { checkBindingForSave } from "../../states/binding-save";
 import { assertMayBind } from "../../states/binding-refs";
 import { storedByOf } from "../../access-control/stored-by";
+import { multichannelRefusal } from "../../persons/link-authority";
 import { agentExists } from "../../targets/agents/run";
 import { createTargetContext } from "../../targets/context";
 import { toolExists } from "../../targets/dispatch";
@@ -66,7 +67,7 @@ addRoute(
     path: "/api/conversation-configs/{target_kind}/{target_name}",
     summary: "Create or replace a target's conversation config",
     description:
-      "The body is the whole TargetConversationConfig (extra fields 400); its target_kind and target_name must equal the path's. The target must exist (404). greeting_template may reference only {pairing_code} ('{{' and '}}' are literal braces); an unknown placeholder, '{}', a conversion or format spec, unbalanced braces or a blank template is 400, and null means no greeting. state_binding is accepted only on tool targets; every state it names must be declared (404), its `templates` are attached on use at the root path, each template_jq must name a program of the right purpose among the state's attachments (404 when none), and every TemplatedText must compile as jq. Nothing is stored on a refusal.",
+      "The body is the whole TargetConversationConfig (extra fields 400); its target_kind and target_name must equal the path's. The target must exist (404). `multichannel: true` (which turns pairing on) needs the caller to hold the grant to run the target, as writing a route to it does (403 naming multichannel otherwise). greeting_template may reference only {pairing_code} ('{{' and '}}' are literal braces); an unknown placeholder, '{}', a conversion or format spec, unbalanced braces or a blank template is 400, and null means no greeting. state_binding is accepted only on tool targets; every state it names must be declared (404), its `templates` are attached on use at the root path, each template_jq must name a program of the right purpose among the state's attachments (404 when none), and every TemplatedText must compile as jq. Nothing is stored on a refusal.",
     area: "conversations",
     auth: { tag: "conversations" },
     stores: [{ kind: "state", at: "state_binding.states[].state" }],
@@ -82,6 +83,11 @@ addRoute(
     const ctx = createTargetContext(c.env, c.get("settings"));
     const exists = body.target_kind === "tool" ? await toolExists(ctx, body.target_name) : await agentExists(ctx, body.target_name);
     if (!exists) throw new HttpError(404, `${body.target_kind} not found`);
+    // Multichannel turns pairing on: codes then link the target's conversations, which is as
+    // strong as writing a route to it (docs/security.md, "Link authority").
+    if (body.multichannel && !principal.admin && (principal.anonymous || multichannelRefusal(principal, { kind: body.target_kind, name: body.target_name }))) {
+      throw new HttpError(403, "multichannel: turning pairing on needs the grant to run the target (tool:<name> or agent:<name>, tools or agents write)");
+    }
     // The binding runs later under the routes' execution keys: bounded by the writer's own states grants.
     assertMayBind(principal, body.state_binding);
     // A binding is checked (and its templates attached on use) before the config is stored.

@@ -27,6 +27,7 @@ addRoute(
   {
     method: "post",
     path: "/api/conversations/{route_name}/messages",
+    links: "redeem",
     summary: "Send one api-door message; the turn runs as the route's execution key",
     description:
       "202 {message_id, thread_id} once durably accepted; with wait_seconds (clamped to sync_wait_max_seconds) a turn that finishes in time answers 200 inline and is never also called back. 429 over the (route, caller) rate cap, 503 when the thread's queue is full; neither writes anything. " +

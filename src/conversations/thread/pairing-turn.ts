@@ -13,7 +13,7 @@ import { encodePrincipal } from "../model/thread-id";
 import { type Arrival, personDirectoryStub } from "../../persons/rpc";
 import type { Env } from "../../platform/env";
 import { needsPairingCode, parseGreetingTemplate, renderGreeting } from "../../persons/greeting-template";
-import { type DoorAddress, PAIRING_REPLIES, type PairingIntent, classifyInbound } from "../../persons/pairing";
+import { type DoorAddress, NETWORK_PARTY_PREFIX, PAIRING_REPLIES, type PairingIntent, classifyInbound } from "../../persons/pairing";
 
 /** The pairing intent of a turn's inbound: only a message on a multichannel target can have one. */
 export function pairingIntentOf(inbound: TurnInbound): PairingIntent {
@@ -26,9 +26,15 @@ export function doorAddressOf(rec: Pick<AnswerRecord, "door" | "channel" | "our_
   return { door: "api", address: `${encodePrincipal(rec.caller_principal ?? "")}/${rec.client_address ?? ""}` };
 }
 
-/** Who answers for a redeem attempt: the api caller's key, or the channel's attested sender (never a rotatable address). */
-function accountableParty(rec: Pick<AnswerRecord, "door" | "channel" | "caller_principal" | "client_address">): string {
-  return rec.door === "api" ? `api:${rec.caller_principal ?? ""}` : `channel:${rec.channel ?? ""}:${rec.client_address ?? ""}`;
+/**
+ * Who answers for a redeem attempt: the api caller's key, the network a web visitor writes from
+ * (`guessKey`: visitor ids are free, so a fresh one must not buy fresh guesses), or the channel's
+ * attested sender (never a rotatable address).
+ */
+export function accountableParty(rec: Pick<AnswerRecord, "door" | "channel" | "caller_principal" | "client_address">, guessKey: string | null = null): string {
+  if (rec.door === "api") return `api:${rec.caller_principal ?? ""}`;
+  if (guessKey) return `${NETWORK_PARTY_PREFIX}${rec.channel ?? ""}:${guessKey}`;
+  return `channel:${rec.channel ?? ""}:${rec.client_address ?? ""}`;
 }
 
 const isoUtc = (ms: number) => new Date(ms).toISOString().replace("Z", "+00:00");
@@ -44,6 +50,8 @@ export class PersonTurn {
     private readonly route: Pick<Route, "route_name" | "target_kind" | "target_name">,
     private readonly rec: AnswerRecord,
     private readonly nowMs: number,
+    /** The inbound's `guess_key` (src/conversations/model/payload.ts), when its door set one. */
+    private readonly guessKey: string | null = null,
   ) {}
 
   private arrival(): Arrival {
@@ -69,7 +77,7 @@ export class PersonTurn {
         const r = await dir.unlink(this.arrival(), this.nowMs);
         return answered(r.ok ? PAIRING_REPLIES.unlinked : PAIRING_REPLIES.notLinked);
       }
-      const r = await dir.redeem(this.arrival(), accountableParty(this.rec), intent.code, this.nowMs);
+      const r = await dir.redeem(this.arrival(), accountableParty(this.rec, this.guessKey), intent.code, this.nowMs);
       return answered(r.ok ? PAIRING_REPLIES.linked : PAIRING_REPLIES.invalid);
     } catch (err) {
       return errorOutcome(`pairing failed: ${err instanceof Error ? err.message : "unknown error"}`);

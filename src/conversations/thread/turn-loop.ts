@@ -14,13 +14,13 @@ import { canPark } from "../../interactions/create";
 import { type ParkedNote, dropParked, isResumeInbound, noteParked, resumedInteractionId, waitingParked } from "./parked";
 import type { Settings } from "../../platform/settings/settings";
 import { agentKeepsMemory, appendAgentMemory } from "../../targets/agents/run";
-import { type TargetContext, createTargetContext } from "../../targets/context";
+import { type TargetContext, type TurnConversation, createTargetContext } from "../../targets/context";
 import type { AlarmArm, IndexWriter, ThreadDeps } from "./deps";
 import type { ThreadIdentity } from "./identity";
 import type { InlineWaiters } from "./inline-waiters";
 import { type StoredRecord, getStored, hasOrphan, isOpenRecord, isRunning, nextQueuedId, reloadBook, runningTurns, saveStored } from "./store";
 import type { ThreadMode } from "./thread-mode";
-import { PersonTurn, pairingIntentOf, withGreeting } from "./pairing-turn";
+import { PersonTurn, doorAddressOf, pairingIntentOf, withGreeting } from "./pairing-turn";
 import { type TurnRun, keepTurnTrace, startTurnRun, turnTrace } from "./turn-trace";
 import { summaryOf } from "../../observability/runs/summary";
 import { traceSteps } from "../../observability/runs/steps";
@@ -158,14 +158,18 @@ export class TurnLoop {
     if (!read) return errorOutcome("the route was deleted before the turn ran");
     const route = read.route;
     if (!fresh) this.parts.snapshots.noteRead(route, readAt);
-    const ctx = this.targetContext(s, route);
+    const ctx = this.targetContext(s, route, {
+      target: { kind: route.target_kind, name: route.target_name },
+      address: doorAddressOf(stored.record),
+      multichannel: read.target.config?.multichannel === true,
+    });
     run.target = { kind: route.target_kind, name: route.target_name, version: null };
     traceSteps(ctx, run.log);
     // A multichannel target's person work (src/conversations/thread/pairing-turn.ts): the first contact's
     // greeting goes before whatever this turn answers, and a pairing message is answered here, in
     // either mode, without running the target.
     if (!stored.inbound.person) return this.decide(stored, read, ctx);
-    const person = new PersonTurn(this.deps.env(), route, stored.record, this.deps.now());
+    const person = new PersonTurn(this.deps.env(), route, stored.record, this.deps.now(), stored.inbound.guess_key ?? null);
     const greeting = await person.greeting(stored.inbound.greeting);
     const intent = pairingIntentOf(stored.inbound);
     const outcome = intent.kind === "text" ? await this.decide(stored, read, ctx) : await person.pairing(intent);
@@ -274,7 +278,7 @@ export class TurnLoop {
     return resumeParked(ctx, read.route, input.parked, input.result, park, read.key);
   }
 
-  private targetContext(s: Settings, route: Route): TargetContext {
+  private targetContext(s: Settings, route: Route, conversation: TurnConversation): TargetContext {
     const threadId = this.parts.identity.get()!;
     const { alarm, mode } = this.parts;
     return createTargetContext(this.deps.env(), s, {
@@ -292,6 +296,7 @@ export class TurnLoop {
         thread_id: threadId,
         route_name: route.route_name,
         setMode: async (m: Mode) => mode.set(parseThreadId(threadId).kind === "person" ? { created_at: null } : route, m),
+        conversation,
       },
     });
   }

@@ -131,6 +131,7 @@ addRoute(
   {
     method: "post",
     path: "/api/agents/{name}/runs",
+    links: "mint",
     summary: "Run an agent as the caller's own key, streamed as server-sent events",
     description:
       "Needs agents:read plus a run grant for the agent (agent:<name>, agents:write or *). Frames are `data: <json>` with `type` message_delta, tool_call_step, tool_result_step, message_final, then stream.end; a run that calls ask_user ends with suspended_final {interaction_ids, thread_id, expiry_at} before stream.end (docs/interactions.md); a failed run ends with stream.error {message}. `: keepalive` comments every 15 s. Without thread_id the run gets a fresh thread, returned in the X-Thread-Id header.",
@@ -165,6 +166,7 @@ addRoute(
   {
     method: "post",
     path: "/api/agents/authored/{name}/runs",
+    links: "mint",
     summary: "Run an authored agent (a preset over an agent) as the caller's own key, streamed",
     description:
       "`name` is a preset whose base_tool names a declared agent (GET /api/agents/spec-runnable). The body gives the agent run fields the preset does not bake (`user_message`, `thread_id`); naming a baked field is 400, an unknown field 400, and user_message must come from one of the two. Needs agents:read and a run grant for the authored name (agent:<name>, agents:write or *), checked before any lookup; the run itself authorizes the base agent live as the key (agent:<base>), as the runs door does. Streamed exactly like POST /api/agents/{name}/runs; X-Thread-Id names the thread, X-Authored-Version the preset version run. Unknown preset 404; a preset over a tool 400; a base agent removed since 404.",

@@ -113,6 +113,7 @@ addRoute(
   {
     method: "post",
     path: "/api/run-tool",
+    links: "mint",
     summary: "Run a tool synchronously (admin)",
     description:
       "Answers the tool's result as `data`. Unknown tool 404; kwargs failing the input schema 400 (the message names locations, never values); any other failure 500 with the dispatcher's message and code `tool-<kind>` (tool-timeout, tool-transport, tool-http-status, tool-non-json, tool-error).",

@@ -1,7 +1,8 @@
 /** Built-in tools (decisions §4): always registered, never declared or removed. */
 import { readRouteWithKeyByChannelIdentity } from "../../conversations/store";
 import { Mode } from "../../conversations/model/kinds";
-import { personDirectoryStub } from "../../persons/rpc";
+import { type Arrival, personDirectoryStub } from "../../persons/rpc";
+import { liveMintRefusal } from "../../persons/link-authority";
 import { ASK_USER_JSON_SCHEMA, AskUserInput } from "../../interactions/ask";
 import type { TargetContext } from "../context";
 import type { JsonSchema } from "../json-schema";
@@ -14,14 +15,20 @@ export class ToolError extends Error {
   }
 }
 
+/** The key a built-in's call runs as: its user_id and the fingerprint it had when the run started. */
+export type RunAs = { user_id: string; fingerprint: string };
+
 export interface BuiltinTool {
   name: string;
   description: string;
   input_schema: JsonSchema;
   output_schema: JsonSchema;
   timeout_seconds: number;
-  /** Runs with kwargs already validated against input_schema. */
-  run(ctx: TargetContext, kwargs: Record<string, unknown>): Promise<unknown>;
+  /**
+   * Runs with kwargs already validated against input_schema. `runAs` is the key the call runs as
+   * (a turn's or run's execution key, or the caller a door authorized); null when none.
+   */
+  run(ctx: TargetContext, kwargs: Record<string, unknown>, runAs: RunAs | null): Promise<unknown>;
 }
 
 const echo: BuiltinTool = {
@@ -57,14 +64,15 @@ const setConversationMode: BuiltinTool = {
   },
 };
 
+const PAIRING_ARGS = ["channel", "our_identity", "sender"] as const;
+
 const getPairingCode: BuiltinTool = {
   name: "get_pairing_code",
   description:
-    "Mints a pairing code (LINK-XXXXXXXX, 900 s, single use) for one channel conversation of a multichannel target, as its participant's /link would: the conversation is (channel, our_identity, sender). Refused when no channel route holds (channel, our_identity) or its target is not multichannel.",
+    "Mints a pairing code (LINK-XXXXXXXX, 900 s, single use) for one conversation of a multichannel target, as its participant's /link would. Inside a conversation turn it mints only for that turn's own conversation: the arguments may be left out, and any given must name that conversation. Outside a turn the conversation is (channel, our_identity, sender) of a channel route, all three required, and the running key must hold what writing a route to the target needs (conversations write and the grant to run the target). Refused when no channel route holds (channel, our_identity) or its target is not multichannel.",
   input_schema: {
     type: "object",
     properties: { channel: { type: "string", minLength: 1 }, our_identity: { type: "string", minLength: 1 }, sender: { type: "string", minLength: 1 } },
-    required: ["channel", "our_identity", "sender"],
   },
   output_schema: {
     type: "object",
@@ -72,24 +80,44 @@ const getPairingCode: BuiltinTool = {
     required: ["code", "expires_at"],
   },
   timeout_seconds: 30,
-  async run(ctx, kwargs) {
-    const channel = String(kwargs.channel).trim();
-    const ourIdentity = String(kwargs.our_identity).trim();
-    const sender = String(kwargs.sender).trim();
-    const { route, target } = await readRouteWithKeyByChannelIdentity(ctx.db, channel, ourIdentity);
-    if (!route || route.door !== "channel") throw new ToolError("no channel route holds this channel and identity");
-    if (!target.config?.multichannel) throw new ToolError("the route's target is not multichannel, so it has no pairing codes");
-    const minted = await personDirectoryStub(ctx.env, route.target_kind, route.target_name).mint(
-      {
-        target: { kind: route.target_kind, name: route.target_name },
-        address: { door: "channel", channel, our_identity: ourIdentity, address: sender },
-        route_name: route.route_name,
-      },
-      ctx.now().getTime(),
-    );
+  async run(ctx, kwargs, runAs) {
+    const given = Object.fromEntries(PAIRING_ARGS.filter((k) => typeof kwargs[k] === "string").map((k) => [k, String(kwargs[k]).trim()]));
+    const arrival = ctx.turn ? turnArrival(ctx.turn, given) : await namedArrival(ctx, given, runAs);
+    const minted = await personDirectoryStub(ctx.env, arrival.target.kind, arrival.target.name).mint(arrival, ctx.now().getTime());
     return { code: minted.code, expires_at: new Date(minted.expires_at).toISOString().replace("Z", "+00:00") };
   },
 };
+
+/**
+ * Inside a turn: the turn's own conversation, whatever asked (a model talked into naming another
+ * sender gets a refusal, not that sender's code).
+ */
+function turnArrival(turn: NonNullable<TargetContext["turn"]>, given: Record<string, string>): Arrival {
+  const own = turn.conversation;
+  if (!own || !own.multichannel) throw new ToolError("the route's target is not multichannel, so it has no pairing codes");
+  const a = own.address;
+  const mine: Record<string, string | null> =
+    a.door === "channel" ? { channel: a.channel, our_identity: a.our_identity, sender: a.address } : { channel: null, our_identity: null, sender: null };
+  for (const [k, v] of Object.entries(given)) {
+    if (mine[k] !== v) throw new ToolError("inside a conversation turn, get_pairing_code mints only for that turn's own conversation; leave the arguments out");
+  }
+  return { target: own.target, address: a, route_name: turn.route_name };
+}
+
+/** Outside a turn: the named channel conversation, for a running key that may write routes to its target (checked live). */
+async function namedArrival(ctx: TargetContext, given: Record<string, string>, runAs: RunAs | null): Promise<Arrival> {
+  const missing = PAIRING_ARGS.filter((k) => !given[k]);
+  if (missing.length) throw new ToolError(`outside a conversation turn, get_pairing_code needs ${missing.join(", ")}`);
+  const { channel, our_identity: ourIdentity, sender } = given;
+  const { route, target } = await readRouteWithKeyByChannelIdentity(ctx.db, channel, ourIdentity);
+  // One answer for "no such route" and "not yours", so a key without the grant learns nothing of the routes.
+  const refused = "no channel route holds this channel and identity whose target the running key may link";
+  if (!route || route.door !== "channel" || !runAs) throw new ToolError(refused);
+  const to = { kind: route.target_kind, name: route.target_name };
+  if (await liveMintRefusal(ctx.db, runAs, to)) throw new ToolError(refused);
+  if (!target.config?.multichannel) throw new ToolError("the route's target is not multichannel, so it has no pairing codes");
+  return { target: to, address: { door: "channel", channel, our_identity: ourIdentity, address: sender }, route_name: route.route_name };
+}
 
 /** Why `ask_user` refuses where no run can park (the message a model or run-tool caller reads). */
 export const ASK_USER_CANNOT_PARK =
