@@ -11,8 +11,10 @@
  * per push, while a condition over the time of day still closes the channel within that bound.
  */
 import type { Env } from "../platform/env";
-import { type Requirement, authorize, principalByHash } from "./principal";
+import type { TargetKind } from "../conversations/model/kinds";
+import { type Requirement, authorize, principalByHash, principalGrantsRun, readCredential } from "./principal";
 import type { KeyRecord } from "./key-store";
+import { sha256Hex } from "./crypto";
 
 /** How long a grant verdict stands for an unchanged key record (conditions over `now` move on their own). */
 export const VERDICT_MAX_AGE_MS = 60_000;
@@ -21,6 +23,14 @@ export const VERDICT_MAX_AGE_MS = 60_000;
 export interface LiveDoor {
   need: Requirement;
   request: { method: string; path: string };
+  /** A run grant the door also asked for (an agent's streamed run). */
+  run?: { kind: TargetKind; name: string };
+}
+
+/** The SHA-256 of the key a request presented (`x-api-key` or a bearer), as the key table stores it; null without one. */
+export async function presentedKeyHash(headers: Headers): Promise<string | null> {
+  const credential = readCredential(headers);
+  return credential ? sha256Hex(credential) : null;
 }
 
 interface Verdict {
@@ -41,13 +51,15 @@ export async function keyStillAllows(env: Env, keyHash: string, door: LiveDoor, 
   try {
     const p = await principalByHash(env, keyHash);
     if (!p) return false;
-    const memoKey = `${door.need.tag}\u0000${door.need.action}\u0000${door.need.admin ? 1 : 0}\u0000${door.request.method} ${door.request.path}`;
+    const run = door.run ? `${door.run.kind}:${door.run.name}` : "";
+    const memoKey = `${door.need.tag}\u0000${door.need.action}\u0000${door.need.admin ? 1 : 0}\u0000${door.request.method} ${door.request.path}\u0000${run}`;
     let byDoor = verdicts.get(p.key);
     const held = byDoor?.get(memoKey);
     if (held && held.owner === p.owner && nowMs - held.at < VERDICT_MAX_AGE_MS) return held.ok;
     let ok = true;
     try {
       await authorize(p, door.need, door.request, new Date(nowMs));
+      if (door.run && !principalGrantsRun(p, door.run.kind, door.run.name)) ok = false;
     } catch {
       ok = false;
     }
