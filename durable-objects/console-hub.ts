@@ -5,20 +5,23 @@
  * hub with quiet consoles is evicted from memory and costs nothing until the next notice. The
  * contract is src/console/rpc.ts.
  *
- * Each socket carries its user and the instant its session ends (SOCKET_MAX_AGE_MS after the
- * ticket was spent) as its attachment; a notice that finds a session over closes that socket
- * instead (code SESSION_OVER_CODE) and the console comes back with a new ticket, so the key's
- * grants are checked again. Keep-alive `ping` text frames are answered `pong` by the runtime
- * without waking the object.
+ * Each socket carries its ticket's holder (the user, the SHA-256 of the key that minted the ticket,
+ * the route) and the instant its session ends (SOCKET_MAX_AGE_MS after the ticket was spent) as its
+ * attachment. The key is checked again when the ticket is spent and before every push
+ * (src/console/live-check.ts): a socket whose key was revoked, disabled or narrowed gets nothing
+ * more and is closed (code KEY_REVOKED_CODE); one whose session is over is closed too (code
+ * SESSION_OVER_CODE) and the console comes back with a new ticket. A push checks each distinct key
+ * once: one read of its access epoch, D1 only after a change to that key was published.
+ * Keep-alive `ping` text frames are answered `pong` by the runtime without waking the object.
  */
 import { DurableObject } from "cloudflare:workers";
 import type { ConsoleHubRpc, ConsoleNotice } from "../src/console/rpc";
 import type { Env } from "../src/platform/env";
 import { createHubStore, keepTicketRow, spendTicketRow } from "../src/console/hub-store";
-import { SESSION_OVER_CODE, SOCKET_MAX_AGE_MS, isTicketShaped, ticketHash } from "../src/console/tickets";
+import { type TicketHolder, holderStillAllowed } from "../src/console/live-check";
+import { KEY_REVOKED_CODE, SESSION_OVER_CODE, SOCKET_MAX_AGE_MS, isTicketShaped, ticketHash } from "../src/console/tickets";
 
-interface SocketSession {
-  user_id: string;
+interface SocketSession extends TicketHolder {
   until: number;
 }
 
@@ -31,8 +34,8 @@ export class ConsoleHub extends DurableObject<Env> implements ConsoleHubRpc {
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair("ping", "pong"));
   }
 
-  async keepTicket(ticketHash: string, userId: string, expiresAtMs: number): Promise<void> {
-    keepTicketRow(this.ctx.storage.sql, ticketHash, userId, expiresAtMs, Date.now());
+  async keepTicket(ticketHash: string, holder: TicketHolder, expiresAtMs: number): Promise<void> {
+    keepTicketRow(this.ctx.storage.sql, ticketHash, holder, expiresAtMs, Date.now());
   }
 
   async notify(notices: ConsoleNotice[]): Promise<number> {
@@ -40,16 +43,30 @@ export class ConsoleHub extends DurableObject<Env> implements ConsoleHubRpc {
     if (!sockets.length || !notices.length) return 0;
     const now = Date.now();
     const frame = JSON.stringify({ type: "notices", notices });
+    // One check per distinct key, all before anything is sent.
+    const verdicts = new Map<string, Promise<boolean>>();
+    const verdictOf = (s: SocketSession) => {
+      const k = `${s.key_hash}\u0000${s.route_name}`;
+      let v = verdicts.get(k);
+      if (!v) verdicts.set(k, (v = holderStillAllowed(this.env, s, now)));
+      return v;
+    };
+    const plan = await Promise.all(
+      sockets.map(async (ws) => {
+        const session = ws.deserializeAttachment() as Partial<SocketSession> | null;
+        if (!session?.key_hash || !session.route_name || !session.until || session.until <= now) return { ws, verdict: "over" as const };
+        return { ws, verdict: (await verdictOf(session as SocketSession)) ? ("send" as const) : ("revoked" as const) };
+      }),
+    );
     let reached = 0;
-    for (const ws of sockets) {
-      const session = ws.deserializeAttachment() as SocketSession | null;
+    for (const { ws, verdict } of plan) {
       try {
-        if (!session || session.until <= now) {
-          ws.close(SESSION_OVER_CODE, "session over: open a new ticket");
-          continue;
+        if (verdict === "over") ws.close(SESSION_OVER_CODE, "session over: open a new ticket");
+        else if (verdict === "revoked") ws.close(KEY_REVOKED_CODE, "the key may no longer read this route");
+        else {
+          ws.send(frame);
+          reached += 1;
         }
-        ws.send(frame);
-        reached += 1;
       } catch {
         // A socket closing under us: nothing to tell it.
       }
@@ -60,11 +77,12 @@ export class ConsoleHub extends DurableObject<Env> implements ConsoleHubRpc {
   override async fetch(request: Request): Promise<Response> {
     if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") return refusal(426, "expected a WebSocket upgrade");
     const ticket = new URL(request.url).searchParams.get("ticket") ?? "";
-    const userId = isTicketShaped(ticket) ? spendTicketRow(this.ctx.storage.sql, await ticketHash(ticket), Date.now()) : null;
-    if (userId === null) return refusal(401, "live ticket is invalid, expired or already used");
+    const holder = isTicketShaped(ticket) ? spendTicketRow(this.ctx.storage.sql, await ticketHash(ticket), Date.now()) : null;
+    // A ticket outlives nothing: the key that minted it must still read the route now.
+    if (holder === null || !(await holderStillAllowed(this.env, holder))) return refusal(401, "live ticket is invalid, expired or already used");
     const [client, server] = Object.values(new WebSocketPair());
     this.ctx.acceptWebSocket(server);
-    const session: SocketSession = { user_id: userId, until: Date.now() + SOCKET_MAX_AGE_MS };
+    const session: SocketSession = { ...holder, until: Date.now() + SOCKET_MAX_AGE_MS };
     server.serializeAttachment(session);
     server.send(JSON.stringify({ type: "ready", until: new Date(session.until).toISOString() }));
     return new Response(null, { status: 101, webSocket: client });

@@ -67,11 +67,21 @@ export function readCredential(headers: Headers): string | null {
  */
 export async function authenticate(env: Env, credential: string | null): Promise<Principal> {
   if (!credential) throw new HttpError(401, "Authentication required");
-  const hash = await sha256Hex(credential);
+  const principal = await principalByHash(env, await sha256Hex(credential));
+  if (!principal) throw unauthorized();
+  return principal;
+}
+
+/**
+ * The principal of the key whose SHA-256 (hex) is `hash`, checked as `authenticate` checks a
+ * presented key; null when it is unknown, disabled, or its owner is missing or disabled. Live
+ * channels, which hold a key's hash rather than the key, ask it again before each push.
+ */
+export async function principalByHash(env: Env, hash: string): Promise<Principal | null> {
   const found = await keyByHash(env, hash);
-  if (!found || !constantTimeEqual(found.key_hash, hash) || found.key.disabled) throw unauthorized();
+  if (!found || !constantTimeEqual(found.key_hash, hash) || found.key.disabled) return null;
   const { key, owner } = found;
-  if (key.owner_user_id && (!owner || owner.disabled)) throw unauthorized();
+  if (key.owner_user_id && (!owner || owner.disabled)) return null;
   return { key, owner, admin: isAdminKey(key), restricted: owner !== null || key.owner_user_id !== null };
 }
 

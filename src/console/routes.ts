@@ -15,7 +15,8 @@
 import { Hono } from "hono";
 import type { Context } from "hono";
 import { z } from "zod";
-import { authorize } from "../access-control/principal";
+import { authorize, readCredential } from "../access-control/principal";
+import { sha256Hex } from "../access-control/crypto";
 import { requireRoute } from "../conversations/store";
 import { routeParams } from "../conversations/model/schemas";
 import { TICKET_TTL_MS, livePath, mintTicket, ticketHash } from "./tickets";
@@ -84,7 +85,13 @@ addRoute(
     await requireRoute(c.env.DB, params.route_name);
     const ticket = mintTicket();
     const expiresAt = Date.now() + TICKET_TTL_MS;
-    await consoleHubStub(c.env, params.route_name).keepTicket(await ticketHash(ticket), principal.key.user_id, expiresAt);
+    // The hub checks this key again when the ticket is spent and before every push.
+    const keyHash = await sha256Hex(readCredential(c.req.raw.headers) ?? "");
+    await consoleHubStub(c.env, params.route_name).keepTicket(
+      await ticketHash(ticket),
+      { user_id: principal.key.user_id, key_hash: keyHash, route_name: params.route_name },
+      expiresAt,
+    );
     const answer: LiveTicket = { ticket, expires_at: new Date(expiresAt).toISOString(), socket_path: livePath(params.route_name) };
     return answer;
   },
@@ -97,13 +104,14 @@ addPublicRoute(
     path: "/api/conversations/{route_name}/live",
     summary: "The route's live WebSocket for the operator console (opened with a one-time ticket)",
     description:
-      'A WebSocket upgrade only (426 otherwise). `ticket` comes from `POST …/live-tickets` and works once; a bad, spent or expired one is 401. Frames are JSON: `{type: "ready"}`, then `{type: "notices", notices: [{type: "thread", route_name, thread_id, status, at} | {type: "failed", route_name, thread_id, message_id}]}`: ids and a status, never message text. Send `ping` to get `pong`. The hub closes a socket after 10 minutes (code 4001): open a new ticket.',
+      'A WebSocket upgrade only (426 otherwise). `ticket` comes from `POST …/live-tickets` and works once; a bad, spent or expired one is 401, and so is one whose key was revoked, disabled or narrowed since it was minted. The key is checked again before every push: once it may no longer read the route\'s transcripts, the socket gets nothing more and is closed (code 4003). Frames are JSON: `{type: "ready"}`, then `{type: "notices", notices: [{type: "thread", route_name, thread_id, status, at} | {type: "failed", route_name, thread_id, message_id}]}`: ids and a status, never message text. Send `ping` to get `pong`. The hub closes a socket after 10 minutes (code 4001): open a new ticket.',
     area: "console",
     auth: { public: true },
     store: "conversations",
     params: routeParams,
     query: z.object({ ticket: z.string().max(256) }),
     produces: "application/websocket",
+    live: "websocket",
     status: 101,
     errors: [401, 426],
   },

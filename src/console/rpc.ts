@@ -6,6 +6,7 @@
  * the notice on to every socket: ids and a status only, never message text.
  */
 import type { Env } from "../platform/env";
+import type { TicketHolder } from "./live-check";
 
 /** What a console learns about a change: which thread moved, never what was said. */
 export type ConsoleNotice =
@@ -13,11 +14,14 @@ export type ConsoleNotice =
   | { type: "failed"; route_name: string; thread_id: string; message_id: string };
 
 export interface ConsoleHubRpc {
-  /** Keeps a ticket's SHA-256 until `expiresAtMs`, for the user it was minted for (and drops expired ones). */
-  keepTicket(ticketHash: string, userId: string, expiresAtMs: number): Promise<void>;
-  /** Sends `notices` to every live socket; answers how many sockets got them. Never throws for a bad socket. */
+  /** Keeps a ticket's SHA-256 until `expiresAtMs`, with the key it was minted for (and drops expired ones). */
+  keepTicket(ticketHash: string, holder: TicketHolder, expiresAtMs: number): Promise<void>;
+  /**
+   * Sends `notices` to every live socket whose key may still read the route, closing the others
+   * (code KEY_REVOKED_CODE) without sending; answers how many sockets got them. Never throws for a bad socket.
+   */
   notify(notices: ConsoleNotice[]): Promise<number>;
-  /** The WebSocket upgrade (`GET /api/conversations/{route_name}/live?ticket=`): spends the ticket, accepts the socket. */
+  /** The WebSocket upgrade (`GET /api/conversations/{route_name}/live?ticket=`): spends the ticket, checks its key again, accepts the socket. */
   fetch(request: Request): Promise<Response>;
 }
 

@@ -21,6 +21,12 @@ export const SOCKET_MAX_AGE_MS = 10 * 60_000;
 /** The close code a socket gets when its session is over (the console reconnects with a new ticket). */
 export const SESSION_OVER_CODE = 4001;
 
+/**
+ * The close code a socket gets when its key was revoked, disabled or narrowed (or its owner's was):
+ * a new ticket needs a key that may read the route.
+ */
+export const KEY_REVOKED_CODE = 4003;
+
 /** A fresh ticket; whether a string is shaped like one; its stored form (src/access-control/capability-tokens.ts). */
 export const mintTicket = TICKET.mint;
 export const isTicketShaped = TICKET.isShaped;

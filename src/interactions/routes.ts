@@ -12,6 +12,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { holderOf, sinceMs } from "../access-control/identity";
 import type { Principal } from "../access-control/principal";
+import { keyStillAllows, presentedKeyHash } from "../access-control/live-key";
 import { type AnswerInput, interactionHub, interactionStub } from "./rpc";
 import type { AppEnv } from "../platform/http/app-env";
 import { jsonObjectSchema } from "../platform/http/bounded-json";
@@ -159,12 +160,13 @@ addRoute(
     path: "/api/interactions/stream",
     summary: "Tail interaction events as server-sent events",
     description:
-      '`text/event-stream`: each event is `id: <n>` and `data: <json>` with `{id, type, interaction_id, at, interaction}`; `type` is interaction.created, interaction.answered, interaction.cancelled, interaction.expired or interaction.resumed (an outside run\'s resumed end). `: keepalive` comments every 15 s. Starts with new events; the `Last-Event-ID` header (or `last_event_id`) replays what the ring still holds after that id (INTERACTIONS_EVENTS_MAX), preceded by a `{type: "events.dropped"}` frame when older events were already dropped. The server ends a stream after INTERACTIONS_STREAM_MAX_SECONDS (or the shorter `max_seconds`); reconnect with Last-Event-ID. A restricted caller receives only events of interactions addressed to it.',
+      '`text/event-stream`: each event is `id: <n>` and `data: <json>` with `{id, type, interaction_id, at, interaction}`; `type` is interaction.created, interaction.answered, interaction.cancelled, interaction.expired or interaction.resumed (an outside run\'s resumed end). `: keepalive` comments every 15 s. Starts with new events; the `Last-Event-ID` header (or `last_event_id`) replays what the ring still holds after that id (INTERACTIONS_EVENTS_MAX), preceded by a `{type: "events.dropped"}` frame when older events were already dropped. The server ends a stream after INTERACTIONS_STREAM_MAX_SECONDS (or the shorter `max_seconds`); reconnect with Last-Event-ID. A restricted caller receives only events of interactions addressed to it. The key is checked again before every push (each batch of events and each keepalive): once it is revoked, disabled or can no longer read interactions, nothing more is sent and the stream ends.',
     ...DOOR,
     auth: { tag: "interactions" },
     pinnable: false,
     query: streamQuery,
     produces: "text/event-stream",
+    live: "sse",
   },
   async (c, { query, principal }) => {
     const header = c.req.header("last-event-id")?.trim();
@@ -172,7 +174,10 @@ addRoute(
     const raw = header || query.last_event_id;
     const caller = callerOf(principal);
     const max = c.get("settings").interactions.streamMaxSeconds;
+    const keyHash = (await presentedKeyHash(c.req.raw.headers)) ?? "";
+    const door = { need: { tag: "interactions", action: "read" as const }, request: { method: "GET", path: "/api/interactions/stream" } };
     return streamInteractionEvents(interactionHub(c.env), {
+      stillAllowed: () => keyStillAllows(c.env, keyHash, door),
       after: raw !== undefined ? Number(raw) : null,
       audience: caller.restricted ? caller.user_id : null,
       audienceSince: caller.restricted ? caller.since : undefined,

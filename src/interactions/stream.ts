@@ -5,9 +5,15 @@
  * long). A reader that asks from an id the ring no longer holds gets one `events.dropped` frame
  * first. The stream ends after `maxMs` (the client reconnects with Last-Event-ID) or when the
  * client goes away; nothing runs on after it (no waitUntil: a stream is a read).
+ *
+ * Before each push (a batch of events, a dropped-events frame, a keepalive) the caller's key is
+ * checked again (`stillAllowed`, src/access-control/live-key.ts): once it was revoked, disabled or
+ * narrowed, nothing more is written and the stream ends. A quiet stream is thus checked at least
+ * every keepalive beat.
  */
 import type { EventsSince, InteractionEvent, InteractionHubRpc } from "./rpc";
 import { viewFor } from "./record";
+import { guardedSender } from "../platform/http/live-stream";
 
 export const STREAM_KEEPALIVE_MS = 15_000;
 /** Events one hub read hands over. */
@@ -21,7 +27,16 @@ export function eventFrame(e: InteractionEvent, admin: boolean): string {
 
 export function streamInteractionEvents(
   hub: InteractionHubRpc,
-  opts: { after: number | null; audience: string | null; audienceSince?: string; admin: boolean; maxMs: number; keepaliveMs?: number },
+  opts: {
+    after: number | null;
+    audience: string | null;
+    audienceSince?: string;
+    admin: boolean;
+    maxMs: number;
+    keepaliveMs?: number;
+    /** Whether the caller's key may still read the stream; asked before each push. */
+    stillAllowed: () => Promise<boolean>;
+  },
 ): Response {
   const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
   const writer = writable.getWriter();
@@ -32,7 +47,7 @@ export function streamInteractionEvents(
     () => "gone" as const,
     () => "gone" as const,
   );
-  const send = async (chunk: string) => {
+  const write = async (chunk: string) => {
     if (!open) return;
     try {
       await writer.write(encoder.encode(chunk));
@@ -40,6 +55,11 @@ export function streamInteractionEvents(
       open = false;
     }
   };
+  const guard = guardedSender(write, opts.stillAllowed, () => {
+    open = false;
+    void writer.close().catch(() => undefined);
+  });
+  const send = guard.send;
   const keepaliveMs = opts.keepaliveMs ?? STREAM_KEEPALIVE_MS;
   void (async () => {
     const deadline = Date.now() + opts.maxMs;
@@ -67,7 +87,7 @@ export function streamInteractionEvents(
       }
     } catch (err) {
       console.error("interaction stream failed", err instanceof Error ? err.message : "unknown error");
-      await send(`data: ${JSON.stringify({ type: "stream.error", message: "the interaction stream failed; reconnect with Last-Event-ID" })}\n\n`);
+      await write(`data: ${JSON.stringify({ type: "stream.error", message: "the interaction stream failed; reconnect with Last-Event-ID" })}\n\n`);
     } finally {
       if (open) await writer.close().catch(() => undefined);
     }

@@ -26,6 +26,11 @@ async function openLive(route: string, ticket: string) {
     frames.push(typeof e.data === "string" && e.data.startsWith("{") ? JSON.parse(e.data) : e.data);
     for (const w of waiters.splice(0)) w();
   });
+  let closeCode: number | null = null;
+  ws.addEventListener("close", (e) => {
+    closeCode = e.code;
+    for (const w of waiters.splice(0)) w();
+  });
   ws.accept();
   const next = async (pred: (f: any) => boolean, ms = 8000) => {
     const deadline = Date.now() + ms;
@@ -39,7 +44,19 @@ async function openLive(route: string, ticket: string) {
       });
     }
   };
-  return { ws, frames, next };
+  /** The close code once the server closed the socket. */
+  const closed = async (ms = 8000) => {
+    const deadline = Date.now() + ms;
+    while (closeCode === null) {
+      if (Date.now() > deadline) throw new Error(`the socket stayed open; got ${JSON.stringify(frames)}`);
+      await new Promise<void>((r) => {
+        waiters.push(r);
+        setTimeout(r, 100);
+      });
+    }
+    return closeCode;
+  };
+  return { ws, frames, next, closed };
 }
 
 async function ticketFor(route: string, key: string) {
@@ -163,7 +180,7 @@ describe("the live socket", () => {
   it("refuses an expired ticket", async () => {
     const route = (await echoRoute()).name;
     const ticket = `ctk-${"b".repeat(43)}`;
-    await consoleHubStub(env, route).keepTicket(await ticketHash(ticket), "root", Date.now() - 1);
+    await consoleHubStub(env, route).keepTicket(await ticketHash(ticket), { user_id: "root", key_hash: "0".repeat(64), route_name: route }, Date.now() - 1);
     expect((await get(`/api/conversations/${route}/live?ticket=${ticket}`, { upgrade: "websocket" })).status).toBe(401);
   });
 
@@ -198,5 +215,54 @@ describe("the live socket", () => {
     const routes = live.frames.filter((f) => f.type === "notices").flatMap((f) => f.notices.map((n: any) => n.route_name));
     expect(new Set(routes)).toEqual(new Set([watched]));
     live.ws.close(1000, "done");
+  }, 30_000);
+});
+
+describe("the live socket dies with its key", () => {
+  const notices = (frames: any[]) => frames.filter((f) => f.type === "notices").length;
+
+  it("a ticket minted before its key was revoked no longer opens the socket", async () => {
+    const route = (await echoRoute()).name;
+    const reader = await mintKey({ scopes: ["conversations:read"] });
+    const t = (await ticketFor(route, reader.key)).body.data.ticket;
+    expect((await call("DELETE", `/api/auth/api-keys/${reader.user_id}`, { key: await admin() })).status).toBe(200);
+    expect((await get(`/api/conversations/${route}/live?ticket=${t}`, { upgrade: "websocket" })).status).toBe(401);
+  });
+
+  it("a ticket minted before its key lost the route no longer opens the socket", async () => {
+    const route = (await echoRoute()).name;
+    const reader = await mintKey({ scopes: ["conversations:read"] });
+    const t = (await ticketFor(route, reader.key)).body.data.ticket;
+    const narrowed = await call("PUT", `/api/auth/api-keys/${reader.user_id}`, { key: await admin(), body: { scopes: ["tools:read"] } });
+    expect(narrowed.status).toBe(200);
+    expect((await get(`/api/conversations/${route}/live?ticket=${t}`, { upgrade: "websocket" })).status).toBe(401);
+  });
+
+  it("an open socket gets nothing after its key is revoked, and is closed at the next push", async () => {
+    const route = (await echoRoute()).name;
+    const reader = await mintKey({ scopes: ["conversations:read"] });
+    const live = await openLive(route, (await ticketFor(route, reader.key)).body.data.ticket);
+    await live.next((f) => f.type === "ready");
+    const first = await send(route, { external_user_id: "dana", text: "before" });
+    await live.next((f) => f.type === "notices" && f.notices.some((n: any) => n.thread_id === first.body.data.thread_id));
+    const heard = notices(live.frames);
+    expect((await call("DELETE", `/api/auth/api-keys/${reader.user_id}`, { key: await admin() })).status).toBe(200);
+    // The next push finds the key gone: the socket is closed without it.
+    await consoleHubStub(env, route).notify([{ type: "thread", route_name: route, thread_id: "t-after", status: "queued", at: new Date().toISOString() }]);
+    expect(await live.closed()).toBe(4003);
+    expect(notices(live.frames)).toBe(heard);
+    expect(JSON.stringify(live.frames)).not.toContain("t-after");
+  }, 30_000);
+
+  it("an open socket whose owner's key is disabled is closed at the next push", async () => {
+    const route = (await echoRoute()).name;
+    const owner = await mintKey({ scopes: ["conversations:read", "auth:write"] });
+    const owned = await mintKey({ scopes: ["conversations:read"], owner_user_id: owner.user_id });
+    const live = await openLive(route, (await ticketFor(route, owned.key)).body.data.ticket);
+    await live.next((f) => f.type === "ready");
+    expect((await call("PUT", `/api/auth/api-keys/${owner.user_id}`, { key: await admin(), body: { disabled: true } })).status).toBe(200);
+    await consoleHubStub(env, route).notify([{ type: "thread", route_name: route, thread_id: "t-owner", status: "queued", at: new Date().toISOString() }]);
+    expect(await live.closed()).toBe(4003);
+    expect(notices(live.frames)).toBe(0);
   }, 30_000);
 });

@@ -4,13 +4,15 @@ import { HUB_STORE_SCHEMA, createHubStore, keepTicketRow, spendTicketRow } from 
 import { inScratchObject } from "../helpers/object-schema";
 
 describe("a ConsoleHub written before versioned schemas", () => {
-  it("adopts its tickets table and keeps its tickets", async () => {
+  it("adopts its tickets table; a ticket kept without its key's hash is refused", async () => {
     const out = await inScratchObject((sql) => {
       sql.exec("CREATE TABLE IF NOT EXISTS tickets (hash TEXT PRIMARY KEY, user_id TEXT NOT NULL, expires_at INTEGER NOT NULL)");
-      keepTicketRow(sql, "h1", "root", 10_000, 1);
+      sql.exec("INSERT INTO tickets (hash, user_id, expires_at) VALUES ('h1', 'root', 10000)");
       createHubStore(sql);
-      return { user: spendTicketRow(sql, "h1", 2), version: schemaVersion(sql, HUB_STORE_SCHEMA.name) };
+      const legacy = spendTicketRow(sql, "h1", 2);
+      keepTicketRow(sql, "h2", { user_id: "root", key_hash: "k".repeat(64), route_name: "r" }, 10_000, 1);
+      return { legacy, fresh: spendTicketRow(sql, "h2", 2), version: schemaVersion(sql, HUB_STORE_SCHEMA.name) };
     });
-    expect(out).toEqual({ user: "root", version: HUB_STORE_SCHEMA.steps.length });
+    expect(out).toEqual({ legacy: null, fresh: { user_id: "root", key_hash: "k".repeat(64), route_name: "r" }, version: HUB_STORE_SCHEMA.steps.length });
   });
 });

@@ -143,9 +143,35 @@ function scriptedHub(answers: Array<Partial<EventsSince>>): InteractionHubRpc & 
 }
 
 describe("the stream's framing (pure parts over a scripted hub)", () => {
+  it("writes nothing more once its key's check fails, and ends", async () => {
+    const interaction: any = { interaction_id: "i2", status: "pending", audience: null };
+    const ev = (id: number): InteractionEvent => ({
+      id,
+      type: "interaction.created",
+      interaction_id: "i2",
+      audience: null,
+      at: "2026-01-01T00:00:00.000Z",
+      interaction,
+    });
+    const hub = scriptedHub([{ last_id: 1 }, { events: [ev(2)], last_id: 2 }, { events: [ev(3)], last_id: 3 }]);
+    let checks = 0;
+    // Allowed for the opening line and the first event, refused from the second push on.
+    const res = streamInteractionEvents(hub, {
+      after: null,
+      audience: null,
+      admin: true,
+      maxMs: 5_000,
+      keepaliveMs: 20,
+      stillAllowed: async () => ++checks <= 2,
+    });
+    const frames = parseFrames(await res.text());
+    expect(frames.map((f) => f.id).filter(Boolean)).toEqual(["2"]);
+    expect(checks).toBe(3);
+  });
+
   it("sends keepalives while quiet and ends after its lifetime", async () => {
     const hub = scriptedHub([{ last_id: 7 }]);
-    const res = streamInteractionEvents(hub, { after: null, audience: null, admin: true, maxMs: 120, keepaliveMs: 30 });
+    const res = streamInteractionEvents(hub, { after: null, audience: null, admin: true, maxMs: 120, keepaliveMs: 30, stillAllowed: async () => true });
     const text = await res.text();
     expect(text.startsWith("retry: 3000\n: connected\n\n")).toBe(true);
     expect(text.split(": keepalive\n\n").length - 1).toBeGreaterThanOrEqual(2);
@@ -166,7 +192,7 @@ describe("the stream's framing (pure parts over a scripted hub)", () => {
       { events: [event], last_id: 12, gap: true },
       { last_id: 12, gap: true },
     ]);
-    const res = streamInteractionEvents(hub, { after: 3, audience: "u1", admin: false, maxMs: 80, keepaliveMs: 20 });
+    const res = streamInteractionEvents(hub, { after: 3, audience: "u1", admin: false, maxMs: 80, keepaliveMs: 20, stillAllowed: async () => true });
     const frames = parseFrames(await res.text());
     const dropped = frames.filter((f) => f.data?.type === "events.dropped");
     expect(dropped).toEqual([{ data: { type: "events.dropped", after: 3 } }]);

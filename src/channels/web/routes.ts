@@ -324,9 +324,10 @@ addPublicRoute(
     ...publicDoor,
     method: "get",
     path: "/api/channels/web/stream",
+    live: "websocket",
     summary: "Web chat: the visitor's live conversation (WebSocket)",
     description:
-      "Public; a WebSocket upgrade with the page's cookie (same Origin) or the widget's one-time `ticket`. Sends the entries after `after`, then `{type: ready}`, then each new entry as it is written; a reload that passes its last seq sees each entry once.",
+      "Public; a WebSocket upgrade with the page's cookie (same Origin) or the widget's one-time `ticket`. Sends the entries after `after`, then `{type: ready}`, then each new entry as it is written; a reload that passes its last seq sees each entry once. Each push goes only to a socket whose session is still the live one: once that session ended, expired or was replaced, the socket gets nothing more and is closed (code 4401).",
     query: streamQuery,
     errors: [401, 403, 404, 426, 429],
   },

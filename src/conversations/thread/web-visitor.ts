@@ -19,7 +19,11 @@
  *   once past it and deleted by the alarm (`pruneExpired`). Forgetting the record's thread deletes
  *   it wherever it lives (`forgetEntries`), also in the visitor's own thread when the record lived
  *   on a linked person's.
- * - Sockets hibernate (the runtime holds them while the object sleeps); an entry is pushed to each.
+ * - Sockets hibernate (the runtime holds them while the object sleeps); an entry is pushed to each
+ *   socket whose session is still the live one. A socket remembers the session it was opened under
+ *   (its attachment holds the session's secret hash); a push that finds that session ended, expired
+ *   or replaced sends it nothing and closes it (WEB_SESSION_ENDED_CODE). The check is one read of
+ *   this object's own SQLite per push, no D1 and no call out.
  */
 import { z } from "zod";
 import { WEB_HEADERS, type WebEntry, WebEntryRole, type WebSessionCheck } from "../model/web";
@@ -83,6 +87,11 @@ const LIVE = "(expires_at IS NULL OR expires_at > ?)";
 export type WebFrame = { type: "ready"; after: number } | { type: "entry"; entry: WebEntry } | { type: "ended" };
 
 export const WEB_SESSION_ENDED_CODE = 4401;
+
+/** A socket's attachment: the secret hash of the session it was opened under. */
+interface SocketSession {
+  session: string;
+}
 
 export class WebVisitor {
   /**
@@ -320,9 +329,13 @@ export class WebVisitor {
     if (this.due === null || (typeof this.due === "number" && expiresAt < this.due)) this.due = expiresAt;
     const entry: WebEntry = { seq: row.seq, role, text, part: part ?? null, at: new Date(at).toISOString(), message_id: messageId };
     const frame = JSON.stringify({ type: "entry", entry } satisfies WebFrame);
-    for (const ws of this.sockets.all()) {
+    const sockets = this.sockets.all();
+    const live = sockets.length ? this.liveSessionHash() : null;
+    for (const ws of sockets) {
       try {
-        ws.send(frame);
+        const held = (ws.deserializeAttachment() as SocketSession | null)?.session;
+        if (live === null || !held || !sameHash(held, live)) ws.close(WEB_SESSION_ENDED_CODE, "session ended");
+        else ws.send(frame);
       } catch {
         // A socket closing under us: its page reconnects with its last seq.
       }
@@ -333,6 +346,12 @@ export class WebVisitor {
   /** Appends an entry of no record of this thread (a notification), expiring a retention window from now. */
   appendNotice(text: string, part: unknown): number {
     return this.append("bot", text, part, null, this.now() + this.retentionMs());
+  }
+
+  /** The secret hash of the live session, or null when there is none (ended, expired). */
+  private liveSessionHash(): string | null {
+    const row = this.exec<{ secret_hash: string; expires_at: number }>("session live hash", "SELECT secret_hash, expires_at FROM web_session WHERE id = 1")[0];
+    return row && row.expires_at > this.now() ? row.secret_hash : null;
   }
 
   /** The live entries after `after`, oldest first (an entry past its expiry reads as gone). */
@@ -360,8 +379,11 @@ export class WebVisitor {
   connect(after: number, maxSockets: number): Response {
     if (this.sockets.all().length >= maxSockets)
       return Response.json({ error: "too many open streams for this visitor", code: "too_many_streams" }, { status: 429 });
+    const session = this.liveSessionHash();
+    if (session === null) return Response.json({ error: "no web session for this conversation", code: "session_missing" }, { status: 401 });
     const [client, server] = Object.values(new WebSocketPair());
     this.sockets.accept(server);
+    server.serializeAttachment({ session } satisfies SocketSession);
     for (const entry of this.entriesAfter(after)) server.send(JSON.stringify({ type: "entry", entry } satisfies WebFrame));
     const last = this.exec<{ seq: number | null }>("transcript last", "SELECT MAX(seq) AS seq FROM web_transcript")[0]?.seq ?? 0;
     server.send(JSON.stringify({ type: "ready", after: Math.max(after, last) } satisfies WebFrame));

@@ -9,6 +9,7 @@
  */
 import { z } from "zod";
 import type { Env } from "../env";
+import { SERVER_ERROR_CODES, type ServerErrorCode, describeFailure } from "../http/errors";
 import { all, d1, run } from "../persistence/d1";
 import { bumpEpochs } from "./rpc";
 
@@ -78,25 +79,58 @@ function countingEnv<E extends Env>(env: E): E {
   return made;
 }
 
+/** Attempts at publishing a writing request's changes, and the pause before each retry. */
+export const PUBLISH_RETRY_DELAYS_MS = [0, 50, 250] as const;
+
+/** The code of the 503 a writing request answers when its changes could not be published. */
+export const UNPUBLISHED_CODE = "access_changes_unpublished" satisfies ServerErrorCode;
+
 /**
  * The Worker's fetch handler with publication: a request that wrote D1 publishes what its writes
  * recorded before its response goes out, so the next request (any isolate's) sees them. The
- * message doors never write D1, so they pay nothing. A failed publication is logged and left to
- * the next publisher (the rows stay); the write itself stood.
+ * message doors never write D1, so they pay nothing.
+ *
+ * Publication fails closed. A publication that fails is retried (PUBLISH_RETRY_DELAYS_MS); when
+ * every attempt failed, the request's own answer is dropped and it answers 503 UNPUBLISHED_CODE,
+ * logged once (its `http_5xx` line): the write stood, but other isolates may still
+ * serve what it changed (a revoked key) until a later publication, so the caller must not be told
+ * it is in force. The recorded rows stay for the next publisher: any writing request, and the cron.
  */
 export function publishingWrites<E extends Env>(
   fetch: (request: Request, env: E, ctx: ExecutionContext) => Response | Promise<Response>,
+  delaysMs: readonly number[] = PUBLISH_RETRY_DELAYS_MS,
 ): (request: Request, env: E, ctx: ExecutionContext) => Promise<Response> {
   return async (request, env, ctx) => {
     const before = writesPrepared;
     const response = await fetch(request, countingEnv(env), ctx);
-    if (writesPrepared !== before) {
+    if (writesPrepared === before) return response;
+    let failure: unknown = null;
+    for (const delay of delaysMs) {
+      if (delay > 0) await new Promise((r) => setTimeout(r, delay));
       try {
         await publishAccessChanges(env);
+        return response;
       } catch (err) {
-        console.error(JSON.stringify({ event: "access_changes_publish_failed", error: err instanceof Error ? err.message : String(err) }));
+        failure = err;
       }
     }
-    return response;
+    // The one log line of this 5xx, in the shape app.onError gives every other one (docs/operations.md).
+    console.error(
+      JSON.stringify({
+        event: "http_5xx",
+        status: SERVER_ERROR_CODES[UNPUBLISHED_CODE],
+        code: UNPUBLISHED_CODE,
+        route: `${request.method} (a writing request, published after its answer)`,
+        reason: `the access changes could not be published after ${delaysMs.length} attempts: ${describeFailure(failure)}`,
+      }),
+    );
+    await response.body?.cancel().catch(() => undefined);
+    return Response.json(
+      {
+        error: "the change was saved but could not be put in force everywhere yet; read it back, and retry it if it still needs doing",
+        code: UNPUBLISHED_CODE,
+      },
+      { status: SERVER_ERROR_CODES[UNPUBLISHED_CODE], headers: { "retry-after": "5" } },
+    );
   };
 }

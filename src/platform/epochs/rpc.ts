@@ -8,7 +8,7 @@
  * restart invalidates, it never validates.
  */
 import type { Env } from "../env";
-import { epochLayout } from "../settings/epoch-settings";
+import { bumpLayouts, epochLayout } from "../settings/epoch-settings";
 
 /** One epoch shard replica. */
 export interface AccessEpochRpc {
@@ -47,19 +47,26 @@ export async function readEpoch(env: Env, subject: Subject): Promise<string> {
   return token;
 }
 
-/** Bumps `subjects` in every replica of their shards, one call per shard replica. */
+/**
+ * Bumps `subjects` in every replica of their shards, one call per shard replica, under the layout
+ * in force and under each layout ACCESS_EPOCH_ALSO_BUMP names (src/platform/settings/epoch-settings.ts):
+ * during a layout change, isolates that read either layout see the bump. Layouts share object
+ * names (`<shard>/<replica>`), so an object both name is called once with both lists.
+ */
 export async function bumpEpochs(env: Env, subjects: readonly string[]): Promise<void> {
-  const { shards, replicas } = epochLayout(env);
-  const byShard = new Map<number, string[]>();
-  for (const s of subjects) {
-    const shard = epochShard(s, shards);
-    const list = byShard.get(shard);
-    if (list) list.push(s);
-    else byShard.set(shard, [s]);
+  const byObject = new Map<string, Set<string>>();
+  for (const { shards, replicas } of bumpLayouts(env)) {
+    for (const s of subjects) {
+      const shard = epochShard(s, shards);
+      for (let r = 0; r < replicas; r++) {
+        const name = `${shard}/${r}`;
+        const list = byObject.get(name);
+        if (list) list.add(s);
+        else byObject.set(name, new Set([s]));
+      }
+    }
   }
-  const calls: Promise<void>[] = [];
-  for (const [shard, list] of byShard) for (let r = 0; r < replicas; r++) calls.push(stub(env, shard, r).bump(list));
-  await Promise.all(calls);
+  await Promise.all([...byObject].map(([name, list]) => env.ACCESS_EPOCHS.get(env.ACCESS_EPOCHS.idFromName(name)).bump([...list])));
 }
 
 /** A token as an epoch replica answers it. */

@@ -78,7 +78,7 @@ export const SERVER_ERROR_CODES = {
   settings_reloading: 503,
   marketplace_locked: 503,
   channel_send_unavailable: 503,
-  access_publish_failed: 503,
+  access_changes_unpublished: 503,
   platform_overloaded: 503,
   platform_unavailable: 503,
 } as const satisfies Record<string, 500 | 501 | 502 | 503 | 504>;

@@ -111,6 +111,14 @@ export interface RouteSpec<
   errors?: number[];
   /** Non-JSON answers (e.g. `text/event-stream`). */
   produces?: string;
+  /**
+   * The door opens a live channel that keeps pushing after it answered: a WebSocket or a stream of
+   * server-sent events. A live door checks its credential when it opens and again before each push,
+   * and closes once the credential is revoked (docs/security.md "Every live channel dies with its
+   * credential"); test/hardening/live-revocation.test.ts holds a fixture for every door declaring
+   * it, and fails on a door that upgrades or streams without declaring it.
+   */
+  live?: "websocket" | "sse";
   /** Raw, unparsed body (provider webhooks verify signatures on the exact bytes). */
   rawBody?: boolean;
   /**

@@ -2,12 +2,19 @@
  * The streamed run of `POST /api/agents/{name}/runs` (decisions §4): data-only SSE frames with
  * a `type`, ending in `stream.end` or `stream.error`, and a `: keepalive` comment while the run
  * is quiet so proxies keep the connection open.
+ *
+ * The caller's key is checked again before each push (`stillAllowed`, batched by
+ * src/platform/http/live-stream.ts, so a burst of deltas costs one check): once the key was
+ * revoked, disabled or lost its grant, nothing more is written and the stream ends. The run itself
+ * is not stopped (it stores its memory, as when the client goes away); each of its tool calls
+ * authorizes the key again on its own.
  */
 import type { ExecutionKeyRef, TargetContext } from "../context";
 import type { AgentEvent } from "./events";
 import { tracedDirectRun } from "../../observability/runs/direct";
 import { canPark, createInteraction } from "../../interactions/create";
 import { type AgentRunResult, runAgent } from "./run";
+import { guardedSender } from "../../platform/http/live-stream";
 
 export const KEEPALIVE_MS = 15_000;
 
@@ -40,12 +47,19 @@ export function streamAgentRun(
   ctx: TargetContext,
   name: string,
   input: { thread_id: string; user_message: string },
-  opts: { asKey?: ExecutionKeyRef; keepaliveMs?: number; waitUntil?: (p: Promise<unknown>) => void; headers?: Record<string, string> },
+  opts: {
+    asKey?: ExecutionKeyRef;
+    keepaliveMs?: number;
+    waitUntil?: (p: Promise<unknown>) => void;
+    headers?: Record<string, string>;
+    /** Whether the calling key may still receive the run; asked before each push (absent: no key to check). */
+    stillAllowed?: () => Promise<boolean>;
+  },
 ): Response {
   const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
   const writer = writable.getWriter();
   let open = true;
-  const send = async (chunk: string) => {
+  const write = async (chunk: string) => {
     if (!open) return;
     try {
       await writer.write(encoder.encode(chunk));
@@ -53,6 +67,12 @@ export function streamAgentRun(
       open = false; // the client left; the run carries on without an audience
     }
   };
+  const send = opts.stillAllowed
+    ? guardedSender(write, opts.stillAllowed, () => {
+        open = false;
+        void writer.close().catch(() => undefined);
+      }).send
+    : write;
   const keepalive = setInterval(() => void send(sseComment("keepalive")), opts.keepaliveMs ?? KEEPALIVE_MS);
   const done = (async () => {
     try {

@@ -2,6 +2,8 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { principalGrantsRun } from "../../access-control/principal";
+import { keyStillAllows, presentedKeyHash } from "../../access-control/live-key";
+import type { Context } from "hono";
 import type { AppEnv } from "../../platform/http/app-env";
 import { badRequest, forbidden, notFound } from "../../platform/http/errors";
 import { addRoute } from "../../platform/http/route";
@@ -19,6 +21,16 @@ import { getPreset } from "../presets/store";
 import { resolveBaseTool } from "../tools/registry";
 
 export const agentsRouter = new Hono<AppEnv>();
+
+/**
+ * The check a streamed run makes before each push: the calling key still exists, is enabled, and
+ * still holds agents:read on this door and the run grant for `name`.
+ */
+async function liveRunCheck(c: Context<AppEnv>, path: string, name: string): Promise<() => Promise<boolean>> {
+  const keyHash = (await presentedKeyHash(c.req.raw.headers)) ?? "";
+  const door = { need: { tag: "agents", action: "read" as const }, request: { method: "POST", path }, run: { kind: "agent" as const, name } };
+  return () => keyStillAllows(c.env, keyHash, door);
+}
 
 const agentSummary = z.object({
   name: z.string(),
@@ -134,12 +146,13 @@ addRoute(
     links: "mint",
     summary: "Run an agent as the caller's own key, streamed as server-sent events",
     description:
-      "Needs agents:read plus a run grant for the agent (agent:<name>, agents:write or *). Frames are `data: <json>` with `type` message_delta, tool_call_step, tool_result_step, message_final, then stream.end; a run that calls ask_user ends with suspended_final {interaction_ids, thread_id, expiry_at} before stream.end (docs/interactions.md); a failed run ends with stream.error {message}. `: keepalive` comments every 15 s. Without thread_id the run gets a fresh thread, returned in the X-Thread-Id header.",
+      "Needs agents:read plus a run grant for the agent (agent:<name>, agents:write or *). Frames are `data: <json>` with `type` message_delta, tool_call_step, tool_result_step, message_final, then stream.end; a run that calls ask_user ends with suspended_final {interaction_ids, thread_id, expiry_at} before stream.end (docs/interactions.md); a failed run ends with stream.error {message}. `: keepalive` comments every 15 s. Without thread_id the run gets a fresh thread, returned in the X-Thread-Id header. The key is checked again before every push: once it is revoked, disabled or loses the grant, nothing more is sent and the stream ends (the run itself finishes and stores its memory).",
     area: "agents",
     auth: { tag: "agents", action: "read" },
     params: z.object({ name: targetNameSchema }),
     body: z.object({ user_message: userMessage, thread_id: runThreadId.optional() }).strict(),
     produces: "text/event-stream",
+    live: "sse",
     errors: [404],
   },
   async (c, { params, body, principal: p }) => {
@@ -148,6 +161,7 @@ addRoute(
     const ctx = createTargetContext(c.env, c.get("settings"));
     if (!(await agentExists(ctx, params.name))) throw notFound("agent not found");
     const threadId = body.thread_id ?? crypto.randomUUID();
+    const stillAllowed = await liveRunCheck(c, `/api/agents/${params.name}/runs`, params.name);
     return streamAgentRun(
       ctx,
       params.name,
@@ -155,6 +169,7 @@ addRoute(
       {
         asKey: { user_id: p.key.user_id, fingerprint: p.key.key_fingerprint },
         waitUntil: waitUntilOf(c),
+        stillAllowed,
         headers: { "x-thread-id": threadId },
       },
     );
@@ -169,12 +184,13 @@ addRoute(
     links: "mint",
     summary: "Run an authored agent (a preset over an agent) as the caller's own key, streamed",
     description:
-      "`name` is a preset whose base_tool names a declared agent (GET /api/agents/spec-runnable). The body gives the agent run fields the preset does not bake (`user_message`, `thread_id`); naming a baked field is 400, an unknown field 400, and user_message must come from one of the two. Needs agents:read and a run grant for the authored name (agent:<name>, agents:write or *), checked before any lookup; the run itself authorizes the base agent live as the key (agent:<base>), as the runs door does. Streamed exactly like POST /api/agents/{name}/runs; X-Thread-Id names the thread, X-Authored-Version the preset version run. Unknown preset 404; a preset over a tool 400; a base agent removed since 404.",
+      "`name` is a preset whose base_tool names a declared agent (GET /api/agents/spec-runnable). The body gives the agent run fields the preset does not bake (`user_message`, `thread_id`); naming a baked field is 400, an unknown field 400, and user_message must come from one of the two. Needs agents:read and a run grant for the authored name (agent:<name>, agents:write or *), checked before any lookup; the run itself authorizes the base agent live as the key (agent:<base>), as the runs door does. Streamed exactly like POST /api/agents/{name}/runs; X-Thread-Id names the thread, X-Authored-Version the preset version run; like that door, the stream ends with nothing more sent once the key is revoked or loses the grant. Unknown preset 404; a preset over a tool 400; a base agent removed since 404.",
     area: "agents",
     auth: { tag: "agents", action: "read" },
     params: z.object({ name: targetNameSchema }),
     body: AgentRunFields,
     produces: "text/event-stream",
+    live: "sse",
     errors: [404],
   },
   async (c, { params, body, principal: p }) => {
@@ -190,6 +206,7 @@ addRoute(
     if (!baked.success) throw badRequest("the preset's fixed_kwargs are not agent run fields");
     const input = authoredRunInput(baked.data, body);
     const threadId = input.thread_id ?? crypto.randomUUID();
+    const stillAllowed = await liveRunCheck(c, `/api/agents/authored/${params.name}/runs`, params.name);
     return streamAgentRun(
       ctx,
       preset.base_tool,
@@ -197,6 +214,7 @@ addRoute(
       {
         asKey: { user_id: p.key.user_id, fingerprint: p.key.key_fingerprint },
         waitUntil: waitUntilOf(c),
+        stillAllowed,
         headers: { "x-thread-id": threadId, "x-authored-version": String(preset.current_version) },
       },
     );

@@ -6,12 +6,13 @@
  */
 import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { AccessEpoch } from "../../../durable-objects/access-epoch";
 import { EpochCache } from "../../../src/platform/epochs/cache";
-import { publishAccessChanges } from "../../../src/platform/epochs/publish";
+import { UNPUBLISHED_CODE, publishAccessChanges, publishingWrites } from "../../../src/platform/epochs/publish";
 import { bumpEpochs, epochShard, readEpoch } from "../../../src/platform/epochs/rpc";
-import { epochLayout } from "../../../src/platform/settings/epoch-settings";
+import { EPOCH_LAYOUT, bumpLayouts, epochLayout } from "../../../src/platform/settings/epoch-settings";
+import type { Env } from "../../../src/platform/env";
 import { echoRoute } from "../../helpers/bridge";
 import { admin, call, mintKey, uniq } from "../../helpers/http";
 
@@ -147,5 +148,140 @@ describe("access changes: recorded by triggers, published by the writer", () => 
     });
     expect(again.status, JSON.stringify(again.body)).toBe(200);
     expect(await pending()).toEqual([]);
+  });
+});
+
+/** `env` whose epoch objects refuse `failures` bumps (then bump for real): an unreachable epoch shard. */
+function failingBumps(failures: number): { env: Env; bumps: () => number } {
+  let tries = 0;
+  const ns = env.ACCESS_EPOCHS;
+  const fake = {
+    idFromName: (name: string) => ns.idFromName(name),
+    get: (id: DurableObjectId) => {
+      const real = ns.get(id);
+      return {
+        read: (subjects: string[]) => real.read(subjects),
+        bump: async (subjects: string[]) => {
+          tries++;
+          if (tries <= failures) throw new Error("epoch object unreachable");
+          return real.bump(subjects);
+        },
+      };
+    },
+  };
+  return { env: Object.assign({}, env, { ACCESS_EPOCHS: fake }) as unknown as Env, bumps: () => tries };
+}
+
+/** A writing request's handler: edits a key's description through the env it is given (the counting one). */
+const editKey = (userId: string) => async (_req: Request, e: Env) => {
+  await e.DB.prepare("UPDATE api_keys SET description = 'edited by the test' WHERE user_id = ?").bind(userId).run();
+  return Response.json({ data: { edited: true } });
+};
+
+const NO_CTX = { waitUntil() {}, passThroughOnException() {}, props: {} } as unknown as ExecutionContext;
+
+describe("epoch publication fails closed", () => {
+  it("a write whose changes cannot be published answers 503 access_changes_unpublished, logged once as its http_5xx line; the rows wait for the next publisher", async () => {
+    const k = await mintKey({ scopes: ["conversations:read"] });
+    await publishAccessChanges(env);
+    const { env: broken, bumps } = failingBumps(Number.POSITIVE_INFINITY);
+    const errors = vi.spyOn(console, "error").mockImplementation(() => undefined);
+    let res: Response;
+    let logged: string[];
+    try {
+      res = await publishingWrites(editKey(k.user_id), [0, 0, 0])(new Request("https://bridge.test/api/x", { method: "PUT" }), broken, NO_CTX);
+    } finally {
+      logged = errors.mock.calls.map((c) => String(c[0]));
+      errors.mockRestore();
+    }
+    expect(res.status).toBe(503);
+    expect(await res.json()).toMatchObject({ code: UNPUBLISHED_CODE });
+    expect(bumps()).toBeGreaterThanOrEqual(3);
+    const lines = logged.filter((l) => l.includes('"http_5xx"'));
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0])).toMatchObject({
+      event: "http_5xx",
+      status: 503,
+      code: UNPUBLISHED_CODE,
+      route: "PUT (a writing request, published after its answer)",
+    });
+    expect(JSON.parse(lines[0]).reason).toContain("after 3 attempts");
+    // The write stood and its change is still recorded: the next publisher (a request, the cron) bumps it.
+    expect(await pending()).toContain(`user:${k.user_id}`);
+    await publishAccessChanges(env);
+    expect(await pending()).toEqual([]);
+  });
+
+  it("a publication that fails and then succeeds on a retry answers the request's own response", async () => {
+    const k = await mintKey({ scopes: ["conversations:read"] });
+    await publishAccessChanges(env);
+    const { env: flaky } = failingBumps(1);
+    const res = await publishingWrites(editKey(k.user_id), [0, 0, 0])(new Request("https://bridge.test/api/x", { method: "PUT" }), flaky, NO_CTX);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ data: { edited: true } });
+    expect(await pending()).toEqual([]);
+  });
+
+  it("a request that wrote nothing never touches the epochs", async () => {
+    const { env: broken, bumps } = failingBumps(Number.POSITIVE_INFINITY);
+    const res = await publishingWrites(async () => Response.json({ ok: true }))(new Request("https://bridge.test/api/x"), broken, NO_CTX);
+    expect(res.status).toBe(200);
+    expect(bumps()).toBe(0);
+  });
+});
+
+describe("changing the epoch layout during a gradual deploy", () => {
+  const OLD = { ACCESS_EPOCH_SHARDS: "8", ACCESS_EPOCH_REPLICAS: "4" };
+  const NEW = { ACCESS_EPOCH_SHARDS: "3", ACCESS_EPOCH_REPLICAS: "2" };
+  const envWith = (vars: Record<string, string>) => Object.assign({}, env, vars) as unknown as Env;
+
+  /** A subject whose shard differs under the two layouts, so no object is shared by chance. */
+  function subjectApart(): `route:${string}` {
+    for (;;) {
+      const s = `route:${uniq("layout")}` as const;
+      if (epochShard(s, 8) !== epochShard(s, 3)) return s;
+    }
+  }
+
+  it("ACCESS_EPOCH_ALSO_BUMP lists layouts as <shards>x<replicas>; a malformed list is named and bumps nothing more", () => {
+    expect(bumpLayouts({})).toEqual([{ shards: 8, replicas: 4 }]);
+    expect(bumpLayouts({ ...NEW, ACCESS_EPOCH_ALSO_BUMP: "8x4, 3x2" })).toEqual([
+      { shards: 3, replicas: 2 },
+      { shards: 8, replicas: 4 },
+    ]);
+    const errors: string[] = [];
+    expect(EPOCH_LAYOUT.also.read({ ACCESS_EPOCH_ALSO_BUMP: "8by4" }, errors)).toEqual([]);
+    expect(errors).toEqual([expect.stringContaining("ACCESS_EPOCH_ALSO_BUMP must list layouts")]);
+    expect(bumpLayouts({ ACCESS_EPOCH_ALSO_BUMP: "0x4" })).toEqual([{ shards: 8, replicas: 4 }]);
+  });
+
+  it("without it, a writer of the new layout leaves readers of the old one stale (the hazard)", async () => {
+    const s = subjectApart();
+    const before = await readEpoch(envWith(OLD), s);
+    await bumpEpochs(envWith(NEW), [s]);
+    expect(await readEpoch(envWith(OLD), s)).toBe(before);
+  });
+
+  it("step 1 (old layout, also the new) and step 2 (new layout, also the old): every writer reaches readers of either layout", async () => {
+    const step1 = envWith({ ...OLD, ACCESS_EPOCH_ALSO_BUMP: "3x2" });
+    const step2 = envWith({ ...NEW, ACCESS_EPOCH_ALSO_BUMP: "8x4" });
+    for (const writer of [step1, step2]) {
+      const s = subjectApart();
+      const oldBefore = await readEpoch(envWith(OLD), s);
+      const newBefore = await readEpoch(envWith(NEW), s);
+      await bumpEpochs(writer, [s]);
+      expect(await readEpoch(envWith(OLD), s)).not.toBe(oldBefore);
+      expect(await readEpoch(envWith(NEW), s)).not.toBe(newBefore);
+      // Every replica of either layout counts the bump, whichever one an isolate reads.
+      for (const [shards, replicas] of [
+        [8, 4],
+        [3, 2],
+      ]) {
+        for (let r = 0; r < replicas; r++) {
+          const replica = env.ACCESS_EPOCHS.get(env.ACCESS_EPOCHS.idFromName(`${epochShard(s, shards)}/${r}`));
+          expect((await replica.read([s]))[0]).toMatch(/\/1$/);
+        }
+      }
+    }
   });
 });
