@@ -229,14 +229,14 @@ describe("storage work per message in the thread object and the rate bucket (doc
     await allSettled(threadId, 2);
     expect(calls.filter((c) => c.url.includes("telegram.fake"))).toHaveLength(2);
     expectFigures("channel message, ended by grace, first message", first, {
-      thread: { statements: 35, kv: 0, alarm: 3, sync: 0 },
+      thread: { statements: 36, kv: 0, alarm: 3, sync: 0 },
       bucket: { statements: 0, kv: 1, alarm: 1, sync: 0 },
     });
     expectFigures("channel message, ended by grace, next message", next, {
       // as inline, and the delivery: its claim, the chunk sent, provisional, its note; the grace's
-      // alarm: the re-read of the instants (3), the record, delivered, its note, the memory purge's
-      // look-up; and a second listing push (3)
-      thread: { statements: 23, kv: 0, alarm: 1, sync: 0 },
+      // alarm: the re-read of the instants (3), the record, delivered, its note, the web
+      // transcript's earliest expiry, the memory purge's look-up; and a second listing push (3)
+      thread: { statements: 24, kv: 0, alarm: 1, sync: 0 },
       bucket: { statements: 0, kv: 0, alarm: 0, sync: 0 },
     });
   });
