@@ -15,7 +15,7 @@ import { AgentMemory } from "./memory";
 import { Intake } from "./intake";
 import { ThreadInteractions } from "./interaction-turns";
 import { ThreadReads } from "./reads";
-import { earliestExpiry, pruneExpired } from "./store";
+import { earliestExpiry, openRecordCount, pruneExpired } from "./store";
 import { ThreadMode } from "./thread-mode";
 import { TurnLoop } from "./turn-loop";
 import { type RemoteAppend, WebVisitor, type WebSockets } from "./web-visitor";
@@ -33,6 +33,11 @@ export interface ThreadParts {
   interactions: ThreadInteractions;
   memory: AgentMemory;
   web: WebVisitor;
+  /**
+   * What the thread holds in memory per message it has not finished (test/perf/memory-bounds.test.ts
+   * drives a hot thread and reads these back to zero once it is idle).
+   */
+  held: () => Record<"snapshots" | "firstRuns" | "handoff" | "waiters" | "handed" | "open", number>;
 }
 
 /** Builds the parts of one thread object over `deps`. */
@@ -65,7 +70,15 @@ export function composeThread(deps: ThreadDeps, sockets: WebSockets, remote: Rem
   const reads = new ThreadReads(deps, { identity, mode, alarm, index });
   const interactions = new ThreadInteractions(deps, { identity, intake });
   const memory = new AgentMemory(deps, alarm);
-  return { identity, alarm, index, mode, intake, turns, delivery, reads, interactions, memory, web };
+  const held = () => ({
+    snapshots: snapshots.size,
+    firstRuns: firstRuns.size,
+    handoff: handoff.size,
+    waiters: waiters.size,
+    handed: delivery.handedCount,
+    open: openRecordCount(deps.storage),
+  });
+  return { identity, alarm, index, mode, intake, turns, delivery, reads, interactions, memory, web, held };
 }
 
 /**
