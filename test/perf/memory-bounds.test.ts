@@ -13,7 +13,10 @@ import { apiThreadId } from "../../src/conversations/model/thread-id";
 import type { ThreadParts } from "../../src/conversations/thread/compose";
 import { InlineWaiters } from "../../src/conversations/thread/inline-waiters";
 import { ROUTE_SNAPSHOT_MS, RouteSnapshots } from "../../src/conversations/thread/route-reads";
+import { flushSheds, noteShed, pendingShedCount } from "../../src/observability/shed-counter";
 import { EpochCache } from "../../src/platform/epochs/cache";
+import { JQ_REMEMBERED_MAX, JQ_REMEMBERED_MAX_CHARS, JQ_REMEMBERED_MAX_PROGRAM_CHARS, jqRemembered, jqRun } from "../../src/platform/jq/engine";
+import { LINEAR_CACHE_MAX, checkAgainstSchema, linearPatternCount } from "../../src/targets/json-schema";
 import { MEMORY_MAX_CHARS, MEMORY_MAX_THREADS, memoryCheckpointStore, memoryCheckpointUse } from "../../src/targets/checkpoints/memory";
 import {
   MUSTACHE_CACHE_MAX_CHARS,
@@ -74,6 +77,32 @@ describe("isolate caches", () => {
     expect(memoryCheckpointUse().threads).toBeLessThanOrEqual(MEMORY_MAX_THREADS);
     // The newest write is always kept.
     expect(await store.read(`${threads[0]}-${MEMORY_MAX_THREADS}`)).toEqual([{ role: "user", content: "hi" }]);
+  });
+});
+
+describe("per-isolate memos that traffic can feed", () => {
+  it("jq's compile verdicts keep at most their programs and characters, and no program over the cap", async () => {
+    for (let i = 0; i < JQ_REMEMBERED_MAX + 20; i++) expect(await jqRun(`. + ${i}`, 1)).toEqual([1 + i]);
+    expect(jqRemembered().programs).toBeLessThanOrEqual(JQ_REMEMBERED_MAX);
+    // Long programs (a template rendered with a turn's data): the character bound holds.
+    const long = (i: number) => `${i} | ${" ".repeat(JQ_REMEMBERED_MAX_PROGRAM_CHARS - 40)} .`;
+    for (let i = 0; i < Math.ceil((1.5 * JQ_REMEMBERED_MAX_CHARS) / JQ_REMEMBERED_MAX_PROGRAM_CHARS); i++) await jqRun(long(i), 1);
+    expect(jqRemembered().chars).toBeLessThanOrEqual(JQ_REMEMBERED_MAX_CHARS);
+    const before = jqRemembered();
+    await jqRun(`1 | ${" ".repeat(JQ_REMEMBERED_MAX_PROGRAM_CHARS)} .`, 1);
+    expect(jqRemembered()).toEqual(before);
+  });
+
+  it("compiled schema patterns keep at most their bound", () => {
+    for (let i = 0; i < LINEAR_CACHE_MAX + 50; i++) expect(checkAgainstSchema({ type: "string", pattern: `^p${i}$` }, `p${i}`)).toEqual({ ok: true });
+    expect(linearPatternCount()).toBeLessThanOrEqual(LINEAR_CACHE_MAX);
+  });
+
+  it("rate-cap shed counts wait in memory only until the next flush", async () => {
+    for (let i = 0; i < 200; i++) noteShed(env, uniq(`shed${i}`).toLowerCase());
+    expect(pendingShedCount()).toBeGreaterThanOrEqual(200);
+    await flushSheds(env);
+    expect(pendingShedCount()).toBe(0);
   });
 });
 
