@@ -8,8 +8,9 @@
  * a 2xx. Every `every` messages the senders pause, the backlog drains (bounded), and the phase
  * records the heap after two forced collections, the heap before them, and workerd's RSS.
  *
- * After `warmup` messages and at the end it takes a heap snapshot, prints the constructors that
- * grew between the two, and each Durable Object class's instances with their retained bytes.
+ * After `warmup` messages and at the end it takes a heap snapshot and prints the constructors that
+ * grew between the two, and the retained bytes of the objects named after each Durable Object class
+ * (in workerd's snapshots these are small wrappers, not the instances' state: see docs/performance.md).
  * Pass: every checkpoint after the warm-up is within 10 % of the first one after it.
  */
 import { performance } from "node:perf_hooks";
@@ -67,6 +68,7 @@ export interface SustainedResult {
   checkpoints: Checkpoint[];
   /** (max − min) ÷ first of the heap after GC over the checkpoints after the warm-up. */
   spread: number;
+  /** The heap after GC stayed within FLAT_TOLERANCE after the warm-up (refused sends are counted apart, as failures). */
   pass: boolean;
   snapshots: Array<{ at: number; summary: HeapSummary }>;
 }
@@ -184,7 +186,7 @@ export async function sustainedPhase(
     },
     checkpoints,
     spread,
-    pass: Number.isFinite(spread) && spread <= FLAT_TOLERANCE && failed === 0,
+    pass: Number.isFinite(spread) && spread <= FLAT_TOLERANCE,
     snapshots,
   };
 }
