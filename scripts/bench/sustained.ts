@@ -14,7 +14,6 @@
  * Pass: every checkpoint after the warm-up is within 10 % of the first one after it.
  */
 import { performance } from "node:perf_hooks";
-import { http } from "../../test/e2e/harness";
 import { type HeapSummary, type Inspector, diff, summarise, workerdRss } from "./heap";
 import { type Ctx, type Phase, fmt, waitFor } from "./lib";
 import { sendAsync } from "./hol";
@@ -75,18 +74,20 @@ export interface SustainedResult {
 
 /** An api route to the echo tool with its callback at the receiver. */
 export async function setupSustained(ctx: Ctx, callbackUrl: string): Promise<void> {
-  const created = await http(ctx.base, "POST", `/api/conversations/${SUSTAINED_ROUTE}`, {
-    key: ctx.admin,
-    body: {
+  const res = await fetch(`${ctx.base}/api/conversations/${SUSTAINED_ROUTE}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-api-key": ctx.admin },
+    body: JSON.stringify({
       door: "api",
       target_kind: "tool",
       target_name: "echo",
       execution_key: ctx.execUser,
       callback_url: callbackUrl,
       turns_per_hour_override: 100_000_000,
-    },
+    }),
   });
-  if (created.status !== 200) throw new Error(`creating route ${SUSTAINED_ROUTE} failed: HTTP ${created.status} ${JSON.stringify(created.body)}`);
+  const text = await res.text();
+  if (res.status !== 200) throw new Error(`creating route ${SUSTAINED_ROUTE} failed: HTTP ${res.status} ${text}`);
 }
 
 export async function sustainedPhase(
