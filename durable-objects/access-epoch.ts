@@ -7,19 +7,27 @@ import { DurableObject } from "cloudflare:workers";
 import { type AccessEpochRpc, epochToken } from "../src/platform/epochs/rpc";
 import type { Env } from "../src/platform/env";
 
-/** Subjects counted before the object starts over with a new incarnation (which invalidates them all). */
-const MAX_SUBJECTS = 100_000;
+/**
+ * The memory bound: subjects counted before the object starts over with a new incarnation (which
+ * invalidates them all, so isolates re-read once). A subject costs about 100 bytes here.
+ */
+export const ACCESS_EPOCH_MAX_SUBJECTS = 100_000;
 
 export class AccessEpoch extends DurableObject<Env> implements AccessEpochRpc {
   private incarnation = crypto.randomUUID();
   private readonly bumps = new Map<string, number>();
+
+  /** Subjects counted in this incarnation (tests, and the bound above). */
+  get subjectCount(): number {
+    return this.bumps.size;
+  }
 
   async read(subjects: string[]): Promise<string[]> {
     return subjects.map((s) => epochToken(this.incarnation, this.bumps.get(s) ?? 0));
   }
 
   async bump(subjects: string[]): Promise<void> {
-    if (this.bumps.size + subjects.length > MAX_SUBJECTS) {
+    if (this.bumps.size + subjects.length > ACCESS_EPOCH_MAX_SUBJECTS) {
       this.bumps.clear();
       this.incarnation = crypto.randomUUID();
     }

@@ -19,6 +19,13 @@
  *             CONVERSATIONS_MAX_CONCURRENT_TURNS=64 for the run (hol.ts)
  *   faults    fault recovery: the receiver fails 30 % of callbacks, goes down 10 s, recovers; backoff
  *             scaled to seconds for the run; delivered, double 2xx, drain vs 1.2 × next step (faults.ts)
+ *   sustained NOT in the default run (it takes many minutes): `--sustained` adds it, `--phases
+ *             sustained` runs it alone. 20,000 async messages on 8 hot threads, each answered by a
+ *             signed callback that fails 10 % of the time, on a bridge of its own under `--inspect`;
+ *             the JavaScript heap after forced GC (DevTools protocol), the heap before GC and
+ *             workerd's RSS every 1,000 messages, two heap snapshots diffed by constructor and each
+ *             Durable Object's retained size; pass when the heap after GC stays within 10 % after the
+ *             warm-up (sustained.ts, heap.ts)
  *
  * `GET /api/health` is measured before ingest and after sync (and web); the ratios use the mean of the two,
  * so a load change on a shared machine shows as two different health figures. Only loopback
@@ -31,7 +38,11 @@
  * --threads N ingest threads (64) --ingest N per caller (40) --turns N sync turns per caller (30)
  * --web N web messages per visitor (30) --health N per caller (200) --max-seconds S per closed-loop phase (10) --webhook-rate R steady
  * webhooks/s (10; the burst is 5R) --webhook-seconds S per webhook stage (3) --overhead-callers N
- * (4) --overhead N per caller (25) --json --inspect --state-in-memory (see below).
+ * (4) --overhead N per caller (25) --json --inspect --state-in-memory (see below). The sustained phase:
+ * --sustained, --sustained-messages N (20000) --sustained-threads N (8) --sustained-callers N (16)
+ * --sustained-every N messages between heap readings (1000) --sustained-warmup N (5000)
+ * --sustained-window N messages not yet called back (200) --sustained-failures share of callbacks
+ * answered 503 (0.1) --no-snapshots.
  *
  * The bridge runs as `npm start` runs it: wrangler's programmatic dev API with the DevTools
  * inspector off (scripts/serve.mjs). `--inspect` runs it as `npm start -- --inspect` does, through
@@ -46,6 +57,8 @@
  * deployed platform commits to its own storage, neither of these.
  */
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { BOOTSTRAP_TOKEN, http } from "../test/e2e/harness";
 import { type FakeProviders, startFakeProviders } from "../test/e2e/support/fake-providers";
 import { type CallbackReceiver, startReceiver } from "../test/e2e/support/receiver";
@@ -58,12 +71,23 @@ import { DOWN_SECONDS, FAULTY_SECONDS, FAULT_HANG_MS, FAULT_VARS, faultsPhase } 
 import { HOL_MAX_CONCURRENT_TURNS, HOL_THREADS, HOL_TOOL_DELAY_MS, holPhase, setupToolRoute } from "./bench/hol";
 import { type ScriptedReceiver, startScriptedReceiver } from "./bench/scripted-receiver";
 import { startBridge, startRelay } from "./bench/server";
+import { attachInspector, freeLoopbackPort } from "./bench/heap";
+import {
+  FLAT_TOLERANCE,
+  SUSTAINED_FAILURE_RATE,
+  SUSTAINED_VARS,
+  type SustainedOptions,
+  printSnapshots,
+  setupSustained,
+  sustainedPhase,
+} from "./bench/sustained";
 import { enablePersons, linkCallers, personsPhase, setupPersons } from "./bench/persons";
 import { setupSync, syncPhase } from "./bench/sync";
 import { type Visitor, openVisitors, setupWeb, webPhase } from "./bench/web";
 import { SLACK_DEADLINE_MS, setupWebhook, telegramVars, webhookPhase } from "./bench/webhook";
 
-const ALL_PHASES = ["ingest", "sync", "web", "persons", "webhook", "overhead", "hol", "faults"] as const;
+const DEFAULT_PHASES = ["ingest", "sync", "web", "persons", "webhook", "overhead", "hol", "faults"] as const;
+const ALL_PHASES = [...DEFAULT_PHASES, "sustained"] as const;
 type PhaseName = (typeof ALL_PHASES)[number];
 
 interface Options {
@@ -83,11 +107,12 @@ interface Options {
   overheadCallers: number;
   overhead: number;
   json: boolean;
+  sustained: SustainedOptions;
 }
 
 function parseArgs(argv: string[]): Options {
   const o: Options = {
-    phases: new Set(ALL_PHASES),
+    phases: new Set<PhaseName>(DEFAULT_PHASES),
     inspector: false,
     callers: 16,
     threads: 64,
@@ -102,6 +127,7 @@ function parseArgs(argv: string[]): Options {
     overhead: 25,
     json: false,
     stateInMemory: false,
+    sustained: { messages: 20_000, threads: 8, callers: 16, every: 1_000, warmup: 5_000, window: 200, snapshots: true, failures: SUSTAINED_FAILURE_RATE },
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -130,11 +156,29 @@ function parseArgs(argv: string[]): Options {
     else if (a === "--overhead-callers") o.overheadCallers = Math.floor(num());
     else if (a === "--overhead") o.overhead = Math.floor(num());
     else if (a === "--json") o.json = true;
-    else if (a === "--inspect") o.inspector = true;
+    else if (a === "--sustained") o.phases.add("sustained");
+    else if (a === "--sustained-messages") o.sustained.messages = Math.floor(num());
+    else if (a === "--sustained-threads") o.sustained.threads = Math.floor(num());
+    else if (a === "--sustained-callers") o.sustained.callers = Math.floor(num());
+    else if (a === "--sustained-every") o.sustained.every = Math.floor(num());
+    else if (a === "--sustained-warmup") o.sustained.warmup = Math.floor(num());
+    else if (a === "--sustained-window") o.sustained.window = Math.floor(num());
+    else if (a === "--no-snapshots") o.sustained.snapshots = false;
+    else if (a === "--sustained-failures") {
+      const v = Number(argv[++i]);
+      if (!(v >= 0 && v < 1)) throw new Error("--sustained-failures needs a share from 0 to below 1");
+      o.sustained.failures = v;
+    } else if (a === "--inspect") o.inspector = true;
     else if (a === "--state-in-memory") o.stateInMemory = true;
     else throw new Error(`unknown option ${a}`);
   }
   return o;
+}
+
+/** The Durable Object classes wrangler.toml binds, whose instances the sustained phase weighs. */
+function durableObjectClasses(): string[] {
+  const toml = readFileSync(join(import.meta.dirname, "..", "wrangler.toml"), "utf8");
+  return [...new Set([...toml.matchAll(/^class_name\s*=\s*"([A-Za-z0-9_]+)"/gm)].map((m) => m[1]))];
 }
 
 /** Everything the run started, stopped in reverse order whatever happens. */
@@ -168,6 +212,48 @@ async function prepare(base: string): Promise<Ctx> {
   return { base, admin, caller: callerKey.body.data.api_key, execUser: "bench-exec" };
 }
 
+/**
+ * The sustained phase on a bridge of its own, always under --inspect: the DevTools protocol is how
+ * the heap is collected and read. Returns its table row, its JSON and whether it failed.
+ */
+async function runSustained(
+  s: SustainedOptions,
+  vars: Record<string, string>,
+  env: Record<string, string>,
+  pki: TestPki,
+): Promise<{ row: Row; json: unknown; failed: number }> {
+  const srx = await startScriptedReceiver(pki);
+  cleanups.push(() => srx.stop());
+  console.log("bench: starting a bridge under --inspect for the sustained phase …");
+  const inspectorPort = await freeLoopbackPort();
+  const sBridge = await startBridge(true, { ...vars, ...SUSTAINED_VARS }, env, inspectorPort);
+  cleanups.push(() => sBridge.stop());
+  const inspector = await attachInspector(inspectorPort);
+  cleanups.push(() => inspector.close());
+  const sctx = await prepare(sBridge.baseUrl);
+  await setupSustained(sctx, `${srx.origin}/bench/sustained`);
+  console.log(
+    `bench: sustained: ${s.messages} messages on ${s.threads} threads from ${s.callers} callers, at most ${s.window} not yet called back, heap every ${s.every} (warm-up ${s.warmup}) …`,
+  );
+  const r = await sustainedPhase(sctx, inspector, sBridge.pid?.(), srx, durableObjectClasses(), s, (l) => console.log(`bench: ${l}`));
+  printSnapshots(r, (l) => console.log(`bench: ${l}`));
+  const after = r.checkpoints.filter((c) => c.messages >= s.warmup);
+  const heapMb = (b: number | undefined) => fmt((b ?? Number.NaN) / 2 ** 20, 2);
+  const row: Row = {
+    phase: r.phase,
+    note: `heap after GC ${heapMb(after[0]?.heapAfterGc)} → ${heapMb(after.at(-1)?.heapAfterGc)} MB after warm-up, spread ${fmt(100 * r.spread, 1)} % (target ≤ ${100 * FLAT_TOLERANCE} %: ${r.pass ? "met" : "NOT met"})`,
+  };
+  const json = {
+    options: s,
+    checkpoints: r.checkpoints,
+    spread: r.spread,
+    pass: r.pass,
+    objects: r.snapshots.map((x) => ({ at: x.at, retained: Object.fromEntries(x.summary.objects) })),
+  };
+  await inspector.close();
+  return { row, json, failed: r.phase.failed + (r.pass ? 0 : 1) };
+}
+
 async function main(): Promise<number> {
   const opts = parseArgs(process.argv.slice(2));
   const has = (p: PhaseName) => opts.phases.has(p);
@@ -198,7 +284,7 @@ async function main(): Promise<number> {
       cleanups.push(() => f.close());
       Object.assign(vars, telegramVars(f));
     }
-    if (has("overhead") || has("hol") || has("faults")) {
+    if (has("overhead") || has("hol") || has("faults") || has("sustained")) {
       const p = makeTestPki();
       pki = p;
       cleanups.push(() => p.cleanup());
@@ -241,6 +327,16 @@ async function main(): Promise<number> {
       const t = await startDelayTool();
       tool = t;
       cleanups.push(() => t.stop());
+    }
+
+    // The sustained phase first, on its own bridge; alone, it needs no other.
+    const sustained = has("sustained") && pki ? await runSustained(opts.sustained, vars, env, pki) : null;
+    if (sustained && opts.phases.size === 1) {
+      console.log("");
+      console.log(`load average at start: ${loadAtStart}, at end: ${load()}`);
+      printTable([sustained.row]);
+      if (opts.json) console.log(JSON.stringify({ machine: machine(), sustained: sustained.json }));
+      return sustained.failed ? 1 : 0;
     }
 
     console.log(
@@ -493,6 +589,12 @@ async function main(): Promise<number> {
         vars: FAULT_VARS,
         latency: summary(f.phase),
       };
+    }
+
+    if (sustained) {
+      rows.push(sustained.row);
+      json.sustained = sustained.json;
+      failures += sustained.failed;
     }
 
     const m = json.machine as Record<string, string | number>;

@@ -12,10 +12,11 @@ import type { Server } from "./lib";
 
 /**
  * The bridge, through the e2e harness (the `npm start` path): inspector off, or with `--inspect`
- * when `inspector` is set. `env` reaches workerd's environment (e.g. SSL_CERT_FILE for the test CA).
+ * when `inspector` is set, on `inspectorPort` when given (the sustained phase attaches to it). `env`
+ * reaches workerd's environment (e.g. SSL_CERT_FILE for the test CA).
  */
-export async function startBridge(inspector: boolean, vars: Record<string, string>, env: Record<string, string>): Promise<Server> {
-  const dev = await startDev({ vars, env, args: inspector ? ["--inspect"] : [] });
+export async function startBridge(inspector: boolean, vars: Record<string, string>, env: Record<string, string>, inspectorPort?: number): Promise<Server> {
+  const dev = await startDev({ vars, env, args: inspector ? ["--inspect"] : [], inspectorPort });
   return { baseUrl: dev.baseUrl, stop: () => dev.close(), logs: dev.logs, pid: dev.pid };
 }
 

@@ -17,8 +17,17 @@ export const SHED_FLUSH_DELAY_MS = 1000;
 /** The counter name sheds are kept under. */
 export const SHED_COUNTER = "rate_cap_sheds";
 
+/**
+ * Counts not yet handed to the shards, by minute and route. Bound: the routes that shed within one
+ * flush delay (a second), one entry each. Eviction: every flush empties it.
+ */
 const pending = new Map<string, CounterDelta>();
 let scheduled = false;
+
+/** Counts waiting for the next flush (tests, and the bound above). */
+export function pendingShedCount(): number {
+  return pending.size;
+}
 
 /** Counts one refused rate token on `routeName`. Never throws and never waits. */
 export function noteShed(env: Env, routeName: string, nowMs = Date.now()): void {

@@ -45,13 +45,23 @@ class LinearRegExp {
   }
 }
 
+/**
+ * Compiled `pattern`s per isolate. Bound: LINEAR_CACHE_MAX patterns (a pattern is bounded by its
+ * schema's size). Eviction: the oldest first.
+ */
 const linearCache = new Map<string, RE2JS>();
+export const LINEAR_CACHE_MAX = 256;
+
+/** Patterns compiled and kept (tests, and the bound above). */
+export function linearPatternCount(): number {
+  return linearCache.size;
+}
 
 function compileLinear(pattern: string): RE2JS {
   let re = linearCache.get(pattern);
   if (!re) {
     re = RE2JS.compile(pattern); // throws for syntax RE2 lacks (backreferences, lookaround)
-    if (linearCache.size >= 256) linearCache.delete(linearCache.keys().next().value as string);
+    if (linearCache.size >= LINEAR_CACHE_MAX) linearCache.delete(linearCache.keys().next().value as string);
     linearCache.set(pattern, re);
   }
   return re;

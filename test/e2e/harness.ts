@@ -49,6 +49,8 @@ export interface DevOptions {
   localSecrets?: boolean;
   /** More arguments for scripts/start.mjs (e.g. `--config` of a copy of wrangler.toml). */
   args?: string[];
+  /** The DevTools inspector's port under `--inspect` (default: a free one), so a caller can attach to it. */
+  inspectorPort?: number;
 }
 
 /**
@@ -101,7 +103,7 @@ export async function startDev(opts: DevOptions = {}): Promise<DevServer> {
   let log = "";
 
   async function launch(): Promise<void> {
-    const inspector = await freePort();
+    const inspector = opts.inspectorPort ?? (await freePort());
     const args = [
       "scripts/start.mjs",
       "--port",

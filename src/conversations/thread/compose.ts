@@ -16,7 +16,7 @@ import { IdempotencyKeys } from "./idempotency-keys";
 import { Intake } from "./intake";
 import { ThreadInteractions } from "./interaction-turns";
 import { ThreadReads } from "./reads";
-import { earliestExpiry, getStored, pruneExpired } from "./store";
+import { earliestExpiry, getStored, openRecordCount, pruneExpired } from "./store";
 import { ThreadMode } from "./thread-mode";
 import { TurnLoop } from "./turn-loop";
 import { holdsNothing, vacate } from "./vacancy";
@@ -36,6 +36,11 @@ export interface ThreadParts {
   memory: AgentMemory;
   web: WebVisitor;
   keys: IdempotencyKeys;
+  /**
+   * What the thread holds in memory per message it has not finished (test/perf/memory-bounds.test.ts
+   * drives a hot thread and reads these back to zero once it is idle).
+   */
+  held: () => Record<"snapshots" | "firstRuns" | "handoff" | "waiters" | "handed" | "open", number>;
 }
 
 /** Builds the parts of one thread object over `deps`. */
@@ -82,7 +87,15 @@ export function composeThread(deps: ThreadDeps, sockets: WebSockets, remote: Rem
   const reads = new ThreadReads(deps, { identity, mode, alarm, index });
   const interactions = new ThreadInteractions(deps, { identity, intake });
   const memory = new AgentMemory(deps, alarm);
-  return { identity, alarm, index, mode, intake, turns, delivery, reads, interactions, memory, web, keys };
+  const held = () => ({
+    snapshots: snapshots.size,
+    firstRuns: firstRuns.size,
+    handoff: handoff.size,
+    waiters: waiters.size,
+    handed: delivery.handedCount,
+    open: openRecordCount(deps.storage),
+  });
+  return { identity, alarm, index, mode, intake, turns, delivery, reads, interactions, memory, web, keys, held };
 }
 
 /**

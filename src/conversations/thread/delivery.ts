@@ -11,7 +11,7 @@ import type { Settings } from "../../platform/settings/settings";
 import { type CounterDelta, ledgerShard, outboundKey } from "../../shards/rpc";
 import type { AlarmArm, IndexWriter, ThreadDeps } from "./deps";
 import type { WebVisitor } from "./web-visitor";
-import { type StoredRecord, dueDeliveryHeadId, getStored, graceElapsed, reloadBook, saveStored } from "./store";
+import { type StoredRecord, dueDeliveryHeadId, getStored, graceElapsed, isOpenRecord, reloadBook, saveStored } from "./store";
 
 /**
  * The delivery machine (decisions §8, §11): drives the thread's `pending_delivery` records in the
@@ -26,8 +26,17 @@ import { type StoredRecord, dueDeliveryHeadId, getStored, graceElapsed, reloadBo
 export class DeliveryMachine {
   private driving = false;
   private redrive = false;
-  /** Records just scheduled by this instance, as stored: their first attempt starts from them. */
+  /**
+   * Records just scheduled by this instance, as stored: their first attempt starts from them.
+   * Bound: one per record waiting for its delivery (open records). Eviction: its attempt takes it;
+   * a record gone from the table meanwhile is dropped when no delivery is due.
+   */
   private readonly handed = new Map<string, StoredRecord>();
+
+  /** Records handed over and not yet attempted (tests, and the bound above). */
+  get handedCount(): number {
+    return this.handed.size;
+  }
 
   constructor(
     private readonly deps: ThreadDeps,
@@ -57,6 +66,8 @@ export class DeliveryMachine {
           else reloadBook(this.deps.storage);
         }
       } while (this.redrive);
+      // A record forgotten between its scheduling and its attempt is never attempted here.
+      for (const id of this.handed.keys()) if (!isOpenRecord(this.deps.storage, id)) this.handed.delete(id);
     } finally {
       this.driving = false;
       await this.parts.alarm.arm();

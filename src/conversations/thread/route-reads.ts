@@ -52,9 +52,23 @@ export interface TurnRead {
 /**
  * The doors' route reads a thread holds for its queued turns, by message id. Memory only: a turn
  * that runs after a restart reads afresh, as does one that waited past ROUTE_SNAPSHOT_MS.
+ *
+ * Bound: one entry per queued turn (at most `thread_queue_depth`). Eviction: the turn takes its
+ * entry when it runs; an entry whose turn ran before its accept filed it, or whose record was
+ * forgotten while queued, is dropped by `keepOnly` when the thread's queue runs empty.
  */
 export class RouteSnapshots {
   private readonly byMessage = new Map<string, RouteSnapshot>();
+
+  /** Entries held (tests, and the bound above). */
+  get size(): number {
+    return this.byMessage.size;
+  }
+
+  /** Drops every entry whose message `queued` denies (the turn loop's sweep). */
+  keepOnly(queued: (messageId: string) => boolean): void {
+    for (const id of this.byMessage.keys()) if (!queued(id)) this.byMessage.delete(id);
+  }
   /** The newest route read this thread saw (rule 3). */
   private latest: { route: Route; at: number } | null = null;
 

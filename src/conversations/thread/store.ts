@@ -349,6 +349,16 @@ export function isOpenRecord(storage: DurableObjectStorage, messageId: string): 
   return bookOf(storage).open.has(messageId);
 }
 
+/** How many records are open (the book's size: queued and running turns, pending deliveries). */
+export function openRecordCount(storage: DurableObjectStorage): number {
+  return bookOf(storage).open.size;
+}
+
+/** Is record `messageId`'s turn queued (accepted, not yet started)? */
+export function isQueued(storage: DurableObjectStorage, messageId: string): boolean {
+  return bookOf(storage).open.get(messageId)?.turn_state === "queued";
+}
+
 /** Is record `messageId`'s turn running? */
 export function isRunning(storage: DurableObjectStorage, messageId: string): boolean {
   return bookOf(storage).open.get(messageId)?.turn_state === "running";

@@ -18,7 +18,7 @@ import { type TargetContext, type TurnConversation, createTargetContext } from "
 import type { AlarmArm, IndexWriter, ThreadDeps } from "./deps";
 import type { ThreadIdentity } from "./identity";
 import type { InlineWaiters } from "./inline-waiters";
-import { type StoredRecord, getStored, hasOrphan, isOpenRecord, isRunning, nextQueuedId, reloadBook, runningTurns, saveStored } from "./store";
+import { type StoredRecord, getStored, hasOrphan, isOpenRecord, isQueued, isRunning, nextQueuedId, reloadBook, runningTurns, saveStored } from "./store";
 import type { ThreadMode } from "./thread-mode";
 import { PersonTurn, doorAddressOf, pairingIntentOf, withGreeting } from "./pairing-turn";
 import { type TurnRun, keepTurnTrace, startTurnRun, turnTrace } from "./turn-trace";
@@ -77,6 +77,7 @@ export class TurnLoop {
       for (;;) {
         const id = nextQueuedId(this.deps.storage);
         if (id === null) break;
+        if (this.heldForQueued() > 3 * this.deps.settings().conversations.threadQueueDepth) this.sweepHeld();
         const handed = this.parts.handoff?.get(id);
         this.parts.handoff?.delete(id);
         const next = handed ?? getStored(this.deps.storage, id);
@@ -84,9 +85,28 @@ export class TurnLoop {
         // Gone from the table under the book (written behind its back): read the table again.
         else reloadBook(this.deps.storage);
       }
+      this.sweepHeld();
     } finally {
       this.pumping = false;
     }
+  }
+
+  /** Entries held for queued turns: each of the three holds at most one per queued turn, so 3 × the queue's bound in all. */
+  private heldForQueued(): number {
+    return this.parts.firstRuns.size + (this.parts.handoff?.size ?? 0) + this.parts.snapshots.size;
+  }
+
+  /**
+   * Drops what is held for messages whose turn is no longer queued: an accept that yields between
+   * its insert and its bookkeeping can file an entry after the loop already ran that turn, and a
+   * record forgotten while queued never runs. Run when the queue is empty and whenever the entries
+   * outnumber the queue's bound, so a thread that never idles stays bounded too.
+   */
+  private sweepHeld(): void {
+    const queued = (id: string) => isQueued(this.deps.storage, id);
+    for (const id of this.parts.firstRuns) if (!queued(id)) this.parts.firstRuns.delete(id);
+    if (this.parts.handoff) for (const id of this.parts.handoff.keys()) if (!queued(id)) this.parts.handoff.delete(id);
+    this.parts.snapshots.keepOnly(queued);
   }
 
   /** Alarm: a running row this instance is not running belongs to a dead instance once its lease lapses. */

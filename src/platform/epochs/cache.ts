@@ -23,11 +23,21 @@ interface Entry<V> {
  */
 const MAX_AGE_MS = 5 * 60_000;
 
+/**
+ * Bound: `max` entries per isolate (the key cache 4,096, the route caches 2,048 each, the web
+ * reads 2,048). Eviction: past the bound the least recently used entry goes; an entry found stale
+ * (its token moved, or older than MAX_AGE_MS) is replaced when used; an unknown subject is never kept.
+ */
 export class EpochCache<V> {
   private readonly entries = new Map<string, Entry<V>>();
 
   /** `max`: entries kept per isolate; the least recently used go first. */
   constructor(private readonly max: number) {}
+
+  /** Entries held (tests, and the bound above). */
+  get size(): number {
+    return this.entries.size;
+  }
 
   /**
    * The value filed under `subject`: the cached one while its token is current, else `load()`'s,

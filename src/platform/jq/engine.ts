@@ -119,9 +119,20 @@ function getInstance(): Promise<JqModule> {
 }
 
 /** Programs are compiled by jq on every run; we remember which ones compile so a known-bad
- * program fails without running and a known-good one skips the compile probe. */
+ * program fails without running and a known-good one skips the compile probe. Bound: at most
+ * JQ_REMEMBERED_MAX programs and JQ_REMEMBERED_MAX_CHARS characters of program text per isolate,
+ * none longer than JQ_REMEMBERED_MAX_PROGRAM_CHARS (a program rendered from a template can carry a
+ * turn's data, so each turn may bring a new one). Eviction: the oldest first. */
 const compileVerdicts = new Map<string, string | null>();
-const MAX_REMEMBERED = 512;
+export const JQ_REMEMBERED_MAX = 512;
+export const JQ_REMEMBERED_MAX_CHARS = 1_000_000;
+export const JQ_REMEMBERED_MAX_PROGRAM_CHARS = 16 * 1024;
+let rememberedChars = 0;
+
+/** Programs and characters remembered (tests, and the bound above). */
+export function jqRemembered(): { programs: number; chars: number } {
+  return { programs: compileVerdicts.size, chars: rememberedChars };
+}
 
 function wrap(program: string): string {
   // Newlines keep a trailing `# comment` in the program from swallowing the wrapper.
@@ -196,11 +207,14 @@ export async function jqRun(program: string, input: unknown): Promise<unknown[]>
 }
 
 function remember(program: string, verdict: string | null): void {
-  if (compileVerdicts.size >= MAX_REMEMBERED) {
-    const oldest = compileVerdicts.keys().next().value;
-    if (oldest !== undefined) compileVerdicts.delete(oldest);
-  }
+  if (program.length > JQ_REMEMBERED_MAX_PROGRAM_CHARS || compileVerdicts.has(program)) return;
   compileVerdicts.set(program, verdict);
+  rememberedChars += program.length;
+  for (const oldest of compileVerdicts.keys()) {
+    if (compileVerdicts.size <= JQ_REMEMBERED_MAX && rememberedChars <= JQ_REMEMBERED_MAX_CHARS) break;
+    compileVerdicts.delete(oldest);
+    rememberedChars -= oldest.length;
+  }
 }
 
 /**
