@@ -13,19 +13,32 @@
  * SESSION_OVER_CODE) and the console comes back with a new ticket. A push checks each distinct key
  * once: one read of its access epoch, D1 only after a change to that key was published.
  * Keep-alive `ping` text frames are answered `pong` by the runtime without waking the object.
+ *
+ * The sockets are bounded: SOCKETS_PER_KEY per key (a key's next one closes its oldest, code
+ * SUPERSEDED_CODE) and SOCKETS_PER_HUB in all (a ticket past it is refused with 429, before it
+ * is spent).
  */
 import { DurableObject } from "cloudflare:workers";
 import type { ConsoleHubRpc, ConsoleNotice } from "../src/console/rpc";
 import type { Env } from "../src/platform/env";
 import { createHubStore, keepTicketRow, spendTicketRow } from "../src/console/hub-store";
 import { type TicketHolder, holderStillAllowed } from "../src/console/live-check";
-import { KEY_REVOKED_CODE, SESSION_OVER_CODE, SOCKET_MAX_AGE_MS, isTicketShaped, ticketHash } from "../src/console/tickets";
+import {
+  KEY_REVOKED_CODE,
+  SESSION_OVER_CODE,
+  SOCKETS_PER_HUB,
+  SOCKETS_PER_KEY,
+  SOCKET_MAX_AGE_MS,
+  SUPERSEDED_CODE,
+  isTicketShaped,
+  ticketHash,
+} from "../src/console/tickets";
 
 interface SocketSession extends TicketHolder {
   until: number;
 }
 
-const refusal = (status: number, error: string) => Response.json({ error }, { status });
+const refusal = (status: number, error: string, code?: string) => Response.json(code ? { error, code } : { error }, { status });
 
 export class ConsoleHub extends DurableObject<Env> implements ConsoleHubRpc {
   constructor(ctx: DurableObjectState, env: Env) {
@@ -77,9 +90,22 @@ export class ConsoleHub extends DurableObject<Env> implements ConsoleHubRpc {
   override async fetch(request: Request): Promise<Response> {
     if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") return refusal(426, "expected a WebSocket upgrade");
     const ticket = new URL(request.url).searchParams.get("ticket") ?? "";
+    const open = this.ctx.getWebSockets();
+    if (open.length >= SOCKETS_PER_HUB) return refusal(429, "too many consoles watch this route; close one and try again", "too_many_consoles");
     const holder = isTicketShaped(ticket) ? spendTicketRow(this.ctx.storage.sql, await ticketHash(ticket), Date.now()) : null;
     // A ticket outlives nothing: the key that minted it must still read the route now.
     if (holder === null || !(await holderStillAllowed(this.env, holder))) return refusal(401, "live ticket is invalid, expired or already used");
+    const mine = open
+      .map((ws) => ({ ws, session: ws.deserializeAttachment() as Partial<SocketSession> | null }))
+      .filter((o) => o.session?.key_hash === holder.key_hash)
+      .sort((a, b) => (a.session?.until ?? 0) - (b.session?.until ?? 0));
+    for (const { ws } of mine.slice(0, Math.max(0, mine.length - SOCKETS_PER_KEY + 1))) {
+      try {
+        ws.close(SUPERSEDED_CODE, "this key opened another console");
+      } catch {
+        // Already closing.
+      }
+    }
     const [client, server] = Object.values(new WebSocketPair());
     this.ctx.acceptWebSocket(server);
     const session: SocketSession = { ...holder, until: Date.now() + SOCKET_MAX_AGE_MS };

@@ -80,6 +80,12 @@ export class LiveRoute {
         void this.connect();
         return;
       }
+      // The same key opened more consoles on this route than the hub keeps: this, the oldest, gives
+      // way. Reconnecting would only push another of them out in turn.
+      if (ev.code === 4008) {
+        this.onState({ state: "offline", message: "Live updates moved to a newer console window; reload to take them back." });
+        return;
+      }
       this.onState({ state: "offline", message: "Live updates lost; reconnecting…" });
       this.later();
     };

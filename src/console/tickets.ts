@@ -27,6 +27,22 @@ export const SESSION_OVER_CODE = 4001;
  */
 export const KEY_REVOKED_CODE = 4003;
 
+/**
+ * How many sockets one key may hold open on one route's hub: an operator's tabs and reloads. A
+ * new socket past it closes that key's oldest (code SUPERSEDED_CODE), so a console that reloads
+ * keeps working and one key cannot fill the hub.
+ */
+export const SOCKETS_PER_KEY = 8;
+
+/**
+ * How many sockets one route's hub holds in all: a ticket past it is refused with 429
+ * (`too_many_consoles`), so the hub's sockets and their attachments stay bounded.
+ */
+export const SOCKETS_PER_HUB = 256;
+
+/** The close code of a key's oldest socket when the same key opened one more than SOCKETS_PER_KEY. */
+export const SUPERSEDED_CODE = 4008;
+
 /** A fresh ticket; whether a string is shaped like one; its stored form (src/access-control/capability-tokens.ts). */
 export const mintTicket = TICKET.mint;
 export const isTicketShaped = TICKET.isShaped;

@@ -7,7 +7,8 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { CONSOLE_CSP, cspHash, inlineScripts } from "../../src/console/security-headers";
 import { consoleHubStub } from "../../src/console/rpc";
-import { ticketHash } from "../../src/console/tickets";
+import { SOCKETS_PER_HUB, SOCKETS_PER_KEY, SUPERSEDED_CODE, mintTicket, ticketHash } from "../../src/console/tickets";
+import { sha256Hex } from "../../src/access-control/crypto";
 import { echoRoute, send } from "../helpers/bridge";
 import { BASE, admin, call, mintKey, uniq, dispatch } from "../helpers/http";
 
@@ -265,4 +266,41 @@ describe("the live socket dies with its key", () => {
     expect(await live.closed()).toBe(4003);
     expect(notices(live.frames)).toBe(0);
   }, 30_000);
+});
+
+describe("the hub's sockets are bounded", () => {
+  it("a key's next socket past SOCKETS_PER_KEY closes that key's oldest; the others stay open", async () => {
+    const { name: route } = await echoRoute();
+    const key = await admin();
+    const sockets = [];
+    for (let i = 0; i <= SOCKETS_PER_KEY; i++) {
+      sockets.push(await openLive(route, (await ticketFor(route, key)).body.data.ticket));
+      await sockets[i].next((f) => f.type === "ready");
+    }
+    expect(await sockets[0].closed()).toBe(SUPERSEDED_CODE);
+    // The rest still hear the route.
+    expect((await send(route, { external_user_id: "bob", text: "after the cap" })).status).toBe(202);
+    for (const s of sockets.slice(1)) await s.next((f) => f.type === "notices");
+  });
+
+  it("a hub holding SOCKETS_PER_HUB sockets refuses the next socket with 429", async () => {
+    const { name: route } = await echoRoute();
+    const keys = await Promise.all(Array.from({ length: Math.ceil(SOCKETS_PER_HUB / SOCKETS_PER_KEY) + 1 }, () => mintKey({ scopes: ["conversations:read"] })));
+    const hub = consoleHubStub(env, route);
+    const kept = async (k: { key: string; user_id: string }) => {
+      const ticket = mintTicket();
+      await hub.keepTicket(await ticketHash(ticket), { user_id: k.user_id, key_hash: await sha256Hex(k.key), route_name: route }, Date.now() + 30_000);
+      return ticket;
+    };
+    // Filled one key's worth at a time, side by side within a key's batch.
+    for (let k = 0; k < SOCKETS_PER_HUB / SOCKETS_PER_KEY; k++) {
+      await Promise.all(Array.from({ length: SOCKETS_PER_KEY }, async () => openLive(route, await kept(keys[k]))));
+    }
+    const last = keys[keys.length - 1];
+    const ticket = await kept(last);
+    const refused = await get(`/api/conversations/${route}/live?ticket=${ticket}`, { upgrade: "websocket" });
+    expect(refused.status).toBe(429);
+    expect(await refused.json()).toEqual({ error: "too many consoles watch this route; close one and try again", code: "too_many_consoles" });
+    expect(refused.webSocket).toBeNull();
+  });
 });
