@@ -104,7 +104,7 @@ addPublicRoute(
     path: "/api/conversations/{route_name}/live",
     summary: "The route's live WebSocket for the operator console (opened with a one-time ticket)",
     description:
-      'A WebSocket upgrade only (426 otherwise). `ticket` comes from `POST …/live-tickets` and works once; a bad, spent or expired one is 401, and so is one whose key was revoked, disabled or narrowed since it was minted. The key is checked again before every push: once it may no longer read the route\'s transcripts, the socket gets nothing more and is closed (code 4003). Frames are JSON: `{type: "ready"}`, then `{type: "notices", notices: [{type: "thread", route_name, thread_id, status, at} | {type: "failed", route_name, thread_id, message_id}]}`: ids and a status, never message text. Send `ping` to get `pong`. The hub closes a socket after 10 minutes (code 4001): open a new ticket.',
+      'A WebSocket upgrade only (426 otherwise). `ticket` comes from `POST …/live-tickets` and works once; a bad, spent or expired one is 401, and so is one whose key was revoked, disabled or narrowed since it was minted. The key is checked again before every push: once it may no longer read the route\'s transcripts, the socket gets nothing more and is closed (code 4003). Frames are JSON: `{type: "ready"}`, then `{type: "notices", notices: [{type: "thread", route_name, thread_id, status, at} | {type: "failed", route_name, thread_id, message_id}]}`: ids and a status, never message text. Send `ping` to get `pong`. The hub closes a socket after 10 minutes (code 4001): open a new ticket. A key keeps at most 8 sockets on a route (its next closes its oldest, code 4008) and a route at most 256 (429 too_many_consoles).',
     area: "console",
     auth: { public: true },
     store: "conversations",
@@ -113,7 +113,7 @@ addPublicRoute(
     produces: "application/websocket",
     live: "websocket",
     status: 101,
-    errors: [401, 426],
+    errors: [401, 426, 429],
   },
   async (c, { params }) => {
     if (c.req.header("upgrade")?.toLowerCase() !== "websocket")

@@ -1,7 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { TURN_ERROR_TEXT } from "../../src/conversations/model/record";
-import { migrate } from "../../src/conversations/thread/store";
+import { THREAD_SCHEMA, migrate } from "../../src/conversations/thread/store";
 import { createRoute, echoKey, readRecord, send } from "../helpers/bridge";
 import { fakeNetwork } from "../helpers/edge";
 import { admin, call, mintKey, uniq } from "../helpers/http";
@@ -206,6 +206,6 @@ describe("poison turns: a turn that keeps killing its object ends", () => {
         attempts: (sql.exec("SELECT turn_attempts FROM records").one() as { turn_attempts: number }).turn_attempts,
       };
     });
-    expect(after).toEqual({ version: "6", attempts: 0 });
+    expect(after).toEqual({ version: String(THREAD_SCHEMA.steps.length), attempts: 0 });
   });
 });
