@@ -58,7 +58,7 @@ describe("forgetting a linked person's thread", () => {
     // A new page load starts afresh and shows nothing of it.
     const again = await newVisitor(desk);
     expect((await replayed(desk, again)).filter((t) => t.includes(secret))).toEqual([]);
-  });
+  }, 60_000);
 });
 
 /** Waits until the record's read door answers 404 (its retention ended). */
@@ -93,7 +93,7 @@ describe("the answer retention", () => {
     expect(entries.map((e) => e.expires_at)).toEqual([rec.expires_at, rec.expires_at]);
     await runAlarm(v.home);
     expect((await transcriptRows(v.home)).filter((r) => r.message_id === rec.message_id)).toEqual([]);
-  });
+  }, 60_000);
 
   it("ends the page copy of a linked person's record in the visitor's own thread", async () => {
     const { desk, v, personThread } = await linkedVisitor();
@@ -111,5 +111,5 @@ describe("the answer retention", () => {
     expect(entries.map((e) => e.expires_at)).toEqual([rec.expires_at, rec.expires_at]);
     await runAlarm(v.home);
     expect((await transcriptRows(v.home)).filter((r) => r.message_id === rec.message_id)).toEqual([]);
-  });
+  }, 60_000);
 });

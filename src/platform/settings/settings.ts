@@ -4,7 +4,7 @@
  * its settings through their definitions (define.ts) and adds the rules that tie them together.
  * Pure: shared by the Worker and `npm run check-config`, so both give the same verdict.
  */
-import { EPOCH_LAYOUT } from "./epoch-settings";
+import { EPOCH_LAYOUT, type EpochLayout } from "./epoch-settings";
 import type { JqBudget } from "../jq/budget";
 import { type ConfigSettings, parseConfigSettings } from "./config-settings";
 import { type ConnectorSettings, parseConnectorSettings } from "./connector-settings";
@@ -71,7 +71,7 @@ export interface Settings {
   /** The web channel's sessions, streams and page. */
   web: WebSettings;
   /** The access epochs' layout (src/platform/epochs/rpc.ts reads it from the env directly, per call). */
-  accessEpochs: { shards: number; replicas: number };
+  accessEpochs: { shards: number; replicas: number; also: EpochLayout[] };
 }
 
 export type SettingsResult = { ok: true; settings: Settings } | { ok: false; errors: string[] };
@@ -103,7 +103,11 @@ export function parseSettings(env: EnvVars): SettingsResult {
     toolMeta: parseToolMetaSettings(env, errors),
     mcp: parseMcpSettings(env, errors),
     web: parseWebSettings(env, errors),
-    accessEpochs: { shards: EPOCH_LAYOUT.shards.read(env, errors), replicas: EPOCH_LAYOUT.replicas.read(env, errors) },
+    accessEpochs: {
+      shards: EPOCH_LAYOUT.shards.read(env, errors),
+      replicas: EPOCH_LAYOUT.replicas.read(env, errors),
+      also: EPOCH_LAYOUT.also.read(env, errors),
+    },
   };
   return errors.length ? { ok: false, errors } : { ok: true, settings };
 }
