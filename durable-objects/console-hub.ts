@@ -17,6 +17,8 @@
 import { DurableObject } from "cloudflare:workers";
 import type { ConsoleHubRpc, ConsoleNotice } from "../src/console/rpc";
 import type { Env } from "../src/platform/env";
+import { type Clock, systemClock } from "../src/platform/clock";
+import { startObject } from "../src/platform/persistence/object-start";
 import { createHubStore, keepTicketRow, spendTicketRow } from "../src/console/hub-store";
 import { type TicketHolder, holderStillAllowed } from "../src/console/live-check";
 import { KEY_REVOKED_CODE, SESSION_OVER_CODE, SOCKET_MAX_AGE_MS, isTicketShaped, ticketHash } from "../src/console/tickets";
@@ -28,20 +30,23 @@ interface SocketSession extends TicketHolder {
 const refusal = (status: number, error: string) => Response.json({ error }, { status });
 
 export class ConsoleHub extends DurableObject<Env> implements ConsoleHubRpc {
+  /** The clock the object reads time from. */
+  private readonly clock: Clock = systemClock;
+
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    createHubStore(ctx.storage.sql);
+    startObject(ctx, { migrate: (storage) => createHubStore(storage.sql) });
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair("ping", "pong"));
   }
 
   async keepTicket(ticketHash: string, holder: TicketHolder, expiresAtMs: number): Promise<void> {
-    keepTicketRow(this.ctx.storage.sql, ticketHash, holder, expiresAtMs, Date.now());
+    keepTicketRow(this.ctx.storage.sql, ticketHash, holder, expiresAtMs, this.clock.now());
   }
 
   async notify(notices: ConsoleNotice[]): Promise<number> {
     const sockets = this.ctx.getWebSockets();
     if (!sockets.length || !notices.length) return 0;
-    const now = Date.now();
+    const now = this.clock.now();
     const frame = JSON.stringify({ type: "notices", notices });
     // One check per distinct key, all before anything is sent.
     const verdicts = new Map<string, Promise<boolean>>();
@@ -77,12 +82,13 @@ export class ConsoleHub extends DurableObject<Env> implements ConsoleHubRpc {
   override async fetch(request: Request): Promise<Response> {
     if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") return refusal(426, "expected a WebSocket upgrade");
     const ticket = new URL(request.url).searchParams.get("ticket") ?? "";
-    const holder = isTicketShaped(ticket) ? spendTicketRow(this.ctx.storage.sql, await ticketHash(ticket), Date.now()) : null;
+    const holder = isTicketShaped(ticket) ? spendTicketRow(this.ctx.storage.sql, await ticketHash(ticket), this.clock.now()) : null;
     // A ticket outlives nothing: the key that minted it must still read the route now.
-    if (holder === null || !(await holderStillAllowed(this.env, holder))) return refusal(401, "live ticket is invalid, expired or already used");
+    if (holder === null || !(await holderStillAllowed(this.env, holder, this.clock.now())))
+      return refusal(401, "live ticket is invalid, expired or already used");
     const [client, server] = Object.values(new WebSocketPair());
     this.ctx.acceptWebSocket(server);
-    const session: SocketSession = { ...holder, until: Date.now() + SOCKET_MAX_AGE_MS };
+    const session: SocketSession = { ...holder, until: this.clock.now() + SOCKET_MAX_AGE_MS };
     server.serializeAttachment(session);
     server.send(JSON.stringify({ type: "ready", until: new Date(session.until).toISOString() }));
     return new Response(null, { status: 101, webSocket: client });

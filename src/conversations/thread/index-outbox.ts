@@ -155,7 +155,7 @@ export class IndexOutbox implements IndexWriter {
   private notes = 0;
 
   constructor(
-    private readonly deps: Pick<ThreadDeps, "storage" | "env" | "now">,
+    private readonly deps: Pick<ThreadDeps, "storage" | "env" | "clock">,
     private readonly identity: ThreadIdentity,
     private readonly armAlarm: () => Promise<void>,
   ) {}
@@ -163,10 +163,10 @@ export class IndexOutbox implements IndexWriter {
   /** Notes one transition (see IndexWriter); its push follows within PUSH_DELAY_MS. */
   note(change: IndexNote = {}): void {
     threadSql(this.deps.storage, "note outbox")
-      .run`INSERT INTO index_outbox (noted_at, settled, failed, dropped, extra) VALUES (${this.deps.now()}, ${change.settled ? 1 : 0}, ${change.failed ? JSON.stringify(change.failed) : null}, ${change.dropped?.length ? JSON.stringify(change.dropped) : null}, ${extraOf(change)})`;
+      .run`INSERT INTO index_outbox (noted_at, settled, failed, dropped, extra) VALUES (${this.deps.clock.now()}, ${change.settled ? 1 : 0}, ${change.failed ? JSON.stringify(change.failed) : null}, ${change.dropped?.length ? JSON.stringify(change.dropped) : null}, ${extraOf(change)})`;
     this.notes++;
     const times = outboxes.get(this.deps.storage);
-    if (times && times.oldest === null) times.oldest = this.deps.now();
+    if (times && times.oldest === null) times.oldest = this.deps.clock.now();
     this.timer ??= setTimeout(() => {
       this.timer = null;
       this.kick();
@@ -223,7 +223,7 @@ export class IndexOutbox implements IndexWriter {
         } catch (err) {
           // Kept for the alarm: the rows stay, and the retry pushes them with whatever came since.
           console.error(`thread index push failed; the alarm retries in ${OUTBOX_RETRY_MS} ms`, err instanceof Error ? err.message : err);
-          const retryAt = this.deps.now() + OUTBOX_RETRY_MS;
+          const retryAt = this.deps.clock.now() + OUTBOX_RETRY_MS;
           setMeta(storage, "outbox_retry_at", String(retryAt));
           outboxTimes(storage).retryAt = retryAt;
           await this.armAlarm();
