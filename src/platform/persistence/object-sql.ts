@@ -217,7 +217,8 @@ export function schemaVersion(sql: SqlStorage, name: string): number | null {
 /**
  * Brings one store to its current version (the number of its steps) and answers that version.
  * Idempotent: a store already current costs one read. Run it once per instance before any read,
- * inside blockConcurrencyWhile (or, for a store created on its first write, before that write).
+ * as the shell's `startObject` migration (object-start.ts), or, for a store created on its first
+ * write, before that write.
  * A store at a version newer than this code knows (a rolled-back deploy) is left as it is and its
  * version answered: steps only add, so the older code still finds what it reads, and the newer code
  * does not rerun its steps when it returns.
