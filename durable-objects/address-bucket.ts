@@ -23,6 +23,8 @@ import { DurableObject } from "cloudflare:workers";
 import { type BucketState, type BucketVerdict, floorFor, floorHolds, msUntilFull, refill, take } from "../src/conversations/door/token-bucket";
 import { type AddressBucketRpc, addressBucketStub, bucketDirectoryStub } from "../src/conversations/door/bucket-rpc";
 import type { Env } from "../src/platform/env";
+import { type Clock, systemClock } from "../src/platform/clock";
+import { startObject } from "../src/platform/persistence/object-start";
 
 /** The stored floor: a lower bound of the live bucket, with the capacity it was taken under. */
 interface Stored {
@@ -33,6 +35,9 @@ interface Stored {
 
 /** One rate bucket per key; see the module comment. */
 export class AddressBucket extends DurableObject<Env> implements AddressBucketRpc {
+  /** The clock the object reads time from. */
+  private readonly clock: Clock = systemClock;
+
   /** The live bucket (null: no bucket yet). */
   private live: BucketState | null = null;
   /** The floor as last stored (null: nothing stored, a new bucket). */
@@ -41,15 +46,17 @@ export class AddressBucket extends DurableObject<Env> implements AddressBucketRp
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     // A new instance starts from the floor: the bucket it holds is at or below the real one.
-    ctx.blockConcurrencyWhile(async () => {
-      this.floor = (await ctx.storage.get<Stored>("bucket")) ?? null;
-      this.live = this.floor?.state ?? null;
+    startObject(ctx, {
+      load: async (storage) => {
+        this.floor = (await storage.get<Stored>("bucket")) ?? null;
+        this.live = this.floor?.state ?? null;
+      },
     });
   }
 
   /** Takes one token from the bucket `key` of `capacity` turns per hour. */
   async take(capacity: number, key: string, maxEntries: number): Promise<BucketVerdict> {
-    const now = Date.now();
+    const now = this.clock.now();
     const prev = this.floor;
     const r = take(this.live, capacity, now);
     this.live = r.state;
@@ -84,7 +91,7 @@ export class AddressBucket extends DurableObject<Env> implements AddressBucketRp
   override async alarm(): Promise<void> {
     const stored = await this.ctx.storage.get<Stored>("bucket");
     if (!stored) return;
-    const now = Date.now();
+    const now = this.clock.now();
     const wait = msUntilFull(refill(stored.state, stored.capacity, now), stored.capacity);
     if (wait > 0) return void (await this.ctx.storage.setAlarm(now + Math.max(1000, wait)));
     this.live = null;

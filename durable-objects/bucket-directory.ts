@@ -11,7 +11,8 @@
 import { DurableObject } from "cloudflare:workers";
 import type { BucketDirectoryRpc } from "../src/conversations/door/bucket-rpc";
 import type { Env } from "../src/platform/env";
-import { type ObjectSchema, migrateSchema } from "../src/platform/persistence/object-sql";
+import { type ObjectSchema, type ObjectSql, migrateSchema, objectSql } from "../src/platform/persistence/object-sql";
+import { startObject } from "../src/platform/persistence/object-start";
 
 /** The directory's schema; version 1 is the table as first created, adopted with its rows. */
 export const BUCKET_DIRECTORY_SCHEMA: ObjectSchema = {
@@ -21,35 +22,37 @@ export const BUCKET_DIRECTORY_SCHEMA: ObjectSchema = {
 
 /** The one directory of live buckets; see the module comment. */
 export class BucketDirectory extends DurableObject<Env> implements BucketDirectoryRpc {
+  private readonly q: ObjectSql;
+
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    ctx.blockConcurrencyWhile(async () => {
-      migrateSchema(ctx.storage.sql, BUCKET_DIRECTORY_SCHEMA);
-    });
+    startObject(ctx, { migrate: (storage) => migrateSchema(storage.sql, BUCKET_DIRECTORY_SCHEMA) });
+    this.q = objectSql(ctx.storage.sql, BUCKET_DIRECTORY_SCHEMA.name);
   }
 
   /** Records a new bucket; answers the keys evicted to stay within `maxEntries`, oldest first. */
   async register(key: string, maxEntries: number): Promise<string[]> {
-    const sql = this.ctx.storage.sql;
-    const next = (sql.exec<{ s: number | null }>("SELECT MAX(seq) AS s FROM buckets").one().s ?? 0) + 1;
-    sql.exec("INSERT INTO buckets (key, seq) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET seq = excluded.seq", key, next);
-    const count = sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM buckets").one().n;
+    const q = this.q;
+    const next = (q.one<{ s: number | null }>`SELECT MAX(seq) AS s FROM buckets`?.s ?? 0) + 1;
+    q.run`INSERT INTO buckets (key, seq) VALUES (${key}, ${next}) ON CONFLICT(key) DO UPDATE SET seq = excluded.seq`;
+    const count = this.size_();
     if (count <= maxEntries) return [];
-    const evicted = sql
-      .exec<{ key: string }>("SELECT key FROM buckets WHERE key != ? ORDER BY seq LIMIT ?", key, count - maxEntries)
-      .toArray()
-      .map((r) => r.key);
-    for (const k of evicted) sql.exec("DELETE FROM buckets WHERE key = ?", k);
+    const evicted = q<{ key: string }>`SELECT key FROM buckets WHERE key != ${key} ORDER BY seq LIMIT ${count - maxEntries}`.map((r) => r.key);
+    for (const k of evicted) q.run`DELETE FROM buckets WHERE key = ${k}`;
     return evicted;
   }
 
   /** A bucket that refilled and forgot itself leaves the directory. */
   async unregister(key: string): Promise<void> {
-    this.ctx.storage.sql.exec("DELETE FROM buckets WHERE key = ?", key);
+    this.q.run`DELETE FROM buckets WHERE key = ${key}`;
   }
 
   /** How many buckets are live (for tests and operators). */
   async size(): Promise<number> {
-    return this.ctx.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM buckets").one().n;
+    return this.size_();
+  }
+
+  private size_(): number {
+    return this.q.one<{ n: number }>`SELECT COUNT(*) AS n FROM buckets`?.n ?? 0;
   }
 }

@@ -11,6 +11,7 @@ import type { ConnectionHealth, ConnectorConnectionRpc, KeyRing, RefreshContext,
 import { type ConnectionParts, composeConnection } from "../src/connectors/connection-compose";
 import { createTokenTables } from "../src/connectors/token-store";
 import type { Env } from "../src/platform/env";
+import { startObject } from "../src/platform/persistence/object-start";
 import { edgeFetch } from "../src/platform/net/edge-fetch";
 import { systemClock } from "../src/platform/clock";
 
@@ -19,7 +20,7 @@ export class ConnectorConnection extends DurableObject<Env> implements Connector
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    createTokenTables(ctx.storage.sql);
+    startObject(ctx, { migrate: (storage) => createTokenTables(storage.sql) });
     this.parts = composeConnection({ storage: ctx.storage, fetch: edgeFetch, clock: systemClock });
   }
 

@@ -21,6 +21,8 @@
 import { DurableObject } from "cloudflare:workers";
 import type { ConsoleHubRpc, ConsoleNotice } from "../src/console/rpc";
 import type { Env } from "../src/platform/env";
+import { type Clock, systemClock } from "../src/platform/clock";
+import { startObject } from "../src/platform/persistence/object-start";
 import { createHubStore, keepTicketRow, spendTicketRow } from "../src/console/hub-store";
 import { type TicketHolder, holderStillAllowed } from "../src/console/live-check";
 import {
@@ -41,20 +43,23 @@ interface SocketSession extends TicketHolder {
 const refusal = (status: number, error: string, code?: string) => Response.json(code ? { error, code } : { error }, { status });
 
 export class ConsoleHub extends DurableObject<Env> implements ConsoleHubRpc {
+  /** The clock the object reads time from. */
+  private readonly clock: Clock = systemClock;
+
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    createHubStore(ctx.storage.sql);
+    startObject(ctx, { migrate: (storage) => createHubStore(storage.sql) });
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair("ping", "pong"));
   }
 
   async keepTicket(ticketHash: string, holder: TicketHolder, expiresAtMs: number): Promise<void> {
-    keepTicketRow(this.ctx.storage.sql, ticketHash, holder, expiresAtMs, Date.now());
+    keepTicketRow(this.ctx.storage.sql, ticketHash, holder, expiresAtMs, this.clock.now());
   }
 
   async notify(notices: ConsoleNotice[]): Promise<number> {
     const sockets = this.ctx.getWebSockets();
     if (!sockets.length || !notices.length) return 0;
-    const now = Date.now();
+    const now = this.clock.now();
     const frame = JSON.stringify({ type: "notices", notices });
     // One check per distinct key, all before anything is sent.
     const verdicts = new Map<string, Promise<boolean>>();
@@ -92,9 +97,10 @@ export class ConsoleHub extends DurableObject<Env> implements ConsoleHubRpc {
     const ticket = new URL(request.url).searchParams.get("ticket") ?? "";
     const open = this.ctx.getWebSockets();
     if (open.length >= SOCKETS_PER_HUB) return refusal(429, "too many consoles watch this route; close one and try again", "too_many_consoles");
-    const holder = isTicketShaped(ticket) ? spendTicketRow(this.ctx.storage.sql, await ticketHash(ticket), Date.now()) : null;
+    const holder = isTicketShaped(ticket) ? spendTicketRow(this.ctx.storage.sql, await ticketHash(ticket), this.clock.now()) : null;
     // A ticket outlives nothing: the key that minted it must still read the route now.
-    if (holder === null || !(await holderStillAllowed(this.env, holder))) return refusal(401, "live ticket is invalid, expired or already used");
+    if (holder === null || !(await holderStillAllowed(this.env, holder, this.clock.now())))
+      return refusal(401, "live ticket is invalid, expired or already used");
     const mine = open
       .map((ws) => ({ ws, session: ws.deserializeAttachment() as Partial<SocketSession> | null }))
       .filter((o) => o.session?.key_hash === holder.key_hash)
@@ -108,7 +114,7 @@ export class ConsoleHub extends DurableObject<Env> implements ConsoleHubRpc {
     }
     const [client, server] = Object.values(new WebSocketPair());
     this.ctx.acceptWebSocket(server);
-    const session: SocketSession = { ...holder, until: Date.now() + SOCKET_MAX_AGE_MS };
+    const session: SocketSession = { ...holder, until: this.clock.now() + SOCKET_MAX_AGE_MS };
     server.serializeAttachment(session);
     server.send(JSON.stringify({ type: "ready", until: new Date(session.until).toISOString() }));
     return new Response(null, { status: 101, webSocket: client });

@@ -12,13 +12,15 @@ import type { RunTrace } from "../src/observability/model/run-trace";
 import type { CounterDelta, IndexShardRpc, LedgerEntry, LedgerKey, ListingPush } from "../src/shards/rpc";
 import type { Env } from "../src/platform/env";
 import { systemClock } from "../src/platform/clock";
-import { type ShardParts, composeShard } from "../src/shards/compose";
+import { type ShardParts, composeShard, migrateShard } from "../src/shards/compose";
+import { startObject } from "../src/platform/persistence/object-start";
 
 export class IndexShard extends DurableObject<Env> implements IndexShardRpc {
   private readonly parts: ShardParts;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
+    startObject(ctx, { migrate: migrateShard });
     this.parts = composeShard({ storage: ctx.storage, env: () => this.env, clock: systemClock, waitUntil: (work) => ctx.waitUntil(work) });
   }
 

@@ -8,18 +8,23 @@
 import { DurableObject } from "cloudflare:workers";
 import type { EventsSince, InteractionEventInput, InteractionHubRpc } from "../src/interactions/rpc";
 import type { Env } from "../src/platform/env";
+import { type Clock, systemClock } from "../src/platform/clock";
+import { startObject } from "../src/platform/persistence/object-start";
 import { appendEvents, dropInteractionEvents, eventsAfter, lastEventId, migrateRing, trimmedThrough } from "../src/interactions/hub-ring";
 
 /** Most events one `since` answers. */
 const MAX_LIMIT = 500;
 
 export class InteractionHub extends DurableObject<Env> implements InteractionHubRpc {
+  /** The clock the object reads time from. */
+  private readonly clock: Clock = systemClock;
+
   /** Readers waiting for the next publish (memory only: a restarted hub has none, and they re-ask). */
   private readonly waiters = new Set<() => void>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    ctx.blockConcurrencyWhile(async () => migrateRing(ctx.storage.sql));
+    startObject(ctx, { migrate: (storage) => migrateRing(storage.sql) });
   }
 
   async publish(events: InteractionEventInput[], cap: number): Promise<void> {
@@ -38,11 +43,11 @@ export class InteractionHub extends DurableObject<Env> implements InteractionHub
     const top = lastEventId(sql);
     if (q.after > top) return { events: [], last_id: top, gap: true };
     const after = q.after;
-    const deadline = Date.now() + Math.max(0, q.waitMs);
+    const deadline = this.clock.now() + Math.max(0, q.waitMs);
     for (;;) {
       const events = eventsAfter(sql, after, q.audience, limit, q.audience_since);
       const last = events.length === limit ? events[events.length - 1].id : Math.max(after, lastEventId(sql));
-      if (events.length || Date.now() >= deadline) return { events, last_id: last, gap: trimmedThrough(sql) > after };
+      if (events.length || this.clock.now() >= deadline) return { events, last_id: last, gap: trimmedThrough(sql) > after };
       // Nothing for this reader yet: wait for the next publish (it may still hold nothing for it) or the deadline.
       await new Promise<void>((resolve) => {
         const wake = () => {
@@ -50,7 +55,7 @@ export class InteractionHub extends DurableObject<Env> implements InteractionHub
           this.waiters.delete(wake);
           resolve();
         };
-        const timer = setTimeout(wake, Math.max(0, deadline - Date.now()));
+        const timer = setTimeout(wake, Math.max(0, deadline - this.clock.now()));
         this.waiters.add(wake);
       });
     }

@@ -9,6 +9,7 @@
 import { DurableObject } from "cloudflare:workers";
 import type { AnswerInput, ClaimResult, CreateInteraction, InteractionChange, InteractionRpc } from "../src/interactions/rpc";
 import type { Env } from "../src/platform/env";
+import { startObject } from "../src/platform/persistence/object-start";
 import type { JsonObject } from "../src/platform/http/bounded-json";
 import { type InteractionParts, composeInteraction } from "../src/interactions/compose";
 import { migrateInteraction } from "../src/interactions/object-store";
@@ -23,7 +24,7 @@ export class Interaction extends DurableObject<Env> implements InteractionRpc {
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    ctx.blockConcurrencyWhile(async () => migrateInteraction(ctx.storage.sql));
+    startObject(ctx, { migrate: (storage) => migrateInteraction(storage.sql) });
     this.parts = composeInteraction({ storage: ctx.storage, env: () => this.env, clock: systemClock, fetch: edgeFetch });
   }
 

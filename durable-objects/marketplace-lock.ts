@@ -7,8 +7,10 @@
 import { DurableObject } from "cloudflare:workers";
 import type { AcquireDecision, LockLease, MarketplaceLockRpc } from "../src/marketplace/rpc";
 import type { Env } from "../src/platform/env";
+import { type Clock, systemClock } from "../src/platform/clock";
 import { decideAcquire, decideRenew, isLive, mayRelease } from "../src/marketplace/lease";
-import { type ObjectSchema, migrateSchema } from "../src/platform/persistence/object-sql";
+import { type ObjectSchema, type ObjectSql, migrateSchema, objectSql } from "../src/platform/persistence/object-sql";
+import { startObject } from "../src/platform/persistence/object-start";
 
 /** The lock's schema; version 1 is the lease table as first created, adopted with a held lease. */
 export const MARKETPLACE_LOCK_SCHEMA: ObjectSchema = {
@@ -23,47 +25,48 @@ export const MARKETPLACE_LOCK_SCHEMA: ObjectSchema = {
 type Row = { holder: string; operation: string; acquired_at: number; expires_at: number };
 
 export class MarketplaceLock extends DurableObject<Env> implements MarketplaceLockRpc {
+  /** The clock the object reads time from. */
+  private readonly clock: Clock = systemClock;
+
+  private readonly q: ObjectSql;
+
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    migrateSchema(ctx.storage.sql, MARKETPLACE_LOCK_SCHEMA);
+    startObject(ctx, { migrate: (storage) => migrateSchema(storage.sql, MARKETPLACE_LOCK_SCHEMA) });
+    this.q = objectSql(ctx.storage.sql, MARKETPLACE_LOCK_SCHEMA.name);
   }
 
   private read(): LockLease | null {
-    const row = this.ctx.storage.sql.exec<Row>("SELECT holder, operation, acquired_at, expires_at FROM lease WHERE id = 1").toArray()[0];
+    const row = this.q.one<Row>`SELECT holder, operation, acquired_at, expires_at FROM lease WHERE id = 1`;
     return row ? { holder: row.holder, operation: row.operation, acquired_at: Number(row.acquired_at), expires_at: Number(row.expires_at) } : null;
   }
 
   private write(lease: LockLease): void {
-    this.ctx.storage.sql.exec(
-      `INSERT INTO lease (id, holder, operation, acquired_at, expires_at) VALUES (1, ?, ?, ?, ?)
-       ON CONFLICT(id) DO UPDATE SET holder = excluded.holder, operation = excluded.operation, acquired_at = excluded.acquired_at, expires_at = excluded.expires_at`,
-      lease.holder,
-      lease.operation,
-      lease.acquired_at,
-      lease.expires_at,
-    );
+    this.q
+      .run`INSERT INTO lease (id, holder, operation, acquired_at, expires_at) VALUES (1, ${lease.holder}, ${lease.operation}, ${lease.acquired_at}, ${lease.expires_at})
+       ON CONFLICT(id) DO UPDATE SET holder = excluded.holder, operation = excluded.operation, acquired_at = excluded.acquired_at, expires_at = excluded.expires_at`;
   }
 
   async acquire(holder: string, operation: string, leaseMs: number): Promise<AcquireDecision> {
-    const decision = decideAcquire(this.read(), holder, operation, leaseMs, Date.now());
+    const decision = decideAcquire(this.read(), holder, operation, leaseMs, this.clock.now());
     if (decision.ok) this.write(decision.lease);
     return decision;
   }
 
   async renew(holder: string, leaseMs: number): Promise<LockLease | null> {
-    const lease = decideRenew(this.read(), holder, leaseMs, Date.now());
+    const lease = decideRenew(this.read(), holder, leaseMs, this.clock.now());
     if (lease) this.write(lease);
     return lease;
   }
 
   async release(holder: string): Promise<boolean> {
     if (!mayRelease(this.read(), holder)) return false;
-    this.ctx.storage.sql.exec("DELETE FROM lease WHERE id = 1");
+    this.q.run`DELETE FROM lease WHERE id = 1`;
     return true;
   }
 
   async current(): Promise<LockLease | null> {
     const lease = this.read();
-    return isLive(lease, Date.now()) ? lease : null;
+    return isLive(lease, this.clock.now()) ? lease : null;
   }
 }

@@ -10,6 +10,8 @@
 import { DurableObject } from "cloudflare:workers";
 import type { FeedPush, NotificationFeedRpc } from "../src/notifications/rpc";
 import type { Env } from "../src/platform/env";
+import { type Clock, systemClock } from "../src/platform/clock";
+import { startObject } from "../src/platform/persistence/object-start";
 import {
   clearEntries,
   createRing,
@@ -18,14 +20,29 @@ import {
   insertTrimmed,
   newestAsJsonArray,
   ringExists,
+  upgradeRing,
   setExpiresAt,
 } from "../src/notifications/feed-ring";
-import { claimSendKey, pruneSendKeys, settleSendKey } from "../src/notifications/send-keys";
+import { claimSendKey, pruneSendKeys, settleSendKey, upgradeSendKeys } from "../src/notifications/send-keys";
 import type { KeyVerdict } from "../src/platform/http/idempotency";
 
 export class NotificationFeed extends DurableObject<Env> implements NotificationFeedRpc {
+  /** The clock the object reads time from. */
+  private readonly clock: Clock = systemClock;
+
   /** The ring's tables exist (created by the first push; gone after an idle delete). */
   private ready = false;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    // The tables are created by the first write, so a read never leaves a stored object behind.
+    startObject(ctx, {
+      migrate: (storage) => {
+        this.ready = upgradeRing(storage.sql);
+        upgradeSendKeys(storage.sql);
+      },
+    });
+  }
 
   private get sql(): SqlStorage {
     return this.ctx.storage.sql;
@@ -41,7 +58,7 @@ export class NotificationFeed extends DurableObject<Env> implements Notification
       createRing(this.sql);
       this.ready = true;
     }
-    const now = Date.now();
+    const now = this.clock.now();
     // Idle past its TTL but not yet deleted (the alarm is late): the old entries are gone already.
     if (this.expired(now)) clearEntries(this.sql);
     insertTrimmed(this.sql, notification, opts.cap);
@@ -55,12 +72,12 @@ export class NotificationFeed extends DurableObject<Env> implements Notification
   async list(limit: number, since?: string): Promise<string> {
     if (!this.ready && !ringExists(this.sql)) return "[]";
     this.ready = true;
-    if (this.expired(Date.now())) return "[]";
+    if (this.expired(this.clock.now())) return "[]";
     return newestAsJsonArray(this.sql, limit, since);
   }
 
   async claimSendKey(key: string, fingerprint: string, expiresAtMs: number): Promise<KeyVerdict<string>> {
-    const verdict = claimSendKey(this.sql, key, fingerprint, Date.now(), expiresAtMs);
+    const verdict = claimSendKey(this.sql, key, fingerprint, this.clock.now(), expiresAtMs);
     // The alarm deletes the key when its window ends; an earlier alarm re-arms itself at the next one.
     if (verdict.kind === "new") {
       const armed = await this.ctx.storage.getAlarm();
@@ -84,12 +101,12 @@ export class NotificationFeed extends DurableObject<Env> implements Notification
    * a send keys object, deletes the keys whose window ended.
    */
   override async alarm(): Promise<void> {
-    const nextKey = pruneSendKeys(this.sql, Date.now());
+    const nextKey = pruneSendKeys(this.sql, this.clock.now());
     if (nextKey !== null) await this.ctx.storage.setAlarm(nextKey);
     if (!this.ready && !ringExists(this.sql)) return;
     const at = expiresAt(this.sql);
     if (at === null) return;
-    if (Date.now() < at) return void (await this.ctx.storage.setAlarm(at));
+    if (this.clock.now() < at) return void (await this.ctx.storage.setAlarm(at));
     await this.ctx.storage.deleteAll();
     this.ready = false;
   }

@@ -8,6 +8,7 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Arrival, PersonDirectoryRpc, PersonView, RedeemResult, UnlinkResult } from "../src/persons/rpc";
 import type { Env } from "../src/platform/env";
+import { startObject } from "../src/platform/persistence/object-start";
 import { type DirectoryParts, composeDirectory } from "../src/persons/directory-compose";
 import type { DoorAddress } from "../src/persons/pairing";
 import { createPersonTables } from "../src/persons/person-store";
@@ -18,7 +19,7 @@ export class PersonDirectory extends DurableObject<Env> implements PersonDirecto
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    createPersonTables(ctx.storage.sql);
+    startObject(ctx, { migrate: (storage) => createPersonTables(storage.sql) });
     this.parts = composeDirectory({ storage: ctx.storage, env: () => this.env, clock: systemClock });
   }
 

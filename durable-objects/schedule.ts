@@ -9,6 +9,7 @@
 import { DurableObject } from "cloudflare:workers";
 import type { ScheduleRpc, ScheduleSpec, ScheduleState } from "../src/schedules/rpc";
 import type { Env } from "../src/platform/env";
+import { startObject } from "../src/platform/persistence/object-start";
 import { systemClock } from "../src/platform/clock";
 import { type ScheduleParts, composeSchedule } from "../src/schedules/compose";
 import { upgradeScheduleTables } from "../src/schedules/schedule-store";
@@ -20,7 +21,7 @@ export class Schedule extends DurableObject<Env> implements ScheduleRpc {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     // A schedule stored in an older shape lacks the state binding column: added before any read.
-    void ctx.blockConcurrencyWhile(async () => upgradeScheduleTables(ctx.storage.sql));
+    startObject(ctx, { migrate: (storage) => upgradeScheduleTables(storage.sql) });
     this.parts = composeSchedule({ storage: ctx.storage, env: () => this.env, clock: systemClock });
   }
 

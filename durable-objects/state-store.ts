@@ -23,6 +23,7 @@ import type {
   WriteResult,
 } from "../src/states/rpc";
 import type { Env } from "../src/platform/env";
+import { startObject } from "../src/platform/persistence/object-start";
 import type { JsonObject } from "../src/platform/http/bounded-json";
 import type { StoredAttachment } from "../src/states/effective";
 import { createStateTables } from "../src/states/record-store";
@@ -34,7 +35,7 @@ export class StateStore extends DurableObject<Env> implements StateStoreRpc {
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    createStateTables(ctx.storage.sql);
+    startObject(ctx, { migrate: (storage) => createStateTables(storage.sql) });
     this.parts = composeStateStore(ctx.storage);
   }
 

@@ -25,6 +25,8 @@ import type {
   TranscriptQuery,
 } from "../src/conversations/model/thread-rpc";
 import type { Env } from "../src/platform/env";
+import { systemClock } from "../src/platform/clock";
+import { startObject } from "../src/platform/persistence/object-start";
 import { edgeFetch } from "../src/platform/net/edge-fetch";
 import type { CheckpointMessage } from "../src/targets/model/agent-memory";
 import { type ThreadParts, alarmPass, composeThread } from "../src/conversations/thread/compose";
@@ -51,15 +53,17 @@ export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
     super(ctx, env);
     // The isolate's settings overlay is loaded before the first request (a no-op once this isolate
     // holds it), so even the first object of a fresh isolate runs with the runtime settings.
-    ctx.blockConcurrencyWhile(async () => {
-      await migrate(ctx.storage);
-      await warmThreadSettings(env);
-      // Read with the schema, once per instance, so arming the alarm reads nothing.
-      this.live.web.loadExpiry();
+    startObject(ctx, {
+      migrate,
+      load: async () => {
+        await warmThreadSettings(env);
+        // Read once per instance, so arming the alarm reads nothing.
+        this.live.web.loadExpiry();
+      },
     });
     // The env is read through a function: settings and bindings (with the runtime overlay's
     // CHANNEL_* values on top, docs/runtime-settings.md) follow the object's env.
-    this.deps = { storage: ctx.storage, env: () => threadEnv(this.env), settings: () => threadSettings(this.env), now: () => Date.now(), fetch: edgeFetch };
+    this.deps = { storage: ctx.storage, env: () => threadEnv(this.env), settings: () => threadSettings(this.env), clock: systemClock, fetch: edgeFetch };
     this.compose = () =>
       composeThread(
         this.deps,
@@ -103,7 +107,7 @@ export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
   }
 
   async recallKey(key: AcceptKey): Promise<AcceptResult | null> {
-    return this.parts.keys.check(key, this.deps.now());
+    return this.parts.keys.check(key, this.deps.clock.now());
   }
 
   async exists(): Promise<boolean> {
@@ -221,7 +225,7 @@ export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
   }
 
   async runTrace(traceId: string): Promise<RunTrace | null> {
-    return readTurnTrace(this.storage, traceId, this.deps.now());
+    return readTurnTrace(this.storage, traceId, this.deps.clock.now());
   }
 
   async dropRunTraces(traceIds: string[]): Promise<number> {

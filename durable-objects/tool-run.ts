@@ -9,6 +9,7 @@
 import { DurableObject } from "cloudflare:workers";
 import type { KeyedSubmit, ToolRunRequest, ToolRunRecord, ToolRunRpc } from "../src/tool-runs/rpc";
 import type { Env } from "../src/platform/env";
+import { startObject } from "../src/platform/persistence/object-start";
 import type { JsonObject } from "../src/platform/http/bounded-json";
 import type { InteractionStatus } from "../src/interactions/rpc";
 import { systemClock } from "../src/platform/clock";
@@ -22,7 +23,7 @@ export class ToolRun extends DurableObject<Env> implements ToolRunRpc {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     // A run stored in an older shape lacks the hook and binding columns: added before any read.
-    void ctx.blockConcurrencyWhile(async () => upgradeRunTable(ctx.storage.sql));
+    startObject(ctx, { migrate: (storage) => upgradeRunTable(storage.sql) });
     this.parts = composeToolRun({ storage: ctx.storage, env: () => this.env, clock: systemClock });
   }
 

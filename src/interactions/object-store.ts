@@ -16,7 +16,7 @@ import { parseStored, storedJsonObject } from "../platform/persistence/stored-js
 import { ParkedRun } from "../targets/model/parked-run";
 import { InteractionEventInput } from "./rpc";
 import { InteractionState } from "./record";
-import { type ObjectSchema, execStatement, migrateSchema, objectSql } from "../platform/persistence/object-sql";
+import { type ObjectSchema, type SqlFragment, migrateSchema, objectSql, sqlJoin, sqlPart, sqlText } from "../platform/persistence/object-sql";
 
 /** The store's name in its statements' errors. */
 const STORE = "interaction";
@@ -128,11 +128,9 @@ export function insertRow(sql: SqlStorage, state: InteractionState, parked: Park
 
 /** Writes the fields given. */
 export function saveRow(sql: SqlStorage, patch: Partial<InteractionRow>): void {
-  const sets: string[] = [];
-  const args: Array<string | number | null> = [];
+  const sets: SqlFragment[] = [];
   const put = (col: string, v: string | number | null) => {
-    sets.push(`${col} = ?`);
-    args.push(v);
+    sets.push(sqlPart`${sqlText(col)} = ${v}`);
   };
   if (patch.state) put("state", JSON.stringify(patch.state));
   if ("parked" in patch) put("parked", patch.parked ? JSON.stringify(patch.parked) : null);
@@ -149,7 +147,7 @@ export function saveRow(sql: SqlStorage, patch: Partial<InteractionRow>): void {
   if ("retry_at" in patch) put("retry_at", patch.retry_at ?? null);
   if (!sets.length) return;
   // The column names are the literals above; only the values are bound.
-  execStatement(sql, STORE, `UPDATE interaction SET ${sets.join(", ")} WHERE id = 1`, args);
+  objectSql(sql, STORE).run`UPDATE interaction SET ${sqlJoin(sets, ", ")} WHERE id = 1`;
 }
 
 /** Queues an event for the hub (written in the same step as the transition it reports). */

@@ -38,6 +38,13 @@ export function createRing(sql: SqlStorage): void {
   migrateSchema(sql, FEED_RING_SCHEMA);
 }
 
+/** Brings an existing ring to the current schema (when the object starts); answers whether there is one. A feed never written stays empty. */
+export function upgradeRing(sql: SqlStorage): boolean {
+  if (!ringExists(sql)) return false;
+  migrateSchema(sql, FEED_RING_SCHEMA);
+  return true;
+}
+
 /** Inserts `body` as the newest entry and drops everything older than the newest `cap`. */
 export function insertTrimmed(sql: SqlStorage, body: string, cap: number): void {
   // An INTEGER PRIMARY KEY takes max(seq) + 1, and the newest entry is never deleted, so seq only grows.

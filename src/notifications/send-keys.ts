@@ -44,6 +44,11 @@ function keysExist(sql: SqlStorage): boolean {
   return objectSql(sql, STORE).one`SELECT 1 AS present FROM sqlite_master WHERE type = 'table' AND name = 'send_keys'` !== null;
 }
 
+/** Brings existing keys to the current schema (when the object starts); an object without keys stays empty. */
+export function upgradeSendKeys(sql: SqlStorage): void {
+  if (keysExist(sql)) migrateSchema(sql, SEND_KEYS_SCHEMA);
+}
+
 /**
  * Claims `key` for a request with `fingerprint`, or answers why not. Synchronous: the read and the
  * insert are one stretch of the object, so two requests with one key never both claim it.

@@ -7,7 +7,7 @@
  */
 import { z } from "zod";
 import { validStored } from "../platform/persistence/stored-json";
-import { type ObjectSchema, columnsOf, execStatement, migrateSchema, objectSql } from "../platform/persistence/object-sql";
+import { type ObjectSchema, columnsOf, migrateSchema, objectSql, sqlList } from "../platform/persistence/object-sql";
 import { type ScheduleFire, type ScheduleSpec, type ScheduleState, specColumnValues, storedScheduleRow } from "./record";
 
 /** Fires each schedule remembers (newest kept). */
@@ -89,17 +89,13 @@ export function writeSpec(sql: SqlStorage, spec: ScheduleSpec, nextFireAt: numbe
   createScheduleTables(sql);
   const existed = objectSql(sql, STORE).one`SELECT 1 AS present FROM spec WHERE id = 1` !== null;
   // The column values come as one list (specColumnValues), so the statement is bound by position.
-  execStatement(
-    sql,
-    STORE,
-    `INSERT INTO spec (id, name, tool_name, tool_kwargs, schedule_kwargs, cron, timezone, execution_key, execution_key_fingerprint, created_by, state_binding, created_at, updated_at, next_fire_at)
-     VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+  objectSql(sql, STORE)
+    .run`INSERT INTO spec (id, name, tool_name, tool_kwargs, schedule_kwargs, cron, timezone, execution_key, execution_key_fingerprint, created_by, state_binding, created_at, updated_at, next_fire_at)
+     VALUES (1, ${sqlList([...specColumnValues(spec), nowMs, nowMs, nextFireAt])})
      ON CONFLICT (id) DO UPDATE SET name = excluded.name, tool_name = excluded.tool_name, tool_kwargs = excluded.tool_kwargs,
        schedule_kwargs = excluded.schedule_kwargs, cron = excluded.cron, timezone = excluded.timezone,
        execution_key = excluded.execution_key, execution_key_fingerprint = excluded.execution_key_fingerprint,
-       created_by = excluded.created_by, state_binding = excluded.state_binding, updated_at = excluded.updated_at, next_fire_at = excluded.next_fire_at`,
-    [...specColumnValues(spec), nowMs, nowMs, nextFireAt],
-  );
+       created_by = excluded.created_by, state_binding = excluded.state_binding, updated_at = excluded.updated_at, next_fire_at = excluded.next_fire_at`;
   return !existed;
 }
 

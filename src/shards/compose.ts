@@ -58,13 +58,17 @@ export interface ShardParts {
   alarm: ShardTimers;
 }
 
+/** Brings the shard's stores to their current schema; the shell runs it (startObject) before composing the parts. */
+export function migrateShard(storage: DurableObjectStorage): void {
+  createLedger(storage.sql);
+  createListingBuffer(storage.sql);
+  createRunLog(storage.sql);
+}
+
+/** The shard's parts over storage already migrated (`migrateShard`): the buffer reads its counters back at once. */
 export function composeShard(deps: ShardDeps): ShardParts {
   const { storage, clock } = deps;
   const sql = storage.sql;
-  // Synchronous on purpose: the tables must exist before the buffer reads its counters back.
-  createLedger(sql);
-  createListingBuffer(sql);
-  createRunLog(sql);
   const buffer = new ListingBuffer({
     sql,
     db: () => deps.env().DB,

@@ -27,7 +27,7 @@ import {
   threadLoadsStatements,
   upsertRunsStatement,
 } from "../observability/runs/runs-table";
-import { type ObjectSchema, type ObjectSql, execStatement, migrateSchema, objectSql } from "../platform/persistence/object-sql";
+import { type ObjectSchema, type ObjectSql, migrateSchema, objectSql, sqlText } from "../platform/persistence/object-sql";
 
 /** How often a shard's flush also reclaims old counters (at most, per shard instance). */
 const COUNTER_PRUNE_EVERY_MS = 3600_000;
@@ -36,8 +36,8 @@ const COUNTER_PRUNE_EVERY_MS = 3600_000;
 /** The store's name in its statements' errors. */
 const STORE = "listing-buffer";
 
-const OLDEST_SQL = `SELECT MIN(t) AS t FROM (SELECT MIN(received_at) AS t FROM pending_threads UNION ALL SELECT MIN(received_at) FROM pending_failed
-  UNION ALL SELECT MIN(received_at) FROM pending_runs UNION ALL SELECT MIN(received_at) FROM pending_run_drops UNION ALL SELECT MIN(received_at) FROM pending_counters)`;
+const OLDEST_SQL = sqlText(`SELECT MIN(t) AS t FROM (SELECT MIN(received_at) AS t FROM pending_threads UNION ALL SELECT MIN(received_at) FROM pending_failed
+  UNION ALL SELECT MIN(received_at) FROM pending_runs UNION ALL SELECT MIN(received_at) FROM pending_run_drops UNION ALL SELECT MIN(received_at) FROM pending_counters)`);
 
 /** Rows per D1 batch: a flush with more buffered writes several batches. */
 export const FLUSH_CHUNK = 50;
@@ -127,7 +127,7 @@ export class ListingBuffer {
 
   /** When the oldest buffered row arrived (null: none). */
   private oldestReceived(): number | null {
-    return execStatement<{ t: number | null }>(this.deps.sql, STORE, OLDEST_SQL).rows[0]?.t ?? null;
+    return this.q.one<{ t: number | null }>`${OLDEST_SQL}`?.t ?? null;
   }
 
   /** Buffers one push. True when the buffer should flush now (the batch is full). */

@@ -6,7 +6,7 @@
  */
 import { RunTrace } from "../observability/model/run-trace";
 import { parseStored } from "../platform/persistence/stored-json";
-import { type ObjectSchema, execStatement, migrateSchema, objectSql } from "../platform/persistence/object-sql";
+import { type ObjectSchema, type SqlFragment, migrateSchema, objectSql, sqlPart } from "../platform/persistence/object-sql";
 
 /** The store's name in its statements' errors. */
 const STORE = "run-log";
@@ -57,28 +57,29 @@ export function nextTraceExpiry(sql: SqlStorage): number | null {
 }
 
 /** Deletes the traces matching `where` and answers their ids. */
-function deleteWhere(sql: SqlStorage, where: string, arg: SqlStorageValue): string[] {
-  const ids = execStatement<{ trace_id: string }>(sql, STORE, `SELECT trace_id FROM run_traces WHERE ${where}`, [arg]).rows.map((r) => r.trace_id);
-  if (ids.length) execStatement(sql, STORE, `DELETE FROM run_traces WHERE ${where}`, [arg]);
+function deleteWhere(sql: SqlStorage, where: SqlFragment): string[] {
+  const q = objectSql(sql, STORE);
+  const ids = q<{ trace_id: string }>`SELECT trace_id FROM run_traces WHERE ${where}`.map((r) => r.trace_id);
+  if (ids.length) q.run`DELETE FROM run_traces WHERE ${where}`;
   return ids;
 }
 
 /** Deletes the traces expired by `nowMs`; answers their ids (their summary rows go next). */
 export function pruneTraces(sql: SqlStorage, nowMs: number): string[] {
-  return deleteWhere(sql, "expires_at <= ?", nowMs);
+  return deleteWhere(sql, sqlPart`expires_at <= ${nowMs}`);
 }
 
 /** Person erase: deletes the traces attributed to `userId`; answers their ids. */
 export function eraseUserTraces(sql: SqlStorage, userId: string): string[] {
-  return deleteWhere(sql, "user_id = ?", userId);
+  return deleteWhere(sql, sqlPart`user_id = ${userId}`);
 }
 
 /** Thread forget: deletes the traces of runs on `threadId` (none today outside turns; kept exact for hooks later). */
 export function dropThreadTraces(sql: SqlStorage, threadId: string): string[] {
-  return deleteWhere(sql, "thread_id = ?", threadId);
+  return deleteWhere(sql, sqlPart`thread_id = ${threadId}`);
 }
 
 /** Prune: deletes the traces of runs started before `beforeMs`; answers their ids. */
 export function pruneTracesBefore(sql: SqlStorage, beforeMs: number): string[] {
-  return deleteWhere(sql, "started_at < ?", beforeMs);
+  return deleteWhere(sql, sqlPart`started_at < ${beforeMs}`);
 }

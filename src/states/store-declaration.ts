@@ -7,7 +7,7 @@ import type { AttachmentView, DeclarationInput, StateRefusal, StateStats, StateV
 import type { JsonObject } from "../platform/http/bounded-json";
 import { isNarrowing, removedKinds } from "./declaration";
 import { type StoredAttachment, type StoredDeclaration, effectiveOf } from "./effective";
-import { execStatement, objectSql } from "../platform/persistence/object-sql";
+import { objectSql, sqlText } from "../platform/persistence/object-sql";
 import { STATE_STORE, pruneExpired, setMeta, wipeState } from "./record-store";
 import { type StateStoreKit, refuse } from "./store-kit";
 
@@ -138,8 +138,7 @@ export function stateDeclarationPart(kit: StateStoreKit): StateDeclarationPart {
       for (const r of q<{ kind: string; n: number }>`SELECT kind, COUNT(*) AS n FROM records GROUP BY kind ORDER BY kind`) byKind[r.kind] = Number(r.n);
       const span = q.one<{ lo: number | null; hi: number | null }>`SELECT MIN(updated_at) AS lo, MAX(updated_at) AS hi FROM records` ?? { lo: null, hi: null };
       // The table names are this function's own constants, never input.
-      const count = (t: "aliases" | "writes" | "op_ids" | "records") =>
-        Number(execStatement<{ n: number }>(sql, STATE_STORE, `SELECT COUNT(*) AS n FROM ${t}`).rows[0]?.n ?? 0);
+      const count = (t: "aliases" | "writes" | "op_ids" | "records") => Number(q.one<{ n: number }>`SELECT COUNT(*) AS n FROM ${sqlText(t)}`?.n ?? 0);
       const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
       return {
         name: decl.name,

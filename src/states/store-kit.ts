@@ -7,7 +7,8 @@
 import type { StateRecord, StateRefusal, Subject } from "./rpc";
 import type { JsonObject } from "../platform/http/bounded-json";
 import { type StoredAttachment, StoredDeclaration, parseAttachments } from "./effective";
-import { foldedInto, getMeta, subjectOfKey } from "./record-store";
+import { STATE_STORE, foldedInto, getMeta, subjectOfKey } from "./record-store";
+import { objectSql } from "../platform/persistence/object-sql";
 
 export interface StateStoreKit {
   sql: SqlStorage;
@@ -36,7 +37,7 @@ export function stateStoreKit(storage: DurableObjectStorage): StateStoreKit {
     transaction: (fn) => storage.transactionSync(fn),
     declaration,
     attachments: () => parseAttachments(getMeta(sql, "attachments")),
-    recordCount: () => Number(sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM records").one().n),
+    recordCount: () => Number(objectSql(sql, STATE_STORE).one<{ n: number }>`SELECT COUNT(*) AS n FROM records`?.n ?? 0),
     declaredFor(subject) {
       const decl = declaration();
       if (!decl) return refuse(404, "state not found");

@@ -11,7 +11,7 @@ import { RunStep } from "../observability/model/run-trace";
 import { JsonObject, JsonValue } from "../platform/http/bounded-json";
 import { StateBinding } from "../states/state-binding";
 import { jsonColumn, validStored } from "../platform/persistence/stored-json";
-import { type ObjectSchema, columnsOf, migrateSchema, execStatement, objectSql } from "../platform/persistence/object-sql";
+import { type ObjectSchema, columnsOf, migrateSchema, objectSql, sqlText } from "../platform/persistence/object-sql";
 import { type ToolRunRequest, type ToolRunRecord, ToolRunOrigin, ToolRunStatus } from "./record";
 
 const COLUMNS =
@@ -77,11 +77,11 @@ export const RUN_SCHEMA: ObjectSchema = {
     ],
     (sql) => {
       const present = columnsOf(sql, "run");
-      for (const column of LATER_COLUMNS) if (!present.includes(column)) execStatement(sql, STORE, `ALTER TABLE run ADD COLUMN ${column} TEXT`);
+      for (const column of LATER_COLUMNS) if (!present.includes(column)) objectSql(sql, STORE).run`ALTER TABLE run ADD COLUMN ${sqlText(column)} TEXT`;
     },
     // v3: the fingerprint of the request an Idempotency-Key submitted the run with (null: none).
     (sql) => {
-      if (!columnsOf(sql, "run").includes("request_hash")) execStatement(sql, STORE, "ALTER TABLE run ADD COLUMN request_hash TEXT");
+      if (!columnsOf(sql, "run").includes("request_hash")) objectSql(sql, STORE).run`ALTER TABLE run ADD COLUMN request_hash TEXT`;
     },
   ],
   adopt: (sql) => {
@@ -107,7 +107,7 @@ export function upgradeRunTable(sql: SqlStorage): void {
 /** The run, or null when the object holds none. */
 export function readRun(sql: SqlStorage): ToolRunRecord | null {
   if (!runTableExists(sql)) return null;
-  const raw = execStatement(sql, STORE, `SELECT ${COLUMNS} FROM run WHERE id = 1`).rows[0];
+  const raw = objectSql(sql, STORE).one`SELECT ${sqlText(COLUMNS)} FROM run WHERE id = 1`;
   if (!raw) return null;
   const r = validStored(StoredRun, raw, "tool run");
   let result: JsonValue = null;

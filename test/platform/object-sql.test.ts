@@ -1,7 +1,18 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { ObjectSqlError, keyValueVersionRow, migrateSchema, objectSql, schemaVersion, tableExists } from "../../src/platform/persistence/object-sql";
+import {
+  ObjectSqlError,
+  keyValueVersionRow,
+  migrateSchema,
+  objectSql,
+  schemaVersion,
+  sqlJoin,
+  sqlList,
+  sqlPart,
+  sqlText,
+  tableExists,
+} from "../../src/platform/persistence/object-sql";
 
 /** A scratch object: MarketplaceLock's storage holds one small table, so test tables stay apart from it. */
 function scratch() {
@@ -39,6 +50,27 @@ describe("the tagged sql template", () => {
     expect(e.message).toContain("scratch sql failed");
     expect(e.message).toContain("SELECT v FROM nowhere WHERE k = ?");
     expect(e.message).not.toContain("secret-value");
+  });
+
+  it("splices the code's own fragments as text and binds their values in order", async () => {
+    const out = await runInDurableObject(scratch(), (_o, state) => {
+      const q = objectSql(state.storage.sql, "scratch");
+      q.run`CREATE TABLE f (k TEXT PRIMARY KEY, a TEXT, b INTEGER)`;
+      q.run`INSERT INTO f (k, a, b) VALUES (${sqlList(["x", "a'); DROP TABLE f; --", 1])})`;
+      const sets = [sqlPart`${sqlText("a")} = ${"a2"}`, sqlPart`b = ${2}`];
+      const written = q.run`UPDATE f SET ${sqlJoin(sets, ", ")} WHERE k = ${"x"}`;
+      const rows = q`SELECT ${sqlText("k, a, b")} FROM f WHERE k IN (${sqlList(["x", "y"])})`;
+      let statement = "";
+      try {
+        q`SELECT ${sqlText("a")} FROM nowhere WHERE k IN (${sqlList(["secret-1", "secret-2"])}) AND ${sqlPart`b = ${"secret-3"}`}`;
+      } catch (e) {
+        statement = (e as ObjectSqlError).statement;
+      }
+      return { written, rows, statement };
+    });
+    expect(out.written).toBe(1);
+    expect(out.rows).toEqual([{ k: "x", a: "a2", b: 2 }]);
+    expect(out.statement).toBe("SELECT a FROM nowhere WHERE k IN (?, ?) AND b = ?");
   });
 });
 

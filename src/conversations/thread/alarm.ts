@@ -21,7 +21,7 @@ export class ThreadAlarm implements AlarmArm {
   private memoryDue: number | null | undefined = undefined;
 
   constructor(
-    private readonly deps: Pick<ThreadDeps, "storage" | "settings" | "now">,
+    private readonly deps: Pick<ThreadDeps, "storage" | "settings" | "clock">,
     /** The web session's expiry, from memory (src/conversations/thread/web-visitor.ts). */
     private readonly webSessionDue: () => number | null = () => null,
     /** The web transcript's earliest entry expiry (WebVisitor.dueAt, kept in memory there). */
@@ -36,7 +36,7 @@ export class ThreadAlarm implements AlarmArm {
   async arm(): Promise<void> {
     const { storage } = this.deps;
     const s = this.deps.settings();
-    const now = this.deps.now();
+    const now = this.deps.clock.now();
     // An expiry already past was purged or moved by whoever touched the memory: read it again.
     if (this.memoryDue === undefined || (this.memoryDue !== null && this.memoryDue <= now)) this.memoryDue = checkpointAlarmDue(storage);
     const candidates = [

@@ -49,7 +49,7 @@ export function composeThread(deps: ThreadDeps, sockets: WebSockets, remote: Rem
   const web = new WebVisitor(
     deps.storage,
     sockets,
-    deps.now,
+    () => deps.clock.now(),
     () => identity.get(),
     remote,
     () => deps.settings().conversations.answerRetentionTtlSeconds * 1000,
@@ -112,7 +112,7 @@ export function composeThread(deps: ThreadDeps, sockets: WebSockets, remote: Rem
 export async function alarmPass(deps: ThreadDeps, parts: ThreadParts): Promise<"vacated" | undefined> {
   parts.alarm.fired();
   const { storage } = deps;
-  const now = deps.now();
+  const now = deps.clock.now();
   if (parts.web.sweepExpired(now) && (await holdsNothing(storage))) {
     await vacate(storage);
     return "vacated";

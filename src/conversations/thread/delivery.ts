@@ -58,7 +58,11 @@ export class DeliveryMachine {
       do {
         this.redrive = false;
         // In the thread's order: the head goes first; a head that must retry later holds the rest.
-        for (let id = dueDeliveryHeadId(this.deps.storage, this.deps.now()); id !== null; id = dueDeliveryHeadId(this.deps.storage, this.deps.now())) {
+        for (
+          let id = dueDeliveryHeadId(this.deps.storage, this.deps.clock.now());
+          id !== null;
+          id = dueDeliveryHeadId(this.deps.storage, this.deps.clock.now())
+        ) {
           const head = this.handed.get(id) ?? getStored(this.deps.storage, id);
           this.handed.delete(id);
           if (head) await this.deliverOne(head);
@@ -97,10 +101,10 @@ export class DeliveryMachine {
     const s = this.deps.settings();
     const c = s.conversations;
     // Claim with a lease before sending: a restart re-drives only after the lease lapses.
-    saveStored(this.deps.storage, { record: due.record, delivery_lease_until: this.deps.now() + c.deliveryClaimLeaseSeconds * 1000 });
+    saveStored(this.deps.storage, { record: due.record, delivery_lease_until: this.deps.clock.now() + c.deliveryClaimLeaseSeconds * 1000 });
     // The attempt's route read, where revocation takes effect (src/conversations/thread/route-reads.ts, rule 3).
     // Only a first attempt may use the thread's fresh read; a retry after backoff reads D1.
-    const fresh = due.record.attempts === 0 ? this.parts.snapshots.freshRoute(due.record.route_name, this.deps.now()) : undefined;
+    const fresh = due.record.attempts === 0 ? this.parts.snapshots.freshRoute(due.record.route_name, this.deps.clock.now()) : undefined;
     const route = await deliveryRoute(this.deps.env(), due.record.route_name, fresh);
     const rec: AnswerRecord = { ...due.record };
     if (!route) return this.finish(rec, "failed", "the route was deleted before delivery", s);
@@ -195,7 +199,7 @@ export class DeliveryMachine {
     const counted = this.attemptCounters(rec, false);
     await this.indexOutbound(rec, adapter.name, sentIds, s);
     if (tooLong) return this.finish(rec, "failed", "answer needed more than max_outbound_chunks messages", s, counted);
-    const now = this.deps.now();
+    const now = this.deps.clock.now();
     rec.status = "provisional";
     rec.updated_at = new Date(now).toISOString();
     saveStored(storage, { record: rec, delivery_due_at: null, delivery_lease_until: null, grace_until: now + c.deliveryGraceSeconds * 1000 });
@@ -208,7 +212,7 @@ export class DeliveryMachine {
    * in the shards' batches.
    */
   private attemptCounters(rec: AnswerRecord, failed: boolean): CounterDelta[] {
-    const minute = Math.floor(this.deps.now() / 60_000);
+    const minute = Math.floor(this.deps.clock.now() / 60_000);
     const counters = [{ minute, name: "delivery_attempts", label: rec.route_name, value: 1 }];
     if (failed) counters.push({ minute, name: "delivery_attempt_failures", label: rec.route_name, value: 1 });
     return counters;
@@ -220,7 +224,7 @@ export class DeliveryMachine {
    */
   private async indexOutbound(rec: AnswerRecord, channel: string, ids: string[], s: Settings): Promise<void> {
     if (!ids.length) return;
-    const expires = this.deps.now() + (s.conversations.deliveryGraceSeconds + s.conversations.answerRetentionTtlSeconds) * 1000;
+    const expires = this.deps.clock.now() + (s.conversations.deliveryGraceSeconds + s.conversations.answerRetentionTtlSeconds) * 1000;
     const env = this.deps.env();
     const entry = { message_id: rec.message_id, thread_id: rec.thread_id, route_name: rec.route_name };
     await Promise.all(ids.map((id) => ledgerShard(env, outboundKey(channel, id)).put(outboundKey(channel, id), entry, expires)));
@@ -230,16 +234,16 @@ export class DeliveryMachine {
     const c = s.conversations;
     if (rec.attempts >= c.deliveryMaxAttempts) return this.finish(rec, "failed", `undelivered after ${rec.attempts} attempts: ${reason}`, s, counted);
     const delay = backoffDelaySeconds(rec.attempts, c.deliveryBackoffBaseSeconds, c.deliveryBackoffMaxSeconds);
-    rec.updated_at = new Date(this.deps.now()).toISOString();
+    rec.updated_at = new Date(this.deps.clock.now()).toISOString();
     rec.error = reason;
-    saveStored(this.deps.storage, { record: rec, delivery_due_at: this.deps.now() + delay * 1000, delivery_lease_until: null });
+    saveStored(this.deps.storage, { record: rec, delivery_due_at: this.deps.clock.now() + delay * 1000, delivery_lease_until: null });
     // The listing row is unchanged; the note carries the attempt's counts (and the thread's backlog).
     this.parts.index.note({ counters: counted });
   }
 
   /** Terminal transition of a delivery: retention starts now; failures are listed. */
   private async finish(rec: AnswerRecord, status: "delivered" | "failed", error: string | null, s: Settings, counted: CounterDelta[] = []): Promise<void> {
-    const now = this.deps.now();
+    const now = this.deps.clock.now();
     const expires = now + s.conversations.answerRetentionTtlSeconds * 1000;
     rec.status = status;
     rec.updated_at = new Date(now).toISOString();

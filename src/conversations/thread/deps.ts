@@ -4,6 +4,7 @@
  */
 import type { CounterDelta, FailedRow, RunRow } from "../../shards/rpc";
 import type { Env } from "../../platform/env";
+import type { Clock } from "../../platform/clock";
 import { setJqBudget } from "../../platform/jq/engine";
 import { isolateSettings } from "../../config/isolate-settings";
 import { objectEnvNow } from "../../config/object-settings";
@@ -17,8 +18,8 @@ export interface ThreadDeps {
   env: () => Env;
   /** The validated settings; throws on an invalid configuration, as every door does. */
   settings: () => Settings;
-  /** The clock, epoch ms. */
-  now: () => number;
+  /** The clock the parts read time from (the shell injects the system clock). */
+  clock: Clock;
   /** The network edge every outbound request goes through (src/platform/net/edge-fetch.ts). */
   fetch: typeof fetch;
 }

@@ -20,7 +20,7 @@ import { z } from "zod";
 import { parseStored, validStored } from "../../platform/persistence/stored-json";
 import type { IndexNote, IndexWriter, ThreadDeps } from "./deps";
 import type { ThreadIdentity } from "./identity";
-import { deleteMeta, setMeta, sql, threadLoad } from "./store";
+import { deleteMeta, setMeta, threadLoad, threadSql } from "./store";
 
 /** How long a note waits for more before its push goes (the listing's share of the lag). */
 export const PUSH_DELAY_MS = 250;
@@ -48,11 +48,10 @@ interface OutboxTimes {
 const outboxes = new WeakMap<DurableObjectStorage, OutboxTimes>();
 
 function readOutboxTimes(storage: DurableObjectStorage): OutboxTimes {
-  const r = sql<{ oldest: number | null; retry: string | null }>(
-    storage,
-    "outbox instants",
-    "SELECT (SELECT MIN(noted_at) FROM index_outbox) AS oldest, (SELECT value FROM meta WHERE key = 'outbox_retry_at') AS retry",
-  )[0];
+  const r = threadSql(storage, "outbox instants")<{
+    oldest: number | null;
+    retry: string | null;
+  }>`SELECT (SELECT MIN(noted_at) FROM index_outbox) AS oldest, (SELECT value FROM meta WHERE key = 'outbox_retry_at') AS retry`[0];
   const times = { oldest: r.oldest, retryAt: r.retry === null ? null : Number(r.retry) };
   outboxes.set(storage, times);
   return times;
@@ -87,7 +86,7 @@ const ListingFields = z.object({
 export function listingRowOf(storage: DurableObjectStorage): ListingRow | null {
   // The newest record's fields, and on the expiry index: how many, whether any record is still
   // without an end, the last end.
-  const row = sql<{
+  const row = threadSql(storage, "listing row")<{
     route_name: string;
     thread_id: string;
     client_address: string | null;
@@ -96,17 +95,13 @@ export function listingRowOf(storage: DurableObjectStorage): ListingRow | null {
     n: number;
     open: number;
     last: number | null;
-  }>(
-    storage,
-    "listing row",
-    `SELECT json_extract(newest.record, '$.route_name') AS route_name, json_extract(newest.record, '$.thread_id') AS thread_id,
+  }>`SELECT json_extract(newest.record, '$.route_name') AS route_name, json_extract(newest.record, '$.thread_id') AS thread_id,
             json_extract(newest.record, '$.client_address') AS client_address, json_extract(newest.record, '$.created_at') AS created_at,
             newest.status AS status,
             (SELECT COUNT(*) FROM records) AS n,
             EXISTS (SELECT 1 FROM records WHERE expires_at IS NULL) AS open,
             (SELECT MAX(expires_at) FROM records) AS last
-     FROM (SELECT record, status FROM records ORDER BY seq DESC LIMIT 1) AS newest`,
-  )[0];
+     FROM (SELECT record, status FROM records ORDER BY seq DESC LIMIT 1) AS newest`[0];
   if (!row) return null;
   const rec = validStored(ListingFields, row, "thread record");
   return {
@@ -160,26 +155,18 @@ export class IndexOutbox implements IndexWriter {
   private notes = 0;
 
   constructor(
-    private readonly deps: Pick<ThreadDeps, "storage" | "env" | "now">,
+    private readonly deps: Pick<ThreadDeps, "storage" | "env" | "clock">,
     private readonly identity: ThreadIdentity,
     private readonly armAlarm: () => Promise<void>,
   ) {}
 
   /** Notes one transition (see IndexWriter); its push follows within PUSH_DELAY_MS. */
   note(change: IndexNote = {}): void {
-    sql(
-      this.deps.storage,
-      "note outbox",
-      "INSERT INTO index_outbox (noted_at, settled, failed, dropped, extra) VALUES (?, ?, ?, ?, ?)",
-      this.deps.now(),
-      change.settled ? 1 : 0,
-      change.failed ? JSON.stringify(change.failed) : null,
-      change.dropped?.length ? JSON.stringify(change.dropped) : null,
-      extraOf(change),
-    );
+    threadSql(this.deps.storage, "note outbox")
+      .run`INSERT INTO index_outbox (noted_at, settled, failed, dropped, extra) VALUES (${this.deps.clock.now()}, ${change.settled ? 1 : 0}, ${change.failed ? JSON.stringify(change.failed) : null}, ${change.dropped?.length ? JSON.stringify(change.dropped) : null}, ${extraOf(change)})`;
     this.notes++;
     const times = outboxes.get(this.deps.storage);
-    if (times && times.oldest === null) times.oldest = this.deps.now();
+    if (times && times.oldest === null) times.oldest = this.deps.clock.now();
     this.timer ??= setTimeout(() => {
       this.timer = null;
       this.kick();
@@ -203,7 +190,7 @@ export class IndexOutbox implements IndexWriter {
 
   /** Thread forget: nothing noted before it is pushed (the caller removes the listing itself). */
   clear(): void {
-    sql(this.deps.storage, "clear outbox", "DELETE FROM index_outbox");
+    threadSql(this.deps.storage, "clear outbox").run`DELETE FROM index_outbox`;
     deleteMeta(this.deps.storage, "outbox_retry_at");
     outboxes.set(this.deps.storage, { oldest: null, retryAt: null });
   }
@@ -220,12 +207,13 @@ export class IndexOutbox implements IndexWriter {
     const { storage } = this.deps;
     for (;;) {
       const notedBefore = this.notes;
-      const rows = sql<{ seq: number; settled: number; failed: string | null; dropped: string | null; extra: string | null }>(
-        storage,
-        "outbox rows",
-        "SELECT seq, settled, failed, dropped, extra FROM index_outbox ORDER BY seq LIMIT ?",
-        PUSH_ROWS,
-      );
+      const rows = threadSql(storage, "outbox rows")<{
+        seq: number;
+        settled: number;
+        failed: string | null;
+        dropped: string | null;
+        extra: string | null;
+      }>`SELECT seq, settled, failed, dropped, extra FROM index_outbox ORDER BY seq LIMIT ${PUSH_ROWS}`;
       if (!rows.length) break;
       const threadId = this.identity.get();
       const last = rows[rows.length - 1].seq;
@@ -235,14 +223,14 @@ export class IndexOutbox implements IndexWriter {
         } catch (err) {
           // Kept for the alarm: the rows stay, and the retry pushes them with whatever came since.
           console.error(`thread index push failed; the alarm retries in ${OUTBOX_RETRY_MS} ms`, err instanceof Error ? err.message : err);
-          const retryAt = this.deps.now() + OUTBOX_RETRY_MS;
+          const retryAt = this.deps.clock.now() + OUTBOX_RETRY_MS;
           setMeta(storage, "outbox_retry_at", String(retryAt));
           outboxTimes(storage).retryAt = retryAt;
           await this.armAlarm();
           return;
         }
       }
-      sql(storage, "drop pushed outbox", "DELETE FROM index_outbox WHERE seq <= ?", last);
+      threadSql(storage, "drop pushed outbox").run`DELETE FROM index_outbox WHERE seq <= ${last}`;
       // A short batch with no note since it was read was the whole outbox.
       if (rows.length < PUSH_ROWS && this.notes === notedBefore) break;
     }

@@ -57,7 +57,7 @@ function handedOver(record: AnswerRecord, inbound: AcceptRequest["inbound"]): St
  */
 export class Intake {
   constructor(
-    private readonly deps: Pick<ThreadDeps, "storage" | "settings" | "now">,
+    private readonly deps: Pick<ThreadDeps, "storage" | "settings" | "clock">,
     private readonly parts: IntakeParts,
   ) {}
 
@@ -67,7 +67,7 @@ export class Intake {
     if (!k) return this.admit(req);
     // The key's row is read and, for a new key, written in the same synchronous stretch as the
     // record, so two requests with one key never both insert.
-    const seen = this.parts.keys.check(k, this.deps.now());
+    const seen = this.parts.keys.check(k, this.deps.clock.now());
     if (seen) return seen;
     let remembered = false;
     let answered = false;
@@ -98,7 +98,7 @@ export class Intake {
     };
     const newThread = countAll(storage) === 0;
 
-    const now = this.deps.now();
+    const now = this.deps.clock.now();
     if (req.preset) {
       // The door's route read serves the first delivery attempt (src/conversations/thread/route-reads.ts, rule 3).
       if (req.route && req.routeReadAtMs) this.parts.snapshots.noteRead(req.route, req.routeReadAtMs);

@@ -72,7 +72,7 @@ export function mintResume(note: ParkedNote, threadId: string, req: ResumeIntera
 /** The thread's side of a handoff: queues the resume turn of an interaction it parked on. */
 export class ThreadInteractions {
   constructor(
-    private readonly deps: Pick<ThreadDeps, "storage" | "now">,
+    private readonly deps: Pick<ThreadDeps, "storage" | "clock">,
     private readonly parts: { identity: ThreadIdentity; intake: Intake },
   ) {}
 
@@ -84,7 +84,7 @@ export class ThreadInteractions {
     const note = parkedById(storage, req.interaction_id);
     const threadId = this.parts.identity.get();
     if (!note || !threadId) return { accepted: false };
-    const { record, inbound } = mintResume(note, threadId, req, this.deps.now());
+    const { record, inbound } = mintResume(note, threadId, req, this.deps.clock.now());
     const r = await this.parts.intake.accept({ record, inbound, waitMs: 0 });
     if (r.kind === "queue_full") return { accepted: false, retry: true };
     dropParked(storage, req.interaction_id);

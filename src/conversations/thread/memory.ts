@@ -10,16 +10,16 @@ import type { ThreadDeps } from "./deps";
 
 export class AgentMemory {
   constructor(
-    private readonly deps: Pick<ThreadDeps, "storage" | "now">,
+    private readonly deps: Pick<ThreadDeps, "storage" | "clock">,
     private readonly alarm: ThreadAlarm,
   ) {}
 
   read(threadId: string): CheckpointMessage[] {
-    return readCheckpoint({ storage: this.deps.storage, threadId }, this.deps.now());
+    return readCheckpoint({ storage: this.deps.storage, threadId }, this.deps.clock.now());
   }
 
   async append(threadId: string, messages: CheckpointMessage[], ttlMinutes: number | null): Promise<void> {
-    appendCheckpoint({ storage: this.deps.storage, threadId }, messages, { nowMs: this.deps.now(), ttlMinutes });
+    appendCheckpoint({ storage: this.deps.storage, threadId }, messages, { nowMs: this.deps.clock.now(), ttlMinutes });
     // The new expiry may be the earliest work; only the alarm part sets the alarm.
     this.alarm.memoryChanged();
     await this.alarm.arm();

@@ -11,7 +11,7 @@ import { z } from "zod";
 import type { TurnInbound } from "../model/payload";
 import { Door } from "../model/kinds";
 import { parseStored } from "../../platform/persistence/stored-json";
-import { sql } from "./store";
+import { threadSql } from "./store";
 
 /** What a resume record copies from the asking turn's record. */
 export const ParkedRoute = z
@@ -43,48 +43,40 @@ const noneParked = new WeakSet<DurableObjectStorage>();
 /** Notes a parked interaction (in the caller's transaction: the settle's). */
 export function noteParked(storage: DurableObjectStorage, note: ParkedNote, nowMs: number): void {
   noneParked.delete(storage);
-  sql(
-    storage,
-    "note parked",
-    "INSERT OR REPLACE INTO parked_interactions (interaction_id, asked_by, route, noted_at) VALUES (?, ?, ?, ?)",
-    note.interaction_id,
-    note.asked_by,
-    JSON.stringify(note.route),
-    nowMs,
-  );
+  threadSql(storage, "note parked")
+    .run`INSERT OR REPLACE INTO parked_interactions (interaction_id, asked_by, route, noted_at) VALUES (${note.interaction_id}, ${note.asked_by}, ${JSON.stringify(note.route)}, ${nowMs})`;
 }
 
 /** The newest interaction still waiting for this thread's next inbound, or null. */
 export function waitingParked(storage: DurableObjectStorage): ParkedNote | null {
   if (noneParked.has(storage)) return null;
-  const r = sql<{ interaction_id: string; asked_by: string; route: string }>(
-    storage,
-    "waiting parked",
-    "SELECT interaction_id, asked_by, route FROM parked_interactions ORDER BY noted_at DESC, rowid DESC LIMIT 1",
-  )[0];
+  const r = threadSql(storage, "waiting parked")<{
+    interaction_id: string;
+    asked_by: string;
+    route: string;
+  }>`SELECT interaction_id, asked_by, route FROM parked_interactions ORDER BY noted_at DESC, rowid DESC LIMIT 1`[0];
   if (!r) noneParked.add(storage);
   return r ? { interaction_id: r.interaction_id, asked_by: r.asked_by, route: parseStored(ParkedRoute, r.route, "parked interaction route") } : null;
 }
 
 /** One parked interaction by id, or null. */
 export function parkedById(storage: DurableObjectStorage, interactionId: string): ParkedNote | null {
-  const r = sql<{ interaction_id: string; asked_by: string; route: string }>(
-    storage,
-    "parked by id",
-    "SELECT interaction_id, asked_by, route FROM parked_interactions WHERE interaction_id = ?",
-    interactionId,
-  )[0];
+  const r = threadSql(storage, "parked by id")<{
+    interaction_id: string;
+    asked_by: string;
+    route: string;
+  }>`SELECT interaction_id, asked_by, route FROM parked_interactions WHERE interaction_id = ${interactionId}`[0];
   return r ? { interaction_id: r.interaction_id, asked_by: r.asked_by, route: parseStored(ParkedRoute, r.route, "parked interaction route") } : null;
 }
 
 /** Drops one parked interaction (answered here, or handed back as a resume turn). */
 export function dropParked(storage: DurableObjectStorage, interactionId: string): void {
-  sql(storage, "drop parked", "DELETE FROM parked_interactions WHERE interaction_id = ?", interactionId);
+  threadSql(storage, "drop parked").run`DELETE FROM parked_interactions WHERE interaction_id = ${interactionId}`;
 }
 
 /** Every parked interaction's id (thread forget erases them). */
 export function parkedIds(storage: DurableObjectStorage): string[] {
-  return sql<{ interaction_id: string }>(storage, "parked ids", "SELECT interaction_id FROM parked_interactions").map((r) => r.interaction_id);
+  return threadSql(storage, "parked ids")<{ interaction_id: string }>`SELECT interaction_id FROM parked_interactions`.map((r) => r.interaction_id);
 }
 
 /** The turn input source of a resume turn (src/conversations/thread/interaction-turns.ts). */

@@ -14,7 +14,7 @@ function matchesText(r: AnswerRecord, needle: string): boolean {
 /** The thread's read doors (record, transcript, search) and forget. Reads treat an expired record as gone. */
 export class ThreadReads {
   constructor(
-    private readonly deps: Pick<ThreadDeps, "storage" | "now">,
+    private readonly deps: Pick<ThreadDeps, "storage" | "clock">,
     private readonly parts: { identity: ThreadIdentity; mode: ThreadMode; alarm: AlarmArm; index: Pick<IndexOutbox, "drained" | "clear"> },
   ) {}
 
@@ -25,20 +25,20 @@ export class ThreadReads {
 
   /** See ThreadRpc.eventTarget. */
   eventTarget(routeName: string): { exists: boolean; address: string | null } {
-    return { exists: this.exists(), address: newestAddressOn(this.deps.storage, routeName, this.deps.now()) };
+    return { exists: this.exists(), address: newestAddressOn(this.deps.storage, routeName, this.deps.clock.now()) };
   }
 
   /** One live record (expired reads as absent). */
   getRecord(messageId: string): AnswerRecord | null {
     const cur = getStored(this.deps.storage, messageId);
-    if (!cur || (cur.expires_at !== null && cur.expires_at <= this.deps.now())) return null;
+    if (!cur || (cur.expires_at !== null && cur.expires_at <= this.deps.clock.now())) return null;
     return cur.record;
   }
 
   /** See ThreadRpc.transcript. */
   transcript(opts: TranscriptQuery): TranscriptPage {
     const { storage } = this.deps;
-    const now = this.deps.now();
+    const now = this.deps.clock.now();
     if (!opts.q) {
       return { items: liveRecords(storage, now, opts.order, opts.offset, opts.limit), total: countLive(storage, now), truncated: false };
     }
@@ -52,7 +52,7 @@ export class ThreadReads {
 
   /** See ThreadRpc.search: the caller can cut at a smaller budget by each match's scan position. */
   search(opts: { q: string; budget: number }): SearchScan {
-    const rows = liveRecords(this.deps.storage, this.deps.now(), "desc", 0, opts.budget + 1);
+    const rows = liveRecords(this.deps.storage, this.deps.clock.now(), "desc", 0, opts.budget + 1);
     const needle = opts.q.toLowerCase();
     const scanned = Math.min(rows.length, opts.budget);
     const matches = rows.slice(0, scanned).flatMap((record, pos) => (matchesText(record, needle) ? [{ pos, record }] : []));

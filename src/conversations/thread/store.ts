@@ -16,7 +16,17 @@ import { TurnInbound } from "../model/payload";
 import { AnswerRecord } from "../model/record";
 import { parseStored } from "../../platform/persistence/stored-json";
 import { MEMORY_STEPS } from "../../targets/checkpoints/thread-memory";
-import { type ObjectSchema, columnsOf, execStatement, keyValueVersionRow, migrateSchema } from "../../platform/persistence/object-sql";
+import {
+  type ObjectSchema,
+  type ObjectSql,
+  columnsOf,
+  keyValueVersionRow,
+  migrateSchema,
+  objectSql,
+  sqlJoin,
+  sqlPart,
+  sqlText,
+} from "../../platform/persistence/object-sql";
 import { THREAD_KEYS_SCHEMA } from "./idempotency-keys";
 
 /** Where a record's turn stands: waiting, running under an intake lease, or settled. */
@@ -39,9 +49,9 @@ export interface StoredRecord {
   turn_attempts: number;
 }
 
-/** Runs a statement, naming it and its text in the error so a failing query is identifiable in logs. */
-export function sql<T extends Record<string, SqlStorageValue>>(storage: DurableObjectStorage, name: string, query: string, ...args: unknown[]): T[] {
-  return execStatement<T>(storage.sql, `thread (${name})`, query, args as SqlStorageValue[]).rows;
+/** The tag over the thread's SQLite for statement `name`: a failure names it and its text, so a failing query is identifiable in logs. */
+export function threadSql(storage: DurableObjectStorage, name: string): ObjectSql {
+  return objectSql(storage.sql, `thread (${name})`);
 }
 
 /**
@@ -83,9 +93,10 @@ export const THREAD_SCHEMA: ObjectSchema = {
     // deleted with its record; the outbox carries the trace's summary row and metrics counters
     // towards the shards in `extra`.
     (s) => {
-      s.exec("CREATE TABLE IF NOT EXISTS run_traces (message_id TEXT PRIMARY KEY, trace TEXT NOT NULL)");
+      const q = objectSql(s, "thread");
+      q.run`CREATE TABLE IF NOT EXISTS run_traces (message_id TEXT PRIMARY KEY, trace TEXT NOT NULL)`;
       // Idempotent like the steps above: an object whose version was rolled back keeps its column.
-      if (!columnsOf(s, "index_outbox").includes("extra")) s.exec("ALTER TABLE index_outbox ADD COLUMN extra TEXT");
+      if (!columnsOf(s, "index_outbox").includes("extra")) q.run`ALTER TABLE index_outbox ADD COLUMN extra TEXT`;
     },
     // v5: the interactions a turn of this thread parked on and that still wait for the thread's
     // next inbound (src/conversations/thread/parked.ts); a row goes when the interaction is answered here or
@@ -104,9 +115,10 @@ export const THREAD_SCHEMA: ObjectSchema = {
     // (src/conversations/thread/web-visitor.ts); entries written before it are given one at the
     // object's next alarm, a retention window from then.
     (s) => {
-      if (!columnsOf(s, "web_transcript").includes("expires_at")) s.exec("ALTER TABLE web_transcript ADD COLUMN expires_at INTEGER");
-      s.exec("CREATE INDEX IF NOT EXISTS web_transcript_expiry ON web_transcript(expires_at)");
-      s.exec("CREATE INDEX IF NOT EXISTS web_transcript_message ON web_transcript(message_id)");
+      const q = objectSql(s, "thread");
+      if (!columnsOf(s, "web_transcript").includes("expires_at")) q.run`ALTER TABLE web_transcript ADD COLUMN expires_at INTEGER`;
+      q.run`CREATE INDEX IF NOT EXISTS web_transcript_expiry ON web_transcript(expires_at)`;
+      q.run`CREATE INDEX IF NOT EXISTS web_transcript_message ON web_transcript(message_id)`;
     },
   ],
 };
@@ -130,17 +142,17 @@ export function migrate(storage: DurableObjectStorage): void {
 
 /** One meta value, or null. */
 export function getMeta(storage: DurableObjectStorage, key: string): string | null {
-  return sql<{ value: string }>(storage, "get meta", "SELECT value FROM meta WHERE key = ?", key)[0]?.value ?? null;
+  return threadSql(storage, "get meta")<{ value: string }>`SELECT value FROM meta WHERE key = ${key}`[0]?.value ?? null;
 }
 
 /** Drops one meta value. */
 export function deleteMeta(storage: DurableObjectStorage, key: string): void {
-  sql(storage, "delete meta", "DELETE FROM meta WHERE key = ?", key);
+  threadSql(storage, "delete meta").run`DELETE FROM meta WHERE key = ${key}`;
 }
 
 /** Writes one meta value. */
 export function setMeta(storage: DurableObjectStorage, key: string, value: string): void {
-  sql(storage, "set meta", "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", key, value);
+  threadSql(storage, "set meta").run`INSERT OR REPLACE INTO meta (key, value) VALUES (${key}, ${value})`;
 }
 
 /** A `records` row as SQLite returns it: the stored record with its JSON columns still text. */
@@ -197,14 +209,12 @@ class OpenBook {
 
   load(storage: DurableObjectStorage): void {
     this.open.clear();
-    const rows = sql<OpenRecord & { message_id: string }>(
-      storage,
-      "open records",
-      `SELECT seq, message_id, status, turn_state, turn_lease_until, delivery_due_at, delivery_lease_until, grace_until FROM records
-       WHERE turn_state IN ('queued', 'running') OR status IN ('pending_delivery', 'provisional') ORDER BY seq`,
-    );
+    const rows = threadSql(storage, "open records")<
+      OpenRecord & { message_id: string }
+    >`SELECT seq, message_id, status, turn_state, turn_lease_until, delivery_due_at, delivery_lease_until, grace_until FROM records
+       WHERE turn_state IN ('queued', 'running') OR status IN ('pending_delivery', 'provisional') ORDER BY seq`;
     for (const { message_id, ...r } of rows) this.open.set(message_id, r);
-    const agg = sql<{ n: number; e: number | null }>(storage, "records count", "SELECT COUNT(*) AS n, MIN(expires_at) AS e FROM records")[0];
+    const agg = threadSql(storage, "records count")<{ n: number; e: number | null }>`SELECT COUNT(*) AS n, MIN(expires_at) AS e FROM records`[0];
     this.count = agg.n;
     this.minExpiry = agg.e;
     this.stale = false;
@@ -256,21 +266,9 @@ export function insertRecord(
   maxQueued: number | null = null,
 ): boolean {
   const book = bookOf(storage);
-  const row = sql<{ seq: number }>(
-    storage,
-    "insert record",
-    `INSERT INTO records (message_id, record, inbound, status, turn_state, expires_at)
-     SELECT ?, ?, ?, ?, ?, ? WHERE ? IS NULL OR (SELECT COUNT(*) FROM records WHERE turn_state = 'queued') < ?
-     ON CONFLICT (message_id) DO NOTHING RETURNING seq`,
-    rec.message_id,
-    JSON.stringify(rec),
-    JSON.stringify(inbound),
-    rec.status,
-    turnState,
-    expiresAt,
-    maxQueued,
-    maxQueued,
-  )[0];
+  const row = threadSql(storage, "insert record")<{ seq: number }>`INSERT INTO records (message_id, record, inbound, status, turn_state, expires_at)
+     SELECT ${rec.message_id}, ${JSON.stringify(rec)}, ${JSON.stringify(inbound)}, ${rec.status}, ${turnState}, ${expiresAt} WHERE ${maxQueued} IS NULL OR (SELECT COUNT(*) FROM records WHERE turn_state = 'queued') < ${maxQueued}
+     ON CONFLICT (message_id) DO NOTHING RETURNING seq`[0];
   if (!row) return false;
   book.count++;
   book.expiresAt(expiresAt);
@@ -290,25 +288,21 @@ export function insertRecord(
 
 /** The thread id of the stored record `messageId` (a duplicate's answer), or null. */
 export function storedThreadId(storage: DurableObjectStorage, messageId: string): string | null {
-  const r = sql<{ t: string | null }>(
-    storage,
-    "record thread",
-    "SELECT json_extract(record, '$.thread_id') AS t FROM records WHERE message_id = ?",
-    messageId,
-  )[0];
+  const r = threadSql(storage, "record thread")<{
+    t: string | null;
+  }>`SELECT json_extract(record, '$.thread_id') AS t FROM records WHERE message_id = ${messageId}`[0];
   return r?.t ?? null;
 }
 
 /** One record row by message id, expired or not. */
 export function getStored(storage: DurableObjectStorage, messageId: string): StoredRecord | null {
-  const r = sql<Row>(storage, "get record", `SELECT ${COLS} FROM records WHERE message_id = ?`, messageId)[0];
+  const r = threadSql(storage, "get record")<Row>`SELECT ${sqlText(COLS)} FROM records WHERE message_id = ${messageId}`[0];
   return r ? fromRow(r) : null;
 }
 
 /** Persists the record body and any bookkeeping fields given. */
 export function saveStored(storage: DurableObjectStorage, s: Pick<StoredRecord, "record"> & Partial<Omit<StoredRecord, "record" | "seq" | "inbound">>): void {
-  const sets = ["record = ?", "status = ?"];
-  const args: unknown[] = [JSON.stringify(s.record), s.record.status];
+  const sets = [sqlPart`record = ${JSON.stringify(s.record)}`, sqlPart`status = ${s.record.status}`];
   for (const key of [
     "turn_state",
     "turn_lease_until",
@@ -319,14 +313,10 @@ export function saveStored(storage: DurableObjectStorage, s: Pick<StoredRecord, 
     "chunks_sent",
     "turn_attempts",
   ] as const) {
-    if (key in s) {
-      sets.push(`${key} = ?`);
-      args.push(s[key] ?? null);
-    }
+    if (key in s) sets.push(sqlPart`${sqlText(key)} = ${s[key] ?? null}`);
   }
-  args.push(s.record.message_id);
   const book = bookOf(storage);
-  sql(storage, "save record", `UPDATE records SET ${sets.join(", ")} WHERE message_id = ?`, ...args);
+  threadSql(storage, "save record").run`UPDATE records SET ${sqlJoin(sets, ", ")} WHERE message_id = ${s.record.message_id}`;
   book.expiresAt(s.expires_at);
   const cur = book.open.get(s.record.message_id);
   if (!cur) {
@@ -383,7 +373,7 @@ export function hasOrphan(storage: DurableObjectStorage, activeTurn: string | nu
 
 /** Rows whose turn is running (here or in a dead instance). */
 export function runningTurns(storage: DurableObjectStorage): StoredRecord[] {
-  return sql<Row>(storage, "running turns", `SELECT ${COLS} FROM records WHERE turn_state = 'running' ORDER BY seq`).map(fromRow);
+  return threadSql(storage, "running turns")<Row>`SELECT ${sqlText(COLS)} FROM records WHERE turn_state = 'running' ORDER BY seq`.map(fromRow);
 }
 
 /** True while any turn is queued or running. */
@@ -448,58 +438,44 @@ export function earliestExpiry(storage: DurableObjectStorage): number | null {
 /** Deletes records whose retention ended, with their run traces; returns their ids and those of the traces. */
 export function pruneExpired(storage: DurableObjectStorage, nowMs: number): { ids: string[]; traced: string[] } {
   const book = bookOf(storage);
-  const gone = sql<{ message_id: string; traced: number }>(
-    storage,
-    "expired ids",
-    "SELECT r.message_id, t.message_id IS NOT NULL AS traced FROM records r LEFT JOIN run_traces t ON t.message_id = r.message_id WHERE r.expires_at IS NOT NULL AND r.expires_at <= ?",
-    nowMs,
-  );
+  const gone = threadSql(storage, "expired ids")<{
+    message_id: string;
+    traced: number;
+  }>`SELECT r.message_id, t.message_id IS NOT NULL AS traced FROM records r LEFT JOIN run_traces t ON t.message_id = r.message_id WHERE r.expires_at IS NOT NULL AND r.expires_at <= ${nowMs}`;
   if (gone.length) {
-    sql(
-      storage,
-      "prune expired traces",
-      "DELETE FROM run_traces WHERE message_id IN (SELECT message_id FROM records WHERE expires_at IS NOT NULL AND expires_at <= ?)",
-      nowMs,
-    );
-    sql(storage, "prune expired", "DELETE FROM records WHERE expires_at IS NOT NULL AND expires_at <= ?", nowMs);
+    threadSql(storage, "prune expired traces")
+      .run`DELETE FROM run_traces WHERE message_id IN (SELECT message_id FROM records WHERE expires_at IS NOT NULL AND expires_at <= ${nowMs})`;
+    threadSql(storage, "prune expired").run`DELETE FROM records WHERE expires_at IS NOT NULL AND expires_at <= ${nowMs}`;
     // An Idempotency-Key goes with its record, and at this pass after its own window.
-    sql(storage, "prune idempotency keys", "DELETE FROM idempotency_keys WHERE expires_at <= ? OR message_id NOT IN (SELECT message_id FROM records)", nowMs);
+    threadSql(storage, "prune idempotency keys")
+      .run`DELETE FROM idempotency_keys WHERE expires_at <= ${nowMs} OR message_id NOT IN (SELECT message_id FROM records)`;
     for (const r of gone) book.open.delete(r.message_id);
     book.count -= gone.length;
-    book.minExpiry = sql<{ e: number | null }>(storage, "earliest expiry", "SELECT MIN(expires_at) AS e FROM records")[0].e;
+    book.minExpiry = threadSql(storage, "earliest expiry")<{ e: number | null }>`SELECT MIN(expires_at) AS e FROM records`[0].e;
   }
   return { ids: gone.map((r) => r.message_id), traced: gone.filter((r) => r.traced).map((r) => r.message_id) };
 }
 
 /** Live (unexpired) records, oldest first or newest first, for transcripts and search. */
 export function liveRecords(storage: DurableObjectStorage, nowMs: number, order: "asc" | "desc", offset: number, limit: number): AnswerRecord[] {
-  return sql<{ record: string }>(
-    storage,
-    "live records",
-    `SELECT record FROM records WHERE expires_at IS NULL OR expires_at > ? ORDER BY seq ${order === "asc" ? "ASC" : "DESC"} LIMIT ? OFFSET ?`,
-    nowMs,
-    limit,
-    offset,
-  ).map((r) => parseStored(AnswerRecord, r.record, "thread record"));
+  return threadSql(storage, "live records")<{
+    record: string;
+  }>`SELECT record FROM records WHERE expires_at IS NULL OR expires_at > ${nowMs} ORDER BY seq ${sqlText(order === "asc" ? "ASC" : "DESC")} LIMIT ${limit} OFFSET ${offset}`.map(
+    (r) => parseStored(AnswerRecord, r.record, "thread record"),
+  );
 }
 
 /** Records not expired at `nowMs`. */
 export function countLive(storage: DurableObjectStorage, nowMs: number): number {
-  return sql<{ n: number }>(storage, "count live", "SELECT COUNT(*) AS n FROM records WHERE expires_at IS NULL OR expires_at > ?", nowMs)[0].n;
+  return threadSql(storage, "count live")<{ n: number }>`SELECT COUNT(*) AS n FROM records WHERE expires_at IS NULL OR expires_at > ${nowMs}`[0].n;
 }
 
 /** Every record row, expired or not (the listing's message count). */
 /** The client address of the newest live record of route `routeName` that has one, or null. */
 export function newestAddressOn(storage: DurableObjectStorage, routeName: string, nowMs: number): string | null {
-  const rows = sql<{ address: string }>(
-    storage,
-    "newest address on a route",
-    `SELECT json_extract(record, '$.client_address') AS address FROM records
-     WHERE (expires_at IS NULL OR expires_at > ?) AND json_extract(record, '$.route_name') = ? AND json_extract(record, '$.client_address') IS NOT NULL
-     ORDER BY seq DESC LIMIT 1`,
-    nowMs,
-    routeName,
-  );
+  const rows = threadSql(storage, "newest address on a route")<{ address: string }>`SELECT json_extract(record, '$.client_address') AS address FROM records
+     WHERE (expires_at IS NULL OR expires_at > ${nowMs}) AND json_extract(record, '$.route_name') = ${routeName} AND json_extract(record, '$.client_address') IS NOT NULL
+     ORDER BY seq DESC LIMIT 1`;
   return rows[0]?.address ?? null;
 }
 
@@ -512,21 +488,21 @@ export function countAll(storage: DurableObjectStorage): number {
  * client address), expired or not: where forget must reach the page's copies.
  */
 export function webRecordsByPlace(storage: DurableObjectStorage): Array<{ route_name: string; client_address: string; message_id: string }> {
-  return sql<{ route_name: string; client_address: string; message_id: string }>(
-    storage,
-    "web records",
-    `SELECT json_extract(record, '$.route_name') AS route_name, json_extract(record, '$.client_address') AS client_address, message_id FROM records
-     WHERE json_extract(record, '$.channel') = 'web' AND json_extract(record, '$.client_address') IS NOT NULL ORDER BY seq`,
-  );
+  return threadSql(storage, "web records")<{
+    route_name: string;
+    client_address: string;
+    message_id: string;
+  }>`SELECT json_extract(record, '$.route_name') AS route_name, json_extract(record, '$.client_address') AS client_address, message_id FROM records
+     WHERE json_extract(record, '$.channel') = 'web' AND json_extract(record, '$.client_address') IS NOT NULL ORDER BY seq`;
 }
 
 /** Deletes every record, run trace and parked interaction (thread forget); returns how many records there were. */
 export function deleteAllRecords(storage: DurableObjectStorage): number {
   const n = countAll(storage);
-  sql(storage, "delete all records", "DELETE FROM records");
-  sql(storage, "delete all run traces", "DELETE FROM run_traces");
-  sql(storage, "delete all parked interactions", "DELETE FROM parked_interactions");
-  sql(storage, "delete all idempotency keys", "DELETE FROM idempotency_keys");
+  threadSql(storage, "delete all records").run`DELETE FROM records`;
+  threadSql(storage, "delete all run traces").run`DELETE FROM run_traces`;
+  threadSql(storage, "delete all parked interactions").run`DELETE FROM parked_interactions`;
+  threadSql(storage, "delete all idempotency keys").run`DELETE FROM idempotency_keys`;
   const book = bookOf(storage);
   book.open.clear();
   book.count = 0;

@@ -18,7 +18,7 @@ export class ThreadMode {
    */
   private noneStored = false;
 
-  constructor(private readonly deps: Pick<ThreadDeps, "storage" | "settings" | "now">) {}
+  constructor(private readonly deps: Pick<ThreadDeps, "storage" | "settings" | "clock">) {}
 
   /** The stored override's text, or null (remembering that there is none). */
   private stored(): string | null {
@@ -33,7 +33,7 @@ export class ThreadMode {
     const { storage } = this.deps;
     const raw = this.stored();
     if (!raw) return null;
-    const live = liveOverride(parseStored(StoredOverride, raw, "thread meta mode_override"), stamp, this.deps.now());
+    const live = liveOverride(parseStored(StoredOverride, raw, "thread meta mode_override"), stamp, this.deps.clock.now());
     if (!live) {
       deleteMeta(storage, "mode_override");
       this.noneStored = true;
@@ -49,7 +49,7 @@ export class ThreadMode {
 
   /** Sets the override under `stamp` (a route incarnation, or null: person-wide) for one retention window. */
   set(stamp: ModeStamp, mode: Mode): void {
-    const value: StoredOverride = { mode, route_created_at: stamp.created_at, expires_at: this.deps.now() + this.retentionMs() };
+    const value: StoredOverride = { mode, route_created_at: stamp.created_at, expires_at: this.deps.clock.now() + this.retentionMs() };
     setMeta(this.deps.storage, "mode_override", JSON.stringify(value));
     this.noneStored = false;
   }
@@ -60,8 +60,8 @@ export class ThreadMode {
     const raw = this.stored();
     if (!raw) return;
     const o = parseStored(StoredOverride, raw, "thread meta mode_override");
-    if (o.expires_at <= this.deps.now()) return;
-    setMeta(storage, "mode_override", JSON.stringify({ ...o, expires_at: this.deps.now() + this.retentionMs() }));
+    if (o.expires_at <= this.deps.clock.now()) return;
+    setMeta(storage, "mode_override", JSON.stringify({ ...o, expires_at: this.deps.clock.now() + this.retentionMs() }));
   }
 
   /** Drops the override (thread forget). */

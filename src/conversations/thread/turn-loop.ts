@@ -121,7 +121,8 @@ export class TurnLoop {
   }
 
   private async runOne(stored: StoredRecord): Promise<void> {
-    const { storage, now } = this.deps;
+    const { storage, clock } = this.deps;
+    const now = () => clock.now();
     const s = this.deps.settings();
     const c = s.conversations;
     const leaseMs = c.intakeClaimLeaseSeconds * 1000;
@@ -172,7 +173,7 @@ export class TurnLoop {
   /** Decides the outcome: route gone, manual mode (suppressed), or the target's run. */
   private async execute(stored: StoredRecord, s: Settings, run: TurnRun): Promise<TurnOutcome> {
     // The turn's one route read (src/conversations/thread/route-reads.ts): the door's if still fresh, else D1.
-    const readAt = this.deps.now();
+    const readAt = this.deps.clock.now();
     const fresh = this.parts.snapshots.take(stored.record.message_id, readAt);
     const read = await turnReads(this.deps.env(), stored.record.route_name, fresh);
     if (!read) return errorOutcome("the route was deleted before the turn ran");
@@ -189,7 +190,7 @@ export class TurnLoop {
     // greeting goes before whatever this turn answers, and a pairing message is answered here, in
     // either mode, without running the target.
     if (!stored.inbound.person) return this.decide(stored, read, ctx);
-    const person = new PersonTurn(this.deps.env(), route, stored.record, this.deps.now(), stored.inbound.guess_key ?? null);
+    const person = new PersonTurn(this.deps.env(), route, stored.record, this.deps.clock.now(), stored.inbound.guess_key ?? null);
     const greeting = await person.greeting(stored.inbound.greeting);
     const intent = pairingIntentOf(stored.inbound);
     const outcome = intent.kind === "text" ? await this.decide(stored, read, ctx) : await person.pairing(intent);
@@ -331,7 +332,7 @@ export class TurnLoop {
     const { waiters } = this.parts;
     const messageId = cur.record.message_id;
     if (!isOpenRecord(storage, messageId)) return; // forgotten meanwhile
-    const now = this.deps.now();
+    const now = this.deps.clock.now();
     const iso = new Date(now).toISOString();
     const retentionMs = s.conversations.answerRetentionTtlSeconds * 1000;
     // `parked` and `resolved` are the thread's bookkeeping, not record fields.

@@ -13,9 +13,8 @@ import type { TurnInbound } from "../model/payload";
 import type { TurnOutcome } from "./turn-runner";
 import { RunTrace, type RunOutcome, type RunStep, type RunTarget } from "../../observability/model/run-trace";
 import { StepLog, boundError } from "../../observability/runs/steps";
-import { execStatement } from "../../platform/persistence/object-sql";
 import { parseStored } from "../../platform/persistence/stored-json";
-import { getStored, sql } from "./store";
+import { getStored, threadSql } from "./store";
 
 /** The target a turn whose route could not be read (deleted, or an abandoned poison turn) is traced under. */
 export const UNKNOWN_TARGET: RunTarget = { kind: "tool", name: "(unknown)", version: null };
@@ -81,7 +80,7 @@ export function turnTrace(
 
 /** Keeps a settled turn's trace (in the caller's transaction: the settle's). */
 export function keepTurnTrace(storage: DurableObjectStorage, trace: RunTrace): void {
-  sql(storage, "keep run trace", "INSERT OR REPLACE INTO run_traces (message_id, trace) VALUES (?, ?)", trace.trace_id, JSON.stringify(trace));
+  threadSql(storage, "keep run trace").run`INSERT OR REPLACE INTO run_traces (message_id, trace) VALUES (${trace.trace_id}, ${JSON.stringify(trace)})`;
 }
 
 /**
@@ -89,7 +88,7 @@ export function keepTurnTrace(storage: DurableObjectStorage, trace: RunTrace): v
  * `nowMs` (an expired record reads as gone, as everywhere).
  */
 export function readTurnTrace(storage: DurableObjectStorage, traceId: string, nowMs: number): RunTrace | null {
-  const row = sql<{ trace: string }>(storage, "read run trace", "SELECT trace FROM run_traces WHERE message_id = ?", traceId)[0];
+  const row = threadSql(storage, "read run trace")<{ trace: string }>`SELECT trace FROM run_traces WHERE message_id = ${traceId}`[0];
   if (!row) return null;
   const cur = getStored(storage, traceId);
   if (!cur || (cur.expires_at !== null && cur.expires_at <= nowMs)) return null;
@@ -105,6 +104,6 @@ export function readTurnTrace(storage: DurableObjectStorage, traceId: string, no
 /** Drops these turns' traces (person erase of runs on another thread); answers how many were held. */
 export function dropTurnTraces(storage: DurableObjectStorage, traceIds: string[]): number {
   let n = 0;
-  for (const id of traceIds) n += execStatement(storage.sql, "thread (drop run traces)", "DELETE FROM run_traces WHERE message_id = ?", [id]).rowsWritten;
+  for (const id of traceIds) n += threadSql(storage, "drop run traces").run`DELETE FROM run_traces WHERE message_id = ${id}`;
   return n;
 }

@@ -5,7 +5,7 @@
  * alone would keep a stored object per page load. `holdsNothing` asks every table rather than a
  * list of them, so a table added later keeps an object that uses it.
  */
-import { execStatement } from "../../platform/persistence/object-sql";
+import { objectSql, sqlText } from "../../platform/persistence/object-sql";
 
 /**
  * The meta rows that only version a schema line (store.ts, idempotency-keys.ts): every line's
@@ -13,8 +13,9 @@ import { execStatement } from "../../platform/persistence/object-sql";
  */
 const SCHEMA_KEY = "%schema_version";
 
-function rows(storage: DurableObjectStorage, name: string, query: string, ...args: SqlStorageValue[]): number {
-  return execStatement(storage.sql, `thread vacancy (${name})`, query, args).rows.length;
+/** The tag for the vacancy statement `name`, named in its errors. */
+function vacancySql(storage: DurableObjectStorage, name: string) {
+  return objectSql(storage.sql, `thread vacancy (${name})`);
 }
 
 /**
@@ -22,18 +23,15 @@ function rows(storage: DurableObjectStorage, name: string, query: string, ...arg
  * entry. Runs only where an object may have emptied (a swept or refused session), never on a turn.
  */
 export async function holdsNothing(storage: DurableObjectStorage): Promise<boolean> {
-  const tables = execStatement<{ name: string }>(
-    storage.sql,
-    "thread vacancy (tables)",
-    "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%' AND name <> '_schema'",
-    [],
-  ).rows.map((r) => r.name);
+  const tables = vacancySql(storage, "tables")<{
+    name: string;
+  }>`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%' AND name <> '_schema'`.map((r) => r.name);
   for (const table of tables) {
     const held =
       table === "meta"
-        ? rows(storage, table, "SELECT 1 FROM meta WHERE key NOT LIKE ? LIMIT 1", SCHEMA_KEY)
-        : rows(storage, table, `SELECT 1 FROM "${table.replace(/"/g, '""')}" LIMIT 1`);
-    if (held) return false;
+        ? vacancySql(storage, table)`SELECT 1 FROM meta WHERE key NOT LIKE ${SCHEMA_KEY} LIMIT 1`
+        : vacancySql(storage, table)`SELECT 1 FROM ${sqlText(`"${table.replace(/"/g, '""')}"`)} LIMIT 1`;
+    if (held.length) return false;
   }
   return (await storage.list({ limit: 1 })).size === 0;
 }

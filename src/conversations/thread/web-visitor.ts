@@ -27,7 +27,7 @@
  */
 import { z } from "zod";
 import { WEB_HEADERS, type WebEntry, WebEntryRole, type WebSessionCheck } from "../model/web";
-import { execStatement } from "../../platform/persistence/object-sql";
+import { type ObjectSql, objectSql, sqlList, sqlPart } from "../../platform/persistence/object-sql";
 import { channelThreadId } from "../model/thread-id";
 
 /**
@@ -81,7 +81,8 @@ const EntryRow = z.object({
 });
 
 /** Where the live entries are: not past their expiry (an entry without one predates expiries: see `pruneExpired`). */
-const LIVE = "(expires_at IS NULL OR expires_at > ?)";
+/** An entry not past its expiry at `now`. */
+const live = (now: number) => sqlPart`(expires_at IS NULL OR expires_at > ${now})`;
 
 /** Frames a socket receives (WEB stream protocol, docs/channels.md). */
 export type WebFrame = { type: "ready"; after: number } | { type: "entry"; entry: WebEntry } | { type: "ended" };
@@ -159,12 +160,9 @@ export class WebVisitor {
 
   /** Sets the expiry of record `messageId`'s entries here, and re-arms the alarm for it. */
   async expire(messageId: string, expiresAt: number): Promise<void> {
-    const changed = this.exec<{ seq: number }>(
-      "transcript expire",
-      "UPDATE web_transcript SET expires_at = ? WHERE message_id = ? RETURNING seq",
-      expiresAt,
-      messageId,
-    );
+    const changed = this.sql("transcript expire")<{
+      seq: number;
+    }>`UPDATE web_transcript SET expires_at = ${expiresAt} WHERE message_id = ${messageId} RETURNING seq`;
     if (!changed.length) return;
     this.due = undefined;
     await this.arm();
@@ -179,11 +177,7 @@ export class WebVisitor {
     let removed = 0;
     for (let i = 0; i < messageIds.length; i += 50) {
       const ids = messageIds.slice(i, i + 50);
-      removed += this.exec(
-        "transcript forget",
-        `DELETE FROM web_transcript WHERE message_id IN (${ids.map(() => "?").join(", ")}) RETURNING seq`,
-        ...ids,
-      ).length;
+      removed += this.sql("transcript forget")`DELETE FROM web_transcript WHERE message_id IN (${sqlList(ids)}) RETURNING seq`.length;
     }
     this.due = undefined;
     this.end(false);
@@ -197,10 +191,10 @@ export class WebVisitor {
    */
   dueAt(fresh = false): number | null {
     if (fresh || this.due === undefined) {
-      const row = this.exec<{ e: number | null; legacy: number }>(
-        "transcript due",
-        "SELECT MIN(expires_at) AS e, EXISTS (SELECT 1 FROM web_transcript WHERE expires_at IS NULL) AS legacy FROM web_transcript",
-      )[0];
+      const row = this.sql("transcript due")<{
+        e: number | null;
+        legacy: number;
+      }>`SELECT MIN(expires_at) AS e, EXISTS (SELECT 1 FROM web_transcript WHERE expires_at IS NULL) AS legacy FROM web_transcript`[0];
       this.due = row.legacy ? this.now() : row.e;
     }
     return this.due;
@@ -209,34 +203,29 @@ export class WebVisitor {
   /** Deletes the entries past their expiry (the alarm's pass); answers how many went. */
   pruneExpired(nowMs: number): number {
     // Entries written before expiries existed get a retention window from now.
-    this.exec("transcript backfill expiry", "UPDATE web_transcript SET expires_at = ? WHERE expires_at IS NULL", nowMs + this.retentionMs());
-    const gone = this.exec("transcript prune", "DELETE FROM web_transcript WHERE expires_at <= ? RETURNING seq", nowMs).length;
+    this.sql("transcript backfill expiry").run`UPDATE web_transcript SET expires_at = ${nowMs + this.retentionMs()} WHERE expires_at IS NULL`;
+    const gone = this.sql("transcript prune")`DELETE FROM web_transcript WHERE expires_at <= ${nowMs} RETURNING seq`.length;
     this.due = undefined;
     return gone;
   }
 
-  private exec<T extends Record<string, SqlStorageValue>>(name: string, query: string, ...args: SqlStorageValue[]): T[] {
-    return execStatement<T>(this.storage.sql, `thread web (${name})`, query, args).rows;
+  /** The tag for statement `name`, named in its errors. */
+  private sql(name: string): ObjectSql {
+    return objectSql(this.storage.sql, `thread web (${name})`);
   }
 
   /** Starts a session (replacing any): pending until its credential first comes back. */
   open(identity: string, secretHash: string, pendingTtlMs: number, params: Record<string, string> | null): void {
     const expiresAt = this.now() + pendingTtlMs;
-    this.exec("session clear", "DELETE FROM web_session");
-    this.exec(
-      "session open",
-      "INSERT INTO web_session (id, identity, secret_hash, expires_at, pending, params) VALUES (1, ?, ?, ?, 1, ?)",
-      identity,
-      secretHash,
-      expiresAt,
-      params ? JSON.stringify(params) : null,
-    );
+    this.sql("session clear").run`DELETE FROM web_session`;
+    this.sql("session open")
+      .run`INSERT INTO web_session (id, identity, secret_hash, expires_at, pending, params) VALUES (1, ${identity}, ${secretHash}, ${expiresAt}, 1, ${params ? JSON.stringify(params) : null})`;
     this.expiresAt = expiresAt;
   }
 
   /** Reads when the session expires (once per instance, when the object starts). */
   loadExpiry(): void {
-    const row = this.exec<{ expires_at: number }>("session expiry", "SELECT expires_at FROM web_session WHERE id = 1")[0];
+    const row = this.sql("session expiry")<{ expires_at: number }>`SELECT expires_at FROM web_session WHERE id = 1`[0];
     this.expiresAt = row ? row.expires_at : null;
   }
 
@@ -265,12 +254,12 @@ export class WebVisitor {
    * captured link parameters when given (a later navigation that carried some).
    */
   check(identity: string, secretHash: string, ttlMs: number, params?: Record<string, string>): WebSessionCheck {
-    const row = this.exec("session read", "SELECT identity, secret_hash, expires_at, pending, params FROM web_session WHERE id = 1")[0];
+    const row = this.sql("session read")`SELECT identity, secret_hash, expires_at, pending, params FROM web_session WHERE id = 1`[0];
     const session = row ? SessionRow.parse(row) : null;
     const now = this.now();
     if (!session || session.expires_at <= now || session.identity !== identity || !sameHash(session.secret_hash, secretHash)) return { ok: false };
     const kept = params !== undefined ? (Object.keys(params).length ? JSON.stringify(params) : session.params) : session.params;
-    this.exec("session refresh", "UPDATE web_session SET expires_at = ?, pending = 0, params = ? WHERE id = 1", now + ttlMs, kept);
+    this.sql("session refresh").run`UPDATE web_session SET expires_at = ${now + ttlMs}, pending = 0, params = ${kept} WHERE id = 1`;
     this.expiresAt = now + ttlMs;
     return { ok: true, params: kept ? z.record(z.string(), z.string()).parse(JSON.parse(kept)) : null };
   }
@@ -278,23 +267,23 @@ export class WebVisitor {
   /** Keeps a one-time stream ticket's hash (the widget's socket cannot carry a header). */
   keepTicket(ticketHash: string, ttlMs: number): void {
     const now = this.now();
-    this.exec("ticket prune", "DELETE FROM web_ticket WHERE expires_at <= ?", now);
-    this.exec("ticket keep", "INSERT OR REPLACE INTO web_ticket (ticket_hash, expires_at) VALUES (?, ?)", ticketHash, now + ttlMs);
+    this.sql("ticket prune").run`DELETE FROM web_ticket WHERE expires_at <= ${now}`;
+    this.sql("ticket keep").run`INSERT OR REPLACE INTO web_ticket (ticket_hash, expires_at) VALUES (${ticketHash}, ${now + ttlMs})`;
   }
 
   /** Spends a stream ticket: true once, within its lifetime, while the session lives. */
   spendTicket(ticketHash: string): boolean {
-    const row = this.exec<{ expires_at: number }>("ticket spend", "DELETE FROM web_ticket WHERE ticket_hash = ? RETURNING expires_at", ticketHash)[0];
+    const row = this.sql("ticket spend")<{ expires_at: number }>`DELETE FROM web_ticket WHERE ticket_hash = ${ticketHash} RETURNING expires_at`[0];
     return Boolean(row && row.expires_at > this.now() && this.hasSession());
   }
 
   /** Ends the session (and with `transcript`, the transcript too); open sockets are told and closed. */
   end(transcript: boolean): void {
-    this.exec("session end", "DELETE FROM web_session");
-    this.exec("tickets end", "DELETE FROM web_ticket");
+    this.sql("session end").run`DELETE FROM web_session`;
+    this.sql("tickets end").run`DELETE FROM web_ticket`;
     this.expiresAt = null;
     if (transcript) {
-      this.exec("transcript clear", "DELETE FROM web_transcript");
+      this.sql("transcript clear").run`DELETE FROM web_transcript`;
       this.due = undefined;
     }
     for (const ws of this.sockets.all()) {
@@ -309,23 +298,16 @@ export class WebVisitor {
 
   /** True while a live session exists (a page may still be watching). */
   hasSession(): boolean {
-    const row = this.exec<{ expires_at: number }>("session live", "SELECT expires_at FROM web_session WHERE id = 1")[0];
+    const row = this.sql("session live")<{ expires_at: number }>`SELECT expires_at FROM web_session WHERE id = 1`[0];
     return Boolean(row && row.expires_at > this.now());
   }
 
   /** Appends one entry that expires at `expiresAt`, pushes it to the open sockets and returns its seq. */
   append(role: WebEntry["role"], text: string, part: unknown, messageId: string | null, expiresAt: number): number {
     const at = this.now();
-    const row = this.exec<{ seq: number }>(
-      "transcript append",
-      "INSERT INTO web_transcript (role, text, part, message_id, at, expires_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING seq",
-      role,
-      text,
-      part === null || part === undefined ? null : JSON.stringify(part),
-      messageId,
-      at,
-      expiresAt,
-    )[0];
+    const row = this.sql("transcript append")<{
+      seq: number;
+    }>`INSERT INTO web_transcript (role, text, part, message_id, at, expires_at) VALUES (${role}, ${text}, ${part === null || part === undefined ? null : JSON.stringify(part)}, ${messageId}, ${at}, ${expiresAt}) RETURNING seq`[0];
     if (this.due === null || (typeof this.due === "number" && expiresAt < this.due)) this.due = expiresAt;
     const entry: WebEntry = { seq: row.seq, role, text, part: part ?? null, at: new Date(at).toISOString(), message_id: messageId };
     const frame = JSON.stringify({ type: "entry", entry } satisfies WebFrame);
@@ -350,19 +332,15 @@ export class WebVisitor {
 
   /** The secret hash of the live session, or null when there is none (ended, expired). */
   private liveSessionHash(): string | null {
-    const row = this.exec<{ secret_hash: string; expires_at: number }>("session live hash", "SELECT secret_hash, expires_at FROM web_session WHERE id = 1")[0];
+    const row = this.sql("session live hash")<{ secret_hash: string; expires_at: number }>`SELECT secret_hash, expires_at FROM web_session WHERE id = 1`[0];
     return row && row.expires_at > this.now() ? row.secret_hash : null;
   }
 
   /** The live entries after `after`, oldest first (an entry past its expiry reads as gone). */
   entriesAfter(after: number, limit = 1000): WebEntry[] {
-    return this.exec(
+    return this.sql(
       "transcript read",
-      `SELECT seq, role, text, part, message_id, at FROM web_transcript WHERE seq > ? AND ${LIVE} ORDER BY seq LIMIT ?`,
-      after,
-      this.now(),
-      limit,
-    ).map((r) => {
+    )`SELECT seq, role, text, part, message_id, at FROM web_transcript WHERE seq > ${after} AND ${live(this.now())} ORDER BY seq LIMIT ${limit}`.map((r) => {
       const e = EntryRow.parse(r);
       return {
         seq: e.seq,
@@ -385,7 +363,7 @@ export class WebVisitor {
     this.sockets.accept(server);
     server.serializeAttachment({ session } satisfies SocketSession);
     for (const entry of this.entriesAfter(after)) server.send(JSON.stringify({ type: "entry", entry } satisfies WebFrame));
-    const last = this.exec<{ seq: number | null }>("transcript last", "SELECT MAX(seq) AS seq FROM web_transcript")[0]?.seq ?? 0;
+    const last = this.sql("transcript last")<{ seq: number | null }>`SELECT MAX(seq) AS seq FROM web_transcript`[0]?.seq ?? 0;
     server.send(JSON.stringify({ type: "ready", after: Math.max(after, last) } satisfies WebFrame));
     return new Response(null, { status: 101, webSocket: client });
   }

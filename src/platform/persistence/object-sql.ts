@@ -23,7 +23,11 @@ export class ObjectSqlError extends Error {
   }
 }
 
-/** Runs one statement with its values bound; a failure is rethrown as an ObjectSqlError naming it. */
+/**
+ * Runs one statement with its values bound; a failure is rethrown as an ObjectSqlError naming it.
+ * The kit's own door to `sql.exec`: outside this folder statements go through the `objectSql` tag
+ * (test/platform/one-sql-style.test.ts keeps it so).
+ */
 export function execStatement<T extends SqlRow = SqlRow>(
   sql: SqlStorage,
   store: string,
@@ -46,7 +50,62 @@ export interface SqlResult<T extends SqlRow> {
 }
 
 /**
- * The tagged template over one store's SQLite: each `${value}` becomes a bound `?`, never text.
+ * A piece of statement text that the code itself chose (a column list, an `ORDER BY` direction, a
+ * `SET` list), with the values it binds: spliced into a statement as text, never taken from a value.
+ */
+export class SqlFragment {
+  constructor(
+    readonly text: string,
+    readonly values: readonly SqlStorageValue[] = [],
+  ) {}
+}
+
+/** Statement text the code chose, never text from outside: `q\`SELECT ${sqlText(COLUMNS)} FROM run\``. */
+export function sqlText(text: string): SqlFragment {
+  return new SqlFragment(text);
+}
+
+/** A fragment with its own bound values, to splice into a statement: `sqlPart\`status = ${status}\``. */
+export function sqlPart(strings: TemplateStringsArray, ...values: SqlValue[]): SqlFragment {
+  return compose(strings, values);
+}
+
+/** Fragments joined by `separator` (a `SET` list, an `IN` list). */
+export function sqlJoin(parts: readonly SqlFragment[], separator: string): SqlFragment {
+  return new SqlFragment(
+    parts.map((p) => p.text).join(separator),
+    parts.flatMap((p) => p.values),
+  );
+}
+
+/** Values bound by position, as `?, ?, …` (an `IN` list, a `VALUES` row given as one list). */
+export function sqlList(values: readonly SqlStorageValue[]): SqlFragment {
+  return new SqlFragment(values.map(() => "?").join(", "), values);
+}
+
+/** What a template may interpolate: a value, bound as `?`, or a fragment of the code's own text. */
+export type SqlValue = SqlStorageValue | SqlFragment;
+
+/** A template's statement text and bound values: each value becomes a `?`, each fragment its text. */
+function compose(strings: TemplateStringsArray, values: readonly SqlValue[]): SqlFragment {
+  let text = strings[0];
+  const bound: SqlStorageValue[] = [];
+  values.forEach((value, i) => {
+    if (value instanceof SqlFragment) {
+      text += value.text;
+      bound.push(...value.values);
+    } else {
+      text += "?";
+      bound.push(value);
+    }
+    text += strings[i + 1];
+  });
+  return new SqlFragment(text, bound);
+}
+
+/**
+ * The tagged template over one store's SQLite: each `${value}` becomes a bound `?`, never text (a
+ * `SqlFragment` from `sqlText`/`sqlPart`/`sqlJoin` is the code's own text, spliced in as such).
  *
  *     const q = objectSql(ctx.storage.sql, "ledger");
  *     const rows = q<{ key: string }>`SELECT key FROM ledger WHERE thread_id = ${threadId}`;
@@ -54,12 +113,12 @@ export interface SqlResult<T extends SqlRow> {
  *     q.run`DELETE FROM ledger WHERE expires_at <= ${nowMs}`; // rows written
  */
 export interface ObjectSql {
-  <T extends SqlRow = SqlRow>(strings: TemplateStringsArray, ...values: SqlStorageValue[]): T[];
+  <T extends SqlRow = SqlRow>(strings: TemplateStringsArray, ...values: SqlValue[]): T[];
   /** The first row, or null. */
-  one<T extends SqlRow = SqlRow>(strings: TemplateStringsArray, ...values: SqlStorageValue[]): T | null;
+  one<T extends SqlRow = SqlRow>(strings: TemplateStringsArray, ...values: SqlValue[]): T | null;
   /** Runs a write; answers the rows it wrote. */
-  run(strings: TemplateStringsArray, ...values: SqlStorageValue[]): number;
-  /** The storage underneath, for the few statements built at run time (use execStatement with it). */
+  run(strings: TemplateStringsArray, ...values: SqlValue[]): number;
+  /** The storage underneath. */
   readonly storage: SqlStorage;
   readonly store: string;
 }
@@ -69,13 +128,16 @@ export function statementOf(strings: TemplateStringsArray): string {
   return strings.join("?");
 }
 
+/** The tag over `sql`, naming `store` (with the statement's text) in its errors. */
 export function objectSql(sql: SqlStorage, store: string): ObjectSql {
-  const rows = <T extends SqlRow = SqlRow>(strings: TemplateStringsArray, ...values: SqlStorageValue[]): T[] =>
-    execStatement<T>(sql, store, statementOf(strings), values).rows;
+  const exec = <T extends SqlRow>(strings: TemplateStringsArray, values: readonly SqlValue[]): SqlResult<T> => {
+    const statement = compose(strings, values);
+    return execStatement<T>(sql, store, statement.text, statement.values);
+  };
+  const rows = <T extends SqlRow = SqlRow>(strings: TemplateStringsArray, ...values: SqlValue[]): T[] => exec<T>(strings, values).rows;
   return Object.assign(rows, {
-    one: <T extends SqlRow = SqlRow>(strings: TemplateStringsArray, ...values: SqlStorageValue[]): T | null =>
-      execStatement<T>(sql, store, statementOf(strings), values).rows[0] ?? null,
-    run: (strings: TemplateStringsArray, ...values: SqlStorageValue[]): number => execStatement(sql, store, statementOf(strings), values).rowsWritten,
+    one: <T extends SqlRow = SqlRow>(strings: TemplateStringsArray, ...values: SqlValue[]): T | null => exec<T>(strings, values).rows[0] ?? null,
+    run: (strings: TemplateStringsArray, ...values: SqlValue[]): number => exec(strings, values).rowsWritten,
     storage: sql,
     store,
   });
@@ -155,7 +217,8 @@ export function schemaVersion(sql: SqlStorage, name: string): number | null {
 /**
  * Brings one store to its current version (the number of its steps) and answers that version.
  * Idempotent: a store already current costs one read. Run it once per instance before any read,
- * inside blockConcurrencyWhile (or, for a store created on its first write, before that write).
+ * as the shell's `startObject` migration (object-start.ts), or, for a store created on its first
+ * write, before that write.
  * A store at a version newer than this code knows (a rolled-back deploy) is left as it is and its
  * version answered: steps only add, so the older code still finds what it reads, and the newer code
  * does not rerun its steps when it returns.

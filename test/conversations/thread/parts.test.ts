@@ -44,7 +44,7 @@ function depsOver(storage: DurableObjectStorage, clock: { ms: number }, fetch?: 
     storage,
     env: () => env,
     settings: () => settings,
-    now: () => clock.ms,
+    clock: { now: () => clock.ms },
     fetch: fetch ?? (async () => Promise.reject(new Error("this part must not reach the network"))),
   };
 }
