@@ -44,6 +44,9 @@
  * commit then waits for the disk to sync it. `--state-in-memory` puts that directory on /dev/shm
  * (Linux) instead, which separates what the code costs from what this machine's disk costs; the
  * deployed platform commits to its own storage, neither of these.
+ *
+ * `--cost` runs only the cost phase instead (scripts/bench/cost.ts, docs/cost.md): each kind of
+ * message counted with the usage meter on, priced from scripts/bench/prices.json.
  */
 import { randomBytes } from "node:crypto";
 import { BOOTSTRAP_TOKEN, http } from "../test/e2e/harness";
@@ -58,6 +61,7 @@ import { DOWN_SECONDS, FAULTY_SECONDS, FAULT_HANG_MS, FAULT_VARS, faultsPhase } 
 import { HOL_MAX_CONCURRENT_TURNS, HOL_THREADS, HOL_TOOL_DELAY_MS, holPhase, setupToolRoute } from "./bench/hol";
 import { type ScriptedReceiver, startScriptedReceiver } from "./bench/scripted-receiver";
 import { startBridge, startRelay } from "./bench/server";
+import { costBench } from "./bench/cost";
 import { enablePersons, linkCallers, personsPhase, setupPersons } from "./bench/persons";
 import { setupSync, syncPhase } from "./bench/sync";
 import { type Visitor, openVisitors, setupWeb, webPhase } from "./bench/web";
@@ -169,6 +173,7 @@ async function prepare(base: string): Promise<Ctx> {
 }
 
 async function main(): Promise<number> {
+  if (process.argv.includes("--cost")) return runCost();
   const opts = parseArgs(process.argv.slice(2));
   const has = (p: PhaseName) => opts.phases.has(p);
   for (const sig of ["SIGINT", "SIGTERM"] as const) process.once(sig, () => void stopAll().finally(() => process.exit(130)));
@@ -518,6 +523,19 @@ async function main(): Promise<number> {
         );
     }
     return failures ? 1 : 0;
+  } finally {
+    await stopAll();
+  }
+}
+
+/** `--cost`: the cost phase alone, with its own bridge (scripts/bench/cost.ts). */
+async function runCost(): Promise<number> {
+  for (const sig of ["SIGINT", "SIGTERM"] as const) process.once(sig, () => void stopAll().finally(() => process.exit(130)));
+  try {
+    return await costBench(
+      process.argv.slice(2).filter((a) => a !== "--cost"),
+      cleanups,
+    );
   } finally {
     await stopAll();
   }

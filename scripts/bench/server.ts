@@ -7,7 +7,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ROOT, freePort, startDev } from "../../test/e2e/harness";
+import { ROOT, freePort, startDev } from "./harness";
 import type { Server } from "./lib";
 
 /**
