@@ -28,7 +28,6 @@ import { createHmac, randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { postMessage } from "./doors";
 import { type FakeLlm, startFakeLlm, toolCall } from "./fake-llm";
 import { type FakeProviders, startFakeProviders } from "./fake-providers";
 import { BOOTSTRAP_TOKEN, http } from "./harness";
@@ -55,6 +54,7 @@ interface Usage {
   objects: Record<string, { requests: number; alarms: number; webSocketEvents: number; activeMs: number }>;
   sqlRowsRead: number;
   sqlRowsWritten: number;
+  statements: Record<string, { runs: number; rowsRead: number; rowsWritten: number }>;
   kvRowsRead: number;
   kvRowsWritten: number;
   alarmsSet: number;
@@ -198,6 +198,12 @@ export function costReport(measured: Measured[], prices: Prices): { lines: strin
     lines.push(
       `also per message: D1 statements ${num(m.usage.d1Statements / m.phase.ok)}, object key-value rows read/written ${num(m.usage.kvRowsRead / m.phase.ok)}/${num(m.usage.kvRowsWritten / m.phase.ok)}, alarms set ${num(m.usage.alarmsSet / m.phase.ok)}`,
     );
+    const writers = Object.entries(m.usage.statements)
+      .sort((a, b) => b[1].rowsWritten - a[1].rowsWritten)
+      .slice(0, 6)
+      .filter(([, st]) => st.rowsWritten > 0);
+    lines.push("SQLite rows written per message, the largest statements (runs per message, rows written per message):");
+    for (const [key, st] of writers) lines.push(`  ${num(st.runs / m.phase.ok)} × ${num(st.rowsWritten / m.phase.ok)} rows  ${key}`);
     summary.push([m.label, usd(total), LABELS[largest], usd(dollars[largest])]);
     json[m.kind] = {
       messages: m.phase.ok,
@@ -335,18 +341,21 @@ async function whatsappRoundTrip(base: string, fake: FakeProviders, sender: stri
 
 /** The async kind: 202, then the signed callback for that message at the receiver. */
 async function asyncOnce(ctx: Ctx, rx: CallbackReceiver, sender: string, text: string): Promise<string | null> {
-  const r = await postMessage(ctx, ROUTES.async, { external_user_id: sender, text });
-  if (r.status !== 202) return `HTTP ${r.status}`;
-  const id = r.data?.message_id;
+  const r = await http(ctx.base, "POST", `/api/conversations/${ROUTES.async}/messages`, { key: ctx.caller, body: { external_user_id: sender, text } });
+  if (r.status !== 202) return `HTTP ${r.status} ${r.body?.error?.code ?? ""}`.trim();
+  const id = r.body?.data?.message_id;
   const arrived = await waitFor(() => rx.requests.some((q) => q.rawBody.includes(`"message_id":"${id}"`)), 30_000, 20);
   return arrived ? null : "no callback within 30 s";
 }
 
 async function llmOnce(ctx: Ctx, sender: string, text: string): Promise<string | null> {
-  const r = await postMessage(ctx, ROUTES.llm, { external_user_id: sender, text, wait_seconds: 30 });
-  if (r.status !== 200) return `HTTP ${r.status}`;
-  if (r.data?.status !== "answered") return `status ${r.data?.status ?? "?"}`;
-  return String(r.data.answer ?? "").startsWith("done after") ? null : "unexpected answer";
+  const r = await http(ctx.base, "POST", `/api/conversations/${ROUTES.llm}/messages`, {
+    key: ctx.caller,
+    body: { external_user_id: sender, text, wait_seconds: 30 },
+  });
+  if (r.status !== 200) return `HTTP ${r.status} ${r.body?.error?.code ?? ""}`.trim();
+  if (r.body?.data?.status !== "answered") return `status ${r.body?.data?.status ?? "?"}`;
+  return String(r.body.data.answer ?? "").startsWith("done after") ? null : "unexpected answer";
 }
 
 /**
@@ -447,6 +456,17 @@ export async function costBench(argv: string[], cleanups: Array<() => Promise<vo
     `each kind: ${S} threads, one warm-up message each (uncounted), then ${opts.messages} counted messages each; the meter read ${opts.settleSeconds} s after the last`,
   );
   for (const l of report.lines) console.log(l);
+  if (failures && bridge.logs) {
+    // Enough of wrangler's own output to tell a Worker error from a runtime restart.
+    const lines = bridge
+      .logs()
+      .split("\n")
+      .filter((l) => /error|restart|exception|warn/i.test(l));
+    if (lines.length)
+      console.log(
+        `bench --cost: wrangler dev output about the failures (last ${Math.min(20, lines.length)} of ${lines.length} lines):\n${lines.slice(-20).join("\n")}`,
+      );
+  }
   if (opts.json) console.log(JSON.stringify({ machine: m, prices_read_on: prices.read_on, senders: S, messages: opts.messages, kinds: report.json }));
   return failures ? 1 : 0;
 }

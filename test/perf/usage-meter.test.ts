@@ -52,7 +52,9 @@ describe("the usage meter", () => {
     noOutbound();
     switchUsageMeter(false);
     await oneTurn();
-    expect(total(takeUsage())).toBe(0);
+    const u = takeUsage();
+    expect(total(u)).toBe(0);
+    expect(u.statements).toEqual({});
     const res = await worker.fetch(new Request("https://bridge.test/__usage"), env, createExecutionContext());
     expect(res.status).toBe(404);
   });
@@ -68,6 +70,10 @@ describe("the usage meter", () => {
     expect(u.objects.AddressBucket?.requests).toBeGreaterThanOrEqual(1);
     expect(u.sqlRowsWritten).toBeGreaterThan(0);
     expect(u.sqlRowsRead).toBeGreaterThan(0);
+    // The rows by statement add up to the totals, each named by the class that ran it.
+    const byStatement = Object.entries(u.statements);
+    expect(byStatement.reduce((n, [, s]) => n + s.rowsWritten, 0)).toBe(u.sqlRowsWritten);
+    expect(byStatement.some(([key, s]) => key.startsWith("ThreadObject ") && s.rowsWritten > 0)).toBe(true);
     // Creating the route writes D1.
     expect(u.d1Statements).toBeGreaterThan(0);
     expect(u.d1RowsWritten).toBeGreaterThan(0);

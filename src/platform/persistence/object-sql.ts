@@ -35,7 +35,7 @@ export function execStatement<T extends SqlRow = SqlRow>(
     const cursor = sql.exec<T>(statement, ...values);
     const rows = cursor.toArray();
     // The bench's usage meter (off in every deployment): the rows SQLite read and wrote, as billed.
-    if (usageMeterOn()) countObjectRows(cursor.rowsRead, cursor.rowsWritten);
+    if (usageMeterOn()) countObjectRows(store, statement, cursor.rowsRead, cursor.rowsWritten);
     return { rows, rowsWritten: cursor.rowsWritten };
   } catch (err) {
     throw new ObjectSqlError(store, statement, err);
