@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: one run against a real `wrangler dev` (started through the e2e harness, i.e.
+ * `npm run bench`: one run against a real `wrangler dev` (started through scripts/bench/harness.ts, i.e.
  * the same `npm start` path: D1 migrations, then `wrangler dev` on free loopback ports with a
  * throwaway persistence directory). Phases (each in its own module under scripts/bench/, shared
  * helpers in scripts/bench/lib.ts):
@@ -49,10 +49,10 @@
  * message counted with the usage meter on, priced from scripts/bench/prices.json.
  */
 import { randomBytes } from "node:crypto";
-import { BOOTSTRAP_TOKEN, http } from "../test/e2e/harness";
-import { type FakeProviders, startFakeProviders } from "../test/e2e/support/fake-providers";
-import { type CallbackReceiver, startReceiver } from "../test/e2e/support/receiver";
-import { type TestPki, makeTestPki, trustEnv } from "../test/e2e/support/tls";
+import { BOOTSTRAP_TOKEN, http } from "./bench/harness";
+import { type FakeProviders, startFakeProviders } from "./bench/fake-providers";
+import { type CallbackReceiver, startReceiver } from "./bench/receiver";
+import { type TestPki, makeTestPki, trustEnv } from "./bench/tls";
 import { healthPhase } from "./bench/health";
 import { ingestPhase, setupIngest } from "./bench/ingest";
 import { type Ctx, type Phase, type Row, type Server, fmt, load, machine, meterServer, percentile, printCpu, printTable, summary } from "./bench/lib";
