@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: one run against a real `wrangler dev` (started through the e2e harness, i.e.
+ * `npm run bench`: one run against a real `wrangler dev` (started through scripts/bench/harness.ts, i.e.
  * the same `npm start` path: D1 migrations, then `wrangler dev` on free loopback ports with a
  * throwaway persistence directory). Phases (each in its own module under scripts/bench/, shared
  * helpers in scripts/bench/lib.ts):
@@ -55,14 +55,17 @@
  * commit then waits for the disk to sync it. `--state-in-memory` puts that directory on /dev/shm
  * (Linux) instead, which separates what the code costs from what this machine's disk costs; the
  * deployed platform commits to its own storage, neither of these.
+ *
+ * `--cost` runs only the cost phase instead (scripts/bench/cost.ts, docs/cost.md): each kind of
+ * message counted with the usage meter on, priced from scripts/bench/prices.json.
  */
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { BOOTSTRAP_TOKEN, http } from "../test/e2e/harness";
-import { type FakeProviders, startFakeProviders } from "../test/e2e/support/fake-providers";
-import { type CallbackReceiver, startReceiver } from "../test/e2e/support/receiver";
-import { type TestPki, makeTestPki, trustEnv } from "../test/e2e/support/tls";
+import { BOOTSTRAP_TOKEN, http } from "./bench/harness";
+import { type FakeProviders, startFakeProviders } from "./bench/fake-providers";
+import { type CallbackReceiver, startReceiver } from "./bench/receiver";
+import { type TestPki, makeTestPki, trustEnv } from "./bench/tls";
 import { healthPhase } from "./bench/health";
 import { ingestPhase, setupIngest } from "./bench/ingest";
 import { type Ctx, type Phase, type Row, type Server, fmt, load, machine, meterServer, percentile, printCpu, printTable, summary } from "./bench/lib";
@@ -81,6 +84,7 @@ import {
   setupSustained,
   sustainedPhase,
 } from "./bench/sustained";
+import { costBench } from "./bench/cost";
 import { enablePersons, linkCallers, personsPhase, setupPersons } from "./bench/persons";
 import { setupSync, syncPhase } from "./bench/sync";
 import { type Visitor, openVisitors, setupWeb, webPhase } from "./bench/web";
@@ -255,6 +259,7 @@ async function runSustained(
 }
 
 async function main(): Promise<number> {
+  if (process.argv.includes("--cost")) return runCost();
   const opts = parseArgs(process.argv.slice(2));
   const has = (p: PhaseName) => opts.phases.has(p);
   for (const sig of ["SIGINT", "SIGTERM"] as const) process.once(sig, () => void stopAll().finally(() => process.exit(130)));
@@ -620,6 +625,19 @@ async function main(): Promise<number> {
         );
     }
     return failures ? 1 : 0;
+  } finally {
+    await stopAll();
+  }
+}
+
+/** `--cost`: the cost phase alone, with its own bridge (scripts/bench/cost.ts). */
+async function runCost(): Promise<number> {
+  for (const sig of ["SIGINT", "SIGTERM"] as const) process.once(sig, () => void stopAll().finally(() => process.exit(130)));
+  try {
+    return await costBench(
+      process.argv.slice(2).filter((a) => a !== "--cost"),
+      cleanups,
+    );
   } finally {
     await stopAll();
   }

@@ -1,5 +1,5 @@
 /** The requests the api-door phases send: health, async (202) messages and inline (`wait_seconds`) turns. */
-import { http } from "../../test/e2e/harness";
+import { http } from "./harness";
 import type { Ctx } from "./lib";
 
 export async function healthOnce(base: string): Promise<string | null> {

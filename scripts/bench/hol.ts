@@ -11,7 +11,7 @@
  * bench.ts sets it to HOL_MAX_CONCURRENT_TURNS for the run when this phase is selected.
  */
 import { performance } from "node:perf_hooks";
-import { http } from "../../test/e2e/harness";
+import { http } from "./harness";
 import { type Ctx, type Phase, waitFor, cpuMark, cpuSince } from "./lib";
 import type { ScriptedReceiver } from "./scripted-receiver";
 

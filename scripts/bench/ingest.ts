@@ -6,7 +6,7 @@
  * the last message of every thread reads as delivered, so the backlog of accepted turns does not
  * run into the next phase.
  */
-import { http } from "../../test/e2e/harness";
+import { http } from "./harness";
 import { echoRoute, postMessage } from "./doors";
 import { type Ctx, type Phase, closedLoop, waitFor } from "./lib";
 

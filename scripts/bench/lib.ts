@@ -7,7 +7,7 @@ import { readFileSync, readdirSync } from "node:fs";
 import { cpus, loadavg, totalmem } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { ROOT } from "../../test/e2e/harness";
+import { ROOT } from "./harness";
 
 /** A server the bench started (the bridge or the relay); `stop` ends it and removes its state. */
 export interface Server {

@@ -1,7 +1,7 @@
 /**
  * Turn overhead vs a direct relay. Time from sending an async message
  * (the 202 path) to its signed callback arriving at a local HTTPS receiver
- * (test/e2e/support/receiver.ts, certificate from a throwaway CA that workerd is told to trust),
+ * (scripts/bench/receiver.ts, certificate from a throwaway CA that workerd is told to trust),
  * for an HTTP tool that answers after a fixed 50 ms. The same is measured through a minimal relay
  * Worker the bench starts (server.ts: call the same tool, POST the same signed body to the same
  * receiver; no object, no storage). Every callback's signature is checked; a bad one is a failure.
@@ -9,9 +9,9 @@
  */
 import { createServer } from "node:http";
 import { performance } from "node:perf_hooks";
-import { http } from "../../test/e2e/harness";
-import { type CallbackReceiver, type ReceivedRequest } from "../../test/e2e/support/receiver";
-import { signatureValid } from "../../test/e2e/support/signature";
+import { http } from "./harness";
+import { type CallbackReceiver, type ReceivedRequest } from "./receiver";
+import { signatureValid } from "./signature";
 import { type Ctx, type Phase, type Server, closedLoop } from "./lib";
 
 export const TOOL_DELAY_MS = 50;

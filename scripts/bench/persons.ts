@@ -13,7 +13,7 @@
  * The ratios linked ÷ plain and first ÷ plain are the person path's cost. Every turn must answer
  * 200 `answered` with the echo agent's text; a pairing reply is checked word for word.
  */
-import { http } from "../../test/e2e/harness";
+import { http } from "./harness";
 import { postMessage } from "./doors";
 import { type Ctx, type Phase, closedLoop } from "./lib";
 

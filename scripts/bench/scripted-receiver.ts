@@ -1,14 +1,14 @@
 /**
  * An HTTPS callback receiver for the hol and faults phases, with
- * the test PKI's certificate (test/e2e/support/tls.ts) like the e2e receiver, but scriptable per
+ * the test PKI's certificate (scripts/bench/tls.ts) like the e2e receiver, but scriptable per
  * request: answer 2xx, answer 503, reset the connection, or hang (never answering 2xx) past the
  * bridge's callback timeout; and it can go fully down (listener and connections closed) and come
  * back on the same port. It records, per callback, its arrival time, message_id, thread_id and
  * what it did, so FIFO order and 2xx counts are judged here, at the receiver.
  */
 import { performance } from "node:perf_hooks";
-import { restartableHttps } from "../../test/e2e/support/restartable-https";
-import type { TestPki } from "../../test/e2e/support/tls";
+import { restartableHttps } from "./restartable-https";
+import type { TestPki } from "./tls";
 
 export type Action = "ok" | "503" | "reset" | "hang";
 

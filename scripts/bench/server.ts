@@ -1,5 +1,5 @@
 /**
- * Starting what the bench measures: the bridge (through the e2e harness, i.e. the `npm start`
+ * Starting what the bench measures: the bridge (through scripts/bench/harness.ts, i.e. the `npm start`
  * path) and, for the overhead phase, a minimal relay Worker served the same way (wrangler's dev
  * API with the inspector off, or `wrangler dev` with it).
  */
@@ -7,11 +7,11 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ROOT, freePort, startDev } from "../../test/e2e/harness";
+import { ROOT, freePort, startDev } from "./harness";
 import type { Server } from "./lib";
 
 /**
- * The bridge, through the e2e harness (the `npm start` path): inspector off, or with `--inspect`
+ * The bridge, through the shared harness (the `npm start` path): inspector off, or with `--inspect`
  * when `inspector` is set, on `inspectorPort` when given (the sustained phase attaches to it). `env`
  * reaches workerd's environment (e.g. SSL_CERT_FILE for the test CA).
  */

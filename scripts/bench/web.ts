@@ -17,7 +17,7 @@
 import { type IncomingMessage, get } from "node:http";
 import { performance } from "node:perf_hooks";
 import { WebSocket } from "undici";
-import { http } from "../../test/e2e/harness";
+import { http } from "./harness";
 import { type Ctx, type Phase, closedLoop } from "./lib";
 
 export const WEB_ROUTE = "bench-web";

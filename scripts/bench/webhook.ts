@@ -4,11 +4,11 @@
  * steady rate, then in a burst at 5× that rate. The latency is the acknowledgement time (the
  * Worker's 200), measured from each webhook's scheduled send time, against Slack's 3 s deadline
  * (the strictest provider deadline). Answers go to a local fake Telegram API
- * (test/e2e/support/fake-providers.ts), so no send leaves loopback; after the burst the bench waits
+ * (scripts/bench/fake-providers.ts), so no send leaves loopback; after the burst the bench waits
  * (bounded) until every webhook's answer reached it.
  */
-import { http } from "../../test/e2e/harness";
-import { type FakeProviders } from "../../test/e2e/support/fake-providers";
+import { http } from "./harness";
+import { type FakeProviders } from "./fake-providers";
 import { type Ctx, type Phase, openLoop, waitFor } from "./lib";
 
 export const TELEGRAM = { token: "424242:bench-telegram", secret: "bench-telegram-secret", botId: "424242" };

@@ -10,6 +10,7 @@
  * schema is corrupt storage, a plain Error naming the statement and the failing fields.
  */
 import { z } from "zod";
+import { countD1, usageMeterOn } from "../metering/usage-meter";
 
 /** A value D1 can bind. */
 export type SqlValue = string | number | boolean | null | ArrayBuffer;
@@ -132,31 +133,47 @@ export const CountRow = z.object({ n: z.number() });
 
 /** The first row, validated, or null when there is none. */
 export async function first<S extends z.ZodType>(schema: S, stmt: Statement): Promise<z.output<S> | null> {
-  const row = await attempt(stmt.text, () => stmt.prepared().first());
+  const row = await firstRow(stmt);
   return row === null ? null : validRow(schema, row, stmt.text);
+}
+
+/**
+ * The statement's first row. `first()` hands back no meta, so while the bench's usage meter is on
+ * (src/platform/metering/usage-meter.ts; off in every deployment) the rows come from `all()`,
+ * whose meta carries the rows D1 read and wrote.
+ */
+async function firstRow(stmt: Statement): Promise<Record<string, unknown> | null> {
+  if (!usageMeterOn()) return attempt(stmt.text, () => stmt.prepared().first());
+  const { results, meta } = await attempt(stmt.text, () => stmt.prepared().all());
+  countD1(meta);
+  return (results[0] as Record<string, unknown> | undefined) ?? null;
 }
 
 /** Every row, each validated. */
 export async function all<S extends z.ZodType>(schema: S, stmt: Statement): Promise<z.output<S>[]> {
-  const { results } = await attempt(stmt.text, () => stmt.prepared().all());
+  const { results, meta } = await attempt(stmt.text, () => stmt.prepared().all());
+  if (usageMeterOn()) countD1(meta);
   return results.map((row) => validRow(schema, row, stmt.text));
 }
 
 /** Whether the statement returns any row (its columns unread). */
 export async function exists(stmt: Statement): Promise<boolean> {
-  return (await attempt(stmt.text, () => stmt.prepared().first())) !== null;
+  return (await firstRow(stmt)) !== null;
 }
 
 /** Runs a statement that returns no rows; resolves to D1's meta (`changes`, `last_row_id`, …). */
 export async function run(stmt: Statement): Promise<D1Meta> {
   const result = await attempt(stmt.text, () => stmt.prepared().run());
+  if (usageMeterOn()) countD1(result.meta);
   return result.meta;
 }
 
 /** Runs statements in one D1 batch (one transaction); a failure names every statement's text. Read rows with `rowsOf`. */
 export async function batch(db: D1Database, stmts: readonly Statement[]): Promise<D1Result[]> {
   if (stmts.length === 0) return [];
-  return attempt(stmts.map((s) => s.text).join("; "), () => db.batch(stmts.map((s) => s.prepared())));
+  const results = await attempt(stmts.map((s) => s.text).join("; "), () => db.batch(stmts.map((s) => s.prepared())));
+  if (usageMeterOn()) for (const r of results) countD1(r.meta);
+  return results;
 }
 
 /** Validates the rows of a batch step (a read inside `db.batch`), naming `text` on a bad row. */

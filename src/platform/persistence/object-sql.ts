@@ -7,6 +7,7 @@
  * committed as one write by the object's implicit transaction, so a step and its version row land
  * together or not at all.
  */
+import { countObjectRows, usageMeterOn } from "../metering/usage-meter";
 
 /** One row as SQLite hands it back. */
 export type SqlRow = Record<string, SqlStorageValue>;
@@ -37,6 +38,8 @@ export function execStatement<T extends SqlRow = SqlRow>(
   try {
     const cursor = sql.exec<T>(statement, ...values);
     const rows = cursor.toArray();
+    // The bench's usage meter (off in every deployment): the rows SQLite read and wrote, as billed.
+    if (usageMeterOn()) countObjectRows(store, statement, cursor.rowsRead, cursor.rowsWritten);
     return { rows, rowsWritten: cursor.rowsWritten };
   } catch (err) {
     throw new ObjectSqlError(store, statement, err);

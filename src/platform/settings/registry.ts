@@ -18,6 +18,7 @@ import { HOOK_SETTINGS } from "./hook-settings";
 import { INTERACTION_SETTINGS } from "./interaction-settings";
 import { MARKETPLACE_SETTINGS } from "./marketplace-settings";
 import { MCP_SETTINGS } from "./mcp-settings";
+import { METERING_SETTINGS } from "./metering-settings";
 import { NOTIFICATION_SETTINGS } from "./notification-settings";
 import { OUTBOUND_SETTINGS } from "./outbound-settings";
 import { RUNS_SETTINGS } from "./runs-settings";
@@ -49,6 +50,7 @@ export const SETTINGS: readonly SettingDefinition[] = Object.freeze([
   ACCESS_CONTROL_BOOTSTRAP_TOKEN,
   ...EPOCH_SETTINGS,
   ...CONFIG_SETTINGS,
+  ...METERING_SETTINGS,
 ]);
 
 const BY_NAME: ReadonlyMap<string, SettingDefinition> = new Map(SETTINGS.filter((s) => !s.family).map((s) => [s.name, s]));
