@@ -10,7 +10,7 @@
 import { createServer } from "node:http";
 import { performance } from "node:perf_hooks";
 import { http } from "../../test/e2e/harness";
-import { type CallbackReceiver, type ReceivedRequest } from "../../test/e2e/support/receiver";
+import type { CallbackReceiver, ReceivedRequest } from "../../test/e2e/support/receiver";
 import { signatureValid } from "../../test/e2e/support/signature";
 import { type Ctx, type Phase, type Server, closedLoop } from "./lib";
 

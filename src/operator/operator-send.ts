@@ -10,7 +10,7 @@ import { mintArrival } from "../conversations/door/arrival";
 import { maxCharsFor } from "../channels/chunking";
 import type { AnswerRecord } from "../conversations/model/record";
 import { routeWithKey } from "../conversations/route-cache";
-import { type Route } from "../conversations/model/route";
+import type { Route } from "../conversations/model/route";
 import { type AcceptResult, threadStub } from "../conversations/door/stubs";
 import type { AcceptKey } from "../conversations/model/thread-rpc";
 import { keyInFlight, keyReused } from "../platform/http/idempotency";

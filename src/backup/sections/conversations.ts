@@ -18,7 +18,7 @@ import { base64url } from "../../access-control/crypto";
 import { bindExecutionKey } from "../../access-control/pass-role";
 import { flushListings } from "../../conversations/door/indexes";
 import { listRoutes, routeByChannelIdentity, routeHasThreads, upsertRouteStatement } from "../../conversations/store";
-import { type Route } from "../../conversations/model/route";
+import type { Route } from "../../conversations/model/route";
 import { routeCreateBody, routeNameSchema } from "../../conversations/model/schemas";
 import { conflict } from "../../platform/http/errors";
 import { d1 } from "../../platform/persistence/d1";

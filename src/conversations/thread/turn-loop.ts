@@ -6,7 +6,7 @@ import { type AnswerRecord, type DeliveryStatus, TERMINAL_STATUSES } from "../mo
 import { type RouteSnapshots, type TurnRead, turnReads } from "./route-reads";
 import { routesOfPerson } from "../model/payload";
 import { manualRoutesOfTarget } from "../store";
-import { type Route } from "../model/route";
+import type { Route } from "../model/route";
 import { parseThreadId } from "../model/thread-id";
 import { type ParkOrigin, type TurnOutcome, errorOutcome, resumeParked, runTarget, silentOutcome } from "./turn-runner";
 import { interactionStub } from "../../interactions/rpc";
