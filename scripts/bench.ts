@@ -140,9 +140,9 @@ function parseArgs(argv: string[]): Options {
 /** Everything the run started, stopped in reverse order whatever happens. */
 const cleanups: Array<() => Promise<void> | void> = [];
 async function stopAll(): Promise<void> {
-  while (cleanups.length) {
+  for (let cleanup = cleanups.pop(); cleanup; cleanup = cleanups.pop()) {
     try {
-      await cleanups.pop()!();
+      await cleanup();
     } catch {
       /* keep stopping the rest */
     }
