@@ -6,6 +6,7 @@
  * would start last and leave one slot running them alone at the end.
  */
 import { BaseSequencer, type TestSpecification } from "vitest/node";
+import { must } from "../../src/platform/must";
 
 const LONG = [
   /test\/hardening\/fuzz-\d+\.test\.ts$/,
@@ -24,7 +25,7 @@ export class LongFirstSequencer extends BaseSequencer {
     for (const f of sorted) {
       const name = f.project.name;
       if (!byProject.has(name)) byProject.set(name, []);
-      byProject.get(name)!.push(f);
+      must(byProject.get(name), "byProject.get(name)").push(f);
     }
     return [...byProject.values()].flatMap((group) => [...group.filter(long), ...group.filter((f) => !long(f))]);
   }
