@@ -213,7 +213,8 @@ describe("the web chat page in Chromium", () => {
     await narrow.page.goto(`${base}/api/channels/web/chat/desk`);
     const input = await visible(narrow.page.getByLabel("Message", { exact: true }));
     const box = await input.boundingBox();
-    expect(must(box, "box").x + must(box, "box").width).toBeLessThanOrEqual(360);
+    const shown = must(box, "the bounding box");
+    expect(shown.x + shown.width).toBeLessThanOrEqual(360);
     const bg = await narrow.page.evaluate(() => getComputedStyle(document.body).backgroundColor);
     expect(bg).not.toBe("rgb(255, 255, 255)");
     await narrow.page.screenshot({ path: join(SHOTS, "page-dark-360.png") });

@@ -238,7 +238,7 @@ const KEY_REVOCATIONS: Record<string, Revocation> = {
   "key narrowed": { revoke: (o, narrowTo) => keyWrite(must(o.caller, "o.caller").user_id, { scopes: narrowTo }) },
   "owner disabled": {
     owned: true,
-    revoke: (o) => keyWrite(must(must(o.caller, "o.caller").owner_user_id, 'must(o.caller, "o.caller").owner_user_id'), { disabled: true }),
+    revoke: (o) => keyWrite(must(must(o.caller, "o.caller").owner_user_id, "o.caller.owner_user_id"), { disabled: true }),
   },
 };
 

@@ -81,7 +81,7 @@ describe("missed fires after downtime", () => {
     expect(must(state, "state").recent_fires).toHaveLength(1);
     expect(must(state, "state").recent_fires[0]).toMatchObject({ slot_at: next + 3 * DAY, catch_up: true, skipped: 3, fired_at: now });
     expect(alarm).toBe(next + 4 * DAY);
-    expect((await endedRun(must(must(state, "state").recent_fires[0].run_id, 'must(state, "state").recent_fires[0].r…'))).status).toBe("succeeded");
+    expect((await endedRun(must(must(state, "state").recent_fires[0].run_id, "the newest fire's run_id"))).status).toBe("succeeded");
     const view = (await call("GET", "/api/schedules?pageSize=200", { key: await admin() })).body.data.items.find((s: any) => s.name === name);
     expect(view.next_fire_at).toBe(new Date(next + 4 * DAY).toISOString());
   });
@@ -110,14 +110,14 @@ describe("the bound key is re-checked at every fire", () => {
     const narrowed = await call("POST", `/api/auth/api-keys/${k.user_id}/scopes`, { key: await admin(), body: { remove: ["tool:echo"] } });
     expect(narrowed.status, JSON.stringify(narrowed.body)).toBe(200);
     const { state } = await tickAt(name, next + 1000);
-    const run = await endedRun(must(must(state, "state").recent_fires[0].run_id, 'must(state, "state").recent_fires[0].r…'));
+    const run = await endedRun(must(must(state, "state").recent_fires[0].run_id, "the newest fire's run_id"));
     expect(run).toMatchObject({ status: "failed", error_kind: "denied", origin: "schedule", result: null });
     expect(run.error).toMatch(/may not run tool echo/);
     expect(await indexRow(run.run_id)).toMatchObject({ status: "failed", error_kind: "denied" });
     // The schedule stays and keeps its slots: restoring the grant makes the next fire run.
     await call("POST", `/api/auth/api-keys/${k.user_id}/scopes`, { key: await admin(), body: { add: ["tool:echo"] } });
     const again = await tickAt(name, next + DAY + 1000);
-    expect((await endedRun(must(must(again.state, "again.state").recent_fires[0].run_id, 'must(again.state, "again.state").recen…'))).status).toBe("succeeded");
+    expect((await endedRun(must(must(again.state, "again.state").recent_fires[0].run_id, "the newest fire's run_id"))).status).toBe("succeeded");
   });
 
   it("a key revoked and re-minted under the same user_id no longer satisfies the binding", async () => {
@@ -127,7 +127,7 @@ describe("the bound key is re-checked at every fire", () => {
     await call("DELETE", `/api/auth/api-keys/${user_id}`, { key: await admin() });
     await mintKey({ user_id, scopes: ["tool:echo"] });
     const { state } = await tickAt(name, next + 1000);
-    const run = await endedRun(must(must(state, "state").recent_fires[0].run_id, 'must(state, "state").recent_fires[0].r…'));
+    const run = await endedRun(must(must(state, "state").recent_fires[0].run_id, "the newest fire's run_id"));
     expect(run).toMatchObject({ status: "failed", error_kind: "denied", error: "execution key was re-minted; re-bind the route" });
   });
 });

@@ -86,7 +86,7 @@ describe("tool run traces", () => {
     const fire = async (at: number) =>
       runInDurableObject(scheduleObject(name), async (instance) => {
         await instance.parts.alarm.runAt(at);
-        return must(must(await instance.read(), "instance.read()").recent_fires[0].run_id, 'must(await instance.read(), "instance.…');
+        return must(must(await instance.read(), "instance.read()").recent_fires[0].run_id, "the newest fire's run_id");
       });
     const ok = await fire(next + 1000);
     await endedRun(ok);
