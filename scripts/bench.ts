@@ -188,9 +188,9 @@ function durableObjectClasses(): string[] {
 /** Everything the run started, stopped in reverse order whatever happens. */
 const cleanups: Array<() => Promise<void> | void> = [];
 async function stopAll(): Promise<void> {
-  while (cleanups.length) {
+  for (let cleanup = cleanups.pop(); cleanup; cleanup = cleanups.pop()) {
     try {
-      await cleanups.pop()!();
+      await cleanup();
     } catch {
       /* keep stopping the rest */
     }

@@ -17,12 +17,20 @@ export async function echoRoute(ctx: Ctx, name: string): Promise<void> {
   if (created.status !== 200) throw new Error(`creating route ${name} failed: HTTP ${created.status} ${JSON.stringify(created.body)}`);
 }
 
-export async function postMessage(ctx: Ctx, route: string, body: Record<string, unknown>): Promise<{ status: number; data: any }> {
+/** The fields of a message door's answer that the bench reads; each is checked before use. */
+export interface MessageAnswer {
+  message_id?: unknown;
+  status?: unknown;
+  answer?: unknown;
+  thread_id?: unknown;
+}
+
+export async function postMessage(ctx: Ctx, route: string, body: Record<string, unknown>): Promise<{ status: number; data: MessageAnswer | undefined }> {
   const res = await fetch(`${ctx.base}/api/conversations/${route}/messages`, {
     method: "POST",
     headers: { "content-type": "application/json", "x-api-key": ctx.caller },
     body: JSON.stringify(body),
   });
-  const json = (await res.json().catch(() => null)) as { data?: any } | null;
+  const json = (await res.json().catch(() => null)) as { data?: MessageAnswer } | null;
   return { status: res.status, data: json?.data };
 }

@@ -120,7 +120,13 @@ export async function faultsPhase(ctx: Ctx, rx: ScriptedReceiver, route: string)
   const lastDelivery = Math.max(...first2xx.values());
   const drainSeconds = delivered === sentAt.size ? Math.max(0, (lastDelivery - recoveredAt) / 1000) : null;
   const nextStepSeconds = nextBackoffStep();
-  const latencies = [...first2xx.entries()].map(([id, at]) => at - sentAt.get(id)!).sort((a, b) => a - b);
+  // ours() keeps only the messages sent here, so every delivered id has its send time.
+  const latencies = [...first2xx.entries()]
+    .flatMap(([id, at]) => {
+      const sent = sentAt.get(id);
+      return sent === undefined ? [] : [at - sent];
+    })
+    .sort((a, b) => a - b);
   const seconds = (Math.max(lastDelivery, recoveredAt) - start) / 1000;
   const failed = Object.values(failures).reduce((s, n) => s + n, 0);
   const pass = failed === 0 && duplicates2xx === 0 && drainSeconds !== null && drainSeconds <= 1.2 * nextStepSeconds;

@@ -9,6 +9,7 @@ import { cpSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { must } from "../../src/platform/must";
 
 export const ROOT = join(import.meta.dirname, "..", "..");
 
@@ -98,7 +99,7 @@ export async function startDev(opts: DevOptions = {}): Promise<DevServer> {
   // start a local runtime only to find nothing to apply (test/e2e/first-start.e2e.test.ts and the
   // servers given their own directory still run it).
   const seeded = Boolean(template && !opts.persistDir && !ownConfig);
-  if (seeded) cpSync(template!, persistDir, { recursive: true });
+  if (seeded) cpSync(must(template, "template"), persistDir, { recursive: true });
   let child: ChildProcess | null = null;
   let log = "";
 
@@ -150,7 +151,7 @@ export async function startDev(opts: DevOptions = {}): Promise<DevServer> {
     await new Promise<void>((resolve) => {
       const timer = setTimeout(() => {
         try {
-          process.kill(-c.pid!, "SIGKILL");
+          process.kill(-must(c.pid, "c.pid"), "SIGKILL");
         } catch {
           /* gone */
         }
@@ -160,7 +161,7 @@ export async function startDev(opts: DevOptions = {}): Promise<DevServer> {
         resolve();
       });
       try {
-        process.kill(-c.pid!, "SIGTERM"); // the whole group: node, wrangler and workerd
+        process.kill(-must(c.pid, "c.pid"), "SIGTERM"); // the whole group: node, wrangler and workerd
       } catch {
         resolve();
       }

@@ -15,7 +15,7 @@ import { WebSocket } from "undici";
 
 /** A DevTools session on one inspector target. */
 export interface Inspector {
-  send: <T = any>(method: string, params?: Record<string, unknown>, timeoutMs?: number) => Promise<T>;
+  send: <T = unknown>(method: string, params?: Record<string, unknown>, timeoutMs?: number) => Promise<T>;
   /**
    * The JavaScript heap's used and total bytes after forced full collections: two
    * `HeapProfiler.collectGarbage`, or, when the runtime does not answer that, a heap snapshot
@@ -52,7 +52,7 @@ export async function attachInspector(port: number, timeoutMs = 60_000): Promise
     ws.addEventListener("error", () => reject(new Error(`inspector socket ${url} failed`)), { once: true });
   });
   let nextId = 1;
-  const pending = new Map<number, { resolve: (v: any) => void; reject: (e: Error) => void }>();
+  const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   let chunks: string[] | null = null;
   ws.addEventListener("message", (ev) => {
     const msg = JSON.parse(String(ev.data));
@@ -71,7 +71,7 @@ export async function attachInspector(port: number, timeoutMs = 60_000): Promise
     for (const p of pending.values()) p.reject(new Error("inspector socket closed"));
     pending.clear();
   });
-  const send = <T = any>(method: string, params: Record<string, unknown> = {}, timeoutMs = 300_000): Promise<T> =>
+  const send = <T = unknown>(method: string, params: Record<string, unknown> = {}, timeoutMs = 300_000): Promise<T> =>
     new Promise<T>((resolve, reject) => {
       const id = nextId++;
       pending.set(id, { resolve, reject });

@@ -121,7 +121,8 @@ export async function holRun(
   for (const a of arrivals) {
     if (delivered.has(a.messageId)) continue;
     delivered.add(a.messageId);
-    const m = seqOf.get(a.messageId)!;
+    const m = seqOf.get(a.messageId);
+    if (!m) continue; // ours() keeps only the messages sent here
     latencies.push(a.at - m.sentAt);
     last = Math.max(last, a.at);
     const prev = maxSeq.get(a.threadId) ?? -1;
@@ -131,10 +132,13 @@ export async function holRun(
         const seqInAnswer = (body: string) => /seq (\d+)/.exec(body)?.[1] ?? "?";
         violationSample = `thread ${a.threadId}: ${arrivals
           .filter((x) => x.threadId === a.threadId)
-          .map(
-            (x) =>
-              `seq ${seqOf.get(x.messageId)!.seq} (answer says ${seqInAnswer(x.body)}, ${x.action}) at ${(x.at - start).toFixed(0)} ms, 202 at ${(seqOf.get(x.messageId)!.sentAt - start).toFixed(0)} ms`,
-          )
+          .map((x) => {
+            const sent = seqOf.get(x.messageId);
+            const at = `at ${(x.at - start).toFixed(0)} ms`;
+            return sent
+              ? `seq ${sent.seq} (answer says ${seqInAnswer(x.body)}, ${x.action}) ${at}, 202 at ${(sent.sentAt - start).toFixed(0)} ms`
+              : `an unknown message ${at}`;
+          })
           .join("; ")}`;
       }
     } else maxSeq.set(a.threadId, m.seq);

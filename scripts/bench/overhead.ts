@@ -10,7 +10,7 @@
 import { createServer } from "node:http";
 import { performance } from "node:perf_hooks";
 import { http } from "./harness";
-import { type CallbackReceiver, type ReceivedRequest } from "./receiver";
+import type { CallbackReceiver, ReceivedRequest } from "./receiver";
 import { signatureValid } from "./signature";
 import { type Ctx, type Phase, type Server, closedLoop } from "./lib";
 

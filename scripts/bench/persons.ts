@@ -14,7 +14,7 @@
  * 200 `answered` with the echo agent's text; a pairing reply is checked word for word.
  */
 import { http } from "./harness";
-import { postMessage } from "./doors";
+import { type MessageAnswer, postMessage } from "./doors";
 import { type Ctx, type Phase, closedLoop } from "./lib";
 
 export const PERSONS_ROUTE = "bench-persons";
@@ -37,7 +37,7 @@ export async function enablePersons(ctx: Ctx): Promise<void> {
   if (put.status !== 200) throw new Error(`turning persons on failed: HTTP ${put.status} ${JSON.stringify(put.body)}`);
 }
 
-async function say(ctx: Ctx, who: string, text: string): Promise<{ status: number; data: any }> {
+async function say(ctx: Ctx, who: string, text: string): Promise<{ status: number; data: MessageAnswer | undefined }> {
   return postMessage(ctx, PERSONS_ROUTE, { external_user_id: who, text, wait_seconds: 30 });
 }
 

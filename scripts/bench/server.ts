@@ -103,12 +103,17 @@ export async function startRelay(inspector: boolean, vars: Record<string, string
   let log = "";
   child.stdout?.on("data", (d) => (log += d.toString()));
   child.stderr?.on("data", (d) => (log += d.toString()));
+  // Throws, as process.kill does, when there is no process group to signal.
+  const signal = (sig: NodeJS.Signals) => {
+    if (child.pid === undefined) throw new Error("the server never started");
+    process.kill(-child.pid, sig);
+  };
   const stop = async () => {
     if (child.exitCode === null) {
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => {
           try {
-            process.kill(-child.pid!, "SIGKILL");
+            signal("SIGKILL");
           } catch {
             /* gone */
           }
@@ -118,7 +123,7 @@ export async function startRelay(inspector: boolean, vars: Record<string, string
           resolve();
         });
         try {
-          process.kill(-child.pid!, "SIGTERM");
+          signal("SIGTERM");
         } catch {
           resolve();
         }

@@ -8,7 +8,7 @@
  * (bounded) until every webhook's answer reached it.
  */
 import { http } from "./harness";
-import { type FakeProviders } from "./fake-providers";
+import type { FakeProviders } from "./fake-providers";
 import { type Ctx, type Phase, openLoop, waitFor } from "./lib";
 
 export const TELEGRAM = { token: "424242:bench-telegram", secret: "bench-telegram-secret", botId: "424242" };

@@ -14,9 +14,9 @@ export type RouteAccess = z.infer<typeof RouteAccess>;
 
 const pinKey = (door: DoorDeclaration) => `${door.method.toUpperCase()} ${door.path}`;
 
-function actionOf(door: DoorDeclaration): Action | null {
-  if (!("tag" in door.auth)) return null;
-  return door.auth.action ?? (door.method.toLowerCase() === "get" ? "read" : "write");
+/** A tagged door's action: the declared one, else read for GET and write for the rest. */
+function actionOf(method: string, auth: { action?: Action }): Action {
+  return auth.action ?? (method.toLowerCase() === "get" ? "read" : "write");
 }
 
 /** Is the door pinned public right now (a pin on a door the policy refuses counts for nothing)? */
@@ -36,7 +36,7 @@ export async function mayPass(p: Principal, door: DoorDeclaration, pins: Readonl
   try {
     await authorize(
       p,
-      { tag: door.auth.tag, action: actionOf(door)!, admin: door.auth.admin },
+      { tag: door.auth.tag, action: actionOf(door.method, door.auth), admin: door.auth.admin },
       { method: door.method.toUpperCase(), path: door.path },
       now,
       memo,
@@ -84,7 +84,7 @@ export function routeMappings(doors: readonly DoorDeclaration[], pins: ReadonlyS
     const declaredPublic = "public" in door.auth;
     const open = { public: declaredPublic || pinnedNow(door, pins), pinnable: pinRefusal(door) === null };
     if (!("tag" in door.auth)) return { method, path: door.path, tag: null, action: null, admin: false, ...open, any_key: !declaredPublic, scopes: [] };
-    const action = actionOf(door)!;
+    const action = actionOf(door.method, door.auth);
     const tag = door.auth.tag;
     if (door.auth.admin) return { method, path: door.path, tag, action, admin: true, ...open, any_key: false, scopes: ["*"] };
     const forms = ["*", tag, `${tag}:write`, ...(action === "read" ? [`${tag}:read`] : [])];

@@ -14,18 +14,18 @@ import type { Principal } from "./principal";
  */
 export async function bindExecutionKey(db: D1Database, caller: Principal, executionKey: string): Promise<string> {
   const key = await findByUserId(db, executionKey);
-  if (!caller.admin) {
-    const mine = key && (key.user_id === caller.key.user_id || key.owner_user_id === caller.key.user_id);
-    if (!mine) throw forbidden();
-  } else if (!key) {
+  if (!key) {
+    // Only an admin learns that the key does not exist.
+    if (!caller.admin) throw forbidden();
     throw new HttpError(404, "execution key not found");
   }
-  if (key!.condition && conditionNeedsRequest(key!.condition)) {
+  if (!caller.admin && key.user_id !== caller.key.user_id && key.owner_user_id !== caller.key.user_id) throw forbidden();
+  if (key.condition && conditionNeedsRequest(key.condition)) {
     throw badRequest("execution_key: its condition reads .request, which a turn does not have");
   }
   // A role's condition bounds the turn as well (docs/access-control.md), and so does the owner's role's.
-  const owner = key!.owner_user_id ? await findByUserId(db, key!.owner_user_id) : null;
-  for (const holder of [key!, owner]) {
+  const owner = key.owner_user_id ? await findByUserId(db, key.owner_user_id) : null;
+  for (const holder of [key, owner]) {
     const roleCondition = holder?.role_def?.condition;
     if (roleCondition && conditionNeedsRequest(roleCondition)) {
       throw badRequest("execution_key: a role's condition reads .request, which a turn does not have");
@@ -35,7 +35,7 @@ export async function bindExecutionKey(db: D1Database, caller: Principal, execut
   if (owner?.condition && conditionNeedsRequest(owner.condition)) {
     throw badRequest("execution_key: its owner's condition reads .request, which a turn does not have");
   }
-  return key!.key_fingerprint;
+  return key.key_fingerprint;
 }
 
 export type TurnGrant = { kind: TargetKind; name: string };

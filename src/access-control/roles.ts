@@ -12,6 +12,7 @@ import { HttpError, conflict } from "../platform/http/errors";
 import { CountRow, type SqlFragment, type Statement, all, batch, d1, first, join, rowsOf, sql, trusted } from "../platform/persistence/d1";
 import { jsonColumn } from "../platform/persistence/stored-json";
 import { type Action, SCOPE_TAGS, type ScopeTag } from "./scopes";
+import { must } from "../platform/must";
 
 export const ROLE_LEVELS = ["none", "read", "write"] as const;
 export type RoleLevel = (typeof ROLE_LEVELS)[number];
@@ -173,7 +174,7 @@ export async function createRole(db: D1Database, r: NewRole, actor: string | nul
     if (String(err).includes("UNIQUE")) throw conflict("a role with this name already exists");
     throw err;
   }
-  return (await getRole(db, r.name))!;
+  return must(await getRole(db, r.name), "the role just created");
 }
 
 export interface RoleEdit {

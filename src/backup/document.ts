@@ -21,8 +21,8 @@ const MAX_DOCUMENT_DEPTH = MAX_JSON_DEPTH + 16;
 /** The first broken bound of the whole document (depth, finite numbers), iteratively; null when none. */
 function documentBoundsProblem(value: unknown): string | null {
   const stack: Array<[unknown, number]> = [[value, 0]];
-  while (stack.length) {
-    const [v, depth] = stack.pop()!;
+  for (let top = stack.pop(); top; top = stack.pop()) {
+    const [v, depth] = top;
     if (typeof v === "number" && !Number.isFinite(v)) return "numbers must be finite";
     if (typeof v !== "object" || v === null) continue;
     if (depth >= MAX_DOCUMENT_DEPTH) return `must nest at most ${MAX_DOCUMENT_DEPTH} levels`;

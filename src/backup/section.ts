@@ -61,7 +61,7 @@ export interface BackupSection<N extends SectionName, Plan = Array<RowOf<N>>> {
 }
 
 /** Any section, for the registry's list (the plan type is each section's own business). */
-export type AnySection = BackupSection<SectionName, any>;
+export type AnySection = BackupSection<SectionName, unknown>;
 
 /** Declares a section with its row and plan types checked. */
 export function defineSection<N extends SectionName, Plan>(section: BackupSection<N, Plan>): BackupSection<N, Plan> {

@@ -62,14 +62,15 @@ export async function slackSignature(signingSecret: string, timestamp: string, r
 }
 
 async function verify(hook: Webhook, env: ChannelEnv, now: Date): Promise<VerifyResult> {
-  if (!isConfigured(env)) return { ok: false, status: 404, reason: "channel not configured" };
+  const secret = envString(env, SLACK_ENV.signingSecret);
+  if (!isConfigured(env) || !secret) return { ok: false, status: 404, reason: "channel not configured" };
   const given = hook.headers.get("x-slack-signature");
   const ts = hook.headers.get("x-slack-request-timestamp")?.trim();
   if (!given || !ts) return { ok: false, status: 401, reason: "missing signature" };
   if (!/^\d{1,12}$/.test(ts) || Math.abs(now.getTime() / 1000 - Number(ts)) > SLACK_MAX_SKEW_SECONDS) {
     return { ok: false, status: 401, reason: "stale or malformed timestamp" };
   }
-  const expected = await slackSignature(envString(env, SLACK_ENV.signingSecret)!, ts, hook.raw);
+  const expected = await slackSignature(secret, ts, hook.raw);
   return constantTimeEqual(expected, given.trim().toLowerCase()) ? { ok: true } : { ok: false, status: 401, reason: "bad signature" };
 }
 

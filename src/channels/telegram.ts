@@ -49,10 +49,11 @@ function isConfigured(env: ChannelEnv): boolean {
 }
 
 async function verify(hook: Webhook, env: ChannelEnv): Promise<VerifyResult> {
-  if (!isConfigured(env)) return { ok: false, status: 404, reason: "channel not configured" };
+  const secret = envString(env, TELEGRAM_ENV.webhookSecret);
+  if (!isConfigured(env) || !secret) return { ok: false, status: 404, reason: "channel not configured" };
   const given = hook.headers.get("x-telegram-bot-api-secret-token");
   if (!given) return { ok: false, status: 401, reason: "missing secret token" };
-  return constantTimeEqual(given, envString(env, TELEGRAM_ENV.webhookSecret)!) ? { ok: true } : { ok: false, status: 401, reason: "bad secret token" };
+  return constantTimeEqual(given, secret) ? { ok: true } : { ok: false, status: 401, reason: "bad secret token" };
 }
 
 function file(kind: MediaKind, f: unknown): InboundAttachment | undefined {

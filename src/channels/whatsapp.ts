@@ -55,20 +55,18 @@ function isConfigured(env: ChannelEnv): boolean {
 }
 
 async function verify(hook: Webhook, env: ChannelEnv): Promise<VerifyResult> {
-  if (!isConfigured(env)) return { ok: false, status: 404, reason: "channel not configured" };
+  const verifyToken = envString(env, WHATSAPP_ENV.verifyToken);
+  const appSecret = envString(env, WHATSAPP_ENV.appSecret);
+  if (!isConfigured(env) || !verifyToken || !appSecret) return { ok: false, status: 404, reason: "channel not configured" };
   if (hook.method === "GET") {
     const q = hook.url.searchParams;
     const token = q.get("hub.verify_token");
-    const good =
-      q.get("hub.mode") === "subscribe" &&
-      token !== null &&
-      constantTimeEqual(token, envString(env, WHATSAPP_ENV.verifyToken)!) &&
-      q.get("hub.challenge") !== null;
+    const good = q.get("hub.mode") === "subscribe" && token !== null && constantTimeEqual(token, verifyToken) && q.get("hub.challenge") !== null;
     return good ? { ok: true } : { ok: false, status: 403, reason: "handshake refused" };
   }
   const given = hook.headers.get("x-hub-signature-256");
   if (!given) return { ok: false, status: 401, reason: "missing signature" };
-  const expected = `sha256=${toHex(await hmacSha256(envString(env, WHATSAPP_ENV.appSecret)!, hook.raw))}`;
+  const expected = `sha256=${toHex(await hmacSha256(appSecret, hook.raw))}`;
   return constantTimeEqual(expected, given.trim().toLowerCase()) ? { ok: true } : { ok: false, status: 401, reason: "bad signature" };
 }
 

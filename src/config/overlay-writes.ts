@@ -17,6 +17,7 @@ import { type OverlayRow, type StoredOverlay, readOverlay, writeOverlay } from "
 import { type Statement, all, d1 } from "../platform/persistence/d1";
 import { parseStored } from "../platform/persistence/stored-json";
 import { SealedEntries, openText, overlayAad, profileAad, sealText, sealedByOlderKey, sealingRing, settingsKeyRing } from "./secrets";
+import { must } from "../platform/must";
 
 /** A profile version's sealed entries, as a re-seal reads them. */
 const SealedProfileRow = z.object({ name: z.string(), version: z.number(), sealed: z.string() });
@@ -59,7 +60,12 @@ async function openRow(ring: KeyRing | null, row: OverlayRow): Promise<string> {
 async function overlayUpserts(entries: ReadonlyMap<string, Entry>, config: ConfigSettings): Promise<Array<{ name: string; value: string; secret: boolean }>> {
   const ring = [...entries.values()].some((e) => e.secret) ? await sealingRing(config) : null;
   const out: Array<{ name: string; value: string; secret: boolean }> = [];
-  for (const [name, e] of entries) out.push({ name, value: e.secret ? await sealText(ring!, e.value, overlayAad(name)) : e.value, secret: e.secret });
+  for (const [name, e] of entries)
+    out.push({
+      name,
+      value: e.secret ? await sealText(must(ring, "the sealing ring for a secret entry"), e.value, overlayAad(name)) : e.value,
+      secret: e.secret,
+    });
   return out;
 }
 
@@ -83,7 +89,10 @@ export async function changeEnv(env: object, db: D1Database, change: EnvChange, 
   const written = new Map<string, Entry>();
   for (const name of setNames) {
     // A name once secret stays secret until it is unset: re-setting it never exposes the new value.
-    const e = { value: valueText("set", name, change.set![name]), secret: secretFlag(name, marked.includes(name) || wasSecret.has(name)) };
+    const e = {
+      value: valueText("set", name, must(change.set, "the set of a change that sets names")[name]),
+      secret: secretFlag(name, marked.includes(name) || wasSecret.has(name)),
+    };
     candidate.set(name, e);
     written.set(name, e);
   }

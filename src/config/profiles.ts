@@ -23,6 +23,7 @@ import { openOverlay, replaceOverlay } from "./overlay-writes";
 import { CountRow, batch, d1, first, join, rowsOf, run, trusted } from "../platform/persistence/d1";
 import { parseStored } from "../platform/persistence/stored-json";
 import { type Sealed, SealedEntries, openText, profileAad, sealEntry, sealingRing, settingsKeyRing } from "./secrets";
+import { must } from "../platform/must";
 
 const NAME_RULE = "must be 1 to 64 characters of letters, digits, _ . - starting with a letter or digit";
 
@@ -237,7 +238,7 @@ export async function putProfile(
   const secretNames = [...entries].filter(([, e]) => e.secret).map(([n]) => n);
   const ring = secretNames.length ? await sealingRing(config) : null;
   for (const [n, e] of [...entries].sort(([a], [b]) => (a < b ? -1 : 1))) {
-    if (e.secret) sealed[n] = await sealEntry(ring!, e.value, profileAad(name, n));
+    if (e.secret) sealed[n] = await sealEntry(must(ring, "the sealing ring for a secret entry"), e.value, profileAad(name, n));
     else plain[n] = e.value;
   }
   const row = await first(
@@ -247,7 +248,8 @@ export async function putProfile(
        FROM config_profiles WHERE name = ${name}
        RETURNING ${COLUMNS}`,
   );
-  return { created: row!.version === 1, profile: viewOf(row!) };
+  const written = must(row, "the profile version just inserted");
+  return { created: written.version === 1, profile: viewOf(written) };
 }
 
 /** `POST …/rollback`: appends a copy of `version` as the newest version. */

@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { SETTINGS, type SettingDefault, settingDefinition } from "../platform/settings/registry";
 import type { OverlayRow } from "./overlay-store";
+import { must } from "../platform/must";
 
 export const SettingView = z
   .object({
@@ -44,7 +45,7 @@ export function knownNames(base: Record<string, unknown>, rows: readonly Overlay
 export function settingViews(base: Record<string, unknown>, rows: readonly OverlayRow[]): SettingView[] {
   const byName = new Map(rows.map((r) => [r.name, r]));
   return knownNames(base, rows).map((name) => {
-    const def = settingDefinition(name)!;
+    const def = must(settingDefinition(name), `the definition of the known setting ${name}`);
     const row = byName.get(name);
     // A row for a setting the overlay may not set (env-only) is not in force: the env is.
     const overlayRow = row && def.overlay ? row : undefined;

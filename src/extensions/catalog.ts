@@ -6,9 +6,7 @@ import type { ExtensionDef } from "./model";
 import { redact } from "./redact";
 import { retry } from "./retry";
 
-export const EXTENSIONS: ReadonlyMap<string, ExtensionDef<any>> = new Map(
-  [redact, maxResultBytes, retry, cache].map((e) => [e.name, e as ExtensionDef<any>] as const),
-);
+export const EXTENSIONS: ReadonlyMap<string, ExtensionDef> = new Map([redact, maxResultBytes, retry, cache].map((e) => [e.name, e] as const));
 
 /** One `GET /api/extensions` item. */
 export const ExtensionView = z.object({
@@ -22,7 +20,7 @@ export const ExtensionView = z.object({
 });
 export type ExtensionView = z.infer<typeof ExtensionView>;
 
-function view(e: ExtensionDef<any>): ExtensionView {
+function view(e: ExtensionDef): ExtensionView {
   const schema = z.toJSONSchema(e.config, { target: "draft-2020-12", io: "input", unrepresentable: "any" }) as Record<string, unknown>;
   delete schema.$schema;
   return { name: e.name, kind: e.kind, description: e.description, config_schema: schema, config_required: !e.config.safeParse({}).success };

@@ -26,7 +26,7 @@ export type ExtensionElement = z.infer<typeof ExtensionElement>;
 
 /** An element resolved against the catalog: its extension and its parsed config (defaults filled). */
 export interface ResolvedElement {
-  def: ExtensionDef<any>;
+  def: ExtensionDef;
   config: unknown;
 }
 

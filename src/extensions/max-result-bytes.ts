@@ -27,7 +27,8 @@ export function cutUtf8(s: string, max: number): string {
   let bytes = 0;
   let end = 0;
   for (const ch of s) {
-    const cp = ch.codePointAt(0)!;
+    // A string's iteration yields whole code points, never an empty string.
+    const cp = ch.codePointAt(0) ?? 0;
     const size = cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
     if (bytes + size > max) break;
     bytes += size;

@@ -18,6 +18,7 @@ import { EnvRefError, REDACTED, envRefSchema, refusedReferences, refusedReferenc
 import { VERIFIER_KINDS, type VerifierKind } from "./verifiers";
 import { GENERIC_DELIVERY_HEADER, GENERIC_SIGNATURE_HEADER } from "./verifiers/generic-hmac";
 import { standardWebhooksKey } from "./verifiers/standard-webhooks";
+import { must } from "../platform/must";
 
 const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$/;
 const headerName = z.string().regex(HEADER_NAME, { message: "must be a header name (1-128 token characters)" });
@@ -176,7 +177,7 @@ export async function putVerifier(
 ): Promise<StoredVerifier> {
   const row = await verifierRecord(env, settings, topic, body, { created_by: createdBy, created_at: nowIso, updated_at: nowIso });
   await upsertVerifierStatement(db, row).run();
-  return (await getVerifier(db, topic))!;
+  return must(await getVerifier(db, topic), "the verifier just written");
 }
 
 export async function deleteVerifier(db: D1Database, topic: string): Promise<boolean> {

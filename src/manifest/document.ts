@@ -49,6 +49,7 @@ import {
   upsertHttpToolStatement,
 } from "../targets/tools/http-tools";
 import { type ApiTool, ApiToolDeclaration, apiToolOrigin, checkApiToolDeclaration, listApiTools, upsertApiToolStatement } from "./api-tool-store";
+import { must } from "../platform/must";
 
 /** Most entries of one section (a replace writes them all in one batch). */
 export const MAX_SECTION_ENTRIES = 200;
@@ -228,7 +229,12 @@ export async function readEnvRefs(db: D1Database, env: EnvVars): Promise<EnvRefs
   }
   const items = [...refs.keys()].sort().map((name) => {
     const v = Reflect.get(env, name);
-    return { name, referenced_by: refs.get(name)!, env_set: typeof v === "string" && v !== "", secret_env_set: stored.has(name) };
+    return {
+      name,
+      referenced_by: must(refs.get(name), "the fields of a collected reference"),
+      env_set: typeof v === "string" && v !== "",
+      secret_env_set: stored.has(name),
+    };
   });
   return { items, total: items.length };
 }

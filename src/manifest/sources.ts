@@ -14,6 +14,7 @@ import { getPreset } from "../targets/presets/store";
 import { isBuiltinTool } from "../targets/tools/builtins";
 import { deleteHttpTool, getHttpTool } from "../targets/tools/http-tools";
 import { deleteApiTool, getApiTool } from "./api-tool-store";
+import { must } from "../platform/must";
 
 export const SOURCE_KINDS = ["http_tool", "api_tool", "mcp_server", "mcp_tool"] as const;
 export type SourceKind = (typeof SOURCE_KINDS)[number];
@@ -61,7 +62,7 @@ export async function removeToolSource(db: D1Database, body: RemoveSourceBody, n
   else if (kind === "api_tool") await deleteApiTool(db, body.name);
   else if (kind === "mcp_server") await deleteMcpServer(db, body.name);
   else {
-    const { server, tool } = splitMcpToolName(body.name)!;
+    const { server, tool } = must(splitMcpToolName(body.name), "the server and tool of an mcp_tool name");
     const record = await getMcpServer(db, server);
     if (!record) throw new HttpError(404, "no tool source has this name");
     await excludeMcpTool(db, record, tool, nowIso);

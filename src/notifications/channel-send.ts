@@ -28,7 +28,7 @@ import { SLACK_ENV } from "../channels/slack";
 import { TELEGRAM_ENV, telegramBotId } from "../channels/telegram";
 import type { Env } from "../platform/env";
 import { webNotificationSink } from "../channels/web/notify";
-import { HttpError, badRequest, serverError } from "../platform/http/errors";
+import { type HttpError, badRequest, serverError } from "../platform/http/errors";
 import { edgeFetch } from "../platform/net/edge-fetch";
 import type { Settings } from "../platform/settings/settings";
 

@@ -165,7 +165,10 @@ export async function readMetrics(db: D1Database, window: string, seconds: numbe
       by_route: [...byRoute].sort(([a], [b]) => (a < b ? -1 : 1)).map(([route_name, c]) => ({ route_name, total: sum(c), by_outcome: c })),
     },
     turn_duration_ms: { samples: p.n, sum: p.total, p50: p.p50, p95: p.p95, p99: p.p99 },
-    runs_by_kind: RUN_KINDS.filter((k) => byKind.has(k)).map((kind) => ({ kind, total: sum(byKind.get(kind)!), by_outcome: byKind.get(kind)! })),
+    runs_by_kind: RUN_KINDS.flatMap((kind) => {
+      const c = byKind.get(kind);
+      return c ? [{ kind, total: sum(c), by_outcome: c }] : [];
+    }),
     deliveries: null,
     rate_cap_sheds: null,
     queues: null,

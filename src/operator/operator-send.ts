@@ -10,7 +10,7 @@ import { mintArrival } from "../conversations/door/arrival";
 import { maxCharsFor } from "../channels/chunking";
 import type { AnswerRecord } from "../conversations/model/record";
 import { routeWithKey } from "../conversations/route-cache";
-import { type Route } from "../conversations/model/route";
+import type { Route } from "../conversations/model/route";
 import { type AcceptResult, threadStub } from "../conversations/door/stubs";
 import type { AcceptKey } from "../conversations/model/thread-rpc";
 import { keyInFlight, keyReused } from "../platform/http/idempotency";
@@ -25,6 +25,7 @@ import { agentKeepsMemory, appendAgentMemory } from "../targets/agents/run";
 import { createTargetContext } from "../targets/context";
 import type { OperatorSendBody } from "./schemas";
 import { guardThreadOnRoute, threadAddress } from "./thread-guard";
+import { must } from "../platform/must";
 
 /**
  * Refusals that need the route's channel, decided before anything is written: a text needing more
@@ -87,7 +88,10 @@ async function personThreadTarget(
     for (const name of [...new Set(rows.flatMap((a) => a.routes))].sort()) {
       const readAtMs = Date.now();
       const { route } = await routeWithKey(env, name);
-      const row = rows.find((a) => a.routes.includes(name))!;
+      const row = must(
+        rows.find((a) => a.routes.includes(name)),
+        "the address row naming this route",
+      );
       if (route && route.door === row.door) return { route, readAtMs, address: threadAddress(row.door, row.address) };
     }
     throw new HttpError(404, "no route this address came in on still exists");

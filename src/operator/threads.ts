@@ -6,7 +6,7 @@ import { allShards } from "../shards/rpc";
 import { personDefaultMode } from "../conversations/model/mode";
 import type { Mode } from "../conversations/model/kinds";
 import { manualRoutesOfTarget } from "../conversations/store";
-import { type Route } from "../conversations/model/route";
+import type { Route } from "../conversations/model/route";
 import type { PersonView } from "../persons/rpc";
 import { threadStub } from "../conversations/door/stubs";
 import { personThreadId } from "../conversations/model/thread-id";

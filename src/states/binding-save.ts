@@ -15,7 +15,7 @@ import { renderTemplatedText, type TemplatedText } from "../templates/templated-
 import type { JsonObject } from "../platform/http/bounded-json";
 import { attachTemplate, detachTemplate } from "./attachments";
 import type { StateBinding } from "./state-binding";
-import { StoredProgram, resolveProgram } from "./template-jq";
+import { type StoredProgram, resolveProgram } from "./template-jq";
 import { getTemplate } from "./templates";
 
 async function compiles(env: Env, t: TemplatedText | null, where: string): Promise<void> {

@@ -57,6 +57,7 @@
 import { z } from "zod";
 import { intactIdentifier } from "../platform/http/identifiers";
 import { JsonObject, JsonValue, type JsonArray } from "../platform/http/bounded-json";
+import { must } from "../platform/must";
 
 export const MAX_PATH_SEGMENTS = 128;
 export const MAX_OPS = 1000;
@@ -394,7 +395,7 @@ function applyUpsert(work: Work, op: SetByKeyOp | MergeByKeyOp): boolean {
     const problem = itemProblem(item, op.key);
     if (problem) refuse(`items[${n}] ${problem}`);
   });
-  const { arr, created } = keyedArray(work, op.path, true)!;
+  const { arr, created } = must(keyedArray(work, op.path, true), "the array an upsert creates");
   for (const item of op.items) {
     const k = item[op.key];
     let matched = false;

@@ -104,7 +104,7 @@ function viewOf(r: Row): PendingSaveView {
     attempts: r.attempts,
     last_error: r.last_error,
     failed_phase: r.failed_phase,
-    created_at: iso(r.created_at)!,
+    created_at: new Date(r.created_at).toISOString(),
     failed_at: iso(r.failed_at),
   };
 }

@@ -27,6 +27,7 @@ import { checkPersonSubject } from "./records";
 import type { StateAttach, StateBinding } from "./state-binding";
 import { TemplateJqError, opsFrom, resolveProgram, runInputProgram, runProgram, runUpdateProgram } from "./template-jq";
 import { Subject as SubjectSchema } from "./views";
+import { must } from "../platform/must";
 
 /** A binding failure: the turn's error outcome carries this detail (admins only). */
 export class BindingError extends Error {}
@@ -124,7 +125,7 @@ export async function prepareStates(
         value =
           inj.template_jq !== null
             ? await runInputProgram(env, resolveProgram(read.attachments, inj.template_jq), record, {})
-            : ((await evalOne(env, inj.jq!, { record, input }, where)) as JsonValue);
+            : ((await evalOne(env, must(inj.jq, "an injection's jq (it has jq or template_jq)"), { record, input }, where)) as JsonValue);
       } catch (err) {
         return fail(where, err);
       }
@@ -149,7 +150,7 @@ async function updateOps(env: Env, e: EngagedAttach, u: StateAttach["updates"][n
       const programInput = u.adapter ? ((await evalOne(env, u.adapter, { output, input }, `${where} adapter`)) as JsonValue) : input;
       return { opId, ops: await runUpdateProgram(env, resolveProgram(e.attachments, u.template_jq), record, programInput) };
     }
-    return { opId, ops: opsFrom(await evalOne(env, u.jq!, { record, output, input }, where), [], where) };
+    return { opId, ops: opsFrom(await evalOne(env, must(u.jq, "an update's jq (it has jq or template_jq)"), { record, output, input }, where), [], where) };
   } catch (err) {
     return fail(where, err);
   }

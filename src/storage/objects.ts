@@ -8,6 +8,7 @@
 import { z } from "zod";
 import { badRequest } from "../platform/http/errors";
 import { OCTET_STREAM } from "./content-types";
+import { must } from "../platform/must";
 
 /** What the stat, list and upload doors say about an object (never its bytes). */
 export const ObjectView = z
@@ -99,7 +100,8 @@ export async function putObject(
   const existing = await bucket.head(id);
   const created_at = existing ? viewOf(existing).created_at : now;
   const o = await bucket.put(id, bytes, { httpMetadata: { contentType }, customMetadata: { created_at, updated_at: now } });
-  return { created: !existing, resource: viewOf(o!) };
+  // put returns null only under a precondition (onlyIf), which this write does not set.
+  return { created: !existing, resource: viewOf(must(o, "the object just stored")) };
 }
 
 /** Deletes one object; false when there was none. */

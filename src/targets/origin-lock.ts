@@ -43,9 +43,9 @@ export function keepStoredLiterals(
       continue;
     }
     const keep = stored?.headers[name];
-    if (typeof keep !== "string")
+    if (!stored || typeof keep !== "string")
       throw badRequest(`invalid body: ${field}.${name}: "${REDACTED}" stands for the stored value of this header, and there is none`);
-    if (stored!.origin === null || stored!.origin !== origin) throw badRequest(`invalid body: ${movedSecretMessage(`${field}.${name}`)}`);
+    if (stored.origin === null || stored.origin !== origin) throw badRequest(`invalid body: ${movedSecretMessage(`${field}.${name}`)}`);
     out[name] = keep;
   }
   return out;

@@ -32,6 +32,7 @@ import {
   templateNotFound,
   uploadTemplate,
 } from "./store";
+import { must } from "../platform/must";
 
 export const templatesRouter = new Hono<AppEnv>();
 
@@ -164,7 +165,9 @@ addRoute(
     errors: [404],
   },
   async (c, { body }) => {
-    const rendered = body.id ? await renderStored(bucketOf(c), body.id, body.kwargs) : renderBounded(body.content!, body.kwargs);
+    const rendered = body.id
+      ? await renderStored(bucketOf(c), body.id, body.kwargs)
+      : renderBounded(must(body.content, "content (the body names id or content)"), body.kwargs);
     return { rendered };
   },
 );

@@ -17,6 +17,7 @@ import { StoragePath, StoragePrefix, storagePathProblem, storagePrefixProblem } 
 import { TEXT_RESOURCE_MAX_BYTES, utf8Text } from "../storage/text-resources";
 import { renderTemplate } from "./templated-text";
 import { type TemplateAnalysis, TemplateVariable, analyzeTemplate } from "./inference";
+import { must } from "../platform/must";
 
 export const TEMPLATES_DIR = "templates";
 export const TEMPLATE_CONTENT_TYPE = "text/x-mustache; charset=utf-8";
@@ -78,7 +79,10 @@ function remember(id: string, entry: { etag: string; content: string }): void {
   cache.delete(id);
   cache.set(id, entry);
   // Oldest first: Map keeps insertion order, and a hit re-inserts.
-  while (cache.size > CACHE_MAX) cache.delete(cache.keys().next().value!);
+  for (const oldest of cache.keys()) {
+    if (cache.size <= CACHE_MAX) break;
+    cache.delete(oldest);
+  }
 }
 
 /** Entries dropped. */
@@ -103,9 +107,10 @@ export async function loadTemplateText(bucket: R2Bucket, id: string): Promise<{ 
     return null;
   }
   if (!("body" in o)) {
-    // Not modified since cached.
-    remember(id, hit!);
-    return { ...hit!, object: o };
+    // Not modified since cached (only a cached entry's etag asks that).
+    const cached = must(hit, "the cached entry a not-modified answer confirms");
+    remember(id, cached);
+    return { ...cached, object: o };
   }
   if (o.size > TEXT_RESOURCE_MAX_BYTES) {
     await o.body.cancel();

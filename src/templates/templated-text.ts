@@ -8,6 +8,7 @@ import { MAX_KWARGS_BYTES, boundedJsonObject } from "../platform/http/bounded-js
 import { HttpError } from "../platform/http/errors";
 import { intactIdentifier } from "../platform/http/identifiers";
 import { resolveTextAnywhere } from "../storage/text-resources";
+import { must } from "../platform/must";
 
 export const templatedTextSchema = z
   .object({
@@ -98,7 +99,7 @@ export async function renderTemplatedText(db: D1Database, t: TemplatedText): Pro
   let source: string;
   if (t.content !== undefined && t.content !== null) source = t.content;
   else {
-    const res = await resolveTextAnywhere(db, t.id!);
+    const res = await resolveTextAnywhere(db, must(t.id, "a templated text's id (it has content or id)"));
     if (!res) throw new HttpError(404, "templated text resource not found");
     source = res.content;
   }

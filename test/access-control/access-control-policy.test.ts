@@ -9,6 +9,7 @@ import { pinRefusal } from "../../src/access-control/public-routes";
 import { RoleGrantsInput, normalizeGrants, roleAllows } from "../../src/access-control/roles";
 import { isAdminKey, isCustomScopeId, isKeyScope, isValidScope, scopeCovered } from "../../src/access-control/scopes";
 import { scopeUrlMatches, scopeUrlOverlapsTemplate, scopeUrlProblem, segmentsOf } from "../../src/access-control/url-pattern";
+import { must } from "../../src/platform/must";
 
 function key(over: Partial<KeyRecord> = {}): KeyRecord {
   return {
@@ -78,7 +79,7 @@ describe("scope URL matching (pure)", () => {
     ] as const) {
       const problem = scopeUrlProblem(url, pattern);
       expect(problem, url).not.toBeNull();
-      expect(problem!.startsWith("url: ")).toBe(true);
+      expect(must(problem, "problem").startsWith("url: ")).toBe(true);
       if (url.length > 3) expect(problem).not.toContain(url);
     }
     expect(segmentsOf("/")).toEqual([]);
@@ -142,7 +143,7 @@ describe("roles (pure)", () => {
   it("the grants input refuses unknown tags and levels without naming them", () => {
     const bad = RoleGrantsInput.safeParse({ "MARKER-tag": "read" });
     expect(bad.success).toBe(false);
-    expect(JSON.stringify(bad.error!.issues)).not.toContain("MARKER");
+    expect(JSON.stringify(must(bad.error, "bad.error").issues)).not.toContain("MARKER");
     expect(RoleGrantsInput.safeParse({ tools: "admin" }).success).toBe(false);
     expect(RoleGrantsInput.safeParse({ tools: "write", auth: "none" }).success).toBe(true);
   });

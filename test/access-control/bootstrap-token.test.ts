@@ -8,6 +8,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { BOOTSTRAP_TOKEN_MIN_LENGTH, PUBLISHED_BOOTSTRAP_TOKENS, bootstrapTokenProblem } from "../../src/access-control/bootstrap-token";
 import { BASE, fetchWithEnv, readResult } from "../helpers/http";
+import { must } from "../../src/platform/must";
 
 const PUBLISHED = "local-dev-bootstrap-token";
 const SHORT = "a".repeat(BOOTSTRAP_TOKEN_MIN_LENGTH - 1);
@@ -29,8 +30,9 @@ async function methodsWith(token: unknown) {
   return readResult(await fetchWithEnv({ ...env, ACCESS_CONTROL_BOOTSTRAP_TOKEN: token }, new Request(`${BASE}/api/login/methods`)));
 }
 
-const keyCount = async () => (await env.DB.prepare("SELECT COUNT(*) AS n FROM api_keys").first<{ n: number }>())!.n;
-const failures = async (ip: string) => (await env.DB.prepare("SELECT COUNT(*) AS n FROM auth_throttle WHERE client_ip = ?").bind(ip).first<{ n: number }>())!.n;
+const keyCount = async () => must(await env.DB.prepare("SELECT COUNT(*) AS n FROM api_keys").first<{ n: number }>(), "the row").n;
+const failures = async (ip: string) =>
+  must(await env.DB.prepare("SELECT COUNT(*) AS n FROM auth_throttle WHERE client_ip = ?").bind(ip).first<{ n: number }>(), "the row").n;
 
 describe("the bootstrap token rule", () => {
   it("accepts a long random token and refuses unset, short and published ones, naming the setting only", () => {

@@ -10,6 +10,7 @@ import { pruneClaimLinks } from "../../src/access-control/claim-links";
 import { sha256Hex } from "../../src/access-control/crypto";
 import { echoRoute, send } from "../helpers/bridge";
 import { BOOTSTRAP_TOKEN, admin, call, mintKey, uniq } from "../helpers/http";
+import { must } from "../../src/platform/must";
 
 let ipCounter = 0;
 /** A client IP no other claim in this file used. */
@@ -230,7 +231,7 @@ describe("POST /api/login/claim", () => {
     expect((await claim(`clm-${"C".repeat(43)}`, ip)).status).toBe(400);
     const second = await row();
     expect(second?.failures).toBe(2);
-    expect(second!.blocked_until - t0).toBeGreaterThanOrEqual(2000 - 50);
+    expect(must(second, "second").blocked_until - t0).toBeGreaterThanOrEqual(2000 - 50);
     expect((await claim(link.body.data.token, ip)).status).toBe(429);
 
     // Another client is not affected, nor is bootstrap for this one (separate back-off).

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { SCOPE_TAGS } from "../../src/access-control/scopes";
 import { registry } from "../../src/platform/http/route";
 import { admin, call, mintKey, uniq } from "../helpers/http";
+import { must } from "../../src/platform/must";
 
 describe("GET /api/auth/capabilities", () => {
   it("admin: any owner, every scope, custom scope, role and run grant", async () => {
@@ -45,7 +46,11 @@ describe("GET /api/auth/routes", () => {
   it("lists every door of the route table with its declaration and mapping scopes", async () => {
     const listed = (await call("GET", "/api/auth/routes", { key: await admin() })).body.data as Array<Record<string, any>>;
     expect(listed.map((r) => `${r.method} ${r.path}`)).toEqual(registry.map((r) => `${r.method.toUpperCase()} ${r.path}`));
-    const at = (m: string, p: string) => listed.find((r) => r.method === m && r.path === p)!;
+    const at = (m: string, p: string) =>
+      must(
+        listed.find((r) => r.method === m && r.path === p),
+        "the item found",
+      );
     expect(at("GET", "/api/tools")).toEqual({
       method: "GET",
       path: "/api/tools",

@@ -8,6 +8,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import { admin, call, mintKey, uniq } from "../helpers/http";
 import { count, exported, importDoc } from "./helpers";
+import { must } from "../../src/platform/must";
 
 const NOW = "2026-01-01T00:00:00.000Z";
 
@@ -401,7 +402,7 @@ describe("the settings overlay", () => {
 
   it("non-secret and secret values are validated as one candidate and written in one batch with one generation bump", async () => {
     const generation = () => env.DB.prepare("SELECT generation FROM settings_generation WHERE id = 1").first<number>("generation");
-    const before = (await generation())!;
+    const before = must(await generation(), "generation()");
     const r = await importDoc(
       doc({
         "settings-overlay": [{ name: "CONVERSATIONS_PER_ADDRESS_TURNS_PER_HOUR", value: "40" }],

@@ -13,6 +13,7 @@ import { fakeNetwork } from "../helpers/edge";
 import { BASE, admin, call, fetchWithEnv, readResult, uniq } from "../helpers/http";
 import { bindVerifier } from "../hooks/helpers";
 import { exported, importDoc } from "./helpers";
+import { must } from "../../src/platform/must";
 
 const LITERAL = "Bearer SEALED-LITERAL-VALUE";
 const NOW = "2026-01-01T00:00:00.000Z";
@@ -26,9 +27,12 @@ async function declareTool(url = "https://crm.example.com/run") {
 }
 
 const storedAuthorization = async (title: string) =>
-  (await env.DB.prepare("SELECT json_extract(spec, '$.url') AS url, json_extract(spec, '$.headers.authorization') AS a FROM tool_declarations WHERE title = ?")
-    .bind(title)
-    .first<{ url: string; a: string }>())!;
+  must(
+    await env.DB.prepare("SELECT json_extract(spec, '$.url') AS url, json_extract(spec, '$.headers.authorization') AS a FROM tool_declarations WHERE title = ?")
+      .bind(title)
+      .first<{ url: string; a: string }>(),
+    "the row",
+  );
 
 describe("a backup export yields no clear secret", () => {
   it("every secret section's values are sealed; none appears in the document", async () => {

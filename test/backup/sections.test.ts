@@ -7,6 +7,7 @@ import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BASE, admin, call, fetchWithEnv, mintKey } from "../helpers/http";
 import { count, exportDoc, exported, importDoc, wipeDeployment } from "./helpers";
+import { must } from "../../src/platform/must";
 
 const SECRET_SECTIONS = ["keys", "target-secrets", "route-secrets", "hook-secrets", "settings-secrets"];
 const APPLY_ORDER = [
@@ -108,7 +109,7 @@ beforeAll(async () => {
   const runner = await mintKey({ user_id: "svc-runner", scopes: ["tool:crm-lookup"] });
   const caller = await mintKey({ user_id: "svc-caller", scopes: ["conversations", "tool-docs"] });
   fx.callerKey = caller.key;
-  fx.callerHash = (await env.DB.prepare("SELECT key_hash FROM api_keys WHERE user_id = 'svc-caller'").first<string>("key_hash"))!;
+  fx.callerHash = must(await env.DB.prepare("SELECT key_hash FROM api_keys WHERE user_id = 'svc-caller'").first<string>("key_hash"), "the row");
   await ok(await call("PUT", "/api/auth/api-keys/svc-runner", { key, body: { role: "reader" } }), "give role");
   const route = await ok(
     await call("POST", "/api/conversations/crm-api", {
@@ -399,8 +400,8 @@ describe("round trip into a fresh deployment", () => {
       value: string;
       secret: number;
     }>();
-    expect(stored!.secret).toBe(1);
-    expect(stored!.value).not.toContain(SECRET_SETTING_VALUE);
+    expect(must(stored, "stored").secret).toBe(1);
+    expect(must(stored, "stored").value).not.toContain(SECRET_SETTING_VALUE);
     const profile = await env.DB.prepare("SELECT sealed FROM config_profiles WHERE name = 'calm' AND version = 1").first<string>("sealed");
     expect(profile).not.toContain(PROFILE_SECRET_VALUE);
 

@@ -22,6 +22,7 @@ import { pollUntil } from "../e2e/support/poll";
 import { type ToolServer, startToolServer } from "../e2e/support/tool-server";
 import { launchChromium } from "./support/chromium";
 import { pageOpener, visible } from "./support/pages";
+import { must } from "../../src/platform/must";
 
 const SHOTS = process.env.UPDATE_SCREENSHOTS === "1" ? join(ROOT, "docs", "web") : mkdtempSync(join(tmpdir(), "webchat-shots-"));
 
@@ -212,7 +213,8 @@ describe("the web chat page in Chromium", () => {
     await narrow.page.goto(`${base}/api/channels/web/chat/desk`);
     const input = await visible(narrow.page.getByLabel("Message", { exact: true }));
     const box = await input.boundingBox();
-    expect(box!.x + box!.width).toBeLessThanOrEqual(360);
+    const shown = must(box, "the bounding box");
+    expect(shown.x + shown.width).toBeLessThanOrEqual(360);
     const bg = await narrow.page.evaluate(() => getComputedStyle(document.body).backgroundColor);
     expect(bg).not.toBe("rgb(255, 255, 255)");
     await narrow.page.screenshot({ path: join(SHOTS, "page-dark-360.png") });
@@ -303,7 +305,13 @@ describe("turns that need more than an echo", () => {
       () => fake.sends.filter((x) => x.channel === "telegram").map((x) => String(x.body.text ?? "")),
       (texts) => texts.some((t) => /LINK-[A-Z0-9]{8}/.test(t)),
     );
-    const code = minted.find((t) => /LINK-[A-Z0-9]{8}/.test(t))!.match(/LINK-[A-Z0-9]{8}/)![0];
+    const code = must(
+      must(
+        minted.find((t) => /LINK-[A-Z0-9]{8}/.test(t)),
+        "the item found",
+      ).match(/LINK-[A-Z0-9]{8}/),
+      "the match",
+    )[0];
     const { page, context } = await newPage();
     await page.goto(`${base}/api/channels/web/chat/shop?tai_pair=${code}`);
     // The page door redeems nothing: the page offers the code, leaves the address bar clean, and
@@ -330,10 +338,10 @@ describe("an entry gate", () => {
     expect(code.status).toBe(201);
     const { page, context } = await newPage();
     const refused = await page.goto(`${base}/api/channels/web/chat/vip`);
-    expect(refused!.status()).toBe(403);
+    expect(must(refused, "refused").status()).toBe(403);
     expect(await context.cookies()).toEqual([]);
     const admitted = await page.goto(`${base}/api/channels/web/chat/vip?tai_entry=${encodeURIComponent(code.body.data.code)}`);
-    expect(admitted!.status()).toBe(200);
+    expect(must(admitted, "admitted").status()).toBe(200);
     await say(page, "let me in");
     await visible(entries(page, "bot").filter({ hasText: "let me in" }));
     await context.close();

@@ -5,6 +5,7 @@
  */
 import { createHmac } from "node:crypto";
 import type { Webhook, WebhookDoor, WebhookMethod } from "../../src/channels/adapter";
+import { must } from "../../src/platform/must";
 
 export interface RecordedRequest {
   url: string;
@@ -37,7 +38,7 @@ export function hangingFetch() {
     (req) =>
       new Promise<Response>((_, reject) => {
         if (!req.signal) return reject(new Error("no signal"));
-        req.signal.addEventListener("abort", () => reject(req.signal!.reason));
+        req.signal.addEventListener("abort", () => reject(must(req.signal, "req.signal").reason));
       }),
   );
 }

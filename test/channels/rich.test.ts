@@ -4,8 +4,9 @@ import { adapterFor } from "../../src/channels/registry";
 import { planOutbound, sendOutboundStep } from "../../src/channels/rich/outbound";
 import { type RichPart, requiredCapabilities } from "../../src/channels/rich/types";
 import { fakeFetch, jsonResponse } from "./helpers";
+import { must } from "../../src/platform/must";
 
-const ad = (name: string) => adapterFor(name)!;
+const ad = (name: string) => must(adapterFor(name), "adapterFor(name)");
 const reply = (text: string, extra: Record<string, unknown> = {}) => ({ text, kind: "reply" as const, ...extra });
 const IMG = { kind: "image" as const, url: "https://cdn.example/a.png" };
 

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { ChannelEnv } from "../../src/channels/adapter";
 import { SLACK_DEFAULT_API_BASE, slackAdapter, slackSignature } from "../../src/channels/slack";
 import { fakeFetch, hangingFetch, jsonResponse, nodeHmacHex, webhook } from "./helpers";
+import { must } from "../../src/platform/must";
 
 const ENV: ChannelEnv = {
   CHANNEL_SLACK_SIGNING_SECRET: "slack-signing-secret",
@@ -70,7 +71,10 @@ describe("slack: signature (own requests)", () => {
   it("refuses missing headers and malformed timestamps", async () => {
     const good = signed(body);
     const noSig = { ...good, headers: new Headers({ "x-slack-request-timestamp": TS }) };
-    const noTs = { ...good, headers: new Headers({ "x-slack-signature": good.headers.get("x-slack-signature")! }) };
+    const noTs = {
+      ...good,
+      headers: new Headers({ "x-slack-signature": must(good.headers.get("x-slack-signature"), 'good.headers.get("x-slack-signature")') }),
+    };
     expect(await slackAdapter.verify(noSig, ENV, NOW)).toEqual({ ok: false, status: 401, reason: "missing signature" });
     expect(await slackAdapter.verify(noTs, ENV, NOW)).toEqual({ ok: false, status: 401, reason: "missing signature" });
     for (const ts of ["abc", "1e9", `${TS}.5`, "-1"]) expect(await slackAdapter.verify(signed(body, ts), ENV, NOW)).toMatchObject({ ok: false, status: 401 });
@@ -78,7 +82,13 @@ describe("slack: signature (own requests)", () => {
 
   it("refuses a signature over a different timestamp than the header's", async () => {
     const other = signed(body, String(Number(TS) - 10));
-    const swapped = { ...other, headers: new Headers({ "x-slack-request-timestamp": TS, "x-slack-signature": other.headers.get("x-slack-signature")! }) };
+    const swapped = {
+      ...other,
+      headers: new Headers({
+        "x-slack-request-timestamp": TS,
+        "x-slack-signature": must(other.headers.get("x-slack-signature"), 'other.headers.get("x-slack-signature")'),
+      }),
+    };
     expect(await slackAdapter.verify(swapped, ENV, NOW)).toMatchObject({ ok: false, status: 401, reason: "bad signature" });
   });
 

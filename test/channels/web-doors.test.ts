@@ -14,6 +14,7 @@ import { eventually, rawRows } from "../helpers/threads";
 import { listingCaughtUp } from "../helpers/listing";
 import { PAIRING_REPLIES } from "../../src/persons/pairing";
 import { declareTool, network } from "../operator/helpers";
+import { must } from "../../src/platform/must";
 
 const ORIGIN = new URL(BASE).origin;
 
@@ -51,7 +52,7 @@ async function stream(identity: string, cookie: string, after = 0) {
     headers: { upgrade: "websocket", origin: ORIGIN, cookie },
   });
   expect(res.status).toBe(101);
-  const ws = res.webSocket!;
+  const ws = must(res.webSocket, "res.webSocket");
   const frames: any[] = [];
   ws.addEventListener("message", (e) => frames.push(JSON.parse(String(e.data))));
   ws.accept();
@@ -193,7 +194,7 @@ describe("refusals", () => {
     const { cookie } = await openPage(r.identity);
     const rotated = await post("/api/channels/web/session/rotate", { identity: r.identity }, { cookie });
     expect(rotated.status).toBe(200);
-    const next = rotated.headers.get("set-cookie")!.split(";")[0];
+    const next = must(rotated.headers.get("set-cookie"), 'rotated.headers.get("set-cookie")').split(";")[0];
     expect(next).not.toBe(cookie);
     expect((await post("/api/channels/web/messages", { identity: r.identity, text: "old" }, { cookie })).status).toBe(401);
     expect((await post("/api/channels/web/messages", { identity: r.identity, text: "new" }, { cookie: next })).status).toBe(200);
@@ -325,7 +326,7 @@ describe("a pairing link", () => {
       key: await admin(),
       body: { external_user_id: "ann", text: "/link", wait_seconds: 10 },
     });
-    const code = String(link.body.data.answer).match(/LINK-[A-Z0-9]{8}/)![0];
+    const code = must(String(link.body.data.answer).match(/LINK-[A-Z0-9]{8}/), "the match")[0];
 
     // The page door only opens the session; the page's script offers the code and the visitor's
     // "Link" sends it as their message (test/browser/webchat.browser.test.ts drives that script).

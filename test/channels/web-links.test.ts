@@ -12,6 +12,7 @@ import { createRoute, send } from "../helpers/bridge";
 import { BASE, admin, call, dispatch, mintKey, uniq } from "../helpers/http";
 import { eventually, rawRows } from "../helpers/threads";
 import { declareTool, network } from "../operator/helpers";
+import { must } from "../../src/platform/must";
 
 const ORIGIN = new URL(BASE).origin;
 
@@ -57,7 +58,7 @@ describe("a pairing link on the chat page", () => {
     const { api, web, identity } = await webTarget(true);
     const ask = (text: string, who = "ann") => send(api.name, { external_user_id: who, text, wait_seconds: 10 });
     await ask("hello");
-    const code = String((await ask("/link")).body.data.answer).match(/LINK-[A-Z0-9]{8}/)![0];
+    const code = must(String((await ask("/link")).body.data.answer).match(/LINK-[A-Z0-9]{8}/), "the match")[0];
     const cookie = await page(identity, "");
     const threadId = `bridge:${web.name}:${visitorOf(cookie)}`;
     // The attack: another site navigates the visitor's browser to the pairing link.

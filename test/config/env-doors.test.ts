@@ -12,6 +12,7 @@ import { postTelegram, postTwilio } from "../helpers/channels";
 import { type EdgeCall, fakeNetwork } from "../helpers/edge";
 import { BASE, admin, call, fetchWithEnv, mintKey, uniq } from "../helpers/http";
 import { eventually, rawRows } from "../helpers/threads";
+import { must } from "../../src/platform/must";
 
 const CAP = "CONVERSATIONS_PER_ADDRESS_TURNS_PER_HOUR";
 
@@ -25,7 +26,7 @@ async function overlayRows() {
 }
 
 async function storedGeneration(): Promise<number> {
-  return (await env.DB.prepare("SELECT generation FROM settings_generation WHERE id = 1").first<number>("generation"))!;
+  return must(await env.DB.prepare("SELECT generation FROM settings_generation WHERE id = 1").first<number>("generation"), "the row");
 }
 
 /** Empties the overlay and makes this isolate re-read it at once. */
@@ -243,7 +244,7 @@ describe("secrets", () => {
     const after = kidOf((await overlayRows())[0].value);
     expect(after).not.toBe(before);
     const sealed = await env.DB.prepare("SELECT sealed FROM config_profiles WHERE name = ?").bind(profile).first<string>("sealed");
-    expect(kidOf(JSON.stringify(JSON.parse(sealed!).CHANNEL_SLACK_BOT_TOKEN))).toBe(after);
+    expect(kidOf(JSON.stringify(JSON.parse(must(sealed, "sealed")).CHANNEL_SLACK_BOT_TOKEN))).toBe(after);
 
     // The new key alone now opens everything; the old key alone no longer does.
     const { IsolateSettings } = await import("../../src/config/isolate-settings");

@@ -8,6 +8,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import { IsolateSettings, isolateSettings, requestSettings } from "../../src/config/isolate-settings";
 import { D1Counter } from "../helpers/d1-count";
+import { must } from "../../src/platform/must";
 
 const REFRESH_MS = 2000;
 const CAP = "CONVERSATIONS_PER_ADDRESS_TURNS_PER_HOUR";
@@ -22,7 +23,7 @@ async function writeElsewhere(rows: Array<{ name: string; value: string; secret?
   );
   stmts.push(env.DB.prepare("UPDATE settings_generation SET generation = generation + 1 WHERE id = 1"));
   await env.DB.batch(stmts);
-  return (await env.DB.prepare("SELECT generation FROM settings_generation WHERE id = 1").first<number>("generation"))!;
+  return must(await env.DB.prepare("SELECT generation FROM settings_generation WHERE id = 1").first<number>("generation"), "the row");
 }
 
 function cacheWithClock(start = 1_000_000) {

@@ -7,6 +7,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import { postTelegram } from "../helpers/channels";
 import { admin, call, mintKey, uniq } from "../helpers/http";
+import { must } from "../../src/platform/must";
 
 const CAP = "CONVERSATIONS_PER_ADDRESS_TURNS_PER_HOUR";
 const DEPTH = "CONVERSATIONS_THREAD_QUEUE_DEPTH";
@@ -22,7 +23,7 @@ async function overlay() {
     .results;
 }
 async function storedGeneration(): Promise<number> {
-  return (await env.DB.prepare("SELECT generation FROM settings_generation WHERE id = 1").first<number>("generation"))!;
+  return must(await env.DB.prepare("SELECT generation FROM settings_generation WHERE id = 1").first<number>("generation"), "the row");
 }
 
 afterEach(async () => {
@@ -120,10 +121,10 @@ describe("secrets in profiles", () => {
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body.data.profile).toMatchObject({ env: { [WEBHOOK]: null, [PREFIX]: null, [CAP]: "7" }, secret_keys: [WEBHOOK, PREFIX] });
     const row = await env.DB.prepare("SELECT env, sealed FROM config_profiles WHERE name = ?").bind(name).first<{ env: string; sealed: string }>();
-    expect(JSON.parse(row!.env)).toEqual({ [CAP]: "7" });
-    expect(Object.keys(JSON.parse(row!.sealed)).sort()).toEqual([WEBHOOK, PREFIX]);
-    expect(row!.sealed).not.toContain("profile-webhook-secret");
-    expect(row!.sealed).not.toContain("hidden-prefix");
+    expect(JSON.parse(must(row, "row").env)).toEqual({ [CAP]: "7" });
+    expect(Object.keys(JSON.parse(must(row, "row").sealed)).sort()).toEqual([WEBHOOK, PREFIX]);
+    expect(must(row, "row").sealed).not.toContain("profile-webhook-secret");
+    expect(must(row, "row").sealed).not.toContain("hidden-prefix");
     for (const path of [
       `/api/config/profiles/${name}`,
       `/api/config/profiles/${name}/versions`,

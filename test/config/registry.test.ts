@@ -14,6 +14,7 @@ import { settingsSchema } from "../../src/config/settings-schema";
 import { SETTINGS, isOverlayable, isSecretSetting, settingDefinition } from "../../src/platform/settings/registry";
 import { parseSettings } from "../../src/platform/settings/settings";
 import { admin, call, mintKey } from "../helpers/http";
+import { must } from "../../src/platform/must";
 
 /** The variables parseSettings reads from `base`: every property get on a recording proxy. */
 function namesRead(base: Record<string, unknown>): Set<string> {
@@ -146,7 +147,7 @@ describe("GET /api/config/settings-schema", () => {
     expect(Object.keys(schema.properties).sort()).toEqual([...exactNames].sort());
     expect(Object.keys(schema.patternProperties).sort()).toEqual(
       SETTINGS.filter((s) => s.family)
-        .map((s) => s.family!.source)
+        .map((s) => must(s.family, "s.family").source)
         .sort(),
     );
     for (const [name, prop] of Object.entries<Record<string, unknown>>({ ...schema.properties, ...schema.patternProperties })) {

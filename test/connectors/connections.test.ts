@@ -27,6 +27,7 @@ import {
   startRow,
   storedRows,
 } from "./helpers";
+import { must } from "../../src/platform/must";
 
 const START = "/api/connectors/connections/start";
 const COMPLETE = "/api/connectors/oauth/complete";
@@ -69,17 +70,17 @@ describe("POST /api/connectors/connections/start", () => {
     // Stored: only the state's SHA-256, and the verifier sealed; the challenge is S256 of that verifier.
     const row = await startRow(a.state);
     expect(row).not.toBeNull();
-    expect(row!.state_hash).toBe(await sha256Hex(a.state));
+    expect(must(row, "row").state_hash).toBe(await sha256Hex(a.state));
     expect(JSON.stringify(row)).not.toContain(a.state);
     const verifier = await openVerifier(await ring(), {
-      state_hash: String(row!.state_hash),
-      sealed_verifier: JSON.parse(String(row!.sealed_verifier)),
+      state_hash: String(must(row, "row").state_hash),
+      sealed_verifier: JSON.parse(String(must(row, "row").sealed_verifier)),
     } as any);
     expect(verifier).toMatch(/^[A-Za-z0-9_-]{43}$/);
-    expect(await codeChallengeS256(verifier!)).toBe(q.code_challenge);
-    expect(String(row!.sealed_verifier)).not.toContain(verifier!);
+    expect(await codeChallengeS256(must(verifier, "verifier"))).toBe(q.code_challenge);
+    expect(String(must(row, "row").sealed_verifier)).not.toContain(must(verifier, "verifier"));
     // The verifier is never shown.
-    expect(r.text).not.toContain(verifier!);
+    expect(r.text).not.toContain(must(verifier, "verifier"));
   });
 
   it("mints a fresh state and verifier each time", async () => {
@@ -543,12 +544,13 @@ describe("started authorizations", () => {
     const user = await connectorsUser();
     const states: string[] = [];
     for (let i = 0; i < MAX_OPEN_STARTS + 2; i++) states.push((await start(user.key)).body.data.state);
-    const { n } = (await env.DB.prepare("SELECT COUNT(*) AS n FROM connector_oauth_starts WHERE initiator_user_id = ?")
-      .bind(user.user_id)
-      .first<{ n: number }>())!;
+    const { n } = must(
+      await env.DB.prepare("SELECT COUNT(*) AS n FROM connector_oauth_starts WHERE initiator_user_id = ?").bind(user.user_id).first<{ n: number }>(),
+      "the row",
+    );
     expect(n).toBe(MAX_OPEN_STARTS);
     expect(await startRow(states[0])).toBeNull();
     expect(await startRow(states[1])).toBeNull();
-    expect(await startRow(states.at(-1)!)).not.toBeNull();
+    expect(await startRow(must(states.at(-1), "states.at(-1)"))).not.toBeNull();
   });
 });

@@ -13,6 +13,7 @@ import { keyRingOf } from "../../src/connectors/sealing";
 import { type EdgeCall, answerOnly, fakeNetwork } from "../helpers/edge";
 import { admin, mintKey } from "../helpers/http";
 import { callWith, settingsOf } from "../targets/helpers";
+import { must } from "../../src/platform/must";
 
 export const TOKEN_URL = "https://oauth.fake/token";
 export const AUTHORIZE_URL = "https://oauth.fake/authorize";
@@ -111,7 +112,7 @@ export function fakeProvider() {
     if (grant === "authorization_code") {
       const c = codes.get(params.get("code") ?? "");
       if (!c) return Response.json({ error: "invalid_grant" }, { status: 400 });
-      codes.delete(params.get("code")!);
+      codes.delete(must(params.get("code"), 'params.get("code")'));
       if (c.redirect_uri !== params.get("redirect_uri")) return Response.json({ error: "invalid_grant" }, { status: 400 });
       if ((await codeChallengeS256(params.get("code_verifier") ?? "")) !== c.challenge) return Response.json({ error: "invalid_grant" }, { status: 400 });
     } else if (grant === "refresh_token") {
@@ -155,7 +156,11 @@ export function fakeProvider() {
     issued,
     next,
     /** The access token issued most recently. */
-    lastAccess: () => [...issued].reverse().find((t) => t.startsWith("at-"))!,
+    lastAccess: () =>
+      must(
+        [...issued].reverse().find((t) => t.startsWith("at-")),
+        "the item found",
+      ),
     /** The user consents at the authorization URL: answers the code and state the redirect carries. */
     consent(authorizationUrl: string): { code: string; state: string; url: URL } {
       const url = new URL(authorizationUrl);
@@ -165,11 +170,11 @@ export function fakeProvider() {
       expect(url.searchParams.get("code_challenge_method")).toBe("S256");
       const code = `code-${crypto.randomUUID()}`;
       codes.set(code, {
-        challenge: url.searchParams.get("code_challenge")!,
-        redirect_uri: url.searchParams.get("redirect_uri")!,
-        scope: url.searchParams.get("scope")!,
+        challenge: must(url.searchParams.get("code_challenge"), 'url.searchParams.get("code_challenge")'),
+        redirect_uri: must(url.searchParams.get("redirect_uri"), 'url.searchParams.get("redirect_uri")'),
+        scope: must(url.searchParams.get("scope"), 'url.searchParams.get("scope")'),
       });
-      return { code, state: url.searchParams.get("state")!, url };
+      return { code, state: must(url.searchParams.get("state"), 'url.searchParams.get("state")'), url };
     },
   };
 }

@@ -11,6 +11,7 @@ import { connectionStub } from "../../src/connectors/rpc";
 import { env } from "cloudflare:workers";
 import { admin, uniq } from "../helpers/http";
 import { NEW_KEY, OLD_KEY, VARS, call, connect, connectorsUser, declareTool, expectNoSecrets, fakeProvider, runTool, storedRows } from "./helpers";
+import { must } from "../../src/platform/must";
 
 const REENCRYPT = "/api/connectors/tokens/reencrypt";
 const ROTATING = { ...VARS, CONNECTORS_ENCRYPTION_KEY: NEW_KEY, CONNECTORS_ENCRYPTION_KEY_PREVIOUS: OLD_KEY };
@@ -40,7 +41,7 @@ describe("POST /api/connectors/tokens/reencrypt", () => {
 
     // Mid-rotation: old ciphertexts still open through the previous key.
     expect((await runTool(title, {}, ROTATING)).status).toBe(200);
-    expect(fake.toolCalls.at(-1)!.headers.authorization).toBe(`Bearer ${fake.issued[0]}`);
+    expect(must(fake.toolCalls.at(-1), "fake.toolCalls.at(-1)").headers.authorization).toBe(`Bearer ${fake.issued[0]}`);
 
     const r = await call("POST", REENCRYPT, { key }, ROTATING);
     expect(r.status, r.text).toBe(200);
@@ -59,7 +60,7 @@ describe("POST /api/connectors/tokens/reencrypt", () => {
     // The old key gone: tokens and the pending authorization still work.
     const after = await runTool(title, {}, ROTATED);
     expect(after.status, after.text).toBe(200);
-    expect(fake.toolCalls.at(-1)!.headers.authorization).toBe(`Bearer ${fake.issued[0]}`);
+    expect(must(fake.toolCalls.at(-1), "fake.toolCalls.at(-1)").headers.authorization).toBe(`Bearer ${fake.issued[0]}`);
     const done = await call("POST", "/api/connectors/oauth/complete", { key, body: { state: consent.state, code: consent.code } }, ROTATED);
     expect(done.status, done.text).toBe(200);
     const c = done.body.data.connection.connection_id;

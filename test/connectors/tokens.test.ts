@@ -13,6 +13,7 @@ import { grantOf, requestToken } from "../../src/connectors/token-endpoint";
 import { connectionStub } from "../../src/connectors/rpc";
 import { admin, uniq } from "../helpers/http";
 import { NEW_KEY, OLD_KEY, call, connect, declareTool, expectNoSecrets, fakeProvider, ring, runTool, storedRows } from "./helpers";
+import { must } from "../../src/platform/must";
 
 const key32 = (fill: number) => btoa(String.fromCharCode(...new Uint8Array(32).fill(fill)));
 
@@ -33,7 +34,7 @@ describe("tokens at rest", () => {
 
     // The sealed value opens, with the ring, to the tokens issued (bound to this connection).
     const r = await ring();
-    const opened = JSON.parse((await unseal(r, sealed, `connector-tokens:${id}`))!);
+    const opened = JSON.parse(must(await unseal(r, sealed, `connector-tokens:${id}`), "unseal(r, sealed, `connector-tokens:${…"));
     expect(opened).toEqual({ access_token: fake.issued[0], refresh_token: fake.issued[1], token_type: "Bearer" });
     expect(await unseal(r, sealed, `connector-tokens:${crypto.randomUUID()}`)).toBeNull();
 
@@ -79,7 +80,7 @@ describe("tokens at rest", () => {
     keep(await call("POST", "/api/connectors/tokens/reencrypt", { key }));
     keep(await call("DELETE", `/api/connectors/connections/${id}`, { key }));
     expect(fake.tokenCalls.map((t) => t.grant_type)).toEqual(["authorization_code", "refresh_token"]);
-    const verifier = fake.tokenCalls[0].params.get("code_verifier")!;
+    const verifier = must(fake.tokenCalls[0].params.get("code_verifier"), "the entry");
     for (const text of texts) {
       expectNoSecrets(text, fake);
       expect(text).not.toContain(verifier);

@@ -11,6 +11,7 @@ import { SOCKETS_PER_HUB, SOCKETS_PER_KEY, SUPERSEDED_CODE, mintTicket, ticketHa
 import { sha256Hex } from "../../src/access-control/crypto";
 import { echoRoute, send } from "../helpers/bridge";
 import { BASE, admin, call, mintKey, uniq, dispatch } from "../helpers/http";
+import { must } from "../../src/platform/must";
 
 async function get(path: string, headers: Record<string, string> = {}) {
   return dispatch(`${BASE}${path}`, { headers, redirect: "manual" });
@@ -20,7 +21,7 @@ async function get(path: string, headers: Record<string, string> = {}) {
 async function openLive(route: string, ticket: string) {
   const res = await get(`/api/conversations/${route}/live?ticket=${encodeURIComponent(ticket)}`, { upgrade: "websocket" });
   expect(res.status).toBe(101);
-  const ws = res.webSocket!;
+  const ws = must(res.webSocket, "res.webSocket");
   const frames: any[] = [];
   const waiters: Array<() => void> = [];
   ws.addEventListener("message", (e) => {
@@ -109,7 +110,7 @@ describe("pages, files and the API reference", () => {
     expect(html).toContain('"url": "/api/openapi.json"');
     expect(html).toContain('<script src="/vendor/scalar-api-reference.js">');
     expect(html).not.toMatch(/cdn\.jsdelivr|fonts\.scalar|src="https?:/);
-    const csp = r.headers.get("content-security-policy")!;
+    const csp = must(r.headers.get("content-security-policy"), 'r.headers.get("content-security-policy")');
     const scripts = inlineScripts(html);
     expect(scripts).toHaveLength(1);
     expect(csp).toContain(`script-src 'self' ${await cspHash(scripts[0])}`);

@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { uniq } from "../helpers/http";
 import { StorageCounter } from "../helpers/storage-count";
 import { floorReserve } from "../../src/conversations/door/token-bucket";
+import { must } from "../../src/platform/must";
 
 type Bucket = DurableObjectStub & { take(capacity: number, key: string, max: number): Promise<{ allowed: boolean; notify?: boolean }> };
 
@@ -40,7 +41,7 @@ describe("AddressBucket object", () => {
     expect(await runInDurableObject(b, (_o, state) => state.storage.getAlarm())).not.toBeNull();
     // An hour later (rewritten state) the bucket is full: the alarm forgets it.
     await runInDurableObject(b, async (_o, state) => {
-      const stored = (await state.storage.get<{ state: { tokens: number; updatedAtMs: number }; capacity: number; key: string }>("bucket"))!;
+      const stored = must(await state.storage.get<{ state: { tokens: number; updatedAtMs: number }; capacity: number; key: string }>("bucket"), "the entry");
       await state.storage.put("bucket", { ...stored, state: { ...stored.state, updatedAtMs: Date.now() - 3_600_000 } });
     });
     expect(await runDurableObjectAlarm(b)).toBe(true);

@@ -9,6 +9,7 @@ import { TEST_ENV, postSlack, postTelegram, postTwilio, postWhatsApp, whatsappSt
 import { type EdgeCall, fakeNetwork } from "../helpers/edge";
 import { admin, call, fetchWithEnv, uniq, dispatch } from "../helpers/http";
 import { eventually, makeDue, rawRows, runAlarm, stubFor } from "../helpers/threads";
+import { must } from "../../src/platform/must";
 
 let n = 0;
 const phone = () => `+1555${String(Date.now()).slice(-6)}${String(++n).padStart(2, "0")}`;
@@ -259,7 +260,10 @@ describe("WhatsApp, Telegram and Slack through the channel door", () => {
       () => rawRows(threadId),
       (x) => x[0]?.status === "provisional",
     );
-    const send = calls.find((c) => c.url.includes("whatsapp.fake"))!;
+    const send = must(
+      calls.find((c) => c.url.includes("whatsapp.fake")),
+      "the item found",
+    );
     expect(send.url).toBe(`https://whatsapp.fake/v21.0/${pnid}/messages`);
     expect(send.headers.authorization).toBe("Bearer whatsapp-test-access");
     expect(JSON.parse(send.body)).toMatchObject({ messaging_product: "whatsapp", to: "4915550001", type: "text", text: { body: "hallo" } });
@@ -293,7 +297,10 @@ describe("WhatsApp, Telegram and Slack through the channel door", () => {
       () => rawRows(`bridge:${r.name}:${chat}`),
       (x) => x[0]?.status === "provisional",
     );
-    const send = calls.find((c) => c.url.includes("telegram.fake"))!;
+    const send = must(
+      calls.find((c) => c.url.includes("telegram.fake")),
+      "the item found",
+    );
     expect(send.url).toBe("https://telegram.fake/bot123456:telegram-test-token/sendMessage");
     expect(JSON.parse(send.body)).toMatchObject({ chat_id: String(chat), text: "hi bot" });
     // Clean up the claim on (telegram, bot id) so other files may reuse it.
@@ -318,7 +325,10 @@ describe("WhatsApp, Telegram and Slack through the channel door", () => {
       () => rawRows(`bridge:${r.name}:C123`),
       (x) => x[0]?.status === "provisional",
     );
-    const send = calls.find((c) => c.url.includes("slack.fake"))!;
+    const send = must(
+      calls.find((c) => c.url.includes("slack.fake")),
+      "the item found",
+    );
     expect(send.url).toBe("https://slack.fake/api/chat.postMessage");
     expect(send.headers.authorization).toBe("Bearer xoxb-slack-test");
     expect(JSON.parse(send.body)).toMatchObject({ channel: "C123", text: "hello slack" });

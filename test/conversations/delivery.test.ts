@@ -6,6 +6,7 @@ import { fakeNetwork } from "../helpers/edge";
 import { admin, call, mintKey } from "../helpers/http";
 import { listingCaughtUp } from "../helpers/listing";
 import { eventually, makeDue, rawRows, runAlarm, stubFor } from "../helpers/threads";
+import { must } from "../../src/platform/must";
 
 const HOOK = "https://hooks.example.com/bridge";
 
@@ -18,7 +19,11 @@ async function verify(secret: string, body: string, header: string) {
   return header === `sha256=${toHex(await hmacSha256(secret, body))}`;
 }
 
-const rowOf = async (threadId: string, messageId: string) => (await rawRows(threadId)).find((r) => r.message_id === messageId)!;
+const rowOf = async (threadId: string, messageId: string) =>
+  must(
+    (await rawRows(threadId)).find((r) => r.message_id === messageId),
+    "the item found",
+  );
 
 describe("signed callbacks (decisions §8)", () => {
   it("POSTs one signed callback per async answer and none for an inline one", async () => {
@@ -42,7 +47,7 @@ describe("signed callbacks (decisions §8)", () => {
     expect(c.headers["content-type"]).toBe("application/json");
     expect(JSON.parse(c.body)).toEqual({ message_id: a.body.data.message_id, thread_id: a.body.data.thread_id, status: "answered", answer: "async one" });
     expect(c.body).toBe(JSON.stringify(JSON.parse(c.body)));
-    expect(await verify(r.callback_secret!, c.body, c.headers["x-service-signature"])).toBe(true);
+    expect(await verify(must(r.callback_secret, "r.callback_secret"), c.body, c.headers["x-service-signature"])).toBe(true);
     expect(c.headers["x-service-signature"]).toMatch(/^sha256=[0-9a-f]{64}$/);
   });
 
@@ -83,7 +88,7 @@ describe("signed callbacks (decisions §8)", () => {
       const before = Date.now();
       const row = await rowOf(thread_id, message_id);
       expect(row.status).toBe("pending_delivery");
-      waits.push(Math.round((row.delivery_due_at! - before) / 1000));
+      waits.push(Math.round((must(row.delivery_due_at, "row.delivery_due_at") - before) / 1000));
       await makeDue(thread_id, "delivery_due_at");
       await runAlarm(thread_id);
     }

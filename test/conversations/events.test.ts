@@ -6,6 +6,7 @@ import { call, mintKey } from "../helpers/http";
 import { ledgerRows } from "../helpers/listing";
 import { eventually, rawRows, stubFor } from "../helpers/threads";
 import { HOOK, address, apiAgentRoute, channelRoute, declareTool, gate, network, operatorSend, postEvent, setMode } from "../operator/helpers";
+import { must } from "../../src/platform/must";
 
 /** An api route to an HTTP tool that answers with its kwargs as JSON text (optionally held). */
 async function mirrorRoute(extra: Record<string, unknown> = {}, opts: { hold?: boolean } = {}) {
@@ -184,7 +185,10 @@ describe("event turns (spec §4.2, §4.4, §6)", () => {
     );
     const e = await postEvent(route.name, { thread_id: first.body.data.thread_id, event: ev("late") });
     expect(e.status).toBe(202);
-    const waiting = (await rawRows(first.body.data.thread_id)).find((r) => r.message_id === e.body.data.message_id)!;
+    const waiting = must(
+      (await rawRows(first.body.data.thread_id)).find((r) => r.message_id === e.body.data.message_id),
+      "the item found",
+    );
     expect(waiting.turn_state).toBe("queued");
     expect(net.to(host)).toHaveLength(1);
     g.open();

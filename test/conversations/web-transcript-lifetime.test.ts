@@ -23,6 +23,7 @@ import {
   unsetSettings,
   webDesk,
 } from "../helpers/web-visitor";
+import { must } from "../../src/platform/must";
 
 async function linkedVisitor(): Promise<{ desk: WebDesk; v: Visitor; personThread: string }> {
   const desk = await webDesk({ tool: true });
@@ -82,7 +83,10 @@ describe("the answer retention", () => {
     expect(sent.status).toBe(200);
     await settled(v.home);
     await deliverAll(v.home);
-    const rec = (await rawRows(v.home)).find((r) => r.message_id === sent.body.data.message_id)!;
+    const rec = must(
+      (await rawRows(v.home)).find((r) => r.message_id === sent.body.data.message_id),
+      "the item found",
+    );
     expect(rec.status).toBe("delivered");
     expect((await readRecord(desk.web, rec.message_id)).status).toBe(200);
     const entries = (await transcriptRows(v.home)).filter((r) => r.message_id === rec.message_id);
@@ -102,7 +106,10 @@ describe("the answer retention", () => {
     const sent = await say(desk, v, text);
     await settled(personThread);
     await deliverAll(personThread);
-    const rec = (await rawRows(personThread)).find((r) => r.message_id === sent.body.data.message_id)!;
+    const rec = must(
+      (await rawRows(personThread)).find((r) => r.message_id === sent.body.data.message_id),
+      "the item found",
+    );
     expect(rec.status).toBe("delivered");
     expect((await readRecord(desk.web, rec.message_id)).status).toBe(200);
     const entries = (await transcriptRows(v.home)).filter((r) => r.message_id === rec.message_id);

@@ -12,6 +12,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { bootstrapTokenProblem } from "../../src/access-control/bootstrap-token";
 import { normalizeKey } from "../../src/platform/settings/sealing-keys";
 import { REQUIRED_SECRETS, ensureDevVars, parseDevVars } from "../../scripts/dev-vars.mjs";
+import { must } from "../../src/platform/must";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const dirs: string[] = [];
@@ -21,7 +22,7 @@ function tempDir(): string {
   return d;
 }
 afterEach(() => {
-  while (dirs.length) rmSync(dirs.pop()!, { recursive: true, force: true });
+  while (dirs.length) rmSync(must(dirs.pop(), "dirs.pop()"), { recursive: true, force: true });
 });
 
 const NAMES = REQUIRED_SECRETS.map((s) => s.name);

@@ -18,6 +18,7 @@ import { unstable_readConfig } from "wrangler";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { looksLikeSecretValue, secretLookingVars } from "../../scripts/deploy-preflight";
 import { REQUIRED_SECRETS } from "../../scripts/dev-vars.mjs";
+import { must } from "../../src/platform/must";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const WRANGLER = join(ROOT, "node_modules", "wrangler", "bin", "wrangler.js");
@@ -112,7 +113,7 @@ describe("npm run deploy -- --dry-run", () => {
   it("uploads less than the free plan's 3 MiB compressed", () => {
     const line = out.match(/Total Upload: ([\d.]+) KiB \/ gzip: ([\d.]+) KiB/);
     expect(line, "wrangler's size line").not.toBeNull();
-    const wranglerGzip = Number(line![2]) * 1024;
+    const wranglerGzip = Number(must(line, "line")[2]) * 1024;
     // The same measure taken from the bundle wrangler wrote: each module gzipped (the source map is not uploaded).
     const modules = readdirSync(join(dir, "out")).filter((f) => f.endsWith(".js") || f.endsWith(".wasm"));
     expect(modules).toContain("index.js");

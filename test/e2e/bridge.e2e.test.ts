@@ -13,6 +13,7 @@ import { type CallbackReceiver, type ReceivedRequest, startReceiver } from "./su
 import { signatureValid } from "./support/signature";
 import { type TestPki, makeTestPki, trustEnv } from "./support/tls";
 import { type ToolServer, startToolServer } from "./support/tool-server";
+import { must } from "../../src/platform/must";
 
 const MAX_ATTEMPTS = 6;
 const VARS = {
@@ -320,7 +321,7 @@ describe("bridge end to end: HTTP tool, signed HTTPS callbacks, retries and rest
     const rec = await recordUntil("cb", id, "delivered", (x) => x.status === "delivered");
     const got = callbacksFor(rx, id);
     expect(got.filter((g) => g.answered === 200)).toHaveLength(1);
-    expect(got.at(-1)!.answered).toBe(200);
+    expect(must(got.at(-1), "got.at(-1)").answered).toBe(200);
     // An attempt cut off by the stop may have reached the receiver without being counted.
     expect(rec.attempts).toBeGreaterThanOrEqual(2);
     expect(rec.attempts).toBeLessThanOrEqual(got.length);

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BOOTSTRAP_TOKEN, type DevServer, freePort, http, startDev } from "./harness";
 import { type FakeProviders, startFakeProviders } from "./support/fake-providers";
 import { pollUntil } from "./support/poll";
+import { must } from "../../src/platform/must";
 
 const SECRETS = {
   twilioSid: "ACe2e",
@@ -233,14 +234,23 @@ describe("channels against a real wrangler dev", () => {
       () => fake.sends.filter((s) => s.channel !== "twilio"),
       (s) => s.length >= 3,
     );
-    const waSend = all.find((s) => s.channel === "whatsapp")!;
+    const waSend = must(
+      all.find((s) => s.channel === "whatsapp"),
+      "the item found",
+    );
     expect(waSend.path).toBe("/whatsapp/pn-e2e/messages");
     expect(waSend.headers.authorization).toBe(`Bearer ${SECRETS.whatsappToken}`);
     expect(waSend.body).toMatchObject({ to: "4915550002", text: { body: "hallo wa" } });
-    const tgSend = all.find((s) => s.channel === "telegram")!;
+    const tgSend = must(
+      all.find((s) => s.channel === "telegram"),
+      "the item found",
+    );
     expect(tgSend.path).toBe(`/telegram/bot${SECRETS.telegramToken}/sendMessage`);
     expect(tgSend.body).toMatchObject({ chat_id: "777", text: "hallo tg" });
-    const slSend = all.find((s) => s.channel === "slack")!;
+    const slSend = must(
+      all.find((s) => s.channel === "slack"),
+      'all.find((s) => s.channel === "slack")',
+    );
     expect(slSend.path).toBe("/slack/chat.postMessage");
     expect(slSend.headers.authorization).toBe(`Bearer ${SECRETS.slackToken}`);
     expect(slSend.body).toMatchObject({ channel: "C777", text: "hallo slack" });

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BOOTSTRAP_TOKEN, type DevServer, type Reply, http, startDev } from "./harness";
 import { type FakeOAuth, startFakeOAuth } from "./support/fake-oauth";
 import { type TestPki, makeTestPki, trustEnv } from "./support/tls";
+import { must } from "../../src/platform/must";
 
 const CLIENT_ID = "e2e-client-id";
 const CLIENT_SECRET = "e2e-client-secret-value";
@@ -136,7 +137,7 @@ describe("connectors against a real wrangler dev", () => {
     expect(first.status, JSON.stringify(first.body)).toBe(200);
     expect(first.body.data).toEqual({ ok: true, token_number: 1 });
     expect(oauth.resourceRequests.at(-1)).toMatchObject({ status: 200, authorization: `Bearer ${oauth.issued.find((t) => t.startsWith("e2e-at-1-"))}` });
-    expect(JSON.parse(oauth.resourceRequests.at(-1)!.body)).toEqual({ q: "me" });
+    expect(JSON.parse(must(oauth.resourceRequests.at(-1), "oauth.resourceRequests.at(-1)").body)).toEqual({ q: "me" });
     expect(oauth.tokenRequests).toHaveLength(1);
 
     // Let the access token expire: the next call refreshes it before calling the resource.

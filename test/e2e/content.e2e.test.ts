@@ -9,6 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BOOTSTRAP_TOKEN, type DevServer, http, startDev } from "./harness";
 import { type ToolServer, startToolServer } from "./support/tool-server";
+import { must } from "../../src/platform/must";
 
 let dev: DevServer;
 let tool: ToolServer;
@@ -68,7 +69,7 @@ describe("content against a real wrangler dev", () => {
     });
     expect(sent.status, JSON.stringify(sent.body)).toBe(200);
     expect(sent.body.data).toMatchObject({ status: "answered", answer: "de:hallo:vip+beta+bridge" });
-    expect(tool.calls.at(-1)!.kwargs).toEqual({ message: "hallo", lang: "de", tags: ["vip", "beta", "bridge"] });
+    expect(must(tool.calls.at(-1), "tool.calls.at(-1)").kwargs).toEqual({ message: "hallo", lang: "de", tags: ["vip", "beta", "bridge"] });
 
     // 4. A template id that names nothing, or a template that renders bad jq, is the route door's 400.
     const missing = await http(base, "POST", "/api/conversations/content-missing", {

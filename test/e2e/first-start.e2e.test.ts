@@ -14,6 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type DevServer, ROOT, http, startDev } from "./harness";
+import { must } from "../../src/platform/must";
 
 let dir = "";
 let dev: DevServer | null = null;
@@ -48,7 +49,7 @@ afterAll(async () => {
 
 describe("the first npm start", () => {
   it("writes .dev.vars with random secrets, says where the bootstrap token is, and the README's command reads a token that bootstraps", async () => {
-    const logs = dev!.logs();
+    const logs = must(dev, "dev").logs();
     expect(logs).toContain("with random local secrets");
     expect(logs).toMatch(/the bootstrap token for POST \/api\/keys\/bootstrap is ACCESS_CONTROL_BOOTSTRAP_TOKEN in \S*\.dev\.vars/);
     expect(logs).not.toMatch(/experimental|Missing required secrets/);
@@ -56,8 +57,10 @@ describe("the first npm start", () => {
     // The README's line, run as written in the directory that holds wrangler.toml.
     const token = execFileSync("sh", ["-c", "sed -n 's/^ACCESS_CONTROL_BOOTSTRAP_TOKEN=//p' .dev.vars"], { cwd: dir, encoding: "utf8" }).trim();
     expect(token).toMatch(/^[A-Za-z0-9_-]{43}$/);
-    expect((await http(dev!.baseUrl, "GET", "/api/login/methods")).body.data.bootstrap).toBe(true);
-    const boot = await http(dev!.baseUrl, "POST", "/api/keys/bootstrap", { body: { user_id: "root", description: "first admin", bootstrap_token: token } });
+    expect((await http(must(dev, "dev").baseUrl, "GET", "/api/login/methods")).body.data.bootstrap).toBe(true);
+    const boot = await http(must(dev, "dev").baseUrl, "POST", "/api/keys/bootstrap", {
+      body: { user_id: "root", description: "first admin", bootstrap_token: token },
+    });
     expect(boot.status).toBe(200);
     expect(boot.body.data.token).toMatch(/^sk-/);
     adminKey = boot.body.data.token;
@@ -66,20 +69,23 @@ describe("the first npm start", () => {
   it("keeps the secrets on restart and passes an optional .dev.vars setting to the Worker", async () => {
     const before = readFileSync(join(dir, ".dev.vars"), "utf8");
     appendFileSync(join(dir, ".dev.vars"), "CONVERSATIONS_PER_ADDRESS_TURNS_PER_HOUR=7\n");
-    await dev!.restart();
+    await must(dev, "dev").restart();
     expect(readFileSync(join(dir, ".dev.vars"), "utf8")).toBe(`${before}CONVERSATIONS_PER_ADDRESS_TURNS_PER_HOUR=7\n`);
-    expect(dev!.logs().split("with random local secrets").length - 1).toBe(1);
+    expect(must(dev, "dev").logs().split("with random local secrets").length - 1).toBe(1);
 
-    const token = readFileSync(join(dir, ".dev.vars"), "utf8").match(/^ACCESS_CONTROL_BOOTSTRAP_TOKEN=(.*)$/m)![1];
+    const token = must(readFileSync(join(dir, ".dev.vars"), "utf8").match(/^ACCESS_CONTROL_BOOTSTRAP_TOKEN=(.*)$/m), "the match")[1];
     // The same token is still the Worker's: bootstrap is spent (409), not refused (501).
-    expect((await http(dev!.baseUrl, "POST", "/api/keys/bootstrap", { body: { user_id: "again", bootstrap_token: token } })).status).toBe(409);
+    expect((await http(must(dev, "dev").baseUrl, "POST", "/api/keys/bootstrap", { body: { user_id: "again", bootstrap_token: token } })).status).toBe(409);
 
-    const settings = await http(dev!.baseUrl, "GET", "/api/config/env", { key: adminKey });
+    const settings = await http(must(dev, "dev").baseUrl, "GET", "/api/config/env", { key: adminKey });
     expect(settings.status).toBe(200);
     const byName = Object.fromEntries((settings.body.data.settings as Array<{ name: string }>).map((s) => [s.name, s]));
     expect(byName.CONVERSATIONS_PER_ADDRESS_TURNS_PER_HOUR).toMatchObject({ source: "env", value: "7" });
     for (const name of ["ACCESS_CONTROL_BOOTSTRAP_TOKEN", "SETTINGS_ENCRYPTION_KEY", "CONNECTORS_ENCRYPTION_KEY"])
       expect(byName[name], name).toMatchObject({ source: "env", set: true });
-    expect((await http(dev!.baseUrl, "GET", "/api/config/mode", { key: adminKey })).body.data).toMatchObject({ encryption: "configured", valid: true });
+    expect((await http(must(dev, "dev").baseUrl, "GET", "/api/config/mode", { key: adminKey })).body.data).toMatchObject({
+      encryption: "configured",
+      valid: true,
+    });
   });
 });

@@ -13,6 +13,7 @@ import { type FakeLlm, startFakeLlm, toolCall } from "./support/fake-llm";
 import { type FakeProviders, startFakeProviders } from "./support/fake-providers";
 import { pollUntil } from "./support/poll";
 import { openSse } from "./support/sse";
+import { must } from "../../src/platform/must";
 
 const TELEGRAM = { token: "515151:telegram-e2e", secret: "telegram-e2e-secret", botId: "515151" };
 
@@ -192,7 +193,10 @@ describe("ask_user against a real wrangler dev", () => {
       expect(frames[1]).toMatchObject({ thread_id: "release-42", expiry_at: expect.any(String) });
 
       const created = await stream.until("interaction.created", (f) => f.some((x) => x.data?.type === "interaction.created" && x.data.interaction_id === id));
-      const event = created.find((x) => x.data?.interaction_id === id)!;
+      const event = must(
+        created.find((x) => x.data?.interaction_id === id),
+        "the item found",
+      );
       expect(event.id).toBe(String(event.data.id));
       expect(event.data.interaction).toMatchObject({
         question: "Which region?",
@@ -213,7 +217,10 @@ describe("ask_user against a real wrangler dev", () => {
       const all = await stream.until("interaction.resumed", (f) => f.some((x) => x.data?.type === "interaction.resumed" && x.data.interaction_id === id));
       const mine = all.filter((x) => x.data?.interaction_id === id).map((x) => x.data.type);
       expect(mine).toEqual(["interaction.created", "interaction.answered", "interaction.resumed"]);
-      const resumed = all.find((x) => x.data?.type === "interaction.resumed" && x.data.interaction_id === id)!;
+      const resumed = must(
+        all.find((x) => x.data?.type === "interaction.resumed" && x.data.interaction_id === id),
+        "the item found",
+      );
       expect(resumed.data.interaction.result).toMatchObject({ outcome: "ok", text: "Deploying to EU.", error: null });
       // A second answer is refused: it ended.
       expect((await http(base, "POST", `/api/interactions/${id}/answer`, { key: adminKey, body: { option_id: "2" } })).status).toBe(409);

@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { BOOTSTRAP_TOKEN, type DevServer, MIGRATED_STATE_VAR, ROOT, freePort, http, startDev } from "./harness";
 import { pollUntil } from "./support/poll";
+import { must } from "../../src/platform/must";
 
 /** ANSI colour codes in wrangler's output. */
 const ANSI = /\u001b\[[0-9;]*m/g;
@@ -32,13 +33,13 @@ describe("npm start output", () => {
       await new Promise<void>((resolve) => {
         c.once("exit", () => resolve());
         try {
-          process.kill(-c.pid!, "SIGTERM");
+          process.kill(-must(c.pid, "c.pid"), "SIGTERM");
         } catch {
           resolve();
         }
         setTimeout(() => {
           try {
-            process.kill(-c.pid!, "SIGKILL");
+            process.kill(-must(c.pid, "c.pid"), "SIGKILL");
           } catch {
             /* gone */
           }

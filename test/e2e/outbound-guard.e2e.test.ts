@@ -8,6 +8,7 @@ import { rmSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BOOTSTRAP_TOKEN, type DevServer, freePort, http, startDev } from "./harness";
 import { pollUntil } from "./support/poll";
+import { must } from "../../src/platform/must";
 
 let dev: DevServer | null = null;
 let persistDir: string;
@@ -40,13 +41,13 @@ afterAll(async () => {
 describe("outbound guard under npm start's defaults", () => {
   it("refuses loopback spellings as callback_url and tool url at declaration, naming the field and OUTBOUND_ALLOW_PRIVATE_HOSTS", async () => {
     for (const host of ["127.0.0.1", "2130706433", "0x7f000001", "127.1", "[::1]", "[::ffff:127.0.0.1]", "localhost"]) {
-      const route = await http(dev!.baseUrl, "POST", "/api/conversations/loopback", {
+      const route = await http(must(dev, "dev").baseUrl, "POST", "/api/conversations/loopback", {
         key: admin,
         body: { door: "api", target_kind: "tool", target_name: "echo", execution_key: "root", callback_url: `https://${host}:9/h` },
       });
       expect(route.status, host).toBe(400);
       expect(route.body.error).toMatch(/^invalid body: callback_url: the host is .*OUTBOUND_ALLOW_PRIVATE_HOSTS=true$/);
-      const tool = await http(dev!.baseUrl, "POST", "/api/tools-config/entries", {
+      const tool = await http(must(dev, "dev").baseUrl, "POST", "/api/tools-config/entries", {
         key: admin,
         body: { title: "local", kind: "http", url: `http://${host}:9/run` },
       });
@@ -56,7 +57,7 @@ describe("outbound guard under npm start's defaults", () => {
   });
 
   it('refuses {"env": "ACCESS_CONTROL_BOOTSTRAP_TOKEN"} in a tool header at declaration', async () => {
-    const r = await http(dev!.baseUrl, "POST", "/api/tools-config/entries", {
+    const r = await http(must(dev, "dev").baseUrl, "POST", "/api/tools-config/entries", {
       key: admin,
       body: { title: "exfil", kind: "http", url: "https://tools.example/x", headers: { authorization: { env: "ACCESS_CONTROL_BOOTSTRAP_TOKEN" } } },
     });
@@ -66,14 +67,15 @@ describe("outbound guard under npm start's defaults", () => {
   });
 
   it("refuses at send time a callback stored while private hosts were allowed", async () => {
-    const sent = await http(dev!.baseUrl, "POST", "/api/conversations/stored-loopback/messages", {
+    const sent = await http(must(dev, "dev").baseUrl, "POST", "/api/conversations/stored-loopback/messages", {
       key: admin,
       body: { external_user_id: "u", text: "hello" },
     });
     expect(sent.status).toBe(202);
     const rec = await pollUntil(
       "the first refused attempt",
-      async () => (await http(dev!.baseUrl, "GET", `/api/conversations/stored-loopback/messages/${sent.body.data.message_id}`, { key: admin })).body.data,
+      async () =>
+        (await http(must(dev, "dev").baseUrl, "GET", `/api/conversations/stored-loopback/messages/${sent.body.data.message_id}`, { key: admin })).body.data,
       (d) => d?.attempts >= 1,
       { timeoutMs: 30_000 },
     );
@@ -81,6 +83,6 @@ describe("outbound guard under npm start's defaults", () => {
     expect(rec.error).toBe(
       "callback refused by the outbound address guard: the host is a loopback address; private and local hosts are refused unless OUTBOUND_ALLOW_PRIVATE_HOSTS=true",
     );
-    expect(dev!.logs()).not.toContain(hook);
+    expect(must(dev, "dev").logs()).not.toContain(hook);
   });
 });

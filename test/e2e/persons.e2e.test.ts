@@ -10,6 +10,7 @@ import { BOOTSTRAP_TOKEN, type DevServer, http, startDev } from "./harness";
 import { type FakeProviders, type ProviderSend, startFakeProviders } from "./support/fake-providers";
 import { pollUntil } from "./support/poll";
 import { type ToolServer, startToolServer } from "./support/tool-server";
+import { must } from "../../src/platform/must";
 
 const S = {
   whatsappSecret: "whatsapp-persons-secret",
@@ -150,7 +151,7 @@ describe("persons against a real wrangler dev", () => {
     const greeted = await nextSend("telegram", 0);
     const match = greeted.match(/^Welcome! To link another channel, send (LINK-[A-Z0-9]{8}) there\.\n\n([0-9a-f-]{36}) 1: hello$/);
     expect(match, greeted).not.toBeNull();
-    const [, code, personId] = match!;
+    const [, code, personId] = must(match, "match");
     const personThread = `bridge:@person:${personId}`;
     const person = await http(base, "GET", `/api/conversations/persons/${personId}`, { key: adminKey });
     expect(person.body.data).toMatchObject({ target_kind: "tool", target_name: "persona", locale: "de" });
@@ -231,7 +232,7 @@ describe("persons against a real wrangler dev", () => {
     const tgSeen = sent("telegram");
     expect((await telegram("back again")).status).toBe(200);
     const greeted = await nextSend("telegram", tgSeen);
-    const [, code, personId] = greeted.match(/(LINK-[A-Z0-9]{8}).*\n\n([0-9a-f-]{36}) 1: back again$/s)!;
+    const [, code, personId] = must(greeted.match(/(LINK-[A-Z0-9]{8}).*\n\n([0-9a-f-]{36}) 1: back again$/s), "the match");
     const personThread = `bridge:@person:${personId}`;
     const waSeen = sent("whatsapp");
     expect((await whatsapp(`code ${code}`)).status).toBe(200);
@@ -249,7 +250,7 @@ describe("persons against a real wrangler dev", () => {
     expect(ev.status, JSON.stringify(ev.body)).toBe(202);
     expect(ev.body.data.thread_id).toBe(personThread);
     expect(await nextSend("telegram", tgBefore)).toBe(`${personId} 2: event order.shipped`);
-    expect(fake.sends.filter((s) => s.channel === "telegram").at(-1)!.body.chat_id).toBe(String(TG_CHAT));
+    expect(must(fake.sends.filter((s) => s.channel === "telegram").at(-1), "the item").body.chat_id).toBe(String(TG_CHAT));
     // On the WhatsApp route: to the person's WhatsApp number.
     const waBefore = sent("whatsapp");
     const onWa = await http(base, "POST", "/api/conversations/wa-persons/events", {
@@ -258,7 +259,7 @@ describe("persons against a real wrangler dev", () => {
     });
     expect(onWa.status, JSON.stringify(onWa.body)).toBe(202);
     expect(await nextSend("whatsapp", waBefore)).toBe(`${personId} 2: event order.delivered`);
-    expect(fake.sends.filter((s) => s.channel === "whatsapp").at(-1)!.body.to).toBe(WA_FROM);
+    expect(must(fake.sends.filter((s) => s.channel === "whatsapp").at(-1), "the item").body.to).toBe(WA_FROM);
     expect((await http(base, "DELETE", `/api/conversations/persons/${personId}`, { key: adminKey })).body.data).toMatchObject({
       person_id: personId,
       erased: true,

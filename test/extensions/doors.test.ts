@@ -2,6 +2,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { admin, call, mintKey, uniq } from "../helpers/http";
+import { must } from "../../src/platform/must";
 
 async function declareTool(): Promise<string> {
   const title = uniq("tool");
@@ -13,7 +14,7 @@ async function declareTool(): Promise<string> {
 /** How many rows `tool_extensions` holds for the tool. */
 async function storedRows(tool: string): Promise<number> {
   const r = await env.DB.prepare("SELECT COUNT(*) AS n FROM tool_extensions WHERE tool_name = ?").bind(tool).first<{ n: number }>();
-  return r!.n;
+  return must(r, "r").n;
 }
 
 const combosOf = async (tool: string, key?: string) => call("GET", `/api/tools/${tool}/extensions`, { key: key ?? (await admin()) });

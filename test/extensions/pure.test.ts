@@ -8,6 +8,7 @@ import { MaxResultBytesConfig, capResult, cutUtf8 } from "../../src/extensions/m
 import type { CallResult, ExtensionCall } from "../../src/extensions/model";
 import { REDACTED, RedactConfig, redactPaths } from "../../src/extensions/redact";
 import { RetryConfig, backoffDelay, withRetry } from "../../src/extensions/retry";
+import { must } from "../../src/platform/must";
 
 function fakeCall(over: Partial<ExtensionCall> = {}): ExtensionCall & { steps: string[]; slept: number[] } {
   const steps: string[] = [];
@@ -219,8 +220,8 @@ describe("combos", () => {
     expect(resolveElement({ name: "retry", config: { attempts: 99 } })).toMatchObject({ ok: false, path: ["config", "attempts"] });
     const bad = Combos.safeParse([["retry"], ["cache", { name: "retry", config: { surprise: "VALUE" } }]]);
     expect(bad.success).toBe(false);
-    expect(bad.error!.issues[0].path).toEqual([1, 1, "config"]);
-    expect(JSON.stringify(bad.error!.issues)).not.toContain("VALUE");
+    expect(must(bad.error, "bad.error").issues[0].path).toEqual([1, 1, "config"]);
+    expect(JSON.stringify(must(bad.error, "bad.error").issues)).not.toContain("VALUE");
     for (const shape of [[[]], [[5]], ["retry"], [[{ name: "retry" }]], [[{ name: "retry", config: {}, extra: 1 }]]]) {
       expect(Combos.safeParse(shape).success, JSON.stringify(shape)).toBe(false);
     }
@@ -262,7 +263,10 @@ describe("catalog", () => {
       ["redact", "transformer", true],
       ["retry", "wrapper", false],
     ]);
-    const retry = items.find((e) => e.name === "retry")!;
+    const retry = must(
+      items.find((e) => e.name === "retry"),
+      'items.find((e) => e.name === "retry")',
+    );
     expect(retry.config_schema).toMatchObject({ type: "object", properties: { attempts: { type: "integer", maximum: 5 } }, additionalProperties: false });
   });
 });

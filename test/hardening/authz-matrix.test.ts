@@ -45,6 +45,7 @@ import {
   pathParamNames,
   requirementOf,
 } from "./doors";
+import { must } from "../../src/platform/must";
 
 const CALLERS = ["no key", "invalid key", "disabled key", "narrow reader", "writer", "owned key", "other tag", "condition false", "admin"] as const;
 type Caller = (typeof CALLERS)[number];
@@ -161,9 +162,9 @@ const INVALID_KEY = `sk-${"A".repeat(43)}`;
 async function keyOf(caller: Caller, tag: string, door: RouteSpec): Promise<Key | null> {
   if (caller === "no key") return null;
   if (caller === "invalid key") return { user_id: "nobody", key: INVALID_KEY };
-  if (door.revokesCaller) return mintCaller(caller, tag, callers.get(tag)!.writer);
+  if (door.revokesCaller) return mintCaller(caller, tag, must(callers.get(tag), "callers.get(tag)").writer);
   if (caller === "admin") return ADMIN;
-  return callers.get(tag)![caller];
+  return must(callers.get(tag), "callers.get(tag)")[caller];
 }
 
 /**
@@ -178,7 +179,7 @@ async function requestFor(door: RouteSpec, caller: Caller, tag: string): Promise
   for (const name of pathParamNames(door.path)) {
     if (name === "user_id" && key && caller !== "invalid key") {
       // An owned key cannot own keys; its target is owned by its owner (it may manage none anyway).
-      const owner = caller === "owned key" ? callers.get(tag)!.writer : key;
+      const owner = caller === "owned key" ? must(callers.get(tag), "callers.get(tag)").writer : key;
       segments[name] = (await mint({ scopes: [], owner_user_id: caller === "admin" ? undefined : owner.user_id })).user_id;
     } else {
       segments[name] = "authz-probe";

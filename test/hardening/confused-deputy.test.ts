@@ -26,11 +26,12 @@ import { fakeNetwork, type EdgeCall } from "../helpers/edge";
 import { fetchWithEnv } from "../helpers/http";
 import { scheduleObject } from "../tool-runs/helpers";
 import { BASE, type JsonSchema, type RouteSpec, bootstrapAdmin, callJson, dispatch, doors, jsonSchemaOf, label } from "./doors";
+import { must } from "../../src/platform/must";
 
 type Kind = StoredReference["kind"];
 const DOORS = doors();
 const STORING = DOORS.filter((d) => d.stores && d.stores.length > 0);
-const DECLARED = STORING.flatMap((d) => d.stores!.map((s) => ({ door: label(d), ...s })));
+const DECLARED = STORING.flatMap((d) => must(d.stores, "d.stores").map((s) => ({ door: label(d), ...s })));
 
 // ---------------------------------------------------------------------------------------------
 // Detection: which body fields look like a stored reference.
@@ -833,12 +834,12 @@ async function scheduleExists(name: string): Promise<boolean> {
 }
 /** Fires the schedule's `nth` next slot and answers its run's end. */
 async function tick(name: string, nth = 1): Promise<any> {
-  const next = nextFire.get(name)!;
+  const next = must(nextFire.get(name), "nextFire.get(name)");
   const fired = await runInDurableObject(scheduleObject(name), async (instance) => {
     await instance.parts.alarm.runAt(next + 1000 + (nth - 1) * 86_400_000);
-    return (await instance.read())!.recent_fires[0];
+    return must(await instance.read(), "instance.read()").recent_fires[0];
   });
-  return waitRun(fired.run_id!);
+  return waitRun(must(fired.run_id, "fired.run_id"));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ import { listingCaughtUp } from "../helpers/listing";
 import { eventually, makeDue, runAlarm, stubFor } from "../helpers/threads";
 import { type Visitor, type WebDesk, apiSay, link, newVisitor, replayed, say, setSettings, settled, unsetSettings, webDesk } from "../helpers/web-visitor";
 import { askRoute, interactionObject, pendingOf, stepAt } from "../interactions/helpers";
+import { must } from "../../src/platform/must";
 
 type End = "forget" | "erase" | "retention";
 const ENDS: End[] = ["forget", "erase", "retention"];
@@ -250,7 +251,7 @@ async function world(end: End): Promise<World> {
   const minted = await askSay(bob, "/link");
   const bobCode = String(minted.body.data?.answer ?? "").match(/LINK-[A-Z0-9]{8}/)?.[0];
   expect(bobCode, JSON.stringify(minted.body)).toBeDefined();
-  await askSay(bob2, bobCode!);
+  await askSay(bob2, must(bobCode, "bobCode"));
   const asked = await askSay(bob, w.markers[2], 0);
   const askThread = asked.body.data.thread_id as string;
   expect(askThread.startsWith("bridge:@person:"), askThread).toBe(true);
@@ -390,7 +391,7 @@ for (const end of ENDS) {
     for (const c of DATA_COPIES) {
       it(`${c.name}: ${c[end].kind}`, async () => {
         figures.cases++;
-        const seenBefore = leaks(before.get(c.name)!, w);
+        const seenBefore = leaks(must(before.get(c.name), "before.get(c.name)"), w);
         // Written through: the copy showed the conversation before the end (a copy that holds
         // nothing, or is never stored, shows nothing either time).
         if (holdsNothing(c) || c[end].kind === "ends") expect([c.name, seenBefore]).toEqual([c.name, []]);

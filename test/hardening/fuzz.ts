@@ -40,6 +40,7 @@ import {
   pathParamNames,
   requirementOf,
 } from "./doors";
+import { must } from "../../src/platform/must";
 
 // ---------------------------------------------------------------------------------------------
 // Seed, budget, marker
@@ -384,7 +385,7 @@ const hexByte = (b: number) => `%${b.toString(16).toUpperCase().padStart(2, "0")
 function encode(s: string): string {
   let out = "";
   for (const ch of s) {
-    const cp = ch.codePointAt(0)!;
+    const cp = must(ch.codePointAt(0), "ch.codePointAt(0)");
     if (cp >= 0xd800 && cp <= 0xdfff) out += hexByte(0xe0 | (cp >> 12)) + hexByte(0x80 | ((cp >> 6) & 0x3f)) + hexByte(0x80 | (cp & 0x3f));
     else out += encodeURIComponent(ch);
   }

@@ -25,6 +25,7 @@ import { personDirectoryName } from "../../src/persons/rpc";
 import { fakeNetwork } from "../helpers/edge";
 import { fetchWithEnv } from "../helpers/http";
 import { type RouteSpec, bootstrapAdmin, callJson, dispatch, doors, fillPath, jsonSchemaOf, label, pathParamNames, type JsonSchema } from "./doors";
+import { must } from "../../src/platform/must";
 
 const DOORS = doors();
 const DECLARED = DOORS.filter((d) => d.links !== undefined);
@@ -522,7 +523,7 @@ describe("each declaring door keeps the authority rule", () => {
     it(`${label(d)} (${d.links})`, async () => {
       const fixture = FIXTURES[label(d)];
       expect(fixture, `no fixture for ${label(d)}`).toBeDefined();
-      await fixture!();
+      await must(fixture, "fixture")();
     });
   }
 });

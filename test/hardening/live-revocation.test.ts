@@ -27,6 +27,7 @@ import { answerOnly, fakeNetwork } from "../helpers/edge";
 import { createRoute, echoKey, echoRoute } from "../helpers/bridge";
 import { BASE, admin, call, dispatch as dispatchHttp, mintKey, uniq } from "../helpers/http";
 import { type RouteSpec, doors, label } from "./doors";
+import { must } from "../../src/platform/must";
 
 const DOORS = doors();
 const LIVE = DOORS.filter((d) => d.live);
@@ -174,7 +175,7 @@ function socketChannel(ws: WebSocket): Channel {
 }
 
 function streamChannel(res: Response): Channel {
-  const reader = res.body!.getReader();
+  const reader = must(res.body, "res.body").getReader();
   return channel((onData, onEnd) => {
     const decoder = new TextDecoder();
     void (async () => {
@@ -229,13 +230,16 @@ async function keyWrite(userId: string, body: Record<string, unknown>): Promise<
 const KEY_REVOCATIONS: Record<string, Revocation> = {
   "key revoked": {
     async revoke(o) {
-      const r = await call("DELETE", `/api/auth/api-keys/${o.caller!.user_id}`, { key: await admin() });
+      const r = await call("DELETE", `/api/auth/api-keys/${must(o.caller, "o.caller").user_id}`, { key: await admin() });
       expect(r.status, JSON.stringify(r.body)).toBe(200);
     },
   },
-  "key disabled": { revoke: (o) => keyWrite(o.caller!.user_id, { disabled: true }) },
-  "key narrowed": { revoke: (o, narrowTo) => keyWrite(o.caller!.user_id, { scopes: narrowTo }) },
-  "owner disabled": { owned: true, revoke: (o) => keyWrite(o.caller!.owner_user_id!, { disabled: true }) },
+  "key disabled": { revoke: (o) => keyWrite(must(o.caller, "o.caller").user_id, { disabled: true }) },
+  "key narrowed": { revoke: (o, narrowTo) => keyWrite(must(o.caller, "o.caller").user_id, { scopes: narrowTo }) },
+  "owner disabled": {
+    owned: true,
+    revoke: (o) => keyWrite(must(must(o.caller, "o.caller").owner_user_id, "o.caller.owner_user_id"), { disabled: true }),
+  },
 };
 
 /** A caller key with `scopes`, owned by a fresh owner holding the same scopes when `owned`. */
@@ -254,7 +258,7 @@ const consoleFixture: Fixture = {
     expect(t.status, JSON.stringify(t.body)).toBe(201);
     const res = await dispatchHttp(`${BASE}/api/conversations/${route}/live?ticket=${t.body.data.ticket}`, { headers: { upgrade: "websocket" } });
     expect(res.status).toBe(101);
-    const ch = socketChannel(res.webSocket!);
+    const ch = socketChannel(must(res.webSocket, "res.webSocket"));
     await ch.waitFor('"ready"');
     return {
       channel: ch,
@@ -405,24 +409,30 @@ const webFixture: Fixture = {
     "session rotated": {
       async revoke(o) {
         const r = await call("POST", "/api/channels/web/session/rotate", {
-          body: { identity: o.visitor!.identity },
-          headers: { origin: ORIGIN, cookie: o.visitor!.cookie },
+          body: { identity: must(o.visitor, "o.visitor").identity },
+          headers: { origin: ORIGIN, cookie: must(o.visitor, "o.visitor").cookie },
         });
         expect(r.status, JSON.stringify(r.body)).toBe(200);
       },
     },
     "session expired": {
       async revoke(o) {
-        await runInDurableObject(threadStub(env, o.visitor!.threadId) as unknown as DurableObjectStub, async (_obj, state: DurableObjectState) => {
-          state.storage.sql.exec("UPDATE web_session SET expires_at = ?", Date.now() - 1);
-        });
+        await runInDurableObject(
+          threadStub(env, must(o.visitor, "o.visitor").threadId) as unknown as DurableObjectStub,
+          async (_obj, state: DurableObjectState) => {
+            state.storage.sql.exec("UPDATE web_session SET expires_at = ?", Date.now() - 1);
+          },
+        );
       },
     },
     "session replaced": {
       async revoke(o) {
-        await runInDurableObject(threadStub(env, o.visitor!.threadId) as unknown as DurableObjectStub, async (_obj, state: DurableObjectState) => {
-          state.storage.sql.exec("UPDATE web_session SET secret_hash = ?", "0".repeat(64));
-        });
+        await runInDurableObject(
+          threadStub(env, must(o.visitor, "o.visitor").threadId) as unknown as DurableObjectStub,
+          async (_obj, state: DurableObjectState) => {
+            state.storage.sql.exec("UPDATE web_session SET secret_hash = ?", "0".repeat(64));
+          },
+        );
       },
     },
   },
@@ -438,7 +448,7 @@ const webFixture: Fixture = {
       headers: { upgrade: "websocket", origin: ORIGIN, cookie: v.cookie },
     });
     expect(res.status).toBe(101);
-    const ch = socketChannel(res.webSocket!);
+    const ch = socketChannel(must(res.webSocket, "res.webSocket"));
     await ch.waitFor('"ready"');
     return {
       channel: ch,

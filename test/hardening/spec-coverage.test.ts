@@ -11,6 +11,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import listing from "./spec-operations.json";
 import { bootstrapAdmin, callJson, doors, fillPath, label, pathParamNames } from "./doors";
+import { must } from "../../src/platform/must";
 
 interface Operation {
   method: string;
@@ -37,11 +38,11 @@ describe("every operation the spec names in §4 is a door", () => {
   it.each(OPERATIONS.map((op) => [`${op.method} ${op.path}`, op] as const))("%s is declared in the route table", (_, op) => {
     const door = DECLARED.get(`${op.method} ${shapeOf(op.path)}`);
     expect(door, `no door declares ${op.method} ${op.path}`).toBeDefined();
-    expect(pathParamNames(door!.path).length).toBe(pathParamNames(op.path).length);
+    expect(pathParamNames(must(door, "door").path).length).toBe(pathParamNames(op.path).length);
   });
 
   it.each(OPERATIONS.map((op) => [`${op.method} ${op.path}`, op] as const))("%s reaches its door", async (_, op) => {
-    const door = DECLARED.get(`${op.method} ${shapeOf(op.path)}`)!;
+    const door = must(DECLARED.get(`${op.method} ${shapeOf(op.path)}`), "the entry");
     const segments = Object.fromEntries(pathParamNames(door.path).map((n) => [n, "spec-probe"]));
     const answer = await callJson(op.method, fillPath(door.path, segments), admin);
     expect(answer.status, `${label(door)} answered ${answer.status} ${answer.text.slice(0, 200)}`).not.toBe(405);

@@ -8,6 +8,7 @@ import { createRoute } from "./bridge";
 import { BASE, admin, call, dispatch, mintKey, uniq } from "./http";
 import { eventually, makeDue, rawRows, runAlarm, stubFor } from "./threads";
 import { declareTool, network } from "../operator/helpers";
+import { must } from "../../src/platform/must";
 
 export const ORIGIN = new URL(BASE).origin;
 
@@ -125,7 +126,7 @@ export async function openStream(desk: Pick<WebDesk, "identity">, v: Visitor, af
     await res.body?.cancel();
     return { status: res.status, frames: [], ws: null };
   }
-  const ws = res.webSocket!;
+  const ws = must(res.webSocket, "res.webSocket");
   const frames: any[] = [];
   ws.addEventListener("message", (e) => frames.push(JSON.parse(String(e.data))));
   ws.accept();

@@ -8,10 +8,11 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { BASE, admin, call, fetchWithEnv, mintKey, uniq } from "../helpers/http";
 import { bindVerifier, hook, registerHook } from "./helpers";
+import { must } from "../../src/platform/must";
 
 const topicOf = () => uniq("topic").toLowerCase();
 const nameOf = () => uniq("hook").toLowerCase();
-const hookCount = async () => (await env.DB.prepare("SELECT COUNT(*) AS n FROM hooks").first<{ n: number }>())!.n;
+const hookCount = async () => must(await env.DB.prepare("SELECT COUNT(*) AS n FROM hooks").first<{ n: number }>(), "the row").n;
 
 describe("POST /api/hooks", () => {
   it("registers a hook bound to a least-privilege key; an open topic's answer warns that the key is the only boundary", async () => {
@@ -235,7 +236,7 @@ describe("topic verifiers", () => {
     });
     const row = await env.DB.prepare("SELECT * FROM hook_verifiers WHERE topic = ?").bind(topic).first<Record<string, unknown>>();
     expect(JSON.stringify(row)).not.toContain("SECRETVALUE");
-    expect(row!.secret_sealed).toEqual(expect.any(String));
+    expect(must(row, "row").secret_sealed).toEqual(expect.any(String));
     const generic = await bindVerifier(topic, { kind: "hmac_sha256", secret: { env: "SECRET_HOOK_TEST" }, signature_header: "X-Sig", delivery_header: null });
     expect(generic.body.data).toMatchObject({ kind: "hmac_sha256", secret: { env: "SECRET_HOOK_TEST" }, signature_header: "X-Sig", delivery_header: null });
     const defaults = await bindVerifier(topic, { kind: "hmac_sha256", secret: "generic-secret" });

@@ -11,6 +11,7 @@ import { send } from "../helpers/bridge";
 import { BASE, admin, call, fetchWithEnv } from "../helpers/http";
 import { eventually } from "../helpers/threads";
 import { askRoute, interactionObject, listedAs, pendingOf, stepAt } from "./helpers";
+import { must } from "../../src/platform/must";
 
 async function rowOf(id: string) {
   return env.DB.prepare("SELECT status FROM interactions WHERE interaction_id = ?").bind(id).first<{ status: string }>();
@@ -52,19 +53,19 @@ describe("erasure", () => {
     expect(b).toBeDefined();
     await listedAs(a.interaction_id, "answered");
     await eventually(
-      () => hubHolds(b!.interaction_id),
+      () => hubHolds(must(b, "b").interaction_id),
       (n) => n > 0,
     );
 
     const forget = await call("DELETE", `/api/conversations/${route.name}/thread?thread_id=${encodeURIComponent(threadId)}`, { key: await admin() });
     expect(forget.status).toBe(200);
-    for (const id of [a.interaction_id, b!.interaction_id]) {
+    for (const id of [a.interaction_id, must(b, "b").interaction_id]) {
       expect(await interactionObject(id).read()).toBeNull();
       expect(await rowOf(id)).toBeNull();
       expect(await hubHolds(id)).toBe(0);
     }
     // The pending one never resumes into the (forgotten) thread: the door no longer finds it.
-    expect((await call("POST", `/api/interactions/${b!.interaction_id}/answer`, { key: await admin(), body: { text: "late" } })).status).toBe(404);
+    expect((await call("POST", `/api/interactions/${must(b, "b").interaction_id}/answer`, { key: await admin(), body: { text: "late" } })).status).toBe(404);
   });
 });
 

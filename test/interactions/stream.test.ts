@@ -9,6 +9,7 @@ import { BASE, admin, call, mintKey, dispatch } from "../helpers/http";
 import type { EventsSince, InteractionEvent, InteractionHubRpc } from "../../src/interactions/rpc";
 import { streamInteractionEvents } from "../../src/interactions/stream";
 import { askRoute, pendingOf } from "./helpers";
+import { must } from "../../src/platform/must";
 
 interface Frame {
   id?: string;
@@ -38,7 +39,7 @@ async function openStream(key: string, opts: { lastEventId?: string; query?: str
   const res = await dispatch(`${BASE}/api/interactions/stream${opts.query ?? ""}`, { headers });
   expect(res.status).toBe(200);
   expect(res.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
-  const reader = res.body!.getReader();
+  const reader = must(res.body, "res.body").getReader();
   const decoder = new TextDecoder();
   let text = "";
   return {
@@ -196,7 +197,10 @@ describe("the stream's framing (pure parts over a scripted hub)", () => {
     const frames = parseFrames(await res.text());
     const dropped = frames.filter((f) => f.data?.type === "events.dropped");
     expect(dropped).toEqual([{ data: { type: "events.dropped", after: 3 } }]);
-    const ev = frames.find((f) => f.data?.type === "interaction.resumed")!;
+    const ev = must(
+      frames.find((f) => f.data?.type === "interaction.resumed"),
+      "the item found",
+    );
     expect(ev.id).toBe("12");
     expect(ev.data.interaction.result.error).toBe("the resumed run failed");
     expect(hub.asked[0]).toMatchObject({ after: 3, audience: "u1" });

@@ -8,6 +8,7 @@ import { fakeNetwork } from "../helpers/edge";
 import { admin, call, mintKey } from "../helpers/http";
 import { MCP_URL, localMcpNetwork } from "../mcp/support/local-mcp";
 import { manifest, name, replace } from "./helpers";
+import { must } from "../../src/platform/must";
 
 const apiTool = (title: string) => ({
   title,
@@ -90,9 +91,9 @@ describe("the manifest", () => {
     expect(await manifest()).toEqual(before);
     // The literal header is still stored: "<redacted>" stood for the stored value.
     const row = await env.DB.prepare("SELECT spec FROM tool_declarations WHERE title = ?").bind(tool).first<{ spec: string }>();
-    expect(JSON.parse(row!.spec).headers["x-lit"]).toBe("LITERAL-SECRET");
+    expect(JSON.parse(must(row, "row").spec).headers["x-lit"]).toBe("LITERAL-SECRET");
     const agentRow = await env.DB.prepare("SELECT config FROM agent_declarations WHERE title = ?").bind(agent).first<{ config: string }>();
-    expect(JSON.parse(agentRow!.config).headers["x-lit"]).toBe("AGENT-SECRET");
+    expect(JSON.parse(must(agentRow, "agentRow").config).headers["x-lit"]).toBe("AGENT-SECRET");
   });
 
   it("replaces: entries not in the document are removed, new ones created, changed MCP servers listed again", async () => {

@@ -7,11 +7,12 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { BASE, admin, call, fetchWithEnv, mintKey } from "../helpers/http";
+import { must } from "../../src/platform/must";
 
 const M = "/api/marketplace";
 
 async function tableCounts(): Promise<Record<string, number>> {
-  const count = async (table: string) => (await env.DB.prepare(`SELECT COUNT(*) AS n FROM ${table}`).first<{ n: number }>())!.n;
+  const count = async (table: string) => must(await env.DB.prepare(`SELECT COUNT(*) AS n FROM ${table}`).first<{ n: number }>(), "the row").n;
   return {
     tools: await count("tool_declarations"),
     agents: await count("agent_declarations"),

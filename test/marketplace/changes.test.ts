@@ -12,6 +12,7 @@ import { planChange } from "../../src/marketplace/plan";
 import { settingsFor } from "../../src/platform/settings/settings";
 import { admin, call } from "../helpers/http";
 import { type Json, V2, agent, dn, indexOf, mcall, ns, pluginEntry, preset, serveIndex, tool, version } from "./registry-fixtures";
+import { must } from "../../src/platform/must";
 
 const M = "/api/marketplace";
 
@@ -104,8 +105,10 @@ describe("all or nothing", () => {
     await expect(applyPlan(env.DB, plan, new Date().toISOString())).rejects.toBeInstanceOf(GuardTripped);
     expect(await exists("tool", t1)).toBe(false);
     expect(await exists("preset", p1)).toBe(false);
-    expect((await env.DB.prepare("SELECT COUNT(*) AS n FROM marketplace_installs WHERE ref = ?").bind(`${n}/p`).first<{ n: number }>())!.n).toBe(0);
-    expect((await env.DB.prepare("SELECT COUNT(*) AS n FROM marketplace_guard").first<{ n: number }>())!.n).toBe(0);
+    expect(must(await env.DB.prepare("SELECT COUNT(*) AS n FROM marketplace_installs WHERE ref = ?").bind(`${n}/p`).first<{ n: number }>(), "the row").n).toBe(
+      0,
+    );
+    expect(must(await env.DB.prepare("SELECT COUNT(*) AS n FROM marketplace_guard").first<{ n: number }>(), "the row").n).toBe(0);
     // The door plans again and refuses with the name.
     serveIndex(() => indexOf(pluginEntry(n, "p", [version("1.0.0", { http_tools: [tool(t1), tool(t2)], presets: [preset(p1, t1)] })])));
     const r = await mcall("POST", `${M}/install`, { key, body: { ref: `${n}/p` } });
@@ -187,7 +190,7 @@ describe("update", () => {
     const tools = await call("GET", "/api/tools-schema", { key });
     expect(Object.keys(tools.body.data)).toContain(mine);
     const stored = await env.DB.prepare("SELECT spec FROM tool_declarations WHERE title = ?").bind(t1).first<{ spec: string }>();
-    expect(JSON.parse(stored!.spec).url).toBe("https://tools.example/v2");
+    expect(JSON.parse(must(stored, "stored").spec).url).toBe("https://tools.example/v2");
     const p = await call("GET", `/api/presets/${p1}`, { key });
     expect(p.body.data).toMatchObject({ current_version: 2, latest_version: 2, fixed_kwargs: { city: "Rome" } });
 
@@ -267,7 +270,7 @@ describe("uninstall and dependents", () => {
     expect(await exists("preset", hisPreset)).toBe(true);
     expect(await exists("agent", hisAgent)).toBe(true);
     expect(await exists("tool", mine)).toBe(true);
-    expect((await env.DB.prepare("SELECT COUNT(*) AS n FROM marketplace_owned WHERE ref = ?").bind(`${n}/p`).first<{ n: number }>())!.n).toBe(0);
+    expect(must(await env.DB.prepare("SELECT COUNT(*) AS n FROM marketplace_owned WHERE ref = ?").bind(`${n}/p`).first<{ n: number }>(), "the row").n).toBe(0);
   });
 
   it("an update that would remove a declaration in use is refused unless forced; one the new version keeps under another kind still serves routes", async () => {

@@ -9,6 +9,7 @@ import { isolateSettings } from "../../src/config/isolate-settings";
 import { fakeNetwork } from "../helpers/edge";
 import { admin, call } from "../helpers/http";
 import { type Json, V2, dn, indexOf, mcall, ns, pluginEntry, serveIndex, tool, version } from "./registry-fixtures";
+import { must } from "../../src/platform/must";
 
 const M = "/api/marketplace";
 
@@ -37,7 +38,7 @@ describe("upgrade-all", () => {
     expect(Number(refused.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
     // The refusal started the reload; once it lands, the retry runs.
     for (let i = 0; i < 50 && isolateSettings.generation() === before; i++) await new Promise((r) => setTimeout(r, 20));
-    expect(isolateSettings.generation()).toBe(before! + 1);
+    expect(isolateSettings.generation()).toBe(must(before, "before") + 1);
     expect((await mcall("POST", `${M}/upgrade-all`, { key, vars })).status).toBe(200);
   });
 
@@ -109,7 +110,7 @@ describe("upgrade-all", () => {
     expect(at("i-inuse").version).toBe("1.0.0");
     expect(await env.DB.prepare("SELECT 1 FROM tool_declarations WHERE title = ?").bind(`${n}-i-inuse-t1`).first()).not.toBeNull();
     const stored = await env.DB.prepare("SELECT spec FROM tool_declarations WHERE title = ?").bind(mine).first<{ spec: string }>();
-    expect(JSON.parse(stored!.spec).url).toBe("https://example.com/mine");
+    expect(JSON.parse(must(stored, "stored").spec).url).toBe("https://example.com/mine");
 
     // Run again: b-up is now up to date.
     const again = await mcall("POST", `${M}/upgrade-all`, { key });

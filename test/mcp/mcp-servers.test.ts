@@ -4,7 +4,7 @@
  * config doors. The server is a real MCP server built with the same SDK, answered at the network
  * edge (test/mcp/support/local-mcp.ts).
  */
-import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createRoute, send } from "../helpers/bridge";

@@ -14,6 +14,7 @@ import { endedRun } from "../tool-runs/helpers";
 import { MAINTENANCE_TOOL_NAMES } from "../../src/tool-runs/maintenance";
 import { RESERVED_SERVER_TITLES, splitMcpToolName } from "../../src/mcp/names";
 import { MCP_URL, localMcpNetwork, serveLocalMcp } from "./support/local-mcp";
+import { must } from "../../src/platform/must";
 
 const LLM_BASE = "https://llm.example/v1";
 
@@ -121,7 +122,7 @@ describe("an MCP tool as a target", () => {
   });
 
   it("no MCP server can take a maintenance tool's name: the title is reserved, and a hook cannot fire one", async () => {
-    for (const name of MAINTENANCE_TOOL_NAMES) expect(RESERVED_SERVER_TITLES.has(splitMcpToolName(name)!.server)).toBe(true);
+    for (const name of MAINTENANCE_TOOL_NAMES) expect(RESERVED_SERVER_TITLES.has(must(splitMcpToolName(name), "splitMcpToolName(name)").server)).toBe(true);
     for (const t of ["maintenance", "Maintenance"]) {
       const r = await call("POST", "/api/mcp-config/entries", { key: await admin(), body: { title: t, config: { type: "http", url: MCP_URL } } });
       expect(r.status).toBe(400);

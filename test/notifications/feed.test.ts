@@ -9,6 +9,7 @@ import { describe, expect, it } from "vitest";
 import { SHARED_FEED, identityFeed, notificationFeedStub } from "../../src/notifications/rpc";
 import type { NotificationFeed } from "../../durable-objects/notification-feed";
 import { uniq } from "../helpers/http";
+import { must } from "../../src/platform/must";
 
 const DAY_MS = 86_400_000;
 const entry = (message: string) => JSON.stringify({ id: crypto.randomUUID(), created_at: new Date().toISOString(), message });
@@ -72,7 +73,7 @@ describe("an identity feed's idle TTL", () => {
     await new Promise((r) => setTimeout(r, 5));
     await feed.push(entry("b"), { cap: 10, idleTtlMs: 2 * DAY_MS });
     const second = await inspect(name);
-    expect(second.expiresAt).toBeGreaterThan(first.expiresAt! + DAY_MS - 1);
+    expect(second.expiresAt).toBeGreaterThan(must(first.expiresAt, "first.expiresAt") + DAY_MS - 1);
     expect(second.alarm).toBe(second.expiresAt);
   });
 

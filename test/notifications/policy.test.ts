@@ -10,6 +10,7 @@ import { richPartOf } from "../../src/channels/rich/types";
 import { mintNotification } from "../../src/notifications/record";
 import { NotificationSendBody } from "../../src/notifications/schemas";
 import { parseNotificationSettings } from "../../src/platform/settings/notification-settings";
+import { must } from "../../src/platform/must";
 
 const opt = (text: string) => ({ text, kind: "reply" as const });
 const media = [{ url: "https://cdn.example/a.png" }];
@@ -105,8 +106,8 @@ describe("the send body", () => {
       ],
     });
     expect(r.success).toBe(true);
-    expect(r.data!.media!.map((m) => m.kind)).toEqual(["image", "video", "audio", "document", "document", "image"]);
-    expect(r.data!.media![5].caption).toBe("cap");
+    expect(must(must(r.data, "r.data").media, "r.data.media").map((m) => m.kind)).toEqual(["image", "video", "audio", "document", "document", "image"]);
+    expect(must(must(r.data, "r.data").media, "r.data.media")[5].caption).toBe("cap");
   });
 
   it.each([
@@ -139,7 +140,7 @@ describe("the send body", () => {
   ])("refuses %s", (_what, b, path) => {
     const r = parse(b);
     expect(r.success).toBe(false);
-    expect(r.error!.issues.map((i) => i.path.join("."))).toContain(path);
+    expect(must(r.error, "r.error").issues.map((i) => i.path.join("."))).toContain(path);
   });
 
   it("admits 100 options, and 10 sections of 10 rows", () => {

@@ -23,6 +23,7 @@ import {
   threadRow,
   transcript,
 } from "./helpers";
+import { must } from "../../src/platform/must";
 
 const TTL_MS = 2_592_000 * 1000;
 
@@ -156,22 +157,22 @@ describe("control mode doors (spec §4.7)", () => {
     await setMode(r.name, threadId, "manual");
     const set = await modeRow(threadId);
     expect(set).toMatchObject({ route_name: r.name, mode: "manual" });
-    expect(set!.expires_at).toBeGreaterThanOrEqual(before + TTL_MS);
-    expect(set!.expires_at).toBeLessThanOrEqual(Date.now() + TTL_MS);
+    expect(must(set, "set").expires_at).toBeGreaterThanOrEqual(before + TTL_MS);
+    expect(must(set, "set").expires_at).toBeLessThanOrEqual(Date.now() + TTL_MS);
 
     // An accepted inbound (async and inline) pushes the expiry to a full TTL again.
     const soon = () => setOverrideExpiry(threadId, Date.now() + 60_000);
     await soon();
     await send(r.name, { external_user_id: "t", text: "still there?" });
-    expect((await modeRow(threadId))!.expires_at).toBeGreaterThan(Date.now() + TTL_MS - 60_000);
+    expect(must(await modeRow(threadId), "modeRow(threadId)").expires_at).toBeGreaterThan(Date.now() + TTL_MS - 60_000);
     await soon();
     await send(r.name, { external_user_id: "t", text: "inline", wait_seconds: 10 });
-    expect((await modeRow(threadId))!.expires_at).toBeGreaterThan(Date.now() + TTL_MS - 60_000);
+    expect(must(await modeRow(threadId), "modeRow(threadId)").expires_at).toBeGreaterThan(Date.now() + TTL_MS - 60_000);
     // So does an operator send, which never changes the mode.
     await soon();
     expect((await operatorSend(r.name, { thread_id: threadId, text: "operator here" })).status).toBe(200);
     expect(await modeRow(threadId)).toMatchObject({ mode: "manual" });
-    expect((await modeRow(threadId))!.expires_at).toBeGreaterThan(Date.now() + TTL_MS - 60_000);
+    expect(must(await modeRow(threadId), "modeRow(threadId)").expires_at).toBeGreaterThan(Date.now() + TTL_MS - 60_000);
     expect((await getMode(r.name, threadId)).body.data).toEqual({ mode: "manual", source: "thread" });
 
     // Quiet past the window: the override no longer counts, and a late inbound does not revive it.

@@ -5,6 +5,7 @@ import { mintKey } from "../helpers/http";
 import { eventually, rawRows } from "../helpers/threads";
 import { fakeNetwork } from "../helpers/edge";
 import { HOOK, address, apiToolRoute, channelRoute, gate, getMode, network, operatorSend, transcript, type ChannelName } from "./helpers";
+import { must } from "../../src/platform/must";
 
 const IMG = { url: "https://cdn.example/cat.png" };
 const reply = (text: string, extra: Record<string, unknown> = {}) => ({ text, kind: "reply", ...extra });
@@ -14,7 +15,12 @@ async function settled(threadId: string, messageId: string) {
     () => rawRows(threadId),
     (x) => ["provisional", "failed", "delivered"].includes(x.find((r) => r.message_id === messageId)?.status ?? ""),
   );
-  return JSON.parse(rows.find((r) => r.message_id === messageId)!.record);
+  return JSON.parse(
+    must(
+      rows.find((r) => r.message_id === messageId),
+      "the item found",
+    ).record,
+  );
 }
 
 describe("operator send: the rich-field contract (spec §4.7, §4.9)", () => {
@@ -144,7 +150,7 @@ describe("operator send: delivery (spec §3.1 operator send)", () => {
     const hooks = net.to("hooks.example.com");
     expect(hooks).toHaveLength(1);
     expect(JSON.parse(hooks[0].body)).toEqual({ message_id: res.body.data.message_id, thread_id: threadId, status: "answered", answer: "An operator writes." });
-    expect(hooks[0].headers["x-service-signature"]).toBe(`sha256=${toHex(await hmacSha256(r.callback_secret!, hooks[0].body))}`);
+    expect(hooks[0].headers["x-service-signature"]).toBe(`sha256=${toHex(await hmacSha256(must(r.callback_secret, "r.callback_secret"), hooks[0].body))}`);
     const page = await transcript(r.name, threadId);
     expect(page.body.data.items.map((x: any) => x.origin)).toEqual(["client", "operator"]);
   });

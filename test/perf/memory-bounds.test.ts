@@ -8,7 +8,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { ACCESS_EPOCH_MAX_SUBJECTS, AccessEpoch } from "../../durable-objects/access-epoch";
+import { ACCESS_EPOCH_MAX_SUBJECTS, type AccessEpoch } from "../../durable-objects/access-epoch";
 import { apiThreadId } from "../../src/conversations/model/thread-id";
 import type { ThreadParts } from "../../src/conversations/thread/compose";
 import { InlineWaiters } from "../../src/conversations/thread/inline-waiters";

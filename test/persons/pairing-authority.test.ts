@@ -13,6 +13,7 @@ import { createRoute, send } from "../helpers/bridge";
 import { BASE, admin, call, dispatch, mintKey, uniq } from "../helpers/http";
 import { eventually, rawRows } from "../helpers/threads";
 import { declareTool, network } from "../operator/helpers";
+import { must } from "../../src/platform/must";
 
 const ORIGIN = new URL(BASE).origin;
 
@@ -194,7 +195,12 @@ describe("pairing guesses on the web", () => {
         (x) => x.some((row) => JSON.parse(row.record).message_id === id && JSON.parse(row.record).answer !== null),
         250,
       );
-      return JSON.parse(rows.find((row) => JSON.parse(row.record).message_id === id)!.record).answer as string;
+      return JSON.parse(
+        must(
+          rows.find((row) => JSON.parse(row.record).message_id === id),
+          "the item found",
+        ).record,
+      ).answer as string;
     };
     // Six wrong codes from one visitor: the sixth failure is past the threshold.
     const first = await page(ip);
@@ -207,7 +213,10 @@ describe("pairing guesses on the web", () => {
     });
     expect(parties).toEqual([{ party: `net:web:web:${ip}`, failures: 6 }]);
     // A valid code, sent by a fresh visitor id from the same network: refused, and not used up.
-    const code = String((await send(api.name, { external_user_id: "ora", text: "/link", wait_seconds: 10 })).body.data.answer).match(/LINK-[A-Z0-9]{8}/)![0];
+    const code = must(
+      String((await send(api.name, { external_user_id: "ora", text: "/link", wait_seconds: 10 })).body.data.answer).match(/LINK-[A-Z0-9]{8}/),
+      "the match",
+    )[0];
     const fresh = await page(ip);
     expect(fresh.visitor).not.toBe(first.visitor);
     expect(await say(fresh, ip, code)).toBe(PAIRING_REPLIES.invalid);

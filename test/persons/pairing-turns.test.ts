@@ -8,6 +8,7 @@ import { createRoute, send } from "../helpers/bridge";
 import { admin, call, mintKey } from "../helpers/http";
 import { rawRows } from "../helpers/threads";
 import { declareTool, network } from "../operator/helpers";
+import { must } from "../../src/platform/must";
 
 async function setup(config: Record<string, unknown>, route: Record<string, unknown> = {}) {
   const host = `pairing-${crypto.randomUUID().slice(0, 8)}.example`;
@@ -44,7 +45,7 @@ describe("the first-contact greeting", () => {
     expect(silent.answer).toMatch(/^Hi \{there\}, code LINK-[A-Z0-9]{8}$/);
     expect(manual.runs).toHaveLength(0);
     const both = await manual.say("cy", "/link");
-    const codes = both.answer!.match(/LINK-[A-Z0-9]{8}/g)!;
+    const codes = must(must(both.answer, "both.answer").match(/LINK-[A-Z0-9]{8}/g), "the match");
     expect(codes).toHaveLength(2);
     expect(codes[0]).toBe(codes[1]);
   });
@@ -55,7 +56,7 @@ describe("pairing turns", () => {
     const { say, runs } = await setup({});
     await say("dee", "first");
     const link = await say("dee", " /link ");
-    const code = link.answer!.match(/LINK-[A-Z0-9]{8}/)![0];
+    const code = must(must(link.answer, "link.answer").match(/LINK-[A-Z0-9]{8}/), "the match")[0];
     expect(link.answer).toMatch(/^Your pairing code is LINK-[A-Z0-9]{8}\. Send it from your other conversation to link the two\. It expires at .+\+00:00\.$/);
     const linked = await say("eve", `here it is: ${code} thanks`);
     expect(linked.answer).toBe(PAIRING_REPLIES.linked);
@@ -90,7 +91,7 @@ describe("person erase (spec §4.6)", () => {
   it("removes the person thread's records and the person; a second erase answers erased: false", async () => {
     const { say } = await setup({});
     await say("ida", "one");
-    const code = (await say("ida", "/link")).answer!.match(/LINK-[A-Z0-9]{8}/)![0];
+    const code = must(must((await say("ida", "/link")).answer, '(await say("ida", "/link")).answer').match(/LINK-[A-Z0-9]{8}/), "the match")[0];
     await say("jon", code);
     const onPerson = await say("jon", "on the person thread");
     await say("ida", "me too");
@@ -159,7 +160,7 @@ describe("the person thread on the transcript and forget doors", () => {
     const app = await createRoute({ door: "api", target_kind: "tool", target_name: title, execution_key: k.user_id, turns_per_hour_override: 1000 });
     const sayApp = async (who: string, text: string) => (await send(app.name, { external_user_id: who, text, wait_seconds: 10 })).body.data;
     await web.say("lou", "on the web");
-    const code = (await web.say("lou", "/link")).answer!.match(/LINK-[A-Z0-9]{8}/)![0];
+    const code = must(must((await web.say("lou", "/link")).answer, '(await web.say("lou", "/link")).answer').match(/LINK-[A-Z0-9]{8}/), "the match")[0];
     expect((await sayApp("lou-app", code)).answer).toBe(PAIRING_REPLIES.linked);
     const fromWeb = await web.say("lou", "web again");
     const fromApp = await sayApp("lou-app", "app again");
@@ -190,7 +191,7 @@ describe("events on a multichannel target", () => {
     const key = await admin();
     const { say, runs, route } = await setup({}, { payload_expr: "{message, person_id, person_addresses}" });
     await say("max", "hello");
-    const code = (await say("max", "/link")).answer!.match(/LINK-[A-Z0-9]{8}/)![0];
+    const code = must(must((await say("max", "/link")).answer, '(await say("max", "/link")).answer').match(/LINK-[A-Z0-9]{8}/), "the match")[0];
     await say("mia", code);
     const personThread = (await say("max", "linked")).thread_id;
     const personId = personThread.slice("bridge:@person:".length);

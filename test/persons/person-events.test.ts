@@ -13,6 +13,7 @@ import { postTwilio, postWhatsApp, whatsappText } from "../helpers/channels";
 import { admin, call, mintKey, uniq } from "../helpers/http";
 import { eventually, rawRows } from "../helpers/threads";
 import { declareTool, network } from "../operator/helpers";
+import { must } from "../../src/platform/must";
 
 let n = 0;
 const phone = () => `+1557${String(Date.now()).slice(-6)}${String(++n).padStart(2, "0")}`;
@@ -112,7 +113,12 @@ describe("an event into a linked person's thread", () => {
       () => rawRows(p.personThread),
       (rs) => rs.some((r) => JSON.parse(r.record).message_id === onSms.body.data.message_id && r.status !== "accepted"),
     );
-    const record = JSON.parse(rows.find((r) => JSON.parse(r.record).message_id === onSms.body.data.message_id)!.record);
+    const record = JSON.parse(
+      must(
+        rows.find((r) => JSON.parse(r.record).message_id === onSms.body.data.message_id),
+        "the item found",
+      ).record,
+    );
     expect(record).toMatchObject({ route_name: p.sms.name, inbound_kind: "event", client_address: p.smsFrom, channel: "twilio", our_identity: p.smsOurs });
 
     // On the WhatsApp route, to the person's WhatsApp address.

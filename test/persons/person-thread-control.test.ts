@@ -11,6 +11,7 @@ import { admin, call, mintKey } from "../helpers/http";
 import { eventually, rawRows } from "../helpers/threads";
 import { declareTool, gate, getMode, network, operatorSend, setMode } from "../operator/helpers";
 import { ROUTE_SNAPSHOT_MS } from "../../src/conversations/thread/route-reads";
+import { must } from "../../src/platform/must";
 
 /** A multichannel tool target with two api routes, `a` and `b`, and a person linked across them (alice on a, bob on b). */
 async function linkedAcrossRoutes(modes: { a?: string; b?: string } = {}) {
@@ -138,7 +139,12 @@ describe("operator send on a person thread", () => {
       () => rawRows(threadId),
       (rs) => rs.some((r) => r.message_id === messageId),
     );
-    return JSON.parse(rows.find((r) => r.message_id === messageId)!.record);
+    return JSON.parse(
+      must(
+        rows.find((r) => r.message_id === messageId),
+        "the item found",
+      ).record,
+    );
   }
 
   it("without an address answers the newest message's route and address; an explicit address picks its own route", async () => {

@@ -7,6 +7,7 @@ import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { STUDIO_CSP } from "../../src/plugins/studio";
 import { BASE, admin, call, fetchWithEnv, mintKey, dispatch } from "../helpers/http";
+import { must } from "../../src/platform/must";
 
 const REF = "examples/greetings";
 const ENC = encodeURIComponent(REF);
@@ -81,7 +82,7 @@ describe("GET /api/plugins/{name}/studio/{path}", () => {
     expect(nested.status).toBe(200);
     expect(nested.headers.get("content-type")).toBe("text/css; charset=utf-8");
     await nested.arrayBuffer();
-    const etag = js.headers.get("etag")!;
+    const etag = must(js.headers.get("etag"), 'js.headers.get("etag")');
     expect((await asset("app.js", { "if-none-match": etag })).status).toBe(304);
   });
 

@@ -7,13 +7,14 @@
 import { describe, expect, it } from "vitest";
 import { COUNT_CAP, ON_TIME_MS, planAlarm } from "../../src/schedules/catch-up";
 import { compileCron } from "../../src/schedules/cron";
+import { must } from "../../src/platform/must";
 
 const MIN = 60_000;
 const HOUR = 60 * MIN;
 const DAY = 24 * HOUR;
 const T0 = Date.UTC(2026, 0, 5, 12, 0, 0); // a Monday, 12:00 UTC
-const everyMinute = compileCron("* * * * *", "UTC")!;
-const daily3 = compileCron("0 3 * * *", "UTC")!;
+const everyMinute = must(compileCron("* * * * *", "UTC"), 'compileCron("* * * * *", "UTC")');
+const daily3 = must(compileCron("0 3 * * *", "UTC"), 'compileCron("0 3 * * *", "UTC")');
 
 describe("planAlarm", () => {
   it("an early or stray alarm fires nothing and stays armed for its slot", () => {
@@ -67,7 +68,7 @@ describe("planAlarm", () => {
 
   it("follows the schedule's timezone across a DST change", () => {
     // 09:00 in Berlin: 08:00 UTC in winter, 07:00 UTC after the switch on 2026-03-29.
-    const berlin9 = compileCron("0 9 * * *", "Europe/Berlin")!;
+    const berlin9 = must(compileCron("0 9 * * *", "Europe/Berlin"), 'compileCron("0 9 * * *", "Europe/Berli…');
     expect(berlin9.nextAfter(Date.UTC(2026, 2, 28, 12))).toBe(Date.UTC(2026, 2, 29, 7));
     expect(berlin9.nextAfter(Date.UTC(2026, 2, 27, 12))).toBe(Date.UTC(2026, 2, 28, 8));
     expect(planAlarm(berlin9, Date.UTC(2026, 2, 28, 8), Date.UTC(2026, 2, 28, 8, 0, 1), DAY).next_at).toBe(Date.UTC(2026, 2, 29, 7));

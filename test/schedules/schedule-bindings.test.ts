@@ -13,6 +13,7 @@ import { readSchedule, upgradeScheduleTables } from "../../src/schedules/schedul
 import { BASE, admin, call, fetchWithEnv, mintKey, uniq } from "../helpers/http";
 import { declareTool, network } from "../operator/helpers";
 import { endedRun, runObject, scheduleObject } from "../tool-runs/helpers";
+import { must } from "../../src/platform/must";
 
 const COUNTER = { type: "object", properties: { count: { type: "integer" }, last: { type: "string" } } };
 const tt = (content: string) => ({ content });
@@ -71,9 +72,9 @@ describe("a schedule with a state binding", () => {
     for (const [i, at] of [next + 1000, next + 86_400_000 + 1000].entries()) {
       const fired = await runInDurableObject(scheduleObject(name), async (instance) => {
         await instance.parts.alarm.runAt(at);
-        return (await instance.read())!.recent_fires[0];
+        return must(await instance.read(), "instance.read()").recent_fires[0];
       });
-      const run = await endedRun(fired.run_id!);
+      const run = await endedRun(must(fired.run_id, "fired.run_id"));
       expect(run, JSON.stringify(run)).toMatchObject({ status: "succeeded", origin: "schedule", state_bound: true });
       expect(tool.seen[i].ticks).toEqual(i === 0 ? {} : { count: 1, last: "tick" });
     }
@@ -132,7 +133,7 @@ describe("a schedule with a state binding", () => {
     expect(noStore.status).toBe(501);
     expect(await noStore.json()).toMatchObject({ code: "states-not-configured" });
     const count = await env.DB.prepare("SELECT COUNT(*) AS n FROM schedules WHERE name LIKE 'refused-%'").first<{ n: number }>();
-    expect(count!.n).toBe(0);
+    expect(must(count, "count").n).toBe(0);
   });
 });
 

@@ -12,6 +12,7 @@ import { describe, expect, it } from "vitest";
 import { recordAlarm } from "../../src/schedules/schedule-store";
 import { admin, call, mintKey, uniq } from "../helpers/http";
 import { endedRun, indexRow, scheduleObject } from "../tool-runs/helpers";
+import { must } from "../../src/platform/must";
 
 const DAY = 86_400_000;
 
@@ -40,9 +41,9 @@ describe("a fire", () => {
     const { state, alarm } = await tickAt(name, next + 2000);
     expect(state).toMatchObject({ fires: 1, next_fire_at: next + DAY, last_fire_at: next + 2000 });
     expect(alarm).toBe(next + DAY);
-    const fire = state!.recent_fires[0];
+    const fire = must(state, "state").recent_fires[0];
     expect(fire).toMatchObject({ slot_at: next, catch_up: false, skipped: 0 });
-    const run = await endedRun(fire.run_id!);
+    const run = await endedRun(must(fire.run_id, "fire.run_id"));
     expect(run).toMatchObject({
       status: "succeeded",
       result: "fired",
@@ -51,7 +52,7 @@ describe("a fire", () => {
       schedule_name: name,
       slot_at: new Date(next).toISOString(),
     });
-    expect(await indexRow(fire.run_id!)).toMatchObject({ origin: "schedule", schedule_name: name, status: "succeeded" });
+    expect(await indexRow(must(fire.run_id, "fire.run_id"))).toMatchObject({ origin: "schedule", schedule_name: name, status: "succeeded" });
     const listed = (await call("GET", "/api/tool-runs?tool_name=echo&pageSize=200", { key: await admin() })).body.data.items;
     expect(listed.find((i: any) => i.run_id === fire.run_id)).toMatchObject({ origin: "schedule", schedule_name: name });
     // The listing mirror follows the fire.
@@ -60,7 +61,7 @@ describe("a fire", () => {
     // The next slot fires again, a day later.
     const second = await tickAt(name, next + DAY + 500);
     expect(second.state).toMatchObject({ fires: 2, next_fire_at: next + 2 * DAY });
-    expect(second.state!.recent_fires.map((f) => f.slot_at)).toEqual([next + DAY, next]);
+    expect(must(second.state, "second.state").recent_fires.map((f) => f.slot_at)).toEqual([next + DAY, next]);
   });
 
   it("an alarm before the slot fires nothing and keeps the alarm", async () => {
@@ -76,11 +77,11 @@ describe("missed fires after downtime", () => {
     const { name, next } = await daily();
     const now = next + 3 * DAY + 2 * 3_600_000;
     const { state, alarm } = await tickAt(name, now);
-    expect(state!.fires).toBe(1);
-    expect(state!.recent_fires).toHaveLength(1);
-    expect(state!.recent_fires[0]).toMatchObject({ slot_at: next + 3 * DAY, catch_up: true, skipped: 3, fired_at: now });
+    expect(must(state, "state").fires).toBe(1);
+    expect(must(state, "state").recent_fires).toHaveLength(1);
+    expect(must(state, "state").recent_fires[0]).toMatchObject({ slot_at: next + 3 * DAY, catch_up: true, skipped: 3, fired_at: now });
     expect(alarm).toBe(next + 4 * DAY);
-    expect((await endedRun(state!.recent_fires[0].run_id!)).status).toBe("succeeded");
+    expect((await endedRun(must(must(state, "state").recent_fires[0].run_id, "the newest fire's run_id"))).status).toBe("succeeded");
     const view = (await call("GET", "/api/schedules?pageSize=200", { key: await admin() })).body.data.items.find((s: any) => s.name === name);
     expect(view.next_fire_at).toBe(new Date(next + 4 * DAY).toISOString());
   });
@@ -95,10 +96,10 @@ describe("missed fires after downtime", () => {
     });
     const slot = Date.parse(r.body.data.schedule.next_fire_at);
     const { state, alarm } = await tickAt(name, slot + 2 * DAY);
-    expect(state!.fires).toBe(0);
-    expect(state!.recent_fires[0]).toMatchObject({ run_id: null, slot_at: null, skipped: 1, catch_up: false });
-    expect(new Date(alarm!).getUTCFullYear()).toBe(new Date(slot).getUTCFullYear() + 1);
-    expect((await env.DB.prepare("SELECT COUNT(*) AS n FROM tool_runs WHERE schedule_name = ?").bind(name).first<{ n: number }>())!.n).toBe(0);
+    expect(must(state, "state").fires).toBe(0);
+    expect(must(state, "state").recent_fires[0]).toMatchObject({ run_id: null, slot_at: null, skipped: 1, catch_up: false });
+    expect(new Date(must(alarm, "alarm")).getUTCFullYear()).toBe(new Date(slot).getUTCFullYear() + 1);
+    expect(must(await env.DB.prepare("SELECT COUNT(*) AS n FROM tool_runs WHERE schedule_name = ?").bind(name).first<{ n: number }>(), "the row").n).toBe(0);
   });
 });
 
@@ -109,14 +110,14 @@ describe("the bound key is re-checked at every fire", () => {
     const narrowed = await call("POST", `/api/auth/api-keys/${k.user_id}/scopes`, { key: await admin(), body: { remove: ["tool:echo"] } });
     expect(narrowed.status, JSON.stringify(narrowed.body)).toBe(200);
     const { state } = await tickAt(name, next + 1000);
-    const run = await endedRun(state!.recent_fires[0].run_id!);
+    const run = await endedRun(must(must(state, "state").recent_fires[0].run_id, "the newest fire's run_id"));
     expect(run).toMatchObject({ status: "failed", error_kind: "denied", origin: "schedule", result: null });
     expect(run.error).toMatch(/may not run tool echo/);
     expect(await indexRow(run.run_id)).toMatchObject({ status: "failed", error_kind: "denied" });
     // The schedule stays and keeps its slots: restoring the grant makes the next fire run.
     await call("POST", `/api/auth/api-keys/${k.user_id}/scopes`, { key: await admin(), body: { add: ["tool:echo"] } });
     const again = await tickAt(name, next + DAY + 1000);
-    expect((await endedRun(again.state!.recent_fires[0].run_id!)).status).toBe("succeeded");
+    expect((await endedRun(must(must(again.state, "again.state").recent_fires[0].run_id, "the newest fire's run_id"))).status).toBe("succeeded");
   });
 
   it("a key revoked and re-minted under the same user_id no longer satisfies the binding", async () => {
@@ -126,7 +127,7 @@ describe("the bound key is re-checked at every fire", () => {
     await call("DELETE", `/api/auth/api-keys/${user_id}`, { key: await admin() });
     await mintKey({ user_id, scopes: ["tool:echo"] });
     const { state } = await tickAt(name, next + 1000);
-    const run = await endedRun(state!.recent_fires[0].run_id!);
+    const run = await endedRun(must(must(state, "state").recent_fires[0].run_id, "the newest fire's run_id"));
     expect(run).toMatchObject({ status: "failed", error_kind: "denied", error: "execution key was re-minted; re-bind the route" });
   });
 });
@@ -145,7 +146,9 @@ describe("deleting", () => {
       };
     });
     expect(after).toEqual({ state: null, alarm: null, tables: 0 });
-    expect((await env.DB.prepare("SELECT COUNT(*) AS n FROM tool_runs WHERE schedule_name = ?").bind(name).first<{ n: number }>())!.n).toBe(before!.n);
+    expect(must(await env.DB.prepare("SELECT COUNT(*) AS n FROM tool_runs WHERE schedule_name = ?").bind(name).first<{ n: number }>(), "the row").n).toBe(
+      must(before, "before").n,
+    );
   });
 });
 
@@ -162,7 +165,7 @@ describe("restart between recording a fire and submitting its run", () => {
     expect(await endedRun(runId)).toMatchObject({ status: "succeeded", result: "late", slot_at: new Date(next).toISOString(), schedule_name: name });
     // Submitted once: a further alarm does not submit it again (submitting is idempotent anyway).
     const { state } = await tickAt(name, next + 30);
-    expect(state!.recent_fires.filter((f) => f.run_id === runId)).toHaveLength(1);
-    expect((await env.DB.prepare("SELECT COUNT(*) AS n FROM tool_runs WHERE run_id = ?").bind(runId).first<{ n: number }>())!.n).toBe(1);
+    expect(must(state, "state").recent_fires.filter((f) => f.run_id === runId)).toHaveLength(1);
+    expect(must(await env.DB.prepare("SELECT COUNT(*) AS n FROM tool_runs WHERE run_id = ?").bind(runId).first<{ n: number }>(), "the row").n).toBe(1);
   });
 });

@@ -9,6 +9,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import { admin, call, mintKey, uniq } from "../helpers/http";
 import { scheduleObject } from "../tool-runs/helpers";
+import { must } from "../../src/platform/must";
 
 const DAY = 86_400_000;
 
@@ -35,12 +36,12 @@ describe("a schedule without the tool-runs store", () => {
         return { state: await instance.read(), alarm: await state.storage.getAlarm() };
       });
     const paused = await tick(next + 1000);
-    expect(paused.state!.fires).toBe(0);
-    expect(paused.state!.recent_fires[0]).toMatchObject({ run_id: null, skipped: 1 });
+    expect(must(paused.state, "paused.state").fires).toBe(0);
+    expect(must(paused.state, "paused.state").recent_fires[0]).toMatchObject({ run_id: null, skipped: 1 });
     expect(paused.alarm).toBe(next + DAY);
-    expect((await env.DB.prepare("SELECT COUNT(*) AS n FROM tool_runs WHERE schedule_name = ?").bind(name).first<{ n: number }>())!.n).toBe(0);
+    expect(must(await env.DB.prepare("SELECT COUNT(*) AS n FROM tool_runs WHERE schedule_name = ?").bind(name).first<{ n: number }>(), "the row").n).toBe(0);
     await call("POST", "/api/config/env", { key: await admin(), body: { unset: ["TOOL_RUNS_STORE_URL"] } });
     const resumed = await tick(next + DAY + 1000);
-    expect(resumed.state!.fires).toBe(1);
+    expect(must(resumed.state, "resumed.state").fires).toBe(1);
   });
 });

@@ -6,6 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { canonicalTimezone, compileCron } from "../../src/schedules/cron";
 import { ScheduleKwargs, cadenceOf, derivedScheduleName } from "../../src/schedules/spec";
+import { must } from "../../src/platform/must";
 
 const cadence = (k: unknown) => {
   const parsed = ScheduleKwargs.safeParse(k);
@@ -40,7 +41,7 @@ describe("cadenceOf", () => {
   });
 
   it("an expression no date matches compiles but never fires", () => {
-    expect(compileCron("0 0 30 2 *", "UTC")!.nextAfter(Date.UTC(2026, 0, 1))).toBeNull();
+    expect(must(compileCron("0 0 30 2 *", "UTC"), 'compileCron("0 0 30 2 *", "UTC")').nextAfter(Date.UTC(2026, 0, 1))).toBeNull();
   });
 });
 

@@ -6,6 +6,7 @@ import { beginFile } from "../helpers/file-epoch";
 import { MIGRATIONS_TABLE } from "./migrations-table";
 import { isolateSettings } from "../../src/config/isolate-settings";
 import { resetTurnSlots } from "../../src/conversations/thread/concurrency";
+import { must } from "../../src/platform/must";
 
 // The workers files share one runtime (loading the Worker's modules once, not once per file), so
 // each file starts here from what a fresh deployment has: the real schema with no rows, and no
@@ -46,7 +47,7 @@ if (!holder[TRACKER]) {
     } as Namespace["getByName"];
   }
 }
-const tracker = holder[TRACKER]!;
+const tracker = must(holder[TRACKER], "holder[TRACKER]");
 
 // Each object is emptied on its own, so they are emptied side by side.
 const emptying: Promise<unknown>[] = [];

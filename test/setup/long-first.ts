@@ -23,8 +23,9 @@ export class LongFirstSequencer extends BaseSequencer {
     const byProject = new Map<string, TestSpecification[]>();
     for (const f of sorted) {
       const name = f.project.name;
-      if (!byProject.has(name)) byProject.set(name, []);
-      byProject.get(name)!.push(f);
+      const group = byProject.get(name);
+      if (group) group.push(f);
+      else byProject.set(name, [f]);
     }
     return [...byProject.values()].flatMap((group) => [...group.filter(long), ...group.filter((f) => !long(f))]);
   }

@@ -12,6 +12,7 @@ import { createRoute, echoKey, send } from "../helpers/bridge";
 import { listingCaughtUp, outboxRows } from "../helpers/listing";
 import { uniq } from "../helpers/http";
 import { eventually, runAlarm, stubFor } from "../helpers/threads";
+import { must } from "../../src/platform/must";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -47,7 +48,7 @@ async function withShardEnv(shard: DurableObjectStub, over: Partial<Record<strin
     original = o.env;
     o.env = { ...o.env, ...over } as Env;
   });
-  return () => runInDurableObject(shard, (obj) => void ((obj as unknown as { env: Env }).env = original!));
+  return () => runInDurableObject(shard, (obj) => void ((obj as unknown as { env: Env }).env = must(original, "original")));
 }
 
 describe("placement", () => {
@@ -213,7 +214,7 @@ describe("the thread outbox", () => {
     // The shard is reachable again, and both the retry and the rows' grace are due: the alarm
     // pushes and clears the marker.
     await runInDurableObject(stubFor(threadId), (obj, state) => {
-      (obj as unknown as { env: Env }).env = original!;
+      (obj as unknown as { env: Env }).env = must(original, "original");
       state.storage.sql.exec("UPDATE meta SET value = '1' WHERE key = 'outbox_retry_at'");
       state.storage.sql.exec("UPDATE index_outbox SET noted_at = 1");
     });

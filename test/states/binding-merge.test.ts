@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { mergeBindings } from "../../src/states/binding-merge";
 import { StateBinding } from "../../src/states/state-binding";
+import { must } from "../../src/platform/must";
 
 const tt = (content: string) => ({ content });
 const b = (states: unknown[]) => StateBinding.parse({ states });
@@ -25,14 +26,17 @@ describe("merging a route's binding with its preset's (door entries first)", () 
     expect(mergeBindings(door, null)).toBe(door);
     expect(mergeBindings(null, preset)).toBe(preset);
     expect(mergeBindings(null, null)).toBeNull();
-    const m = mergeBindings(door, preset)!;
+    const m = must(mergeBindings(door, preset), "mergeBindings(door, preset)");
     expect(m.states.map((a) => a.state)).toEqual(["s", "only-door", "only-preset"]);
     expect(m.states[0].subject_expr).toMatchObject(tt(".door"));
     expect(m.states[0].scope_expr).toMatchObject(tt("true"));
     expect(m.states[0].templates).toEqual(["t1", "t2"]);
     expect(m.states[0].input_injections.map((i) => i.into)).toEqual(["a", "b"]);
     expect(m.states[0].updates.map((u) => u.jq?.content)).toEqual(["[]", "[1]"]);
-    const withScope = mergeBindings(b([{ state: "s", subject_expr: tt(".d"), scope_expr: tt("false") }]), preset)!;
+    const withScope = must(
+      mergeBindings(b([{ state: "s", subject_expr: tt(".d"), scope_expr: tt("false") }]), preset),
+      'mergeBindings(b([{ state: "s", subject…',
+    );
     expect(withScope.states[0].scope_expr).toMatchObject(tt("false"));
   });
 });

@@ -12,6 +12,7 @@ import {
   Regime as RegimeSchema,
   applyOps,
 } from "../../src/states/ops";
+import { must } from "../../src/platform/must";
 
 /** A value no error message may ever contain. */
 const SECRET = "s3cr3t-Zq81x";
@@ -46,7 +47,9 @@ function issueText(
 ) {
   const r = schema.safeParse(value);
   expect(r.success).toBe(false);
-  return r.error!.issues.map((i) => `${i.path.map(String).join(".")}: ${i.message}`).join("; ");
+  return must(r.error, "r.error")
+    .issues.map((i) => `${i.path.map(String).join(".")}: ${i.message}`)
+    .join("; ");
 }
 
 describe("delta op schemas", () => {

@@ -11,6 +11,7 @@ import worker from "../../src/index";
 import { createRoute, send } from "../helpers/bridge";
 import { admin, call, mintKey, uniq } from "../helpers/http";
 import { declareTool, network } from "../operator/helpers";
+import { must } from "../../src/platform/must";
 
 const PROFILE = { type: "object", properties: { name: { type: "string" } } };
 const tt = (content: string) => ({ content });
@@ -65,7 +66,7 @@ async function bound() {
       .first<{ id: number }>();
     // Queued as a turn queues it, the save is published to the route caches at once.
     await publishAccessChanges(env);
-    return String(row!.id);
+    return String(must(row, "row").id);
   };
   const record = async (threadId: string) =>
     (await call("GET", `/api/states/${state}/records/tool/${title}/thread/${encodeURIComponent(threadId)}`, { key })).body.data;

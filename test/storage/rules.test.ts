@@ -7,6 +7,7 @@ import { ContentType, contentDisposition, inferContentType, isInlineSafe, isText
 import { StorageDir, StoragePrefix, isWithin, storagePathProblem, storagePrefixProblem, touchesAdminOnlyDir } from "../../src/storage/paths";
 import { contentRange, decideRange } from "../../src/storage/range";
 import { UploadBody, decodeBase64, prepareUpload } from "../../src/storage/upload";
+import { must } from "../../src/platform/must";
 
 describe("storage paths", () => {
   it("accepts relative /-separated paths of non-empty segments, unicode and spaces included", () => {
@@ -128,9 +129,9 @@ describe("content types", () => {
 
 describe("the upload body", () => {
   it("decodes standard base64 with or without padding; refuses anything else", () => {
-    expect([...decodeBase64("aGk=")!]).toEqual([104, 105]);
-    expect([...decodeBase64("aGk")!]).toEqual([104, 105]);
-    expect([...decodeBase64("")!]).toEqual([]);
+    expect([...must(decodeBase64("aGk="), 'decodeBase64("aGk=")')]).toEqual([104, 105]);
+    expect([...must(decodeBase64("aGk"), 'decodeBase64("aGk")')]).toEqual([104, 105]);
+    expect([...must(decodeBase64(""), 'decodeBase64("")')]).toEqual([]);
     for (const bad of ["a", "aGk==", "aG k=", "aGk_", "@@@@", "aGk=aGk="]) expect(decodeBase64(bad), bad).toBeNull();
   });
 

@@ -7,6 +7,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { BASE, admin, call, fetchWithEnv, mintKey, uniq, dispatch } from "../helpers/http";
+import { must } from "../../src/platform/must";
 
 const S = "/api/storage";
 const enc = encodeURIComponent;
@@ -63,7 +64,7 @@ describe("upload, stat, download", () => {
     expect(stat.status).toBe(200);
     expect(stat.body.data).toEqual(second.body.data.resource);
     const stored = await env.STORAGE.get(id);
-    expect(await stored!.text()).toBe("# Bye");
+    expect(await must(stored, "stored").text()).toBe("# Bye");
   });
 
   it("stores base64 bytes with the given type; refuses bad base64 and unknown fields", async () => {

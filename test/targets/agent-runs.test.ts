@@ -4,6 +4,7 @@ import { checkpointStoreFor } from "../../src/targets/checkpoints";
 import { answerOnly, fakeNetwork } from "../helpers/edge";
 import { admin, call, mintKey, uniq } from "../helpers/http";
 import { callWith, json, parseSse, settingsOf } from "./helpers";
+import { must } from "../../src/platform/must";
 
 const LLM_KEY = "sk-door-llm-key";
 // Every test starts on a network that answers nothing; a test scripts the endpoints it needs.
@@ -46,7 +47,7 @@ describe("POST /api/agents/{name}/runs", () => {
       { role: "assistant", content: "echo: second" },
     ]);
     const fresh = await run(key, "echo", { user_message: "alone" });
-    const freshId = fresh.headers.get("x-thread-id")!;
+    const freshId = must(fresh.headers.get("x-thread-id"), 'fresh.headers.get("x-thread-id")');
     expect(freshId).toMatch(/^[0-9a-f-]{36}$/);
     expect(await checkpointStoreFor(env, settingsOf()).read(freshId)).toHaveLength(2);
   });

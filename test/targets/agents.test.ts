@@ -5,6 +5,7 @@ import { streamAgentRun } from "../../src/targets/agents/sse";
 import { checkpointStoreFor } from "../../src/targets/checkpoints";
 import { admin, call, mintKey, uniq } from "../helpers/http";
 import { fakeFetch, json, parseSse, settingsOf, testContext } from "./helpers";
+import { must } from "../../src/platform/must";
 
 const LLM_KEY = "sk-llm-test-key-123";
 const LLM_BASE = "https://llm.example/v1";
@@ -314,7 +315,7 @@ describe("the SSE stream", () => {
       return json({ text: "finally" });
     });
     const res = streamAgentRun(testContext({ fetch: edge.fetch }), agent, { thread_id: uniq("t"), user_message: "x" }, { keepaliveMs: 5 });
-    const reader = res.body!.getReader();
+    const reader = must(res.body, "res.body").getReader();
     const decoder = new TextDecoder();
     let text = "";
     while (!text.includes(": keepalive\n\n")) {

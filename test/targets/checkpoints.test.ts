@@ -8,6 +8,7 @@ import { sweepCheckpoints } from "../../src/targets/checkpoints/sweep";
 import type { CheckpointMessage } from "../../src/targets/model/agent-memory";
 import { admin, call, mintKey, uniq } from "../helpers/http";
 import { callWith, settingsOf } from "./helpers";
+import { must } from "../../src/platform/must";
 
 const user = (content: string): CheckpointMessage => ({ role: "user", content });
 const assistant = (content: string): CheckpointMessage => ({ role: "assistant", content });
@@ -52,7 +53,7 @@ describe("kv provider: Durable Object storage with a native idle TTL", () => {
     expect(expires).toBeGreaterThanOrEqual(before + 60_000);
     expect(expires).toBeLessThanOrEqual(after + 60_000);
     expect(alarm).not.toBeNull();
-    expect(alarm!).toBeLessThanOrEqual(expires);
+    expect(must(alarm, "alarm")).toBeLessThanOrEqual(expires);
   });
 
   it("treats a passed expires_at as gone on read", async () => {

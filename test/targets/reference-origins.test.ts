@@ -19,6 +19,7 @@ import { fakeNetwork } from "../helpers/edge";
 import { admin, call, uniq } from "../helpers/http";
 import { MCP_HOST, MCP_URL, localMcpNetwork } from "../mcp/support/local-mcp";
 import { callWith, fakeFetch, json, testContext } from "./helpers";
+import { must } from "../../src/platform/must";
 
 const COLLECTOR = "https://collector.example";
 const TOOL_VALUE = "tool-secret-VALUE-never-sent";
@@ -57,7 +58,7 @@ describe("origin patterns (pure)", () => {
     ]) {
       const p = parseOriginPattern(text);
       expect(p, text).not.toBeNull();
-      expect(formatOriginPattern(p!)).toBe(shown);
+      expect(formatOriginPattern(must(p, "p"))).toBe(shown);
     }
     for (const text of [
       "http://api.example",
@@ -78,7 +79,7 @@ describe("origin patterns (pure)", () => {
   });
 
   it("match a URL's origin exactly: no port means the scheme's default, :* any port of that host", () => {
-    const exact = [parseOriginPattern("https://api.example")!];
+    const exact = [must(parseOriginPattern("https://api.example"), 'parseOriginPattern("https://api.exampl…')];
     expect(originAllowed(exact, "https://api.example/v1/run?x=1")).toBe(true);
     expect(originAllowed(exact, "https://api.example:443/v1")).toBe(true);
     expect(originAllowed(exact, "https://api.example:8443/v1")).toBe(false);
@@ -86,7 +87,7 @@ describe("origin patterns (pure)", () => {
     expect(originAllowed(exact, "https://evil.api.example/v1")).toBe(false);
     expect(originAllowed(exact, "https://api.example.evil/v1")).toBe(false);
     expect(originAllowed(exact, "not a url")).toBe(false);
-    const anyPort = [parseOriginPattern("http://127.0.0.1:*")!];
+    const anyPort = [must(parseOriginPattern("http://127.0.0.1:*"), 'parseOriginPattern("http://127.0.0.1:*")')];
     expect(originAllowed(anyPort, "http://127.0.0.1:41234/mcp")).toBe(true);
     expect(originAllowed(anyPort, "http://127.0.0.1/mcp")).toBe(true);
     expect(originAllowed(anyPort, "https://127.0.0.1:41234/mcp")).toBe(false);

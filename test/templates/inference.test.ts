@@ -1,8 +1,9 @@
 /** Template variable inference (docs/templates.md "Variables"), pure. */
 import { describe, expect, it } from "vitest";
 import { analyzeTemplate, parseMustache, schemaOf, variablesOf } from "../../src/templates/inference";
+import { must } from "../../src/platform/must";
 
-const vars = (t: string) => variablesOf(parseMustache(t)!);
+const vars = (t: string) => variablesOf(must(parseMustache(t), "parseMustache(t)"));
 
 describe("variables", () => {
   it("lists values, sections and inverted sections once each, in order, with the sections around them", () => {
@@ -34,7 +35,10 @@ describe("variables", () => {
 
 describe("the inferred schema", () => {
   it("nests dotted names and makes a section a boolean, a list of items or one item", () => {
-    const a = analyzeTemplate("{{user.name}} {{user.email}} {{#items}}{{title}}{{/items}} {{#flag}}on{{/flag}} {{count}}")!;
+    const a = must(
+      analyzeTemplate("{{user.name}} {{user.email}} {{#items}}{{title}}{{/items}} {{#flag}}on{{/flag}} {{count}}"),
+      'analyzeTemplate("{{user.name}} {{user.…',
+    );
     expect(a.schema).toEqual({
       type: "object",
       properties: {

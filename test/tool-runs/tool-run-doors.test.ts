@@ -11,6 +11,7 @@ import { BASE, admin, call, fetchWithEnv, mintKey, uniq } from "../helpers/http"
 import { DENIED_TEXT } from "../../src/tool-runs/record";
 import { submitToolRun } from "../../src/tool-runs/submit";
 import { endedRun, indexRow } from "./helpers";
+import { must } from "../../src/platform/must";
 
 const submit = (key: string, body: unknown) => call("POST", "/api/tool-runs", { key, body });
 
@@ -98,7 +99,7 @@ describe("POST /api/tool-runs", () => {
     const conditioned = await mintKey({ scopes: ["tools:read", "tool:echo"], condition: '.request.method == "POST"' });
     await expectStatus(conditioned.key, { tool_name: "echo", arguments: { message: "x" } }, 403);
     const after = await env.DB.prepare("SELECT COUNT(*) AS n FROM tool_runs").first<{ n: number }>();
-    expect(after!.n).toBe(before!.n);
+    expect(must(after, "after").n).toBe(must(before, "before").n);
   });
 
   it("maintenance tools run only for an admin", async () => {
@@ -155,7 +156,7 @@ describe("POST /api/tool-runs", () => {
     });
     expect(await indexRow(stale)).toBeNull();
     expect((await env.DB.prepare("SELECT name FROM hook_trigger_links").all()).results).toEqual([{ name: "kept-link" }]);
-    expect((await env.DB.prepare("SELECT COUNT(*) AS n FROM claim_links").first<{ n: number }>())!.n).toBe(link!.n);
+    expect(must(await env.DB.prepare("SELECT COUNT(*) AS n FROM claim_links").first<{ n: number }>(), "the row").n).toBe(must(link, "link").n);
   });
 
   it("answers 501 tool-runs-not-configured without TOOL_RUNS_STORE_URL", async () => {
@@ -261,7 +262,7 @@ describe("GET /api/tool-runs", () => {
     });
     const row = await indexRow(ids[0]);
     expect(row).not.toHaveProperty("arguments");
-    expect(Object.keys(row!).sort()).toEqual([
+    expect(Object.keys(must(row, "row")).sort()).toEqual([
       "caller_user_id",
       "created_at",
       "error_kind",

@@ -9,6 +9,7 @@ import { describe, expect, it } from "vitest";
 import { submitToolRun } from "../../src/tool-runs/submit";
 import { admin, call, mintKey, uniq } from "../helpers/http";
 import { endedRun, scheduleObject, traceOf } from "./helpers";
+import { must } from "../../src/platform/must";
 
 describe("tool run traces", () => {
   it("a background run: kind tool_run, trigger background, outcome ok, the dispatch as a step, input and output", async () => {
@@ -85,7 +86,7 @@ describe("tool run traces", () => {
     const fire = async (at: number) =>
       runInDurableObject(scheduleObject(name), async (instance) => {
         await instance.parts.alarm.runAt(at);
-        return (await instance.read())!.recent_fires[0].run_id!;
+        return must(must(await instance.read(), "instance.read()").recent_fires[0].run_id, "the newest fire's run_id");
       });
     const ok = await fire(next + 1000);
     await endedRun(ok);

@@ -207,10 +207,11 @@ function interactionItem(i: Interaction, reload: () => Promise<void>): HTMLEleme
     return b;
   });
   const text = h("input", { type: "text", name: "answer", autocomplete: "off", required: true });
-  const form = h("form", { class: "inline" }, field("Answer", text), h("button", { type: "submit", class: "primary" }, "Answer"));
+  const submit = h("button", { type: "submit", class: "primary" }, "Answer");
+  const form = h("form", { class: "inline" }, field("Answer", text), submit);
   form.addEventListener("submit", (e) => {
     e.preventDefault();
-    void answer(form.querySelector("button")!, { text: text.value });
+    void answer(submit, { text: text.value });
   });
   const actions: Child[] = [];
   if (mayTry(DOORS.answer))

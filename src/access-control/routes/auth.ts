@@ -21,6 +21,7 @@ import { HttpError, badRequest, forbidden, notConfigured, tooManyRequests } from
 import { addPublicRoute, addRoute, registry } from "../../platform/http/route";
 import { listAgents } from "../../targets/agents/run";
 import { listToolNames } from "../../targets/tools/registry";
+import { must } from "../../platform/must";
 
 export const authRouter = new Hono<AppEnv>();
 
@@ -195,7 +196,7 @@ addRoute(
     if (body.scopes) await assertScopesExist(c.env.DB, body.scopes);
     await assertRoleExists(c.env.DB, body.role);
     await updateKey(c.env.DB, target.user_id, body, { actor: p.key.user_id, action: "edit", now: new Date().toISOString() });
-    return keyView((await findByUserId(c.env.DB, target.user_id))!);
+    return keyView(must(await findByUserId(c.env.DB, target.user_id), "the key just edited"));
   },
 );
 
@@ -241,7 +242,7 @@ addRoute(
     const next = target.scopes.filter((s) => !body.remove.includes(s));
     for (const s of body.add) if (!next.includes(s)) next.push(s);
     await updateKey(c.env.DB, target.user_id, { scopes: next }, { actor: p.key.user_id, action: "scopes", now: new Date().toISOString() });
-    return keyView((await findByUserId(c.env.DB, target.user_id))!);
+    return keyView(must(await findByUserId(c.env.DB, target.user_id), "the key just edited"));
   },
 );
 

@@ -15,6 +15,7 @@ import type { AppEnv } from "../../platform/http/app-env";
 import { HttpError } from "../../platform/http/errors";
 import { pageSchema, pagingQuery, toPage, toWindow } from "../../platform/http/paging";
 import { addRoute } from "../../platform/http/route";
+import { must } from "../../platform/must";
 
 export const accessControlKeysRouter = new Hono<AppEnv>();
 
@@ -89,7 +90,7 @@ addRoute(
       },
       { actor: p.key.user_id, action: "rollback", now: new Date().toISOString() },
     );
-    const key = (await findByUserId(c.env.DB, target.user_id))!;
+    const key = must(await findByUserId(c.env.DB, target.user_id), "the key just rolled back");
     const latest = await listKeyVersions(c.env.DB, target.user_id, 0, 1);
     return { key: keyView(key), version: latest.items[0]?.version ?? 0, ...(apiKey ? { api_key: apiKey } : {}) };
   },

@@ -11,6 +11,7 @@ import type { AppEnv } from "../../platform/http/app-env";
 import { HttpError, badRequest } from "../../platform/http/errors";
 import { pageSchema, pagingQuery, toPage, toWindow } from "../../platform/http/paging";
 import { addRoute } from "../../platform/http/route";
+import { must } from "../../platform/must";
 
 export const accessControlScopesRouter = new Hono<AppEnv>();
 
@@ -60,7 +61,7 @@ addRoute(
     const problem = scopeUrlProblem(body.url, body.pattern);
     if (problem) throw badRequest(`invalid body: ${problem}`);
     const { added } = await addScopeUrl(c.env.DB, body.scope_id, body.url, body.pattern, new Date().toISOString());
-    return { scope_id: body.scope_id, added, scope: (await getScope(c.env.DB, body.scope_id))! };
+    return { scope_id: body.scope_id, added, scope: must(await getScope(c.env.DB, body.scope_id), "the scope just extended") };
   },
 );
 

@@ -153,9 +153,10 @@ export const keysSection = defineSection({
       const list = parseAtRow("keys", i, "scopes", KeyScopes, scopes.value);
       const missing = list.findIndex((s) => isCustomScopeId(s) && !customScopes.has(s));
       if (missing >= 0) throw rowFault("keys", i, `scopes.${missing}`, "no such custom scope in the deployment or this import");
-      if (row.condition !== null) {
-        parseAtRow("keys", i, "condition", RoleConditionInput, row.condition);
-        await atRow("keys", i, () => assertConditionCompiles(row.condition!));
+      const condition = row.condition;
+      if (condition !== null) {
+        parseAtRow("keys", i, "condition", RoleConditionInput, condition);
+        await atRow("keys", i, () => assertConditionCompiles(condition));
       }
       if (row.role !== null && !(await roleWillExist(ctx, row.role))) throw rowFault("keys", i, "role", "no such role in the deployment or this import");
       if (row.owner_user_id !== null) {
@@ -212,9 +213,10 @@ export const rolesSection = defineSection({
       parseAtRow("roles", i, "name", RoleName, row.name);
       parseAtRow("roles", i, "description", RoleDescription, row.description);
       checkGrants(i, "grants", row.grants);
-      if (row.condition !== null) {
-        parseAtRow("roles", i, "condition", RoleConditionInput, row.condition);
-        await atRow("roles", i, () => assertConditionCompiles(row.condition!));
+      const condition = row.condition;
+      if (condition !== null) {
+        parseAtRow("roles", i, "condition", RoleConditionInput, condition);
+        await atRow("roles", i, () => assertConditionCompiles(condition));
       }
       if (row.version < 1) throw rowFault("roles", i, "version", "must be at least 1");
       checkVersions("roles", i, row.name, row.versions, "name");

@@ -18,7 +18,7 @@ import { base64url } from "../../access-control/crypto";
 import { bindExecutionKey } from "../../access-control/pass-role";
 import { flushListings } from "../../conversations/door/indexes";
 import { listRoutes, routeByChannelIdentity, routeHasThreads, upsertRouteStatement } from "../../conversations/store";
-import { type Route } from "../../conversations/model/route";
+import type { Route } from "../../conversations/model/route";
 import { routeCreateBody, routeNameSchema } from "../../conversations/model/schemas";
 import { conflict } from "../../platform/http/errors";
 import { d1 } from "../../platform/persistence/d1";
@@ -31,6 +31,7 @@ import { type ImportContext, atRow, defineSection, inRow, parseAtRow, refuseDupl
 import { keyWillExist } from "./access-control";
 import { checkBindingNames, checkBindingsAtApply } from "./bindings";
 import { checkImportedExecutionKey, compiles, targetWillExist } from "./references";
+import { must } from "../../platform/must";
 
 export const targetConfigsSection = defineSection({
   name: "target-configs",
@@ -131,7 +132,8 @@ export const routesSection = defineSection({
         if ((expr === null) !== (program === null)) throw rowFault("routes", i, field, "must be set exactly when its expression is");
         if (program !== null) await compiles("routes", i, field, program);
       }
-      if (body.callback_url) await atRow("routes", i, () => assertDeclaredUrl("callback_url", body.callback_url!, ctx.settings));
+      const callbackUrl = body.callback_url;
+      if (callbackUrl) await atRow("routes", i, () => assertDeclaredUrl("callback_url", callbackUrl, ctx.settings));
       if (!(await targetWillExist(ctx, body.target_kind, body.target_name)))
         throw rowFault("routes", i, "target_name", `names no ${body.target_kind} of the deployment or this import`);
       if (!(await keyWillExist(ctx, body.execution_key))) throw rowFault("routes", i, "execution_key", "names no key of the deployment or this import");
@@ -178,7 +180,9 @@ export const routesSection = defineSection({
         throw conflict("a (channel, our_identity) of this import was claimed by another route meanwhile; nothing of the routes section was written");
       throw err;
     }
-    const minted = plan.filter((p) => p.minted).map((p) => ({ route_name: p.row.route_name, callback_secret: p.row.callback_secret! }));
+    const minted = plan
+      .filter((p) => p.minted)
+      .map((p) => ({ route_name: p.row.route_name, callback_secret: must(p.row.callback_secret, "a minted callback secret") }));
     return minted.length ? { applied: plan.length, callback_secrets: minted } : { applied: plan.length };
   },
 });
@@ -209,7 +213,7 @@ export const routeSecretsSection = defineSection({
       }
       const route = deployed.get(row.route_name);
       if (!route?.callback_url) throw rowFault("route-secrets", i, "route_name", "names no api route with a callback_url in the deployment or this import");
-      standalone.push({ route_name: row.route_name, callback_secret: opened.get(row.route_name)! });
+      standalone.push({ route_name: row.route_name, callback_secret: must(opened.get(row.route_name), "the opened callback secret") });
     }
     return { count: rows.length, standalone };
   },

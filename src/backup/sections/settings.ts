@@ -29,6 +29,7 @@ import { z } from "zod";
 import type { ProfileBackupRow, SectionName, SettingSecretBackupRow } from "../rows";
 import { BackupSealer, backupAad, openBackupSecret } from "../secret-values";
 import { type ImportContext, atRow, defineSection, parseAtRow, refuseDuplicates, rowFault, runBatch } from "../section";
+import { must } from "../../platform/must";
 
 const OVERLAY_PLAN = "settings-overlay-plan";
 const OPENED_SECRETS = "settings-secrets-opened";
@@ -37,7 +38,7 @@ const OPENED_SECRETS = "settings-secrets-opened";
 function settingSecretAad(row: Pick<SettingSecretBackupRow, "kind" | "name"> & { profile?: string; version?: number }): string {
   return row.kind === "overlay"
     ? backupAad("settings-secrets", "overlay", row.name)
-    : backupAad("settings-secrets", "profile", row.profile!, String(row.version), row.name);
+    : backupAad("settings-secrets", "profile", must(row.profile, "a profile secret's profile"), String(row.version), row.name);
 }
 
 /** This import's `settings-secrets` values by row index, opened (each sealed one for its own place only; memoized). */
@@ -283,12 +284,13 @@ export const profilesSection = defineSection({
     const db = ctx.db;
     const needsRing = plan.some((p) => p.versions.some((v) => Object.keys(v.secrets).length));
     const ring = needsRing ? await sealingRing(envConfig(baseEnvOf(ctx.env))) : null;
+    const sealing = () => must(ring, "the sealing ring for a plan with secrets");
     const statements: Statement[] = [];
     for (const p of plan) {
       statements.push(d1(db)`DELETE FROM config_profiles WHERE name = ${p.name}`);
       for (const v of p.versions) {
         const sealed: Record<string, unknown> = {};
-        for (const key of Object.keys(v.secrets).sort()) sealed[key] = JSON.parse(await sealText(ring!, v.secrets[key], profileAad(p.name, key)));
+        for (const key of Object.keys(v.secrets).sort()) sealed[key] = JSON.parse(await sealText(sealing(), v.secrets[key], profileAad(p.name, key)));
         const env = Object.fromEntries(
           Object.keys(v.env)
             .sort()

@@ -119,7 +119,7 @@ async function restoreHeaders(
       continue;
     }
     const value = current?.literals[name];
-    if (value === undefined) {
+    if (!current || value === undefined) {
       throw rowFault(
         section,
         i,
@@ -127,7 +127,7 @@ async function restoreHeaders(
         "its literal value is neither in this import (import the target-secrets section with it) nor in the deployment's declaration",
       );
     }
-    if (current!.origin === null || current!.origin !== origin)
+    if (current.origin === null || current.origin !== origin)
       throw rowFault(section, i, `withheld_headers.${j}`, movedSecretMessage("the deployment's value of this header"));
     out[name] = value;
   }

@@ -17,7 +17,7 @@ export type OutboundPlan =
 
 /** Plans the provider messages for `text` plus an optional rich `part` on `adapter`'s channel. */
 export function planOutbound(adapter: ChannelAdapter, text: string, part: RichPart | null | undefined, maxChars: number, maxChunks: number): OutboundPlan {
-  const rich = isEmptyPart(part) ? null : part!;
+  const rich = part && !isEmptyPart(part) ? part : null;
   if (rich) {
     const missing = requiredCapabilities(rich).filter((cap) => !adapter.capabilities[cap]);
     if (missing.length || !adapter.rich) {
@@ -30,9 +30,10 @@ export function planOutbound(adapter: ChannelAdapter, text: string, part: RichPa
   // Whitespace-only chunks are dropped (some providers refuse blank messages); the plan is
   // deterministic for a given text, so step indexes stay stable across re-drives.
   const chunks = plan.chunks.filter((chunk) => chunk.trim() !== "");
-  if (!rich) return { ok: true, steps: chunks.map((t) => ({ kind: "text", text: t })), tooLong: false };
+  // A rich part the adapter cannot send was refused above.
+  const sender = adapter.rich;
+  if (!rich || !sender) return { ok: true, steps: chunks.map((t) => ({ kind: "text", text: t })), tooLong: false };
 
-  const sender = adapter.rich!;
   // A template is the whole outbound message (out-of-window sends admit nothing else): the text
   // stays the record's answer, for transcripts and search, and is not sent.
   if (rich.template) chunks.length = 0;

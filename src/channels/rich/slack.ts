@@ -11,6 +11,7 @@
 import type { SendDeps, SendResult } from "../adapter";
 import type { Attachment } from "../model/media";
 import type { RichOption, RichPlan, RichSender, RichStep } from "./types";
+import { must } from "../../platform/must";
 
 /** Escapes the three characters Slack's mrkdwn treats as control characters. */
 function esc(s: string): string {
@@ -52,7 +53,7 @@ export function makeSlackRich(post: (message: Record<string, unknown>, deps: Sen
             blocks.push({ type: "actions", elements: buttons(s.rows) });
           }
         } else {
-          blocks.push({ type: "actions", elements: buttons(part.options!) });
+          blocks.push({ type: "actions", elements: buttons(must(part.options, "the options of a choice without sections")) });
         }
         if (part.footer) blocks.push({ type: "context", elements: [{ type: "mrkdwn", text: esc(part.footer) }] });
         steps.push({ text: body, blocks });

@@ -9,7 +9,7 @@
  * - every POST and the stream must come from an allowed origin: the service's own for the cookie,
  *   an origin the operator listed for the identity for the bearer.
  */
-import { type Context } from "hono";
+import type { Context } from "hono";
 import { SESSION_SECRET, VISITOR_ID } from "../../conversations/model/web";
 import type { AppEnv } from "../../platform/http/app-env";
 import { HttpError } from "../../platform/http/errors";

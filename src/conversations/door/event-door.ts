@@ -37,6 +37,7 @@ import type { IdempotencyKey } from "../../platform/http/idempotency";
 import type { EventBody } from "../../operator/schemas";
 import { guardThreadOnRoute, threadAddress } from "../../operator/thread-guard";
 import type { ConversationSettings } from "../../platform/settings/settings";
+import { must } from "../../platform/must";
 
 /**
  * Admits one event on route `routeName` from the key `caller` (its user_id; `threadCaller` is the
@@ -149,7 +150,7 @@ async function eventThread(
     const person = await personDirectoryStub(env, route.target_kind, route.target_name).resolve(doorAddressOfThread(route, guarded.rest));
     return { threadId: guarded.thread_id, person, address };
   }
-  const routeThread = composeThreadId(route, body.address!, caller);
+  const routeThread = composeThreadId(route, must(body.address, "an event's address (the body names a thread_id or an address)"), caller);
   const rest = routeThread.slice(routePrefix(route.route_name).length);
   // A linked person's event is keyed to its person thread, and answers to the address it names.
   const address = threadAddress(route.door, rest);

@@ -17,6 +17,7 @@ import { createTargetContext } from "../../targets/context";
 import { assertDeclaredUrl } from "../../targets/urls";
 import { toolExists } from "../../targets/dispatch";
 import { type TemplatedText, renderTemplatedText } from "../../templates/templated-text";
+import { must } from "../../platform/must";
 
 export const conversationRoutesRouter = new Hono<AppEnv>();
 
@@ -110,8 +111,8 @@ addRoute(
     const payloadProgram = await compileExpr(db, "payload_expr", body.payload_expr);
     const replyProgram = await compileExpr(db, "reply_expr", body.reply_expr);
 
-    const channel = body.door === "channel" ? body.channel!.trim() : null;
-    const ourIdentity = body.door === "channel" ? (body.our_identity ?? body.identity)!.trim() : null;
+    const channel = body.door === "channel" ? must(body.channel, "a channel route's channel").trim() : null;
+    const ourIdentity = body.door === "channel" ? must(body.our_identity ?? body.identity, "a channel route's our_identity").trim() : null;
     if (channel && ourIdentity) {
       const holder = await routeByChannelIdentity(db, channel, ourIdentity);
       if (holder && holder.route_name !== params.route_name) throw badRequest("invalid body: (channel, our_identity) is already claimed by another route");

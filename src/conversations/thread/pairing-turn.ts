@@ -14,6 +14,7 @@ import { type Arrival, personDirectoryStub } from "../../persons/rpc";
 import type { Env } from "../../platform/env";
 import { needsPairingCode, parseGreetingTemplate, renderGreeting } from "../../persons/greeting-template";
 import { type DoorAddress, NETWORK_PARTY_PREFIX, PAIRING_REPLIES, type PairingIntent, classifyInbound } from "../../persons/pairing";
+import { must } from "../../platform/must";
 
 /** The pairing intent of a turn's inbound: only a message on a multichannel target can have one. */
 export function pairingIntentOf(inbound: TurnInbound): PairingIntent {
@@ -69,8 +70,8 @@ export class PersonTurn {
       if (intent.kind === "link") {
         // A first contact's greeting already minted this conversation's code: /link repeats it.
         const minted = this.greetingCode ? null : await dir.mint(this.arrival(), this.nowMs);
-        const code = this.greetingCode ?? minted!.code;
-        const expires = minted ? minted.expires_at : this.greetingExpiresAt!;
+        const code = minted ? minted.code : must(this.greetingCode, "the greeting's pairing code");
+        const expires = minted ? minted.expires_at : must(this.greetingExpiresAt, "the greeting's code expiry");
         return answered(PAIRING_REPLIES.minted(code, isoUtc(expires)));
       }
       if (intent.kind === "unlink") {

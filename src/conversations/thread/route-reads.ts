@@ -27,7 +27,7 @@
 import type { KeyWithOwner } from "../../access-control/key-store";
 import type { Env } from "../../platform/env";
 import { routeWithKey } from "../route-cache";
-import { type Route, type TargetFacts } from "../model/route";
+import type { Route, TargetFacts } from "../model/route";
 
 /** How old a door's route read may be and still stand in for the turn's own read. */
 export const ROUTE_SNAPSHOT_MS = 2000;

@@ -6,7 +6,7 @@ import { type AnswerRecord, type DeliveryStatus, TERMINAL_STATUSES } from "../mo
 import { type RouteSnapshots, type TurnRead, turnReads } from "./route-reads";
 import { routesOfPerson } from "../model/payload";
 import { manualRoutesOfTarget } from "../store";
-import { type Route } from "../model/route";
+import type { Route } from "../model/route";
 import { parseThreadId } from "../model/thread-id";
 import { type ParkOrigin, type TurnOutcome, errorOutcome, resumeParked, runTarget, silentOutcome } from "./turn-runner";
 import { interactionStub } from "../../interactions/rpc";
@@ -25,6 +25,7 @@ import { type TurnRun, keepTurnTrace, startTurnRun, turnTrace } from "./turn-tra
 import { summaryOf } from "../../observability/runs/summary";
 import { traceSteps } from "../../observability/runs/steps";
 import type { KeyWithOwner } from "../../access-control/key-store";
+import { must } from "../../platform/must";
 
 /** The parts the turn loop works with, and how it starts the delivery machine. */
 export interface TurnLoopParts {
@@ -300,7 +301,7 @@ export class TurnLoop {
   }
 
   private targetContext(s: Settings, route: Route, conversation: TurnConversation): TargetContext {
-    const threadId = this.parts.identity.get()!;
+    const threadId = must(this.parts.identity.get(), "the thread id of a thread running a turn");
     const { alarm, mode } = this.parts;
     return createTargetContext(this.deps.env(), s, {
       fetch: this.deps.fetch,

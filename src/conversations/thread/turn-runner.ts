@@ -27,6 +27,7 @@ import { resolveTool } from "../../targets/tools/registry";
 import { buildPayload, defaultKwargs, type TurnInbound } from "../model/payload";
 import { type AnswerStatus, TURN_ERROR_TEXT, isSilence } from "../model/record";
 import type { Route } from "../model/route";
+import { must } from "../../platform/must";
 
 export interface TurnOutcome {
   answer_status: AnswerStatus;
@@ -89,7 +90,7 @@ export async function runTarget(
   if (route.target_kind === "agent") {
     const r = await runAgent(ctx, route.target_name, { thread_id: inbound.thread_id, user_message: inbound.text ?? "" }, { asKey, park: park !== null });
     if (!r.ok) return errorOutcome(`agent ${r.kind}: ${r.message}`);
-    if (r.suspended) return parkTurn(ctx, route, park!, r.suspended.ask, r.suspended.parked, { kind: "agent", name: route.target_name });
+    if (r.suspended) return parkTurn(ctx, route, parkedAt(park), r.suspended.ask, r.suspended.parked, { kind: "agent", name: route.target_name });
     return replyOutcome(r.text);
   }
 
@@ -134,7 +135,8 @@ export async function runTarget(
     delete ctx.ask;
   }
   if (!d.ok) return errorOutcome(`tool dispatch ${d.kind}: ${d.message}`);
-  if (held.ask) return parkTurn(ctx, route, park!, held.ask, { kind: "tool_turn", tool: route.target_name }, { kind: "tool", name: route.target_name });
+  if (held.ask)
+    return parkTurn(ctx, route, parkedAt(park), held.ask, { kind: "tool_turn", tool: route.target_name }, { kind: "tool", name: route.target_name });
 
   if (states) {
     const origin: WriteOrigin = {
@@ -192,6 +194,11 @@ async function mapReply(route: Route, value: unknown): Promise<TurnOutcome> {
     return errorOutcome(`${route.reply_program ? "reply_expr" : "tool result"} must be a string or null; it was ${typeName(reply)}`);
   }
   return replyOutcome(reply);
+}
+
+/** Where a suspended run parks: a run is asked to park only where the turn may (`park` set). */
+function parkedAt(park: ParkOrigin | null): ParkOrigin {
+  return must(park, "where the turn parks");
 }
 
 /**
@@ -255,6 +262,6 @@ export async function resumeParked(
   const run = { ...parked, as_key: { user_id: route.execution_key, fingerprint: route.execution_key_fingerprint } };
   const r = await resumeAgent(ctx, run, JSON.stringify(result), { park: park !== null, prefetched: prefetchedKey });
   if (!r.ok) return errorOutcome(`agent ${r.kind}: ${r.message}`);
-  if (r.suspended) return parkTurn(ctx, route, park!, r.suspended.ask, r.suspended.parked, { kind: "agent", name: parked.agent });
+  if (r.suspended) return parkTurn(ctx, route, parkedAt(park), r.suspended.ask, r.suspended.parked, { kind: "agent", name: parked.agent });
   return replyOutcome(r.text);
 }

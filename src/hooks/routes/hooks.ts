@@ -214,7 +214,12 @@ addRoute(
     return {
       items: rows.map(hookView),
       total: rows.length,
-      topic_verifiers: Object.fromEntries(topics.flatMap((t) => (verifiers.has(t) ? [[t, verifiers.get(t)!]] : []))),
+      topic_verifiers: Object.fromEntries(
+        topics.flatMap((t) => {
+          const v = verifiers.get(t);
+          return v === undefined ? [] : [[t, v]];
+        }),
+      ),
       trigger_auth: Object.fromEntries(topics.map((t) => [t, verifiers.has(t) ? `verifier:${verifiers.get(t)}` : "open"])),
     };
   },

@@ -21,7 +21,7 @@ import { z } from "zod";
 import type { AppEnv } from "../../platform/http/app-env";
 import { HttpError, describeFailure, serverError } from "../../platform/http/errors";
 import { addPublicRoute } from "../../platform/http/route";
-import { type FireAnswer } from "../fire";
+import type { FireAnswer } from "../fire";
 import { receiveDelivery, receiveLinkCall } from "../deliveries";
 import { HookTopic } from "../names";
 

@@ -11,6 +11,7 @@ import { addRoute } from "../../platform/http/route";
 import { ApiToolView, apiToolView, checkApiToolDeclaration, upsertApiTool } from "../api-tool-store";
 import { ApiToolImport, declarationFromOperation, fetchOpenApiDocument } from "../openapi-import";
 import { edgeFetch } from "../../platform/net/edge-fetch";
+import { must } from "../../platform/must";
 
 export const apiToolsRouter = new Hono<AppEnv>();
 
@@ -31,7 +32,8 @@ addRoute(
   },
   async (c, { body }) => {
     const settings = c.get("settings");
-    const doc = body.openapi ?? (await fetchOpenApiDocument(edgeFetch, body.openapi_url!, settings));
+    const doc =
+      body.openapi ?? (await fetchOpenApiDocument(edgeFetch, must(body.openapi_url, "openapi_url (the body names openapi or openapi_url)"), settings));
     const declaration = declarationFromOperation(doc as Record<string, unknown>, body, body.openapi_url);
     checkApiToolDeclaration(declaration, settings, c.env);
     const { created, tool } = await upsertApiTool(c.env.DB, declaration, new Date().toISOString(), settings.connectors.providers);

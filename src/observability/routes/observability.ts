@@ -22,6 +22,7 @@ import { RUN_CSV_COLUMNS, runsCsv } from "../runs-csv";
 import { callerFilter, runsPage } from "../runs/caller";
 import { RunView, listRuns, runFilterQuery } from "../runs/query";
 import { findTrace, mayRead, traceFileName, traceFor } from "../runs/traces";
+import { must } from "../../platform/must";
 
 export const observabilityRouter = new Hono<AppEnv>();
 
@@ -186,7 +187,7 @@ addRoute(
   async (c, { query, principal }) => {
     const window = query.window ?? DEFAULT_WINDOW;
     const own = principal.restricted ? holderOf(principal.key) : null;
-    const metrics = await readMetrics(c.env.DB, window, windowSeconds(window)!, Date.now(), own);
+    const metrics = await readMetrics(c.env.DB, window, must(windowSeconds(window), "the seconds of a validated window"), Date.now(), own);
     const format = metricsFormat(c.req.header("accept"));
     if (format === "json") return metrics;
     return new Response(toOpenMetrics(metrics), {

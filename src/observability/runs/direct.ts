@@ -9,7 +9,7 @@ import type { TargetKind } from "../../conversations/model/kinds";
 import type { Env } from "../../platform/env";
 import type { JsonValue } from "../../platform/http/bounded-json";
 import { recordRun } from "./recorder";
-import { StepLog, traceSteps, untraceSteps } from "./steps";
+import { type StepLog, traceSteps, untraceSteps } from "./steps";
 
 /** A failure as the dispatcher and the agents report it. */
 type Failure = { ok: false; kind: string; message: string };

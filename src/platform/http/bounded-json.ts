@@ -47,8 +47,8 @@ export const MAX_JSON_BYTES = 32_768;
 /** Returns the broken bound (a message naming it, never the value) or null. */
 export function checkJsonBounds(value: unknown, maxBytes: number): string | null {
   const stack: Array<[unknown, number]> = [[value, 0]];
-  while (stack.length) {
-    const [v, depth] = stack.pop()!;
+  for (let top = stack.pop(); top; top = stack.pop()) {
+    const [v, depth] = top;
     if (typeof v === "number") {
       if (!Number.isFinite(v)) return "numbers must be finite";
       continue;

@@ -53,8 +53,7 @@ export function findLoneSurrogate(value: unknown): string | null {
     return parts.reverse().join(".");
   };
   const stack: Node[] = [{ value, key: null, parent: null }];
-  while (stack.length) {
-    const node = stack.pop()!;
+  for (let node = stack.pop(); node; node = stack.pop()) {
     const v = node.value;
     if (typeof v === "string") {
       if (hasLoneSurrogate(v)) return pathOf(node);

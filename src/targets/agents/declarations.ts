@@ -11,6 +11,7 @@ import { type EnvRef, assertReferencesMayGo, envRefSchema, headerConnections, he
 import { toolNameSchema } from "../../mcp/names";
 import { targetNameSchema } from "../names";
 import { assertDeclaredUrl, endpointUrlSchema } from "../urls";
+import { must } from "../../platform/must";
 
 /** Names of built-in agents: never declared, never removed. */
 export const BUILTIN_AGENT_NAMES: ReadonlySet<string> = new Set(["echo"]);
@@ -144,7 +145,7 @@ export async function upsertDeclaredAgent(
   if (d.kind === "http") await assertConnectionsLendable(db, providers, sentTo(headerConnections(d.config.headers, "config.headers"), d.config.url));
   const existed = await exists(d1(db)`SELECT 1 AS one FROM agent_declarations WHERE title = ${d.title}`);
   const row = await first(Row, upsertAgentWrite(db, d, nowIso, nowIso));
-  return { created: !existed, agent: toAgent(row!) };
+  return { created: !existed, agent: toAgent(must(row, "the agent declaration just written")) };
 }
 
 /** Removes a declaration; a built-in agent is 409, an unknown title 404. */

@@ -15,6 +15,7 @@ import { tracedDirectRun } from "../../observability/runs/direct";
 import { canPark, createInteraction } from "../../interactions/create";
 import { type AgentRunResult, runAgent } from "./run";
 import { guardedSender } from "../../platform/http/live-stream";
+import { must } from "../../platform/must";
 
 export const KEEPALIVE_MS = 15_000;
 
@@ -84,7 +85,11 @@ export function streamAgentRun(
         if (!r.ok || !r.suspended) return r;
         const created = await createInteraction(ctx.env, ctx.settings, {
           ask: r.suspended.ask,
-          origin: { kind: "agent_run", thread_id: input.thread_id, caller: opts.asKey!.user_id },
+          origin: {
+            kind: "agent_run",
+            thread_id: input.thread_id,
+            caller: must(opts.asKey, "the key of a run that parked (only a key's run may park)").user_id,
+          },
           target: { kind: "agent", name },
           parked: r.suspended.parked,
         });

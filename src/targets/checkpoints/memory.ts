@@ -66,7 +66,11 @@ export function memoryCheckpointStore(ttlMinutes: number | null, now: () => Date
         chars: (prior?.chars ?? 0) + added.reduce((n, m) => n + charsOf(m), 0),
       };
       // A thread that alone exceeds the bound keeps its newest messages.
-      while (entry.chars > MEMORY_MAX_CHARS && entry.messages.length > 1) entry.chars -= charsOf(entry.messages.shift()!);
+      while (entry.chars > MEMORY_MAX_CHARS && entry.messages.length > 1) {
+        const oldest = entry.messages.shift();
+        if (oldest === undefined) break;
+        entry.chars -= charsOf(oldest);
+      }
       threads.set(threadId, entry);
       totalChars += entry.chars;
       for (const oldest of threads.keys()) {

@@ -7,6 +7,7 @@ import { type Statement, all, batch, d1, first, rowsOf, run, sql, trusted } from
 import { parseStored } from "../../platform/persistence/stored-json";
 import { isBuiltinTool } from "../tools/builtins";
 import { type PresetBody, type PresetView, presetBodySchema } from "./model";
+import { must } from "../../platform/must";
 
 const PresetRow = z.object({
   name: z.string(),
@@ -168,7 +169,7 @@ export async function createPreset(db: D1Database, name: string, body: PresetBod
     throw err;
   }
   if ((results[0].meta.changes ?? 0) === 0) throw conflict("name is the name of a declared tool");
-  return (await getPreset(db, name))!;
+  return must(await getPreset(db, name), "the preset just written");
 }
 
 export async function deletePreset(db: D1Database, name: string): Promise<boolean> {
@@ -200,7 +201,7 @@ export async function appendVersion(db: D1Database, name: string, body: PresetBo
   ]);
   const version = rowsOf(VersionNumberRow, inserted.results.slice(0, 1), insert.text)[0]?.version;
   if (version === undefined) throw presetNotFound();
-  return (await getVersion(db, name, version))!;
+  return must(await getVersion(db, name, version), "the preset version just written");
 }
 
 /** Makes an existing version active without writing a version, recording `storedBy` as who did (404 for either unknown). */

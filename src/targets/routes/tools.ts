@@ -7,7 +7,7 @@ import { z } from "zod";
 import type { AppEnv } from "../../platform/http/app-env";
 import { MAX_BODY_BYTES } from "../../platform/http/body";
 import { type JsonValue, boundedJsonObject } from "../../platform/http/bounded-json";
-import { HttpError, type ServerErrorCode, badRequest, notFound, serverError } from "../../platform/http/errors";
+import { type HttpError, type ServerErrorCode, badRequest, notFound, serverError } from "../../platform/http/errors";
 import { addRoute } from "../../platform/http/route";
 import { waitUntilOf } from "../../platform/http/wait-until";
 import { RemoveSourceBody, RemovedSource, removeToolSource } from "../../manifest/sources";

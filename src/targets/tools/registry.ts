@@ -132,7 +132,7 @@ export async function allToolSchemas(db: D1Database): Promise<Record<string, Too
   const views = new Map(bases);
   for (const p of presets) views.set(p.name, presetSchema(p, bases.get(p.base_tool) ?? null));
   const out: Record<string, ToolSchemaView> = {};
-  for (const name of [...views.keys()].sort()) out[name] = views.get(name)!;
+  for (const [name, view] of [...views].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) out[name] = view;
   return out;
 }
 

@@ -22,6 +22,7 @@ import { TurnLoop, abandonedDetail } from "../../../src/conversations/thread/tur
 import { createRoute, echoKey } from "../../helpers/bridge";
 import { uniq } from "../../helpers/http";
 import { settingsOf } from "../../targets/helpers";
+import { must } from "../../../src/platform/must";
 
 const stubFor = (name: string) => env.THREADS.get(env.THREADS.idFromName(name));
 
@@ -214,7 +215,7 @@ describe("the delivery machine", () => {
       saveStored(storage, { record, delivery_due_at: clock.ms });
 
       await delivery.drive();
-      const after1 = getStored(storage, record.message_id)!;
+      const after1 = must(getStored(storage, record.message_id), "getStored(storage, record.message_id)");
       expect(after1.record).toMatchObject({ status: "pending_delivery", attempts: 1, error: "callback answered HTTP 500" });
       expect(after1.delivery_due_at).toBe(clock.ms + 60_000);
       expect(after1.delivery_lease_until).toBeNull();
@@ -227,7 +228,7 @@ describe("the delivery machine", () => {
       clock.ms += 60_000;
       up = true;
       await delivery.drive();
-      const after2 = getStored(storage, record.message_id)!;
+      const after2 = must(getStored(storage, record.message_id), "getStored(storage, record.message_id)");
       expect(after2.record).toMatchObject({ status: "delivered", attempts: 2, error: null });
       expect(after2.expires_at).toBe(clock.ms + settingsOf().conversations.answerRetentionTtlSeconds * 1000);
       expect(posts).toEqual(["https://hooks.example.com/parts", "https://hooks.example.com/parts"]);
@@ -272,7 +273,7 @@ describe("the turn loop", () => {
       saveStored(storage, { record, turn_attempts: max });
 
       await loop.pump();
-      const after = getStored(storage, record.message_id)!;
+      const after = must(getStored(storage, record.message_id), "getStored(storage, record.message_id)");
       expect(after).toMatchObject({ turn_state: "done", turn_attempts: max });
       expect(after.record).toMatchObject({ status: "delivered", answer_status: "error", answer: TURN_ERROR_TEXT, error: abandonedDetail(max) });
       expect(error.mock.calls.map((c) => JSON.parse(String(c[0])))).toEqual([{ event: "turn_abandoned", message_id: record.message_id, attempts: max }]);

@@ -19,6 +19,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { request } from "node:https";
 import { restartableHttps } from "./restartable-https";
 import type { TestPki } from "./tls";
+import { must } from "../../../src/platform/must";
 
 export interface FakeOAuthOptions {
   clientId: string;
@@ -101,7 +102,7 @@ export async function startFakeOAuth(pki: TestPki, opts: FakeOAuthOptions): Prom
     if (params.grant_type === "authorization_code") {
       const c = codes.get(params.code ?? "");
       if (!c) return refuse(400, "invalid_grant");
-      codes.delete(params.code!);
+      codes.delete(must(params.code, "params.code"));
       if (c.redirect_uri !== params.redirect_uri || s256(params.code_verifier ?? "") !== c.challenge) return refuse(400, "invalid_grant");
       return issue(res, c.scope);
     }
@@ -125,10 +126,14 @@ export async function startFakeOAuth(pki: TestPki, opts: FakeOAuthOptions): Prom
     if (!ok) return json(res, 400, { error: "invalid_request" });
     const code = `e2e-code-${randomUUID()}`;
     issued.push(code);
-    codes.set(code, { challenge: q.get("code_challenge")!, redirect_uri: q.get("redirect_uri")!, scope: q.get("scope")! });
-    const back = new URL(q.get("redirect_uri")!);
+    codes.set(code, {
+      challenge: must(q.get("code_challenge"), 'q.get("code_challenge")'),
+      redirect_uri: must(q.get("redirect_uri"), 'q.get("redirect_uri")'),
+      scope: must(q.get("scope"), 'q.get("scope")'),
+    });
+    const back = new URL(must(q.get("redirect_uri"), 'q.get("redirect_uri")'));
     back.searchParams.set("code", code);
-    back.searchParams.set("state", q.get("state")!);
+    back.searchParams.set("state", must(q.get("state"), 'q.get("state")'));
     res.writeHead(302, { location: back.toString() });
     res.end();
   }
@@ -139,7 +144,7 @@ export async function startFakeOAuth(pki: TestPki, opts: FakeOAuthOptions): Prom
     const t = accessTokens.get(/^Bearer (.+)$/.exec(authorization ?? "")?.[1] ?? "");
     const status = t && t.expiresAt > Date.now() ? 200 : 401;
     resourceRequests.push({ authorization, status, body });
-    if (status === 200) json(res, 200, { ok: true, token_number: t!.n });
+    if (status === 200) json(res, 200, { ok: true, token_number: must(t, "t").n });
     else json(res, 401, { error: "invalid_token" });
   }
 
@@ -165,7 +170,11 @@ export async function startFakeOAuth(pki: TestPki, opts: FakeOAuthOptions): Prom
         const location = res.headers.location;
         if (res.statusCode !== 302 || !location) return reject(new Error(`the fake provider refused the authorization URL (HTTP ${res.statusCode})`));
         const back = new URL(location);
-        resolve({ code: back.searchParams.get("code")!, state: back.searchParams.get("state")!, location: back });
+        resolve({
+          code: must(back.searchParams.get("code"), 'back.searchParams.get("code")'),
+          state: must(back.searchParams.get("state"), 'back.searchParams.get("state")'),
+          location: back,
+        });
       });
       req.on("error", reject);
       req.end();

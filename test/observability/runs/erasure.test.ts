@@ -14,6 +14,7 @@ import { listingCaughtUp } from "../../helpers/listing";
 import { makeDue, runAlarm, stubFor } from "../../helpers/threads";
 import { declareTool, network } from "../../operator/helpers";
 import { read, runsCaughtUp, toolRoute, turn } from "./helpers";
+import { must } from "../../../src/platform/must";
 
 const enc = encodeURIComponent;
 
@@ -75,7 +76,7 @@ describe("person erase", () => {
     const say = async (who: string, text: string) =>
       (await send(route.name, { external_user_id: who, text, wait_seconds: 10 })).body.data as { message_id: string; thread_id: string; answer: string };
     await say("ida", "hello");
-    const code = (await say("ida", "/link")).answer.match(/LINK-[A-Z0-9]{8}/)![0];
+    const code = must((await say("ida", "/link")).answer.match(/LINK-[A-Z0-9]{8}/), "the match")[0];
     await say("jon", code);
     const onPerson = await say("jon", "on the person thread");
     expect(onPerson.thread_id).toMatch(/^bridge:@person:/);

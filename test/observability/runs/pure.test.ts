@@ -12,6 +12,7 @@ import { summaryOf } from "../../../src/observability/runs/summary";
 import { mayRead, traceFileName, traceFor } from "../../../src/observability/runs/traces";
 import { turnRunOutcome } from "../../../src/conversations/thread/turn-trace";
 import { dispatchStepVerdict } from "../../../src/targets/dispatch";
+import { must } from "../../../src/platform/must";
 
 const step = (outcome: RunStep["outcome"], error: string | null = null): RunStep => ({
   kind: "tool",
@@ -147,7 +148,7 @@ describe("the trace bounds", () => {
     expect(b.error).toHaveLength(MAX_ERROR_CHARS);
     expect(b.steps).toHaveLength(MAX_TRACE_STEPS);
     expect(b.steps_dropped).toBe(2);
-    expect(b.steps![0].error).toHaveLength(MAX_ERROR_CHARS);
+    expect(must(b.steps, "b.steps")[0].error).toHaveLength(MAX_ERROR_CHARS);
     expect(b.input).toEqual({ truncated: true, bytes: MAX_TRACE_JSON_BYTES + 12 });
     expect(RunTrace.safeParse(b).success).toBe(true);
   });

@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { renameStatements } from "../../../src/targets/presets/rename";
 import { createRoute } from "../../helpers/bridge";
 import { admin, call, mintKey, uniq } from "../../helpers/http";
+import { must } from "../../../src/platform/must";
 
 async function newPreset(extra: Record<string, unknown> = {}): Promise<string> {
   const name = uniq("preset");
@@ -216,15 +217,15 @@ describe("POST /api/presets/{name}/rename", () => {
       ["sub_mcp", slug],
     ]);
     const app = await env.DB.prepare("SELECT tools FROM sub_mcp_apps WHERE slug = ?").bind(slug).first<{ tools: string }>();
-    expect(JSON.parse(app!.tools)).toEqual([to, "echo"]);
+    expect(JSON.parse(must(app, "app").tools)).toEqual([to, "echo"]);
     const routeRow = await env.DB.prepare("SELECT target_name FROM routes WHERE route_name = ?").bind(route).first<{ target_name: string }>();
-    expect(routeRow!.target_name).toBe(to);
+    expect(must(routeRow, "routeRow").target_name).toBe(to);
     const cfg = await call("GET", `/api/conversation-configs/tool/${to}`, { key });
     expect(cfg.body.data).toMatchObject({ target_kind: "tool", target_name: to, multichannel: true });
     const hookView = await call("GET", "/api/hooks", { key });
     expect(hookView.body.data.items.find((h: any) => h.name === hook).tool).toBe(to);
     const agentView = await env.DB.prepare("SELECT config FROM agent_declarations WHERE title = ?").bind(agent).first<{ config: string }>();
-    expect(JSON.parse(agentView!.config).tool_names).toEqual(["echo", to]);
+    expect(JSON.parse(must(agentView, "agentView").config).tool_names).toEqual(["echo", to]);
     expect((await referees(from)).status).toBe(404);
   });
 
