@@ -74,7 +74,8 @@ export async function attachInspector(port: number, timeoutMs = 60_000): Promise
   const send = <T = unknown>(method: string, params: Record<string, unknown> = {}, timeoutMs = 300_000): Promise<T> =>
     new Promise<T>((resolve, reject) => {
       const id = nextId++;
-      pending.set(id, { resolve, reject });
+      // The protocol answers what the method names: the caller's T is that shape.
+      pending.set(id, { resolve: (v) => resolve(v as T), reject });
       ws.send(JSON.stringify({ id, method, params }));
       const timer = setTimeout(() => {
         if (pending.delete(id)) reject(new Error(`inspector ${method} timed out`));
