@@ -308,6 +308,8 @@ describe("D1 round trips per path (docs/performance.md, pinned: no D1 write on t
     const route = await telegram();
     // The operator door reads the route by name (the channel door by identity): warm that cache.
     const warmThread = await warmTelegram();
+    const telegramSends = () => calls.filter((c) => c.url.includes("telegram.fake")).length;
+    const before = telegramSends();
     const warm = await countedFetch(
       new D1Counter(),
       "POST",
@@ -315,6 +317,15 @@ describe("D1 round trips per path (docs/performance.md, pinned: no D1 write on t
       await json({ thread_id: warmThread, text: "warm" }),
     );
     expect(warm.status, warm.text).toBe(200);
+    // The warm send's delivery runs after its 200: wait for it to reach the provider, so it is not
+    // counted as this path's send.
+    expect(
+      await eventually(
+        async () => telegramSends(),
+        (n) => n > before,
+        100,
+      ),
+    ).toBeGreaterThan(before);
     calls.length = 0;
     const threadId = channelThreadId(route, String(newChat()));
     const counter = new D1Counter();
