@@ -62,7 +62,7 @@
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { BOOTSTRAP_TOKEN, http } from "./bench/harness";
+import { BOOTSTRAP_TOKEN, freePort, http } from "./bench/harness";
 import { type FakeProviders, startFakeProviders } from "./bench/fake-providers";
 import { type CallbackReceiver, startReceiver } from "./bench/receiver";
 import { type TestPki, makeTestPki, trustEnv } from "./bench/tls";
@@ -74,7 +74,7 @@ import { DOWN_SECONDS, FAULTY_SECONDS, FAULT_HANG_MS, FAULT_VARS, faultsPhase } 
 import { HOL_MAX_CONCURRENT_TURNS, HOL_THREADS, HOL_TOOL_DELAY_MS, holPhase, setupToolRoute } from "./bench/hol";
 import { type ScriptedReceiver, startScriptedReceiver } from "./bench/scripted-receiver";
 import { startBridge, startRelay } from "./bench/server";
-import { attachInspector, freeLoopbackPort } from "./bench/heap";
+import { attachInspector } from "./bench/heap";
 import {
   FLAT_TOLERANCE,
   SUSTAINED_FAILURE_RATE,
@@ -229,7 +229,7 @@ async function runSustained(
   const srx = await startScriptedReceiver(pki);
   cleanups.push(() => srx.stop());
   console.log("bench: starting a bridge under --inspect for the sustained phase …");
-  const inspectorPort = await freeLoopbackPort();
+  const inspectorPort = await freePort();
   const sBridge = await startBridge(true, { ...vars, ...SUSTAINED_VARS }, env, inspectorPort);
   cleanups.push(() => sBridge.stop());
   const inspector = await attachInspector(inspectorPort);

@@ -10,7 +10,6 @@
  * splits it by object instance.
  */
 import { readFileSync, readdirSync } from "node:fs";
-import { createServer } from "node:net";
 import { WebSocket } from "undici";
 
 /** A DevTools session on one inspector target. */
@@ -309,17 +308,4 @@ export function workerdRss(pgid: number | undefined): number | null {
     }
   }
   return found ? total : null;
-}
-
-/** A loopback port free at the moment of asking (for the inspector the sustained phase attaches to). */
-export function freeLoopbackPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const addr = srv.address();
-      srv.close(() => resolve(typeof addr === "object" && addr ? addr.port : 0));
-    });
-  });
 }
