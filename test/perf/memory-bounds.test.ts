@@ -167,3 +167,17 @@ describe("a thread object's per-message state", () => {
     expect(held).toEqual({ snapshots: 0, firstRuns: 0, handoff: 0, waiters: 0, handed: 0, open: 0 });
   });
 });
+
+describe("the interactions hub's long-poll waiters", () => {
+  it("hold one entry per open `since` call, each released by its deadline (or a publish): none are left", async () => {
+    const stub = env.INTERACTION_HUB.get(env.INTERACTION_HUB.idFromName(uniq("hub")));
+    const waiting = () => runInDurableObject(stub, (obj) => (obj as unknown as { waiters: Set<unknown> }).waiters.size);
+    const top = (await stub.since({ after: null, audience: null, waitMs: 0, limit: 1 })).last_id;
+    // 200 readers at once: each holds one entry while it waits, and leaves by its timer.
+    const readers = Array.from({ length: 200 }, () => stub.since({ after: top, audience: null, waitMs: 1500, limit: 10 }));
+    expect(await eventually(waiting, (n) => n === 200)).toBe(200);
+    const answered = await Promise.all(readers);
+    expect(answered.every((a) => a.events.length === 0)).toBe(true);
+    expect(await waiting()).toBe(0);
+  });
+});
