@@ -10,6 +10,7 @@ import { BaseSequencer, type TestSpecification } from "vitest/node";
 const LONG = [
   /test\/hardening\/fuzz-\d+\.test\.ts$/,
   /test\/hardening\/authz-matrix\.test\.ts$/,
+  /test\/hardening\/(data-lifetime|link-authority)\.test\.ts$/,
   /test\/perf\//,
   /test\/browser\/console\.browser\.test\.ts$/,
   /test\/e2e\/logs\.e2e\.test\.ts$/,
