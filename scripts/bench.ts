@@ -68,7 +68,21 @@ import { type CallbackReceiver, startReceiver } from "./bench/receiver";
 import { type TestPki, makeTestPki, trustEnv } from "./bench/tls";
 import { healthPhase } from "./bench/health";
 import { ingestPhase, setupIngest } from "./bench/ingest";
-import { type Ctx, type Phase, type Row, type Server, fmt, load, machine, meterServer, percentile, printCpu, printTable, summary } from "./bench/lib";
+import {
+  type Ctx,
+  type Phase,
+  type Row,
+  type Server,
+  fmt,
+  load,
+  machine,
+  meterServer,
+  percentile,
+  printCpu,
+  printFailureLogs,
+  printTable,
+  summary,
+} from "./bench/lib";
 import { CallbackWaiter, OVERHEAD_ROUTE, TOOL_DELAY_MS, overheadPhase, setupOverhead, startDelayTool } from "./bench/overhead";
 import { DOWN_SECONDS, FAULTY_SECONDS, FAULT_HANG_MS, FAULT_VARS, faultsPhase } from "./bench/faults";
 import { HOL_MAX_CONCURRENT_TURNS, HOL_THREADS, HOL_TOOL_DELAY_MS, holPhase, setupToolRoute } from "./bench/hol";
@@ -613,17 +627,7 @@ async function main(): Promise<number> {
     printTable(rows);
     printCpu(metered);
     if (opts.json) console.log(JSON.stringify({ ...json, load_start: loadAtStart, load_end: loadAtEnd }));
-    if (failures && bridge.logs) {
-      // Enough of wrangler's own output to tell a Worker error from a runtime restart.
-      const lines = bridge
-        .logs()
-        .split("\n")
-        .filter((l) => /error|restart|exception|warn/i.test(l));
-      if (lines.length)
-        console.log(
-          `bench: wrangler dev output about the failures (last ${Math.min(20, lines.length)} of ${lines.length} lines):\n${lines.slice(-20).join("\n")}`,
-        );
-    }
+    if (failures) printFailureLogs("bench", bridge);
     return failures ? 1 : 0;
   } finally {
     await stopAll();

@@ -31,7 +31,7 @@ import { performance } from "node:perf_hooks";
 import { type FakeLlm, startFakeLlm, toolCall } from "./fake-llm";
 import { type FakeProviders, startFakeProviders } from "./fake-providers";
 import { BOOTSTRAP_TOKEN, http } from "./harness";
-import { type Ctx, type Phase, closedLoop, cpuMark, cpuSince, fmt, load, machine, meterServer, waitFor } from "./lib";
+import { type Ctx, type Phase, closedLoop, cpuMark, cpuSince, fmt, load, machine, meterServer, printFailureLogs, waitFor } from "./lib";
 import { type CallbackReceiver, startReceiver } from "./receiver";
 import { startBridge } from "./server";
 import { setupSync, syncPhase } from "./sync";
@@ -456,17 +456,7 @@ export async function costBench(argv: string[], cleanups: Array<() => Promise<vo
     `each kind: ${S} threads, one warm-up message each (uncounted), then ${opts.messages} counted messages each; the meter read ${opts.settleSeconds} s after the last`,
   );
   for (const l of report.lines) console.log(l);
-  if (failures && bridge.logs) {
-    // Enough of wrangler's own output to tell a Worker error from a runtime restart.
-    const lines = bridge
-      .logs()
-      .split("\n")
-      .filter((l) => /error|restart|exception|warn/i.test(l));
-    if (lines.length)
-      console.log(
-        `bench --cost: wrangler dev output about the failures (last ${Math.min(20, lines.length)} of ${lines.length} lines):\n${lines.slice(-20).join("\n")}`,
-      );
-  }
+  if (failures) printFailureLogs("bench --cost", bridge);
   if (opts.json) console.log(JSON.stringify({ machine: m, prices_read_on: prices.read_on, senders: S, messages: opts.messages, kinds: report.json }));
   return failures ? 1 : 0;
 }

@@ -19,6 +19,19 @@ export interface Server {
   pid?: () => number | undefined;
 }
 
+/** Prints the last of wrangler's own lines about errors and restarts, to tell a Worker error from a runtime restart. */
+export function printFailureLogs(label: string, server: Server): void {
+  if (!server.logs) return;
+  const lines = server
+    .logs()
+    .split("\n")
+    .filter((l) => /error|restart|exception|warn/i.test(l));
+  if (lines.length)
+    console.log(
+      `${label}: wrangler dev output about the failures (last ${Math.min(20, lines.length)} of ${lines.length} lines):\n${lines.slice(-20).join("\n")}`,
+    );
+}
+
 /** What one timed phase produced. */
 export interface Phase {
   name: string;
