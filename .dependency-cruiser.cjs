@@ -63,9 +63,106 @@ const OBJECT_AREAS = {
 };
 const THREAD_HALF = "^src/conversations/thread/";
 
+/**
+ * The order between areas, bottom first. An area's modules (its doors aside) import only areas on a
+ * lower tier, so an arrow never runs back up and no new knot can form; a new area must be placed
+ * here before it can import or be imported. The rule reads values: a type named across the order
+ * (a contract naming a shape of its caller) couples no code. docs/architecture.md draws the same
+ * order.
+ */
+const AREA_ORDER = [
+  ["shared"],
+  ["access-control", "outbound", "storage"],
+  ["channels", "connectors", "console", "extensions", "templates"],
+  ["config", "notifications"],
+  ["mcp", "shards"],
+  ["observability", "persons"],
+  ["interactions"],
+  ["targets"],
+  ["manifest", "marketplace", "states", "sub-mcp", "tool-meta"],
+  ["conversations", "plugins", "tool-runs"],
+  ["hooks", "schedules", "web-chat"],
+  ["backup", "system"],
+];
+
+/**
+ * The up-arrows that remain, each with the reason it stays. A new up-arrow fails CI until it is
+ * removed or named here; at most five pairs of areas may import each other.
+ */
+const UP_ARROWS = [
+  {
+    from: "^src/targets/checkpoints/kv\\.ts$",
+    to: "^src/conversations/model/thread-rpc\\.ts$",
+    why: "the kv checkpoint provider keeps an agent's memory in its thread's object, so another run reads it through the thread's contract",
+  },
+  {
+    from: "^src/targets/tools/builtins\\.ts$",
+    to: "^src/conversations/store\\.ts$",
+    why: "get_pairing_code outside a turn must find the channel route it links, and the routes table is the conversations area's",
+  },
+  {
+    from: "^src/interactions/resume-outside\\.ts$",
+    to: "^src/targets/(agents/run|context)\\.ts$",
+    why: "an answer given outside any thread resumes the llm run parked on it, and that run lives only in the interaction object",
+  },
+  {
+    from: "^src/tool-runs/maintenance\\.ts$",
+    to: "^src/hooks/trigger-links\\.ts$",
+    why: "the prune_expired maintenance tool sweeps every area's expired rows, hooks' trigger links among them",
+  },
+];
+
+const AREA_RULES = AREA_ORDER.flatMap((tier, i) => {
+  const above = AREA_ORDER.slice(i).flat();
+  return tier.map((area) => ({
+    name: `area-order-${area}`,
+    severity: "error",
+    comment: `src/${area}/ sits on tier ${i} of AREA_ORDER: it imports only the platform and lower tiers (its doors excepted).`,
+    from: { path: `^src/${area}/`, pathNot: ENTRY },
+    to: {
+      path: `^src/(${above.filter((a) => a !== area).join("|")})/`,
+      dependencyTypesNot: ["type-only"],
+    },
+  }));
+});
+
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
+    ...AREA_RULES.map((rule) => ({
+      ...rule,
+      from: { ...rule.from, pathNot: [ENTRY, ...UP_ARROWS.map((u) => u.from)] },
+    })),
+    ...UP_ARROWS.map((u, i) => ({
+      name: `up-arrow-${i + 1}-only-its-target`,
+      severity: "error",
+      comment: `An allowed up-arrow (${u.why}) reaches only what it names, and the rest of the file keeps the order.`,
+      from: { path: u.from },
+      to: {
+        path: `^src/(${AREA_ORDER.flat().join("|")})/`,
+        pathNot: [
+          u.to,
+          `^src/(${AREA_ORDER.slice(0, AREA_ORDER.findIndex((t) => t.includes(u.from.match(/src\/([^/]+)\//)[1])) + 1)
+            .flat()
+            .join("|")})/`,
+        ],
+        dependencyTypesNot: ["type-only"],
+      },
+    })),
+    {
+      name: "area-in-the-order",
+      severity: "error",
+      comment: "Every folder of src/ is the platform or an area placed in AREA_ORDER (this file).",
+      from: { path: "^src/[^/]+/", pathNot: `^src/(platform|${AREA_ORDER.flat().join("|")})/` },
+      to: {},
+    },
+    {
+      name: "shared-only-platform",
+      severity: "error",
+      comment: "The shared words (src/shared/) sit below every area: they import the platform and each other, types included.",
+      from: { path: "^src/shared/" },
+      to: { path: "^src/", pathNot: ["^src/(platform|shared)/"] },
+    },
     {
       name: "no-cycles",
       severity: "error",
@@ -119,7 +216,7 @@ module.exports = {
         "An object's contract (src/<area>/rpc.ts) carries wire shapes only: it imports the platform, its own area's " +
         "shapes, the model modules (any area's model/ or model.ts) and other contracts, never another area's stores or logic.",
       from: { path: "^src/([^/]+)/rpc\\.ts$" },
-      to: { path: "^src/", pathNot: ["^src/(platform|$1)/", "/model(/|\\.ts$)", "/rpc\\.ts$"] },
+      to: { path: "^src/", pathNot: ["^src/(platform|shared|$1)/", "/model(/|\\.ts$)", "/rpc\\.ts$"] },
     },
     {
       name: "conversation-contracts-import-only-the-model",
@@ -128,7 +225,7 @@ module.exports = {
         "The thread's and the rate buckets' contracts import only the platform, the model modules and their own half " +
         "(the bucket's verdict): no store, no row type, no logic of either half.",
       from: { path: "^src/conversations/(model|door)/[a-z-]*rpc\\.ts$" },
-      to: { path: "^src/", pathNot: ["^src/platform/", "/model(/|\\.ts$)", "^src/conversations/door/token-bucket\\.ts$"] },
+      to: { path: "^src/", pathNot: ["^src/(platform|shared)/", "/model(/|\\.ts$)", "^src/conversations/door/token-bucket\\.ts$"] },
     },
     {
       name: "src-not-to-durable-objects",
@@ -145,7 +242,7 @@ module.exports = {
       severity: "error",
       comment: `durable-objects/${file}.ts is a shell over src/${area}/: it imports that area, the platform, model modules and contracts only.`,
       from: { path: `^durable-objects/${file}\\.ts$` },
-      to: { path: "^src/", pathNot: [`^src/(platform|${area})/`, "/model(/|\\.ts$)", "/rpc\\.ts$"] },
+      to: { path: "^src/", pathNot: [`^src/(platform|shared|${area})/`, "/model(/|\\.ts$)", "/rpc\\.ts$"] },
     })),
     {
       name: "durable-objects-one-area-each",

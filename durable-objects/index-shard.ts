@@ -8,7 +8,7 @@
  * The contract is src/contracts/shard-rpc.ts.
  */
 import { DurableObject } from "cloudflare:workers";
-import type { RunTrace } from "../src/observability/model/run-trace";
+import type { RunTrace } from "../src/shared/run-trace";
 import type { CounterDelta, IndexShardRpc, LedgerEntry, LedgerKey, ListingPush } from "../src/shards/rpc";
 import type { Env } from "../src/platform/env";
 import { systemClock } from "../src/platform/clock";

@@ -16,7 +16,9 @@ import { migrateInteraction } from "../src/interactions/object-store";
 import type { AnsweredBy, InteractionState } from "../src/interactions/record";
 import { edgeFetch } from "../src/platform/net/edge-fetch";
 import { systemClock } from "../src/platform/clock";
-import type { ParkedRun } from "../src/targets/model/parked-run";
+import type { ParkedRun } from "../src/shared/parked-run";
+import { threadStub } from "../src/conversations/model/thread-rpc";
+import { toolRunStub } from "../src/tool-runs/rpc";
 
 export class Interaction extends DurableObject<Env> implements InteractionRpc {
   /** The composed parts. An instance field, so not reachable over RPC; tests reach it in runInDurableObject. */
@@ -25,7 +27,13 @@ export class Interaction extends DurableObject<Env> implements InteractionRpc {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     startObject(ctx, { migrate: (storage) => migrateInteraction(storage.sql) });
-    this.parts = composeInteraction({ storage: ctx.storage, env: () => this.env, clock: systemClock, fetch: edgeFetch });
+    this.parts = composeInteraction({
+      storage: ctx.storage,
+      env: () => this.env,
+      clock: systemClock,
+      fetch: edgeFetch,
+      waiters: { thread: (id) => threadStub(this.env, id), toolRun: (id) => toolRunStub(this.env, id) },
+    });
   }
 
   async create(req: CreateInteraction): Promise<InteractionState> {

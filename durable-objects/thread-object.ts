@@ -9,7 +9,7 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import type { ModeStamp } from "../src/conversations/model/mode";
-import type { Mode } from "../src/conversations/model/kinds";
+import type { Mode } from "../src/shared/kinds";
 import type { AnswerRecord } from "../src/conversations/model/record";
 import type { Route } from "../src/conversations/model/route";
 import type {
@@ -28,11 +28,11 @@ import type { Env } from "../src/platform/env";
 import { systemClock } from "../src/platform/clock";
 import { startObject } from "../src/platform/persistence/object-start";
 import { edgeFetch } from "../src/platform/net/edge-fetch";
-import type { CheckpointMessage } from "../src/targets/model/agent-memory";
+import type { CheckpointMessage } from "../src/shared/agent-memory";
 import { type ThreadParts, alarmPass, composeThread } from "../src/conversations/thread/compose";
 import { type ThreadDeps, threadEnv, threadSettings, warmThreadSettings } from "../src/conversations/thread/deps";
 import { migrate } from "../src/conversations/thread/store";
-import type { RunTrace } from "../src/observability/model/run-trace";
+import type { RunTrace } from "../src/shared/run-trace";
 import { dropTurnTraces, readTurnTrace } from "../src/conversations/thread/turn-trace";
 import { forgetThread } from "../src/conversations/thread/forget";
 import { webStream } from "../src/conversations/thread/web-visitor";

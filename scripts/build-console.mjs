@@ -10,7 +10,7 @@
 //     (a module), webchat/src/widget.ts → public/web/widget.js (a classic script, so it can find its
 //     own tag; webchat/chat.css inlined into it), webchat/chat.css → public/web/chat.css, and
 //     public/web/manifest.json, `{file name: "sha384-…"}`, the SRI values the page pins them by and
-//     the list of the only names the asset door serves (src/channels/web/assets.ts).
+//     the list of the only names the asset door serves (src/web-chat/assets.ts).
 // A file is written only when its content changed, so a run with current outputs writes nothing.
 // Runs on npm install (postinstall), at the start of `npm start` and before `npm run deploy`.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";

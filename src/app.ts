@@ -14,7 +14,7 @@ import { conversationThreadsRouter } from "./conversations/routes/threads";
 import { conversationRoutesRouter } from "./conversations/routes/routes";
 import { channelsRouter } from "./channels/routes/channels";
 import { channelWebhooksRouter } from "./channels/routes/webhooks";
-import { webConfigRouter } from "./channels/web/config-routes";
+import { webConfigRouter } from "./web-chat/routes/config";
 import { healthRouter } from "./system/routes/health";
 import { openapiRouter } from "./system/routes/openapi";
 import { resourcesRouter } from "./storage/routes/resources";
@@ -57,7 +57,7 @@ import { manifestRouter } from "./manifest/routes/manifest";
 import { apiToolsRouter } from "./manifest/routes/api-tools";
 import { subMcpRouter } from "./sub-mcp/routes";
 import { extensionsRouter } from "./extensions/routes";
-import { webChannelRouter } from "./channels/web/routes";
+import { webChannelRouter } from "./web-chat/routes/visitor";
 
 export function createApp(): Hono<AppEnv> {
   const app = new Hono<AppEnv>();

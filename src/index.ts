@@ -3,7 +3,7 @@ import { createApp } from "./app";
 import type { Env } from "./platform/env";
 import { pruneClaimLinks } from "./access-control/claim-links";
 import { pruneThrottle } from "./access-control/throttle";
-import { pruneIndexes } from "./conversations/door/indexes";
+import { pruneIndexes } from "./shards/listing-table";
 import { pruneStarts } from "./connectors/starts";
 import { isolateSettings } from "./config/isolate-settings";
 import { pruneStates } from "./states/declarations";

@@ -6,7 +6,7 @@
  * Conditions (jq) are evaluated by the callers (src/access-control/principal.ts, src/access-control/pass-role.ts).
  */
 import { customScopesGrantPath } from "./custom-scopes";
-import type { TargetKind } from "../conversations/model/kinds";
+import type { TargetKind } from "../shared/kinds";
 import type { KeyRecord } from "./key-store";
 import { roleAllows } from "./roles";
 import { type Action, grantsRun, grantsTag } from "./scopes";

@@ -11,7 +11,7 @@
  * per push, while a condition over the time of day still closes the channel within that bound.
  */
 import type { Env } from "../platform/env";
-import type { TargetKind } from "../conversations/model/kinds";
+import type { TargetKind } from "../shared/kinds";
 import { type Requirement, authorize, principalByHash, principalGrantsRun, readCredential } from "./principal";
 import type { KeyRecord } from "./key-store";
 import { sha256Hex } from "./crypto";

@@ -1,5 +1,5 @@
 import { HttpError, badRequest, forbidden } from "../platform/http/errors";
-import type { TargetKind } from "../conversations/model/kinds";
+import type { TargetKind } from "../shared/kinds";
 import { conditionAllows, conditionInput, conditionNeedsRequest } from "./condition";
 import { keyRunRefusal } from "./key-grants";
 import { type KeyRecord, type KeyWithOwner, findByUserId } from "./key-store";

@@ -1,5 +1,5 @@
 import { HttpError, forbidden, unauthorized } from "../platform/http/errors";
-import type { TargetKind } from "../conversations/model/kinds";
+import type { TargetKind } from "../shared/kinds";
 import { type ConditionInput, conditionAllows, conditionInput, conditionNeedsRequest } from "./condition";
 import { constantTimeEqual, sha256Hex } from "./crypto";
 import { keyAllowsRoute, keyAllowsTag, keyConditions, keyRunRefusal } from "./key-grants";

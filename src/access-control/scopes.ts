@@ -6,7 +6,7 @@
  * extended (docs/access-control.md) by custom URL scope ids, which grant exactly their
  * URLs (src/access-control/custom-scopes.ts) and must exist when a key is given one.
  */
-import type { TargetKind } from "../conversations/model/kinds";
+import type { TargetKind } from "../shared/kinds";
 
 export const SCOPE_TAGS = [
   "conversations",

@@ -12,7 +12,7 @@
  * thing runs in nobody's request, so conditions are not evaluated here.
  */
 import { HttpError } from "../platform/http/errors";
-import type { TargetKind } from "../conversations/model/kinds";
+import type { TargetKind } from "../shared/kinds";
 import { keyAllowsTag, keyRunRefusal } from "./key-grants";
 import { type KeyRecord, type KeyWithOwner, keyWithOwnerByUserId, parseKeyWithOwner } from "./key-store";
 import type { Principal } from "./principal";

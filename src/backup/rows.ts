@@ -13,7 +13,7 @@
 import { z } from "zod";
 import { ApiKeyRow, ApiKeyVersionRow, AuthScopeRow, PublicRouteRow, RoleRow, RoleVersionRow } from "../access-control/tables";
 import { RouteView } from "../conversations/model/route";
-import { TargetKind } from "../conversations/model/kinds";
+import { TargetKind } from "../shared/kinds";
 import { HookRow } from "../hooks/record";
 import { VerifierView } from "../hooks/verifier-store";
 import { JsonObject, JsonValue } from "../platform/http/bounded-json";

@@ -10,7 +10,7 @@
 
 import type { JsonObject } from "../platform/http/bounded-json";
 import type { ChannelCapabilities, ChannelEnv, SendDeps, SendResult } from "./channel-types";
-import type { InboundAttachment, Location } from "./model/media";
+import type { InboundAttachment, Location } from "../shared/media";
 import type { RichSender } from "./rich/types";
 
 // Declared in the leaf channel-types.ts (rich/ needs them too); re-exported so the adapters keep

@@ -4,7 +4,7 @@
  */
 import { envVar } from "../platform/env";
 import type { ChannelEnv, SendResult } from "./adapter";
-import { type InboundAttachment, type Location, MAX_ATTACHMENTS, MAX_URL, type MediaKind } from "./model/media";
+import { type InboundAttachment, type Location, MAX_ATTACHMENTS, MAX_URL, type MediaKind } from "../shared/media";
 
 /** A non-blank string env value, or undefined. Whitespace-only counts as unset. */
 export function envString(env: ChannelEnv, name: string): string | undefined {

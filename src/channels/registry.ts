@@ -7,7 +7,7 @@ import type { ChannelAdapter, ChannelCapabilities, ChannelEnv } from "./adapter"
 import { slackAdapter } from "./slack";
 import { telegramAdapter } from "./telegram";
 import { twilioAdapter } from "./twilio";
-import { webAdapter } from "./web/adapter";
+import { webAdapter } from "./web";
 import { whatsappAdapter } from "./whatsapp";
 
 export const channelAdapters: readonly ChannelAdapter[] = Object.freeze([twilioAdapter, whatsappAdapter, telegramAdapter, slackAdapter, webAdapter]);

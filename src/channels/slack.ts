@@ -9,7 +9,7 @@
  */
 import { constantTimeEqual, hmacSha256, toHex } from "../access-control/crypto";
 import type { ChannelAdapter, ChannelEnv, ChannelEvent, InboundMessage, ParsedWebhook, SendArgs, SendDeps, SendResult, VerifyResult, Webhook } from "./adapter";
-import type { InboundAttachment } from "./model/media";
+import type { InboundAttachment } from "../shared/media";
 import {
   allSet,
   apiBase,

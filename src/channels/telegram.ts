@@ -9,7 +9,7 @@
  */
 import { constantTimeEqual } from "../access-control/crypto";
 import type { ChannelAdapter, ChannelEnv, InboundMessage, ParsedWebhook, SendArgs, SendDeps, SendResult, VerifyResult, Webhook } from "./adapter";
-import type { InboundAttachment, MediaKind } from "./model/media";
+import type { InboundAttachment, MediaKind } from "../shared/media";
 import {
   apiBase,
   arr,

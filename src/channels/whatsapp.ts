@@ -10,7 +10,7 @@
 import { constantTimeEqual, hmacSha256, toHex } from "../access-control/crypto";
 import type { JsonObject } from "../platform/http/bounded-json";
 import type { ChannelAdapter, ChannelEnv, ChannelEvent, InboundMessage, ParsedWebhook, SendArgs, SendDeps, SendResult, VerifyResult, Webhook } from "./adapter";
-import type { InboundAttachment, MediaKind } from "./model/media";
+import type { InboundAttachment, MediaKind } from "../shared/media";
 import {
   allSet,
   apiBase,

@@ -25,7 +25,7 @@ import {
   updateConnection,
   visibleTo,
 } from "./connections";
-import { connectionIdSchema } from "./header-ref";
+import { connectionIdSchema } from "../outbound/header-ref";
 import { ProvidersCatalog, findProvider, listCategories, providerView, scopesFor, unknownSubService } from "./providers";
 import { keyRingOf } from "./sealing";
 import { resealStarts } from "./starts";

@@ -9,7 +9,7 @@
 import { readStreamCapped } from "../platform/http/body";
 import { checkOutboundUrl } from "../platform/net/address-guard";
 import type { TokenClient, TokenGrant } from "./rpc";
-import { withTimeout } from "../targets/timeout";
+import { withTimeout } from "../platform/timeout";
 
 export type { TokenClient };
 

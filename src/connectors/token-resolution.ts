@@ -15,7 +15,7 @@ import { type RefreshContext, connectionStub } from "./rpc";
 import type { Env } from "../platform/env";
 import type { Settings } from "../platform/settings/settings";
 import { clientCredentials } from "./client-credentials";
-import { type ConnectionRef, renderConnectionHeader } from "./header-ref";
+import { type ConnectionRef, renderConnectionHeader } from "../outbound/header-ref";
 import { lendingRefusal } from "./lending";
 import { findProvider } from "./providers";
 import { keyRingOf } from "./sealing";

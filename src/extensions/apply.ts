@@ -10,7 +10,7 @@
  * nothing, so a built-in route's turn stays free of D1 statements.
  */
 import type { CallerRef, ExecutionKeyRef, TargetContext } from "../targets/context";
-import { type StepVerdict, timedStep } from "../observability/runs/steps";
+import { type StepVerdict, timedStep } from "../shared/run-steps";
 import { type Combo, type ResolvedElement, chainOf } from "./combos";
 import type { CallResult, ExtensionCall, ExtensionOutcome } from "./model";
 import { readToolCombos } from "./store";

@@ -14,7 +14,7 @@ import { assertMayStore, storedByOf } from "../access-control/stored-by";
 import type { AppEnv } from "../platform/http/app-env";
 import { HttpError, badRequest, conflict, notFound } from "../platform/http/errors";
 import { addRoute } from "../platform/http/route";
-import { toolNameSchema } from "../mcp/names";
+import { toolNameSchema } from "../shared/tool-names";
 import { type ResolvedTool, resolveTool } from "../targets/tools/registry";
 
 export const extensionsRouter = new Hono<AppEnv>();

@@ -7,11 +7,11 @@ import { z } from "zod";
 import { userIdSchema } from "../access-control/schemas";
 import { JsonObject, MAX_KWARGS_BYTES, boundedJsonObject } from "../platform/http/bounded-json";
 import { intactIdentifier } from "../platform/http/identifiers";
-import { StateBinding } from "../states/state-binding";
+import { StateBinding } from "../shared/state-binding";
 import { jsonColumn } from "../platform/persistence/stored-json";
-import { toolNameSchema } from "../mcp/names";
+import { toolNameSchema } from "../shared/tool-names";
 import { isMaintenanceTool } from "../tool-runs/maintenance";
-import { targetNameSchema } from "../targets/names";
+import { targetNameSchema } from "../shared/target-names";
 import { HookName, HookTopic } from "./names";
 
 const program = z.string().min(1, { message: "must not be blank" }).max(16_384);

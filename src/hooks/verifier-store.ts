@@ -14,7 +14,7 @@ import { intactIdentifier } from "../platform/http/identifiers";
 import type { Settings } from "../platform/settings/settings";
 import { all, d1, first, list, run, sql, trusted } from "../platform/persistence/d1";
 import { validStored } from "../platform/persistence/stored-json";
-import { EnvRefError, REDACTED, envRefSchema, refusedReferences, refusedReferencesMessage, resolveEnvRef } from "../targets/env-refs";
+import { EnvRefError, REDACTED, envRefSchema, refusedReferences, refusedReferencesMessage, resolveEnvRef } from "../outbound/env-refs";
 import { VERIFIER_KINDS, type VerifierKind } from "./verifiers";
 import { GENERIC_DELIVERY_HEADER, GENERIC_SIGNATURE_HEADER } from "./verifiers/generic-hmac";
 import { standardWebhooksKey } from "./verifiers/standard-webhooks";

@@ -7,7 +7,7 @@
 import { interactionStub } from "./rpc";
 import type { Env } from "../platform/env";
 import type { Settings } from "../platform/settings/settings";
-import type { ParkedRun } from "../targets/model/parked-run";
+import type { ParkedRun } from "../shared/parked-run";
 import { type AskUserInput, effectiveOptions } from "./ask";
 import type { InteractionOrigin, InteractionState } from "./record";
 

@@ -11,14 +11,14 @@
  * `INTERACTIONS_MEDIA_MAX_BYTES` or one whose fetch failed. Every fetch goes through the network edge.
  */
 import { randomToken } from "../access-control/crypto";
-import type { Attachment } from "../channels/model/media";
+import type { Attachment } from "../shared/media";
 import { apiBase, envString, isRecord } from "../channels/common";
 import { TELEGRAM_DEFAULT_API_BASE, TELEGRAM_ENV, TELEGRAM_FILE_PREFIX } from "../channels/telegram";
 import type { Env } from "../platform/env";
 import { readStreamCapped } from "../platform/http/body";
 import { checkOutboundUrl } from "../platform/net/address-guard";
 import type { Settings } from "../platform/settings/settings";
-import { withTimeout } from "../targets/timeout";
+import { withTimeout } from "../platform/timeout";
 import type { AnswerMedia } from "./record";
 
 /** Deadline of one media fetch (each request of it). */

@@ -7,11 +7,31 @@ import { constantTimeEqual } from "../access-control/crypto";
 import { type ObjectSettings, loadObjectSettings } from "../config/object-settings";
 import type { Env } from "../platform/env";
 import type { Clock } from "../platform/clock";
+import type { JsonObject } from "../platform/http/bounded-json";
 import { nextAlarm } from "./lifecycle";
 import { type InteractionRow, migrateInteraction, queuedEvents, readRow } from "./object-store";
 
+/**
+ * Who may wait on an interaction's answer and how each is reached: a thread whose turn parked, or a
+ * background tool run. The object's shell wires them from those objects' contracts, so this area
+ * names what it needs without importing the areas that wait on it.
+ */
+export interface Waiters {
+  thread(threadId: string): {
+    resumeInteraction(req: { interaction_id: string; message_id: string; outcome: "answered" | "cancelled" | "expired"; by: string | null }): Promise<{
+      accepted: boolean;
+      retry?: boolean;
+    }>;
+  };
+  toolRun(runId: string): {
+    resume(interactionId: string, outcome: JsonObject, status: "answered" | "cancelled" | "expired"): Promise<"resumed" | "retry" | "not_waiting">;
+  };
+}
+
 export interface InteractionDeps {
   storage: DurableObjectStorage;
+  /** The threads and tool runs that wait on answers. */
+  waiters: Waiters;
   /** The object's env, read through a function so it follows the object's. */
   env: () => Env;
   clock: Clock;

@@ -13,7 +13,7 @@
  */
 import type { JsonObject } from "../platform/http/bounded-json";
 import { parseStored, storedJsonObject } from "../platform/persistence/stored-json";
-import { ParkedRun } from "../targets/model/parked-run";
+import { ParkedRun } from "../shared/parked-run";
 import { InteractionEventInput } from "./rpc";
 import { InteractionState } from "./record";
 import { type ObjectSchema, type SqlFragment, migrateSchema, objectSql, sqlJoin, sqlPart, sqlText } from "../platform/persistence/object-sql";

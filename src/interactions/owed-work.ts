@@ -7,9 +7,8 @@
 import type { ObjectSettings } from "../config/object-settings";
 import { interactionHub } from "./rpc";
 import { identityFeed, notificationFeedStub } from "../notifications/rpc";
-import { toolRunStub } from "../tool-runs/rpc";
 import type { Notification } from "../notifications/schemas";
-import type { ParkedToolRun } from "../targets/model/parked-run";
+import type { ParkedToolRun } from "../shared/parked-run";
 import { recordEnd } from "./ending";
 import { handOffToThread } from "./handoff";
 import { deleteInteractionRow, upsertInteractionRow } from "./index-store";
@@ -85,7 +84,7 @@ export function owedWork(kit: InteractionKit): OwedWork {
     if (!row) return;
     const messageId = row.resume_message_id ?? row.state.reply_message_id;
     if (!messageId) return saveRow(sql, { resume: "done" });
-    const r = await handOffToThread(cfg.env, row.state, messageId, row.ended_by);
+    const r = await handOffToThread(cfg.env, kit.waiters, row.state, messageId, row.ended_by);
     if (r === "retry") throw new Error("the thread's queue is full");
     if (r === "not_held") {
       // The thread holds no such parked run (forgotten, or the parking turn never settled): nothing carries a reply.
@@ -106,7 +105,7 @@ export function owedWork(kit: InteractionKit): OwedWork {
     if (!row) return;
     const status = row.state.status;
     if (status === "pending") return;
-    const r = await toolRunStub(cfg.env, parked.run_id).resume(row.state.interaction_id, asJsonObject(askResult(row.state)), status);
+    const r = await kit.waiters.toolRun(parked.run_id).resume(row.state.interaction_id, asJsonObject(askResult(row.state)), status);
     if (r === "retry") throw new Error("the tool run is not waiting yet");
     const finished_at = iso(clock.now());
     const result: InteractionResult =

@@ -7,8 +7,8 @@
  */
 import { z } from "zod";
 import { heldBy } from "../access-control/identity";
-import { Location, MediaKind } from "../channels/model/media";
-import { Door, TargetKind } from "../conversations/model/kinds";
+import { Location, MediaKind } from "../shared/media";
+import { Door, TargetKind } from "../shared/kinds";
 import { JsonObject } from "../platform/http/bounded-json";
 import { InteractionOption } from "./ask";
 

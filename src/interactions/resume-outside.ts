@@ -5,15 +5,15 @@
  * trace (kind `agent_run`, trigger `background`, `interaction_id` the interaction's id, so
  * `GET /api/runs?interaction=<id>` finds it). A run that asks again parks again: a new interaction.
  */
-import { newTraceId } from "../observability/model/run-trace";
+import { newTraceId } from "../shared/run-trace";
 import type { Env } from "../platform/env";
 import type { JsonValue } from "../platform/http/bounded-json";
 import { directTrace } from "../observability/runs/direct";
 import { recordRun } from "../observability/runs/recorder";
-import { traceSteps, untraceSteps } from "../observability/runs/steps";
+import { traceSteps, untraceSteps } from "../shared/run-steps";
 import type { Settings } from "../platform/settings/settings";
 import { resumeAgent } from "../targets/agents/run";
-import type { ParkedLlmRun } from "../targets/model/parked-run";
+import type { ParkedLlmRun } from "../shared/parked-run";
 import { createTargetContext } from "../targets/context";
 import { canPark, createInteraction } from "./create";
 import { type InteractionResult, type InteractionState, askResult } from "./record";

@@ -9,12 +9,12 @@
  * - `InteractionHub`: one object for the deployment, the ring of interaction events that
  *   `GET /api/interactions/stream` tails (ids increase; `Last-Event-ID` replays what the ring holds).
  */
-import type { Attachment, Location } from "../channels/model/media";
+import type { Attachment, Location } from "../shared/media";
 import type { Env } from "../platform/env";
 import type { JsonObject } from "../platform/http/bounded-json";
 import { z } from "zod";
 import { type AnsweredBy, InteractionState, type InteractionStatus } from "./record";
-import type { ParkedRun } from "../targets/model/parked-run";
+import type { ParkedRun } from "../shared/parked-run";
 
 export type { InteractionStatus };
 

@@ -5,7 +5,7 @@
 import type { AnswerInput, ClaimResult, CreateInteraction, InteractionChange } from "./rpc";
 import { interactionHub } from "./rpc";
 import type { JsonObject } from "../platform/http/bounded-json";
-import type { ParkedRun } from "../targets/model/parked-run";
+import type { ParkedRun } from "../shared/parked-run";
 import { recordEnd } from "./ending";
 import { deleteInteractionRow } from "./index-store";
 import { run } from "../platform/persistence/d1";

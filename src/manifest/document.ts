@@ -4,14 +4,14 @@
  *
  * - `tools`: HTTP tools (the POST /api/tools-config/entries body), `agents` (the
  *   POST /api/agents-config/entries body), `mcp` (the POST /api/mcp-config/entries body),
- *   `api_tools` (API tool declarations, see src/manifest/api-tool-store.ts), each entry exactly the
+ *   `api_tools` (API tool declarations, see src/targets/tools/api-tool-store.ts), each entry exactly the
  *   body its own door takes, validated by the same schema and the same settings-bound checks.
  * - `connectors`: the connector provider ids. They come from the CONNECTORS_PROVIDERS setting, so a
  *   replace keeps them: the list may be left out, and when given it must be the current one.
  * - Secrets appear as references only: `{"env"}` and `{"connection"}` as declared, a literal header
  *   value as "<redacted>". In a replace, "<redacted>" stands for the value stored for that header
  *   of the entry with that title, so a read document can be edited and sent back as it is; but only
- *   while the entry's URL keeps its origin (src/targets/origin-lock.ts): a value is never carried
+ *   while the entry's URL keeps its origin (src/outbound/origin-lock.ts): a value is never carried
  *   to a host it was not entered for.
  *
  * A replace keeps what the manifest does not own (GET /api/manifest/preserved): declarations an
@@ -37,8 +37,8 @@ import {
   listDeclaredAgents,
   upsertAgentStatement,
 } from "../targets/agents/declarations";
-import { type HeaderSpec, headerConnections, headerReferences, redactHeaders } from "../targets/env-refs";
-import { keepStoredLiterals, urlOrigin } from "../targets/origin-lock";
+import { type HeaderSpec, headerConnections, headerReferences, redactHeaders } from "../outbound/env-refs";
+import { keepStoredLiterals, urlOrigin } from "../outbound/origin-lock";
 import { BUILTIN_TOOLS, isBuiltinTool } from "../targets/tools/builtins";
 import {
   type HttpTool,
@@ -48,7 +48,14 @@ import {
   listHttpTools,
   upsertHttpToolStatement,
 } from "../targets/tools/http-tools";
-import { type ApiTool, ApiToolDeclaration, apiToolOrigin, checkApiToolDeclaration, listApiTools, upsertApiToolStatement } from "./api-tool-store";
+import {
+  type ApiTool,
+  ApiToolDeclaration,
+  apiToolOrigin,
+  checkApiToolDeclaration,
+  listApiTools,
+  upsertApiToolStatement,
+} from "../targets/tools/api-tool-store";
 import { must } from "../platform/must";
 
 /** Most entries of one section (a replace writes them all in one batch). */

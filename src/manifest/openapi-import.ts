@@ -15,11 +15,11 @@ import { boundedJsonObject } from "../platform/http/bounded-json";
 import { badRequest } from "../platform/http/errors";
 import { checkOutboundUrl } from "../platform/net/address-guard";
 import type { Settings } from "../platform/settings/settings";
-import { headersSchema } from "../targets/env-refs";
-import { TARGET_NAME } from "../targets/names";
-import { withTimeout } from "../targets/timeout";
-import { endpointUrlSchema } from "../targets/urls";
-import { API_METHODS, type ApiParameter, ApiToolDeclaration, MAX_API_TOOL_TIMEOUT_SECONDS } from "./api-tool-store";
+import { headersSchema } from "../outbound/env-refs";
+import { TARGET_NAME } from "../shared/target-names";
+import { withTimeout } from "../platform/timeout";
+import { endpointUrlSchema } from "../outbound/urls";
+import { API_METHODS, type ApiParameter, ApiToolDeclaration, MAX_API_TOOL_TIMEOUT_SECONDS } from "../targets/tools/api-tool-store";
 
 export const ApiToolImport = z
   .object({

@@ -8,12 +8,12 @@
  */
 import { z } from "zod";
 import { HttpError, conflict, notFound } from "../platform/http/errors";
-import { splitMcpToolName } from "../mcp/names";
+import { splitMcpToolName } from "../shared/tool-names";
 import { deleteMcpServer, excludeMcpTool, getMcpServer, getMcpTool } from "../mcp/store";
 import { getPreset } from "../targets/presets/store";
 import { isBuiltinTool } from "../targets/tools/builtins";
 import { deleteHttpTool, getHttpTool } from "../targets/tools/http-tools";
-import { deleteApiTool, getApiTool } from "./api-tool-store";
+import { deleteApiTool, getApiTool } from "../targets/tools/api-tool-store";
 import { must } from "../platform/must";
 
 export const SOURCE_KINDS = ["http_tool", "api_tool", "mcp_server", "mcp_tool"] as const;

@@ -8,13 +8,13 @@
  */
 import { STORED_BY_PLUGIN } from "../access-control/stored-by";
 import type { EnvVars } from "../platform/env";
-import type { TargetKind } from "../conversations/model/kinds";
+import type { TargetKind } from "../shared/kinds";
 import { type Statement, d1, trusted } from "../platform/persistence/d1";
 import type { JsonObject } from "../platform/http/bounded-json";
 import { HttpError } from "../platform/http/errors";
 import type { Settings } from "../platform/settings/settings";
 import { BUILTIN_AGENT_NAMES, type AgentDeclaration, checkAgentDeclaration } from "../targets/agents/declarations";
-import { redactHeaders } from "../targets/env-refs";
+import { redactHeaders } from "../outbound/env-refs";
 import { initialBody } from "../targets/presets/model";
 import { isBuiltinTool } from "../targets/tools/builtins";
 import { type HttpToolDeclaration, checkHttpToolDeclaration } from "../targets/tools/http-tools";

@@ -12,7 +12,7 @@ import { describeIssues } from "../platform/http/validation";
 import { checkOutboundUrl } from "../platform/net/address-guard";
 import { edgeFetch } from "../platform/net/edge-fetch";
 import type { Settings } from "../platform/settings/settings";
-import { withTimeout } from "../targets/timeout";
+import { withTimeout } from "../platform/timeout";
 import { BUILTIN_INDEX } from "./builtin-catalog";
 import { RegistryIndex } from "./index-format";
 import { registryInvalid, registryNotConfigured, registryUnavailable } from "./refusals";

@@ -7,7 +7,7 @@
  */
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { checkJsonBounds } from "../platform/http/bounded-json";
-import { MAX_RESPONSE_BYTES } from "../targets/outbound";
+import { MAX_RESPONSE_BYTES } from "../outbound/fetch";
 import { type McpContext, type McpFailureKind, withMcpSession } from "./client";
 import type { McpServerSpec } from "./declarations";
 

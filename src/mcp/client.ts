@@ -20,10 +20,10 @@ import { ConnectionRefError, connectionHeaderValue } from "../connectors/token-r
 import type { Env } from "../platform/env";
 import { type OutboundPolicy, checkOutboundUrl } from "../platform/net/address-guard";
 import type { Settings } from "../platform/settings/settings";
-import { EnvRefError, resolveCallHeaders } from "../targets/env-refs";
-import { urlOrigin } from "../targets/origin-lock";
-import { MAX_RESPONSE_BYTES } from "../targets/outbound";
-import { withTimeout } from "../targets/timeout";
+import { EnvRefError, resolveCallHeaders } from "../outbound/env-refs";
+import { urlOrigin } from "../outbound/origin-lock";
+import { MAX_RESPONSE_BYTES } from "../outbound/fetch";
+import { withTimeout } from "../platform/timeout";
 import type { McpServerSpec } from "./declarations";
 import { envWithSecretValues } from "./secret-env";
 

@@ -10,7 +10,7 @@ import type { EnvVars } from "../platform/env";
 import { badRequest, notFound } from "../platform/http/errors";
 import { type Statement, batch, d1, first } from "../platform/persistence/d1";
 import type { Settings } from "../platform/settings/settings";
-import { headerConnections } from "../targets/env-refs";
+import { headerConnections } from "../outbound/env-refs";
 import type { McpContext } from "./client";
 import { McpServerDeclaration, McpServerView, checkMcpDeclaration, mcpServerView, specOf } from "./declarations";
 import { McpStatusView, refreshServer, serverStatus, statusViews } from "./listing";

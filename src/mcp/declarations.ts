@@ -8,10 +8,10 @@
 import { z } from "zod";
 import { assertConnectorStoreFor } from "../connectors/references";
 import type { EnvVars } from "../platform/env";
-import { RESERVED_SERVER_TITLES } from "./names";
+import { RESERVED_SERVER_TITLES } from "../shared/tool-names";
 import type { Settings } from "../platform/settings/settings";
-import { assertReferencesMayGo, headerConnections, headerReferences, headersSchema, redactHeaders } from "../targets/env-refs";
-import { assertDeclaredUrl, endpointUrlSchema } from "../targets/urls";
+import { assertReferencesMayGo, headerConnections, headerReferences, headersSchema, redactHeaders } from "../outbound/env-refs";
+import { assertDeclaredUrl, endpointUrlSchema } from "../outbound/urls";
 
 export const MAX_MCP_TIMEOUT_SECONDS = 300;
 export const DEFAULT_MCP_TIMEOUT_SECONDS = 30;

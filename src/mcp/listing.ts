@@ -5,16 +5,16 @@
  * writes nothing.
  *
  * A remote tool registers as `<server>.<tool>` when the declaration's include/exclude admit it,
- * its name fits the registry (src/mcp/names.ts) and its `inputSchema` is a usable JSON Schema by
+ * its name fits the registry (src/shared/tool-names.ts) and its `inputSchema` is a usable JSON Schema by
  * the same rules as a declared tool's (bounded, RE2 patterns, known types). Others are reported
  * as skipped with the reason, never silently dropped.
  */
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
-import { inputSchemaSchema, jsonSchemaSchema, type JsonSchema } from "../targets/json-schema";
+import { inputSchemaSchema, jsonSchemaSchema, type JsonSchema } from "../platform/json-schema";
 import { type McpContext, withMcpSession } from "./client";
 import { admitsTool } from "./declarations";
-import { remoteNameRefusal } from "./names";
+import { remoteNameRefusal } from "../shared/tool-names";
 import {
   type ListingOutcome,
   MAX_LISTING_BYTES,

@@ -32,8 +32,8 @@ import {
   splitAllowlist,
 } from "../platform/settings/secret-references";
 import type { Settings } from "../platform/settings/settings";
-import { EnvRefError, type HeaderSpec, headerReferences } from "../targets/env-refs";
-import { urlOrigin } from "../targets/origin-lock";
+import { EnvRefError, type HeaderSpec, headerReferences } from "../outbound/env-refs";
+import { urlOrigin } from "../outbound/origin-lock";
 import { listMcpServers } from "./store";
 
 /** What values sealed without an origin binding were sealed under (the value alone): they do not resolve. */

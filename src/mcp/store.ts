@@ -9,10 +9,10 @@ import type { ProviderDescriptor } from "../platform/settings/connector-settings
 import { notFound } from "../platform/http/errors";
 import { type SqlFragment, type Statement, all, batch, d1, exists, first, rowsOf, run, sql, trusted } from "../platform/persistence/d1";
 import { parseStored } from "../platform/persistence/stored-json";
-import { headerConnections } from "../targets/env-refs";
-import type { JsonSchema } from "../targets/json-schema";
+import { headerConnections } from "../outbound/env-refs";
+import type { JsonSchema } from "../platform/json-schema";
 import { type McpServerDeclaration, McpServerSpec, specOf } from "./declarations";
-import { mcpToolName } from "./names";
+import { mcpToolName } from "../shared/tool-names";
 
 export const MCP_STATUSES = ["pending", "ok", "failed", "deregistered"] as const;
 export type McpStatus = (typeof MCP_STATUSES)[number];

@@ -18,7 +18,7 @@
  * is `NOTIFICATIONS_FROM_<CHANNEL>`, else the identity the channel's own config names (Telegram's
  * bot id, Slack's bot user id: those providers send as the token's bot anyway).
  */
-import type { ChannelAdapter } from "../channels/adapter";
+import type { ChannelAdapter, SendDeps } from "../channels/adapter";
 import { ChannelConfigError, maxCharsFor } from "../channels/chunking";
 import { envString } from "../channels/common";
 import { adapterFor } from "../channels/registry";
@@ -27,7 +27,6 @@ import type { RichPart } from "../channels/rich/types";
 import { SLACK_ENV } from "../channels/slack";
 import { TELEGRAM_ENV, telegramBotId } from "../channels/telegram";
 import type { Env } from "../platform/env";
-import { webNotificationSink } from "../channels/web/notify";
 import { type HttpError, badRequest, serverError } from "../platform/http/errors";
 import { edgeFetch } from "../platform/net/edge-fetch";
 import type { Settings } from "../platform/settings/settings";
@@ -95,16 +94,22 @@ export function prepareChannelSend(
 }
 
 /**
+ * Where a send to a web visitor lands (their transcript). The door passes the web chat's sink, so
+ * this area does not reach up into the web chat and the threads it writes to.
+ */
+export type WebTranscriptSink = (env: Env, identity: string, visitor: string) => NonNullable<SendDeps["transcript"]>;
+
+/**
  * Sends the prepared steps once, in order. The first failure ends the send: steps accepted before
  * it stay delivered (a provider message cannot be taken back), and the caller gets the failure.
  */
-export async function deliverChannelSend(send: PreparedSend, env: Env, settings: Settings): Promise<void> {
+export async function deliverChannelSend(send: PreparedSend, env: Env, settings: Settings, web: WebTranscriptSink): Promise<void> {
   const deps = {
     fetch: edgeFetch,
     env,
     timeoutMs: settings.conversations.deliverySendTimeoutSeconds * 1000,
     // A web visitor has no provider: the send lands in their transcript.
-    ...(send.adapter.name === "web" ? { transcript: webNotificationSink(env, send.from, send.to) } : {}),
+    ...(send.adapter.name === "web" ? { transcript: web(env, send.from, send.to) } : {}),
   };
   for (const step of send.steps) {
     const r = await sendOutboundStep(send.adapter, step, { to: send.to, from: send.from }, deps);

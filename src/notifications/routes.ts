@@ -17,6 +17,7 @@ import { badRequest, forbidden } from "../platform/http/errors";
 import { addRoute, storeRefusal } from "../platform/http/route";
 import { clampAudience, feedOfReader } from "./audience";
 import { deliverChannelSend, prepareChannelSend } from "./channel-send";
+import { webNotificationSink } from "../web-chat/notify";
 import { richPartOf } from "../channels/rich/types";
 import { mintNotification } from "./record";
 import { NotificationFeedAnswer, NotificationSendBody } from "./schemas";
@@ -91,7 +92,7 @@ async function sendNotification(c: Context<AppEnv>, body: NotificationSendBody, 
     const refusal = storeRefusal("interactions", settings);
     if (refusal) throw refusal;
   }
-  await deliverChannelSend(send, c.env, settings);
+  await deliverChannelSend(send, c.env, settings, webNotificationSink);
   if (audience !== undefined) {
     await recordNotification(c.env, settings.notifications, mintNotification(body, { audience, recipient: send.to }, crypto.randomUUID(), new Date()));
   }

@@ -1,7 +1,7 @@
 /**
  * The notification shapes (spec §2.8, §4.9; platform-facts A1 "Field caps"): one zod schema per
  * shape with its type under the same name. They reuse the rich-part shapes of operator sends
- * (src/channels/rich/types.ts, src/channels/model/media.ts) where those fit and carry the notification
+ * (src/channels/rich/types.ts, src/shared/media.ts) where those fit and carry the notification
  * caps where they differ: an operator send's option rows are capped by what providers accept
  * (10), a notification's by the contract (100 options; 10 sections of at most 100 rows in all),
  * because a notification may go to the internal sink, where no provider limits it. A channel that
@@ -10,7 +10,7 @@
  * The rules across fields (composition) are the pure `compositionIssues` (./composition.ts).
  */
 import { z } from "zod";
-import { Attachment, LocationInput, Location, MAX_ATTACHMENTS, MAX_URL, MediaKind, inferKind } from "../channels/model/media";
+import { Attachment, LocationInput, Location, MAX_ATTACHMENTS, MAX_URL, MediaKind, inferKind } from "../shared/media";
 import { RichTemplate } from "../channels/rich/types";
 import { JsonObject, jsonObjectSchema } from "../platform/http/bounded-json";
 import { identifierSchema, isIntactIdentifier, nonBlankText } from "../platform/http/identifiers";
@@ -55,7 +55,7 @@ const mediaUrl = z
 /**
  * One media item as a send gives it (spec §4.9 `{url, caption, filename}`). `kind` (image,
  * document, video, audio) may be given; left out it is inferred (`document` with a filename, else
- * by the url's extension, else `document`: src/channels/model/media.ts `inferKind`). The stored item
+ * by the url's extension, else `document`: src/shared/media.ts `inferKind`). The stored item
  * always carries it (spec §2.8), so the output is an `Attachment`.
  */
 export const NotificationMedia = z

@@ -9,7 +9,7 @@
 import { z } from "zod";
 import { type Holder, sinceMs } from "../access-control/identity";
 import { type Statement, batch, d1, rowsOf, sql } from "../platform/persistence/d1";
-import { RUN_KINDS, RUN_OUTCOMES, type RunKind, type RunOutcome } from "./model/run-trace";
+import { RUN_KINDS, RUN_OUTCOMES, type RunKind, type RunOutcome } from "../shared/run-trace";
 import { SHED_COUNTER } from "./shed-counter";
 
 const counts = z.object(Object.fromEntries(RUN_OUTCOMES.map((o) => [o, z.number().int()])) as Record<RunOutcome, z.ZodNumber>).strict();

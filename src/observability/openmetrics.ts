@@ -5,7 +5,7 @@
  * turn duration, a summary with its quantiles, `_count` and `_sum`. The exposition ends with
  * `# EOF`. Label values are escaped (backslash, double quote, line feed).
  */
-import { RUN_OUTCOMES } from "./model/run-trace";
+import { RUN_OUTCOMES } from "../shared/run-trace";
 import type { Metrics } from "./metrics";
 
 /** The content types the door answers this text with. */

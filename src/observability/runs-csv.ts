@@ -1,9 +1,9 @@
 /** The runs export's CSV. Pure. */
 import type { RunView } from "./runs/query";
-import { RUN_SUMMARY_COLUMNS } from "./runs/runs-table";
+import { RUN_SUMMARY_COLUMNS } from "../shards/runs-table";
 import { toCsv } from "./csv";
 
-/** The export's columns, in order: the summary row's (src/observability/runs/runs-table.ts). */
+/** The export's columns, in order: the summary row's (src/shards/runs-table.ts). */
 export const RUN_CSV_COLUMNS = RUN_SUMMARY_COLUMNS;
 
 /** The CSV document of `runs`. */

@@ -4,7 +4,7 @@
  * verb's writes run in one synchronous block, so a merge or an unlink is atomic.
  */
 import type { Arrival, RedeemResult, UnlinkResult } from "./rpc";
-import type { Door } from "../conversations/model/kinds";
+import type { Door } from "../shared/kinds";
 import type { DirectoryKit } from "./directory-kit";
 import {
   CODE_TTL_SECONDS,

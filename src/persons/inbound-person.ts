@@ -8,7 +8,7 @@
  */
 import type { TurnInbound } from "../conversations/model/payload";
 import type { Route } from "../conversations/model/route";
-import { personThreadId } from "../conversations/model/thread-id";
+import { personThreadId } from "../shared/thread-id";
 import { type PersonDirectoryRpc, type PersonView, personDirectoryStub } from "./rpc";
 import type { Env } from "../platform/env";
 import { type DoorAddress, canonicalLocale } from "./pairing";

@@ -11,7 +11,7 @@
 import { keyAllowsTag, keyRunRefusal } from "../access-control/key-grants";
 import { type KeyRecord, type KeyWithOwner, keyWithOwnerByUserId, parseKeyWithOwner } from "../access-control/key-store";
 import { isAdminKey } from "../access-control/scopes";
-import type { TargetKind } from "../conversations/model/kinds";
+import type { TargetKind } from "../shared/kinds";
 
 /** The target a code would link into. */
 export type LinkTarget = { kind: TargetKind; name: string };

@@ -5,7 +5,7 @@
 import { type PersonDirectoryRpc, personDirectoryStub } from "./rpc";
 import { ledgerShard, personKey } from "../shards/rpc";
 import type { Env } from "../platform/env";
-import { TargetKind } from "../conversations/model/kinds";
+import { TargetKind } from "../shared/kinds";
 
 /** The directory holding person `personId`, or null when no directory lists it. */
 export async function directoryOfPerson(env: Env, personId: string): Promise<PersonDirectoryRpc | null> {

@@ -6,7 +6,7 @@
  */
 import type { PersonAddress, PersonView } from "./rpc";
 import { z } from "zod";
-import { TargetKind } from "../conversations/model/kinds";
+import { TargetKind } from "../shared/kinds";
 import { parseStored } from "../platform/persistence/stored-json";
 import { DoorAddress, doorAddressKey } from "./pairing";
 import { type ObjectSchema, type ObjectSql, migrateSchema, objectSql } from "../platform/persistence/object-sql";

@@ -6,7 +6,7 @@
  */
 import type { Env } from "../platform/env";
 import type { DoorAddress } from "./pairing";
-import type { Door, TargetKind } from "../conversations/model/kinds";
+import type { Door, TargetKind } from "../shared/kinds";
 
 /** One address row of a person, as the person read door shows it. */
 export interface PersonAddress {

@@ -4,11 +4,11 @@
  * into persons (`multichannel`), names its first-contact greeting and carries its state binding.
  */
 import { z } from "zod";
-import { type TargetKind, targetKindRefusing } from "../conversations/model/kinds";
+import { type TargetKind, targetKindRefusing } from "../shared/kinds";
 import { intactIdentifier } from "../platform/http/identifiers";
 import { CountRow, type Statement, all, batch, d1, first, rowsOf, run } from "../platform/persistence/d1";
 import { parseStored } from "../platform/persistence/stored-json";
-import { StateBinding } from "../states/state-binding";
+import { StateBinding } from "../shared/state-binding";
 import { parseGreetingTemplate } from "./greeting-template";
 
 /** A target kind as a config (and its doors) take it, refused in words. */

@@ -7,7 +7,7 @@
  */
 import { z } from "zod";
 import { JsonObject } from "../platform/http/bounded-json";
-import { StateBinding } from "../states/state-binding";
+import { StateBinding } from "../shared/state-binding";
 import { jsonColumn } from "../platform/persistence/stored-json";
 
 /** What a Schedule object is told to keep. */

@@ -8,7 +8,7 @@
 import { z } from "zod";
 import { userIdSchema } from "../access-control/schemas";
 import { type JsonObject, MAX_KWARGS_BYTES, boundedJsonObject } from "../platform/http/bounded-json";
-import { StateBinding } from "../states/state-binding";
+import { StateBinding } from "../shared/state-binding";
 import { isMaintenanceTool } from "../tool-runs/maintenance";
 import { RunToolName } from "../tool-runs/submit";
 import { type SlotSource, canonicalTimezone, compileCron } from "./cron";

@@ -7,11 +7,11 @@
  * (src/shards/timers.ts).
  */
 import { objectSettingsNow } from "../config/object-settings";
-import type { RunTrace } from "../observability/model/run-trace";
+import type { RunTrace } from "../shared/run-trace";
 import type { CounterDelta, LedgerEntry, LedgerKey, ListingPush } from "./rpc";
 import type { Env } from "../platform/env";
 import type { Clock } from "../platform/clock";
-import { summaryOf } from "../observability/runs/summary";
+import { summaryOf } from "./run-summary";
 import { RUNS_TRACE_RETENTION_SECONDS } from "../platform/settings/runs-settings";
 import { announceToConsoles } from "./console-announce";
 import { claimEntry, createLedger, dropEntries, dropThreadEntries, findEntry, putEntry, releaseEntry } from "./ledger";

@@ -14,19 +14,13 @@
  * removal of rows whose traces were pruned, the metrics counters (added up per minute, name and
  * label while buffered) and each listed thread's load (queue depth, delivery backlog: written
  * from the listing row to `thread_loads`). A summary row counts as one update against the batch,
- * like a settled turn; each kind is one statement per chunk (src/observability/runs/runs-table.ts), so a turn
+ * like a settled turn; each kind is one statement per chunk (src/shards/runs-table.ts), so a turn
  * adds a row to a statement of a batch, never a statement or a batch of its own.
  */
 import { type CounterDelta, type ListingPush, ListingRow, FailedRow, RunRow } from "./rpc";
 import { parseStored } from "../platform/persistence/stored-json";
-import { listingStatements } from "../conversations/door/indexes";
-import {
-  addCountersStatement,
-  deleteRunsStatement,
-  pruneCountersStatement,
-  threadLoadsStatements,
-  upsertRunsStatement,
-} from "../observability/runs/runs-table";
+import { listingStatements } from "./listing-table";
+import { addCountersStatement, deleteRunsStatement, pruneCountersStatement, threadLoadsStatements, upsertRunsStatement } from "./runs-table";
 import { type ObjectSchema, type ObjectSql, migrateSchema, objectSql, sqlText } from "../platform/persistence/object-sql";
 
 /** How often a shard's flush also reclaims old counters (at most, per shard instance). */

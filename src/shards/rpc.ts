@@ -22,8 +22,8 @@
  */
 import { z } from "zod";
 import type { Env } from "../platform/env";
-import { TargetKind } from "../conversations/model/kinds";
-import { RUN_KINDS, RUN_OUTCOMES, RUN_TRIGGERS, type RunTrace } from "../observability/model/run-trace";
+import { TargetKind } from "../shared/kinds";
+import { RUN_KINDS, RUN_OUTCOMES, RUN_TRIGGERS, type RunTrace } from "../shared/run-trace";
 
 /** How many IndexShard objects the deployment has. */
 export const SHARD_COUNT = 16;

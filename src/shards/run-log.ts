@@ -4,7 +4,7 @@
  * (`RUNS_TRACE_RETENTION_SECONDS` after the run started). A turn's trace lives in its thread object
  * instead. Plain synchronous functions over the shard's storage; the shard's alarm prunes.
  */
-import { RunTrace } from "../observability/model/run-trace";
+import { RunTrace } from "../shared/run-trace";
 import { parseStored } from "../platform/persistence/stored-json";
 import { type ObjectSchema, type SqlFragment, migrateSchema, objectSql, sqlPart } from "../platform/persistence/object-sql";
 

@@ -13,7 +13,7 @@ import { type JsonObject, boundedJsonObject, MAX_JSON_BYTES } from "../platform/
 import { d1, run } from "../platform/persistence/d1";
 import { intactIdentifier } from "../platform/http/identifiers";
 import { JqError, jqRun } from "../platform/jq/engine";
-import { checkAgainstSchema } from "../targets/json-schema";
+import { checkAgainstSchema } from "../platform/json-schema";
 import { substituteParameters } from "./compose";
 import { refusal } from "./refusals";
 import { type StateTemplateDocument, getTemplate } from "./templates";

@@ -4,7 +4,7 @@
  * `scope_expr` wins when it has one, `templates` are unioned, and injections and updates are
  * concatenated door-first. A state only the preset names comes after the door's.
  */
-import type { StateBinding } from "./state-binding";
+import type { StateBinding } from "../shared/state-binding";
 
 export function mergeBindings(door: StateBinding | null, preset: StateBinding | null): StateBinding | null {
   if (!door) return preset;

@@ -7,7 +7,7 @@
  */
 import type { Principal } from "../access-control/principal";
 import { type StoredRef, assertMayStore } from "../access-control/stored-by";
-import type { StateAttach, StateBinding } from "./state-binding";
+import type { StateAttach, StateBinding } from "../shared/state-binding";
 
 function attachRefs(attach: StateAttach): StoredRef[] {
   const refs: StoredRef[] = [{ kind: "state", state: attach.state, action: "read" }];

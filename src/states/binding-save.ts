@@ -14,7 +14,7 @@ import { JqError, jqCompile } from "../platform/jq/engine";
 import { renderTemplatedText, type TemplatedText } from "../templates/templated-text";
 import type { JsonObject } from "../platform/http/bounded-json";
 import { attachTemplate, detachTemplate } from "./attachments";
-import type { StateBinding } from "./state-binding";
+import type { StateBinding } from "../shared/state-binding";
 import { type StoredProgram, resolveProgram } from "./template-jq";
 import { getTemplate } from "./templates";
 

@@ -6,7 +6,7 @@
  */
 import { z } from "zod";
 import type { Holder } from "../access-control/identity";
-import { TargetKind } from "../conversations/model/kinds";
+import { TargetKind } from "../shared/kinds";
 import { TargetConversationConfig } from "../persons/target-configs";
 import { type Statement, all, batch, d1, rowsOf, sql, trusted } from "../platform/persistence/d1";
 import { parseStored } from "../platform/persistence/stored-json";

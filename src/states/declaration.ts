@@ -9,7 +9,7 @@
 import { type Schema, dereference } from "@cfworker/json-schema";
 import { z } from "zod";
 import { MAX_SCHEMA_BYTES, boundedJsonObject, checkJsonBounds } from "../platform/http/bounded-json";
-import { jsonSchemaSchema } from "../targets/json-schema";
+import { jsonSchemaSchema } from "../platform/json-schema";
 import { templatedTextSchema } from "../templates/templated-text";
 
 // ---------------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ import { HttpError, conflict } from "../platform/http/errors";
 import { JsonObject, JsonValue } from "../platform/http/bounded-json";
 import { all, batch, d1, first, rowsOf, run, sql } from "../platform/persistence/d1";
 import { parseStored } from "../platform/persistence/stored-json";
-import { StateAttach } from "./state-binding";
+import { StateAttach } from "../shared/state-binding";
 import { BindingError, type PendingItem, applyAttachUpdates, heldKey } from "./turn-binding";
 import { Subject as SubjectSchema, WriteOrigin } from "./views";
 

@@ -5,7 +5,7 @@
  * write that changes what lies at or above a composing path is refused.
  */
 import type { JsonObject, JsonValue } from "../platform/http/bounded-json";
-import { checkAgainstSchema } from "../targets/json-schema";
+import { checkAgainstSchema } from "../platform/json-schema";
 import { canonicalJson } from "./declaration";
 import type { Regime } from "./ops";
 

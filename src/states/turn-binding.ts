@@ -24,7 +24,7 @@ import type { JsonObject, JsonValue } from "../platform/http/bounded-json";
 import { renderTemplatedText, type TemplatedText } from "../templates/templated-text";
 import type { StoredAttachment } from "./effective";
 import { checkPersonSubject } from "./records";
-import type { StateAttach, StateBinding } from "./state-binding";
+import type { StateAttach, StateBinding } from "../shared/state-binding";
 import { TemplateJqError, opsFrom, resolveProgram, runInputProgram, runProgram, runUpdateProgram } from "./template-jq";
 import { Subject as SubjectSchema } from "./views";
 import { must } from "../platform/must";

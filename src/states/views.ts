@@ -4,7 +4,7 @@
  * speaks these types, and the OpenAPI document is generated from the schemas.
  */
 import { z } from "zod";
-import { TargetKind } from "../conversations/model/kinds";
+import { TargetKind } from "../shared/kinds";
 import { JsonObject, JsonValue } from "../platform/http/bounded-json";
 
 /** Whose record: a target's subject of some kind (`thread`, `person`, or an operator's own kind). */

@@ -7,7 +7,7 @@ import { z } from "zod";
 import { type KeyWithOwner, keyColumns, parsePrefixedKey } from "../access-control/key-store";
 import { storedByUserIdSql } from "../access-control/stored-by";
 import { badRequest, notFound } from "../platform/http/errors";
-import { toolNameSchema } from "../mcp/names";
+import { toolNameSchema } from "../shared/tool-names";
 import { all, d1, exists, first, run, trusted } from "../platform/persistence/d1";
 import { parseStored } from "../platform/persistence/stored-json";
 

@@ -1,14 +1,14 @@
 /** What every target runs with. Built from env + settings, never from a Hono context, so the
  * bridge can dispatch from inside a Durable Object. */
 import type { KeyWithOwner } from "../access-control/key-store";
-import type { Mode, TargetKind } from "../conversations/model/kinds";
+import type { Mode, TargetKind } from "../shared/kinds";
 import type { DoorAddress } from "../persons/pairing";
 import type { Env } from "../platform/env";
 import type { AskUserInput } from "../interactions/ask";
 import { edgeFetch } from "../platform/net/edge-fetch";
 import type { Settings } from "../platform/settings/settings";
 import { type LocalThreadMemory, checkpointStoreFor } from "./checkpoints";
-import type { CheckpointStore } from "./model/agent-memory";
+import type { CheckpointStore } from "../shared/agent-memory";
 
 export interface TargetContext {
   env: Env;

@@ -9,21 +9,21 @@
 import { authorizeTurn } from "../access-control/pass-role";
 import { storedByRefusal } from "../access-control/stored-by";
 import { ConnectionRefError, connectionHeaderValue } from "../connectors/token-resolution";
-import { buildApiRequest, sendApiRequest } from "../manifest/api-tool-call";
-import { apiToolOrigin } from "../manifest/api-tool-store";
+import { buildApiRequest, sendApiRequest } from "./tools/api-tool-call";
+import { apiToolOrigin } from "./tools/api-tool-store";
 import { callMcpTool } from "../mcp/call";
 import { MAX_BODY_BYTES } from "../platform/http/body";
 import { checkJsonBounds } from "../platform/http/bounded-json";
 import { applyExtensions } from "../extensions/apply";
 import type { CallerRef, ExecutionKeyRef, TargetContext } from "./context";
-import { EnvRefError, resolveCallHeaders } from "./env-refs";
-import { checkAgainstSchema } from "./json-schema";
-import { callJsonEndpoint } from "./outbound";
+import { EnvRefError, resolveCallHeaders } from "../outbound/env-refs";
+import { checkAgainstSchema } from "../platform/json-schema";
+import { callJsonEndpoint } from "../outbound/fetch";
 import { mergeKwargs } from "./presets/model";
 import { type RunAs, ToolError } from "./tools/builtins";
 import { type BaseTool, type ResolvedTool, resolveBaseTool, resolveTool } from "./tools/registry";
-import { withTimeout } from "./timeout";
-import { type StepVerdict, noteTargetVersion, timedStep } from "../observability/runs/steps";
+import { withTimeout } from "../platform/timeout";
+import { type StepVerdict, noteTargetVersion, timedStep } from "../shared/run-steps";
 
 export type { CallerRef, ExecutionKeyRef, TargetContext } from "./context";
 export { createTargetContext } from "./context";
@@ -149,7 +149,7 @@ export function dispatchStepVerdict(r: DispatchResult): StepVerdict {
 
 /**
  * Dispatches `name` with `kwargs`; see `dispatchUntimed`. When the context is traced (a run's
- * trace, src/observability/runs/steps.ts), the dispatch is recorded as one `tool` step with its timing.
+ * trace, src/shared/run-steps.ts), the dispatch is recorded as one `tool` step with its timing.
  */
 export async function dispatchTool(ctx: TargetContext, name: string, kwargs: unknown, opts: DispatchOptions = {}): Promise<DispatchResult> {
   return timedStep(ctx, "tool", name, () => dispatchUntimed(ctx, name, kwargs, opts), dispatchStepVerdict);

@@ -3,28 +3,12 @@
  * with mustache. Rendering never HTML-escapes: the outputs are jq programs and plain text.
  */
 import Mustache from "mustache";
-import { z } from "zod";
-import { MAX_KWARGS_BYTES, boundedJsonObject } from "../platform/http/bounded-json";
 import { HttpError } from "../platform/http/errors";
-import { intactIdentifier } from "../platform/http/identifiers";
 import { resolveTextAnywhere } from "../storage/text-resources";
 import { must } from "../platform/must";
 
-export const templatedTextSchema = z
-  .object({
-    content: z.string().nullable().optional(),
-    id: intactIdentifier(z.string().min(1).max(256)).nullable().optional(),
-    // Bounded: kwargs are stored with the route and rendered on every turn, so an unbounded
-    // value would break the route for good.
-    kwargs: boundedJsonObject(MAX_KWARGS_BYTES).default({}),
-  })
-  .strict()
-  .superRefine((t, ctx) => {
-    const hasContent = t.content !== undefined && t.content !== null;
-    const hasId = t.id !== undefined && t.id !== null;
-    if (hasContent === hasId) ctx.addIssue({ code: "custom", message: "exactly one of content or id must be set" });
-  });
-export type TemplatedText = z.infer<typeof templatedTextSchema>;
+export { type TemplatedText, templatedTextSchema } from "../shared/templated-text";
+import type { TemplatedText } from "../shared/templated-text";
 
 /** Parsed templates kept per isolate: at most this many, the least recently used dropped first. */
 export const MUSTACHE_CACHE_MAX_ENTRIES = 256;

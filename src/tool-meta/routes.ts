@@ -9,7 +9,7 @@ import { z } from "zod";
 import type { AppEnv } from "../platform/http/app-env";
 import { notFound } from "../platform/http/errors";
 import { addRoute } from "../platform/http/route";
-import { toolNameSchema } from "../mcp/names";
+import { toolNameSchema } from "../shared/tool-names";
 import { resolveTool } from "../targets/tools/registry";
 import { FolderId, FolderName, FolderView, ToolMetaPatch, ToolMetaView } from "./model";
 import { createFolder, deleteFolder, deleteToolMeta, moveFolder, patchToolMeta, renameFolder } from "./store";

@@ -14,7 +14,7 @@ import type { ToolRunRecord } from "./rpc";
 import type { AskUserInput } from "../interactions/ask";
 import { createInteraction } from "../interactions/create";
 import { setJqBudget } from "../platform/jq/engine";
-import { traceSteps, untraceSteps } from "../observability/runs/steps";
+import { traceSteps, untraceSteps } from "../shared/run-steps";
 import { createTargetContext } from "../targets/dispatch";
 import { ATTEMPT_LEASE_MS, RETRY_MS, alarmStep, interruptedEnd, waitLostEnd } from "./alarm-policy";
 import { type AttemptEnd, executeToolRun } from "./execute";

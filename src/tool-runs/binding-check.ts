@@ -9,7 +9,7 @@ import type { Env } from "../platform/env";
 import { notConfigured } from "../platform/http/errors";
 import type { Settings } from "../platform/settings/settings";
 import { checkBindingForSave } from "../states/binding-save";
-import type { StateBinding } from "../states/state-binding";
+import type { StateBinding } from "../shared/state-binding";
 
 export async function checkRunBinding(env: Env, settings: Settings, binding: StateBinding | null | undefined, now: Date): Promise<void> {
   if (!binding) return;

@@ -13,7 +13,7 @@
  */
 import { pruneClaimLinks } from "../access-control/claim-links";
 import { pruneThrottle } from "../access-control/throttle";
-import { pruneIndexes } from "../conversations/door/indexes";
+import { pruneIndexes } from "../shards/listing-table";
 import { pruneStarts } from "../connectors/starts";
 import type { Env } from "../platform/env";
 import type { JsonObject, JsonValue } from "../platform/http/bounded-json";
@@ -21,7 +21,7 @@ import type { Settings } from "../platform/settings/settings";
 import { pruneStates } from "../states/declarations";
 import { applyDueSaves } from "../states/pending-saves";
 import { sweepCheckpoints } from "../targets/checkpoints/sweep";
-import type { JsonSchema } from "../targets/json-schema";
+import type { JsonSchema } from "../platform/json-schema";
 import { pruneTriggerLinks } from "../hooks/trigger-links";
 import { pruneToolRuns } from "./index-store";
 

@@ -4,7 +4,7 @@
  */
 import { z } from "zod";
 import { JsonObject, JsonValue } from "../platform/http/bounded-json";
-import type { StateBinding } from "../states/state-binding";
+import type { StateBinding } from "../shared/state-binding";
 
 /** `waiting`: the run's tool asked a question (ask_user) and the run waits for its interaction to end. */
 export const ToolRunStatus = z.enum(["queued", "running", "waiting", "succeeded", "failed"]);

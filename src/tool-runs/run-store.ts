@@ -7,9 +7,9 @@
  * that object empty. Times are epoch ms.
  */
 import { z } from "zod";
-import { RunStep } from "../observability/model/run-trace";
+import { RunStep } from "../shared/run-trace";
 import { JsonObject, JsonValue } from "../platform/http/bounded-json";
-import { StateBinding } from "../states/state-binding";
+import { StateBinding } from "../shared/state-binding";
 import { jsonColumn, validStored } from "../platform/persistence/stored-json";
 import { type ObjectSchema, columnsOf, migrateSchema, objectSql, sqlText } from "../platform/persistence/object-sql";
 import { type ToolRunRequest, type ToolRunRecord, ToolRunOrigin, ToolRunStatus } from "./record";

@@ -5,7 +5,7 @@
  * so `GET /api/runs?interaction=<run_id>` finds it; a schedule's fire is a run with trigger
  * `schedule`, and a hook's fire a run of kind `hook_fire` with trigger `hook`.
  */
-import type { RunOutcome, RunTraceInput } from "../observability/model/run-trace";
+import type { RunOutcome, RunTraceInput } from "../shared/run-trace";
 import type { ToolRunRecord } from "./record";
 import type { RunSteps } from "./run-store";
 

@@ -7,7 +7,7 @@
 import { listDurableObjectIds, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { channelThreadId } from "../../src/conversations/model/thread-id";
+import { channelThreadId } from "../../src/shared/thread-id";
 import { createRoute, echoKey } from "../helpers/bridge";
 import { D1Counter, countedFetch } from "../helpers/d1-count";
 import { BASE, admin, call, dispatch, uniq } from "../helpers/http";

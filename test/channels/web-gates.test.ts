@@ -2,7 +2,7 @@
 import { env } from "cloudflare:workers";
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { type GateLimits, MAX_LIVE_CODES, admitEntry, gateBucketCapacity } from "../../src/channels/web/gates";
+import { type GateLimits, MAX_LIVE_CODES, admitEntry, gateBucketCapacity } from "../../src/web-chat/gates";
 import { admin, call, expectNotConfigured, mintKey, uniq } from "../helpers/http";
 
 const gatePath = (identity: string) => `/api/channels/web/gates/${identity}`;

@@ -2,7 +2,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { first } from "../../src/platform/persistence/d1";
-import { normalizeOrigin, parseSite, siteStatement } from "../../src/channels/web/sites";
+import { normalizeOrigin, parseSite, siteStatement } from "../../src/web-chat/sites";
 import { z } from "zod";
 import { admin, call, expectNotConfigured, mintKey, uniq } from "../helpers/http";
 

@@ -7,7 +7,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { codeChallengeS256 } from "../../src/connectors/pkce";
-import { renderConnectionHeader } from "../../src/connectors/header-ref";
+import { renderConnectionHeader } from "../../src/outbound/header-ref";
 import { keyId, keyRingOf, seal, unseal } from "../../src/connectors/sealing";
 import { grantOf, requestToken } from "../../src/connectors/token-endpoint";
 import { connectionStub } from "../../src/connectors/rpc";

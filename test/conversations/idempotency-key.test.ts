@@ -5,7 +5,7 @@
  */
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { apiThreadId } from "../../src/conversations/model/thread-id";
+import { apiThreadId } from "../../src/shared/thread-id";
 import { createRoute, echoKey, readRecord } from "../helpers/bridge";
 import { fakeNetwork } from "../helpers/edge";
 import { admin, call, mintKey, uniq } from "../helpers/http";

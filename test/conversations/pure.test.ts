@@ -3,8 +3,8 @@ import { liveOverride, personDefaultMode } from "../../src/conversations/model/m
 import { buildPayload, defaultKwargs, type TurnInbound } from "../../src/conversations/model/payload";
 import { adminProjection, callerSafeProjection, isSilence, type AnswerRecord } from "../../src/conversations/model/record";
 import { isHttpsUrl } from "../../src/conversations/model/schemas";
-import { inferKind } from "../../src/channels/model/media";
-import { apiThreadId, belongsToRoute, channelThreadId, encodePrincipal, parseThreadId, personThreadId } from "../../src/conversations/model/thread-id";
+import { inferKind } from "../../src/shared/media";
+import { apiThreadId, belongsToRoute, channelThreadId, encodePrincipal, parseThreadId, personThreadId } from "../../src/shared/thread-id";
 import { cooldownSeconds, take } from "../../src/conversations/door/token-bucket";
 import { checkJsonObject, checkParams } from "../../src/conversations/model/transport-bounds";
 

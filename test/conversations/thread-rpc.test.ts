@@ -9,7 +9,7 @@ import { describe, expectTypeOf, it } from "vitest";
 import type { ThreadObject } from "../../durable-objects/thread-object";
 import type { AnswerRecord } from "../../src/conversations/model/record";
 import type { ThreadRpc } from "../../src/conversations/model/thread-rpc";
-import type { CheckpointMessage } from "../../src/targets/model/agent-memory";
+import type { CheckpointMessage } from "../../src/shared/agent-memory";
 
 type Stub = DurableObjectStub<ThreadObject>;
 type Answer<M extends keyof ThreadRpc & keyof Stub> = Awaited<ReturnType<Stub[M]>>;

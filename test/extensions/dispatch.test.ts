@@ -4,7 +4,7 @@
  * the context's fetch edge (test/targets/helpers.ts).
  */
 import { describe, expect, it } from "vitest";
-import { collectRunSteps } from "../../src/observability/runs/steps";
+import { collectRunSteps } from "../../src/shared/run-steps";
 import { dispatchTool } from "../../src/targets/dispatch";
 import { D1Counter } from "../helpers/d1-count";
 import { fakeNetwork } from "../helpers/edge";

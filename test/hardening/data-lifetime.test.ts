@@ -1,6 +1,6 @@
 /**
  * The data-lifetime suite (docs/security.md "Every copy of a conversation"), generated from the
- * declared list of copies (src/operator/data-copies.ts `DATA_COPIES`):
+ * declared list of copies (src/conversations/operator/data-copies.ts `DATA_COPIES`):
  *
  * 1. Every copy has a fixture below, keyed by its name, and every fixture names a copy: a copy
  *    added to the list without one fails here.
@@ -18,7 +18,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DATA_COPIES, type DataCopy } from "../../src/operator/data-copies";
+import { DATA_COPIES, type DataCopy } from "../../src/conversations/operator/data-copies";
 import { SHARD_COUNT, allShards, shardStub } from "../../src/shards/rpc";
 import { readRecord } from "../helpers/bridge";
 import { BASE, admin, call, fetchWithEnv, uniq } from "../helpers/http";

@@ -14,7 +14,7 @@
  */
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { apiThreadId } from "../../src/conversations/model/thread-id";
+import { apiThreadId } from "../../src/shared/thread-id";
 import { fakeNetwork } from "../helpers/edge";
 import { uniq } from "../helpers/http";
 import { rawRows } from "../helpers/threads";

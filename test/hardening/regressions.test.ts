@@ -16,7 +16,7 @@ beforeAll(async () => {
 });
 
 describe("fuzz finding: the thread guard echoed the route name from the path", () => {
-  // Every door that names a thread shares one guard (src/operator/thread-guard.ts); its refusal
+  // Every door that names a thread shares one guard (src/conversations/operator/thread-guard.ts); its refusal
   // of a thread off the route must not spell the caller's route name back into the error.
   const offRoute = encodeURIComponent("bridge:some-other-route:root/someone");
   const doors: Array<[string, string, unknown?]> = [

@@ -6,7 +6,7 @@
  * alarm, off the turn's path (not counted here: it is another object).
  */
 import { describe, expect, it } from "vitest";
-import { apiThreadId } from "../../src/conversations/model/thread-id";
+import { apiThreadId } from "../../src/shared/thread-id";
 import { D1Counter, countThread, countedFetch } from "../helpers/d1-count";
 import { admin } from "../helpers/http";
 import { askRoute, pendingOf } from "./helpers";

@@ -15,7 +15,7 @@ import { questionAnswer } from "../../src/interactions/question";
 import { type InteractionState, askResult, viewFor, visibleTo } from "../../src/interactions/record";
 import { isTicketShaped, mintTicket, ticketExpiry } from "../../src/interactions/tickets";
 import { resumedMessages } from "../../src/targets/agents/llm";
-import { SKIPPED_CALL_RESULT } from "../../src/targets/model/parked-run";
+import { SKIPPED_CALL_RESULT } from "../../src/shared/parked-run";
 import { mintResume } from "../../src/conversations/thread/interaction-turns";
 import { isResumeInbound, resumedInteractionId } from "../../src/conversations/thread/parked";
 

@@ -1,6 +1,6 @@
 /**
  * A stored literal header does not follow its declaration to a new origin (docs/security.md "Where a
- * stored secret may go"; src/targets/origin-lock.ts). A manifest replace's "<redacted>" keeps the
+ * stored secret may go"; src/outbound/origin-lock.ts). A manifest replace's "<redacted>" keeps the
  * stored value only while the entry's URL keeps its origin: an HTTP tool, an http agent, an MCP
  * server or an API tool moved to another scheme, host or port needs the value entered again (400
  * naming the header, nothing written), and the literal never reaches the new host. An API tool's

@@ -2,13 +2,13 @@
 import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, it } from "vitest";
-import { buildApiRequest } from "../../src/manifest/api-tool-call";
-import { ApiToolDeclaration } from "../../src/manifest/api-tool-store";
+import { buildApiRequest } from "../../src/targets/tools/api-tool-call";
+import { ApiToolDeclaration } from "../../src/targets/tools/api-tool-store";
 import { mapCallResult } from "../../src/mcp/call";
 import { classifyMcpError } from "../../src/mcp/client";
 import { admitsTool } from "../../src/mcp/declarations";
 import { selectTools } from "../../src/mcp/listing";
-import { isToolName, remoteNameRefusal, splitMcpToolName } from "../../src/mcp/names";
+import { isToolName, remoteNameRefusal, splitMcpToolName } from "../../src/shared/tool-names";
 import { mapLimited } from "../../src/mcp/config";
 import { toCallResult } from "../../src/sub-mcp/server";
 

@@ -12,7 +12,7 @@ import { fakeFetch, json, testContext } from "../targets/helpers";
 import { deliver, hook } from "../hooks/helpers";
 import { endedRun } from "../tool-runs/helpers";
 import { MAINTENANCE_TOOL_NAMES } from "../../src/tool-runs/maintenance";
-import { RESERVED_SERVER_TITLES, splitMcpToolName } from "../../src/mcp/names";
+import { RESERVED_SERVER_TITLES, splitMcpToolName } from "../../src/shared/tool-names";
 import { MCP_URL, localMcpNetwork, serveLocalMcp } from "./support/local-mcp";
 import { must } from "../../src/platform/must";
 

@@ -6,7 +6,7 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { RunOutcome } from "../../src/observability/model/run-trace";
+import type { RunOutcome } from "../../src/shared/run-trace";
 import { allShards } from "../../src/shards/rpc";
 import { recordRun } from "../../src/observability/runs/recorder";
 import { send } from "../helpers/bridge";

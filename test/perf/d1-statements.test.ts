@@ -23,7 +23,7 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { apiThreadId, channelThreadId } from "../../src/conversations/model/thread-id";
+import { apiThreadId, channelThreadId } from "../../src/shared/thread-id";
 import { createRoute, echoKey, echoRoute, send } from "../helpers/bridge";
 import { TEST_ENV } from "../helpers/channels";
 import { D1Counter, type SideCount, countShards, countThread, countedFetch } from "../helpers/d1-count";

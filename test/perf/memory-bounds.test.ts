@@ -9,14 +9,14 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { ACCESS_EPOCH_MAX_SUBJECTS, type AccessEpoch } from "../../durable-objects/access-epoch";
-import { apiThreadId } from "../../src/conversations/model/thread-id";
+import { apiThreadId } from "../../src/shared/thread-id";
 import type { ThreadParts } from "../../src/conversations/thread/compose";
 import { InlineWaiters } from "../../src/conversations/thread/inline-waiters";
 import { ROUTE_SNAPSHOT_MS, RouteSnapshots } from "../../src/conversations/thread/route-reads";
 import { flushSheds, noteShed, pendingShedCount } from "../../src/observability/shed-counter";
 import { EpochCache } from "../../src/platform/epochs/cache";
 import { JQ_REMEMBERED_MAX, JQ_REMEMBERED_MAX_CHARS, JQ_REMEMBERED_MAX_PROGRAM_CHARS, jqRemembered, jqRun } from "../../src/platform/jq/engine";
-import { LINEAR_CACHE_MAX, checkAgainstSchema, linearPatternCount } from "../../src/targets/json-schema";
+import { LINEAR_CACHE_MAX, checkAgainstSchema, linearPatternCount } from "../../src/platform/json-schema";
 import { MEMORY_MAX_CHARS, MEMORY_MAX_THREADS, memoryCheckpointStore, memoryCheckpointUse } from "../../src/targets/checkpoints/memory";
 import {
   MUSTACHE_CACHE_MAX_CHARS,

@@ -13,7 +13,7 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { apiThreadId, channelThreadId } from "../../src/conversations/model/thread-id";
+import { apiThreadId, channelThreadId } from "../../src/shared/thread-id";
 import { addressBucketStub } from "../../src/conversations/door/bucket-rpc";
 import { createRoute, echoKey, echoRoute } from "../helpers/bridge";
 import { TEST_ENV } from "../helpers/channels";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { mergeBindings } from "../../src/states/binding-merge";
-import { StateBinding } from "../../src/states/state-binding";
+import { StateBinding } from "../../src/shared/state-binding";
 import { must } from "../../src/platform/must";
 
 const tt = (content: string) => ({ content });

@@ -4,7 +4,7 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { systemKinds } from "../../src/config/system-status";
+import { systemKinds } from "../../src/system/status";
 import { parseSettings } from "../../src/platform/settings/settings";
 import { BASE, admin, call, fetchWithEnv, mintKey } from "../helpers/http";
 

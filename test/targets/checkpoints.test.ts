@@ -5,7 +5,7 @@ import type { Env } from "../../src/platform/env";
 import { checkpointStoreFor } from "../../src/targets/checkpoints";
 import { appendCheckpoint, checkpointAlarmDue, purgeExpiredCheckpoint, readCheckpoint } from "../../src/targets/checkpoints/thread-memory";
 import { sweepCheckpoints } from "../../src/targets/checkpoints/sweep";
-import type { CheckpointMessage } from "../../src/targets/model/agent-memory";
+import type { CheckpointMessage } from "../../src/shared/agent-memory";
 import { admin, call, mintKey, uniq } from "../helpers/http";
 import { callWith, settingsOf } from "./helpers";
 import { must } from "../../src/platform/must";

@@ -4,12 +4,12 @@ import { memoryWindow, parseToolArguments, toolMessageContent } from "../../src/
 import { toAnswer } from "../../src/targets/agents/events";
 import { functionAliases } from "../../src/targets/agents/function-names";
 import { clientSafeFailure, sseComment, sseFrame } from "../../src/targets/agents/sse";
-import { idleExpiry, parseStoredMessage } from "../../src/targets/model/agent-memory";
-import { EnvRefError, REDACTED, redactHeaders, resolveHeaders } from "../../src/targets/env-refs";
-import { ANY_OBJECT_SCHEMA, ANY_SCHEMA, checkAgainstSchema, inputSchemaSchema, jsonSchemaSchema } from "../../src/targets/json-schema";
-import { MAX_RESPONSE_BYTES, callJsonEndpoint } from "../../src/targets/outbound";
+import { idleExpiry, parseStoredMessage } from "../../src/shared/agent-memory";
+import { EnvRefError, REDACTED, redactHeaders, resolveHeaders } from "../../src/outbound/env-refs";
+import { ANY_OBJECT_SCHEMA, ANY_SCHEMA, checkAgainstSchema, inputSchemaSchema, jsonSchemaSchema } from "../../src/platform/json-schema";
+import { MAX_RESPONSE_BYTES, callJsonEndpoint } from "../../src/outbound/fetch";
 import { carryForward, mergeKwargs, parseVersionSegment, schemaWithoutFixed, versionView } from "../../src/targets/presets/model";
-import { withTimeout } from "../../src/targets/timeout";
+import { withTimeout } from "../../src/platform/timeout";
 import type { Env } from "../../src/platform/env";
 
 describe("presets", () => {

@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import type { Env } from "../../src/platform/env";
 import { isForbiddenReference, isReferenceable } from "../../src/platform/settings/secret-references";
 import { runAgent } from "../../src/targets/agents/run";
-import { EnvRefError, resolveEnvRef, resolveHeaders } from "../../src/targets/env-refs";
+import { EnvRefError, resolveEnvRef, resolveHeaders } from "../../src/outbound/env-refs";
 import { fakeNetwork } from "../helpers/edge";
 import { admin, call, uniq } from "../helpers/http";
 import { callWith, fakeFetch, json, testContext } from "./helpers";

@@ -1,6 +1,6 @@
 /**
  * Entry of the chat page (public/web/chat.js, loaded by GET /api/channels/web/chat/{identity}).
- * The page door already set the session cookie and wrote the markup (src/channels/web/assets.ts);
+ * The page door already set the session cookie and wrote the markup (src/web-chat/assets.ts);
  * this reads the identity from its meta and runs the chat on those elements, offering a pairing
  * link's code to the visitor to send.
  */

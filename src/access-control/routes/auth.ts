@@ -15,7 +15,7 @@ import { pinnedSet } from "../public-routes";
 import { RoleName, roleNames } from "../roles";
 import { userIdSchema } from "../schemas";
 import { clearFailures, recordFailure, throttleWait } from "../throttle";
-import type { TargetKind } from "../../conversations/model/kinds";
+import type { TargetKind } from "../../shared/kinds";
 import type { AppEnv } from "../../platform/http/app-env";
 import { HttpError, badRequest, forbidden, notConfigured, tooManyRequests } from "../../platform/http/errors";
 import { addPublicRoute, addRoute, registry } from "../../platform/http/route";

@@ -8,7 +8,7 @@
  */
 import { notConfigured } from "../../platform/http/errors";
 import { checkBindingForSave } from "../../states/binding-save";
-import type { StateBinding } from "../../states/state-binding";
+import type { StateBinding } from "../../shared/state-binding";
 import { deployedStates, deployedTemplates } from "../deployment";
 import type { SectionName } from "../rows";
 import { type ImportContext, inRow, rowFault } from "../section";

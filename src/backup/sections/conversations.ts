@@ -16,14 +16,14 @@
 import { z } from "zod";
 import { base64url } from "../../access-control/crypto";
 import { bindExecutionKey } from "../../access-control/pass-role";
-import { flushListings } from "../../conversations/door/indexes";
+import { flushListings } from "../../shards/listing-table";
 import { listRoutes, routeByChannelIdentity, routeHasThreads, upsertRouteStatement } from "../../conversations/store";
 import type { Route } from "../../conversations/model/route";
 import { routeCreateBody, routeNameSchema } from "../../conversations/model/schemas";
 import { conflict } from "../../platform/http/errors";
 import { d1 } from "../../platform/persistence/d1";
 import { listConfigs, putConfigStatement } from "../../persons/target-configs";
-import { assertDeclaredUrl } from "../../targets/urls";
+import { assertDeclaredUrl } from "../../outbound/urls";
 import { deployedKeys } from "../deployment";
 import type { RouteBackupRow, RouteSecretBackupRow } from "../rows";
 import { BackupSealer, backupAad, openBackupSecret } from "../secret-values";

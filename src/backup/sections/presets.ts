@@ -6,10 +6,10 @@
  * HTTP tool in the deployment or this import, never a preset), as at the door.
  */
 import { z } from "zod";
-import type { StateBinding } from "../../states/state-binding";
+import type { StateBinding } from "../../shared/state-binding";
 import { type PresetBody, initialBody, presetBodySchema, presetCreateSchema, tagsSchema } from "../../targets/presets/model";
 import { insertVersionStatement, presetRowStatement } from "../../targets/presets/store";
-import { targetNameSchema } from "../../targets/names";
+import { targetNameSchema } from "../../shared/target-names";
 import { isBuiltinTool } from "../../targets/tools/builtins";
 import { batch, d1, rowsOf } from "../../platform/persistence/d1";
 import { parseStored } from "../../platform/persistence/stored-json";

@@ -7,7 +7,7 @@
 import { z } from "zod";
 import { conditionNeedsRequest } from "../../access-control/condition";
 import { getRole } from "../../access-control/roles";
-import type { TargetKind } from "../../conversations/model/kinds";
+import type { TargetKind } from "../../shared/kinds";
 import { JqError, jqCompile } from "../../platform/jq/engine";
 import { d1, first } from "../../platform/persistence/d1";
 import { BUILTIN_AGENT_NAMES } from "../../targets/agents/declarations";

@@ -9,14 +9,14 @@
  * else refuses the row: a tool silently losing its credential header would fail at every call.
  * `{"env"}` and `{"connection"}` references are not secrets and stay in the rows.
  *
- * A literal belongs to the URL origin it was entered for (src/targets/origin-lock.ts). An export
+ * A literal belongs to the URL origin it was entered for (src/outbound/origin-lock.ts). An export
  * seals each value for its (kind, title, header, origin) under SETTINGS_ENCRYPTION_KEY
  * (src/backup/secret-values.ts), so it opens only for a declaration of that title sending to that
  * origin; and the deployment's own value is kept only while the imported row keeps its origin.
  * Anything else needs the value in plain text, entered again.
  */
 import { assertConnectionsLendable, sentTo } from "../../connectors/references";
-import type { TargetKind } from "../../conversations/model/kinds";
+import type { TargetKind } from "../../shared/kinds";
 import {
   type AgentDeclaration,
   BUILTIN_AGENT_NAMES,
@@ -26,10 +26,10 @@ import {
   listDeclaredAgents,
   upsertAgentStatement,
 } from "../../targets/agents/declarations";
-import { type HeaderSpec, headerConnections, headerValueSchema } from "../../targets/env-refs";
-import { movedSecretMessage, urlOrigin } from "../../targets/origin-lock";
+import { type HeaderSpec, headerConnections, headerValueSchema } from "../../outbound/env-refs";
+import { movedSecretMessage, urlOrigin } from "../../outbound/origin-lock";
 import { d1 } from "../../platform/persistence/d1";
-import { targetNameSchema } from "../../targets/names";
+import { targetNameSchema } from "../../shared/target-names";
 import { isBuiltinTool } from "../../targets/tools/builtins";
 import {
   type HttpToolDeclaration,

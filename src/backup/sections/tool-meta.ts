@@ -11,7 +11,7 @@
  * its tool, as on the doors.
  */
 import { d1 } from "../../platform/persistence/d1";
-import { targetNameSchema } from "../../targets/names";
+import { targetNameSchema } from "../../shared/target-names";
 import { MAX_FOLDERS, MAX_FOLDER_DEPTH, ancestry } from "../../tool-meta/folders";
 import { FolderId, FolderName, type FolderView, ToolMetaFields } from "../../tool-meta/model";
 import { listFolders, listToolMeta } from "../../tool-meta/store";

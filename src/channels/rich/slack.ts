@@ -9,7 +9,7 @@
  * Every message also carries a plain `text` fallback for notifications.
  */
 import type { SendDeps, SendResult } from "../adapter";
-import type { Attachment } from "../model/media";
+import type { Attachment } from "../../shared/media";
 import type { RichOption, RichPlan, RichSender, RichStep } from "./types";
 import { must } from "../../platform/must";
 

@@ -12,7 +12,7 @@
  *   its caption and the keyboard attached.
  */
 import type { SendDeps, SendResult } from "../adapter";
-import type { Attachment } from "../model/media";
+import type { Attachment } from "../../shared/media";
 import type { RichOption, RichPlan, RichSender, RichStep } from "./types";
 
 const METHODS: Record<Attachment["kind"], [method: string, field: string]> = {

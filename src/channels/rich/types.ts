@@ -13,7 +13,7 @@ import { z } from "zod";
 import { jsonObjectSchema } from "../../platform/http/bounded-json";
 import { identifierSchema, nonBlankText } from "../../platform/http/identifiers";
 import type { ChannelCapabilities, SendDeps, SendResult } from "../channel-types";
-import { AttachmentInput, LocationInput, MAX_ATTACHMENTS, MAX_URL } from "../model/media";
+import { AttachmentInput, LocationInput, MAX_ATTACHMENTS, MAX_URL } from "../../shared/media";
 
 /** Rows of options across all sections (the spec leaves the cap open; WhatsApp lists hold 10). */
 export const MAX_OPTION_ROWS = 10;

@@ -13,7 +13,7 @@
  * Interactive and Flow messages carry the text as their body; the others follow the text.
  */
 import type { SendDeps, SendResult } from "../adapter";
-import type { Attachment } from "../model/media";
+import type { Attachment } from "../../shared/media";
 import type { RichOption, RichPart, RichPlan, RichSender, RichStep, RichTemplate } from "./types";
 
 const MAX_REPLY_BUTTONS = 3;

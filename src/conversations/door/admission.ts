@@ -35,7 +35,7 @@ import type { Context } from "hono";
 import type { AppEnv } from "../../platform/http/app-env";
 import type { MessageBody } from "../model/schemas";
 import { type ThreadRpc, takeToken, threadStub } from "./stubs";
-import { apiThreadId, channelThreadId, routePrefix } from "../model/thread-id";
+import { apiThreadId, channelThreadId, routePrefix } from "../../shared/thread-id";
 import { ensureInboundPerson, threadFor, turnPerson, undoFirstContact } from "../../persons/inbound-person";
 
 /** `ThreadObject.accept`'s request and answer, as the thread's RPC contract declares them. */

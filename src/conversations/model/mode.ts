@@ -4,7 +4,7 @@
  * This module holds its pure rules; src/conversations/thread/thread-mode.ts keeps it in the object's storage.
  */
 import { z } from "zod";
-import { Mode } from "./kinds";
+import { Mode } from "../../shared/kinds";
 
 /**
  * A stored override: the mode, when it lapses, and the route incarnation it was set under. A

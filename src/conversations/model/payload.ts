@@ -2,8 +2,8 @@
  * The tool-turn payload of spec §4.2 and the default kwargs (pure).
  */
 import { z } from "zod";
-import { Attachment, Location } from "../../channels/model/media";
-import type { TargetKind } from "./kinds";
+import { Attachment, Location } from "../../shared/media";
+import type { TargetKind } from "../../shared/kinds";
 import { JsonObject, JsonValue } from "../../platform/http/bounded-json";
 import { InboundEvent } from "./record";
 

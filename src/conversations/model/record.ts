@@ -2,9 +2,9 @@
  * Answer records (spec §2.2, decisions §7) and their projections (pure).
  */
 import { z } from "zod";
-import { Attachment, Location } from "../../channels/model/media";
+import { Attachment, Location } from "../../shared/media";
 import { RichPart } from "../../channels/rich/types";
-import { Door } from "./kinds";
+import { Door } from "../../shared/kinds";
 import { JsonObject } from "../../platform/http/bounded-json";
 
 export const DELIVERY_STATUSES = ["accepted", "pending_delivery", "provisional", "delivered", "failed", "shed", "silent"] as const;

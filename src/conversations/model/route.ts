@@ -8,7 +8,7 @@ import type { KeyWithOwner } from "../../access-control/model";
 import type { TargetConversationConfig } from "../../persons/target-configs";
 import { JsonValue } from "../../platform/http/bounded-json";
 import { jsonColumn } from "../../platform/persistence/stored-json";
-import { Door, Mode, TargetKind } from "./kinds";
+import { Door, Mode, TargetKind } from "../../shared/kinds";
 
 /**
  * A route: the one schema of a stored route (a `routes` row), with its type under the same name. Reading a

@@ -1,8 +1,8 @@
 /** Zod schemas of the bridge's doors (spec §4.1–§4.5, decisions §5–§7). */
 import { z } from "zod";
 import { userIdSchema } from "../../access-control/schemas";
-import { AttachmentInput, LocationInput, MAX_ATTACHMENTS } from "../../channels/model/media";
-import { Door, Mode, TargetKind } from "./kinds";
+import { AttachmentInput, LocationInput, MAX_ATTACHMENTS } from "../../shared/media";
+import { Door, Mode, TargetKind } from "../../shared/kinds";
 import { jsonObjectSchema } from "../../platform/http/bounded-json";
 import { identifierSchema, intactIdentifier } from "../../platform/http/identifiers";
 import { templatedTextSchema } from "../../templates/templated-text";

@@ -12,13 +12,13 @@
  */
 import type { KeyWithOwner } from "../../access-control/model";
 import type { ModeStamp } from "./mode";
-import type { Mode } from "./kinds";
+import type { Mode } from "../../shared/kinds";
 import type { TurnInbound } from "./payload";
 import type { AnswerRecord, DeliveryStatus } from "./record";
 import type { Route, TargetFacts } from "./route";
 import type { Env } from "../../platform/env";
-import type { CheckpointMessage } from "../../targets/model/agent-memory";
-import type { RunTrace } from "../../observability/model/run-trace";
+import type { CheckpointMessage } from "../../shared/agent-memory";
+import type { RunTrace } from "../../shared/run-trace";
 import type { WebSessionCheck } from "./web";
 
 /** What a door hands over. `preset` records (slow-down, shed, operator send) run no turn. */

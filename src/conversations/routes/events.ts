@@ -7,7 +7,7 @@ import { admitEvent } from "../door/event-door";
 import type { AppEnv } from "../../platform/http/app-env";
 import { addRoute } from "../../platform/http/route";
 import { admissionAnswer } from "./answer";
-import { eventBody } from "../../operator/schemas";
+import { eventBody } from "../operator/schemas";
 
 export const conversationEventsRouter = new Hono<AppEnv>();
 

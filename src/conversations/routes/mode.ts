@@ -11,10 +11,10 @@ import { addRoute } from "../../platform/http/route";
 import { REPLAYED_HEADER } from "../../platform/http/idempotency";
 import { threadPrincipal } from "../../access-control/identity";
 import { threadKey } from "../door/admission";
-import { sendOperatorMessage } from "../../operator/operator-send";
-import { modeAnswer, modeBody, modeSetAnswer, operatorSendBody, sentAnswer, threadIdQuery } from "../../operator/schemas";
-import { guardThreadOnRoute } from "../../operator/thread-guard";
-import { modeInForce, setThreadMode } from "../../operator/threads";
+import { sendOperatorMessage } from "../operator/operator-send";
+import { modeAnswer, modeBody, modeSetAnswer, operatorSendBody, sentAnswer, threadIdQuery } from "../operator/schemas";
+import { guardThreadOnRoute } from "../operator/thread-guard";
+import { modeInForce, setThreadMode } from "../operator/threads";
 
 export const conversationModeRouter = new Hono<AppEnv>();
 

@@ -11,8 +11,8 @@ import { intactIdentifier } from "../../platform/http/identifiers";
 import { addRoute } from "../../platform/http/route";
 import { canonicalLocale } from "../../persons/pairing";
 import { directoryOfPerson } from "../../persons/person-lookup";
-import { Door, TargetKind } from "../model/kinds";
-import { erasePerson } from "../../operator/threads";
+import { Door, TargetKind } from "../../shared/kinds";
+import { erasePerson } from "../operator/threads";
 
 export const conversationPersonsRouter = new Hono<AppEnv>();
 

@@ -9,10 +9,10 @@ import { routeParams } from "../model/schemas";
 import type { AppEnv } from "../../platform/http/app-env";
 import { toWindow } from "../../platform/http/paging";
 import { addRoute } from "../../platform/http/route";
-import { listThreads, readTranscript, searchRoute } from "../../operator/reads";
-import { forgetAnswer, recordsPage, searchQuery, threadIdQuery, threadsPage, threadsQuery, transcriptPage, transcriptQuery } from "../../operator/schemas";
-import { guardThreadOnRoute } from "../../operator/thread-guard";
-import { forgetThread } from "../../operator/threads";
+import { listThreads, readTranscript, searchRoute } from "../operator/reads";
+import { forgetAnswer, recordsPage, searchQuery, threadIdQuery, threadsPage, threadsQuery, transcriptPage, transcriptQuery } from "../operator/schemas";
+import { guardThreadOnRoute } from "../operator/thread-guard";
+import { forgetThread } from "../operator/threads";
 
 export const conversationThreadsRouter = new Hono<AppEnv>();
 

@@ -4,7 +4,7 @@
  * own storage, each append re-arming the one alarm for the memory's idle expiry.
  */
 import { appendCheckpoint, deleteCheckpoint, readCheckpoint } from "../../targets/checkpoints/thread-memory";
-import type { CheckpointMessage } from "../../targets/model/agent-memory";
+import type { CheckpointMessage } from "../../shared/agent-memory";
 import type { ThreadAlarm } from "./alarm";
 import type { ThreadDeps } from "./deps";
 

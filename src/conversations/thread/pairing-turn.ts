@@ -9,7 +9,7 @@ import type { TurnInbound } from "../model/payload";
 import type { AnswerRecord } from "../model/record";
 import type { Route } from "../model/route";
 import { type TurnOutcome, errorOutcome } from "./turn-runner";
-import { encodePrincipal } from "../model/thread-id";
+import { encodePrincipal } from "../../shared/thread-id";
 import { type Arrival, personDirectoryStub } from "../../persons/rpc";
 import type { Env } from "../../platform/env";
 import { needsPairingCode, parseGreetingTemplate, renderGreeting } from "../../persons/greeting-template";

@@ -9,7 +9,7 @@
  */
 import { z } from "zod";
 import type { TurnInbound } from "../model/payload";
-import { Door } from "../model/kinds";
+import { Door } from "../../shared/kinds";
 import { parseStored } from "../../platform/persistence/stored-json";
 import { threadSql } from "./store";
 

@@ -1,5 +1,5 @@
 import { type ModeStamp, StoredOverride, liveOverride } from "../model/mode";
-import type { Mode } from "../model/kinds";
+import type { Mode } from "../../shared/kinds";
 import type { ModeInForce } from "../model/thread-rpc";
 import { parseStored } from "../../platform/persistence/stored-json";
 import type { ThreadDeps } from "./deps";

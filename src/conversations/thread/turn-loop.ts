@@ -1,13 +1,13 @@
 import { turnSlots } from "./concurrency";
 import { personDefaultMode } from "../model/mode";
-import type { Mode } from "../model/kinds";
+import type { Mode } from "../../shared/kinds";
 import { logTurnAbandoned } from "./ops-log";
 import { type AnswerRecord, type DeliveryStatus, TERMINAL_STATUSES } from "../model/record";
 import { type RouteSnapshots, type TurnRead, turnReads } from "./route-reads";
 import { routesOfPerson } from "../model/payload";
 import { manualRoutesOfTarget } from "../store";
 import type { Route } from "../model/route";
-import { parseThreadId } from "../model/thread-id";
+import { parseThreadId } from "../../shared/thread-id";
 import { type ParkOrigin, type TurnOutcome, errorOutcome, resumeParked, runTarget, silentOutcome } from "./turn-runner";
 import { interactionStub } from "../../interactions/rpc";
 import { canPark } from "../../interactions/create";
@@ -22,8 +22,8 @@ import { type StoredRecord, getStored, hasOrphan, isOpenRecord, isQueued, isRunn
 import type { ThreadMode } from "./thread-mode";
 import { PersonTurn, doorAddressOf, pairingIntentOf, withGreeting } from "./pairing-turn";
 import { type TurnRun, keepTurnTrace, startTurnRun, turnTrace } from "./turn-trace";
-import { summaryOf } from "../../observability/runs/summary";
-import { traceSteps } from "../../observability/runs/steps";
+import { summaryOf } from "../../shards/run-summary";
+import { traceSteps } from "../../shared/run-steps";
 import type { KeyWithOwner } from "../../access-control/key-store";
 import { must } from "../../platform/must";
 

@@ -1,7 +1,7 @@
 /**
  * A bridge turn's run trace (docs/observability.md). The turn loop collects the turn's
  * steps (tool dispatches, model and agent endpoint calls) on its TargetContext while it runs
- * (src/observability/runs/steps.ts) and, where the turn settles, keeps the trace in the thread's own SQLite in
+ * (src/shared/run-steps.ts) and, where the turn settles, keeps the trace in the thread's own SQLite in
  * the same transaction as the settled record, with its summary row noted in the outbox: the row
  * reaches D1 `runs` in the shards' batches, so a trace costs the turn no D1 statement and no
  * extra object call. The trace is deleted with its record (retention) and with the thread (forget,
@@ -11,8 +11,8 @@
 import type { AnswerRecord } from "../model/record";
 import type { TurnInbound } from "../model/payload";
 import type { TurnOutcome } from "./turn-runner";
-import { RunTrace, type RunOutcome, type RunStep, type RunTarget } from "../../observability/model/run-trace";
-import { StepLog, boundError } from "../../observability/runs/steps";
+import { RunTrace, type RunOutcome, type RunStep, type RunTarget } from "../../shared/run-trace";
+import { StepLog, boundError } from "../../shared/run-steps";
 import { parseStored } from "../../platform/persistence/stored-json";
 import { getStored, threadSql } from "./store";
 

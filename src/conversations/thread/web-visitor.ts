@@ -28,7 +28,7 @@
 import { z } from "zod";
 import { WEB_HEADERS, type WebEntry, WebEntryRole, type WebSessionCheck } from "../model/web";
 import { type ObjectSql, objectSql, sqlList, sqlPart } from "../../platform/persistence/object-sql";
-import { channelThreadId } from "../model/thread-id";
+import { channelThreadId } from "../../shared/thread-id";
 
 /**
  * Where a web record's entries belong: the visitor's own thread on the route, which holds the

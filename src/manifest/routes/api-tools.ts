@@ -8,7 +8,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import type { AppEnv } from "../../platform/http/app-env";
 import { addRoute } from "../../platform/http/route";
-import { ApiToolView, apiToolView, checkApiToolDeclaration, upsertApiTool } from "../api-tool-store";
+import { ApiToolView, apiToolView, checkApiToolDeclaration, upsertApiTool } from "../../targets/tools/api-tool-store";
 import { ApiToolImport, declarationFromOperation, fetchOpenApiDocument } from "../openapi-import";
 import { edgeFetch } from "../../platform/net/edge-fetch";
 import { must } from "../../platform/must";

@@ -15,7 +15,7 @@ import { MAX_SECRET_ENV_ORIGINS, writeSecretEnv } from "../secret-env";
 import { deleteMcpServer } from "../store";
 import { ENV_NAME } from "../../platform/settings/secret-references";
 import { createTargetContext } from "../../targets/dispatch";
-import { endpointUrlSchema } from "../../targets/urls";
+import { endpointUrlSchema } from "../../outbound/urls";
 
 export const mcpConfigRouter = new Hono<AppEnv>();
 

@@ -8,7 +8,7 @@ import { type Context, Hono } from "hono";
 import { z } from "zod";
 import { type Holder, fingerprintInLineage, holderOf } from "../../access-control/identity";
 import type { Principal } from "../../access-control/principal";
-import { RunTrace } from "../model/run-trace";
+import { RunTrace } from "../../shared/run-trace";
 import { toolRunStub } from "../../tool-runs/rpc";
 import type { Env } from "../../platform/env";
 import type { AppEnv } from "../../platform/http/app-env";
@@ -21,7 +21,7 @@ import { DEFAULT_WINDOW, windowQuery, windowSeconds } from "../window";
 import { RUN_CSV_COLUMNS, runsCsv } from "../runs-csv";
 import { callerFilter, runsPage } from "../runs/caller";
 import { RunView, listRuns, runFilterQuery } from "../runs/query";
-import { findTrace, mayRead, traceFileName, traceFor } from "../runs/traces";
+import { findTrace, mayRead, traceFileName, traceFor } from "../../conversations/run-traces";
 import { must } from "../../platform/must";
 
 export const observabilityRouter = new Hono<AppEnv>();

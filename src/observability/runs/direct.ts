@@ -4,12 +4,12 @@
  * calling key) and recorded through `recordRun` in the background; recording never changes what
  * the run answers.
  */
-import { type RunOutcome, type RunTraceInput, newTraceId } from "../model/run-trace";
-import type { TargetKind } from "../../conversations/model/kinds";
+import { type RunOutcome, type RunTraceInput, newTraceId } from "../../shared/run-trace";
+import type { TargetKind } from "../../shared/kinds";
 import type { Env } from "../../platform/env";
 import type { JsonValue } from "../../platform/http/bounded-json";
 import { recordRun } from "./recorder";
-import { type StepLog, traceSteps, untraceSteps } from "./steps";
+import { type StepLog, traceSteps, untraceSteps } from "../../shared/run-steps";
 
 /** A failure as the dispatcher and the agents report it. */
 type Failure = { ok: false; kind: string; message: string };

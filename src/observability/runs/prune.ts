@@ -6,7 +6,7 @@
  */
 import { allShards } from "../../shards/rpc";
 import type { Env } from "../../platform/env";
-import { pruneRunRows } from "./runs-table";
+import { pruneRunRows } from "../../shards/runs-table";
 
 /** Prunes runs started before `beforeMs`; answers the index rows and the shard-kept traces removed. */
 export async function pruneRuns(env: Env, beforeMs: number): Promise<{ runs_removed: number; traces_removed: number }> {

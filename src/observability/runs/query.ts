@@ -5,7 +5,7 @@
  * (`principal`), whatever filters it passes.
  */
 import { z } from "zod";
-import { RUN_KINDS, RUN_OUTCOMES, RunTrace } from "../model/run-trace";
+import { RUN_KINDS, RUN_OUTCOMES, RunTrace } from "../../shared/run-trace";
 import { CountRow, type SqlFragment, type SqlValue, batch, d1, first, join, rowsOf, sql, trusted } from "../../platform/persistence/d1";
 import { type RunRow, RunRow as RunRowSchema } from "../../shards/rpc";
 

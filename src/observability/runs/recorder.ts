@@ -11,7 +11,7 @@
  * Recording never fails the run: an invalid trace or an unreachable shard is logged (without
  * values) and dropped. With `waitUntil`, the call is handed to it and `recordRun` resolves at once.
  */
-import { MAX_ERROR_CHARS, MAX_TRACE_STEPS, RunTrace, type RunTraceInput } from "../model/run-trace";
+import { MAX_ERROR_CHARS, MAX_TRACE_STEPS, RunTrace, type RunTraceInput } from "../../shared/run-trace";
 import { runShard } from "../../shards/rpc";
 import type { Env } from "../../platform/env";
 import { JsonValue } from "../../platform/http/bounded-json";

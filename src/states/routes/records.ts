@@ -21,7 +21,7 @@ import { DeltaBatch } from "../ops";
 import { heldInState } from "../pending-saves";
 import { apiOrigin, checkPersonSubject, readRecord, writeRecord } from "../records";
 import { FoldResult, StateRecord, Subject, WriteEntry, cursorPage } from "../views";
-import { TargetKind } from "../../conversations/model/kinds";
+import { TargetKind } from "../../shared/kinds";
 
 export const stateRecordsRouter = new Hono<AppEnv>();
 

@@ -1,13 +1,13 @@
 /**
  * The doors of backend, fleet and system status (platform-facts B8, B9). Tag
  * `system`: reads need `system:read`; `POST /api/fleet/reload-config` is admin-only. They say only
- * what a Workers deployment can state truthfully (src/config/system-status.ts).
+ * what a Workers deployment can state truthfully (src/system/status.ts).
  */
 import { Hono } from "hono";
 import { z } from "zod";
 import { baseEnvOf, isolateIdentity, isolateSettings } from "../../config/isolate-settings";
 import { reloadSettings } from "../../config/overlay-writes";
-import { BackendView, FleetView, KindRow, backendView, fleetView, systemKinds } from "../../config/system-status";
+import { BackendView, FleetView, KindRow, backendView, fleetView, systemKinds } from "../status";
 import type { AppEnv } from "../../platform/http/app-env";
 import { addRoute } from "../../platform/http/route";
 

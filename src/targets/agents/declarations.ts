@@ -7,10 +7,10 @@ import { HttpError, conflict } from "../../platform/http/errors";
 import type { Settings } from "../../platform/settings/settings";
 import { type Statement, all, d1, exists, first, run, trusted } from "../../platform/persistence/d1";
 import { parseStored, validStored } from "../../platform/persistence/stored-json";
-import { type EnvRef, assertReferencesMayGo, envRefSchema, headerConnections, headerReferences, headersSchema, redactHeaders } from "../env-refs";
-import { toolNameSchema } from "../../mcp/names";
-import { targetNameSchema } from "../names";
-import { assertDeclaredUrl, endpointUrlSchema } from "../urls";
+import { type EnvRef, assertReferencesMayGo, envRefSchema, headerConnections, headerReferences, headersSchema, redactHeaders } from "../../outbound/env-refs";
+import { toolNameSchema } from "../../shared/tool-names";
+import { targetNameSchema } from "../../shared/target-names";
+import { assertDeclaredUrl, endpointUrlSchema } from "../../outbound/urls";
 import { must } from "../../platform/must";
 
 /** Names of built-in agents: never declared, never removed. */

@@ -1,7 +1,7 @@
 /**
  * The names an llm agent's tools go by in the model's function list (docs/mcp.md). An
  * OpenAI-compatible endpoint takes function names of 1-64 letters, digits, `_` and `-`, which is
- * the dot-less tool-name alphabet (src/targets/names.ts), but an MCP server's tool is registered
+ * the dot-less tool-name alphabet (src/shared/target-names.ts), but an MCP server's tool is registered
  * as `<server>.<tool>`. So such a tool is offered under an alias: the dot becomes `__`, cut to 64
  * characters, with a `_2`, `_3`… suffix when that would meet another of the agent's names. Every
  * dot-less name keeps its own name, and an alias never takes one. Pure.

@@ -5,9 +5,9 @@
 import { z } from "zod";
 import { ConnectionRefError, connectionHeaderValue } from "../../connectors/token-resolution";
 import type { TargetContext } from "../context";
-import { EnvRefError, resolveCallHeaders } from "../env-refs";
-import { callJsonEndpoint } from "../outbound";
-import { outboundStepVerdict, timedStep } from "../../observability/runs/steps";
+import { EnvRefError, resolveCallHeaders } from "../../outbound/env-refs";
+import { callJsonEndpoint } from "../../outbound/fetch";
+import { outboundStepVerdict, timedStep } from "../../shared/run-steps";
 import type { HttpAgentConfig } from "./declarations";
 import { AgentError, type Emit, toAnswer } from "./events";
 
@@ -26,7 +26,7 @@ export async function runHttpAgent(
     if (err instanceof EnvRefError || err instanceof ConnectionRefError) throw new AgentError(err.message);
     throw err;
   }
-  // One `agent_endpoint` step of the run's trace when the context is traced (src/observability/runs/steps.ts).
+  // One `agent_endpoint` step of the run's trace when the context is traced (src/shared/run-steps.ts).
   const r = await timedStep(
     ctx,
     "agent_endpoint",

@@ -9,17 +9,17 @@ import { z } from "zod";
 import { MAX_BODY_BYTES } from "../../platform/http/body";
 import { checkJsonBounds } from "../../platform/http/bounded-json";
 import type { AskUserInput } from "../../interactions/ask";
-import type { CheckpointMessage } from "../model/agent-memory";
+import type { CheckpointMessage } from "../../shared/agent-memory";
 import type { AskSlot, ExecutionKeyRef, TargetContext } from "../context";
 import { dispatchTool } from "../dispatch";
-import { EnvRefError, resolveEnvRefFor } from "../env-refs";
-import { callJsonEndpoint } from "../outbound";
-import { outboundStepVerdict, timedStep } from "../../observability/runs/steps";
+import { EnvRefError, resolveEnvRefFor } from "../../outbound/env-refs";
+import { callJsonEndpoint } from "../../outbound/fetch";
+import { outboundStepVerdict, timedStep } from "../../shared/run-steps";
 import { allToolSchemas } from "../tools/registry";
 import type { LlmConfig } from "./declarations";
 import { functionAliases } from "./function-names";
 import { AgentError, type Emit, toAnswer } from "./events";
-import { type ParkedLlmRun, SKIPPED_CALL_RESULT } from "../model/parked-run";
+import { type ParkedLlmRun, SKIPPED_CALL_RESULT } from "../../shared/parked-run";
 
 const toolCallSchema = z.object({
   id: z.string(),
@@ -175,7 +175,7 @@ export async function runLlmAgent(
     const body: Record<string, unknown> = { model: config.model, messages: [...system, ...memory, ...fresh] };
     if (tools.length) body.tools = tools;
     if (config.temperature !== undefined) body.temperature = config.temperature;
-    // One `llm` step of the run's trace when the context is traced (src/observability/runs/steps.ts).
+    // One `llm` step of the run's trace when the context is traced (src/shared/run-steps.ts).
     const r = await timedStep(
       ctx,
       "llm",

@@ -3,7 +3,7 @@
  * Like the dispatcher, nothing here touches Hono: the bridge calls it from a Durable Object.
  */
 import { authorizeTurn } from "../../access-control/pass-role";
-import type { CheckpointMessage } from "../model/agent-memory";
+import type { CheckpointMessage } from "../../shared/agent-memory";
 import type { ExecutionKeyRef, TargetContext } from "../context";
 import type { AskUserInput } from "../../interactions/ask";
 import { type DeclaredAgent, getDeclaredAgent, listDeclaredAgents } from "./declarations";
@@ -11,7 +11,7 @@ import { runEchoAgent } from "./echo";
 import { AgentError, type AgentEvent, type Emit } from "./events";
 import { runHttpAgent } from "./http-agent";
 import { type LlmRunEnd, resumedMessages, runLlmAgent } from "./llm";
-import type { ParkedLlmRun } from "../model/parked-run";
+import type { ParkedLlmRun } from "../../shared/parked-run";
 
 export type { AgentEvent } from "./events";
 

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { all, batch, d1, rowsOf } from "../../platform/persistence/d1";
-import { type CheckpointMessage, type CheckpointStore, parseStoredMessage } from "../model/agent-memory";
+import { type CheckpointMessage, type CheckpointStore, parseStoredMessage } from "../../shared/agent-memory";
 
 const MessageRow = z.object({ message: z.string() });
 const ThreadRow = z.object({ thread_id: z.string() });

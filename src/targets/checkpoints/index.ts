@@ -4,9 +4,9 @@ import type { Settings } from "../../platform/settings/settings";
 import { d1CheckpointStore } from "./d1";
 import { type LocalThreadMemory, kvCheckpointStore } from "./kv";
 import { memoryCheckpointStore } from "./memory";
-import type { CheckpointStore } from "../model/agent-memory";
+import type { CheckpointStore } from "../../shared/agent-memory";
 
-export type { CheckpointMessage, CheckpointStore } from "../model/agent-memory";
+export type { CheckpointMessage, CheckpointStore } from "../../shared/agent-memory";
 export type { LocalThreadMemory } from "./kv";
 
 /**

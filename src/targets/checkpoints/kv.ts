@@ -1,7 +1,7 @@
 import { threadStub } from "../../conversations/model/thread-rpc";
 import type { Env } from "../../platform/env";
 import { type ThreadMemory, appendCheckpoint, deleteCheckpoint, readCheckpoint } from "./thread-memory";
-import type { CheckpointStore } from "../model/agent-memory";
+import type { CheckpointStore } from "../../shared/agent-memory";
 
 /**
  * The memory of the thread object a caller already runs inside. `armAlarm` is that object's alarm

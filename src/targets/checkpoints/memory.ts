@@ -1,4 +1,4 @@
-import { type CheckpointMessage, type CheckpointStore, idleExpiry } from "../model/agent-memory";
+import { type CheckpointMessage, type CheckpointStore, idleExpiry } from "../../shared/agent-memory";
 
 /** Most threads one isolate keeps; the least recently written is dropped past this. */
 export const MEMORY_MAX_THREADS = 10_000;

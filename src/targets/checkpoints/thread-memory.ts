@@ -13,7 +13,7 @@ import { type MigrationStep, objectSql } from "../../platform/persistence/object
 
 /** The store's name in its statements' errors. */
 const STORE = "thread-memory";
-import { type CheckpointMessage, idleExpiry, parseStoredMessage } from "../model/agent-memory";
+import { type CheckpointMessage, idleExpiry, parseStoredMessage } from "../../shared/agent-memory";
 
 /** One thread's memory inside its object's storage. */
 export interface ThreadMemory {

@@ -3,10 +3,10 @@ import { z } from "zod";
 import { Combos, ExtensionElement } from "../../extensions/combos";
 import { MAX_KWARGS_BYTES, boundedJsonObject } from "../../platform/http/bounded-json";
 import { intactIdentifier } from "../../platform/http/identifiers";
-import { type JsonSchema, inputSchemaSchema, jsonSchemaSchema } from "../json-schema";
-import { StateBinding } from "../../states/state-binding";
-import { toolNameSchema } from "../../mcp/names";
-import { targetNameSchema } from "../names";
+import { type JsonSchema, inputSchemaSchema, jsonSchemaSchema } from "../../platform/json-schema";
+import { StateBinding } from "../../shared/state-binding";
+import { toolNameSchema } from "../../shared/tool-names";
+import { targetNameSchema } from "../../shared/target-names";
 
 const fixedKwargsSchema = boundedJsonObject(MAX_KWARGS_BYTES);
 

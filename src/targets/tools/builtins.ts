@@ -1,11 +1,11 @@
 /** Built-in tools (decisions §4): always registered, never declared or removed. */
 import { readRouteWithKeyByChannelIdentity } from "../../conversations/store";
-import { Mode } from "../../conversations/model/kinds";
+import { Mode } from "../../shared/kinds";
 import { type Arrival, personDirectoryStub } from "../../persons/rpc";
 import { liveMintRefusal } from "../../persons/link-authority";
 import { ASK_USER_JSON_SCHEMA, AskUserInput } from "../../interactions/ask";
 import type { TargetContext } from "../context";
-import type { JsonSchema } from "../json-schema";
+import type { JsonSchema } from "../../platform/json-schema";
 
 /** A failure a tool reports on purpose; its message is safe to show (no kwargs values). */
 export class ToolError extends Error {

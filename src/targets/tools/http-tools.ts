@@ -7,10 +7,10 @@ import { HttpError, conflict } from "../../platform/http/errors";
 import { type Statement, all, d1, exists, first, run, sql, trusted } from "../../platform/persistence/d1";
 import { parseStored } from "../../platform/persistence/stored-json";
 import type { Settings } from "../../platform/settings/settings";
-import { assertReferencesMayGo, headerConnections, headerReferences, headersSchema, redactHeaders } from "../env-refs";
-import { type JsonSchema, inputSchemaSchema } from "../json-schema";
-import { targetNameSchema } from "../names";
-import { assertDeclaredUrl, endpointUrlSchema } from "../urls";
+import { assertReferencesMayGo, headerConnections, headerReferences, headersSchema, redactHeaders } from "../../outbound/env-refs";
+import { type JsonSchema, inputSchemaSchema } from "../../platform/json-schema";
+import { targetNameSchema } from "../../shared/target-names";
+import { assertDeclaredUrl, endpointUrlSchema } from "../../outbound/urls";
 import { isBuiltinTool } from "./builtins";
 
 /** Upper bound on a tool's own deadline (seconds). */

@@ -7,13 +7,13 @@ import type { McpServerRecord, McpToolRecord } from "../../mcp/store";
 import { listMcpTools, mcpToolOf, mcpToolStatements } from "../../mcp/store";
 import type { Combo } from "../../extensions/combos";
 import { type CombosWriter, combosOf, combosWriterOf, toolCombosStatement } from "../../extensions/store";
-import { splitMcpToolName } from "../../mcp/names";
-import { ANY_OBJECT_SCHEMA, ANY_SCHEMA, type JsonSchema } from "../json-schema";
+import { splitMcpToolName } from "../../shared/tool-names";
+import { ANY_OBJECT_SCHEMA, ANY_SCHEMA, type JsonSchema } from "../../platform/json-schema";
 import { type PresetBody, presetBodyOf, schemaWithoutFixed } from "../presets/model";
 import { getRunnablePreset, listPresets } from "../presets/store";
 import type { KeyWithOwner } from "../../access-control/key-store";
 import { BUILTIN_TOOLS, type BuiltinTool } from "./builtins";
-import { type ApiTool, listApiTools, toApiTool } from "../../manifest/api-tool-store";
+import { type ApiTool, listApiTools, toApiTool } from "./api-tool-store";
 import { d1, rowsOf, trusted } from "../../platform/persistence/d1";
 import { DeclaredToolRow, type HttpTool, listHttpTools, toHttpTool } from "./http-tools";
 

@@ -6,7 +6,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { allShards } from "../../../src/shards/rpc";
 import { directTrace } from "../../../src/observability/runs/direct";
-import { StepLog } from "../../../src/observability/runs/steps";
+import { StepLog } from "../../../src/shared/run-steps";
 import { admin, call, mintKey, uniq } from "../../helpers/http";
 import { eventually } from "../../helpers/threads";
 import { read } from "./helpers";

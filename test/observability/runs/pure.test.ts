@@ -3,13 +3,13 @@
  * filter, the WHERE clause, the trace door's redaction and file name, the step log.
  */
 import { describe, expect, it } from "vitest";
-import { MAX_ERROR_CHARS, MAX_TRACE_STEPS, RunTrace, type RunStep, type RunTraceInput } from "../../../src/observability/model/run-trace";
+import { MAX_ERROR_CHARS, MAX_TRACE_STEPS, RunTrace, type RunStep, type RunTraceInput } from "../../../src/shared/run-trace";
 import { MAX_TRACE_JSON_BYTES, boundTrace, boundTraceJson } from "../../../src/observability/runs/recorder";
 import { callerFilter } from "../../../src/observability/runs/caller";
 import { runFilterQuery, whereOf } from "../../../src/observability/runs/query";
-import { StepLog, collectRunSteps, timedStep } from "../../../src/observability/runs/steps";
-import { summaryOf } from "../../../src/observability/runs/summary";
-import { mayRead, traceFileName, traceFor } from "../../../src/observability/runs/traces";
+import { StepLog, collectRunSteps, timedStep } from "../../../src/shared/run-steps";
+import { summaryOf } from "../../../src/shards/run-summary";
+import { mayRead, traceFileName, traceFor } from "../../../src/conversations/run-traces";
 import { turnRunOutcome } from "../../../src/conversations/thread/turn-trace";
 import { dispatchStepVerdict } from "../../../src/targets/dispatch";
 import { must } from "../../../src/platform/must";

@@ -5,7 +5,7 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import type { RunTraceInput } from "../../../src/observability/model/run-trace";
+import type { RunTraceInput } from "../../../src/shared/run-trace";
 import { allShards, runShard } from "../../../src/shards/rpc";
 import { recordRun } from "../../../src/observability/runs/recorder";
 import { admin, call, mintKey, uniq } from "../../helpers/http";

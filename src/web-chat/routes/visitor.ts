@@ -1,0 +1,605 @@
+/**
+ * The web channel's public doors (docs/channels.md "Web"). No api key: a visitor's session is the
+ * credential (src/web-chat/session.ts), minted by the chat page (cookie) or for the widget
+ * (bearer), and it is good on one identity only. A web route is a channel route on `web` whose
+ * identity is the page's; a visitor's conversation is one thread object, which keeps the session,
+ * the transcript and the live sockets (src/conversations/thread/web-visitor.ts).
+ */
+import { Hono } from "hono";
+import type { Context } from "hono";
+import { z } from "zod";
+import { RetryLaterError, admitChannelMessageFor } from "../../conversations/door/channel-inbound";
+import { takeToken, threadStub } from "../../conversations/door/stubs";
+import { threadStreamStub } from "../../conversations/model/thread-rpc";
+import { interactionStub } from "../../interactions/rpc";
+import { channelThreadId } from "../../shared/thread-id";
+import { checkParams } from "../../conversations/model/transport-bounds";
+import { WEB_HEADERS, VISITOR_ID } from "../../conversations/model/web";
+import type { Route, RouteWithKey } from "../../conversations/model/route";
+import { readRouteWithKeyByChannelIdentity } from "../../conversations/store";
+import { EpochCache } from "../../platform/epochs/cache";
+import type { AppEnv } from "../../platform/http/app-env";
+import { readStreamCapped } from "../../platform/http/body";
+import { type JsonObject, jsonObjectSchema } from "../../platform/http/bounded-json";
+import { HttpError, serverError } from "../../platform/http/errors";
+import { addPublicRoute } from "../../platform/http/route";
+import { WEB_PAGE_CSP, refusalPage, renderChatPage, serveWebAsset, webManifest } from "../assets";
+import { admitEntry } from "../gates";
+import { type Site, WebIdentity, readSite } from "../sites";
+import {
+  type Credential,
+  type CredentialMode,
+  bearerToken,
+  mintToken,
+  networkBucket,
+  originMismatch,
+  ownOrigin,
+  readCredential,
+  requireOrigin,
+  secretHash,
+  sessionCookie,
+  sessionMissing,
+} from "../session";
+
+export const webChannelRouter = new Hono<AppEnv>();
+
+const identitySchema = WebIdentity;
+const identityBody = z.object({ identity: identitySchema }).strict();
+const clientMessageId = z.string().regex(/^[A-Za-z0-9_-]{8,64}$/, { message: "must be 8 to 64 characters of [A-Za-z0-9_-]" });
+const messageBody = z
+  .object({
+    identity: identitySchema,
+    text: z.string().max(8000),
+    client_message_id: clientMessageId.optional(),
+    /** An ask-less form's submission (the fields of a schema an answer carried). */
+    form: jsonObjectSchema.optional(),
+  })
+  .strict();
+const sessionBody = z.object({ identity: identitySchema, entry_code: z.string().max(200).optional() }).strict();
+
+/** Link parameters the page URL may carry that are not the target's: entry and pairing codes. */
+const RESERVED_PARAMS = new Set(["tai_entry", "tai_pair"]);
+const TICKET_TTL_MS = 60_000;
+
+/** What a web door reads for an identity: its route (with key and target facts) and its site. */
+interface WebRead {
+  found: RouteWithKey;
+  site: Site;
+}
+
+/**
+ * The route and the site of each identity, cached per isolate under the identity's access epoch:
+ * a change to the route, its key, its target or the site bumps it (migrations/0026_access_changes.sql),
+ * so a steady visitor's message costs no D1 round trip. An identity with no route is cached too:
+ * creating its route bumps the same epoch.
+ */
+const webReads = new EpochCache<WebRead>(2048);
+
+/** The route and the identity's site, from the cache, or read side by side from D1. */
+async function webRead(c: Context<AppEnv>, identity: string): Promise<WebRead> {
+  return webReads.read(c.env, `ident:web:${identity}`, async () => {
+    const [found, site] = await Promise.all([readRouteWithKeyByChannelIdentity(c.env.DB, "web", identity), readSite(c.env.DB, identity)]);
+    return { found, site };
+  });
+}
+
+/** The web route for `identity` with its key and target, and when it was read; 404 when there is none. */
+async function webRoute(c: Context<AppEnv>, identity: string): Promise<{ at: number; found: RouteWithKey; route: Route }> {
+  return (await routeAndSite(c, identity))[0];
+}
+
+/** The route (404 when none) and the identity's site. */
+async function routeAndSite(c: Context<AppEnv>, identity: string): Promise<[{ at: number; found: RouteWithKey; route: Route }, Site]> {
+  const at = Date.now();
+  const read = await webRead(c, identity);
+  const route = read.found.route;
+  if (!route || route.door !== "channel") throw new HttpError(404, "no web route has this identity", "unknown_identity");
+  return [{ at, found: read.found, route }, read.site];
+}
+
+/** The visitor's session on `route`, checked in its thread; refused like an unknown one otherwise. */
+async function session(c: Context<AppEnv>, route: Route, identity: string, cred: Credential | null, params?: Record<string, string>) {
+  if (!cred) throw sessionMissing();
+  const s = c.get("settings").web;
+  const threadId = channelThreadId(route.route_name, cred.visitorId);
+  const check = await threadStub(c.env, threadId).webCheck(identity, cred.secretHash, s.sessionTtlSeconds * 1000, params);
+  if (!check.ok) throw sessionMissing();
+  return { threadId, params: check.params };
+}
+
+/**
+ * Spends one of the client network's session mints (CHANNEL_WEB_SESSIONS_PER_HOUR), counted in a
+ * rate-bucket object like the message cap, so minting makes no D1 statement; over the cap is 429
+ * too_many_sessions. Taken before anything is minted or ended.
+ */
+async function spendMint(c: Context<AppEnv>): Promise<void> {
+  const verdict = await takeToken(c.env, c.get("settings").conversations, `web-session:${networkBucket(c.req.raw)}`, c.get("settings").web.sessionsPerHour);
+  if (!verdict.allowed) {
+    const retry = String(Math.max(1, Math.ceil(verdict.retryAfterSeconds)));
+    throw new HttpError(429, "too many new chat sessions from this network; try again later", "too_many_sessions", undefined, { "Retry-After": retry });
+  }
+}
+
+/**
+ * Opens a fresh session on `route` for a new visitor and answers its token; `spent` when the
+ * caller has already spent the network's mint (see `spendMint`).
+ */
+async function openSession(c: Context<AppEnv>, route: Route, identity: string, params: Record<string, string> | null, spent = false) {
+  const s = c.get("settings").web;
+  if (!spent) await spendMint(c);
+  const minted = mintToken();
+  await threadStub(c.env, channelThreadId(route.route_name, minted.visitorId)).webOpen(
+    identity,
+    await secretHash(minted.secret),
+    s.pendingTtlSeconds * 1000,
+    params,
+  );
+  return { ...minted, expires_at: new Date(Date.now() + s.pendingTtlSeconds * 1000).toISOString() };
+}
+
+function corsHeaders(c: Context<AppEnv>, mode: CredentialMode, origin: string): Record<string, string> {
+  return mode === "bearer" ? { "Access-Control-Allow-Origin": origin, Vary: "Origin" } : {};
+}
+
+function json(c: Context<AppEnv>, data: unknown, status: number, headers: Record<string, string>): Response {
+  return new Response(JSON.stringify({ data }), { status, headers: { "content-type": "application/json; charset=UTF-8", ...headers } });
+}
+
+/** The visitor's POST doors (the operator's configuration doors under the same prefix take api keys). */
+const VISITOR_POSTS = /^\/api\/channels\/web\/(messages|session|session\/rotate|stream-ticket|questions\/[^/]+\/answer)$/;
+
+// Before anything is read: a visitor's POST without an Origin, or from a foreign origin without the
+// widget's bearer header, is refused whatever its body. The identity's own list is checked once the
+// body names the identity; the widget's first POST (`session`) has no bearer yet and is held to that list.
+webChannelRouter.use("/api/channels/web/*", async (c, next) => {
+  // A cross-origin POST with a bearer header is preflighted. The preflight is protocol, not a door:
+  // it names nothing and admits any origin, because the real request is then held to the
+  // identity's allowed origins.
+  if (c.req.method === "OPTIONS" && VISITOR_POSTS.test(c.req.path)) {
+    const origin = c.req.header("origin");
+    if (!origin) return c.body(null, 204);
+    return c.body(null, 204, {
+      "Access-Control-Allow-Origin": origin,
+      "Access-Control-Allow-Methods": "POST",
+      "Access-Control-Allow-Headers": "authorization, content-type",
+      "Access-Control-Max-Age": "600",
+      Vary: "Origin",
+    });
+  }
+  if (c.req.method === "POST" && VISITOR_POSTS.test(c.req.path)) {
+    const origin = c.req.header("origin");
+    if (!origin) throw originMismatch();
+    if (origin !== ownOrigin(c)) {
+      if (c.req.path === "/api/channels/web/session") {
+        // The widget's first POST has no bearer yet: its origin is held to the list of the
+        // identity it names, before the body is validated any further.
+        if (!(await listedOrigin(c, origin))) throw originMismatch();
+      } else if (bearerToken(c.req.raw) === null) throw originMismatch();
+    }
+  }
+  await next();
+});
+
+/** True when the body's `identity` lists `origin` (a body that names no identity lists nothing). */
+async function listedOrigin(c: Context<AppEnv>, origin: string): Promise<boolean> {
+  let identity: unknown = null;
+  const raw = await readStreamCapped(c.req.raw.clone().body, c.get("settings").web.maxBodyBytes);
+  if (!raw) return false;
+  try {
+    const body: unknown = JSON.parse(new TextDecoder().decode(raw));
+    identity = body && typeof body === "object" && "identity" in body ? body.identity : null;
+  } catch {
+    return false;
+  }
+  if (typeof identity !== "string" || !WebIdentity.safeParse(identity).success) return false;
+  return (await webRead(c, identity)).site.allowed_origins.includes(origin);
+}
+
+/** The body cap of the web doors, below the service's 1 MiB. */
+function capBody(c: Context<AppEnv>, raw: Uint8Array | null): void {
+  const max = c.get("settings").web.maxBodyBytes;
+  if (raw && raw.byteLength > max) throw new HttpError(413, `request body exceeds ${max} bytes`, "body_too_large");
+}
+
+/**
+ * What every visitor POST starts with: the body cap, the credential, the route and site, the
+ * Origin rule for the credential's mode (`bearer` forces the widget's rule), and the live session.
+ */
+async function visitorRequest(c: Context<AppEnv>, identity: string, raw: Uint8Array | null, mode?: CredentialMode) {
+  capBody(c, raw);
+  const found = await readCredential(c.req.raw, identity);
+  const [read, site] = await routeAndSite(c, identity);
+  const origin = requireOrigin(c, mode ?? found?.mode ?? (bearerToken(c.req.raw) !== null ? "bearer" : "cookie"), site.allowed_origins);
+  const current = await session(c, read.route, identity, found);
+  if (!found) throw sessionMissing();
+  return { cred: found, read, origin, current };
+}
+
+const publicDoor = { area: "channels", auth: { public: true } as const, store: "conversations" as const };
+
+addPublicRoute(
+  webChannelRouter,
+  {
+    ...publicDoor,
+    method: "post",
+    path: "/api/channels/web/messages",
+    links: "redeem",
+    summary: "Web chat: the visitor sends one message into their own conversation",
+    description:
+      "Public; the visitor's session (the page's cookie, or the widget's bearer token) is the credential, and the Origin must be the page's own or one allowed for the identity (403 origin_mismatch). `client_message_id` (8–64 of [A-Za-z0-9_-]) makes a retry count once. The rate cap counts the client's network, not the visitor.",
+    body: messageBody,
+    response: z.object({ message_id: z.string() }),
+    errors: [401, 403, 404, 413, 429, 503],
+  },
+  async (c, { body, raw }) => {
+    const { cred, read, origin, current } = await visitorRequest(c, body.identity, raw);
+    const { params } = current;
+    if (!body.text.trim() && !body.form) throw new HttpError(400, "text must not be blank", "blank");
+    const messageId = await admitVisitorMessage(c, read, body.identity, cred, body.text, body.client_message_id ?? null, params, body.form);
+    return json(c, { message_id: messageId }, 200, corsHeaders(c, cred.mode, origin));
+  },
+);
+
+addPublicRoute(
+  webChannelRouter,
+  {
+    ...publicDoor,
+    method: "post",
+    path: "/api/channels/web/session",
+    summary: "Web chat: a session for the embeddable widget",
+    description:
+      "Public; only from an origin allowed for the identity (403 origin_mismatch). Answers a bearer token for this identity, which the widget keeps and sends as `Authorization: Bearer`. A gated identity needs a live `entry_code` (403 entry_refused). New sessions are capped per client network (CHANNEL_WEB_SESSIONS_PER_HOUR: 429 too_many_sessions with Retry-After); one whose token never comes back is swept after CHANNEL_WEB_PENDING_TTL_SECONDS.",
+    body: sessionBody,
+    response: z.object({ token: z.string(), expires_at: z.string() }),
+    errors: [403, 404, 413, 429],
+  },
+  async (c, { body, raw }) => {
+    capBody(c, raw);
+    const [read, site] = await routeAndSite(c, body.identity);
+    const origin = requireOrigin(c, "bearer", site.allowed_origins);
+    if (site.gate_enabled) await requireEntry(c, body.identity, body.entry_code ?? null);
+    const minted = await openSession(c, read.route, body.identity, null);
+    return json(c, { token: minted.token, expires_at: minted.expires_at }, 200, corsHeaders(c, "bearer", origin));
+  },
+);
+
+addPublicRoute(
+  webChannelRouter,
+  {
+    ...publicDoor,
+    method: "post",
+    path: "/api/channels/web/session/rotate",
+    summary: "Web chat: a new conversation on a fresh address",
+    description:
+      "Public; needs the visitor's current session and a matching Origin. Ends the current session and opens a new one on a new visitor address: the page gets a new cookie, the widget a new token. The new session counts against the network's cap (429 too_many_sessions, the current session kept).",
+    body: identityBody,
+    response: z.object({ rotated: z.boolean(), token: z.string().optional(), expires_at: z.string().optional() }),
+    errors: [401, 403, 404, 413, 429],
+  },
+  async (c, { body, raw }) => {
+    const { cred, read, origin, current } = await visitorRequest(c, body.identity, raw);
+    // The mint is spent before the current session ends, so a refusal leaves the visitor as they were.
+    await spendMint(c);
+    await threadStub(c.env, current.threadId).webEnd(false);
+    const minted = await openSession(c, read.route, body.identity, null, true);
+    const s = c.get("settings").web;
+    if (cred.mode === "bearer") return json(c, { rotated: true, token: minted.token, expires_at: minted.expires_at }, 200, corsHeaders(c, "bearer", origin));
+    return json(c, { rotated: true }, 200, { "Set-Cookie": sessionCookie(body.identity, minted.token, s.sessionTtlSeconds, s.cookieSecure, c.req.url) });
+  },
+);
+
+addPublicRoute(
+  webChannelRouter,
+  {
+    ...publicDoor,
+    method: "post",
+    path: "/api/channels/web/stream-ticket",
+    summary: "Web chat: a one-time ticket for the widget's live stream",
+    description:
+      "Public; bearer session and an allowed Origin. A browser cannot put a header on a WebSocket, so the widget trades its token for a ticket that opens `GET /api/channels/web/stream?ticket=…` once, within 60 s. Only the ticket's hash is kept.",
+    body: identityBody,
+    response: z.object({ ticket: z.string() }),
+    errors: [401, 403, 404, 413],
+  },
+  async (c, { body, raw }) => {
+    const { cred, origin, current } = await visitorRequest(c, body.identity, raw, "bearer");
+    const ticket = `${cred.visitorId}.${mintToken().secret}`;
+    await threadStub(c.env, current.threadId).webTicket(await secretHash(ticket), TICKET_TTL_MS);
+    return json(c, { ticket }, 200, corsHeaders(c, "bearer", origin));
+  },
+);
+
+const streamQuery = z.object({
+  identity: identitySchema,
+  after: z
+    .string()
+    .regex(/^\d{1,15}$/, { message: "must be a whole number" })
+    .optional(),
+  ticket: z.string().max(200).optional(),
+});
+
+addPublicRoute(
+  webChannelRouter,
+  {
+    ...publicDoor,
+    method: "get",
+    path: "/api/channels/web/stream",
+    live: "websocket",
+    summary: "Web chat: the visitor's live conversation (WebSocket)",
+    description:
+      "Public; a WebSocket upgrade with the page's cookie (same Origin) or the widget's one-time `ticket`. Sends the entries after `after`, then `{type: ready}`, then each new entry as it is written; a reload that passes its last seq sees each entry once. Each push goes only to a socket whose session is still the live one: once that session ended, expired or was replaced, the socket gets nothing more and is closed (code 4401).",
+    query: streamQuery,
+    errors: [401, 403, 404, 426, 429],
+  },
+  async (c, { query }) => {
+    if (c.req.header("upgrade")?.toLowerCase() !== "websocket") throw new HttpError(426, "expected a WebSocket upgrade", "upgrade_required");
+    const read = await webRoute(c, query.identity);
+    const s = c.get("settings").web;
+    const headers = new Headers({ upgrade: "websocket" });
+    headers.set(WEB_HEADERS.identity, query.identity);
+    headers.set(WEB_HEADERS.after, query.after ?? "0");
+    headers.set(WEB_HEADERS.ttlMs, String(s.sessionTtlSeconds * 1000));
+    headers.set(WEB_HEADERS.maxStreams, String(s.maxStreamsPerVisitor));
+    let visitorId: string;
+    if (query.ticket !== undefined) {
+      const { site } = await webRead(c, query.identity);
+      requireOrigin(c, "bearer", site.allowed_origins);
+      visitorId = query.ticket.split(".")[0] ?? "";
+      if (!VISITOR_ID.test(visitorId)) throw sessionMissing();
+      headers.set(WEB_HEADERS.ticketHash, await secretHash(query.ticket));
+    } else {
+      requireOrigin(c, "cookie", []);
+      const cred = await readCredential(c.req.raw, query.identity);
+      if (!cred || cred.mode !== "cookie") throw sessionMissing();
+      visitorId = cred.visitorId;
+      headers.set(WEB_HEADERS.secretHash, cred.secretHash);
+    }
+    const stub = threadStreamStub(c.env, channelThreadId(read.route.route_name, visitorId));
+    return stub.fetch(new Request("https://thread/web/stream", { headers }));
+  },
+);
+
+/**
+ * Admits one of the visitor's messages as a turn on their thread; answers its record's id. The
+ * provider id is random, or derived from the page's `client_message_id` so a retry finds the
+ * first record; the rate cap counts the client's network.
+ */
+async function admitVisitorMessage(
+  c: Context<AppEnv>,
+  read: { at: number; found: RouteWithKey },
+  identity: string,
+  cred: Credential,
+  text: string,
+  clientMessageId: string | null,
+  params: Record<string, string> | null,
+  form?: JsonObject,
+): Promise<string> {
+  const providerId = clientMessageId ? `cm:${await secretHash(`${identity}:${cred.visitorId}:${clientMessageId}`)}` : `rm:${crypto.randomUUID()}`;
+  let out;
+  try {
+    out = await admitChannelMessageFor(
+      c.env,
+      c.get("settings").conversations,
+      "web",
+      {
+        kind: "message",
+        provider_message_id: providerId,
+        sender: cred.visitorId,
+        our_identity: identity,
+        text,
+        ...(params ? { params } : {}),
+        ...(form ? { form } : {}),
+        cap_key: networkBucket(c.req.raw),
+      },
+      read,
+    );
+  } catch (err) {
+    if (err instanceof RetryLaterError)
+      throw serverError("queue_full", "this conversation is busy; try again shortly", { reason: "web: the thread queue is full", retryAfterSeconds: 1 });
+    throw err;
+  }
+  if (out.verdict === "shed") throw new HttpError(429, "too many messages from this network; wait a moment", "rate_limited");
+  if (!out.message_id) throw new HttpError(404, "no web route has this identity", "unknown_identity");
+  return out.message_id;
+}
+
+const answerBody = z
+  .object({ identity: WebIdentity, option_id: z.string().min(1).max(256).optional(), text: z.string().min(1).max(8000).optional() })
+  .strict()
+  .refine((b) => (b.option_id === undefined) !== (b.text === undefined), { message: "give exactly one of option_id and text" });
+
+addPublicRoute(
+  webChannelRouter,
+  {
+    ...publicDoor,
+    method: "post",
+    path: "/api/channels/web/questions/{interaction_id}/answer",
+    links: "redeem",
+    summary: "Web chat: the visitor answers a pending ask_user question of their own conversation",
+    description:
+      "Public; the visitor's session and a matching Origin. Only a question a turn of the visitor's own thread waits on: any other (another visitor's, unknown, already answered elsewhere) is 404. The answer (an option by id, or text) goes in as the visitor's next message, which the waiting turn takes.",
+    params: z.object({ interaction_id: z.string().min(1).max(128) }).strict(),
+    body: answerBody,
+    response: z.object({ message_id: z.string() }),
+    errors: [401, 403, 404, 413, 429, 503],
+  },
+  async (c, { params, body, raw }) => {
+    const { cred, read, origin, current } = await visitorRequest(c, body.identity, raw);
+    const noSuch = () => new HttpError(404, "no such question waits in this conversation", "unknown_question");
+    if (!(await threadStub(c.env, current.threadId).holdsParked(params.interaction_id))) throw noSuch();
+    let text = body.text ?? "";
+    if (body.option_id !== undefined) {
+      const state = await interactionStub(c.env, params.interaction_id).read();
+      const option = state?.status === "pending" ? state.options?.find((o) => o.id === body.option_id) : undefined;
+      if (!state || state.status !== "pending") throw noSuch();
+      if (!option) throw new HttpError(400, "option_id names no option of this question", "unknown_option");
+      text = option.text;
+    }
+    const messageId = await admitVisitorMessage(c, read, body.identity, cred, text, null, current.params);
+    return json(c, { message_id: messageId }, 200, corsHeaders(c, cred.mode, origin));
+  },
+);
+
+/** Refuses an entry with the one answer every reason gets (missing, unknown, expired, revoked, throttled). */
+async function requireEntry(c: Context<AppEnv>, identity: string, code: string | null): Promise<void> {
+  const s = c.get("settings").web;
+  const ok = await admitEntry(c.env, identity, code, networkBucket(c.req.raw), Date.now(), {
+    guesses: s.gateGuesses,
+    windowSeconds: s.gateWindowSeconds,
+    bucketMaxEntries: c.get("settings").conversations.addressBucketMaxEntries,
+  });
+  if (!ok) throw new HttpError(403, "this chat needs a valid entry link", "entry_refused");
+}
+
+/** A refusal of the page door, as a minimal HTML page. */
+function pageRefusal(title: string, status: number, code: string, message: string): Response {
+  return new Response(refusalPage(title, message), {
+    status,
+    headers: {
+      "content-type": "text/html; charset=UTF-8",
+      "content-security-policy": WEB_PAGE_CSP,
+      "referrer-policy": "no-referrer",
+      "x-content-type-options": "nosniff",
+      "x-web-refusal": code,
+    },
+  });
+}
+
+addPublicRoute(
+  webChannelRouter,
+  {
+    ...publicDoor,
+    method: "get",
+    path: "/api/channels/web/chat/{identity}",
+    summary: "Web chat: the standalone chat page of one web route",
+    description:
+      "Public; a top-level navigation (403 not_a_navigation otherwise). Opens a session for a new visitor (a gated identity needs `?tai_entry=` with a live code: 403 entry_refused; new sessions are capped per client network: 429 too_many_sessions) and refreshes an existing one. Other query parameters are captured as the visitor's link params, delivered as `params` on tool turns; a later navigation carrying some replaces them, unless another site sent it (`Sec-Fetch-Site` cross-site or same-site, or without it a foreign Origin or Referer). `tai_pair` (a pairing code) is never redeemed by this GET: the page's script offers it to the visitor, who sends it as a message. Refusals are small HTML pages.",
+    params: z.object({ identity: identitySchema }).strict(),
+    produces: "text/html",
+    errors: [403, 404, 429],
+  },
+  async (c, { params }) => {
+    const s = c.get("settings").web;
+    const title = s.pageTitle;
+    const mode = c.req.header("sec-fetch-mode");
+    if (mode && mode !== "navigate") return pageRefusal(title, 403, "not_a_navigation", "Open this chat by following its link.");
+    let read;
+    try {
+      read = await webRoute(c, params.identity);
+    } catch (err) {
+      if (err instanceof HttpError && err.status === 404) return pageRefusal(title, 404, "unknown_identity", "This chat does not exist.");
+      throw err;
+    }
+    const url = new URL(c.req.url);
+    const linkParams: Record<string, string> = {};
+    for (const [k, v] of url.searchParams) if (!RESERVED_PARAMS.has(k)) linkParams[k] = v;
+    if (checkParams(linkParams)) return pageRefusal(title, 400, "invalid_params", "This chat link carries parameters that are too long or too many.");
+    const cred = await readCredential(c.req.raw, params.identity);
+    // A live cookie is refreshed as it is (and its link params replaced when this visit carries
+    // some, unless another site sent the visitor here); otherwise a new visitor gets a session,
+    // past the entry gate when the identity has one.
+    const replacing = foreignNavigation(c) ? undefined : linkParams;
+    let visitor: Credential | null = cred?.mode === "cookie" && (await sessionLive(c, read.route, params.identity, cred, replacing)) ? cred : null;
+    if (!visitor) {
+      const { site } = await webRead(c, params.identity);
+      if (site.gate_enabled) {
+        try {
+          await requireEntry(c, params.identity, url.searchParams.get("tai_entry"));
+        } catch (err) {
+          if (err instanceof HttpError && err.status === 403) return pageRefusal(title, 403, "entry_refused", "This chat needs a valid entry link.");
+          throw err;
+        }
+      }
+      let minted;
+      try {
+        minted = await openSession(c, read.route, params.identity, Object.keys(linkParams).length ? linkParams : null);
+      } catch (err) {
+        if (err instanceof HttpError && err.code === "too_many_sessions") {
+          const refused = pageRefusal(title, 429, "too_many_sessions", "Too many new chats were opened from this network. Try again later.");
+          for (const [k, v] of Object.entries(err.headers ?? {})) refused.headers.set(k, v);
+          return refused;
+        }
+        throw err;
+      }
+      visitor = { mode: "cookie", token: minted.token, visitorId: minted.visitorId, secretHash: await secretHash(minted.secret) };
+    }
+    // A pairing link (`?tai_pair=LINK-…`) is never redeemed here: a GET is what any site can make
+    // a browser send with the visitor's cookie. The page's script offers the code to the visitor,
+    // who sends it as a message (a POST from this origin).
+    const manifest = await webManifest(c.env);
+    const html = renderChatPage({ identity: params.identity, title, manifest, embedded: false });
+    return new Response(html, {
+      status: 200,
+      headers: {
+        "content-type": "text/html; charset=UTF-8",
+        "content-security-policy": WEB_PAGE_CSP,
+        "referrer-policy": "no-referrer",
+        "x-content-type-options": "nosniff",
+        "cache-control": "no-store",
+        "set-cookie": sessionCookie(params.identity, visitor.token, s.sessionTtlSeconds, s.cookieSecure, c.req.url),
+      },
+    });
+  },
+);
+
+/**
+ * Did another site send this navigation? `Sec-Fetch-Site` when the browser sends it (`cross-site`
+ * and `same-site` are foreign: a sibling host is another party); without it, a foreign `Origin` or
+ * `Referer`. A typed address or a bookmark (`none`, or neither header) is the visitor's own.
+ */
+function foreignNavigation(c: Context<AppEnv>): boolean {
+  const site = c.req.header("sec-fetch-site");
+  if (site) return site !== "same-origin" && site !== "none";
+  const own = ownOrigin(c);
+  const origin = c.req.header("origin");
+  if (origin) return origin !== own;
+  const referer = c.req.header("referer");
+  if (!referer) return false;
+  try {
+    return new URL(referer).origin !== own;
+  } catch {
+    return true;
+  }
+}
+
+/** Checks (and refreshes) a session; false instead of the 401 when there is none. `params` replaces its link params when given. */
+async function sessionLive(c: Context<AppEnv>, route: Route, identity: string, cred: Credential, params: Record<string, string> | undefined): Promise<boolean> {
+  try {
+    await session(c, route, identity, cred, params);
+    return true;
+  } catch (err) {
+    if (err instanceof HttpError && err.status === 401) return false;
+    throw err;
+  }
+}
+
+addPublicRoute(
+  webChannelRouter,
+  {
+    area: "channels",
+    auth: { public: true },
+    method: "get",
+    path: "/api/channels/web/widget.js",
+    summary: "Web chat: the embeddable widget's script",
+    description:
+      'Public. `<script src="https://<host>/api/channels/web/widget.js" data-identity="desk" async></script>` adds a launcher and a chat panel to any page of an allowed origin.',
+    produces: "text/javascript",
+    errors: [404],
+  },
+  async (c) => (await serveWebAsset(c.env, "widget.js")) ?? c.json({ error: "not found" }, 404),
+);
+
+addPublicRoute(
+  webChannelRouter,
+  {
+    area: "channels",
+    auth: { public: true },
+    method: "get",
+    path: "/api/channels/web/assets/{name}",
+    summary: "Web chat: one of the page's files, by exact name",
+    description: "Public. Only the names in the build's integrity manifest are served; anything else is 404.",
+    params: z.object({ name: z.string().regex(/^[a-z0-9.-]{1,64}$/, { message: "is not an asset name" }) }).strict(),
+    errors: [404],
+  },
+  async (c, { params }) => (await serveWebAsset(c.env, params.name)) ?? c.json({ error: "not found" }, 404),
+);
