@@ -1,14 +1,14 @@
 /**
  * ConnectorConnection: one per connection (docs/connectors.md). A shell over its parts
- * (src/connectors/connection-compose.ts): the token verbs over src/connectors/token-store.ts
+ * (src/connectors/compose.ts): the token verbs over src/connectors/token-store.ts
  * (SQLite) and sealing.ts (AES-256-GCM), and the refresh (src/connectors/connection-refresh.ts,
  * the request in token-endpoint.ts). It holds the connection's tokens sealed, answers a usable
  * access token in one call, and runs at most one refresh at a time: concurrent callers share the
- * refresh in flight. The contract is src/contracts/connection-rpc.ts.
+ * refresh in flight. The contract is src/connectors/rpc.ts.
  */
 import { DurableObject } from "cloudflare:workers";
 import type { ConnectionHealth, ConnectorConnectionRpc, KeyRing, RefreshContext, ResealOutcome, TokenAnswer, TokenGrant } from "../src/connectors/rpc";
-import { type ConnectionParts, composeConnection } from "../src/connectors/connection-compose";
+import { type ConnectionParts, composeConnection } from "../src/connectors/compose";
 import { createTokenTables } from "../src/connectors/token-store";
 import type { Env } from "../src/platform/env";
 import { startObject } from "../src/platform/persistence/object-start";

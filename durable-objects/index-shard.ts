@@ -5,7 +5,7 @@
  * in batches) and the run log (the traces of runs outside any thread), whose summary rows, metrics
  * counters and thread loads ride the listing buffer's batches. One alarm serves them all
  * (src/shards/timers.ts): the buffer's flush deadline, the ledger's next expiry and the run log's.
- * The contract is src/contracts/shard-rpc.ts.
+ * The contract is src/shards/rpc.ts.
  */
 import { DurableObject } from "cloudflare:workers";
 import type { RunTrace } from "../src/shared/run-trace";

@@ -1,6 +1,6 @@
 /**
  * Interaction: one per `ask_user` question (docs/interactions.md). A shell over the interaction's
- * parts (src/interactions/compose.ts): the verbs of its contract (src/contracts/interaction-rpc.ts),
+ * parts (src/interactions/compose.ts): the verbs of its contract (src/interactions/rpc.ts),
  * each one read-decide-write step on the row (src/interactions/object-store.ts), and the owed work
  * its one alarm does (the D1 listing row, the hub's events, the audience's ticket, the handoff, an
  * outside resume, the purge), retried after a failure. So the run that parks pays one object call,

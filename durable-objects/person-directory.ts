@@ -1,15 +1,15 @@
 /**
  * PersonDirectory: one per multichannel target (spec §2.3; decisions §12). A shell over its parts
- * (src/persons/directory-compose.ts): the person verbs and the pairing verbs over
+ * (src/persons/compose.ts): the person verbs and the pairing verbs over
  * src/persons/person-store.ts and the pairing policy of src/persons/pairing.ts; each verb runs in
  * one implicit transaction, so a merge, an unlink or an erase is atomic. One alarm sweeps expired
- * codes and throttle rows. The contract is src/contracts/person-rpc.ts.
+ * codes and throttle rows. The contract is src/persons/rpc.ts.
  */
 import { DurableObject } from "cloudflare:workers";
 import type { Arrival, PersonDirectoryRpc, PersonView, RedeemResult, UnlinkResult } from "../src/persons/rpc";
 import type { Env } from "../src/platform/env";
 import { startObject } from "../src/platform/persistence/object-start";
-import { type DirectoryParts, composeDirectory } from "../src/persons/directory-compose";
+import { type DirectoryParts, composeDirectory } from "../src/persons/compose";
 import type { DoorAddress } from "../src/persons/pairing";
 import { createPersonTables } from "../src/persons/person-store";
 import { systemClock } from "../src/platform/clock";

@@ -1,6 +1,6 @@
 /**
  * Schedule: one per schedule name (docs/schedules.md). A shell over the schedule's parts
- * (src/schedules/compose.ts): the verbs of its contract (src/contracts/schedule-rpc.ts) over the
+ * (src/schedules/compose.ts): the verbs of its contract (src/schedules/rpc.ts) over the
  * schedule's SQLite (src/schedules/schedule-store.ts), and the one alarm, its next slot, which
  * applies the catch-up rule (src/schedules/catch-up.ts, pure). Each fire is a background tool run
  * (src/tool-runs/submit.ts) that runs as the schedule's bound execution key, re-checked live when

@@ -1,10 +1,10 @@
 /**
  * StateStore: one per declared state (platform-facts A3, B5). A shell over the state's parts
- * (src/states/store-parts.ts): the declaration verbs (declare, attachments, view, stats) and the
+ * (src/states/compose.ts): the declaration verbs (declare, attachments, view, stats) and the
  * record verbs (read, write, fold, search, erase) over src/states/record-store.ts (SQLite) and the
  * pure rules of src/states/. Each verb's writes run in one synchronous block, so a write, a fold or
  * a re-declare is atomic, and writes to a subject are serialized by the object itself. The
- * contract is src/contracts/state-rpc.ts.
+ * contract is src/states/rpc.ts.
  */
 import { DurableObject } from "cloudflare:workers";
 import type {
@@ -28,7 +28,7 @@ import type { JsonObject } from "../src/platform/http/bounded-json";
 import type { StoredAttachment } from "../src/states/effective";
 import { createStateTables } from "../src/states/record-store";
 import type { BindingSpec } from "../src/states/store-records";
-import { type StateStoreParts, composeStateStore } from "../src/states/store-parts";
+import { type StateStoreParts, composeStateStore } from "../src/states/compose";
 
 export class StateStore extends DurableObject<Env> implements StateStoreRpc {
   private readonly parts: StateStoreParts;

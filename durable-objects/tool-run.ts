@@ -1,6 +1,6 @@
 /**
  * ToolRun: one per background tool run (docs/tool-runs.md). A shell over the run's parts
- * (src/tool-runs/compose.ts): the verbs of its contract (src/contracts/tool-run-rpc.ts) over the
+ * (src/tool-runs/compose.ts): the verbs of its contract (src/tool-runs/rpc.ts) over the
  * run's SQLite row (src/tool-runs/run-store.ts), and the one alarm that does everything after the
  * submit (start, re-drive after a restart, wait for an asked question, publish, expire), decided
  * by the pure policy (src/tool-runs/alarm-policy.ts). A restart loses nothing: whatever the row

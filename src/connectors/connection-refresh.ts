@@ -4,7 +4,7 @@
  * one checks the row's generation first: a refresh that raced a reconnect's install stands down.
  */
 import type { KeyRing, RefreshContext, TokenAnswer } from "./rpc";
-import { type ConnectionKit, RECONNECT, UNKNOWN_KEY_MESSAGE, expiresAt } from "./connection-kit";
+import { type ConnectionKit, RECONNECT, UNKNOWN_KEY_MESSAGE, expiresAt } from "./object-kit";
 import { seal } from "./sealing";
 import { requestToken } from "./token-endpoint";
 import { type TokenSecrets, markRefreshFailure, readTokens, tokensAad, writeTokens } from "./token-store";

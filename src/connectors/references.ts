@@ -2,7 +2,7 @@
  * Declaration-time checks of connection references (an HTTP tool's, API tool's, HTTP agent's or
  * MCP server's headers): without the connector store a reference can never resolve (400); with it,
  * the connection must exist, and the declaration's URL must be at one of its provider's
- * `api_origins` (400 otherwise, src/connectors/lending.ts). Declaring is admin-only, and an admin
+ * `api_origins` (400 otherwise, src/connectors/token-origins.ts). Declaring is admin-only, and an admin
  * may reference any connection (docs/connectors.md "The tool header"). Messages name the field,
  * never the id or a URL.
  */
@@ -10,7 +10,7 @@ import { badRequest } from "../platform/http/errors";
 import type { ProviderDescriptor } from "../platform/settings/connector-settings";
 import type { Settings } from "../platform/settings/settings";
 import { connectionProviders } from "./connections";
-import { lendingRefusal } from "./lending";
+import { lendingRefusal } from "./token-origins";
 
 export interface ConnectionField {
   /** The body field holding the reference, e.g. `headers.authorization`. */

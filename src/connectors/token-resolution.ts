@@ -4,7 +4,7 @@
  * statement. The provider's token endpoint and client credentials come from the settings and env
  * of whoever dispatches (the Worker or a thread object), so the object holds no client secret.
  *
- * The token goes only to an origin its provider lists in `api_origins` (src/connectors/lending.ts):
+ * The token goes only to an origin its provider lists in `api_origins` (src/connectors/token-origins.ts):
  * that is checked as soon as the object names the connection's provider, before any refresh and
  * before the caller sends anything.
  *
@@ -16,7 +16,7 @@ import type { Env } from "../platform/env";
 import type { Settings } from "../platform/settings/settings";
 import { clientCredentials } from "./client-credentials";
 import { type ConnectionRef, renderConnectionHeader } from "../outbound/header-ref";
-import { lendingRefusal } from "./lending";
+import { lendingRefusal } from "./token-origins";
 import { findProvider } from "./providers";
 import { keyRingOf } from "./sealing";
 import { TOKEN_TIMEOUT_MS } from "./token-endpoint";

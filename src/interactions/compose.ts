@@ -1,17 +1,17 @@
 /**
  * Composes the Interaction object's parts over one kit: the verbs of its contract
- * (src/interactions/verbs.ts) and the owed work its one alarm does (src/interactions/owed-work.ts).
+ * (src/interactions/verbs.ts) and the owed work its one alarm does (src/interactions/alarm.ts).
  */
 import { type InteractionDeps, interactionKit } from "./object-kit";
-import { type OwedWork, owedWork } from "./owed-work";
+import { type InteractionAlarm, interactionAlarm } from "./alarm";
 import { type InteractionVerbs, interactionVerbs } from "./verbs";
 
 export interface InteractionParts {
   verbs: InteractionVerbs;
-  alarm: OwedWork;
+  alarm: InteractionAlarm;
 }
 
 export function composeInteraction(deps: InteractionDeps): InteractionParts {
   const kit = interactionKit(deps);
-  return { verbs: interactionVerbs(kit), alarm: owedWork(kit) };
+  return { verbs: interactionVerbs(kit), alarm: interactionAlarm(kit) };
 }

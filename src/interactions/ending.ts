@@ -1,7 +1,7 @@
 /**
  * Records an interaction's end in its object: the state, what it owes the run (nothing when the
  * thread's participant claimed it: the run resumes in that inbound's turn), the event, the purge
- * instant; the ticket is spent. The alarm does the owed work (src/interactions/owed-work.ts).
+ * instant; the ticket is spent. The alarm does the owed work (src/interactions/alarm.ts).
  */
 import type { ObjectSettings } from "../config/object-settings";
 import { eventFor, resumeOwed } from "./lifecycle";

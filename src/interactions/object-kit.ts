@@ -1,7 +1,7 @@
 /**
  * What every part of the Interaction object shares: its storage, the env, the injected clock and
  * fetch, the settings loader, the one alarm and the erase. The parts (src/interactions/verbs.ts,
- * src/interactions/owed-work.ts) are composed over one kit by src/interactions/compose.ts.
+ * src/interactions/alarm.ts) are composed over one kit by src/interactions/compose.ts.
  */
 import { constantTimeEqual } from "../access-control/crypto";
 import { type ObjectSettings, loadObjectSettings } from "../config/object-settings";

@@ -1,6 +1,6 @@
 /**
- * The Interaction object's verbs (src/contracts/interaction-rpc.ts): each is one read-decide-write
- * step on the row; whatever leaves the object is owed work for the alarm (src/interactions/owed-work.ts).
+ * The Interaction object's verbs (src/interactions/rpc.ts): each is one read-decide-write
+ * step on the row; whatever leaves the object is owed work for the alarm (src/interactions/alarm.ts).
  */
 import type { AnswerInput, ClaimResult, CreateInteraction, InteractionChange } from "./rpc";
 import { interactionHub } from "./rpc";

@@ -5,7 +5,7 @@
  */
 import type { Arrival, RedeemResult, UnlinkResult } from "./rpc";
 import type { Door } from "../shared/kinds";
-import type { DirectoryKit } from "./directory-kit";
+import type { DirectoryKit } from "./object-kit";
 import {
   CODE_TTL_SECONDS,
   type DoorAddress,

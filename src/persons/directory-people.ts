@@ -3,7 +3,7 @@
  * locale, erase. Each runs in one implicit transaction, so an erase is atomic.
  */
 import type { Arrival, PersonView } from "./rpc";
-import type { DirectoryKit } from "./directory-kit";
+import type { DirectoryKit } from "./object-kit";
 import { type DoorAddress, doorAddressKey } from "./pairing";
 import { erasePerson, personOfAddress, personView, setPersonLocale } from "./person-store";
 

@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import { InstalledPlugin, listInstalled } from "../marketplace/installs";
-import { studioDir, studioPanels } from "./studio";
+import { studioDir, studioPanels } from "./console-assets";
 
 export const StudioView = z
   .object({

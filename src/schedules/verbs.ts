@@ -1,4 +1,4 @@
-/** The Schedule object's verbs (src/contracts/schedule-rpc.ts): store the spec and arm its next slot, read, remove. */
+/** The Schedule object's verbs (src/schedules/rpc.ts): store the spec and arm its next slot, read, remove. */
 import type { ScheduleSpec, ScheduleState } from "./rpc";
 import { compileCron } from "./cron";
 import { mirrorStatement } from "./listing";

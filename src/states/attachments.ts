@@ -14,7 +14,7 @@ import { d1, run } from "../platform/persistence/d1";
 import { intactIdentifier } from "../platform/http/identifiers";
 import { JqError, jqRun } from "../platform/jq/engine";
 import { checkAgainstSchema } from "../platform/json-schema";
-import { substituteParameters } from "./compose";
+import { substituteParameters } from "./effective-schema";
 import { refusal } from "./refusals";
 import { type StateTemplateDocument, getTemplate } from "./templates";
 

@@ -1,12 +1,12 @@
 /**
  * What a StateStore keeps about its state besides records: the stored declaration and the
- * attachments, and the effective schema and regimes composed from them (src/states/compose.ts).
+ * attachments, and the effective schema and regimes composed from them (src/states/effective-schema.ts).
  * One definition of each stored shape, validated when read back.
  */
 import { z } from "zod";
 import { JsonObject, JsonValue } from "../platform/http/bounded-json";
 import { parseStored } from "../platform/persistence/stored-json";
-import { composeEffectiveSchema } from "./compose";
+import { composeEffectiveSchema } from "./effective-schema";
 import { Regime } from "./ops";
 
 export const StoredDeclaration = z.object({

@@ -9,7 +9,7 @@ import { isNarrowing, removedKinds } from "./declaration";
 import { type StoredAttachment, type StoredDeclaration, effectiveOf } from "./effective";
 import { objectSql, sqlText } from "../platform/persistence/object-sql";
 import { STATE_STORE, pruneExpired, setMeta, wipeState } from "./record-store";
-import { type StateStoreKit, refuse } from "./store-kit";
+import { type StateStoreKit, refuse } from "./object-kit";
 
 type ViewOrRefusal = { ok: true; view: StateView } | StateRefusal;
 

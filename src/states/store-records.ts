@@ -28,7 +28,7 @@ import {
   subjectOfKey,
   writesOf,
 } from "./record-store";
-import { DAY_MS, type StateStoreKit, refuse } from "./store-kit";
+import { DAY_MS, type StateStoreKit, refuse } from "./object-kit";
 
 /** Records one search request reads at most before it answers with a cursor (bounds the object's time per call). */
 const SEARCH_SCAN_BUDGET = 5000;

@@ -1,5 +1,5 @@
 /**
- * The ToolRun object's verbs (src/contracts/tool-run-rpc.ts): the submit (idempotent by run id;
+ * The ToolRun object's verbs (src/tool-runs/rpc.ts): the submit (idempotent by run id;
  * arms the alarm for now), the read, and the hand-over of an interaction's outcome to a waiting run.
  */
 import type { KeyedSubmit, ToolRunRequest, ToolRunRecord } from "./rpc";

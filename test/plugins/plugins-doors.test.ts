@@ -5,7 +5,7 @@
  */
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { STUDIO_CSP } from "../../src/plugins/studio";
+import { STUDIO_CSP } from "../../src/plugins/console-assets";
 import { BASE, admin, call, fetchWithEnv, mintKey, dispatch } from "../helpers/http";
 import { must } from "../../src/platform/must";
 

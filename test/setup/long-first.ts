@@ -2,7 +2,7 @@
  * The run's file order: vitest's own (by project; within one, files that failed or ran longest
  * last time first, else larger files first), except that the files known to run longest start
  * first in their project. A clean clone has no record of last time's durations, and by size the
- * four small fuzz files (test/hardening/fuzz-N.test.ts, a line each over test/hardening/fuzz.ts)
+ * four small fuzz files (test/hardening/fuzz-<n>.test.ts, a line each over test/hardening/fuzz.ts)
  * would start last and leave one slot running them alone at the end.
  */
 import { BaseSequencer, type TestSpecification } from "vitest/node";

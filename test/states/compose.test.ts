@@ -1,6 +1,6 @@
 /** Composing template fragments into a state's effective schema (pure). */
 import { describe, expect, it } from "vitest";
-import { type Attachment, composeEffectiveSchema, pathsOverlap, substituteParameters } from "../../src/states/compose";
+import { type Attachment, composeEffectiveSchema, pathsOverlap, substituteParameters } from "../../src/states/effective-schema";
 
 const base = () => ({
   type: "object",

@@ -1,5 +1,5 @@
 /**
- * The web channel's shapes shared by the door (src/channels/web/) and the thread
+ * The web channel's shapes shared by the door (src/web-chat/) and the thread
  * (src/conversations/thread/web-visitor.ts): transcript entries, session checks and the visitor's
  * credential format.
  */

@@ -4,7 +4,7 @@
  * synchronous functions over DurableObjectStorage (DO SQLite is synchronous), so the thread's parts
  * read as the state machine they implement.
  *
- * Beside the table, each object keeps the bookkeeping of its open records in memory (`OpenBook`):
+ * Beside the table, each object keeps the bookkeeping of its open records in memory (`OpenRecords`):
  * the records whose turn is queued or running or whose delivery is pending or provisional, with
  * their instants, plus how many records there are and the earliest expiry. It is read from storage
  * once, at the first use in an instance, kept up to date by the write functions below (every write
@@ -193,7 +193,7 @@ function isOpen(status: string, turnState: TurnState): boolean {
 }
 
 /** The records' bookkeeping in memory (see the module comment). */
-class OpenBook {
+class OpenRecords {
   /** Open records by message id. */
   readonly open = new Map<string, OpenRecord>();
   /** Records in the table, open or not. */
@@ -233,13 +233,13 @@ class OpenBook {
 }
 
 /** Each object's book, by its storage (an instance's storage lives and goes with the instance). */
-const books = new WeakMap<DurableObjectStorage, OpenBook>();
+const books = new WeakMap<DurableObjectStorage, OpenRecords>();
 
 /** The object's book, read from storage at the first use (or again after a write it could not follow). */
-function bookOf(storage: DurableObjectStorage): OpenBook {
+function bookOf(storage: DurableObjectStorage): OpenRecords {
   let book = books.get(storage);
   if (!book) {
-    book = new OpenBook(storage);
+    book = new OpenRecords(storage);
     books.set(storage, book);
   } else if (book.stale) book.load(storage);
   return book;

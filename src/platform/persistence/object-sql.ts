@@ -27,7 +27,7 @@ export class ObjectSqlError extends Error {
 /**
  * Runs one statement with its values bound; a failure is rethrown as an ObjectSqlError naming it.
  * The kit's own door to `sql.exec`: outside this folder statements go through the `objectSql` tag
- * (test/platform/one-sql-style.test.ts keeps it so).
+ * (test/platform/one-way-per-object.test.ts keeps it so).
  */
 export function execStatement<T extends SqlRow = SqlRow>(
   sql: SqlStorage,

@@ -13,7 +13,7 @@ import { addRoute } from "../../platform/http/route";
 import { getInstalled } from "../../marketplace/installs";
 import { PluginRef } from "../../marketplace/index-format";
 import { PluginListing, listPlugins } from "../listing";
-import { serveStudioAsset } from "../studio";
+import { serveStudioAsset } from "../console-assets";
 import { bucketIn, requireBucket } from "../../storage/bucket";
 import { StoragePath } from "../../storage/paths";
 

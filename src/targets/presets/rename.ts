@@ -21,7 +21,7 @@ import { type SqlFragment, type Statement, batch, d1, exists, first, join, sql }
 import { getDeclaredAgent } from "../agents/declarations";
 import { isBuiltinTool } from "../tools/builtins";
 import { resolveTool } from "../tools/registry";
-import { type PresetReferee, REFEREE_KINDS, REFEREE_QUERIES, type RefereeKind, describeReferees, isMovable, presetReferees } from "./referees";
+import { type PresetReferee, REFEREE_KINDS, REFEREE_QUERIES, type RefereeKind, describeReferees, isMovable, presetReferees } from "./preset-uses";
 import { getPreset, presetNotFound } from "./store";
 
 export interface RenameRequest {

@@ -13,7 +13,7 @@ import { assertMayBind } from "../../states/binding-refs";
 import { getDeclaredAgent } from "../agents/declarations";
 import { targetNameSchema } from "../../shared/target-names";
 import { checkAuthoredBody } from "../presets/authored";
-import { PresetReferee, type RefereeKind, presetReferees } from "../presets/referees";
+import { PresetReferee, type RefereeKind, presetReferees } from "../presets/preset-uses";
 import { renamePreset } from "../presets/rename";
 import {
   type PresetBody,

@@ -1,7 +1,7 @@
 /**
  * What the ConnectorConnection object's parts share: its SQLite, the injected fetch and clock, the
  * opening of the sealed tokens, and the verdict on the stored row without a refresh. The parts
- * (src/connectors/connection-refresh.ts, src/connectors/connection-compose.ts) run over one kit.
+ * (src/connectors/connection-refresh.ts, src/connectors/compose.ts) run over one kit.
  */
 import type { KeyRing, TokenAnswer, TokenGrant } from "./rpc";
 import type { Clock } from "../platform/clock";

@@ -1,8 +1,8 @@
 /**
- * Composes the PersonDirectory object's parts over one kit (src/persons/directory-kit.ts): the
+ * Composes the PersonDirectory object's parts over one kit (src/persons/object-kit.ts): the
  * person verbs, the pairing verbs, and the alarm that sweeps expired codes and throttle rows.
  */
-import { type DirectoryDeps, directoryKit } from "./directory-kit";
+import { type DirectoryDeps, directoryKit } from "./object-kit";
 import { type DirectoryPairing, directoryPairing } from "./directory-pairing";
 import { type DirectoryPeople, directoryPeople } from "./directory-people";
 import { sweepExpired } from "./person-store";

@@ -2,7 +2,7 @@
  * What the StateStore object's parts share: its SQLite and synchronous transactions, the stored
  * declaration and attachments, and the checks every subject verb starts with. The parts
  * (src/states/store-declaration.ts, src/states/store-records.ts) are composed over one kit by
- * src/states/store-parts.ts.
+ * src/states/compose.ts.
  */
 import type { StateRecord, StateRefusal, Subject } from "./rpc";
 import type { JsonObject } from "../platform/http/bounded-json";

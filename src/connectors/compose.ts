@@ -1,11 +1,11 @@
 /**
- * Composes the ConnectorConnection object's parts over one kit (src/connectors/connection-kit.ts):
+ * Composes the ConnectorConnection object's parts over one kit (src/connectors/object-kit.ts):
  * the token verbs (install, the usable token, health, re-seal under a new key ring, erase) over
  * src/connectors/token-store.ts and sealing.ts, and the single-flight refresh
  * (src/connectors/connection-refresh.ts).
  */
 import type { ConnectionHealth, KeyRing, ResealOutcome, TokenAnswer, TokenGrant } from "./rpc";
-import { type ConnectionDeps, connectionKit, expiresAt } from "./connection-kit";
+import { type ConnectionDeps, connectionKit, expiresAt } from "./object-kit";
 import { type ConnectionRefresh, connectionRefresh } from "./connection-refresh";
 import { seal, unseal } from "./sealing";
 import { type TokenSecrets, createTokenTables, healthOf, readTokens, tokensAad, writeTokens } from "./token-store";

@@ -2,7 +2,7 @@
  * What the PersonDirectory object's parts share: its SQLite, the get-or-create that keeps a verb's
  * writes in one synchronous block, the person listing in the ledger (so the person doors find a
  * directory by person id alone), and the sweep alarm. The parts (src/persons/directory-people.ts,
- * src/persons/directory-pairing.ts) are composed over one kit by src/persons/directory-compose.ts.
+ * src/persons/directory-pairing.ts) are composed over one kit by src/persons/compose.ts.
  */
 import type { Arrival, PersonView } from "./rpc";
 import { personDirectoryName } from "./rpc";

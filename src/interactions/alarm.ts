@@ -21,14 +21,14 @@ import { type InteractionResult, type InteractionState, askResult } from "./reco
 import { resumeOutside } from "./resume-outside";
 import { mintTicket, ticketExpiry, ticketHash, ticketNotificationText } from "./tickets";
 
-export interface OwedWork {
+export interface InteractionAlarm {
   /** One alarm pass as of the kit's clock. */
   run(): Promise<void>;
   /** One alarm pass as of `nowMs`: expiry and purge are decided at that instant (tests pass a fake one). */
   runAt(nowMs: number): Promise<void>;
 }
 
-export function owedWork(kit: InteractionKit): OwedWork {
+export function interactionAlarm(kit: InteractionKit): InteractionAlarm {
   const { sql, clock } = kit;
 
   /** Mints the audience's ticket, lists its hash, then sends it to the audience's feed. */
