@@ -32,6 +32,7 @@ import type { CheckpointMessage } from "../src/shared/agent-memory";
 import { type ThreadParts, alarmPass, composeThread } from "../src/conversations/thread/compose";
 import { type ThreadDeps, threadEnv, threadSettings, warmThreadSettings } from "../src/conversations/thread/deps";
 import { migrate } from "../src/conversations/thread/store";
+import { turnPlugins } from "../src/conversations/thread/turn-plugins";
 import type { RunTrace } from "../src/shared/run-trace";
 import { dropTurnTraces, readTurnTrace } from "../src/conversations/thread/turn-trace";
 import { forgetThread } from "../src/conversations/thread/forget";
@@ -63,7 +64,14 @@ export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
     });
     // The env is read through a function: settings and bindings (with the runtime overlay's
     // CHANNEL_* values on top, docs/runtime-settings.md) follow the object's env.
-    this.deps = { storage: ctx.storage, env: () => threadEnv(this.env), settings: () => threadSettings(this.env), clock: systemClock, fetch: edgeFetch };
+    this.deps = {
+      storage: ctx.storage,
+      env: () => threadEnv(this.env),
+      settings: () => threadSettings(this.env),
+      clock: systemClock,
+      fetch: edgeFetch,
+      turn: turnPlugins,
+    };
     this.compose = () =>
       composeThread(
         this.deps,

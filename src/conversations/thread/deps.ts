@@ -1,8 +1,27 @@
 /**
  * What the thread's parts run with. The object hands each part only the members it needs; a test
- * can hand a part its own storage, settings, clock and network.
+ * can hand a part its own storage, settings, clock and network, and its own turn plugins.
+ *
+ * The other areas a turn runs (agents and tools, questions, states, channels, access) plug into the
+ * turn through `TurnPlugins` instead of being imported by the turn loop and runner: what the turn
+ * uses of each area is named here once, the wiring lives in one module
+ * (src/conversations/thread/turn-plugins.ts), and a test can hand a part other plugins.
  */
 import type { CounterDelta, FailedRow, RunRow } from "../../shards/rpc";
+import type { authorizeTurn } from "../../access-control/pass-role";
+import type { storedByRefusal } from "../../access-control/stored-by";
+import type { adapterFor } from "../../channels/registry";
+import type { canPark, createInteraction } from "../../interactions/create";
+import type { questionAnswer } from "../../interactions/question";
+import type { interactionStub } from "../../interactions/rpc";
+import type { mergeBindings } from "../../states/binding-merge";
+import type { bindingRefs } from "../../states/binding-refs";
+import type { heldSubjects, queueSave } from "../../states/pending-saves";
+import type { BindingError, applyStateUpdates, prepareStates } from "../../states/turn-binding";
+import type { agentKeepsMemory, appendAgentMemory, resumeAgent, runAgent } from "../../targets/agents/run";
+import type { createTargetContext } from "../../targets/context";
+import type { dispatchTool } from "../../targets/dispatch";
+import type { resolveTool } from "../../targets/tools/registry";
 import type { Env } from "../../platform/env";
 import type { Clock } from "../../platform/clock";
 import { setJqBudget } from "../../platform/jq/engine";
@@ -22,6 +41,48 @@ export interface ThreadDeps {
   clock: Clock;
   /** The network edge every outbound request goes through (src/platform/net/edge-fetch.ts). */
   fetch: typeof fetch;
+  /** What the turn loop and runner use of the other areas (the shell hands in `turnPlugins`). */
+  turn: TurnPlugins;
+}
+
+/** The other areas' functions a turn calls, by area; each is typed as the real one it stands for. */
+export interface TurnPlugins {
+  /** The turn's target context: the run's env, settings, network, thread and conversation. */
+  targets: { context: typeof createTargetContext };
+  /** An agent target's run, its resume after ask_user, and its memory in manual mode. */
+  agents: {
+    run: typeof runAgent;
+    resume: typeof resumeAgent;
+    keepsMemory: typeof agentKeepsMemory;
+    appendMemory: typeof appendAgentMemory;
+  };
+  /** A tool target: resolved once per turn (a preset may carry a state binding), then dispatched. */
+  tools: { resolve: typeof resolveTool; dispatch: typeof dispatchTool };
+  /** ask_user: whether a turn may park, the stored interaction, its question as the answer, its object. */
+  questions: {
+    canPark: typeof canPark;
+    create: typeof createInteraction;
+    answerOf: typeof questionAnswer;
+    stub: typeof interactionStub;
+  };
+  /**
+   * A tool target's state binding: merged, read before and written after the dispatch, with the
+   * writes that could not land queued. `BindingError` is what `prepare` and `apply` throw for a
+   * binding the turn answers with the error outcome.
+   */
+  states: {
+    merge: typeof mergeBindings;
+    refs: typeof bindingRefs;
+    prepare: typeof prepareStates;
+    apply: typeof applyStateUpdates;
+    heldSubjects: typeof heldSubjects;
+    queueSave: typeof queueSave;
+    BindingError: typeof BindingError;
+  };
+  /** The channel adapter a parked question is shown through. */
+  channels: { adapterFor: typeof adapterFor };
+  /** Whether the route's key may run the tool now, and whether a stored binding's writer may reach what it names. */
+  access: { authorizeTurn: typeof authorizeTurn; storedByRefusal: typeof storedByRefusal };
 }
 
 /** Re-arms the object's one alarm (ThreadAlarm.arm): the only way a part sets the alarm. */

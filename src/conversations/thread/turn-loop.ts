@@ -9,12 +9,9 @@ import { manualRoutesOfTarget } from "../store";
 import type { Route } from "../model/route";
 import { parseThreadId } from "../../shared/thread-id";
 import { type ParkOrigin, type TurnOutcome, errorOutcome, resumeParked, runTarget, silentOutcome } from "./turn-runner";
-import { interactionStub } from "../../interactions/rpc";
-import { canPark } from "../../interactions/create";
 import { type ParkedNote, dropParked, isResumeInbound, noteParked, resumedInteractionId, waitingParked } from "./parked";
 import type { Settings } from "../../platform/settings/settings";
-import { agentKeepsMemory, appendAgentMemory } from "../../targets/agents/run";
-import { type TargetContext, type TurnConversation, createTargetContext } from "../../targets/context";
+import type { TargetContext, TurnConversation } from "../../targets/context";
 import type { AlarmArm, IndexWriter, ThreadDeps } from "./deps";
 import type { ThreadIdentity } from "./identity";
 import type { InlineWaiters } from "./inline-waiters";
@@ -219,9 +216,9 @@ export class TurnLoop {
     const { route, key } = read;
     const mode = await this.modeFor(stored, read);
     if (mode === "manual") {
-      if (route.target_kind === "agent" && stored.inbound.kind === "message" && (await agentKeepsMemory(ctx, route.target_name))) {
+      if (route.target_kind === "agent" && stored.inbound.kind === "message" && (await this.deps.turn.agents.keepsMemory(ctx, route.target_name))) {
         try {
-          await appendAgentMemory(ctx, route.target_name, stored.record.thread_id, { role: "user", content: stored.inbound.text ?? "" });
+          await this.deps.turn.agents.appendMemory(ctx, route.target_name, stored.record.thread_id, { role: "user", content: stored.inbound.text ?? "" });
         } catch (err) {
           return errorOutcome(`manual mode: appending the inbound to agent memory failed: ${err instanceof Error ? err.message : "unknown error"}`);
         }
@@ -239,6 +236,7 @@ export class TurnLoop {
     }
     const binding = read.target.config?.state_binding ?? null;
     return runTarget(
+      this.deps.turn,
       ctx,
       route,
       stored.inbound,
@@ -250,7 +248,7 @@ export class TurnLoop {
 
   /** Where this turn's run may park: its thread and record, when the interactions store is configured. */
   private parkOrigin(stored: StoredRecord, route: Route): ParkOrigin | null {
-    if (!canPark(this.deps.settings())) return null;
+    if (!this.deps.turn.questions.canPark(this.deps.settings())) return null;
     const r = stored.record;
     return { route_name: route.route_name, thread_id: r.thread_id, message_id: r.message_id, door: r.door, channel: r.channel };
   }
@@ -278,7 +276,7 @@ export class TurnLoop {
     };
     let claim;
     try {
-      claim = await interactionStub(this.deps.env(), waiting.interaction_id).claim(stored.record.message_id, input);
+      claim = await this.deps.turn.questions.stub(this.deps.env(), waiting.interaction_id).claim(stored.record.message_id, input);
     } catch (err) {
       console.error("answering a parked interaction failed", err instanceof Error ? err.message : "unknown error");
       return errorOutcome("this message answers a pending ask_user interaction, which could not be reached");
@@ -288,22 +286,22 @@ export class TurnLoop {
       if (claim.status === null) dropParked(this.deps.storage, waiting.interaction_id);
       return null;
     }
-    const outcome = await resumeParked(ctx, read.route, claim.parked, claim.result, park, read.key);
+    const outcome = await resumeParked(this.deps.turn, ctx, read.route, claim.parked, claim.result, park, read.key);
     return { ...outcome, resolved: waiting.interaction_id };
   }
 
   /** A resume turn: the interaction ended by a door answer, a cancel or its expiry; its run goes on here. */
   private async resumeHandedBack(stored: StoredRecord, read: TurnRead, ctx: TargetContext, park: ParkOrigin | null): Promise<TurnOutcome> {
     const id = resumedInteractionId(stored.inbound);
-    const input = id ? await interactionStub(this.deps.env(), id).resumeInput() : null;
+    const input = id ? await this.deps.turn.questions.stub(this.deps.env(), id).resumeInput() : null;
     if (!input) return errorOutcome("the parked run is gone: its interaction was erased or its retention ended");
-    return resumeParked(ctx, read.route, input.parked, input.result, park, read.key);
+    return resumeParked(this.deps.turn, ctx, read.route, input.parked, input.result, park, read.key);
   }
 
   private targetContext(s: Settings, route: Route, conversation: TurnConversation): TargetContext {
     const threadId = must(this.parts.identity.get(), "the thread id of a thread running a turn");
     const { alarm, mode } = this.parts;
-    return createTargetContext(this.deps.env(), s, {
+    return this.deps.turn.targets.context(this.deps.env(), s, {
       fetch: this.deps.fetch,
       // The kv checkpoint provider uses this thread's own memory without an RPC hop.
       local: {

@@ -1,29 +1,22 @@
 /**
  * Runs one turn's target (spec §4.2, §3.1; decisions §13) and maps every failure to the fixed
  * client-safe error outcome, keeping the detail for admins. Never throws for a turn failure.
+ *
+ * What the run needs of the other areas (agents, tools, questions, states, channels, access) comes
+ * in as `turn`, the thread's turn plugins (src/conversations/thread/deps.ts), not as imports: the
+ * areas plug into the turn, and a test can hand the runner other plugins.
  */
 import type { KeyWithOwner } from "../../access-control/key-store";
-import { authorizeTurn } from "../../access-control/pass-role";
 import { JqError, jqRun } from "../../platform/jq/engine";
-import { resumeAgent, runAgent } from "../../targets/agents/run";
 import type { ParkedRun } from "../../shared/parked-run";
 import type { AskUserInput } from "../../interactions/ask";
-import { createInteraction } from "../../interactions/create";
-import { questionAnswer } from "../../interactions/question";
 import type { InteractionOrigin, InteractionState } from "../../interactions/record";
-import { adapterFor } from "../../channels/registry";
 import type { RichPart } from "../../channels/rich/types";
-import { dispatchTool } from "../../targets/dispatch";
 import type { TargetContext } from "../../targets/context";
 import type { WriteOrigin } from "../../states/rpc";
 import type { JsonObject, JsonValue } from "../../platform/http/bounded-json";
-import { heldSubjects, queueSave } from "../../states/pending-saves";
 import type { StateBinding } from "../../shared/state-binding";
-import { mergeBindings } from "../../states/binding-merge";
-import { bindingRefs } from "../../states/binding-refs";
-import { storedByRefusal } from "../../access-control/stored-by";
-import { BindingError, applyStateUpdates, prepareStates } from "../../states/turn-binding";
-import { resolveTool } from "../../targets/tools/registry";
+import type { TurnPlugins } from "./deps";
 import { buildPayload, defaultKwargs, type TurnInbound } from "../model/payload";
 import { type AnswerStatus, TURN_ERROR_TEXT, isSilence } from "../model/record";
 import type { Route } from "../model/route";
@@ -78,6 +71,7 @@ async function mapOne(
 
 /** Runs the route's target for `inbound` under the route's bound execution key; a tool target's state binding reads before and writes after dispatch. */
 export async function runTarget(
+  turn: TurnPlugins,
   ctx: TargetContext,
   route: Route,
   inbound: TurnInbound,
@@ -88,9 +82,9 @@ export async function runTarget(
 ): Promise<TurnOutcome> {
   const asKey = { user_id: route.execution_key, fingerprint: route.execution_key_fingerprint, prefetched: prefetchedKey };
   if (route.target_kind === "agent") {
-    const r = await runAgent(ctx, route.target_name, { thread_id: inbound.thread_id, user_message: inbound.text ?? "" }, { asKey, park: park !== null });
+    const r = await turn.agents.run(ctx, route.target_name, { thread_id: inbound.thread_id, user_message: inbound.text ?? "" }, { asKey, park: park !== null });
     if (!r.ok) return errorOutcome(`agent ${r.kind}: ${r.message}`);
-    if (r.suspended) return parkTurn(ctx, route, parkedAt(park), r.suspended.ask, r.suspended.parked, { kind: "agent", name: route.target_name });
+    if (r.suspended) return parkTurn(turn, ctx, route, parkedAt(park), r.suspended.ask, r.suspended.parked, { kind: "agent", name: route.target_name });
     return replyOutcome(r.text);
   }
 
@@ -105,21 +99,28 @@ export async function runTarget(
   }
 
   // The tool is resolved once: a preset may carry its own state binding, merged after the route's.
-  const tool = await resolveTool(ctx.db, route.target_name);
-  const binding = mergeBindings(bound?.binding ?? null, tool?.kind === "preset" ? tool.body.state_binding : null);
-  let states: Awaited<ReturnType<typeof prepareStates>> | null = null;
+  const tool = await turn.tools.resolve(ctx.db, route.target_name);
+  const binding = turn.states.merge(bound?.binding ?? null, tool?.kind === "preset" ? tool.body.state_binding : null);
+  let states: Awaited<ReturnType<TurnPlugins["states"]["prepare"]>> | null = null;
   if (binding) {
     // A key that may not run the tool reads no state: authorized first, as the dispatch would.
-    const auth = await authorizeTurn(ctx.db, asKey.user_id, asKey.fingerprint, { kind: "tool", name: route.target_name }, ctx.now(), asKey.prefetched);
+    const auth = await turn.access.authorizeTurn(
+      ctx.db,
+      asKey.user_id,
+      asKey.fingerprint,
+      { kind: "tool", name: route.target_name },
+      ctx.now(),
+      asKey.prefetched,
+    );
     if (!auth.ok) return errorOutcome(`tool dispatch denied: ${auth.reason}`);
-    const refused = bindingRefusal(bound, tool);
+    const refused = bindingRefusal(turn, bound, tool);
     if (refused) return errorOutcome(refused);
     try {
       const target = { target_kind: route.target_kind, target_name: route.target_name, person: inbound.person?.person_id ?? null };
-      states = await prepareStates(ctx.env, binding, target, kwargs as JsonObject, ctx.now().getTime());
+      states = await turn.states.prepare(ctx.env, binding, target, kwargs as JsonObject, ctx.now().getTime());
       kwargs = states.input;
     } catch (err) {
-      if (err instanceof BindingError) return errorOutcome(err.message);
+      if (err instanceof turn.states.BindingError) return errorOutcome(err.message);
       throw err;
     }
   }
@@ -128,15 +129,15 @@ export async function runTarget(
   // there only for this dispatch, and only where the turn can park.
   const held: { ask: AskUserInput | null } = { ask: null };
   if (park) ctx.ask = { park: (q) => void (held.ask = q) };
-  let d: Awaited<ReturnType<typeof dispatchTool>>;
+  let d: Awaited<ReturnType<TurnPlugins["tools"]["dispatch"]>>;
   try {
-    d = await dispatchTool(ctx, route.target_name, kwargs, { asKey, resolved: tool });
+    d = await turn.tools.dispatch(ctx, route.target_name, kwargs, { asKey, resolved: tool });
   } finally {
     delete ctx.ask;
   }
   if (!d.ok) return errorOutcome(`tool dispatch ${d.kind}: ${d.message}`);
   if (held.ask)
-    return parkTurn(ctx, route, parkedAt(park), held.ask, { kind: "tool_turn", tool: route.target_name }, { kind: "tool", name: route.target_name });
+    return parkTurn(turn, ctx, route, parkedAt(park), held.ask, { kind: "tool_turn", tool: route.target_name }, { kind: "tool", name: route.target_name });
 
   if (states) {
     const origin: WriteOrigin = {
@@ -152,12 +153,18 @@ export async function runTarget(
     try {
       const now = ctx.now().getTime();
       // The route read said whether this target has saves outstanding; only then are the held subjects read.
-      const held = bound?.pendingSaves ? await heldSubjects(ctx.env.DB, route) : new Set<string>();
-      const leftover = await applyStateUpdates(ctx.env, states, d.value, origin, now, held);
+      const held = bound?.pendingSaves ? await turn.states.heldSubjects(ctx.env.DB, route) : new Set<string>();
+      const leftover = await turn.states.apply(ctx.env, states, d.value, origin, now, held);
       if (leftover.length > 0)
-        await queueSave(ctx.env, route, inbound.message_id, { input: states.input, output: (d.value ?? null) as JsonValue, origin, items: leftover }, now);
+        await turn.states.queueSave(
+          ctx.env,
+          route,
+          inbound.message_id,
+          { input: states.input, output: (d.value ?? null) as JsonValue, origin, items: leftover },
+          now,
+        );
     } catch (err) {
-      if (err instanceof BindingError) return errorOutcome(err.message);
+      if (err instanceof turn.states.BindingError) return errorOutcome(err.message);
       throw err;
     }
   }
@@ -170,13 +177,14 @@ export async function runTarget(
  * stored it (docs/security.md, "Confused deputy"): the target config's by its writer, a preset's by
  * whoever made its active version active. Both keys were read with what they stored.
  */
-function bindingRefusal(bound: Parameters<typeof runTarget>[4], tool: Awaited<ReturnType<typeof resolveTool>>): string | null {
+function bindingRefusal(turn: TurnPlugins, bound: Parameters<typeof runTarget>[5], tool: Awaited<ReturnType<TurnPlugins["tools"]["resolve"]>>): string | null {
+  const { storedByRefusal } = turn.access;
   if (bound) {
-    const why = bound.writer ? storedByRefusal(bound.writer.stored_by, bound.writer.holder, bindingRefs(bound.binding)) : "its writer was not read";
+    const why = bound.writer ? storedByRefusal(bound.writer.stored_by, bound.writer.holder, turn.states.refs(bound.binding)) : "its writer was not read";
     if (why) return `the target config's state binding may not run: ${why}`;
   }
   if (tool?.kind === "preset" && tool.body.state_binding) {
-    const why = storedByRefusal(tool.stored_by, tool.holder, bindingRefs(tool.body.state_binding));
+    const why = storedByRefusal(tool.stored_by, tool.holder, turn.states.refs(tool.body.state_binding));
     if (why) return `the preset's state binding may not run: ${why}`;
   }
   return null;
@@ -206,6 +214,7 @@ function parkedAt(park: ParkOrigin | null): ParkOrigin {
  * question as the turn's answer, delivered through the thread's door like any answer.
  */
 async function parkTurn(
+  turn: TurnPlugins,
   ctx: TargetContext,
   route: Route,
   park: ParkOrigin,
@@ -215,12 +224,12 @@ async function parkTurn(
 ): Promise<TurnOutcome> {
   let created: InteractionState;
   try {
-    created = await createInteraction(ctx.env, ctx.settings, { ask, origin: { kind: "thread", ...park }, target, parked }, ctx.now().getTime());
+    created = await turn.questions.create(ctx.env, ctx.settings, { ask, origin: { kind: "thread", ...park }, target, parked }, ctx.now().getTime());
   } catch (err) {
     console.error("parking a turn on ask_user failed", err instanceof Error ? err.message : "unknown error");
     return errorOutcome("the run asked the user (ask_user), but its interaction could not be stored");
   }
-  const q = questionAnswer(created, route.door === "channel" && route.channel ? adapterFor(route.channel) : undefined);
+  const q = turn.questions.answerOf(created, route.door === "channel" && route.channel ? turn.channels.adapterFor(route.channel) : undefined);
   return {
     answer_status: "answered",
     answer: q.answer,
@@ -237,6 +246,7 @@ async function parkTurn(
  * through the route's reply_expr.
  */
 export async function resumeParked(
+  turn: TurnPlugins,
   ctx: TargetContext,
   route: Route,
   parked: ParkedRun,
@@ -248,7 +258,7 @@ export async function resumeParked(
   if (parked.kind === "tool_run") return errorOutcome("the parked run is not this thread's");
   if (parked.kind === "tool_turn") {
     // No tool runs again, but the key must still be allowed the tool now: a revoked key answers nothing.
-    const auth = await authorizeTurn(
+    const auth = await turn.access.authorizeTurn(
       ctx.db,
       route.execution_key,
       route.execution_key_fingerprint,
@@ -260,8 +270,8 @@ export async function resumeParked(
     return mapReply(route, result);
   }
   const run = { ...parked, as_key: { user_id: route.execution_key, fingerprint: route.execution_key_fingerprint } };
-  const r = await resumeAgent(ctx, run, JSON.stringify(result), { park: park !== null, prefetched: prefetchedKey });
+  const r = await turn.agents.resume(ctx, run, JSON.stringify(result), { park: park !== null, prefetched: prefetchedKey });
   if (!r.ok) return errorOutcome(`agent ${r.kind}: ${r.message}`);
-  if (r.suspended) return parkTurn(ctx, route, parkedAt(park), r.suspended.ask, r.suspended.parked, { kind: "agent", name: parked.agent });
+  if (r.suspended) return parkTurn(turn, ctx, route, parkedAt(park), r.suspended.ask, r.suspended.parked, { kind: "agent", name: parked.agent });
   return replyOutcome(r.text);
 }

@@ -19,6 +19,7 @@ import { InlineWaiters } from "../../../src/conversations/thread/inline-waiters"
 import { THREAD_SCHEMA, getStored, insertRecord, migrate, saveStored } from "../../../src/conversations/thread/store";
 import { ThreadMode } from "../../../src/conversations/thread/thread-mode";
 import { TurnLoop, abandonedDetail } from "../../../src/conversations/thread/turn-loop";
+import { turnPlugins } from "../../../src/conversations/thread/turn-plugins";
 import { createRoute, echoKey } from "../../helpers/bridge";
 import { uniq } from "../../helpers/http";
 import { settingsOf } from "../../targets/helpers";
@@ -47,6 +48,7 @@ function depsOver(storage: DurableObjectStorage, clock: { ms: number }, fetch?: 
     settings: () => settings,
     clock: { now: () => clock.ms },
     fetch: fetch ?? (async () => Promise.reject(new Error("this part must not reach the network"))),
+    turn: turnPlugins,
   };
 }
 
