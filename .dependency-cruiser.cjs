@@ -157,6 +157,15 @@ module.exports = {
       to: {},
     },
     {
+      name: "turn-through-its-plugins",
+      severity: "error",
+      comment:
+        "The turn loop and runner reach the areas a turn runs (targets, interactions, states, channels, access control) " +
+        "through ThreadDeps.turn (src/conversations/thread/turn-plugins.ts wires them), never by importing their functions.",
+      from: { path: "^src/conversations/thread/turn-(loop|runner)\\.ts$" },
+      to: { path: "^src/(targets|interactions|states|channels|access-control)/", dependencyTypesNot: ["type-only"] },
+    },
+    {
       name: "shared-only-platform",
       severity: "error",
       comment: "The shared words (src/shared/) sit below every area: they import the platform and each other, types included.",
