@@ -40,6 +40,8 @@ import { webStream } from "../src/conversations/thread/web-visitor";
 import { holdsNothing, vacate } from "../src/conversations/thread/vacancy";
 import { parkedById } from "../src/conversations/thread/parked";
 import type { WebSessionCheck } from "../src/conversations/model/web";
+import { type InboxAction, type InboxActionResult, type InboxView, inboxView } from "../src/conversations/model/inbox";
+import { countAll } from "../src/conversations/thread/store";
 import { threadStub } from "../src/conversations/model/thread-rpc";
 
 /** One thread's object: wires the parts over its storage and answers its contract's verbs. */
@@ -215,9 +217,26 @@ export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
     return this.parts.mode.inForce(stamp, initialMode);
   }
 
-  async setMode(threadId: string, stamp: ModeStamp, mode: Mode): Promise<void> {
+  async setMode(threadId: string, stamp: ModeStamp, mode: Mode, actor?: { route_name: string; by: string | null }): Promise<void> {
     this.parts.identity.adopt(threadId);
     this.parts.mode.set(stamp, mode);
+    await this.parts.inbox.modeChanged(mode, actor?.route_name ?? null, "operator", actor?.by ?? null);
+    await this.parts.alarm.arm();
+  }
+
+  async inbox(): Promise<InboxView | null> {
+    const threadId = this.parts.identity.get();
+    if (!threadId || countAll(this.deps.storage) === 0) return null;
+    return inboxView(threadId, this.parts.inbox.state());
+  }
+
+  async inboxAct(threadId: string, action: InboxAction): Promise<InboxActionResult> {
+    // The inbox acts on a conversation that exists: a thread with no record has nobody to answer.
+    if (countAll(this.deps.storage) === 0) return { ok: false, reason: "no_thread" };
+    this.parts.identity.adopt(threadId);
+    const r = await this.parts.inbox.act(action);
+    if (r.ok && r.changed) await this.parts.alarm.arm();
+    return r;
   }
 
   async checkpointRead(threadId: string): Promise<CheckpointMessage[]> {

@@ -10,6 +10,7 @@ import { authRouter } from "./access-control/routes/auth";
 import { conversationMessagesRouter } from "./conversations/routes/messages";
 import { conversationEventsRouter } from "./conversations/routes/events";
 import { conversationModeRouter } from "./conversations/routes/mode";
+import { conversationInboxRouter } from "./conversations/routes/inbox";
 import { conversationThreadsRouter } from "./conversations/routes/threads";
 import { conversationRoutesRouter } from "./conversations/routes/routes";
 import { channelsRouter } from "./channels/routes/channels";
@@ -92,6 +93,7 @@ export function createApp(): Hono<AppEnv> {
     toolsRouter,
     conversationThreadsRouter,
     conversationModeRouter,
+    conversationInboxRouter,
     conversationEventsRouter,
     conversationMessagesRouter,
     conversationRoutesRouter,

@@ -9,7 +9,23 @@ export interface ConditionInput {
   identity: { owner_user_id: string | null };
   policy: { description: string; disabled: boolean; key_fingerprint: string; role: string | null };
   request?: { method: string; path: string };
+  /**
+   * The thread a door is about to show or act on, where the door knows it (the inbox doors,
+   * docs/inbox.md): a condition on `.thread.assignee` scopes a key to "mine only". Absent at
+   * admission, so such a condition must let `.thread == null` through.
+   */
+  thread?: ConditionThread;
   system: { time: string };
+}
+
+/** What a condition sees of a thread: where it is, who holds it, its inbox status and labels. */
+export interface ConditionThread {
+  route_name: string;
+  thread_id: string;
+  assignee: string | null;
+  status: string;
+  labels: string[];
+  waiting: boolean;
 }
 
 export function conditionInput(key: KeyRecord, now: Date, request?: { method: string; path: string }): ConditionInput {
@@ -52,4 +68,9 @@ export async function assertConditionCompiles(program: string): Promise<void> {
  */
 export function conditionNeedsRequest(program: string): boolean {
   return /\brequest\b/.test(program);
+}
+
+/** Does the condition read the thread (so a door that shows threads must evaluate it per thread)? */
+export function conditionNeedsThread(program: string): boolean {
+  return /\bthread\b/.test(program);
 }

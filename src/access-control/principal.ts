@@ -1,6 +1,6 @@
 import { HttpError, forbidden, unauthorized } from "../platform/http/errors";
 import type { TargetKind } from "../shared/kinds";
-import { type ConditionInput, conditionAllows, conditionInput, conditionNeedsRequest } from "./condition";
+import { type ConditionInput, type ConditionThread, conditionAllows, conditionInput, conditionNeedsRequest, conditionNeedsThread } from "./condition";
 import { constantTimeEqual, sha256Hex } from "./crypto";
 import { keyAllowsRoute, keyAllowsTag, keyConditions, keyRunRefusal } from "./key-grants";
 import type { KeyRecord } from "./key-store";
@@ -123,17 +123,26 @@ export type ConditionMemo = Map<string, boolean>;
  *   same when one of its keys is the caller.
  * Without `request` (a turn, the introspection of runnable targets) the inputs have none.
  */
-export async function principalConditionsAllow(p: Principal, now: Date, request?: { method: string; path: string }, memo?: ConditionMemo): Promise<boolean> {
-  const own = conditionInput(p.key, now, request);
+export async function principalConditionsAllow(
+  p: Principal,
+  now: Date,
+  request?: { method: string; path: string },
+  memo?: ConditionMemo,
+  thread?: ConditionThread,
+): Promise<boolean> {
+  const withThread = (input: ConditionInput): ConditionInput => (thread ? { ...input, thread } : input);
+  const own = withThread(conditionInput(p.key, now, request));
   const checks: Array<{ holder: "key" | "owner"; program: string; input: ConditionInput }> = [
     ...keyConditions(p.key).map((program) => ({ holder: "key" as const, program, input: own })),
     ...(p.owner?.role_def?.condition ? [{ holder: "key" as const, program: p.owner.role_def.condition, input: own }] : []),
-    ...(p.owner?.condition ? [{ holder: "owner" as const, program: p.owner.condition, input: conditionInput(p.owner, now, request) }] : []),
+    ...(p.owner?.condition ? [{ holder: "owner" as const, program: p.owner.condition, input: withThread(conditionInput(p.owner, now, request)) }] : []),
   ];
   for (const { holder, program, input } of checks) {
     // One memo serves both inputs: the holder is part of the entry, so the owner's verdict is
     // never taken for the key's (the same program text can read `.sub` or `.scopes`).
-    const memoKey = memo ? `${holder}\u0000${program}${conditionNeedsRequest(program) ? `\u0000${input.request?.method} ${input.request?.path}` : ""}` : "";
+    const memoKey = memo
+      ? `${holder}\u0000${program}${conditionNeedsRequest(program) ? `\u0000${input.request?.method} ${input.request?.path}` : ""}${thread && conditionNeedsThread(program) ? `\u0000${JSON.stringify(thread)}` : ""}`
+      : "";
     let ok = memo?.get(memoKey);
     if (ok === undefined) {
       ok = await conditionAllows(program, input);
@@ -142,6 +151,12 @@ export async function principalConditionsAllow(p: Principal, now: Date, request?
     if (!ok) return false;
   }
   return true;
+}
+
+/** Do any of the principal's conditions read `.thread` (so a door must check each thread it shows or acts on)? */
+export function principalReadsThread(p: Principal): boolean {
+  const programs = [...keyConditions(p.key), p.owner?.role_def?.condition, p.owner?.condition].filter((c): c is string => typeof c === "string");
+  return programs.some(conditionNeedsThread);
 }
 
 /** Authorizes a request; any refusal is the generic 403. */

@@ -9,12 +9,17 @@ import { type Statement, batch, d1, run } from "../platform/persistence/d1";
 
 /** Upserts a listing row; a route deleted meanwhile keeps no row. */
 function upsertThread(db: D1Database, r: ListingRow): Statement {
-  return d1(db)`INSERT INTO threads (route_name, thread_id, client_address, last_activity_at, message_count, last_status, live_until)
-    SELECT ${r.route_name}, ${r.thread_id}, ${r.client_address}, ${r.last_activity_at}, ${r.message_count}, ${r.last_status}, ${r.live_until}
+  const labels = r.labels && r.labels.length ? JSON.stringify(r.labels) : null;
+  return d1(
+    db,
+  )`INSERT INTO threads (route_name, thread_id, client_address, last_activity_at, message_count, last_status, live_until, inbox_status, assignee, waiting_since, labels)
+    SELECT ${r.route_name}, ${r.thread_id}, ${r.client_address}, ${r.last_activity_at}, ${r.message_count}, ${r.last_status}, ${r.live_until},
+      ${r.inbox_status ?? null}, ${r.assignee ?? null}, ${r.waiting_since ?? null}, ${labels}
     WHERE EXISTS (SELECT 1 FROM routes WHERE route_name = ${r.route_name})
     ON CONFLICT(route_name, thread_id) DO UPDATE SET client_address = excluded.client_address,
       last_activity_at = excluded.last_activity_at, message_count = excluded.message_count,
-      last_status = excluded.last_status, live_until = excluded.live_until`;
+      last_status = excluded.last_status, live_until = excluded.live_until, inbox_status = excluded.inbox_status,
+      assignee = excluded.assignee, waiting_since = excluded.waiting_since, labels = excluded.labels`;
 }
 
 /** The statements that bring D1 up to `rows` (null row: the thread's records are all gone) and `failed`. */

@@ -55,6 +55,11 @@ export const ListingRow = z.object({
   queue_depth: z.number().optional(),
   /** Records waiting for delivery (`pending_delivery`): the thread's share of the delivery backlog. */
   pending_deliveries: z.number().optional(),
+  /** The thread's inbox state (docs/inbox.md): status, owner, since when a customer waits (epoch ms), labels. */
+  inbox_status: z.string().nullable().optional(),
+  assignee: z.string().nullable().optional(),
+  waiting_since: z.number().nullable().optional(),
+  labels: z.array(z.string()).optional(),
 });
 export type ListingRow = z.infer<typeof ListingRow>;
 

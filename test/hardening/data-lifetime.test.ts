@@ -66,6 +66,18 @@ const FIXTURES: Record<string, (w: World) => Promise<string>> = {
       for (const marker of w.markers.slice(0, 3)) out.push((await call("GET", `/api/conversations/${route}/messages/search?q=${q(marker)}`, { key })).body);
     return text(out);
   },
+  "thread-inbox": async (w) => {
+    const key = await admin();
+    const out: unknown[] = [];
+    for (const t of w.threads) out.push((await call("GET", `/api/conversations/${t.route}/thread/inbox?thread_id=${q(t.thread)}`, { key })).body);
+    out.push(
+      await stored(
+        w.threads.map((t) => t.thread),
+        "SELECT * FROM meta WHERE key = 'inbox'",
+      ),
+    );
+    return text(out);
+  },
   "web-transcript": async (w) => {
     const out: unknown[] = [];
     for (const v of w.visitors) {
@@ -287,6 +299,16 @@ async function world(end: End): Promise<World> {
     expect(put.status, JSON.stringify(put.body)).toBe(200);
   }
   w.markers.push(note);
+
+  // The inbox state of every thread that holds a record: a label is the marker it carries.
+  const label = `inbox-${r}`;
+  let labelled = 0;
+  for (const t of w.threads) {
+    const res = await call("POST", `/api/conversations/${t.route}/thread/labels`, { key, body: { thread_id: t.thread, add: [label] } });
+    if (res.status === 200) labelled++;
+  }
+  expect(labelled).toBeGreaterThan(0);
+  w.markers.push(label);
 
   for (const t of w.threads) await settled(t.thread).catch(() => undefined);
   await listingCaughtUp(...w.threads.map((t) => t.thread));

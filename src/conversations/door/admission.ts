@@ -228,6 +228,8 @@ export async function handOverOr503(env: Env, arrival: MintedArrival, how: HandO
   }
   if (result.kind === "key_reused") throw keyReused();
   if (result.kind === "key_in_flight") throw keyInFlight();
+  // Only an operator's send carries a claim check; a participant's message never meets one.
+  if (result.kind === "claimed") throw new HttpError(409, "the thread is claimed by another operator");
   const replayed = result.replayed ? { replayed: true } : {};
   if (result.kind === "answered") return { kind: "answered", record: result.record, ...replayed };
   return { kind: "accepted", message_id: result.message_id, thread_id: result.thread_id, ...replayed };

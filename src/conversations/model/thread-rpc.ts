@@ -20,6 +20,7 @@ import type { Env } from "../../platform/env";
 import type { CheckpointMessage } from "../../shared/agent-memory";
 import type { RunTrace } from "../../shared/run-trace";
 import type { WebSessionCheck } from "./web";
+import type { InboxAction, InboxActionResult, InboxView } from "./inbox";
 
 /** What a door hands over. `preset` records (slow-down, shed, operator send) run no turn. */
 export interface AcceptRequest {
@@ -37,6 +38,8 @@ export interface AcceptRequest {
   target?: TargetFacts;
   /** The request's `Idempotency-Key`, scoped by its door (src/conversations/thread/idempotency-keys.ts). */
   idempotency?: AcceptKey;
+  /** An operator's send: who sends, and whether they override another operator's claim (docs/inbox.md). */
+  operator?: { by: string; force: boolean };
 }
 
 /** An `Idempotency-Key` as a door hands it to the thread. */
@@ -60,7 +63,9 @@ export type AcceptResult =
   | { kind: "accepted"; message_id: string; thread_id: string; duplicate: boolean; replayed?: boolean }
   | { kind: "answered"; record: AnswerRecord; replayed?: boolean }
   | { kind: "key_reused" }
-  | { kind: "key_in_flight" };
+  | { kind: "key_in_flight" }
+  /** An operator send refused: another operator holds the thread (nothing written). */
+  | { kind: "claimed"; assignee: string };
 
 /** A transcript request: a page of live records, optionally filtered by a substring `q`. */
 export interface TranscriptQuery {
@@ -187,8 +192,16 @@ export interface ThreadRpc {
    * or null on a person thread), else `initialMode` (the route's, or the person thread's default).
    */
   getMode(stamp: ModeStamp, initialMode: Mode): Promise<ModeInForce>;
-  /** `PUT …/thread/mode` and operator tooling: sets the override under `stamp` for a retention window. */
-  setMode(threadId: string, stamp: ModeStamp, mode: Mode): Promise<void>;
+  /**
+   * `PUT …/thread/mode` and operator tooling: sets the override under `stamp` for a retention
+   * window. The inbox follows in the same call: to manual, the thread opens and waits for a human
+   * (`actor`: the route and operator that switched it); to agent, it is pending.
+   */
+  setMode(threadId: string, stamp: ModeStamp, mode: Mode, actor?: { route_name: string; by: string | null }): Promise<void>;
+  /** The thread's inbox state (docs/inbox.md); null when the thread holds no record. */
+  inbox(): Promise<InboxView | null>;
+  /** An operator's inbox action (claim, release, transfer, resolve, snooze, reopen, labels), decided in one step. */
+  inboxAct(threadId: string, action: InboxAction): Promise<InboxActionResult>;
   /** kv checkpoint provider: this thread's agent memory, oldest first (expired reads as []). */
   checkpointRead(threadId: string): Promise<CheckpointMessage[]>;
   /** kv checkpoint provider: append and refresh the idle TTL (the caller's setting, minutes). */

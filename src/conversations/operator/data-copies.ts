@@ -60,6 +60,15 @@ export const DATA_COPIES: readonly DataCopy[] = [
     retention: { kind: "expires", how: "`expires_at` from the terminal transition; reads treat it as gone; the alarm prunes it", settings: RETENTION },
   },
   {
+    name: "thread-inbox",
+    where: "ThreadObject meta `inbox` (src/conversations/thread/inbox.ts)",
+    holds: "the thread's inbox status, assignee, labels and when its customer waited, wrote and was answered",
+    readBy: "the thread inbox door (`GET …/thread/inbox`); the listing's inbox columns",
+    forget: { kind: "deletes", how: "cleared in the thread's forget, with the records" },
+    erase: { kind: "deletes", how: "erase forgets the person's thread" },
+    retention: { kind: "expires", how: "cleared when the alarm prunes the thread's last record", settings: RETENTION },
+  },
+  {
     name: "web-transcript",
     where:
       "ThreadObject `web_transcript` in the visitor's own thread on the route (src/conversations/thread/web-visitor.ts), also for a linked person's records",

@@ -23,6 +23,8 @@ export const operatorSendBody = z
     thread_id: threadIdField,
     text: z.string().max(MAX_OPERATOR_TEXT),
     address: identifierSchema(512).optional(),
+    /** Send although another operator holds the thread (docs/inbox.md); the send is recorded as forced. */
+    force: z.boolean().optional(),
     // The rich fields: each field's rules are the part's own (channels/rich/types.ts).
     ...RichPart.shape,
   })

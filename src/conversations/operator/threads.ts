@@ -140,7 +140,10 @@ export async function modeInForce(env: Env, route: Route, thread: ModeThread): P
 }
 
 /** Sets the thread's override for `answer_retention_ttl_seconds` (refreshed by later activity); person-wide on a person thread. */
-export async function setThreadMode(env: Env, route: Route, thread: ModeThread, mode: Mode) {
-  await threadStub(env, thread.thread_id).setMode(thread.thread_id, { created_at: thread.person ? null : route.created_at }, mode);
+export async function setThreadMode(env: Env, route: Route, thread: ModeThread, mode: Mode, by: string | null) {
+  await threadStub(env, thread.thread_id).setMode(thread.thread_id, { created_at: thread.person ? null : route.created_at }, mode, {
+    route_name: route.route_name,
+    by,
+  });
   return { route_name: route.route_name, thread_id: thread.thread_id, mode, source: "thread" as const };
 }

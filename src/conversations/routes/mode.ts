@@ -14,6 +14,7 @@ import { threadKey } from "../door/admission";
 import { sendOperatorMessage } from "../operator/operator-send";
 import { modeAnswer, modeBody, modeSetAnswer, operatorSendBody, sentAnswer, threadIdQuery } from "../operator/schemas";
 import { guardThreadOnRoute } from "../operator/thread-guard";
+import { assertThreadAllowed } from "../operator/inbox";
 import { modeInForce, setThreadMode } from "../operator/threads";
 
 export const conversationModeRouter = new Hono<AppEnv>();
@@ -56,9 +57,9 @@ addRoute(
     response: modeSetAnswer,
     errors: [404],
   },
-  async (c, { params, body }) => {
+  async (c, { params, body, principal }) => {
     const route = await requireRoute(c.env.DB, params.route_name);
-    return setThreadMode(c.env, route, await guardThreadOnRoute(c.env, route.route_name, body.thread_id, route), body.mode);
+    return setThreadMode(c.env, route, await guardThreadOnRoute(c.env, route.route_name, body.thread_id, route), body.mode, principal.key.user_id);
   },
 );
 
@@ -83,6 +84,8 @@ addRoute(
   async (c, { params, body, principal, idempotency }) => {
     const routeReadAtMs = Date.now();
     const route = await requireCachedRoute(c.env, params.route_name);
+    // A "mine only" key (a condition on `.thread`) answers only the threads it lets through (docs/inbox.md).
+    await assertThreadAllowed(c.env, principal, route.route_name, body.thread_id);
     const key = threadKey("operator", route.route_name, threadPrincipal(principal.key), idempotency, c.get("settings").conversations);
     const { replayed, ...sent } = await sendOperatorMessage(c.env, c.get("settings"), { route, readAtMs: routeReadAtMs }, principal.key.user_id, body, key);
     if (replayed) c.header(REPLAYED_HEADER, "true");

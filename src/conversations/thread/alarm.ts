@@ -26,6 +26,8 @@ export class ThreadAlarm implements AlarmArm {
     private readonly webSessionDue: () => number | null = () => null,
     /** The web transcript's earliest entry expiry (WebVisitor.dueAt, kept in memory there). */
     private readonly transcriptDue: () => number | null = () => null,
+    /** The inbox's earliest timer (ThreadInbox.dueAt: a waiting alert, a snooze's end, auto-resolve). */
+    private readonly inboxDue: () => number | null = () => null,
   ) {}
 
   /**
@@ -45,6 +47,7 @@ export class ThreadAlarm implements AlarmArm {
       outboxDueAt(storage),
       this.webSessionDue(),
       this.transcriptDue(),
+      this.inboxDue(),
     ].filter((t): t is number => typeof t === "number");
     if (!candidates.length) {
       if (this.armedAt !== null) await storage.deleteAlarm();

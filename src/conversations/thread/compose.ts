@@ -16,10 +16,14 @@ import { IdempotencyKeys } from "./idempotency-keys";
 import { Intake } from "./intake";
 import { ThreadInteractions } from "./interaction-turns";
 import { ThreadReads } from "./reads";
-import { earliestExpiry, getStored, openRecordCount, pruneExpired } from "./store";
+import { countAll, earliestExpiry, getStored, openRecordCount, pruneExpired } from "./store";
 import { ThreadMode } from "./thread-mode";
 import { TurnLoop } from "./turn-loop";
 import { holdsNothing, vacate } from "./vacancy";
+import { type InboxEvent, ThreadInbox } from "./inbox";
+import { sendInboxAlerts } from "./inbox-alerts";
+import { inboxPolicyFor } from "../inbox-policy";
+import type { CounterDelta } from "../../shards/rpc";
 import { type RemoteTranscript, WebVisitor, type WebSockets } from "./web-visitor";
 
 /** One thread's parts, as its object holds them. */
@@ -36,6 +40,7 @@ export interface ThreadParts {
   memory: AgentMemory;
   web: WebVisitor;
   keys: IdempotencyKeys;
+  inbox: ThreadInbox;
   /**
    * What the thread holds in memory per message it has not finished (test/perf/memory-bounds.test.ts
    * drives a hot thread and reads these back to zero once it is idle).
@@ -59,8 +64,16 @@ export function composeThread(deps: ThreadDeps, sockets: WebSockets, remote: Rem
     deps,
     () => web.expiryDue(),
     () => web.dueAt(),
+    () => inbox.dueAt(),
   );
   const index = new IndexOutbox(deps, identity, () => alarm.arm());
+  const inbox = new ThreadInbox(deps, {
+    policy: (routeName) => inboxPolicyFor(deps.env(), routeName),
+    defaultSlaMs: () => deps.settings().conversations.inboxSlaSeconds * 1000,
+    emit: (events) => index.note({ counters: inboxCounters(events) }),
+    // The listing row carries the inbox state, so every change is pushed like a record's.
+    changed: () => index.note(),
+  });
   const mode = new ThreadMode(deps);
   const waiters = new InlineWaiters();
   const snapshots = new RouteSnapshots();
@@ -69,7 +82,7 @@ export function composeThread(deps: ThreadDeps, sockets: WebSockets, remote: Rem
   const firstRuns = new Set<string>();
   const keys = new IdempotencyKeys(deps.storage, (id) => getStored(deps.storage, id)?.record ?? null);
   const handoff = new Map<string, StoredRecord>();
-  const turns = new TurnLoop(deps, { identity, mode, index, alarm, waiters, snapshots, firstRuns, handoff, startDelivery });
+  const turns = new TurnLoop(deps, { identity, mode, index, alarm, waiters, snapshots, firstRuns, handoff, startDelivery, inbox });
   const intake = new Intake(deps, {
     identity,
     mode,
@@ -83,8 +96,9 @@ export function composeThread(deps: ThreadDeps, sockets: WebSockets, remote: Rem
     startDelivery,
     web,
     keys,
+    inbox,
   });
-  const reads = new ThreadReads(deps, { identity, mode, alarm, index });
+  const reads = new ThreadReads(deps, { identity, mode, alarm, index, inbox });
   const interactions = new ThreadInteractions(deps, { identity, intake });
   const memory = new AgentMemory(deps, alarm);
   const held = () => ({
@@ -95,7 +109,23 @@ export function composeThread(deps: ThreadDeps, sockets: WebSockets, remote: Rem
     handed: delivery.handedCount,
     open: openRecordCount(deps.storage),
   });
-  return { identity, alarm, index, mode, intake, turns, delivery, reads, interactions, memory, web, keys, held };
+  return { identity, alarm, index, mode, intake, turns, delivery, reads, interactions, memory, web, keys, inbox, held };
+}
+
+/**
+ * The metrics counters of inbox events, per route and minute (docs/inbox.md, "Team figures"): one
+ * `inbox_<event>` count each, and for a reply that ended a wait its milliseconds waited.
+ */
+export function inboxCounters(events: InboxEvent[]): CounterDelta[] {
+  const out: CounterDelta[] = [];
+  for (const e of events) {
+    const minute = Math.floor(e.at / 60_000);
+    const label = e.route_name ?? "";
+    out.push({ minute, name: `inbox_${e.kind}`, label, value: 1 });
+    const waited = e.detail.waited_ms;
+    if (e.kind === "replied" && typeof waited === "number") out.push({ minute, name: "inbox_wait_ms", label, value: waited });
+  }
+  return out;
 }
 
 /**
@@ -119,11 +149,19 @@ export async function alarmPass(deps: ThreadDeps, parts: ThreadParts): Promise<"
   }
   const s = deps.settings();
   parts.turns.requeueOrphans(now);
+  // The inbox's timers: a snooze's end, auto-resolve, the waiting alert and its escalation.
+  const alerts = await parts.inbox.tick();
+  if (alerts.length) {
+    const threadId = parts.identity.get();
+    if (threadId) await sendInboxAlerts(deps.env(), s, await inboxPolicyFor(deps.env(), alerts[0].route_name), threadId, alerts, now);
+  }
   await parts.delivery.completeGrace(now, s);
   const expiry = earliestExpiry(storage);
   if (expiry !== null && expiry <= now) {
     const pruned = pruneExpired(storage, now);
     if (pruned.ids.length) parts.index.note({ dropped: pruned.ids, runsDropped: pruned.traced });
+    // The inbox state is the conversation's: it goes with the thread's last record.
+    if (pruned.ids.length && countAll(storage) === 0) parts.inbox.clear();
   }
   // The page's copies of records expire with them (src/conversations/thread/web-visitor.ts).
   const webDue = parts.web.dueAt(true);

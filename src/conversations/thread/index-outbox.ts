@@ -20,7 +20,8 @@ import { z } from "zod";
 import { parseStored, validStored } from "../../platform/persistence/stored-json";
 import type { IndexNote, IndexWriter, ThreadDeps } from "./deps";
 import type { ThreadIdentity } from "./identity";
-import { deleteMeta, setMeta, threadLoad, threadSql } from "./store";
+import { deleteMeta, getMeta, setMeta, threadLoad, threadSql } from "./store";
+import { EMPTY_INBOX, InboxState } from "../model/inbox";
 
 /** How long a note waits for more before its push goes (the listing's share of the lag). */
 export const PUSH_DELAY_MS = 250;
@@ -83,6 +84,13 @@ const ListingFields = z.object({
 });
 
 /** The thread's listing row as its records say now (null: no record is left). One statement. */
+/** The inbox state's listing columns; a thread the inbox never touched lists as pending and unowned. */
+function inboxColumns(storage: DurableObjectStorage): Pick<ListingRow, "inbox_status" | "assignee" | "waiting_since" | "labels"> {
+  const raw = getMeta(storage, "inbox");
+  const s = raw === null ? EMPTY_INBOX : parseStored(InboxState, raw, "thread meta inbox");
+  return { inbox_status: s.status, assignee: s.assignee, waiting_since: s.waiting_since, labels: s.labels };
+}
+
 export function listingRowOf(storage: DurableObjectStorage): ListingRow | null {
   // The newest record's fields, and on the expiry index: how many, whether any record is still
   // without an end, the last end.
@@ -114,6 +122,7 @@ export function listingRowOf(storage: DurableObjectStorage): ListingRow | null {
     live_until: row.open ? null : row.last,
     // The metrics' queue depths and delivery backlog, as of this push.
     ...threadLoad(storage),
+    ...inboxColumns(storage),
   };
 }
 

@@ -103,11 +103,19 @@ export class Intake {
       // The door's route read serves the first delivery attempt (src/conversations/thread/route-reads.ts, rule 3).
       if (req.route && req.routeReadAtMs) this.parts.snapshots.noteRead(req.route, req.routeReadAtMs);
       const rec: AnswerRecord = { ...req.record, ...req.preset.outcome, status: req.preset.status };
+      // An operator's send into a thread another operator holds is refused unless forced; the check,
+      // the insert and the inbox's note of the send are one synchronous step (the compare-and-set).
+      const operator = req.operator;
+      if (operator) {
+        const may = this.parts.inbox.operatorMaySend(operator.by, operator.force);
+        if (!may.ok) return { kind: "claimed", assignee: may.assignee };
+      }
       const terminal = TERMINAL_STATUSES.has(rec.status);
       const expires = terminal ? now + s.conversations.answerRetentionTtlSeconds * 1000 : null;
       const stored = { ...rec, expires_at: expires ? new Date(expires).toISOString() : null };
       if (!insertRecord(storage, stored, req.inbound, "done", expires)) return refused();
       inserted?.();
+      if (operator) this.parts.inbox.operatorSent(operator.by, rec.route_name, operator.force);
       identity.adopt(req.record.thread_id);
       await visitorEntry(this.parts.web, rec);
       if (rec.status === "pending_delivery") saveStored(storage, { record: rec, delivery_due_at: now });

@@ -5,6 +5,7 @@ import type { AlarmArm, ThreadDeps } from "./deps";
 import type { ThreadIdentity } from "./identity";
 import type { IndexOutbox } from "./index-outbox";
 import { countAll, countLive, deleteAllRecords, getStored, hasTurnInFlight, liveRecords, newestAddressOn } from "./store";
+import type { ThreadInbox } from "./inbox";
 import type { ThreadMode } from "./thread-mode";
 
 function matchesText(r: AnswerRecord, needle: string): boolean {
@@ -15,7 +16,7 @@ function matchesText(r: AnswerRecord, needle: string): boolean {
 export class ThreadReads {
   constructor(
     private readonly deps: Pick<ThreadDeps, "storage" | "clock">,
-    private readonly parts: { identity: ThreadIdentity; mode: ThreadMode; alarm: AlarmArm; index: Pick<IndexOutbox, "drained" | "clear"> },
+    private readonly parts: { identity: ThreadIdentity; mode: ThreadMode; alarm: AlarmArm; index: Pick<IndexOutbox, "drained" | "clear">; inbox: ThreadInbox },
   ) {}
 
   /** Does the thread hold any record, expired or not (the event door never creates a thread)? */
@@ -75,6 +76,7 @@ export class ThreadReads {
     const removed = deleteAllRecords(storage);
     this.parts.index.clear();
     this.parts.mode.clear();
+    this.parts.inbox.clear();
     if (threadId) deleteCheckpoint({ storage, threadId });
     await this.parts.alarm.arm();
     return { ok: true, removed };

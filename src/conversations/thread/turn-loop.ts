@@ -17,6 +17,7 @@ import type { ThreadIdentity } from "./identity";
 import type { InlineWaiters } from "./inline-waiters";
 import { type StoredRecord, getStored, hasOrphan, isOpenRecord, isQueued, isRunning, nextQueuedId, reloadBook, runningTurns, saveStored } from "./store";
 import type { ThreadMode } from "./thread-mode";
+import type { ThreadInbox } from "./inbox";
 import { PersonTurn, doorAddressOf, pairingIntentOf, withGreeting } from "./pairing-turn";
 import { type TurnRun, keepTurnTrace, startTurnRun, turnTrace } from "./turn-trace";
 import { summaryOf } from "../../shards/run-summary";
@@ -44,6 +45,8 @@ export interface TurnLoopParts {
   handoff?: Map<string, StoredRecord>;
   /** Starts the delivery machine (never awaited), with the record just scheduled when there is one. */
   startDelivery: (due?: StoredRecord) => void;
+  /** The thread's inbox state: a customer's message reopens it or makes it wait; the agent's handoff opens it. */
+  inbox: ThreadInbox;
 }
 
 /** The detail a poison turn is settled with (admins read it on the record). */
@@ -215,6 +218,8 @@ export class TurnLoop {
   private async decide(stored: StoredRecord, read: TurnRead, ctx: TargetContext): Promise<TurnOutcome> {
     const { route, key } = read;
     const mode = await this.modeFor(stored, read);
+    // The inbox learns of the customer's message with the mode it met: reopened, or waiting for a human.
+    if (stored.record.origin === "client" && stored.inbound.kind === "message") await this.parts.inbox.inbound(route.route_name, mode);
     if (mode === "manual") {
       if (route.target_kind === "agent" && stored.inbound.kind === "message" && (await this.deps.turn.agents.keepsMemory(ctx, route.target_name))) {
         try {
@@ -315,7 +320,11 @@ export class TurnLoop {
       turn: {
         thread_id: threadId,
         route_name: route.route_name,
-        setMode: async (m: Mode) => mode.set(parseThreadId(threadId).kind === "person" ? { created_at: null } : route, m),
+        setMode: async (m: Mode) => {
+          mode.set(parseThreadId(threadId).kind === "person" ? { created_at: null } : route, m);
+          // The agent's handoff opens the thread for a human in the same step (docs/inbox.md).
+          await this.parts.inbox.modeChanged(m, route.route_name, "agent_handoff", null);
+        },
         conversation,
       },
     });

@@ -71,6 +71,11 @@ export const CONVERSATION_NUMBERS = {
     2592000,
     "Record retention after its terminal transition; also the mode override's lifetime.",
   ),
+  inboxSlaSeconds: seconds(
+    "CONVERSATIONS_INBOX_SLA_SECONDS",
+    900,
+    "How long a customer handed to a human may wait before the inbox alert, unless the route's inbox policy says otherwise (docs/inbox.md).",
+  ),
   // Under load a shard writes D1 at most once per this many settled turns.
   indexFlushBatch: count(
     "CONVERSATIONS_INDEX_FLUSH_BATCH",

@@ -18,6 +18,8 @@ import { ThreadIdentity } from "../../../src/conversations/thread/identity";
 import { InlineWaiters } from "../../../src/conversations/thread/inline-waiters";
 import { THREAD_SCHEMA, getStored, insertRecord, migrate, saveStored } from "../../../src/conversations/thread/store";
 import { ThreadMode } from "../../../src/conversations/thread/thread-mode";
+import { ThreadInbox } from "../../../src/conversations/thread/inbox";
+import { DEFAULT_POLICY } from "../../../src/conversations/model/inbox";
 import { TurnLoop, abandonedDetail } from "../../../src/conversations/thread/turn-loop";
 import { turnPlugins } from "../../../src/conversations/thread/turn-plugins";
 import { createRoute, echoKey } from "../../helpers/bridge";
@@ -268,6 +270,7 @@ describe("the turn loop", () => {
         snapshots: new RouteSnapshots(),
         firstRuns: new Set(),
         startDelivery: () => void deliveries++,
+        inbox: new ThreadInbox(deps, { policy: async () => DEFAULT_POLICY, defaultSlaMs: () => 60_000, emit: () => undefined, changed: () => undefined }),
       });
       const max = settingsOf().conversations.turnMaxAttempts;
       const { record, inbound } = apiRecord(uniq("gone"));

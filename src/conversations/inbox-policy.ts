@@ -1,0 +1,48 @@
+/**
+ * Routes' inbox policies (docs/inbox.md) in D1 `route_inbox`, and the isolate cache the thread
+ * objects read them through. A policy write bumps its route's access epoch (the table's triggers,
+ * migrations/0028_inbox.sql), so a thread sees a new policy at its next timer, and a steady one
+ * costs no D1 round trip. A thread reads its policy only when it sets a timer (a handoff, a
+ * customer message while a human owns it), never on the agent's turns.
+ */
+import { z } from "zod";
+import { EpochCache } from "../platform/epochs/cache";
+import type { Env } from "../platform/env";
+import { d1, first, run } from "../platform/persistence/d1";
+import { parseStored } from "../platform/persistence/stored-json";
+import { DEFAULT_POLICY, InboxPolicy } from "./model/inbox";
+
+const cache = new EpochCache<InboxPolicy>(2048);
+
+const PolicyRow = z.object({ policy: z.string(), updated_at: z.string(), updated_by: z.string().nullable() });
+
+/** The stored policy of `routeName` with when and by whom it was written, or null. */
+export async function readInboxPolicy(
+  db: D1Database,
+  routeName: string,
+): Promise<{ policy: InboxPolicy; updated_at: string; updated_by: string | null } | null> {
+  const row = await first(PolicyRow, d1(db)`SELECT policy, updated_at, updated_by FROM route_inbox WHERE route_name = ${routeName}`);
+  if (!row) return null;
+  return { policy: parseStored(InboxPolicy, row.policy, "route_inbox policy"), updated_at: row.updated_at, updated_by: row.updated_by };
+}
+
+/** Replaces the route's policy (the route must exist: the caller checked it). */
+export async function writeInboxPolicy(db: D1Database, routeName: string, policy: InboxPolicy, by: string, now: Date): Promise<void> {
+  await run(d1(
+    db,
+  )`INSERT INTO route_inbox (route_name, policy, updated_at, updated_by) VALUES (${routeName}, ${JSON.stringify(policy)}, ${now.toISOString()}, ${by})
+    ON CONFLICT(route_name) DO UPDATE SET policy = excluded.policy, updated_at = excluded.updated_at, updated_by = excluded.updated_by`);
+}
+
+/** Drops the route's policy; answers whether one was stored. */
+export async function deleteInboxPolicy(db: D1Database, routeName: string): Promise<boolean> {
+  const r = await run(d1(db)`DELETE FROM route_inbox WHERE route_name = ${routeName}`);
+  return r.changes > 0;
+}
+
+/** The policy in force for `routeName`: the stored one, else the defaults (also for a thread without a route). */
+export async function inboxPolicyFor(env: Env, routeName: string | null): Promise<InboxPolicy> {
+  if (routeName === null) return DEFAULT_POLICY;
+  const found = await cache.get(env, `route:${routeName}`, async () => (await readInboxPolicy(env.DB, routeName))?.policy ?? DEFAULT_POLICY);
+  return found ?? DEFAULT_POLICY;
+}

@@ -1,0 +1,206 @@
+/**
+ * The inbox doors on one route's threads (docs/inbox.md): read a thread's inbox state, claim,
+ * release, transfer, resolve, snooze, reopen, label; and the route's inbox policy. Every thread door
+ * applies the thread-belongs-to-route guard, like the mode doors; each action is one compare-and-set
+ * in the thread's object.
+ */
+import { Hono } from "hono";
+import { z } from "zod";
+import type { AppEnv } from "../../platform/http/app-env";
+import { HttpError } from "../../platform/http/errors";
+import { addRoute } from "../../platform/http/route";
+import { deleteInboxPolicy, readInboxPolicy, writeInboxPolicy } from "../inbox-policy";
+import { DEFAULT_POLICY, InboxPolicy, InboxView } from "../model/inbox";
+import { routeParams } from "../model/schemas";
+import { actOnInbox, assertThreadAllowed, claimBody, inboxThreadBody, labelsBody, readInbox, snoozeBody, transferBody } from "../operator/inbox";
+import { inboxListPage, inboxListQuery, listInbox } from "../operator/inbox-list";
+import { toWindow } from "../../platform/http/paging";
+import { threadIdQuery } from "../operator/schemas";
+import { guardThreadOnRoute } from "../operator/thread-guard";
+import { requireRoute } from "../store";
+
+export const conversationInboxRouter = new Hono<AppEnv>();
+
+const common = { area: "conversations", auth: { tag: "conversations" }, store: "conversations", params: routeParams } as const;
+
+addRoute(
+  conversationInboxRouter,
+  {
+    ...common,
+    method: "get",
+    path: "/api/conversations/{route_name}/thread/inbox",
+    summary: "A thread's inbox state: status, assignee, since when its customer waits, labels",
+    description:
+      "`status` is `pending` while the agent owns the conversation, `open` once it was handed to a human, `snoozed` until `snoozed_until`, or `resolved`. `waiting_since` is set while an open thread's customer has had no human answer; `sla_due_at` is when the waiting alert (then its escalation) is due. 404 when the thread holds no record.",
+    query: threadIdQuery,
+    response: InboxView,
+    errors: [404],
+  },
+  async (c, { params, query, principal }) => {
+    const route = await requireRoute(c.env.DB, params.route_name);
+    const thread = await guardThreadOnRoute(c.env, route.route_name, query.thread_id, route);
+    const view = await readInbox(c.env, thread.thread_id);
+    await assertThreadAllowed(c.env, principal, route.route_name, thread.thread_id, view);
+    return view;
+  },
+);
+
+/** One action door: the body names the thread; the guard applies; the thread's object decides. */
+function actionDoor<B extends { thread_id: string }>(
+  path: string,
+  summary: string,
+  description: string,
+  body: z.ZodType<B>,
+  action: (b: B, by: string) => Parameters<typeof actOnInbox>[2],
+  errors: number[] = [404, 409],
+) {
+  addRoute(
+    conversationInboxRouter,
+    { ...common, method: "post", path, summary, description, body, response: InboxView, errors },
+    async (c, { params, body: b, principal }) => {
+      const route = await requireRoute(c.env.DB, params.route_name);
+      const thread = await guardThreadOnRoute(c.env, route.route_name, b.thread_id, route);
+      await assertThreadAllowed(c.env, principal, route.route_name, thread.thread_id);
+      return actOnInbox(c.env, thread.thread_id, action(b, principal.key.user_id));
+    },
+  );
+}
+
+actionDoor(
+  "/api/conversations/{route_name}/thread/claim",
+  "Claim a thread: the caller becomes its assignee",
+  "A compare-and-set in the thread's object: 409 `thread_claimed` (naming the assignee) while another operator holds it, unless `force: true`, which takes it over and is recorded. Claiming one's own thread again changes nothing. A claimed thread refuses another operator's send (409) unless that send is forced.",
+  claimBody,
+  (b, by) => ({ kind: "claim", by, force: b.force === true }),
+);
+
+actionDoor(
+  "/api/conversations/{route_name}/thread/release",
+  "Release a thread the caller holds",
+  "Only the assignee releases, unless `force: true` (409 `not_assignee` otherwise). Releasing an unowned thread changes nothing.",
+  claimBody,
+  (b, by) => ({ kind: "release", by, force: b.force === true }),
+);
+
+actionDoor(
+  "/api/conversations/{route_name}/thread/transfer",
+  "Hand a thread to another operator",
+  "`to` is the new assignee's user_id. The current assignee (or anyone on an unowned thread) transfers; anyone else needs `force: true` (409 `not_assignee` otherwise).",
+  transferBody,
+  (b, by) => ({ kind: "transfer", by, to: b.to, force: b.force === true }),
+);
+
+actionDoor(
+  "/api/conversations/{route_name}/thread/resolve",
+  "Resolve a thread",
+  "The thread stops waiting and its timers stop. A new customer message reopens it. Resolving a resolved thread changes nothing.",
+  inboxThreadBody,
+  (_b, by) => ({ kind: "resolve", by }),
+  [404],
+);
+
+actionDoor(
+  "/api/conversations/{route_name}/thread/snooze",
+  "Snooze a thread until a time",
+  "`until` (ISO-8601, in the future) or `seconds` (60 to 90 days), exactly one. The thread's alarm wakes it: it opens and waits again. A customer message wakes it sooner.",
+  snoozeBody,
+  (b, by) => ({ kind: "snooze", by, until: b.until !== undefined ? Date.parse(b.until) : Date.now() + (b.seconds ?? 0) * 1000 }),
+  [404],
+);
+
+actionDoor(
+  "/api/conversations/{route_name}/thread/reopen",
+  "Reopen a resolved or snoozed thread",
+  "It opens and waits for a human again. An open or pending thread is left as it is.",
+  inboxThreadBody,
+  (_b, by) => ({ kind: "reopen", by }),
+  [404],
+);
+
+actionDoor(
+  "/api/conversations/{route_name}/thread/labels",
+  "Add and remove a thread's labels",
+  "Labels are 1-32 of a-z, 0-9, `_` and `-`; a thread carries at most 16. Removals apply before additions. The listing and the inbox filter by label.",
+  labelsBody,
+  (b, by) => ({ kind: "labels", by, add: b.add, remove: b.remove }),
+  [404],
+);
+
+const policyAnswer = InboxPolicy.extend({ route_name: z.string(), stored: z.boolean(), updated_at: z.string().nullable(), updated_by: z.string().nullable() });
+
+addRoute(
+  conversationInboxRouter,
+  {
+    ...common,
+    method: "get",
+    path: "/api/conversations/{route_name}/inbox",
+    summary: "The route's inbox policy",
+    description:
+      "The waiting alert's delay and target, the escalation, the holding and closing messages, auto-resolve and whether private notes join the agent's memory. `stored: false` answers the defaults.",
+    response: policyAnswer,
+    errors: [404],
+  },
+  async (c, { params }) => {
+    await requireRoute(c.env.DB, params.route_name);
+    const stored = await readInboxPolicy(c.env.DB, params.route_name);
+    if (!stored) return { ...DEFAULT_POLICY, route_name: params.route_name, stored: false, updated_at: null, updated_by: null };
+    return { ...stored.policy, route_name: params.route_name, stored: true, updated_at: stored.updated_at, updated_by: stored.updated_by };
+  },
+);
+
+addRoute(
+  conversationInboxRouter,
+  {
+    ...common,
+    method: "put",
+    path: "/api/conversations/{route_name}/inbox",
+    summary: "Replace the route's inbox policy",
+    description:
+      "Fields left out take their defaults. Threads read the policy when they set a timer (a handoff, a customer message while a human owns the thread, a snooze's end), so a change applies from the next one; a timer already set keeps its instant.",
+    body: InboxPolicy,
+    response: policyAnswer,
+    errors: [404],
+  },
+  async (c, { params, body, principal }) => {
+    await requireRoute(c.env.DB, params.route_name);
+    const now = new Date();
+    await writeInboxPolicy(c.env.DB, params.route_name, body, principal.key.user_id, now);
+    return { ...body, route_name: params.route_name, stored: true, updated_at: now.toISOString(), updated_by: principal.key.user_id };
+  },
+);
+
+addRoute(
+  conversationInboxRouter,
+  {
+    ...common,
+    method: "delete",
+    path: "/api/conversations/{route_name}/inbox",
+    summary: "Drop the route's inbox policy (back to the defaults)",
+    response: z.object({ route_name: z.string(), deleted: z.boolean() }),
+    errors: [404],
+  },
+  async (c, { params }) => {
+    await requireRoute(c.env.DB, params.route_name);
+    const deleted = await deleteInboxPolicy(c.env.DB, params.route_name);
+    if (!deleted) throw new HttpError(404, "no inbox policy stored for this route");
+    return { route_name: params.route_name, deleted };
+  },
+);
+
+addRoute(
+  conversationInboxRouter,
+  {
+    method: "get",
+    path: "/api/inbox/threads",
+    summary: "The inbox: every route's threads in one view, with filters",
+    description:
+      '`view`: `waiting` (customers waiting for a human, longest wait first), `mine` (held by the caller, not resolved), `unassigned` (open, held by nobody), `all` (the default: everything not resolved) or `resolved`. Filters: `route`, `channel`, `label`, `status` (pending, open, snoozed, resolved), `assignee`. The listing lags the threads by the listing shards\' flush (docs/architecture.md, "The listing lag"). A key whose condition reads `.thread` sees only the threads it lets through; its page is a post-scan of at most 500 threads (`truncated` when there were more).',
+    area: "conversations",
+    auth: { tag: "conversations" },
+    store: "conversations",
+    query: inboxListQuery,
+    response: inboxListPage,
+    errors: [],
+  },
+  async (c, { query, principal }) => listInbox(c.env.DB, principal, query, toWindow(query)),
+);

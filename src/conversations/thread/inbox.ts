@@ -1,0 +1,361 @@
+/**
+ * The thread's inbox state (docs/inbox.md): who owns the conversation, whether a customer waits for
+ * a human and since when, its status and labels. Kept in the object's meta (`inbox`) and changed
+ * only here, in one synchronous step per change, so a claim is a compare-and-set on the one writer
+ * and two operators can never both hold a thread.
+ *
+ * The timers (the waiting alert and its escalation, a snooze's end, auto-resolve) are instants in
+ * the state; the thread's one alarm is armed at the earliest (`dueAt`) and `tick` acts on what is
+ * due, so they survive restarts: whatever an instance believed, the alarm re-reads the state.
+ */
+import {
+  EMPTY_INBOX,
+  type InboxAction,
+  type InboxActionResult,
+  type InboxEventKind,
+  type InboxPolicy,
+  InboxState,
+  MAX_LABELS,
+  type WaitReason,
+} from "../model/inbox";
+import type { Mode } from "../../shared/kinds";
+import { parseStored } from "../../platform/persistence/stored-json";
+import type { ThreadDeps } from "./deps";
+import { deleteMeta, getMeta, setMeta } from "./store";
+
+const META = "inbox";
+
+/** An inbox event: what changed, on which route, by whom, with what it needs to be told. */
+export interface InboxEvent {
+  kind: InboxEventKind;
+  at: number;
+  route_name: string | null;
+  by: string | null;
+  /** For `assigned`: the new assignee; for `waiting`: the reason; for `resolved`: how long the thread was open. */
+  detail: Record<string, string | number | null>;
+}
+
+/** A due alert the alarm must send (the state already records it as sent). */
+export interface DueAlert {
+  stage: "alerted" | "escalated";
+  route_name: string | null;
+  waiting_since: number;
+}
+
+export interface InboxParts {
+  /** The route's inbox policy (an isolate cache over D1, read only when a timer is set). */
+  policy(routeName: string | null): Promise<InboxPolicy>;
+  /** The settings' default wait before the alert, in ms. */
+  defaultSlaMs(): number;
+  /** Told of every event (the metrics and the route's event callback follow from it). */
+  emit(events: InboxEvent[]): void;
+  /** Told of every stored change: the listing row carries the state, so it is pushed again. */
+  changed(): void;
+}
+
+export class ThreadInbox {
+  /** The state as stored (undefined: not read by this instance yet). */
+  private cached: InboxState | null | undefined = undefined;
+
+  constructor(
+    private readonly deps: Pick<ThreadDeps, "storage" | "clock">,
+    private readonly parts: InboxParts,
+  ) {}
+
+  /** The stored state, or null when the thread never had one (it then reads as `pending`, unowned). */
+  stored(): InboxState | null {
+    if (this.cached === undefined) {
+      const raw = getMeta(this.deps.storage, META);
+      this.cached = raw === null ? null : parseStored(InboxState, raw, "thread meta inbox");
+    }
+    return this.cached;
+  }
+
+  /** The state in force (the empty state when none is stored). */
+  state(): InboxState {
+    return this.stored() ?? EMPTY_INBOX;
+  }
+
+  private save(next: InboxState): void {
+    setMeta(this.deps.storage, META, JSON.stringify(next));
+    this.cached = next;
+    this.parts.changed();
+  }
+
+  /** The earliest instant a timer of the state is due, or null. */
+  dueAt(): number | null {
+    const s = this.stored();
+    if (!s) return null;
+    const due = [s.sla_due_at, s.status === "snoozed" ? s.snoozed_until : null, s.auto_resolve_at].filter((t): t is number => t !== null);
+    return due.length ? Math.min(...due) : null;
+  }
+
+  /**
+   * The thread turned to `mode` (the agent's tool, an operator's mode door, a rule). To a human:
+   * the thread opens and waits, in this same step; back to the agent: it is pending, nobody waits.
+   */
+  async modeChanged(mode: Mode, routeName: string | null, reason: WaitReason, by: string | null): Promise<void> {
+    const now = this.deps.clock.now();
+    const s = this.state();
+    if (mode === "manual") {
+      if (s.status === "open" && s.waiting_since !== null) return;
+      const policy = await this.parts.policy(routeName ?? s.route_name);
+      const next: InboxState = {
+        ...s,
+        status: "open",
+        route_name: routeName ?? s.route_name,
+        waiting_since: now,
+        waiting_reason: reason,
+        snoozed_until: null,
+        resolved_at: null,
+        sla_due_at: now + this.slaMs(policy),
+        sla_stage: "none",
+        auto_resolve_at: this.autoResolveAt(policy, now),
+      };
+      this.save(next);
+      this.parts.emit([{ kind: "waiting", at: now, route_name: next.route_name, by, detail: { reason } }]);
+      return;
+    }
+    // A thread the inbox never touched is already the agent's.
+    if (!this.stored()) return;
+    this.save({
+      ...s,
+      status: "pending",
+      waiting_since: null,
+      waiting_reason: null,
+      sla_due_at: null,
+      sla_stage: "none",
+      route_name: routeName ?? s.route_name,
+    });
+  }
+
+  /**
+   * A customer's message was accepted. A resolved or snoozed thread reopens; on a thread a human
+   * owns (`manual`), the customer now waits, unless already waiting. Auto-resolve moves ahead.
+   */
+  async inbound(routeName: string, mode: Mode): Promise<void> {
+    const now = this.deps.clock.now();
+    const stored = this.stored();
+    // A thread the inbox never touched, still with the agent, keeps no state: the common case costs no write.
+    if (!stored && mode !== "manual") {
+      const policy = await this.parts.policy(routeName);
+      if (policy.auto_resolve_after_seconds === null) return;
+    }
+    const s = stored ?? EMPTY_INBOX;
+    const policy = await this.parts.policy(routeName);
+    const events: InboxEvent[] = [];
+    let next: InboxState = { ...s, route_name: routeName, last_inbound_at: now, auto_resolve_at: this.autoResolveAt(policy, now) };
+    if (s.status === "resolved" || s.status === "snoozed") {
+      next = { ...next, status: mode === "manual" ? "open" : "pending", snoozed_until: null, resolved_at: null };
+      events.push({ kind: "reopened", at: now, route_name: routeName, by: null, detail: { from: s.status } });
+    }
+    // Only a human can keep a customer waiting: while the agent owns the thread, it answers.
+    if (mode === "manual" && next.status !== "open") next = { ...next, status: "open" };
+    if (mode === "manual" && next.waiting_since === null) {
+      const reason: WaitReason = s.status === "resolved" || s.status === "snoozed" ? "reopened" : "customer_message";
+      next = { ...next, waiting_since: now, waiting_reason: reason, sla_due_at: now + this.slaMs(policy), sla_stage: "none" };
+      events.push({ kind: "waiting", at: now, route_name: routeName, by: null, detail: { reason } });
+    }
+    this.save(next);
+    if (events.length) this.parts.emit(events);
+  }
+
+  /** May `by` send into this thread? Refused while another operator holds it, unless forced. */
+  operatorMaySend(by: string, force: boolean): { ok: true } | { ok: false; assignee: string } {
+    const s = this.state();
+    if (s.assignee !== null && s.assignee !== by && !force) return { ok: false, assignee: s.assignee };
+    return { ok: true };
+  }
+
+  /**
+   * An operator's message was accepted: the customer has their answer. Synchronous, and called in the same step as `operatorMaySend` and the record's insert,
+   * so a second sender sees the first one's claim.
+   */
+  operatorSent(by: string, routeName: string, forced: boolean): void {
+    const now = this.deps.clock.now();
+    const s = this.state();
+    const events: InboxEvent[] = [];
+    if (forced && s.assignee !== null && s.assignee !== by) {
+      events.push({ kind: "forced_send", at: now, route_name: routeName, by, detail: { assignee: s.assignee } });
+    }
+    // A send does not claim the thread: operators claim explicitly (the console claims on take-over).
+    let next: InboxState = { ...s, route_name: routeName, last_reply_at: now };
+    if (s.waiting_since !== null) events.push({ kind: "replied", at: now, route_name: routeName, by, detail: { waited_ms: now - s.waiting_since } });
+    // Auto-resolve counts from the customer's last message, so a reply leaves it where it is.
+    // The status stays: a send alone does not hand the conversation to a human (the mode does).
+    next = { ...next, waiting_since: null, waiting_reason: null, sla_due_at: null, sla_stage: "none" };
+    this.save(next);
+    if (events.length) this.parts.emit(events);
+  }
+
+  /** An operator's action, decided and written in one step (the compare-and-set). */
+  async act(action: InboxAction): Promise<InboxActionResult> {
+    const now = this.deps.clock.now();
+    const s = this.state();
+    const route = s.route_name;
+    const event = (kind: InboxEventKind, detail: InboxEvent["detail"] = {}): InboxEvent => ({ kind, at: now, route_name: route, by: action.by, detail });
+    switch (action.kind) {
+      case "claim": {
+        if (s.assignee === action.by) return { ok: true, state: s, changed: false };
+        if (s.assignee !== null && !action.force) return { ok: false, reason: "claimed", assignee: s.assignee };
+        const next = { ...s, assignee: action.by, assigned_at: now };
+        this.save(next);
+        this.parts.emit([event("assigned", { assignee: action.by, previous: s.assignee })]);
+        return { ok: true, state: next, changed: true };
+      }
+      case "release": {
+        if (s.assignee === null) return { ok: true, state: s, changed: false };
+        if (s.assignee !== action.by && !action.force) return { ok: false, reason: "not_assignee", assignee: s.assignee };
+        const next = { ...s, assignee: null, assigned_at: null };
+        this.save(next);
+        this.parts.emit([event("released", { previous: s.assignee })]);
+        return { ok: true, state: next, changed: true };
+      }
+      case "transfer": {
+        if (s.assignee !== null && s.assignee !== action.by && !action.force) return { ok: false, reason: "not_assignee", assignee: s.assignee };
+        if (s.assignee === action.to) return { ok: true, state: s, changed: false };
+        const next = { ...s, assignee: action.to, assigned_at: now };
+        this.save(next);
+        this.parts.emit([event("assigned", { assignee: action.to, previous: s.assignee })]);
+        return { ok: true, state: next, changed: true };
+      }
+      case "resolve": {
+        if (s.status === "resolved") return { ok: true, state: s, changed: false };
+        const next: InboxState = {
+          ...s,
+          status: "resolved",
+          resolved_at: now,
+          snoozed_until: null,
+          waiting_since: null,
+          waiting_reason: null,
+          sla_due_at: null,
+          sla_stage: "none",
+          auto_resolve_at: null,
+        };
+        this.save(next);
+        this.parts.emit([event("resolved", { auto: 0 })]);
+        return { ok: true, state: next, changed: true };
+      }
+      case "snooze": {
+        if (action.until <= now) return { ok: false, reason: "snooze_in_past" };
+        const next: InboxState = {
+          ...s,
+          status: "snoozed",
+          snoozed_until: action.until,
+          waiting_since: null,
+          waiting_reason: null,
+          sla_due_at: null,
+          sla_stage: "none",
+          auto_resolve_at: null,
+        };
+        this.save(next);
+        this.parts.emit([event("snoozed", { until: new Date(action.until).toISOString() })]);
+        return { ok: true, state: next, changed: true };
+      }
+      case "reopen": {
+        if (s.status !== "resolved" && s.status !== "snoozed") return { ok: true, state: s, changed: false };
+        const policy = await this.parts.policy(route);
+        const next: InboxState = {
+          ...s,
+          status: "open",
+          resolved_at: null,
+          snoozed_until: null,
+          waiting_since: now,
+          waiting_reason: "reopened",
+          sla_due_at: now + this.slaMs(policy),
+          sla_stage: "none",
+          auto_resolve_at: this.autoResolveAt(policy, now),
+        };
+        this.save(next);
+        this.parts.emit([event("reopened", { from: s.status })]);
+        return { ok: true, state: next, changed: true };
+      }
+      case "labels": {
+        const labels = [...new Set([...s.labels.filter((l) => !action.remove.includes(l)), ...action.add])].sort();
+        if (labels.length > MAX_LABELS) return { ok: false, reason: "too_many_labels" };
+        const changed = labels.join(",") !== s.labels.join(",");
+        if (!changed) return { ok: true, state: s, changed: false };
+        const next = { ...s, labels };
+        this.save(next);
+        return { ok: true, state: next, changed: true };
+      }
+    }
+  }
+
+  /**
+   * The alarm's pass: a snooze that ended opens the thread and it waits again; an idle thread past
+   * its auto-resolve resolves; a wait past its alert is alerted, then escalated once. Each is
+   * recorded before the alert is returned for sending, so a restart never repeats one.
+   */
+  async tick(): Promise<DueAlert[]> {
+    const now = this.deps.clock.now();
+    // The alarm acts on what is stored, whatever this instance believed.
+    this.cached = undefined;
+    const s = this.stored();
+    if (!s) return [];
+    let next = s;
+    const events: InboxEvent[] = [];
+    const alerts: DueAlert[] = [];
+    const route = s.route_name;
+    if (next.status === "snoozed" && next.snoozed_until !== null && next.snoozed_until <= now) {
+      const policy = await this.parts.policy(route);
+      next = {
+        ...next,
+        status: "open",
+        snoozed_until: null,
+        waiting_since: now,
+        waiting_reason: "snooze_ended",
+        sla_due_at: now + this.slaMs(policy),
+        sla_stage: "none",
+        auto_resolve_at: this.autoResolveAt(policy, now),
+      };
+      events.push({ kind: "reopened", at: now, route_name: route, by: null, detail: { from: "snoozed" } });
+      events.push({ kind: "waiting", at: now, route_name: route, by: null, detail: { reason: "snooze_ended" } });
+    }
+    if (next.auto_resolve_at !== null && next.auto_resolve_at <= now && (next.status === "open" || next.status === "pending")) {
+      next = {
+        ...next,
+        status: "resolved",
+        resolved_at: now,
+        waiting_since: null,
+        waiting_reason: null,
+        sla_due_at: null,
+        sla_stage: "none",
+        auto_resolve_at: null,
+      };
+      events.push({ kind: "resolved", at: now, route_name: route, by: null, detail: { auto: 1 } });
+    }
+    if (next.sla_due_at !== null && next.sla_due_at <= now && next.waiting_since !== null) {
+      const policy = await this.parts.policy(route);
+      if (next.sla_stage === "none") {
+        const escalateMs = policy.escalate_after_seconds === null ? null : policy.escalate_after_seconds * 1000;
+        next = { ...next, sla_stage: "alerted", sla_due_at: escalateMs === null ? null : now + escalateMs };
+        alerts.push({ stage: "alerted", route_name: route, waiting_since: next.waiting_since as number });
+        events.push({ kind: "alerted", at: now, route_name: route, by: null, detail: { waited_ms: now - (next.waiting_since as number) } });
+      } else if (next.sla_stage === "alerted") {
+        next = { ...next, sla_stage: "escalated", sla_due_at: null };
+        alerts.push({ stage: "escalated", route_name: route, waiting_since: next.waiting_since as number });
+        events.push({ kind: "escalated", at: now, route_name: route, by: null, detail: { waited_ms: now - (next.waiting_since as number) } });
+      } else {
+        next = { ...next, sla_due_at: null };
+      }
+    }
+    if (next !== s) this.save(next);
+    if (events.length) this.parts.emit(events);
+    return alerts;
+  }
+
+  /** Forget: the state goes with the records. */
+  clear(): void {
+    deleteMeta(this.deps.storage, META);
+    this.cached = null;
+  }
+
+  private slaMs(policy: InboxPolicy): number {
+    return policy.sla_seconds === null ? this.parts.defaultSlaMs() : policy.sla_seconds * 1000;
+  }
+
+  private autoResolveAt(policy: InboxPolicy, now: number): number | null {
+    return policy.auto_resolve_after_seconds === null ? null : now + policy.auto_resolve_after_seconds * 1000;
+  }
+}
