@@ -9,6 +9,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { echoRoute, send } from "../helpers/bridge";
 import { admin, call, expectNotConfigured, mintKey } from "../helpers/http";
+import { exported, importDoc } from "../backup/helpers";
 import { MAX_CANNED_RESPONSES } from "../../src/inbox/canned-responses";
 
 const C = "/api/inbox/canned-responses";
@@ -197,6 +198,31 @@ describe("render", () => {
     const r = await render("long", { route_name: t.route, thread_id: `bridge:${t.route}:${"x".repeat(400)}` });
     expect(r.status).toBe(400);
     expect(r.body.error).toContain("exceeds");
+  });
+});
+
+describe("backup", () => {
+  it("exports the rows as stored; an import keeps the door's rules and restores a deleted one", async () => {
+    await put("bk-hello", { title: "Hello", template: "Hello {{customer.address}}" });
+    const doc = await exported(["canned-responses"]);
+    const row = doc.sections["canned-responses"].find((r: any) => r.shortcode === "bk-hello");
+    expect(row).toEqual({
+      shortcode: "bk-hello",
+      title: "Hello",
+      template: "Hello {{customer.address}}",
+      created_at: expect.any(String),
+      updated_at: expect.any(String),
+      updated_by: "root",
+    });
+    const withRows = (rows: unknown[]) => ({ ...doc, sections: { "canned-responses": rows } });
+    const bad = await importDoc(withRows([row, { ...row, shortcode: "bk-bad", template: "{{#x}}" }]));
+    expect(bad.status).toBe(400);
+    expect(bad.body.error).toContain("sections.canned-responses.1");
+    expect((await importDoc(withRows([{ ...row, shortcode: "BK" }]))).status).toBe(400);
+    expect((await call("DELETE", `${C}/bk-hello`, { key: await admin() })).status).toBe(204);
+    expect((await importDoc(withRows([row]))).status).toBe(200);
+    expect((await call("GET", `${C}/bk-hello`, { key: await admin() })).body.data).toEqual(row);
+    expect((await call("GET", `${C}/bk-bad`, { key: await admin() })).status).toBe(404);
   });
 });
 
