@@ -81,7 +81,7 @@ const AREA_ORDER = [
   ["targets"],
   ["manifest", "marketplace", "states", "sub-mcp", "tool-meta"],
   ["conversations", "plugins", "tool-runs"],
-  ["hooks", "schedules", "web-chat"],
+  ["hooks", "inbox", "schedules", "web-chat"],
   ["backup", "system"],
 ];
 

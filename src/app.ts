@@ -59,6 +59,7 @@ import { apiToolsRouter } from "./manifest/routes/api-tools";
 import { subMcpRouter } from "./sub-mcp/routes";
 import { extensionsRouter } from "./extensions/routes";
 import { webChannelRouter } from "./web-chat/routes/visitor";
+import { inboxRouter } from "./inbox/routes";
 
 export function createApp(): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
@@ -125,6 +126,7 @@ export function createApp(): Hono<AppEnv> {
     storageRouter,
     templatesRouter,
     toolMetaRouter,
+    inboxRouter,
     pluginsRouter,
     sandboxRouter,
     mcpConfigRouter,

@@ -5,6 +5,7 @@
  */
 import { type SectionName, SECTION_NAMES } from "./rows";
 import type { AnySection } from "./section";
+import { cannedResponsesSection } from "./sections/canned-responses";
 import { keysSection, publicRoutesSection, rolesSection, scopesSection } from "./sections/access-control";
 import { routeSecretsSection, routesSection, targetConfigsSection } from "./sections/conversations";
 import { hookSecretsSection, hooksSection } from "./sections/hooks";
@@ -36,6 +37,7 @@ const BY_NAME: { [N in SectionName]: AnySection & { name: N } } = {
   "settings-secrets": settingsSecretsSection,
   profiles: profilesSection,
   "tool-meta": toolMetaSection,
+  "canned-responses": cannedResponsesSection,
 };
 
 /** The sections in apply order. */

@@ -15,6 +15,7 @@ import { ApiKeyRow, ApiKeyVersionRow, AuthScopeRow, PublicRouteRow, RoleRow, Rol
 import { RouteView } from "../conversations/model/route";
 import { TargetKind } from "../shared/kinds";
 import { HookRow } from "../hooks/record";
+import { CannedResponse } from "../inbox/canned-responses";
 import { VerifierView } from "../hooks/verifier-store";
 import { JsonObject, JsonValue } from "../platform/http/bounded-json";
 import { TargetConversationConfig } from "../persons/target-configs";
@@ -199,13 +200,17 @@ export const ToolMetaBackupRow = z.discriminatedUnion("kind", [
 ]);
 export type ToolMetaBackupRow = z.infer<typeof ToolMetaBackupRow>;
 
+/** `canned-responses`: a canned response of the inbox (docs/inbox.md), its row as D1 keeps it. */
+export const CannedResponseBackupRow = CannedResponse;
+export type CannedResponseBackupRow = z.infer<typeof CannedResponseBackupRow>;
+
 /**
  * Every section's row schema, in the order an import applies them, so references resolve:
  * keys before what binds them, roles and scopes before keys are used, declarations before the
  * presets, configs and routes that name them, templates before the states that attach them,
  * hooks after the keys, tools, presets and states they name (beside the routes: both bind
  * execution keys), the overlay before the profiles. Tool metadata names tools only by name (a row
- * may outlive its tool), so it needs nothing before it.
+ * may outlive its tool), and canned responses name nothing, so they need nothing before them.
  */
 export const SECTION_ROWS = {
   keys: KeyBackupRow,
@@ -228,6 +233,7 @@ export const SECTION_ROWS = {
   "settings-secrets": SettingSecretBackupRow,
   profiles: ProfileBackupRow,
   "tool-meta": ToolMetaBackupRow,
+  "canned-responses": CannedResponseBackupRow,
 } as const;
 
 export type SectionName = keyof typeof SECTION_ROWS;

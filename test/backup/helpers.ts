@@ -54,6 +54,7 @@ export async function wipeDeployment(): Promise<void> {
     "hooks",
     "hook_verifiers",
     "hook_trigger_links",
+    "canned_responses",
   ];
   await env.DB.batch([
     ...tables.map((t) => env.DB.prepare(`DELETE FROM ${t}`)),

@@ -31,6 +31,7 @@ const APPLY_ORDER = [
   "settings-secrets",
   "profiles",
   "tool-meta",
+  "canned-responses",
 ];
 
 const TOOL_LITERAL = "Bearer TOOLLITERALVALUE";
@@ -154,6 +155,11 @@ beforeAll(async () => {
   const sales = await ok(await call("POST", "/api/tool-meta/folders", { key, body: { name: "Sales" } }), "folder");
   const crmFolder = await ok(await call("POST", "/api/tool-meta/folders", { key, body: { name: "CRM", parent_id: sales.folder_id } }), "subfolder");
   fx.folderIds = [sales.folder_id, crmFolder.folder_id];
+  const canned = await call("PUT", "/api/inbox/canned-responses/refund", {
+    key,
+    body: { title: "Refunds", template: "Hi {{customer.address}}, refunds take 5 days." },
+  });
+  if (canned.status !== 201) throw new Error(`canned response: ${canned.status} ${JSON.stringify(canned.body)}`);
   await ok(
     await call("PATCH", "/api/tool-meta/tools/crm", { key, body: { tags: ["crm"], badges: ["beta"], hidden: false, folder_id: crmFolder.folder_id } }),
     "tool meta",
@@ -322,6 +328,16 @@ describe("export", () => {
       { kind: "folder", folder_id: sales, name: "Sales", parent_id: null, created_at: expect.any(String), updated_at: expect.any(String) },
       { kind: "folder", folder_id: crm, name: "CRM", parent_id: sales, created_at: expect.any(String), updated_at: expect.any(String) },
       { kind: "tool", name: "crm", tags: ["crm"], badges: ["beta"], hidden: false, folder_id: crm, updated_at: expect.any(String) },
+    ]);
+    expect(s["canned-responses"]).toEqual([
+      {
+        shortcode: "refund",
+        title: "Refunds",
+        template: "Hi {{customer.address}}, refunds take 5 days.",
+        created_at: expect.any(String),
+        updated_at: expect.any(String),
+        updated_by: "root",
+      },
     ]);
   });
 

@@ -105,8 +105,8 @@ async function personThreadTarget(
   return { route, readAtMs, address: newest.client_address };
 }
 
-/** The thread's newest record with an address (a participant's message or an operator's answer): where the conversation is. */
-async function newestMessage(env: Env, threadId: string): Promise<AnswerRecord | null> {
+/** The thread's newest record with an address (a participant's message or an operator's answer): where the conversation is. Also the customer a canned response is rendered for (src/inbox/canned-render.ts). */
+export async function newestMessage(env: Env, threadId: string): Promise<AnswerRecord | null> {
   const page = await threadStub(env, threadId).transcript({ order: "desc", offset: 0, limit: 50 });
   return page.items.find((r) => r.client_address !== null) ?? null;
 }

@@ -15,7 +15,7 @@ import { pageSchema, pagingQuery } from "../../platform/http/paging";
 export const MAX_OPERATOR_TEXT = 100_000;
 
 /** A thread id as a door receives it (blank and off-route ids are the thread guard's 400s). */
-const threadIdField = intactIdentifier(z.string().max(2048));
+export const threadIdField = intactIdentifier(z.string().max(2048));
 
 /** Operator send body (spec §4.7 plus location, sections, header, footer; decisions §10): the text and a rich part, with the rules across the part's fields. */
 export const operatorSendBody = z

@@ -83,14 +83,16 @@ function operation(spec: RouteSpec): Record<string, unknown> {
   const data = spec.response ? jsonSchema(spec.response, "output") : {};
   responses[status] = spec.produces
     ? { description: "Success", content: { [spec.produces]: { schema: { type: "string" } } } }
-    : {
-        description: "Success",
-        content: {
-          "application/json": {
-            schema: { type: "object", properties: { data }, required: ["data"] },
+    : status === "204"
+      ? { description: "No content" }
+      : {
+          description: "Success",
+          content: {
+            "application/json": {
+              schema: { type: "object", properties: { data }, required: ["data"] },
+            },
           },
-        },
-      };
+        };
   const replayed = spec.idempotent
     ? {
         headers: {
