@@ -5,7 +5,7 @@ import { defineConfig } from "vitest/config";
 import { LongFirstSequencer } from "./test/setup/long-first";
 
 /** Test-only channel secrets: every channel is configured, and sends go to fake hosts that the
- * workerd tests answer through the network edge (test/helpers/edge.ts). */
+ * workerd tests answer through the network edge (test/helpers/network.ts). */
 export const TEST_CHANNELS = {
   CHANNEL_TWILIO_ACCOUNT_SID: "ACtest",
   CHANNEL_TWILIO_AUTH_TOKEN: "twilio-test-token",

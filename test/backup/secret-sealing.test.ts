@@ -9,7 +9,7 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { fakeNetwork } from "../helpers/edge";
+import { fakeNetwork } from "../helpers/network";
 import { BASE, admin, call, fetchWithEnv, readResult, uniq } from "../helpers/http";
 import { bindVerifier } from "../hooks/helpers";
 import { exported, importDoc } from "./helpers";

@@ -8,7 +8,7 @@
 import { describe, expect, it } from "vitest";
 import { hmacSha256, toHex } from "../../src/access-control/crypto";
 import { readRecord, send } from "../helpers/bridge";
-import { answerOnly, fakeNetwork } from "../helpers/edge";
+import { answerOnly, fakeNetwork } from "../helpers/network";
 import { admin, call, mintKey } from "../helpers/http";
 import { eventually } from "../helpers/threads";
 import { count, exported, importDoc, sectionNames, wipeDeployment } from "./helpers";

@@ -2,9 +2,20 @@ import { describe, expect, it } from "vitest";
 import { ChannelConfigError, TOO_LONG_TEXT, maxCharsFor, planChunks, splitMessage } from "../../src/channels/chunking";
 import { HttpError } from "../../src/platform/http/errors";
 import { DEFAULT_MAX_MESSAGE_CHARS } from "../../src/platform/settings/settings";
-import { prng } from "./helpers";
 
 const cpLen = (s: string) => [...s].length;
+
+/** A deterministic PRNG (mulberry32) so generated inputs are the same on every run. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 describe("splitMessage", () => {

@@ -5,7 +5,7 @@ import { adapterFor, channelAdapters, channelListing, configuredChannels } from 
 import { receiveWebhook, webhookAck, webhookOf } from "../../src/channels/webhook";
 import { DEFAULT_MAX_MESSAGE_CHARS } from "../../src/platform/settings/settings";
 import { admin, call, fetchWithEnv, mintKey } from "../helpers/http";
-import { nodeHmacHex, nodeTwilioSignature, webhook } from "./helpers";
+import { nodeHmacHex, nodeTwilioSignature, webhook } from "../helpers/webhooks";
 
 const ALL: ChannelEnv = {
   CHANNEL_TWILIO_ACCOUNT_SID: "AC1",

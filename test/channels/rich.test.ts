@@ -3,7 +3,7 @@ import { TOO_LONG_TEXT } from "../../src/channels/chunking";
 import { adapterFor } from "../../src/channels/registry";
 import { planOutbound, sendOutboundStep } from "../../src/channels/rich/outbound";
 import { type RichPart, requiredCapabilities } from "../../src/channels/rich/types";
-import { fakeFetch, jsonResponse } from "./helpers";
+import { fakeFetch, json } from "../helpers/network";
 import { must } from "../../src/platform/must";
 
 const ad = (name: string) => must(adapterFor(name), "adapterFor(name)");
@@ -147,7 +147,7 @@ describe("rich part planning (pure)", () => {
   });
 
   it("sends a rich step through the channel's own request, with the thread address and our identity", async () => {
-    const { fetch, calls } = fakeFetch(() => jsonResponse(200, { ok: true, result: { message_id: 9 } }));
+    const { fetch, calls } = fakeFetch(() => json({ ok: true, result: { message_id: 9 } }));
     const env = { CHANNEL_TELEGRAM_BOT_TOKEN: "1:tok", CHANNEL_TELEGRAM_API_BASE: "https://tg.example" };
     const plan = steps("telegram", "", { location: { latitude: 1, longitude: 2 } });
     const r = await sendOutboundStep(ad("telegram"), plan.steps[0], { to: "42", from: "1" }, { fetch, env, timeoutMs: 1000 });

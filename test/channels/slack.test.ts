@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import type { ChannelEnv } from "../../src/channels/adapter";
 import { SLACK_DEFAULT_API_BASE, slackAdapter, slackSignature } from "../../src/channels/slack";
-import { fakeFetch, hangingFetch, jsonResponse, nodeHmacHex, webhook } from "./helpers";
+import { fakeFetch, hangingFetch, json } from "../helpers/network";
+import { nodeHmacHex, webhook } from "../helpers/webhooks";
 import { must } from "../../src/platform/must";
 
 const ENV: ChannelEnv = {
@@ -191,39 +192,39 @@ describe("slack: send", () => {
   const args = { to: "C0CHAN", from: "U0BOT", text: "Answer *bold* 🎉" };
 
   it("POSTs {channel, text} with the Bearer bot token to {base}/chat.postMessage and returns ts", async () => {
-    const f = fakeFetch(() => jsonResponse(200, { ok: true, channel: "C0CHAN", ts: "1714564800.000200", message: {} }));
+    const f = fakeFetch(() => json({ ok: true, channel: "C0CHAN", ts: "1714564800.000200", message: {} }));
     expect(await slackAdapter.send(args, { fetch: f.fetch, env: ENV, timeoutMs: 5000 })).toEqual({ ok: true, provider_message_id: "1714564800.000200" });
     const [req] = f.calls;
     expect(SLACK_DEFAULT_API_BASE).toBe("https://slack.com/api");
     expect(req.url).toBe("https://slack.com/api/chat.postMessage");
     expect(req.method).toBe("POST");
-    expect(req.headers.get("authorization")).toBe("Bearer xoxb-test-token");
-    expect(req.headers.get("content-type")).toBe("application/json; charset=utf-8");
+    expect(req.headers["authorization"]).toBe("Bearer xoxb-test-token");
+    expect(req.headers["content-type"]).toBe("application/json; charset=utf-8");
     expect(JSON.parse(req.body)).toEqual({ channel: "C0CHAN", text: "Answer *bold* 🎉" });
   });
 
   it("honours CHANNEL_SLACK_API_BASE", async () => {
-    const f = fakeFetch(() => jsonResponse(200, { ok: true, ts: "1.0" }));
+    const f = fakeFetch(() => json({ ok: true, ts: "1.0" }));
     await slackAdapter.send(args, { fetch: f.fetch, env: { ...ENV, CHANNEL_SLACK_API_BASE: "http://127.0.0.1:9002/api/" }, timeoutMs: 5000 });
     expect(f.calls[0].url).toBe("http://127.0.0.1:9002/api/chat.postMessage");
   });
 
   it("succeeds only on ok: true; ratelimited and Slack-side errors are transient, others permanent", async () => {
     const send = (res: () => Response) => slackAdapter.send(args, { fetch: fakeFetch(res).fetch, env: ENV, timeoutMs: 5000 });
-    expect(await send(() => jsonResponse(200, { ok: false, error: "channel_not_found" }))).toEqual({
+    expect(await send(() => json({ ok: false, error: "channel_not_found" }))).toEqual({
       ok: false,
       permanent: true,
       status: 200,
       reason: "slack error channel_not_found",
     });
-    expect(await send(() => jsonResponse(200, { ok: false, error: "ratelimited" }))).toEqual({
+    expect(await send(() => json({ ok: false, error: "ratelimited" }))).toEqual({
       ok: false,
       permanent: false,
       status: 200,
       reason: "slack error ratelimited",
     });
-    expect(await send(() => jsonResponse(200, { ok: false, error: "internal_error" }))).toMatchObject({ ok: false, permanent: false });
-    expect(await send(() => jsonResponse(429, { ok: false, error: "ratelimited" }, { "retry-after": "30" }))).toEqual({
+    expect(await send(() => json({ ok: false, error: "internal_error" }))).toMatchObject({ ok: false, permanent: false });
+    expect(await send(() => json({ ok: false, error: "ratelimited" }, 429, { "retry-after": "30" }))).toEqual({
       ok: false,
       permanent: false,
       status: 429,
@@ -238,7 +239,7 @@ describe("slack: send", () => {
       reason: "slack error unexpected response",
     });
     // An error value that is not a Slack error code is not echoed.
-    expect(await send(() => jsonResponse(200, { ok: false, error: "Something <with> user text" }))).toMatchObject({
+    expect(await send(() => json({ ok: false, error: "Something <with> user text" }))).toMatchObject({
       reason: "slack error unexpected response",
     });
   });

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import type { ChannelEnv } from "../../src/channels/adapter";
 import { TELEGRAM_DEFAULT_API_BASE, telegramAdapter, telegramBotId } from "../../src/channels/telegram";
-import { fakeFetch, hangingFetch, jsonResponse, webhook } from "./helpers";
+import { fakeFetch, hangingFetch, json } from "../helpers/network";
+import { webhook } from "../helpers/webhooks";
 
 const TOKEN = "7012345678:AAHfake-token_value";
 const ENV: ChannelEnv = { CHANNEL_TELEGRAM_BOT_TOKEN: TOKEN, CHANNEL_TELEGRAM_WEBHOOK_SECRET: "tg-secret_123" };
@@ -147,34 +148,34 @@ describe("telegram: send", () => {
   const args = { to: "42", from: "7012345678", text: "Answer 📦" };
 
   it("POSTs {chat_id, text} to {base}/bot{token}/sendMessage and reads result.message_id", async () => {
-    const f = fakeFetch(() => jsonResponse(200, { ok: true, result: { message_id: 321, chat: { id: 42 }, date: 1, text: "Answer 📦" } }));
+    const f = fakeFetch(() => json({ ok: true, result: { message_id: 321, chat: { id: 42 }, date: 1, text: "Answer 📦" } }));
     expect(await telegramAdapter.send(args, { fetch: f.fetch, env: ENV, timeoutMs: 5000 })).toEqual({ ok: true, provider_message_id: "321" });
     const [req] = f.calls;
     expect(TELEGRAM_DEFAULT_API_BASE).toBe("https://api.telegram.org");
     expect(req.url).toBe(`https://api.telegram.org/bot${TOKEN}/sendMessage`);
     expect(req.method).toBe("POST");
-    expect(req.headers.get("content-type")).toBe("application/json");
-    expect(req.headers.get("authorization")).toBeNull();
+    expect(req.headers["content-type"]).toBe("application/json");
+    expect(req.headers["authorization"]).toBeUndefined();
     expect(JSON.parse(req.body)).toEqual({ chat_id: "42", text: "Answer 📦" });
   });
 
   it("honours CHANNEL_TELEGRAM_API_BASE", async () => {
-    const f = fakeFetch(() => jsonResponse(200, { ok: true, result: { message_id: 1 } }));
+    const f = fakeFetch(() => json({ ok: true, result: { message_id: 1 } }));
     await telegramAdapter.send(args, { fetch: f.fetch, env: { ...ENV, CHANNEL_TELEGRAM_API_BASE: "http://127.0.0.1:9001" }, timeoutMs: 5000 });
     expect(f.calls[0].url).toBe(`http://127.0.0.1:9001/bot${TOKEN}/sendMessage`);
   });
 
   it("classifies refusals as permanent, 429 and 5xx as transient, and never leaks the token", async () => {
     const send = (res: () => Response) => telegramAdapter.send(args, { fetch: fakeFetch(res).fetch, env: ENV, timeoutMs: 5000 });
-    const blocked = await send(() => jsonResponse(403, { ok: false, error_code: 403, description: "Forbidden: bot was blocked by the user" }));
+    const blocked = await send(() => json({ ok: false, error_code: 403, description: "Forbidden: bot was blocked by the user" }, 403));
     expect(blocked).toEqual({ ok: false, permanent: true, status: 403, reason: "telegram error 403" });
     const limited = await send(() =>
-      jsonResponse(429, { ok: false, error_code: 429, description: "Too Many Requests: retry after 12", parameters: { retry_after: 12 } }),
+      json({ ok: false, error_code: 429, description: "Too Many Requests: retry after 12", parameters: { retry_after: 12 } }, 429),
     );
     expect(limited).toEqual({ ok: false, permanent: false, status: 429, reason: "telegram error 429", retry_after_seconds: 12 });
     expect(await send(() => new Response("", { status: 502 }))).toEqual({ ok: false, permanent: false, status: 502, reason: "telegram error 502" });
     // Success is `ok: true` only.
-    expect(await send(() => jsonResponse(200, { ok: false }))).toMatchObject({ ok: false, permanent: true, status: 200 });
+    expect(await send(() => json({ ok: false }))).toMatchObject({ ok: false, permanent: true, status: 200 });
     expect(await send(() => new Response("<html>", { status: 200 }))).toMatchObject({ ok: false, permanent: true });
     for (const r of [blocked, limited]) expect(JSON.stringify(r)).not.toContain("AAHfake");
   });

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import type { ChannelEnv } from "../../src/channels/adapter";
 import { TWILIO_DEFAULT_API_BASE, twilioAdapter, twilioSignature } from "../../src/channels/twilio";
-import { fakeFetch, form, hangingFetch, jsonResponse, nodeTwilioSignature, webhook } from "./helpers";
+import { fakeFetch, hangingFetch, json } from "../helpers/network";
+import { form, nodeTwilioSignature, webhook } from "../helpers/webhooks";
 
 const ENV: ChannelEnv = {
   CHANNEL_TWILIO_ACCOUNT_SID: "AC0123456789abcdef0123456789abcdef",
@@ -187,7 +188,7 @@ describe("twilio: send", () => {
   const args = { to: "+15550001111", from: "+15550002222", text: "Grüße & 😀 = ok?" };
 
   it("POSTs the form To/From/Body with Basic auth to the versioned Messages path", async () => {
-    const f = fakeFetch(() => jsonResponse(201, { sid: "SM0001", status: "queued" }));
+    const f = fakeFetch(() => json({ sid: "SM0001", status: "queued" }, 201));
     const r = await twilioAdapter.send(args, { fetch: f.fetch, env: ENV, timeoutMs: 5000 });
     expect(r).toEqual({ ok: true, provider_message_id: "SM0001" });
     expect(f.calls).toHaveLength(1);
@@ -195,20 +196,20 @@ describe("twilio: send", () => {
     expect(TWILIO_DEFAULT_API_BASE).toBe("https://api.twilio.com");
     expect(req.url).toBe(`https://api.twilio.com/2010-04-01/Accounts/${ENV.CHANNEL_TWILIO_ACCOUNT_SID}/Messages.json`);
     expect(req.method).toBe("POST");
-    expect(req.headers.get("authorization")).toBe(`Basic ${btoa(`${ENV.CHANNEL_TWILIO_ACCOUNT_SID}:${ENV.CHANNEL_TWILIO_AUTH_TOKEN}`)}`);
-    expect(req.headers.get("content-type")).toBe("application/x-www-form-urlencoded");
+    expect(req.headers["authorization"]).toBe(`Basic ${btoa(`${ENV.CHANNEL_TWILIO_ACCOUNT_SID}:${ENV.CHANNEL_TWILIO_AUTH_TOKEN}`)}`);
+    expect(req.headers["content-type"]).toBe("application/x-www-form-urlencoded");
     expect(Object.fromEntries(new URLSearchParams(req.body))).toEqual({ To: args.to, From: args.from, Body: args.text });
     expect(req.signal).toBeInstanceOf(AbortSignal);
   });
 
   it("sends to CHANNEL_TWILIO_API_BASE when set (trailing slash tolerated)", async () => {
-    const f = fakeFetch(() => jsonResponse(201, { sid: "SM2" }));
+    const f = fakeFetch(() => json({ sid: "SM2" }, 201));
     await twilioAdapter.send(args, { fetch: f.fetch, env: { ...ENV, CHANNEL_TWILIO_API_BASE: "http://127.0.0.1:8787/fake/twilio/" }, timeoutMs: 5000 });
     expect(f.calls[0].url).toBe(`http://127.0.0.1:8787/fake/twilio/2010-04-01/Accounts/${ENV.CHANNEL_TWILIO_ACCOUNT_SID}/Messages.json`);
   });
 
   it("classifies a 4xx refusal as permanent, naming only Twilio's error code", async () => {
-    const f = fakeFetch(() => jsonResponse(400, { code: 21211, message: "The 'To' number +15550001111 is not valid.", status: 400 }));
+    const f = fakeFetch(() => json({ code: 21211, message: "The 'To' number +15550001111 is not valid.", status: 400 }, 400));
     const r = await twilioAdapter.send(args, { fetch: f.fetch, env: ENV, timeoutMs: 5000 });
     expect(r).toEqual({ ok: false, permanent: true, status: 400, reason: "twilio error 21211" });
   });
@@ -217,7 +218,7 @@ describe("twilio: send", () => {
     const e500 = await twilioAdapter.send(args, { fetch: fakeFetch(() => new Response("oops", { status: 503 })).fetch, env: ENV, timeoutMs: 5000 });
     expect(e500).toEqual({ ok: false, permanent: false, status: 503, reason: "http 503" });
     const e429 = await twilioAdapter.send(args, {
-      fetch: fakeFetch(() => jsonResponse(429, { code: 20429 }, { "retry-after": "7" })).fetch,
+      fetch: fakeFetch(() => json({ code: 20429 }, 429, { "retry-after": "7" })).fetch,
       env: ENV,
       timeoutMs: 5000,
     });
@@ -245,7 +246,7 @@ describe("twilio: send", () => {
   });
 
   it("refuses permanently, without calling out, when not configured", async () => {
-    const f = fakeFetch(() => jsonResponse(201, { sid: "x" }));
+    const f = fakeFetch(() => json({ sid: "x" }, 201));
     const r = await twilioAdapter.send(args, { fetch: f.fetch, env: {}, timeoutMs: 5000 });
     expect(r).toEqual({ ok: false, permanent: true, reason: "channel not configured" });
     expect(f.calls).toHaveLength(0);

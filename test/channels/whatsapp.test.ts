@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import type { ChannelEnv } from "../../src/channels/adapter";
 import { WHATSAPP_DEFAULT_API_BASE, whatsappAdapter } from "../../src/channels/whatsapp";
-import { fakeFetch, hangingFetch, jsonResponse, nodeHmacHex, webhook } from "./helpers";
+import { fakeFetch, hangingFetch, json } from "../helpers/network";
+import { nodeHmacHex, webhook } from "../helpers/webhooks";
 
 const ENV: ChannelEnv = {
   CHANNEL_WHATSAPP_APP_SECRET: "wa-app-secret",
@@ -289,7 +290,7 @@ describe("whatsapp: send", () => {
 
   it("POSTs {messaging_product, to, type: text, text: {body}} with the Bearer token to {base}/{phone_number_id}/messages", async () => {
     const f = fakeFetch(() =>
-      jsonResponse(200, { messaging_product: "whatsapp", contacts: [{ input: "15550001111", wa_id: "15550001111" }], messages: [{ id: "wamid.OUT9" }] }),
+      json({ messaging_product: "whatsapp", contacts: [{ input: "15550001111", wa_id: "15550001111" }], messages: [{ id: "wamid.OUT9" }] }),
     );
     const r = await whatsappAdapter.send(args, { fetch: f.fetch, env: ENV, timeoutMs: 5000 });
     expect(r).toEqual({ ok: true, provider_message_id: "wamid.OUT9" });
@@ -297,33 +298,31 @@ describe("whatsapp: send", () => {
     expect(WHATSAPP_DEFAULT_API_BASE).toBe("https://graph.facebook.com/v21.0");
     expect(req.url).toBe(`https://graph.facebook.com/v21.0/${PNID}/messages`);
     expect(req.method).toBe("POST");
-    expect(req.headers.get("authorization")).toBe("Bearer wa-access-token");
-    expect(req.headers.get("content-type")).toBe("application/json");
+    expect(req.headers["authorization"]).toBe("Bearer wa-access-token");
+    expect(req.headers["content-type"]).toBe("application/json");
     expect(JSON.parse(req.body)).toEqual({ messaging_product: "whatsapp", to: "15550001111", type: "text", text: { body: "Hello ✅" } });
   });
 
   it("honours CHANNEL_WHATSAPP_API_BASE", async () => {
-    const f = fakeFetch(() => jsonResponse(200, { messages: [{ id: "w" }] }));
+    const f = fakeFetch(() => json({ messages: [{ id: "w" }] }));
     await whatsappAdapter.send(args, { fetch: f.fetch, env: { ...ENV, CHANNEL_WHATSAPP_API_BASE: "http://127.0.0.1:9000/graph" }, timeoutMs: 5000 });
     expect(f.calls[0].url).toBe(`http://127.0.0.1:9000/graph/${PNID}/messages`);
   });
 
   it("classifies a Graph refusal as permanent and rate limits or 5xx as transient", async () => {
     const send = (res: () => Response) => whatsappAdapter.send(args, { fetch: fakeFetch(res).fetch, env: ENV, timeoutMs: 5000 });
-    expect(
-      await send(() => jsonResponse(400, { error: { message: "Recipient phone number not in allowed list", type: "OAuthException", code: 131030 } })),
-    ).toEqual({
+    expect(await send(() => json({ error: { message: "Recipient phone number not in allowed list", type: "OAuthException", code: 131030 } }, 400))).toEqual({
       ok: false,
       permanent: true,
       status: 400,
       reason: "whatsapp error 131030",
     });
-    expect(await send(() => jsonResponse(400, { error: { code: 130429, message: "Rate limit hit" } }))).toMatchObject({
+    expect(await send(() => json({ error: { code: 130429, message: "Rate limit hit" } }, 400))).toMatchObject({
       ok: false,
       permanent: false,
       status: 400,
     });
-    expect(await send(() => jsonResponse(401, { error: { code: 190, message: "token expired" } }))).toMatchObject({ ok: false, permanent: true });
+    expect(await send(() => json({ error: { code: 190, message: "token expired" } }, 401))).toMatchObject({ ok: false, permanent: true });
     expect(await send(() => new Response("bad gateway", { status: 502 }))).toEqual({ ok: false, permanent: false, status: 502, reason: "http 502" });
   });
 

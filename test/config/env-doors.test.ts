@@ -8,8 +8,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { TOO_LONG_TEXT } from "../../src/channels/chunking";
 import { writeOverlay } from "../../src/config/overlay-store";
 import { createRoute, echoKey, echoRoute, send } from "../helpers/bridge";
-import { postTelegram, postTwilio } from "../helpers/channels";
-import { type EdgeCall, fakeNetwork } from "../helpers/edge";
+import { fakeNetwork, type NetCall } from "../helpers/network";
+import { postTelegram, postTwilio } from "../helpers/webhooks";
 import { BASE, admin, call, fetchWithEnv, mintKey, uniq } from "../helpers/http";
 import { eventually, rawRows } from "../helpers/threads";
 import { must } from "../../src/platform/must";
@@ -87,7 +87,7 @@ describe("a setting changed at runtime", () => {
     );
     expect(rows[0]?.status).toBe("failed");
     expect(JSON.parse(rows[0].record).error).toContain("max_outbound_chunks");
-    const sent = calls.filter((c: EdgeCall) => c.url.includes("twilio.fake")).map((c) => new URLSearchParams(c.body).get("Body"));
+    const sent = calls.filter((c: NetCall) => c.url.includes("twilio.fake")).map((c) => new URLSearchParams(c.body).get("Body"));
     expect(sent).toEqual([TOO_LONG_TEXT]);
   });
 

@@ -10,8 +10,8 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import { createRoute, echoKey } from "../helpers/bridge";
-import { TEST_ENV, postTelegram } from "../helpers/channels";
-import { fakeNetwork } from "../helpers/edge";
+import { fakeNetwork } from "../helpers/network";
+import { postTelegram, TEST_ENV } from "../helpers/webhooks";
 import { admin, call, uniq } from "../helpers/http";
 import { eventually, rawRows } from "../helpers/threads";
 

@@ -5,7 +5,7 @@
  */
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
-import { postTelegram } from "../helpers/channels";
+import { postTelegram } from "../helpers/webhooks";
 import { admin, call, mintKey, uniq } from "../helpers/http";
 import { must } from "../../src/platform/must";
 

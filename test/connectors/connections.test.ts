@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import { sha256Hex } from "../../src/access-control/crypto";
 import { codeChallengeS256 } from "../../src/connectors/pkce";
 import { MAX_OPEN_STARTS, openVerifier, pruneStarts } from "../../src/connectors/starts";
-import { answerOnly, fakeNetwork } from "../helpers/edge";
+import { answerOnly, fakeNetwork } from "../helpers/network";
 import { admin } from "../helpers/http";
 import {
   AUTHORIZE_URL,

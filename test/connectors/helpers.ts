@@ -10,7 +10,7 @@ import { sha256Hex } from "../../src/access-control/crypto";
 import { expect } from "vitest";
 import { codeChallengeS256 } from "../../src/connectors/pkce";
 import { keyRingOf } from "../../src/connectors/sealing";
-import { type EdgeCall, answerOnly, fakeNetwork } from "../helpers/edge";
+import { answerOnly, fakeNetwork, type NetCall } from "../helpers/network";
 import { admin, mintKey } from "../helpers/http";
 import { callWith, settingsOf } from "../targets/helpers";
 import { must } from "../../src/platform/must";
@@ -97,7 +97,7 @@ export function fakeProvider() {
   let n = 0;
   const next = { code: {} as Issue, refresh: {} as Issue };
   const tokenCalls: Array<{ grant_type: string; params: URLSearchParams; authorization: string | null }> = [];
-  const toolCalls: EdgeCall[] = [];
+  const toolCalls: NetCall[] = [];
   const issued: string[] = [];
 
   async function token(req: Request, body: string): Promise<Response> {
@@ -137,12 +137,12 @@ export function fakeProvider() {
   const edge = fakeNetwork(
     answerOnly({
       [`POST ${TOKEN_URL}`]: token,
-      [`POST ${TOOL_URL}`]: (req, body) => {
-        toolCalls.push({ url: req.url, method: req.method, headers: Object.fromEntries(req.headers), body });
+      [`POST ${TOOL_URL}`]: (_req, _body, calls) => {
+        toolCalls.push(must(calls.at(-1), "the tool call"));
         return Response.json({ ok: true, authorization: "seen" });
       },
-      [`POST ${AGENT_URL}`]: (req, body) => {
-        toolCalls.push({ url: req.url, method: req.method, headers: Object.fromEntries(req.headers), body });
+      [`POST ${AGENT_URL}`]: (_req, _body, calls) => {
+        toolCalls.push(must(calls.at(-1), "the agent call"));
         return Response.json({ text: "the agent answered" });
       },
     }),

@@ -12,6 +12,7 @@ import { keyId, keyRingOf, seal, unseal } from "../../src/connectors/sealing";
 import { grantOf, requestToken } from "../../src/connectors/token-endpoint";
 import { connectionStub } from "../../src/connectors/rpc";
 import { admin, uniq } from "../helpers/http";
+import { fakeFetch, hangingFetch } from "../helpers/network";
 import { NEW_KEY, OLD_KEY, call, connect, declareTool, expectNoSecrets, fakeProvider, ring, runTool, storedRows } from "./helpers";
 import { must } from "../../src/platform/must";
 
@@ -144,7 +145,7 @@ describe("the token endpoint's answers", () => {
     timeout_ms: 2000,
   };
   const refresh = { grant_type: "refresh_token" as const, refresh_token: "rt" };
-  const answering = (res: () => Response) => (async () => res()) as unknown as typeof fetch;
+  const answering = (res: () => Response) => fakeFetch(res).fetch;
 
   it("reads JSON and form answers, bounding expires_in", () => {
     expect(grantOf({ access_token: "a", expires_in: "120", refresh_token: "r", token_type: "bearer", scope: "x y" })).toEqual({
@@ -187,15 +188,12 @@ describe("the token endpoint's answers", () => {
   });
 
   it("refuses a private token endpoint before sending anything, and bounds the wait", async () => {
-    let sent = 0;
-    const counting = (async () => (sent++, Response.json({ access_token: "a" }))) as unknown as typeof fetch;
-    const r = await requestToken(counting, { ...client, token_endpoint: "https://127.0.0.1/token" }, refresh);
+    const counting = fakeFetch(() => Response.json({ access_token: "a" }));
+    const r = await requestToken(counting.fetch, { ...client, token_endpoint: "https://127.0.0.1/token" }, refresh);
     expect(r).toMatchObject({ ok: false, permanent: false });
     expect(r.ok || r.message).toContain("outbound address guard");
-    expect(sent).toBe(0);
-    const hanging = ((_i: unknown, init?: RequestInit) =>
-      new Promise((_, reject) => init?.signal?.addEventListener("abort", () => reject(new Error("aborted"))))) as unknown as typeof fetch;
-    expect(await requestToken(hanging, { ...client, timeout_ms: 50 }, refresh)).toEqual({
+    expect(counting.calls).toHaveLength(0);
+    expect(await requestToken(hangingFetch().fetch, { ...client, timeout_ms: 50 }, refresh)).toEqual({
       ok: false,
       permanent: false,
       message: "token endpoint did not answer within 0.05s",

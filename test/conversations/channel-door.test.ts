@@ -5,8 +5,8 @@ import { SLOW_DOWN_TEXT } from "../../src/conversations/model/record";
 import { TOO_LONG_TEXT } from "../../src/channels/chunking";
 import { addressBucketStub } from "../../src/conversations/door/bucket-rpc";
 import { createRoute, echoKey, readRecord } from "../helpers/bridge";
-import { TEST_ENV, postSlack, postTelegram, postTwilio, postWhatsApp, whatsappStatus, whatsappText } from "../helpers/channels";
-import { type EdgeCall, fakeNetwork } from "../helpers/edge";
+import { fakeNetwork, type NetCall } from "../helpers/network";
+import { form, nodeTwilioSignature, postSlack, postTelegram, postTwilio, postWhatsApp, TEST_ENV, whatsappStatus, whatsappText } from "../helpers/webhooks";
 import { admin, call, fetchWithEnv, uniq, dispatch } from "../helpers/http";
 import { eventually, makeDue, rawRows, runAlarm, stubFor } from "../helpers/threads";
 import { must } from "../../src/platform/must";
@@ -20,7 +20,7 @@ async function channelRoute(channel: string, identity: string, extra: Record<str
 }
 
 /** Answers provider sends like the real APIs; records every call. */
-function fakeProviders(opts: { twilio?: (call: EdgeCall, i: number) => Response } = {}) {
+function fakeProviders(opts: { twilio?: (call: NetCall, i: number) => Response } = {}) {
   let i = 0;
   return fakeNetwork((req, body, calls) => {
     const url = new URL(req.url);
@@ -33,7 +33,7 @@ function fakeProviders(opts: { twilio?: (call: EdgeCall, i: number) => Response 
   });
 }
 
-const twilioBodies = (calls: EdgeCall[]) => calls.filter((c) => c.url.includes("twilio.fake")).map((c) => Object.fromEntries(new URLSearchParams(c.body)));
+const twilioBodies = (calls: NetCall[]) => calls.filter((c) => c.url.includes("twilio.fake")).map((c) => Object.fromEntries(new URLSearchParams(c.body)));
 
 function threadOf(route: string, address: string): string {
   return `bridge:${route}:${address}`;
@@ -362,23 +362,13 @@ describe("door failures", () => {
     });
     const params = { MessageSid: `SM${uniq("x")}`, From: phone(), To: ours, Body: "hi" };
     const url = "https://bridge.test/api/channels/twilio/inbound";
-    const { createHmac } = await import("node:crypto");
-    const sig = createHmac("sha1", TEST_ENV.twilioToken)
-      .update(
-        url +
-          Object.keys(params)
-            .sort()
-            .map((k) => k + params[k as keyof typeof params])
-            .join(""),
-        "utf8",
-      )
-      .digest("base64");
+    const sig = nodeTwilioSignature(TEST_ENV.twilioToken, url, params);
     const res = await fetchWithEnv(
       { ...env, DB: flaky },
       new Request(url, {
         method: "POST",
         headers: { "content-type": "application/x-www-form-urlencoded", "x-twilio-signature": sig },
-        body: new URLSearchParams(params).toString(),
+        body: form(params),
       }),
     );
     expect(res.status).toBe(503);

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createRoute, echoKey, send } from "../helpers/bridge";
-import { postTwilio } from "../helpers/channels";
-import { fakeNetwork } from "../helpers/edge";
+import { fakeNetwork } from "../helpers/network";
+import { postTwilio } from "../helpers/webhooks";
 import { uniq } from "../helpers/http";
 import { eventually, makeDue, rawRows, runAlarm } from "../helpers/threads";
 

@@ -2,7 +2,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { hmacSha256, toHex } from "../../src/access-control/crypto";
 import { createRoute, echoKey, readRecord, send } from "../helpers/bridge";
-import { fakeNetwork } from "../helpers/edge";
+import { fakeNetwork } from "../helpers/network";
 import { admin, call, mintKey } from "../helpers/http";
 import { listingCaughtUp } from "../helpers/listing";
 import { eventually, makeDue, rawRows, runAlarm, stubFor } from "../helpers/threads";

@@ -7,7 +7,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { apiThreadId } from "../../src/shared/thread-id";
 import { createRoute, echoKey, readRecord } from "../helpers/bridge";
-import { fakeNetwork } from "../helpers/edge";
+import { fakeNetwork } from "../helpers/network";
 import { admin, call, mintKey, uniq } from "../helpers/http";
 import { eventually, makeDue, rawRows, runAlarm, stubFor } from "../helpers/threads";
 

@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { TURN_ERROR_TEXT } from "../../src/conversations/model/record";
 import { createRoute, echoKey, echoRoute, readRecord, send } from "../helpers/bridge";
-import { fakeNetwork } from "../helpers/edge";
+import { fakeNetwork } from "../helpers/network";
 import { admin, call, mintKey } from "../helpers/http";
 import { eventually, rawRows, stubFor } from "../helpers/threads";
 import { ledgerRows, listingCaughtUp } from "../helpers/listing";

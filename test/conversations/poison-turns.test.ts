@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { TURN_ERROR_TEXT } from "../../src/conversations/model/record";
 import { THREAD_SCHEMA, migrate } from "../../src/conversations/thread/store";
 import { createRoute, echoKey, readRecord, send } from "../helpers/bridge";
-import { fakeNetwork } from "../helpers/edge";
+import { fakeNetwork } from "../helpers/network";
 import { admin, call, mintKey, uniq } from "../helpers/http";
 import { eventually, makeDue, runAlarm, stubFor } from "../helpers/threads";
 

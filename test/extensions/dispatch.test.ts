@@ -1,15 +1,15 @@
 /**
  * Extensions at dispatch (docs/extensions.md): the dispatcher runs every call of a declared tool or
  * a preset through its combos, after authorization and the kwargs checks. The network is faked at
- * the context's fetch edge (test/targets/helpers.ts).
+ * the context's fetch edge (test/helpers/network.ts).
  */
 import { describe, expect, it } from "vitest";
 import { collectRunSteps } from "../../src/shared/run-steps";
 import { dispatchTool } from "../../src/targets/dispatch";
 import { D1Counter } from "../helpers/d1-count";
-import { fakeNetwork } from "../helpers/edge";
+import { fakeFetch, fakeNetwork, hangingFetch, json } from "../helpers/network";
 import { admin, call, mintKey, uniq } from "../helpers/http";
-import { fakeFetch, hangingFetch, json, testContext } from "../targets/helpers";
+import { testContext } from "../targets/helpers";
 
 async function declareTool(extra: Record<string, unknown> = {}): Promise<string> {
   const title = uniq("tool");
@@ -107,13 +107,9 @@ describe("retry", () => {
   it("retries a timeout up to the budget, and never an HTTP status", async () => {
     const slow = await declareTool({ timeout_seconds: 0.05 });
     await withCombos(slow, [[{ name: "retry", config: { attempts: 2, backoff_ms: 0 } }]]);
-    let hung = 0;
-    const hanging = ((input: RequestInfo | URL, init?: RequestInit) => {
-      hung += 1;
-      return hangingFetch(input, init);
-    }) as typeof fetch;
-    expect(await dispatchTool(testContext({ fetch: hanging }), slow, {})).toMatchObject({ ok: false, kind: "timeout" });
-    expect(hung).toBe(2);
+    const hanging = hangingFetch();
+    expect(await dispatchTool(testContext({ fetch: hanging.fetch }), slow, {})).toMatchObject({ ok: false, kind: "timeout" });
+    expect(hanging.calls).toHaveLength(2);
 
     const failing = await declareTool();
     await withCombos(failing, [["retry"]]);
@@ -130,7 +126,7 @@ describe("cache", () => {
     let n = 0;
     const edge = fakeFetch((_req, body) => {
       n += 1;
-      return json({ n, echo: body });
+      return json({ n, echo: JSON.parse(body) });
     });
     const ctx = testContext({ fetch: edge.fetch });
     const a = await mintKey({ scopes: [`tool:${tool}`] });
@@ -186,7 +182,7 @@ describe("cache", () => {
     const preset = uniq("preset");
     const key = await admin();
     await call("POST", "/api/presets", { key, body: { name: preset, base_tool: tool, fixed_kwargs: { city: "Lisbon" }, extensions: [["cache"]] } });
-    const edge = fakeFetch((_req, body) => json({ city: body.city }));
+    const edge = fakeFetch((_req, body) => json({ city: JSON.parse(body).city }));
     const ctx = testContext({ fetch: edge.fetch });
     const asRoot = { caller: { user_id: "root", fingerprint: "fp" } };
     expect(await dispatchTool(ctx, preset, {}, asRoot)).toEqual({ ok: true, value: { city: "Lisbon" } });

@@ -22,7 +22,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { StoredReference } from "../../src/platform/http/route";
-import { fakeNetwork, type EdgeCall } from "../helpers/edge";
+import { fakeNetwork, type NetCall } from "../helpers/network";
 import { fetchWithEnv } from "../helpers/http";
 import { scheduleObject } from "../tool-runs/helpers";
 import { BASE, type JsonSchema, type RouteSpec, bootstrapAdmin, callJson, dispatch, doors, jsonSchemaOf, label } from "./doors";
@@ -143,7 +143,7 @@ const narrow = async (userId: string, scopes: string[]) => expect((await call("P
 const revoke = async (userId: string) => expect((await call("DELETE", `/api/auth/api-keys/${userId}`, ADMIN)).status).toBe(200);
 
 /** The fake network of one fixture: declared tools answer a string; everything else is refused loudly. */
-function network(): { calls: EdgeCall[]; to: (host: string) => EdgeCall[] } {
+function network(): { calls: NetCall[]; to: (host: string) => NetCall[] } {
   const calls = fakeNetwork(async (req) => {
     const host = new URL(req.url).host;
     if (host.startsWith("cd-tool-")) return Response.json("done");

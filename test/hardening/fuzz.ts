@@ -24,7 +24,6 @@ import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { createHmac } from "node:crypto";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { setEdgeFetch } from "../../src/platform/net/edge-fetch";
 import {
   type Answer,
   BASE,
@@ -41,6 +40,7 @@ import {
   requirementOf,
 } from "./doors";
 import { must } from "../../src/platform/must";
+import { clearNetwork, fakeNetwork } from "../helpers/network";
 
 // ---------------------------------------------------------------------------------------------
 // Seed, budget, marker
@@ -146,8 +146,8 @@ async function ensureFixtures(): Promise<void> {
 
 /** A hermetic network: providers answer like their APIs, anything else answers plain JSON. */
 function fakeUpstreams(): void {
-  setEdgeFetch(async (input, init) => {
-    const host = new URL(new Request(input, init).url).host;
+  fakeNetwork((req) => {
+    const host = new URL(req.url).host;
     if (host === "twilio.fake") return Response.json({ sid: `SM${crypto.randomUUID().replace(/-/g, "")}` }, { status: 201 });
     if (host === "whatsapp.fake") return Response.json({ messaging_product: "whatsapp", messages: [{ id: `wamid.${crypto.randomUUID()}` }] });
     if (host === "telegram.fake") return Response.json({ ok: true, result: { message_id: 1 } });
@@ -775,7 +775,7 @@ export function fuzzDoors(part: number, parts: number): void {
       await ensureFixtures();
     });
     afterAll(() => {
-      setEdgeFetch(null);
+      clearNetwork();
       const classes = Object.entries(tally)
         .sort()
         .map(([k, n]) => `${k} ${n}`)

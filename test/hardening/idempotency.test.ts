@@ -15,7 +15,7 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { apiThreadId } from "../../src/shared/thread-id";
-import { fakeNetwork } from "../helpers/edge";
+import { fakeNetwork } from "../helpers/network";
 import { uniq } from "../helpers/http";
 import { rawRows } from "../helpers/threads";
 import { bootstrapAdmin, callJson, dispatch, doors, label } from "./doors";

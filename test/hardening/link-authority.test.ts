@@ -22,7 +22,7 @@ import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { PAIRING_REPLIES } from "../../src/persons/pairing";
 import { personDirectoryName } from "../../src/persons/rpc";
-import { fakeNetwork } from "../helpers/edge";
+import { fakeNetwork } from "../helpers/network";
 import { fetchWithEnv } from "../helpers/http";
 import { type RouteSpec, bootstrapAdmin, callJson, dispatch, doors, fillPath, jsonSchemaOf, label, pathParamNames, type JsonSchema } from "./doors";
 import { must } from "../../src/platform/must";

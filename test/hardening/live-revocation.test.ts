@@ -23,7 +23,7 @@ import { threadStub } from "../../src/conversations/model/thread-rpc";
 import { interactionHub } from "../../src/interactions/rpc";
 import type { InteractionState } from "../../src/interactions/record";
 import { createApp } from "../../src/app";
-import { answerOnly, fakeNetwork } from "../helpers/edge";
+import { answerOnly, fakeNetwork } from "../helpers/network";
 import { createRoute, echoKey, echoRoute } from "../helpers/bridge";
 import { BASE, admin, call, dispatch as dispatchHttp, mintKey, uniq } from "../helpers/http";
 import { type RouteSpec, doors, label } from "./doors";

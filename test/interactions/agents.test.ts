@@ -7,8 +7,8 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createRoute } from "../helpers/bridge";
-import { TEST_ENV, postTelegram } from "../helpers/channels";
-import { type EdgeCall, fakeNetwork } from "../helpers/edge";
+import { fakeNetwork, type NetCall } from "../helpers/network";
+import { postTelegram, TEST_ENV } from "../helpers/webhooks";
 import { admin, call, mintKey, uniq } from "../helpers/http";
 import { eventually } from "../helpers/threads";
 import { checkpointStoreFor } from "../../src/targets/checkpoints";
@@ -46,7 +46,7 @@ async function declareAgent(tools: string[] = ["ask_user"]): Promise<string> {
   return title;
 }
 
-const telegramSends = (calls: EdgeCall[]) => calls.filter((c) => c.url.includes("telegram.fake")).map((c) => JSON.parse(c.body));
+const telegramSends = (calls: NetCall[]) => calls.filter((c) => c.url.includes("telegram.fake")).map((c) => JSON.parse(c.body));
 
 describe("an llm agent on a Telegram route asks with two options", () => {
   it("sends the options as an inline keyboard; the tap answers; the run resumes and answers in the same chat", async () => {

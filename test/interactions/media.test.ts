@@ -8,8 +8,8 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { send } from "../helpers/bridge";
-import { fakeFetch, settingsOf } from "../targets/helpers";
-import { fakeNetwork } from "../helpers/edge";
+import { settingsOf } from "../targets/helpers";
+import { fakeFetch, fakeNetwork } from "../helpers/network";
 import { BASE, admin, call, mintKey, dispatch } from "../helpers/http";
 import { storeAnswerMedia } from "../../src/interactions/media";
 import { askRoute, listedAs, pendingOf } from "./helpers";
@@ -92,7 +92,7 @@ describe("media in an answer", () => {
       { kind: "document", url: "https://media.example/big.bin", filename: "big.bin" },
       { kind: "document", url: "https://media.example/gone" },
     ]);
-    expect(edge.calls[0].body).toEqual({ file_id: "F1" });
+    expect(edge.calls[0].json).toEqual({ file_id: "F1" });
     expect(media[0]).toMatchObject({ kind: "image", content_type: "image/jpeg", bytes: PNG.byteLength });
     const obj = await env.INTERACTION_MEDIA.get(`media/${media[0].media_id}`);
     expect(obj?.customMetadata).toEqual({ interaction_id: "i-media", audience: "", kind: "image" });

@@ -3,7 +3,7 @@
  * POST /api/api-tools, called with the operation's own method, path, query, header and body.
  */
 import { describe, expect, it } from "vitest";
-import { answerOnly, fakeNetwork } from "../helpers/edge";
+import { answerOnly, fakeNetwork } from "../helpers/network";
 import { admin, call, mintKey, uniq } from "../helpers/http";
 
 const petstore = {

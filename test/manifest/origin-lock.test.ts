@@ -7,7 +7,7 @@
  * placeholders may not reach its origin either, so whoever runs it cannot choose the host.
  */
 import { describe, expect, it } from "vitest";
-import { fakeNetwork } from "../helpers/edge";
+import { fakeNetwork } from "../helpers/network";
 import { admin, call } from "../helpers/http";
 import { MCP_URL, localMcpNetwork } from "../mcp/support/local-mcp";
 import { manifest, name, replace } from "./helpers";

@@ -1,10 +1,10 @@
 /**
  * Shared fixtures of the marketplace tests: a registry index served at the network edge (the only
- * fake: test/helpers/edge.ts), and calls to the Worker configured with that https registry
+ * fake: test/helpers/network.ts), and calls to the Worker configured with that https registry
  * (`fetchWithEnv`, so the default built-in catalog of the other tests stays as it is).
  */
 import { env } from "cloudflare:workers";
-import { answerOnly, fakeNetwork } from "../helpers/edge";
+import { answerOnly, fakeNetwork } from "../helpers/network";
 import { BASE, type CallResult, fetchWithEnv, readResult, uniq } from "../helpers/http";
 
 export const REGISTRY_URL = "https://registry.fake/index.json";

@@ -1,5 +1,5 @@
 /**
- * An https registry answered at the network edge (test/helpers/edge.ts, the only fake): the read
+ * An https registry answered at the network edge (test/helpers/network.ts, the only fake): the read
  * doors serve what it publishes (fetched on every call, GET, no redirects followed), and a registry
  * that cannot be read answers a clear 502 on every door that needs it: unreachable, a non-2xx, a
  * redirect, a timeout, a document that is not JSON, too large, too deep or not a valid index, and
@@ -7,7 +7,7 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { answerOnly, fakeNetwork } from "../helpers/edge";
+import { answerOnly, fakeNetwork } from "../helpers/network";
 import { admin } from "../helpers/http";
 import { marketplaceLockStub } from "../../src/marketplace/rpc";
 import { REGISTRY_URL, V2, dn, indexOf, mcall, ns, pluginEntry, serveIndex, tool, version } from "./registry-fixtures";

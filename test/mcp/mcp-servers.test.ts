@@ -8,7 +8,7 @@ import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createRoute, send } from "../helpers/bridge";
-import { fakeNetwork } from "../helpers/edge";
+import { fakeNetwork } from "../helpers/network";
 import { admin, call, mintKey, uniq } from "../helpers/http";
 import { MCP_URL, localMcpNetwork } from "./support/local-mcp";
 

@@ -8,7 +8,8 @@
 import { describe, expect, it } from "vitest";
 import { type AgentEvent, runAgent } from "../../src/targets/agents/run";
 import { admin, call, mintKey, uniq } from "../helpers/http";
-import { fakeFetch, json, testContext } from "../targets/helpers";
+import { testContext } from "../targets/helpers";
+import { fakeFetch, json } from "../helpers/network";
 import { deliver, hook } from "../hooks/helpers";
 import { endedRun } from "../tool-runs/helpers";
 import { MAINTENANCE_TOOL_NAMES } from "../../src/tool-runs/maintenance";
@@ -60,7 +61,7 @@ describe("an MCP tool as a target", () => {
     const llmBodies: any[] = [];
     const edge = fakeFetch(async (req, body) => {
       if (new URL(req.url).host === new URL(MCP_URL).host) return serveLocalMcp(req);
-      llmBodies.push(body);
+      llmBodies.push(JSON.parse(body));
       if (llmBodies.length === 1) {
         return json({
           choices: [

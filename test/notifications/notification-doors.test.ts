@@ -9,7 +9,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { SHARED_FEED, identityFeed, notificationFeedStub } from "../../src/notifications/rpc";
 import { NotificationFeedAnswer } from "../../src/notifications/schemas";
-import { type EdgeCall, fakeNetwork } from "../helpers/edge";
+import { fakeNetwork, type NetCall } from "../helpers/network";
 import { BASE, admin, call, fetchWithEnv, mintKey, uniq } from "../helpers/http";
 
 type Answer = { status: number; body: any; headers: Headers };
@@ -43,7 +43,7 @@ async function identityMessages(userId: string): Promise<string[]> {
 }
 
 /** The four providers, answering like their APIs; `override` answers first when it returns one. */
-function providers(override?: (req: Request, body: string) => Response | undefined): EdgeCall[] {
+function providers(override?: (req: Request, body: string) => Response | undefined): NetCall[] {
   return fakeNetwork((req, body) => {
     const o = override?.(req, body);
     if (o) return o;

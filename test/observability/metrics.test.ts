@@ -10,7 +10,7 @@ import type { RunOutcome } from "../../src/shared/run-trace";
 import { allShards } from "../../src/shards/rpc";
 import { recordRun } from "../../src/observability/runs/recorder";
 import { send } from "../helpers/bridge";
-import { answerOnly, fakeNetwork } from "../helpers/edge";
+import { answerOnly, fakeNetwork } from "../helpers/network";
 import { admin, call, mintKey } from "../helpers/http";
 import { eventually, makeDue, runAlarm } from "../helpers/threads";
 import { gate } from "../operator/helpers";

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createRoute, readRecord, send } from "../helpers/bridge";
-import { postTwilio } from "../helpers/channels";
+import { postTwilio } from "../helpers/webhooks";
 import { admin, call, mintKey } from "../helpers/http";
 import { eventually, rawRows, stubFor } from "../helpers/threads";
 import { ledgerRows, listingCaughtUp } from "../helpers/listing";

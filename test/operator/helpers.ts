@@ -2,7 +2,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { createRoute } from "../helpers/bridge";
-import { type EdgeCall, fakeNetwork } from "../helpers/edge";
+import { fakeNetwork, type NetCall } from "../helpers/network";
 import { admin, call, mintKey, uniq } from "../helpers/http";
 
 export const HOOK = "https://hooks.example.com/operator";
@@ -49,8 +49,8 @@ export async function declareTool(title: string, url: string) {
 }
 
 export interface Net {
-  calls: EdgeCall[];
-  to: (host: string) => EdgeCall[];
+  calls: NetCall[];
+  to: (host: string) => NetCall[];
 }
 
 /**

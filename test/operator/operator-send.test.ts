@@ -3,7 +3,7 @@ import { hmacSha256, toHex } from "../../src/access-control/crypto";
 import { readRecord, send } from "../helpers/bridge";
 import { mintKey } from "../helpers/http";
 import { eventually, rawRows } from "../helpers/threads";
-import { fakeNetwork } from "../helpers/edge";
+import { fakeNetwork } from "../helpers/network";
 import { HOOK, address, apiToolRoute, channelRoute, gate, getMode, network, operatorSend, transcript, type ChannelName } from "./helpers";
 import { must } from "../../src/platform/must";
 

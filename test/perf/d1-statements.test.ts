@@ -7,7 +7,7 @@
  * `exec`: a batch is one round trip carrying N statements, and both are asserted. The Worker's side
  * is counted by calling the Worker's own fetch (src/index.ts) with a wrapped env; a thread object's
  * side by swapping that object's `env` (test/helpers/d1-count.ts). No production code is hooked.
- * Callbacks and provider sends are answered at the network edge (test/helpers/edge.ts).
+ * Callbacks and provider sends are answered at the network edge (test/helpers/network.ts).
  *
  * The per-message path makes no D1 statement in steady state: the caller's key and the route (with
  * its execution key) come from isolate caches validated against access epochs
@@ -25,9 +25,9 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { apiThreadId, channelThreadId } from "../../src/shared/thread-id";
 import { createRoute, echoKey, echoRoute, send } from "../helpers/bridge";
-import { TEST_ENV } from "../helpers/channels";
+import { fakeNetwork } from "../helpers/network";
+import { TEST_ENV } from "../helpers/webhooks";
 import { D1Counter, type SideCount, countShards, countThread, countedFetch } from "../helpers/d1-count";
-import { fakeNetwork } from "../helpers/edge";
 import { admin, call, mintKey, uniq } from "../helpers/http";
 import { listingCaughtUp, outboxRows } from "../helpers/listing";
 import { eventually, makeDue, rawRows, runAlarm } from "../helpers/threads";

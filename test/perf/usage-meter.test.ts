@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import worker from "../../src/index";
 import { type Usage, switchUsageMeter, takeUsage } from "../../src/platform/metering/usage-meter";
 import { echoRoute, send } from "../helpers/bridge";
-import { fakeNetwork } from "../helpers/edge";
+import { fakeNetwork } from "../helpers/network";
 
 const TOKEN = "usage-meter-test-token-0123456789abcdef";
 

@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { personDirectoryStub } from "../../src/persons/rpc";
 import { createRoute, send } from "../helpers/bridge";
 import { admin, call, mintKey, uniq } from "../helpers/http";
-import { TEST_ENV, postTelegram, postTwilio } from "../helpers/channels";
+import { postTelegram, postTwilio, TEST_ENV } from "../helpers/webhooks";
 import { eventually, rawRows } from "../helpers/threads";
 import { declareTool, network } from "../operator/helpers";
 

@@ -9,7 +9,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { personDirectoryStub } from "../../src/persons/rpc";
 import { createRoute } from "../helpers/bridge";
-import { postTwilio, postWhatsApp, whatsappText } from "../helpers/channels";
+import { postTwilio, postWhatsApp, whatsappText } from "../helpers/webhooks";
 import { admin, call, mintKey, uniq } from "../helpers/http";
 import { eventually, rawRows } from "../helpers/threads";
 import { declareTool, network } from "../operator/helpers";

@@ -1,8 +1,8 @@
 import { listDurableObjectIds, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach } from "vitest";
-import { setEdgeFetch } from "../../src/platform/net/edge-fetch";
 import { beginFile } from "../helpers/file-epoch";
+import { clearNetwork } from "../helpers/network";
 import { MIGRATIONS_TABLE } from "./migrations-table";
 import { isolateSettings } from "../../src/config/isolate-settings";
 import { resetTurnSlots } from "../../src/conversations/thread/concurrency";
@@ -14,7 +14,7 @@ import { must } from "../../src/platform/must";
 // have appeared since the last file, are emptied, which keeps this step short for every file.
 
 beginFile();
-afterEach(() => setEdgeFetch(null));
+afterEach(() => clearNetwork());
 
 type Namespace = DurableObjectNamespace;
 const namespaces = Object.entries(env as unknown as Record<string, unknown>).filter((entry): entry is [string, Namespace] => {

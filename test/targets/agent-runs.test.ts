@@ -1,9 +1,9 @@
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
 import { checkpointStoreFor } from "../../src/targets/checkpoints";
-import { answerOnly, fakeNetwork } from "../helpers/edge";
+import { answerOnly, fakeNetwork, json } from "../helpers/network";
 import { admin, call, mintKey, uniq } from "../helpers/http";
-import { callWith, json, parseSse, settingsOf } from "./helpers";
+import { callWith, parseSse, settingsOf } from "./helpers";
 import { must } from "../../src/platform/must";
 
 const LLM_KEY = "sk-door-llm-key";

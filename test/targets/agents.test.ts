@@ -4,7 +4,8 @@ import { type AgentEvent, agentExists, agentKeepsMemory, appendAgentMemory, runA
 import { streamAgentRun } from "../../src/targets/agents/sse";
 import { checkpointStoreFor } from "../../src/targets/checkpoints";
 import { admin, call, mintKey, uniq } from "../helpers/http";
-import { fakeFetch, json, parseSse, settingsOf, testContext } from "./helpers";
+import { parseSse, settingsOf, testContext } from "./helpers";
+import { fakeFetch, json } from "../helpers/network";
 import { must } from "../../src/platform/must";
 
 const LLM_KEY = "sk-llm-test-key-123";
@@ -33,11 +34,12 @@ const completion = (message: Record<string, unknown>) =>
 const toolCall = (id: string, name: string, args: string) => ({ id, type: "function", function: { name, arguments: args } });
 
 /** A scripted OpenAI-compatible chat-completions server: answers the n-th call with script[n]. */
-function fakeLlm(script: Array<(body: any) => Response>, others: (req: Request, body: any) => Response = () => json({ unexpected: true }, 599)) {
+function fakeLlm(script: Array<(body: any) => Response>, others: (req: Request, body: string) => Response = () => json({ unexpected: true }, 599)) {
   let n = 0;
   const llmCalls: any[] = [];
-  const edge = fakeFetch((req, body) => {
-    if (req.url !== `${LLM_BASE}/chat/completions`) return others(req, body);
+  const edge = fakeFetch((req, text) => {
+    if (req.url !== `${LLM_BASE}/chat/completions`) return others(req, text);
+    const body = JSON.parse(text);
     llmCalls.push(body);
     const step = script[Math.min(n++, script.length - 1)];
     return step(body);
@@ -181,7 +183,7 @@ describe("the llm agent", () => {
 describe("the http agent", () => {
   it("POSTs {thread_id, messages, input} and answers the endpoint's text", async () => {
     const agent = await declareAgent({ kind: "http", config: { url: "https://agent.example/turn", headers: { "x-agent-key": { env: "AGENT_KEY" } } } });
-    const edge = fakeFetch((_req, body) => json({ text: `you said ${body.input.user_message}` }));
+    const edge = fakeFetch((_req, body) => json({ text: `you said ${JSON.parse(body).input.user_message}` }));
     const { events, onEvent } = collect();
     const thread = uniq("http-thread");
     const r = await runAgent(
@@ -195,7 +197,7 @@ describe("the http agent", () => {
       url: "https://agent.example/turn",
       method: "POST",
       headers: { "x-agent-key": "agent-secret" },
-      body: { thread_id: thread, messages: [{ role: "user", content: "hey" }], input: { user_message: "hey" } },
+      json: { thread_id: thread, messages: [{ role: "user", content: "hey" }], input: { user_message: "hey" } },
     });
     expect(events).toEqual([
       { type: "message_delta", text: "you said hey" },

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { dispatchTool, toolExists } from "../../src/targets/dispatch";
 import { admin, call, mintKey, uniq } from "../helpers/http";
-import { fakeFetch, hangingFetch, json, testContext } from "./helpers";
+import { testContext } from "./helpers";
+import { fakeFetch, hangingFetch, json } from "../helpers/network";
 
 const SECRET = "s3cr3t-token-value";
 
@@ -24,7 +25,7 @@ const greetSchema = {
 describe("dispatching an HTTP tool", () => {
   it("POSTs the kwargs as JSON with env-resolved headers and answers the parsed JSON", async () => {
     const name = await declareTool({ headers: { authorization: { env: "TOOL_SECRET" }, "x-static": "static-value" }, input_schema: greetSchema });
-    const edge = fakeFetch((_req, body) => json({ greeting: `hi ${body.name}` }));
+    const edge = fakeFetch((_req, body) => json({ greeting: `hi ${JSON.parse(body).name}` }));
     const ctx = testContext({ fetch: edge.fetch, vars: { TOOL_SECRET: SECRET } });
     const r = await dispatchTool(ctx, name, { name: "ada", times: 2 }, {});
     expect(r).toEqual({ ok: true, value: { greeting: "hi ada" } });
@@ -32,7 +33,7 @@ describe("dispatching an HTTP tool", () => {
     expect(edge.calls[0]).toMatchObject({
       url: "https://tools.example/run",
       method: "POST",
-      body: { name: "ada", times: 2 },
+      json: { name: "ada", times: 2 },
       headers: { authorization: SECRET, "x-static": "static-value", "content-type": "application/json" },
     });
   });
@@ -59,7 +60,7 @@ describe("dispatching an HTTP tool", () => {
 
   it("times out at the tool's timeout_seconds, or at the caller's timeoutMs", async () => {
     const name = await declareTool({ timeout_seconds: 0.05 });
-    const ctx = testContext({ fetch: hangingFetch });
+    const ctx = testContext({ fetch: hangingFetch().fetch });
     const r = await dispatchTool(ctx, name, {}, {});
     expect(r).toMatchObject({ ok: false, kind: "timeout" });
     expect(!r.ok && r.message).toContain("0.05s");

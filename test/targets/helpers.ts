@@ -1,5 +1,5 @@
-/** Test helpers for targets: contexts with injected fetch and clock, a scripted fake endpoint,
- * SSE parsing, and calling the app with env overrides. */
+/** Test helpers for targets: settings, contexts with injected fetch and clock, SSE parsing, and
+ * calling the app with env overrides. Their fake network is test/helpers/network.ts. */
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { createApp } from "../../src/app";
@@ -7,49 +7,12 @@ import type { Env } from "../../src/platform/env";
 import { parseSettings, type Settings } from "../../src/platform/settings/settings";
 import { type TargetContext, createTargetContext } from "../../src/targets/dispatch";
 import { BASE, type CallOptions, type CallResult } from "../helpers/http";
+import { fakeFetch } from "../helpers/network";
 
 export function settingsOf(overrides: Record<string, unknown> = {}): Settings {
   const r = parseSettings({ ...env, ...overrides });
   if (!r.ok) throw new Error(`bad test settings: ${r.errors.join("; ")}`);
   return r.settings;
-}
-
-export interface Recorded {
-  url: string;
-  method: string;
-  headers: Record<string, string>;
-  body: any;
-}
-
-/**
- * A fake network edge: every outbound request is recorded and answered by `handler`.
- * Unscripted URLs fail the test loudly instead of reaching the network.
- */
-export function fakeFetch(handler: (req: Request, body: any) => Response | Promise<Response>) {
-  const calls: Recorded[] = [];
-  const fn = (async (input: RequestInfo | URL, init?: RequestInit) => {
-    const req = new Request(input, init);
-    const text = req.body ? await req.clone().text() : "";
-    let body: any = text;
-    try {
-      body = text ? JSON.parse(text) : null;
-    } catch {
-      /* keep text */
-    }
-    calls.push({ url: req.url, method: req.method, headers: Object.fromEntries(req.headers), body });
-    return handler(req, body);
-  }) as typeof fetch;
-  return { fetch: fn, calls };
-}
-
-/** A fetch that never answers until aborted (drives timeouts without timing anything). */
-export const hangingFetch = ((_input: RequestInfo | URL, init?: RequestInit) =>
-  new Promise<Response>((_resolve, reject) => {
-    init?.signal?.addEventListener("abort", () => reject(new DOMException("aborted", "AbortError")));
-  })) as typeof fetch;
-
-export function json(value: unknown, status = 200): Response {
-  return new Response(JSON.stringify(value), { status, headers: { "content-type": "application/json" } });
 }
 
 /** A target context over the test env plus `vars`, with an injected fetch and clock. */
@@ -71,7 +34,7 @@ export function testContext(
 /**
  * Calls the app in-process with env overrides (settings and secrets that differ from
  * wrangler.toml). Outbound fetches from handlers go through the network edge, so tests using
- * this fake the network with `fakeNetwork` (test/helpers/edge.ts).
+ * this fake the network with `fakeNetwork` (test/helpers/network.ts).
  */
 export async function callWith<T = any>(
   vars: Record<string, unknown>,

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { dispatchTool } from "../../src/targets/dispatch";
 import { admin, call, mintKey, uniq } from "../helpers/http";
-import { fakeFetch, json, testContext } from "./helpers";
+import { testContext } from "./helpers";
+import { fakeFetch, json } from "../helpers/network";
 
 async function createPreset(body: Record<string, unknown>, key?: string) {
   return call("POST", "/api/presets", { key: key ?? (await admin()), body });
@@ -200,7 +201,7 @@ describe("a preset is a live tool", () => {
     await call("POST", "/api/tools-config/entries", { key, body: { title: tool, kind: "http", url: "https://tools.example/p" } });
     const name = uniq("preset");
     await createPreset({ name, base_tool: tool, fixed_kwargs: { mode: "strict" } });
-    const edge = fakeFetch((_req, body) => json({ echoed: body }));
+    const edge = fakeFetch((_req, body) => json({ echoed: JSON.parse(body) }));
     const ctx = testContext({ fetch: edge.fetch });
     expect(await dispatchTool(ctx, name, { q: "x", mode: "lax" }, {})).toEqual({ ok: true, value: { echoed: { q: "x", mode: "strict" } } });
     await call("DELETE", `/api/tools-config/entries/${tool}`, { key });

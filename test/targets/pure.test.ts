@@ -10,6 +10,7 @@ import { ANY_OBJECT_SCHEMA, ANY_SCHEMA, checkAgainstSchema, inputSchemaSchema, j
 import { MAX_RESPONSE_BYTES, callJsonEndpoint } from "../../src/outbound/fetch";
 import { carryForward, mergeKwargs, parseVersionSegment, schemaWithoutFixed, versionView } from "../../src/targets/presets/model";
 import { withTimeout } from "../../src/platform/timeout";
+import { fakeFetch } from "../helpers/network";
 import type { Env } from "../../src/platform/env";
 
 describe("presets", () => {
@@ -189,7 +190,7 @@ describe("deadlines and outbound calls", () => {
 
   it("refuses an oversized response", async () => {
     const big = "x".repeat(MAX_RESPONSE_BYTES + 1);
-    const r = await callJsonEndpoint((async () => new Response(JSON.stringify(big))) as typeof fetch, {
+    const r = await callJsonEndpoint(fakeFetch(() => new Response(JSON.stringify(big))).fetch, {
       label: "tool endpoint",
       url: "https://x.example/",
       method: "POST",

@@ -15,10 +15,10 @@ import { formatOriginPattern, originAllowed, parseOriginPattern } from "../../sr
 import { parseReferenceOrigins } from "../../src/platform/settings/secret-references";
 import { parseSettings } from "../../src/platform/settings/settings";
 import { runAgent } from "../../src/targets/agents/run";
-import { fakeNetwork } from "../helpers/edge";
+import { fakeFetch, fakeNetwork, json } from "../helpers/network";
 import { admin, call, uniq } from "../helpers/http";
 import { MCP_HOST, MCP_URL, localMcpNetwork } from "../mcp/support/local-mcp";
-import { callWith, fakeFetch, json, testContext } from "./helpers";
+import { callWith, testContext } from "./helpers";
 import { must } from "../../src/platform/must";
 
 const COLLECTOR = "https://collector.example";

@@ -10,9 +10,9 @@ import type { Env } from "../../src/platform/env";
 import { isForbiddenReference, isReferenceable } from "../../src/platform/settings/secret-references";
 import { runAgent } from "../../src/targets/agents/run";
 import { EnvRefError, resolveEnvRef, resolveHeaders } from "../../src/outbound/env-refs";
-import { fakeNetwork } from "../helpers/edge";
+import { fakeFetch, fakeNetwork, json } from "../helpers/network";
 import { admin, call, uniq } from "../helpers/http";
-import { callWith, fakeFetch, json, testContext } from "./helpers";
+import { callWith, testContext } from "./helpers";
 
 const NO_ALLOWLIST = { SECRET_REFERENCE_ALLOWLIST: "" };
 

@@ -1,7 +1,7 @@
 import { beforeEach, describe, expect, it } from "vitest";
-import { answerOnly, fakeNetwork } from "../helpers/edge";
+import { answerOnly, fakeNetwork, json } from "../helpers/network";
 import { admin, call, mintKey, uniq } from "../helpers/http";
-import { callWith, json } from "./helpers";
+import { callWith } from "./helpers";
 
 const SECRET = "door-secret-9f2c";
 const LITERAL = "literal-header-value-77";

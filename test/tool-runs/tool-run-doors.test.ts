@@ -6,7 +6,7 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { answerOnly, fakeNetwork } from "../helpers/edge";
+import { answerOnly, fakeNetwork } from "../helpers/network";
 import { BASE, admin, call, fetchWithEnv, mintKey, uniq } from "../helpers/http";
 import { DENIED_TEXT } from "../../src/tool-runs/record";
 import { submitToolRun } from "../../src/tool-runs/submit";

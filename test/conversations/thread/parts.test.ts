@@ -24,6 +24,7 @@ import { TurnLoop, abandonedDetail } from "../../../src/conversations/thread/tur
 import { turnPlugins } from "../../../src/conversations/thread/turn-plugins";
 import { createRoute, echoKey } from "../../helpers/bridge";
 import { uniq } from "../../helpers/http";
+import { fakeFetch } from "../../helpers/network";
 import { settingsOf } from "../../targets/helpers";
 import { must } from "../../../src/platform/must";
 
@@ -49,7 +50,11 @@ function depsOver(storage: DurableObjectStorage, clock: { ms: number }, fetch?: 
     env: () => env,
     settings: () => settings,
     clock: { now: () => clock.ms },
-    fetch: fetch ?? (async () => Promise.reject(new Error("this part must not reach the network"))),
+    fetch:
+      fetch ??
+      fakeFetch(() => {
+        throw new Error("this part must not reach the network");
+      }).fetch,
     turn: turnPlugins,
   };
 }
@@ -197,13 +202,9 @@ describe("the delivery machine", () => {
     await withStorage(async (storage) => {
       const clock = { ms: Date.now() };
       let up = false;
-      const posts: string[] = [];
-      const fetch = (async (input: RequestInfo | URL) => {
-        posts.push(String(input));
-        return new Response(null, { status: up ? 204 : 500 });
-      }) as typeof globalThis.fetch;
+      const net = fakeFetch(() => new Response(null, { status: up ? 204 : 500 }));
       const rec = recorders();
-      const delivery = new DeliveryMachine(depsOver(storage, clock, fetch), {
+      const delivery = new DeliveryMachine(depsOver(storage, clock, net.fetch), {
         index: rec.index,
         alarm: rec.alarm,
         snapshots: new RouteSnapshots(),
@@ -228,14 +229,14 @@ describe("the delivery machine", () => {
       ]);
 
       await delivery.drive(); // nothing due yet on this clock
-      expect(posts).toHaveLength(1);
+      expect(net.calls).toHaveLength(1);
       clock.ms += 60_000;
       up = true;
       await delivery.drive();
       const after2 = must(getStored(storage, record.message_id), "getStored(storage, record.message_id)");
       expect(after2.record).toMatchObject({ status: "delivered", attempts: 2, error: null });
       expect(after2.expires_at).toBe(clock.ms + settingsOf().conversations.answerRetentionTtlSeconds * 1000);
-      expect(posts).toEqual(["https://hooks.example.com/parts", "https://hooks.example.com/parts"]);
+      expect(net.calls.map((c) => c.url)).toEqual(["https://hooks.example.com/parts", "https://hooks.example.com/parts"]);
       // The failed attempt noted its counts for the metrics; the terminal transition was noted
       // once for the listing with the second attempt's count (a delivery is not a failure).
       const minuteOf = (ms: number) => Math.floor(ms / 60_000);

@@ -1,13 +1,13 @@
 /**
  * A local MCP server built with the same SDK (`McpServer` + the web-standard Streamable HTTP
- * transport, stateless, JSON answers), answered at the network edge (test/helpers/edge.ts) for
+ * transport, stateless, JSON answers), answered at the network edge (test/helpers/network.ts) for
  * requests to its host. Its tools cover each result shape the bridge maps.
  */
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/cfworker";
 import { z } from "zod";
-import { type EdgeCall, fakeNetwork } from "../../helpers/edge";
+import { fakeNetwork, type NetCall } from "../../helpers/network";
 
 export interface LocalMcpOptions {
   /** Extra tools registered besides the standard ones. */
@@ -59,7 +59,7 @@ export const MCP_URL = `https://${MCP_HOST}/mcp`;
  * Puts the local server at MCP_URL's host on the fake network (other hosts: `others`, else a
  * failed fetch). Answers the recorded calls.
  */
-export function localMcpNetwork(opts: LocalMcpOptions & { others?: (req: Request) => Response | Promise<Response> } = {}): EdgeCall[] {
+export function localMcpNetwork(opts: LocalMcpOptions & { others?: (req: Request) => Response | Promise<Response> } = {}): NetCall[] {
   return fakeNetwork(async (req) => {
     if (new URL(req.url).host === MCP_HOST) {
       const over = opts.override?.(req);

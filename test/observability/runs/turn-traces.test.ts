@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { TURN_ERROR_TEXT } from "../../../src/conversations/model/record";
 import { send } from "../../helpers/bridge";
-import { answerOnly, fakeNetwork } from "../../helpers/edge";
+import { answerOnly, fakeNetwork } from "../../helpers/network";
 import { admin, call, mintKey, uniq } from "../../helpers/http";
 import { declareHttpTool, read, runsCaughtUp, toolRoute, turn } from "./helpers";
 

@@ -9,7 +9,7 @@ import { findLoneSurrogate, isIntactIdentifier } from "../../../src/platform/htt
 import { TURN_ERROR_TEXT } from "../../../src/conversations/model/record";
 import { parseToolArguments } from "../../../src/targets/agents/llm";
 import { createRoute, echoKey, readRecord, send } from "../../helpers/bridge";
-import { fakeNetwork } from "../../helpers/edge";
+import { fakeNetwork } from "../../helpers/network";
 import { BOOTSTRAP_TOKEN, admin, call, mintKey, uniq } from "../../helpers/http";
 import { listingCaughtUp } from "../../helpers/listing";
 

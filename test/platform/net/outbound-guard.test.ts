@@ -9,10 +9,10 @@
 import { describe, expect, it } from "vitest";
 import { runAgent } from "../../../src/targets/agents/run";
 import { echoKey, readRecord, send } from "../../helpers/bridge";
-import { fakeNetwork } from "../../helpers/edge";
+import { fakeFetch, fakeNetwork, json } from "../../helpers/network";
 import { admin, call, mintKey, uniq } from "../../helpers/http";
 import { eventually } from "../../helpers/threads";
-import { callWith, fakeFetch, json, testContext } from "../../targets/helpers";
+import { callWith, testContext } from "../../targets/helpers";
 
 const ALLOW = { OUTBOUND_ALLOW_PRIVATE_HOSTS: "true" };
 

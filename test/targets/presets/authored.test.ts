@@ -1,8 +1,8 @@
 /** Authored agents and spec-runnable agents (platform facts B2; docs/targets.md "Authored agents"). */
 import { beforeEach, describe, expect, it } from "vitest";
-import { answerOnly, fakeNetwork } from "../../helpers/edge";
+import { answerOnly, fakeNetwork, json } from "../../helpers/network";
 import { admin, call, mintKey, uniq } from "../../helpers/http";
-import { callWith, json, parseSse } from "../helpers";
+import { callWith, parseSse } from "../helpers";
 
 const AGENT_URL = "https://agent.example/run";
 
