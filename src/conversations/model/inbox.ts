@@ -48,8 +48,9 @@ export const InboxState = z.object({
   /** When the waiting alert is due next (null: none due), and how far it went. */
   sla_due_at: z.number().nullable(),
   sla_stage: SlaStage,
-  /** When an idle thread resolves by itself (null: never). */
+  /** When an idle thread resolves by itself (null: never), and the interval it counts (the policy's, kept from its last read). */
   auto_resolve_at: z.number().nullable(),
+  auto_resolve_ms: z.number().nullable().default(null),
 });
 export type InboxState = z.infer<typeof InboxState>;
 
@@ -68,6 +69,7 @@ export const EMPTY_INBOX: InboxState = Object.freeze({
   sla_due_at: null,
   sla_stage: "none",
   auto_resolve_at: null,
+  auto_resolve_ms: null,
 }) as InboxState;
 
 const iso = z.string().nullable();

@@ -53,6 +53,11 @@ export interface InboxParts {
   changed(): void;
 }
 
+/** The policy's auto-resolve interval in ms (null: never). */
+function autoResolveMs(policy: InboxPolicy): number | null {
+  return policy.auto_resolve_after_seconds === null ? null : policy.auto_resolve_after_seconds * 1000;
+}
+
 export class ThreadInbox {
   /** The state as stored (undefined: not read by this instance yet). */
   private cached: InboxState | null | undefined = undefined;
@@ -110,6 +115,7 @@ export class ThreadInbox {
         resolved_at: null,
         sla_due_at: now + this.slaMs(policy),
         sla_stage: "none",
+        auto_resolve_ms: autoResolveMs(policy),
         auto_resolve_at: this.autoResolveAt(policy, now),
       };
       this.save(next);
@@ -136,23 +142,31 @@ export class ThreadInbox {
   async inbound(routeName: string, mode: Mode): Promise<void> {
     const now = this.deps.clock.now();
     const stored = this.stored();
-    // A thread the inbox never touched, still with the agent, keeps no state: the common case costs no write.
-    if (!stored && mode !== "manual") {
-      const policy = await this.parts.policy(routeName);
-      if (policy.auto_resolve_after_seconds === null) return;
-    }
+    // A thread the inbox never touched, still with the agent, keeps no state and reads no policy:
+    // the agent's own conversations pay nothing for the inbox.
+    if (!stored && mode !== "manual") return;
     const s = stored ?? EMPTY_INBOX;
-    const policy = await this.parts.policy(routeName);
     const events: InboxEvent[] = [];
-    let next: InboxState = { ...s, route_name: routeName, last_inbound_at: now, auto_resolve_at: this.autoResolveAt(policy, now) };
-    if (s.status === "resolved" || s.status === "snoozed") {
+    const reopening = s.status === "resolved" || s.status === "snoozed";
+    const startsWait = mode === "manual" && (reopening || s.waiting_since === null);
+    // The policy is read only when a timer starts; later messages reuse the auto-resolve interval kept in the state.
+    const policy = reopening || startsWait ? await this.parts.policy(routeName) : null;
+    const autoMs = policy ? autoResolveMs(policy) : s.auto_resolve_ms;
+    let next: InboxState = {
+      ...s,
+      route_name: routeName,
+      last_inbound_at: now,
+      auto_resolve_ms: autoMs,
+      auto_resolve_at: autoMs === null ? null : now + autoMs,
+    };
+    if (reopening) {
       next = { ...next, status: mode === "manual" ? "open" : "pending", snoozed_until: null, resolved_at: null };
       events.push({ kind: "reopened", at: now, route_name: routeName, by: null, detail: { from: s.status } });
     }
     // Only a human can keep a customer waiting: while the agent owns the thread, it answers.
     if (mode === "manual" && next.status !== "open") next = { ...next, status: "open" };
-    if (mode === "manual" && next.waiting_since === null) {
-      const reason: WaitReason = s.status === "resolved" || s.status === "snoozed" ? "reopened" : "customer_message";
+    if (startsWait && policy) {
+      const reason: WaitReason = reopening ? "reopened" : "customer_message";
       next = { ...next, waiting_since: now, waiting_reason: reason, sla_due_at: now + this.slaMs(policy), sla_stage: "none" };
       events.push({ kind: "waiting", at: now, route_name: routeName, by: null, detail: { reason } });
     }
@@ -264,6 +278,7 @@ export class ThreadInbox {
           waiting_reason: "reopened",
           sla_due_at: now + this.slaMs(policy),
           sla_stage: "none",
+          auto_resolve_ms: autoResolveMs(policy),
           auto_resolve_at: this.autoResolveAt(policy, now),
         };
         this.save(next);
@@ -307,6 +322,7 @@ export class ThreadInbox {
         waiting_reason: "snooze_ended",
         sla_due_at: now + this.slaMs(policy),
         sla_stage: "none",
+        auto_resolve_ms: autoResolveMs(policy),
         auto_resolve_at: this.autoResolveAt(policy, now),
       };
       events.push({ kind: "reopened", at: now, route_name: route, by: null, detail: { from: "snoozed" } });
@@ -356,6 +372,7 @@ export class ThreadInbox {
   }
 
   private autoResolveAt(policy: InboxPolicy, now: number): number | null {
-    return policy.auto_resolve_after_seconds === null ? null : now + policy.auto_resolve_after_seconds * 1000;
+    const ms = autoResolveMs(policy);
+    return ms === null ? null : now + ms;
   }
 }
