@@ -8,7 +8,7 @@ import { ThreadAlarm } from "./alarm";
 import { DeliveryMachine } from "./delivery";
 import type { ThreadDeps } from "./deps";
 import { ThreadIdentity } from "./identity";
-import { IndexOutbox, outboxDueAt } from "./index-outbox";
+import { IndexOutbox, inboxColumnsOf, outboxDueAt } from "./index-outbox";
 import type { StoredRecord } from "./store";
 import { InlineWaiters } from "./inline-waiters";
 import { AgentMemory } from "./memory";
@@ -66,7 +66,12 @@ export function composeThread(deps: ThreadDeps, sockets: WebSockets, remote: Rem
     () => web.dueAt(),
     () => inbox.dueAt(),
   );
-  const index = new IndexOutbox(deps, identity, () => alarm.arm());
+  const index = new IndexOutbox(
+    deps,
+    identity,
+    () => alarm.arm(),
+    () => inboxColumnsOf(inbox.state()),
+  );
   const inbox = new ThreadInbox(deps, {
     policy: (routeName) => inboxPolicyFor(deps.env(), routeName),
     defaultSlaMs: () => deps.settings().conversations.inboxSlaSeconds * 1000,

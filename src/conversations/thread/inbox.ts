@@ -304,8 +304,9 @@ export class ThreadInbox {
    */
   async tick(): Promise<DueAlert[]> {
     const now = this.deps.clock.now();
-    // The alarm acts on what is stored, whatever this instance believed.
-    this.cached = undefined;
+    // The alarm acts on what is stored, whatever this instance believed; a thread known to hold no
+    // state (only this object writes it) is not read again, so the agent's own threads pay nothing.
+    if (this.cached !== null) this.cached = undefined;
     const s = this.stored();
     if (!s) return [];
     let next = s;

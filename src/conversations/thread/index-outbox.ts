@@ -84,14 +84,20 @@ const ListingFields = z.object({
 });
 
 /** The thread's listing row as its records say now (null: no record is left). One statement. */
-/** The inbox state's listing columns; a thread the inbox never touched lists as pending and unowned. */
-function inboxColumns(storage: DurableObjectStorage): Pick<ListingRow, "inbox_status" | "assignee" | "waiting_since" | "labels"> {
-  const raw = getMeta(storage, "inbox");
-  const s = raw === null ? EMPTY_INBOX : parseStored(InboxState, raw, "thread meta inbox");
+/** The listing columns of an inbox state; a thread the inbox never touched lists as pending and unowned. */
+export type InboxColumns = Pick<ListingRow, "inbox_status" | "assignee" | "waiting_since" | "labels">;
+
+export function inboxColumnsOf(s: InboxState): InboxColumns {
   return { inbox_status: s.status, assignee: s.assignee, waiting_since: s.waiting_since, labels: s.labels };
 }
 
-export function listingRowOf(storage: DurableObjectStorage): ListingRow | null {
+/** The inbox columns as stored (for a caller without the thread's inbox part at hand). */
+function storedInboxColumns(storage: DurableObjectStorage): InboxColumns {
+  const raw = getMeta(storage, "inbox");
+  return inboxColumnsOf(raw === null ? EMPTY_INBOX : parseStored(InboxState, raw, "thread meta inbox"));
+}
+
+export function listingRowOf(storage: DurableObjectStorage, inbox: () => InboxColumns = () => storedInboxColumns(storage)): ListingRow | null {
   // The newest record's fields, and on the expiry index: how many, whether any record is still
   // without an end, the last end.
   const row = threadSql(storage, "listing row")<{
@@ -122,7 +128,7 @@ export function listingRowOf(storage: DurableObjectStorage): ListingRow | null {
     live_until: row.open ? null : row.last,
     // The metrics' queue depths and delivery backlog, as of this push.
     ...threadLoad(storage),
-    ...inboxColumns(storage),
+    ...inbox(),
   };
 }
 
@@ -167,6 +173,8 @@ export class IndexOutbox implements IndexWriter {
     private readonly deps: Pick<ThreadDeps, "storage" | "env" | "clock">,
     private readonly identity: ThreadIdentity,
     private readonly armAlarm: () => Promise<void>,
+    /** The inbox state's columns as the thread's inbox part holds them in memory (no read per push). */
+    private readonly inboxColumns?: () => InboxColumns,
   ) {}
 
   /** Notes one transition (see IndexWriter); its push follows within PUSH_DELAY_MS. */
@@ -265,7 +273,7 @@ export class IndexOutbox implements IndexWriter {
     // The row is read at push time: it is the thread's state now, whatever the rows noted.
     await listingShard(env, threadId).push({
       thread_id: threadId,
-      row: listingRowOf(this.deps.storage),
+      row: listingRowOf(this.deps.storage, this.inboxColumns),
       failed,
       updates: rows.filter((r) => r.settled).length,
       ...(runs.length ? { runs } : {}),
