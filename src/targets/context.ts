@@ -18,7 +18,14 @@ export interface TargetContext {
   fetch: typeof fetch;
   now: () => Date;
   /** Present only inside a bridge turn; lets built-ins act on the calling turn's thread. */
-  turn?: { thread_id: string; route_name: string; setMode: (mode: Mode) => Promise<void>; conversation?: TurnConversation };
+  turn?: {
+    thread_id: string;
+    route_name: string;
+    setMode: (mode: Mode) => Promise<void>;
+    /** The thread's labels (docs/inbox.md): removals, then additions; answers the labels now held. */
+    setLabels?: (add: string[], remove: string[]) => Promise<string[]>;
+    conversation?: TurnConversation;
+  };
   /** Checkpoint store selected by settings. */
   checkpoints: CheckpointStore;
   /**

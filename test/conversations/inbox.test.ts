@@ -251,6 +251,37 @@ describe("the inbox", () => {
     expect((await act(r.name, "labels", { thread_id: threadId, add: many })).status).toBe(400);
   });
 
+  it("the agent labels its own thread with set_conversation_labels, and the agent's handoff opens the thread with reason agent_handoff", async () => {
+    const k = await mintKey({ scopes: ["tool:set_conversation_labels", "tool:set_conversation_mode"] });
+    const labeller = await createRoute({
+      door: "api",
+      target_kind: "tool",
+      target_name: "set_conversation_labels",
+      execution_key: k.user_id,
+      payload_expr: "{add: [.message], remove: []}",
+      reply_expr: '.labels | join(",")',
+    });
+    const res = await send(labeller.name, { external_user_id: "labelled", text: "billing", wait_seconds: 10 });
+    expect(res.body.data).toMatchObject({ status: "answered", answer: "billing" });
+    expect((await inbox(labeller.name, res.body.data.thread_id)).body.data.labels).toEqual(["billing"]);
+    const bad = await send(labeller.name, { external_user_id: "labelled", text: "Not A Label", wait_seconds: 10 });
+    // A label outside the pattern fails the tool call (its input schema), and nothing changes.
+    expect(bad.body.data.status).toBe("error");
+    expect((await inbox(labeller.name, res.body.data.thread_id)).body.data.labels).toEqual(["billing"]);
+
+    const handing = await createRoute({
+      door: "api",
+      target_kind: "tool",
+      target_name: "set_conversation_mode",
+      execution_key: k.user_id,
+      payload_expr: '{mode: "manual"}',
+      reply_expr: '"handing you over"',
+    });
+    const h = await send(handing.name, { external_user_id: "wants-human", text: "human please", wait_seconds: 10 });
+    expect(h.body.data).toMatchObject({ status: "answered", answer: "handing you over" });
+    expect((await inbox(handing.name, h.body.data.thread_id)).body.data).toMatchObject({ status: "open", waiting_reason: "agent_handoff" });
+  });
+
   it("the route's policy: defaults, replace, read back, unknown fields refused, delete", async () => {
     const r = await manualRoute();
     const key = await admin();

@@ -325,6 +325,11 @@ export class TurnLoop {
           // The agent's handoff opens the thread for a human in the same step (docs/inbox.md).
           await this.parts.inbox.modeChanged(m, route.route_name, "agent_handoff", null);
         },
+        setLabels: async (add: string[], remove: string[]) => {
+          const r = await this.parts.inbox.act({ kind: "labels", by: `${route.target_kind}:${route.target_name}`, add, remove });
+          if (!r.ok) throw new Error(r.reason === "too_many_labels" ? "a thread carries at most 16 labels" : "the labels could not be set");
+          return r.state.labels;
+        },
         conversation,
       },
     });

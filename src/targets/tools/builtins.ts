@@ -64,6 +64,33 @@ const setConversationMode: BuiltinTool = {
   },
 };
 
+const LABEL_PATTERN = "^[a-z0-9][a-z0-9_-]{0,31}$";
+
+const setConversationLabels: BuiltinTool = {
+  name: "set_conversation_labels",
+  description:
+    "Adds and removes labels on the calling conversation thread (docs/inbox.md): removals first, then additions; a label is 1-32 of a-z, 0-9, _ and -; a thread carries at most 16. Answers the thread's labels. Only works inside a conversation turn.",
+  input_schema: {
+    type: "object",
+    properties: {
+      add: { type: "array", items: { type: "string", pattern: LABEL_PATTERN }, maxItems: 16 },
+      remove: { type: "array", items: { type: "string", pattern: LABEL_PATTERN }, maxItems: 16 },
+    },
+    additionalProperties: false,
+  },
+  output_schema: {
+    type: "object",
+    properties: { labels: { type: "array", items: { type: "string" } } },
+    required: ["labels"],
+  },
+  timeout_seconds: 30,
+  async run(ctx, kwargs) {
+    if (!ctx.turn?.setLabels) throw new ToolError("set_conversation_labels only works inside a conversation turn");
+    const list = (v: unknown) => (Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : []);
+    return { labels: await ctx.turn.setLabels(list(kwargs.add), list(kwargs.remove)) };
+  },
+};
+
 const PAIRING_ARGS = ["channel", "our_identity", "sender"] as const;
 
 const getPairingCode: BuiltinTool = {
@@ -144,7 +171,9 @@ const askUser: BuiltinTool = {
 };
 
 /** Built-in tools by name. */
-export const BUILTIN_TOOLS: ReadonlyMap<string, BuiltinTool> = new Map([echo, setConversationMode, getPairingCode, askUser].map((t) => [t.name, t]));
+export const BUILTIN_TOOLS: ReadonlyMap<string, BuiltinTool> = new Map(
+  [echo, setConversationMode, setConversationLabels, getPairingCode, askUser].map((t) => [t.name, t]),
+);
 
 export function isBuiltinTool(name: string): boolean {
   return BUILTIN_TOOLS.has(name);
