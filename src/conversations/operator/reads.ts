@@ -11,7 +11,7 @@ import { PERSON_PREFIX, routePrefix } from "../../shared/thread-id";
 import type { Env } from "../../platform/env";
 import { HttpError } from "../../platform/http/errors";
 import { type Page, type Window, toPage } from "../../platform/http/paging";
-import { CountRow, all, batch, d1, first, rowsOf, sql } from "../../platform/persistence/d1";
+import { CountRow, type SqlFragment, all, batch, d1, first, rowsOf, sql } from "../../platform/persistence/d1";
 
 /** Threads a filtered listing or a search examines at most. */
 export const THREAD_SCAN_BUDGET = 500;
@@ -40,16 +40,23 @@ const NEWEST_FIRST = sql`ORDER BY last_activity_at DESC, thread_id DESC`;
  * (`status` matches `last_status`; `address` is a case-sensitive substring of the part after
  * `bridge:{route}:`, never matching a person thread): a post-scan of the newest 500 threads.
  */
-export async function listThreads(db: D1Database, routeName: string, f: { status?: string; address?: string }, w: Window): Promise<Page<ThreadItem>> {
+export async function listThreads(
+  db: D1Database,
+  routeName: string,
+  f: { status?: string; address?: string; inbox_status?: string; assignee?: string; label?: string; waiting?: "true" | "false" },
+  w: Window,
+): Promise<Page<ThreadItem>> {
+  // The inbox's filters are indexed columns of the listing (docs/inbox.md): they narrow the SQL itself.
+  const inbox = inboxFilter(f);
   if (f.status === undefined && f.address === undefined) {
-    const rows = d1(db)`SELECT ${THREAD_COLS} FROM threads WHERE route_name = ${routeName} ${NEWEST_FIRST} LIMIT ${w.pageSize} OFFSET ${w.offset}`;
-    const count = d1(db)`SELECT COUNT(*) AS n FROM threads WHERE route_name = ${routeName}`;
+    const rows = d1(db)`SELECT ${THREAD_COLS} FROM threads WHERE route_name = ${routeName} ${inbox} ${NEWEST_FIRST} LIMIT ${w.pageSize} OFFSET ${w.offset}`;
+    const count = d1(db)`SELECT COUNT(*) AS n FROM threads WHERE route_name = ${routeName} ${inbox}`;
     const [page, counted] = await batch(db, [rows, count]);
     return toPage(rowsOf(ThreadItem, page.results, rows.text).map(item), rowsOf(CountRow, counted.results, count.text)[0]?.n ?? 0, w);
   }
   const results = await all(
     ThreadItem,
-    d1(db)`SELECT ${THREAD_COLS} FROM threads WHERE route_name = ${routeName} ${NEWEST_FIRST} LIMIT ${THREAD_SCAN_BUDGET + 1}`,
+    d1(db)`SELECT ${THREAD_COLS} FROM threads WHERE route_name = ${routeName} ${inbox} ${NEWEST_FIRST} LIMIT ${THREAD_SCAN_BUDGET + 1}`,
   );
   const prefix = routePrefix(routeName);
   const matches = results.slice(0, THREAD_SCAN_BUDGET).filter((t) => {
@@ -61,6 +68,17 @@ export async function listThreads(db: D1Database, routeName: string, f: { status
     return true;
   });
   return toPage(matches.slice(w.offset, w.offset + w.pageSize).map(item), matches.length, w, results.length > THREAD_SCAN_BUDGET);
+}
+
+function inboxFilter(f: { inbox_status?: string; assignee?: string; label?: string; waiting?: "true" | "false" }): SqlFragment {
+  let out = sql``;
+  // Rows listed before the inbox existed have no status: they read as pending.
+  if (f.inbox_status !== undefined) out = sql`${out} AND COALESCE(inbox_status, 'pending') = ${f.inbox_status}`;
+  if (f.assignee !== undefined) out = sql`${out} AND assignee = ${f.assignee}`;
+  if (f.label !== undefined) out = sql`${out} AND EXISTS (SELECT 1 FROM json_each(threads.labels) WHERE json_each.value = ${f.label})`;
+  if (f.waiting === "true") out = sql`${out} AND waiting_since IS NOT NULL`;
+  if (f.waiting === "false") out = sql`${out} AND waiting_since IS NULL`;
+  return out;
 }
 
 function item(r: ThreadItem): ThreadItem {

@@ -4,6 +4,7 @@
  * is written; whether a channel can carry the part is decided at delivery (see channels/rich).
  */
 import { z } from "zod";
+import { InboxStatus, Label } from "../model/inbox";
 import { AnswerRecordView, DELIVERY_STATUSES } from "../model/record";
 import { waitSecondsSchema } from "../model/schemas";
 import { Mode } from "../../shared/kinds";
@@ -58,6 +59,11 @@ export const threadIdQuery = z.object({ thread_id: threadIdField });
 export const threadsQuery = pagingQuery.extend({
   status: z.enum(DELIVERY_STATUSES).optional(),
   address: identifierSchema(512).optional(),
+  /** The inbox's filters (docs/inbox.md): the thread's inbox status, its assignee, a label, waiting for a human. */
+  inbox_status: InboxStatus.optional(),
+  assignee: identifierSchema(256).optional(),
+  label: Label.optional(),
+  waiting: z.enum(["true", "false"]).optional(),
 });
 
 export const searchQuery = pagingQuery.extend({ q: nonBlankText(1000) });
