@@ -236,6 +236,26 @@ describe("the inbox", () => {
     expect(escalations[0].message).toMatch(/^Escalated/);
   });
 
+  it("auto-resolve never resolves a customer who waits for a human; after an answer the idle thread resolves itself", async () => {
+    const r = await manualRoute();
+    await call("PUT", `/api/conversations/${r.name}/inbox`, { key: await admin(), body: { auto_resolve_after_seconds: 3600 } });
+    const { threadId } = await customerSays(r.name, "anyone there?");
+    const waiting = (await inbox(r.name, threadId)).body.data;
+    expect(waiting.auto_resolve_at).not.toBeNull();
+    await makeInboxDue(threadId, "auto_resolve_at");
+    await runAlarm(threadId);
+    expect((await inbox(r.name, threadId)).body.data).toMatchObject({ status: "open", resolved_at: null });
+    expect((await inbox(r.name, threadId)).body.data.waiting_since).not.toBeNull();
+
+    const sent = await call("POST", `/api/conversations/${r.name}/thread/messages`, { key: await admin(), body: { thread_id: threadId, text: "here" } });
+    expect(sent.status).toBe(200);
+    const answered = (await inbox(r.name, threadId)).body.data;
+    expect(Date.parse(answered.auto_resolve_at)).toBeGreaterThan(Date.now() + 3_000_000);
+    await makeInboxDue(threadId, "auto_resolve_at");
+    await runAlarm(threadId);
+    expect((await inbox(r.name, threadId)).body.data).toMatchObject({ status: "resolved", waiting_since: null });
+  });
+
   it("labels: added and removed, sorted, at most 16, and a bad label is refused naming the field", async () => {
     const r = await manualRoute();
     const { threadId } = await customerSays(r.name, "billing question");

@@ -122,7 +122,9 @@ describe("the inbox at night against a real wrangler dev", () => {
     expect(alert.headers.authorization).toBe(`Bearer ${SLACK.token}`);
     expect(alert.body.channel).toBe("C-night");
     expect(alert.body.text).toMatch(/^A customer waits for a human on route night: \d+ min without an answer/);
-    expect(alert.body.text).toContain(`(thread ${threadId})`);
+    // The thread id carries the customer's address: a channel alert names the thread by its ref only.
+    expect(alert.body.text).toMatch(/\(ref [0-9a-f]{12}\)\.$/);
+    expect(alert.body.text).not.toContain(CUSTOMER);
     for (const word of ["parcel", "7781", "tomorrow"]) expect(alert.body.text).not.toContain(word);
 
     const alerted = await inboxOf(threadId);
@@ -133,7 +135,9 @@ describe("the inbox at night against a real wrangler dev", () => {
 
     // The shared feed holds the same text, and the morning's Waiting view lists the thread.
     const feed = await http(base, "GET", "/api/notifications", { key: adminKey });
-    expect(feed.body.data.notifications.map((n: { message: string }) => n.message)).toContain(alert.body.text);
+    // The feed is internal: its copy names the thread itself beside the same ref.
+    const ref = String(alert.body.text.match(/ref ([0-9a-f]{12})/)?.[1]);
+    expect(feed.body.data.notifications.map((n: { message: string }) => n.message)).toContainEqual(expect.stringContaining(`(thread ${threadId}, ref ${ref})`));
     const waiting = await pollUntil(
       "the thread in the Waiting view",
       () => http(base, "GET", "/api/inbox/threads?view=waiting", { key: adminKey }),
@@ -155,7 +159,8 @@ describe("the inbox at night against a real wrangler dev", () => {
     const escalation = both[1];
     expect(escalation.body.channel).toBe("C-lead");
     expect(escalation.body.text).toMatch(/^Escalated: a customer still waits for a human on route night: \d+ min without an answer/);
-    expect(escalation.body.text).toContain(`(thread ${threadId})`);
+    expect(escalation.body.text).toContain(`(ref ${ref})`);
+    expect(escalation.body.text).not.toContain(CUSTOMER);
     for (const word of ["parcel", "7781", "tomorrow"]) expect(escalation.body.text).not.toContain(word);
     expect(await inboxOf(threadId)).toMatchObject({ status: "open", sla_stage: "escalated", sla_due_at: null });
 

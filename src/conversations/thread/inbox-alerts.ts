@@ -13,19 +13,34 @@ import { describeFailure } from "../../platform/http/errors";
 import type { AlertTarget, InboxPolicy } from "../model/inbox";
 import type { DueAlert } from "./inbox";
 
-/** The alert's text: what waits, where, for how long. No customer text and no address: a channel alert may leave the deployment. */
-export function alertText(alert: DueAlert, threadId: string, nowMs: number): string {
+/**
+ * A thread's reference in alerts: the first 12 hex digits of its id's SHA-256. A thread id carries
+ * the customer's address (a phone number, a username), so an alert that leaves the deployment names
+ * the thread by this instead; the feed's copy carries both, so an operator matches one to the other.
+ */
+export async function threadRef(threadId: string): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(threadId)));
+  return [...digest.slice(0, 6)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/**
+ * The alert's text: what waits, where, for how long. Never the customer's words. `threadId` only
+ * for the internal feed (null on a channel: the id carries the customer's address).
+ */
+export function alertText(alert: DueAlert, ref: string, nowMs: number, threadId: string | null): string {
   const minutes = Math.max(1, Math.round((nowMs - alert.waiting_since) / 60_000));
   const where = alert.route_name ? ` on route ${alert.route_name}` : "";
   const head = alert.stage === "escalated" ? "Escalated: a customer still waits" : "A customer waits";
-  return `${head} for a human${where}: ${minutes} min without an answer (thread ${threadId}).`;
+  const which = threadId === null ? `ref ${ref}` : `thread ${threadId}, ref ${ref}`;
+  return `${head} for a human${where}: ${minutes} min without an answer (${which}).`;
 }
 
 /** Sends each due alert to its policy's target; never throws (an alert is best effort once recorded). */
 export async function sendInboxAlerts(env: Env, settings: Settings, policy: InboxPolicy, threadId: string, alerts: DueAlert[], nowMs: number): Promise<void> {
+  const ref = await threadRef(threadId);
   for (const alert of alerts) {
     const target: AlertTarget | null = alert.stage === "escalated" ? (policy.escalate_to ?? policy.alert) : policy.alert;
-    const message = alertText(alert, threadId, nowMs);
+    const message = alertText(alert, ref, nowMs, threadId);
     try {
       await recordNotification(env, settings.notifications, {
         id: crypto.randomUUID(),
@@ -38,7 +53,7 @@ export async function sendInboxAlerts(env: Env, settings: Settings, policy: Inbo
     }
     if (!target?.channel) continue;
     try {
-      const send = prepareChannelSend(env, settings, target.channel, message, null, target.recipient ?? undefined);
+      const send = prepareChannelSend(env, settings, target.channel, alertText(alert, ref, nowMs, null), null, target.recipient ?? undefined);
       // An alert goes to a team's channel, never to a web visitor's page.
       await deliverChannelSend(send, env, settings, () => async () => null);
     } catch (err) {
@@ -48,5 +63,7 @@ export async function sendInboxAlerts(env: Env, settings: Settings, policy: Inbo
 }
 
 function logAlertFailure(sink: string, alert: DueAlert, threadId: string, err: unknown): void {
-  console.error(JSON.stringify({ event: "inbox_alert_failed", sink, stage: alert.stage, thread_id: threadId, reason: describeFailure(err) }));
+  // The message alone: a stack would only repeat the bundle's paths in every line.
+  const reason = err instanceof Error ? err.message : describeFailure(err);
+  console.error(JSON.stringify({ event: "inbox_alert_failed", sink, stage: alert.stage, thread_id: threadId, reason }));
 }

@@ -195,7 +195,8 @@ export class ThreadInbox {
     // A send does not claim the thread: operators claim explicitly (the console claims on take-over).
     let next: InboxState = { ...s, route_name: routeName, last_reply_at: now };
     if (s.waiting_since !== null) events.push({ kind: "replied", at: now, route_name: routeName, by, detail: { waited_ms: now - s.waiting_since } });
-    // Auto-resolve counts from the customer's last message, so a reply leaves it where it is.
+    // The idle count for auto-resolve starts again from the reply: the customer may still answer it.
+    next = { ...next, auto_resolve_at: s.auto_resolve_ms === null ? null : now + s.auto_resolve_ms };
     // The status stays: a send alone does not hand the conversation to a human (the mode does).
     next = { ...next, waiting_since: null, waiting_reason: null, sla_due_at: null, sla_stage: "none" };
     this.save(next);
@@ -329,7 +330,8 @@ export class ThreadInbox {
       events.push({ kind: "reopened", at: now, route_name: route, by: null, detail: { from: "snoozed" } });
       events.push({ kind: "waiting", at: now, route_name: route, by: null, detail: { reason: "snooze_ended" } });
     }
-    if (next.auto_resolve_at !== null && next.auto_resolve_at <= now && (next.status === "open" || next.status === "pending")) {
+    // A customer waiting for a human is never resolved away: auto-resolve waits until someone answered.
+    if (next.auto_resolve_at !== null && next.auto_resolve_at <= now && next.waiting_since === null && (next.status === "open" || next.status === "pending")) {
       next = {
         ...next,
         status: "resolved",
