@@ -1,16 +1,18 @@
 /**
  * The metrics over a window (docs/observability.md "Metrics"): turns by outcome and
  * route, turn duration percentiles, runs by kind, delivery attempts and failures, the delivery
- * backlog, rate-cap sheds and queue depths. All read from D1 in one batch: the `runs` index, the
- * per-minute `run_counters`, `failed_records` and `thread_loads`, which the IndexShards write in
- * their batches (so every figure trails the threads by the listing lag, about a second). A
- * restricted caller gets its own runs' figures only; the deployment-wide ones are null for it.
+ * backlog, rate-cap sheds, queue depths and the inbox's team figures. All read from D1 in one
+ * batch: the `runs` index, the per-minute `run_counters`, `failed_records` and `thread_loads`,
+ * which the IndexShards write in their batches (so every figure trails the threads by the listing
+ * lag, about a second). A restricted caller gets its own runs' figures only; the deployment-wide
+ * ones are null for it.
  */
 import { z } from "zod";
 import { type Holder, sinceMs } from "../access-control/identity";
 import { type Statement, batch, d1, rowsOf, sql } from "../platform/persistence/d1";
 import { RUN_KINDS, RUN_OUTCOMES, type RunKind, type RunOutcome } from "../shared/run-trace";
 import { SHED_COUNTER } from "./shed-counter";
+import { InboxFigures, inboxFigures } from "./inbox-figures";
 
 const counts = z.object(Object.fromEntries(RUN_OUTCOMES.map((o) => [o, z.number().int()])) as Record<RunOutcome, z.ZodNumber>).strict();
 type OutcomeCounts = Record<RunOutcome, number>;
@@ -75,6 +77,8 @@ export const Metrics = z
       })
       .strict()
       .nullable(),
+    /** The inbox's team figures by route and by operator (docs/inbox.md "Team figures"). */
+    inbox: InboxFigures.nullable(),
   })
   .strict()
   .describe("Metrics");
@@ -172,6 +176,7 @@ export async function readMetrics(db: D1Database, window: string, seconds: numbe
     deliveries: null,
     rate_cap_sheds: null,
     queues: null,
+    inbox: null,
   };
   if (own) return metrics;
 
@@ -183,7 +188,8 @@ export async function readMetrics(db: D1Database, window: string, seconds: numbe
     return cur;
   };
   const sheds = new Map<string, number>();
-  for (const r of stepRows(CounterRow, results, stmts, 3)) {
+  const counters = stepRows(CounterRow, results, stmts, 3);
+  for (const r of counters) {
     if (r.name === "delivery_attempts") delivery(r.label).attempts += r.n;
     else if (r.name === "delivery_attempt_failures") delivery(r.label).failed_attempts += r.n;
     else if (r.name === SHED_COUNTER) sheds.set(r.label, (sheds.get(r.label) ?? 0) + r.n);
@@ -210,5 +216,6 @@ export async function readMetrics(db: D1Database, window: string, seconds: numbe
     threads_queued: queued.reduce((s, r) => s + r.queued, 0),
     by_route: queued.map((r) => ({ route_name: r.route_name, depth_total: r.depth, depth_max: r.depth_max, threads_queued: r.queued })),
   };
+  metrics.inbox = inboxFigures(counters, new Map(metrics.turns.by_route.map((r) => [r.route_name, r.total])));
   return metrics;
 }

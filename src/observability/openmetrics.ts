@@ -2,10 +2,12 @@
  * The metrics as OpenMetrics text, for Prometheus-style scrapers: `GET
  * /api/observability/metrics` with `Accept: application/openmetrics-text` (or `text/plain`). Pure.
  * Every family is a gauge over the window (`bridge_metrics_window_seconds` says which), except the
- * turn duration, a summary with its quantiles, `_count` and `_sum`. The exposition ends with
- * `# EOF`. Label values are escaped (backslash, double quote, line feed).
+ * turn duration, a summary with its quantiles, `_count` and `_sum`, and the inbox's times and
+ * satisfaction, summaries with only `_count` and `_sum` (a scraper divides them for the mean). The
+ * exposition ends with `# EOF`. Label values are escaped (backslash, double quote, line feed).
  */
 import { RUN_OUTCOMES } from "../shared/run-trace";
+import type { InboxFigures, Mean, OperatorFigures, RouteFigures } from "./inbox-figures";
 import type { Metrics } from "./metrics";
 
 /** The content types the door answers this text with. */
@@ -43,6 +45,116 @@ function family(out: string[], name: string, type: "gauge" | "summary", help: st
   if (unit) out.push(`# UNIT ${name} ${unit}`);
   out.push(`# HELP ${name} ${help}`);
   for (const s of samples) out.push(line(name, s));
+}
+
+/** A mean's `_count` and `_sum` samples under `labels`. */
+const meanSamples = (labels: Labels, m: Mean): Sample[] => [
+  { suffix: "_count", labels, value: m.count },
+  { suffix: "_sum", labels, value: m.sum },
+];
+
+/** The inbox's families: by route (`bridge_inbox_*{route}`), then by operator (`bridge_inbox_operator_*{operator}`). */
+function inboxFamilies(out: string[], inbox: InboxFigures): void {
+  const route = (r: RouteFigures): Labels => ({ route: r.route_name });
+  const operator = (o: OperatorFigures): Labels => ({ operator: o.user_id });
+  family(
+    out,
+    "bridge_inbox_handoffs",
+    "gauge",
+    "Threads handed to a human in the window (the agent's handoff, an operator's takeover), by route.",
+    null,
+    inbox.by_route.map((r) => ({ labels: route(r), value: r.handoffs })),
+  );
+  family(
+    out,
+    "bridge_inbox_handoff_ratio",
+    "gauge",
+    "Handoffs per turn in the window, by route (routes with turns only).",
+    null,
+    inbox.by_route.flatMap((r) => (r.handoff_rate === null ? [] : [{ labels: route(r), value: r.handoff_rate }])),
+  );
+  const times = [
+    ["first_response", "first_response_ms", "From a human taking the thread to its first operator reply"],
+    ["wait", "waiting_ms", "How long a customer waited before an operator's reply ended the wait"],
+    ["resolution", "resolution_ms", "From a human taking the thread to its resolve"],
+  ] as const;
+  for (const [name, field, help] of times) {
+    family(
+      out,
+      `bridge_inbox_${name}_milliseconds`,
+      "summary",
+      `${help}, by route.`,
+      "milliseconds",
+      inbox.by_route.flatMap((r) => meanSamples(route(r), r[field])),
+    );
+  }
+  family(
+    out,
+    "bridge_inbox_resolved",
+    "gauge",
+    "Threads resolved in the window, by route.",
+    null,
+    inbox.by_route.map((r) => ({ labels: route(r), value: r.resolved })),
+  );
+  family(
+    out,
+    "bridge_inbox_auto_resolved",
+    "gauge",
+    "Threads resolved by their idle timer in the window, by route.",
+    null,
+    inbox.by_route.map((r) => ({ labels: route(r), value: r.auto_resolved })),
+  );
+  family(
+    out,
+    "bridge_inbox_satisfaction",
+    "summary",
+    "Customer ratings in the window, by route.",
+    null,
+    inbox.by_route.flatMap((r) => meanSamples(route(r), r.satisfaction)),
+  );
+
+  family(
+    out,
+    "bridge_inbox_operator_handoffs",
+    "gauge",
+    "Threads an operator took over from the agent in the window.",
+    null,
+    inbox.by_operator.map((o) => ({ labels: operator(o), value: o.handoffs })),
+  );
+  for (const [name, field, help] of times) {
+    family(
+      out,
+      `bridge_inbox_operator_${name}_milliseconds`,
+      "summary",
+      `${help}, by the operator who replied or held the thread.`,
+      "milliseconds",
+      inbox.by_operator.flatMap((o) => meanSamples(operator(o), o[field])),
+    );
+  }
+  family(
+    out,
+    "bridge_inbox_operator_resolved",
+    "gauge",
+    "Threads resolved in the window, by the operator who held them (else who resolved them).",
+    null,
+    inbox.by_operator.map((o) => ({ labels: operator(o), value: o.resolved })),
+  );
+  family(
+    out,
+    "bridge_inbox_operator_auto_resolved",
+    "gauge",
+    "Threads an operator held that resolved by their idle timer in the window.",
+    null,
+    inbox.by_operator.map((o) => ({ labels: operator(o), value: o.auto_resolved })),
+  );
+  family(
+    out,
+    "bridge_inbox_operator_satisfaction",
+    "summary",
+    "Customer ratings in the window, by the operator who held the thread.",
+    null,
+    inbox.by_operator.flatMap((o) => meanSamples(operator(o), o.satisfaction)),
+  );
 }
 
 /** The exposition of `m`. */
@@ -140,6 +252,7 @@ export function toOpenMetrics(m: Metrics): string {
       m.queues.by_route.map((r) => ({ labels: { route: r.route_name }, value: r.depth_max })),
     );
   }
+  if (m.inbox) inboxFamilies(out, m.inbox);
   out.push("# EOF");
   return `${out.join("\n")}\n`;
 }

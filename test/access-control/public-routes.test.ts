@@ -81,7 +81,7 @@ describe("public pins", () => {
 
     const anonMetrics = await call("GET", "/api/observability/metrics");
     const keyMetrics = await call("GET", "/api/observability/metrics", { key: refused.key });
-    expect(anonMetrics.body.data).toMatchObject({ own_runs_only: true, deliveries: null, rate_cap_sheds: null, queues: null });
+    expect(anonMetrics.body.data).toMatchObject({ own_runs_only: true, deliveries: null, rate_cap_sheds: null, queues: null, inbox: null });
     expect(keyMetrics.body.data).toMatchObject({
       own_runs_only: true,
       deliveries: null,

@@ -25,6 +25,8 @@ const sample: Metrics = {
   },
   rate_cap_sheds: { total: 5, by_route: [{ route_name: "r", count: 5 }] },
   queues: { depth_total: 3, depth_max: 2, threads_queued: 2, by_route: [{ route_name: "r", depth_total: 3, depth_max: 2, threads_queued: 2 }] },
+  // The inbox's families have their own test (test/observability/inbox-figures.test.ts).
+  inbox: null,
 };
 
 describe("the OpenMetrics exposition", () => {

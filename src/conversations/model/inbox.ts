@@ -51,6 +51,14 @@ export const InboxState = z.object({
   /** When an idle thread resolves by itself (null: never), and the interval it counts (the policy's, kept from its last read). */
   auto_resolve_at: z.number().nullable(),
   auto_resolve_ms: z.number().nullable().default(null),
+  /**
+   * When a human last took the conversation: it turned `open` from pending, from resolved, or for
+   * the first time (null: no human has it since its last resolve). The team figures' first
+   * response and resolution times run from here; states stored before it read as null.
+   */
+  opened_at: z.number().nullable().default(null),
+  /** The first operator send since `opened_at` (null: none yet, so the next one is the first response). */
+  first_reply_at: z.number().nullable().default(null),
 });
 export type InboxState = z.infer<typeof InboxState>;
 
@@ -70,6 +78,8 @@ export const EMPTY_INBOX: InboxState = Object.freeze({
   sla_stage: "none",
   auto_resolve_at: null,
   auto_resolve_ms: null,
+  opened_at: null,
+  first_reply_at: null,
 }) as InboxState;
 
 const iso = z.string().nullable();

@@ -20,10 +20,10 @@ import { countAll, earliestExpiry, getStored, openRecordCount, pruneExpired } fr
 import { ThreadMode } from "./thread-mode";
 import { TurnLoop } from "./turn-loop";
 import { holdsNothing, vacate } from "./vacancy";
-import { type InboxEvent, ThreadInbox } from "./inbox";
+import { ThreadInbox } from "./inbox";
 import { sendInboxAlerts } from "./inbox-alerts";
 import { inboxPolicyFor } from "../inbox-policy";
-import type { CounterDelta } from "../../shards/rpc";
+import { inboxCounters } from "./inbox-counters";
 import { type RemoteTranscript, WebVisitor, type WebSockets } from "./web-visitor";
 
 /** One thread's parts, as its object holds them. */
@@ -75,7 +75,7 @@ export function composeThread(deps: ThreadDeps, sockets: WebSockets, remote: Rem
   const inbox = new ThreadInbox(deps, {
     policy: (routeName) => inboxPolicyFor(deps.env(), routeName),
     defaultSlaMs: () => deps.settings().conversations.inboxSlaSeconds * 1000,
-    emit: (events) => index.note({ counters: inboxCounters(events) }),
+    emit: (events) => index.note({ counters: inboxCounters(events, inbox.state()) }),
     // The listing row carries the inbox state, so every change is pushed like a record's.
     changed: () => index.note(),
   });
@@ -115,22 +115,6 @@ export function composeThread(deps: ThreadDeps, sockets: WebSockets, remote: Rem
     open: openRecordCount(deps.storage),
   });
   return { identity, alarm, index, mode, intake, turns, delivery, reads, interactions, memory, web, keys, inbox, held };
-}
-
-/**
- * The metrics counters of inbox events, per route and minute (docs/inbox.md, "Team figures"): one
- * `inbox_<event>` count each, and for a reply that ended a wait its milliseconds waited.
- */
-export function inboxCounters(events: InboxEvent[]): CounterDelta[] {
-  const out: CounterDelta[] = [];
-  for (const e of events) {
-    const minute = Math.floor(e.at / 60_000);
-    const label = e.route_name ?? "";
-    out.push({ minute, name: `inbox_${e.kind}`, label, value: 1 });
-    const waited = e.detail.waited_ms;
-    if (e.kind === "replied" && typeof waited === "number") out.push({ minute, name: "inbox_wait_ms", label, value: waited });
-  }
-  return out;
 }
 
 /**

@@ -31,8 +31,29 @@ export interface InboxEvent {
   at: number;
   route_name: string | null;
   by: string | null;
-  /** For `assigned`: the new assignee; for `waiting`: the reason; for `resolved`: how long the thread was open. */
+  /**
+   * For `assigned`: the new assignee; for `waiting`: the reason; for `replied`: `waited_ms`, and
+   * `first_response_ms` on the first reply since a human took the thread; for `resolved`: `auto`
+   * (1 or 0) and `open_ms`, how long since a human took it (null when none had).
+   */
   detail: Record<string, string | number | null>;
+}
+
+/**
+ * `next` with the conversation's opening kept up: noted when a human takes it anew (it turns open
+ * from pending or resolved, or for the first time), dropped when it resolves. A snooze that ends
+ * keeps the opening it had: a snooze puts a conversation aside without closing it.
+ */
+export function withOpening(prev: InboxState, next: InboxState, now: number): InboxState {
+  if (next.status === "resolved") return next.opened_at === null && next.first_reply_at === null ? next : { ...next, opened_at: null, first_reply_at: null };
+  if (next.status !== "open" || prev.status === "open") return next;
+  if (prev.status === "snoozed" && prev.opened_at !== null) return next;
+  return { ...next, opened_at: now, first_reply_at: null };
+}
+
+/** How long since a human took the thread (null: none had). */
+function openFor(s: InboxState, now: number): number | null {
+  return s.opened_at === null ? null : now - s.opened_at;
 }
 
 /** A due alert the alarm must send (the state already records it as sent). */
@@ -81,7 +102,9 @@ export class ThreadInbox {
     return this.stored() ?? EMPTY_INBOX;
   }
 
-  private save(next: InboxState): void {
+  private save(proposed: InboxState): void {
+    // Every change passes here, so the opening is kept up for all of them alike.
+    const next = withOpening(this.state(), proposed, this.deps.clock.now());
     setMeta(this.deps.storage, META, JSON.stringify(next));
     this.cached = next;
     this.parts.changed();
@@ -193,8 +216,14 @@ export class ThreadInbox {
       events.push({ kind: "forced_send", at: now, route_name: routeName, by, detail: { assignee: s.assignee } });
     }
     // A send does not claim the thread: operators claim explicitly (the console claims on take-over).
-    let next: InboxState = { ...s, route_name: routeName, last_reply_at: now };
-    if (s.waiting_since !== null) events.push({ kind: "replied", at: now, route_name: routeName, by, detail: { waited_ms: now - s.waiting_since } });
+    // The first send since a human took the thread is its first response; later ones are not.
+    let next: InboxState = { ...s, route_name: routeName, last_reply_at: now, first_reply_at: s.first_reply_at ?? now };
+    if (s.waiting_since !== null) {
+      const first = s.first_reply_at === null ? openFor(s, now) : null;
+      const detail: InboxEvent["detail"] = { waited_ms: now - s.waiting_since };
+      if (first !== null) detail.first_response_ms = first;
+      events.push({ kind: "replied", at: now, route_name: routeName, by, detail });
+    }
     // The idle count for auto-resolve starts again from the reply: the customer may still answer it.
     next = { ...next, auto_resolve_at: s.auto_resolve_ms === null ? null : now + s.auto_resolve_ms };
     // The status stays: a send alone does not hand the conversation to a human (the mode does).
@@ -248,7 +277,7 @@ export class ThreadInbox {
           auto_resolve_at: null,
         };
         this.save(next);
-        this.parts.emit([event("resolved", { auto: 0 })]);
+        this.parts.emit([event("resolved", { auto: 0, open_ms: openFor(s, now) })]);
         return { ok: true, state: next, changed: true };
       }
       case "snooze": {
@@ -332,6 +361,7 @@ export class ThreadInbox {
     }
     // A customer waiting for a human is never resolved away: auto-resolve waits until someone answered.
     if (next.auto_resolve_at !== null && next.auto_resolve_at <= now && next.waiting_since === null && (next.status === "open" || next.status === "pending")) {
+      const openMs = openFor(next, now);
       next = {
         ...next,
         status: "resolved",
@@ -342,7 +372,7 @@ export class ThreadInbox {
         sla_stage: "none",
         auto_resolve_at: null,
       };
-      events.push({ kind: "resolved", at: now, route_name: route, by: null, detail: { auto: 1 } });
+      events.push({ kind: "resolved", at: now, route_name: route, by: null, detail: { auto: 1, open_ms: openMs } });
     }
     if (next.sla_due_at !== null && next.sla_due_at <= now && next.waiting_since !== null) {
       const policy = await this.parts.policy(route);
