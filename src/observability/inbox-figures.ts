@@ -29,10 +29,14 @@ export const INBOX_COUNTER = {
   /** Numeric ratings, and their sum (per operator: the assignee when rated). */
   ratings: "inbox_rating",
   ratingSum: "inbox_rating_sum",
+  /** Threads given a label, under `label:<label>`. */
+  labelled: "inbox_labelled",
 } as const;
 
 /** The label prefix of an operator's counters. */
 export const OPERATOR_LABEL = "operator:";
+/** The label prefix of a label's counters (labels never hold a `:` either). */
+export const LABEL_LABEL = "label:";
 
 const int = z.number().int();
 
@@ -74,6 +78,8 @@ export const InboxFigures = z
     total: RouteFigures.omit({ route_name: true }),
     by_route: z.array(RouteFigures),
     by_operator: z.array(OperatorFigures),
+    /** Threads given each label in the window, most first. */
+    by_label: z.array(z.object({ label: z.string(), labelled: int }).strict()),
   })
   .strict();
 export type InboxFigures = z.infer<typeof InboxFigures>;
@@ -111,8 +117,14 @@ export function inboxFigures(counters: ReadonlyArray<{ name: string; label: stri
   const routes = new Map<string, Sums>();
   const operators = new Map<string, Sums>();
   const total: Sums = new Map();
+  const labels = new Map<string, number>();
   for (const r of counters) {
     if (!r.name.startsWith("inbox_")) continue;
+    if (r.label.startsWith(LABEL_LABEL)) {
+      const label = r.label.slice(LABEL_LABEL.length);
+      labels.set(label, (labels.get(label) ?? 0) + r.n);
+      continue;
+    }
     const operator = r.label.startsWith(OPERATOR_LABEL) ? r.label.slice(OPERATOR_LABEL.length) : null;
     const into = operator === null ? routes : operators;
     const key = operator ?? r.label;
@@ -133,5 +145,6 @@ export function inboxFigures(counters: ReadonlyArray<{ name: string; label: stri
       return { route_name, turns: routeTurns, handoff_rate: rate(f.handoffs, routeTurns), ...f };
     }),
     by_operator: [...operators].sort(byName).map(([user_id, sums]) => ({ user_id, ...figuresOf(sums) })),
+    by_label: [...labels].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).map(([label, labelled]) => ({ label, labelled })),
   };
 }

@@ -90,6 +90,14 @@ function inboxFamilies(out: string[], inbox: InboxFigures): void {
   }
   family(
     out,
+    "bridge_inbox_labelled",
+    "gauge",
+    "Threads given each label in the window, by label.",
+    null,
+    inbox.by_label.map((l) => ({ labels: { label: l.label }, value: l.labelled })),
+  );
+  family(
+    out,
     "bridge_inbox_resolved",
     "gauge",
     "Threads resolved in the window, by route.",

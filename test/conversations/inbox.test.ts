@@ -267,6 +267,15 @@ describe("the inbox", () => {
     const bad = await act(r.name, "labels", { thread_id: threadId, add: ["Not OK"] });
     expect(bad.status).toBe(400);
     expect(JSON.stringify(bad.body)).toContain("add");
+    // Each label given is counted for the team figures (by_label).
+    const figures = await eventually(
+      async () => {
+        await listingRow(threadId);
+        return (await call("GET", "/api/observability/metrics", { key: await admin() })).body;
+      },
+      (b) => (b?.data?.inbox?.by_label ?? []).some((l: { label: string }) => l.label === "refund"),
+    );
+    expect(figures.data.inbox.by_label.map((l: { label: string }) => l.label)).toEqual(expect.arrayContaining(["billing", "refund", "vip"]));
     const many = Array.from({ length: 15 }, (_, i) => `l${i}`);
     expect((await act(r.name, "labels", { thread_id: threadId, add: many })).status).toBe(400);
   });

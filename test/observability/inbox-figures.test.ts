@@ -312,6 +312,8 @@ describe("the counters and the figures (pure)", () => {
         { name: "inbox_first_response", label: "operator:kim", n: 3 },
         { name: "inbox_first_response_ms", label: "operator:kim", n: 1000 },
         { name: "delivery_attempts", label: "a", n: 9 },
+        { name: "inbox_labelled", label: "label:vip", n: 2 },
+        { name: "inbox_labelled", label: "label:billing", n: 5 },
       ],
       new Map([
         ["a", 3],
@@ -335,6 +337,11 @@ describe("the counters and the figures (pure)", () => {
         auto_resolved: 0,
         satisfaction: { count: 0, sum: 0, avg: null },
       },
+    ]);
+    // A label's counter is neither a route nor an operator: it lists under by_label, most first.
+    expect(f.by_label).toEqual([
+      { label: "billing", labelled: 5 },
+      { label: "vip", labelled: 2 },
     ]);
   });
 });

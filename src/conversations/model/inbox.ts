@@ -196,6 +196,7 @@ export const INBOX_EVENTS = [
   "waiting",
   "replied",
   "assigned",
+  "labelled",
   "released",
   "resolved",
   "reopened",

@@ -6,7 +6,7 @@
  */
 import type { CounterDelta } from "../../shards/rpc";
 import type { InboxState } from "../model/inbox";
-import { INBOX_COUNTER, OPERATOR_LABEL } from "../../observability/inbox-figures";
+import { INBOX_COUNTER, LABEL_LABEL, OPERATOR_LABEL } from "../../observability/inbox-figures";
 import type { InboxEvent } from "./inbox";
 
 /** The waits that count as a handoff: the thread turned to a human. */
@@ -59,6 +59,8 @@ export function inboxCounters(events: InboxEvent[], state: InboxState): CounterD
         add(INBOX_COUNTER.resolutionMs, open);
       }
     }
+    // A label's own count: how many threads got it in the window (docs/inbox.md "Team figures").
+    if (e.kind === "labelled" && typeof d.label === "string") out.push({ minute, name: INBOX_COUNTER.labelled, label: `${LABEL_LABEL}${d.label}`, value: 1 });
     if (e.kind === "rated") {
       const rating = num(d.rating);
       if (rating !== null) {

@@ -322,6 +322,8 @@ export class ThreadInbox {
         if (!changed) return { ok: true, state: s, changed: false };
         const next = { ...s, labels };
         this.save(next);
+        const added = labels.filter((l) => !s.labels.includes(l));
+        if (added.length) this.parts.emit(added.map((label) => event("labelled", { label })));
         return { ok: true, state: next, changed: true };
       }
     }
