@@ -24,6 +24,7 @@ import type { ThreadIdentity } from "./identity";
 import type { InboxEvent } from "./inbox";
 import { claimEvent, dropEvent, eventsDueAt, headEvent, queueEvents, retryEvent } from "./inbox-events-table";
 import { deliveryRoute } from "./route-reads";
+import { parseThreadId } from "../../shared/thread-id";
 
 /** The events that leave the deployment; `replied`, `alerted` and `escalated` stay with the metrics and the alerts. */
 export const OUTBOUND_EVENTS: ReadonlySet<InboxEventKind> = new Set<InboxEventKind>([
@@ -41,10 +42,21 @@ export const OUTBOUND_EVENTS: ReadonlySet<InboxEventKind> = new Set<InboxEventKi
 /** Events a thread keeps queued at most; past it the oldest are dropped (and counted in a log line). */
 export const EVENTS_QUEUE_CAP = 200;
 
-/** The POST body of one event. A note's event names the note at most, never its text. */
-export function eventBody(e: InboxEvent, threadId: string): string {
+/** The POST body of one event on `routeName`. A note's event names the note at most, never its text. */
+export function eventBody(e: InboxEvent, routeName: string, threadId: string): string {
   const detail = e.kind === "note_added" ? Object.fromEntries(Object.entries(e.detail).filter(([k, v]) => k === "note_id" && v !== null)) : e.detail;
-  return JSON.stringify({ event: e.kind, route_name: e.route_name, thread_id: threadId, at: new Date(e.at).toISOString(), by: e.by, detail });
+  return JSON.stringify({ event: e.kind, route_name: routeName, thread_id: threadId, at: new Date(e.at).toISOString(), by: e.by, detail });
+}
+
+/**
+ * The route an event belongs to: the one the inbox names, else the route a route thread's id
+ * names (an action on a thread the inbox had not touched yet). A person thread's event without a
+ * route has no receiver.
+ */
+function eventRoute(e: InboxEvent, threadId: string): string | null {
+  if (e.route_name !== null) return e.route_name;
+  const parsed = parseThreadId(threadId);
+  return parsed.kind === "route" ? parsed.route_name : null;
 }
 
 /** The thread's event queue and its driver. */
@@ -64,9 +76,10 @@ export class InboxEventsOut {
   note(events: InboxEvent[]): void {
     const threadId = this.parts.identity.get();
     if (threadId === null) return;
-    const rows = events.flatMap((e) =>
-      OUTBOUND_EVENTS.has(e.kind) && e.route_name !== null ? [{ route_name: e.route_name, body: eventBody(e, threadId) }] : [],
-    );
+    const rows = events.flatMap((e) => {
+      const route = eventRoute(e, threadId);
+      return OUTBOUND_EVENTS.has(e.kind) && route !== null ? [{ route_name: route, body: eventBody(e, route, threadId) }] : [];
+    });
     if (!rows.length) return;
     const dropped = queueEvents(this.deps.storage, rows, this.deps.clock.now(), EVENTS_QUEUE_CAP);
     if (dropped > 0) console.warn(JSON.stringify({ event: "inbox_events_dropped", thread_id: threadId, dropped, reason: "queue_full" }));
