@@ -7,7 +7,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { fakeNetwork, type NetCall } from "../helpers/network";
-import { admin, call, uniq } from "../helpers/http";
+import { admin, call, mintKey, uniq } from "../helpers/http";
 import { nodeHmacHex, postTwilio, postWhatsApp, whatsappText } from "../helpers/webhooks";
 import { eventually, rawRows, runAlarm, stubFor } from "../helpers/threads";
 import { address, channelRoute, enc, setMode } from "../operator/helpers";
@@ -111,6 +111,24 @@ describe("the holding message", () => {
     expect((await setMode(r.name, threadId, "manual")).status).toBe(200);
     await settledAll(threadId, 3);
     expect(smsTo(n.to("twilio.fake"), them)).toEqual(["I want a human", "A person will answer you shortly.", "A person will answer you shortly."]);
+  });
+
+  it("follows the agent's own handoff too, ahead of that turn's answer", async () => {
+    const n = net();
+    const k = await mintKey({ scopes: ["tool:set_conversation_mode"] });
+    const r = await channelRoute("twilio", {
+      target_name: "set_conversation_mode",
+      execution_key: k.user_id,
+      payload_expr: "{mode: .message}",
+      reply_expr: '"mode is now " + .mode',
+    });
+    await putPolicy(r.name, { holding_message: "Hold on, a person is coming." });
+    const them = address();
+    const threadId = `bridge:${r.name}:${them}`;
+    await sms(r, them, "manual");
+    await settledAll(threadId, 2);
+    expect(smsTo(n.to("twilio.fake"), them)).toEqual(["Hold on, a person is coming.", "mode is now manual"]);
+    expect(await inbox(r.name, threadId)).toMatchObject({ status: "open", waiting_reason: "agent_handoff" });
   });
 
   it("is not sent to a thread with no address yet", async () => {
