@@ -10,24 +10,31 @@ import { EpochCache } from "../platform/epochs/cache";
 import type { Env } from "../platform/env";
 import { d1, first, run } from "../platform/persistence/d1";
 import { parseStored } from "../platform/persistence/stored-json";
-import { DEFAULT_POLICY, InboxPolicy } from "./model/inbox";
+import { DEFAULT_POLICY, type InboxPolicy, StoredInboxPolicy } from "./model/inbox";
 
-const cache = new EpochCache<InboxPolicy>(2048);
+const cache = new EpochCache<StoredInboxPolicy>(2048);
+const NO_POLICY: StoredInboxPolicy = { ...DEFAULT_POLICY, events_secret: null };
 
 const PolicyRow = z.object({ policy: z.string(), updated_at: z.string(), updated_by: z.string().nullable() });
 
-/** The stored policy of `routeName` with when and by whom it was written, or null. */
+/** The policy without its events secret: what a door may answer. */
+export function publicPolicy(stored: StoredInboxPolicy): InboxPolicy {
+  const { events_secret: _secret, ...policy } = stored;
+  return policy;
+}
+
+/** The stored policy of `routeName` (with its events secret) with when and by whom it was written, or null. */
 export async function readInboxPolicy(
   db: D1Database,
   routeName: string,
-): Promise<{ policy: InboxPolicy; updated_at: string; updated_by: string | null } | null> {
+): Promise<{ policy: StoredInboxPolicy; updated_at: string; updated_by: string | null } | null> {
   const row = await first(PolicyRow, d1(db)`SELECT policy, updated_at, updated_by FROM route_inbox WHERE route_name = ${routeName}`);
   if (!row) return null;
-  return { policy: parseStored(InboxPolicy, row.policy, "route_inbox policy"), updated_at: row.updated_at, updated_by: row.updated_by };
+  return { policy: parseStored(StoredInboxPolicy, row.policy, "route_inbox policy"), updated_at: row.updated_at, updated_by: row.updated_by };
 }
 
 /** Replaces the route's policy (the route must exist: the caller checked it). */
-export async function writeInboxPolicy(db: D1Database, routeName: string, policy: InboxPolicy, by: string, now: Date): Promise<void> {
+export async function writeInboxPolicy(db: D1Database, routeName: string, policy: StoredInboxPolicy, by: string, now: Date): Promise<void> {
   await run(d1(
     db,
   )`INSERT INTO route_inbox (route_name, policy, updated_at, updated_by) VALUES (${routeName}, ${JSON.stringify(policy)}, ${now.toISOString()}, ${by})
@@ -42,7 +49,12 @@ export async function deleteInboxPolicy(db: D1Database, routeName: string): Prom
 
 /** The policy in force for `routeName`: the stored one, else the defaults (also for a thread without a route). */
 export async function inboxPolicyFor(env: Env, routeName: string | null): Promise<InboxPolicy> {
-  if (routeName === null) return DEFAULT_POLICY;
-  const found = await cache.get(env, `route:${routeName}`, async () => (await readInboxPolicy(env.DB, routeName))?.policy ?? DEFAULT_POLICY);
-  return found ?? DEFAULT_POLICY;
+  return publicPolicy(await storedPolicyFor(env, routeName));
+}
+
+/** As `inboxPolicyFor`, with the events secret: for the thread's event POSTs only. */
+export async function storedPolicyFor(env: Env, routeName: string | null): Promise<StoredInboxPolicy> {
+  if (routeName === null) return NO_POLICY;
+  const found = await cache.get(env, `route:${routeName}`, async () => (await readInboxPolicy(env.DB, routeName))?.policy ?? NO_POLICY);
+  return found ?? NO_POLICY;
 }

@@ -10,6 +10,7 @@
  */
 import { z } from "zod";
 import { nonBlankText } from "../../platform/http/identifiers";
+import { isHttpsUrl } from "./schemas";
 
 export const INBOX_STATUSES = ["pending", "open", "snoozed", "resolved"] as const;
 export const InboxStatus = z.enum(INBOX_STATUSES);
@@ -29,6 +30,12 @@ export const MAX_LABELS = 16;
 export const SLA_STAGES = ["none", "alerted", "escalated"] as const;
 export const SlaStage = z.enum(SLA_STAGES);
 export type SlaStage = z.infer<typeof SlaStage>;
+
+/** The satisfaction scale (docs/inbox.md, "Closing and the satisfaction question"): 1 poor to 5 excellent. */
+export const RATING_MIN = 1;
+export const RATING_MAX = 5;
+/** How long after the question a matching reply counts as the rating. */
+export const RATING_WINDOW_MS = 24 * 3600 * 1000;
 
 /** A thread's inbox state, kept in its object's meta (`inbox`). Instants are epoch ms. */
 export const InboxState = z.object({
@@ -59,6 +66,13 @@ export const InboxState = z.object({
   opened_at: z.number().nullable().default(null),
   /** The first operator send since `opened_at` (null: none yet, so the next one is the first response). */
   first_reply_at: z.number().nullable().default(null),
+  /** This handoff's holding message was sent (null: not yet; cleared when the agent takes over again or the thread resolves). */
+  holding_sent_at: z.number().nullable().default(null),
+  /** When the satisfaction question went out; a matching reply within RATING_WINDOW_MS is the rating (null: none asked). */
+  rating_asked_at: z.number().nullable().default(null),
+  /** The customer's last rating, 1 (poor) to 5 (excellent), and when it came. */
+  rating: z.number().int().min(RATING_MIN).max(RATING_MAX).nullable().default(null),
+  rated_at: z.number().nullable().default(null),
 });
 export type InboxState = z.infer<typeof InboxState>;
 
@@ -80,6 +94,10 @@ export const EMPTY_INBOX: InboxState = Object.freeze({
   auto_resolve_ms: null,
   opened_at: null,
   first_reply_at: null,
+  holding_sent_at: null,
+  rating_asked_at: null,
+  rating: null,
+  rated_at: null,
 }) as InboxState;
 
 const iso = z.string().nullable();
@@ -101,6 +119,9 @@ export const InboxView = z.object({
   sla_due_at: iso,
   sla_stage: SlaStage,
   auto_resolve_at: iso,
+  /** The customer's last satisfaction rating (1 to 5) and when it came; null when none. */
+  rating: z.number().nullable(),
+  rated_at: iso,
 });
 export type InboxView = z.infer<typeof InboxView>;
 
@@ -123,6 +144,8 @@ export function inboxView(threadId: string, s: InboxState): InboxView {
     sla_due_at: at(s.sla_due_at),
     sla_stage: s.sla_stage,
     auto_resolve_at: at(s.auto_resolve_at),
+    rating: s.rating,
+    rated_at: at(s.rated_at),
   };
 }
 
@@ -166,9 +189,23 @@ export const InboxPolicy = z
     closing_message: nonBlankText(1024).nullable().default(null),
     /** Private notes join the agent's memory on this route. */
     notes_in_agent_memory: z.boolean().default(false),
+    /** A resolve with `notify: true` also asks the customer to rate the conversation, where the channel can (docs/inbox.md). */
+    ask_rating: z.boolean().default(true),
+    /**
+     * Where the thread's inbox events are POSTed, signed (docs/inbox.md, "Conversation events");
+     * checked by the outbound address guard here and before each POST (null: none).
+     */
+    events_url: z.string().max(2048).refine(isHttpsUrl, { message: "must be an absolute https:// URL with a host and no userinfo" }).nullable().default(null),
   })
   .strict();
 export type InboxPolicy = z.infer<typeof InboxPolicy>;
+
+/**
+ * The policy as `route_inbox` stores it: with the secret that signs its events on a route that has
+ * no callback secret of its own (minted at the PUT, shown once, never read back by a door).
+ */
+export const StoredInboxPolicy = InboxPolicy.extend({ events_secret: z.string().nullable().default(null) });
+export type StoredInboxPolicy = z.infer<typeof StoredInboxPolicy>;
 
 export const DEFAULT_POLICY: InboxPolicy = InboxPolicy.parse({});
 
@@ -177,7 +214,8 @@ export type InboxAction =
   | { kind: "claim"; by: string; force: boolean }
   | { kind: "release"; by: string; force: boolean }
   | { kind: "transfer"; by: string; to: string; force: boolean }
-  | { kind: "resolve"; by: string }
+  /** `notify`: the closing message and the satisfaction question go to the customer (docs/inbox.md). */
+  | { kind: "resolve"; by: string; notify?: boolean }
   | { kind: "snooze"; by: string; until: number }
   | { kind: "reopen"; by: string }
   | { kind: "labels"; by: string; add: string[]; remove: string[] };

@@ -69,6 +69,19 @@ export const DATA_COPIES: readonly DataCopy[] = [
     retention: { kind: "expires", how: "cleared when the alarm prunes the thread's last record", settings: RETENTION },
   },
   {
+    name: "inbox-events",
+    where: "ThreadObject `inbox_events` (src/conversations/thread/inbox-events.ts); the route policy's `events_url` receiver",
+    holds: "each inbox event not yet POSTed: its kind, route, thread id (it carries the client address), who acted, its detail; no message or note text",
+    readBy: "the route's events receiver (one signed POST each); no door",
+    forget: { kind: "deletes", how: "cleared with the inbox state in the thread's forget; an event already POSTed is the receiver's" },
+    erase: { kind: "deletes", how: "erase forgets the person's thread" },
+    retention: {
+      kind: "expires",
+      how: "cleared with the inbox state when the alarm prunes the thread's last record; a queued event is also dropped once POSTed or after `CONVERSATIONS_DELIVERY_MAX_ATTEMPTS`",
+      settings: [...RETENTION, "CONVERSATIONS_DELIVERY_MAX_ATTEMPTS"],
+    },
+  },
+  {
     name: "web-transcript",
     where:
       "ThreadObject `web_transcript` in the visitor's own thread on the route (src/conversations/thread/web-visitor.ts), also for a linked person's records",

@@ -15,6 +15,8 @@ const threadIdField = intactIdentifier(z.string().max(2048));
 const userIdField = intactIdentifier(z.string().min(1).max(256));
 
 export const inboxThreadBody = z.object({ thread_id: threadIdField }).strict();
+/** `notify`: the closing message and the satisfaction question go to the customer (docs/inbox.md). */
+export const resolveBody = z.object({ thread_id: threadIdField, notify: z.boolean().optional() }).strict();
 export const claimBody = z
   .object({
     thread_id: threadIdField,

@@ -9,10 +9,12 @@ import { z } from "zod";
 import type { AppEnv } from "../../platform/http/app-env";
 import { HttpError } from "../../platform/http/errors";
 import { addRoute } from "../../platform/http/route";
-import { deleteInboxPolicy, readInboxPolicy, writeInboxPolicy } from "../inbox-policy";
+import { deleteInboxPolicy, publicPolicy, readInboxPolicy, writeInboxPolicy } from "../inbox-policy";
 import { DEFAULT_POLICY, InboxPolicy, InboxView } from "../model/inbox";
+import { base64url } from "../../access-control/crypto";
+import { assertDeclaredUrl } from "../../outbound/urls";
 import { routeParams } from "../model/schemas";
-import { actOnInbox, assertThreadAllowed, claimBody, inboxThreadBody, labelsBody, readInbox, snoozeBody, transferBody } from "../operator/inbox";
+import { actOnInbox, assertThreadAllowed, claimBody, inboxThreadBody, labelsBody, readInbox, resolveBody, snoozeBody, transferBody } from "../operator/inbox";
 import { inboxListPage, inboxListQuery, listInbox } from "../operator/inbox-list";
 import { toWindow } from "../../platform/http/paging";
 import { threadIdQuery } from "../operator/schemas";
@@ -93,9 +95,9 @@ actionDoor(
 actionDoor(
   "/api/conversations/{route_name}/thread/resolve",
   "Resolve a thread",
-  "The thread stops waiting and its timers stop. A new customer message reopens it. Resolving a resolved thread changes nothing.",
-  inboxThreadBody,
-  (_b, by) => ({ kind: "resolve", by }),
+  "The thread stops waiting and its timers stop. A new customer message reopens it. Resolving a resolved thread changes nothing. With `notify: true` the customer is sent the policy's `closing_message` and, where the channel carries reply options (or as text on an SMS route) and the policy's `ask_rating` holds, a 1-5 satisfaction question; a matching reply within 24 hours is the thread's `rating` and does not reopen it.",
+  resolveBody,
+  (b, by) => ({ kind: "resolve", by, notify: b.notify === true }),
   [404],
 );
 
@@ -144,7 +146,7 @@ addRoute(
     await requireRoute(c.env.DB, params.route_name);
     const stored = await readInboxPolicy(c.env.DB, params.route_name);
     if (!stored) return { ...DEFAULT_POLICY, route_name: params.route_name, stored: false, updated_at: null, updated_by: null };
-    return { ...stored.policy, route_name: params.route_name, stored: true, updated_at: stored.updated_at, updated_by: stored.updated_by };
+    return { ...publicPolicy(stored.policy), route_name: params.route_name, stored: true, updated_at: stored.updated_at, updated_by: stored.updated_by };
   },
 );
 
@@ -156,16 +158,22 @@ addRoute(
     path: "/api/conversations/{route_name}/inbox",
     summary: "Replace the route's inbox policy",
     description:
-      "Fields left out take their defaults. Threads read the policy when they set a timer (a handoff, a customer message while a human owns the thread, a snooze's end), so a change applies from the next one; a timer already set keeps its instant.",
+      "Fields left out take their defaults. Threads read the policy when they set a timer (a handoff, a customer message while a human owns the thread, a snooze's end), so a change applies from the next one; a timer already set keeps its instant. `events_url` must be https and pass the outbound address guard (400 otherwise; checked again before each POST). The events are signed like answer callbacks, with the route's callback secret; a route without one gets an events secret, minted by the PUT that first sets `events_url` and answered once as `events_secret` (null in every other answer). It is kept while the policy keeps an `events_url`; a PUT without one, or a DELETE, drops it.",
     body: InboxPolicy,
-    response: policyAnswer,
+    response: policyAnswer.extend({ events_secret: z.string().nullable() }),
     errors: [404],
   },
   async (c, { params, body, principal }) => {
-    await requireRoute(c.env.DB, params.route_name);
+    const route = await requireRoute(c.env.DB, params.route_name);
+    // Still a body check, but it needs the settings, so it runs here rather than in the schema.
+    if (body.events_url) assertDeclaredUrl("events_url", body.events_url, c.get("settings"));
+    const before = await readInboxPolicy(c.env.DB, params.route_name);
+    // The route's callback secret signs its events; a route without one needs a secret of its own.
+    const kept = body.events_url ? (before?.policy.events_secret ?? null) : null;
+    const minted = body.events_url && !route.callback_secret && !kept ? base64url(crypto.getRandomValues(new Uint8Array(32))) : null;
     const now = new Date();
-    await writeInboxPolicy(c.env.DB, params.route_name, body, principal.key.user_id, now);
-    return { ...body, route_name: params.route_name, stored: true, updated_at: now.toISOString(), updated_by: principal.key.user_id };
+    await writeInboxPolicy(c.env.DB, params.route_name, { ...body, events_secret: minted ?? kept }, principal.key.user_id, now);
+    return { ...body, route_name: params.route_name, stored: true, updated_at: now.toISOString(), updated_by: principal.key.user_id, events_secret: minted };
   },
 );
 

@@ -22,6 +22,9 @@ import { TurnLoop } from "./turn-loop";
 import { holdsNothing, vacate } from "./vacancy";
 import { ThreadInbox } from "./inbox";
 import { sendInboxAlerts } from "./inbox-alerts";
+import { InboxEventsOut } from "./inbox-events";
+import { clearEvents } from "./inbox-events-table";
+import { InboxMessenger } from "./inbox-messages";
 import { inboxPolicyFor } from "../inbox-policy";
 import { inboxCounters } from "./inbox-counters";
 import { type RemoteTranscript, WebVisitor, type WebSockets } from "./web-visitor";
@@ -41,6 +44,8 @@ export interface ThreadParts {
   web: WebVisitor;
   keys: IdempotencyKeys;
   inbox: ThreadInbox;
+  /** The inbox events queued for the route's events_url (src/conversations/thread/inbox-events.ts). */
+  events: InboxEventsOut;
   /**
    * What the thread holds in memory per message it has not finished (test/perf/memory-bounds.test.ts
    * drives a hot thread and reads these back to zero once it is idle).
@@ -64,7 +69,8 @@ export function composeThread(deps: ThreadDeps, sockets: WebSockets, remote: Rem
     deps,
     () => web.expiryDue(),
     () => web.dueAt(),
-    () => inbox.dueAt(),
+    // The inbox's timers and its events' next POST share the inbox's place among the alarm's instants.
+    () => earliest(inbox.dueAt(), events.dueAt()),
   );
   const index = new IndexOutbox(
     deps,
@@ -72,16 +78,27 @@ export function composeThread(deps: ThreadDeps, sockets: WebSockets, remote: Rem
     () => alarm.arm(),
     () => inboxColumnsOf(inbox.state()),
   );
+  const snapshots = new RouteSnapshots();
+  const events = new InboxEventsOut(deps, { identity, alarm });
   const inbox = new ThreadInbox(deps, {
     policy: (routeName) => inboxPolicyFor(deps.env(), routeName),
     defaultSlaMs: () => deps.settings().conversations.inboxSlaSeconds * 1000,
-    emit: (events) => index.note({ counters: inboxCounters(events, inbox.state()) }),
+    emit: (emitted) => {
+      index.note({ counters: inboxCounters(emitted, inbox.state()) });
+      // Queued in the step that changed the state, then sent in the background (the alarm retries).
+      events.note(emitted);
+      void events.drive();
+    },
     // The listing row carries the inbox state, so every change is pushed like a record's.
     changed: () => index.note(),
+    messages: new InboxMessenger(deps, { identity, snapshots, accept: (req) => intake.accept(req) }),
+    cleared: () => {
+      clearEvents(deps.storage);
+      events.reload();
+    },
   });
   const mode = new ThreadMode(deps);
   const waiters = new InlineWaiters();
-  const snapshots = new RouteSnapshots();
   const delivery = new DeliveryMachine(deps, { index, alarm, snapshots, web });
   const startDelivery = (due?: StoredRecord) => void delivery.drive(due);
   const firstRuns = new Set<string>();
@@ -114,7 +131,12 @@ export function composeThread(deps: ThreadDeps, sockets: WebSockets, remote: Rem
     handed: delivery.handedCount,
     open: openRecordCount(deps.storage),
   });
-  return { identity, alarm, index, mode, intake, turns, delivery, reads, interactions, memory, web, keys, inbox, held };
+  return { identity, alarm, index, mode, intake, turns, delivery, reads, interactions, memory, web, keys, inbox, events, held };
+}
+
+function earliest(...instants: Array<number | null>): number | null {
+  const set = instants.filter((t): t is number => t !== null);
+  return set.length ? Math.min(...set) : null;
 }
 
 /**
@@ -130,6 +152,7 @@ export function composeThread(deps: ThreadDeps, sockets: WebSockets, remote: Rem
  */
 export async function alarmPass(deps: ThreadDeps, parts: ThreadParts): Promise<"vacated" | undefined> {
   parts.alarm.fired();
+  parts.events.reload();
   const { storage } = deps;
   const now = deps.clock.now();
   if (parts.web.sweepExpired(now) && (await holdsNothing(storage))) {
@@ -160,6 +183,8 @@ export async function alarmPass(deps: ThreadDeps, parts: ThreadParts): Promise<"
   if (purgeExpiredCheckpoint(storage, now) > 0) parts.alarm.memoryChanged();
   const turns = parts.turns.pump();
   await parts.delivery.drive();
+  // The conversation events due: a retry, or one a restart left queued.
+  await parts.events.drive();
   await turns;
   await parts.alarm.arm();
   return undefined;

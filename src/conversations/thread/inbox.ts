@@ -16,6 +16,9 @@ import {
   type InboxPolicy,
   InboxState,
   MAX_LABELS,
+  RATING_MAX,
+  RATING_MIN,
+  RATING_WINDOW_MS,
   type WaitReason,
 } from "../model/inbox";
 import type { Mode } from "../../shared/kinds";
@@ -72,6 +75,38 @@ export interface InboxParts {
   emit(events: InboxEvent[]): void;
   /** Told of every stored change: the listing row carries the state, so it is pushed again. */
   changed(): void;
+  /** What the inbox says to the customer itself (src/conversations/thread/inbox-messages.ts); absent: nothing. */
+  messages?: InboxMessages;
+  /** Told when the state is cleared (forget, the last record pruned): what was kept beside it goes too. */
+  cleared?(): void;
+}
+
+/** The inbox's own messages to the customer, delivered like an operator's (docs/inbox.md). */
+export interface InboxMessages {
+  /** The holding message, to the thread's newest address on the route; false when nothing was sent (no address, no route). */
+  holding(routeName: string, text: string): Promise<boolean>;
+  /** The closing message (when `text` is set), then the satisfaction question when `ask`; answers whether the question went out. */
+  closing(routeName: string, text: string | null, ask: boolean): Promise<boolean>;
+}
+
+/** A customer's message as the rating check reads it: its text and the id of the option it tapped. */
+export interface InboundReply {
+  text: string | null;
+  reply_id: string | null;
+}
+
+/** The satisfaction question's options: one per point of the scale, its text the number, its id `rating-<n>`. */
+export function ratingOptions(): Array<{ id: string; text: string }> {
+  const out: Array<{ id: string; text: string }> = [];
+  for (let n = RATING_MIN; n <= RATING_MAX; n++) out.push({ id: `rating-${n}`, text: String(n) });
+  return out;
+}
+
+/** The rating a reply names (an option's text or id, tapped or typed), or null. */
+export function ratingOf(reply: InboundReply): number | null {
+  const said = [reply.reply_id, reply.text].map((v) => (v ?? "").trim().toLowerCase()).filter((v) => v !== "");
+  for (const o of ratingOptions()) if (said.some((v) => v === o.id || v === o.text)) return Number(o.text);
+  return null;
 }
 
 /** The policy's auto-resolve interval in ms (null: never). */
@@ -128,6 +163,8 @@ export class ThreadInbox {
     if (mode === "manual") {
       if (s.status === "open" && s.waiting_since !== null) return;
       const policy = await this.parts.policy(routeName ?? s.route_name);
+      // Once per handoff: recorded before it is sent, so a repeated switch never sends it twice.
+      const holding = policy.holding_message !== null && s.holding_sent_at === null && this.parts.messages !== undefined ? policy.holding_message : null;
       const next: InboxState = {
         ...s,
         status: "open",
@@ -140,9 +177,12 @@ export class ThreadInbox {
         sla_stage: "none",
         auto_resolve_ms: autoResolveMs(policy),
         auto_resolve_at: this.autoResolveAt(policy, now),
+        holding_sent_at: holding !== null ? now : s.holding_sent_at,
       };
       this.save(next);
       this.parts.emit([{ kind: "waiting", at: now, route_name: next.route_name, by, detail: { reason } }]);
+      // Not a human's answer: the wait and its clock stay as just set.
+      if (holding !== null && next.route_name !== null) await this.parts.messages?.holding(next.route_name, holding);
       return;
     }
     // A thread the inbox never touched is already the agent's.
@@ -155,6 +195,8 @@ export class ThreadInbox {
       sla_due_at: null,
       sla_stage: "none",
       route_name: routeName ?? s.route_name,
+      // The next handoff is a new one: its holding message goes again.
+      holding_sent_at: null,
     });
   }
 
@@ -162,12 +204,14 @@ export class ThreadInbox {
    * A customer's message was accepted. A resolved or snoozed thread reopens; on a thread a human
    * owns (`manual`), the customer now waits, unless already waiting. Auto-resolve moves ahead.
    */
-  async inbound(routeName: string, mode: Mode): Promise<void> {
+  async inbound(routeName: string, mode: Mode, reply?: InboundReply): Promise<"rated" | undefined> {
     const now = this.deps.clock.now();
     const stored = this.stored();
+    // The answer to the satisfaction question: recorded, and the conversation stays resolved.
+    if (stored && reply && this.rate(stored, routeName, reply, now)) return "rated";
     // A thread the inbox never touched, still with the agent, keeps no state and reads no policy:
     // the agent's own conversations pay nothing for the inbox.
-    if (!stored && mode !== "manual") return;
+    if (!stored && mode !== "manual") return undefined;
     const s = stored ?? EMPTY_INBOX;
     const events: InboxEvent[] = [];
     const reopening = s.status === "resolved" || s.status === "snoozed";
@@ -183,7 +227,7 @@ export class ThreadInbox {
       auto_resolve_at: autoMs === null ? null : now + autoMs,
     };
     if (reopening) {
-      next = { ...next, status: mode === "manual" ? "open" : "pending", snoozed_until: null, resolved_at: null };
+      next = { ...next, status: mode === "manual" ? "open" : "pending", snoozed_until: null, resolved_at: null, rating_asked_at: null };
       events.push({ kind: "reopened", at: now, route_name: routeName, by: null, detail: { from: s.status } });
     }
     // Only a human can keep a customer waiting: while the agent owns the thread, it answers.
@@ -195,6 +239,17 @@ export class ThreadInbox {
     }
     this.save(next);
     if (events.length) this.parts.emit(events);
+    return undefined;
+  }
+
+  /** Records `reply` as the rating when it answers an open satisfaction question; false when it does not. */
+  private rate(s: InboxState, routeName: string, reply: InboundReply, now: number): boolean {
+    if (s.status !== "resolved" || s.rating_asked_at === null || now - s.rating_asked_at > RATING_WINDOW_MS) return false;
+    const rating = ratingOf(reply);
+    if (rating === null) return false;
+    this.save({ ...s, rating, rated_at: now, rating_asked_at: null, last_inbound_at: now });
+    this.parts.emit([{ kind: "rated", at: now, route_name: routeName, by: null, detail: { rating } }]);
+    return true;
   }
 
   /** May `by` send into this thread? Refused while another operator holds it, unless forced. */
@@ -275,10 +330,21 @@ export class ThreadInbox {
           sla_due_at: null,
           sla_stage: "none",
           auto_resolve_at: null,
+          holding_sent_at: null,
+          rating_asked_at: null,
         };
         this.save(next);
         this.parts.emit([event("resolved", { auto: 0, open_ms: openFor(s, now) })]);
-        return { ok: true, state: next, changed: true };
+        if (!action.notify || !this.parts.messages || route === null) return { ok: true, state: next, changed: true };
+        const policy = await this.parts.policy(route);
+        const asked = await this.parts.messages.closing(route, policy.closing_message, policy.ask_rating);
+        if (!asked) return { ok: true, state: next, changed: true };
+        // The window for the answer starts with the question; an earlier rating is kept until a new one comes.
+        const cur = this.state();
+        if (cur.status !== "resolved") return { ok: true, state: cur, changed: true };
+        const rated: InboxState = { ...cur, rating_asked_at: this.deps.clock.now() };
+        this.save(rated);
+        return { ok: true, state: rated, changed: true };
       }
       case "snooze": {
         if (action.until <= now) return { ok: false, reason: "snooze_in_past" };
@@ -373,6 +439,7 @@ export class ThreadInbox {
         sla_due_at: null,
         sla_stage: "none",
         auto_resolve_at: null,
+        holding_sent_at: null,
       };
       events.push({ kind: "resolved", at: now, route_name: route, by: null, detail: { auto: 1, open_ms: openMs } });
     }
@@ -400,6 +467,7 @@ export class ThreadInbox {
   clear(): void {
     deleteMeta(this.deps.storage, META);
     this.cached = null;
+    this.parts.cleared?.();
   }
 
   private slaMs(policy: InboxPolicy): number {

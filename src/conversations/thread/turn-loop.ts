@@ -219,7 +219,11 @@ export class TurnLoop {
     const { route, key } = read;
     const mode = await this.modeFor(stored, read);
     // The inbox learns of the customer's message with the mode it met: reopened, or waiting for a human.
-    if (stored.record.origin === "client" && stored.inbound.kind === "message") await this.parts.inbox.inbound(route.route_name, mode);
+    if (stored.record.origin === "client" && stored.inbound.kind === "message") {
+      const reply = { text: stored.inbound.text, reply_id: stored.inbound.params?.reply_id ?? null };
+      // A reply that rates the conversation is recorded by the inbox and answered by nobody.
+      if ((await this.parts.inbox.inbound(route.route_name, mode, reply)) === "rated") return silentOutcome();
+    }
     if (mode === "manual") {
       if (route.target_kind === "agent" && stored.inbound.kind === "message" && (await this.deps.turn.agents.keepsMemory(ctx, route.target_name))) {
         try {
