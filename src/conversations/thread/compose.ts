@@ -22,6 +22,7 @@ import { TurnLoop } from "./turn-loop";
 import { holdsNothing, vacate } from "./vacancy";
 import { type InboxEvent, ThreadInbox } from "./inbox";
 import { sendInboxAlerts } from "./inbox-alerts";
+import { ThreadNotes } from "./notes";
 import { inboxPolicyFor } from "../inbox-policy";
 import type { CounterDelta } from "../../shards/rpc";
 import { type RemoteTranscript, WebVisitor, type WebSockets } from "./web-visitor";
@@ -41,6 +42,7 @@ export interface ThreadParts {
   web: WebVisitor;
   keys: IdempotencyKeys;
   inbox: ThreadInbox;
+  notes: ThreadNotes;
   /**
    * What the thread holds in memory per message it has not finished (test/perf/memory-bounds.test.ts
    * drives a hot thread and reads these back to zero once it is idle).
@@ -64,7 +66,8 @@ export function composeThread(deps: ThreadDeps, sockets: WebSockets, remote: Rem
     deps,
     () => web.expiryDue(),
     () => web.dueAt(),
-    () => inbox.dueAt(),
+    // The inbox's timers and its notes' expiry share the inbox's candidate.
+    () => earliest(inbox.dueAt(), notes.dueAt()),
   );
   const index = new IndexOutbox(deps, identity, () => alarm.arm());
   const inbox = new ThreadInbox(deps, {
@@ -74,6 +77,7 @@ export function composeThread(deps: ThreadDeps, sockets: WebSockets, remote: Rem
     // The listing row carries the inbox state, so every change is pushed like a record's.
     changed: () => index.note(),
   });
+  const notes = new ThreadNotes(deps, { inbox, holdsRecords: () => countAll(deps.storage) > 0 });
   const mode = new ThreadMode(deps);
   const waiters = new InlineWaiters();
   const snapshots = new RouteSnapshots();
@@ -98,7 +102,7 @@ export function composeThread(deps: ThreadDeps, sockets: WebSockets, remote: Rem
     keys,
     inbox,
   });
-  const reads = new ThreadReads(deps, { identity, mode, alarm, index, inbox });
+  const reads = new ThreadReads(deps, { identity, mode, alarm, index, inbox, notes });
   const interactions = new ThreadInteractions(deps, { identity, intake });
   const memory = new AgentMemory(deps, alarm);
   const held = () => ({
@@ -109,7 +113,13 @@ export function composeThread(deps: ThreadDeps, sockets: WebSockets, remote: Rem
     handed: delivery.handedCount,
     open: openRecordCount(deps.storage),
   });
-  return { identity, alarm, index, mode, intake, turns, delivery, reads, interactions, memory, web, keys, inbox, held };
+  return { identity, alarm, index, mode, intake, turns, delivery, reads, interactions, memory, web, keys, inbox, notes, held };
+}
+
+/** The earlier of two instants (null: none). */
+function earliest(a: number | null, b: number | null): number | null {
+  if (a === null) return b;
+  return b === null ? a : Math.min(a, b);
 }
 
 /**
@@ -160,9 +170,15 @@ export async function alarmPass(deps: ThreadDeps, parts: ThreadParts): Promise<"
   if (expiry !== null && expiry <= now) {
     const pruned = pruneExpired(storage, now);
     if (pruned.ids.length) parts.index.note({ dropped: pruned.ids, runsDropped: pruned.traced });
-    // The inbox state is the conversation's: it goes with the thread's last record.
-    if (pruned.ids.length && countAll(storage) === 0) parts.inbox.clear();
+    // The inbox state and the notes are the conversation's: they go with the thread's last record.
+    if (pruned.ids.length && countAll(storage) === 0) {
+      parts.inbox.clear();
+      parts.notes.clear();
+    }
   }
+  // Private notes expire a retention window after their write.
+  const notesDue = parts.notes.dueAt(true);
+  if (notesDue !== null && notesDue <= now) parts.notes.prune(now);
   // The page's copies of records expire with them (src/conversations/thread/web-visitor.ts).
   const webDue = parts.web.dueAt(true);
   if (webDue !== null && webDue <= now) parts.web.pruneExpired(now);

@@ -345,6 +345,11 @@ export class ThreadInbox {
     return alerts;
   }
 
+  /** Another inbox part's events (a private note written): told like the state's own. */
+  emit(events: InboxEvent[]): void {
+    if (events.length) this.parts.emit(events);
+  }
+
   /** Forget: the state goes with the records. */
   clear(): void {
     deleteMeta(this.deps.storage, META);
