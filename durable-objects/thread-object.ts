@@ -42,6 +42,7 @@ import { parkedById } from "../src/conversations/thread/parked";
 import type { WebSessionCheck } from "../src/conversations/model/web";
 import { type InboxAction, type InboxActionResult, type InboxView, inboxView } from "../src/conversations/model/inbox";
 import { countAll } from "../src/conversations/thread/store";
+import type { NoteAddResult, NoteDeleteResult, StoredNote } from "../src/conversations/model/notes";
 import { threadStub } from "../src/conversations/model/thread-rpc";
 
 /** One thread's object: wires the parts over its storage and answers its contract's verbs. */
@@ -237,6 +238,21 @@ export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
     const r = await this.parts.inbox.act(action);
     if (r.ok && r.changed) await this.parts.alarm.arm();
     return r;
+  }
+
+  async notes(): Promise<StoredNote[] | null> {
+    return this.parts.notes.live();
+  }
+
+  async noteAdd(routeName: string, by: string, text: string): Promise<NoteAddResult> {
+    const r = this.parts.notes.add(routeName, by, text);
+    // The note's expiry is one of the alarm's instants.
+    if (r.ok) await this.parts.alarm.arm();
+    return r;
+  }
+
+  async noteDelete(noteId: string, by: string, admin: boolean): Promise<NoteDeleteResult> {
+    return this.parts.notes.remove(noteId, by, admin);
   }
 
   async checkpointRead(threadId: string): Promise<CheckpointMessage[]> {

@@ -11,6 +11,7 @@ import { conversationMessagesRouter } from "./conversations/routes/messages";
 import { conversationEventsRouter } from "./conversations/routes/events";
 import { conversationModeRouter } from "./conversations/routes/mode";
 import { conversationInboxRouter } from "./conversations/routes/inbox";
+import { conversationNotesRouter } from "./conversations/routes/notes";
 import { conversationThreadsRouter } from "./conversations/routes/threads";
 import { conversationRoutesRouter } from "./conversations/routes/routes";
 import { channelsRouter } from "./channels/routes/channels";
@@ -95,6 +96,7 @@ export function createApp(): Hono<AppEnv> {
     conversationThreadsRouter,
     conversationModeRouter,
     conversationInboxRouter,
+    conversationNotesRouter,
     conversationEventsRouter,
     conversationMessagesRouter,
     conversationRoutesRouter,

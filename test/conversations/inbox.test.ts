@@ -126,7 +126,9 @@ describe("the inbox", () => {
 
     const refused = await call("POST", `/api/conversations/${r.name}/thread/messages`, { key: other.key, body: { thread_id: threadId, text: "me too" } });
     expect(refused.status).toBe(409);
-    expect(JSON.stringify(refused.body)).toContain(owner.user_id);
+    // The refusal names no one (an assignee is stored input); the inbox door says who holds it.
+    expect(JSON.stringify(refused.body)).not.toContain(owner.user_id);
+    expect((await inbox(r.name, threadId, other.key)).body.data.assignee).toBe(owner.user_id);
     const forced = await call("POST", `/api/conversations/${r.name}/thread/messages`, {
       key: other.key,
       body: { thread_id: threadId, text: "sorry, urgent", force: true },

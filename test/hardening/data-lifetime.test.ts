@@ -7,8 +7,8 @@
  * 2. For each end of a conversation (forget, erase, retention) one conversation is written through
  *    the real doors: an api caller and a web visitor linked to one person (the visitor opened the
  *    page with link params), the agent's memory of it, a question its turn asked, a notification
- *    to the visitor, a state record about it, and (for forget and retention) an unlinked visitor
- *    on their own thread. Each fixture reads back every door and stream that exposes its copy and
+ *    to the visitor, a state record about it, an inbox label and a private note on each of its
+ *    threads, and (for forget and retention) an unlinked visitor on their own thread. Each fixture reads back every door and stream that exposes its copy and
  *    must see the conversation there first (so the copy was written through).
  * 3. The end is applied through its door (or, for retention, the settings shortened and the stored
  *    clocks run out, then the prune passes run), and every fixture reads again: a copy the end
@@ -86,6 +86,21 @@ const FIXTURES: Record<string, (w: World) => Promise<string>> = {
         "SELECT * FROM inbox_events",
       ),
     ),
+  "thread-notes": async (w) => {
+    const key = await admin();
+    const out: unknown[] = [];
+    for (const t of w.threads) {
+      out.push((await call("GET", `/api/conversations/${t.route}/thread/notes?thread_id=${q(t.thread)}`, { key })).body);
+      out.push((await call("GET", `/api/conversations/${t.route}/transcript?thread_id=${q(t.thread)}&include_notes=true`, { key })).body);
+    }
+    out.push(
+      await stored(
+        w.threads.map((t) => t.thread),
+        "SELECT * FROM notes",
+      ),
+    );
+    return text(out);
+  },
   "web-transcript": async (w) => {
     const out: unknown[] = [];
     for (const v of w.visitors) {
@@ -326,6 +341,16 @@ async function world(end: End): Promise<World> {
   }
   expect(labelled).toBeGreaterThan(0);
   w.markers.push(label);
+
+  // A private note on every thread that holds a record: its text is the marker.
+  const noted = `private-note-${r}`;
+  let notes = 0;
+  for (const t of w.threads) {
+    const res = await call("POST", `/api/conversations/${t.route}/thread/notes`, { key, body: { thread_id: t.thread, text: noted } });
+    if (res.status === 201) notes++;
+  }
+  expect(notes).toBeGreaterThan(0);
+  w.markers.push(noted);
 
   for (const t of w.threads) await settled(t.thread).catch(() => undefined);
   await listingCaughtUp(...w.threads.map((t) => t.thread));

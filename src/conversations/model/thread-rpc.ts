@@ -21,6 +21,7 @@ import type { CheckpointMessage } from "../../shared/agent-memory";
 import type { RunTrace } from "../../shared/run-trace";
 import type { WebSessionCheck } from "./web";
 import type { InboxAction, InboxActionResult, InboxView } from "./inbox";
+import type { NoteAddResult, NoteDeleteResult, StoredNote } from "./notes";
 
 /** What a door hands over. `preset` records (slow-down, shed, operator send) run no turn. */
 export interface AcceptRequest {
@@ -202,6 +203,12 @@ export interface ThreadRpc {
   inbox(): Promise<InboxView | null>;
   /** An operator's inbox action (claim, release, transfer, resolve, snooze, reopen, labels), decided in one step. */
   inboxAct(threadId: string, action: InboxAction): Promise<InboxActionResult>;
+  /** The thread's live private notes, oldest first (docs/inbox.md, "Private notes"); null when the thread holds no record. */
+  notes(): Promise<StoredNote[] | null>;
+  /** Writes a private note by `by` through route `routeName`'s door; refused on a thread with no record, or one holding the most notes it may. */
+  noteAdd(routeName: string, by: string, text: string): Promise<NoteAddResult>;
+  /** Deletes a live private note: its author may, or an admin (`admin`). */
+  noteDelete(noteId: string, by: string, admin: boolean): Promise<NoteDeleteResult>;
   /** kv checkpoint provider: this thread's agent memory, oldest first (expired reads as []). */
   checkpointRead(threadId: string): Promise<CheckpointMessage[]>;
   /** kv checkpoint provider: append and refresh the idle TTL (the caller's setting, minutes). */

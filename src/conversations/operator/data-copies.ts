@@ -82,6 +82,20 @@ export const DATA_COPIES: readonly DataCopy[] = [
     },
   },
   {
+    name: "thread-notes",
+    where: "ThreadObject `notes` (src/conversations/thread/notes.ts)",
+    holds: "operators' private notes on the conversation: their text and author",
+    readBy:
+      "the thread notes door (`GET …/thread/notes`), the transcript door with `include_notes=true`; the agent's memory when the route's inbox policy opts in (the `agent-memory` copy)",
+    forget: { kind: "deletes", how: "cleared in the thread's forget, with the records" },
+    erase: { kind: "deletes", how: "erase forgets the person's thread" },
+    retention: {
+      kind: "expires",
+      how: "each note's `expires_at`, a retention window from its write; reads treat it as gone; the alarm prunes it, and clears every note when it prunes the thread's last record",
+      settings: RETENTION,
+    },
+  },
+  {
     name: "web-transcript",
     where:
       "ThreadObject `web_transcript` in the visitor's own thread on the route (src/conversations/thread/web-visitor.ts), also for a linked person's records",

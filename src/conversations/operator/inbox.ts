@@ -84,9 +84,9 @@ function viewOrRefusal(threadId: string, r: InboxActionResult): InboxView {
   if (r.ok) return inboxView(threadId, r.state);
   switch (r.reason) {
     case "claimed":
-      throw claimedBy(r.assignee);
+      throw claimedBy();
     case "not_assignee":
-      throw new HttpError(409, `the thread is held by ${r.assignee ?? "nobody"}, not by the caller; send force: true to act anyway`, "not_assignee");
+      throw new HttpError(409, "the thread is held by another operator, not by the caller; send force: true to act anyway", "not_assignee");
     case "no_thread":
       throw new HttpError(404, "thread not found");
     case "too_many_labels":

@@ -178,16 +178,24 @@ export async function sendOperatorMessage(
   return { message_id: messageId, thread_id: threadId };
 }
 
-/** 409: another operator holds the thread (docs/inbox.md); `force: true` sends anyway, and the send is recorded as forced. */
-export function claimedBy(assignee: string): HttpError {
-  return new HttpError(409, `the thread is claimed by operator ${assignee}; send with force: true to answer anyway`, "thread_claimed", { assignee });
+/**
+ * 409: another operator holds the thread (docs/inbox.md); `force: true` sends anyway, and the send
+ * is recorded as forced. The holder is not named here: an assignee is whatever user_id a transfer
+ * named, and a refusal never echoes stored input; the thread's inbox door says who holds it.
+ */
+export function claimedBy(): HttpError {
+  return new HttpError(
+    409,
+    "the thread is claimed by another operator; read its inbox state to see who, or send with force: true to answer anyway",
+    "thread_claimed",
+  );
 }
 
 /** A keyed send's answer: the send the key names (`replayed` when an earlier request made it), or the key's refusal. */
 function sentOrRefused(result: AcceptResult): { message_id: string; thread_id: string; replayed?: true } {
   if (result.kind === "key_reused") throw keyReused();
   if (result.kind === "key_in_flight") throw keyInFlight();
-  if (result.kind === "claimed") throw claimedBy(result.assignee);
+  if (result.kind === "claimed") throw claimedBy();
   if (result.kind === "queue_full") {
     throw serverError("queue_full", "thread queue is full; retry later", {
       reason: "the thread already holds CONVERSATIONS_THREAD_QUEUE_DEPTH queued turns",

@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { InboxStatus, Label } from "../model/inbox";
 import { AnswerRecordView, DELIVERY_STATUSES } from "../model/record";
+import { NoteView } from "../model/notes";
 import { waitSecondsSchema } from "../model/schemas";
 import { Mode } from "../../shared/kinds";
 import { MAX_OPTION_ROWS, RichPart } from "../../channels/rich/types";
@@ -72,6 +73,8 @@ export const transcriptQuery = pagingQuery.extend({
   thread_id: threadIdField,
   order: z.enum(["asc", "desc"]).default("asc"),
   q: z.string().max(1000).optional(),
+  /** `true`: the thread's private notes ride along in `notes` (docs/inbox.md, "Private notes"). */
+  include_notes: z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional(),
 });
 
 export const modeBody = z.object({ thread_id: threadIdField, mode: Mode }).strict();
@@ -113,7 +116,11 @@ export const threadItem = z.object({
 });
 export const threadsPage = pageSchema(threadItem);
 export const recordsPage = pageSchema(AnswerRecordView);
-export const transcriptPage = pageSchema(AnswerRecordView).extend({ order: z.enum(["asc", "desc"]) });
+export const transcriptPage = pageSchema(AnswerRecordView).extend({
+  order: z.enum(["asc", "desc"]),
+  /** Only with `include_notes=true`: the thread's live private notes, oldest first, whatever the page. */
+  notes: z.array(NoteView).optional(),
+});
 export const forgetAnswer = z.object({ removed: z.number().int(), route_name: z.string(), thread_id: z.string() });
 export const modeAnswer = z.object({ mode: Mode, source: z.enum(["thread", "route"]) });
 export const modeSetAnswer = z.object({ route_name: z.string(), thread_id: z.string(), mode: Mode, source: z.literal("thread") });

@@ -71,7 +71,7 @@ function actionDoor<B extends { thread_id: string }>(
 actionDoor(
   "/api/conversations/{route_name}/thread/claim",
   "Claim a thread: the caller becomes its assignee",
-  "A compare-and-set in the thread's object: 409 `thread_claimed` (naming the assignee) while another operator holds it, unless `force: true`, which takes it over and is recorded. Claiming one's own thread again changes nothing. A claimed thread refuses another operator's send (409) unless that send is forced.",
+  "A compare-and-set in the thread's object: 409 `thread_claimed` while another operator holds it (the inbox door says who), unless `force: true`, which takes it over and is recorded. Claiming one's own thread again changes nothing. A claimed thread refuses another operator's send (409) unless that send is forced.",
   claimBody,
   (b, by) => ({ kind: "claim", by, force: b.force === true }),
 );

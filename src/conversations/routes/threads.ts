@@ -13,6 +13,8 @@ import { listThreads, readTranscript, searchRoute } from "../operator/reads";
 import { forgetAnswer, recordsPage, searchQuery, threadIdQuery, threadsPage, threadsQuery, transcriptPage, transcriptQuery } from "../operator/schemas";
 import { guardThreadOnRoute } from "../operator/thread-guard";
 import { forgetThread } from "../operator/threads";
+import { assertThreadAllowed } from "../operator/inbox";
+import { notesBeside } from "../operator/notes";
 
 export const conversationThreadsRouter = new Hono<AppEnv>();
 
@@ -68,7 +70,7 @@ addRoute(
     path: "/api/conversations/{route_name}/transcript",
     summary: "Read one thread's records a page at a time",
     description:
-      "Whole records for admins, caller-safe projections otherwise. `order` asc (default, oldest first) or desc. 404 for a thread the index does not hold; a held thread whose records expired reads as an empty page carrying the indexed total. With `q` (a text search over at most 1000 records), total is the matches found and an unknown or unmatched thread reads as an empty page.",
+      'Whole records for admins, caller-safe projections otherwise. `order` asc (default, oldest first) or desc. `include_notes=true` adds `notes`: the thread\'s live private notes, oldest first (docs/inbox.md, "Private notes"). 404 for a thread the index does not hold; a held thread whose records expired reads as an empty page carrying the indexed total. With `q` (a text search over at most 1000 records), total is the matches found and an unknown or unmatched thread reads as an empty page.',
     area: "conversations",
     auth: { tag: "conversations" },
     store: "conversations",
@@ -82,7 +84,11 @@ addRoute(
     // A person thread's transcript holds its records from every route the person spans.
     const { thread_id } = await guardThreadOnRoute(c.env, params.route_name, query.thread_id, route);
     const q = query.q !== undefined && query.q.trim() !== "" ? query.q : undefined;
-    return readTranscript(c.env, params.route_name, thread_id, { order: query.order, q, admin: principal.admin }, toWindow(query));
+    const page = await readTranscript(c.env, params.route_name, thread_id, { order: query.order, q, admin: principal.admin }, toWindow(query));
+    if (query.include_notes !== "true") return page;
+    // The notes are the inbox's: read under the inbox doors' "mine only" check.
+    await assertThreadAllowed(c.env, principal, params.route_name, thread_id);
+    return { ...page, notes: await notesBeside(c.env, thread_id) };
   },
 );
 

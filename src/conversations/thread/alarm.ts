@@ -26,7 +26,7 @@ export class ThreadAlarm implements AlarmArm {
     private readonly webSessionDue: () => number | null = () => null,
     /** The web transcript's earliest entry expiry (WebVisitor.dueAt, kept in memory there). */
     private readonly transcriptDue: () => number | null = () => null,
-    /** The inbox's earliest timer (ThreadInbox.dueAt: a waiting alert, a snooze's end, auto-resolve). */
+    /** The inbox's earliest timer (ThreadInbox.dueAt: a waiting alert, a snooze's end, auto-resolve; ThreadNotes.dueAt: a note's expiry). */
     private readonly inboxDue: () => number | null = () => null,
   ) {}
 

@@ -23,8 +23,10 @@ import { holdsNothing, vacate } from "./vacancy";
 import { ThreadInbox } from "./inbox";
 import { sendInboxAlerts } from "./inbox-alerts";
 import { InboxEventsOut } from "./inbox-events";
+import { reloadInboxInstants } from "./inbox-instants";
 import { clearEvents } from "./inbox-events-table";
 import { InboxMessenger } from "./inbox-messages";
+import { ThreadNotes } from "./notes";
 import { inboxPolicyFor } from "../inbox-policy";
 import { inboxCounters } from "./inbox-counters";
 import { type RemoteTranscript, WebVisitor, type WebSockets } from "./web-visitor";
@@ -46,6 +48,7 @@ export interface ThreadParts {
   inbox: ThreadInbox;
   /** The inbox events queued for the route's events_url (src/conversations/thread/inbox-events.ts). */
   events: InboxEventsOut;
+  notes: ThreadNotes;
   /**
    * What the thread holds in memory per message it has not finished (test/perf/memory-bounds.test.ts
    * drives a hot thread and reads these back to zero once it is idle).
@@ -69,8 +72,8 @@ export function composeThread(deps: ThreadDeps, sockets: WebSockets, remote: Rem
     deps,
     () => web.expiryDue(),
     () => web.dueAt(),
-    // The inbox's timers and its events' next POST share the inbox's place among the alarm's instants.
-    () => earliest(inbox.dueAt(), events.dueAt()),
+    // The inbox's timers, its events' next POST and its notes' expiry share the inbox's place among the alarm's instants.
+    () => earliest(inbox.dueAt(), events.dueAt(), notes.dueAt()),
   );
   const index = new IndexOutbox(
     deps,
@@ -97,6 +100,7 @@ export function composeThread(deps: ThreadDeps, sockets: WebSockets, remote: Rem
       events.reload();
     },
   });
+  const notes = new ThreadNotes(deps, { inbox, holdsRecords: () => countAll(deps.storage) > 0 });
   const mode = new ThreadMode(deps);
   const waiters = new InlineWaiters();
   const delivery = new DeliveryMachine(deps, { index, alarm, snapshots, web });
@@ -120,7 +124,7 @@ export function composeThread(deps: ThreadDeps, sockets: WebSockets, remote: Rem
     keys,
     inbox,
   });
-  const reads = new ThreadReads(deps, { identity, mode, alarm, index, inbox });
+  const reads = new ThreadReads(deps, { identity, mode, alarm, index, inbox, notes });
   const interactions = new ThreadInteractions(deps, { identity, intake });
   const memory = new AgentMemory(deps, alarm);
   const held = () => ({
@@ -131,9 +135,10 @@ export function composeThread(deps: ThreadDeps, sockets: WebSockets, remote: Rem
     handed: delivery.handedCount,
     open: openRecordCount(deps.storage),
   });
-  return { identity, alarm, index, mode, intake, turns, delivery, reads, interactions, memory, web, keys, inbox, events, held };
+  return { identity, alarm, index, mode, intake, turns, delivery, reads, interactions, memory, web, keys, inbox, events, notes, held };
 }
 
+/** The earliest of some instants (null: none). */
 function earliest(...instants: Array<number | null>): number | null {
   const set = instants.filter((t): t is number => t !== null);
   return set.length ? Math.min(...set) : null;
@@ -152,11 +157,20 @@ function earliest(...instants: Array<number | null>): number | null {
  */
 export async function alarmPass(deps: ThreadDeps, parts: ThreadParts): Promise<"vacated" | undefined> {
   parts.alarm.fired();
-  parts.events.reload();
+  // The inbox parts' instants are read again, in one statement, at their first look below; a
+  // thread this instance knows to hold none of them (the agent's own threads) reads nothing, since
+  // only this object writes them.
+  if (!(parts.inbox.knownEmpty() && parts.events.knownEmpty() && parts.notes.knownEmpty())) {
+    reloadInboxInstants(deps.storage);
+    parts.inbox.reload();
+    parts.events.reload();
+    parts.notes.reload();
+  }
   const { storage } = deps;
   const now = deps.clock.now();
   if (parts.web.sweepExpired(now) && (await holdsNothing(storage))) {
     await vacate(storage);
+    reloadInboxInstants(storage);
     return "vacated";
   }
   const s = deps.settings();
@@ -172,9 +186,15 @@ export async function alarmPass(deps: ThreadDeps, parts: ThreadParts): Promise<"
   if (expiry !== null && expiry <= now) {
     const pruned = pruneExpired(storage, now);
     if (pruned.ids.length) parts.index.note({ dropped: pruned.ids, runsDropped: pruned.traced });
-    // The inbox state is the conversation's: it goes with the thread's last record.
-    if (pruned.ids.length && countAll(storage) === 0) parts.inbox.clear();
+    // The inbox state and the notes are the conversation's: they go with the thread's last record.
+    if (pruned.ids.length && countAll(storage) === 0) {
+      parts.inbox.clear();
+      parts.notes.clear();
+    }
   }
+  // Private notes expire a retention window after their write.
+  const notesDue = parts.notes.dueAt();
+  if (notesDue !== null && notesDue <= now) parts.notes.prune(now);
   // The page's copies of records expire with them (src/conversations/thread/web-visitor.ts).
   const webDue = parts.web.dueAt(true);
   if (webDue !== null && webDue <= now) parts.web.pruneExpired(now);

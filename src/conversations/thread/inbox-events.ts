@@ -22,6 +22,7 @@ import { postCallback } from "./callback";
 import type { AlarmArm, ThreadDeps } from "./deps";
 import type { ThreadIdentity } from "./identity";
 import type { InboxEvent } from "./inbox";
+import { seedOf } from "./inbox-instants";
 import { claimEvent, dropEvent, eventsDueAt, headEvent, queueEvents, retryEvent } from "./inbox-events-table";
 import { deliveryRoute } from "./route-reads";
 import { parseThreadId } from "../../shared/thread-id";
@@ -88,8 +89,16 @@ export class InboxEventsOut {
 
   /** When the alarm must drive the queue (a retry, a claim's end), or null. Read once per change. */
   dueAt(): number | null {
-    if (this.due === undefined) this.due = eventsDueAt(this.deps.storage);
+    if (this.due === undefined) {
+      const seed = seedOf(this.deps.storage, "eventsDue");
+      this.due = seed !== undefined ? seed : eventsDueAt(this.deps.storage);
+    }
     return this.due;
+  }
+
+  /** This instance knows the queue is empty (only this object writes it). */
+  knownEmpty(): boolean {
+    return this.due === null;
   }
 
   /** The alarm fired or the queue was cleared behind this instance's back: read it again. */
@@ -118,16 +127,24 @@ export class InboxEventsOut {
         }
       } while (this.again);
     } finally {
-      this.due = undefined;
+      // Each write below forgot the instant it moved, so the arm reads it again only then.
       await this.parts.alarm.arm();
     }
   }
 
   /** The head's one attempt; answers whether the next event may go now. */
   private async step(): Promise<boolean> {
+    // Nothing queued, or not due yet: no read of the queue (the alarm comes back at the instant).
+    const due = this.dueAt();
+    if (due === null || due > this.deps.clock.now()) return false;
     const { storage, clock } = this.deps;
     const head = headEvent(storage);
-    if (!head || head.due_at > clock.now() || (head.lease_until ?? 0) > clock.now()) return false;
+    if (!head || head.due_at > clock.now() || (head.lease_until ?? 0) > clock.now()) {
+      this.due = head === null ? null : Math.max(head.due_at, head.lease_until ?? 0);
+      return false;
+    }
+    // Every write from here moves the head or its instant.
+    this.due = undefined;
     const env = this.deps.env();
     const s = this.deps.settings();
     const c = s.conversations;

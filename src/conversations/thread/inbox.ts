@@ -25,6 +25,7 @@ import type { Mode } from "../../shared/kinds";
 import { parseStored } from "../../platform/persistence/stored-json";
 import type { ThreadDeps } from "./deps";
 import { deleteMeta, getMeta, setMeta } from "./store";
+import { seedOf } from "./inbox-instants";
 
 const META = "inbox";
 
@@ -126,7 +127,8 @@ export class ThreadInbox {
   /** The stored state, or null when the thread never had one (it then reads as `pending`, unowned). */
   stored(): InboxState | null {
     if (this.cached === undefined) {
-      const raw = getMeta(this.deps.storage, META);
+      const seed = seedOf(this.deps.storage, "inbox");
+      const raw = seed !== undefined ? seed : getMeta(this.deps.storage, META);
       this.cached = raw === null ? null : parseStored(InboxState, raw, "thread meta inbox");
     }
     return this.cached;
@@ -143,6 +145,16 @@ export class ThreadInbox {
     setMeta(this.deps.storage, META, JSON.stringify(next));
     this.cached = next;
     this.parts.changed();
+  }
+
+  /** This instance has read the state and there is none (only this object writes it). */
+  knownEmpty(): boolean {
+    return this.cached === null;
+  }
+
+  /** The alarm fired: the next look reads the stored state again (src/conversations/thread/inbox-instants.ts). */
+  reload(): void {
+    this.cached = undefined;
   }
 
   /** The earliest instant a timer of the state is due, or null. */
@@ -402,9 +414,6 @@ export class ThreadInbox {
    */
   async tick(): Promise<DueAlert[]> {
     const now = this.deps.clock.now();
-    // The alarm acts on what is stored, whatever this instance believed; a thread known to hold no
-    // state (only this object writes it) is not read again, so the agent's own threads pay nothing.
-    if (this.cached !== null) this.cached = undefined;
     const s = this.stored();
     if (!s) return [];
     let next = s;
@@ -461,6 +470,11 @@ export class ThreadInbox {
     if (next !== s) this.save(next);
     if (events.length) this.parts.emit(events);
     return alerts;
+  }
+
+  /** Another inbox part's events (a private note written): told like the state's own. */
+  emit(events: InboxEvent[]): void {
+    if (events.length) this.parts.emit(events);
   }
 
   /** Forget: the state goes with the records. */

@@ -6,6 +6,7 @@ import type { ThreadIdentity } from "./identity";
 import type { IndexOutbox } from "./index-outbox";
 import { countAll, countLive, deleteAllRecords, getStored, hasTurnInFlight, liveRecords, newestAddressOn } from "./store";
 import type { ThreadInbox } from "./inbox";
+import type { ThreadNotes } from "./notes";
 import type { ThreadMode } from "./thread-mode";
 
 function matchesText(r: AnswerRecord, needle: string): boolean {
@@ -16,7 +17,14 @@ function matchesText(r: AnswerRecord, needle: string): boolean {
 export class ThreadReads {
   constructor(
     private readonly deps: Pick<ThreadDeps, "storage" | "clock">,
-    private readonly parts: { identity: ThreadIdentity; mode: ThreadMode; alarm: AlarmArm; index: Pick<IndexOutbox, "drained" | "clear">; inbox: ThreadInbox },
+    private readonly parts: {
+      identity: ThreadIdentity;
+      mode: ThreadMode;
+      alarm: AlarmArm;
+      index: Pick<IndexOutbox, "drained" | "clear">;
+      inbox: ThreadInbox;
+      notes: Pick<ThreadNotes, "clear">;
+    },
   ) {}
 
   /** Does the thread hold any record, expired or not (the event door never creates a thread)? */
@@ -61,7 +69,8 @@ export class ThreadReads {
   }
 
   /**
-   * Forgets the thread: records, its unpushed index notes, mode override and kv agent memory.
+   * Forgets the thread: records, its unpushed index notes, mode override, inbox state, private
+   * notes and kv agent memory.
    * Refused while a turn is queued or running. `beforeDelete` runs right before the records go.
    */
   async forget(beforeDelete?: () => void): Promise<ForgetResult> {
@@ -77,6 +86,7 @@ export class ThreadReads {
     this.parts.index.clear();
     this.parts.mode.clear();
     this.parts.inbox.clear();
+    this.parts.notes.clear();
     if (threadId) deleteCheckpoint({ storage, threadId });
     await this.parts.alarm.arm();
     return { ok: true, removed };

@@ -29,6 +29,7 @@ import {
 } from "../../platform/persistence/object-sql";
 import { THREAD_KEYS_SCHEMA } from "./idempotency-keys";
 import { INBOX_EVENTS_SCHEMA } from "./inbox-events-table";
+import { THREAD_NOTES_SCHEMA } from "./notes";
 
 /** Where a record's turn stands: waiting, running under an intake lease, or settled. */
 export type TurnState = "queued" | "running" | "done";
@@ -140,6 +141,7 @@ export function migrate(storage: DurableObjectStorage): void {
   migrateSchema(storage.sql, THREAD_MEMORY_SCHEMA);
   migrateSchema(storage.sql, THREAD_KEYS_SCHEMA);
   migrateSchema(storage.sql, INBOX_EVENTS_SCHEMA);
+  migrateSchema(storage.sql, THREAD_NOTES_SCHEMA);
 }
 
 /** One meta value, or null. */

@@ -178,14 +178,14 @@ export async function agentKeepsMemory(ctx: TargetContext, name: string): Promis
 
 /**
  * Appends one message to the agent's memory of the thread (manual mode, operator send: spec
- * §3.2). Throws when the agent is unknown or keeps no memory, or when the store fails: the
+ * §3.2; a private note as a system message when the route's inbox policy asks). Throws when the agent is unknown or keeps no memory, or when the store fails: the
  * bridge turns that into a loud error outcome.
  */
 export async function appendAgentMemory(
   ctx: TargetContext,
   name: string,
   thread_id: string,
-  message: { role: "user" | "assistant"; content: string },
+  message: { role: "user" | "assistant" | "system"; content: string },
 ): Promise<void> {
   if (!(await agentKeepsMemory(ctx, name))) throw new Error(`agent ${name} keeps no thread memory`);
   const m: CheckpointMessage = { role: message.role, content: message.content };
