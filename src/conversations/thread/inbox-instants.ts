@@ -6,7 +6,8 @@
  * the records' book: a message on a thread the inbox never touched costs one read per instance for
  * all three, and nothing after.
  */
-import { threadSql } from "./store";
+// Its own tag, not the store's helper: the store migrates the notes table, whose part reads here.
+import { objectSql } from "../../platform/persistence/object-sql";
 
 export interface InboxInstants {
   /** The stored inbox state's JSON, or null. */
@@ -21,7 +22,7 @@ export interface InboxInstants {
 const seeds = new WeakMap<DurableObjectStorage, { value: InboxInstants; taken: Set<keyof InboxInstants> }>();
 
 function read(storage: DurableObjectStorage): InboxInstants {
-  const row = threadSql(storage, "inbox instants")<{ inbox: string | null; events_due: number | null; notes_due: number | null }>`SELECT
+  const row = objectSql(storage.sql, "thread (inbox instants)")<{ inbox: string | null; events_due: number | null; notes_due: number | null }>`SELECT
       (SELECT value FROM meta WHERE key = 'inbox') AS inbox,
       (SELECT MAX(due_at, COALESCE(lease_until, 0)) FROM (SELECT due_at, lease_until FROM inbox_events ORDER BY seq LIMIT 1)) AS events_due,
       (SELECT MIN(expires_at) FROM notes) AS notes_due`[0];
