@@ -10,6 +10,8 @@ export class ApiError extends Error {
     readonly status: number,
     message: string,
     readonly code?: string,
+    /** The refusal's other fields, when it carries any. */
+    readonly details: Record<string, unknown> = {},
   ) {
     super(message);
   }
@@ -67,7 +69,8 @@ export async function call<T = unknown>(method: string, p: string, opts: CallOpt
       b && typeof b === "object" && typeof b.error === "string"
         ? b.error
         : `${res.status} ${res.statusText || "error"}${typeof body === "string" && body ? `: ${body.slice(0, 200)}` : ""}`;
-    throw new ApiError(res.status, message, b && typeof b === "object" && typeof b.code === "string" ? b.code : undefined);
+    const obj = b && typeof b === "object" ? (b as Record<string, unknown>) : {};
+    throw new ApiError(res.status, message, typeof obj.code === "string" ? obj.code : undefined, obj);
   }
   return (body && typeof body === "object" && "data" in body ? (body as { data: T }).data : body) as T;
 }

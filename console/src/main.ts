@@ -1,6 +1,7 @@
 /**
  * The operator console (docs/console.md). Hash routes, so the page is one static file
  * and a reload or a shared link lands on the same screen (the key is never part of it):
+ *   #/inbox[/<route>/<thread id>]              every route's threads in the inbox's views, one thread
  *   #/conversations[/<route>[/<thread id>]]   routes, threads, one thread
  *   #/failures                                 failed deliveries
  *   #/operations[/runs/<trace id>]             runs and traces, pending interactions, notifications
@@ -10,7 +11,9 @@ import { DOORS } from "./doors";
 import { fill, focus, h } from "./dom";
 import { type Me, can, currentMe, mayTry, restoreKey, setKey, setMe, signOut } from "./session";
 import { announce } from "./ui";
+import { stopAllLive } from "./live";
 import { ConversationsView } from "./views/conversations";
+import { InboxView } from "./views/inbox";
 import { renderFailures } from "./views/failures";
 import { renderOperations } from "./views/operations";
 import { renderSignIn, takeClaimFromFragment } from "./views/signin";
@@ -19,6 +22,12 @@ const main = document.getElementById("main") as HTMLElement;
 const nav = document.getElementById("nav") as HTMLElement;
 const who = document.getElementById("who") as HTMLElement;
 let conversations: ConversationsView | null = null;
+let inbox: InboxView | null = null;
+
+/** The first screen: the inbox when the key may read it, else the conversations. */
+function home(): string {
+  return can(DOORS.inbox) ? "inbox" : "conversations";
+}
 
 async function signIn(key: string): Promise<void> {
   if (!key) throw new Error("Paste an api key first.");
@@ -30,13 +39,16 @@ async function signIn(key: string): Promise<void> {
     throw err;
   }
   announce(`Signed in as ${currentMe()?.user_id}.`);
-  if (!location.hash || location.hash === "#" || location.hash.startsWith("#claim=")) location.hash = "#/conversations";
+  if (!location.hash || location.hash === "#" || location.hash === "#/" || location.hash.startsWith("#claim=")) location.hash = `#/${home()}`;
   render();
 }
 
 function leave(notice?: string): void {
   conversations?.dispose();
   conversations = null;
+  inbox?.dispose();
+  inbox = null;
+  stopAllLive();
   signOut();
   renderChrome();
   renderSignIn(main, { signIn }, null, notice);
@@ -50,9 +62,10 @@ function renderChrome(): void {
     fill(who);
     return;
   }
-  const here = location.hash.split("/")[1] ?? "conversations";
+  const here = location.hash.split("/")[1] || home();
   const link = (href: string, label: string, section: string) => h("a", { href, "aria-current": here === section ? "page" : null }, label);
   const links = [
+    can(DOORS.inbox) ? link("#/inbox", "Inbox", "inbox") : null,
     link("#/conversations", "Conversations", "conversations"),
     can(DOORS.failed) ? link("#/failures", "Failures", "failures") : null,
     can(DOORS.runs) || can(DOORS.notifications) || mayTry(DOORS.pending) ? link("#/operations", "Operations", "operations") : null,
@@ -90,10 +103,25 @@ function render(): void {
         return p;
       }
     });
-  const section = parts[0] || "conversations";
+  const section = parts[0] || home();
   if (section !== "conversations") {
     conversations?.dispose();
     conversations = null;
+  }
+  if (section !== "inbox" || !can(DOORS.inbox)) {
+    inbox?.dispose();
+    inbox = null;
+  }
+  if (section === "inbox" && can(DOORS.inbox)) {
+    if (!inbox) {
+      inbox = new InboxView();
+      main.replaceChildren(h("h1", { id: "view-title", class: "visually-hidden" }, "Inbox"), inbox.el);
+    }
+    const route = parts[1] || null;
+    const thread = route && parts[2] ? parts.slice(2).join("/") : null;
+    inbox.show(route, thread);
+    if (!thread) focus(main.querySelector<HTMLElement>("#inbox-title") ?? main);
+    return;
   }
   if (section === "failures" && can(DOORS.failed)) return renderFailures(main);
   if (section === "operations") return renderOperations(main, parts[1] === "runs" && parts[2] ? parts[2] : null);
@@ -124,6 +152,11 @@ async function boot(): Promise<void> {
   }
   render();
 }
+
+// The inbox's keys (its list of them is under "Keyboard shortcuts" on that screen).
+document.addEventListener("keydown", (e) => {
+  if (inbox?.onKey(e)) e.preventDefault();
+});
 
 let section = "";
 window.addEventListener("hashchange", () => {

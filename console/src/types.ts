@@ -9,3 +9,18 @@ export interface RouteView {
   target_name: string;
   initial_mode: "agent" | "manual";
 }
+
+/** A thread as the inbox lists it (`GET /api/inbox/threads`). */
+export interface InboxItem {
+  route_name: string;
+  thread_id: string;
+  channel: string | null;
+  client_address: string | null;
+  last_activity_at: string;
+  message_count: number;
+  last_status: string;
+  inbox_status: "pending" | "open" | "snoozed" | "resolved";
+  assignee: string | null;
+  waiting_since: string | null;
+  labels: string[];
+}

@@ -120,6 +120,9 @@ describe("the operator console in Chromium", () => {
     await page.keyboard.type(adminKey);
     await page.keyboard.press("Enter");
     await visible(page.locator("#who").filter({ hasText: "Signed in as root (admin)" }));
+    // The first screen is the inbox (test/browser/inbox.browser.test.ts); the routes are a link away.
+    await visible(page.getByRole("heading", { name: "Inbox", exact: true }));
+    await page.getByRole("link", { name: "Conversations" }).click();
     await visible(page.getByRole("link", { name: "web" }));
     expect(page.url()).not.toContain(adminKey);
     expect(await context.cookies()).toEqual([]);

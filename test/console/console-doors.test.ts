@@ -8,6 +8,7 @@ import { describe, expect, it } from "vitest";
 import { CONSOLE_CSP, cspHash, inlineScripts } from "../../src/console/security-headers";
 import { consoleHubStub } from "../../src/console/rpc";
 import { SOCKETS_PER_HUB, SOCKETS_PER_KEY, SUPERSEDED_CODE, mintTicket, ticketHash } from "../../src/console/tickets";
+import { PRESENCE_FRAMES_PER_WINDOW } from "../../src/console/presence";
 import { sha256Hex } from "../../src/access-control/crypto";
 import { echoRoute, send } from "../helpers/bridge";
 import { BASE, admin, call, mintKey, uniq, dispatch } from "../helpers/http";
@@ -304,4 +305,92 @@ describe("the hub's sockets are bounded", () => {
     expect(await refused.json()).toEqual({ error: "too many consoles watch this route; close one and try again", code: "too_many_consoles" });
     expect(refused.webSocket).toBeNull();
   });
+});
+
+describe("presence between consoles", () => {
+  const presence = (frames: any[]) => frames.filter((f) => f?.type === "presence").flatMap((f) => f.presence);
+  const say = (ws: WebSocket, thread_id: string, state: string) => ws.send(JSON.stringify({ type: "presence", thread_id, state }));
+
+  it("fans a console's viewing and typing out to the other operators on the route, named by its key, and says when it leaves", async () => {
+    const route = (await echoRoute()).name;
+    const ana = await mintKey({ scopes: ["conversations:read"] });
+    const sam = await mintKey({ scopes: ["conversations:read"] });
+    const thread = `bridge:${route}:root/alice`;
+    const a = await openLive(route, (await ticketFor(route, ana.key)).body.data.ticket);
+    await a.next((f) => f.type === "ready");
+    say(a.ws, thread, "viewing");
+    // Sam opens later: the hub tells him at once who is on which thread.
+    const s = await openLive(route, (await ticketFor(route, sam.key)).body.data.ticket);
+    await s.next((f) => f.type === "ready");
+    const snapshot = await s.next((f) => f.type === "presence");
+    expect(snapshot.presence).toEqual([{ route_name: route, thread_id: thread, user_id: ana.user_id, state: "viewing", until: expect.any(String) }]);
+    expect(Date.parse(snapshot.presence[0].until)).toBeGreaterThan(Date.now());
+    say(s.ws, thread, "typing");
+    const typing = await a.next((f) => f.type === "presence" && f.presence.some((p: any) => p.state === "typing"));
+    expect(typing.presence).toEqual([{ route_name: route, thread_id: thread, user_id: sam.user_id, state: "typing", until: expect.any(String) }]);
+    // Nobody hears themselves.
+    expect(presence(a.frames).filter((p) => p.user_id === ana.user_id)).toEqual([]);
+    expect(presence(s.frames).filter((p) => p.user_id === sam.user_id)).toEqual([]);
+    // Sam's console goes: Ana hears he left the thread.
+    s.ws.close(1000, "bye");
+    await a.next((f) => f.type === "presence" && f.presence.some((p: any) => p.user_id === sam.user_id && p.state === "left"));
+    a.ws.close(1000, "done");
+  }, 30_000);
+
+  it("a frame that is not a presence frame for this route closes the socket (1003)", async () => {
+    const route = (await echoRoute()).name;
+    const other = (await echoRoute()).name;
+    for (const text of ["hello", JSON.stringify({ type: "presence", thread_id: `bridge:${other}:root/x`, state: "viewing" })]) {
+      const live = await openLive(route, (await ticketFor(route, await admin())).body.data.ticket);
+      await live.next((f) => f.type === "ready");
+      live.ws.send(text);
+      expect(await live.closed()).toBe(1003);
+    }
+  }, 30_000);
+
+  it("drops a socket's frames past its budget", async () => {
+    const route = (await echoRoute()).name;
+    const ana = await mintKey({ scopes: ["conversations:read"] });
+    const sam = await mintKey({ scopes: ["conversations:read"] });
+    const a = await openLive(route, (await ticketFor(route, ana.key)).body.data.ticket);
+    const s = await openLive(route, (await ticketFor(route, sam.key)).body.data.ticket);
+    await a.next((f) => f.type === "ready");
+    await s.next((f) => f.type === "ready");
+    for (let i = 0; i < PRESENCE_FRAMES_PER_WINDOW + 10; i++) say(a.ws, `bridge:${route}:root/t${i}`, "viewing");
+    // Each frame that passes is a checked push; on a busy machine they take a while.
+    await s.next(
+      (f) => f.type === "presence" && f.presence.some((p: any) => p.thread_id === `bridge:${route}:root/t${PRESENCE_FRAMES_PER_WINDOW - 1}`),
+      30_000,
+    );
+    // A frame sent after the flood and answered proves the hub went through all of it.
+    say(s.ws, `bridge:${route}:root/done`, "viewing");
+    await a.next((f) => f.type === "presence" && f.presence.some((p: any) => p.thread_id === `bridge:${route}:root/done`), 30_000);
+    expect(presence(s.frames).length).toBe(PRESENCE_FRAMES_PER_WINDOW);
+    a.ws.close(1000, "done");
+    s.ws.close(1000, "done");
+  }, 90_000);
+
+  it("goes through the key check: a revoked console's presence reaches nobody, and a revoked listener is closed before it hears any", async () => {
+    const route = (await echoRoute()).name;
+    const [ana, sam, kim] = await Promise.all([1, 2, 3].map(() => mintKey({ scopes: ["conversations:read"] })));
+    const open = async (k: { key: string }) => {
+      const live = await openLive(route, (await ticketFor(route, k.key)).body.data.ticket);
+      await live.next((f) => f.type === "ready");
+      return live;
+    };
+    const a = await open(ana);
+    const s = await open(sam);
+    const k = await open(kim);
+    expect((await call("DELETE", `/api/auth/api-keys/${sam.user_id}`, { key: await admin() })).status).toBe(200);
+    // Sam speaks after his key went: his socket is closed, and nobody hears him.
+    say(s.ws, `bridge:${route}:root/alice`, "typing");
+    expect(await s.closed()).toBe(4003);
+    expect((await call("DELETE", `/api/auth/api-keys/${kim.user_id}`, { key: await admin() })).status).toBe(200);
+    // Ana speaks: Kim, whose key went, is closed without hearing it.
+    say(a.ws, `bridge:${route}:root/bob`, "viewing");
+    expect(await k.closed()).toBe(4003);
+    expect(presence(k.frames)).toEqual([]);
+    expect(presence(a.frames)).toEqual([]);
+    a.ws.close(1000, "done");
+  }, 30_000);
 });

@@ -8,7 +8,7 @@
 import { call, path } from "../api";
 import { DOORS } from "../doors";
 import { type Child, field, fill, focus, h, select } from "../dom";
-import { type LiveState, LiveRoute, type Notice } from "../live";
+import { type LiveState, type Notice, type Watch, watchRoute } from "../live";
 import { can } from "../session";
 import { announce, busy, errorBox, loading, statusChip, threadHref, when } from "../ui";
 import type { RouteView } from "../types";
@@ -46,7 +46,7 @@ export class ConversationsView {
   /** undefined until the first `show`, so the first one always opens its route (or the hint). */
   private route: string | null | undefined = undefined;
   private threadId: string | null = null;
-  private live: LiveRoute | null = null;
+  private live: Watch | null = null;
   private rows: ThreadRow[] = [];
   private filters = { status: "", address: "" };
   private nextPage: number | null = null;
@@ -56,9 +56,12 @@ export class ConversationsView {
   private searching = false;
 
   constructor() {
-    this.threadPane = new ThreadPane((route) => {
+    this.threadPane = new ThreadPane({
       // A forgotten thread: back to its route's list.
-      location.hash = `#/conversations/${encodeURIComponent(route)}`;
+      onForgotten: (route) => {
+        location.hash = `#/conversations/${encodeURIComponent(route)}`;
+      },
+      back: (route) => ({ href: `#/conversations/${encodeURIComponent(route)}`, label: "Threads" }),
     });
     this.el = h("div", { class: "conversations", "data-depth": "routes" }, this.routesPane, this.threadsPane, this.threadPane.el);
     void this.loadRoutes();
@@ -85,6 +88,7 @@ export class ConversationsView {
   dispose(): void {
     this.live?.stop();
     this.live = null;
+    this.threadPane.close();
     clearTimeout(this.relist);
   }
 
@@ -156,12 +160,10 @@ export class ConversationsView {
     }
     this.renderThreadsPane(route);
     if (can(DOORS.liveTicket)) {
-      this.live = new LiveRoute(
-        route,
-        (n) => this.onNotices(route, n),
-        (s) => this.onLiveState(s),
-      );
-      this.live.start();
+      this.live = watchRoute(route, {
+        notices: (n) => this.onNotices(route, n),
+        state: (s) => this.onLiveState(s),
+      });
     } else this.liveBadge.textContent = "Live updates: not allowed for this key";
   }
 
@@ -310,8 +312,8 @@ export class ConversationsView {
     if (route !== this.route) return;
     let listChanged = false;
     for (const n of notices) {
+      // The open thread reads itself again (it watches the route too).
       if (n.route_name !== route) continue;
-      if (n.thread_id === this.threadId) this.threadPane.refreshSoon();
       if (n.type !== "thread" || this.searching || !can(DOORS.threads)) continue;
       if (this.filters.status && n.status !== this.filters.status) continue;
       const i = this.rows.findIndex((r) => r.thread_id === n.thread_id);

@@ -1,16 +1,24 @@
 /**
  * One thread: its transcript (operator messages marked; each record's status and, for admins,
  * attempts, error and the whole record), the control mode with its source and the Take over /
- * Hand back buttons, the reply box (rich parts only where the route's channel advertises them in
- * `GET /api/channels`), Forget; on a person thread the person's addresses across channels, its
- * locale and Erase person. Every control is shown only when `me` says the key passes its door.
+ * Hand back buttons, its inbox state and controls (src/views/inbox-panel.ts), the other operators
+ * viewing or typing in it, the reply box (`/` for canned responses; rich parts only where the
+ * route's channel advertises them in `GET /api/channels`), Forget; on a person thread the person's
+ * addresses across channels, its locale and Erase person. Every control is shown only when `me`
+ * says the key passes its door.
+ *
+ * The pane watches its route live: a notice about its thread reads it again, and it announces its
+ * operator as viewing (repeated while open) and typing (docs/console.md "Presence").
  */
-import { call, path } from "../api";
+import { ApiError, call, path } from "../api";
 import { DOORS } from "../doors";
 import { type Child, field, fill, focus, h, select } from "../dom";
+import { type Watch, watchRoute } from "../live";
 import { can, currentMe } from "../session";
 import { announce, busy, errorBox, loading, statusChip, when } from "../ui";
 import type { RouteView } from "../types";
+import { cannedPicker } from "./canned";
+import { InboxPanel } from "./inbox-panel";
 
 interface Attachment {
   kind: string;
@@ -62,6 +70,20 @@ interface Person {
 
 const PERSON_PREFIX = "bridge:@person:";
 const PAGE = 50;
+/** How often an open thread repeats "viewing", and how seldom typing is announced (the hub holds them 30 s and 8 s). */
+const VIEWING_EVERY_MS = 15_000;
+const TYPING_EVERY_MS = 3_000;
+/** After this long without a keystroke the operator is back to viewing. */
+const TYPING_IDLE_MS = 5_000;
+
+export interface ThreadPaneOptions {
+  /** The thread was forgotten (or its person erased): leave it. */
+  onForgotten: (route: string) => void;
+  /** Where "←" leads from a thread of `route` (one pane at a time, on a phone), and what it says. */
+  back: (route: string) => { href: string; label: string };
+  /** The thread's inbox state changed by this console. */
+  onInboxChanged?: () => void;
+}
 
 let channelsCache: Promise<Channel[]> | null = null;
 function channels(): Promise<Channel[]> {
@@ -85,15 +107,113 @@ export class ThreadPane {
   private readonly transcriptErr = errorBox();
   private pagesShown = 1;
   private hasOlder = false;
+  private readonly inbox: InboxPanel;
+  private readonly presenceLine = h("p", { class: "presence", "aria-live": "polite" });
+  private watch: Watch | null = null;
+  /** The thread this pane announced itself on (its route's watch says "left" there when it goes). */
+  private presentOn = "";
+  private viewing: number | undefined;
+  private typedAt = 0;
+  private typingIdle: number | undefined;
+  private readonly onForgotten: (route: string) => void;
 
-  constructor(private readonly onForgotten: (route: string) => void) {
+  constructor(private readonly opts: ThreadPaneOptions) {
+    this.onForgotten = opts.onForgotten;
+    this.inbox = new InboxPanel(() => opts.onInboxChanged?.());
     this.close();
   }
 
   close(): void {
+    this.leave();
     this.route = "";
     this.threadId = "";
     fill(this.el, h("h2", { id: "thread-title", class: "visually-hidden" }, "Thread"), h("p", { class: "muted" }, "Pick a thread to read its transcript."));
+  }
+
+  /** The open thread, or null. */
+  current(): { route: string; threadId: string } | null {
+    return this.route && this.threadId ? { route: this.route, threadId: this.threadId } : null;
+  }
+
+  /** The keyboard's inbox actions on the open thread. */
+  claim(): void {
+    if (this.current()) void this.inbox.claim();
+  }
+
+  resolve(): void {
+    if (this.current()) void this.inbox.resolve();
+  }
+
+  snooze(): void {
+    if (this.current()) this.inbox.openSnooze();
+  }
+
+  /** Puts the focus in the reply box, starting a canned response (`/`) when asked. */
+  startReply(slash: boolean): boolean {
+    const text = this.el.querySelector<HTMLTextAreaElement>("textarea[name=text]");
+    if (!text) return false;
+    text.focus();
+    if (slash) {
+      text.setRangeText("/", text.selectionStart, text.selectionEnd, "end");
+      text.dispatchEvent(new Event("input"));
+    }
+    return true;
+  }
+
+  // ───────────── presence ─────────────
+
+  /** Watches the thread's route: notices about this thread read it again; presence is shown. */
+  private enter(route: string, threadId: string): void {
+    this.leave();
+    if (!can(DOORS.liveTicket)) return;
+    this.watch = watchRoute(route, {
+      notices: (notices) => {
+        if (notices.some((n) => n.route_name === route && n.thread_id === threadId)) this.refreshSoon();
+      },
+      presence: () => this.paintPresence(),
+    });
+    this.presentOn = threadId;
+    this.watch.announce(threadId, "viewing");
+    this.viewing = window.setInterval(() => {
+      if (Date.now() - this.typedAt > TYPING_IDLE_MS) this.watch?.announce(threadId, "viewing");
+    }, VIEWING_EVERY_MS);
+    this.paintPresence();
+  }
+
+  private leave(): void {
+    clearInterval(this.viewing);
+    clearTimeout(this.typingIdle);
+    if (this.watch && this.presentOn) this.watch.announce(this.presentOn, "left");
+    this.watch?.stop();
+    this.watch = null;
+    this.presentOn = "";
+    this.typedAt = 0;
+  }
+
+  /** The operator typed in the reply box: say so now and then, and go back to viewing when idle. */
+  private typed(): void {
+    const threadId = this.threadId;
+    if (!this.watch || !threadId) return;
+    const now = Date.now();
+    if (now - this.typedAt > TYPING_EVERY_MS) {
+      this.watch.announce(threadId, "typing");
+      this.typedAt = now;
+    }
+    clearTimeout(this.typingIdle);
+    this.typingIdle = window.setTimeout(() => {
+      this.typedAt = 0;
+      this.watch?.announce(threadId, "viewing");
+    }, TYPING_IDLE_MS);
+  }
+
+  private paintPresence(): void {
+    const others = this.watch && this.presentOn ? this.watch.present(this.presentOn) : [];
+    const typing = others.filter((o) => o.state === "typing").map((o) => o.user_id);
+    const viewing = others.filter((o) => o.state === "viewing").map((o) => o.user_id);
+    const says = (names: string[], what: string) => (names.length ? `${names.join(", ")} ${names.length === 1 ? "is" : "are"} ${what}` : "");
+    const text = [says(typing, "typing"), says(viewing, "viewing")].filter(Boolean).join(" · ");
+    if (this.presenceLine.textContent !== text) this.presenceLine.textContent = text;
+    this.presenceLine.hidden = !text;
   }
 
   async open(routeView: RouteView | null, route: string, threadId: string, quiet = false): Promise<void> {
@@ -109,11 +229,15 @@ export class ThreadPane {
     const title = h("h2", { id: "thread-title" }, "Thread ", h("span", { class: "name" }, threadId));
     const actions = h("div", { class: "actions" });
     const personBox = person && can(DOORS.person) ? h("section", { class: "person", "aria-labelledby": "person-title" }) : null;
+    this.enter(route, threadId);
+    fill(this.inbox.el);
     fill(
       this.el,
-      h("a", { href: `#/conversations/${encodeURIComponent(route)}`, class: "back" }, "← Threads"),
+      h("a", { href: this.opts.back(route).href, class: "back" }, `← ${this.opts.back(route).label}`),
       title,
+      this.presenceLine,
       this.modeBox,
+      this.inbox.el,
       actions,
       personBox,
       h("h3", null, "Transcript"),
@@ -138,7 +262,7 @@ export class ThreadPane {
     const route = this.route;
     const threadId = this.threadId;
     if (!route || !threadId) return;
-    await Promise.all([this.loadTranscript(route, threadId), this.loadMode(route, threadId)]);
+    await Promise.all([this.loadTranscript(route, threadId), this.loadMode(route, threadId), this.inbox.load(route, threadId)]);
   }
 
   // ───────────── transcript ─────────────
@@ -221,6 +345,12 @@ export class ThreadPane {
           void busy(button, err, async () => {
             await call("PUT", path(DOORS.modeSet[1], { route_name: route }), { body: { thread_id: threadId, mode: next } });
             announce(next === "manual" ? "You took over this thread." : "The thread is handed back to the agent.");
+            // Taking a thread over is taking it: it is claimed too (a thread another operator
+            // holds stays theirs, and the inbox panel says who).
+            if (next === "manual" && can(DOORS.inboxClaim)) {
+              await this.inbox.load(route, threadId);
+              if (this.inbox.state?.assignee !== currentMe()?.user_id) await this.inbox.claim();
+            }
             await this.loadMode(route, threadId);
             focus(this.modeBox.querySelector("button"));
           }),
@@ -323,7 +453,10 @@ export class ThreadPane {
     const route = this.route;
     const threadId = this.threadId;
     const text = h("textarea", { name: "text", rows: 3, maxlength: 100000 });
+    text.addEventListener("input", () => this.typed());
+    const canned = can(DOORS.canned) && can(DOORS.cannedRender) ? cannedPicker(text, () => ({ route, threadId })) : null;
     const err = errorBox();
+    const claimed = h("p", { class: "claimed", role: "alert", hidden: true });
     const rich: Child[] = [];
     const channel =
       this.routeView?.door === "channel" && this.routeView.channel && can(DOORS.channels)
@@ -352,10 +485,12 @@ export class ThreadPane {
       "form",
       { class: "reply card", "aria-labelledby": "reply-title" },
       h("h3", { id: "reply-title" }, "Reply as operator"),
-      field("Message", text, "Delivered by the thread's channel or callback; the agent's memory gets it too."),
+      field("Message", text, `Delivered by the thread's channel or callback; the agent's memory gets it too.${canned ? " Type / for canned responses." : ""}`),
+      canned,
       address ? field("Send to", address) : null,
       rich.length ? h("details", { class: "rich" }, h("summary", null, `Rich parts ${channel ? `(${channel.name})` : ""}`), rich) : null,
       err.el,
+      claimed,
       h("button", { type: "submit", class: "primary" }, "Send reply"),
     );
     form.addEventListener("submit", (e) => {
@@ -370,13 +505,33 @@ export class ThreadPane {
         .map((s) => s.trim())
         .filter(Boolean);
       if (opts.length) body.options = opts.map((o) => ({ text: o, kind: "reply" }));
-      void busy(form.querySelector("button"), err, async () => {
-        await call("POST", path(DOORS.send[1], { route_name: route }), { body });
-        form.reset();
-        announce("Reply sent.");
-        await this.refresh();
-        focus(text);
-      });
+      const send = (force: boolean) =>
+        busy(form.querySelector<HTMLButtonElement>("button[type=submit]"), err, async () => {
+          claimed.hidden = true;
+          try {
+            await call("POST", path(DOORS.send[1], { route_name: route }), { body: force ? { ...body, force: true } : body });
+          } catch (e) {
+            // Another operator holds the thread: say who, and let this one answer anyway.
+            if (e instanceof ApiError && e.status === 409 && e.code === "thread_claimed") {
+              // The refusal names no one (the assignee is stored input): the thread's inbox state does.
+              const holder = await holderOf(route, threadId);
+              const anyway = h("button", { type: "button", class: "danger" }, "Send anyway");
+              anyway.addEventListener("click", () => void send(true));
+              fill(claimed, h("strong", null, holder), " holds this thread; your reply was not sent. ", anyway);
+              claimed.hidden = false;
+              focus(anyway);
+              return;
+            }
+            throw e;
+          }
+          form.reset();
+          announce(force ? "Reply sent (the thread is held by another operator)." : "Reply sent.");
+          this.typedAt = 0;
+          this.watch?.announce(threadId, "viewing");
+          await this.refresh();
+          focus(text);
+        });
+      void send(false);
     });
     return form;
   }
@@ -419,4 +574,14 @@ function recordItem(r: RecordView): HTMLElement {
     r.error ? h("p", { class: "reason" }, "Error: ", r.error) : null,
     me?.admin || typeof r.attempts === "number" ? h("details", null, h("summary", null, "Record detail"), h("pre", null, JSON.stringify(r, null, 2))) : null,
   );
+}
+
+/** Who holds the thread, from its inbox state ("another operator" when it cannot be read). */
+async function holderOf(route: string, threadId: string): Promise<string> {
+  try {
+    const s = await call<{ assignee: string | null }>("GET", path(DOORS.inboxState[1], { route_name: route }), { query: { thread_id: threadId } });
+    return s.assignee ?? "another operator";
+  } catch {
+    return "another operator";
+  }
 }
