@@ -508,6 +508,9 @@ export class ThreadPane {
       const send = (force: boolean) =>
         busy(form.querySelector<HTMLButtonElement>("button[type=submit]"), err, async () => {
           claimed.hidden = true;
+          // Answering an unowned thread claims it first, so two operators never both answer one
+          // customer: the second one's claim (then send) is refused and offered "Send anyway".
+          if (!force && can(DOORS.inboxClaim) && this.inbox.state && this.inbox.state.assignee === null) await this.inbox.claim();
           try {
             await call("POST", path(DOORS.send[1], { route_name: route }), { body: force ? { ...body, force: true } : body });
           } catch (e) {
