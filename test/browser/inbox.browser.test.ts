@@ -333,6 +333,29 @@ describe("the console's inbox in Chromium, two operators", () => {
     await shot(page, "inbox");
   });
 
+  it("two operators reply to one unowned thread at once: the first reply claims it, the second is refused until forced", async () => {
+    const dave = "bridge:shop:root/dave";
+    expect((await customer("shop", "dave", "Is anyone there?")).status).toBe(202);
+    const a = ana.page;
+    const s = sam.page;
+    for (const page of [a, s]) {
+      await page.goto(`${base}/console/#/inbox/shop/${encodeURIComponent(dave)}`);
+      await visible(page.locator(".transcript").getByText("Is anyone there?"), 15_000);
+      await visible(panel(page).getByText("Unassigned"));
+    }
+    await a.getByLabel("Message", { exact: true }).fill("Ana here, one moment");
+    await s.getByLabel("Message", { exact: true }).fill("Sam here, hello");
+    await a.getByRole("button", { name: "Send reply" }).click();
+    await visible(a.locator(".transcript li.operator").filter({ hasText: "Ana here, one moment" }));
+    expect((await inboxState("shop", dave)).body.data.assignee).toBe("ana");
+    // Sam's view still said "Unassigned": his claim before the reply is refused, and so is the reply.
+    await s.getByRole("button", { name: "Send reply" }).click();
+    await visible(s.locator("form.reply .claimed").filter({ hasText: "ana holds this thread; your reply was not sent." }));
+    const t = await http(base, "GET", `/api/conversations/shop/transcript?thread_id=${encodeURIComponent(dave)}`, { key: adminKey });
+    expect(t.body.data.items.filter((i: { answer: string | null }) => i.answer === "Sam here, hello")).toHaveLength(0);
+    expect((await inboxState("shop", dave)).body.data.assignee).toBe("ana");
+  });
+
   it("notifies of a new waiting thread once the operator turned notifications on", async () => {
     const { page } = ana;
     await page.getByRole("button", { name: "Notify me of new waiting threads" }).click();

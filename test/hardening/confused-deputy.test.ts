@@ -20,7 +20,7 @@
  */
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it, vi } from "vitest";
 import type { StoredReference } from "../../src/platform/http/route";
 import { fakeNetwork, type NetCall } from "../helpers/network";
 import { fetchWithEnv } from "../helpers/http";
@@ -537,6 +537,39 @@ const FIXTURES: Record<string, Partial<Record<Kind, Fixture>>> = {
       },
     ),
   },
+  "PUT /api/conversations/{route_name}/inbox": {
+    url: urlFixture(
+      async (url, how) => {
+        lastInboxRoute = uniq("cdib");
+        const made = await call("POST", `/api/conversations/${lastInboxRoute}`, ADMIN, {
+          door: "api",
+          target_kind: "tool",
+          target_name: "echo",
+          execution_key: "root",
+          initial_mode: "manual",
+        });
+        expect(made.status).toBe(200);
+        const body = { events_url: url };
+        return how === "plain"
+          ? call("PUT", `/api/conversations/${lastInboxRoute}/inbox`, ADMIN, body).then((r) => ({ status: r.status, json: r.json }))
+          : callAllowingPrivate("PUT", `/api/conversations/${lastInboxRoute}/inbox`, body);
+      },
+      "events_url",
+      async () => (await call("GET", `/api/conversations/${lastInboxRoute}/inbox`, ADMIN)).json?.data?.stored === true,
+      async () => {
+        // A customer's message on the manual route queues a `waiting` event; its POST meets the guard.
+        const lines: string[] = [];
+        const spy = vi.spyOn(console, "warn").mockImplementation((...args: unknown[]) => void lines.push(args.map(String).join(" ")));
+        try {
+          await call("POST", `/api/conversations/${lastInboxRoute}/messages`, ADMIN, { external_user_id: "u", text: "hi" });
+          for (let i = 0; i < 100 && !lines.some((l) => l.includes("inbox_event_attempt_failed")); i++) await new Promise((res) => setTimeout(res, 100));
+          return lines.find((l) => l.includes("inbox_event_attempt_failed")) ?? "no events attempt was logged";
+        } finally {
+          spy.mockRestore();
+        }
+      },
+    ),
+  },
   "POST /api/schedules": {
     tool: {
       async refused() {
@@ -780,6 +813,7 @@ const FIXTURES: Record<string, Partial<Record<Kind, Fixture>>> = {
 /** The name the last URL fixture stored under (the store and the run share it). */
 let lastName = "";
 let lastRoute = "";
+let lastInboxRoute = "";
 const OPENAPI = {
   openapi: "3.0.0",
   info: { title: "t", version: "1" },

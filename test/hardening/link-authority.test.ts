@@ -34,6 +34,8 @@ const ORIGIN = "https://bridge.test";
 /** Doors that look like they could link but do not, with the reason. */
 const NOT_LINKING: Record<string, string> = {
   "POST /api/conversations/{route_name}/thread/messages": "an operator's hand-written answer: it starts answered and runs no turn, so no pairing turn sees it",
+  "POST /api/conversations/{route_name}/thread/notes":
+    "a private note is stored beside the thread's records and never runs a turn or reaches the customer, so no pairing turn sees it",
   "POST /api/interactions/{interaction_id}/answer": "an operator's answer resumes the parked run; it is never a conversation's message",
   "POST /api/interactions/callback/{ticket}": "a one-time answer link resumes the parked run; it is never a conversation's message",
   "POST /api/schedules":

@@ -160,6 +160,9 @@ addRoute(
     description:
       "Fields left out take their defaults. Threads read the policy when they set a timer (a handoff, a customer message while a human owns the thread, a snooze's end), so a change applies from the next one; a timer already set keeps its instant. `events_url` must be https and pass the outbound address guard (400 otherwise; checked again before each POST). The events are signed like answer callbacks, with the route's callback secret; a route without one gets an events secret, minted by the PUT that first sets `events_url` and answered once as `events_secret` (null in every other answer). It is kept while the policy keeps an `events_url`; a PUT without one, or a DELETE, drops it.",
     body: InboxPolicy,
+    // The events receiver is POSTed to later, by the thread, with the route's secret: guarded at
+    // this PUT and again before each POST (test/hardening/confused-deputy.test.ts).
+    stores: [{ kind: "url", at: "events_url" }],
     response: policyAnswer.extend({ events_secret: z.string().nullable() }),
     errors: [404],
   },

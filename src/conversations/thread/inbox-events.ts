@@ -172,7 +172,8 @@ export class InboxEventsOut {
         thread_id: this.parts.identity.get(),
         route_name: head.route_name,
         attempt: attempts,
-        reason: "cls" in result && result.cls ? result.cls : "refused",
+        // A short class, never the URL: the guard's refusal is named as such, anything else "refused".
+        reason: "cls" in result && result.cls ? result.cls : result.reason.includes("outbound address guard") ? "outbound address guard" : "refused",
         final,
       }),
     );
