@@ -41,4 +41,5 @@ export const DOORS = {
   notes: ["GET", `${C}/thread/notes`],
   noteAdd: ["POST", `${C}/thread/notes`],
   noteDelete: ["DELETE", `${C}/thread/notes/{note_id}`],
+  metrics: ["GET", "/api/observability/metrics"],
 } as const satisfies Record<string, Door>;
