@@ -28,7 +28,7 @@ export class NotesPanel {
   private shown = "";
   private readonly list = h("ol", { class: "note-list", "aria-label": "Private notes" });
   private readonly err = errorBox();
-  private readonly text = h("textarea", { name: "note", rows: 2, maxlength: MAX_NOTE_CHARS });
+  private readonly text = h("textarea", { name: "note", rows: 1, maxlength: MAX_NOTE_CHARS });
   private readonly form: HTMLFormElement | null;
 
   constructor() {
@@ -37,7 +37,7 @@ export class NotesPanel {
       return;
     }
     const submit = h("button", { type: "submit" }, "Add note");
-    this.form = h("form", { class: "note-form", "aria-label": "Add a private note" }, field("Private note", this.text, "Only operators see it."), submit);
+    this.form = h("form", { class: "inline note-form", "aria-label": "Add a private note" }, field("Private note", this.text), submit);
     this.form.addEventListener("submit", (e) => {
       e.preventDefault();
       const route = this.route;
@@ -104,8 +104,12 @@ export class NotesPanel {
     if (this.el.firstChild) return;
     fill(
       this.el,
-      h("h3", { id: "notes-title" }, "Private notes"),
-      h("p", { class: "private-mark" }, "private: never sent to the customer"),
+      h(
+        "div",
+        { class: "notes-head" },
+        h("h3", { id: "notes-title" }, "Private notes"),
+        h("p", { class: "private-mark" }, "private: never sent to the customer"),
+      ),
       this.list,
       this.form,
       this.err.el,
