@@ -38,4 +38,8 @@ export const DOORS = {
   inboxLabels: ["POST", `${C}/thread/labels`],
   canned: ["GET", "/api/inbox/canned-responses"],
   cannedRender: ["POST", "/api/inbox/canned-responses/{shortcode}/render"],
+  notes: ["GET", `${C}/thread/notes`],
+  noteAdd: ["POST", `${C}/thread/notes`],
+  noteDelete: ["DELETE", `${C}/thread/notes/{note_id}`],
+  metrics: ["GET", "/api/observability/metrics"],
 } as const satisfies Record<string, Door>;

@@ -4,7 +4,7 @@
  *   #/inbox[/<route>/<thread id>]              every route's threads in the inbox's views, one thread
  *   #/conversations[/<route>[/<thread id>]]   routes, threads, one thread
  *   #/failures                                 failed deliveries
- *   #/operations[/runs/<trace id>]             runs and traces, pending interactions, notifications
+ *   #/operations[/runs/<trace id>]             runs and traces, pending interactions, notifications, team figures
  */
 import { ApiError, call, messageOf } from "./api";
 import { DOORS } from "./doors";
@@ -68,7 +68,7 @@ function renderChrome(): void {
     can(DOORS.inbox) ? link("#/inbox", "Inbox", "inbox") : null,
     link("#/conversations", "Conversations", "conversations"),
     can(DOORS.failed) ? link("#/failures", "Failures", "failures") : null,
-    can(DOORS.runs) || can(DOORS.notifications) || mayTry(DOORS.pending) ? link("#/operations", "Operations", "operations") : null,
+    can(DOORS.runs) || can(DOORS.notifications) || can(DOORS.metrics) || mayTry(DOORS.pending) ? link("#/operations", "Operations", "operations") : null,
     h("a", { href: "/api/docs" }, "API reference"),
   ];
   fill(

@@ -10,7 +10,9 @@
  *   a canned response with `/` and sends it → she resolves it with `e`, and the customer's next
  *   message reopens it → a snooze to a time five seconds ahead wakes by the thread's own alarm →
  *   Take over on an agent thread claims it → a new waiting thread raises a browser notification,
- *   asked for on a button press only.
+ *   asked for on a button press only → Ana's private note reaches Sam's open thread, which offers
+ *   him no delete, and never the customer's transcript → the Operations screen shows the team's
+ *   figures for what the story did.
  *
  * The snooze is not shortened by any test hook (the server has none): the snooze door takes any
  * future instant, and the console's "Snooze until" sends one five seconds ahead. No page may report
@@ -73,6 +75,7 @@ async function showView(page: Page, view: string): Promise<void> {
 
 const row = (page: Page, threadId: string) => page.locator(`.inbox-rows li[data-thread="${threadId}"]`);
 const panel = (page: Page) => page.locator("section.inbox-state");
+const notes = (page: Page) => page.locator("section.notes");
 
 /** A fake Notification that records what the page does with it (headless Chromium shows none). */
 function fakeNotifications(): void {
@@ -370,6 +373,74 @@ describe("the console's inbox in Chromium, two operators", () => {
     );
     // One for the new thread only, not for the ones already waiting.
     expect(notes).toEqual([{ title: "Waiting on shop", body: "fay" }]);
+  });
+
+  it("Ana writes a private note that Sam sees but may not delete; it never joins the customer's transcript; Ana deletes it", async () => {
+    const a = ana.page;
+    const s = sam.page;
+    const thread = encodeURIComponent(CAROL);
+    for (const page of [a, s]) {
+      await page.goto(`${base}/console/#/inbox/desk/${thread}`);
+      await visible(page.locator(".transcript").getByText("My refund never came"));
+      await visible(notes(page).getByText("private: never sent to the customer"));
+    }
+    const text = "Finance approved the refund; do not promise a date.";
+    await notes(a).getByLabel("Private note", { exact: true }).fill(text);
+    await notes(a).getByRole("button", { name: "Add note" }).click();
+    const mine = await visible(notes(a).locator("li.note").filter({ hasText: text }));
+    await visible(mine.locator(".note-meta strong").filter({ hasText: "ana" }));
+    await visible(mine.getByRole("button", { name: "Delete note" }));
+    // Sam's open thread reads itself again on the write's live notice.
+    const his = await visible(notes(s).locator("li.note").filter({ hasText: text }), 15_000);
+    await visible(his.locator(".note-meta strong").filter({ hasText: "ana" }));
+    expect(await his.getByRole("button", { name: "Delete note" }).count()).toBe(0);
+    // Nor would the door let him.
+    const listed = await http(base, "GET", `/api/conversations/desk/thread/notes?thread_id=${thread}`, { key: keys.sam });
+    const noteId = listed.body.data.notes.find((n: { text: string }) => n.text === text).note_id as string;
+    const refused = await http(base, "DELETE", `/api/conversations/desk/thread/notes/${noteId}?thread_id=${thread}`, { key: keys.sam });
+    expect(refused.status).toBe(403);
+    expect(refused.body.code).toBe("not_note_author");
+    // The records the customer's side is built from never hold it, nor does either console's transcript.
+    const records = await http(base, "GET", `/api/conversations/desk/transcript?thread_id=${thread}&pageSize=100`, { key: adminKey });
+    expect(records.status).toBe(200);
+    expect(records.body.data.items.length).toBeGreaterThan(0);
+    expect(JSON.stringify(records.body.data)).not.toContain(text);
+    for (const page of [a, s]) expect(await page.locator(".transcript").getByText(text).count()).toBe(0);
+
+    await mine.getByRole("button", { name: "Delete note" }).click();
+    await visible(notes(a).getByText("No notes."));
+    expect((await http(base, "GET", `/api/conversations/desk/thread/notes?thread_id=${thread}`, { key: keys.ana })).body.data.notes).toEqual([]);
+  });
+
+  it("shows the team's figures on the Operations screen to a key that may read the metrics, and to no other", async () => {
+    // Ana's key may not read the metrics door: no Team panel.
+    await ana.page.goto(`${base}/console/#/operations`);
+    await visible(ana.page.getByRole("heading", { name: "Operations", exact: true }));
+    expect(await ana.page.locator("#team-title").count()).toBe(0);
+
+    const lead = await newPage();
+    const { page } = lead;
+    await signIn(page, adminKey, "root");
+    await page.goto(`${base}/console/#/operations`);
+    const team = await visible(page.locator("section").filter({ has: page.getByRole("heading", { name: "Team", exact: true }) }));
+    const desk = team.locator('tr[data-route="desk"]');
+    // The counters ride the listing, which trails the threads by about a second: read until they are in.
+    const figures = await pollUntil(
+      "desk's row in the team figures, with a resolved thread or a first response",
+      async () => {
+        await team.getByRole("button", { name: "Show", exact: true }).click();
+        await page.waitForTimeout(300);
+        if (!(await desk.count())) return null;
+        const cells = await desk.locator("td").allTextContents();
+        return { firstResponse: cells[2] ?? "", resolved: cells[5] ?? "" };
+      },
+      (f) => f !== null && (/^[1-9]\d* \//.test(f.resolved) || f.firstResponse !== "—"),
+      { timeoutMs: 20_000 },
+    );
+    expect(figures?.firstResponse).toMatch(/^(—|\d+ (s|min|h|d)\b)/);
+    await visible(team.locator('tr[data-operator="ana"]'));
+    await visible(team.locator(".top-labels").getByText("refund"));
+    await lead.context.close();
   });
 
   it("reported no CSP violation and no page error", async () => {

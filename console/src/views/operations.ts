@@ -1,15 +1,16 @@
 /**
  * Operations: runs and their traces with step timings (`GET /api/runs`, the trace door), the
- * interactions waiting for an answer with Answer and Cancel (`/api/interactions/pending`, …), and
- * the internal notifications feed. Each panel appears only when the key passes its door; the
- * interactions panel is also tried for an admin when `me` does not list its door, so a missing
- * door shows the API's own answer rather than nothing.
+ * interactions waiting for an answer with Answer and Cancel (`/api/interactions/pending`, …), the
+ * internal notifications feed, and the team's inbox figures (src/views/team.ts). Each panel appears
+ * only when the key passes its door; the interactions panel is also tried for an admin when `me`
+ * does not list its door, so a missing door shows the API's own answer rather than nothing.
  */
 import { call, path } from "../api";
 import { DOORS } from "../doors";
 import { type Child, field, fill, focus, h } from "../dom";
 import { can, mayTry } from "../session";
 import { announce, busy, errorBox, loading, threadHref, when } from "../ui";
+import { teamPanel } from "./team";
 
 interface Run {
   trace_id: string;
@@ -46,7 +47,8 @@ export function renderOperations(main: HTMLElement, traceId: string | null): voi
   if (can(DOORS.runs)) sections.push(runsPanel(traceId));
   if (mayTry(DOORS.pending)) sections.push(interactionsPanel());
   if (can(DOORS.notifications)) sections.push(notificationsPanel());
-  if (!sections.length) sections.push(h("p", { class: "muted" }, "This key may not read runs, interactions or notifications."));
+  if (can(DOORS.metrics)) sections.push(teamPanel());
+  if (!sections.length) sections.push(h("p", { class: "muted" }, "This key may not read runs, interactions, notifications or the team's figures."));
   main.replaceChildren(title, h("div", { class: "ops" }, sections));
   focus(traceId ? main.querySelector<HTMLElement>("#trace-title") : title);
 }

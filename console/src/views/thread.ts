@@ -3,9 +3,9 @@
  * attempts, error and the whole record), the control mode with its source and the Take over /
  * Hand back buttons, its inbox state and controls (src/views/inbox-panel.ts), the other operators
  * viewing or typing in it, the reply box (`/` for canned responses; rich parts only where the
- * route's channel advertises them in `GET /api/channels`), Forget; on a person thread the person's
- * addresses across channels, its locale and Erase person. Every control is shown only when `me`
- * says the key passes its door.
+ * route's channel advertises them in `GET /api/channels`), the private notes (src/views/notes.ts),
+ * Forget; on a person thread the person's addresses across channels, its locale and Erase person.
+ * Every control is shown only when `me` says the key passes its door.
  *
  * The pane watches its route live: a notice about its thread reads it again, and it announces its
  * operator as viewing (repeated while open) and typing (docs/console.md "Presence").
@@ -19,6 +19,7 @@ import { announce, busy, errorBox, loading, statusChip, when } from "../ui";
 import type { RouteView } from "../types";
 import { cannedPicker } from "./canned";
 import { InboxPanel } from "./inbox-panel";
+import { NotesPanel } from "./notes";
 
 interface Attachment {
   kind: string;
@@ -108,6 +109,7 @@ export class ThreadPane {
   private pagesShown = 1;
   private hasOlder = false;
   private readonly inbox: InboxPanel;
+  private readonly notes = new NotesPanel();
   private readonly presenceLine = h("p", { class: "presence", "aria-live": "polite" });
   private watch: Watch | null = null;
   /** The thread this pane announced itself on (its route's watch says "left" there when it goes). */
@@ -231,6 +233,7 @@ export class ThreadPane {
     const personBox = person && can(DOORS.person) ? h("section", { class: "person", "aria-labelledby": "person-title" }) : null;
     this.enter(route, threadId);
     fill(this.inbox.el);
+    this.notes.clear();
     fill(
       this.el,
       h("a", { href: this.opts.back(route).href, class: "back" }, `← ${this.opts.back(route).label}`),
@@ -243,6 +246,7 @@ export class ThreadPane {
       h("h3", null, "Transcript"),
       this.transcriptErr.el,
       this.transcript,
+      this.notes.el,
       can(DOORS.send) ? await this.replyBox(personBox !== null) : null,
     );
     this.renderActions(actions, person);
@@ -262,7 +266,12 @@ export class ThreadPane {
     const route = this.route;
     const threadId = this.threadId;
     if (!route || !threadId) return;
-    await Promise.all([this.loadTranscript(route, threadId), this.loadMode(route, threadId), this.inbox.load(route, threadId)]);
+    await Promise.all([
+      this.loadTranscript(route, threadId),
+      this.loadMode(route, threadId),
+      this.inbox.load(route, threadId),
+      this.notes.load(route, threadId),
+    ]);
   }
 
   // ───────────── transcript ─────────────
