@@ -15,7 +15,7 @@
  * Events are queued whether or not the route has an `events_url` (the policy is not at hand in the
  * synchronous step); the drive drops those of a route without one.
  */
-import type { InboxEventKind } from "../model/inbox";
+import { INBOX_EVENTS, type InboxEventKind } from "../model/inbox";
 import { storedPolicyFor } from "../inbox-policy";
 import { backoffDelaySeconds } from "./backoff";
 import { postCallback } from "./callback";
@@ -27,18 +27,11 @@ import { claimEvent, dropEvent, eventsDueAt, headEvent, queueEvents, retryEvent 
 import { deliveryRoute } from "./route-reads";
 import { parseThreadId } from "../../shared/thread-id";
 
-/** The events that leave the deployment; `replied`, `alerted` and `escalated` stay with the metrics and the alerts. */
-export const OUTBOUND_EVENTS: ReadonlySet<InboxEventKind> = new Set<InboxEventKind>([
-  "waiting",
-  "assigned",
-  "released",
-  "resolved",
-  "reopened",
-  "snoozed",
-  "note_added",
-  "rated",
-  "forced_send",
-]);
+/** The events kept inside: the metrics and the alerts count them, no receiver is told. */
+const INTERNAL_EVENTS: ReadonlySet<InboxEventKind> = new Set<InboxEventKind>(["replied", "alerted", "escalated", "labelled"]);
+
+/** The events that leave the deployment: every inbox event but the internal ones. */
+export const OUTBOUND_EVENTS: ReadonlySet<InboxEventKind> = new Set(INBOX_EVENTS.filter((e) => !INTERNAL_EVENTS.has(e)));
 
 /** Events a thread keeps queued at most; past it the oldest are dropped (and counted in a log line). */
 export const EVENTS_QUEUE_CAP = 200;

@@ -110,6 +110,26 @@ export function ratingOf(reply: InboundReply): number | null {
   return null;
 }
 
+/**
+ * `s` resolved at `now`, by an operator or its idle timer alike: the wait, the timers and the
+ * handoff's holding message end; a new satisfaction question, if any, is asked after.
+ */
+function resolvedState(s: InboxState, now: number): InboxState {
+  return {
+    ...s,
+    status: "resolved",
+    resolved_at: now,
+    snoozed_until: null,
+    waiting_since: null,
+    waiting_reason: null,
+    sla_due_at: null,
+    sla_stage: "none",
+    auto_resolve_at: null,
+    holding_sent_at: null,
+    rating_asked_at: null,
+  };
+}
+
 /** The policy's auto-resolve interval in ms (null: never). */
 function autoResolveMs(policy: InboxPolicy): number | null {
   return policy.auto_resolve_after_seconds === null ? null : policy.auto_resolve_after_seconds * 1000;
@@ -332,19 +352,7 @@ export class ThreadInbox {
       }
       case "resolve": {
         if (s.status === "resolved") return { ok: true, state: s, changed: false };
-        const next: InboxState = {
-          ...s,
-          status: "resolved",
-          resolved_at: now,
-          snoozed_until: null,
-          waiting_since: null,
-          waiting_reason: null,
-          sla_due_at: null,
-          sla_stage: "none",
-          auto_resolve_at: null,
-          holding_sent_at: null,
-          rating_asked_at: null,
-        };
+        const next = resolvedState(s, now);
         this.save(next);
         this.parts.emit([event("resolved", { auto: 0, open_ms: openFor(s, now) })]);
         if (!action.notify || !this.parts.messages || route === null) return { ok: true, state: next, changed: true };
@@ -439,17 +447,7 @@ export class ThreadInbox {
     // A customer waiting for a human is never resolved away: auto-resolve waits until someone answered.
     if (next.auto_resolve_at !== null && next.auto_resolve_at <= now && next.waiting_since === null && (next.status === "open" || next.status === "pending")) {
       const openMs = openFor(next, now);
-      next = {
-        ...next,
-        status: "resolved",
-        resolved_at: now,
-        waiting_since: null,
-        waiting_reason: null,
-        sla_due_at: null,
-        sla_stage: "none",
-        auto_resolve_at: null,
-        holding_sent_at: null,
-      };
+      next = resolvedState(next, now);
       events.push({ kind: "resolved", at: now, route_name: route, by: null, detail: { auto: 1, open_ms: openMs } });
     }
     if (next.sla_due_at !== null && next.sla_due_at <= now && next.waiting_since !== null) {
