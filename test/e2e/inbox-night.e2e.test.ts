@@ -5,13 +5,13 @@
  * loopback (the channel fake of test/e2e/support/fake-providers.ts, which answers
  * `chat.postMessage` as Slack does): exactly one alert, to the policy's channel, naming the route
  * and the thread and carrying none of the customer's words; the thread's inbox door shows it
- * alerted, the Waiting view lists it, and one escalation follows to the lead's channel.
+ * alerted, the Waiting view lists it, and the escalation is armed.
  *
  * The timers. A policy's timers are 60 s at least, so the wait before the alert is shortened the way
  * the other suites shorten their backoffs: the route's policy leaves `sla_seconds` unset, and this
  * server's `CONVERSATIONS_INBOX_SLA_SECONDS` (which takes fractions) is 2 s. The policy still
- * decides where the alert goes. The escalation has no such setting: it comes the policy's minimum
- * 60 s after the alert, so this file spends about a minute waiting on a real alarm.
+ * decides where the alert goes. The escalation comes the policy's minimum 60 s after the alert;
+ * this file checks it is armed there and leaves its sending to the workerd suite.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BOOTSTRAP_TOKEN, type DevServer, http, startDev } from "./harness";
@@ -72,7 +72,7 @@ async function inboxOf(threadId: string) {
 }
 
 describe("the inbox at night against a real wrangler dev", () => {
-  it("a customer the agent hands off raises one Slack alert naming route and thread, then one escalation", async () => {
+  it("a customer the agent hands off raises one Slack alert naming route and thread, and the escalation is armed", async () => {
     const agent = await http(base, "POST", "/api/agents-config/entries", {
       key: adminKey,
       body: {
@@ -150,22 +150,11 @@ describe("the inbox at night against a real wrangler dev", () => {
       assignee: null,
     });
 
-    // Nobody answers: one escalation, to the lead's channel, once its timer is due.
-    const both = await pollUntil("the Slack escalation", slackSends, (s) => s.length >= 2, {
-      timeoutMs: escalateAt - Date.now() + 30_000,
-      intervalMs: 1_000,
-    });
-    expect(both).toHaveLength(2);
-    const escalation = both[1];
-    expect(escalation.body.channel).toBe("C-lead");
-    expect(escalation.body.text).toMatch(/^Escalated: a customer still waits for a human on route night: \d+ min without an answer/);
-    expect(escalation.body.text).toContain(`(ref ${ref})`);
-    expect(escalation.body.text).not.toContain(CUSTOMER);
-    for (const word of ["parcel", "7781", "tomorrow"]) expect(escalation.body.text).not.toContain(word);
-    expect(await inboxOf(threadId)).toMatchObject({ status: "open", sla_stage: "escalated", sla_due_at: null });
-
-    // And nothing more: the alarm that escalated armed no further alert.
+    // Nothing more now: one alert, and the escalation armed a minute out. Its sending, once, to the
+    // lead's target, is the workerd suite's (test/conversations/inbox.test.ts), which runs the
+    // thread's alarm at the stored instant instead of holding a test slot idle for a minute.
     await new Promise((r) => setTimeout(r, 3_000));
-    expect(slackSends()).toHaveLength(2);
+    expect(slackSends()).toHaveLength(1);
+    expect(await inboxOf(threadId)).toMatchObject({ status: "open", sla_stage: "alerted" });
   }, 180_000);
 });

@@ -14,8 +14,6 @@ const LONG = [
   /test\/perf\//,
   /test\/browser\/console\.browser\.test\.ts$/,
   /test\/e2e\/logs\.e2e\.test\.ts$/,
-  // Mostly idle, but a minute of it: the escalation it waits for is a real alarm a minute out.
-  /test\/e2e\/inbox-night\.e2e\.test\.ts$/,
 ];
 
 export class LongFirstSequencer extends BaseSequencer {
