@@ -71,47 +71,24 @@ export async function postWhatsApp(payload: unknown, opts: { forge?: boolean } =
   });
 }
 
+/** A WhatsApp webhook body carrying one `messages` change for `phoneNumberId`. */
+function whatsappChange<V extends Record<string, unknown>>(value: V) {
+  return { object: "whatsapp_business_account", entry: [{ id: "waba", changes: [{ field: "messages", value: { messaging_product: "whatsapp", ...value } }] }] };
+}
+
 export function whatsappText(phoneNumberId: string, from: string, id: string, text: string) {
-  return {
-    object: "whatsapp_business_account",
-    entry: [
-      {
-        id: "waba",
-        changes: [
-          {
-            field: "messages",
-            value: {
-              messaging_product: "whatsapp",
-              metadata: { phone_number_id: phoneNumberId, display_phone_number: "1" },
-              contacts: [{ wa_id: from }],
-              messages: [{ from, id, timestamp: "1700000000", type: "text", text: { body: text } }],
-            },
-          },
-        ],
-      },
-    ],
-  };
+  return whatsappChange({
+    metadata: { phone_number_id: phoneNumberId, display_phone_number: "1" },
+    contacts: [{ wa_id: from }],
+    messages: [{ from, id, timestamp: "1700000000", type: "text", text: { body: text } }],
+  });
 }
 
 export function whatsappStatus(phoneNumberId: string, id: string, status: "delivered" | "failed" | "sent") {
-  return {
-    object: "whatsapp_business_account",
-    entry: [
-      {
-        id: "waba",
-        changes: [
-          {
-            field: "messages",
-            value: {
-              messaging_product: "whatsapp",
-              metadata: { phone_number_id: phoneNumberId },
-              statuses: [{ id, status, timestamp: "1700000001", recipient_id: "x" }],
-            },
-          },
-        ],
-      },
-    ],
-  };
+  return whatsappChange({
+    metadata: { phone_number_id: phoneNumberId },
+    statuses: [{ id, status, timestamp: "1700000001", recipient_id: "x" }],
+  });
 }
 
 export async function postTelegram(update: unknown, opts: { secret?: string } = {}) {
