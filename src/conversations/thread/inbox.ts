@@ -159,6 +159,26 @@ export class ThreadInbox {
     return this.stored() ?? EMPTY_INBOX;
   }
 
+  /**
+   * Decides a change on the state as it stands once the route's policy is in hand. The policy read
+   * is the only wait inside a change; reading the state after it (again when the policy it needs
+   * changed meanwhile) keeps a change that landed during the wait from being overwritten.
+   * `needs` names the route whose policy the decision reads, or false when it reads none.
+   */
+  private async withPolicy<T>(
+    needs: (s: InboxState | null) => string | null | false,
+    decide: (s: InboxState | null, policy: InboxPolicy | null) => T,
+  ): Promise<T> {
+    let held: { route: string | null; policy: InboxPolicy } | null = null;
+    for (;;) {
+      const s = this.stored();
+      const route = needs(s);
+      if (route === false) return decide(s, null);
+      if (held !== null && held.route === route) return decide(s, held.policy);
+      held = { route, policy: await this.parts.policy(route) };
+    }
+  }
+
   private save(proposed: InboxState): void {
     // Every change passes here, so the opening is kept up for all of them alike.
     const next = withOpening(this.state(), proposed, this.deps.clock.now());
@@ -190,35 +210,44 @@ export class ThreadInbox {
    * the thread opens and waits, in this same step; back to the agent: it is pending, nobody waits.
    */
   async modeChanged(mode: Mode, routeName: string | null, reason: WaitReason, by: string | null): Promise<void> {
-    const now = this.deps.clock.now();
-    const s = this.state();
     if (mode === "manual") {
-      if (s.status === "open" && s.waiting_since !== null) return;
-      const policy = await this.parts.policy(routeName ?? s.route_name);
-      // Once per handoff: recorded before it is sent, so a repeated switch never sends it twice.
-      const holding = policy.holding_message !== null && s.holding_sent_at === null && this.parts.messages !== undefined ? policy.holding_message : null;
-      const next: InboxState = {
-        ...s,
-        status: "open",
-        route_name: routeName ?? s.route_name,
-        waiting_since: now,
-        waiting_reason: reason,
-        snoozed_until: null,
-        resolved_at: null,
-        sla_due_at: now + this.slaMs(policy),
-        sla_stage: "none",
-        auto_resolve_ms: autoResolveMs(policy),
-        auto_resolve_at: this.autoResolveAt(policy, now),
-        holding_sent_at: holding !== null ? now : s.holding_sent_at,
-      };
-      this.save(next);
-      this.parts.emit([{ kind: "waiting", at: now, route_name: next.route_name, by, detail: { reason } }]);
+      const handed = await this.withPolicy(
+        (stored) => {
+          const s = stored ?? EMPTY_INBOX;
+          return s.status === "open" && s.waiting_since !== null ? false : (routeName ?? s.route_name);
+        },
+        (stored, policy) => {
+          if (policy === null) return null;
+          const now = this.deps.clock.now();
+          const s = stored ?? EMPTY_INBOX;
+          // Once per handoff: recorded before it is sent, so a repeated switch never sends it twice.
+          const holding = policy.holding_message !== null && s.holding_sent_at === null && this.parts.messages !== undefined ? policy.holding_message : null;
+          const next: InboxState = {
+            ...s,
+            status: "open",
+            route_name: routeName ?? s.route_name,
+            waiting_since: now,
+            waiting_reason: reason,
+            snoozed_until: null,
+            resolved_at: null,
+            sla_due_at: now + this.slaMs(policy),
+            sla_stage: "none",
+            auto_resolve_ms: autoResolveMs(policy),
+            auto_resolve_at: this.autoResolveAt(policy, now),
+            holding_sent_at: holding !== null ? now : s.holding_sent_at,
+          };
+          this.save(next);
+          this.parts.emit([{ kind: "waiting", at: now, route_name: next.route_name, by, detail: { reason } }]);
+          return { holding, route: next.route_name };
+        },
+      );
       // Not a human's answer: the wait and its clock stay as just set.
-      if (holding !== null && next.route_name !== null) await this.parts.messages?.holding(next.route_name, holding);
+      if (handed !== null && handed.holding !== null && handed.route !== null) await this.parts.messages?.holding(handed.route, handed.holding);
       return;
     }
     // A thread the inbox never touched is already the agent's.
-    if (!this.stored()) return;
+    const s = this.stored();
+    if (!s) return;
     this.save({
       ...s,
       status: "pending",
@@ -237,47 +266,65 @@ export class ThreadInbox {
    * owns (`manual`), the customer now waits, unless already waiting. Auto-resolve moves ahead.
    */
   async inbound(routeName: string, mode: Mode, reply?: InboundReply): Promise<"rated" | undefined> {
-    const now = this.deps.clock.now();
-    const stored = this.stored();
-    // The answer to the satisfaction question: recorded, and the conversation stays resolved.
-    if (stored && reply && this.rate(stored, routeName, reply, now)) return "rated";
-    // A thread the inbox never touched, still with the agent, keeps no state and reads no policy:
-    // the agent's own conversations pay nothing for the inbox.
-    if (!stored && mode !== "manual") return undefined;
-    const s = stored ?? EMPTY_INBOX;
-    const events: InboxEvent[] = [];
-    const reopening = s.status === "resolved" || s.status === "snoozed";
-    const startsWait = mode === "manual" && (reopening || s.waiting_since === null);
-    // The policy is read only when a timer starts; later messages reuse the auto-resolve interval kept in the state.
-    const policy = reopening || startsWait ? await this.parts.policy(routeName) : null;
-    const autoMs = policy ? autoResolveMs(policy) : s.auto_resolve_ms;
-    let next: InboxState = {
-      ...s,
-      route_name: routeName,
-      last_inbound_at: now,
-      auto_resolve_ms: autoMs,
-      auto_resolve_at: autoMs === null ? null : now + autoMs,
+    // What the message starts, on a given state: the policy is read only when a timer starts; later
+    // messages reuse the auto-resolve interval kept in the state.
+    const starts = (stored: InboxState | null) => {
+      const s = stored ?? EMPTY_INBOX;
+      const reopening = s.status === "resolved" || s.status === "snoozed";
+      return { s, reopening, startsWait: mode === "manual" && (reopening || s.waiting_since === null) };
     };
-    if (reopening) {
-      next = { ...next, status: mode === "manual" ? "open" : "pending", snoozed_until: null, resolved_at: null, rating_asked_at: null };
-      events.push({ kind: "reopened", at: now, route_name: routeName, by: null, detail: { from: s.status } });
-    }
-    // Only a human can keep a customer waiting: while the agent owns the thread, it answers.
-    if (mode === "manual" && next.status !== "open") next = { ...next, status: "open" };
-    if (startsWait && policy) {
-      const reason: WaitReason = reopening ? "reopened" : "customer_message";
-      next = { ...next, waiting_since: now, waiting_reason: reason, sla_due_at: now + this.slaMs(policy), sla_stage: "none" };
-      events.push({ kind: "waiting", at: now, route_name: routeName, by: null, detail: { reason } });
-    }
-    this.save(next);
-    if (events.length) this.parts.emit(events);
-    return undefined;
+    const rates = (stored: InboxState | null) => stored !== null && reply !== undefined && this.answeredRating(stored, reply) !== null;
+    return this.withPolicy(
+      (stored) => {
+        if (rates(stored)) return false;
+        // A thread the inbox never touched, still with the agent, keeps no state and reads no policy:
+        // the agent's own conversations pay nothing for the inbox.
+        if (!stored && mode !== "manual") return false;
+        const { reopening, startsWait } = starts(stored);
+        return reopening || startsWait ? routeName : false;
+      },
+      (stored, policy) => {
+        const now = this.deps.clock.now();
+        // The answer to the satisfaction question: recorded, and the conversation stays resolved.
+        if (stored && reply && this.rate(stored, routeName, reply, now)) return "rated" as const;
+        if (!stored && mode !== "manual") return undefined;
+        const { s, reopening, startsWait } = starts(stored);
+        const events: InboxEvent[] = [];
+        const autoMs = policy ? autoResolveMs(policy) : s.auto_resolve_ms;
+        let next: InboxState = {
+          ...s,
+          route_name: routeName,
+          last_inbound_at: now,
+          auto_resolve_ms: autoMs,
+          auto_resolve_at: autoMs === null ? null : now + autoMs,
+        };
+        if (reopening) {
+          next = { ...next, status: mode === "manual" ? "open" : "pending", snoozed_until: null, resolved_at: null, rating_asked_at: null };
+          events.push({ kind: "reopened", at: now, route_name: routeName, by: null, detail: { from: s.status } });
+        }
+        // Only a human can keep a customer waiting: while the agent owns the thread, it answers.
+        if (mode === "manual" && next.status !== "open") next = { ...next, status: "open" };
+        if (startsWait && policy) {
+          const reason: WaitReason = reopening ? "reopened" : "customer_message";
+          next = { ...next, waiting_since: now, waiting_reason: reason, sla_due_at: now + this.slaMs(policy), sla_stage: "none" };
+          events.push({ kind: "waiting", at: now, route_name: routeName, by: null, detail: { reason } });
+        }
+        this.save(next);
+        if (events.length) this.parts.emit(events);
+        return undefined;
+      },
+    );
+  }
+
+  /** The rating `reply` gives when it answers an open satisfaction question on `s`, or null. */
+  private answeredRating(s: InboxState, reply: InboundReply): number | null {
+    if (s.status !== "resolved" || s.rating_asked_at === null || this.deps.clock.now() - s.rating_asked_at > RATING_WINDOW_MS) return null;
+    return ratingOf(reply);
   }
 
   /** Records `reply` as the rating when it answers an open satisfaction question; false when it does not. */
   private rate(s: InboxState, routeName: string, reply: InboundReply, now: number): boolean {
-    if (s.status !== "resolved" || s.rating_asked_at === null || now - s.rating_asked_at > RATING_WINDOW_MS) return false;
-    const rating = ratingOf(reply);
+    const rating = this.answeredRating(s, reply);
     if (rating === null) return false;
     this.save({ ...s, rating, rated_at: now, rating_asked_at: null, last_inbound_at: now });
     this.parts.emit([{ kind: "rated", at: now, route_name: routeName, by: null, detail: { rating } }]);
@@ -382,25 +429,33 @@ export class ThreadInbox {
         this.parts.emit([event("snoozed", { until: new Date(action.until).toISOString() })]);
         return { ok: true, state: next, changed: true };
       }
-      case "reopen": {
-        if (s.status !== "resolved" && s.status !== "snoozed") return { ok: true, state: s, changed: false };
-        const policy = await this.parts.policy(route);
-        const next: InboxState = {
-          ...s,
-          status: "open",
-          resolved_at: null,
-          snoozed_until: null,
-          waiting_since: now,
-          waiting_reason: "reopened",
-          sla_due_at: now + this.slaMs(policy),
-          sla_stage: "none",
-          auto_resolve_ms: autoResolveMs(policy),
-          auto_resolve_at: this.autoResolveAt(policy, now),
-        };
-        this.save(next);
-        this.parts.emit([event("reopened", { from: s.status })]);
-        return { ok: true, state: next, changed: true };
-      }
+      case "reopen":
+        return this.withPolicy(
+          (stored) => {
+            const c = stored ?? EMPTY_INBOX;
+            return c.status === "resolved" || c.status === "snoozed" ? c.route_name : false;
+          },
+          (stored, policy): InboxActionResult => {
+            const c = stored ?? EMPTY_INBOX;
+            if (policy === null) return { ok: true, state: c, changed: false };
+            const at = this.deps.clock.now();
+            const next: InboxState = {
+              ...c,
+              status: "open",
+              resolved_at: null,
+              snoozed_until: null,
+              waiting_since: at,
+              waiting_reason: "reopened",
+              sla_due_at: at + this.slaMs(policy),
+              sla_stage: "none",
+              auto_resolve_ms: autoResolveMs(policy),
+              auto_resolve_at: this.autoResolveAt(policy, at),
+            };
+            this.save(next);
+            this.parts.emit([{ kind: "reopened", at, route_name: c.route_name, by: action.by, detail: { from: c.status } }]);
+            return { ok: true, state: next, changed: true };
+          },
+        );
       case "labels": {
         const labels = [...new Set([...s.labels.filter((l) => !action.remove.includes(l)), ...action.add])].sort();
         if (labels.length > MAX_LABELS) return { ok: false, reason: "too_many_labels" };
@@ -421,53 +476,65 @@ export class ThreadInbox {
    * recorded before the alert is returned for sending, so a restart never repeats one.
    */
   async tick(): Promise<DueAlert[]> {
-    const now = this.deps.clock.now();
-    const s = this.stored();
-    if (!s) return [];
-    let next = s;
-    const events: InboxEvent[] = [];
-    const alerts: DueAlert[] = [];
-    const route = s.route_name;
-    if (next.status === "snoozed" && next.snoozed_until !== null && next.snoozed_until <= now) {
-      const policy = await this.parts.policy(route);
-      next = {
-        ...next,
-        status: "open",
-        snoozed_until: null,
-        waiting_since: now,
-        waiting_reason: "snooze_ended",
-        sla_due_at: now + this.slaMs(policy),
-        sla_stage: "none",
-        auto_resolve_ms: autoResolveMs(policy),
-        auto_resolve_at: this.autoResolveAt(policy, now),
-      };
-      events.push({ kind: "reopened", at: now, route_name: route, by: null, detail: { from: "snoozed" } });
-      events.push({ kind: "waiting", at: now, route_name: route, by: null, detail: { reason: "snooze_ended" } });
-    }
-    // A customer waiting for a human is never resolved away: auto-resolve waits until someone answered.
-    if (next.auto_resolve_at !== null && next.auto_resolve_at <= now && next.waiting_since === null && (next.status === "open" || next.status === "pending")) {
-      const openMs = openFor(next, now);
-      next = resolvedState(next, now);
-      events.push({ kind: "resolved", at: now, route_name: route, by: null, detail: { auto: 1, open_ms: openMs } });
-    }
-    if (next.sla_due_at !== null && next.sla_due_at <= now && next.waiting_since !== null) {
-      const policy = await this.parts.policy(route);
-      if (next.sla_stage === "none") {
-        const escalateMs = policy.escalate_after_seconds === null ? null : policy.escalate_after_seconds * 1000;
-        next = { ...next, sla_stage: "alerted", sla_due_at: escalateMs === null ? null : now + escalateMs };
-        alerts.push({ stage: "alerted", route_name: route, waiting_since: next.waiting_since as number });
-        events.push({ kind: "alerted", at: now, route_name: route, by: null, detail: { waited_ms: now - (next.waiting_since as number) } });
-      } else if (next.sla_stage === "alerted") {
-        next = { ...next, sla_stage: "escalated", sla_due_at: null };
-        alerts.push({ stage: "escalated", route_name: route, waiting_since: next.waiting_since as number });
-        events.push({ kind: "escalated", at: now, route_name: route, by: null, detail: { waited_ms: now - (next.waiting_since as number) } });
-      } else {
-        next = { ...next, sla_due_at: null };
-      }
-    }
-    if (next !== s) this.save(next);
-    if (events.length) this.parts.emit(events);
-    return alerts;
+    const snoozeEnded = (s: InboxState, now: number) => s.status === "snoozed" && s.snoozed_until !== null && s.snoozed_until <= now;
+    const waitDue = (s: InboxState, now: number) => s.sla_due_at !== null && s.sla_due_at <= now && s.waiting_since !== null;
+    return this.withPolicy(
+      (s) => {
+        const now = this.deps.clock.now();
+        return s !== null && (snoozeEnded(s, now) || waitDue(s, now)) ? s.route_name : false;
+      },
+      (s, policy) => {
+        const now = this.deps.clock.now();
+        if (!s) return [];
+        let next = s;
+        const events: InboxEvent[] = [];
+        const alerts: DueAlert[] = [];
+        const route = s.route_name;
+        if (policy && snoozeEnded(next, now)) {
+          next = {
+            ...next,
+            status: "open",
+            snoozed_until: null,
+            waiting_since: now,
+            waiting_reason: "snooze_ended",
+            sla_due_at: now + this.slaMs(policy),
+            sla_stage: "none",
+            auto_resolve_ms: autoResolveMs(policy),
+            auto_resolve_at: this.autoResolveAt(policy, now),
+          };
+          events.push({ kind: "reopened", at: now, route_name: route, by: null, detail: { from: "snoozed" } });
+          events.push({ kind: "waiting", at: now, route_name: route, by: null, detail: { reason: "snooze_ended" } });
+        }
+        // A customer waiting for a human is never resolved away: auto-resolve waits until someone answered.
+        if (
+          next.auto_resolve_at !== null &&
+          next.auto_resolve_at <= now &&
+          next.waiting_since === null &&
+          (next.status === "open" || next.status === "pending")
+        ) {
+          const openMs = openFor(next, now);
+          next = resolvedState(next, now);
+          events.push({ kind: "resolved", at: now, route_name: route, by: null, detail: { auto: 1, open_ms: openMs } });
+        }
+        if (policy && waitDue(next, now)) {
+          if (next.sla_stage === "none") {
+            const escalateMs = policy.escalate_after_seconds === null ? null : policy.escalate_after_seconds * 1000;
+            next = { ...next, sla_stage: "alerted", sla_due_at: escalateMs === null ? null : now + escalateMs };
+            alerts.push({ stage: "alerted", route_name: route, waiting_since: next.waiting_since as number });
+            events.push({ kind: "alerted", at: now, route_name: route, by: null, detail: { waited_ms: now - (next.waiting_since as number) } });
+          } else if (next.sla_stage === "alerted") {
+            next = { ...next, sla_stage: "escalated", sla_due_at: null };
+            alerts.push({ stage: "escalated", route_name: route, waiting_since: next.waiting_since as number });
+            events.push({ kind: "escalated", at: now, route_name: route, by: null, detail: { waited_ms: now - (next.waiting_since as number) } });
+          } else {
+            next = { ...next, sla_due_at: null };
+          }
+        }
+        if (next !== s) this.save(next);
+        if (events.length) this.parts.emit(events);
+        return alerts;
+      },
+    );
   }
 
   /** Another inbox part's events (a private note written): told like the state's own. */

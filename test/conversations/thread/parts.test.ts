@@ -317,3 +317,52 @@ describe("the schema migration's agent-memory line", () => {
     });
   });
 });
+
+describe("the inbox state across its policy read", () => {
+  /** An inbox whose policy reads wait until `release` is called, as a slow D1 read would. */
+  function slowPolicyInbox(deps: ThreadDeps) {
+    const waiting: Array<() => void> = [];
+    const inbox = new ThreadInbox(deps, {
+      policy: () => new Promise((resolve) => waiting.push(() => resolve(DEFAULT_POLICY))),
+      defaultSlaMs: () => 60_000,
+      emit: () => undefined,
+      changed: () => undefined,
+    });
+    const release = async () => {
+      while (waiting.length === 0) await Promise.resolve();
+      for (const go of waiting.splice(0)) go();
+    };
+    return { inbox, release };
+  }
+
+  it("a claim made while a snooze's wake waits for the policy is kept, and the wake still happens", async () => {
+    await withStorage(async (storage) => {
+      const clock = { ms: 1_000_000 };
+      const { inbox, release } = slowPolicyInbox(depsOver(storage, clock));
+      // Handed to a human on a route, then snoozed (no policy read: a snooze sets no policy timer).
+      const handoff = inbox.modeChanged("manual", "r1", "agent_handoff", null);
+      await release();
+      await handoff;
+      expect((await inbox.act({ kind: "snooze", by: "sam", until: clock.ms + 1000 })).ok).toBe(true);
+      clock.ms += 2000;
+      const tick = inbox.tick();
+      expect((await inbox.act({ kind: "claim", by: "kim", force: false })).ok).toBe(true);
+      await release();
+      await tick;
+      expect(inbox.state()).toMatchObject({ status: "open", waiting_reason: "snooze_ended", assignee: "kim" });
+    });
+  });
+
+  it("labels set while a handoff waits for the policy are kept beside the wait it starts", async () => {
+    await withStorage(async (storage) => {
+      const clock = { ms: 2_000_000 };
+      const { inbox, release } = slowPolicyInbox(depsOver(storage, clock));
+      const handoff = inbox.modeChanged("manual", "r1", "agent_handoff", null);
+      clock.ms += 5;
+      expect((await inbox.act({ kind: "labels", by: "sam", add: ["vip"], remove: [] })).ok).toBe(true);
+      await release();
+      await handoff;
+      expect(inbox.state()).toMatchObject({ status: "open", waiting_reason: "agent_handoff", labels: ["vip"] });
+    });
+  });
+});
