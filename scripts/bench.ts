@@ -19,6 +19,10 @@
  *             CONVERSATIONS_MAX_CONCURRENT_TURNS=64 for the run (hol.ts)
  *   faults    fault recovery: the receiver fails 30 % of callbacks, goes down 10 s, recovers; backoff
  *             scaled to seconds for the run; delivered, double 2xx, drain vs 1.2 × next step (faults.ts)
+ *   stream    web visitors on an llm agent whose model streams its answer, on a bridge of its own
+ *             with the usage meter on: first draft, drafts per answer, the gap between drafts vs
+ *             the 150 ms throttle, and D1 statements and object rows written per message, streamed
+ *             vs one JSON answer (stream.ts)
  *   sustained NOT in the default run (it takes many minutes): `--sustained` adds it, `--phases
  *             sustained` runs it alone. 20,000 async messages on 8 hot threads, each answered by a
  *             signed callback that fails 10 % of the time, on a bridge of its own under `--inspect`;
@@ -34,7 +38,7 @@
  * per operation, split between the bench itself and the server's processes (workerd and wrangler's
  * Node process, read from /proc), and the rate the machine's CPUs bound that cost to.
  *
- * Options (all optional): --phases ingest,sync,web,persons,webhook,overhead,hol,faults (all) --callers N (16)
+ * Options (all optional): --phases ingest,sync,web,persons,webhook,overhead,hol,faults,stream (all) --callers N (16)
  * --threads N ingest threads (64) --ingest N per caller (40) --turns N sync turns per caller (30)
  * --web N web messages per visitor (30) --health N per caller (200) --max-seconds S per closed-loop phase (10) --webhook-rate R steady
  * webhooks/s (10; the burst is 5R) --webhook-seconds S per webhook stage (3) --overhead-callers N
@@ -102,9 +106,10 @@ import { costBench } from "./bench/cost";
 import { enablePersons, linkCallers, personsPhase, setupPersons } from "./bench/persons";
 import { setupSync, syncPhase } from "./bench/sync";
 import { type Visitor, openVisitors, setupWeb, webPhase } from "./bench/web";
+import { STREAM_DEFAULTS, runStream } from "./bench/stream";
 import { SLACK_DEADLINE_MS, setupWebhook, telegramVars, webhookPhase } from "./bench/webhook";
 
-const DEFAULT_PHASES = ["ingest", "sync", "web", "persons", "webhook", "overhead", "hol", "faults"] as const;
+const DEFAULT_PHASES = ["ingest", "sync", "web", "persons", "webhook", "overhead", "hol", "faults", "stream"] as const;
 const ALL_PHASES = [...DEFAULT_PHASES, "sustained"] as const;
 type PhaseName = (typeof ALL_PHASES)[number];
 
@@ -608,6 +613,14 @@ async function main(): Promise<number> {
         vars: FAULT_VARS,
         latency: summary(f.phase),
       };
+    }
+
+    // ---- streamed answers -----------------------------------------------------------------------
+    if (has("stream")) {
+      const s = await runStream(STREAM_DEFAULTS, vars, env, cleanups);
+      rows.push(...s.rows);
+      json.stream = s.json;
+      failures += s.failed;
     }
 
     if (sustained) {

@@ -44,13 +44,13 @@ export async function setupWeb(ctx: Ctx): Promise<void> {
  * Opens the chat page as a browser navigation and answers the session cookie. Through node:http:
  * fetch marks every request `Sec-Fetch-Mode: cors`, which the page door refuses.
  */
-async function openPage(base: string): Promise<string> {
+export async function openPage(base: string, identity = WEB_IDENTITY): Promise<string> {
   const res = await new Promise<IncomingMessage>((resolve, reject) =>
-    get(`${base}/api/channels/web/chat/${WEB_IDENTITY}`, { headers: { "sec-fetch-mode": "navigate" } }, resolve).on("error", reject),
+    get(`${base}/api/channels/web/chat/${identity}`, { headers: { "sec-fetch-mode": "navigate" } }, resolve).on("error", reject),
   );
   res.resume();
   const cookie = (res.headers["set-cookie"]?.[0] ?? "").split(";")[0];
-  if (res.statusCode !== 200 || !cookie.startsWith(`tai_web_${WEB_IDENTITY}=`)) throw new Error(`opening the chat page failed: HTTP ${res.statusCode}`);
+  if (res.statusCode !== 200 || !cookie.startsWith(`tai_web_${identity}=`)) throw new Error(`opening the chat page failed: HTTP ${res.statusCode}`);
   return cookie;
 }
 
