@@ -1,11 +1,12 @@
 /**
  * Stream: web visitors on a channel route to an llm agent whose model streams its answer (a local
- * OpenAI-compatible endpoint sending `chunks` content deltas, one every `intervalMs`). Each visitor
+ * OpenAI-compatible endpoint, scripts/bench/fake-llm.ts, sending `chunks` content deltas, one every
+ * `intervalMs`). Each visitor
  * keeps its WebSocket stream open and, closed loop, sends a message and waits for that message's
  * final entry, recording every `draft` frame on the way (docs/web-channel-client.md).
  *
  * It runs twice on one bridge of its own, with the usage meter on (src/platform/metering/): once
- * with the model answering one JSON body after the same total time (no drafts: the comparison),
+ * with the model answering one JSON body (no drafts: the comparison),
  * then streaming. What it shows:
  *   - the drafts reach the page at the throttle rate: the gap between two drafts of one answer is
  *     never below the throttle (150 ms), and the first words arrive long before the answer;
@@ -15,7 +16,7 @@
 import { randomBytes } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { WebSocket } from "undici";
-import { startStreamingLlm, type StreamShape } from "./fake-llm";
+import { startFakeLlm } from "./fake-llm";
 import { BOOTSTRAP_TOKEN, http } from "./harness";
 import { type Phase, type Row, closedLoop, fmt, percentile } from "./lib";
 import { startBridge } from "./server";
@@ -217,8 +218,9 @@ export async function runStream(
   env: Record<string, string>,
   cleanups: Array<() => Promise<void> | void>,
 ): Promise<{ rows: Row[]; json: unknown; failed: number }> {
-  const shape: StreamShape = { chunks: o.chunks, intervalMs: o.intervalMs, whole: true };
-  const llm = await startStreamingLlm(shape);
+  // The words `w0 w1 …`, so the drafts show how much of the answer has arrived.
+  const text = Array.from({ length: o.chunks }, (_, i) => `w${i}`).join(" ");
+  const llm = await startFakeLlm(() => ({ content: text }));
   cleanups.push(() => llm.close());
   const token = randomBytes(32).toString("base64url");
   console.log("bench: starting a bridge with the usage meter on for the stream phase …");
@@ -236,10 +238,10 @@ export async function runStream(
   const per = (u: Usage, p: Phase) => ({ d1: p.ok ? u.d1Statements / p.ok : Number.NaN, rows: p.ok ? u.sqlRowsWritten / p.ok : Number.NaN });
 
   console.log(`bench: stream: ${o.visitors} visitors × ${o.perVisitor} messages, ${o.chunks} chunks every ${o.intervalMs} ms …`);
-  await run(base, visitors, { ...o, perVisitor: 1 }, "stream warm-up", llm.text(), readUsage);
-  const whole = await run(base, visitors, o, `web → llm, one JSON answer (${o.visitors} visitors)`, llm.text(), readUsage);
-  shape.whole = false;
-  const streamed = await run(base, visitors, o, `web → llm, streamed answer (${o.visitors} visitors)`, llm.text(), readUsage);
+  await run(base, visitors, { ...o, perVisitor: 1 }, "stream warm-up", text, readUsage);
+  const whole = await run(base, visitors, o, `web → llm, one JSON answer (${o.visitors} visitors)`, text, readUsage);
+  llm.stream = { chunks: o.chunks, delayMs: o.intervalMs };
+  const streamed = await run(base, visitors, o, `web → llm, streamed answer (${o.visitors} visitors)`, text, readUsage);
 
   const w = per(whole.usage, whole.phase);
   const s = per(streamed.usage, streamed.phase);
