@@ -16,7 +16,7 @@ import { turnPlugins } from "../../src/conversations/thread/turn-plugins";
 import { TYPING_DELAY_MS } from "../../src/conversations/thread/live-turn";
 import { apiThreadId, channelThreadId } from "../../src/shared/thread-id";
 import { createRoute, send } from "../helpers/bridge";
-import { admin, call, mintKey, uniq } from "../helpers/http";
+import { BASE, admin, call, dispatch, mintKey, uniq } from "../helpers/http";
 import { type NetCall, answerOnly, fakeNetwork } from "../helpers/network";
 import { eventually, rawRows, stubFor } from "../helpers/threads";
 import { ORIGIN, type Visitor, newVisitor, openStream } from "../helpers/web-visitor";
@@ -273,7 +273,9 @@ describe("stopping a turn", () => {
         (l) => l.draft === "Hello",
       );
       // A thread id off the route is refused before anything is stopped.
-      expect((await call("POST", `/api/conversations/${route.name}/thread/stop?thread_id=${encodeURIComponent("bridge:other:x")}`, { key: admins })).status).toBe(400);
+      expect(
+        (await call("POST", `/api/conversations/${route.name}/thread/stop?thread_id=${encodeURIComponent("bridge:other:x")}`, { key: admins })).status,
+      ).toBe(400);
       expect((await stop(called)).body).toEqual({ data: { stopped: true } });
       const hook = await eventually(
         async () => calls.filter((c: NetCall) => c.url === HOOK),
@@ -314,6 +316,51 @@ describe("stopping a turn", () => {
       expect(JSON.parse(must(rows.at(-1), "the record").record)).toMatchObject({ answer_status: "silent", stopped: true });
     } finally {
       open();
+    }
+  });
+});
+
+describe("the route's consoles", () => {
+  it("hear a long turn's states as ids only, coalesced; the draft stays behind the live door", async () => {
+    const key = await mintKey({ scopes: ["agent:echo"] });
+    const route = await createRoute({ door: "api", target_kind: "agent", target_name: "echo", execution_key: key.user_id });
+    const admins = await admin();
+    const ticket = await call("POST", `/api/conversations/${route.name}/live-tickets`, { key: admins });
+    expect(ticket.status).toBe(201);
+    const res = await dispatch(`${BASE}/api/conversations/${route.name}/live?ticket=${encodeURIComponent(ticket.body.data.ticket)}`, {
+      headers: { upgrade: "websocket" },
+    });
+    const ws = must(res.webSocket, "the console's socket");
+    const frames: any[] = [];
+    ws.addEventListener("message", (e) => void frames.push(JSON.parse(String(e.data))));
+    ws.accept();
+    const turnNotices = () => frames.flatMap((f) => (f.type === "notices" ? f.notices : [])).filter((n: any) => n.type === "turn");
+
+    const thread = apiThreadId(route.name, "root", "watched");
+    const slow = slowAgent();
+    await withAgents(thread, slow.agents);
+    try {
+      const accepted = await send(route.name, { external_user_id: "watched", text: "slow" });
+      const id = accepted.body.data.message_id;
+      await eventually(
+        async () => turnNotices(),
+        (n) => n.some((x: any) => x.state === "running"),
+        200,
+      );
+      await call("POST", `/api/conversations/${route.name}/thread/stop?thread_id=${encodeURIComponent(thread)}`, { key: admins });
+      const seen = await eventually(
+        async () => turnNotices(),
+        (n) => n.some((x: any) => x.state === "settled"),
+        200,
+      );
+      // Ids and a state each, the latest per window: running was told, and settled last.
+      for (const n of seen) expect(n).toEqual({ type: "turn", route_name: route.name, thread_id: thread, message_id: id, state: n.state });
+      expect(seen.map((n: any) => n.state)).toContain("running");
+      expect(seen.at(-1).state).toBe("settled");
+      expect(JSON.stringify(frames)).not.toContain("Hel");
+    } finally {
+      slow.release();
+      ws.close();
     }
   });
 });

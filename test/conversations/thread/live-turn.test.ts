@@ -46,11 +46,7 @@ function livePart() {
   const time = manualTime();
   const frames: Array<LiveFrame & { at: number }> = [];
   const notices: TurnNotice[][] = [];
-  const live = new LiveTurns(
-    time.clock,
-    { page: (f) => frames.push({ ...f, at: time.clock.now() }), console: (n) => notices.push(n) },
-    time.timers,
-  );
+  const live = new LiveTurns(time.clock, { page: (f) => frames.push({ ...f, at: time.clock.now() }), console: (n) => notices.push(n) }, time.timers);
   return { live, frames, notices, ...time };
 }
 
