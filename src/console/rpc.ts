@@ -2,8 +2,9 @@
  * The ConsoleHub objects' RPC contract (docs/console.md "Live updates"). One hub per
  * conversation route (`idFromName(route_name)`) holds the operator consoles watching that route,
  * as hibernatable WebSockets, and the one-time tickets that open them. The route's IndexShards
- * announce each listing push to it (fire-and-forget, off the push's answer), and the hub passes
- * the notice on to every socket: ids and a status only, never message text.
+ * announce each listing push to it (fire-and-forget, off the push's answer), its threads their
+ * turns' state changes (src/conversations/thread/live-turn.ts, likewise), and the hub passes the
+ * notice on to every socket: ids and a status only, never message text.
  */
 import type { Env } from "../platform/env";
 import type { TicketHolder } from "./live-check";
