@@ -378,6 +378,7 @@ describe("every visitor door in the route table", () => {
       "/api/channels/web/questions/{interaction_id}/answer",
       "/api/channels/web/session",
       "/api/channels/web/session/rotate",
+      "/api/channels/web/stop",
       "/api/channels/web/stream-ticket",
     ]);
     const r = await webRoute();

@@ -46,7 +46,9 @@ async function declareAgent(tools: string[] = ["ask_user"]): Promise<string> {
   return title;
 }
 
-const telegramSends = (calls: NetCall[]) => calls.filter((c) => c.url.includes("telegram.fake")).map((c) => JSON.parse(c.body));
+/** The chat's messages (a turn that runs past the typing delay also sends a chat action, which is no message). */
+const telegramSends = (calls: NetCall[]) =>
+  calls.filter((c) => c.url.includes("telegram.fake") && !c.url.endsWith("/sendChatAction")).map((c) => JSON.parse(c.body));
 
 describe("an llm agent on a Telegram route asks with two options", () => {
   it("sends the options as an inline keyboard; the tap answers; the run resumes and answers in the same chat", async () => {
