@@ -21,7 +21,7 @@
  * channel that can show typing gets its signal once the target has run TYPING_DELAY_MS, refreshed
  * while it runs.
  */
-import type { AgentEvent } from "../../targets/agents/events";
+import { type AgentEvent, TurnStopped } from "../../targets/agents/events";
 import type { Clock } from "../../platform/clock";
 import { consoleHubStub } from "../../console/rpc";
 import type { Env } from "../../platform/env";
@@ -75,14 +75,6 @@ export interface TypingSignal {
   send(): void;
   /** Sent again this often while the turn runs (null: once). */
   refreshMs: number | null;
-}
-
-/** The error a stopped turn's signal carries (named like the agent runs' own, so a run can tell). */
-export class TurnStopRequest extends Error {
-  constructor() {
-    super("the turn was stopped");
-    this.name = "TurnStopped";
-  }
 }
 
 interface Active {
@@ -199,7 +191,7 @@ export class LiveTurns {
   stop(messageId?: string | null): boolean {
     const a = this.active;
     if (!a || (messageId && a.ref.message_id !== messageId) || a.controller.signal.aborted) return false;
-    a.controller.abort(new TurnStopRequest());
+    a.controller.abort(new TurnStopped());
     this.timers.clear(a.typingTimer);
     a.typingTimer = null;
     return true;
