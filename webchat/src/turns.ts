@@ -141,11 +141,13 @@ export class LiveTurns {
     if (this.typing.textContent !== text) this.typing.textContent = text;
     if (!busy && !this.stopButton.hidden && this.stopButton.matches(":focus")) this.hooks.refocus();
     this.stopButton.hidden = !busy;
-    this.stopButton.disabled = this.stopping;
+    // aria-disabled rather than disabled: a disabled button drops the focus, which then has nowhere to go.
+    this.stopButton.setAttribute("aria-disabled", String(this.stopping));
   }
 
   /** Stops the running turn (or, none running yet, whatever the session's turn is). */
   private async stop(): Promise<void> {
+    if (this.stopping) return;
     let running: string | null = null;
     for (const [id, s] of this.states) if (s === "running" || s === "tool") running = id;
     this.stopping = true;
