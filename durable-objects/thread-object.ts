@@ -40,6 +40,7 @@ import { webStream } from "../src/conversations/thread/web-visitor";
 import { holdsNothing, vacate } from "../src/conversations/thread/vacancy";
 import { parkedById } from "../src/conversations/thread/parked";
 import type { WebSessionCheck } from "../src/conversations/model/web";
+import type { LiveTurnView, StopAnswer } from "../src/conversations/model/live";
 import { type InboxAction, type InboxActionResult, type InboxView, inboxView } from "../src/conversations/model/inbox";
 import { countAll } from "../src/conversations/thread/store";
 import type { NoteAddResult, NoteDeleteResult, StoredNote } from "../src/conversations/model/notes";
@@ -80,7 +81,8 @@ export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
         this.deps,
         { all: () => ctx.getWebSockets(), accept: (ws) => ctx.acceptWebSocket(ws) },
         {
-          append: (home, role, text, part, messageId, expiresAt) => threadStub(this.env, home).webAppend(role, text, part, messageId, expiresAt),
+          append: (home, role, text, part, messageId, expiresAt, stopped) =>
+            threadStub(this.env, home).webAppend(role, text, part, messageId, expiresAt, stopped),
           expire: (home, messageId, expiresAt) => threadStub(this.env, home).webExpire(messageId, expiresAt),
         },
       );
@@ -163,8 +165,15 @@ export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
     return seq;
   }
 
-  async webAppend(role: "visitor" | "bot" | "operator", text: string, part: unknown, messageId: string | null, expiresAt: number): Promise<number> {
-    const seq = this.parts.web.append(role, text, part, messageId, expiresAt);
+  async webAppend(
+    role: "visitor" | "bot" | "operator",
+    text: string,
+    part: unknown,
+    messageId: string | null,
+    expiresAt: number,
+    stopped?: boolean,
+  ): Promise<number> {
+    const seq = this.parts.web.append(role, text, part, messageId, expiresAt, stopped === true);
     await this.parts.alarm.arm();
     return seq;
   }
@@ -208,6 +217,14 @@ export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
     } catch {
       // Already closed.
     }
+  }
+
+  async liveTurn(): Promise<LiveTurnView> {
+    return this.parts.live.view();
+  }
+
+  async stopTurn(messageId?: string | null): Promise<StopAnswer> {
+    return { stopped: this.parts.live.stop(messageId) };
   }
 
   async applyReceipt(messageId: string, status: "delivered" | "failed", detail?: string): Promise<boolean> {

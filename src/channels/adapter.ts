@@ -102,6 +102,21 @@ export interface SendArgs {
   text: string;
 }
 
+/** A typing signal: to the participant, from our identity, about their message (`reply_to`: its provider id). */
+export interface TypingArgs {
+  to: string;
+  from: string;
+  reply_to: string | null;
+}
+
+/** How a channel shows that an answer is being prepared (present exactly when `capabilities.typing`). */
+export interface TypingSender {
+  /** Sends the signal once. Never throws: a failure is a classified SendResult. */
+  send(args: TypingArgs, deps: SendDeps): Promise<SendResult>;
+  /** The signal fades after a while on the participant's side: sent again this often while the turn runs (null: once). */
+  refreshMs: number | null;
+}
+
 export interface ChannelAdapter {
   /** Registry name, door path segment and `max_message_chars` key. */
   readonly name: string;
@@ -123,4 +138,6 @@ export interface ChannelAdapter {
    * advertises; absent on a channel that sends text only. See src/channels/rich/.
    */
   readonly rich?: RichSender;
+  /** The typing signal, on a channel whose capabilities say `typing` (src/conversations/thread/live-turn.ts sends it). */
+  readonly typing?: TypingSender;
 }

@@ -19,6 +19,8 @@ export interface ChannelCapabilities {
   template: boolean;
   interactive: boolean;
   form: boolean;
+  /** Shows the participant that an answer is being prepared (the adapter's `typing`; docs/channels.md "Typing"). */
+  typing: boolean;
 }
 
 export interface SendDeps {

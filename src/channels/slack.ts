@@ -192,7 +192,8 @@ export async function postSlackMessage(message: Record<string, unknown>, deps: S
 /** The Slack adapter (decisions §11). */
 export const slackAdapter: ChannelAdapter = {
   name: "slack",
-  capabilities: { media: true, location: false, template: false, interactive: true, form: false },
+  // No typing signal: the Web API offers a bot none outside the legacy RTM socket.
+  capabilities: { media: true, location: false, template: false, interactive: true, form: false, typing: false },
   doors: { inbound: ["POST"] },
   ackStatus: 200,
   isConfigured,

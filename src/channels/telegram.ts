@@ -156,7 +156,7 @@ export async function callTelegram(method: string, payload: Record<string, unkno
 /** The Telegram adapter (decisions §11). */
 export const telegramAdapter: ChannelAdapter = {
   name: "telegram",
-  capabilities: { media: true, location: true, template: false, interactive: true, form: false },
+  capabilities: { media: true, location: true, template: false, interactive: true, form: false, typing: true },
   doors: { inbound: ["POST"] },
   ackStatus: 200,
   isConfigured,
@@ -164,4 +164,9 @@ export const telegramAdapter: ChannelAdapter = {
   parse,
   send,
   rich: makeTelegramRich(callTelegram, TELEGRAM_FILE_PREFIX),
+  typing: {
+    // `sendChatAction`: the status shows for 5 s at most, or until the bot's next message arrives.
+    send: (args, deps) => callTelegram("sendChatAction", { chat_id: args.to, action: "typing" }, deps),
+    refreshMs: 4_500,
+  },
 };

@@ -171,7 +171,8 @@ export async function postTwilioMessage(form: URLSearchParams, deps: SendDeps): 
 /** The Twilio SMS adapter (decisions §11). */
 export const twilioAdapter: ChannelAdapter = {
   name: "twilio",
-  capabilities: { media: true, location: false, template: false, interactive: false, form: false },
+  // SMS has no typing signal.
+  capabilities: { media: true, location: false, template: false, interactive: false, form: false, typing: false },
   doors: { inbound: ["POST"], status: ["POST"] },
   ackStatus: 204,
   isConfigured,

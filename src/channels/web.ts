@@ -45,7 +45,8 @@ const webRich: RichSender = {
 
 export const webAdapter: ChannelAdapter = {
   name: "web",
-  capabilities: { media: true, location: false, template: false, interactive: true, form: true },
+  // No typing signal: the page learns of the turn from its own frames (docs/web-channel-client.md).
+  capabilities: { media: true, location: false, template: false, interactive: true, form: true, typing: false },
   doors: {},
   ackStatus: 200,
   // Nothing to configure: the web channel needs no provider secret. A web route exists only when

@@ -225,7 +225,7 @@ export async function postWhatsAppMessage(from: string, message: Record<string, 
 /** The WhatsApp Cloud adapter (decisions §11). */
 export const whatsappAdapter: ChannelAdapter = {
   name: "whatsapp",
-  capabilities: { media: true, location: true, template: true, interactive: true, form: true },
+  capabilities: { media: true, location: true, template: true, interactive: true, form: true, typing: true },
   doors: { inbound: ["GET", "POST"] },
   ackStatus: 200,
   isConfigured,
@@ -233,4 +233,13 @@ export const whatsappAdapter: ChannelAdapter = {
   parse: (hook) => parse(hook),
   send,
   rich: makeWhatsAppRich(postWhatsAppMessage, WHATSAPP_MEDIA_PREFIX),
+  typing: {
+    // Marks the customer's message read and shows the typing indicator in one call (Cloud API
+    // "typing indicators"); it fades after 25 s or with the answer, so it is sent once.
+    send: async (args, deps) => {
+      if (!args.reply_to) return { ok: false, permanent: true, reason: "no inbound message to mark read" };
+      return postWhatsAppMessage(args.from, { status: "read", message_id: args.reply_to, typing_indicator: { type: "text" } }, deps);
+    },
+    refreshMs: null,
+  },
 };

@@ -7,11 +7,14 @@
  */
 import type { Env } from "../platform/env";
 import type { TicketHolder } from "./live-check";
+import type { TurnState } from "../conversations/model/live";
 
 /** What a console learns about a change: which thread moved, never what was said. */
 export type ConsoleNotice =
   | { type: "thread"; route_name: string; thread_id: string; status: string; at: string }
-  | { type: "failed"; route_name: string; thread_id: string; message_id: string };
+  | { type: "failed"; route_name: string; thread_id: string; message_id: string }
+  /** A turn of the thread changed state (its draft is read through `GET …/thread/live`, never sent here). */
+  | { type: "turn"; route_name: string; thread_id: string; message_id: string; state: TurnState };
 
 export interface ConsoleHubRpc {
   /** Keeps a ticket's SHA-256 until `expiresAtMs`, with the key it was minted for (and drops expired ones). */

@@ -34,6 +34,8 @@ export interface TargetContext {
    * the run stops to wait for the answer. Absent (run-tool, background runs), `ask_user` refuses.
    */
   ask?: AskSlot;
+  /** Aborted when the run must stop (a bridge turn's stop door): the run checks it and hands it to its fetches. */
+  signal?: AbortSignal;
 }
 
 /**

@@ -33,11 +33,11 @@ describe("channel registry", () => {
   it("declares the capabilities of decisions §11", () => {
     const caps = Object.fromEntries(channelAdapters.map((a) => [a.name, a.capabilities]));
     expect(caps).toEqual({
-      twilio: { media: true, location: false, template: false, interactive: false, form: false },
-      whatsapp: { media: true, location: true, template: true, interactive: true, form: true },
-      telegram: { media: true, location: true, template: false, interactive: true, form: false },
-      slack: { media: true, location: false, template: false, interactive: true, form: false },
-      web: { media: true, location: false, template: false, interactive: true, form: true },
+      twilio: { media: true, location: false, template: false, interactive: false, form: false, typing: false },
+      whatsapp: { media: true, location: true, template: true, interactive: true, form: true, typing: true },
+      telegram: { media: true, location: true, template: false, interactive: true, form: false, typing: true },
+      slack: { media: true, location: false, template: false, interactive: true, form: false, typing: false },
+      web: { media: true, location: false, template: false, interactive: true, form: true, typing: false },
     });
   });
 
@@ -50,11 +50,11 @@ describe("channel registry", () => {
 
   it("builds the GET /api/channels listing with each channel's cap (null when the map lacks it)", () => {
     expect(channelListing(ALL, { twilio: 160, whatsapp: 4096, slack: 40000 })).toEqual([
-      { name: "twilio", capabilities: { media: true, location: false, template: false, interactive: false, form: false }, max_message_chars: 160 },
-      { name: "whatsapp", capabilities: { media: true, location: true, template: true, interactive: true, form: true }, max_message_chars: 4096 },
-      { name: "telegram", capabilities: { media: true, location: true, template: false, interactive: true, form: false }, max_message_chars: null },
-      { name: "slack", capabilities: { media: true, location: false, template: false, interactive: true, form: false }, max_message_chars: 40000 },
-      { name: "web", capabilities: { media: true, location: false, template: false, interactive: true, form: true }, max_message_chars: null },
+      { name: "twilio", capabilities: { media: true, location: false, template: false, interactive: false, form: false, typing: false }, max_message_chars: 160 },
+      { name: "whatsapp", capabilities: { media: true, location: true, template: true, interactive: true, form: true, typing: true }, max_message_chars: 4096 },
+      { name: "telegram", capabilities: { media: true, location: true, template: false, interactive: true, form: false, typing: true }, max_message_chars: null },
+      { name: "slack", capabilities: { media: true, location: false, template: false, interactive: true, form: false, typing: false }, max_message_chars: 40000 },
+      { name: "web", capabilities: { media: true, location: false, template: false, interactive: true, form: true, typing: false }, max_message_chars: null },
     ]);
   });
 });
@@ -170,7 +170,7 @@ describe("GET /api/channels", () => {
     const res = await fetchWithEnv(bare, new Request("https://bridge.test/api/channels", { headers: { "x-api-key": await admin() } }));
     expect(await res.json()).toEqual({
       data: {
-        channels: [{ name: "web", capabilities: { media: true, location: false, template: false, interactive: true, form: true }, max_message_chars: 8000 }],
+        channels: [{ name: "web", capabilities: { media: true, location: false, template: false, interactive: true, form: true, typing: false }, max_message_chars: 8000 }],
       },
     });
   });

@@ -164,7 +164,7 @@ describe("a thread object's per-message state", () => {
     }
     expect(statuses.filter((s) => s !== 202)).toEqual([]);
     const held = await eventually(heldNow, (h) => h.open === 0, 500);
-    expect(held).toEqual({ snapshots: 0, firstRuns: 0, handoff: 0, waiters: 0, handed: 0, open: 0 });
+    expect(held).toEqual({ snapshots: 0, firstRuns: 0, handoff: 0, waiters: 0, handed: 0, live: 0, open: 0 });
   });
 });
 

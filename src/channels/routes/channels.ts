@@ -13,6 +13,7 @@ const capabilities = z.object({
   template: z.boolean(),
   interactive: z.boolean(),
   form: z.boolean(),
+  typing: z.boolean(),
 });
 
 addRoute(

@@ -47,6 +47,11 @@ export const AnswerRecord = z.object({
   /** An operator message's rich part (spec §4.7), delivered after the text; absent otherwise. */
   answer_part: RichPart.nullable().optional(),
   error: z.string().nullable(),
+  /**
+   * A stop door ended the turn (docs/targets.md "Stopping a turn"): the answer is the draft the run
+   * had written by then (`answer_status` answered), or silence when it had written none. Absent otherwise.
+   */
+  stopped: z.literal(true).optional(),
   attempts: z.number(),
   outbound_message_ids: z.array(z.string()),
   created_at: z.string(),
@@ -98,14 +103,15 @@ export function project(r: AnswerRecord, admin: boolean): Record<string, unknown
   return admin ? adminProjection(r) : callerSafeProjection(r);
 }
 
-/** The inline 200 answer of the message and event doors (decisions §6): no `answer` when silent. */
-export function inlineAnswer(r: AnswerRecord): { message_id: string; thread_id: string; status: AnswerStatus; answer?: string } {
-  const data: { message_id: string; thread_id: string; status: AnswerStatus; answer?: string } = {
+/** The inline 200 answer of the message and event doors (decisions §6): no `answer` when silent; `stopped` for a stopped turn. */
+export function inlineAnswer(r: AnswerRecord): { message_id: string; thread_id: string; status: AnswerStatus; answer?: string; stopped?: true } {
+  const data: { message_id: string; thread_id: string; status: AnswerStatus; answer?: string; stopped?: true } = {
     message_id: r.message_id,
     thread_id: r.thread_id,
     status: r.answer_status ?? "silent",
   };
   if (r.answer_status !== "silent" && r.answer !== null) data.answer = r.answer;
+  if (r.stopped) data.stopped = true;
   return data;
 }
 

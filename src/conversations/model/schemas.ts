@@ -109,4 +109,6 @@ export const messageAnswered = z.object({
   thread_id: z.string(),
   status: z.enum(["answered", "error", "silent"]),
   answer: z.string().optional(),
+  /** A stop door ended the turn: `answer` is the draft it had written (docs/targets.md "Stopping a turn"). */
+  stopped: z.literal(true).optional(),
 });

@@ -20,6 +20,7 @@ import type { Env } from "../../platform/env";
 import type { CheckpointMessage } from "../../shared/agent-memory";
 import type { RunTrace } from "../../shared/run-trace";
 import type { WebSessionCheck } from "./web";
+import type { LiveTurnView, StopAnswer } from "./live";
 import type { InboxAction, InboxActionResult, InboxView } from "./inbox";
 import type { NoteAddResult, NoteDeleteResult, StoredNote } from "./notes";
 
@@ -169,7 +170,7 @@ export interface ThreadRpc {
    * Web channel: an entry of a record kept on a linked person's thread, shown in this visitor's
    * transcript until `expiresAt` (epoch ms; the record's thread moves it with `webExpire`).
    */
-  webAppend(role: "visitor" | "bot" | "operator", text: string, part: unknown, messageId: string | null, expiresAt: number): Promise<number>;
+  webAppend(role: "visitor" | "bot" | "operator", text: string, part: unknown, messageId: string | null, expiresAt: number, stopped?: boolean): Promise<number>;
   /** Web channel: record `messageId` (kept on a linked person's thread) reached its retention: its entries here expire at `expiresAt`. */
   webExpire(messageId: string, expiresAt: number): Promise<void>;
   /**
@@ -186,6 +187,16 @@ export interface ThreadRpc {
    * too (the person's erasure); its open streams are told and closed.
    */
   webEnd(transcript: boolean): Promise<void>;
+  /**
+   * The thread's live turn (in memory, never stored; docs/web-channel-client.md "Live turns"): the
+   * running turn with its draft, else the oldest queued one, else the last that ended.
+   */
+  liveTurn(): Promise<LiveTurnView>;
+  /**
+   * A stop door: stops the running turn (only the one `messageId` names, when given); its answer
+   * becomes the draft so far. `stopped: false` when no turn runs (or another one does).
+   */
+  stopTurn(messageId?: string | null): Promise<StopAnswer>;
   /** A provider receipt for one of this thread's outbound chunks; false when the record is not awaiting one. */
   applyReceipt(messageId: string, status: "delivered" | "failed", detail?: string): Promise<boolean>;
   /**

@@ -4,6 +4,7 @@
  * credential format.
  */
 import { z } from "zod";
+import type { TurnState } from "./live";
 
 /** Who an entry is from: the visitor, the route's target, or an operator typing by hand. */
 export const WebEntryRole = z.enum(["visitor", "bot", "operator"]);
@@ -17,7 +18,21 @@ export interface WebEntry {
   part: unknown;
   at: string;
   message_id: string | null;
+  /** The answer of a turn a stop door ended: its text is the draft the run had written (absent otherwise). */
+  stopped?: true;
 }
+
+/**
+ * Frames a page's socket receives (docs/web-channel-client.md): the backlog's entries, `ready`,
+ * then each new entry; `turn` on every change of the visitor's turn, `draft` (the whole draft so
+ * far, at most one per 150 ms) while it runs; `ended` when the session ends.
+ */
+export type WebFrame =
+  | { type: "ready"; after: number }
+  | { type: "entry"; entry: WebEntry }
+  | { type: "ended" }
+  | { type: "turn"; message_id: string; state: TurnState }
+  | { type: "draft"; message_id: string; text: string };
 
 /** What a session check answers: a match (with the captured link params) or nothing. */
 export type WebSessionCheck = { ok: true; params: Record<string, string> | null } | { ok: false };

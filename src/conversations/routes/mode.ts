@@ -16,6 +16,9 @@ import { modeAnswer, modeBody, modeSetAnswer, operatorSendBody, sentAnswer, thre
 import { guardThreadOnRoute } from "../operator/thread-guard";
 import { assertThreadAllowed } from "../operator/inbox";
 import { modeInForce, setThreadMode } from "../operator/threads";
+import { threadStub } from "../model/thread-rpc";
+import { LiveTurnView, StopAnswer } from "../model/live";
+import { z } from "zod";
 
 export const conversationModeRouter = new Hono<AppEnv>();
 
@@ -90,5 +93,59 @@ addRoute(
     const { replayed, ...sent } = await sendOperatorMessage(c.env, c.get("settings"), { route, readAtMs: routeReadAtMs }, principal.key.user_id, body, key);
     if (replayed) c.header(REPLAYED_HEADER, "true");
     return sent;
+  },
+);
+
+const stopBody = z.object({ message_id: z.string().min(1).max(128).optional() }).strict();
+
+addRoute(
+  conversationModeRouter,
+  {
+    method: "post",
+    path: "/api/conversations/{route_name}/thread/stop",
+    summary: "Stop the turn running on a thread",
+    description:
+      "Stops the thread's running turn (only the one `message_id` names, when given): its answer becomes the draft the run had written so far, with `answer_status: answered` and `stopped: true`, delivered like any answer (nothing written: silence); then the thread's next queued turn runs. `stopped: false` when no turn runs. See docs/targets.md \"Stopping a turn\" for what a callback receiver and a waiting caller get.",
+    area: "conversations",
+    auth: { tag: "conversations" },
+    store: "conversations",
+    params: routeParams,
+    query: threadIdQuery,
+    body: stopBody,
+    bodyOptional: true,
+    response: StopAnswer,
+    errors: [404],
+  },
+  async (c, { params, query, body, principal }) => {
+    const route = await requireCachedRoute(c.env, params.route_name);
+    const { thread_id } = await guardThreadOnRoute(c.env, route.route_name, query.thread_id, route);
+    // A "mine only" key stops only the turns of the threads it lets through (docs/inbox.md).
+    await assertThreadAllowed(c.env, principal, route.route_name, thread_id);
+    return threadStub(c.env, thread_id).stopTurn(body.message_id ?? null);
+  },
+);
+
+addRoute(
+  conversationModeRouter,
+  {
+    method: "get",
+    path: "/api/conversations/{route_name}/thread/live",
+    summary: "The turn a thread is running now, with its draft",
+    description:
+      "From the thread object's memory, never stored: the running turn (else the oldest queued one, else the last that ended), its `state` (queued, running, tool, waiting, settled) and its `draft`, the answer's text written so far since the run's last tool call (null when nothing runs). An idle thread answers `state: settled`, `draft: null`. The console reads it when a `turn` notice tells it a turn moved (docs/console.md).",
+    area: "conversations",
+    auth: { tag: "conversations" },
+    store: "conversations",
+    params: routeParams,
+    query: threadIdQuery,
+    response: LiveTurnView,
+    errors: [404],
+  },
+  async (c, { params, query, principal }) => {
+    const route = await requireCachedRoute(c.env, params.route_name);
+    const { thread_id } = await guardThreadOnRoute(c.env, route.route_name, query.thread_id, route);
+    // The draft is the conversation's text: read under the inbox doors' "mine only" check.
+    await assertThreadAllowed(c.env, principal, route.route_name, thread_id);
+    return threadStub(c.env, thread_id).liveTurn();
   },
 );

@@ -10,6 +10,8 @@ import type { AttemptFailureClass } from "./ops-log";
 export function callbackBody(r: AnswerRecord): string {
   const body: Record<string, unknown> = { message_id: r.message_id, thread_id: r.thread_id, status: r.answer_status ?? "silent" };
   if (r.answer_status !== "silent" && r.answer !== null) body.answer = r.answer;
+  // A stopped turn's answer is the draft so far (docs/targets.md "Stopping a turn").
+  if (r.stopped) body.stopped = true;
   return JSON.stringify(body);
 }
 

@@ -30,6 +30,7 @@ import { ThreadNotes } from "./notes";
 import { inboxPolicyFor } from "../inbox-policy";
 import { inboxCounters } from "./inbox-counters";
 import { type RemoteTranscript, WebVisitor, type WebSockets } from "./web-visitor";
+import { LiveTurns, type Timers, announceTurns, systemTimers } from "./live-turn";
 
 /** One thread's parts, as its object holds them. */
 export interface ThreadParts {
@@ -44,6 +45,8 @@ export interface ThreadParts {
   interactions: ThreadInteractions;
   memory: AgentMemory;
   web: WebVisitor;
+  /** The running turn's state and draft, in memory (src/conversations/thread/live-turn.ts). */
+  live: LiveTurns;
   keys: IdempotencyKeys;
   inbox: ThreadInbox;
   /** The inbox events queued for the route's events_url (src/conversations/thread/inbox-events.ts). */
@@ -53,11 +56,11 @@ export interface ThreadParts {
    * What the thread holds in memory per message it has not finished (test/perf/memory-bounds.test.ts
    * drives a hot thread and reads these back to zero once it is idle).
    */
-  held: () => Record<"snapshots" | "firstRuns" | "handoff" | "waiters" | "handed" | "open", number>;
+  held: () => Record<"snapshots" | "firstRuns" | "handoff" | "waiters" | "handed" | "live" | "open", number>;
 }
 
-/** Builds the parts of one thread object over `deps`. */
-export function composeThread(deps: ThreadDeps, sockets: WebSockets, remote: RemoteTranscript | null = null): ThreadParts {
+/** Builds the parts of one thread object over `deps`; `timers` schedule the live turn's frames and notices. */
+export function composeThread(deps: ThreadDeps, sockets: WebSockets, remote: RemoteTranscript | null = null, timers: Timers = systemTimers): ThreadParts {
   const identity = new ThreadIdentity(deps.storage);
   const web = new WebVisitor(
     deps.storage,
@@ -67,7 +70,10 @@ export function composeThread(deps: ThreadDeps, sockets: WebSockets, remote: Rem
     remote,
     () => deps.settings().conversations.answerRetentionTtlSeconds * 1000,
     () => alarm.arm(),
+    () => live.openFrames(),
   );
+  // The turn's frames go to the visitor's pages on this thread; its changes to the route's consoles.
+  const live = new LiveTurns(deps.clock, { page: (frame) => web.pushLive(frame), console: (notices) => announceTurns(deps.env(), notices) }, timers);
   const alarm = new ThreadAlarm(
     deps,
     () => web.expiryDue(),
@@ -108,7 +114,7 @@ export function composeThread(deps: ThreadDeps, sockets: WebSockets, remote: Rem
   const firstRuns = new Set<string>();
   const keys = new IdempotencyKeys(deps.storage, (id) => getStored(deps.storage, id)?.record ?? null);
   const handoff = new Map<string, StoredRecord>();
-  const turns = new TurnLoop(deps, { identity, mode, index, alarm, waiters, snapshots, firstRuns, handoff, startDelivery, inbox });
+  const turns = new TurnLoop(deps, { identity, mode, index, alarm, waiters, snapshots, firstRuns, handoff, startDelivery, inbox, live });
   const intake = new Intake(deps, {
     identity,
     mode,
@@ -123,6 +129,7 @@ export function composeThread(deps: ThreadDeps, sockets: WebSockets, remote: Rem
     web,
     keys,
     inbox,
+    live,
   });
   const reads = new ThreadReads(deps, { identity, mode, alarm, index, inbox, notes });
   const interactions = new ThreadInteractions(deps, { identity, intake });
@@ -133,9 +140,10 @@ export function composeThread(deps: ThreadDeps, sockets: WebSockets, remote: Rem
     handoff: handoff.size,
     waiters: waiters.size,
     handed: delivery.handedCount,
+    live: live.heldCount,
     open: openRecordCount(deps.storage),
   });
-  return { identity, alarm, index, mode, intake, turns, delivery, reads, interactions, memory, web, keys, inbox, events, notes, held };
+  return { identity, alarm, index, mode, intake, turns, delivery, reads, interactions, memory, web, live, keys, inbox, events, notes, held };
 }
 
 /** The earliest of some instants (null: none). */

@@ -172,7 +172,8 @@ export class DeliveryMachine {
     // words when an operator typed it.
     const transcript =
       adapter.name === "web"
-        ? (text: string, part: unknown) => this.parts.web.appendFor(rec, rec.origin === "operator" ? "operator" : "bot", text, part, rec.message_id)
+        ? (text: string, part: unknown) =>
+            this.parts.web.appendFor(rec, rec.origin === "operator" ? "operator" : "bot", text, part, rec.message_id, rec.stopped === true)
         : undefined;
     for (let i = chunksSent; i < steps.length; i++) {
       const r = await sendOutboundStep(

@@ -122,6 +122,11 @@ export const THREAD_SCHEMA: ObjectSchema = {
       q.run`CREATE INDEX IF NOT EXISTS web_transcript_expiry ON web_transcript(expires_at)`;
       q.run`CREATE INDEX IF NOT EXISTS web_transcript_message ON web_transcript(message_id)`;
     },
+    // v8: a transcript entry marks the answer of a turn a stop door ended (1; null otherwise), so a
+    // reload shows it as stopped (src/conversations/thread/web-visitor.ts).
+    (s) => {
+      if (!columnsOf(s, "web_transcript").includes("stopped")) objectSql(s, "thread").run`ALTER TABLE web_transcript ADD COLUMN stopped INTEGER`;
+    },
   ],
 };
 

@@ -8,16 +8,18 @@ import { routesOfPerson } from "../model/payload";
 import { manualRoutesOfTarget } from "../store";
 import type { Route } from "../model/route";
 import { parseThreadId } from "../../shared/thread-id";
-import { type ParkOrigin, type TurnOutcome, errorOutcome, resumeParked, runTarget, silentOutcome } from "./turn-runner";
+import { type ParkOrigin, type TurnOutcome, errorOutcome, resumeParked, runTarget, silentOutcome, stoppedOutcome } from "./turn-runner";
 import { type ParkedNote, dropParked, isResumeInbound, noteParked, resumedInteractionId, waitingParked } from "./parked";
 import type { Settings } from "../../platform/settings/settings";
 import type { TargetContext, TurnConversation } from "../../targets/context";
+import type { AgentEvent } from "../../targets/agents/events";
 import type { AlarmArm, IndexWriter, ThreadDeps } from "./deps";
 import type { ThreadIdentity } from "./identity";
 import type { InlineWaiters } from "./inline-waiters";
 import { type StoredRecord, getStored, hasOrphan, isOpenRecord, isQueued, isRunning, nextQueuedId, reloadBook, runningTurns, saveStored } from "./store";
 import type { ThreadMode } from "./thread-mode";
 import type { ThreadInbox } from "./inbox";
+import type { LiveTurns, TurnRef, TypingSignal } from "./live-turn";
 import { PersonTurn, doorAddressOf, pairingIntentOf, withGreeting } from "./pairing-turn";
 import { type TurnRun, keepTurnTrace, startTurnRun, turnTrace } from "./turn-trace";
 import { summaryOf } from "../../shards/run-summary";
@@ -47,6 +49,19 @@ export interface TurnLoopParts {
   startDelivery: (due?: StoredRecord) => void;
   /** The thread's inbox state: a customer's message reopens it or makes it wait; the agent's handoff opens it. */
   inbox: ThreadInbox;
+  /** The thread's live turn (src/conversations/thread/live-turn.ts): state, draft, stop, typing. */
+  live?: LiveTurns;
+}
+
+/** How long a stopped run may take to end before its turn settles without it. */
+export const STOP_GRACE_MS = 250;
+
+/** A stopped agent turn's exchange, kept in the agent's memory when the run ended without keeping it. */
+interface StopMemory {
+  ctx: TargetContext;
+  agent: string;
+  threadId: string;
+  text: string;
 }
 
 /** The detail a poison turn is settled with (admins read it on the record). */
@@ -64,6 +79,8 @@ export class TurnLoop {
   private pumping = false;
   /** The message whose turn this instance is running now (a `running` row without it is orphaned). */
   private activeTurn: string | null = null;
+  /** The running turn's exchange, when it is a plain agent run (see `untilStopped`). */
+  private stopMemory: StopMemory | null = null;
 
   constructor(
     private readonly deps: ThreadDeps,
@@ -108,6 +125,7 @@ export class TurnLoop {
     for (const id of this.parts.firstRuns) if (!queued(id)) this.parts.firstRuns.delete(id);
     if (this.parts.handoff) for (const id of this.parts.handoff.keys()) if (!queued(id)) this.parts.handoff.delete(id);
     this.parts.snapshots.keepOnly(queued);
+    this.parts.live?.keepOnly(queued);
   }
 
   /** Alarm: a running row this instance is not running belongs to a dead instance once its lease lapses. */
@@ -157,9 +175,11 @@ export class TurnLoop {
     const release = await turnSlots(c.maxConcurrentTurns).acquire();
     // The run's trace: timed from here to its settle, steps collected on its context.
     const run = startTurnRun(now());
+    // A stop door aborts this signal; the turn then settles with the draft so far.
+    const signal = this.parts.live?.begin(refOf(record)) ?? new AbortController().signal;
     let outcome: TurnOutcome;
     try {
-      outcome = await this.execute(stored, s, run);
+      outcome = await this.untilStopped(record.message_id, this.execute(stored, s, run, signal), signal);
     } catch (err) {
       console.error("turn failed unexpectedly", err);
       outcome = errorOutcome("the turn failed unexpectedly");
@@ -167,12 +187,61 @@ export class TurnLoop {
       release();
       clearInterval(refresher);
       this.activeTurn = null;
+      this.stopMemory = null;
     }
     await this.settle(stored, outcome, s, run);
   }
 
+  /**
+   * The turn's outcome, or the stopped outcome once `signal` aborts (docs/targets.md "Stopping a
+   * turn"): the answer is the draft the run had written. The turn does not wait for a run that
+   * ignores the signal past STOP_GRACE_MS; its result is then dropped. An agent's exchange is kept
+   * in its memory (the question, and the draft as its answer) unless the run ended having kept it.
+   */
+  private async untilStopped(messageId: string, running: Promise<TurnOutcome>, signal: AbortSignal): Promise<TurnOutcome> {
+    // A run that fails after its turn settled stopped is nobody's to report.
+    running.catch(() => undefined);
+    let onAbort = () => {};
+    const aborted = new Promise<null>((resolve) => {
+      onAbort = () => resolve(null);
+      if (signal.aborted) resolve(null);
+      else signal.addEventListener("abort", onAbort, { once: true });
+    });
+    try {
+      const first = await Promise.race([running, aborted]);
+      if (first && !signal.aborted) return first;
+    } finally {
+      signal.removeEventListener("abort", onAbort);
+    }
+    const draft = this.parts.live?.draftOf(messageId) ?? "";
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = await Promise.race([
+      running.catch(() => null),
+      new Promise<null>((resolve) => {
+        timer = setTimeout(() => resolve(null), STOP_GRACE_MS);
+      }),
+    ]);
+    clearTimeout(timer);
+    const kept = late !== null && late.answer_status !== "error";
+    const memory = this.stopMemory;
+    if (memory && !kept) await this.rememberStopped(memory, draft);
+    return stoppedOutcome(draft);
+  }
+
+  /** Keeps a stopped agent turn's exchange in the agent's memory; a failure is logged, the turn still settles. */
+  private async rememberStopped(m: StopMemory, draft: string): Promise<void> {
+    const { agents } = this.deps.turn;
+    try {
+      if (!(await agents.keepsMemory(m.ctx, m.agent))) return;
+      await agents.appendMemory(m.ctx, m.agent, m.threadId, { role: "user", content: m.text });
+      if (draft.trim() !== "") await agents.appendMemory(m.ctx, m.agent, m.threadId, { role: "assistant", content: draft });
+    } catch (err) {
+      console.error("keeping a stopped turn in agent memory failed", err instanceof Error ? err.message : "unknown error");
+    }
+  }
+
   /** Decides the outcome: route gone, manual mode (suppressed), or the target's run. */
-  private async execute(stored: StoredRecord, s: Settings, run: TurnRun): Promise<TurnOutcome> {
+  private async execute(stored: StoredRecord, s: Settings, run: TurnRun, signal: AbortSignal): Promise<TurnOutcome> {
     // The turn's one route read (src/conversations/thread/route-reads.ts): the door's if still fresh, else D1.
     const readAt = this.deps.clock.now();
     const fresh = this.parts.snapshots.take(stored.record.message_id, readAt);
@@ -185,6 +254,7 @@ export class TurnLoop {
       address: doorAddressOf(stored.record),
       multichannel: read.target.config?.multichannel === true,
     });
+    ctx.signal = signal;
     run.target = { kind: route.target_kind, name: route.target_name, version: null };
     traceSteps(ctx, run.log);
     // A multichannel target's person work (src/conversations/thread/pairing-turn.ts): the first contact's
@@ -234,16 +304,21 @@ export class TurnLoop {
       }
       return silentOutcome();
     }
+    // The target runs: the live turn shows it, and its channel's typing signal follows.
+    const messageId = stored.record.message_id;
+    this.parts.live?.running(messageId, this.typingFor(stored.record, route));
+    const onEvent = (e: AgentEvent) => this.parts.live?.event(messageId, e);
     // A run parked on ask_user resumes here, handed back (a door answer, a cancel, an
     // expiry) or answered by this inbound; any turn's run may park (docs/interactions.md).
     const park = this.parkOrigin(stored, route);
-    if (isResumeInbound(stored.inbound)) return this.resumeHandedBack(stored, read, ctx, park);
+    if (isResumeInbound(stored.inbound)) return this.resumeHandedBack(stored, read, ctx, park, onEvent);
     const waiting = stored.inbound.kind === "message" ? waitingParked(this.deps.storage) : null;
     if (waiting) {
-      const answered = await this.answerParked(waiting, stored, read, ctx, park);
+      const answered = await this.answerParked(waiting, stored, read, ctx, park, onEvent);
       if (answered) return answered;
     }
     const binding = read.target.config?.state_binding ?? null;
+    if (route.target_kind === "agent") this.stopMemory = { ctx, agent: route.target_name, threadId: stored.record.thread_id, text: stored.inbound.text ?? "" };
     return runTarget(
       this.deps.turn,
       ctx,
@@ -252,7 +327,33 @@ export class TurnLoop {
       key,
       binding ? { binding, pendingSaves: read.target.pendingSaves, writer: read.target.configWriter } : null,
       park,
+      onEvent,
     );
+  }
+
+  /**
+   * The channel's typing signal for a customer's message (docs/channels.md "Typing"), sent through
+   * the thread's network edge like its answers; a failure is logged and changes nothing. Null
+   * where the channel shows none (the web page has the live turn's frames instead).
+   */
+  private typingFor(rec: AnswerRecord, route: Route): TypingSignal | null {
+    if (rec.door !== "channel" || !rec.channel || !rec.client_address || rec.origin !== "client" || rec.inbound_kind !== "message") return null;
+    const typing = this.deps.turn.channels.adapterFor(rec.channel)?.typing;
+    if (!typing) return null;
+    const args = { to: rec.client_address, from: route.our_identity ?? rec.our_identity ?? "", reply_to: rec.provider_message_id };
+    const channel = rec.channel;
+    return {
+      refreshMs: typing.refreshMs,
+      send: () => {
+        const deps = { fetch: this.deps.fetch, env: this.deps.env(), timeoutMs: this.deps.settings().conversations.deliverySendTimeoutSeconds * 1000 };
+        void typing
+          .send(args, deps)
+          .then((r) => {
+            if (!r.ok) console.error(JSON.stringify({ event: "typing_signal_failed", channel, message_id: rec.message_id, reason: r.reason }));
+          })
+          .catch(() => undefined);
+      },
+    };
   }
 
   /** Where this turn's run may park: its thread and record, when the interactions store is configured. */
@@ -274,6 +375,7 @@ export class TurnLoop {
     read: TurnRead,
     ctx: TargetContext,
     park: ParkOrigin | null,
+    onEvent: (e: AgentEvent) => void,
   ): Promise<TurnOutcome | null> {
     const { inbound } = stored;
     const input = {
@@ -295,16 +397,22 @@ export class TurnLoop {
       if (claim.status === null) dropParked(this.deps.storage, waiting.interaction_id);
       return null;
     }
-    const outcome = await resumeParked(this.deps.turn, ctx, read.route, claim.parked, claim.result, park, read.key);
+    const outcome = await resumeParked(this.deps.turn, ctx, read.route, claim.parked, claim.result, park, read.key, onEvent);
     return { ...outcome, resolved: waiting.interaction_id };
   }
 
   /** A resume turn: the interaction ended by a door answer, a cancel or its expiry; its run goes on here. */
-  private async resumeHandedBack(stored: StoredRecord, read: TurnRead, ctx: TargetContext, park: ParkOrigin | null): Promise<TurnOutcome> {
+  private async resumeHandedBack(
+    stored: StoredRecord,
+    read: TurnRead,
+    ctx: TargetContext,
+    park: ParkOrigin | null,
+    onEvent: (e: AgentEvent) => void,
+  ): Promise<TurnOutcome> {
     const id = resumedInteractionId(stored.inbound);
     const input = id ? await this.deps.turn.questions.stub(this.deps.env(), id).resumeInput() : null;
     if (!input) return errorOutcome("the parked run is gone: its interaction was erased or its retention ended");
-    return resumeParked(this.deps.turn, ctx, read.route, input.parked, input.result, park, read.key);
+    return resumeParked(this.deps.turn, ctx, read.route, input.parked, input.result, park, read.key, onEvent);
   }
 
   private targetContext(s: Settings, route: Route, conversation: TurnConversation): TargetContext {
@@ -348,6 +456,8 @@ export class TurnLoop {
     const { storage } = this.deps;
     const { waiters } = this.parts;
     const messageId = cur.record.message_id;
+    // The live turn ends first: its last draft, then its state, reach the pages before the answer's entry.
+    this.parts.live?.end(refOf(cur.record), outcome.parked ? "waiting" : "settled");
     if (!isOpenRecord(storage, messageId)) return; // forgotten meanwhile
     const now = this.deps.clock.now();
     const iso = new Date(now).toISOString();
@@ -401,4 +511,9 @@ export class TurnLoop {
     if (status === "pending_delivery") this.parts.startDelivery({ ...cur, ...settled });
     await this.parts.alarm.arm();
   }
+}
+
+/** A record's turn, as the live turn names it. */
+function refOf(r: AnswerRecord): TurnRef {
+  return { message_id: r.message_id, route_name: r.route_name, thread_id: r.thread_id };
 }

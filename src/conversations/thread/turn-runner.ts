@@ -13,6 +13,7 @@ import type { AskUserInput } from "../../interactions/ask";
 import type { InteractionOrigin, InteractionState } from "../../interactions/record";
 import type { RichPart } from "../../channels/rich/types";
 import type { TargetContext } from "../../targets/context";
+import type { AgentEvent } from "../../targets/agents/events";
 import type { WriteOrigin } from "../../states/rpc";
 import type { JsonObject, JsonValue } from "../../platform/http/bounded-json";
 import type { StateBinding } from "../../shared/state-binding";
@@ -32,7 +33,12 @@ export interface TurnOutcome {
   parked?: { interaction_id: string; expires_at: string };
   /** The turn answered this parked interaction (its participant's inbound): the thread drops its note. Not stored on the record. */
   resolved?: string;
+  /** A stop door ended the turn (the record's `stopped`). */
+  stopped?: true;
 }
+
+/** Where a run's agent events go while it runs (the thread's live turn); absent, nowhere. */
+export type TurnEvents = (e: AgentEvent) => void;
 
 /** Where a turn's run parks on ask_user: its thread and record (null: it may not park, no interactions store). */
 export type ParkOrigin = Omit<Extract<InteractionOrigin, { kind: "thread" }>, "kind">;
@@ -45,6 +51,11 @@ export function errorOutcome(detail: string): TurnOutcome {
 
 export function replyOutcome(reply: string | null): TurnOutcome {
   return isSilence(reply) ? silentOutcome() : { answer_status: "answered", answer: reply, error: null };
+}
+
+/** A stopped turn's outcome: the draft its run had written is the answer; nothing drafted is silence. */
+export function stoppedOutcome(draft: string): TurnOutcome {
+  return { ...replyOutcome(draft), stopped: true };
 }
 
 function typeName(v: unknown): string {
@@ -79,10 +90,16 @@ export async function runTarget(
   /** The target config's binding, its pending saves and who wrote it (its live key and owner, read with the route). */
   bound: { binding: StateBinding; pendingSaves: number | null; writer?: { stored_by: string; holder: KeyWithOwner | null } } | null = null,
   park: ParkOrigin | null = null,
+  onEvent?: TurnEvents,
 ): Promise<TurnOutcome> {
   const asKey = { user_id: route.execution_key, fingerprint: route.execution_key_fingerprint, prefetched: prefetchedKey };
   if (route.target_kind === "agent") {
-    const r = await turn.agents.run(ctx, route.target_name, { thread_id: inbound.thread_id, user_message: inbound.text ?? "" }, { asKey, park: park !== null });
+    const r = await turn.agents.run(
+      ctx,
+      route.target_name,
+      { thread_id: inbound.thread_id, user_message: inbound.text ?? "" },
+      { asKey, park: park !== null, onEvent },
+    );
     if (!r.ok) return errorOutcome(`agent ${r.kind}: ${r.message}`);
     if (r.suspended) return parkTurn(turn, ctx, route, parkedAt(park), r.suspended.ask, r.suspended.parked, { kind: "agent", name: route.target_name });
     return replyOutcome(r.text);
@@ -253,6 +270,7 @@ export async function resumeParked(
   result: JsonObject,
   park: ParkOrigin | null,
   prefetchedKey?: KeyWithOwner | null,
+  onEvent?: TurnEvents,
 ): Promise<TurnOutcome> {
   // A background tool run never parks in a thread: its interaction's origin is the run.
   if (parked.kind === "tool_run") return errorOutcome("the parked run is not this thread's");
@@ -270,7 +288,7 @@ export async function resumeParked(
     return mapReply(route, result);
   }
   const run = { ...parked, as_key: { user_id: route.execution_key, fingerprint: route.execution_key_fingerprint } };
-  const r = await turn.agents.resume(ctx, run, JSON.stringify(result), { park: park !== null, prefetched: prefetchedKey });
+  const r = await turn.agents.resume(ctx, run, JSON.stringify(result), { park: park !== null, prefetched: prefetchedKey, onEvent });
   if (!r.ok) return errorOutcome(`agent ${r.kind}: ${r.message}`);
   if (r.suspended) return parkTurn(turn, ctx, route, parkedAt(park), r.suspended.ask, r.suspended.parked, { kind: "agent", name: parked.agent });
   return replyOutcome(r.text);

@@ -26,7 +26,7 @@
  *   this object's own SQLite per push, no D1 and no call out.
  */
 import { z } from "zod";
-import { WEB_HEADERS, type WebEntry, WebEntryRole, type WebSessionCheck } from "../model/web";
+import { WEB_HEADERS, type WebEntry, WebEntryRole, type WebFrame, type WebSessionCheck } from "../model/web";
 import { type ObjectSql, objectSql, sqlList, sqlPart } from "../../platform/persistence/object-sql";
 import { channelThreadId } from "../../shared/thread-id";
 
@@ -46,6 +46,7 @@ export type RemoteAppend = (
   part: unknown,
   messageId: string | null,
   expiresAt: number,
+  stopped?: boolean,
 ) => Promise<number | null>;
 
 /** Moves the expiry of a record's entries in another thread object (the record reached its retention). */
@@ -78,14 +79,12 @@ const EntryRow = z.object({
   part: z.string().nullable(),
   message_id: z.string().nullable(),
   at: z.number(),
+  stopped: z.number().nullable(),
 });
 
 /** Where the live entries are: not past their expiry (an entry without one predates expiries: see `pruneExpired`). */
 /** An entry not past its expiry at `now`. */
 const live = (now: number) => sqlPart`(expires_at IS NULL OR expires_at > ${now})`;
-
-/** Frames a socket receives (WEB stream protocol, docs/channels.md). */
-export type WebFrame = { type: "ready"; after: number } | { type: "entry"; entry: WebEntry } | { type: "ended" };
 
 export const WEB_SESSION_ENDED_CODE = 4401;
 
@@ -113,7 +112,12 @@ export class WebVisitor {
     private readonly retentionMs: () => number = () => 2_592_000_000,
     /** Re-arms the object's alarm after an entry's expiry was written (ThreadAlarm.arm). */
     private readonly arm: () => Promise<void> = async () => {},
+    /** What a page that just opened its stream is told of the running turn (src/conversations/thread/live-turn.ts). */
+    private readonly liveFrames: () => WebFrame[] = () => [],
   ) {}
+
+  /** The live session's secret hash, read with its expiry (see `expiresAt`). */
+  private sessionHash: string | null = null;
 
   /** The earliest entry expiry, kept in memory like the records' (undefined: read it at the next use). */
   private due: number | null | undefined = undefined;
@@ -129,12 +133,13 @@ export class WebVisitor {
     text: string,
     part: unknown,
     messageId: string | null,
+    stopped = false,
   ): number | Promise<number | null> {
     const home = webHome(rec);
     const own = this.ownId();
     const expiresAt = this.now() + this.retentionMs();
-    if (!home || home === own || !this.remote) return this.append(role, text, part, messageId, expiresAt);
-    return this.remote.append(home, role, text, part, messageId, expiresAt);
+    if (!home || home === own || !this.remote) return this.append(role, text, part, messageId, expiresAt, stopped);
+    return this.remote.append(home, role, text, part, messageId, expiresAt, stopped);
   }
 
   /**
@@ -221,12 +226,14 @@ export class WebVisitor {
     this.sql("session open")
       .run`INSERT INTO web_session (id, identity, secret_hash, expires_at, pending, params) VALUES (1, ${identity}, ${secretHash}, ${expiresAt}, 1, ${params ? JSON.stringify(params) : null})`;
     this.expiresAt = expiresAt;
+    this.sessionHash = secretHash;
   }
 
-  /** Reads when the session expires (once per instance, when the object starts). */
+  /** Reads when the session expires, and its secret hash (once per instance, when the object starts). */
   loadExpiry(): void {
-    const row = this.sql("session expiry")<{ expires_at: number }>`SELECT expires_at FROM web_session WHERE id = 1`[0];
+    const row = this.sql("session expiry")<{ expires_at: number; secret_hash: string }>`SELECT expires_at, secret_hash FROM web_session WHERE id = 1`[0];
     this.expiresAt = row ? row.expires_at : null;
+    this.sessionHash = row ? row.secret_hash : null;
   }
 
   /** When the alarm must sweep the session (null: there is none). From memory once read. */
@@ -282,6 +289,7 @@ export class WebVisitor {
     this.sql("session end").run`DELETE FROM web_session`;
     this.sql("tickets end").run`DELETE FROM web_ticket`;
     this.expiresAt = null;
+    this.sessionHash = null;
     if (transcript) {
       this.sql("transcript clear").run`DELETE FROM web_transcript`;
       this.due = undefined;
@@ -302,14 +310,18 @@ export class WebVisitor {
     return Boolean(row && row.expires_at > this.now());
   }
 
-  /** Appends one entry that expires at `expiresAt`, pushes it to the open sockets and returns its seq. */
-  append(role: WebEntry["role"], text: string, part: unknown, messageId: string | null, expiresAt: number): number {
+  /**
+   * Appends one entry that expires at `expiresAt`, pushes it to the open sockets and returns its
+   * seq; `stopped` marks the answer of a turn a stop door ended.
+   */
+  append(role: WebEntry["role"], text: string, part: unknown, messageId: string | null, expiresAt: number, stopped = false): number {
     const at = this.now();
     const row = this.sql("transcript append")<{
       seq: number;
-    }>`INSERT INTO web_transcript (role, text, part, message_id, at, expires_at) VALUES (${role}, ${text}, ${part === null || part === undefined ? null : JSON.stringify(part)}, ${messageId}, ${at}, ${expiresAt}) RETURNING seq`[0];
+    }>`INSERT INTO web_transcript (role, text, part, message_id, at, expires_at, stopped) VALUES (${role}, ${text}, ${part === null || part === undefined ? null : JSON.stringify(part)}, ${messageId}, ${at}, ${expiresAt}, ${stopped ? 1 : null}) RETURNING seq`[0];
     if (this.due === null || (typeof this.due === "number" && expiresAt < this.due)) this.due = expiresAt;
     const entry: WebEntry = { seq: row.seq, role, text, part: part ?? null, at: new Date(at).toISOString(), message_id: messageId };
+    if (stopped) entry.stopped = true;
     const frame = JSON.stringify({ type: "entry", entry } satisfies WebFrame);
     const sockets = this.sockets.all();
     const live = sockets.length ? this.liveSessionHash() : null;
@@ -323,6 +335,28 @@ export class WebVisitor {
       }
     }
     return row.seq;
+  }
+
+  /**
+   * Sends a live frame (the visitor's turn, its draft) to the open pages of the live session, as
+   * `append` pushes an entry, but stores nothing and reads nothing: the session's hash is held in
+   * memory (only this class writes it), so a draft costs no statement.
+   */
+  pushLive(frame: WebFrame): void {
+    const sockets = this.sockets.all();
+    if (!sockets.length) return;
+    if (this.expiresAt === undefined) this.loadExpiry();
+    const live = this.expiresAt !== null && this.expiresAt !== undefined && this.expiresAt > this.now() ? this.sessionHash : null;
+    if (live === null) return;
+    const text = JSON.stringify(frame);
+    for (const ws of sockets) {
+      try {
+        const held = (ws.deserializeAttachment() as SocketSession | null)?.session;
+        if (held && sameHash(held, live)) ws.send(text);
+      } catch {
+        // A socket closing under us: its page learns the turn again when it reconnects.
+      }
+    }
   }
 
   /** Appends an entry of no record of this thread (a notification), expiring a retention window from now. */
@@ -340,20 +374,28 @@ export class WebVisitor {
   entriesAfter(after: number, limit = 1000): WebEntry[] {
     return this.sql(
       "transcript read",
-    )`SELECT seq, role, text, part, message_id, at FROM web_transcript WHERE seq > ${after} AND ${live(this.now())} ORDER BY seq LIMIT ${limit}`.map((r) => {
-      const e = EntryRow.parse(r);
-      return {
-        seq: e.seq,
-        role: e.role,
-        text: e.text,
-        part: e.part === null ? null : JSON.parse(e.part),
-        at: new Date(e.at).toISOString(),
-        message_id: e.message_id,
-      };
-    });
+    )`SELECT seq, role, text, part, message_id, at, stopped FROM web_transcript WHERE seq > ${after} AND ${live(this.now())} ORDER BY seq LIMIT ${limit}`.map(
+      (r) => {
+        const e = EntryRow.parse(r);
+        const entry: WebEntry = {
+          seq: e.seq,
+          role: e.role,
+          text: e.text,
+          part: e.part === null ? null : JSON.parse(e.part),
+          at: new Date(e.at).toISOString(),
+          message_id: e.message_id,
+        };
+        if (e.stopped) entry.stopped = true;
+        return entry;
+      },
+    );
   }
 
-  /** Opens a live socket: the backlog after `after`, then `ready`; later entries follow as appended. */
+  /**
+   * Opens a live socket: the backlog after `after`, then `ready`, then the running turn and its
+   * draft when a turn is not settled (a reload mid-answer shows the draft); later entries and
+   * frames follow as they come.
+   */
   connect(after: number, maxSockets: number): Response {
     if (this.sockets.all().length >= maxSockets)
       return Response.json({ error: "too many open streams for this visitor", code: "too_many_streams" }, { status: 429 });
@@ -365,6 +407,7 @@ export class WebVisitor {
     for (const entry of this.entriesAfter(after)) server.send(JSON.stringify({ type: "entry", entry } satisfies WebFrame));
     const last = this.sql("transcript last")<{ seq: number | null }>`SELECT MAX(seq) AS seq FROM web_transcript`[0]?.seq ?? 0;
     server.send(JSON.stringify({ type: "ready", after: Math.max(after, last) } satisfies WebFrame));
+    for (const frame of this.liveFrames()) server.send(JSON.stringify(frame));
     return new Response(null, { status: 101, webSocket: client });
   }
 }

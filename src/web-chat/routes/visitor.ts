@@ -15,6 +15,7 @@ import { interactionStub } from "../../interactions/rpc";
 import { channelThreadId } from "../../shared/thread-id";
 import { checkParams } from "../../conversations/model/transport-bounds";
 import { WEB_HEADERS, VISITOR_ID } from "../../conversations/model/web";
+import { StopAnswer } from "../../conversations/model/live";
 import type { Route, RouteWithKey } from "../../conversations/model/route";
 import { readRouteWithKeyByChannelIdentity } from "../../conversations/store";
 import { EpochCache } from "../../platform/epochs/cache";
@@ -56,6 +57,7 @@ const messageBody = z
   })
   .strict();
 const sessionBody = z.object({ identity: identitySchema, entry_code: z.string().max(200).optional() }).strict();
+const stopBody = z.object({ identity: identitySchema, message_id: z.string().min(1).max(128).optional() }).strict();
 
 /** Link parameters the page URL may carry that are not the target's: entry and pairing codes. */
 const RESERVED_PARAMS = new Set(["tai_entry", "tai_pair"]);
@@ -146,7 +148,7 @@ function json(c: Context<AppEnv>, data: unknown, status: number, headers: Record
 }
 
 /** The visitor's POST doors (the operator's configuration doors under the same prefix take api keys). */
-const VISITOR_POSTS = /^\/api\/channels\/web\/(messages|session|session\/rotate|stream-ticket|questions\/[^/]+\/answer)$/;
+const VISITOR_POSTS = /^\/api\/channels\/web\/(messages|stop|session|session\/rotate|stream-ticket|questions\/[^/]+\/answer)$/;
 
 // Before anything is read: a visitor's POST without an Origin, or from a foreign origin without the
 // widget's bearer header, is refused whatever its body. The identity's own list is checked once the
@@ -237,6 +239,26 @@ addPublicRoute(
     if (!body.text.trim() && !body.form) throw new HttpError(400, "text must not be blank", "blank");
     const messageId = await admitVisitorMessage(c, read, body.identity, cred, body.text, body.client_message_id ?? null, params, body.form);
     return json(c, { message_id: messageId }, 200, corsHeaders(c, cred.mode, origin));
+  },
+);
+
+addPublicRoute(
+  webChannelRouter,
+  {
+    ...publicDoor,
+    method: "post",
+    path: "/api/channels/web/stop",
+    summary: "Web chat: the visitor stops the answer being written in their own conversation",
+    description:
+      "Public; the visitor's session and a matching Origin, as for `messages`. Stops the turn running on the visitor's own thread (only the one `message_id` names, when given): its answer becomes the draft written so far, marked `stopped: true` (nothing written: silence), and the next queued message's turn runs. `stopped: false` when no turn of this visitor runs. A turn kept on a linked person's thread is stopped by the operator door instead (docs/web-channel-client.md).",
+    body: stopBody,
+    response: StopAnswer,
+    errors: [401, 403, 404, 413],
+  },
+  async (c, { body, raw }) => {
+    const { cred, origin, current } = await visitorRequest(c, body.identity, raw);
+    const answer = await threadStub(c.env, current.threadId).stopTurn(body.message_id ?? null);
+    return json(c, answer, 200, corsHeaders(c, cred.mode, origin));
   },
 );
 
