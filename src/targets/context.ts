@@ -34,7 +34,11 @@ export interface TargetContext {
    * the run stops to wait for the answer. Absent (run-tool, background runs), `ask_user` refuses.
    */
   ask?: AskSlot;
-  /** Aborted when the run must stop (a bridge turn's stop door): the run checks it and hands it to its fetches. */
+  /**
+   * Stops the run when it aborts (a stopped bridge turn): an agent run checks it before every model
+   * call and tool call and passes it to its model and agent endpoint calls, so a stream ends
+   * mid-answer; then the run throws TurnStopped (src/targets/agents/events.ts).
+   */
   signal?: AbortSignal;
 }
 
@@ -71,12 +75,12 @@ export type CallerRef = { user_id: string; fingerprint: string };
 /**
  * Builds a production context. `fetch` defaults to the network edge, which calls the global
  * fetch unbound-safely and lets workerd tests swap in a fake network. `local` is the calling
- * ThreadObject's own memory (kv checkpoints without RPC).
+ * ThreadObject's own memory (kv checkpoints without RPC); `signal` stops the runs made with it.
  */
 export function createTargetContext(
   env: Env,
   settings: Settings,
-  opts: { fetch?: typeof fetch; now?: () => Date; turn?: TargetContext["turn"]; local?: LocalThreadMemory } = {},
+  opts: { fetch?: typeof fetch; now?: () => Date; turn?: TargetContext["turn"]; local?: LocalThreadMemory; signal?: AbortSignal } = {},
 ): TargetContext {
   const now = opts.now ?? (() => new Date());
   return {
@@ -86,6 +90,7 @@ export function createTargetContext(
     fetch: opts.fetch ?? edgeFetch,
     now,
     turn: opts.turn,
+    signal: opts.signal,
     checkpoints: checkpointStoreFor(env, settings, { local: opts.local, now }),
   };
 }

@@ -64,6 +64,9 @@ const LIVE_SOURCES: Record<string, { doors: string[] } | { none: string }> = {
   "src/interactions/routes.ts": { doors: ["GET /api/interactions/stream"] },
   "src/targets/agents/sse.ts": { doors: ["POST /api/agents/{name}/runs", "POST /api/agents/authored/{name}/runs"] },
   "src/targets/routes/agents.ts": { doors: ["POST /api/agents/{name}/runs", "POST /api/agents/authored/{name}/runs"] },
+  "src/outbound/stream.ts": {
+    none: "the client of an outside endpoint's event stream (a model or http agent answering): it reads a stream and serves no door",
+  },
 };
 
 const relative = (path: string) => path.replace(/^(\.\.\/)+/, "");

@@ -15,9 +15,9 @@ export function settingsOf(overrides: Record<string, unknown> = {}): Settings {
   return r.settings;
 }
 
-/** A target context over the test env plus `vars`, with an injected fetch and clock. */
+/** A target context over the test env plus `vars`, with an injected fetch, clock and stop signal. */
 export function testContext(
-  opts: { fetch?: typeof fetch; vars?: Record<string, unknown>; now?: () => Date; turn?: TargetContext["turn"] } = {},
+  opts: { fetch?: typeof fetch; vars?: Record<string, unknown>; now?: () => Date; turn?: TargetContext["turn"]; signal?: AbortSignal } = {},
 ): TargetContext {
   const e = { ...env, ...(opts.vars ?? {}) } as Env;
   return createTargetContext(e, settingsOf(opts.vars), {
@@ -28,6 +28,7 @@ export function testContext(
       }).fetch,
     now: opts.now,
     turn: opts.turn,
+    signal: opts.signal,
   });
 }
 

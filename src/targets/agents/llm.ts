@@ -1,6 +1,7 @@
 /**
  * A declared `llm` agent: an OpenAI-compatible chat-completions endpoint with a tool-calling
- * loop over registry tools, bounded by `max_steps` model calls. Every tool call goes through
+ * loop over registry tools, bounded by `max_steps` model calls. Each call asks for a stream and
+ * forwards the answer's text as it arrives; an endpoint that answers plain JSON works the same. Every tool call goes through
  * the one dispatcher under the run's execution key; a refused or failed call is fed back to the
  * model as an error tool result, so it can recover or explain. The thread's messages are the
  * memory: read at the start, the run's new messages appended once it succeeds.
@@ -13,12 +14,13 @@ import type { CheckpointMessage } from "../../shared/agent-memory";
 import type { AskSlot, ExecutionKeyRef, TargetContext } from "../context";
 import { dispatchTool } from "../dispatch";
 import { EnvRefError, resolveEnvRefFor } from "../../outbound/env-refs";
-import { callJsonEndpoint } from "../../outbound/fetch";
+import { callStreamingEndpoint } from "../../outbound/stream";
 import { outboundStepVerdict, timedStep } from "../../shared/run-steps";
 import { allToolSchemas } from "../tools/registry";
 import type { LlmConfig } from "./declarations";
 import { functionAliases } from "./function-names";
-import { AgentError, type Emit, toAnswer } from "./events";
+import { AgentError, DeltaForwarder, type Emit, TurnStopped, throwIfStopped, toAnswer } from "./events";
+import { type ChatMessage, ChatStream } from "./chat-stream";
 import { type ParkedLlmRun, SKIPPED_CALL_RESULT } from "../../shared/parked-run";
 
 const toolCallSchema = z.object({
@@ -146,6 +148,56 @@ export function resumedMessages(parked: Pick<ParkedLlmRun, "fresh" | "call_id" |
   ];
 }
 
+/**
+ * One model call as one `llm` step of the run's trace (when the context is traced,
+ * src/shared/run-steps.ts), spanning the whole streamed answer. The answer's text goes out as
+ * `message_delta` chunks while it streams; a JSON answer emits nothing here (`streamed: false`).
+ */
+async function callModel(
+  ctx: TargetContext,
+  config: LlmConfig,
+  url: string,
+  headers: Record<string, string>,
+  body: Record<string, unknown>,
+  emit: Emit,
+): Promise<ChatMessage & { streamed: boolean }> {
+  const stream = new ChatStream(new DeltaForwarder(emit));
+  const r = await timedStep(
+    ctx,
+    "llm",
+    config.model,
+    () =>
+      callStreamingEndpoint(
+        ctx.fetch,
+        {
+          label: "LLM endpoint",
+          url,
+          method: "POST",
+          headers,
+          body: { ...body, stream: true },
+          timeoutMs: config.timeout_seconds * 1000,
+          guard: ctx.settings.outbound,
+          signal: ctx.signal,
+        },
+        (data) => stream.take(data),
+      ),
+    outboundStepVerdict,
+  );
+  if (!r.ok) {
+    if (r.kind === "stopped") throw new TurnStopped();
+    throw new AgentError(r.kind === "malformed" ? "LLM endpoint streamed a chunk that is not a chat-completions chunk" : r.message);
+  }
+  if (r.streamed) {
+    const message = stream.message();
+    if (!message) throw new AgentError("LLM endpoint streamed a tool call without its id or name");
+    return { ...message, streamed: true };
+  }
+  const parsed = chatResponseSchema.safeParse(r.value);
+  if (!parsed.success) throw new AgentError("LLM endpoint answered an unexpected body");
+  const message = parsed.data.choices[0].message;
+  return { content: message.content ?? null, tool_calls: message.tool_calls ?? [], streamed: false };
+}
+
 export async function runLlmAgent(
   ctx: TargetContext,
   config: LlmConfig,
@@ -172,35 +224,17 @@ export async function runLlmAgent(
   const first = opts.resume ? Math.min(opts.resume.stepsUsed, config.max_steps - 1) : 0;
 
   for (let step = first; step < config.max_steps; step++) {
+    throwIfStopped(ctx.signal);
     const body: Record<string, unknown> = { model: config.model, messages: [...system, ...memory, ...fresh] };
     if (tools.length) body.tools = tools;
     if (config.temperature !== undefined) body.temperature = config.temperature;
-    // One `llm` step of the run's trace when the context is traced (src/shared/run-steps.ts).
-    const r = await timedStep(
-      ctx,
-      "llm",
-      config.model,
-      () =>
-        callJsonEndpoint(ctx.fetch, {
-          label: "LLM endpoint",
-          url,
-          method: "POST",
-          headers,
-          body,
-          timeoutMs: config.timeout_seconds * 1000,
-          guard: ctx.settings.outbound,
-        }),
-      outboundStepVerdict,
-    );
-    if (!r.ok) throw new AgentError(r.message);
-    const parsed = chatResponseSchema.safeParse(r.value);
-    if (!parsed.success) throw new AgentError("LLM endpoint answered an unexpected body");
-    const message = parsed.data.choices[0].message;
-    const calls = message.tool_calls ?? [];
+    const message = await callModel(ctx, config, url, headers, body, emit);
+    const calls = message.tool_calls;
 
     if (calls.length) {
-      fresh.push({ role: "assistant", content: message.content ?? null, tool_calls: calls });
+      fresh.push({ role: "assistant", content: message.content, tool_calls: calls });
       for (let i = 0; i < calls.length; i++) {
+        throwIfStopped(ctx.signal);
         const call = calls[i];
         // Events name the registry tool; the messages the model reads keep its function name.
         const fn = call.function.name;
@@ -235,7 +269,8 @@ export async function runLlmAgent(
     // A silent answer stores no assistant message: an empty assistant turn confuses later calls.
     if (text !== null) fresh.push({ role: "assistant", content: text });
     await ctx.checkpoints.append(input.thread_id, fresh);
-    if (text !== null) await emit({ type: "message_delta", text });
+    // A streamed answer's deltas went out as it arrived; a JSON answer is one delta.
+    if (text !== null && !message.streamed) await emit({ type: "message_delta", text });
     await emit({ type: "message_final", text });
     return { kind: "final", text };
   }

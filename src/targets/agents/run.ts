@@ -8,7 +8,7 @@ import type { ExecutionKeyRef, TargetContext } from "../context";
 import type { AskUserInput } from "../../interactions/ask";
 import { type DeclaredAgent, getDeclaredAgent, listDeclaredAgents } from "./declarations";
 import { runEchoAgent } from "./echo";
-import { AgentError, type AgentEvent, type Emit } from "./events";
+import { AgentError, type AgentEvent, type Emit, TurnStopped, throwIfStopped } from "./events";
 import { runHttpAgent } from "./http-agent";
 import { type LlmRunEnd, resumedMessages, runLlmAgent } from "./llm";
 import type { ParkedLlmRun } from "../../shared/parked-run";
@@ -84,7 +84,9 @@ export interface AgentRunOptions {
 /**
  * Runs agent `name` on `input.thread_id`. With `asKey`, the key is re-read live and must grant
  * `agent:<name>` (and every tool call of the run is authorized as `tool:<tool>` the same way).
- * Events arrive through `onEvent` in order, awaited. Never throws for a run failure.
+ * Events arrive through `onEvent` in order, awaited. Never throws for a run failure; throws
+ * TurnStopped when `ctx.signal` aborts (a stop is not a failure: the caller decides what the
+ * text drafted so far becomes).
  */
 export async function runAgent(
   ctx: TargetContext,
@@ -132,7 +134,7 @@ export async function resumeAgent(
   });
 }
 
-/** Authorizes, resolves and runs; maps every failure to a result (never throws for a run failure). */
+/** Authorizes, resolves and runs; maps every failure to a result (throws only TurnStopped). */
 async function guardedRun(
   ctx: TargetContext,
   name: string,
@@ -152,11 +154,13 @@ async function guardedRun(
     await opts.onEvent?.(e);
   };
   try {
+    throwIfStopped(ctx.signal);
     const end = await run(agent, asKey, emit);
     if (end.kind === "final") return { ok: true, text: end.text };
     const as_key = asKey ? { user_id: asKey.user_id, fingerprint: asKey.fingerprint } : null;
     return { ok: true, text: null, suspended: { ask: end.ask, parked: { kind: "llm", agent: name, as_key, ...end.parked } } };
   } catch (err) {
+    if (err instanceof TurnStopped) throw err;
     if (err instanceof AgentError) return { ok: false, kind: "agent_error", message: err.message };
     const errorId = crypto.randomUUID().replace(/-/g, "");
     console.error(`[${errorId}] agent ${name} failed:`, err);
