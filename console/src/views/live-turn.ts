@@ -77,6 +77,13 @@ export class LiveTurnPanel {
     this.paint();
   }
 
+  /** Reads the turn again (the hub's socket is back: notices may have been missed meanwhile). */
+  catchUp(): void {
+    if (!this.threadId) return;
+    if (this.reading) this.again = true;
+    else void this.read();
+  }
+
   /** A hub notice about this thread's turn. */
   notice(state: string): void {
     if (!this.threadId || !isTurnState(state)) return;

@@ -175,9 +175,17 @@ export class ThreadPane {
         const mine = notices.filter((n) => n.route_name === route && n.thread_id === threadId);
         // A turn's notices move its live panel; the transcript changes with the thread's own notices.
         for (const n of mine) if (n.type === "turn") this.turn.notice(n.state);
-        if (mine.some((n) => n.type !== "turn")) this.refreshSoon();
+        // A thread notice (a new inbound, say) also reads the turn, in case its own notice was lost.
+        if (mine.some((n) => n.type !== "turn")) {
+          this.refreshSoon();
+          this.turn.catchUp();
+        }
       },
       presence: () => this.paintPresence(),
+      // Notices sent while the socket was down are lost: the turn is read again once it is back.
+      state: (s) => {
+        if (s.state === "live") this.turn.catchUp();
+      },
     });
     this.presentOn = threadId;
     this.watch.announce(threadId, "viewing");
