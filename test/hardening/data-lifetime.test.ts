@@ -114,6 +114,13 @@ const FIXTURES: Record<string, (w: World) => Promise<string>> = {
     for (const v of w.visitors) out.push(await stored(v.home, "SELECT * FROM web_session WHERE expires_at > ?", Date.now()));
     return text(out);
   },
+  "live-turn": async (w) => {
+    // Memory only: the live door answers the thread's running turn and its draft.
+    const key = await admin();
+    const out: unknown[] = [];
+    for (const t of w.threads) out.push((await call("GET", `/api/conversations/${t.route}/thread/live?thread_id=${q(t.thread)}`, { key })).body);
+    return text(out);
+  },
   "turn-traces": async (w) => {
     const key = await admin();
     const out: unknown[] = [];

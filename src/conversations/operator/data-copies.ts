@@ -126,6 +126,15 @@ export const DATA_COPIES: readonly DataCopy[] = [
     },
   },
   {
+    name: "live-turn",
+    where: "ThreadObject memory: the running turn's draft (src/conversations/thread/live-turn.ts), pushed to the visitor's open pages",
+    holds: "the answer's text a running turn has written so far; in memory only, never stored",
+    readBy: "the web stream's `draft` frames; `GET /api/conversations/{route_name}/thread/live`",
+    forget: { kind: "ends", how: "forget is refused while a turn is queued or running; a settled turn holds no draft" },
+    erase: { kind: "ends", how: "as forget" },
+    retention: { kind: "ends", how: "the draft goes when its turn settles (its text is then the record's answer); nothing is stored" },
+  },
+  {
     name: "turn-traces",
     where: "ThreadObject `run_traces`; D1 `runs` summary rows; IndexShard run log (src/observability/runs/)",
     holds: "each turn's input, steps and output (trace); the summary row: route, thread id, user id, no text",
@@ -238,9 +247,9 @@ export const DATA_COPIES: readonly DataCopy[] = [
   {
     name: "console-notices",
     where: "ConsoleHub sockets (src/console/notices.ts, src/shards/console-announce.ts)",
-    holds: "route, thread id (it carries the client address), status; in transit only, the hub stores tickets",
+    holds: "route, thread id (it carries the client address), status, a turn's message id and state; in transit only, the hub stores tickets",
     readBy: "the console's live socket",
-    forget: { kind: "ends", how: "a forget pushes no row, so nothing is announced; nothing is stored to replay" },
+    forget: { kind: "ends", how: "a forget pushes no row and runs no turn, so nothing is announced; nothing is stored to replay" },
     erase: { kind: "ends", how: "as forget" },
     retention: { kind: "ends", how: "a pruned thread pushes a null row, which announces nothing" },
   },

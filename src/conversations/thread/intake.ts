@@ -132,9 +132,9 @@ export class Intake {
     identity.adopt(req.record.thread_id);
     // The turn starts from the record as stored here, without reading it back.
     this.parts.handoff?.set(messageId, handedOver(req.record, req.inbound));
-    // The page and the consoles learn the turn waits (memory only).
-    this.parts.live?.queue({ message_id: messageId, route_name: req.record.route_name, thread_id: req.record.thread_id });
     await visitorEntry(this.parts.web, req.record);
+    // The page (after the visitor's own entry) and the consoles learn the turn waits (memory only).
+    this.parts.live?.queue({ message_id: messageId, route_name: req.record.route_name, thread_id: req.record.thread_id });
     this.parts.firstRuns.add(req.record.message_id);
     // An accepted inbound keeps a takeover alive for another retention window (spec §3.2).
     mode.refresh();
