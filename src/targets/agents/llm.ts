@@ -1,10 +1,11 @@
 /**
  * A declared `llm` agent: an OpenAI-compatible chat-completions endpoint with a tool-calling
  * loop over registry tools, bounded by `max_steps` model calls. Each call asks for a stream and
- * forwards the answer's text as it arrives; an endpoint that answers plain JSON works the same. Every tool call goes through
- * the one dispatcher under the run's execution key; a refused or failed call is fed back to the
- * model as an error tool result, so it can recover or explain. The thread's messages are the
- * memory: read at the start, the run's new messages appended once it succeeds.
+ * forwards the answer's text as it arrives; an endpoint that answers plain JSON works the same.
+ * Every tool call goes through the one dispatcher under the run's execution key; a refused or
+ * failed call is fed back to the model as an error tool result, so it can recover or explain. The
+ * thread's messages are the memory: read at the start, the run's new messages appended once it
+ * succeeds; a stopped run (TurnStopped) appends nothing.
  */
 import { z } from "zod";
 import { MAX_BODY_BYTES } from "../../platform/http/body";
