@@ -14,6 +14,8 @@ export const DOORS = {
   transcript: ["GET", `${C}/transcript`],
   modeRead: ["GET", `${C}/thread/mode`],
   modeSet: ["PUT", `${C}/thread/mode`],
+  turnLive: ["GET", `${C}/thread/live`],
+  turnStop: ["POST", `${C}/thread/stop`],
   send: ["POST", `${C}/thread/messages`],
   forget: ["DELETE", `${C}/thread`],
   record: ["GET", `${C}/messages/{message_id}`],

@@ -16,7 +16,10 @@ import { DOORS } from "./doors";
 
 export type Notice =
   | { type: "thread"; route_name: string; thread_id: string; status: string; at: string }
-  | { type: "failed"; route_name: string; thread_id: string; message_id: string };
+  | { type: "failed"; route_name: string; thread_id: string; message_id: string }
+  | { type: "turn"; route_name: string; thread_id: string; message_id: string; state: TurnState };
+
+export type TurnState = "queued" | "running" | "tool" | "waiting" | "settled";
 
 export type LiveState = { state: "connecting" | "live" | "offline"; message?: string };
 

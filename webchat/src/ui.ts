@@ -13,6 +13,7 @@
  */
 import { el, randomId, webUrl } from "./dom";
 import { WebError, type Transport } from "./transport";
+import { isTurnState, LiveTurns } from "./turns";
 
 export type Role = "visitor" | "bot" | "operator";
 export type Option = { id?: string; text: string; kind?: string; url?: string };
@@ -24,7 +25,7 @@ export type Part = {
   schema?: Record<string, unknown>;
   question?: { interaction_id: string; prompt: string; options: Option[] | null; form: object | null };
 };
-export type Entry = { seq: number; role: Role; text: string; part: Part | null; at: string; message_id?: string };
+export type Entry = { seq: number; role: Role; text: string; part: Part | null; at: string; message_id?: string; stopped?: boolean };
 
 /** The elements the chat runs on: the page's own (by id) or the widget's panel. */
 export type ChatElements = {
@@ -73,6 +74,7 @@ export class Chat {
   private live = false;
   private ended = false;
   private busyRenewing = false;
+  private readonly turns: LiveTurns;
 
   constructor(
     private readonly t: Transport,
@@ -80,6 +82,12 @@ export class Chat {
     private readonly hooks: ChatHooks = {},
   ) {
     this.doc = e.list.ownerDocument;
+    this.turns = new LiveTurns(t, e.list, {
+      render: (text) => answerText(this.doc, text),
+      say: (text) => this.say(text),
+      lost: () => this.sessionLost(),
+      refocus: () => this.focusInput(),
+    });
     e.form.addEventListener("submit", (ev) => {
       ev.preventDefault();
       const text = e.input.value.trim();
@@ -161,6 +169,7 @@ export class Chat {
       this.ws = null;
       this.live = false;
       clearInterval(this.ping);
+      this.turns.lost();
       if (!this.ended) this.later();
     });
     clearInterval(this.ping);
@@ -185,12 +194,13 @@ export class Chat {
     const ws = this.ws;
     this.ws = null;
     this.live = false;
+    this.turns.lost();
     ws?.close(1000);
   }
 
   private frame(ws: WebSocket, data: unknown): void {
     if (typeof data !== "string" || data === "pong") return;
-    let f: { type?: unknown; entry?: unknown };
+    let f: { type?: unknown; entry?: unknown; message_id?: unknown; state?: unknown; text?: unknown };
     try {
       f = JSON.parse(data);
     } catch {
@@ -204,6 +214,11 @@ export class Chat {
       this.live = true;
       this.e.list.setAttribute("aria-busy", "false");
       this.say("");
+      this.turns.ready();
+    } else if (f.type === "turn" && typeof f.message_id === "string" && isTurnState(f.state)) {
+      this.turns.turn(f.message_id, f.state);
+    } else if (f.type === "draft" && typeof f.message_id === "string" && typeof f.text === "string") {
+      this.turns.draft(f.message_id, f.text);
     } else if (f.type === "ended") {
       this.drop();
       ws.close(1000);
@@ -242,6 +257,7 @@ export class Chat {
     }
     this.busyRenewing = false;
     this.e.renew.disabled = false;
+    this.turns.clear();
     this.e.list.replaceChildren();
     this.shown.clear();
     this.pending = [];
@@ -272,6 +288,7 @@ export class Chat {
     const row = mine ?? this.doc.createElement("li");
     this.fillRow(row, entry);
     if (!mine || !inOrder(list, row, entry.seq)) this.place(row, entry.seq);
+    if (entry.role !== "visitor") this.turns.answered(entry, row);
     this.highest = Math.max(this.highest, entry.seq);
     if (stick || entry.role === "visitor") list.scrollTop = list.scrollHeight;
     this.hooks.onEntry?.(entry, this.live);
@@ -512,6 +529,11 @@ export class Chat {
   }
 }
 
+/** An answer's text as shown: a shown answer and a draft of one are built by this one function. */
+export function answerText(doc: Document, text: string): HTMLElement {
+  return el(doc, "p", { class: "tai-text" }, text);
+}
+
 function setNote(doc: Document, row: HTMLElement, text: string): HTMLElement {
   let note = row.querySelector<HTMLElement>(".tai-note");
   if (!note) {
@@ -580,6 +602,7 @@ export function asEntry(v: unknown): Entry | null {
     part: clean,
     at: typeof e.at === "string" ? e.at : "",
     message_id: typeof e.message_id === "string" ? e.message_id : undefined,
+    stopped: e.stopped === true ? true : undefined,
   };
 }
 

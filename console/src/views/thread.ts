@@ -19,6 +19,7 @@ import { announce, busy, errorBox, loading, statusChip, when } from "../ui";
 import type { RouteView } from "../types";
 import { cannedPicker } from "./canned";
 import { InboxPanel } from "./inbox-panel";
+import { LiveTurnPanel } from "./live-turn";
 import { NotesPanel } from "./notes";
 
 interface Attachment {
@@ -110,6 +111,7 @@ export class ThreadPane {
   private hasOlder = false;
   private readonly inbox: InboxPanel;
   private readonly notes = new NotesPanel();
+  private readonly turn = new LiveTurnPanel(() => this.refreshSoon());
   private readonly presenceLine = h("p", { class: "presence", "aria-live": "polite" });
   private watch: Watch | null = null;
   /** The thread this pane announced itself on (its route's watch says "left" there when it goes). */
@@ -170,9 +172,20 @@ export class ThreadPane {
     if (!can(DOORS.liveTicket)) return;
     this.watch = watchRoute(route, {
       notices: (notices) => {
-        if (notices.some((n) => n.route_name === route && n.thread_id === threadId)) this.refreshSoon();
+        const mine = notices.filter((n) => n.route_name === route && n.thread_id === threadId);
+        // A turn's notices move its live panel; the transcript changes with the thread's own notices.
+        for (const n of mine) if (n.type === "turn") this.turn.notice(n.state);
+        // A thread notice (a new inbound, say) also reads the turn, in case its own notice was lost.
+        if (mine.some((n) => n.type !== "turn")) {
+          this.refreshSoon();
+          this.turn.catchUp();
+        }
       },
       presence: () => this.paintPresence(),
+      // Notices sent while the socket was down are lost: the turn is read again once it is back.
+      state: (s) => {
+        if (s.state === "live") this.turn.catchUp();
+      },
     });
     this.presentOn = threadId;
     this.watch.announce(threadId, "viewing");
@@ -183,6 +196,7 @@ export class ThreadPane {
   }
 
   private leave(): void {
+    this.turn.close();
     clearInterval(this.viewing);
     clearTimeout(this.typingIdle);
     if (this.watch && this.presentOn) this.watch.announce(this.presentOn, "left");
@@ -232,6 +246,7 @@ export class ThreadPane {
     const actions = h("div", { class: "actions" });
     const personBox = person && can(DOORS.person) ? h("section", { class: "person", "aria-labelledby": "person-title" }) : null;
     this.enter(route, threadId);
+    this.turn.open(route, threadId);
     fill(this.inbox.el);
     this.notes.clear();
     fill(
@@ -246,6 +261,7 @@ export class ThreadPane {
       h("h3", null, "Transcript"),
       this.transcriptErr.el,
       this.transcript,
+      this.turn.el,
       this.notes.el,
       can(DOORS.send) ? await this.replyBox(personBox !== null) : null,
     );
