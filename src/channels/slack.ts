@@ -198,6 +198,7 @@ export const slackAdapter: ChannelAdapter = {
   isConfigured,
   verify,
   parse,
+  markup: { text: "slack-mrkdwn", body: "slack-mrkdwn" },
   send,
   rich: makeSlackRich(postSlackMessage),
 };

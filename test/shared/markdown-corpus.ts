@@ -69,9 +69,18 @@ export function words(s: string): string[] {
   return (s.replace(/%[0-9A-Fa-f]{2}/g, " ").match(/[\p{L}\p{N}]+/gu) ?? []).map((w) => w.toLowerCase());
 }
 
-/** Whether `needle` appears in `hay` in order (gaps allowed): every word of the input survives, in order. */
+/** Whether `needle` appears in `hay` in order (gaps allowed). */
 export function inOrder(needle: readonly string[], hay: readonly string[]): boolean {
   let j = 0;
   for (const w of hay) if (j < needle.length && w === needle[j]) j++;
   return j === needle.length;
+}
+
+/**
+ * Whether every letter and digit of `input` is in `output`, in order. Compared letter by letter,
+ * not word by word: a marker removed between two words joins them (`2*3*4` shows as 2, an
+ * emphasized 3, and 4), which loses nothing.
+ */
+export function keepsText(input: string, output: string): boolean {
+  return inOrder([...words(input).join("")], [...words(output).join("")]);
 }
