@@ -12,6 +12,7 @@ import type { JsonObject } from "../platform/http/bounded-json";
 import type { ChannelCapabilities, ChannelEnv, SendDeps, SendResult } from "./channel-types";
 import type { InboundAttachment, Location } from "../shared/media";
 import type { RichSender } from "./rich/types";
+import type { Markup } from "./markup";
 
 // Declared in the leaf channel-types.ts (rich/ needs them too); re-exported so the adapters keep
 // importing their whole interface from here.
@@ -131,7 +132,13 @@ export interface ChannelAdapter {
   verify(hook: Webhook, env: ChannelEnv, now: Date): Promise<VerifyResult>;
   /** Normalizes a verified webhook. Never throws: unexpected shapes count as `ignored`. */
   parse(hook: Webhook, env: ChannelEnv): ParsedWebhook;
-  /** Sends one chunk. Never throws: every failure is a classified SendResult. */
+  /**
+   * How text written in markdown (src/shared/markdown.ts) is sent here (src/channels/markup.ts):
+   * `text` for the text messages, `body` for the text a rich part carries. Absent: sent as written
+   * (the web page renders the markdown itself).
+   */
+  readonly markup?: { readonly text: Markup; readonly body: Markup };
+  /** Sends one chunk, already in the channel's markup. Never throws: every failure is a classified SendResult. */
   send(args: SendArgs, deps: SendDeps): Promise<SendResult>;
   /**
    * Carries an operator message's rich part (spec §4.7) for the capabilities the channel

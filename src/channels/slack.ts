@@ -199,6 +199,7 @@ export const slackAdapter: ChannelAdapter = {
   isConfigured,
   verify,
   parse,
+  markup: { text: "slack-mrkdwn", body: "slack-mrkdwn" },
   send,
   rich: makeSlackRich(postSlackMessage),
 };

@@ -127,8 +127,9 @@ function parse(hook: Webhook, env: ChannelEnv): ParsedWebhook {
   return msg ? { events: [msg], ignored: 0 } : { events: [], ignored: 1 };
 }
 
+/** `args.text` is Telegram HTML (planned by src/channels/markup.ts: escaped, well-formed per message). */
 async function send(args: SendArgs, deps: SendDeps): Promise<SendResult> {
-  return callTelegram("sendMessage", { chat_id: args.to, text: args.text }, deps);
+  return callTelegram("sendMessage", { chat_id: args.to, text: args.text, parse_mode: "HTML" }, deps);
 }
 
 /** Calls one Bot API send method (`sendMessage`, `sendPhoto`, …) and classifies the answer. */
@@ -162,6 +163,7 @@ export const telegramAdapter: ChannelAdapter = {
   isConfigured,
   verify: (hook, env) => verify(hook, env),
   parse,
+  markup: { text: "telegram-html", body: "plain" },
   send,
   rich: makeTelegramRich(callTelegram, TELEGRAM_FILE_PREFIX),
   typing: {

@@ -178,6 +178,7 @@ export const twilioAdapter: ChannelAdapter = {
   isConfigured,
   verify: (hook, env) => verify(hook, env),
   parse: (hook) => parse(hook),
+  markup: { text: "plain", body: "plain" },
   send,
   rich: makeTwilioRich(postTwilioMessage),
 };

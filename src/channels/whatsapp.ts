@@ -231,6 +231,7 @@ export const whatsappAdapter: ChannelAdapter = {
   isConfigured,
   verify: (hook, env) => verify(hook, env),
   parse: (hook) => parse(hook),
+  markup: { text: "whatsapp", body: "whatsapp" },
   send,
   rich: makeWhatsAppRich(postWhatsAppMessage, WHATSAPP_MEDIA_PREFIX),
   typing: {

@@ -18,7 +18,11 @@ export const BASE_SECURITY_HEADERS: Readonly<Record<string, string>> = {
   "permissions-policy": "camera=(), microphone=(), geolocation=(), payment=(), usb=()",
 };
 
-/** The console's policy: everything from this origin only, nothing inline. */
+/**
+ * The console's policy: everything from this origin only, nothing inline, and Trusted Types
+ * required with no policy allowed: the console builds elements and text nodes only, so a message's
+ * text can never reach an HTML sink.
+ */
 export const CONSOLE_CSP = [
   "default-src 'none'",
   "script-src 'self'",
@@ -28,6 +32,8 @@ export const CONSOLE_CSP = [
   "base-uri 'none'",
   "form-action 'none'",
   "frame-ancestors 'none'",
+  "require-trusted-types-for 'script'",
+  "trusted-types 'none'",
 ].join("; ");
 
 /** The inline `<script>` bodies of `html` (scripts with a `src` are not inline). */

@@ -147,7 +147,7 @@ describe("telegram: normalization", () => {
 describe("telegram: send", () => {
   const args = { to: "42", from: "7012345678", text: "Answer 📦" };
 
-  it("POSTs {chat_id, text} to {base}/bot{token}/sendMessage and reads result.message_id", async () => {
+  it("POSTs {chat_id, text, parse_mode: HTML} to {base}/bot{token}/sendMessage and reads result.message_id", async () => {
     const f = fakeFetch(() => json({ ok: true, result: { message_id: 321, chat: { id: 42 }, date: 1, text: "Answer 📦" } }));
     expect(await telegramAdapter.send(args, { fetch: f.fetch, env: ENV, timeoutMs: 5000 })).toEqual({ ok: true, provider_message_id: "321" });
     const [req] = f.calls;
@@ -156,7 +156,7 @@ describe("telegram: send", () => {
     expect(req.method).toBe("POST");
     expect(req.headers["content-type"]).toBe("application/json");
     expect(req.headers["authorization"]).toBeUndefined();
-    expect(JSON.parse(req.body)).toEqual({ chat_id: "42", text: "Answer 📦" });
+    expect(JSON.parse(req.body)).toEqual({ chat_id: "42", parse_mode: "HTML", text: "Answer 📦" });
   });
 
   it("honours CHANNEL_TELEGRAM_API_BASE", async () => {

@@ -153,7 +153,7 @@ describe("ask_user against a real wrangler dev", () => {
       () => fake.sends.filter((s) => s.channel === "telegram"),
       (s) => s.length >= 2,
     );
-    expect(sends[1].body).toEqual({ chat_id: String(chat), text: "You picked Coffee." });
+    expect(sends[1].body).toEqual({ chat_id: String(chat), parse_mode: "HTML", text: "You picked Coffee." });
 
     const done = await pollUntil(
       "the answered interaction",

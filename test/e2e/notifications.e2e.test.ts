@@ -58,7 +58,7 @@ describe("notifications against a real wrangler dev", () => {
     const sends = fake.sends.filter((s) => s.channel === "telegram");
     expect(sends).toHaveLength(1);
     expect(sends[0].path).toBe(`/telegram/bot${TELEGRAM_TOKEN}/sendMessage`);
-    expect(sends[0].body).toEqual({ chat_id: "777001", text: message });
+    expect(sends[0].body).toEqual({ chat_id: "777001", parse_mode: "HTML", text: message });
 
     // Another identity is refused, and nothing is sent for it.
     const foreign = await http(base, "POST", "/api/notifications", {
@@ -91,6 +91,6 @@ describe("notifications against a real wrangler dev", () => {
     const sent = await http(base, "POST", "/api/notifications", { key: adminKey, body: { message: "to the ops chat", channel: "telegram" } });
     expect(sent.status, JSON.stringify(sent.body)).toBe(200);
     const last = fake.sends.filter((s) => s.channel === "telegram").at(-1);
-    expect(last?.body).toEqual({ chat_id: "777002", text: "to the ops chat" });
+    expect(last?.body).toEqual({ chat_id: "777002", parse_mode: "HTML", text: "to the ops chat" });
   });
 });

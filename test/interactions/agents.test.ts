@@ -125,7 +125,7 @@ describe("an llm agent on a Telegram route asks with two options", () => {
       async () => telegramSends(net.calls),
       (s) => s.length >= 2,
     );
-    expect(sent[1]).toEqual({ chat_id: String(chat), text: "Coffee it is." });
+    expect(sent[1]).toEqual({ chat_id: String(chat), parse_mode: "HTML", text: "Coffee it is." });
     expect(net.llmBodies).toHaveLength(2);
 
     // The model read the answer as the ask's result; the call after the ask in that step was not run.

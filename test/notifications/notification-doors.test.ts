@@ -243,7 +243,7 @@ describe("channel sends", () => {
     expect(r.body).toEqual({ data: "notification sent via 'telegram'" });
     expect(calls).toHaveLength(1);
     expect(calls[0].url).toBe("https://telegram.fake/bot123456:telegram-test-token/sendMessage");
-    expect(JSON.parse(calls[0].body)).toEqual({ chat_id: "4242", text: message });
+    expect(JSON.parse(calls[0].body)).toEqual({ chat_id: "4242", parse_mode: "HTML", text: message });
     expect(await sharedMessages()).not.toContain(message);
 
     const audience = uniq("watcher");

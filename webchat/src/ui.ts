@@ -12,6 +12,7 @@
  *   reader does not read the whole history on load. Connection changes go to a status line.
  */
 import { el, randomId, webUrl } from "./dom";
+import { markdownBlock } from "./markdown";
 import { WebError, type Transport } from "./transport";
 import { isTurnState, LiveTurns } from "./turns";
 
@@ -322,7 +323,8 @@ export class Chat {
     const bubble = el(this.doc, "div", { class: "tai-bubble" });
     const q = entry.part?.question;
     const text = entry.text || q?.prompt || "";
-    if (text) bubble.append(el(this.doc, "p", { class: "tai-text" }, text));
+    // Answers and operator messages are markdown; the visitor's own words stay as typed.
+    if (text) bubble.append(entry.role === "visitor" ? el(this.doc, "p", { class: "tai-text" }, text) : answerText(this.doc, text));
     if (q && q.prompt && entry.text && q.prompt !== entry.text) bubble.append(el(this.doc, "p", { class: "tai-text" }, q.prompt));
     for (const m of (entry.part?.media ?? []).slice(0, MAX_MEDIA)) bubble.append(this.mediaCard(m));
     const options = entry.part?.options ?? [];
@@ -531,7 +533,7 @@ export class Chat {
 
 /** An answer's text as shown: a shown answer and a draft of one are built by this one function. */
 export function answerText(doc: Document, text: string): HTMLElement {
-  return el(doc, "p", { class: "tai-text" }, text);
+  return markdownBlock(doc, text, "tai-text tai-md");
 }
 
 function setNote(doc: Document, row: HTMLElement, text: string): HTMLElement {

@@ -5,6 +5,7 @@
  * running or in a tool call, and stops when the turn settles. "Stop" ends the turn with
  * `POST …/thread/stop`: the agent's answer is what it had drafted.
  */
+import { markdownBlock } from "../../../webchat/src/markdown";
 import { call, path } from "../api";
 import { DOORS } from "../doors";
 import { fill, h } from "../dom";
@@ -43,7 +44,7 @@ export class LiveTurnPanel {
   /** Bumped when the panel leaves a thread, so a late answer is dropped. */
   private generation = 0;
   private readonly stateLine = h("p", { class: "turn-state", "aria-live": "polite" });
-  private readonly draftBox = h("p", { class: "text turn-draft" });
+  private readonly draftBox = h("div", { class: "turn-draft" });
   private readonly stopButton = h("button", { type: "button", class: "danger" }, "Stop");
   private readonly err = errorBox();
 
@@ -134,7 +135,8 @@ export class LiveTurnPanel {
     const says = on ? `Turn: ${SAYS[this.state]}` : "";
     if (this.stateLine.textContent !== says) this.stateLine.textContent = says;
     this.el.dataset.state = this.state;
-    this.draftBox.textContent = this.draft ?? "";
+    // Built like the answer it becomes (src/shared/markdown.ts), so the text does not jump when it lands.
+    this.draftBox.replaceChildren(...(this.draft ? [markdownBlock(document, this.draft, "text md")] : []));
     this.draftBox.hidden = !this.draft;
     this.stopButton.hidden = !can(DOORS.turnStop) || !STOPPABLE.includes(this.state);
   }

@@ -21,6 +21,7 @@ import { cannedPicker } from "./canned";
 import { InboxPanel } from "./inbox-panel";
 import { LiveTurnPanel } from "./live-turn";
 import { NotesPanel } from "./notes";
+import { markdownBlock } from "../../../webchat/src/markdown";
 
 interface Attachment {
   kind: string;
@@ -585,7 +586,9 @@ function recordItem(r: RecordView): HTMLElement {
       );
   }
   const answer: Child[] = [];
-  if (r.answer !== null && r.answer !== "") answer.push(h("p", { class: "who" }, operator ? "Operator" : "Agent"), h("p", { class: "text" }, r.answer));
+  // The answer is markdown (the web chat's renderer); the client's own text above stays plain.
+  if (r.answer !== null && r.answer !== "")
+    answer.push(h("p", { class: "who" }, operator ? "Operator" : "Agent"), markdownBlock(document, r.answer, "text md"));
   else if (r.answer_status === "silent" || r.status === "silent")
     answer.push(h("p", { class: "muted" }, "No answer (silence: manual mode or a silent reply)."));
   if (r.answer_part) answer.push(h("p", { class: "muted" }, `Rich part: ${Object.keys(r.answer_part).join(", ")}`));

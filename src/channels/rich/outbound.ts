@@ -1,9 +1,11 @@
 /**
- * What one channel delivery sends, in order (pure): the answer's text chunks, then the rich part's
- * provider requests. The delivery machine counts accepted steps (`chunks_sent`), so a re-drive
- * resumes after the last accepted one whether it was a text chunk or a rich request.
+ * What one channel delivery sends, in order (pure): the answer's text chunks, in the channel's
+ * markup (src/channels/markup.ts), then the rich part's provider requests. The delivery machine
+ * counts accepted steps (`chunks_sent`), so a re-drive resumes after the last accepted one whether
+ * it was a text chunk or a rich request.
  */
-import { TOO_LONG_TEXT, planChunks } from "../chunking";
+import { TOO_LONG_TEXT } from "../chunking";
+import { formatMarkdown, planFormatted } from "../markup";
 import type { ChannelAdapter, SendDeps, SendResult } from "../adapter";
 import { type RichPart, type RichStep, isEmptyPart, requiredCapabilities } from "./types";
 
@@ -25,26 +27,33 @@ export function planOutbound(adapter: ChannelAdapter, text: string, part: RichPa
       return { ok: false, kind: "capability", error: `channel ${adapter.name} lacks the ${named.join(", ")} capability this message needs` };
     }
   }
-  const plan = planChunks(text, maxChars, maxChunks);
-  if (!plan.ok) return { ok: true, steps: [{ kind: "text", text: TOO_LONG_TEXT }], tooLong: true };
-  // Whitespace-only chunks are dropped (some providers refuse blank messages); the plan is
-  // deterministic for a given text, so step indexes stay stable across re-drives.
-  const chunks = plan.chunks.filter((chunk) => chunk.trim() !== "");
+  const markup = adapter.markup ?? null;
+  const tooLong: OutboundPlan = {
+    ok: true,
+    steps: [{ kind: "text", text: markup ? formatMarkdown(markup.text, TOO_LONG_TEXT).text : TOO_LONG_TEXT }],
+    tooLong: true,
+  };
+  // planFormatted drops blank chunks (some providers refuse blank messages) and is deterministic
+  // for a given text, so step indexes stay stable across re-drives.
+  const plan = planFormatted(markup?.text ?? null, text, maxChars, maxChunks);
+  if (!plan.ok) return tooLong;
+  const chunks = plan.chunks;
   // A rich part the adapter cannot send was refused above.
   const sender = adapter.rich;
-  if (!rich || !sender) return { ok: true, steps: chunks.map((t) => ({ kind: "text", text: t })), tooLong: false };
+  if (!rich || !sender) return { ok: true, steps: chunks.map((c) => ({ kind: "text", text: c.text })), tooLong: false };
 
   // A template is the whole outbound message (out-of-window sends admit nothing else): the text
   // stays the record's answer, for transcripts and search, and is not sent.
   if (rich.template) chunks.length = 0;
-  const body = sender.takesBody(rich) ? (chunks.pop() ?? "") : "";
+  const last = sender.takesBody(rich) ? chunks.pop() : undefined;
+  const body = !last ? "" : markup ? formatMarkdown(markup.body, last.markdown).text : last.text;
   const richPlan = sender.plan(rich, body);
   if (!richPlan.ok) return { ok: false, kind: "shape", error: `channel ${adapter.name} cannot send this message: ${richPlan.reason}` };
   const steps: OutboundStep[] = [
-    ...chunks.map((t): OutboundStep => ({ kind: "text", text: t })),
+    ...chunks.map((c): OutboundStep => ({ kind: "text", text: c.text })),
     ...richPlan.steps.map((s): OutboundStep => ({ kind: "rich", step: s })),
   ];
-  if (steps.length > maxChunks) return { ok: true, steps: [{ kind: "text", text: TOO_LONG_TEXT }], tooLong: true };
+  if (steps.length > maxChunks) return tooLong;
   return { ok: true, steps, tooLong: false };
 }
 
