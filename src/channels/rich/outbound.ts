@@ -6,6 +6,7 @@
 import { TOO_LONG_TEXT, planChunks } from "../chunking";
 import type { ChannelAdapter, SendDeps, SendResult } from "../adapter";
 import { type RichPart, type RichStep, isEmptyPart, requiredCapabilities } from "./types";
+import { FEEDBACK_QUESTION } from "./feedback";
 
 export type OutboundStep = { kind: "text"; text: string } | { kind: "rich"; step: RichStep };
 
@@ -15,8 +16,20 @@ export type OutboundPlan =
   /** `capability`: the channel lacks a flag the part needs; `shape`: the channel cannot express the part. */
   | { ok: false; kind: "capability" | "shape"; error: string };
 
-/** Plans the provider messages for `text` plus an optional rich `part` on `adapter`'s channel. */
-export function planOutbound(adapter: ChannelAdapter, text: string, part: RichPart | null | undefined, maxChars: number, maxChunks: number): OutboundPlan {
+/**
+ * Plans the provider messages for `text` plus an optional rich `part` on `adapter`'s channel.
+ * `feedbackFor` (a record's message id) puts the answer feedback buttons under a text-only answer,
+ * where the channel has them (src/channels/rich/feedback.ts): on its last chunk, or when that chunk
+ * cannot carry them, under a short question of their own; never past `maxChunks`.
+ */
+export function planOutbound(
+  adapter: ChannelAdapter,
+  text: string,
+  part: RichPart | null | undefined,
+  maxChars: number,
+  maxChunks: number,
+  feedbackFor: string | null = null,
+): OutboundPlan {
   const rich = part && !isEmptyPart(part) ? part : null;
   if (rich) {
     const missing = requiredCapabilities(rich).filter((cap) => !adapter.capabilities[cap]);
@@ -32,7 +45,7 @@ export function planOutbound(adapter: ChannelAdapter, text: string, part: RichPa
   const chunks = plan.chunks.filter((chunk) => chunk.trim() !== "");
   // A rich part the adapter cannot send was refused above.
   const sender = adapter.rich;
-  if (!rich || !sender) return { ok: true, steps: chunks.map((t) => ({ kind: "text", text: t })), tooLong: false };
+  if (!rich || !sender) return { ok: true, steps: withFeedback(adapter, chunks, feedbackFor, maxChunks), tooLong: false };
 
   // A template is the whole outbound message (out-of-window sends admit nothing else): the text
   // stays the record's answer, for transcripts and search, and is not sent.
@@ -46,6 +59,18 @@ export function planOutbound(adapter: ChannelAdapter, text: string, part: RichPa
   ];
   if (steps.length > maxChunks) return { ok: true, steps: [{ kind: "text", text: TOO_LONG_TEXT }], tooLong: true };
   return { ok: true, steps, tooLong: false };
+}
+
+/** The text chunks of an answer, with its feedback buttons when asked for and the channel has them. */
+function withFeedback(adapter: ChannelAdapter, chunks: string[], feedbackFor: string | null, maxChunks: number): OutboundStep[] {
+  const steps = chunks.map((t): OutboundStep => ({ kind: "text", text: t }));
+  const buttons = adapter.rich?.feedback;
+  if (feedbackFor === null || !buttons || !chunks.length) return steps;
+  const joined = buttons(chunks[chunks.length - 1], feedbackFor);
+  if (joined.ok) return [...steps.slice(0, -1), ...joined.steps.map((step): OutboundStep => ({ kind: "rich", step }))];
+  const alone = buttons(FEEDBACK_QUESTION, feedbackFor);
+  if (!alone.ok || steps.length + alone.steps.length > maxChunks) return steps;
+  return [...steps, ...alone.steps.map((step): OutboundStep => ({ kind: "rich", step }))];
 }
 
 /** Sends one planned step. Never throws. */

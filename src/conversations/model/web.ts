@@ -17,7 +17,15 @@ export interface WebEntry {
   part: unknown;
   at: string;
   message_id: string | null;
+  /**
+   * On an answer entry (`bot`, `operator`) of a record: the visitor's own rating of it, null when
+   * none; absent on the visitor's entries and on notices (docs/web-channel-client.md).
+   */
+  rating?: "up" | "down" | null;
 }
+
+/** The entries a visitor may rate: an answer of the route's target or an operator's, of a record. */
+export const RATEABLE_ROLES: ReadonlySet<z.infer<typeof WebEntryRole>> = new Set(["bot", "operator"]);
 
 /** What a session check answers: a match (with the captured link params) or nothing. */
 export type WebSessionCheck = { ok: true; params: Record<string, string> | null } | { ok: false };
