@@ -46,7 +46,9 @@ function rate(desk: { identity: string }, v: Visitor, body: Record<string, unkno
 
 /** The events receiver: records every POST and answers 204. */
 function receiver() {
-  const calls = fakeNetwork(async (req) => (new URL(req.url).host === "events.example.com" ? new Response(null, { status: 204 }) : new Response("", { status: 599 })));
+  const calls = fakeNetwork(async (req) =>
+    new URL(req.url).host === "events.example.com" ? new Response(null, { status: 204 }) : new Response("", { status: 599 }),
+  );
   return () => calls.filter((c) => c.url === EVENTS).map((c) => c.json);
 }
 
@@ -124,7 +126,10 @@ describe("the web feedback door", () => {
     expect((await rate(desk, bob, { message_id: his, rating: "up" })).status).toBe(200);
 
     // A session is required, the Origin is checked, and the body is exactly the door's.
-    expect((await call("POST", "/api/channels/web/feedback", { body: { identity: desk.identity, message_id: his, rating: "up" }, headers: { origin: ORIGIN } })).status).toBe(401);
+    expect(
+      (await call("POST", "/api/channels/web/feedback", { body: { identity: desk.identity, message_id: his, rating: "up" }, headers: { origin: ORIGIN } }))
+        .status,
+    ).toBe(401);
     expect((await rate(desk, bob, { message_id: his, rating: "up" }, { origin: "https://elsewhere.example" })).status).toBe(403);
     const extra = await rate(desk, bob, { message_id: his, rating: "up", stars: 5 });
     expect(extra.status).toBe(400);
@@ -267,7 +272,9 @@ describe("answer feedback buttons on a channel", () => {
       ]);
 
       const tap = (n: number, from: number, data: string) =>
-        update(n, { callback_query: { id: `q${n}`, from: { id: from, is_bot: false }, message: { message_id: 77, chat: { id: from, type: "private" } }, data } });
+        update(n, {
+          callback_query: { id: `q${n}`, from: { id: from, is_bot: false }, message: { message_id: 77, chat: { id: from, type: "private" } }, data },
+        });
       expect((await postTelegram(tap(2, chat, feedbackReplyId("down", id)))).status).toBe(200);
       expect((await readRecord(r.name, id)).body.data.feedback).toMatchObject({ rating: "down" });
       // No turn: the thread still holds its one record, and nothing more was sent.
@@ -339,7 +346,9 @@ describe("answer feedback buttons on a channel", () => {
       }),
       {},
     );
-    expect(tapped.events).toEqual([{ kind: "feedback", provider_message_id: "wamid.tap", sender: "4915550001", our_identity: "555", message_id: id, rating: "up" }]);
+    expect(tapped.events).toEqual([
+      { kind: "feedback", provider_message_id: "wamid.tap", sender: "4915550001", our_identity: "555", message_id: id, rating: "up" },
+    ]);
 
     const slack = must(adapterFor("slack"), "slack");
     const planned = planOutbound(slack, "Here you go.", null, 3000, 10, id);
@@ -351,10 +360,15 @@ describe("answer feedback buttons on a channel", () => {
       channel: { id: "C9" },
       actions: [{ type: "button", action_id: "feedback-down", value: feedbackReplyId("down", id), text: { type: "plain_text", text: "👎 Not helpful" } }],
     };
-    const back = slack.parse(webhook({ url: "https://bridge.test/api/channels/slack/inbound", body: `payload=${encodeURIComponent(JSON.stringify(payload))}` }), {
-      CHANNEL_SLACK_BOT_USER_ID: TEST_ENV.slackBot,
-    });
-    expect(back.events).toEqual([{ kind: "feedback", provider_message_id: "trig.1", sender: "C9", our_identity: TEST_ENV.slackBot, message_id: id, rating: "down" }]);
+    const back = slack.parse(
+      webhook({ url: "https://bridge.test/api/channels/slack/inbound", body: `payload=${encodeURIComponent(JSON.stringify(payload))}` }),
+      {
+        CHANNEL_SLACK_BOT_USER_ID: TEST_ENV.slackBot,
+      },
+    );
+    expect(back.events).toEqual([
+      { kind: "feedback", provider_message_id: "trig.1", sender: "C9", our_identity: TEST_ENV.slackBot, message_id: id, rating: "down" },
+    ]);
   });
 
   it("a route asks for buttons only on a channel route", async () => {
