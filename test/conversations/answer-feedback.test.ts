@@ -192,7 +192,8 @@ describe("a rating reaches the team", () => {
       up: 1,
       down: 2,
     });
-    expect(m.by_target.find((t: { target_name: string }) => t.target_name === "echo").down).toBeGreaterThanOrEqual(2);
+    const echo = m.by_target.find((t: { target_kind: string; target_name: string }) => t.target_kind === "tool" && t.target_name === "echo");
+    expect(echo.down).toBeGreaterThanOrEqual(2);
     const om = await call("GET", "/api/observability/metrics", { key: await admin(), headers: { accept: "application/openmetrics-text; version=1.0.0" } });
     expect(om.body).toContain(`bridge_answer_feedback{route="${desk.web}",target_kind="tool",target_name="echo",rating="down"} 2\n`);
     expect(om.body).toContain(`bridge_answer_feedback{route="${desk.web}",target_kind="tool",target_name="echo",rating="up"} 1\n`);
