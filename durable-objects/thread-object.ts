@@ -45,6 +45,9 @@ import { type InboxAction, type InboxActionResult, type InboxView, inboxView } f
 import { countAll } from "../src/conversations/thread/store";
 import type { NoteAddResult, NoteDeleteResult, StoredNote } from "../src/conversations/model/notes";
 import { threadStub } from "../src/conversations/model/thread-rpc";
+import type { RateResult, Rater } from "../src/conversations/model/thread-rpc";
+import type { AnswerRating } from "../src/conversations/model/record";
+import { rateFromPage } from "../src/conversations/thread/answer-feedback";
 
 /** One thread's object: wires the parts over its storage and answers its contract's verbs. */
 export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
@@ -225,6 +228,14 @@ export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
 
   async stopTurn(messageId?: string | null): Promise<StopAnswer> {
     return { stopped: this.parts.live.stop(messageId) };
+  }
+
+  async webRate(messageId: string, rating: AnswerRating | null, who: { route_name: string; visitor: string }): Promise<RateResult> {
+    return rateFromPage(this.deps, this.parts, messageId, rating, who);
+  }
+
+  async rateAnswer(messageId: string, rating: AnswerRating | null, who: Rater): Promise<RateResult> {
+    return this.parts.feedback.rate(messageId, rating, who);
   }
 
   async applyReceipt(messageId: string, status: "delivered" | "failed", detail?: string): Promise<boolean> {

@@ -23,4 +23,6 @@ export interface InboxItem {
   assignee: string | null;
   waiting_since: string | null;
   labels: string[];
+  /** Answers of the thread its customer rated down (absent from a service without answer feedback). */
+  rated_down?: number;
 }

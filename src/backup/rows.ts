@@ -133,7 +133,12 @@ export type TargetConfigBackupRow = z.infer<typeof TargetConfigBackupRow>;
  * `routes`: a stored route without its callback secret: the public view plus the compiled
  * programs the turns run (so an expression given by a text resource id restores as it runs).
  */
-export const RouteBackupRow = RouteView.extend({ payload_program: z.string().nullable(), reply_program: z.string().nullable() }).strict();
+export const RouteBackupRow = RouteView.extend({
+  payload_program: z.string().nullable(),
+  reply_program: z.string().nullable(),
+  // Backups made before routes had the switch restore with it off.
+  answer_feedback: z.boolean().default(false),
+}).strict();
 export type RouteBackupRow = z.infer<typeof RouteBackupRow>;
 
 /** `route-secrets` (secret): an api route's callback signing secret, sealed for that route. */

@@ -61,7 +61,21 @@ export interface ReceiptUpdate {
   error?: string;
 }
 
-export type ChannelEvent = InboundMessage | ReceiptUpdate;
+/**
+ * A tap on an answer's 👍/👎 buttons (src/channels/rich/feedback.ts): rates that answer, runs no
+ * turn. `sender` and `our_identity` are the webhook's, as for a message; `message_id` is the
+ * record the button named, which the thread checks is the sender's own.
+ */
+export interface AnswerFeedbackTap {
+  kind: "feedback";
+  provider_message_id: string;
+  sender: string;
+  our_identity: string;
+  message_id: string;
+  rating: "up" | "down";
+}
+
+export type ChannelEvent = InboundMessage | ReceiptUpdate | AnswerFeedbackTap;
 
 /** The webhook doors: `/api/channels/{name}/inbound` and `/api/channels/{name}/status`. */
 export type WebhookDoor = "inbound" | "status";

@@ -8,7 +8,19 @@
  * conversation (`event.channel`), so a channel or DM is one thread; our identity is the bot user.
  */
 import { constantTimeEqual, hmacSha256, toHex } from "../access-control/crypto";
-import type { ChannelAdapter, ChannelEnv, ChannelEvent, InboundMessage, ParsedWebhook, SendArgs, SendDeps, SendResult, VerifyResult, Webhook } from "./adapter";
+import type {
+  AnswerFeedbackTap,
+  ChannelAdapter,
+  ChannelEnv,
+  ChannelEvent,
+  InboundMessage,
+  ParsedWebhook,
+  SendArgs,
+  SendDeps,
+  SendResult,
+  VerifyResult,
+  Webhook,
+} from "./adapter";
 import type { InboundAttachment } from "../shared/media";
 import {
   allSet,
@@ -27,6 +39,7 @@ import {
   str,
 } from "./common";
 import { makeSlackRich } from "./rich/slack";
+import { parseFeedbackReplyId } from "./rich/feedback";
 
 export const SLACK_ENV = {
   signingSecret: "CHANNEL_SLACK_SIGNING_SECRET",
@@ -112,9 +125,10 @@ function fromEvent(body: Record<string, unknown>, botUserId: string): InboundMes
 /**
  * A `block_actions` payload's first button or static-select tap: the label is the text, the
  * author-set `value` (else the `action_id`) is `params.reply_id`. Interactivity payloads carry no
- * event id; the `trigger_id` is unique per interaction and Slack does not redeliver them.
+ * event id; the `trigger_id` is unique per interaction and Slack does not redeliver them. An
+ * answer feedback button's value rates its answer instead (the conversation is the sender).
  */
-function fromBlockActions(p: Record<string, unknown>, botUserId: string): InboundMessage | null {
+function fromBlockActions(p: Record<string, unknown>, botUserId: string): InboundMessage | AnswerFeedbackTap | null {
   const user = isRecord(p.user) ? nonEmpty(p.user.id) : undefined;
   const channel = isRecord(p.channel) ? nonEmpty(p.channel.id) : undefined;
   const trigger = nonEmpty(p.trigger_id);
@@ -131,6 +145,8 @@ function fromBlockActions(p: Record<string, unknown>, botUserId: string): Inboun
     id = nonEmpty(o.value);
   }
   if (!label && !id) return null;
+  const feedback = action.type === "button" ? parseFeedbackReplyId(id) : null;
+  if (feedback) return { kind: "feedback", provider_message_id: trigger, sender: channel, our_identity: botUserId, ...feedback };
   const out: InboundMessage = { kind: "message", provider_message_id: trigger, sender: channel, our_identity: botUserId, text: label ?? id ?? "" };
   const params = boundParams([["reply_id", id]]);
   if (params) out.params = params;

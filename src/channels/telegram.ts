@@ -8,7 +8,18 @@
  * the bot id: the numeric prefix of `CHANNEL_TELEGRAM_BOT_TOKEN` before `:`.
  */
 import { constantTimeEqual } from "../access-control/crypto";
-import type { ChannelAdapter, ChannelEnv, InboundMessage, ParsedWebhook, SendArgs, SendDeps, SendResult, VerifyResult, Webhook } from "./adapter";
+import type {
+  AnswerFeedbackTap,
+  ChannelAdapter,
+  ChannelEnv,
+  InboundMessage,
+  ParsedWebhook,
+  SendArgs,
+  SendDeps,
+  SendResult,
+  VerifyResult,
+  Webhook,
+} from "./adapter";
 import type { InboundAttachment, MediaKind } from "../shared/media";
 import {
   apiBase,
@@ -26,6 +37,7 @@ import {
   toLocation,
 } from "./common";
 import { makeTelegramRich } from "./rich/telegram";
+import { parseFeedbackReplyId } from "./rich/feedback";
 
 export const TELEGRAM_ENV = {
   botToken: "CHANNEL_TELEGRAM_BOT_TOKEN",
@@ -101,12 +113,17 @@ function fromMessage(updateId: string, m: unknown, botId: string): InboundMessag
   return out;
 }
 
-/** An inline-keyboard tap: its callback `data` is both the text and `params.reply_id`. */
-function fromCallback(updateId: string, q: unknown, botId: string): InboundMessage | null {
+/**
+ * An inline-keyboard tap: its callback `data` is both the text and `params.reply_id`; an answer
+ * feedback button's data rates its answer instead (the chat is the sender, as for a message).
+ */
+function fromCallback(updateId: string, q: unknown, botId: string): InboundMessage | AnswerFeedbackTap | null {
   if (!isRecord(q) || (isRecord(q.from) && q.from.is_bot === true)) return null;
   const data = nonEmpty(q.data);
   const chat = isRecord(q.message) && isRecord(q.message.chat) ? nonEmpty(q.message.chat.id) : undefined;
   if (!data || !chat) return null; // game taps and taps on inline-mode messages have no chat
+  const feedback = parseFeedbackReplyId(data);
+  if (feedback) return { kind: "feedback", provider_message_id: updateId, sender: chat, our_identity: botId, ...feedback };
   const out: InboundMessage = { kind: "message", provider_message_id: updateId, sender: chat, our_identity: botId, text: data };
   const params = boundParams([["reply_id", data]]);
   if (params) out.params = params;

@@ -9,7 +9,19 @@
  */
 import { constantTimeEqual, hmacSha256, toHex } from "../access-control/crypto";
 import type { JsonObject } from "../platform/http/bounded-json";
-import type { ChannelAdapter, ChannelEnv, ChannelEvent, InboundMessage, ParsedWebhook, SendArgs, SendDeps, SendResult, VerifyResult, Webhook } from "./adapter";
+import type {
+  AnswerFeedbackTap,
+  ChannelAdapter,
+  ChannelEnv,
+  ChannelEvent,
+  InboundMessage,
+  ParsedWebhook,
+  SendArgs,
+  SendDeps,
+  SendResult,
+  VerifyResult,
+  Webhook,
+} from "./adapter";
 import type { InboundAttachment, MediaKind } from "../shared/media";
 import {
   allSet,
@@ -28,6 +40,7 @@ import {
   toLocation,
 } from "./common";
 import { makeWhatsAppRich } from "./rich/whatsapp";
+import { parseFeedbackReplyId } from "./rich/feedback";
 
 export const WHATSAPP_ENV = {
   appSecret: "CHANNEL_WHATSAPP_APP_SECRET",
@@ -98,8 +111,11 @@ function referralParams(r: unknown): Array<[string, string | undefined]> {
   return ["source_url", "source_id", "source_type", "headline", "body", "ctwa_clid"].map((k) => [`referral_${k}`, nonEmpty(r[k])]);
 }
 
-/** One `messages[]` entry, or null when it is not a participant message we carry. */
-function message(m: unknown, ourIdentity: string): InboundMessage | null {
+/**
+ * One `messages[]` entry, or null when it is not a participant message we carry. A reply button of
+ * an answer's feedback rates that answer instead (the sender's number is the sender, as for a message).
+ */
+function message(m: unknown, ourIdentity: string): InboundMessage | AnswerFeedbackTap | null {
   if (!isRecord(m)) return null;
   const id = nonEmpty(m.id);
   const from = nonEmpty(m.from);
@@ -122,6 +138,8 @@ function message(m: unknown, ourIdentity: string): InboundMessage | null {
   } else if (type === "interactive" && isRecord(m.interactive)) {
     const i = m.interactive;
     const reply = i.type === "button_reply" ? i.button_reply : i.type === "list_reply" ? i.list_reply : undefined;
+    const feedback = i.type === "button_reply" && isRecord(reply) ? parseFeedbackReplyId(nonEmpty(reply.id)) : null;
+    if (feedback) return { kind: "feedback", provider_message_id: id, sender: from, our_identity: ourIdentity, ...feedback };
     if (isRecord(reply)) {
       text = str(reply.title) ?? "";
       tap.push(["reply_id", nonEmpty(reply.id)]);

@@ -1,7 +1,7 @@
 /**
  * The metrics over a window (docs/observability.md "Metrics"): turns by outcome and
  * route, turn duration percentiles, runs by kind, delivery attempts and failures, the delivery
- * backlog, rate-cap sheds, queue depths and the inbox's team figures. All read from D1 in one
+ * backlog, rate-cap sheds, queue depths, the inbox's team figures and the answers' ratings. All read from D1 in one
  * batch: the `runs` index, the per-minute `run_counters`, `failed_records` and `thread_loads`,
  * which the IndexShards write in their batches (so every figure trails the threads by the listing
  * lag, about a second). A restricted caller gets its own runs' figures only; the deployment-wide
@@ -13,6 +13,7 @@ import { type Statement, batch, d1, rowsOf, sql } from "../platform/persistence/
 import { RUN_KINDS, RUN_OUTCOMES, type RunKind, type RunOutcome } from "../shared/run-trace";
 import { SHED_COUNTER } from "./shed-counter";
 import { InboxFigures, inboxFigures } from "./inbox-figures";
+import { AnswerFeedbackFigures, answerFeedbackFigures } from "./answer-feedback-figures";
 
 const counts = z.object(Object.fromEntries(RUN_OUTCOMES.map((o) => [o, z.number().int()])) as Record<RunOutcome, z.ZodNumber>).strict();
 type OutcomeCounts = Record<RunOutcome, number>;
@@ -79,6 +80,8 @@ export const Metrics = z
       .nullable(),
     /** The inbox's team figures by route and by operator (docs/inbox.md "Team figures"). */
     inbox: InboxFigures.nullable(),
+    /** Answers their customers rated up and down, by route and by target (docs/inbox.md "Answer feedback"). */
+    answer_feedback: AnswerFeedbackFigures.nullable(),
   })
   .strict()
   .describe("Metrics");
@@ -177,6 +180,7 @@ export async function readMetrics(db: D1Database, window: string, seconds: numbe
     rate_cap_sheds: null,
     queues: null,
     inbox: null,
+    answer_feedback: null,
   };
   if (own) return metrics;
 
@@ -217,5 +221,6 @@ export async function readMetrics(db: D1Database, window: string, seconds: numbe
     by_route: queued.map((r) => ({ route_name: r.route_name, depth_total: r.depth, depth_max: r.depth_max, threads_queued: r.queued })),
   };
   metrics.inbox = inboxFigures(counters, new Map(metrics.turns.by_route.map((r) => [r.route_name, r.total])));
+  metrics.answer_feedback = answerFeedbackFigures(counters);
   return metrics;
 }

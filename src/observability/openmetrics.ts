@@ -261,6 +261,21 @@ export function toOpenMetrics(m: Metrics): string {
     );
   }
   if (m.inbox) inboxFamilies(out, m.inbox);
+  if (m.answer_feedback) {
+    family(
+      out,
+      "bridge_answer_feedback",
+      "gauge",
+      "Answers their customers rated in the window, by route, the target that answered (kind operator: an operator's answers) and rating.",
+      null,
+      m.answer_feedback.by_route_target.flatMap((r) =>
+        (["up", "down"] as const).map((rating) => ({
+          labels: { route: r.route_name, target_kind: r.target_kind, target_name: r.target_name, rating },
+          value: r[rating],
+        })),
+      ),
+    );
+  }
   out.push("# EOF");
   return `${out.join("\n")}\n`;
 }

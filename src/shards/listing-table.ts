@@ -12,14 +12,14 @@ function upsertThread(db: D1Database, r: ListingRow): Statement {
   const labels = r.labels && r.labels.length ? JSON.stringify(r.labels) : null;
   return d1(
     db,
-  )`INSERT INTO threads (route_name, thread_id, client_address, last_activity_at, message_count, last_status, live_until, inbox_status, assignee, waiting_since, labels)
+  )`INSERT INTO threads (route_name, thread_id, client_address, last_activity_at, message_count, last_status, live_until, inbox_status, assignee, waiting_since, labels, rated_down)
     SELECT ${r.route_name}, ${r.thread_id}, ${r.client_address}, ${r.last_activity_at}, ${r.message_count}, ${r.last_status}, ${r.live_until},
-      ${r.inbox_status ?? null}, ${r.assignee ?? null}, ${r.waiting_since ?? null}, ${labels}
+      ${r.inbox_status ?? null}, ${r.assignee ?? null}, ${r.waiting_since ?? null}, ${labels}, ${r.rated_down ?? 0}
     WHERE EXISTS (SELECT 1 FROM routes WHERE route_name = ${r.route_name})
     ON CONFLICT(route_name, thread_id) DO UPDATE SET client_address = excluded.client_address,
       last_activity_at = excluded.last_activity_at, message_count = excluded.message_count,
       last_status = excluded.last_status, live_until = excluded.live_until, inbox_status = excluded.inbox_status,
-      assignee = excluded.assignee, waiting_since = excluded.waiting_since, labels = excluded.labels`;
+      assignee = excluded.assignee, waiting_since = excluded.waiting_since, labels = excluded.labels, rated_down = excluded.rated_down`;
 }
 
 /** The statements that bring D1 up to `rows` (null row: the thread's records are all gone) and `failed`. */

@@ -60,6 +60,8 @@ export const ListingRow = z.object({
   assignee: z.string().nullable().optional(),
   waiting_since: z.number().nullable().optional(),
   labels: z.array(z.string()).optional(),
+  /** How many of the thread's answers their customer rated down (docs/inbox.md, "Answer feedback"). */
+  rated_down: z.number().optional(),
 });
 export type ListingRow = z.infer<typeof ListingRow>;
 

@@ -113,6 +113,14 @@ export const RunTrace = z
     /** The run's input and output, bounded by the recorder (an oversized value is replaced by a marker). */
     input: JsonValue.nullable(),
     output: JsonValue.nullable(),
+    /**
+     * A turn's answer as its customer rated it (docs/inbox.md, "Answer feedback"), read from the
+     * record beside the trace like input and output; absent while unrated and on other runs.
+     */
+    feedback: z
+      .object({ rating: z.enum(["up", "down"]), at: Instant })
+      .strict()
+      .optional(),
   })
   .strict();
 export type RunTrace = z.infer<typeof RunTrace>;

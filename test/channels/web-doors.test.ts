@@ -374,6 +374,7 @@ describe("every visitor door in the route table", () => {
   it("refuses a POST without a matching Origin with 403 before reading the body", async () => {
     const doors = visitorPosts();
     expect(doors.map((d) => d.path).sort()).toEqual([
+      "/api/channels/web/feedback",
       "/api/channels/web/messages",
       "/api/channels/web/questions/{interaction_id}/answer",
       "/api/channels/web/session",
@@ -401,7 +402,9 @@ describe("every visitor door in the route table", () => {
         ? { identity: b.identity, text: "x" }
         : d.path.endsWith("/messages")
           ? { identity: b.identity, text: "x" }
-          : { identity: b.identity };
+          : d.path.endsWith("/feedback")
+            ? { identity: b.identity, message_id: "x", rating: "up" }
+            : { identity: b.identity };
       const elsewhere = await call("POST", concrete(d.path), { body, headers: { origin: ORIGIN, cookie: `tai_web_${b.identity}=${token}` } });
       const unknown = await call("POST", concrete(d.path), {
         body,

@@ -27,6 +27,13 @@ const sample: Metrics = {
   queues: { depth_total: 3, depth_max: 2, threads_queued: 2, by_route: [{ route_name: "r", depth_total: 3, depth_max: 2, threads_queued: 2 }] },
   // The inbox's families have their own test (test/observability/inbox-figures.test.ts).
   inbox: null,
+  answer_feedback: {
+    up: 3,
+    down: 1,
+    by_route: [{ route_name: "r", up: 3, down: 1 }],
+    by_target: [{ target_kind: "agent", target_name: "helper", up: 3, down: 1 }],
+    by_route_target: [{ route_name: "r", target_kind: "agent", target_name: "helper", up: 3, down: 1 }],
+  },
 };
 
 describe("the OpenMetrics exposition", () => {
@@ -46,6 +53,9 @@ describe("the OpenMetrics exposition", () => {
     expect(text).toContain('bridge_delivery_backlog{route="r"} 2\n');
     expect(text).toContain('bridge_rate_cap_sheds{route="r"} 5\n');
     expect(text).toContain('bridge_queue_depth_max{route="r"} 2\n');
+    expect(text).toContain("# TYPE bridge_answer_feedback gauge\n");
+    expect(text).toContain('bridge_answer_feedback{route="r",target_kind="agent",target_name="helper",rating="up"} 3\n');
+    expect(text).toContain('bridge_answer_feedback{route="r",target_kind="agent",target_name="helper",rating="down"} 1\n');
     // Every sample line belongs to a family declared before it.
     const declared = new Set<string>();
     for (const l of lines.filter(Boolean)) {

@@ -15,6 +15,7 @@ import { el, randomId, webUrl } from "./dom";
 import { markdownBlock } from "./markdown";
 import { WebError, type Transport } from "./transport";
 import { isTurnState, LiveTurns } from "./turns";
+import { type Rating, feedbackBar } from "./feedback";
 
 export type Role = "visitor" | "bot" | "operator";
 export type Option = { id?: string; text: string; kind?: string; url?: string };
@@ -26,7 +27,17 @@ export type Part = {
   schema?: Record<string, unknown>;
   question?: { interaction_id: string; prompt: string; options: Option[] | null; form: object | null };
 };
-export type Entry = { seq: number; role: Role; text: string; part: Part | null; at: string; message_id?: string; stopped?: boolean };
+/** `rating`: on an answer the visitor may rate, their rating (null: none); absent on other entries. */
+export type Entry = {
+  seq: number;
+  role: Role;
+  text: string;
+  part: Part | null;
+  at: string;
+  message_id?: string;
+  stopped?: boolean;
+  rating?: Rating | null;
+};
 
 /** The elements the chat runs on: the page's own (by id) or the widget's panel. */
 export type ChatElements = {
@@ -344,6 +355,29 @@ export class Chat {
     row.replaceChildren(el(this.doc, "span", { class: entry.role === "operator" ? "tai-who" : "tai-who tai-sr" }, `${WHO[entry.role]}:`), bubble);
     const time = timeOf(this.doc, entry.at);
     if (time) row.append(time);
+    if (entry.message_id && entry.rating !== undefined)
+      row.append(
+        feedbackBar(
+          this.doc,
+          () => this.e.list,
+          entry.message_id,
+          entry.rating,
+          (id, rating) => this.rate(id, rating),
+        ),
+      );
+  }
+
+  /** Sends the visitor's rating of an answer (null: taken back); says how it went. */
+  private async rate(messageId: string, rating: Rating | null): Promise<Rating | null> {
+    try {
+      const got = await this.t.post<{ rating: Rating | null }>("feedback", { message_id: messageId, rating });
+      this.say(got.rating === null ? "Rating removed." : "Thanks for your feedback.");
+      return got.rating;
+    } catch (err) {
+      if (err instanceof WebError && err.status === 401) this.sessionLost();
+      else this.say(`The rating was not sent: ${messageOf(err)}.`);
+      throw err;
+    }
   }
 
   private mediaCard(m: Media): HTMLElement {
@@ -605,6 +639,7 @@ export function asEntry(v: unknown): Entry | null {
     at: typeof e.at === "string" ? e.at : "",
     message_id: typeof e.message_id === "string" ? e.message_id : undefined,
     stopped: e.stopped === true ? true : undefined,
+    ...(e.rating === "up" || e.rating === "down" || e.rating === null ? { rating: e.rating } : {}),
   };
 }
 

@@ -2,7 +2,8 @@
  * The inbox (docs/inbox.md "The console's inbox"): every route's threads in one list
  * (`GET /api/inbox/threads`), in the views a support team works from (Waiting, longest wait
  * first, with a live clock that turns overdue past the thread's `sla_due_at`; Mine; Unassigned;
- * All; Resolved), filtered by route, channel, label and status, beside the open thread
+ * All; Resolved; Rated down, the review queue of threads with an answer their customer rated
+ * down, src/views/feedback.ts), filtered by route, channel, label and status, beside the open thread
  * (src/views/thread.ts). Keyboard: j/n and k move through the list, c claims, e or r resolves,
  * s snoozes, / starts a canned response, ? shows the keys.
  *
@@ -21,6 +22,7 @@ import { busy, errorBox, inboxHref, setClockDue, statusChip, tickClocks, waiting
 import type { InboxState } from "./inbox-panel";
 import { WaitingNotifier } from "./notify";
 import { ThreadPane } from "./thread";
+import { ratedDownChip } from "./feedback";
 
 interface Page<T> {
   items: T[];
@@ -35,6 +37,7 @@ const VIEWS = [
   ["unassigned", "Unassigned"],
   ["all", "All"],
   ["resolved", "Resolved"],
+  ["rated_down", "Rated down"],
 ] as const;
 type View = (typeof VIEWS)[number][0];
 
@@ -300,11 +303,19 @@ export class InboxView {
             " · ",
             r.assignee ? h("span", { class: "assignee" }, r.assignee === me ? `${r.assignee} (you)` : r.assignee) : h("span", { class: "muted" }, "unassigned"),
             r.labels.length ? [" · ", r.labels.map((l) => [h("span", { class: "chip label" }, l), " "])] : null,
+            r.rated_down ? [" · ", ratedDownChip(r.rated_down)] : null,
           ),
         ),
       );
     });
-    if (!items.length) items.push(h("li", { class: "muted" }, this.view === "waiting" ? "Nobody is waiting." : "No thread here."));
+    if (!items.length)
+      items.push(
+        h(
+          "li",
+          { class: "muted" },
+          this.view === "waiting" ? "Nobody is waiting." : this.view === "rated_down" ? "No answer was rated down." : "No thread here.",
+        ),
+      );
     if (this.nextPage) {
       const more = h("button", { type: "button" }, "More threads");
       more.addEventListener("click", () => void busy(more, this.err, () => this.load(this.nextPage ?? 1)));

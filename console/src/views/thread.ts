@@ -22,6 +22,7 @@ import { InboxPanel } from "./inbox-panel";
 import { LiveTurnPanel } from "./live-turn";
 import { NotesPanel } from "./notes";
 import { markdownBlock } from "../../../webchat/src/markdown";
+import { type Feedback, ratingMark } from "./feedback";
 
 interface Attachment {
   kind: string;
@@ -47,6 +48,8 @@ export interface RecordView {
   answer_status: string | null;
   answer: string | null;
   answer_part?: Record<string, unknown>;
+  /** The customer's rating of the answer (src/views/feedback.ts). */
+  feedback?: Feedback;
   error?: string | null;
   attempts?: number;
   created_at: string;
@@ -592,6 +595,8 @@ function recordItem(r: RecordView): HTMLElement {
   else if (r.answer_status === "silent" || r.status === "silent")
     answer.push(h("p", { class: "muted" }, "No answer (silence: manual mode or a silent reply)."));
   if (r.answer_part) answer.push(h("p", { class: "muted" }, `Rich part: ${Object.keys(r.answer_part).join(", ")}`));
+  const rated = ratingMark(r.feedback);
+  if (rated) answer.push(h("p", { class: "rated" }, rated));
   const meta: Child[] = [statusChip(r.status), " "];
   if (typeof r.attempts === "number") meta.push(`${r.attempts} delivery attempt${r.attempts === 1 ? "" : "s"} · `);
   meta.push(when(r.created_at));

@@ -124,6 +124,7 @@ export const routesSection = defineSection({
         our_identity: row.our_identity,
         callback_url: row.callback_url,
         turns_per_hour_override: row.turns_per_hour_override,
+        answer_feedback: row.answer_feedback,
       });
       for (const [expr, program, field] of [
         [row.payload_expr, row.payload_program, "payload_program"],

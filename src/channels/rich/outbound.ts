@@ -5,9 +5,10 @@
  * it was a text chunk or a rich request.
  */
 import { TOO_LONG_TEXT } from "../chunking";
-import { formatMarkdown, planFormatted } from "../markup";
+import { type FormattedChunk, formatMarkdown, planFormatted } from "../markup";
 import type { ChannelAdapter, SendDeps, SendResult } from "../adapter";
 import { type RichPart, type RichStep, isEmptyPart, requiredCapabilities } from "./types";
+import { FEEDBACK_QUESTION } from "./feedback";
 
 export type OutboundStep = { kind: "text"; text: string } | { kind: "rich"; step: RichStep };
 
@@ -17,8 +18,20 @@ export type OutboundPlan =
   /** `capability`: the channel lacks a flag the part needs; `shape`: the channel cannot express the part. */
   | { ok: false; kind: "capability" | "shape"; error: string };
 
-/** Plans the provider messages for `text` plus an optional rich `part` on `adapter`'s channel. */
-export function planOutbound(adapter: ChannelAdapter, text: string, part: RichPart | null | undefined, maxChars: number, maxChunks: number): OutboundPlan {
+/**
+ * Plans the provider messages for `text` plus an optional rich `part` on `adapter`'s channel.
+ * `feedbackFor` (a record's message id) puts the answer feedback buttons under a text-only answer,
+ * where the channel has them (src/channels/rich/feedback.ts): on its last chunk, or when that chunk
+ * cannot carry them, under a short question of their own; never past `maxChunks`.
+ */
+export function planOutbound(
+  adapter: ChannelAdapter,
+  text: string,
+  part: RichPart | null | undefined,
+  maxChars: number,
+  maxChunks: number,
+  feedbackFor: string | null = null,
+): OutboundPlan {
   const rich = part && !isEmptyPart(part) ? part : null;
   if (rich) {
     const missing = requiredCapabilities(rich).filter((cap) => !adapter.capabilities[cap]);
@@ -40,7 +53,7 @@ export function planOutbound(adapter: ChannelAdapter, text: string, part: RichPa
   const chunks = plan.chunks;
   // A rich part the adapter cannot send was refused above.
   const sender = adapter.rich;
-  if (!rich || !sender) return { ok: true, steps: chunks.map((c) => ({ kind: "text", text: c.text })), tooLong: false };
+  if (!rich || !sender) return { ok: true, steps: withFeedback(adapter, chunks, feedbackFor, maxChunks), tooLong: false };
 
   // A template is the whole outbound message (out-of-window sends admit nothing else): the text
   // stays the record's answer, for transcripts and search, and is not sent.
@@ -55,6 +68,21 @@ export function planOutbound(adapter: ChannelAdapter, text: string, part: RichPa
   ];
   if (steps.length > maxChunks) return tooLong;
   return { ok: true, steps, tooLong: false };
+}
+
+/** The text chunks of an answer, with its feedback buttons when asked for and the channel has them. */
+function withFeedback(adapter: ChannelAdapter, chunks: FormattedChunk[], feedbackFor: string | null, maxChunks: number): OutboundStep[] {
+  const steps = chunks.map((c): OutboundStep => ({ kind: "text", text: c.text }));
+  const buttons = adapter.rich?.feedback;
+  if (feedbackFor === null || !buttons || !chunks.length) return steps;
+  // The last chunk goes as the buttons' message: in the markup a rich message's body takes.
+  const last = chunks[chunks.length - 1];
+  const body = adapter.markup ? formatMarkdown(adapter.markup.body, last.markdown).text : last.text;
+  const joined = buttons(body, feedbackFor);
+  if (joined.ok) return [...steps.slice(0, -1), ...joined.steps.map((step): OutboundStep => ({ kind: "rich", step }))];
+  const alone = buttons(FEEDBACK_QUESTION, feedbackFor);
+  if (!alone.ok || steps.length + alone.steps.length > maxChunks) return steps;
+  return [...steps, ...alone.steps.map((step): OutboundStep => ({ kind: "rich", step }))];
 }
 
 /** Sends one planned step. Never throws. */

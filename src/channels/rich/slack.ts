@@ -6,11 +6,17 @@
  *   block of buttons (per section, a bold title then its actions), the footer as a context block.
  *   A reply button's value is the option id (else its text), which the inbound door reads back as
  *   `params.reply_id`; a link button opens its url. Option descriptions are not shown.
+ * - answer feedback: the answer's last chunk as a section with an actions block of 👍 and 👎
+ *   buttons, whose values name the answer's record (src/channels/rich/feedback.ts).
  * Every message also carries a plain `text` fallback for notifications.
  */
+
+/** Slack's bound on a section block's text. */
+const SECTION_TEXT_CHARS = 3000;
 import type { SendDeps, SendResult } from "../adapter";
 import type { Attachment } from "../../shared/media";
 import type { RichOption, RichPlan, RichSender, RichStep } from "./types";
+import { FEEDBACK_LABELS, feedbackReplyId } from "./feedback";
 import { must } from "../../platform/must";
 
 /** Escapes the three characters Slack's mrkdwn treats as control characters. */
@@ -59,6 +65,28 @@ export function makeSlackRich(post: (message: Record<string, unknown>, deps: Sen
         steps.push({ text: body, blocks });
       }
       return { ok: true, steps };
+    },
+    feedback(body, messageId): RichPlan {
+      if (!body.trim()) return { ok: false, reason: "an interactive message needs text" };
+      if (body.length > SECTION_TEXT_CHARS) return { ok: false, reason: `a section holds at most ${SECTION_TEXT_CHARS} characters` };
+      const buttons = (["up", "down"] as const).map((r) => ({
+        type: "button",
+        text: { type: "plain_text", text: FEEDBACK_LABELS[r] },
+        action_id: `feedback-${r}`,
+        value: feedbackReplyId(r, messageId),
+      }));
+      return {
+        ok: true,
+        steps: [
+          {
+            text: body,
+            blocks: [
+              { type: "section", text: { type: "mrkdwn", text: body } },
+              { type: "actions", elements: buttons },
+            ],
+          },
+        ],
+      };
     },
     send: (step, args, deps) => post({ channel: args.to, ...step }, deps),
   };

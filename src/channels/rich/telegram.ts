@@ -10,10 +10,13 @@
  *   Telegram's 64 bytes); a link button opens its url. Option descriptions are not shown. The
  *   footer is appended to the text; a header turns the message into that media with the text as
  *   its caption and the keyboard attached.
+ * - answer feedback: the answer's last chunk with a one-row keyboard, 👍 and 👎, whose callback
+ *   data names the answer's record (src/channels/rich/feedback.ts).
  */
 import type { SendDeps, SendResult } from "../adapter";
 import type { Attachment } from "../../shared/media";
 import type { RichOption, RichPlan, RichSender, RichStep } from "./types";
+import { FEEDBACK_LABELS, feedbackReplyId } from "./feedback";
 
 const METHODS: Record<Attachment["kind"], [method: string, field: string]> = {
   image: ["sendPhoto", "photo"],
@@ -64,6 +67,13 @@ export function makeTelegramRich(call: Call, filePrefix: string): RichSender {
         steps.push(part.header ? mediaStep(part.header, text, { reply_markup }) : { method: "sendMessage", payload: { text, reply_markup } });
       }
       return { ok: true, steps };
+    },
+    feedback(body, messageId): RichPlan {
+      if (!body.trim()) return { ok: false, reason: "a keyboard message needs text" };
+      const row = (["up", "down"] as const).map((r) => ({ text: FEEDBACK_LABELS[r], callback_data: feedbackReplyId(r, messageId) }));
+      if (row.some((b) => new TextEncoder().encode(b.callback_data).byteLength > TELEGRAM_CALLBACK_DATA_BYTES))
+        return { ok: false, reason: `a feedback button's data must fit ${TELEGRAM_CALLBACK_DATA_BYTES} bytes` };
+      return { ok: true, steps: [{ method: "sendMessage", payload: { text: body, reply_markup: { inline_keyboard: [row] } } }] };
     },
     send: (step, args, deps) => call(step.method as string, { chat_id: args.to, ...(step.payload as Record<string, unknown>) }, deps),
   };

@@ -146,5 +146,11 @@ export interface RichSender {
   takesBody(part: RichPart): boolean;
   /** The provider requests for `part`; a shape the provider cannot express is refused here (`ok: false`). */
   plan(part: RichPart, body: string): RichPlan;
+  /**
+   * `body` (an answer's last text chunk) with the answer feedback buttons of record `messageId`
+   * under it (src/channels/rich/feedback.ts); refused (`ok: false`) when the body cannot carry
+   * them. Absent on a channel without reply buttons.
+   */
+  feedback?(body: string, messageId: string): RichPlan;
   send(step: RichStep, args: { to: string; from: string }, deps: SendDeps): Promise<SendResult>;
 }

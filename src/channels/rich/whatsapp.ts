@@ -10,13 +10,19 @@
  * - header (image, video or document; reply buttons and `cta_url` only) and footer.
  * - schema (form): a Flow message. WhatsApp renders forms only through a published Flow, so its
  *   form subset needs `schema.flow_id`; `flow_cta` (button label), `screen` and `data` are optional.
+ * - answer feedback: the answer's last chunk as the body of a reply-button message, 👍 and 👎,
+ *   whose ids name the answer's record (src/channels/rich/feedback.ts); a body over the Cloud
+ *   API's 1024 characters cannot carry them.
  * Interactive and Flow messages carry the text as their body; the others follow the text.
  */
 import type { SendDeps, SendResult } from "../adapter";
 import type { Attachment } from "../../shared/media";
 import type { RichOption, RichPart, RichPlan, RichSender, RichStep, RichTemplate } from "./types";
+import { FEEDBACK_LABELS, feedbackReplyId } from "./feedback";
 
 const MAX_REPLY_BUTTONS = 3;
+/** The Cloud API's bound on an interactive message's body. */
+const MAX_INTERACTIVE_BODY = 1024;
 /** The list message's button label (WhatsApp requires one). */
 export const WHATSAPP_LIST_BUTTON = "Choose";
 export const WHATSAPP_FLOW_CTA = "Open form";
@@ -108,6 +114,12 @@ export function makeWhatsAppRich(post: Post, mediaPrefix: string): RichSender {
       if (last && !last.ok) return last;
       if (last) steps.push(last.step);
       return { ok: true, steps };
+    },
+    feedback(body, messageId): RichPlan {
+      if (!body.trim()) return { ok: false, reason: "an interactive message needs text" };
+      if (body.length > MAX_INTERACTIVE_BODY) return { ok: false, reason: `an interactive body holds at most ${MAX_INTERACTIVE_BODY} characters` };
+      const buttons = (["up", "down"] as const).map((r) => ({ type: "reply", reply: { id: feedbackReplyId(r, messageId), title: FEEDBACK_LABELS[r] } }));
+      return { ok: true, steps: [{ type: "interactive", interactive: { type: "button", body: { text: body }, action: { buttons } } }] };
     },
     send: (step, args, deps) => post(args.from, { to: args.to, ...step }, deps),
   };

@@ -7,10 +7,10 @@
  * object, whose accept is idempotent: a crash between claim and accept therefore loses nothing,
  * and a turn never runs twice. A refused admission (full queue) releases the claim so the retry can pass.
  */
-import type { ChannelEvent, InboundMessage, ReceiptUpdate } from "../../channels/adapter";
+import type { AnswerFeedbackTap, ChannelEvent, InboundMessage, ReceiptUpdate } from "../../channels/adapter";
 import type { Env } from "../../platform/env";
 import type { ConversationSettings } from "../../platform/settings/settings";
-import { composeThreadId, handOver, takeRateToken } from "./admission";
+import { composeThreadId, handOver, locateMessage, takeRateToken } from "./admission";
 import { mintArrival } from "./arrival";
 import { ledgerShard, outboundKey } from "../../shards/rpc";
 import { claimKey, releaseKey, repointClaim } from "./dedupe";
@@ -30,12 +30,29 @@ function isBlank(m: InboundMessage): boolean {
   return m.text.trim() === "" && !m.attachments?.length && !m.location && !m.form;
 }
 
-/** Routes a verified webhook's events in order: messages are admitted, receipts applied. */
+/** Routes a verified webhook's events in order: messages are admitted, receipts and feedback taps applied. */
 export async function routeChannelEvents(env: Env, s: ConversationSettings, channel: string, events: ChannelEvent[]): Promise<void> {
   for (const event of events) {
     if (event.kind === "message") await admitChannelMessage(env, s, channel, event);
+    else if (event.kind === "feedback") await applyFeedbackTap(env, channel, event);
     else await applyChannelReceipt(env, channel, event);
   }
+}
+
+/**
+ * A tap on an answer's feedback buttons (docs/channels.md, "Answer feedback buttons"): rates the
+ * record the button named, where it lives, for the webhook's sender on the route its identity
+ * names; no turn, no record. The thread rates only a record of that very conversation, so a forged
+ * button id rates nothing but the sender's own answers. Buttons already sent keep working when the
+ * route's switch is turned off. Answers whether a rating was taken.
+ */
+export async function applyFeedbackTap(env: Env, channel: string, tap: AnswerFeedbackTap): Promise<boolean> {
+  const { route } = await routeWithKeyByChannelIdentity(env, channel, tap.our_identity.trim());
+  if (!route || route.door !== "channel") return false;
+  const home = await locateMessage(env, tap.message_id);
+  if (!home) return false;
+  const r = await threadStub(env, home.thread_id).rateAnswer(tap.message_id, tap.rating, { channel, address: tap.sender.trim(), route_name: route.route_name });
+  return r.ok;
 }
 
 /**

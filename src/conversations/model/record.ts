@@ -13,6 +13,19 @@ export const TERMINAL_STATUSES: ReadonlySet<DeliveryStatus> = new Set(["delivere
 export const ANSWER_STATUSES = ["answered", "error", "silent"] as const;
 export type AnswerStatus = (typeof ANSWER_STATUSES)[number];
 
+/** A customer's verdict on one answer: helped (`up`) or did not (`down`). */
+export const ANSWER_RATINGS = ["up", "down"] as const;
+export const AnswerRating = z.enum(ANSWER_RATINGS);
+export type AnswerRating = z.infer<typeof AnswerRating>;
+
+/**
+ * The customer's rating of a record's answer and when it was given (docs/inbox.md, "Answer
+ * feedback"). The thread keeps it beside the record (src/conversations/thread/answer-feedback.ts)
+ * and the read doors join it in, so no write of the record itself can lose it.
+ */
+export const AnswerFeedback = z.object({ rating: AnswerRating, at: z.string() }).strict();
+export type AnswerFeedback = z.infer<typeof AnswerFeedback>;
+
 /** A client event (the event door's `event`), as the record and the turn carry it. */
 export const InboundEvent = z.object({ id: z.string(), kind: z.string(), payload: JsonObject });
 export type InboundEvent = z.infer<typeof InboundEvent>;
@@ -57,6 +70,8 @@ export const AnswerRecord = z.object({
   created_at: z.string(),
   updated_at: z.string(),
   expires_at: z.string().nullable(),
+  /** The customer's rating of the answer; absent when none was given (or it was taken back). */
+  feedback: AnswerFeedback.nullable().optional(),
 });
 export type AnswerRecord = z.infer<typeof AnswerRecord>;
 
@@ -76,6 +91,7 @@ const OMITTED_WHEN_NULL = {
     .unwrap()
     .optional()
     .describe("An operator message's rich part (media, location, template, options, sections, header, footer, schema)"),
+  feedback: AnswerFeedback.optional().describe('The customer\'s rating of the answer (docs/inbox.md, "Answer feedback")'),
 };
 const OMIT_WHEN_NULL = Object.keys(OMITTED_WHEN_NULL) as Array<keyof typeof OMITTED_WHEN_NULL>;
 

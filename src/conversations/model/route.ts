@@ -10,6 +10,12 @@ import { JsonValue } from "../../platform/http/bounded-json";
 import { jsonColumn } from "../../platform/persistence/stored-json";
 import { Door, Mode, TargetKind } from "../../shared/kinds";
 
+/** A 0/1 column read as a boolean (SQLite has none), written back as 0 or 1. */
+const flagColumn = z.codec(z.union([z.number(), z.boolean()]), z.boolean(), {
+  decode: (v) => v === true || v === 1,
+  encode: (b) => (b ? 1 : 0),
+});
+
 /**
  * A route: the one schema of a stored route (a `routes` row), with its type under the same name. Reading a
  * row validates it (`Route.parse` decodes the JSON columns); writing one encodes it
@@ -39,6 +45,11 @@ export const Route = z.object({
   /** Kept recoverable to sign callbacks (docs/architecture.md); never in the view. */
   callback_secret: z.string().nullable(),
   turns_per_hour_override: z.number().nullable(),
+  /**
+   * A channel route puts 👍/👎 reply buttons under its target's answers where the channel has
+   * buttons (docs/channels.md, "Answer feedback buttons"); off by default.
+   */
+  answer_feedback: flagColumn,
   created_at: z.string(),
   updated_at: z.string(),
 });
@@ -52,6 +63,7 @@ export const RouteView = Route.omit({ payload_program: true, reply_program: true
   // The column's value side; a JsonValue already includes null.
   payload_expr: Route.shape.payload_expr.unwrap().out,
   reply_expr: Route.shape.reply_expr.unwrap().out,
+  answer_feedback: z.boolean(),
 });
 export type RouteView = z.infer<typeof RouteView>;
 

@@ -46,6 +46,8 @@ export const routeCreateBody = z
     identity: ourIdentity.nullable().optional(),
     callback_url: z.string().max(2048).nullable().optional(),
     turns_per_hour_override: z.number().int().positive().nullable().optional(),
+    /** Channel routes: 👍/👎 reply buttons under the target's answers (docs/channels.md, "Answer feedback buttons"). */
+    answer_feedback: z.boolean().optional(),
   })
   .strict()
   .superRefine((b, ctx) => {
@@ -66,6 +68,7 @@ export const routeCreateBody = z
       if (b.callback_url) ctx.addIssue({ code: "custom", path: ["callback_url"], message: "is only for api routes" });
     } else {
       if (b.channel) ctx.addIssue({ code: "custom", path: ["channel"], message: "is only for channel routes" });
+      if (b.answer_feedback) ctx.addIssue({ code: "custom", path: ["answer_feedback"], message: "is only for channel routes" });
       if (identity) ctx.addIssue({ code: "custom", path: ["our_identity"], message: "is only for channel routes" });
       if (b.callback_url && !isHttpsUrl(b.callback_url)) {
         ctx.addIssue({ code: "custom", path: ["callback_url"], message: "must be an absolute https:// URL with a host and no userinfo" });

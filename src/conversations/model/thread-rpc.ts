@@ -14,7 +14,7 @@ import type { KeyWithOwner } from "../../access-control/model";
 import type { ModeStamp } from "./mode";
 import type { Mode } from "../../shared/kinds";
 import type { TurnInbound } from "./payload";
-import type { AnswerRecord, DeliveryStatus } from "./record";
+import type { AnswerRating, AnswerRecord, DeliveryStatus } from "./record";
 import type { Route, TargetFacts } from "./route";
 import type { Env } from "../../platform/env";
 import type { CheckpointMessage } from "../../shared/agent-memory";
@@ -111,6 +111,16 @@ export interface ResumeInteractionRequest {
   by: string | null;
 }
 
+/** Who rates an answer: the conversation its record must belong to (channel, client address, route). */
+export interface Rater {
+  channel: string;
+  address: string;
+  route_name: string;
+}
+
+/** What a rating answers: the rating now in force, or that no answer of the rater's could be rated. */
+export type RateResult = { ok: true; rating: AnswerRating | null } | { ok: false };
+
 /** The control mode in force on a thread and where it comes from. */
 export interface ModeInForce {
   mode: Mode;
@@ -197,6 +207,18 @@ export interface ThreadRpc {
    * becomes the draft so far. `stopped: false` when no turn runs (or another one does).
    */
   stopTurn(messageId?: string | null): Promise<StopAnswer>;
+  /**
+   * Web channel: the visitor of this thread rates (or with null clears) an answer entry of their own
+   * transcript (docs/inbox.md, "Answer feedback"). `ok: false` when the transcript holds no live
+   * answer entry of `messageId`, or its record cannot be rated by this visitor; the page's copy is
+   * set only once the record's rating is.
+   */
+  webRate(messageId: string, rating: AnswerRating | null, who: { route_name: string; visitor: string }): Promise<RateResult>;
+  /**
+   * Rates (or with null clears) the answer of record `messageId` held here, for `who`: only a live,
+   * answered record of that very conversation; `ok: false` (nothing changed) otherwise.
+   */
+  rateAnswer(messageId: string, rating: AnswerRating | null, who: Rater): Promise<RateResult>;
   /** A provider receipt for one of this thread's outbound chunks; false when the record is not awaiting one. */
   applyReceipt(messageId: string, status: "delivered" | "failed", detail?: string): Promise<boolean>;
   /**

@@ -20,7 +20,15 @@ export interface WebEntry {
   message_id: string | null;
   /** The answer of a turn a stop door ended: its text is the draft the run had written (absent otherwise). */
   stopped?: true;
+  /**
+   * On an answer entry (`bot`, `operator`) of a record: the visitor's own rating of it, null when
+   * none; absent on the visitor's entries and on notices (docs/web-channel-client.md).
+   */
+  rating?: "up" | "down" | null;
 }
+
+/** The entries a visitor may rate: an answer of the route's target or an operator's, of a record. */
+export const RATEABLE_ROLES: ReadonlySet<z.infer<typeof WebEntryRole>> = new Set(["bot", "operator"]);
 
 /**
  * Frames a page's socket receives (docs/web-channel-client.md): the backlog's entries, `ready`,

@@ -52,8 +52,8 @@ const RETENTION = ["CONVERSATIONS_ANSWER_RETENTION_TTL_SECONDS"] as const;
 export const DATA_COPIES: readonly DataCopy[] = [
   {
     name: "thread-records",
-    where: "ThreadObject `records` (src/conversations/thread/store.ts)",
-    holds: "each message's text or form, its answer and rich part, the client address, the caller's principal",
+    where: "ThreadObject `records` and the answers' ratings beside them, `answer_feedback` (src/conversations/thread/store.ts)",
+    holds: "each message's text or form, its answer and rich part, the customer's rating of the answer, the client address, the caller's principal",
     readBy: "record read, thread transcript and search doors; the turn payloads of later turns",
     forget: { kind: "deletes", how: "`deleteAllRecords` in the thread's forget (refused while a turn is queued or running)" },
     erase: { kind: "deletes", how: "erase forgets the person's thread" },
@@ -98,8 +98,9 @@ export const DATA_COPIES: readonly DataCopy[] = [
   {
     name: "web-transcript",
     where:
-      "ThreadObject `web_transcript` in the visitor's own thread on the route (src/conversations/thread/web-visitor.ts), also for a linked person's records",
-    holds: "the visitor's words and forms, the answers and operator messages shown on the page, notifications to the visitor",
+      "ThreadObject `web_transcript` and `web_ratings` in the visitor's own thread on the route (src/conversations/thread/web-visitor.ts), also for a linked person's records",
+    holds:
+      "the visitor's words and forms, the answers and operator messages shown on the page with the visitor's ratings of them, notifications to the visitor",
     readBy: "the web stream door's replay and live pushes",
     forget: {
       kind: "deletes",

@@ -17,13 +17,14 @@ import { routeNameSchema } from "../model/schemas";
 import { INBOX_STATUSES, InboxStatus, Label } from "../model/inbox";
 import { THREAD_SCAN_BUDGET } from "./reads";
 
-export const INBOX_VIEWS = ["waiting", "mine", "unassigned", "all", "resolved"] as const;
+export const INBOX_VIEWS = ["waiting", "mine", "unassigned", "all", "resolved", "rated_down"] as const;
 
 export const inboxListQuery = pagingQuery.extend({
   /**
    * `waiting`: customers waiting for a human, longest wait first; `mine`: held by the caller and not
    * resolved; `unassigned`: open and held by nobody; `all` (the default): everything not resolved;
-   * `resolved`.
+   * `resolved`; `rated_down`: the review queue, threads with an answer their customer rated down
+   * (whatever their status), newest activity first.
    */
   view: z.enum(INBOX_VIEWS).default("all"),
   route: routeNameSchema.optional(),
@@ -46,6 +47,7 @@ const Row = z.object({
   assignee: z.string().nullable(),
   waiting_since: z.number().nullable(),
   labels: z.string().nullable(),
+  rated_down: z.coerce.number(),
 });
 type Row = z.infer<typeof Row>;
 
@@ -61,6 +63,8 @@ export const InboxListItem = z.object({
   assignee: z.string().nullable(),
   waiting_since: z.string().nullable(),
   labels: z.array(z.string()),
+  /** How many of the thread's answers their customer rated down (docs/inbox.md, "Answer feedback"). */
+  rated_down: z.number().int(),
 });
 export type InboxListItem = z.infer<typeof InboxListItem>;
 export const inboxListPage = pageSchema(InboxListItem);
@@ -79,6 +83,7 @@ function item(r: Row): InboxListItem {
     assignee: r.assignee,
     waiting_since: r.waiting_since === null ? null : new Date(r.waiting_since).toISOString(),
     labels: r.labels ? (JSON.parse(r.labels) as string[]) : [],
+    rated_down: r.rated_down,
   };
 }
 
@@ -104,6 +109,7 @@ function where(q: InboxListQuery, caller: string): SqlFragment {
   if (q.view === "unassigned") parts.push(sql`t.assignee IS NULL AND ${STATUS} = 'open'`);
   if (q.view === "all") parts.push(sql`${STATUS} <> 'resolved'`);
   if (q.view === "resolved") parts.push(sql`${STATUS} = 'resolved'`);
+  if (q.view === "rated_down") parts.push(sql`t.rated_down > 0`);
   if (q.route !== undefined) parts.push(sql`t.route_name = ${q.route}`);
   if (q.channel !== undefined) parts.push(sql`r.channel = ${q.channel}`);
   if (q.status !== undefined) parts.push(sql`${STATUS} = ${q.status}`);
@@ -119,7 +125,7 @@ function order(q: InboxListQuery): SqlFragment {
 }
 
 const COLS = sql`t.route_name, t.thread_id, r.channel, t.client_address, t.last_activity_at, t.message_count, t.last_status,
-  t.inbox_status, t.assignee, t.waiting_since, t.labels`;
+  t.inbox_status, t.assignee, t.waiting_since, t.labels, t.rated_down`;
 
 /** A page of the inbox for `principal` (its user_id is "mine"). */
 export async function listInbox(db: D1Database, principal: Principal, q: InboxListQuery, w: Window): Promise<Page<InboxListItem>> {

@@ -27,10 +27,11 @@ const ThreadItem = z.object({
   last_activity_at: z.string(),
   message_count: z.coerce.number(),
   last_status: z.string(),
+  rated_down: z.coerce.number(),
 });
 export type ThreadItem = z.infer<typeof ThreadItem>;
 
-const THREAD_COLS = sql`thread_id, client_address, last_activity_at, message_count, last_status`;
+const THREAD_COLS = sql`thread_id, client_address, last_activity_at, message_count, last_status, rated_down`;
 const LiveThreadRow = z.object({ thread_id: z.string(), live: z.number() });
 const MessageCountRow = z.object({ message_count: z.number() });
 const NEWEST_FIRST = sql`ORDER BY last_activity_at DESC, thread_id DESC`;
@@ -43,7 +44,7 @@ const NEWEST_FIRST = sql`ORDER BY last_activity_at DESC, thread_id DESC`;
 export async function listThreads(
   db: D1Database,
   routeName: string,
-  f: { status?: string; address?: string; inbox_status?: string; assignee?: string; label?: string; waiting?: "true" | "false" },
+  f: { status?: string; address?: string; inbox_status?: string; assignee?: string; label?: string; waiting?: "true" | "false"; rated?: "down" },
   w: Window,
 ): Promise<Page<ThreadItem>> {
   // The inbox's filters are indexed columns of the listing (docs/inbox.md): they narrow the SQL itself.
@@ -70,7 +71,7 @@ export async function listThreads(
   return toPage(matches.slice(w.offset, w.offset + w.pageSize).map(item), matches.length, w, results.length > THREAD_SCAN_BUDGET);
 }
 
-function inboxFilter(f: { inbox_status?: string; assignee?: string; label?: string; waiting?: "true" | "false" }): SqlFragment {
+function inboxFilter(f: { inbox_status?: string; assignee?: string; label?: string; waiting?: "true" | "false"; rated?: "down" }): SqlFragment {
   let out = sql``;
   // Rows listed before the inbox existed have no status: they read as pending.
   if (f.inbox_status !== undefined) out = sql`${out} AND COALESCE(inbox_status, 'pending') = ${f.inbox_status}`;
@@ -78,6 +79,7 @@ function inboxFilter(f: { inbox_status?: string; assignee?: string; label?: stri
   if (f.label !== undefined) out = sql`${out} AND EXISTS (SELECT 1 FROM json_each(threads.labels) WHERE json_each.value = ${f.label})`;
   if (f.waiting === "true") out = sql`${out} AND waiting_since IS NOT NULL`;
   if (f.waiting === "false") out = sql`${out} AND waiting_since IS NULL`;
+  if (f.rated === "down") out = sql`${out} AND rated_down > 0`;
   return out;
 }
 
@@ -88,6 +90,7 @@ function item(r: ThreadItem): ThreadItem {
     last_activity_at: r.last_activity_at,
     message_count: Number(r.message_count),
     last_status: r.last_status,
+    rated_down: Number(r.rated_down),
   };
 }
 

@@ -65,6 +65,8 @@ export const threadsQuery = pagingQuery.extend({
   assignee: identifierSchema(256).optional(),
   label: Label.optional(),
   waiting: z.enum(["true", "false"]).optional(),
+  /** `down`: only threads with an answer their customer rated down (docs/inbox.md, "Answer feedback"). */
+  rated: z.enum(["down"]).optional(),
 });
 
 export const searchQuery = pagingQuery.extend({ q: nonBlankText(1000) });
@@ -113,6 +115,8 @@ export const threadItem = z.object({
   last_activity_at: z.string(),
   message_count: z.number().int(),
   last_status: z.string(),
+  /** How many of the thread's answers their customer rated down (docs/inbox.md, "Answer feedback"). */
+  rated_down: z.number().int(),
 });
 export const threadsPage = pageSchema(threadItem);
 export const recordsPage = pageSchema(AnswerRecordView);

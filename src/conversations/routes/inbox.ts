@@ -205,7 +205,7 @@ addRoute(
     path: "/api/inbox/threads",
     summary: "The inbox: every route's threads in one view, with filters",
     description:
-      '`view`: `waiting` (customers waiting for a human, longest wait first), `mine` (held by the caller, not resolved), `unassigned` (open, held by nobody), `all` (the default: everything not resolved) or `resolved`. Filters: `route`, `channel`, `label`, `status` (pending, open, snoozed, resolved), `assignee`. The listing lags the threads by the listing shards\' flush (docs/architecture.md, "The listing lag"). A key whose condition reads `.thread` sees only the threads it lets through; its page is a post-scan of at most 500 threads (`truncated` when there were more).',
+      "`view`: `waiting` (customers waiting for a human, longest wait first), `mine` (held by the caller, not resolved), `unassigned` (open, held by nobody), `all` (the default: everything not resolved), `resolved`, or `rated_down` (the review queue: threads with an answer their customer rated down, whatever their status, newest activity first; each row's `rated_down` counts them). Filters: `route`, `channel`, `label`, `status` (pending, open, snoozed, resolved), `assignee`. The listing lags the threads by the listing shards' flush (docs/architecture.md, \"The listing lag\"). A key whose condition reads `.thread` sees only the threads it lets through; its page is a post-scan of at most 500 threads (`truncated` when there were more).",
     area: "conversations",
     auth: { tag: "conversations" },
     store: "conversations",

@@ -145,6 +145,7 @@ addRoute(
       callback_url: callbackUrl,
       callback_secret: secret,
       turns_per_hour_override: body.turns_per_hour_override ?? null,
+      answer_feedback: body.answer_feedback ?? false,
       created_at: existing?.created_at ?? now,
       updated_at: now,
     };

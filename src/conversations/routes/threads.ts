@@ -25,7 +25,7 @@ addRoute(
     path: "/api/conversations/{route_name}/threads",
     summary: "List a route's threads, newest activity first (admin only)",
     description:
-      "Filters: `status` (matches the thread's last record status; unknown values are 400) and `address` (substring of the part after `bridge:{route}:`; person threads never match); the inbox's `inbox_status`, `assignee`, `label` and `waiting` (`true`/`false`), which narrow the listing itself (docs/inbox.md). A filtered page post-scans at most the 500 newest threads and answers `truncated: true` when the route holds more; `total` is then the matches found. An unfiltered listing never scans and is never truncated.",
+      "Filters: `status` (matches the thread's last record status; unknown values are 400) and `address` (substring of the part after `bridge:{route}:`; person threads never match); the inbox's `inbox_status`, `assignee`, `label` and `waiting` (`true`/`false`), and `rated=down` (threads with an answer their customer rated down; each row's `rated_down` counts them), which narrow the listing itself (docs/inbox.md). A filtered page post-scans at most the 500 newest threads and answers `truncated: true` when the route holds more; `total` is then the matches found. An unfiltered listing never scans and is never truncated.",
     area: "conversations",
     auth: { tag: "conversations", admin: true },
     store: "conversations",
@@ -36,8 +36,8 @@ addRoute(
   },
   async (c, { params, query }) => {
     await requireRoute(c.env.DB, params.route_name);
-    const { status, address, inbox_status, assignee, label, waiting } = query;
-    return listThreads(c.env.DB, params.route_name, { status, address, inbox_status, assignee, label, waiting }, toWindow(query));
+    const { status, address, inbox_status, assignee, label, waiting, rated } = query;
+    return listThreads(c.env.DB, params.route_name, { status, address, inbox_status, assignee, label, waiting, rated }, toWindow(query));
   },
 );
 

@@ -31,6 +31,7 @@ import { inboxPolicyFor } from "../inbox-policy";
 import { inboxCounters } from "./inbox-counters";
 import { type RemoteTranscript, WebVisitor, type WebSockets } from "./web-visitor";
 import { LiveTurns, type Timers, announceTurns, systemTimers } from "./live-turn";
+import { ThreadFeedback } from "./answer-feedback";
 
 /** One thread's parts, as its object holds them. */
 export interface ThreadParts {
@@ -52,6 +53,8 @@ export interface ThreadParts {
   /** The inbox events queued for the route's events_url (src/conversations/thread/inbox-events.ts). */
   events: InboxEventsOut;
   notes: ThreadNotes;
+  /** The customers' ratings of the records' answers (src/conversations/thread/answer-feedback.ts). */
+  feedback: ThreadFeedback;
   /**
    * What the thread holds in memory per message it has not finished (test/perf/memory-bounds.test.ts
    * drives a hot thread and reads these back to zero once it is idle).
@@ -107,6 +110,7 @@ export function composeThread(deps: ThreadDeps, sockets: WebSockets, remote: Rem
     },
   });
   const notes = new ThreadNotes(deps, { inbox, holdsRecords: () => countAll(deps.storage) > 0 });
+  const feedback = new ThreadFeedback(deps, { index, inbox });
   const mode = new ThreadMode(deps);
   const waiters = new InlineWaiters();
   const delivery = new DeliveryMachine(deps, { index, alarm, snapshots, web });
@@ -143,7 +147,7 @@ export function composeThread(deps: ThreadDeps, sockets: WebSockets, remote: Rem
     live: live.heldCount,
     open: openRecordCount(deps.storage),
   });
-  return { identity, alarm, index, mode, intake, turns, delivery, reads, interactions, memory, web, live, keys, inbox, events, notes, held };
+  return { identity, alarm, index, mode, intake, turns, delivery, reads, interactions, memory, web, live, keys, inbox, events, notes, feedback, held };
 }
 
 /** The earliest of some instants (null: none). */

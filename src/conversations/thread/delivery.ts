@@ -11,6 +11,7 @@ import type { Settings } from "../../platform/settings/settings";
 import { type CounterDelta, ledgerShard, outboundKey } from "../../shards/rpc";
 import type { AlarmArm, IndexWriter, ThreadDeps } from "./deps";
 import type { WebVisitor } from "./web-visitor";
+import { rateable } from "./answer-feedback";
 import { type StoredRecord, dueDeliveryHeadId, getStored, graceElapsed, isOpenRecord, reloadBook, saveStored } from "./store";
 
 /**
@@ -161,7 +162,9 @@ export class DeliveryMachine {
     }
     // Text chunks, then an operator message's rich part; a channel lacking a capability the part
     // needs fails the record loudly instead of dropping the field (spec §4.7).
-    const plan = planOutbound(adapter, rec.answer ?? "", rec.answer_part, max, c.maxOutboundChunks);
+    // The route's answer feedback buttons go under the target's own answers (docs/channels.md).
+    const feedbackFor = route.answer_feedback && rec.origin === "client" && !rec.answer_part && rateable(rec) ? rec.message_id : null;
+    const plan = planOutbound(adapter, rec.answer ?? "", rec.answer_part, max, c.maxOutboundChunks, feedbackFor);
     if (!plan.ok) return this.finish(rec, "failed", plan.error, s);
     const { tooLong, steps } = plan;
     const to = rec.client_address ?? "";

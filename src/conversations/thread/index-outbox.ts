@@ -109,12 +109,14 @@ export function listingRowOf(storage: DurableObjectStorage, inbox: () => InboxCo
     n: number;
     open: number;
     last: number | null;
+    rated_down: number;
   }>`SELECT json_extract(newest.record, '$.route_name') AS route_name, json_extract(newest.record, '$.thread_id') AS thread_id,
             json_extract(newest.record, '$.client_address') AS client_address, json_extract(newest.record, '$.created_at') AS created_at,
             newest.status AS status,
             (SELECT COUNT(*) FROM records) AS n,
             EXISTS (SELECT 1 FROM records WHERE expires_at IS NULL) AS open,
-            (SELECT MAX(expires_at) FROM records) AS last
+            (SELECT MAX(expires_at) FROM records) AS last,
+            (SELECT COUNT(*) FROM answer_feedback WHERE rating = 'down') AS rated_down
      FROM (SELECT record, status FROM records ORDER BY seq DESC LIMIT 1) AS newest`[0];
   if (!row) return null;
   const rec = validStored(ListingFields, row, "thread record");
@@ -126,6 +128,8 @@ export function listingRowOf(storage: DurableObjectStorage, inbox: () => InboxCo
     message_count: row.n,
     last_status: rec.status,
     live_until: row.open ? null : row.last,
+    // The answers its customers rated down (docs/inbox.md, "Answer feedback"): the review queue's filter.
+    rated_down: row.rated_down,
     // The metrics' queue depths and delivery backlog, as of this push.
     ...threadLoad(storage),
     ...inbox(),

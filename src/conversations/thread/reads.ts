@@ -8,12 +8,16 @@ import { countAll, countLive, deleteAllRecords, getStored, hasTurnInFlight, live
 import type { ThreadInbox } from "./inbox";
 import type { ThreadNotes } from "./notes";
 import type { ThreadMode } from "./thread-mode";
+import { withFeedback } from "./answer-feedback-table";
 
 function matchesText(r: AnswerRecord, needle: string): boolean {
   return r.inbound_text.toLowerCase().includes(needle) || (r.answer ?? "").toLowerCase().includes(needle);
 }
 
-/** The thread's read doors (record, transcript, search) and forget. Reads treat an expired record as gone. */
+/**
+ * The thread's read doors (record, transcript, search) and forget. Reads treat an expired record as
+ * gone, and join in each record's rating (src/conversations/thread/answer-feedback.ts).
+ */
 export class ThreadReads {
   constructor(
     private readonly deps: Pick<ThreadDeps, "storage" | "clock">,
@@ -41,7 +45,7 @@ export class ThreadReads {
   getRecord(messageId: string): AnswerRecord | null {
     const cur = getStored(this.deps.storage, messageId);
     if (!cur || (cur.expires_at !== null && cur.expires_at <= this.deps.clock.now())) return null;
-    return cur.record;
+    return withFeedback(this.deps.storage, [cur.record])[0];
   }
 
   /** See ThreadRpc.transcript. */
@@ -49,14 +53,14 @@ export class ThreadReads {
     const { storage } = this.deps;
     const now = this.deps.clock.now();
     if (!opts.q) {
-      return { items: liveRecords(storage, now, opts.order, opts.offset, opts.limit), total: countLive(storage, now), truncated: false };
+      return { items: withFeedback(storage, liveRecords(storage, now, opts.order, opts.offset, opts.limit)), total: countLive(storage, now), truncated: false };
     }
     const needle = opts.q.toLowerCase();
     const budget = opts.scanBudget ?? 1000;
     const scanned = liveRecords(storage, now, opts.order, 0, budget + 1);
     const truncated = scanned.length > budget;
     const matches = scanned.slice(0, budget).filter((r) => matchesText(r, needle));
-    return { items: matches.slice(opts.offset, opts.offset + opts.limit), total: matches.length, truncated };
+    return { items: withFeedback(storage, matches.slice(opts.offset, opts.offset + opts.limit)), total: matches.length, truncated };
   }
 
   /** See ThreadRpc.search: the caller can cut at a smaller budget by each match's scan position. */
@@ -64,7 +68,12 @@ export class ThreadReads {
     const rows = liveRecords(this.deps.storage, this.deps.clock.now(), "desc", 0, opts.budget + 1);
     const needle = opts.q.toLowerCase();
     const scanned = Math.min(rows.length, opts.budget);
-    const matches = rows.slice(0, scanned).flatMap((record, pos) => (matchesText(record, needle) ? [{ pos, record }] : []));
+    const found = rows.slice(0, scanned).flatMap((record, pos) => (matchesText(record, needle) ? [{ pos, record }] : []));
+    const rated = withFeedback(
+      this.deps.storage,
+      found.map((m) => m.record),
+    );
+    const matches = found.map((m, i) => ({ pos: m.pos, record: rated[i] }));
     return { matches, scanned, more: rows.length > opts.budget };
   }
 

@@ -30,6 +30,7 @@ import {
 import { THREAD_KEYS_SCHEMA } from "./idempotency-keys";
 import { INBOX_EVENTS_SCHEMA } from "./inbox-events-table";
 import { THREAD_NOTES_SCHEMA } from "./notes";
+import { FEEDBACK_SCHEMA } from "./answer-feedback-table";
 
 /** Where a record's turn stands: waiting, running under an intake lease, or settled. */
 export type TurnState = "queued" | "running" | "done";
@@ -147,6 +148,7 @@ export function migrate(storage: DurableObjectStorage): void {
   migrateSchema(storage.sql, THREAD_KEYS_SCHEMA);
   migrateSchema(storage.sql, INBOX_EVENTS_SCHEMA);
   migrateSchema(storage.sql, THREAD_NOTES_SCHEMA);
+  migrateSchema(storage.sql, FEEDBACK_SCHEMA);
 }
 
 /** One meta value, or null. */
@@ -455,6 +457,8 @@ export function pruneExpired(storage: DurableObjectStorage, nowMs: number): { id
     threadSql(storage, "prune expired traces")
       .run`DELETE FROM run_traces WHERE message_id IN (SELECT message_id FROM records WHERE expires_at IS NOT NULL AND expires_at <= ${nowMs})`;
     threadSql(storage, "prune expired").run`DELETE FROM records WHERE expires_at IS NOT NULL AND expires_at <= ${nowMs}`;
+    // A rating goes with the record it rates.
+    threadSql(storage, "prune expired ratings").run`DELETE FROM answer_feedback WHERE message_id NOT IN (SELECT message_id FROM records)`;
     // An Idempotency-Key goes with its record, and at this pass after its own window.
     threadSql(storage, "prune idempotency keys")
       .run`DELETE FROM idempotency_keys WHERE expires_at <= ${nowMs} OR message_id NOT IN (SELECT message_id FROM records)`;
@@ -505,10 +509,11 @@ export function webRecordsByPlace(storage: DurableObjectStorage): Array<{ route_
      WHERE json_extract(record, '$.channel') = 'web' AND json_extract(record, '$.client_address') IS NOT NULL ORDER BY seq`;
 }
 
-/** Deletes every record, run trace and parked interaction (thread forget); returns how many records there were. */
+/** Deletes every record with its rating, run trace and parked interaction (thread forget); returns how many records there were. */
 export function deleteAllRecords(storage: DurableObjectStorage): number {
   const n = countAll(storage);
   threadSql(storage, "delete all records").run`DELETE FROM records`;
+  threadSql(storage, "delete all ratings").run`DELETE FROM answer_feedback`;
   threadSql(storage, "delete all run traces").run`DELETE FROM run_traces`;
   threadSql(storage, "delete all parked interactions").run`DELETE FROM parked_interactions`;
   threadSql(storage, "delete all idempotency keys").run`DELETE FROM idempotency_keys`;

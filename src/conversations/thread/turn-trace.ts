@@ -5,8 +5,9 @@
  * the same transaction as the settled record, with its summary row noted in the outbox: the row
  * reaches D1 `runs` in the shards' batches, so a trace costs the turn no D1 statement and no
  * extra object call. The trace is deleted with its record (retention) and with the thread (forget,
- * person erase). Its input and output are the record's inbound and answer, read from the record
- * when the trace is read, so they live exactly as long as the record does.
+ * person erase). Its input and output are the record's inbound and answer, and its feedback the
+ * customer's rating of that answer, read beside the record when the trace is read, so they live
+ * exactly as long as the record does.
  */
 import type { AnswerRecord } from "../model/record";
 import type { TurnInbound } from "../model/payload";
@@ -15,6 +16,7 @@ import { RunTrace, type RunOutcome, type RunStep, type RunTarget } from "../../s
 import { StepLog, boundError } from "../../shared/run-steps";
 import { parseStored } from "../../platform/persistence/stored-json";
 import { getStored, threadSql } from "./store";
+import { feedbackOf } from "./answer-feedback-table";
 
 /** The target a turn whose route could not be read (deleted, or an abandoned poison turn) is traced under. */
 export const UNKNOWN_TARGET: RunTarget = { kind: "tool", name: "(unknown)", version: null };
@@ -84,8 +86,8 @@ export function keepTurnTrace(storage: DurableObjectStorage, trace: RunTrace): v
 }
 
 /**
- * A turn's trace with its input and output from its record, if both are still held and live at
- * `nowMs` (an expired record reads as gone, as everywhere).
+ * A turn's trace with its input and output from its record (and its rating, when given), if both
+ * are still held and live at `nowMs` (an expired record reads as gone, as everywhere).
  */
 export function readTurnTrace(storage: DurableObjectStorage, traceId: string, nowMs: number): RunTrace | null {
   const row = threadSql(storage, "read run trace")<{ trace: string }>`SELECT trace FROM run_traces WHERE message_id = ${traceId}`[0];
@@ -94,10 +96,12 @@ export function readTurnTrace(storage: DurableObjectStorage, traceId: string, no
   if (!cur || (cur.expires_at !== null && cur.expires_at <= nowMs)) return null;
   const trace = parseStored(RunTrace, row.trace, "run trace");
   const r = cur.record;
+  const feedback = feedbackOf(storage, [traceId]).get(traceId);
   return {
     ...trace,
     input: { kind: r.inbound_kind, text: r.inbound_text, ...(r.inbound_event ? { event: r.inbound_event } : {}) },
     output: { answer_status: r.answer_status, answer: r.answer },
+    ...(feedback ? { feedback } : {}),
   };
 }
 

@@ -26,7 +26,8 @@
  *   this object's own SQLite per push, no D1 and no call out.
  */
 import { z } from "zod";
-import { WEB_HEADERS, type WebEntry, WebEntryRole, type WebFrame, type WebSessionCheck } from "../model/web";
+import { RATEABLE_ROLES, WEB_HEADERS, type WebEntry, WebEntryRole, type WebFrame, type WebSessionCheck } from "../model/web";
+import type { AnswerRating } from "../model/record";
 import { type ObjectSql, objectSql, sqlList, sqlPart } from "../../platform/persistence/object-sql";
 import { channelThreadId } from "../../shared/thread-id";
 
@@ -80,7 +81,16 @@ const EntryRow = z.object({
   message_id: z.string().nullable(),
   at: z.number(),
   stopped: z.number().nullable(),
+  rating: z.enum(["up", "down"]).nullable(),
 });
+
+/**
+ * The entry as the page gets it: an answer entry of a record says the visitor's own rating (null:
+ * none), the others say nothing of ratings.
+ */
+function pageEntry(e: Omit<WebEntry, "rating">, rating: AnswerRating | null): WebEntry {
+  return e.message_id !== null && RATEABLE_ROLES.has(e.role) ? { ...e, rating } : e;
+}
 
 /** Where the live entries are: not past their expiry (an entry without one predates expiries: see `pruneExpired`). */
 /** An entry not past its expiry at `now`. */
@@ -183,6 +193,7 @@ export class WebVisitor {
     for (let i = 0; i < messageIds.length; i += 50) {
       const ids = messageIds.slice(i, i + 50);
       removed += this.sql("transcript forget")`DELETE FROM web_transcript WHERE message_id IN (${sqlList(ids)}) RETURNING seq`.length;
+      this.sql("ratings forget").run`DELETE FROM web_ratings WHERE message_id IN (${sqlList(ids)})`;
     }
     this.due = undefined;
     this.end(false);
@@ -210,6 +221,9 @@ export class WebVisitor {
     // Entries written before expiries existed get a retention window from now.
     this.sql("transcript backfill expiry").run`UPDATE web_transcript SET expires_at = ${nowMs + this.retentionMs()} WHERE expires_at IS NULL`;
     const gone = this.sql("transcript prune")`DELETE FROM web_transcript WHERE expires_at <= ${nowMs} RETURNING seq`.length;
+    // The visitor's rating of an entry goes with it.
+    if (gone)
+      this.sql("ratings prune").run`DELETE FROM web_ratings WHERE message_id NOT IN (SELECT message_id FROM web_transcript WHERE message_id IS NOT NULL)`;
     this.due = undefined;
     return gone;
   }
@@ -292,6 +306,7 @@ export class WebVisitor {
     this.sessionHash = null;
     if (transcript) {
       this.sql("transcript clear").run`DELETE FROM web_transcript`;
+      this.sql("ratings clear").run`DELETE FROM web_ratings`;
       this.due = undefined;
     }
     for (const ws of this.sockets.all()) {
@@ -320,7 +335,7 @@ export class WebVisitor {
       seq: number;
     }>`INSERT INTO web_transcript (role, text, part, message_id, at, expires_at, stopped) VALUES (${role}, ${text}, ${part === null || part === undefined ? null : JSON.stringify(part)}, ${messageId}, ${at}, ${expiresAt}, ${stopped ? 1 : null}) RETURNING seq`[0];
     if (this.due === null || (typeof this.due === "number" && expiresAt < this.due)) this.due = expiresAt;
-    const entry: WebEntry = { seq: row.seq, role, text, part: part ?? null, at: new Date(at).toISOString(), message_id: messageId };
+    const entry = pageEntry({ seq: row.seq, role, text, part: part ?? null, at: new Date(at).toISOString(), message_id: messageId }, null);
     if (stopped) entry.stopped = true;
     const frame = JSON.stringify({ type: "entry", entry } satisfies WebFrame);
     const sockets = this.sockets.all();
@@ -370,25 +385,40 @@ export class WebVisitor {
     return row && row.expires_at > this.now() ? row.secret_hash : null;
   }
 
-  /** The live entries after `after`, oldest first (an entry past its expiry reads as gone). */
+  /** The live entries after `after`, oldest first (an entry past its expiry reads as gone), with the visitor's ratings. */
   entriesAfter(after: number, limit = 1000): WebEntry[] {
-    return this.sql(
-      "transcript read",
-    )`SELECT seq, role, text, part, message_id, at, stopped FROM web_transcript WHERE seq > ${after} AND ${live(this.now())} ORDER BY seq LIMIT ${limit}`.map(
-      (r) => {
-        const e = EntryRow.parse(r);
-        const entry: WebEntry = {
+    return this.sql("transcript read")`SELECT t.seq, t.role, t.text, t.part, t.message_id, t.at, t.stopped, r.rating FROM web_transcript t
+       LEFT JOIN web_ratings r ON r.message_id = t.message_id WHERE t.seq > ${after} AND ${live(this.now())} ORDER BY t.seq LIMIT ${limit}`.map((r) => {
+      const e = EntryRow.parse(r);
+      const entry = pageEntry(
+        {
           seq: e.seq,
           role: e.role,
           text: e.text,
           part: e.part === null ? null : JSON.parse(e.part),
           at: new Date(e.at).toISOString(),
           message_id: e.message_id,
-        };
-        if (e.stopped) entry.stopped = true;
-        return entry;
-      },
+        },
+        e.rating,
+      );
+      if (e.stopped) entry.stopped = true;
+      return entry;
+    });
+  }
+
+  /** Does the transcript hold a live answer entry (the target's or an operator's) of record `messageId`? */
+  answerEntry(messageId: string): boolean {
+    const roles = [...RATEABLE_ROLES];
+    return (
+      this.sql("answer entry")`SELECT 1 FROM web_transcript WHERE message_id = ${messageId} AND role IN (${sqlList(roles)}) AND ${live(this.now())} LIMIT 1`
+        .length > 0
     );
+  }
+
+  /** Keeps the visitor's rating of record `messageId`'s entries (null: none), shown on reload. */
+  setRating(messageId: string, rating: AnswerRating | null): void {
+    if (rating === null) this.sql("rating clear").run`DELETE FROM web_ratings WHERE message_id = ${messageId}`;
+    else this.sql("rating set").run`INSERT OR REPLACE INTO web_ratings (message_id, rating) VALUES (${messageId}, ${rating})`;
   }
 
   /**

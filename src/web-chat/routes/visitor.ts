@@ -148,7 +148,7 @@ function json(c: Context<AppEnv>, data: unknown, status: number, headers: Record
 }
 
 /** The visitor's POST doors (the operator's configuration doors under the same prefix take api keys). */
-const VISITOR_POSTS = /^\/api\/channels\/web\/(messages|stop|session|session\/rotate|stream-ticket|questions\/[^/]+\/answer)$/;
+const VISITOR_POSTS = /^\/api\/channels\/web\/(messages|stop|feedback|session|session\/rotate|stream-ticket|questions\/[^/]+\/answer)$/;
 
 // Before anything is read: a visitor's POST without an Origin, or from a foreign origin without the
 // widget's bearer header, is refused whatever its body. The identity's own list is checked once the
@@ -459,6 +459,43 @@ addPublicRoute(
     }
     const messageId = await admitVisitorMessage(c, read, body.identity, cred, text, null, current.params);
     return json(c, { message_id: messageId }, 200, corsHeaders(c, cred.mode, origin));
+  },
+);
+
+const feedbackBody = z
+  .object({
+    identity: WebIdentity,
+    message_id: z.string().min(1).max(200),
+    /** `up`: the answer helped; `down`: it did not; null takes the visitor's rating back. */
+    rating: z.enum(["up", "down"]).nullable(),
+  })
+  .strict();
+
+addPublicRoute(
+  webChannelRouter,
+  {
+    ...publicDoor,
+    method: "post",
+    path: "/api/channels/web/feedback",
+    summary: "Web chat: the visitor rates an answer of their own conversation (or takes the rating back)",
+    description:
+      "Public; the visitor's session and a matching Origin, as for messages. Only an answer entry (the target's or an operator's) of the visitor's own transcript can be rated: any other id (a visitor's own message, a notice, another visitor's answer, an unknown or expired one) is 404 unknown_answer, whatever it names elsewhere. `rating: null` takes the rating back; the same rating again changes nothing. The rating is kept on the answer's record (`feedback`), shown on the entry after a reload (`rating`), counted in the metrics and sent to the route's events_url as a `rated` event (docs/inbox.md, \"Answer feedback\"). Ratings from one network are capped like its messages (429 rate_limited).",
+    body: feedbackBody,
+    response: z.object({ message_id: z.string(), rating: z.enum(["up", "down"]).nullable() }),
+    errors: [401, 403, 404, 413, 429],
+  },
+  async (c, { body, raw }) => {
+    const { cred, read, origin, current } = await visitorRequest(c, body.identity, raw);
+    const route = read.route;
+    const cap = route.turns_per_hour_override ?? c.get("settings").conversations.perAddressTurnsPerHour;
+    const verdict = await takeToken(c.env, c.get("settings").conversations, `web-feedback:${route.route_name}:${networkBucket(c.req.raw)}`, cap);
+    if (!verdict.allowed) {
+      const retry = String(Math.max(1, Math.ceil(verdict.retryAfterSeconds)));
+      throw new HttpError(429, "too many ratings from this network; wait a moment", "rate_limited", undefined, { "Retry-After": retry });
+    }
+    const rated = await threadStub(c.env, current.threadId).webRate(body.message_id, body.rating, { route_name: route.route_name, visitor: cred.visitorId });
+    if (!rated.ok) throw new HttpError(404, "no answer of this conversation has this id", "unknown_answer");
+    return json(c, { message_id: body.message_id, rating: rated.rating }, 200, corsHeaders(c, cred.mode, origin));
   },
 );
 
