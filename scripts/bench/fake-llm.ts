@@ -24,6 +24,8 @@ export interface FakeLlm {
   calls: any[];
   /** Streams the answers to stream requests while set; null answers JSON. May change between requests. */
   stream: FakeLlmStream | null;
+  /** How long a JSON answer waits before it is sent (0 by default), so a run can match a stream's length. */
+  jsonDelayMs: number;
   close: () => Promise<void>;
 }
 
@@ -87,7 +89,7 @@ function streamAnswer(res: ServerResponse, events: unknown[], delayMs: number, o
 export async function startFakeLlm(script: LlmScript, opts: { stream?: FakeLlmStream } = {}): Promise<FakeLlm> {
   const calls: any[] = [];
   const streaming = new Set<ServerResponse>();
-  const fake: FakeLlm = { url: "", calls, stream: opts.stream ?? null, close: async () => undefined };
+  const fake: FakeLlm = { url: "", calls, stream: opts.stream ?? null, jsonDelayMs: 0, close: async () => undefined };
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c) => chunks.push(c));
@@ -106,10 +108,14 @@ export async function startFakeLlm(script: LlmScript, opts: { stream?: FakeLlmSt
       }
       const pace = fake.stream;
       if (pace && wantsStream) return streamAnswer(res, chunkEvents(message, pace.chunks), pace.delayMs, streaming);
-      res.writeHead(200, { "content-type": "application/json" });
-      res.end(
-        JSON.stringify({ id: "x", object: "chat.completion", choices: [{ index: 0, finish_reason: "stop", message: { role: "assistant", ...message } }] }),
-      );
+      const answer = () => {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(
+          JSON.stringify({ id: "x", object: "chat.completion", choices: [{ index: 0, finish_reason: "stop", message: { role: "assistant", ...message } }] }),
+        );
+      };
+      if (fake.jsonDelayMs > 0) setTimeout(answer, fake.jsonDelayMs);
+      else answer();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
