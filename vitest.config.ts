@@ -177,11 +177,13 @@ export default defineConfig({
       },
       {
         // The operator console in a real Chromium (Debian's, driven by playwright-core) against a
-        // real `wrangler dev` (docs/console.md "Browser tests"), in a slot next to the others.
+        // real `wrangler dev` (docs/console.md "Browser tests"), in a slot next to the others. The
+        // files share one Chromium and, where they can, one server (test/browser/support/shared.ts).
         test: {
           name: "browser",
           include: ["test/browser/**/*.test.ts"],
-          globalSetup: ["./test/e2e/support/migrated-state.ts"],
+          // The migrated template first: the shared server (started on first use) copies it too.
+          globalSetup: ["./test/e2e/support/migrated-state.ts", "./test/browser/support/shared-server.ts"],
           environment: "node",
           testTimeout: 120_000,
           hookTimeout: 240_000,

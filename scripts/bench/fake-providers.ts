@@ -23,7 +23,8 @@ export interface FakeProviders {
 
 let counter = 0;
 
-export async function startFakeProviders(): Promise<FakeProviders> {
+/** `onSend` hears every send as it is recorded, before the fake answers it. */
+export async function startFakeProviders(opts: { onSend?: (send: ProviderSend) => void } = {}): Promise<FakeProviders> {
   const sends: ProviderSend[] = [];
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -38,7 +39,9 @@ export async function startFakeProviders(): Promise<FakeProviders> {
           ? JSON.parse(raw)
           : {};
       const providerId = `${channel}-${++counter}`;
-      sends.push({ channel, path: url.pathname, headers: req.headers, body, providerId });
+      const send: ProviderSend = { channel, path: url.pathname, headers: req.headers, body, providerId };
+      sends.push(send);
+      opts.onSend?.(send);
       const json = (status: number, value: unknown) => {
         res.writeHead(status, { "content-type": "application/json" });
         res.end(JSON.stringify(value));

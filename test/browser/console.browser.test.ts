@@ -1,6 +1,6 @@
 /**
- * The operator console in a real Chromium against a real `wrangler dev` (docs/console.md).
- * One server and one browser for the whole story, told in order:
+ * The operator console in a real Chromium against a real `wrangler dev` (docs/console.md), the
+ * browser project's shared ones (test/browser/support/shared.ts), told in order:
  *
  *   sign-in by keyboard (the key never in a URL or a cookie) → a new inbound appears live, before
  *   any re-read of the listing → takeover of a Telegram thread, an operator reply reaching the fake
@@ -12,25 +12,22 @@
  * No page may report a CSP violation. Screenshots of the main screens are taken on every run;
  * `npm run screenshots` (UPDATE_SCREENSHOTS=1) writes them to docs/console/ for the README.
  */
-import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BOOTSTRAP_TOKEN, type DevServer, ROOT, freePort, http, startDev } from "../e2e/harness";
-import { type FakeProviders, startFakeProviders } from "../e2e/support/fake-providers";
+import { ROOT, freePort, http } from "../e2e/harness";
 import { pollUntil } from "../e2e/support/poll";
-import { launchChromium } from "./support/chromium";
-import { pageOpener, visible } from "./support/pages";
+import { consoleSignIn, pageOpener, visible } from "./support/pages";
+import { type SharedProviders, sharedChromium, sharedProviders, sharedServer } from "./support/shared";
+import { SHARED_TELEGRAM as TELEGRAM } from "./support/shared-vars";
 
-const TELEGRAM = { token: "424242:telegram-console", secret: "telegram-console-secret" };
 const SHOTS = process.env.UPDATE_SCREENSHOTS === "1" ? join(ROOT, "docs", "console") : mkdtempSync(join(tmpdir(), "console-shots-"));
 const DESKTOP = { width: 1280, height: 800 };
 
-let dev: DevServer;
 let base: string;
-let fake: FakeProviders;
+let fake: SharedProviders;
 let browser: Browser;
 let adminKey: string;
 let admin: { context: BrowserContext; page: Page };
@@ -43,12 +40,7 @@ async function shot(page: Page, name: string, fullPage = false): Promise<void> {
   await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage, animations: "disabled" });
 }
 
-async function signIn(page: Page, key: string, who: string): Promise<void> {
-  await page.goto(`${base}/console/`);
-  await page.getByLabel("API key", { exact: true }).fill(key);
-  await page.getByRole("button", { name: "Sign in", exact: true }).click();
-  await visible(page.locator("#who").filter({ hasText: `Signed in as ${who}` }));
-}
+const signIn = consoleSignIn(() => base);
 
 function telegramInbound(chat: number, updateId: number, text: string) {
   const body = JSON.stringify({
@@ -65,29 +57,12 @@ function telegramInbound(chat: number, updateId: number, text: string) {
 const threadHash = (route: string, threadId: string) => `#/conversations/${encodeURIComponent(route)}/${encodeURIComponent(threadId)}`;
 
 beforeAll(async () => {
-  // The console's files as they are in console/ now (npm install built them once already).
-  const built = spawnSync(process.execPath, [join(ROOT, "scripts", "build-console.mjs")], { cwd: ROOT, encoding: "utf8" });
-  if (built.status !== 0) throw new Error(`build-console failed: ${built.stderr}`);
   mkdirSync(SHOTS, { recursive: true });
-  browser = await launchChromium();
-  fake = await startFakeProviders();
+  // The shared server's Telegram bot is this file's (route `support`), and its deliveries fail for
+  // good at the first attempt (test/browser/support/shared-vars.ts).
+  [browser, { baseUrl: base, adminKey }, fake] = await Promise.all([sharedChromium(), sharedServer(), sharedProviders()]);
   // A callback nobody listens on: its route's answers fail for good at the first attempt.
   const closedPort = await freePort();
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
-  dev = await startDev({
-    port,
-    vars: {
-      CHANNEL_TELEGRAM_BOT_TOKEN: TELEGRAM.token,
-      CHANNEL_TELEGRAM_WEBHOOK_SECRET: TELEGRAM.secret,
-      CHANNEL_TELEGRAM_API_BASE: fake.base("telegram"),
-      CONVERSATIONS_MAX_MESSAGE_CHARS: JSON.stringify({ telegram: 4096 }),
-      CONVERSATIONS_DELIVERY_MAX_ATTEMPTS: "1",
-    },
-  });
-  const boot = await http(base, "POST", "/api/keys/bootstrap", { body: { user_id: "root", description: "console tests", bootstrap_token: BOOTSTRAP_TOKEN } });
-  expect(boot.status).toBe(200);
-  adminKey = boot.body.data.token;
   const runner = await http(base, "POST", "/api/auth/api-keys", { key: adminKey, body: { user_id: "console-runner", scopes: ["tool:echo"] } });
   expect(runner.status).toBe(200);
   const route = (name: string, body: Record<string, unknown>) =>
@@ -103,8 +78,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
-  await dev?.close();
-  await fake?.close();
+  fake?.close();
   // The screenshots of a plain run are scratch (UPDATE_SCREENSHOTS writes the docs' own instead).
   if (process.env.UPDATE_SCREENSHOTS !== "1") rmSync(SHOTS, { recursive: true, force: true });
 });

@@ -18,7 +18,6 @@
  * future instant, and the console's "Snooze until" sends one five seconds ahead. No page may report
  * a CSP violation. `npm run screenshots` writes the inbox's screenshots to docs/console/.
  */
-import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -26,8 +25,8 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BOOTSTRAP_TOKEN, type DevServer, ROOT, freePort, http, startDev } from "../e2e/harness";
 import { pollUntil } from "../e2e/support/poll";
-import { launchChromium } from "./support/chromium";
-import { pageOpener, visible } from "./support/pages";
+import { consoleSignIn, pageOpener, visible } from "./support/pages";
+import { sharedChromium } from "./support/shared";
 
 const SHOTS = process.env.UPDATE_SCREENSHOTS === "1" ? join(ROOT, "docs", "console") : mkdtempSync(join(tmpdir(), "inbox-shots-"));
 const DESKTOP = { width: 1280, height: 860 };
@@ -48,12 +47,7 @@ async function shot(page: Page, name: string, fullPage = false): Promise<void> {
   await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage, animations: "disabled" });
 }
 
-async function signIn(page: Page, key: string, who: string): Promise<void> {
-  await page.goto(`${base}/console/`);
-  await page.getByLabel("API key", { exact: true }).fill(key);
-  await page.getByRole("button", { name: "Sign in", exact: true }).click();
-  await visible(page.locator("#who").filter({ hasText: `Signed in as ${who}` }));
-}
+const signIn = consoleSignIn(() => base);
 
 /** A customer writes on an api route (as the admin's caller, so threads are `bridge:{route}:root/{who}`). */
 function customer(route: string, who: string, text: string, waitSeconds?: number) {
@@ -99,10 +93,10 @@ function fakeNotifications(): void {
 }
 
 beforeAll(async () => {
-  const built = spawnSync(process.execPath, [join(ROOT, "scripts", "build-console.mjs")], { cwd: ROOT, encoding: "utf8" });
-  if (built.status !== 0) throw new Error(`build-console failed: ${built.stderr}`);
   mkdirSync(SHOTS, { recursive: true });
-  browser = await launchChromium();
+  // The project's shared Chromium, but a server of its own: its operators see every route and every
+  // waiting thread of the server (test/browser/support/shared.ts).
+  browser = await sharedChromium();
   const port = await freePort();
   base = `http://127.0.0.1:${port}`;
   // A waiting customer's alert is due after 5 s, so the clock turns overdue within the test.

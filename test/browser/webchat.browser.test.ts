@@ -1,39 +1,41 @@
 /**
  * The web channel's chat page and widget in a real Chromium against a real `wrangler dev`
- * (docs/channels.md "Web"), told in order on one server:
+ * (docs/channels.md "Web"), the browser project's shared ones (test/browser/support/shared.ts),
+ * told in order:
  *
  *   open the page, send, see the answer streamed → reload and see the transcript once → a new
  *   conversation → an operator takes over and a hand-typed reply appears live → options tapped as
  *   chips → the widget on a page of another origin, refused until that origin is allowed → an
- *   ask_user chip tapped → link params reaching a tool's payload → a pairing link joining a Telegram
+ *   ask_user chip tapped → link params reaching a tool's payload → a pairing link joining a WhatsApp
  *   person → a gated identity refused without a code and admitted with one.
  *
  * No page may report a CSP violation or a page error.
  */
+import { createHmac } from "node:crypto";
 import { type Server, createServer } from "node:http";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BOOTSTRAP_TOKEN, type DevServer, ROOT, freePort, http, startDev } from "../e2e/harness";
-import { type FakeProviders, startFakeProviders } from "../e2e/support/fake-providers";
+import { ROOT, http } from "../e2e/harness";
 import { pollUntil } from "../e2e/support/poll";
 import { type ToolServer, startToolServer } from "../e2e/support/tool-server";
-import { launchChromium } from "./support/chromium";
 import { pageOpener, visible } from "./support/pages";
+import { type SharedProviders, sharedChromium, sharedProviders, sharedServer } from "./support/shared";
+import { SHARED_WHATSAPP } from "./support/shared-vars";
 import { must } from "../../src/platform/must";
 
 const SHOTS = process.env.UPDATE_SCREENSHOTS === "1" ? join(ROOT, "docs", "web") : mkdtempSync(join(tmpdir(), "webchat-shots-"));
 
-let dev: DevServer;
 let base: string;
 let browser: Browser;
 let adminKey: string;
 let host: { server: Server; origin: string };
-let fake: FakeProviders;
+let fake: SharedProviders;
 let tool: ToolServer;
-const TELEGRAM = { token: "424242:telegram-webchat", secret: "telegram-webchat-secret" };
+/** This file's WhatsApp number (the route's identity) on the shared server's WhatsApp app. */
+const WHATSAPP_NUMBER = "pn-webchat";
 /** The concierge tool sees the message, the link params and the person (the default kwargs carry neither). */
 const CONCIERGE_PAYLOAD = "{message: .message, params: (.params // null), person_id: (.person_id // null)}";
 const violations: string[] = [];
@@ -63,21 +65,8 @@ async function startHost(): Promise<{ server: Server; origin: string }> {
 
 beforeAll(async () => {
   mkdirSync(SHOTS, { recursive: true });
-  browser = await launchChromium();
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
-  fake = await startFakeProviders();
+  [browser, { baseUrl: base, adminKey }, fake] = await Promise.all([sharedChromium(), sharedServer(), sharedProviders()]);
   tool = await startToolServer((kwargs) => `concierge saw ${kwargs.message} with ${JSON.stringify(kwargs.params ?? null)}`);
-  dev = await startDev({
-    port,
-    vars: {
-      CHANNEL_TELEGRAM_BOT_TOKEN: TELEGRAM.token,
-      CHANNEL_TELEGRAM_WEBHOOK_SECRET: TELEGRAM.secret,
-      CHANNEL_TELEGRAM_API_BASE: fake.base("telegram"),
-    },
-  });
-  const boot = await http(base, "POST", "/api/keys/bootstrap", { body: { user_id: "root", description: "web chat tests", bootstrap_token: BOOTSTRAP_TOKEN } });
-  adminKey = boot.body.data.token;
   expect(
     (
       await http(base, "POST", "/api/auth/api-keys", {
@@ -101,7 +90,7 @@ beforeAll(async () => {
   }
   const more: Array<[string, Record<string, unknown>]> = [
     ["shop", { channel: "web", our_identity: "shop", target_name: "concierge", payload_expr: CONCIERGE_PAYLOAD }],
-    ["tg", { channel: "telegram", our_identity: "424242", target_name: "concierge", payload_expr: CONCIERGE_PAYLOAD }],
+    ["wa", { channel: "whatsapp", our_identity: WHATSAPP_NUMBER, target_name: "concierge", payload_expr: CONCIERGE_PAYLOAD }],
     [
       "approvals",
       {
@@ -130,9 +119,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
-  await dev?.close();
   await new Promise<void>((resolve) => (host ? host.server.close(() => resolve()) : resolve()));
-  await fake?.close();
+  fake?.close();
   await tool?.stop();
   // The screenshots of a plain run are scratch (UPDATE_SCREENSHOTS writes the docs' own instead).
   if (process.env.UPDATE_SCREENSHOTS !== "1") rmSync(SHOTS, { recursive: true, force: true });
@@ -287,22 +275,26 @@ describe("turns that need more than an echo", () => {
     await context.close();
   });
 
-  it("a pairing link links the web visitor to the person a Telegram chat asked for", async () => {
-    const chat = 777001;
-    const telegram = (updateId: number, text: string) =>
-      fetch(`${base}/api/channels/telegram/inbound`, {
+  it("a pairing link links the web visitor to the person a WhatsApp chat asked for", async () => {
+    const chat = "4915550777001";
+    const whatsapp = (messageId: number, text: string) => {
+      const value = {
+        metadata: { phone_number_id: WHATSAPP_NUMBER },
+        messages: [{ from: chat, id: `wamid.webchat${messageId}`, type: "text", text: { body: text } }],
+      };
+      const body = JSON.stringify({ object: "whatsapp_business_account", entry: [{ id: "w", changes: [{ field: "messages", value }] }] });
+      const signature = `sha256=${createHmac("sha256", SHARED_WHATSAPP.appSecret).update(body).digest("hex")}`;
+      return fetch(`${base}/api/channels/whatsapp/inbound`, {
         method: "POST",
-        headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": TELEGRAM.secret },
-        body: JSON.stringify({
-          update_id: updateId,
-          message: { message_id: updateId, date: 1, chat: { id: chat, type: "private" }, from: { id: chat, is_bot: false, first_name: "T" }, text },
-        }),
+        headers: { "content-type": "application/json", "x-hub-signature-256": signature },
+        body,
       });
-    expect((await telegram(9001, "hello")).status).toBe(200);
-    expect((await telegram(9002, "/link")).status).toBe(200);
+    };
+    expect((await whatsapp(9001, "hello")).status).toBe(200);
+    expect((await whatsapp(9002, "/link")).status).toBe(200);
     const minted = await pollUntil(
-      "the pairing code sent to Telegram",
-      () => fake.sends.filter((x) => x.channel === "telegram").map((x) => String(x.body.text ?? "")),
+      "the pairing code sent to WhatsApp",
+      () => fake.sends.filter((x) => x.channel === "whatsapp" && x.body.to === chat).map((x) => String(x.body.text?.body ?? "")),
       (texts) => texts.some((t) => /LINK-[A-Z0-9]{8}/.test(t)),
     );
     const code = must(
@@ -326,7 +318,7 @@ describe("turns that need more than an echo", () => {
     const call = tool.calls.find((c) => c.kwargs.message === "it is me");
     const person = await http(base, "GET", `/api/conversations/persons/${call?.kwargs.person_id}`, { key: adminKey });
     expect(person.status).toBe(200);
-    expect(person.body.data.addresses.map((a: any) => a.channel).sort()).toEqual(["telegram", "web"]);
+    expect(person.body.data.addresses.map((a: any) => a.channel).sort()).toEqual(["web", "whatsapp"]);
     await context.close();
   });
 });

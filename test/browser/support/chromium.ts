@@ -4,7 +4,7 @@
  * a loud failure with the install command, never a skipped test.
  */
 import { existsSync } from "node:fs";
-import { type Browser, chromium } from "playwright-core";
+import { type BrowserServer, chromium } from "playwright-core";
 
 export function chromiumPath(): string {
   const found = [process.env.CHROMIUM_PATH, "/usr/bin/chromium", "/usr/bin/chromium-browser"].find((p): p is string => !!p && existsSync(p));
@@ -19,11 +19,13 @@ export function chromiumPath(): string {
 }
 
 /**
- * Headless Chromium with a fresh profile (Playwright makes a temporary one per launch). The flags keep it off the network it has no business
- * with: this machine refuses those connections, and a test must not depend on them.
+ * Headless Chromium as a server that the browser files connect to (test/browser/support/shared.ts):
+ * one browser process for the run, each file in fresh contexts of its own (Playwright gives every
+ * context its own profile). The flags keep it off the network it has no business with: this
+ * machine refuses those connections, and a test must not depend on them.
  */
-export async function launchChromium(): Promise<Browser> {
-  return chromium.launch({
+export async function launchChromiumServer(): Promise<BrowserServer> {
+  return chromium.launchServer({
     executablePath: chromiumPath(),
     headless: true,
     args: [

@@ -1,6 +1,7 @@
 /**
  * What the browser suites share: a fresh context and page that report every CSP refusal and page
- * error into the suite's list, and a wait for the first visible match of a locator.
+ * error into the suite's list, a wait for the first visible match of a locator, and the console's
+ * sign-in.
  */
 import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
 
@@ -26,4 +27,14 @@ export function pageOpener(browser: () => Browser, violations: string[], default
 export async function visible(l: Locator, timeout = 15_000): Promise<Locator> {
   await l.first().waitFor({ state: "visible", timeout });
   return l.first();
+}
+
+/** Signs `page` in to the console of the server at `base()` with `key`, as the user `who`. */
+export function consoleSignIn(base: () => string) {
+  return async (page: Page, key: string, who: string): Promise<void> => {
+    await page.goto(`${base()}/console/`);
+    await page.getByLabel("API key", { exact: true }).fill(key);
+    await page.getByRole("button", { name: "Sign in", exact: true }).click();
+    await visible(page.locator("#who").filter({ hasText: `Signed in as ${who}` }));
+  };
 }
