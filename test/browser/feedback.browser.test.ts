@@ -1,20 +1,17 @@
 /**
  * Answer feedback in a real Chromium against a real `wrangler dev` (docs/inbox.md "Answer
- * feedback"), told in order on one server: a visitor of the chat page presses 👎 under an answer,
+ * feedback"), told in order on the browser project's shared server: a visitor of the chat page presses 👎 under an answer,
  * and the page still shows it pressed after a reload → an operator finds the thread in the
  * console's "Rated down" view, and its transcript marks the answer. No page may report a CSP
  * violation or a page error.
  */
-import { spawnSync } from "node:child_process";
-import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BOOTSTRAP_TOKEN, type DevServer, ROOT, freePort, http, startDev } from "../e2e/harness";
+import { http } from "../e2e/harness";
 import { pollUntil } from "../e2e/support/poll";
-import { launchChromium } from "./support/chromium";
 import { pageOpener, visible } from "./support/pages";
+import { sharedChromium, sharedServer } from "./support/shared";
 
-let dev: DevServer;
 let base: string;
 let browser: Browser;
 let operatorKey: string;
@@ -23,15 +20,8 @@ const violations: string[] = [];
 const newPage = pageOpener(() => browser, violations, { viewport: { width: 1280, height: 860 } });
 
 beforeAll(async () => {
-  const built = spawnSync(process.execPath, [join(ROOT, "scripts", "build-console.mjs")], { cwd: ROOT, encoding: "utf8" });
-  if (built.status !== 0) throw new Error(`build-console failed: ${built.stderr}`);
-  browser = await launchChromium();
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
-  dev = await startDev({ port });
-  const boot = await http(base, "POST", "/api/keys/bootstrap", { body: { user_id: "root", description: "feedback tests", bootstrap_token: BOOTSTRAP_TOKEN } });
-  expect(boot.status).toBe(200);
-  const adminKey = boot.body.data.token as string;
+  let adminKey: string;
+  [browser, { baseUrl: base, adminKey }] = await Promise.all([sharedChromium(), sharedServer()]);
   const mint = async (user_id: string, scopes: string[]) => {
     const r = await http(base, "POST", "/api/auth/api-keys", { key: adminKey, body: { user_id, scopes } });
     expect(r.status).toBe(200);
@@ -48,7 +38,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
-  await dev?.close();
 });
 
 describe("answer feedback in Chromium", () => {

@@ -1,7 +1,8 @@
 /**
  * A turn watched as it happens (docs/web-channel-client.md "Live turns", docs/console.md "A
  * thread"), in a real Chromium against a real `wrangler dev`, with an llm agent whose model streams
- * its answers slowly (test/e2e/support/fake-llm.ts, streaming). Told in order on one server:
+ * its answers slowly (test/e2e/support/fake-llm.ts, streaming). Told in order on the browser
+ * project's shared server:
  *
  *   typing shows within 300 ms of sending → the first words show before the model has finished,
  *   then the whole answer, once → a reload mid-answer shows the draft, then the answer once →
@@ -12,10 +13,10 @@
  */
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BOOTSTRAP_TOKEN, type DevServer, http, startDev } from "../e2e/harness";
+import { http } from "../e2e/harness";
 import { pollUntil } from "../e2e/support/poll";
-import { launchChromium } from "./support/chromium";
 import { pageOpener, visible } from "./support/pages";
+import { sharedChromium, sharedServer } from "./support/shared";
 import { type FakeLlm, startFakeLlm } from "../e2e/support/fake-llm";
 
 const STORY = Array.from({ length: 40 }, (_, i) => `word${i + 1}`).join(" ");
@@ -24,7 +25,6 @@ const short = (user: string) => `Short answer to: ${user}`;
 /** A story takes 40 pieces, one every 150 ms: about 6 s, long enough to watch, reload and stop. */
 const SLOW = { chunks: 40, delayMs: 150 };
 
-let dev: DevServer;
 let base: string;
 let browser: Browser;
 let llm: FakeLlm;
@@ -68,7 +68,7 @@ async function say(page: Page, text: string): Promise<void> {
 }
 
 beforeAll(async () => {
-  browser = await launchChromium();
+  browser = await sharedChromium();
   llm = await startFakeLlm(
     (body) => {
       const user = body.messages.filter((m) => m.role === "user").at(-1)?.content ?? "";
@@ -76,11 +76,7 @@ beforeAll(async () => {
     },
     { stream: SLOW },
   );
-  dev = await startDev({ vars: { FAKE_LLM_KEY: "slow-llm-key" } });
-  base = dev.baseUrl;
-  const boot = await http(base, "POST", "/api/keys/bootstrap", { body: { user_id: "root", bootstrap_token: BOOTSTRAP_TOKEN } });
-  expect(boot.status, JSON.stringify(boot.body)).toBe(200);
-  adminKey = boot.body.data.token;
+  ({ baseUrl: base, adminKey } = await sharedServer());
   const agent = await http(base, "POST", "/api/agents-config/entries", {
     key: adminKey,
     body: { title: "writer", kind: "llm", description: "writes slowly", config: { base_url: llm.url, model: "slow", api_key: { env: "FAKE_LLM_KEY" } } },
@@ -97,7 +93,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
-  await dev?.close();
   await llm?.close();
 });
 

@@ -1,6 +1,6 @@
 /**
  * The markdown subset on the chat page (docs/web-channel-client.md "Formatting") in a real Chromium
- * against a real `wrangler dev`: the hostile corpus (test/shared/markdown-corpus.ts) comes back as
+ * against a real `wrangler dev`, the browser project's shared ones (test/browser/support/shared.ts): the hostile corpus (test/shared/markdown-corpus.ts) comes back as
  * an answer of the echo tool and as an operator's message, on the page as served, whose policy
  * requires Trusted Types. No script runs, the transcript holds only the chat's own elements and the
  * subset's, every link is https with noopener noreferrer, the visitor's own copy stays plain text,
@@ -8,12 +8,11 @@
  */
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BOOTSTRAP_TOKEN, type DevServer, freePort, http, startDev } from "../e2e/harness";
+import { http } from "../e2e/harness";
 import { HOSTILE } from "../shared/markdown-corpus";
-import { launchChromium } from "./support/chromium";
 import { pageOpener, visible } from "./support/pages";
+import { sharedChromium, sharedServer } from "./support/shared";
 
-let dev: DevServer;
 let base: string;
 let browser: Browser;
 let adminKey: string;
@@ -38,7 +37,8 @@ function inspect(page: Page): Promise<Inspection> {
     const list = document.querySelector(".tai-list");
     const tags: string[] = [];
     const attributes: string[] = [];
-    for (const el of list ? Array.from(list.querySelectorAll("*")) : []) {
+    // The rating bar under each answer is the chat's own control, not message content.
+    for (const el of list ? Array.from(list.querySelectorAll("*")).filter((e) => !e.closest(".tai-rate")) : []) {
       if (!allowed.includes(el.tagName)) tags.push(el.tagName);
       for (const a of Array.from(el.attributes))
         if (!["class", "href", "target", "rel", "start", "datetime", "data-seq"].includes(a.name)) attributes.push(`${el.tagName}[${a.name}]`);
@@ -54,12 +54,7 @@ function inspect(page: Page): Promise<Inspection> {
 }
 
 beforeAll(async () => {
-  browser = await launchChromium();
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
-  dev = await startDev({ port });
-  const boot = await http(base, "POST", "/api/keys/bootstrap", { body: { user_id: "root", description: "markdown tests", bootstrap_token: BOOTSTRAP_TOKEN } });
-  adminKey = boot.body.data.token;
+  [browser, { baseUrl: base, adminKey }] = await Promise.all([sharedChromium(), sharedServer()]);
   const runner = await http(base, "POST", "/api/auth/api-keys", { key: adminKey, body: { user_id: "md-runner", scopes: ["tool:echo"] } });
   expect(runner.status).toBe(200);
   const route = await http(base, "POST", `/api/conversations/${ROUTE}`, {
@@ -71,7 +66,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
-  await dev?.close();
 });
 
 describe("markdown on the chat page", () => {
