@@ -148,8 +148,9 @@ export default defineConfig({
         test: {
           name: "e2e",
           include: ["test/e2e/**/*.test.ts"],
-          // The migrated template first: the shared server (started on first use) copies it too.
-          globalSetup: ["./test/e2e/support/migrated-state.ts", "./test/e2e/support/shared-server.ts"],
+          // The migrated template and the dev server factory first: the shared server (started on
+          // first use) copies the one and runs in the other.
+          globalSetup: ["./test/e2e/support/migrated-state.ts", "./test/e2e/support/dev-factory.ts", "./test/e2e/support/shared-server.ts"],
           environment: "node",
           testTimeout: 120_000,
           hookTimeout: 180_000,
@@ -182,8 +183,9 @@ export default defineConfig({
         test: {
           name: "browser",
           include: ["test/browser/**/*.test.ts"],
-          // The migrated template first: the shared server (started on first use) copies it too.
-          globalSetup: ["./test/e2e/support/migrated-state.ts", "./test/browser/support/shared-server.ts"],
+          // The migrated template and the dev server factory first: the shared server (started on
+          // first use) copies the one and runs in the other.
+          globalSetup: ["./test/e2e/support/migrated-state.ts", "./test/e2e/support/dev-factory.ts", "./test/browser/support/shared-server.ts"],
           environment: "node",
           testTimeout: 120_000,
           hookTimeout: 240_000,

@@ -1,7 +1,9 @@
 /**
  * The harness the bench and the end-to-end suites share (test/e2e/harness.ts re-exports it): runs the real `npm start` path (scripts/start.mjs → D1 migrations →
  * `wrangler dev`) on free ports with its own persistence directory, and talks HTTP to it. A
- * directory copied from the migrated template skips the migrations step.
+ * directory copied from the migrated template skips the migrations step. In a test run, the
+ * servers it can start in the run's dev server factory (DEV_FACTORY_VAR) start there instead: the
+ * same server code, without `npm start`'s processes around it.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -52,6 +54,11 @@ export interface DevOptions {
   args?: string[];
   /** The DevTools inspector's port under `--inspect` (default: a free one), so a caller can attach to it. */
   inspectorPort?: number;
+  /**
+   * Start through `npm start` in processes of its own even when the run's dev server factory could
+   * start it: for a test that reads the server's output (`logs()`).
+   */
+  npmStart?: boolean;
 }
 
 /**
@@ -90,6 +97,19 @@ export const BOOTSTRAP_TOKEN = E2E_SECRETS.ACCESS_CONTROL_BOOTSTRAP_TOKEN;
  */
 export const MIGRATED_STATE_VAR = "E2E_MIGRATED_STATE";
 
+/**
+ * Names the URL of the test run's dev server factory (test/e2e/support/dev-factory.ts), which
+ * starts a server from a copy of the template with scripts/serve.mjs's own code in one long-lived
+ * Node process. Unset (the bench), every server starts through `npm start`.
+ */
+export const DEV_FACTORY_VAR = "E2E_DEV_FACTORY";
+
+/** Asks the run's dev server factory at `factory` to do `what`; its refusal is the error's message. */
+async function askFactory(factory: string, what: "start" | "stop", body: Record<string, unknown>): Promise<void> {
+  const res = await fetch(`${factory}/${what}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  if (!res.ok) throw new Error(`the dev server factory could not ${what} the server on port ${body.port}:\n${await res.text()}`);
+}
+
 export async function startDev(opts: DevOptions = {}): Promise<DevServer> {
   let port = opts.port ?? (await freePort());
   const persistDir = opts.persistDir ?? mkdtempSync(join(tmpdir(), "bridge-e2e-"));
@@ -100,10 +120,25 @@ export async function startDev(opts: DevOptions = {}): Promise<DevServer> {
   // servers given their own directory still run it).
   const seeded = Boolean(template && !opts.persistDir && !ownConfig);
   if (seeded) cpSync(must(template, "template"), persistDir, { recursive: true });
+  // The factory serves a copy of the template with the checkout's wrangler.toml and the harness's
+  // secrets; anything else, or a caller that reads the output, goes through `npm start`.
+  const factory = process.env[DEV_FACTORY_VAR];
+  const viaFactory =
+    factory && seeded && !opts.npmStart && !opts.localSecrets && opts.inspectorPort === undefined && !(opts.args ?? []).length ? factory : null;
   let child: ChildProcess | null = null;
+  let running = false;
   let log = "";
 
+  function devVars(): Record<string, string> {
+    return { ...(opts.localSecrets ? {} : E2E_SECRETS), ...(opts.noDefaultVars ? {} : E2E_DEFAULT_VARS), ...(opts.vars ?? {}) };
+  }
+
   async function launch(): Promise<void> {
+    if (viaFactory) {
+      await askFactory(viaFactory, "start", { port, persistTo: persistDir, vars: devVars(), env: opts.env ?? {} });
+      running = true;
+      return;
+    }
     const inspector = opts.inspectorPort ?? (await freePort());
     const args = [
       "scripts/start.mjs",
@@ -119,8 +154,7 @@ export async function startDev(opts: DevOptions = {}): Promise<DevServer> {
       ...(seeded ? ["--skip-migrations"] : []),
       ...(opts.args ?? []),
     ];
-    for (const [k, v] of Object.entries({ ...(opts.localSecrets ? {} : E2E_SECRETS), ...(opts.noDefaultVars ? {} : E2E_DEFAULT_VARS), ...(opts.vars ?? {}) }))
-      args.push("--var", `${k}:${v}`);
+    for (const [k, v] of Object.entries(devVars())) args.push("--var", `${k}:${v}`);
     child = spawn(process.execPath, args, {
       cwd: ROOT,
       env: { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false", ...(opts.env ?? {}) },
@@ -146,6 +180,13 @@ export async function startDev(opts: DevOptions = {}): Promise<DevServer> {
   }
 
   async function stop(): Promise<void> {
+    if (viaFactory) {
+      if (!running) return;
+      running = false;
+      // A factory already gone (the run's end) took its servers with it.
+      await askFactory(viaFactory, "stop", { port }).catch(() => undefined);
+      return;
+    }
     const c = child;
     if (!c || c.exitCode !== null) return;
     await new Promise<void>((resolve) => {
@@ -185,7 +226,13 @@ export async function startDev(opts: DevOptions = {}): Promise<DevServer> {
   return {
     baseUrl: `http://127.0.0.1:${port}`,
     persistDir,
-    logs: () => log,
+    logs: () => {
+      if (viaFactory)
+        throw new Error(
+          "this server runs in the test run's dev server factory, whose output all its servers share: start it with npmStart: true to read its own",
+        );
+      return log;
+    },
     pid: () => child?.pid,
     stop,
     restart: async () => {

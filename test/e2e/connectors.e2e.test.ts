@@ -66,6 +66,8 @@ beforeAll(async () => {
       E2E_OAUTH_CLIENT_SECRET: CLIENT_SECRET,
     },
     env: trustEnv(pki),
+    // Its output is read for the secrets (no factory server: their output is shared).
+    npmStart: true,
   });
   base = dev.baseUrl;
   adminKey = (await http(base, "POST", "/api/keys/bootstrap", { body: { user_id: "root", bootstrap_token: BOOTSTRAP_TOKEN } })).body.data.token;

@@ -125,6 +125,8 @@ describe("a failed callback attempt", () => {
         CONVERSATIONS_DELIVERY_CALLBACK_TIMEOUT_SECONDS: "2",
         CONVERSATIONS_DELIVERY_SEND_TIMEOUT_SECONDS: "3",
       },
+      // Its own output is what this test reads.
+      npmStart: true,
     });
     const server = dev;
     const base = server.baseUrl;
