@@ -57,6 +57,7 @@ describe("thread listing (spec §4.5, decisions §9)", () => {
       last_activity_at: expect.any(String),
       message_count: 2,
       last_status: "delivered",
+      rated_down: 0,
     });
     const p1 = await call("GET", `/api/conversations/${r.name}/threads?pageSize=1`, { key: await admin() });
     expect(p1.body.data).toMatchObject({ total: 2, page: 1, page_size: 1, next_page: 2 });
