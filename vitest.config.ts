@@ -142,6 +142,9 @@ export default defineConfig({
           // The slots share two cores with servers, a browser and the checks: a test that takes 2 s
           // alone can take several here. A hung test still fails, only later.
           testTimeout: 20_000,
+          // A file's setup (the authorization matrix mints its keys and routes in one hook) takes
+          // the same slowdown as its tests; a hung hook still fails, only later.
+          hookTimeout: 60_000,
         },
       },
       {
