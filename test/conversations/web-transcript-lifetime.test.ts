@@ -62,12 +62,18 @@ describe("forgetting a linked person's thread", () => {
   }, 60_000);
 });
 
+/**
+ * The answer retention these tests set: long enough that a loaded machine still reads the delivered
+ * record before it expires, short enough to wait for.
+ */
+const RETENTION_S = 3;
+
 /** Waits until the record's read door answers 404 (its retention ended). */
 async function expired(route: string, messageId: string): Promise<void> {
   const gone = await eventually(
     () => readRecord(route, messageId),
     (r) => r.status === 404,
-    200,
+    (RETENTION_S + 5) * 50,
   );
   expect(gone.status).toBe(404);
 }
@@ -78,7 +84,7 @@ describe("the answer retention", () => {
   it("ends a visitor's page copy with the record, on the visitor's own thread", async () => {
     const desk = await webDesk({ tool: true });
     const v = await newVisitor(desk);
-    await setSettings({ CONVERSATIONS_ANSWER_RETENTION_TTL_SECONDS: "1" });
+    await setSettings({ CONVERSATIONS_ANSWER_RETENTION_TTL_SECONDS: String(RETENTION_S) });
     const sent = await say(desk, v, "short lived");
     expect(sent.status).toBe(200);
     await settled(v.home);
@@ -101,7 +107,7 @@ describe("the answer retention", () => {
 
   it("ends the page copy of a linked person's record in the visitor's own thread", async () => {
     const { desk, v, personThread } = await linkedVisitor();
-    await setSettings({ CONVERSATIONS_ANSWER_RETENTION_TTL_SECONDS: "1" });
+    await setSettings({ CONVERSATIONS_ANSWER_RETENTION_TTL_SECONDS: String(RETENTION_S) });
     const text = `linked and short ${crypto.randomUUID().slice(0, 6)}`;
     const sent = await say(desk, v, text);
     await settled(personThread);
