@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { createHmac } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { BASE, admin, call, fetchWithEnv, mintKey, uniq } from "../helpers/http";
-import { ORIGIN, transcriptRows, webDesk } from "../helpers/web-visitor";
+import { ORIGIN, newVisitor, openStream, say, transcriptRows, webDesk } from "../helpers/web-visitor";
 import { userVisitorId } from "../../src/web-chat/verification";
 
 const verificationPath = (identity: string) => `/api/channels/web/sites/${identity}/verification`;
@@ -155,13 +155,17 @@ describe("POST /api/channels/web/session with a user proof", () => {
     const anon = await openSession(desk.identity);
     expect(anon.status).toBe(200);
     expect((await sayBearer(desk.identity, anon.body.data.token, "hello")).status).toBe(200);
+    const page = await newVisitor(desk);
     const secret = await mintSecret(desk.identity, { require_verified: true });
+    // The page's anonymous cookie session too: its messages and its stream.
+    expect((await say(desk, page, "hello")).body.code).toBe("verification_required");
+    expect((await openStream(desk, page)).status).toBe(401);
     const refused = await openSession(desk.identity);
     expect([refused.status, refused.body.code]).toEqual([401, "verification_required"]);
     const existing = await sayBearer(desk.identity, anon.body.data.token, "still here?");
     expect([existing.status, existing.body.code]).toEqual([401, "verification_required"]);
-    const page = await call("GET", `/api/channels/web/chat/${desk.identity}`, { headers: { "sec-fetch-mode": "navigate" } });
-    expect(page.status).toBe(403);
+    const chat = await call("GET", `/api/channels/web/chat/${desk.identity}`, { headers: { "sec-fetch-mode": "navigate" } });
+    expect(chat.status).toBe(403);
     const verified = await openSession(desk.identity, { user_id: "member", user_hash: hmacHex(secret, "member") });
     expect(verified.status).toBe(200);
     expect((await sayBearer(desk.identity, verified.body.data.token, "hello")).status).toBe(200);
