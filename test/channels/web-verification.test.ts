@@ -14,13 +14,14 @@ async function mintSecret(identity: string, body: Record<string, unknown> = {}):
   return r.body.data.secret;
 }
 
-const hmacHex = (secret: string, userId: string) => createHmac("sha256", secret).update(userId).digest("hex");
-const b64url = (text: string | Buffer) => Buffer.from(text).toString("base64url");
+const hmacHex = (secret: string, userId: string) => createHmac("sha256", secret).update(userId, "utf8").digest("hex");
+const b64url = (text: string) => Buffer.from(text, "utf8").toString("base64").replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 
 /** A compact HS256 token as a site's backend mints it. */
 function userToken(secret: string, claims: Record<string, unknown>, header: Record<string, unknown> = { alg: "HS256", typ: "JWT" }): string {
   const signing = `${b64url(JSON.stringify(header))}.${b64url(JSON.stringify(claims))}`;
-  return `${signing}.${createHmac("sha256", secret).update(signing).digest("base64url")}`;
+  const signature = createHmac("sha256", secret).update(signing, "utf8").digest("base64");
+  return `${signing}.${signature.replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "")}`;
 }
 
 const now = () => Math.floor(Date.now() / 1000);
