@@ -75,6 +75,7 @@ const StoredOrigins = z.array(z.string());
 const SiteRow = z.object({
   allowed_origins: jsonColumn(StoredOrigins),
   gate_enabled: z.number().int(),
+  require_verified: z.number().int(),
   updated_at: z.string(),
   updated_by: z.string(),
 });
@@ -83,6 +84,8 @@ const SiteRow = z.object({
 export interface Site {
   allowed_origins: string[];
   gate_enabled: boolean;
+  /** Only verified visitors may hold a session (src/web-chat/verification.ts). */
+  require_verified: boolean;
 }
 
 /** A site as the config doors show it; `updated_at`/`updated_by` are null while it has the defaults. */
@@ -99,14 +102,14 @@ export type SiteView = z.infer<typeof SiteView>;
 
 /** The read of `identity`'s site row, for a batch (its row goes to `parseSite`). */
 export function siteStatement(db: D1Database, identity: string): Statement {
-  return d1(db)`SELECT allowed_origins, gate_enabled, updated_at, updated_by FROM web_sites WHERE identity = ${identity}`;
+  return d1(db)`SELECT allowed_origins, gate_enabled, require_verified, updated_at, updated_by FROM web_sites WHERE identity = ${identity}`;
 }
 
 /** The site in a row read by `siteStatement` (null: no row, so the defaults). */
 export function parseSite(row: unknown): Site {
-  if (row === null || row === undefined) return { allowed_origins: [], gate_enabled: false };
+  if (row === null || row === undefined) return { allowed_origins: [], gate_enabled: false, require_verified: false };
   const r = validStored(SiteRow, row, "web_sites row");
-  return { allowed_origins: r.allowed_origins, gate_enabled: r.gate_enabled === 1 };
+  return { allowed_origins: r.allowed_origins, gate_enabled: r.gate_enabled === 1, require_verified: r.require_verified === 1 };
 }
 
 /** `identity`'s site (the defaults when it has no row). */

@@ -45,8 +45,14 @@ export type WebFrame =
 /** What a session check answers: a match (with the captured link params) or nothing. */
 export type WebSessionCheck = { ok: true; params: Record<string, string> | null } | { ok: false };
 
-/** A visitor id: `w_` and 22 base64url characters (16 random bytes). */
-export const VISITOR_ID = /^w_[A-Za-z0-9_-]{22}$/;
+/**
+ * A visitor id: `w_` and 22 base64url characters (16 random bytes) for an anonymous visitor, or
+ * `u_` and 22 (16 bytes of a hash of the identity and the site's user id) for a verified one.
+ */
+export const VISITOR_ID = /^[wu]_[A-Za-z0-9_-]{22}$/;
+
+/** True for a verified visitor's id (`u_…`): the site's backend vouched for its user. */
+export const isVerifiedVisitor = (visitorId: string) => visitorId.startsWith("u_");
 /** A session secret: 43 base64url characters (32 random bytes). */
 export const SESSION_SECRET = /^[A-Za-z0-9_-]{43}$/;
 /** A web identity: a URL path segment. */

@@ -11,6 +11,7 @@ import { HttpError, badRequest, notFound } from "../../platform/http/errors";
 import { addRoute } from "../../platform/http/route";
 import { GateCodeBody, GateCodeCreated, GateCodeId, GateCodeView, MAX_LIVE_CODES, createGateCode, listGateCodes, revokeGateCode } from "../gates";
 import { SiteBody, SiteView, WebIdentity, readSite, readSiteView, writeAllowedOrigins, writeGateEnabled } from "../sites";
+import { VerificationBody, VerificationView, clearVerification, readVerification, writeVerification } from "../verification";
 
 export const webConfigRouter = new Hono<AppEnv>();
 
@@ -143,4 +144,53 @@ addRoute(
     if (!(await revokeGateCode(c.env.DB, params.identity, params.code_id, new Date().toISOString()))) throw notFound("entry code not found");
     return { code_id: params.code_id, revoked: true as const };
   },
+);
+
+addRoute(
+  webConfigRouter,
+  {
+    method: "get",
+    path: "/api/channels/web/sites/{identity}/verification",
+    summary: "A web identity's verified-visitor setting",
+    description:
+      "`{identity, has_secret, secret_created_at, require_verified}`. The secret itself is never shown here: only the answer that minted it carried it. An identity never configured answers no secret and `require_verified: false`.",
+    ...DOOR,
+    params: identityParams,
+    response: VerificationView,
+  },
+  async (c, { params }) => readVerification(c.env.DB, params.identity),
+);
+
+addRoute(
+  webConfigRouter,
+  {
+    method: "put",
+    path: "/api/channels/web/sites/{identity}/verification",
+    summary: "Set up verified visitors for a web identity",
+    description:
+      "`{require_verified?, rotate?}`. Mints the identity's verification secret when it has none, or a new one with `rotate: true` (the old one stops verifying at once); the answer that mints carries it as `secret`, once: it is sealed at rest and no door shows it again. " +
+      'The site\'s backend signs its logged-in user with it (docs/channels.md, "Verified visitors"). `require_verified: true` refuses anonymous visitors: new sessions need a user proof, existing anonymous ones are refused at their next use. 501 without SETTINGS_ENCRYPTION_KEY when a secret is to be minted.',
+    ...DOOR,
+    params: identityParams,
+    body: VerificationBody,
+    response: VerificationView,
+    errors: [501],
+  },
+  async (c, { params, body, principal }) =>
+    writeVerification(c.env.DB, c.get("settings").config, params.identity, body, new Date().toISOString(), principal.key.user_id),
+);
+
+addRoute(
+  webConfigRouter,
+  {
+    method: "delete",
+    path: "/api/channels/web/sites/{identity}/verification",
+    summary: "Forget a web identity's verification secret",
+    description:
+      "Forgets the secret and turns `require_verified` off: user proofs are refused from now on (400 verification_not_configured) and visitors are anonymous. Sessions already verified are kept. Answers the setting as GET does.",
+    ...DOOR,
+    params: identityParams,
+    response: VerificationView,
+  },
+  async (c, { params, principal }) => clearVerification(c.env.DB, params.identity, new Date().toISOString(), principal.key.user_id),
 );

@@ -14,7 +14,7 @@ import { threadStreamStub } from "../../conversations/model/thread-rpc";
 import { interactionStub } from "../../interactions/rpc";
 import { channelThreadId } from "../../shared/thread-id";
 import { checkParams } from "../../conversations/model/transport-bounds";
-import { WEB_HEADERS, VISITOR_ID } from "../../conversations/model/web";
+import { WEB_HEADERS, VISITOR_ID, isVerifiedVisitor } from "../../conversations/model/web";
 import { StopAnswer } from "../../conversations/model/live";
 import type { Route, RouteWithKey } from "../../conversations/model/route";
 import { readRouteWithKeyByChannelIdentity } from "../../conversations/store";
@@ -27,6 +27,7 @@ import { addPublicRoute } from "../../platform/http/route";
 import { WEB_PAGE_CSP, refusalPage, renderChatPage, serveWebAsset, webManifest } from "../assets";
 import { admitEntry } from "../gates";
 import { type Site, WebIdentity, readSite } from "../sites";
+import { MAX_USER_ID, hasProof, userVisitorId, verificationRequired, verifyUser } from "../verification";
 import {
   type Credential,
   type CredentialMode,
@@ -56,7 +57,16 @@ const messageBody = z
     form: jsonObjectSchema.optional(),
   })
   .strict();
-const sessionBody = z.object({ identity: identitySchema, entry_code: z.string().max(200).optional() }).strict();
+const sessionBody = z
+  .object({
+    identity: identitySchema,
+    entry_code: z.string().max(200).optional(),
+    /** A verified user (src/web-chat/verification.ts): a token, or the user id with its HMAC. */
+    user_token: z.string().max(4096).optional(),
+    user_id: z.string().max(MAX_USER_ID).optional(),
+    user_hash: z.string().max(128).optional(),
+  })
+  .strict();
 const stopBody = z.object({ identity: identitySchema, message_id: z.string().min(1).max(128).optional() }).strict();
 
 /** Link parameters the page URL may carry that are not the target's: entry and pairing codes. */
@@ -102,6 +112,8 @@ async function routeAndSite(c: Context<AppEnv>, identity: string): Promise<[{ at
 /** The visitor's session on `route`, checked in its thread; refused like an unknown one otherwise. */
 async function session(c: Context<AppEnv>, route: Route, identity: string, cred: Credential | null, params?: Record<string, string>) {
   if (!cred) throw sessionMissing();
+  // An identity switched to verified visitors only refuses an anonymous session at its next use.
+  if (!isVerifiedVisitor(cred.visitorId) && (await webRead(c, identity)).site.require_verified) throw verificationRequired();
   const s = c.get("settings").web;
   const threadId = channelThreadId(route.route_name, cred.visitorId);
   const check = await threadStub(c.env, threadId).webCheck(identity, cred.secretHash, s.sessionTtlSeconds * 1000, params);
@@ -126,10 +138,12 @@ async function spendMint(c: Context<AppEnv>): Promise<void> {
  * Opens a fresh session on `route` for a new visitor and answers its token; `spent` when the
  * caller has already spent the network's mint (see `spendMint`).
  */
-async function openSession(c: Context<AppEnv>, route: Route, identity: string, params: Record<string, string> | null, spent = false) {
+async function openSession(c: Context<AppEnv>, route: Route, identity: string, params: Record<string, string> | null, spent = false, visitorId?: string) {
   const s = c.get("settings").web;
   if (!spent) await spendMint(c);
-  const minted = mintToken();
+  const fresh = mintToken();
+  // A verified user's address is derived from their user id, so their sessions share one thread.
+  const minted = visitorId ? { visitorId, secret: fresh.secret, token: `${visitorId}.${fresh.secret}` } : fresh;
   await threadStub(c.env, channelThreadId(route.route_name, minted.visitorId)).webOpen(
     identity,
     await secretHash(minted.secret),
@@ -270,17 +284,23 @@ addPublicRoute(
     path: "/api/channels/web/session",
     summary: "Web chat: a session for the embeddable widget",
     description:
-      "Public; only from an origin allowed for the identity (403 origin_mismatch). Answers a bearer token for this identity, which the widget keeps and sends as `Authorization: Bearer`. A gated identity needs a live `entry_code` (403 entry_refused). New sessions are capped per client network (CHANNEL_WEB_SESSIONS_PER_HOUR: 429 too_many_sessions with Retry-After); one whose token never comes back is swept after CHANNEL_WEB_PENDING_TTL_SECONDS.",
+      "Public; only from an origin allowed for the identity (403 origin_mismatch). Answers a bearer token for this identity, which the widget keeps and sends as `Authorization: Bearer`. A gated identity needs a live `entry_code` (403 entry_refused). New sessions are capped per client network (CHANNEL_WEB_SESSIONS_PER_HOUR: 429 too_many_sessions with Retry-After); one whose token never comes back is swept after CHANNEL_WEB_PENDING_TTL_SECONDS. " +
+      "A signed-in user of the site (docs/channels.md, \"Verified visitors\") comes with `user_token` (HS256 `{sub, iat, exp, name?, email?}` signed with the identity's verification secret, `exp` at most 1 h ahead) or `user_id` with `user_hash` (hex HMAC-SHA256 of the user id): the session is then on the user's own address, the same from every device. " +
+      "A malformed proof is 400 invalid_user_proof, one the identity has no secret for 400 verification_not_configured, a wrong signature 401 user_unverified, an expired token 401 user_token_expired; an identity requiring verified visitors refuses a session without a proof (401 verification_required).",
     body: sessionBody,
     response: z.object({ token: z.string(), expires_at: z.string() }),
-    errors: [403, 404, 413, 429],
+    errors: [400, 401, 403, 404, 413, 429],
   },
   async (c, { body, raw }) => {
     capBody(c, raw);
     const [read, site] = await routeAndSite(c, body.identity);
     const origin = requireOrigin(c, "bearer", site.allowed_origins);
+    // The proof is checked before the gate and the mint, so a forged one spends nothing.
+    const user = hasProof(body) ? await verifyUser(c.env.DB, c.get("settings").config, body.identity, body, Date.now()) : null;
+    if (!user && site.require_verified) throw verificationRequired();
     if (site.gate_enabled) await requireEntry(c, body.identity, body.entry_code ?? null);
-    const minted = await openSession(c, read.route, body.identity, null);
+    const visitorId = user ? await userVisitorId(body.identity, user.userId) : undefined;
+    const minted = await openSession(c, read.route, body.identity, null, false, visitorId);
     return json(c, { token: minted.token, expires_at: minted.expires_at }, 200, corsHeaders(c, "bearer", origin));
   },
 );
@@ -300,6 +320,8 @@ addPublicRoute(
   },
   async (c, { body, raw }) => {
     const { cred, read, origin, current } = await visitorRequest(c, body.identity, raw);
+    // A fresh address is an anonymous one, which an identity for verified visitors only refuses.
+    if ((await webRead(c, body.identity)).site.require_verified) throw verificationRequired();
     // The mint is spent before the current session ends, so a refusal leaves the visitor as they were.
     await spendMint(c);
     await threadStub(c.env, current.threadId).webEnd(false);
@@ -373,6 +395,7 @@ addPublicRoute(
       requireOrigin(c, "cookie", []);
       const cred = await readCredential(c.req.raw, query.identity);
       if (!cred || cred.mode !== "cookie") throw sessionMissing();
+      if (!isVerifiedVisitor(cred.visitorId) && (await webRead(c, query.identity)).site.require_verified) throw verificationRequired();
       visitorId = cred.visitorId;
       headers.set(WEB_HEADERS.secretHash, cred.secretHash);
     }
@@ -561,6 +584,8 @@ addPublicRoute(
     let visitor: Credential | null = cred?.mode === "cookie" && (await sessionLive(c, read.route, params.identity, cred, replacing)) ? cred : null;
     if (!visitor) {
       const { site } = await webRead(c, params.identity);
+      // The chat page cannot vouch for a user: only the widget, given a proof by the site, can.
+      if (site.require_verified) return pageRefusal(title, 403, "verification_required", "This chat is for signed-in users of its website.");
       if (site.gate_enabled) {
         try {
           await requireEntry(c, params.identity, url.searchParams.get("tai_entry"));
