@@ -116,7 +116,15 @@ function wallAt(zone: string, ms: number): Wall & { second: number; hour: number
   const month = parts.month ?? 1;
   const day = parts.day ?? 1;
   const hour = (parts.hour ?? 0) % 24;
-  return { year, month, day, hour, second: parts.second ?? 0, minute: hour * 60 + (parts.minute ?? 0), weekday: new Date(Date.UTC(year, month - 1, day)).getUTCDay() };
+  return {
+    year,
+    month,
+    day,
+    hour,
+    second: parts.second ?? 0,
+    minute: hour * 60 + (parts.minute ?? 0),
+    weekday: new Date(Date.UTC(year, month - 1, day)).getUTCDay(),
+  };
 }
 
 /** The zone's offset from UTC at `ms`, in ms. */
@@ -187,9 +195,18 @@ export function awayMessage(policy: BusinessHours, at: Date, locale?: string | n
   return text.replaceAll("{next_opening}", when);
 }
 
-/** What a page may show: open now, the next opening (ISO), the expected reply time. */
-export function hoursView(policy: BusinessHours | null, at: Date): { open_now: boolean; next_opening: string | null; reply_time_text: string | null; reply_time_seconds: number | null } {
+/** What a page may show: open now, the next opening (ISO; null while open or with no hours), the expected reply time. */
+export function hoursView(
+  policy: BusinessHours | null,
+  at: Date,
+): { open_now: boolean; next_opening: string | null; reply_time_text: string | null; reply_time_seconds: number | null } {
   if (policy === null) return { open_now: true, next_opening: null, reply_time_text: null, reply_time_seconds: null };
-  const next = nextOpening(policy, at);
-  return { open_now: isOpen(policy, at), next_opening: next === null ? null : next.toISOString(), reply_time_text: policy.reply_time_text, reply_time_seconds: policy.reply_time_seconds };
+  const open = isOpen(policy, at);
+  const next = open ? null : nextOpening(policy, at);
+  return {
+    open_now: open,
+    next_opening: next === null ? null : next.toISOString(),
+    reply_time_text: policy.reply_time_text,
+    reply_time_seconds: policy.reply_time_seconds,
+  };
 }

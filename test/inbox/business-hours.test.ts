@@ -3,7 +3,16 @@ import { BusinessHours, awayMessage, formatOpening, hoursView, isOpen, nextOpeni
 
 const office = BusinessHours.parse({
   time_zone: "Europe/Berlin",
-  weekly: { mon: [["09:00", "12:00"], ["13:00", "17:30"]], tue: [["09:00", "17:30"]], wed: [["09:00", "17:30"]], thu: [["09:00", "17:30"]], fri: [["09:00", "15:00"]] },
+  weekly: {
+    mon: [
+      ["09:00", "12:00"],
+      ["13:00", "17:30"],
+    ],
+    tue: [["09:00", "17:30"]],
+    wed: [["09:00", "17:30"]],
+    thu: [["09:00", "17:30"]],
+    fri: [["09:00", "15:00"]],
+  },
 });
 
 const at = (iso: string) => new Date(iso);
@@ -115,7 +124,12 @@ describe("business hours: texts and the policy's checks", () => {
 
   it("a page's view: open now, the next opening, the reply time", () => {
     const p = BusinessHours.parse({ ...office, reply_time_text: "a few hours" });
-    expect(hoursView(p, at("2026-01-10T10:00:00Z"))).toEqual({ open_now: false, next_opening: "2026-01-12T08:00:00.000Z", reply_time_text: "a few hours", reply_time_seconds: null });
+    expect(hoursView(p, at("2026-01-10T10:00:00Z"))).toEqual({
+      open_now: false,
+      next_opening: "2026-01-12T08:00:00.000Z",
+      reply_time_text: "a few hours",
+      reply_time_seconds: null,
+    });
     expect(hoursView(null, at("2026-01-10T10:00:00Z")).open_now).toBe(true);
   });
 
