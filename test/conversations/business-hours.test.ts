@@ -4,7 +4,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { fakeNetwork, type NetCall } from "../helpers/network";
-import { admin, call } from "../helpers/http";
+import { BASE, admin, call, dispatch, uniq } from "../helpers/http";
+import { createRoute, echoKey } from "../helpers/bridge";
 import { postTwilio } from "../helpers/webhooks";
 import { eventually, rawRows } from "../helpers/threads";
 import { address, channelRoute, setMode } from "../operator/helpers";
@@ -91,5 +92,37 @@ describe("a handoff out of hours", () => {
     expect((await setMode(r.name, threadId, "manual")).status).toBe(200);
     await settledAll(threadId, 3);
     expect(smsTo(n.twilio(), them)).toEqual(["hello", "We are closed. Back as soon as possible.", "A person will answer you shortly."]);
+  });
+});
+
+describe("the web chat's config door", () => {
+  it("tells the page whether the route is open, its next opening and the expected reply time", async () => {
+    const k = await echoKey();
+    const identity = uniq("hours").replace(/[^A-Za-z0-9_-]/g, "-");
+    const r = await createRoute({
+      door: "channel",
+      channel: "web",
+      our_identity: identity,
+      target_kind: "tool",
+      target_name: "echo",
+      execution_key: k.user_id,
+    });
+    const page = await dispatch(`${BASE}/api/channels/web/chat/${identity}`, { headers: { "sec-fetch-mode": "navigate" } });
+    const cookie = (page.headers.get("set-cookie") ?? "").split(";")[0];
+    const headers = { origin: new URL(BASE).origin, cookie };
+
+    const none = await call("POST", "/api/channels/web/config", { body: { identity }, headers });
+    expect(none.status).toBe(200);
+    expect(none.body.data).toEqual({ open_now: true, next_opening: null, reply_time_text: null, reply_time_seconds: null });
+
+    expect((await putHours(r.name, { time_zone: "UTC", weekly: { mon: [["09:00", "10:00"]] }, reply_time_seconds: 3600 })).status).toBe(200);
+    const set = await call("POST", "/api/channels/web/config", { body: { identity }, headers });
+    expect(set.status).toBe(200);
+    const open = set.body.data.open_now as boolean;
+    expect(set.body.data.reply_time_seconds).toBe(3600);
+    if (!open) expect(new Date(set.body.data.next_opening).getUTCHours()).toBe(9);
+
+    expect((await call("POST", "/api/channels/web/config", { body: { identity }, headers: { origin: new URL(BASE).origin } })).status).toBe(401);
+    expect((await call("POST", "/api/channels/web/config", { body: { identity, extra: 1 }, headers })).status).toBe(400);
   });
 });
