@@ -150,7 +150,7 @@ function json(c: Context<AppEnv>, data: unknown, status: number, headers: Record
 }
 
 /** The visitor's POST doors (the operator's configuration doors under the same prefix take api keys). */
-const VISITOR_POSTS = /^\/api\/channels\/web\/(messages|stop|feedback|session|session\/rotate|stream-ticket|questions\/[^/]+\/answer)$/;
+const VISITOR_POSTS = /^\/api\/channels\/web\/(messages|stop|feedback|config|session|session\/rotate|stream-ticket|questions\/[^/]+\/answer)$/;
 
 // Before anything is read: a visitor's POST without an Origin, or from a foreign origin without the
 // widget's bearer header, is refused whatever its body. The identity's own list is checked once the
