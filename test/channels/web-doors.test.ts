@@ -374,6 +374,7 @@ describe("every visitor door in the route table", () => {
   it("refuses a POST without a matching Origin with 403 before reading the body", async () => {
     const doors = visitorPosts();
     expect(doors.map((d) => d.path).sort()).toEqual([
+      "/api/channels/web/config",
       "/api/channels/web/feedback",
       "/api/channels/web/messages",
       "/api/channels/web/questions/{interaction_id}/answer",

@@ -2,14 +2,24 @@
  * The inbox doors on one route's threads (docs/inbox.md): read a thread's inbox state, claim,
  * release, transfer, resolve, snooze, reopen, label; and the route's inbox policy. Every thread door
  * applies the thread-belongs-to-route guard, like the mode doors; each action is one compare-and-set
- * in the thread's object.
+ * in the thread's object. The route's business hours sit beside its policy, as the handoff they
+ * shape does.
  */
 import { Hono } from "hono";
 import { z } from "zod";
 import type { AppEnv } from "../../platform/http/app-env";
 import { HttpError } from "../../platform/http/errors";
 import { addRoute } from "../../platform/http/route";
-import { deleteInboxPolicy, publicPolicy, readInboxPolicy, writeInboxPolicy } from "../inbox-policy";
+import { BusinessHours, hoursView } from "../business-hours";
+import {
+  deleteBusinessHours,
+  deleteInboxPolicy,
+  publicPolicy,
+  readBusinessHours,
+  readInboxPolicy,
+  writeBusinessHours,
+  writeInboxPolicy,
+} from "../inbox-policy";
 import { DEFAULT_POLICY, InboxPolicy, InboxView } from "../model/inbox";
 import { base64url } from "../../access-control/crypto";
 import { assertDeclaredUrl } from "../../outbound/urls";
@@ -194,6 +204,81 @@ addRoute(
     await requireRoute(c.env.DB, params.route_name);
     const deleted = await deleteInboxPolicy(c.env.DB, params.route_name);
     if (!deleted) throw new HttpError(404, "no inbox policy stored for this route");
+    return { route_name: params.route_name, deleted };
+  },
+);
+
+const hoursAnswer = z
+  .object({
+    route_name: z.string(),
+    hours: BusinessHours.nullable(),
+    open_now: z.boolean(),
+    next_opening: z.string().nullable(),
+    updated_at: z.string().nullable(),
+    updated_by: z.string().nullable(),
+  })
+  .describe("BusinessHoursView");
+
+function hoursAnswerOf(routeName: string, hours: BusinessHours | null, updatedAt: string | null, updatedBy: string | null) {
+  const view = hoursView(hours, new Date());
+  return { route_name: routeName, hours, open_now: view.open_now, next_opening: view.next_opening, updated_at: updatedAt, updated_by: updatedBy };
+}
+
+addRoute(
+  conversationInboxRouter,
+  {
+    ...common,
+    method: "get",
+    path: "/api/conversations/{route_name}/hours",
+    summary: "The route's business hours",
+    description:
+      "`hours` null: none set, the route is always open. `open_now` and `next_opening` (ISO-8601, null while open or when the week has no hours) are computed at the request.",
+    response: hoursAnswer,
+    errors: [404],
+  },
+  async (c, { params }) => {
+    await requireRoute(c.env.DB, params.route_name);
+    const stored = await readBusinessHours(c.env.DB, params.route_name);
+    return hoursAnswerOf(params.route_name, stored?.hours ?? null, stored?.updated_at ?? null, stored?.updated_by ?? null);
+  },
+);
+
+addRoute(
+  conversationInboxRouter,
+  {
+    ...common,
+    method: "put",
+    path: "/api/conversations/{route_name}/hours",
+    summary: "Replace the route's business hours",
+    description:
+      '`time_zone` (IANA name), `weekly` (`mon` … `sun`, each a list of `["HH:MM", "HH:MM"]` intervals; an end not after its start runs past midnight; a day left out is closed), `away_message` (`{next_opening}` is replaced; null: a default text), `reply_time_text` or `reply_time_seconds` (the expected reply time a page shows), `locale` (how the next opening is written when the person\'s is unknown) and `agent_out_of_hours`. ' +
+      'A handoff out of hours sends the away message instead of the holding message, once per handoff (docs/inbox.md, "Business hours"). Threads read the hours with the inbox policy, when a handoff sets its timers.',
+    body: BusinessHours,
+    response: hoursAnswer,
+    errors: [404],
+  },
+  async (c, { params, body, principal }) => {
+    await requireRoute(c.env.DB, params.route_name);
+    const now = new Date();
+    await writeBusinessHours(c.env.DB, params.route_name, body, principal.key.user_id, now);
+    return hoursAnswerOf(params.route_name, body, now.toISOString(), principal.key.user_id);
+  },
+);
+
+addRoute(
+  conversationInboxRouter,
+  {
+    ...common,
+    method: "delete",
+    path: "/api/conversations/{route_name}/hours",
+    summary: "Drop the route's business hours (always open again)",
+    response: z.object({ route_name: z.string(), deleted: z.boolean() }),
+    errors: [404],
+  },
+  async (c, { params }) => {
+    await requireRoute(c.env.DB, params.route_name);
+    const deleted = await deleteBusinessHours(c.env.DB, params.route_name);
+    if (!deleted) throw new HttpError(404, "no business hours stored for this route");
     return { route_name: params.route_name, deleted };
   },
 );

@@ -27,7 +27,7 @@ import { reloadInboxInstants } from "./inbox-instants";
 import { clearEvents } from "./inbox-events-table";
 import { InboxMessenger } from "./inbox-messages";
 import { ThreadNotes } from "./notes";
-import { inboxPolicyFor } from "../inbox-policy";
+import { inboxPolicyFor, routePoliciesFor } from "../inbox-policy";
 import { inboxCounters } from "./inbox-counters";
 import { type RemoteTranscript, WebVisitor, type WebSockets } from "./web-visitor";
 import { LiveTurns, type Timers, announceTurns, systemTimers } from "./live-turn";
@@ -93,7 +93,7 @@ export function composeThread(deps: ThreadDeps, sockets: WebSockets, remote: Rem
   const snapshots = new RouteSnapshots();
   const events = new InboxEventsOut(deps, { identity, alarm });
   const inbox = new ThreadInbox(deps, {
-    policy: (routeName) => inboxPolicyFor(deps.env(), routeName),
+    policy: (routeName) => routePoliciesFor(deps.env(), routeName),
     defaultSlaMs: () => deps.settings().conversations.inboxSlaSeconds * 1000,
     emit: (emitted) => {
       index.note({ counters: inboxCounters(emitted, inbox.state()) });

@@ -22,6 +22,7 @@ import {
   type WaitReason,
 } from "../model/inbox";
 import type { Mode } from "../../shared/kinds";
+import { type BusinessHours, awayMessage } from "../business-hours";
 import { parseStored } from "../../platform/persistence/stored-json";
 import type { ThreadDeps } from "./deps";
 import { deleteMeta, getMeta, setMeta } from "./store";
@@ -68,8 +69,11 @@ export interface DueAlert {
 }
 
 export interface InboxParts {
-  /** The route's inbox policy (an isolate cache over D1, read only when a timer is set). */
-  policy(routeName: string | null): Promise<InboxPolicy>;
+  /**
+   * The route's inbox policy with its business hours when it has some (an isolate cache over D1,
+   * read only when a timer is set).
+   */
+  policy(routeName: string | null): Promise<InboxPolicy & { business_hours?: BusinessHours | null }>;
   /** The settings' default wait before the alert, in ms. */
   defaultSlaMs(): number;
   /** Told of every event (the metrics and the route's event callback follow from it). */
@@ -167,9 +171,9 @@ export class ThreadInbox {
    */
   private async withPolicy<T>(
     needs: (s: InboxState | null) => string | null | false,
-    decide: (s: InboxState | null, policy: InboxPolicy | null) => T,
+    decide: (s: InboxState | null, policy: (InboxPolicy & { business_hours?: BusinessHours | null }) | null) => T,
   ): Promise<T> {
-    let held: { route: string | null; policy: InboxPolicy } | null = null;
+    let held: { route: string | null; policy: InboxPolicy & { business_hours?: BusinessHours | null } } | null = null;
     for (;;) {
       const s = this.stored();
       const route = needs(s);
@@ -220,8 +224,12 @@ export class ThreadInbox {
           if (policy === null) return null;
           const now = this.deps.clock.now();
           const s = stored ?? EMPTY_INBOX;
+          // Out of hours the away message, with the next opening, takes the holding message's place:
+          // one message saying when a person is back, rather than a promise nobody is there to keep.
+          const away = policy.business_hours ? awayMessage(policy.business_hours, new Date(now)) : null;
+          const text = away ?? policy.holding_message;
           // Once per handoff: recorded before it is sent, so a repeated switch never sends it twice.
-          const holding = policy.holding_message !== null && s.holding_sent_at === null && this.parts.messages !== undefined ? policy.holding_message : null;
+          const holding = text !== null && s.holding_sent_at === null && this.parts.messages !== undefined ? text : null;
           const next: InboxState = {
             ...s,
             status: "open",

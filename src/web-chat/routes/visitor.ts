@@ -18,6 +18,8 @@ import { WEB_HEADERS, VISITOR_ID, isVerifiedVisitor } from "../../conversations/
 import { StopAnswer } from "../../conversations/model/live";
 import type { Route, RouteWithKey } from "../../conversations/model/route";
 import { readRouteWithKeyByChannelIdentity } from "../../conversations/store";
+import { hoursView } from "../../conversations/business-hours";
+import { businessHoursFor } from "../../conversations/inbox-policy";
 import { EpochCache } from "../../platform/epochs/cache";
 import type { AppEnv } from "../../platform/http/app-env";
 import { readStreamCapped } from "../../platform/http/body";
@@ -162,7 +164,7 @@ function json(c: Context<AppEnv>, data: unknown, status: number, headers: Record
 }
 
 /** The visitor's POST doors (the operator's configuration doors under the same prefix take api keys). */
-const VISITOR_POSTS = /^\/api\/channels\/web\/(messages|stop|feedback|session|session\/rotate|stream-ticket|questions\/[^/]+\/answer)$/;
+const VISITOR_POSTS = /^\/api\/channels\/web\/(messages|stop|feedback|config|session|session\/rotate|stream-ticket|questions\/[^/]+\/answer)$/;
 
 // Before anything is read: a visitor's POST without an Origin, or from a foreign origin without the
 // widget's bearer header, is refused whatever its body. The identity's own list is checked once the
@@ -253,6 +255,33 @@ addPublicRoute(
     if (!body.text.trim() && !body.form) throw new HttpError(400, "text must not be blank", "blank");
     const messageId = await admitVisitorMessage(c, read, body.identity, cred, body.text, body.client_message_id ?? null, params, body.form);
     return json(c, { message_id: messageId }, 200, corsHeaders(c, cred.mode, origin));
+  },
+);
+
+const configBody = z.object({ identity: identitySchema }).strict();
+
+addPublicRoute(
+  webChannelRouter,
+  {
+    ...publicDoor,
+    method: "post",
+    path: "/api/channels/web/config",
+    summary: "Web chat: what the page shows about its route: open now, the next opening, the expected reply time",
+    description:
+      "Public; the visitor's session and a matching Origin, as for `messages`. From the route's business hours (docs/inbox.md, \"Business hours\"): `open_now` (true when the route has none), `next_opening` (ISO-8601; null while open or when the week has no hours), `reply_time_text` and `reply_time_seconds` (null when unset). Read through the route's cache: no D1 statement while the hours are unchanged.",
+    body: configBody,
+    response: z.object({
+      open_now: z.boolean(),
+      next_opening: z.string().nullable(),
+      reply_time_text: z.string().nullable(),
+      reply_time_seconds: z.number().nullable(),
+    }),
+    errors: [401, 403, 404, 413],
+  },
+  async (c, { body, raw }) => {
+    const { cred, read, origin } = await visitorRequest(c, body.identity, raw);
+    const view = hoursView(await businessHoursFor(c.env, read.route.route_name), new Date());
+    return json(c, view, 200, corsHeaders(c, cred.mode, origin));
   },
 );
 
