@@ -12,6 +12,7 @@
  *   reader does not read the whole history on load. Connection changes go to a status line.
  */
 import { el, randomId, webUrl } from "./dom";
+import { t } from "./strings";
 import { markdownBlock } from "./markdown";
 import { WebError, type Transport } from "./transport";
 import { isTurnState, LiveTurns } from "./turns";
@@ -454,7 +455,7 @@ export class Chat {
         read.push(() => (input.value === "" ? null : [name, numeric ? Number(input.value) : input.value]));
       }
     }
-    const button = el(this.doc, "button", { type: "submit", class: "tai-send" }, "Send");
+    const button = el(this.doc, "button", { type: "submit", class: "tai-send" }, t("send"));
     form.append(button);
     form.addEventListener("submit", (ev) => {
       ev.preventDefault();
@@ -530,7 +531,7 @@ export class Chat {
 
   private attempt(p: Pending): void {
     p.tries += 1;
-    setNote(this.doc, p.row, "Sending…");
+    setNote(this.doc, p.row, t("sending"));
     this.t.post<{ message_id?: string }>("messages", { text: p.text, client_message_id: p.id }).then(
       (data) => {
         if (data && typeof data.message_id === "string") p.messageId = data.message_id;
@@ -666,7 +667,7 @@ export function buildChat(doc: Document, title: string, idPrefix: string): { roo
     autocomplete: "off",
     "aria-describedby": id("hint"),
   });
-  const send = el(doc, "button", { type: "submit", class: "tai-send" }, "Send");
+  const send = el(doc, "button", { type: "submit", class: "tai-send" }, t("send"));
   const form = el(
     doc,
     "form",

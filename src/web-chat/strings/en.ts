@@ -1,0 +1,12 @@
+/**
+ * The web chat's visible strings in English: the key list every other language is checked
+ * against, and the table a site's overrides and a missing translation fall back to. Placeholders
+ * are `{name}`, filled by the client's `t()` (webchat/src/strings.ts).
+ */
+export const EN = {
+  send: "Send",
+  sending: "Sending…",
+} as const;
+
+/** A visible string's key. */
+export type StringKey = keyof typeof EN;
