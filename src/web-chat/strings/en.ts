@@ -1,11 +1,69 @@
 /**
  * The web chat's visible strings in English: the key list every other language is checked
- * against, and the table a site's overrides and a missing translation fall back to. Placeholders
- * are `{name}`, filled by the client's `t()` (webchat/src/strings.ts).
+ * against (each table is a `Record<StringKey, string>`, so a missing key fails the typecheck).
+ * Placeholders are `{name}`, filled by the client's `t()` (webchat/src/strings.ts) and by the page
+ * door's `fill()` (src/web-chat/strings/index.ts). No table ships inside widget.js: the service
+ * serves them (`GET /api/channels/web/strings/{locale}`, docs/channels.md "Languages").
  */
 export const EN = {
   send: "Send",
   sending: "Sending…",
+  sent: "Sent",
+  title: "Chat",
+  message: "Message",
+  hint: "Enter sends; Shift+Enter starts a new line.",
+  transcript: "Conversation",
+  new: "New conversation",
+  close: "Close chat",
+  "launcher.open": "Open chat: {title}",
+  "launcher.close": "Close chat: {title}",
+  "launcher.unread": "(new message)",
+  "who.visitor": "You:",
+  "who.bot": "Assistant:",
+  "who.operator": "Operator:",
+  "status.connecting": "Connecting…",
+  "status.unavailable": "The chat is unavailable: {reason}.",
+  "status.reconnecting": "Connection lost. Reconnecting in {seconds} s…",
+  "status.ended": "This conversation has ended. Choose “New conversation” to start again.",
+  "status.session_ended": "This conversation's session has ended. Choose “New conversation” to start again.",
+  "status.renew_failed": "Could not start a new conversation: {reason}.",
+  "status.renewed": "New conversation started.",
+  "failed.note": "Not sent: {reason}.",
+  "failed.status": "A message was not sent: {reason}.",
+  retry: "Try again",
+  typing: "Assistant is typing…",
+  stop: "Stop",
+  stopped: "Stopped",
+  "stop.none": "Nothing was running to stop.",
+  "stop.failed": "Could not stop: {reason}.",
+  choices: "Choices",
+  "answer.label": "Your answer",
+  "answer.send": "Answer",
+  "answer.sent": "Answer sent.",
+  "answer.failed": "The answer was not sent: {reason}.",
+  "form.sent": "Form sent.",
+  "form.failed": "The form was not sent: {reason}.",
+  "media.image": "Image",
+  "media.file": "Attachment",
+  "media.unavailable": "{name} (unavailable)",
+  "feedback.ask": "Was this answer helpful?",
+  "feedback.up": "Helpful",
+  "feedback.down": "Not helpful",
+  "feedback.thanks": "Thanks for your feedback.",
+  "feedback.removed": "Rating removed.",
+  "feedback.failed": "The rating was not sent: {reason}.",
+  "pair.label": "Pairing link",
+  "pair.offer":
+    "This link carries the pairing code {code}. Link this chat to the conversation that asked for it? Only do this if you asked for the code yourself.",
+  "pair.link": "Link",
+  "pair.skip": "Not now",
+  "page.noscript": "This chat needs JavaScript.",
+  "page.not_navigation": "Open this chat by following its link.",
+  "page.unknown": "This chat does not exist.",
+  "page.bad_params": "This chat link carries parameters that are too long or too many.",
+  "page.verification": "This chat is for signed-in users of its website.",
+  "page.entry": "This chat needs a valid entry link.",
+  "page.too_many": "Too many new chats were opened from this network. Try again later.",
 } as const;
 
 /** A visible string's key. */
