@@ -115,7 +115,10 @@ function mount(identity: string, origin: string, attr: (name: string) => string 
 
   /** Puts `lang`'s strings (the site's overrides on top) in force and names the launcher in them. */
   const use = async () => {
+    const want = lang;
     const table = await load();
+    // A slower fetch for a language since replaced (the person's, at the first opening) is dropped.
+    if (want !== lang) return;
     const mine = overrides(attr("strings"), lang, table, (why) => warn("strings", why));
     setStrings({ ...FALLBACK, ...table, ...mine }, lang);
     box.lang = lang;
