@@ -8,7 +8,8 @@
 //     which GET /api/docs loads from this origin instead of a CDN;
 //   - the web channel's client (docs/web-channel-client.md): webchat/src/page.ts → public/web/chat.js
 //     (a module), webchat/src/widget.ts → public/web/widget.js (a classic script, so it can find its
-//     own tag; webchat/chat.css inlined into it), webchat/chat.css → public/web/chat.css, and
+//     own tag; it fetches the stylesheet of its own build, __TAI_CSS_V__, rather than carrying it),
+//     webchat/chat.css → public/web/chat.css, and
 //     public/web/manifest.json, `{file name: "sha384-…"}`, the SRI values the page pins them by and
 //     the list of the only names the asset door serves (src/web-chat/assets.ts). Both scripts carry
 //     the string tables' version (src/web-chat/strings/index.ts, __TAI_STRINGS_V__), which the
@@ -75,6 +76,9 @@ const tablesModule = await build({
 const { stringsDigestInput } = await import(`data:text/javascript;base64,${Buffer.from(tablesModule.outputFiles[0].contents).toString("base64")}`);
 const stringsVersion = createHash("sha256").update(stringsDigestInput(), "utf8").digest("hex").slice(0, 16);
 
+/** A built file's version: the first 16 hex digits of its SHA-384, which its SRI value also carries (src/web-chat/assets.ts). */
+const webVersion = (text) => createHash("sha384").update(text, "utf8").digest("hex").slice(0, 16);
+
 const webCss = (await transform(readFileSync(join(root, "webchat/chat.css"), "utf8"), { loader: "css", minify: true, target: "chrome100" })).code;
 async function bundle(entry, format, define = {}) {
   const r = await build({
@@ -93,7 +97,7 @@ async function bundle(entry, format, define = {}) {
 }
 const web = {
   "chat.js": put("web/chat.js", await bundle("webchat/src/page.ts", "esm")),
-  "widget.js": put("web/widget.js", await bundle("webchat/src/widget.ts", "iife", { __TAI_WEB_CSS__: JSON.stringify(webCss) })),
+  "widget.js": put("web/widget.js", await bundle("webchat/src/widget.ts", "iife", { __TAI_CSS_V__: JSON.stringify(webVersion(webCss)) })),
   "chat.css": put("web/chat.css", webCss),
 };
 const manifest = Object.fromEntries(Object.entries(web).map(([name, bytes]) => [name, `sha384-${createHash("sha384").update(bytes).digest("base64")}`]));

@@ -14,6 +14,7 @@ import type { Env } from "../platform/env";
 import type { StringKey } from "./strings/en";
 import { STRING_TABLES, fill } from "./strings/index";
 import { type Locale, isRtl } from "./strings/locales";
+import { webAssetVersion } from "./asset-version";
 
 /**
  * The chat page's policy: its own files only; images from any https origin (media cards). Trusted
@@ -72,14 +73,18 @@ const CONTENT_TYPES: Readonly<Record<string, string>> = {
   css: "text/css; charset=utf-8",
 };
 
-/** The widget's script: loaded by host pages of other origins, so it is the one cross-origin file. */
-const CROSS_ORIGIN_FILES: ReadonlySet<string> = new Set(["widget.js"]);
+/**
+ * What host pages of other origins load: the widget's script, and the stylesheet the widget
+ * fetches (with CORS: it holds nothing but the service's own styles).
+ */
+const CROSS_ORIGIN_FILES: ReadonlySet<string> = new Set(["widget.js", "chat.css"]);
 
 /**
  * One built file by `name`, or null when the manifest does not name it. The name is compared
- * exactly with the manifest's keys, so no path, dot segment or encoding reaches ASSETS.
+ * exactly with the manifest's keys, so no path, dot segment or encoding reaches ASSETS. `version`
+ * (the widget's `?v=`) equal to the file's own makes the answer cacheable for good.
  */
-export async function serveWebAsset(env: Env, name: string): Promise<Response | null> {
+export async function serveWebAsset(env: Env, name: string, version?: string): Promise<Response | null> {
   const manifest = await webManifest(env);
   if (!Object.hasOwn(manifest, name)) return null;
   const ext = name.slice(name.lastIndexOf(".") + 1);
@@ -91,6 +96,7 @@ export async function serveWebAsset(env: Env, name: string): Promise<Response | 
     return null;
   }
   const crossOrigin = CROSS_ORIGIN_FILES.has(name);
+  const current = version !== undefined && version === webAssetVersion(manifest[name]);
   const headers = new Headers({
     "content-type": type,
     "x-content-type-options": "nosniff",
@@ -98,8 +104,10 @@ export async function serveWebAsset(env: Env, name: string): Promise<Response | 
     // The page pins chat.js and chat.css by SRI in HTML it serves fresh, so they are revalidated on
     // every load (a stale copy after a deploy would fail its integrity check). The widget's snippet
     // carries no integrity and is fetched on every page view of a host site: a short shared cache.
-    "cache-control": crossOrigin ? "public, max-age=300" : "no-cache",
+    // The stylesheet the widget asks for by its version never changes under that name.
+    "cache-control": current ? "public, max-age=31536000, immutable" : name === "widget.js" ? "public, max-age=300" : "no-cache",
   });
+  if (name === "chat.css") headers.set("access-control-allow-origin", "*");
   const etag = res.headers.get("etag");
   if (etag) headers.set("etag", etag);
   return new Response(res.body, { status: 200, headers });

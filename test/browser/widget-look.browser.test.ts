@@ -191,6 +191,23 @@ describe("the widget's language", () => {
 });
 
 describe("the widget's look", () => {
+  it("fetches its stylesheet and its strings from the service, each cacheable for good by its version", async () => {
+    const { page, context } = await newPage();
+    const got: Record<string, Record<string, string>> = {};
+    page.on("response", (r) => {
+      const path = new URL(r.url()).pathname;
+      if (path.endsWith("/assets/chat.css") || path.includes("/strings/")) got[path] = r.headers();
+    });
+    await page.goto(`${host.origin}/de`);
+    await visible(page.locator(".tai-launcher"));
+    await expect.poll(() => Object.keys(got).sort()).toEqual(["/api/channels/web/assets/chat.css", "/api/channels/web/strings/de"]);
+    for (const headers of Object.values(got)) {
+      expect(headers["cache-control"]).toBe("public, max-age=31536000, immutable");
+      expect(headers["access-control-allow-origin"]).toBe("*");
+    }
+    await context.close();
+  });
+
   it("applies a site's colours, font, radius, position and icon", async () => {
     const { page, warnings, close } = await hostPage("/brand");
     const launcher = await visible(page.locator(".tai-launcher"));

@@ -8,9 +8,11 @@
  * language and the look (docs/channels.md, "The widget's attributes").
  *
  * Everything lives in a shadow root, so the host page's styles and the widget's do not leak into
- * each other. The stylesheet is webchat/chat.css, inlined at build time (__TAI_WEB_CSS__) and
- * adopted as a constructed stylesheet: that needs no `style-src` on the host page's CSP, and no
- * extra request. A browser without constructed stylesheets gets a <link> to the service's copy.
+ * each other. The stylesheet is webchat/chat.css, fetched from the service in the version this
+ * build was made with (__TAI_CSS_V__, so the browser caches it for good) and adopted as a
+ * constructed stylesheet: that needs no `style-src` on the host page's CSP, only the `connect-src`
+ * every request needs, and it keeps the widget's own bytes for code. The widget shows once its
+ * styles are in. A browser without constructed stylesheets gets a <link> to the same copy.
  *
  * No language's table is bundled: the widget fetches the one it needs from the service
  * (`strings/{locale}?v=…`, cached for good per version). If that fails it runs on FALLBACK, the
@@ -23,7 +25,8 @@ import { applyTheme } from "./theme";
 import { bearerTransport, DOOR_BASE } from "./transport";
 import { buildChat, Chat } from "./ui";
 
-declare const __TAI_WEB_CSS__: string;
+/** The stylesheet's version (scripts/build-console.mjs), which the asset door serves as immutable. */
+declare const __TAI_CSS_V__: string;
 /** The string tables' version (src/web-chat/strings/index.ts), baked in by scripts/build-console.mjs. */
 declare const __TAI_STRINGS_V__: string;
 
@@ -55,14 +58,20 @@ function icon(name: string): SVGSVGElement {
   return svg;
 }
 
-function styles(shadow: ShadowRoot, origin: string): void {
-  if ("adoptedStyleSheets" in shadow && typeof CSSStyleSheet === "function" && "replaceSync" in CSSStyleSheet.prototype) {
+/** Credentials never go to the service from a host page, and its path never in a Referer. */
+const CORS: RequestInit = { credentials: "omit", referrerPolicy: "origin" };
+
+async function styles(shadow: ShadowRoot, origin: string): Promise<void> {
+  const href = new URL(`${DOOR_BASE}assets/chat.css?v=${__TAI_CSS_V__}`, origin).href;
+  try {
     const sheet = new CSSStyleSheet();
-    sheet.replaceSync(__TAI_WEB_CSS__);
+    const res = await fetch(href, CORS);
+    if (!res.ok) throw res.status;
+    sheet.replaceSync(await res.text());
     shadow.adoptedStyleSheets = [sheet];
-    return;
+  } catch {
+    shadow.append(el(document, "link", { rel: "stylesheet", href }));
   }
-  shadow.append(el(document, "link", { rel: "stylesheet", href: new URL(`${DOOR_BASE}assets/chat.css`, origin).href }));
 }
 
 /** `attr(name)`: the tag's `data-<name>`. */
@@ -72,15 +81,16 @@ function mount(identity: string, origin: string, attr: (name: string) => string 
   for (const existing of document.querySelectorAll("[data-tai-web]")) {
     if (existing.getAttribute("data-tai-web") === identity && existing.getAttribute("data-tai-web-service") === origin) return;
   }
-  const host = el(document, "div", { "data-tai-web": identity, "data-tai-web-service": origin });
+  // Hidden until its styles are in: an unstyled launcher never flashes on the host page.
+  const host = el(document, "div", { "data-tai-web": identity, "data-tai-web-service": origin, hidden: true });
   const shadow = host.attachShadow({ mode: "open" });
-  styles(shadow, origin);
+  void styles(shadow, origin).then(() => host.removeAttribute("hidden"));
   applyTheme(host, attr, warn);
 
   // Cached by the browser for good (the version is in the URL); a failed fetch is tried again at
   // the next need, the panel's first opening.
   const load = (): Promise<Record<string, string> | null> =>
-    fetch(new URL(`${DOOR_BASE}strings/${lang}?v=${__TAI_STRINGS_V__}`, origin), { credentials: "omit", referrerPolicy: "origin" })
+    fetch(new URL(`${DOOR_BASE}strings/${lang}?v=${__TAI_STRINGS_V__}`, origin), CORS)
       .then((r) => (r.ok ? r.json() : null))
       .catch(() => null);
 

@@ -776,9 +776,16 @@ addPublicRoute(
     method: "get",
     path: "/api/channels/web/assets/{name}",
     summary: "Web chat: one of the page's files, by exact name",
-    description: "Public. Only the names in the build's integrity manifest are served; anything else is 404.",
+    description:
+      "Public. Only the names in the build's integrity manifest are served; anything else is 404. `chat.css` is readable from any origin (the widget fetches it); with `v` equal to its version (the widget's build carries it) it is cacheable for a year, `immutable`.",
     params: z.object({ name: z.string().regex(/^[a-z0-9.-]{1,64}$/, { message: "is not an asset name" }) }).strict(),
+    query: z.object({
+      v: z
+        .string()
+        .regex(/^[0-9a-f]{1,64}$/, { message: "must be hex digits" })
+        .optional(),
+    }),
     errors: [404],
   },
-  async (c, { params }) => (await serveWebAsset(c.env, params.name)) ?? c.json({ error: "not found" }, 404),
+  async (c, { params, query }) => (await serveWebAsset(c.env, params.name, query.v)) ?? c.json({ error: "not found" }, 404),
 );
