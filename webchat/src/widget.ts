@@ -66,7 +66,7 @@ async function styles(shadow: ShadowRoot, origin: string): Promise<void> {
   try {
     const sheet = new CSSStyleSheet();
     const res = await fetch(href, CORS);
-    if (!res.ok) throw res.status;
+    if (!res.ok) throw new Error(String(res.status));
     sheet.replaceSync(await res.text());
     shadow.adoptedStyleSheets = [sheet];
   } catch {
