@@ -74,11 +74,6 @@ export async function routePoliciesFor(env: Env, routeName: string | null): Prom
   return { ...publicPolicy(both.policy), business_hours: both.hours };
 }
 
-/** The route's business hours in force (null: none set, always open), through the same cache entry. */
-export async function businessHoursFor(env: Env, routeName: string | null): Promise<BusinessHours | null> {
-  return (await policiesFor(env, routeName)).hours;
-}
-
 const BothRow = z.object({ policy: z.string().nullable(), hours: z.string().nullable() });
 
 async function policiesFor(env: Env, routeName: string | null): Promise<RoutePolicies> {
