@@ -176,7 +176,9 @@ describe("the person's locale", () => {
     const k = await mintKey({ scopes: [`tool:${title}`] });
     const route = await createRoute({ door: "api", target_kind: "tool", target_name: title, execution_key: k.user_id, payload_expr: "{person_id}" });
     const key = await admin();
-    expect((await call("PUT", `/api/conversation-configs/tool/${title}`, { key, body: { target_kind: "tool", target_name: title, multichannel: true } })).status).toBe(200);
+    expect(
+      (await call("PUT", `/api/conversation-configs/tool/${title}`, { key, body: { target_kind: "tool", target_name: title, multichannel: true } })).status,
+    ).toBe(200);
     const ext = uniq("anna");
     const first = await send(route.name, { external_user_id: ext, text: "hi", wait_seconds: 10 });
     expect(first.status, JSON.stringify(first.body)).toBe(200);
@@ -186,7 +188,12 @@ describe("the person's locale", () => {
     // Open only on the day after tomorrow (UTC): closed now, whatever the time.
     const opening = new Date(Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth(), new Date().getUTCDate() + 2, 9));
     const day = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"][opening.getUTCDay()];
-    await putHours(route.name, { time_zone: "UTC", weekly: { [day]: [["09:00", "10:00"]] }, away_message: "Zurück {next_opening}.", agent_out_of_hours: "handoff_note" });
+    await putHours(route.name, {
+      time_zone: "UTC",
+      weekly: { [day]: [["09:00", "10:00"]] },
+      away_message: "Zurück {next_opening}.",
+      agent_out_of_hours: "handoff_note",
+    });
     const again = await send(route.name, { external_user_id: ext, text: "noch da?", wait_seconds: 10 });
     expect(again.status, JSON.stringify(again.body)).toBe(200);
     expect(again.body.data.answer).toBe(personId);
