@@ -2,7 +2,8 @@
  * What a route's `agent_out_of_hours` does (docs/inbox.md, "Business hours"): with `answer` the
  * agent answers out of hours and only a handoff says when a person is back; with `handoff_note` the
  * customer is also told beside the agent's answer, once per closed period. The next opening is
- * written in the person's locale when it is known, else in the route's.
+ * written in the person's locale when it is known, else in the route's, at a turn and at an
+ * operator's switch alike.
  */
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
@@ -17,7 +18,7 @@ import { admin, call, mintKey, uniq } from "../helpers/http";
 import { fakeFetch } from "../helpers/network";
 import { eventually, rawRows } from "../helpers/threads";
 import { postTwilio } from "../helpers/webhooks";
-import { address, channelRoute, declareTool, network } from "../operator/helpers";
+import { address, channelRoute, declareTool, network, setMode } from "../operator/helpers";
 import { settingsOf } from "../targets/helpers";
 
 // 2026-01-05 is a Monday; Berlin is UTC+1 in winter, so the office opens at 08:00Z.
@@ -167,7 +168,7 @@ describe("agent_out_of_hours on a channel route", () => {
 });
 
 describe("the person's locale", () => {
-  it("writes the note's next opening in the linked person's locale", async () => {
+  it("writes the next opening in the linked person's locale, in the note and at an operator's switch", async () => {
     const host = `hours-${crypto.randomUUID().slice(0, 8)}.example`;
     const title = host.split(".")[0];
     await declareTool(title, `https://${host}/run`);
@@ -205,5 +206,16 @@ describe("the person's locale", () => {
     );
     const note = rows.map((r) => JSON.parse(r.record)).find((r) => r.submitted_by === "inbox");
     expect(note?.answer).toMatch(new RegExp(`^Zurück ${weekday}.*09:00`));
+
+    // An operator's switch comes from outside a turn: the thread finds the person's locale in its messages.
+    const threadId = again.body.data.thread_id as string;
+    expect((await setMode(route.name, threadId, "manual")).status).toBe(200);
+    const after = await eventually(
+      () => rawRows(threadId),
+      (rs) => rs.filter((r) => JSON.parse(r.record).submitted_by === "inbox").length >= 2,
+      250,
+    );
+    const away = after.map((r) => JSON.parse(r.record)).filter((r) => r.submitted_by === "inbox")[1];
+    expect(away?.answer).toMatch(new RegExp(`^Zurück ${weekday}.*09:00`));
   });
 });

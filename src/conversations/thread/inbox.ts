@@ -22,10 +22,10 @@ import {
   type WaitReason,
 } from "../model/inbox";
 import type { Mode } from "../../shared/kinds";
-import { type BusinessHours, awayMessage, nextOpening } from "../business-hours";
+import { type BusinessHours, awayMessage, isOpen, nextOpening } from "../business-hours";
 import { parseStored } from "../../platform/persistence/stored-json";
 import type { ThreadDeps } from "./deps";
-import { deleteMeta, getMeta, setMeta } from "./store";
+import { deleteMeta, getMeta, newestPersonLocale, setMeta } from "./store";
 import { seedOf } from "./inbox-instants";
 
 const META = "inbox";
@@ -218,8 +218,10 @@ export class ThreadInbox {
   /**
    * The thread turned to `mode` (the agent's tool, an operator's mode door, a rule). To a human:
    * the thread opens and waits, in this same step; back to the agent: it is pending, nobody waits.
+   * `locale`: the person's, for the away message (undefined: the newest one the thread's customer
+   * messages carried, read only when an away message is written).
    */
-  async modeChanged(mode: Mode, routeName: string | null, reason: WaitReason, by: string | null, locale: string | null = null): Promise<void> {
+  async modeChanged(mode: Mode, routeName: string | null, reason: WaitReason, by: string | null, locale?: string | null): Promise<void> {
     if (mode === "manual") {
       const handed = await this.withPolicy(
         (stored) => {
@@ -232,7 +234,11 @@ export class ThreadInbox {
           const s = stored ?? EMPTY_INBOX;
           // Out of hours the away message, with the next opening, takes the holding message's place:
           // one message saying when a person is back, rather than a promise nobody is there to keep.
-          const away = policy.business_hours ? awayMessage(policy.business_hours, new Date(now), locale) : null;
+          const hours = policy.business_hours;
+          const away =
+            hours && !isOpen(hours, new Date(now))
+              ? awayMessage(hours, new Date(now), locale !== undefined ? locale : newestPersonLocale(this.deps.storage, now))
+              : null;
           const text = away ?? policy.holding_message;
           // Once per handoff: recorded before it is sent, so a repeated switch never sends it twice.
           const holding = text !== null && s.holding_sent_at === null && this.parts.messages !== undefined ? text : null;
