@@ -17,6 +17,7 @@ import { markdownBlock } from "./markdown";
 import { WebError, type Transport } from "./transport";
 import { isTurnState, LiveTurns } from "./turns";
 import { type Rating, feedbackBar } from "./feedback";
+import { type Hours, hoursLine } from "./hours";
 
 export type Role = "visitor" | "bot" | "operator";
 export type Option = { id?: string; text: string; kind?: string; url?: string };
@@ -129,6 +130,14 @@ export class Chat {
     this.started = true;
     this.e.list.setAttribute("aria-busy", "true");
     void this.connect();
+    // The route's hours: away until its next opening, or how soon a reply comes. Nothing on failure.
+    this.t.post<Hours>("config", {}).then(
+      (h) => {
+        const line = hoursLine(h);
+        if (line) this.e.list.before(el(this.doc, "p", { class: "tai-hours" }, line));
+      },
+      () => undefined,
+    );
   }
 
   /** The text box, for callers that move focus into the chat. */

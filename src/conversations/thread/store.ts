@@ -492,6 +492,18 @@ export function newestAddressOn(storage: DurableObjectStorage, routeName: string
   return rows[0]?.address ?? null;
 }
 
+/**
+ * The locale of the person behind the thread's newest live customer message that carried one (a
+ * multichannel target's inbound names its person), or null: what the inbox writes in when a
+ * handoff comes from outside a turn (an operator's switch).
+ */
+export function newestPersonLocale(storage: DurableObjectStorage, nowMs: number): string | null {
+  const rows = threadSql(storage, "newest person locale")<{ locale: string }>`SELECT json_extract(inbound, '$.person.locale') AS locale FROM records
+     WHERE (expires_at IS NULL OR expires_at > ${nowMs}) AND json_extract(inbound, '$.person.locale') IS NOT NULL
+     ORDER BY seq DESC LIMIT 1`;
+  return rows[0]?.locale ?? null;
+}
+
 export function countAll(storage: DurableObjectStorage): number {
   return bookOf(storage).count;
 }

@@ -19,7 +19,6 @@ import { StopAnswer } from "../../conversations/model/live";
 import type { Route, RouteWithKey } from "../../conversations/model/route";
 import { readRouteWithKeyByChannelIdentity } from "../../conversations/store";
 import { hoursView } from "../../conversations/business-hours";
-import { businessHoursFor } from "../../conversations/inbox-policy";
 import { EpochCache } from "../../platform/epochs/cache";
 import type { AppEnv } from "../../platform/http/app-env";
 import { readStreamCapped } from "../../platform/http/body";
@@ -268,7 +267,7 @@ addPublicRoute(
     path: "/api/channels/web/config",
     summary: "Web chat: what the page shows about its route: open now, the next opening, the expected reply time",
     description:
-      "Public; the visitor's session and a matching Origin, as for `messages`. From the route's business hours (docs/inbox.md, \"Business hours\"): `open_now` (true when the route has none), `next_opening` (ISO-8601; null while open or when the week has no hours), `reply_time_text` and `reply_time_seconds` (null when unset). Read through the route's cache: no D1 statement while the hours are unchanged.",
+      "Public; the visitor's session and a matching Origin, as for `messages`. From the route's business hours (docs/inbox.md, \"Business hours\"): `open_now` (true when the route has none), `next_opening` (ISO-8601; null while open or when the week has no hours), `reply_time_text` and `reply_time_seconds` (null when unset). The hours ride in the identity's cached route read: no D1 statement while they are unchanged.",
     body: configBody,
     response: z.object({
       open_now: z.boolean(),
@@ -280,7 +279,7 @@ addPublicRoute(
   },
   async (c, { body, raw }) => {
     const { cred, read, origin } = await visitorRequest(c, body.identity, raw);
-    const view = hoursView(await businessHoursFor(c.env, read.route.route_name), new Date());
+    const view = hoursView(read.found.target.hours ?? null, new Date());
     return json(c, view, 200, corsHeaders(c, cred.mode, origin));
   },
 );

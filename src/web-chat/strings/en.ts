@@ -6,6 +6,9 @@
 export const EN = {
   send: "Send",
   sending: "Sending…",
+  "hours.away": "We're away; back {when}",
+  "hours.closed": "We're away right now",
+  "hours.reply": "Typically replies in {time}",
 } as const;
 
 /** A visible string's key. */
