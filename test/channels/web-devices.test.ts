@@ -247,3 +247,33 @@ describe("a thread object written before sessions per device", () => {
     expect(out.version).toBe(String(THREAD_SCHEMA.steps.length));
   });
 });
+
+describe("a widget on a page the identity lists", () => {
+  it("reads the reason of a refusal; a page the identity does not list learns nothing", async () => {
+    const desk = await verifiedDesk();
+    const shop = "https://shop.example";
+    expect((await call("PUT", `/api/channels/web/sites/${desk.identity}`, { key: await admin(), body: { allowed_origins: [shop] } })).status).toBe(200);
+    const now = Math.floor(Date.now() / 1000);
+    const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString("base64url");
+    const signing = `${b64({ alg: "HS256" })}.${b64({ sub: "late", iat: now - 4000, exp: now - 600 })}`;
+    const expired = `${signing}.${createHmac("sha256", desk.secret).update(signing, "utf8").digest("base64").replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "")}`;
+    const minted = await call("POST", "/api/channels/web/session", {
+      body: { identity: desk.identity, user_token: expired },
+      headers: { origin: shop, "cf-connecting-ip": ip() },
+    });
+    expect([minted.status, minted.body.code, minted.headers.get("access-control-allow-origin")]).toEqual([401, "user_token_expired", shop]);
+    const gone = `w_${"A".repeat(22)}.${"B".repeat(43)}`;
+    const lost = await call("POST", "/api/channels/web/messages", {
+      body: { identity: desk.identity, text: "hi" },
+      headers: { origin: shop, authorization: `Bearer ${gone}` },
+    });
+    expect([lost.status, lost.body.code, lost.headers.get("access-control-allow-origin")]).toEqual([401, "session_missing", shop]);
+    for (const path of ["session", "messages"]) {
+      const foreign = await call("POST", `/api/channels/web/${path}`, {
+        body: { identity: desk.identity, text: "hi" },
+        headers: { origin: "https://evil.example", authorization: `Bearer ${gone}` },
+      });
+      expect([path, foreign.status, foreign.headers.get("access-control-allow-origin")]).toEqual([path, 403, null]);
+    }
+  });
+});

@@ -188,6 +188,7 @@ webChannelRouter.use("/api/channels/web/*", async (c, next) => {
       Vary: "Origin",
     });
   }
+  let listed: string | null = null;
   if (c.req.method === "POST" && VISITOR_POSTS.test(c.req.path)) {
     const origin = c.req.header("origin");
     if (!origin) throw originMismatch();
@@ -196,10 +197,21 @@ webChannelRouter.use("/api/channels/web/*", async (c, next) => {
         // The widget's first POST has no bearer yet: its origin is held to the list of the
         // identity it names, before the body is validated any further.
         if (!(await listedOrigin(c, origin))) throw originMismatch();
+        listed = origin;
       } else if (bearerToken(c.req.raw) === null) throw originMismatch();
+      else if (await listedOrigin(c, origin)) listed = origin;
     }
   }
   await next();
+  // A refusal to a widget on a page the identity lists says why (its session ended, its user's
+  // token expired), so the widget can mint again or ask its page for a fresh token. A page the
+  // identity does not list still gets no Access-Control-Allow-Origin: the browser hides even the status.
+  if (listed && !c.res.headers.has("access-control-allow-origin")) {
+    const res = new Response(c.res.body, c.res);
+    res.headers.set("Access-Control-Allow-Origin", listed);
+    res.headers.append("Vary", "Origin");
+    c.res = res;
+  }
 });
 
 /** True when the body's `identity` lists `origin` (a body that names no identity lists nothing). */
