@@ -2,7 +2,7 @@
  * The web channel's public doors (docs/channels.md "Web"). No api key: a visitor's session is the
  * credential (src/web-chat/session.ts), minted by the chat page (cookie) or for the widget
  * (bearer), and it is good on one identity only. A web route is a channel route on `web` whose
- * identity is the page's; a visitor's conversation is one thread object, which keeps the session,
+ * identity is the page's; a visitor's conversation is one thread object, which keeps the sessions,
  * the transcript and the live sockets (src/conversations/thread/web-visitor.ts).
  */
 import { Hono } from "hono";
@@ -490,7 +490,7 @@ addPublicRoute(
     live: "websocket",
     summary: "Web chat: the visitor's live conversation (WebSocket)",
     description:
-      "Public; a WebSocket upgrade with the page's cookie (same Origin) or the widget's one-time `ticket`. Sends the entries after `after`, then `{type: ready}`, then each new entry as it is written; a reload that passes its last seq sees each entry once. Each push goes only to a socket whose session is still the live one: once that session ended, expired or was replaced, the socket gets nothing more and is closed (code 4401).",
+      "Public; a WebSocket upgrade with the page's cookie (same Origin) or the widget's one-time `ticket`. Sends the entries after `after`, then `{type: ready}`, then each new entry as it is written; a reload that passes its last seq sees each entry once. Each push goes only to a socket whose own session still lives (a signed-in user's devices each have theirs): once that session ended, expired or was replaced, the socket gets nothing more and is closed (code 4401), and the other devices' sockets go on.",
     query: streamQuery,
     errors: [401, 403, 404, 426, 429],
   },
