@@ -39,6 +39,10 @@ export class PersonDirectory extends DurableObject<Env> implements PersonDirecto
     return this.parts.pairing.redeem(arrival, party, code, nowMs);
   }
 
+  async join(ours: Arrival, theirs: Arrival, nowMs: number): Promise<PersonView> {
+    return this.parts.pairing.join(ours, theirs, nowMs);
+  }
+
   async unlink(arrival: Arrival, nowMs: number): Promise<UnlinkResult> {
     return this.parts.pairing.unlink(arrival, nowMs);
   }

@@ -150,8 +150,8 @@ export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
     return forgetThread(this.deps, this.parts);
   }
 
-  async webOpen(identity: string, secretHash: string, pendingTtlMs: number, params: Record<string, string> | null): Promise<void> {
-    this.parts.web.open(identity, secretHash, pendingTtlMs, params);
+  async webOpen(identity: string, secretHash: string, pendingTtlMs: number, params: Record<string, string> | null, keep?: number): Promise<void> {
+    this.parts.web.open(identity, secretHash, pendingTtlMs, params, keep);
     await this.parts.alarm.arm();
   }
 
@@ -193,12 +193,13 @@ export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
     return parkedById(this.storage, interactionId) !== null;
   }
 
-  async webTicket(ticketHash: string, ttlMs: number): Promise<void> {
-    this.parts.web.keepTicket(ticketHash, ttlMs);
+  async webTicket(ticketHash: string, ttlMs: number, sessionHash: string): Promise<void> {
+    this.parts.web.keepTicket(ticketHash, ttlMs, sessionHash);
   }
 
-  async webEnd(transcript: boolean): Promise<void> {
-    this.parts.web.end(transcript);
+  async webEnd(transcript: boolean, secretHash?: string): Promise<void> {
+    if (secretHash === undefined) this.parts.web.end(transcript);
+    else this.parts.web.endSession(secretHash);
     await this.vacateIfEmpty();
   }
 

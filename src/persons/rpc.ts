@@ -57,6 +57,13 @@ export interface PersonDirectoryRpc {
    * the codes.
    */
   redeem(arrival: Arrival, party: string, code: string, nowMs: number): Promise<RedeemResult>;
+  /**
+   * Joins the persons of two addresses that a door has proven are one party's (the web chat's
+   * consent merge: a visitor's anonymous session and their signed-in one, each presented by its own
+   * credential): the merge a redeem makes, without a code. Either address gets a person first when
+   * it has none. Answers the joined person.
+   */
+  join(ours: Arrival, theirs: Arrival, nowMs: number): Promise<PersonView>;
   /** Detaches `arrival`'s address into a fresh single-address person (not greeted again). */
   unlink(arrival: Arrival, nowMs: number): Promise<UnlinkResult>;
   /** One person by id. */

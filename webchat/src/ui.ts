@@ -18,6 +18,7 @@ import { WebError, type Transport } from "./transport";
 import { isTurnState, LiveTurns } from "./turns";
 import { type Rating, feedbackBar } from "./feedback";
 import type { StringKey } from "../../src/web-chat/strings/en";
+import { type Hours, hoursLine } from "./hours";
 
 export type Role = "visitor" | "bot" | "operator";
 export type Option = { id?: string; text: string; kind?: string; url?: string };
@@ -56,9 +57,12 @@ export type ChatHooks = {
   onEntry?: (entry: Entry, live: boolean) => void;
   /**
    * The session is gone and this transport cannot renew it (the page reloads: its door mints a new
-   * one). True when handled; false leaves the chat showing that it ended.
+   * one; the widget asks its page for a fresh user proof when `err` refused one). True when
+   * handled; false leaves the chat showing that it ended.
    */
-  onSessionLost?: () => boolean;
+  onSessionLost?: (err?: unknown) => boolean;
+  /** The route's config when the surface already asks for it (the widget, for the person's locale): asked once, not twice. */
+  config?: () => Promise<Hours>;
 };
 
 const MAX_CHIPS = 10;
@@ -130,6 +134,14 @@ export class Chat {
     this.started = true;
     this.e.list.setAttribute("aria-busy", "true");
     void this.connect();
+    // The route's hours: away until its next opening, or how soon a reply comes. Nothing on failure.
+    (this.hooks.config?.() ?? this.t.post<Hours>("config", {})).then(
+      (h) => {
+        const line = hoursLine(h);
+        if (line) this.e.list.before(el(this.doc, "p", { class: "tai-hours" }, line));
+      },
+      () => undefined,
+    );
   }
 
   /** The text box, for callers that move focus into the chat. */
@@ -137,7 +149,8 @@ export class Chat {
     this.e.input.focus();
   }
 
-  private say(text: string): void {
+  /** Writes the status line (connection changes, failures, confirmations). */
+  say(text: string): void {
     this.e.status.textContent = text;
   }
 
@@ -161,7 +174,7 @@ export class Chat {
       ws = await this.t.openStream(this.highest);
     } catch (err) {
       if (generation !== this.generation) return;
-      if (err instanceof WebError && err.status === 401) return this.sessionLost();
+      if (err instanceof WebError && err.status === 401) return this.sessionLost(err);
       if (err instanceof WebError && err.status >= 400 && err.status < 500 && err.status !== 408 && err.status !== 429) {
         // A refusal (unknown chat, origin not allowed) does not change by retrying.
         this.say(t("status.unavailable", { reason: err.message }));
@@ -242,15 +255,17 @@ export class Chat {
 
   private end(message: string): void {
     this.ended = true;
+    // A signed-in widget hides "New conversation" while its session lives; once it ended, it is the way on.
+    this.e.renew.hidden = false;
     this.e.input.disabled = true;
     this.e.send.disabled = true;
     this.e.list.setAttribute("aria-busy", "false");
     this.say(message);
   }
 
-  private sessionLost(): void {
+  private sessionLost(err?: unknown): void {
     this.drop();
-    if (!this.hooks.onSessionLost?.()) this.end(t("status.session_ended"));
+    if (!this.hooks.onSessionLost?.(err)) this.end(t("status.session_ended"));
   }
 
   /** "New conversation": a fresh session, an empty transcript, and the stream from the start. */
@@ -264,13 +279,26 @@ export class Chat {
     } catch (err) {
       this.busyRenewing = false;
       this.e.renew.disabled = false;
-      if (err instanceof WebError && err.status === 401 && this.hooks.onSessionLost?.()) return;
+      if (err instanceof WebError && err.status === 401 && this.hooks.onSessionLost?.(err)) return;
       this.say(t("status.renew_failed", { reason: messageOf(err) }));
       if (!this.ended && this.started) void this.connect();
       return;
     }
     this.busyRenewing = false;
     this.e.renew.disabled = false;
+    this.started = true;
+    this.reset();
+    this.say(t("status.renewed"));
+    this.e.input.focus();
+  }
+
+  /**
+   * Shows the conversation from the start: an empty transcript and the stream from `after=0`
+   * (another session's conversation: a new one, or a signed-in user's). Nothing before `start`.
+   */
+  reset(): void {
+    if (!this.started) return;
+    this.drop();
     this.turns.clear();
     this.e.list.replaceChildren();
     this.shown.clear();
@@ -281,9 +309,6 @@ export class Chat {
     this.e.input.disabled = false;
     this.e.send.disabled = false;
     this.e.list.setAttribute("aria-busy", "true");
-    this.started = true;
-    this.say(t("status.renewed"));
-    this.e.input.focus();
     void this.connect();
   }
 
@@ -545,7 +570,7 @@ export class Chat {
           window.setTimeout(() => this.attempt(p), 1000 * 2 ** (p.tries - 1));
           return;
         }
-        if (err instanceof WebError && err.status === 401) this.sessionLost();
+        if (err instanceof WebError && err.status === 401) this.sessionLost(err);
         this.failed(p, messageOf(err), transient);
       },
     );

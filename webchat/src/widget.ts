@@ -17,12 +17,19 @@
  * No language's table is bundled: the widget fetches the one it needs from the service
  * (`strings/{locale}?v=…`, cached for good per version). If that fails it runs on FALLBACK, the
  * little English a visitor needs to open the chat, write and send.
+ *
+ * A page behind the site's login signs its user in (docs/web-channel-client.md, "Signed-in
+ * users"): `data-user-token` on the tag, and later `TaiWeb.identify(token)` or the
+ * `tai-web-identify` event (null signs out). When the service refuses a token or wants one, the
+ * widget says so and fires `tai-web-token-needed` on window, so the page can hand it a fresh one.
  */
 import { isRtl, pickLocale, shipped } from "../../src/web-chat/strings/locales";
 import { el } from "./dom";
 import { overrides, setStrings, t } from "./strings";
+import type { StringKey } from "../../src/web-chat/strings/en";
 import { applyTheme } from "./theme";
-import { bearerTransport, DOOR_BASE } from "./transport";
+import type { Hours } from "./hours";
+import { bearerTransport, DOOR_BASE, WebError } from "./transport";
 import { buildChat, Chat } from "./ui";
 
 /** The stylesheet's version (scripts/build-console.mjs), which the asset door serves as immutable. */
@@ -41,6 +48,9 @@ const ICONS: Record<string, [d: string, line?: 1]> = {
 
 /** The English a widget runs on when its table could not be fetched: enough to open the chat, write and send. */
 const FALLBACK: Record<string, string> = { send: "Send", message: "Message", title: "Chat", "launcher.open": "Open chat: {title}" };
+
+/** The refusals of a user proof the page can mend with a fresh token: each has an `identify.<code>` string. */
+const IDENTIFY = ["user_token_expired", "user_unverified", "verification_required"];
 
 const warn = (name: string, why: string) => console.warn(`tai web widget: data-${name} ${why}`);
 
@@ -137,10 +147,23 @@ function mount(identity: string, origin: string, attr: (name: string) => string 
     unread.textContent = ` ${t("launcher.unread")}`;
   };
 
-  const transport = bearerTransport(origin, identity);
   let panel: HTMLElement | null = null;
   let chat: Chat | null = null;
   let building: Promise<void> | null = null;
+  let renew: HTMLElement | null = null;
+  /** A minted session offered to keep the anonymous conversation before the panel was built. */
+  let offered = false;
+  // A signed-in user's conversation is the same on every device: no "New conversation" while it lives.
+  const signedIn = () => {
+    if (renew) renew.hidden = Boolean(transport.user());
+  };
+  const transport = bearerTransport(origin, identity, (offer) => {
+    signedIn();
+    if (offer) panel ? offerKeep() : (offered = true);
+  });
+  // The route's config, asked once: the person's locale (below) and the chat's hours line.
+  let config: Promise<Hours & { locale?: string | null }> | null = null;
+  const configOnce = () => (config ??= transport.post("config", {}));
 
   /**
    * The panel, built when the visitor first opens it: by then the session exists, so the person's
@@ -149,10 +172,10 @@ function mount(identity: string, origin: string, attr: (name: string) => string 
   const build = async () => {
     if (!shipped(attr("locale"))) {
       try {
-        const config = await transport.post<{ locale?: string | null }>("config", {});
-        lang = pickLocale([config?.locale, ...navigator.languages]);
+        lang = pickLocale([(await configOnce()).locale, ...navigator.languages]);
       } catch {
         // The chat itself will say what is wrong with the service; the language stays.
+        config = null;
       }
     }
     await use();
@@ -161,11 +184,24 @@ function mount(identity: string, origin: string, attr: (name: string) => string 
     head.append(close);
     const made = el(document, "div", { id: "tai-w-panel", class: "tai-panel", role: "dialog", "aria-labelledby": "tai-w-title", hidden: true }, root);
     box.prepend(made);
-    chat = new Chat(transport, elements, {
+    renew = elements.renew;
+    signedIn();
+    const talk: Chat = new Chat(transport, elements, {
       onEntry: (entry, live) => {
         if (live && entry.role !== "visitor" && made.hidden) badge.hidden = false;
       },
+      onSessionLost: (err) => {
+        // A proof refused, expired or wanted: the page is asked for a fresh one (TaiWeb.identify).
+        const reason = err instanceof WebError ? err.code : "";
+        if (!IDENTIFY.includes(reason)) return false;
+        talk.say(t(`identify.${reason}` as StringKey));
+        dispatchEvent(new CustomEvent("tai-web-token-needed", { detail: { identity, reason } }));
+        return true;
+      },
+      config: configOnce,
     });
+    chat = talk;
+    form = elements.form;
     close.addEventListener("click", shut);
     made.addEventListener("keydown", (ev) => {
       if (ev.key === "Escape") {
@@ -174,7 +210,43 @@ function mount(identity: string, origin: string, attr: (name: string) => string 
       }
     });
     panel = made;
+    if (offered) offerKeep();
   };
+
+  let form: HTMLFormElement | null = null;
+  /** Offers to keep the anonymous conversation the visitor had before signing in; only their "keep" joins it. */
+  const offerKeep = () => {
+    const keep = el(document, "button", { type: "button", class: "tai-chip" }, t("merge.keep"));
+    const skip = el(document, "button", { type: "button", class: "tai-chip" }, t("merge.skip"));
+    const offer = el(
+      document,
+      "div",
+      { class: "tai-card tai-merge" },
+      el(document, "p", { class: "tai-text" }, t("merge.offer")),
+      el(document, "div", { class: "tai-chips" }, keep, skip),
+    );
+    keep.addEventListener("click", () => {
+      offer.remove();
+      transport.merge().then(
+        () => chat?.say(t("merge.done")),
+        () => chat?.say(t("merge.failed")),
+      );
+    });
+    skip.addEventListener("click", () => {
+      offer.remove();
+      transport.skip();
+    });
+    form?.before(offer);
+  };
+
+  // A token string signs the user in, null (or "") signs them out; anything else is ignored.
+  const identify = (v: unknown) => {
+    if ((v === null || typeof v === "string") && transport.identify(v || null)) chat?.reset();
+    signedIn();
+  };
+  const token = attr("user-token");
+  if (token !== null) identify(token);
+  addEventListener("tai-web-identify", (ev) => identify((ev as CustomEvent).detail));
 
   const open = async () => {
     if (!panel) {
@@ -214,6 +286,9 @@ function main(): void {
     return;
   }
   const origin = new URL(script.src, location.href).origin;
+  // One global for every widget on the page: it fires the event each widget listens to.
+  const w = window as unknown as { TaiWeb?: { identify?: (token: unknown) => void } };
+  w.TaiWeb = { ...w.TaiWeb, identify: (v) => dispatchEvent(new CustomEvent("tai-web-identify", { detail: v })) };
   if (document.body) mount(identity, origin, attr);
   else document.addEventListener("DOMContentLoaded", () => mount(identity, origin, attr), { once: true });
 }

@@ -53,6 +53,11 @@ export const VISITOR_ID = /^[wu]_[A-Za-z0-9_-]{22}$/;
 
 /** True for a verified visitor's id (`u_…`): the site's backend vouched for its user. */
 export const isVerifiedVisitor = (visitorId: string) => visitorId.startsWith("u_");
+/**
+ * How many sessions a verified visitor's thread keeps at once, one per device (the least recently
+ * used goes past it); an anonymous visitor's thread keeps one, its address being its device's.
+ */
+export const MAX_DEVICE_SESSIONS = 5;
 /** A session secret: 43 base64url characters (32 random bytes). */
 export const SESSION_SECRET = /^[A-Za-z0-9_-]{43}$/;
 /** A web identity: a URL path segment. */

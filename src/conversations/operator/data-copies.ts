@@ -116,7 +116,7 @@ export const DATA_COPIES: readonly DataCopy[] = [
   {
     name: "web-session",
     where: "ThreadObject `web_session`, `web_ticket` (src/conversations/thread/web-visitor.ts)",
-    holds: "the link parameters the page was opened with; the visitor's address is the thread's id",
+    holds: "the link parameters each session (one per device of a signed-in user) was opened with; the visitor's address is the thread's id",
     readBy: "the web doors (turn payloads carry the params)",
     forget: { kind: "deletes", how: "ended with the transcript (the visitor's own thread, or each visitor of a forgotten linked person)" },
     erase: { kind: "deletes", how: "ended for each web address of the person" },

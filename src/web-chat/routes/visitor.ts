@@ -2,7 +2,7 @@
  * The web channel's public doors (docs/channels.md "Web"). No api key: a visitor's session is the
  * credential (src/web-chat/session.ts), minted by the chat page (cookie) or for the widget
  * (bearer), and it is good on one identity only. A web route is a channel route on `web` whose
- * identity is the page's; a visitor's conversation is one thread object, which keeps the session,
+ * identity is the page's; a visitor's conversation is one thread object, which keeps the sessions,
  * the transcript and the live sockets (src/conversations/thread/web-visitor.ts).
  */
 import { Hono } from "hono";
@@ -12,14 +12,14 @@ import { RetryLaterError, admitChannelMessageFor } from "../../conversations/doo
 import { takeToken, threadStub } from "../../conversations/door/stubs";
 import { threadStreamStub } from "../../conversations/model/thread-rpc";
 import { interactionStub } from "../../interactions/rpc";
+import { personDirectoryStub } from "../../persons/rpc";
 import { channelThreadId } from "../../shared/thread-id";
 import { checkParams } from "../../conversations/model/transport-bounds";
-import { WEB_HEADERS, VISITOR_ID, isVerifiedVisitor } from "../../conversations/model/web";
+import { MAX_DEVICE_SESSIONS, WEB_HEADERS, VISITOR_ID, isVerifiedVisitor } from "../../conversations/model/web";
 import { StopAnswer } from "../../conversations/model/live";
 import type { Route, RouteWithKey } from "../../conversations/model/route";
 import { readRouteWithKeyByChannelIdentity } from "../../conversations/store";
 import { hoursView } from "../../conversations/business-hours";
-import { businessHoursFor } from "../../conversations/inbox-policy";
 import { EpochCache } from "../../platform/epochs/cache";
 import type { AppEnv } from "../../platform/http/app-env";
 import { readStreamCapped } from "../../platform/http/body";
@@ -47,6 +47,7 @@ import {
   secretHash,
   sessionCookie,
   sessionMissing,
+  tokenCredential,
 } from "../session";
 
 export const webChannelRouter = new Hono<AppEnv>();
@@ -175,6 +176,7 @@ async function openSession(c: Context<AppEnv>, route: Route, identity: string, p
     await secretHash(minted.secret),
     s.pendingTtlSeconds * 1000,
     params,
+    visitorId ? MAX_DEVICE_SESSIONS : 1,
   );
   return { ...minted, expires_at: new Date(Date.now() + s.pendingTtlSeconds * 1000).toISOString() };
 }
@@ -188,7 +190,8 @@ function json(c: Context<AppEnv>, data: unknown, status: number, headers: Record
 }
 
 /** The visitor's POST doors (the operator's configuration doors under the same prefix take api keys). */
-const VISITOR_POSTS = /^\/api\/channels\/web\/(messages|stop|feedback|config|session|session\/rotate|stream-ticket|questions\/[^/]+\/answer)$/;
+const VISITOR_POSTS =
+  /^\/api\/channels\/web\/(messages|stop|feedback|config|session|session\/rotate|session\/end|session\/merge|stream-ticket|questions\/[^/]+\/answer)$/;
 
 // Before anything is read: a visitor's POST without an Origin, or from a foreign origin without the
 // widget's bearer header, is refused whatever its body. The identity's own list is checked once the
@@ -208,6 +211,7 @@ webChannelRouter.use("/api/channels/web/*", async (c, next) => {
       Vary: "Origin",
     });
   }
+  let listed: string | null = null;
   if (c.req.method === "POST" && VISITOR_POSTS.test(c.req.path)) {
     const origin = c.req.header("origin");
     if (!origin) throw originMismatch();
@@ -216,10 +220,21 @@ webChannelRouter.use("/api/channels/web/*", async (c, next) => {
         // The widget's first POST has no bearer yet: its origin is held to the list of the
         // identity it names, before the body is validated any further.
         if (!(await listedOrigin(c, origin))) throw originMismatch();
+        listed = origin;
       } else if (bearerToken(c.req.raw) === null) throw originMismatch();
+      else if (await listedOrigin(c, origin)) listed = origin;
     }
   }
   await next();
+  // A refusal to a widget on a page the identity lists says why (its session ended, its user's
+  // token expired), so the widget can mint again or ask its page for a fresh token. A page the
+  // identity does not list still gets no Access-Control-Allow-Origin: the browser hides even the status.
+  if (listed && !c.res.headers.has("access-control-allow-origin")) {
+    const res = new Response(c.res.body, c.res);
+    res.headers.set("Access-Control-Allow-Origin", listed);
+    res.headers.append("Vary", "Origin");
+    c.res = res;
+  }
 });
 
 /** True when the body's `identity` lists `origin` (a body that names no identity lists nothing). */
@@ -292,7 +307,7 @@ addPublicRoute(
     path: "/api/channels/web/config",
     summary: "Web chat: what the page shows about its route and visitor: open now, the next opening, the expected reply time, the person's locale",
     description:
-      "Public; the visitor's session and a matching Origin, as for `messages`. From the route's business hours (docs/inbox.md, \"Business hours\"): `open_now` (true when the route has none), `next_opening` (ISO-8601; null while open or when the week has no hours), `reply_time_text` and `reply_time_seconds` (null when unset). Read through the route's cache: no D1 statement while the hours are unchanged. " +
+      "Public; the visitor's session and a matching Origin, as for `messages`. From the route's business hours (docs/inbox.md, \"Business hours\"): `open_now` (true when the route has none), `next_opening` (ISO-8601; null while open or when the week has no hours), `reply_time_text` and `reply_time_seconds` (null when unset). The hours ride in the identity's cached route read: no D1 statement while they are unchanged. " +
       "`locale`: the visitor's person's locale (a BCP 47 tag, docs/persons.md) on a multichannel target, which the widget speaks when its tag names no language; null when the target is not multichannel or the visitor has no person (yet) or the person no locale. One call to the target's person directory, no D1 statement.",
     body: configBody,
     response: z.object({
@@ -306,8 +321,8 @@ addPublicRoute(
   },
   async (c, { body, raw }) => {
     const { cred, read, origin } = await visitorRequest(c, body.identity, raw);
-    const [hours, locale] = await Promise.all([businessHoursFor(c.env, read.route.route_name), personLocale(c, read, body.identity, cred.visitorId)]);
-    return json(c, { ...hoursView(hours, new Date()), locale }, 200, corsHeaders(c, cred.mode, origin));
+    const locale = await personLocale(c, read, body.identity, cred.visitorId);
+    return json(c, { ...hoursView(read.found.target.hours ?? null, new Date()), locale }, 200, corsHeaders(c, cred.mode, origin));
   },
 );
 
@@ -368,7 +383,7 @@ addPublicRoute(
     path: "/api/channels/web/session/rotate",
     summary: "Web chat: a new conversation on a fresh address",
     description:
-      "Public; needs the visitor's current session and a matching Origin. Ends the current session and opens a new one on a new visitor address: the page gets a new cookie, the widget a new token. The new session counts against the network's cap (429 too_many_sessions, the current session kept).",
+      "Public; needs the visitor's current session and a matching Origin. Ends the current session and opens a new one on a new, anonymous visitor address: the page gets a new cookie, the widget a new token. A signed-in user's session ends alone: the user's other devices keep theirs and the user's conversation, which this device leaves (docs/channels.md, \"Several devices\"). An identity requiring verified visitors refuses it (401 verification_required). The new session counts against the network's cap (429 too_many_sessions, the current session kept).",
     body: identityBody,
     response: z.object({ rotated: z.boolean(), token: z.string().optional(), expires_at: z.string().optional() }),
     errors: [401, 403, 404, 413, 429],
@@ -379,11 +394,85 @@ addPublicRoute(
     if ((await webRead(c, body.identity)).site.require_verified) throw verificationRequired();
     // The mint is spent before the current session ends, so a refusal leaves the visitor as they were.
     await spendMint(c);
-    await threadStub(c.env, current.threadId).webEnd(false);
+    // A verified user's thread is shared by their devices: only this device's session ends.
+    await threadStub(c.env, current.threadId).webEnd(false, isVerifiedVisitor(cred.visitorId) ? cred.secretHash : undefined);
     const minted = await openSession(c, read.route, body.identity, null, true);
     const s = c.get("settings").web;
     if (cred.mode === "bearer") return json(c, { rotated: true, token: minted.token, expires_at: minted.expires_at }, 200, corsHeaders(c, "bearer", origin));
     return json(c, { rotated: true }, 200, { "Set-Cookie": sessionCookie(body.identity, minted.token, s.sessionTtlSeconds, s.cookieSecure, c.req.url) });
+  },
+);
+
+addPublicRoute(
+  webChannelRouter,
+  {
+    ...publicDoor,
+    method: "post",
+    path: "/api/channels/web/session/end",
+    summary: "Web chat: the visitor ends their own session (signs this device out)",
+    description:
+      "Public; needs the session it ends and a matching Origin, as for `messages`. Ends the presented session only: its open streams are told `ended` and closed, its stream tickets go, and the token or cookie stops working. A signed-in user's other devices keep their sessions; the conversation and its records are not touched (they keep their own lifetime). The widget calls it when its page signs the user out (docs/web-channel-client.md, \"Signed-in users\"). The page's cookie is cleared.",
+    body: identityBody,
+    response: z.object({ ended: z.boolean() }),
+    errors: [401, 403, 404, 413],
+  },
+  async (c, { body, raw }) => {
+    const { cred, origin, current } = await visitorRequest(c, body.identity, raw);
+    await threadStub(c.env, current.threadId).webEnd(false, cred.secretHash);
+    if (cred.mode === "bearer") return json(c, { ended: true }, 200, corsHeaders(c, "bearer", origin));
+    const s = c.get("settings").web;
+    return json(c, { ended: true }, 200, { "Set-Cookie": sessionCookie(body.identity, "", 0, s.cookieSecure, c.req.url) });
+  },
+);
+
+const mergeBody = z
+  .object({
+    identity: identitySchema,
+    /** The signed-in user's session on this identity (the token `POST session` answered for their proof). */
+    verified_token: z.string().max(200),
+  })
+  .strict();
+
+addPublicRoute(
+  webChannelRouter,
+  {
+    ...publicDoor,
+    method: "post",
+    path: "/api/channels/web/session/merge",
+    links: "join",
+    summary: "Web chat: with the visitor's consent, joins their anonymous conversation to their signed-in self",
+    description:
+      "Public; the credential (cookie or bearer, with a matching Origin as for `messages`) is the visitor's ANONYMOUS session, and `verified_token` is the same visitor's signed-in session on this identity (what `POST session` answered for a user proof). Each conversation is proven by its own live session; nothing else is read from the body. Both addresses then belong to one person of the route's target, the signed-in user's (the merge a pairing code makes: docs/persons.md), and the anonymous session ends. The widget calls it only after the visitor chose to keep their earlier conversation (docs/channels.md, \"Keeping an anonymous conversation\"). " +
+      "400 merge_needs_anonymous when the credential is itself a signed-in session, 400 invalid_verified_token when `verified_token` is not a signed-in session token, 401 user_session_missing when it is not live on this identity, 409 merge_unavailable when the route's target keeps no persons (not multichannel).",
+    body: mergeBody,
+    response: z.object({ merged: z.boolean() }),
+    errors: [400, 401, 403, 404, 409, 413],
+  },
+  async (c, { body, raw }) => {
+    const { cred, read, origin, current } = await visitorRequest(c, body.identity, raw);
+    if (isVerifiedVisitor(cred.visitorId))
+      throw new HttpError(400, "the session presented is a signed-in user's: present the anonymous conversation's session", "merge_needs_anonymous");
+    const user = await tokenCredential(body.verified_token);
+    if (!user || !isVerifiedVisitor(user.visitorId))
+      throw new HttpError(400, "verified_token must be a signed-in user's session token from POST session", "invalid_verified_token");
+    const route = read.route;
+    const userThread = channelThreadId(route.route_name, user.visitorId);
+    const check = await threadStub(c.env, userThread).webCheck(body.identity, user.secretHash, c.get("settings").web.sessionTtlSeconds * 1000);
+    if (!check.ok) throw new HttpError(401, "the signed-in session is not live on this identity: open it again", "user_session_missing");
+    if (!read.found.target.config?.multichannel)
+      throw new HttpError(409, "this chat keeps no persons, so an earlier conversation cannot be joined to a signed-in user", "merge_unavailable");
+    const target = { kind: route.target_kind, name: route.target_name };
+    const address = (visitor: string) => ({ door: "channel" as const, channel: "web", our_identity: body.identity, address: visitor });
+    await personDirectoryStub(c.env, route.target_kind, route.target_name).join(
+      { target, address: address(user.visitorId), route_name: route.route_name },
+      { target, address: address(cred.visitorId), route_name: route.route_name },
+      Date.now(),
+    );
+    // The anonymous session is given up: its conversation now lives on as the signed-in person's.
+    await threadStub(c.env, current.threadId).webEnd(false);
+    if (cred.mode === "bearer") return json(c, { merged: true }, 200, corsHeaders(c, "bearer", origin));
+    const s = c.get("settings").web;
+    return json(c, { merged: true }, 200, { "Set-Cookie": sessionCookie(body.identity, "", 0, s.cookieSecure, c.req.url) });
   },
 );
 
@@ -403,7 +492,7 @@ addPublicRoute(
   async (c, { body, raw }) => {
     const { cred, origin, current } = await visitorRequest(c, body.identity, raw, "bearer");
     const ticket = `${cred.visitorId}.${mintToken().secret}`;
-    await threadStub(c.env, current.threadId).webTicket(await secretHash(ticket), TICKET_TTL_MS);
+    await threadStub(c.env, current.threadId).webTicket(await secretHash(ticket), TICKET_TTL_MS, cred.secretHash);
     return json(c, { ticket }, 200, corsHeaders(c, "bearer", origin));
   },
 );
@@ -426,7 +515,7 @@ addPublicRoute(
     live: "websocket",
     summary: "Web chat: the visitor's live conversation (WebSocket)",
     description:
-      "Public; a WebSocket upgrade with the page's cookie (same Origin) or the widget's one-time `ticket`. Sends the entries after `after`, then `{type: ready}`, then each new entry as it is written; a reload that passes its last seq sees each entry once. Each push goes only to a socket whose session is still the live one: once that session ended, expired or was replaced, the socket gets nothing more and is closed (code 4401).",
+      "Public; a WebSocket upgrade with the page's cookie (same Origin) or the widget's one-time `ticket`. Sends the entries after `after`, then `{type: ready}`, then each new entry as it is written; a reload that passes its last seq sees each entry once. Each push goes only to a socket whose own session still lives (a signed-in user's devices each have theirs): once that session ended, expired or was replaced, the socket gets nothing more and is closed (code 4401), and the other devices' sockets go on.",
     query: streamQuery,
     errors: [401, 403, 404, 426, 429],
   },

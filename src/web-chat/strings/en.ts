@@ -67,6 +67,17 @@ export const EN = {
   "page.verification": "This chat is for signed-in users of its website.",
   "page.entry": "This chat needs a valid entry link.",
   "page.too_many": "Too many new chats were opened from this network. Try again later.",
+  "hours.away": "We're away; back {when}",
+  "hours.closed": "We're away right now",
+  "hours.reply": "Typically replies in {time}",
+  "identify.user_token_expired": "Your sign-in has expired. Waiting for the site to sign you in again…",
+  "identify.user_unverified": "The site could not confirm who you are, so this chat cannot open. Try signing in again.",
+  "identify.verification_required": "Sign in to the site to use this chat.",
+  "merge.offer": "You chatted here before signing in. Keep that conversation with your account?",
+  "merge.keep": "Keep it",
+  "merge.skip": "No, thanks",
+  "merge.done": "Your earlier conversation is kept with your account.",
+  "merge.failed": "Your earlier conversation could not be kept.",
 } as const;
 
 /** A visible string's key. */
