@@ -27,7 +27,6 @@ import { type JsonObject, jsonObjectSchema } from "../../platform/http/bounded-j
 import { HttpError, serverError } from "../../platform/http/errors";
 import { addPublicRoute } from "../../platform/http/route";
 import { WEB_PAGE_CSP, refusalPage, renderChatPage, serveWebAsset, webManifest } from "../assets";
-import { personDirectoryStub } from "../../persons/rpc";
 import type { StringKey } from "../strings/en";
 import { STRING_TABLES, pageLocale, stringsVersion } from "../strings/index";
 import { LOCALES, type Locale } from "../strings/locales";
