@@ -20,6 +20,7 @@ import type { Env } from "../../platform/env";
 import type { CheckpointMessage } from "../../shared/agent-memory";
 import type { RunTrace } from "../../shared/run-trace";
 import type { WebSessionCheck } from "./web";
+import type { ProfileValue, Vouched } from "../../shared/visitor-profile";
 import type { LiveTurnView, StopAnswer } from "./live";
 import type { InboxAction, InboxActionResult, InboxView } from "./inbox";
 import type { NoteAddResult, NoteDeleteResult, StoredNote } from "./notes";
@@ -163,9 +164,12 @@ export interface ThreadRpc {
   forget(): Promise<ForgetResult>;
   /**
    * Web channel: starts the visitor's session on this thread (replacing any), pending for
-   * `pendingTtlMs` until its credential comes back, with the link parameters captured at page load.
+   * `pendingTtlMs` until its credential comes back, with the link parameters captured at page load;
+   * `vouched` (a verified visitor's token claims) replaces the claims the visitor's profile keeps.
    */
-  webOpen(identity: string, secretHash: string, pendingTtlMs: number, params: Record<string, string> | null): Promise<void>;
+  webOpen(identity: string, secretHash: string, pendingTtlMs: number, params: Record<string, string> | null, vouched?: Vouched): Promise<void>;
+  /** Web channel: keeps the visitor's pre-chat answers, checked by the door (docs/channels.md, "Pre-chat form"). */
+  webAnswers(answers: Record<string, ProfileValue>): Promise<void>;
   /**
    * Web channel: checks a presented credential (identity and secret hash) and refreshes the session
    * for `ttlMs`; `params`, when given and not empty, replace the captured link parameters.

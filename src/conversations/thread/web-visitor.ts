@@ -3,7 +3,9 @@
  * speak on this thread, the transcript the page shows, and the live sockets that watch it.
  *
  * - The session is one row: the identity it was minted for, the SHA-256 of its secret (the
- *   secret itself is never stored), its expiry and the link parameters captured with it. A
+ *   secret itself is never stored), its expiry and the link parameters captured with it. The
+ *   visitor's profile (pre-chat answers, the site's vouched claims) is kept beside it and ends
+ *   with it (`WEB_PROFILE_SCHEMA`). A
  *   just-minted session is `pending` with a short expiry until its credential first comes back,
  *   so a page load that never returns leaves nothing lasting: the object's alarm is armed at the
  *   session's expiry and sweeps a session past it (`sweepExpired`), pending or not, and the object
@@ -26,10 +28,27 @@
  *   this object's own SQLite per push, no D1 and no call out.
  */
 import { z } from "zod";
-import { RATEABLE_ROLES, WEB_HEADERS, type WebEntry, WebEntryRole, type WebFrame, type WebSessionCheck } from "../model/web";
+import { RATEABLE_ROLES, WEB_HEADERS, type WebEntry, WebEntryRole, type WebFrame, type WebProfile, type WebSessionCheck } from "../model/web";
 import type { AnswerRating } from "../model/record";
-import { type ObjectSql, objectSql, sqlList, sqlPart } from "../../platform/persistence/object-sql";
+import { type ObjectSchema, type ObjectSql, keyValueVersionRow, objectSql, sqlList, sqlPart } from "../../platform/persistence/object-sql";
+import { parseStored } from "../../platform/persistence/stored-json";
 import { channelThreadId } from "../../shared/thread-id";
+import { ProfileValue, VOUCHED_KEYS, type Vouched } from "../../shared/visitor-profile";
+
+/**
+ * The visitor's profile (`web_profile`, one row): the pre-chat answers and the site's vouched
+ * claims, on its own version line (meta `web_profile_schema_version`) beside the records'. It
+ * belongs to the visitor's session: a new session of the same visitor keeps it, ending the
+ * session (a rotation, the sweep, forget, erase) deletes it.
+ */
+export const WEB_PROFILE_SCHEMA: ObjectSchema = {
+  name: "thread-web-profile",
+  versionRow: keyValueVersionRow("meta", "web_profile_schema_version"),
+  steps: [["CREATE TABLE IF NOT EXISTS web_profile (id INTEGER PRIMARY KEY CHECK (id = 1), answers TEXT, vouched TEXT, at INTEGER NOT NULL)"]],
+};
+
+const StoredAnswers = z.record(z.string(), ProfileValue);
+const StoredVouched = z.partialRecord(z.enum(VOUCHED_KEYS), z.string());
 
 /**
  * Where a web record's entries belong: the visitor's own thread on the route, which holds the
@@ -233,14 +252,38 @@ export class WebVisitor {
     return objectSql(this.storage.sql, `thread web (${name})`);
   }
 
-  /** Starts a session (replacing any): pending until its credential first comes back. */
-  open(identity: string, secretHash: string, pendingTtlMs: number, params: Record<string, string> | null): void {
+  /**
+   * Starts a session (replacing any): pending until its credential first comes back. `vouched`
+   * (a verified visitor's token claims) replaces the claims the profile keeps; absent, they stay.
+   */
+  open(identity: string, secretHash: string, pendingTtlMs: number, params: Record<string, string> | null, vouched?: Vouched): void {
     const expiresAt = this.now() + pendingTtlMs;
     this.sql("session clear").run`DELETE FROM web_session`;
     this.sql("session open")
       .run`INSERT INTO web_session (id, identity, secret_hash, expires_at, pending, params) VALUES (1, ${identity}, ${secretHash}, ${expiresAt}, 1, ${params ? JSON.stringify(params) : null})`;
     this.expiresAt = expiresAt;
     this.sessionHash = secretHash;
+    if (vouched) {
+      const text = Object.keys(vouched).length ? JSON.stringify(vouched) : null;
+      this.sql("profile vouch").run`INSERT INTO web_profile (id, answers, vouched, at) VALUES (1, NULL, ${text}, ${this.now()})
+        ON CONFLICT(id) DO UPDATE SET vouched = excluded.vouched, at = excluded.at`;
+    }
+  }
+
+  /** Keeps the visitor's pre-chat answers (replacing earlier ones), already checked against the form by the door. */
+  keepAnswers(answers: Record<string, ProfileValue>): void {
+    this.sql("profile answers").run`INSERT INTO web_profile (id, answers, vouched, at) VALUES (1, ${JSON.stringify(answers)}, NULL, ${this.now()})
+      ON CONFLICT(id) DO UPDATE SET answers = excluded.answers, at = excluded.at`;
+  }
+
+  /** The visitor's profile as kept (null: nothing given). */
+  profile(): WebProfile | null {
+    const row = this.sql("profile read")<{ answers: string | null; vouched: string | null }>`SELECT answers, vouched FROM web_profile WHERE id = 1`[0];
+    if (!row || (row.answers === null && row.vouched === null)) return null;
+    return {
+      answers: row.answers === null ? null : parseStored(StoredAnswers, row.answers, "web_profile.answers"),
+      vouched: row.vouched === null ? null : parseStored(StoredVouched, row.vouched, "web_profile.vouched"),
+    };
   }
 
   /** Reads when the session expires, and its secret hash (once per instance, when the object starts). */
@@ -282,7 +325,7 @@ export class WebVisitor {
     const kept = params !== undefined ? (Object.keys(params).length ? JSON.stringify(params) : session.params) : session.params;
     this.sql("session refresh").run`UPDATE web_session SET expires_at = ${now + ttlMs}, pending = 0, params = ${kept} WHERE id = 1`;
     this.expiresAt = now + ttlMs;
-    return { ok: true, params: kept ? z.record(z.string(), z.string()).parse(JSON.parse(kept)) : null };
+    return { ok: true, params: kept ? z.record(z.string(), z.string()).parse(JSON.parse(kept)) : null, profile: this.profile() };
   }
 
   /** Keeps a one-time stream ticket's hash (the widget's socket cannot carry a header). */
@@ -302,6 +345,7 @@ export class WebVisitor {
   end(transcript: boolean): void {
     this.sql("session end").run`DELETE FROM web_session`;
     this.sql("tickets end").run`DELETE FROM web_ticket`;
+    this.sql("profile end").run`DELETE FROM web_profile`;
     this.expiresAt = null;
     this.sessionHash = null;
     if (transcript) {
