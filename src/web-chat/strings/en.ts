@@ -9,6 +9,8 @@ export const EN = {
   "hours.away": "We're away; back {when}",
   "hours.closed": "We're away right now",
   "hours.reply": "Typically replies in {time}",
+  "prechat.intro": "Before we start, please tell us a little about yourself.",
+  "prechat.submit": "Start chat",
 } as const;
 
 /** A visible string's key. */
