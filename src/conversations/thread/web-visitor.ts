@@ -38,8 +38,9 @@ import { ProfileValue, VOUCHED_KEYS, type Vouched } from "../../shared/visitor-p
 /**
  * The visitor's profile (`web_profile`, one row): the pre-chat answers and the site's vouched
  * claims, on its own version line (meta `web_profile_schema_version`) beside the records'. It
- * belongs to the visitor's session: a new session of the same visitor keeps it, ending the
- * session (a rotation, the sweep, forget, erase) deletes it.
+ * belongs to the visitor's session: it is read only through a live session's check, a new
+ * session replacing a live one (the same verified visitor on another device) keeps it, and ending
+ * the session (a rotation, the sweep, forget, erase) or outliving it deletes it.
  */
 export const WEB_PROFILE_SCHEMA: ObjectSchema = {
   name: "thread-web-profile",
@@ -258,6 +259,9 @@ export class WebVisitor {
    */
   open(identity: string, secretHash: string, pendingTtlMs: number, params: Record<string, string> | null, vouched?: Vouched): void {
     const expiresAt = this.now() + pendingTtlMs;
+    // The profile outlives only the replacement of a live session (the same visitor from another
+    // device): after an expired or ended one, the visitor starts over.
+    if (!this.hasSession()) this.sql("profile clear").run`DELETE FROM web_profile`;
     this.sql("session clear").run`DELETE FROM web_session`;
     this.sql("session open")
       .run`INSERT INTO web_session (id, identity, secret_hash, expires_at, pending, params) VALUES (1, ${identity}, ${secretHash}, ${expiresAt}, 1, ${params ? JSON.stringify(params) : null})`;
