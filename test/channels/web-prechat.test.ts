@@ -291,6 +291,36 @@ describe("a verified visitor", () => {
   });
 });
 
+describe("the profile's lifetime", () => {
+  it("survives the replacement of a live session (another device), not a session that ended", async () => {
+    const d = await desk();
+    const secret: string = (await call("PUT", `/api/channels/web/sites/${d.identity}/verification`, { key: await admin(), body: {} })).body.data.secret;
+    const now = Math.floor(Date.now() / 1000);
+    const open = async () => {
+      const r = await post(
+        "session",
+        { identity: d.identity, user_token: userToken(secret, { sub: "m9", iat: now, exp: now + 600 }) },
+        { "cf-connecting-ip": freshIp() },
+      );
+      expect(r.status).toBe(200);
+      return { authorization: `Bearer ${r.body.data.token}`, home: `bridge:${d.web}:${r.body.data.token.split(".")[0]}` };
+    };
+    const laptop = await open();
+    const answers = { name: "Max", email: "max@example.com", topic: "Orders" };
+    expect((await post("messages", { identity: d.identity, text: "", profile: answers }, laptop)).status).toBe(200);
+    const phone = await open();
+    expect((await post("messages", { identity: d.identity, text: "from the phone" }, phone)).status).toBe(200);
+    await runInDurableObject(stubFor(phone.home), (_o, state) => state.storage.sql.exec("UPDATE web_session SET expires_at = 1"));
+    const later = await open();
+    expect((await post("messages", { identity: d.identity, text: "weeks later" }, later)).status).toBe(200);
+    await eventually(
+      async () => d.runs,
+      (r) => r.length === 3,
+    );
+    expect(d.runs.map((r) => r.profile)).toEqual([{ fields: answers, verified: [] }, { fields: answers, verified: [] }, null]);
+  });
+});
+
 describe("the person's profile", () => {
   it("is kept on a multichannel target's person, shown by its door, and erased with it", async () => {
     const d = await desk({ multichannel: true });
