@@ -108,7 +108,7 @@ describe("the pre-chat form in Chromium", () => {
     await fillForm(page, "Ada");
     const first = "Your name: Ada\nEmail: ada@example.com\nTopic: Orders\nSend me news: true";
     await visible(entries(page, "bot").filter({ hasText: "desk saw Ada: Your name: Ada" }), 20_000);
-    expect(await entries(page, "visitor").first().innerText()).toContain("Email: ada@example.com");
+    expect(await entries(page, "visitor").first().textContent()).toContain("Email: ada@example.com");
     const profile = { fields: { name: "Ada", email: "ada@example.com", topic: "Orders", newsletter: true }, verified: [] };
     expect(tool.calls.find((c) => c.kwargs.profile?.fields.name === "Ada")?.kwargs).toEqual({ message: first, profile });
 

@@ -230,10 +230,11 @@ describe("the answers", () => {
   });
 });
 
-const b64url = (text: string) => Buffer.from(text, "utf8").toString("base64url");
+const b64url = (text: string) => Buffer.from(text, "utf8").toString("base64").replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 function userToken(secret: string, claims: Record<string, unknown>): string {
   const signing = `${b64url(JSON.stringify({ alg: "HS256", typ: "JWT" }))}.${b64url(JSON.stringify(claims))}`;
-  return `${signing}.${createHmac("sha256", secret).update(signing, "utf8").digest("base64url")}`;
+  const signature = createHmac("sha256", secret).update(signing, "utf8").digest("base64");
+  return `${signing}.${signature.replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "")}`;
 }
 
 describe("a verified visitor", () => {
@@ -274,7 +275,7 @@ describe("a verified visitor", () => {
     const say = (token: string, text: string) => post("messages", { identity: d.identity, text }, { authorization: `Bearer ${token}` });
     const a = await open({ user_token: userToken(secret, { sub: "m8", iat: now, exp: now + 600, email: "m8@site.example" }) });
     expect((await say(a.body.data.token, "one")).status).toBe(200);
-    const hash = createHmac("sha256", secret).update("m8").digest("hex");
+    const hash = createHmac("sha256", secret).update("m8", "utf8").digest("hex");
     const b = await open({ user_id: "m8", user_hash: hash });
     expect((await say(b.body.data.token, "two")).status).toBe(200);
     const c = await open({ user_token: userToken(secret, { sub: "m8", iat: now, exp: now + 600 }) });
