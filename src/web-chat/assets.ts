@@ -113,14 +113,7 @@ function integrityAttr(manifest: Record<string, string>, name: string): string {
  * `tai-identity` meta and mounts on the elements below by id. `embedded` marks a page shown inside
  * another surface (a frame of the operator's own site): a compact header, same behaviour.
  */
-export function renderChatPage(o: {
-  identity: string;
-  title: string;
-  manifest: Record<string, string>;
-  embedded: boolean;
-  /** The pre-chat form's schema (src/web-chat/prechat.ts), read by the script from a meta, so the page needs no request for it. */
-  prechat?: unknown;
-}): string {
+export function renderChatPage(o: { identity: string; title: string; manifest: Record<string, string>; embedded: boolean }): string {
   const title = escapeHtml(o.title);
   return `<!doctype html>
 <html lang="en"${o.embedded ? ' class="tai-embedded"' : ""}>
@@ -130,7 +123,7 @@ export function renderChatPage(o: {
 <meta name="color-scheme" content="light dark">
 <meta name="referrer" content="no-referrer">
 <meta name="tai-identity" content="${escapeHtml(o.identity)}">
-${o.prechat ? `<meta name="tai-prechat" content="${escapeHtml(JSON.stringify(o.prechat))}">\n` : ""}<title>${title}</title>
+<title>${title}</title>
 <link rel="icon" href="data:,">
 <link rel="stylesheet" href="${WEB_ASSETS_PATH}chat.css"${integrityAttr(o.manifest, "chat.css")}>
 <script type="module" src="${WEB_ASSETS_PATH}chat.js"${integrityAttr(o.manifest, "chat.js")}></script>

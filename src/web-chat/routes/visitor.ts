@@ -674,9 +674,7 @@ addPublicRoute(
     // a browser send with the visitor's cookie. The page's script offers the code to the visitor,
     // who sends it as a message (a POST from this origin).
     const manifest = await webManifest(c.env);
-    // The page's visitors are never verified (only the widget carries a site's proof): the whole form.
-    const prechat = prechatSchema((await webRead(c, params.identity)).site.prechat);
-    const html = renderChatPage({ identity: params.identity, title, manifest, embedded: false, prechat });
+    const html = renderChatPage({ identity: params.identity, title, manifest, embedded: false });
     return new Response(html, {
       status: 200,
       headers: {
