@@ -51,6 +51,6 @@ export function composeProfile(answers: Record<string, ProfileValue> | null, vou
  */
 export function mergeProfiles(prev: VisitorProfile | null, next: VisitorProfile): VisitorProfile {
   if (!prev) return next;
-  const kept = prev.verified.filter((k) => !(k in next.fields));
+  const kept = prev.verified.filter((k) => !Object.hasOwn(next.fields, k));
   return { fields: { ...prev.fields, ...next.fields }, verified: [...new Set([...kept, ...next.verified])] };
 }

@@ -152,7 +152,8 @@ export function checkAnswers(form: PrechatForm | null, answers: Record<string, u
     if (kept === undefined) continue;
     out[name] = kept;
   }
-  for (const f of form.fields) if (f.required && !vouched.has(f.name) && !(f.name in out)) throw refused(`.${f.name}: is required`);
+  // Own keys only: a field may be named like an Object.prototype member ("constructor").
+  for (const f of form.fields) if (f.required && !vouched.has(f.name) && !Object.hasOwn(out, f.name)) throw refused(`.${f.name}: is required`);
   return out;
 }
 
@@ -186,7 +187,7 @@ function answerOf(f: PrechatField, value: unknown): ProfileValue | undefined {
  */
 export function answersText(form: PrechatForm | null, answers: Record<string, ProfileValue>): string {
   return (form?.fields ?? [])
-    .filter((f) => f.name in answers)
+    .filter((f) => Object.hasOwn(answers, f.name))
     .map((f) => `${f.label}: ${String(answers[f.name])}`)
     .join("\n");
 }

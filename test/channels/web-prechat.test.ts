@@ -206,6 +206,11 @@ describe("the answers", () => {
     expect(await profileRows(v.home)).toEqual([]);
     expect(await rawRows(v.home)).toEqual([]);
     expect(d.runs).toEqual([]);
+    // A field named like an Object.prototype member is required like any other.
+    const odd = await desk({ form: { fields: [{ name: "constructor", label: "Build", type: "text", required: true }] } });
+    const o = await page(odd);
+    const missing = await post("messages", { identity: odd.identity, text: "", profile: {} }, { cookie: o.cookie });
+    expect([missing.status, missing.body.error]).toEqual([400, "invalid body: profile.constructor: is required"]);
     // An identity without a form takes no answers.
     const none = await desk({ form: null });
     const w = await page(none);
