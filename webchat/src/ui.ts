@@ -62,6 +62,8 @@ export type ChatHooks = {
   onSessionLost?: (err?: unknown) => boolean;
 };
 
+type Schema = Record<string, unknown>;
+
 const MAX_CHIPS = 10;
 const MAX_MEDIA = 10;
 const MAX_FIELDS = 20;
@@ -90,6 +92,10 @@ export class Chat {
   private ended = false;
   private busyRenewing = false;
   private readonly turns: LiveTurns;
+  /** The pre-chat form's schema (null: none or not known yet), whether this conversation showed it, and whether the hours line is up. */
+  private pre: Schema | null = null;
+  private asked = false;
+  private hours = false;
 
   constructor(
     private readonly t: Transport,
@@ -131,14 +137,54 @@ export class Chat {
     this.started = true;
     this.e.list.setAttribute("aria-busy", "true");
     void this.connect();
-    // The route's hours: away until its next opening, or how soon a reply comes. Nothing on failure.
-    this.t.post<Hours>("config", {}).then(
+    this.config();
+  }
+
+  /**
+   * The route's config, read once per conversation: the hours line (away until the next opening,
+   * or how soon a reply comes; shown once) and the pre-chat form (without what the site vouches
+   * for). Nothing on failure.
+   */
+  private config(): void {
+    this.pre = null;
+    this.asked = false;
+    this.t.post<Hours & { prechat?: Schema | null }>("config", {}).then(
       (h) => {
         const line = hoursLine(h);
-        if (line) this.e.list.before(el(this.doc, "p", { class: "tai-hours" }, line));
+        if (line && !this.hours) this.e.list.before(el(this.doc, "p", { class: "tai-hours" }, line));
+        this.hours ||= !!line;
+        this.pre = h.prechat ?? null;
+        this.ask();
       },
       () => undefined,
     );
+  }
+
+  /**
+   * Before the first message of a conversation (the stream is live and showed nothing), the
+   * pre-chat form, with the message box locked until it is sent or skipped (sent empty). Its
+   * answers go as the first message's `profile`.
+   */
+  private ask(): void {
+    if (!this.pre || this.asked || !this.live || this.highest) return;
+    this.asked = true;
+    const row = el(this.doc, "li", { class: "tai-entry tai-bot" });
+    const lock = (on: boolean) => (this.e.input.disabled = this.e.send.disabled = on);
+    row.append(
+      el(
+        this.doc,
+        "div",
+        { class: "tai-bubble" },
+        el(this.doc, "p", { class: "tai-text" }, t("prechat.intro")),
+        this.formBox(this.pre, () => {
+          row.remove();
+          lock(false);
+          this.focusInput();
+        }),
+      ),
+    );
+    lock(true);
+    this.e.list.append(row);
   }
 
   /** The text box, for callers that move focus into the chat. */
@@ -239,6 +285,7 @@ export class Chat {
       this.e.list.setAttribute("aria-busy", "false");
       this.say("");
       this.turns.ready();
+      this.ask();
     } else if (f.type === "turn" && typeof f.message_id === "string" && isTurnState(f.state)) {
       this.turns.turn(f.message_id, f.state);
     } else if (f.type === "draft" && typeof f.message_id === "string" && typeof f.text === "string") {
@@ -306,6 +353,7 @@ export class Chat {
     this.e.input.disabled = false;
     this.e.send.disabled = false;
     this.e.list.setAttribute("aria-busy", "true");
+    this.config();
     void this.connect();
   }
 
@@ -450,10 +498,12 @@ export class Chat {
   }
 
   /**
-   * An ask-less form: one labelled field per property of the schema (text, number, a checkbox for
-   * a boolean, a choice for an enum), sent as the visitor's next message with `form`.
+   * An ask-less form: one labelled field per property of the schema (text, an email address, number,
+   * a checkbox for a boolean, a choice for an enum), sent as the visitor's next message with `form`.
+   * With `done`, the pre-chat form: sent as `profile`, and `done` runs once it is in (or at once when
+   * nothing was filled in).
    */
-  private formBox(schema: Record<string, unknown>): HTMLElement {
+  private formBox(schema: Schema, done?: () => void): HTMLElement {
     const props = schema.properties && typeof schema.properties === "object" ? (schema.properties as Record<string, Record<string, unknown>>) : {};
     const required = new Set(Array.isArray(schema.required) ? schema.required.filter((r): r is string => typeof r === "string") : []);
     const form = el(this.doc, "form", { class: "tai-answer tai-formbox" });
@@ -473,12 +523,18 @@ export class Chat {
         read.push(() => [name, box.checked]);
       } else {
         const numeric = p.type === "number" || p.type === "integer";
-        const input = el(this.doc, "input", { id, class: "tai-input", type: numeric ? "number" : "text", required: required.has(name), autocomplete: "off" });
+        const input = el(this.doc, "input", {
+          id,
+          class: "tai-input",
+          type: numeric ? "number" : p.format === "email" ? "email" : "text",
+          required: required.has(name),
+          autocomplete: "off",
+        });
         form.append(label, input);
         read.push(() => (input.value === "" ? null : [name, numeric ? Number(input.value) : input.value]));
       }
     }
-    const button = el(this.doc, "button", { type: "submit", class: "tai-send" }, t("send"));
+    const button = el(this.doc, "button", { type: "submit", class: "tai-send" }, t(done ? "prechat.submit" : "send"));
     form.append(button);
     form.addEventListener("submit", (ev) => {
       ev.preventDefault();
@@ -487,9 +543,10 @@ export class Chat {
         const kv = r();
         if (kv) values[kv[0]] = kv[1];
       }
+      if (done && !Object.keys(values).length) return done();
       button.disabled = true;
-      this.t.post("messages", { text: "", form: values, client_message_id: randomId() }).then(
-        () => this.say("Form sent."),
+      this.t.post("messages", { text: "", [done ? "profile" : "form"]: values, client_message_id: randomId() }).then(
+        () => (done ? done() : this.say("Form sent.")),
         (err) => {
           button.disabled = false;
           if (err instanceof WebError && err.status === 401) this.sessionLost();
