@@ -13,6 +13,7 @@ import { type DirectoryParts, composeDirectory } from "../src/persons/compose";
 import type { DoorAddress } from "../src/persons/pairing";
 import { createPersonTables } from "../src/persons/person-store";
 import { systemClock } from "../src/platform/clock";
+import type { VisitorProfile } from "../src/shared/visitor-profile";
 
 export class PersonDirectory extends DurableObject<Env> implements PersonDirectoryRpc {
   private readonly parts: DirectoryParts;
@@ -23,8 +24,8 @@ export class PersonDirectory extends DurableObject<Env> implements PersonDirecto
     this.parts = composeDirectory({ storage: ctx.storage, env: () => this.env, clock: systemClock });
   }
 
-  async ensure(arrival: Arrival, localeHint: string | null, nowMs: number): Promise<{ person: PersonView; created: boolean }> {
-    return this.parts.people.ensure(arrival, localeHint, nowMs);
+  async ensure(arrival: Arrival, localeHint: string | null, nowMs: number, profile?: VisitorProfile | null): Promise<{ person: PersonView; created: boolean }> {
+    return this.parts.people.ensure(arrival, localeHint, nowMs, profile);
   }
 
   async resolve(address: DoorAddress): Promise<PersonView | null> {

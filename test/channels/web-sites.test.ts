@@ -126,8 +126,13 @@ describe("PUT and GET /api/channels/web/sites/{identity}", () => {
 
   it("siteStatement reads the row parseSite turns into the public doors' view", async () => {
     const identity = uniq("site");
-    expect(parseSite(null)).toEqual({ allowed_origins: [], gate_enabled: false, require_verified: false });
-    expect(parseSite(await first(z.unknown(), siteStatement(env.DB, identity)))).toEqual({ allowed_origins: [], gate_enabled: false, require_verified: false });
+    expect(parseSite(null)).toEqual({ allowed_origins: [], gate_enabled: false, require_verified: false, prechat: null });
+    expect(parseSite(await first(z.unknown(), siteStatement(env.DB, identity)))).toEqual({
+      allowed_origins: [],
+      gate_enabled: false,
+      require_verified: false,
+      prechat: null,
+    });
     await putOrigins(identity, ["https://a.example", "https://b.example"]);
     await call("PUT", `/api/channels/web/gates/${identity}`, { key: await admin(), body: { enabled: true } });
     const [result] = await env.DB.batch([siteStatement(env.DB, identity).prepared()]);
@@ -135,6 +140,7 @@ describe("PUT and GET /api/channels/web/sites/{identity}", () => {
       allowed_origins: ["https://a.example", "https://b.example"],
       gate_enabled: true,
       require_verified: false,
+      prechat: null,
     });
   });
 

@@ -24,7 +24,20 @@ import { readRecord } from "../helpers/bridge";
 import { BASE, admin, call, fetchWithEnv, uniq } from "../helpers/http";
 import { listingCaughtUp } from "../helpers/listing";
 import { eventually, makeDue, runAlarm, stubFor } from "../helpers/threads";
-import { type Visitor, type WebDesk, apiSay, link, newVisitor, replayed, say, setSettings, settled, unsetSettings, webDesk } from "../helpers/web-visitor";
+import {
+  ORIGIN,
+  type Visitor,
+  type WebDesk,
+  apiSay,
+  link,
+  newVisitor,
+  replayed,
+  say,
+  setSettings,
+  settled,
+  unsetSettings,
+  webDesk,
+} from "../helpers/web-visitor";
 import { askRoute, interactionObject, pendingOf, stepAt } from "../interactions/helpers";
 import { must } from "../../src/platform/must";
 import { fakeNetwork } from "../helpers/network";
@@ -111,7 +124,11 @@ const FIXTURES: Record<string, (w: World) => Promise<string>> = {
   },
   "web-session": async (w) => {
     const out: unknown[] = [];
-    for (const v of w.visitors) out.push(await stored(v.home, "SELECT * FROM web_session WHERE expires_at > ?", Date.now()));
+    for (const v of w.visitors) {
+      out.push(await stored(v.home, "SELECT * FROM web_session WHERE expires_at > ?", Date.now()));
+      // As the doors read it: only through a live session.
+      out.push(await stored(v.home, "SELECT * FROM web_profile WHERE EXISTS (SELECT 1 FROM web_session WHERE expires_at > ?)", Date.now()));
+    }
     return text(out);
   },
   "live-turn": async (w) => {
@@ -255,6 +272,18 @@ async function world(end: End): Promise<World> {
   const v = await newVisitor(desk, `?topic=param-${r}`);
   w.visitors.push(v);
   w.threads.push({ route: desk.web, thread: v.home });
+  // Before linking, the visitor answers the identity's pre-chat form: the profile is kept with the
+  // session, rides on the records, and is folded into the person (through the merge of the link).
+  const answer = `profile-${r}`;
+  const form = { fields: [{ name: "topic", label: "Topic", type: "text" }] };
+  expect((await call("PUT", `/api/channels/web/sites/${desk.identity}/prechat`, { key: await admin(), body: form })).status).toBe(200);
+  const answered = await call("POST", "/api/channels/web/messages", {
+    body: { identity: desk.identity, text: "", profile: { topic: answer } },
+    headers: { origin: ORIGIN, cookie: v.cookie },
+  });
+  expect(answered.status, JSON.stringify(answered.body)).toBe(200);
+  w.messages.push({ route: desk.web, id: answered.body.data.message_id });
+  await settled(v.home);
   const { person: personThread, before } = await link(desk, v, ann);
   w.threads.push({ route: desk.api, thread: before }, { route: desk.api, thread: personThread });
   w.persons.push(personThread.slice("bridge:@person:".length));
@@ -262,7 +291,7 @@ async function world(end: End): Promise<World> {
   const said = await say(desk, v, w.markers[1]);
   w.messages.push({ route: desk.web, id: said.body.data.message_id });
   await settled(personThread);
-  w.markers.push(v.address, ann, `param-${r}`);
+  w.markers.push(v.address, ann, `param-${r}`, answer);
 
   // A notification to the visitor, recorded in the feeds too.
   const notice = `notice-${r}`;

@@ -13,7 +13,7 @@
  */
 import { el, randomId, webUrl } from "./dom";
 import { locale, t } from "./strings";
-import { markdownBlock } from "./markdown";
+import { markdownBlock, plainBlock } from "./markdown";
 import { WebError, type Transport } from "./transport";
 import { isTurnState, LiveTurns } from "./turns";
 import { type Rating, feedbackBar } from "./feedback";
@@ -40,6 +40,8 @@ export type Entry = {
   message_id?: string;
   stopped?: boolean;
   rating?: Rating | null;
+  /** The service's parse of the shown text (src/shared/markdown.ts blocks), checked as it is rendered. */
+  md?: unknown;
 };
 
 /** The elements the chat runs on: the page's own (by id) or the widget's panel. */
@@ -61,9 +63,14 @@ export type ChatHooks = {
    * handled; false leaves the chat showing that it ended.
    */
   onSessionLost?: (err?: unknown) => boolean;
-  /** The route's config when the surface already asks for it (the widget, for the person's locale): asked once, not twice. */
-  config?: () => Promise<Hours>;
+  /**
+   * The route's config when the surface already asked for it (the widget, for the person's
+   * locale), so the first read is not made twice; undefined: the chat asks the door itself.
+   */
+  config?: () => Promise<Hours & { prechat?: Schema | null }> | undefined;
 };
+
+export type Schema = Record<string, unknown>;
 
 const MAX_CHIPS = 10;
 const MAX_MEDIA = 10;
@@ -93,6 +100,10 @@ export class Chat {
   private ended = false;
   private busyRenewing = false;
   private readonly turns: LiveTurns;
+  /** The pre-chat form's schema (null: none or not known yet), whether this conversation showed it, and whether the hours line is up. */
+  private pre: Schema | null = null;
+  private asked = false;
+  private hours = false;
 
   constructor(
     private readonly t: Transport,
@@ -101,7 +112,7 @@ export class Chat {
   ) {
     this.doc = e.list.ownerDocument;
     this.turns = new LiveTurns(t, e.list, {
-      render: (text) => answerText(this.doc, text),
+      render: (text, md) => answerText(this.doc, text, md),
       say: (text) => this.say(text),
       lost: () => this.sessionLost(),
       refocus: () => this.focusInput(),
@@ -134,14 +145,54 @@ export class Chat {
     this.started = true;
     this.e.list.setAttribute("aria-busy", "true");
     void this.connect();
-    // The route's hours: away until its next opening, or how soon a reply comes. Nothing on failure.
-    (this.hooks.config?.() ?? this.t.post<Hours>("config", {})).then(
+    this.config();
+  }
+
+  /**
+   * The route's config, read once per conversation: the hours line (away until the next opening,
+   * or how soon a reply comes; shown once) and the pre-chat form (without what the site vouches
+   * for). Nothing on failure.
+   */
+  private config(): void {
+    this.pre = null;
+    this.asked = false;
+    (this.hooks.config?.() ?? this.t.post<Hours & { prechat?: Schema | null }>("config", {})).then(
       (h) => {
         const line = hoursLine(h);
-        if (line) this.e.list.before(el(this.doc, "p", { class: "tai-hours" }, line));
+        if (line && !this.hours) this.e.list.before(el(this.doc, "p", { class: "tai-hours" }, line));
+        this.hours ||= !!line;
+        this.pre = h.prechat ?? null;
+        this.ask();
       },
       () => undefined,
     );
+  }
+
+  /**
+   * Before the first message of a conversation (the stream is live and showed nothing), the
+   * pre-chat form, with the message box locked until it is sent or skipped (sent empty). Its
+   * answers go as the first message's `profile`.
+   */
+  private ask(): void {
+    if (!this.pre || this.asked || !this.live || this.highest) return;
+    this.asked = true;
+    const row = el(this.doc, "li", { class: "tai-entry tai-bot" });
+    const lock = (on: boolean) => (this.e.input.disabled = this.e.send.disabled = on);
+    row.append(
+      el(
+        this.doc,
+        "div",
+        { class: "tai-bubble" },
+        el(this.doc, "p", { class: "tai-text" }, t("prechat.intro")),
+        this.formBox(this.pre, () => {
+          row.remove();
+          lock(false);
+          this.focusInput();
+        }),
+      ),
+    );
+    lock(true);
+    this.e.list.append(row);
   }
 
   /** The text box, for callers that move focus into the chat. */
@@ -227,7 +278,7 @@ export class Chat {
 
   private frame(ws: WebSocket, data: unknown): void {
     if (typeof data !== "string" || data === "pong") return;
-    let f: { type?: unknown; entry?: unknown; message_id?: unknown; state?: unknown; text?: unknown };
+    let f: { type?: unknown; entry?: unknown; message_id?: unknown; state?: unknown; text?: unknown; md?: unknown };
     try {
       f = JSON.parse(data);
     } catch {
@@ -242,10 +293,11 @@ export class Chat {
       this.e.list.setAttribute("aria-busy", "false");
       this.say("");
       this.turns.ready();
+      this.ask();
     } else if (f.type === "turn" && typeof f.message_id === "string" && isTurnState(f.state)) {
       this.turns.turn(f.message_id, f.state);
     } else if (f.type === "draft" && typeof f.message_id === "string" && typeof f.text === "string") {
-      this.turns.draft(f.message_id, f.text);
+      this.turns.draft(f.message_id, f.text, f.md);
     } else if (f.type === "ended") {
       this.drop();
       ws.close(1000);
@@ -309,6 +361,7 @@ export class Chat {
     this.e.input.disabled = false;
     this.e.send.disabled = false;
     this.e.list.setAttribute("aria-busy", "true");
+    this.config();
     void this.connect();
   }
 
@@ -362,7 +415,7 @@ export class Chat {
     const q = entry.part?.question;
     const text = entry.text || q?.prompt || "";
     // Answers and operator messages are markdown; the visitor's own words stay as typed.
-    if (text) bubble.append(entry.role === "visitor" ? el(this.doc, "p", { class: "tai-text" }, text) : answerText(this.doc, text));
+    if (text) bubble.append(entry.role === "visitor" ? el(this.doc, "p", { class: "tai-text" }, text) : answerText(this.doc, text, entry.md));
     if (q && q.prompt && entry.text && q.prompt !== entry.text) bubble.append(el(this.doc, "p", { class: "tai-text" }, q.prompt));
     for (const m of (entry.part?.media ?? []).slice(0, MAX_MEDIA)) bubble.append(this.mediaCard(m));
     const options = entry.part?.options ?? [];
@@ -453,10 +506,12 @@ export class Chat {
   }
 
   /**
-   * An ask-less form: one labelled field per property of the schema (text, number, a checkbox for
-   * a boolean, a choice for an enum), sent as the visitor's next message with `form`.
+   * An ask-less form: one labelled field per property of the schema (text, an email address, number,
+   * a checkbox for a boolean, a choice for an enum), sent as the visitor's next message with `form`.
+   * With `done`, the pre-chat form: sent as `profile`, and `done` runs once it is in (or at once when
+   * nothing was filled in).
    */
-  private formBox(schema: Record<string, unknown>): HTMLElement {
+  private formBox(schema: Schema, done?: () => void): HTMLElement {
     const props = schema.properties && typeof schema.properties === "object" ? (schema.properties as Record<string, Record<string, unknown>>) : {};
     const required = new Set(Array.isArray(schema.required) ? schema.required.filter((r): r is string => typeof r === "string") : []);
     const form = el(this.doc, "form", { class: "tai-answer tai-formbox" });
@@ -476,12 +531,18 @@ export class Chat {
         read.push(() => [name, box.checked]);
       } else {
         const numeric = p.type === "number" || p.type === "integer";
-        const input = el(this.doc, "input", { id, class: "tai-input", type: numeric ? "number" : "text", required: required.has(name), autocomplete: "off" });
+        const input = el(this.doc, "input", {
+          id,
+          class: "tai-input",
+          type: numeric ? "number" : p.format === "email" ? "email" : "text",
+          required: required.has(name),
+          autocomplete: "off",
+        });
         form.append(label, input);
         read.push(() => (input.value === "" ? null : [name, numeric ? Number(input.value) : input.value]));
       }
     }
-    const button = el(this.doc, "button", { type: "submit", class: "tai-send" }, t("send"));
+    const button = el(this.doc, "button", { type: "submit", class: "tai-send" }, t(done ? "prechat.submit" : "send"));
     form.append(button);
     form.addEventListener("submit", (ev) => {
       ev.preventDefault();
@@ -490,9 +551,10 @@ export class Chat {
         const kv = r();
         if (kv) values[kv[0]] = kv[1];
       }
+      if (done && !Object.keys(values).length) return done();
       button.disabled = true;
-      this.t.post("messages", { text: "", form: values, client_message_id: randomId() }).then(
-        () => this.say(t("form.sent")),
+      this.t.post("messages", { text: "", [done ? "profile" : "form"]: values, client_message_id: randomId() }).then(
+        () => (done ? done() : this.say(t("form.sent"))),
         (err) => {
           button.disabled = false;
           if (err instanceof WebError && err.status === 401) this.sessionLost();
@@ -592,9 +654,12 @@ export class Chat {
   }
 }
 
-/** An answer's text as shown: a shown answer and a draft of one are built by this one function. */
-export function answerText(doc: Document, text: string): HTMLElement {
-  return markdownBlock(doc, text, "tai-text tai-md");
+/**
+ * An answer's text as shown: a shown answer and a draft of one are built by this one function, from
+ * the service's parse when it sent one, else as one plain paragraph.
+ */
+export function answerText(doc: Document, text: string, md: unknown): HTMLElement {
+  return Array.isArray(md) ? markdownBlock(doc, md, "tai-text tai-md") : plainBlock(doc, text, "tai-text tai-md");
 }
 
 function setNote(doc: Document, row: HTMLElement, text: string): HTMLElement {
@@ -667,6 +732,7 @@ export function asEntry(v: unknown): Entry | null {
     message_id: typeof e.message_id === "string" ? e.message_id : undefined,
     stopped: e.stopped === true ? true : undefined,
     ...(e.rating === "up" || e.rating === "down" || e.rating === null ? { rating: e.rating } : {}),
+    md: e.md,
   };
 }
 

@@ -30,7 +30,7 @@ import type { StringKey } from "../../src/web-chat/strings/en";
 import { applyTheme } from "./theme";
 import type { Hours } from "./hours";
 import { bearerTransport, DOOR_BASE, WebError } from "./transport";
-import { buildChat, Chat } from "./ui";
+import { buildChat, Chat, type Schema } from "./ui";
 
 /** The stylesheet's version (scripts/build-console.mjs), which the asset door serves as immutable. */
 declare const __TAI_CSS_V__: string;
@@ -161,9 +161,16 @@ function mount(identity: string, origin: string, attr: (name: string) => string 
     signedIn();
     if (offer) panel ? offerKeep() : (offered = true);
   });
-  // The route's config, asked once: the person's locale (below) and the chat's hours line.
-  let config: Promise<Hours & { locale?: string | null }> | null = null;
+  // The route's config as the panel's first opening read it for the person's locale: handed to the
+  // chat once for its hours line and pre-chat form, so one opening asks the door once. A new
+  // conversation's read is the chat's own.
+  let config: Promise<Hours & { prechat?: Schema | null; locale?: string | null }> | undefined;
   const configOnce = () => (config ??= transport.post("config", {}));
+  const takeConfig = () => {
+    const got = config;
+    config = undefined;
+    return got;
+  };
 
   /**
    * The panel, built when the visitor first opens it: by then the session exists, so the person's
@@ -175,7 +182,7 @@ function mount(identity: string, origin: string, attr: (name: string) => string 
         lang = pickLocale([(await configOnce()).locale, ...navigator.languages]);
       } catch {
         // The chat itself will say what is wrong with the service; the language stays.
-        config = null;
+        config = undefined;
       }
     }
     await use();
@@ -198,7 +205,7 @@ function mount(identity: string, origin: string, attr: (name: string) => string 
         dispatchEvent(new CustomEvent("tai-web-token-needed", { detail: { identity, reason } }));
         return true;
       },
-      config: configOnce,
+      config: takeConfig,
     });
     chat = talk;
     form = elements.form;

@@ -20,6 +20,7 @@ import type { Env } from "../../platform/env";
 import type { CheckpointMessage } from "../../shared/agent-memory";
 import type { RunTrace } from "../../shared/run-trace";
 import type { WebSessionCheck } from "./web";
+import type { ProfileValue, Vouched } from "../../shared/visitor-profile";
 import type { LiveTurnView, StopAnswer } from "./live";
 import type { InboxAction, InboxActionResult, InboxView } from "./inbox";
 import type { NoteAddResult, NoteDeleteResult, StoredNote } from "./notes";
@@ -165,9 +166,12 @@ export interface ThreadRpc {
    * Web channel: starts a visitor's session on this thread, pending for `pendingTtlMs` until its
    * credential comes back, with the link parameters captured at page load. `keep` (default 1)
    * is how many sessions the thread keeps: 1 replaces any other (an anonymous visitor); more keep
-   * a verified user's devices side by side, the least recently used ending past it.
+   * a verified user's devices side by side, the least recently used ending past it. `vouched` (a
+   * verified visitor's token claims) replaces the claims the visitor's profile keeps.
    */
-  webOpen(identity: string, secretHash: string, pendingTtlMs: number, params: Record<string, string> | null, keep?: number): Promise<void>;
+  webOpen(identity: string, secretHash: string, pendingTtlMs: number, params: Record<string, string> | null, keep?: number, vouched?: Vouched): Promise<void>;
+  /** Web channel: keeps the visitor's pre-chat answers, checked by the door (docs/channels.md, "Pre-chat form"). */
+  webAnswers(answers: Record<string, ProfileValue>): Promise<void>;
   /**
    * Web channel: checks a presented credential (identity and secret hash) and refreshes the session
    * for `ttlMs`; `params`, when given and not empty, replace the captured link parameters.

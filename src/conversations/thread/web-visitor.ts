@@ -7,11 +7,13 @@
  *   parameters captured with it. An anonymous visitor's thread keeps one (its address is its
  *   device's: a new session replaces it); a verified user's thread keeps one per device, at most
  *   MAX_DEVICE_SESSIONS, the least recently used dropped past it. Each is checked, refreshed,
- *   swept and ended on its own. A just-minted session is `pending` with a short expiry until its
- *   credential first comes back, so a page load that never returns leaves nothing lasting: the
- *   object's alarm is armed at the earliest session expiry and sweeps the sessions past it
- *   (`sweepExpired`), pending or not, and the object then deletes its whole storage when they were
- *   all it held (src/conversations/thread/vacancy.ts).
+ *   swept and ended on its own. The visitor's profile (pre-chat answers, the site's vouched
+ *   claims) is kept beside them and ends with the last of them (`WEB_PROFILE_SCHEMA`). A
+ *   just-minted session is `pending` with a short expiry until its credential first comes back,
+ *   so a page load that never returns leaves nothing lasting: the object's alarm is armed at the
+ *   earliest session expiry and sweeps the sessions past it (`sweepExpired`), pending or not, and
+ *   the object then deletes its whole storage when they were all it held
+ *   (src/conversations/thread/vacancy.ts).
  * - The transcript is append-only, numbered by `seq`: a reconnect asks for what follows the last
  *   seq it rendered, so a reload shows each entry once. Visitor entries are written when their
  *   message is accepted, answers when delivery "sends" them here.
@@ -30,11 +32,30 @@
  *   and no call out.
  */
 import { z } from "zod";
-import { RATEABLE_ROLES, WEB_HEADERS, type WebEntry, WebEntryRole, type WebFrame, type WebSessionCheck } from "../model/web";
+import { parseMarkdown } from "../../shared/markdown";
+import { RATEABLE_ROLES, WEB_HEADERS, type WebEntry, WebEntryRole, type WebFrame, type WebProfile, type WebSessionCheck } from "../model/web";
 import type { AnswerRating } from "../model/record";
-import { type ObjectSql, objectSql, sqlList, sqlPart } from "../../platform/persistence/object-sql";
+import { type ObjectSchema, type ObjectSql, keyValueVersionRow, objectSql, sqlList, sqlPart } from "../../platform/persistence/object-sql";
+import { parseStored } from "../../platform/persistence/stored-json";
 import { channelThreadId } from "../../shared/thread-id";
 import { must } from "../../platform/must";
+import { ProfileValue, VOUCHED_KEYS, type Vouched } from "../../shared/visitor-profile";
+
+/**
+ * The visitor's profile (`web_profile`, one row): the pre-chat answers and the site's vouched
+ * claims, on its own version line (meta `web_profile_schema_version`) beside the records'. It
+ * belongs to the visitor's sessions: it is read only through a live session's check, a new
+ * session replacing a live one (the same verified visitor on another device) keeps it, and ending
+ * the last session (a rotation, the sweep, forget, erase) or outliving it deletes it.
+ */
+export const WEB_PROFILE_SCHEMA: ObjectSchema = {
+  name: "thread-web-profile",
+  versionRow: keyValueVersionRow("meta", "web_profile_schema_version"),
+  steps: [["CREATE TABLE IF NOT EXISTS web_profile (id INTEGER PRIMARY KEY CHECK (id = 1), answers TEXT, vouched TEXT, at INTEGER NOT NULL)"]],
+};
+
+const StoredAnswers = z.record(z.string(), ProfileValue);
+const StoredVouched = z.partialRecord(z.enum(VOUCHED_KEYS), z.string());
 
 /**
  * Where a web record's entries belong: the visitor's own thread on the route, which holds the
@@ -92,8 +113,18 @@ const EntryRow = z.object({
  * The entry as the page gets it: an answer entry of a record says the visitor's own rating (null:
  * none), the others say nothing of ratings.
  */
-function pageEntry(e: Omit<WebEntry, "rating">, rating: AnswerRating | null): WebEntry {
-  return e.message_id !== null && RATEABLE_ROLES.has(e.role) ? { ...e, rating } : e;
+function pageEntry(e: Omit<WebEntry, "rating" | "md">, rating: AnswerRating | null): WebEntry {
+  const shown = e.role === "visitor" ? "" : e.text || questionPrompt(e.part);
+  const entry: WebEntry = shown ? { ...e, md: parseMarkdown(shown) } : { ...e };
+  if (e.message_id !== null && RATEABLE_ROLES.has(e.role)) entry.rating = rating;
+  return entry;
+}
+
+/** A question part's prompt (what the page shows for an entry without text), or "". */
+function questionPrompt(part: unknown): string {
+  if (!part || typeof part !== "object" || !("question" in part)) return "";
+  const q = part.question;
+  return q && typeof q === "object" && "prompt" in q && typeof q.prompt === "string" ? q.prompt : "";
 }
 
 /** Where the live entries are: not past their expiry (an entry without one predates expiries: see `pruneExpired`). */
@@ -237,11 +268,15 @@ export class WebVisitor {
   /**
    * Starts a session, pending until its credential first comes back. With `keep` 1 (an anonymous
    * visitor) it replaces any other; above 1 (a verified user's devices) it joins them, and the least
-   * recently used past `keep` end as `endSession` ends them.
+   * recently used past `keep` end as `endSession` ends them. `vouched` (a verified visitor's token
+   * claims) replaces the claims the profile keeps; absent, they stay.
    */
-  open(identity: string, secretHash: string, pendingTtlMs: number, params: Record<string, string> | null, keep = 1): void {
+  open(identity: string, secretHash: string, pendingTtlMs: number, params: Record<string, string> | null, keep = 1, vouched?: Vouched): void {
     const now = this.now();
     const expiresAt = now + pendingTtlMs;
+    // The profile outlives only the replacement of a live session or a device joining one (the
+    // same visitor elsewhere): after expired or ended ones, the visitor starts over.
+    if (!this.hasSession()) this.sql("profile clear").run`DELETE FROM web_profile`;
     const sessions = this.sessionMap();
     if (keep <= 1) {
       this.sql("session clear").run`DELETE FROM web_session`;
@@ -256,6 +291,27 @@ export class WebVisitor {
       }>`SELECT secret_hash FROM web_session ORDER BY used_at DESC, rowid DESC LIMIT -1 OFFSET ${keep}`;
       for (const row of dropped) this.endSession(row.secret_hash);
     }
+    if (vouched) {
+      const text = Object.keys(vouched).length ? JSON.stringify(vouched) : null;
+      this.sql("profile vouch").run`INSERT INTO web_profile (id, answers, vouched, at) VALUES (1, NULL, ${text}, ${now})
+        ON CONFLICT(id) DO UPDATE SET vouched = excluded.vouched, at = excluded.at`;
+    }
+  }
+
+  /** Keeps the visitor's pre-chat answers (replacing earlier ones), already checked against the form by the door. */
+  keepAnswers(answers: Record<string, ProfileValue>): void {
+    this.sql("profile answers").run`INSERT INTO web_profile (id, answers, vouched, at) VALUES (1, ${JSON.stringify(answers)}, NULL, ${this.now()})
+      ON CONFLICT(id) DO UPDATE SET answers = excluded.answers, at = excluded.at`;
+  }
+
+  /** The visitor's profile as kept (null: nothing given). */
+  profile(): WebProfile | null {
+    const row = this.sql("profile read")<{ answers: string | null; vouched: string | null }>`SELECT answers, vouched FROM web_profile WHERE id = 1`[0];
+    if (!row || (row.answers === null && row.vouched === null)) return null;
+    return {
+      answers: row.answers === null ? null : parseStored(StoredAnswers, row.answers, "web_profile.answers"),
+      vouched: row.vouched === null ? null : parseStored(StoredVouched, row.vouched, "web_profile.vouched"),
+    };
   }
 
   /** Reads the sessions' expiries (once per instance, when the object starts). */
@@ -311,7 +367,7 @@ export class WebVisitor {
     this.sql("session refresh")
       .run`UPDATE web_session SET expires_at = ${now + ttlMs}, pending = 0, params = ${kept}, used_at = ${now} WHERE secret_hash = ${secretHash}`;
     this.sessionMap().set(secretHash, now + ttlMs);
-    return { ok: true, params: kept ? z.record(z.string(), z.string()).parse(JSON.parse(kept)) : null };
+    return { ok: true, params: kept ? z.record(z.string(), z.string()).parse(JSON.parse(kept)) : null, profile: this.profile() };
   }
 
   /** Keeps a one-time stream ticket's hash for session `sessionHash` (the widget's socket cannot carry a header). */
@@ -335,6 +391,7 @@ export class WebVisitor {
   end(transcript: boolean): void {
     this.sql("session end").run`DELETE FROM web_session`;
     this.sql("tickets end").run`DELETE FROM web_ticket`;
+    this.sql("profile end").run`DELETE FROM web_profile`;
     this.sessionMap().clear();
     if (transcript) {
       this.sql("transcript clear").run`DELETE FROM web_transcript`;
@@ -352,6 +409,7 @@ export class WebVisitor {
     this.sql("session end one").run`DELETE FROM web_session WHERE secret_hash = ${secretHash}`;
     this.sql("tickets end one").run`DELETE FROM web_ticket WHERE session_hash = ${secretHash}`;
     this.sessionMap().delete(secretHash);
+    if (this.sessionMap().size === 0) this.sql("profile end").run`DELETE FROM web_profile`;
     for (const ws of this.sockets.all()) if (heldSession(ws) === secretHash) closeEnded(ws);
   }
 

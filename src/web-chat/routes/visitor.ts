@@ -32,6 +32,9 @@ import { STRING_TABLES, pageLocale, stringsVersion } from "../strings/index";
 import { LOCALES, type Locale } from "../strings/locales";
 import { admitEntry } from "../gates";
 import { type Site, WebIdentity, readSite } from "../sites";
+import { PrechatSchema, ProfileAnswers, answersText, checkAnswers, prechatSchema, vouchedNames } from "../prechat";
+import type { WebProfile } from "../../conversations/model/web";
+import { type Vouched, type VisitorProfile, composeProfile } from "../../shared/visitor-profile";
 import { MAX_USER_ID, hasProof, userVisitorId, verificationRequired, verifyUser } from "../verification";
 import {
   type Credential,
@@ -61,6 +64,8 @@ const messageBody = z
     client_message_id: clientMessageId.optional(),
     /** An ask-less form's submission (the fields of a schema an answer carried). */
     form: jsonObjectSchema.optional(),
+    /** The pre-chat form's answers (src/web-chat/prechat.ts), checked against the identity's form. */
+    profile: ProfileAnswers.optional(),
   })
   .strict();
 const sessionBody = z
@@ -135,6 +140,9 @@ async function routeAndSite(c: Context<AppEnv>, identity: string): Promise<[{ at
   return [{ at, found: read.found, route }, read.site];
 }
 
+/** The visitor's profile as each of their turns carries it (null: nothing given). */
+const profileOf = (p: WebProfile | null): VisitorProfile | null => (p ? composeProfile(p.answers, p.vouched) : null);
+
 /** The visitor's session on `route`, checked in its thread; refused like an unknown one otherwise. */
 async function session(c: Context<AppEnv>, route: Route, identity: string, cred: Credential | null, params?: Record<string, string>) {
   if (!cred) throw sessionMissing();
@@ -144,7 +152,7 @@ async function session(c: Context<AppEnv>, route: Route, identity: string, cred:
   const threadId = channelThreadId(route.route_name, cred.visitorId);
   const check = await threadStub(c.env, threadId).webCheck(identity, cred.secretHash, s.sessionTtlSeconds * 1000, params);
   if (!check.ok) throw sessionMissing();
-  return { threadId, params: check.params };
+  return { threadId, params: check.params, profile: check.profile ?? null };
 }
 
 /**
@@ -164,7 +172,15 @@ async function spendMint(c: Context<AppEnv>): Promise<void> {
  * Opens a fresh session on `route` for a new visitor and answers its token; `spent` when the
  * caller has already spent the network's mint (see `spendMint`).
  */
-async function openSession(c: Context<AppEnv>, route: Route, identity: string, params: Record<string, string> | null, spent = false, visitorId?: string) {
+async function openSession(
+  c: Context<AppEnv>,
+  route: Route,
+  identity: string,
+  params: Record<string, string> | null,
+  spent = false,
+  visitorId?: string,
+  vouched?: Vouched,
+) {
   const s = c.get("settings").web;
   if (!spent) await spendMint(c);
   const fresh = mintToken();
@@ -176,6 +192,7 @@ async function openSession(c: Context<AppEnv>, route: Route, identity: string, p
     s.pendingTtlSeconds * 1000,
     params,
     visitorId ? MAX_DEVICE_SESSIONS : 1,
+    vouched,
   );
   return { ...minted, expires_at: new Date(Date.now() + s.pendingTtlSeconds * 1000).toISOString() };
 }
@@ -268,7 +285,7 @@ async function visitorRequest(c: Context<AppEnv>, identity: string, raw: Uint8Ar
   const origin = requireOrigin(c, mode ?? found?.mode ?? (bearerToken(c.req.raw) !== null ? "bearer" : "cookie"), site.allowed_origins);
   const current = await session(c, read.route, identity, found);
   if (!found) throw sessionMissing();
-  return { cred: found, read, origin, current };
+  return { cred: found, read, site, origin, current };
 }
 
 const publicDoor = { area: "channels", auth: { public: true } as const, store: "conversations" as const };
@@ -282,16 +299,26 @@ addPublicRoute(
     links: "redeem",
     summary: "Web chat: the visitor sends one message into their own conversation",
     description:
-      "Public; the visitor's session (the page's cookie, or the widget's bearer token) is the credential, and the Origin must be the page's own or one allowed for the identity (403 origin_mismatch). `client_message_id` (8–64 of [A-Za-z0-9_-]) makes a retry count once. The rate cap counts the client's network, not the visitor.",
+      "Public; the visitor's session (the page's cookie, or the widget's bearer token) is the credential, and the Origin must be the page's own or one allowed for the identity (403 origin_mismatch). `client_message_id` (8–64 of [A-Za-z0-9_-]) makes a retry count once. The rate cap counts the client's network, not the visitor. " +
+      "`profile` carries the pre-chat form's answers (docs/channels.md, \"Pre-chat form\"), checked against the identity's form: an unknown field, a wrong type, a missing required field or a field the site already vouches for is 400 invalid_profile naming the field, and nothing is kept. Without `text` the message's text is the answers, one `label: answer` line each. The answers are kept with the session and every later turn carries them as the visitor's `profile`.",
     body: messageBody,
     response: z.object({ message_id: z.string() }),
     errors: [401, 403, 404, 413, 429, 503],
   },
   async (c, { body, raw }) => {
-    const { cred, read, origin, current } = await visitorRequest(c, body.identity, raw);
+    const { cred, read, site, origin, current } = await visitorRequest(c, body.identity, raw);
     const { params } = current;
-    if (!body.text.trim() && !body.form) throw new HttpError(400, "text must not be blank", "blank");
-    const messageId = await admitVisitorMessage(c, read, body.identity, cred, body.text, body.client_message_id ?? null, params, body.form);
+    let text = body.text;
+    let kept = current.profile;
+    const answers = body.profile ? checkAnswers(site.prechat, body.profile, vouchedNames(kept?.vouched)) : null;
+    if (answers) {
+      kept = { answers, vouched: kept?.vouched ?? null };
+      if (!text.trim()) text = answersText(site.prechat, answers);
+    }
+    if (!text.trim() && !body.form) throw new HttpError(400, "text must not be blank", "blank");
+    const messageId = await admitVisitorMessage(c, read, body.identity, cred, text, body.client_message_id ?? null, params, body.form, profileOf(kept));
+    // Kept only once the message is in, so a refused message leaves no answers behind.
+    if (answers) await threadStub(c.env, current.threadId).webAnswers(answers);
     return json(c, { message_id: messageId }, 200, corsHeaders(c, cred.mode, origin));
   },
 );
@@ -304,9 +331,11 @@ addPublicRoute(
     ...publicDoor,
     method: "post",
     path: "/api/channels/web/config",
-    summary: "Web chat: what the page shows about its route and visitor: open now, the next opening, the expected reply time, the person's locale",
+    summary:
+      "Web chat: what the page shows about its route and visitor: open now, the next opening, the expected reply time, the pre-chat form, the person's locale",
     description:
       "Public; the visitor's session and a matching Origin, as for `messages`. From the route's business hours (docs/inbox.md, \"Business hours\"): `open_now` (true when the route has none), `next_opening` (ISO-8601; null while open or when the week has no hours), `reply_time_text` and `reply_time_seconds` (null when unset). The hours ride in the identity's cached route read: no D1 statement while they are unchanged. " +
+      "`prechat`: the identity's pre-chat form as a form schema (`{type: object, properties, required}`, docs/channels.md \"Pre-chat form\"), without the fields the site vouches for in this verified visitor's token; null when there is none or nothing is left to ask. It rides with the identity's cached site read. " +
       "`locale`: the visitor's person's locale (a BCP 47 tag, docs/persons.md) on a multichannel target, which the widget speaks when its tag names no language; null when the target is not multichannel or the visitor has no person (yet) or the person no locale. One call to the target's person directory, no D1 statement.",
     body: configBody,
     response: z.object({
@@ -314,14 +343,17 @@ addPublicRoute(
       next_opening: z.string().nullable(),
       reply_time_text: z.string().nullable(),
       reply_time_seconds: z.number().nullable(),
+      prechat: PrechatSchema.nullable(),
       locale: z.string().nullable(),
     }),
     errors: [401, 403, 404, 413],
   },
   async (c, { body, raw }) => {
-    const { cred, read, origin } = await visitorRequest(c, body.identity, raw);
+    const { cred, read, site, origin, current } = await visitorRequest(c, body.identity, raw);
+    const view = hoursView(read.found.target.hours ?? null, new Date());
+    const prechat = prechatSchema(site.prechat, vouchedNames(current.profile?.vouched));
     const locale = await personLocale(c, read, body.identity, cred.visitorId);
-    return json(c, { ...hoursView(read.found.target.hours ?? null, new Date()), locale }, 200, corsHeaders(c, cred.mode, origin));
+    return json(c, { ...view, prechat, locale }, 200, corsHeaders(c, cred.mode, origin));
   },
 );
 
@@ -369,7 +401,10 @@ addPublicRoute(
     if (!user && site.require_verified) throw verificationRequired();
     if (site.gate_enabled) await requireEntry(c, body.identity, body.entry_code ?? null);
     const visitorId = user ? await userVisitorId(body.identity, user.userId) : undefined;
-    const minted = await openSession(c, read.route, body.identity, null, false, visitorId);
+    // A token's claims are what the site vouches for now (none: none); a hash proof carries none and changes nothing.
+    const vouched: Vouched | undefined =
+      user && body.user_token !== undefined ? { ...(user.name ? { name: user.name } : {}), ...(user.email ? { email: user.email } : {}) } : undefined;
+    const minted = await openSession(c, read.route, body.identity, null, false, visitorId, vouched);
     return json(c, { token: minted.token, expires_at: minted.expires_at }, 200, corsHeaders(c, "bearer", origin));
   },
 );
@@ -561,6 +596,7 @@ async function admitVisitorMessage(
   clientMessageId: string | null,
   params: Record<string, string> | null,
   form?: JsonObject,
+  profile?: VisitorProfile | null,
 ): Promise<string> {
   const providerId = clientMessageId ? `cm:${await secretHash(`${identity}:${cred.visitorId}:${clientMessageId}`)}` : `rm:${crypto.randomUUID()}`;
   let out;
@@ -577,6 +613,7 @@ async function admitVisitorMessage(
         text,
         ...(params ? { params } : {}),
         ...(form ? { form } : {}),
+        ...(profile ? { profile } : {}),
         cap_key: networkBucket(c.req.raw),
       },
       read,
@@ -623,7 +660,7 @@ addPublicRoute(
       if (!option) throw new HttpError(400, "option_id names no option of this question", "unknown_option");
       text = option.text;
     }
-    const messageId = await admitVisitorMessage(c, read, body.identity, cred, text, null, current.params);
+    const messageId = await admitVisitorMessage(c, read, body.identity, cred, text, null, current.params, undefined, profileOf(current.profile));
     return json(c, { message_id: messageId }, 200, corsHeaders(c, cred.mode, origin));
   },
 );

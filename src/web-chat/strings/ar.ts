@@ -73,4 +73,6 @@ export const AR: Record<StringKey, string> = {
   "merge.skip": "لا، شكرًا",
   "merge.done": "احتُفظ بمحادثتك السابقة في حسابك.",
   "merge.failed": "تعذّر الاحتفاظ بمحادثتك السابقة.",
+  "prechat.intro": "قبل أن نبدأ، أخبرنا قليلًا عن نفسك من فضلك.",
+  "prechat.submit": "بدء الدردشة",
 };

@@ -74,4 +74,6 @@ export const DE: Record<StringKey, string> = {
   "merge.skip": "Nein, danke",
   "merge.done": "Ihre frühere Unterhaltung bleibt bei Ihrem Konto.",
   "merge.failed": "Ihre frühere Unterhaltung konnte nicht übernommen werden.",
+  "prechat.intro": "Bevor wir beginnen, erzählen Sie uns bitte kurz etwas über sich.",
+  "prechat.submit": "Chat starten",
 };

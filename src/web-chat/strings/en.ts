@@ -78,6 +78,8 @@ export const EN = {
   "merge.skip": "No, thanks",
   "merge.done": "Your earlier conversation is kept with your account.",
   "merge.failed": "Your earlier conversation could not be kept.",
+  "prechat.intro": "Before we start, please tell us a little about yourself.",
+  "prechat.submit": "Start chat",
 } as const;
 
 /** A visible string's key. */

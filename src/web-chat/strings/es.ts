@@ -74,4 +74,6 @@ export const ES: Record<StringKey, string> = {
   "merge.skip": "No, gracias",
   "merge.done": "Tu conversación anterior se ha guardado en tu cuenta.",
   "merge.failed": "No se pudo guardar tu conversación anterior.",
+  "prechat.intro": "Antes de empezar, cuéntanos un poco sobre ti.",
+  "prechat.submit": "Empezar el chat",
 };

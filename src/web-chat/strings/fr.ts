@@ -74,4 +74,6 @@ export const FR: Record<StringKey, string> = {
   "merge.skip": "Non merci",
   "merge.done": "Votre conversation précédente est conservée avec votre compte.",
   "merge.failed": "Votre conversation précédente n’a pas pu être conservée.",
+  "prechat.intro": "Avant de commencer, parlez-nous un peu de vous.",
+  "prechat.submit": "Commencer le chat",
 };

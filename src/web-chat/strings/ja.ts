@@ -74,4 +74,6 @@ export const JA: Record<StringKey, string> = {
   "merge.skip": "残さない",
   "merge.done": "以前の会話をアカウントに残しました。",
   "merge.failed": "以前の会話を残せませんでした。",
+  "prechat.intro": "はじめる前に、あなたのことを少し教えてください。",
+  "prechat.submit": "チャットを始める",
 };

@@ -73,4 +73,6 @@ export const PT: Record<StringKey, string> = {
   "merge.skip": "Não, obrigado",
   "merge.done": "Sua conversa anterior foi mantida na sua conta.",
   "merge.failed": "Não foi possível manter sua conversa anterior.",
+  "prechat.intro": "Antes de começar, conte-nos um pouco sobre você.",
+  "prechat.submit": "Iniciar o chat",
 };
