@@ -113,7 +113,7 @@ describe("the web chat's config door", () => {
 
     const none = await call("POST", "/api/channels/web/config", { body: { identity }, headers });
     expect(none.status).toBe(200);
-    expect(none.body.data).toEqual({ open_now: true, next_opening: null, reply_time_text: null, reply_time_seconds: null, locale: null });
+    expect(none.body.data).toEqual({ open_now: true, next_opening: null, reply_time_text: null, reply_time_seconds: null, prechat: null, locale: null });
 
     expect((await putHours(r.name, { time_zone: "UTC", weekly: { mon: [["09:00", "10:00"]] }, reply_time_seconds: 3600 })).status).toBe(200);
     const set = await call("POST", "/api/channels/web/config", { body: { identity }, headers });
