@@ -9,6 +9,7 @@ import { z } from "zod";
 import { type Statement, d1, first, run } from "../platform/persistence/d1";
 import { jsonColumn, validStored } from "../platform/persistence/stored-json";
 import { WEB_IDENTITY } from "../conversations/model/web";
+import { type AttachmentPolicy, parsePolicy } from "./attachments";
 
 /** A web identity: the route's `our_identity`, also a URL path segment of the public doors. */
 export const WebIdentity = z.string().regex(WEB_IDENTITY, { message: "must be 1-64 letters, digits, '_' or '-'" });
@@ -76,6 +77,7 @@ const SiteRow = z.object({
   allowed_origins: jsonColumn(StoredOrigins),
   gate_enabled: z.number().int(),
   require_verified: z.number().int(),
+  attachments: z.string().nullable(),
   updated_at: z.string(),
   updated_by: z.string(),
 });
@@ -86,6 +88,8 @@ export interface Site {
   gate_enabled: boolean;
   /** Only verified visitors may hold a session (src/web-chat/verification.ts). */
   require_verified: boolean;
+  /** What visitors may upload (src/web-chat/attachments.ts). */
+  attachments: AttachmentPolicy;
 }
 
 /** A site as the config doors show it; `updated_at`/`updated_by` are null while it has the defaults. */
@@ -102,14 +106,19 @@ export type SiteView = z.infer<typeof SiteView>;
 
 /** The read of `identity`'s site row, for a batch (its row goes to `parseSite`). */
 export function siteStatement(db: D1Database, identity: string): Statement {
-  return d1(db)`SELECT allowed_origins, gate_enabled, require_verified, updated_at, updated_by FROM web_sites WHERE identity = ${identity}`;
+  return d1(db)`SELECT allowed_origins, gate_enabled, require_verified, attachments, updated_at, updated_by FROM web_sites WHERE identity = ${identity}`;
 }
 
 /** The site in a row read by `siteStatement` (null: no row, so the defaults). */
 export function parseSite(row: unknown): Site {
-  if (row === null || row === undefined) return { allowed_origins: [], gate_enabled: false, require_verified: false };
+  if (row === null || row === undefined) return { allowed_origins: [], gate_enabled: false, require_verified: false, attachments: parsePolicy(null) };
   const r = validStored(SiteRow, row, "web_sites row");
-  return { allowed_origins: r.allowed_origins, gate_enabled: r.gate_enabled === 1, require_verified: r.require_verified === 1 };
+  return {
+    allowed_origins: r.allowed_origins,
+    gate_enabled: r.gate_enabled === 1,
+    require_verified: r.require_verified === 1,
+    attachments: parsePolicy(r.attachments),
+  };
 }
 
 /** `identity`'s site (the defaults when it has no row). */

@@ -30,6 +30,7 @@ import { RATEABLE_ROLES, WEB_HEADERS, type WebEntry, WebEntryRole, type WebFrame
 import type { AnswerRating } from "../model/record";
 import { type ObjectSql, objectSql, sqlList, sqlPart } from "../../platform/persistence/object-sql";
 import { channelThreadId } from "../../shared/thread-id";
+import type { WebAttachments } from "./web-attachments";
 
 /**
  * Where a web record's entries belong: the visitor's own thread on the route, which holds the
@@ -124,6 +125,8 @@ export class WebVisitor {
     private readonly arm: () => Promise<void> = async () => {},
     /** What a page that just opened its stream is told of the running turn (src/conversations/thread/live-turn.ts). */
     private readonly liveFrames: () => WebFrame[] = () => [],
+    /** The visitor's uploads (src/conversations/thread/web-attachments.ts): they live and die with the entries that show them. */
+    readonly attachments: WebAttachments | null = null,
   ) {}
 
   /** The live session's secret hash, read with its expiry (see `expiresAt`). */
@@ -173,22 +176,25 @@ export class WebVisitor {
     }
   }
 
-  /** Sets the expiry of record `messageId`'s entries here, and re-arms the alarm for it. */
+  /** Sets the expiry of record `messageId`'s entries (and of the uploads it carried) here, and re-arms the alarm for it. */
   async expire(messageId: string, expiresAt: number): Promise<void> {
     const changed = this.sql("transcript expire")<{
       seq: number;
     }>`UPDATE web_transcript SET expires_at = ${expiresAt} WHERE message_id = ${messageId} RETURNING seq`;
-    if (!changed.length) return;
+    const uploads = this.attachments?.expire(messageId, expiresAt) ?? false;
+    if (!changed.length && !uploads) return;
     this.due = undefined;
     await this.arm();
   }
 
   /**
-   * The records `messageIds` were forgotten or erased on their thread: their entries go, and the
-   * session ends (its open pages are told and closed, since they show what was forgotten). The
-   * visitor's next page load mints a new session on a new address.
+   * The records `messageIds` were forgotten or erased on their thread: their entries go (and the
+   * uploads they carried: `reap` deletes them), and the session ends (its open pages are told and
+   * closed, since they show what was forgotten). The visitor's next page load mints a new session
+   * on a new address.
    */
   forgetEntries(messageIds: string[]): number {
+    this.attachments?.doomFor(messageIds);
     let removed = 0;
     for (let i = 0; i < messageIds.length; i += 50) {
       const ids = messageIds.slice(i, i + 50);
@@ -206,6 +212,13 @@ export class WebVisitor {
    * `fresh` (the alarm's pass acts on what is stored).
    */
   dueAt(fresh = false): number | null {
+    const uploads = this.attachments?.dueAt(fresh) ?? null;
+    const entries = this.entriesDue(fresh);
+    return uploads === null ? entries : entries === null ? uploads : Math.min(entries, uploads);
+  }
+
+  /** The earliest transcript entry expiry (see `dueAt`). */
+  private entriesDue(fresh: boolean): number | null {
     if (fresh || this.due === undefined) {
       const row = this.sql("transcript due")<{
         e: number | null;
@@ -214,6 +227,11 @@ export class WebVisitor {
       this.due = row.legacy ? this.now() : row.e;
     }
     return this.due;
+  }
+
+  /** Deletes the bytes and rows of the uploads past their expiry or ended (see WebAttachments.reap). */
+  async reap(): Promise<void> {
+    await this.attachments?.reap();
   }
 
   /** Deletes the entries past their expiry (the alarm's pass); answers how many went. */
@@ -298,8 +316,13 @@ export class WebVisitor {
     return Boolean(row && row.expires_at > this.now() && this.hasSession());
   }
 
-  /** Ends the session (and with `transcript`, the transcript too); open sockets are told and closed. */
+  /**
+   * Ends the session (and with `transcript`, the transcript too); open sockets are told and closed.
+   * The uploads no message carried go with the session, every upload with the transcript: the
+   * caller then deletes their bytes (`reap`).
+   */
   end(transcript: boolean): void {
+    this.attachments?.doom(transcript);
     this.sql("session end").run`DELETE FROM web_session`;
     this.sql("tickets end").run`DELETE FROM web_ticket`;
     this.expiresAt = null;
@@ -335,6 +358,8 @@ export class WebVisitor {
       seq: number;
     }>`INSERT INTO web_transcript (role, text, part, message_id, at, expires_at, stopped) VALUES (${role}, ${text}, ${part === null || part === undefined ? null : JSON.stringify(part)}, ${messageId}, ${at}, ${expiresAt}, ${stopped ? 1 : null}) RETURNING seq`[0];
     if (this.due === null || (typeof this.due === "number" && expiresAt < this.due)) this.due = expiresAt;
+    // The uploads a visitor's message carried belong to its record from now on.
+    if (role === "visitor" && messageId) this.attachments?.bindFromPart(part, messageId, expiresAt);
     const entry = pageEntry({ seq: row.seq, role, text, part: part ?? null, at: new Date(at).toISOString(), message_id: messageId }, null);
     if (stopped) entry.stopped = true;
     const frame = JSON.stringify({ type: "entry", entry } satisfies WebFrame);

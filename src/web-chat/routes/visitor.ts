@@ -14,7 +14,8 @@ import { threadStreamStub } from "../../conversations/model/thread-rpc";
 import { interactionStub } from "../../interactions/rpc";
 import { channelThreadId } from "../../shared/thread-id";
 import { checkParams } from "../../conversations/model/transport-bounds";
-import { WEB_HEADERS, VISITOR_ID, isVerifiedVisitor } from "../../conversations/model/web";
+import { ATTACHMENT_ID, WEB_HEADERS, VISITOR_ID, attachmentRef, isVerifiedVisitor } from "../../conversations/model/web";
+import type { InboundAttachment } from "../../shared/media";
 import { StopAnswer } from "../../conversations/model/live";
 import type { Route, RouteWithKey } from "../../conversations/model/route";
 import { readRouteWithKeyByChannelIdentity } from "../../conversations/store";
@@ -48,6 +49,8 @@ import {
 export const webChannelRouter = new Hono<AppEnv>();
 
 const identitySchema = WebIdentity;
+/** Most uploads one message carries. */
+const MAX_MESSAGE_ATTACHMENTS = 10;
 const identityBody = z.object({ identity: identitySchema }).strict();
 const clientMessageId = z.string().regex(/^[A-Za-z0-9_-]{8,64}$/, { message: "must be 8 to 64 characters of [A-Za-z0-9_-]" });
 const messageBody = z
@@ -57,6 +60,12 @@ const messageBody = z
     client_message_id: clientMessageId.optional(),
     /** An ask-less form's submission (the fields of a schema an answer carried). */
     form: jsonObjectSchema.optional(),
+    /** The visitor's uploads this message carries (`POST attachments` answered their ids). */
+    attachments: z
+      .array(z.string().regex(ATTACHMENT_ID, { message: "must be an attachment id" }))
+      .min(1)
+      .max(MAX_MESSAGE_ATTACHMENTS)
+      .optional(),
   })
   .strict();
 const sessionBody = z
@@ -90,7 +99,7 @@ interface WebRead {
 const webReads = new EpochCache<WebRead>(2048);
 
 /** The route and the identity's site, from the cache, or read side by side from D1. */
-async function webRead(c: Context<AppEnv>, identity: string): Promise<WebRead> {
+export async function webRead(c: Context<AppEnv>, identity: string): Promise<WebRead> {
   return webReads.read(c.env, `ident:web:${identity}`, async () => {
     const [found, site] = await Promise.all([readRouteWithKeyByChannelIdentity(c.env.DB, "web", identity), readSite(c.env.DB, identity)]);
     return { found, site };
@@ -103,7 +112,7 @@ async function webRoute(c: Context<AppEnv>, identity: string): Promise<{ at: num
 }
 
 /** The route (404 when none) and the identity's site. */
-async function routeAndSite(c: Context<AppEnv>, identity: string): Promise<[{ at: number; found: RouteWithKey; route: Route }, Site]> {
+export async function routeAndSite(c: Context<AppEnv>, identity: string): Promise<[{ at: number; found: RouteWithKey; route: Route }, Site]> {
   const at = Date.now();
   const read = await webRead(c, identity);
   const route = read.found.route;
@@ -112,7 +121,7 @@ async function routeAndSite(c: Context<AppEnv>, identity: string): Promise<[{ at
 }
 
 /** The visitor's session on `route`, checked in its thread; refused like an unknown one otherwise. */
-async function session(c: Context<AppEnv>, route: Route, identity: string, cred: Credential | null, params?: Record<string, string>) {
+export async function session(c: Context<AppEnv>, route: Route, identity: string, cred: Credential | null, params?: Record<string, string>) {
   if (!cred) throw sessionMissing();
   // An identity switched to verified visitors only refuses an anonymous session at its next use.
   if (!isVerifiedVisitor(cred.visitorId) && (await webRead(c, identity)).site.require_verified) throw verificationRequired();
@@ -155,16 +164,18 @@ async function openSession(c: Context<AppEnv>, route: Route, identity: string, p
   return { ...minted, expires_at: new Date(Date.now() + s.pendingTtlSeconds * 1000).toISOString() };
 }
 
-function corsHeaders(c: Context<AppEnv>, mode: CredentialMode, origin: string): Record<string, string> {
+export function corsHeaders(c: Context<AppEnv>, mode: CredentialMode, origin: string): Record<string, string> {
   return mode === "bearer" ? { "Access-Control-Allow-Origin": origin, Vary: "Origin" } : {};
 }
 
-function json(c: Context<AppEnv>, data: unknown, status: number, headers: Record<string, string>): Response {
+export function json(c: Context<AppEnv>, data: unknown, status: number, headers: Record<string, string>): Response {
   return new Response(JSON.stringify({ data }), { status, headers: { "content-type": "application/json; charset=UTF-8", ...headers } });
 }
 
 /** The visitor's POST doors (the operator's configuration doors under the same prefix take api keys). */
-const VISITOR_POSTS = /^\/api\/channels\/web\/(messages|stop|feedback|config|session|session\/rotate|stream-ticket|questions\/[^/]+\/answer)$/;
+const VISITOR_POSTS = /^\/api\/channels\/web\/(messages|stop|feedback|config|session|session\/rotate|stream-ticket|attachments|questions\/[^/]+\/answer)$/;
+/** The visitor's GET door the widget calls with its bearer header (so the browser preflights it). */
+const VISITOR_GETS = /^\/api\/channels\/web\/attachments\/[^/]+$/;
 
 // Before anything is read: a visitor's POST without an Origin, or from a foreign origin without the
 // widget's bearer header, is refused whatever its body. The identity's own list is checked once the
@@ -173,13 +184,14 @@ webChannelRouter.use("/api/channels/web/*", async (c, next) => {
   // A cross-origin POST with a bearer header is preflighted. The preflight is protocol, not a door:
   // it names nothing and admits any origin, because the real request is then held to the
   // identity's allowed origins.
-  if (c.req.method === "OPTIONS" && VISITOR_POSTS.test(c.req.path)) {
+  const get = VISITOR_GETS.test(c.req.path);
+  if (c.req.method === "OPTIONS" && (get || VISITOR_POSTS.test(c.req.path))) {
     const origin = c.req.header("origin");
     if (!origin) return c.body(null, 204);
     return c.body(null, 204, {
       "Access-Control-Allow-Origin": origin,
-      "Access-Control-Allow-Methods": "POST",
-      "Access-Control-Allow-Headers": "authorization, content-type",
+      "Access-Control-Allow-Methods": get ? "GET" : "POST",
+      "Access-Control-Allow-Headers": "authorization, content-type, x-filename",
       "Access-Control-Max-Age": "600",
       Vary: "Origin",
     });
@@ -223,7 +235,7 @@ function capBody(c: Context<AppEnv>, raw: Uint8Array | null): void {
  * What every visitor POST starts with: the body cap, the credential, the route and site, the
  * Origin rule for the credential's mode (`bearer` forces the widget's rule), and the live session.
  */
-async function visitorRequest(c: Context<AppEnv>, identity: string, raw: Uint8Array | null, mode?: CredentialMode) {
+export async function visitorRequest(c: Context<AppEnv>, identity: string, raw: Uint8Array | null, mode?: CredentialMode) {
   capBody(c, raw);
   const found = await readCredential(c.req.raw, identity);
   const [read, site] = await routeAndSite(c, identity);
@@ -233,7 +245,7 @@ async function visitorRequest(c: Context<AppEnv>, identity: string, raw: Uint8Ar
   return { cred: found, read, origin, current };
 }
 
-const publicDoor = { area: "channels", auth: { public: true } as const, store: "conversations" as const };
+export const publicDoor = { area: "channels", auth: { public: true } as const, store: "conversations" as const };
 
 addPublicRoute(
   webChannelRouter,
@@ -244,7 +256,8 @@ addPublicRoute(
     links: "redeem",
     summary: "Web chat: the visitor sends one message into their own conversation",
     description:
-      "Public; the visitor's session (the page's cookie, or the widget's bearer token) is the credential, and the Origin must be the page's own or one allowed for the identity (403 origin_mismatch). `client_message_id` (8–64 of [A-Za-z0-9_-]) makes a retry count once. The rate cap counts the client's network, not the visitor.",
+      "Public; the visitor's session (the page's cookie, or the widget's bearer token) is the credential, and the Origin must be the page's own or one allowed for the identity (403 origin_mismatch). `client_message_id` (8–64 of [A-Za-z0-9_-]) makes a retry count once. The rate cap counts the client's network, not the visitor. " +
+      "`attachments` (at most 10) names the visitor's own uploads (`POST attachments`); one this conversation does not hold (another visitor's, expired, forgotten) is 400 unknown_attachment naming its index. They reach the target as the turn's `attachments`, `url` a `web-attachment:{route_name}/{id}` reference (docs/channels.md, \"Attachments\").",
     body: messageBody,
     response: z.object({ message_id: z.string() }),
     errors: [401, 403, 404, 413, 429, 503],
@@ -252,8 +265,20 @@ addPublicRoute(
   async (c, { body, raw }) => {
     const { cred, read, origin, current } = await visitorRequest(c, body.identity, raw);
     const { params } = current;
-    if (!body.text.trim() && !body.form) throw new HttpError(400, "text must not be blank", "blank");
-    const messageId = await admitVisitorMessage(c, read, body.identity, cred, body.text, body.client_message_id ?? null, params, body.form);
+    if (!body.text.trim() && !body.form && !body.attachments) throw new HttpError(400, "text must not be blank", "blank");
+    let attachments: InboundAttachment[] | undefined;
+    if (body.attachments) {
+      const held = await threadStub(c.env, current.threadId).webAttachments(body.attachments);
+      if (!Array.isArray(held))
+        throw new HttpError(400, `invalid body: attachments.${held.missing}: names no upload of this conversation`, "unknown_attachment");
+      attachments = held.map((a) => ({
+        kind: a.kind,
+        url: attachmentRef(read.route.route_name, a.attachment_id),
+        filename: a.filename,
+        mime_type: a.content_type,
+      }));
+    }
+    const messageId = await admitVisitorMessage(c, read, body.identity, cred, body.text, body.client_message_id ?? null, params, body.form, attachments);
     return json(c, { message_id: messageId }, 200, corsHeaders(c, cred.mode, origin));
   },
 );
@@ -447,6 +472,7 @@ async function admitVisitorMessage(
   clientMessageId: string | null,
   params: Record<string, string> | null,
   form?: JsonObject,
+  attachments?: InboundAttachment[],
 ): Promise<string> {
   const providerId = clientMessageId ? `cm:${await secretHash(`${identity}:${cred.visitorId}:${clientMessageId}`)}` : `rm:${crypto.randomUUID()}`;
   let out;
@@ -463,6 +489,7 @@ async function admitVisitorMessage(
         text,
         ...(params ? { params } : {}),
         ...(form ? { form } : {}),
+        ...(attachments ? { attachments } : {}),
         cap_key: networkBucket(c.req.raw),
       },
       read,
