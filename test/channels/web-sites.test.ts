@@ -141,6 +141,7 @@ describe("PUT and GET /api/channels/web/sites/{identity}", () => {
       allowed_origins: ["https://a.example", "https://b.example"],
       gate_enabled: true,
       require_verified: false,
+      attachments: DEFAULT_ATTACHMENT_POLICY,
     });
   });
 

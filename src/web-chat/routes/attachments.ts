@@ -60,7 +60,7 @@ addPublicRoute(
       "The type is what the bytes are (their signature: PNG, JPEG, GIF, WebP, PDF, or UTF-8 text), never what the upload claims: a Content-Type or a file name extension that says otherwise is 415 disguised_type, a type the identity does not allow 415 type_not_allowed, one no signature matches 415 unsupported_type; past the identity's `max_bytes` 413 attachment_too_large. " +
       "Uploads from one client network are capped (CHANNEL_WEB_UPLOADS_PER_HOUR: 429 too_many_uploads with Retry-After), and a visitor holds at most 20 unsent (429 too_many_attachments). A refusal stores nothing. " +
       "Answers 201 `{attachment_id, kind, content_type, bytes, filename}`; `POST messages` sends it with `attachments: [attachment_id]`. An upload no message carried is deleted after an hour.",
-    query: z.object({ identity: WebIdentity }).strict(),
+    query: z.object({ identity: WebIdentity }),
     streamedBody: "application/octet-stream",
     response: Uploaded,
     status: 201,
@@ -155,7 +155,7 @@ addPublicRoute(
       "Public; the visitor's session: the page's cookie (from the page itself: a request another site made is 403 origin_mismatch) or the widget's bearer from an allowed origin. Only an upload this visitor's conversation holds: any other id (another visitor's, expired, forgotten) is 404 unknown_attachment. " +
       "Served with its checked type, `X-Content-Type-Options: nosniff`, a `default-src 'none'; sandbox` policy and `Content-Disposition` (inline for images, attachment for everything else).",
     params: z.object({ attachment_id: attachmentIdSchema }).strict(),
-    query: z.object({ identity: WebIdentity }).strict(),
+    query: z.object({ identity: WebIdentity }),
     produces: "application/octet-stream",
     errors: [401, 403, 404],
   },
