@@ -6,6 +6,14 @@
 export const EN = {
   send: "Send",
   sending: "Sending…",
+  "attach.add": "Attach a file",
+  "attach.list": "Files to send",
+  "attach.remove": "Remove {name}",
+  "attach.done": "{name} is attached.",
+  "attach.failed": "{name} was not attached: {why}.",
+  "attach.wait": "Wait until the files are attached.",
+  "attach.gone": "{name} is no longer available.",
+  "attach.file": "File",
 } as const;
 
 /** A visible string's key. */
