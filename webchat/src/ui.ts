@@ -93,6 +93,7 @@ export class Chat {
   private busyRenewing = false;
   private readonly turns: LiveTurns;
   private uploads: Upload[] = [];
+  private attachButton: HTMLElement | undefined;
   private readonly tray: HTMLUListElement;
 
   constructor(
@@ -165,7 +166,8 @@ export class Chat {
     const doc = this.doc;
     const picker = el(doc, "input", { type: "file", multiple: true, class: "tai-sr" });
     const tray = el(doc, "ul", { class: "tai-tray", "aria-label": t("attach.list") });
-    this.e.send.before(el(doc, "label", { class: "tai-attach" }, picker, el(doc, "span", { class: "tai-sr" }, t("attach.add"))));
+    this.attachButton = el(doc, "label", { class: "tai-attach" }, picker, el(doc, "span", { class: "tai-sr" }, t("attach.add")));
+    this.e.send.before(this.attachButton);
     this.e.input.before(tray);
     picker.addEventListener("change", () => {
       for (const f of picker.files ?? []) this.attach(f);
@@ -199,8 +201,10 @@ export class Chat {
       },
       (err) => {
         drop();
-        if (err instanceof WebError && err.status === 401) this.sessionLost();
-        else this.say(t("attach.failed", { name: f.name, why: messageOf(err) }));
+        if (err instanceof WebError && err.status === 401) return this.sessionLost();
+        // A chat that takes no files: the button goes.
+        if (err instanceof WebError && err.code === "attachments_disabled" && this.attachButton) this.attachButton.hidden = true;
+        this.say(t("attach.failed", { name: f.name, why: messageOf(err) }));
       },
     );
   }

@@ -30,6 +30,7 @@ import { addPublicRoute } from "../../platform/http/route";
 import { WEB_PAGE_CSP, refusalPage, renderChatPage, serveWebAsset, webManifest } from "../assets";
 import { admitEntry } from "../gates";
 import { type Site, WebIdentity, readSite } from "../sites";
+import { AttachmentPolicy } from "../attachments";
 import { MAX_USER_ID, hasProof, userVisitorId, verificationRequired, verifyUser } from "../verification";
 import {
   type Credential,
@@ -293,20 +294,22 @@ addPublicRoute(
     path: "/api/channels/web/config",
     summary: "Web chat: what the page shows about its route: open now, the next opening, the expected reply time",
     description:
-      "Public; the visitor's session and a matching Origin, as for `messages`. From the route's business hours (docs/inbox.md, \"Business hours\"): `open_now` (true when the route has none), `next_opening` (ISO-8601; null while open or when the week has no hours), `reply_time_text` and `reply_time_seconds` (null when unset). Read through the route's cache: no D1 statement while the hours are unchanged.",
+      'Public; the visitor\'s session and a matching Origin, as for `messages`. From the route\'s business hours (docs/inbox.md, "Business hours"): `open_now` (true when the route has none), `next_opening` (ISO-8601; null while open or when the week has no hours), `reply_time_text` and `reply_time_seconds` (null when unset). `attachments`: what the visitor may upload (`{enabled, max_bytes, allowed_types}`, docs/channels.md "Attachments"). Read through the route\'s cache: no D1 statement while the hours and the site are unchanged.',
     body: configBody,
     response: z.object({
       open_now: z.boolean(),
       next_opening: z.string().nullable(),
       reply_time_text: z.string().nullable(),
       reply_time_seconds: z.number().nullable(),
+      attachments: AttachmentPolicy,
     }),
     errors: [401, 403, 404, 413],
   },
   async (c, { body, raw }) => {
     const { cred, read, origin } = await visitorRequest(c, body.identity, raw);
     const view = hoursView(await businessHoursFor(c.env, read.route.route_name), new Date());
-    return json(c, view, 200, corsHeaders(c, cred.mode, origin));
+    const { site } = await webRead(c, body.identity);
+    return json(c, { ...view, attachments: site.attachments }, 200, corsHeaders(c, cred.mode, origin));
   },
 );
 
