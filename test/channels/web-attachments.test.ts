@@ -332,7 +332,10 @@ describe("the lifetime", () => {
     expect(gone.status).toBe(404);
     await gone.body?.cancel();
     await runAlarm(v.home);
-    expect(await bucketKeys()).not.toContain(attachmentKey(id));
+    await eventually(
+      () => bucketKeys(),
+      (keys) => !keys.includes(attachmentKey(id)),
+    );
     expect(await rows(v.home)).toEqual([]);
 
     const kept = (await upload(d.identity, v, PNG, { type: "image/png" })).body.data.attachment_id;
@@ -348,7 +351,12 @@ describe("the lifetime", () => {
     );
     expect(bound[0].expires_at).toBe(entry[0].expires_at);
     await (stubFor(v.home) as any).webExpire(messageId, Date.now() - 1);
+    // The object's own alarm is due at once and may be the one that runs the pass.
     await runAlarm(v.home);
-    expect(await bucketKeys()).not.toContain(attachmentKey(kept));
+    await eventually(
+      () => bucketKeys(),
+      (keys) => !keys.includes(attachmentKey(kept)),
+    );
+    expect(await rows(v.home)).toEqual([]);
   });
 });

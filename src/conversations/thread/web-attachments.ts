@@ -156,12 +156,22 @@ export class WebAttachments {
     this.due = undefined;
   }
 
-  /** The earliest expiry (the alarm's wake), from memory unless `fresh`; a failed delete waits a while. */
-  dueAt(fresh = false): number | null {
-    if (fresh || this.due === undefined) {
-      this.due = this.sql("due")<{ e: number | null }>`SELECT MIN(expires_at) AS e FROM web_attachments`[0].e;
-    }
-    return this.due === null ? null : Math.max(this.due, this.retryAt);
+  /**
+   * The earliest expiry as this instance knows it (undefined: unknown). It is read with the
+   * transcript's in one statement (WebVisitor.dueAt), so a message costs no read of its own.
+   */
+  knownDue(): number | null | undefined {
+    return this.due;
+  }
+
+  /** The earliest expiry, as read from storage. */
+  setDue(at: number | null): void {
+    this.due = at;
+  }
+
+  /** When the alarm must reap next: the earliest expiry, but no sooner than a failed delete's pause. */
+  wake(): number | null {
+    return this.due === null || this.due === undefined ? null : Math.max(this.due, this.retryAt);
   }
 
   private lower(at: number): void {

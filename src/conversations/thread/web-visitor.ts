@@ -212,21 +212,20 @@ export class WebVisitor {
    * `fresh` (the alarm's pass acts on what is stored).
    */
   dueAt(fresh = false): number | null {
-    const uploads = this.attachments?.dueAt(fresh) ?? null;
-    const entries = this.entriesDue(fresh);
-    return uploads === null ? entries : entries === null ? uploads : Math.min(entries, uploads);
-  }
-
-  /** The earliest transcript entry expiry (see `dueAt`). */
-  private entriesDue(fresh: boolean): number | null {
-    if (fresh || this.due === undefined) {
+    const uploads = this.attachments;
+    if (fresh || this.due === undefined || (uploads && uploads.knownDue() === undefined)) {
+      // The uploads' earliest expiry rides in the same statement: no read of its own on a message.
       const row = this.sql("transcript due")<{
         e: number | null;
         legacy: number;
-      }>`SELECT MIN(expires_at) AS e, EXISTS (SELECT 1 FROM web_transcript WHERE expires_at IS NULL) AS legacy FROM web_transcript`[0];
+        a: number | null;
+      }>`SELECT MIN(expires_at) AS e, EXISTS (SELECT 1 FROM web_transcript WHERE expires_at IS NULL) AS legacy,
+           (SELECT MIN(expires_at) FROM web_attachments) AS a FROM web_transcript`[0];
       this.due = row.legacy ? this.now() : row.e;
+      uploads?.setDue(row.a);
     }
-    return this.due;
+    const wake = uploads?.wake() ?? null;
+    return wake === null ? this.due : this.due === null ? wake : Math.min(this.due, wake);
   }
 
   /** Deletes the bytes and rows of the uploads past their expiry or ended (see WebAttachments.reap). */
