@@ -13,6 +13,7 @@ import { type DirectoryParts, composeDirectory } from "../src/persons/compose";
 import type { DoorAddress } from "../src/persons/pairing";
 import { createPersonTables } from "../src/persons/person-store";
 import { systemClock } from "../src/platform/clock";
+import type { VisitorProfile } from "../src/shared/visitor-profile";
 
 export class PersonDirectory extends DurableObject<Env> implements PersonDirectoryRpc {
   private readonly parts: DirectoryParts;
@@ -23,8 +24,8 @@ export class PersonDirectory extends DurableObject<Env> implements PersonDirecto
     this.parts = composeDirectory({ storage: ctx.storage, env: () => this.env, clock: systemClock });
   }
 
-  async ensure(arrival: Arrival, localeHint: string | null, nowMs: number): Promise<{ person: PersonView; created: boolean }> {
-    return this.parts.people.ensure(arrival, localeHint, nowMs);
+  async ensure(arrival: Arrival, localeHint: string | null, nowMs: number, profile?: VisitorProfile | null): Promise<{ person: PersonView; created: boolean }> {
+    return this.parts.people.ensure(arrival, localeHint, nowMs, profile);
   }
 
   async resolve(address: DoorAddress): Promise<PersonView | null> {
@@ -37,6 +38,10 @@ export class PersonDirectory extends DurableObject<Env> implements PersonDirecto
 
   async redeem(arrival: Arrival, party: string, code: string, nowMs: number): Promise<RedeemResult> {
     return this.parts.pairing.redeem(arrival, party, code, nowMs);
+  }
+
+  async join(ours: Arrival, theirs: Arrival, nowMs: number): Promise<PersonView> {
+    return this.parts.pairing.join(ours, theirs, nowMs);
   }
 
   async unlink(arrival: Arrival, nowMs: number): Promise<UnlinkResult> {

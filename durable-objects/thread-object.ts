@@ -40,6 +40,7 @@ import { webStream } from "../src/conversations/thread/web-visitor";
 import { holdsNothing, vacate } from "../src/conversations/thread/vacancy";
 import { parkedById } from "../src/conversations/thread/parked";
 import type { WebAttachment, WebSessionCheck } from "../src/conversations/model/web";
+import type { ProfileValue, Vouched } from "../src/shared/visitor-profile";
 import type { LiveTurnView, StopAnswer } from "../src/conversations/model/live";
 import { type InboxAction, type InboxActionResult, type InboxView, inboxView } from "../src/conversations/model/inbox";
 import { countAll } from "../src/conversations/thread/store";
@@ -150,9 +151,20 @@ export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
     return forgetThread(this.deps, this.parts);
   }
 
-  async webOpen(identity: string, secretHash: string, pendingTtlMs: number, params: Record<string, string> | null): Promise<void> {
-    this.parts.web.open(identity, secretHash, pendingTtlMs, params);
+  async webOpen(
+    identity: string,
+    secretHash: string,
+    pendingTtlMs: number,
+    params: Record<string, string> | null,
+    keep?: number,
+    vouched?: Vouched,
+  ): Promise<void> {
+    this.parts.web.open(identity, secretHash, pendingTtlMs, params, keep, vouched);
     await this.parts.alarm.arm();
+  }
+
+  async webAnswers(answers: Record<string, ProfileValue>): Promise<void> {
+    this.parts.web.keepAnswers(answers);
   }
 
   async webCheck(identity: string, secretHash: string, ttlMs: number, params?: Record<string, string>): Promise<WebSessionCheck> {
@@ -195,12 +207,13 @@ export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
     return parkedById(this.storage, interactionId) !== null;
   }
 
-  async webTicket(ticketHash: string, ttlMs: number): Promise<void> {
-    this.parts.web.keepTicket(ticketHash, ttlMs);
+  async webTicket(ticketHash: string, ttlMs: number, sessionHash: string): Promise<void> {
+    this.parts.web.keepTicket(ticketHash, ttlMs, sessionHash);
   }
 
-  async webEnd(transcript: boolean): Promise<void> {
-    this.parts.web.end(transcript);
+  async webEnd(transcript: boolean, secretHash?: string): Promise<void> {
+    if (secretHash === undefined) this.parts.web.end(transcript);
+    else this.parts.web.endSession(secretHash);
     await this.parts.web.reap();
     await this.vacateIfEmpty();
   }

@@ -8,6 +8,7 @@ import type { AnySection } from "./section";
 import { cannedResponsesSection } from "./sections/canned-responses";
 import { keysSection, publicRoutesSection, rolesSection, scopesSection } from "./sections/access-control";
 import { routeSecretsSection, routesSection, targetConfigsSection } from "./sections/conversations";
+import { routeHoursSection } from "./sections/route-hours";
 import { hookSecretsSection, hooksSection } from "./sections/hooks";
 import { presetsSection } from "./sections/presets";
 import { profilesSection, settingsOverlaySection, settingsSecretsSection } from "./sections/settings";
@@ -31,6 +32,7 @@ const BY_NAME: { [N in SectionName]: AnySection & { name: N } } = {
   "target-configs": targetConfigsSection,
   routes: routesSection,
   "route-secrets": routeSecretsSection,
+  "route-hours": routeHoursSection,
   hooks: hooksSection,
   "hook-secrets": hookSecretsSection,
   "settings-overlay": settingsOverlaySection,

@@ -141,6 +141,13 @@ export const RouteBackupRow = RouteView.extend({
 }).strict();
 export type RouteBackupRow = z.infer<typeof RouteBackupRow>;
 
+/**
+ * `route-hours`: a route's business hours (docs/inbox.md "Business hours"), the policy as the hours
+ * door takes it (checked by that door's schema on import) and when and by whom it was written.
+ */
+export const RouteHoursBackupRow = z.object({ route_name: z.string(), hours: JsonObject, updated_at: Stamp, updated_by: z.string().nullable() }).strict();
+export type RouteHoursBackupRow = z.infer<typeof RouteHoursBackupRow>;
+
 /** `route-secrets` (secret): an api route's callback signing secret, sealed for that route. */
 export const RouteSecretBackupRow = z.object({ route_name: z.string(), callback_secret: SecretValue }).strict();
 export type RouteSecretBackupRow = z.infer<typeof RouteSecretBackupRow>;
@@ -214,7 +221,7 @@ export type CannedResponseBackupRow = z.infer<typeof CannedResponseBackupRow>;
  * keys before what binds them, roles and scopes before keys are used, declarations before the
  * presets, configs and routes that name them, templates before the states that attach them,
  * hooks after the keys, tools, presets and states they name (beside the routes: both bind
- * execution keys), the overlay before the profiles. Tool metadata names tools only by name (a row
+ * execution keys), a route's hours after the routes, the overlay before the profiles. Tool metadata names tools only by name (a row
  * may outlive its tool), and canned responses name nothing, so they need nothing before them.
  */
 export const SECTION_ROWS = {
@@ -232,6 +239,7 @@ export const SECTION_ROWS = {
   "target-configs": TargetConfigBackupRow,
   routes: RouteBackupRow,
   "route-secrets": RouteSecretBackupRow,
+  "route-hours": RouteHoursBackupRow,
   hooks: HookBackupRow,
   "hook-secrets": HookSecretBackupRow,
   "settings-overlay": SettingBackupRow,

@@ -11,6 +11,7 @@
 import type { JsonObject } from "../platform/http/bounded-json";
 import type { ChannelCapabilities, ChannelEnv, SendDeps, SendResult } from "./channel-types";
 import type { InboundAttachment, Location } from "../shared/media";
+import type { VisitorProfile } from "../shared/visitor-profile";
 import type { RichSender } from "./rich/types";
 import type { Markup } from "./markup";
 
@@ -43,6 +44,12 @@ export interface InboundMessage {
    * it seeds a new person's locale at first contact once canonicalized as BCP 47.
    */
   locale_hint?: string;
+  /**
+   * What the sender told about themselves, as the channel vouches for it: a web visitor's pre-chat
+   * answers and the site's verified claims (docs/channels.md, "Pre-chat form"). Reaches the turn and
+   * the record, and a multichannel target's person.
+   */
+  profile?: VisitorProfile;
   /**
    * Who the rate cap counts this message against, when not the sender: a web visitor's network
    * bucket, so that minting fresh visitors does not mint fresh allowances.

@@ -68,7 +68,10 @@ export const BusinessHours = z
       .default(null),
     /** The locale the next opening is written in when the person's is unknown. */
     locale: z.string().min(2).max(35).refine(isLocale, { message: "must be a BCP 47 locale, e.g. de-DE" }).default("en"),
-    /** Out of hours the agent still answers (`answer`), or a handoff sends the away note (`handoff_note`). */
+    /**
+     * Out of hours the agent answers either way; only a handoff says when a person is back (`answer`),
+     * or the customer is also told beside the agent's answer, once per closed period (`handoff_note`).
+     */
     agent_out_of_hours: z.enum(["answer", "handoff_note"]).default("answer"),
   })
   .strict();

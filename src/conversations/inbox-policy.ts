@@ -12,7 +12,7 @@
 import { z } from "zod";
 import { EpochCache } from "../platform/epochs/cache";
 import type { Env } from "../platform/env";
-import { d1, first, run } from "../platform/persistence/d1";
+import { type Statement, all, d1, first, run } from "../platform/persistence/d1";
 import { parseStored } from "../platform/persistence/stored-json";
 import { BusinessHours } from "./business-hours";
 import { DEFAULT_POLICY, type InboxPolicy, StoredInboxPolicy } from "./model/inbox";
@@ -74,11 +74,6 @@ export async function routePoliciesFor(env: Env, routeName: string | null): Prom
   return { ...publicPolicy(both.policy), business_hours: both.hours };
 }
 
-/** The route's business hours in force (null: none set, always open), through the same cache entry. */
-export async function businessHoursFor(env: Env, routeName: string | null): Promise<BusinessHours | null> {
-  return (await policiesFor(env, routeName)).hours;
-}
-
 const BothRow = z.object({ policy: z.string().nullable(), hours: z.string().nullable() });
 
 async function policiesFor(env: Env, routeName: string | null): Promise<RoutePolicies> {
@@ -113,14 +108,27 @@ export async function readBusinessHours(
 
 /** Replaces the route's business hours (the route must exist: the caller checked it). */
 export async function writeBusinessHours(db: D1Database, routeName: string, hours: BusinessHours, by: string, now: Date): Promise<void> {
-  await run(d1(
-    db,
-  )`INSERT INTO route_hours (route_name, hours, updated_at, updated_by) VALUES (${routeName}, ${JSON.stringify(hours)}, ${now.toISOString()}, ${by})
-    ON CONFLICT(route_name) DO UPDATE SET hours = excluded.hours, updated_at = excluded.updated_at, updated_by = excluded.updated_by`);
+  await run(putBusinessHoursStatement(db, routeName, hours, now.toISOString(), by));
 }
 
 /** Drops the route's business hours; answers whether some were stored. */
 export async function deleteBusinessHours(db: D1Database, routeName: string): Promise<boolean> {
   const r = await run(d1(db)`DELETE FROM route_hours WHERE route_name = ${routeName}`);
   return r.changes > 0;
+}
+
+const StoredHoursRow = z.object({ route_name: z.string(), hours: z.string(), updated_at: z.string(), updated_by: z.string().nullable() });
+
+/** Every route's stored business hours, by route name (the backup's `route-hours` section). */
+export async function allBusinessHours(
+  db: D1Database,
+): Promise<Array<{ route_name: string; hours: BusinessHours; updated_at: string; updated_by: string | null }>> {
+  const rows = await all(StoredHoursRow, d1(db)`SELECT route_name, hours, updated_at, updated_by FROM route_hours ORDER BY route_name`);
+  return rows.map((r) => ({ ...r, hours: parseStored(BusinessHours, r.hours, "route_hours hours") }));
+}
+
+/** The statement that stores `hours` for `routeName` as written at `updatedAt` by `updatedBy` (a restore keeps both). */
+export function putBusinessHoursStatement(db: D1Database, routeName: string, hours: BusinessHours, updatedAt: string, updatedBy: string | null): Statement {
+  return d1(db)`INSERT INTO route_hours (route_name, hours, updated_at, updated_by) VALUES (${routeName}, ${JSON.stringify(hours)}, ${updatedAt}, ${updatedBy})
+    ON CONFLICT(route_name) DO UPDATE SET hours = excluded.hours, updated_at = excluded.updated_at, updated_by = excluded.updated_by`;
 }

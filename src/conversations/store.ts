@@ -4,6 +4,7 @@ import { keyColumns, parsePrefixedKey } from "../access-control/key-store";
 import { storedByUserIdSql } from "../access-control/stored-by";
 import { NO_TARGET_FACTS, Route, RouteView, type RouteWithKey, type TargetFacts } from "./model/route";
 import { TargetConversationConfig } from "../persons/target-configs";
+import { BusinessHours } from "./business-hours";
 import { HttpError } from "../platform/http/errors";
 import { type Statement, all, batch, d1, exists, first, list, run, trusted } from "../platform/persistence/d1";
 import { parseStored, validStored } from "../platform/persistence/stored-json";
@@ -55,8 +56,15 @@ const MANUAL_ROUTES_OF_TARGET = `CASE WHEN json_extract(c.config, '$.multichanne
  */
 const CONFIG_WRITER = `c.stored_by AS cfg_stored_by, ${keyColumns("ck", "cfg_k_")}, ${keyColumns("co", "cfg_o_")}`;
 
+/**
+ * The route's business hours (migrations/0031_business_hours.sql) ride in the same statement, so the
+ * turn knows whether the route is open at no extra round trip; their triggers bump the route's and
+ * its identity's epochs (migrations/0035_route_hours_identity.sql), like a change to the route.
+ */
+const ROUTE_HOURS = "(SELECT h.hours FROM route_hours h WHERE h.route_name = r.route_name) AS route_hours";
+
 const ROUTE_WITH_KEY =
-  trusted(`SELECT r.*, ${keyColumns("k", "k_")}, ${keyColumns("o", "o_")}, c.config AS cfg_config, ${CONFIG_WRITER}, ${MANUAL_ROUTES_OF_TARGET} FROM routes r
+  trusted(`SELECT r.*, ${keyColumns("k", "k_")}, ${keyColumns("o", "o_")}, c.config AS cfg_config, ${CONFIG_WRITER}, ${MANUAL_ROUTES_OF_TARGET}, ${ROUTE_HOURS} FROM routes r
        LEFT JOIN api_keys k ON k.user_id = r.execution_key LEFT JOIN api_keys o ON o.user_id = k.owner_user_id
        LEFT JOIN conversation_configs c ON c.target_kind = r.target_kind AND c.target_name = r.target_name
        LEFT JOIN api_keys ck ON ck.user_id = (CASE WHEN json_extract(c.config, '$.state_binding') IS NOT NULL THEN ${storedByUserIdSql("c.stored_by")} END)
@@ -85,11 +93,14 @@ export async function readRouteWithKeyByChannelIdentity(db: D1Database, channel:
 export function routeWithKeyFromResult(result: D1Result | undefined): RouteWithKey {
   const r = result?.results?.[0] as Record<string, unknown> | undefined;
   if (!r) return { route: null, key: null, target: NO_TARGET_FACTS };
-  const routeCols = Object.fromEntries(Object.entries(r).filter(([k]) => !k.startsWith("k_") && !k.startsWith("o_") && !k.startsWith("cfg_")));
+  const routeCols = Object.fromEntries(
+    Object.entries(r).filter(([k]) => !k.startsWith("k_") && !k.startsWith("o_") && !k.startsWith("cfg_") && k !== "route_hours"),
+  );
   const config = typeof r.cfg_config === "string" ? parseStored(TargetConversationConfig, r.cfg_config, "conversation config") : null;
   const manualRoutes = typeof r.cfg_manual_routes === "string" ? parseStored(RouteNames, r.cfg_manual_routes, "manual routes of target") : null;
   const pendingSaves = typeof r.cfg_pending_saves === "number" ? r.cfg_pending_saves : null;
-  const target: TargetFacts = { config, manualRoutes, pendingSaves };
+  const hours = typeof r.route_hours === "string" ? parseStored(BusinessHours, r.route_hours, "route_hours hours") : null;
+  const target: TargetFacts = { config, manualRoutes, pendingSaves, hours };
   if (config?.state_binding && typeof r.cfg_stored_by === "string")
     target.configWriter = { stored_by: r.cfg_stored_by, holder: parsePrefixedKey(r, "cfg_k_", "cfg_o_") };
   return { route: toRow(routeCols), key: parsePrefixedKey(r, "k_", "o_"), target };

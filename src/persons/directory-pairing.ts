@@ -1,9 +1,10 @@
 /**
  * The PersonDirectory's pairing verbs (the pairing policy of src/persons/pairing.ts): mint a code,
- * redeem one (throttled per party: a sender, an api key, or a web visitor's network; a redeem merges the two persons), unlink an address. Each
+ * redeem one (throttled per party: a sender, an api key, or a web visitor's network; a redeem merges the two persons), join two
+ * addresses a door has proven are one party's (the same merge, without a code), unlink an address. Each
  * verb's writes run in one synchronous block, so a merge or an unlink is atomic.
  */
-import type { Arrival, RedeemResult, UnlinkResult } from "./rpc";
+import type { Arrival, PersonView, RedeemResult, UnlinkResult } from "./rpc";
 import type { Door } from "../shared/kinds";
 import type { DirectoryKit } from "./object-kit";
 import {
@@ -22,11 +23,26 @@ import { absorb, addressCount, attachAddress, clearThrottle, createPerson, perso
 export interface DirectoryPairing {
   mint(arrival: Arrival, nowMs: number): Promise<{ code: string; expires_at: number }>;
   redeem(arrival: Arrival, party: string, code: string, nowMs: number): Promise<RedeemResult>;
+  join(ours: Arrival, theirs: Arrival, nowMs: number): Promise<PersonView>;
   unlink(arrival: Arrival, nowMs: number): Promise<UnlinkResult>;
 }
 
 export function directoryPairing(kit: DirectoryKit): DirectoryPairing {
   const { sql } = kit;
+
+  /** Merges the persons of two arrivals (each created when new): the earlier person survives. */
+  async function merge(theirArrival: Arrival, ourArrival: Arrival, nowMs: number): Promise<PersonView> {
+    const theirs = kit.ensureSync(theirArrival, null, nowMs);
+    const ours = kit.ensureSync(ourArrival, null, nowMs);
+    if (theirs.personId === ours.personId) return kit.written(ours.personId);
+    const { survivor, absorbed } = mergeSurvivor(kit.written(theirs.personId), kit.written(ours.personId));
+    absorb(sql, survivor.person_id, absorbed.person_id);
+    // The index follows the rows: the survivor is (or stays) listed, the absorbed id is gone.
+    if (theirs.created || ours.created) await kit.indexPerson(survivor.person_id, ourArrival.target);
+    await kit.unindexPerson(absorbed.person_id);
+    return kit.written(survivor.person_id);
+  }
+
   return {
     async mint(arrival, nowMs) {
       const code = mintPairingCode();
@@ -56,15 +72,11 @@ export function directoryPairing(kit: DirectoryKit): DirectoryPairing {
         return { ok: false };
       }
       if (successClearsThrottle(party)) clearThrottle(sql, party);
-      const theirs = kit.ensureSync({ target: arrival.target, address: minted.address, route_name: minted.route_name }, null, nowMs);
-      const ours = kit.ensureSync(arrival, null, nowMs);
-      if (theirs.personId === ours.personId) return { ok: true, person: kit.written(ours.personId) };
-      const { survivor, absorbed } = mergeSurvivor(kit.written(theirs.personId), kit.written(ours.personId));
-      absorb(sql, survivor.person_id, absorbed.person_id);
-      // The index follows the rows: the survivor is (or stays) listed, the absorbed id is gone.
-      if (theirs.created || ours.created) await kit.indexPerson(survivor.person_id, arrival.target);
-      await kit.unindexPerson(absorbed.person_id);
-      return { ok: true, person: kit.written(survivor.person_id) };
+      return { ok: true, person: await merge({ target: arrival.target, address: minted.address, route_name: minted.route_name }, arrival, nowMs) };
+    },
+
+    async join(ours, theirs, nowMs) {
+      return merge(theirs, ours, nowMs);
     },
 
     async unlink(arrival, nowMs) {

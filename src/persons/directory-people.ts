@@ -5,10 +5,11 @@
 import type { Arrival, PersonView } from "./rpc";
 import type { DirectoryKit } from "./object-kit";
 import { type DoorAddress, doorAddressKey } from "./pairing";
-import { erasePerson, personOfAddress, personView, setPersonLocale } from "./person-store";
+import { erasePerson, notePersonProfile, personOfAddress, personView, setPersonLocale } from "./person-store";
+import type { VisitorProfile } from "../shared/visitor-profile";
 
 export interface DirectoryPeople {
-  ensure(arrival: Arrival, localeHint: string | null, nowMs: number): Promise<{ person: PersonView; created: boolean }>;
+  ensure(arrival: Arrival, localeHint: string | null, nowMs: number, profile?: VisitorProfile | null): Promise<{ person: PersonView; created: boolean }>;
   resolve(address: DoorAddress): PersonView | null;
   get(personId: string): PersonView | null;
   setLocale(personId: string, locale: string | null): PersonView | null;
@@ -18,8 +19,9 @@ export interface DirectoryPeople {
 export function directoryPeople(kit: DirectoryKit): DirectoryPeople {
   const { sql } = kit;
   return {
-    async ensure(arrival, localeHint, nowMs) {
+    async ensure(arrival, localeHint, nowMs, profile) {
       const { personId, created } = kit.ensureSync(arrival, localeHint, nowMs);
+      if (profile) notePersonProfile(sql, personId, profile, nowMs);
       if (created) await kit.indexPerson(personId, arrival.target);
       return { person: kit.written(personId), created };
     },

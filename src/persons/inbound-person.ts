@@ -13,6 +13,7 @@ import { type PersonDirectoryRpc, type PersonView, personDirectoryStub } from ".
 import type { Env } from "../platform/env";
 import { type DoorAddress, canonicalLocale } from "./pairing";
 import type { TargetConversationConfig } from "./target-configs";
+import type { VisitorProfile } from "../shared/visitor-profile";
 
 /** An inbound's person, as its door resolved it. */
 export interface InboundPerson {
@@ -30,6 +31,8 @@ export async function ensureInboundPerson(
   address: DoorAddress,
   nowMs: number,
   localeHint: string | null = null,
+  /** What the sender told about themselves (a web visitor's profile), folded into the person's. */
+  profile: VisitorProfile | null = null,
 ): Promise<InboundPerson | null> {
   if (!config?.multichannel) return null;
   const directory = personDirectoryStub(env, route.target_kind, route.target_name);
@@ -39,6 +42,7 @@ export async function ensureInboundPerson(
     { target: { kind: route.target_kind, name: route.target_name }, address, route_name: route.route_name },
     locale,
     nowMs,
+    profile,
   );
   return { person, created, directory };
 }

@@ -4,17 +4,20 @@
  * functions over the object's storage; the object runs each verb in one implicit transaction, so a
  * merge or an erase is atomic.
  */
-import type { PersonAddress, PersonView } from "./rpc";
+import type { PersonAddress, PersonProfile, PersonView } from "./rpc";
 import { z } from "zod";
 import { TargetKind } from "../shared/kinds";
 import { parseStored } from "../platform/persistence/stored-json";
 import { DoorAddress, doorAddressKey } from "./pairing";
-import { type ObjectSchema, type ObjectSql, migrateSchema, objectSql } from "../platform/persistence/object-sql";
+import { type ObjectSchema, type ObjectSql, columnsOf, migrateSchema, objectSql } from "../platform/persistence/object-sql";
+import { VisitorProfile, mergeProfiles } from "../shared/visitor-profile";
 
 /** The `target` meta row: the target this directory serves. */
 const DirectoryTarget = z.object({ kind: TargetKind, name: z.string() });
 /** An address row's `routes`: the routes it was seen on. */
 const AddressRoutes = z.array(z.string());
+/** A person's `profile` column: what the person told about themselves, and when it last changed. */
+const StoredProfile = VisitorProfile.extend({ updated_at: z.string() });
 
 /** The store's name in its statements' errors. */
 const STORE = "person-directory";
@@ -37,6 +40,11 @@ export const PERSON_SCHEMA: ObjectSchema = {
     hash TEXT PRIMARY KEY, conversation TEXT NOT NULL UNIQUE, route_name TEXT NOT NULL, address TEXT NOT NULL, expires_at INTEGER NOT NULL)`,
       "CREATE TABLE IF NOT EXISTS throttle (party TEXT PRIMARY KEY, failures INTEGER NOT NULL, locked_until INTEGER NOT NULL, expires_at INTEGER NOT NULL)",
     ],
+    // v2: the person's profile (a web visitor's pre-chat answers and the site's vouched claims,
+    // docs/persons.md "Profile"), JSON; null until one arrives. Erased with the person row.
+    (s) => {
+      if (!columnsOf(s, "persons").includes("profile")) objectSql(s, STORE).run`ALTER TABLE persons ADD COLUMN profile TEXT`;
+    },
   ],
 };
 
@@ -69,7 +77,8 @@ export function personView(sql: SqlStorage, personId: string): PersonView | null
     person_id: string;
     created_at: string;
     locale: string | null;
-  }>`SELECT person_id, created_at, locale FROM persons WHERE person_id = ${personId}`;
+    profile: string | null;
+  }>`SELECT person_id, created_at, locale, profile FROM persons WHERE person_id = ${personId}`;
   const target = directoryTarget(sql);
   if (!p || !target) return null;
   const addresses = q<{ door: string; channel: string | null; our_identity: string | null; address: string; routes: string; linked_at: string }>`
@@ -83,7 +92,35 @@ export function personView(sql: SqlStorage, personId: string): PersonView | null
       linked_at: a.linked_at,
     }),
   );
-  return { person_id: p.person_id, target_kind: target.kind, target_name: target.name, created_at: p.created_at, addresses, locale: p.locale };
+  return {
+    person_id: p.person_id,
+    target_kind: target.kind,
+    target_name: target.name,
+    created_at: p.created_at,
+    addresses,
+    locale: p.locale,
+    profile: p.profile === null ? null : parseStored(StoredProfile, p.profile, "persons.profile"),
+  };
+}
+
+/** A person's profile as stored (null: none, or no such person). */
+function profileOf(q: ObjectSql, personId: string): PersonProfile | null {
+  const raw = q.one<{ profile: string | null }>`SELECT profile FROM persons WHERE person_id = ${personId}`?.profile ?? null;
+  return raw === null ? null : parseStored(StoredProfile, raw, "persons.profile");
+}
+
+/**
+ * Folds `profile` into the person's: each field takes the newest value, marked verified only when
+ * the site vouched for it (`mergeProfiles`). Writes only when something changed, so a turn that
+ * carries the same profile again costs a read.
+ */
+export function notePersonProfile(sql: SqlStorage, personId: string, profile: VisitorProfile, nowMs: number): void {
+  const q = objectSql(sql, STORE);
+  const prev = profileOf(q, personId);
+  const merged = mergeProfiles(prev ? { fields: prev.fields, verified: prev.verified } : null, profile);
+  if (prev && JSON.stringify(merged) === JSON.stringify({ fields: prev.fields, verified: prev.verified })) return;
+  const stored: PersonProfile = { ...merged, updated_at: iso(nowMs) };
+  q.run`UPDATE persons SET profile = ${JSON.stringify(stored)} WHERE person_id = ${personId}`;
 }
 
 /** Creates a person holding nothing yet. */
@@ -127,9 +164,20 @@ export function addressCount(sql: SqlStorage, personId: string): number {
   return objectSql(sql, STORE).one<{ n: number }>`SELECT COUNT(*) AS n FROM addresses WHERE person_id = ${personId}`?.n ?? 0;
 }
 
-/** Moves every address of `from` to `to` (appended after `to`'s own) and deletes `from`. */
+/**
+ * Moves every address of `from` to `to` (appended after `to`'s own) and deletes `from`. Their
+ * profiles become one: the older one's fields first, the newer one's over them.
+ */
 export function absorb(sql: SqlStorage, to: string, from: string): void {
   const q = objectSql(sql, STORE);
+  const mine = profileOf(q, to);
+  const theirs = profileOf(q, from);
+  if (theirs) {
+    const [older, newer] = mine && mine.updated_at > theirs.updated_at ? [theirs, mine] : [mine, theirs];
+    const merged = mergeProfiles(older ? { fields: older.fields, verified: older.verified } : null, { fields: newer.fields, verified: newer.verified });
+    const stored: PersonProfile = { ...merged, updated_at: newer.updated_at };
+    q.run`UPDATE persons SET profile = ${JSON.stringify(stored)} WHERE person_id = ${to}`;
+  }
   const base = lastSeq(q);
   q.run`UPDATE addresses SET person_id = ${to}, seq = seq + ${base} WHERE person_id = ${from}`;
   q.run`DELETE FROM persons WHERE person_id = ${from}`;

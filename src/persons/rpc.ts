@@ -7,6 +7,7 @@
 import type { Env } from "../platform/env";
 import type { DoorAddress } from "./pairing";
 import type { Door, TargetKind } from "../shared/kinds";
+import type { VisitorProfile } from "../shared/visitor-profile";
 
 /** One address row of a person, as the person read door shows it. */
 export interface PersonAddress {
@@ -19,6 +20,11 @@ export interface PersonAddress {
   linked_at: string;
 }
 
+/** What a person told about themselves (docs/persons.md, "Profile"), and when it last changed. */
+export interface PersonProfile extends VisitorProfile {
+  updated_at: string;
+}
+
 /** A person as the read door shows it. */
 export interface PersonView {
   person_id: string;
@@ -27,6 +33,8 @@ export interface PersonView {
   created_at: string;
   addresses: PersonAddress[];
   locale: string | null;
+  /** A web visitor's pre-chat answers and the site's vouched claims, folded across the person's conversations; null until one came. */
+  profile: PersonProfile | null;
 }
 
 /** Where an inbound came from: its target, door address and route. */
@@ -44,9 +52,10 @@ export interface PersonDirectoryRpc {
   /**
    * Get-or-create the person of `arrival`'s address (first contact creates a single-address
    * person, seeded with `localeHint`); an existing address gains the route. `created` is the
-   * greeting trigger.
+   * greeting trigger. `profile` (what the inbound's sender told about themselves) is folded into
+   * the person's.
    */
-  ensure(arrival: Arrival, localeHint: string | null, nowMs: number): Promise<{ person: PersonView; created: boolean }>;
+  ensure(arrival: Arrival, localeHint: string | null, nowMs: number, profile?: VisitorProfile | null): Promise<{ person: PersonView; created: boolean }>;
   /** The person of an address, read-only (the event door); null when the address has none. */
   resolve(address: DoorAddress): Promise<PersonView | null>;
   /** Mints a code for the conversation at `arrival` (replacing its open one); ensures its person. */
@@ -57,6 +66,13 @@ export interface PersonDirectoryRpc {
    * the codes.
    */
   redeem(arrival: Arrival, party: string, code: string, nowMs: number): Promise<RedeemResult>;
+  /**
+   * Joins the persons of two addresses that a door has proven are one party's (the web chat's
+   * consent merge: a visitor's anonymous session and their signed-in one, each presented by its own
+   * credential): the merge a redeem makes, without a code. Either address gets a person first when
+   * it has none. Answers the joined person.
+   */
+  join(ours: Arrival, theirs: Arrival, nowMs: number): Promise<PersonView>;
   /** Detaches `arrival`'s address into a fresh single-address person (not greeted again). */
   unlink(arrival: Arrival, nowMs: number): Promise<UnlinkResult>;
   /** One person by id. */

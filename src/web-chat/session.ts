@@ -86,6 +86,13 @@ export async function readCredential(req: Request, identity: string): Promise<Cr
   return { mode, token: `${parts.visitorId}.${parts.secret}`, visitorId: parts.visitorId, secretHash: await secretHash(parts.secret) };
 }
 
+/** A token given in a body (not a header), as the credential it would be; null when it is not shaped like one. */
+export async function tokenCredential(token: string): Promise<Credential | null> {
+  const parts = splitToken(token);
+  if (!parts) return null;
+  return { mode: "bearer", token, visitorId: parts.visitorId, secretHash: await secretHash(parts.secret) };
+}
+
 /** The session cookie: HttpOnly, SameSite=Lax, only on the web doors, `Secure` per the setting. */
 export function sessionCookie(identity: string, token: string, maxAgeSeconds: number, secure: CookieSecure, requestUrl: string): string {
   const https = new URL(requestUrl).protocol === "https:";

@@ -10,6 +10,7 @@ import { type Statement, d1, first, run } from "../platform/persistence/d1";
 import { jsonColumn, validStored } from "../platform/persistence/stored-json";
 import { WEB_IDENTITY } from "../conversations/model/web";
 import { type AttachmentPolicy, parsePolicy } from "./attachments";
+import { PrechatBody, type PrechatForm, type PrechatView } from "./prechat";
 
 /** A web identity: the route's `our_identity`, also a URL path segment of the public doors. */
 export const WebIdentity = z.string().regex(WEB_IDENTITY, { message: "must be 1-64 letters, digits, '_' or '-'" });
@@ -78,6 +79,7 @@ const SiteRow = z.object({
   gate_enabled: z.number().int(),
   require_verified: z.number().int(),
   attachments: z.string().nullable(),
+  prechat: jsonColumn(PrechatBody).nullable(),
   updated_at: z.string(),
   updated_by: z.string(),
 });
@@ -88,6 +90,8 @@ export interface Site {
   gate_enabled: boolean;
   /** Only verified visitors may hold a session (src/web-chat/verification.ts). */
   require_verified: boolean;
+  /** The pre-chat form (src/web-chat/prechat.ts), or null. */
+  prechat: PrechatForm | null;
   /** What visitors may upload (src/web-chat/attachments.ts). */
   attachments: AttachmentPolicy;
 }
@@ -106,17 +110,21 @@ export type SiteView = z.infer<typeof SiteView>;
 
 /** The read of `identity`'s site row, for a batch (its row goes to `parseSite`). */
 export function siteStatement(db: D1Database, identity: string): Statement {
-  return d1(db)`SELECT allowed_origins, gate_enabled, require_verified, attachments, updated_at, updated_by FROM web_sites WHERE identity = ${identity}`;
+  return d1(
+    db,
+  )`SELECT allowed_origins, gate_enabled, require_verified, prechat, attachments, updated_at, updated_by FROM web_sites WHERE identity = ${identity}`;
 }
 
 /** The site in a row read by `siteStatement` (null: no row, so the defaults). */
 export function parseSite(row: unknown): Site {
-  if (row === null || row === undefined) return { allowed_origins: [], gate_enabled: false, require_verified: false, attachments: parsePolicy(null) };
+  if (row === null || row === undefined)
+    return { allowed_origins: [], gate_enabled: false, require_verified: false, prechat: null, attachments: parsePolicy(null) };
   const r = validStored(SiteRow, row, "web_sites row");
   return {
     allowed_origins: r.allowed_origins,
     gate_enabled: r.gate_enabled === 1,
     require_verified: r.require_verified === 1,
+    prechat: r.prechat,
     attachments: parsePolicy(r.attachments),
   };
 }
@@ -154,4 +162,25 @@ export async function writeGateEnabled(db: D1Database, identity: string, enabled
     d1(db)`INSERT INTO web_sites (identity, allowed_origins, gate_enabled, updated_at, updated_by) VALUES (${identity}, '[]', ${flag}, ${nowIso}, ${by})
       ON CONFLICT(identity) DO UPDATE SET gate_enabled = excluded.gate_enabled, updated_at = excluded.updated_at, updated_by = excluded.updated_by`,
   );
+}
+
+/** `identity`'s pre-chat form as the operator's doors show it. */
+export async function readPrechat(db: D1Database, identity: string): Promise<PrechatView> {
+  return { identity, fields: (await readSite(db, identity)).prechat?.fields ?? null };
+}
+
+/** Sets (`form`) or removes (null) `identity`'s pre-chat form; setting creates its row with the defaults when it has none. */
+export async function writePrechat(db: D1Database, identity: string, form: PrechatForm | null, nowIso: string, by: string): Promise<PrechatView> {
+  if (!form) {
+    await run(d1(db)`UPDATE web_sites SET prechat = NULL, updated_at = ${nowIso}, updated_by = ${by} WHERE identity = ${identity} AND prechat IS NOT NULL`);
+    return { identity, fields: null };
+  }
+  const text = JSON.stringify(form);
+  await run(
+    d1(
+      db,
+    )`INSERT INTO web_sites (identity, allowed_origins, gate_enabled, prechat, updated_at, updated_by) VALUES (${identity}, '[]', 0, ${text}, ${nowIso}, ${by})
+      ON CONFLICT(identity) DO UPDATE SET prechat = excluded.prechat, updated_at = excluded.updated_at, updated_by = excluded.updated_by`,
+  );
+  return { identity, fields: form.fields };
 }

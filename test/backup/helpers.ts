@@ -55,6 +55,7 @@ export async function wipeDeployment(): Promise<void> {
     "hook_verifiers",
     "hook_trigger_links",
     "canned_responses",
+    "route_hours",
   ];
   await env.DB.batch([
     ...tables.map((t) => env.DB.prepare(`DELETE FROM ${t}`)),

@@ -214,6 +214,16 @@ describe("validation before any write", () => {
       { routes: [route("r-x")], "route-secrets": [{ route_name: "r-x", callback_secret: "SECRETVALUE-long-enough" }] },
       "sections.route-secrets.0.route_name",
     ],
+    [
+      "business hours for a route that will not exist",
+      { "route-hours": [{ route_name: "NOSUCH-route", hours: { time_zone: "UTC", weekly: {} }, updated_at: NOW, updated_by: null }] },
+      "sections.route-hours.0.route_name",
+    ],
+    [
+      "business hours in a time zone nobody knows",
+      { routes: [route("r-x")], "route-hours": [{ route_name: "r-x", hours: { time_zone: "NOSUCH/Zone", weekly: {} }, updated_at: NOW, updated_by: null }] },
+      "sections.route-hours.0.hours.time_zone",
+    ],
   ])("400 for %s, naming where, never the value, writing nothing", async (_what, sections, where) => {
     const fine = uniq("fine");
     // A section that would be fine on its own comes first: it must not be written either.
@@ -250,6 +260,16 @@ describe("validation before any write", () => {
     // Bound as the route door binds: the fingerprint is the key's in this deployment.
     const stored = await env.DB.prepare("SELECT execution_key, execution_key_fingerprint FROM routes WHERE route_name = ?").bind(name).first();
     expect(stored).toEqual({ execution_key: user, execution_key_fingerprint: "fp-imported" });
+  });
+
+  it("business hours restore onto a route the same import brings, and the hours door reads them", async () => {
+    const name = uniq("r").toLowerCase();
+    const hours = { time_zone: "Asia/Tokyo", weekly: { fri: [["22:00", "02:00"]] }, reply_time_seconds: 900, agent_out_of_hours: "handoff_note" };
+    const r = await importDoc(doc({ routes: [route(name)], "route-hours": [{ route_name: name, hours, updated_at: NOW, updated_by: "someone" }] }));
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body.data.sections.find((x: any) => x.name === "route-hours")).toEqual({ name: "route-hours", applied: 1 });
+    const read = await call("GET", `/api/conversations/${name}/hours`, { key: await admin() });
+    expect(read.body.data).toMatchObject({ hours: { ...hours, locale: "en", away_message: null }, updated_at: NOW, updated_by: "someone" });
   });
 
   it("a key whose condition needs a request cannot be a route's execution key", async () => {

@@ -25,6 +25,7 @@ const APPLY_ORDER = [
   "target-configs",
   "routes",
   "route-secrets",
+  "route-hours",
   "hooks",
   "hook-secrets",
   "settings-overlay",
@@ -133,6 +134,13 @@ beforeAll(async () => {
       body: { door: "channel", channel: "telegram", our_identity: "555", target_kind: "tool", target_name: "crm-lookup", execution_key: runner.user_id },
     }),
     "channel route",
+  );
+  await ok(
+    await call("PUT", "/api/conversations/crm-chat/hours", {
+      key,
+      body: { time_zone: "Europe/Berlin", weekly: { mon: [["09:00", "17:00"]] }, away_message: "Back {next_opening}.", agent_out_of_hours: "handoff_note" },
+    }),
+    "route hours",
   );
   await ok(
     await call("POST", "/api/config/env", {
@@ -274,6 +282,22 @@ describe("export", () => {
     expect(api).not.toHaveProperty("callback_secret");
     expect(s.routes.find((r: any) => r.route_name === "crm-chat")).toMatchObject({ door: "channel", channel: "telegram", our_identity: "555" });
     expect(s["route-secrets"]).toEqual([{ route_name: "crm-api", callback_secret: SEALED }]);
+    expect(s["route-hours"]).toEqual([
+      {
+        route_name: "crm-chat",
+        hours: {
+          time_zone: "Europe/Berlin",
+          weekly: { mon: [["09:00", "17:00"]] },
+          away_message: "Back {next_opening}.",
+          reply_time_text: null,
+          reply_time_seconds: null,
+          locale: "en",
+          agent_out_of_hours: "handoff_note",
+        },
+        updated_at: expect.any(String),
+        updated_by: "root",
+      },
+    ]);
     expect(s["settings-overlay"]).toEqual([{ name: "CONVERSATIONS_PER_ADDRESS_TURNS_PER_HOUR", value: "50" }]);
     expect(s["settings-secrets"]).toEqual([
       { kind: "overlay", name: "CHANNEL_WHATSAPP_VERIFY_TOKEN", value: SEALED },

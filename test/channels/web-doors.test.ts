@@ -382,6 +382,8 @@ describe("every visitor door in the route table", () => {
       "/api/channels/web/messages",
       "/api/channels/web/questions/{interaction_id}/answer",
       "/api/channels/web/session",
+      "/api/channels/web/session/end",
+      "/api/channels/web/session/merge",
       "/api/channels/web/session/rotate",
       "/api/channels/web/stop",
       "/api/channels/web/stream-ticket",
@@ -408,7 +410,9 @@ describe("every visitor door in the route table", () => {
           ? { identity: b.identity, text: "x" }
           : d.path.endsWith("/feedback")
             ? { identity: b.identity, message_id: "x", rating: "up" }
-            : { identity: b.identity };
+            : d.path.endsWith("/merge")
+              ? { identity: b.identity, verified_token: "x" }
+              : { identity: b.identity };
       const elsewhere = await call("POST", concrete(d.path, b.identity), { body, headers: { origin: ORIGIN, cookie: `tai_web_${b.identity}=${token}` } });
       const unknown = await call("POST", concrete(d.path, b.identity), {
         body,

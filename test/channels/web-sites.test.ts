@@ -127,11 +127,18 @@ describe("PUT and GET /api/channels/web/sites/{identity}", () => {
 
   it("siteStatement reads the row parseSite turns into the public doors' view", async () => {
     const identity = uniq("site");
-    expect(parseSite(null)).toEqual({ allowed_origins: [], gate_enabled: false, require_verified: false, attachments: DEFAULT_ATTACHMENT_POLICY });
+    expect(parseSite(null)).toEqual({
+      allowed_origins: [],
+      gate_enabled: false,
+      require_verified: false,
+      prechat: null,
+      attachments: DEFAULT_ATTACHMENT_POLICY,
+    });
     expect(parseSite(await first(z.unknown(), siteStatement(env.DB, identity)))).toEqual({
       allowed_origins: [],
       gate_enabled: false,
       require_verified: false,
+      prechat: null,
       attachments: DEFAULT_ATTACHMENT_POLICY,
     });
     await putOrigins(identity, ["https://a.example", "https://b.example"]);
@@ -141,6 +148,7 @@ describe("PUT and GET /api/channels/web/sites/{identity}", () => {
       allowed_origins: ["https://a.example", "https://b.example"],
       gate_enabled: true,
       require_verified: false,
+      prechat: null,
       attachments: DEFAULT_ATTACHMENT_POLICY,
     });
   });

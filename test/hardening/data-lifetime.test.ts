@@ -140,7 +140,11 @@ const FIXTURES: Record<string, (w: World) => Promise<string>> = {
   },
   "web-session": async (w) => {
     const out: unknown[] = [];
-    for (const v of w.visitors) out.push(await stored(v.home, "SELECT * FROM web_session WHERE expires_at > ?", Date.now()));
+    for (const v of w.visitors) {
+      out.push(await stored(v.home, "SELECT * FROM web_session WHERE expires_at > ?", Date.now()));
+      // As the doors read it: only through a live session.
+      out.push(await stored(v.home, "SELECT * FROM web_profile WHERE EXISTS (SELECT 1 FROM web_session WHERE expires_at > ?)", Date.now()));
+    }
     return text(out);
   },
   "live-turn": async (w) => {
@@ -308,6 +312,18 @@ async function world(end: End): Promise<World> {
   const v = await newVisitor(desk, `?topic=param-${r}`);
   w.visitors.push(v);
   w.threads.push({ route: desk.web, thread: v.home });
+  // Before linking, the visitor answers the identity's pre-chat form: the profile is kept with the
+  // session, rides on the records, and is folded into the person (through the merge of the link).
+  const answer = `profile-${r}`;
+  const form = { fields: [{ name: "topic", label: "Topic", type: "text" }] };
+  expect((await call("PUT", `/api/channels/web/sites/${desk.identity}/prechat`, { key: await admin(), body: form })).status).toBe(200);
+  const answered = await call("POST", "/api/channels/web/messages", {
+    body: { identity: desk.identity, text: "", profile: { topic: answer } },
+    headers: { origin: ORIGIN, cookie: v.cookie },
+  });
+  expect(answered.status, JSON.stringify(answered.body)).toBe(200);
+  w.messages.push({ route: desk.web, id: answered.body.data.message_id });
+  await settled(v.home);
   const { person: personThread, before } = await link(desk, v, ann);
   w.threads.push({ route: desk.api, thread: before }, { route: desk.api, thread: personThread });
   w.persons.push(personThread.slice("bridge:@person:".length));
@@ -318,7 +334,7 @@ async function world(end: End): Promise<World> {
   const sentFile = await attach(w, desk, v, `attached-${r}`);
   w.messages.push({ route: desk.web, id: sentFile });
   await settled(personThread);
-  w.markers.push(v.address, ann, `param-${r}`);
+  w.markers.push(v.address, ann, `param-${r}`, answer);
 
   // A notification to the visitor, recorded in the feeds too.
   const notice = `notice-${r}`;

@@ -14,8 +14,8 @@
  *    conversation holds no message, and the code is still good for the party it was meant for.
  * 4. Each declaring door has a fixture proving its authority rule (a redeem joins only the
  *    sending party's own conversation; a mint outside a turn needs conversations write and the
- *    grant to run the route's target, checked as the running key). The suite fails for a
- *    declaration without a fixture.
+ *    grant to run the route's target, checked as the running key; a join needs each of the two
+ *    conversations' own live credential). The suite fails for a declaration without a fixture.
  */
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
@@ -168,7 +168,7 @@ describe("link declarations", () => {
   it("lists the doors that can link two conversations", () => {
     const lines = DECLARED.map((d) => `${label(d)}: ${d.links}`);
     console.log(
-      `link authority: ${DECLARED.length} declaring doors (${DECLARED.filter((d) => d.links === "redeem").length} redeem, ${DECLARED.filter((d) => d.links === "mint").length} mint)\n  ${lines.join("\n  ")}`,
+      `link authority: ${DECLARED.length} declaring doors (${DECLARED.filter((d) => d.links === "redeem").length} redeem, ${DECLARED.filter((d) => d.links === "mint").length} mint, ${DECLARED.filter((d) => d.links === "join").length} join)\n  ${lines.join("\n  ")}`,
     );
     expect(DECLARED.length).toBeGreaterThan(0);
   });
@@ -346,6 +346,8 @@ async function waitRun(runId: string): Promise<any> {
 
 type Fixture = () => Promise<void>;
 
+const hmacKey = (secret: string) => crypto.subtle.importKey("raw", new TextEncoder().encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+
 const FIXTURES: Record<string, Fixture> = {
   "POST /api/conversations/{route_name}/messages": async () => {
     network();
@@ -403,6 +405,40 @@ const FIXTURES: Record<string, Fixture> = {
     expect(foreign.status).toBe(403);
     expect(await addressesOf(owner)).toEqual(["root/ans-owner"]);
     expect((await say("ans-partner", code)).answer).toBe(PAIRING_REPLIES.linked);
+  },
+
+  "POST /api/channels/web/session/merge": async () => {
+    network();
+    // The desk verifies its users; a signed-in user of it and an anonymous visitor who wrote.
+    const secret = (await call("PUT", `/api/channels/web/sites/${world.identity}/verification`, ADMIN, { rotate: true })).json.data.secret as string;
+    const hash = new Uint8Array(await crypto.subtle.sign("HMAC", await hmacKey(secret), new TextEncoder().encode("merge-user")));
+    const minted = await dispatch("POST", "/api/channels/web/session", {
+      headers: { "content-type": "application/json", origin: ORIGIN },
+      body: JSON.stringify({ identity: world.identity, user_id: "merge-user", user_hash: [...hash].map((b) => b.toString(16).padStart(2, "0")).join("") }),
+    });
+    expect(minted.status, minted.text).toBe(200);
+    const verified = JSON.parse(minted.text).data.token as string;
+    const user = verified.split(".")[0];
+    const cookie = await openPage();
+    const visitor = cookie.split("=")[1].split(".")[0];
+    const merge = (headers: Record<string, string>, token: string) =>
+      dispatch("POST", "/api/channels/web/session/merge", {
+        headers: { "content-type": "application/json", ...headers },
+        body: JSON.stringify({ identity: world.identity, verified_token: token }),
+      });
+    // Another site's POST carrying the visitor's cookie is refused before anything is read.
+    expect((await merge({ cookie, origin: "https://evil.example" }, verified)).status).toBe(403);
+    // Without the signed-in party's own live session, nothing is joined.
+    expect((await merge({ cookie, origin: ORIGIN }, `${user}.${"x".repeat(43)}`)).status).toBe(401);
+    // Without the anonymous party's own session, nothing is joined either.
+    expect((await merge({ origin: ORIGIN }, verified)).status).toBe(401);
+    expect(await personOf(visitor)).toBeNull();
+    expect(await personOf(user)).toBeNull();
+    // Both parties' own credentials join them, into one person.
+    expect((await merge({ cookie, origin: ORIGIN }, verified)).status).toBe(200);
+    const person = await personOf(user);
+    expect(person).not.toBeNull();
+    expect(await addressesOf(person)).toEqual([user, visitor].sort());
   },
 
   "POST /api/channels/{channel}/inbound": async () => {

@@ -197,6 +197,34 @@ describe("D1 round trips per path (docs/performance.md, pinned: no D1 write on t
     });
   });
 
+  it("api door, answered inline out of hours with a handoff note: 0 round trips", async () => {
+    fakeEdge();
+    const r = await echoRoute();
+    // A week with no hours is never open: every message is out of hours.
+    const hours = { time_zone: "UTC", weekly: {}, agent_out_of_hours: "handoff_note" };
+    const put = await call("PUT", `/api/conversations/${r.name}/hours`, { key: await admin(), body: hours });
+    expect(put.status, JSON.stringify(put.body)).toBe(200);
+    await warmApi(r.name);
+    const threadId = apiThreadId(r.name, CALLER, "after-hours");
+    const counter = new D1Counter();
+    await counting(counter, threadId, async () => {
+      const a = await countedFetch(
+        counter,
+        "POST",
+        `/api/conversations/${r.name}/messages`,
+        await json({ external_user_id: "after-hours", text: "hi", wait_seconds: 10 }),
+      );
+      expect(a.status, a.text).toBe(200);
+      await terminalIndexed(threadId, a.json.data.message_id);
+    });
+    const notes = (await rawRows(threadId)).map((row) => JSON.parse(String(row.record))).filter((rec) => rec.submitted_by === "inbox");
+    expect(notes.map((n) => n.answer)).toEqual(["We are away right now. A person will be back as soon as possible."]);
+    expectCounts("api door, answered inline out of hours with a handoff note", counter, {
+      worker: { roundTrips: 0, statements: 0 }, // the route's hours ride in its cached read
+      thread: { roundTrips: 0, statements: 0 }, // the turn reads the hours from the door's read; the note goes through the thread's own intake
+    });
+  });
+
   it("api door, 202, callback 2xx at the first attempt: 0 round trips", async () => {
     const calls = fakeEdge();
     const r = await echoRoute({ callback_url: HOOK });

@@ -37,6 +37,7 @@ describe("person doors", () => {
       created_at: p.created_at,
       addresses: [{ door: "channel", routes: ["tg"], channel: "telegram", our_identity: "bot", address: "100", linked_at: expect.stringMatching(/\+00:00$/) }],
       locale: "en",
+      profile: null,
     });
     expect((await call("PUT", `${personPath(p.person_id)}/locale`, { key, body: { locale: "pt-br" } })).body.data.locale).toBe("pt-BR");
     expect((await call("PUT", `${personPath(p.person_id)}/locale`, { key, body: { locale: null } })).body.data.locale).toBeNull();

@@ -101,7 +101,39 @@ export function cookieTransport(identity: string): Transport {
   };
 }
 
-type Stored = { token: string; expires_at?: string };
+/**
+ * The widget's stored session. `u`: the user of a signed-in session (the proof's user, as the
+ * widget keys sessions by; the service checked the proof itself), absent on an anonymous one;
+ * `w`: the visitor wrote in it (an anonymous conversation worth offering to keep).
+ */
+type Stored = { token: string; expires_at?: string; u?: string; w?: 1 };
+
+/** The user a page's token names: its `sub`, read without checking (the service checks), else the token itself. */
+function userOf(token: string): string {
+  try {
+    const sub: unknown = JSON.parse(atob(token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/"))).sub;
+    if (typeof sub === "string") return sub;
+  } catch {
+    // Not a token the widget can read: the service refuses it.
+  }
+  return token;
+}
+
+/** The widget's transport: also signs its visitor in and out, and keeps an anonymous conversation on consent. */
+export interface BearerTransport extends Transport {
+  /**
+   * The page's token for its signed-in user (docs/channels.md "Verified visitors"; null: signed
+   * out). Sessions of another user, or of one who signed out, end here. True when the
+   * conversation shown is no longer the right one.
+   */
+  identify(token: string | null): boolean;
+  /** The signed-in user of the stored session, if it is one. */
+  user(): string | undefined;
+  /** Joins the anonymous conversation set aside at sign-in to the signed-in user (the visitor chose to). */
+  merge(): Promise<void>;
+  /** The visitor declined: the set-aside anonymous session ends, nothing is joined. */
+  skip(): void;
+}
 
 /**
  * localStorage when the host page allows it; a memory-only copy otherwise (private modes, sandboxes).
@@ -161,9 +193,12 @@ function tokenStore(key: string, legacy: string): { get(): Stored | null; set(s:
 
 /**
  * The widget's transport against the service at `base` (an origin). The session is minted lazily,
- * on the first request, so a host page's visitors who never open the chat create none.
+ * on the first request, so a host page's visitors who never open the chat create none. With a
+ * user token, the session is the signed-in user's; a stored session of that same user is used as it is
+ * (a page load that passes a fresh token mints nothing). `onMint(offer)` follows each new
+ * session; `offer`: it set aside an anonymous conversation the visitor wrote in, to offer keeping.
  */
-export function bearerTransport(base: string, identity: string): Transport {
+export function bearerTransport(base: string, identity: string, onMint: (offer: boolean) => void = () => {}): BearerTransport {
   const store = tokenStore(tokenKey(base, identity), legacyTokenKey(identity));
   const url = (path: string) => new URL(DOOR_BASE + path, base).href;
 
@@ -178,19 +213,37 @@ export function bearerTransport(base: string, identity: string): Transport {
     body: JSON.stringify({ ...body, identity }),
   });
 
+  let proof: string | null = null;
+  /** The user the page signed in (null: signed out; undefined: the page said nothing, so any stored session will do). */
+  let want: string | null | undefined;
+  /** An anonymous session the visitor wrote in, set aside at sign-in until they choose. */
+  let earlier: string | null = null;
+  const end = (token: string) =>
+    void raw("session/end", json({}), token).then(
+      (r) => r.body?.cancel(),
+      () => {},
+    );
+
   let minting: Promise<string> | null = null;
   const mint = (): Promise<string> => {
     minting ??= (async () => {
-      const data = await answer<Stored>(await raw("session", json({}), null));
+      const before = store.get();
+      const data = await answer<Stored>(await raw("session", json(proof ? { user_token: proof } : {}), null));
       if (!data || typeof data.token !== "string") throw new WebError(0, "bad_answer", "the service gave no session");
-      store.set({ token: data.token, expires_at: data.expires_at });
+      const offer = Boolean(want && before && !before.u && before.w);
+      if (offer) earlier = before?.token ?? null;
+      store.set({ token: data.token, expires_at: data.expires_at, ...(want ? { u: want } : {}) });
+      onMint(offer);
       return data.token;
     })().finally(() => {
       minting = null;
     });
     return minting;
   };
-  const token = async (): Promise<string> => store.get()?.token ?? mint();
+  const token = async (): Promise<string> => {
+    const s = store.get();
+    return s && (want === undefined || (s.u ?? null) === want) ? s.token : mint();
+  };
 
   const call = async (path: string, init: RequestInit & { headers?: Record<string, string> }): Promise<Response> => {
     let res = await raw(path, init, await token());
@@ -202,7 +255,12 @@ export function bearerTransport(base: string, identity: string): Transport {
     }
     return res;
   };
-  const post = async <T>(path: string, body: Record<string, unknown>): Promise<T> => answer<T>(await call(path, json(body)));
+  const post = async <T>(path: string, body: Record<string, unknown>): Promise<T> => {
+    const data = await answer<T>(await call(path, json(body)));
+    const s = store.get();
+    if (path === "messages" && s && !s.w) store.set({ ...s, w: 1 });
+    return data;
+  };
 
   return {
     identity,
@@ -214,8 +272,38 @@ export function bearerTransport(base: string, identity: string): Transport {
       return new WebSocket(wsUrl(base, { identity, after: String(after), ticket }));
     },
     async rotate() {
+      const s = store.get();
+      if (s?.u) {
+        // A signed-in user's conversation is their account's, the same on every device: this
+        // device starts over on a fresh session of it.
+        end(s.token);
+        store.drop();
+        await mint();
+        return;
+      }
       const data = await post<Stored | { rotated: true }>("session/rotate", {});
       if (data && "token" in data && typeof data.token === "string") store.set({ token: data.token, expires_at: data.expires_at });
+    },
+    identify(p) {
+      proof = p;
+      want = p ? userOf(p) : null;
+      const s = store.get();
+      if (s?.u && s.u !== want) {
+        // Signed out, or another user signed in: this browser's session of the last user ends.
+        end(s.token);
+        store.drop();
+      }
+      return !s || (s.u ?? null) !== want;
+    },
+    user: () => store.get()?.u,
+    async merge() {
+      const from = earlier;
+      earlier = null;
+      if (from) await answer(await raw("session/merge", json({ verified_token: await token() }), from));
+    },
+    skip() {
+      if (earlier) end(earlier);
+      earlier = null;
     },
   };
 }

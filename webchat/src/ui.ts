@@ -17,6 +17,7 @@ import { markdownBlock } from "./markdown";
 import { type Attachment, WebError, type Transport } from "./transport";
 import { isTurnState, LiveTurns } from "./turns";
 import { type Rating, feedbackBar } from "./feedback";
+import { type Hours, hoursLine } from "./hours";
 
 export type Role = "visitor" | "bot" | "operator";
 export type Option = { id?: string; text: string; kind?: string; url?: string };
@@ -57,10 +58,13 @@ export type ChatHooks = {
   onEntry?: (entry: Entry, live: boolean) => void;
   /**
    * The session is gone and this transport cannot renew it (the page reloads: its door mints a new
-   * one). True when handled; false leaves the chat showing that it ended.
+   * one; the widget asks its page for a fresh user proof when `err` refused one). True when
+   * handled; false leaves the chat showing that it ended.
    */
-  onSessionLost?: () => boolean;
+  onSessionLost?: (err?: unknown) => boolean;
 };
+
+type Schema = Record<string, unknown>;
 
 const MAX_CHIPS = 10;
 const MAX_MEDIA = 10;
@@ -95,6 +99,10 @@ export class Chat {
   private uploads: Upload[] = [];
   private attachButton: HTMLElement | undefined;
   private readonly tray: HTMLUListElement;
+  /** The pre-chat form's schema (null: none or not known yet), whether this conversation showed it, and whether the hours line is up. */
+  private pre: Schema | null = null;
+  private asked = false;
+  private hours = false;
 
   constructor(
     private readonly t: Transport,
@@ -134,6 +142,56 @@ export class Chat {
     this.started = true;
     this.e.list.setAttribute("aria-busy", "true");
     void this.connect();
+    this.config();
+  }
+
+  /**
+   * The route's config, read once per conversation: the hours line (away until the next opening,
+   * or how soon a reply comes; shown once) and the pre-chat form (without what the site vouches
+   * for). Nothing on failure.
+   */
+  private config(): void {
+    this.pre = null;
+    this.asked = false;
+    this.t.post<Hours & { prechat?: Schema | null; attachments?: { enabled?: boolean } }>("config", {}).then(
+      (h) => {
+        // A chat that takes no files shows no attach button.
+        if (this.attachButton) this.attachButton.hidden = h.attachments?.enabled === false;
+        const line = hoursLine(h);
+        if (line && !this.hours) this.e.list.before(el(this.doc, "p", { class: "tai-hours" }, line));
+        this.hours ||= !!line;
+        this.pre = h.prechat ?? null;
+        this.ask();
+      },
+      () => undefined,
+    );
+  }
+
+  /**
+   * Before the first message of a conversation (the stream is live and showed nothing), the
+   * pre-chat form, with the message box locked until it is sent or skipped (sent empty). Its
+   * answers go as the first message's `profile`.
+   */
+  private ask(): void {
+    if (!this.pre || this.asked || !this.live || this.highest) return;
+    this.asked = true;
+    const row = el(this.doc, "li", { class: "tai-entry tai-bot" });
+    const lock = (on: boolean) => (this.e.input.disabled = this.e.send.disabled = on);
+    row.append(
+      el(
+        this.doc,
+        "div",
+        { class: "tai-bubble" },
+        el(this.doc, "p", { class: "tai-text" }, t("prechat.intro")),
+        this.formBox(this.pre, () => {
+          row.remove();
+          lock(false);
+          this.focusInput();
+        }),
+      ),
+    );
+    lock(true);
+    this.e.list.append(row);
   }
 
   /** The text box, for callers that move focus into the chat. */
@@ -141,7 +199,8 @@ export class Chat {
     this.e.input.focus();
   }
 
-  private say(text: string): void {
+  /** Writes the status line (connection changes, failures, confirmations). */
+  say(text: string): void {
     this.e.status.textContent = text;
   }
 
@@ -201,7 +260,7 @@ export class Chat {
       },
       (err) => {
         drop();
-        if (err instanceof WebError && err.status === 401) return this.sessionLost();
+        if (err instanceof WebError && err.status === 401) return this.sessionLost(err);
         // A chat that takes no files: the button goes.
         if (err instanceof WebError && err.code === "attachments_disabled" && this.attachButton) this.attachButton.hidden = true;
         this.say(t("attach.failed", { name: f.name, why: messageOf(err) }));
@@ -264,7 +323,7 @@ export class Chat {
       ws = await this.t.openStream(this.highest);
     } catch (err) {
       if (generation !== this.generation) return;
-      if (err instanceof WebError && err.status === 401) return this.sessionLost();
+      if (err instanceof WebError && err.status === 401) return this.sessionLost(err);
       if (err instanceof WebError && err.status >= 400 && err.status < 500 && err.status !== 408 && err.status !== 429) {
         // A refusal (unknown chat, origin not allowed) does not change by retrying.
         this.say(`The chat is unavailable: ${err.message}.`);
@@ -332,6 +391,7 @@ export class Chat {
       this.e.list.setAttribute("aria-busy", "false");
       this.say("");
       this.turns.ready();
+      this.ask();
     } else if (f.type === "turn" && typeof f.message_id === "string" && isTurnState(f.state)) {
       this.turns.turn(f.message_id, f.state);
     } else if (f.type === "draft" && typeof f.message_id === "string" && typeof f.text === "string") {
@@ -345,15 +405,17 @@ export class Chat {
 
   private end(message: string): void {
     this.ended = true;
+    // A signed-in widget hides "New conversation" while its session lives; once it ended, it is the way on.
+    this.e.renew.hidden = false;
     this.e.input.disabled = true;
     this.e.send.disabled = true;
     this.e.list.setAttribute("aria-busy", "false");
     this.say(message);
   }
 
-  private sessionLost(): void {
+  private sessionLost(err?: unknown): void {
     this.drop();
-    if (!this.hooks.onSessionLost?.()) this.end("This conversation's session has ended. Choose “New conversation” to start again.");
+    if (!this.hooks.onSessionLost?.(err)) this.end("This conversation's session has ended. Choose “New conversation” to start again.");
   }
 
   /** "New conversation": a fresh session, an empty transcript, and the stream from the start. */
@@ -367,13 +429,26 @@ export class Chat {
     } catch (err) {
       this.busyRenewing = false;
       this.e.renew.disabled = false;
-      if (err instanceof WebError && err.status === 401 && this.hooks.onSessionLost?.()) return;
+      if (err instanceof WebError && err.status === 401 && this.hooks.onSessionLost?.(err)) return;
       this.say(`Could not start a new conversation: ${messageOf(err)}.`);
       if (!this.ended && this.started) void this.connect();
       return;
     }
     this.busyRenewing = false;
     this.e.renew.disabled = false;
+    this.started = true;
+    this.reset();
+    this.say("New conversation started.");
+    this.e.input.focus();
+  }
+
+  /**
+   * Shows the conversation from the start: an empty transcript and the stream from `after=0`
+   * (another session's conversation: a new one, or a signed-in user's). Nothing before `start`.
+   */
+  reset(): void {
+    if (!this.started) return;
+    this.drop();
     this.turns.clear();
     this.setUploads([]);
     this.e.list.replaceChildren();
@@ -385,9 +460,7 @@ export class Chat {
     this.e.input.disabled = false;
     this.e.send.disabled = false;
     this.e.list.setAttribute("aria-busy", "true");
-    this.started = true;
-    this.say("New conversation started.");
-    this.e.input.focus();
+    this.config();
     void this.connect();
   }
 
@@ -533,10 +606,12 @@ export class Chat {
   }
 
   /**
-   * An ask-less form: one labelled field per property of the schema (text, number, a checkbox for
-   * a boolean, a choice for an enum), sent as the visitor's next message with `form`.
+   * An ask-less form: one labelled field per property of the schema (text, an email address, number,
+   * a checkbox for a boolean, a choice for an enum), sent as the visitor's next message with `form`.
+   * With `done`, the pre-chat form: sent as `profile`, and `done` runs once it is in (or at once when
+   * nothing was filled in).
    */
-  private formBox(schema: Record<string, unknown>): HTMLElement {
+  private formBox(schema: Schema, done?: () => void): HTMLElement {
     const props = schema.properties && typeof schema.properties === "object" ? (schema.properties as Record<string, Record<string, unknown>>) : {};
     const required = new Set(Array.isArray(schema.required) ? schema.required.filter((r): r is string => typeof r === "string") : []);
     const form = el(this.doc, "form", { class: "tai-answer tai-formbox" });
@@ -556,12 +631,18 @@ export class Chat {
         read.push(() => [name, box.checked]);
       } else {
         const numeric = p.type === "number" || p.type === "integer";
-        const input = el(this.doc, "input", { id, class: "tai-input", type: numeric ? "number" : "text", required: required.has(name), autocomplete: "off" });
+        const input = el(this.doc, "input", {
+          id,
+          class: "tai-input",
+          type: numeric ? "number" : p.format === "email" ? "email" : "text",
+          required: required.has(name),
+          autocomplete: "off",
+        });
         form.append(label, input);
         read.push(() => (input.value === "" ? null : [name, numeric ? Number(input.value) : input.value]));
       }
     }
-    const button = el(this.doc, "button", { type: "submit", class: "tai-send" }, t("send"));
+    const button = el(this.doc, "button", { type: "submit", class: "tai-send" }, t(done ? "prechat.submit" : "send"));
     form.append(button);
     form.addEventListener("submit", (ev) => {
       ev.preventDefault();
@@ -570,9 +651,10 @@ export class Chat {
         const kv = r();
         if (kv) values[kv[0]] = kv[1];
       }
+      if (done && !Object.keys(values).length) return done();
       button.disabled = true;
-      this.t.post("messages", { text: "", form: values, client_message_id: randomId() }).then(
-        () => this.say("Form sent."),
+      this.t.post("messages", { text: "", [done ? "profile" : "form"]: values, client_message_id: randomId() }).then(
+        () => (done ? done() : this.say("Form sent.")),
         (err) => {
           button.disabled = false;
           if (err instanceof WebError && err.status === 401) this.sessionLost();
@@ -650,7 +732,7 @@ export class Chat {
           window.setTimeout(() => this.attempt(p), 1000 * 2 ** (p.tries - 1));
           return;
         }
-        if (err instanceof WebError && err.status === 401) this.sessionLost();
+        if (err instanceof WebError && err.status === 401) this.sessionLost(err);
         this.failed(p, messageOf(err), transient);
       },
     );

@@ -10,9 +10,16 @@
  * each other. The stylesheet is webchat/chat.css, inlined at build time (__TAI_WEB_CSS__) and
  * adopted as a constructed stylesheet: that needs no `style-src` on the host page's CSP, and no
  * extra request. A browser without constructed stylesheets gets a <link> to the service's copy.
+ *
+ * A page behind the site's login signs its user in (docs/web-channel-client.md, "Signed-in
+ * users"): `data-user-token` on the tag, and later `TaiWeb.identify(token)` or the
+ * `tai-web-identify` event (null signs out). When the service refuses a token or wants one, the
+ * widget says so and fires `tai-web-token-needed` on window, so the page can hand it a fresh one.
  */
-import { bearerTransport, DOOR_BASE } from "./transport";
+import { bearerTransport, DOOR_BASE, WebError } from "./transport";
 import { el } from "./dom";
+import { t } from "./strings";
+import { EN, type StringKey } from "../../src/web-chat/strings/en";
 import { buildChat, Chat } from "./ui";
 
 declare const __TAI_WEB_CSS__: string;
@@ -41,7 +48,7 @@ function styles(shadow: ShadowRoot, origin: string): void {
   shadow.append(el(document, "link", { rel: "stylesheet", href: new URL(`${DOOR_BASE}assets/chat.css`, origin).href }));
 }
 
-function mount(identity: string, origin: string, title: string): void {
+function mount(identity: string, origin: string, title: string, token: string | undefined): void {
   // One widget per service and identity, even if the snippet is pasted twice; two services may
   // both have a `desk`, and each keeps its own session (token-key.ts).
   for (const existing of document.querySelectorAll("[data-tai-web]")) {
@@ -67,11 +74,59 @@ function mount(identity: string, origin: string, title: string): void {
   );
   shadow.append(el(document, "div", { class: "tai-widget" }, panel, launcher));
 
-  const chat = new Chat(bearerTransport(origin, identity), elements, {
+  const renew = elements.renew;
+  const transport = bearerTransport(origin, identity, (offer) => {
+    // A signed-in user's conversation is the same on every device: no "New conversation" while it lives.
+    renew.hidden = Boolean(transport.user());
+    if (offer) offerKeep();
+  });
+  const chat = new Chat(transport, elements, {
     onEntry: (entry, live) => {
       if (live && entry.role !== "visitor" && panel.hidden) badge.hidden = false;
     },
+    onSessionLost: (err) => {
+      // A proof refused, expired or wanted: the page is asked for a fresh one (TaiWeb.identify).
+      const reason = err instanceof WebError ? err.code : "";
+      const key = `identify.${reason}`;
+      if (!(key in EN)) return false;
+      chat.say(t(key as StringKey));
+      dispatchEvent(new CustomEvent("tai-web-token-needed", { detail: { identity, reason } }));
+      return true;
+    },
   });
+
+  /** Offers to keep the anonymous conversation the visitor had before signing in; only their "keep" joins it. */
+  const offerKeep = () => {
+    const keep = el(document, "button", { type: "button", class: "tai-chip" }, t("merge.keep"));
+    const skip = el(document, "button", { type: "button", class: "tai-chip" }, t("merge.skip"));
+    const box = el(
+      document,
+      "div",
+      { class: "tai-card tai-merge" },
+      el(document, "p", { class: "tai-text" }, t("merge.offer")),
+      el(document, "div", { class: "tai-chips" }, keep, skip),
+    );
+    keep.addEventListener("click", () => {
+      box.remove();
+      transport.merge().then(
+        () => chat.say(t("merge.done")),
+        () => chat.say(t("merge.failed")),
+      );
+    });
+    skip.addEventListener("click", () => {
+      box.remove();
+      transport.skip();
+    });
+    elements.form.before(box);
+  };
+
+  // A token string signs the user in, null (or "") signs them out; anything else is ignored.
+  const identify = (v: unknown) => {
+    if ((v === null || typeof v === "string") && transport.identify(v || null)) chat.reset();
+    renew.hidden = Boolean(transport.user());
+  };
+  if (token !== undefined) identify(token);
+  addEventListener("tai-web-identify", (ev) => identify((ev as CustomEvent).detail));
 
   const open = () => {
     panel.hidden = false;
@@ -110,8 +165,12 @@ function main(): void {
   }
   const origin = new URL(script.src, location.href).origin;
   const title = (script.dataset.title ?? "").trim() || "Chat";
-  if (document.body) mount(identity, origin, title);
-  else document.addEventListener("DOMContentLoaded", () => mount(identity, origin, title), { once: true });
+  const token = script.dataset.userToken;
+  // One global for every widget on the page: it fires the event each widget listens to.
+  const w = window as unknown as { TaiWeb?: { identify?: (token: unknown) => void } };
+  w.TaiWeb = { ...w.TaiWeb, identify: (v) => dispatchEvent(new CustomEvent("tai-web-identify", { detail: v })) };
+  if (document.body) mount(identity, origin, title, token);
+  else document.addEventListener("DOMContentLoaded", () => mount(identity, origin, title, token), { once: true });
 }
 
 main();

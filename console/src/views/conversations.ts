@@ -13,6 +13,7 @@ import { can } from "../session";
 import { announce, busy, errorBox, loading, statusChip, threadHref, when } from "../ui";
 import type { RouteView } from "../types";
 import { ThreadPane } from "./thread";
+import { hoursPanel } from "./hours";
 
 interface ThreadRow {
   thread_id: string;
@@ -170,6 +171,7 @@ export class ConversationsView {
   private renderThreadsPane(route: string): void {
     const back = h("a", { href: "#/conversations", class: "back" }, "← Routes");
     const title = h("h2", { id: "threads-title" }, "Threads of ", h("span", { class: "name" }, route));
+    const hours = hoursPanel(route);
     const openById = this.openByIdForm(route);
     if (!can(DOORS.threads)) {
       fill(
@@ -177,6 +179,7 @@ export class ConversationsView {
         back,
         title,
         this.liveBadge,
+        hours,
         h("p", { class: "muted" }, "This key may not list threads (an admin door). Open a thread by its id:"),
         openById,
       );
@@ -199,7 +202,7 @@ export class ConversationsView {
       void busy(filter.querySelector("button"), filterErr, () => this.loadThreads(route, 1));
     });
     const search = this.searchForm(route);
-    fill(this.threadsPane, back, title, this.liveBadge, filter, filterErr.el, can(DOORS.search) ? search : null, this.list, openById);
+    fill(this.threadsPane, back, title, this.liveBadge, hours, filter, filterErr.el, can(DOORS.search) ? search : null, this.list, openById);
     void this.loadThreads(route, 1).catch((e) => filterErr.show(e));
   }
 

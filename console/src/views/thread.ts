@@ -44,6 +44,8 @@ export interface RecordView {
   inbound_attachments?: Attachment[];
   inbound_location?: { latitude: number; longitude: number; name?: string };
   inbound_event?: { id: string; kind: string };
+  /** A web visitor's profile: pre-chat answers and the site's vouched claims (docs/channels.md, "Pre-chat form"). */
+  inbound_profile?: Profile;
   status: string;
   answer_status: string | null;
   answer: string | null;
@@ -66,11 +68,18 @@ interface Channel {
   capabilities: { media: boolean; location: boolean; template: boolean; interactive: boolean; form: boolean };
 }
 
+/** What a customer told about themselves; `verified` names the fields the site vouched for. */
+interface Profile {
+  fields: Record<string, string | number | boolean>;
+  verified: string[];
+}
+
 interface Person {
   person_id: string;
   target_kind: string;
   target_name: string;
   locale: string | null;
+  profile: Profile | null;
   addresses: Array<{ door: string; routes: string[]; channel: string | null; our_identity: string | null; address: string; linked_at: string }>;
 }
 
@@ -327,7 +336,13 @@ export class ThreadPane {
       items.push(h("li", { class: "older" }, older));
     }
     if (!records.length) items.push(h("li", { class: "muted" }, "No records (they may have expired)."));
-    for (const r of records) items.push(recordItem(r));
+    // A visitor's profile rides on each of their records: shown where it first appears or changes.
+    let shown = "";
+    for (const r of records) {
+      const profile = r.inbound_profile ? JSON.stringify(r.inbound_profile) : shown;
+      items.push(recordItem(r, profile !== shown));
+      shown = profile;
+    }
     // A live refresh keeps the record details the operator opened.
     const open = new Set([...this.transcript.querySelectorAll<HTMLElement>("li.record:has(details[open])")].map((li) => li.dataset.messageId));
     fill(this.transcript, items);
@@ -447,6 +462,7 @@ export class ThreadPane {
       box,
       h("h3", { id: "person-title" }, "Person ", h("span", { class: "name" }, p.person_id)),
       h("p", null, `Target ${p.target_kind} ${p.target_name} · locale: `, h("strong", null, p.locale ?? "not set")),
+      p.profile ? profileLine(p.profile) : null,
       h(
         "div",
         { class: "table-wrap" },
@@ -588,13 +604,20 @@ function attachmentButton(ref: { route: string; id: string }, name: string): HTM
   return h("span", null, button, status);
 }
 
-function recordItem(r: RecordView): HTMLElement {
+/** A profile on one line: `field: value` each, the site's vouched ones marked. */
+function profileLine(p: Profile): HTMLElement {
+  const parts = Object.entries(p.fields).map(([k, v]) => `${k}: ${String(v)}${p.verified.includes(k) ? " (verified by the site)" : ""}`);
+  return h("p", { class: "profile" }, h("strong", null, "Profile: "), parts.join(" · "));
+}
+
+function recordItem(r: RecordView, withProfile = false): HTMLElement {
   const me = currentMe();
   const operator = r.origin === "operator";
   const inbound: Child[] = [];
   if (!operator) {
     const who = r.inbound_kind === "event" ? `Event ${r.inbound_event?.kind ?? ""}` : "Client";
     inbound.push(h("p", { class: "who" }, who));
+    if (withProfile && r.inbound_profile) inbound.push(profileLine(r.inbound_profile));
     if (r.inbound_text) inbound.push(h("p", { class: "text" }, r.inbound_text));
     if (r.inbound_attachments?.length) {
       inbound.push(h("p", { class: "muted" }, `${r.inbound_attachments.length} attachment(s): ${r.inbound_attachments.map((a) => a.kind).join(", ")}`));

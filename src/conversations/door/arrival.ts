@@ -111,6 +111,7 @@ function mintFor(route: ArrivalRoute, ids: ArrivalIds, arrival: Arrival): Minted
         inbound_form: m.form ?? null,
         inbound_attachments: attachments,
         inbound_location: m.location ?? null,
+        ...(m.profile ? { inbound_profile: m.profile } : {}),
       });
       const inbound: TurnInbound = {
         message_id,
@@ -126,6 +127,7 @@ function mintFor(route: ArrivalRoute, ids: ArrivalIds, arrival: Arrival): Minted
         params: m.params ?? null,
         attachments,
         location: m.location ?? null,
+        ...(m.profile ? { profile: m.profile } : {}),
       };
       return { record, inbound };
     }

@@ -135,6 +135,7 @@ export async function admitChannelMessageFor(
     { door: "channel", channel, our_identity: route.our_identity ?? m.our_identity.trim(), address: sender },
     now,
     m.locale_hint ?? null,
+    m.profile ?? null,
   );
   const threadId = threadFor(routeThread, person);
   // A redelivery must find the thread the message went to: the claim follows it to the person thread.

@@ -68,6 +68,12 @@ export const InboxState = z.object({
   first_reply_at: z.number().nullable().default(null),
   /** This handoff's holding message was sent (null: not yet; cleared when the agent takes over again or the thread resolves). */
   holding_sent_at: z.number().nullable().default(null),
+  /**
+   * When the customer was last told, out of hours, when a person is back (the away message at a
+   * handoff, or the `handoff_note` beside the agent's answer); null: never. Once per closed period:
+   * told again only after the route has opened since.
+   */
+  away_noted_at: z.number().nullable().default(null),
   /** When the satisfaction question went out; a matching reply within RATING_WINDOW_MS is the rating (null: none asked). */
   rating_asked_at: z.number().nullable().default(null),
   /** The customer's last rating, 1 (poor) to 5 (excellent), and when it came. */
@@ -95,6 +101,7 @@ export const EMPTY_INBOX: InboxState = Object.freeze({
   opened_at: null,
   first_reply_at: null,
   holding_sent_at: null,
+  away_noted_at: null,
   rating_asked_at: null,
   rating: null,
   rated_at: null,

@@ -6,6 +6,7 @@ import { Attachment, Location } from "../../shared/media";
 import type { TargetKind } from "../../shared/kinds";
 import { JsonObject, JsonValue } from "../../platform/http/bounded-json";
 import { InboundEvent } from "./record";
+import { VisitorProfile } from "../../shared/visitor-profile";
 
 /** What a turn runs on: the inbound as the tool payload and the agent see it, stored beside its record. */
 export const TurnInbound = z.object({
@@ -25,6 +26,8 @@ export const TurnInbound = z.object({
   attachments: z.array(Attachment).nullable().optional(),
   location: Location.nullable().optional(),
   event: InboundEvent.nullable().optional(),
+  /** A web visitor's profile (pre-chat answers, the site's vouched claims), on each of their turns. */
+  profile: VisitorProfile.nullable().optional(),
   person: z
     .object({ person_id: z.string(), person_addresses: z.array(JsonValue), locale: z.string().nullable().optional() })
     .nullable()
@@ -103,6 +106,7 @@ export function buildPayload(t: TurnInbound, target: TurnTarget): Record<string,
   if (t.params && Object.keys(t.params).length > 0) p.params = t.params;
   if (t.attachments && t.attachments.length > 0) p.attachments = t.attachments;
   if (t.location) p.location = t.location;
+  if (t.profile) p.profile = t.profile;
   return p;
 }
 

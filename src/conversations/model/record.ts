@@ -6,6 +6,7 @@ import { Attachment, Location } from "../../shared/media";
 import { RichPart } from "../../channels/rich/types";
 import { Door } from "../../shared/kinds";
 import { JsonObject } from "../../platform/http/bounded-json";
+import { VisitorProfile } from "../../shared/visitor-profile";
 
 export const DELIVERY_STATUSES = ["accepted", "pending_delivery", "provisional", "delivered", "failed", "shed", "silent"] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
@@ -53,6 +54,8 @@ export const AnswerRecord = z.object({
   inbound_attachments: z.array(Attachment).nullable(),
   inbound_location: Location.nullable(),
   inbound_event: InboundEvent.nullable(),
+  /** What the sender told about themselves (a web visitor's pre-chat answers, the site's vouched claims); absent otherwise. */
+  inbound_profile: VisitorProfile.nullable().optional(),
   submitted_by: z.string().nullable(),
   status: z.enum(DELIVERY_STATUSES),
   answer_status: z.enum(ANSWER_STATUSES).nullable(),
@@ -85,6 +88,9 @@ const OMITTED_WHEN_NULL = {
   inbound_attachments: AnswerRecord.shape.inbound_attachments.unwrap().optional(),
   inbound_location: AnswerRecord.shape.inbound_location.unwrap().optional(),
   inbound_event: AnswerRecord.shape.inbound_event.unwrap().optional(),
+  inbound_profile: VisitorProfile.optional().describe(
+    "A web visitor's profile: pre-chat answers and the site's vouched claims (docs/channels.md, \"Pre-chat form\")",
+  ),
   submitted_by: AnswerRecord.shape.submitted_by.unwrap().optional(),
   answer_part: AnswerRecord.shape.answer_part
     .unwrap()

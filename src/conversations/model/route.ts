@@ -6,6 +6,7 @@
 import { z } from "zod";
 import type { KeyWithOwner } from "../../access-control/model";
 import type { TargetConversationConfig } from "../../persons/target-configs";
+import type { BusinessHours } from "../business-hours";
 import { JsonValue } from "../../platform/http/bounded-json";
 import { jsonColumn } from "../../platform/persistence/stored-json";
 import { Door, Mode, TargetKind } from "../../shared/kinds";
@@ -83,6 +84,12 @@ export interface TargetFacts {
    * state binding; absent for other targets): the binding runs bounded by that key.
    */
   configWriter?: { stored_by: string; holder: KeyWithOwner | null };
+  /**
+   * The route's business hours (null: none, always open; absent: not read). The route's own, not
+   * its target's, but read in the same statement and handed to the turn the same way, so a turn
+   * that needs them out of hours costs no read of its own.
+   */
+  hours?: BusinessHours | null;
 }
 
 export const NO_TARGET_FACTS: TargetFacts = Object.freeze({ config: null, manualRoutes: null, pendingSaves: null });

@@ -20,6 +20,7 @@ import type { Env } from "../../platform/env";
 import type { CheckpointMessage } from "../../shared/agent-memory";
 import type { RunTrace } from "../../shared/run-trace";
 import type { WebAttachment, WebSessionCheck } from "./web";
+import type { ProfileValue, Vouched } from "../../shared/visitor-profile";
 import type { LiveTurnView, StopAnswer } from "./live";
 import type { InboxAction, InboxActionResult, InboxView } from "./inbox";
 import type { NoteAddResult, NoteDeleteResult, StoredNote } from "./notes";
@@ -162,10 +163,15 @@ export interface ThreadRpc {
   /** Forgets the thread: records, mode override and kv agent memory. Refused while a turn is queued or running. */
   forget(): Promise<ForgetResult>;
   /**
-   * Web channel: starts the visitor's session on this thread (replacing any), pending for
-   * `pendingTtlMs` until its credential comes back, with the link parameters captured at page load.
+   * Web channel: starts a visitor's session on this thread, pending for `pendingTtlMs` until its
+   * credential comes back, with the link parameters captured at page load. `keep` (default 1)
+   * is how many sessions the thread keeps: 1 replaces any other (an anonymous visitor); more keep
+   * a verified user's devices side by side, the least recently used ending past it. `vouched` (a
+   * verified visitor's token claims) replaces the claims the visitor's profile keeps.
    */
-  webOpen(identity: string, secretHash: string, pendingTtlMs: number, params: Record<string, string> | null): Promise<void>;
+  webOpen(identity: string, secretHash: string, pendingTtlMs: number, params: Record<string, string> | null, keep?: number, vouched?: Vouched): Promise<void>;
+  /** Web channel: keeps the visitor's pre-chat answers, checked by the door (docs/channels.md, "Pre-chat form"). */
+  webAnswers(answers: Record<string, ProfileValue>): Promise<void>;
   /**
    * Web channel: checks a presented credential (identity and secret hash) and refreshes the session
    * for `ttlMs`; `params`, when given and not empty, replace the captured link parameters.
@@ -190,13 +196,14 @@ export interface ThreadRpc {
   webForget(messageIds: string[]): Promise<number>;
   /** Web channel: does a turn of this thread wait on this interaction (a question the visitor may answer)? */
   holdsParked(interactionId: string): Promise<boolean>;
-  /** Web channel: keeps a one-time stream ticket's hash for `ttlMs` (the widget's socket). */
-  webTicket(ticketHash: string, ttlMs: number): Promise<void>;
+  /** Web channel: keeps a one-time stream ticket's hash for `ttlMs`, good for session `sessionHash` (the widget's socket). */
+  webTicket(ticketHash: string, ttlMs: number, sessionHash: string): Promise<void>;
   /**
-   * Web channel: ends the visitor's session (a rotation), and with `transcript` its page transcript
-   * too (the person's erasure); its open streams are told and closed.
+   * Web channel: ends the visitor's sessions (a rotation), and with `transcript` its page transcript
+   * too (the person's erasure); their open streams are told and closed. With `secretHash`, only
+   * that one session (one device's) ends, and `transcript` is not read.
    */
-  webEnd(transcript: boolean): Promise<void>;
+  webEnd(transcript: boolean, secretHash?: string): Promise<void>;
   /**
    * Web channel: records a visitor's upload (its bytes are already in the bucket), unsent until a
    * message carries it; false when the visitor already holds the most unsent uploads allowed.

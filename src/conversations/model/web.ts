@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import type { TurnState } from "./live";
+import type { ProfileValue, Vouched } from "../../shared/visitor-profile";
 
 /** Who an entry is from: the visitor, the route's target, or an operator typing by hand. */
 export const WebEntryRole = z.enum(["visitor", "bot", "operator"]);
@@ -42,8 +43,18 @@ export type WebFrame =
   | { type: "turn"; message_id: string; state: TurnState }
   | { type: "draft"; message_id: string; text: string };
 
-/** What a session check answers: a match (with the captured link params) or nothing. */
-export type WebSessionCheck = { ok: true; params: Record<string, string> | null } | { ok: false };
+/**
+ * What a visitor's thread keeps of their profile (docs/channels.md, "Pre-chat form"): the pre-chat
+ * answers they gave in this conversation, and the claims the site vouched for in a verified
+ * visitor's token. Each is null until given.
+ */
+export interface WebProfile {
+  answers: Record<string, ProfileValue> | null;
+  vouched: Vouched | null;
+}
+
+/** What a session check answers: a match (with the captured link params and the visitor's profile) or nothing. */
+export type WebSessionCheck = { ok: true; params: Record<string, string> | null; profile: WebProfile | null } | { ok: false };
 
 /**
  * A visitor id: `w_` and 22 base64url characters (16 random bytes) for an anonymous visitor, or
@@ -53,6 +64,11 @@ export const VISITOR_ID = /^[wu]_[A-Za-z0-9_-]{22}$/;
 
 /** True for a verified visitor's id (`u_…`): the site's backend vouched for its user. */
 export const isVerifiedVisitor = (visitorId: string) => visitorId.startsWith("u_");
+/**
+ * How many sessions a verified visitor's thread keeps at once, one per device (the least recently
+ * used goes past it); an anonymous visitor's thread keeps one, its address being its device's.
+ */
+export const MAX_DEVICE_SESSIONS = 5;
 /** A session secret: 43 base64url characters (32 random bytes). */
 export const SESSION_SECRET = /^[A-Za-z0-9_-]{43}$/;
 /** A web identity: a URL path segment. */

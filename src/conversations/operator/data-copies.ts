@@ -53,7 +53,8 @@ export const DATA_COPIES: readonly DataCopy[] = [
   {
     name: "thread-records",
     where: "ThreadObject `records` and the answers' ratings beside them, `answer_feedback` (src/conversations/thread/store.ts)",
-    holds: "each message's text or form, its answer and rich part, the customer's rating of the answer, the client address, the caller's principal",
+    holds:
+      "each message's text or form, its answer and rich part, the customer's rating of the answer, the client address, the caller's principal, a web visitor's profile (pre-chat answers, the site's vouched name and email)",
     readBy: "record read, thread transcript and search doors; the turn payloads of later turns",
     forget: { kind: "deletes", how: "`deleteAllRecords` in the thread's forget (refused while a turn is queued or running)" },
     erase: { kind: "deletes", how: "erase forgets the person's thread" },
@@ -133,14 +134,18 @@ export const DATA_COPIES: readonly DataCopy[] = [
   },
   {
     name: "web-session",
-    where: "ThreadObject `web_session`, `web_ticket` (src/conversations/thread/web-visitor.ts)",
-    holds: "the link parameters the page was opened with; the visitor's address is the thread's id",
-    readBy: "the web doors (turn payloads carry the params)",
-    forget: { kind: "deletes", how: "ended with the transcript (the visitor's own thread, or each visitor of a forgotten linked person)" },
+    where: "ThreadObject `web_session`, `web_ticket`, `web_profile` (src/conversations/thread/web-visitor.ts)",
+    holds:
+      "the link parameters each session (one per device of a signed-in user) was opened with; the visitor's profile (pre-chat answers, the site's vouched name and email); the visitor's address is the thread's id",
+    readBy: "the web doors (turn payloads carry the params and the profile)",
+    forget: {
+      kind: "deletes",
+      how: "ended with the transcript (the visitor's own thread, or each visitor of a forgotten linked person); the profile ends with the last session",
+    },
     erase: { kind: "deletes", how: "ended for each web address of the person" },
     retention: {
       kind: "expires",
-      how: "the session's own expiry (pending sessions a short one); a ticket's lifetime",
+      how: "the session's own expiry (pending sessions a short one), which ends the profile with the last session; a ticket's lifetime",
       settings: ["CHANNEL_WEB_SESSION_TTL_SECONDS"],
     },
   },
@@ -250,12 +255,13 @@ export const DATA_COPIES: readonly DataCopy[] = [
   },
   {
     name: "person-directory",
-    where: "PersonDirectory objects: persons, their addresses, pairing codes (src/persons/)",
-    holds: "every address a person was seen at (phone numbers, chat ids, web visitor ids)",
+    where: "PersonDirectory objects: persons (with their profile), their addresses, pairing codes (src/persons/)",
+    holds:
+      "every address a person was seen at (phone numbers, chat ids, web visitor ids); the person's profile (a web visitor's pre-chat answers, the site's vouched name and email)",
     readBy: "`GET /api/conversations/persons/{person_id}`; every person turn's payload",
     forget: {
       kind: "none",
-      how: "a thread forget removes what was said, not who the person is: the link stays until the person is erased or unlinks",
+      how: "a thread forget removes what was said, not who the person is: the link and the profile stay until the person is erased or unlinks",
     },
     erase: { kind: "deletes", how: "`directory.erase`, last, in one transaction" },
     retention: {

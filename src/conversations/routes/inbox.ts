@@ -251,7 +251,7 @@ addRoute(
     path: "/api/conversations/{route_name}/hours",
     summary: "Replace the route's business hours",
     description:
-      '`time_zone` (IANA name), `weekly` (`mon` … `sun`, each a list of `["HH:MM", "HH:MM"]` intervals; an end not after its start runs past midnight; a day left out is closed), `away_message` (`{next_opening}` is replaced; null: a default text), `reply_time_text` or `reply_time_seconds` (the expected reply time a page shows), `locale` (how the next opening is written when the person\'s is unknown) and `agent_out_of_hours`. ' +
+      '`time_zone` (IANA name), `weekly` (`mon` … `sun`, each a list of `["HH:MM", "HH:MM"]` intervals; an end not after its start runs past midnight; a day left out is closed), `away_message` (`{next_opening}` is replaced; null: a default text), `reply_time_text` or `reply_time_seconds` (the expected reply time a page shows), `locale` (how the next opening is written when the person\'s is unknown) and `agent_out_of_hours` (`answer`: the agent answers out of hours and only a handoff says when a person is back; `handoff_note`: the customer is also told beside the agent\'s answer, once per closed period). ' +
       'A handoff out of hours sends the away message instead of the holding message, once per handoff (docs/inbox.md, "Business hours"). Threads read the hours with the inbox policy, when a handoff sets its timers.',
     body: BusinessHours,
     response: hoursAnswer,

@@ -12,6 +12,7 @@ import { addRoute } from "../../platform/http/route";
 import { canonicalLocale } from "../../persons/pairing";
 import { directoryOfPerson } from "../../persons/person-lookup";
 import { Door, TargetKind } from "../../shared/kinds";
+import { VisitorProfile } from "../../shared/visitor-profile";
 import { erasePerson } from "../operator/threads";
 
 export const conversationPersonsRouter = new Hono<AppEnv>();
@@ -41,6 +42,11 @@ const PersonViewSchema = z.object({
   created_at: z.string(),
   addresses: z.array(PersonAddressView),
   locale: z.string().nullable(),
+  profile: VisitorProfile.extend({ updated_at: z.string() })
+    .nullable()
+    .describe(
+      "What the person told about themselves: a web visitor's pre-chat answers and the site's vouched claims, folded across their conversations (docs/persons.md, \"Profile\")",
+    ),
 });
 
 const notFound = () => new HttpError(404, "person not found");
@@ -50,7 +56,7 @@ addRoute(
   {
     method: "get",
     path: "/api/conversations/persons/{person_id}",
-    summary: "Read a linked person: its target, addresses (with the routes each came in on) and locale",
+    summary: "Read a linked person: its target, addresses (with the routes each came in on), locale and profile",
     area: "conversations",
     auth: { tag: "conversations" },
     store: "conversations",

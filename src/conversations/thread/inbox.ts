@@ -22,10 +22,10 @@ import {
   type WaitReason,
 } from "../model/inbox";
 import type { Mode } from "../../shared/kinds";
-import { type BusinessHours, awayMessage } from "../business-hours";
+import { type BusinessHours, awayMessage, isOpen, nextOpening } from "../business-hours";
 import { parseStored } from "../../platform/persistence/stored-json";
 import type { ThreadDeps } from "./deps";
-import { deleteMeta, getMeta, setMeta } from "./store";
+import { deleteMeta, getMeta, newestPersonLocale, setMeta } from "./store";
 import { seedOf } from "./inbox-instants";
 
 const META = "inbox";
@@ -134,6 +134,12 @@ function resolvedState(s: InboxState, now: number): InboxState {
   };
 }
 
+/** Whether the route opened between `since` (when it was closed) and `now`; a week with no hours never opens. */
+function openedSince(hours: BusinessHours, since: number, now: number): boolean {
+  const next = nextOpening(hours, new Date(since));
+  return next !== null && next.getTime() <= now;
+}
+
 /** The policy's auto-resolve interval in ms (null: never). */
 function autoResolveMs(policy: InboxPolicy): number | null {
   return policy.auto_resolve_after_seconds === null ? null : policy.auto_resolve_after_seconds * 1000;
@@ -212,8 +218,10 @@ export class ThreadInbox {
   /**
    * The thread turned to `mode` (the agent's tool, an operator's mode door, a rule). To a human:
    * the thread opens and waits, in this same step; back to the agent: it is pending, nobody waits.
+   * `locale`: the person's, for the away message (undefined: the newest one the thread's customer
+   * messages carried, read only when an away message is written).
    */
-  async modeChanged(mode: Mode, routeName: string | null, reason: WaitReason, by: string | null): Promise<void> {
+  async modeChanged(mode: Mode, routeName: string | null, reason: WaitReason, by: string | null, locale?: string | null): Promise<void> {
     if (mode === "manual") {
       const handed = await this.withPolicy(
         (stored) => {
@@ -226,7 +234,11 @@ export class ThreadInbox {
           const s = stored ?? EMPTY_INBOX;
           // Out of hours the away message, with the next opening, takes the holding message's place:
           // one message saying when a person is back, rather than a promise nobody is there to keep.
-          const away = policy.business_hours ? awayMessage(policy.business_hours, new Date(now)) : null;
+          const hours = policy.business_hours;
+          const away =
+            hours && !isOpen(hours, new Date(now))
+              ? awayMessage(hours, new Date(now), locale !== undefined ? locale : newestPersonLocale(this.deps.storage, now))
+              : null;
           const text = away ?? policy.holding_message;
           // Once per handoff: recorded before it is sent, so a repeated switch never sends it twice.
           const holding = text !== null && s.holding_sent_at === null && this.parts.messages !== undefined ? text : null;
@@ -243,6 +255,7 @@ export class ThreadInbox {
             auto_resolve_ms: autoResolveMs(policy),
             auto_resolve_at: this.autoResolveAt(policy, now),
             holding_sent_at: holding !== null ? now : s.holding_sent_at,
+            away_noted_at: holding !== null && away !== null ? now : s.away_noted_at,
           };
           this.save(next);
           this.parts.emit([{ kind: "waiting", at: now, route_name: next.route_name, by, detail: { reason } }]);
@@ -322,6 +335,25 @@ export class ThreadInbox {
         return undefined;
       },
     );
+  }
+
+  /**
+   * The agent is about to answer a customer's message. On a route whose hours say `handoff_note`,
+   * while it is closed, the customer is also told when a person is back: once per closed period
+   * (not again until the route has opened since the last time they were told, by this note or by
+   * a handoff's away message). The hours come with the turn's route read, so this reads nothing;
+   * `locale` (the person's, when known) writes the next opening in their language.
+   */
+  async agentAnswering(routeName: string, hours: BusinessHours | null | undefined, locale: string | null): Promise<void> {
+    if (!hours || hours.agent_out_of_hours !== "handoff_note" || this.parts.messages === undefined) return;
+    const now = this.deps.clock.now();
+    const text = awayMessage(hours, new Date(now), locale);
+    if (text === null) return;
+    const s = this.state();
+    if (s.away_noted_at !== null && !openedSince(hours, s.away_noted_at, now)) return;
+    // Recorded before it is sent, so a turn that runs again never sends it twice.
+    this.save({ ...s, away_noted_at: now });
+    await this.parts.messages.holding(routeName, text);
   }
 
   /** The rating `reply` gives when it answers an open satisfaction question on `s`, or null. */

@@ -32,6 +32,7 @@ import { INBOX_EVENTS_SCHEMA } from "./inbox-events-table";
 import { THREAD_NOTES_SCHEMA } from "./notes";
 import { FEEDBACK_SCHEMA } from "./answer-feedback-table";
 import { WEB_ATTACHMENTS_SCHEMA } from "./web-attachments";
+import { WEB_PROFILE_SCHEMA } from "./web-visitor";
 
 /** Where a record's turn stands: waiting, running under an intake lease, or settled. */
 export type TurnState = "queued" | "running" | "done";
@@ -129,6 +130,23 @@ export const THREAD_SCHEMA: ObjectSchema = {
     (s) => {
       if (!columnsOf(s, "web_transcript").includes("stopped")) objectSql(s, "thread").run`ALTER TABLE web_transcript ADD COLUMN stopped INTEGER`;
     },
+    // v9: a web visitor's thread keeps one session per device, keyed by its secret's hash and
+    // ordered by last use (a verified user's devices share the thread; an anonymous visitor keeps
+    // one), and a stream ticket names the session it was minted for. The single session of v6 is
+    // carried over; tickets (60 s each) are dropped rather than guessed an owner.
+    (s) => {
+      const q = objectSql(s, "thread");
+      if (columnsOf(s, "web_session").includes("id")) {
+        q.run`CREATE TABLE web_session_v9 (secret_hash TEXT PRIMARY KEY, identity TEXT NOT NULL, expires_at INTEGER NOT NULL, pending INTEGER NOT NULL, params TEXT, used_at INTEGER NOT NULL)`;
+        q.run`INSERT INTO web_session_v9 (secret_hash, identity, expires_at, pending, params, used_at) SELECT secret_hash, identity, expires_at, pending, params, 0 FROM web_session`;
+        q.run`DROP TABLE web_session`;
+        q.run`ALTER TABLE web_session_v9 RENAME TO web_session`;
+      }
+      if (!columnsOf(s, "web_ticket").includes("session_hash")) {
+        q.run`DELETE FROM web_ticket`;
+        q.run`ALTER TABLE web_ticket ADD COLUMN session_hash TEXT NOT NULL DEFAULT ''`;
+      }
+    },
   ],
 };
 
@@ -150,6 +168,7 @@ export function migrate(storage: DurableObjectStorage): void {
   migrateSchema(storage.sql, INBOX_EVENTS_SCHEMA);
   migrateSchema(storage.sql, THREAD_NOTES_SCHEMA);
   migrateSchema(storage.sql, FEEDBACK_SCHEMA);
+  migrateSchema(storage.sql, WEB_PROFILE_SCHEMA);
   migrateSchema(storage.sql, WEB_ATTACHMENTS_SCHEMA);
 }
 
@@ -492,6 +511,18 @@ export function newestAddressOn(storage: DurableObjectStorage, routeName: string
      WHERE (expires_at IS NULL OR expires_at > ${nowMs}) AND json_extract(record, '$.route_name') = ${routeName} AND json_extract(record, '$.client_address') IS NOT NULL
      ORDER BY seq DESC LIMIT 1`;
   return rows[0]?.address ?? null;
+}
+
+/**
+ * The locale of the person behind the thread's newest live customer message that carried one (a
+ * multichannel target's inbound names its person), or null: what the inbox writes in when a
+ * handoff comes from outside a turn (an operator's switch).
+ */
+export function newestPersonLocale(storage: DurableObjectStorage, nowMs: number): string | null {
+  const rows = threadSql(storage, "newest person locale")<{ locale: string }>`SELECT json_extract(inbound, '$.person.locale') AS locale FROM records
+     WHERE (expires_at IS NULL OR expires_at > ${nowMs}) AND json_extract(inbound, '$.person.locale') IS NOT NULL
+     ORDER BY seq DESC LIMIT 1`;
+  return rows[0]?.locale ?? null;
 }
 
 export function countAll(storage: DurableObjectStorage): number {

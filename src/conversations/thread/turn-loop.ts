@@ -249,11 +249,16 @@ export class TurnLoop {
     if (!read) return errorOutcome("the route was deleted before the turn ran");
     const route = read.route;
     if (!fresh) this.parts.snapshots.noteRead(route, readAt);
-    const ctx = this.targetContext(s, route, {
-      target: { kind: route.target_kind, name: route.target_name },
-      address: doorAddressOf(stored.record),
-      multichannel: read.target.config?.multichannel === true,
-    });
+    const ctx = this.targetContext(
+      s,
+      route,
+      {
+        target: { kind: route.target_kind, name: route.target_name },
+        address: doorAddressOf(stored.record),
+        multichannel: read.target.config?.multichannel === true,
+      },
+      personLocale(stored),
+    );
     ctx.signal = signal;
     run.target = { kind: route.target_kind, name: route.target_name, version: null };
     traceSteps(ctx, run.log);
@@ -293,6 +298,8 @@ export class TurnLoop {
       const reply = { text: stored.inbound.text, reply_id: stored.inbound.params?.reply_id ?? null };
       // A reply that rates the conversation is recorded by the inbox and answered by nobody.
       if ((await this.parts.inbox.inbound(route.route_name, mode, reply)) === "rated") return silentOutcome();
+      // Out of hours, a route may have the customer told when a person is back beside the agent's answer.
+      if (mode !== "manual") await this.parts.inbox.agentAnswering(route.route_name, read.target.hours, personLocale(stored));
     }
     if (mode === "manual") {
       if (route.target_kind === "agent" && stored.inbound.kind === "message" && (await this.deps.turn.agents.keepsMemory(ctx, route.target_name))) {
@@ -415,7 +422,7 @@ export class TurnLoop {
     return resumeParked(this.deps.turn, ctx, read.route, input.parked, input.result, park, read.key, onEvent);
   }
 
-  private targetContext(s: Settings, route: Route, conversation: TurnConversation): TargetContext {
+  private targetContext(s: Settings, route: Route, conversation: TurnConversation, locale: string | null): TargetContext {
     const threadId = must(this.parts.identity.get(), "the thread id of a thread running a turn");
     const { alarm, mode } = this.parts;
     return this.deps.turn.targets.context(this.deps.env(), s, {
@@ -435,7 +442,7 @@ export class TurnLoop {
         setMode: async (m: Mode) => {
           mode.set(parseThreadId(threadId).kind === "person" ? { created_at: null } : route, m);
           // The agent's handoff opens the thread for a human in the same step (docs/inbox.md).
-          await this.parts.inbox.modeChanged(m, route.route_name, "agent_handoff", null);
+          await this.parts.inbox.modeChanged(m, route.route_name, "agent_handoff", null, locale);
         },
         setLabels: async (add: string[], remove: string[]) => {
           const r = await this.parts.inbox.act({ kind: "labels", by: `${route.target_kind}:${route.target_name}`, add, remove });
@@ -516,4 +523,9 @@ export class TurnLoop {
 /** A record's turn, as the live turn names it. */
 function refOf(r: AnswerRecord): TurnRef {
   return { message_id: r.message_id, route_name: r.route_name, thread_id: r.thread_id };
+}
+
+/** The locale of the person writing (known on a linked person's thread), for what the inbox writes to them. */
+function personLocale(stored: StoredRecord): string | null {
+  return stored.inbound.person?.locale ?? null;
 }

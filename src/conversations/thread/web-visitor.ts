@@ -2,12 +2,17 @@
  * A web visitor's side of a thread (docs/channels.md "Web"): the session that lets a browser
  * speak on this thread, the transcript the page shows, and the live sockets that watch it.
  *
- * - The session is one row: the identity it was minted for, the SHA-256 of its secret (the
- *   secret itself is never stored), its expiry and the link parameters captured with it. A
+ * - A session is one row: the identity it was minted for, the SHA-256 of its secret (the
+ *   secret itself is never stored, and keys the row), its expiry, its last use and the link
+ *   parameters captured with it. An anonymous visitor's thread keeps one (its address is its
+ *   device's: a new session replaces it); a verified user's thread keeps one per device, at most
+ *   MAX_DEVICE_SESSIONS, the least recently used dropped past it. Each is checked, refreshed,
+ *   swept and ended on its own. The visitor's profile (pre-chat answers, the site's vouched
+ *   claims) is kept beside them and ends with the last of them (`WEB_PROFILE_SCHEMA`). A
  *   just-minted session is `pending` with a short expiry until its credential first comes back,
  *   so a page load that never returns leaves nothing lasting: the object's alarm is armed at the
- *   session's expiry and sweeps a session past it (`sweepExpired`), pending or not, and the object
- *   then deletes its whole storage when the session was all it held
+ *   earliest session expiry and sweeps the sessions past it (`sweepExpired`), pending or not, and
+ *   the object then deletes its whole storage when they were all it held
  *   (src/conversations/thread/vacancy.ts).
  * - The transcript is append-only, numbered by `seq`: a reconnect asks for what follows the last
  *   seq it rendered, so a reload shows each entry once. Visitor entries are written when their
@@ -20,17 +25,37 @@
  *   it wherever it lives (`forgetEntries`), also in the visitor's own thread when the record lived
  *   on a linked person's.
  * - Sockets hibernate (the runtime holds them while the object sleeps); an entry is pushed to each
- *   socket whose session is still the live one. A socket remembers the session it was opened under
- *   (its attachment holds the session's secret hash); a push that finds that session ended, expired
- *   or replaced sends it nothing and closes it (WEB_SESSION_ENDED_CODE). The check is one read of
- *   this object's own SQLite per push, no D1 and no call out.
+ *   socket whose own session still lives. A socket remembers the session it was opened under (its
+ *   attachment holds the session's secret hash); a push that finds that session ended, expired or
+ *   replaced sends it nothing and closes it (WEB_SESSION_ENDED_CODE), while the sockets of the
+ *   user's other devices go on. The check is one read of this object's own SQLite per push, no D1
+ *   and no call out.
  */
 import { z } from "zod";
-import { RATEABLE_ROLES, WEB_HEADERS, type WebEntry, WebEntryRole, type WebFrame, type WebSessionCheck } from "../model/web";
+import { RATEABLE_ROLES, WEB_HEADERS, type WebEntry, WebEntryRole, type WebFrame, type WebProfile, type WebSessionCheck } from "../model/web";
 import type { AnswerRating } from "../model/record";
-import { type ObjectSql, objectSql, sqlList, sqlPart } from "../../platform/persistence/object-sql";
+import { type ObjectSchema, type ObjectSql, keyValueVersionRow, objectSql, sqlList, sqlPart } from "../../platform/persistence/object-sql";
+import { parseStored } from "../../platform/persistence/stored-json";
 import { channelThreadId } from "../../shared/thread-id";
 import type { WebAttachments } from "./web-attachments";
+import { must } from "../../platform/must";
+import { ProfileValue, VOUCHED_KEYS, type Vouched } from "../../shared/visitor-profile";
+
+/**
+ * The visitor's profile (`web_profile`, one row): the pre-chat answers and the site's vouched
+ * claims, on its own version line (meta `web_profile_schema_version`) beside the records'. It
+ * belongs to the visitor's sessions: it is read only through a live session's check, a new
+ * session replacing a live one (the same verified visitor on another device) keeps it, and ending
+ * the last session (a rotation, the sweep, forget, erase) or outliving it deletes it.
+ */
+export const WEB_PROFILE_SCHEMA: ObjectSchema = {
+  name: "thread-web-profile",
+  versionRow: keyValueVersionRow("meta", "web_profile_schema_version"),
+  steps: [["CREATE TABLE IF NOT EXISTS web_profile (id INTEGER PRIMARY KEY CHECK (id = 1), answers TEXT, vouched TEXT, at INTEGER NOT NULL)"]],
+};
+
+const StoredAnswers = z.record(z.string(), ProfileValue);
+const StoredVouched = z.partialRecord(z.enum(VOUCHED_KEYS), z.string());
 
 /**
  * Where a web record's entries belong: the visitor's own thread on the route, which holds the
@@ -70,7 +95,6 @@ const SessionRow = z.object({
   identity: z.string(),
   secret_hash: z.string(),
   expires_at: z.number(),
-  pending: z.number(),
   params: z.string().nullable(),
 });
 
@@ -106,11 +130,11 @@ interface SocketSession {
 
 export class WebVisitor {
   /**
-   * When the session expires (null: there is none; undefined: not read yet). Only this class
-   * writes `web_session`, so the value stays exact once read; the object reads it when it starts
-   * (`loadExpiry`), so arming the alarm reads nothing.
+   * The sessions' expiries by secret hash (undefined: not read yet). Only this class writes
+   * `web_session`, so the map stays exact once read; the object reads it when it starts
+   * (`loadExpiry`), so arming the alarm and pushing a draft read nothing.
    */
-  private expiresAt: number | null | undefined = undefined;
+  private sessions: Map<string, number> | undefined = undefined;
 
   constructor(
     private readonly storage: DurableObjectStorage,
@@ -128,9 +152,6 @@ export class WebVisitor {
     /** The visitor's uploads (src/conversations/thread/web-attachments.ts): they live and die with the entries that show them. */
     readonly attachments: WebAttachments | null = null,
   ) {}
-
-  /** The live session's secret hash, read with its expiry (see `expiresAt`). */
-  private sessionHash: string | null = null;
 
   /** The earliest entry expiry, kept in memory like the records' (undefined: read it at the next use). */
   private due: number | null | undefined = undefined;
@@ -250,101 +271,166 @@ export class WebVisitor {
     return objectSql(this.storage.sql, `thread web (${name})`);
   }
 
-  /** Starts a session (replacing any): pending until its credential first comes back. */
-  open(identity: string, secretHash: string, pendingTtlMs: number, params: Record<string, string> | null): void {
-    const expiresAt = this.now() + pendingTtlMs;
-    this.sql("session clear").run`DELETE FROM web_session`;
-    this.sql("session open")
-      .run`INSERT INTO web_session (id, identity, secret_hash, expires_at, pending, params) VALUES (1, ${identity}, ${secretHash}, ${expiresAt}, 1, ${params ? JSON.stringify(params) : null})`;
-    this.expiresAt = expiresAt;
-    this.sessionHash = secretHash;
+  /**
+   * Starts a session, pending until its credential first comes back. With `keep` 1 (an anonymous
+   * visitor) it replaces any other; above 1 (a verified user's devices) it joins them, and the least
+   * recently used past `keep` end as `endSession` ends them. `vouched` (a verified visitor's token
+   * claims) replaces the claims the profile keeps; absent, they stay.
+   */
+  open(identity: string, secretHash: string, pendingTtlMs: number, params: Record<string, string> | null, keep = 1, vouched?: Vouched): void {
+    const now = this.now();
+    const expiresAt = now + pendingTtlMs;
+    // The profile outlives only the replacement of a live session or a device joining one (the
+    // same visitor elsewhere): after expired or ended ones, the visitor starts over.
+    if (!this.hasSession()) this.sql("profile clear").run`DELETE FROM web_profile`;
+    const sessions = this.sessionMap();
+    if (keep <= 1) {
+      this.sql("session clear").run`DELETE FROM web_session`;
+      sessions.clear();
+    }
+    this.sql("session open").run`INSERT OR REPLACE INTO web_session (secret_hash, identity, expires_at, pending, params, used_at)
+      VALUES (${secretHash}, ${identity}, ${expiresAt}, 1, ${params ? JSON.stringify(params) : null}, ${now})`;
+    sessions.set(secretHash, expiresAt);
+    if (keep > 1) {
+      const dropped = this.sql("sessions past the cap")<{
+        secret_hash: string;
+      }>`SELECT secret_hash FROM web_session ORDER BY used_at DESC, rowid DESC LIMIT -1 OFFSET ${keep}`;
+      for (const row of dropped) this.endSession(row.secret_hash);
+    }
+    if (vouched) {
+      const text = Object.keys(vouched).length ? JSON.stringify(vouched) : null;
+      this.sql("profile vouch").run`INSERT INTO web_profile (id, answers, vouched, at) VALUES (1, NULL, ${text}, ${now})
+        ON CONFLICT(id) DO UPDATE SET vouched = excluded.vouched, at = excluded.at`;
+    }
   }
 
-  /** Reads when the session expires, and its secret hash (once per instance, when the object starts). */
+  /** Keeps the visitor's pre-chat answers (replacing earlier ones), already checked against the form by the door. */
+  keepAnswers(answers: Record<string, ProfileValue>): void {
+    this.sql("profile answers").run`INSERT INTO web_profile (id, answers, vouched, at) VALUES (1, ${JSON.stringify(answers)}, NULL, ${this.now()})
+      ON CONFLICT(id) DO UPDATE SET answers = excluded.answers, at = excluded.at`;
+  }
+
+  /** The visitor's profile as kept (null: nothing given). */
+  profile(): WebProfile | null {
+    const row = this.sql("profile read")<{ answers: string | null; vouched: string | null }>`SELECT answers, vouched FROM web_profile WHERE id = 1`[0];
+    if (!row || (row.answers === null && row.vouched === null)) return null;
+    return {
+      answers: row.answers === null ? null : parseStored(StoredAnswers, row.answers, "web_profile.answers"),
+      vouched: row.vouched === null ? null : parseStored(StoredVouched, row.vouched, "web_profile.vouched"),
+    };
+  }
+
+  /** Reads the sessions' expiries (once per instance, when the object starts). */
   loadExpiry(): void {
-    const row = this.sql("session expiry")<{ expires_at: number; secret_hash: string }>`SELECT expires_at, secret_hash FROM web_session WHERE id = 1`[0];
-    this.expiresAt = row ? row.expires_at : null;
-    this.sessionHash = row ? row.secret_hash : null;
+    const rows = this.sql("session expiries")<{ expires_at: number; secret_hash: string }>`SELECT secret_hash, expires_at FROM web_session`;
+    this.sessions = new Map(rows.map((r) => [r.secret_hash, r.expires_at]));
   }
 
-  /** When the alarm must sweep the session (null: there is none). From memory once read. */
+  private sessionMap(): Map<string, number> {
+    if (this.sessions === undefined) this.loadExpiry();
+    return must(this.sessions, "the loaded sessions");
+  }
+
+  /** When the alarm must sweep a session (the earliest expiry; null: there is none). From memory once read. */
   expiryDue(): number | null {
-    if (this.expiresAt === undefined) this.loadExpiry();
-    return this.expiresAt ?? null;
+    let due: number | null = null;
+    for (const at of this.sessionMap().values()) if (due === null || at < due) due = at;
+    return due;
   }
 
   /**
-   * The alarm's sweep: ends a session past its expiry (a pending one whose credential never came
-   * back, or a confirmed one unused for its lifetime), as `end` would; true when one ended.
+   * The alarm's sweep: ends each session past its expiry (a pending one whose credential never
+   * came back, or a confirmed one unused for its lifetime), as `endSession` would, and leaves the
+   * others; true when one ended.
    */
   sweepExpired(now: number): boolean {
     const due = this.expiryDue();
     if (due === null || due > now) return false;
     this.loadExpiry();
-    if (this.expiresAt === null || this.expiresAt === undefined || this.expiresAt > now) return false;
-    this.end(false);
-    return true;
+    let ended = false;
+    for (const [hash, at] of this.sessionMap()) {
+      if (at > now) continue;
+      this.endSession(hash);
+      ended = true;
+    }
+    return ended;
   }
 
   /**
    * Checks a presented credential: the identity and the secret's hash must both match a live
-   * session. A match refreshes the expiry (and confirms a pending session). `params` replaces the
-   * captured link parameters when given (a later navigation that carried some).
+   * session. A match refreshes that session's expiry (and confirms it when pending). `params`
+   * replaces its captured link parameters when given (a later navigation that carried some).
+   *
+   * The row is found by the hash itself: a lookup's timing could only tell a prober about hashes
+   * of secrets (SHA-256 of 32 random bytes), which they cannot choose to match.
    */
   check(identity: string, secretHash: string, ttlMs: number, params?: Record<string, string>): WebSessionCheck {
-    const row = this.sql("session read")`SELECT identity, secret_hash, expires_at, pending, params FROM web_session WHERE id = 1`[0];
+    const row = this.sql("session read")`SELECT identity, secret_hash, expires_at, params FROM web_session WHERE secret_hash = ${secretHash}`[0];
     const session = row ? SessionRow.parse(row) : null;
     const now = this.now();
     if (!session || session.expires_at <= now || session.identity !== identity || !sameHash(session.secret_hash, secretHash)) return { ok: false };
     const kept = params !== undefined ? (Object.keys(params).length ? JSON.stringify(params) : session.params) : session.params;
-    this.sql("session refresh").run`UPDATE web_session SET expires_at = ${now + ttlMs}, pending = 0, params = ${kept} WHERE id = 1`;
-    this.expiresAt = now + ttlMs;
-    return { ok: true, params: kept ? z.record(z.string(), z.string()).parse(JSON.parse(kept)) : null };
+    this.sql("session refresh")
+      .run`UPDATE web_session SET expires_at = ${now + ttlMs}, pending = 0, params = ${kept}, used_at = ${now} WHERE secret_hash = ${secretHash}`;
+    this.sessionMap().set(secretHash, now + ttlMs);
+    return { ok: true, params: kept ? z.record(z.string(), z.string()).parse(JSON.parse(kept)) : null, profile: this.profile() };
   }
 
-  /** Keeps a one-time stream ticket's hash (the widget's socket cannot carry a header). */
-  keepTicket(ticketHash: string, ttlMs: number): void {
+  /** Keeps a one-time stream ticket's hash for session `sessionHash` (the widget's socket cannot carry a header). */
+  keepTicket(ticketHash: string, ttlMs: number, sessionHash: string): void {
     const now = this.now();
     this.sql("ticket prune").run`DELETE FROM web_ticket WHERE expires_at <= ${now}`;
-    this.sql("ticket keep").run`INSERT OR REPLACE INTO web_ticket (ticket_hash, expires_at) VALUES (${ticketHash}, ${now + ttlMs})`;
+    this.sql("ticket keep")
+      .run`INSERT OR REPLACE INTO web_ticket (ticket_hash, expires_at, session_hash) VALUES (${ticketHash}, ${now + ttlMs}, ${sessionHash})`;
   }
 
-  /** Spends a stream ticket: true once, within its lifetime, while the session lives. */
-  spendTicket(ticketHash: string): boolean {
-    const row = this.sql("ticket spend")<{ expires_at: number }>`DELETE FROM web_ticket WHERE ticket_hash = ${ticketHash} RETURNING expires_at`[0];
-    return Boolean(row && row.expires_at > this.now() && this.hasSession());
+  /** Spends a stream ticket: its session's hash once, within its lifetime, while that session lives; else null. */
+  spendTicket(ticketHash: string): string | null {
+    const row = this.sql("ticket spend")<{
+      expires_at: number;
+      session_hash: string;
+    }>`DELETE FROM web_ticket WHERE ticket_hash = ${ticketHash} RETURNING expires_at, session_hash`[0];
+    return row && row.expires_at > this.now() && this.liveSessionHashes().has(row.session_hash) ? row.session_hash : null;
   }
 
   /**
-   * Ends the session (and with `transcript`, the transcript too); open sockets are told and closed.
-   * The uploads no message carried go with the session, every upload with the transcript: the
-   * caller then deletes their bytes (`reap`).
+   * Ends every session (and with `transcript`, the transcript too); open sockets are told and
+   * closed. The uploads no message carried go with the sessions, every upload with the transcript:
+   * the caller then deletes their bytes (`reap`).
    */
   end(transcript: boolean): void {
     this.attachments?.doom(transcript);
     this.sql("session end").run`DELETE FROM web_session`;
     this.sql("tickets end").run`DELETE FROM web_ticket`;
-    this.expiresAt = null;
-    this.sessionHash = null;
+    this.sql("profile end").run`DELETE FROM web_profile`;
+    this.sessionMap().clear();
     if (transcript) {
       this.sql("transcript clear").run`DELETE FROM web_transcript`;
       this.sql("ratings clear").run`DELETE FROM web_ratings`;
       this.due = undefined;
     }
-    for (const ws of this.sockets.all()) {
-      try {
-        ws.send(JSON.stringify({ type: "ended" } satisfies WebFrame));
-        ws.close(WEB_SESSION_ENDED_CODE, "session ended");
-      } catch {
-        // Already closing.
-      }
+    for (const ws of this.sockets.all()) closeEnded(ws);
+  }
+
+  /**
+   * Ends one session (one device's): its row and tickets go, and the sockets opened under it are
+   * told and closed; the other sessions and their sockets go on.
+   */
+  endSession(secretHash: string): void {
+    this.sql("session end one").run`DELETE FROM web_session WHERE secret_hash = ${secretHash}`;
+    this.sql("tickets end one").run`DELETE FROM web_ticket WHERE session_hash = ${secretHash}`;
+    this.sessionMap().delete(secretHash);
+    if (this.sessionMap().size === 0) {
+      this.sql("profile end").run`DELETE FROM web_profile`;
+      // The last session took the uploads no message carried with it (the caller reaps them).
+      this.attachments?.doom(false);
     }
+    for (const ws of this.sockets.all()) if (heldSession(ws) === secretHash) closeEnded(ws);
   }
 
   /** True while a live session exists (a page may still be watching). */
   hasSession(): boolean {
-    const row = this.sql("session live")<{ expires_at: number }>`SELECT expires_at FROM web_session WHERE id = 1`[0];
-    return Boolean(row && row.expires_at > this.now());
+    return this.sql("session live")<{ n: number }>`SELECT 1 AS n FROM web_session WHERE expires_at > ${this.now()} LIMIT 1`.length > 0;
   }
 
   /**
@@ -363,11 +449,11 @@ export class WebVisitor {
     if (stopped) entry.stopped = true;
     const frame = JSON.stringify({ type: "entry", entry } satisfies WebFrame);
     const sockets = this.sockets.all();
-    const live = sockets.length ? this.liveSessionHash() : null;
+    const live = sockets.length ? this.liveSessionHashes() : null;
     for (const ws of sockets) {
       try {
-        const held = (ws.deserializeAttachment() as SocketSession | null)?.session;
-        if (live === null || !held || !sameHash(held, live)) ws.close(WEB_SESSION_ENDED_CODE, "session ended");
+        const held = heldSession(ws);
+        if (!live || !held || !live.has(held)) ws.close(WEB_SESSION_ENDED_CODE, "session ended");
         else ws.send(frame);
       } catch {
         // A socket closing under us: its page reconnects with its last seq.
@@ -377,21 +463,21 @@ export class WebVisitor {
   }
 
   /**
-   * Sends a live frame (the visitor's turn, its draft) to the open pages of the live session, as
-   * `append` pushes an entry, but stores nothing and reads nothing: the session's hash is held in
-   * memory (only this class writes it), so a draft costs no statement.
+   * Sends a live frame (the visitor's turn, its draft) to the open pages of the live sessions, as
+   * `append` pushes an entry, but stores nothing and reads nothing: the sessions' expiries are held
+   * in memory (only this class writes them), so a draft costs no statement.
    */
   pushLive(frame: WebFrame): void {
     const sockets = this.sockets.all();
     if (!sockets.length) return;
-    if (this.expiresAt === undefined) this.loadExpiry();
-    const live = this.expiresAt !== null && this.expiresAt !== undefined && this.expiresAt > this.now() ? this.sessionHash : null;
-    if (live === null) return;
+    const now = this.now();
+    const sessions = this.sessionMap();
     const text = JSON.stringify(frame);
     for (const ws of sockets) {
       try {
-        const held = (ws.deserializeAttachment() as SocketSession | null)?.session;
-        if (held && sameHash(held, live)) ws.send(text);
+        const held = heldSession(ws);
+        const until = held ? sessions.get(held) : undefined;
+        if (until !== undefined && until > now) ws.send(text);
       } catch {
         // A socket closing under us: its page learns the turn again when it reconnects.
       }
@@ -403,10 +489,10 @@ export class WebVisitor {
     return this.append("bot", text, part, null, this.now() + this.retentionMs());
   }
 
-  /** The secret hash of the live session, or null when there is none (ended, expired). */
-  private liveSessionHash(): string | null {
-    const row = this.sql("session live hash")<{ secret_hash: string; expires_at: number }>`SELECT secret_hash, expires_at FROM web_session WHERE id = 1`[0];
-    return row && row.expires_at > this.now() ? row.secret_hash : null;
+  /** The secret hashes of the live sessions (not ended, not expired), read from storage. */
+  private liveSessionHashes(): Set<string> {
+    const rows = this.sql("session live hashes")<{ secret_hash: string }>`SELECT secret_hash FROM web_session WHERE expires_at > ${this.now()}`;
+    return new Set(rows.map((r) => r.secret_hash));
   }
 
   /** The live entries after `after`, oldest first (an entry past its expiry reads as gone), with the visitor's ratings. */
@@ -446,15 +532,16 @@ export class WebVisitor {
   }
 
   /**
-   * Opens a live socket: the backlog after `after`, then `ready`, then the running turn and its
-   * draft when a turn is not settled (a reload mid-answer shows the draft); later entries and
-   * frames follow as they come.
+   * Opens a live socket under session `session`: the backlog after `after`, then `ready`, then the
+   * running turn and its draft when a turn is not settled (a reload mid-answer shows the draft);
+   * later entries and frames follow as they come. At most `maxSockets` per session: each of a
+   * verified user's devices has its own allowance.
    */
-  connect(after: number, maxSockets: number): Response {
-    if (this.sockets.all().length >= maxSockets)
+  connect(after: number, maxSockets: number, session: string): Response {
+    if (this.sockets.all().filter((ws) => heldSession(ws) === session).length >= maxSockets)
       return Response.json({ error: "too many open streams for this visitor", code: "too_many_streams" }, { status: 429 });
-    const session = this.liveSessionHash();
-    if (session === null) return Response.json({ error: "no web session for this conversation", code: "session_missing" }, { status: 401 });
+    if (!this.liveSessionHashes().has(session))
+      return Response.json({ error: "no web session for this conversation", code: "session_missing" }, { status: 401 });
     const [client, server] = Object.values(new WebSocketPair());
     this.sockets.accept(server);
     server.serializeAttachment({ session } satisfies SocketSession);
@@ -463,6 +550,25 @@ export class WebVisitor {
     server.send(JSON.stringify({ type: "ready", after: Math.max(after, last) } satisfies WebFrame));
     for (const frame of this.liveFrames()) server.send(JSON.stringify(frame));
     return new Response(null, { status: 101, webSocket: client });
+  }
+}
+
+/** The secret hash of the session socket `ws` was opened under (null: none, or a socket closing). */
+function heldSession(ws: WebSocket): string | null {
+  try {
+    return (ws.deserializeAttachment() as SocketSession | null)?.session ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/** Tells a page its session ended and closes its socket. */
+function closeEnded(ws: WebSocket): void {
+  try {
+    ws.send(JSON.stringify({ type: "ended" } satisfies WebFrame));
+    ws.close(WEB_SESSION_ENDED_CODE, "session ended");
+  } catch {
+    // Already closing.
   }
 }
 
@@ -488,7 +594,7 @@ export async function webStream(web: WebVisitor, request: Request): Promise<Resp
   const after = Number(h.get(WEB_HEADERS.after) ?? "0");
   const max = Number(h.get(WEB_HEADERS.maxStreams) ?? "1");
   const ticket = h.get(WEB_HEADERS.ticketHash);
-  const admitted = ticket ? web.spendTicket(ticket) : Boolean(identity && hash && web.check(identity, hash, ttlMs).ok);
-  if (!admitted) return Response.json({ error: "no web session for this conversation", code: "session_missing" }, { status: 401 });
-  return web.connect(Number.isSafeInteger(after) && after > 0 ? after : 0, max);
+  const session = ticket ? web.spendTicket(ticket) : identity && hash && web.check(identity, hash, ttlMs).ok ? hash : null;
+  if (!session) return Response.json({ error: "no web session for this conversation", code: "session_missing" }, { status: 401 });
+  return web.connect(Number.isSafeInteger(after) && after > 0 ? after : 0, max, session);
 }

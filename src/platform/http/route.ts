@@ -159,10 +159,12 @@ export interface RouteSpec<
    * The door can link two conversations (docs/security.md, "Link authority"): `redeem` when what
    * it admits can carry a pairing code that a turn redeems (an explicit message of the party's own
    * conversation), `mint` when it can run `get_pairing_code` outside a conversation turn (the running
-   * key needs a write grant over the route's target). Never on a GET. The generated suite
-   * test/hardening/link-authority.test.ts checks each declaration with a fixture.
+   * key needs a write grant over the route's target), `join` when it joins two conversations that
+   * its caller proves are its own, each by that conversation's own credential (the web chat's
+   * consent merge). Never on a GET. The generated suite test/hardening/link-authority.test.ts
+   * checks each declaration with a fixture.
    */
-  links?: "redeem" | "mint";
+  links?: "redeem" | "mint" | "join";
 }
 
 type Out<T> = T extends z.ZodType ? z.output<T> : undefined;

@@ -1,6 +1,7 @@
 /**
  * The operator's doors for web identities (docs/channels.md, "Web sites and entry gates"): a
- * site's allowed origins, its entry gate and the gate's codes. Tagged `channels` (GET read, the
+ * site's allowed origins, its entry gate and the gate's codes, its verified-visitor setting and
+ * its pre-chat form. Tagged `channels` (GET read, the
  * rest write) and gated on the conversations store, which the web channel's routes live in.
  * An identity needs no route to be configured: the settings wait for the route, and outlive it.
  */
@@ -10,7 +11,8 @@ import type { AppEnv } from "../../platform/http/app-env";
 import { HttpError, badRequest, notFound } from "../../platform/http/errors";
 import { addRoute } from "../../platform/http/route";
 import { GateCodeBody, GateCodeCreated, GateCodeId, GateCodeView, MAX_LIVE_CODES, createGateCode, listGateCodes, revokeGateCode } from "../gates";
-import { SiteBody, SiteView, WebIdentity, readSite, readSiteView, writeAllowedOrigins, writeGateEnabled } from "../sites";
+import { SiteBody, SiteView, WebIdentity, readPrechat, readSite, readSiteView, writeAllowedOrigins, writeGateEnabled, writePrechat } from "../sites";
+import { MAX_PRECHAT_FIELDS, PRECHAT_TYPES, PrechatBody, PrechatView } from "../prechat";
 import { VerificationBody, VerificationView, clearVerification, readVerification, writeVerification } from "../verification";
 
 export const webConfigRouter = new Hono<AppEnv>();
@@ -193,4 +195,51 @@ addRoute(
     response: VerificationView,
   },
   async (c, { params, principal }) => clearVerification(c.env.DB, params.identity, new Date().toISOString(), principal.key.user_id),
+);
+
+addRoute(
+  webConfigRouter,
+  {
+    method: "get",
+    path: "/api/channels/web/sites/{identity}/prechat",
+    summary: "A web identity's pre-chat form",
+    description:
+      '`{identity, fields}`: the fields a visitor fills in before their first message (docs/channels.md, "Pre-chat form"), in the order the page shows them; `fields: null` when the identity has no form.',
+    ...DOOR,
+    params: identityParams,
+    response: PrechatView,
+  },
+  async (c, { params }) => readPrechat(c.env.DB, params.identity),
+);
+
+addRoute(
+  webConfigRouter,
+  {
+    method: "put",
+    path: "/api/channels/web/sites/{identity}/prechat",
+    summary: "Set a web identity's pre-chat form",
+    description:
+      `\`{fields: [{name, label, type, required?, options?, max_length?}]}\`, 1 to ${MAX_PRECHAT_FIELDS} fields, replacing the form. \`name\` is 1-32 of [a-z0-9_] starting with a letter, unique; \`label\` 1-100 characters; \`type\` one of ${PRECHAT_TYPES.join(", ")}; ` +
+      "`options` (1-20 distinct labels) for an enum field only; `max_length` (1-1000, default 200) for a text field only; `required` defaults to false. " +
+      "The page shows the form before the visitor's first message; the answers arrive with that turn as the visitor's `profile`. Fields named `name` and `email` are skipped for a verified visitor whose token carries that claim. A refused field is a 400 naming its index.",
+    ...DOOR,
+    params: identityParams,
+    body: PrechatBody,
+    response: PrechatView,
+  },
+  async (c, { params, body, principal }) => writePrechat(c.env.DB, params.identity, body, new Date().toISOString(), principal.key.user_id),
+);
+
+addRoute(
+  webConfigRouter,
+  {
+    method: "delete",
+    path: "/api/channels/web/sites/{identity}/prechat",
+    summary: "Remove a web identity's pre-chat form",
+    description: "Visitors are asked nothing before their first message from now on. Profiles already given are kept where they are. Answers `fields: null`.",
+    ...DOOR,
+    params: identityParams,
+    response: PrechatView,
+  },
+  async (c, { params, principal }) => writePrechat(c.env.DB, params.identity, null, new Date().toISOString(), principal.key.user_id),
 );

@@ -2,7 +2,7 @@
  * The web channel's public doors (docs/channels.md "Web"). No api key: a visitor's session is the
  * credential (src/web-chat/session.ts), minted by the chat page (cookie) or for the widget
  * (bearer), and it is good on one identity only. A web route is a channel route on `web` whose
- * identity is the page's; a visitor's conversation is one thread object, which keeps the session,
+ * identity is the page's; a visitor's conversation is one thread object, which keeps the sessions,
  * the transcript and the live sockets (src/conversations/thread/web-visitor.ts).
  */
 import { Hono } from "hono";
@@ -12,15 +12,15 @@ import { RetryLaterError, admitChannelMessageFor } from "../../conversations/doo
 import { takeToken, threadStub } from "../../conversations/door/stubs";
 import { threadStreamStub } from "../../conversations/model/thread-rpc";
 import { interactionStub } from "../../interactions/rpc";
+import { personDirectoryStub } from "../../persons/rpc";
 import { channelThreadId } from "../../shared/thread-id";
 import { checkParams } from "../../conversations/model/transport-bounds";
-import { ATTACHMENT_ID, WEB_HEADERS, VISITOR_ID, attachmentRef, isVerifiedVisitor } from "../../conversations/model/web";
+import { ATTACHMENT_ID, MAX_DEVICE_SESSIONS, WEB_HEADERS, VISITOR_ID, attachmentRef, isVerifiedVisitor } from "../../conversations/model/web";
 import type { InboundAttachment } from "../../shared/media";
 import { StopAnswer } from "../../conversations/model/live";
 import type { Route, RouteWithKey } from "../../conversations/model/route";
 import { readRouteWithKeyByChannelIdentity } from "../../conversations/store";
 import { hoursView } from "../../conversations/business-hours";
-import { businessHoursFor } from "../../conversations/inbox-policy";
 import { EpochCache } from "../../platform/epochs/cache";
 import type { AppEnv } from "../../platform/http/app-env";
 import { readStreamCapped } from "../../platform/http/body";
@@ -31,6 +31,9 @@ import { WEB_PAGE_CSP, refusalPage, renderChatPage, serveWebAsset, webManifest }
 import { admitEntry } from "../gates";
 import { type Site, WebIdentity, readSite } from "../sites";
 import { AttachmentPolicy } from "../attachments";
+import { PrechatSchema, ProfileAnswers, answersText, checkAnswers, prechatSchema, vouchedNames } from "../prechat";
+import type { WebProfile } from "../../conversations/model/web";
+import { type Vouched, type VisitorProfile, composeProfile } from "../../shared/visitor-profile";
 import { MAX_USER_ID, hasProof, userVisitorId, verificationRequired, verifyUser } from "../verification";
 import {
   type Credential,
@@ -45,6 +48,7 @@ import {
   secretHash,
   sessionCookie,
   sessionMissing,
+  tokenCredential,
 } from "../session";
 
 export const webChannelRouter = new Hono<AppEnv>();
@@ -61,6 +65,8 @@ const messageBody = z
     client_message_id: clientMessageId.optional(),
     /** An ask-less form's submission (the fields of a schema an answer carried). */
     form: jsonObjectSchema.optional(),
+    /** The pre-chat form's answers (src/web-chat/prechat.ts), checked against the identity's form. */
+    profile: ProfileAnswers.optional(),
     /** The visitor's uploads this message carries (`POST attachments` answered their ids). */
     attachments: z
       .array(z.string().regex(ATTACHMENT_ID, { message: "must be an attachment id" }))
@@ -121,6 +127,9 @@ export async function routeAndSite(c: Context<AppEnv>, identity: string): Promis
   return [{ at, found: read.found, route }, read.site];
 }
 
+/** The visitor's profile as each of their turns carries it (null: nothing given). */
+const profileOf = (p: WebProfile | null): VisitorProfile | null => (p ? composeProfile(p.answers, p.vouched) : null);
+
 /** The visitor's session on `route`, checked in its thread; refused like an unknown one otherwise. */
 export async function session(c: Context<AppEnv>, route: Route, identity: string, cred: Credential | null, params?: Record<string, string>) {
   if (!cred) throw sessionMissing();
@@ -130,7 +139,7 @@ export async function session(c: Context<AppEnv>, route: Route, identity: string
   const threadId = channelThreadId(route.route_name, cred.visitorId);
   const check = await threadStub(c.env, threadId).webCheck(identity, cred.secretHash, s.sessionTtlSeconds * 1000, params);
   if (!check.ok) throw sessionMissing();
-  return { threadId, params: check.params };
+  return { threadId, params: check.params, profile: check.profile ?? null };
 }
 
 /**
@@ -150,7 +159,15 @@ async function spendMint(c: Context<AppEnv>): Promise<void> {
  * Opens a fresh session on `route` for a new visitor and answers its token; `spent` when the
  * caller has already spent the network's mint (see `spendMint`).
  */
-async function openSession(c: Context<AppEnv>, route: Route, identity: string, params: Record<string, string> | null, spent = false, visitorId?: string) {
+async function openSession(
+  c: Context<AppEnv>,
+  route: Route,
+  identity: string,
+  params: Record<string, string> | null,
+  spent = false,
+  visitorId?: string,
+  vouched?: Vouched,
+) {
   const s = c.get("settings").web;
   if (!spent) await spendMint(c);
   const fresh = mintToken();
@@ -161,6 +178,8 @@ async function openSession(c: Context<AppEnv>, route: Route, identity: string, p
     await secretHash(minted.secret),
     s.pendingTtlSeconds * 1000,
     params,
+    visitorId ? MAX_DEVICE_SESSIONS : 1,
+    vouched,
   );
   return { ...minted, expires_at: new Date(Date.now() + s.pendingTtlSeconds * 1000).toISOString() };
 }
@@ -174,7 +193,8 @@ export function json(c: Context<AppEnv>, data: unknown, status: number, headers:
 }
 
 /** The visitor's POST doors (the operator's configuration doors under the same prefix take api keys). */
-const VISITOR_POSTS = /^\/api\/channels\/web\/(messages|stop|feedback|config|session|session\/rotate|stream-ticket|attachments|questions\/[^/]+\/answer)$/;
+const VISITOR_POSTS =
+  /^\/api\/channels\/web\/(messages|stop|feedback|config|session|session\/rotate|session\/end|session\/merge|stream-ticket|attachments|questions\/[^/]+\/answer)$/;
 /** The visitor's GET door the widget calls with its bearer header (so the browser preflights it). */
 const VISITOR_GETS = /^\/api\/channels\/web\/attachments\/[^/]+$/;
 
@@ -197,6 +217,7 @@ webChannelRouter.use("/api/channels/web/*", async (c, next) => {
       Vary: "Origin",
     });
   }
+  let listed: string | null = null;
   if (c.req.method === "POST" && VISITOR_POSTS.test(c.req.path)) {
     const origin = c.req.header("origin");
     if (!origin) throw originMismatch();
@@ -205,10 +226,21 @@ webChannelRouter.use("/api/channels/web/*", async (c, next) => {
         // The widget's first POST has no bearer yet: its origin is held to the list of the
         // identity it names, before the body is validated any further.
         if (!(await listedOrigin(c, origin))) throw originMismatch();
+        listed = origin;
       } else if (bearerToken(c.req.raw) === null) throw originMismatch();
+      else if (await listedOrigin(c, origin)) listed = origin;
     }
   }
   await next();
+  // A refusal to a widget on a page the identity lists says why (its session ended, its user's
+  // token expired), so the widget can mint again or ask its page for a fresh token. A page the
+  // identity does not list still gets no Access-Control-Allow-Origin: the browser hides even the status.
+  if (listed && !c.res.headers.has("access-control-allow-origin")) {
+    const res = new Response(c.res.body, c.res);
+    res.headers.set("Access-Control-Allow-Origin", listed);
+    res.headers.append("Vary", "Origin");
+    c.res = res;
+  }
 });
 
 /** True when the body's `identity` lists `origin` (a body that names no identity lists nothing). */
@@ -243,7 +275,7 @@ export async function visitorRequest(c: Context<AppEnv>, identity: string, raw: 
   const origin = requireOrigin(c, mode ?? found?.mode ?? (bearerToken(c.req.raw) !== null ? "bearer" : "cookie"), site.allowed_origins);
   const current = await session(c, read.route, identity, found);
   if (!found) throw sessionMissing();
-  return { cred: found, read, origin, current };
+  return { cred: found, read, site, origin, current };
 }
 
 export const publicDoor = { area: "channels", auth: { public: true } as const, store: "conversations" as const };
@@ -258,15 +290,23 @@ addPublicRoute(
     summary: "Web chat: the visitor sends one message into their own conversation",
     description:
       "Public; the visitor's session (the page's cookie, or the widget's bearer token) is the credential, and the Origin must be the page's own or one allowed for the identity (403 origin_mismatch). `client_message_id` (8–64 of [A-Za-z0-9_-]) makes a retry count once. The rate cap counts the client's network, not the visitor. " +
+      "`profile` carries the pre-chat form's answers (docs/channels.md, \"Pre-chat form\"), checked against the identity's form: an unknown field, a wrong type, a missing required field or a field the site already vouches for is 400 invalid_profile naming the field, and nothing is kept. Without `text` the message's text is the answers, one `label: answer` line each. The answers are kept with the session and every later turn carries them as the visitor's `profile`." +
       "`attachments` (at most 10) names the visitor's own uploads (`POST attachments`); one this conversation does not hold (another visitor's, expired, forgotten) is 400 unknown_attachment naming its index. They reach the target as the turn's `attachments`, `url` a `web-attachment:{route_name}/{id}` reference (docs/channels.md, \"Attachments\").",
     body: messageBody,
     response: z.object({ message_id: z.string() }),
     errors: [401, 403, 404, 413, 429, 503],
   },
   async (c, { body, raw }) => {
-    const { cred, read, origin, current } = await visitorRequest(c, body.identity, raw);
+    const { cred, read, site, origin, current } = await visitorRequest(c, body.identity, raw);
     const { params } = current;
-    if (!body.text.trim() && !body.form && !body.attachments) throw new HttpError(400, "text must not be blank", "blank");
+    let text = body.text;
+    let kept = current.profile;
+    const answers = body.profile ? checkAnswers(site.prechat, body.profile, vouchedNames(kept?.vouched)) : null;
+    if (answers) {
+      kept = { answers, vouched: kept?.vouched ?? null };
+      if (!text.trim()) text = answersText(site.prechat, answers);
+    }
+    if (!text.trim() && !body.form && !body.attachments) throw new HttpError(400, "text must not be blank", "blank");
     let attachments: InboundAttachment[] | undefined;
     if (body.attachments) {
       const held = await threadStub(c.env, current.threadId).webAttachments(body.attachments);
@@ -279,7 +319,20 @@ addPublicRoute(
         mime_type: a.content_type,
       }));
     }
-    const messageId = await admitVisitorMessage(c, read, body.identity, cred, body.text, body.client_message_id ?? null, params, body.form, attachments);
+    const messageId = await admitVisitorMessage(
+      c,
+      read,
+      body.identity,
+      cred,
+      text,
+      body.client_message_id ?? null,
+      params,
+      body.form,
+      profileOf(kept),
+      attachments,
+    );
+    // Kept only once the message is in, so a refused message leaves no answers behind.
+    if (answers) await threadStub(c.env, current.threadId).webAnswers(answers);
     return json(c, { message_id: messageId }, 200, corsHeaders(c, cred.mode, origin));
   },
 );
@@ -292,24 +345,27 @@ addPublicRoute(
     ...publicDoor,
     method: "post",
     path: "/api/channels/web/config",
-    summary: "Web chat: what the page shows about its route: open now, the next opening, the expected reply time",
+    summary: "Web chat: what the page shows about its route: open now, the next opening, the expected reply time, the pre-chat form",
     description:
-      'Public; the visitor\'s session and a matching Origin, as for `messages`. From the route\'s business hours (docs/inbox.md, "Business hours"): `open_now` (true when the route has none), `next_opening` (ISO-8601; null while open or when the week has no hours), `reply_time_text` and `reply_time_seconds` (null when unset). `attachments`: what the visitor may upload (`{enabled, max_bytes, allowed_types}`, docs/channels.md "Attachments"). Read through the route\'s cache: no D1 statement while the hours and the site are unchanged.',
+      "Public; the visitor's session and a matching Origin, as for `messages`. From the route's business hours (docs/inbox.md, \"Business hours\"): `open_now` (true when the route has none), `next_opening` (ISO-8601; null while open or when the week has no hours), `reply_time_text` and `reply_time_seconds` (null when unset). The hours ride in the identity's cached route read: no D1 statement while they are unchanged. " +
+      "`prechat`: the identity's pre-chat form as a form schema (`{type: object, properties, required}`, docs/channels.md \"Pre-chat form\"), without the fields the site vouches for in this verified visitor's token; null when there is none or nothing is left to ask. It rides with the identity's cached site read." +
+      '`attachments`: what the visitor may upload (`{enabled, max_bytes, allowed_types}`, docs/channels.md "Attachments"), from the same cached site read.',
     body: configBody,
     response: z.object({
       open_now: z.boolean(),
       next_opening: z.string().nullable(),
       reply_time_text: z.string().nullable(),
       reply_time_seconds: z.number().nullable(),
+      prechat: PrechatSchema.nullable(),
       attachments: AttachmentPolicy,
     }),
     errors: [401, 403, 404, 413],
   },
   async (c, { body, raw }) => {
-    const { cred, read, origin } = await visitorRequest(c, body.identity, raw);
-    const view = hoursView(await businessHoursFor(c.env, read.route.route_name), new Date());
-    const { site } = await webRead(c, body.identity);
-    return json(c, { ...view, attachments: site.attachments }, 200, corsHeaders(c, cred.mode, origin));
+    const { cred, read, site, origin, current } = await visitorRequest(c, body.identity, raw);
+    const view = hoursView(read.found.target.hours ?? null, new Date());
+    const prechat = prechatSchema(site.prechat, vouchedNames(current.profile?.vouched));
+    return json(c, { ...view, prechat, attachments: site.attachments }, 200, corsHeaders(c, cred.mode, origin));
   },
 );
 
@@ -357,7 +413,10 @@ addPublicRoute(
     if (!user && site.require_verified) throw verificationRequired();
     if (site.gate_enabled) await requireEntry(c, body.identity, body.entry_code ?? null);
     const visitorId = user ? await userVisitorId(body.identity, user.userId) : undefined;
-    const minted = await openSession(c, read.route, body.identity, null, false, visitorId);
+    // A token's claims are what the site vouches for now (none: none); a hash proof carries none and changes nothing.
+    const vouched: Vouched | undefined =
+      user && body.user_token !== undefined ? { ...(user.name ? { name: user.name } : {}), ...(user.email ? { email: user.email } : {}) } : undefined;
+    const minted = await openSession(c, read.route, body.identity, null, false, visitorId, vouched);
     return json(c, { token: minted.token, expires_at: minted.expires_at }, 200, corsHeaders(c, "bearer", origin));
   },
 );
@@ -370,7 +429,7 @@ addPublicRoute(
     path: "/api/channels/web/session/rotate",
     summary: "Web chat: a new conversation on a fresh address",
     description:
-      "Public; needs the visitor's current session and a matching Origin. Ends the current session and opens a new one on a new visitor address: the page gets a new cookie, the widget a new token. The new session counts against the network's cap (429 too_many_sessions, the current session kept).",
+      "Public; needs the visitor's current session and a matching Origin. Ends the current session and opens a new one on a new, anonymous visitor address: the page gets a new cookie, the widget a new token. A signed-in user's session ends alone: the user's other devices keep theirs and the user's conversation, which this device leaves (docs/channels.md, \"Several devices\"). An identity requiring verified visitors refuses it (401 verification_required). The new session counts against the network's cap (429 too_many_sessions, the current session kept).",
     body: identityBody,
     response: z.object({ rotated: z.boolean(), token: z.string().optional(), expires_at: z.string().optional() }),
     errors: [401, 403, 404, 413, 429],
@@ -381,11 +440,85 @@ addPublicRoute(
     if ((await webRead(c, body.identity)).site.require_verified) throw verificationRequired();
     // The mint is spent before the current session ends, so a refusal leaves the visitor as they were.
     await spendMint(c);
-    await threadStub(c.env, current.threadId).webEnd(false);
+    // A verified user's thread is shared by their devices: only this device's session ends.
+    await threadStub(c.env, current.threadId).webEnd(false, isVerifiedVisitor(cred.visitorId) ? cred.secretHash : undefined);
     const minted = await openSession(c, read.route, body.identity, null, true);
     const s = c.get("settings").web;
     if (cred.mode === "bearer") return json(c, { rotated: true, token: minted.token, expires_at: minted.expires_at }, 200, corsHeaders(c, "bearer", origin));
     return json(c, { rotated: true }, 200, { "Set-Cookie": sessionCookie(body.identity, minted.token, s.sessionTtlSeconds, s.cookieSecure, c.req.url) });
+  },
+);
+
+addPublicRoute(
+  webChannelRouter,
+  {
+    ...publicDoor,
+    method: "post",
+    path: "/api/channels/web/session/end",
+    summary: "Web chat: the visitor ends their own session (signs this device out)",
+    description:
+      "Public; needs the session it ends and a matching Origin, as for `messages`. Ends the presented session only: its open streams are told `ended` and closed, its stream tickets go, and the token or cookie stops working. A signed-in user's other devices keep their sessions; the conversation and its records are not touched (they keep their own lifetime). The widget calls it when its page signs the user out (docs/web-channel-client.md, \"Signed-in users\"). The page's cookie is cleared.",
+    body: identityBody,
+    response: z.object({ ended: z.boolean() }),
+    errors: [401, 403, 404, 413],
+  },
+  async (c, { body, raw }) => {
+    const { cred, origin, current } = await visitorRequest(c, body.identity, raw);
+    await threadStub(c.env, current.threadId).webEnd(false, cred.secretHash);
+    if (cred.mode === "bearer") return json(c, { ended: true }, 200, corsHeaders(c, "bearer", origin));
+    const s = c.get("settings").web;
+    return json(c, { ended: true }, 200, { "Set-Cookie": sessionCookie(body.identity, "", 0, s.cookieSecure, c.req.url) });
+  },
+);
+
+const mergeBody = z
+  .object({
+    identity: identitySchema,
+    /** The signed-in user's session on this identity (the token `POST session` answered for their proof). */
+    verified_token: z.string().max(200),
+  })
+  .strict();
+
+addPublicRoute(
+  webChannelRouter,
+  {
+    ...publicDoor,
+    method: "post",
+    path: "/api/channels/web/session/merge",
+    links: "join",
+    summary: "Web chat: with the visitor's consent, joins their anonymous conversation to their signed-in self",
+    description:
+      "Public; the credential (cookie or bearer, with a matching Origin as for `messages`) is the visitor's ANONYMOUS session, and `verified_token` is the same visitor's signed-in session on this identity (what `POST session` answered for a user proof). Each conversation is proven by its own live session; nothing else is read from the body. Both addresses then belong to one person of the route's target, the signed-in user's (the merge a pairing code makes: docs/persons.md), and the anonymous session ends. The widget calls it only after the visitor chose to keep their earlier conversation (docs/channels.md, \"Keeping an anonymous conversation\"). " +
+      "400 merge_needs_anonymous when the credential is itself a signed-in session, 400 invalid_verified_token when `verified_token` is not a signed-in session token, 401 user_session_missing when it is not live on this identity, 409 merge_unavailable when the route's target keeps no persons (not multichannel).",
+    body: mergeBody,
+    response: z.object({ merged: z.boolean() }),
+    errors: [400, 401, 403, 404, 409, 413],
+  },
+  async (c, { body, raw }) => {
+    const { cred, read, origin, current } = await visitorRequest(c, body.identity, raw);
+    if (isVerifiedVisitor(cred.visitorId))
+      throw new HttpError(400, "the session presented is a signed-in user's: present the anonymous conversation's session", "merge_needs_anonymous");
+    const user = await tokenCredential(body.verified_token);
+    if (!user || !isVerifiedVisitor(user.visitorId))
+      throw new HttpError(400, "verified_token must be a signed-in user's session token from POST session", "invalid_verified_token");
+    const route = read.route;
+    const userThread = channelThreadId(route.route_name, user.visitorId);
+    const check = await threadStub(c.env, userThread).webCheck(body.identity, user.secretHash, c.get("settings").web.sessionTtlSeconds * 1000);
+    if (!check.ok) throw new HttpError(401, "the signed-in session is not live on this identity: open it again", "user_session_missing");
+    if (!read.found.target.config?.multichannel)
+      throw new HttpError(409, "this chat keeps no persons, so an earlier conversation cannot be joined to a signed-in user", "merge_unavailable");
+    const target = { kind: route.target_kind, name: route.target_name };
+    const address = (visitor: string) => ({ door: "channel" as const, channel: "web", our_identity: body.identity, address: visitor });
+    await personDirectoryStub(c.env, route.target_kind, route.target_name).join(
+      { target, address: address(user.visitorId), route_name: route.route_name },
+      { target, address: address(cred.visitorId), route_name: route.route_name },
+      Date.now(),
+    );
+    // The anonymous session is given up: its conversation now lives on as the signed-in person's.
+    await threadStub(c.env, current.threadId).webEnd(false);
+    if (cred.mode === "bearer") return json(c, { merged: true }, 200, corsHeaders(c, "bearer", origin));
+    const s = c.get("settings").web;
+    return json(c, { merged: true }, 200, { "Set-Cookie": sessionCookie(body.identity, "", 0, s.cookieSecure, c.req.url) });
   },
 );
 
@@ -405,7 +538,7 @@ addPublicRoute(
   async (c, { body, raw }) => {
     const { cred, origin, current } = await visitorRequest(c, body.identity, raw, "bearer");
     const ticket = `${cred.visitorId}.${mintToken().secret}`;
-    await threadStub(c.env, current.threadId).webTicket(await secretHash(ticket), TICKET_TTL_MS);
+    await threadStub(c.env, current.threadId).webTicket(await secretHash(ticket), TICKET_TTL_MS, cred.secretHash);
     return json(c, { ticket }, 200, corsHeaders(c, "bearer", origin));
   },
 );
@@ -428,7 +561,7 @@ addPublicRoute(
     live: "websocket",
     summary: "Web chat: the visitor's live conversation (WebSocket)",
     description:
-      "Public; a WebSocket upgrade with the page's cookie (same Origin) or the widget's one-time `ticket`. Sends the entries after `after`, then `{type: ready}`, then each new entry as it is written; a reload that passes its last seq sees each entry once. Each push goes only to a socket whose session is still the live one: once that session ended, expired or was replaced, the socket gets nothing more and is closed (code 4401).",
+      "Public; a WebSocket upgrade with the page's cookie (same Origin) or the widget's one-time `ticket`. Sends the entries after `after`, then `{type: ready}`, then each new entry as it is written; a reload that passes its last seq sees each entry once. Each push goes only to a socket whose own session still lives (a signed-in user's devices each have theirs): once that session ended, expired or was replaced, the socket gets nothing more and is closed (code 4401), and the other devices' sockets go on.",
     query: streamQuery,
     errors: [401, 403, 404, 426, 429],
   },
@@ -475,6 +608,7 @@ async function admitVisitorMessage(
   clientMessageId: string | null,
   params: Record<string, string> | null,
   form?: JsonObject,
+  profile?: VisitorProfile | null,
   attachments?: InboundAttachment[],
 ): Promise<string> {
   const providerId = clientMessageId ? `cm:${await secretHash(`${identity}:${cred.visitorId}:${clientMessageId}`)}` : `rm:${crypto.randomUUID()}`;
@@ -492,6 +626,7 @@ async function admitVisitorMessage(
         text,
         ...(params ? { params } : {}),
         ...(form ? { form } : {}),
+        ...(profile ? { profile } : {}),
         ...(attachments ? { attachments } : {}),
         cap_key: networkBucket(c.req.raw),
       },
@@ -539,7 +674,7 @@ addPublicRoute(
       if (!option) throw new HttpError(400, "option_id names no option of this question", "unknown_option");
       text = option.text;
     }
-    const messageId = await admitVisitorMessage(c, read, body.identity, cred, text, null, current.params);
+    const messageId = await admitVisitorMessage(c, read, body.identity, cred, text, null, current.params, undefined, profileOf(current.profile));
     return json(c, { message_id: messageId }, 200, corsHeaders(c, cred.mode, origin));
   },
 );

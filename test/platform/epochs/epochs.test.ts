@@ -17,7 +17,7 @@ import { echoRoute } from "../../helpers/bridge";
 import { admin, call, mintKey, uniq } from "../../helpers/http";
 
 /** The tables whose writes can change a cached key or route read (migrations/0026_access_changes.sql). */
-const WATCHED = ["api_keys", "roles", "auth_scopes", "routes", "conversation_configs", "state_pending_saves", "web_sites"];
+const WATCHED = ["api_keys", "roles", "auth_scopes", "routes", "conversation_configs", "state_pending_saves", "web_sites", "route_hours"];
 
 async function pending(): Promise<string[]> {
   const rows = await env.DB.prepare("SELECT subject FROM access_changes ORDER BY seq").all<{ subject: string }>();
