@@ -277,7 +277,7 @@ describe("an ask_user question on a web route", () => {
 });
 
 describe("a notification to a web visitor", () => {
-  it("lands in the visitor's transcript live; an unknown visitor is refused and nothing is created", async () => {
+  it("lands in the visitor's transcript live, parsed as markdown for the page; an unknown visitor is refused and nothing is created", async () => {
     const r = await webRoute();
     const { cookie } = await openPage(r.identity);
     const visitor = cookie.split("=")[1].split(".")[0];
@@ -288,7 +288,7 @@ describe("a notification to a web visitor", () => {
         new Request(`${BASE}/api/notifications`, {
           method: "POST",
           headers: { "x-api-key": adminKey, "content-type": "application/json" },
-          body: JSON.stringify({ message: "Your order shipped", channel: "web", recipient }),
+          body: JSON.stringify({ message: "Your order **shipped**", channel: "web", recipient }),
         }),
       );
     const adminKey = await admin();
@@ -298,7 +298,20 @@ describe("a notification to a web visitor", () => {
       async () => live.frames.filter((f) => f.type === "entry").map((f) => f.entry),
       (e) => e.length > 0,
     );
-    expect(got[0]).toMatchObject({ role: "bot", text: "Your order shipped" });
+    // The page gets the text and its parse, so it renders the markdown without a parser of its own.
+    expect(got[0]).toMatchObject({
+      role: "bot",
+      text: "Your order **shipped**",
+      md: [
+        {
+          type: "paragraph",
+          children: [
+            { type: "text", text: "Your order " },
+            { type: "strong", children: [{ type: "text", text: "shipped" }] },
+          ],
+        },
+      ],
+    });
     live.ws.close();
     const stranger = await notify("w_AAAAAAAAAAAAAAAAAAAAAA");
     expect(stranger.status).toBe(502);

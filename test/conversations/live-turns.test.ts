@@ -186,7 +186,7 @@ describe("stopping a turn", () => {
       const afterReady = reload.frames.slice(reload.frames.findIndex((f) => f.type === "ready") + 1);
       expect(afterReady).toEqual([
         { type: "turn", message_id: first, state: "running" },
-        { type: "draft", message_id: first, text: "Hello" },
+        { type: "draft", message_id: first, text: "Hello", md: [{ type: "paragraph", children: [{ type: "text", text: "Hello" }] }] },
       ]);
       reload.ws?.close();
 

@@ -27,7 +27,7 @@ const ORPHAN_MS = 5000;
 
 export type LiveTurnHooks = {
   /** Builds an answer's text, the same way a shown answer's is built. */
-  render: (text: string) => Node;
+  render: (text: string, md: unknown) => Node;
   /** A message for the chat's status line. */
   say: (text: string) => void;
   /** A request was refused for want of a session. */
@@ -76,7 +76,7 @@ export class LiveTurns {
     this.paint();
   }
 
-  draft(messageId: string, text: string): void {
+  draft(messageId: string, text: string, md?: unknown): void {
     if (!text) {
       this.dropDraft(messageId);
       return;
@@ -95,7 +95,7 @@ export class LiveTurns {
       this.drafts.set(messageId, row);
       list.append(row);
     }
-    row.querySelector(".tai-bubble")?.replaceChildren(this.hooks.render(text));
+    row.querySelector(".tai-bubble")?.replaceChildren(this.hooks.render(text, md));
     if (stick) list.scrollTop = list.scrollHeight;
   }
 

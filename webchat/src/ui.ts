@@ -13,7 +13,7 @@
  */
 import { el, randomId, webUrl } from "./dom";
 import { t } from "./strings";
-import { markdownBlock } from "./markdown";
+import { markdownBlock, plainBlock } from "./markdown";
 import { type Attachment, WebError, type Transport } from "./transport";
 import { isTurnState, LiveTurns } from "./turns";
 import { type Rating, feedbackBar } from "./feedback";
@@ -41,6 +41,8 @@ export type Entry = {
   message_id?: string;
   stopped?: boolean;
   rating?: Rating | null;
+  /** The service's parse of the shown text (src/shared/markdown.ts blocks), checked as it is rendered. */
+  md?: unknown;
 };
 
 /** The elements the chat runs on: the page's own (by id) or the widget's panel. */
@@ -111,7 +113,7 @@ export class Chat {
   ) {
     this.doc = e.list.ownerDocument;
     this.turns = new LiveTurns(t, e.list, {
-      render: (text) => answerText(this.doc, text),
+      render: (text, md) => answerText(this.doc, text, md),
       say: (text) => this.say(text),
       lost: () => this.sessionLost(),
       refocus: () => this.focusInput(),
@@ -376,7 +378,7 @@ export class Chat {
 
   private frame(ws: WebSocket, data: unknown): void {
     if (typeof data !== "string" || data === "pong") return;
-    let f: { type?: unknown; entry?: unknown; message_id?: unknown; state?: unknown; text?: unknown };
+    let f: { type?: unknown; entry?: unknown; message_id?: unknown; state?: unknown; text?: unknown; md?: unknown };
     try {
       f = JSON.parse(data);
     } catch {
@@ -395,7 +397,7 @@ export class Chat {
     } else if (f.type === "turn" && typeof f.message_id === "string" && isTurnState(f.state)) {
       this.turns.turn(f.message_id, f.state);
     } else if (f.type === "draft" && typeof f.message_id === "string" && typeof f.text === "string") {
-      this.turns.draft(f.message_id, f.text);
+      this.turns.draft(f.message_id, f.text, f.md);
     } else if (f.type === "ended") {
       this.drop();
       ws.close(1000);
@@ -514,7 +516,7 @@ export class Chat {
     const q = entry.part?.question;
     const text = entry.text || q?.prompt || "";
     // Answers and operator messages are markdown; the visitor's own words stay as typed.
-    if (text) bubble.append(entry.role === "visitor" ? el(this.doc, "p", { class: "tai-text" }, text) : answerText(this.doc, text));
+    if (text) bubble.append(entry.role === "visitor" ? el(this.doc, "p", { class: "tai-text" }, text) : answerText(this.doc, text, entry.md));
     if (q && q.prompt && entry.text && q.prompt !== entry.text) bubble.append(el(this.doc, "p", { class: "tai-text" }, q.prompt));
     for (const m of (entry.part?.media ?? []).slice(0, MAX_MEDIA)) bubble.append(this.mediaCard(m));
     for (const a of (entry.part?.attachments ?? []).slice(0, MAX_MEDIA)) bubble.append(this.fileCard(a));
@@ -754,9 +756,12 @@ export class Chat {
   }
 }
 
-/** An answer's text as shown: a shown answer and a draft of one are built by this one function. */
-export function answerText(doc: Document, text: string): HTMLElement {
-  return markdownBlock(doc, text, "tai-text tai-md");
+/**
+ * An answer's text as shown: a shown answer and a draft of one are built by this one function, from
+ * the service's parse when it sent one, else as one plain paragraph.
+ */
+export function answerText(doc: Document, text: string, md: unknown): HTMLElement {
+  return Array.isArray(md) ? markdownBlock(doc, md, "tai-text tai-md") : plainBlock(doc, text, "tai-text tai-md");
 }
 
 function setNote(doc: Document, row: HTMLElement, text: string): HTMLElement {
@@ -833,6 +838,7 @@ export function asEntry(v: unknown): Entry | null {
     message_id: typeof e.message_id === "string" ? e.message_id : undefined,
     stopped: e.stopped === true ? true : undefined,
     ...(e.rating === "up" || e.rating === "down" || e.rating === null ? { rating: e.rating } : {}),
+    md: e.md,
   };
 }
 

@@ -5,7 +5,7 @@
  * running or in a tool call, and stops when the turn settles. "Stop" ends the turn with
  * `POST …/thread/stop`: the agent's answer is what it had drafted.
  */
-import { markdownBlock } from "../../../webchat/src/markdown";
+import { markdownText } from "../markdown";
 import { call, path } from "../api";
 import { DOORS } from "../doors";
 import { fill, h } from "../dom";
@@ -136,7 +136,7 @@ export class LiveTurnPanel {
     if (this.stateLine.textContent !== says) this.stateLine.textContent = says;
     this.el.dataset.state = this.state;
     // Built like the answer it becomes (src/shared/markdown.ts), so the text does not jump when it lands.
-    this.draftBox.replaceChildren(...(this.draft ? [markdownBlock(document, this.draft, "text md")] : []));
+    this.draftBox.replaceChildren(...(this.draft ? [markdownText(document, this.draft, "text md")] : []));
     this.draftBox.hidden = !this.draft;
     this.stopButton.hidden = !can(DOORS.turnStop) || !STOPPABLE.includes(this.state);
   }

@@ -21,7 +21,7 @@ import { cannedPicker } from "./canned";
 import { InboxPanel } from "./inbox-panel";
 import { LiveTurnPanel } from "./live-turn";
 import { NotesPanel } from "./notes";
-import { markdownBlock } from "../../../webchat/src/markdown";
+import { markdownText } from "../markdown";
 import { type Feedback, ratingMark } from "./feedback";
 
 interface Attachment {
@@ -637,8 +637,7 @@ function recordItem(r: RecordView, withProfile = false): HTMLElement {
   }
   const answer: Child[] = [];
   // The answer is markdown (the web chat's renderer); the client's own text above stays plain.
-  if (r.answer !== null && r.answer !== "")
-    answer.push(h("p", { class: "who" }, operator ? "Operator" : "Agent"), markdownBlock(document, r.answer, "text md"));
+  if (r.answer !== null && r.answer !== "") answer.push(h("p", { class: "who" }, operator ? "Operator" : "Agent"), markdownText(document, r.answer, "text md"));
   else if (r.answer_status === "silent" || r.status === "silent")
     answer.push(h("p", { class: "muted" }, "No answer (silence: manual mode or a silent reply)."));
   if (r.answer_part) answer.push(h("p", { class: "muted" }, `Rich part: ${Object.keys(r.answer_part).join(", ")}`));

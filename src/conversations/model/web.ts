@@ -6,6 +6,7 @@
 import { z } from "zod";
 import type { TurnState } from "./live";
 import type { ProfileValue, Vouched } from "../../shared/visitor-profile";
+import type { MdBlock } from "../../shared/markdown";
 
 /** Who an entry is from: the visitor, the route's target, or an operator typing by hand. */
 export const WebEntryRole = z.enum(["visitor", "bot", "operator"]);
@@ -26,6 +27,12 @@ export interface WebEntry {
    * none; absent on the visitor's entries and on notices (docs/web-channel-client.md).
    */
   rating?: "up" | "down" | null;
+  /**
+   * On an entry of the route's target or an operator: the shown text (the entry's text, else its
+   * question's prompt) parsed as the markdown subset, so the page renders it without a parser of
+   * its own. Absent on the visitor's entries, which stay as typed.
+   */
+  md?: MdBlock[];
 }
 
 /** The entries a visitor may rate: an answer of the route's target or an operator's, of a record. */
@@ -34,14 +41,14 @@ export const RATEABLE_ROLES: ReadonlySet<z.infer<typeof WebEntryRole>> = new Set
 /**
  * Frames a page's socket receives (docs/web-channel-client.md): the backlog's entries, `ready`,
  * then each new entry; `turn` on every change of the visitor's turn, `draft` (the whole draft so
- * far, at most one per 150 ms) while it runs; `ended` when the session ends.
+ * far with its parse, at most one per 150 ms) while it runs; `ended` when the session ends.
  */
 export type WebFrame =
   | { type: "ready"; after: number }
   | { type: "entry"; entry: WebEntry }
   | { type: "ended" }
   | { type: "turn"; message_id: string; state: TurnState }
-  | { type: "draft"; message_id: string; text: string };
+  | { type: "draft"; message_id: string; text: string; md: MdBlock[] };
 
 /**
  * What a visitor's thread keeps of their profile (docs/channels.md, "Pre-chat form"): the pre-chat

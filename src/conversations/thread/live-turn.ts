@@ -22,6 +22,7 @@
  * while it runs.
  */
 import { type AgentEvent, TurnStopped } from "../../targets/agents/events";
+import { parseMarkdown } from "../../shared/markdown";
 import type { Clock } from "../../platform/clock";
 import { consoleHubStub } from "../../console/rpc";
 import type { Env } from "../../platform/env";
@@ -211,7 +212,7 @@ export class LiveTurns {
     const v = this.view();
     if (v.message_id === null || v.state === "settled") return [];
     const frames: LiveFrame[] = [{ type: "turn", message_id: v.message_id, state: v.state }];
-    if (v.draft) frames.push({ type: "draft", message_id: v.message_id, text: v.draft });
+    if (v.draft) frames.push({ type: "draft", message_id: v.message_id, text: v.draft, md: parseMarkdown(v.draft) });
     return frames;
   }
 
@@ -259,7 +260,7 @@ export class LiveTurns {
     if (a.draft === a.sent) return;
     a.sent = a.draft;
     a.sentAt = this.clock.now();
-    this.sinks.page({ type: "draft", message_id: a.ref.message_id, text: a.draft });
+    this.sinks.page({ type: "draft", message_id: a.ref.message_id, text: a.draft, md: parseMarkdown(a.draft) });
   }
 
   /** Sends the channel's typing signal while the turn still runs, and schedules the next one. */

@@ -32,6 +32,7 @@
  *   and no call out.
  */
 import { z } from "zod";
+import { parseMarkdown } from "../../shared/markdown";
 import { RATEABLE_ROLES, WEB_HEADERS, type WebEntry, WebEntryRole, type WebFrame, type WebProfile, type WebSessionCheck } from "../model/web";
 import type { AnswerRating } from "../model/record";
 import { type ObjectSchema, type ObjectSql, keyValueVersionRow, objectSql, sqlList, sqlPart } from "../../platform/persistence/object-sql";
@@ -113,8 +114,18 @@ const EntryRow = z.object({
  * The entry as the page gets it: an answer entry of a record says the visitor's own rating (null:
  * none), the others say nothing of ratings.
  */
-function pageEntry(e: Omit<WebEntry, "rating">, rating: AnswerRating | null): WebEntry {
-  return e.message_id !== null && RATEABLE_ROLES.has(e.role) ? { ...e, rating } : e;
+function pageEntry(e: Omit<WebEntry, "rating" | "md">, rating: AnswerRating | null): WebEntry {
+  const shown = e.role === "visitor" ? "" : e.text || questionPrompt(e.part);
+  const entry: WebEntry = shown ? { ...e, md: parseMarkdown(shown) } : { ...e };
+  if (e.message_id !== null && RATEABLE_ROLES.has(e.role)) entry.rating = rating;
+  return entry;
+}
+
+/** A question part's prompt (what the page shows for an entry without text), or "". */
+function questionPrompt(part: unknown): string {
+  if (!part || typeof part !== "object" || !("question" in part)) return "";
+  const q = part.question;
+  return q && typeof q === "object" && "prompt" in q && typeof q.prompt === "string" ? q.prompt : "";
 }
 
 /** Where the live entries are: not past their expiry (an entry without one predates expiries: see `pruneExpired`). */

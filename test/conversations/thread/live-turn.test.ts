@@ -136,7 +136,7 @@ describe("the live turn", () => {
     live.event("m1", { type: "message_delta", text: "lo" });
     expect(live.openFrames()).toEqual([
       { type: "turn", message_id: "m1", state: "running" },
-      { type: "draft", message_id: "m1", text: "Hello" },
+      { type: "draft", message_id: "m1", text: "Hello", md: [{ type: "paragraph", children: [{ type: "text", text: "Hello" }] }] },
     ]);
     live.end(ref("m1"), "settled");
     expect(live.openFrames()).toEqual([]);
