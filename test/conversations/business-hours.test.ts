@@ -119,6 +119,7 @@ describe("the web chat's config door", () => {
       next_opening: null,
       reply_time_text: null,
       reply_time_seconds: null,
+      prechat: null,
       attachments: DEFAULT_ATTACHMENT_POLICY,
     });
 
