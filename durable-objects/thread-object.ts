@@ -39,7 +39,7 @@ import { forgetThread } from "../src/conversations/thread/forget";
 import { webStream } from "../src/conversations/thread/web-visitor";
 import { holdsNothing, vacate } from "../src/conversations/thread/vacancy";
 import { parkedById } from "../src/conversations/thread/parked";
-import type { WebSessionCheck } from "../src/conversations/model/web";
+import type { WebAttachment, WebSessionCheck } from "../src/conversations/model/web";
 import type { ProfileValue, Vouched } from "../src/shared/visitor-profile";
 import type { LiveTurnView, StopAnswer } from "../src/conversations/model/live";
 import { type InboxAction, type InboxActionResult, type InboxView, inboxView } from "../src/conversations/model/inbox";
@@ -198,7 +198,9 @@ export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
   }
 
   async webForget(messageIds: string[]): Promise<number> {
-    return this.parts.web.forgetEntries(messageIds);
+    const removed = this.parts.web.forgetEntries(messageIds);
+    await this.parts.web.reap();
+    return removed;
   }
 
   async holdsParked(interactionId: string): Promise<boolean> {
@@ -212,7 +214,22 @@ export class ThreadObject extends DurableObject<Env> implements ThreadRpc {
   async webEnd(transcript: boolean, secretHash?: string): Promise<void> {
     if (secretHash === undefined) this.parts.web.end(transcript);
     else this.parts.web.endSession(secretHash);
+    await this.parts.web.reap();
     await this.vacateIfEmpty();
+  }
+
+  async webAttachAdd(attachment: WebAttachment): Promise<boolean> {
+    const added = this.parts.web.attachments?.add(attachment) ?? false;
+    if (added) await this.parts.alarm.arm();
+    return added;
+  }
+
+  async webAttachRemove(attachmentId: string): Promise<void> {
+    this.parts.web.attachments?.remove(attachmentId);
+  }
+
+  async webAttachments(ids: string[]): Promise<WebAttachment[] | { missing: number }> {
+    return this.parts.web.attachments?.read(ids) ?? { missing: 0 };
   }
 
   /** The web visitor's live stream (a WebSocket), reached only through the web channel's door. */

@@ -124,6 +124,13 @@ export function checkDeploy({ argv, env, cwd, out = console }: DeployRequest): D
   });
   for (const w of result.warnings) out.warn(`npm run deploy: warning: ${w}`);
   if (result.problems.length) return refuse(result.problems);
+  // A bucket the account lacks fails `wrangler deploy` itself, after the build: say which ones
+  // must exist before it gets there (an upgrade may bind a new one).
+  const buckets = (config.r2_buckets ?? []).flatMap((b: { bucket_name?: string }) => (b.bucket_name ? [b.bucket_name] : []));
+  if (buckets.length)
+    out.log(
+      `npm run deploy: this deploy binds the R2 buckets ${buckets.join(", ")}; create each one the account lacks first (npx wrangler r2 bucket create <name>; docs/deploy.md, "1. The resources")`,
+    );
   out.log(
     `npm run deploy: preflight passed (${result.checked.map((c) => `${c.name} from ${c.source === "worker" ? "the Worker" : c.source === "file" ? "the secrets file" : "the environment"}`).join(", ")})`,
   );

@@ -60,6 +60,7 @@ import { apiToolsRouter } from "./manifest/routes/api-tools";
 import { subMcpRouter } from "./sub-mcp/routes";
 import { extensionsRouter } from "./extensions/routes";
 import { webChannelRouter } from "./web-chat/routes/visitor";
+import { webAttachmentsRouter } from "./web-chat/routes/attachments";
 import { inboxRouter } from "./inbox/routes";
 
 export function createApp(): Hono<AppEnv> {
@@ -92,6 +93,8 @@ export function createApp(): Hono<AppEnv> {
     channelWebhooksRouter,
     webConfigRouter,
     webChannelRouter,
+    // After the visitor doors' router, whose Origin check runs before these doors read a body.
+    webAttachmentsRouter,
     toolsRouter,
     conversationThreadsRouter,
     conversationModeRouter,

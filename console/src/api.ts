@@ -80,3 +80,27 @@ export function messageOf(err: unknown): string {
   if (err instanceof ApiError) return err.status ? `${err.message} (HTTP ${err.status}${err.code ? `, ${err.code}` : ""})` : err.message;
   return err instanceof Error ? err.message : String(err);
 }
+
+/**
+ * Downloads the bytes a GET door answers (a web visitor's upload) as `filename`: fetched with the
+ * key, then saved from memory, so the key never goes into a URL.
+ */
+export async function download(p: string, filename: string): Promise<void> {
+  const key = currentKey();
+  let res: Response;
+  try {
+    res = await fetch(p, { headers: key ? { "x-api-key": key } : {}, credentials: "omit", cache: "no-store" });
+  } catch (err) {
+    throw new ApiError(0, `the service did not answer (${err instanceof Error ? err.message : String(err)})`);
+  }
+  if (!res.ok) {
+    const body = (await res.json().catch(() => null)) as { error?: unknown } | null;
+    throw new ApiError(res.status, typeof body?.error === "string" ? body.error : `${res.status} ${res.statusText || "error"}`);
+  }
+  const url = URL.createObjectURL(await res.blob());
+  const a = document.createElement("a");
+  a.href = url;
+  a.download = filename;
+  a.click();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}

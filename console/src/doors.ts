@@ -19,6 +19,7 @@ export const DOORS = {
   send: ["POST", `${C}/thread/messages`],
   forget: ["DELETE", `${C}/thread`],
   record: ["GET", `${C}/messages/{message_id}`],
+  attachment: ["GET", `${C}/attachments/{attachment_id}`],
   liveTicket: ["POST", `${C}/live-tickets`],
   person: ["GET", "/api/conversations/persons/{person_id}"],
   erase: ["DELETE", "/api/conversations/persons/{person_id}"],

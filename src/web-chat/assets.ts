@@ -17,12 +17,13 @@ import { type Locale, isRtl } from "./strings/locales";
 import { webAssetVersion } from "./asset-version";
 
 /**
- * The chat page's policy: its own files only; images from any https origin (media cards). Trusted
+ * The chat page's policy: its own files only; images from any https origin (media cards) and
+ * from `blob:` (the visitor's own uploads, fetched with the session and shown from memory). Trusted
  * Types are required and no policy may be made: the page builds its DOM from elements and text
  * nodes only (webchat/src/dom.ts, webchat/src/markdown.ts), so no HTML sink is ever fed a string.
  */
 export const WEB_PAGE_CSP =
-  "default-src 'none'; script-src 'self'; style-src 'self'; img-src https: data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'; require-trusted-types-for 'script'; trusted-types 'none'";
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src https: data: blob:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'; require-trusted-types-for 'script'; trusted-types 'none'";
 
 /** Where the doors serve the files the manifest names (`GET assets/{name}`). */
 export const WEB_ASSETS_PATH = "/api/channels/web/assets/";

@@ -9,6 +9,7 @@ import { z } from "zod";
 import { type Statement, d1, first, run } from "../platform/persistence/d1";
 import { jsonColumn, validStored } from "../platform/persistence/stored-json";
 import { WEB_IDENTITY } from "../conversations/model/web";
+import { type AttachmentPolicy, parsePolicy } from "./attachments";
 import { PrechatBody, type PrechatForm, type PrechatView } from "./prechat";
 
 /** A web identity: the route's `our_identity`, also a URL path segment of the public doors. */
@@ -77,6 +78,7 @@ const SiteRow = z.object({
   allowed_origins: jsonColumn(StoredOrigins),
   gate_enabled: z.number().int(),
   require_verified: z.number().int(),
+  attachments: z.string().nullable(),
   prechat: jsonColumn(PrechatBody).nullable(),
   updated_at: z.string(),
   updated_by: z.string(),
@@ -90,6 +92,8 @@ export interface Site {
   require_verified: boolean;
   /** The pre-chat form (src/web-chat/prechat.ts), or null. */
   prechat: PrechatForm | null;
+  /** What visitors may upload (src/web-chat/attachments.ts). */
+  attachments: AttachmentPolicy;
 }
 
 /** A site as the config doors show it; `updated_at`/`updated_by` are null while it has the defaults. */
@@ -106,14 +110,23 @@ export type SiteView = z.infer<typeof SiteView>;
 
 /** The read of `identity`'s site row, for a batch (its row goes to `parseSite`). */
 export function siteStatement(db: D1Database, identity: string): Statement {
-  return d1(db)`SELECT allowed_origins, gate_enabled, require_verified, prechat, updated_at, updated_by FROM web_sites WHERE identity = ${identity}`;
+  return d1(
+    db,
+  )`SELECT allowed_origins, gate_enabled, require_verified, prechat, attachments, updated_at, updated_by FROM web_sites WHERE identity = ${identity}`;
 }
 
 /** The site in a row read by `siteStatement` (null: no row, so the defaults). */
 export function parseSite(row: unknown): Site {
-  if (row === null || row === undefined) return { allowed_origins: [], gate_enabled: false, require_verified: false, prechat: null };
+  if (row === null || row === undefined)
+    return { allowed_origins: [], gate_enabled: false, require_verified: false, prechat: null, attachments: parsePolicy(null) };
   const r = validStored(SiteRow, row, "web_sites row");
-  return { allowed_origins: r.allowed_origins, gate_enabled: r.gate_enabled === 1, require_verified: r.require_verified === 1, prechat: r.prechat };
+  return {
+    allowed_origins: r.allowed_origins,
+    gate_enabled: r.gate_enabled === 1,
+    require_verified: r.require_verified === 1,
+    prechat: r.prechat,
+    attachments: parsePolicy(r.attachments),
+  };
 }
 
 /** `identity`'s site (the defaults when it has no row). */

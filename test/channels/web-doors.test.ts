@@ -382,11 +382,14 @@ describe("a pairing link", () => {
 describe("every visitor door in the route table", () => {
   // Generated from the one route table: a visitor door added later is held to the same rules.
   const visitorPosts = () => registry.filter((r) => r.method === "post" && r.path.startsWith("/api/channels/web/") && "public" in r.auth);
-  const concrete = (path: string) => path.replace("{interaction_id}", "some-question");
+  // The upload door names its identity in the query (its body is the file).
+  const concrete = (path: string, identity = "") =>
+    path.replace("{interaction_id}", "some-question") + (path.endsWith("/attachments") ? `?identity=${identity}` : "");
 
   it("refuses a POST without a matching Origin with 403 before reading the body", async () => {
     const doors = visitorPosts();
     expect(doors.map((d) => d.path).sort()).toEqual([
+      "/api/channels/web/attachments",
       "/api/channels/web/config",
       "/api/channels/web/feedback",
       "/api/channels/web/messages",
@@ -402,7 +405,7 @@ describe("every visitor door in the route table", () => {
     const { cookie } = await openPage(r.identity);
     for (const d of doors) {
       for (const headers of [{ cookie }, { cookie, origin: "https://evil.example" }] as Record<string, string>[]) {
-        const res = await call("POST", concrete(d.path), { body: { identity: r.identity, text: "x" }, headers });
+        const res = await call("POST", concrete(d.path, r.identity), { body: { identity: r.identity, text: "x" }, headers });
         expect([d.path, res.status, res.body.code]).toEqual([d.path, 403, "origin_mismatch"]);
       }
     }
@@ -423,8 +426,8 @@ describe("every visitor door in the route table", () => {
             : d.path.endsWith("/merge")
               ? { identity: b.identity, verified_token: "x" }
               : { identity: b.identity };
-      const elsewhere = await call("POST", concrete(d.path), { body, headers: { origin: ORIGIN, cookie: `tai_web_${b.identity}=${token}` } });
-      const unknown = await call("POST", concrete(d.path), {
+      const elsewhere = await call("POST", concrete(d.path, b.identity), { body, headers: { origin: ORIGIN, cookie: `tai_web_${b.identity}=${token}` } });
+      const unknown = await call("POST", concrete(d.path, b.identity), {
         body,
         headers: { origin: ORIGIN, cookie: `tai_web_${b.identity}=w_${"A".repeat(22)}.${"B".repeat(43)}` },
       });

@@ -3,6 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { first } from "../../src/platform/persistence/d1";
 import { normalizeOrigin, parseSite, siteStatement } from "../../src/web-chat/sites";
+import { DEFAULT_ATTACHMENT_POLICY } from "../../src/web-chat/attachments";
 import { z } from "zod";
 import { admin, call, expectNotConfigured, mintKey, uniq } from "../helpers/http";
 
@@ -126,12 +127,19 @@ describe("PUT and GET /api/channels/web/sites/{identity}", () => {
 
   it("siteStatement reads the row parseSite turns into the public doors' view", async () => {
     const identity = uniq("site");
-    expect(parseSite(null)).toEqual({ allowed_origins: [], gate_enabled: false, require_verified: false, prechat: null });
+    expect(parseSite(null)).toEqual({
+      allowed_origins: [],
+      gate_enabled: false,
+      require_verified: false,
+      prechat: null,
+      attachments: DEFAULT_ATTACHMENT_POLICY,
+    });
     expect(parseSite(await first(z.unknown(), siteStatement(env.DB, identity)))).toEqual({
       allowed_origins: [],
       gate_enabled: false,
       require_verified: false,
       prechat: null,
+      attachments: DEFAULT_ATTACHMENT_POLICY,
     });
     await putOrigins(identity, ["https://a.example", "https://b.example"]);
     await call("PUT", `/api/channels/web/gates/${identity}`, { key: await admin(), body: { enabled: true } });
@@ -141,6 +149,7 @@ describe("PUT and GET /api/channels/web/sites/{identity}", () => {
       gate_enabled: true,
       require_verified: false,
       prechat: null,
+      attachments: DEFAULT_ATTACHMENT_POLICY,
     });
   });
 

@@ -9,6 +9,7 @@ import { createRoute, echoKey } from "../helpers/bridge";
 import { postTwilio } from "../helpers/webhooks";
 import { eventually, rawRows } from "../helpers/threads";
 import { address, channelRoute, setMode } from "../operator/helpers";
+import { DEFAULT_ATTACHMENT_POLICY } from "../../src/web-chat/attachments";
 
 function net() {
   const calls = fakeNetwork(async (req) => {
@@ -113,7 +114,15 @@ describe("the web chat's config door", () => {
 
     const none = await call("POST", "/api/channels/web/config", { body: { identity }, headers });
     expect(none.status).toBe(200);
-    expect(none.body.data).toEqual({ open_now: true, next_opening: null, reply_time_text: null, reply_time_seconds: null, prechat: null, locale: null });
+    expect(none.body.data).toEqual({
+      open_now: true,
+      next_opening: null,
+      reply_time_text: null,
+      reply_time_seconds: null,
+      prechat: null,
+      attachments: DEFAULT_ATTACHMENT_POLICY,
+      locale: null,
+    });
 
     expect((await putHours(r.name, { time_zone: "UTC", weekly: { mon: [["09:00", "10:00"]] }, reply_time_seconds: 3600 })).status).toBe(200);
     const set = await call("POST", "/api/channels/web/config", { body: { identity }, headers });

@@ -107,6 +107,7 @@ function startupCpuMs(profilePath: string): number {
 describe("npm run deploy -- --dry-run", () => {
   it("passes the preflight with fresh secrets and stops before uploading", () => {
     expect(out).toContain("npm run deploy: preflight passed");
+    expect(out).toContain("npm run deploy: this deploy binds the R2 buckets interaction-media, web-attachments, bridge-storage;");
     expect(out).toContain("--dry-run: exiting now.");
   });
 

@@ -6,9 +6,9 @@
  *    added to the list without one fails here.
  * 2. For each end of a conversation (forget, erase, retention) one conversation is written through
  *    the real doors: an api caller and a web visitor linked to one person (the visitor opened the
- *    page with link params), the agent's memory of it, a question its turn asked, a notification
+ *    page with link params) who sent a file, the agent's memory of it, a question its turn asked, a notification
  *    to the visitor, a state record about it, an inbox label and a private note on each of its
- *    threads, and (for forget and retention) an unlinked visitor on their own thread. Each fixture reads back every door and stream that exposes its copy and
+ *    threads, and (for forget and retention) an unlinked visitor on their own thread, who sent a file too. Each fixture reads back every door and stream that exposes its copy and
  *    must see the conversation there first (so the copy was written through).
  * 3. The end is applied through its door (or, for retention, the settings shortened and the stored
  *    clocks run out, then the prune passes run), and every fixture reads again: a copy the end
@@ -21,7 +21,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DATA_COPIES, type DataCopy } from "../../src/conversations/operator/data-copies";
 import { SHARD_COUNT, allShards, shardStub } from "../../src/shards/rpc";
 import { readRecord } from "../helpers/bridge";
-import { BASE, admin, call, fetchWithEnv, uniq } from "../helpers/http";
+import { BASE, admin, call, dispatch, fetchWithEnv, uniq } from "../helpers/http";
 import { listingCaughtUp } from "../helpers/listing";
 import { eventually, makeDue, runAlarm, stubFor } from "../helpers/threads";
 import {
@@ -38,6 +38,7 @@ import {
   unsetSettings,
   webDesk,
 } from "../helpers/web-visitor";
+import { attachmentKey } from "../../src/conversations/model/web";
 import { askRoute, interactionObject, pendingOf, stepAt } from "../interactions/helpers";
 import { must } from "../../src/platform/must";
 import { fakeNetwork } from "../helpers/network";
@@ -63,6 +64,8 @@ interface World {
   audience: string;
   /** Trace ids seen before the end (read again after it). */
   traces: Set<string>;
+  /** Files the visitors uploaded and sent. */
+  attachments: Array<{ visitor: Visitor; id: string }>;
 }
 
 const text = (v: unknown) => (typeof v === "string" ? v : JSON.stringify(v));
@@ -119,6 +122,19 @@ const FIXTURES: Record<string, (w: World) => Promise<string>> = {
     for (const v of w.visitors) {
       out.push(await replayed(w.desk, v));
       out.push(await stored(v.home, "SELECT * FROM web_transcript"));
+    }
+    return text(out);
+  },
+  "web-attachments": async (w) => {
+    const key = await admin();
+    const out: unknown[] = [];
+    for (const a of w.attachments) {
+      const mine = await dispatch(`${BASE}/api/channels/web/attachments/${a.id}?identity=${w.desk.identity}`, { headers: { cookie: a.visitor.cookie } });
+      out.push(mine.status, await mine.text());
+      const theirs = await dispatch(`${BASE}/api/conversations/${w.desk.web}/attachments/${a.id}`, { headers: { "x-api-key": key } });
+      out.push(theirs.status, await theirs.text());
+      out.push(await (await env.WEB_ATTACHMENTS.get(attachmentKey(a.id)))?.text());
+      out.push(await stored(a.visitor.home, "SELECT * FROM web_attachments"));
     }
     return text(out);
   },
@@ -236,6 +252,29 @@ async function stored(threads: string | string[], query: string, ...args: unknow
   return out;
 }
 
+/**
+ * The visitor uploads a file (PNG by its signature; the marker in its bytes and its name) and sends
+ * it in a message; answers the message's id.
+ */
+async function attach(w: World, desk: WebDesk, v: Visitor, marker: string): Promise<string> {
+  const bytes = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, ...new TextEncoder().encode(marker)]);
+  const up = await dispatch(`${BASE}/api/channels/web/attachments?identity=${desk.identity}`, {
+    method: "POST",
+    headers: { origin: ORIGIN, cookie: v.cookie, "content-type": "image/png", "x-filename": `${marker}.png` },
+    body: bytes,
+  });
+  const id = String(((await up.json()) as { data?: { attachment_id?: string } }).data?.attachment_id);
+  expect(up.status).toBe(201);
+  const sent = await call("POST", "/api/channels/web/messages", {
+    body: { identity: desk.identity, text: "", attachments: [id] },
+    headers: { origin: ORIGIN, cookie: v.cookie },
+  });
+  expect(sent.status, JSON.stringify(sent.body)).toBe(200);
+  w.attachments.push({ visitor: v, id });
+  w.markers.push(marker);
+  return String(sent.body.data.message_id);
+}
+
 /** A conversation for `end`, written through the doors (see the file's comment). */
 async function world(end: End): Promise<World> {
   const r = crypto.randomUUID().slice(0, 8);
@@ -260,6 +299,7 @@ async function world(end: End): Promise<World> {
     subjects: [],
     audience: `ops-${r}`,
     traces: new Set(),
+    attachments: [],
   };
   const keep = (route: string, res: { body: any }) => {
     const d = res.body.data ?? {};
@@ -290,6 +330,9 @@ async function world(end: End): Promise<World> {
   keep(desk.api, await apiSay(desk, ann, w.markers[0]));
   const said = await say(desk, v, w.markers[1]);
   w.messages.push({ route: desk.web, id: said.body.data.message_id });
+  // A file the visitor uploads and sends: its bytes and its name carry markers.
+  const sentFile = await attach(w, desk, v, `attached-${r}`);
+  w.messages.push({ route: desk.web, id: sentFile });
   await settled(personThread);
   w.markers.push(v.address, ann, `param-${r}`, answer);
 
@@ -337,6 +380,7 @@ async function world(end: End): Promise<World> {
     const own = `own-said-${r}`;
     const res = await say(desk, u, own);
     w.messages.push({ route: desk.web, id: res.body.data.message_id });
+    w.messages.push({ route: desk.web, id: await attach(w, desk, u, `own-attached-${r}`) });
     w.visitors.push(u);
     w.threads.push({ route: desk.web, thread: u.home });
     await settled(u.home);

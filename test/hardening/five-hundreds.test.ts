@@ -39,6 +39,7 @@ const PASSED_ON_STATUSES: Record<string, number> = {
   "../../src/states/refusals.ts": 1, // StateRefusal: 400, 404 or 409
   "../../src/states/binding-save.ts": 2, // re-thrown with its code
   "../../src/backup/section.ts": 2, // re-thrown with its code
+  "../../src/web-chat/routes/attachments.ts": 1, // an upload's refusal: 413 or 415
 };
 
 /** Responses built by hand with a status passed on from elsewhere. */

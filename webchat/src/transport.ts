@@ -25,10 +25,17 @@ export class WebError extends Error {
   }
 }
 
+/** An upload of the visitor's, as `POST attachments` answers it and an entry names it. */
+export type Attachment = { attachment_id: string; kind: string; filename?: string };
+
 export interface Transport {
   readonly identity: string;
   /** POSTs `body` (with the identity) to `DOOR_BASE + path`; resolves with the answer's `data`. */
   post<T>(path: string, body: Record<string, unknown>): Promise<T>;
+  /** Uploads a file into the conversation (not sent until a message names it). */
+  upload(file: File): Promise<Attachment>;
+  /** An upload of this conversation, fetched with the session (for a preview or a download). */
+  file(id: string): Promise<Blob>;
   /** A WebSocket on the conversation's stream, replaying entries with seq greater than `after`. */
   openStream(after: number): Promise<WebSocket>;
   /** Starts a new conversation on a fresh session (the old one ends). */
@@ -59,6 +66,17 @@ async function send(url: string, init: RequestInit): Promise<Response> {
   }
 }
 
+/** The upload's request: its bytes, with what the browser says it is and its name. */
+function uploadInit(file: File): RequestInit & { headers: Record<string, string> } {
+  return { method: "POST", body: file, headers: { "content-type": file.type || "application/octet-stream", "x-filename": encodeURIComponent(file.name) } };
+}
+
+/** The bytes of a GET's answer, or its refusal. */
+async function blobOf(res: Response): Promise<Blob> {
+  if (!res.ok) await answer(res);
+  return res.blob();
+}
+
 function wsUrl(origin: string, query: Record<string, string>): string {
   const u = new URL(DOOR_BASE + "stream", origin);
   u.protocol = u.protocol === "https:" ? "wss:" : "ws:";
@@ -68,18 +86,14 @@ function wsUrl(origin: string, query: Record<string, string>): string {
 
 /** The page's transport: its session is the cookie, sent by the browser on same-origin requests. */
 export function cookieTransport(identity: string): Transport {
-  const post = async <T>(path: string, body: Record<string, unknown>): Promise<T> => {
-    const res = await send(DOOR_BASE + path, {
-      method: "POST",
-      credentials: "same-origin",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ ...body, identity }),
-    });
-    return answer<T>(res);
-  };
+  const req = (path: string, init: RequestInit) => send(DOOR_BASE + path, { ...init, credentials: "same-origin" });
+  const post = async <T>(path: string, body: Record<string, unknown>): Promise<T> =>
+    answer<T>(await req(path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ ...body, identity }) }));
   return {
     identity,
     post,
+    upload: async (file) => answer(await req(`attachments?identity=${identity}`, uploadInit(file))),
+    file: async (id) => blobOf(await req(`attachments/${id}?identity=${identity}`, {})),
     async openStream(after) {
       return new WebSocket(wsUrl(location.origin, { identity, after: String(after) }));
     },
@@ -190,18 +204,16 @@ export function bearerTransport(base: string, identity: string, onMint: (offer: 
   const store = tokenStore(tokenKey(base, identity), legacyTokenKey(identity));
   const url = (path: string) => new URL(DOOR_BASE + path, base).href;
 
-  const raw = async (path: string, body: Record<string, unknown>, token: string | null): Promise<Response> => {
-    const headers: Record<string, string> = { "content-type": "application/json" };
+  const raw = async (path: string, init: RequestInit & { headers?: Record<string, string> }, token: string | null): Promise<Response> => {
+    const headers: Record<string, string> = { ...init.headers };
     if (token) headers.authorization = `Bearer ${token}`;
-    return send(url(path), {
-      method: "POST",
-      mode: "cors",
-      credentials: "omit",
-      referrerPolicy: "origin",
-      headers,
-      body: JSON.stringify({ ...body, identity }),
-    });
+    return send(url(path), { ...init, mode: "cors", credentials: "omit", referrerPolicy: "origin", headers });
   };
+  const json = (body: Record<string, unknown>) => ({
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ ...body, identity }),
+  });
 
   let proof: string | null = null;
   /** The user the page signed in (null: signed out; undefined: the page said nothing, so any stored session will do). */
@@ -209,7 +221,7 @@ export function bearerTransport(base: string, identity: string, onMint: (offer: 
   /** An anonymous session the visitor wrote in, set aside at sign-in until they choose. */
   let earlier: string | null = null;
   const end = (token: string) =>
-    void raw("session/end", {}, token).then(
+    void raw("session/end", json({}), token).then(
       (r) => r.body?.cancel(),
       () => {},
     );
@@ -218,7 +230,7 @@ export function bearerTransport(base: string, identity: string, onMint: (offer: 
   const mint = (): Promise<string> => {
     minting ??= (async () => {
       const before = store.get();
-      const data = await answer<Stored>(await raw("session", proof ? { user_token: proof } : {}, null));
+      const data = await answer<Stored>(await raw("session", json(proof ? { user_token: proof } : {}), null));
       if (!data || typeof data.token !== "string") throw new WebError(0, "bad_answer", t("error.session"));
       const offer = Boolean(want && before && !before.u && before.w);
       if (offer) earlier = before?.token ?? null;
@@ -235,15 +247,18 @@ export function bearerTransport(base: string, identity: string, onMint: (offer: 
     return s && (want === undefined || (s.u ?? null) === want) ? s.token : mint();
   };
 
-  const post = async <T>(path: string, body: Record<string, unknown>): Promise<T> => {
-    let res = await raw(path, body, await token());
+  const call = async (path: string, init: RequestInit & { headers?: Record<string, string> }): Promise<Response> => {
+    let res = await raw(path, init, await token());
     if (res.status === 401) {
       // The session expired, ended or was never known here: one fresh session, one retry.
       await res.body?.cancel();
       store.drop();
-      res = await raw(path, body, await mint());
+      res = await raw(path, init, await mint());
     }
-    const data = await answer<T>(res);
+    return res;
+  };
+  const post = async <T>(path: string, body: Record<string, unknown>): Promise<T> => {
+    const data = await answer<T>(await call(path, json(body)));
     const s = store.get();
     if (path === "messages" && s && !s.w) store.set({ ...s, w: 1 });
     return data;
@@ -252,6 +267,8 @@ export function bearerTransport(base: string, identity: string, onMint: (offer: 
   return {
     identity,
     post,
+    upload: async (file) => answer(await call(`attachments?identity=${identity}`, uploadInit(file))),
+    file: async (id) => blobOf(await call(`attachments/${id}?identity=${identity}`, {})),
     async openStream(after) {
       const { ticket } = await post<{ ticket: string }>("stream-ticket", {});
       return new WebSocket(wsUrl(base, { identity, after: String(after), ticket }));
@@ -284,7 +301,7 @@ export function bearerTransport(base: string, identity: string, onMint: (offer: 
     async merge() {
       const from = earlier;
       earlier = null;
-      if (from) await answer(await raw("session/merge", { verified_token: await token() }, from));
+      if (from) await answer(await raw("session/merge", json({ verified_token: await token() }), from));
     },
     skip() {
       if (earlier) end(earlier);

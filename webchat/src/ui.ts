@@ -14,7 +14,7 @@
 import { el, randomId, webUrl } from "./dom";
 import { locale, t } from "./strings";
 import { markdownBlock, plainBlock } from "./markdown";
-import { WebError, type Transport } from "./transport";
+import { type Attachment, WebError, type Transport } from "./transport";
 import { isTurnState, LiveTurns } from "./turns";
 import { type Rating, feedbackBar } from "./feedback";
 import type { StringKey } from "../../src/web-chat/strings/en";
@@ -29,6 +29,8 @@ export type Part = {
   /** An ask-less form's schema: its fields are filled in and sent as one message. */
   schema?: Record<string, unknown>;
   question?: { interaction_id: string; prompt: string; options: Option[] | null; form: object | null };
+  /** The visitor's own uploads their message carried. */
+  attachments?: Attachment[];
 };
 /** `rating`: on an answer the visitor may rate, their rating (null: none); absent on other entries. */
 export type Entry = {
@@ -67,8 +69,11 @@ export type ChatHooks = {
    * The route's config when the surface already asked for it (the widget, for the person's
    * locale), so the first read is not made twice; undefined: the chat asks the door itself.
    */
-  config?: () => Promise<Hours & { prechat?: Schema | null }> | undefined;
+  config?: () => Promise<Config> | undefined;
 };
+
+/** What `POST config` answers that the chat uses: the hours line, the pre-chat form, the upload policy. */
+export type Config = Hours & { prechat?: Schema | null; attachments?: { enabled?: boolean } };
 
 export type Schema = Record<string, unknown>;
 
@@ -82,7 +87,9 @@ const SEND_TRIES = 4;
 
 const WHO = { visitor: "who.visitor", bot: "who.bot", operator: "who.operator" } as const satisfies Record<Role, StringKey>;
 
-type Pending = { id: string; text: string; row: HTMLLIElement; messageId?: string; tries: number };
+type Pending = { id: string; text: string; row: HTMLLIElement; messageId?: string; tries: number; files?: string[] };
+/** A file being attached: its id once the upload is stored. */
+type Upload = { id?: string; row: HTMLLIElement };
 
 export class Chat {
   private readonly doc: Document;
@@ -100,6 +107,9 @@ export class Chat {
   private ended = false;
   private busyRenewing = false;
   private readonly turns: LiveTurns;
+  private uploads: Upload[] = [];
+  private attachButton: HTMLElement | undefined;
+  private readonly tray: HTMLUListElement;
   /** The pre-chat form's schema (null: none or not known yet), whether this conversation showed it, and whether the hours line is up. */
   private pre: Schema | null = null;
   private asked = false;
@@ -117,12 +127,10 @@ export class Chat {
       lost: () => this.sessionLost(),
       refocus: () => this.focusInput(),
     });
+    this.tray = this.filePicker();
     e.form.addEventListener("submit", (ev) => {
       ev.preventDefault();
-      const text = e.input.value.trim();
-      if (!text || this.ended) return;
-      e.input.value = "";
-      this.sendText(text);
+      this.submit();
     });
     e.input.addEventListener("keydown", (ev) => {
       // Enter sends, Shift+Enter is a new line; an IME composing text keeps its Enter.
@@ -156,8 +164,10 @@ export class Chat {
   private config(): void {
     this.pre = null;
     this.asked = false;
-    (this.hooks.config?.() ?? this.t.post<Hours & { prechat?: Schema | null }>("config", {})).then(
+    (this.hooks.config?.() ?? this.t.post<Config>("config", {})).then(
       (h) => {
+        // A chat that takes no files shows no attach button.
+        if (this.attachButton) this.attachButton.hidden = h.attachments?.enabled === false;
         const line = hoursLine(h);
         if (line && !this.hours) this.e.list.before(el(this.doc, "p", { class: "tai-hours" }, line));
         this.hours ||= !!line;
@@ -203,6 +213,105 @@ export class Chat {
   /** Writes the status line (connection changes, failures, confirmations). */
   say(text: string): void {
     this.e.status.textContent = text;
+  }
+
+  /** The form's submit: its text and the files attached (once every one is stored). */
+  private submit(): void {
+    const text = this.e.input.value.trim();
+    const files = this.uploads;
+    if ((!text && !files.length) || this.ended) return;
+    if (files.some((u) => !u.id)) return this.say(t("attach.wait"));
+    this.e.input.value = "";
+    this.setUploads([]);
+    this.sendText(
+      text,
+      files.map((u) => u.id ?? ""),
+    );
+  }
+
+  // ---- files ----
+
+  /** A picker beside Send, and the files picked so far above the text box (answered). */
+  private filePicker(): HTMLUListElement {
+    const doc = this.doc;
+    const picker = el(doc, "input", { type: "file", multiple: true, class: "tai-sr" });
+    const tray = el(doc, "ul", { class: "tai-tray", "aria-label": t("attach.list") });
+    this.attachButton = el(doc, "label", { class: "tai-attach" }, picker, el(doc, "span", { class: "tai-sr" }, t("attach.add")));
+    this.e.send.before(this.attachButton);
+    this.e.input.before(tray);
+    picker.addEventListener("change", () => {
+      for (const f of picker.files ?? []) this.attach(f);
+      picker.value = "";
+    });
+    return tray;
+  }
+
+  private setUploads(next: Upload[]): void {
+    this.uploads = next;
+    this.tray.replaceChildren(...next.map((u) => u.row));
+    // A message may be files alone.
+    this.e.input.required = !next.length;
+  }
+
+  /** Uploads `f` at once, shown in the tray (a thumbnail for an image) with a button that takes it out. */
+  private attach(f: File): void {
+    const doc = this.doc;
+    const remove = el(doc, "button", { type: "button", class: "tai-x", "aria-label": t("attach.remove", { name: f.name }) }, "×");
+    const u: Upload = {
+      row: el(doc, "li", { class: "tai-up tai-busy" }, f.type.startsWith("image/") ? this.thumb(f, "") : null, f.name, remove),
+    };
+    const drop = () => this.setUploads(this.uploads.filter((x) => x !== u));
+    remove.addEventListener("click", drop);
+    this.setUploads([...this.uploads, u]);
+    this.t.upload(f).then(
+      (a) => {
+        u.id = a.attachment_id;
+        u.row.classList.remove("tai-busy");
+        this.say(t("attach.done", { name: f.name }));
+      },
+      (err) => {
+        drop();
+        if (err instanceof WebError && err.status === 401) return this.sessionLost(err);
+        // A chat that takes no files: the button goes.
+        if (err instanceof WebError && err.code === "attachments_disabled" && this.attachButton) this.attachButton.hidden = true;
+        this.say(t("attach.failed", { name: f.name, why: messageOf(err) }));
+      },
+    );
+  }
+
+  /** An image from a blob; its object URL is let go once it has loaded. */
+  private thumb(b: Blob, alt: string): HTMLImageElement {
+    const url = URL.createObjectURL(b);
+    const img = el(this.doc, "img", { src: url, alt });
+    img.addEventListener("load", () => URL.revokeObjectURL(url), { once: true });
+    return img;
+  }
+
+  /** An upload the entry carried: an image shown, another file a button that downloads it. */
+  private fileCard(a: Attachment): HTMLElement {
+    const doc = this.doc;
+    const name = a.filename || t("attach.file");
+    const gone = () => el(doc, "p", { class: "tai-card tai-file" }, t("attach.gone", { name }));
+    if (a.kind === "image") {
+      const card = el(doc, "figure", { class: "tai-card tai-image" });
+      this.t.file(a.attachment_id).then(
+        (b) => card.append(this.thumb(b, name)),
+        () => card.replaceWith(gone()),
+      );
+      return card;
+    }
+    const button = el(doc, "button", { type: "button", class: "tai-card tai-file" }, name);
+    button.addEventListener("click", () =>
+      this.t.file(a.attachment_id).then(
+        (b) => {
+          const url = URL.createObjectURL(b);
+          el(doc, "a", { href: url, download: name }).click();
+          setTimeout(() => URL.revokeObjectURL(url), 10_000);
+        },
+        () => button.replaceWith(gone()),
+      ),
+    );
+    return button;
   }
 
   // ---- the stream ----
@@ -352,6 +461,7 @@ export class Chat {
     if (!this.started) return;
     this.drop();
     this.turns.clear();
+    this.setUploads([]);
     this.e.list.replaceChildren();
     this.shown.clear();
     this.pending = [];
@@ -418,6 +528,7 @@ export class Chat {
     if (text) bubble.append(entry.role === "visitor" ? el(this.doc, "p", { class: "tai-text" }, text) : answerText(this.doc, text, entry.md));
     if (q && q.prompt && entry.text && q.prompt !== entry.text) bubble.append(el(this.doc, "p", { class: "tai-text" }, q.prompt));
     for (const m of (entry.part?.media ?? []).slice(0, MAX_MEDIA)) bubble.append(this.mediaCard(m));
+    for (const a of (entry.part?.attachments ?? []).slice(0, MAX_MEDIA)) bubble.append(this.fileCard(a));
     const options = entry.part?.options ?? [];
     const replies = options.filter((o) => o.kind !== "link");
     if (replies.length) bubble.append(this.chips(replies, "tai-options", (o) => this.sendText(o.text)));
@@ -602,11 +713,11 @@ export class Chat {
     );
   }
 
-  /** Shows `text` as being sent and sends it; the stream's echo replaces the row. */
-  sendText(text: string): void {
+  /** Shows `text` as being sent and sends it (with the uploads `files`); the stream's echo replaces the row. */
+  sendText(text: string, files?: string[]): void {
     if (this.ended) return;
     const row = el(this.doc, "li", { class: "tai-entry tai-visitor tai-pending" });
-    const p: Pending = { id: randomId(), text, row, tries: 0 };
+    const p: Pending = { id: randomId(), text, row, tries: 0, files };
     row.append(
       el(this.doc, "span", { class: "tai-who tai-sr" }, t(WHO.visitor)),
       el(this.doc, "div", { class: "tai-bubble" }, el(this.doc, "p", { class: "tai-text" }, text)),
@@ -620,7 +731,7 @@ export class Chat {
   private attempt(p: Pending): void {
     p.tries += 1;
     setNote(this.doc, p.row, t("sending"));
-    this.t.post<{ message_id?: string }>("messages", { text: p.text, client_message_id: p.id }).then(
+    this.t.post<{ message_id?: string }>("messages", { text: p.text, client_message_id: p.id, attachments: p.files?.length ? p.files : undefined }).then(
       (data) => {
         if (data && typeof data.message_id === "string") p.messageId = data.message_id;
         if (p.row.classList.contains("tai-pending")) setNote(this.doc, p.row, t("sent"));
@@ -712,6 +823,10 @@ export function asEntry(v: unknown): Entry | null {
       );
     }
     if (Array.isArray(part.options)) clean.options = part.options.filter(isOption);
+    if (Array.isArray(part.attachments))
+      clean.attachments = part.attachments.filter(
+        (a): a is Attachment => !!a && typeof a === "object" && typeof a.attachment_id === "string" && /^[\w-]{43}$/.test(a.attachment_id),
+      );
     if (part.schema && typeof part.schema === "object" && !Array.isArray(part.schema)) clean.schema = part.schema as Record<string, unknown>;
     const q = part.question && typeof part.question === "object" ? (part.question as Record<string, unknown>) : null;
     if (q && typeof q.interaction_id === "string") {

@@ -28,9 +28,8 @@ import { el } from "./dom";
 import { overrides, setStrings, t } from "./strings";
 import type { StringKey } from "../../src/web-chat/strings/en";
 import { applyTheme } from "./theme";
-import type { Hours } from "./hours";
 import { bearerTransport, DOOR_BASE, WebError } from "./transport";
-import { buildChat, Chat, type Schema } from "./ui";
+import { buildChat, Chat, type Config } from "./ui";
 
 /** The stylesheet's version (scripts/build-console.mjs), which the asset door serves as immutable. */
 declare const __TAI_CSS_V__: string;
@@ -164,7 +163,7 @@ function mount(identity: string, origin: string, attr: (name: string) => string 
   // The route's config as the panel's first opening read it for the person's locale: handed to the
   // chat once for its hours line and pre-chat form, so one opening asks the door once. A new
   // conversation's read is the chat's own.
-  let config: Promise<Hours & { prechat?: Schema | null; locale?: string | null }> | undefined;
+  let config: Promise<Config & { locale?: string | null }> | undefined;
   const configOnce = () => (config ??= transport.post("config", {}));
   const takeConfig = () => {
     const got = config;

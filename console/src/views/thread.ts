@@ -10,7 +10,7 @@
  * The pane watches its route live: a notice about its thread reads it again, and it announces its
  * operator as viewing (repeated while open) and typing (docs/console.md "Presence").
  */
-import { ApiError, call, path } from "../api";
+import { ApiError, call, download, messageOf, path } from "../api";
 import { DOORS } from "../doors";
 import { type Child, field, fill, focus, h, select } from "../dom";
 import { type Watch, watchRoute } from "../live";
@@ -585,6 +585,25 @@ export class ThreadPane {
   }
 }
 
+/** The route and id a web visitor's upload is referred to by (`web-attachment:{route}/{id}`), or null. */
+function webAttachment(url: string): { route: string; id: string } | null {
+  const m = /^web-attachment:([a-z0-9][a-z0-9-]{0,62})\/([A-Za-z0-9_-]{43})$/.exec(url);
+  return m ? { route: m[1], id: m[2] } : null;
+}
+
+/** A button that downloads a web visitor's upload (with the key, so never as a plain link). */
+function attachmentButton(ref: { route: string; id: string }, name: string): HTMLElement {
+  const status = h("span", { class: "muted", role: "status" });
+  const button = h("button", { type: "button", class: "secondary" }, `Download ${name}`);
+  button.addEventListener("click", () => {
+    status.textContent = "";
+    download(path(DOORS.attachment[1], { route_name: ref.route, attachment_id: ref.id }), name).catch((err) => {
+      status.textContent = ` ${messageOf(err)}`;
+    });
+  });
+  return h("span", null, button, status);
+}
+
 /** A profile on one line: `field: value` each, the site's vouched ones marked. */
 function profileLine(p: Profile): HTMLElement {
   const parts = Object.entries(p.fields).map(([k, v]) => `${k}: ${String(v)}${p.verified.includes(k) ? " (verified by the site)" : ""}`);
@@ -600,8 +619,13 @@ function recordItem(r: RecordView, withProfile = false): HTMLElement {
     inbound.push(h("p", { class: "who" }, who));
     if (withProfile && r.inbound_profile) inbound.push(profileLine(r.inbound_profile));
     if (r.inbound_text) inbound.push(h("p", { class: "text" }, r.inbound_text));
-    if (r.inbound_attachments?.length)
+    if (r.inbound_attachments?.length) {
       inbound.push(h("p", { class: "muted" }, `${r.inbound_attachments.length} attachment(s): ${r.inbound_attachments.map((a) => a.kind).join(", ")}`));
+      for (const a of r.inbound_attachments) {
+        const web = webAttachment(a.url);
+        if (web && can(DOORS.attachment)) inbound.push(h("p", null, attachmentButton(web, a.filename ?? `${a.kind} attachment`)));
+      }
+    }
     if (r.inbound_location)
       inbound.push(
         h(

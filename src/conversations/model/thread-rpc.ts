@@ -19,7 +19,7 @@ import type { Route, TargetFacts } from "./route";
 import type { Env } from "../../platform/env";
 import type { CheckpointMessage } from "../../shared/agent-memory";
 import type { RunTrace } from "../../shared/run-trace";
-import type { WebSessionCheck } from "./web";
+import type { WebAttachment, WebSessionCheck } from "./web";
 import type { ProfileValue, Vouched } from "../../shared/visitor-profile";
 import type { LiveTurnView, StopAnswer } from "./live";
 import type { InboxAction, InboxActionResult, InboxView } from "./inbox";
@@ -204,6 +204,18 @@ export interface ThreadRpc {
    * that one session (one device's) ends, and `transcript` is not read.
    */
   webEnd(transcript: boolean, secretHash?: string): Promise<void>;
+  /**
+   * Web channel: records a visitor's upload (its bytes are already in the bucket), unsent until a
+   * message carries it; false when the visitor already holds the most unsent uploads allowed.
+   */
+  webAttachAdd(attachment: WebAttachment): Promise<boolean>;
+  /** Web channel: forgets an upload whose bytes could not be stored. */
+  webAttachRemove(attachmentId: string): Promise<void>;
+  /**
+   * Web channel: the live uploads of this visitor that `ids` name, in order, or the index of the
+   * first one this thread does not hold (another visitor's, expired, forgotten).
+   */
+  webAttachments(ids: string[]): Promise<WebAttachment[] | { missing: number }>;
   /**
    * The thread's live turn (in memory, never stored; docs/web-channel-client.md "Live turns"): the
    * running turn with its draft, else the oldest queued one, else the last that ended.

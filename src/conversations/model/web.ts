@@ -90,3 +90,36 @@ export const WEB_HEADERS = {
   maxStreams: "x-web-max-streams",
   ticketHash: "x-web-ticket-hash",
 } as const;
+
+/** An attachment id: 43 base64url characters (32 random bytes). */
+export const ATTACHMENT_ID = /^[A-Za-z0-9_-]{43}$/;
+
+/** What a visitor's upload is, as the thread keeps it and the doors show it. */
+export interface WebAttachment {
+  attachment_id: string;
+  /** `image` for the image types, `document` for the rest (src/shared/media.ts MediaKind). */
+  kind: "image" | "document";
+  /** The type its bytes were found to be (never the type the upload claimed). */
+  content_type: string;
+  bytes: number;
+  filename: string;
+}
+
+/** Where an upload's bytes are kept in the WEB_ATTACHMENTS bucket. */
+export const attachmentKey = (attachmentId: string) => `web/${attachmentId}`;
+
+const REF_PREFIX = "web-attachment:";
+
+/**
+ * The reference a turn's attachment carries (`url` of the shared Attachment shape, like
+ * `telegram-file:`): the route and the id, which `GET /api/conversations/{route_name}/attachments/{id}`
+ * resolves for a key that may read the route's conversations.
+ */
+export const attachmentRef = (routeName: string, attachmentId: string) => `${REF_PREFIX}${routeName}/${attachmentId}`;
+
+/** The attachment id a reference names, or null when `url` is no web attachment's reference. */
+export function attachmentIdOf(url: string): string | null {
+  if (!url.startsWith(REF_PREFIX)) return null;
+  const id = url.slice(url.lastIndexOf("/") + 1);
+  return ATTACHMENT_ID.test(id) ? id : null;
+}

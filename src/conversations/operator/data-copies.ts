@@ -115,6 +115,24 @@ export const DATA_COPIES: readonly DataCopy[] = [
     },
   },
   {
+    name: "web-attachments",
+    where:
+      "the WEB_ATTACHMENTS bucket (R2) under `web/<id>`, and ThreadObject `web_attachments` in the visitor's own thread on the route (src/conversations/thread/web-attachments.ts), also for a linked person's records",
+    holds: "the files and images a web visitor uploaded, with their names and types",
+    readBy:
+      "`GET /api/channels/web/attachments/{id}` (the visitor's session), `GET /api/conversations/{route_name}/attachments/{id}` (the route's readers, resolving a turn's `web-attachment:` reference)",
+    forget: {
+      kind: "deletes",
+      how: "the visitor's own thread: every upload; a linked person's thread: the uploads its records carried, in each visitor's thread (`webForget`), and the ended session's unsent ones. The rows read as gone at once; the objects are deleted from the bucket next (a failed delete is retried by the alarm)",
+    },
+    erase: { kind: "deletes", how: "each web address's own thread is forgotten as above; then the person's thread" },
+    retention: {
+      kind: "expires",
+      how: "an upload a message carried expires with that record's transcript entry (`webExpire` across objects); one never sent an hour after it was made; a session's end takes the unsent ones; the alarm deletes the object, then the row",
+      settings: RETENTION,
+    },
+  },
+  {
     name: "web-session",
     where: "ThreadObject `web_session`, `web_ticket`, `web_profile` (src/conversations/thread/web-visitor.ts)",
     holds:

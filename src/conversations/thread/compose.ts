@@ -30,6 +30,7 @@ import { ThreadNotes } from "./notes";
 import { inboxPolicyFor, routePoliciesFor } from "../inbox-policy";
 import { inboxCounters } from "./inbox-counters";
 import { type RemoteTranscript, WebVisitor, type WebSockets } from "./web-visitor";
+import { WebAttachments } from "./web-attachments";
 import { LiveTurns, type Timers, announceTurns, systemTimers } from "./live-turn";
 import { ThreadFeedback } from "./answer-feedback";
 
@@ -65,6 +66,12 @@ export interface ThreadParts {
 /** Builds the parts of one thread object over `deps`; `timers` schedule the live turn's frames and notices. */
 export function composeThread(deps: ThreadDeps, sockets: WebSockets, remote: RemoteTranscript | null = null, timers: Timers = systemTimers): ThreadParts {
   const identity = new ThreadIdentity(deps.storage);
+  const uploads = new WebAttachments(
+    deps.storage,
+    () => deps.clock.now(),
+    (keys) => deps.env().WEB_ATTACHMENTS.delete(keys),
+    () => alarm.arm(),
+  );
   const web = new WebVisitor(
     deps.storage,
     sockets,
@@ -74,6 +81,7 @@ export function composeThread(deps: ThreadDeps, sockets: WebSockets, remote: Rem
     () => deps.settings().conversations.answerRetentionTtlSeconds * 1000,
     () => alarm.arm(),
     () => live.openFrames(),
+    uploads,
   );
   // The turn's frames go to the visitor's pages on this thread; its changes to the route's consoles.
   const live = new LiveTurns(deps.clock, { page: (frame) => web.pushLive(frame), console: (notices) => announceTurns(deps.env(), notices) }, timers);
@@ -180,10 +188,14 @@ export async function alarmPass(deps: ThreadDeps, parts: ThreadParts): Promise<"
   }
   const { storage } = deps;
   const now = deps.clock.now();
-  if (parts.web.sweepExpired(now) && (await holdsNothing(storage))) {
-    await vacate(storage);
-    reloadInboxInstants(storage);
-    return "vacated";
+  if (parts.web.sweepExpired(now)) {
+    // The ended session's unsent uploads go first, so an object that held only them is vacated too.
+    await parts.web.reap();
+    if (await holdsNothing(storage)) {
+      await vacate(storage);
+      reloadInboxInstants(storage);
+      return "vacated";
+    }
   }
   const s = deps.settings();
   parts.turns.requeueOrphans(now);
@@ -209,7 +221,11 @@ export async function alarmPass(deps: ThreadDeps, parts: ThreadParts): Promise<"
   if (notesDue !== null && notesDue <= now) parts.notes.prune(now);
   // The page's copies of records expire with them (src/conversations/thread/web-visitor.ts).
   const webDue = parts.web.dueAt(true);
-  if (webDue !== null && webDue <= now) parts.web.pruneExpired(now);
+  if (webDue !== null && webDue <= now) {
+    parts.web.pruneExpired(now);
+    // The visitor's uploads expire with the entries that show them (src/conversations/thread/web-attachments.ts).
+    await parts.web.reap();
+  }
   const outboxDue = outboxDueAt(storage);
   if (outboxDue !== null && outboxDue <= now) await parts.index.flush();
   if (purgeExpiredCheckpoint(storage, now) > 0) parts.alarm.memoryChanged();

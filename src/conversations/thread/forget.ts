@@ -35,8 +35,10 @@ export async function forgetThread(
     if (elsewhere.size) setMeta(deps.storage, PENDING, JSON.stringify(Object.fromEntries(elsewhere)));
   });
   if (!r.ok) return r;
-  // A forgotten web visitor's session and transcript go with the records: the page is told and closed.
+  // A forgotten web visitor's session and transcript go with the records: the page is told and
+  // closed, and the visitor's uploads are deleted from the bucket.
   parts.web.end(true);
+  await parts.web.reap();
   // A linked person's records shown in their visitors' pages: those entries go, and each of those
   // sessions ends (its open pages showed what was just forgotten).
   for (const [home, ids] of elsewhere) await threadStub(deps.env(), home).webForget(ids);

@@ -5,6 +5,7 @@ import type { IdempotencyKeys } from "./idempotency-keys";
 import { type StoredRecord, countAll, insertRecord, saveStored, storedThreadId } from "./store";
 import type { TurnLoopParts } from "./turn-loop";
 import type { WebVisitor } from "./web-visitor";
+import { attachmentIdOf } from "../model/web";
 
 /** The parts intake hands work to (the turn loop's, plus how it starts the turn loop). */
 export interface IntakeParts extends TurnLoopParts {
@@ -22,9 +23,15 @@ export interface IntakeParts extends TurnLoopParts {
  */
 async function visitorEntry(web: WebVisitor, rec: AnswerRecord): Promise<void> {
   if (rec.channel !== "web" || rec.origin !== "client" || rec.inbound_kind !== "message") return;
+  // The visitor's uploads show under their words, by id (the page fetches each through its own door).
+  const attachments = (rec.inbound_attachments ?? []).flatMap((a) => {
+    const id = attachmentIdOf(a.url);
+    return id ? [{ attachment_id: id, kind: a.kind, ...(a.filename ? { filename: a.filename } : {}) }] : [];
+  });
+  const part = attachments.length ? { attachments } : null;
   // A form-only message shows as what was sent, field by field.
-  if (rec.inbound_text) await web.appendFor(rec, "visitor", rec.inbound_text, null, rec.message_id);
-  else if (rec.inbound_form) await web.appendFor(rec, "visitor", formSummary(rec.inbound_form), { form: rec.inbound_form }, rec.message_id);
+  if (rec.inbound_text || (part && !rec.inbound_form)) await web.appendFor(rec, "visitor", rec.inbound_text, part, rec.message_id);
+  else if (rec.inbound_form) await web.appendFor(rec, "visitor", formSummary(rec.inbound_form), { form: rec.inbound_form, ...part }, rec.message_id);
 }
 
 function formSummary(form: Record<string, unknown>): string {

@@ -31,6 +31,7 @@ import { THREAD_KEYS_SCHEMA } from "./idempotency-keys";
 import { INBOX_EVENTS_SCHEMA } from "./inbox-events-table";
 import { THREAD_NOTES_SCHEMA } from "./notes";
 import { FEEDBACK_SCHEMA } from "./answer-feedback-table";
+import { WEB_ATTACHMENTS_SCHEMA } from "./web-attachments";
 import { WEB_PROFILE_SCHEMA } from "./web-visitor";
 
 /** Where a record's turn stands: waiting, running under an intake lease, or settled. */
@@ -168,6 +169,7 @@ export function migrate(storage: DurableObjectStorage): void {
   migrateSchema(storage.sql, THREAD_NOTES_SCHEMA);
   migrateSchema(storage.sql, FEEDBACK_SCHEMA);
   migrateSchema(storage.sql, WEB_PROFILE_SCHEMA);
+  migrateSchema(storage.sql, WEB_ATTACHMENTS_SCHEMA);
 }
 
 /** One meta value, or null. */

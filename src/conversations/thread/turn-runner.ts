@@ -97,7 +97,7 @@ export async function runTarget(
     const r = await turn.agents.run(
       ctx,
       route.target_name,
-      { thread_id: inbound.thread_id, user_message: inbound.text ?? "" },
+      { thread_id: inbound.thread_id, user_message: inbound.text ?? "", ...(inbound.attachments?.length ? { attachments: inbound.attachments } : {}) },
       { asKey, park: park !== null, onEvent },
     );
     if (!r.ok) return errorOutcome(`agent ${r.kind}: ${r.message}`);

@@ -38,6 +38,7 @@ import type { AnswerRating } from "../model/record";
 import { type ObjectSchema, type ObjectSql, keyValueVersionRow, objectSql, sqlList, sqlPart } from "../../platform/persistence/object-sql";
 import { parseStored } from "../../platform/persistence/stored-json";
 import { channelThreadId } from "../../shared/thread-id";
+import type { WebAttachments } from "./web-attachments";
 import { must } from "../../platform/must";
 import { ProfileValue, VOUCHED_KEYS, type Vouched } from "../../shared/visitor-profile";
 
@@ -159,6 +160,8 @@ export class WebVisitor {
     private readonly arm: () => Promise<void> = async () => {},
     /** What a page that just opened its stream is told of the running turn (src/conversations/thread/live-turn.ts). */
     private readonly liveFrames: () => WebFrame[] = () => [],
+    /** The visitor's uploads (src/conversations/thread/web-attachments.ts): they live and die with the entries that show them. */
+    readonly attachments: WebAttachments | null = null,
   ) {}
 
   /** The earliest entry expiry, kept in memory like the records' (undefined: read it at the next use). */
@@ -205,22 +208,25 @@ export class WebVisitor {
     }
   }
 
-  /** Sets the expiry of record `messageId`'s entries here, and re-arms the alarm for it. */
+  /** Sets the expiry of record `messageId`'s entries (and of the uploads it carried) here, and re-arms the alarm for it. */
   async expire(messageId: string, expiresAt: number): Promise<void> {
     const changed = this.sql("transcript expire")<{
       seq: number;
     }>`UPDATE web_transcript SET expires_at = ${expiresAt} WHERE message_id = ${messageId} RETURNING seq`;
-    if (!changed.length) return;
+    const uploads = this.attachments?.expire(messageId, expiresAt) ?? false;
+    if (!changed.length && !uploads) return;
     this.due = undefined;
     await this.arm();
   }
 
   /**
-   * The records `messageIds` were forgotten or erased on their thread: their entries go, and the
-   * session ends (its open pages are told and closed, since they show what was forgotten). The
-   * visitor's next page load mints a new session on a new address.
+   * The records `messageIds` were forgotten or erased on their thread: their entries go (and the
+   * uploads they carried: `reap` deletes them), and the session ends (its open pages are told and
+   * closed, since they show what was forgotten). The visitor's next page load mints a new session
+   * on a new address.
    */
   forgetEntries(messageIds: string[]): number {
+    this.attachments?.doomFor(messageIds);
     let removed = 0;
     for (let i = 0; i < messageIds.length; i += 50) {
       const ids = messageIds.slice(i, i + 50);
@@ -238,14 +244,25 @@ export class WebVisitor {
    * `fresh` (the alarm's pass acts on what is stored).
    */
   dueAt(fresh = false): number | null {
-    if (fresh || this.due === undefined) {
+    const uploads = this.attachments;
+    if (fresh || this.due === undefined || (uploads && uploads.knownDue() === undefined)) {
+      // The uploads' earliest expiry rides in the same statement: no read of its own on a message.
       const row = this.sql("transcript due")<{
         e: number | null;
         legacy: number;
-      }>`SELECT MIN(expires_at) AS e, EXISTS (SELECT 1 FROM web_transcript WHERE expires_at IS NULL) AS legacy FROM web_transcript`[0];
+        a: number | null;
+      }>`SELECT MIN(expires_at) AS e, EXISTS (SELECT 1 FROM web_transcript WHERE expires_at IS NULL) AS legacy,
+           (SELECT MIN(expires_at) FROM web_attachments) AS a FROM web_transcript`[0];
       this.due = row.legacy ? this.now() : row.e;
+      uploads?.setDue(row.a);
     }
-    return this.due;
+    const wake = uploads?.wake() ?? null;
+    return wake === null ? this.due : this.due === null ? wake : Math.min(this.due, wake);
+  }
+
+  /** Deletes the bytes and rows of the uploads past their expiry or ended (see WebAttachments.reap). */
+  async reap(): Promise<void> {
+    await this.attachments?.reap();
   }
 
   /** Deletes the entries past their expiry (the alarm's pass); answers how many went. */
@@ -387,8 +404,13 @@ export class WebVisitor {
     return row && row.expires_at > this.now() && this.liveSessionHashes().has(row.session_hash) ? row.session_hash : null;
   }
 
-  /** Ends every session (and with `transcript`, the transcript too); open sockets are told and closed. */
+  /**
+   * Ends every session (and with `transcript`, the transcript too); open sockets are told and
+   * closed. The uploads no message carried go with the sessions, every upload with the transcript:
+   * the caller then deletes their bytes (`reap`).
+   */
   end(transcript: boolean): void {
+    this.attachments?.doom(transcript);
     this.sql("session end").run`DELETE FROM web_session`;
     this.sql("tickets end").run`DELETE FROM web_ticket`;
     this.sql("profile end").run`DELETE FROM web_profile`;
@@ -409,7 +431,11 @@ export class WebVisitor {
     this.sql("session end one").run`DELETE FROM web_session WHERE secret_hash = ${secretHash}`;
     this.sql("tickets end one").run`DELETE FROM web_ticket WHERE session_hash = ${secretHash}`;
     this.sessionMap().delete(secretHash);
-    if (this.sessionMap().size === 0) this.sql("profile end").run`DELETE FROM web_profile`;
+    if (this.sessionMap().size === 0) {
+      this.sql("profile end").run`DELETE FROM web_profile`;
+      // The last session took the uploads no message carried with it (the caller reaps them).
+      this.attachments?.doom(false);
+    }
     for (const ws of this.sockets.all()) if (heldSession(ws) === secretHash) closeEnded(ws);
   }
 
@@ -428,6 +454,8 @@ export class WebVisitor {
       seq: number;
     }>`INSERT INTO web_transcript (role, text, part, message_id, at, expires_at, stopped) VALUES (${role}, ${text}, ${part === null || part === undefined ? null : JSON.stringify(part)}, ${messageId}, ${at}, ${expiresAt}, ${stopped ? 1 : null}) RETURNING seq`[0];
     if (this.due === null || (typeof this.due === "number" && expiresAt < this.due)) this.due = expiresAt;
+    // The uploads a visitor's message carried belong to its record from now on.
+    if (role === "visitor" && messageId) this.attachments?.bindFromPart(part, messageId, expiresAt);
     const entry = pageEntry({ seq: row.seq, role, text, part: part ?? null, at: new Date(at).toISOString(), message_id: messageId }, null);
     if (stopped) entry.stopped = true;
     const frame = JSON.stringify({ type: "entry", entry } satisfies WebFrame);

@@ -78,6 +78,7 @@ export const SERVER_ERROR_CODES = {
   settings_reloading: 503,
   marketplace_locked: 503,
   channel_send_unavailable: 503,
+  attachment_store_unavailable: 503,
   access_changes_unpublished: 503,
   platform_overloaded: 503,
   platform_unavailable: 503,

@@ -77,6 +77,8 @@ function operation(spec: RouteSpec): Record<string, unknown> {
     };
   } else if (spec.rawBody) {
     op.requestBody = { required: true, content: { "application/octet-stream": { schema: { type: "string" } } } };
+  } else if (spec.streamedBody) {
+    op.requestBody = { required: true, content: { [spec.streamedBody]: { schema: { type: "string", format: "binary" } } } };
   }
   const responses: Record<string, unknown> = {};
   const status = String(spec.status ?? 200);
@@ -123,7 +125,7 @@ function operation(spec: RouteSpec): Record<string, unknown> {
   if (!isPublic) errors.add(401);
   if ("tag" in spec.auth) errors.add(403);
   if (spec.body || spec.query || spec.params) errors.add(400);
-  if (spec.body || spec.rawBody) errors.add(413);
+  if (spec.body || spec.rawBody || spec.streamedBody) errors.add(413);
   if (spec.store) errors.add(501);
   errors.add(500);
   for (const code of [...errors].sort()) {

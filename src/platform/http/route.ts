@@ -122,6 +122,12 @@ export interface RouteSpec<
   /** Raw, unparsed body (provider webhooks verify signatures on the exact bytes). */
   rawBody?: boolean;
   /**
+   * The door reads its body itself, as bytes of this media type, under a cap of its own that may
+   * exceed the service's 1 MiB (an upload): the pipeline leaves the body unread, and the OpenAPI
+   * document shows it as binary.
+   */
+  streamedBody?: string;
+  /**
    * Starts the door's first read (its route) while the caller's key is being checked, so the two
    * run side by side. It gets the raw (not yet validated) path params; the door's handler picks the
    * read up from where the hook left it, and a refused request leaves it unused.

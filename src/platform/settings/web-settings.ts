@@ -1,6 +1,7 @@
 /**
  * The web channel's settings (docs/channels.md "Web"): how long a visitor's session lives, whether
- * its cookie is `Secure`, how many sessions one client network may mint, how many live streams one
+ * its cookie is `Secure`, how many sessions one client network may mint and how many attachments
+ * it may upload, how many live streams one
  * visitor may hold open, the largest body a web door reads, the entry gate's guess throttle and the
  * page's title.
  */
@@ -29,6 +30,15 @@ export const CHANNEL_WEB_SESSIONS_PER_HOUR = wholeNumber("CHANNEL_WEB_SESSIONS_P
   max: 100_000,
   description:
     "New web sessions (the chat page's first visit, the widget's session, a rotation) one client network (an IPv4 address or an IPv6 /64) may mint: a burst of this many, refilled at this many per hour. One more is refused with 429 too_many_sessions.",
+});
+
+export const CHANNEL_WEB_UPLOADS_PER_HOUR = wholeNumber("CHANNEL_WEB_UPLOADS_PER_HOUR", {
+  area: "channels",
+  default: 60,
+  min: 1,
+  max: 100_000,
+  description:
+    "Attachments one client network (an IPv4 address or an IPv6 /64) may upload to the web chat, across all identities: a burst of this many, refilled at this many per hour. One more is refused with 429 too_many_uploads.",
 });
 
 export type CookieSecure = "auto" | "true" | "false";
@@ -92,6 +102,7 @@ export const WEB_SETTINGS = [
   CHANNEL_WEB_SESSION_TTL_SECONDS,
   CHANNEL_WEB_PENDING_TTL_SECONDS,
   CHANNEL_WEB_SESSIONS_PER_HOUR,
+  CHANNEL_WEB_UPLOADS_PER_HOUR,
   CHANNEL_WEB_COOKIE_SECURE,
   CHANNEL_WEB_MAX_STREAMS_PER_VISITOR,
   CHANNEL_WEB_MAX_BODY_BYTES,
@@ -104,6 +115,7 @@ export interface WebSettings {
   sessionTtlSeconds: number;
   pendingTtlSeconds: number;
   sessionsPerHour: number;
+  uploadsPerHour: number;
   cookieSecure: CookieSecure;
   maxStreamsPerVisitor: number;
   maxBodyBytes: number;
@@ -118,6 +130,7 @@ export function parseWebSettings(env: EnvVars, errors: string[]): WebSettings {
     sessionTtlSeconds: CHANNEL_WEB_SESSION_TTL_SECONDS.read(env, errors),
     pendingTtlSeconds: CHANNEL_WEB_PENDING_TTL_SECONDS.read(env, errors),
     sessionsPerHour: CHANNEL_WEB_SESSIONS_PER_HOUR.read(env, errors),
+    uploadsPerHour: CHANNEL_WEB_UPLOADS_PER_HOUR.read(env, errors),
     cookieSecure: CHANNEL_WEB_COOKIE_SECURE.read(env, errors),
     maxStreamsPerVisitor: CHANNEL_WEB_MAX_STREAMS_PER_VISITOR.read(env, errors),
     maxBodyBytes: CHANNEL_WEB_MAX_BODY_BYTES.read(env, errors),

@@ -1,5 +1,6 @@
 /**
- * A declared `http` agent: one POST `{thread_id, messages, input}` per run, answered with
+ * A declared `http` agent: one POST `{thread_id, messages, input}` per run (`input.attachments`
+ * when a conversation turn carried some), answered with
  * `{text}` (`{text: null}` is silence), or streamed as server-sent events: `message_delta {text}`
  * frames forwarded as they arrive, then optionally `message_final {text}`. It keeps no memory
  * here; the endpoint owns its own.
@@ -11,6 +12,7 @@ import { EnvRefError, resolveCallHeaders } from "../../outbound/env-refs";
 import { type EventVerdict, callStreamingEndpoint } from "../../outbound/stream";
 import { outboundStepVerdict, timedStep } from "../../shared/run-steps";
 import type { HttpAgentConfig } from "./declarations";
+import type { AgentInput } from "./input";
 import { AgentError, DeltaForwarder, type Emit, TurnStopped, throwIfStopped, toAnswer } from "./events";
 
 const answerSchema = z.object({ text: z.string().nullable() });
@@ -47,12 +49,7 @@ class AgentStream {
   }
 }
 
-export async function runHttpAgent(
-  ctx: TargetContext,
-  config: HttpAgentConfig,
-  input: { thread_id: string; user_message: string },
-  emit: Emit,
-): Promise<string | null> {
+export async function runHttpAgent(ctx: TargetContext, config: HttpAgentConfig, input: AgentInput, emit: Emit): Promise<string | null> {
   let headers: Record<string, string>;
   try {
     headers = await resolveCallHeaders(ctx.env, config.headers, config.url, (ref) => connectionHeaderValue(ctx, ref, config.url));
@@ -78,7 +75,7 @@ export async function runHttpAgent(
           body: {
             thread_id: input.thread_id,
             messages: [{ role: "user", content: input.user_message }],
-            input: { user_message: input.user_message },
+            input: { user_message: input.user_message, ...(input.attachments?.length ? { attachments: input.attachments } : {}) },
           },
           timeoutMs: config.timeout_seconds * 1000,
           guard: ctx.settings.outbound,

@@ -5,6 +5,7 @@
 import { authorizeTurn } from "../../access-control/pass-role";
 import type { CheckpointMessage } from "../../shared/agent-memory";
 import type { ExecutionKeyRef, TargetContext } from "../context";
+import type { AgentInput } from "./input";
 import type { AskUserInput } from "../../interactions/ask";
 import { type DeclaredAgent, getDeclaredAgent, listDeclaredAgents } from "./declarations";
 import { runEchoAgent } from "./echo";
@@ -88,12 +89,7 @@ export interface AgentRunOptions {
  * TurnStopped when `ctx.signal` aborts (a stop is not a failure: the caller decides what the
  * text drafted so far becomes).
  */
-export async function runAgent(
-  ctx: TargetContext,
-  name: string,
-  input: { thread_id: string; user_message: string },
-  opts: AgentRunOptions = {},
-): Promise<AgentRunResult> {
+export async function runAgent(ctx: TargetContext, name: string, input: AgentInput, opts: AgentRunOptions = {}): Promise<AgentRunResult> {
   return guardedRun(ctx, name, opts, async (agent, asKey, emit) => {
     if (agent.kind === "builtin") return { kind: "final", text: await runEchoAgent(ctx, input, emit) };
     if (agent.agent.kind === "llm") return runLlmAgent(ctx, agent.agent.config, input, { asKey, park: opts.park }, emit);

@@ -15,7 +15,8 @@ import { interactionStub } from "../../interactions/rpc";
 import { personDirectoryStub } from "../../persons/rpc";
 import { channelThreadId } from "../../shared/thread-id";
 import { checkParams } from "../../conversations/model/transport-bounds";
-import { MAX_DEVICE_SESSIONS, WEB_HEADERS, VISITOR_ID, isVerifiedVisitor } from "../../conversations/model/web";
+import { ATTACHMENT_ID, MAX_DEVICE_SESSIONS, WEB_HEADERS, VISITOR_ID, attachmentRef, isVerifiedVisitor } from "../../conversations/model/web";
+import type { InboundAttachment } from "../../shared/media";
 import { StopAnswer } from "../../conversations/model/live";
 import type { Route, RouteWithKey } from "../../conversations/model/route";
 import { readRouteWithKeyByChannelIdentity } from "../../conversations/store";
@@ -32,6 +33,7 @@ import { STRING_TABLES, pageLocale, stringsVersion } from "../strings/index";
 import { LOCALES, type Locale } from "../strings/locales";
 import { admitEntry } from "../gates";
 import { type Site, WebIdentity, readSite } from "../sites";
+import { AttachmentPolicy } from "../attachments";
 import { PrechatSchema, ProfileAnswers, answersText, checkAnswers, prechatSchema, vouchedNames } from "../prechat";
 import type { WebProfile } from "../../conversations/model/web";
 import { type Vouched, type VisitorProfile, composeProfile } from "../../shared/visitor-profile";
@@ -55,6 +57,8 @@ import {
 export const webChannelRouter = new Hono<AppEnv>();
 
 const identitySchema = WebIdentity;
+/** Most uploads one message carries. */
+const MAX_MESSAGE_ATTACHMENTS = 10;
 const identityBody = z.object({ identity: identitySchema }).strict();
 const clientMessageId = z.string().regex(/^[A-Za-z0-9_-]{8,64}$/, { message: "must be 8 to 64 characters of [A-Za-z0-9_-]" });
 const messageBody = z
@@ -66,6 +70,12 @@ const messageBody = z
     form: jsonObjectSchema.optional(),
     /** The pre-chat form's answers (src/web-chat/prechat.ts), checked against the identity's form. */
     profile: ProfileAnswers.optional(),
+    /** The visitor's uploads this message carries (`POST attachments` answered their ids). */
+    attachments: z
+      .array(z.string().regex(ATTACHMENT_ID, { message: "must be an attachment id" }))
+      .min(1)
+      .max(MAX_MESSAGE_ATTACHMENTS)
+      .optional(),
   })
   .strict();
 const sessionBody = z
@@ -102,7 +112,7 @@ interface WebRead {
 const webReads = new EpochCache<WebRead>(2048);
 
 /** The route and the identity's site, from the cache, or read side by side from D1. */
-async function webRead(c: Context<AppEnv>, identity: string): Promise<WebRead> {
+export async function webRead(c: Context<AppEnv>, identity: string): Promise<WebRead> {
   return webReads.read(c.env, `ident:web:${identity}`, async () => {
     const [found, site] = await Promise.all([readRouteWithKeyByChannelIdentity(c.env.DB, "web", identity), readSite(c.env.DB, identity)]);
     return { found, site };
@@ -132,7 +142,7 @@ async function personLocale(c: Context<AppEnv>, read: { found: RouteWithKey; rou
 }
 
 /** The route (404 when none) and the identity's site. */
-async function routeAndSite(c: Context<AppEnv>, identity: string): Promise<[{ at: number; found: RouteWithKey; route: Route }, Site]> {
+export async function routeAndSite(c: Context<AppEnv>, identity: string): Promise<[{ at: number; found: RouteWithKey; route: Route }, Site]> {
   const at = Date.now();
   const read = await webRead(c, identity);
   const route = read.found.route;
@@ -144,7 +154,7 @@ async function routeAndSite(c: Context<AppEnv>, identity: string): Promise<[{ at
 const profileOf = (p: WebProfile | null): VisitorProfile | null => (p ? composeProfile(p.answers, p.vouched) : null);
 
 /** The visitor's session on `route`, checked in its thread; refused like an unknown one otherwise. */
-async function session(c: Context<AppEnv>, route: Route, identity: string, cred: Credential | null, params?: Record<string, string>) {
+export async function session(c: Context<AppEnv>, route: Route, identity: string, cred: Credential | null, params?: Record<string, string>) {
   if (!cred) throw sessionMissing();
   // An identity switched to verified visitors only refuses an anonymous session at its next use.
   if (!isVerifiedVisitor(cred.visitorId) && (await webRead(c, identity)).site.require_verified) throw verificationRequired();
@@ -197,17 +207,19 @@ async function openSession(
   return { ...minted, expires_at: new Date(Date.now() + s.pendingTtlSeconds * 1000).toISOString() };
 }
 
-function corsHeaders(c: Context<AppEnv>, mode: CredentialMode, origin: string): Record<string, string> {
+export function corsHeaders(c: Context<AppEnv>, mode: CredentialMode, origin: string): Record<string, string> {
   return mode === "bearer" ? { "Access-Control-Allow-Origin": origin, Vary: "Origin" } : {};
 }
 
-function json(c: Context<AppEnv>, data: unknown, status: number, headers: Record<string, string>): Response {
+export function json(c: Context<AppEnv>, data: unknown, status: number, headers: Record<string, string>): Response {
   return new Response(JSON.stringify({ data }), { status, headers: { "content-type": "application/json; charset=UTF-8", ...headers } });
 }
 
 /** The visitor's POST doors (the operator's configuration doors under the same prefix take api keys). */
 const VISITOR_POSTS =
-  /^\/api\/channels\/web\/(messages|stop|feedback|config|session|session\/rotate|session\/end|session\/merge|stream-ticket|questions\/[^/]+\/answer)$/;
+  /^\/api\/channels\/web\/(messages|stop|feedback|config|session|session\/rotate|session\/end|session\/merge|stream-ticket|attachments|questions\/[^/]+\/answer)$/;
+/** The visitor's GET door the widget calls with its bearer header (so the browser preflights it). */
+const VISITOR_GETS = /^\/api\/channels\/web\/attachments\/[^/]+$/;
 
 // Before anything is read: a visitor's POST without an Origin, or from a foreign origin without the
 // widget's bearer header, is refused whatever its body. The identity's own list is checked once the
@@ -216,13 +228,14 @@ webChannelRouter.use("/api/channels/web/*", async (c, next) => {
   // A cross-origin POST with a bearer header is preflighted. The preflight is protocol, not a door:
   // it names nothing and admits any origin, because the real request is then held to the
   // identity's allowed origins.
-  if (c.req.method === "OPTIONS" && VISITOR_POSTS.test(c.req.path)) {
+  const get = VISITOR_GETS.test(c.req.path);
+  if (c.req.method === "OPTIONS" && (get || VISITOR_POSTS.test(c.req.path))) {
     const origin = c.req.header("origin");
     if (!origin) return c.body(null, 204);
     return c.body(null, 204, {
       "Access-Control-Allow-Origin": origin,
-      "Access-Control-Allow-Methods": "POST",
-      "Access-Control-Allow-Headers": "authorization, content-type",
+      "Access-Control-Allow-Methods": get ? "GET" : "POST",
+      "Access-Control-Allow-Headers": "authorization, content-type, x-filename",
       "Access-Control-Max-Age": "600",
       Vary: "Origin",
     });
@@ -278,7 +291,7 @@ function capBody(c: Context<AppEnv>, raw: Uint8Array | null): void {
  * What every visitor POST starts with: the body cap, the credential, the route and site, the
  * Origin rule for the credential's mode (`bearer` forces the widget's rule), and the live session.
  */
-async function visitorRequest(c: Context<AppEnv>, identity: string, raw: Uint8Array | null, mode?: CredentialMode) {
+export async function visitorRequest(c: Context<AppEnv>, identity: string, raw: Uint8Array | null, mode?: CredentialMode) {
   capBody(c, raw);
   const found = await readCredential(c.req.raw, identity);
   const [read, site] = await routeAndSite(c, identity);
@@ -288,7 +301,7 @@ async function visitorRequest(c: Context<AppEnv>, identity: string, raw: Uint8Ar
   return { cred: found, read, site, origin, current };
 }
 
-const publicDoor = { area: "channels", auth: { public: true } as const, store: "conversations" as const };
+export const publicDoor = { area: "channels", auth: { public: true } as const, store: "conversations" as const };
 
 addPublicRoute(
   webChannelRouter,
@@ -300,7 +313,8 @@ addPublicRoute(
     summary: "Web chat: the visitor sends one message into their own conversation",
     description:
       "Public; the visitor's session (the page's cookie, or the widget's bearer token) is the credential, and the Origin must be the page's own or one allowed for the identity (403 origin_mismatch). `client_message_id` (8–64 of [A-Za-z0-9_-]) makes a retry count once. The rate cap counts the client's network, not the visitor. " +
-      "`profile` carries the pre-chat form's answers (docs/channels.md, \"Pre-chat form\"), checked against the identity's form: an unknown field, a wrong type, a missing required field or a field the site already vouches for is 400 invalid_profile naming the field, and nothing is kept. Without `text` the message's text is the answers, one `label: answer` line each. The answers are kept with the session and every later turn carries them as the visitor's `profile`.",
+      "`profile` carries the pre-chat form's answers (docs/channels.md, \"Pre-chat form\"), checked against the identity's form: an unknown field, a wrong type, a missing required field or a field the site already vouches for is 400 invalid_profile naming the field, and nothing is kept. Without `text` the message's text is the answers, one `label: answer` line each. The answers are kept with the session and every later turn carries them as the visitor's `profile`." +
+      "`attachments` (at most 10) names the visitor's own uploads (`POST attachments`); one this conversation does not hold (another visitor's, expired, forgotten) is 400 unknown_attachment naming its index. They reach the target as the turn's `attachments`, `url` a `web-attachment:{route_name}/{id}` reference (docs/channels.md, \"Attachments\").",
     body: messageBody,
     response: z.object({ message_id: z.string() }),
     errors: [401, 403, 404, 413, 429, 503],
@@ -315,8 +329,31 @@ addPublicRoute(
       kept = { answers, vouched: kept?.vouched ?? null };
       if (!text.trim()) text = answersText(site.prechat, answers);
     }
-    if (!text.trim() && !body.form) throw new HttpError(400, "text must not be blank", "blank");
-    const messageId = await admitVisitorMessage(c, read, body.identity, cred, text, body.client_message_id ?? null, params, body.form, profileOf(kept));
+    if (!text.trim() && !body.form && !body.attachments) throw new HttpError(400, "text must not be blank", "blank");
+    let attachments: InboundAttachment[] | undefined;
+    if (body.attachments) {
+      const held = await threadStub(c.env, current.threadId).webAttachments(body.attachments);
+      if (!Array.isArray(held))
+        throw new HttpError(400, `invalid body: attachments.${held.missing}: names no upload of this conversation`, "unknown_attachment");
+      attachments = held.map((a) => ({
+        kind: a.kind,
+        url: attachmentRef(read.route.route_name, a.attachment_id),
+        filename: a.filename,
+        mime_type: a.content_type,
+      }));
+    }
+    const messageId = await admitVisitorMessage(
+      c,
+      read,
+      body.identity,
+      cred,
+      text,
+      body.client_message_id ?? null,
+      params,
+      body.form,
+      profileOf(kept),
+      attachments,
+    );
     // Kept only once the message is in, so a refused message leaves no answers behind.
     if (answers) await threadStub(c.env, current.threadId).webAnswers(answers);
     return json(c, { message_id: messageId }, 200, corsHeaders(c, cred.mode, origin));
@@ -336,6 +373,7 @@ addPublicRoute(
     description:
       "Public; the visitor's session and a matching Origin, as for `messages`. From the route's business hours (docs/inbox.md, \"Business hours\"): `open_now` (true when the route has none), `next_opening` (ISO-8601; null while open or when the week has no hours), `reply_time_text` and `reply_time_seconds` (null when unset). The hours ride in the identity's cached route read: no D1 statement while they are unchanged. " +
       "`prechat`: the identity's pre-chat form as a form schema (`{type: object, properties, required}`, docs/channels.md \"Pre-chat form\"), without the fields the site vouches for in this verified visitor's token; null when there is none or nothing is left to ask. It rides with the identity's cached site read. " +
+      '`attachments`: what the visitor may upload (`{enabled, max_bytes, allowed_types}`, docs/channels.md "Attachments"), from the same cached site read. ' +
       "`locale`: the visitor's person's locale (a BCP 47 tag, docs/persons.md) on a multichannel target, which the widget speaks when its tag names no language; null when the target is not multichannel or the visitor has no person (yet) or the person no locale. One call to the target's person directory, no D1 statement.",
     body: configBody,
     response: z.object({
@@ -344,6 +382,7 @@ addPublicRoute(
       reply_time_text: z.string().nullable(),
       reply_time_seconds: z.number().nullable(),
       prechat: PrechatSchema.nullable(),
+      attachments: AttachmentPolicy,
       locale: z.string().nullable(),
     }),
     errors: [401, 403, 404, 413],
@@ -353,7 +392,7 @@ addPublicRoute(
     const view = hoursView(read.found.target.hours ?? null, new Date());
     const prechat = prechatSchema(site.prechat, vouchedNames(current.profile?.vouched));
     const locale = await personLocale(c, read, body.identity, cred.visitorId);
-    return json(c, { ...view, prechat, locale }, 200, corsHeaders(c, cred.mode, origin));
+    return json(c, { ...view, prechat, attachments: site.attachments, locale }, 200, corsHeaders(c, cred.mode, origin));
   },
 );
 
@@ -597,6 +636,7 @@ async function admitVisitorMessage(
   params: Record<string, string> | null,
   form?: JsonObject,
   profile?: VisitorProfile | null,
+  attachments?: InboundAttachment[],
 ): Promise<string> {
   const providerId = clientMessageId ? `cm:${await secretHash(`${identity}:${cred.visitorId}:${clientMessageId}`)}` : `rm:${crypto.randomUUID()}`;
   let out;
@@ -614,6 +654,7 @@ async function admitVisitorMessage(
         ...(params ? { params } : {}),
         ...(form ? { form } : {}),
         ...(profile ? { profile } : {}),
+        ...(attachments ? { attachments } : {}),
         cap_key: networkBucket(c.req.raw),
       },
       read,

@@ -75,4 +75,12 @@ export const AR: Record<StringKey, string> = {
   "merge.failed": "تعذّر الاحتفاظ بمحادثتك السابقة.",
   "prechat.intro": "قبل أن نبدأ، أخبرنا قليلًا عن نفسك من فضلك.",
   "prechat.submit": "بدء الدردشة",
+  "attach.add": "إرفاق ملف",
+  "attach.list": "الملفات المراد إرسالها",
+  "attach.remove": "إزالة {name}",
+  "attach.done": "أُرفق {name}.",
+  "attach.failed": "لم يُرفق {name}: {why}.",
+  "attach.wait": "انتظر حتى تُرفق الملفات.",
+  "attach.gone": "لم يعد {name} متاحًا.",
+  "attach.file": "ملف",
 };

@@ -76,4 +76,12 @@ export const DE: Record<StringKey, string> = {
   "merge.failed": "Ihre frühere Unterhaltung konnte nicht übernommen werden.",
   "prechat.intro": "Bevor wir beginnen, erzählen Sie uns bitte kurz etwas über sich.",
   "prechat.submit": "Chat starten",
+  "attach.add": "Datei anhängen",
+  "attach.list": "Zu sendende Dateien",
+  "attach.remove": "{name} entfernen",
+  "attach.done": "{name} ist angehängt.",
+  "attach.failed": "{name} wurde nicht angehängt: {why}.",
+  "attach.wait": "Warten Sie, bis die Dateien angehängt sind.",
+  "attach.gone": "{name} ist nicht mehr verfügbar.",
+  "attach.file": "Datei",
 };

@@ -76,4 +76,12 @@ export const ES: Record<StringKey, string> = {
   "merge.failed": "No se pudo guardar tu conversación anterior.",
   "prechat.intro": "Antes de empezar, cuéntanos un poco sobre ti.",
   "prechat.submit": "Empezar el chat",
+  "attach.add": "Adjuntar un archivo",
+  "attach.list": "Archivos para enviar",
+  "attach.remove": "Quitar {name}",
+  "attach.done": "{name} está adjunto.",
+  "attach.failed": "{name} no se adjuntó: {why}.",
+  "attach.wait": "Espera a que se adjunten los archivos.",
+  "attach.gone": "{name} ya no está disponible.",
+  "attach.file": "Archivo",
 };

@@ -76,4 +76,12 @@ export const FR: Record<StringKey, string> = {
   "merge.failed": "Votre conversation précédente n’a pas pu être conservée.",
   "prechat.intro": "Avant de commencer, parlez-nous un peu de vous.",
   "prechat.submit": "Commencer le chat",
+  "attach.add": "Joindre un fichier",
+  "attach.list": "Fichiers à envoyer",
+  "attach.remove": "Retirer {name}",
+  "attach.done": "{name} est joint.",
+  "attach.failed": "{name} n’a pas été joint : {why}.",
+  "attach.wait": "Attendez que les fichiers soient joints.",
+  "attach.gone": "{name} n’est plus disponible.",
+  "attach.file": "Fichier",
 };

@@ -76,4 +76,12 @@ export const JA: Record<StringKey, string> = {
   "merge.failed": "以前の会話を残せませんでした。",
   "prechat.intro": "はじめる前に、あなたのことを少し教えてください。",
   "prechat.submit": "チャットを始める",
+  "attach.add": "ファイルを添付",
+  "attach.list": "送信するファイル",
+  "attach.remove": "{name} を削除",
+  "attach.done": "{name} を添付しました。",
+  "attach.failed": "{name} を添付できませんでした: {why}。",
+  "attach.wait": "ファイルの添付が終わるまでお待ちください。",
+  "attach.gone": "{name} は利用できなくなりました。",
+  "attach.file": "ファイル",
 };

@@ -75,4 +75,12 @@ export const PT: Record<StringKey, string> = {
   "merge.failed": "Não foi possível manter sua conversa anterior.",
   "prechat.intro": "Antes de começar, conte-nos um pouco sobre você.",
   "prechat.submit": "Iniciar o chat",
+  "attach.add": "Anexar um arquivo",
+  "attach.list": "Arquivos a enviar",
+  "attach.remove": "Remover {name}",
+  "attach.done": "{name} foi anexado.",
+  "attach.failed": "{name} não foi anexado: {why}.",
+  "attach.wait": "Aguarde até que os arquivos sejam anexados.",
+  "attach.gone": "{name} não está mais disponível.",
+  "attach.file": "Arquivo",
 };
