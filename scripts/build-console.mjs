@@ -8,9 +8,14 @@
 //     which GET /api/docs loads from this origin instead of a CDN;
 //   - the web channel's client (docs/web-channel-client.md): webchat/src/page.ts → public/web/chat.js
 //     (a module), webchat/src/widget.ts → public/web/widget.js (a classic script, so it can find its
-//     own tag; webchat/chat.css inlined into it), webchat/chat.css → public/web/chat.css, and
+//     own tag; it fetches the stylesheet of its own build, __TAI_CSS_V__, rather than carrying it),
+//     webchat/chat.css → public/web/chat.css, and
 //     public/web/manifest.json, `{file name: "sha384-…"}`, the SRI values the page pins them by and
-//     the list of the only names the asset door serves (src/web-chat/assets.ts).
+//     the list of the only names the asset door serves (src/web-chat/assets.ts). Both scripts carry
+//     the string tables' version (src/web-chat/strings/index.ts, __TAI_STRINGS_V__), which the
+//     widget asks the strings door for, so a table is cached exactly as long as its scripts.
+// The widget must stay under WIDGET_BUDGET gzipped (docs/web-channel-client.md): the build fails
+// past it, naming the size, so a change that overgrows it is caught where it is made.
 // A file is written only when its content changed, so a run with current outputs writes nothing.
 // Runs on npm install (postinstall), at the start of `npm start` and before `npm run deploy`.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -56,6 +61,24 @@ const htmlBytes = put("console/index.html", readFileSync(join(root, "console/ind
 const scalar = require.resolve("@scalar/api-reference/browser/standalone.js");
 const scalarBytes = put("vendor/scalar-api-reference.js", readFileSync(scalar));
 
+const WIDGET_BUDGET = 15 * 1024;
+
+// The tables' version, computed exactly as the Worker computes it (the same digest of the same
+// JSON), from the tables bundled here as a module.
+const tablesModule = await build({
+  entryPoints: [join(root, "src/web-chat/strings/index.ts")],
+  bundle: true,
+  format: "esm",
+  platform: "neutral",
+  write: false,
+  logLevel: "warning",
+});
+const { stringsDigestInput } = await import(`data:text/javascript;base64,${Buffer.from(tablesModule.outputFiles[0].contents).toString("base64")}`);
+const stringsVersion = createHash("sha256").update(stringsDigestInput(), "utf8").digest("hex").slice(0, 16);
+
+/** A built file's version: the first 16 hex digits of its SHA-384, which its SRI value also carries (src/web-chat/assets.ts). */
+const webVersion = (text) => createHash("sha384").update(text, "utf8").digest("hex").slice(0, 16);
+
 const webCss = (await transform(readFileSync(join(root, "webchat/chat.css"), "utf8"), { loader: "css", minify: true, target: "chrome100" })).code;
 async function bundle(entry, format, define = {}) {
   const r = await build({
@@ -68,13 +91,13 @@ async function bundle(entry, format, define = {}) {
     write: false,
     legalComments: "none",
     logLevel: "warning",
-    define,
+    define: { __TAI_STRINGS_V__: JSON.stringify(stringsVersion), ...define },
   });
   return r.outputFiles[0].contents;
 }
 const web = {
   "chat.js": put("web/chat.js", await bundle("webchat/src/page.ts", "esm")),
-  "widget.js": put("web/widget.js", await bundle("webchat/src/widget.ts", "iife", { __TAI_WEB_CSS__: JSON.stringify(webCss) })),
+  "widget.js": put("web/widget.js", await bundle("webchat/src/widget.ts", "iife", { __TAI_CSS_V__: JSON.stringify(webVersion(webCss)) })),
   "chat.css": put("web/chat.css", webCss),
 };
 const manifest = Object.fromEntries(Object.entries(web).map(([name, bytes]) => [name, `sha384-${createHash("sha384").update(bytes).digest("base64")}`]));
@@ -84,4 +107,10 @@ const kb = (b) => `${(b.length / 1024).toFixed(1)} KiB (${(gzipSync(b).length / 
 if (written.length || process.argv.includes("--sizes")) {
   console.log(`build-console: console.js ${kb(jsBytes)}, console.css ${kb(cssBytes)}, index.html ${kb(htmlBytes)}; API reference bundle ${kb(scalarBytes)}`);
   console.log(`build-console: web chat.js ${kb(web["chat.js"])}, widget.js ${kb(web["widget.js"])}, chat.css ${kb(web["chat.css"])}`);
+}
+const widgetGzip = gzipSync(web["widget.js"]).length;
+console.log(`build-console: widget.js is ${widgetGzip} bytes gzipped (${(widgetGzip / 1024).toFixed(2)} of ${WIDGET_BUDGET / 1024} KiB)`);
+if (widgetGzip > WIDGET_BUDGET) {
+  console.error(`build-console: widget.js is ${widgetGzip} bytes gzipped, over its budget of ${WIDGET_BUDGET} (docs/web-channel-client.md)`);
+  process.exit(1);
 }

@@ -1,13 +1,20 @@
 /**
  * The web channel's browser files and its HTML (docs/web-channel-client.md): the chat page's shell,
  * the refusal page, and the built files of public/web/ (scripts/build-console.mjs), served by exact
- * name from the build's integrity manifest. Free of other src imports: the doors compose it.
+ * name from the build's integrity manifest. Free of other areas' imports: the doors compose it.
  *
  * The page loads only its own script and stylesheet, both pinned by SRI, and nothing is inline, so
  * the page's policy (WEB_PAGE_CSP) needs no hash and no nonce. Everything that goes into the HTML
- * is escaped: the identity and the title come from configuration, never trusted as markup.
+ * is escaped: the identity and the title come from configuration, never trusted as markup. The
+ * page is written in the visitor's language (src/web-chat/strings/), and carries that language's
+ * table for its script as a JSON data block, which the browser never runs, so the policy still
+ * allows no inline script.
  */
 import type { Env } from "../platform/env";
+import type { StringKey } from "./strings/en";
+import { STRING_TABLES, fill } from "./strings/index";
+import { type Locale, isRtl } from "./strings/locales";
+import { webAssetVersion } from "./asset-version";
 
 /**
  * The chat page's policy: its own files only; images from any https origin (media cards) and
@@ -67,14 +74,18 @@ const CONTENT_TYPES: Readonly<Record<string, string>> = {
   css: "text/css; charset=utf-8",
 };
 
-/** The widget's script: loaded by host pages of other origins, so it is the one cross-origin file. */
-const CROSS_ORIGIN_FILES: ReadonlySet<string> = new Set(["widget.js"]);
+/**
+ * What host pages of other origins load: the widget's script, and the stylesheet the widget
+ * fetches (with CORS: it holds nothing but the service's own styles).
+ */
+const CROSS_ORIGIN_FILES: ReadonlySet<string> = new Set(["widget.js", "chat.css"]);
 
 /**
  * One built file by `name`, or null when the manifest does not name it. The name is compared
- * exactly with the manifest's keys, so no path, dot segment or encoding reaches ASSETS.
+ * exactly with the manifest's keys, so no path, dot segment or encoding reaches ASSETS. `version`
+ * (the widget's `?v=`) equal to the file's own makes the answer cacheable for good.
  */
-export async function serveWebAsset(env: Env, name: string): Promise<Response | null> {
+export async function serveWebAsset(env: Env, name: string, version?: string): Promise<Response | null> {
   const manifest = await webManifest(env);
   if (!Object.hasOwn(manifest, name)) return null;
   const ext = name.slice(name.lastIndexOf(".") + 1);
@@ -86,6 +97,7 @@ export async function serveWebAsset(env: Env, name: string): Promise<Response | 
     return null;
   }
   const crossOrigin = CROSS_ORIGIN_FILES.has(name);
+  const current = version !== undefined && version === webAssetVersion(manifest[name]);
   const headers = new Headers({
     "content-type": type,
     "x-content-type-options": "nosniff",
@@ -93,8 +105,10 @@ export async function serveWebAsset(env: Env, name: string): Promise<Response | 
     // The page pins chat.js and chat.css by SRI in HTML it serves fresh, so they are revalidated on
     // every load (a stale copy after a deploy would fail its integrity check). The widget's snippet
     // carries no integrity and is fetched on every page view of a host site: a short shared cache.
-    "cache-control": crossOrigin ? "public, max-age=300" : "no-cache",
+    // The stylesheet the widget asks for by its version never changes under that name.
+    "cache-control": current ? "public, max-age=31536000, immutable" : name === "widget.js" ? "public, max-age=300" : "no-cache",
   });
+  if (name === "chat.css") headers.set("access-control-allow-origin", "*");
   const etag = res.headers.get("etag");
   if (etag) headers.set("etag", etag);
   return new Response(res.body, { status: 200, headers });
@@ -109,15 +123,27 @@ function integrityAttr(manifest: Record<string, string>, name: string): string {
   return Object.hasOwn(manifest, name) ? ` integrity="${escapeHtml(manifest[name])}"` : "";
 }
 
+/** `<html>`'s language attributes for `locale`. */
+function langAttrs(locale: Locale): string {
+  return `lang="${locale}" dir="${isRtl(locale) ? "rtl" : "ltr"}"`;
+}
+
+/** The page's table as a JSON data block's text: `<` escaped, so no `</script>` can close it early. */
+function tableJson(locale: Locale): string {
+  return JSON.stringify(STRING_TABLES[locale]).replace(/</g, "\\u003c");
+}
+
 /**
- * The chat page for one web identity. The script (webchat/src/page.ts) finds the identity in the
- * `tai-identity` meta and mounts on the elements below by id. `embedded` marks a page shown inside
+ * The chat page for one web identity, in `locale`. The script (webchat/src/page.ts) finds the
+ * identity in the `tai-identity` meta and its strings in `#tai-strings`, and mounts on the elements
+ * below by id. `title` null is the language's own "Chat". `embedded` marks a page shown inside
  * another surface (a frame of the operator's own site): a compact header, same behaviour.
  */
-export function renderChatPage(o: { identity: string; title: string; manifest: Record<string, string>; embedded: boolean }): string {
-  const title = escapeHtml(o.title);
+export function renderChatPage(o: { identity: string; title: string | null; manifest: Record<string, string>; embedded: boolean; locale: Locale }): string {
+  const s = (key: StringKey) => escapeHtml(STRING_TABLES[o.locale][key]);
+  const title = o.title === null ? s("title") : escapeHtml(o.title);
   return `<!doctype html>
-<html lang="en"${o.embedded ? ' class="tai-embedded"' : ""}>
+<html ${langAttrs(o.locale)}${o.embedded ? ' class="tai-embedded"' : ""}>
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -127,45 +153,51 @@ export function renderChatPage(o: { identity: string; title: string; manifest: R
 <title>${title}</title>
 <link rel="icon" href="data:,">
 <link rel="stylesheet" href="${WEB_ASSETS_PATH}chat.css"${integrityAttr(o.manifest, "chat.css")}>
+<script type="application/json" id="tai-strings">${tableJson(o.locale)}</script>
 <script type="module" src="${WEB_ASSETS_PATH}chat.js"${integrityAttr(o.manifest, "chat.js")}></script>
 </head>
 <body class="tai-page">
 <main id="tai-chat" class="tai-chat" aria-labelledby="tai-title">
 <header class="tai-head">
 <h1 id="tai-title" class="tai-title">${title}</h1>
-<button type="button" id="tai-new" class="tai-new">New conversation</button>
+<button type="button" id="tai-new" class="tai-new">${s("new")}</button>
 </header>
-<ol id="tai-transcript" class="tai-list" aria-live="polite" aria-relevant="additions" aria-label="Conversation" aria-busy="true" tabindex="0"></ol>
+<ol id="tai-transcript" class="tai-list" aria-live="polite" aria-relevant="additions" aria-label="${s("transcript")}" aria-busy="true" tabindex="0"></ol>
 <p id="tai-status" class="tai-status" role="status"></p>
 <form id="tai-form" class="tai-form">
-<label for="tai-input" class="tai-label">Message</label>
+<label for="tai-input" class="tai-label">${s("message")}</label>
 <textarea id="tai-input" class="tai-input" name="text" rows="2" maxlength="8000" required autocomplete="off" aria-describedby="tai-hint"></textarea>
-<button type="submit" id="tai-send" class="tai-send">Send</button>
-<p id="tai-hint" class="tai-hint">Enter sends; Shift+Enter starts a new line.</p>
+<button type="submit" id="tai-send" class="tai-send">${s("send")}</button>
+<p id="tai-hint" class="tai-hint">${s("hint")}</p>
 </form>
-<noscript><p>This chat needs JavaScript.</p></noscript>
+<noscript><p>${s("page.noscript")}</p></noscript>
 </main>
 </body>
 </html>
 `;
 }
 
-/** A refusal as a page: plain HTML, no script, no style (served under WEB_PAGE_CSP as well). */
-export function refusalPage(title: string, message: string): string {
+/**
+ * A refusal as a page, in `locale`: plain HTML, no script, no style (served under WEB_PAGE_CSP as
+ * well). `title` null is the language's own "Chat"; `message` is a key, filled with `vars`.
+ */
+export function refusalPage(locale: Locale, title: string | null, message: StringKey, vars?: Record<string, string | number>): string {
+  const table = STRING_TABLES[locale];
+  const heading = title ?? table.title;
   return `<!doctype html>
-<html lang="en">
+<html ${langAttrs(locale)}>
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="color-scheme" content="light dark">
 <meta name="referrer" content="no-referrer">
-<title>${escapeHtml(title)}</title>
+<title>${escapeHtml(heading)}</title>
 <link rel="icon" href="data:,">
 </head>
 <body>
 <main>
-<h1>${escapeHtml(title)}</h1>
-<p>${escapeHtml(message)}</p>
+<h1>${escapeHtml(heading)}</h1>
+<p>${escapeHtml(fill(table[message], vars))}</p>
 </main>
 </body>
 </html>

@@ -3,8 +3,8 @@
  * (docs/channels.md "Business hours on the web chat", docs/inbox.md "Business hours"), told in
  * order:
  *
- *   a closed route's chat page says "We're away; back …" with the next opening in the visitor's own
- *   locale and time zone, and a message gets the agent's answer and, once, when a person is back →
+ *   a closed route's chat page says "We're away; back …" in the visitor's language (German here)
+ *   with the next opening in their own time zone, and a message gets the agent's answer and, once, when a person is back →
  *   the widget on a page of another origin says the same when it opens → the console shows the
  *   route closed, and hours saved there (open all week, a reply time) turn the page's line into the
  *   expected reply time.
@@ -17,13 +17,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { http } from "../e2e/harness";
 import { consoleSignIn, pageOpener, visible } from "./support/pages";
 import { sharedChromium, sharedServer } from "./support/shared";
+import { STRING_TABLES, fill } from "../../src/web-chat/strings/index";
 
 let base: string;
 let browser: Browser;
 let adminKey: string;
 let host: { server: Server; origin: string };
 const violations: string[] = [];
-/** A visitor in Tokyo whose browser speaks German: the next opening is written for them. */
+/** A visitor in Tokyo whose browser speaks German: the chat speaks German, the next opening is written for them. */
 const newPage = pageOpener(() => browser, violations, { viewport: { width: 1024, height: 768 }, locale: "de-DE", timezoneId: "Asia/Tokyo" });
 const signIn = consoleSignIn(() => base);
 
@@ -31,9 +32,10 @@ const signIn = consoleSignIn(() => base);
 const OPENING = new Date(Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth(), new Date().getUTCDate() + 2, 9));
 const OPEN_DAY = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"][OPENING.getUTCDay()];
 const AWAY = "Closed for now. A person is back {next_opening}.";
+const DE = STRING_TABLES.de;
 
 async function say(page: Page, text: string): Promise<void> {
-  const input = page.getByLabel("Message", { exact: true });
+  const input = page.getByLabel(DE.message, { exact: true });
   await input.fill(text);
   await input.press("Enter");
 }
@@ -89,7 +91,7 @@ describe("business hours on the web chat", () => {
     // German, and Tokyo's clock: 09:00 UTC is 18:00 there.
     expect(when).toMatch(/^(Montag|Dienstag|Mittwoch|Donnerstag|Freitag|Samstag|Sonntag)/);
     expect(when).toContain("18:00");
-    await visible(page.locator(".tai-hours").filter({ hasText: `We're away; back ${when}` }));
+    await visible(page.locator(".tai-hours").filter({ hasText: fill(DE["hours.away"], { when }) }));
 
     await say(page, "anyone there?");
     await visible(page.locator(".tai-entry.tai-bot").filter({ hasText: "anyone there?" }));
@@ -106,7 +108,7 @@ describe("business hours on the web chat", () => {
     await page.goto(host.origin);
     await (await visible(page.getByRole("button", { name: /chat/i }))).click();
     const when = await inVisitorClock(page);
-    await visible(page.locator(".tai-hours").filter({ hasText: `We're away; back ${when}` }));
+    await visible(page.locator(".tai-hours").filter({ hasText: fill(DE["hours.away"], { when }) }));
     await context.close();
   });
 
@@ -127,7 +129,8 @@ describe("business hours on the web chat", () => {
 
     const visitor = await newPage();
     await visitor.page.goto(`${base}/api/channels/web/chat/hours-desk`);
-    await visible(visitor.page.locator(".tai-hours").filter({ hasText: "Typically replies in a few minutes" }));
+    // The operator's own reply-time text, in the visitor's language's sentence.
+    await visible(visitor.page.locator(".tai-hours").filter({ hasText: fill(DE["hours.reply"], { time: "a few minutes" }) }));
     await visitor.context.close();
   });
 

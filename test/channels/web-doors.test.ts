@@ -139,7 +139,7 @@ describe("a visitor's message", () => {
 
   it("carries the page's link params (reserved ones stripped) into the turn", async () => {
     const r = await webRoute();
-    const { cookie } = await openPage(r.identity, "?topic=billing&tai_pair=abc&tai_entry=x");
+    const { cookie } = await openPage(r.identity, "?topic=billing&tai_pair=abc&tai_entry=x&tai_locale=de&tai_accent=%23003366");
     await post("/api/channels/web/messages", { identity: r.identity, text: "params?" }, { cookie });
     const visitor = cookie.split("=")[1].split(".")[0];
     const rows = await eventually(

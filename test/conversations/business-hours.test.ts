@@ -121,6 +121,7 @@ describe("the web chat's config door", () => {
       reply_time_seconds: null,
       prechat: null,
       attachments: DEFAULT_ATTACHMENT_POLICY,
+      locale: null,
     });
 
     expect((await putHours(r.name, { time_zone: "UTC", weekly: { mon: [["09:00", "10:00"]] }, reply_time_seconds: 3600 })).status).toBe(200);

@@ -8,10 +8,12 @@
  * them follow one rating.
  */
 import { el } from "./dom";
+import { t } from "./strings";
+import type { StringKey } from "../../src/web-chat/strings/en";
 
 export type Rating = "up" | "down";
 
-const LABELS: Record<Rating, [icon: string, name: string]> = { up: ["👍", "Helpful"], down: ["👎", "Not helpful"] };
+const LABELS: Record<Rating, [icon: string, name: StringKey]> = { up: ["👍", "feedback.up"], down: ["👎", "feedback.down"] };
 
 /** Sends a rating (null: taken back); resolves with the rating in force, rejects when it was not taken. */
 export type SendRating = (messageId: string, rating: Rating | null) => Promise<Rating | null>;
@@ -27,10 +29,11 @@ function paint(root: ParentNode, messageId: string, rating: Rating | null): void
 
 /** The buttons of answer `messageId`, showing `rating`; `root` is where the other bars of the same answer are. */
 export function feedbackBar(doc: Document, root: () => ParentNode, messageId: string, rating: Rating | null, send: SendRating): HTMLElement {
-  const bar = el(doc, "div", { class: "tai-rate", role: "group", "aria-label": "Was this answer helpful?", "data-message-id": messageId });
+  const bar = el(doc, "div", { class: "tai-rate", role: "group", "aria-label": t("feedback.ask"), "data-message-id": messageId });
   bar.dataset.rating = rating ?? "";
   for (const r of ["up", "down"] as const) {
-    const [icon, name] = LABELS[r];
+    const [icon, key] = LABELS[r];
+    const name = t(key);
     const b = el(doc, "button", { type: "button", class: "tai-rate-button", "aria-label": name, title: name, "data-rating": r }, icon);
     b.setAttribute("aria-pressed", String(rating === r));
     b.addEventListener("click", () => {

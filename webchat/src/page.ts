@@ -5,6 +5,8 @@
  * link's code to the visitor to send.
  */
 import { el } from "./dom";
+import { setStrings, t } from "./strings";
+import { applyTheme } from "./theme";
 import { cookieTransport } from "./transport";
 import { Chat, type ChatElements } from "./ui";
 
@@ -24,18 +26,13 @@ function offerPairing(chat: Chat, e: ChatElements): void {
   history.replaceState(history.state, "", url.pathname + url.search + url.hash);
   if (!PAIRING_CODE.test(code)) return;
   const doc = e.form.ownerDocument;
-  const link = el(doc, "button", { type: "button", class: "tai-chip", id: "tai-pair-link" }, "Link");
-  const skip = el(doc, "button", { type: "button", class: "tai-chip", id: "tai-pair-skip" }, "Not now");
+  const link = el(doc, "button", { type: "button", class: "tai-chip", id: "tai-pair-link" }, t("pair.link"));
+  const skip = el(doc, "button", { type: "button", class: "tai-chip", id: "tai-pair-skip" }, t("pair.skip"));
   const box = el(
     doc,
     "div",
-    { class: "tai-card tai-pair-offer", id: "tai-pair-offer", role: "group", "aria-label": "Pairing link" },
-    el(
-      doc,
-      "p",
-      { class: "tai-text" },
-      `This link carries the pairing code ${code}. Link this chat to the conversation that asked for it? Only do this if you asked for the code yourself.`,
-    ),
+    { class: "tai-card tai-pair-offer", id: "tai-pair-offer", role: "group", "aria-label": t("pair.label") },
+    el(doc, "p", { class: "tai-text" }, t("pair.offer", { code })),
     el(doc, "div", { class: "tai-chips" }, link, skip),
   );
   link.addEventListener("click", () => {
@@ -69,7 +66,30 @@ function reloadOnce(identity: string): boolean {
   return true;
 }
 
+/**
+ * The page's language and look. The page door wrote the table of the page's language into the
+ * page (`#tai-strings`, a JSON data block, which no CSP treats as a script) and set `<html lang
+ * dir>`; the look comes from the link's `tai_*` parameters, as the widget's from its attributes.
+ */
+function dress(): void {
+  let table: Record<string, string> = {};
+  try {
+    table = JSON.parse(document.getElementById("tai-strings")?.textContent ?? "{}");
+  } catch {
+    // A page without its table shows the keys: visible, never silent.
+  }
+  setStrings(table, document.documentElement.lang || "en");
+  const params = new URL(location.href).searchParams;
+  const param = (name: string) => `tai_${name.replace("-", "_")}`;
+  applyTheme(
+    document.documentElement,
+    (name) => params.get(param(name)),
+    (name, why) => console.warn(`tai web chat: ${param(name)} ${why}`),
+  );
+}
+
 function main(): void {
+  dress();
   const identity = document.querySelector<HTMLMetaElement>('meta[name="tai-identity"]')?.content ?? "";
   if (!/^[A-Za-z0-9_-]{1,64}$/.test(identity)) throw new Error("the chat page names no web identity");
   const elements: ChatElements = {

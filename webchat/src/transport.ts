@@ -9,6 +9,7 @@
  * The token never goes in a URL; a refused token (401) is dropped and replaced once.
  */
 
+import { t } from "./strings";
 import { legacyTokenKey, tokenKey } from "./token-key";
 
 export const DOOR_BASE = "/api/channels/web/";
@@ -50,7 +51,8 @@ async function answer<T>(res: Response): Promise<T> {
   }
   const obj = body && typeof body === "object" ? (body as Record<string, unknown>) : {};
   if (!res.ok) {
-    const message = typeof obj.error === "string" ? obj.error : `the service answered ${res.status}`;
+    // The service's own `error` is shown as it wrote it; the chat's words around it are translated.
+    const message = typeof obj.error === "string" ? obj.error : t("error.status", { status: res.status });
     throw new WebError(res.status, typeof obj.code === "string" ? obj.code : "", message);
   }
   return obj.data as T;
@@ -60,7 +62,7 @@ async function send(url: string, init: RequestInit): Promise<Response> {
   try {
     return await fetch(url, init);
   } catch {
-    throw new WebError(0, "network", "the service could not be reached");
+    throw new WebError(0, "network", t("error.network"));
   }
 }
 
@@ -229,7 +231,7 @@ export function bearerTransport(base: string, identity: string, onMint: (offer: 
     minting ??= (async () => {
       const before = store.get();
       const data = await answer<Stored>(await raw("session", json(proof ? { user_token: proof } : {}), null));
-      if (!data || typeof data.token !== "string") throw new WebError(0, "bad_answer", "the service gave no session");
+      if (!data || typeof data.token !== "string") throw new WebError(0, "bad_answer", t("error.session"));
       const offer = Boolean(want && before && !before.u && before.w);
       if (offer) earlier = before?.token ?? null;
       store.set({ token: data.token, expires_at: data.expires_at, ...(want ? { u: want } : {}) });

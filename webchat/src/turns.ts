@@ -15,13 +15,13 @@
  * - "Stop" shows while a turn runs: `POST stop`, with the same session as every other request.
  */
 import { el } from "./dom";
+import { t } from "./strings";
 import { type Transport, WebError } from "./transport";
 
 export type TurnState = "queued" | "running" | "tool" | "waiting" | "settled";
 
 const TURN_STATES: readonly string[] = ["queued", "running", "tool", "waiting", "settled"];
 const BUSY: readonly string[] = ["queued", "running", "tool"];
-const TYPING = "Assistant is typing…";
 /** How long a settled turn's draft waits for its entry before it goes (a turn that failed or went silent). */
 const ORPHAN_MS = 5000;
 
@@ -51,13 +51,13 @@ export class LiveTurns {
   private stopping = false;
 
   constructor(
-    private readonly t: Transport,
+    private readonly transport: Transport,
     private readonly list: HTMLOListElement,
     private readonly hooks: LiveTurnHooks,
   ) {
     this.doc = list.ownerDocument;
     this.typing = el(this.doc, "p", { class: "tai-typing", role: "status", "aria-live": "polite" });
-    this.stopButton = el(this.doc, "button", { type: "button", class: "tai-stop", hidden: true }, "Stop");
+    this.stopButton = el(this.doc, "button", { type: "button", class: "tai-stop", hidden: true }, t("stop"));
     this.stopButton.addEventListener("click", () => void this.stop());
     list.after(el(this.doc, "div", { class: "tai-turn" }, this.typing, this.stopButton));
   }
@@ -89,7 +89,7 @@ export class LiveTurns {
         this.doc,
         "li",
         { class: "tai-entry tai-bot tai-draft", "aria-hidden": "true", "data-message-id": messageId },
-        el(this.doc, "span", { class: "tai-who tai-sr" }, "Assistant:"),
+        el(this.doc, "span", { class: "tai-who tai-sr" }, t("who.bot")),
         el(this.doc, "div", { class: "tai-bubble" }),
       );
       this.drafts.set(messageId, row);
@@ -104,7 +104,7 @@ export class LiveTurns {
    * takes its draft's place, and a stopped answer says so.
    */
   answered(entry: { message_id?: string; stopped?: boolean }, row: HTMLElement): void {
-    if (entry.stopped) row.append(el(this.doc, "span", { class: "tai-note tai-stopped" }, "Stopped"));
+    if (entry.stopped) row.append(el(this.doc, "span", { class: "tai-note tai-stopped" }, t("stopped")));
     const id = entry.message_id;
     if (!id) return;
     this.dropDraft(id);
@@ -137,7 +137,7 @@ export class LiveTurns {
   private paint(): void {
     const busy = [...this.states.values()].some((s) => BUSY.includes(s));
     // Written only when it changes, so a turn going from running to a tool and back is not read again.
-    const text = busy ? TYPING : "";
+    const text = busy ? t("typing") : "";
     if (this.typing.textContent !== text) this.typing.textContent = text;
     if (!busy && !this.stopButton.hidden && this.stopButton.matches(":focus")) this.hooks.refocus();
     this.stopButton.hidden = !busy;
@@ -153,12 +153,12 @@ export class LiveTurns {
     this.stopping = true;
     this.paint();
     try {
-      const got = await this.t.post<{ stopped?: boolean }>("stop", running ? { message_id: running } : {});
+      const got = await this.transport.post<{ stopped?: boolean }>("stop", running ? { message_id: running } : {});
       if (got?.stopped) return;
-      this.hooks.say("Nothing was running to stop.");
+      this.hooks.say(t("stop.none"));
     } catch (err) {
       if (err instanceof WebError && err.status === 401) this.hooks.lost();
-      else this.hooks.say(`Could not stop: ${err instanceof Error ? err.message : String(err)}.`);
+      else this.hooks.say(t("stop.failed", { reason: err instanceof Error ? err.message : String(err) }));
     }
     this.stopping = false;
     this.paint();

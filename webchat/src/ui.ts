@@ -12,11 +12,12 @@
  *   reader does not read the whole history on load. Connection changes go to a status line.
  */
 import { el, randomId, webUrl } from "./dom";
-import { t } from "./strings";
+import { locale, t } from "./strings";
 import { markdownBlock, plainBlock } from "./markdown";
 import { type Attachment, WebError, type Transport } from "./transport";
 import { isTurnState, LiveTurns } from "./turns";
 import { type Rating, feedbackBar } from "./feedback";
+import type { StringKey } from "../../src/web-chat/strings/en";
 import { type Hours, hoursLine } from "./hours";
 
 export type Role = "visitor" | "bot" | "operator";
@@ -64,9 +65,17 @@ export type ChatHooks = {
    * handled; false leaves the chat showing that it ended.
    */
   onSessionLost?: (err?: unknown) => boolean;
+  /**
+   * The route's config when the surface already asked for it (the widget, for the person's
+   * locale), so the first read is not made twice; undefined: the chat asks the door itself.
+   */
+  config?: () => Promise<Config> | undefined;
 };
 
-type Schema = Record<string, unknown>;
+/** What `POST config` answers that the chat uses: the hours line, the pre-chat form, the upload policy. */
+export type Config = Hours & { prechat?: Schema | null; attachments?: { enabled?: boolean } };
+
+export type Schema = Record<string, unknown>;
 
 const MAX_CHIPS = 10;
 const MAX_MEDIA = 10;
@@ -76,7 +85,7 @@ const FIRST_PAUSE_MS = 1000;
 const MAX_PAUSE_MS = 30_000;
 const SEND_TRIES = 4;
 
-const WHO: Record<Role, string> = { visitor: "You", bot: "Assistant", operator: "Operator" };
+const WHO = { visitor: "who.visitor", bot: "who.bot", operator: "who.operator" } as const satisfies Record<Role, StringKey>;
 
 type Pending = { id: string; text: string; row: HTMLLIElement; messageId?: string; tries: number; files?: string[] };
 /** A file being attached: its id once the upload is stored. */
@@ -155,7 +164,7 @@ export class Chat {
   private config(): void {
     this.pre = null;
     this.asked = false;
-    this.t.post<Hours & { prechat?: Schema | null; attachments?: { enabled?: boolean } }>("config", {}).then(
+    (this.hooks.config?.() ?? this.t.post<Config>("config", {})).then(
       (h) => {
         // A chat that takes no files shows no attach button.
         if (this.attachButton) this.attachButton.hidden = h.attachments?.enabled === false;
@@ -319,7 +328,7 @@ export class Chat {
     this.retry = undefined;
     if (this.ended) return;
     const generation = this.generation;
-    if (!this.live) this.say("Connecting…");
+    if (!this.live) this.say(t("status.connecting"));
     let ws: WebSocket;
     try {
       ws = await this.t.openStream(this.highest);
@@ -328,7 +337,7 @@ export class Chat {
       if (err instanceof WebError && err.status === 401) return this.sessionLost(err);
       if (err instanceof WebError && err.status >= 400 && err.status < 500 && err.status !== 408 && err.status !== 429) {
         // A refusal (unknown chat, origin not allowed) does not change by retrying.
-        this.say(`The chat is unavailable: ${err.message}.`);
+        this.say(t("status.unavailable", { reason: err.message }));
         return;
       }
       this.later();
@@ -359,7 +368,7 @@ export class Chat {
   private later(): void {
     clearTimeout(this.retry);
     const wait = this.pause + Math.floor(Math.random() * (this.pause / 2));
-    this.say(`Connection lost. Reconnecting in ${Math.ceil(wait / 1000)} s…`);
+    this.say(t("status.reconnecting", { seconds: Math.ceil(wait / 1000) }));
     this.retry = window.setTimeout(() => void this.connect(), wait);
     this.pause = Math.min(this.pause * 2, MAX_PAUSE_MS);
   }
@@ -401,7 +410,7 @@ export class Chat {
     } else if (f.type === "ended") {
       this.drop();
       ws.close(1000);
-      this.end("This conversation has ended. Choose “New conversation” to start again.");
+      this.end(t("status.ended"));
     }
   }
 
@@ -417,7 +426,7 @@ export class Chat {
 
   private sessionLost(err?: unknown): void {
     this.drop();
-    if (!this.hooks.onSessionLost?.(err)) this.end("This conversation's session has ended. Choose “New conversation” to start again.");
+    if (!this.hooks.onSessionLost?.(err)) this.end(t("status.session_ended"));
   }
 
   /** "New conversation": a fresh session, an empty transcript, and the stream from the start. */
@@ -432,7 +441,7 @@ export class Chat {
       this.busyRenewing = false;
       this.e.renew.disabled = false;
       if (err instanceof WebError && err.status === 401 && this.hooks.onSessionLost?.(err)) return;
-      this.say(`Could not start a new conversation: ${messageOf(err)}.`);
+      this.say(t("status.renew_failed", { reason: messageOf(err) }));
       if (!this.ended && this.started) void this.connect();
       return;
     }
@@ -440,7 +449,7 @@ export class Chat {
     this.e.renew.disabled = false;
     this.started = true;
     this.reset();
-    this.say("New conversation started.");
+    this.say(t("status.renewed"));
     this.e.input.focus();
   }
 
@@ -534,7 +543,7 @@ export class Chat {
           ? this.chips(q.options, "tai-question", (o, done) => this.answer(q.interaction_id, o.id ? { option_id: o.id } : { text: o.text }, done))
           : this.answerBox(q.interaction_id),
       );
-    row.replaceChildren(el(this.doc, "span", { class: entry.role === "operator" ? "tai-who" : "tai-who tai-sr" }, `${WHO[entry.role]}:`), bubble);
+    row.replaceChildren(el(this.doc, "span", { class: entry.role === "operator" ? "tai-who" : "tai-who tai-sr" }, t(WHO[entry.role])), bubble);
     const time = timeOf(this.doc, entry.at);
     if (time) row.append(time);
     if (entry.message_id && entry.rating !== undefined)
@@ -553,22 +562,22 @@ export class Chat {
   private async rate(messageId: string, rating: Rating | null): Promise<Rating | null> {
     try {
       const got = await this.t.post<{ rating: Rating | null }>("feedback", { message_id: messageId, rating });
-      this.say(got.rating === null ? "Rating removed." : "Thanks for your feedback.");
+      this.say(t(got.rating === null ? "feedback.removed" : "feedback.thanks"));
       return got.rating;
     } catch (err) {
       if (err instanceof WebError && err.status === 401) this.sessionLost();
-      else this.say(`The rating was not sent: ${messageOf(err)}.`);
+      else this.say(t("feedback.failed", { reason: messageOf(err) }));
       throw err;
     }
   }
 
   private mediaCard(m: Media): HTMLElement {
-    const name = m.caption || m.filename || (m.kind === "image" ? "Image" : "Attachment");
+    const name = m.caption || m.filename || t(m.kind === "image" ? "media.image" : "media.file");
     const image = m.kind === "image" ? webUrl(m.url, true) : null;
     if (image) {
       const img = el(this.doc, "img", {
         src: image,
-        alt: m.caption || m.filename || "Image",
+        alt: name,
         loading: "lazy",
         decoding: "async",
         referrerpolicy: "no-referrer",
@@ -582,12 +591,12 @@ export class Chat {
       );
     }
     const link = webUrl(m.url);
-    if (!link) return el(this.doc, "p", { class: "tai-card tai-file" }, `${name} (unavailable)`);
+    if (!link) return el(this.doc, "p", { class: "tai-card tai-file" }, t("media.unavailable", { name }));
     return el(this.doc, "a", { class: "tai-card tai-file", href: link, target: "_blank", rel: "noopener noreferrer" }, name);
   }
 
   private chips(options: Option[], kind: string, onTap: (o: Option, done: (ok: boolean) => void) => void): HTMLElement {
-    const group = el(this.doc, "div", { class: `tai-chips ${kind}`, role: "group", "aria-label": "Choices" });
+    const group = el(this.doc, "div", { class: `tai-chips ${kind}`, role: "group", "aria-label": t("choices") });
     const buttons: HTMLButtonElement[] = [];
     for (const o of options.slice(0, MAX_CHIPS)) {
       if (!o || typeof o.text !== "string") continue;
@@ -656,11 +665,11 @@ export class Chat {
       if (done && !Object.keys(values).length) return done();
       button.disabled = true;
       this.t.post("messages", { text: "", [done ? "profile" : "form"]: values, client_message_id: randomId() }).then(
-        () => (done ? done() : this.say("Form sent.")),
+        () => (done ? done() : this.say(t("form.sent"))),
         (err) => {
           button.disabled = false;
           if (err instanceof WebError && err.status === 401) this.sessionLost();
-          else this.say(`The form was not sent: ${messageOf(err)}.`);
+          else this.say(t("form.failed", { reason: messageOf(err) }));
         },
       );
     });
@@ -671,8 +680,8 @@ export class Chat {
   private answerBox(interactionId: string): HTMLElement {
     const id = `tai-a-${randomId()}`;
     const input = el(this.doc, "input", { id, class: "tai-input tai-answer-input", type: "text", autocomplete: "off", maxlength: "8000", required: true });
-    const button = el(this.doc, "button", { type: "submit", class: "tai-send" }, "Answer");
-    const form = el(this.doc, "form", { class: "tai-answer" }, el(this.doc, "label", { for: id, class: "tai-label" }, "Your answer"), input, button);
+    const button = el(this.doc, "button", { type: "submit", class: "tai-send" }, t("answer.send"));
+    const form = el(this.doc, "form", { class: "tai-answer" }, el(this.doc, "label", { for: id, class: "tai-label" }, t("answer.label")), input, button);
     form.addEventListener("submit", (ev) => {
       ev.preventDefault();
       const text = input.value.trim();
@@ -693,12 +702,12 @@ export class Chat {
   private answer(interactionId: string, body: Record<string, unknown>, done: (ok: boolean) => void): void {
     this.t.post(`questions/${encodeURIComponent(interactionId)}/answer`, body).then(
       () => {
-        this.say("Answer sent.");
+        this.say(t("answer.sent"));
         done(true);
       },
       (err) => {
         if (err instanceof WebError && err.status === 401) this.sessionLost();
-        else this.say(`The answer was not sent: ${messageOf(err)}.`);
+        else this.say(t("answer.failed", { reason: messageOf(err) }));
         done(false);
       },
     );
@@ -710,7 +719,7 @@ export class Chat {
     const row = el(this.doc, "li", { class: "tai-entry tai-visitor tai-pending" });
     const p: Pending = { id: randomId(), text, row, tries: 0, files };
     row.append(
-      el(this.doc, "span", { class: "tai-who tai-sr" }, `${WHO.visitor}:`),
+      el(this.doc, "span", { class: "tai-who tai-sr" }, t(WHO.visitor)),
       el(this.doc, "div", { class: "tai-bubble" }, el(this.doc, "p", { class: "tai-text" }, text)),
     );
     this.pending.push(p);
@@ -725,7 +734,7 @@ export class Chat {
     this.t.post<{ message_id?: string }>("messages", { text: p.text, client_message_id: p.id, attachments: p.files?.length ? p.files : undefined }).then(
       (data) => {
         if (data && typeof data.message_id === "string") p.messageId = data.message_id;
-        if (p.row.classList.contains("tai-pending")) setNote(this.doc, p.row, "Sent");
+        if (p.row.classList.contains("tai-pending")) setNote(this.doc, p.row, t("sent"));
       },
       (err) => {
         const transient = !(err instanceof WebError) || err.status === 0 || err.status === 408 || err.status === 429 || err.status >= 500;
@@ -742,9 +751,9 @@ export class Chat {
 
   private failed(p: Pending, why: string, canRetry: boolean): void {
     p.row.classList.add("tai-failed");
-    const note = setNote(this.doc, p.row, `Not sent: ${why}.`);
+    const note = setNote(this.doc, p.row, t("failed.note", { reason: why }));
     if (canRetry) {
-      const again = el(this.doc, "button", { type: "button", class: "tai-retry" }, "Try again");
+      const again = el(this.doc, "button", { type: "button", class: "tai-retry" }, t("retry"));
       again.addEventListener("click", () => {
         p.row.classList.remove("tai-failed");
         p.tries = 0;
@@ -752,7 +761,7 @@ export class Chat {
       });
       note.append(" ", again);
     }
-    this.say(`A message was not sent: ${why}.`);
+    this.say(t("failed.status", { reason: why }));
   }
 }
 
@@ -785,7 +794,7 @@ function inOrder(list: HTMLOListElement, row: HTMLElement, seq: number): boolean
 function timeOf(doc: Document, at: string): HTMLElement | null {
   const when = new Date(at);
   if (Number.isNaN(when.getTime())) return null;
-  return el(doc, "time", { class: "tai-time", datetime: when.toISOString() }, when.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" }));
+  return el(doc, "time", { class: "tai-time", datetime: when.toISOString() }, when.toLocaleTimeString(locale(), { hour: "2-digit", minute: "2-digit" }));
 }
 
 function messageOf(err: unknown): string {
@@ -850,7 +859,7 @@ export function buildChat(doc: Document, title: string, idPrefix: string): { roo
     class: "tai-list",
     "aria-live": "polite",
     "aria-relevant": "additions",
-    "aria-label": "Conversation",
+    "aria-label": t("transcript"),
     "aria-busy": "true",
     tabindex: "0",
   });
@@ -870,12 +879,12 @@ export function buildChat(doc: Document, title: string, idPrefix: string): { roo
     doc,
     "form",
     { class: "tai-form" },
-    el(doc, "label", { for: id("input"), class: "tai-label" }, "Message"),
+    el(doc, "label", { for: id("input"), class: "tai-label" }, t("message")),
     input,
     send,
-    el(doc, "p", { id: id("hint"), class: "tai-hint" }, "Enter sends; Shift+Enter starts a new line."),
+    el(doc, "p", { id: id("hint"), class: "tai-hint" }, t("hint")),
   );
-  const renew = el(doc, "button", { type: "button", class: "tai-new" }, "New conversation");
+  const renew = el(doc, "button", { type: "button", class: "tai-new" }, t("new"));
   const heading = el(doc, "h2", { id: id("title"), class: "tai-title" }, title);
   const head = el(doc, "div", { class: "tai-head" }, heading, renew);
   const root = el(doc, "div", { class: "tai-chat" }, head, list, status, form);

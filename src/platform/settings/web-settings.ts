@@ -95,8 +95,7 @@ export const CHANNEL_WEB_GATE_WINDOW_SECONDS = wholeNumber("CHANNEL_WEB_GATE_WIN
 
 export const CHANNEL_WEB_PAGE_TITLE = text("CHANNEL_WEB_PAGE_TITLE", {
   area: "channels",
-  default: "Chat",
-  description: "The chat page's title (and the widget panel's heading).",
+  description: "The chat page's title. Unset: \"Chat\" in the page's language (the widget's heading is its `data-title`, likewise).",
 });
 
 export const WEB_SETTINGS = [
@@ -122,7 +121,8 @@ export interface WebSettings {
   maxBodyBytes: number;
   gateGuesses: number;
   gateWindowSeconds: number;
-  pageTitle: string;
+  /** Null: the page's language's own word for "Chat". */
+  pageTitle: string | null;
 }
 
 export function parseWebSettings(env: EnvVars, errors: string[]): WebSettings {
@@ -136,6 +136,6 @@ export function parseWebSettings(env: EnvVars, errors: string[]): WebSettings {
     maxBodyBytes: CHANNEL_WEB_MAX_BODY_BYTES.read(env, errors),
     gateGuesses: CHANNEL_WEB_GATE_GUESSES.read(env, errors),
     gateWindowSeconds: CHANNEL_WEB_GATE_WINDOW_SECONDS.read(env, errors),
-    pageTitle: (CHANNEL_WEB_PAGE_TITLE.read(env, errors) ?? "Chat").slice(0, 200),
+    pageTitle: CHANNEL_WEB_PAGE_TITLE.read(env, errors)?.slice(0, 200) ?? null,
   };
 }

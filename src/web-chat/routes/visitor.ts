@@ -28,6 +28,9 @@ import { type JsonObject, jsonObjectSchema } from "../../platform/http/bounded-j
 import { HttpError, serverError } from "../../platform/http/errors";
 import { addPublicRoute } from "../../platform/http/route";
 import { WEB_PAGE_CSP, refusalPage, renderChatPage, serveWebAsset, webManifest } from "../assets";
+import type { StringKey } from "../strings/en";
+import { STRING_TABLES, pageLocale, stringsVersion } from "../strings/index";
+import { LOCALES, type Locale } from "../strings/locales";
 import { admitEntry } from "../gates";
 import { type Site, WebIdentity, readSite } from "../sites";
 import { AttachmentPolicy } from "../attachments";
@@ -87,8 +90,11 @@ const sessionBody = z
   .strict();
 const stopBody = z.object({ identity: identitySchema, message_id: z.string().min(1).max(128).optional() }).strict();
 
-/** Link parameters the page URL may carry that are not the target's: entry and pairing codes. */
-const RESERVED_PARAMS = new Set(["tai_entry", "tai_pair"]);
+/**
+ * Link parameters the page URL may carry that are not the target's: every `tai_` one is the page's
+ * own (entry and pairing codes, the language, the look: docs/channels.md).
+ */
+const isPageParam = (name: string) => name.startsWith("tai_");
 const TICKET_TTL_MS = 60_000;
 
 /** What a web door reads for an identity: its route (with key and target facts) and its site. */
@@ -116,6 +122,23 @@ export async function webRead(c: Context<AppEnv>, identity: string): Promise<Web
 /** The web route for `identity` with its key and target, and when it was read; 404 when there is none. */
 async function webRoute(c: Context<AppEnv>, identity: string): Promise<{ at: number; found: RouteWithKey; route: Route }> {
   return (await routeAndSite(c, identity))[0];
+}
+
+/**
+ * The locale of the visitor's person, on a multichannel target (docs/persons.md): one call to the
+ * target's person directory (the route's target facts come from the identity's cache); null when
+ * the target is not multichannel, the visitor has no person yet or the person has no locale.
+ */
+async function personLocale(c: Context<AppEnv>, read: { found: RouteWithKey; route: Route }, identity: string, visitorId: string): Promise<string | null> {
+  if (!read.found.target.config?.multichannel) return null;
+  const { route } = read;
+  const person = await personDirectoryStub(c.env, route.target_kind, route.target_name).resolve({
+    door: "channel",
+    channel: "web",
+    our_identity: route.our_identity ?? identity,
+    address: visitorId,
+  });
+  return person?.locale ?? null;
 }
 
 /** The route (404 when none) and the identity's site. */
@@ -345,11 +368,13 @@ addPublicRoute(
     ...publicDoor,
     method: "post",
     path: "/api/channels/web/config",
-    summary: "Web chat: what the page shows about its route: open now, the next opening, the expected reply time, the pre-chat form",
+    summary:
+      "Web chat: what the page shows about its route and visitor: open now, the next opening, the expected reply time, the pre-chat form, the person's locale",
     description:
       "Public; the visitor's session and a matching Origin, as for `messages`. From the route's business hours (docs/inbox.md, \"Business hours\"): `open_now` (true when the route has none), `next_opening` (ISO-8601; null while open or when the week has no hours), `reply_time_text` and `reply_time_seconds` (null when unset). The hours ride in the identity's cached route read: no D1 statement while they are unchanged. " +
-      "`prechat`: the identity's pre-chat form as a form schema (`{type: object, properties, required}`, docs/channels.md \"Pre-chat form\"), without the fields the site vouches for in this verified visitor's token; null when there is none or nothing is left to ask. It rides with the identity's cached site read." +
-      '`attachments`: what the visitor may upload (`{enabled, max_bytes, allowed_types}`, docs/channels.md "Attachments"), from the same cached site read.',
+      "`prechat`: the identity's pre-chat form as a form schema (`{type: object, properties, required}`, docs/channels.md \"Pre-chat form\"), without the fields the site vouches for in this verified visitor's token; null when there is none or nothing is left to ask. It rides with the identity's cached site read. " +
+      '`attachments`: what the visitor may upload (`{enabled, max_bytes, allowed_types}`, docs/channels.md "Attachments"), from the same cached site read. ' +
+      "`locale`: the visitor's person's locale (a BCP 47 tag, docs/persons.md) on a multichannel target, which the widget speaks when its tag names no language; null when the target is not multichannel or the visitor has no person (yet) or the person no locale. One call to the target's person directory, no D1 statement.",
     body: configBody,
     response: z.object({
       open_now: z.boolean(),
@@ -358,6 +383,7 @@ addPublicRoute(
       reply_time_seconds: z.number().nullable(),
       prechat: PrechatSchema.nullable(),
       attachments: AttachmentPolicy,
+      locale: z.string().nullable(),
     }),
     errors: [401, 403, 404, 413],
   },
@@ -365,7 +391,8 @@ addPublicRoute(
     const { cred, read, site, origin, current } = await visitorRequest(c, body.identity, raw);
     const view = hoursView(read.found.target.hours ?? null, new Date());
     const prechat = prechatSchema(site.prechat, vouchedNames(current.profile?.vouched));
-    return json(c, { ...view, prechat, attachments: site.attachments }, 200, corsHeaders(c, cred.mode, origin));
+    const locale = await personLocale(c, read, body.identity, cred.visitorId);
+    return json(c, { ...view, prechat, attachments: site.attachments, locale }, 200, corsHeaders(c, cred.mode, origin));
   },
 );
 
@@ -727,9 +754,9 @@ async function requireEntry(c: Context<AppEnv>, identity: string, code: string |
   if (!ok) throw new HttpError(403, "this chat needs a valid entry link", "entry_refused");
 }
 
-/** A refusal of the page door, as a minimal HTML page. */
-function pageRefusal(title: string, status: number, code: string, message: string): Response {
-  return new Response(refusalPage(title, message), {
+/** A refusal of the page door, as a minimal HTML page in `locale`. */
+function pageRefusal(locale: Locale, title: string | null, status: number, code: string, message: StringKey): Response {
+  return new Response(refusalPage(locale, title, message), {
     status,
     headers: {
       "content-type": "text/html; charset=UTF-8",
@@ -749,7 +776,7 @@ addPublicRoute(
     path: "/api/channels/web/chat/{identity}",
     summary: "Web chat: the standalone chat page of one web route",
     description:
-      "Public; a top-level navigation (403 not_a_navigation otherwise). Opens a session for a new visitor (a gated identity needs `?tai_entry=` with a live code: 403 entry_refused; new sessions are capped per client network: 429 too_many_sessions) and refreshes an existing one. Other query parameters are captured as the visitor's link params, delivered as `params` on tool turns; a later navigation carrying some replaces them, unless another site sent it (`Sec-Fetch-Site` cross-site or same-site, or without it a foreign Origin or Referer). `tai_pair` (a pairing code) is never redeemed by this GET: the page's script offers it to the visitor, who sends it as a message. Refusals are small HTML pages.",
+      "Public; a top-level navigation (403 not_a_navigation otherwise). Opens a session for a new visitor (a gated identity needs `?tai_entry=` with a live code: 403 entry_refused; new sessions are capped per client network: 429 too_many_sessions) and refreshes an existing one. Other query parameters, bar the page's own `tai_` ones (`tai_locale` picks the page's language before the visitor's person's and the browser's; `tai_accent`, `tai_accent_text`, `tai_background`, `tai_text`, `tai_font` and `tai_radius` its look), are captured as the visitor's link params, delivered as `params` on tool turns; a later navigation carrying some replaces them, unless another site sent it (`Sec-Fetch-Site` cross-site or same-site, or without it a foreign Origin or Referer). `tai_pair` (a pairing code) is never redeemed by this GET: the page's script offers it to the visitor, who sends it as a message. Refusals are small HTML pages, in the page's language.",
     params: z.object({ identity: identitySchema }).strict(),
     produces: "text/html",
     errors: [403, 404, 429],
@@ -757,34 +784,38 @@ addPublicRoute(
   async (c, { params }) => {
     const s = c.get("settings").web;
     const title = s.pageTitle;
+    const url = new URL(c.req.url);
+    const localeOf = (person: string | null) => pageLocale(url.searchParams.get("tai_locale"), person, c.req.header("accept-language"));
+    const early = localeOf(null);
     const mode = c.req.header("sec-fetch-mode");
-    if (mode && mode !== "navigate") return pageRefusal(title, 403, "not_a_navigation", "Open this chat by following its link.");
+    if (mode && mode !== "navigate") return pageRefusal(early, title, 403, "not_a_navigation", "page.not_navigation");
     let read;
     try {
       read = await webRoute(c, params.identity);
     } catch (err) {
-      if (err instanceof HttpError && err.status === 404) return pageRefusal(title, 404, "unknown_identity", "This chat does not exist.");
+      if (err instanceof HttpError && err.status === 404) return pageRefusal(early, title, 404, "unknown_identity", "page.unknown");
       throw err;
     }
-    const url = new URL(c.req.url);
     const linkParams: Record<string, string> = {};
-    for (const [k, v] of url.searchParams) if (!RESERVED_PARAMS.has(k)) linkParams[k] = v;
-    if (checkParams(linkParams)) return pageRefusal(title, 400, "invalid_params", "This chat link carries parameters that are too long or too many.");
+    for (const [k, v] of url.searchParams) if (!isPageParam(k)) linkParams[k] = v;
+    if (checkParams(linkParams)) return pageRefusal(early, title, 400, "invalid_params", "page.bad_params");
     const cred = await readCredential(c.req.raw, params.identity);
     // A live cookie is refreshed as it is (and its link params replaced when this visit carries
     // some, unless another site sent the visitor here); otherwise a new visitor gets a session,
     // past the entry gate when the identity has one.
     const replacing = foreignNavigation(c) ? undefined : linkParams;
     let visitor: Credential | null = cred?.mode === "cookie" && (await sessionLive(c, read.route, params.identity, cred, replacing)) ? cred : null;
+    // A returning visitor's person may have a locale (a new one has no person yet).
+    const locale = visitor ? localeOf(await personLocale(c, read, params.identity, visitor.visitorId)) : early;
     if (!visitor) {
       const { site } = await webRead(c, params.identity);
       // The chat page cannot vouch for a user: only the widget, given a proof by the site, can.
-      if (site.require_verified) return pageRefusal(title, 403, "verification_required", "This chat is for signed-in users of its website.");
+      if (site.require_verified) return pageRefusal(locale, title, 403, "verification_required", "page.verification");
       if (site.gate_enabled) {
         try {
           await requireEntry(c, params.identity, url.searchParams.get("tai_entry"));
         } catch (err) {
-          if (err instanceof HttpError && err.status === 403) return pageRefusal(title, 403, "entry_refused", "This chat needs a valid entry link.");
+          if (err instanceof HttpError && err.status === 403) return pageRefusal(locale, title, 403, "entry_refused", "page.entry");
           throw err;
         }
       }
@@ -793,7 +824,7 @@ addPublicRoute(
         minted = await openSession(c, read.route, params.identity, Object.keys(linkParams).length ? linkParams : null);
       } catch (err) {
         if (err instanceof HttpError && err.code === "too_many_sessions") {
-          const refused = pageRefusal(title, 429, "too_many_sessions", "Too many new chats were opened from this network. Try again later.");
+          const refused = pageRefusal(locale, title, 429, "too_many_sessions", "page.too_many");
           for (const [k, v] of Object.entries(err.headers ?? {})) refused.headers.set(k, v);
           return refused;
         }
@@ -805,7 +836,7 @@ addPublicRoute(
     // a browser send with the visitor's cookie. The page's script offers the code to the visitor,
     // who sends it as a message (a POST from this origin).
     const manifest = await webManifest(c.env);
-    const html = renderChatPage({ identity: params.identity, title, manifest, embedded: false });
+    const html = renderChatPage({ identity: params.identity, title, manifest, embedded: false, locale });
     return new Response(html, {
       status: 200,
       headers: {
@@ -873,11 +904,54 @@ addPublicRoute(
     area: "channels",
     auth: { public: true },
     method: "get",
+    path: "/api/channels/web/strings/{locale}",
+    summary: "Web chat: the visible strings of one language",
+    description:
+      `Public. The JSON object \`{key: text}\` of one shipped language (${LOCALES.join(", ")}), every key of the English table; \`{name}\` marks a placeholder. The widget fetches its language's table from here rather than carrying any (docs/channels.md, "Languages"). ` +
+      "With `v` equal to the tables' current version (the widget's build carries it) the answer is cacheable for a year, `immutable`; without it, or with another version, for five minutes. Any origin may read it (`Access-Control-Allow-Origin: *`): it holds nothing but the service's own texts.",
+    params: z.object({ locale: z.enum(LOCALES) }).strict(),
+    query: z.object({
+      v: z
+        .string()
+        .regex(/^[0-9a-f]{1,64}$/, { message: "must be hex digits" })
+        .optional(),
+    }),
+    produces: "application/json",
+    response: z.record(z.string(), z.string()),
+  },
+  async (c, { params, query }) => {
+    const current = query.v !== undefined && query.v === (await stringsVersion());
+    return new Response(JSON.stringify(STRING_TABLES[params.locale]), {
+      status: 200,
+      headers: {
+        "content-type": "application/json; charset=UTF-8",
+        "x-content-type-options": "nosniff",
+        "access-control-allow-origin": "*",
+        "cross-origin-resource-policy": "cross-origin",
+        "cache-control": current ? "public, max-age=31536000, immutable" : "public, max-age=300",
+      },
+    });
+  },
+);
+
+addPublicRoute(
+  webChannelRouter,
+  {
+    area: "channels",
+    auth: { public: true },
+    method: "get",
     path: "/api/channels/web/assets/{name}",
     summary: "Web chat: one of the page's files, by exact name",
-    description: "Public. Only the names in the build's integrity manifest are served; anything else is 404.",
+    description:
+      "Public. Only the names in the build's integrity manifest are served; anything else is 404. `chat.css` is readable from any origin (the widget fetches it); with `v` equal to its version (the widget's build carries it) it is cacheable for a year, `immutable`.",
     params: z.object({ name: z.string().regex(/^[a-z0-9.-]{1,64}$/, { message: "is not an asset name" }) }).strict(),
+    query: z.object({
+      v: z
+        .string()
+        .regex(/^[0-9a-f]{1,64}$/, { message: "must be hex digits" })
+        .optional(),
+    }),
     errors: [404],
   },
-  async (c, { params }) => (await serveWebAsset(c.env, params.name)) ?? c.json({ error: "not found" }, 404),
+  async (c, { params, query }) => (await serveWebAsset(c.env, params.name, query.v)) ?? c.json({ error: "not found" }, 404),
 );
