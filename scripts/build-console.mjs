@@ -97,7 +97,10 @@ async function bundle(entry, format, define = {}) {
 }
 const web = {
   "chat.js": put("web/chat.js", await bundle("webchat/src/page.ts", "esm")),
-  "widget.js": put("web/widget.js", await bundle("webchat/src/widget.ts", "iife", { __TAI_CSS_V__: JSON.stringify(webVersion(webCss)) })),
+  "widget.js": put(
+    "web/widget.js",
+    await bundle("webchat/src/widget.ts", "iife", { __TAI_CSS_V__: JSON.stringify(webVersion(webCss)), __TAI_WEB_CSS__: JSON.stringify(webCss) }),
+  ),
   "chat.css": put("web/chat.css", webCss),
 };
 const manifest = Object.fromEntries(Object.entries(web).map(([name, bytes]) => [name, `sha384-${createHash("sha384").update(bytes).digest("base64")}`]));

@@ -3,9 +3,9 @@
  * the widget load exist, the manifest's SRI values are those of the files (the page pins them, and
  * the asset door serves only the names it lists), each script stays within the budget of 40 KiB
  * gzipped and the widget within its own of 15 KiB (which the build itself enforces), no script
- * carries a string table or the stylesheet, and the widget asks for the tables and the stylesheet
- * of the versions the Worker serves as current. A plain Node test: it reads the build's output,
- * no server.
+ * carries a string table, the widget carries the stylesheet (and names the stylesheet's version
+ * for a browser that must link it), and the widget asks for the tables of the version the Worker
+ * serves as current. A plain Node test: it reads the build's output, no server.
  */
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
@@ -57,14 +57,15 @@ describe("the web channel's built client", () => {
     expect(readFileSync(join(WEB, "widget.js"), "utf8").includes(`v=${version}`), `widget.js asks for v=${version}`).toBe(true);
   });
 
-  it("fetches the stylesheet of its own build rather than carrying it, so a host page needs no style-src", () => {
+  it("inlines the stylesheet into the widget, so a host page needs no style-src for it and the launcher is styled at once", () => {
     const widget = readFileSync(join(WEB, "widget.js"), "utf8");
-    expect(widget.includes("__TAI_CSS_V__") || widget.includes(".tai-launcher{"), "no stylesheet in widget.js").toBe(false);
+    expect(widget).not.toContain("__TAI_WEB_CSS__");
+    expect(widget).toContain(".tai-launcher{");
+    expect(widget).toContain("adoptedStyleSheets");
+    // The fallback <link> of a browser without constructed stylesheets names this build's copy.
     const manifest: Record<string, string> = JSON.parse(readFileSync(join(WEB, "manifest.json"), "utf8"));
-    // The version the widget asks for is the one the asset door derives from the manifest.
     const version = webAssetVersion(manifest["chat.css"]);
     expect(version).toMatch(/^[0-9a-f]{16}$/);
-    expect(widget.includes(`assets/chat.css?v=${version}`), `widget.js asks for chat.css?v=${version}`).toBe(true);
-    expect(widget).toContain("adoptedStyleSheets");
+    expect(widget.includes(`assets/chat.css?v=${version}`), `widget.js names chat.css?v=${version}`).toBe(true);
   });
 });

@@ -8,11 +8,10 @@
  * language and the look (docs/channels.md, "The widget's attributes").
  *
  * Everything lives in a shadow root, so the host page's styles and the widget's do not leak into
- * each other. The stylesheet is webchat/chat.css, fetched from the service in the version this
- * build was made with (__TAI_CSS_V__, so the browser caches it for good) and adopted as a
- * constructed stylesheet: that needs no `style-src` on the host page's CSP, only the `connect-src`
- * every request needs, and it keeps the widget's own bytes for code. The widget shows once its
- * styles are in. A browser without constructed stylesheets gets a <link> to the same copy.
+ * each other. The stylesheet is webchat/chat.css, inlined at build time (__TAI_WEB_CSS__) and
+ * adopted as a constructed stylesheet: that needs no `style-src` on the host page's CSP and no
+ * request, so the launcher is styled the moment it appears. A browser without constructed
+ * stylesheets gets a <link> to the service's copy in this build's version (__TAI_CSS_V__).
  *
  * No language's table is bundled: the widget fetches the one it needs from the service
  * (`strings/{locale}?v=…`, cached for good per version). If that fails it runs on FALLBACK, the
@@ -33,6 +32,8 @@ import { buildChat, Chat, type Config } from "./ui";
 
 /** The stylesheet's version (scripts/build-console.mjs), which the asset door serves as immutable. */
 declare const __TAI_CSS_V__: string;
+/** The stylesheet itself, minified (scripts/build-console.mjs). */
+declare const __TAI_WEB_CSS__: string;
 /** The string tables' version (src/web-chat/strings/index.ts), baked in by scripts/build-console.mjs. */
 declare const __TAI_STRINGS_V__: string;
 
@@ -70,17 +71,12 @@ function icon(name: string): SVGSVGElement {
 /** Credentials never go to the service from a host page, and its path never in a Referer. */
 const CORS: RequestInit = { credentials: "omit", referrerPolicy: "origin" };
 
-async function styles(shadow: ShadowRoot, origin: string): Promise<void> {
-  const href = new URL(`${DOOR_BASE}assets/chat.css?v=${__TAI_CSS_V__}`, origin).href;
-  try {
+function styles(shadow: ShadowRoot, origin: string): void {
+  if ("adoptedStyleSheets" in shadow && "replaceSync" in CSSStyleSheet.prototype) {
     const sheet = new CSSStyleSheet();
-    const res = await fetch(href, CORS);
-    if (!res.ok) throw new Error(String(res.status));
-    sheet.replaceSync(await res.text());
+    sheet.replaceSync(__TAI_WEB_CSS__);
     shadow.adoptedStyleSheets = [sheet];
-  } catch {
-    shadow.append(el(document, "link", { rel: "stylesheet", href }));
-  }
+  } else shadow.append(el(document, "link", { rel: "stylesheet", href: new URL(`${DOOR_BASE}assets/chat.css?v=${__TAI_CSS_V__}`, origin).href }));
 }
 
 /** `attr(name)`: the tag's `data-<name>`. */
@@ -90,10 +86,9 @@ function mount(identity: string, origin: string, attr: (name: string) => string 
   for (const existing of document.querySelectorAll("[data-tai-web]")) {
     if (existing.getAttribute("data-tai-web") === identity && existing.getAttribute("data-tai-web-service") === origin) return;
   }
-  // Hidden until its styles are in: an unstyled launcher never flashes on the host page.
-  const host = el(document, "div", { "data-tai-web": identity, "data-tai-web-service": origin, hidden: true });
+  const host = el(document, "div", { "data-tai-web": identity, "data-tai-web-service": origin });
   const shadow = host.attachShadow({ mode: "open" });
-  void styles(shadow, origin).then(() => host.removeAttribute("hidden"));
+  styles(shadow, origin);
   applyTheme(host, attr, warn);
 
   // Cached by the browser for good (the version is in the URL); a failed fetch is tried again at
