@@ -96,11 +96,12 @@ process.env.WRANGLER_DISABLE_EXPERIMENTAL_WARNING ??= "1";
 // Node; `browser` drives the operator console in Chromium against a real `wrangler dev`.
 export default defineConfig({
   test: {
-    // Three slots on a 2-CPU machine: a slot's file often waits (an e2e server starting, a runtime
-    // loading modules, a poll), and a third keeps both cores busy through those waits. No project
-    // sets `fileParallelism: false`: vitest would move its files into a serial group run after all
-    // the others, one at a time.
-    maxWorkers: 3,
+    // Four slots on a 2-CPU machine: a slot's file often waits (an e2e server starting, a browser
+    // page or a schedule's next minute, a runtime loading modules, a poll). With three, the slots
+    // were full for the whole run while the cores stood idle about a quarter of it; a fourth
+    // keeps both cores busy through those waits. No project sets `fileParallelism: false`: vitest
+    // would move its files into a serial group run after all the others, one at a time.
+    maxWorkers: 4,
     sequence: { sequencer: LongFirstSequencer },
     projects: [
       {
