@@ -49,7 +49,9 @@ describe("npm start output", () => {
     if (persistDir) rmSync(persistDir, { recursive: true, force: true });
   });
 
-  it("npm start prints no stack trace when offline and builds once", async () => {
+  // A cold `npm start` (the jq step, the migrations, wrangler's first bundle) shares the cores with
+  // the run's other slots, which are busiest at its start; this tests what it prints, not how fast.
+  it("npm start prints no stack trace when offline and builds once", { timeout: 240_000 }, async () => {
     const port = await freePort();
     const inspector = await freePort();
     persistDir = mkdtempSync(join(tmpdir(), "bridge-e2e-start-"));
@@ -85,7 +87,7 @@ describe("npm start output", () => {
         }
       },
       (status) => status === 200,
-      { timeoutMs: 90_000, intervalMs: 250 },
+      { timeoutMs: 180_000, intervalMs: 250 },
     );
     // Wrangler's start-up network chatter (the Request.cf download, the update check) runs in the
     // background; give it the time it takes to time out or fail before reading the output.
