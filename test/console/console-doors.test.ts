@@ -357,11 +357,9 @@ describe("presence between consoles", () => {
     await a.next((f) => f.type === "ready");
     await s.next((f) => f.type === "ready");
     for (let i = 0; i < PRESENCE_FRAMES_PER_WINDOW + 10; i++) say(a.ws, `bridge:${route}:root/t${i}`, "viewing");
-    // Each frame that passes is a checked push; on a busy machine they take a while.
-    await s.next(
-      (f) => f.type === "presence" && f.presence.some((p: any) => p.thread_id === `bridge:${route}:root/t${PRESENCE_FRAMES_PER_WINDOW - 1}`),
-      30_000,
-    );
+    // Each frame that passes is a checked push; on a busy machine they take a while, and the checks
+    // of a flood finish in no set order, so which frames pass is not fixed: only how many.
+    await s.next(() => presence(s.frames).length >= PRESENCE_FRAMES_PER_WINDOW, 30_000);
     // A frame sent after the flood and answered proves the hub went through all of it.
     say(s.ws, `bridge:${route}:root/done`, "viewing");
     await a.next((f) => f.type === "presence" && f.presence.some((p: any) => p.thread_id === `bridge:${route}:root/done`), 30_000);
