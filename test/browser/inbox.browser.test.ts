@@ -261,6 +261,13 @@ describe("the console's inbox in Chromium, two operators", () => {
     expect(await picker.isHidden()).toBe(true);
     await page.getByRole("button", { name: "Send reply" }).click();
     await visible(page.locator(".transcript li.operator").filter({ hasText: "your refund reaches your account" }));
+    // The live notice can show the reply before the send is done; once done, the console puts the
+    // focus back in the reply box, and a key pressed before then would be typed into it.
+    await pollUntil(
+      "the focus back in the reply box after the send",
+      () => text.evaluate((el) => el === document.activeElement),
+      (v) => v,
+    );
   });
 
   it("Ana resolves with e, and the customer's next message reopens it into Waiting", async () => {
