@@ -1,8 +1,12 @@
 import { randomBytes } from "node:crypto";
 import path from "node:path";
-import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
+import "./test/setup/loopback-ws";
 import { LongFirstSequencer } from "./test/setup/long-first";
+
+// Loaded after test/setup/loopback-ws.ts has run: the pool brings miniflare, which takes `ws` as
+// it finds it then (a static import would be hoisted above that file's code by the config bundle).
+const { cloudflareTest, readD1Migrations } = await import("@cloudflare/vitest-pool-workers");
 
 /** Test-only channel secrets: every channel is configured, and sends go to fake hosts that the
  * workerd tests answer through the network edge (test/helpers/network.ts). */
