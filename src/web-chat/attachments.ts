@@ -5,7 +5,6 @@
  * file name that says otherwise is refused as disguised.
  */
 import { z } from "zod";
-import { d1, run } from "../platform/persistence/d1";
 
 /** The types an upload can be: each one recognised by its bytes. SVG and HTML never are. */
 export const ATTACHMENT_TYPES = ["image/png", "image/jpeg", "image/gif", "image/webp", "application/pdf", "text/plain"] as const;
@@ -63,17 +62,6 @@ export function parsePolicy(stored: string | null): AttachmentPolicy {
   const parsed = AttachmentPolicy.safeParse(value);
   if (!parsed.success) throw new Error("web_sites row: attachments is not a stored attachment policy");
   return parsed.data;
-}
-
-/** Writes `identity`'s policy (creating its site row, no origins and no gate, when it has none). */
-export async function writePolicy(db: D1Database, identity: string, policy: AttachmentPolicy, nowIso: string, by: string): Promise<void> {
-  const text = JSON.stringify(policy);
-  await run(
-    d1(
-      db,
-    )`INSERT INTO web_sites (identity, allowed_origins, gate_enabled, attachments, updated_at, updated_by) VALUES (${identity}, '[]', 0, ${text}, ${nowIso}, ${by})
-      ON CONFLICT(identity) DO UPDATE SET attachments = excluded.attachments, updated_at = excluded.updated_at, updated_by = excluded.updated_by`,
-  );
 }
 
 /** Per type: its leading bytes (null: a byte that may be anything), the file name extensions it may carry, and the types a browser may claim for it. */

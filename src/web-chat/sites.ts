@@ -6,7 +6,7 @@
  * can batch.
  */
 import { z } from "zod";
-import { type Statement, d1, first, run } from "../platform/persistence/d1";
+import { type SqlValue, type Statement, d1, first, identifiers, list, run } from "../platform/persistence/d1";
 import { jsonColumn, validStored } from "../platform/persistence/stored-json";
 import { WEB_IDENTITY } from "../conversations/model/web";
 import { type AttachmentPolicy, parsePolicy } from "./attachments";
@@ -145,23 +145,31 @@ export async function readSiteView(db: D1Database, identity: string): Promise<Si
   };
 }
 
-/** Replaces `identity`'s allowed origins (creating its row with the gate off when it has none). */
-export async function writeAllowedOrigins(db: D1Database, identity: string, origins: string[], nowIso: string, by: string): Promise<SiteView> {
-  const text = JSON.stringify(origins);
+/** The site row's columns an operator's door sets on their own. */
+export type SiteColumn = "allowed_origins" | "gate_enabled" | "prechat" | "attachments";
+
+/**
+ * Sets one column of `identity`'s site row and stamps who did it, creating the row with the
+ * defaults (no allowed origins, the gate off, nothing else) when it has none.
+ */
+export async function writeSiteColumn(db: D1Database, identity: string, column: SiteColumn, value: SqlValue, nowIso: string, by: string): Promise<void> {
+  const row: Record<string, SqlValue> = { identity, allowed_origins: "[]", gate_enabled: 0, [column]: value, updated_at: nowIso, updated_by: by };
+  const name = identifiers([column]);
   await run(
-    d1(db)`INSERT INTO web_sites (identity, allowed_origins, gate_enabled, updated_at, updated_by) VALUES (${identity}, ${text}, 0, ${nowIso}, ${by})
-      ON CONFLICT(identity) DO UPDATE SET allowed_origins = excluded.allowed_origins, updated_at = excluded.updated_at, updated_by = excluded.updated_by`,
+    d1(db)`INSERT INTO web_sites (${identifiers(Object.keys(row))}) VALUES (${list(Object.values(row))})
+      ON CONFLICT(identity) DO UPDATE SET ${name} = excluded.${name}, updated_at = excluded.updated_at, updated_by = excluded.updated_by`,
   );
+}
+
+/** Replaces `identity`'s allowed origins. */
+export async function writeAllowedOrigins(db: D1Database, identity: string, origins: string[], nowIso: string, by: string): Promise<SiteView> {
+  await writeSiteColumn(db, identity, "allowed_origins", JSON.stringify(origins), nowIso, by);
   return { identity, allowed_origins: origins, updated_at: nowIso, updated_by: by };
 }
 
-/** Switches `identity`'s gate (creating its row with no allowed origins when it has none). */
+/** Switches `identity`'s gate. */
 export async function writeGateEnabled(db: D1Database, identity: string, enabled: boolean, nowIso: string, by: string): Promise<void> {
-  const flag = enabled ? 1 : 0;
-  await run(
-    d1(db)`INSERT INTO web_sites (identity, allowed_origins, gate_enabled, updated_at, updated_by) VALUES (${identity}, '[]', ${flag}, ${nowIso}, ${by})
-      ON CONFLICT(identity) DO UPDATE SET gate_enabled = excluded.gate_enabled, updated_at = excluded.updated_at, updated_by = excluded.updated_by`,
-  );
+  await writeSiteColumn(db, identity, "gate_enabled", enabled ? 1 : 0, nowIso, by);
 }
 
 /** `identity`'s pre-chat form as the operator's doors show it. */
@@ -175,12 +183,6 @@ export async function writePrechat(db: D1Database, identity: string, form: Prech
     await run(d1(db)`UPDATE web_sites SET prechat = NULL, updated_at = ${nowIso}, updated_by = ${by} WHERE identity = ${identity} AND prechat IS NOT NULL`);
     return { identity, fields: null };
   }
-  const text = JSON.stringify(form);
-  await run(
-    d1(
-      db,
-    )`INSERT INTO web_sites (identity, allowed_origins, gate_enabled, prechat, updated_at, updated_by) VALUES (${identity}, '[]', 0, ${text}, ${nowIso}, ${by})
-      ON CONFLICT(identity) DO UPDATE SET prechat = excluded.prechat, updated_at = excluded.updated_at, updated_by = excluded.updated_by`,
-  );
+  await writeSiteColumn(db, identity, "prechat", JSON.stringify(form), nowIso, by);
   return { identity, fields: form.fields };
 }

@@ -23,9 +23,9 @@ import type { AppEnv } from "../../platform/http/app-env";
 import { readStreamCapped } from "../../platform/http/body";
 import { HttpError, notFound, serverError } from "../../platform/http/errors";
 import { addPublicRoute, addRoute } from "../../platform/http/route";
-import { ATTACHMENT_TYPES, AttachmentPolicyBody, AttachmentPolicyView, MAX_ATTACHMENT_BYTES, checkUpload, disposition, writePolicy } from "../attachments";
+import { ATTACHMENT_TYPES, AttachmentPolicyBody, AttachmentPolicyView, MAX_ATTACHMENT_BYTES, checkUpload, disposition } from "../attachments";
 import { type CredentialMode, bearerToken, networkBucket, originMismatch, ownOrigin, readCredential, requireOrigin } from "../session";
-import { WebIdentity, readSite } from "../sites";
+import { WebIdentity, readSite, writeSiteColumn } from "../sites";
 import { corsHeaders, json, publicDoor, routeAndSite, session, visitorRequest, webRead } from "./visitor";
 
 export const webAttachmentsRouter = new Hono<AppEnv>();
@@ -239,7 +239,7 @@ addRoute(
   async (c, { params, body, principal }) => {
     const current = (await readSite(c.env.DB, params.identity)).attachments;
     const next = { ...current, ...body };
-    await writePolicy(c.env.DB, params.identity, next, new Date().toISOString(), principal.key.user_id);
+    await writeSiteColumn(c.env.DB, params.identity, "attachments", JSON.stringify(next), new Date().toISOString(), principal.key.user_id);
     return { identity: params.identity, ...next };
   },
 );
