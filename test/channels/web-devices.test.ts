@@ -14,7 +14,7 @@ import { must } from "../../src/platform/must";
 import { BASE, admin, call, dispatch } from "../helpers/http";
 import { inScratchObject } from "../helpers/object-schema";
 import { eventually, stubFor } from "../helpers/threads";
-import { ORIGIN, newVisitor, webDesk } from "../helpers/web-visitor";
+import { ORIGIN, frameSocket, newVisitor, webDesk } from "../helpers/web-visitor";
 
 let networks = 0;
 /** A client network of its own per mint (TEST-NET-3), so the per-network session cap never interferes. */
@@ -44,19 +44,13 @@ const post = (path: string, identity: string, token: string, body: Record<string
 async function stream(identity: string, token: string): Promise<{ frames: any[]; ws: WebSocket }> {
   const t = await post("stream-ticket", identity, token);
   expect(t.status, JSON.stringify(t.body)).toBe(200);
-  const res = await dispatch(`${BASE}/api/channels/web/stream?identity=${identity}&ticket=${encodeURIComponent(t.body.data.ticket)}`, {
-    headers: { upgrade: "websocket", origin: ORIGIN },
-  });
-  expect(res.status).toBe(101);
-  const ws = must(res.webSocket, "res.webSocket");
-  const frames: any[] = [];
-  ws.addEventListener("message", (e) => frames.push(JSON.parse(String(e.data))));
-  ws.accept();
-  await eventually(
-    async () => frames,
-    (f) => f.some((x) => x.type === "ready"),
+  const s = await frameSocket(
+    `${BASE}/api/channels/web/stream?identity=${identity}&ticket=${encodeURIComponent(t.body.data.ticket)}`,
+    { origin: ORIGIN },
+    { ready: true },
   );
-  return { frames, ws };
+  expect(s.status).toBe(101);
+  return { frames: s.frames, ws: must(s.ws, "the stream's socket") };
 }
 
 const texts = (frames: any[]) => frames.filter((f) => f.type === "entry").map((f) => f.entry.text as string);

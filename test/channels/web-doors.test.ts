@@ -15,8 +15,7 @@ import { listingCaughtUp } from "../helpers/listing";
 import { PAIRING_REPLIES } from "../../src/persons/pairing";
 import { declareTool, network } from "../operator/helpers";
 import { must } from "../../src/platform/must";
-
-const ORIGIN = new URL(BASE).origin;
+import { ORIGIN, frameSocket } from "../helpers/web-visitor";
 
 async function webRoute(extra: Record<string, unknown> = {}) {
   const k = await echoKey();
@@ -48,15 +47,9 @@ function post(path: string, body: unknown, headers: Record<string, string> = {})
 
 /** Opens the stream as a WebSocket and collects its frames. */
 async function stream(identity: string, cookie: string, after = 0) {
-  const res = await dispatch(`${BASE}/api/channels/web/stream?identity=${identity}&after=${after}`, {
-    headers: { upgrade: "websocket", origin: ORIGIN, cookie },
-  });
-  expect(res.status).toBe(101);
-  const ws = must(res.webSocket, "res.webSocket");
-  const frames: any[] = [];
-  ws.addEventListener("message", (e) => frames.push(JSON.parse(String(e.data))));
-  ws.accept();
-  return { ws, frames };
+  const s = await frameSocket(`${BASE}/api/channels/web/stream?identity=${identity}&after=${after}`, { origin: ORIGIN, cookie });
+  expect(s.status).toBe(101);
+  return { ws: must(s.ws, "the stream's socket"), frames: s.frames };
 }
 
 describe("the web chat page", () => {

@@ -117,11 +117,17 @@ export async function deliverAll(threadId: string): Promise<void> {
   await runAlarm(threadId);
 }
 
-/** The stream door: a socket with its frames once `ready` came (or `ended`), or the refusal's status. */
-export async function openStream(desk: Pick<WebDesk, "identity">, v: Visitor, after = 0): Promise<{ status: number; frames: any[]; ws: WebSocket | null }> {
-  const res = await dispatch(`${BASE}/api/channels/web/stream?identity=${desk.identity}&after=${after}`, {
-    headers: { upgrade: "websocket", origin: ORIGIN, cookie: v.cookie },
-  });
+/**
+ * Upgrades at a WebSocket door (`url`, with `headers` beside the upgrade) and collects every frame
+ * from the first. With `ready`, returns once a `ready` (or `ended`) frame came. A refusal gives its
+ * status, no frames and no socket.
+ */
+export async function frameSocket(
+  url: string,
+  headers: Record<string, string>,
+  opts: { ready?: boolean } = {},
+): Promise<{ status: number; frames: any[]; ws: WebSocket | null }> {
+  const res = await dispatch(url, { headers: { upgrade: "websocket", ...headers } });
   if (res.status !== 101) {
     await res.body?.cancel();
     return { status: res.status, frames: [], ws: null };
@@ -130,11 +136,17 @@ export async function openStream(desk: Pick<WebDesk, "identity">, v: Visitor, af
   const frames: any[] = [];
   ws.addEventListener("message", (e) => frames.push(JSON.parse(String(e.data))));
   ws.accept();
-  await eventually(
-    async () => frames,
-    (f) => f.some((x) => x.type === "ready" || x.type === "ended"),
-  );
+  if (opts.ready)
+    await eventually(
+      async () => frames,
+      (f) => f.some((x) => x.type === "ready" || x.type === "ended"),
+    );
   return { status: 101, frames, ws };
+}
+
+/** The stream door: a socket with its frames once `ready` came (or `ended`), or the refusal's status. */
+export async function openStream(desk: Pick<WebDesk, "identity">, v: Visitor, after = 0): Promise<{ status: number; frames: any[]; ws: WebSocket | null }> {
+  return frameSocket(`${BASE}/api/channels/web/stream?identity=${desk.identity}&after=${after}`, { origin: ORIGIN, cookie: v.cookie }, { ready: true });
 }
 
 /** The texts a fresh stream replays to the visitor (empty when the door refuses the session). */
