@@ -6,11 +6,9 @@
  */
 import { createHmac } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { createRoute } from "../helpers/bridge";
-import { admin, call, mintKey, uniq } from "../helpers/http";
+import { admin, call } from "../helpers/http";
 import { eventually } from "../helpers/threads";
-import { ORIGIN } from "../helpers/web-visitor";
-import { declareTool, network } from "../operator/helpers";
+import { ORIGIN, webDesk } from "../helpers/web-visitor";
 import { must } from "../../src/platform/must";
 
 let networks = 0;
@@ -19,19 +17,8 @@ const ip = () => `203.0.113.${(++networks % 250) + 1}`;
 
 describe("a signed-in web user and their other channels", () => {
   it("is paired once from one device; another device of the same user then runs as the same person", async () => {
-    const host = `webperson-${crypto.randomUUID().slice(0, 8)}.example`;
-    const title = host.split(".")[0];
-    await declareTool(title, `https://${host}/run`);
-    const runs: any[] = [];
-    network({ [host]: (kwargs) => (runs.push(kwargs), `tool saw ${kwargs.message}`) });
-    const k = await mintKey({ scopes: [`tool:${title}`] });
-    const api = await createRoute({ door: "api", target_kind: "tool", target_name: title, execution_key: k.user_id });
-    const identity = uniq("vp").replace(/[^A-Za-z0-9_-]/g, "-");
-    await createRoute({ door: "channel", channel: "web", our_identity: identity, target_kind: "tool", target_name: title, execution_key: k.user_id });
+    const { api, identity, runs } = await webDesk({ tool: true });
     const key = await admin();
-    expect(
-      (await call("PUT", `/api/conversation-configs/tool/${title}`, { key, body: { target_kind: "tool", target_name: title, multichannel: true } })).status,
-    ).toBe(200);
     const secret = String((await call("PUT", `/api/channels/web/sites/${identity}/verification`, { key, body: {} })).body.data.secret);
 
     const device = async () => {
@@ -46,8 +33,8 @@ describe("a signed-in web user and their other channels", () => {
       call("POST", "/api/channels/web/messages", { body: { identity, text }, headers: { origin: ORIGIN, authorization: `Bearer ${token}` } });
 
     // The other channel's conversation asks for a code; the signed-in user sends it from the laptop.
-    await call("POST", `/api/conversations/${api.name}/messages`, { key, body: { external_user_id: "ada-phone", text: "hello", wait_seconds: 10 } });
-    const link = await call("POST", `/api/conversations/${api.name}/messages`, {
+    await call("POST", `/api/conversations/${api}/messages`, { key, body: { external_user_id: "ada-phone", text: "hello", wait_seconds: 10 } });
+    const link = await call("POST", `/api/conversations/${api}/messages`, {
       key,
       body: { external_user_id: "ada-phone", text: "/link", wait_seconds: 10 },
     });

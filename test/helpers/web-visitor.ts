@@ -17,6 +17,8 @@ export interface WebDesk {
   api: string;
   web: string;
   identity: string;
+  /** What the HTTP tool was sent, turn by turn (empty on the echo agent). */
+  runs: any[];
 }
 
 /**
@@ -26,11 +28,12 @@ export interface WebDesk {
 export async function webDesk(opts: { tool?: boolean } = {}): Promise<WebDesk> {
   let target: { kind: "tool" | "agent"; name: string };
   let key: { user_id: string };
+  const runs: any[] = [];
   if (opts.tool) {
     const host = `desk-${crypto.randomUUID().slice(0, 8)}.example`;
     const title = host.split(".")[0];
     await declareTool(title, `https://${host}/run`);
-    network({ [host]: (kwargs) => `tool saw ${kwargs.message ?? "an event"}` });
+    network({ [host]: (kwargs) => (runs.push(kwargs), `tool saw ${kwargs.message ?? "an event"}`) });
     target = { kind: "tool", name: title };
     key = await mintKey({ scopes: [`tool:${title}`] });
   } else {
@@ -52,7 +55,7 @@ export async function webDesk(opts: { tool?: boolean } = {}): Promise<WebDesk> {
     body: { target_kind: target.kind, target_name: target.name, multichannel: true },
   });
   if (put.status !== 200) throw new Error(`multichannel failed ${put.status} ${JSON.stringify(put.body)}`);
-  return { api: api.name, web: web.name, identity };
+  return { api: api.name, web: web.name, identity, runs };
 }
 
 export interface Visitor {
